@@ -1,0 +1,108 @@
+/* ladder: the bounded binary delay ladder as pure functions (no I/O).
+ *
+ * Level k (0 <= k < L) is a topic exchange plus a queue with a per-queue TTL
+ * of 2^k units, dead-lettering into level k-1 (level 0 into the delivery
+ * exchange). A delay of n units is written as L bit words, most significant
+ * first, then the destination: 42 units on 6 levels to email.delivery is
+ * "1.0.1.0.1.0.email.delivery". See DESIGN.md §1 and §2. */
+#ifndef CUTOVER_LADDER_H
+#define CUTOVER_LADDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LADDER_MAX_LEVELS 32      /* routing keys stay short, units fit in 32 bits */
+#define LADDER_NAME_MAX 256       /* AMQP short strings: exchange/queue names, keys */
+#define LADDER_KEY_MAX 255        /* routing key limit, bytes */
+#define LADDER_PREFIX_MAX 64
+
+enum ladder_naming {
+	LADDER_NAMING_CUTOVER,        /* P.level.NN, P.delivery, P.parking */
+	LADDER_NAMING_KOMBU,          /* celery_delayed_K, celery_delayed_delivery */
+	LADDER_NAMING_NSERVICEBUS     /* nsb.v2.delay-level-NN, nsb.v2.delay-delivery */
+};
+
+struct ladder {
+	enum ladder_naming naming;
+	char prefix[LADDER_PREFIX_MAX + 1]; /* cutover naming only */
+	int64_t unit_ms;                    /* > 0 */
+	int levels;                         /* 1 .. LADDER_MAX_LEVELS */
+};
+
+/* Returns the naming style's name ("cutover", "kombu", "nservicebus"). */
+const char *ladder_naming_name(enum ladder_naming naming);
+
+/* Parses a naming style's name. Returns 0, or -1 if NAME is not one. */
+int ladder_naming_parse(const char *name, enum ladder_naming *out);
+
+/* Levels needed to represent MAX_UNITS: ceil(log2(MAX_UNITS + 1)), at
+ * least 1. Returns the count, or -1 if it exceeds LADDER_MAX_LEVELS. */
+int ladder_levels_for(uint64_t max_units);
+
+/* Fills L after checking every field: unit_ms > 0, levels in range, the
+ * largest level TTL and the largest delay fit in int64 milliseconds, prefix
+ * a valid name part for cutover naming. Returns 0 or -1 with ERR set. */
+int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
+    int64_t unit_ms, int levels, char *err, size_t errlen);
+
+/* Largest representable delay: 2^L - 1 units, or that many milliseconds. */
+uint64_t ladder_max_units(const struct ladder *l);
+int64_t ladder_max_delay_ms(const struct ladder *l);
+
+/* Per-queue TTL of level K: 2^K units, in milliseconds. */
+int64_t ladder_level_ttl_ms(const struct ladder *l, int k);
+
+/* Converts DELAY_MS to units with ceiling (1200 ms on a 1 s ladder is 2).
+ * Refuses a negative delay and one beyond ladder_max_units, never
+ * truncating. Returns 0 and stores *UNITS, or -1 with ERR set. */
+int ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
+    char *err, size_t errlen);
+
+/* Level where a message of UNITS enters: its highest set bit, or -1 for
+ * zero (it goes straight to the delivery exchange). */
+int ladder_entry_level(uint64_t units);
+
+/* Checks DEST as a destination routing suffix: one or more non-empty words
+ * separated by '.', none containing '*' or '#', and the whole routing key
+ * (2L + strlen(dest) bytes) at most LADDER_KEY_MAX. Returns 0 or -1. */
+int ladder_check_destination(const struct ladder *l, const char *dest,
+    char *err, size_t errlen);
+
+/* Writes the routing key of UNITS to DEST into OUT (at least
+ * LADDER_KEY_MAX + 1 bytes). Returns 0, or -1 with ERR set when UNITS is
+ * out of range or DEST is invalid. */
+int ladder_routing_key(const struct ladder *l, uint64_t units, const char *dest,
+    char *out, size_t outlen, char *err, size_t errlen);
+
+/* Inverse of ladder_routing_key: splits KEY into *UNITS and the destination
+ * (copied to DEST, DESTLEN bytes). Refuses keys with fewer than L+1 words,
+ * bit words other than "0"/"1", or an invalid destination. Returns 0 or -1. */
+int ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
+    char *dest, size_t destlen, char *err, size_t errlen);
+
+/* Object names. Each writes into OUT (LADDER_NAME_MAX bytes) and returns OUT. */
+char *ladder_level_exchange(const struct ladder *l, int k, char *out, size_t outlen);
+char *ladder_level_queue(const struct ladder *l, int k, char *out, size_t outlen);
+char *ladder_delivery_exchange(const struct ladder *l, char *out, size_t outlen);
+char *ladder_parking_exchange(const struct ladder *l, char *out, size_t outlen);
+char *ladder_parking_queue(const struct ladder *l, char *out, size_t outlen);
+
+/* Exchange a message of UNITS is published to: the level exchange of its
+ * entry level, or the delivery exchange for zero. Returns OUT. */
+char *ladder_entry_exchange(const struct ladder *l, uint64_t units, char *out, size_t outlen);
+
+/* Exchange level K dead-letters into: level K-1, or the delivery exchange
+ * for level 0. Returns OUT. */
+char *ladder_dead_letter_exchange(const struct ladder *l, int k, char *out, size_t outlen);
+
+/* Binding patterns. Each writes into OUT (LADDER_NAME_MAX bytes):
+ *  level K queue <- level K exchange: "*." x (L-1-K), then "1.#";
+ *  level K exchange -> next exchange: "*." x (L-1-K), then "0.#";
+ *  destination queue <- delivery exchange: "*." x L, then DEST (exact word
+ *  count, so "x.dest" never catches "dest"). Return OUT. */
+char *ladder_wait_pattern(const struct ladder *l, int k, char *out, size_t outlen);
+char *ladder_bypass_pattern(const struct ladder *l, int k, char *out, size_t outlen);
+char *ladder_destination_pattern(const struct ladder *l, const char *dest, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,141 @@
+/* plan: the migration plan of DESIGN.md §2 — its model, its YAML loader
+ * (libyaml's document API) and its validation. Every error carries the file,
+ * line and column it is about; all errors are collected, not just the first.
+ * Secrets stay `env:NAME` references here; they are resolved only at use. */
+#ifndef CUTOVER_PLAN_H
+#define CUTOVER_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladder.h"
+
+#define PLAN_NAME_MAX 64
+#define PLAN_DEFAULT_CANARY_BUDGET_MS (2 * 60 * 1000)
+
+enum plan_step_kind {
+	PLAN_STEP_MEASURE_HORIZON,
+	PLAN_STEP_DECLARE_LADDER,
+	PLAN_STEP_VERIFY_LADDER,
+	PLAN_STEP_CANARY,
+	PLAN_STEP_FLIP,
+	PLAN_STEP_WATCH,
+	PLAN_STEP_REMOVE_OLD,
+	PLAN_STEP_KIND_COUNT
+};
+
+enum plan_queue_type { PLAN_QUEUE_QUORUM, PLAN_QUEUE_CLASSIC };
+enum plan_flag_kind { PLAN_FLAG_NONE, PLAN_FLAG_UNLEASH, PLAN_FLAG_HTTP };
+
+struct plan_step {
+	enum plan_step_kind kind;
+	bool gate;
+	int line, column;              /* where the step is written */
+};
+
+struct plan_header {               /* one HTTP header; value may be env:NAME */
+	char *name;
+	char *value;
+};
+
+struct plan_http_call {            /* flag.on / flag.off */
+	char *method;                  /* GET, POST, PUT, PATCH, DELETE */
+	char *url;
+	char *body;                    /* may be NULL */
+};
+
+struct plan {
+	char *file;                    /* as given to the loader */
+	char name[PLAN_NAME_MAX + 1];  /* [a-z0-9._-]{1,64} */
+
+	struct {
+		char *amqp;                /* amqp://host:port/vhost (no credentials) */
+		char *management;          /* http(s)://host:port */
+		char *username;
+		char *password;            /* env:NAME reference, never a literal */
+	} broker;
+
+	struct {
+		char *match;               /* POSIX ERE over queue names, or NULL */
+		char **names;              /* or explicit names */
+		size_t nnames;
+		int64_t max_message_ttl_ms; /* 0 when not given */
+	} old;
+
+	struct ladder ladder;          /* naming, prefix, unit, levels */
+	int64_t max_delay_ms;          /* as written, or 0 when `levels` was given */
+	enum plan_queue_type queue_type;
+	char **destinations;
+	size_t ndestinations;
+
+	struct {
+		int64_t *delays_ms;        /* as written, or one per level within budget */
+		size_t ndelays;
+		bool delays_defaulted;
+		int64_t max_lateness_ms;   /* default 2s */
+		int64_t budget_ms;         /* default PLAN_DEFAULT_CANARY_BUDGET_MS */
+	} canary;
+
+	struct {
+		enum plan_flag_kind kind;  /* PLAN_FLAG_NONE when the plan has no flag */
+		/* unleash */
+		char *url, *project, *environment, *feature, *token;
+		/* http */
+		struct plan_http_call on, off;
+		char *read_url, *read_pointer;
+		char *read_on, *read_off;  /* expected JSON values, as JSON text */
+		struct plan_header *headers;
+		size_t nheaders;
+	} flag;
+
+	struct {
+		int64_t interval_ms;       /* default 10s */
+		int64_t allowance_ms;      /* default 30s */
+		int64_t probe_every_ms;    /* default 1m */
+	} watch;
+
+	struct plan_step *steps;
+	size_t nsteps;
+};
+
+struct plan_error {
+	int line, column;              /* 1-based; 0 when not about a position */
+	char message[320];
+};
+
+struct plan_errors {
+	char *file;
+	struct plan_error *v;
+	size_t n, cap;
+};
+
+/* Returns the step kind's name as written in plans ("measure_horizon"…). */
+const char *plan_step_kind_name(enum plan_step_kind kind);
+
+/* Parses a step kind's name. Returns 0, or -1 if NAME is not one. */
+int plan_step_kind_parse(const char *name, enum plan_step_kind *out);
+
+/* Loads and validates the plan in PATH. On success returns 0 and stores a
+ * plan the caller frees with plan_free. On failure returns -1, stores no
+ * plan, and fills ERRS (which the caller frees with plan_errors_free) with
+ * every error found. */
+int plan_load_file(const char *path, struct plan **out, struct plan_errors *errs);
+
+/* As plan_load_file, for a plan held in memory; FILE names it in errors. */
+int plan_load_buffer(const char *file, const char *buf, size_t len,
+    struct plan **out, struct plan_errors *errs);
+
+/* Frees a plan from plan_load_*. NULL is fine. */
+void plan_free(struct plan *p);
+
+/* Frees what ERRS holds and leaves it empty. */
+void plan_errors_free(struct plan_errors *errs);
+
+/* Writes one error as "FILE:LINE:COLUMN: message" into OUT. Returns OUT. */
+char *plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t outlen);
+
+/* Index of the first step of KIND in P, or -1. */
+int plan_find_step(const struct plan *p, enum plan_step_kind kind);
+
+#endif
