@@ -1,0 +1,178 @@
+/* cli_encode: `cutover encode` — a delay and a destination as the ladder
+ * sees them: units (ceiling), entry exchange, routing key and waits. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "duration.h"
+#include "ladder.h"
+
+static const char usage_line[] =
+    "cutover encode --unit D (--levels N | --max-delay D) "
+    "[--naming cutover|kombu|nservicebus] [--prefix P] [--json] DELAY DESTINATION";
+
+/* Parses a level count: a plain decimal integer. Returns 0 or -1. */
+static int
+parse_levels(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end != '\0' || v < 1 || v > LADDER_MAX_LEVELS)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static void
+print_human(const struct ladder *l, int64_t delay_ms, uint64_t units,
+    const char *entry, const char *key)
+{
+	char d[32], u[32], m[32];
+	int first = 1;
+
+	printf("delay          %s on a %s ladder of %d levels (max %s)\n",
+	    duration_format(delay_ms, d, sizeof(d)),
+	    duration_format(l->unit_ms, u, sizeof(u)), l->levels,
+	    duration_format(ladder_max_delay_ms(l), m, sizeof(m)));
+	printf("units          %llu\n", (unsigned long long)units);
+	printf("entry exchange %s\n", entry);
+	printf("routing key    %s\n", key);
+	printf("waits          ");
+	if (units == 0)
+		printf("none: delivered at once");
+	for (int k = l->levels - 1; k >= 0; k--) {
+		if (!(units >> k & 1))
+			continue;
+		printf("%slevel %d (%llu units, %s)", first ? "" : ", ", k,
+		    1ULL << k, duration_format(ladder_level_ttl_ms(l, k), d, sizeof(d)));
+		first = 0;
+	}
+	printf("\n");
+}
+
+static int
+print_json(const struct ladder *l, uint64_t units, const char *entry, const char *key)
+{
+	json_t *o, *waits;
+	int rc;
+
+	waits = json_array();
+	for (int k = l->levels - 1; k >= 0; k--)
+		if (units >> k & 1)
+			json_array_append_new(waits, json_integer((json_int_t)(1ULL << k)));
+	o = json_pack("{s:I,s:s,s:s,s:o}", "units", (json_int_t)units,
+	    "entry_exchange", entry, "routing_key", key, "waits", waits);
+	if (o == NULL)
+		return -1;
+	rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(o);
+	return rc;
+}
+
+int
+cli_encode(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "unit", required_argument, NULL, 'u' },
+		{ "levels", required_argument, NULL, 'l' },
+		{ "max-delay", required_argument, NULL, 'm' },
+		{ "naming", required_argument, NULL, 'n' },
+		{ "prefix", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ladder l;
+	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
+	const char *unit = NULL, *levels_arg = NULL, *max_arg = NULL;
+	const char *prefix = "delay";
+	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX];
+	int64_t unit_ms, delay_ms, max_ms;
+	uint64_t units;
+	int c, levels = 0, json = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u': unit = optarg; break;
+		case 'l': levels_arg = optarg; break;
+		case 'm': max_arg = optarg; break;
+		case 'p': prefix = optarg; break;
+		case 'j': json = 1; break;
+		case 'n':
+			if (ladder_naming_parse(optarg, &naming) != 0)
+				return cli_usage_error("encode", usage_line,
+				    "--naming '%s': expected cutover, kombu or nservicebus", optarg);
+			break;
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			return CLI_OK;
+		default:
+			return cli_usage_error("encode", usage_line, "unknown or incomplete option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("encode", usage_line, "expected DELAY and DESTINATION");
+	if (unit == NULL)
+		return cli_usage_error("encode", usage_line, "--unit is required");
+	if ((levels_arg == NULL) == (max_arg == NULL))
+		return cli_usage_error("encode", usage_line,
+		    "give exactly one of --levels and --max-delay");
+
+	if (duration_parse(unit, &unit_ms, err, sizeof(err)) != 0 || unit_ms == 0) {
+		fprintf(stderr, "cutover encode: --unit '%s': %s\n", unit,
+		    unit_ms == 0 ? "the unit must be greater than zero" : err);
+		return CLI_FAIL;
+	}
+	if (levels_arg != NULL && parse_levels(levels_arg, &levels) != 0) {
+		fprintf(stderr, "cutover encode: --levels '%s': expected an integer from 1 to %d\n",
+		    levels_arg, LADDER_MAX_LEVELS);
+		return CLI_FAIL;
+	}
+	if (max_arg != NULL) {
+		if (duration_parse(max_arg, &max_ms, err, sizeof(err)) != 0) {
+			fprintf(stderr, "cutover encode: --max-delay '%s': %s\n", max_arg, err);
+			return CLI_FAIL;
+		}
+		levels = ladder_levels_for((uint64_t)(max_ms / unit_ms + (max_ms % unit_ms != 0)));
+		if (levels < 0) {
+			fprintf(stderr, "cutover encode: --max-delay '%s' needs more than %d levels "
+			    "of %s\n", max_arg, LADDER_MAX_LEVELS, unit);
+			return CLI_FAIL;
+		}
+	}
+	if (ladder_init(&l, naming, prefix, unit_ms, levels, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: %s\n", err);
+		return CLI_FAIL;
+	}
+	if (duration_parse(argv[optind], &delay_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: delay '%s': %s\n", argv[optind], err);
+		return CLI_FAIL;
+	}
+	if (ladder_encode(&l, delay_ms, &units, err, sizeof(err)) != 0 ||
+	    ladder_routing_key(&l, units, argv[optind + 1], key, sizeof(key),
+	    err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: %s\n", err);
+		return CLI_FAIL;
+	}
+	ladder_entry_exchange(&l, units, entry, sizeof(entry));
+	if (json) {
+		if (print_json(&l, units, entry, key) != 0) {
+			fprintf(stderr, "cutover encode: writing JSON failed\n");
+			return CLI_FAIL;
+		}
+	} else
+		print_human(&l, delay_ms, units, entry, key);
+	return CLI_OK;
+}

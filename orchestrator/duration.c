@@ -1,0 +1,201 @@
+/* duration: parse and print durations ("500ms", "1.2s", "12d") as whole milliseconds. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <inttypes.h>
+
+#include "duration.h"
+
+#define EXPECTED "expected a number immediately followed by ms, s, m, h or d " \
+	"(e.g. 500ms, 1.5s, 90s, 15m, 2h, 12d)"
+
+/* Largest number of significant fraction digits that can still come to a
+ * whole millisecond: no unit's millisecond count (at most 86400000 =
+ * 2^10 x 3^3 x 5^5) has 2 or 5 as a factor more than 10 times, and a
+ * fraction whose last digit is not 0 lacks one of those factors, so more
+ * digits can never divide out. 18 also keeps 10^digits inside uint64. */
+#define FRACTION_DIGITS_MAX 18
+
+struct unit {
+	const char *name;
+	int64_t ms;
+};
+
+static const struct unit units[] = {	/* largest first, for duration_format */
+	{ "d", 86400000 },
+	{ "h", 3600000 },
+	{ "m", 60000 },
+	{ "s", 1000 },
+	{ "ms", 1 },
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int
+isdigitc(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static uint64_t
+gcd(uint64_t a, uint64_t b)
+{
+	uint64_t t;
+
+	while (b != 0) {
+		t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+int
+duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
+{
+	const char *p, *frac = NULL, *unitname;
+	const struct unit *u = NULL;
+	uint64_t whole = 0, f = 0, pow10 = 1, g, den, mul, fracms = 0;
+	char max[32];
+	size_t i, fdigits = 0;
+
+	if (text == NULL || text[0] == '\0') {
+		seterr(err, errlen, "duration is empty; " EXPECTED);
+		return -1;
+	}
+	for (p = text; *p != '\0'; p++) {
+		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+		    *p == '\v' || *p == '\f') {
+			seterr(err, errlen, "duration \"%s\" contains whitespace; "
+			    EXPECTED ", with no spaces", text);
+			return -1;
+		}
+	}
+	if (text[0] == '-' || text[0] == '+') {
+		seterr(err, errlen, "duration \"%s\" has a sign; expected a "
+		    "non-negative number without one (e.g. 90s)", text);
+		return -1;
+	}
+	if (!isdigitc(text[0])) {
+		seterr(err, errlen, "duration \"%s\" does not start with a digit; "
+		    EXPECTED, text);
+		return -1;
+	}
+
+	/* Whole part; anything above DURATION_MAX_MS is too large in any unit. */
+	duration_format(DURATION_MAX_MS, max, sizeof(max));
+	for (p = text; isdigitc(*p); p++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > (uint64_t)DURATION_MAX_MS)
+			goto toolarge;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigitc(*p)) {
+			seterr(err, errlen, "duration \"%s\" has no digits after '.'; "
+			    EXPECTED, text);
+			return -1;
+		}
+		frac = p;
+		while (isdigitc(*p))
+			p++;
+		fdigits = (size_t)(p - frac);
+		while (fdigits > 0 && frac[fdigits - 1] == '0')
+			fdigits--;	/* "1.50s" is "1.5s" */
+	}
+
+	unitname = p;
+	if (*unitname == '\0') {
+		seterr(err, errlen, "duration \"%s\" has no unit; expected ms, s, m, "
+		    "h or d right after the number", text);
+		return -1;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(unitname, units[i].name) == 0) {
+			u = &units[i];
+			break;
+		}
+	}
+	if (u == NULL) {
+		seterr(err, errlen, "duration \"%s\" has unknown unit \"%s\"; "
+		    "expected ms, s, m, h or d right after the number", text, unitname);
+		return -1;
+	}
+
+	/* Fraction f / 10^n of a unit is f x unit / 10^n ms; it is whole only if
+	 * 10^n / gcd(unit, 10^n) divides f. Computed that way nothing overflows:
+	 * the result is below one unit. */
+	if (fdigits > 0) {
+		if (fdigits > FRACTION_DIGITS_MAX)
+			goto notwhole;
+		for (i = 0; i < fdigits; i++) {
+			f = f * 10 + (uint64_t)(frac[i] - '0');
+			pow10 *= 10;
+		}
+		g = gcd((uint64_t)u->ms, pow10);
+		den = pow10 / g;
+		mul = (uint64_t)u->ms / g;
+		if (f % den != 0)
+			goto notwhole;
+		fracms = f / den * mul;
+	}
+
+	if (whole > ((uint64_t)DURATION_MAX_MS - fracms) / (uint64_t)u->ms)
+		goto toolarge;
+	if (ms != NULL)
+		*ms = (int64_t)(whole * (uint64_t)u->ms + fracms);
+	return 0;
+
+notwhole:
+	seterr(err, errlen, "duration \"%s\" is not a whole number of "
+	    "milliseconds; expected a multiple of 1ms", text);
+	return -1;
+toolarge:
+	seterr(err, errlen, "duration \"%s\" is too large; expected at most %s "
+	    "(100 years)", text, max);
+	return -1;
+}
+
+char *
+duration_format(int64_t ms, char *out, size_t outlen)
+{
+	const char *sign = "";
+	uint64_t mag;
+	size_t i;
+	int n;
+
+	if (out == NULL || outlen == 0)
+		return out;
+	if (ms == 0) {
+		n = snprintf(out, outlen, "0s");
+		goto done;
+	}
+	if (ms < 0) {
+		sign = "-";
+		mag = (uint64_t)(-(ms + 1)) + 1;	/* INT64_MIN has no positive twin */
+	} else
+		mag = (uint64_t)ms;
+	/* Largest unit that divides exactly; the last one, ms, always does. */
+	for (i = 0; i + 1 < sizeof(units) / sizeof(units[0]); i++)
+		if (mag % (uint64_t)units[i].ms == 0)
+			break;
+	n = snprintf(out, outlen, "%s%" PRIu64 "%s", sign,
+	    mag / (uint64_t)units[i].ms, units[i].name);
+done:
+	if (n < 0 || (size_t)n >= outlen)
+		out[0] = '\0';
+	return out;
+}

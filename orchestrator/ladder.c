@@ -1,0 +1,572 @@
+/* ladder: levels, encoding, routing keys, object names and binding patterns of the delay ladder. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <inttypes.h>
+
+#include "duration.h"
+#include "ladder.h"
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Writes with snprintf; on truncation or failure leaves OUT empty rather
+ * than holding a cut name that would address the wrong object. */
+static char *putname(char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static char *
+putname(char *out, size_t outlen, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (out == NULL || outlen == 0)
+		return out;
+	va_start(ap, fmt);
+	n = vsnprintf(out, outlen, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= outlen)
+		out[0] = '\0';
+	return out;
+}
+
+static char *
+emptyname(char *out, size_t outlen)
+{
+	if (out != NULL && outlen > 0)
+		out[0] = '\0';
+	return out;
+}
+
+/* 2^levels - 1; levels must be 1 .. LADDER_MAX_LEVELS. */
+static uint64_t
+units_max(int levels)
+{
+	return ((uint64_t)1 << levels) - 1;
+}
+
+/* A ladder whose fields ladder_init would accept (callers may build one by
+ * hand, so every function re-checks what its arithmetic relies on). */
+static int
+valid(const struct ladder *l)
+{
+	if (l == NULL || l->levels < 1 || l->levels > LADDER_MAX_LEVELS)
+		return 0;
+	if (l->unit_ms <= 0)
+		return 0;
+	if ((uint64_t)l->unit_ms > (uint64_t)INT64_MAX / units_max(l->levels))
+		return 0;
+	return 1;
+}
+
+static int
+badladder(const struct ladder *l, char *err, size_t errlen)
+{
+	if (l == NULL)
+		seterr(err, errlen, "no ladder given");
+	else
+		seterr(err, errlen, "ladder is not valid (levels %d, unit %" PRId64
+		    "ms); expected one built by ladder_init", l->levels, l->unit_ms);
+	return -1;
+}
+
+const char *
+ladder_naming_name(enum ladder_naming naming)
+{
+	switch (naming) {
+	case LADDER_NAMING_CUTOVER:
+		return "cutover";
+	case LADDER_NAMING_KOMBU:
+		return "kombu";
+	case LADDER_NAMING_NSERVICEBUS:
+		return "nservicebus";
+	}
+	return "unknown";
+}
+
+int
+ladder_naming_parse(const char *name, enum ladder_naming *out)
+{
+	if (name == NULL || out == NULL)
+		return -1;
+	if (strcmp(name, "cutover") == 0)
+		*out = LADDER_NAMING_CUTOVER;
+	else if (strcmp(name, "kombu") == 0)
+		*out = LADDER_NAMING_KOMBU;
+	else if (strcmp(name, "nservicebus") == 0)
+		*out = LADDER_NAMING_NSERVICEBUS;
+	else
+		return -1;
+	return 0;
+}
+
+int
+ladder_levels_for(uint64_t max_units)
+{
+	int bits = 0;
+
+	while (max_units != 0) {
+		bits++;
+		max_units >>= 1;
+	}
+	if (bits == 0)
+		bits = 1;
+	if (bits > LADDER_MAX_LEVELS)
+		return -1;
+	return bits;
+}
+
+static int
+prefixchar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+static int
+check_prefix(const char *prefix, char *err, size_t errlen)
+{
+	size_t i, len, wordlen = 0;
+
+	if (prefix == NULL || prefix[0] == '\0') {
+		seterr(err, errlen, "cutover naming needs a prefix; expected 1 to %d "
+		    "characters of [A-Za-z0-9_-] words separated by '.'",
+		    LADDER_PREFIX_MAX);
+		return -1;
+	}
+	len = strlen(prefix);
+	if (len > LADDER_PREFIX_MAX) {
+		seterr(err, errlen, "prefix \"%.*s...\" is %zu characters long; "
+		    "expected at most %d", 20, prefix, len, LADDER_PREFIX_MAX);
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		if (prefix[i] == '.') {
+			if (wordlen == 0)
+				goto emptyword;
+			wordlen = 0;
+			continue;
+		}
+		if (!prefixchar(prefix[i])) {
+			if (prefix[i] > ' ' && prefix[i] < 0x7f)
+				seterr(err, errlen, "prefix \"%s\" has '%c' at position "
+				    "%zu; expected [A-Za-z0-9_-] words separated by '.'",
+				    prefix, prefix[i], i + 1);
+			else
+				seterr(err, errlen, "prefix \"%s\" has byte 0x%02x at "
+				    "position %zu; expected [A-Za-z0-9_-] words separated "
+				    "by '.'", prefix, (unsigned char)prefix[i], i + 1);
+			return -1;
+		}
+		wordlen++;
+	}
+	if (wordlen == 0)
+		goto emptyword;
+	return 0;
+emptyword:
+	seterr(err, errlen, "prefix \"%s\" has an empty word (leading, trailing or "
+	    "doubled '.'); expected [A-Za-z0-9_-] words separated by '.'", prefix);
+	return -1;
+}
+
+int
+ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
+    int64_t unit_ms, int levels, char *err, size_t errlen)
+{
+	char unit[32];
+
+	if (l == NULL) {
+		seterr(err, errlen, "no ladder to fill");
+		return -1;
+	}
+	if (naming != LADDER_NAMING_CUTOVER && naming != LADDER_NAMING_KOMBU &&
+	    naming != LADDER_NAMING_NSERVICEBUS) {
+		seterr(err, errlen, "unknown naming style %d; expected cutover, "
+		    "kombu or nservicebus", (int)naming);
+		return -1;
+	}
+	if (naming == LADDER_NAMING_CUTOVER && check_prefix(prefix, err, errlen) == -1)
+		return -1;
+	if (unit_ms <= 0) {
+		seterr(err, errlen, "ladder unit is %" PRId64 "ms; expected at "
+		    "least 1ms", unit_ms);
+		return -1;
+	}
+	if (levels < 1 || levels > LADDER_MAX_LEVELS) {
+		seterr(err, errlen, "ladder has %d levels; expected 1 to %d",
+		    levels, LADDER_MAX_LEVELS);
+		return -1;
+	}
+	/* The largest delay (2^L - 1) x unit bounds the largest level TTL
+	 * 2^(L-1) x unit too, so one check covers both. */
+	if ((uint64_t)unit_ms > (uint64_t)INT64_MAX / units_max(levels)) {
+		seterr(err, errlen, "a ladder of %d levels of %s reaches %" PRIu64
+		    " units x %" PRId64 "ms, which overflows 64-bit milliseconds; "
+		    "expected a unit of at most %" PRIu64 "ms for %d levels",
+		    levels, duration_format(unit_ms, unit, sizeof(unit)),
+		    units_max(levels), unit_ms,
+		    (uint64_t)INT64_MAX / units_max(levels), levels);
+		return -1;
+	}
+	memset(l, 0, sizeof(*l));
+	l->naming = naming;
+	if (naming == LADDER_NAMING_CUTOVER)
+		memcpy(l->prefix, prefix, strlen(prefix) + 1);
+	l->unit_ms = unit_ms;
+	l->levels = levels;
+	return 0;
+}
+
+uint64_t
+ladder_max_units(const struct ladder *l)
+{
+	if (!valid(l))
+		return 0;
+	return units_max(l->levels);
+}
+
+int64_t
+ladder_max_delay_ms(const struct ladder *l)
+{
+	if (!valid(l))
+		return -1;
+	return (int64_t)units_max(l->levels) * l->unit_ms;
+}
+
+int64_t
+ladder_level_ttl_ms(const struct ladder *l, int k)
+{
+	if (!valid(l) || k < 0 || k >= l->levels)
+		return -1;
+	if (l->unit_ms > INT64_MAX >> k)
+		return -1;
+	return ((int64_t)1 << k) * l->unit_ms;
+}
+
+int
+ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
+    char *err, size_t errlen)
+{
+	char delay[32], max[32], unit[32];
+	uint64_t n;
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (delay_ms < 0) {
+		seterr(err, errlen, "delay %" PRId64 "ms is negative; expected 0 "
+		    "or more", delay_ms);
+		return -1;
+	}
+	/* Ceiling without overflow: the quotient is at most delay_ms, so
+	 * adding one for a remainder stays inside uint64. */
+	n = (uint64_t)(delay_ms / l->unit_ms);
+	if (delay_ms % l->unit_ms != 0)
+		n++;
+	if (n > units_max(l->levels)) {
+		duration_format(delay_ms, delay, sizeof(delay));
+		duration_format(ladder_max_delay_ms(l), max, sizeof(max));
+		duration_format(l->unit_ms, unit, sizeof(unit));
+		if (delay_ms % l->unit_ms != 0)
+			seterr(err, errlen, "delay %s rounds up to %" PRIu64 " units "
+			    "of %s, beyond the ladder's maximum of %s (%d levels of %s)",
+			    delay, n, unit, max, l->levels, unit);
+		else
+			seterr(err, errlen, "delay %s is beyond the ladder's maximum "
+			    "of %s (%d levels of %s)", delay, max, l->levels, unit);
+		return -1;
+	}
+	if (units != NULL)
+		*units = n;
+	return 0;
+}
+
+int
+ladder_entry_level(uint64_t units)
+{
+	int k = -1;
+
+	while (units != 0) {
+		k++;
+		units >>= 1;
+	}
+	return k;
+}
+
+int
+ladder_check_destination(const struct ladder *l, const char *dest,
+    char *err, size_t errlen)
+{
+	size_t i, len, keylen, wordlen = 0;
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (dest == NULL || dest[0] == '\0') {
+		seterr(err, errlen, "destination is empty; expected one or more "
+		    "words separated by '.'");
+		return -1;
+	}
+	len = strlen(dest);
+	for (i = 0; i < len; i++) {
+		if (dest[i] == '*' || dest[i] == '#') {
+			seterr(err, errlen, "destination \"%.64s%s\" has '%c' at byte "
+			    "%zu; expected no wildcards ('*' or '#') in a destination",
+			    dest, len > 64 ? "..." : "", dest[i], i + 1);
+			return -1;
+		}
+		if (dest[i] == '.') {
+			if (wordlen == 0)
+				goto emptyword;
+			wordlen = 0;
+			continue;
+		}
+		wordlen++;
+	}
+	if (wordlen == 0)
+		goto emptyword;
+	keylen = 2 * (size_t)l->levels + len;
+	if (keylen > LADDER_KEY_MAX) {
+		seterr(err, errlen, "destination \"%.32s...\" is %zu bytes, which "
+		    "makes a %zu-byte routing key with %d level words; expected at "
+		    "most %d bytes, so a destination of at most %zu bytes",
+		    dest, len, keylen, l->levels, LADDER_KEY_MAX,
+		    (size_t)LADDER_KEY_MAX - 2 * (size_t)l->levels);
+		return -1;
+	}
+	return 0;
+emptyword:
+	seterr(err, errlen, "destination \"%.64s%s\" has an empty word (leading, "
+	    "trailing or doubled '.'); expected non-empty words separated by '.'",
+	    dest, len > 64 ? "..." : "");
+	return -1;
+}
+
+int
+ladder_routing_key(const struct ladder *l, uint64_t units, const char *dest,
+    char *out, size_t outlen, char *err, size_t errlen)
+{
+	size_t need, pos = 0;
+	int k;
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (units > units_max(l->levels)) {
+		seterr(err, errlen, "%" PRIu64 " units do not fit %d levels; expected "
+		    "at most %" PRIu64, units, l->levels, units_max(l->levels));
+		return -1;
+	}
+	if (ladder_check_destination(l, dest, err, errlen) == -1)
+		return -1;
+	need = 2 * (size_t)l->levels + strlen(dest) + 1;
+	if (out == NULL || outlen < need) {
+		seterr(err, errlen, "routing key needs %zu bytes; the buffer has %zu",
+		    need, out == NULL ? (size_t)0 : outlen);
+		return -1;
+	}
+	for (k = l->levels - 1; k >= 0; k--) {
+		out[pos++] = (units >> k) & 1 ? '1' : '0';
+		out[pos++] = '.';
+	}
+	memcpy(out + pos, dest, strlen(dest) + 1);
+	return 0;
+}
+
+int
+ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
+    char *dest, size_t destlen, char *err, size_t errlen)
+{
+	const char *p, *end;
+	uint64_t n = 0;
+	size_t keylen, wlen;
+	int word;
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (key == NULL) {
+		seterr(err, errlen, "no routing key given");
+		return -1;
+	}
+	keylen = strlen(key);
+	if (keylen > LADDER_KEY_MAX) {
+		seterr(err, errlen, "routing key is %zu bytes; expected at most %d",
+		    keylen, LADDER_KEY_MAX);
+		return -1;
+	}
+	p = key;
+	for (word = 1; word <= l->levels; word++) {
+		end = strchr(p, '.');
+		if (end == NULL) {
+			seterr(err, errlen, "routing key \"%s\" has too few words: "
+			    "expected %d bit words then a destination", key, l->levels);
+			return -1;
+		}
+		wlen = (size_t)(end - p);
+		if (wlen != 1 || (p[0] != '0' && p[0] != '1')) {
+			seterr(err, errlen, "routing key \"%s\": word %d is \"%.*s\"; "
+			    "expected \"0\" or \"1\"", key, word, (int)wlen, p);
+			return -1;
+		}
+		n = n << 1 | (uint64_t)(p[0] - '0');
+		p = end + 1;
+	}
+	if (*p == '\0') {
+		seterr(err, errlen, "routing key \"%s\" has no destination after "
+		    "its %d bit words", key, l->levels);
+		return -1;
+	}
+	if (ladder_check_destination(l, p, err, errlen) == -1)
+		return -1;
+	if (dest != NULL) {
+		if (destlen < strlen(p) + 1) {
+			seterr(err, errlen, "destination of routing key \"%s\" needs "
+			    "%zu bytes; the buffer has %zu", key, strlen(p) + 1, destlen);
+			return -1;
+		}
+		memcpy(dest, p, strlen(p) + 1);
+	}
+	if (units != NULL)
+		*units = n;
+	return 0;
+}
+
+char *
+ladder_level_exchange(const struct ladder *l, int k, char *out, size_t outlen)
+{
+	if (!valid(l) || k < 0 || k >= l->levels)
+		return emptyname(out, outlen);
+	switch (l->naming) {
+	case LADDER_NAMING_CUTOVER:
+		return putname(out, outlen, "%s.level.%02d", l->prefix, k);
+	case LADDER_NAMING_KOMBU:
+		return putname(out, outlen, "celery_delayed_%d", k);
+	case LADDER_NAMING_NSERVICEBUS:
+		return putname(out, outlen, "nsb.v2.delay-level-%02d", k);
+	}
+	return emptyname(out, outlen);
+}
+
+/* Every style names a level's queue after its exchange. */
+char *
+ladder_level_queue(const struct ladder *l, int k, char *out, size_t outlen)
+{
+	return ladder_level_exchange(l, k, out, outlen);
+}
+
+char *
+ladder_delivery_exchange(const struct ladder *l, char *out, size_t outlen)
+{
+	if (!valid(l))
+		return emptyname(out, outlen);
+	switch (l->naming) {
+	case LADDER_NAMING_CUTOVER:
+		return putname(out, outlen, "%s.delivery", l->prefix);
+	case LADDER_NAMING_KOMBU:
+		return putname(out, outlen, "%s", "celery_delayed_delivery");
+	case LADDER_NAMING_NSERVICEBUS:
+		return putname(out, outlen, "%s", "nsb.v2.delay-delivery");
+	}
+	return emptyname(out, outlen);
+}
+
+/* Kombu and NServiceBus have no parking path; their names follow each
+ * library's pattern. */
+char *
+ladder_parking_exchange(const struct ladder *l, char *out, size_t outlen)
+{
+	if (!valid(l))
+		return emptyname(out, outlen);
+	switch (l->naming) {
+	case LADDER_NAMING_CUTOVER:
+		return putname(out, outlen, "%s.parking", l->prefix);
+	case LADDER_NAMING_KOMBU:
+		return putname(out, outlen, "%s", "celery_delayed_parking");
+	case LADDER_NAMING_NSERVICEBUS:
+		return putname(out, outlen, "%s", "nsb.v2.delay-parking");
+	}
+	return emptyname(out, outlen);
+}
+
+char *
+ladder_parking_queue(const struct ladder *l, char *out, size_t outlen)
+{
+	return ladder_parking_exchange(l, out, outlen);
+}
+
+char *
+ladder_entry_exchange(const struct ladder *l, uint64_t units, char *out, size_t outlen)
+{
+	int k;
+
+	if (!valid(l) || units > units_max(l->levels))
+		return emptyname(out, outlen);
+	k = ladder_entry_level(units);
+	if (k < 0)
+		return ladder_delivery_exchange(l, out, outlen);
+	return ladder_level_exchange(l, k, out, outlen);
+}
+
+char *
+ladder_dead_letter_exchange(const struct ladder *l, int k, char *out, size_t outlen)
+{
+	if (!valid(l) || k < 0 || k >= l->levels)
+		return emptyname(out, outlen);
+	if (k == 0)
+		return ladder_delivery_exchange(l, out, outlen);
+	return ladder_level_exchange(l, k - 1, out, outlen);
+}
+
+/* "*." x COUNT, then TAIL. */
+static char *
+stars(int count, const char *tail, char *out, size_t outlen)
+{
+	size_t need, pos = 0;
+	int i;
+
+	if (out == NULL || outlen == 0)
+		return out;
+	need = 2 * (size_t)count + strlen(tail) + 1;
+	if (outlen < need)
+		return emptyname(out, outlen);
+	for (i = 0; i < count; i++) {
+		out[pos++] = '*';
+		out[pos++] = '.';
+	}
+	memcpy(out + pos, tail, strlen(tail) + 1);
+	return out;
+}
+
+char *
+ladder_wait_pattern(const struct ladder *l, int k, char *out, size_t outlen)
+{
+	if (!valid(l) || k < 0 || k >= l->levels)
+		return emptyname(out, outlen);
+	return stars(l->levels - 1 - k, "1.#", out, outlen);
+}
+
+char *
+ladder_bypass_pattern(const struct ladder *l, int k, char *out, size_t outlen)
+{
+	if (!valid(l) || k < 0 || k >= l->levels)
+		return emptyname(out, outlen);
+	return stars(l->levels - 1 - k, "0.#", out, outlen);
+}
+
+char *
+ladder_destination_pattern(const struct ladder *l, const char *dest, char *out, size_t outlen)
+{
+	if (ladder_check_destination(l, dest, NULL, 0) == -1)
+		return emptyname(out, outlen);
+	return stars(l->levels, dest, out, outlen);
+}

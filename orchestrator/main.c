@@ -1,0 +1,65 @@
+/* main: the `cutover` command — dispatches to one verb per subcommand. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define CUTOVER_VERSION "0.1.0"
+
+static const struct verb {
+	const char *name;
+	int (*run)(int, char **);
+	const char *summary;
+} verbs[] = {
+	{ "check", cli_check, "validate plans and print what they would do (contacts nothing)" },
+	{ "encode", cli_encode, "print the routing key, entry exchange and waits of a delay" },
+	{ NULL, NULL, NULL }
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: cutover VERB [OPTIONS] [ARGS]\n\nverbs:\n");
+	for (const struct verb *v = verbs; v->name != NULL; v++)
+		fprintf(f, "  %-10s %s\n", v->name, v->summary);
+	fprintf(f, "\n`cutover VERB --help` describes a verb. Exit status: 0 done, "
+	    "1 wrong input or failed check, 2 usage error.\n");
+}
+
+int
+cli_usage_error(const char *verb, const char *usage_line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "cutover %s: ", verb);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: %s\n", usage_line);
+	return CLI_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return CLI_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("cutover %s\n", CUTOVER_VERSION);
+		return CLI_OK;
+	}
+	for (const struct verb *v = verbs; v->name != NULL; v++)
+		if (strcmp(argv[1], v->name) == 0)
+			return v->run(argc - 1, argv + 1);
+	fprintf(stderr, "cutover: unknown verb '%s'\n", argv[1]);
+	usage(stderr);
+	return CLI_USAGE;
+}

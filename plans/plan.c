@@ -1,0 +1,271 @@
+/* plan: the migration plan's model — step kind names, freeing, the error
+ * list and its "FILE:LINE:COLUMN: message" form — and the checks that
+ * concern the plan as a whole (step presence and order, default canary
+ * delays). The YAML side is in plan_load.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "ladder.h"
+#include "plan.h"
+
+static const char *const step_names[PLAN_STEP_KIND_COUNT] = {
+	[PLAN_STEP_MEASURE_HORIZON] = "measure_horizon",
+	[PLAN_STEP_DECLARE_LADDER] = "declare_ladder",
+	[PLAN_STEP_VERIFY_LADDER] = "verify_ladder",
+	[PLAN_STEP_CANARY] = "canary",
+	[PLAN_STEP_FLIP] = "flip",
+	[PLAN_STEP_WATCH] = "watch",
+	[PLAN_STEP_REMOVE_OLD] = "remove_old",
+};
+
+/*
+ * Safe order of the steps (DESIGN.md §1). BEFORE must come before AFTER when
+ * both are in the plan; when NEEDED, AFTER may not be in the plan without
+ * BEFORE.
+ */
+static const struct step_rule {
+	enum plan_step_kind before, after;
+	int needed;
+} step_rules[] = {
+	{ PLAN_STEP_MEASURE_HORIZON, PLAN_STEP_FLIP, 1 },
+	{ PLAN_STEP_DECLARE_LADDER, PLAN_STEP_VERIFY_LADDER, 0 },
+	{ PLAN_STEP_DECLARE_LADDER, PLAN_STEP_CANARY, 0 },
+	{ PLAN_STEP_VERIFY_LADDER, PLAN_STEP_FLIP, 1 },
+	{ PLAN_STEP_CANARY, PLAN_STEP_FLIP, 1 },
+	{ PLAN_STEP_FLIP, PLAN_STEP_WATCH, 1 },
+	{ PLAN_STEP_WATCH, PLAN_STEP_REMOVE_OLD, 1 },
+};
+
+const char *
+plan_step_kind_name(enum plan_step_kind kind)
+{
+	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
+		return "unknown";
+	return step_names[kind];
+}
+
+int
+plan_step_kind_parse(const char *name, enum plan_step_kind *out)
+{
+	int k;
+
+	if (name == NULL)
+		return -1;
+	for (k = 0; k < PLAN_STEP_KIND_COUNT; k++) {
+		if (strcmp(name, step_names[k]) == 0) {
+			if (out != NULL)
+				*out = (enum plan_step_kind)k;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int
+plan_find_step(const struct plan *p, enum plan_step_kind kind)
+{
+	size_t i;
+
+	if (p == NULL)
+		return -1;
+	for (i = 0; i < p->nsteps; i++)
+		if (p->steps[i].kind == kind)
+			return (int)i;
+	return -1;
+}
+
+static void
+free_strings(char **v, size_t n)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void
+free_call(struct plan_http_call *c)
+{
+	free(c->method);
+	free(c->url);
+	free(c->body);
+}
+
+void
+plan_free(struct plan *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	free(p->file);
+	free(p->broker.amqp);
+	free(p->broker.management);
+	free(p->broker.username);
+	free(p->broker.password);
+	free(p->old.match);
+	free_strings(p->old.names, p->old.nnames);
+	free_strings(p->destinations, p->ndestinations);
+	free(p->canary.delays_ms);
+	free(p->flag.url);
+	free(p->flag.project);
+	free(p->flag.environment);
+	free(p->flag.feature);
+	free(p->flag.token);
+	free_call(&p->flag.on);
+	free_call(&p->flag.off);
+	free(p->flag.read_url);
+	free(p->flag.read_pointer);
+	free(p->flag.read_on);
+	free(p->flag.read_off);
+	for (i = 0; i < p->flag.nheaders; i++) {
+		free(p->flag.headers[i].name);
+		free(p->flag.headers[i].value);
+	}
+	free(p->flag.headers);
+	free(p->steps);
+	free(p);
+}
+
+void
+plan_errors_free(struct plan_errors *errs)
+{
+	if (errs == NULL)
+		return;
+	free(errs->file);
+	free(errs->v);
+	memset(errs, 0, sizeof(*errs));
+}
+
+int
+plan_errors_add(struct plan_errors *errs, int line, int column, const char *fmt, ...)
+{
+	struct plan_error *e, *v;
+	size_t cap;
+	va_list ap;
+
+	if (errs == NULL)
+		return -1;
+	if (errs->n == errs->cap) {
+		cap = errs->cap ? errs->cap * 2 : 8;
+		if ((v = realloc(errs->v, cap * sizeof(*v))) == NULL)
+			return -1;
+		errs->v = v;
+		errs->cap = cap;
+	}
+	e = &errs->v[errs->n++];
+	e->line = line;
+	e->column = column;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+char *
+plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t outlen)
+{
+	const struct plan_error *e;
+	const char *file;
+
+	if (out == NULL || outlen == 0)
+		return out;
+	out[0] = '\0';
+	if (errs == NULL || i >= errs->n)
+		return out;
+	e = &errs->v[i];
+	file = errs->file != NULL ? errs->file : "(plan)";
+	if (e->line > 0)
+		snprintf(out, outlen, "%s:%d:%d: %s", file, e->line, e->column,
+		    e->message);
+	else
+		snprintf(out, outlen, "%s: %s", file, e->message);
+	return out;
+}
+
+/* Checks the steps against step_rules; each error is at the step that
+ * needs the other one. */
+static int
+check_order(const struct plan *p, struct plan_errors *errs)
+{
+	const struct step_rule *r;
+	const struct plan_step *s;
+	const char *a, *b;
+	size_t i;
+	int ia, ib, rc = 0;
+
+	for (i = 0; i < sizeof(step_rules) / sizeof(step_rules[0]); i++) {
+		r = &step_rules[i];
+		if ((ib = plan_find_step(p, r->after)) == -1)
+			continue;
+		ia = plan_find_step(p, r->before);
+		s = &p->steps[ib];
+		a = step_names[r->before];
+		b = step_names[r->after];
+		if (ia == -1 && r->needed)
+			rc |= plan_errors_add(errs, s->line, s->column,
+			    "step '%s' without step '%s'; expected %s before %s",
+			    b, a, a, b);
+		else if (ia > ib)
+			rc |= plan_errors_add(errs, s->line, s->column,
+			    "step '%s' comes before step '%s'; expected %s before %s",
+			    b, a, a, b);
+	}
+	return rc;
+}
+
+/* Fills the canary delays the plan leaves to their default: the TTL of
+ * every level within the budget, so each low bit is exercised. */
+static int
+default_canary(struct plan *p, struct plan_errors *errs)
+{
+	const struct plan_step *s;
+	char budget[32], unit[32];
+	int64_t ttl;
+	size_t n = 0;
+	int k, i;
+
+	if (p->canary.delays_ms != NULL || p->ladder.levels < 1 || p->ladder.unit_ms < 1)
+		return 0;
+	for (k = 0; k < p->ladder.levels; k++) {
+		ttl = ladder_level_ttl_ms(&p->ladder, k);
+		if (ttl < 0 || ttl > p->canary.budget_ms)
+			break;
+		n++;
+	}
+	p->canary.delays_defaulted = true;
+	if (n == 0) {
+		if ((i = plan_find_step(p, PLAN_STEP_CANARY)) == -1)
+			return 0;
+		s = &p->steps[i];
+		return plan_errors_add(errs, s->line, s->column, "step 'canary' has no "
+		    "delay to send: the canary budget %s is below the ladder unit %s; "
+		    "expected canary.budget of at least %s",
+		    duration_format(p->canary.budget_ms, budget, sizeof(budget)),
+		    duration_format(p->ladder.unit_ms, unit, sizeof(unit)), unit);
+	}
+	if ((p->canary.delays_ms = calloc(n, sizeof(int64_t))) == NULL)
+		return -1;
+	for (k = 0; (size_t)k < n; k++)
+		p->canary.delays_ms[k] = ladder_level_ttl_ms(&p->ladder, k);
+	p->canary.ndelays = n;
+	return 0;
+}
+
+int
+plan_validate(struct plan *p, struct plan_errors *errs)
+{
+	int rc = 0;
+
+	if (p == NULL)
+		return -1;
+	rc |= check_order(p, errs);
+	rc |= default_canary(p, errs);
+	return rc ? -1 : 0;
+}

@@ -119,7 +119,8 @@ int plan_step_kind_parse(const char *name, enum plan_step_kind *out);
 /* Loads and validates the plan in PATH. On success returns 0 and stores a
  * plan the caller frees with plan_free. On failure returns -1, stores no
  * plan, and fills ERRS (which the caller frees with plan_errors_free) with
- * every error found. */
+ * every error found, in file order. ERRS is overwritten, not freed first;
+ * it is left empty on success and may be NULL. */
 int plan_load_file(const char *path, struct plan **out, struct plan_errors *errs);
 
 /* As plan_load_file, for a plan held in memory; FILE names it in errors. */
@@ -137,5 +138,18 @@ char *plan_error_format(const struct plan_errors *errs, size_t i, char *out, siz
 
 /* Index of the first step of KIND in P, or -1. */
 int plan_find_step(const struct plan *p, enum plan_step_kind kind);
+
+/* Internal to plans/: plan_load.c reports through these, plan.c defines them. */
+
+/* Appends an error at LINE:COLUMN (1-based; 0 for none) to ERRS. Returns 0,
+ * or -1 when out of memory (the error is then lost). */
+int plan_errors_add(struct plan_errors *errs, int line, int column,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The checks that concern the plan as a whole, run by the loader once every
+ * section is read: the steps' presence and order, and the canary delays the
+ * plan leaves to their default (one per level within the budget). Appends
+ * what is wrong to ERRS. Returns 0, or -1 when out of memory. */
+int plan_validate(struct plan *p, struct plan_errors *errs);
 
 #endif

@@ -1,2 +1,109 @@
 #!/bin/sh
-exit 0
+# test_cli: the `cutover` command as a user runs it — output and exit
+# status of each verb. Usage: test_cli.sh CUTOVER SOURCE_DIR
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# expect STATUS CMD...: runs CMD, keeps its stdout/stderr in $tmp/out, err.
+expect() {
+	want=$1
+	shift
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	[ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want: $(cat "$tmp/err")"
+}
+
+contains() { # FILE TEXT
+	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+
+# encode: the issue's own example, byte for byte.
+expect 0 "$bin" encode --unit 1s --levels 6 --json 42s email.delivery
+[ "$(cat "$tmp/out")" = '{"units":42,"entry_exchange":"delay.level.05","routing_key":"1.0.1.0.1.0.email.delivery","waits":[32,8,2]}' ] ||
+    fail "encode --json printed $(cat "$tmp/out")"
+expect 0 "$bin" encode --unit 1s --levels 6 42s email.delivery
+contains "$tmp/out" "1.0.1.0.1.0.email.delivery"
+contains "$tmp/out" "delay.level.05"
+# ceiling: 1.2s is 2 units; options after positionals work too.
+expect 0 "$bin" encode 1.2s email.delivery --unit 1s --max-delay 1h --json
+contains "$tmp/out" '"units":2,'
+contains "$tmp/out" '"routing_key":"0.0.0.0.0.0.0.0.0.0.1.0.email.delivery"'
+# zero goes straight to the delivery exchange.
+expect 0 "$bin" encode --unit 1s --levels 6 --json 0s a.b
+contains "$tmp/out" '"entry_exchange":"delay.delivery"'
+contains "$tmp/out" '"waits":[]'
+# naming styles.
+expect 0 "$bin" encode --unit 1s --levels 28 --naming kombu --json 5s celery
+contains "$tmp/out" '"entry_exchange":"celery_delayed_2"'
+expect 0 "$bin" encode --unit 1s --levels 28 --naming nservicebus --json 5s Sales
+contains "$tmp/out" '"entry_exchange":"nsb.v2.delay-level-02"'
+# beyond the horizon is refused, never truncated.
+expect 1 "$bin" encode --unit 1s --levels 6 64s email.delivery
+contains "$tmp/err" "63"
+expect 1 "$bin" encode --unit 1s --levels 6 5s 'bad.*.dest'
+expect 1 "$bin" encode --unit 0s --levels 6 5s d
+expect 1 "$bin" encode --unit 1s --levels 6 -- -5s d
+# usage errors.
+expect 2 "$bin" encode --unit 1s 5s d
+expect 2 "$bin" encode --unit 1s --levels 6 --max-delay 1h 5s d
+expect 2 "$bin" encode --unit 1s --levels 6 5s
+expect 2 "$bin" encode --bogus
+expect 2 "$bin" frobnicate
+expect 2 "$bin"
+expect 0 "$bin" --help
+contains "$tmp/out" "check"
+
+# check: every example is valid and prints its dry run and review.
+for plan in "$src"/plans/examples/*.yaml; do
+	expect 0 "$bin" check "$plan"
+	contains "$tmp/out" "is valid"
+	contains "$tmp/out" "exchanges ("
+	contains "$tmp/out" "bindings ("
+	contains "$tmp/out" "design review"
+	contains "$tmp/out" "12. Which bounded metrics prove every stage is moving?"
+	contains "$tmp/out" "[application must answer]"
+	expect 0 "$bin" check --json "$plan"
+	contains "$tmp/out" '"valid": true'
+	contains "$tmp/out" '"review": ['
+done
+expect 0 "$bin" check "$src"/plans/examples/*.yaml
+expect 0 "$bin" check "$src/plans/examples/orders.yaml"
+contains "$tmp/out" "delay.level.19"
+contains "$tmp/out" "x-message-ttl=524288000"
+contains "$tmp/out" "alternate-exchange=delay.parking"
+contains "$tmp/out" "key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.email.delivery'"
+contains "$tmp/out" "[gate: waits for approval]"
+
+# check: every malformed plan is refused with FILE:LINE:COLUMN and its message.
+n=0
+for plan in "$src"/tests/plans/bad/*.yaml; do
+	n=$((n + 1))
+	expect 1 "$bin" check "$plan"
+	want=$(sed -n '1s/^# expect: //p' "$plan")
+	pos=${want%%: *}
+	msg=${want#*: }
+	grep -F -- "$plan:$pos: " "$tmp/err" | grep -qF -- "$msg" ||
+	    fail "check $plan: no '$plan:$pos: ...$msg...' in: $(cat "$tmp/err")"
+done
+[ "$n" -ge 30 ] || fail "only $n malformed plans under tests/plans/bad"
+expect 1 "$bin" check --json "$src/tests/plans/bad/$(ls "$src/tests/plans/bad" | head -n 1)"
+contains "$tmp/out" '"valid": false'
+contains "$tmp/out" '"line":'
+expect 1 "$bin" check "$tmp/does-not-exist.yaml"
+contains "$tmp/err" "does-not-exist.yaml"
+expect 2 "$bin" check
+
+if [ "$failures" -ne 0 ]; then
+	echo "$failures failure(s)" >&2
+	exit 1
+fi
+echo "cli: all checks passed ($n malformed plans)"

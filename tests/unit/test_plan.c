@@ -1,0 +1,1026 @@
+/* test_plan: the plan loader and its validation (plans/). The examples load
+ * with the values they say; every malformed plan under tests/plans/bad fails
+ * with the error its first line announces ("# expect: LINE:COLUMN: text");
+ * every error of a plan is reported, not just the first; defaults are what
+ * DESIGN.md §2 and plan.h promise. Run under valgrind for leaks. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ladder.h"
+#include "plan.h"
+
+#define S(n)	((int64_t)(n) * 1000)
+
+/* A valid plan the tests below change one line of. */
+static const char base_plan[] =
+    "name: orders-delays\n"				/* 1 */
+    "broker:\n"						/* 2 */
+    "  amqp: amqp://127.0.0.1:5672/%2f\n"		/* 3 */
+    "  management: http://127.0.0.1:15672\n"		/* 4 */
+    "  username: guest\n"				/* 5 */
+    "  password: env:RABBIT_PASSWORD\n"			/* 6 */
+    "old:\n"						/* 7 */
+    "  queues: { match: '^delay\\.[0-9]+s$' }\n"	/* 8 */
+    "ladder:\n"						/* 9 */
+    "  unit: 1s\n"					/* 10 */
+    "  max_delay: 12d\n"				/* 11 */
+    "  destinations: [email.delivery, billing.retry]\n"	/* 12 */
+    "flag:\n"						/* 13 */
+    "  kind: unleash\n"					/* 14 */
+    "  url: http://127.0.0.1:4242\n"			/* 15 */
+    "  project: default\n"				/* 16 */
+    "  environment: production\n"			/* 17 */
+    "  feature: delay-ladder\n"				/* 18 */
+    "  token: env:UNLEASH_TOKEN\n"			/* 19 */
+    "steps:\n"						/* 20 */
+    "  - measure_horizon\n"				/* 21 */
+    "  - declare_ladder\n"				/* 22 */
+    "  - verify_ladder\n"				/* 23 */
+    "  - canary\n"					/* 24 */
+    "  - { step: flip, gate: true }\n"			/* 25 */
+    "  - watch\n"					/* 26 */
+    "  - { step: remove_old, gate: true }\n";		/* 27 */
+
+static const char http_flag[] =
+    "flag:\n"
+    "  kind: http\n"
+    "  on:  { method: PUT, url: http://flags.local/f, body: '{\"enabled\":true}' }\n"
+    "  off: { method: PUT, url: http://flags.local/f, body: '{\"enabled\":false}' }\n"
+    "  read: { url: http://flags.local/f, pointer: /enabled, on: ON, off: OFF }\n"
+    "  headers: HEADERS\n";
+
+static const char unleash_flag[] =
+    "flag:\n"
+    "  kind: unleash\n"
+    "  url: http://127.0.0.1:4242\n"
+    "  project: default\n"
+    "  environment: production\n"
+    "  feature: delay-ladder\n"
+    "  token: env:UNLEASH_TOKEN\n";
+
+/* TEXT with the first FROM replaced by TO; the test fails if FROM is not
+ * there. The caller frees the result. */
+static char *
+subst(const char *text, const char *from, const char *to)
+{
+	const char *at = strstr(text, from);
+	size_t pre, len;
+	char *out;
+
+	if (at == NULL)
+		fail_msg("'%s' is not in the plan text", from);
+	pre = (size_t)(at - text);
+	len = strlen(text) - strlen(from) + strlen(to);
+	out = malloc(len + 1);
+	assert_non_null(out);
+	memcpy(out, text, pre);
+	memcpy(out + pre, to, strlen(to));
+	strcpy(out + pre + strlen(to), at + strlen(from));
+	return out;
+}
+
+/* Replaces *TEXT by subst(*TEXT, FROM, TO). */
+static void
+edit(char **text, const char *from, const char *to)
+{
+	char *n = subst(*text, from, to);
+
+	free(*text);
+	*text = n;
+}
+
+static int
+load_text(const char *text, struct plan **p, struct plan_errors *errs)
+{
+	return plan_load_buffer("t.yaml", text, strlen(text), p, errs);
+}
+
+static void
+print_errors(const struct plan_errors *errs)
+{
+	char line[512];
+	size_t i;
+
+	for (i = 0; i < errs->n; i++)
+		print_error("    %s\n", plan_error_format(errs, i, line, sizeof(line)));
+}
+
+/* Whether ERRS has an error at LINE:COLUMN whose message contains TEXT. */
+static int
+has_error(const struct plan_errors *errs, int line, int column, const char *text)
+{
+	size_t i;
+
+	for (i = 0; i < errs->n; i++)
+		if (errs->v[i].line == line && errs->v[i].column == column &&
+		    strstr(errs->v[i].message, text) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Loads TEXT, which must fail with an error at LINE:COLUMN containing MSG. */
+static void
+expect_error(const char *text, int line, int column, const char *msg)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+
+	assert_int_equal(load_text(text, &p, &errs), -1);
+	assert_null(p);
+	if (!has_error(&errs, line, column, msg)) {
+		print_error("no error %d:%d: ...%s... among:\n", line, column, msg);
+		print_errors(&errs);
+		plan_errors_free(&errs);
+		fail();
+	}
+	plan_errors_free(&errs);
+}
+
+/* Loads TEXT, which must be valid. The caller frees the plan. */
+static struct plan *
+expect_valid(const char *text)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+
+	if (load_text(text, &p, &errs) != 0) {
+		print_error("plan refused:\n");
+		print_errors(&errs);
+		plan_errors_free(&errs);
+		fail();
+	}
+	assert_non_null(p);
+	assert_int_equal(errs.n, 0);
+	plan_errors_free(&errs);
+	return p;
+}
+
+static const char *
+source_dir(void)
+{
+	const char *d = getenv("CUTOVER_SOURCE_DIR");
+
+	if (d == NULL || d[0] == '\0')
+		fail_msg("CUTOVER_SOURCE_DIR is not set (ctest sets it to the source tree)");
+	return d;
+}
+
+static struct plan *
+load_example(const char *name)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char path[1024];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/plans/examples/%s", source_dir(),
+	    name) >= sizeof(path))
+		fail_msg("CUTOVER_SOURCE_DIR is too long");
+	if (plan_load_file(path, &p, &errs) != 0) {
+		print_error("%s refused:\n", path);
+		print_errors(&errs);
+		plan_errors_free(&errs);
+		fail();
+	}
+	assert_int_equal(errs.n, 0);
+	plan_errors_free(&errs);
+	assert_string_equal(p->file, path);
+	return p;
+}
+
+static void
+test_step_kind_names(void **state)
+{
+	enum plan_step_kind k;
+	int i;
+
+	(void)state;
+	for (i = 0; i < PLAN_STEP_KIND_COUNT; i++) {
+		assert_int_equal(plan_step_kind_parse(plan_step_kind_name(i), &k), 0);
+		assert_int_equal(k, i);
+	}
+	assert_string_equal(plan_step_kind_name(PLAN_STEP_MEASURE_HORIZON), "measure_horizon");
+	assert_string_equal(plan_step_kind_name(PLAN_STEP_REMOVE_OLD), "remove_old");
+	assert_string_equal(plan_step_kind_name(PLAN_STEP_KIND_COUNT), "unknown");
+	assert_int_equal(plan_step_kind_parse("verify", &k), -1);
+	assert_int_equal(plan_step_kind_parse("Canary", &k), -1);
+	assert_int_equal(plan_step_kind_parse("", &k), -1);
+	assert_int_equal(plan_step_kind_parse(NULL, &k), -1);
+}
+
+static void
+test_example_orders(void **state)
+{
+	struct plan *p = load_example("orders.yaml");
+	static const int gates[] = { 0, 0, 0, 0, 1, 0, 1 };
+	size_t i;
+
+	(void)state;
+	assert_string_equal(p->name, "orders-delays");
+	assert_string_equal(p->broker.amqp, "amqp://127.0.0.1:5672/%2f");
+	assert_string_equal(p->broker.management, "http://127.0.0.1:15672");
+	assert_string_equal(p->broker.username, "guest");
+	assert_string_equal(p->broker.password, "env:RABBIT_PASSWORD");
+	assert_string_equal(p->old.match, "^delay\\.[0-9]+s$");
+	assert_int_equal(p->old.nnames, 0);
+	assert_int_equal(p->old.max_message_ttl_ms, S(2 * 3600));
+
+	assert_int_equal(p->ladder.naming, LADDER_NAMING_CUTOVER);
+	assert_string_equal(p->ladder.prefix, "delay");
+	assert_int_equal(p->ladder.unit_ms, 1000);
+	/* 12d = 1036800 s; 2^19 <= 1036800 < 2^20: 20 levels. */
+	assert_int_equal(p->ladder.levels, 20);
+	assert_int_equal(p->ladder.levels, ladder_levels_for(12 * 86400));
+	assert_int_equal(p->max_delay_ms, S(12 * 86400));
+	assert_int_equal(p->queue_type, PLAN_QUEUE_QUORUM);
+	assert_int_equal(p->ndestinations, 2);
+	assert_string_equal(p->destinations[0], "email.delivery");
+	assert_string_equal(p->destinations[1], "billing.retry");
+
+	assert_false(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 4);
+	assert_int_equal(p->canary.delays_ms[0], S(1));
+	assert_int_equal(p->canary.delays_ms[1], S(2));
+	assert_int_equal(p->canary.delays_ms[2], S(3));
+	assert_int_equal(p->canary.delays_ms[3], S(7));
+	assert_int_equal(p->canary.max_lateness_ms, S(2));
+	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
+
+	assert_int_equal(p->flag.kind, PLAN_FLAG_UNLEASH);
+	assert_string_equal(p->flag.url, "http://127.0.0.1:4242");
+	assert_string_equal(p->flag.project, "default");
+	assert_string_equal(p->flag.environment, "production");
+	assert_string_equal(p->flag.feature, "delay-ladder");
+	assert_string_equal(p->flag.token, "env:UNLEASH_TOKEN");
+
+	assert_int_equal(p->watch.interval_ms, S(10));
+	assert_int_equal(p->watch.allowance_ms, S(30));
+	assert_int_equal(p->watch.probe_every_ms, S(60));
+
+	assert_int_equal(p->nsteps, PLAN_STEP_KIND_COUNT);
+	for (i = 0; i < p->nsteps; i++) {
+		assert_int_equal(p->steps[i].kind, (enum plan_step_kind)i);
+		assert_int_equal(p->steps[i].gate, gates[i]);
+		assert_true(p->steps[i].line > 0);
+		assert_true(p->steps[i].column > 0);
+		if (i > 0)
+			assert_true(p->steps[i].line > p->steps[i - 1].line);
+	}
+	assert_int_equal(plan_find_step(p, PLAN_STEP_FLIP), 4);
+	plan_free(p);
+}
+
+static void
+test_example_celery(void **state)
+{
+	struct plan *p = load_example("celery.yaml");
+	size_t i;
+
+	(void)state;
+	assert_string_equal(p->name, "celery-countdowns");
+	assert_string_equal(p->broker.amqp, "amqps://rabbit.internal:5671/celery");
+	assert_null(p->old.match);
+	assert_int_equal(p->old.nnames, 3);
+	assert_string_equal(p->old.names[0], "celery.countdown.60");
+	assert_string_equal(p->old.names[2], "celery.countdown.3600");
+	assert_int_equal(p->old.max_message_ttl_ms, 0);
+
+	/* Kombu's shape: 28 levels of 1 s, whatever the plan does not say. */
+	assert_int_equal(p->ladder.naming, LADDER_NAMING_KOMBU);
+	assert_int_equal(p->ladder.levels, 28);
+	assert_int_equal(p->ladder.unit_ms, 1000);
+	assert_int_equal(p->max_delay_ms, 0);
+	assert_int_equal(p->ndestinations, 2);
+	assert_string_equal(p->destinations[0], "celery");
+
+	/* Canary delays left to the default: every level within 2 minutes. */
+	assert_true(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 7);
+	for (i = 0; i < p->canary.ndelays; i++)
+		assert_int_equal(p->canary.delays_ms[i], S(1) << i);
+	assert_int_equal(p->canary.max_lateness_ms, S(3));
+	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
+
+	/* No watch section: the defaults. */
+	assert_int_equal(p->watch.interval_ms, S(10));
+	assert_int_equal(p->watch.allowance_ms, S(30));
+	assert_int_equal(p->watch.probe_every_ms, S(60));
+
+	assert_int_equal(p->flag.kind, PLAN_FLAG_UNLEASH);
+	assert_int_equal(p->nsteps, 7);
+	assert_true(p->steps[plan_find_step(p, PLAN_STEP_FLIP)].gate);
+	assert_false(p->steps[plan_find_step(p, PLAN_STEP_CANARY)].gate);
+	plan_free(p);
+}
+
+static void
+test_example_nservicebus(void **state)
+{
+	struct plan *p = load_example("nservicebus.yaml");
+
+	(void)state;
+	assert_string_equal(p->name, "nsb-retries");
+	assert_int_equal(p->ladder.naming, LADDER_NAMING_NSERVICEBUS);
+	assert_int_equal(p->ladder.levels, 28);
+	assert_int_equal(p->ladder.unit_ms, 1000);
+	assert_int_equal(p->max_delay_ms, S(30 * 86400));
+	assert_int_equal(p->ndestinations, 2);
+	assert_string_equal(p->destinations[1], "Billing.Retries");
+
+	assert_false(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 4);
+	assert_int_equal(p->canary.delays_ms[3], S(90));
+	assert_int_equal(p->canary.budget_ms, S(180));
+
+	assert_int_equal(p->flag.kind, PLAN_FLAG_HTTP);
+	assert_string_equal(p->flag.on.method, "PUT");
+	assert_string_equal(p->flag.on.url, "http://config.prod/api/switches/nsb-native-delays");
+	assert_string_equal(p->flag.on.body, "{\"enabled\":true}");
+	assert_string_equal(p->flag.off.body, "{\"enabled\":false}");
+	assert_string_equal(p->flag.read_url, "http://config.prod/api/switches/nsb-native-delays");
+	assert_string_equal(p->flag.read_pointer, "/enabled");
+	assert_string_equal(p->flag.read_on, "true");
+	assert_string_equal(p->flag.read_off, "false");
+	assert_int_equal(p->flag.nheaders, 2);
+	assert_string_equal(p->flag.headers[0].name, "Authorization");
+	assert_string_equal(p->flag.headers[0].value, "env:CONFIG_SERVICE_AUTH");
+	assert_string_equal(p->flag.headers[1].name, "Accept");
+	assert_null(p->flag.token);
+
+	assert_int_equal(p->watch.interval_ms, S(15));
+	assert_int_equal(p->watch.allowance_ms, S(60));
+	assert_int_equal(p->watch.probe_every_ms, S(120));
+	assert_true(p->steps[plan_find_step(p, PLAN_STEP_CANARY)].gate);
+	assert_false(p->steps[plan_find_step(p, PLAN_STEP_WATCH)].gate);
+	plan_free(p);
+}
+
+static int
+yaml_name(const struct dirent *d)
+{
+	size_t len = strlen(d->d_name);
+
+	return len > 5 && strcmp(d->d_name + len - 5, ".yaml") == 0;
+}
+
+/* Checks one malformed plan against its "# expect:" line. Returns 0 or -1
+ * after printing why. */
+static int
+check_bad_plan(const char *dir, const char *name)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char path[1024], first[512], *msg, *nl;
+	int line, column, n, rc = -1;
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+		print_error("%s/%s: path too long\n", dir, name);
+		return -1;
+	}
+	if ((f = fopen(path, "r")) == NULL) {
+		print_error("%s: cannot open\n", path);
+		return -1;
+	}
+	if (fgets(first, sizeof(first), f) == NULL)
+		first[0] = '\0';
+	fclose(f);
+	if ((nl = strchr(first, '\n')) != NULL)
+		*nl = '\0';
+	n = 0;
+	if (sscanf(first, "# expect: %d:%d: %n", &line, &column, &n) != 2 || n == 0) {
+		print_error("%s: first line is not '# expect: LINE:COLUMN: text'\n", path);
+		return -1;
+	}
+	msg = first + n;
+	if (plan_load_file(path, &p, &errs) == 0) {
+		print_error("%s: loaded, expected %d:%d: %s\n", path, line, column, msg);
+		goto done;
+	}
+	if (p != NULL) {
+		print_error("%s: a plan was stored on failure\n", path);
+		goto done;
+	}
+	if (!has_error(&errs, line, column, msg)) {
+		print_error("%s: no error %d:%d: ...%s... among:\n", path, line, column, msg);
+		print_errors(&errs);
+		goto done;
+	}
+	rc = 0;
+done:
+	plan_free(p);
+	plan_errors_free(&errs);
+	return rc;
+}
+
+static void
+test_bad_plans(void **state)
+{
+	struct dirent **list = NULL;
+	char dir[1024];
+	int i, n, failed = 0;
+
+	(void)state;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/tests/plans/bad", source_dir()) >=
+	    sizeof(dir))
+		fail_msg("CUTOVER_SOURCE_DIR is too long");
+	if ((n = scandir(dir, &list, yaml_name, alphasort)) < 0)
+		fail_msg("cannot list %s", dir);
+	for (i = 0; i < n; i++) {
+		failed += check_bad_plan(dir, list[i]->d_name) != 0;
+		free(list[i]);
+	}
+	free(list);
+	print_message("%d malformed plans checked, %d failed\n", n, failed);
+	assert_true(n >= 35);
+	assert_int_equal(failed, 0);
+}
+
+static void
+test_three_mistakes(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *t = strdup(base_plan);
+
+	(void)state;
+	edit(&t, "name: orders-delays", "name: Orders");		/* 1:7 */
+	edit(&t, "  unit: 1s\n", "  unit: 1 s\n");			/* 10:9 */
+	edit(&t, "  - canary\n", "  - canry\n");			/* 24:5 */
+	assert_int_equal(load_text(t, &p, &errs), -1);
+	assert_null(p);
+	if (errs.n != 3)
+		print_errors(&errs);
+	assert_int_equal(errs.n, 3);
+	/* In file order. */
+	assert_int_equal(errs.v[0].line, 1);
+	assert_int_equal(errs.v[0].column, 7);
+	assert_non_null(strstr(errs.v[0].message, "name 'Orders' contains 'O'"));
+	assert_int_equal(errs.v[1].line, 10);
+	assert_int_equal(errs.v[1].column, 9);
+	assert_non_null(strstr(errs.v[1].message, "ladder.unit is not a valid duration"));
+	assert_int_equal(errs.v[2].line, 24);
+	assert_int_equal(errs.v[2].column, 5);
+	assert_non_null(strstr(errs.v[2].message, "unknown step 'canry'"));
+	plan_errors_free(&errs);
+	free(t);
+}
+
+static void
+test_errors_everywhere(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *t = strdup(base_plan);
+
+	(void)state;
+	/* One mistake per section, structural and semantic; all reported. */
+	edit(&t, "  username: guest\n", "  username: guest\n  vhost: x\n");	/* 6:3 */
+	edit(&t, "'^delay\\.[0-9]+s$'", "'('");				/* 9:20 */
+	edit(&t, "  max_delay: 12d\n", "  levels: 40\n");			/* 12:11 */
+	edit(&t, "env:UNLEASH_TOKEN", "secret-token");			/* 20:10 */
+	edit(&t, "  - watch\n  - { step: remove_old, gate: true }\n",
+	    "  - { step: remove_old, gate: true }\n  - watch\n");		/* 27:5 */
+	assert_int_equal(load_text(t, &p, &errs), -1);
+	if (errs.n != 5)
+		print_errors(&errs);
+	assert_int_equal(errs.n, 5);
+	assert_true(has_error(&errs, 6, 3, "unknown key 'vhost' in broker"));
+	assert_true(has_error(&errs, 9, 20, "is not a valid regex"));
+	assert_true(has_error(&errs, 12, 11, "ladder.levels 40 is out of range"));
+	assert_true(has_error(&errs, 20, 10, "secrets must be env:NAME references"));
+	assert_true(has_error(&errs, 27, 5, "step 'remove_old' comes before step 'watch'"));
+	/* A secret is never repeated in a message. */
+	for (size_t i = 0; i < errs.n; i++)
+		assert_null(strstr(errs.v[i].message, "secret-token"));
+	plan_errors_free(&errs);
+	free(t);
+}
+
+/* The ladder section of the base plan replaced by LADDER, canary by CANARY. */
+static struct plan *
+with_ladder(const char *ladder, const char *canary)
+{
+	struct plan *p;
+	char *t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", ladder);
+
+	edit(&t, "flag:\n", canary);
+	p = expect_valid(t);
+	free(t);
+	return p;
+}
+
+static void
+test_canary_defaults(void **state)
+{
+	struct plan *p;
+
+	(void)state;
+	/* 1s, 2s, 4s, 8s, 16s fit in 30s; 32s does not. */
+	p = with_ladder("  unit: 1s\n  levels: 20\n", "canary:\n  budget: 30s\nflag:\n");
+	assert_true(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(p->canary.delays_ms[i], S(1) << i);
+	assert_int_equal(p->canary.budget_ms, S(30));
+	plan_free(p);
+
+	/* Three levels of 10s: all within the default 2 minutes. */
+	p = with_ladder("  unit: 10s\n  levels: 3\n", "flag:\n");
+	assert_true(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 3);
+	assert_int_equal(p->canary.delays_ms[0], S(10));
+	assert_int_equal(p->canary.delays_ms[1], S(20));
+	assert_int_equal(p->canary.delays_ms[2], S(40));
+	plan_free(p);
+
+	/* A budget exactly at a level's TTL includes that level. */
+	p = with_ladder("  unit: 250ms\n  max_delay: 1h\n", "canary:\n  budget: 1s\nflag:\n");
+	assert_int_equal(p->canary.ndelays, 3);
+	assert_int_equal(p->canary.delays_ms[0], 250);
+	assert_int_equal(p->canary.delays_ms[1], 500);
+	assert_int_equal(p->canary.delays_ms[2], 1000);
+	plan_free(p);
+
+	/* Written delays are kept as written. */
+	p = with_ladder("  unit: 1s\n  levels: 4\n", "canary:\n  delays: [15s, 1500ms]\nflag:\n");
+	assert_false(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 2);
+	assert_int_equal(p->canary.delays_ms[0], S(15));
+	assert_int_equal(p->canary.delays_ms[1], 1500);
+	plan_free(p);
+}
+
+static void
+test_levels_from_max_delay(void **state)
+{
+	static const struct {
+		const char *ladder;
+		int levels;
+		int64_t max_delay_ms;
+	} cases[] = {
+		{ "  unit: 1s\n  max_delay: 7s\n", 3, S(7) },
+		{ "  unit: 1s\n  max_delay: 8s\n", 4, S(8) },
+		{ "  unit: 1s\n  max_delay: 1500ms\n", 2, 1500 },	/* ceil: 2 units */
+		{ "  unit: 1s\n  max_delay: 1ms\n", 1, 1 },
+		{ "  unit: 1m\n  max_delay: 365d\n", 20, S(365 * 86400) },
+		{ "  unit: 1ms\n  max_delay: 49d\n", 32, S(49 * 86400) },
+		{ "  unit: 1s\n  levels: 5\n", 5, 0 },
+	};
+	struct plan *p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		p = with_ladder(cases[i].ladder, "flag:\n");
+		assert_int_equal(p->ladder.levels, cases[i].levels);
+		assert_int_equal(p->max_delay_ms, cases[i].max_delay_ms);
+		plan_free(p);
+	}
+}
+
+static void
+test_defaults(void **state)
+{
+	struct plan *p;
+	char *t = subst(base_plan, unleash_flag, "");
+
+	(void)state;
+	/* Without flip, no flag is needed; without flag the kind is NONE. */
+	edit(&t, "  - { step: flip, gate: true }\n  - watch\n  - { step: remove_old, gate: true }\n",
+	    "");
+	p = expect_valid(t);
+	assert_string_equal(p->ladder.prefix, "delay");
+	assert_int_equal(p->ladder.naming, LADDER_NAMING_CUTOVER);
+	assert_int_equal(p->queue_type, PLAN_QUEUE_QUORUM);
+	assert_int_equal(p->flag.kind, PLAN_FLAG_NONE);
+	assert_int_equal(p->canary.max_lateness_ms, S(2));
+	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
+	assert_true(p->canary.delays_defaulted);
+	assert_int_equal(p->canary.ndelays, 7);
+	assert_int_equal(p->watch.interval_ms, S(10));
+	assert_int_equal(p->watch.allowance_ms, S(30));
+	assert_int_equal(p->watch.probe_every_ms, S(60));
+	assert_int_equal(p->nsteps, 4);
+	assert_false(p->steps[0].gate);
+	assert_int_equal(plan_find_step(p, PLAN_STEP_FLIP), -1);
+	plan_free(p);
+	free(t);
+
+	/* classic queues, another prefix, explicit names. */
+	t = subst(base_plan, "  unit: 1s\n", "  prefix: orders.delay\n  queue_type: classic\n  unit: 1s\n");
+	p = expect_valid(t);
+	assert_string_equal(p->ladder.prefix, "orders.delay");
+	assert_int_equal(p->queue_type, PLAN_QUEUE_CLASSIC);
+	plan_free(p);
+	free(t);
+}
+
+static void
+test_step_order(void **state)
+{
+	static const struct {
+		const char *steps;
+		int line, column;	/* 0: valid */
+		const char *msg;
+	} cases[] = {
+		{ "steps: [verify_ladder]\n", 0, 0, NULL },
+		{ "steps: [declare_ladder, verify_ladder]\n", 0, 0, NULL },
+		{ "steps: [measure_horizon]\n", 0, 0, NULL },
+		{ "steps: [canary, declare_ladder]\n", 20, 9, "step 'canary' comes before step 'declare_ladder'" },
+		{ "steps: [verify_ladder, declare_ladder]\n", 20, 9, "step 'verify_ladder' comes before step 'declare_ladder'" },
+		{ "steps: [declare_ladder, verify_ladder, canary, flip]\n", 20, 48, "step 'flip' without step 'measure_horizon'" },
+		{ "steps: [measure_horizon, verify_ladder, flip]\n", 20, 41, "step 'flip' without step 'canary'" },
+		{ "steps: [measure_horizon, verify_ladder, canary, flip, remove_old]\n", 20, 55, "step 'remove_old' without step 'watch'" },
+		{ "steps: [watch]\n", 20, 9, "step 'watch' without step 'flip'" },
+		{ "steps: [flip, measure_horizon, verify_ladder, canary]\n", 20, 9, "step 'flip' comes before step 'measure_horizon'" },
+	};
+	struct plan *p;
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		t = strdup(base_plan);
+		*strstr(t, "steps:\n") = '\0';
+		t = realloc(t, strlen(t) + strlen(cases[i].steps) + 1);
+		strcat(t, cases[i].steps);
+		if (cases[i].msg == NULL) {
+			p = expect_valid(t);
+			plan_free(p);
+		} else
+			expect_error(t, cases[i].line, cases[i].column, cases[i].msg);
+		free(t);
+	}
+}
+
+/* The http flag of the base plan with read.on and read.off written ON and
+ * OFF, and headers HEADERS. */
+static char *
+http_plan(const char *on, const char *off, const char *headers)
+{
+	char *f = subst(http_flag, "on: ON", on), *t;
+
+	edit(&f, "off: OFF", off);
+	edit(&f, "HEADERS", headers);
+	t = subst(base_plan, unleash_flag, f);
+	free(f);
+	return t;
+}
+
+static void
+test_flag_read_values(void **state)
+{
+	static const struct {
+		const char *on, *off, *json_on, *json_off;
+	} cases[] = {
+		{ "on: true", "off: false", "true", "false" },
+		{ "on: 1", "off: 0", "1", "0" },
+		{ "on: -1.5e3", "off: null", "-1.5e3", "null" },
+		{ "on: 'true'", "off: \"false\"", "\"true\"", "\"false\"" },
+		{ "on: enabled", "off: disabled", "\"enabled\"", "\"disabled\"" },
+		{ "on: 01", "off: 1.", "\"01\"", "\"1.\"" },
+		{ "on: 'say \"hi\"\\'", "off: \"tab\\there\"", "\"say \\\"hi\\\"\\\\\"",
+		    "\"tab\\u0009here\"" },
+		{ "on: \"true\"", "off: true", "\"true\"", "true" },
+	};
+	struct plan *p;
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		t = http_plan(cases[i].on, cases[i].off, "{ Accept: application/json }");
+		p = expect_valid(t);
+		assert_string_equal(p->flag.read_on, cases[i].json_on);
+		assert_string_equal(p->flag.read_off, cases[i].json_off);
+		plan_free(p);
+		free(t);
+	}
+	/* on and off that read the same cannot tell a flip. */
+	t = http_plan("on: 1", "off: 1", "{}");
+	expect_error(t, 17, 69, "flag.read.on and flag.read.off are both 1");
+	free(t);
+	/* A list is not a JSON scalar. */
+	t = http_plan("on: [1]", "off: 0", "{}");
+	expect_error(t, 17, 61, "flag.read.on is a list");
+	free(t);
+	/* An empty pointer reads the whole document. */
+	t = http_plan("on: true", "off: false", "{}");
+	edit(&t, "pointer: /enabled", "pointer: ''");
+	p = expect_valid(t);
+	assert_string_equal(p->flag.read_pointer, "");
+	plan_free(p);
+	free(t);
+	t = http_plan("on: true", "off: false", "{}");
+	edit(&t, "pointer: /enabled", "pointer: /a~2b");
+	expect_error(t, 17, 47, "has a '~' not followed by 0 or 1");
+	free(t);
+}
+
+static void
+test_flag_headers(void **state)
+{
+	static const struct {
+		const char *headers;
+		int column;	/* 0: valid */
+		const char *msg;
+	} cases[] = {
+		{ "{ Authorization: env:FLAG_AUTH, Accept: application/json }", 0, NULL },
+		{ "{ X-Request-Source: cutover }", 0, NULL },
+		{ "{ authorization: 'Bearer abc' }", 29, "secrets must be env:NAME references" },
+		{ "{ X-Api-Token: abc }", 27, "secrets must be env:NAME references" },
+		{ "{ Cookie: session=abc }", 22, "secrets must be env:NAME references" },
+		{ "{ X-Custom: Bearer abc }", 24, "secrets must be env:NAME references" },
+		{ "{ Authorization: env:2X }", 29, "is not a valid env reference" },
+		{ "{ Accept: a, accept: b }", 25, "repeats 'Accept'" },
+		{ "{ Accept: a, Accept: b }", 25, "duplicate key 'Accept' in flag.headers" },
+		{ "{ 'Bad Header': x }", 14, "header name 'Bad Header' in flag.headers has ' '" },
+		{ "[Authorization]", 12, "flag.headers is a list" },
+	};
+	struct plan *p;
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		t = http_plan("on: true", "off: false", cases[i].headers);
+		if (cases[i].msg == NULL) {
+			p = expect_valid(t);
+			assert_true(p->flag.nheaders > 0);
+			plan_free(p);
+		} else
+			expect_error(t, 18, cases[i].column, cases[i].msg);
+		free(t);
+	}
+}
+
+static void
+test_urls(void **state)
+{
+	static const struct {
+		const char *amqp;
+		const char *msg;	/* NULL: valid */
+	} cases[] = {
+		{ "amqp://rabbit:5672/%2f", NULL },
+		{ "amqps://rabbit.example.com/orders", NULL },
+		{ "amqp://[::1]:5672/v", NULL },
+		{ "amqp://rabbit_1/v", NULL },
+		{ "amqp://user@rabbit/v", "carries credentials" },
+		{ "amqp://rabbit/", "has an empty vhost" },
+		{ "amqp://rabbit:0/v", "has an invalid port" },
+		{ "amqp://rabbit:abc/v", "has an invalid port" },
+		{ "amqp:///v", "has no host" },
+		{ "amqp://rab!bit/v", "has an invalid character in its host" },
+		{ "amqp://rabbit/a%zz", "not followed by two hex digits" },
+		{ "amqp://rabbit/v#x", "has a fragment" },
+		{ "rabbit:5672", "is not an amqp:// or amqps:// URL" },
+	};
+	struct plan *p;
+	char line[32];
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(line, sizeof(line), "%s", "amqp://127.0.0.1:5672/%2f");
+		t = subst(base_plan, line, cases[i].amqp);
+		if (cases[i].msg == NULL) {
+			p = expect_valid(t);
+			assert_string_equal(p->broker.amqp, cases[i].amqp);
+			plan_free(p);
+		} else
+			expect_error(t, 3, 9, cases[i].msg);
+		free(t);
+	}
+	/* Management URLs may have a path, not a query; never credentials. */
+	t = subst(base_plan, "http://127.0.0.1:15672", "https://mq.example.com/rabbitmq/");
+	p = expect_valid(t);
+	plan_free(p);
+	free(t);
+	t = subst(base_plan, "http://127.0.0.1:15672", "http://127.0.0.1:15672/?x=1");
+	expect_error(t, 4, 15, "has a query");
+	free(t);
+	t = subst(base_plan, "http://127.0.0.1:15672", "http://admin:hunter2@127.0.0.1:15672");
+	expect_error(t, 4, 15, "carries credentials");
+	free(t);
+}
+
+static void
+test_secrets_not_echoed(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *t = subst(base_plan, "env:RABBIT_PASSWORD", "hunter2");
+	size_t i;
+
+	(void)state;
+	edit(&t, "amqp://127.0.0.1", "amqp://guest:s3cr3t@127.0.0.1");
+	assert_int_equal(load_text(t, &p, &errs), -1);
+	assert_int_equal(errs.n, 2);
+	for (i = 0; i < errs.n; i++) {
+		assert_null(strstr(errs.v[i].message, "hunter2"));
+		assert_null(strstr(errs.v[i].message, "s3cr3t"));
+	}
+	plan_errors_free(&errs);
+	free(t);
+}
+
+static void
+test_ladder_naming_rules(void **state)
+{
+	struct plan *p;
+	char *t;
+
+	(void)state;
+	/* kombu: unit 1s and levels 28 may be written; max_delay within 28 levels. */
+	p = with_ladder("  naming: kombu\n  unit: 1s\n  levels: 28\n", "flag:\n");
+	assert_int_equal(p->ladder.levels, 28);
+	plan_free(p);
+	p = with_ladder("  naming: nservicebus\n  max_delay: 12d\n", "flag:\n");
+	assert_int_equal(p->ladder.levels, 28);
+	assert_int_equal(p->max_delay_ms, S(12 * 86400));
+	plan_free(p);
+
+	/* 3200 days is more than 2^28 - 1 seconds (about 3106 days). */
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  max_delay: 3200d\n");
+	expect_error(t, 11, 14, "needs more than 28 levels of 1s");
+	free(t);
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  levels: 28\n  max_delay: 1d\n");
+	expect_error(t, 12, 3, "ladder has both max_delay and levels");
+	free(t);
+	/* A unit so large the ladder overflows 64-bit milliseconds. */
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  unit: 36500d\n  levels: 32\n");
+	expect_error(t, 10, 9, "is not valid");
+	free(t);
+}
+
+static void
+test_types(void **state)
+{
+	static const struct {
+		const char *from, *to;
+		int line, column;
+		const char *msg;
+	} cases[] = {
+		{ "broker:\n", "broker: [a]\nxbroker:\n", 2, 9, "broker is a list; expected a mapping" },
+		{ "name: orders-delays", "name: { a: b }", 1, 7, "name is a mapping" },
+		{ "name: orders-delays", "name:", 1, 6, "name has no value" },
+		{ "name: orders-delays", "name: ''", 1, 7, "name is empty" },
+		{ "  unit: 1s\n", "  unit: [1s]\n", 10, 9, "ladder.unit is a list" },
+		{ "  max_delay: 12d\n", "  levels: 1e3\n", 11, 11, "is not an integer" },
+		{ "  max_delay: 12d\n", "  levels: 0x10\n", 11, 11, "is not an integer" },
+		{ "{ step: flip, gate: true }", "{ step: flip, gate: True }", 25, 25, "is not a boolean" },
+		{ "{ step: flip, gate: true }", "{ gate: true }", 25, 5, "missing required key 'step' in steps[4]" },
+		{ "  - canary\n", "  - [canary]\n", 24, 5, "steps[3] is a list" },
+		{ "  destinations: [email.delivery, billing.retry]\n", "  destinations: email.delivery\n", 12, 17, "ladder.destinations is a scalar" },
+		{ "  destinations: [email.delivery, billing.retry]\n", "  destinations: [email.delivery, [x]]\n", 12, 34, "ladder.destinations[1] is a list" },
+		{ "'^delay\\.[0-9]+s$'", "''", 8, 20, "old.queues.match is empty" },
+		{ "  queues: { match: '^delay\\.[0-9]+s$' }\n", "  queues:\n    names: [a, 7, '']\n", 9, 19, "old.queues.names[2] is empty" },
+	};
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		t = subst(base_plan, cases[i].from, cases[i].to);
+		expect_error(t, cases[i].line, cases[i].column, cases[i].msg);
+		free(t);
+	}
+}
+
+static void
+test_error_format(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char out[512], small[16];
+	char *t = subst(base_plan, "  unit: 1s\n", "  unit: 0s\n");
+
+	(void)state;
+	assert_int_equal(plan_load_buffer("plans/x.yaml", t, strlen(t), &p, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.file, "plans/x.yaml");
+	assert_string_equal(plan_error_format(&errs, 0, out, sizeof(out)),
+	    "plans/x.yaml:10:9: ladder.unit is 0s; expected a duration greater than 0");
+	assert_string_equal(plan_error_format(&errs, 1, out, sizeof(out)), "");
+	plan_error_format(&errs, 0, small, sizeof(small));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	plan_errors_free(&errs);
+	assert_null(errs.v);
+	assert_int_equal(errs.n, 0);
+	plan_errors_free(&errs);	/* twice is fine */
+	free(t);
+
+	/* Errors about no position print without one. */
+	assert_int_equal(plan_load_file("/nonexistent/plan.yaml", &p, &errs), -1);
+	assert_null(p);
+	assert_int_equal(errs.n, 1);
+	assert_int_equal(errs.v[0].line, 0);
+	plan_error_format(&errs, 0, out, sizeof(out));
+	assert_non_null(strstr(out, "/nonexistent/plan.yaml: cannot open the plan: "));
+	plan_errors_free(&errs);
+}
+
+static void
+test_documents(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *t;
+
+	(void)state;
+	expect_error("", 1, 1, "the file is empty");
+	expect_error("# only a comment\n", 1, 1, "the file is empty");
+	expect_error("---\n", 2, 1, "the plan is empty");
+	expect_error("hello\n", 1, 1, "the plan is a scalar");
+	expect_error("name: [unclosed\n", 2, 1, "YAML syntax error");
+	expect_error("name: *nothing\n", 1, 7, "YAML syntax error: found undefined alias");
+	expect_error("name: \"a\\xffb\"\nname: x\xff\n", 2, 8, "YAML syntax error: invalid");
+	/* A syntax error after a valid first document is still reported. */
+	t = malloc(strlen(base_plan) + 32);
+	strcpy(t, base_plan);
+	strcat(t, "---\n[\n");
+	expect_error(t, 30, 1, "YAML syntax error");
+	free(t);
+	/* The first document's own errors come along with the second's. */
+	t = subst(base_plan, "name: orders-delays", "name: Orders");
+	t = realloc(t, strlen(t) + 16);
+	strcat(t, "--- {}\n");
+	assert_int_equal(load_text(t, &p, &errs), -1);
+	assert_int_equal(errs.n, 2);
+	assert_true(has_error(&errs, 1, 7, "contains 'O'"));
+	assert_true(has_error(&errs, 28, 1, "a second YAML document"));
+	plan_errors_free(&errs);
+	free(t);
+	/* A recursive alias does not loop. */
+	t = subst(base_plan, "steps:\n", "steps: &s [*s]\nsteps2:\n");
+	assert_int_equal(load_text(t, &p, &errs), -1);
+	assert_true(has_error(&errs, 20, 8, "steps[0] is a list"));
+	plan_errors_free(&errs);
+	free(t);
+	/* Aliases to scalars are read like the scalar. */
+	t = subst(base_plan, "username: guest", "username: &u guest");
+	edit(&t, "project: default", "project: *u");
+	p = expect_valid(t);
+	assert_string_equal(p->flag.project, "guest");
+	plan_free(p);
+	free(t);
+}
+
+static void
+test_null_arguments(void **state)
+{
+	struct plan *p = NULL;
+	char *t = subst(base_plan, "unit: 1s", "unit: 1");
+
+	(void)state;
+	plan_free(NULL);
+	plan_errors_free(NULL);
+	/* ERRS may be NULL: the errors are dropped, nothing leaks. */
+	assert_int_equal(plan_load_buffer("t.yaml", t, strlen(t), &p, NULL), -1);
+	assert_null(p);
+	assert_int_equal(plan_load_buffer("t.yaml", base_plan, strlen(base_plan), &p, NULL), 0);
+	assert_non_null(p);
+	plan_free(p);
+	assert_int_equal(plan_load_file("/nonexistent/plan.yaml", &p, NULL), -1);
+	assert_int_equal(plan_load_buffer("t.yaml", base_plan, strlen(base_plan), NULL, NULL), -1);
+	assert_int_equal(plan_find_step(NULL, PLAN_STEP_FLIP), -1);
+	free(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_step_kind_names),
+		cmocka_unit_test(test_example_orders),
+		cmocka_unit_test(test_example_celery),
+		cmocka_unit_test(test_example_nservicebus),
+		cmocka_unit_test(test_bad_plans),
+		cmocka_unit_test(test_three_mistakes),
+		cmocka_unit_test(test_errors_everywhere),
+		cmocka_unit_test(test_canary_defaults),
+		cmocka_unit_test(test_levels_from_max_delay),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_step_order),
+		cmocka_unit_test(test_flag_read_values),
+		cmocka_unit_test(test_flag_headers),
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_secrets_not_echoed),
+		cmocka_unit_test(test_ladder_naming_rules),
+		cmocka_unit_test(test_types),
+		cmocka_unit_test(test_error_format),
+		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_null_arguments),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,22 @@
+/* cli: the verbs of the `cutover` command. Each takes the arguments after
+ * its name and returns the process exit status. */
+#ifndef CUTOVER_CLI_H
+#define CUTOVER_CLI_H
+
+#include <stdio.h>
+
+enum cli_exit {
+	CLI_OK = 0,        /* done, or the check passed */
+	CLI_FAIL = 1,      /* the input is wrong or a check failed */
+	CLI_USAGE = 2      /* the command line itself is wrong */
+};
+
+int cli_encode(int argc, char **argv);
+int cli_check(int argc, char **argv);
+
+/* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
+ * returns CLI_USAGE. */
+int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,115 @@
+/* review: answers the article's design-review checklist from a plan. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "duration.h"
+#include "ladder.h"
+#include "review.h"
+
+/* Appends one answer; FMT builds the answer text. WARNING may be NULL. */
+static void
+add(json_t *a, const char *question, const char *by, const char *warning,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void
+add(json_t *a, const char *question, const char *by, const char *warning,
+    const char *fmt, ...)
+{
+	char text[768];
+	va_list ap;
+	json_t *o;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	o = json_pack("{s:s,s:s,s:s}", "question", question, "answered_by", by,
+	    "answer", text);
+	if (o != NULL && warning != NULL)
+		json_object_set_new(o, "warning", json_string(warning));
+	if (o != NULL)
+		json_array_append_new(a, o);
+}
+
+json_t *
+review_answers(const struct plan *p)
+{
+	const struct ladder *l = &p->ladder;
+	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
+	char pq[LADDER_NAME_MAX], dests[512];
+	const char *steps_left;
+	json_t *a;
+	size_t off = 0;
+
+	if ((a = json_array()) == NULL)
+		return NULL;
+	duration_format(l->unit_ms, unit, sizeof(unit));
+	duration_format(ladder_max_delay_ms(l), max, sizeof(max));
+	ladder_delivery_exchange(l, dex, sizeof(dex));
+	ladder_parking_exchange(l, pex, sizeof(pex));
+	ladder_parking_queue(l, pq, sizeof(pq));
+	dests[0] = '\0';
+	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++)
+		off += (size_t)snprintf(dests + off, sizeof(dests) - off, "%s%s",
+		    i ? ", " : "", p->destinations[i]);
+
+	add(a, "What is the base time unit?", "plan", NULL,
+	    "%s: every delay is a whole number of %s units; this is the ladder's "
+	    "resolution.", unit, unit);
+	add(a, "What is the maximum supported delay?", "plan", NULL,
+	    "%s ((2^%d - 1) x %s), with %d levels.", max, l->levels, unit, l->levels);
+	add(a, "Are out-of-range values rejected?", "plan", NULL,
+	    "Yes where cutover encodes (publish, canary, probes): a delay above %s is "
+	    "refused, never truncated. Producers that build routing keys themselves "
+	    "must refuse them too.", max);
+	add(a, "Is duration conversion rounded up?", "plan", NULL,
+	    "Yes: units = ceil(delay / %s) (%s + 1ms becomes 2 units), so delivery is "
+	    "never before the requested time.", unit, unit);
+	if (p->queue_type == PLAN_QUEUE_QUORUM)
+		add(a, "Which queue type and dead-letter safety mode are used?", "plan", NULL,
+		    "Quorum level queues with x-dead-letter-strategy=at-least-once and "
+		    "x-overflow=reject-publish: a message moves between levels with the "
+		    "broker's internal confirms.");
+	else
+		add(a, "Which queue type and dead-letter safety mode are used?", "plan",
+		    "classic queues dead-letter at most once: a message is lost if its next "
+		    "level is unavailable when it expires; prefer queue_type: quorum",
+		    "Classic level queues; dead-lettering is at-most-once.");
+	add(a, "How does the producer confirm entry into the broker?", "application", NULL,
+	    "cutover's own publishes (canary, probes, `cutover publish`) use publisher "
+	    "confirms with mandatory. Your producers must wait for the broker's confirm "
+	    "before reporting a delayed job as accepted.");
+	add(a, "Who declares final destination bindings?", "plan", NULL,
+	    "declare_ladder binds %s on %s with an exact word count (%d bit words, then "
+	    "the destination) and creates only missing queues; consumers should declare "
+	    "their own bindings too.", p->ndestinations ? dests : "(none)", dex, l->levels);
+	add(a, "Where do unroutable messages go?", "plan", NULL,
+	    "%s has alternate-exchange %s (fanout) into %s, whose normal depth is zero; "
+	    "the watch alerts when it is not.", dex, pex, pq);
+
+	if (plan_find_step(p, PLAN_STEP_FLIP) < 0)
+		steps_left = "This plan has no flip step: producers are not switched by it.";
+	else if (plan_find_step(p, PLAN_STEP_REMOVE_OLD) < 0)
+		steps_left = "This plan flips producers but has no remove_old step: old queues "
+		    "stay until removed by hand.";
+	else
+		steps_left = "New publishes switch to the ladder at the flip; messages already in "
+		    "old queues drain through them; each old queue is deleted only when empty "
+		    "and past its own horizon.";
+	add(a, "How are delayed messages moved during a broker migration?", "plan", NULL,
+	    "They are not moved. %s The watch lasts one old horizon plus an allowance of %s.",
+	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
+	add(a, "When does the consumer acknowledge?", "application", NULL,
+	    "Only the application can answer: acknowledge after the job's effect is "
+	    "durable, and expect redelivery.");
+	add(a, "Which jobs require durable idempotency?", "application", NULL,
+	    "Only the application can answer: every job whose effect must not happen "
+	    "twice (payments, emails, external calls) needs an idempotency key or a "
+	    "durable claim; dead-lettering is at-least-once.");
+	add(a, "Which bounded metrics prove every stage is moving?", "plan", NULL,
+	    "Depth and oldest-message age per level (label: level 0-%d), parking depth, "
+	    "old-path depth and publishes into the old path, probe lateness against the "
+	    "not-before time, sampled every %s; no routing key or raw delay as a label.",
+	    l->levels - 1, duration_format(p->watch.interval_ms, ex, sizeof(ex)));
+	return a;
+}

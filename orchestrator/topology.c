@@ -1,0 +1,165 @@
+/* topology: the list of broker objects that make up a plan's ladder. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology.h"
+
+static void
+arg_str(struct topology_arg *args, size_t *n, const char *key, const char *val)
+{
+	struct topology_arg *a = &args[(*n)++];
+
+	snprintf(a->key, sizeof(a->key), "%s", key);
+	a->is_int = false;
+	snprintf(a->str, sizeof(a->str), "%s", val);
+}
+
+static void
+arg_int(struct topology_arg *args, size_t *n, const char *key, int64_t val)
+{
+	struct topology_arg *a = &args[(*n)++];
+
+	snprintf(a->key, sizeof(a->key), "%s", key);
+	a->is_int = true;
+	a->num = val;
+}
+
+static void
+add_binding(struct topology *t, const char *src, const char *dst, bool to_exchange,
+    const char *key)
+{
+	struct topology_binding *b = &t->bindings[t->nbindings++];
+
+	snprintf(b->source, sizeof(b->source), "%s", src);
+	snprintf(b->destination, sizeof(b->destination), "%s", dst);
+	b->to_exchange = to_exchange;
+	snprintf(b->key, sizeof(b->key), "%s", key);
+}
+
+/* Arguments every queue the ladder creates carries: its type, and for
+ * quorum queues the overflow mode at-least-once dead-lettering needs. */
+static void
+queue_type_args(const struct plan *p, struct topology_queue *q, bool dead_letters)
+{
+	if (p->queue_type == PLAN_QUEUE_QUORUM) {
+		arg_str(q->args, &q->nargs, "x-queue-type", "quorum");
+		if (dead_letters) {
+			arg_str(q->args, &q->nargs, "x-dead-letter-strategy", "at-least-once");
+			arg_str(q->args, &q->nargs, "x-overflow", "reject-publish");
+		}
+	} else
+		arg_str(q->args, &q->nargs, "x-queue-type", "classic");
+}
+
+int
+topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen)
+{
+	const struct ladder *l = &p->ladder;
+	char name[LADDER_NAME_MAX], next[LADDER_NAME_MAX], key[LADDER_NAME_MAX];
+	char parking[LADDER_NAME_MAX];
+	size_t nlev = (size_t)l->levels;
+	int k, rc = -1;
+
+	memset(t, 0, sizeof(*t));
+	t->exchanges = calloc(nlev + 2, sizeof(*t->exchanges));
+	t->queues = calloc(nlev + 1 + p->ndestinations, sizeof(*t->queues));
+	t->bindings = calloc(2 * nlev + 1 + p->ndestinations, sizeof(*t->bindings));
+	if (t->exchanges == NULL || t->queues == NULL || t->bindings == NULL) {
+		snprintf(err, errlen, "building the ladder topology: out of memory");
+		goto done;
+	}
+
+	for (k = l->levels - 1; k >= 0; k--) {
+		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+		struct topology_queue *q = &t->queues[t->nqueues++];
+
+		ladder_level_exchange(l, k, x->name, sizeof(x->name));
+		snprintf(x->type, sizeof(x->type), "topic");
+		x->role = TOPOLOGY_LEVEL;
+		x->level = k;
+
+		ladder_level_queue(l, k, q->name, sizeof(q->name));
+		q->role = TOPOLOGY_LEVEL;
+		q->level = k;
+		ladder_dead_letter_exchange(l, k, next, sizeof(next));
+		queue_type_args(p, q, true);
+		arg_int(q->args, &q->nargs, "x-message-ttl", ladder_level_ttl_ms(l, k));
+		arg_str(q->args, &q->nargs, "x-dead-letter-exchange", next);
+
+		add_binding(t, x->name, q->name, false,
+		    ladder_wait_pattern(l, k, key, sizeof(key)));
+		add_binding(t, x->name, next, true,
+		    ladder_bypass_pattern(l, k, key, sizeof(key)));
+	}
+
+	ladder_parking_exchange(l, parking, sizeof(parking));
+	{
+		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+
+		ladder_delivery_exchange(l, x->name, sizeof(x->name));
+		snprintf(x->type, sizeof(x->type), "topic");
+		x->role = TOPOLOGY_DELIVERY;
+		x->level = -1;
+		arg_str(x->args, &x->nargs, "alternate-exchange", parking);
+	}
+	{
+		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+		struct topology_queue *q = &t->queues[t->nqueues++];
+
+		snprintf(x->name, sizeof(x->name), "%s", parking);
+		snprintf(x->type, sizeof(x->type), "fanout");
+		x->role = TOPOLOGY_PARKING;
+		x->level = -1;
+		ladder_parking_queue(l, q->name, sizeof(q->name));
+		q->role = TOPOLOGY_PARKING;
+		q->level = -1;
+		queue_type_args(p, q, false);
+		add_binding(t, parking, q->name, false, "");
+	}
+
+	ladder_delivery_exchange(l, name, sizeof(name));
+	for (size_t i = 0; i < p->ndestinations; i++) {
+		struct topology_queue *q = &t->queues[t->nqueues++];
+
+		snprintf(q->name, sizeof(q->name), "%s", p->destinations[i]);
+		q->role = TOPOLOGY_DESTINATION;
+		q->level = -1;
+		queue_type_args(p, q, false);
+		add_binding(t, name, q->name, false,
+		    ladder_destination_pattern(l, p->destinations[i], key, sizeof(key)));
+	}
+	rc = 0;
+done:
+	if (rc != 0)
+		topology_free(t);
+	return rc;
+}
+
+void
+topology_free(struct topology *t)
+{
+	free(t->exchanges);
+	free(t->queues);
+	free(t->bindings);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct topology_arg *
+topology_arg_find(const struct topology_arg *args, size_t nargs, const char *key)
+{
+	for (size_t i = 0; i < nargs; i++)
+		if (strcmp(args[i].key, key) == 0)
+			return &args[i];
+	return NULL;
+}
+
+char *
+topology_arg_format(const struct topology_arg *arg, char *out, size_t outlen)
+{
+	if (arg->is_int)
+		snprintf(out, outlen, "%lld", (long long)arg->num);
+	else
+		snprintf(out, outlen, "%s", arg->str);
+	return out;
+}

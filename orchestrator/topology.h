@@ -1,0 +1,82 @@
+/* topology: every broker object a plan's ladder consists of — exchanges,
+ * queues with their arguments, bindings — as a plain list built from the
+ * plan alone (no I/O). declare_ladder creates it, verify_ladder compares the
+ * broker against it, `cutover check` prints it. */
+#ifndef CUTOVER_TOPOLOGY_H
+#define CUTOVER_TOPOLOGY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladder.h"
+#include "plan.h"
+
+#define TOPOLOGY_MAX_ARGS 6
+
+enum topology_role {
+	TOPOLOGY_LEVEL,            /* a ladder level exchange or queue */
+	TOPOLOGY_DELIVERY,         /* the delivery exchange */
+	TOPOLOGY_PARKING,          /* the parking exchange or queue */
+	TOPOLOGY_DESTINATION       /* a destination queue: its consumers own it */
+};
+
+struct topology_arg {
+	char key[40];
+	bool is_int;
+	int64_t num;               /* when is_int */
+	char str[LADDER_NAME_MAX]; /* otherwise */
+};
+
+struct topology_exchange {
+	char name[LADDER_NAME_MAX];
+	char type[8];              /* "topic" or "fanout" */
+	enum topology_role role;
+	int level;                 /* for TOPOLOGY_LEVEL, else -1 */
+	size_t nargs;
+	struct topology_arg args[TOPOLOGY_MAX_ARGS];
+};
+
+struct topology_queue {
+	char name[LADDER_NAME_MAX];
+	enum topology_role role;
+	int level;                 /* for TOPOLOGY_LEVEL, else -1 */
+	size_t nargs;
+	struct topology_arg args[TOPOLOGY_MAX_ARGS];
+};
+
+struct topology_binding {
+	char source[LADDER_NAME_MAX];      /* an exchange */
+	char destination[LADDER_NAME_MAX]; /* a queue or an exchange */
+	bool to_exchange;
+	char key[LADDER_NAME_MAX];
+};
+
+struct topology {
+	struct topology_exchange *exchanges;
+	size_t nexchanges;
+	struct topology_queue *queues;
+	size_t nqueues;
+	struct topology_binding *bindings;
+	size_t nbindings;
+};
+
+/* Builds the topology of P's ladder: for each level (highest first) its
+ * topic exchange, its queue (TTL, dead-letter exchange, and for quorum
+ * at-least-once dead-lettering with reject-publish) and its two bindings;
+ * the delivery exchange with its alternate exchange; the fanout parking
+ * exchange, queue and binding; each destination queue and its binding.
+ * Returns 0 and fills T (free with topology_free), or -1 with ERR. */
+int topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen);
+
+/* Frees what T holds and leaves it empty. */
+void topology_free(struct topology *t);
+
+/* Looks up an argument by KEY in ARGS. Returns it, or NULL. */
+const struct topology_arg *topology_arg_find(const struct topology_arg *args,
+    size_t nargs, const char *key);
+
+/* Writes ARG's value as text ("600000", "delay.level.03"). Returns OUT. */
+char *topology_arg_format(const struct topology_arg *arg, char *out, size_t outlen);
+
+#endif

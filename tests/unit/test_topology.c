@@ -1,0 +1,169 @@
+/* test_topology: the object list declare_ladder creates, from a plan. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "topology.h"
+
+static char *dests[] = { "email.delivery", "billing.retry" };
+
+static void
+make_plan(struct plan *p, enum plan_queue_type qt)
+{
+	char err[256];
+
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(ladder_init(&p->ladder, LADDER_NAMING_CUTOVER, "delay", 1000, 6,
+	    err, sizeof(err)), 0);
+	p->queue_type = qt;
+	p->destinations = dests;
+	p->ndestinations = 2;
+}
+
+static const struct topology_queue *
+find_queue(const struct topology *t, const char *name)
+{
+	for (size_t i = 0; i < t->nqueues; i++)
+		if (strcmp(t->queues[i].name, name) == 0)
+			return &t->queues[i];
+	return NULL;
+}
+
+static const char *
+arg_str(const struct topology_arg *args, size_t n, const char *key)
+{
+	const struct topology_arg *a = topology_arg_find(args, n, key);
+
+	return a == NULL || a->is_int ? NULL : a->str;
+}
+
+static void
+test_counts_and_levels(void **state)
+{
+	struct topology t;
+	struct plan p;
+	const struct topology_queue *q;
+	const struct topology_arg *ttl;
+	char err[256];
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_QUORUM);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.nexchanges, 6 + 2);      /* levels, delivery, parking */
+	assert_int_equal(t.nqueues, 6 + 1 + 2);     /* levels, parking, destinations */
+	assert_int_equal(t.nbindings, 2 * 6 + 1 + 2);
+
+	q = find_queue(&t, "delay.level.05");
+	assert_non_null(q);
+	ttl = topology_arg_find(q->args, q->nargs, "x-message-ttl");
+	assert_non_null(ttl);
+	assert_true(ttl->is_int);
+	assert_int_equal(ttl->num, 32000);
+	assert_string_equal(arg_str(q->args, q->nargs, "x-dead-letter-exchange"),
+	    "delay.level.04");
+	assert_string_equal(arg_str(q->args, q->nargs, "x-queue-type"), "quorum");
+	assert_string_equal(arg_str(q->args, q->nargs, "x-dead-letter-strategy"),
+	    "at-least-once");
+	assert_string_equal(arg_str(q->args, q->nargs, "x-overflow"), "reject-publish");
+
+	q = find_queue(&t, "delay.level.00");
+	assert_string_equal(arg_str(q->args, q->nargs, "x-dead-letter-exchange"),
+	    "delay.delivery");
+	q = find_queue(&t, "delay.parking");
+	assert_non_null(q);
+	assert_null(topology_arg_find(q->args, q->nargs, "x-message-ttl"));
+	assert_int_equal(find_queue(&t, "email.delivery")->role, TOPOLOGY_DESTINATION);
+	topology_free(&t);
+}
+
+static void
+test_exchanges_and_bindings(void **state)
+{
+	struct topology t;
+	struct plan p;
+	char err[256];
+	int found = 0;
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_QUORUM);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nexchanges; i++) {
+		const struct topology_exchange *x = &t.exchanges[i];
+
+		if (strcmp(x->name, "delay.delivery") == 0) {
+			assert_string_equal(x->type, "topic");
+			assert_string_equal(arg_str(x->args, x->nargs, "alternate-exchange"),
+			    "delay.parking");
+			found++;
+		} else if (strcmp(x->name, "delay.parking") == 0) {
+			assert_string_equal(x->type, "fanout");
+			found++;
+		} else {
+			assert_int_equal(x->role, TOPOLOGY_LEVEL);
+			assert_string_equal(x->type, "topic");
+		}
+	}
+	assert_int_equal(found, 2);
+
+	found = 0;
+	for (size_t i = 0; i < t.nbindings; i++) {
+		const struct topology_binding *b = &t.bindings[i];
+
+		if (strcmp(b->source, "delay.level.03") == 0 && !b->to_exchange) {
+			assert_string_equal(b->destination, "delay.level.03");
+			assert_string_equal(b->key, "*.*.1.#");
+			found++;
+		}
+		if (strcmp(b->source, "delay.level.03") == 0 && b->to_exchange) {
+			assert_string_equal(b->destination, "delay.level.02");
+			assert_string_equal(b->key, "*.*.0.#");
+			found++;
+		}
+		if (strcmp(b->destination, "billing.retry") == 0) {
+			assert_string_equal(b->source, "delay.delivery");
+			assert_string_equal(b->key, "*.*.*.*.*.*.billing.retry");
+			found++;
+		}
+		if (strcmp(b->destination, "delay.parking") == 0) {
+			assert_string_equal(b->source, "delay.parking");
+			found++;
+		}
+	}
+	assert_int_equal(found, 4);
+	topology_free(&t);
+}
+
+static void
+test_classic_has_no_quorum_arguments(void **state)
+{
+	struct topology t;
+	struct plan p;
+	char err[256];
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_CLASSIC);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nqueues; i++) {
+		const struct topology_queue *q = &t.queues[i];
+
+		assert_string_equal(arg_str(q->args, q->nargs, "x-queue-type"), "classic");
+		assert_null(topology_arg_find(q->args, q->nargs, "x-dead-letter-strategy"));
+		assert_null(topology_arg_find(q->args, q->nargs, "x-overflow"));
+	}
+	topology_free(&t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_counts_and_levels),
+		cmocka_unit_test(test_exchanges_and_bindings),
+		cmocka_unit_test(test_classic_has_no_quorum_arguments),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
