@@ -58,7 +58,9 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 void store_close(struct store *s);
 
 /* Explicit transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK), so that a
- * state change and its event land together. Return 0 or -1 with ERR. */
+ * state change and its event land together. Return 0 or -1 with ERR; a
+ * failed commit rolls the transaction back, and rolling back when none is
+ * open is a no-op. */
 int store_begin(struct store *s, char *err, size_t errlen);
 int store_commit(struct store *s, char *err, size_t errlen);
 int store_rollback(struct store *s);
