@@ -13,6 +13,10 @@ enum cli_exit {
 
 int cli_encode(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_ladder(int argc, char **argv);
+int cli_old(int argc, char **argv);
+int cli_publish(int argc, char **argv);
+int cli_canary(int argc, char **argv);
 
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */

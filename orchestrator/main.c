@@ -14,6 +14,10 @@ static const struct verb {
 } verbs[] = {
 	{ "check", cli_check, "validate plans and print what they would do (contacts nothing)" },
 	{ "encode", cli_encode, "print the routing key, entry exchange and waits of a delay" },
+	{ "ladder", cli_ladder, "declare, verify or tear down a plan's ladder on the broker" },
+	{ "old", cli_old, "measure the old queues' horizon, or remove them when safe" },
+	{ "publish", cli_publish, "publish one delayed message into the ladder, with confirms" },
+	{ "canary", cli_canary, "run the canary: delayed messages through the ladder, checked" },
 	{ NULL, NULL, NULL }
 };
 

@@ -1,0 +1,372 @@
+/* mgmt: a client for the RabbitMQ management HTTP API (libcurl + jansson).
+ *
+ * One struct mgmt talks to one broker and one virtual host over one reused
+ * libcurl easy handle (HTTP keep-alive), with basic authentication whose
+ * password is an "env:NAME" reference resolved at every request and never
+ * written into a message. It reads what cutover needs to measure the old
+ * delay queues and verify a ladder (queues, one queue or exchange, the
+ * bindings of an exchange, policies, the overview) and writes what tests
+ * need to introduce drift (put and delete queues, exchanges, bindings and
+ * policies). Anything else goes through mgmt_request().
+ *
+ * Every call returns 0, MGMT_NOT_FOUND (1) where "not found" is a normal
+ * answer, or a negative MGMT_ERR_* code with a message in the caller's ERR
+ * buffer (ERRLEN bytes; ERR may be NULL) that names the call and says why
+ * (method, encoded path, HTTP status and the broker's reason, or what kept
+ * the answer from coming, with the base URL); the password is never in it,
+ * even where an answer quotes it (it becomes "***"):
+ *   GET /api/overview: HTTP 401 (not_authorized: Login failed) as user bob
+ *   PUT /api/policies/%2F/p: HTTP 400 (bad_request: Validation failed ...)
+ *   GET /api/overview: connection refused (http://127.0.0.1:15999)
+ *
+ * A struct mgmt is not thread-safe: one thread uses it at a time (the
+ * engine). Management statistics (messages, consumers) lag the broker by
+ * up to about 5-10 s; exact, current counts come from an AMQP passive
+ * declare (amqp.h). */
+#ifndef CUTOVER_MGMT_H
+#define CUTOVER_MGMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Return codes. */
+#define MGMT_NOT_FOUND	1	/* 404: the object does not exist */
+#define MGMT_ERR_ARG	(-1)	/* bad argument, URL or password ref */
+#define MGMT_ERR_TRANSPORT (-2)	/* no answer: refused, DNS, timeout */
+#define MGMT_ERR_AUTH	(-3)	/* HTTP 401 or 403 */
+#define MGMT_ERR_HTTP	(-4)	/* any other unexpected HTTP status */
+#define MGMT_ERR_ANSWER	(-5)	/* not the JSON answer we expected */
+#define MGMT_ERR_NOMEM	(-6)
+
+#define MGMT_PAGE_SIZE_MAX 500	/* the broker refuses more (400) */
+#define MGMT_ANSWER_MAX	(256u * 1024 * 1024) /* bytes, at most */
+
+struct mgmt;
+
+/* Opens a client for the management API at BASE_URL ("http://host:15672",
+ * https too, optionally with a path prefix; no credentials, query or
+ * fragment), for virtual host VHOST ("/" is fine), as USERNAME with the
+ * password named by PASSWORD_REF, which must be "env:NAME". NAME must be
+ * set now (checked here, so a missing variable fails early) and is read
+ * again at every request. TIMEOUT_MS (> 0) bounds each whole request; the
+ * connect phase gets the smaller of TIMEOUT_MS and 5 s (mgmt_set_timeouts
+ * changes both). Nothing is sent: use mgmt_overview to check the broker.
+ *
+ * libcurl: every mgmt_open calls curl_global_init and every mgmt_close
+ * curl_global_cleanup; libcurl counts these calls, initialises on the first
+ * and cleans up on the last, so any number of opens and closes is fine and
+ * this module keeps no global state. Since libcurl 7.84 these two calls are
+ * thread-safe when curl_version_info() reports CURL_VERSION_THREADSAFE
+ * (Debian 12's 7.88 does); with an older libcurl, make the first mgmt_open
+ * (or your own curl_global_init) before starting other threads.
+ *
+ * Returns 0 and stores a new client in *OUT (the caller frees it with
+ * mgmt_close), or a negative code with ERR set and *OUT left NULL. */
+int mgmt_open(const char *base_url, const char *vhost, const char *username,
+    const char *password_ref, long timeout_ms, struct mgmt **out,
+    char *err, size_t errlen);
+
+/* Closes the connection and frees M. M may be NULL. */
+void mgmt_close(struct mgmt *m);
+
+/* Sets the connect timeout and the whole-request timeout, in ms (> 0;
+ * other values leave that timeout as it was). */
+void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
+
+/* The virtual host M was opened for (owned by M). */
+const char *mgmt_vhost(const struct mgmt *m);
+
+/* Percent-encodes S as one path segment or query value: every byte but
+ * A-Z a-z 0-9 - . _ ~ becomes %XX, so "/" is %2F, "#" is %23 and a space
+ * %20. Writes a NUL-terminated string into OUT (OUTLEN bytes, at most
+ * 3 * strlen(S) + 1 needed). Returns its length, or -1 if it does not fit. */
+int mgmt_escape(const char *s, char *out, size_t outlen);
+
+/* Sends one request: METHOD is GET, PUT, POST or DELETE; PATH starts with
+ * "/api/" and is already encoded (mgmt_escape), query string included;
+ * BODY, if not NULL, is sent as compact JSON (borrowed, not modified).
+ * Stores the HTTP status in *HTTP_STATUS (0 when there was no answer) if
+ * HTTP_STATUS is not NULL.
+ *
+ * Returns 0 on any 2xx status, and then, if ANSWER is not NULL, stores the
+ * parsed answer in *ANSWER (a new reference the caller releases with
+ * json_decref; NULL when the body is empty). Returns MGMT_NOT_FOUND on
+ * 404 (ERR set too, for callers that treat it as an error), or a negative
+ * code with ERR set; *ANSWER is NULL whenever 0 is not returned. */
+int mgmt_request(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, json_t **answer, long *http_status,
+    char *err, size_t errlen);
+
+/* ---- overview ---- */
+
+struct mgmt_overview {
+	char rabbitmq_version[32];	/* "3.10.8" */
+	char management_version[32];
+	char erlang_version[32];
+	char cluster_name[256];
+	char node[256];			/* the node that answered */
+};
+
+/* GET /api/overview: a health check that also says the broker version.
+ * Fills *OV (strings truncated to fit, "" when absent). Returns 0 or a
+ * negative code. */
+int mgmt_overview(struct mgmt *m, struct mgmt_overview *ov,
+    char *err, size_t errlen);
+
+/* ---- queues ---- */
+
+/* One queue. Strings belong to the list or info that holds the struct;
+ * integers are -1 when the broker did not say or the argument is absent. */
+struct mgmt_queue {
+	const char *name;
+	const char *type;		/* "classic", "quorum", "stream", "" */
+	const char *policy;		/* policy applied, NULL if none */
+	bool durable;
+	int64_t messages;		/* depth: ready + unacknowledged */
+	int64_t consumers;
+	int64_t message_ttl;		/* x-message-ttl argument, ms */
+	int64_t expires;		/* x-expires argument, ms */
+	int64_t policy_message_ttl;	/* message-ttl of the policy, ms */
+};
+
+/* An array of queues sorted by name (strcmp order). V and every string it
+ * points to live in two allocations owned by the list; free them with
+ * mgmt_queue_list_free. */
+struct mgmt_queue_list {
+	struct mgmt_queue *v;
+	size_t n;
+	char *strings;			/* private: the names and types */
+};
+
+/* What a paginated listing said about the whole result. */
+struct mgmt_page {
+	int page;			/* 1-based */
+	int page_size;
+	int page_count;			/* pages of the filtered list */
+	long item_count;		/* items on this page */
+	long filtered_count;		/* queues matching the name */
+	long total_count;		/* queues in the vhost */
+};
+
+/* Every queue of the vhost, the way that stays fast at 10,000 queues: one
+ * unpaginated GET /api/queues/{vhost}?disable_stats=true&
+ * enable_queue_totals=true&columns=name,type,durable,arguments,policy,
+ * messages (about 1 s for 10,000 queues: the broker reads the queue
+ * records and their totals without the statistics database), plus two
+ * small requests for what that listing cannot carry (checked on 3.10.8:
+ * with disable_stats it has no effective_policy_definition and no
+ * consumers): GET /api/policies/{vhost}, to fill policy_message_ttl from
+ * the named policy's definition, and GET /api/consumers/{vhost}, counted
+ * per queue (statistics: a new consumer shows after a few seconds). The
+ * caller filters names itself (e.g. with regexec).
+ *
+ * Operator policies are not resolved here (the fast listing does not name
+ * them); one can only lower a TTL, so a horizon computed without them is
+ * never too early. mgmt_get_queue reports the true effective value.
+ *
+ * Returns 0 and fills *OUT (the caller frees it with mgmt_queue_list_free),
+ * or a negative code with *OUT empty. */
+int mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out,
+    char *err, size_t errlen);
+
+/* One page of queues whose name matches NAME_REGEX (an Erlang re / PCRE
+ * regex, matched by the broker and case-insensitively: "^delay" also
+ * matches "Delay.1"; NULL or "" for all), PAGE_SIZE 1..500:
+ * GET /api/queues/{vhost}?page=P&page_size=S&name=R&use_regex=true&
+ * columns=...; statistics are on, so consumers and policy_message_ttl (the
+ * effective policy definition's message-ttl, operator policies included)
+ * come per queue, but lag, and a queue too new to have statistics has
+ * messages and consumers -1.
+ *
+ * Slower at scale, and not what cutover uses for thousands of queues:
+ * every page request makes the broker read, filter and sort the whole
+ * queue list of the vhost before it cuts out its page, so reading all N
+ * queues costs N / page_size full walks plus statistics (measured on
+ * 3.10.8 with 10,000 queues: about 9 s in pages of 500, against 1 s for
+ * mgmt_list_queues). The broker honours name and use_regex only together
+ * with page.
+ *
+ * Returns 0, fills *OUT (free with mgmt_queue_list_free) and, if PG is
+ * not NULL, *PG; a page past the last is an HTTP 400 error from the
+ * broker, except page 1 of an empty result, which is an empty list. */
+int mgmt_list_queues_page(struct mgmt *m, const char *name_regex, int page,
+    int page_size, struct mgmt_queue_list *out, struct mgmt_page *pg,
+    char *err, size_t errlen);
+
+/* Every page of mgmt_list_queues_page, as one list. Returns 0 or a
+ * negative code, like it. */
+int mgmt_list_queues_paged(struct mgmt *m, const char *name_regex,
+    int page_size, struct mgmt_queue_list *out, char *err, size_t errlen);
+
+/* Finds NAME in L (binary search). Returns the entry (owned by L) or NULL. */
+const struct mgmt_queue *mgmt_queue_list_find(const struct mgmt_queue_list *l,
+    const char *name);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_queue_list_free(struct mgmt_queue_list *l);
+
+/* One queue as GET /api/queues/{vhost}/{name} shows it. Q's strings and
+ * the json_t pointers are borrowed from JSON, which the struct owns. */
+struct mgmt_queue_info {
+	struct mgmt_queue q;		/* policy_message_ttl: effective */
+	const char *operator_policy;	/* NULL if none */
+	json_t *arguments;		/* object, never NULL */
+	json_t *effective_policy;	/* effective_policy_definition */
+	json_t *json;			/* the answer; owns the above */
+};
+
+/* Reads queue NAME. Returns 0 and fills *OUT (free with
+ * mgmt_queue_info_free), MGMT_NOT_FOUND if there is no such queue (or no
+ * such vhost; *OUT zeroed), or a negative code. messages and consumers
+ * are statistics (-1 until the queue has reported once, then lagging). */
+int mgmt_get_queue(struct mgmt *m, const char *name,
+    struct mgmt_queue_info *out, char *err, size_t errlen);
+
+/* Releases what Q holds and zeroes it. Q may be zeroed or NULL. */
+void mgmt_queue_info_free(struct mgmt_queue_info *q);
+
+/* ---- exchanges ---- */
+
+/* One exchange; strings and ARGUMENTS are borrowed from JSON, which the
+ * struct owns. */
+struct mgmt_exchange {
+	const char *name;
+	const char *type;		/* "direct", "topic", "fanout", ... */
+	bool durable;
+	bool auto_delete;
+	bool internal;
+	json_t *arguments;		/* object, never NULL */
+	json_t *json;
+};
+
+/* Reads exchange NAME (GET /api/exchanges/{vhost}/{name}). Returns 0 and
+ * fills *OUT (free with mgmt_exchange_free), MGMT_NOT_FOUND (*OUT
+ * zeroed), or a negative code. */
+int mgmt_get_exchange(struct mgmt *m, const char *name,
+    struct mgmt_exchange *out, char *err, size_t errlen);
+
+/* Releases what X holds and zeroes it. X may be zeroed or NULL. */
+void mgmt_exchange_free(struct mgmt_exchange *x);
+
+/* ---- bindings ---- */
+
+enum mgmt_dest {
+	MGMT_DEST_QUEUE,		/* "q" in binding paths */
+	MGMT_DEST_EXCHANGE		/* "e" */
+};
+
+struct mgmt_binding {
+	const char *source;
+	const char *destination;
+	enum mgmt_dest destination_type;
+	const char *routing_key;
+	const char *properties_key;	/* id, for mgmt_delete_binding */
+	json_t *arguments;		/* object, never NULL */
+};
+
+/* Bindings in the broker's order; all strings and json_t pointers are
+ * borrowed from JSON, which the list owns. */
+struct mgmt_binding_list {
+	struct mgmt_binding *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every binding whose source is EXCHANGE (GET /api/exchanges/{vhost}/
+ * {name}/bindings/source). The broker answers an empty list, not 404, for
+ * an exchange that does not exist: use mgmt_get_exchange for existence.
+ * Returns 0 and fills *OUT (free with mgmt_binding_list_free), or a
+ * negative code. */
+int mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
+    struct mgmt_binding_list *out, char *err, size_t errlen);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_binding_list_free(struct mgmt_binding_list *l);
+
+/* Binds SOURCE to DEST (a queue or an exchange) with ROUTING_KEY and
+ * ARGUMENTS (object, borrowed; NULL for none): POST /api/bindings/{vhost}/
+ * e/{source}/q|e/{dest}. Binding twice is not an error. Returns 0 or a
+ * negative code (e.g. HTTP 404 when either end does not exist). */
+int mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
+    const char *dest, const char *routing_key, const json_t *arguments,
+    char *err, size_t errlen);
+
+/* Deletes one binding, named by PROPERTIES_KEY as a listing gave it:
+ * DELETE /api/bindings/{vhost}/e/{source}/q|e/{dest}/{props} (the key is
+ * encoded again as a path segment). Returns 0, MGMT_NOT_FOUND, or a
+ * negative code. */
+int mgmt_delete_binding(struct mgmt *m, const char *source,
+    enum mgmt_dest kind, const char *dest, const char *properties_key,
+    char *err, size_t errlen);
+
+/* ---- policies ---- */
+
+struct mgmt_policy {
+	const char *name;
+	const char *pattern;		/* a regex over object names */
+	const char *apply_to;		/* "queues", "exchanges", "all" */
+	int priority;
+	json_t *definition;		/* object, never NULL */
+};
+
+/* Policies; strings and json_t pointers are borrowed from JSON, which
+ * the list owns. */
+struct mgmt_policy_list {
+	struct mgmt_policy *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every policy of the vhost (GET /api/policies/{vhost}). Returns 0 and
+ * fills *OUT (free with mgmt_policy_list_free), or a negative code. */
+int mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out,
+    char *err, size_t errlen);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_policy_list_free(struct mgmt_policy_list *l);
+
+/* Creates or replaces policy NAME: PUT /api/policies/{vhost}/{name} with
+ * {"pattern", "definition", "apply-to", "priority"}. DEFINITION is an
+ * object (borrowed), e.g. {"message-ttl": 3000}; APPLY_TO "queues",
+ * "exchanges" or "all" (NULL: "all"). The broker validates the definition
+ * (HTTP 400 with its reason otherwise). Returns 0 or a negative code. */
+int mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
+    const char *apply_to, int priority, const json_t *definition,
+    char *err, size_t errlen);
+
+/* Deletes policy NAME. Returns 0, MGMT_NOT_FOUND, or a negative code. */
+int mgmt_delete_policy(struct mgmt *m, const char *name,
+    char *err, size_t errlen);
+
+/* ---- declare and delete (tests, drift) ---- */
+
+/* Declares queue NAME: PUT /api/queues/{vhost}/{name} with {"durable",
+ * "auto_delete": false, "arguments"} (ARGUMENTS borrowed, NULL for none).
+ * Idempotent for the same arguments; other arguments than an existing
+ * queue's are refused (HTTP 400). Returns 0 or a negative code. */
+int mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
+    const json_t *arguments, char *err, size_t errlen);
+
+#define MGMT_IF_EMPTY	0x1	/* delete only an empty queue */
+#define MGMT_IF_UNUSED	0x2	/* delete only one without consumers */
+
+/* Deletes queue NAME (with ?if-empty=true / if-unused=true per FLAGS).
+ * Returns 0, MGMT_NOT_FOUND, or a negative code (a condition in FLAGS
+ * not met is an HTTP 400 from the broker). */
+int mgmt_delete_queue(struct mgmt *m, const char *name, int flags,
+    char *err, size_t errlen);
+
+/* Declares exchange NAME of TYPE: PUT /api/exchanges/{vhost}/{name} with
+ * {"type", "durable", "auto_delete": false, "internal": false,
+ * "arguments"} (borrowed, NULL for none). Returns 0 or a negative code. */
+int mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
+    bool durable, const json_t *arguments, char *err, size_t errlen);
+
+/* Deletes exchange NAME. Returns 0, MGMT_NOT_FOUND, or a negative code. */
+int mgmt_delete_exchange(struct mgmt *m, const char *name,
+    char *err, size_t errlen);
+
+#endif /* CUTOVER_MGMT_H */

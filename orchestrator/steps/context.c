@@ -1,0 +1,42 @@
+/* context: opens and closes the broker connections a step runs with. */
+#include <stdio.h>
+#include <string.h>
+
+#include "step.h"
+
+int
+step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen)
+{
+	struct broker_url u;
+	char why[384];
+
+	memset(c, 0, sizeof(*c));
+	c->plan = p;
+	if (broker_url_parse(p->broker.amqp, &u, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "broker.amqp: %s", why);
+		goto fail;
+	}
+	if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
+	    STEP_BROKER_TIMEOUT_MS, &c->amqp, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "connecting to the broker over AMQP: %s", why);
+		goto fail;
+	}
+	if (mgmt_open(p->broker.management, u.vhost, p->broker.username,
+	    p->broker.password, STEP_BROKER_TIMEOUT_MS, &c->mgmt, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "opening the management API: %s", why);
+		goto fail;
+	}
+	return 0;
+fail:
+	step_ctx_close(c);
+	return -1;
+}
+
+void
+step_ctx_close(struct step_ctx *c)
+{
+	broker_close(c->amqp);
+	mgmt_close(c->mgmt);
+	c->amqp = NULL;
+	c->mgmt = NULL;
+}

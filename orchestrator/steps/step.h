@@ -1,0 +1,92 @@
+/* step: what every step of a plan shares — the context it runs in (the plan
+ * and its broker connections) and one signature, so the engine and the
+ * command line run the same code. */
+#ifndef CUTOVER_STEP_H
+#define CUTOVER_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "amqp.h"
+#include "mgmt.h"
+#include "plan.h"
+
+#define STEP_BROKER_TIMEOUT_MS 10000
+
+struct step_ctx {
+	const struct plan *plan;   /* borrowed */
+	struct broker *amqp;       /* owned; opened by step_ctx_open */
+	struct mgmt *mgmt;         /* owned; opened by step_ctx_open */
+
+	/* Inputs the engine (or the command line) gives later steps. */
+	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
+	int64_t old_last_entry_ms; /* last time a message entered the old path
+	                            * (epoch ms), 0 when unknown */
+	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
+};
+
+/* Opens the AMQP connection and the management API client of P's broker
+ * (credentials resolved from their env: references now). Returns 0, or -1
+ * with ERR naming which of the two failed and why; nothing stays open on
+ * failure. */
+int step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen);
+
+/* Closes what C holds. Safe on a zeroed or half-opened context. */
+void step_ctx_close(struct step_ctx *c);
+
+/* The signature of a step: runs it in C and returns 0 when it succeeded or
+ * -1 when it failed or could not be confirmed (ERR says why). In both cases
+ * *RESULT is set to a new JSON object describing what was done and seen,
+ * which the caller persists and frees. Running a step again is safe. */
+typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* declare_ladder: declares every object of the plan's topology: exchanges,
+ * level and parking queues with their arguments, destination queues only
+ * where missing, every binding. Idempotent. A queue or exchange that exists
+ * with other arguments fails the step, naming it. */
+int step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* verify_ladder: reads the ladder back through the management API and
+ * compares every object with the plan: existence, type, durability,
+ * arguments as effective values (a policy overriding any of them is
+ * drift), the exact bindings of each ladder exchange, the alternate
+ * exchange and parking path, and every destination. The result is
+ * {"ok":bool,"objects":[{"kind","name","status","detail"}],"counts":{…}};
+ * any status other than "ok" fails the step. */
+int step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* measure_horizon: selects the old queues (old.queues.match, a POSIX ERE
+ * over the vhost's queue names, or old.queues.names) with one fast listing,
+ * reads each one's effective TTL (the lower of x-message-ttl and a policy's
+ * message-ttl; old.max_message_ttl for a queue with neither), x-expires,
+ * type, depth and consumers, and computes the horizon with its reasoning.
+ * An empty selection, or a queue without a TTL and no max_message_ttl,
+ * fails the step, naming the queue. */
+int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* remove_old: deletes each old queue that C->measured lists, that is still
+ * selected, empty (an AMQP passive declare: exact and current) and past its
+ * own deadline (C->old_last_entry_ms + its TTL + watch.allowance). Classic
+ * queues are deleted with if-empty and if-unused; quorum queues cannot be,
+ * so they are checked, then deleted. The result has one entry per queue
+ * (removed, gone already, or left with why). Fails while any is left. */
+int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* canary: publishes one message per canary delay through the ladder to a
+ * canary queue private to the plan, with confirms, consumes them and checks
+ * each (arrived, never before its not-before time, lateness within
+ * canary.max_lateness, x-death = the levels whose bits are 1, delivered by
+ * the delivery exchange), sends one to an unbound destination and checks it
+ * reaches the parking queue (then removes exactly that message), and removes
+ * the canary queue, also after a failure. */
+int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* Removes the plan's ladder (level exchanges first, so nothing new enters,
+ * then queues, then the delivery and parking objects), refusing while any
+ * level or the parking queue holds a message. Destination queues are left
+ * (their consumers own them). Not a plan step: `cutover ladder teardown`. */
+int step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+#endif

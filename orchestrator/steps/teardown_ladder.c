@@ -1,0 +1,105 @@
+/* teardown_ladder: removes a plan's ladder, never while it holds messages. */
+#include <stdio.h>
+#include <string.h>
+
+#include "step.h"
+#include "topology.h"
+
+/* Checks that every level queue and the parking queue is empty. Returns 0
+ * when they are, 1 when one is not (ERR lists them), -1 on failure. */
+static int
+check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
+    char *err, size_t errlen)
+{
+	struct broker_queue_info qi;
+	char why[512];
+	size_t off = 0;
+	int r;
+
+	for (size_t i = 0; i < t->nqueues; i++) {
+		const struct topology_queue *q = &t->queues[i];
+
+		if (q->role == TOPOLOGY_DESTINATION)
+			continue;
+		r = broker_queue_inspect(c->amqp, q->name, &qi, why, sizeof(why));
+		if (r == BROKER_NOT_FOUND)
+			continue;
+		if (r != 0) {
+			snprintf(err, errlen, "inspecting queue '%s': %s", q->name, why);
+			return -1;
+		}
+		if (qi.messages == 0)
+			continue;
+		json_array_append_new(held, json_pack("{s:s,s:i}", "queue", q->name,
+		    "messages", (int)qi.messages));
+		if (off == 0)
+			off = (size_t)snprintf(err, errlen, "refusing to remove a ladder that "
+			    "holds delayed messages:");
+		if (off < errlen)
+			off += (size_t)snprintf(err + off, errlen - off, " %s (%u)", q->name,
+			    qi.messages);
+	}
+	return off ? 1 : 0;
+}
+
+int
+step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	struct topology t;
+	json_t *held = json_array(), *removed = json_array();
+	char why[512];
+	size_t i;
+	int rc = -1, flags;
+
+	*result = NULL;
+	if (topology_build(c->plan, &t, err, errlen) != 0)
+		goto done;
+	if (check_empty(c, &t, held, err, errlen) != 0)
+		goto done;
+
+	/* Level exchanges first: from now on a publish into the ladder fails
+	 * at the publisher instead of entering a queue about to go. */
+	for (i = 0; i < t.nexchanges; i++) {
+		if (t.exchanges[i].role != TOPOLOGY_LEVEL)
+			continue;
+		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
+		    sizeof(why)) != 0) {
+			snprintf(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+			goto done;
+		}
+		json_array_append_new(removed, json_string(t.exchanges[i].name));
+	}
+	/* Something may have entered between the check and the deletions. */
+	if (check_empty(c, &t, held, err, errlen) != 0)
+		goto done;
+	flags = c->plan->queue_type == PLAN_QUEUE_CLASSIC ? BROKER_IF_EMPTY : 0;
+	for (i = 0; i < t.nqueues; i++) {
+		const struct topology_queue *q = &t.queues[i];
+
+		if (q->role == TOPOLOGY_DESTINATION)
+			continue;
+		if (broker_queue_delete(c->amqp, q->name, flags, NULL, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "deleting queue '%s': %s", q->name, why);
+			goto done;
+		}
+		json_array_append_new(removed, json_string(q->name));
+	}
+	for (i = 0; i < t.nexchanges; i++) {
+		if (t.exchanges[i].role == TOPOLOGY_LEVEL)
+			continue;
+		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
+		    sizeof(why)) != 0) {
+			snprintf(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+			goto done;
+		}
+		json_array_append_new(removed, json_string(t.exchanges[i].name));
+	}
+	rc = 0;
+done:
+	*result = json_pack("{s:b,s:o,s:o}", "ok", rc == 0, "removed", removed,
+	    "holding", held);
+	if (rc != 0)
+		json_object_set_new(*result, "error", json_string(err));
+	topology_free(&t);
+	return rc;
+}

@@ -1,0 +1,436 @@
+/* verify_ladder: reads the ladder back from the broker and compares every
+ * object with the plan. Half a ladder is incorrect routing, not degraded
+ * capacity, so any difference fails. */
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step.h"
+#include "topology.h"
+
+struct verify {
+	json_t *objects;
+	int ok, missing, drift;
+};
+
+/* Queue policy keys and the queue arguments they stand for. A ladder queue
+ * must not have any of them set to something the plan does not say. */
+static const struct {
+	const char *policy;
+	const char *arg;
+} queue_keys[] = {
+	{ "message-ttl", "x-message-ttl" },
+	{ "dead-letter-exchange", "x-dead-letter-exchange" },
+	{ "dead-letter-strategy", "x-dead-letter-strategy" },
+	{ "overflow", "x-overflow" },
+	{ "dead-letter-routing-key", "x-dead-letter-routing-key" },
+	{ "max-length", "x-max-length" },
+	{ "max-length-bytes", "x-max-length-bytes" },
+	{ "expires", "x-expires" },
+	{ "delivery-limit", "x-delivery-limit" },
+	{ NULL, NULL }
+};
+
+static void report(struct verify *v, const char *kind, const char *name,
+    const char *status, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void
+report(struct verify *v, const char *kind, const char *name, const char *status,
+    const char *fmt, ...)
+{
+	char detail[512] = "";
+	va_list ap;
+
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(detail, sizeof(detail), fmt, ap);
+		va_end(ap);
+	}
+	json_array_append_new(v->objects, json_pack("{s:s,s:s,s:s,s:s}", "kind", kind,
+	    "name", name, "status", status, "detail", detail));
+	if (strcmp(status, "ok") == 0)
+		v->ok++;
+	else if (strcmp(status, "missing") == 0)
+		v->missing++;
+	else
+		v->drift++;
+}
+
+/* Writes a JSON scalar as text for messages. */
+static const char *
+json_text(const json_t *j, char *out, size_t outlen)
+{
+	if (j == NULL)
+		snprintf(out, outlen, "(not set)");
+	else if (json_is_integer(j))
+		snprintf(out, outlen, "%lld", (long long)json_integer_value(j));
+	else if (json_is_string(j))
+		snprintf(out, outlen, "%s", json_string_value(j));
+	else {
+		char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+
+		snprintf(out, outlen, "%s", s ? s : "?");
+		free(s);
+	}
+	return out;
+}
+
+/* Does the broker's value J equal the planned argument A? */
+static int
+arg_equal(const struct topology_arg *a, const json_t *j)
+{
+	if (a->is_int)
+		return json_is_integer(j) && json_integer_value(j) == a->num;
+	return json_is_string(j) && strcmp(json_string_value(j), a->str) == 0;
+}
+
+/* Appends one difference to DIFF (DIFFLEN bytes), "; "-separated. */
+static void add_diff(char *diff, size_t difflen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+add_diff(char *diff, size_t difflen, const char *fmt, ...)
+{
+	size_t off = strlen(diff);
+	va_list ap;
+
+	if (off > 0 && off < difflen)
+		off += (size_t)snprintf(diff + off, difflen - off, "; ");
+	if (off >= difflen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(diff + off, difflen - off, fmt, ap);
+	va_end(ap);
+}
+
+/* Adds to DIFF every way the queue's ARGS differ from the planned ones, and
+ * every unplanned argument that could drop, delay or misroute a message.
+ * Returns how many differences it found. */
+static int
+arg_diffs(const struct topology_queue *q, const json_t *args, char *diff, size_t difflen)
+{
+	char have[128], want[128];
+	int n = 0;
+
+	for (size_t i = 0; i < q->nargs; i++) {
+		const struct topology_arg *a = &q->args[i];
+		const json_t *j;
+
+		if (strcmp(a->key, "x-queue-type") == 0)
+			continue;               /* compared with the queue's type */
+		j = json_object_get(args, a->key);
+		if (!arg_equal(a, j)) {
+			add_diff(diff, difflen, "%s is %s, the plan wants %s", a->key,
+			    json_text(j, have, sizeof(have)),
+			    topology_arg_format(a, want, sizeof(want)));
+			n++;
+		}
+	}
+	for (size_t k = 0; queue_keys[k].policy != NULL; k++) {
+		const json_t *aj = json_object_get(args, queue_keys[k].arg);
+
+		if (aj != NULL && topology_arg_find(q->args, q->nargs, queue_keys[k].arg) == NULL) {
+			add_diff(diff, difflen, "unplanned argument %s = %s", queue_keys[k].arg,
+			    json_text(aj, have, sizeof(have)));
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Adds to DIFF every key of policy definition DEF (named NAME) that sets
+ * something the plan does not say for queue Q. Returns how many. */
+static int
+policy_diffs(const struct topology_queue *q, const json_t *def, const char *name,
+    char *diff, size_t difflen)
+{
+	char have[128], want[128];
+	int n = 0;
+
+	for (size_t k = 0; queue_keys[k].policy != NULL; k++) {
+		const struct topology_arg *a = topology_arg_find(q->args, q->nargs,
+		    queue_keys[k].arg);
+		const json_t *pj = json_object_get(def, queue_keys[k].policy);
+
+		if (pj == NULL || (a != NULL && arg_equal(a, pj)))
+			continue;
+		add_diff(diff, difflen, "policy '%s' sets %s = %s, the plan wants %s",
+		    name ? name : "?", queue_keys[k].policy, json_text(pj, have, sizeof(have)),
+		    a ? topology_arg_format(a, want, sizeof(want)) : "it unset");
+		n++;
+	}
+	return n;
+}
+
+/* The policy of POLICIES (a JSON array as GET /api/policies or
+ * /api/operator-policies answers it) that applies to object NAME: the
+ * highest priority among those that apply to queues (QUEUE) or exchanges
+ * and whose pattern matches. NULL if none. A pattern this POSIX regex
+ * engine cannot read (the broker's is PCRE) counts as matching: better a
+ * false alarm than a missed override. */
+static const json_t *
+policy_for(const json_t *policies, const char *name, int queue)
+{
+	const json_t *best = NULL, *p;
+	size_t i;
+
+	json_array_foreach(policies, i, p) {
+		const char *to = json_string_value(json_object_get(p, "apply-to"));
+		const char *pat = json_string_value(json_object_get(p, "pattern"));
+		regex_t re;
+		int match = 1;
+
+		if (to == NULL || pat == NULL)
+			continue;
+		if (strcmp(to, "all") != 0 && strcmp(to, queue ? "queues" : "exchanges") != 0)
+			continue;
+		if (regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) == 0) {
+			match = regexec(&re, name, 0, NULL, 0) == 0;
+			regfree(&re);
+		}
+		if (match && (best == NULL || json_integer_value(json_object_get(p, "priority")) >
+		    json_integer_value(json_object_get(best, "priority"))))
+			best = p;
+	}
+	return best;
+}
+
+static int
+verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *q,
+    const json_t *policies, const json_t *op_policies, char *err, size_t errlen)
+{
+	struct mgmt_queue_info qi;
+	const struct topology_arg *type = topology_arg_find(q->args, q->nargs, "x-queue-type");
+	const char *kind = q->role == TOPOLOGY_DESTINATION ? "destination" : "queue";
+	char why[512], diff[1024] = "";
+	int r, n = 0;
+
+	r = mgmt_get_queue(c->mgmt, q->name, &qi, why, sizeof(why));
+	if (r == MGMT_NOT_FOUND) {
+		report(v, kind, q->name, "missing", "no such queue");
+		return 0;
+	}
+	if (r != 0) {
+		snprintf(err, errlen, "reading queue '%s': %s", q->name, why);
+		return -1;
+	}
+	if (q->role == TOPOLOGY_DESTINATION) {
+		/* Owned by its consumers: it must exist and be durable. */
+		if (!qi.q.durable)
+			report(v, kind, q->name, "drift", "not durable: its messages do not "
+			    "survive a broker restart");
+		else
+			report(v, kind, q->name, "ok", "%s", qi.q.type);
+		goto done;
+	}
+	if (type != NULL && strcmp(qi.q.type, type->str) != 0) {
+		add_diff(diff, sizeof(diff), "type is %s, the plan wants %s", qi.q.type,
+		    type->str);
+		n++;
+	}
+	if (!qi.q.durable) {
+		add_diff(diff, sizeof(diff), "not durable");
+		n++;
+	}
+	/* The queue's own report of its effective policy lags by the statistics
+	 * interval (seconds after a policy changes); the policy lists are
+	 * current, so the effective policy is worked out from them. */
+	{
+		const json_t *up = policy_for(policies, q->name, 1);
+		const json_t *op = policy_for(op_policies, q->name, 1);
+
+		n += arg_diffs(q, qi.arguments, diff, sizeof(diff));
+		if (up != NULL)
+			n += policy_diffs(q, json_object_get(up, "definition"),
+			    json_string_value(json_object_get(up, "name")), diff, sizeof(diff));
+		if (op != NULL)
+			n += policy_diffs(q, json_object_get(op, "definition"),
+			    json_string_value(json_object_get(op, "name")), diff, sizeof(diff));
+	}
+	if (n)
+		report(v, kind, q->name, "drift", "%s", diff);
+	else
+		report(v, kind, q->name, "ok", NULL);
+done:
+	mgmt_queue_info_free(&qi);
+	return 0;
+}
+
+static int
+verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exchange *x,
+    const json_t *policies, char *err, size_t errlen)
+{
+	struct mgmt_exchange mx;
+	const json_t *pol;
+	const struct topology_arg *ae = topology_arg_find(x->args, x->nargs,
+	    "alternate-exchange");
+	char why[512], diff[768] = "", have[128];
+	int r;
+
+	r = mgmt_get_exchange(c->mgmt, x->name, &mx, why, sizeof(why));
+	if (r == MGMT_NOT_FOUND) {
+		report(v, "exchange", x->name, "missing", "no such exchange");
+		return 0;
+	}
+	if (r != 0) {
+		snprintf(err, errlen, "reading exchange '%s': %s", x->name, why);
+		return -1;
+	}
+#define ADD(...) add_diff(diff, sizeof(diff), __VA_ARGS__)
+	if (strcmp(mx.type, x->type) != 0)
+		ADD("type is %s, the plan wants %s", mx.type, x->type);
+	if (!mx.durable)
+		ADD("not durable");
+	if (mx.auto_delete)
+		ADD("auto-delete");
+	if (mx.internal)
+		ADD("internal: publishers cannot enter here");
+	if (ae != NULL && !arg_equal(ae, json_object_get(mx.arguments, "alternate-exchange")))
+		ADD("alternate-exchange is %s, the plan wants %s",
+		    json_text(json_object_get(mx.arguments, "alternate-exchange"), have,
+		    sizeof(have)), ae->str);
+	if (ae == NULL && json_object_get(mx.arguments, "alternate-exchange") != NULL)
+		ADD("unplanned alternate-exchange %s",
+		    json_text(json_object_get(mx.arguments, "alternate-exchange"), have,
+		    sizeof(have)));
+	pol = policy_for(policies, x->name, 0);
+	if (pol != NULL) {
+		const json_t *pae = json_object_get(json_object_get(pol, "definition"),
+		    "alternate-exchange");
+
+		if (pae != NULL && (ae == NULL || !arg_equal(ae, pae)))
+			ADD("policy '%s' sets alternate-exchange = %s",
+			    json_string_value(json_object_get(pol, "name")),
+			    json_text(pae, have, sizeof(have)));
+	}
+#undef ADD
+	if (*diff != '\0')
+		report(v, "exchange", x->name, "drift", "%s", diff);
+	else
+		report(v, "exchange", x->name, "ok", NULL);
+	mgmt_exchange_free(&mx);
+	return 0;
+}
+
+/* Is KEY a destination binding of the safe shape: exactly LEVELS "*" words,
+ * then literal words? Such a binding routes only its own destination. */
+static int
+safe_destination_key(const char *key, int levels)
+{
+	for (int i = 0; i < levels; i++) {
+		if (key[0] != '*' || key[1] != '.')
+			return 0;
+		key += 2;
+	}
+	return *key != '\0' && strpbrk(key, "*#") == NULL;
+}
+
+static int
+verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
+    const struct topology_exchange *x, char *err, size_t errlen)
+{
+	struct mgmt_binding_list bl;
+	char why[512], name[3 * LADDER_NAME_MAX + 32];
+	size_t i, j;
+
+	if (mgmt_list_bindings_from(c->mgmt, x->name, &bl, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", x->name, why);
+		return -1;
+	}
+	for (i = 0; i < t->nbindings; i++) {
+		const struct topology_binding *b = &t->bindings[i];
+		int found = 0;
+
+		if (strcmp(b->source, x->name) != 0)
+			continue;
+		for (j = 0; j < bl.n && !found; j++)
+			found = strcmp(bl.v[j].destination, b->destination) == 0 &&
+			    (bl.v[j].destination_type == MGMT_DEST_EXCHANGE) == b->to_exchange &&
+			    strcmp(bl.v[j].routing_key, b->key) == 0;
+		snprintf(name, sizeof(name), "%s -> %s %s '%s'", b->source,
+		    b->to_exchange ? "exchange" : "queue", b->destination, b->key);
+		if (found)
+			report(v, "binding", name, "ok", NULL);
+		else
+			report(v, "binding", name, "missing", "no such binding");
+	}
+	for (j = 0; j < bl.n; j++) {
+		const struct mgmt_binding *mb = &bl.v[j];
+		int planned = 0;
+
+		for (i = 0; i < t->nbindings && !planned; i++)
+			planned = strcmp(t->bindings[i].source, x->name) == 0 &&
+			    strcmp(t->bindings[i].destination, mb->destination) == 0 &&
+			    (mb->destination_type == MGMT_DEST_EXCHANGE) ==
+			    t->bindings[i].to_exchange &&
+			    strcmp(t->bindings[i].key, mb->routing_key) == 0;
+		if (planned)
+			continue;
+		snprintf(name, sizeof(name), "%s -> %s %s '%s'", x->name,
+		    mb->destination_type == MGMT_DEST_EXCHANGE ? "exchange" : "queue",
+		    mb->destination, mb->routing_key);
+		if (x->role == TOPOLOGY_DELIVERY && mb->destination_type == MGMT_DEST_QUEUE &&
+		    safe_destination_key(mb->routing_key, c->plan->ladder.levels))
+			report(v, "binding", name, "ok",
+			    "a destination bound outside the plan; it routes only its own key");
+		else
+			report(v, "binding", name, "drift",
+			    "unplanned binding: it could misroute or copy delayed messages");
+	}
+	mgmt_binding_list_free(&bl);
+	return 0;
+}
+
+int
+step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	struct verify v = { json_array(), 0, 0, 0 };
+	json_t *policies = NULL, *op_policies = NULL;
+	struct topology t;
+	char path[600];
+	char why[512];
+	size_t i;
+	int rc = -1, failed = 1;
+
+	*result = NULL;
+	if (topology_build(c->plan, &t, err, errlen) != 0)
+		goto done;
+	if (mgmt_escape(mgmt_vhost(c->mgmt), why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "vhost name too long");
+		goto done;
+	}
+	snprintf(path, sizeof(path), "/api/policies/%s", why);
+	if (mgmt_request(c->mgmt, "GET", path, NULL, &policies, NULL, err, errlen) != 0)
+		goto done;
+	snprintf(path, sizeof(path), "/api/operator-policies/%s", why);
+	if (mgmt_request(c->mgmt, "GET", path, NULL, &op_policies, NULL, err, errlen) != 0)
+		goto done;
+	for (i = 0; i < t.nexchanges; i++)
+		if (verify_exchange(c, &v, &t.exchanges[i], policies, err, errlen) != 0)
+			goto done;
+	for (i = 0; i < t.nqueues; i++)
+		if (verify_queue(c, &v, &t.queues[i], policies, op_policies, err, errlen) != 0)
+			goto done;
+	for (i = 0; i < t.nexchanges; i++)
+		if (verify_bindings(c, &v, &t, &t.exchanges[i], err, errlen) != 0)
+			goto done;
+	failed = 0;
+	if (v.missing || v.drift) {
+		snprintf(err, errlen, "the ladder differs from the plan: %d missing, %d drifted "
+		    "(of %d objects)", v.missing, v.drift, v.ok + v.missing + v.drift);
+		goto done;
+	}
+	rc = 0;
+done:
+	*result = json_pack("{s:b,s:o,s:{s:i,s:i,s:i}}", "ok", rc == 0,
+	    "objects", v.objects, "counts", "ok", v.ok, "missing", v.missing,
+	    "drift", v.drift);
+	if (failed)
+		json_object_set_new(*result, "error", json_string(err));
+	json_decref(policies);
+	json_decref(op_policies);
+	topology_free(&t);
+	return rc;
+}

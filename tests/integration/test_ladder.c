@@ -1,0 +1,484 @@
+/* test_ladder (integration): declare_ladder, verify_ladder and the ladder's
+ * routing on a real RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT,
+ * CUTOVER_TEST_USER, password env:CUTOVER_TEST_PASSWORD). Each drift is
+ * introduced through the management API and must be reported by name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ladder.h"
+#include "plan.h"
+#include "step.h"
+
+static char prefix[64];
+
+/* Names this test's objects apart from other tests' and runs'. */
+static void
+set_prefix(const char *test)
+{
+	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Loads a plan for the test broker with the given ladder lines. */
+static struct plan *
+load_plan(const char *ladder_yaml, const char *queue_type)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char yaml[4096], line[512];
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+
+	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL) {
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
+		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
+	}
+	snprintf(yaml, sizeof(yaml),
+	    "name: itest-ladder\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { names: [itest.none] }\n"
+	    "ladder:\n"
+	    "%s"
+	    "  queue_type: %s\n"
+	    "  destinations: [%s.email.delivery, %s.billing.retry]\n"
+	    "steps: [declare_ladder, verify_ladder]\n",
+	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), ladder_yaml, queue_type, prefix, prefix);
+	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		fail_msg("test plan does not load");
+	}
+	return p;
+}
+
+static struct plan *
+cutover_plan(const char *unit, int levels, const char *queue_type)
+{
+	char lad[256];
+
+	snprintf(lad, sizeof(lad), "  naming: cutover\n  prefix: %s\n  unit: %s\n"
+	    "  levels: %d\n", prefix, unit, levels);
+	return load_plan(lad, queue_type);
+}
+
+/* Runs verify and returns the status of the object of KIND whose name
+ * contains NAME and whose status is not "ok", or "ok" if there is none;
+ * *NBAD gets the number of objects not ok. */
+static char *
+verify_status(struct step_ctx *c, const char *kind, const char *name, int *nbad)
+{
+	static char status[1024];
+	json_t *r = NULL, *o;
+	char err[1024];
+	size_t i;
+
+	step_verify_ladder(c, &r, err, sizeof(err));
+	assert_non_null(r);
+	snprintf(status, sizeof(status), "ok");
+	*nbad = 0;
+	json_array_foreach(json_object_get(r, "objects"), i, o) {
+		const char *st = json_string_value(json_object_get(o, "status"));
+
+		if (strcmp(st, "ok") == 0)
+			continue;
+		(*nbad)++;
+		if (strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 &&
+		    strstr(json_string_value(json_object_get(o, "name")), name) != NULL)
+			snprintf(status, sizeof(status), "%s: %s", st,
+			    json_string_value(json_object_get(o, "detail")));
+	}
+	json_decref(r);
+	return status;
+}
+
+static void
+run_ok(step_fn fn, struct step_ctx *c)
+{
+	json_t *r = NULL;
+	char err[1024];
+
+	if (fn(c, &r, err, sizeof(err)) != 0) {
+		char *s = json_dumps(r, JSON_COMPACT);
+
+		fprintf(stderr, "step failed: %s\n%s\n", err, s ? s : "");
+		free(s);
+		json_decref(r);
+		fail();
+	}
+	json_decref(r);
+}
+
+static void
+open_ctx(struct step_ctx *c, struct plan *p)
+{
+	char err[1024];
+
+	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+static void
+delete_destinations(struct step_ctx *c)
+{
+	char err[512];
+
+	for (size_t i = 0; i < c->plan->ndestinations; i++)
+		broker_queue_delete(c->amqp, c->plan->destinations[i], 0, NULL, err, sizeof(err));
+}
+
+static void
+test_declare_twice_verify_each_naming(void **state)
+{
+	static const char *ladders[] = {
+		NULL,   /* cutover, filled below */
+		"  naming: kombu\n  levels: 28\n",
+		"  naming: nservicebus\n  levels: 28\n",
+	};
+	char lad[256];
+
+	(void)state;
+	set_prefix("names");
+	snprintf(lad, sizeof(lad), "  naming: cutover\n  prefix: %s\n  unit: 1s\n"
+	    "  max_delay: 12d\n", prefix);
+	ladders[0] = lad;
+	for (size_t i = 0; i < 3; i++) {
+		struct plan *p = load_plan(ladders[i], "quorum");
+		struct step_ctx c;
+		int64_t t0, t1, t2;
+		int nbad;
+
+		open_ctx(&c, p);
+		t0 = now_ms();
+		run_ok(step_declare_ladder, &c);
+		t1 = now_ms();
+		run_ok(step_declare_ladder, &c);
+		t2 = now_ms();
+		run_ok(step_verify_ladder, &c);
+		fprintf(stderr, "# %s naming, %d levels: declare %lld ms, again %lld ms, "
+		    "verify %lld ms\n", ladder_naming_name(p->ladder.naming), p->ladder.levels,
+		    (long long)(t1 - t0), (long long)(t2 - t1), (long long)(now_ms() - t2));
+		assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
+		assert_int_equal(nbad, 0);
+		run_ok(step_teardown_ladder, &c);
+		/* After the teardown every ladder object is reported missing. */
+		verify_status(&c, "exchange", "", &nbad);
+		/* levels + delivery + parking exchanges; levels + parking queues;
+		 * two bindings a level, the parking one and one a destination. */
+		assert_int_equal(nbad, (p->ladder.levels + 2) + (p->ladder.levels + 1) +
+		    (2 * p->ladder.levels + 1 + 2));
+		delete_destinations(&c);
+		step_ctx_close(&c);
+		plan_free(p);
+	}
+}
+
+static json_t *
+json_obj(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+
+	assert_non_null(j);
+	return j;
+}
+
+static void
+test_drift_is_reported_by_name(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	char name[128], name2[128], key[128], dest[128], err[1024], pattern[160];
+	json_t *j;
+	int nbad;
+
+	(void)state;
+	set_prefix("drift");
+	p = cutover_plan("1s", 6, "quorum");
+	open_ctx(&c, p);
+	run_ok(step_declare_ladder, &c);
+	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
+
+	/* A deleted level binding. */
+	ladder_level_exchange(&p->ladder, 3, name, sizeof(name));
+	ladder_wait_pattern(&p->ladder, 3, key, sizeof(key));
+	assert_int_equal(broker_queue_unbind(c.amqp, name, name, key, err, sizeof(err)), 0);
+	assert_non_null(strstr(verify_status(&c, "binding", name, &nbad), "missing"));
+	assert_int_equal(nbad, 1);
+	run_ok(step_declare_ladder, &c);
+
+	/* An extra binding that would copy delayed messages. */
+	ladder_level_exchange(&p->ladder, 2, name, sizeof(name));
+	ladder_parking_queue(&p->ladder, name2, sizeof(name2));
+	assert_int_equal(broker_queue_bind(c.amqp, name2, name, "#", err, sizeof(err)), 0);
+	assert_non_null(strstr(verify_status(&c, "binding", name2, &nbad), "drift"));
+	assert_int_equal(nbad, 1);
+	assert_int_equal(broker_queue_unbind(c.amqp, name2, name, "#", err, sizeof(err)), 0);
+	assert_string_equal(verify_status(&c, "binding", "", &nbad), "ok");
+
+	/* A policy overriding message-ttl on one level queue. */
+	ladder_level_queue(&p->ladder, 4, name, sizeof(name));
+	snprintf(pattern, sizeof(pattern), "^%s$", name);
+	j = json_obj("{\"message-ttl\": 3000}");
+	assert_int_equal(mgmt_put_policy(c.mgmt, "itest-ttl", pattern, "queues", 5, j,
+	    err, sizeof(err)), 0);
+	json_decref(j);
+	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "message-ttl = 3000"));
+	assert_int_equal(mgmt_delete_policy(c.mgmt, "itest-ttl", err, sizeof(err)), 0);
+
+	/* A policy downgrading dead-lettering to at-most-once. */
+	j = json_obj("{\"dead-letter-strategy\": \"at-most-once\"}");
+	assert_int_equal(mgmt_put_policy(c.mgmt, "itest-dls", pattern, "queues", 5, j,
+	    err, sizeof(err)), 0);
+	json_decref(j);
+	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "at-most-once"));
+	assert_int_equal(mgmt_delete_policy(c.mgmt, "itest-dls", err, sizeof(err)), 0);
+	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
+	assert_int_equal(nbad, 0);
+
+	/* A missing destination binding. */
+	ladder_delivery_exchange(&p->ladder, name, sizeof(name));
+	snprintf(dest, sizeof(dest), "%s.billing.retry", prefix);
+	ladder_destination_pattern(&p->ladder, dest, key, sizeof(key));
+	assert_int_equal(broker_queue_unbind(c.amqp, dest, name, key, err, sizeof(err)), 0);
+	assert_non_null(strstr(verify_status(&c, "binding", dest, &nbad), "missing"));
+	assert_int_equal(nbad, 1);
+	run_ok(step_declare_ladder, &c);
+
+	/* A delivery exchange without its alternate exchange. */
+	assert_int_equal(broker_exchange_delete(c.amqp, name, false, err, sizeof(err)), 0);
+	assert_int_equal(broker_exchange_declare(c.amqp, name, "topic", true, NULL, 0,
+	    err, sizeof(err)), 0);
+	assert_non_null(strstr(verify_status(&c, "exchange", name, &nbad),
+	    "alternate-exchange"));
+	assert_int_equal(broker_exchange_delete(c.amqp, name, false, err, sizeof(err)), 0);
+	run_ok(step_declare_ladder, &c);
+	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
+	assert_int_equal(nbad, 0);
+
+	/* A classic queue where quorum was planned. */
+	ladder_level_queue(&p->ladder, 1, name, sizeof(name));
+	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
+	{
+		struct topology_arg a[2] = { 0 };
+
+		snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+		a[0].is_int = true;
+		a[0].num = 2000;
+		snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+		ladder_dead_letter_exchange(&p->ladder, 1, a[1].str, sizeof(a[1].str));
+		assert_int_equal(broker_queue_declare(c.amqp, name, true, a, 2, err,
+		    sizeof(err)), 0);
+	}
+	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad),
+	    "type is classic, the plan wants quorum"));
+	/* Declaring over it is refused, naming the queue. */
+	{
+		json_t *r = NULL;
+
+		assert_int_not_equal(step_declare_ladder(&c, &r, err, sizeof(err)), 0);
+		assert_non_null(strstr(err, name));
+		json_decref(r);
+	}
+	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
+	run_ok(step_declare_ladder, &c);
+	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
+	assert_int_equal(nbad, 0);
+
+	run_ok(step_teardown_ladder, &c);
+	delete_destinations(&c);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+/* Did D expire exactly once out of queue NAME? (RabbitMQ 3.10 does not
+ * keep x-death in crossing order, so the test looks each level up.) */
+static int
+death_once(const struct broker_delivery *d, const char *name)
+{
+	for (size_t i = 0; i < d->ndeaths; i++)
+		if (strcmp(d->deaths[i].queue, name) == 0)
+			return d->deaths[i].count == 1 &&
+			    strcmp(d->deaths[i].reason, "expired") == 0;
+	return 0;
+}
+
+/* Levels a message of UNITS waits in, highest first, as queue names. */
+static size_t
+expected_levels(const struct ladder *l, uint64_t units, char names[][LADDER_NAME_MAX])
+{
+	size_t n = 0;
+
+	for (int k = l->levels - 1; k >= 0; k--)
+		if (units >> k & 1)
+			ladder_level_queue(l, k, names[n++], LADDER_NAME_MAX);
+	return n;
+}
+
+static void
+test_routing_through_the_ladder(void **state)
+{
+	static const uint64_t units[] = { 0, 1, 2, 3, 5, 42, 127, 255 };
+	const size_t nmsg = sizeof(units) / sizeof(units[0]);
+	struct plan *p;
+	struct step_ctx c;
+	struct broker_delivery d;
+	char key[LADDER_KEY_MAX + 1], exch[LADDER_NAME_MAX], dest[128], err[1024];
+	char body[32], parking[LADDER_NAME_MAX];
+	int64_t sent[8], not_before[8];
+	size_t got = 0;
+
+	(void)state;
+	set_prefix("route");
+	p = cutover_plan("50ms", 8, "quorum");
+	open_ctx(&c, p);
+	run_ok(step_declare_ladder, &c);
+	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
+	assert_int_equal(broker_consume(c.amqp, dest, 0, err, sizeof(err)), 0);
+
+	for (size_t i = 0; i < nmsg; i++) {
+		struct broker_message m = { 0 };
+
+		assert_int_equal(ladder_routing_key(&p->ladder, units[i], dest, key, sizeof(key),
+		    err, sizeof(err)), 0);
+		ladder_entry_exchange(&p->ladder, units[i], exch, sizeof(exch));
+		snprintf(body, sizeof(body), "%zu", i);
+		m.exchange = exch;
+		m.routing_key = key;
+		m.body = body;
+		m.len = strlen(body);
+		m.mandatory = true;
+		sent[i] = now_ms();
+		not_before[i] = sent[i] + (int64_t)units[i] * p->ladder.unit_ms;
+		assert_int_equal(broker_publish(c.amqp, &m, 5000, err, sizeof(err)), 0);
+	}
+	while (got < nmsg) {
+		char names[8][LADDER_NAME_MAX];
+		size_t i, n;
+		int64_t at;
+
+		if (broker_next(c.amqp, 30000, &d, err, sizeof(err)) != 0)
+			fail_msg("only %zu of %zu messages arrived: %s", got, nmsg, err);
+		at = now_ms();
+		i = (size_t)atoi(d.body);
+		assert_true(i < nmsg);
+		/* Never early. */
+		if (at < not_before[i])
+			fail_msg("message of %llu units arrived %lld ms early",
+			    (unsigned long long)units[i], (long long)(not_before[i] - at));
+		/* x-death lists exactly the levels whose bits are 1 (most recent
+		 * first, so in reverse of the order they were crossed). */
+		n = expected_levels(&p->ladder, units[i], names);
+		assert_int_equal(d.ndeaths, n);
+		for (size_t k = 0; k < n; k++)
+			assert_true(death_once(&d, names[k]));
+		assert_string_equal(d.routing_key, key[0] ? d.routing_key : "");
+		assert_int_equal(broker_ack(c.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+		got++;
+	}
+	assert_int_equal(broker_cancel(c.amqp, err, sizeof(err)), 0);
+
+	/* A destination nobody binds lands in the parking queue. */
+	{
+		struct broker_message m = { 0 };
+		struct broker_queue_info qi;
+		int64_t deadline = now_ms() + 10000;
+
+		assert_int_equal(ladder_routing_key(&p->ladder, 3, "itest.nobody.home", key,
+		    sizeof(key), err, sizeof(err)), 0);
+		ladder_entry_exchange(&p->ladder, 3, exch, sizeof(exch));
+		m.exchange = exch;
+		m.routing_key = key;
+		m.body = "lost?";
+		m.len = 5;
+		m.mandatory = true;
+		assert_int_equal(broker_publish(c.amqp, &m, 5000, err, sizeof(err)), 0);
+		ladder_parking_queue(&p->ladder, parking, sizeof(parking));
+		do {
+			assert_int_equal(broker_queue_inspect(c.amqp, parking, &qi, err,
+			    sizeof(err)), 0);
+			if (qi.messages == 0)
+				nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+		} while (qi.messages == 0 && now_ms() < deadline);
+		assert_int_equal(qi.messages, 1);
+		assert_int_equal(broker_get(c.amqp, parking, false, &d, err, sizeof(err)), 0);
+		assert_string_equal(d.routing_key, key);
+		broker_delivery_free(&d);
+	}
+	run_ok(step_teardown_ladder, &c);
+	delete_destinations(&c);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+static void
+test_teardown_refuses_while_messages_wait(void **state)
+{
+	struct plan *p;
+	struct broker_message m = { 0 };
+	struct step_ctx c;
+	char key[LADDER_KEY_MAX + 1], exch[LADDER_NAME_MAX], dest[128], err[1024];
+	json_t *r = NULL;
+
+	(void)state;
+	set_prefix("hold");
+	p = cutover_plan("1s", 8, "quorum");
+	open_ctx(&c, p);
+	run_ok(step_declare_ladder, &c);
+	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
+	assert_int_equal(ladder_routing_key(&p->ladder, 200, dest, key, sizeof(key),
+	    err, sizeof(err)), 0);
+	ladder_entry_exchange(&p->ladder, 200, exch, sizeof(exch));
+	m.exchange = exch;
+	m.routing_key = key;
+	m.body = "wait";
+	m.len = 4;
+	assert_int_equal(broker_publish(c.amqp, &m, 5000, err, sizeof(err)), 0);
+	assert_int_not_equal(step_teardown_ladder(&c, &r, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "holds delayed messages"));
+	json_decref(r);
+	/* Nothing was removed. */
+	run_ok(step_verify_ladder, &c);
+	/* Empty it by hand, then the teardown goes through. */
+	ladder_level_queue(&p->ladder, 7, exch, sizeof(exch));
+	assert_int_equal(broker_queue_delete(c.amqp, exch, 0, NULL, err, sizeof(err)), 0);
+	run_ok(step_teardown_ladder, &c);
+	delete_destinations(&c);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_declare_twice_verify_each_naming),
+		cmocka_unit_test(test_drift_is_reported_by_name),
+		cmocka_unit_test(test_routing_through_the_ladder),
+		cmocka_unit_test(test_teardown_refuses_while_messages_wait),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
