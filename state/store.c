@@ -13,14 +13,12 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "store_int.h"
 
 #define BUSY_TIMEOUT_MS 5000
 #define ZERO_HASH \
 	"0000000000000000000000000000000000000000000000000000000000000000"
 
-struct store {
-	sqlite3 *db;
-};
 
 /*
  * Schema migrations: migrations[i] takes a database from user_version i to
@@ -94,6 +92,35 @@ static const char *const migrations[] = {
 	"  value REAL NOT NULL"
 	") STRICT;"
 	"CREATE INDEX samples_plan_ts ON samples (plan_id, ts_ms);",
+
+	/* 1 -> 2: operator commands and alerts (store_engine.c). */
+	"CREATE TABLE commands ("
+	"  id INTEGER PRIMARY KEY,"
+	"  plan_id INTEGER NOT NULL REFERENCES plans (id),"
+	"  kind TEXT NOT NULL CHECK (kind IN ('approve', 'retry', 'abort', 'ack')),"
+	"  step_idx INTEGER,"
+	"  alert_id INTEGER,"
+	"  actor TEXT NOT NULL CHECK (length(CAST(actor AS BLOB)) BETWEEN 1 AND 64),"
+	"  comment TEXT NOT NULL DEFAULT '' CHECK (length(comment) <= 1000),"
+	"  created_ms INTEGER NOT NULL,"
+	"  handled_ms INTEGER,"
+	"  outcome TEXT"
+	") STRICT;"
+	"CREATE INDEX commands_open ON commands (plan_id, handled_ms, id);"
+
+	"CREATE TABLE alerts ("
+	"  id INTEGER PRIMARY KEY,"
+	"  plan_id INTEGER NOT NULL REFERENCES plans (id),"
+	"  kind TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 47),"
+	"  message TEXT NOT NULL,"
+	"  raised_ms INTEGER NOT NULL,"
+	"  last_ms INTEGER NOT NULL,"
+	"  count INTEGER NOT NULL DEFAULT 1,"
+	"  acked_ms INTEGER,"
+	"  acked_by TEXT,"
+	"  ack_comment TEXT"
+	") STRICT;"
+	"CREATE INDEX alerts_plan ON alerts (plan_id, acked_ms);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -101,9 +128,8 @@ static const char *const migrations[] = {
 _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION,
     "one migration script per schema version");
 
-__attribute__((format(printf, 3, 4)))
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
+void
+store_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -116,20 +142,20 @@ seterr(char *err, size_t errlen, const char *fmt, ...)
 
 /* "WHAT: sqlite's message". Call before anything else touches the
  * connection, or the message is lost. */
-static void
-dberr(struct store *s, char *err, size_t errlen, const char *what)
+void
+store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 {
-	seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
+	store_seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
 }
 
-static void
-copystr(char *dst, size_t dstlen, const unsigned char *src)
+void
+store_copystr(char *dst, size_t dstlen, const unsigned char *src)
 {
 	snprintf(dst, dstlen, "%s", src != NULL ? (const char *)src : "");
 }
 
-static char *
-dupcol(sqlite3_stmt *st, int col)
+char *
+store_dupcol(sqlite3_stmt *st, int col)
 {
 	const unsigned char *p;
 	char *c;
@@ -158,24 +184,24 @@ tohex(const unsigned char *md, unsigned int n, char out[STORE_HASH_HEX])
 	out[2 * i] = '\0';
 }
 
-static int
-prepare(struct store *s, const char *sql, sqlite3_stmt **st, const char *what,
+int
+store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, const char *what,
     char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		*st = NULL;
 		return -1;
 	}
 	return 0;
 }
 
-static int
-exec(struct store *s, const char *sql, const char *what, char *err,
+int
+store_exec(struct store *s, const char *sql, const char *what, char *err,
     size_t errlen)
 {
 	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		return -1;
 	}
 	return 0;
@@ -189,16 +215,16 @@ pragma(struct store *s, const char *sql, int64_t *num, char *text,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		goto done;
 	}
 	if (num != NULL)
 		*num = sqlite3_column_int64(st, 0);
 	if (text != NULL)
-		copystr(text, textlen, sqlite3_column_text(st, 0));
+		store_copystr(text, textlen, sqlite3_column_text(st, 0));
 	rc = 0;
 done:
 	sqlite3_finalize(st);
@@ -209,13 +235,13 @@ static int
 check_version(const char *path, int64_t v, char *err, size_t errlen)
 {
 	if (v > STORE_SCHEMA_VERSION) {
-		seterr(err, errlen, "database %s has schema version %" PRId64
+		store_seterr(err, errlen, "database %s has schema version %" PRId64
 		    "; this cutover knows up to %d: upgrade cutover",
 		    path, v, STORE_SCHEMA_VERSION);
 		return -1;
 	}
 	if (v < 0) {
-		seterr(err, errlen, "database %s has schema version %" PRId64
+		store_seterr(err, errlen, "database %s has schema version %" PRId64
 		    ", which no cutover writes", path, v);
 		return -1;
 	}
@@ -232,7 +258,7 @@ migrate(struct store *s, const char *path, char *err, size_t errlen)
 	int64_t v;
 	int rc = -1;
 
-	if (exec(s, "BEGIN IMMEDIATE", "migrating schema: begin", err,
+	if (store_exec(s, "BEGIN IMMEDIATE", "migrating schema: begin", err,
 	    errlen) == -1)
 		return -1;
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
@@ -243,16 +269,16 @@ migrate(struct store *s, const char *path, char *err, size_t errlen)
 	for (; v < STORE_SCHEMA_VERSION; v++) {
 		snprintf(what, sizeof(what),
 		    "migrating schema to version %" PRId64, v + 1);
-		if (exec(s, migrations[v], what, err, errlen) == -1)
+		if (store_exec(s, migrations[v], what, err, errlen) == -1)
 			goto done;
 	}
 	/* PRAGMA takes no parameters; the number is ours. */
 	snprintf(what, sizeof(what), "PRAGMA user_version = %d",
 	    STORE_SCHEMA_VERSION);
-	if (exec(s, what, "migrating schema: setting user_version", err,
+	if (store_exec(s, what, "migrating schema: setting user_version", err,
 	    errlen) == -1)
 		goto done;
-	if (exec(s, "COMMIT", "migrating schema: commit", err, errlen) == -1)
+	if (store_exec(s, "COMMIT", "migrating schema: commit", err, errlen) == -1)
 		goto done;
 	rc = 0;
 done:
@@ -271,13 +297,13 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		seterr(err, errlen, "opening database %s: out of memory", path);
+		store_seterr(err, errlen, "opening database %s: out of memory", path);
 		return -1;
 	}
 	src = sqlite3_open_v2(path, &s->db,
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (src != SQLITE_OK) {
-		seterr(err, errlen, "opening database %s: %s", path,
+		store_seterr(err, errlen, "opening database %s: %s", path,
 		    s->db != NULL ? sqlite3_errmsg(s->db) :
 		    sqlite3_errstr(src));
 		goto done;
@@ -290,12 +316,12 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_schema",
 	    NULL, NULL, NULL);
 	if ((src & 0xff) == SQLITE_NOTADB) {
-		seterr(err, errlen, "database %s: not a SQLite database (%s)",
+		store_seterr(err, errlen, "database %s: not a SQLite database (%s)",
 		    path, sqlite3_errmsg(s->db));
 		goto done;
 	}
 	if (src != SQLITE_OK) {
-		seterr(err, errlen, "opening database %s: %s", path,
+		store_seterr(err, errlen, "opening database %s: %s", path,
 		    sqlite3_errmsg(s->db));
 		goto done;
 	}
@@ -310,7 +336,7 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	    "setting journal_mode", err, errlen) == -1)
 		goto done;
 	if (strcmp(mode, "wal") != 0) {
-		seterr(err, errlen, "database %s: journal_mode is %s, not wal",
+		store_seterr(err, errlen, "database %s: journal_mode is %s, not wal",
 		    path, mode);
 		goto done;
 	}
@@ -321,17 +347,17 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 * history is the audit trail; the engine commits a few times per watch
 	 * interval, so one fsync per commit costs nothing that matters.
 	 */
-	if (exec(s, "PRAGMA synchronous = FULL", "setting synchronous", err,
+	if (store_exec(s, "PRAGMA synchronous = FULL", "setting synchronous", err,
 	    errlen) == -1)
 		goto done;
-	if (exec(s, "PRAGMA foreign_keys = ON", "enabling foreign_keys", err,
+	if (store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign_keys", err,
 	    errlen) == -1)
 		goto done;
 	if (pragma(s, "PRAGMA foreign_keys", &fk, NULL, 0,
 	    "reading foreign_keys", err, errlen) == -1)
 		goto done;
 	if (fk != 1) {
-		seterr(err, errlen, "database %s: this SQLite does not enforce "
+		store_seterr(err, errlen, "database %s: this SQLite does not enforce "
 		    "foreign keys", path);
 		goto done;
 	}
@@ -357,13 +383,13 @@ store_close(struct store *s)
 int
 store_begin(struct store *s, char *err, size_t errlen)
 {
-	return exec(s, "BEGIN IMMEDIATE", "beginning transaction", err, errlen);
+	return store_exec(s, "BEGIN IMMEDIATE", "beginning transaction", err, errlen);
 }
 
 int
 store_commit(struct store *s, char *err, size_t errlen)
 {
-	if (exec(s, "COMMIT", "committing transaction", err, errlen) == 0)
+	if (store_exec(s, "COMMIT", "committing transaction", err, errlen) == 0)
 		return 0;
 	/* Nothing half-done stays open behind a failed commit. */
 	store_rollback(s);
@@ -406,26 +432,26 @@ store_plan_insert(struct store *s, const char *name, const char *yaml,
 	int rc = -1;
 
 	if (name == NULL || yaml == NULL) {
-		seterr(err, errlen, "inserting plan: no %s",
+		store_seterr(err, errlen, "inserting plan: no %s",
 		    name == NULL ? "name" : "yaml");
 		return -1;
 	}
 	if (sha256_hex(yaml, yaml_len, hex) == -1) {
-		seterr(err, errlen, "inserting plan %s: sha256 failed", name);
+		store_seterr(err, errlen, "inserting plan %s: sha256 failed", name);
 		return -1;
 	}
-	if (prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	if (sqlite3_bind_text64(st, 2, yaml, yaml_len, SQLITE_STATIC,
 	    SQLITE_UTF8) != SQLITE_OK) {
-		dberr(s, err, errlen, "inserting plan: binding yaml");
+		store_dberr(s, err, errlen, "inserting plan: binding yaml");
 		goto done;
 	}
 	sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		dberr(s, err, errlen, "inserting plan");
+		store_dberr(s, err, errlen, "inserting plan");
 		goto done;
 	}
 	if (id != NULL)
@@ -441,9 +467,9 @@ read_plan(sqlite3_stmt *st, struct store_plan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = sqlite3_column_int64(st, 0);
-	copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
-	copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
-	copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
+	store_copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
+	store_copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
 	out->created_ms = sqlite3_column_int64(st, 4);
 }
 
@@ -459,7 +485,7 @@ plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
 	case SQLITE_DONE:
 		return 1;
 	default:
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		return -1;
 	}
 }
@@ -474,7 +500,7 @@ store_plan_get(struct store *s, int64_t id, struct store_plan *out,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (prepare(s, sql, &st, "reading plan", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "reading plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, id);
 	rc = plan_row(s, st, out, "reading plan", err, errlen);
@@ -493,7 +519,7 @@ store_plan_find(struct store *s, const char *name, struct store_plan *out,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (prepare(s, sql, &st, "finding plan", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "finding plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	rc = plan_row(s, st, out, "finding plan", err, errlen);
@@ -513,7 +539,7 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 	*yaml = NULL;
 	if (len != NULL)
 		*len = 0;
-	if (prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, id);
 	switch (sqlite3_step(st)) {
@@ -523,11 +549,11 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 		rc = 1;
 		goto done;
 	default:
-		dberr(s, err, errlen, "reading plan yaml");
+		store_dberr(s, err, errlen, "reading plan yaml");
 		goto done;
 	}
-	if ((*yaml = dupcol(st, 0)) == NULL) {
-		seterr(err, errlen, "reading plan yaml: out of memory");
+	if ((*yaml = store_dupcol(st, 0)) == NULL) {
+		store_seterr(err, errlen, "reading plan yaml: out of memory");
 		goto done;
 	}
 	if (len != NULL)
@@ -539,16 +565,16 @@ done:
 }
 
 /* Steps a bound UPDATE; no row changed is an error naming MISSING. */
-static int
-update_one(struct store *s, sqlite3_stmt *st, const char *what,
+int
+store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
     const char *missing, char *err, size_t errlen)
 {
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		return -1;
 	}
 	if (sqlite3_changes(s->db) == 0) {
-		seterr(err, errlen, "%s: %s", what, missing);
+		store_seterr(err, errlen, "%s: %s", what, missing);
 		return -1;
 	}
 	return 0;
@@ -564,11 +590,11 @@ store_plan_set_status(struct store *s, int64_t id, const char *status,
 	int rc = -1;
 
 	snprintf(what, sizeof(what), "setting status of plan %" PRId64, id);
-	if (prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, id);
-	rc = update_one(s, st, what, "no such plan", err, errlen);
+	rc = store_update_one(s, st, what, "no such plan", err, errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;
@@ -587,14 +613,14 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 
 	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int(st, 2, idx);
 	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, gate != 0);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		goto done;
 	}
 	rc = 0;
@@ -621,7 +647,7 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 
 	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	/* Unbound parameters are NULL: "leave unchanged". */
 	if (status != NULL)
@@ -636,7 +662,7 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 		sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, plan_id);
 	sqlite3_bind_int(st, 7, idx);
-	rc = update_one(s, st, what, "no such step", err, errlen);
+	rc = store_update_one(s, st, what, "no such step", err, errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;
@@ -656,7 +682,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	memset(out, 0, sizeof(*out));
 	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int(st, 2, idx);
@@ -667,21 +693,21 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 		rc = 1;
 		goto done;
 	default:
-		dberr(s, err, errlen, what);
+		store_dberr(s, err, errlen, what);
 		goto done;
 	}
 	out->plan_id = plan_id;
 	out->idx = idx;
-	copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
+	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
 	out->gate = sqlite3_column_int(st, 1);
-	copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
 	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
 	out->ended_ms = sqlite3_column_int64(st, 4);
 	if ((sqlite3_column_type(st, 5) != SQLITE_NULL &&
-	    (out->result_json = dupcol(st, 5)) == NULL) ||
+	    (out->result_json = store_dupcol(st, 5)) == NULL) ||
 	    (sqlite3_column_type(st, 6) != SQLITE_NULL &&
-	    (out->error = dupcol(st, 6)) == NULL)) {
-		seterr(err, errlen, "%s: out of memory", what);
+	    (out->error = store_dupcol(st, 6)) == NULL)) {
+		store_seterr(err, errlen, "%s: out of memory", what);
 		store_step_clear(out);
 		goto done;
 	}
@@ -790,25 +816,25 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 	if (details_json == NULL)
 		details_json = "{}";
 	if (actor == NULL || kind == NULL) {
-		seterr(err, errlen, "appending event: no %s",
+		store_seterr(err, errlen, "appending event: no %s",
 		    actor == NULL ? "actor" : "kind");
 		return -1;
 	}
 	nested = !sqlite3_get_autocommit(s->db);
-	if (exec(s, nested ? "SAVEPOINT store_event" : "BEGIN IMMEDIATE",
+	if (store_exec(s, nested ? "SAVEPOINT store_event" : "BEGIN IMMEDIATE",
 	    "appending event: begin", err, errlen) == -1)
 		return -1;
 
-	if (prepare(s, last_sql, &st, "appending event: reading last event",
+	if (store_prepare(s, last_sql, &st, "appending event: reading last event",
 	    err, errlen) == -1)
 		goto done;
 	snprintf(prev, sizeof(prev), "%s", ZERO_HASH);
 	src = sqlite3_step(st);
 	if (src == SQLITE_ROW) {
 		next = sqlite3_column_int64(st, 0) + 1;
-		copystr(prev, sizeof(prev), sqlite3_column_text(st, 1));
+		store_copystr(prev, sizeof(prev), sqlite3_column_text(st, 1));
 	} else if (src != SQLITE_DONE) {
-		dberr(s, err, errlen, "appending event: reading last event");
+		store_dberr(s, err, errlen, "appending event: reading last event");
 		goto done;
 	}
 	sqlite3_finalize(st);
@@ -816,10 +842,10 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 
 	if (event_hash(prev, next, plan_id, ts_ms, actor, strlen(actor), kind,
 	    strlen(kind), details_json, strlen(details_json), hash) == -1) {
-		seterr(err, errlen, "appending event: sha256 failed");
+		store_seterr(err, errlen, "appending event: sha256 failed");
 		goto done;
 	}
-	if (prepare(s, insert_sql, &st, "appending event", err, errlen) == -1)
+	if (store_prepare(s, insert_sql, &st, "appending event", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, next);
 	sqlite3_bind_int64(st, 2, plan_id);
@@ -830,12 +856,12 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_bind_text(st, 7, prev, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 8, hash, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		dberr(s, err, errlen, "appending event");
+		store_dberr(s, err, errlen, "appending event");
 		goto done;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (exec(s, nested ? "RELEASE store_event" : "COMMIT",
+	if (store_exec(s, nested ? "RELEASE store_event" : "COMMIT",
 	    "appending event: commit", err, errlen) == -1)
 		goto done;
 	if (id != NULL)
@@ -870,7 +896,7 @@ store_each_event(struct store *s, int64_t plan_id,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src, stop;
 
-	if (prepare(s, plan_id == 0 ? all_sql : plan_sql, &st, "reading events",
+	if (store_prepare(s, plan_id == 0 ? all_sql : plan_sql, &st, "reading events",
 	    err, errlen) == -1)
 		goto done;
 	if (plan_id != 0)
@@ -880,13 +906,13 @@ store_each_event(struct store *s, int64_t plan_id,
 		ev.id = sqlite3_column_int64(st, 0);
 		ev.plan_id = sqlite3_column_int64(st, 1);
 		ev.ts_ms = sqlite3_column_int64(st, 2);
-		copystr(ev.actor, sizeof(ev.actor), sqlite3_column_text(st, 3));
-		copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 4));
-		copystr(ev.prev_hash, sizeof(ev.prev_hash),
+		store_copystr(ev.actor, sizeof(ev.actor), sqlite3_column_text(st, 3));
+		store_copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 4));
+		store_copystr(ev.prev_hash, sizeof(ev.prev_hash),
 		    sqlite3_column_text(st, 6));
-		copystr(ev.hash, sizeof(ev.hash), sqlite3_column_text(st, 7));
-		if ((ev.details_json = dupcol(st, 5)) == NULL) {
-			seterr(err, errlen, "reading events: out of memory");
+		store_copystr(ev.hash, sizeof(ev.hash), sqlite3_column_text(st, 7));
+		if ((ev.details_json = store_dupcol(st, 5)) == NULL) {
+			store_seterr(err, errlen, "reading events: out of memory");
 			goto done;
 		}
 		stop = fn(&ev, arg);
@@ -895,7 +921,7 @@ store_each_event(struct store *s, int64_t plan_id,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		dberr(s, err, errlen, "reading events");
+		store_dberr(s, err, errlen, "reading events");
 		goto done;
 	}
 	rc = 0;
@@ -921,7 +947,7 @@ store_verify_events(struct store *s, struct store_verify *res,
 	memset(res, 0, sizeof(*res));
 	snprintf(prev, sizeof(prev), "%s", ZERO_HASH);
 	/* One statement reads one snapshot, whatever is appended meanwhile. */
-	if (prepare(s, sql, &st, "verifying events", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "verifying events", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		/* Text first, then its length: the documented safe order. The
@@ -942,7 +968,7 @@ store_verify_events(struct store *s, struct store_verify *res,
 		if (event_hash(prev, id, sqlite3_column_int64(st, 1),
 		    sqlite3_column_int64(st, 2), actor, actor_len, kind,
 		    kind_len, details, details_len, hash) == -1) {
-			seterr(err, errlen, "verifying events: sha256 failed");
+			store_seterr(err, errlen, "verifying events: sha256 failed");
 			goto done;
 		}
 		res->checked++;
@@ -984,7 +1010,7 @@ store_verify_events(struct store *s, struct store_verify *res,
 		memcpy(prev, hash, sizeof(prev));
 	}
 	if (src != SQLITE_DONE) {
-		dberr(s, err, errlen, "verifying events");
+		store_dberr(s, err, errlen, "verifying events");
 		goto done;
 	}
 	rc = 0;
@@ -1004,7 +1030,7 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (prepare(s, sql, &st, "inserting sample", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "inserting sample", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, ts_ms);
@@ -1012,7 +1038,7 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_bind_text(st, 4, label != NULL ? label : "", -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 5, value);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		dberr(s, err, errlen, "inserting sample");
+		store_dberr(s, err, errlen, "inserting sample");
 		goto done;
 	}
 	rc = 0;
@@ -1032,7 +1058,7 @@ store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src;
 
-	if (prepare(s, sql, &st, "reading samples", err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "reading samples", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, since_ms);
@@ -1044,7 +1070,7 @@ store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		dberr(s, err, errlen, "reading samples");
+		store_dberr(s, err, errlen, "reading samples");
 		goto done;
 	}
 	rc = 0;

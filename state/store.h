@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;
@@ -132,5 +132,83 @@ int store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 int store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
     int (*fn)(int64_t ts_ms, const char *metric, const char *label, double value, void *arg),
     void *arg, char *err, size_t errlen);
+
+/* ---- the engine's tables (store_engine.c) ---- */
+
+struct store_command {
+	int64_t id;
+	int64_t plan_id;
+	char kind[16];                    /* approve, retry, abort, ack */
+	int step_idx;                     /* approve, retry; -1 otherwise */
+	int64_t alert_id;                 /* ack; 0 otherwise */
+	char actor[65];
+	char comment[1001];
+	int64_t created_ms;
+};
+
+struct store_alert {
+	int64_t id;
+	int64_t plan_id;
+	char kind[48];
+	char message[512];
+	int64_t raised_ms, last_ms;       /* first and latest time it was seen */
+	int64_t count;                    /* how many times it was seen */
+	int64_t acked_ms;                 /* 0 while open */
+	char acked_by[65];
+	char ack_comment[256];
+};
+
+/* Records an operator command for plan PLAN_ID: KIND is approve or retry
+ * (with STEP_IDX), abort, or ack (with ALERT_ID). The engine acts on it.
+ * Returns 0 and its id in *ID (may be NULL), or -1 with ERR. */
+int store_command_insert(struct store *s, int64_t plan_id, const char *kind,
+    int step_idx, int64_t alert_id, const char *actor, const char *comment,
+    int64_t now_ms, int64_t *id, char *err, size_t errlen);
+
+/* The oldest command of PLAN_ID not handled yet. Returns 0 and fills OUT,
+ * 1 when there is none, -1 on failure. */
+int store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
+    char *err, size_t errlen);
+
+/* Marks command ID handled at NOW_MS with OUTCOME ("done", "refused: …").
+ * Returns 0 or -1. */
+int store_command_done(struct store *s, int64_t id, int64_t now_ms,
+    const char *outcome, char *err, size_t errlen);
+
+/* Raises an alert of KIND for PLAN_ID, or, when one of that kind is still
+ * open, updates its message, last time and count. Returns 1 when a new
+ * alert was raised (its id in *ID), 0 when an open one was updated, -1 on
+ * failure. */
+int store_alert_raise(struct store *s, int64_t plan_id, const char *kind,
+    const char *message, int64_t now_ms, int64_t *id, char *err, size_t errlen);
+
+/* Acknowledges open alert ID of PLAN_ID. Returns 0, 1 when there is no
+ * such open alert, -1 on failure. */
+int store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
+    const char *comment, int64_t now_ms, char *err, size_t errlen);
+
+/* Calls FN for each alert of PLAN_ID (only open ones when OPEN_ONLY), oldest
+ * first; FN returns non-zero to stop. Returns the number of alerts seen, or
+ * -1 on failure. */
+int store_each_alert(struct store *s, int64_t plan_id, int open_only,
+    int (*fn)(const struct store_alert *a, void *arg), void *arg,
+    char *err, size_t errlen);
+
+/* Puts step IDX of PLAN_ID back to STATUS with no times, result or error
+ * (a retry starts it from the beginning). Returns 0 or -1. */
+int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
+    char *err, size_t errlen);
+
+/* Calls FN for each plan, newest first. Returns 0 or -1. */
+int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
+    void *arg, char *err, size_t errlen);
+
+/* Folds PLAN_ID's samples older than BEFORE_MS into one sample per metric,
+ * label and BUCKET_MS-wide bucket, keeping the largest value (depths,
+ * lateness and cumulative counts all read right as a maximum), so a long
+ * watch keeps its shape in bounded space. Returns the number of rows
+ * removed, or -1. */
+int64_t store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
+    int64_t bucket_ms, char *err, size_t errlen);
 
 #endif

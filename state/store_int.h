@@ -1,0 +1,42 @@
+/* store_int: what the store's source files share and nothing else sees —
+ * the connection and the small helpers around the SQLite API. */
+#ifndef CUTOVER_STORE_INT_H
+#define CUTOVER_STORE_INT_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct store {
+	sqlite3 *db;
+};
+
+/* Formats into ERR (may be NULL). */
+void store_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "WHAT: sqlite's message" into ERR. Call before anything else touches the
+ * connection, or the message is lost. */
+void store_dberr(struct store *s, char *err, size_t errlen, const char *what);
+
+/* Copies a column's text (NULL reads "") into DST, truncating to fit. */
+void store_copystr(char *dst, size_t dstlen, const unsigned char *src);
+
+/* A malloc'ed copy of column COL's text, or NULL when out of memory. */
+char *store_dupcol(sqlite3_stmt *st, int col);
+
+/* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
+int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
+    const char *what, char *err, size_t errlen);
+
+/* Runs SQL (no rows). Returns 0, or -1 with ERR naming WHAT. */
+int store_exec(struct store *s, const char *sql, const char *what, char *err,
+    size_t errlen);
+
+/* Steps a bound UPDATE; no row changed is an error naming MISSING. */
+int store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
+    const char *missing, char *err, size_t errlen);
+
+#endif
