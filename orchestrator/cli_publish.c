@@ -1,0 +1,279 @@
+/* cli_publish: `cutover publish PLAN.yaml --delay D --dest DEST` — one
+ * delayed message into the plan's ladder with publisher confirms and
+ * mandatory, through the same code the canary and the watch's probes use.
+ * Exits 0 only when the broker confirmed the message. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "duration.h"
+#include "plan.h"
+#include "publish.h"
+#include "step.h"
+
+#define BODY_FILE_MAX	(16 * 1024 * 1024)
+
+static const char usage_line[] =
+    "cutover publish PLAN.yaml --delay D --dest DESTINATION "
+    "[--body TEXT | --body-file F] [--header K=V]... [--json]";
+
+/* Reads at most BODY_FILE_MAX bytes of PATH into *OUT (NUL-terminated).
+ * Returns 0, or -1 with ERR. */
+static int
+read_body(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+	int rc = -1;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "--body-file '%s': cannot open it", path);
+		return -1;
+	}
+	for (;;) {
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= BODY_FILE_MAX) {
+				snprintf(err, errlen, "--body-file '%s': larger than %d bytes",
+				    path, BODY_FILE_MAX);
+				goto done;
+			}
+			cap = cap ? cap * 2 : 4096;
+			if ((nb = realloc(buf, cap + 1)) == NULL) {
+				snprintf(err, errlen, "--body-file '%s': out of memory", path);
+				goto done;
+			}
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "--body-file '%s': read error", path);
+		goto done;
+	}
+	if (buf == NULL && (buf = malloc(1)) == NULL) {
+		snprintf(err, errlen, "--body-file '%s': out of memory", path);
+		goto done;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	buf = NULL;
+	rc = 0;
+done:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* Writes MS (epoch) as "2024-05-01T12:00:00.123Z". Returns OUT. */
+static char *
+format_time(int64_t ms, char *out, size_t outlen)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char s[32];
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S",
+	    &tm) == 0)
+		snprintf(out, outlen, "%" PRId64 " ms", ms);
+	else
+		snprintf(out, outlen, "%s.%03dZ", s, (int)(ms % 1000));
+	return out;
+}
+
+static bool
+is_destination(const struct plan *p, const char *dest)
+{
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if (strcmp(p->destinations[i], dest) == 0)
+			return true;
+	return false;
+}
+
+int
+cli_publish(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "delay", required_argument, NULL, 'd' },
+		{ "dest", required_argument, NULL, 'D' },
+		{ "body", required_argument, NULL, 'b' },
+		{ "body-file", required_argument, NULL, 'f' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct broker_field hdr[PUBLISH_MAX_HEADERS];
+	struct plan_errors errs = { 0 };
+	struct publish_request req;
+	struct publish_receipt rc_out;
+	struct broker *b = NULL;
+	struct plan *p = NULL;
+	const char *delay_arg = NULL, *dest = NULL, *body = NULL, *body_file = NULL;
+	char *file_body = NULL, *hcopy[PUBLISH_MAX_HEADERS] = { NULL };
+	char err[1024], line[512], d[32], u[32], nb[40];
+	size_t nhdr = 0, len = 0;
+	int64_t delay_ms;
+	uint64_t units;
+	int c, json = 0, st, rc = CLI_FAIL;
+
+	optind = 1;
+	opterr = 0;
+	memset(hdr, 0, sizeof(hdr));
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': delay_arg = optarg; break;
+		case 'D': dest = optarg; break;
+		case 'b': body = optarg; break;
+		case 'f': body_file = optarg; break;
+		case 'j': json = 1; break;
+		case 'H': {
+			char *eq = strchr(optarg, '=');
+
+			if (eq == NULL || eq == optarg) {
+				rc = cli_usage_error("publish", usage_line, "--header '%s': "
+				    "expected NAME=VALUE", optarg);
+				goto done;
+			}
+			if (nhdr == PUBLISH_MAX_HEADERS) {
+				rc = cli_usage_error("publish", usage_line, "more than %d "
+				    "--header options", PUBLISH_MAX_HEADERS);
+				goto done;
+			}
+			if ((hcopy[nhdr] = strdup(optarg)) == NULL) {
+				fprintf(stderr, "cutover publish: out of memory\n");
+				goto done;
+			}
+			hcopy[nhdr][eq - optarg] = '\0';
+			hdr[nhdr].key = hcopy[nhdr];
+			hdr[nhdr].str = hcopy[nhdr] + (eq - optarg) + 1;
+			nhdr++;
+			break;
+		}
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			rc = CLI_OK;
+			goto done;
+		default:
+			rc = cli_usage_error("publish", usage_line, "unknown or incomplete "
+			    "option '%s'", argv[optind - 1]);
+			goto done;
+		}
+	}
+	if (argc - optind != 1) {
+		rc = cli_usage_error("publish", usage_line, "expected one plan file");
+		goto done;
+	}
+	if (delay_arg == NULL || dest == NULL) {
+		rc = cli_usage_error("publish", usage_line, "--delay and --dest are required");
+		goto done;
+	}
+	if (body != NULL && body_file != NULL) {
+		rc = cli_usage_error("publish", usage_line, "give --body or --body-file, "
+		    "not both");
+		goto done;
+	}
+
+	if (plan_load_file(argv[optind], &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	if (duration_parse(delay_arg, &delay_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: --delay '%s': %s\n", delay_arg, err);
+		goto done;
+	}
+	/* Everything that needs no broker is checked before connecting. */
+	if (ladder_encode(&p->ladder, delay_ms, &units, err, sizeof(err)) != 0 ||
+	    ladder_check_destination(&p->ladder, dest, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: %s\n", err);
+		goto done;
+	}
+	if (body_file != NULL && read_body(body_file, &file_body, &len, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: %s\n", err);
+		goto done;
+	}
+	if (body != NULL)
+		len = strlen(body);
+	if (!is_destination(p, dest))
+		fprintf(stderr, "cutover publish: warning: '%s' is not one of the plan's "
+		    "destinations; unless a queue is bound for it on the delivery "
+		    "exchange, it will end in the parking queue\n", dest);
+
+	if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
+	    STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: connecting to the broker: %s\n", err);
+		st = PUBLISH_ECONNECT;
+		goto failed;
+	}
+	memset(&req, 0, sizeof(req));
+	req.plan = p->name;
+	req.purpose = PUBLISH_MANUAL;
+	req.seq = 1;
+	req.delay_ms = delay_ms;
+	req.destination = dest;
+	req.body = file_body != NULL ? file_body : body;
+	req.len = len;
+	req.headers = nhdr ? hdr : NULL;
+	req.nheaders = nhdr;
+	st = publish_delayed(b, &p->ladder, &req, &rc_out, err, sizeof(err));
+	if (st != PUBLISH_OK) {
+		fprintf(stderr, "cutover publish: %s\n", err);
+		goto failed;
+	}
+	if (json) {
+		json_t *o = json_pack("{s:b,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I,s:I,s:s}",
+		    "confirmed", 1, "plan", p->name, "destination", dest,
+		    "delay_ms", (json_int_t)delay_ms, "units", (json_int_t)rc_out.units,
+		    "entry_exchange", rc_out.exchange, "routing_key", rc_out.routing_key,
+		    "message_id", rc_out.message_id, "sent_ms", (json_int_t)rc_out.sent_ms,
+		    "not_before_ms", (json_int_t)rc_out.not_before_ms,
+		    "not_before", format_time(rc_out.not_before_ms, nb, sizeof(nb)));
+
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(o);
+	} else {
+		printf("confirmed      %s to %s (plan %s)\n",
+		    duration_format(delay_ms, d, sizeof(d)), dest, p->name);
+		printf("units          %" PRIu64 " of %s\n", rc_out.units,
+		    duration_format(p->ladder.unit_ms, u, sizeof(u)));
+		printf("entry exchange %s\n", rc_out.exchange);
+		printf("routing key    %s\n", rc_out.routing_key);
+		printf("message id     %s\n", rc_out.message_id);
+		printf("not before     %s\n", format_time(rc_out.not_before_ms, nb,
+		    sizeof(nb)));
+	}
+	rc = CLI_OK;
+	goto done;
+failed:
+	if (json) {
+		json_t *o = json_pack("{s:b,s:s,s:s}", "confirmed", 0, "status",
+		    publish_status_name(st), "error", err);
+
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(o);
+	}
+done:
+	broker_close(b);
+	free(file_body);
+	for (size_t i = 0; i < nhdr; i++)
+		free(hcopy[i]);
+	plan_free(p);
+	plan_errors_free(&errs);
+	return rc;
+}
