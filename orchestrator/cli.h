@@ -17,6 +17,13 @@ int cli_ladder(int argc, char **argv);
 int cli_old(int argc, char **argv);
 int cli_publish(int argc, char **argv);
 int cli_canary(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_approve(int argc, char **argv);
+int cli_retry(int argc, char **argv);
+int cli_abort(int argc, char **argv);
+int cli_ack(int argc, char **argv);
+int cli_history(int argc, char **argv);
+int cli_status(int argc, char **argv);
 
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */

@@ -18,6 +18,13 @@ static const struct verb {
 	{ "old", cli_old, "measure the old queues' horizon, or remove them when safe" },
 	{ "publish", cli_publish, "publish one delayed message into the ladder, with confirms" },
 	{ "canary", cli_canary, "run the canary: delayed messages through the ladder, checked" },
+	{ "run", cli_run, "run a plan step by step from a database until it ends or waits" },
+	{ "approve", cli_approve, "approve a gated step (recorded with your name)" },
+	{ "retry", cli_retry, "start a failed step again from its beginning" },
+	{ "abort", cli_abort, "abort a plan; after the flip, producers are flipped back" },
+	{ "ack", cli_ack, "acknowledge an open alert" },
+	{ "status", cli_status, "list plans, or one plan's steps" },
+	{ "history", cli_history, "print a plan's recorded history, or verify the hash chain" },
 	{ NULL, NULL, NULL }
 };
 

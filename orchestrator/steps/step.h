@@ -12,6 +12,7 @@
 #include "amqp.h"
 #include "mgmt.h"
 #include "plan.h"
+#include "store.h"
 
 #define STEP_BROKER_TIMEOUT_MS 10000
 
@@ -25,6 +26,13 @@ struct step_ctx {
 	int64_t old_last_entry_ms; /* last time a message entered the old path
 	                            * (epoch ms), 0 when unknown */
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
+
+	/* What the engine gives steps that record as they go (flip, watch). */
+	struct store *store;       /* borrowed; NULL when run by hand */
+	int64_t plan_id;
+	const json_t *state;       /* borrowed: this step's last persisted result
+	                            * when it is resumed or continued, else NULL */
+	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */
 };
 
 /* Opens the AMQP connection and the management API client of P's broker
@@ -82,6 +90,30 @@ int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errle
  * reaches the parking queue (then removes exactly that message), and removes
  * the canary queue, also after a failure. */
 int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* flip: switches new delayed publishes to the ladder by turning the plan's
+ * feature flag on, then reads it back. Records its intent before calling
+ * the flag service ("flip.requested") and the confirmation after
+ * ("flip.confirmed") in C->store, so that a flip resumed after a crash
+ * first reads the flag and never sends the same transition twice. */
+int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* Whether the flag is believed on from the recorded history: a
+ * "flip.requested" not followed by a confirmed rollback. Returns 1, 0, or
+ * -1 when the store could not be read. */
+int step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen);
+
+/* rollback: the same for turning the flag off (abort after the flip),
+ * recorded as "rollback.requested" / "rollback.confirmed". */
+int step_rollback(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* watch: one sample of both paths (old queues, ladder levels, parking,
+ * probes), persisted as samples; raises alerts. Returns 1 while the watch
+ * must go on (*RESULT is its state, which the engine persists and passes
+ * back as C->state at the next call, one watch.interval later), 0 when the
+ * deadline has passed with the old path empty and no alert open, -1 when
+ * it cannot go on. */
+int step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Removes the plan's ladder (level exchanges first, so nothing new enters,
  * then queues, then the delivery and parking objects), refusing while any

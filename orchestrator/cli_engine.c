@@ -1,0 +1,477 @@
+/* cli_engine: the verbs that work on a plan's run in a database — run,
+ * approve, retry, abort, status, history — each from any process: the
+ * engine in one, operators' commands from another, SQLite between them. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "plan.h"
+#include "store.h"
+
+#define CLI_WAITING 3      /* cutover run: a gated step waits for approval */
+#define CLI_STOPPED 4      /* cutover run: stopped by a signal; run again to resume */
+
+static volatile sig_atomic_t stop_flag;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* Options every verb here shares. */
+struct common {
+	const char *db;
+	const char *as;
+	const char *comment;
+	int json;
+	int verify;
+	int ok;
+};
+
+static int
+parse_common(const char *verb, const char *usage, int argc, char **argv, struct common *o)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "as", required_argument, NULL, 'a' },
+		{ "comment", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verify", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->db = optarg; break;
+		case 'a': o->as = optarg; break;
+		case 'c': o->comment = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'v': o->verify = 1; break;
+		case 'h':
+			printf("usage: %s\n", usage);
+			return CLI_OK;
+		default:
+			return cli_usage_error(verb, usage, "unknown or incomplete option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (o->db == NULL)
+		return cli_usage_error(verb, usage, "--db FILE is required");
+	o->ok = 1;
+	return CLI_OK;
+}
+
+static char *
+read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "%s: cannot open", path);
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > 4 * 1024 * 1024 ||
+	    fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)n + 1)) == NULL ||
+	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(err, errlen, "%s: cannot read (or larger than 4 MiB)", path);
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = (size_t)n;
+	fclose(f);
+	return buf;
+}
+
+/* Is the newest plan named like YAML's the same text and succeeded?
+ * Returns 1 (and the plan in *OUT), 0, or -1. Parses only the name. */
+static int
+same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan *out,
+    char *err, size_t errlen)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *stored = NULL;
+	size_t slen;
+	int rc = 0, r;
+
+	if (plan_load_buffer("plan", yaml, len, &p, &errs) != 0)
+		goto done;                  /* engine_submit reports the errors */
+	r = store_plan_find(s, p->name, out, err, errlen);
+	if (r != 0) {
+		rc = r < 0 ? -1 : 0;
+		goto done;
+	}
+	if (strcmp(out->status, "succeeded") != 0)
+		goto done;
+	if (store_plan_yaml(s, out->id, &stored, &slen, err, errlen) != 0) {
+		rc = -1;
+		goto done;
+	}
+	rc = slen == len && memcmp(stored, yaml, len) == 0;
+done:
+	free(stored);
+	plan_free(p);
+	plan_errors_free(&errs);
+	return rc;
+}
+
+static const char run_usage[] = "cutover run --db FILE [--json] PLAN.yaml";
+
+int
+cli_run(int argc, char **argv)
+{
+	struct plan_errors errs = { 0 };
+	struct engine_opts eo = { 0 };
+	struct store_plan sp;
+	struct common o;
+	struct store *s = NULL;
+	enum engine_outcome outcome;
+	char err[1024], line[512], *yaml = NULL;
+	size_t len;
+	int64_t id = 0;
+	int rc = CLI_FAIL, r;
+
+	r = parse_common("run", run_usage, argc, argv, &o);
+	if (!o.ok)
+		return r;
+	if (argc - optind != 1)
+		return cli_usage_error("run", run_usage, "expected one plan file");
+	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
+		goto fail;
+	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	if ((r = same_plan_done(s, yaml, len, &sp, err, sizeof(err))) < 0)
+		goto fail;
+	if (r == 1) {
+		/* Running a finished plan again is not a new migration. */
+		printf("plan %lld: %s already (submit it under another name to run it "
+		    "again)\n", (long long)sp.id, sp.status);
+		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
+		goto done;
+	}
+	r = engine_submit(s, argv[optind], yaml, len, &id, &errs, err, sizeof(err));
+	if (r == 1) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	if (r == 2) {
+		char *stored = NULL;
+		size_t slen;
+		int same;
+
+		/* The same plan, run again: resume it. Another plan text under that
+		 * name: refuse, the running one must finish or be aborted first. */
+		if (store_plan_get(s, id, &sp, err, sizeof(err)) != 0 ||
+		    store_plan_yaml(s, id, &stored, &slen, err, sizeof(err)) != 0)
+			goto fail;
+		same = slen == len && memcmp(stored, yaml, len) == 0;
+		free(stored);
+		if (!same) {
+			fprintf(stderr, "cutover run: plan '%s' is already running (id %lld) with "
+			    "a different text; abort it (cutover abort --db %s %s --as NAME) or "
+			    "let it finish\n", sp.name, (long long)id, o.db, sp.name);
+			goto done;
+		}
+		fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
+		    (long long)id);
+	} else if (r != 0)
+		goto fail;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	eo.return_when_blocked = true;
+	eo.stop = &stop_flag;
+	if (engine_run(s, id, &eo, &outcome, err, sizeof(err)) != 0)
+		goto fail;
+	if (o.json)
+		printf("{\"plan\":%lld,\"outcome\":\"%s\"}\n", (long long)id,
+		    engine_outcome_name(outcome));
+	else
+		printf("plan %lld: %s\n", (long long)id, engine_outcome_name(outcome));
+	switch (outcome) {
+	case ENGINE_SUCCEEDED: rc = CLI_OK; break;
+	case ENGINE_WAITING: rc = CLI_WAITING; break;
+	case ENGINE_STOPPED: rc = CLI_STOPPED; break;
+	default: rc = CLI_FAIL; break;
+	}
+	goto done;
+fail:
+	fprintf(stderr, "cutover run: %s\n", err);
+done:
+	plan_errors_free(&errs);
+	store_close(s);
+	free(yaml);
+	return rc;
+}
+
+/* Resolves a step reference: its number (1-based) or its kind's name.
+ * Returns the 0-based index, or -1. */
+static int
+step_ref(struct store *s, int64_t plan_id, const char *ref)
+{
+	struct store_step st;
+	char *end;
+	long n = strtol(ref, &end, 10);
+
+	if (*ref != '\0' && *end == '\0')
+		return n >= 1 && n <= 1000 ? (int)n - 1 : -1;
+	for (int i = 0; i < 1000; i++) {
+		char err[256];
+		int r = store_step_get(s, plan_id, i, &st, err, sizeof(err));
+
+		if (r != 0)
+			return -1;
+		r = strcmp(st.kind, ref) == 0;
+		store_step_clear(&st);
+		if (r)
+			return i;
+	}
+	return -1;
+}
+
+/* approve, retry, abort, ack: one operator command, recorded for the engine. */
+static int
+command(const char *verb, const char *usage, int argc, char **argv, int want_args)
+{
+	struct store_plan p;
+	struct common o;
+	struct store *s = NULL;
+	char err[1024];
+	int64_t id = 0, alert = 0;
+	int rc = CLI_FAIL, r, idx = -1;
+
+	r = parse_common(verb, usage, argc, argv, &o);
+	if (!o.ok)
+		return r;
+	if (argc - optind != want_args)
+		return cli_usage_error(verb, usage, "expected %s", want_args == 1 ? "PLAN" :
+		    strcmp(verb, "ack") == 0 ? "PLAN and ALERT" : "PLAN and STEP");
+	if (o.as == NULL || *o.as == '\0')
+		return cli_usage_error(verb, usage, "--as NAME is required: the history "
+		    "records who decided");
+	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
+		if (r == 1)
+			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+		goto fail;
+	}
+	if (want_args == 2 && strcmp(verb, "ack") == 0)
+		alert = strtoll(argv[optind + 1], NULL, 10);
+	else if (want_args == 2 &&
+	    (idx = step_ref(s, p.id, argv[optind + 1])) < 0) {
+		snprintf(err, sizeof(err), "plan '%s' has no step '%s'", p.name,
+		    argv[optind + 1]);
+		goto fail;
+	}
+	r = engine_command(s, p.id, verb, idx, alert, o.as, o.comment, &id, err,
+	    sizeof(err));
+	if (r != 0)
+		goto fail;
+	printf("%s recorded (command %lld); the engine acts on it at its next turn\n", verb,
+	    (long long)id);
+	rc = CLI_OK;
+	goto done;
+fail:
+	fprintf(stderr, "cutover %s: %s\n", verb, err);
+done:
+	store_close(s);
+	return rc;
+}
+
+int
+cli_approve(int argc, char **argv)
+{
+	return command("approve", "cutover approve --db FILE PLAN STEP --as NAME "
+	    "[--comment TEXT]", argc, argv, 2);
+}
+
+int
+cli_retry(int argc, char **argv)
+{
+	return command("retry", "cutover retry --db FILE PLAN STEP --as NAME "
+	    "[--comment TEXT]", argc, argv, 2);
+}
+
+int
+cli_abort(int argc, char **argv)
+{
+	return command("abort", "cutover abort --db FILE PLAN --as NAME [--comment TEXT]",
+	    argc, argv, 1);
+}
+
+int
+cli_ack(int argc, char **argv)
+{
+	return command("ack", "cutover ack --db FILE PLAN ALERT --as NAME [--comment TEXT]",
+	    argc, argv, 2);
+}
+
+static int
+history_event(const struct store_event *ev, void *arg)
+{
+	json_t *a = arg;
+
+	if (a != NULL) {
+		json_t *d = json_loads(ev->details_json, 0, NULL);
+
+		json_array_append_new(a, json_pack("{s:I,s:I,s:s,s:s,s:o,s:s,s:s}", "id",
+		    (json_int_t)ev->id, "ts_ms", (json_int_t)ev->ts_ms, "actor", ev->actor,
+		    "kind", ev->kind, "details", d != NULL ? d : json_object(), "prev_hash",
+		    ev->prev_hash, "hash", ev->hash));
+	} else {
+		char ts[32];
+		time_t t = (time_t)(ev->ts_ms / 1000);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+		printf("%5lld  %s.%03dZ  %-10s %-24s %s\n", (long long)ev->id, ts,
+		    (int)(ev->ts_ms % 1000), ev->actor, ev->kind, ev->details_json);
+	}
+	return 0;
+}
+
+static const char history_usage[] =
+    "cutover history --db FILE (PLAN | --verify) [--json]";
+
+int
+cli_history(int argc, char **argv)
+{
+	struct store_verify v = { 0 };
+	struct store_plan p;
+	struct common o;
+	struct store *s = NULL;
+	json_t *events = NULL;
+	char err[1024];
+	int rc = CLI_FAIL, r, verified;
+
+	r = parse_common("history", history_usage, argc, argv, &o);
+	if (!o.ok)
+		return r;
+	if (argc - optind != (o.verify ? 0 : 1))
+		return cli_usage_error("history", history_usage, "expected PLAN or --verify");
+	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	if ((verified = store_verify_events(s, &v, err, sizeof(err))) < 0)
+		goto fail;
+	if (o.verify) {
+		if (o.json)
+			printf("{\"verified\":%s,\"checked\":%lld,\"bad_event\":%lld,"
+			    "\"reason\":\"%s\"}\n", verified == 0 ? "true" : "false",
+			    (long long)v.checked, (long long)v.bad_id, v.reason);
+		else if (verified == 0)
+			printf("history verifies: %lld events, hash chain intact\n",
+			    (long long)v.checked);
+		else
+			printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
+			    v.reason);
+		rc = verified == 0 ? CLI_OK : CLI_FAIL;
+		goto done;
+	}
+	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
+		if (r == 1)
+			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+		goto fail;
+	}
+	if (o.json)
+		events = json_array();
+	if (store_each_event(s, p.id, history_event, events, err, sizeof(err)) != 0)
+		goto fail;
+	if (o.json) {
+		json_t *doc = json_pack("{s:I,s:s,s:s,s:o,s:{s:b,s:I,s:I,s:s}}", "plan",
+		    (json_int_t)p.id, "name", p.name, "status", p.status, "events", events,
+		    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+		    "bad_event", (json_int_t)v.bad_id, "reason", v.reason);
+
+		events = NULL;
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(doc);
+	} else if (verified == 0)
+		printf("history verifies (%lld events in the chain)\n", (long long)v.checked);
+	else
+		printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
+		    v.reason);
+	rc = verified == 0 ? CLI_OK : CLI_FAIL;
+	goto done;
+fail:
+	fprintf(stderr, "cutover history: %s\n", err);
+done:
+	json_decref(events);
+	store_close(s);
+	return rc;
+}
+
+static int
+status_plan(const struct store_plan *p, void *arg)
+{
+	(void)arg;
+	printf("%5lld  %-32s %-10s\n", (long long)p->id, p->name, p->status);
+	return 0;
+}
+
+static const char status_usage[] = "cutover status --db FILE [PLAN] [--json]";
+
+int
+cli_status(int argc, char **argv)
+{
+	struct store_plan p;
+	struct store_step st;
+	struct common o;
+	struct store *s = NULL;
+	char err[1024];
+	int rc = CLI_FAIL, r;
+
+	r = parse_common("status", status_usage, argc, argv, &o);
+	if (!o.ok)
+		return r;
+	if (argc - optind > 1)
+		return cli_usage_error("status", status_usage, "expected at most one PLAN");
+	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	if (argc == optind) {
+		printf("%5s  %-32s %-10s\n", "id", "plan", "status");
+		if (store_each_plan(s, status_plan, NULL, err, sizeof(err)) != 0)
+			goto fail;
+		rc = CLI_OK;
+		goto done;
+	}
+	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
+		if (r == 1)
+			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+		goto fail;
+	}
+	printf("plan %s (id %lld): %s\n", p.name, (long long)p.id, p.status);
+	for (int i = 0; store_step_get(s, p.id, i, &st, err, sizeof(err)) == 0; i++) {
+		printf("  %d. %-16s %-17s%s%s%s\n", i + 1, st.kind, st.status,
+		    st.gate ? " [gate]" : "", st.error ? "  " : "", st.error ? st.error : "");
+		store_step_clear(&st);
+	}
+	rc = CLI_OK;
+	goto done;
+fail:
+	fprintf(stderr, "cutover status: %s\n", err);
+done:
+	store_close(s);
+	return rc;
+}

@@ -1,0 +1,685 @@
+/* engine: the step state machine over the store. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "engine.h"
+#include "log.h"
+#include "step.h"
+
+#define ACTOR "engine"
+
+struct run {
+	struct store *s;
+	int64_t id;
+	struct plan *plan;
+	const struct engine_opts *o;
+	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
+	int ctx_step;                  /* the step CTX was opened for, or -1 */
+	char *err;
+	size_t errlen;
+};
+
+int64_t
+engine_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *
+engine_outcome_name(enum engine_outcome o)
+{
+	switch (o) {
+	case ENGINE_SUCCEEDED: return "succeeded";
+	case ENGINE_FAILED: return "failed";
+	case ENGINE_ABORTED: return "aborted";
+	case ENGINE_WAITING: return "waiting for approval";
+	case ENGINE_STOPPED: return "stopped";
+	}
+	return "?";
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static int
+stopping(const struct run *r)
+{
+	return r->o->stop != NULL && *r->o->stop;
+}
+
+/* Appends an event with DETAILS (stolen; NULL: {}). Returns 0 or -1. */
+static int
+event(struct run *r, const char *actor, const char *kind, json_t *details)
+{
+	char *text = NULL;
+	int rc;
+
+	if (details != NULL)
+		text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = store_append_event(r->s, r->id, engine_now_ms(), actor, kind,
+	    text != NULL ? text : "{}", NULL, r->err, r->errlen);
+	free(text);
+	json_decref(details);
+	return rc;
+}
+
+/* Sets step IDX's status (times, result, error as store_step_update) and
+ * appends event KIND with DETAILS, in one transaction. Returns 0 or -1. */
+static int
+transition(struct run *r, int idx, const char *status, int64_t started, int64_t ended,
+    const char *result, const char *error, const char *actor, const char *kind,
+    json_t *details)
+{
+	const struct plan_step *ps = &r->plan->steps[idx];
+
+	if (details == NULL)
+		details = json_object();
+	json_object_set_new(details, "step", json_integer(idx + 1));
+	json_object_set_new(details, "kind", json_string(plan_step_kind_name(ps->kind)));
+	if (store_begin(r->s, r->err, r->errlen) != 0) {
+		json_decref(details);
+		return -1;
+	}
+	if (store_step_update(r->s, r->id, idx, status, started, ended, result, error,
+	    r->err, r->errlen) != 0 || event(r, actor, kind, details) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	if (store_commit(r->s, r->err, r->errlen) != 0)
+		return -1;
+	log_event(strcmp(status, "failed") == 0 ? "error" : "info", r->plan->name,
+	    plan_step_kind_name(ps->kind), "%s%s%s", kind, error ? ": " : "",
+	    error ? error : "");
+	return 0;
+}
+
+/* Sets the plan's status and appends event KIND, in one transaction. */
+static int
+plan_transition(struct run *r, const char *status, const char *actor, const char *kind,
+    json_t *details)
+{
+	if (store_begin(r->s, r->err, r->errlen) != 0) {
+		json_decref(details);
+		return -1;
+	}
+	if (store_plan_set_status(r->s, r->id, status, r->err, r->errlen) != 0 ||
+	    event(r, actor, kind, details) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	if (store_commit(r->s, r->err, r->errlen) != 0)
+		return -1;
+	log_event("info", r->plan->name, NULL, "%s", kind);
+	return 0;
+}
+
+int
+engine_find_plan(struct store *s, const char *ref, struct store_plan *out, char *err,
+    size_t errlen)
+{
+	char *end;
+	long long id;
+
+	if (*ref >= '0' && *ref <= '9') {
+		id = strtoll(ref, &end, 10);
+		if (*end == '\0')
+			return store_plan_get(s, id, out, err, errlen);
+	}
+	return store_plan_find(s, ref, out, err, errlen);
+}
+
+int
+engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
+    int64_t *plan_id, struct plan_errors *errs, char *err, size_t errlen)
+{
+	struct store_plan existing;
+	struct plan *p = NULL;
+	json_t *d;
+	char *text = NULL;
+	int rc = -1, r;
+
+	if (plan_load_buffer(file, yaml, len, &p, errs) != 0)
+		return 1;
+	if (store_begin(s, err, errlen) != 0)
+		goto done;
+	r = store_plan_find(s, p->name, &existing, err, errlen);
+	if (r < 0)
+		goto fail;
+	if (r == 0 && (strcmp(existing.status, "running") == 0 ||
+	    strcmp(existing.status, "failed") == 0)) {
+		*plan_id = existing.id;
+		snprintf(err, errlen, "plan '%s' is already running (id %lld); abort it or "
+		    "let it finish first", p->name, (long long)existing.id);
+		rc = 2;
+		goto fail;
+	}
+	if (store_plan_insert(s, p->name, yaml, len, engine_now_ms(), plan_id, err,
+	    errlen) != 0)
+		goto fail;
+	for (size_t i = 0; i < p->nsteps; i++)
+		if (store_step_insert(s, *plan_id, (int)i,
+		    plan_step_kind_name(p->steps[i].kind), p->steps[i].gate, err, errlen) != 0)
+			goto fail;
+	d = json_pack("{s:s,s:i}", "file", file, "steps", (int)p->nsteps);
+	text = json_dumps(d, JSON_COMPACT);
+	json_decref(d);
+	if (store_append_event(s, *plan_id, engine_now_ms(), ACTOR, "plan.submitted",
+	    text, NULL, err, errlen) != 0)
+		goto fail;
+	if (store_commit(s, err, errlen) != 0)
+		goto done;
+	log_event("info", p->name, NULL, "plan.submitted id=%lld steps=%zu",
+	    (long long)*plan_id, p->nsteps);
+	rc = 0;
+	goto done;
+fail:
+	store_rollback(s);
+done:
+	free(text);
+	plan_free(p);
+	return rc;
+}
+
+/* store_each_alert callback: clears *ARG when the alert is the one sought. */
+static int
+alert_is(const struct store_alert *a, void *arg)
+{
+	int64_t *want = arg;
+
+	if (a->id == *want) {
+		*want = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int
+engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
+    int64_t alert_id, const char *actor, const char *comment, int64_t *id, char *err,
+    size_t errlen)
+{
+	struct store_plan p;
+	struct store_step st = { 0 };
+	int r, rc = -1;
+
+	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
+		if (r == 1)
+			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
+		return r < 0 ? -1 : 1;
+	}
+	if (strcmp(kind, "approve") == 0 || strcmp(kind, "retry") == 0) {
+		const char *want = kind[0] == 'a' ? "waiting_approval" : "failed";
+
+		r = store_step_get(s, plan_id, step_idx, &st, err, errlen);
+		if (r < 0)
+			goto done;
+		if (r == 1) {
+			snprintf(err, errlen, "plan '%s' has no step %d", p.name, step_idx + 1);
+			rc = 1;
+			goto done;
+		}
+		if (strcmp(st.status, want) != 0) {
+			snprintf(err, errlen, "step %d (%s) of plan '%s' is %s, not %s",
+			    step_idx + 1, st.kind, p.name, st.status,
+			    kind[0] == 'a' ? "waiting for approval" : "failed");
+			rc = 1;
+			goto done;
+		}
+	} else if (strcmp(kind, "abort") == 0) {
+		if (strcmp(p.status, "running") != 0 && strcmp(p.status, "failed") != 0) {
+			snprintf(err, errlen, "plan '%s' has already %s", p.name, p.status);
+			rc = 1;
+			goto done;
+		}
+	} else if (strcmp(kind, "ack") == 0) {
+		int64_t want = alert_id;
+
+		r = store_each_alert(s, plan_id, 1, alert_is, &want, err, errlen);
+		if (r < 0)
+			goto done;
+		if (want != 0) {
+			snprintf(err, errlen, "plan '%s' has no open alert %lld", p.name,
+			    (long long)alert_id);
+			rc = 1;
+			goto done;
+		}
+	} else {
+		snprintf(err, errlen, "unknown command '%s'", kind);
+		rc = 1;
+		goto done;
+	}
+	rc = store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
+	    engine_now_ms(), id, err, errlen);
+done:
+	store_step_clear(&st);
+	return rc;
+}
+
+/* The persisted result of the plan's step of KIND (a new reference), or
+ * NULL; *ENDED_MS (may be NULL) gets when that step ended. */
+static json_t *
+step_result(struct run *r, enum plan_step_kind kind, int64_t *ended_ms)
+{
+	struct store_step st;
+	json_t *j = NULL;
+	int idx = plan_find_step(r->plan, kind);
+
+	if (ended_ms != NULL)
+		*ended_ms = 0;
+	if (idx < 0 || store_step_get(r->s, r->id, idx, &st, r->err, r->errlen) != 0)
+		return NULL;
+	if (st.result_json != NULL)
+		j = json_loads(st.result_json, 0, NULL);
+	if (ended_ms != NULL)
+		*ended_ms = st.ended_ms;
+	store_step_clear(&st);
+	return j;
+}
+
+/* Opens the broker connections for step IDX, reusing them when they were
+ * opened for it already (the watch's ticks). Returns 0 or -1 with ERR. */
+static int
+open_ctx(struct run *r, int idx)
+{
+	if (r->ctx_step == idx && r->ctx.amqp != NULL)
+		return 0;
+	step_ctx_close(&r->ctx);
+	r->ctx_step = -1;
+	if (step_ctx_open(&r->ctx, r->plan, r->err, r->errlen) != 0)
+		return -1;
+	r->ctx_step = idx;
+	return 0;
+}
+
+/* Runs step IDX once. STATE is its last persisted result (borrowed, may be
+ * NULL). Returns what the step returns (0 done, 1 continue, -1 failed) and
+ * its result in *RESULT. */
+static int
+run_step(struct run *r, int idx, const json_t *state, json_t **result)
+{
+	enum plan_step_kind kind = r->plan->steps[idx].kind;
+	json_t *measured = NULL, *watch = NULL;
+	struct step_ctx *c = &r->ctx;
+	int64_t flip_ms = 0;
+	int rc = -1;
+
+	*result = NULL;
+	json_decref(step_result(r, PLAN_STEP_FLIP, &flip_ms));
+	if (kind != PLAN_STEP_FLIP && open_ctx(r, idx) != 0) {
+		if (kind == PLAN_STEP_WATCH) {
+			/* The watch outlives broker outages: it alerts and goes on. */
+			json_t *d = json_pack("{s:s}", "error", r->err);
+
+			if (store_alert_raise(r->s, r->id, "broker_unreachable", r->err,
+			    engine_now_ms(), NULL, r->err, r->errlen) == 1)
+				event(r, ACTOR, "alert.raised", json_pack("{s:s,s:O}", "alert",
+				    "broker_unreachable", "details", d));
+			json_decref(d);
+			*result = state != NULL ? json_deep_copy(state) : json_object();
+			return 1;
+		}
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
+		return -1;
+	}
+	c->plan = r->plan;
+	c->store = r->s;
+	c->plan_id = r->id;
+	c->state = state;
+	c->flip_ms = flip_ms;
+	c->now_ms = 0;
+	c->measured = NULL;
+	c->old_last_entry_ms = 0;
+	switch (kind) {
+	case PLAN_STEP_MEASURE_HORIZON:
+		rc = step_measure_horizon(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_DECLARE_LADDER:
+		rc = step_declare_ladder(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_VERIFY_LADDER:
+		rc = step_verify_ladder(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_CANARY:
+		rc = step_canary(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_FLIP:
+		rc = step_flip(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_WATCH:
+		measured = step_result(r, PLAN_STEP_MEASURE_HORIZON, NULL);
+		c->measured = measured;
+		rc = step_watch(c, result, r->err, r->errlen);
+		break;
+	case PLAN_STEP_REMOVE_OLD:
+		measured = step_result(r, PLAN_STEP_MEASURE_HORIZON, NULL);
+		watch = step_result(r, PLAN_STEP_WATCH, NULL);
+		c->measured = measured;
+		c->old_last_entry_ms = json_integer_value(json_object_get(watch,
+		    "last_old_entry_ms"));
+		if (c->old_last_entry_ms < flip_ms)
+			c->old_last_entry_ms = flip_ms;
+		if (measured == NULL || c->old_last_entry_ms == 0) {
+			snprintf(r->err, r->errlen, "remove_old needs the results of "
+			    "measure_horizon and the flip, and this plan has none recorded");
+			*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
+			rc = -1;
+			break;
+		}
+		rc = step_remove_old(c, result, r->err, r->errlen);
+		break;
+	default:
+		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
+		rc = -1;
+	}
+	if (*result == NULL)
+		*result = json_object();
+	json_decref(measured);
+	json_decref(watch);
+	return rc;
+}
+
+/* Records one event per old queue remove_old deleted. */
+static void
+record_removals(struct run *r, const json_t *result)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(result, "entries"), i, e) {
+		const char *outcome = json_string_value(json_object_get(e, "outcome"));
+
+		if (outcome != NULL && strcmp(outcome, "removed") == 0)
+			event(r, ACTOR, "old.queue_removed", json_deep_copy(e));
+	}
+}
+
+/* Handles an abort by ACTOR: flips producers back when the flag was
+ * turned on and the old queues still exist, then marks the plan aborted.
+ * Writes what happened into OUTCOME. Returns 0, or -1 when the rollback
+ * could not be confirmed (the plan is left as it was). */
+static int
+do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t outlen)
+{
+	struct store_step rm = { 0 };
+	const char *rollback = "not needed: the flag was never turned on";
+	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
+	int removing = 0, flipped;
+	json_t *res = NULL;
+
+	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
+	    r->errlen) == 0)
+		removing = strcmp(rm.status, "running") == 0 ||
+		    strcmp(rm.status, "succeeded") == 0 || strcmp(rm.status, "failed") == 0;
+	store_step_clear(&rm);
+	flipped = step_flip_is_on(r->s, r->id, r->err, r->errlen);
+	if (flipped < 0)
+		return -1;
+	if (flipped && removing)
+		rollback = "skipped: old queues are being removed, producers stay on the ladder";
+	else if (flipped) {
+		r->ctx.plan = r->plan;
+		r->ctx.store = r->s;
+		r->ctx.plan_id = r->id;
+		if (step_rollback(&r->ctx, &res, r->err, r->errlen) != 0) {
+			snprintf(outcome, outlen, "refused: rolling the flag back failed: %s",
+			    r->err);
+			json_decref(res);
+			return -1;
+		}
+		json_decref(res);
+		rollback = "confirmed: the flag is off, producers publish to the old path";
+	}
+	snprintf(outcome, outlen, "aborted; rollback %s", rollback);
+	return plan_transition(r, "aborted", cmd->actor, "plan.aborted",
+	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback));
+}
+
+/* Acts on every command waiting for this plan, oldest first. Returns 0 or
+ * -1 when the store failed. */
+static int
+handle_commands(struct run *r)
+{
+	struct store_command c;
+	struct store_step st;
+	char outcome[1200];
+	int64_t now;
+	int got;
+
+	while ((got = store_command_next(r->s, r->id, &c, r->err, r->errlen)) == 0) {
+		now = engine_now_ms();
+		snprintf(outcome, sizeof(outcome), "done");
+		if (strcmp(c.kind, "abort") == 0) {
+			struct store_plan p;
+
+			if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
+				return -1;
+			if (strcmp(p.status, "running") != 0 && strcmp(p.status, "failed") != 0)
+				snprintf(outcome, sizeof(outcome), "refused: the plan has %s", p.status);
+			else if (do_abort(r, &c, outcome, sizeof(outcome)) != 0)
+				event(r, c.actor, "abort.failed", json_pack("{s:s}", "error", outcome));
+		} else if (strcmp(c.kind, "ack") == 0) {
+			if (store_alert_ack(r->s, r->id, c.alert_id, c.actor, c.comment, now,
+			    r->err, r->errlen) != 0)
+				snprintf(outcome, sizeof(outcome), "refused: no open alert %lld",
+				    (long long)c.alert_id);
+			else
+				event(r, c.actor, "alert.acked", json_pack("{s:I,s:s}", "alert",
+				    (json_int_t)c.alert_id, "comment", c.comment));
+		} else if (c.step_idx < 0 || (size_t)c.step_idx >= r->plan->nsteps ||
+		    store_step_get(r->s, r->id, c.step_idx, &st, r->err, r->errlen) != 0) {
+			snprintf(outcome, sizeof(outcome), "refused: no step %d", c.step_idx + 1);
+		} else {
+			const char *want = strcmp(c.kind, "approve") == 0 ? "waiting_approval" :
+			    "failed";
+
+			if (strcmp(st.status, want) != 0)
+				snprintf(outcome, sizeof(outcome), "refused: step %d is %s",
+				    c.step_idx + 1, st.status);
+			else if (want[0] == 'w') {
+				if (transition(r, c.step_idx, "running", now, 0, NULL, NULL, c.actor,
+				    "step.approved", json_pack("{s:s}", "comment", c.comment)) != 0)
+					return -1;
+			} else {
+				/* A retry starts the step again from its beginning; the
+				 * operator's command stands for the gate's approval. */
+				if (store_begin(r->s, r->err, r->errlen) != 0 ||
+				    store_step_reset(r->s, r->id, c.step_idx, "running", r->err,
+				    r->errlen) != 0 ||
+				    store_step_update(r->s, r->id, c.step_idx, NULL, now, 0, NULL,
+				    NULL, r->err, r->errlen) != 0 ||
+				    store_plan_set_status(r->s, r->id, "running", r->err,
+				    r->errlen) != 0 ||
+				    event(r, c.actor, "step.retry", json_pack("{s:i,s:s,s:s}", "step",
+				    c.step_idx + 1, "kind", st.kind, "comment", c.comment)) != 0 ||
+				    store_commit(r->s, r->err, r->errlen) != 0) {
+					store_rollback(r->s);
+					store_step_clear(&st);
+					return -1;
+				}
+				log_event("info", r->plan->name, st.kind, "step.retry by %s", c.actor);
+			}
+			store_step_clear(&st);
+		}
+		if (strncmp(outcome, "refused", 7) == 0)
+			log_event("warn", r->plan->name, NULL, "%s by %s %s", c.kind, c.actor,
+			    outcome);
+		if (store_command_done(r->s, c.id, engine_now_ms(), outcome, r->err,
+		    r->errlen) != 0)
+			return -1;
+	}
+	return got < 0 ? -1 : 0;
+}
+
+/* Waits MS, looking at commands and the stop flag every poll interval.
+ * Returns 0, or -1 when the store failed. */
+static int
+wait_ms(struct run *r, int64_t ms)
+{
+	int64_t until = engine_now_ms() + ms;
+	int poll = r->o->poll_ms > 0 ? r->o->poll_ms : 500;
+
+	for (;;) {
+		int64_t left = until - engine_now_ms();
+
+		if (stopping(r))
+			return 0;
+		if (handle_commands(r) != 0)
+			return -1;
+		if (left <= 0)
+			return 0;
+		sleep_ms((int)(left < poll ? left : poll));
+	}
+}
+
+/* One turn of the state machine. Returns 0 to go on, 1 when the run is
+ * over with *OUTCOME set, -1 on failure. */
+static int
+turn(struct run *r, enum engine_outcome *outcome)
+{
+	struct store_plan p;
+	struct store_step st = { 0 };
+	json_t *state = NULL, *result = NULL;
+	char *text = NULL;
+	int idx, rc = -1, sr;
+	size_t i;
+
+	if (handle_commands(r) != 0)
+		return -1;
+	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
+		return -1;
+	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
+		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
+		return 1;
+	}
+	for (i = 0; i < r->plan->nsteps; i++) {
+		store_step_clear(&st);
+		if (store_step_get(r->s, r->id, (int)i, &st, r->err, r->errlen) != 0)
+			goto done;
+		if (strcmp(st.status, "succeeded") != 0)
+			break;
+	}
+	if (i == r->plan->nsteps) {
+		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
+			goto done;
+		*outcome = ENGINE_SUCCEEDED;
+		rc = 1;
+		goto done;
+	}
+	idx = (int)i;
+	if (strcmp(st.status, "pending") == 0) {
+		if (r->plan->steps[idx].gate)
+			rc = transition(r, idx, "waiting_approval", 0, 0, NULL, NULL, ACTOR,
+			    "step.waiting_approval", NULL);
+		else
+			rc = transition(r, idx, "running", engine_now_ms(), 0, NULL, NULL, ACTOR,
+			    "step.started", NULL);
+		goto done;
+	}
+	if (strcmp(st.status, "waiting_approval") == 0 || strcmp(st.status, "failed") == 0) {
+		if (r->o->return_when_blocked) {
+			*outcome = st.status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
+			rc = 1;
+			goto done;
+		}
+		rc = wait_ms(r, r->o->poll_ms > 0 ? r->o->poll_ms : 500);
+		goto done;
+	}
+
+	/* Running: start it, resume it after a restart, or continue the watch. */
+	if (st.result_json != NULL)
+		state = json_loads(st.result_json, 0, NULL);
+	sr = run_step(r, idx, state, &result);
+	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (sr == 1) {
+		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
+		    r->errlen) != 0)
+			goto done;
+		rc = wait_ms(r, r->plan->watch.interval_ms);
+		goto done;
+	}
+	if (sr == 0) {
+		if (r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD)
+			record_removals(r, result);
+		rc = transition(r, idx, "succeeded", 0, engine_now_ms(), text, NULL, ACTOR,
+		    "step.succeeded", NULL);
+		goto done;
+	}
+	{
+		char error[1024];
+
+		snprintf(error, sizeof(error), "%s", r->err);
+		if (transition(r, idx, "failed", 0, engine_now_ms(), text, error, ACTOR,
+		    "step.failed", json_pack("{s:s}", "error", error)) != 0 ||
+		    plan_transition(r, "failed", ACTOR, "plan.failed",
+		    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
+			goto done;
+	}
+	rc = 0;
+done:
+	free(text);
+	json_decref(result);
+	json_decref(state);
+	store_step_clear(&st);
+	return rc;
+}
+
+int
+engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
+    enum engine_outcome *outcome, char *err, size_t errlen)
+{
+	struct plan_errors errs = { 0 };
+	struct run r = { 0 };
+	char *yaml = NULL, file[64], line[512];
+	size_t len;
+	int rc = -1, t;
+
+	r.s = s;
+	r.id = plan_id;
+	r.o = o;
+	r.ctx_step = -1;
+	r.err = err;
+	r.errlen = errlen;
+	if ((t = store_plan_yaml(s, plan_id, &yaml, &len, err, errlen)) != 0) {
+		if (t == 1)
+			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
+		goto done;
+	}
+	snprintf(file, sizeof(file), "plan %lld", (long long)plan_id);
+	if (plan_load_buffer(file, yaml, len, &r.plan, &errs) != 0) {
+		snprintf(err, errlen, "the stored plan no longer loads: %s",
+		    errs.n ? plan_error_format(&errs, 0, line, sizeof(line)) : "?");
+		goto done;
+	}
+	for (;;) {
+		if (stopping(&r)) {
+			*outcome = ENGINE_STOPPED;
+			break;
+		}
+		t = turn(&r, outcome);
+		if (t < 0)
+			goto done;
+		if (t == 1)
+			break;
+	}
+	rc = 0;
+done:
+	step_ctx_close(&r.ctx);
+	plan_free(r.plan);
+	plan_errors_free(&errs);
+	free(yaml);
+	return rc;
+}

@@ -1,0 +1,68 @@
+/* engine: runs plans step by step out of the store. Each step goes
+ * pending -> waiting_approval (if gated) -> running -> succeeded | failed,
+ * and the plan running -> succeeded | failed | aborted; every transition is
+ * written in the same transaction as its event in the append-only history.
+ * Operators act through command rows (approve, retry, abort, ack) that the
+ * engine picks up; nothing else drives it. Killed at any instant, a run
+ * resumes from the store: a running step starts again (steps are
+ * idempotent), a finished one never runs twice. */
+#ifndef CUTOVER_ENGINE_H
+#define CUTOVER_ENGINE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "store.h"
+
+enum engine_outcome {
+	ENGINE_SUCCEEDED,      /* every step succeeded */
+	ENGINE_FAILED,         /* a step failed: waiting for retry or abort */
+	ENGINE_ABORTED,        /* an operator aborted the plan */
+	ENGINE_WAITING,        /* a gated step waits for approval */
+	ENGINE_STOPPED         /* asked to stop; resumes on the next run */
+};
+
+struct engine_opts {
+	int poll_ms;                      /* command polling while blocked; 0: 500 */
+	bool return_when_blocked;         /* return ENGINE_WAITING / ENGINE_FAILED
+	                                   * instead of waiting for an operator */
+	volatile sig_atomic_t *stop;      /* non-zero: return at the next safe point */
+};
+
+/* Validates the plan in YAML (FILE names it in errors) and records it with
+ * its steps, all pending. Returns 0 and the new id in *PLAN_ID; 1 when the
+ * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
+ * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
+ * -1 on failure with ERR. */
+int engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
+    int64_t *plan_id, struct plan_errors *errs, char *err, size_t errlen);
+
+/* Runs plan PLAN_ID until it ends, or, with O->return_when_blocked, until
+ * it waits for an operator; or until *O->stop. Returns 0 and the outcome in
+ * *OUTCOME, or -1 when the store or the plan could not be read (ERR). */
+int engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
+    enum engine_outcome *outcome, char *err, size_t errlen);
+
+/* The outcome's name ("succeeded", "waiting for approval", ...). */
+const char *engine_outcome_name(enum engine_outcome o);
+
+/* Finds a plan by REF: its numeric id, or its name (the newest plan of that
+ * name). Returns 0, 1 when there is none, -1 on failure. */
+int engine_find_plan(struct store *s, const char *ref, struct store_plan *out,
+    char *err, size_t errlen);
+
+/* Records an operator command after checking it makes sense now: approve
+ * needs STEP_IDX (0-based) waiting for approval, retry a failed step, abort
+ * a plan not yet finished, ack an open alert. Returns 0 and the command's
+ * id, 1 when refused (ERR says why, for a 409), -1 on failure. */
+int engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
+    int64_t alert_id, const char *actor, const char *comment, int64_t *id,
+    char *err, size_t errlen);
+
+/* Current time in milliseconds since the epoch. */
+int64_t engine_now_ms(void);
+
+#endif

@@ -1,0 +1,129 @@
+/* flip: turns the plan's feature flag on (flip) or off (rollback) with the
+ * intent recorded before the call and the confirmation after, so that a
+ * transition is never sent twice and never recorded without a read-back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "flag.h"
+#include "step.h"
+
+struct intent {
+	const char *names[4];      /* the event kinds looked for */
+	int last;                  /* index into NAMES of the latest, or -1 */
+};
+
+static int
+scan_event(const struct store_event *ev, void *arg)
+{
+	struct intent *in = arg;
+
+	for (int i = 0; i < 4; i++)
+		if (strcmp(ev->kind, in->names[i]) == 0)
+			in->last = i;
+	return 0;
+}
+
+/* The latest of the four flag events of PLAN_ID: 0 flip.requested,
+ * 1 flip.confirmed, 2 rollback.requested, 3 rollback.confirmed; -1 none. */
+static int
+last_intent(struct store *s, int64_t plan_id, int *last, char *err, size_t errlen)
+{
+	struct intent in = { { "flip.requested", "flip.confirmed", "rollback.requested",
+	    "rollback.confirmed" }, -1 };
+
+	if (store_each_event(s, plan_id, scan_event, &in, err, errlen) != 0)
+		return -1;
+	*last = in.last;
+	return 0;
+}
+
+int
+step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen)
+{
+	int last;
+
+	if (last_intent(s, plan_id, &last, err, errlen) != 0)
+		return -1;
+	/* A rollback requested but not confirmed may or may not have taken:
+	 * believe the flag on until a read-back says otherwise. */
+	return last == 0 || last == 1 || last == 2;
+}
+
+/* A description of the flag for the history: never the token. */
+static json_t *
+flag_desc(const struct plan *p)
+{
+	if (p->flag.kind == PLAN_FLAG_UNLEASH)
+		return json_pack("{s:s,s:s,s:s,s:s}", "kind", "unleash", "url", p->flag.url,
+		    "feature", p->flag.feature, "environment", p->flag.environment);
+	return json_pack("{s:s,s:s}", "kind", "http", "read", p->flag.read_url);
+}
+
+static int
+append(struct step_ctx *c, const char *kind, json_t *details)
+{
+	char err[256], *text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc = store_append_event(c->store, c->plan_id, engine_now_ms(), "engine", kind,
+	    text != NULL ? text : "{}", NULL, err, sizeof(err));
+
+	free(text);
+	json_decref(details);
+	return rc;
+}
+
+static int
+switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t errlen)
+{
+	const char *req = on ? "flip.requested" : "rollback.requested";
+	const char *conf = on ? "flip.confirmed" : "rollback.confirmed";
+	const char *failed = on ? "flip.failed" : "rollback.failed";
+	json_t *read = NULL;
+	int last, state;
+
+	*result = NULL;
+	if (c->plan->flag.kind == PLAN_FLAG_NONE) {
+		snprintf(err, errlen, "the plan has no flag to switch");
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
+	if (c->store == NULL)
+		return flag_switch(c->plan, on, result, err, errlen);
+	if (last_intent(c->store, c->plan_id, &last, err, errlen) != 0)
+		return -1;
+	if (last == (on ? 0 : 2)) {
+		/* Requested before a restart, never confirmed: the request may have
+		 * arrived. Read first; send only if it did not take. */
+		if (flag_read(c->plan, &state, &read, err, errlen) == 0 &&
+		    state == (on ? 1 : 0)) {
+			*result = json_pack("{s:b,s:s,s:o,s:o}", "ok", 1, "confirmed_by",
+			    "read-back after a restart", "flag", flag_desc(c->plan),
+			    "read_back", read);
+			return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+		}
+		json_decref(read);
+	} else if (append(c, req, json_pack("{s:o,s:b}", "flag", flag_desc(c->plan), "on",
+	    on)) != 0) {
+		snprintf(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
+		return -1;
+	}
+	if (flag_switch(c->plan, on, result, err, errlen) != 0) {
+		append(c, failed, json_pack("{s:s}", "error", err));
+		return -1;
+	}
+	json_object_set_new(*result, "flag", flag_desc(c->plan));
+	return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+}
+
+int
+step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	return switch_recorded(c, true, result, err, errlen);
+}
+
+int
+step_rollback(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	return switch_recorded(c, false, result, err, errlen);
+}

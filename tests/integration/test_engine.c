@@ -1,0 +1,415 @@
+/* test_engine (integration): the engine runs plans out of a real SQLite
+ * file against a real RabbitMQ node, with its gates approved, its failures
+ * retried and its runs killed (kill -9) from other processes — the cutover
+ * binary in CUTOVER_BINARY, as an operator would run it. The flip and the
+ * watch with a real Unleash are in test_cutover.c. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "step.h"
+#include "store.h"
+
+static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
+
+static void
+set_names(const char *test)
+{
+	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
+	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Writes the test's plan with STEPS (a YAML flow list) to planfile. */
+static void
+write_plan(const char *steps, const char *canary)
+{
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	FILE *f;
+
+	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
+	    getenv("CUTOVER_BINARY") == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
+		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
+	f = fopen(planfile, "w");
+	assert_non_null(f);
+	fprintf(f,
+	    "name: %s\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { names: [%s.old] }\n"
+	    "ladder:\n"
+	    "  prefix: %s\n"
+	    "  unit: 100ms\n"
+	    "  levels: 6\n"
+	    "  destinations: [%s.dest]\n"
+	    "canary:\n"
+	    "  delays: [%s]\n"
+	    "steps: %s\n",
+	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
+	    canary, steps);
+	fclose(f);
+}
+
+/* Runs the cutover binary with ARGS (NULL-terminated) and returns its exit
+ * status; its output goes to the test's stderr. */
+static int
+cutover(const char *arg, ...)
+{
+	const char *argv[24];
+	va_list ap;
+	pid_t pid;
+	int n = 0, st;
+
+	argv[n++] = getenv("CUTOVER_BINARY");
+	argv[n++] = arg;
+	va_start(ap, arg);
+	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	if ((pid = fork()) == 0) {
+		dup2(2, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Starts `cutover run` in the background; returns its pid. */
+static pid_t
+start_run(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(getenv("CUTOVER_BINARY"), "cutover", "run", "--db", db, planfile,
+		    (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+static int
+wait_exit(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The status of step IDX (0-based) of the test's plan, read from the db. */
+static void
+step_status(int idx, char *out, size_t outlen)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	struct store_step st;
+	char err[512];
+
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	if (store_plan_find(s, plan_name, &p, err, sizeof(err)) != 0 ||
+	    store_step_get(s, p.id, idx, &st, err, sizeof(err)) != 0)
+		snprintf(out, outlen, "(none)");
+	else {
+		snprintf(out, outlen, "%s", st.status);
+		store_step_clear(&st);
+	}
+	store_close(s);
+}
+
+struct tally {
+	int n;
+	char kinds[64][48];
+	char actors[64][65];
+};
+
+static int
+tally_event(const struct store_event *ev, void *arg)
+{
+	struct tally *t = arg;
+
+	if (t->n < 64) {
+		snprintf(t->kinds[t->n], sizeof(t->kinds[0]), "%s", ev->kind);
+		snprintf(t->actors[t->n], sizeof(t->actors[0]), "%s", ev->actor);
+	}
+	t->n++;
+	return 0;
+}
+
+static int
+count_kind(const struct tally *t, const char *kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->n && i < 64; i++)
+		n += strcmp(t->kinds[i], kind) == 0;
+	return n;
+}
+
+static void
+read_history(struct tally *t, char *status, size_t statuslen)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	struct store_verify v;
+	char err[512];
+
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	assert_int_equal(store_plan_find(s, plan_name, &p, err, sizeof(err)), 0);
+	snprintf(status, statuslen, "%s", p.status);
+	assert_int_equal(store_each_event(s, p.id, tally_event, t, err, sizeof(err)), 0);
+	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
+	store_close(s);
+}
+
+/* Loads the test's plan and opens its broker connections. */
+static void
+open_plan_ctx(struct step_ctx *c, struct plan **p)
+{
+	struct plan_errors errs = { 0 };
+	char err[1024];
+
+	if (plan_load_file(planfile, p, &errs) != 0)
+		fail_msg("the test plan does not load");
+	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+/* Removes the test's ladder and destination. */
+static void
+cleanup_broker(void)
+{
+	struct plan_errors errs = { 0 };
+	struct step_ctx c;
+	struct plan *p = NULL;
+	json_t *r = NULL;
+	char err[1024], dest[128];
+
+	if (plan_load_file(planfile, &p, &errs) != 0) {
+		plan_errors_free(&errs);
+		return;
+	}
+	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
+		step_teardown_ladder(&c, &r, err, sizeof(err));
+		json_decref(r);
+		snprintf(dest, sizeof(dest), "%s.dest", prefix);
+		broker_queue_delete(c.amqp, dest, 0, NULL, err, sizeof(err));
+		step_ctx_close(&c);
+	}
+	plan_free(p);
+}
+
+static void
+test_gate_approved_from_another_process(void **state)
+{
+	struct tally t;
+	char status[32];
+	int i;
+
+	(void)state;
+	set_names("gate");
+	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
+	/* The engine stops at the gate and says so. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	step_status(1, status, sizeof(status));
+	assert_string_equal(status, "waiting_approval");
+	/* Approving needs a name; approving a step not waiting is refused. */
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "2", NULL), 2);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "1", "--as", "alice",
+	    NULL), 1);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "verify_ladder", "--as",
+	    "alice", "--comment", "ladder looks right", NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(count_kind(&t, "plan.submitted"), 1);
+	assert_int_equal(count_kind(&t, "step.waiting_approval"), 1);
+	assert_int_equal(count_kind(&t, "step.approved"), 1);
+	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
+	assert_int_equal(count_kind(&t, "plan.succeeded"), 1);
+	for (i = 0; i < t.n; i++)
+		if (strcmp(t.kinds[i], "step.approved") == 0)
+			assert_string_equal(t.actors[i], "alice");
+	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	/* A finished plan runs nothing again. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	read_history(&t, status, sizeof(status));
+	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
+	cleanup_broker();
+}
+
+static void
+test_failed_step_retried(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct tally t;
+	char status[32], name[128], err[1024];
+
+	(void)state;
+	set_names("retry");
+	write_plan("[declare_ladder, verify_ladder]", "100ms");
+	/* A queue in the way, with other arguments: declare_ladder fails,
+	 * naming it, and the plan stops there. */
+	open_plan_ctx(&c, &p);
+	snprintf(name, sizeof(name), "%s.level.02", prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	step_status(0, status, sizeof(status));
+	assert_string_equal(status, "failed");
+	step_status(1, status, sizeof(status));
+	assert_string_equal(status, "pending");
+	/* Running again does not go past the failed step. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	step_status(1, status, sizeof(status));
+	assert_string_equal(status, "pending");
+
+	/* Remove the queue in the way, then retry: the step starts again. */
+	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
+	step_ctx_close(&c);
+	plan_free(p);
+	assert_int_equal(cutover("retry", "--db", db, plan_name, "1", "--as", "bob", NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(count_kind(&t, "step.failed"), 1);
+	assert_int_equal(count_kind(&t, "plan.failed"), 1);
+	assert_int_equal(count_kind(&t, "step.retry"), 1);
+	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
+	cleanup_broker();
+}
+
+static void
+test_killed_during_canary_resumes(void **state)
+{
+	struct tally t;
+	char status[32];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("kill");
+	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
+	pid = start_run();
+	/* Kill it while the canary's messages are in the ladder. */
+	for (i = 0; i < 300; i++) {
+		step_status(2, status, sizeof(status));
+		if (strcmp(status, "running") == 0)
+			break;
+		sleep_ms(20);
+	}
+	assert_string_equal(status, "running");
+	sleep_ms(500);
+	kill(pid, SIGKILL);
+	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+	step_status(2, status, sizeof(status));
+	assert_string_equal(status, "running");
+
+	/* The restarted engine runs the canary again (a new batch) and ends. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	/* The steps that had finished did not run again. */
+	assert_int_equal(count_kind(&t, "step.started"), 3);
+	assert_int_equal(count_kind(&t, "step.succeeded"), 3);
+	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	cleanup_broker();
+}
+
+static void
+test_abort_before_the_flip(void **state)
+{
+	struct tally t;
+	char status[32];
+
+	(void)state;
+	set_names("abort");
+	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    "--comment", "wrong window", NULL), 0);
+	/* The engine acts on the abort at its next turn: no rollback needed. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	assert_int_equal(count_kind(&t, "plan.aborted"), 1);
+	assert_int_equal(count_kind(&t, "rollback.requested"), 0);
+	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
+	/* A new plan of the same name may now be submitted. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	cleanup_broker();
+}
+
+static void
+test_tampered_history_is_detected(void **state)
+{
+	char cmd[700];
+
+	(void)state;
+	set_names("tamper");
+	write_plan("[declare_ladder]", "100ms");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	/* Someone with the file and sqlite3 drops the guard and edits an event. */
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"DROP TRIGGER events_no_update; "
+	    "UPDATE events SET actor = 'mallory' WHERE id = 2;\"", db);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 1);
+	assert_int_equal(cutover("history", "--db", db, plan_name, NULL), 1);
+	cleanup_broker();
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gate_approved_from_another_process),
+		cmocka_unit_test(test_failed_step_retried),
+		cmocka_unit_test(test_killed_during_canary_resumes),
+		cmocka_unit_test(test_abort_before_the_flip),
+		cmocka_unit_test(test_tampered_history_is_detected),
+	};
+	const char *tmp = getenv("TMPDIR");
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(planfile, sizeof(planfile), "rm -rf '%s'", dir);
+	if (system(planfile) != 0)
+		rc = rc ? rc : 1;
+	return rc;
+}

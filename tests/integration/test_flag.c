@@ -1,0 +1,1059 @@
+/* test_flag: the feature-flag client (flag.h).
+ *
+ * kind unleash against the real Unleash server scripts/test starts
+ * (scripts/unleash): CUTOVER_TEST_UNLEASH_URL and CUTOVER_TEST_UNLEASH_TOKEN
+ * (an admin token) must be set, and feature delay-ladder must exist in
+ * project default; CUTOVER_TEST_UNLEASH_CLIENT_TOKEN (a backend token for
+ * production), when set, also checks what producers see through the client
+ * API. The feature is left off.
+ *
+ * kind http against a small flag service this test runs on 127.0.0.1 with
+ * libmicrohttpd: it holds one flag, answers GET /flag with
+ *   {"enabled": V, "flags": [{"name": "delay-ladder", "x/y": {"m~n": V}}]}
+ * and PUT /flag {"enabled": V} sets it; it can be told to answer 500 a
+ * number of times or forever, to answer 400, to ignore writes, or to be
+ * slow, and it records the Authorization header it was sent. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "flag.h"
+
+#define TOKEN_REF	"env:CUTOVER_TEST_UNLEASH_TOKEN"
+#define BAD_ENV		"CUTOVER_TEST_FLAG_BAD_TOKEN"
+#define AUTH_ENV	"CUTOVER_TEST_FLAG_AUTH"
+#define AUTH_SECRET	"Bearer flag-secret-7f3a9c"
+#define FEATURE		"delay-ladder"
+
+/* ---- the flag service ---- */
+
+struct srv {
+	struct MHD_Daemon	*d;
+	int			 port;
+	char			 base[64];	/* http://127.0.0.1:PORT */
+	pthread_mutex_t		 mu;
+	json_t			*value;		/* the flag's value */
+	int			 fail_n;	/* answer 500 this many times */
+	int			 fail_forever;
+	int			 bad_request;	/* answer writes with 400 */
+	int			 ignore_write;
+	int			 slow_n;	/* this many answers are slow */
+	long			 slow_ms;
+	int			 requests;
+	int			 writes;
+	char			 auth[256];	/* last Authorization seen */
+	char			 method[16];	/* of the last write */
+	char			 ctype[64];	/* its Content-Type */
+};
+
+struct upload {
+	char	*p;
+	size_t	 len;
+};
+
+static void
+nap(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum MHD_Result
+reply(struct MHD_Connection *conn, unsigned int status, const char *type,
+    const char *body)
+{
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *data,
+    size_t *size, void **con_cls)
+{
+	struct srv *s = cls;
+	struct upload *up = *con_cls;
+	const char *h;
+	char body[512];
+	json_t *doc = NULL, *in;
+	char *text;
+	enum MHD_Result rc;
+	int write, fail, bad, slow;
+
+	(void)version;
+	if (up == NULL) {
+		if ((up = calloc(1, sizeof(*up))) == NULL)
+			return MHD_NO;
+		*con_cls = up;
+		return MHD_YES;
+	}
+	if (*size > 0) {
+		char *p = realloc(up->p, up->len + *size + 1);
+
+		if (p == NULL)
+			return MHD_NO;
+		up->p = p;
+		memcpy(up->p + up->len, data, *size);
+		up->len += *size;
+		up->p[up->len] = '\0';
+		*size = 0;
+		return MHD_YES;
+	}
+
+	write = strcmp(method, "GET") != 0;
+	pthread_mutex_lock(&s->mu);
+	s->requests++;
+	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+	snprintf(s->auth, sizeof(s->auth), "%s", h != NULL ? h : "");
+	fail = s->fail_forever || s->fail_n > 0;
+	if (s->fail_n > 0)
+		s->fail_n--;
+	bad = write && s->bad_request;
+	slow = s->slow_n > 0 ? (s->slow_n--, 1) : 0;
+	pthread_mutex_unlock(&s->mu);
+	if (slow)
+		nap(s->slow_ms);
+
+	if (strcmp(url, "/flag") != 0)
+		return reply(conn, 404, "application/json",
+		    "{\"message\":\"no such flag\"}");
+	if (fail) {
+		/* An answer that quotes the secret: it must come out as ***. */
+		snprintf(body, sizeof(body), "flag store unavailable\n\n"
+		    "(request had %s)", h != NULL ? h : "no auth");
+		return reply(conn, 500, "text/plain", body);
+	}
+	if (bad) {
+		snprintf(body, sizeof(body), "{\"name\":\"BadRequest\","
+		    "\"message\":\"refusing %s\"}", h != NULL ? h : "nobody");
+		return reply(conn, 400, "application/json", body);
+	}
+	pthread_mutex_lock(&s->mu);
+	if (write) {
+		s->writes++;
+		snprintf(s->method, sizeof(s->method), "%s", method);
+		h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_TYPE);
+		snprintf(s->ctype, sizeof(s->ctype), "%s", h != NULL ? h : "");
+		in = up->p != NULL ? json_loads(up->p, 0, NULL) : NULL;
+		if (in == NULL || json_object_get(in, "enabled") == NULL) {
+			pthread_mutex_unlock(&s->mu);
+			json_decref(in);
+			return reply(conn, 422, "application/json",
+			    "{\"message\":\"expected enabled\"}");
+		}
+		if (!s->ignore_write) {
+			json_decref(s->value);
+			s->value = json_incref(json_object_get(in, "enabled"));
+		}
+		json_decref(in);
+		pthread_mutex_unlock(&s->mu);
+		return reply(conn, 200, "application/json", "{\"ok\":true}");
+	}
+	doc = json_pack("{s:O,s:[{s:s,s:{s:O}}]}", "enabled", s->value, "flags",
+	    "name", FEATURE, "x/y", "m~n", s->value);
+	pthread_mutex_unlock(&s->mu);
+	text = doc != NULL ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (text == NULL)
+		return MHD_NO;
+	rc = reply(conn, 200, "application/json", text);
+	free(text);
+	return rc;
+}
+
+static void
+completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct upload *up = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (up != NULL) {
+		free(up->p);
+		free(up);
+		*con_cls = NULL;
+	}
+}
+
+static void
+srv_start(struct srv *s)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *info;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	s->value = json_false();
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = 0;
+	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
+	assert_non_null(s->d);
+	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	assert_non_null(info);
+	s->port = info->port;
+	snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
+}
+
+static void
+srv_stop(struct srv *s)
+{
+	MHD_stop_daemon(s->d);
+	json_decref(s->value);
+	pthread_mutex_destroy(&s->mu);
+}
+
+static void
+srv_set(struct srv *s, json_t *v)
+{
+	pthread_mutex_lock(&s->mu);
+	json_decref(s->value);
+	s->value = v;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- plans ---- */
+
+/* A plan with only its flag section: the unleash one. */
+static void
+unleash_plan(struct plan *p, const char *url, const char *feature,
+    const char *env, const char *token_ref)
+{
+	memset(p, 0, sizeof(*p));
+	p->flag.kind = PLAN_FLAG_UNLEASH;
+	p->flag.url = (char *)url;
+	p->flag.project = "default";
+	p->flag.environment = (char *)env;
+	p->flag.feature = (char *)feature;
+	p->flag.token = (char *)token_ref;
+}
+
+struct http_plan {
+	struct plan		p;
+	char			url[128];
+	struct plan_header	h[2];
+};
+
+/* The http plan of the flag service S, reading POINTER. */
+static void
+http_plan(struct http_plan *hp, const struct srv *s, const char *pointer)
+{
+	memset(hp, 0, sizeof(*hp));
+	snprintf(hp->url, sizeof(hp->url), "%s/flag", s->base);
+	hp->p.flag.kind = PLAN_FLAG_HTTP;
+	hp->p.flag.on.method = "PUT";
+	hp->p.flag.on.url = hp->url;
+	hp->p.flag.on.body = "{\"enabled\":true}";
+	hp->p.flag.off.method = "PUT";
+	hp->p.flag.off.url = hp->url;
+	hp->p.flag.off.body = "{\"enabled\":false}";
+	hp->p.flag.read_url = hp->url;
+	hp->p.flag.read_pointer = (char *)pointer;
+	hp->p.flag.read_on = "true";
+	hp->p.flag.read_off = "false";
+	hp->h[0].name = "Authorization";
+	hp->h[0].value = "env:" AUTH_ENV;
+	hp->h[1].name = "X-Cutover-Test";
+	hp->h[1].value = "flag";
+	hp->p.flag.headers = hp->h;
+	hp->p.flag.nheaders = 2;
+}
+
+/* Fast retries, for tests. */
+static void
+quick(struct flag_options *o)
+{
+	flag_options_default(o);
+	o->connect_timeout_ms = 1000;
+	o->timeout_ms = 2000;
+	o->backoff_ms = 20;
+	o->backoff_max_ms = 80;
+	o->budget_ms = 10000;
+}
+
+/* ---- helpers ---- */
+
+static const char *
+unleash_url(void)
+{
+	const char *u = getenv("CUTOVER_TEST_UNLEASH_URL");
+
+	if (u == NULL || u[0] == '\0' ||
+	    getenv("CUTOVER_TEST_UNLEASH_TOKEN") == NULL)
+		fail_msg("CUTOVER_TEST_UNLEASH_URL and "
+		    "CUTOVER_TEST_UNLEASH_TOKEN are not set: run scripts/test, "
+		    "or scripts/unleash start and export them from "
+		    "scripts/unleash env");
+	return u;
+}
+
+/* Fails if NEEDLE (non-empty) is anywhere in the text of J or in ERR. */
+static void
+assert_not_leaked(const json_t *j, const char *err, const char *needle)
+{
+	char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	assert_true(needle != NULL && needle[0] != '\0');
+	if (text != NULL && strstr(text, needle) != NULL)
+		fail_msg("secret leaked into the result: %s", text);
+	free(text);
+	if (err != NULL && strstr(err, needle) != NULL)
+		fail_msg("secret leaked into the message: %s", err);
+}
+
+static json_t *
+attempt(const json_t *result, size_t i)
+{
+	return json_array_get(json_object_get(result, "attempts"), i);
+}
+
+static size_t
+nattempts(const json_t *result, const char *role)
+{
+	json_t *a = json_object_get(result, "attempts"), *it;
+	size_t i, n = 0;
+
+	json_array_foreach(a, i, it)
+		if (role == NULL || strcmp(json_string_value(json_object_get(it,
+		    "call")), role) == 0)
+			n++;
+	return n;
+}
+
+static long
+status_of(const json_t *a)
+{
+	return (long)json_integer_value(json_object_get(a, "status"));
+}
+
+static void
+assert_contains(const char *s, const char *part)
+{
+	if (s == NULL || strstr(s, part) == NULL)
+		fail_msg("\"%s\" does not contain \"%s\"",
+		    s != NULL ? s : "(null)", part);
+}
+
+/* A closed port on 127.0.0.1: bound, then released. */
+static int
+closed_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd, port;
+
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static size_t
+on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct upload *b = arg;
+	size_t n = size * nmemb;
+	char *p;
+
+	if ((p = realloc(b->p, b->len + n + 1)) == NULL)
+		return 0;
+	b->p = p;
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return n;
+}
+
+/* What a producer sees: "enabled" of the feature through the client API
+ * with the backend token, or -1 when no such token is given. */
+static int
+client_enabled(const char *url)
+{
+	const char *token = getenv("CUTOVER_TEST_UNLEASH_CLIENT_TOKEN");
+	struct curl_slist *h = NULL;
+	struct upload body = { NULL, 0 };
+	char u[512], hdr[512];
+	json_t *j = NULL;
+	CURL *c;
+	long status = 0;
+	int v;
+
+	if (token == NULL || token[0] == '\0') {
+		print_message("CUTOVER_TEST_UNLEASH_CLIENT_TOKEN is not set: "
+		    "not checking the client API\n");
+		return -1;
+	}
+	snprintf(u, sizeof(u), "%s/api/client/features/%s", url, FEATURE);
+	snprintf(hdr, sizeof(hdr), "Authorization: %s", token);
+	assert_non_null(c = curl_easy_init());
+	h = curl_slist_append(h, hdr);
+	curl_easy_setopt(c, CURLOPT_URL, u);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	assert_int_equal(status, 200);
+	assert_non_null(body.p);
+	assert_non_null(j = json_loads(body.p, 0, NULL));
+	free(body.p);
+	assert_true(json_is_boolean(json_object_get(j, "enabled")));
+	v = json_is_true(json_object_get(j, "enabled"));
+	/* An enabled feature with no strategy evaluates as off. */
+	assert_true(json_array_size(json_object_get(j, "strategies")) > 0);
+	json_decref(j);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return v;
+}
+
+/* ---- kind unleash ---- */
+
+static void
+test_unleash_on_off(void **state)
+{
+	const char *url = unleash_url();
+	const char *token = getenv("CUTOVER_TEST_UNLEASH_TOKEN");
+	struct plan p;
+	char err[512] = "";
+	json_t *r = NULL, *rb;
+	int st = -2, pass;
+
+	(void)state;
+	unleash_plan(&p, url, FEATURE, "production", TOKEN_REF);
+	for (pass = 0; pass < 2; pass++) {	/* twice: idempotent */
+		/* on */
+		if (flag_switch(&p, true, &r, err, sizeof(err)) != 0)
+			fail_msg("flag on: %s", err);
+		assert_non_null(r);
+		assert_true(json_is_true(json_object_get(r, "confirmed")));
+		assert_string_equal(json_string_value(json_object_get(r,
+		    "want")), "on");
+		assert_int_equal(nattempts(r, "write"), 1);
+		assert_int_equal(nattempts(r, "read"), 1);
+		assert_int_equal(status_of(attempt(r, 0)), 200);
+		assert_string_equal(json_string_value(json_object_get(
+		    attempt(r, 0), "method")), "POST");
+		assert_contains(json_string_value(json_object_get(attempt(r, 0),
+		    "url")), "/api/admin/projects/default/features/"
+		    "delay-ladder/environments/production/on");
+		rb = json_object_get(r, "read_back");
+		assert_true(json_is_true(json_object_get(rb, "value")));
+		assert_contains(json_string_value(json_object_get(rb,
+		    "excerpt")), "\"name\":\"production\"");
+		assert_not_leaked(r, err, token);
+		json_decref(r);
+		r = NULL;
+		assert_int_equal(flag_read(&p, &st, &r, err, sizeof(err)), 0);
+		assert_int_equal(st, 1);
+		assert_not_leaked(r, err, token);
+		json_decref(r);
+		r = NULL;
+		if (client_enabled(url) == 0)
+			fail_msg("the client API says off after flag on");
+
+		/* off */
+		if (flag_switch(&p, false, &r, err, sizeof(err)) != 0)
+			fail_msg("flag off: %s", err);
+		assert_true(json_is_true(json_object_get(r, "confirmed")));
+		assert_true(json_is_false(json_object_get(json_object_get(r,
+		    "read_back"), "value")));
+		assert_contains(json_string_value(json_object_get(attempt(r, 0),
+		    "url")), "/environments/production/off");
+		json_decref(r);
+		r = NULL;
+		assert_int_equal(flag_read(&p, &st, NULL, err, sizeof(err)), 0);
+		assert_int_equal(st, 0);
+		if (client_enabled(url) == 1)
+			fail_msg("the client API says on after flag off");
+	}
+}
+
+static void
+test_unleash_wrong_token(void **state)
+{
+	const char *url = unleash_url();
+	struct flag_options o;
+	char bad[64], err[512] = "";
+	struct plan p;
+	json_t *r = NULL;
+	int rc, st = 7;
+
+	(void)state;
+	snprintf(bad, sizeof(bad), "*:*.wrong%08lx%08lx", (long)getpid(),
+	    (long)time(NULL));
+	assert_int_equal(setenv(BAD_ENV, bad, 1), 0);
+	unleash_plan(&p, url, FEATURE, "production", "env:" BAD_ENV);
+	quick(&o);
+	rc = flag_switch_with(&p, true, &o, &r, err, sizeof(err));
+	assert_int_equal(rc, FLAG_ERR_AUTH);
+	assert_non_null(r);
+	assert_int_equal(nattempts(r, NULL), 1);	/* 4xx: no retry */
+	assert_int_equal(status_of(attempt(r, 0)), 401);
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	assert_contains(err, "HTTP 401");
+	assert_contains(err, "not retried");
+	assert_contains(err, "/environments/production/on");
+	assert_not_leaked(r, err, bad);
+	assert_not_leaked(r, err, "wrong");
+	json_decref(r);
+	r = NULL;
+
+	rc = flag_read(&p, &st, &r, err, sizeof(err));
+	assert_int_equal(rc, FLAG_ERR_AUTH);
+	assert_int_equal(st, -1);
+	assert_int_equal(nattempts(r, NULL), 1);
+	assert_not_leaked(r, err, bad);
+	json_decref(r);
+	unsetenv(BAD_ENV);
+}
+
+static void
+test_unleash_missing(void **state)
+{
+	const char *url = unleash_url();
+	char feature[64], err[512] = "";
+	struct flag_options o;
+	struct plan p;
+	json_t *r = NULL;
+	int rc;
+
+	(void)state;
+	quick(&o);
+	snprintf(feature, sizeof(feature), "cutover-itest-missing-%ld",
+	    (long)getpid());
+	unleash_plan(&p, url, feature, "production", TOKEN_REF);
+	rc = flag_switch_with(&p, true, &o, &r, err, sizeof(err));
+	assert_int_equal(rc, FLAG_ERR_NOT_FOUND);
+	assert_int_equal(nattempts(r, NULL), 1);
+	assert_int_equal(status_of(attempt(r, 0)), 404);
+	assert_contains(err, "HTTP 404");
+	assert_contains(err, feature);
+	assert_contains(json_string_value(json_object_get(attempt(r, 0),
+	    "excerpt")), "NotFoundError");
+	assert_not_leaked(r, err, getenv("CUTOVER_TEST_UNLEASH_TOKEN"));
+	json_decref(r);
+	r = NULL;
+
+	/* An environment the feature does not have. */
+	unleash_plan(&p, url, FEATURE, "nowhere", TOKEN_REF);
+	rc = flag_switch_with(&p, true, &o, &r, err, sizeof(err));
+	assert_int_equal(rc, FLAG_ERR_NOT_FOUND);
+	assert_int_equal(nattempts(r, NULL), 1);
+	assert_contains(err, "nowhere");
+	json_decref(r);
+	r = NULL;
+	rc = flag_read_with(&p, &o, NULL, &r, err, sizeof(err));
+	assert_int_equal(rc, FLAG_ERR_ANSWER);
+	assert_contains(err, "no environment \"nowhere\"");
+	assert_contains(err, "production");
+	json_decref(r);
+}
+
+static void
+test_unleash_token_unset(void **state)
+{
+	const char *url = unleash_url();
+	char err[512] = "";
+	struct plan p;
+	json_t *r = NULL;
+
+	(void)state;
+	unsetenv("CUTOVER_TEST_FLAG_UNSET");
+	unleash_plan(&p, url, FEATURE, "production",
+	    "env:CUTOVER_TEST_FLAG_UNSET");
+	assert_int_equal(flag_switch(&p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	assert_contains(err, "CUTOVER_TEST_FLAG_UNSET is not set");
+	assert_int_equal(nattempts(r, NULL), 0);
+	json_decref(r);
+	r = NULL;
+
+	/* A literal token is refused, and not quoted. */
+	unleash_plan(&p, url, FEATURE, "production", "*:*.literal-secret");
+	assert_int_equal(flag_switch(&p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	assert_contains(err, "not an env:NAME reference");
+	assert_not_leaked(r, err, "literal-secret");
+	json_decref(r);
+}
+
+static void
+test_unleash_stopped(void **state)
+{
+	struct flag_options o;
+	char url[64], err[512] = "";
+	struct plan p;
+	json_t *r = NULL, *a;
+	double t0, dt;
+	size_t i;
+	int rc;
+
+	(void)state;
+	unleash_url();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", closed_port());
+	unleash_plan(&p, url, FEATURE, "production", TOKEN_REF);
+	quick(&o);
+	t0 = now();
+	rc = flag_switch_with(&p, true, &o, &r, err, sizeof(err));
+	dt = now() - t0;
+	assert_int_equal(rc, FLAG_ERR_TRANSPORT);
+	assert_int_equal(nattempts(r, "write"), o.attempts);
+	assert_int_equal(nattempts(r, "read"), 0);
+	json_array_foreach(json_object_get(r, "attempts"), i, a) {
+		assert_int_equal(status_of(a), 0);
+		assert_string_equal(json_string_value(json_object_get(a,
+		    "error")), "connection refused");
+	}
+	assert_contains(err, "connection refused");
+	assert_contains(err, "4 attempts");
+	assert_contains(err, url);
+	/* Waits of 20, 40 and 80 ms between the four attempts. */
+	assert_true(dt >= 0.140);
+	assert_true(dt < 5.0);
+	assert_not_leaked(r, err, getenv("CUTOVER_TEST_UNLEASH_TOKEN"));
+	json_decref(r);
+	r = NULL;
+
+	/* The default schedule: 4 attempts, 0.5 + 1 + 2 s of waits. */
+	t0 = now();
+	rc = flag_read(&p, NULL, &r, err, sizeof(err));
+	dt = now() - t0;
+	assert_int_equal(rc, FLAG_ERR_TRANSPORT);
+	assert_int_equal(nattempts(r, "read"), FLAG_ATTEMPTS);
+	assert_true(dt >= 3.4 && dt < 10.0);
+	json_decref(r);
+}
+
+/* ---- kind http ---- */
+
+static void
+test_http_on_off(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+	int st = -2;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(nattempts(r, "write"), 1);
+	assert_int_equal(nattempts(r, "read"), 1);
+	assert_string_equal(json_string_value(json_object_get(attempt(r, 0),
+	    "method")), "PUT");
+	assert_string_equal(json_string_value(json_object_get(attempt(r, 0),
+	    "url")), hp.url);
+	assert_true(json_is_true(json_object_get(json_object_get(r,
+	    "read_back"), "value")));
+	/* The header reached the service, resolved; it is nowhere else. */
+	assert_string_equal(s.auth, AUTH_SECRET);
+	assert_string_equal(s.method, "PUT");
+	assert_string_equal(s.ctype, "application/json");
+	assert_true(json_is_true(s.value));
+	assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	json_decref(r);
+	r = NULL;
+
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
+	    0);
+	assert_int_equal(st, 1);
+	json_decref(r);
+	r = NULL;
+
+	if (flag_switch_with(&hp.p, false, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag off: %s", err);
+	assert_true(json_is_false(s.value));
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, 0);
+	json_decref(r);
+
+	/* Neither on nor off. */
+	srv_set(&s, json_string("maybe"));
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
+	    0);
+	assert_int_equal(st, -1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "read_back"), "state")), "unknown");
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_pointer_escapes(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	struct srv s;
+	int st = -2;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/flags/0/x~1y/m~0n");
+	quick(&o);
+	if (flag_switch_with(&hp.p, true, &o, NULL, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, 1);
+
+	/* A pointer to nothing: unknown, and a switch cannot confirm. */
+	hp.p.flag.read_pointer = "/flags/1/x~1y/m~0n";
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, -1);
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, NULL, err,
+	    sizeof(err)), FLAG_ERR_MISMATCH);
+	assert_contains(err, "nothing there at /flags/1/x~1y/m~0n");
+
+	/* A malformed pointer fails before anything is sent. */
+	hp.p.flag.read_pointer = "/flags/0/x~2y";
+	s.requests = 0;
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), FLAG_ERR_ARG);
+	assert_int_equal(s.requests, 0);
+	srv_stop(&s);
+}
+
+static void
+test_http_500_then_ok(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	s.fail_n = 2;
+	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(nattempts(r, "write"), 3);
+	assert_int_equal(status_of(attempt(r, 0)), 500);
+	assert_int_equal(status_of(attempt(r, 1)), 500);
+	assert_int_equal(status_of(attempt(r, 2)), 200);
+	assert_int_equal(nattempts(r, "read"), 1);
+	/* The 500 answers quoted the header: redacted in the excerpts. */
+	assert_contains(json_string_value(json_object_get(attempt(r, 0),
+	    "excerpt")), "flag store unavailable (request had ***)");
+	assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	assert_true(json_is_true(s.value));
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_500_forever(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	s.fail_forever = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(nattempts(r, "write"), 4);
+	assert_int_equal(nattempts(r, "read"), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(status_of(attempt(r, i)), 500);
+	assert_contains(err, "flag on: PUT ");
+	assert_contains(err, hp.url);
+	assert_contains(err, "HTTP 500");
+	assert_contains(err, "flag store unavailable");
+	assert_contains(err, "4 attempts");
+	assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	assert_int_equal(s.requests, 4);
+	json_decref(r);
+	r = NULL;
+
+	/* The budget bounds the attempts: 50 ms leaves room for two. */
+	o.attempts = 10;
+	o.backoff_ms = 30;
+	o.backoff_max_ms = 30;
+	o.budget_ms = 50;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_true(nattempts(r, "write") == 1 || nattempts(r, "write") == 2);
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_400(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	s.bad_request = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_int_equal(nattempts(r, NULL), 1);
+	assert_int_equal(status_of(attempt(r, 0)), 400);
+	assert_int_equal(s.requests, 1);
+	assert_contains(err, "HTTP 400 (BadRequest: refusing ***)");
+	assert_contains(err, "not retried");
+	assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	json_decref(r);
+	r = NULL;
+
+	/* A read URL that is not there: 404, not retried either. */
+	s.bad_request = 0;
+	snprintf(hp.url, sizeof(hp.url), "%s/nope", s.base);
+	hp.p.flag.read_url = hp.url;
+	assert_int_equal(flag_read_with(&hp.p, &o, NULL, &r, err, sizeof(err)),
+	    FLAG_ERR_NOT_FOUND);
+	assert_int_equal(nattempts(r, NULL), 1);
+	assert_contains(err, "HTTP 404 (no such flag)");
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_ignored_write(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	s.ignore_write = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_MISMATCH);
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(nattempts(r, "write"), 1);
+	assert_int_equal(nattempts(r, "read"), 1);
+	assert_contains(err, "false at /enabled; expected true (on)");
+	assert_true(json_is_false(json_object_get(json_object_get(r,
+	    "read_back"), "value")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "read_back"), "state")), "off");
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_slow(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	quick(&o);
+	o.timeout_ms = 200;
+	s.slow_n = 1;
+	s.slow_ms = 800;
+	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_int_equal(nattempts(r, "write"), 2);
+	assert_int_equal(status_of(attempt(r, 0)), 0);
+	assert_contains(json_string_value(json_object_get(attempt(r, 0),
+	    "error")), "timed out after 200 ms");
+	assert_int_equal(status_of(attempt(r, 1)), 200);
+	json_decref(r);
+	srv_stop(&s);
+}
+
+static void
+test_http_secret_unset(void **state)
+{
+	struct http_plan hp;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	unsetenv(AUTH_ENV);
+	srv_start(&s);
+	http_plan(&hp, &s, "/enabled");
+	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	assert_contains(err, "flag.headers.Authorization: env:" AUTH_ENV
+	    ": variable " AUTH_ENV " is not set");
+	assert_int_equal(s.requests, 0);
+	json_decref(r);
+	r = NULL;
+
+	/* Credentials in a URL are refused, and not quoted. */
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	hp.p.flag.on.url = "http://user:pa55word@127.0.0.1:1/flag";
+	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	assert_contains(err, "flag.on.url must not carry credentials");
+	assert_not_leaked(r, err, "pa55word");
+	json_decref(r);
+	srv_stop(&s);
+}
+
+/* ---- JSON pointer (RFC 6901 §5's examples) ---- */
+
+static void
+test_json_pointer(void **state)
+{
+	static const char *doc_text = "{\"foo\": [\"bar\", \"baz\"], \"\": 0, "
+	    "\"a/b\": 1, \"c%d\": 2, \"e^f\": 3, \"g|h\": 4, \"i\\\\j\": 5, "
+	    "\"k\\\"l\": 6, \" \": 7, \"m~n\": 8, \"~1\": 9, "
+	    "\"arr\": [[10, 11], {\"x\": 12}]}";
+	static const struct { const char *ptr; long v; } cases[] = {
+		{ "/foo/0", -1 }, { "/", 0 }, { "/a~1b", 1 }, { "/c%d", 2 },
+		{ "/e^f", 3 }, { "/g|h", 4 }, { "/i\\j", 5 }, { "/k\"l", 6 },
+		{ "/ ", 7 }, { "/m~0n", 8 }, { "/~01", 9 },
+		{ "/arr/0/1", 11 }, { "/arr/1/x", 12 },
+	};
+	static const char *absent[] = { "/nope", "/foo/2", "/foo/-",
+	    "/foo/01", "/foo/x", "/arr/0/1/2", "/a~1b/c", "/~1",
+	    "/foo/99999999999999999999999" };
+	static const char *bad[] = { "foo", "/m~2n", "/m~", "/~" };
+	json_t *doc, *v;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	assert_non_null(doc = json_loads(doc_text, 0, NULL));
+	assert_int_equal(flag_json_pointer(doc, "", &v, err, sizeof(err)), 0);
+	assert_ptr_equal(v, doc);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (flag_json_pointer(doc, cases[i].ptr, &v, err,
+		    sizeof(err)) != 0)
+			fail_msg("%s: not found", cases[i].ptr);
+		if (cases[i].v < 0)
+			assert_string_equal(json_string_value(v), "bar");
+		else
+			assert_int_equal(json_integer_value(v), cases[i].v);
+	}
+	assert_int_equal(flag_json_pointer(doc, "/foo", &v, err, sizeof(err)),
+	    0);
+	assert_int_equal(json_array_size(v), 2);
+	for (i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+		if (flag_json_pointer(doc, absent[i], &v, err,
+		    sizeof(err)) != 1)
+			fail_msg("%s: expected absent", absent[i]);
+		assert_null(v);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (flag_json_pointer(doc, bad[i], &v, err, sizeof(err)) !=
+		    FLAG_ERR_ARG)
+			fail_msg("%s: expected malformed", bad[i]);
+		assert_contains(err, bad[i]);
+	}
+	json_decref(doc);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_pointer),
+		cmocka_unit_test(test_unleash_on_off),
+		cmocka_unit_test(test_unleash_wrong_token),
+		cmocka_unit_test(test_unleash_missing),
+		cmocka_unit_test(test_unleash_token_unset),
+		cmocka_unit_test(test_unleash_stopped),
+		cmocka_unit_test(test_http_on_off),
+		cmocka_unit_test(test_http_pointer_escapes),
+		cmocka_unit_test(test_http_500_then_ok),
+		cmocka_unit_test(test_http_500_forever),
+		cmocka_unit_test(test_http_400),
+		cmocka_unit_test(test_http_ignored_write),
+		cmocka_unit_test(test_http_slow),
+		cmocka_unit_test(test_http_secret_unset),
+	};
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
