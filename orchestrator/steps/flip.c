@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "fault.h"
 #include "flag.h"
 #include "step.h"
 
@@ -113,6 +114,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 		return -1;
 	}
 	json_object_set_new(*result, "flag", flag_desc(c->plan));
+	fault_point(conf);              /* the flag took it; the record has not */
 	return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
 }
 

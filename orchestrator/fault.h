@@ -1,0 +1,12 @@
+/* fault: named crash points for the tests that prove recovery. A crash at
+ * an exact instant (after the flag service took a flip, before the flip is
+ * recorded) cannot be produced from outside reliably, so the process kills
+ * itself there when the environment asks it to. Inert otherwise. */
+#ifndef CUTOVER_FAULT_H
+#define CUTOVER_FAULT_H
+
+/* If the environment variable CUTOVER_FAULT equals "crash:" NAME, the
+ * process sends itself SIGKILL (no cleanup, no flush: a real crash). */
+void fault_point(const char *name);
+
+#endif

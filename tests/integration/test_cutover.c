@@ -1,0 +1,612 @@
+/* test_cutover (integration): whole plans through the engine against a real
+ * RabbitMQ node and a real Unleash — gates approved from another process,
+ * kill -9 at the worst moments, abort after the flip, a flag service that
+ * is down, and a producer still writing into the old path after the flip.
+ * The cutover binary (CUTOVER_BINARY) is run as an operator would. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "flag.h"
+#include "step.h"
+#include "store.h"
+
+static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
+
+static void
+set_names(const char *test)
+{
+	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
+	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int64_t
+now_ms(void)
+{
+	return engine_now_ms();
+}
+
+/* Writes the test's plan; FLAG_URL NULL means the test Unleash; ALLOWANCE
+ * is watch.allowance. */
+static void
+write_plan(const char *flag_url, const char *allowance)
+{
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	const char *unleash = getenv("CUTOVER_TEST_UNLEASH_URL");
+	FILE *f;
+
+	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
+	    getenv("CUTOVER_BINARY") == NULL || unleash == NULL ||
+	    getenv("CUTOVER_TEST_UNLEASH_TOKEN") == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
+		    "CUTOVER_TEST_PASSWORD, CUTOVER_TEST_UNLEASH_URL, "
+		    "CUTOVER_TEST_UNLEASH_TOKEN and CUTOVER_BINARY (scripts/test does)");
+	f = fopen(planfile, "w");
+	assert_non_null(f);
+	fprintf(f,
+	    "name: %s\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { match: '^%s\\.old\\.[0-9]+$' }\n"
+	    "ladder:\n"
+	    "  prefix: %s\n"
+	    "  unit: 100ms\n"
+	    "  levels: 8\n"
+	    "  destinations: [%s.dest]\n"
+	    "canary:\n"
+	    "  delays: [100ms, 300ms]\n"
+	    "flag:\n"
+	    "  kind: unleash\n"
+	    "  url: %s\n"
+	    "  project: default\n"
+	    "  environment: production\n"
+	    "  feature: delay-ladder\n"
+	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
+	    "watch:\n"
+	    "  interval: 250ms\n"
+	    "  allowance: %s\n"
+	    "  probe_every: 1s\n"
+	    "steps:\n"
+	    "  - measure_horizon\n"
+	    "  - declare_ladder\n"
+	    "  - verify_ladder\n"
+	    "  - canary\n"
+	    "  - { step: flip, gate: true }\n"
+	    "  - watch\n"
+	    "  - { step: remove_old, gate: true }\n",
+	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
+	    flag_url != NULL ? flag_url : unleash, allowance);
+	fclose(f);
+}
+
+static struct plan *
+load_plan(void)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+
+	if (plan_load_file(planfile, &p, &errs) != 0)
+		fail_msg("the test plan does not load");
+	return p;
+}
+
+static void publish_old(struct step_ctx *c, const char *name);
+
+/* The old path the plan migrates away from: three classic delay queues of
+ * 1, 2 and 3 s dead-lettering into the destination, with messages waiting. */
+static void
+make_old_path(struct step_ctx *c)
+{
+	char name[160], dest[160], err[1024];
+	struct topology_arg a[3];
+
+	snprintf(dest, sizeof(dest), "%s.dest", prefix);
+	assert_int_equal(broker_queue_declare(c->amqp, dest, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	for (int s = 1; s <= 3; s++) {
+		memset(a, 0, sizeof(a));
+		snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+		a[0].is_int = true;
+		a[0].num = s * 1000;
+		snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+		snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+		snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		assert_int_equal(broker_queue_declare(c->amqp, name, true, a, 3, err,
+		    sizeof(err)), 0);
+		for (int i = 0; i < 3; i++)
+			publish_old(c, name);
+	}
+}
+
+/* One message into old queue NAME through the default exchange. */
+static void
+publish_old(struct step_ctx *c, const char *name)
+{
+	struct broker_message m = { 0 };
+	char err[512];
+
+	m.exchange = "";
+	m.routing_key = name;
+	m.body = "old";
+	m.len = 3;
+	m.mandatory = true;
+	assert_int_equal(broker_publish(c->amqp, &m, 5000, err, sizeof(err)), 0);
+}
+
+static int
+cutover(const char *arg, ...)
+{
+	const char *argv[24];
+	va_list ap;
+	pid_t pid;
+	int n = 0, st;
+
+	argv[n++] = getenv("CUTOVER_BINARY");
+	argv[n++] = arg;
+	va_start(ap, arg);
+	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	if ((pid = fork()) == 0) {
+		dup2(2, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* `cutover run` in the background, with FAULT in CUTOVER_FAULT if not NULL. */
+static pid_t
+start_run(const char *fault)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (fault != NULL)
+			setenv("CUTOVER_FAULT", fault, 1);
+		dup2(2, 1);
+		execl(getenv("CUTOVER_BINARY"), "cutover", "run", "--db", db, planfile,
+		    (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+static int
+wait_exit(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Reads step IDX (0-based) of the test's plan. Returns 0 when found. */
+static int
+read_step(int idx, struct store_step *out)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	char err[512];
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (store_open(db, &s, err, sizeof(err)) != 0)
+		return -1;
+	if (store_plan_find(s, plan_name, &p, err, sizeof(err)) == 0)
+		rc = store_step_get(s, p.id, idx, out, err, sizeof(err));
+	store_close(s);
+	return rc;
+}
+
+/* Waits until step IDX has STATUS (up to TIMEOUT_MS). Returns 1 if it did. */
+static int
+wait_step(int idx, const char *status, int timeout_ms)
+{
+	int64_t until = now_ms() + timeout_ms;
+	struct store_step st;
+
+	while (now_ms() < until) {
+		if (read_step(idx, &st) == 0) {
+			int same = strcmp(st.status, status) == 0;
+
+			store_step_clear(&st);
+			if (same)
+				return 1;
+		}
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+/* A number from step IDX's persisted result, or -1. */
+static int64_t
+step_number(int idx, const char *key)
+{
+	struct store_step st;
+	json_t *j;
+	int64_t v = -1;
+
+	if (read_step(idx, &st) != 0)
+		return -1;
+	if (st.result_json != NULL && (j = json_loads(st.result_json, 0, NULL)) != NULL) {
+		if (json_is_integer(json_object_get(j, key)))
+			v = json_integer_value(json_object_get(j, key));
+		json_decref(j);
+	}
+	store_step_clear(&st);
+	return v;
+}
+
+struct tally {
+	int n;
+	char kinds[256][48];
+};
+
+static int
+tally_event(const struct store_event *ev, void *arg)
+{
+	struct tally *t = arg;
+
+	if (t->n < 256)
+		snprintf(t->kinds[t->n++], sizeof(t->kinds[0]), "%s", ev->kind);
+	return 0;
+}
+
+static int
+count_kind(const struct tally *t, const char *kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->n; i++)
+		n += strcmp(t->kinds[i], kind) == 0;
+	return n;
+}
+
+static void
+read_history(struct tally *t, char *status, size_t statuslen)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	struct store_verify v;
+	char err[512];
+
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	assert_int_equal(store_plan_find(s, plan_name, &p, err, sizeof(err)), 0);
+	snprintf(status, statuslen, "%s", p.status);
+	assert_int_equal(store_each_event(s, p.id, tally_event, t, err, sizeof(err)), 0);
+	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
+	store_close(s);
+}
+
+/* The flag as Unleash has it now: 1 on, 0 off. */
+static int
+flag_now(const struct plan *p)
+{
+	json_t *r = NULL;
+	char err[1024];
+	int state = -1;
+
+	if (flag_read(p, &state, &r, err, sizeof(err)) != 0)
+		fail_msg("reading the flag: %s", err);
+	json_decref(r);
+	return state;
+}
+
+/* Sets up a test: names, plan, the flag off, the old path with messages. */
+static void
+begin(const char *test, struct plan **p, struct step_ctx *c, const char *flag_url,
+    const char *allowance)
+{
+	json_t *r = NULL;
+	char err[1024];
+
+	set_names(test);
+	write_plan(flag_url, allowance);
+	*p = load_plan();
+	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (flag_url == NULL) {
+		if (flag_switch(*p, false, &r, err, sizeof(err)) != 0)
+			fail_msg("turning the flag off before the test: %s", err);
+		json_decref(r);
+	}
+	make_old_path(c);
+}
+
+static void
+end(struct plan *p, struct step_ctx *c)
+{
+	json_t *r = NULL;
+	char err[1024], name[160];
+
+	/* The ladder holds nothing any more once a plan ends; drain it by
+	 * deleting what is left, then tear down. */
+	for (int k = 0; k < p->ladder.levels; k++) {
+		ladder_level_queue(&p->ladder, k, name, sizeof(name));
+		broker_queue_delete(c->amqp, name, 0, NULL, err, sizeof(err));
+	}
+	step_teardown_ladder(c, &r, err, sizeof(err));
+	json_decref(r);
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		broker_queue_delete(c->amqp, name, 0, NULL, err, sizeof(err));
+	}
+	snprintf(name, sizeof(name), "%s.dest", prefix);
+	broker_queue_delete(c->amqp, name, 0, NULL, err, sizeof(err));
+	step_ctx_close(c);
+	plan_free(p);
+}
+
+static void
+test_whole_plan_with_gates(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct tally t;
+	struct broker_queue_info qi;
+	char status[32], err[512], name[160];
+
+	(void)state;
+	begin("whole", &p, &c, NULL, "1s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(flag_now(p), 0);          /* not before the approval */
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(flag_now(p), 1);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(count_kind(&t, "flip.requested"), 1);
+	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
+	assert_int_equal(count_kind(&t, "old.queue_removed"), 3);
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)),
+		    BROKER_NOT_FOUND);
+	}
+	/* Every old message came out at the destination: 3 queues x 3. */
+	snprintf(name, sizeof(name), "%s.dest", prefix);
+	assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)), 0);
+	assert_int_equal(qi.messages, 9);
+	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	end(p, &c);
+}
+
+static void
+test_crash_between_flip_and_its_record(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct tally t;
+	char status[32];
+	pid_t pid;
+
+	(void)state;
+	begin("flipcrash", &p, &c, NULL, "1s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "5", "--as", "alice",
+	    NULL), 0);
+	/* The flag service takes the flip; the engine dies before recording it. */
+	pid = start_run("crash:flip.confirmed");
+	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+	assert_int_equal(flag_now(p), 1);
+	read_history(&t, status, sizeof(status));
+	assert_int_equal(count_kind(&t, "flip.requested"), 1);
+	assert_int_equal(count_kind(&t, "flip.confirmed"), 0);
+
+	/* The restarted engine reads the flag instead of flipping again. */
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	read_history(&t, status, sizeof(status));
+	assert_int_equal(count_kind(&t, "flip.requested"), 1);
+	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
+	assert_true(wait_step(5, "succeeded", 1));
+	end(p, &c);
+}
+
+static void
+test_killed_during_watch_keeps_its_deadline(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct tally t;
+	char status[32];
+	int64_t started, deadline;
+	pid_t pid;
+
+	(void)state;
+	begin("watchkill", &p, &c, NULL, "1s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	pid = start_run(NULL);
+	assert_true(wait_step(5, "running", 30000));
+	/* Let it sample a few times, then kill it. */
+	for (int i = 0; i < 100 && step_number(5, "ticks") < 3; i++)
+		sleep_ms(100);
+	started = step_number(5, "started_ms");
+	deadline = step_number(5, "deadline_ms");
+	assert_true(started > 0);
+	assert_true(deadline > started);
+	kill(pid, SIGKILL);
+	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	/* The watch kept its start; its deadline never moved earlier. */
+	assert_int_equal(step_number(5, "started_ms"), started);
+	assert_true(step_number(5, "deadline_ms") >= deadline);
+	read_history(&t, status, sizeof(status));
+	assert_int_equal(count_kind(&t, "flip.requested"), 1);
+	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
+	end(p, &c);
+}
+
+static void
+test_abort_after_the_flip_rolls_back(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct tally t;
+	char status[32];
+
+	(void)state;
+	begin("rollback", &p, &c, NULL, "1s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(flag_now(p), 1);
+	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    "--comment", "consumers saw duplicates", NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(flag_now(p), 0);          /* read back from Unleash */
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	assert_int_equal(count_kind(&t, "rollback.requested"), 1);
+	assert_int_equal(count_kind(&t, "rollback.confirmed"), 1);
+	assert_int_equal(count_kind(&t, "plan.aborted"), 1);
+	end(p, &c);
+}
+
+static void
+test_flag_service_down_stops_the_plan(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store_step st;
+	struct tally t;
+	char status[32];
+
+	(void)state;
+	begin("flagdown", &p, &c, "http://127.0.0.1:1", "1s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(read_step(4, &st), 0);
+	assert_string_equal(st.status, "failed");
+	assert_non_null(st.error);
+	assert_non_null(strstr(st.error, "attempts"));
+	store_step_clear(&st);
+	assert_int_equal(read_step(5, &st), 0);
+	assert_string_equal(st.status, "pending");  /* the plan does not go on */
+	store_step_clear(&st);
+	read_history(&t, status, sizeof(status));
+	assert_string_equal(status, "failed");
+	assert_int_equal(count_kind(&t, "flip.failed"), 1);
+	assert_int_equal(count_kind(&t, "flip.confirmed"), 0);
+	end(p, &c);
+}
+
+static void
+test_old_publish_after_the_flip_moves_the_deadline(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store *s = NULL;
+	struct store_plan sp;
+	char err[512], name[160];
+	int64_t deadline, moved = -1;
+	pid_t pid;
+	int alerts = 0;
+
+	(void)state;
+	begin("latepub", &p, &c, NULL, "30s");
+	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	pid = start_run(NULL);
+	assert_true(wait_step(5, "running", 30000));
+	for (int i = 0; i < 100 && step_number(5, "ticks") < 2; i++)
+		sleep_ms(100);
+	/* Past the window in which the management statistics may still be
+	 * counting publishes from before the flip (watch.c: OLD_STATS_LAG_MS). */
+	while (now_ms() < step_number(5, "started_ms") + 11000)
+		sleep_ms(200);
+	deadline = step_number(5, "deadline_ms");
+	/* A producer that was not flipped writes into the old path. */
+	snprintf(name, sizeof(name), "%s.old.3", prefix);
+	publish_old(&c, name);
+	for (int i = 0; i < 300 && alerts == 0; i++) {
+		sleep_ms(100);
+		assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+		assert_int_equal(store_plan_find(s, plan_name, &sp, err, sizeof(err)), 0);
+		alerts = store_each_alert(s, sp.id, 1, NULL, NULL, err, sizeof(err));
+		store_close(s);
+	}
+	assert_true(alerts >= 1);
+	moved = step_number(5, "deadline_ms");
+	assert_true(moved > deadline);
+	/* The watch does not pass with the alert open. */
+	sleep_ms(1000);
+	{
+		struct store_step st;
+
+		assert_int_equal(read_step(5, &st), 0);
+		assert_string_equal(st.status, "running");
+		store_step_clear(&st);
+	}
+	kill(pid, SIGTERM);
+	assert_int_equal(wait_exit(pid), 4);
+	end(p, &c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_whole_plan_with_gates),
+		cmocka_unit_test(test_crash_between_flip_and_its_record),
+		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
+		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
+		cmocka_unit_test(test_flag_service_down_stops_the_plan),
+		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
+	};
+	const char *tmp = getenv("TMPDIR");
+	char cmd[300];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/itest_cutover.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0 && rc == 0)
+		rc = 1;
+	return rc;
+}
