@@ -20,6 +20,7 @@ struct run {
 	const struct engine_opts *o;
 	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
+	int64_t due_ms;                /* when the state machine next has work */
 	char *err;
 	size_t errlen;
 };
@@ -524,29 +525,17 @@ handle_commands(struct run *r)
 	return got < 0 ? -1 : 0;
 }
 
-/* Waits MS, looking at commands and the stop flag every poll interval.
- * Returns 0, or -1 when the store failed. */
 static int
-wait_ms(struct run *r, int64_t ms)
+poll_ms(const struct run *r)
 {
-	int64_t until = engine_now_ms() + ms;
-	int poll = r->o->poll_ms > 0 ? r->o->poll_ms : 500;
-
-	for (;;) {
-		int64_t left = until - engine_now_ms();
-
-		if (stopping(r))
-			return 0;
-		if (handle_commands(r) != 0)
-			return -1;
-		if (left <= 0)
-			return 0;
-		sleep_ms((int)(left < poll ? left : poll));
-	}
+	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
 }
 
-/* One turn of the state machine. Returns 0 to go on, 1 when the run is
- * over with *OUTCOME set, -1 on failure. */
+/* One turn of the state machine: acts on waiting commands, then, when the
+ * plan has work due, does the next piece of it (one transition, one step,
+ * one watch tick) without sleeping, and sets r->due_ms to when it next has
+ * work. Returns 0 to go on, 1 when the run is over with *OUTCOME set, -1 on
+ * failure. */
 static int
 turn(struct run *r, enum engine_outcome *outcome)
 {
@@ -565,6 +554,9 @@ turn(struct run *r, enum engine_outcome *outcome)
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
 		return 1;
 	}
+	if (engine_now_ms() < r->due_ms)
+		return 0;
+	r->due_ms = 0;
 	for (i = 0; i < r->plan->nsteps; i++) {
 		store_step_clear(&st);
 		if (store_step_get(r->s, r->id, (int)i, &st, r->err, r->errlen) != 0)
@@ -595,7 +587,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 			rc = 1;
 			goto done;
 		}
-		rc = wait_ms(r, r->o->poll_ms > 0 ? r->o->poll_ms : 500);
+		r->due_ms = engine_now_ms() + poll_ms(r);
+		rc = 0;
 		goto done;
 	}
 
@@ -608,7 +601,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
-		rc = wait_ms(r, r->plan->watch.interval_ms);
+		r->due_ms = engine_now_ms() + r->plan->watch.interval_ms;
+		rc = 0;
 		goto done;
 	}
 	if (sr == 0) {
@@ -637,34 +631,62 @@ done:
 	return rc;
 }
 
-int
-engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
-    enum engine_outcome *outcome, char *err, size_t errlen)
+/* Prepares R to run plan PLAN_ID: loads the stored plan text. Returns 0,
+ * or -1 with ERR. */
+static int
+run_open(struct run *r, struct store *s, int64_t plan_id, const struct engine_opts *o,
+    char *err, size_t errlen)
 {
 	struct plan_errors errs = { 0 };
-	struct run r = { 0 };
 	char *yaml = NULL, file[64], line[512];
 	size_t len;
 	int rc = -1, t;
 
-	r.s = s;
-	r.id = plan_id;
-	r.o = o;
-	r.ctx_step = -1;
-	r.err = err;
-	r.errlen = errlen;
+	memset(r, 0, sizeof(*r));
+	r->s = s;
+	r->id = plan_id;
+	r->o = o;
+	r->ctx_step = -1;
+	r->err = err;
+	r->errlen = errlen;
 	if ((t = store_plan_yaml(s, plan_id, &yaml, &len, err, errlen)) != 0) {
 		if (t == 1)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
 		goto done;
 	}
 	snprintf(file, sizeof(file), "plan %lld", (long long)plan_id);
-	if (plan_load_buffer(file, yaml, len, &r.plan, &errs) != 0) {
+	if (plan_load_buffer(file, yaml, len, &r->plan, &errs) != 0) {
 		snprintf(err, errlen, "the stored plan no longer loads: %s",
 		    errs.n ? plan_error_format(&errs, 0, line, sizeof(line)) : "?");
 		goto done;
 	}
+	rc = 0;
+done:
+	plan_errors_free(&errs);
+	free(yaml);
+	return rc;
+}
+
+static void
+run_close(struct run *r)
+{
+	step_ctx_close(&r->ctx);
+	plan_free(r->plan);
+	r->plan = NULL;
+}
+
+int
+engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
+    enum engine_outcome *outcome, char *err, size_t errlen)
+{
+	struct run r;
+	int rc = -1, t;
+
+	if (run_open(&r, s, plan_id, o, err, errlen) != 0)
+		goto done;
 	for (;;) {
+		int64_t wait;
+
 		if (stopping(&r)) {
 			*outcome = ENGINE_STOPPED;
 			break;
@@ -674,12 +696,118 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			goto done;
 		if (t == 1)
 			break;
+		/* Commands are looked at every poll interval, also while a watch
+		 * waits for its next tick. */
+		wait = r.due_ms - engine_now_ms();
+		if (wait > 0)
+			sleep_ms((int)(wait < poll_ms(&r) ? wait : poll_ms(&r)));
 	}
 	rc = 0;
 done:
-	step_ctx_close(&r.ctx);
-	plan_free(r.plan);
-	plan_errors_free(&errs);
-	free(yaml);
+	run_close(&r);
+	return rc;
+}
+
+struct active {
+	int64_t *ids;
+	size_t n, cap;
+};
+
+static int
+collect_active(const struct store_plan *p, void *arg)
+{
+	struct active *a = arg;
+
+	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0)
+		return 0;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 16;
+		int64_t *ids = realloc(a->ids, cap * sizeof(*ids));
+
+		if (ids == NULL)
+			return 1;
+		a->ids = ids;
+		a->cap = cap;
+	}
+	a->ids[a->n++] = p->id;
+	return 0;
+}
+
+int
+engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen)
+{
+	struct engine_opts so = *o;
+	struct active act = { 0 };
+	struct run *runs = NULL;
+	size_t nruns = 0;
+	char perr[1024];
+	int rc = -1;
+
+	so.return_when_blocked = false;
+	for (;;) {
+		int64_t next = engine_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
+		enum engine_outcome outcome;
+
+		if (so.stop != NULL && *so.stop)
+			break;
+		act.n = 0;
+		if (store_each_plan(s, collect_active, &act, err, errlen) != 0)
+			goto done;
+		/* Start runs for plans submitted since the last turn. */
+		for (size_t i = 0; i < act.n; i++) {
+			size_t j;
+			struct run *grown;
+
+			for (j = 0; j < nruns && runs[j].id != act.ids[i]; j++)
+				;
+			if (j < nruns)
+				continue;
+			if ((grown = realloc(runs, (nruns + 1) * sizeof(*runs))) == NULL) {
+				snprintf(err, errlen, "out of memory");
+				goto done;
+			}
+			runs = grown;
+			if (run_open(&runs[nruns], s, act.ids[i], &so, perr, sizeof(perr)) != 0) {
+				log_event("error", NULL, NULL, "plan %lld cannot run: %s",
+				    (long long)act.ids[i], perr);
+				run_close(&runs[nruns]);
+				continue;
+			}
+			nruns++;
+		}
+		for (size_t j = 0; j < nruns; ) {
+			struct run *r = &runs[j];
+			int t;
+
+			/* Each run writes its errors into its own buffer. */
+			r->err = perr;
+			r->errlen = sizeof(perr);
+			t = turn(r, &outcome);
+			if (t < 0)
+				log_event("error", r->plan->name, NULL, "%s", perr);
+			if (t == 1) {
+				log_event("info", r->plan->name, NULL, "run ended: %s",
+				    engine_outcome_name(outcome));
+				run_close(r);
+				runs[j] = runs[--nruns];
+				continue;
+			}
+			if (r->due_ms > 0 && r->due_ms < next)
+				next = r->due_ms;
+			j++;
+		}
+		{
+			int64_t wait = next - engine_now_ms();
+
+			if (wait > 0)
+				sleep_ms((int)wait);
+		}
+	}
+	rc = 0;
+done:
+	for (size_t j = 0; j < nruns; j++)
+		run_close(&runs[j]);
+	free(runs);
+	free(act.ids);
 	return rc;
 }

@@ -46,6 +46,12 @@ int engine_submit(struct store *s, const char *file, const char *yaml, size_t le
 int engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
     enum engine_outcome *outcome, char *err, size_t errlen);
 
+/* Runs every plan of the store that is running (or failed, waiting for a
+ * retry or an abort), picking up plans submitted meanwhile, until *O->stop:
+ * the engine of `cutover serve`. A plan that cannot run is logged and left;
+ * the others go on. Returns 0 when stopped, -1 when the store failed. */
+int engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen);
+
 /* The outcome's name ("succeeded", "waiting for approval", ...). */
 const char *engine_outcome_name(enum engine_outcome o);
 

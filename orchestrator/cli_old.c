@@ -1,0 +1,259 @@
+/* cli_old: `cutover old measure|remove` — the measure_horizon and
+ * remove_old steps run by hand, with the same code the engine runs:
+ * measure prints each old queue's TTL and the horizon it implies; remove
+ * measures again, then deletes what is empty and past its deadline. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "duration.h"
+#include "old_path.h"
+#include "plan.h"
+#include "step.h"
+
+static const char usage_line[] =
+    "cutover old measure [--json] PLAN.yaml\n"
+    "       cutover old remove --last-entry TIME [--dry-run] [--json] PLAN.yaml\n"
+    "TIME: epoch milliseconds or RFC 3339 UTC (2026-11-30T12:00:00Z), the last "
+    "time a message entered the old path";
+
+/* Writes the integer member KEY of O as a duration, or "-" when null. */
+static const char *
+dur_or_dash(const json_t *o, const char *key, char *out, size_t outlen)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		return "-";
+	return duration_format(json_integer_value(v), out, outlen);
+}
+
+static const char *
+int_or_dash(const json_t *o, const char *key, char *out, size_t outlen)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		return "-";
+	snprintf(out, outlen, "%lld", (long long)json_integer_value(v));
+	return out;
+}
+
+static const char *
+str_or_dash(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+/* The width of the widest "name" in array A, at least MIN. */
+static int
+name_width(const json_t *a, int min)
+{
+	const json_t *o;
+	size_t i;
+	int w = min;
+
+	json_array_foreach(a, i, o) {
+		const char *n = json_string_value(json_object_get(o, "name"));
+
+		if (n != NULL && (int)strlen(n) > w)
+			w = (int)strlen(n);
+	}
+	return w;
+}
+
+static void
+print_measure(const json_t *r)
+{
+	const json_t *qs = json_object_get(r, "queues"), *sum, *o;
+	char ttl[32], exp[32], depth[32], cons[32], t[40];
+	size_t i;
+	int w = name_width(qs, 5);
+
+	if (json_array_size(qs) > 0)
+		printf("%-*s  %-7s  %-8s  %-24s  %-8s  %7s  %9s  %s\n", w, "QUEUE", "TYPE",
+		    "TTL", "SOURCE", "EXPIRES", "DEPTH", "CONSUMERS", "NOTE");
+	json_array_foreach(qs, i, o)
+		printf("%-*s  %-7s  %-8s  %-24s  %-8s  %7s  %9s  %s\n", w,
+		    str_or_dash(o, "name"), str_or_dash(o, "type"),
+		    dur_or_dash(o, "ttl_ms", ttl, sizeof(ttl)), str_or_dash(o, "ttl_source"),
+		    dur_or_dash(o, "expires_ms", exp, sizeof(exp)),
+		    int_or_dash(o, "messages", depth, sizeof(depth)),
+		    int_or_dash(o, "consumers", cons, sizeof(cons)),
+		    json_is_string(json_object_get(o, "note")) ?
+		    json_string_value(json_object_get(o, "note")) : "");
+	if (json_array_size(json_object_get(r, "missing")) > 0) {
+		printf("not on the broker:");
+		json_array_foreach(json_object_get(r, "missing"), i, o)
+			printf(" %s", json_string_value(o));
+		printf("\n");
+	}
+	sum = json_object_get(r, "summary");
+	if (sum == NULL)
+		return;
+	printf("\n%lld queues, %lld non-empty, %lld messages; largest TTL %s",
+	    (long long)json_integer_value(json_object_get(sum, "queues")),
+	    (long long)json_integer_value(json_object_get(sum, "non_empty")),
+	    (long long)json_integer_value(json_object_get(sum, "total_messages")),
+	    dur_or_dash(sum, "max_ttl_ms", ttl, sizeof(ttl)));
+	if (json_is_string(json_object_get(sum, "max_ttl_queue")))
+		printf(" (%s)", json_string_value(json_object_get(sum, "max_ttl_queue")));
+	printf("\n");
+	if (json_is_integer(json_object_get(sum, "horizon_ms")))
+		printf("horizon (provisional, until the flip): %s\n",
+		    old_time_format(json_integer_value(json_object_get(sum, "horizon_ms")),
+		    t, sizeof(t)));
+	if (*str_or_dash(sum, "reasoning") != '-')
+		printf("%s\n", json_string_value(json_object_get(sum, "reasoning")));
+}
+
+static void
+print_remove(const json_t *r)
+{
+	const json_t *es = json_object_get(r, "entries"), *o, *cn;
+	char depth[32];
+	size_t i;
+	int w = name_width(es, 5);
+
+	if (json_array_size(es) > 0)
+		printf("%-12s  %-*s  %5s  %s\n", "OUTCOME", w, "QUEUE", "DEPTH", "REASON");
+	json_array_foreach(es, i, o)
+		printf("%-12s  %-*s  %5s  %s\n", str_or_dash(o, "outcome"), w,
+		    str_or_dash(o, "name"), int_or_dash(o, "messages_seen", depth,
+		    sizeof(depth)), str_or_dash(o, "reason"));
+	cn = json_object_get(r, "counts");
+	if (json_is_true(json_object_get(r, "dry_run")))
+		printf("\ndry run: %lld would be removed, %lld gone already, %lld would be "
+		    "left; nothing was deleted\n",
+		    (long long)json_integer_value(json_object_get(cn, "would_remove")),
+		    (long long)json_integer_value(json_object_get(cn, "gone")),
+		    (long long)json_integer_value(json_object_get(cn, "left")));
+	else
+		printf("\n%lld removed, %lld gone already, %lld left (%lld ms, %lld AMQP "
+		    "connection%s)\n",
+		    (long long)json_integer_value(json_object_get(cn, "removed")),
+		    (long long)json_integer_value(json_object_get(cn, "gone")),
+		    (long long)json_integer_value(json_object_get(cn, "left")),
+		    (long long)json_integer_value(json_object_get(r, "elapsed_ms")),
+		    (long long)json_integer_value(json_object_get(r, "connections")),
+		    json_integer_value(json_object_get(r, "connections")) == 1 ? "" : "s");
+}
+
+static void
+print_json(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("\n");
+}
+
+int
+cli_old(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "last-entry", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct plan_errors errs = { 0 };
+	struct old_remove_opts ro = { 0 };
+	struct step_ctx ctx = { 0 };
+	struct plan *p = NULL;
+	json_t *measured = NULL, *removed = NULL;
+	const char *action, *last_entry = NULL;
+	char err[2048], line[512];
+	int64_t last_ms = 0;
+	int c, json = 0, remove, rc = CLI_FAIL;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'n': ro.dry_run = true; break;
+		case 'l': last_entry = optarg; break;
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			return CLI_OK;
+		default:
+			if (optopt == 'l')
+				return cli_usage_error("old", usage_line, "--last-entry needs "
+				    "a time");
+			return cli_usage_error("old", usage_line, "unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage_error("old", usage_line, "expected an action and a plan");
+	action = argv[optind];
+	if (strcmp(action, "measure") == 0)
+		remove = 0;
+	else if (strcmp(action, "remove") == 0)
+		remove = 1;
+	else
+		return cli_usage_error("old", usage_line, "unknown action '%s'", action);
+	if (!remove && (last_entry != NULL || ro.dry_run))
+		return cli_usage_error("old", usage_line, "--last-entry and --dry-run "
+		    "are for remove");
+	if (remove && last_entry == NULL)
+		return cli_usage_error("old", usage_line, "remove needs --last-entry TIME: "
+		    "the last time a message entered the old path");
+	if (remove && old_time_parse(last_entry, &last_ms, err, sizeof(err)) != 0)
+		return cli_usage_error("old", usage_line, "--last-entry: %s", err);
+
+	if (plan_load_file(argv[optind + 1], &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover old %s: %s\n", action, err);
+		goto done;
+	}
+	if (step_measure_horizon(&ctx, &measured, err, sizeof(err)) != 0) {
+		if (json && remove) {
+			json_t *m = json_pack("{s:O}", "measure", measured);
+
+			print_json(m);
+			json_decref(m);
+		} else if (json)
+			print_json(measured);
+		else
+			print_measure(measured);
+		fprintf(stderr, "cutover old %s: %s\n", action, err);
+		goto done;
+	}
+	if (!remove) {
+		if (json)
+			print_json(measured);
+		else
+			print_measure(measured);
+		rc = CLI_OK;
+		goto done;
+	}
+	ctx.measured = measured;
+	ctx.old_last_entry_ms = last_ms;
+	rc = old_remove(&ctx, &ro, &removed, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
+	if (json) {
+		json_t *both = json_pack("{s:O,s:O}", "measure", measured, "remove", removed);
+
+		print_json(both);
+		json_decref(both);
+	} else
+		print_remove(removed);
+	if (rc != CLI_OK)
+		fprintf(stderr, "cutover old remove: %s\n", err);
+done:
+	json_decref(removed);
+	json_decref(measured);
+	step_ctx_close(&ctx);
+	plan_free(p);
+	plan_errors_free(&errs);
+	return rc;
+}

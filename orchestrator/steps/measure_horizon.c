@@ -1,0 +1,626 @@
+/* measure_horizon: finds the old delay queues, reads each one's effective
+ * TTL, and works out the horizon of the old path: the latest moment a
+ * message that is in it, or still enters it, can come out. Also the parts
+ * of old_path.h that remove_old and the engine share with it. */
+#include <sys/types.h>
+
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+#include "old_path.h"
+#include "step.h"
+
+#define NAMES_IN_ERR 10	/* queue names an error message lists at most */
+
+/* An operator policy, as far as TTLs go. */
+struct op_policy {
+	const char *name;		/* borrowed from the answer */
+	const char *pattern;
+	const char *apply_to;
+	int64_t priority;
+	int64_t ttl_ms;			/* message-ttl, -1 when it sets none */
+	int64_t expires_ms;		/* expires, -1 when it sets none */
+	bool compiled;			/* RE holds the pattern */
+	regex_t re;
+};
+
+struct op_policies {
+	struct op_policy *v;
+	size_t n;
+	json_t *json;			/* owns the strings */
+};
+
+int64_t
+old_now_ms(const struct step_ctx *c)
+{
+	struct timespec ts;
+
+	if (c != NULL && c->now_ms != 0)
+		return c->now_ms;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms, int64_t allowance_ms)
+{
+	if (last_entry_ms <= 0 || ttl_ms < 0)
+		return -1;
+	return last_entry_ms + ttl_ms + (allowance_ms > 0 ? allowance_ms : 0);
+}
+
+int64_t
+old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_ms)
+{
+	const json_t *q;
+	int64_t h = -1, d;
+	size_t i;
+
+	if (last_entry_ms <= 0 || !json_is_array(json_object_get(measured, "queues")))
+		return -1;
+	json_array_foreach(json_object_get(measured, "queues"), i, q) {
+		const json_t *t = json_object_get(q, "ttl_ms");
+
+		if (!json_is_integer(t))
+			return -1;
+		d = old_deadline_ms(last_entry_ms, json_integer_value(t), allowance_ms);
+		if (d > h)
+			h = d;
+	}
+	return h;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+char *
+old_time_format(int64_t ms, char *out, size_t outlen)
+{
+	time_t secs;
+	struct tm tm;
+	int64_t frac;
+
+	frac = ms % 1000;
+	if (frac < 0)
+		frac += 1000;
+	secs = (time_t)((ms - frac) / 1000);
+	if (gmtime_r(&secs, &tm) == NULL) {
+		snprintf(out, outlen, "%lld ms", (long long)ms);
+		return out;
+	}
+	if (frac != 0)
+		snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, (int)frac);
+	else
+		snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02dZ",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+	return out;
+}
+
+/* Reads exactly N digits at *P into *V and advances *P. Returns 0 or -1. */
+static int
+digits(const char **p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if ((*p)[i] < '0' || (*p)[i] > '9')
+			return -1;
+		*v = *v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	return 0;
+}
+
+int
+old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	const char *p = text;
+	int y, mo, d, h, mi, s, frac = 0, nfrac = 0;
+	size_t i;
+
+	if (text == NULL || *text == '\0')
+		goto bad;
+	for (i = 0; text[i] >= '0' && text[i] <= '9'; i++)
+		;
+	if (text[i] == '\0') {
+		if (i > 15)		/* past year 33658: not a time */
+			goto bad;
+		*ms = strtoll(text, NULL, 10);
+		if (*ms <= 0)
+			goto bad;
+		return 0;
+	}
+	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
+	    digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
+		goto bad;
+	p++;
+	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
+	    digits(&p, 2, &s))
+		goto bad;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			if (nfrac == 3)
+				goto bad;	/* finer than a millisecond */
+			frac = frac * 10 + (*p++ - '0');
+			nfrac++;
+		}
+		if (nfrac == 0)
+			goto bad;
+		while (nfrac++ < 3)
+			frac *= 10;
+	}
+	if ((*p != 'Z' && *p != 'z') || p[1] != '\0')
+		goto bad;
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
+	    mi > 59 || s > 59 ||
+	    (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0))))
+		goto bad;
+	*ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 +
+	    (int64_t)s * 1000 + frac;
+	if (*ms <= 0)
+		goto bad;		/* 0 means "unknown" to the steps */
+	return 0;
+bad:
+	snprintf(err, errlen, "'%.80s' is not a time: expected epoch milliseconds "
+	    "(e.g. 1795003200000) or RFC 3339 UTC (e.g. 2026-11-30T12:00:00Z)",
+	    text ? text : "");
+	return -1;
+}
+
+static int64_t
+int_or(const json_t *j, int64_t dflt)
+{
+	return json_is_integer(j) ? json_integer_value(j) : dflt;
+}
+
+static void
+op_policies_free(struct op_policies *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].compiled)
+			regfree(&o->v[i].re);
+	free(o->v);
+	json_decref(o->json);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Reads the vhost's operator policies that set a queue TTL or expiry. */
+static int
+op_policies_read(struct step_ctx *c, struct op_policies *o, char *err, size_t errlen)
+{
+	char vhost[3 * 256 + 1], path[64 + sizeof(vhost)];
+	const json_t *p, *def;
+	size_t i;
+
+	memset(o, 0, sizeof(*o));
+	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
+		snprintf(err, errlen, "the vhost name is too long");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/api/operator-policies/%s", vhost);
+	if (mgmt_request(c->mgmt, "GET", path, NULL, &o->json, NULL, err, errlen) != 0)
+		return -1;
+	if (json_array_size(o->json) == 0)
+		return 0;
+	if ((o->v = calloc(json_array_size(o->json), sizeof(*o->v))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		op_policies_free(o);
+		return -1;
+	}
+	json_array_foreach(o->json, i, p) {
+		struct op_policy *op = &o->v[o->n];
+
+		def = json_object_get(p, "definition");
+		op->name = json_string_value(json_object_get(p, "name"));
+		op->pattern = json_string_value(json_object_get(p, "pattern"));
+		op->apply_to = json_string_value(json_object_get(p, "apply-to"));
+		op->priority = int_or(json_object_get(p, "priority"), 0);
+		op->ttl_ms = int_or(json_object_get(def, "message-ttl"), -1);
+		op->expires_ms = int_or(json_object_get(def, "expires"), -1);
+		if (op->name == NULL || op->pattern == NULL ||
+		    (op->ttl_ms < 0 && op->expires_ms < 0))
+			continue;
+		op->compiled = regcomp(&op->re, op->pattern, REG_EXTENDED | REG_NOSUB) == 0;
+		o->n++;
+	}
+	return 0;
+}
+
+/* Does a policy applying to APPLY_TO concern a queue of TYPE? */
+static bool
+applies_to_queue(const char *apply_to, const char *type)
+{
+	if (apply_to == NULL || strcmp(apply_to, "all") == 0 ||
+	    strcmp(apply_to, "queues") == 0)
+		return true;
+	if (strcmp(apply_to, "classic_queues") == 0)
+		return strcmp(type, "classic") == 0;
+	if (strcmp(apply_to, "quorum_queues") == 0)
+		return strcmp(type, "quorum") == 0;
+	if (strcmp(apply_to, "streams") == 0)
+		return strcmp(type, "stream") == 0;
+	return false;
+}
+
+/* The operator policy of O that applies to queue Q (the highest priority
+ * among those whose pattern matches), or NULL. *UNREADABLE is set to a
+ * higher-priority one whose pattern this POSIX engine cannot compile (the
+ * broker's is PCRE), or NULL. */
+static const struct op_policy *
+op_policy_for(const struct op_policies *o, const struct mgmt_queue *q,
+    const struct op_policy **unreadable)
+{
+	const struct op_policy *best = NULL;
+
+	*unreadable = NULL;
+	for (size_t i = 0; i < o->n; i++) {
+		const struct op_policy *op = &o->v[i];
+
+		if (!applies_to_queue(op->apply_to, q->type))
+			continue;
+		if (!op->compiled) {
+			if (*unreadable == NULL || op->priority > (*unreadable)->priority)
+				*unreadable = op;
+			continue;
+		}
+		if (regexec(&op->re, q->name, 0, NULL, 0) != 0)
+			continue;
+		if (best == NULL || op->priority > best->priority)
+			best = op;
+	}
+	if (*unreadable != NULL && best != NULL && best->priority >= (*unreadable)->priority)
+		*unreadable = NULL;
+	return best;
+}
+
+static void add_note(struct old_queue *oq, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+add_note(struct old_queue *oq, const char *fmt, ...)
+{
+	size_t off = strlen(oq->note);
+	va_list ap;
+
+	if (off > 0 && off + 2 < sizeof(oq->note)) {
+		memcpy(oq->note + off, "; ", 3);
+		off += 2;
+	}
+	if (off + 1 >= sizeof(oq->note))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(oq->note + off, sizeof(oq->note) - off, fmt, ap);
+	va_end(ap);
+}
+
+/* Keeps the lower of OQ's TTL so far and V (ignored when < 0), naming its
+ * source; a tie keeps the source considered first. */
+static void
+lower_ttl(struct old_queue *oq, int64_t v, const char *kind, const char *name)
+{
+	if (v < 0 || (oq->ttl_ms >= 0 && v >= oq->ttl_ms))
+		return;
+	oq->ttl_ms = v;
+	if (name != NULL)
+		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "%s:%s", kind, name);
+	else
+		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "%s", kind);
+}
+
+static void
+lower_expires(struct old_queue *oq, int64_t v)
+{
+	if (v >= 0 && (oq->expires_ms < 0 || v < oq->expires_ms))
+		oq->expires_ms = v;
+}
+
+/* Works out OQ's effective TTL and expiry and writes its notes. */
+static void
+assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_list *pl,
+    const struct op_policies *ops)
+{
+	const struct mgmt_queue *q = oq->q;
+	const struct op_policy *op, *unreadable;
+	int64_t policy_expires = -1;
+	char a[32], b[32];
+
+	oq->ttl_ms = -1;
+	oq->expires_ms = q->expires;
+	for (size_t k = 0; q->policy != NULL && k < pl->n; k++)
+		if (strcmp(pl->v[k].name, q->policy) == 0)
+			policy_expires = int_or(json_object_get(pl->v[k].definition,
+			    "expires"), -1);
+	lower_expires(oq, policy_expires);
+	lower_ttl(oq, q->message_ttl, "argument", NULL);
+	lower_ttl(oq, q->policy_message_ttl, "policy", q->policy);
+	if (q->message_ttl >= 0 && q->policy_message_ttl >= 0 &&
+	    q->message_ttl != q->policy_message_ttl) {
+		duration_format(q->message_ttl, a, sizeof(a));
+		duration_format(q->policy_message_ttl, b, sizeof(b));
+		if (q->policy_message_ttl < q->message_ttl)
+			add_note(oq, "policy '%s' message-ttl %s is lower than its "
+			    "x-message-ttl %s: the policy's applies", q->policy, b, a);
+		else
+			add_note(oq, "its x-message-ttl %s is lower than policy '%s' "
+			    "message-ttl %s: the argument applies", a, q->policy, b);
+	}
+	op = op_policy_for(ops, q, &unreadable);
+	if (op != NULL) {
+		if (op->ttl_ms >= 0 && (oq->ttl_ms < 0 || op->ttl_ms < oq->ttl_ms))
+			add_note(oq, "operator policy '%s' lowers its TTL to %s", op->name,
+			    duration_format(op->ttl_ms, a, sizeof(a)));
+		lower_ttl(oq, op->ttl_ms, "operator-policy", op->name);
+		lower_expires(oq, op->expires_ms);
+	}
+	if (unreadable != NULL && unreadable->ttl_ms >= 0)
+		add_note(oq, "operator policy '%s' has a pattern this POSIX regex engine "
+		    "cannot read ('%s'); its message-ttl %s was not applied, so the horizon "
+		    "may be later than needed", unreadable->name, unreadable->pattern,
+		    duration_format(unreadable->ttl_ms, a, sizeof(a)));
+	if (oq->ttl_ms < 0 && c->plan->old.max_message_ttl_ms > 0) {
+		oq->ttl_ms = c->plan->old.max_message_ttl_ms;
+		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "max_message_ttl");
+		add_note(oq, "no queue TTL: old.max_message_ttl (%s) bounds its messages",
+		    duration_format(oq->ttl_ms, a, sizeof(a)));
+	} else if (oq->ttl_ms < 0)
+		add_note(oq, "no TTL (no x-message-ttl, no policy message-ttl): its "
+		    "messages may wait forever unless old.max_message_ttl bounds them");
+	if (q->consumers > 0)
+		add_note(oq, "has %lld consumer%s: probably not a delay queue",
+		    (long long)q->consumers, q->consumers == 1 ? "" : "s");
+	if (strcmp(q->type, "stream") == 0)
+		add_note(oq, "a stream: not a delay queue");
+	if (oq->expires_ms >= 0)
+		add_note(oq, "expires after %s unused, with whatever it holds",
+		    duration_format(oq->expires_ms, a, sizeof(a)));
+	if (!q->durable)
+		add_note(oq, "not durable: its messages do not survive a broker restart");
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct old_queue *)a)->q->name,
+	    ((const struct old_queue *)b)->q->name);
+}
+
+void
+old_selection_free(struct old_selection *s)
+{
+	mgmt_queue_list_free(&s->list);
+	free(s->v);
+	free(s->missing);
+	memset(s, 0, sizeof(*s));
+}
+
+int
+old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen)
+{
+	const struct plan *p = c->plan;
+	struct mgmt_policy_list pl = { 0 };
+	struct op_policies ops = { 0 };
+	regex_t re;
+	bool have_re = false;
+	char why[512];
+	size_t i;
+	int rc = -1;
+
+	memset(s, 0, sizeof(*s));
+	if (p->old.match != NULL) {
+		if (regcomp(&re, p->old.match, REG_EXTENDED | REG_NOSUB) != 0) {
+			snprintf(err, errlen, "old.queues.match '%s' is not a POSIX "
+			    "extended regex", p->old.match);
+			goto done;
+		}
+		have_re = true;
+	}
+	s->at_ms = old_now_ms(c);
+	if (mgmt_list_queues(c->mgmt, &s->list, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "listing the queues: %s", why);
+		goto done;
+	}
+	if (mgmt_list_policies(c->mgmt, &pl, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the policies: %s", why);
+		goto done;
+	}
+	if (op_policies_read(c, &ops, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the operator policies: %s", why);
+		goto done;
+	}
+	if ((s->v = calloc(s->list.n + p->old.nnames + 1, sizeof(*s->v))) == NULL ||
+	    (s->missing = calloc(p->old.nnames + 1, sizeof(*s->missing))) == NULL) {
+		snprintf(err, errlen, "out of memory for %zu queues", s->list.n);
+		goto done;
+	}
+	if (have_re) {
+		for (i = 0; i < s->list.n; i++)
+			if (regexec(&re, s->list.v[i].name, 0, NULL, 0) == 0)
+				s->v[s->n++].q = &s->list.v[i];
+	} else {
+		for (i = 0; i < p->old.nnames; i++) {
+			const struct mgmt_queue *q = mgmt_queue_list_find(&s->list,
+			    p->old.names[i]);
+
+			if (q != NULL)
+				s->v[s->n++].q = q;
+			else
+				s->missing[s->nmissing++] = p->old.names[i];
+		}
+		qsort(s->v, s->n, sizeof(*s->v), name_cmp);
+	}
+	for (i = 0; i < s->n; i++) {
+		assess(c, &s->v[i], &pl, &ops);
+		if (s->v[i].ttl_ms < 0)
+			s->nottl++;
+	}
+	rc = 0;
+done:
+	if (have_re)
+		regfree(&re);
+	mgmt_policy_list_free(&pl);
+	op_policies_free(&ops);
+	if (rc != 0)
+		old_selection_free(s);
+	return rc;
+}
+
+static json_t *
+int_or_null(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *
+str_or_null(const char *s)
+{
+	return s != NULL && *s != '\0' ? json_string(s) : json_null();
+}
+
+/* Describes the selector of the plan, as the result records it. */
+static json_t *
+selector_json(const struct plan *p)
+{
+	json_t *names;
+
+	if (p->old.match != NULL)
+		return json_pack("{s:s}", "match", p->old.match);
+	names = json_array();
+	for (size_t i = 0; i < p->old.nnames; i++)
+		json_array_append_new(names, json_string(p->old.names[i]));
+	return json_pack("{s:o}", "names", names);
+}
+
+/* Writes "a, b, c and N more" of the selected queues without a TTL. */
+static void
+list_no_ttl(const struct old_selection *s, char *out, size_t outlen)
+{
+	size_t off = 0, shown = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < s->n && off < outlen; i++) {
+		if (s->v[i].ttl_ms >= 0)
+			continue;
+		if (shown == NAMES_IN_ERR) {
+			snprintf(out + off, outlen - off, " and %zu more", s->nottl - shown);
+			return;
+		}
+		off += (size_t)snprintf(out + off, outlen - off, "%s'%s'",
+		    shown ? ", " : "", s->v[i].q->name);
+		shown++;
+	}
+}
+
+int
+step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	const struct plan *p = c->plan;
+	struct old_selection s = { 0 };
+	const struct old_queue *longest = NULL;
+	json_t *queues = json_array(), *missing = json_array(), *summary;
+	int64_t total = 0, horizon = -1, allowance = p->watch.allowance_ms;
+	size_t i, non_empty = 0;
+	char reasoning[1024] = "", a[32], b[32], t1[40], t2[40], names[1024];
+	int rc = -1;
+
+	*result = NULL;
+	if (old_select(c, &s, err, errlen) != 0)
+		goto done;
+	for (i = 0; i < s.nmissing; i++)
+		json_array_append_new(missing, json_string(s.missing[i]));
+	for (i = 0; i < s.n; i++) {
+		const struct old_queue *oq = &s.v[i];
+		const struct mgmt_queue *q = oq->q;
+
+		if (q->messages > 0) {
+			non_empty++;
+			total += q->messages;
+		}
+		if (oq->ttl_ms >= 0 && (longest == NULL || oq->ttl_ms > longest->ttl_ms))
+			longest = oq;
+		json_array_append_new(queues, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,"
+		    "s:b,s:o,s:o}",
+		    "name", q->name, "type", q->type,
+		    "ttl_ms", int_or_null(oq->ttl_ms),
+		    "ttl_source", str_or_null(oq->ttl_source),
+		    "expires_ms", int_or_null(oq->expires_ms),
+		    "messages", int_or_null(q->messages),
+		    "consumers", int_or_null(q->consumers),
+		    "durable", q->durable,
+		    "policy", str_or_null(q->policy),
+		    "note", str_or_null(oq->note)));
+	}
+	if (s.n == 0) {
+		if (p->old.match != NULL)
+			snprintf(err, errlen, "old.queues.match '%s' selects no queue in vhost "
+			    "'%s' (of %zu queues): an empty selection has no horizon; check "
+			    "the pattern and the vhost", p->old.match, mgmt_vhost(c->mgmt),
+			    s.list.n);
+		else
+			snprintf(err, errlen, "none of the %zu queues old.queues.names lists "
+			    "exists in vhost '%s': an empty selection has no horizon",
+			    p->old.nnames, mgmt_vhost(c->mgmt));
+		goto done;
+	}
+	if (s.nottl > 0) {
+		list_no_ttl(&s, names, sizeof(names));
+		snprintf(err, errlen, "%zu old queue%s no TTL, so %s messages could wait "
+		    "forever and the old path has no horizon: %s; set old.max_message_ttl "
+		    "to the longest per-message TTL its publishers use", s.nottl,
+		    s.nottl == 1 ? " has" : "s have", s.nottl == 1 ? "its" : "their", names);
+		snprintf(reasoning, sizeof(reasoning), "No horizon: %zu of %zu old queues "
+		    "%s no TTL and the plan gives no old.max_message_ttl.", s.nottl, s.n,
+		    s.nottl == 1 ? "has" : "have");
+		goto done;
+	}
+	horizon = s.at_ms + longest->ttl_ms + allowance;
+	snprintf(reasoning, sizeof(reasoning), "%zu old queue%s, %zu non-empty holding "
+	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
+	    "old path comes out by %s (measured at %s + %s + allowance %s); messages "
+	    "may still enter until the flip, so the final horizon is the last entry "
+	    "into the old path + %s + %s.",
+	    s.n, s.n == 1 ? "" : "s", non_empty, (long long)total, total == 1 ? "" : "s",
+	    duration_format(longest->ttl_ms, a, sizeof(a)), longest->q->name,
+	    longest->ttl_source, old_time_format(horizon, t1, sizeof(t1)),
+	    old_time_format(s.at_ms, t2, sizeof(t2)), a,
+	    duration_format(allowance, b, sizeof(b)), a, b);
+	rc = 0;
+done:
+	summary = json_pack("{s:i,s:i,s:I,s:o,s:o,s:I,s:I,s:o,s:b,s:s,s:s}",
+	    "queues", (int)s.n, "non_empty", (int)non_empty, "total_messages",
+	    (json_int_t)total,
+	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(longest->ttl_ms) :
+	    json_null(),
+	    "max_ttl_queue", longest && s.nottl == 0 ? json_string(longest->q->name) :
+	    json_null(),
+	    "measured_at_ms", (json_int_t)s.at_ms, "allowance_ms", (json_int_t)allowance,
+	    "horizon_ms", horizon >= 0 ? json_integer(horizon) : json_null(),
+	    "horizon_provisional", 1, "reasoning", reasoning,
+	    "counts_from", "management statistics (they lag by up to 5-10 s)");
+	*result = json_pack("{s:b,s:o,s:o,s:o,s:o}", "ok", rc == 0,
+	    "selector", selector_json(p), "queues", queues, "missing", missing,
+	    "summary", summary);
+	if (rc != 0)
+		json_object_set_new(*result, "error", json_string(err));
+	old_selection_free(&s);
+	return rc;
+}

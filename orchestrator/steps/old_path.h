@@ -1,0 +1,117 @@
+/* old_path: what measure_horizon, remove_old, the engine and `cutover old`
+ * share about the old delay queues: which queues the plan selects, each
+ * one's effective TTL, the deadlines and the horizon that follow from the
+ * last entry into the old path, and the removal with its options. */
+#ifndef CUTOVER_OLD_PATH_H
+#define CUTOVER_OLD_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "mgmt.h"
+#include "step.h"
+
+#define OLD_SOURCE_MAX 300	/* "operator-policy:" + a policy name */
+#define OLD_NOTE_MAX 640
+
+/* One selected old queue. */
+struct old_queue {
+	const struct mgmt_queue *q;	/* borrowed from the selection's list */
+	int64_t ttl_ms;			/* effective TTL, -1 when it has none */
+	int64_t expires_ms;		/* effective x-expires, -1 when none */
+	char ttl_source[OLD_SOURCE_MAX]; /* "argument", "policy:NAME",
+					 * "operator-policy:NAME",
+					 * "max_message_ttl", "" when none */
+	char note[OLD_NOTE_MAX];	/* "" or "; "-separated remarks */
+};
+
+/* The plan's old queues as the broker has them now. */
+struct old_selection {
+	struct mgmt_queue_list list;	/* every queue of the vhost */
+	struct old_queue *v;		/* the selected ones, in name order */
+	size_t n;
+	const char **missing;		/* old.queues.names not on the broker
+					 * (borrowed from the plan) */
+	size_t nmissing;
+	size_t nottl;			/* selected queues with no TTL at all
+					 * (ttl_ms -1: no max_message_ttl) */
+	int64_t at_ms;			/* the step clock when listed */
+};
+
+/* The step's clock: C->now_ms when set (tests), else the real time, in
+ * epoch milliseconds. */
+int64_t old_now_ms(const struct step_ctx *c);
+
+/* Lists the vhost's queues once (mgmt_list_queues, the fast unpaginated
+ * listing), selects the plan's old queues (old.queues.match as a POSIX
+ * ERE, or old.queues.names), and works out each one's effective TTL: the
+ * lowest of its x-message-ttl argument, its policy's message-ttl and the
+ * matching operator policy's message-ttl (read from
+ * /api/operator-policies, since the fast listing does not name operator
+ * policies), or old.max_message_ttl for a queue with none of them. A
+ * selection that matches nothing is not an error here (S->n is 0).
+ * Returns 0 and fills S (free with old_selection_free), or -1 with ERR;
+ * S is then empty. */
+int old_select(struct step_ctx *c, struct old_selection *s, char *err,
+    size_t errlen);
+
+/* Frees what S holds and empties it. S may be empty. */
+void old_selection_free(struct old_selection *s);
+
+/* The moment after which no message can still come out of an old queue of
+ * TTL_MS: LAST_ENTRY_MS (the last time a message entered the old path)
+ * + TTL_MS + ALLOWANCE_MS (forwarding). Returns it, or -1 when it cannot
+ * be known: LAST_ENTRY_MS <= 0 (unknown) or TTL_MS < 0 (no TTL). */
+int64_t old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms,
+    int64_t allowance_ms);
+
+/* The horizon of the whole old path given MEASURED (measure_horizon's
+ * result): the latest old_deadline_ms of its queues, i.e. LAST_ENTRY_MS +
+ * the largest TTL + ALLOWANCE_MS. Returns it, or -1 when it cannot be
+ * known (no last entry, or MEASURED lacks a TTL). */
+int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
+    int64_t allowance_ms);
+
+/* Writes epoch milliseconds MS as RFC 3339 UTC ("2026-11-30T12:00:00Z",
+ * with ".123" when MS is not a whole second) into OUT. Returns OUT. */
+char *old_time_format(int64_t ms, char *out, size_t outlen);
+
+/* Parses TEXT, epoch milliseconds ("1795000000000") or RFC 3339 UTC
+ * ("2026-11-30T12:00:00Z", optionally with a fraction of a second of up
+ * to 3 digits). Returns 0 and stores *MS, or -1 with ERR saying what is
+ * expected. */
+int old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen);
+
+/* How remove_old runs; zero-initialised means the step's defaults. */
+struct old_remove_opts {
+	bool dry_run;		/* check everything, delete nothing: the
+				 * entries say "would_remove" */
+	int connections;	/* AMQP connections working in parallel; 0:
+				 * one per 64 queues to remove, at most
+				 * OLD_CONNECTIONS_MAX */
+	/* Tests only: called after a queue was checked (empty, unused) and
+	 * before it is deleted, with ARG and the queue's name; from a worker
+	 * thread when CONNECTIONS > 1. */
+	void (*between)(void *arg, const char *queue);
+	void *arg;
+};
+
+#define OLD_CONNECTIONS_MAX 8
+
+/* remove_old with options: step_remove_old is old_remove(C, NULL, ...).
+ * The result is {"ok", "dry_run", "last_entry_ms", "allowance_ms",
+ * "connections", "elapsed_ms", "counts": {"removed", "gone", "left",
+ * "would_remove"}, "entries": [{"name", "type", "outcome" ("removed",
+ * "gone", "left", or "would_remove" in a dry run), "messages_seen" (the
+ * passive declare's count, or null when not checked), "ttl_ms",
+ * "deadline_ms" (or null), "at_ms", "reason", and "purged" for a queue
+ * deleted without if-empty}]}, plus "error" when it fails. Returns 0 when
+ * nothing is left (in a dry run: nothing would be), otherwise -1 with ERR
+ * naming what was left and why. */
+int old_remove(struct step_ctx *c, const struct old_remove_opts *o,
+    json_t **result, char *err, size_t errlen);
+
+#endif

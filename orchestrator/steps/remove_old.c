@@ -1,0 +1,479 @@
+/* remove_old: deletes the old delay queues, each only once it is empty and
+ * past its own deadline, and records every decision. A handful of AMQP
+ * connections work through the queues in parallel, so that ten thousand
+ * old queues go in seconds, not minutes. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "old_path.h"
+#include "step.h"
+
+#define REASON_MAX 512
+#define QUEUES_PER_CONNECTION 64	/* below this, one connection is enough */
+#define FAILURES_MAX 3			/* broker failures in a row that stop a worker */
+#define LEFT_IN_ERR 5			/* left queues an error message names */
+
+enum outcome { OUT_NONE, OUT_REMOVED, OUT_GONE, OUT_LEFT, OUT_WOULD };
+
+static const char *const outcome_names[] = {
+	"left", "removed", "gone", "left", "would_remove"
+};
+
+/* One old queue and what became of it. */
+struct item {
+	const char *name;		/* borrowed: the measured result or the selection */
+	const char *type;		/* "" when unknown */
+	int64_t ttl_ms;			/* -1 unknown */
+	int64_t deadline_ms;		/* -1 unknown */
+	enum outcome outcome;
+	int64_t seen;			/* depth the passive declare saw, -1: not checked */
+	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
+	int64_t at_ms;
+	char reason[REASON_MAX];
+};
+
+/* The queues to check and delete, shared by the workers. */
+struct work {
+	struct step_ctx *c;
+	const struct old_remove_opts *o;
+	struct item **todo;
+	size_t ntodo;
+	atomic_size_t next;		/* next index of TODO to take */
+	atomic_bool stop;		/* the broker keeps failing: take no more */
+	atomic_int connected;		/* connections that worked */
+};
+
+struct worker {
+	struct work *w;
+	struct broker *b;		/* the step's own for worker 0 */
+	bool own;			/* B opened by this worker */
+	pthread_t th;
+	int failures;			/* broker failures in a row */
+};
+
+static void set_reason(struct item *it, enum outcome o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_reason(struct item *it, enum outcome o, const char *fmt, ...)
+{
+	va_list ap;
+
+	it->outcome = o;
+	va_start(ap, fmt);
+	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Notes a broker failure; after FAILURES_MAX in a row, stops every worker
+ * (the broker is gone or refusing: better to stop than to fail 10,000
+ * times). */
+static void
+failed(struct worker *wk)
+{
+	if (++wk->failures >= FAILURES_MAX)
+		atomic_store(&wk->w->stop, true);
+}
+
+/* Checks IT and deletes it when empty and unused. */
+static void
+process(struct worker *wk, struct item *it)
+{
+	struct step_ctx *c = wk->w->c;
+	const struct old_remove_opts *o = wk->w->o;
+	struct broker_queue_info qi;
+	bool classic = strcmp(it->type, "classic") == 0;
+	uint32_t purged = 0;
+	char why[512];
+	int r;
+
+	r = broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why));
+	it->at_ms = old_now_ms(c);
+	if (r == BROKER_NOT_FOUND) {
+		set_reason(it, OUT_GONE, "already gone");
+		wk->failures = 0;
+		return;
+	}
+	if (r != 0) {
+		set_reason(it, OUT_LEFT, "checking it failed: %s", why);
+		failed(wk);
+		return;
+	}
+	wk->failures = 0;
+	it->seen = qi.messages;
+	if (qi.messages > 0) {
+		set_reason(it, OUT_LEFT, "holds %u message%s although past its deadline: "
+		    "something still publishes into it, or its messages do not expire",
+		    qi.messages, qi.messages == 1 ? "" : "s");
+		return;
+	}
+	if (qi.consumers > 0) {
+		set_reason(it, OUT_LEFT, "has %u consumer%s (which may hold unacknowledged "
+		    "messages): not a delay queue to remove", qi.consumers,
+		    qi.consumers == 1 ? "" : "s");
+		return;
+	}
+	if (o->dry_run) {
+		set_reason(it, OUT_WOULD, "empty, unused and past its deadline; would be "
+		    "deleted %s", classic ? "with if-empty and if-unused" :
+		    "after this check, without if-empty/if-unused (not supported by "
+		    "this queue type)");
+		return;
+	}
+	if (o->between != NULL)
+		o->between(o->arg, it->name);
+	r = broker_queue_delete(wk->b, it->name, classic ?
+	    BROKER_IF_EMPTY | BROKER_IF_UNUSED : 0, &purged, why, sizeof(why));
+	it->at_ms = old_now_ms(c);
+	if (r == 0 && classic) {
+		set_reason(it, OUT_REMOVED, "empty, unused and past its deadline; deleted "
+		    "with if-empty and if-unused");
+		return;
+	}
+	if (r == 0) {
+		it->purged = purged;
+		if (purged == 0)
+			set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, "
+			    "then deleted without if-empty/if-unused, which %s queues do not "
+			    "support", it->type, it->type);
+		else
+			set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, then "
+			    "deleted without if-empty/if-unused (not supported); %u message%s "
+			    "that entered between the check and the delete %s deleted with it",
+			    it->type, purged, purged == 1 ? "" : "s", purged == 1 ? "was" :
+			    "were");
+		return;
+	}
+	if (r == BROKER_EPRECONDITION) {
+		/* The broker's own check: something entered or attached since ours. */
+		if (broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why)) == 0)
+			set_reason(it, OUT_LEFT, "a message arrived or a consumer attached "
+			    "between the check and the delete: the broker refused the "
+			    "if-empty/if-unused delete (now %u message%s, %u consumer%s)",
+			    qi.messages, qi.messages == 1 ? "" : "s", qi.consumers,
+			    qi.consumers == 1 ? "" : "s");
+		else
+			set_reason(it, OUT_LEFT, "a message arrived or a consumer attached "
+			    "between the check and the delete: the broker refused the "
+			    "if-empty/if-unused delete");
+		return;
+	}
+	set_reason(it, OUT_LEFT, "deleting it failed: %s", why);
+	failed(wk);
+}
+
+static void *
+work_loop(void *arg)
+{
+	struct worker *wk = arg;
+	struct work *w = wk->w;
+	const struct plan *p = w->c->plan;
+	char why[512];
+	size_t i;
+
+	if (wk->b == NULL) {
+		if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
+		    STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
+			return NULL;	/* the other connections do its share */
+		wk->own = true;
+	}
+	atomic_fetch_add(&w->connected, 1);
+	while (!atomic_load(&w->stop) &&
+	    (i = atomic_fetch_add(&w->next, 1)) < w->ntodo)
+		process(wk, w->todo[i]);
+	return NULL;
+}
+
+/* Checks and deletes W's queues over N connections: the step's own in this
+ * thread, the others opened by their threads. Returns how many connections
+ * worked. */
+static int
+run_workers(struct work *w, int n)
+{
+	struct worker one = { 0 }, *wk = &one;
+	int i, started = 1;
+
+	if (n > 1 && (wk = calloc((size_t)n, sizeof(*wk))) == NULL) {
+		wk = &one;
+		n = 1;
+	}
+	for (i = 0; i < n; i++)
+		wk[i].w = w;
+	wk[0].b = w->c->amqp;
+	for (i = 1; i < n; i++) {
+		if (pthread_create(&wk[i].th, NULL, work_loop, &wk[i]) != 0)
+			break;
+		started++;
+	}
+	work_loop(&wk[0]);
+	for (i = 1; i < started; i++)
+		pthread_join(wk[i].th, NULL);
+	for (i = 0; i < started; i++)
+		if (wk[i].own)
+			broker_close(wk[i].b);
+	if (wk != &one)
+		free(wk);
+	return atomic_load(&w->connected);
+}
+
+/* Writes MS, rounded up to a second, as "1h21m51s". Returns OUT. */
+static char *
+to_go(int64_t ms, char *out, size_t outlen)
+{
+	static const struct { const char *unit; int64_t s; } parts[] = {
+		{ "d", 86400 }, { "h", 3600 }, { "m", 60 }, { "s", 1 }
+	};
+	int64_t left = (ms + 999) / 1000;
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < 4 && off < outlen; i++) {
+		if (left < parts[i].s && !(i == 3 && off == 0))
+			continue;
+		off += (size_t)snprintf(out + off, outlen - off, "%lld%s",
+		    (long long)(left / parts[i].s), parts[i].unit);
+		left %= parts[i].s;
+	}
+	return out;
+}
+
+static int
+sel_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct old_queue *)elem)->q->name);
+}
+
+/* Finds NAME among the selected queues of S. */
+static const struct old_queue *
+sel_find(const struct old_selection *s, const char *name)
+{
+	if (s->n == 0)
+		return NULL;
+	return bsearch(name, s->v, s->n, sizeof(*s->v), sel_cmp);
+}
+
+static json_t *
+int_or_null(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+/* Decides, without touching the broker, what can be checked: measured and
+ * still selected, with a known TTL and past its deadline. Returns how many
+ * of ITEMS it put in TODO; MEASURED[i] tells whether selected queue i is
+ * among ITEMS. */
+static size_t
+triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
+    size_t nitems, struct item **todo, bool *measured, int64_t now)
+{
+	const struct plan *p = c->plan;
+	char a[32], b[32], d[32], t1[40], t2[40];
+	size_t i, n = 0;
+
+	for (i = 0; i < nitems; i++) {
+		struct item *it = &items[i];
+		const struct old_queue *oq = sel_find(s, it->name);
+
+		it->at_ms = now;
+		if (oq == NULL) {
+			if (mgmt_queue_list_find(&s->list, it->name) != NULL)
+				set_reason(it, OUT_LEFT, "no longer selected by old.queues: "
+				    "not touched");
+			else
+				set_reason(it, OUT_GONE, "already gone (not in the queue "
+				    "listing)");
+			continue;
+		}
+		measured[oq - s->v] = true;
+		it->type = oq->q->type;
+		/* A TTL raised since the measure moves the deadline later. */
+		if (oq->ttl_ms > it->ttl_ms)
+			it->ttl_ms = oq->ttl_ms;
+		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
+		    p->watch.allowance_ms);
+		if (it->deadline_ms < 0) {
+			set_reason(it, OUT_LEFT, "no TTL is known for it, so it has no "
+			    "deadline");
+			continue;
+		}
+		if (now < it->deadline_ms) {
+			set_reason(it, OUT_LEFT, "not yet past its deadline %s (last entry %s "
+			    "+ TTL %s + allowance %s): %s to go",
+			    old_time_format(it->deadline_ms, t1, sizeof(t1)),
+			    old_time_format(c->old_last_entry_ms, t2, sizeof(t2)),
+			    duration_format(it->ttl_ms, a, sizeof(a)),
+			    duration_format(p->watch.allowance_ms, b, sizeof(b)),
+			    to_go(it->deadline_ms - now, d, sizeof(d)));
+			continue;
+		}
+		todo[n++] = it;
+	}
+	return n;
+}
+
+int
+step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	return old_remove(c, NULL, result, err, errlen);
+}
+
+int
+old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **result,
+    char *err, size_t errlen)
+{
+	static const struct old_remove_opts defaults = { 0 };
+	const struct old_remove_opts *o = opts != NULL ? opts : &defaults;
+	const json_t *measured = c->measured, *mq, *q;
+	struct old_selection s = { 0 };
+	struct item *items = NULL, **todo = NULL;
+	bool *known = NULL;
+	struct work w;
+	json_t *entries = json_array();
+	int64_t now = old_now_ms(c), started = old_now_ms(NULL);
+	size_t i, nitems = 0, nmeasured, ntodo = 0, counts[5] = { 0 };
+	size_t off = 0, named = 0;
+	int64_t lost = 0;
+	int rc = -1, nconn = 0;
+
+	*result = NULL;
+	mq = json_object_get(measured, "queues");
+	if (!json_is_array(mq)) {
+		snprintf(err, errlen, "remove_old needs measure_horizon's result: it "
+		    "removes only queues that were measured");
+		goto done;
+	}
+	if (!json_is_true(json_object_get(measured, "ok"))) {
+		snprintf(err, errlen, "measure_horizon did not succeed: nothing is removed "
+		    "on the strength of a failed measure");
+		goto done;
+	}
+	nmeasured = json_array_size(mq);
+	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
+		goto done;
+	if ((items = calloc(nmeasured + s.n + 1, sizeof(*items))) == NULL ||
+	    (todo = calloc(nmeasured + 1, sizeof(*todo))) == NULL ||
+	    (known = calloc(s.n + 1, sizeof(*known))) == NULL) {
+		snprintf(err, errlen, "out of memory for %zu queues", nmeasured);
+		goto done;
+	}
+	json_array_foreach(mq, i, q) {
+		struct item *it = &items[nitems];
+
+		if ((it->name = json_string_value(json_object_get(q, "name"))) == NULL)
+			continue;
+		it->type = json_string_value(json_object_get(q, "type"));
+		if (it->type == NULL)
+			it->type = "";
+		it->ttl_ms = json_is_integer(json_object_get(q, "ttl_ms")) ?
+		    json_integer_value(json_object_get(q, "ttl_ms")) : -1;
+		it->deadline_ms = -1;
+		it->seen = -1;
+		it->purged = -1;
+		it->at_ms = now;
+		nitems++;
+	}
+	if (c->old_last_entry_ms <= 0) {
+		for (i = 0; i < nitems; i++)
+			set_reason(&items[i], OUT_LEFT, "the last entry into the old path is "
+			    "unknown, so no deadline is known: nothing is removed");
+	} else {
+		ntodo = triage(c, &s, items, nitems, todo, known, now);
+		/* Selected now, but not measured: a new old queue. */
+		for (i = 0; i < s.n; i++) {
+			const struct old_queue *oq = &s.v[i];
+
+			if (known[i])
+				continue;
+			items[nitems] = (struct item){ .name = oq->q->name, .type = oq->q->type,
+			    .ttl_ms = oq->ttl_ms, .deadline_ms = -1, .seen = -1, .purged = -1,
+			    .at_ms = now };
+			set_reason(&items[nitems++], OUT_LEFT, "selected now but not measured: "
+			    "not touched; measure again (a new old queue means the old path "
+			    "is still in use)");
+		}
+	}
+	if (ntodo > 0) {
+		int n = o->connections > 0 ? o->connections :
+		    (int)((ntodo + QUEUES_PER_CONNECTION - 1) / QUEUES_PER_CONNECTION);
+
+		if (n > OLD_CONNECTIONS_MAX)
+			n = OLD_CONNECTIONS_MAX;
+		if ((size_t)n > ntodo)
+			n = (int)ntodo;
+		w = (struct work){ .c = c, .o = o, .todo = todo, .ntodo = ntodo };
+		atomic_init(&w.next, 0);
+		atomic_init(&w.stop, false);
+		atomic_init(&w.connected, 0);
+		nconn = run_workers(&w, n);
+		for (i = 0; i < ntodo; i++)
+			if (todo[i]->outcome == OUT_NONE)
+				set_reason(todo[i], OUT_LEFT, "not attempted: the broker failed "
+				    "on %d queues in a row just before (see the entries with "
+				    "\"failed\")", FAILURES_MAX);
+	}
+	for (i = 0; i < nitems; i++) {
+		struct item *it = &items[i];
+
+		counts[it->outcome]++;
+		if (it->purged > 0)
+			lost += it->purged;
+		json_array_append_new(entries, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,"
+		    "s:s}", "name", it->name, "type", it->type,
+		    "outcome", outcome_names[it->outcome],
+		    "messages_seen", int_or_null(it->seen),
+		    "ttl_ms", int_or_null(it->ttl_ms),
+		    "deadline_ms", int_or_null(it->deadline_ms),
+		    "at_ms", (json_int_t)it->at_ms, "reason", it->reason));
+		if (it->purged >= 0)
+			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
+			    "purged", json_integer(it->purged));
+	}
+	counts[OUT_LEFT] += counts[OUT_NONE];
+	err[0] = '\0';
+	if (lost > 0)
+		off = (size_t)snprintf(err, errlen, "%lld message%s entered quorum old "
+		    "queues between the check and the delete and %s deleted with them "
+		    "(see \"purged\")%s", (long long)lost, lost == 1 ? "" : "s",
+		    lost == 1 ? "was" : "were", counts[OUT_LEFT] ? "; " : "");
+	if (counts[OUT_LEFT] > 0 && off < errlen) {
+		off += (size_t)snprintf(err + off, errlen - off, "%zu of %zu old queues "
+		    "%s left:", counts[OUT_LEFT], nitems, o->dry_run ? "would be" : "are");
+		for (i = 0; i < nitems && off < errlen; i++) {
+			if (items[i].outcome != OUT_LEFT && items[i].outcome != OUT_NONE)
+				continue;
+			if (named == LEFT_IN_ERR) {
+				snprintf(err + off, errlen - off, " and %zu more",
+				    counts[OUT_LEFT] - named);
+				break;
+			}
+			off += (size_t)snprintf(err + off, errlen - off, "%s %s (%s)",
+			    named ? ";" : "", items[i].name, items[i].reason);
+			named++;
+		}
+	}
+	if (lost > 0 || counts[OUT_LEFT] > 0)
+		goto done;
+	rc = 0;
+done:
+	*result = json_pack("{s:b,s:b,s:o,s:I,s:i,s:I,s:{s:i,s:i,s:i,s:i},s:o}",
+	    "ok", rc == 0, "dry_run", o->dry_run,
+	    "last_entry_ms", int_or_null(c->old_last_entry_ms > 0 ?
+	    c->old_last_entry_ms : -1),
+	    "allowance_ms", (json_int_t)c->plan->watch.allowance_ms,
+	    "connections", nconn, "elapsed_ms", (json_int_t)(old_now_ms(NULL) - started),
+	    "counts", "removed", (int)counts[OUT_REMOVED], "gone", (int)counts[OUT_GONE],
+	    "left", (int)counts[OUT_LEFT], "would_remove", (int)counts[OUT_WOULD],
+	    "entries", entries);
+	if (rc != 0)
+		json_object_set_new(*result, "error", json_string(err));
+	free(known);
+	free(todo);
+	free(items);
+	old_selection_free(&s);
+	return rc;
+}

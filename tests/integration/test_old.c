@@ -1,0 +1,710 @@
+/* test_old (integration): measure_horizon and remove_old on a real RabbitMQ
+ * node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, password
+ * env:CUTOVER_TEST_PASSWORD): sixty old queues measured detail by detail,
+ * removal that refuses what is not safe and never strays outside the
+ * selection, and a message that arrives between the check and the delete
+ * (through the removal's test hook, a real interleaving on the broker). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "old_path.h"
+#include "plan.h"
+#include "step.h"
+
+#define MIN_MS	(60 * 1000)
+#define HOUR_MS	(60 * MIN_MS)
+
+static char prefix[64];		/* "itest.old.PID." */
+static char rprefix[80];	/* the same as a regex: "itest\\.old\\.PID\\." */
+
+static void
+set_prefix(void)
+{
+	snprintf(prefix, sizeof(prefix), "itest.old.%ld.", (long)getpid());
+	snprintf(rprefix, sizeof(rprefix), "itest\\.old\\.%ld\\.", (long)getpid());
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Loads a plan for the test broker whose old section is OLD_YAML (lines
+ * indented by two) and whose allowance is ALLOWANCE. */
+static struct plan *
+load_plan(const char *old_yaml, const char *allowance)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char yaml[4096], line[512];
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+
+	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
+	    getenv("CUTOVER_TEST_PASSWORD") == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
+		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
+	snprintf(yaml, sizeof(yaml),
+	    "name: itest-old\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "%s"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: %sladder\n"
+	    "  unit: 1s\n"
+	    "  levels: 8\n"
+	    "  queue_type: quorum\n"
+	    "  destinations: [%sdest]\n"
+	    "watch: { allowance: %s }\n"
+	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
+	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, prefix, prefix, allowance);
+	if (plan_load_buffer("itest-old.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		fail_msg("test plan does not load");
+	}
+	return p;
+}
+
+/* A plan selecting ^PREFIX GROUP\.[0-9]{2}$, with MAX_TTL (or none). */
+static struct plan *
+match_plan(const char *group, const char *max_ttl, const char *allowance)
+{
+	char old[512];
+
+	snprintf(old, sizeof(old), "  queues: { match: '^%s%s\\.[0-9]{2}$' }\n%s%s%s",
+	    rprefix, group, max_ttl ? "  max_message_ttl: " : "", max_ttl ? max_ttl : "",
+	    max_ttl ? "\n" : "");
+	return load_plan(old, allowance);
+}
+
+static void
+open_ctx(struct step_ctx *c, struct plan *p)
+{
+	char err[1024];
+
+	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+/* Declares durable queue PREFIX NAME: TTL_MS (< 0: none), EXPIRES_MS
+ * (< 0: none), quorum or classic, dead-lettering to the destination queue
+ * as the old design did. */
+static void
+make_queue(struct broker *b, const char *name, int64_t ttl_ms, int64_t expires_ms,
+    bool quorum)
+{
+	struct topology_arg a[5];
+	char full[128], err[1024];
+	size_t n = 0;
+
+	memset(a, 0, sizeof(a));
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
+	a[n++].str[0] = '\0';
+	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
+	snprintf(a[n++].str, sizeof(a[0].str), "%sdest", prefix);
+	if (ttl_ms >= 0) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
+		a[n].is_int = true;
+		a[n++].num = ttl_ms;
+	}
+	if (expires_ms >= 0) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-expires");
+		a[n].is_int = true;
+		a[n++].num = expires_ms;
+	}
+	if (quorum) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-queue-type");
+		snprintf(a[n++].str, sizeof(a[0].str), "quorum");
+	}
+	if (broker_queue_declare(b, full, true, a, n, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", full, err);
+}
+
+static void
+publish_to(struct broker *b, const char *name, const char *body)
+{
+	struct broker_message m = { 0 };
+	char full[128], err[1024];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	m.routing_key = full;
+	m.body = body;
+	m.len = strlen(body);
+	m.mandatory = true;
+	if (broker_publish(b, &m, 5000, err, sizeof(err)) != 0)
+		fail_msg("publishing to %s: %s", full, err);
+}
+
+/* Does queue PREFIX NAME exist? *MESSAGES gets its depth. */
+static bool
+exists(struct broker *b, const char *name, uint32_t *messages)
+{
+	struct broker_queue_info qi;
+	char full[128], err[1024];
+	int r;
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	r = broker_queue_inspect(b, full, &qi, err, sizeof(err));
+	if (r != 0 && r != BROKER_NOT_FOUND)
+		fail_msg("inspecting %s: %s", full, err);
+	if (messages != NULL)
+		*messages = qi.messages;
+	return r == 0;
+}
+
+static void
+drop_queue(struct broker *b, const char *name)
+{
+	char full[128], err[1024];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	broker_queue_delete(b, full, 0, NULL, err, sizeof(err));
+}
+
+static void
+put_policy(struct mgmt *m, bool operator_policy, const char *name,
+    const char *pattern_tail, int64_t ttl_ms)
+{
+	char pname[128], pattern[160], path[256], err[1024];
+	json_t *body;
+	int r;
+
+	snprintf(pname, sizeof(pname), "%s%s", prefix, name);
+	snprintf(pattern, sizeof(pattern), "^%s%s", rprefix, pattern_tail);
+	if (!operator_policy) {
+		body = json_pack("{s:I}", "message-ttl", (json_int_t)ttl_ms);
+		r = mgmt_put_policy(m, pname, pattern, "queues", 7, body, err, sizeof(err));
+		json_decref(body);
+	} else {
+		body = json_pack("{s:s,s:{s:I},s:s,s:i}", "pattern", pattern, "definition",
+		    "message-ttl", (json_int_t)ttl_ms, "apply-to", "queues", "priority", 7);
+		snprintf(path, sizeof(path), "/api/operator-policies/%%2F/%s", pname);
+		r = mgmt_request(m, "PUT", path, body, NULL, NULL, err, sizeof(err));
+		json_decref(body);
+	}
+	if (r != 0)
+		fail_msg("putting policy %s: %s", pname, err);
+}
+
+static void
+drop_policies(struct mgmt *m)
+{
+	char pname[128], path[256], err[1024];
+
+	snprintf(pname, sizeof(pname), "%spol-a", prefix);
+	mgmt_delete_policy(m, pname, err, sizeof(err));
+	snprintf(pname, sizeof(pname), "%spol-b", prefix);
+	mgmt_delete_policy(m, pname, err, sizeof(err));
+	snprintf(path, sizeof(path), "/api/operator-policies/%%2F/%sop", prefix);
+	mgmt_request(m, "DELETE", path, NULL, NULL, NULL, err, sizeof(err));
+}
+
+/* The entry named PREFIX NAME in the array KEY of R, or NULL. */
+static const json_t *
+entry(const json_t *r, const char *key, const char *name)
+{
+	const json_t *o;
+	char full[128];
+	size_t i;
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	json_array_foreach(json_object_get(r, key), i, o)
+		if (strcmp(json_string_value(json_object_get(o, "name")), full) == 0)
+			return o;
+	return NULL;
+}
+
+static int64_t
+int_of(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		fail_msg("'%s' is not an integer", key);
+	return json_integer_value(v);
+}
+
+static const char *
+str_of(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "(null)";
+}
+
+/* Checks the measured entry of queue NAME. SOURCE "" means "argument". */
+static void
+check_queue(const json_t *r, const char *name, const char *type, int64_t ttl_ms,
+    const char *source, int64_t messages, int64_t consumers)
+{
+	const json_t *q = entry(r, "queues", name);
+	char want[160];
+
+	if (q == NULL)
+		fail_msg("queue %s%s not measured", prefix, name);
+	assert_string_equal(str_of(q, "type"), type);
+	if (int_of(q, "ttl_ms") != ttl_ms)
+		fail_msg("%s: ttl_ms %lld, expected %lld", name, (long long)int_of(q, "ttl_ms"),
+		    (long long)ttl_ms);
+	if (strncmp(source, "policy:", 7) == 0 || strncmp(source, "operator-policy:", 16) == 0)
+		snprintf(want, sizeof(want), "%.*s%s%s", (int)(strchr(source, ':') - source + 1),
+		    source, prefix, strchr(source, ':') + 1);
+	else
+		snprintf(want, sizeof(want), "%s", source);
+	if (strcmp(str_of(q, "ttl_source"), want) != 0)
+		fail_msg("%s: ttl_source '%s', expected '%s'", name, str_of(q, "ttl_source"),
+		    want);
+	assert_int_equal(int_of(q, "messages"), messages);
+	assert_int_equal(int_of(q, "consumers"), consumers);
+}
+
+/* The sixty old queues m.00 .. m.59 (see test_measure_sixty_old_queues). */
+static int64_t
+m_ttl(int i)
+{
+	if (i < 30)
+		return (i + 1) * 1000;              /* argument 1s .. 30s */
+	if (i < 35)
+		return -1;                          /* policy pol-a */
+	switch (i) {
+	case 35: return 10 * MIN_MS;                /* policy pol-b is lower */
+	case 36: return MIN_MS;                     /* operator policy is lower */
+	case 37: return 90 * 1000;                  /* with x-expires */
+	case 38: return 5 * MIN_MS;                 /* quorum */
+	case 39: return 15 * MIN_MS;                /* quorum */
+	}
+	if (i < 45)
+		return 30 * MIN_MS + i * 1000;      /* non-empty */
+	if (i == 45)
+		return 5000;                        /* has a consumer */
+	if (i < 55)
+		return i * 7000;
+	return -1;                                  /* no TTL at all */
+}
+
+static void
+test_measure_sixty_old_queues(void **state)
+{
+	struct plan *p, *p2, *pe;
+	struct step_ctx c, c2;
+	struct broker *consumer = NULL;
+	json_t *r = NULL;
+	char name[160], err[2048];
+	const json_t *q, *sum;
+	int64_t before, after, total = 0;
+	int i, tries;
+
+	(void)state;
+	set_prefix();
+	p = match_plan("m", NULL, "45s");
+	open_ctx(&c, p);
+	drop_policies(c.mgmt);
+	for (i = 0; i < 60; i++) {
+		snprintf(name, sizeof(name), "m.%02d", i);
+		make_queue(c.amqp, name, m_ttl(i), i == 37 ? HOUR_MS : -1, i == 38 || i == 39);
+	}
+	/* Similar names outside the selection. */
+	make_queue(c.amqp, "m.7", 1000, -1, false);
+	make_queue(c.amqp, "m.07x", 1000, -1, false);
+	make_queue(c.amqp, "mm.07", 1000, -1, false);
+	put_policy(c.mgmt, false, "pol-a", "m\\.3[0-4]$", 45 * 1000);
+	put_policy(c.mgmt, false, "pol-b", "m\\.35$", 2 * MIN_MS);
+	put_policy(c.mgmt, true, "op", "m\\.36$", 20 * 1000);
+	for (i = 40; i < 45; i++) {
+		snprintf(name, sizeof(name), "m.%02d", i);
+		for (int k = 0; k <= i - 40; k++)
+			publish_to(c.amqp, name, "waiting");
+		total += i - 40 + 1;
+	}
+	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &consumer, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(name, sizeof(name), "%sm.45", prefix);
+	assert_int_equal(broker_consume(consumer, name, 1, err, sizeof(err)), 0);
+
+	/* Without max_message_ttl the five queues without a TTL fail it, by name. */
+	assert_int_not_equal(step_measure_horizon(&c, &r, err, sizeof(err)), 0);
+	for (i = 55; i < 60; i++) {
+		snprintf(name, sizeof(name), "'%sm.%02d'", prefix, i);
+		if (strstr(err, name) == NULL)
+			fail_msg("the error does not name %s: %s", name, err);
+	}
+	assert_non_null(strstr(err, "old.max_message_ttl"));
+	assert_false(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal(json_array_size(json_object_get(r, "queues")), 60);
+	assert_true(json_is_null(json_object_get(json_object_get(r, "summary"),
+	    "horizon_ms")));
+	json_decref(r);
+	r = NULL;
+
+	/* With it, the measure succeeds. Depth and consumers come from the
+	 * management statistics, which lag: wait until they show. */
+	p2 = match_plan("m", "3h", "45s");
+	c2 = c;
+	c2.plan = p2;
+	for (tries = 0; ; tries++) {
+		before = now_ms();
+		if (step_measure_horizon(&c2, &r, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		after = now_ms();
+		sum = json_object_get(r, "summary");
+		q = entry(r, "queues", "m.45");
+		if (int_of(sum, "total_messages") == total && q != NULL &&
+		    int_of(q, "consumers") == 1)
+			break;
+		if (tries == 40)
+			fail_msg("statistics never showed %lld messages and the consumer",
+			    (long long)total);
+		json_decref(r);
+		sleep(1);
+	}
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal(json_array_size(json_object_get(r, "queues")), 60);
+	assert_null(entry(r, "queues", "m.7"));
+	assert_null(entry(r, "queues", "m.07x"));
+	assert_null(entry(r, "queues", "mm.07"));
+	for (i = 0; i < 60; i++) {
+		int64_t ttl = m_ttl(i), msgs = i >= 40 && i < 45 ? i - 40 + 1 : 0;
+		const char *src = "argument", *type = i == 38 || i == 39 ? "quorum" : "classic";
+
+		if (i >= 30 && i < 35) {
+			ttl = 45 * 1000;
+			src = "policy:pol-a";
+		} else if (i == 35) {
+			ttl = 2 * MIN_MS;
+			src = "policy:pol-b";
+		} else if (i == 36) {
+			ttl = 20 * 1000;
+			src = "operator-policy:op";
+		} else if (i >= 55) {
+			ttl = 3 * HOUR_MS;
+			src = "max_message_ttl";
+		}
+		snprintf(name, sizeof(name), "m.%02d", i);
+		check_queue(r, name, type, ttl, src, msgs, i == 45 ? 1 : 0);
+		q = entry(r, "queues", name);
+		if (i == 37)
+			assert_int_equal(int_of(q, "expires_ms"), HOUR_MS);
+		else
+			assert_true(json_is_null(json_object_get(q, "expires_ms")));
+	}
+	/* The notes. */
+	assert_non_null(strstr(str_of(entry(r, "queues", "m.45"), "note"),
+	    "has 1 consumer: probably not a delay queue"));
+	assert_non_null(strstr(str_of(entry(r, "queues", "m.35"), "note"),
+	    "message-ttl 2m is lower than its x-message-ttl 10m"));
+	assert_non_null(strstr(str_of(entry(r, "queues", "m.36"), "note"),
+	    "lowers its TTL to 20s"));
+	assert_non_null(strstr(str_of(entry(r, "queues", "m.37"), "note"),
+	    "expires after 1h unused"));
+	assert_non_null(strstr(str_of(entry(r, "queues", "m.57"), "note"),
+	    "old.max_message_ttl (3h)"));
+	assert_true(json_is_null(json_object_get(entry(r, "queues", "m.00"), "note")));
+	/* The summary and the horizon. */
+	sum = json_object_get(r, "summary");
+	assert_int_equal(int_of(sum, "queues"), 60);
+	assert_int_equal(int_of(sum, "non_empty"), 5);
+	assert_int_equal(int_of(sum, "total_messages"), total);
+	assert_int_equal(int_of(sum, "max_ttl_ms"), 3 * HOUR_MS);
+	snprintf(name, sizeof(name), "%sm.55", prefix);
+	assert_string_equal(str_of(sum, "max_ttl_queue"), name);
+	assert_true(int_of(sum, "measured_at_ms") >= before &&
+	    int_of(sum, "measured_at_ms") <= after);
+	assert_int_equal(int_of(sum, "allowance_ms"), 45 * 1000);
+	assert_int_equal(int_of(sum, "horizon_ms"), int_of(sum, "measured_at_ms") +
+	    3 * HOUR_MS + 45 * 1000);
+	assert_non_null(strstr(str_of(sum, "reasoning"), "60 old queues, 5 non-empty "
+	    "holding 15 messages; the largest TTL is 3h"));
+	assert_non_null(strstr(str_of(sum, "reasoning"), "+ 3h + allowance 45s"));
+	/* The engine's re-evaluation from the last entry into the old path. */
+	assert_int_equal(old_horizon_ms(r, 1000000, 45 * 1000), 1000000 + 3 * HOUR_MS +
+	    45 * 1000);
+	assert_int_equal(old_horizon_ms(r, 0, 45 * 1000), -1);
+	json_decref(r);
+	r = NULL;
+
+	/* An empty selection is an error, not a horizon of zero. */
+	pe = match_plan("none", "3h", "45s");
+	c2.plan = pe;
+	assert_int_not_equal(step_measure_horizon(&c2, &r, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "selects no queue"));
+	json_decref(r);
+
+	broker_close(consumer);
+	drop_policies(c.mgmt);
+	for (i = 0; i < 60; i++) {
+		snprintf(name, sizeof(name), "m.%02d", i);
+		drop_queue(c.amqp, name);
+	}
+	drop_queue(c.amqp, "m.7");
+	drop_queue(c.amqp, "m.07x");
+	drop_queue(c.amqp, "mm.07");
+	step_ctx_close(&c);
+	plan_free(p);
+	plan_free(p2);
+	plan_free(pe);
+}
+
+static const char *
+outcome(const json_t *r, const char *name)
+{
+	const json_t *e = entry(r, "entries", name);
+
+	if (e == NULL)
+		fail_msg("no entry for %s%s", prefix, name);
+	return str_of(e, "outcome");
+}
+
+static void
+test_remove_refuses_what_is_unsafe(void **state)
+{
+	static const char *outside[] = { "r.1", "r.001", "r.01x", "rr.01" };
+	struct old_remove_opts dry = { .dry_run = true };
+	struct plan *p, *pn;
+	struct step_ctx c;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e;
+	char name[160], names[1024], err[4096];
+	uint32_t depth;
+	int i;
+	size_t off;
+
+	(void)state;
+	set_prefix();
+	/* r.00-r.05 classic, r.06 quorum: empty, short TTLs; r.07 has no TTL
+	 * (max_message_ttl 1m) and holds 3 messages; r.08 waits 2h; r.09 is
+	 * deleted by hand after the measure. */
+	p = match_plan("r", "1m", "30s");
+	open_ctx(&c, p);
+	for (i = 0; i <= 9; i++) {
+		snprintf(name, sizeof(name), "r.%02d", i);
+		make_queue(c.amqp, name, i == 7 ? -1 : i == 8 ? 2 * HOUR_MS : (i + 1) * 1000,
+		    -1, i == 6);
+	}
+	for (i = 0; i < 3; i++)
+		publish_to(c.amqp, "r.07", "still waiting");
+	for (i = 0; i < 4; i++)
+		make_queue(c.amqp, outside[i], 1000, -1, false);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(json_array_size(json_object_get(measured, "queues")), 10);
+	c.measured = measured;
+
+	/* The last entry into the old path unknown: nothing is removed. */
+	c.old_last_entry_ms = 0;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	assert_int_equal(int_of(json_object_get(r, "counts"), "left"), 10);
+	assert_non_null(strstr(str_of(entry(r, "entries", "r.00"), "reason"),
+	    "the last entry into the old path is unknown"));
+	json_decref(r);
+	for (i = 0; i <= 9; i++) {
+		snprintf(name, sizeof(name), "r.%02d", i);
+		assert_true(exists(c.amqp, name, NULL));
+	}
+
+	/* A dry run says what would go, and deletes nothing. */
+	c.now_ms = now_ms();
+	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
+	assert_int_not_equal(old_remove(&c, &dry, &r, err, sizeof(err)), 0);
+	assert_int_equal(int_of(json_object_get(r, "counts"), "would_remove"), 8);
+	assert_int_equal(int_of(json_object_get(r, "counts"), "left"), 2);
+	assert_string_equal(outcome(r, "r.06"), "would_remove");
+	assert_string_equal(outcome(r, "r.07"), "left");
+	json_decref(r);
+	for (i = 0; i <= 9; i++) {
+		snprintf(name, sizeof(name), "r.%02d", i);
+		assert_true(exists(c.amqp, name, NULL));
+	}
+
+	/* Removal re-reads the selection: a plan that now names all but r.05,
+	 * plus r.10, a queue that appeared after the measure. */
+	drop_queue(c.amqp, "r.09");
+	make_queue(c.amqp, "r.10", 1000, -1, false);
+	off = (size_t)snprintf(names, sizeof(names), "  queues: { names: [");
+	for (i = 0; i <= 10; i++)
+		if (i != 5)
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s'%sr.%02d'",
+			    i ? ", " : "", prefix, i);
+	snprintf(names + off, sizeof(names) - off, "] }\n  max_message_ttl: 1m\n");
+	pn = load_plan(names, "30s");
+	c.plan = pn;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	for (i = 0; i <= 6; i++) {
+		snprintf(name, sizeof(name), "r.%02d", i);
+		if (i == 5)
+			continue;
+		e = entry(r, "entries", name);
+		assert_string_equal(outcome(r, name), "removed");
+		assert_int_equal(int_of(e, "messages_seen"), 0);
+		assert_int_equal(int_of(e, "at_ms"), c.now_ms);
+		assert_int_equal(int_of(e, "deadline_ms"), c.old_last_entry_ms +
+		    (i + 1) * 1000 + 30 * 1000);
+		assert_false(exists(c.amqp, name, NULL));
+	}
+	assert_non_null(strstr(str_of(entry(r, "entries", "r.00"), "reason"),
+	    "deleted with if-empty and if-unused"));
+	/* Quorum: checked, then deleted, and the entry says so. */
+	e = entry(r, "entries", "r.06");
+	assert_non_null(strstr(str_of(e, "reason"), "quorum queue: checked empty and "
+	    "unused, then deleted without if-empty/if-unused"));
+	assert_int_equal(int_of(e, "purged"), 0);
+	/* Not empty: left, with its depth. */
+	e = entry(r, "entries", "r.07");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_int_equal(int_of(e, "messages_seen"), 3);
+	assert_non_null(strstr(str_of(e, "reason"), "holds 3 messages"));
+	assert_true(exists(c.amqp, "r.07", &depth));
+	assert_int_equal(depth, 3);
+	/* Before its deadline: left, unchecked, with the deadline. */
+	e = entry(r, "entries", "r.08");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_true(json_is_null(json_object_get(e, "messages_seen")));
+	assert_int_equal(int_of(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
+	    30 * 1000);
+	assert_non_null(strstr(str_of(e, "reason"), "not yet past its deadline"));
+	assert_non_null(strstr(str_of(e, "reason"), "1h50m30s to go"));
+	assert_true(exists(c.amqp, "r.08", NULL));
+	/* Already gone is fine. */
+	assert_string_equal(outcome(r, "r.09"), "gone");
+	/* Measured but no longer selected, and selected but never measured:
+	 * both left alone. */
+	assert_string_equal(outcome(r, "r.05"), "left");
+	assert_non_null(strstr(str_of(entry(r, "entries", "r.05"), "reason"),
+	    "no longer selected"));
+	assert_true(exists(c.amqp, "r.05", NULL));
+	assert_string_equal(outcome(r, "r.10"), "left");
+	assert_non_null(strstr(str_of(entry(r, "entries", "r.10"), "reason"),
+	    "not measured"));
+	assert_true(exists(c.amqp, "r.10", NULL));
+	e = json_object_get(r, "counts");
+	assert_int_equal(int_of(e, "removed"), 6);
+	assert_int_equal(int_of(e, "gone"), 1);
+	assert_int_equal(int_of(e, "left"), 4);
+	assert_non_null(strstr(err, "4 of 11 old queues are left"));
+	json_decref(r);
+	/* Similar names outside the selection are untouched. */
+	for (i = 0; i < 4; i++)
+		assert_true(exists(c.amqp, outside[i], NULL));
+
+	for (i = 0; i <= 10; i++) {
+		snprintf(name, sizeof(name), "r.%02d", i);
+		drop_queue(c.amqp, name);
+	}
+	for (i = 0; i < 4; i++)
+		drop_queue(c.amqp, outside[i]);
+	json_decref(measured);
+	step_ctx_close(&c);
+	plan_free(p);
+	plan_free(pn);
+}
+
+struct late {
+	struct broker *b;		/* the late publisher's own connection */
+	char target[128];
+	int published;
+};
+
+/* The removal's hook between check and delete: a message enters the target
+ * queue, confirmed by the broker before the delete goes out. */
+static void
+publish_late(void *arg, const char *queue)
+{
+	struct late *l = arg;
+	struct broker_message m = { 0 };
+	char err[1024];
+
+	if (strcmp(queue, l->target) != 0)
+		return;
+	m.routing_key = queue;
+	m.body = "late";
+	m.len = 4;
+	m.mandatory = true;
+	if (broker_publish(l->b, &m, 5000, err, sizeof(err)) == 0)
+		l->published++;
+}
+
+static void
+test_message_between_check_and_delete_survives(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct late l = { 0 };
+	struct old_remove_opts o = { 0 };
+	struct broker_delivery d;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e;
+	char err[2048];
+	uint32_t depth;
+
+	(void)state;
+	set_prefix();
+	p = match_plan("x", NULL, "1s");
+	open_ctx(&c, p);
+	make_queue(c.amqp, "x.00", MIN_MS, -1, false);
+	make_queue(c.amqp, "x.01", 1000, -1, false);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &l.b, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(l.target, sizeof(l.target), "%sx.00", prefix);
+	o.between = publish_late;
+	o.arg = &l;
+	c.measured = measured;
+	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+
+	assert_int_not_equal(old_remove(&c, &o, &r, err, sizeof(err)), 0);
+	assert_int_equal(l.published, 1);
+	e = entry(r, "entries", "x.00");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_int_equal(int_of(e, "messages_seen"), 0);
+	assert_non_null(strstr(str_of(e, "reason"), "between the check and the delete"));
+	assert_non_null(strstr(str_of(e, "reason"), "now 1 message"));
+	assert_string_equal(outcome(r, "x.01"), "removed");
+	json_decref(r);
+	/* The queue and its message are still there. */
+	assert_true(exists(c.amqp, "x.00", &depth));
+	assert_int_equal(depth, 1);
+	assert_int_equal(broker_get(c.amqp, l.target, false, &d, err, sizeof(err)), 0);
+	assert_string_equal(d.body, "late");
+	broker_delivery_free(&d);
+
+	broker_close(l.b);
+	drop_queue(c.amqp, "x.00");
+	drop_queue(c.amqp, "x.01");
+	json_decref(measured);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_measure_sixty_old_queues),
+		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
+		cmocka_unit_test(test_message_between_check_and_delete_survives),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
