@@ -76,7 +76,7 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 		json_array_append_new(ss, json_pack("{s:s,s:b}", "step",
 		    plan_step_kind_name(p->steps[i].kind), "gate", p->steps[i].gate));
 
-	o = json_pack("{s:s,s:s,s:b,s:{s:s,s:s,s:s,s:I,s:i,s:s,s:s},s:o,s:o,s:o,s:o,s:o}",
+	o = json_pack("{s:s,s:s,s:b,s:{s:s,s:s,s:s,s:I,s:i,s:s,s:I,s:s},s:o,s:o,s:o,s:o,s:o}",
 	    "file", file, "plan", p->name, "valid", 1,
 	    "ladder",
 	    "naming", ladder_naming_name(l->naming),
@@ -85,6 +85,7 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "unit_ms", (json_int_t)l->unit_ms,
 	    "levels", l->levels,
 	    "max_delay", duration_format(ladder_max_delay_ms(l), m, sizeof(m)),
+	    "max_delay_ms", (json_int_t)ladder_max_delay_ms(l),
 	    "queue_type", p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic",
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
@@ -109,6 +110,7 @@ static void
 print_human(json_t *d)
 {
 	json_t *lad = json_object_get(d, "ladder"), *v;
+	char desc[64];
 	size_t i, n = 0;
 
 	printf("%s: plan %s is valid\n\n", json_string_value(json_object_get(d, "file")),
@@ -116,10 +118,13 @@ print_human(json_t *d)
 	printf("ladder\n  naming      %s", json_string_value(json_object_get(lad, "naming")));
 	if (*json_string_value(json_object_get(lad, "prefix")) != '\0')
 		printf(" (prefix %s)", json_string_value(json_object_get(lad, "prefix")));
-	printf("\n  unit        %s\n  levels      %d\n  max delay   %s\n  queue type  %s\n",
+	printf("\n  unit        %s\n  levels      %d\n  max delay   %s (%s)\n"
+	    "  queue type  %s\n",
 	    json_string_value(json_object_get(lad, "unit")),
 	    (int)json_integer_value(json_object_get(lad, "levels")),
 	    json_string_value(json_object_get(lad, "max_delay")),
+	    duration_describe(json_integer_value(json_object_get(lad, "max_delay_ms")),
+	    desc, sizeof(desc)),
 	    json_string_value(json_object_get(lad, "queue_type")));
 
 	printf("\nexchanges (%zu)\n", json_array_size(json_object_get(d, "exchanges")));

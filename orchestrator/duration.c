@@ -199,3 +199,40 @@ done:
 		out[0] = '\0';
 	return out;
 }
+
+char *
+duration_describe(int64_t ms, char *out, size_t outlen)
+{
+	static const struct { const char *unit; int64_t ms; } parts[] = {
+		{ "d", 86400000 }, { "h", 3600000 }, { "m", 60000 },
+	};
+	size_t o = 0;
+
+	if (outlen == 0)
+		return out;
+	out[0] = '\0';
+	if (ms < 1000) {
+		snprintf(out, outlen, "%lldms", (long long)ms);
+		return out;
+	}
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		if (ms < parts[i].ms)
+			continue;
+		if (o < outlen)
+			o += (size_t)snprintf(out + o, outlen - o, "%s%lld%s", o ? " " : "",
+			    (long long)(ms / parts[i].ms), parts[i].unit);
+		ms %= parts[i].ms;
+	}
+	if (ms > 0 && o < outlen) {
+		if (ms % 1000 == 0)
+			snprintf(out + o, outlen - o, "%s%llds", o ? " " : "",
+			    (long long)(ms / 1000));
+		else if (ms % 100 == 0)
+			snprintf(out + o, outlen - o, "%s%lld.%llds", o ? " " : "",
+			    (long long)(ms / 1000), (long long)(ms % 1000 / 100));
+		else
+			snprintf(out + o, outlen - o, "%s%lld.%03llds", o ? " " : "",
+			    (long long)(ms / 1000), (long long)(ms % 1000));
+	}
+	return out;
+}

@@ -21,4 +21,8 @@ int duration_parse(const char *text, int64_t *ms, char *err, size_t errlen);
  * ("42s", "1500ms", "2h", "12d"). Returns OUT. */
 char *duration_format(int64_t ms, char *out, size_t outlen);
 
+/* Writes MS for a reader: days, hours, minutes and seconds with their
+ * milliseconds ("1h 49m 13.5s", "12d 3h 16m 15s", "250ms"). Returns OUT. */
+char *duration_describe(int64_t ms, char *out, size_t outlen);
+
 #endif

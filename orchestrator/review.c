@@ -36,7 +36,7 @@ review_answers(const struct plan *p)
 {
 	const struct ladder *l = &p->ladder;
 	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
-	char pq[LADDER_NAME_MAX], dests[512];
+	char pq[LADDER_NAME_MAX], dests[512], desc[64];
 	const char *steps_left;
 	json_t *a;
 	size_t off = 0;
@@ -57,7 +57,9 @@ review_answers(const struct plan *p)
 	    "%s: every delay is a whole number of %s units; this is the ladder's "
 	    "resolution.", unit, unit);
 	add(a, "What is the maximum supported delay?", "plan", NULL,
-	    "%s ((2^%d - 1) x %s), with %d levels.", max, l->levels, unit, l->levels);
+	    "%s, that is %s ((2^%d - 1) x %s), with %d levels.", max,
+	    duration_describe(ladder_max_delay_ms(l), desc, sizeof(desc)), l->levels, unit,
+	    l->levels);
 	add(a, "Are out-of-range values rejected?", "plan", NULL,
 	    "Yes where cutover encodes (publish, canary, probes): a delay above %s is "
 	    "refused, never truncated. Producers that build routing keys themselves "

@@ -178,6 +178,30 @@ test_format(void **state)
 }
 
 static void
+test_describe(void **state)
+{
+	static const struct {
+		int64_t ms;
+		const char *want;
+	} cases[] = {
+		{ 0, "0ms" },
+		{ 250, "250ms" },
+		{ 1000, "1s" },
+		{ 1500, "1.5s" },
+		{ 61001, "1m 1.001s" },
+		{ 6553500, "1h 49m 13.5s" },
+		{ 1048575000, "12d 3h 16m 15s" },
+		{ 86400000, "1d" },
+	};
+	char out[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(duration_describe(cases[i].ms, out, sizeof(out)),
+		    cases[i].want);
+}
+
+static void
 test_round_trip(void **state)
 {
 	static const int64_t values[] = {
@@ -218,6 +242,7 @@ main(void)
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_describe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
