@@ -323,13 +323,15 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	if (kind != PLAN_STEP_FLIP && open_ctx(r, idx) != 0) {
 		if (kind == PLAN_STEP_WATCH) {
 			/* The watch outlives broker outages: it alerts and goes on. */
-			json_t *d = json_pack("{s:s}", "error", r->err);
+			char message[1024];
+			int64_t alert = 0;
 
-			if (store_alert_raise(r->s, r->id, "broker_unreachable", r->err,
-			    engine_now_ms(), NULL, r->err, r->errlen) == 1)
-				event(r, ACTOR, "alert.raised", json_pack("{s:s,s:O}", "alert",
-				    "broker_unreachable", "details", d));
-			json_decref(d);
+			snprintf(message, sizeof(message), "%s", r->err);
+			if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
+			    engine_now_ms(), &alert, r->err, r->errlen) == 1)
+				event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
+				    "broker_unreachable", "message", message, "alert_id",
+				    (json_int_t)alert));
 			*result = state != NULL ? json_deep_copy(state) : json_object();
 			return 1;
 		}

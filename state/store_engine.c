@@ -282,6 +282,7 @@ store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
 	static const char agg[] =
 	    "CREATE TEMP TABLE IF NOT EXISTS fold (ts INTEGER, metric TEXT, label TEXT,"
 	    " v REAL);"
+	    "CREATE INDEX IF NOT EXISTS temp.fold_key ON fold (ts, metric, label);"
 	    "DELETE FROM temp.fold;";
 	static const char fill[] =
 	    "INSERT INTO temp.fold SELECT (ts_ms / ?2) * ?2, metric, label, max(value)"

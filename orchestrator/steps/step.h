@@ -115,6 +115,12 @@ int step_rollback(struct step_ctx *c, json_t **result, char *err, size_t errlen)
  * it cannot go on. */
 int step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
+/* The watch's downsampling policy, applied at most every ten minutes of
+ * watch time (*LAST_MS remembers when): samples of PLAN_ID older than an
+ * hour fold into 10-minute buckets. Returns the rows removed, or -1. */
+int64_t step_watch_downsample(struct store *s, int64_t plan_id, int64_t now_ms,
+    int64_t *last_ms, char *err, size_t errlen);
+
 /* Removes the plan's ladder (level exchanges first, so nothing new enters,
  * then queues, then the delivery and parking objects), refusing while any
  * level or the parking queue holds a message. Destination queues are left

@@ -1,0 +1,252 @@
+/* bench_watch_samples: the watch's samples over a 12-day watch at a 10 s
+ * interval (issue 6: the database must stay under 100 MB). Writes, into a
+ * real SQLite file through the store, what the watch writes for a 28-level
+ * ladder each tick — old.depth, old.nonempty, old.publishes,
+ * ladder.depth x 28 (label = level), ladder.publishes, parking.depth, and
+ * a probe.lateness_ms every minute: 34 series — with the watch's
+ * downsampling policy applied as the watch applies it
+ * (step_watch_downsample, inside each tick's transaction, on the watch's
+ * clock), and in the same run a peer that keeps every sample. Prints both
+ * file sizes, the rows, and the ratio; exits 1 when the policy's file is
+ * not under 100 MB.
+ *
+ * The peer may be stopped early (--peer-days D < --days): its size is then
+ * extrapolated linearly to the full watch (it keeps every row, so it grows
+ * linearly) and printed as such. Ticks are written one transaction per
+ * tick, like the watch; the store syncs every commit (synchronous=FULL),
+ * so --batch N groups N ticks per transaction to save time: the rows and
+ * the policy's runs are the same, only the number of commits differs.
+ *
+ *   bench_watch_samples [--days 12] [--peer-days 12] [--batch 1] [--dir DIR]
+ */
+#include <sys/stat.h>
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "step.h"
+#include "store.h"
+
+#define LEVELS		28
+#define INTERVAL_MS	10000
+#define PROBE_EVERY_MS	60000
+#define LIMIT_BYTES	(100.0 * 1000 * 1000)
+#define T0_MS		INT64_C(1795000000000)
+#define DAY_MS		(24 * 60 * 60 * 1000)
+
+struct run {
+	const char *label;
+	bool downsample;
+	char path[512];
+	int64_t ticks, rows_written, rows_removed;
+	double seconds;
+	long long bytes;
+};
+
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A small deterministic generator, so both runs write the same values. */
+static uint64_t
+next_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Writes tick I's samples as the watch does, plausible values: the old
+ * path draining over two days, level depths wandering, publishes
+ * growing, parking empty, a probe lateness of a few ms every minute. */
+static int
+write_tick(struct store *s, int64_t plan_id, int64_t i, uint64_t *rnd,
+    double *ladder_pub, int64_t *rows, char *err, size_t errlen)
+{
+	int64_t ts = T0_MS + i * INTERVAL_MS, left = 2 * DAY_MS / INTERVAL_MS - i;
+	double old = left > 0 ? (double)(left * 3) : 0;
+	char label[8];
+	int n = 0;
+
+	if (store_sample_insert(s, plan_id, ts, "old.depth", "", old, err, errlen) != 0 ||
+	    store_sample_insert(s, plan_id, ts, "old.nonempty", "",
+	    left > 0 ? (double)(left / 20 + 1) : 0, err, errlen) != 0 ||
+	    store_sample_insert(s, plan_id, ts, "old.publishes", "", 1234567, err,
+	    errlen) != 0)
+		return -1;
+	n += 3;
+	for (int k = 0; k < LEVELS; k++) {
+		snprintf(label, sizeof(label), "%d", k);
+		if (store_sample_insert(s, plan_id, ts, "ladder.depth", label,
+		    (double)(next_rand(rnd) % (k < 12 ? 4000 : 60)), err, errlen) != 0)
+			return -1;
+		n++;
+	}
+	*ladder_pub += (double)(next_rand(rnd) % 500);
+	if (store_sample_insert(s, plan_id, ts, "ladder.publishes", "", *ladder_pub, err,
+	    errlen) != 0 || store_sample_insert(s, plan_id, ts, "parking.depth", "", 0,
+	    err, errlen) != 0)
+		return -1;
+	n += 2;
+	if (i % (PROBE_EVERY_MS / INTERVAL_MS) == 0) {
+		if (store_sample_insert(s, plan_id, ts, "probe.lateness_ms", "",
+		    (double)(3 + next_rand(rnd) % 40), err, errlen) != 0)
+			return -1;
+		n++;
+	}
+	*rows += n;
+	return 0;
+}
+
+static long long
+file_bytes(const char *path)
+{
+	struct stat st;
+	char p[600];
+	long long total = 0;
+	static const char *const ext[] = { "", "-wal", "-shm" };
+
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", path, ext[i]);
+		if (stat(p, &st) == 0)
+			total += (long long)st.st_size;
+	}
+	return total;
+}
+
+/* Runs one watch of TICKS ticks into R->path. Returns 0 or -1. */
+static int
+run(struct run *r, int64_t ticks, int batch)
+{
+	struct store *s = NULL;
+	char err[512];
+	uint64_t rnd = 0x9e3779b97f4a7c15ULL;
+	double ladder_pub = 0, t0 = mono_s();
+	int64_t plan_id, ds_last = 0, removed;
+	int rc = -1;
+
+	unlink(r->path);
+	if (store_open(r->path, &s, err, sizeof(err)) != 0 ||
+	    store_plan_insert(s, "bench-watch", "{}", 2, T0_MS, &plan_id, err,
+	    sizeof(err)) != 0)
+		goto done;
+	for (int64_t i = 0; i < ticks; i++) {
+		if (i % batch == 0 && store_begin(s, err, sizeof(err)) != 0)
+			goto done;
+		if (write_tick(s, plan_id, i, &rnd, &ladder_pub, &r->rows_written, err,
+		    sizeof(err)) != 0)
+			goto done;
+		if (r->downsample) {
+			removed = step_watch_downsample(s, plan_id, T0_MS + i * INTERVAL_MS,
+			    &ds_last, err, sizeof(err));
+			if (removed < 0)
+				goto done;
+			r->rows_removed += removed;
+		}
+		if ((i + 1) % batch == 0 || i + 1 == ticks) {
+			if (store_commit(s, err, sizeof(err)) != 0)
+				goto done;
+		}
+		r->ticks = i + 1;
+		if ((i + 1) % (DAY_MS / INTERVAL_MS) == 0)
+			fprintf(stderr, "# %s: day %" PRId64 " written, %.0f s\n", r->label,
+			    (i + 1) / (DAY_MS / INTERVAL_MS), mono_s() - t0);
+	}
+	rc = 0;
+done:
+	if (rc != 0)
+		fprintf(stderr, "bench_watch_samples: %s: %s\n", r->label, err);
+	store_close(s);	/* checkpoints the WAL into the file */
+	r->seconds = mono_s() - t0;
+	r->bytes = file_bytes(r->path);
+	return rc;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: bench_watch_samples [--days N] [--peer-days N] "
+	    "[--batch N] [--dir DIR]\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct run pol = { "policy", true, "", 0, 0, 0, 0, 0 };
+	struct run peer = { "peer", false, "", 0, 0, 0, 0, 0 };
+	char dir[256] = "", tmpl[] = "/tmp/bench-watch.XXXXXX";
+	double days = 12, peer_days = -1, peer12, mb;
+	int batch = 1, rc = 1;
+	int64_t ticks, peer_ticks;
+
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			usage();
+		if (strcmp(argv[i], "--days") == 0)
+			days = atof(argv[++i]);
+		else if (strcmp(argv[i], "--peer-days") == 0)
+			peer_days = atof(argv[++i]);
+		else if (strcmp(argv[i], "--batch") == 0)
+			batch = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--dir") == 0)
+			snprintf(dir, sizeof(dir), "%s", argv[++i]);
+		else
+			usage();
+	}
+	if (peer_days < 0 || peer_days > days)
+		peer_days = days;
+	if (days <= 0 || peer_days <= 0 || batch < 1)
+		usage();
+	if (dir[0] == '\0') {
+		if (mkdtemp(tmpl) == NULL) {
+			perror("mkdtemp");
+			return 1;
+		}
+		snprintf(dir, sizeof(dir), "%s", tmpl);
+	}
+	snprintf(pol.path, sizeof(pol.path), "%s/policy.db", dir);
+	snprintf(peer.path, sizeof(peer.path), "%s/peer.db", dir);
+	ticks = (int64_t)(days * DAY_MS / INTERVAL_MS);
+	peer_ticks = (int64_t)(peer_days * DAY_MS / INTERVAL_MS);
+
+	if (run(&pol, ticks, batch) != 0 || run(&peer, peer_ticks, batch) != 0)
+		goto done;
+	peer12 = (double)peer.bytes * (double)ticks / (double)peer_ticks;
+	mb = (double)pol.bytes / 1e6;
+	printf("watch samples: %.4g days at a %d s interval, %d levels, 34 series "
+	    "(%" PRId64 " ticks, %d per transaction)\n", days, INTERVAL_MS / 1000, LEVELS,
+	    ticks, batch);
+	printf("  policy (10 min buckets after 1 h, folded every 10 min): "
+	    "%.1f MB, %" PRId64 " rows kept of %" PRId64 " written, %.0f s\n", mb,
+	    pol.rows_written - pol.rows_removed, pol.rows_written, pol.seconds);
+	if (peer_ticks == ticks)
+		printf("  peer (every sample): %.1f MB, %" PRId64 " rows, %.0f s\n",
+		    (double)peer.bytes / 1e6, peer.rows_written, peer.seconds);
+	else
+		printf("  peer (every sample): %.1f MB after %.4g days (%" PRId64 " rows, "
+		    "%.0f s), stopped early; extrapolated linearly to %.4g days: %.1f MB\n",
+		    (double)peer.bytes / 1e6, peer_days, peer.rows_written, peer.seconds,
+		    days, peer12 / 1e6);
+	printf("  ratio peer / policy: %.1fx; policy %s 100 MB\n",
+	    peer12 / (double)pol.bytes, (double)pol.bytes < LIMIT_BYTES ? "under" :
+	    "NOT under");
+	rc = (double)pol.bytes < LIMIT_BYTES ? 0 : 1;
+done:
+	unlink(pol.path);
+	unlink(peer.path);
+	if (strcmp(dir, tmpl) == 0)
+		rmdir(dir);
+	return rc;
+}

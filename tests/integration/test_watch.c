@@ -1,0 +1,919 @@
+/* test_watch (integration): the watch step on a real RabbitMQ node
+ * (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, password
+ * env:CUTOVER_TEST_PASSWORD) and a real SQLite file in a temporary
+ * directory, called tick after tick the way the engine calls it: each
+ * tick's state is written to the store and read back from it for the next
+ * tick, and the broker connections are reopened midway (a restart).
+ * A 100 ms ladder, old queues of 2 s TTL, a 200 ms interval, a 1 s
+ * allowance and a probe every second. Checks the samples, the deadline
+ * (never early, moved by a publish into the old path), the probes, and the
+ * alerts (old_publish, old_new_queue, parking, ladder_drift, probe,
+ * broker_unreachable), none of which lets the watch end until it is
+ * acknowledged. Without the environment the tests fail, never skip. Every
+ * object is named after the test and the pid, and removed at the end. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ladder.h"
+#include "plan.h"
+#include "publish.h"
+#include "step.h"
+#include "store.h"
+#include "topology.h"
+
+#define OLD_TTL_MS	2000
+#define ALLOWANCE_MS	1000
+#define INTERVAL_MS	200
+#define STATS_LAG_MS	10000	/* the watch's OLD_STATS_LAG_MS */
+#define MAX_OLD		4
+
+static char prefix[64];     /* itest<pid>.<test> */
+static char plan_name[64];  /* itest<pid>-<test> */
+
+static void
+set_names(const char *test)
+{
+	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
+
+static const char *
+need_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (v == NULL || *v == '\0')
+		fail_msg("set %s (and CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, "
+		    "CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD; scripts/test and "
+		    "ctest do)", name);
+	return v;
+}
+
+/* What a test created, removed by its teardown whether it passed or not. */
+struct fixture {
+	struct plan *p;
+	struct step_ctx c;
+	struct store *s;
+	int64_t plan_id;
+	char dir[64], db[128];
+	json_t *measured;
+	json_t *state;              /* as read back from the store */
+	int64_t flip_ms;
+	char old[MAX_OLD + 1][LADDER_NAME_MAX];
+	int nold;                   /* old[nold] may hold an extra queue */
+	bool extra;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	*state = f;
+	return f == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	struct topology t;
+	char name[LADDER_NAME_MAX], err[512];
+
+	if (f->p != NULL && f->c.amqp != NULL) {
+		if (topology_build(f->p, &t, err, sizeof(err)) == 0) {
+			for (size_t i = 0; i < t.nexchanges; i++)
+				(void)broker_exchange_delete(f->c.amqp, t.exchanges[i].name,
+				    false, err, sizeof(err));
+			for (size_t i = 0; i < t.nqueues; i++)
+				(void)broker_queue_delete(f->c.amqp, t.queues[i].name, 0,
+				    NULL, err, sizeof(err));
+			topology_free(&t);
+		}
+		snprintf(name, sizeof(name), "cutover.probe.%s", f->p->name);
+		(void)broker_queue_delete(f->c.amqp, name, 0, NULL, err, sizeof(err));
+		for (int i = 0; i < f->nold + (f->extra ? 1 : 0); i++)
+			(void)broker_queue_delete(f->c.amqp, f->old[i], 0, NULL, err,
+			    sizeof(err));
+	}
+	step_ctx_close(&f->c);
+	plan_free(f->p);
+	json_decref(f->measured);
+	json_decref(f->state);
+	store_close(f->s);
+	if (f->db[0] != '\0') {
+		static const char *const ext[] = { "", "-wal", "-shm" };
+
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(name, sizeof(name), "%s%s", f->db, ext[i]);
+			unlink(name);
+		}
+		rmdir(f->dir);
+	}
+	free(f);
+	return 0;
+}
+
+/* The test plan: old queues PREFIX.old.*, a cutover ladder of 100 ms units
+ * and 5 levels, a canary, a flag that is never called here, and the
+ * watch's settings. MANAGEMENT replaces the test broker's API when set. */
+static struct plan *
+load_plan(const char *management)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char yaml[4096], line[512], re[128];
+	size_t j = 0;
+
+	/* The old selection as a regex: the prefix with its dots escaped. */
+	for (const char *s = prefix; *s != '\0' && j + 3 < sizeof(re); s++) {
+		if (*s == '.')
+			re[j++] = '\\';
+		re[j++] = *s;
+	}
+	re[j] = '\0';
+	need_env("CUTOVER_TEST_PASSWORD");
+	snprintf(yaml, sizeof(yaml),
+	    "name: %s\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { match: '^%s\\.old\\.' }\n"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: %s\n"
+	    "  unit: 100ms\n"
+	    "  levels: 5\n"
+	    "  queue_type: quorum\n"
+	    "  destinations: [%s.dest]\n"
+	    "canary:\n"
+	    "  delays: [100ms, 300ms]\n"
+	    "  max_lateness: 1s\n"
+	    "flag:\n"
+	    "  kind: http\n"
+	    "  on:  { method: PUT, url: 'http://127.0.0.1:9/flag', body: '{\"on\":true}' }\n"
+	    "  off: { method: PUT, url: 'http://127.0.0.1:9/flag', body: '{\"on\":false}' }\n"
+	    "  read: { url: 'http://127.0.0.1:9/flag', pointer: /on, on: true, off: false }\n"
+	    "watch:\n"
+	    "  interval: 200ms\n"
+	    "  allowance: 1s\n"
+	    "  probe_every: 1s\n"
+	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
+	    "watch]\n",
+	    plan_name, need_env("CUTOVER_TEST_AMQP"),
+	    management ? management : need_env("CUTOVER_TEST_MGMT"),
+	    need_env("CUTOVER_TEST_USER"), re, prefix, prefix);
+	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		fail_msg("test plan does not load");
+	}
+	return p;
+}
+
+static void
+publish_to(struct step_ctx *c, const char *exchange, const char *key, int n)
+{
+	struct broker_message m = { 0 };
+	char err[512];
+
+	m.exchange = exchange;
+	m.routing_key = key;
+	m.body = "old";
+	m.len = 3;
+	for (int i = 0; i < n; i++)
+		if (broker_publish(c->amqp, &m, 5000, err, sizeof(err)) != 0)
+			fail_msg("publishing to '%s' '%s': %s", exchange, key, err);
+}
+
+/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+static void
+old_queue(struct step_ctx *c, const char *name)
+{
+	struct topology_arg a[1];
+	char err[512];
+
+	memset(a, 0, sizeof(a));
+	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+	a[0].is_int = true;
+	a[0].num = OLD_TTL_MS;
+	if (broker_queue_declare(c->amqp, name, true, a, 1, err, sizeof(err)) != 0)
+		fail_msg("declaring old queue '%s': %s", name, err);
+}
+
+/* Opens the store in a new temporary directory and records the plan with
+ * its steps, as the engine does. */
+static void
+open_store(struct fixture *f)
+{
+	char err[512];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/itest-watch.XXXXXX");
+	if (mkdtemp(f->dir) == NULL)
+		fail_msg("mkdtemp failed");
+	snprintf(f->db, sizeof(f->db), "%s/cutover.db", f->dir);
+	if (store_open(f->db, &f->s, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (store_plan_insert(f->s, f->p->name, "{}", 2, now_ms(), &f->plan_id, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (size_t i = 0; i < f->p->nsteps; i++)
+		if (store_step_insert(f->s, f->plan_id, (int)i,
+		    plan_step_kind_name(f->p->steps[i].kind), 0, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+}
+
+/* Sets up test TEST: the plan, NOLD old queues, the ladder,
+ * measure_horizon's result, the store, and MSGS messages in each old
+ * queue. */
+static void
+start(struct fixture *f, const char *test, int nold, int msgs, const char *management)
+{
+	json_t *r = NULL;
+	char err[2048];
+
+	set_names(test);
+	f->p = load_plan(management);
+	if (step_ctx_open(&f->c, f->p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	f->nold = nold;
+	for (int i = 0; i < nold; i++) {
+		snprintf(f->old[i], sizeof(f->old[i]), "%s.old.%d", prefix, i);
+		old_queue(&f->c, f->old[i]);
+	}
+	if (management == NULL) {
+		if (step_declare_ladder(&f->c, &r, err, sizeof(err)) != 0)
+			fail_msg("declare_ladder: %s", err);
+		json_decref(r);
+		if (step_measure_horizon(&f->c, &f->measured, err, sizeof(err)) != 0)
+			fail_msg("measure_horizon: %s", err);
+	}
+	open_store(f);
+	/* Last, so that they are still there when the watch starts. */
+	for (int i = 0; i < nold; i++)
+		publish_to(&f->c, "", f->old[i], msgs);
+}
+
+/* One tick as the engine runs it: the last persisted state in, the result
+ * persisted as the step's result and read back for the next tick.
+ * Returns what step_watch returned. */
+static int
+tick(struct fixture *f, char *err, size_t errlen)
+{
+	struct store_step st;
+	json_t *r = NULL, *back;
+	char *text;
+	int rc, idx = plan_find_step(f->p, PLAN_STEP_WATCH);
+
+	f->c.store = f->s;
+	f->c.plan_id = f->plan_id;
+	f->c.measured = f->measured;
+	f->c.flip_ms = f->flip_ms;
+	f->c.state = f->state;
+	f->c.now_ms = 0;
+	rc = step_watch(&f->c, &r, err, errlen);
+	assert_non_null(r);
+	assert_true(rc >= -1 && rc <= 1);
+	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_non_null(text);
+	if (store_step_update(f->s, f->plan_id, idx, rc < 0 ? "failed" : "running", 0, 0,
+	    text, NULL, err, errlen) != 0)
+		fail_msg("%s", err);
+	free(text);
+	/* What the next tick gets is what the store gives back. */
+	if (store_step_get(f->s, f->plan_id, idx, &st, err, errlen) != 0)
+		fail_msg("%s", err);
+	back = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_non_null(back);
+	assert_true(json_equal(back, r));
+	json_decref(r);
+	json_decref(f->state);
+	f->state = back;
+	return rc;
+}
+
+static int64_t
+num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		fail_msg("'%s' is not an integer", key);
+	return (int64_t)json_integer_value(v);
+}
+
+static const json_t *
+obj(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_object(v))
+		fail_msg("'%s' is not an object", key);
+	return v;
+}
+
+/* Open alerts of the plan. */
+struct alerts {
+	int n;
+	struct store_alert v[16];
+};
+
+static int
+collect_alert(const struct store_alert *a, void *arg)
+{
+	struct alerts *al = arg;
+
+	if (al->n < 16)
+		al->v[al->n++] = *a;
+	return 0;
+}
+
+static void
+open_alerts(struct fixture *f, struct alerts *al)
+{
+	char err[512];
+
+	memset(al, 0, sizeof(*al));
+	if (store_each_alert(f->s, f->plan_id, 1, collect_alert, al, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+}
+
+static const struct store_alert *
+find_alert(const struct alerts *al, const char *kind)
+{
+	for (int i = 0; i < al->n; i++)
+		if (strcmp(al->v[i].kind, kind) == 0)
+			return &al->v[i];
+	return NULL;
+}
+
+static void
+ack_all(struct fixture *f)
+{
+	struct alerts al;
+	char err[512];
+
+	open_alerts(f, &al);
+	for (int i = 0; i < al.n; i++)
+		assert_int_equal(store_alert_ack(f->s, f->plan_id, al.v[i].id, "itest",
+		    "seen", now_ms(), err, sizeof(err)), 0);
+}
+
+/* Ticks every INTERVAL_MS until an open alert of KIND exists (returns it
+ * in *A) or TIMEOUT_MS passes; every tick must go on. */
+static void
+tick_until_alert(struct fixture *f, const char *kind, int64_t timeout_ms,
+    struct store_alert *a)
+{
+	int64_t until = now_ms() + timeout_ms;
+	struct alerts al;
+	char err[2048];
+
+	for (;;) {
+		const struct store_alert *x;
+
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch stopped while waiting for a %s alert: %s", kind,
+			    err);
+		open_alerts(f, &al);
+		if ((x = find_alert(&al, kind)) != NULL) {
+			*a = *x;
+			return;
+		}
+		if (now_ms() > until)
+			fail_msg("no %s alert within %lld ms", kind, (long long)timeout_ms);
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* Ticks until the watch ends (returns the time) or TIMEOUT_MS passes. */
+static int64_t
+tick_until_done(struct fixture *f, int64_t timeout_ms)
+{
+	int64_t until = now_ms() + timeout_ms;
+	char err[2048];
+	int rc;
+
+	for (;;) {
+		if ((rc = tick(f, err, sizeof(err))) == 0)
+			return now_ms();
+		if (rc < 0)
+			fail_msg("the watch failed: %s", err);
+		if (now_ms() > until) {
+			char *s = json_dumps(obj(f->state, "summary"), JSON_COMPACT);
+
+			fprintf(stderr, "# summary: %s\n", s ? s : "");
+			free(s);
+			fail_msg("the watch did not end within %lld ms", (long long)timeout_ms);
+		}
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* Samples, by series. */
+struct series {
+	int n;
+	double first, last, max;
+	int64_t first_ts, last_ts;
+};
+
+struct samples {
+	struct series old_depth, old_nonempty, old_publishes, parking, ladder_pub,
+	    lateness, level[LADDER_MAX_LEVELS];
+};
+
+static void
+add(struct series *s, int64_t ts, double v)
+{
+	if (s->n++ == 0) {
+		s->first = s->max = v;
+		s->first_ts = ts;
+	}
+	if (v > s->max)
+		s->max = v;
+	s->last = v;
+	s->last_ts = ts;
+}
+
+static int
+collect_sample(int64_t ts, const char *metric, const char *label, double v, void *arg)
+{
+	struct samples *s = arg;
+
+	if (strcmp(metric, "old.depth") == 0)
+		add(&s->old_depth, ts, v);
+	else if (strcmp(metric, "old.nonempty") == 0)
+		add(&s->old_nonempty, ts, v);
+	else if (strcmp(metric, "old.publishes") == 0)
+		add(&s->old_publishes, ts, v);
+	else if (strcmp(metric, "parking.depth") == 0)
+		add(&s->parking, ts, v);
+	else if (strcmp(metric, "ladder.publishes") == 0)
+		add(&s->ladder_pub, ts, v);
+	else if (strcmp(metric, "probe.lateness_ms") == 0)
+		add(&s->lateness, ts, v);
+	else if (strcmp(metric, "ladder.depth") == 0) {
+		int k = atoi(label);
+
+		assert_true(k >= 0 && k < LADDER_MAX_LEVELS);
+		add(&s->level[k], ts, v);
+	} else
+		fail_msg("unexpected metric '%s'", metric);
+	return 0;
+}
+
+/* Events of KIND whose details contain "alert": ALERT (or any, if NULL). */
+struct evcount {
+	const char *kind, *alert;
+	int n;
+};
+
+static int
+count_event(const struct store_event *ev, void *arg)
+{
+	struct evcount *e = arg;
+	json_t *d;
+
+	if (strcmp(ev->kind, e->kind) != 0)
+		return 0;
+	if (e->alert == NULL) {
+		e->n++;
+		return 0;
+	}
+	d = json_loads(ev->details_json, 0, NULL);
+	if (d != NULL && json_is_string(json_object_get(d, "alert")) &&
+	    strcmp(json_string_value(json_object_get(d, "alert")), e->alert) == 0 &&
+	    json_is_string(json_object_get(d, "message")))
+		e->n++;
+	json_decref(d);
+	return 0;
+}
+
+static int
+events(struct fixture *f, const char *kind, const char *alert)
+{
+	struct evcount e = { kind, alert, 0 };
+	char err[512];
+
+	if (store_each_event(f->s, f->plan_id, count_event, &e, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	return e.n;
+}
+
+static void
+assert_probe_queue_gone(struct fixture *f)
+{
+	char name[LADDER_NAME_MAX], err[512];
+
+	snprintf(name, sizeof(name), "cutover.probe.%s", f->p->name);
+	assert_int_equal(broker_queue_inspect(f->c.amqp, name, NULL, err, sizeof(err)),
+	    BROKER_NOT_FOUND);
+}
+
+/* The whole watch: old queues holding messages drain, the ladder is
+ * sampled level by level, probes arrive and are measured, the deadline is
+ * flip + largest TTL + allowance (moved by publishes the statistics count
+ * only after the flip), the watch does not end before it, the state
+ * survives the store and a restart unchanged, and the probe queue is
+ * removed at the end. */
+static void
+test_watch_runs_to_its_deadline(void **state)
+{
+	struct fixture *f = *state;
+	struct samples sm;
+	struct alerts al;
+	const json_t *sum, *pr;
+	json_t *before = NULL;
+	char err[2048];
+	int64_t started, deadline0, done_at, last_deadline = 0, t;
+	int rc, ticks = 0, restart_at = 8;
+
+	start(f, "run", 3, 3, NULL);
+	f->flip_ms = now_ms();
+	for (;;) {
+		if (ticks == restart_at) {
+			/* A restart: new connections, the state only from the store. */
+			before = json_deep_copy(f->state);
+			step_ctx_close(&f->c);
+			if (step_ctx_open(&f->c, f->p, err, sizeof(err)) != 0)
+				fail_msg("%s", err);
+		}
+		t = now_ms();
+		rc = tick(f, err, sizeof(err));
+		ticks++;
+		if (rc < 0)
+			fail_msg("the watch failed: %s", err);
+		if (ticks == 1) {
+			started = num(f->state, "started_ms");
+			deadline0 = num(f->state, "deadline_ms");
+			assert_int_equal(started, f->flip_ms);
+			assert_int_equal(num(f->state, "flip_ms"), f->flip_ms);
+			assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+			assert_int_equal(num(f->state, "last_old_entry_ms"), f->flip_ms);
+			assert_int_equal(deadline0, f->flip_ms + OLD_TTL_MS + ALLOWANCE_MS);
+			sum = obj(f->state, "summary");
+			assert_int_equal(num(sum, "old_depth"), 9);
+			assert_int_equal(num(sum, "old_nonempty"), 3);
+			assert_int_equal(num(sum, "old_queues"), 3);
+			assert_int_equal(json_array_size(json_object_get(sum, "ladder_depth")), 5);
+			assert_int_equal(num(sum, "parking_depth"), 0);
+			assert_int_equal(num(sum, "open_alerts"), 0);
+			pr = obj(f->state, "probe");
+			assert_int_equal(num(pr, "delay_ms"), INTERVAL_MS);
+			assert_int_equal(json_array_size(json_object_get(pr, "outstanding")), 1);
+			assert_true(json_is_true(json_object_get(obj(f->state, "verify"), "ok")));
+		}
+		if (ticks == restart_at + 1) {
+			/* Resumed where it was: same start, deadline not earlier. */
+			assert_int_equal(num(f->state, "started_ms"), num(before, "started_ms"));
+			assert_true(num(f->state, "deadline_ms") >= num(before, "deadline_ms"));
+			assert_int_equal(num(f->state, "ticks"), num(before, "ticks") + 1);
+			json_decref(before);
+			before = NULL;
+		}
+		/* The deadline never moves earlier; it moves only when the
+		 * statistics count the publishes made before the flip, and never
+		 * past that time + TTL + allowance. */
+		assert_true(num(f->state, "deadline_ms") >= last_deadline);
+		last_deadline = num(f->state, "deadline_ms");
+		assert_true(last_deadline <= num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
+		    ALLOWANCE_MS);
+		if (rc == 0) {
+			/* Never before its deadline, nor within the lag. */
+			assert_true(t >= last_deadline);
+			assert_true(t >= f->flip_ms + STATS_LAG_MS);
+			break;
+		}
+		if (now_ms() > f->flip_ms + 30000)
+			fail_msg("the watch did not end within 30 s: %s",
+			    json_string_value(json_object_get(obj(f->state, "summary"),
+			    "status")));
+		sleep_ms(INTERVAL_MS);
+	}
+	done_at = now_ms();
+	assert_true(done_at >= last_deadline);
+	assert_true(done_at >= f->flip_ms + STATS_LAG_MS);
+	assert_true(json_is_true(json_object_get(f->state, "done")));
+	assert_true(json_is_true(json_object_get(f->state, "ok")));
+	assert_int_equal(num(f->state, "started_ms"), f->flip_ms);
+	assert_true(num(f->state, "last_old_entry_ms") >= f->flip_ms);
+	assert_int_equal(num(obj(f->state, "old"), "after_flip"), 0);
+	sum = obj(f->state, "summary");
+	assert_string_equal(json_string_value(json_object_get(sum, "status")), "done");
+	assert_int_equal(num(sum, "old_depth"), 0);
+	assert_int_equal(num(sum, "time_left_ms"), 0);
+	open_alerts(f, &al);
+	assert_int_equal(al.n, 0);
+
+	/* Probes: sent about every second, every one arrived, none lost, and
+	 * the lateness figures agree with the samples. */
+	pr = obj(f->state, "probe");
+	assert_true(num(pr, "sent") >= 8);
+	assert_int_equal(num(pr, "arrived"), num(pr, "sent"));
+	assert_int_equal(num(pr, "lost"), 0);
+	assert_int_equal(num(pr, "early"), 0);
+	assert_int_equal(num(pr, "late"), 0);
+	assert_int_equal(json_array_size(json_object_get(pr, "outstanding")), 0);
+
+	memset(&sm, 0, sizeof(sm));
+	if (store_each_sample(f->s, f->plan_id, 0, collect_sample, &sm, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(sm.old_depth.n, ticks);
+	assert_true(sm.old_depth.first == 9);
+	assert_true(sm.old_depth.last == 0);
+	assert_true(sm.old_nonempty.first == 3 && sm.old_nonempty.last == 0);
+	assert_int_equal(sm.old_publishes.n, ticks);
+	assert_int_equal(sm.parking.n, ticks);
+	assert_true(sm.parking.max == 0);
+	assert_int_equal(sm.ladder_pub.n, ticks);
+	assert_true(sm.ladder_pub.last >= sm.ladder_pub.first);
+	for (int k = 0; k < 5; k++)
+		assert_int_equal(sm.level[k].n, ticks);
+	assert_int_equal(sm.level[5].n, 0);
+	assert_int_equal(sm.lateness.n, num(pr, "arrived") - num(pr, "unmeasured"));
+	assert_true(sm.lateness.n >= 5);
+	assert_true(sm.lateness.max <= 1000);
+	assert_true(sm.lateness.last == (double)num(pr, "last_lateness_ms"));
+	assert_true(sm.lateness.max == (double)num(pr, "max_lateness_ms"));
+	assert_true(num(obj(sum, "probe_lateness_ms"), "p50") <= num(pr, "max_lateness_ms"));
+	fprintf(stderr, "# watch: %d ticks, ended %lld ms after the flip (deadline "
+	    "+%lld ms); %lld probes, lateness p50 %lld ms, max %lld ms, %lld "
+	    "unmeasured\n", ticks, (long long)(done_at - f->flip_ms),
+	    (long long)(last_deadline - f->flip_ms), (long long)num(pr, "sent"),
+	    (long long)num(obj(sum, "probe_lateness_ms"), "p50"),
+	    (long long)num(pr, "max_lateness_ms"), (long long)num(pr, "unmeasured"));
+	assert_probe_queue_gone(f);
+}
+
+/* A publish into the old path after the flip raises old_publish and moves
+ * the deadline to that moment + TTL + allowance; a queue matching the
+ * selection that was not measured raises old_new_queue; the watch waits
+ * past its deadline until both are acknowledged, then ends. */
+static void
+test_old_publish_moves_the_deadline(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a, n;
+	struct alerts al;
+	char err[2048];
+	int64_t d0, sent, entry, until;
+
+	start(f, "late", 2, 0, NULL);
+	/* The flip was confirmed a while ago: the settle window is over. */
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	d0 = num(f->state, "deadline_ms");
+	/* First look long after the flip: as if the last entry were now. */
+	assert_true(num(f->state, "last_old_entry_ms") > f->flip_ms);
+	assert_int_equal(d0, num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
+	    ALLOWANCE_MS);
+
+	/* A producer that was not flipped, and one still creating queues. */
+	sleep_ms(500);
+	sent = now_ms();
+	publish_to(&f->c, "", f->old[1], 2);
+	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.new", prefix);
+	f->extra = true;
+	old_queue(&f->c, f->old[f->nold]);
+
+	tick_until_alert(f, "old_publish", 20000, &a);
+	entry = num(f->state, "last_old_entry_ms");
+	assert_true(entry >= sent);
+	assert_int_equal(num(f->state, "deadline_ms"), entry + OLD_TTL_MS + ALLOWANCE_MS);
+	assert_true(num(f->state, "deadline_ms") > d0);
+	assert_int_equal(num(obj(f->state, "old"), "after_flip"), 2);
+	assert_non_null(strstr(a.message, "2 messages entered the old path after the flip"));
+	assert_non_null(strstr(a.message, "the deadline moves to"));
+	assert_true(events(f, "alert.raised", "old_publish") == 1);
+	assert_true(events(f, "watch.deadline_moved", NULL) >= 1);
+	open_alerts(f, &al);
+	if (find_alert(&al, "old_new_queue") == NULL)
+		tick_until_alert(f, "old_new_queue", 2000, &n);
+	else
+		n = *find_alert(&al, "old_new_queue");
+	assert_non_null(strstr(n.message, ".old.new'"));
+
+	/* Past the new deadline, the old queue drained: it still waits. */
+	until = num(f->state, "deadline_ms") + 1000;
+	while (now_ms() < until) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(obj(f->state, "summary"),
+	    "status")), "alert is open"));
+
+	/* Acknowledged: it ends, and the new queue is not alerted again. */
+	ack_all(f);
+	tick_until_done(f, 5000);
+	assert_true(events(f, "alert.raised", "old_new_queue") == 1);
+	assert_true(json_is_true(json_object_get(f->state, "done")));
+	assert_int_equal(num(f->state, "last_old_entry_ms"), entry);
+	assert_probe_queue_gone(f);
+}
+
+/* A message in the parking queue raises "parking"; the watch does not end
+ * past its deadline while the alert is open, nor after an acknowledgement
+ * while parking still holds it (the alert comes back); once parking is
+ * empty and the alert acknowledged, it ends. */
+static void
+test_parking_holds_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a, b;
+	struct broker_delivery d;
+	struct alerts al;
+	char x[LADDER_NAME_MAX], q[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+
+	start(f, "park", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+	tick_until_alert(f, "parking", 2000, &a);
+	assert_non_null(strstr(a.message, "1 message in the parking queue"));
+	assert_int_equal(num(obj(f->state, "summary"), "parking_depth"), 1);
+	assert_int_equal(events(f, "alert.raised", "parking"), 1);
+
+	until = num(f->state, "deadline_ms") + 500;
+	while (now_ms() < until) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	/* Acknowledged, but parking still holds it: raised again. */
+	ack_all(f);
+	tick_until_alert(f, "parking", 2000, &b);
+	assert_true(b.id != a.id);
+	assert_int_equal(events(f, "alert.raised", "parking"), 2);
+
+	/* Parking emptied: still held until acknowledged. */
+	assert_int_equal(broker_get(f->c.amqp, q, false, &d, err, sizeof(err)), 0);
+	broker_delivery_free(&d);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	assert_int_equal(num(obj(f->state, "summary"), "parking_depth"), 0);
+	open_alerts(f, &al);
+	assert_int_equal(al.n, 1);
+	ack_all(f);
+	tick_until_done(f, 5000);
+	assert_probe_queue_gone(f);
+}
+
+/* A level binding deleted under the watch raises ladder_drift naming it,
+ * at the next verification (every probe_every). */
+static void
+test_deleted_binding_raises_ladder_drift(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char x[LADDER_NAME_MAX], key[LADDER_NAME_MAX], want[4 * LADDER_NAME_MAX];
+	char err[2048];
+
+	start(f, "drift", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_true(json_is_true(json_object_get(obj(f->state, "verify"), "ok")));
+	/* Level 3's wait binding: off the probes' path (2 units: level 1). */
+	ladder_level_exchange(&f->p->ladder, 3, x, sizeof(x));
+	ladder_wait_pattern(&f->p->ladder, 3, key, sizeof(key));
+	assert_int_equal(broker_queue_unbind(f->c.amqp, x, x, key, err, sizeof(err)), 0);
+	tick_until_alert(f, "ladder_drift", 3000, &a);
+	snprintf(want, sizeof(want), "%s -> queue %s '%s'", x, x, key);
+	assert_non_null(strstr(a.message, want));
+	assert_non_null(strstr(a.message, "missing"));
+	assert_true(json_is_false(json_object_get(obj(f->state, "verify"), "ok")));
+	assert_int_equal(events(f, "alert.raised", "ladder_drift"), 1);
+	assert_int_equal(num(obj(f->state, "probe"), "lost"), 0);
+}
+
+/* A probe that never reaches the watch (taken by someone else) is called
+ * lost once its bound has passed. */
+static void
+test_lost_probe_raises_probe_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct broker_delivery d;
+	struct publish_info pi;
+	char q[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+	int r;
+
+	start(f, "lost", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(json_array_size(json_object_get(obj(f->state, "probe"),
+	    "outstanding")), 1);
+	/* Steal it as it arrives. */
+	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
+	until = now_ms() + 3000;
+	while ((r = broker_get(f->c.amqp, q, false, &d, err, sizeof(err))) == BROKER_EMPTY &&
+	    now_ms() < until)
+		sleep_ms(10);
+	assert_int_equal(r, 0);
+	assert_int_equal(publish_read(&d, &pi, err, sizeof(err)), 0);
+	assert_string_equal(pi.purpose, "probe");
+	assert_int_equal(pi.seq, 0);
+	broker_delivery_free(&d);
+	tick_until_alert(f, "probe", 4000, &a);
+	assert_non_null(strstr(a.message, "probe #0"));
+	assert_non_null(strstr(a.message, "did not arrive"));
+	assert_true(num(obj(f->state, "probe"), "lost") >= 1);
+	assert_int_equal(events(f, "alert.raised", "probe"), 1);
+}
+
+/* A management API that does not answer is an alert, not a failure: the
+ * watch goes on with its state and never ends while it cannot see. A
+ * watch without measure_horizon's result cannot start at all. */
+static void
+test_broker_unreachable_is_an_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	json_t *r = NULL;
+	char err[2048];
+	int rc;
+
+	start(f, "down", 1, 0, "http://127.0.0.1:1");
+	f->measured = json_pack("{s:[{s:s,s:i}],s:{s:i,s:s}}", "queues", "name",
+	    f->old[0], "ttl_ms", OLD_TTL_MS, "summary", "max_ttl_ms", OLD_TTL_MS,
+	    "max_ttl_queue", f->old[0]);
+	f->flip_ms = now_ms() - 60000;	/* long past any deadline */
+	tick_until_alert(f, "broker_unreachable", 2000, &a);
+	assert_non_null(strstr(a.message, "listing the old queues"));
+	assert_int_equal(events(f, "alert.raised", "broker_unreachable"), 1);
+	ack_all(f);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		assert_true(json_is_false(json_object_get(f->state, "done")));
+		assert_int_equal(num(f->state, "started_ms"), f->flip_ms);
+	}
+
+	/* No horizon: it cannot go on. */
+	f->c.measured = NULL;
+	f->c.state = NULL;
+	rc = step_watch(&f->c, &r, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "measure_horizon"));
+	assert_true(json_is_false(json_object_get(r, "ok")));
+	json_decref(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_watch_runs_to_its_deadline,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_publish_moves_the_deadline,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parking_holds_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_binding_raises_ladder_drift,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_probe_raises_probe_alert,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broker_unreachable_is_an_alert,
+		    setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
