@@ -3,6 +3,7 @@
 #ifndef CUTOVER_CLI_H
 #define CUTOVER_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 enum cli_exit {
@@ -24,6 +25,22 @@ int cli_abort(int argc, char **argv);
 int cli_ack(int argc, char **argv);
 int cli_history(int argc, char **argv);
 int cli_status(int argc, char **argv);
+int cli_submit(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+
+/* cli_remote.c: the verbs above against a running `cutover serve` at
+ * SERVER (NULL: $CUTOVER_SERVER, else http://127.0.0.1:8080), with the
+ * operator's token from $CUTOVER_TOKEN. PLAN is an id or a name; STEP a
+ * number (1-based) or a step kind; with JSON the API's answer is printed
+ * as it came, else a readable table. Each prints what went wrong (the
+ * API's error) and returns the exit status: CLI_OK, or CLI_FAIL when the
+ * server refused or could not be reached. */
+int cli_remote_submit(const char *server, const char *file, const char *yaml,
+    size_t len, int json);
+int cli_remote_command(const char *verb, const char *server, const char *plan,
+    const char *arg, const char *comment, int json);
+int cli_remote_status(const char *server, const char *plan, int json);
+int cli_remote_history(const char *server, const char *plan, int json);
 
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */

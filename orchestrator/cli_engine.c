@@ -1,6 +1,10 @@
-/* cli_engine: the verbs that work on a plan's run in a database — run,
- * approve, retry, abort, status, history — each from any process: the
- * engine in one, operators' commands from another, SQLite between them. */
+/* cli_engine: the verbs that work on a plan's run — run, submit, approve,
+ * retry, abort, ack, status, history. With --db FILE they work on the
+ * database directly, each from any process: the engine in one, operators'
+ * commands from another, SQLite between them. Without --db (all but run)
+ * they ask a running `cutover serve` (--server URL) through cli_remote.c,
+ * and the server records the operator whose token ($CUTOVER_TOKEN) was
+ * presented. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include "engine.h"
 #include "plan.h"
 #include "store.h"
+#include "view.h"
 
 #define CLI_WAITING 3      /* cutover run: a gated step waits for approval */
 #define CLI_STOPPED 4      /* cutover run: stopped by a signal; run again to resume */
@@ -30,6 +35,7 @@ on_signal(int sig)
 /* Options every verb here shares. */
 struct common {
 	const char *db;
+	const char *server;
 	const char *as;
 	const char *comment;
 	int json;
@@ -37,11 +43,15 @@ struct common {
 	int ok;
 };
 
+/* Parses the options; NEED_DB: the verb has no remote form. Sets o->ok
+ * when the verb should go on, else returns its exit status. */
 static int
-parse_common(const char *verb, const char *usage, int argc, char **argv, struct common *o)
+parse_common(const char *verb, const char *usage, int argc, char **argv, int need_db,
+    struct common *o)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
+		{ "server", required_argument, NULL, 's' },
 		{ "as", required_argument, NULL, 'a' },
 		{ "comment", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -57,6 +67,7 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, struct 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->db = optarg; break;
+		case 's': o->server = optarg; break;
 		case 'a': o->as = optarg; break;
 		case 'c': o->comment = optarg; break;
 		case 'j': o->json = 1; break;
@@ -69,8 +80,11 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, struct 
 			    argv[optind - 1]);
 		}
 	}
-	if (o->db == NULL)
+	if (o->db == NULL && need_db)
 		return cli_usage_error(verb, usage, "--db FILE is required");
+	if (o->db != NULL && o->server != NULL)
+		return cli_usage_error(verb, usage, "give --db FILE (this machine's "
+		    "database) or --server URL (a running cutover serve), not both");
 	o->ok = 1;
 	return CLI_OK;
 }
@@ -149,7 +163,7 @@ cli_run(int argc, char **argv)
 	int64_t id = 0;
 	int rc = CLI_FAIL, r;
 
-	r = parse_common("run", run_usage, argc, argv, &o);
+	r = parse_common("run", run_usage, argc, argv, 1, &o);
 	if (!o.ok)
 		return r;
 	if (argc - optind != 1)
@@ -167,7 +181,8 @@ cli_run(int argc, char **argv)
 		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	r = engine_submit(s, argv[optind], yaml, len, &id, &errs, err, sizeof(err));
+	r = engine_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	    sizeof(err));
 	if (r == 1) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
@@ -259,12 +274,19 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 	int64_t id = 0, alert = 0;
 	int rc = CLI_FAIL, r, idx = -1;
 
-	r = parse_common(verb, usage, argc, argv, &o);
+	r = parse_common(verb, usage, argc, argv, 0, &o);
 	if (!o.ok)
 		return r;
 	if (argc - optind != want_args)
 		return cli_usage_error(verb, usage, "expected %s", want_args == 1 ? "PLAN" :
 		    strcmp(verb, "ack") == 0 ? "PLAN and ALERT" : "PLAN and STEP");
+	if (o.db == NULL) {
+		if (o.as != NULL)
+			return cli_usage_error(verb, usage, "--as is for --db: the server "
+			    "records the operator whose token CUTOVER_TOKEN holds");
+		return cli_remote_command(verb, o.server, argv[optind],
+		    want_args == 2 ? argv[optind + 1] : NULL, o.comment, o.json);
+	}
 	if (o.as == NULL || *o.as == '\0')
 		return cli_usage_error(verb, usage, "--as NAME is required: the history "
 		    "records who decided");
@@ -301,29 +323,29 @@ done:
 int
 cli_approve(int argc, char **argv)
 {
-	return command("approve", "cutover approve --db FILE PLAN STEP --as NAME "
-	    "[--comment TEXT]", argc, argv, 2);
+	return command("approve", "cutover approve (--db FILE --as NAME | [--server URL]) "
+	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
 }
 
 int
 cli_retry(int argc, char **argv)
 {
-	return command("retry", "cutover retry --db FILE PLAN STEP --as NAME "
-	    "[--comment TEXT]", argc, argv, 2);
+	return command("retry", "cutover retry (--db FILE --as NAME | [--server URL]) "
+	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
 }
 
 int
 cli_abort(int argc, char **argv)
 {
-	return command("abort", "cutover abort --db FILE PLAN --as NAME [--comment TEXT]",
-	    argc, argv, 1);
+	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL]) "
+	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
 }
 
 int
 cli_ack(int argc, char **argv)
 {
-	return command("ack", "cutover ack --db FILE PLAN ALERT --as NAME [--comment TEXT]",
-	    argc, argv, 2);
+	return command("ack", "cutover ack (--db FILE --as NAME | [--server URL]) "
+	    "PLAN ALERT [--comment TEXT] [--json]", argc, argv, 2);
 }
 
 static int
@@ -352,7 +374,7 @@ history_event(const struct store_event *ev, void *arg)
 }
 
 static const char history_usage[] =
-    "cutover history --db FILE (PLAN | --verify) [--json]";
+    "cutover history (--db FILE (PLAN | --verify) | [--server URL] PLAN) [--json]";
 
 int
 cli_history(int argc, char **argv)
@@ -365,11 +387,18 @@ cli_history(int argc, char **argv)
 	char err[1024];
 	int rc = CLI_FAIL, r, verified;
 
-	r = parse_common("history", history_usage, argc, argv, &o);
+	r = parse_common("history", history_usage, argc, argv, 0, &o);
 	if (!o.ok)
 		return r;
 	if (argc - optind != (o.verify ? 0 : 1))
 		return cli_usage_error("history", history_usage, "expected PLAN or --verify");
+	if (o.db == NULL) {
+		if (o.verify)
+			return cli_usage_error("history", history_usage, "--verify reads a "
+			    "database (--db FILE); from a server, a plan's history carries "
+			    "the chain's verification");
+		return cli_remote_history(o.server, argv[optind], o.json);
+	}
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
 	if ((verified = store_verify_events(s, &v, err, sizeof(err))) < 0)
@@ -430,7 +459,30 @@ status_plan(const struct store_plan *p, void *arg)
 	return 0;
 }
 
-static const char status_usage[] = "cutover status --db FILE [PLAN] [--json]";
+static const char status_usage[] =
+    "cutover status (--db FILE | [--server URL]) [PLAN] [--json]";
+
+/* status --json with --db: the documents the API serves. */
+static int
+status_json(struct store *s, const char *ref, char *err, size_t errlen)
+{
+	struct store_plan p;
+	json_t *doc = NULL;
+	int r;
+
+	if (ref == NULL)
+		r = view_plan_list(s, NULL, &doc, err, errlen);
+	else if ((r = engine_find_plan(s, ref, &p, err, errlen)) == 0)
+		r = view_plan(s, p.id, &doc, err, errlen);
+	if (r == 1)
+		snprintf(err, errlen, "no plan '%s'", ref);
+	if (r != 0)
+		return -1;
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(doc);
+	return 0;
+}
 
 int
 cli_status(int argc, char **argv)
@@ -442,13 +494,23 @@ cli_status(int argc, char **argv)
 	char err[1024];
 	int rc = CLI_FAIL, r;
 
-	r = parse_common("status", status_usage, argc, argv, &o);
+	r = parse_common("status", status_usage, argc, argv, 0, &o);
 	if (!o.ok)
 		return r;
 	if (argc - optind > 1)
 		return cli_usage_error("status", status_usage, "expected at most one PLAN");
+	if (o.db == NULL)
+		return cli_remote_status(o.server, argc == optind ? NULL : argv[optind],
+		    o.json);
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
+	if (o.json) {
+		if (status_json(s, argc == optind ? NULL : argv[optind], err,
+		    sizeof(err)) != 0)
+			goto fail;
+		rc = CLI_OK;
+		goto done;
+	}
 	if (argc == optind) {
 		printf("%5s  %-32s %-10s\n", "id", "plan", "status");
 		if (store_each_plan(s, status_plan, NULL, err, sizeof(err)) != 0)
@@ -473,5 +535,63 @@ fail:
 	fprintf(stderr, "cutover status: %s\n", err);
 done:
 	store_close(s);
+	return rc;
+}
+
+static const char submit_usage[] =
+    "cutover submit (--db FILE | [--server URL]) [--json] PLAN.yaml";
+
+int
+cli_submit(int argc, char **argv)
+{
+	struct plan_errors errs = { 0 };
+	struct store_plan p;
+	struct common o;
+	struct store *s = NULL;
+	char err[1024], line[512], *yaml = NULL;
+	size_t len;
+	int64_t id = 0;
+	int rc = CLI_FAIL, r;
+
+	r = parse_common("submit", submit_usage, argc, argv, 0, &o);
+	if (!o.ok)
+		return r;
+	if (argc - optind != 1)
+		return cli_usage_error("submit", submit_usage, "expected one plan file");
+	if (o.as != NULL || o.comment != NULL || o.verify)
+		return cli_usage_error("submit", submit_usage, "submit takes --db or "
+		    "--server, and --json");
+	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
+		goto fail;
+	if (o.db == NULL) {
+		rc = cli_remote_submit(o.server, argv[optind], yaml, len, o.json);
+		goto done;
+	}
+	/* Locally: recorded for the engine of `cutover serve --db FILE`. */
+	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	r = engine_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	    sizeof(err));
+	if (r == 1) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	if (r != 0 || store_plan_get(s, id, &p, err, sizeof(err)) != 0)
+		goto fail;
+	if (o.json)
+		printf("{\"id\":%lld,\"name\":\"%s\",\"status\":\"%s\",\"sha256\":\"%s\"}\n",
+		    (long long)p.id, p.name, p.status, p.sha256);
+	else
+		printf("plan %lld submitted: %s (%s); cutover serve --db %s runs it\n",
+		    (long long)p.id, p.name, p.status, o.db);
+	rc = CLI_OK;
+	goto done;
+fail:
+	fprintf(stderr, "cutover submit: %s\n", err);
+done:
+	plan_errors_free(&errs);
+	store_close(s);
+	free(yaml);
 	return rc;
 }

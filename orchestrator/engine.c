@@ -145,10 +145,12 @@ engine_find_plan(struct store *s, const char *ref, struct store_plan *out, char 
 
 int
 engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    int64_t *plan_id, struct plan_errors *errs, char *err, size_t errlen)
+    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
+    size_t errlen)
 {
 	struct store_plan existing;
 	struct plan *p = NULL;
+	char sha[STORE_HASH_HEX];
 	json_t *d;
 	char *text = NULL;
 	int rc = -1, r;
@@ -169,16 +171,18 @@ engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
 		goto fail;
 	}
 	if (store_plan_insert(s, p->name, yaml, len, engine_now_ms(), plan_id, err,
-	    errlen) != 0)
+	    errlen) != 0 || store_plan_get(s, *plan_id, &existing, err, errlen) != 0)
 		goto fail;
+	snprintf(sha, sizeof(sha), "%s", existing.sha256);
 	for (size_t i = 0; i < p->nsteps; i++)
 		if (store_step_insert(s, *plan_id, (int)i,
 		    plan_step_kind_name(p->steps[i].kind), p->steps[i].gate, err, errlen) != 0)
 			goto fail;
-	d = json_pack("{s:s,s:i}", "file", file, "steps", (int)p->nsteps);
+	d = json_pack("{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256",
+	    sha);
 	text = json_dumps(d, JSON_COMPACT);
 	json_decref(d);
-	if (store_append_event(s, *plan_id, engine_now_ms(), ACTOR, "plan.submitted",
+	if (store_append_event(s, *plan_id, engine_now_ms(), actor, "plan.submitted",
 	    text, NULL, err, errlen) != 0)
 		goto fail;
 	if (store_commit(s, err, errlen) != 0)

@@ -33,12 +33,14 @@ struct engine_opts {
 };
 
 /* Validates the plan in YAML (FILE names it in errors) and records it with
- * its steps, all pending. Returns 0 and the new id in *PLAN_ID; 1 when the
+ * its steps, all pending, and the event "plan.submitted" by ACTOR (the
+ * operator, or "cli" for a local run), in one transaction. Returns 0 and the new id in *PLAN_ID; 1 when the
  * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
  * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
  * -1 on failure with ERR. */
 int engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    int64_t *plan_id, struct plan_errors *errs, char *err, size_t errlen);
+    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
+    size_t errlen);
 
 /* Runs plan PLAN_ID until it ends, or, with O->return_when_blocked, until
  * it waits for an operator; or until *O->stop. Returns 0 and the outcome in

@@ -18,6 +18,8 @@ static const struct verb {
 	{ "old", cli_old, "measure the old queues' horizon, or remove them when safe" },
 	{ "publish", cli_publish, "publish one delayed message into the ladder, with confirms" },
 	{ "canary", cli_canary, "run the canary: delayed messages through the ladder, checked" },
+	{ "serve", cli_serve, "run every plan of a database and serve the JSON API" },
+	{ "submit", cli_submit, "submit a plan to a running server (or a database)" },
 	{ "run", cli_run, "run a plan step by step from a database until it ends or waits" },
 	{ "approve", cli_approve, "approve a gated step (recorded with your name)" },
 	{ "retry", cli_retry, "start a failed step again from its beginning" },

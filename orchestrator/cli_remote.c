@@ -1,0 +1,573 @@
+/* cli_remote: the operator verbs against a running `cutover serve` —
+ * submit, status, approve, retry, abort, ack, history — through its JSON
+ * API (libcurl + jansson). cli_engine.c parses each verb's options and comes
+ * here when no --db is given. The token comes from $CUTOVER_TOKEN and goes
+ * only into the Authorization header: never printed, never in a message. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cli.h"
+
+#define DEFAULT_SERVER		"http://127.0.0.1:8080"
+#define ANSWER_MAX		(64 * 1024 * 1024)
+#define CONNECT_TIMEOUT_MS	5000L
+#define TIMEOUT_MS		60000L
+#define TOKEN_MAX		1024
+
+struct answer {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+	int	 toobig;
+};
+
+struct remote {
+	const char		*verb;
+	CURL			*curl;
+	struct curl_slist	*hdr_plain;
+	struct curl_slist	*hdr_yaml;
+	struct curl_slist	*hdr_json;
+	int			 have_token;
+	int			 global_init;
+	char			 base[512];
+	char			 curlerr[CURL_ERROR_SIZE];
+	struct answer		 a;
+	long			 status;	/* of the last call */
+	json_t			*doc;		/* its answer, parsed, or NULL */
+};
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct answer *a = arg;
+	size_t len = size * n;
+
+	if (a->toobig || a->len + len + 1 > ANSWER_MAX) {
+		a->toobig = 1;
+		return 0;
+	}
+	if (a->len + len + 1 > a->cap) {
+		size_t cap = a->cap ? a->cap : 8192;
+		char *grown;
+
+		while (cap < a->len + len + 1)
+			cap *= 2;
+		if ((grown = realloc(a->p, cap)) == NULL)
+			return 0;
+		a->p = grown;
+		a->cap = cap;
+	}
+	memcpy(a->p + a->len, p, len);
+	a->len += len;
+	a->p[a->len] = '\0';
+	return len;
+}
+
+/* Headers for one kind of request, with the token when there is one. */
+static struct curl_slist *
+headers(const char *auth, const char *ctype)
+{
+	struct curl_slist *h = NULL, *t;
+
+	if ((t = curl_slist_append(h, "Accept: application/json")) == NULL)
+		goto fail;
+	h = t;
+	if ((t = curl_slist_append(h, "Expect:")) == NULL)
+		goto fail;
+	h = t;
+	if (ctype != NULL) {
+		if ((t = curl_slist_append(h, ctype)) == NULL)
+			goto fail;
+		h = t;
+	}
+	if (auth != NULL) {
+		if ((t = curl_slist_append(h, auth)) == NULL)
+			goto fail;
+		h = t;
+	}
+	return h;
+fail:
+	curl_slist_free_all(h);
+	return NULL;
+}
+
+static void
+remote_close(struct remote *rm)
+{
+	curl_slist_free_all(rm->hdr_plain);
+	curl_slist_free_all(rm->hdr_yaml);
+	curl_slist_free_all(rm->hdr_json);
+	if (rm->curl != NULL)
+		curl_easy_cleanup(rm->curl);
+	if (rm->global_init)
+		curl_global_cleanup();
+	free(rm->a.p);
+	json_decref(rm->doc);
+	memset(rm, 0, sizeof(*rm));
+}
+
+/* Prepares calls to SERVER (NULL: $CUTOVER_SERVER, else the default).
+ * Returns 0, or prints why not and returns -1. */
+static int
+remote_open(struct remote *rm, const char *verb, const char *server)
+{
+	const char *token = getenv("CUTOVER_TOKEN");
+	char auth[TOKEN_MAX + 32];
+	size_t n;
+	int rc = -1;
+
+	memset(rm, 0, sizeof(*rm));
+	rm->verb = verb;
+	auth[0] = '\0';
+	if (server == NULL && (server = getenv("CUTOVER_SERVER")) == NULL)
+		server = DEFAULT_SERVER;
+	n = strlen(server);
+	while (n > 0 && server[n - 1] == '/')
+		n--;
+	if ((strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) ||
+	    n >= sizeof(rm->base) || strcspn(server, " \t\r\n") < n) {
+		fprintf(stderr, "cutover %s: --server must be an http:// or https:// URL, "
+		    "like %s\n", verb, DEFAULT_SERVER);
+		return -1;
+	}
+	memcpy(rm->base, server, n);
+	rm->base[n] = '\0';
+	if (token != NULL && *token != '\0') {
+		size_t tlen = strlen(token);
+
+		for (size_t i = 0; i < tlen; i++)
+			if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f) {
+				fprintf(stderr, "cutover %s: CUTOVER_TOKEN holds a space or a "
+				    "control character\n", verb);
+				return -1;
+			}
+		if (tlen > TOKEN_MAX) {
+			fprintf(stderr, "cutover %s: CUTOVER_TOKEN is longer than %d bytes\n",
+			    verb, TOKEN_MAX);
+			return -1;
+		}
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		rm->have_token = 1;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "cutover %s: libcurl did not initialise\n", verb);
+		goto done;
+	}
+	rm->global_init = 1;
+	if ((rm->curl = curl_easy_init()) == NULL ||
+	    (rm->hdr_plain = headers(rm->have_token ? auth : NULL, NULL)) == NULL ||
+	    (rm->hdr_yaml = headers(rm->have_token ? auth : NULL,
+	    "Content-Type: application/yaml")) == NULL ||
+	    (rm->hdr_json = headers(rm->have_token ? auth : NULL,
+	    "Content-Type: application/json")) == NULL) {
+		fprintf(stderr, "cutover %s: out of memory\n", verb);
+		goto done;
+	}
+	curl_easy_setopt(rm->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(rm->curl, CURLOPT_USERAGENT, "cutover-cli/1");
+	curl_easy_setopt(rm->curl, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(rm->curl, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
+	curl_easy_setopt(rm->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(rm->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(rm->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(rm->curl, CURLOPT_WRITEDATA, &rm->a);
+	curl_easy_setopt(rm->curl, CURLOPT_ERRORBUFFER, rm->curlerr);
+	rc = 0;
+done:
+	memset(auth, 0, sizeof(auth));
+	if (rc != 0)
+		remote_close(rm);
+	return rc;
+}
+
+/* One request: METHOD PATH with BODY (NULL: none) of type CTYPE ("yaml",
+ * "json" or NULL). Sets rm->status and rm->doc. Returns 0 when an answer
+ * came (whatever its status), or prints why not and returns -1. */
+static int
+remote_call(struct remote *rm, const char *method, const char *path, const char *body,
+    size_t len, const char *ctype)
+{
+	char url[1536];
+	CURLcode cc;
+
+	rm->a.len = 0;
+	rm->a.toobig = 0;
+	rm->status = 0;
+	json_decref(rm->doc);
+	rm->doc = NULL;
+	rm->curlerr[0] = '\0';
+	snprintf(url, sizeof(url), "%s%s", rm->base, path);
+	curl_easy_setopt(rm->curl, CURLOPT_URL, url);
+	if (strcmp(method, "POST") == 0) {
+		curl_easy_setopt(rm->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(rm->curl, CURLOPT_POSTFIELDS, body != NULL ? body : "");
+		curl_easy_setopt(rm->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)(body != NULL ? len : 0));
+	} else
+		curl_easy_setopt(rm->curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(rm->curl, CURLOPT_HTTPHEADER, ctype == NULL ? rm->hdr_plain :
+	    strcmp(ctype, "yaml") == 0 ? rm->hdr_yaml : rm->hdr_json);
+	if ((cc = curl_easy_perform(rm->curl)) != CURLE_OK) {
+		fprintf(stderr, "cutover %s: %s %s: %s\n", rm->verb, method, url,
+		    rm->a.toobig ? "the answer is too large" :
+		    rm->curlerr[0] != '\0' ? rm->curlerr : curl_easy_strerror(cc));
+		return -1;
+	}
+	curl_easy_getinfo(rm->curl, CURLINFO_RESPONSE_CODE, &rm->status);
+	if (rm->a.len > 0)
+		rm->doc = json_loadb(rm->a.p, rm->a.len, 0, NULL);
+	return 0;
+}
+
+/* Prints the error of a refused call; returns CLI_FAIL. */
+static int
+refused(struct remote *rm)
+{
+	const char *msg = json_string_value(json_object_get(rm->doc, "error"));
+
+	fprintf(stderr, "cutover %s: %s (HTTP %ld)\n", rm->verb,
+	    msg != NULL ? msg : "the server's answer is not the API's", rm->status);
+	if (rm->status == 401 && !rm->have_token)
+		fprintf(stderr, "cutover %s: set CUTOVER_TOKEN to your operator token\n",
+		    rm->verb);
+	return CLI_FAIL;
+}
+
+/* Writes the answer as it came (--json). */
+static void
+pass_through(const struct remote *rm)
+{
+	if (rm->a.len > 0) {
+		fwrite(rm->a.p, 1, rm->a.len, stdout);
+		if (rm->a.p[rm->a.len - 1] != '\n')
+			putchar('\n');
+	}
+}
+
+static int
+all_digits(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 0 && n <= 18 && s[n] == '\0' && s[0] != '0';
+}
+
+/* Resolves PLAN (an id or a name) to the id of the plan on the server.
+ * Returns 0, or prints why not and returns -1. */
+static int
+resolve_plan(struct remote *rm, const char *plan, long long *id)
+{
+	json_t *first;
+	char path[256], *esc;
+
+	if (all_digits(plan)) {
+		*id = strtoll(plan, NULL, 10);
+		return 0;
+	}
+	if (strlen(plan) > 64 || (esc = curl_easy_escape(rm->curl, plan, 0)) == NULL) {
+		fprintf(stderr, "cutover %s: no plan '%s' on %s\n", rm->verb, plan, rm->base);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/api/plans?name=%s", esc);
+	curl_free(esc);
+	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+		return -1;
+	if (rm->status != 200) {
+		refused(rm);
+		return -1;
+	}
+	first = json_array_get(json_object_get(rm->doc, "plans"), 0);
+	if (!json_is_integer(json_object_get(first, "id"))) {
+		fprintf(stderr, "cutover %s: no plan '%s' on %s\n", rm->verb, plan, rm->base);
+		return -1;
+	}
+	*id = (long long)json_integer_value(json_object_get(first, "id"));
+	return 0;
+}
+
+/* Resolves STEP (its number or its kind's name) in plan ID. */
+static int
+resolve_step(struct remote *rm, long long id, const char *step, long long *n)
+{
+	char path[128];
+	json_t *steps, *st;
+	size_t i;
+
+	if (all_digits(step)) {
+		*n = strtoll(step, NULL, 10);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+		return -1;
+	if (rm->status != 200) {
+		refused(rm);
+		return -1;
+	}
+	steps = json_object_get(rm->doc, "steps");
+	json_array_foreach(steps, i, st) {
+		const char *kind = json_string_value(json_object_get(st, "kind"));
+
+		if (kind != NULL && strcmp(kind, step) == 0) {
+			*n = (long long)i + 1;
+			return 0;
+		}
+	}
+	fprintf(stderr, "cutover %s: plan %lld has no step '%s'\n", rm->verb, id, step);
+	return -1;
+}
+
+/* A time in ms since the epoch as UTC, or "-" for null. */
+static const char *
+when(const json_t *ms, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t t;
+
+	if (!json_is_integer(ms))
+		return "-";
+	t = (time_t)(json_integer_value(ms) / 1000);
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+	return buf;
+}
+
+static const char *
+str(const json_t *o, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : dflt;
+}
+
+int
+cli_remote_submit(const char *server, const char *file, const char *yaml, size_t len,
+    int json)
+{
+	struct remote rm;
+	json_t *e;
+	size_t i;
+	int rc = CLI_FAIL;
+
+	if (remote_open(&rm, "submit", server) != 0)
+		return CLI_FAIL;
+	if (remote_call(&rm, "POST", "/api/plans", yaml, len, "yaml") != 0)
+		goto done;
+	if (json)
+		pass_through(&rm);
+	if (rm.status == 400 && json_is_array(json_object_get(rm.doc, "errors"))) {
+		json_array_foreach(json_object_get(rm.doc, "errors"), i, e)
+			fprintf(stderr, "%s:%lld:%lld: %s\n", file,
+			    (long long)json_integer_value(json_object_get(e, "line")),
+			    (long long)json_integer_value(json_object_get(e, "column")),
+			    str(e, "message", "?"));
+		goto done;
+	}
+	if (rm.status != 201) {
+		refused(&rm);
+		goto done;
+	}
+	if (!json)
+		printf("plan %lld submitted: %s (%s); the server runs it now\n",
+		    (long long)json_integer_value(json_object_get(rm.doc, "id")),
+		    str(rm.doc, "name", "?"), str(rm.doc, "status", "?"));
+	rc = CLI_OK;
+done:
+	remote_close(&rm);
+	return rc;
+}
+
+int
+cli_remote_command(const char *verb, const char *server, const char *plan,
+    const char *arg, const char *comment, int json)
+{
+	struct remote rm;
+	json_t *body = NULL;
+	char path[256], *text = NULL;
+	long long id, n = 0;
+	int rc = CLI_FAIL;
+
+	if (remote_open(&rm, verb, server) != 0)
+		return CLI_FAIL;
+	if (resolve_plan(&rm, plan, &id) != 0)
+		goto done;
+	if (strcmp(verb, "approve") == 0 || strcmp(verb, "retry") == 0) {
+		if (resolve_step(&rm, id, arg, &n) != 0)
+			goto done;
+		snprintf(path, sizeof(path), "/api/plans/%lld/steps/%lld/%s", id, n, verb);
+	} else if (strcmp(verb, "ack") == 0) {
+		if (!all_digits(arg)) {
+			fprintf(stderr, "cutover ack: ALERT is the alert's number\n");
+			goto done;
+		}
+		snprintf(path, sizeof(path), "/api/plans/%lld/alerts/%s/ack", id, arg);
+	} else
+		snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+	if (comment != NULL) {
+		body = json_pack("{s:s}", "comment", comment);
+		if (body == NULL || (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+			fprintf(stderr, "cutover %s: the comment is not valid UTF-8\n", verb);
+			goto done;
+		}
+	}
+	if (remote_call(&rm, "POST", path, text, text != NULL ? strlen(text) : 0,
+	    text != NULL ? "json" : NULL) != 0)
+		goto done;
+	if (json)
+		pass_through(&rm);
+	if (rm.status != 202) {
+		refused(&rm);
+		goto done;
+	}
+	if (!json)
+		printf("%s recorded (command %lld, by %s); the engine acts on it at its "
+		    "next turn\n", verb,
+		    (long long)json_integer_value(json_object_get(rm.doc, "command")),
+		    str(rm.doc, "actor", "?"));
+	rc = CLI_OK;
+done:
+	free(text);
+	json_decref(body);
+	remote_close(&rm);
+	return rc;
+}
+
+static void
+print_plans(const json_t *doc)
+{
+	json_t *p;
+	size_t i;
+	char t[32];
+
+	printf("%5s  %-32s %-10s %s\n", "id", "plan", "status", "submitted");
+	json_array_foreach(json_object_get(doc, "plans"), i, p)
+		printf("%5lld  %-32s %-10s %s\n",
+		    (long long)json_integer_value(json_object_get(p, "id")),
+		    str(p, "name", "?"), str(p, "status", "?"),
+		    when(json_object_get(p, "created_ms"), t, sizeof(t)));
+}
+
+static void
+print_plan(const json_t *doc)
+{
+	json_t *st, *a;
+	size_t i;
+	char t1[32], t2[32];
+
+	printf("plan %s (id %lld): %s, submitted %s\n", str(doc, "name", "?"),
+	    (long long)json_integer_value(json_object_get(doc, "id")),
+	    str(doc, "status", "?"), when(json_object_get(doc, "created_ms"), t1,
+	    sizeof(t1)));
+	printf("  %2s  %-16s %-17s %-9s %-12s %-21s %s\n", "#", "step", "status", "gate",
+	    "approved by", "started", "ended");
+	json_array_foreach(json_object_get(doc, "steps"), i, st) {
+		printf("  %2lld  %-16s %-17s %-9s %-12s %-21s %s\n",
+		    (long long)json_integer_value(json_object_get(st, "n")),
+		    str(st, "kind", "?"), str(st, "status", "?"),
+		    strcmp(str(st, "gate_state", "none"), "none") == 0 ? "-" :
+		    str(st, "gate_state", "?"),
+		    str(st, "approved_by", str(st, "retried_by", "-")),
+		    when(json_object_get(st, "started_ms"), t1, sizeof(t1)),
+		    when(json_object_get(st, "ended_ms"), t2, sizeof(t2)));
+		if (json_is_string(json_object_get(st, "error")))
+			printf("      error: %s\n", str(st, "error", ""));
+	}
+	if (json_array_size(json_object_get(doc, "alerts")) > 0) {
+		printf("open alerts:\n");
+		json_array_foreach(json_object_get(doc, "alerts"), i, a)
+			printf("  %3lld  %-24s %s (seen %lld times, last %s)\n",
+			    (long long)json_integer_value(json_object_get(a, "id")),
+			    str(a, "kind", "?"), str(a, "message", ""),
+			    (long long)json_integer_value(json_object_get(a, "count")),
+			    when(json_object_get(a, "last_ms"), t1, sizeof(t1)));
+	}
+}
+
+int
+cli_remote_status(const char *server, const char *plan, int json)
+{
+	struct remote rm;
+	char path[128];
+	long long id;
+	int rc = CLI_FAIL;
+
+	if (remote_open(&rm, "status", server) != 0)
+		return CLI_FAIL;
+	if (plan == NULL)
+		snprintf(path, sizeof(path), "/api/plans");
+	else if (resolve_plan(&rm, plan, &id) != 0)
+		goto done;
+	else
+		snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
+		goto done;
+	if (rm.status != 200) {
+		refused(&rm);
+		goto done;
+	}
+	if (json)
+		pass_through(&rm);
+	else if (plan == NULL)
+		print_plans(rm.doc);
+	else
+		print_plan(rm.doc);
+	rc = CLI_OK;
+done:
+	remote_close(&rm);
+	return rc;
+}
+
+int
+cli_remote_history(const char *server, const char *plan, int json)
+{
+	struct remote rm;
+	json_t *ev, *v;
+	char path[128], t[32], *details;
+	long long id;
+	size_t i;
+	int rc = CLI_FAIL;
+
+	if (remote_open(&rm, "history", server) != 0)
+		return CLI_FAIL;
+	if (resolve_plan(&rm, plan, &id) != 0)
+		goto done;
+	snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
+	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
+		goto done;
+	if (rm.status != 200) {
+		refused(&rm);
+		goto done;
+	}
+	v = json_object_get(rm.doc, "verification");
+	if (json)
+		pass_through(&rm);
+	else {
+		json_array_foreach(json_object_get(rm.doc, "events"), i, ev) {
+			details = json_dumps(json_object_get(ev, "details"),
+			    JSON_COMPACT | JSON_ENCODE_ANY);
+			printf("%5lld  %s  %-10s %-24s %s\n",
+			    (long long)json_integer_value(json_object_get(ev, "id")),
+			    when(json_object_get(ev, "ts_ms"), t, sizeof(t)),
+			    str(ev, "actor", "?"), str(ev, "kind", "?"),
+			    details != NULL ? details : "{}");
+			free(details);
+		}
+		if (json_is_true(json_object_get(v, "verified")))
+			printf("history verifies (%lld events in the chain)\n",
+			    (long long)json_integer_value(json_object_get(v, "checked")));
+		else
+			printf("history does NOT verify: event %lld: %s\n",
+			    (long long)json_integer_value(json_object_get(v, "bad_event")),
+			    str(v, "reason", "?"));
+	}
+	rc = json_is_true(json_object_get(v, "verified")) ? CLI_OK : CLI_FAIL;
+done:
+	remote_close(&rm);
+	return rc;
+}

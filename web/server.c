@@ -1,0 +1,563 @@
+/* server: libmicrohttpd glue for the JSON API — per-request state, body
+ * limits, authentication, the store connection pool, request logging. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api.h"
+#include "log.h"
+#include "server.h"
+#include "store.h"
+#include "uri.h"
+
+#define LOG_PATH_MAX	160		/* bytes of a path a log line shows */
+#define DISCARD_MAX	(8 * 1024 * 1024)	/* past the limit, then hang up */
+
+struct server {
+	struct MHD_Daemon *mhd;
+	const struct auth *ops;
+	int reads_need_token;
+	int fd;				/* the listening socket */
+	uint16_t port;
+	int sync_ok;			/* mu and cv initialised */
+	pthread_mutex_t mu;		/* guards busy[] */
+	pthread_cond_t cv;		/* a connection was given back */
+	struct store **stores;		/* one per libmicrohttpd thread */
+	unsigned char *busy;
+	size_t nstores;
+};
+
+/* One request, from its headers to its completion. */
+struct request {
+	int64_t t0;			/* monotonic ms */
+	char method[12];		/* for the log line */
+	char path[LOG_PATH_MAX];	/* for the log line, made printable */
+	char actor[AUTH_NAME_MAX];	/* the authenticated operator, or "" */
+	struct api_target target;
+	struct uri_query query;
+	int bad_query;
+	char *body;
+	size_t len, cap, discarded;
+	int toobig;
+	int status;			/* answered with, 0 while not */
+};
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Copies S for a log line: printable ASCII only, truncated. */
+static void
+log_copy(char *out, size_t outlen, const char *s)
+{
+	size_t n = 0;
+
+	for (; s != NULL && *s != '\0' && n + 1 < outlen; s++)
+		out[n++] = (*s > 0x20 && *s < 0x7f) ? *s : '?';
+	if (s != NULL && *s != '\0' && outlen > 4) {
+		memcpy(out + outlen - 4, "...", 3);
+		n = outlen - 1;
+	}
+	out[n] = '\0';
+}
+
+int
+server_listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+    int *loopback, char *err, size_t errlen)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	const char *port, *end;
+	char host[64];
+	size_t hlen;
+	long p = 0;
+	int v6 = 0;
+
+	memset(ss, 0, sizeof(*ss));
+	if (spec[0] == '[') {
+		if ((end = strchr(spec, ']')) == NULL || end[1] != ':')
+			goto bad;
+		hlen = (size_t)(end - spec - 1);
+		if (hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, spec + 1, hlen);
+		port = end + 2;
+		v6 = 1;
+	} else {
+		if ((end = strrchr(spec, ':')) == NULL)
+			goto bad;
+		hlen = (size_t)(end - spec);
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, spec, hlen);
+		port = end + 1;
+	}
+	host[hlen] = '\0';
+	if (*port == '\0' || strlen(port) > 5)
+		goto bad;
+	for (const char *c = port; *c != '\0'; c++) {
+		if (*c < '0' || *c > '9')
+			goto bad;
+		p = p * 10 + (*c - '0');
+	}
+	if (p > 65535)
+		goto bad;
+	if (v6) {
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			goto bad;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)p);
+		*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
+		goto bad;
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons((uint16_t)p);
+	*loopback = (ntohl(in4->sin_addr.s_addr) >> 24) == 127;
+	*len = sizeof(*in4);
+	return 0;
+bad:
+	snprintf(err, errlen, "listen address '%s': expected IPV4:PORT, localhost:PORT "
+	    "or [IPV6]:PORT", spec);
+	return -1;
+}
+
+/* Takes a store connection from the pool, waiting for one if need be. */
+static struct store *
+borrow(struct server *sv, size_t *slot)
+{
+	pthread_mutex_lock(&sv->mu);
+	for (;;) {
+		for (size_t i = 0; i < sv->nstores; i++) {
+			if (!sv->busy[i]) {
+				sv->busy[i] = 1;
+				pthread_mutex_unlock(&sv->mu);
+				*slot = i;
+				return sv->stores[i];
+			}
+		}
+		pthread_cond_wait(&sv->cv, &sv->mu);
+	}
+}
+
+static void
+give_back(struct server *sv, size_t slot)
+{
+	pthread_mutex_lock(&sv->mu);
+	sv->busy[slot] = 0;
+	pthread_cond_signal(&sv->cv);
+	pthread_mutex_unlock(&sv->mu);
+}
+
+/* Queues R's answer on C (taking R's body). */
+static enum MHD_Result
+respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (r->body != NULL) {
+		resp = MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE);
+		if (resp == NULL)
+			return MHD_NO;
+		r->body = NULL;
+		r->len = 0;
+	} else if ((resp = MHD_create_response_from_buffer(0, (void *)"",
+	    MHD_RESPMEM_PERSISTENT)) == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->allow != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+	if (r->location[0] != '\0')
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+	if (r->status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		    "Bearer realm=\"cutover\"");
+	ret = MHD_queue_response(c, (unsigned int)r->status, resp);
+	MHD_destroy_response(resp);
+	if (ret == MHD_YES)
+		rq->status = r->status;
+	return ret;
+}
+
+static enum MHD_Result
+respond_error(struct MHD_Connection *c, struct request *rq, int status,
+    const char *msg)
+{
+	struct api_response r = { 0 };
+	enum MHD_Result ret;
+
+	api_error(&r, status, "%s", msg);
+	ret = respond(c, rq, &r);
+	api_response_clear(&r);
+	return ret;
+}
+
+/* Answers the request from the store. */
+static enum MHD_Result
+handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
+{
+	struct api_response r = { 0 };
+	struct store *s;
+	enum MHD_Result ret;
+	size_t slot;
+
+	s = borrow(sv, &slot);
+	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
+	    rq->actor[0] != '\0' ? rq->actor : NULL, &r);
+	give_back(sv, slot);
+	ret = respond(c, rq, &r);
+	api_response_clear(&r);
+	return ret;
+}
+
+static enum MHD_Result
+add_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct request *rq = cls;
+
+	(void)kind;
+	if (uri_query_add(&rq->query, key, value) != 0) {
+		rq->bad_query = 1;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static const char *
+unauthorized(enum auth_result ar)
+{
+	switch (ar) {
+	case AUTH_UNCONFIGURED:
+		return "no operators are configured, so nothing can be changed: start "
+		    "cutover serve with --operators FILE (lines name:sha256hex-of-token) "
+		    "and send Authorization: Bearer TOKEN";
+	case AUTH_NONE:
+		return "this needs an operator's token: Authorization: Bearer TOKEN";
+	case AUTH_MALFORMED:
+		return "the Authorization header must be Bearer TOKEN";
+	default:
+		return "the token is not an operator's";
+	}
+}
+
+/* The request's headers are in: route, authenticate, check the declared
+ * size; refusals are answered at once (libmicrohttpd then drops any body
+ * and closes the connection). Otherwise the answer comes once the request
+ * is fully read, so that the connection can be kept alive. */
+static enum MHD_Result
+begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const char *url,
+    const char *method)
+{
+	struct api_response r = { 0 };
+	char path[URI_PATH_MAX];
+	const char *cl;
+	enum auth_result ar;
+	enum MHD_Result ret;
+
+	if (uri_decode(url, 0, path, sizeof(path)) != 0) {
+		api_error(&r, 400, "malformed path: escapes must be %%XX and decode to "
+		    "printable characters");
+		goto answer;
+	}
+	if (api_route(method, path, &rq->target, &r) != 0)
+		goto answer;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_param, rq);
+	if (rq->bad_query) {
+		api_error(&r, 400, "malformed query: escapes must be %%XX and decode to "
+		    "printable characters, at most %d parameters, none twice",
+		    URI_PARAM_MAX);
+		goto answer;
+	}
+	if (rq->target.write || (sv->reads_need_token && rq->target.route != API_HEALTHZ)) {
+		ar = auth_check(sv->ops, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_AUTHORIZATION), rq->actor, sizeof(rq->actor));
+		if (ar != AUTH_OK) {
+			api_error(&r, 401, "%s", unauthorized(ar));
+			goto answer;
+		}
+	}
+	if (!rq->target.write)
+		return MHD_YES;		/* answered on the next call: keep-alive */
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl != NULL) {
+		size_t n = strspn(cl, "0123456789");
+
+		if (n == 0 || cl[n] != '\0') {
+			api_error(&r, 400, "malformed Content-Length");
+			goto answer;
+		}
+		if (n > 9 || strtoul(cl, NULL, 10) > API_BODY_MAX) {
+			api_error(&r, 413, "the body is larger than %d bytes", API_BODY_MAX);
+			goto answer;
+		}
+	}
+	return MHD_YES;
+answer:
+	ret = respond(c, rq, &r);
+	api_response_clear(&r);
+	return ret;
+}
+
+/* A piece of a write's body: kept up to API_BODY_MAX, then counted and
+ * dropped (the answer is 413), and past DISCARD_MAX the connection is cut.
+ * A read's body is ignored (dropped, within the same bound). */
+static enum MHD_Result
+take_body(struct request *rq, const char *data, size_t n)
+{
+	if (!rq->target.write) {
+		rq->discarded += n;
+		return rq->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+	}
+	if (rq->toobig || n > API_BODY_MAX - rq->len) {
+		rq->toobig = 1;
+		rq->discarded += n;
+		free(rq->body);
+		rq->body = NULL;
+		rq->len = rq->cap = 0;
+		return rq->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+	}
+	if (rq->len + n + 1 > rq->cap) {
+		size_t cap = rq->cap ? rq->cap : 4096;
+		char *grown;
+
+		while (cap < rq->len + n + 1)
+			cap *= 2;
+		if (cap > API_BODY_MAX + 1)
+			cap = API_BODY_MAX + 1;
+		if ((grown = realloc(rq->body, cap)) == NULL)
+			return MHD_NO;
+		rq->body = grown;
+		rq->cap = cap;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len += n;
+	rq->body[rq->len] = '\0';
+	return MHD_YES;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct server *sv = cls;
+	struct request *rq = *con_cls;
+	char msg[96];
+	size_t n;
+
+	(void)version;
+	if (rq == NULL) {
+		if ((rq = calloc(1, sizeof(*rq))) == NULL)
+			return MHD_NO;
+		*con_cls = rq;
+		rq->t0 = mono_ms();
+		log_copy(rq->method, sizeof(rq->method), method);
+		log_copy(rq->path, sizeof(rq->path), url);
+		return begin(sv, c, rq, url, method);
+	}
+	if (*upload_size > 0) {
+		n = *upload_size;
+		*upload_size = 0;
+		return take_body(rq, upload, n);
+	}
+	if (rq->status != 0)
+		return MHD_YES;
+	if (rq->toobig) {
+		snprintf(msg, sizeof(msg), "the body is larger than %d bytes", API_BODY_MAX);
+		return respond_error(c, rq, 413, msg);
+	}
+	return handle(sv, c, rq);
+}
+
+static const char *
+termination(enum MHD_RequestTerminationCode toe)
+{
+	switch (toe) {
+	case MHD_REQUEST_TERMINATED_COMPLETED_OK: return "completed";
+	case MHD_REQUEST_TERMINATED_WITH_ERROR: return "error";
+	case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timed out";
+	case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "server stopping";
+	case MHD_REQUEST_TERMINATED_READ_ERROR: return "read error";
+	case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client closed";
+	}
+	return "closed";
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct request *rq = *con_cls;
+	long long ms;
+
+	(void)cls;
+	(void)c;
+	if (rq == NULL)
+		return;
+	ms = (long long)(mono_ms() - rq->t0);
+	if (rq->status != 0)
+		log_event(rq->status >= 500 ? "error" : "info", NULL, NULL,
+		    "http %s %s status=%d ms=%lld%s%s", rq->method, rq->path, rq->status, ms,
+		    rq->actor[0] != '\0' ? " operator=" : "", rq->actor);
+	else
+		log_event("warn", NULL, NULL, "http %s %s status=none ms=%lld (%s)",
+		    rq->method, rq->path, ms, termination(toe));
+	free(rq->body);
+	free(rq);
+	*con_cls = NULL;
+}
+
+/* Leaves every escape as it came: uri.c decodes, strictly, what it needs. */
+static size_t
+unescape_none(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
+}
+
+static int
+listen_socket(const struct sockaddr_storage *ss, socklen_t len, const char *spec,
+    char *err, size_t errlen)
+{
+	int fd, one = 1, fl;
+
+	if ((fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "listen %s: socket: %s", spec, strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 || listen(fd, 128) == -1 ||
+	    (fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1) {
+		snprintf(err, errlen, "listen %s: %s", spec, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+server_start(const struct server_config *cfg, struct server **out, char *err,
+    size_t errlen)
+{
+	struct sockaddr_storage ss, bound;
+	socklen_t len, blen = sizeof(bound);
+	struct server *sv;
+	sigset_t block, old;
+	unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
+	unsigned int threads = cfg->threads ? cfg->threads : SERVER_THREADS;
+	unsigned int timeout = cfg->timeout_s ? cfg->timeout_s : SERVER_TIMEOUT_S;
+	int loopback;
+
+	*out = NULL;
+	if (server_listen_parse(cfg->listen, &ss, &len, &loopback, err, errlen) != 0)
+		return -1;
+	if ((sv = calloc(1, sizeof(*sv))) == NULL)
+		goto nomem;
+	sv->fd = -1;
+	sv->ops = cfg->operators;
+	sv->reads_need_token = !loopback;
+	if (pthread_mutex_init(&sv->mu, NULL) != 0)
+		goto nomem;
+	if (pthread_cond_init(&sv->cv, NULL) != 0) {
+		pthread_mutex_destroy(&sv->mu);
+		goto nomem;
+	}
+	sv->sync_ok = 1;
+	if ((sv->stores = calloc(threads, sizeof(*sv->stores))) == NULL ||
+	    (sv->busy = calloc(threads, 1)) == NULL)
+		goto nomem;
+	for (; sv->nstores < threads; sv->nstores++)
+		if (store_open(cfg->db, &sv->stores[sv->nstores], err, errlen) != 0)
+			goto fail;
+	if ((sv->fd = listen_socket(&ss, len, cfg->listen, err, errlen)) == -1)
+		goto fail;
+	if (getsockname(sv->fd, (struct sockaddr *)&bound, &blen) == 0)
+		sv->port = ntohs(bound.ss_family == AF_INET6 ?
+		    ((struct sockaddr_in6 *)&bound)->sin6_port :
+		    ((struct sockaddr_in *)&bound)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* The threads libmicrohttpd starts inherit this mask: signals go to
+	 * the caller's thread, which runs the engine and owns the stop flag. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv,
+	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)sv->fd,
+	    MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_HEADERS_MAX,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)SERVER_CONNECTIONS_MAX,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+	    MHD_OPTION_STRICT_FOR_CLIENT, 1,
+	    MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (sv->mhd == NULL) {
+		snprintf(err, errlen, "listen %s: the HTTP server did not start",
+		    cfg->listen);
+		goto fail;
+	}
+	*out = sv;
+	return 0;
+nomem:
+	snprintf(err, errlen, "starting the HTTP server: out of memory");
+fail:
+	server_stop(sv);
+	return -1;
+}
+
+uint16_t
+server_port(const struct server *sv)
+{
+	return sv->port;
+}
+
+void
+server_stop(struct server *sv)
+{
+	if (sv == NULL)
+		return;
+	if (sv->mhd != NULL)
+		MHD_stop_daemon(sv->mhd);
+	/* libmicrohttpd closes a listening socket it was given; close it
+	 * ourselves only when it never got it. */
+	if (sv->mhd == NULL && sv->fd != -1)
+		close(sv->fd);
+	for (size_t i = 0; i < sv->nstores; i++)
+		store_close(sv->stores[i]);
+	free(sv->stores);
+	free(sv->busy);
+	if (sv->sync_ok) {
+		pthread_cond_destroy(&sv->cv);
+		pthread_mutex_destroy(&sv->mu);
+	}
+	free(sv);
+}

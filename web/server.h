@@ -1,0 +1,55 @@
+/* server: the HTTP side of `cutover serve` — libmicrohttpd's threads
+ * answering the JSON API (api.h) from their own connections to the store,
+ * with the limits every request meets before a handler sees it: bodies over
+ * API_BODY_MAX are 413, headers beyond SERVER_HEADERS_MAX are refused by
+ * libmicrohttpd, paths and queries must decode strictly (uri.h), idle
+ * connections time out, and writes (and, away from loopback, reads) need an
+ * operator's bearer token (auth.h). One log line per request: method, path,
+ * status, milliseconds and, for a write, the operator — never a header
+ * value or a body. */
+#ifndef CUTOVER_SERVER_H
+#define CUTOVER_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "auth.h"
+
+#define SERVER_THREADS		4	/* libmicrohttpd threads, one store each */
+#define SERVER_TIMEOUT_S	15	/* an idle connection is closed after */
+#define SERVER_HEADERS_MAX	(32 * 1024)	/* request line and headers */
+#define SERVER_CONNECTIONS_MAX	256
+
+struct server;
+
+struct server_config {
+	const char *db;			/* the store's path; opened per thread */
+	const char *listen;		/* HOST:PORT (server_listen_parse) */
+	const struct auth *operators;	/* borrowed; NULL: every write is 401 */
+	unsigned threads;		/* 0: SERVER_THREADS */
+	unsigned timeout_s;		/* 0: SERVER_TIMEOUT_S */
+};
+
+/* Parses a listen address: IPV4:PORT, localhost:PORT or [IPV6]:PORT (no
+ * name resolution), PORT 0 to 65535 (0: any free port). Sets *LOOPBACK when
+ * the address is a loopback one. Returns 0 or -1 with ERR. */
+int server_listen_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+    int *loopback, char *err, size_t errlen);
+
+/* Opens C->threads store connections, binds C->listen and starts serving
+ * in libmicrohttpd's threads, which never take SIGINT or SIGTERM (the
+ * caller's thread does). When the address is not loopback, reads need a
+ * token too (except /healthz). Returns 0 and a server to stop with
+ * server_stop, or -1 with ERR (nothing left open). */
+int server_start(const struct server_config *c, struct server **out, char *err,
+    size_t errlen);
+
+/* The port the server listens on (useful after port 0). */
+uint16_t server_port(const struct server *sv);
+
+/* Stops accepting, lets requests in flight finish, joins the threads,
+ * closes the store connections and frees SV (NULL is fine). */
+void server_stop(struct server *sv);
+
+#endif

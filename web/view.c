@@ -1,0 +1,383 @@
+/* view: JSON documents of the store's plans, steps, history and samples. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+#define STEPS_MAX	1000	/* as the CLI: no plan has more */
+
+/* Length of the valid UTF-8 sequence at P (at most N bytes), or 0. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	unsigned int cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+json_t *
+view_string(const char *s)
+{
+	json_t *j;
+	char *copy;
+	size_t n, i = 0, k;
+
+	if (s == NULL)
+		return json_null();
+	if ((j = json_string(s)) != NULL)
+		return j;
+	n = strlen(s);
+	if ((copy = malloc(n + 1)) == NULL)
+		return NULL;
+	while (i < n) {
+		k = utf8_len((const unsigned char *)s + i, n - i);
+		if (k == 0) {
+			copy[i++] = '?';
+			continue;
+		}
+		memcpy(copy + i, s + i, k);
+		i += k;
+	}
+	copy[n] = '\0';
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+/* A time in ms, or null for "not yet" (0). */
+static json_t *
+ms_or_null(int64_t ms)
+{
+	return ms != 0 ? json_integer((json_int_t)ms) : json_null();
+}
+
+/* Parsed JSON text, or (when it does not parse) the text as a string. */
+static json_t *
+parsed(const char *text)
+{
+	json_t *j;
+
+	if (text == NULL)
+		return json_null();
+	if ((j = json_loads(text, JSON_DECODE_ANY, NULL)) != NULL)
+		return j;
+	return view_string(text);
+}
+
+static json_t *
+plan_summary(const struct store_plan *p)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "id", json_integer((json_int_t)p->id));
+	json_object_set_new(o, "name", view_string(p->name));
+	json_object_set_new(o, "status", view_string(p->status));
+	json_object_set_new(o, "created_ms", json_integer((json_int_t)p->created_ms));
+	json_object_set_new(o, "sha256", view_string(p->sha256));
+	return o;
+}
+
+struct list {
+	const char *name;
+	json_t *plans;
+};
+
+static int
+list_plan(const struct store_plan *p, void *arg)
+{
+	struct list *l = arg;
+
+	if (l->name == NULL || strcmp(l->name, p->name) == 0)
+		json_array_append_new(l->plans, plan_summary(p));
+	return 0;
+}
+
+int
+view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_t errlen)
+{
+	struct list l = { name, json_array() };
+
+	*out = NULL;
+	if (l.plans == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (store_each_plan(s, list_plan, &l, err, errlen) != 0) {
+		json_decref(l.plans);
+		return -1;
+	}
+	*out = json_pack("{s:o}", "plans", l.plans);
+	return *out != NULL ? 0 : -1;
+}
+
+/* What the history says about each step: who approved or retried it. */
+struct decisions {
+	json_t *steps;                 /* the plan's step objects, borrowed */
+};
+
+static int
+decision(const struct store_event *ev, void *arg)
+{
+	struct decisions *d = arg;
+	const char *who, *when, *comment = NULL;
+	json_t *details, *step, *c;
+	json_int_t n;
+
+	if (strcmp(ev->kind, "step.approved") == 0) {
+		who = "approved_by";
+		when = "approved_ms";
+		comment = "approval_comment";
+	} else if (strcmp(ev->kind, "step.retry") == 0) {
+		who = "retried_by";
+		when = "retried_ms";
+	} else
+		return 0;
+	if ((details = json_loads(ev->details_json, 0, NULL)) == NULL)
+		return 0;
+	n = json_integer_value(json_object_get(details, "step"));
+	if (n >= 1 && (size_t)n <= json_array_size(d->steps)) {
+		step = json_array_get(d->steps, (size_t)n - 1);
+		json_object_set_new(step, who, view_string(ev->actor));
+		json_object_set_new(step, when, json_integer((json_int_t)ev->ts_ms));
+		if (comment != NULL) {
+			c = json_object_get(details, "comment");
+			json_object_set(step, comment, json_is_string(c) ? c : json_null());
+		}
+	}
+	json_decref(details);
+	return 0;
+}
+
+/* The gate of a step object, from its gate, status and the decisions. */
+static const char *
+gate_state(const json_t *step)
+{
+	const char *status = json_string_value(json_object_get(step, "status"));
+
+	if (!json_is_true(json_object_get(step, "gate")))
+		return "none";
+	if (status != NULL && strcmp(status, "waiting_approval") == 0)
+		return "waiting";
+	if (status != NULL && strcmp(status, "pending") == 0)
+		return "closed";
+	if (!json_is_null(json_object_get(step, "approved_by")) ||
+	    !json_is_null(json_object_get(step, "retried_by")))
+		return "approved";
+	return "open";
+}
+
+static json_t *
+step_object(const struct store_step *st)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "n", json_integer(st->idx + 1));
+	json_object_set_new(o, "kind", view_string(st->kind));
+	json_object_set_new(o, "status", view_string(st->status));
+	json_object_set_new(o, "gate", json_boolean(st->gate));
+	json_object_set_new(o, "gate_state", json_null());
+	json_object_set_new(o, "started_ms", ms_or_null(st->started_ms));
+	json_object_set_new(o, "ended_ms", ms_or_null(st->ended_ms));
+	json_object_set_new(o, "result", parsed(st->result_json));
+	json_object_set_new(o, "error", view_string(st->error));
+	json_object_set_new(o, "approved_by", json_null());
+	json_object_set_new(o, "approved_ms", json_null());
+	json_object_set_new(o, "approval_comment", json_null());
+	json_object_set_new(o, "retried_by", json_null());
+	json_object_set_new(o, "retried_ms", json_null());
+	return o;
+}
+
+static int
+open_alert(const struct store_alert *a, void *arg)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "id", json_integer((json_int_t)a->id));
+	json_object_set_new(o, "kind", view_string(a->kind));
+	json_object_set_new(o, "message", view_string(a->message));
+	json_object_set_new(o, "raised_ms", json_integer((json_int_t)a->raised_ms));
+	json_object_set_new(o, "last_ms", json_integer((json_int_t)a->last_ms));
+	json_object_set_new(o, "count", json_integer((json_int_t)a->count));
+	json_array_append_new(arg, o);
+	return 0;
+}
+
+int
+view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
+{
+	struct store_plan p;
+	struct store_step st;
+	struct decisions d;
+	json_t *doc = NULL, *steps = NULL, *alerts = NULL;
+	int r, rc = -1;
+	size_t i;
+
+	*out = NULL;
+	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
+		return r;
+	if ((steps = json_array()) == NULL || (alerts = json_array()) == NULL)
+		goto nomem;
+	for (i = 0; i < STEPS_MAX; i++) {
+		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) < 0)
+			goto done;
+		if (r == 1)
+			break;
+		json_array_append_new(steps, step_object(&st));
+		store_step_clear(&st);
+	}
+	d.steps = steps;
+	if (store_each_event(s, id, decision, &d, err, errlen) != 0)
+		goto done;
+	for (i = 0; i < json_array_size(steps); i++) {
+		json_t *o = json_array_get(steps, i);
+
+		json_object_set_new(o, "gate_state", json_string(gate_state(o)));
+	}
+	if (store_each_alert(s, id, 1, open_alert, alerts, err, errlen) < 0)
+		goto done;
+	if ((doc = plan_summary(&p)) == NULL)
+		goto nomem;
+	json_object_set_new(doc, "steps", steps);
+	json_object_set_new(doc, "alerts", alerts);
+	steps = alerts = NULL;
+	*out = doc;
+	rc = 0;
+	goto done;
+nomem:
+	snprintf(err, errlen, "out of memory");
+done:
+	json_decref(steps);
+	json_decref(alerts);
+	return rc;
+}
+
+static int
+history_event(const struct store_event *ev, void *arg)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "id", json_integer((json_int_t)ev->id));
+	json_object_set_new(o, "ts_ms", json_integer((json_int_t)ev->ts_ms));
+	json_object_set_new(o, "actor", view_string(ev->actor));
+	json_object_set_new(o, "kind", view_string(ev->kind));
+	json_object_set_new(o, "details", parsed(ev->details_json));
+	json_object_set_new(o, "prev_hash", view_string(ev->prev_hash));
+	json_object_set_new(o, "hash", view_string(ev->hash));
+	json_array_append_new(arg, o);
+	return 0;
+}
+
+int
+view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
+{
+	struct store_verify v = { 0 };
+	struct store_plan p;
+	json_t *events = NULL;
+	int r, verified;
+
+	*out = NULL;
+	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
+		return r;
+	if ((events = json_array()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (store_each_event(s, id, history_event, events, err, errlen) != 0 ||
+	    (verified = store_verify_events(s, &v, err, errlen)) < 0) {
+		json_decref(events);
+		return -1;
+	}
+	*out = json_pack("{s:I,s:o,s:o,s:o,s:{s:b,s:I,s:o,s:o}}",
+	    "plan", (json_int_t)p.id, "name", view_string(p.name),
+	    "status", view_string(p.status), "events", events,
+	    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+	    "bad_event", v.bad_id != 0 ? json_integer((json_int_t)v.bad_id) : json_null(),
+	    "reason", verified == 0 ? json_null() : view_string(v.reason));
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+struct samples {
+	json_t *a;
+	size_t n;
+	int64_t next;
+};
+
+static int
+sample(int64_t ts_ms, const char *metric, const char *label, double value, void *arg)
+{
+	struct samples *sm = arg;
+	json_t *o;
+
+	if (sm->n == VIEW_SAMPLES_MAX) {
+		sm->next = ts_ms;
+		return 1;
+	}
+	o = json_object();
+	json_object_set_new(o, "ts_ms", json_integer((json_int_t)ts_ms));
+	json_object_set_new(o, "metric", view_string(metric));
+	json_object_set_new(o, "label", view_string(label != NULL ? label : ""));
+	json_object_set_new(o, "value", isfinite(value) ? json_real(value) : json_null());
+	json_array_append_new(sm->a, o);
+	sm->n++;
+	return 0;
+}
+
+int
+view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out, char *err,
+    size_t errlen)
+{
+	struct store_plan p;
+	struct samples sm = { NULL, 0, 0 };
+	int r;
+
+	*out = NULL;
+	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
+		return r;
+	if ((sm.a = json_array()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (store_each_sample(s, id, since_ms, sample, &sm, err, errlen) != 0) {
+		json_decref(sm.a);
+		return -1;
+	}
+	*out = json_pack("{s:I,s:I,s:o,s:b,s:o}", "plan", (json_int_t)id,
+	    "since", (json_int_t)since_ms, "samples", sm.a, "truncated", sm.next != 0,
+	    "next_since", sm.next != 0 ? json_integer((json_int_t)sm.next) : json_null());
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}

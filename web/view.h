@@ -1,0 +1,45 @@
+/* view: the JSON documents the API serves, read from the store — the plan
+ * list, one plan with its steps, approvals and open alerts, its history
+ * with the hash chain's verification, its watch samples. Read-only; the
+ * caller owns the store connection and each document returned. */
+#ifndef CUTOVER_VIEW_H
+#define CUTOVER_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "store.h"
+
+#define VIEW_SAMPLES_MAX	100000	/* samples per answer; the rest on the next */
+
+/* {"plans":[{id,name,status,created_ms,sha256}]}, newest first; only those
+ * called NAME when NAME is not NULL. Returns 0 and *OUT, or -1 with ERR. */
+int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
+    size_t errlen);
+
+/* Plan ID: {id,name,status,created_ms,sha256,steps:[{n,kind,status,gate,
+ * gate_state,started_ms,ended_ms,result,error,approved_by,approved_ms,
+ * approval_comment,retried_by,retried_ms}],alerts:[open alerts]}. The
+ * result is the step's recorded JSON, parsed; who approved comes from the
+ * history. Returns 0 and *OUT, 1 when there is no such plan, -1 with ERR. */
+int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
+
+/* Plan ID's history: {plan,name,status,events:[{id,ts_ms,actor,kind,
+ * details,prev_hash,hash}],verification:{verified,checked,bad_event,
+ * reason}} — the verification covers the whole chain, which every plan's
+ * events share. Returns 0, 1 (no such plan) or -1 with ERR. */
+int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
+
+/* Plan ID's samples with ts_ms >= SINCE_MS, oldest first, at most
+ * VIEW_SAMPLES_MAX: {plan,since,samples:[{ts_ms,metric,label,value}],
+ * truncated,next_since}. Returns 0, 1 (no such plan) or -1 with ERR. */
+int view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out,
+    char *err, size_t errlen);
+
+/* A JSON string of S, with any byte that is not valid UTF-8 replaced by
+ * '?', or JSON null when S is NULL. Never returns NULL but out of memory. */
+json_t *view_string(const char *s);
+
+#endif
