@@ -1,0 +1,208 @@
+#!/bin/sh
+# test_e2e: a whole cutover under live traffic (issue 9). A plan with
+# unit 100ms over old queues whose horizon is about 20 s is submitted to a
+# running `cutover serve`; cutover-traffic publishes a few hundred delayed
+# messages a second, old-style until the flag flips, then into the ladder;
+# the gates are approved through the API. It passes only if every
+# confirmed message was delivered (lost 0), none early, parking stayed
+# empty, every old queue is gone, the ladder verifies, the broker holds
+# exactly the ladder and the destinations, and the history verifies.
+#
+# Usage: test_e2e.sh BUILD_DIR. Needs the broker and Unleash of
+# scripts/test (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER,
+# CUTOVER_TEST_PASSWORD, CUTOVER_TEST_UNLEASH_URL, _TOKEN, _CLIENT_TOKEN).
+set -u
+build=$1
+bin=$build/cutover
+for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
+    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN; do
+	eval "val=\${$v:-}"
+	if [ -z "$val" ]; then
+		echo "test_e2e: $v is not set (scripts/test sets it)" >&2
+		exit 1
+	fi
+done
+command -v jq >/dev/null || { echo "test_e2e: jq is missing (scripts/setup)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+name=e2e$$
+port=$((20000 + $$ % 20000))
+server=http://127.0.0.1:$port
+serve_pid=
+traffic_pid=
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+cleanup() {
+	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null
+	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	if [ -f "$tmp/plan.yaml" ]; then
+		"$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+		curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
+		    -X DELETE "$CUTOVER_TEST_MGMT/api/queues/%2F/$name.email" >/dev/null 2>&1
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mgmt() {
+	curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" "$CUTOVER_TEST_MGMT$1"
+}
+
+api() { # METHOD PATH
+	curl -sS -X "$1" -H "Authorization: Bearer $token" "$server$2"
+}
+
+cat >"$tmp/plan.yaml" <<PLAN
+name: $name
+broker:
+  amqp: $CUTOVER_TEST_AMQP
+  management: $CUTOVER_TEST_MGMT
+  username: $CUTOVER_TEST_USER
+  password: env:CUTOVER_TEST_PASSWORD
+old:
+  queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
+ladder:
+  prefix: $name
+  unit: 100ms
+  levels: 9
+  destinations: [$name.email]
+canary:
+  delays: [100ms, 700ms, 1500ms]
+flag:
+  kind: unleash
+  url: $CUTOVER_TEST_UNLEASH_URL
+  project: default
+  environment: production
+  feature: delay-ladder
+  token: env:CUTOVER_TEST_UNLEASH_TOKEN
+watch:
+  interval: 500ms
+  allowance: 2s
+  probe_every: 2s
+steps:
+  - measure_horizon
+  - declare_ladder
+  - verify_ladder
+  - canary
+  - { step: flip, gate: true }
+  - watch
+  - { step: remove_old, gate: true }
+PLAN
+
+# The flag starts off: producers on the old path.
+curl -fsS -X POST -H "Authorization: $CUTOVER_TEST_UNLEASH_TOKEN" \
+    "$CUTOVER_TEST_UNLEASH_URL/api/admin/projects/default/features/delay-ladder/environments/production/off" \
+    >/dev/null || { echo "test_e2e: cannot turn the flag off" >&2; exit 1; }
+
+token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+
+# Live traffic: 300 messages a second, delays 1-20 s in 500 ms steps (39
+# old queues, a horizon of about 20 s), until told to stop.
+UNLEASH_CLIENT_TOKEN=$CUTOVER_TEST_UNLEASH_CLIENT_TOKEN \
+    "$build/cutover-traffic" --plan "$tmp/plan.yaml" --old-prefix "$name.delay" \
+    --rate 300 --min-delay 1s --max-delay 20s --delay-step 500ms --progress 0 \
+    --json >"$tmp/traffic.json" 2>"$tmp/traffic.log" &
+traffic_pid=$!
+sleep 6
+
+"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
+    --operators "$tmp/operators" 2>"$tmp/serve.log" &
+serve_pid=$!
+i=0
+until curl -fsS "$server/healthz" >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && { echo "test_e2e: serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+	sleep 0.1
+done
+id=$(curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
+    "$server/api/plans" | jq -r .id)
+[ -n "$id" ] && [ "$id" != null ] || { echo "test_e2e: submit failed" >&2; exit 1; }
+
+# step_status N: the status of step N (1-based).
+step_status() {
+	curl -fsS "$server/api/plans/$id" | jq -r ".steps[$1 - 1].status"
+}
+
+# wait_for N STATUS SECONDS
+wait_for() {
+	t=0
+	while [ "$(step_status "$1")" != "$2" ]; do
+		t=$((t + 1))
+		if [ $t -gt $(($3 * 5)) ]; then
+			fail "step $1 is $(step_status "$1") after $3 s, expected $2"
+			curl -fsS "$server/api/plans/$id" | jq -c '.steps[] | {kind, status, error}' >&2
+			tail -n 20 "$tmp/serve.log" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+wait_for 5 waiting_approval 120
+api POST "/api/plans/$id/steps/5/approve" >/dev/null
+wait_for 6 running 60
+wait_for 7 waiting_approval 180
+api POST "/api/plans/$id/steps/7/approve" >/dev/null
+t=0
+until [ "$(curl -fsS "$server/api/plans/$id" | jq -r .status)" = succeeded ]; do
+	t=$((t + 1))
+	[ $t -gt 600 ] && { fail "the plan did not succeed"; break; }
+	sleep 0.2
+done
+
+# Stop the producer (one signal: it drains what is in flight, then reports).
+kill -TERM "$traffic_pid"
+wait "$traffic_pid"
+traffic_rc=$?
+traffic_pid=
+
+confirmed=$(jq .total.confirmed "$tmp/traffic.json")
+delivered=$(jq .total.delivered "$tmp/traffic.json")
+lost=$(jq .total.lost "$tmp/traffic.json")
+early=$(jq .total.early "$tmp/traffic.json")
+old_sent=$(jq .old.confirmed "$tmp/traffic.json")
+ladder_sent=$(jq .ladder.confirmed "$tmp/traffic.json")
+p99=$(jq .total.lateness_ms.p99 "$tmp/traffic.json")
+[ "$traffic_rc" -eq 0 ] || fail "cutover-traffic exited $traffic_rc"
+[ "$lost" = 0 ] || fail "lost $lost"
+[ "$early" = 0 ] || fail "early $early"
+[ "${old_sent:-0}" -gt 0 ] && [ "${ladder_sent:-0}" -gt 0 ] ||
+    fail "both paths must carry traffic (old $old_sent, ladder $ladder_sent)"
+
+# Parking stayed empty: no parking alert, and the samples never saw one.
+curl -fsS "$server/api/plans/$id/samples?since=0" >"$tmp/samples.json"
+parking_samples=$(jq '[.samples[] | select(.metric == "parking.depth")] | length' \
+    "$tmp/samples.json")
+parking_max=$(jq '[.samples[] | select(.metric == "parking.depth") | .value] | max // 0' \
+    "$tmp/samples.json")
+[ "${parking_samples:-0}" -gt 0 ] || fail "the watch recorded no parking samples"
+alerts=$(curl -fsS "$server/api/plans/$id" |
+    jq '[.alerts[]?, .open_alerts[]? | select(.kind == "parking")] | length')
+[ "$parking_max" = 0 ] || fail "parking depth reached $parking_max"
+[ "$alerts" = 0 ] || fail "a parking alert was raised"
+
+# The old path is gone; the broker holds the ladder and the destination.
+old_left=$(mgmt "/api/queues/%2F?columns=name" | jq "[.[] | select(.name | startswith(\"$name.delay.\"))] | length")
+ours=$(mgmt "/api/queues/%2F?columns=name" | jq "[.[] | select(.name | startswith(\"$name.\"))] | length")
+[ "$old_left" = 0 ] || fail "$old_left old queues are left"
+# 9 levels + parking + 1 destination
+[ "$ours" = 11 ] || fail "the broker holds $ours of the plan's queues, expected 11"
+"$bin" ladder verify "$tmp/plan.yaml" >"$tmp/verify.txt" 2>&1 || {
+	fail "the ladder does not verify"
+	grep -v '^ok' "$tmp/verify.txt" >&2
+}
+verified=$(curl -fsS "$server/api/plans/$id/history" | jq -r '.verification.verified')
+[ "$verified" = true ] || fail "the history does not verify"
+
+echo "e2e: confirmed $confirmed (old $old_sent, ladder $ladder_sent), delivered $delivered"
+echo "e2e: lost $lost, early $early, lateness p99 ${p99} ms, parking max $parking_max" \
+    "over $parking_samples samples"
+echo "e2e: old queues left $old_left, plan queues on the broker $ours, history verified $verified"
+[ "$failures" -eq 0 ] || { echo "e2e: $failures failure(s)" >&2; exit 1; }
+echo "e2e: passed"
