@@ -23,12 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* This module's header first: it shares its name with rabbitmq-c 0.11's
- * <amqp.h>, and orchestrator/broker is on the include path, so a plain
- * <amqp.h> would find this module's header again. rabbitmq-c 0.12 and later
- * install <rabbitmq-c/amqp.h>; for 0.11, "../include/amqp.h" relative to
- * each include directory finds the first "include" directory holding
- * amqp.h, which is the library's. */
+/* This module's header, then rabbitmq-c's of the same name: "amqp.h" in
+ * quotes is this directory's, <amqp.h> the library's (orchestrator/broker
+ * is not on the include path; the rest of the tree says "broker/amqp.h").
+ * rabbitmq-c 0.12 and later install <rabbitmq-c/amqp.h> instead. */
 #include "amqp.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
@@ -39,11 +37,8 @@
 #include <rabbitmq-c/amqp.h>
 #include <rabbitmq-c/tcp_socket.h>
 #else
-#include <../include/amqp.h>
+#include <amqp.h>
 #include <amqp_tcp_socket.h>
-#endif
-#ifndef AMQP_H
-#error "rabbitmq-c's amqp.h was not found"
 #endif
 
 #define PUB_PENDING 1   /* a publish awaiting its verdict */

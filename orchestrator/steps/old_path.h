@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "mgmt.h"
+#include "broker/mgmt.h"
 #include "step.h"
 
 #define OLD_SOURCE_MAX 300	/* "operator-policy:" + a policy name */

@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "amqp.h"
-#include "mgmt.h"
+#include "broker/amqp.h"
+#include "broker/mgmt.h"
 #include "plan.h"
 #include "store.h"
 

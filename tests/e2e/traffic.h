@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "amqp.h"
+#include "broker/amqp.h"
 #include "plan.h"
 
 /* Message headers, beside publish.h's x-cutover-* stamps. */

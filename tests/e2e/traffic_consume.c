@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "amqp.h"
+#include "broker/amqp.h"
 #include "log.h"
 #include "publish.h"
 #include "traffic.h"

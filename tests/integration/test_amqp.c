@@ -27,7 +27,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "amqp.h"
+#include "broker/amqp.h"
 
 #define PWREF "env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS 5000

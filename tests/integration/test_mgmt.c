@@ -19,14 +19,11 @@
 #include <sys/socket.h>
 
 #include <cmocka.h>
-/* rabbitmq-c, for one consumer. The project's own amqp.h
- * (orchestrator/broker) comes first on the include path, hence the
- * relative spelling (as in amqp.c); rabbitmq-c's headers then include
- * <amqp.h> by its short name, which is harmless. */
-#include <../include/amqp.h>
+/* rabbitmq-c itself, for one consumer that is not the project's. */
+#include <amqp.h>
 #include <amqp_tcp_socket.h>
 
-#include "mgmt.h"
+#include "broker/mgmt.h"
 
 #define PASSWORD_REF	"env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS	10000L
