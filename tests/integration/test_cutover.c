@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "itest_run.h"
 #include "flag.h"
 #include "step.h"
 #include "store.h"
@@ -31,14 +32,6 @@ set_names(const char *test)
 	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
 	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
 	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 static int64_t
@@ -159,58 +152,6 @@ publish_old(struct step_ctx *c, const char *name)
 	assert_int_equal(broker_publish(c->amqp, &m, 5000, err, sizeof(err)), 0);
 }
 
-static int
-cutover(const char *arg, ...)
-{
-	const char *argv[24];
-	va_list ap;
-	pid_t pid;
-	int n = 0, st;
-
-	argv[n++] = getenv("CUTOVER_BINARY");
-	argv[n++] = arg;
-	va_start(ap, arg);
-	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	if ((pid = fork()) == 0) {
-		dup2(2, 1);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* `cutover run` in the background, with FAULT in CUTOVER_FAULT if not NULL. */
-static pid_t
-start_run(const char *fault)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (fault != NULL)
-			setenv("CUTOVER_FAULT", fault, 1);
-		dup2(2, 1);
-		execl(getenv("CUTOVER_BINARY"), "cutover", "run", "--db", db, planfile,
-		    (char *)NULL);
-		_exit(127);
-	}
-	assert_true(pid > 0);
-	return pid;
-}
-
-static int
-wait_exit(pid_t pid)
-{
-	int st;
-
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Reads step IDX (0-based) of the test's plan. Returns 0 when found. */
 static int
 read_step(int idx, struct store_step *out)
@@ -244,7 +185,7 @@ wait_step(int idx, const char *status, int timeout_ms)
 			if (same)
 				return 1;
 		}
-		sleep_ms(50);
+		itest_sleep_ms(50);
 	}
 	return 0;
 }
@@ -266,48 +207,6 @@ step_number(int idx, const char *key)
 	}
 	store_step_clear(&st);
 	return v;
-}
-
-struct tally {
-	int n;
-	char kinds[256][48];
-};
-
-static int
-tally_event(const struct store_event *ev, void *arg)
-{
-	struct tally *t = arg;
-
-	if (t->n < 256)
-		snprintf(t->kinds[t->n++], sizeof(t->kinds[0]), "%s", ev->kind);
-	return 0;
-}
-
-static int
-count_kind(const struct tally *t, const char *kind)
-{
-	int n = 0;
-
-	for (int i = 0; i < t->n; i++)
-		n += strcmp(t->kinds[i], kind) == 0;
-	return n;
-}
-
-static void
-read_history(struct tally *t, char *status, size_t statuslen)
-{
-	struct store *s = NULL;
-	struct store_plan p;
-	struct store_verify v;
-	char err[512];
-
-	memset(t, 0, sizeof(*t));
-	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
-	assert_int_equal(store_plan_find(s, plan_name, &p, err, sizeof(err)), 0);
-	snprintf(status, statuslen, "%s", p.status);
-	assert_int_equal(store_each_event(s, p.id, tally_event, t, err, sizeof(err)), 0);
-	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
-	store_close(s);
 }
 
 /* The flag as Unleash has it now: 1 on, 0 off. */
@@ -374,27 +273,27 @@ test_whole_plan_with_gates(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct tally t;
+	struct itest_history t;
 	struct broker_queue_info qi;
 	char status[32], err[512], name[160];
 
 	(void)state;
 	begin("whole", &p, &c, NULL, "1s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(flag_now(p), 0);          /* not before the approval */
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
 	    NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(flag_now(p), 1);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "remove_old", "--as",
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
 	    "bob", NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
 
-	read_history(&t, status, sizeof(status));
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "succeeded");
-	assert_int_equal(count_kind(&t, "flip.requested"), 1);
-	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
-	assert_int_equal(count_kind(&t, "old.queue_removed"), 3);
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
 	for (int s = 1; s <= 3; s++) {
 		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
 		assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)),
@@ -404,7 +303,7 @@ test_whole_plan_with_gates(void **state)
 	snprintf(name, sizeof(name), "%s.dest", prefix);
 	assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)), 0);
 	assert_int_equal(qi.messages, 9);
-	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
 	end(p, &c);
 }
 
@@ -413,28 +312,28 @@ test_crash_between_flip_and_its_record(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 	pid_t pid;
 
 	(void)state;
 	begin("flipcrash", &p, &c, NULL, "1s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "5", "--as", "alice",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "5", "--as", "alice",
 	    NULL), 0);
 	/* The flag service takes the flip; the engine dies before recording it. */
-	pid = start_run("crash:flip.confirmed");
-	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+	pid = itest_start_run(db, planfile, "crash:flip.confirmed");
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
 	assert_int_equal(flag_now(p), 1);
-	read_history(&t, status, sizeof(status));
-	assert_int_equal(count_kind(&t, "flip.requested"), 1);
-	assert_int_equal(count_kind(&t, "flip.confirmed"), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 0);
 
 	/* The restarted engine reads the flag instead of flipping again. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	read_history(&t, status, sizeof(status));
-	assert_int_equal(count_kind(&t, "flip.requested"), 1);
-	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
 	assert_true(wait_step(5, "succeeded", 1));
 	end(p, &c);
 }
@@ -444,35 +343,35 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 	int64_t started, deadline;
 	pid_t pid;
 
 	(void)state;
 	begin("watchkill", &p, &c, NULL, "1s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
 	    NULL), 0);
-	pid = start_run(NULL);
+	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
 	/* Let it sample a few times, then kill it. */
 	for (int i = 0; i < 100 && step_number(5, "ticks") < 3; i++)
-		sleep_ms(100);
+		itest_sleep_ms(100);
 	started = step_number(5, "started_ms");
 	deadline = step_number(5, "deadline_ms");
 	assert_true(started > 0);
 	assert_true(deadline > started);
 	kill(pid, SIGKILL);
-	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
 
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	/* The watch kept its start; its deadline never moved earlier. */
 	assert_int_equal(step_number(5, "started_ms"), started);
 	assert_true(step_number(5, "deadline_ms") >= deadline);
-	read_history(&t, status, sizeof(status));
-	assert_int_equal(count_kind(&t, "flip.requested"), 1);
-	assert_int_equal(count_kind(&t, "flip.confirmed"), 1);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
 	end(p, &c);
 }
 
@@ -481,25 +380,25 @@ test_abort_after_the_flip_rolls_back(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 
 	(void)state;
 	begin("rollback", &p, &c, NULL, "1s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
 	    NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(flag_now(p), 1);
-	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
 	    "--comment", "consumers saw duplicates", NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	assert_int_equal(flag_now(p), 0);          /* read back from Unleash */
-	read_history(&t, status, sizeof(status));
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "aborted");
-	assert_int_equal(count_kind(&t, "rollback.requested"), 1);
-	assert_int_equal(count_kind(&t, "rollback.confirmed"), 1);
-	assert_int_equal(count_kind(&t, "plan.aborted"), 1);
+	assert_int_equal(itest_count(&t, "rollback.requested"), 1);
+	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
 	end(p, &c);
 }
 
@@ -509,15 +408,15 @@ test_flag_service_down_stops_the_plan(void **state)
 	struct step_ctx c;
 	struct plan *p;
 	struct store_step st;
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 
 	(void)state;
 	begin("flagdown", &p, &c, "http://127.0.0.1:1", "1s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
 	    NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	assert_int_equal(read_step(4, &st), 0);
 	assert_string_equal(st.status, "failed");
 	assert_non_null(st.error);
@@ -526,10 +425,10 @@ test_flag_service_down_stops_the_plan(void **state)
 	assert_int_equal(read_step(5, &st), 0);
 	assert_string_equal(st.status, "pending");  /* the plan does not go on */
 	store_step_clear(&st);
-	read_history(&t, status, sizeof(status));
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "failed");
-	assert_int_equal(count_kind(&t, "flip.failed"), 1);
-	assert_int_equal(count_kind(&t, "flip.confirmed"), 0);
+	assert_int_equal(itest_count(&t, "flip.failed"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 0);
 	end(p, &c);
 }
 
@@ -547,23 +446,23 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 
 	(void)state;
 	begin("latepub", &p, &c, NULL, "30s");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
 	    NULL), 0);
-	pid = start_run(NULL);
+	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
 	for (int i = 0; i < 100 && step_number(5, "ticks") < 2; i++)
-		sleep_ms(100);
+		itest_sleep_ms(100);
 	/* Past the window in which the management statistics may still be
 	 * counting publishes from before the flip (watch.c: OLD_STATS_LAG_MS). */
 	while (now_ms() < step_number(5, "started_ms") + 11000)
-		sleep_ms(200);
+		itest_sleep_ms(200);
 	deadline = step_number(5, "deadline_ms");
 	/* A producer that was not flipped writes into the old path. */
 	snprintf(name, sizeof(name), "%s.old.3", prefix);
 	publish_old(&c, name);
 	for (int i = 0; i < 300 && alerts == 0; i++) {
-		sleep_ms(100);
+		itest_sleep_ms(100);
 		assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
 		assert_int_equal(store_plan_find(s, plan_name, &sp, err, sizeof(err)), 0);
 		alerts = store_each_alert(s, sp.id, 1, NULL, NULL, err, sizeof(err));
@@ -573,7 +472,7 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 	moved = step_number(5, "deadline_ms");
 	assert_true(moved > deadline);
 	/* The watch does not pass with the alert open. */
-	sleep_ms(1000);
+	itest_sleep_ms(1000);
 	{
 		struct store_step st;
 
@@ -582,7 +481,7 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 		store_step_clear(&st);
 	}
 	kill(pid, SIGTERM);
-	assert_int_equal(wait_exit(pid), 4);
+	assert_int_equal(itest_wait(pid), 4);
 	end(p, &c);
 }
 

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "itest_run.h"
 #include "step.h"
 #include "store.h"
 
@@ -30,14 +31,6 @@ set_names(const char *test)
 	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
 	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
 	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Writes the test's plan with STEPS (a YAML flow list) to planfile. */
@@ -75,57 +68,6 @@ write_plan(const char *steps, const char *canary)
 	fclose(f);
 }
 
-/* Runs the cutover binary with ARGS (NULL-terminated) and returns its exit
- * status; its output goes to the test's stderr. */
-static int
-cutover(const char *arg, ...)
-{
-	const char *argv[24];
-	va_list ap;
-	pid_t pid;
-	int n = 0, st;
-
-	argv[n++] = getenv("CUTOVER_BINARY");
-	argv[n++] = arg;
-	va_start(ap, arg);
-	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	if ((pid = fork()) == 0) {
-		dup2(2, 1);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Starts `cutover run` in the background; returns its pid. */
-static pid_t
-start_run(void)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execl(getenv("CUTOVER_BINARY"), "cutover", "run", "--db", db, planfile,
-		    (char *)NULL);
-		_exit(127);
-	}
-	assert_true(pid > 0);
-	return pid;
-}
-
-static int
-wait_exit(pid_t pid)
-{
-	int st;
-
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* The status of step IDX (0-based) of the test's plan, read from the db. */
 static void
 step_status(int idx, char *out, size_t outlen)
@@ -143,52 +85,6 @@ step_status(int idx, char *out, size_t outlen)
 		snprintf(out, outlen, "%s", st.status);
 		store_step_clear(&st);
 	}
-	store_close(s);
-}
-
-struct tally {
-	int n;
-	char kinds[64][48];
-	char actors[64][65];
-};
-
-static int
-tally_event(const struct store_event *ev, void *arg)
-{
-	struct tally *t = arg;
-
-	if (t->n < 64) {
-		snprintf(t->kinds[t->n], sizeof(t->kinds[0]), "%s", ev->kind);
-		snprintf(t->actors[t->n], sizeof(t->actors[0]), "%s", ev->actor);
-	}
-	t->n++;
-	return 0;
-}
-
-static int
-count_kind(const struct tally *t, const char *kind)
-{
-	int n = 0;
-
-	for (int i = 0; i < t->n && i < 64; i++)
-		n += strcmp(t->kinds[i], kind) == 0;
-	return n;
-}
-
-static void
-read_history(struct tally *t, char *status, size_t statuslen)
-{
-	struct store *s = NULL;
-	struct store_plan p;
-	struct store_verify v;
-	char err[512];
-
-	memset(t, 0, sizeof(*t));
-	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
-	assert_int_equal(store_plan_find(s, plan_name, &p, err, sizeof(err)), 0);
-	snprintf(status, statuslen, "%s", p.status);
-	assert_int_equal(store_each_event(s, p.id, tally_event, t, err, sizeof(err)), 0);
-	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
 	store_close(s);
 }
 
@@ -232,7 +128,7 @@ cleanup_broker(void)
 static void
 test_gate_approved_from_another_process(void **state)
 {
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 	int i;
 
@@ -240,32 +136,32 @@ test_gate_approved_from_another_process(void **state)
 	set_names("gate");
 	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
 	/* The engine stops at the gate and says so. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	step_status(1, status, sizeof(status));
 	assert_string_equal(status, "waiting_approval");
 	/* Approving needs a name; approving a step not waiting is refused. */
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "2", NULL), 2);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "1", "--as", "alice",
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "2", NULL), 2);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "1", "--as", "alice",
 	    NULL), 1);
-	assert_int_equal(cutover("approve", "--db", db, plan_name, "verify_ladder", "--as",
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "verify_ladder", "--as",
 	    "alice", "--comment", "ladder looks right", NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
 
-	read_history(&t, status, sizeof(status));
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "succeeded");
-	assert_int_equal(count_kind(&t, "plan.submitted"), 1);
-	assert_int_equal(count_kind(&t, "step.waiting_approval"), 1);
-	assert_int_equal(count_kind(&t, "step.approved"), 1);
-	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
-	assert_int_equal(count_kind(&t, "plan.succeeded"), 1);
+	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
+	assert_int_equal(itest_count(&t, "step.waiting_approval"), 1);
+	assert_int_equal(itest_count(&t, "step.approved"), 1);
+	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
+	assert_int_equal(itest_count(&t, "plan.succeeded"), 1);
 	for (i = 0; i < t.n; i++)
 		if (strcmp(t.kinds[i], "step.approved") == 0)
 			assert_string_equal(t.actors[i], "alice");
-	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
 	/* A finished plan runs nothing again. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
-	read_history(&t, status, sizeof(status));
-	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
 	cleanup_broker();
 }
 
@@ -274,7 +170,7 @@ test_failed_step_retried(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct tally t;
+	struct itest_history t;
 	char status[32], name[128], err[1024];
 
 	(void)state;
@@ -286,13 +182,13 @@ test_failed_step_retried(void **state)
 	snprintf(name, sizeof(name), "%s.level.02", prefix);
 	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
 	    sizeof(err)), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	step_status(0, status, sizeof(status));
 	assert_string_equal(status, "failed");
 	step_status(1, status, sizeof(status));
 	assert_string_equal(status, "pending");
 	/* Running again does not go past the failed step. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	step_status(1, status, sizeof(status));
 	assert_string_equal(status, "pending");
 
@@ -300,21 +196,21 @@ test_failed_step_retried(void **state)
 	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
 	step_ctx_close(&c);
 	plan_free(p);
-	assert_int_equal(cutover("retry", "--db", db, plan_name, "1", "--as", "bob", NULL), 0);
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
-	read_history(&t, status, sizeof(status));
+	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "1", "--as", "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "succeeded");
-	assert_int_equal(count_kind(&t, "step.failed"), 1);
-	assert_int_equal(count_kind(&t, "plan.failed"), 1);
-	assert_int_equal(count_kind(&t, "step.retry"), 1);
-	assert_int_equal(count_kind(&t, "step.succeeded"), 2);
+	assert_int_equal(itest_count(&t, "step.failed"), 1);
+	assert_int_equal(itest_count(&t, "plan.failed"), 1);
+	assert_int_equal(itest_count(&t, "step.retry"), 1);
+	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
 	cleanup_broker();
 }
 
 static void
 test_killed_during_canary_resumes(void **state)
 {
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 	pid_t pid;
 	int i;
@@ -322,53 +218,53 @@ test_killed_during_canary_resumes(void **state)
 	(void)state;
 	set_names("kill");
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
-	pid = start_run();
+	pid = itest_start_run(db, planfile, NULL);
 	/* Kill it while the canary's messages are in the ladder. */
 	for (i = 0; i < 300; i++) {
 		step_status(2, status, sizeof(status));
 		if (strcmp(status, "running") == 0)
 			break;
-		sleep_ms(20);
+		itest_sleep_ms(20);
 	}
 	assert_string_equal(status, "running");
-	sleep_ms(500);
+	itest_sleep_ms(500);
 	kill(pid, SIGKILL);
-	assert_int_equal(wait_exit(pid), 128 + SIGKILL);
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
 	step_status(2, status, sizeof(status));
 	assert_string_equal(status, "running");
 
 	/* The restarted engine runs the canary again (a new batch) and ends. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
-	read_history(&t, status, sizeof(status));
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "succeeded");
 	/* The steps that had finished did not run again. */
-	assert_int_equal(count_kind(&t, "step.started"), 3);
-	assert_int_equal(count_kind(&t, "step.succeeded"), 3);
-	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_count(&t, "step.started"), 3);
+	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
 	cleanup_broker();
 }
 
 static void
 test_abort_before_the_flip(void **state)
 {
-	struct tally t;
+	struct itest_history t;
 	char status[32];
 
 	(void)state;
 	set_names("abort");
 	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
 	    "--comment", "wrong window", NULL), 0);
 	/* The engine acts on the abort at its next turn: no rollback needed. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 1);
-	read_history(&t, status, sizeof(status));
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
 	assert_string_equal(status, "aborted");
-	assert_int_equal(count_kind(&t, "plan.aborted"), 1);
-	assert_int_equal(count_kind(&t, "rollback.requested"), 0);
-	assert_int_equal(cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
+	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
+	assert_int_equal(itest_count(&t, "rollback.requested"), 0);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
 	/* A new plan of the same name may now be submitted. */
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	cleanup_broker();
 }
 
@@ -380,14 +276,14 @@ test_tampered_history_is_detected(void **state)
 	(void)state;
 	set_names("tamper");
 	write_plan("[declare_ladder]", "100ms");
-	assert_int_equal(cutover("run", "--db", db, planfile, NULL), 0);
-	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
 	/* Someone with the file and sqlite3 drops the guard and edits an event. */
 	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"DROP TRIGGER events_no_update; "
 	    "UPDATE events SET actor = 'mallory' WHERE id = 2;\"", db);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(cutover("history", "--db", db, "--verify", NULL), 1);
-	assert_int_equal(cutover("history", "--db", db, plan_name, NULL), 1);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 1);
+	assert_int_equal(itest_cutover("history", "--db", db, plan_name, NULL), 1);
 	cleanup_broker();
 }
 

@@ -1,0 +1,125 @@
+/* itest_run: running the cutover binary and reading its history back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "itest_run.h"
+#include "store.h"
+
+void
+itest_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *
+binary(void)
+{
+	const char *b = getenv("CUTOVER_BINARY");
+
+	if (b == NULL)
+		fail_msg("set CUTOVER_BINARY (ctest does)");
+	return b;
+}
+
+int
+itest_wait(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int
+itest_cutover(const char *arg, ...)
+{
+	const char *argv[24];
+	va_list ap;
+	pid_t pid;
+	int n = 0;
+
+	argv[n++] = binary();
+	argv[n++] = arg;
+	va_start(ap, arg);
+	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	if ((pid = fork()) == 0) {
+		dup2(2, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return itest_wait(pid);
+}
+
+pid_t
+itest_start_run(const char *db, const char *planfile, const char *fault)
+{
+	const char *bin = binary();
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (fault != NULL)
+			setenv("CUTOVER_FAULT", fault, 1);
+		dup2(2, 1);
+		execl(bin, "cutover", "run", "--db", db, planfile, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+static int
+take_event(const struct store_event *ev, void *arg)
+{
+	struct itest_history *h = arg;
+
+	if (h->n < ITEST_EVENTS_MAX) {
+		snprintf(h->kinds[h->n], sizeof(h->kinds[0]), "%s", ev->kind);
+		snprintf(h->actors[h->n], sizeof(h->actors[0]), "%s", ev->actor);
+	}
+	h->n++;
+	return 0;
+}
+
+void
+itest_read_history(const char *db, const char *name, struct itest_history *h,
+    char *status, size_t statuslen)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	struct store_verify v;
+	char err[512];
+
+	memset(h, 0, sizeof(*h));
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	assert_int_equal(store_plan_find(s, name, &p, err, sizeof(err)), 0);
+	snprintf(status, statuslen, "%s", p.status);
+	assert_int_equal(store_each_event(s, p.id, take_event, h, err, sizeof(err)), 0);
+	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
+	store_close(s);
+}
+
+int
+itest_count(const struct itest_history *h, const char *kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < h->n && i < ITEST_EVENTS_MAX; i++)
+		n += strcmp(h->kinds[i], kind) == 0;
+	return n;
+}

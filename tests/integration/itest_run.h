@@ -1,0 +1,43 @@
+/* itest_run: what the tests that drive the cutover binary share — running
+ * it as an operator would (CUTOVER_BINARY), starting `cutover run` in the
+ * background, and reading a plan's recorded history back. */
+#ifndef CUTOVER_ITEST_RUN_H
+#define CUTOVER_ITEST_RUN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define ITEST_EVENTS_MAX 256
+
+/* The kinds and actors of a plan's events, in order (the first
+ * ITEST_EVENTS_MAX of them; N counts them all). */
+struct itest_history {
+	int n;
+	char kinds[ITEST_EVENTS_MAX][48];
+	char actors[ITEST_EVENTS_MAX][65];
+};
+
+/* Sleeps MS milliseconds. */
+void itest_sleep_ms(int ms);
+
+/* Runs the cutover binary with the NULL-terminated arguments, its output
+ * on the test's stderr, and returns its exit status (128 + signal when it
+ * was killed). */
+int itest_cutover(const char *arg, ...);
+
+/* Starts `cutover run --db DB PLANFILE` in the background, with
+ * CUTOVER_FAULT=FAULT when FAULT is not NULL. Returns its pid. */
+pid_t itest_start_run(const char *db, const char *planfile, const char *fault);
+
+/* Waits for PID and returns its exit status as itest_cutover does. */
+int itest_wait(pid_t pid);
+
+/* Reads the newest plan called NAME in DB: its status into STATUS and its
+ * events into H; fails the test when the history does not verify. */
+void itest_read_history(const char *db, const char *name, struct itest_history *h,
+    char *status, size_t statuslen);
+
+/* How many events of KIND H holds. */
+int itest_count(const struct itest_history *h, const char *kind);
+
+#endif
