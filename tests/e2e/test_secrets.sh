@@ -1,0 +1,138 @@
+#!/bin/sh
+# test_secrets: secrets never reach SQLite, logs, the page or the API. A
+# plan whose broker password and flag token are env: references runs
+# through cutover serve (measure, declare, verify, canary, a gated flip
+# with a bad token so the flag service is called and refuses), then the
+# database file, its WAL, the server's log and every API answer are
+# searched for the secret values: none may be found.
+#
+# Usage: test_secrets.sh BUILD_DIR. Needs the broker and Unleash of
+# scripts/test (CUTOVER_TEST_*).
+set -u
+bin=$1/cutover
+for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
+    CUTOVER_TEST_UNLEASH_URL; do
+	eval "val=\${$v:-}"
+	[ -n "$val" ] || { echo "test_secrets: $v is not set (scripts/test sets it)" >&2; exit 1; }
+done
+command -v jq >/dev/null || { echo "test_secrets: jq is missing" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+name=secrets$$
+port=$((20000 + ($$ + 7919) % 20000))
+server=http://127.0.0.1:$port
+serve_pid=
+failures=0
+cleanup() {
+	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+	for q in "$name.dest" "$name.old"; do
+		curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
+		    -X DELETE "$CUTOVER_TEST_MGMT/api/queues/%2F/$q" >/dev/null 2>&1
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# The secrets: the broker password is the broker's real one (guest on the
+# test node, too short to search for), so the test broker gets a user of
+# its own with a long random password for this run.
+user=secrets$$
+SECRET_BROKER=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+SECRET_FLAG="*:*.$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export SECRET_BROKER SECRET_FLAG
+mgmt() { curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" "$@"; }
+mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$user" \
+    -d "{\"password\":\"$SECRET_BROKER\",\"tags\":\"administrator\"}" >/dev/null ||
+    { echo "test_secrets: cannot create the broker user" >&2; exit 1; }
+mgmt -X PUT -H 'content-type: application/json' \
+    "$CUTOVER_TEST_MGMT/api/permissions/%2F/$user" \
+    -d '{"configure":".*","write":".*","read":".*"}' >/dev/null
+trap 'mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1; cleanup' EXIT
+
+cat >"$tmp/plan.yaml" <<PLAN
+name: $name
+broker:
+  amqp: $CUTOVER_TEST_AMQP
+  management: $CUTOVER_TEST_MGMT
+  username: $user
+  password: env:SECRET_BROKER
+old:
+  queues: { names: [$name.old] }
+ladder:
+  prefix: $name
+  unit: 100ms
+  levels: 6
+  destinations: [$name.dest]
+canary:
+  delays: [100ms, 300ms]
+flag:
+  kind: unleash
+  url: $CUTOVER_TEST_UNLEASH_URL
+  project: default
+  environment: production
+  feature: delay-ladder
+  token: env:SECRET_FLAG
+steps:
+  - measure_horizon
+  - declare_ladder
+  - verify_ladder
+  - canary
+  - { step: flip, gate: true }
+PLAN
+mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/queues/%2F/$name.old" \
+    -d '{"durable":true,"arguments":{"x-message-ttl":1000}}' >/dev/null
+printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+
+"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
+    --operators "$tmp/operators" 2>"$tmp/serve.log" &
+serve_pid=$!
+i=0
+until curl -fsS "$server/healthz" >/dev/null 2>&1; do
+	i=$((i + 1)); [ $i -gt 100 ] && { echo "serve did not start" >&2; exit 1; }
+	sleep 0.1
+done
+curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
+    "$server/api/plans" >"$tmp/submit.json"
+id=$(jq -r .id "$tmp/submit.json")
+[ -n "$id" ] && [ "$id" != null ] || { echo "test_secrets: submit failed: $(cat "$tmp/submit.json")" >&2; exit 1; }
+t=0
+until [ "$(curl -fsS "$server/api/plans/$id" | jq -r '.steps[4].status')" = waiting_approval ]; do
+	t=$((t + 1))
+	[ $t -gt 300 ] && { fail "the plan did not reach its gate"; break; }
+	sleep 0.2
+done
+curl -sS -X POST -H "Authorization: Bearer $token" \
+    "$server/api/plans/$id/steps/5/approve" >/dev/null
+# The flag service refuses the token: the flip fails after one attempt.
+t=0
+until [ "$(curl -fsS "$server/api/plans/$id" | jq -r '.steps[4].status')" = failed ]; do
+	t=$((t + 1))
+	[ $t -gt 300 ] && { fail "the flip did not fail with a refused token"; break; }
+	sleep 0.2
+done
+
+# Every answer the API gives about the plan.
+for path in /api/plans "/api/plans/$id" "/api/plans/$id/history" \
+    "/api/plans/$id/samples?since=0" /metrics /healthz /; do
+	curl -sS "$server$path" >>"$tmp/answers.txt" 2>&1
+done
+kill "$serve_pid"; wait "$serve_pid"; serve_pid=
+
+for what in SECRET_BROKER SECRET_FLAG; do
+	eval "secret=\$$what"
+	for f in "$tmp"/cutover.db* "$tmp/serve.log" "$tmp/answers.txt"; do
+		[ -f "$f" ] || continue
+		if grep -aqF -- "$secret" "$f"; then
+			fail "$what found in $(basename "$f")"
+		fi
+	done
+done
+# The run did exercise both secrets: the broker accepted the password,
+# the flag service saw the token (and refused it).
+grep -q '"succeeded"' "$tmp/answers.txt" || fail "no step succeeded: the broker password was not used"
+grep -q 'flip' "$tmp/answers.txt" || fail "the flip never ran"
+[ $failures -eq 0 ] || exit 1
+echo "secrets: neither secret is in the database, the log or $(wc -c <"$tmp/answers.txt") bytes of API answers"
