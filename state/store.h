@@ -199,6 +199,13 @@ int store_each_alert(struct store *s, int64_t plan_id, int open_only,
 int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
     char *err, size_t errlen);
 
+/* A number that changes whenever the database may have changed since the
+ * last call on this connection, by this connection or any other (PRAGMA
+ * data_version with this connection's own change count): readers use it to
+ * keep what they built from the database until it changes. Returns 0 and
+ * sets *VERSION, or -1 with ERR. */
+int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
+
 /* Calls FN for each plan, newest first. Returns 0 or -1. */
 int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
     void *arg, char *err, size_t errlen);

@@ -242,6 +242,27 @@ done:
 }
 
 int
+store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, "PRAGMA data_version", &st, "reading the data version", err,
+	    errlen) == -1)
+		goto done;
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		store_dberr(s, err, errlen, "reading the data version");
+		goto done;
+	}
+	*version = (uint64_t)sqlite3_column_int64(st, 0) << 32 ^
+	    (uint64_t)sqlite3_total_changes64(s->db);
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
 store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
     void *arg, char *err, size_t errlen)
 {

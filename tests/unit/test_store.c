@@ -1268,6 +1268,30 @@ test_downsample_keeps_the_maximum_per_bucket(void **state)
 	    ERR(fx)), 0);
 }
 
+static void
+test_version_changes_with_any_writer(void **state)
+{
+	struct fx *fx = *state;
+	struct store *other = NULL;
+	uint64_t v0, v1, v2, v3;
+
+	open_store(fx);
+	assert_int_equal(store_open(fx->path, &other, ERR(fx)), 0);
+	new_plan(fx, "p", "yaml", 1);
+	assert_int_equal(store_version(fx->s, &v0, ERR(fx)), 0);
+	assert_int_equal(store_version(fx->s, &v1, ERR(fx)), 0);
+	assert_true(v0 == v1);                 /* nothing changed */
+	/* Another connection writes. */
+	assert_int_equal(store_plan_insert(other, "q", "y", 1, 2, NULL, ERR(fx)), 0);
+	assert_int_equal(store_version(fx->s, &v2, ERR(fx)), 0);
+	assert_true(v2 != v1);
+	/* This connection writes. */
+	new_plan(fx, "r", "z", 3);
+	assert_int_equal(store_version(fx->s, &v3, ERR(fx)), 0);
+	assert_true(v3 != v2);
+	store_close(other);
+}
+
 static int
 plan_names(const struct store_plan *p, void *arg)
 {
@@ -1323,6 +1347,7 @@ main(void)
 		T(test_step_reset_clears_the_attempt),
 		T(test_downsample_keeps_the_maximum_per_bucket),
 		T(test_plans_listed_newest_first),
+		T(test_version_changes_with_any_writer),
 	};
 #undef T
 
