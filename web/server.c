@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "log.h"
+#include "page.h"
 #include "server.h"
 #include "store.h"
 #include "uri.h"
@@ -44,6 +45,7 @@ struct request {
 	char path[LOG_PATH_MAX];	/* for the log line, made printable */
 	char actor[AUTH_NAME_MAX];	/* the authenticated operator, or "" */
 	struct api_target target;
+	struct page_target page;	/* the page or /metrics (page.h) */
 	struct uri_query query;
 	int bad_query;
 	char *body;
@@ -223,6 +225,13 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 	enum MHD_Result ret;
 	size_t slot;
 
+	if (rq->page.kind != PAGE_NONE) {
+		s = rq->page.kind == PAGE_METRICS ? borrow(sv, &slot) : NULL;
+		ret = page_respond(c, &rq->page, s, &rq->status);
+		if (s != NULL)
+			give_back(sv, slot);
+		return ret;
+	}
 	s = borrow(sv, &slot);
 	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
 	    rq->actor[0] != '\0' ? rq->actor : NULL, &r);
@@ -280,6 +289,22 @@ begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const cha
 		api_error(&r, 400, "malformed path: escapes must be %%XX and decode to "
 		    "printable characters");
 		goto answer;
+	}
+	if (page_route(path, &rq->page) != PAGE_NONE) {
+		/* The page's files need no token; /metrics is a read like any. */
+		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+			api_error(&r, 405, "method %s is not allowed here; allowed: GET, HEAD",
+			    strlen(method) <= 16 ? method : "(too long)");
+			r.allow = "GET, HEAD";
+			goto answer;
+		}
+		if (rq->page.kind == PAGE_METRICS && sv->reads_need_token &&
+		    (ar = auth_check(sv->ops, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_AUTHORIZATION), rq->actor, sizeof(rq->actor))) != AUTH_OK) {
+			api_error(&r, 401, "%s", unauthorized(ar));
+			goto answer;
+		}
+		return MHD_YES;
 	}
 	if (api_route(method, path, &rq->target, &r) != 0)
 		goto answer;

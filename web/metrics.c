@@ -1,0 +1,493 @@
+/* metrics: Prometheus text from the store (plans, steps, the watch's state
+ * and samples, the canary's summary, history events, alerts). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "metrics.h"
+
+#define PLANS_MAX	1000	/* plan names shown; the newest first */
+#define STEPS_MAX	1000
+
+static const char *const plan_states[] = {
+	"running", "succeeded", "failed", "aborted", NULL
+};
+static const char *const step_states[] = {
+	"pending", "waiting_approval", "running", "succeeded", "failed", NULL
+};
+/* History event kinds of the flag calls, and their outcome label. */
+static const char *const flag_events[][2] = {
+	{ "flip.requested", "flip_requested" }, { "flip.confirmed", "flip_confirmed" },
+	{ "flip.failed", "flip_failed" }, { "rollback.requested", "rollback_requested" },
+	{ "rollback.confirmed", "rollback_confirmed" },
+	{ "rollback.failed", "rollback_failed" }
+};
+#define NFLAG	(sizeof(flag_events) / sizeof(flag_events[0]))
+/* The watch's alert kinds; any other is counted as "other". */
+static const char *const alert_kinds[] = {
+	"broker_unreachable", "old_new_queue", "old_publish", "ladder_drift", "parking",
+	"probe", "other", NULL
+};
+#define NALERT	7
+/* Probe lateness buckets, in seconds. */
+static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
+#define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))
+
+struct buf {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void
+out(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+out(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	for (;;) {
+		if (b->oom)
+			return;
+		va_start(ap, fmt);
+		k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+		va_end(ap);
+		if (k < 0) {
+			b->oom = 1;
+			return;
+		}
+		if ((size_t)k < b->cap - b->n) {
+			b->n += (size_t)k;
+			return;
+		}
+		size_t cap = b->cap * 2 + (size_t)k + 1;
+		char *grown = realloc(b->p, cap);
+
+		if (grown == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->p = grown;
+		b->cap = cap;
+	}
+}
+
+/* A plan name as a label value, escaped (names are [a-z0-9._-], but the
+ * format's escapes cost nothing). */
+static const char *
+esc(const char *s, char *o, size_t olen)
+{
+	size_t n = 0;
+
+	for (; *s != '\0' && n + 3 < olen; s++) {
+		if (*s == '\\' || *s == '"') {
+			o[n++] = '\\';
+			o[n++] = *s;
+		} else if (*s == '\n') {
+			o[n++] = '\\';
+			o[n++] = 'n';
+		} else
+			o[n++] = *s;
+	}
+	o[n] = '\0';
+	return o;
+}
+
+struct step_m {
+	char kind[24];
+	char status[24];
+	int64_t started, ended;
+};
+
+struct plan_m {
+	struct store_plan p;
+	char name[160];			/* escaped */
+	struct step_m *steps;
+	int nsteps;
+	json_t *watch;			/* the watch step's state, or NULL */
+	json_t *canary;			/* the canary's summary, or NULL */
+	int64_t flag[NFLAG];
+	int64_t alerts_seen[NALERT], alerts_open[NALERT];
+	int have_hist;
+	int64_t hist[NBUCKET + 1];	/* the last is +Inf */
+	double hist_sum;
+};
+
+struct plans {
+	struct plan_m *v;
+	size_t n, cap;
+};
+
+static int
+each_plan(const struct store_plan *p, void *arg)
+{
+	struct plans *ps = arg;
+
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i].p.name, p->name) == 0)
+			return 0;	/* an older plan of the same name */
+	if (ps->n == PLANS_MAX)
+		return 1;
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 16;
+		struct plan_m *grown = realloc(ps->v, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return 1;
+		ps->v = grown;
+		ps->cap = cap;
+	}
+	memset(&ps->v[ps->n], 0, sizeof(ps->v[ps->n]));
+	ps->v[ps->n].p = *p;
+	esc(p->name, ps->v[ps->n].name, sizeof(ps->v[ps->n].name));
+	ps->n++;
+	return 0;
+}
+
+static int
+each_event(const struct store_event *ev, void *arg)
+{
+	struct plan_m *pm = arg;
+
+	for (size_t i = 0; i < NFLAG; i++)
+		if (strcmp(ev->kind, flag_events[i][0]) == 0)
+			pm->flag[i]++;
+	return 0;
+}
+
+static int
+each_alert(const struct store_alert *a, void *arg)
+{
+	struct plan_m *pm = arg;
+	size_t k;
+
+	for (k = 0; k < NALERT - 1 && strcmp(alert_kinds[k], a->kind) != 0; k++)
+		;
+	pm->alerts_seen[k] += a->count;
+	if (a->acked_ms == 0)
+		pm->alerts_open[k]++;
+	return 0;
+}
+
+static int
+each_sample(int64_t ts, const char *metric, const char *label, double v, void *arg)
+{
+	struct plan_m *pm = arg;
+	double s = v / 1000.0;
+	size_t k;
+
+	(void)ts;
+	(void)label;
+	if (strcmp(metric, "probe.lateness_ms") != 0)
+		return 0;
+	pm->have_hist = 1;
+	for (k = 0; k < NBUCKET; k++)
+		if (s <= buckets[k])
+			pm->hist[k]++;
+	pm->hist[NBUCKET]++;
+	pm->hist_sum += s;
+	return 0;
+}
+
+/* Reads what the metrics need about plan PM. */
+static int
+load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
+{
+	struct store_step st;
+	int r;
+
+	for (int i = 0; i < STEPS_MAX; i++) {
+		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) < 0)
+			return -1;
+		if (r == 1)
+			break;
+		struct step_m *grown = realloc(pm->steps, (size_t)(i + 1) * sizeof(*grown));
+
+		if (grown == NULL) {
+			store_step_clear(&st);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		pm->steps = grown;
+		snprintf(pm->steps[i].kind, sizeof(pm->steps[i].kind), "%s", st.kind);
+		snprintf(pm->steps[i].status, sizeof(pm->steps[i].status), "%s", st.status);
+		pm->steps[i].started = st.started_ms;
+		pm->steps[i].ended = st.ended_ms;
+		pm->nsteps = i + 1;
+		if (st.result_json != NULL && (strcmp(st.kind, "watch") == 0 ||
+		    strcmp(st.kind, "canary") == 0)) {
+			json_t *j = json_loads(st.result_json, 0, NULL);
+
+			if (strcmp(st.kind, "watch") == 0) {
+				json_decref(pm->watch);
+				pm->watch = j;
+			} else {
+				json_decref(pm->canary);
+				pm->canary = json_incref(json_object_get(j, "summary"));
+				json_decref(j);
+			}
+		}
+		store_step_clear(&st);
+	}
+	if (store_each_event(s, pm->p.id, each_event, pm, err, errlen) != 0 ||
+	    store_each_alert(s, pm->p.id, 0, each_alert, pm, err, errlen) < 0 ||
+	    store_each_sample(s, pm->p.id, 0, each_sample, pm, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+static void
+family(struct buf *b, const char *name, const char *type, const char *help)
+{
+	out(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A number of JSON object O's member at PATH ("a.b"), or 0 when absent. */
+static int
+num(const json_t *o, const char *a, const char *k, double *v)
+{
+	const json_t *j = a != NULL ? json_object_get(o, a) : o;
+
+	j = json_object_get(j, k);
+	if (!json_is_number(j))
+		return 0;
+	*v = json_number_value(j);
+	return 1;
+}
+
+static void
+render(struct buf *b, struct plans *ps)
+{
+	double v, now = (double)time(NULL);
+
+	out(b, "# cutover metrics: one set per plan name (its newest plan)\n");
+	family(b, "cutover_plans", "gauge", "Plan names known to the store.");
+	out(b, "cutover_plans %zu\n", ps->n);
+
+	family(b, "cutover_plan_state", "gauge",
+	    "1 for the plan's state (outcome), 0 for the others.");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int k = 0; plan_states[k] != NULL; k++)
+			out(b, "cutover_plan_state{plan=\"%s\",outcome=\"%s\"} %d\n",
+			    ps->v[i].name, plan_states[k],
+			    strcmp(ps->v[i].p.status, plan_states[k]) == 0);
+
+	family(b, "cutover_step_state", "gauge",
+	    "1 for the step's state (outcome), 0 for the others.");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int n = 0; n < ps->v[i].nsteps; n++) {
+			const struct step_m *st = &ps->v[i].steps[n];
+			int dup = 0;
+
+			for (int m = n + 1; m < ps->v[i].nsteps; m++)
+				dup |= strcmp(ps->v[i].steps[m].kind, st->kind) == 0;
+			if (dup)
+				continue;	/* the last step of a kind speaks */
+			for (int k = 0; step_states[k] != NULL; k++)
+				out(b, "cutover_step_state{plan=\"%s\",step=\"%s\","
+				    "outcome=\"%s\"} %d\n", ps->v[i].name, st->kind,
+				    step_states[k], strcmp(st->status, step_states[k]) == 0);
+		}
+
+	family(b, "cutover_step_duration_seconds", "gauge",
+	    "How long the step ran (until now while it runs).");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int n = 0; n < ps->v[i].nsteps; n++) {
+			const struct step_m *st = &ps->v[i].steps[n];
+			int dup = 0;
+
+			for (int m = n + 1; m < ps->v[i].nsteps; m++)
+				dup |= strcmp(ps->v[i].steps[m].kind, st->kind) == 0;
+			if (dup || st->started == 0)
+				continue;
+			out(b, "cutover_step_duration_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
+			    ps->v[i].name, st->kind, st->ended != 0 ?
+			    (double)(st->ended - st->started) / 1000.0 :
+			    now - (double)st->started / 1000.0);
+		}
+
+	family(b, "cutover_depth_messages", "gauge",
+	    "Messages waiting, by path, at the watch's latest sample.");
+	for (size_t i = 0; i < ps->n; i++) {
+		const json_t *sum = json_object_get(ps->v[i].watch, "summary");
+		const json_t *lad = json_object_get(sum, "ladder_depth");
+		double total = 0;
+
+		if (num(sum, NULL, "old_depth", &v))
+			out(b, "cutover_depth_messages{plan=\"%s\",path=\"old\"} %.0f\n",
+			    ps->v[i].name, v);
+		if (json_is_array(lad)) {
+			size_t k;
+			json_t *d;
+
+			json_array_foreach(lad, k, d)
+				total += json_is_number(d) ? json_number_value(d) : 0;
+			out(b, "cutover_depth_messages{plan=\"%s\",path=\"ladder\"} %.0f\n",
+			    ps->v[i].name, total);
+		}
+		if (num(sum, NULL, "parking_depth", &v))
+			out(b, "cutover_depth_messages{plan=\"%s\",path=\"parking\"} %.0f\n",
+			    ps->v[i].name, v);
+	}
+
+	family(b, "cutover_ladder_depth_messages", "gauge",
+	    "Messages waiting in each ladder level's queue, at the latest sample.");
+	for (size_t i = 0; i < ps->n; i++) {
+		const json_t *lad = json_object_get(json_object_get(ps->v[i].watch,
+		    "summary"), "ladder_depth");
+		size_t k;
+		json_t *d;
+
+		json_array_foreach(lad, k, d)
+			if (json_is_number(d))
+				out(b, "cutover_ladder_depth_messages{plan=\"%s\",level=\"%zu\"} "
+				    "%.0f\n", ps->v[i].name, k, json_number_value(d));
+	}
+
+	family(b, "cutover_old_nonempty_queues", "gauge",
+	    "Old-path queues still holding messages, at the latest sample.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "old_nonempty", &v))
+			out(b, "cutover_old_nonempty_queues{plan=\"%s\"} %.0f\n",
+			    ps->v[i].name, v);
+
+	family(b, "cutover_old_publishes_after_flip_total", "counter",
+	    "Client publishes into the old path seen after the flip.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(ps->v[i].watch, "old", "after_flip", &v))
+			out(b, "cutover_old_publishes_after_flip_total{plan=\"%s\"} %.0f\n",
+			    ps->v[i].name, v);
+
+	family(b, "cutover_watch_time_left_seconds", "gauge",
+	    "Time left until the watch's deadline.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "time_left_ms", &v))
+			out(b, "cutover_watch_time_left_seconds{plan=\"%s\"} %.3f\n",
+			    ps->v[i].name, v / 1000.0);
+
+	family(b, "cutover_probe_lateness_seconds", "histogram",
+	    "How long after its not-before time each watch probe arrived.");
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct plan_m *pm = &ps->v[i];
+
+		if (!pm->have_hist)
+			continue;
+		for (size_t k = 0; k < NBUCKET; k++)
+			out(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"%g\"} "
+			    "%lld\n", pm->name, buckets[k], (long long)pm->hist[k]);
+		out(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"+Inf\"} "
+		    "%lld\n", pm->name, (long long)pm->hist[NBUCKET]);
+		out(b, "cutover_probe_lateness_seconds_sum{plan=\"%s\"} %.3f\n", pm->name,
+		    pm->hist_sum);
+		out(b, "cutover_probe_lateness_seconds_count{plan=\"%s\"} %lld\n", pm->name,
+		    (long long)pm->hist[NBUCKET]);
+	}
+
+	family(b, "cutover_probes_total", "counter",
+	    "Watch probes by outcome (sent, arrived, late, early, lost).");
+	for (size_t i = 0; i < ps->n; i++) {
+		static const char *const o[] = { "sent", "arrived", "late", "early", "lost",
+			NULL };
+
+		for (int k = 0; o[k] != NULL; k++)
+			if (num(ps->v[i].watch, "probe", o[k], &v))
+				out(b, "cutover_probes_total{plan=\"%s\",outcome=\"%s\"} %.0f\n",
+				    ps->v[i].name, o[k], v);
+	}
+
+	family(b, "cutover_canary_messages", "gauge",
+	    "The canary's messages by outcome.");
+	for (size_t i = 0; i < ps->n; i++) {
+		static const char *const o[][2] = {
+			{ "count", "sent" }, { "arrived", "arrived" }, { "early", "early" },
+			{ "late", "late" }, { "lost", "lost" }, { "wrong_path", "wrong_path" },
+			{ "unconfirmed", "unconfirmed" }
+		};
+
+		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
+			if (num(ps->v[i].canary, NULL, o[k][0], &v))
+				out(b, "cutover_canary_messages{plan=\"%s\",outcome=\"%s\"} %.0f\n",
+				    ps->v[i].name, o[k][1], v);
+	}
+	family(b, "cutover_canary_lateness_p50_seconds", "gauge",
+	    "Median lateness of the canary's messages.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(ps->v[i].canary, NULL, "p50_ms", &v))
+			out(b, "cutover_canary_lateness_p50_seconds{plan=\"%s\"} %.3f\n",
+			    ps->v[i].name, v / 1000.0);
+	family(b, "cutover_canary_lateness_p99_seconds", "gauge",
+	    "99th percentile lateness of the canary's messages.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(ps->v[i].canary, NULL, "p99_ms", &v))
+			out(b, "cutover_canary_lateness_p99_seconds{plan=\"%s\"} %.3f\n",
+			    ps->v[i].name, v / 1000.0);
+
+	family(b, "cutover_flag_calls_total", "counter",
+	    "Feature-flag calls recorded in the history, by outcome.");
+	for (size_t i = 0; i < ps->n; i++)
+		for (size_t k = 0; k < NFLAG; k++)
+			out(b, "cutover_flag_calls_total{plan=\"%s\",outcome=\"%s\"} %lld\n",
+			    ps->v[i].name, flag_events[k][1], (long long)ps->v[i].flag[k]);
+
+	family(b, "cutover_broker_errors_total", "counter",
+	    "Times the watch could not reach the broker (its broker_unreachable alerts).");
+	for (size_t i = 0; i < ps->n; i++)
+		out(b, "cutover_broker_errors_total{plan=\"%s\",outcome=\"unreachable\"} "
+		    "%lld\n", ps->v[i].name, (long long)ps->v[i].alerts_seen[0]);
+
+	family(b, "cutover_alerts_seen_total", "counter",
+	    "Times each kind of alert (outcome) was raised or seen again.");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int k = 0; k < NALERT; k++)
+			out(b, "cutover_alerts_seen_total{plan=\"%s\",outcome=\"%s\"} %lld\n",
+			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_seen[k]);
+	family(b, "cutover_alerts_open", "gauge",
+	    "Alerts not acknowledged, by kind (outcome).");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int k = 0; k < NALERT; k++)
+			out(b, "cutover_alerts_open{plan=\"%s\",outcome=\"%s\"} %lld\n",
+			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_open[k]);
+}
+
+int
+metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errlen)
+{
+	struct plans ps = { 0 };
+	struct buf b = { 0 };
+	int rc = -1;
+
+	*text = NULL;
+	*len = 0;
+	if (store_each_plan(s, each_plan, &ps, err, errlen) != 0)
+		goto done;
+	for (size_t i = 0; i < ps.n; i++)
+		if (load(s, &ps.v[i], err, errlen) != 0)
+			goto done;
+	if ((b.p = malloc(b.cap = 16384)) == NULL) {
+		b.cap = 0;
+		b.oom = 1;
+	}
+	render(&b, &ps);
+	if (b.oom) {
+		snprintf(err, errlen, "out of memory");
+		free(b.p);
+		goto done;
+	}
+	*text = b.p;
+	*len = b.n;
+	rc = 0;
+done:
+	for (size_t i = 0; i < ps.n; i++) {
+		free(ps.v[i].steps);
+		json_decref(ps.v[i].watch);
+		json_decref(ps.v[i].canary);
+	}
+	free(ps.v);
+	return rc;
+}
