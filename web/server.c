@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "api.h"
+#include "cache.h"
 #include "log.h"
 #include "page.h"
 #include "server.h"
@@ -34,6 +35,7 @@ struct server {
 	pthread_mutex_t mu;		/* guards busy[] */
 	pthread_cond_t cv;		/* a connection was given back */
 	struct store **stores;		/* one per libmicrohttpd thread */
+	struct cache *caches;		/* one per store connection */
 	unsigned char *busy;
 	size_t nstores;
 };
@@ -216,6 +218,40 @@ respond_error(struct MHD_Connection *c, struct request *rq, int status,
 	return ret;
 }
 
+/* Whether the answer to RQ may come from, and go into, the cache: reads of
+ * one plan's document or history, and the list of all plans. */
+static int
+cacheable(const struct request *rq)
+{
+	const struct api_target *t = &rq->target;
+
+	if (t->write || rq->query.n > 0)
+		return 0;
+	return t->route == API_PLANS || t->route == API_PLAN || t->route == API_HISTORY;
+}
+
+/* Answers RQ from store S (pool slot SLOT) into R: from the cache when the
+ * database has not changed since the same answer was built. */
+static void
+answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
+    struct api_response *r)
+{
+	struct cache *c = &sv->caches[slot];
+	uint64_t version = 0;
+	int use = cacheable(rq) && store_version(s, &version, NULL, 0) == 0;
+
+	if (use && (r->body = cache_get(c, (int)rq->target.route, rq->target.plan_id,
+	    version, &r->len)) != NULL) {
+		r->status = 200;
+		return;
+	}
+	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
+	    rq->actor[0] != '\0' ? rq->actor : NULL, r);
+	if (use && r->status == 200 && r->body != NULL)
+		cache_put(c, (int)rq->target.route, rq->target.plan_id, version, r->body,
+		    r->len);
+}
+
 /* Answers the request from the store. */
 static enum MHD_Result
 handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
@@ -233,8 +269,7 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 		return ret;
 	}
 	s = borrow(sv, &slot);
-	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
-	    rq->actor[0] != '\0' ? rq->actor : NULL, &r);
+	answer(sv, s, slot, rq, &r);
 	give_back(sv, slot);
 	ret = respond(c, rq, &r);
 	api_response_clear(&r);
@@ -514,6 +549,7 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 	}
 	sv->sync_ok = 1;
 	if ((sv->stores = calloc(threads, sizeof(*sv->stores))) == NULL ||
+	    (sv->caches = calloc(threads, sizeof(*sv->caches))) == NULL ||
 	    (sv->busy = calloc(threads, 1)) == NULL)
 		goto nomem;
 	for (; sv->nstores < threads; sv->nstores++)
@@ -578,6 +614,9 @@ server_stop(struct server *sv)
 		close(sv->fd);
 	for (size_t i = 0; i < sv->nstores; i++)
 		store_close(sv->stores[i]);
+	for (size_t i = 0; sv->caches != NULL && i < sv->nstores; i++)
+		cache_clear(&sv->caches[i]);
+	free(sv->caches);
 	free(sv->stores);
 	free(sv->busy);
 	if (sv->sync_ok) {
