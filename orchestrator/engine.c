@@ -502,11 +502,16 @@ handle_commands(struct run *r)
 					return -1;
 			} else {
 				/* A retry starts the step again from its beginning; the
-				 * operator's command stands for the gate's approval. */
+				 * operator's command stands for the gate's approval. The
+				 * watch alone keeps its state: its start, the last entry
+				 * into the old path and so its deadline must survive. */
+				const char *keep = strcmp(st.kind, "watch") == 0 ? st.result_json :
+				    NULL;
+
 				if (store_begin(r->s, r->err, r->errlen) != 0 ||
 				    store_step_reset(r->s, r->id, c.step_idx, "running", r->err,
 				    r->errlen) != 0 ||
-				    store_step_update(r->s, r->id, c.step_idx, NULL, now, 0, NULL,
+				    store_step_update(r->s, r->id, c.step_idx, NULL, now, 0, keep,
 				    NULL, r->err, r->errlen) != 0 ||
 				    store_plan_set_status(r->s, r->id, "running", r->err,
 				    r->errlen) != 0 ||
