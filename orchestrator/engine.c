@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "log.h"
 #include "step.h"
@@ -25,15 +26,6 @@ struct run {
 	size_t errlen;
 };
 
-int64_t
-engine_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 const char *
 engine_outcome_name(enum engine_outcome o)
 {
@@ -45,15 +37,6 @@ engine_outcome_name(enum engine_outcome o)
 	case ENGINE_STOPPED: return "stopped";
 	}
 	return "?";
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
 }
 
 static int
@@ -71,7 +54,7 @@ event(struct run *r, const char *actor, const char *kind, json_t *details)
 
 	if (details != NULL)
 		text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = store_append_event(r->s, r->id, engine_now_ms(), actor, kind,
+	rc = store_append_event(r->s, r->id, clock_now_ms(), actor, kind,
 	    text != NULL ? text : "{}", NULL, r->err, r->errlen);
 	free(text);
 	json_decref(details);
@@ -170,7 +153,7 @@ engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
 		rc = 2;
 		goto fail;
 	}
-	if (store_plan_insert(s, p->name, yaml, len, engine_now_ms(), plan_id, err,
+	if (store_plan_insert(s, p->name, yaml, len, clock_now_ms(), plan_id, err,
 	    errlen) != 0 || store_plan_get(s, *plan_id, &existing, err, errlen) != 0)
 		goto fail;
 	snprintf(sha, sizeof(sha), "%s", existing.sha256);
@@ -182,7 +165,7 @@ engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
 	    sha);
 	text = json_dumps(d, JSON_COMPACT);
 	json_decref(d);
-	if (store_append_event(s, *plan_id, engine_now_ms(), actor, "plan.submitted",
+	if (store_append_event(s, *plan_id, clock_now_ms(), actor, "plan.submitted",
 	    text, NULL, err, errlen) != 0)
 		goto fail;
 	if (store_commit(s, err, errlen) != 0)
@@ -268,7 +251,7 @@ engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
 		goto done;
 	}
 	rc = store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
-	    engine_now_ms(), id, err, errlen);
+	    clock_now_ms(), id, err, errlen);
 done:
 	store_step_clear(&st);
 	return rc;
@@ -332,7 +315,7 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 
 			snprintf(message, sizeof(message), "%s", r->err);
 			if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-			    engine_now_ms(), &alert, r->err, r->errlen) == 1)
+			    clock_now_ms(), &alert, r->err, r->errlen) == 1)
 				event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
 				    "broker_unreachable", "message", message, "alert_id",
 				    (json_int_t)alert));
@@ -467,7 +450,7 @@ handle_commands(struct run *r)
 	int got;
 
 	while ((got = store_command_next(r->s, r->id, &c, r->err, r->errlen)) == 0) {
-		now = engine_now_ms();
+		now = clock_now_ms();
 		snprintf(outcome, sizeof(outcome), "done");
 		if (strcmp(c.kind, "abort") == 0) {
 			struct store_plan p;
@@ -529,7 +512,7 @@ handle_commands(struct run *r)
 		if (strncmp(outcome, "refused", 7) == 0)
 			log_event("warn", r->plan->name, NULL, "%s by %s %s", c.kind, c.actor,
 			    outcome);
-		if (store_command_done(r->s, c.id, engine_now_ms(), outcome, r->err,
+		if (store_command_done(r->s, c.id, clock_now_ms(), outcome, r->err,
 		    r->errlen) != 0)
 			return -1;
 	}
@@ -565,7 +548,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
 		return 1;
 	}
-	if (engine_now_ms() < r->due_ms)
+	if (clock_now_ms() < r->due_ms)
 		return 0;
 	r->due_ms = 0;
 	for (i = 0; i < r->plan->nsteps; i++) {
@@ -588,7 +571,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 			rc = transition(r, idx, "waiting_approval", 0, 0, NULL, NULL, ACTOR,
 			    "step.waiting_approval", NULL);
 		else
-			rc = transition(r, idx, "running", engine_now_ms(), 0, NULL, NULL, ACTOR,
+			rc = transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, ACTOR,
 			    "step.started", NULL);
 		goto done;
 	}
@@ -598,7 +581,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 			rc = 1;
 			goto done;
 		}
-		r->due_ms = engine_now_ms() + poll_ms(r);
+		r->due_ms = clock_now_ms() + poll_ms(r);
 		rc = 0;
 		goto done;
 	}
@@ -612,14 +595,14 @@ turn(struct run *r, enum engine_outcome *outcome)
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
-		r->due_ms = engine_now_ms() + r->plan->watch.interval_ms;
+		r->due_ms = clock_now_ms() + r->plan->watch.interval_ms;
 		rc = 0;
 		goto done;
 	}
 	if (sr == 0) {
 		if (r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD)
 			record_removals(r, result);
-		rc = transition(r, idx, "succeeded", 0, engine_now_ms(), text, NULL, ACTOR,
+		rc = transition(r, idx, "succeeded", 0, clock_now_ms(), text, NULL, ACTOR,
 		    "step.succeeded", NULL);
 		goto done;
 	}
@@ -627,7 +610,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 		char error[1024];
 
 		snprintf(error, sizeof(error), "%s", r->err);
-		if (transition(r, idx, "failed", 0, engine_now_ms(), text, error, ACTOR,
+		if (transition(r, idx, "failed", 0, clock_now_ms(), text, error, ACTOR,
 		    "step.failed", json_pack("{s:s}", "error", error)) != 0 ||
 		    plan_transition(r, "failed", ACTOR, "plan.failed",
 		    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
@@ -709,9 +692,9 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			break;
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
-		wait = r.due_ms - engine_now_ms();
+		wait = r.due_ms - clock_now_ms();
 		if (wait > 0)
-			sleep_ms((int)(wait < poll_ms(&r) ? wait : poll_ms(&r)));
+			clock_sleep_ms((int)(wait < poll_ms(&r) ? wait : poll_ms(&r)));
 	}
 	rc = 0;
 done:
@@ -756,7 +739,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 
 	so.return_when_blocked = false;
 	for (;;) {
-		int64_t next = engine_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
+		int64_t next = clock_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
 		enum engine_outcome outcome;
 
 		if (so.stop != NULL && *so.stop)
@@ -808,10 +791,10 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			j++;
 		}
 		{
-			int64_t wait = next - engine_now_ms();
+			int64_t wait = next - clock_now_ms();
 
 			if (wait > 0)
-				sleep_ms((int)wait);
+				clock_sleep_ms((int)wait);
 		}
 	}
 	rc = 0;

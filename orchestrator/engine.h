@@ -70,7 +70,4 @@ int engine_command(struct store *s, int64_t plan_id, const char *kind, int step_
     int64_t alert_id, const char *actor, const char *comment, int64_t *id,
     char *err, size_t errlen);
 
-/* Current time in milliseconds since the epoch. */
-int64_t engine_now_ms(void);
-
 #endif

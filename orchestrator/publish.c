@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include "duration.h"
+#include "clock.h"
 #include "publish.h"
 
 #define NSTAMPS 5
@@ -26,15 +27,6 @@ seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static bool
@@ -210,7 +202,7 @@ publish_delayed(struct broker *b, const struct ladder *l,
 		return PUBLISH_EINPUT;
 	}
 	ladder_entry_exchange(l, rc->units, rc->exchange, sizeof(rc->exchange));
-	rc->sent_ms = wall_ms();
+	rc->sent_ms = clock_now_ms();
 	/* units <= 2^32 - 1 and the unit fits the ladder's checks, so this
 	 * is at most ladder_max_delay_ms: no overflow. */
 	rc->not_before_ms = rc->sent_ms + (int64_t)rc->units * l->unit_ms;

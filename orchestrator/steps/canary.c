@@ -18,6 +18,7 @@
 
 #include "duration.h"
 #include "publish.h"
+#include "clock.h"
 #include "step.h"
 
 /* How long past not-before + max_lateness the canary keeps waiting for a
@@ -91,27 +92,6 @@ appendf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	nanosleep(&ts, NULL);
-}
-
 static int
 new_batch(char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -124,7 +104,7 @@ new_batch(char *out, size_t outlen, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(out, outlen, "%" PRId64 "-%s", wall_ms(), hex);
+	snprintf(out, outlen, "%" PRId64 "-%s", clock_now_ms(), hex);
 	return 0;
 }
 
@@ -362,7 +342,7 @@ consume(struct canary *k, char *err, size_t errlen)
 			deadline = bound;
 	}
 	while (arrived < expected) {
-		now = wall_ms();
+		now = clock_now_ms();
 		if (now >= deadline)
 			break;
 		r = broker_next(k->c->amqp, (int)(deadline - now), &d, why, sizeof(why));
@@ -375,7 +355,7 @@ consume(struct canary *k, char *err, size_t errlen)
 			    k->queue, why);
 			return -1;
 		}
-		now = wall_ms();
+		now = clock_now_ms();
 		take(k, &d, now);
 		(void)broker_ack(k->c->amqp, &d, why, sizeof(why));
 		broker_delivery_free(&d);
@@ -508,7 +488,7 @@ check_parking(struct canary *k, json_t *parking, char *detail, size_t dlen,
 	deadline = k->probe.rc.not_before_ms + k->p->canary.max_lateness_ms +
 	    CANARY_GRACE_MS;
 	for (;;) {
-		int64_t now = wall_ms();
+		int64_t now = clock_now_ms();
 
 		r = broker_queue_inspect(k->c->amqp, k->parking, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
@@ -526,14 +506,14 @@ check_parking(struct canary *k, json_t *parking, char *detail, size_t dlen,
 		if (qi.messages > 0 && (int64_t)qi.messages != walked) {
 			found = walk_parking(k, others, &nothers, err, errlen);
 			if (found != 0) {
-				arrived = wall_ms();
+				arrived = clock_now_ms();
 				break;
 			}
 			walked = qi.messages;
 		}
 		if (now >= deadline)
 			break;
-		sleep_ms(deadline - now < CANARY_POLL_MS ? deadline - now : CANARY_POLL_MS);
+		clock_sleep_ms(deadline - now < CANARY_POLL_MS ? deadline - now : CANARY_POLL_MS);
 	}
 	if (found == 0) {
 		snprintf(detail, dlen, "the message to the unbound destination '%s' "

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "fault.h"
 #include "flag.h"
@@ -66,7 +67,7 @@ static int
 append(struct step_ctx *c, const char *kind, json_t *details)
 {
 	char err[256], *text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	int rc = store_append_event(c->store, c->plan_id, engine_now_ms(), "engine", kind,
+	int rc = store_append_event(c->store, c->plan_id, clock_now_ms(), "engine", kind,
 	    text != NULL ? text : "{}", NULL, err, sizeof(err));
 
 	free(text);

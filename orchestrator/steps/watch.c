@@ -27,6 +27,7 @@
 #include "ladder.h"
 #include "old_path.h"
 #include "publish.h"
+#include "clock.h"
 #include "step.h"
 #include "topology.h"
 
@@ -195,27 +196,6 @@ static void appendf(char *, size_t, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 static void alert(struct tick *, const char *, const char *, ...)
     __attribute__((format(printf, 3, 4)));
-
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	nanosleep(&ts, NULL);
-}
 
 /* Appends to BUF, separating from what is there with "; ". */
 static void
@@ -1078,14 +1058,14 @@ probe_drain(struct tick *t)
 		memset(&d, 0, sizeof(d));
 		r = broker_get(t->c->amqp, t->probe_queue, false, &d, why, sizeof(why));
 		if (r == BROKER_EMPTY) {
-			t->w->probe_checked_ms = wall_ms();
+			t->w->probe_checked_ms = clock_now_ms();
 			return 0;
 		}
 		if (r != 0) {
 			unreachable(t, "reading the probe queue", why);
 			return -1;
 		}
-		probe_take(t, &d, wall_ms());
+		probe_take(t, &d, clock_now_ms());
 		broker_delivery_free(&d);
 	}
 	return 0;
@@ -1099,7 +1079,7 @@ static void
 probe_await(struct tick *t)
 {
 	struct wstate *w = t->w;
-	int64_t ml = t->p->canary.max_lateness_ms, start = wall_ms(), now = start;
+	int64_t ml = t->p->canary.max_lateness_ms, start = clock_now_ms(), now = start;
 	int64_t window = t->p->ladder.unit_ms > PROBE_AWAIT_MIN_MS ?
 	    t->p->ladder.unit_ms : PROBE_AWAIT_MIN_MS, until;
 
@@ -1117,10 +1097,10 @@ probe_await(struct tick *t)
 			until = start + window + ml + PROBE_GRACE_MS;
 		if (until == 0 || now >= until)
 			return;
-		sleep_ms(PROBE_POLL_MS);
+		clock_sleep_ms(PROBE_POLL_MS);
 		if (probe_drain(t) != 0)
 			return;
-		now = wall_ms();
+		now = clock_now_ms();
 	}
 }
 
@@ -1165,7 +1145,7 @@ probe_send(struct tick *t)
 	struct wstate *w = t->w;
 	struct publish_request r;
 	struct publish_receipt rc;
-	int64_t now = wall_ms();
+	int64_t now = clock_now_ms();
 	char body[96], why[1024];
 	int st;
 
@@ -1389,7 +1369,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	w.ticks++;
 	w.last_tick_ms = t.now;
 	if (w.probe_next_ms == 0)
-		w.probe_next_ms = wall_ms();
+		w.probe_next_ms = clock_now_ms();
 
 	/* Probes that arrived since the last tick, first: their arrival
 	 * is then read closest to when it happened. */

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "itest_run.h"
 #include "flag.h"
@@ -37,7 +38,7 @@ set_names(const char *test)
 static int64_t
 now_ms(void)
 {
-	return engine_now_ms();
+	return clock_now_ms();
 }
 
 /* Writes the test's plan; FLAG_URL NULL means the test Unleash; ALLOWANCE
