@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "httpbody.h"
 
 #define DEFAULT_SERVER		"http://127.0.0.1:8080"
 #define ANSWER_MAX		(64 * 1024 * 1024)
@@ -20,12 +21,6 @@
 #define TIMEOUT_MS		60000L
 #define TOKEN_MAX		1024
 
-struct answer {
-	char	*p;
-	size_t	 len;
-	size_t	 cap;
-	int	 toobig;
-};
 
 struct remote {
 	const char		*verb;
@@ -37,37 +32,10 @@ struct remote {
 	int			 global_init;
 	char			 base[512];
 	char			 curlerr[CURL_ERROR_SIZE];
-	struct answer		 a;
+	struct httpbody		 a;
 	long			 status;	/* of the last call */
 	json_t			*doc;		/* its answer, parsed, or NULL */
 };
-
-static size_t
-on_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct answer *a = arg;
-	size_t len = size * n;
-
-	if (a->toobig || a->len + len + 1 > ANSWER_MAX) {
-		a->toobig = 1;
-		return 0;
-	}
-	if (a->len + len + 1 > a->cap) {
-		size_t cap = a->cap ? a->cap : 8192;
-		char *grown;
-
-		while (cap < a->len + len + 1)
-			cap *= 2;
-		if ((grown = realloc(a->p, cap)) == NULL)
-			return 0;
-		a->p = grown;
-		a->cap = cap;
-	}
-	memcpy(a->p + a->len, p, len);
-	a->len += len;
-	a->p[a->len] = '\0';
-	return len;
-}
 
 /* Headers for one kind of request, with the token when there is one. */
 static struct curl_slist *
@@ -175,7 +143,8 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	curl_easy_setopt(rm->curl, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
 	curl_easy_setopt(rm->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(rm->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(rm->curl, CURLOPT_WRITEFUNCTION, on_data);
+	rm->a.max = ANSWER_MAX;
+	curl_easy_setopt(rm->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(rm->curl, CURLOPT_WRITEDATA, &rm->a);
 	curl_easy_setopt(rm->curl, CURLOPT_ERRORBUFFER, rm->curlerr);
 	rc = 0;
@@ -196,8 +165,7 @@ remote_call(struct remote *rm, const char *method, const char *path, const char 
 	char url[1536];
 	CURLcode cc;
 
-	rm->a.len = 0;
-	rm->a.toobig = 0;
+	httpbody_reset(&rm->a);
 	rm->status = 0;
 	json_decref(rm->doc);
 	rm->doc = NULL;
@@ -215,7 +183,7 @@ remote_call(struct remote *rm, const char *method, const char *path, const char 
 	    strcmp(ctype, "yaml") == 0 ? rm->hdr_yaml : rm->hdr_json);
 	if ((cc = curl_easy_perform(rm->curl)) != CURLE_OK) {
 		fprintf(stderr, "cutover %s: %s %s: %s\n", rm->verb, method, url,
-		    rm->a.toobig ? "the answer is too large" :
+		    rm->a.toobig ? "the answer is too large" : rm->a.nomem ? "out of memory" :
 		    rm->curlerr[0] != '\0' ? rm->curlerr : curl_easy_strerror(cc));
 		return -1;
 	}

@@ -15,19 +15,13 @@
 #include <jansson.h>
 
 #include "flag.h"
+#include "httpbody.h"
 
 #define USER_AGENT	"cutover-flag/1"
 #define JSON_TYPE	"application/json"
 #define SOURCE_MAX	(64u * 1024)	/* of an answer, read for an excerpt */
 #define URL_MAX		4096
 
-struct buf {
-	char	*p;
-	size_t	 len;
-	size_t	 cap;
-	int	 toobig;
-	int	 nomem;
-};
 
 /* One flag_switch or flag_read. */
 struct call {
@@ -41,7 +35,7 @@ struct call {
 	size_t			 nsecrets;
 	json_t			*result;
 	json_t			*attempts;	/* borrowed from RESULT */
-	struct buf		 answer;
+	struct httpbody		 answer;
 	long			 status;	/* of the last attempt */
 	char			 curlerr[CURL_ERROR_SIZE];
 };
@@ -301,36 +295,6 @@ nomem:
 
 /* ---- HTTP ---- */
 
-static size_t
-on_data(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct buf *b = arg;
-	size_t n = size * nmemb, cap;
-	char *p;
-
-	if (nmemb != 0 && n / nmemb != size)
-		return 0;
-	if (n > FLAG_ANSWER_MAX || b->len + n > FLAG_ANSWER_MAX) {
-		b->toobig = 1;
-		return 0;
-	}
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 8192;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->nomem = 1;
-			return 0;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
-}
-
 /* Checks URL: http or https, no credentials, no fragment, and no query
  * when it is a BASE that paths are appended to. WHAT names the plan field;
  * a URL with credentials is not quoted. */
@@ -465,10 +429,7 @@ perform(struct call *c, const char *method, const char *url,
 	int get = strcmp(method, "GET") == 0;
 	int post = strcmp(method, "POST") == 0;
 
-	c->answer.len = 0;
-	c->answer.toobig = c->answer.nomem = 0;
-	if (c->answer.p != NULL)
-		c->answer.p[0] = '\0';
+	httpbody_reset(&c->answer);
 	c->curlerr[0] = '\0';
 	c->status = 0;
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
@@ -817,7 +778,8 @@ call_open(struct call *c, const struct plan *p, const struct flag_options *o,
 		goto nomem;
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, USER_AGENT);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	c->answer.max = FLAG_ANSWER_MAX;
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->answer);
 	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->curlerr);
 	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);

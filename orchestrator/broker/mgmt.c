@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "mgmt.h"
+#include "httpbody.h"
 
 #define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
 #define PATH_MAX_LEN		4096	/* encoded path and query */
@@ -27,13 +28,6 @@
 			"operator_policy,effective_policy_definition," \
 			"messages,consumers"
 
-struct buf {
-	char	*p;
-	size_t	 len;
-	size_t	 cap;
-	int	 toobig;
-	int	 nomem;
-};
 
 struct mgmt {
 	CURL			*curl;
@@ -47,7 +41,7 @@ struct mgmt {
 	long			 connect_ms;
 	long			 total_ms;
 	int			 global_init;
-	struct buf		 answer;
+	struct httpbody		 answer;
 	char			 curlerr[CURL_ERROR_SIZE];
 };
 
@@ -272,36 +266,6 @@ excerpt(struct mgmt *m, char *out, size_t outlen)
 	    strlen(tmp));
 }
 
-static size_t
-on_data(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct buf *b = arg;
-	size_t n = size * nmemb, cap;
-	char *p;
-
-	if (nmemb != 0 && n / nmemb != size)
-		return 0;
-	if (n > MGMT_ANSWER_MAX || b->len + n > MGMT_ANSWER_MAX) {
-		b->toobig = 1;
-		return 0;
-	}
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 16384;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->nomem = 1;
-			return 0;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
-}
-
 /* Says why a transfer got no HTTP answer. */
 static void
 transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
@@ -412,8 +376,7 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 		goto done;
 	}
 
-	m->answer.len = 0;
-	m->answer.toobig = m->answer.nomem = 0;
+	httpbody_reset(&m->answer);
 	m->curlerr[0] = '\0';
 	curl_easy_setopt(m->curl, CURLOPT_URL, url);
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, password);
@@ -700,7 +663,8 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 	}
 	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->curlerr);
 	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_data);
+	m->answer.max = MGMT_ANSWER_MAX;
+	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &m->answer);
 	curl_easy_setopt(m->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 	curl_easy_setopt(m->curl, CURLOPT_USERNAME, m->username);

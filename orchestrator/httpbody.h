@@ -1,0 +1,25 @@
+/* httpbody: an HTTP answer's body as libcurl hands it over, gathered into
+ * one growing buffer with a size limit — the write callback every HTTP
+ * client of cutover (management API, flag service, remote CLI) uses. */
+#ifndef CUTOVER_HTTPBODY_H
+#define CUTOVER_HTTPBODY_H
+
+#include <stddef.h>
+
+struct httpbody {
+	char *p;          /* the body, NUL-terminated; owned; NULL until data */
+	size_t len, cap;
+	size_t max;       /* bytes accepted at most; set before use */
+	int toobig;       /* the answer passed MAX: the transfer was stopped */
+	int nomem;        /* growing the buffer failed: the transfer was stopped */
+};
+
+/* CURLOPT_WRITEFUNCTION, with a struct httpbody as CURLOPT_WRITEDATA.
+ * Appends the data, or returns 0 (stopping the transfer) when it would
+ * pass the limit or memory runs out, setting toobig or nomem. */
+size_t httpbody_write(char *data, size_t size, size_t nmemb, void *arg);
+
+/* Empties B for the next transfer, keeping its buffer and limit. */
+void httpbody_reset(struct httpbody *b);
+
+#endif
