@@ -42,6 +42,13 @@ int cli_remote_command(const char *verb, const char *server, const char *plan,
 int cli_remote_status(const char *server, const char *plan, int json);
 int cli_remote_history(const char *server, const char *plan, int json);
 
+struct plan;
+
+/* Loads and validates the plan in PATH. Returns it (free with plan_free),
+ * or NULL after printing every error, "FILE:LINE:COLUMN: message", to
+ * stderr. */
+struct plan *cli_load_plan(const char *path);
+
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)

@@ -119,11 +119,10 @@ cli_canary(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct plan_errors errs = { 0 };
 	struct step_ctx ctx = { 0 };
 	struct plan *p = NULL;
 	json_t *result = NULL;
-	char err[2048], line[512];
+	char err[2048];
 	int c, json = 0, rc = CLI_FAIL;
 
 	optind = 1;
@@ -142,11 +141,8 @@ cli_canary(int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage_error("canary", usage_line, "expected one plan file");
 
-	if (plan_load_file(argv[optind], &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	if ((p = cli_load_plan(argv[optind])) == NULL)
 		goto done;
-	}
 	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover canary: %s\n", err);
 		goto done;
@@ -163,6 +159,5 @@ done:
 	json_decref(result);
 	step_ctx_close(&ctx);
 	plan_free(p);
-	plan_errors_free(&errs);
 	return rc;
 }

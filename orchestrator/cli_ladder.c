@@ -57,13 +57,12 @@ cli_ladder(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct plan_errors errs = { 0 };
 	struct step_ctx ctx = { 0 };
 	struct plan *p = NULL;
 	json_t *result = NULL;
 	step_fn fn;
 	const char *action;
-	char err[1024], line[512];
+	char err[1024];
 	int c, json = 0, rc = CLI_FAIL;
 
 	optind = 1;
@@ -91,11 +90,8 @@ cli_ladder(int argc, char **argv)
 	else
 		return cli_usage_error("ladder", usage_line, "unknown action '%s'", action);
 
-	if (plan_load_file(argv[optind + 1], &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	if ((p = cli_load_plan(argv[optind + 1])) == NULL)
 		goto done;
-	}
 	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover ladder %s: %s\n", action, err);
 		goto done;
@@ -123,6 +119,5 @@ done:
 	json_decref(result);
 	step_ctx_close(&ctx);
 	plan_free(p);
-	plan_errors_free(&errs);
 	return rc;
 }

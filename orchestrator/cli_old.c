@@ -161,13 +161,12 @@ cli_old(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct plan_errors errs = { 0 };
 	struct old_remove_opts ro = { 0 };
 	struct step_ctx ctx = { 0 };
 	struct plan *p = NULL;
 	json_t *measured = NULL, *removed = NULL;
 	const char *action, *last_entry = NULL;
-	char err[2048], line[512];
+	char err[2048];
 	int64_t last_ms = 0;
 	int c, json = 0, remove, rc = CLI_FAIL;
 
@@ -207,11 +206,8 @@ cli_old(int argc, char **argv)
 	if (remove && old_time_parse(last_entry, &last_ms, err, sizeof(err)) != 0)
 		return cli_usage_error("old", usage_line, "--last-entry: %s", err);
 
-	if (plan_load_file(argv[optind + 1], &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	if ((p = cli_load_plan(argv[optind + 1])) == NULL)
 		goto done;
-	}
 	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover old %s: %s\n", action, err);
 		goto done;
@@ -254,6 +250,5 @@ done:
 	json_decref(measured);
 	step_ctx_close(&ctx);
 	plan_free(p);
-	plan_errors_free(&errs);
 	return rc;
 }

@@ -116,14 +116,13 @@ cli_publish(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct broker_field hdr[PUBLISH_MAX_HEADERS];
-	struct plan_errors errs = { 0 };
 	struct publish_request req;
 	struct publish_receipt rc_out;
 	struct broker *b = NULL;
 	struct plan *p = NULL;
 	const char *delay_arg = NULL, *dest = NULL, *body = NULL, *body_file = NULL;
 	char *file_body = NULL, *hcopy[PUBLISH_MAX_HEADERS] = { NULL };
-	char err[1024], line[512], d[32], u[32], nb[40];
+	char err[1024], d[32], u[32], nb[40];
 	size_t nhdr = 0, len = 0;
 	int64_t delay_ms;
 	uint64_t units;
@@ -186,11 +185,8 @@ cli_publish(int argc, char **argv)
 		goto done;
 	}
 
-	if (plan_load_file(argv[optind], &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	if ((p = cli_load_plan(argv[optind])) == NULL)
 		goto done;
-	}
 	if (duration_parse(delay_arg, &delay_ms, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover publish: --delay '%s': %s\n", delay_arg, err);
 		goto done;
@@ -274,6 +270,5 @@ done:
 	for (size_t i = 0; i < nhdr; i++)
 		free(hcopy[i]);
 	plan_free(p);
-	plan_errors_free(&errs);
 	return rc;
 }

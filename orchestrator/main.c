@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "plan.h"
 
 #define CUTOVER_VERSION "0.1.0"
 
@@ -51,6 +52,20 @@ cli_usage_error(const char *verb, const char *usage_line, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nusage: %s\n", usage_line);
 	return CLI_USAGE;
+}
+
+struct plan *
+cli_load_plan(const char *path)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char line[512];
+
+	if (plan_load_file(path, &p, &errs) != 0)
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	plan_errors_free(&errs);
+	return p;
 }
 
 int
