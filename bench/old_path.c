@@ -2,31 +2,34 @@
  * 4). Creates 10,000 classic old delay queues, one per distinct delay as
  * the old design made them, then times in the same run:
  *   - measure_horizon against `rabbitmqctl list_queues name arguments
- *     messages` (the broker's own listing); floor: within 2x;
- *   - remove_old on the 10,000 empty queues against a loop of management
- *     API DELETEs, one per queue, each on its own connection as
- *     rabbitmqadmin makes them (DESIGN §3's ~60/s), timed on a sample and
- *     reported as a rate; floor: 5x faster. The same loop over one
- *     keep-alive connection, the strongest form of it, is printed beside
- *     it for the record.
+ *     messages` (the broker's own listing); floor: within 2x. The watch's
+ *     listing with statistics is timed beside them;
+ *   - remove_old on the 10,000 empty queues against loops of management
+ *     API DELETEs, one per queue, on a fresh population of the same size:
+ *     curl run once per queue from a shell loop (the loop an operator
+ *     writes; DESIGN §3's ~60/s), floor: 5x faster; the same DELETEs over
+ *     one keep-alive connection in process (a program's loop, not a
+ *     shell's: the fastest form a loop of DELETEs can take) and
+ *     rabbitmqadmin once per queue, for the record. Each line gives the
+ *     broker's CPU per queue deleted, which is what bounds them all.
  * Prints each pair and the ratio; exits 0 when both floors are met.
  *
  * Environment (bench/old_path sets it): CUTOVER_BENCH_AMQP,
  * CUTOVER_BENCH_MGMT, CUTOVER_BENCH_USER, CUTOVER_BENCH_PASSWORD (the
  * password itself; referenced as env:CUTOVER_BENCH_PASSWORD),
  * CUTOVER_BENCH_CTL (the rabbitmqctl command to time, run by /bin/sh),
- * optionally CUTOVER_BENCH_QUEUES (10000), CUTOVER_BENCH_SAMPLE (1000),
- * CUTOVER_BENCH_ROUNDS (3), and CUTOVER_BENCH_ADMIN (a rabbitmqadmin
- * command with its connection options) with CUTOVER_BENCH_ADMIN_SAMPLE
- * (50) to time rabbitmqadmin itself, one invocation per queue. */
-#define NFRESH 300   /* queues deleted one client per DELETE */
-
+ * CUTOVER_BENCH_BROKER_PID (the broker's OS process, for its CPU time;
+ * optional), optionally CUTOVER_BENCH_QUEUES (10000), CUTOVER_BENCH_SAMPLE
+ * (300 queues for the curl loop), CUTOVER_BENCH_ROUNDS (3), and
+ * CUTOVER_BENCH_ADMIN (a rabbitmqadmin command with its connection
+ * options) with CUTOVER_BENCH_ADMIN_SAMPLE (50). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "old_path.h"
 #include "plan.h"
@@ -35,6 +38,22 @@
 #define CREATE_THREADS 8
 #define ROUNDS_MAX 9
 #define DESTINATION "bench.destination"
+#define LOOP_PREFIX "bench.loop."
+
+/* The loops of DELETEs a client per queue, run by /bin/sh with the names
+ * of the queues to delete on standard input. */
+#define CURL_LOOP "while read -r q; do curl -fsS -o /dev/null " \
+	"-u \"$CUTOVER_BENCH_USER:$CUTOVER_BENCH_PASSWORD\" -X DELETE " \
+	"\"$CUTOVER_BENCH_MGMT/api/queues/%2F/$q\" || exit 1; done"
+#define ADMIN_LOOP "while read -r q; do $CUTOVER_BENCH_ADMIN delete queue " \
+	"name=\"$q\" >/dev/null || exit 1; done"
+
+/* Queues deleted one way, and what it took. */
+struct removal {
+	int n;				/* queues deleted */
+	double s;			/* wall-clock seconds */
+	double cpu_s;			/* the broker's CPU seconds, -1 unknown */
+};
 
 struct create {
 	const char *prefix;		/* queue names: PREFIX<delay>ms */
@@ -151,6 +170,113 @@ print_rounds(const char *label, const double *v, int n)
 	printf(" s\n");
 }
 
+/* The broker's CPU time so far (user + system), in seconds, from
+ * /proc/CUTOVER_BENCH_BROKER_PID/stat; -1 when unknown. */
+static double
+broker_cpu_s(void)
+{
+	const char *pid = getenv("CUTOVER_BENCH_BROKER_PID");
+	char path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	size_t n;
+	FILE *f;
+
+	if (pid == NULL || *pid == '\0')
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields 14 and 15, counted after the ")" that ends field 2. */
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d "
+	    "%*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+		return -1;
+	return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double
+rate(const struct removal *r)
+{
+	return r->s > 0 ? r->n / r->s : 0;
+}
+
+/* Adds to R N queues deleted between T0 and now, and the broker's CPU
+ * since CPU0; R's CPU stays unknown once a reading failed. */
+static void
+removal_add(struct removal *r, int n, double t0, double cpu0)
+{
+	double cpu = broker_cpu_s();
+
+	r->n += n;
+	r->s += mono_s() - t0;
+	if (r->cpu_s < 0 || cpu0 < 0 || cpu < 0)
+		r->cpu_s = -1;
+	else
+		r->cpu_s += cpu - cpu0;
+}
+
+/* Deletes old queues [FROM, TO) of LOOP_PREFIX one management DELETE at a
+ * time over C's keep-alive connection. Returns 0 or -1. */
+static int
+delete_keepalive(struct step_ctx *c, int from, int to, struct removal *r)
+{
+	char name[128], err[512];
+	double t0, cpu0 = broker_cpu_s();
+
+	t0 = mono_s();
+	for (int i = from; i < to; i++) {
+		snprintf(name, sizeof(name), LOOP_PREFIX "%lldms", (long long)delay_of(i));
+		if (mgmt_delete_queue(c->mgmt, name, 0, err, sizeof(err)) != 0) {
+			fprintf(stderr, "bench_old_path: %s\n", err);
+			return -1;
+		}
+	}
+	removal_add(r, to - from, t0, cpu0);
+	return 0;
+}
+
+/* Deletes N old queues of LOOP_PREFIX from FROM on by SCRIPT, a /bin/sh
+ * loop that reads their names on standard input. Returns 0 or -1. */
+static int
+delete_by_command(const char *script, int from, int n, struct removal *r)
+{
+	char cmd[1024];
+	double t0, cpu0 = broker_cpu_s();
+	FILE *sh;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "/bin/sh -c '%s'", script);
+	t0 = mono_s();
+	if ((sh = popen(cmd, "w")) == NULL) {
+		fprintf(stderr, "bench_old_path: cannot run /bin/sh\n");
+		return -1;
+	}
+	for (int i = from; i < from + n; i++)
+		fprintf(sh, LOOP_PREFIX "%lldms\n", (long long)delay_of(i));
+	if ((st = pclose(sh)) != 0) {
+		fprintf(stderr, "bench_old_path: '%s' failed (status %d)\n", script, st);
+		return -1;
+	}
+	removal_add(r, n, t0, cpu0);
+	return 0;
+}
+
+/* Prints R as one line, with how many times faster REF is, if given. */
+static void
+print_removal(const char *label, const struct removal *r,
+    const struct removal *ref)
+{
+	printf("  %-28s %6d in %7.2f s = %6.1f queues/s", label, r->n, r->s, rate(r));
+	if (r->cpu_s >= 0)
+		printf(", broker CPU %.2f ms/queue (%.2f CPUs busy)",
+		    1000 * r->cpu_s / r->n, r->cpu_s / r->s);
+	if (ref != NULL)
+		printf(": remove_old %.1fx", rate(ref) / rate(r));
+	printf("\n");
+}
+
 int
 main(void)
 {
@@ -159,14 +285,14 @@ main(void)
 	struct step_ctx c = { 0 };
 	json_t *measured = NULL, *removed = NULL;
 	const char *ctl = getenv("CUTOVER_BENCH_CTL");
+	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
 	int nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
-	int ns = atoi(env_or("CUTOVER_BENCH_SAMPLE", "1000"));
+	int ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
 	int rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
-	int na = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
-	const char *admin = getenv("CUTOVER_BENCH_ADMIN");
-	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], m_med, c_med, t0, t_rm, t_del;
-	double rm_rate, del_rate, admin_rate = 0, fresh_rate = 0;
-	char yaml[2048], line[512], err[4096], cmd[1200], name[128];
+	int nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
+	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], tw[ROUNDS_MAX], m_med, c_med, t0, cpu0;
+	struct removal rm = { 0 }, curl = { 0 }, keep = { 0 }, admin = { 0 };
+	char yaml[2048], line[512], err[4096], cmd[1200];
 	int i, rc = 1, ok_measure, ok_remove;
 	struct topology_arg none[1];
 
@@ -177,9 +303,9 @@ main(void)
 		    "CUTOVER_BENCH_AMQP, _MGMT, _USER, _PASSWORD and _CTL)\n");
 		return 2;
 	}
-	if (admin == NULL || *admin == '\0')
-		na = 0;
-	if (nq < 1 || ns < 1 || na < 0 || rounds < 1 || rounds > ROUNDS_MAX) {
+	if (admin_cmd == NULL || *admin_cmd == '\0')
+		nadmin = 0;
+	if (nq < 2 || ncurl < 1 || nadmin < 0 || rounds < 1 || rounds > ROUNDS_MAX) {
 		fprintf(stderr, "bench_old_path: bad CUTOVER_BENCH_QUEUES, _SAMPLE or "
 		    "_ROUNDS\n");
 		return 2;
@@ -250,85 +376,74 @@ main(void)
 	    "(floor: <= 2.00) %s\n", m_med, c_med, m_med / c_med,
 	    ok_measure ? "ok" : "BELOW THE FLOOR");
 
-	/* The peers first, while the 10,000 old queues exist (the broker's
-	 * cost per deletion grows with what it holds): a loop of management
-	 * DELETEs, one per queue, on a sample of extra queues. */
-	if (create_queues("bench.sample.", ns + na + NFRESH) != 0)
-		goto done;
-	/* One DELETE per queue, each through a client of its own. */
-	t0 = mono_s();
-	for (i = ns + na; i < ns + na + NFRESH; i++) {
-		struct mgmt *m = NULL;
+	/* The watch's listing of the same queues, statistics on, as it makes
+	 * it each tick (not a floor: how long a tick's read takes here). */
+	snprintf(cmd, sizeof(cmd), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
+	for (i = 0; i < rounds; i++) {
+		json_t *listing = NULL;
 
-		snprintf(name, sizeof(name), "bench.sample.%lldms", (long long)delay_of(i));
-		if (mgmt_open(p->broker.management, "/", p->broker.username,
-		    p->broker.password, 10000, &m, err, sizeof(err)) != 0 ||
-		    mgmt_delete_queue(m, name, 0, err, sizeof(err)) != 0) {
-			fprintf(stderr, "bench_old_path: %s\n", err);
-			mgmt_close(m);
-			goto done;
-		}
-		mgmt_close(m);
-	}
-	fresh_rate = NFRESH / (mono_s() - t0);
-	t0 = mono_s();
-	for (i = 0; i < ns; i++) {
-		snprintf(name, sizeof(name), "bench.sample.%lldms", (long long)delay_of(i));
-		if (mgmt_delete_queue(c.mgmt, name, 0, err, sizeof(err)) != 0) {
-			fprintf(stderr, "bench_old_path: %s\n", err);
-			goto done;
-		}
-	}
-	t_del = mono_s() - t0;
-	del_rate = ns / t_del;
-	/* And, for scale, rabbitmqadmin itself: one invocation per queue. */
-	if (admin != NULL && na > 0) {
 		t0 = mono_s();
-		for (i = ns; i < ns + na; i++) {
-			snprintf(cmd, sizeof(cmd), "%s delete queue name=bench.sample.%lldms "
-			    ">/dev/null", admin, (long long)delay_of(i));
-			if (system(cmd) != 0) {
-				fprintf(stderr, "bench_old_path: '%s' failed\n", cmd);
-				goto done;
-			}
+		if (mgmt_request(c.mgmt, "GET", cmd, NULL, &listing, NULL, err,
+		    sizeof(err)) != 0) {
+			fprintf(stderr, "bench_old_path: the watch's listing: %s\n", err);
+			goto done;
 		}
-		admin_rate = na / (mono_s() - t0);
+		tw[i] = mono_s() - t0;
+		json_decref(listing);
 	}
+	print_rounds("the watch's listing, with stats", tw, rounds);
+	printf("  median: %.3f s a tick, %.2fx rabbitmqctl's listing\n",
+	    median(tw, rounds), median(tw, rounds) / c_med);
 
 	/* remove_old on every old queue, all empty and past their deadline. */
 	c.measured = measured;
 	c.old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
+	cpu0 = broker_cpu_s();
 	t0 = mono_s();
 	if (step_remove_old(&c, &removed, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: remove_old: %.600s\n", err);
 		goto done;
 	}
-	t_rm = mono_s() - t0;
+	rm.s = mono_s() - t0;
+	rm.cpu_s = cpu0 >= 0 ? broker_cpu_s() - cpu0 : -1;
+	rm.n = nq;
 	if (json_integer_value(json_object_get(json_object_get(removed, "counts"),
 	    "removed")) != nq) {
 		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", nq);
 		goto done;
 	}
-	rm_rate = nq / t_rm;
-	ok_remove = rm_rate >= 5 * fresh_rate;
+
+	/* The peers: loops of management DELETEs, one per queue, on a fresh
+	 * population of the same size, so that they delete from a broker
+	 * that holds what remove_old's did. The keep-alive loop takes all of
+	 * it, in two halves; the client-per-queue loops take their samples
+	 * between the halves, when the broker holds as many queues as it
+	 * held on average during remove_old. */
+	if (create_queues(LOOP_PREFIX, nq + ncurl + nadmin) != 0)
+		goto done;
+	if (delete_keepalive(&c, 0, nq / 2, &keep) != 0 ||
+	    delete_by_command(CURL_LOOP, nq, ncurl, &curl) != 0 ||
+	    (nadmin > 0 && delete_by_command(ADMIN_LOOP, nq + ncurl, nadmin,
+	    &admin) != 0) ||
+	    delete_keepalive(&c, nq / 2, nq, &keep) != 0)
+		goto done;
+
+	ok_remove = rate(&rm) >= 5 * rate(&curl);
 	printf("\nremove, %d empty queues:\n", nq);
-	printf("  remove_old                         %.3f s = %.0f queues/s "
-	    "(%lld AMQP connections)\n", t_rm, rm_rate,
+	print_removal("remove_old", &rm, NULL);
+	printf("    (%lld AMQP connections; includes re-reading the selection)\n",
 	    (long long)json_integer_value(json_object_get(removed, "connections")));
-	printf("  management DELETE loop             %.3f s for a sample of %d = %.0f "
-	    "queues/s (%.1f s for %d)\n", t_del, ns, del_rate, nq / del_rate, nq);
-	printf("    (one keep-alive HTTP connection, in process: the fastest form of "
-	    "the loop)\n");
-	printf("  management DELETE loop, a connection per DELETE as rabbitmqadmin: "
-	    "%.0f queues/s (sample of %d)\n", fresh_rate, NFRESH);
-	printf("  ratio vs a connection per DELETE: %.1fx faster (floor: >= 5x) %s\n",
-	    rm_rate / fresh_rate, ok_remove ? "ok" : "BELOW THE FLOOR");
-	printf("  ratio vs one keep-alive connection: %.1fx faster (for the record: "
-	    "both are bound by the broker's CPU here)\n", rm_rate / del_rate);
-	if (admin_rate > 0)
-		printf("  for scale: rabbitmqadmin delete queue, one invocation per queue: "
-		    "%.1f queues/s (sample of %d, %.0f s for %d): remove_old is %.0fx "
-		    "faster\n", admin_rate, na, nq / admin_rate, nq, rm_rate / admin_rate);
+	printf("  a loop of management API DELETEs, one per queue:\n");
+	print_removal("curl per queue (sh loop)", &curl, &rm);
+	print_removal("keep-alive, in process", &keep, &rm);
+	if (nadmin > 0)
+		print_removal("rabbitmqadmin per queue", &admin, &rm);
+	printf("  floor: remove_old >= 5x the loop of DELETEs, a client per queue "
+	    "(curl): %.1fx %s\n", rate(&rm) / rate(&curl), ok_remove ? "ok" :
+	    "BELOW THE FLOOR");
+	printf("  against the keep-alive loop (a program's, not a shell's), the bound "
+	    "is the broker's CPU: %ld here (the CPUs busy above)\n",
+	    sysconf(_SC_NPROCESSORS_ONLN));
 	rc = ok_measure && ok_remove ? 0 : 1;
 done:
 	if (c.amqp != NULL)

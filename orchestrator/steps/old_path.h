@@ -14,6 +14,10 @@
 #include "broker/mgmt.h"
 #include "step.h"
 
+/* The columns of the listing the watch makes of the vhost's queues each
+ * tick (statistics on: message_stats needs them). */
+#define OLD_WATCH_COLUMNS "name,messages,message_stats.publish,arguments"
+
 #define OLD_SOURCE_MAX 300	/* "operator-policy:" + a policy name */
 #define OLD_NOTE_MAX 640
 
