@@ -61,12 +61,33 @@ event(struct run *r, const char *actor, const char *kind, json_t *details)
 	return rc;
 }
 
-/* Sets step IDX's status (times, result, error as store_step_update) and
- * appends event KIND with DETAILS, in one transaction. Returns 0 or -1. */
+/* Appends one old.queue_removed event per queue that REMOVED (remove_old's
+ * result) says was deleted, with its entry (name, depth seen, time) as the
+ * details. Returns 0 or -1. */
 static int
-transition(struct run *r, int idx, const char *status, int64_t started, int64_t ended,
-    const char *result, const char *error, const char *actor, const char *kind,
-    json_t *details)
+record_removals(struct run *r, const json_t *removed)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(removed, "entries"), i, e) {
+		const char *outcome = json_string_value(json_object_get(e, "outcome"));
+
+		if (outcome != NULL && strcmp(outcome, "removed") == 0 &&
+		    event(r, ACTOR, "old.queue_removed", json_deep_copy(e)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Sets step IDX's status (times, result, error as store_step_update) and
+ * appends event KIND with DETAILS, in one transaction; with REMOVED
+ * (remove_old's result, or NULL), the deletions it made are recorded in
+ * that same transaction, before KIND. Returns 0 or -1. */
+static int
+transition_removed(struct run *r, int idx, const char *status, int64_t started,
+    int64_t ended, const char *result, const char *error, const char *actor,
+    const char *kind, json_t *details, const json_t *removed)
 {
 	const struct plan_step *ps = &r->plan->steps[idx];
 
@@ -79,7 +100,13 @@ transition(struct run *r, int idx, const char *status, int64_t started, int64_t 
 		return -1;
 	}
 	if (store_step_update(r->s, r->id, idx, status, started, ended, result, error,
-	    r->err, r->errlen) != 0 || event(r, actor, kind, details) != 0) {
+	    r->err, r->errlen) != 0 ||
+	    (removed != NULL && record_removals(r, removed) != 0)) {
+		json_decref(details);
+		store_rollback(r->s);
+		return -1;
+	}
+	if (event(r, actor, kind, details) != 0) {
 		store_rollback(r->s);
 		return -1;
 	}
@@ -89,6 +116,16 @@ transition(struct run *r, int idx, const char *status, int64_t started, int64_t 
 	    plan_step_kind_name(ps->kind), "%s%s%s", kind, error ? ": " : "",
 	    error ? error : "");
 	return 0;
+}
+
+/* transition_removed with nothing removed. */
+static int
+transition(struct run *r, int idx, const char *status, int64_t started, int64_t ended,
+    const char *result, const char *error, const char *actor, const char *kind,
+    json_t *details)
+{
+	return transition_removed(r, idx, status, started, ended, result, error, actor,
+	    kind, details, NULL);
 }
 
 /* Sets the plan's status and appends event KIND, in one transaction. */
@@ -382,21 +419,6 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	return rc;
 }
 
-/* Records one event per old queue remove_old deleted. */
-static void
-record_removals(struct run *r, const json_t *result)
-{
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(json_object_get(result, "entries"), i, e) {
-		const char *outcome = json_string_value(json_object_get(e, "outcome"));
-
-		if (outcome != NULL && strcmp(outcome, "removed") == 0)
-			event(r, ACTOR, "old.queue_removed", json_deep_copy(e));
-	}
-}
-
 /* Handles an abort by ACTOR: flips producers back when the flag was
  * turned on and the old queues still exist, then marks the plan aborted.
  * Writes what happened into OUTCOME. Returns 0, or -1 when the rollback
@@ -536,6 +558,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 	struct store_plan p;
 	struct store_step st = { 0 };
 	json_t *state = NULL, *result = NULL;
+	const json_t *removed;
 	char *text = NULL;
 	int idx, rc = -1, sr;
 	size_t i;
@@ -599,19 +622,20 @@ turn(struct run *r, enum engine_outcome *outcome)
 		rc = 0;
 		goto done;
 	}
+	/* A remove_old that left some queues still deleted the others: both
+	 * outcomes record each deletion. */
+	removed = r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD ? result : NULL;
 	if (sr == 0) {
-		if (r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD)
-			record_removals(r, result);
-		rc = transition(r, idx, "succeeded", 0, clock_now_ms(), text, NULL, ACTOR,
-		    "step.succeeded", NULL);
+		rc = transition_removed(r, idx, "succeeded", 0, clock_now_ms(), text, NULL,
+		    ACTOR, "step.succeeded", NULL, removed);
 		goto done;
 	}
 	{
 		char error[1024];
 
 		snprintf(error, sizeof(error), "%s", r->err);
-		if (transition(r, idx, "failed", 0, clock_now_ms(), text, error, ACTOR,
-		    "step.failed", json_pack("{s:s}", "error", error)) != 0 ||
+		if (transition_removed(r, idx, "failed", 0, clock_now_ms(), text, error,
+		    ACTOR, "step.failed", json_pack("{s:s}", "error", error), removed) != 0 ||
 		    plan_transition(r, "failed", ACTOR, "plan.failed",
 		    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
 			goto done;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "itest_run.h"
 #include "store.h"
@@ -89,8 +90,13 @@ take_event(const struct store_event *ev, void *arg)
 	struct itest_history *h = arg;
 
 	if (h->n < ITEST_EVENTS_MAX) {
+		json_t *d = json_loads(ev->details_json, 0, NULL);
+		const char *name = json_string_value(json_object_get(d, "name"));
+
 		snprintf(h->kinds[h->n], sizeof(h->kinds[0]), "%s", ev->kind);
 		snprintf(h->actors[h->n], sizeof(h->actors[0]), "%s", ev->actor);
+		snprintf(h->names[h->n], sizeof(h->names[0]), "%s", name ? name : "");
+		json_decref(d);
 	}
 	h->n++;
 	return 0;
@@ -121,5 +127,15 @@ itest_count(const struct itest_history *h, const char *kind)
 
 	for (int i = 0; i < h->n && i < ITEST_EVENTS_MAX; i++)
 		n += strcmp(h->kinds[i], kind) == 0;
+	return n;
+}
+
+int
+itest_count_named(const struct itest_history *h, const char *kind, const char *name)
+{
+	int n = 0;
+
+	for (int i = 0; i < h->n && i < ITEST_EVENTS_MAX; i++)
+		n += strcmp(h->kinds[i], kind) == 0 && strcmp(h->names[i], name) == 0;
 	return n;
 }

@@ -9,12 +9,14 @@
 
 #define ITEST_EVENTS_MAX 256
 
-/* The kinds and actors of a plan's events, in order (the first
- * ITEST_EVENTS_MAX of them; N counts them all). */
+/* The kinds, actors and details' "name" ("" when none) of a plan's
+ * events, in order (the first ITEST_EVENTS_MAX of them; N counts them
+ * all). */
 struct itest_history {
 	int n;
 	char kinds[ITEST_EVENTS_MAX][48];
 	char actors[ITEST_EVENTS_MAX][65];
+	char names[ITEST_EVENTS_MAX][160];
 };
 
 /* Sleeps MS milliseconds. */
@@ -39,5 +41,9 @@ void itest_read_history(const char *db, const char *name, struct itest_history *
 
 /* How many events of KIND H holds. */
 int itest_count(const struct itest_history *h, const char *kind);
+
+/* How many events of KIND H holds whose details name NAME. */
+int itest_count_named(const struct itest_history *h, const char *kind,
+    const char *name);
 
 #endif

@@ -376,6 +376,56 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 	end(p, &c);
 }
 
+/* remove_old leaves an old queue that has a consumer and fails; the two
+ * it deleted are in the history all the same, and a retry records the
+ * third, each deletion exactly once. */
+static void
+test_removals_recorded_when_one_is_left(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	struct broker *consumer = NULL;
+	char status[32], err[1024], name[3][160];
+
+	(void)state;
+	begin("leftone", &p, &c, NULL, "1s");
+	for (int s = 1; s <= 3; s++)
+		snprintf(name[s - 1], sizeof(name[0]), "%s.old.%d", prefix, s);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 5000, &consumer, err, sizeof(err)), 0);
+	assert_int_equal(broker_consume(consumer, name[1], 1, err, sizeof(err)), 0);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "failed");
+	assert_int_equal(itest_count(&t, "step.failed"), 1);
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name[0]), 1);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name[1]), 0);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name[2]), 1);
+
+	/* The consumer goes; the retried step removes the last one. */
+	assert_int_equal(broker_cancel(consumer, err, sizeof(err)), 0);
+	broker_close(consumer);
+	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
+	for (int s = 0; s < 3; s++)
+		assert_int_equal(itest_count_named(&t, "old.queue_removed", name[s]), 1);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	end(p, &c);
+}
+
 static void
 test_abort_after_the_flip_rolls_back(void **state)
 {
@@ -493,6 +543,7 @@ main(void)
 		cmocka_unit_test(test_whole_plan_with_gates),
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
+		cmocka_unit_test(test_removals_recorded_when_one_is_left),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
