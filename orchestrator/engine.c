@@ -61,23 +61,86 @@ event(struct run *r, const char *actor, const char *kind, json_t *details)
 	return rc;
 }
 
-/* Appends one old.queue_removed event per queue that REMOVED (remove_old's
- * result) says was deleted, with its entry (name, depth seen, time) as the
- * details. Returns 0 or -1. */
+/* The names of the old queues a plan's history already records as
+ * removed, sorted. */
+struct removed_names {
+	char **v;
+	size_t n, cap;
+};
+
+static int
+take_removed(const struct store_event *ev, void *arg)
+{
+	struct removed_names *rn = arg;
+	json_t *d;
+	const char *name;
+	char **v;
+
+	if (strcmp(ev->kind, "old.queue_removed") != 0)
+		return 0;
+	if ((d = json_loads(ev->details_json, 0, NULL)) == NULL)
+		return 0;
+	name = json_string_value(json_object_get(d, "name"));
+	if (name != NULL && rn->n == rn->cap) {
+		rn->cap = rn->cap ? 2 * rn->cap : 64;
+		if ((v = realloc(rn->v, rn->cap * sizeof(*v))) == NULL) {
+			json_decref(d);
+			return 1;
+		}
+		rn->v = v;
+	}
+	if (name != NULL && (rn->v[rn->n] = strdup(name)) != NULL)
+		rn->n++;
+	json_decref(d);
+	return 0;
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends one event per old queue that REMOVED (remove_old's result) says
+ * is gone, with its entry (name, depth seen, time, reason) as the details:
+ * old.queue_removed for each it deleted; old.queue_gone for each it found
+ * already deleted, unless the history records its removal already (a
+ * retried step) — by an earlier run of the step killed before it could
+ * record its deletions, or by someone else. Every measured queue that no
+ * longer exists is thus accounted for once. Returns 0 or -1. */
 static int
 record_removals(struct run *r, const json_t *removed)
 {
+	struct removed_names rn = { 0 };
 	const json_t *e;
+	const char *outcome, *kind, *name;
 	size_t i;
+	int rc = -1;
 
+	if (store_each_event(r->s, r->id, take_removed, &rn, r->err, r->errlen) != 0)
+		goto done;
+	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
 	json_array_foreach(json_object_get(removed, "entries"), i, e) {
-		const char *outcome = json_string_value(json_object_get(e, "outcome"));
-
-		if (outcome != NULL && strcmp(outcome, "removed") == 0 &&
-		    event(r, ACTOR, "old.queue_removed", json_deep_copy(e)) != 0)
-			return -1;
+		outcome = json_string_value(json_object_get(e, "outcome"));
+		name = json_string_value(json_object_get(e, "name"));
+		if (outcome == NULL || name == NULL)
+			continue;
+		if (strcmp(outcome, "removed") == 0)
+			kind = "old.queue_removed";
+		else if (strcmp(outcome, "gone") == 0 && (rn.n == 0 ||
+		    bsearch(&name, rn.v, rn.n, sizeof(*rn.v), cmp_name) == NULL))
+			kind = "old.queue_gone";
+		else
+			continue;
+		if (event(r, ACTOR, kind, json_deep_copy(e)) != 0)
+			goto done;
 	}
-	return 0;
+	rc = 0;
+done:
+	for (i = 0; i < rn.n; i++)
+		free(rn.v[i]);
+	free(rn.v);
+	return rc;
 }
 
 /* Sets step IDX's status (times, result, error as store_step_update) and
@@ -623,7 +686,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 		goto done;
 	}
 	/* A remove_old that left some queues still deleted the others: both
-	 * outcomes record each deletion. */
+	 * outcomes record each queue deleted or found gone. */
 	removed = r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD ? result : NULL;
 	if (sr == 0) {
 		rc = transition_removed(r, idx, "succeeded", 0, clock_now_ms(), text, NULL,

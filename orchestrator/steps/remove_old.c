@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "fault.h"
 #include "old_path.h"
 #include "step.h"
 
@@ -130,6 +131,8 @@ process(struct worker *wk, struct item *it)
 	r = broker_queue_delete(wk->b, it->name, classic ?
 	    BROKER_IF_EMPTY | BROKER_IF_UNUSED : 0, &purged, why, sizeof(why));
 	it->at_ms = old_now_ms(c);
+	if (r == 0)
+		fault_point("remove_old.deleted");	/* deleted, not yet recorded */
 	if (r == 0 && classic) {
 		set_reason(it, OUT_REMOVED, "empty, unused and past its deadline; deleted "
 		    "with if-empty and if-unused");

@@ -1,6 +1,7 @@
 /* test_cutover (integration): whole plans through the engine against a real
  * RabbitMQ node and a real Unleash — gates approved from another process,
- * kill -9 at the worst moments, abort after the flip, a flag service that
+ * kill -9 at the worst moments (between the flip and its record, during
+ * the watch, during remove_old), abort after the flip, a flag service that
  * is down, and a producer still writing into the old path after the flip.
  * The cutover binary (CUTOVER_BINARY) is run as an operator would. */
 #include <setjmp.h>
@@ -422,7 +423,57 @@ test_removals_recorded_when_one_is_left(void **state)
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
 	for (int s = 0; s < 3; s++)
 		assert_int_equal(itest_count_named(&t, "old.queue_removed", name[s]), 1);
+	/* The retry found the first two gone: already recorded, not again. */
+	assert_int_equal(itest_count(&t, "old.queue_gone"), 0);
 	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	end(p, &c);
+}
+
+/* Killed by SIGKILL right after remove_old deleted a queue and before the
+ * deletion was recorded: the restarted engine runs the step again, finds
+ * that queue gone and records it so, and removes the rest. Every old queue
+ * is accounted for in the history exactly once. */
+static void
+test_killed_during_remove_old(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	struct broker_queue_info qi;
+	char status[32], err[512], name[160];
+	pid_t pid;
+	int left = 0;
+
+	(void)state;
+	begin("rmkill", &p, &c, NULL, "1s");
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	pid = itest_start_run(db, planfile, "crash:remove_old.deleted");
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 0);
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		left += broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)) == 0;
+	}
+	assert_int_equal(left, 2);             /* one deleted, then the crash */
+
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
+	assert_int_equal(itest_count(&t, "old.queue_gone"), 1);
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		assert_int_equal(itest_count_named(&t, "old.queue_removed", name) +
+		    itest_count_named(&t, "old.queue_gone", name), 1);
+		assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)),
+		    BROKER_NOT_FOUND);
+	}
 	end(p, &c);
 }
 
@@ -544,6 +595,7 @@ main(void)
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
+		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
