@@ -246,6 +246,15 @@ begin(const char *test, struct plan **p, struct step_ctx *c, const char *flag_ur
 	make_old_path(c);
 }
 
+/* Runs the test's plan up to the flip's gate and approves the flip. */
+static void
+run_to_the_flip_and_approve(void)
+{
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
+	    NULL), 0);
+}
+
 static void
 end(struct plan *p, struct step_ctx *c)
 {
@@ -352,9 +361,7 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 
 	(void)state;
 	begin("watchkill", &p, &c, NULL, "1s");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
 	/* Let it sample a few times, then kill it. */
@@ -393,9 +400,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	begin("leftone", &p, &c, NULL, "1s");
 	for (int s = 1; s <= 3; s++)
 		snprintf(name[s - 1], sizeof(name[0]), "%s.old.%d", prefix, s);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
 	    "env:CUTOVER_TEST_PASSWORD", 5000, &consumer, err, sizeof(err)), 0);
@@ -446,9 +451,7 @@ test_killed_during_remove_old(void **state)
 
 	(void)state;
 	begin("rmkill", &p, &c, NULL, "1s");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
 	    "bob", NULL), 0);
@@ -487,9 +490,7 @@ test_abort_after_the_flip_rolls_back(void **state)
 
 	(void)state;
 	begin("rollback", &p, &c, NULL, "1s");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	assert_int_equal(flag_now(p), 1);
 	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
@@ -515,9 +516,7 @@ test_flag_service_down_stops_the_plan(void **state)
 
 	(void)state;
 	begin("flagdown", &p, &c, "http://127.0.0.1:1", "1s");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	assert_int_equal(read_step(4, &st), 0);
 	assert_string_equal(st.status, "failed");
@@ -548,9 +547,7 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 
 	(void)state;
 	begin("latepub", &p, &c, NULL, "30s");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "flip", "--as", "alice",
-	    NULL), 0);
+	run_to_the_flip_and_approve();
 	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
 	for (int i = 0; i < 100 && step_number(5, "ticks") < 2; i++)
