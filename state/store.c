@@ -668,6 +668,18 @@ done:
 	return rc;
 }
 
+/* Reads kind, gate, status, started_ms and ended_ms, columns 0 to 4 of
+ * ST's row, into OUT. */
+static void
+step_columns(sqlite3_stmt *st, struct store_step *out)
+{
+	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
+	out->gate = sqlite3_column_int(st, 1);
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
+	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
+	out->ended_ms = sqlite3_column_int64(st, 4);
+}
+
 int
 store_step_get(struct store *s, int64_t plan_id, int idx,
     struct store_step *out, char *err, size_t errlen)
@@ -698,11 +710,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	}
 	out->plan_id = plan_id;
 	out->idx = idx;
-	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
-	out->gate = sqlite3_column_int(st, 1);
-	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
-	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
-	out->ended_ms = sqlite3_column_int64(st, 4);
+	step_columns(st, out);
 	if ((sqlite3_column_type(st, 5) != SQLITE_NULL &&
 	    (out->result_json = store_dupcol(st, 5)) == NULL) ||
 	    (sqlite3_column_type(st, 6) != SQLITE_NULL &&
@@ -711,6 +719,45 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 		store_step_clear(out);
 		goto done;
 	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
+    char *err, size_t errlen)
+{
+	/* Steps not yet succeeded first, lowest first; then the succeeded
+	 * ones, highest first. */
+	static const char sql[] =
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx FROM steps"
+	    " WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
+	    " CASE WHEN status = 'succeeded' THEN -idx ELSE idx END LIMIT 1";
+	sqlite3_stmt *st = NULL;
+	char what[80];
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(what, sizeof(what), "reading the current step of plan %" PRId64,
+	    plan_id);
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		break;
+	case SQLITE_DONE:
+		rc = 1;
+		goto done;
+	default:
+		store_dberr(s, err, errlen, what);
+		goto done;
+	}
+	out->plan_id = plan_id;
+	out->idx = sqlite3_column_int(st, 5);
+	step_columns(st, out);
 	rc = 0;
 done:
 	sqlite3_finalize(st);

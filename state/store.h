@@ -102,6 +102,13 @@ int store_step_get(struct store *s, int64_t plan_id, int idx, struct store_step 
     char *err, size_t errlen);
 void store_step_clear(struct store_step *st);
 
+/* Reads the step plan PLAN_ID is at: its first step that has not
+ * succeeded, or its last one when all have. Without the result and the
+ * error (which can be megabytes: OUT's result_json and error stay NULL).
+ * Returns 0, 1 when the plan has no steps, or -1. */
+int store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
+    char *err, size_t errlen);
+
 /* Appends an event to the history: its hash is sha256 over the previous
  * event's hash and this event's content (id, plan, time, actor, kind,
  * details). DETAILS_JSON must be valid JSON (NULL means "{}").

@@ -104,31 +104,50 @@ plan_summary(const struct store_plan *p)
 }
 
 struct list {
+	struct store *s;
 	const char *name;
 	json_t *plans;
+	char *err;
+	size_t errlen;
+	int failed;
 };
 
+/* Adds P to the list with "current", the step it is at ({"n", "kind",
+ * "status", "started_ms"}, null when it has none), so that a list of
+ * plans never needs their documents, whose results can be megabytes. */
 static int
 list_plan(const struct store_plan *p, void *arg)
 {
 	struct list *l = arg;
+	struct store_step st;
+	json_t *o;
+	int r;
 
-	if (l->name == NULL || strcmp(l->name, p->name) == 0)
-		json_array_append_new(l->plans, plan_summary(p));
+	if (l->name != NULL && strcmp(l->name, p->name) != 0)
+		return 0;
+	if ((r = store_step_current(l->s, p->id, &st, l->err, l->errlen)) < 0) {
+		l->failed = 1;
+		return 1;
+	}
+	o = plan_summary(p);
+	json_object_set_new(o, "current", r == 1 ? json_null() :
+	    json_pack("{s:i,s:o,s:o,s:o}", "n", st.idx + 1, "kind", view_string(st.kind),
+	    "status", view_string(st.status), "started_ms", ms_or_null(st.started_ms)));
+	json_array_append_new(l->plans, o);
 	return 0;
 }
 
 int
 view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_t errlen)
 {
-	struct list l = { name, json_array() };
+	struct list l = { s, name, json_array(), err, errlen, 0 };
 
 	*out = NULL;
 	if (l.plans == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (store_each_plan(s, list_plan, &l, err, errlen) != 0) {
+	if (store_each_plan(s, list_plan, &l, err, errlen) != 0 || l.failed) {
 		json_decref(l.plans);
 		return -1;
 	}

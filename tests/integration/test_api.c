@@ -720,6 +720,26 @@ test_limits_and_malformed_bodies(void **state)
 	resp_clear(&r);
 }
 
+/* Checks that /api/plans?name=NAME lists one plan, at step N of KIND with
+ * STATUS. */
+static void
+assert_listed_at(const char *name, int n, const char *kind, const char *status)
+{
+	char path[160];
+	json_t *j, *cur;
+
+	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
+	j = get(path);
+	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
+	cur = json_object_get(json_array_get(json_object_get(j, "plans"), 0), "current");
+	assert_int_equal(json_integer_value(json_object_get(cur, "n")), n);
+	assert_string_equal(json_string_value(json_object_get(cur, "kind")), kind);
+	assert_string_equal(json_string_value(json_object_get(cur, "status")), status);
+	assert_true(json_is_integer(json_object_get(cur, "started_ms")) ||
+	    strcmp(status, "waiting_approval") == 0);
+	json_decref(j);
+}
+
 static void
 test_gate_approved_by_an_operator(void **state)
 {
@@ -767,6 +787,8 @@ test_gate_approved_by_an_operator(void **state)
 	assert_true(json_is_integer(json_object_get(st, "ended_ms")));
 	assert_true(json_is_array(json_object_get(j, "alerts")));
 	json_decref(j);
+	/* The list says where the plan is, without its results. */
+	assert_listed_at(name, 2, "verify_ladder", "waiting_approval");
 
 	/* Approving a step that is not waiting, or that does not exist. */
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/approve", id);
@@ -815,6 +837,7 @@ test_gate_approved_by_an_operator(void **state)
 	assert_non_null(actor_of(id, "step.approved"));
 	assert_string_equal(actor_of(id, "step.approved"), "bob");
 	assert_string_equal(actor_of(id, "plan.submitted"), "alice");
+	assert_listed_at(name, 2, "verify_ladder", "succeeded");
 
 	/* A finished plan: abort is refused; the samples answer (none here). */
 	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
