@@ -668,36 +668,23 @@ done:
 	return rc;
 }
 
-/* Reads kind, gate, status, started_ms and ended_ms, columns 0 to 4 of
- * ST's row, into OUT. */
-static void
-step_columns(sqlite3_stmt *st, struct store_step *out)
+/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
+ * result_json and error with ?1 the plan and ?2 IDX (when IDX >= 0), and
+ * reads its first row into OUT; WHAT says what is read. Returns 0, 1 when
+ * there is no row, or -1 with ERR. */
+static int
+step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
+    const char *what, struct store_step *out, char *err, size_t errlen)
 {
-	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
-	out->gate = sqlite3_column_int(st, 1);
-	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
-	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
-	out->ended_ms = sqlite3_column_int64(st, 4);
-}
-
-int
-store_step_get(struct store *s, int64_t plan_id, int idx,
-    struct store_step *out, char *err, size_t errlen)
-{
-	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, result_json,"
-	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	sqlite3_stmt *st = NULL;
-	char what[80];
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
-	    idx, plan_id);
 	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int(st, 2, idx);
+	if (idx >= 0)
+		sqlite3_bind_int(st, 2, idx);
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
 		break;
@@ -709,12 +696,16 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 		goto done;
 	}
 	out->plan_id = plan_id;
-	out->idx = idx;
-	step_columns(st, out);
-	if ((sqlite3_column_type(st, 5) != SQLITE_NULL &&
-	    (out->result_json = store_dupcol(st, 5)) == NULL) ||
-	    (sqlite3_column_type(st, 6) != SQLITE_NULL &&
-	    (out->error = store_dupcol(st, 6)) == NULL)) {
+	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
+	out->gate = sqlite3_column_int(st, 1);
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
+	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
+	out->ended_ms = sqlite3_column_int64(st, 4);
+	out->idx = sqlite3_column_int(st, 5);
+	if ((sqlite3_column_type(st, 6) != SQLITE_NULL &&
+	    (out->result_json = store_dupcol(st, 6)) == NULL) ||
+	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
+	    (out->error = store_dupcol(st, 7)) == NULL)) {
 		store_seterr(err, errlen, "%s: out of memory", what);
 		store_step_clear(out);
 		goto done;
@@ -726,42 +717,38 @@ done:
 }
 
 int
+store_step_get(struct store *s, int64_t plan_id, int idx,
+    struct store_step *out, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx, result_json,"
+	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	char what[80];
+
+	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
+	    idx, plan_id);
+	if (idx < 0) {
+		memset(out, 0, sizeof(*out));
+		return 1;
+	}
+	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+}
+
+int
 store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
     char *err, size_t errlen)
 {
 	/* Steps not yet succeeded first, lowest first; then the succeeded
-	 * ones, highest first. */
+	 * ones, highest first. No result or error. */
 	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx FROM steps"
-	    " WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
+	    " FROM steps WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
 	    " CASE WHEN status = 'succeeded' THEN -idx ELSE idx END LIMIT 1";
-	sqlite3_stmt *st = NULL;
 	char what[80];
-	int rc = -1;
 
-	memset(out, 0, sizeof(*out));
 	snprintf(what, sizeof(what), "reading the current step of plan %" PRId64,
 	    plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		break;
-	case SQLITE_DONE:
-		rc = 1;
-		goto done;
-	default:
-		store_dberr(s, err, errlen, what);
-		goto done;
-	}
-	out->plan_id = plan_id;
-	out->idx = sqlite3_column_int(st, 5);
-	step_columns(st, out);
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return step_read(s, sql, plan_id, -1, what, out, err, errlen);
 }
 
 void
