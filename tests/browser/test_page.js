@@ -131,6 +131,18 @@ async function main() {
   check(/waiting for approval/.test(s2) && /waiting approval/.test(s2), 'step 2 shows its gate waiting');
   const s1 = await page.locator('#timeline li[data-step="1"]').innerText();
   check(/Declared \d+ exchanges, \d+ queues, \d+ bindings/.test(s1) && /succeeded/.test(s1), 'step 1 shows its progress in words and numbers');
+  /* Step 1's recorded result: written out when unfolded, still unfolded
+   * after the page refreshes (the timeline is rebuilt each time). */
+  const res1 = page.locator('#timeline li[data-step="1"] details[data-result="1"]');
+  check((await res1.locator('pre').count()) === 0, 'a folded result is not written out');
+  await res1.locator('summary').click();
+  await until('the result to show', async () => /"exchanges"/.test(await res1.locator('pre').innerText()));
+  const before = await page.locator('#updated').innerText();
+  await page.locator('#refresh').click();
+  await until('a refresh', async () => (await page.locator('#updated').innerText()) !== before);
+  check(await page.locator('#timeline li[data-step="1"] details[data-result="1"]').evaluate((d) => d.open) &&
+    /"exchanges"/.test(await page.locator('#timeline li[data-step="1"] details[data-result="1"] pre').innerText()),
+    'an unfolded result stays unfolded across a refresh');
   const alertText = await page.locator('#alerts li').first().innerText();
   check(alertText.includes('<img src=x id=pwned') && (await page.locator('#pwned').count()) === 0 &&
     !(await page.evaluate(() => window.pwned)), 'the alert shows, its markup as text');

@@ -10,7 +10,8 @@
   var route = { plan: null };
   var samples = { plan: null, next: 0, series: {} };
   var lastPlan = null;
-  var lastHistory = null;
+  var lastHistory = null, historyKey = null;
+  var openResults = {};              /* 'plan:step' -> its result is unfolded */
   var FAST = 3000, SLOW = 15000, MAXPTS = 4000;
 
   function $(id) { return document.getElementById(id); }
@@ -284,9 +285,24 @@
     }
     if (words) box.appendChild(el('p', { class: 'progress-words' }, words));
     if (pairs.length) box.appendChild(kv(pairs));
-    box.appendChild(el('details', null, el('summary', null, 'recorded result'),
-      el('pre', null, JSON.stringify(r, null, 2))));
+    box.appendChild(resultDetails(st));
     return box;
+  }
+  /* A step's recorded result, folded. At 10,000 old queues a result is
+   * megabytes, so its JSON is written out only while it is open, and it
+   * stays open across refreshes. */
+  function resultDetails(st) {
+    var d = el('details', { 'data-result': st.n }, el('summary', null, 'recorded result'));
+    function fill() {
+      if (d.open && !d.querySelector('pre')) d.appendChild(el('pre', null, JSON.stringify(st.result, null, 2)));
+    }
+    if (openResults[route.plan + ':' + st.n]) d.open = true;
+    fill();
+    d.addEventListener('toggle', function () {
+      openResults[route.plan + ':' + st.n] = d.open;
+      fill();
+    });
+    return d;
   }
   function stepItem(p, st, cur) {
     var li = el('li', { class: 't-' + st.status + (cur ? ' current' : ''), 'data-step': st.n });
@@ -360,14 +376,27 @@
     });
   }
   function showHistory(h) {
-    var tb = clear($('history').tBodies[0]), v = $('verify');
-    if (h.status !== 200) { v.textContent = 'History: ' + errText(h); v.className = 'error'; return; }
+    var tb = $('history').tBodies[0], v = $('verify');
+    if (h.status !== 200) {
+      clear(tb);
+      historyKey = null;
+      v.textContent = 'History: ' + errText(h);
+      v.className = 'error';
+      return;
+    }
     lastHistory = h.body;
     var ver = h.body.verification || {};
     v.textContent = ver.verified ? 'The history chain verifies (' + ver.checked + ' events checked).' :
       'The history chain does NOT verify: event ' + num(ver.bad_event) + ': ' + num(ver.reason);
     v.className = ver.verified ? 'ok' : 'error';
-    (h.body.events || []).forEach(function (e) {
+    /* Events are only ever appended: the same count and newest hash mean
+     * the same rows (10,000 of them after remove_old at that scale). */
+    var evs = h.body.events || [], key = h.body.plan + ':' + evs.length + ':' +
+      (evs.length ? evs[evs.length - 1].hash : '');
+    if (key === historyKey && tb.rows.length === evs.length) return;
+    historyKey = key;
+    tb = clear(tb);
+    evs.forEach(function (e) {
       tb.appendChild(el('tr', null, el('td', null, fmtTime(e.ts_ms)), el('td', null, e.actor),
         el('td', null, e.kind), el('td', { class: 'details' }, e.details == null ? '' : JSON.stringify(e.details))));
     });
