@@ -278,9 +278,14 @@
       s = r.counts || {};
       words = num(s.removed) + ' old queues removed, ' + num(s.left) + ' left' +
         (s.gone ? ', ' + s.gone + ' already gone' : '') + (r.dry_run ? ' (dry run: ' + num(s.would_remove) + ' would go)' : '') + '.';
-      (r.entries || []).forEach(function (e) {
-        if (e.outcome !== 'removed') pairs.push([e.name, e.outcome + (e.reason ? ': ' + e.reason : '')]);
+      /* The queues left need someone to look; the removed and the gone
+       * are counted above (at 10,000 old queues, listing them would bury
+       * the few that matter). */
+      var left = (r.entries || []).filter(function (e) { return e.outcome === 'left'; });
+      left.slice(0, 50).forEach(function (e) {
+        pairs.push([e.name, 'left' + (e.reason ? ': ' + e.reason : '')]);
       });
+      if (left.length > 50) pairs.push(['…', (left.length - 50) + ' more left: see the recorded result']);
       break;
     }
     if (words) box.appendChild(el('p', { class: 'progress-words' }, words));
