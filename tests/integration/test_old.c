@@ -2,8 +2,10 @@
  * node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, password
  * env:CUTOVER_TEST_PASSWORD): sixty old queues measured detail by detail,
  * removal that refuses what is not safe and never strays outside the
- * selection, and a message that arrives between the check and the delete
- * (through the removal's test hook, a real interleaving on the broker). */
+ * selection, a message that arrives between the check and the delete
+ * (through the removal's test hook, a real interleaving on the broker),
+ * and 240 queues removed over 4 connections, each exactly once. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -697,6 +699,118 @@ test_message_between_check_and_delete_survives(void **state)
 	plan_free(p);
 }
 
+#define PAR_QUEUES 240		/* several connections' worth */
+#define PAR_CONNECTIONS 4
+
+/* Which queues the parallel removal's workers reached the delete with. */
+struct reached {
+	pthread_mutex_t mu;
+	int count[PAR_QUEUES];
+	int stray;			/* names not of this test */
+};
+
+static void
+note_reached(void *arg, const char *queue)
+{
+	struct reached *rc = arg;
+	size_t plen = strlen(prefix);
+	int i;
+
+	pthread_mutex_lock(&rc->mu);
+	if (strncmp(queue, prefix, plen) == 0 && sscanf(queue + plen, "p.%d", &i) == 1 &&
+	    i >= 0 && i < PAR_QUEUES)
+		rc->count[i]++;
+	else
+		rc->stray++;
+	pthread_mutex_unlock(&rc->mu);
+}
+
+/* 240 old queues over 4 connections, as at scale: every removable queue
+ * is checked and deleted exactly once, by one worker; the non-empty ones
+ * and the one with a consumer are left, each with why; every queue has
+ * exactly one entry. */
+static void
+test_remove_in_parallel(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct old_remove_opts o = { 0 };
+	struct reached rc = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct broker *consumer = NULL;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e;
+	char old[256], name[32], full[128], err[4096];
+	int i, nonempty = 0;
+
+	(void)state;
+	set_prefix();
+	snprintf(old, sizeof(old), "  queues: { match: '^%sp\\.[0-9]{3}$' }\n", rprefix);
+	p = load_plan(old, "1s");
+	open_ctx(&c, p);
+	/* Every 40th holds a message (a TTL long enough to keep it). */
+	for (i = 0; i < PAR_QUEUES; i++) {
+		snprintf(name, sizeof(name), "p.%03d", i);
+		make_queue(c.amqp, name, i % 40 == 0 ? 10 * MIN_MS : 1000, -1, false);
+		if (i % 40 == 0) {
+			publish_to(c.amqp, name, "not yet");
+			nonempty++;
+		}
+	}
+	snprintf(full, sizeof(full), "%sp.%03d", prefix, 123);
+	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &consumer, err, sizeof(err)) != 0 ||
+	    broker_consume(consumer, full, 1, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(json_array_size(json_object_get(measured, "queues")), PAR_QUEUES);
+	c.measured = measured;
+	c.old_last_entry_ms = now_ms() - HOUR_MS;
+	o.connections = PAR_CONNECTIONS;
+	o.between = note_reached;
+	o.arg = &rc;
+
+	assert_int_not_equal(old_remove(&c, &o, &r, err, sizeof(err)), 0);
+	assert_int_equal(int_of(r, "connections"), PAR_CONNECTIONS);
+	assert_int_equal(json_array_size(json_object_get(r, "entries")), PAR_QUEUES);
+	e = json_object_get(r, "counts");
+	assert_int_equal(int_of(e, "removed"), PAR_QUEUES - nonempty - 1);
+	assert_int_equal(int_of(e, "left"), nonempty + 1);
+	assert_int_equal(int_of(e, "gone"), 0);
+	assert_int_equal(rc.stray, 0);
+	for (i = 0; i < PAR_QUEUES; i++) {
+		snprintf(name, sizeof(name), "p.%03d", i);
+		e = entry(r, "entries", name);
+		if (i % 40 == 0) {
+			assert_string_equal(str_of(e, "outcome"), "left");
+			assert_int_equal(int_of(e, "messages_seen"), 1);
+			assert_non_null(strstr(str_of(e, "reason"), "holds 1 message"));
+			assert_int_equal(rc.count[i], 0);
+			assert_true(exists(c.amqp, name, NULL));
+		} else if (i == 123) {
+			assert_string_equal(str_of(e, "outcome"), "left");
+			assert_non_null(strstr(str_of(e, "reason"), "has 1 consumer"));
+			assert_int_equal(rc.count[i], 0);
+			assert_true(exists(c.amqp, name, NULL));
+		} else {
+			assert_string_equal(str_of(e, "outcome"), "removed");
+			assert_int_equal(int_of(e, "messages_seen"), 0);
+			assert_int_equal(rc.count[i], 1);
+			assert_false(exists(c.amqp, name, NULL));
+		}
+	}
+	json_decref(r);
+
+	broker_close(consumer);
+	for (i = 0; i < PAR_QUEUES; i++) {
+		snprintf(name, sizeof(name), "p.%03d", i);
+		drop_queue(c.amqp, name);
+	}
+	json_decref(measured);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
 int
 main(void)
 {
@@ -704,6 +818,7 @@ main(void)
 		cmocka_unit_test(test_measure_sixty_old_queues),
 		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
 		cmocka_unit_test(test_message_between_check_and_delete_survives),
+		cmocka_unit_test(test_remove_in_parallel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
