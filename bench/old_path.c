@@ -404,9 +404,7 @@ main(void)
 		fprintf(stderr, "bench_old_path: remove_old: %.600s\n", err);
 		goto done;
 	}
-	rm.s = mono_s() - t0;
-	rm.cpu_s = cpu0 >= 0 ? broker_cpu_s() - cpu0 : -1;
-	rm.n = nq;
+	removal_add(&rm, nq, t0, cpu0);
 	if (json_integer_value(json_object_get(json_object_get(removed, "counts"),
 	    "removed")) != nq) {
 		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", nq);

@@ -80,17 +80,17 @@ take_removed(const struct store_event *ev, void *arg)
 		return 0;
 	if ((d = json_loads(ev->details_json, 0, NULL)) == NULL)
 		return 0;
-	name = json_string_value(json_object_get(d, "name"));
-	if (name != NULL && rn->n == rn->cap) {
-		rn->cap = rn->cap ? 2 * rn->cap : 64;
-		if ((v = realloc(rn->v, rn->cap * sizeof(*v))) == NULL) {
-			json_decref(d);
-			return 1;
-		}
+	if ((name = json_string_value(json_object_get(d, "name"))) == NULL)
+		goto done;
+	if (rn->n == rn->cap) {
+		if ((v = realloc(rn->v, (rn->cap ? 2 * rn->cap : 64) * sizeof(*v))) == NULL)
+			goto done;
 		rn->v = v;
+		rn->cap = rn->cap ? 2 * rn->cap : 64;
 	}
-	if (name != NULL && (rn->v[rn->n] = strdup(name)) != NULL)
+	if ((rn->v[rn->n] = strdup(name)) != NULL)
 		rn->n++;
+done:
 	json_decref(d);
 	return 0;
 }

@@ -669,7 +669,8 @@ done:
 }
 
 /* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
- * result_json and error with ?1 the plan and ?2 IDX (when IDX >= 0), and
+ * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
+ * NULL, when IDX < 0: no step has a NULL index), and
  * reads its first row into OUT; WHAT says what is read. Returns 0, 1 when
  * there is no row, or -1 with ERR. */
 static int
@@ -727,10 +728,6 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 
 	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (idx < 0) {
-		memset(out, 0, sizeof(*out));
-		return 1;
-	}
 	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
 }
 

@@ -112,27 +112,40 @@ struct list {
 	int failed;
 };
 
-/* Adds P to the list with "current", the step it is at ({"n", "kind",
- * "status", "started_ms"}, null when it has none), so that a list of
- * plans never needs their documents, whose results can be megabytes. */
+/* The step plan ID is at, as {"n", "kind", "status", "started_ms"}, or
+ * JSON null when it has no steps: read without the steps' results, which
+ * can be megabytes. Returns it, or NULL with ERR. */
+static json_t *
+current_step(struct store *s, int64_t id, char *err, size_t errlen)
+{
+	struct store_step st;
+	int r;
+
+	if ((r = store_step_current(s, id, &st, err, errlen)) < 0)
+		return NULL;
+	if (r == 1)
+		return json_null();
+	return json_pack("{s:i,s:o,s:o,s:o}", "n", st.idx + 1, "kind",
+	    view_string(st.kind), "status", view_string(st.status), "started_ms",
+	    ms_or_null(st.started_ms));
+}
+
+/* Adds P to the list with "current", so that a list of plans never needs
+ * their documents. */
 static int
 list_plan(const struct store_plan *p, void *arg)
 {
 	struct list *l = arg;
-	struct store_step st;
-	json_t *o;
-	int r;
+	json_t *o, *cur;
 
 	if (l->name != NULL && strcmp(l->name, p->name) != 0)
 		return 0;
-	if ((r = store_step_current(l->s, p->id, &st, l->err, l->errlen)) < 0) {
+	if ((cur = current_step(l->s, p->id, l->err, l->errlen)) == NULL) {
 		l->failed = 1;
 		return 1;
 	}
 	o = plan_summary(p);
-	json_object_set_new(o, "current", r == 1 ? json_null() :
-	    json_pack("{s:i,s:o,s:o,s:o}", "n", st.idx + 1, "kind", view_string(st.kind),
-	    "status", view_string(st.status), "started_ms", ms_or_null(st.started_ms)));
+	json_object_set_new(o, "current", cur);
 	json_array_append_new(l->plans, o);
 	return 0;
 }
@@ -254,7 +267,7 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	struct store_plan p;
 	struct store_step st;
 	struct decisions d;
-	json_t *doc = NULL, *steps = NULL, *alerts = NULL;
+	json_t *doc = NULL, *steps = NULL, *alerts = NULL, *cur = NULL;
 	int r, rc = -1;
 	size_t i;
 
@@ -281,11 +294,14 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	}
 	if (store_each_alert(s, id, 1, open_alert, alerts, err, errlen) < 0)
 		goto done;
+	if ((cur = current_step(s, id, err, errlen)) == NULL)
+		goto done;
 	if ((doc = plan_summary(&p)) == NULL)
 		goto nomem;
+	json_object_set_new(doc, "current", cur);
 	json_object_set_new(doc, "steps", steps);
 	json_object_set_new(doc, "alerts", alerts);
-	steps = alerts = NULL;
+	steps = alerts = cur = NULL;
 	*out = doc;
 	rc = 0;
 	goto done;
@@ -294,6 +310,7 @@ nomem:
 done:
 	json_decref(steps);
 	json_decref(alerts);
+	json_decref(cur);
 	return rc;
 }
 

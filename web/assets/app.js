@@ -172,12 +172,6 @@
   }
 
   /* ---- the plans list ---- */
-  function currentStep(p) {
-    var s = p.steps || [], i;
-    for (i = 0; i < s.length; i++)
-      if (s[i].status !== 'succeeded') return s[i];
-    return s.length ? s[s.length - 1] : null;
-  }
   function showPlans() {
     return get('/api/plans').then(function (r) {
       if (r.status !== 200) { notice('Listing the plans failed: ' + errText(r), true); return false; }
@@ -352,7 +346,7 @@
     return Promise.all([get('/api/plans/' + id), api('GET', '/api/plans/' + id + '/history')]).then(function (rs) {
       var r = rs[0], h = rs[1];
       if (r.status !== 200) { notice('Reading plan ' + id + ' failed: ' + errText(r), true); return false; }
-      var p = r.body, cur = currentStep(p);
+      var p = r.body, cur = p.current;
       lastPlan = p;
       $('plan-title').textContent = p.name + ' ';
       $('plan-title').appendChild(stateBadge(p.status));
@@ -372,7 +366,7 @@
       });
       $('alerts-box').hidden = !(p.alerts || []).length;
       var tl = clear($('timeline'));
-      (p.steps || []).forEach(function (st) { tl.appendChild(stepItem(p, st, st === cur && p.status === 'running')); });
+      (p.steps || []).forEach(function (st) { tl.appendChild(stepItem(p, st, cur && st.n === cur.n && p.status === 'running')); });
       showHistory(h);
       var watch = (p.steps || []).filter(function (s) { return s.kind === 'watch' && s.started_ms; })[0];
       $('charts-box').hidden = !watch;
