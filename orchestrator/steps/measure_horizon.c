@@ -135,6 +135,7 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 	const char *p = text;
 	int y, mo, d, h, mi, s, frac = 0, nfrac = 0;
+	char when[40];
 	size_t i;
 
 	if (text == NULL || *text == '\0')
@@ -147,6 +148,12 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 		*ms = strtoll(text, NULL, 10);
 		if (*ms <= 0)
 			goto bad;
+		if (*ms < OLD_TIME_MIN_MS) {
+			snprintf(err, errlen, "'%s' is %s as epoch milliseconds, before "
+			    "2000: an epoch in seconds? expected milliseconds (e.g. "
+			    "%s000)", text, old_time_format(*ms, when, sizeof(when)), text);
+			return -1;
+		}
 		return 0;
 	}
 	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
@@ -177,8 +184,11 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 		goto bad;
 	*ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 +
 	    (int64_t)s * 1000 + frac;
-	if (*ms <= 0)
-		goto bad;		/* 0 means "unknown" to the steps */
+	if (*ms < OLD_TIME_MIN_MS) {
+		snprintf(err, errlen, "'%.80s' is before 2000: no message entered "
+		    "the old path then, and every deadline from it is long past", text);
+		return -1;
+	}
 	return 0;
 bad:
 	snprintf(err, errlen, "'%.80s' is not a time: expected epoch milliseconds "

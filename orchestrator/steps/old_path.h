@@ -83,10 +83,16 @@ int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
  * with ".123" when MS is not a whole second) into OUT. Returns OUT. */
 char *old_time_format(int64_t ms, char *out, size_t outlen);
 
+/* The earliest time old_time_parse accepts: 2000-01-01T00:00:00Z. An
+ * epoch in seconds read as milliseconds falls in January 1970, and every
+ * deadline computed from it is decades past: refused, never used. */
+#define OLD_TIME_MIN_MS 946684800000LL
+
 /* Parses TEXT, epoch milliseconds ("1795000000000") or RFC 3339 UTC
  * ("2026-11-30T12:00:00Z", optionally with a fraction of a second of up
- * to 3 digits). Returns 0 and stores *MS, or -1 with ERR saying what is
- * expected. */
+ * to 3 digits), no earlier than OLD_TIME_MIN_MS. Returns 0 and stores
+ * *MS, or -1 with ERR saying what is expected (and, for a number that
+ * reads as a time before 2000, that it looks like seconds). */
 int old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen);
 
 /* How remove_old runs; zero-initialised means the step's defaults. */

@@ -102,6 +102,18 @@ expect 1 "$bin" check "$tmp/does-not-exist.yaml"
 contains "$tmp/err" "does-not-exist.yaml"
 expect 2 "$bin" check
 
+# old remove --last-entry: a time that puts every deadline decades in the
+# past is refused before anything is contacted — an epoch in seconds read
+# as milliseconds (January 1970), or any time before 2000.
+expect 2 "$bin" old remove --last-entry 1796040000 --dry-run "$src/plans/examples/demo.yaml"
+contains "$tmp/err" "an epoch in seconds?"
+contains "$tmp/err" "1796040000000"
+expect 2 "$bin" old remove --last-entry 1970-01-01T00:00:00Z "$src/plans/examples/demo.yaml"
+contains "$tmp/err" "before 2000"
+expect 2 "$bin" old remove --dry-run "$src/plans/examples/demo.yaml"
+contains "$tmp/err" "needs --last-entry"
+expect 2 "$bin" old measure --last-entry 1796040000000 "$src/plans/examples/demo.yaml"
+
 if [ "$failures" -ne 0 ]; then
 	echo "$failures failure(s)" >&2
 	exit 1

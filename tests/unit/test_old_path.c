@@ -1,0 +1,105 @@
+/* test_old_path: the pure parts of the old path — reading the operator's
+ * --last-entry time and the deadlines that follow from it. A time read
+ * wrongly puts deadlines in the past, and remove_old then deletes queues
+ * that can still hold messages, so every misreading must be refused. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "old_path.h"
+
+struct good {
+	const char *text;
+	int64_t ms;
+};
+
+struct bad {
+	const char *text;
+	const char *why;	/* a piece the message must contain */
+};
+
+static void
+test_time_parse_good(void **state)
+{
+	static const struct good cases[] = {
+		{ "1795003200000", 1795003200000LL },
+		{ "2026-11-30T12:00:00Z", 1796040000000LL },
+		{ "2026-11-30t12:00:00.5z", 1796040000500LL },
+		{ "2026-11-30T12:00:00.123Z", 1796040000123LL },
+		{ "2000-01-01T00:00:00Z", 946684800000LL },
+		{ "2024-02-29T23:59:59Z", 1709251199000LL },
+	};
+	char err[256];
+	int64_t ms;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ms = -1;
+		if (old_time_parse(cases[i].text, &ms, err, sizeof(err)) != 0)
+			fail_msg("\"%s\" refused: %s", cases[i].text, err);
+		if (ms != cases[i].ms)
+			fail_msg("\"%s\" read as %lld, expected %lld", cases[i].text,
+			    (long long)ms, (long long)cases[i].ms);
+	}
+}
+
+/* An epoch in seconds, read as milliseconds, is a time in January 1970:
+ * every deadline computed from it is decades past. Refused, saying so. */
+static void
+test_time_parse_bad(void **state)
+{
+	static const struct bad cases[] = {
+		{ "1796040000", "seconds" },		/* 2026 in seconds */
+		{ "1795003200.5", "not a time" },
+		{ "1970-01-01T00:00:01Z", "before 2000" },
+		{ "1999-12-31T23:59:59.999Z", "before 2000" },
+		{ "946684799999", "seconds" },
+		{ "0", "not a time" },
+		{ "", "not a time" },
+		{ "-1795003200000", "not a time" },
+		{ "2026-02-29T00:00:00Z", "not a time" },
+		{ "2026-11-30T12:00:00", "not a time" },
+		{ "2026-11-30T12:00:00.1234Z", "not a time" },
+		{ "9999999999999999", "not a time" },
+	};
+	char err[256];
+	int64_t ms;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ms = -1;
+		err[0] = '\0';
+		if (old_time_parse(cases[i].text, &ms, err, sizeof(err)) == 0)
+			fail_msg("\"%s\" accepted as %lld", cases[i].text, (long long)ms);
+		if (strstr(err, cases[i].why) == NULL)
+			fail_msg("\"%s\": message \"%s\" lacks \"%s\"", cases[i].text, err,
+			    cases[i].why);
+	}
+}
+
+static void
+test_deadline(void **state)
+{
+	(void)state;
+	assert_int_equal(old_deadline_ms(1795003200000LL, 60000, 30000),
+	    1795003290000LL);
+	assert_int_equal(old_deadline_ms(0, 60000, 30000), -1);
+	assert_int_equal(old_deadline_ms(1795003200000LL, -1, 30000), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_parse_good),
+		cmocka_unit_test(test_time_parse_bad),
+		cmocka_unit_test(test_deadline),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
