@@ -74,6 +74,7 @@ load_plan(const char *old_yaml, const char *allowance)
 	    "  levels: 8\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%sdest]\n"
+	    "  create_destinations: true\n"
 	    "watch: { allowance: %s }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, prefix, prefix, allowance);

@@ -269,6 +269,7 @@ load_plan(const char *management, const char *feature)
 	    "  levels: 5\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%s.dest]\n"
+	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [100ms, 300ms]\n"
 	    "  max_lateness: 1s\n"
