@@ -51,9 +51,11 @@ void step_ctx_close(struct step_ctx *c);
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* declare_ladder: declares every object of the plan's topology: exchanges,
- * level and parking queues with their arguments, destination queues only
- * where missing, every binding. Idempotent. A queue or exchange that exists
- * with other arguments fails the step, naming it. */
+ * level and parking queues with their arguments, every binding. Destination
+ * queues are bound, never redeclared; a missing one fails the step before
+ * anything is declared, naming it and where the plan lists it, unless
+ * ladder.create_destinations lets it create them. Idempotent. A queue or
+ * exchange that exists with other arguments fails the step, naming it. */
 int step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* verify_ladder: reads the ladder back through the management API and
@@ -70,8 +72,10 @@ int step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t er
  * reads each one's effective TTL (the lower of x-message-ttl and a policy's
  * message-ttl; old.max_message_ttl for a queue with neither), x-expires,
  * type, depth and consumers, and computes the horizon with its reasoning.
- * An empty selection, or a queue without a TTL and no max_message_ttl,
- * fails the step, naming the queue. */
+ * An empty selection, a queue without a TTL and no max_message_ttl, or
+ * (unless old.allow_expiring, which records "warnings" instead) a queue
+ * that expires sooner than its TTL + watch.allowance, fails the step,
+ * naming the queue. */
 int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* remove_old: deletes each old queue that C->measured lists, that is still

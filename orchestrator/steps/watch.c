@@ -109,6 +109,7 @@
 #define NEW_KNOWN_MAX		32	/* unmeasured old queues remembered */
 #define ALERTS_MAX		16	/* kinds pending in one tick */
 #define ALERT_MSG_MAX		500
+#define HELD_MAX		10000	/* non-empty old queues remembered */
 
 struct probe {
 	int64_t seq, sent_ms, not_before_ms;
@@ -163,6 +164,7 @@ struct oldq {
 	int64_t listed;			/* depth by the statistics */
 	int64_t exact;			/* by a passive declare, -1 when not read */
 	bool measured;
+	bool gone;			/* the passive declare found no queue */
 };
 
 /* One tick. */
@@ -199,6 +201,8 @@ struct tick {
 	bool deadline_moved;
 	char moved_why[200];
 	bool flag_held;			/* the flag did not read on this tick */
+	json_t *held;			/* old queues holding messages now:
+					 * name -> depth (persisted as old.held) */
 };
 
 static void appendf(char *, size_t, const char *, ...)
@@ -591,6 +595,9 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		    w->flag_not_on_ms > 0), "detail", w->flag_detail));
 		json_object_set_new(json_object_get(j, "summary"), "flag",
 		    json_string(flag_state_name(w->flag_state)));
+		json_object_set(json_object_get(j, "old"), "held",
+		    t->held != NULL ? t->held : json_object_get(json_object_get(
+		    t->c->state, "old"), "held"));
 	}
 	return j;
 }
@@ -671,6 +678,7 @@ old_exact(struct tick *t, bool all)
 		r = broker_queue_inspect(t->c->amqp, q->name, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
 			q->exact = 0;
+			q->gone = true;
 			t->old_gone++;
 			continue;
 		}
@@ -872,6 +880,57 @@ done:
 	free(measured);
 	free(named);
 	return rc;
+}
+
+/* Old queues that held messages at the last tick (PREV, its old.held) and
+ * are gone now (not listed, or not found by a passive declare): deleted by
+ * hand, or by their x-expires, with those messages. Raises old_vanished
+ * naming them, then remembers the queues that hold messages now. */
+static void
+old_vanished(struct tick *t)
+{
+	const json_t *prev = json_object_get(json_object_get(t->c->state, "old"), "held");
+	const char **present = NULL, *name;
+	char names[400] = "";
+	const json_t *v;
+	size_t np = 0, n = 0;
+	int64_t lost = 0;
+
+	if (!t->old_seen) {
+		/* Nothing seen this tick: keep what was known. */
+		t->held = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+		return;
+	}
+	t->held = json_object();
+	if ((present = calloc(t->nq + 1, sizeof(*present))) == NULL)
+		return;
+	for (size_t i = 0; i < t->nq; i++) {
+		const struct oldq *q = &t->q[i];
+		int64_t d = q->exact >= 0 ? q->exact : q->listed;
+
+		if (q->gone)
+			continue;
+		present[np++] = q->name;
+		if (d > 0 && json_object_size(t->held) < HELD_MAX)
+			json_object_set_new(t->held, q->name, json_integer(d));
+	}
+	qsort(present, np, sizeof(*present), cmp_str);
+	json_object_foreach((json_t *)prev, name, v) {
+		if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+		    bsearch(&name, present, np, sizeof(*present), cmp_str) != NULL)
+			continue;
+		lost += json_integer_value(v);
+		if (n++ < NAMES_LISTED)
+			appendf(names, sizeof(names), "'%s' (%lld)", name,
+			    (long long)json_integer_value(v));
+	}
+	free(present);
+	if (n > 0)
+		alert(t, "old_vanished", "%zu old queue%s vanished while holding "
+		    "messages (%lld when last sampled): %s%s; deleted by hand or by "
+		    "its x-expires (or a policy's expires), its messages are gone "
+		    "unless someone moved them", n, n == 1 ? "" : "s", (long long)lost,
+		    names, n > NAMES_LISTED ? " and more" : "");
 }
 
 /* ---- the flag ---- */
@@ -1484,6 +1543,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		(void)probe_drain(&t);
 	if (watch_old(&t, err, errlen) != 0)
 		goto done;
+	old_vanished(&t);
 	watch_flag(&t);
 	watch_ladder(&t);
 	watch_verify(&t);
@@ -1555,6 +1615,7 @@ done:
 	if (rc < 0)
 		json_object_set_new(*result, "error", json_string(err));
 	topology_free(&t.topo);
+	json_decref(t.held);
 	json_decref(t.listing);
 	free(t.q);
 	free(t.s);

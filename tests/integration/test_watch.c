@@ -1188,6 +1188,49 @@ test_remove_old_refuses_while_the_flag_is_off(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
+/* An old queue deleted by hand while it holds messages (as x-expires
+ * would) raises old_vanished naming it and its depth; one deleted once
+ * empty does not. */
+static void
+test_vanished_old_queue_raises_an_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char err[2048], want[LADDER_NAME_MAX + 16];
+	int64_t until;
+
+	start(f, "vanish", 2, 3, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	tick_until_alert(f, "old_vanished", 3000, &a);
+	fprintf(stderr, "# old_vanished: %s\n", a.message);
+	snprintf(want, sizeof(want), "'%s' (3)", f->old[0]);
+	assert_non_null(strstr(a.message, want));
+	assert_null(strstr(a.message, f->old[1]));
+	assert_int_equal(events(f, "alert.raised", "old_vanished"), 1);
+
+	/* The other drains (its TTL), then goes: no second alert. */
+	until = now_ms() + 20000;
+	while (num(obj(f->state, "summary"), "old_depth") > 0) {
+		if (now_ms() > until)
+			fail_msg("old queue '%s' did not drain", f->old[1]);
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[1], 0, NULL, err,
+	    sizeof(err)), 0);
+	for (int i = 0; i < 3; i++) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(events(f, "alert.raised", "old_vanished"), 1);
+	ack_all(f);
+	tick_until_done(f, 20000);
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -1210,6 +1253,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_unreadable_flag_holds_the_watch,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
 		    setup, teardown),
 	};
 
