@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 
+#include "itest_unleash.h"
 #include "ladder.h"
 #include "plan.h"
 #include "publish.h"
@@ -99,88 +99,6 @@ struct fixture {
 	char feature[64];           /* the test's Unleash feature, "" when none */
 };
 
-static size_t
-discard(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p;
-	(void)arg;
-	return size * n;
-}
-
-/* One call to the test Unleash's admin API: METHOD PATH (under
- * /api/admin) with JSON BODY (or NULL). Returns
- * the HTTP status, 0 when there was no answer. The token goes only into
- * the request header. */
-static long
-unleash(const char *method, const char *path, const char *body)
-{
-	char url[512], auth[512];
-	struct curl_slist *h = NULL;
-	long status = 0;
-	CURL *cu;
-
-	snprintf(url, sizeof(url), "%s/api/admin%s",
-	    need_env("CUTOVER_TEST_UNLEASH_URL"), path);
-	snprintf(auth, sizeof(auth), "Authorization: %s",
-	    need_env("CUTOVER_TEST_UNLEASH_TOKEN"));
-	if ((cu = curl_easy_init()) == NULL)
-		return 0;
-	h = curl_slist_append(h, auth);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(cu, CURLOPT_URL, url);
-	curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, 20000L);
-	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, discard);
-	if (body != NULL)
-		curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(cu) == CURLE_OK)
-		curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(cu);
-	return status;
-}
-
-/* Turns feature NAME on or off in production. */
-static void
-feature_set(const char *name, bool on)
-{
-	char path[160];
-	long st;
-
-	snprintf(path, sizeof(path), "/projects/default/features/%s/environments/"
-	    "production/%s", name,
-	    on ? "on" : "off");
-	if ((st = unleash("POST", path, NULL)) != 200)
-		fail_msg("turning feature '%s' %s: HTTP %ld", name, on ? "on" : "off", st);
-}
-
-/* Creates feature NAME (the fixture deletes it), on. */
-static void
-feature_create(struct fixture *f, const char *name)
-{
-	char body[256];
-	long st;
-
-	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"type\":\"release\"}", name);
-	if ((st = unleash("POST", "/projects/default/features", body)) != 201 && st != 200)
-		fail_msg("creating feature '%s': HTTP %ld", name, st);
-	snprintf(f->feature, sizeof(f->feature), "%s", name);
-	feature_set(name, true);
-}
-
-/* Deletes feature NAME: archived, then removed from the archive. */
-static void
-feature_delete(const char *name)
-{
-	char path[160];
-
-	snprintf(path, sizeof(path), "/projects/default/features/%s", name);
-	(void)unleash("DELETE", path, NULL);
-	snprintf(path, sizeof(path), "/archive/%s", name);
-	(void)unleash("DELETE", path, NULL);
-}
-
 static int
 setup(void **state)
 {
@@ -214,7 +132,7 @@ teardown(void **state)
 			    sizeof(err));
 	}
 	if (f->feature[0] != '\0')
-		feature_delete(f->feature);
+		itest_feature_delete(f->feature);
 	step_ctx_close(&f->c);
 	plan_free(f->p);
 	json_decref(f->measured);
@@ -361,7 +279,8 @@ start(struct fixture *f, const char *test, int nold, int msgs, const char *manag
 	char err[2048];
 
 	set_names(test);
-	feature_create(f, plan_name);
+	itest_feature_create(plan_name);
+	snprintf(f->feature, sizeof(f->feature), "%s", plan_name);
 	f->p = load_plan(management, plan_name);
 	if (step_ctx_open(&f->c, f->p, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
@@ -1090,7 +1009,7 @@ test_flag_off_holds_the_watch(void **state)
 	assert_int_equal(tick(f, err, sizeof(err)), 1);
 	d0 = num(f->state, "deadline_ms");
 
-	feature_set(f->feature, false);
+	itest_feature_set(f->feature, false);
 	off_at = now_ms();
 	tick_until_alert(f, "flag_off", 5000, &a);
 	assert_non_null(strstr(a.message, f->feature));
@@ -1116,7 +1035,7 @@ test_flag_off_holds_the_watch(void **state)
 	/* On again: the old path was in use until now, so the deadline moves
 	 * to now + TTL + allowance; the alerts stay until acknowledged, then
 	 * it ends. */
-	feature_set(f->feature, true);
+	itest_feature_set(f->feature, true);
 	on_at = now_ms();
 	assert_int_equal(tick(f, err, sizeof(err)), 1);
 	assert_string_equal(flag_seen(f), "on");
@@ -1139,14 +1058,14 @@ test_unreadable_flag_holds_the_watch(void **state)
 {
 	struct fixture *f = *state;
 	struct store_alert a;
-	char err[2048], name[64];
+	char err[2048];
 	int64_t d0;
 
 	start(f, "flaggone", 1, 0, NULL);
 	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
 	assert_int_equal(tick(f, err, sizeof(err)), 1);
 	d0 = num(f->state, "deadline_ms");
-	feature_delete(f->feature);
+	itest_feature_delete(f->feature);
 	tick_until_alert(f, "flag_unreadable", 5000, &a);
 	assert_non_null(strstr(a.message, "404"));
 	assert_string_equal(flag_seen(f), "unreadable");
@@ -1154,8 +1073,7 @@ test_unreadable_flag_holds_the_watch(void **state)
 	assert_int_equal(remove_old(f, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "flag"));
 
-	snprintf(name, sizeof(name), "%s", f->feature);
-	feature_create(f, name);
+	itest_feature_create(f->feature);
 	assert_int_equal(tick(f, err, sizeof(err)), 1);
 	assert_string_equal(flag_seen(f), "on");
 	ack_all(f);
@@ -1174,14 +1092,14 @@ test_remove_old_refuses_while_the_flag_is_off(void **state)
 
 	start(f, "rmflag", 2, 0, NULL);
 	f->flip_ms = now_ms() - 60000;
-	feature_set(f->feature, false);
+	itest_feature_set(f->feature, false);
 	assert_int_equal(remove_old(f, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "deletes nothing"));
 	assert_non_null(strstr(err, f->feature));
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[i], &qi, err,
 		    sizeof(err)), 0);
-	feature_set(f->feature, true);
+	itest_feature_set(f->feature, true);
 	assert_int_equal(remove_old(f, err, sizeof(err)), 0);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[i], &qi, err,
