@@ -89,6 +89,9 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "queue_type", p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic",
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
+	if (o != NULL)
+		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
+		    json_boolean(p->create_destinations));
 	return o;
 }
 
@@ -110,6 +113,7 @@ static void
 print_human(json_t *d)
 {
 	json_t *lad = json_object_get(d, "ladder"), *v;
+	bool create = json_is_true(json_object_get(lad, "create_destinations"));
 	char desc[64];
 	size_t i, n = 0;
 
@@ -142,7 +146,8 @@ print_human(json_t *d)
 		printf("  %-32s %-11s", json_string_value(json_object_get(v, "name")), role);
 		print_args(json_object_get(v, "arguments"));
 		if (strcmp(role, "destination") == 0)
-			printf("  (bound; declared only if missing)");
+			printf("  (bound; %s)", create ? "created if missing: "
+			    "ladder.create_destinations" : "must exist already");
 		printf("\n");
 	}
 	printf("\nbindings (%zu)\n", json_array_size(json_object_get(d, "bindings")));

@@ -83,8 +83,11 @@ review_answers(const struct plan *p)
 	    "before reporting a delayed job as accepted.");
 	add(a, "Who declares final destination bindings?", "plan", NULL,
 	    "declare_ladder binds %s on %s with an exact word count (%d bit words, then "
-	    "the destination) and creates only missing queues; consumers should declare "
-	    "their own bindings too.", p->ndestinations ? dests : "(none)", dex, l->levels);
+	    "the destination) %s; consumers should declare their own bindings too.",
+	    p->ndestinations ? dests : "(none)", dex, l->levels, p->create_destinations ?
+	    "and creates missing queues (ladder.create_destinations)" :
+	    "and refuses a missing queue (each must exist: a typo would make a queue "
+	    "nobody consumes)");
 	add(a, "Where do unroutable messages go?", "plan", NULL,
 	    "%s has alternate-exchange %s (fanout) into %s, whose normal depth is zero; "
 	    "the watch alerts when it is not.", dex, pex, pq);

@@ -112,6 +112,7 @@ plan_free(struct plan *p)
 	free(p->old.match);
 	free_strings(p->old.names, p->old.nnames);
 	free_strings(p->destinations, p->ndestinations);
+	free(p->destinations_at);
 	free(p->canary.delays_ms);
 	free(p->flag.url);
 	free(p->flag.project);
@@ -186,6 +187,23 @@ plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t ou
 		    e->message);
 	else
 		snprintf(out, outlen, "%s: %s", file, e->message);
+	return out;
+}
+
+char *
+plan_destination_where(const struct plan *p, const char *name, char *out,
+    size_t outlen)
+{
+	const char *file = p->file != NULL ? p->file : "(plan)";
+
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if (strcmp(p->destinations[i], name) == 0 && p->destinations_at != NULL &&
+		    p->destinations_at[i].line > 0) {
+			snprintf(out, outlen, "%s:%d:%d", file, p->destinations_at[i].line,
+			    p->destinations_at[i].column);
+			return out;
+		}
+	snprintf(out, outlen, "%s", file);
 	return out;
 }
 

@@ -61,6 +61,9 @@ struct plan {
 		char **names;              /* or explicit names */
 		size_t nnames;
 		int64_t max_message_ttl_ms; /* 0 when not given */
+		bool allow_expiring;       /* old.allow_expiring: an old queue whose
+		                            * x-expires is shorter than its horizon is
+		                            * a warning, not a refusal (default false) */
 	} old;
 
 	struct ladder ladder;          /* naming, prefix, unit, levels */
@@ -68,6 +71,13 @@ struct plan {
 	enum plan_queue_type queue_type;
 	char **destinations;
 	size_t ndestinations;
+	struct plan_pos {              /* where each destination is written */
+		int line, column;
+	} *destinations_at;
+	bool create_destinations;      /* ladder.create_destinations: declare_ladder
+	                                * creates missing destination queues
+	                                * (default false: a missing one is an
+	                                * error, most likely a typo) */
 
 	struct {
 		int64_t *delays_ms;        /* as written, or one per level within budget */
@@ -135,6 +145,11 @@ void plan_errors_free(struct plan_errors *errs);
 
 /* Writes one error as "FILE:LINE:COLUMN: message" into OUT. Returns OUT. */
 char *plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t outlen);
+
+/* Writes where P's ladder.destinations lists NAME as "FILE:LINE:COLUMN"
+ * into OUT ("FILE" alone when NAME is not listed). Returns OUT. */
+char *plan_destination_where(const struct plan *p, const char *name, char *out,
+    size_t outlen);
 
 /* Index of the first step of KIND in P, or -1. */
 int plan_find_step(const struct plan *p, enum plan_step_kind kind);

@@ -732,10 +732,12 @@ load_names(struct loader *ld, yaml_node_t *n)
 static void
 load_old(struct loader *ld, const struct sect *root)
 {
-	static const char *const keys[] = { "queues", "max_message_ttl", NULL };
+	static const char *const keys[] = { "queues", "max_message_ttl",
+	    "allow_expiring", NULL };
 	static const char *const qkeys[] = { "match", "names", NULL };
 	static const char qexpect[] = "{ match: REGEX } or { names: [queue, ...] }";
 	yaml_node_pair_t *pm, *pn;
+	yaml_node_t *n;
 	struct sect s, q;
 
 	if (get_map(ld, root, "old", 1, "a mapping with queues and optionally "
@@ -758,6 +760,8 @@ load_old(struct loader *ld, const struct sect *root)
 			load_names(ld, node_at(ld, pn->value));
 	}
 	get_duration(ld, &s, "max_message_ttl", 0, &ld->p->old.max_message_ttl_ms);
+	if ((n = field(ld, &s, "allow_expiring", 0, NULL)) != NULL)
+		(void)conv_bool(ld, n, "old.allow_expiring", &ld->p->old.allow_expiring);
 }
 
 /* The largest delay of LEVELS levels of UNIT_MS, as text. */
@@ -797,7 +801,8 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 			return;
 		l = &probe;
 	}
-	if ((p->destinations = calloc(count, sizeof(char *))) == NULL) {
+	if ((p->destinations = calloc(count, sizeof(char *))) == NULL ||
+	    (p->destinations_at = calloc(count, sizeof(*p->destinations_at))) == NULL) {
 		ld->oom = 1;
 		return;
 	}
@@ -819,8 +824,13 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 			    "destinations", what, t);
 			continue;
 		}
-		if ((p->destinations[p->ndestinations] = copy(ld, t)) != NULL)
+		if ((p->destinations[p->ndestinations] = copy(ld, t)) != NULL) {
+			p->destinations_at[p->ndestinations].line =
+			    mark_num(item->start_mark.line);
+			p->destinations_at[p->ndestinations].column =
+			    mark_num(item->start_mark.column);
 			p->ndestinations++;
+		}
 	}
 }
 
@@ -828,7 +838,7 @@ static void
 load_ladder(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "naming", "prefix", "unit", "max_delay",
-	    "levels", "queue_type", "destinations", NULL };
+	    "levels", "queue_type", "destinations", "create_destinations", NULL };
 	struct plan *p = ld->p;
 	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
 	struct ladder probe;
@@ -963,6 +973,9 @@ load_ladder(struct loader *ld, const struct sect *root)
 			ladder_ok = 1;
 	}
 	load_destinations(ld, &s, ladder_ok);
+	if ((n = field(ld, &s, "create_destinations", 0, NULL)) != NULL)
+		(void)conv_bool(ld, n, "ladder.create_destinations",
+		    &p->create_destinations);
 }
 
 static void

@@ -30,9 +30,9 @@ static const char *const flag_events[][2] = {
 /* The watch's alert kinds; any other is counted as "other". */
 static const char *const alert_kinds[] = {
 	"broker_unreachable", "old_new_queue", "old_publish", "ladder_drift", "parking",
-	"probe", "other", NULL
+	"probe", "flag_off", "flag_unreadable", "old_vanished", "other", NULL
 };
-#define NALERT	7
+#define NALERT	10
 /* Probe lateness buckets, in seconds. */
 static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
 #define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))

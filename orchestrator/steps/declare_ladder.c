@@ -1,21 +1,83 @@
-/* declare_ladder: creates the plan's whole ladder on the broker. */
+/* declare_ladder: creates the plan's whole ladder on the broker. The
+ * destination queues belong to their consumers: each must exist already
+ * (a missing one is most likely a typo, which would make a queue nobody
+ * consumes), unless the plan sets ladder.create_destinations. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "step.h"
 #include "topology.h"
+
+#define MISSING_IN_ERR 5	/* missing destinations an error names at most */
+
+/* Looks up each destination queue of T, setting EXISTS[i] for queue i.
+ * Without ladder.create_destinations a missing one fails (before anything
+ * is declared), each named with where the plan lists it; MISSING gets
+ * their names either way. Returns 0, or -1 with ERR. */
+static int
+check_destinations(struct step_ctx *c, const struct topology *t, bool *exists,
+    json_t *missing, char *err, size_t errlen)
+{
+	char why[512], at[300], list[1024] = "";
+	size_t off = 0, n = 0;
+	int r;
+
+	for (size_t i = 0; i < t->nqueues; i++) {
+		const struct topology_queue *q = &t->queues[i];
+
+		if (q->role != TOPOLOGY_DESTINATION)
+			continue;
+		r = broker_queue_inspect(c->amqp, q->name, NULL, why, sizeof(why));
+		if (r == 0) {
+			exists[i] = true;
+			continue;
+		}
+		if (r != BROKER_NOT_FOUND) {
+			snprintf(err, errlen, "inspecting destination queue '%s': %s",
+			    q->name, why);
+			return -1;
+		}
+		json_array_append_new(missing, json_string(q->name));
+		if (c->plan->create_destinations || n++ >= MISSING_IN_ERR ||
+		    off >= sizeof(list))
+			continue;
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s'%s' (%s)",
+		    n > 1 ? ", " : "", q->name,
+		    plan_destination_where(c->plan, q->name, at, sizeof(at)));
+	}
+	if (n == 0)
+		return 0;
+	snprintf(err, errlen, "destination queue%s %s%s %s not exist: "
+	    "ladder.destinations names queues their consumers own, and a typo would "
+	    "make a queue nobody consumes; declare %s first, fix the name, or set "
+	    "ladder.create_destinations: true to have declare_ladder create missing "
+	    "ones. Nothing was declared", n == 1 ? "" : "s", list,
+	    n > MISSING_IN_ERR ? " and more" : "", n == 1 ? "does" : "do",
+	    n == 1 ? "it" : "them");
+	return -1;
+}
 
 int
 step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct topology t;
 	json_t *created = json_array(), *existing = json_array();
+	json_t *missing = json_array();
+	bool *exists = NULL;
 	char why[512];
 	size_t i;
 	int rc = -1;
 
 	*result = NULL;
 	if (topology_build(c->plan, &t, err, errlen) != 0)
+		goto done;
+	if ((exists = calloc(t.nqueues + 1, sizeof(*exists))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	if (check_destinations(c, &t, exists, missing, err, errlen) != 0)
 		goto done;
 
 	for (i = 0; i < t.nexchanges; i++) {
@@ -31,17 +93,11 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 		const struct topology_queue *q = &t.queues[i];
 
 		if (q->role == TOPOLOGY_DESTINATION) {
-			/* Its consumers own it: bind it, never redeclare it. */
-			int r = broker_queue_inspect(c->amqp, q->name, NULL, why, sizeof(why));
-
-			if (r == 0) {
+			/* Its consumers own it: bind it, never redeclare it; create
+			 * it only when the plan says so (check_destinations). */
+			if (exists[i]) {
 				json_array_append_new(existing, json_string(q->name));
 				continue;
-			}
-			if (r != BROKER_NOT_FOUND) {
-				snprintf(err, errlen, "inspecting destination queue '%s': %s",
-				    q->name, why);
-				goto done;
 			}
 			json_array_append_new(created, json_string(q->name));
 		}
@@ -68,12 +124,13 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 	}
 	rc = 0;
 done:
-	*result = json_pack("{s:b,s:i,s:i,s:i,s:o,s:o}", "ok", rc == 0,
+	*result = json_pack("{s:b,s:i,s:i,s:i,s:o,s:o,s:o}", "ok", rc == 0,
 	    "exchanges", (int)t.nexchanges, "queues", (int)t.nqueues,
 	    "bindings", (int)t.nbindings, "destinations_created", created,
-	    "destinations_existing", existing);
+	    "destinations_existing", existing, "destinations_missing", missing);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
+	free(exists);
 	topology_free(&t);
 	return rc;
 }

@@ -540,6 +540,54 @@ list_no_ttl(const struct old_selection *s, char *out, size_t outlen)
 	}
 }
 
+/* An old queue that expires (x-expires, or a policy's expires) sooner than
+ * its horizon (its TTL + watch.allowance) can be auto-deleted by the broker
+ * while messages still wait in it: the ones published last before the
+ * flip. Lists each such queue in WARNINGS; without old.allow_expiring that
+ * refuses the measure, naming them. Returns 0, or -1 with ERR. */
+static int
+expiring_check(const struct step_ctx *c, const struct old_selection *s,
+    json_t *warnings, char *err, size_t errlen)
+{
+	const struct plan *p = c->plan;
+	int64_t allowance = p->watch.allowance_ms;
+	char names[1024] = "", e[32], h[32], msg[600];
+	size_t n = 0, off = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct old_queue *oq = &s->v[i];
+		int64_t horizon = oq->ttl_ms + allowance;
+
+		if (oq->expires_ms < 0 || oq->ttl_ms < 0 || oq->expires_ms >= horizon)
+			continue;
+		snprintf(msg, sizeof(msg), "old queue '%s' expires after %s unused (%s), "
+		    "sooner than its horizon of %s (TTL %s + allowance): the broker can "
+		    "delete it with messages still waiting in it", oq->q->name,
+		    duration_format(oq->expires_ms, e, sizeof(e)),
+		    oq->q->expires == oq->expires_ms ? "its x-expires argument" :
+		    "a policy's expires", duration_format(horizon, h, sizeof(h)),
+		    oq->ttl_source);
+		json_array_append_new(warnings, json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind",
+		    "old_expiring", "queue", oq->q->name, "expires_ms",
+		    (json_int_t)oq->expires_ms, "horizon_ms", (json_int_t)horizon,
+		    "message", msg));
+		if (n++ < NAMES_IN_ERR && off < sizeof(names))
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s'%s' "
+			    "(expires after %s, horizon %s)", n > 1 ? ", " : "", oq->q->name,
+			    e, h);
+	}
+	if (n == 0 || p->old.allow_expiring)
+		return 0;
+	snprintf(err, errlen, "%zu old queue%s sooner than %s horizon (TTL + "
+	    "watch.allowance), so the broker can delete %s with messages still "
+	    "waiting: %s%s; remove the expiry (x-expires or the policy's expires), "
+	    "or set old.allow_expiring: true to go on with a warning (the watch "
+	    "alerts when an old queue vanishes while holding messages)", n,
+	    n == 1 ? " expires" : "s expire", n == 1 ? "its" : "their",
+	    n == 1 ? "it" : "them", names, n > NAMES_IN_ERR ? " and more" : "");
+	return -1;
+}
+
 int
 step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
@@ -547,6 +595,7 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	struct old_selection s = { 0 };
 	const struct old_queue *longest = NULL;
 	json_t *queues = json_array(), *missing = json_array(), *summary;
+	json_t *warnings = json_array();
 	int64_t total = 0, horizon = -1, allowance = p->watch.allowance_ms;
 	size_t i, non_empty = 0;
 	char reasoning[1024] = "", a[32], b[32], t1[40], t2[40], names[1024];
@@ -602,6 +651,11 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    s.nottl == 1 ? "has" : "have");
 		goto done;
 	}
+	if (expiring_check(c, &s, warnings, err, errlen) != 0) {
+		snprintf(reasoning, sizeof(reasoning), "Refused: an old queue expires "
+		    "sooner than its horizon and old.allow_expiring is not set.");
+		goto done;
+	}
 	horizon = s.at_ms + longest->ttl_ms + allowance;
 	snprintf(reasoning, sizeof(reasoning), "%zu old queue%s, %zu non-empty holding "
 	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
@@ -626,9 +680,9 @@ done:
 	    "horizon_ms", horizon >= 0 ? json_integer(horizon) : json_null(),
 	    "horizon_provisional", 1, "reasoning", reasoning,
 	    "counts_from", "management statistics (they lag by up to 5-10 s)");
-	*result = json_pack("{s:b,s:o,s:o,s:o,s:o}", "ok", rc == 0,
+	*result = json_pack("{s:b,s:o,s:o,s:o,s:o,s:o}", "ok", rc == 0,
 	    "selector", selector_json(p), "queues", queues, "missing", missing,
-	    "summary", summary);
+	    "summary", summary, "warnings", warnings);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
 	old_selection_free(&s);

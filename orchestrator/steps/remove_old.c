@@ -322,6 +322,8 @@ triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
 int
 step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
+	if (step_flag_require_on(c, result, err, errlen) != 0)
+		return -1;
 	return old_remove(c, NULL, result, err, errlen);
 }
 

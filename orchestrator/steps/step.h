@@ -51,9 +51,11 @@ void step_ctx_close(struct step_ctx *c);
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* declare_ladder: declares every object of the plan's topology: exchanges,
- * level and parking queues with their arguments, destination queues only
- * where missing, every binding. Idempotent. A queue or exchange that exists
- * with other arguments fails the step, naming it. */
+ * level and parking queues with their arguments, every binding. Destination
+ * queues are bound, never redeclared; a missing one fails the step before
+ * anything is declared, naming it and where the plan lists it, unless
+ * ladder.create_destinations lets it create them. Idempotent. A queue or
+ * exchange that exists with other arguments fails the step, naming it. */
 int step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* verify_ladder: reads the ladder back through the management API and
@@ -70,8 +72,10 @@ int step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t er
  * reads each one's effective TTL (the lower of x-message-ttl and a policy's
  * message-ttl; old.max_message_ttl for a queue with neither), x-expires,
  * type, depth and consumers, and computes the horizon with its reasoning.
- * An empty selection, or a queue without a TTL and no max_message_ttl,
- * fails the step, naming the queue. */
+ * An empty selection, a queue without a TTL and no max_message_ttl, or
+ * (unless old.allow_expiring, which records "warnings" instead) a queue
+ * that expires sooner than its TTL + watch.allowance, fails the step,
+ * naming the queue. */
 int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* remove_old: deletes each old queue that C->measured lists, that is still
@@ -79,7 +83,9 @@ int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t 
  * own deadline (C->old_last_entry_ms + its TTL + watch.allowance). Classic
  * queues are deleted with if-empty and if-unused; quorum queues cannot be,
  * so they are checked, then deleted. The result has one entry per queue
- * (removed, gone already, or left with why). Fails while any is left. */
+ * (removed, gone already, or left with why). Fails while any is left.
+ * Before anything, the plan's flag must read on (step_flag_require_on):
+ * while it reads off or cannot be read, nothing is deleted. */
 int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* canary: publishes one message per canary delay through the ladder to a
@@ -106,6 +112,28 @@ int step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen);
 /* rollback: the same for turning the flag off (abort after the flip),
  * recorded as "rollback.requested" / "rollback.confirmed". */
 int step_rollback(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* What step_flag_check found. */
+#define STEP_FLAG_ON		1
+#define STEP_FLAG_OFF		0
+#define STEP_FLAG_UNREADABLE	(-1)
+
+/* Reads P's flag once (flag_read_with: one GET, no retry, a few seconds at
+ * most) and returns STEP_FLAG_ON, STEP_FLAG_OFF, or STEP_FLAG_UNREADABLE
+ * (no answer, an error answer, or a value that is neither on nor off);
+ * WHY says what was seen (the flag client's message: never a secret). A
+ * plan without a flag has nothing to read: STEP_FLAG_ON. */
+int step_flag_check(const struct plan *p, char *why, size_t whylen);
+
+/* Describes P's flag for messages ("Unleash feature 'F' (URL, project P,
+ * environment E)"): never its token or headers. Returns OUT. */
+const char *step_flag_describe(const struct plan *p, char *out, size_t outlen);
+
+/* The check remove_old makes before deleting anything: returns 0 when C's
+ * flag reads on; else -1 with ERR saying that nothing is deleted and why,
+ * and *RESULT a new {"ok":false,"flag":"off"|"unreadable","error"}. */
+int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
+    size_t errlen);
 
 /* watch: one sample of both paths (old queues, ladder levels, parking,
  * probes), persisted as samples; raises alerts. Returns 1 while the watch

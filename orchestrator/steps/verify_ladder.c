@@ -208,6 +208,13 @@ verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *
 	int r, n = 0;
 
 	r = mgmt_get_queue(c->mgmt, q->name, &qi, why, sizeof(why));
+	if (r == MGMT_NOT_FOUND && q->role == TOPOLOGY_DESTINATION) {
+		report(v, kind, q->name, "missing", "no such queue, listed by "
+		    "ladder.destinations at %s: a typo? Its consumers declare it (or "
+		    "ladder.create_destinations: true lets declare_ladder create it)",
+		    plan_destination_where(c->plan, q->name, why, sizeof(why)));
+		return 0;
+	}
 	if (r == MGMT_NOT_FOUND) {
 		report(v, kind, q->name, "missing", "no such queue");
 		return 0;

@@ -5,7 +5,11 @@
  * parking depth, cumulative publishes into the level exchanges), sends and
  * collects probes through the ladder, re-verifies the ladder, raises
  * alerts, downsamples old samples, and finishes only when the deadline has
- * passed, the old path is empty and no alert is open.
+ * passed, the old path is empty and no alert is open. Each tick also reads
+ * the plan's flag back: off (someone turned it off: producers are back on
+ * the old path) or unreadable, it raises flag_off or flag_unreadable and
+ * the watch cannot end that tick, whatever was acknowledged; read on again
+ * after reading off, the last entry into the old path is that moment.
  *
  * The deadline is max(flip, last entry into the old path) + the largest
  * old TTL + watch.allowance, and never moves earlier. Everything a resumed
@@ -105,6 +109,7 @@
 #define NEW_KNOWN_MAX		32	/* unmeasured old queues remembered */
 #define ALERTS_MAX		16	/* kinds pending in one tick */
 #define ALERT_MSG_MAX		500
+#define HELD_MAX		10000	/* non-empty old queues remembered */
 
 struct probe {
 	int64_t seq, sent_ms, not_before_ms;
@@ -135,6 +140,10 @@ struct wstate {
 	int64_t verify_next_ms, verify_last_ms;
 	int verify_ok;			/* 1, 0, or -1 when not run yet */
 	int64_t ds_last_ms;
+	int flag_state;			/* STEP_FLAG_* as last read */
+	int64_t flag_checked_ms;	/* when (0: not yet) */
+	int64_t flag_not_on_ms;		/* since when it has not read on, 0 */
+	char flag_detail[300];		/* what the last read saw */
 };
 
 struct sample {
@@ -155,6 +164,7 @@ struct oldq {
 	int64_t listed;			/* depth by the statistics */
 	int64_t exact;			/* by a passive declare, -1 when not read */
 	bool measured;
+	bool gone;			/* the passive declare found no queue */
 };
 
 /* One tick. */
@@ -190,6 +200,9 @@ struct tick {
 	size_t na;
 	bool deadline_moved;
 	char moved_why[200];
+	bool flag_held;			/* the flag did not read on this tick */
+	json_t *held;			/* old queues holding messages now:
+					 * name -> depth (persisted as old.held) */
 };
 
 static void appendf(char *, size_t, const char *, ...)
@@ -363,7 +376,45 @@ state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
 	w->ladder_publishes = -1;
 	w->probe_delay_ms = probe_delay(c->plan);
 	w->verify_ok = -1;
+	w->flag_state = STEP_FLAG_ON;	/* the flip read it back on */
 	update_deadline(w);
+}
+
+/* The names of the STEP_FLAG_* states in the persisted state. */
+static const struct {
+	int state;
+	const char *name;
+} flag_states[] = {
+	{ STEP_FLAG_ON, "on" },
+	{ STEP_FLAG_OFF, "off" },
+	{ STEP_FLAG_UNREADABLE, "unreadable" },
+};
+
+static const char *
+flag_state_name(int state)
+{
+	for (size_t i = 0; i < sizeof(flag_states) / sizeof(flag_states[0]); i++)
+		if (flag_states[i].state == state)
+			return flag_states[i].name;
+	return "unreadable";
+}
+
+/* Reads the persisted "flag" member F into W; a state without one (written
+ * before the watch read the flag) is "on", as the flip left it. */
+static void
+flag_state_read(struct wstate *w, const json_t *f)
+{
+	const char *name = json_string_value(json_object_get(f, "state"));
+	const char *detail = json_string_value(json_object_get(f, "detail"));
+
+	w->flag_state = STEP_FLAG_ON;
+	for (size_t i = 0; name != NULL &&
+	    i < sizeof(flag_states) / sizeof(flag_states[0]); i++)
+		if (strcmp(flag_states[i].name, name) == 0)
+			w->flag_state = flag_states[i].state;
+	w->flag_checked_ms = jint(f, "checked_ms", 0);
+	w->flag_not_on_ms = jint(f, "not_on_since_ms", 0);
+	snprintf(w->flag_detail, sizeof(w->flag_detail), "%s", detail ? detail : "");
 }
 
 /* Reads a persisted state J into W. Returns 0, or -1 with ERR. */
@@ -433,6 +484,7 @@ state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	ok = json_object_get(ver, "ok");
 	w->verify_ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
 	w->ds_last_ms = jint(j, "downsample_last_ms", 0);
+	flag_state_read(w, json_object_get(j, "flag"));
 	if (w->started_ms <= 0 || w->max_ttl_ms < 0 || w->deadline_ms <= 0 ||
 	    w->probe_delay_ms <= 0) {
 		snprintf(err, errlen, "the persisted watch state lacks its start, "
@@ -535,6 +587,18 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "downsample_last_ms", (json_int_t)w->ds_last_ms,
 	    "summary", sum,
 	    "done", done);
+	if (j != NULL) {
+		json_object_set_new(j, "flag", json_pack("{s:s,s:o,s:o,s:s}",
+		    "state", flag_state_name(w->flag_state),
+		    "checked_ms", int_or_null(w->flag_checked_ms, w->flag_checked_ms > 0),
+		    "not_on_since_ms", int_or_null(w->flag_not_on_ms,
+		    w->flag_not_on_ms > 0), "detail", w->flag_detail));
+		json_object_set_new(json_object_get(j, "summary"), "flag",
+		    json_string(flag_state_name(w->flag_state)));
+		json_object_set(json_object_get(j, "old"), "held",
+		    t->held != NULL ? t->held : json_object_get(json_object_get(
+		    t->c->state, "old"), "held"));
+	}
 	return j;
 }
 
@@ -614,6 +678,7 @@ old_exact(struct tick *t, bool all)
 		r = broker_queue_inspect(t->c->amqp, q->name, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
 			q->exact = 0;
+			q->gone = true;
 			t->old_gone++;
 			continue;
 		}
@@ -815,6 +880,106 @@ done:
 	free(measured);
 	free(named);
 	return rc;
+}
+
+/* Old queues that held messages at the last tick (PREV, its old.held) and
+ * are gone now (not listed, or not found by a passive declare): deleted by
+ * hand, or by their x-expires, with those messages. Raises old_vanished
+ * naming them, then remembers the queues that hold messages now. */
+static void
+old_vanished(struct tick *t)
+{
+	const json_t *prev = json_object_get(json_object_get(t->c->state, "old"), "held");
+	const char **present = NULL, *name;
+	char names[400] = "";
+	const json_t *v;
+	size_t np = 0, n = 0;
+	int64_t lost = 0;
+
+	if (!t->old_seen) {
+		/* Nothing seen this tick: keep what was known. */
+		t->held = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+		return;
+	}
+	t->held = json_object();
+	if ((present = calloc(t->nq + 1, sizeof(*present))) == NULL)
+		return;
+	for (size_t i = 0; i < t->nq; i++) {
+		const struct oldq *q = &t->q[i];
+		int64_t d = q->exact >= 0 ? q->exact : q->listed;
+
+		if (q->gone)
+			continue;
+		present[np++] = q->name;
+		if (d > 0 && json_object_size(t->held) < HELD_MAX)
+			json_object_set_new(t->held, q->name, json_integer(d));
+	}
+	qsort(present, np, sizeof(*present), cmp_str);
+	json_object_foreach((json_t *)prev, name, v) {
+		if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+		    bsearch(&name, present, np, sizeof(*present), cmp_str) != NULL)
+			continue;
+		lost += json_integer_value(v);
+		if (n++ < NAMES_LISTED)
+			appendf(names, sizeof(names), "'%s' (%lld)", name,
+			    (long long)json_integer_value(v));
+	}
+	free(present);
+	if (n > 0)
+		alert(t, "old_vanished", "%zu old queue%s vanished while holding "
+		    "messages (%lld when last sampled): %s%s; deleted by hand or by "
+		    "its x-expires (or a policy's expires), its messages are gone "
+		    "unless someone moved them", n, n == 1 ? "" : "s", (long long)lost,
+		    names, n > NAMES_LISTED ? " and more" : "");
+}
+
+/* ---- the flag ---- */
+
+/* Reads the plan's flag back (one bounded GET). Off or unreadable: the
+ * alert flag_off or flag_unreadable (raised again every tick, so an
+ * acknowledgement does not outlast the condition) and the watch cannot end
+ * this tick. While the flag reads off producers publish into the old path,
+ * so when it reads on again, that moment is the last entry into the old
+ * path and the deadline moves to it + the largest TTL + allowance. (While
+ * it cannot be read nothing is known of the producers; publishes they make
+ * into the old path show in the statistics as old_publish.) */
+static void
+watch_flag(struct tick *t)
+{
+	struct wstate *w = t->w;
+	char why[800], desc[400], since[40];
+	int st = step_flag_check(t->p, why, sizeof(why));
+	bool was_off = w->flag_state == STEP_FLAG_OFF;
+
+	w->flag_state = st;
+	w->flag_checked_ms = t->now;
+	snprintf(w->flag_detail, sizeof(w->flag_detail), "%s", why);
+	if (st == STEP_FLAG_ON) {
+		w->flag_not_on_ms = 0;
+		if (was_off && w->last_old_entry_ms < t->now) {
+			w->last_old_entry_ms = t->now;
+			t->deadline_moved = true;
+			snprintf(t->moved_why, sizeof(t->moved_why), "the flag reads on "
+			    "again after reading off: producers used the old path until "
+			    "now");
+		}
+		return;
+	}
+	t->flag_held = true;
+	if (w->flag_not_on_ms == 0)
+		w->flag_not_on_ms = t->now;
+	step_flag_describe(t->p, desc, sizeof(desc));
+	old_time_format(w->flag_not_on_ms, since, sizeof(since));
+	if (st == STEP_FLAG_OFF)
+		alert(t, "flag_off", "%s reads off (not on since %s): producers publish "
+		    "into the old path again. The watch does not end and remove_old "
+		    "deletes nothing until it reads on again (then the deadline moves "
+		    "to that moment + the largest TTL + allowance), or abort the plan",
+		    desc, since);
+	else
+		alert(t, "flag_unreadable", "%s cannot be read (not on since %s): %s. "
+		    "The watch does not end and remove_old deletes nothing until it "
+		    "reads on again, or abort the plan", desc, since, why);
 }
 
 /* ---- the ladder ---- */
@@ -1378,6 +1543,8 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		(void)probe_drain(&t);
 	if (watch_old(&t, err, errlen) != 0)
 		goto done;
+	old_vanished(&t);
+	watch_flag(&t);
 	watch_ladder(&t);
 	watch_verify(&t);
 	if (t.probe_ready) {
@@ -1398,6 +1565,8 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		goto done;
 	if (t.failed)
 		status = "waiting: the broker did not answer every question this tick";
+	else if (t.flag_held)
+		status = "waiting: the flag does not read on (see the flag alert)";
 	else if (t.now < w.deadline_ms || t.now < w.flip_ms + OLD_STATS_LAG_MS)
 		status = "waiting for the deadline";
 	else if (old_exact(&t, true) != 0)
@@ -1446,6 +1615,7 @@ done:
 	if (rc < 0)
 		json_object_set_new(*result, "error", json_string(err));
 	topology_free(&t.topo);
+	json_decref(t.held);
 	json_decref(t.listing);
 	free(t.q);
 	free(t.s);

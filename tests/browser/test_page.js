@@ -81,7 +81,7 @@ async function main() {
     `name: ${name}`, 'broker:', `  amqp: ${process.env.CUTOVER_TEST_AMQP}`,
     `  management: ${process.env.CUTOVER_TEST_MGMT}`, `  username: ${process.env.CUTOVER_TEST_USER}`,
     '  password: env:CUTOVER_TEST_PASSWORD', 'old:', `  queues: { names: [${id}.old] }`, 'ladder:',
-    `  prefix: ${id}`, '  unit: 100ms', '  levels: 6', `  destinations: [${destQueue}]`, 'canary:',
+    `  prefix: ${id}`, '  unit: 100ms', '  levels: 6', `  destinations: [${destQueue}]`, '  create_destinations: true', 'canary:',
     '  delays: [100ms]', 'steps: [declare_ladder, { step: verify_ladder, gate: true }]', ''].join('\n');
   planFile = path.join(tmp, 'plan.yaml');
   fs.writeFileSync(planFile, yaml);

@@ -51,6 +51,7 @@ ladder:
   unit: 100ms
   levels: 8
   destinations: [$name$1.dest]
+  create_destinations: true
 canary:
   delays: [100ms, 700ms, 1500ms]
 steps: [declare_ladder, verify_ladder, canary]

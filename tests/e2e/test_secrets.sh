@@ -66,6 +66,7 @@ ladder:
   unit: 100ms
   levels: 6
   destinations: [$name.dest]
+  create_destinations: true
 canary:
   delays: [100ms, 300ms]
 flag:

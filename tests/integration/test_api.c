@@ -374,6 +374,7 @@ plan_yaml(const char *test, char *name, size_t namelen)
 	    "  unit: 100ms\n"
 	    "  levels: 6\n"
 	    "  destinations: [itestapi%ld.%s.dest]\n"
+	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [100ms]\n"
 	    "steps: [declare_ladder, { step: verify_ladder, gate: true }]\n",

@@ -85,6 +85,7 @@ plan_yaml(char *out, size_t outlen, const char *amqp, const char *canary)
 	    "  levels: 5\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%s.email.delivery]\n"
+	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "%s"
 	    "steps: [declare_ladder, verify_ladder, canary]\n",

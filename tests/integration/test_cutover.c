@@ -21,11 +21,13 @@
 #include "clock.h"
 #include "engine.h"
 #include "itest_run.h"
+#include "itest_unleash.h"
 #include "flag.h"
 #include "step.h"
 #include "store.h"
 
 static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
+static char feature[64] = "delay-ladder";	/* the plan's Unleash feature */
 
 static void
 set_names(const char *test)
@@ -80,7 +82,7 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  url: %s\n"
 	    "  project: default\n"
 	    "  environment: production\n"
-	    "  feature: delay-ladder\n"
+	    "  feature: %s\n"
 	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
 	    "watch:\n"
 	    "  interval: 250ms\n"
@@ -95,7 +97,7 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  - watch\n"
 	    "  - { step: remove_old, gate: true }\n",
 	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
-	    flag_url != NULL ? flag_url : unleash, allowance);
+	    flag_url != NULL ? flag_url : unleash, feature, allowance);
 	fclose(f);
 }
 
@@ -584,8 +586,165 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 	end(p, &c);
 }
 
+/* Open alerts of the test's plan: their ids into IDS (at most MAX) and
+ * whether one of KIND is among them. */
+struct open_alerts {
+	const char *kind;
+	int64_t ids[16];
+	int n;
+	bool found;
+};
+
+static int
+collect_open(const struct store_alert *a, void *arg)
+{
+	struct open_alerts *o = arg;
+
+	if (o->n < 16)
+		o->ids[o->n++] = a->id;
+	if (strcmp(a->kind, o->kind) == 0)
+		o->found = true;
+	return 0;
+}
+
+static void
+read_open_alerts(struct open_alerts *o, const char *kind)
+{
+	struct store *s = NULL;
+	struct store_plan sp;
+	char err[512];
+
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	if (store_open(db, &s, err, sizeof(err)) != 0)
+		return;
+	if (store_plan_find(s, plan_name, &sp, err, sizeof(err)) == 0)
+		(void)store_each_alert(s, sp.id, 1, collect_open, o, err, sizeof(err));
+	store_close(s);
+}
+
+static pid_t flagoff_pid;
+
+/* Stops the background run, removes the broker objects and the feature of
+ * test_flag_turned_off_during_the_watch, passed or not. */
+static int
+flagoff_teardown(void **state)
+{
+	struct step_ctx c;
+	struct plan *p = NULL;
+	struct plan_errors errs = { 0 };
+	char err[512];
+
+	(void)state;
+	if (flagoff_pid > 0) {
+		kill(flagoff_pid, SIGKILL);
+		(void)itest_wait(flagoff_pid);
+		flagoff_pid = 0;
+	}
+	if (plan_load_file(planfile, &p, &errs) == 0 &&
+	    step_ctx_open(&c, p, err, sizeof(err)) == 0)
+		end(p, &c);
+	else
+		plan_free(p);
+	plan_errors_free(&errs);
+	itest_feature_delete(feature);
+	snprintf(feature, sizeof(feature), "delay-ladder");
+	return 0;
+}
+
+/* The plan's flag turned off behind its back during the watch (its own
+ * Unleash feature): flag_off is raised, the watch runs past the deadline
+ * it had and does not end; on again (and acknowledged), the plan reaches
+ * remove_old's gate; off again while the gate waits, remove_old fails
+ * deleting nothing and the plan does not succeed; on, retried, it does. */
+static void
+test_flag_turned_off_during_the_watch(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store_step st;
+	struct open_alerts oa;
+	struct broker_queue_info qi;
+	struct itest_history t;
+	char status[32], err[512], name[160], id[32];
+	int64_t deadline, until;
+
+	(void)state;
+	snprintf(feature, sizeof(feature), "itest%ld-flagoff", (long)getpid());
+	set_names("flagoff");
+	itest_feature_create(feature);
+	begin("flagoff", &p, &c, NULL, "1s");
+	run_to_the_flip_and_approve();
+	flagoff_pid = itest_start_run(db, planfile, NULL);
+	assert_true(wait_step(5, "running", 30000));
+	for (int i = 0; i < 100 && step_number(5, "ticks") < 2; i++)
+		itest_sleep_ms(100);
+	deadline = step_number(5, "deadline_ms");
+	itest_feature_set(feature, false);
+
+	until = now_ms() + 30000;
+	for (read_open_alerts(&oa, "flag_off"); !oa.found; read_open_alerts(&oa,
+	    "flag_off")) {
+		if (now_ms() > until)
+			fail_msg("no flag_off alert within 30 s");
+		itest_sleep_ms(100);
+	}
+	/* Past the deadline it had and the statistics' window: still on. */
+	while (now_ms() < deadline + 2000 ||
+	    now_ms() < step_number(5, "started_ms") + 12000)
+		itest_sleep_ms(200);
+	assert_int_equal(read_step(5, &st), 0);
+	assert_string_equal(st.status, "running");
+	store_step_clear(&st);
+	kill(flagoff_pid, SIGTERM);
+	assert_int_equal(itest_wait(flagoff_pid), 4);
+	flagoff_pid = 0;
+
+	/* On again, the alerts acknowledged: the watch ends at its new
+	 * deadline, and the plan waits at remove_old's gate. */
+	itest_feature_set(feature, true);
+	read_open_alerts(&oa, "flag_off");
+	for (int i = 0; i < oa.n; i++) {
+		snprintf(id, sizeof(id), "%lld", (long long)oa.ids[i]);
+		assert_int_equal(itest_cutover("ack", "--db", db, plan_name, id, "--as",
+		    "carol", NULL), 0);
+	}
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+
+	/* Off while the gate waits: remove_old deletes nothing. */
+	itest_feature_set(feature, false);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old",
+	    "--as", "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(read_step(6, &st), 0);
+	assert_string_equal(st.status, "failed");
+	assert_non_null(st.error);
+	assert_non_null(strstr(st.error, "remove_old deletes nothing"));
+	assert_non_null(strstr(st.error, feature));
+	store_step_clear(&st);
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)), 0);
+	}
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_not_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "plan.succeeded"), 0);
+
+	/* On again and retried: it removes them and succeeds. */
+	itest_feature_set(feature, true);
+	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "remove_old",
+	    "--as", "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+/* ARGV[1], when given, runs only the tests whose name matches it. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_whole_plan_with_gates),
@@ -596,6 +755,8 @@ main(void)
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
+		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,
+		    flagoff_teardown),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char cmd[300];
@@ -604,6 +765,8 @@ main(void)
 	snprintf(dir, sizeof(dir), "%s/itest_cutover.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (mkdtemp(dir) == NULL)
 		return 1;
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0 && rc == 0)

@@ -139,6 +139,20 @@ open_ctx(struct step_ctx *c, struct plan *p)
 		fail_msg("%s", err);
 }
 
+/* Declares the plan's destination queues, as their consumers would
+ * (declare_ladder binds them; it creates none unless told to). */
+static void
+declare_destinations(struct step_ctx *c)
+{
+	char err[512];
+
+	for (size_t i = 0; i < c->plan->ndestinations; i++)
+		if (broker_queue_declare(c->amqp, c->plan->destinations[i], true, NULL, 0,
+		    err, sizeof(err)) != 0)
+			fail_msg("declaring destination '%s': %s", c->plan->destinations[i],
+			    err);
+}
+
 static void
 delete_destinations(struct step_ctx *c)
 {
@@ -170,6 +184,8 @@ test_declare_twice_verify_each_naming(void **state)
 		int nbad;
 
 		open_ctx(&c, p);
+	declare_destinations(&c);
+		declare_destinations(&c);
 		t0 = now_ms();
 		run_ok(step_declare_ladder, &c);
 		t1 = now_ms();
@@ -217,6 +233,7 @@ test_drift_is_reported_by_name(void **state)
 	set_prefix("drift");
 	p = cutover_plan("1s", 6, "quorum");
 	open_ctx(&c, p);
+	declare_destinations(&c);
 	run_ok(step_declare_ladder, &c);
 	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
 
@@ -353,6 +370,7 @@ test_routing_through_the_ladder(void **state)
 	set_prefix("route");
 	p = cutover_plan("50ms", 8, "quorum");
 	open_ctx(&c, p);
+	declare_destinations(&c);
 	run_ok(step_declare_ladder, &c);
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 	assert_int_equal(broker_consume(c.amqp, dest, 0, err, sizeof(err)), 0);
@@ -446,6 +464,7 @@ test_teardown_refuses_while_messages_wait(void **state)
 	set_prefix("hold");
 	p = cutover_plan("1s", 8, "quorum");
 	open_ctx(&c, p);
+	declare_destinations(&c);
 	run_ok(step_declare_ladder, &c);
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 	assert_int_equal(ladder_routing_key(&p->ladder, 200, dest, key, sizeof(key),
@@ -470,6 +489,100 @@ test_teardown_refuses_while_messages_wait(void **state)
 	plan_free(p);
 }
 
+/* What test_missing_destination_is_refused declared, for its teardown. */
+static struct plan *typo_plan;
+
+static int
+typo_teardown(void **state)
+{
+	struct step_ctx c;
+	json_t *r = NULL;
+	char err[1024];
+
+	(void)state;
+	if (typo_plan != NULL && step_ctx_open(&c, typo_plan, err, sizeof(err)) == 0) {
+		(void)step_teardown_ladder(&c, &r, err, sizeof(err));
+		json_decref(r);
+		delete_destinations(&c);
+		step_ctx_close(&c);
+	}
+	plan_free(typo_plan);
+	typo_plan = NULL;
+	return 0;
+}
+
+/* A destination that does not exist (a typo, by default) fails
+ * declare_ladder before anything is declared, naming the queue and where
+ * the plan lists it, and verify_ladder reports it missing with the same
+ * place; declared by its owner, it is bound; with
+ * ladder.create_destinations: true, declare_ladder creates it. */
+static void
+test_missing_destination_is_refused(void **state)
+{
+	struct step_ctx c;
+	struct broker_queue_info qi;
+	json_t *r = NULL;
+	char lad[256], err[2048], want[256], email[128], billing[128];
+	char x[LADDER_NAME_MAX];
+
+	(void)state;
+	set_prefix("typo");
+	snprintf(email, sizeof(email), "%s.email.delivery", prefix);
+	snprintf(billing, sizeof(billing), "%s.billing.retry", prefix);
+	typo_plan = cutover_plan("1s", 4, "quorum");
+	open_ctx(&c, typo_plan);
+
+	/* Neither exists: both named, with the plan's line (15) and column. */
+	assert_int_not_equal(step_declare_ladder(&c, &r, err, sizeof(err)), 0);
+	fprintf(stderr, "# declare_ladder: %s\n", err);
+	snprintf(want, sizeof(want), "'%s' (itest.yaml:15:", email);
+	assert_non_null(strstr(err, want));
+	snprintf(want, sizeof(want), "'%s' (itest.yaml:15:", billing);
+	assert_non_null(strstr(err, want));
+	assert_non_null(strstr(err, "do not exist"));
+	assert_non_null(strstr(err, "ladder.create_destinations"));
+	assert_true(json_is_false(json_object_get(r, "ok")));
+	json_decref(r);
+	r = NULL;
+	assert_int_equal(broker_queue_inspect(c.amqp, billing, &qi, err, sizeof(err)),
+	    BROKER_NOT_FOUND);
+	ladder_delivery_exchange(&typo_plan->ladder, x, sizeof(x));
+	assert_int_equal(broker_exchange_exists(c.amqp, x, err, sizeof(err)),
+	    BROKER_NOT_FOUND);
+
+	/* One declared by its owner: only the other is named. */
+	assert_int_equal(broker_queue_declare(c.amqp, email, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	assert_int_not_equal(step_declare_ladder(&c, &r, err, sizeof(err)), 0);
+	assert_null(strstr(err, email));
+	snprintf(want, sizeof(want), "destination queue '%s' (itest.yaml:15:", billing);
+	assert_non_null(strstr(err, want));
+	assert_non_null(strstr(err, "does not exist"));
+	json_decref(r);
+	r = NULL;
+	assert_int_equal(broker_queue_inspect(c.amqp, billing, &qi, err, sizeof(err)),
+	    BROKER_NOT_FOUND);
+	step_ctx_close(&c);
+	plan_free(typo_plan);
+
+	/* Created only when the plan says so; then verify is ok. */
+	snprintf(lad, sizeof(lad), "  naming: cutover\n  prefix: %s\n  unit: 1s\n"
+	    "  levels: 4\n  create_destinations: true\n", prefix);
+	typo_plan = load_plan(lad, "quorum");
+	open_ctx(&c, typo_plan);
+	run_ok(step_declare_ladder, &c);
+	assert_int_equal(broker_queue_inspect(c.amqp, billing, &qi, err, sizeof(err)), 0);
+	run_ok(step_verify_ladder, &c);
+
+	/* Gone again: verify names it and where the plan lists it. */
+	assert_int_equal(broker_queue_delete(c.amqp, billing, 0, NULL, err,
+	    sizeof(err)), 0);
+	snprintf(want, sizeof(want), "ladder.destinations at itest.yaml:16:");
+	assert_non_null(strstr(verify_status(&c, "destination", billing, &(int){ 0 }),
+	    want));
+	step_ctx_close(&c);
+}
+
 int
 main(void)
 {
@@ -478,6 +591,8 @@ main(void)
 		cmocka_unit_test(test_drift_is_reported_by_name),
 		cmocka_unit_test(test_routing_through_the_ladder),
 		cmocka_unit_test(test_teardown_refuses_while_messages_wait),
+		cmocka_unit_test_teardown(test_missing_destination_is_refused,
+		    typo_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "itest_run.h"
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
@@ -74,6 +75,7 @@ load_plan(const char *old_yaml, const char *allowance)
 	    "  levels: 8\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%sdest]\n"
+	    "  create_destinations: true\n"
 	    "watch: { allowance: %s }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, prefix, prefix, allowance);
@@ -811,6 +813,107 @@ test_remove_in_parallel(void **state)
 	plan_free(p);
 }
 
+/* Removes what test_expiring_old_queues_are_refused made, passed or not. */
+static int
+expiring_teardown(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	char pname[128], err[1024];
+
+	(void)state;
+	set_prefix();
+	p = match_plan("x", NULL, "1s");
+	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
+		drop_queue(c.amqp, "x.00");
+		drop_queue(c.amqp, "x.01");
+		drop_queue(c.amqp, "x.02");
+		snprintf(pname, sizeof(pname), "%spol-x", prefix);
+		mgmt_delete_policy(c.mgmt, pname, err, sizeof(err));
+		step_ctx_close(&c);
+	}
+	plan_free(p);
+	return 0;
+}
+
+/* measure_horizon refuses old queues that expire (x-expires, or a policy's
+ * expires) sooner than their horizon (TTL + allowance), naming each; one
+ * that expires later is fine; old.allow_expiring: true turns the refusal
+ * into warnings in the result. */
+static void
+test_expiring_old_queues_are_refused(void **state)
+{
+	struct plan *p, *pa;
+	struct step_ctx c;
+	json_t *r = NULL, *def;
+	char old[512], pname[128], pattern[160], err[2048], full[128];
+	const json_t *w;
+	int64_t until;
+	size_t i;
+	int rc, nw = 0;
+
+	(void)state;
+	set_prefix();
+	p = match_plan("x", NULL, "1s");
+	open_ctx(&c, p);
+	make_queue(c.amqp, "x.00", 10000, 5000, false);	/* expires first */
+	make_queue(c.amqp, "x.01", 10000, -1, false);	/* a policy's expires */
+	make_queue(c.amqp, "x.02", 10000, 60000, true);	/* expires later: fine */
+	snprintf(pname, sizeof(pname), "%spol-x", prefix);
+	snprintf(pattern, sizeof(pattern), "^%sx\\.01$", rprefix);
+	def = json_pack("{s:I}", "expires", (json_int_t)3000);
+	assert_int_equal(mgmt_put_policy(c.mgmt, pname, pattern, "queues", 9, def, err,
+	    sizeof(err)), 0);
+	json_decref(def);
+
+	/* The policy shows on the queue within seconds. */
+	until = now_ms() + 30000;
+	for (;;) {
+		rc = step_measure_horizon(&c, &r, err, sizeof(err));
+		assert_non_null(r);
+		json_decref(r);
+		r = NULL;
+		snprintf(full, sizeof(full), "'%sx.01'", prefix);
+		if (rc != 0 && strstr(err, full) != NULL)
+			break;
+		if (now_ms() > until)
+			fail_msg("measure_horizon did not refuse x.01 (rc %d): %s", rc,
+			    rc ? err : "it succeeded");
+		itest_sleep_ms(500);
+	}
+	fprintf(stderr, "# measure_horizon: %s\n", err);
+	snprintf(full, sizeof(full), "'%sx.00' (expires after 5s, horizon 11s)", prefix);
+	assert_non_null(strstr(err, full));
+	assert_non_null(strstr(err, "2 old queues expire sooner than their horizon"));
+	assert_non_null(strstr(err, "old.allow_expiring"));
+	snprintf(full, sizeof(full), "%sx.02", prefix);
+	assert_null(strstr(err, full));
+
+	/* Allowed: it succeeds, each one recorded as a warning. */
+	snprintf(old, sizeof(old), "  queues: { match: '^%sx\\.[0-9]{2}$' }\n"
+	    "  allow_expiring: true\n", rprefix);
+	pa = load_plan(old, "1s");
+	c.plan = pa;
+	if (step_measure_horizon(&c, &r, err, sizeof(err)) != 0)
+		fail_msg("measure_horizon with old.allow_expiring: %s", err);
+	json_array_foreach(json_object_get(r, "warnings"), i, w) {
+		const char *q = json_string_value(json_object_get(w, "queue"));
+
+		assert_string_equal(json_string_value(json_object_get(w, "kind")),
+		    "old_expiring");
+		assert_non_null(strstr(json_string_value(json_object_get(w, "message")),
+		    "sooner than its horizon"));
+		assert_true(strstr(q, "x.00") != NULL || strstr(q, "x.01") != NULL);
+		nw++;
+	}
+	assert_int_equal(nw, 2);
+	json_decref(r);
+	c.plan = p;
+	step_ctx_close(&c);
+	plan_free(pa);
+	plan_free(p);
+}
+
 int
 main(void)
 {
@@ -819,6 +922,8 @@ main(void)
 		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
 		cmocka_unit_test(test_message_between_check_and_delete_survives),
 		cmocka_unit_test(test_remove_in_parallel),
+		cmocka_unit_test_teardown(test_expiring_old_queues_are_refused,
+		    expiring_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

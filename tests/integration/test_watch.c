@@ -9,8 +9,13 @@
  * (never early, moved by a publish into the old path), the probes, and the
  * alerts (old_publish, old_new_queue, parking, ladder_drift, probe,
  * broker_unreachable), none of which lets the watch end until it is
- * acknowledged. Without the environment the tests fail, never skip. Every
- * object is named after the test and the pid, and removed at the end. */
+ * acknowledged. The plan's flag is a feature of the real Unleash
+ * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
+ * per test, created on and deleted at the end; the watch reads it every
+ * tick, and turning it off (or deleting it) under the watch raises
+ * flag_off (flag_unreadable), holds the watch and blocks remove_old.
+ * Without the environment the tests fail, never skip. Every object is
+ * named after the test and the pid, and removed at the end. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "itest_unleash.h"
 #include "ladder.h"
 #include "plan.h"
 #include "publish.h"
@@ -90,6 +96,7 @@ struct fixture {
 	char old[MAX_OLD + 1][LADDER_NAME_MAX];
 	int nold;                   /* old[nold] may hold an extra queue */
 	bool extra;
+	char feature[64];           /* the test's Unleash feature, "" when none */
 };
 
 static int
@@ -124,6 +131,8 @@ teardown(void **state)
 			(void)broker_queue_delete(f->c.amqp, f->old[i], 0, NULL, err,
 			    sizeof(err));
 	}
+	if (f->feature[0] != '\0')
+		itest_feature_delete(f->feature);
 	step_ctx_close(&f->c);
 	plan_free(f->p);
 	json_decref(f->measured);
@@ -143,10 +152,11 @@ teardown(void **state)
 }
 
 /* The test plan: old queues PREFIX.old.*, a cutover ladder of 100 ms units
- * and 5 levels, a canary, a flag that is never called here, and the
- * watch's settings. MANAGEMENT replaces the test broker's API when set. */
+ * and 5 levels (its destination created by declare_ladder), a canary, the
+ * flag (Unleash feature FEATURE, which the watch reads), and the watch's
+ * settings. MANAGEMENT replaces the test broker's API when set. */
 static struct plan *
-load_plan(const char *management)
+load_plan(const char *management, const char *feature)
 {
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
@@ -177,14 +187,17 @@ load_plan(const char *management)
 	    "  levels: 5\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%s.dest]\n"
+	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [100ms, 300ms]\n"
 	    "  max_lateness: 1s\n"
 	    "flag:\n"
-	    "  kind: http\n"
-	    "  on:  { method: PUT, url: 'http://127.0.0.1:9/flag', body: '{\"on\":true}' }\n"
-	    "  off: { method: PUT, url: 'http://127.0.0.1:9/flag', body: '{\"on\":false}' }\n"
-	    "  read: { url: 'http://127.0.0.1:9/flag', pointer: /on, on: true, off: false }\n"
+	    "  kind: unleash\n"
+	    "  url: %s\n"
+	    "  project: default\n"
+	    "  environment: production\n"
+	    "  feature: %s\n"
+	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
 	    "watch:\n"
 	    "  interval: 200ms\n"
 	    "  allowance: 1s\n"
@@ -193,7 +206,8 @@ load_plan(const char *management)
 	    "watch]\n",
 	    plan_name, need_env("CUTOVER_TEST_AMQP"),
 	    management ? management : need_env("CUTOVER_TEST_MGMT"),
-	    need_env("CUTOVER_TEST_USER"), re, prefix, prefix);
+	    need_env("CUTOVER_TEST_USER"), re, prefix, prefix,
+	    need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
 	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
@@ -265,7 +279,9 @@ start(struct fixture *f, const char *test, int nold, int msgs, const char *manag
 	char err[2048];
 
 	set_names(test);
-	f->p = load_plan(management);
+	itest_feature_create(plan_name);
+	snprintf(f->feature, sizeof(f->feature), "%s", plan_name);
+	f->p = load_plan(management, plan_name);
 	if (step_ctx_open(&f->c, f->p, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	f->nold = nold;
@@ -897,8 +913,245 @@ test_broker_unreachable_is_an_alert(void **state)
 	json_decref(r);
 }
 
+/* store_each_event callback: counts events whose details contain *ARG. */
+static int
+event_quotes(const struct store_event *ev, void *arg)
+{
+	const char **needle = arg;
+
+	if (strstr(ev->details_json, needle[0]) != NULL)
+		needle[1] = ev->kind;
+	return 0;
+}
+
+/* Fails when the Unleash token is in the watch's state, an open alert or
+ * the plan's history. */
+static void
+assert_token_nowhere(struct fixture *f)
+{
+	const char *needle[2] = { need_env("CUTOVER_TEST_UNLEASH_TOKEN"), NULL };
+	struct alerts al;
+	char *text = json_dumps(f->state, JSON_COMPACT), err[512];
+
+	assert_non_null(text);
+	assert_null(strstr(text, needle[0]));
+	free(text);
+	open_alerts(f, &al);
+	for (int i = 0; i < al.n; i++)
+		assert_null(strstr(al.v[i].message, needle[0]));
+	if (store_each_event(f->s, f->plan_id, event_quotes, needle, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (needle[1] != NULL)
+		fail_msg("event '%s' quotes the Unleash token", needle[1]);
+}
+
+/* The flag's state as the last tick read it ("on", "off", "unreadable"). */
+static const char *
+flag_seen(struct fixture *f)
+{
+	const char *s = json_string_value(json_object_get(obj(f->state, "flag"), "state"));
+
+	return s != NULL ? s : "";
+}
+
+/* Ticks for as long as TIMEOUT_MS, every tick going on (the watch must
+ * not end), and at least until the step clock passes UNTIL. */
+static void
+tick_held_until(struct fixture *f, int64_t until, const char *why)
+{
+	char err[2048];
+
+	while (now_ms() <= until) {
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch ended (or failed: %s) although %s", err, why);
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* remove_old as the engine gives it its inputs, every old queue long past
+ * its deadline. Returns what step_remove_old returned; ERR says why. */
+static int
+remove_old(struct fixture *f, char *err, size_t errlen)
+{
+	json_t *r = NULL;
+	int rc;
+
+	f->c.measured = f->measured;
+	f->c.old_last_entry_ms = f->flip_ms;
+	f->c.state = NULL;
+	f->c.now_ms = 0;
+	rc = step_remove_old(&f->c, &r, err, errlen);
+	assert_non_null(r);
+	assert_true(json_is_boolean(json_object_get(r, "ok")));
+	assert_int_equal(json_is_true(json_object_get(r, "ok")), rc == 0);
+	json_decref(r);
+	return rc;
+}
+
+/* Someone turns the plan's flag off behind the watch's back (producers go
+ * back to the old path): the next tick raises flag_off, the deadline moves
+ * with it, the watch does not end past the deadline it had (nor after an
+ * acknowledgement while the flag reads off: raised again), and remove_old
+ * deletes nothing, saying why. Read on again and acknowledged, the watch
+ * ends and remove_old removes the old queue. The token is nowhere. */
+static void
+test_flag_off_holds_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a, b;
+	struct broker_queue_info qi;
+	char err[2048];
+	int64_t d0, off_at, on_at;
+
+	start(f, "flagoff", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	d0 = num(f->state, "deadline_ms");
+
+	itest_feature_set(f->feature, false);
+	off_at = now_ms();
+	tick_until_alert(f, "flag_off", 5000, &a);
+	assert_non_null(strstr(a.message, f->feature));
+	assert_string_equal(flag_seen(f), "off");
+	assert_true(num(obj(f->state, "flag"), "not_on_since_ms") >= off_at);
+	tick_held_until(f, d0 + 1000, "the flag reads off");
+
+	/* Acknowledged while still off: raised again, still held. */
+	ack_all(f);
+	tick_until_alert(f, "flag_off", 5000, &b);
+	assert_true(b.id != a.id);
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(obj(f->state,
+	    "summary"), "status")), "flag"));
+
+	/* remove_old refuses while the flag is off: nothing deleted. */
+	assert_int_equal(remove_old(f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "flag"));
+	assert_non_null(strstr(err, "off"));
+	assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[0], &qi, err,
+	    sizeof(err)), 0);
+
+	/* On again: the old path was in use until now, so the deadline moves
+	 * to now + TTL + allowance; the alerts stay until acknowledged, then
+	 * it ends. */
+	itest_feature_set(f->feature, true);
+	on_at = now_ms();
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_string_equal(flag_seen(f), "on");
+	assert_true(num(f->state, "last_old_entry_ms") >= on_at);
+	assert_true(num(f->state, "deadline_ms") >= on_at + OLD_TTL_MS + ALLOWANCE_MS);
+	ack_all(f);
+	tick_until_done(f, 20000);
+	assert_true(events(f, "alert.raised", "flag_off") >= 2);
+	assert_token_nowhere(f);
+	assert_int_equal(remove_old(f, err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[0], &qi, err,
+	    sizeof(err)), BROKER_NOT_FOUND);
+}
+
+/* A flag that cannot be read (the feature deleted in Unleash: 404) raises
+ * flag_unreadable and holds the watch past its deadline; readable and on
+ * again, and acknowledged, the watch ends. */
+static void
+test_unreadable_flag_holds_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char err[2048];
+	int64_t d0;
+
+	start(f, "flaggone", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	d0 = num(f->state, "deadline_ms");
+	itest_feature_delete(f->feature);
+	tick_until_alert(f, "flag_unreadable", 5000, &a);
+	assert_non_null(strstr(a.message, "404"));
+	assert_string_equal(flag_seen(f), "unreadable");
+	tick_held_until(f, d0 + 1000, "the flag cannot be read");
+	assert_int_equal(remove_old(f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "flag"));
+
+	itest_feature_create(f->feature);
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_string_equal(flag_seen(f), "on");
+	ack_all(f);
+	tick_until_done(f, 20000);
+	assert_token_nowhere(f);
+}
+
+/* remove_old with the flag off (turned off after the watch, while its gate
+ * waited) deletes nothing and fails saying so; on again, it removes. */
+static void
+test_remove_old_refuses_while_the_flag_is_off(void **state)
+{
+	struct fixture *f = *state;
+	struct broker_queue_info qi;
+	char err[2048];
+
+	start(f, "rmflag", 2, 0, NULL);
+	f->flip_ms = now_ms() - 60000;
+	itest_feature_set(f->feature, false);
+	assert_int_equal(remove_old(f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "deletes nothing"));
+	assert_non_null(strstr(err, f->feature));
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[i], &qi, err,
+		    sizeof(err)), 0);
+	itest_feature_set(f->feature, true);
+	assert_int_equal(remove_old(f, err, sizeof(err)), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[i], &qi, err,
+		    sizeof(err)), BROKER_NOT_FOUND);
+}
+
+/* An old queue deleted by hand while it holds messages (as x-expires
+ * would) raises old_vanished naming it and its depth; one deleted once
+ * empty does not. */
+static void
+test_vanished_old_queue_raises_an_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char err[2048], want[LADDER_NAME_MAX + 16];
+	int64_t until;
+
+	start(f, "vanish", 2, 3, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	tick_until_alert(f, "old_vanished", 3000, &a);
+	fprintf(stderr, "# old_vanished: %s\n", a.message);
+	snprintf(want, sizeof(want), "'%s' (3)", f->old[0]);
+	assert_non_null(strstr(a.message, want));
+	assert_null(strstr(a.message, f->old[1]));
+	assert_int_equal(events(f, "alert.raised", "old_vanished"), 1);
+
+	/* The other drains (its TTL), then goes: no second alert. */
+	until = now_ms() + 20000;
+	while (num(obj(f->state, "summary"), "old_depth") > 0) {
+		if (now_ms() > until)
+			fail_msg("old queue '%s' did not drain", f->old[1]);
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[1], 0, NULL, err,
+	    sizeof(err)), 0);
+	for (int i = 0; i < 3; i++) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(events(f, "alert.raised", "old_vanished"), 1);
+	ack_all(f);
+	tick_until_done(f, 20000);
+}
+
+/* ARGV[1], when given, runs only the tests whose name matches it. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_watch_runs_to_its_deadline,
@@ -913,7 +1166,17 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broker_unreachable_is_an_alert,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flag_off_holds_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable_flag_holds_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
+		    setup, teardown),
 	};
 
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
