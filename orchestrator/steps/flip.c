@@ -116,7 +116,11 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	}
 	json_object_set_new(*result, "flag", flag_desc(c->plan));
 	fault_point(conf);              /* the flag took it; the record has not */
-	return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+	if (append(c, conf, json_deep_copy(*result)) != 0)
+		return -1;
+	/* Confirmed and recorded; the step's own record has not been made. */
+	fault_point(on ? "flip.confirmed.recorded" : "rollback.confirmed.recorded");
+	return 0;
 }
 
 int
