@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;
@@ -123,9 +123,12 @@ int store_each_event(struct store *s, int64_t plan_id,
     int (*fn)(const struct store_event *ev, void *arg), void *arg,
     char *err, size_t errlen);
 
-/* Recomputes the whole chain (every plan's events share one chain).
- * Returns 0 when every event verifies, 1 when one does not (RES says which
- * and why), -1 when the database could not be read. */
+/* Recomputes the whole chain (every plan's events share one chain) and
+ * checks that it ends where its head (the count and last hash each append
+ * records) says: events cut off the end are reported as "truncated: …".
+ * Returns 0 when every event verifies, 1 when one does not or the chain
+ * is cut short (RES says which and why), -1 when the database could not be
+ * read. */
 int store_verify_events(struct store *s, struct store_verify *res,
     char *err, size_t errlen);
 
