@@ -57,6 +57,22 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
 
+/* The engine's lock on database DB_PATH (store_lock.c): only the process
+ * holding it may run plans from that database. An exclusive fcntl lock on
+ * DB_PATH.lock, which holds the holder's pid; the kernel releases it when
+ * the process dies. Returns 0 with the lock in *OUT (release it with
+ * store_lock_release, or let the process end); 1 when another process
+ * holds it, ERR naming that pid; -1 on failure with ERR. OUT->fd is -1
+ * unless the lock was taken. */
+struct store_lock {
+	int fd;
+};
+int store_lock_take(const char *db_path, struct store_lock *out, char *err,
+    size_t errlen);
+
+/* Releases L if held (again is fine). */
+void store_lock_release(struct store_lock *l);
+
 /* Explicit transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK), so that a
  * state change and its event land together. Return 0 or -1 with ERR; a
  * failed commit rolls the transaction back, and rolling back when none is

@@ -322,6 +322,11 @@ test_second_engine_refused(void **state)
 	snprintf(pidtext, sizeof(pidtext), "pid %ld", (long)holder);
 	if (strstr(out, pidtext) == NULL)
 		fail_msg("the second engine did not name the holder (%s)", pidtext);
+	/* So does a serve: it would run the same plans. */
+	assert_int_equal(run_captured(out, sizeof(out), "serve --db '%s' --listen "
+	    "127.0.0.1:1", db), 1);
+	if (strstr(out, pidtext) == NULL)
+		fail_msg("serve did not name the holder (%s)", pidtext);
 	assert_int_equal(run_captured(out, sizeof(out), "status --db '%s' '%s'", db,
 	    plan_name), 0);
 	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
