@@ -14,6 +14,13 @@
 
 #define ACTOR "engine"
 
+/* A database busy or locked (another connection holding it past the busy
+ * timeout) is retried with backoff, the step left where it was; only one
+ * that stays so this long fails the step, or the run. */
+#define BUSY_BUDGET_MS		(10 * 60 * 1000)
+#define BUSY_BACKOFF_MIN_MS	250
+#define BUSY_BACKOFF_MAX_MS	5000
+
 struct run {
 	struct store *s;
 	int64_t id;
@@ -22,6 +29,9 @@ struct run {
 	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
 	int64_t due_ms;                /* when the state machine next has work */
+	int64_t busy_since_ms;         /* first of consecutive busy failures, or 0 */
+	int busy_wait_ms;              /* the backoff after the latest one */
+	int busy_now;                  /* this turn ended in a busy retry */
 	char *err;
 	size_t errlen;
 };
@@ -709,6 +719,41 @@ poll_ms(const struct run *r)
 	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
 }
 
+/* After a failure of WHAT: when it was the store busy or locked and has
+ * not stayed so for BUSY_BUDGET_MS, schedules the next try (r->due_ms,
+ * with backoff) and returns 1; otherwise returns 0 (a real failure). */
+static int
+busy_retry(struct run *r, const char *what)
+{
+	int64_t now = clock_now_ms();
+
+	if (!store_transient(r->s))
+		return 0;
+	if (r->busy_since_ms == 0) {
+		r->busy_since_ms = now;
+		r->busy_wait_ms = BUSY_BACKOFF_MIN_MS;
+	} else if (now - r->busy_since_ms > BUSY_BUDGET_MS) {
+		log_event("error", r->plan->name, NULL, "%s: the database has been busy for "
+		    "%d s: %s", what, BUSY_BUDGET_MS / 1000, r->err);
+		r->busy_since_ms = 0;
+		return 0;
+	} else if ((r->busy_wait_ms *= 2) > BUSY_BACKOFF_MAX_MS)
+		r->busy_wait_ms = BUSY_BACKOFF_MAX_MS;
+	log_event("warn", r->plan->name, NULL, "%s: %s; trying again in %d ms (busy for "
+	    "%lld ms)", what, r->err, r->busy_wait_ms, (long long)(now - r->busy_since_ms));
+	r->due_ms = now + r->busy_wait_ms;
+	r->busy_now = 1;
+	return 1;
+}
+
+/* After a turn: a turn that ended without a busy retry ends the streak. */
+static void
+busy_settle(struct run *r, int t)
+{
+	if (t >= 0 && !r->busy_now)
+		r->busy_since_ms = 0;
+}
+
 /* One turn of the state machine: acts on waiting commands, then, when the
  * plan has work due, does the next piece of it (one transition, one step,
  * one watch tick) without sleeping, and sets r->due_ms to when it next has
@@ -725,6 +770,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 	int idx, rc = -1, sr;
 	size_t i;
 
+	r->busy_now = 0;
+	(void)store_transient(r->s);     /* only this turn's failures count */
 	if (handle_commands(r) != 0)
 		return -1;
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
@@ -775,6 +822,11 @@ turn(struct run *r, enum engine_outcome *outcome)
 	if (st.result_json != NULL)
 		state = json_loads(st.result_json, 0, NULL);
 	sr = run_step(r, idx, state, &result);
+	if (sr < 0 && busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
+		/* Not the step's failure: it runs again from its last state. */
+		rc = 0;
+		goto done;
+	}
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 1) {
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
@@ -872,8 +924,9 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			break;
 		}
 		t = turn(&r, outcome);
-		if (t < 0)
+		if (t < 0 && !busy_retry(&r, "store"))
 			goto done;
+		busy_settle(&r, t);
 		if (t == 1)
 			break;
 		/* Commands are looked at every poll interval, also while a watch
@@ -963,8 +1016,9 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			r->err = perr;
 			r->errlen = sizeof(perr);
 			t = turn(r, &outcome);
-			if (t < 0)
+			if (t < 0 && !busy_retry(r, "store"))
 				log_event("error", r->plan->name, NULL, "%s", perr);
+			busy_settle(r, t);
 			if (t == 1) {
 				log_event("info", r->plan->name, NULL, "run ended: %s",
 				    engine_outcome_name(outcome));

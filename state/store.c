@@ -172,7 +172,20 @@ store_seterr(char *err, size_t errlen, const char *fmt, ...)
 void
 store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 {
+	int code = sqlite3_extended_errcode(s->db) & 0xff;
+
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		s->transient = 1;
 	store_seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+int
+store_transient(struct store *s)
+{
+	int t = s->transient;
+
+	s->transient = 0;
+	return t;
 }
 
 void
