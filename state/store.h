@@ -176,6 +176,8 @@ struct store_command {
 	char actor[65];
 	char comment[1001];
 	int64_t created_ms;
+	int64_t handled_ms;               /* 0 while the engine has not acted on it */
+	char outcome[1200];               /* "done", "refused: why", ...; "" until then */
 };
 
 struct store_alert {
@@ -201,6 +203,11 @@ int store_command_insert(struct store *s, int64_t plan_id, const char *kind,
  * 1 when there is none, -1 on failure. */
 int store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
     char *err, size_t errlen);
+
+/* Command ID of PLAN_ID, handled or not. Returns 0 and fills OUT, 1 when
+ * there is none, -1 on failure. */
+int store_command_get(struct store *s, int64_t plan_id, int64_t id,
+    struct store_command *out, char *err, size_t errlen);
 
 /* Marks command ID handled at NOW_MS with OUTCOME ("done", "refused: …").
  * Returns 0 or -1. */

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -387,18 +390,17 @@ test_confirmed_flip_not_resent(void **state)
 
 /* ---- item 3: commands checked against the state each finds ---- */
 
+/* A plan [declare_ladder, verify_ladder] run once and failed at its first
+ * step (a queue with other arguments in the way, removed after), so that a
+ * retry would now succeed. */
 static void
-test_abort_then_retry_in_one_poll(void **state)
+failed_plan(void)
 {
-	struct itest_history t;
 	struct step_ctx c;
 	struct plan *p = NULL;
-	char status[32], name[160], err[1024], outcome[256];
+	char name[160], err[1024];
 
-	(void)state;
-	set_names("cmds");
 	write_plan("[declare_ladder, verify_ladder]", "100ms");
-	/* A queue in the way fails declare_ladder. */
 	open_ctx(&c, &p);
 	snprintf(name, sizeof(name), "%s.level.02", prefix);
 	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
@@ -407,6 +409,17 @@ test_abort_then_retry_in_one_poll(void **state)
 	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
 	step_ctx_close(&c);
 	plan_free(p);
+}
+
+static void
+test_abort_then_retry_in_one_poll(void **state)
+{
+	struct itest_history t;
+	char status[32], outcome[256];
+
+	(void)state;
+	set_names("cmds");
+	failed_plan();
 	/* Both queued while no engine runs: one poll sees both. */
 	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
 	    NULL), 0);
@@ -423,6 +436,140 @@ test_abort_then_retry_in_one_poll(void **state)
 	if (strncmp(outcome, "refused", 7) != 0 || strstr(outcome, "aborted") == NULL)
 		fail_msg("the retry's outcome is '%s', not refused because of the abort",
 		    outcome);
+}
+
+/* ---- item 3 through the API: a refused command gets a clear answer ---- */
+
+#define API_TOKEN "engine-safety-token"
+
+static pid_t server_pid;
+static unsigned server_port;
+
+/* Starts `cutover serve` on the test's database with one operator whose
+ * token is API_TOKEN, the engine looking for commands every POLL_MS; waits
+ * (up to 60 s) for /healthz. */
+static void
+serve_start(int poll_ms)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	char ops[320], listen[64], poll[16], out[256], cmd[600];
+	FILE *f;
+	int fd, i;
+
+	/* A free port: bound, read, closed. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+	server_port = ntohs(sa.sin_port);
+	close(fd);
+	snprintf(ops, sizeof(ops), "%s/operators", dir);
+	snprintf(cmd, sizeof(cmd), "printf 'alice:%%s\\n' \"$(printf %%s %s | sha256sum | "
+	    "cut -d' ' -f1)\" > '%s'", API_TOKEN, ops);
+	assert_int_equal(system(cmd), 0);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", server_port);
+	snprintf(poll, sizeof(poll), "%d", poll_ms);
+	server_pid = fork();
+	assert_true(server_pid >= 0);
+	if (server_pid == 0) {
+		execl(getenv("CUTOVER_BINARY"), "cutover", "serve", "--db", db, "--listen",
+		    listen, "--operators", ops, "--poll-ms", poll, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 1200; i++) {
+		snprintf(cmd, sizeof(cmd), "curl -s -o /dev/null -w '%%{http_code}' "
+		    "http://127.0.0.1:%u/healthz", server_port);
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		if (fgets(out, sizeof(out), f) == NULL)
+			out[0] = '\0';
+		pclose(f);
+		if (strcmp(out, "200") == 0)
+			return;
+		itest_sleep_ms(50);
+	}
+	fail_msg("cutover serve did not answer on %s", listen);
+}
+
+static int
+serve_stop(void **state)
+{
+	(void)state;
+	if (server_pid > 0) {
+		kill(server_pid, SIGTERM);
+		itest_wait(server_pid);
+	}
+	server_pid = 0;
+	return cleanup(NULL);
+}
+
+/* METHOD PATH on the test's server with the operator's token: the answer's
+ * body into OUT; returns the HTTP status. */
+static int
+api(const char *method, const char *path, char *out, size_t outlen)
+{
+	char cmd[700];
+	size_t n;
+	FILE *f;
+	int status = 0;
+	char *nl;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -X %s -H 'Authorization: Bearer %s' "
+	    "-w '\\n%%{http_code}' http://127.0.0.1:%u%s", method, API_TOKEN, server_port,
+	    path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	pclose(f);
+	if ((nl = strrchr(out, '\n')) != NULL) {
+		status = atoi(nl + 1);
+		*nl = '\0';
+	}
+	if (strcmp(method, "GET") != 0 || strstr(out, "\"pending\"") == NULL)
+		fprintf(stderr, "%s %s: %d %s\n", method, path, status, out);
+	return status;
+}
+
+static void
+test_api_refused_command_answered(void **state)
+{
+	json_t *j;
+	char out[4096], path[128];
+	int status, i;
+	int64_t cmd;
+
+	(void)state;
+	set_names("apicmds");
+	failed_plan();
+	/* The engine looks for commands every 3 s: both land in one poll. */
+	serve_start(3000);
+	assert_int_equal(api("POST", "/api/plans/1/abort", out, sizeof(out)), 202);
+	status = api("POST", "/api/plans/1/steps/1/retry", out, sizeof(out));
+	if (status == 409) {
+		/* The poll fell in between: refused when recorded, saying why. */
+		assert_non_null(strstr(out, "aborted"));
+		return;
+	}
+	assert_int_equal(status, 202);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	cmd = json_integer_value(json_object_get(j, "command"));
+	json_decref(j);
+	assert_true(cmd > 0);
+	snprintf(path, sizeof(path), "/api/plans/1/commands/%lld", (long long)cmd);
+	for (i = 0; i < 600; i++) {
+		assert_int_equal(api("GET", path, out, sizeof(out)), 200);
+		if (strstr(out, "\"pending\"") == NULL)
+			break;
+		itest_sleep_ms(100);
+	}
+	if (strstr(out, "\"state\":\"refused\"") == NULL || strstr(out, "aborted") == NULL)
+		fail_msg("the retry after the abort is not refused because of it: %s", out);
+	assert_int_equal(api("GET", "/api/plans/1/commands/999", out, sizeof(out)), 404);
 }
 
 /* ---- item 7: a database locked past the busy timeout mid-watch ---- */
@@ -488,6 +635,7 @@ main(void)
 		cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
 		cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
 		cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
+		cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
 		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
 		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
 	};
