@@ -528,8 +528,10 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 
 /* Handles an abort by ACTOR: flips producers back when the flag was
  * turned on and the old queues still exist, then marks the plan aborted.
- * Writes what happened into OUTCOME. Returns 0, or -1 when the rollback
- * could not be confirmed (the plan is left as it was). */
+ * Writes what happened into OUTCOME. Returns 0, -1 when the rollback
+ * could not be confirmed (the plan is left as it was), -2 when the store
+ * failed (the command stays waiting: the rollback, if confirmed, is read
+ * back and not sent again). */
 static int
 do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t outlen)
 {
@@ -546,7 +548,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	store_step_clear(&rm);
 	flipped = step_flip_is_on(r->s, r->id, r->err, r->errlen);
 	if (flipped < 0)
-		return -1;
+		return -2;
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
 	else if (flipped) {
@@ -557,14 +559,15 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 			snprintf(outcome, outlen, "refused: rolling the flag back failed: %s",
 			    r->err);
 			json_decref(res);
-			return -1;
+			return store_transient(r->s) ? -2 : -1;
 		}
 		json_decref(res);
 		rollback = "confirmed: the flag is off, producers publish to the old path";
 	}
 	snprintf(outcome, outlen, "aborted; rollback %s", rollback);
 	return plan_transition(r, "aborted", cmd->actor, "plan.aborted",
-	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback));
+	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback)) == 0 ?
+	    0 : -2;
 }
 
 /* apply_*: what each command does once command_refusal let it through.
@@ -573,8 +576,12 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 static int
 apply_abort(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
-	if (do_abort(r, c, outcome, outlen) != 0)
-		event(r, c->actor, "abort.failed", json_pack("{s:s}", "error", outcome));
+	int rc = do_abort(r, c, outcome, outlen);
+
+	if (rc == -2)
+		return -1;
+	if (rc != 0)
+		return event(r, c->actor, "abort.failed", json_pack("{s:s}", "error", outcome));
 	return 0;
 }
 
@@ -729,6 +736,7 @@ busy_retry(struct run *r, const char *what)
 
 	if (!store_transient(r->s))
 		return 0;
+	store_transient_clear(r->s);
 	if (r->busy_since_ms == 0) {
 		r->busy_since_ms = now;
 		r->busy_wait_ms = BUSY_BACKOFF_MIN_MS;
@@ -771,7 +779,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 	size_t i;
 
 	r->busy_now = 0;
-	(void)store_transient(r->s);     /* only this turn's failures count */
+	store_transient_clear(r->s);     /* only this turn's failures count */
 	if (handle_commands(r) != 0)
 		return -1;
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)

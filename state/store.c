@@ -180,12 +180,15 @@ store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 }
 
 int
-store_transient(struct store *s)
+store_transient(const struct store *s)
 {
-	int t = s->transient;
+	return s->transient;
+}
 
+void
+store_transient_clear(struct store *s)
+{
 	s->transient = 0;
-	return t;
 }
 
 void

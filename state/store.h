@@ -57,11 +57,12 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
 
-/* Whether any failure on S since the last call was the database busy or
- * locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it past
- * the busy timeout), a condition that passes and is worth retrying rather
- * than failing a step for. Clears what it reports. */
-int store_transient(struct store *s);
+/* Whether any failure on S since store_transient_clear was the database
+ * busy or locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it
+ * past the busy timeout), a condition that passes and is worth retrying
+ * rather than failing a step for. */
+int store_transient(const struct store *s);
+void store_transient_clear(struct store *s);
 
 /* The engine's lock on database DB_PATH (store_lock.c): only the process
  * holding it may run plans from that database. An exclusive fcntl lock on
