@@ -188,11 +188,15 @@ make_old_path(void)
 	plan_free(p);
 }
 
-/* Removes what the test made on the broker: the ladder, the old queue,
- * the destination. Safe to call when some of it is not there. */
+/* Removes what the test made on the broker: its queues first, whatever
+ * they hold (a run killed mid-canary leaves messages in the ladder, which
+ * teardown refuses), then the ladder's exchanges. Safe to call when some
+ * of it is not there. */
 static int
 cleanup(void **state)
 {
+	static const char *const queues[] = { "dest", "old", "parking", "level.00",
+	    "level.01", "level.02", "level.03", "level.04", "level.05" };
 	struct plan_errors errs = { 0 };
 	struct step_ctx c;
 	struct plan *p = NULL;
@@ -206,12 +210,14 @@ cleanup(void **state)
 		return 0;
 	}
 	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
+			snprintf(name, sizeof(name), "%s.%s", prefix, queues[i]);
+			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
+		}
+		snprintf(name, sizeof(name), "cutover.probe.%s", plan_name);
+		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
 		step_teardown_ladder(&c, &r, err, sizeof(err));
 		json_decref(r);
-		snprintf(name, sizeof(name), "%s.dest", prefix);
-		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		snprintf(name, sizeof(name), "%s.old", prefix);
-		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
 		step_ctx_close(&c);
 	}
 	plan_free(p);
