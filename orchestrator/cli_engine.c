@@ -157,6 +157,7 @@ cli_run(int argc, char **argv)
 	struct store_plan sp;
 	struct common o;
 	struct store *s = NULL;
+	struct store_lock lock = { -1 };
 	enum engine_outcome outcome;
 	char err[1024], line[512], *yaml = NULL;
 	size_t len;
@@ -169,6 +170,9 @@ cli_run(int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage_error("run", run_usage, "expected one plan file");
 	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
+		goto fail;
+	/* One engine per database, taken before anything is written. */
+	if (store_lock_take(o.db, &lock, err, sizeof(err)) != 0)
 		goto fail;
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
@@ -234,6 +238,7 @@ fail:
 done:
 	plan_errors_free(&errs);
 	store_close(s);
+	store_lock_release(&lock);
 	free(yaml);
 	return rc;
 }

@@ -65,6 +65,7 @@ cli_serve(int argc, char **argv)
 	struct server *sv = NULL;
 	struct auth *ops = NULL;
 	struct store *s = NULL;
+	struct store_lock lock = { -1 };
 	const char *db = NULL, *listen = DEFAULT_LISTEN, *operators = NULL;
 	char err[1024], *end;
 	socklen_t sslen;
@@ -104,6 +105,9 @@ cli_serve(int argc, char **argv)
 		    "a loopback address, needs --operators: there every request but "
 		    "/healthz needs an operator's token", listen);
 	if (operators != NULL && auth_load(operators, &ops, err, sizeof(err)) != 0)
+		goto fail;
+	/* One engine per database: a second serve, or a run beside it, exits. */
+	if (store_lock_take(db, &lock, err, sizeof(err)) != 0)
 		goto fail;
 	if (store_open(db, &s, err, sizeof(err)) != 0)
 		goto fail;
@@ -149,6 +153,7 @@ fail:
 done:
 	server_stop(sv);
 	store_close(s);
+	store_lock_release(&lock);
 	auth_free(ops);
 	return rc;
 }

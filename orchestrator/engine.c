@@ -14,6 +14,13 @@
 
 #define ACTOR "engine"
 
+/* A database busy or locked (another connection holding it past the busy
+ * timeout) is retried with backoff, the step left where it was; only one
+ * that stays so this long fails the step, or the run. */
+#define BUSY_BUDGET_MS		(10 * 60 * 1000)
+#define BUSY_BACKOFF_MIN_MS	250
+#define BUSY_BACKOFF_MAX_MS	5000
+
 struct run {
 	struct store *s;
 	int64_t id;
@@ -22,6 +29,9 @@ struct run {
 	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
 	int64_t due_ms;                /* when the state machine next has work */
+	int64_t busy_since_ms;         /* first of consecutive busy failures, or 0 */
+	int busy_wait_ms;              /* the backoff after the latest one */
+	int busy_now;                  /* this turn ended in a busy retry */
 	char *err;
 	size_t errlen;
 };
@@ -295,66 +305,100 @@ alert_is(const struct store_alert *a, void *arg)
 	return 0;
 }
 
+/* What each operator command needs of the state it finds: the plan's
+ * status, and the step's (approve, retry) or an open alert (ack). */
+struct command_rule {
+	const char *kind;
+	const char *plan_ok[2];        /* the plan statuses it applies to; NULL: any */
+	const char *plan_desc;         /* ... said as "needs it PLAN_DESC" */
+	const char *step_want;         /* the step status it needs, or NULL */
+	const char *step_desc;
+	int alert;                     /* needs an open alert */
+};
+
+static const struct command_rule command_rules[] = {
+	{ "approve", { "running", NULL }, "running", "waiting_approval",
+	    "waiting for approval", 0 },
+	{ "retry", { "failed", NULL }, "failed", "failed", "failed", 0 },
+	{ "abort", { "running", "failed" }, "running or failed", NULL, NULL, 0 },
+	{ "ack", { NULL, NULL }, NULL, NULL, NULL, 1 },
+};
+
+static const struct command_rule *
+command_rule(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(command_rules) / sizeof(command_rules[0]); i++)
+		if (strcmp(command_rules[i].kind, kind) == 0)
+			return &command_rules[i];
+	return NULL;
+}
+
+/* Does command KIND (with STEP_IDX or ALERT_ID) make sense against plan P
+ * as the store holds it now? Returns 0 when it does, 1 when not (WHY says
+ * why), -1 when the store failed (ERR). */
+static int
+command_refusal(struct store *s, const struct store_plan *p, const char *kind,
+    int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen)
+{
+	const struct command_rule *cr = command_rule(kind);
+	struct store_step st = { 0 };
+	int64_t want = alert_id;
+	int r;
+
+	if (cr == NULL) {
+		snprintf(why, whylen, "unknown command '%s'", kind);
+		return 1;
+	}
+	if (cr->plan_ok[0] != NULL && strcmp(p->status, cr->plan_ok[0]) != 0 &&
+	    (cr->plan_ok[1] == NULL || strcmp(p->status, cr->plan_ok[1]) != 0)) {
+		snprintf(why, whylen, "plan '%s' is %s; %s needs it %s", p->name, p->status,
+		    kind, cr->plan_desc);
+		return 1;
+	}
+	if (cr->step_want != NULL) {
+		if ((r = store_step_get(s, p->id, step_idx, &st, err, errlen)) < 0)
+			return -1;
+		if (r == 1 || step_idx < 0) {
+			snprintf(why, whylen, "plan '%s' has no step %d", p->name, step_idx + 1);
+			return 1;
+		}
+		r = strcmp(st.status, cr->step_want) != 0;
+		if (r)
+			snprintf(why, whylen, "step %d (%s) of plan '%s' is %s, not %s",
+			    step_idx + 1, st.kind, p->name, st.status, cr->step_desc);
+		store_step_clear(&st);
+		return r;
+	}
+	if (cr->alert) {
+		if (store_each_alert(s, p->id, 1, alert_is, &want, err, errlen) < 0)
+			return -1;
+		if (want != 0) {
+			snprintf(why, whylen, "plan '%s' has no open alert %lld", p->name,
+			    (long long)alert_id);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
     int64_t alert_id, const char *actor, const char *comment, int64_t *id, char *err,
     size_t errlen)
 {
 	struct store_plan p;
-	struct store_step st = { 0 };
-	int r, rc = -1;
+	int r;
 
 	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
 		if (r == 1)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
 		return r < 0 ? -1 : 1;
 	}
-	if (strcmp(kind, "approve") == 0 || strcmp(kind, "retry") == 0) {
-		const char *want = kind[0] == 'a' ? "waiting_approval" : "failed";
-
-		r = store_step_get(s, plan_id, step_idx, &st, err, errlen);
-		if (r < 0)
-			goto done;
-		if (r == 1) {
-			snprintf(err, errlen, "plan '%s' has no step %d", p.name, step_idx + 1);
-			rc = 1;
-			goto done;
-		}
-		if (strcmp(st.status, want) != 0) {
-			snprintf(err, errlen, "step %d (%s) of plan '%s' is %s, not %s",
-			    step_idx + 1, st.kind, p.name, st.status,
-			    kind[0] == 'a' ? "waiting for approval" : "failed");
-			rc = 1;
-			goto done;
-		}
-	} else if (strcmp(kind, "abort") == 0) {
-		if (strcmp(p.status, "running") != 0 && strcmp(p.status, "failed") != 0) {
-			snprintf(err, errlen, "plan '%s' has already %s", p.name, p.status);
-			rc = 1;
-			goto done;
-		}
-	} else if (strcmp(kind, "ack") == 0) {
-		int64_t want = alert_id;
-
-		r = store_each_alert(s, plan_id, 1, alert_is, &want, err, errlen);
-		if (r < 0)
-			goto done;
-		if (want != 0) {
-			snprintf(err, errlen, "plan '%s' has no open alert %lld", p.name,
-			    (long long)alert_id);
-			rc = 1;
-			goto done;
-		}
-	} else {
-		snprintf(err, errlen, "unknown command '%s'", kind);
-		rc = 1;
-		goto done;
-	}
-	rc = store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
+	if ((r = command_refusal(s, &p, kind, step_idx, alert_id, err, errlen, err,
+	    errlen)) != 0)
+		return r;
+	return store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
 	    clock_now_ms(), id, err, errlen);
-done:
-	store_step_clear(&st);
-	return rc;
 }
 
 /* The persisted result of the plan's step of KIND (a new reference), or
@@ -484,8 +528,10 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 
 /* Handles an abort by ACTOR: flips producers back when the flag was
  * turned on and the old queues still exist, then marks the plan aborted.
- * Writes what happened into OUTCOME. Returns 0, or -1 when the rollback
- * could not be confirmed (the plan is left as it was). */
+ * Writes what happened into OUTCOME. Returns 0, -1 when the rollback
+ * could not be confirmed (the plan is left as it was), -2 when the store
+ * failed (the command stays waiting: the rollback, if confirmed, is read
+ * back and not sent again). */
 static int
 do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t outlen)
 {
@@ -502,7 +548,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	store_step_clear(&rm);
 	flipped = step_flip_is_on(r->s, r->id, r->err, r->errlen);
 	if (flipped < 0)
-		return -1;
+		return -2;
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
 	else if (flipped) {
@@ -513,87 +559,157 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 			snprintf(outcome, outlen, "refused: rolling the flag back failed: %s",
 			    r->err);
 			json_decref(res);
-			return -1;
+			return store_transient(r->s) ? -2 : -1;
 		}
 		json_decref(res);
 		rollback = "confirmed: the flag is off, producers publish to the old path";
 	}
 	snprintf(outcome, outlen, "aborted; rollback %s", rollback);
 	return plan_transition(r, "aborted", cmd->actor, "plan.aborted",
-	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback));
+	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback)) == 0 ?
+	    0 : -2;
 }
 
-/* Acts on every command waiting for this plan, oldest first. Returns 0 or
- * -1 when the store failed. */
+/* apply_*: what each command does once command_refusal let it through.
+ * Write what happened into OUTCOME ("done" already). Return 0 when the
+ * command was handled, -1 when the store failed. */
+static int
+apply_abort(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
+{
+	int rc = do_abort(r, c, outcome, outlen);
+
+	if (rc == -2)
+		return -1;
+	if (rc != 0)
+		return event(r, c->actor, "abort.failed", json_pack("{s:s}", "error", outcome));
+	return 0;
+}
+
+static int
+apply_ack(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
+{
+	if (store_alert_ack(r->s, r->id, c->alert_id, c->actor, c->comment, clock_now_ms(),
+	    r->err, r->errlen) != 0) {
+		snprintf(outcome, outlen, "refused: no open alert %lld", (long long)c->alert_id);
+		return 0;
+	}
+	return event(r, c->actor, "alert.acked", json_pack("{s:I,s:s}", "alert",
+	    (json_int_t)c->alert_id, "comment", c->comment));
+}
+
+static int
+apply_approve(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
+{
+	(void)outcome;
+	(void)outlen;
+	return transition(r, c->step_idx, "running", clock_now_ms(), 0, NULL, NULL, c->actor,
+	    "step.approved", json_pack("{s:s}", "comment", c->comment));
+}
+
+/* A retry starts the step again from its beginning; the operator's
+ * command stands for the gate's approval. The watch alone keeps its
+ * state: its start, the last entry into the old path and so its deadline
+ * must survive. */
+static int
+apply_retry(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
+{
+	struct store_step st;
+	const char *keep;
+	int64_t now = clock_now_ms();
+
+	(void)outcome;
+	(void)outlen;
+	if (store_step_get(r->s, r->id, c->step_idx, &st, r->err, r->errlen) != 0)
+		return -1;
+	keep = strcmp(st.kind, "watch") == 0 ? st.result_json : NULL;
+	if (store_begin(r->s, r->err, r->errlen) != 0 ||
+	    store_step_reset(r->s, r->id, c->step_idx, "running", r->err, r->errlen) != 0 ||
+	    store_step_update(r->s, r->id, c->step_idx, NULL, now, 0, keep, NULL, r->err,
+	    r->errlen) != 0 ||
+	    store_plan_set_status(r->s, r->id, "running", r->err, r->errlen) != 0 ||
+	    event(r, c->actor, "step.retry", json_pack("{s:i,s:s,s:s}", "step",
+	    c->step_idx + 1, "kind", st.kind, "comment", c->comment)) != 0 ||
+	    store_commit(r->s, r->err, r->errlen) != 0) {
+		store_rollback(r->s);
+		store_step_clear(&st);
+		return -1;
+	}
+	log_event("info", r->plan->name, st.kind, "step.retry by %s", c->actor);
+	store_step_clear(&st);
+	return 0;
+}
+
+static const struct {
+	const char *kind;
+	int (*apply)(struct run *, const struct store_command *, char *, size_t);
+} command_apply[] = {
+	{ "abort", apply_abort },
+	{ "ack", apply_ack },
+	{ "approve", apply_approve },
+	{ "retry", apply_retry },
+};
+
+/* Records that command C was refused because of WHY: the event
+ * command.refused and the command marked, in one transaction. */
+static int
+refuse_command(struct run *r, const struct store_command *c, const char *why)
+{
+	char outcome[1200];
+	json_t *d = json_pack("{s:I,s:s,s:s,s:s}", "command", (json_int_t)c->id, "kind",
+	    c->kind, "by", c->actor, "reason", why);
+
+	if (c->step_idx >= 0)
+		json_object_set_new(d, "step", json_integer(c->step_idx + 1));
+	snprintf(outcome, sizeof(outcome), "refused: %s", why);
+	log_event("warn", r->plan->name, NULL, "%s by %s %s", c->kind, c->actor, outcome);
+	if (store_begin(r->s, r->err, r->errlen) != 0) {
+		json_decref(d);
+		return -1;
+	}
+	if (event(r, ACTOR, "command.refused", d) != 0 ||
+	    store_command_done(r->s, c->id, clock_now_ms(), outcome, r->err,
+	    r->errlen) != 0 || store_commit(r->s, r->err, r->errlen) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	return 0;
+}
+
+/* Acts on every command waiting for this plan, oldest first, each against
+ * the state the ones before it left: an abort followed by a retry leaves
+ * the plan aborted and the retry refused. Returns 0 or -1 when the store
+ * failed. */
 static int
 handle_commands(struct run *r)
 {
 	struct store_command c;
-	struct store_step st;
-	char outcome[1200];
-	int64_t now;
-	int got;
+	struct store_plan p;
+	char outcome[1200], why[512];
+	size_t i;
+	int got, rf;
 
 	while ((got = store_command_next(r->s, r->id, &c, r->err, r->errlen)) == 0) {
-		now = clock_now_ms();
-		snprintf(outcome, sizeof(outcome), "done");
-		if (strcmp(c.kind, "abort") == 0) {
-			struct store_plan p;
-
-			if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
-				return -1;
-			if (strcmp(p.status, "running") != 0 && strcmp(p.status, "failed") != 0)
-				snprintf(outcome, sizeof(outcome), "refused: the plan has %s", p.status);
-			else if (do_abort(r, &c, outcome, sizeof(outcome)) != 0)
-				event(r, c.actor, "abort.failed", json_pack("{s:s}", "error", outcome));
-		} else if (strcmp(c.kind, "ack") == 0) {
-			if (store_alert_ack(r->s, r->id, c.alert_id, c.actor, c.comment, now,
-			    r->err, r->errlen) != 0)
-				snprintf(outcome, sizeof(outcome), "refused: no open alert %lld",
-				    (long long)c.alert_id);
-			else
-				event(r, c.actor, "alert.acked", json_pack("{s:I,s:s}", "alert",
-				    (json_int_t)c.alert_id, "comment", c.comment));
-		} else if (c.step_idx < 0 || (size_t)c.step_idx >= r->plan->nsteps ||
-		    store_step_get(r->s, r->id, c.step_idx, &st, r->err, r->errlen) != 0) {
-			snprintf(outcome, sizeof(outcome), "refused: no step %d", c.step_idx + 1);
-		} else {
-			const char *want = strcmp(c.kind, "approve") == 0 ? "waiting_approval" :
-			    "failed";
-
-			if (strcmp(st.status, want) != 0)
-				snprintf(outcome, sizeof(outcome), "refused: step %d is %s",
-				    c.step_idx + 1, st.status);
-			else if (want[0] == 'w') {
-				if (transition(r, c.step_idx, "running", now, 0, NULL, NULL, c.actor,
-				    "step.approved", json_pack("{s:s}", "comment", c.comment)) != 0)
-					return -1;
-			} else {
-				/* A retry starts the step again from its beginning; the
-				 * operator's command stands for the gate's approval. The
-				 * watch alone keeps its state: its start, the last entry
-				 * into the old path and so its deadline must survive. */
-				const char *keep = strcmp(st.kind, "watch") == 0 ? st.result_json :
-				    NULL;
-
-				if (store_begin(r->s, r->err, r->errlen) != 0 ||
-				    store_step_reset(r->s, r->id, c.step_idx, "running", r->err,
-				    r->errlen) != 0 ||
-				    store_step_update(r->s, r->id, c.step_idx, NULL, now, 0, keep,
-				    NULL, r->err, r->errlen) != 0 ||
-				    store_plan_set_status(r->s, r->id, "running", r->err,
-				    r->errlen) != 0 ||
-				    event(r, c.actor, "step.retry", json_pack("{s:i,s:s,s:s}", "step",
-				    c.step_idx + 1, "kind", st.kind, "comment", c.comment)) != 0 ||
-				    store_commit(r->s, r->err, r->errlen) != 0) {
-					store_rollback(r->s);
-					store_step_clear(&st);
-					return -1;
-				}
-				log_event("info", r->plan->name, st.kind, "step.retry by %s", c.actor);
-			}
-			store_step_clear(&st);
+		if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
+			return -1;
+		rf = command_refusal(r->s, &p, c.kind, c.step_idx, c.alert_id, why,
+		    sizeof(why), r->err, r->errlen);
+		if (rf < 0)
+			return -1;
+		for (i = 0; rf == 0 && i < sizeof(command_apply) / sizeof(command_apply[0]) &&
+		    strcmp(command_apply[i].kind, c.kind) != 0; i++)
+			;
+		if (rf == 0 && i == sizeof(command_apply) / sizeof(command_apply[0])) {
+			snprintf(why, sizeof(why), "unknown command '%s'", c.kind);
+			rf = 1;
 		}
+		if (rf == 1) {
+			if (refuse_command(r, &c, why) != 0)
+				return -1;
+			continue;
+		}
+		snprintf(outcome, sizeof(outcome), "done");
+		if (command_apply[i].apply(r, &c, outcome, sizeof(outcome)) != 0)
+			return -1;
 		if (strncmp(outcome, "refused", 7) == 0)
 			log_event("warn", r->plan->name, NULL, "%s by %s %s", c.kind, c.actor,
 			    outcome);
@@ -608,6 +724,42 @@ static int
 poll_ms(const struct run *r)
 {
 	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
+}
+
+/* After a failure of WHAT: when it was the store busy or locked and has
+ * not stayed so for BUSY_BUDGET_MS, schedules the next try (r->due_ms,
+ * with backoff) and returns 1; otherwise returns 0 (a real failure). */
+static int
+busy_retry(struct run *r, const char *what)
+{
+	int64_t now = clock_now_ms();
+
+	if (!store_transient(r->s))
+		return 0;
+	store_transient_clear(r->s);
+	if (r->busy_since_ms == 0) {
+		r->busy_since_ms = now;
+		r->busy_wait_ms = BUSY_BACKOFF_MIN_MS;
+	} else if (now - r->busy_since_ms > BUSY_BUDGET_MS) {
+		log_event("error", r->plan->name, NULL, "%s: the database has been busy for "
+		    "%d s: %s", what, BUSY_BUDGET_MS / 1000, r->err);
+		r->busy_since_ms = 0;
+		return 0;
+	} else if ((r->busy_wait_ms *= 2) > BUSY_BACKOFF_MAX_MS)
+		r->busy_wait_ms = BUSY_BACKOFF_MAX_MS;
+	log_event("warn", r->plan->name, NULL, "%s: %s; trying again in %d ms (busy for "
+	    "%lld ms)", what, r->err, r->busy_wait_ms, (long long)(now - r->busy_since_ms));
+	r->due_ms = now + r->busy_wait_ms;
+	r->busy_now = 1;
+	return 1;
+}
+
+/* After a turn: a turn that ended without a busy retry ends the streak. */
+static void
+busy_settle(struct run *r, int t)
+{
+	if (t >= 0 && !r->busy_now)
+		r->busy_since_ms = 0;
 }
 
 /* One turn of the state machine: acts on waiting commands, then, when the
@@ -626,6 +778,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 	int idx, rc = -1, sr;
 	size_t i;
 
+	r->busy_now = 0;
+	store_transient_clear(r->s);     /* only this turn's failures count */
 	if (handle_commands(r) != 0)
 		return -1;
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
@@ -676,6 +830,11 @@ turn(struct run *r, enum engine_outcome *outcome)
 	if (st.result_json != NULL)
 		state = json_loads(st.result_json, 0, NULL);
 	sr = run_step(r, idx, state, &result);
+	if (sr < 0 && busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
+		/* Not the step's failure: it runs again from its last state. */
+		rc = 0;
+		goto done;
+	}
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 1) {
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
@@ -773,8 +932,9 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			break;
 		}
 		t = turn(&r, outcome);
-		if (t < 0)
+		if (t < 0 && !busy_retry(&r, "store"))
 			goto done;
+		busy_settle(&r, t);
 		if (t == 1)
 			break;
 		/* Commands are looked at every poll interval, also while a watch
@@ -864,8 +1024,9 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			r->err = perr;
 			r->errlen = sizeof(perr);
 			t = turn(r, &outcome);
-			if (t < 0)
+			if (t < 0 && !busy_retry(r, "store"))
 				log_event("error", r->plan->name, NULL, "%s", perr);
+			busy_settle(r, t);
 			if (t == 1) {
 				log_event("info", r->plan->name, NULL, "run ended: %s",
 				    engine_outcome_name(outcome));

@@ -3,7 +3,9 @@
  * and the plan running -> succeeded | failed | aborted; every transition is
  * written in the same transaction as its event in the append-only history.
  * Operators act through command rows (approve, retry, abort, ack) that the
- * engine picks up; nothing else drives it. Killed at any instant, a run
+ * engine picks up, in order, each checked against the state it finds;
+ * nothing else drives it. A database busy or locked past its timeout is
+ * retried with backoff rather than failing the step. Killed at any instant, a run
  * resumes from the store: a running step starts again (steps are
  * idempotent), a finished one never runs twice. */
 #ifndef CUTOVER_ENGINE_H
@@ -63,9 +65,14 @@ int engine_find_plan(struct store *s, const char *ref, struct store_plan *out,
     char *err, size_t errlen);
 
 /* Records an operator command after checking it makes sense now: approve
- * needs STEP_IDX (0-based) waiting for approval, retry a failed step, abort
- * a plan not yet finished, ack an open alert. Returns 0 and the command's
- * id, 1 when refused (ERR says why, for a 409), -1 on failure. */
+ * needs the plan running and STEP_IDX (0-based) waiting for approval,
+ * retry a failed plan and a failed step, abort a plan not yet finished,
+ * ack an open alert. The engine checks it again by the same rules when it
+ * acts on it, against the state the commands before it left (an abort
+ * queued first ends the plan), and records one that no longer applies as
+ * refused: the event command.refused and the outcome "refused: why"
+ * (store_command_get). Returns 0 and the command's id, 1 when refused now
+ * (ERR says why, for a 409), -1 on failure. */
 int engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
     int64_t alert_id, const char *actor, const char *comment, int64_t *id,
     char *err, size_t errlen);

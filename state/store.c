@@ -121,6 +121,33 @@ static const char *const migrations[] = {
 	"  ack_comment TEXT"
 	") STRICT;"
 	"CREATE INDEX alerts_plan ON alerts (plan_id, acked_ms);",
+
+	/* 2 -> 3: the chain's head — how many events it holds and the last
+	 * one's hash — moved by each append in the append's own transaction,
+	 * so that verify sees events cut off the end. */
+	"CREATE TABLE chain_head ("
+	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  events INTEGER NOT NULL CHECK (events >= 0),"
+	"  last_id INTEGER NOT NULL,"
+	"  last_hash TEXT NOT NULL"
+	"    CHECK (length(last_hash) = 64 AND last_hash NOT GLOB '*[^0-9a-f]*')"
+	") STRICT;"
+	"INSERT INTO chain_head (id, events, last_id, last_hash)"
+	" SELECT 1, count(*), coalesce(max(id), 0), coalesce("
+	"(SELECT hash FROM events ORDER BY id DESC LIMIT 1), '" ZERO_HASH "')"
+	" FROM events;"
+	"CREATE TRIGGER events_move_head AFTER INSERT ON events BEGIN"
+	" UPDATE chain_head SET events = events + 1, last_id = NEW.id,"
+	" last_hash = NEW.hash WHERE id = 1; END;"
+	"CREATE TRIGGER chain_head_follows BEFORE UPDATE ON chain_head"
+	" WHEN NEW.id IS NOT OLD.id OR NEW.events IS NOT OLD.events + 1"
+	" OR NEW.last_id IS NOT (SELECT max(id) FROM events)"
+	" OR NEW.last_hash IS NOT (SELECT hash FROM events WHERE id = NEW.last_id)"
+	" BEGIN SELECT RAISE(ABORT, 'the chain head only moves with an append'); END;"
+	"CREATE TRIGGER chain_head_no_insert BEFORE INSERT ON chain_head"
+	" BEGIN SELECT RAISE(ABORT, 'there is one chain head'); END;"
+	"CREATE TRIGGER chain_head_no_delete BEFORE DELETE ON chain_head"
+	" BEGIN SELECT RAISE(ABORT, 'there is one chain head'); END;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -145,7 +172,23 @@ store_seterr(char *err, size_t errlen, const char *fmt, ...)
 void
 store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 {
+	int code = sqlite3_extended_errcode(s->db) & 0xff;
+
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		s->transient = 1;
 	store_seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+int
+store_transient(const struct store *s)
+{
+	return s->transient;
+}
+
+void
+store_transient_clear(struct store *s)
+{
+	s->transient = 0;
 }
 
 void
@@ -961,9 +1004,13 @@ done:
 	return rc;
 }
 
-int
-store_verify_events(struct store *s, struct store_verify *res,
-    char *err, size_t errlen)
+/* Walks the chain from its start (one statement: one snapshot). Returns
+ * 0 when every event verifies, with the last one's id and hash in LAST_ID
+ * and LAST (64 zeros when there is none); 1 when one does not (RES says
+ * which and why); -1 when the database could not be read. */
+static int
+verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
+    char last[STORE_HASH_HEX], char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "SELECT id, plan_id, ts_ms, actor, kind, details_json, prev_hash,"
@@ -975,9 +1022,7 @@ store_verify_events(struct store *s, struct store_verify *res,
 	int64_t prev_id = 0, id;
 	int rc = -1, src;
 
-	memset(res, 0, sizeof(*res));
 	snprintf(prev, sizeof(prev), "%s", ZERO_HASH);
-	/* One statement reads one snapshot, whatever is appended meanwhile. */
 	if (store_prepare(s, sql, &st, "verifying events", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1044,9 +1089,88 @@ store_verify_events(struct store *s, struct store_verify *res,
 		store_dberr(s, err, errlen, "verifying events");
 		goto done;
 	}
+	*last_id = prev_id;
+	memcpy(last, prev, STORE_HASH_HEX);
 	rc = 0;
 done:
 	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Reads the chain head: how many events the chain held after the last
+ * append, and that event's id and hash. Returns 0, 1 when the head row
+ * is gone, -1 on failure. */
+static int
+read_head(struct store *s, int64_t *events, int64_t *last_id,
+    char last[STORE_HASH_HEX], char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT events, last_id, last_hash FROM chain_head WHERE id = 1";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, sql, &st, "verifying events: reading the chain head",
+	    err, errlen) == -1)
+		return -1;
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		*events = sqlite3_column_int64(st, 0);
+		*last_id = sqlite3_column_int64(st, 1);
+		store_copystr(last, STORE_HASH_HEX, sqlite3_column_text(st, 2));
+		rc = 0;
+		break;
+	case SQLITE_DONE:
+		rc = 1;
+		break;
+	default:
+		store_dberr(s, err, errlen, "verifying events: reading the chain head");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * The walk proves each event follows the one before; only the head says
+ * where the chain ended. Both are read in one read transaction, so an
+ * append in between cannot look like a difference.
+ */
+int
+store_verify_events(struct store *s, struct store_verify *res,
+    char *err, size_t errlen)
+{
+	char last[STORE_HASH_HEX], head_hash[STORE_HASH_HEX];
+	int64_t last_id = 0, head_events = 0, head_id = 0;
+	int own = sqlite3_get_autocommit(s->db), rc = -1, hr;
+
+	memset(res, 0, sizeof(*res));
+	if (own && store_exec(s, "BEGIN", "verifying events: begin", err, errlen) == -1)
+		return -1;
+	if ((hr = read_head(s, &head_events, &head_id, head_hash, err, errlen)) < 0)
+		goto done;
+	if ((rc = verify_chain(s, res, &last_id, last, err, errlen)) != 0)
+		goto done;
+	rc = 1;
+	if (hr == 1) {
+		snprintf(res->reason, sizeof(res->reason), "the chain head is missing: "
+		    "where the history ended cannot be checked");
+	} else if (res->checked < head_events) {
+		res->bad_id = last_id + 1;
+		snprintf(res->reason, sizeof(res->reason), "truncated: the chain head "
+		    "records %" PRId64 " events up to event %" PRId64 "; %" PRId64
+		    " are left, the last %" PRId64 " were cut off", head_events, head_id,
+		    res->checked, head_events - res->checked);
+	} else if (res->checked != head_events || last_id != head_id ||
+	    strcmp(last, head_hash) != 0) {
+		res->bad_id = last_id;
+		snprintf(res->reason, sizeof(res->reason), "the chain ends at event %"
+		    PRId64 " (%" PRId64 " events); its head records event %" PRId64
+		    " (%" PRId64 " events) with another hash", last_id, res->checked,
+		    head_id, head_events);
+	} else
+		rc = 0;
+done:
+	if (own)
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	return rc;
 }
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;
@@ -56,6 +56,29 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
+
+/* Whether any failure on S since store_transient_clear was the database
+ * busy or locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it
+ * past the busy timeout), a condition that passes and is worth retrying
+ * rather than failing a step for. */
+int store_transient(const struct store *s);
+void store_transient_clear(struct store *s);
+
+/* The engine's lock on database DB_PATH (store_lock.c): only the process
+ * holding it may run plans from that database. An exclusive fcntl lock on
+ * DB_PATH.lock, which holds the holder's pid; the kernel releases it when
+ * the process dies. Returns 0 with the lock in *OUT (release it with
+ * store_lock_release, or let the process end); 1 when another process
+ * holds it, ERR naming that pid; -1 on failure with ERR. OUT->fd is -1
+ * unless the lock was taken. */
+struct store_lock {
+	int fd;
+};
+int store_lock_take(const char *db_path, struct store_lock *out, char *err,
+    size_t errlen);
+
+/* Releases L if held (again is fine). */
+void store_lock_release(struct store_lock *l);
 
 /* Explicit transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK), so that a
  * state change and its event land together. Return 0 or -1 with ERR; a
@@ -123,9 +146,12 @@ int store_each_event(struct store *s, int64_t plan_id,
     int (*fn)(const struct store_event *ev, void *arg), void *arg,
     char *err, size_t errlen);
 
-/* Recomputes the whole chain (every plan's events share one chain).
- * Returns 0 when every event verifies, 1 when one does not (RES says which
- * and why), -1 when the database could not be read. */
+/* Recomputes the whole chain (every plan's events share one chain) and
+ * checks that it ends where its head (the count and last hash each append
+ * records) says: events cut off the end are reported as "truncated: …".
+ * Returns 0 when every event verifies, 1 when one does not or the chain
+ * is cut short (RES says which and why), -1 when the database could not be
+ * read. */
 int store_verify_events(struct store *s, struct store_verify *res,
     char *err, size_t errlen);
 
@@ -151,6 +177,8 @@ struct store_command {
 	char actor[65];
 	char comment[1001];
 	int64_t created_ms;
+	int64_t handled_ms;               /* 0 while the engine has not acted on it */
+	char outcome[1200];               /* "done", "refused: why", ...; "" until then */
 };
 
 struct store_alert {
@@ -176,6 +204,11 @@ int store_command_insert(struct store *s, int64_t plan_id, const char *kind,
  * 1 when there is none, -1 on failure. */
 int store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
     char *err, size_t errlen);
+
+/* Command ID of PLAN_ID, handled or not. Returns 0 and fills OUT, 1 when
+ * there is none, -1 on failure. */
+int store_command_get(struct store *s, int64_t plan_id, int64_t id,
+    struct store_command *out, char *err, size_t errlen);
 
 /* Marks command ID handled at NOW_MS with OUTCOME ("done", "refused: …").
  * Returns 0 or -1. */

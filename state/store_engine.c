@@ -42,21 +42,24 @@ done:
 	return rc;
 }
 
-int
-store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
-    char *err, size_t errlen)
+/* Reads the one command that WHERE (with ?1 the plan, ?2 ARG) selects.
+ * Returns 0, 1 when none, -1 on failure. */
+static int
+command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
+    struct store_command *out, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT id, kind, coalesce(step_idx, -1), coalesce(alert_id, 0), actor,"
-	    " comment, created_ms FROM commands"
-	    " WHERE plan_id = ?1 AND handled_ms IS NULL ORDER BY id LIMIT 1";
+	char sql[512];
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
+	snprintf(sql, sizeof(sql), "SELECT id, kind, coalesce(step_idx, -1),"
+	    " coalesce(alert_id, 0), actor, comment, created_ms, coalesce(handled_ms, 0),"
+	    " coalesce(outcome, '') FROM commands WHERE %s", where);
 	memset(out, 0, sizeof(*out));
 	if (store_prepare(s, sql, &st, "reading commands", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int64(st, 2, arg);
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
 		break;
@@ -75,10 +78,27 @@ store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
 	store_copystr(out->actor, sizeof(out->actor), sqlite3_column_text(st, 4));
 	store_copystr(out->comment, sizeof(out->comment), sqlite3_column_text(st, 5));
 	out->created_ms = sqlite3_column_int64(st, 6);
+	out->handled_ms = sqlite3_column_int64(st, 7);
+	store_copystr(out->outcome, sizeof(out->outcome), sqlite3_column_text(st, 8));
 	rc = 0;
 done:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int
+store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
+    char *err, size_t errlen)
+{
+	return command_row(s, "plan_id = ?1 AND handled_ms IS NULL AND ?2 = 0"
+	    " ORDER BY id LIMIT 1", plan_id, 0, out, err, errlen);
+}
+
+int
+store_command_get(struct store *s, int64_t plan_id, int64_t id,
+    struct store_command *out, char *err, size_t errlen)
+{
+	return command_row(s, "plan_id = ?1 AND id = ?2", plan_id, id, out, err, errlen);
 }
 
 int

@@ -11,14 +11,17 @@
 
 struct store {
 	sqlite3 *db;
+	int transient;                    /* a failure since the last clear was
+	                                   * SQLITE_BUSY or SQLITE_LOCKED */
 };
 
 /* Formats into ERR (may be NULL). */
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* "WHAT: sqlite's message" into ERR. Call before anything else touches the
- * connection, or the message is lost. */
+/* "WHAT: sqlite's message" into ERR, and notes whether the failure was
+ * the database busy or locked (store_transient). Call before anything else
+ * touches the connection, or the message is lost. */
 void store_dberr(struct store *s, char *err, size_t errlen, const char *what);
 
 /* Copies a column's text (NULL reads "") into DST, truncating to fit. */

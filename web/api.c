@@ -143,6 +143,9 @@ api_route(const char *method, const char *path, struct api_target *t,
 		t->route = API_HISTORY;
 	else if (n == 4 && strcmp(segs[3], "samples") == 0)
 		t->route = API_SAMPLES;
+	else if (n == 5 && strcmp(segs[3], "commands") == 0 &&
+	    parse_id(segs[4], &t->arg) == 0)
+		t->route = API_COMMAND;
 	else if (n == 4 && strcmp(segs[3], "abort") == 0) {
 		t->route = API_ABORT;
 		allow = allow_write;
@@ -365,7 +368,39 @@ command(struct store *s, const struct api_target *t, const char *body, size_t le
 	    "step", idx >= 0 ? json_integer(idx + 1) : json_null(),
 	    "alert", t->route == API_ACK ? json_integer((json_int_t)t->arg) : json_null(),
 	    "actor", actor, "comment", view_string(comment),
-	    "message", "recorded; the engine acts on it at its next turn"));
+	    "message", "recorded; the engine acts on it at its next turn, against the "
+	    "state it then finds: GET /api/plans/ID/commands/COMMAND says whether it "
+	    "was done or refused, and why"));
+}
+
+/* GET /api/plans/ID/commands/C: what the engine made of a command. */
+static void
+command_status(struct store *s, const struct api_target *t, struct api_response *r)
+{
+	struct store_command c;
+	const char *state;
+	char err[1024];
+	int rc = store_command_get(s, t->plan_id, t->arg, &c, err, sizeof(err));
+
+	if (rc == 1) {
+		api_error(r, 404, "plan %lld has no command %lld", (long long)t->plan_id,
+		    (long long)t->arg);
+		return;
+	}
+	if (rc != 0) {
+		store_failed(r, err);
+		return;
+	}
+	state = c.handled_ms == 0 ? "pending" :
+	    strncmp(c.outcome, "refused", 7) == 0 ? "refused" : "done";
+	reply(r, 200, json_pack("{s:I,s:I,s:s,s:o,s:o,s:o,s:s,s:o,s:o}", "command",
+	    (json_int_t)c.id, "plan", (json_int_t)t->plan_id, "kind", c.kind,
+	    "step", c.step_idx >= 0 ? json_integer(c.step_idx + 1) : json_null(),
+	    "alert", c.alert_id > 0 ? json_integer((json_int_t)c.alert_id) : json_null(),
+	    "actor", view_string(c.actor), "state", state,
+	    "outcome", c.handled_ms != 0 ? view_string(c.outcome) : json_null(),
+	    "handled_ms", c.handled_ms != 0 ? json_integer((json_int_t)c.handled_ms) :
+	    json_null()));
 }
 
 void
@@ -425,6 +460,9 @@ api_handle(struct store *s, const struct api_target *t, const struct uri_query *
 	case API_ABORT:
 	case API_ACK:
 		command(s, t, body, len, actor, r);
+		break;
+	case API_COMMAND:
+		command_status(s, t, r);
 		break;
 	}
 }

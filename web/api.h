@@ -14,6 +14,13 @@
  *   POST /api/plans/ID/steps/N/retry    {"comment"} 202, 400, 404, 409
  *   POST /api/plans/ID/abort            {"comment"} 202, 400, 404, 409
  *   POST /api/plans/ID/alerts/A/ack     {"comment"} 202, 400, 404, 409
+ *   GET  /api/plans/ID/commands/C                   200, 404
+ *
+ * A command is checked when recorded (409 with why when it makes no sense
+ * then) and again when the engine acts on it, against the state it finds
+ * (an abort queued just before may have ended the plan): its 202 answer
+ * names the command, whose own route says "pending", "done" or "refused"
+ * with the engine's reason.
  *
  * HEAD is answered wherever GET is. Errors are {"error":"…"}. */
 #ifndef CUTOVER_API_H
@@ -37,7 +44,8 @@ enum api_route {
 	API_APPROVE,
 	API_RETRY,
 	API_ABORT,
-	API_ACK
+	API_ACK,
+	API_COMMAND		/* what became of a recorded command */
 };
 
 struct api_target {

@@ -1,6 +1,9 @@
 /* flip: turns the plan's feature flag on (flip) or off (rollback) with the
  * intent recorded before the call and the confirmation after, so that a
- * transition is never sent twice and never recorded without a read-back. */
+ * transition is never sent twice and never recorded without a read-back:
+ * once any switch is recorded, the flag is read before each send, and a
+ * flag already as wanted is not sent again (a toggle-style service would
+ * undo it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,14 +78,47 @@ append(struct step_ctx *c, const char *kind, json_t *details)
 	return rc;
 }
 
+/* After a recorded intent (any of the four events) the flag may be in
+ * either state whatever the history says last: a kill or a store error
+ * can fall between the flag service taking a switch and its record, or
+ * between the confirmation and the step's record. Reads the flag: returns
+ * 1 when it already is as wanted (*RESULT set), 0 when it is the other way
+ * (send), -1 when it cannot be told (an unread flag is never switched
+ * blind: a toggle-style service would undo a switch that took). */
+static int
+already_switched(struct step_ctx *c, bool on, json_t **result, char *err,
+    size_t errlen)
+{
+	json_t *read = NULL;
+	int state;
+
+	if (flag_read(c->plan, &state, &read, err, errlen) != 0) {
+		json_decref(read);
+		return -1;
+	}
+	if (state < 0) {
+		snprintf(err, errlen, "the flag reads neither on nor off; it is not switched "
+		    "%s blind", on ? "on" : "off");
+		json_decref(read);
+		return -1;
+	}
+	if (state != (on ? 1 : 0)) {
+		json_decref(read);
+		return 0;
+	}
+	*result = json_pack("{s:b,s:s,s:o,s:o}", "ok", 1, "confirmed_by",
+	    "read-back before sending: the flag was already so", "flag", flag_desc(c->plan),
+	    "read_back", read);
+	return 1;
+}
+
 static int
 switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t errlen)
 {
 	const char *req = on ? "flip.requested" : "rollback.requested";
 	const char *conf = on ? "flip.confirmed" : "rollback.confirmed";
 	const char *failed = on ? "flip.failed" : "rollback.failed";
-	json_t *read = NULL;
-	int last, state;
+	int last, done;
 
 	*result = NULL;
 	if (c->plan->flag.kind == PLAN_FLAG_NONE) {
@@ -94,19 +130,19 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 		return flag_switch(c->plan, on, result, err, errlen);
 	if (last_intent(c->store, c->plan_id, &last, err, errlen) != 0)
 		return -1;
-	if (last == (on ? 0 : 2)) {
-		/* Requested before a restart, never confirmed: the request may have
-		 * arrived. Read first; send only if it did not take. */
-		if (flag_read(c->plan, &state, &read, err, errlen) == 0 &&
-		    state == (on ? 1 : 0)) {
-			*result = json_pack("{s:b,s:s,s:o,s:o}", "ok", 1, "confirmed_by",
-			    "read-back after a restart", "flag", flag_desc(c->plan),
-			    "read_back", read);
-			return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+	if (last >= 0) {
+		/* Read first; send only if it is not yet as wanted. */
+		if ((done = already_switched(c, on, result, err, errlen)) < 0) {
+			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+			return -1;
 		}
-		json_decref(read);
-	} else if (append(c, req, json_pack("{s:o,s:b}", "flag", flag_desc(c->plan), "on",
-	    on)) != 0) {
+		if (done && last == (on ? 1 : 3))
+			return 0;               /* confirmed and recorded already */
+		if (done)
+			return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+	}
+	if (last != (on ? 0 : 2) && append(c, req, json_pack("{s:o,s:b}", "flag",
+	    flag_desc(c->plan), "on", on)) != 0) {
 		snprintf(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
 		return -1;
 	}
@@ -116,7 +152,11 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	}
 	json_object_set_new(*result, "flag", flag_desc(c->plan));
 	fault_point(conf);              /* the flag took it; the record has not */
-	return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+	if (append(c, conf, json_deep_copy(*result)) != 0)
+		return -1;
+	/* Confirmed and recorded; the step's own record has not been made. */
+	fault_point(on ? "flip.confirmed.recorded" : "rollback.confirmed.recorded");
+	return 0;
 }
 
 int

@@ -286,7 +286,9 @@ test_open_creates_schema(void **state)
 	    " WHERE type = 'table' AND name IN"
 	    " ('plans', 'steps', 'events', 'samples')"), 4);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema"
-	    " WHERE type = 'trigger' AND tbl_name = 'events'"), 2);
+	    " WHERE type = 'trigger' AND tbl_name = 'events'"), 3);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema"
+	    " WHERE type = 'trigger' AND tbl_name = 'chain_head'"), 3);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema"
 	    " WHERE type = 'index' AND name = 'samples_plan_ts'"), 1);
 	sqlite3_close(db);

@@ -1,0 +1,662 @@
+/* test_engine_safety (integration): the engine's safety rules of issue 14,
+ * each against a real RabbitMQ node and a real SQLite file, with the
+ * cutover binary (CUTOVER_BINARY) run as an operator would — one engine
+ * per database (a second exits naming the holder; kill -9 frees it), a
+ * flip confirmed but not yet recorded is never sent again (a toggle-style
+ * flag served by this test counts every call), operator commands checked
+ * against the state each finds (abort then retry in one poll), a database
+ * held locked past the busy timeout during a watch, and a history cut
+ * short. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <microhttpd.h>
+#include <sqlite3.h>
+
+#include "itest_run.h"
+#include "step.h"
+#include "store.h"
+
+static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
+
+/* ---- a toggle-style flag service: every POST /toggle flips it ---- */
+
+static struct MHD_Daemon *flagd;
+static volatile int flag_on, flag_calls;
+static unsigned flag_port = 1;         /* a valid port while none serves */
+
+static enum MHD_Result
+flag_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	static int seen;
+	struct MHD_Response *resp;
+	char body[64];
+	enum MHD_Result ret;
+
+	(void)cls; (void)version; (void)upload;
+	if (*con_cls == NULL) {
+		*con_cls = &seen;
+		return MHD_YES;
+	}
+	if (*upload_size != 0) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, "POST") == 0 && strcmp(url, "/toggle") == 0) {
+		__atomic_add_fetch(&flag_calls, 1, __ATOMIC_SEQ_CST);
+		flag_on = !flag_on;
+	}
+	snprintf(body, sizeof(body), "{\"enabled\":%s}", flag_on ? "true" : "false");
+	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void
+flag_start(void)
+{
+	const union MHD_DaemonInfo *info;
+
+	flag_on = 0;
+	flag_calls = 0;
+	flagd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+	    NULL, NULL, flag_answer, NULL, MHD_OPTION_SOCK_ADDR, NULL, MHD_OPTION_END);
+	assert_non_null(flagd);
+	info = MHD_get_daemon_info(flagd, MHD_DAEMON_INFO_BIND_PORT);
+	assert_non_null(info);
+	flag_port = info->port;
+}
+
+static void
+flag_stop(void)
+{
+	if (flagd != NULL)
+		MHD_stop_daemon(flagd);
+	flagd = NULL;
+	flag_port = 1;
+}
+
+/* ---- the plan, the old path, cleanup ---- */
+
+static void
+set_names(const char *test)
+{
+	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
+	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
+}
+
+/* Writes the test's plan with STEPS (YAML flow list) and the test's flag
+ * service (flag_start first when STEPS flips). */
+static void
+write_plan(const char *steps, const char *canary)
+{
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	FILE *f;
+
+	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
+	    getenv("CUTOVER_BINARY") == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
+		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
+	f = fopen(planfile, "w");
+	assert_non_null(f);
+	fprintf(f,
+	    "name: %s\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { names: [%s.old] }\n"
+	    "ladder:\n"
+	    "  prefix: %s\n"
+	    "  unit: 100ms\n"
+	    "  levels: 6\n"
+	    "  destinations: [%s.dest]\n"
+	    "canary:\n"
+	    "  delays: [%s]\n"
+	    "flag:\n"
+	    "  kind: http\n"
+	    "  on: { method: POST, url: 'http://127.0.0.1:%u/toggle', body: '{}' }\n"
+	    "  off: { method: POST, url: 'http://127.0.0.1:%u/toggle', body: '{}' }\n"
+	    "  read: { url: 'http://127.0.0.1:%u/flag', pointer: /enabled, on: true, "
+	    "off: false }\n"
+	    "watch:\n"
+	    "  interval: 250ms\n"
+	    "  allowance: 1s\n"
+	    "  probe_every: 1s\n"
+	    "steps: %s\n",
+	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
+	    canary, flag_port, flag_port, flag_port, steps);
+	fclose(f);
+}
+
+/* Opens broker connections for the test's plan. */
+static void
+open_ctx(struct step_ctx *c, struct plan **p)
+{
+	struct plan_errors errs = { 0 };
+	char err[1024];
+
+	if (plan_load_file(planfile, p, &errs) != 0)
+		fail_msg("the test plan does not load");
+	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+/* The old path: one classic delay queue of 1 s into the destination. */
+static void
+make_old_path(void)
+{
+	struct step_ctx c;
+	struct plan *p = NULL;
+	struct topology_arg a[3];
+	char name[160], dest[160], err[1024];
+
+	open_ctx(&c, &p);
+	snprintf(dest, sizeof(dest), "%s.dest", prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, dest, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	memset(a, 0, sizeof(a));
+	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+	a[0].is_int = true;
+	a[0].num = 1000;
+	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
+	snprintf(name, sizeof(name), "%s.old", prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, name, true, a, 3, err,
+	    sizeof(err)), 0);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+/* Removes what the test made on the broker: its queues first, whatever
+ * they hold (a run killed mid-canary leaves messages in the ladder, which
+ * teardown refuses), then the ladder's exchanges. Safe to call when some
+ * of it is not there. */
+static int
+cleanup(void **state)
+{
+	static const char *const queues[] = { "dest", "old", "parking", "level.00",
+	    "level.01", "level.02", "level.03", "level.04", "level.05" };
+	struct plan_errors errs = { 0 };
+	struct step_ctx c;
+	struct plan *p = NULL;
+	json_t *r = NULL;
+	char err[1024], name[160];
+
+	(void)state;
+	flag_stop();
+	if (plan_load_file(planfile, &p, &errs) != 0) {
+		plan_errors_free(&errs);
+		return 0;
+	}
+	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
+			snprintf(name, sizeof(name), "%s.%s", prefix, queues[i]);
+			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
+		}
+		snprintf(name, sizeof(name), "cutover.probe.%s", plan_name);
+		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
+		step_teardown_ladder(&c, &r, err, sizeof(err));
+		json_decref(r);
+		step_ctx_close(&c);
+	}
+	plan_free(p);
+	planfile[0] = '\0';
+	return 0;
+}
+
+/* ---- helpers reading the database and the binary's output ---- */
+
+/* The status of step IDX (0-based) of the test's plan ("(none)" when the
+ * plan or the step is not there yet). */
+static void
+step_status(int idx, char *out, size_t outlen)
+{
+	struct store *s = NULL;
+	struct store_plan p;
+	struct store_step st;
+	char err[512];
+
+	snprintf(out, outlen, "(none)");
+	if (access(db, F_OK) != 0 || store_open(db, &s, err, sizeof(err)) != 0)
+		return;
+	if (store_plan_find(s, plan_name, &p, err, sizeof(err)) == 0 &&
+	    store_step_get(s, p.id, idx, &st, err, sizeof(err)) == 0) {
+		snprintf(out, outlen, "%s", st.status);
+		store_step_clear(&st);
+	}
+	store_close(s);
+}
+
+/* Waits (up to 120 s) until step IDX is STATUS; fails the test otherwise. */
+static void
+wait_step(int idx, const char *status)
+{
+	char now[32];
+
+	for (int i = 0; i < 6000; i++) {
+		step_status(idx, now, sizeof(now));
+		if (strcmp(now, status) == 0)
+			return;
+		itest_sleep_ms(20);
+	}
+	fail_msg("step %d is %s, not %s, after 120 s", idx + 1, now, status);
+}
+
+/* Runs the cutover binary with ARGS (a shell word list, already quoted)
+ * and CUTOVER_FAULT unset; its stdout and stderr go into OUT. Returns its
+ * exit status. */
+static int
+run_captured(char *out, size_t outlen, const char *fmt, ...)
+{
+	char args[1500], cmd[2000];
+	va_list ap;
+	FILE *p;
+	size_t n = 0, got;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("CUTOVER_BINARY"), args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (n + 1 < outlen && (got = fread(out + n, 1, outlen - 1 - n, p)) > 0)
+		n += got;
+	out[n] = '\0';
+	st = pclose(p);
+	fprintf(stderr, "$ cutover %s\n%s", args, out);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Runs SQL on the test's database with the sqlite3 shell; its output
+ * (one line, at most OUTLEN - 1 bytes) into OUT when OUT is not NULL. */
+static int
+sql(char *out, size_t outlen, const char *query)
+{
+	char cmd[1500], buf[512] = "";
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", db, query);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	if (fgets(buf, sizeof(buf), p) == NULL)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	st = pclose(p);
+	if (out != NULL)
+		snprintf(out, outlen, "%s", buf);
+	return st;
+}
+
+/* ---- item 1: one engine per database ---- */
+
+static void
+test_second_engine_refused(void **state)
+{
+	struct itest_history t;
+	char out[8192], pidtext[32], status[32];
+	pid_t holder;
+
+	(void)state;
+	set_names("owner");
+	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
+	holder = itest_start_run(db, planfile, NULL);
+	wait_step(2, "running");
+	/* A second engine on the same database exits at once, naming the
+	 * holder; read-only verbs still work. */
+	assert_int_equal(run_captured(out, sizeof(out), "run --db '%s' '%s'", db,
+	    planfile), 1);
+	snprintf(pidtext, sizeof(pidtext), "pid %ld", (long)holder);
+	if (strstr(out, pidtext) == NULL)
+		fail_msg("the second engine did not name the holder (%s)", pidtext);
+	/* So does a serve: it would run the same plans. */
+	assert_int_equal(run_captured(out, sizeof(out), "serve --db '%s' --listen "
+	    "127.0.0.1:1", db), 1);
+	if (strstr(out, pidtext) == NULL)
+		fail_msg("serve did not name the holder (%s)", pidtext);
+	assert_int_equal(run_captured(out, sizeof(out), "status --db '%s' '%s'", db,
+	    plan_name), 0);
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	    0);
+	/* Killed, the holder leaves no stale lock: a new engine resumes. */
+	kill(holder, SIGKILL);
+	assert_int_equal(itest_wait(holder), 128 + SIGKILL);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
+	assert_int_equal(itest_count(&t, "step.started"), 3);
+	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
+	assert_int_equal(itest_count(&t, "plan.succeeded"), 1);
+}
+
+/* ---- item 2: a confirmed flip is not sent again ---- */
+
+static const char flip_steps[] = "[measure_horizon, declare_ladder, verify_ladder, "
+    "canary, flip, { step: watch, gate: true }]";
+
+static void
+test_confirmed_flip_not_resent(void **state)
+{
+	struct itest_history t;
+	char status[32];
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	set_names("flip");
+	flag_start();
+	write_plan(flip_steps, "100ms");
+	make_old_path();
+	/* Killed after the flag service took the flip and the confirmation
+	 * was recorded, before the step's own record. */
+	pid = itest_start_run(db, planfile, "crash:flip.confirmed.recorded");
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
+	assert_int_equal(flag_calls, 1);
+	assert_true(flag_on);
+	/* The resumed flip reads the flag back and does not send again. */
+	rc = itest_cutover("run", "--db", db, planfile, NULL);
+	assert_int_equal(flag_calls, 1);
+	assert_true(flag_on);
+	assert_int_equal(rc, 3);
+	/* The rollback is one call too. */
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(flag_calls, 2);
+	assert_false(flag_on);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
+}
+
+/* ---- item 3: commands checked against the state each finds ---- */
+
+/* A plan [declare_ladder, verify_ladder] run once and failed at its first
+ * step (a queue with other arguments in the way, removed after), so that a
+ * retry would now succeed. */
+static void
+failed_plan(void)
+{
+	struct step_ctx c;
+	struct plan *p = NULL;
+	char name[160], err[1024];
+
+	write_plan("[declare_ladder, verify_ladder]", "100ms");
+	open_ctx(&c, &p);
+	snprintf(name, sizeof(name), "%s.level.02", prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+static void
+test_abort_then_retry_in_one_poll(void **state)
+{
+	struct itest_history t;
+	char status[32], outcome[256];
+
+	(void)state;
+	set_names("cmds");
+	failed_plan();
+	/* Both queued while no engine runs: one poll sees both. */
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "1", "--as", "bob",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
+	assert_int_equal(itest_count(&t, "step.retry"), 0);
+	assert_int_equal(itest_count(&t, "command.refused"), 1);
+	assert_int_equal(sql(outcome, sizeof(outcome),
+	    "SELECT outcome FROM commands WHERE kind = 'retry'"), 0);
+	if (strncmp(outcome, "refused", 7) != 0 || strstr(outcome, "aborted") == NULL)
+		fail_msg("the retry's outcome is '%s', not refused because of the abort",
+		    outcome);
+}
+
+/* ---- item 3 through the API: a refused command gets a clear answer ---- */
+
+#define API_TOKEN "engine-safety-token"
+
+static pid_t server_pid;
+static unsigned server_port;
+
+/* Starts `cutover serve` on the test's database with one operator whose
+ * token is API_TOKEN, the engine looking for commands every POLL_MS; waits
+ * (up to 60 s) for /healthz. */
+static void
+serve_start(int poll_ms)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	char ops[320], listen[64], poll[16], out[256], cmd[600];
+	FILE *f;
+	int fd, i;
+
+	/* A free port: bound, read, closed. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+	server_port = ntohs(sa.sin_port);
+	close(fd);
+	snprintf(ops, sizeof(ops), "%s/operators", dir);
+	snprintf(cmd, sizeof(cmd), "printf 'alice:%%s\\n' \"$(printf %%s %s | sha256sum | "
+	    "cut -d' ' -f1)\" > '%s'", API_TOKEN, ops);
+	assert_int_equal(system(cmd), 0);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", server_port);
+	snprintf(poll, sizeof(poll), "%d", poll_ms);
+	server_pid = fork();
+	assert_true(server_pid >= 0);
+	if (server_pid == 0) {
+		execl(getenv("CUTOVER_BINARY"), "cutover", "serve", "--db", db, "--listen",
+		    listen, "--operators", ops, "--poll-ms", poll, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 1200; i++) {
+		snprintf(cmd, sizeof(cmd), "curl -s -o /dev/null -w '%%{http_code}' "
+		    "http://127.0.0.1:%u/healthz", server_port);
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		if (fgets(out, sizeof(out), f) == NULL)
+			out[0] = '\0';
+		pclose(f);
+		if (strcmp(out, "200") == 0)
+			return;
+		itest_sleep_ms(50);
+	}
+	fail_msg("cutover serve did not answer on %s", listen);
+}
+
+static int
+serve_stop(void **state)
+{
+	(void)state;
+	if (server_pid > 0) {
+		kill(server_pid, SIGTERM);
+		itest_wait(server_pid);
+	}
+	server_pid = 0;
+	return cleanup(NULL);
+}
+
+/* METHOD PATH on the test's server with the operator's token: the answer's
+ * body into OUT; returns the HTTP status. */
+static int
+api(const char *method, const char *path, char *out, size_t outlen)
+{
+	char cmd[700];
+	size_t n;
+	FILE *f;
+	int status = 0;
+	char *nl;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -X %s -H 'Authorization: Bearer %s' "
+	    "-w '\\n%%{http_code}' http://127.0.0.1:%u%s", method, API_TOKEN, server_port,
+	    path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	pclose(f);
+	if ((nl = strrchr(out, '\n')) != NULL) {
+		status = atoi(nl + 1);
+		*nl = '\0';
+	}
+	if (strcmp(method, "GET") != 0 || strstr(out, "\"pending\"") == NULL)
+		fprintf(stderr, "%s %s: %d %s\n", method, path, status, out);
+	return status;
+}
+
+static void
+test_api_refused_command_answered(void **state)
+{
+	json_t *j;
+	char out[4096], path[128];
+	int status, i;
+	int64_t cmd;
+
+	(void)state;
+	set_names("apicmds");
+	failed_plan();
+	/* The engine looks for commands every 3 s: both land in one poll. */
+	serve_start(3000);
+	assert_int_equal(api("POST", "/api/plans/1/abort", out, sizeof(out)), 202);
+	status = api("POST", "/api/plans/1/steps/1/retry", out, sizeof(out));
+	if (status == 409) {
+		/* The poll fell in between: refused when recorded, saying why. */
+		assert_non_null(strstr(out, "aborted"));
+		return;
+	}
+	assert_int_equal(status, 202);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	cmd = json_integer_value(json_object_get(j, "command"));
+	json_decref(j);
+	assert_true(cmd > 0);
+	snprintf(path, sizeof(path), "/api/plans/1/commands/%lld", (long long)cmd);
+	for (i = 0; i < 600; i++) {
+		assert_int_equal(api("GET", path, out, sizeof(out)), 200);
+		if (strstr(out, "\"pending\"") == NULL)
+			break;
+		itest_sleep_ms(100);
+	}
+	if (strstr(out, "\"state\":\"refused\"") == NULL || strstr(out, "aborted") == NULL)
+		fail_msg("the retry after the abort is not refused because of it: %s", out);
+	assert_int_equal(api("GET", "/api/plans/1/commands/999", out, sizeof(out)), 404);
+}
+
+/* ---- item 7: a database locked past the busy timeout mid-watch ---- */
+
+static void
+test_watch_survives_locked_database(void **state)
+{
+	struct itest_history t;
+	sqlite3 *h = NULL;
+	char status[32];
+	pid_t pid;
+
+	(void)state;
+	set_names("busy");
+	flag_start();
+	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip, watch]",
+	    "100ms");
+	make_old_path();
+	pid = itest_start_run(db, planfile, NULL);
+	wait_step(5, "running");
+	/* Another writer holds the database for twice the busy timeout (5 s):
+	 * the fault itself, not a wait for something. */
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	sqlite3_busy_timeout(h, 30000);
+	assert_int_equal(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	itest_sleep_ms(11000);
+	assert_int_equal(sqlite3_exec(h, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	assert_int_equal(itest_wait(pid), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "step.failed"), 0);
+	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	assert_int_equal(flag_calls, 1);
+}
+
+/* ---- item 9: a history cut short ---- */
+
+static void
+test_truncated_history_detected(void **state)
+{
+	char out[8192];
+
+	(void)state;
+	set_names("trunc");
+	write_plan("[declare_ladder]", "100ms");
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	    0);
+	/* Someone with the file drops the guard and cuts the last two events. */
+	assert_int_equal(sql(NULL, 0, "DROP TRIGGER events_no_delete; DELETE FROM events "
+	    "WHERE id > (SELECT max(id) - 2 FROM events);"), 0);
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	    1);
+	if (strstr(out, "truncated") == NULL)
+		fail_msg("verify did not name the truncation");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
+		cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
+		cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
+		cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
+		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
+		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
+	};
+	const char *tmp = getenv("TMPDIR");
+	char cmd[300];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/itest_safety.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	if (getenv("ITEST_FILTER") != NULL)     /* one test: ITEST_FILTER=test_x */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		rc = rc ? rc : 1;
+	return rc;
+}
