@@ -1,16 +1,20 @@
-/* test_pattern (unit): pattern (PCRE2 with bounded cost) and policy (which
- * broker policy applies to an object, one apply-to table): PCRE syntax
- * the broker accepts, a limit hit is an error and never a non-match, and
- * the policy of the highest priority whose apply-to and pattern fit. */
+/* test_pattern (unit): pattern (PCRE2 with bounded cost), policy (which
+ * broker policy applies to an object, one apply-to table) and the old
+ * selector built on them: PCRE syntax the broker accepts, a limit hit is
+ * an error and never a non-match, the policy of the highest priority whose
+ * apply-to and pattern fit, and no selection of the plan's own queues. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "old_path.h"
 #include "pattern.h"
+#include "plan.h"
 #include "policy.h"
 
 /* Compiles TEXT, which must compile. */
@@ -173,6 +177,65 @@ test_policy_for(void **state)
 	policy_set_free(&s);
 }
 
+/* The old selector, with a selection the loader refuses put in place as
+ * an older stored plan could hold it: never one of the plan's own queues,
+ * and a name the pattern cannot decide is an error. */
+static void
+test_old_selector(void **state)
+{
+	static const char yaml[] =
+	    "name: sel\n"
+	    "broker: { amqp: 'amqp://127.0.0.1:5672/%2f', management: "
+	    "'http://127.0.0.1:15672', username: guest, password: env:P }\n"
+	    "old: { queues: { match: '^delay\\.\\d+s$' } }\n"
+	    "ladder: { prefix: delay, unit: 1s, levels: 4, destinations: [delay.out] }\n"
+	    "steps: [measure_horizon]\n";
+	static const struct { const char *name; int selected; } cases[] = {
+		{ "delay.5s", 1 },
+		{ "delay.level.00", 0 },
+		{ "delay.level.03", 0 },
+		{ "delay.level.04", 1 },	/* not a level of 4 */
+		{ "delay.parking", 0 },
+		{ "delay.out", 0 },
+		{ "cutover.probe.sel", 0 },
+		{ "cutover.canary.sel", 0 },
+		{ "delayed", 1 },
+	};
+	struct old_selector sel;
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char err[512], subject[256];
+
+	(void)state;
+	assert_int_equal(plan_load_buffer("t.yaml", yaml, strlen(yaml), &p, &errs), 0);
+	free(p->old.match);
+	assert_non_null(p->old.match = strdup("^(delay|cutover)"));
+	assert_int_equal(old_selector_init(&sel, p, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (old_selector_test(&sel, cases[i].name, err, sizeof(err)) !=
+		    cases[i].selected)
+			fail_msg("'%s': expected %d", cases[i].name, cases[i].selected);
+	assert_true(old_selector_own(&sel, "delay.level.02"));
+	old_selector_free(&sel);
+
+	free(p->old.match);
+	assert_non_null(p->old.match = strdup("^(a|aa)+$"));
+	assert_int_equal(old_selector_init(&sel, p, err, sizeof(err)), 0);
+	memset(subject, 'a', sizeof(subject) - 2);
+	subject[sizeof(subject) - 2] = '!';
+	subject[sizeof(subject) - 1] = '\0';
+	assert_int_equal(old_selector_test(&sel, subject, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot decide"));
+	old_selector_free(&sel);
+
+	free(p->old.match);
+	assert_non_null(p->old.match = strdup("^(delay"));
+	assert_int_equal(old_selector_init(&sel, p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a usable PCRE2 pattern"));
+	old_selector_free(&sel);
+	plan_free(p);
+}
+
 int
 main(void)
 {
@@ -182,6 +245,7 @@ main(void)
 		cmocka_unit_test(test_limits_are_errors),
 		cmocka_unit_test(test_apply_to_table),
 		cmocka_unit_test(test_policy_for),
+		cmocka_unit_test(test_old_selector),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
