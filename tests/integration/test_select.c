@@ -258,6 +258,49 @@ measure_and_dry_run(const char *oldq)
 	json_decref(measured);
 }
 
+/* A measure recorded before the fix may list the ladder's queues: a
+ * dry run leaves each of them, as no longer selected, and would delete
+ * only OLDQ. */
+static void
+stale_measure_dry_run(const char *oldq)
+{
+	struct old_remove_opts dry = { .dry_run = true };
+	json_t *measured = NULL, *r = NULL, *qs, *fake;
+	const json_t *e;
+	char err[1024], level[128];
+	size_t i, would = 0;
+
+	if (step_measure_horizon(&made.c, &measured, err, sizeof(err)) != 0)
+		fail_msg("measure_horizon: %s", err);
+	qs = json_object_get(measured, "queues");
+	assert_int_equal(json_array_size(qs), 1);
+	for (int k = 0; k < made.p->ladder.levels; k++) {
+		fake = json_deep_copy(json_array_get(qs, 0));
+		ladder_level_queue(&made.p->ladder, k, level, sizeof(level));
+		json_object_set_new(fake, "name", json_string(level));
+		json_object_set_new(fake, "type", json_string("quorum"));
+		json_array_append_new(qs, fake);
+	}
+	made.c.measured = measured;
+	made.c.old_last_entry_ms = made.c.now_ms - 2 * HOUR_MS;
+	old_remove(&made.c, &dry, &r, err, sizeof(err));
+	assert_non_null(r);
+	json_array_foreach(json_object_get(r, "entries"), i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const char *outcome = json_string_value(json_object_get(e, "outcome"));
+
+		fprintf(stderr, "# stale measure: %s %s\n", outcome, name);
+		if (strcmp(outcome, "would_remove") == 0) {
+			would++;
+			assert_string_equal(name, oldq);
+		}
+	}
+	assert_int_equal(would, 1);
+	json_decref(r);
+	made.c.measured = NULL;
+	json_decref(measured);
+}
+
 /* Issue 13 item 1: a plan whose old selection also matches its own ladder
  * (here '^PREFIX\.' over a ladder named PREFIX, with a destination
  * PREFIX.dest), or names its own queues, as a plan stored before `check`
@@ -285,6 +328,7 @@ test_own_queues_are_never_old(void **state)
 	made.p->old.match = strdup(match);
 	assert_non_null(made.p->old.match);
 	measure_and_dry_run(oldq);
+	stale_measure_dry_run(oldq);
 
 	/* The names: the old queue, a level, the parking queue, the
 	 * destination, the probe and the canary queue. */
