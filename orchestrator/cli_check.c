@@ -1,226 +1,16 @@
 /* cli_check: `cutover check` — validates plans and prints, for each valid
  * one, a dry run (the ladder, every object declare_ladder would create, the
- * steps and gates) and the design review. Contacts nothing. */
+ * steps and gates) and the design review (check.c). Contacts nothing. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "check.h"
 #include "cli.h"
-#include "duration.h"
-#include "plan.h"
-#include "review.h"
-#include "topology.h"
 
 static const char usage_line[] = "cutover check [--json] PLAN.yaml...";
-
-static const char *
-role_name(enum topology_role r)
-{
-	switch (r) {
-	case TOPOLOGY_LEVEL: return "level";
-	case TOPOLOGY_DELIVERY: return "delivery";
-	case TOPOLOGY_PARKING: return "parking";
-	case TOPOLOGY_DESTINATION: return "destination";
-	}
-	return "?";
-}
-
-static json_t *
-args_json(const struct topology_arg *args, size_t n)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; i < n; i++)
-		json_object_set_new(o, args[i].key, args[i].is_int ?
-		    json_integer(args[i].num) : json_string(args[i].str));
-	return o;
-}
-
-/* The dry run of a valid plan as JSON: what `check --json` prints and what
- * the human form is printed from. */
-static json_t *
-describe(const char *file, const struct plan *p, const struct topology *t)
-{
-	const struct ladder *l = &p->ladder;
-	char u[32], m[32];
-	json_t *o, *xs, *qs, *bs, *ss;
-
-	xs = json_array();
-	for (size_t i = 0; i < t->nexchanges; i++) {
-		const struct topology_exchange *x = &t->exchanges[i];
-
-		json_array_append_new(xs, json_pack("{s:s,s:s,s:s,s:o}", "name", x->name,
-		    "type", x->type, "role", role_name(x->role),
-		    "arguments", args_json(x->args, x->nargs)));
-	}
-	qs = json_array();
-	for (size_t i = 0; i < t->nqueues; i++) {
-		const struct topology_queue *q = &t->queues[i];
-
-		json_array_append_new(qs, json_pack("{s:s,s:s,s:o}", "name", q->name,
-		    "role", role_name(q->role), "arguments", args_json(q->args, q->nargs)));
-	}
-	bs = json_array();
-	for (size_t i = 0; i < t->nbindings; i++) {
-		const struct topology_binding *b = &t->bindings[i];
-
-		json_array_append_new(bs, json_pack("{s:s,s:s,s:s,s:s}", "source", b->source,
-		    "destination", b->destination,
-		    "destination_type", b->to_exchange ? "exchange" : "queue",
-		    "routing_key", b->key));
-	}
-	ss = json_array();
-	for (size_t i = 0; i < p->nsteps; i++)
-		json_array_append_new(ss, json_pack("{s:s,s:b}", "step",
-		    plan_step_kind_name(p->steps[i].kind), "gate", p->steps[i].gate));
-
-	o = json_pack("{s:s,s:s,s:b,s:{s:s,s:s,s:s,s:I,s:i,s:s,s:I,s:s},s:o,s:o,s:o,s:o,s:o}",
-	    "file", file, "plan", p->name, "valid", 1,
-	    "ladder",
-	    "naming", ladder_naming_name(l->naming),
-	    "prefix", l->naming == LADDER_NAMING_CUTOVER ? l->prefix : "",
-	    "unit", duration_format(l->unit_ms, u, sizeof(u)),
-	    "unit_ms", (json_int_t)l->unit_ms,
-	    "levels", l->levels,
-	    "max_delay", duration_format(ladder_max_delay_ms(l), m, sizeof(m)),
-	    "max_delay_ms", (json_int_t)ladder_max_delay_ms(l),
-	    "queue_type", p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic",
-	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
-	    "review", review_answers(p));
-	if (o != NULL)
-		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
-		    json_boolean(p->create_destinations));
-	return o;
-}
-
-static void
-print_args(json_t *args)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(args, k, v) {
-		if (json_is_integer(v))
-			printf(" %s=%lld", k, (long long)json_integer_value(v));
-		else
-			printf(" %s=%s", k, json_string_value(v));
-	}
-}
-
-static void
-print_human(json_t *d)
-{
-	json_t *lad = json_object_get(d, "ladder"), *v;
-	bool create = json_is_true(json_object_get(lad, "create_destinations"));
-	char desc[64];
-	size_t i, n = 0;
-
-	printf("%s: plan %s is valid\n\n", json_string_value(json_object_get(d, "file")),
-	    json_string_value(json_object_get(d, "plan")));
-	printf("ladder\n  naming      %s", json_string_value(json_object_get(lad, "naming")));
-	if (*json_string_value(json_object_get(lad, "prefix")) != '\0')
-		printf(" (prefix %s)", json_string_value(json_object_get(lad, "prefix")));
-	printf("\n  unit        %s\n  levels      %d\n  max delay   %s (%s)\n"
-	    "  queue type  %s\n",
-	    json_string_value(json_object_get(lad, "unit")),
-	    (int)json_integer_value(json_object_get(lad, "levels")),
-	    json_string_value(json_object_get(lad, "max_delay")),
-	    duration_describe(json_integer_value(json_object_get(lad, "max_delay_ms")),
-	    desc, sizeof(desc)),
-	    json_string_value(json_object_get(lad, "queue_type")));
-
-	printf("\nexchanges (%zu)\n", json_array_size(json_object_get(d, "exchanges")));
-	json_array_foreach(json_object_get(d, "exchanges"), i, v) {
-		printf("  %-32s %-6s %-11s", json_string_value(json_object_get(v, "name")),
-		    json_string_value(json_object_get(v, "type")),
-		    json_string_value(json_object_get(v, "role")));
-		print_args(json_object_get(v, "arguments"));
-		printf("\n");
-	}
-	printf("\nqueues (%zu)\n", json_array_size(json_object_get(d, "queues")));
-	json_array_foreach(json_object_get(d, "queues"), i, v) {
-		const char *role = json_string_value(json_object_get(v, "role"));
-
-		printf("  %-32s %-11s", json_string_value(json_object_get(v, "name")), role);
-		print_args(json_object_get(v, "arguments"));
-		if (strcmp(role, "destination") == 0)
-			printf("  (bound; %s)", create ? "created if missing: "
-			    "ladder.create_destinations" : "must exist already");
-		printf("\n");
-	}
-	printf("\nbindings (%zu)\n", json_array_size(json_object_get(d, "bindings")));
-	json_array_foreach(json_object_get(d, "bindings"), i, v)
-		printf("  %s -> %s %s  key '%s'\n",
-		    json_string_value(json_object_get(v, "source")),
-		    json_string_value(json_object_get(v, "destination_type")),
-		    json_string_value(json_object_get(v, "destination")),
-		    json_string_value(json_object_get(v, "routing_key")));
-
-	printf("\nsteps\n");
-	json_array_foreach(json_object_get(d, "steps"), i, v)
-		printf("  %zu. %s%s\n", i + 1, json_string_value(json_object_get(v, "step")),
-		    json_is_true(json_object_get(v, "gate")) ? "  [gate: waits for approval]" : "");
-
-	printf("\ndesign review\n");
-	json_array_foreach(json_object_get(d, "review"), i, v) {
-		json_t *w = json_object_get(v, "warning");
-		int app = strcmp(json_string_value(json_object_get(v, "answered_by")),
-		    "application") == 0;
-
-		printf("  %2zu. %s\n      %s%s\n", i + 1,
-		    json_string_value(json_object_get(v, "question")),
-		    app ? "[application must answer] " : "",
-		    json_string_value(json_object_get(v, "answer")));
-		if (w != NULL)
-			printf("      warning: %s\n", json_string_value(w));
-		n += app;
-	}
-	printf("\n%zu of %d questions need the application's answer.\n", n, REVIEW_QUESTIONS);
-}
-
-/* Checks one file; appends its JSON result to RESULTS. Returns 0 if valid. */
-static int
-check_one(const char *file, json_t *results, int json)
-{
-	struct plan_errors errs = { 0 };
-	struct topology t = { 0 };
-	struct plan *p = NULL;
-	char line[512], err[256];
-	json_t *d = NULL, *ea;
-	int rc = -1;
-
-	if (plan_load_file(file, &p, &errs) != 0) {
-		ea = json_array();
-		for (size_t i = 0; i < errs.n; i++) {
-			if (!json)
-				fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-			json_array_append_new(ea, json_pack("{s:i,s:i,s:s}", "line", errs.v[i].line,
-			    "column", errs.v[i].column, "message", errs.v[i].message));
-		}
-		json_array_append_new(results, json_pack("{s:s,s:b,s:o}", "file", file,
-		    "valid", 0, "errors", ea));
-		goto done;
-	}
-	if (topology_build(p, &t, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s: %s\n", file, err);
-		json_array_append_new(results, json_pack("{s:s,s:b,s:[{s:i,s:i,s:s}]}", "file",
-		    file, "valid", 0, "errors", "line", 0, "column", 0, "message", err));
-		goto done;
-	}
-	d = describe(file, p, &t);
-	if (!json)
-		print_human(d);
-	json_array_append(results, d);
-	rc = 0;
-done:
-	json_decref(d);
-	topology_free(&t);
-	plan_free(p);
-	plan_errors_free(&errs);
-	return rc;
-}
 
 int
 cli_check(int argc, char **argv)
@@ -253,7 +43,7 @@ cli_check(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		if (!json && i > optind)
 			printf("\n");
-		bad += check_one(argv[i], results, json) != 0;
+		bad += check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0;
 	}
 	if (json) {
 		json_t *o = json_pack("{s:b,s:O}", "valid", bad == 0, "plans", results);

@@ -287,3 +287,39 @@ plan_validate(struct plan *p, struct plan_errors *errs)
 	rc |= default_canary(p, errs);
 	return rc ? -1 : 0;
 }
+
+char *
+plan_probe_queue(const struct plan *p, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "cutover.probe.%s", p->name);
+	return out;
+}
+
+char *
+plan_canary_queue(const struct plan *p, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "cutover.canary.%s", p->name);
+	return out;
+}
+
+int
+plan_own_queues(const struct plan *p,
+    int (*fn)(void *arg, const char *name, const char *what), void *arg)
+{
+	char name[LADDER_NAME_MAX];
+	int r;
+
+	for (int k = 0; k < p->ladder.levels; k++)
+		if ((r = fn(arg, ladder_level_queue(&p->ladder, k, name, sizeof(name)),
+		    "level queue")) != 0)
+			return r;
+	if ((r = fn(arg, ladder_parking_queue(&p->ladder, name, sizeof(name)),
+	    "parking queue")) != 0)
+		return r;
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if ((r = fn(arg, p->destinations[i], "destination queue")) != 0)
+			return r;
+	if ((r = fn(arg, plan_probe_queue(p, name, sizeof(name)), "probe queue")) != 0)
+		return r;
+	return fn(arg, plan_canary_queue(p, name, sizeof(name)), "canary queue");
+}

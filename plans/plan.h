@@ -57,7 +57,7 @@ struct plan {
 	} broker;
 
 	struct {
-		char *match;               /* POSIX ERE over queue names, or NULL */
+		char *match;               /* PCRE2 pattern over queue names, or NULL */
 		char **names;              /* or explicit names */
 		size_t nnames;
 		int64_t max_message_ttl_ms; /* 0 when not given */
@@ -153,6 +153,21 @@ char *plan_destination_where(const struct plan *p, const char *name, char *out,
 
 /* Index of the first step of KIND in P, or -1. */
 int plan_find_step(const struct plan *p, enum plan_step_kind kind);
+
+/* The queues of P's own: every level queue, the parking queue, each
+ * destination (what its ladder consists of and feeds), the watch's probe
+ * queue and the canary's queue (what the service itself uses), which no
+ * old selection may ever select. Calls FN(ARG, NAME, WHAT) for each, WHAT
+ * saying which it is ("level queue", "parking queue", ...), and stops at
+ * the first call that returns non-zero. Returns that value, or 0. */
+int plan_own_queues(const struct plan *p,
+    int (*fn)(void *arg, const char *name, const char *what), void *arg);
+
+/* The watch's probe queue of P ("cutover.probe.NAME") into OUT. Returns OUT. */
+char *plan_probe_queue(const struct plan *p, char *out, size_t outlen);
+
+/* The canary's queue of P ("cutover.canary.NAME") into OUT. Returns OUT. */
+char *plan_canary_queue(const struct plan *p, char *out, size_t outlen);
 
 /* Internal to plans/: plan_load.c reports through these, plan.c defines them. */
 

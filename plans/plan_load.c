@@ -6,7 +6,6 @@
  * the plan as a whole are plan_validate's, in plan.c. */
 #include <errno.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "duration.h"
 #include "ladder.h"
+#include "pattern.h"
 #include "plan.h"
 
 #define PLAN_FILE_MAX		(4 * 1024 * 1024)	/* a plan is a page of text */
@@ -29,6 +29,8 @@ struct loader {
 	struct plan		*p;
 	struct plan_errors	*errs;
 	int			 oom;
+	yaml_node_t		*match;		/* old.queues.match, when valid */
+	yaml_node_t		*names;		/* old.queues.names, when given */
 };
 
 /* A mapping being read, and its path in messages ("" for the plan itself). */
@@ -664,30 +666,56 @@ load_broker(struct loader *ld, const struct sect *root)
 	get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
 }
 
+/* Does PAT, matched against a NAME_MAX_LEN-byte name of every byte the
+ * pattern itself holds (the worst case of nested repetition is a long run
+ * of what it repeats), stay within PCRE2's limits? Returns 0, or -1 with
+ * WHY naming the subject that hit one. */
+static int
+match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
+{
+	char subject[QUEUE_NAME_MAX + 1], seen[256] = { 0 }, msg[128];
+
+	for (const unsigned char *c = (const unsigned char *)t; *c != '\0'; c++) {
+		if (seen[*c] || *c < 0x20 || *c == 0x7f)
+			continue;
+		seen[*c] = 1;
+		memset(subject, *c, QUEUE_NAME_MAX - 1);
+		subject[QUEUE_NAME_MAX - 1] = '!';
+		subject[QUEUE_NAME_MAX] = '\0';
+		if (pattern_match(pat, subject, msg, sizeof(msg)) < 0) {
+			snprintf(why, whylen, "%s on a %d-byte name of '%c' repeated", msg,
+			    QUEUE_NAME_MAX, *c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void
 load_match(struct loader *ld, yaml_node_t *n)
 {
-	static const char expect[] = "a POSIX extended regex over queue names, "
-	    "such as '^delay\\.[0-9]+s$'";
+	static const char expect[] = "a PCRE2 pattern over queue names of at most "
+	    "1024 bytes, such as '^delay\\.[0-9]+s$'";
+	struct pattern *pat = NULL;
 	const char *t;
-	char why[128];
-	regex_t re;
-	int rc;
+	char why[256];
 
 	if ((t = conv_text(ld, n, "old.queues.match", expect)) == NULL)
 		return;
-	if ((rc = regcomp(&re, t, REG_EXTENDED | REG_NOSUB)) == REG_ESPACE) {
-		ld->oom = 1;
+	if (pattern_compile(t, &pat, why, sizeof(why)) != 0) {
+		err_at(ld, n, "old.queues.match '%.100s%s' is not a valid regex (%s); "
+		    "expected %s", t, strlen(t) > 100 ? "..." : "", why, expect);
 		return;
 	}
-	if (rc != 0) {
-		regerror(rc, &re, why, sizeof(why));
-		err_at(ld, n, "old.queues.match '%.100s' is not a valid regex (%s); "
-		    "expected %s", t, why, expect);
-		return;
+	if (match_cost_ok(pat, t, why, sizeof(why)) != 0)
+		err_at(ld, n, "old.queues.match '%.100s%s' costs too much to match (%s); "
+		    "expected a pattern without nested repetition", t,
+		    strlen(t) > 100 ? "..." : "", why);
+	else {
+		ld->p->old.match = copy(ld, t);
+		ld->match = n;
 	}
-	regfree(&re);
-	ld->p->old.match = copy(ld, t);
+	pattern_free(pat);
 }
 
 static void
@@ -702,6 +730,7 @@ load_names(struct loader *ld, yaml_node_t *n)
 
 	if ((count = seq_items(ld, n, "old.queues.names", expect)) == 0)
 		return;
+	ld->names = n;
 	if ((p->old.names = calloc(count, sizeof(char *))) == NULL) {
 		ld->oom = 1;
 		return;
@@ -1482,6 +1511,92 @@ load_root(struct loader *ld, yaml_node_t *root)
 	load_steps(ld, &s);
 }
 
+/* What check_own looks for in a plan's own queues. */
+struct own_check {
+	struct loader *ld;
+	struct pattern *re;		/* old.queues.match, or NULL */
+	const char *name;		/* or one of old.queues.names */
+	const char *found, *what;	/* the first own queue selected */
+	char name_buf[QUEUE_NAME_MAX + 1];
+	size_t n;			/* how many are */
+	int failed;			/* a match could not be decided */
+	char why[256];
+};
+
+/* plan_own_queues' callback: counts NAME when the selection takes it. */
+static int
+own_selected(void *arg, const char *name, const char *what)
+{
+	struct own_check *oc = arg;
+	int m;
+
+	if (oc->re != NULL) {
+		if ((m = pattern_match(oc->re, name, oc->why, sizeof(oc->why))) < 0) {
+			snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
+			oc->failed = 1;
+			return 1;
+		}
+	} else
+		m = strcmp(oc->name, name) == 0;
+	if (m == 1 && oc->n++ == 0) {
+		snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
+		oc->found = oc->name_buf;
+		oc->what = what;
+	}
+	return 0;
+}
+
+/* The old selection must not take any of the plan's own queues (ladder,
+ * parking, destinations, probe, canary): reported at old.queues.match, or
+ * at the old.queues.names entry that names one. Needs the ladder loaded. */
+static void
+check_own(struct loader *ld)
+{
+	struct plan *p = ld->p;
+	struct own_check oc;
+	char why[256];
+
+	if (p->ladder.levels <= 0)
+		return;
+	if (ld->match != NULL && p->old.match != NULL) {
+		memset(&oc, 0, sizeof(oc));
+		oc.ld = ld;
+		if (pattern_compile(p->old.match, &oc.re, why, sizeof(why)) != 0) {
+			ld->oom = 1;	/* it compiled in load_match */
+			return;
+		}
+		plan_own_queues(p, own_selected, &oc);
+		if (oc.failed)
+			err_at(ld, ld->match, "old.queues.match '%.100s' cannot be decided for "
+			    "this plan's own queue '%s' (%s); expected a simpler pattern",
+			    p->old.match, oc.name_buf, oc.why);
+		else if (oc.n > 0)
+			err_at(ld, ld->match, "old.queues.match '%.100s' selects %zu of this "
+			    "plan's own queues, such as the %s '%s'; expected a pattern that "
+			    "selects only the old delay queues, never the ladder, its "
+			    "destinations, the probe or the canary queue", p->old.match, oc.n,
+			    oc.what, oc.found);
+		pattern_free(oc.re);
+	}
+	if (ld->names == NULL)
+		return;
+	for (size_t i = 0; i < (size_t)(ld->names->data.sequence.items.top -
+	    ld->names->data.sequence.items.start); i++) {
+		yaml_node_t *item = seq_item(ld, ld->names, i);
+
+		if (item == NULL || item->type != YAML_SCALAR_NODE)
+			continue;
+		memset(&oc, 0, sizeof(oc));
+		oc.ld = ld;
+		oc.name = text(item);
+		plan_own_queues(p, own_selected, &oc);
+		if (oc.n > 0)
+			err_at(ld, item, "old.queues.names[%zu] '%s' is this plan's own %s; "
+			    "expected only old delay queues, never the ladder, its "
+			    "destinations, the probe or the canary queue", i, oc.found, oc.what);
+	}
+}
+
 /* Reports what libyaml's parser refused, where it says. */
 static void
 syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len)
@@ -1632,6 +1747,7 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 		yaml_document_delete(&extra);
 	}
 	load_root(&ld, root);
+	check_own(&ld);
 	if (plan_validate(p, errs) == -1)
 		ld.oom = 1;
 

@@ -4,7 +4,6 @@
  * of old_path.h that remove_old and the engine share with it. */
 #include <sys/types.h>
 
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,27 +12,11 @@
 
 #include "duration.h"
 #include "old_path.h"
+#include "pattern.h"
+#include "policy.h"
 #include "step.h"
 
 #define NAMES_IN_ERR 10	/* queue names an error message lists at most */
-
-/* An operator policy, as far as TTLs go. */
-struct op_policy {
-	const char *name;		/* borrowed from the answer */
-	const char *pattern;
-	const char *apply_to;
-	int64_t priority;
-	int64_t ttl_ms;			/* message-ttl, -1 when it sets none */
-	int64_t expires_ms;		/* expires, -1 when it sets none */
-	bool compiled;			/* RE holds the pattern */
-	regex_t re;
-};
-
-struct op_policies {
-	struct op_policy *v;
-	size_t n;
-	json_t *json;			/* owns the strings */
-};
 
 int64_t
 old_now_ms(const struct step_ctx *c)
@@ -203,104 +186,14 @@ int_or(const json_t *j, int64_t dflt)
 	return json_is_integer(j) ? json_integer_value(j) : dflt;
 }
 
-static void
-op_policies_free(struct op_policies *o)
+/* The operator policy of OPS that applies to queue Q (policy_for), or NULL.
+ * *UNREADABLE is set to a higher-priority one PCRE2 cannot decide for Q
+ * (its pattern does not compile, or the match hit a limit), or NULL. */
+static const struct policy *
+op_policy_for(const struct policy_set *ops, const struct mgmt_queue *q,
+    const struct policy **unreadable)
 {
-	for (size_t i = 0; i < o->n; i++)
-		if (o->v[i].compiled)
-			regfree(&o->v[i].re);
-	free(o->v);
-	json_decref(o->json);
-	memset(o, 0, sizeof(*o));
-}
-
-/* Reads the vhost's operator policies that set a queue TTL or expiry. */
-static int
-op_policies_read(struct step_ctx *c, struct op_policies *o, char *err, size_t errlen)
-{
-	char vhost[3 * 256 + 1], path[64 + sizeof(vhost)];
-	const json_t *p, *def;
-	size_t i;
-
-	memset(o, 0, sizeof(*o));
-	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
-		snprintf(err, errlen, "the vhost name is too long");
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/api/operator-policies/%s", vhost);
-	if (mgmt_request(c->mgmt, "GET", path, NULL, &o->json, NULL, err, errlen) != 0)
-		return -1;
-	if (json_array_size(o->json) == 0)
-		return 0;
-	if ((o->v = calloc(json_array_size(o->json), sizeof(*o->v))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		op_policies_free(o);
-		return -1;
-	}
-	json_array_foreach(o->json, i, p) {
-		struct op_policy *op = &o->v[o->n];
-
-		def = json_object_get(p, "definition");
-		op->name = json_string_value(json_object_get(p, "name"));
-		op->pattern = json_string_value(json_object_get(p, "pattern"));
-		op->apply_to = json_string_value(json_object_get(p, "apply-to"));
-		op->priority = int_or(json_object_get(p, "priority"), 0);
-		op->ttl_ms = int_or(json_object_get(def, "message-ttl"), -1);
-		op->expires_ms = int_or(json_object_get(def, "expires"), -1);
-		if (op->name == NULL || op->pattern == NULL ||
-		    (op->ttl_ms < 0 && op->expires_ms < 0))
-			continue;
-		op->compiled = regcomp(&op->re, op->pattern, REG_EXTENDED | REG_NOSUB) == 0;
-		o->n++;
-	}
-	return 0;
-}
-
-/* Does a policy applying to APPLY_TO concern a queue of TYPE? */
-static bool
-applies_to_queue(const char *apply_to, const char *type)
-{
-	if (apply_to == NULL || strcmp(apply_to, "all") == 0 ||
-	    strcmp(apply_to, "queues") == 0)
-		return true;
-	if (strcmp(apply_to, "classic_queues") == 0)
-		return strcmp(type, "classic") == 0;
-	if (strcmp(apply_to, "quorum_queues") == 0)
-		return strcmp(type, "quorum") == 0;
-	if (strcmp(apply_to, "streams") == 0)
-		return strcmp(type, "stream") == 0;
-	return false;
-}
-
-/* The operator policy of O that applies to queue Q (the highest priority
- * among those whose pattern matches), or NULL. *UNREADABLE is set to a
- * higher-priority one whose pattern this POSIX engine cannot compile (the
- * broker's is PCRE), or NULL. */
-static const struct op_policy *
-op_policy_for(const struct op_policies *o, const struct mgmt_queue *q,
-    const struct op_policy **unreadable)
-{
-	const struct op_policy *best = NULL;
-
-	*unreadable = NULL;
-	for (size_t i = 0; i < o->n; i++) {
-		const struct op_policy *op = &o->v[i];
-
-		if (!applies_to_queue(op->apply_to, q->type))
-			continue;
-		if (!op->compiled) {
-			if (*unreadable == NULL || op->priority > (*unreadable)->priority)
-				*unreadable = op;
-			continue;
-		}
-		if (regexec(&op->re, q->name, 0, NULL, 0) != 0)
-			continue;
-		if (best == NULL || op->priority > best->priority)
-			best = op;
-	}
-	if (*unreadable != NULL && best != NULL && best->priority >= (*unreadable)->priority)
-		*unreadable = NULL;
-	return best;
+	return policy_for(ops, q->name, POLICY_QUEUE, q->type, unreadable);
 }
 
 static void add_note(struct old_queue *oq, const char *fmt, ...)
@@ -347,10 +240,10 @@ lower_expires(struct old_queue *oq, int64_t v)
 /* Works out OQ's effective TTL and expiry and writes its notes. */
 static void
 assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_list *pl,
-    const struct op_policies *ops)
+    const struct policy_set *ops)
 {
 	const struct mgmt_queue *q = oq->q;
-	const struct op_policy *op, *unreadable;
+	const struct policy *op, *unreadable;
 	int64_t policy_expires = -1;
 	char a[32], b[32];
 
@@ -383,8 +276,8 @@ assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_
 		lower_expires(oq, op->expires_ms);
 	}
 	if (unreadable != NULL && unreadable->ttl_ms >= 0)
-		add_note(oq, "operator policy '%s' has a pattern this POSIX regex engine "
-		    "cannot read ('%s'); its message-ttl %s was not applied, so the horizon "
+		add_note(oq, "operator policy '%s' has a pattern PCRE2 cannot decide for "
+		    "this queue ('%s'); its message-ttl %s was not applied, so the horizon "
 		    "may be later than needed", unreadable->name, unreadable->pattern,
 		    duration_format(unreadable->ttl_ms, a, sizeof(a)));
 	if (oq->ttl_ms < 0 && c->plan->old.max_message_ttl_ms > 0) {
@@ -423,27 +316,103 @@ old_selection_free(struct old_selection *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* plan_own_queues' callback: appends NAME to the selector ARG. */
+static int
+add_own(void *arg, const char *name, const char *what)
+{
+	struct old_selector *s = arg;
+
+	(void)what;
+	if ((s->own[s->nown] = strdup(name)) == NULL)
+		return -1;
+	s->nown++;
+	return 0;
+}
+
+void
+old_selector_free(struct old_selector *s)
+{
+	pattern_free(s->re);
+	free(s->names);
+	for (size_t i = 0; i < s->nown; i++)
+		free(s->own[i]);
+	free(s->own);
+	memset(s, 0, sizeof(*s));
+}
+
+int
+old_selector_init(struct old_selector *s, const struct plan *p, char *err, size_t errlen)
+{
+	char why[512];
+
+	memset(s, 0, sizeof(*s));
+	if (p->old.match != NULL &&
+	    pattern_compile(p->old.match, &s->re, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "old.queues.match '%.200s' is not a usable PCRE2 "
+		    "pattern: %s", p->old.match, why);
+		return -1;
+	}
+	/* Levels, parking, destinations, probe and canary. */
+	if ((s->own = calloc((size_t)p->ladder.levels + p->ndestinations + 3,
+	    sizeof(*s->own))) == NULL ||
+	    (s->names = calloc(p->old.nnames + 1, sizeof(*s->names))) == NULL ||
+	    plan_own_queues(p, add_own, s) != 0) {
+		snprintf(err, errlen, "out of memory");
+		old_selector_free(s);
+		return -1;
+	}
+	qsort(s->own, s->nown, sizeof(*s->own), str_cmp);
+	if (s->re == NULL) {
+		memcpy(s->names, p->old.names, p->old.nnames * sizeof(*s->names));
+		s->nnames = p->old.nnames;
+		qsort(s->names, s->nnames, sizeof(*s->names), str_cmp);
+	}
+	return 0;
+}
+
+bool
+old_selector_own(const struct old_selector *s, const char *name)
+{
+	return bsearch(&name, s->own, s->nown, sizeof(*s->own), str_cmp) != NULL;
+}
+
+int
+old_selector_test(struct old_selector *s, const char *name, char *err, size_t errlen)
+{
+	char why[512];
+	int m;
+
+	if (old_selector_own(s, name))
+		return 0;
+	if (s->re == NULL)
+		return bsearch(&name, s->names, s->nnames, sizeof(*s->names),
+		    str_cmp) != NULL;
+	if ((m = pattern_match(s->re, name, why, sizeof(why))) < 0)
+		snprintf(err, errlen, "old.queues.match cannot decide whether it selects "
+		    "queue '%.255s' (%s): refusing to guess", name, why);
+	return m;
+}
+
 int
 old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen)
 {
 	const struct plan *p = c->plan;
 	struct mgmt_policy_list pl = { 0 };
-	struct op_policies ops = { 0 };
-	regex_t re;
-	bool have_re = false;
+	struct policy_set ops = { 0 };
+	struct old_selector sel = { 0 };
 	char why[512];
 	size_t i;
-	int rc = -1;
+	int rc = -1, m;
 
 	memset(s, 0, sizeof(*s));
-	if (p->old.match != NULL) {
-		if (regcomp(&re, p->old.match, REG_EXTENDED | REG_NOSUB) != 0) {
-			snprintf(err, errlen, "old.queues.match '%s' is not a POSIX "
-			    "extended regex", p->old.match);
-			goto done;
-		}
-		have_re = true;
-	}
+	if (old_selector_init(&sel, p, err, errlen) != 0)
+		goto done;
 	s->at_ms = old_now_ms(c);
 	if (mgmt_list_queues(c->mgmt, &s->list, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "listing the queues: %s", why);
@@ -453,7 +422,7 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 		snprintf(err, errlen, "reading the policies: %s", why);
 		goto done;
 	}
-	if (op_policies_read(c, &ops, why, sizeof(why)) != 0) {
+	if (policy_set_read(c->mgmt, "operator-policies", &ops, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the operator policies: %s", why);
 		goto done;
 	}
@@ -462,15 +431,20 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 		snprintf(err, errlen, "out of memory for %zu queues", s->list.n);
 		goto done;
 	}
-	if (have_re) {
-		for (i = 0; i < s->list.n; i++)
-			if (regexec(&re, s->list.v[i].name, 0, NULL, 0) == 0)
+	if (sel.re != NULL) {
+		for (i = 0; i < s->list.n; i++) {
+			if ((m = old_selector_test(&sel, s->list.v[i].name, err, errlen)) < 0)
+				goto done;
+			if (m == 1)
 				s->v[s->n++].q = &s->list.v[i];
+		}
 	} else {
 		for (i = 0; i < p->old.nnames; i++) {
 			const struct mgmt_queue *q = mgmt_queue_list_find(&s->list,
 			    p->old.names[i]);
 
+			if (old_selector_own(&sel, p->old.names[i]))
+				continue;
 			if (q != NULL)
 				s->v[s->n++].q = q;
 			else
@@ -485,10 +459,9 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 	}
 	rc = 0;
 done:
-	if (have_re)
-		regfree(&re);
+	old_selector_free(&sel);
 	mgmt_policy_list_free(&pl);
-	op_policies_free(&ops);
+	policy_set_free(&ops);
 	if (rc != 0)
 		old_selection_free(s);
 	return rc;

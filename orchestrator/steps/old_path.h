@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "broker/mgmt.h"
+#include "pattern.h"
 #include "step.h"
 
 /* The columns of the listing the watch makes of the vhost's queues each
@@ -45,13 +46,43 @@ struct old_selection {
 	int64_t at_ms;			/* the step clock when listed */
 };
 
+/* Which queue names the plan's old selection selects: old.queues.match
+ * (PCRE2 through pattern.h, bounded) or old.queues.names, and never one
+ * of the plan's own queues (plan_own_queues: ladder, parking,
+ * destinations, probe, canary), whatever the plan says. measure_horizon,
+ * remove_old and the watch all select through it. */
+struct old_selector {
+	struct pattern *re;		/* old.queues.match, or NULL */
+	const char **names;		/* old.queues.names, sorted (borrowed) */
+	size_t nnames;
+	char **own;			/* the plan's own queues, sorted */
+	size_t nown;
+};
+
+/* Prepares S for plan P. Returns 0, or -1 with ERR (a pattern that does
+ * not compile, memory); S is then empty. */
+int old_selector_init(struct old_selector *s, const struct plan *p, char *err,
+    size_t errlen);
+
+/* Is queue NAME selected? Returns 1 or 0, or -1 with ERR when the match
+ * could not be decided (a PCRE2 limit hit): never a silent "no". */
+int old_selector_test(struct old_selector *s, const char *name, char *err,
+    size_t errlen);
+
+/* Is NAME one of the plan's own queues, which S never selects? */
+bool old_selector_own(const struct old_selector *s, const char *name);
+
+/* Frees what S holds and empties it. S may be empty. */
+void old_selector_free(struct old_selector *s);
+
 /* The step's clock: C->now_ms when set (tests), else the real time, in
  * epoch milliseconds. */
 int64_t old_now_ms(const struct step_ctx *c);
 
 /* Lists the vhost's queues once (mgmt_list_queues, the fast unpaginated
- * listing), selects the plan's old queues (old.queues.match as a POSIX
- * ERE, or old.queues.names), and works out each one's effective TTL: the
+ * listing), selects the plan's old queues through an old_selector (never
+ * the plan's own queues; a name old.queues.names lists that is one of
+ * them is neither selected nor missing), and works out each one's effective TTL: the
  * lowest of its x-message-ttl argument, its policy's message-ttl and the
  * matching operator policy's message-ttl (read from
  * /api/operator-policies, since the fast listing does not name operator

@@ -1,12 +1,12 @@
 /* verify_ladder: reads the ladder back from the broker and compares every
  * object with the plan. Half a ladder is incorrect routing, not degraded
  * capacity, so any difference fails. */
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "step.h"
 #include "topology.h"
 
@@ -164,42 +164,23 @@ policy_diffs(const struct topology_queue *q, const json_t *def, const char *name
 	return n;
 }
 
-/* The policy of POLICIES (a JSON array as GET /api/policies or
- * /api/operator-policies answers it) that applies to object NAME: the
- * highest priority among those that apply to queues (QUEUE) or exchanges
- * and whose pattern matches. NULL if none. A pattern this POSIX regex
- * engine cannot read (the broker's is PCRE) counts as matching: better a
- * false alarm than a missed override. */
-static const json_t *
-policy_for(const json_t *policies, const char *name, int queue)
+/* The policy of POLICIES that applies to object NAME of KIND (queue type
+ * TYPE), as the broker picks it (policy_for). A policy whose pattern PCRE2
+ * cannot read, or whose match hits a limit, counts as applying when no
+ * higher one does: better a false alarm than a missed override. */
+static const struct policy *
+effective_policy(const struct policy_set *policies, const char *name,
+    enum policy_object kind, const char *type)
 {
-	const json_t *best = NULL, *p;
-	size_t i;
+	const struct policy *unknown, *p = policy_for(policies, name, kind, type, &unknown);
 
-	json_array_foreach(policies, i, p) {
-		const char *to = json_string_value(json_object_get(p, "apply-to"));
-		const char *pat = json_string_value(json_object_get(p, "pattern"));
-		regex_t re;
-		int match = 1;
-
-		if (to == NULL || pat == NULL)
-			continue;
-		if (strcmp(to, "all") != 0 && strcmp(to, queue ? "queues" : "exchanges") != 0)
-			continue;
-		if (regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) == 0) {
-			match = regexec(&re, name, 0, NULL, 0) == 0;
-			regfree(&re);
-		}
-		if (match && (best == NULL || json_integer_value(json_object_get(p, "priority")) >
-		    json_integer_value(json_object_get(best, "priority"))))
-			best = p;
-	}
-	return best;
+	return unknown != NULL ? unknown : p;
 }
 
 static int
 verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *q,
-    const json_t *policies, const json_t *op_policies, char *err, size_t errlen)
+    const struct policy_set *policies, const struct policy_set *op_policies,
+    char *err, size_t errlen)
 {
 	struct mgmt_queue_info qi;
 	const struct topology_arg *type = topology_arg_find(q->args, q->nargs, "x-queue-type");
@@ -245,16 +226,16 @@ verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *
 	 * interval (seconds after a policy changes); the policy lists are
 	 * current, so the effective policy is worked out from them. */
 	{
-		const json_t *up = policy_for(policies, q->name, 1);
-		const json_t *op = policy_for(op_policies, q->name, 1);
+		const struct policy *up = effective_policy(policies, q->name,
+		    POLICY_QUEUE, qi.q.type);
+		const struct policy *op = effective_policy(op_policies, q->name,
+		    POLICY_QUEUE, qi.q.type);
 
 		n += arg_diffs(q, qi.arguments, diff, sizeof(diff));
 		if (up != NULL)
-			n += policy_diffs(q, json_object_get(up, "definition"),
-			    json_string_value(json_object_get(up, "name")), diff, sizeof(diff));
+			n += policy_diffs(q, up->definition, up->name, diff, sizeof(diff));
 		if (op != NULL)
-			n += policy_diffs(q, json_object_get(op, "definition"),
-			    json_string_value(json_object_get(op, "name")), diff, sizeof(diff));
+			n += policy_diffs(q, op->definition, op->name, diff, sizeof(diff));
 	}
 	if (n)
 		report(v, kind, q->name, "drift", "%s", diff);
@@ -267,10 +248,10 @@ done:
 
 static int
 verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exchange *x,
-    const json_t *policies, char *err, size_t errlen)
+    const struct policy_set *policies, char *err, size_t errlen)
 {
 	struct mgmt_exchange mx;
-	const json_t *pol;
+	const struct policy *pol;
 	const struct topology_arg *ae = topology_arg_find(x->args, x->nargs,
 	    "alternate-exchange");
 	char why[512], diff[768] = "", have[128];
@@ -302,14 +283,12 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exch
 		ADD("unplanned alternate-exchange %s",
 		    json_text(json_object_get(mx.arguments, "alternate-exchange"), have,
 		    sizeof(have)));
-	pol = policy_for(policies, x->name, 0);
+	pol = effective_policy(policies, x->name, POLICY_EXCHANGE, NULL);
 	if (pol != NULL) {
-		const json_t *pae = json_object_get(json_object_get(pol, "definition"),
-		    "alternate-exchange");
+		const json_t *pae = json_object_get(pol->definition, "alternate-exchange");
 
 		if (pae != NULL && (ae == NULL || !arg_equal(ae, pae)))
-			ADD("policy '%s' sets alternate-exchange = %s",
-			    json_string_value(json_object_get(pol, "name")),
+			ADD("policy '%s' sets alternate-exchange = %s", pol->name,
 			    json_text(pae, have, sizeof(have)));
 	}
 #undef ADD
@@ -394,31 +373,22 @@ int
 step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct verify v = { json_array(), 0, 0, 0 };
-	json_t *policies = NULL, *op_policies = NULL;
+	struct policy_set policies = { 0 }, op_policies = { 0 };
 	struct topology t;
-	char path[600];
-	char why[512];
 	size_t i;
 	int rc = -1, failed = 1;
 
 	*result = NULL;
 	if (topology_build(c->plan, &t, err, errlen) != 0)
 		goto done;
-	if (mgmt_escape(mgmt_vhost(c->mgmt), why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "vhost name too long");
-		goto done;
-	}
-	snprintf(path, sizeof(path), "/api/policies/%s", why);
-	if (mgmt_request(c->mgmt, "GET", path, NULL, &policies, NULL, err, errlen) != 0)
-		goto done;
-	snprintf(path, sizeof(path), "/api/operator-policies/%s", why);
-	if (mgmt_request(c->mgmt, "GET", path, NULL, &op_policies, NULL, err, errlen) != 0)
+	if (policy_set_read(c->mgmt, "policies", &policies, err, errlen) != 0 ||
+	    policy_set_read(c->mgmt, "operator-policies", &op_policies, err, errlen) != 0)
 		goto done;
 	for (i = 0; i < t.nexchanges; i++)
-		if (verify_exchange(c, &v, &t.exchanges[i], policies, err, errlen) != 0)
+		if (verify_exchange(c, &v, &t.exchanges[i], &policies, err, errlen) != 0)
 			goto done;
 	for (i = 0; i < t.nqueues; i++)
-		if (verify_queue(c, &v, &t.queues[i], policies, op_policies, err, errlen) != 0)
+		if (verify_queue(c, &v, &t.queues[i], &policies, &op_policies, err, errlen) != 0)
 			goto done;
 	for (i = 0; i < t.nexchanges; i++)
 		if (verify_bindings(c, &v, &t, &t.exchanges[i], err, errlen) != 0)
@@ -436,8 +406,8 @@ done:
 	    "drift", v.drift);
 	if (failed)
 		json_object_set_new(*result, "error", json_string(err));
-	json_decref(policies);
-	json_decref(op_policies);
+	policy_set_free(&policies);
+	policy_set_free(&op_policies);
 	topology_free(&t);
 	return rc;
 }

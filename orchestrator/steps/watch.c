@@ -19,7 +19,6 @@
 #include <sys/types.h>
 
 #include <inttypes.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -616,9 +615,8 @@ names(struct tick *t, char *err, size_t errlen)
 		snprintf(err, errlen, "the vhost name is too long");
 		return -1;
 	}
-	snprintf(t->probe_queue, sizeof(t->probe_queue), "cutover.probe.%s", t->p->name);
-	snprintf(t->canary_queue, sizeof(t->canary_queue), "cutover.canary.%s",
-	    t->p->name);
+	plan_probe_queue(t->p, t->probe_queue, sizeof(t->probe_queue));
+	plan_canary_queue(t->p, t->canary_queue, sizeof(t->canary_queue));
 	if (ladder_check_destination(l, t->probe_queue, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "the probe destination of plan '%s': %s",
 		    t->p->name, why);
@@ -636,19 +634,6 @@ names(struct tick *t, char *err, size_t errlen)
 	ladder_destination_pattern(l, t->probe_queue, t->probe_pattern,
 	    sizeof(t->probe_pattern));
 	return topology_build(t->p, &t->topo, err, errlen);
-}
-
-/* Is NAME one of the plan's own queues (ladder, parking, destinations,
- * canary, probe), which no old selection may count? */
-static bool
-own_queue(const struct tick *t, const char *name)
-{
-	if (strcmp(name, t->probe_queue) == 0 || strcmp(name, t->canary_queue) == 0)
-		return true;
-	for (size_t i = 0; i < t->topo.nqueues; i++)
-		if (strcmp(name, t->topo.queues[i].name) == 0)
-			return true;
-	return false;
 }
 
 /* ---- the old path ---- */
@@ -708,43 +693,30 @@ old_exact(struct tick *t, bool all)
  * cumulative publishes, arguments) restricted to the old selection, then
  * exact depths. Raises old_publish when the publish total grew after the
  * settle window, and old_new_queue for a selected queue measure_horizon
- * did not measure. Returns 0, or -1 with ERR on a local failure (regex,
- * memory); a broker failure is an alert and returns 0. */
+ * did not measure. Returns 0, or -1 with ERR on a local failure (memory,
+ * a selection PCRE2 cannot decide); a broker failure is an alert and returns 0. */
 static int
 watch_old(struct tick *t, char *err, size_t errlen)
 {
 	const struct plan *p = t->p;
 	struct wstate *w = t->w;
 	const json_t *mq = json_object_get(t->c->measured, "queues"), *e;
-	const char **measured = NULL, **named = NULL;
+	const char **measured = NULL;
 	char path[900], why[768], newnames[400] = "", tbuf[40], d1[32];
 	size_t nmeasured = 0, nnew = 0, nunmeasured = 0, i;
 	int64_t total = 0, newttl = -1;
 	const char *newttl_queue = NULL;
-	regex_t re;
-	bool have_re = false;
-	int rc = -1;
+	struct old_selector sel = { 0 };
+	int rc = -1, m;
 
-	if (p->old.match != NULL) {
-		if (regcomp(&re, p->old.match, REG_EXTENDED | REG_NOSUB) != 0) {
-			snprintf(err, errlen, "old.queues.match '%s' is not a POSIX "
-			    "extended regex", p->old.match);
-			goto done;
-		}
-		have_re = true;
-	}
+	if (old_selector_init(&sel, p, err, errlen) != 0)
+		goto done;
 	if ((measured = calloc(json_array_size(mq) + 1, sizeof(*measured))) == NULL)
 		goto nomem;
 	json_array_foreach(mq, i, e)
 		if (json_is_string(json_object_get(e, "name")))
 			measured[nmeasured++] = json_string_value(json_object_get(e, "name"));
 	qsort(measured, nmeasured, sizeof(*measured), cmp_str);
-	if (!have_re) {
-		if ((named = calloc(p->old.nnames + 1, sizeof(*named))) == NULL)
-			goto nomem;
-		memcpy(named, p->old.names, p->old.nnames * sizeof(*named));
-		qsort(named, p->old.nnames, sizeof(*named), cmp_str);
-	}
 
 	/* One unpaginated request, statistics on (message_stats needs them),
 	 * only the columns used: at 10,000 queues one walk of the queue
@@ -764,16 +736,12 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const json_t *ms = json_object_get(e, "message_stats");
 		struct oldq *q;
-		bool selected = false;
 
-		if (name == NULL || own_queue(t, name))
+		if (name == NULL)
 			continue;
-		if (have_re)
-			selected = regexec(&re, name, 0, NULL, 0) == 0;
-		else
-			selected = bsearch(&name, named, p->old.nnames, sizeof(*named),
-			    cmp_str) != NULL;
-		if (!selected)
+		if ((m = old_selector_test(&sel, name, err, errlen)) < 0)
+			goto done;
+		if (m == 0)
 			continue;
 		q = &t->q[t->nq++];
 		q->name = name;
@@ -875,10 +843,8 @@ watch_old(struct tick *t, char *err, size_t errlen)
 nomem:
 	snprintf(err, errlen, "out of memory");
 done:
-	if (have_re)
-		regfree(&re);
+	old_selector_free(&sel);
 	free(measured);
-	free(named);
 	return rc;
 }
 
