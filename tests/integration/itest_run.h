@@ -47,6 +47,33 @@ void itest_on_cleanup(void (*fn)(void *), void *arg);
  * also die with the test process (PR_SET_PDEATHSIG). */
 void itest_cleanup(void);
 
+/* This run's unique name, "itest<pid>x<8 hex digits>" (the same for the
+ * whole process): the start of the names of the policies, vhosts and other
+ * broker-wide objects a test makes, so that concurrent or leftover runs
+ * never share one. */
+const char *itest_run_id(void);
+
+/* Creates vhost NAME on the test broker (CUTOVER_TEST_MGMT) with every
+ * permission for CUTOVER_TEST_USER, registers its deletion (and with it
+ * everything in it) with itest_on_cleanup, and writes the AMQP URL of the
+ * vhost (CUTOVER_TEST_AMQP with NAME as its path) into URL. For objects
+ * whose names cannot carry a prefix (kombu's celery_delayed_*, NServiceBus's
+ * nsb.v2.*). Fails the test when the broker refuses. */
+void itest_vhost(const char *name, char *url, size_t urllen);
+
+/* Register, with itest_on_cleanup, the deletion on the test broker's
+ * vhost "/" of policy NAME, of queue NAME, or of every queue and exchange
+ * whose name starts with PREFIX and a dot (queues first, whatever they
+ * hold): a test that fails half-way leaves nothing behind. */
+void itest_policy_cleanup(const char *name);
+void itest_queue_cleanup(const char *name);
+void itest_prefix_cleanup(const char *prefix);
+
+/* itest_prefix_cleanup(PREFIX), and the queues the engine names after plan
+ * PLAN_NAME: its canary's cutover.canary.PLAN_NAME and its watch's probes'
+ * cutover.probe.PLAN_NAME. */
+void itest_plan_cleanup(const char *prefix, const char *plan_name);
+
 /* Skips the calling test because WHY (its environment is missing). Under
  * CI=true it fails the test instead: a skipped check proves nothing. */
 void itest_skip(const char *why);

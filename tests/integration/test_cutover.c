@@ -271,45 +271,10 @@ flag_now(const struct plan *p)
 	return state;
 }
 
-/* Removes what the test made on the broker, through a connection of its
- * own (the test's may be gone with a failed assertion): the ladder,
- * drained by deleting its level queues first, the old queues and the
- * destination. Registered with itest_on_cleanup, so it runs whatever
- * happens; no assertions. */
-static void
-cleanup_broker(void *unused)
-{
-	struct plan_errors errs = { 0 };
-	struct step_ctx c;
-	struct plan *p = NULL;
-	json_t *r = NULL;
-	char err[1024], name[160];
-
-	(void)unused;
-	if (plan_load_file(planfile, &p, &errs) != 0) {
-		plan_errors_free(&errs);
-		return;
-	}
-	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
-		for (int k = 0; k < p->ladder.levels; k++) {
-			ladder_level_queue(&p->ladder, k, name, sizeof(name));
-			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		}
-		step_teardown_ladder(&c, &r, err, sizeof(err));
-		json_decref(r);
-		for (int s = 1; s <= 3; s++) {
-			snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
-			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		}
-		snprintf(name, sizeof(name), "%s.dest", prefix);
-		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		step_ctx_close(&c);
-	}
-	plan_free(p);
-}
-
 /* Sets up a test: names, plan, the flag off, the old path with messages.
- * What an earlier test left (it failed half-way) is cleaned up first. */
+ * What an earlier test left (it failed half-way) is cleaned up first; what
+ * this one makes on the broker (all named after its prefix and plan) is
+ * removed by itest_cleanup whatever happens. */
 static void
 begin(const char *test, struct plan **p, struct step_ctx *c, const char *flag_url,
     const char *allowance)
@@ -319,8 +284,8 @@ begin(const char *test, struct plan **p, struct step_ctx *c, const char *flag_ur
 
 	itest_cleanup();
 	set_names(test);
+	itest_plan_cleanup(prefix, plan_name);
 	write_plan(flag_url, allowance);
-	itest_on_cleanup(cleanup_broker, NULL);
 	*p = load_plan();
 	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
 		fail_msg("%s", err);

@@ -24,8 +24,6 @@
 
 static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
 
-static void cleanup_broker_cb(void *unused);
-
 /* Names the test's objects and files. What an earlier test left (it
  * failed half-way) is cleaned up first; this test's broker objects and
  * processes are removed by itest_cleanup, also when it fails. */
@@ -33,9 +31,9 @@ static void
 set_names(const char *test)
 {
 	itest_cleanup();
-	itest_on_cleanup(cleanup_broker_cb, NULL);
 	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
 	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+	itest_plan_cleanup(prefix, plan_name);
 	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
 	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
 }
@@ -130,13 +128,6 @@ cleanup_broker(void)
 		step_ctx_close(&c);
 	}
 	plan_free(p);
-}
-
-static void
-cleanup_broker_cb(void *unused)
-{
-	(void)unused;
-	cleanup_broker();
 }
 
 /* Waits until some level queue of the test's ladder holds a message (up
