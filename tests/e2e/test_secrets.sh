@@ -51,7 +51,8 @@ mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$u
 mgmt -X PUT -H 'content-type: application/json' \
     "$CUTOVER_TEST_MGMT/api/permissions/%2F/$user" \
     -d '{"configure":".*","write":".*","read":".*"}' >/dev/null
-trap 'mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1; cleanup' EXIT
+# The ladder is torn down with the plan's user: delete the user after.
+trap 'cleanup; mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1' EXIT
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
