@@ -177,8 +177,8 @@ itest_queue_cleanup(const char *name)
 	delete_later("/api/queues/%2F/", name);
 }
 
-/* Deletes every object of KIND ("queues" or "exchanges") on vhost "/"
- * whose name starts with PREFIX. */
+/* Deletes every object of KIND ("queues", "exchanges", "policies" or
+ * "operator-policies") on vhost "/" whose name starts with PREFIX. */
 static void
 delete_prefixed(struct mgmt *m, const char *kind, const char *prefix)
 {
@@ -215,6 +215,8 @@ delete_prefix(void *arg)
 	else {
 		delete_prefixed(m, "queues", arg);
 		delete_prefixed(m, "exchanges", arg);
+		delete_prefixed(m, "policies", arg);
+		delete_prefixed(m, "operator-policies", arg);
 	}
 	mgmt_close(m);
 	free(arg);

@@ -62,9 +62,10 @@ const char *itest_run_id(void);
 void itest_vhost(const char *name, char *url, size_t urllen);
 
 /* Register, with itest_on_cleanup, the deletion on the test broker's
- * vhost "/" of policy NAME, of queue NAME, or of every queue and exchange
- * whose name starts with PREFIX and a dot (queues first, whatever they
- * hold): a test that fails half-way leaves nothing behind. */
+ * vhost "/" of policy NAME, of queue NAME, or of every queue, exchange,
+ * policy and operator policy whose name starts with PREFIX and a dot
+ * (queues first, whatever they hold): a test that fails half-way leaves
+ * nothing behind. */
 void itest_policy_cleanup(const char *name);
 void itest_queue_cleanup(const char *name);
 void itest_prefix_cleanup(const char *prefix);
