@@ -75,6 +75,14 @@ void itest_prefix_cleanup(const char *prefix);
  * cutover.probe.PLAN_NAME. */
 void itest_plan_cleanup(const char *prefix, const char *plan_name);
 
+/* Creates feature NAME in project "default" of the test Unleash
+ * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN),
+ * disabled, with a 100% rollout strategy in "production" (as
+ * scripts/unleash makes delay-ladder), and registers its archiving and
+ * deletion with itest_on_cleanup: a test flips a feature of its own, not
+ * one the whole suite shares. Fails the test when Unleash refuses. */
+void itest_unleash_feature(const char *name);
+
 /* Skips the calling test because WHY (its environment is missing). Under
  * CI=true it fails the test instead: a skipped check proves nothing. */
 void itest_skip(const char *why);

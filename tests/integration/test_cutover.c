@@ -80,7 +80,7 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  url: %s\n"
 	    "  project: default\n"
 	    "  environment: production\n"
-	    "  feature: delay-ladder\n"
+	    "  feature: %s\n"
 	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
 	    "watch:\n"
 	    "  interval: 250ms\n"
@@ -95,7 +95,7 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  - watch\n"
 	    "  - { step: remove_old, gate: true }\n",
 	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
-	    flag_url != NULL ? flag_url : unleash, allowance);
+	    flag_url != NULL ? flag_url : unleash, plan_name, allowance);
 	fclose(f);
 }
 
@@ -285,6 +285,7 @@ begin(const char *test, struct plan **p, struct step_ctx *c, const char *flag_ur
 	itest_cleanup();
 	set_names(test);
 	itest_plan_cleanup(prefix, plan_name);
+	itest_unleash_feature(plan_name);	/* the test's own flag, created off */
 	write_plan(flag_url, allowance);
 	*p = load_plan();
 	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
