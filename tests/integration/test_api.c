@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "plan.h"
 #include "step.h"

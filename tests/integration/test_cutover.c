@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "flag.h"
 #include "step.h"

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"

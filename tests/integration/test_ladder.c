@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "ladder.h"
 #include "plan.h"

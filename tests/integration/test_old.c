@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "old_path.h"
 #include "plan.h"
