@@ -166,12 +166,14 @@ itest_plan_cleanup(const char *prefix, const char *plan_name)
 void
 itest_vhost(const char *name, char *url, size_t urllen)
 {
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *slash;
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *scheme, *slash = NULL;
 	char err[512], path[300], enc[200];
 	json_t *perm;
 	struct mgmt *m;
 
-	if (amqp == NULL || (slash = strchr(amqp + strlen("amqp://"), '/')) == NULL)
+	if (amqp != NULL && (scheme = strstr(amqp, "://")) != NULL)
+		slash = strchr(scheme + 3, '/');
+	if (slash == NULL)
 		fail_msg("set CUTOVER_TEST_AMQP (amqp://host:port/vhost)");
 	if ((m = test_mgmt(err, sizeof(err))) == NULL)
 		fail_msg("%s", err);
