@@ -2,10 +2,11 @@
  *
  * kind unleash against the real Unleash server scripts/test starts
  * (scripts/unleash): CUTOVER_TEST_UNLEASH_URL and CUTOVER_TEST_UNLEASH_TOKEN
- * (an admin token) must be set, and feature delay-ladder must exist in
- * project default; CUTOVER_TEST_UNLEASH_CLIENT_TOKEN (a backend token for
- * production), when set, also checks what producers see through the client
- * API. The feature is left off.
+ * (an admin token) must be set; the tests flip a feature of this run's own
+ * in project default, created by the first and deleted at exit;
+ * CUTOVER_TEST_UNLEASH_CLIENT_TOKEN (a backend token for production) checks
+ * what producers see through the client API (without it the test is
+ * skipped, and fails under CI=true).
  *
  * kind http against a small flag service this test runs on 127.0.0.1 with
  * libmicrohttpd: it holds one flag, answers GET /flag with
@@ -33,13 +34,26 @@
 #include <microhttpd.h>
 
 #include "flag.h"
+#include "itest_broker.h"
 #include "itest_run.h"
 
 #define TOKEN_REF	"env:CUTOVER_TEST_UNLEASH_TOKEN"
 #define BAD_ENV		"CUTOVER_TEST_FLAG_BAD_TOKEN"
 #define AUTH_ENV	"CUTOVER_TEST_FLAG_AUTH"
 #define AUTH_SECRET	"Bearer flag-secret-7f3a9c"
-#define FEATURE		"delay-ladder"
+/* The Unleash feature the tests flip: this run's own (unleash_url creates
+ * it), not the delay-ladder the whole suite shares. */
+#define FEATURE		feature_name()
+
+static const char *
+feature_name(void)
+{
+	static char name[64];
+
+	if (name[0] == '\0')
+		snprintf(name, sizeof(name), "%s-flag", itest_run_id());
+	return name;
+}
 
 /* ---- the flag service ---- */
 
@@ -187,7 +201,7 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 		return reply(conn, 200, "application/json", "{\"ok\":true}");
 	}
 	doc = json_pack("{s:O,s:[{s:s,s:{s:O}}]}", "enabled", s->value, "flags",
-	    "name", FEATURE, "x/y", "m~n", s->value);
+	    "name", "delay-ladder", "x/y", "m~n", s->value);
 	pthread_mutex_unlock(&s->mu);
 	text = doc != NULL ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
@@ -317,10 +331,13 @@ quick(struct flag_options *o)
 
 /* ---- helpers ---- */
 
+/* Creates this run's feature once (itest_unleash_feature: deleted at exit)
+ * and returns the test Unleash's URL. */
 static const char *
 unleash_url(void)
 {
 	const char *u = getenv("CUTOVER_TEST_UNLEASH_URL");
+	static int created;
 
 	if (u == NULL || u[0] == '\0' ||
 	    getenv("CUTOVER_TEST_UNLEASH_TOKEN") == NULL)
@@ -328,6 +345,10 @@ unleash_url(void)
 		    "CUTOVER_TEST_UNLEASH_TOKEN are not set: run scripts/test, "
 		    "or scripts/unleash start and export them from "
 		    "scripts/unleash env");
+	if (!created) {
+		itest_unleash_feature(FEATURE);
+		created = 1;
+	}
 	return u;
 }
 
@@ -464,7 +485,7 @@ test_unleash_on_off(void **state)
 	const char *url = unleash_url();
 	const char *token = getenv("CUTOVER_TEST_UNLEASH_TOKEN");
 	struct plan p;
-	char err[512] = "";
+	char err[512] = "", u[256];
 	json_t *r = NULL, *rb;
 	int st = -2, pass;
 
@@ -483,9 +504,10 @@ test_unleash_on_off(void **state)
 		assert_int_equal(status_of(attempt(r, 0)), 200);
 		assert_string_equal(json_string_value(json_object_get(
 		    attempt(r, 0), "method")), "POST");
+		snprintf(u, sizeof(u), "/api/admin/projects/default/features/%s/"
+		    "environments/production/on", FEATURE);
 		assert_contains(json_string_value(json_object_get(attempt(r, 0),
-		    "url")), "/api/admin/projects/default/features/"
-		    "delay-ladder/environments/production/on");
+		    "url")), u);
 		rb = json_object_get(r, "read_back");
 		assert_true(json_is_true(json_object_get(rb, "value")));
 		assert_contains(json_string_value(json_object_get(rb,
