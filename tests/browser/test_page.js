@@ -29,6 +29,7 @@ let server = null, browser = null, tmp = null, planFile = null, destQueue = null
 function log(msg) { console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); }
 function fail(msg) { throw new Error(msg); }
 function check(cond, msg) { if (!cond) fail(msg); log('ok: ' + msg); }
+function sql(db, query) { return execFileSync('sqlite3', [db, query], { encoding: 'utf8' }).trim(); }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what, fn, ms = 20000) {
@@ -152,13 +153,19 @@ async function main() {
   await page.locator('#act-token').fill('not-the-token');
   await page.locator('#act-ok').click();
   await until('the refusal', async () => /the token is not an operator's/.test(await page.locator('#act-error').innerText()));
-  check(true, 'a wrong token shows the API\'s error: ' + await page.locator('#act-error').innerText());
+  const refused = await (await fetch(`${base}/api/plans/${planId}`)).json();
+  check(refused.alerts.length === 1 && refused.alerts[0].kind === 'parking' &&
+    sql(db, 'SELECT count(*) FROM alerts WHERE acked_ms IS NULL') === '1',
+    'a wrong token shows the API\'s error and acknowledges nothing: ' + await page.locator('#act-error').innerText());
   await page.locator('#act-token').fill(TOKEN);
   await page.locator('#act-comment').fill('seen, parking checked');
   await page.locator('#act-ok').click();
   await until('the alert to go', async () => !(await page.locator('#act').evaluate((d) => d.open)) &&
     (await page.locator('#alerts-box').isHidden()), 15000);
-  check(true, 'the alert was acknowledged through the page and is gone');
+  const acked = await (await fetch(`${base}/api/plans/${planId}`)).json();
+  check(acked.alerts.length === 0 &&
+    sql(db, "SELECT acked_by || '|' || ack_comment FROM alerts WHERE acked_ms IS NOT NULL") === 'alice|seen, parking checked',
+    'the alert was acknowledged through the page by alice, with her comment, and is gone');
 
   /* Approve: the token is not asked again. */
   await step2.locator('button.approve').click();
@@ -169,14 +176,18 @@ async function main() {
     const t = await page.locator('#timeline li[data-step="2"]').innerText();
     return /succeeded/.test(t) && /approved by\s+alice/.test(t);
   }, 30000);
-  check(true, 'step 2 succeeded and names alice as its approver');
+  const approved = (await (await fetch(`${base}/api/plans/${planId}`)).json()).steps[1];
+  check(approved.status === 'succeeded' && approved.approved_by === 'alice' &&
+    approved.approval_comment === 'ladder looks right', 'step 2 succeeded and names alice as its approver');
   const s2done = await page.locator('#timeline li[data-step="2"]').innerText();
   check(/\d+ objects ok, 0 differing/.test(s2done), 'verify shows objects ok / differing');
   await until('the history to show the approval', async () => {
     const rows = await page.locator('#history tbody tr').allInnerTexts();
     return rows.some((r) => /alice/.test(r) && /step\.approved/.test(r));
   });
-  check(true, 'the history table shows alice\'s approval');
+  const recorded = await (await fetch(`${base}/api/plans/${planId}/history`)).json();
+  check(recorded.events.filter((e) => e.kind === 'step.approved' && e.actor === 'alice').length === 1,
+    'the history table shows alice\'s approval, the one the API records');
   check(/verifies/.test(await page.locator('#verify').innerText()), 'the history says the chain verifies');
   check(/succeeded/.test(await page.locator('#plan-title').innerText()), 'the plan succeeded');
 
@@ -193,7 +204,7 @@ async function main() {
 
   /* A narrow window: nothing wider than the screen. */
   await page.setViewportSize({ width: 360, height: 740 });
-  await sleep(300);
+  await until('the page laid out at 360 px', async () => (await page.evaluate(() => window.innerWidth)) === 360);
   const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(over <= 1, `a 360 px window does not scroll sideways (${over} px over)`);
   await page.setViewportSize({ width: 1100, height: 900 });

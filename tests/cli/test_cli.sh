@@ -48,7 +48,7 @@ expect 0 "$bin" encode --unit 1s --levels 28 --naming nservicebus --json 5s Sale
 contains "$tmp/out" '"entry_exchange":"nsb.v2.delay-level-02"'
 # beyond the horizon is refused, never truncated.
 expect 1 "$bin" encode --unit 1s --levels 6 64s email.delivery
-contains "$tmp/err" "63"
+contains "$tmp/err" "delay 64s is beyond the ladder's maximum of 63s"
 expect 1 "$bin" encode --unit 1s --levels 6 5s 'bad.*.dest'
 expect 1 "$bin" encode --unit 0s --levels 6 5s d
 expect 1 "$bin" encode --unit 1s --levels 6 -- -5s d
@@ -60,7 +60,7 @@ expect 2 "$bin" encode --bogus
 expect 2 "$bin" frobnicate
 expect 2 "$bin"
 expect 0 "$bin" --help
-contains "$tmp/out" "check"
+contains "$tmp/out" "  check      validate plans"
 
 # check: every example is valid and prints its dry run and review.
 for plan in "$src"/plans/examples/*.yaml; do

@@ -26,7 +26,8 @@ command -v jq >/dev/null || { echo "test_e2e: jq is missing (scripts/setup)" >&2
 
 tmp=$(mktemp -d)
 name=e2e$$
-port=$((20000 + $$ % 20000))
+. "$(dirname "$0")/lib.sh"
+port=$(e2e_free_port 0) || exit 1
 server=http://127.0.0.1:$port
 serve_pid=
 traffic_pid=
@@ -59,11 +60,7 @@ api() { # METHOD PATH
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
-broker:
-  amqp: $CUTOVER_TEST_AMQP
-  management: $CUTOVER_TEST_MGMT
-  username: $CUTOVER_TEST_USER
-  password: env:CUTOVER_TEST_PASSWORD
+$(e2e_broker_yaml)
 old:
   queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
 ladder:
@@ -109,7 +106,15 @@ UNLEASH_CLIENT_TOKEN=$CUTOVER_TEST_UNLEASH_CLIENT_TOKEN \
     --rate 300 --min-delay 1s --max-delay 20s --delay-step 500ms --progress 0 \
     --json >"$tmp/traffic.json" 2>"$tmp/traffic.log" &
 traffic_pid=$!
-sleep 6
+# The old path carries traffic before the plan starts: wait until the
+# broker holds all 39 old queues with messages in them (up to 60 s).
+t=0
+until [ "$(mgmt "/api/queues/%2F?columns=name,messages" | jq "[.[] | select((.name |
+    startswith(\"$name.delay.\")) and .messages > 0)] | length")" -ge 39 ]; do
+	t=$((t + 1))
+	[ $t -gt 300 ] && { echo "test_e2e: the old path never held 39 queues with messages" >&2; exit 1; }
+	sleep 0.2
+done
 
 "$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
     --operators "$tmp/operators" 2>"$tmp/serve.log" &

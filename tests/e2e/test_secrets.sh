@@ -19,7 +19,8 @@ command -v jq >/dev/null || { echo "test_secrets: jq is missing" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 name=secrets$$
-port=$((20000 + ($$ + 7919) % 20000))
+. "$(dirname "$0")/lib.sh"
+port=$(e2e_free_port 7919) || exit 1
 server=http://127.0.0.1:$port
 serve_pid=
 failures=0
@@ -50,7 +51,8 @@ mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$u
 mgmt -X PUT -H 'content-type: application/json' \
     "$CUTOVER_TEST_MGMT/api/permissions/%2F/$user" \
     -d '{"configure":".*","write":".*","read":".*"}' >/dev/null
-trap 'mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1; cleanup' EXIT
+# The ladder is torn down with the plan's user: delete the user after.
+trap 'cleanup; mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1' EXIT
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
@@ -92,7 +94,7 @@ printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tm
 serve_pid=$!
 i=0
 until curl -fsS "$server/healthz" >/dev/null 2>&1; do
-	i=$((i + 1)); [ $i -gt 100 ] && { echo "serve did not start" >&2; exit 1; }
+	i=$((i + 1)); [ $i -gt 300 ] && { echo "serve did not start within 30 s" >&2; exit 1; }
 	sleep 0.1
 done
 curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
@@ -115,6 +117,8 @@ until [ "$(curl -fsS "$server/api/plans/$id" | jq -r '.steps[4].status')" = fail
 	sleep 0.2
 done
 
+curl -fsS "$server/api/plans/$id" >"$tmp/plan.json"
+curl -fsS "$server/api/plans/$id/history" >"$tmp/history.json"
 # Every answer the API gives about the plan.
 for path in /api/plans "/api/plans/$id" "/api/plans/$id/history" \
     "/api/plans/$id/samples?since=0" /metrics /healthz /; do
@@ -131,9 +135,20 @@ for what in SECRET_BROKER SECRET_FLAG; do
 		fi
 	done
 done
-# The run did exercise both secrets: the broker accepted the password,
-# the flag service saw the token (and refused it).
-grep -q '"succeeded"' "$tmp/answers.txt" || fail "no step succeeded: the broker password was not used"
-grep -q 'flip' "$tmp/answers.txt" || fail "the flip never ran"
+# The run did exercise both secrets: the broker accepted the password
+# (measure, declare, verify and canary succeeded), and the flag service
+# was called with the token and refused it: the flip's error is the
+# answer of Unleash's URL, HTTP 401 or 403, which nothing but a call to it
+# can give, and the history records the request and its failure.
+[ "$(jq -r '[.steps[0:4][].status] | join(",")' "$tmp/plan.json")" = \
+    succeeded,succeeded,succeeded,succeeded ] ||
+    fail "the steps before the flip did not all succeed: the broker password was not used"
+flip_error=$(jq -r '.steps[4].error // ""' "$tmp/plan.json")
+case $flip_error in
+*"$CUTOVER_TEST_UNLEASH_URL/api/admin/"*": HTTP 401 "* | *"$CUTOVER_TEST_UNLEASH_URL/api/admin/"*": HTTP 403 "*) ;;
+*) fail "the flip's error is not Unleash refusing the token: $flip_error" ;;
+esac
+[ "$(jq '[.events[] | select(.kind == "flip.requested" or .kind == "flip.failed")] | length' \
+    "$tmp/history.json")" -eq 2 ] || fail "the history does not record the flip's request and failure"
 [ $failures -eq 0 ] || exit 1
 echo "secrets: neither secret is in the database, the log or $(wc -c <"$tmp/answers.txt") bytes of API answers"

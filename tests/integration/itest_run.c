@@ -1,4 +1,5 @@
 /* itest_run: running the cutover binary and reading its history back. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,15 +7,109 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "itest_run.h"
 #include "store.h"
+
+#define STARTED_MAX 64
+#define CLEANUPS_MAX 64
+
+/* What itest_cleanup undoes: processes started and not yet waited for,
+ * and the cleanups registered, in order. */
+static pid_t started[STARTED_MAX];
+static int nstarted;
+static struct {
+	void (*fn)(void *);
+	void *arg;
+} cleanups[CLEANUPS_MAX];
+static int ncleanups;
+static int atexit_set;
+
+static void
+at_exit(void)
+{
+	itest_cleanup();
+}
+
+/* Registers at_exit once. libcurl (and the TLS library under it, which
+ * registers an atexit handler of its own when first initialised) is
+ * initialised first and never cleaned up here, so that it is still whole
+ * when at_exit talks to the management API. */
+static void
+want_atexit(void)
+{
+	if (atexit_set)
+		return;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (atexit(at_exit) == 0)
+		atexit_set = 1;
+}
+
+static void
+forget_pid(pid_t pid)
+{
+	for (int i = 0; i < nstarted; i++)
+		if (started[i] == pid) {
+			started[i] = started[--nstarted];
+			return;
+		}
+}
+
+/* In a child just forked: die with the test process. */
+static void
+die_with_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(127);
+}
+
+void
+itest_on_cleanup(void (*fn)(void *), void *arg)
+{
+	want_atexit();
+	if (ncleanups == CLEANUPS_MAX)
+		fail_msg("itest_on_cleanup: more than %d cleanups", CLEANUPS_MAX);
+	cleanups[ncleanups].fn = fn;
+	cleanups[ncleanups].arg = arg;
+	ncleanups++;
+}
+
+void
+itest_cleanup(void)
+{
+	while (nstarted > 0) {
+		pid_t pid = started[--nstarted];
+
+		if (kill(pid, SIGKILL) == 0 || errno != ESRCH)
+			fprintf(stderr, "itest: pid %ld was not waited for: killed\n", (long)pid);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	while (ncleanups > 0) {
+		ncleanups--;
+		cleanups[ncleanups].fn(cleanups[ncleanups].arg);
+	}
+}
+
+void
+itest_skip(const char *why)
+{
+	const char *ci = getenv("CI");
+
+	if (ci != NULL && strcmp(ci, "true") == 0)
+		fail_msg("%s (a check skipped under CI=true is a failure)", why);
+	print_message("SKIPPED: %s\n", why);
+	skip();
+}
 
 void
 itest_sleep_ms(int ms)
@@ -39,6 +134,7 @@ itest_wait(pid_t pid)
 {
 	int st;
 
+	forget_pid(pid);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -48,7 +144,7 @@ itest_cutover(const char *arg, ...)
 {
 	const char *argv[24];
 	va_list ap;
-	pid_t pid;
+	pid_t pid, parent;
 	int n = 0;
 
 	argv[n++] = binary();
@@ -58,7 +154,9 @@ itest_cutover(const char *arg, ...)
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
+	parent = getpid();
 	if ((pid = fork()) == 0) {
+		die_with_parent(parent);
 		dup2(2, 1);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
@@ -71,9 +169,13 @@ pid_t
 itest_start_run(const char *db, const char *planfile, const char *fault)
 {
 	const char *bin = binary();
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid;
 
-	if (pid == 0) {
+	if (nstarted == STARTED_MAX)
+		fail_msg("itest_start_run: more than %d processes", STARTED_MAX);
+	want_atexit();
+	if ((pid = fork()) == 0) {
+		die_with_parent(parent);
 		if (fault != NULL)
 			setenv("CUTOVER_FAULT", fault, 1);
 		dup2(2, 1);
@@ -81,6 +183,7 @@ itest_start_run(const char *db, const char *planfile, const char *fault)
 		_exit(127);
 	}
 	assert_true(pid > 0);
+	started[nstarted++] = pid;
 	return pid;
 }
 

@@ -1,6 +1,8 @@
 /* itest_run: what the tests that drive the cutover binary share — running
  * it as an operator would (CUTOVER_BINARY), starting `cutover run` in the
- * background, and reading a plan's recorded history back. */
+ * background, reading a plan's recorded history back, and cleaning up
+ * after a test on every exit path (processes it started, and what
+ * itest_broker registers), also when an assertion failed half-way. */
 #ifndef CUTOVER_ITEST_RUN_H
 #define CUTOVER_ITEST_RUN_H
 
@@ -33,6 +35,21 @@ pid_t itest_start_run(const char *db, const char *planfile, const char *fault);
 
 /* Waits for PID and returns its exit status as itest_cutover does. */
 int itest_wait(pid_t pid);
+
+/* Registers FN(ARG) to run at the next itest_cleanup (newest first). FN
+ * must not use cmocka's assertions: it may run outside a test. */
+void itest_on_cleanup(void (*fn)(void *), void *arg);
+
+/* Kills (SIGKILL) and reaps every process itest_start_run started that
+ * was not waited for, then runs and forgets the registered cleanups. A
+ * test calls it from its teardown or at its start (for a test before it
+ * that failed half-way); it also runs at exit. Processes started here
+ * also die with the test process (PR_SET_PDEATHSIG). */
+void itest_cleanup(void);
+
+/* Skips the calling test because WHY (its environment is missing). Under
+ * CI=true it fails the test instead: a skipped check proves nothing. */
+void itest_skip(const char *why);
 
 /* Reads the newest plan called NAME in DB: its status into STATUS and its
  * events into H; fails the test when the history does not verify. */

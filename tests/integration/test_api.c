@@ -30,6 +30,8 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "itest_broker.h"
+#include "itest_run.h"
 #include "plan.h"
 #include "step.h"
 
@@ -351,15 +353,21 @@ cli(char *out, size_t outlen, const char *token, const char *arg, ...)
 
 /* A plan named itestapiPID-TEST whose ladder is itestapiPID.TEST, with a
  * gate on verify_ladder; written to DIR/TEST.yaml as well. Returns the
- * YAML (static). */
+ * YAML (static). What the plan makes on the broker is removed at exit
+ * whatever happens (itest_plan_cleanup). */
 static const char *
 plan_yaml(const char *test, char *name, size_t namelen)
 {
-	static char yaml[2048];
-	char file[320];
+	static char yaml[2048], last[64];
+	char file[320], stem[96];
 	FILE *f;
 
 	snprintf(name, namelen, "itestapi%ld-%s", (long)getpid(), test);
+	if (strcmp(last, test) != 0) {
+		snprintf(last, sizeof(last), "%s", test);
+		snprintf(stem, sizeof(stem), "itestapi%ld.%s", (long)getpid(), test);
+		itest_plan_cleanup(stem, name);
+	}
 	snprintf(yaml, sizeof(yaml),
 	    "name: %s\n"
 	    "broker:\n"

@@ -18,17 +18,23 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"
 
 static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
 
+/* Names the test's objects and files. What an earlier test left (it
+ * failed half-way) is cleaned up first; this test's broker objects and
+ * processes are removed by itest_cleanup, also when it fails. */
 static void
 set_names(const char *test)
 {
+	itest_cleanup();
 	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
 	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
+	itest_plan_cleanup(prefix, plan_name);
 	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
 	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
 }
@@ -126,6 +132,32 @@ cleanup_broker(void)
 	plan_free(p);
 }
 
+/* Waits until some level queue of the test's ladder holds a message (up
+ * to TIMEOUT_MS). Returns 1 if one did. */
+static int
+wait_ladder_holds(int timeout_ms)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct broker_queue_info qi;
+	char name[160], err[512];
+	int held = 0;
+
+	open_plan_ctx(&c, &p);
+	for (int t = 0; !held && t < timeout_ms / 20; t++) {
+		for (int k = 0; !held && k < p->ladder.levels; k++) {
+			ladder_level_queue(&p->ladder, k, name, sizeof(name));
+			held = broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)) == 0 &&
+			    qi.messages > 0;
+		}
+		if (!held)
+			itest_sleep_ms(20);
+	}
+	step_ctx_close(&c);
+	plan_free(p);
+	return held;
+}
+
 static void
 test_gate_approved_from_another_process(void **state)
 {
@@ -221,14 +253,14 @@ test_killed_during_canary_resumes(void **state)
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
 	pid = itest_start_run(db, planfile, NULL);
 	/* Kill it while the canary's messages are in the ladder. */
-	for (i = 0; i < 300; i++) {
+	for (i = 0; i < 3000; i++) {	/* up to 60 s */
 		step_status(2, status, sizeof(status));
 		if (strcmp(status, "running") == 0)
 			break;
 		itest_sleep_ms(20);
 	}
 	assert_string_equal(status, "running");
-	itest_sleep_ms(500);
+	assert_true(wait_ladder_holds(30000));
 	kill(pid, SIGKILL);
 	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
 	step_status(2, status, sizeof(status));
@@ -305,6 +337,7 @@ main(void)
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	itest_cleanup();	/* what the last test left, while its plan file exists */
 	snprintf(planfile, sizeof(planfile), "rm -rf '%s'", dir);
 	if (system(planfile) != 0)
 		rc = rc ? rc : 1;

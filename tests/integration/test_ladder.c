@@ -14,17 +14,25 @@
 
 #include <cmocka.h>
 
+#include "itest_broker.h"
+#include "itest_run.h"
 #include "ladder.h"
 #include "plan.h"
 #include "step.h"
 
 static char prefix[64];
+/* The AMQP URL of the test's own vhost (itest_vhost), "" for the broker's
+ * default one. */
+static char vhost_url[512];
 
 /* Names this test's objects apart from other tests' and runs'. */
 static void
 set_prefix(const char *test)
 {
+	itest_cleanup();	/* what an earlier test left when it failed */
+	vhost_url[0] = '\0';
 	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
+	itest_prefix_cleanup(prefix);
 }
 
 static int64_t
@@ -49,6 +57,8 @@ load_plan(const char *ladder_yaml, const char *queue_type)
 		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
 		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
 	}
+	if (vhost_url[0] != '\0')
+		amqp = vhost_url;
 	snprintf(yaml, sizeof(yaml),
 	    "name: itest-ladder\n"
 	    "broker:\n"
@@ -170,10 +180,14 @@ test_declare_twice_verify_each_naming(void **state)
 		"  naming: kombu\n  levels: 28\n",
 		"  naming: nservicebus\n  levels: 28\n",
 	};
-	char lad[256];
+	char lad[256], vhost[96];
 
 	(void)state;
 	set_prefix("names");
+	/* kombu's and NServiceBus's names cannot carry a prefix: in a vhost of
+	 * this run's own, deleted whatever happens. */
+	snprintf(vhost, sizeof(vhost), "%s-names", itest_run_id());
+	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
 	snprintf(lad, sizeof(lad), "  naming: cutover\n  prefix: %s\n  unit: 1s\n"
 	    "  max_delay: 12d\n", prefix);
 	ladders[0] = lad;
@@ -208,6 +222,7 @@ test_declare_twice_verify_each_naming(void **state)
 		step_ctx_close(&c);
 		plan_free(p);
 	}
+	itest_cleanup();
 }
 
 static json_t *
@@ -226,11 +241,17 @@ test_drift_is_reported_by_name(void **state)
 	struct plan *p;
 	struct step_ctx c;
 	char name[128], name2[128], key[128], dest[128], err[1024], pattern[160];
+	char pol_ttl[96], pol_dls[96];
 	json_t *j;
 	int nbad;
 
 	(void)state;
 	set_prefix("drift");
+	/* Policies are vhost-wide: named for this run, deleted whatever happens. */
+	snprintf(pol_ttl, sizeof(pol_ttl), "%s-ttl", itest_run_id());
+	snprintf(pol_dls, sizeof(pol_dls), "%s-dls", itest_run_id());
+	itest_policy_cleanup(pol_ttl);
+	itest_policy_cleanup(pol_dls);
 	p = cutover_plan("1s", 6, "quorum");
 	open_ctx(&c, p);
 	declare_destinations(&c);
@@ -258,19 +279,19 @@ test_drift_is_reported_by_name(void **state)
 	ladder_level_queue(&p->ladder, 4, name, sizeof(name));
 	snprintf(pattern, sizeof(pattern), "^%s$", name);
 	j = json_obj("{\"message-ttl\": 3000}");
-	assert_int_equal(mgmt_put_policy(c.mgmt, "itest-ttl", pattern, "queues", 5, j,
+	assert_int_equal(mgmt_put_policy(c.mgmt, pol_ttl, pattern, "queues", 5, j,
 	    err, sizeof(err)), 0);
 	json_decref(j);
 	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "message-ttl = 3000"));
-	assert_int_equal(mgmt_delete_policy(c.mgmt, "itest-ttl", err, sizeof(err)), 0);
+	assert_int_equal(mgmt_delete_policy(c.mgmt, pol_ttl, err, sizeof(err)), 0);
 
 	/* A policy downgrading dead-lettering to at-most-once. */
 	j = json_obj("{\"dead-letter-strategy\": \"at-most-once\"}");
-	assert_int_equal(mgmt_put_policy(c.mgmt, "itest-dls", pattern, "queues", 5, j,
+	assert_int_equal(mgmt_put_policy(c.mgmt, pol_dls, pattern, "queues", 5, j,
 	    err, sizeof(err)), 0);
 	json_decref(j);
 	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "at-most-once"));
-	assert_int_equal(mgmt_delete_policy(c.mgmt, "itest-dls", err, sizeof(err)), 0);
+	assert_int_equal(mgmt_delete_policy(c.mgmt, pol_dls, err, sizeof(err)), 0);
 	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
 	assert_int_equal(nbad, 0);
 
@@ -362,7 +383,7 @@ test_routing_through_the_ladder(void **state)
 	struct step_ctx c;
 	struct broker_delivery d;
 	char key[LADDER_KEY_MAX + 1], exch[LADDER_NAME_MAX], dest[128], err[1024];
-	char body[32], parking[LADDER_NAME_MAX];
+	char body[32], parking[LADDER_NAME_MAX], keys[8][LADDER_KEY_MAX + 1];
 	int64_t sent[8], not_before[8];
 	size_t got = 0;
 
@@ -380,6 +401,7 @@ test_routing_through_the_ladder(void **state)
 
 		assert_int_equal(ladder_routing_key(&p->ladder, units[i], dest, key, sizeof(key),
 		    err, sizeof(err)), 0);
+		snprintf(keys[i], sizeof(keys[i]), "%s", key);
 		ladder_entry_exchange(&p->ladder, units[i], exch, sizeof(exch));
 		snprintf(body, sizeof(body), "%zu", i);
 		m.exchange = exch;
@@ -411,7 +433,8 @@ test_routing_through_the_ladder(void **state)
 		assert_int_equal(d.ndeaths, n);
 		for (size_t k = 0; k < n; k++)
 			assert_true(death_once(&d, names[k]));
-		assert_string_equal(d.routing_key, key[0] ? d.routing_key : "");
+		/* Dead-lettering kept the routing key it was published with. */
+		assert_string_equal(d.routing_key, keys[i]);
 		assert_int_equal(broker_ack(c.amqp, &d, err, sizeof(err)), 0);
 		broker_delivery_free(&d);
 		got++;

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "itest_broker.h"
 #include "itest_run.h"
 #include "old_path.h"
 #include "plan.h"
@@ -29,11 +30,20 @@
 static char prefix[64];		/* "itest.old.PID." */
 static char rprefix[80];	/* the same as a regex: "itest\\.old\\.PID\\." */
 
+/* Names the test's objects. What an earlier test left (it failed
+ * half-way) is removed first; what this one makes (queues, policies,
+ * operator policies, all under the prefix) is removed by itest_cleanup
+ * whatever happens. */
 static void
 set_prefix(void)
 {
+	char stem[64];
+
+	itest_cleanup();
 	snprintf(prefix, sizeof(prefix), "itest.old.%ld.", (long)getpid());
 	snprintf(rprefix, sizeof(rprefix), "itest\\.old\\.%ld\\.", (long)getpid());
+	snprintf(stem, sizeof(stem), "itest.old.%ld", (long)getpid());
+	itest_prefix_cleanup(stem);
 }
 
 static int64_t

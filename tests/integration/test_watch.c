@@ -83,6 +83,10 @@ need_env(const char *name)
 	return v;
 }
 
+/* How long a test waits for an alert it expects: a ceiling, not a bound
+ * (the wait ends as soon as the alert is raised). */
+#define ALERT_CEILING_MS 30000
+
 /* What a test created, removed by its teardown whether it passed or not. */
 struct fixture {
 	struct plan *p;
@@ -682,7 +686,8 @@ test_watch_runs_to_its_deadline(void **state)
 	assert_int_equal(sm.level[5].n, 0);
 	assert_int_equal(sm.lateness.n, num(pr, "arrived") - num(pr, "unmeasured"));
 	assert_true(sm.lateness.n >= 5);
-	assert_true(sm.lateness.max <= 1000);
+	/* The plan's own bound (canary.max_lateness), not a tighter one. */
+	assert_true(sm.lateness.max <= (double)f->p->canary.max_lateness_ms);
 	assert_true(sm.lateness.last == (double)num(pr, "last_lateness_ms"));
 	assert_true(sm.lateness.max == (double)num(pr, "max_lateness_ms"));
 	assert_true(num(obj(sum, "probe_lateness_ms"), "p50") <= num(pr, "max_lateness_ms"));
@@ -718,15 +723,17 @@ test_old_publish_moves_the_deadline(void **state)
 	assert_int_equal(d0, num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
 	    ALLOWANCE_MS);
 
-	/* A producer that was not flipped, and one still creating queues. */
-	sleep_ms(500);
+	/* A producer that was not flipped, and one still creating queues,
+	 * strictly after the entry the deadline was computed from. */
+	while (now_ms() <= num(f->state, "last_old_entry_ms"))
+		sleep_ms(1);
 	sent = now_ms();
 	publish_to(&f->c, "", f->old[1], 2);
 	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.new", prefix);
 	f->extra = true;
 	old_queue(&f->c, f->old[f->nold]);
 
-	tick_until_alert(f, "old_publish", 20000, &a);
+	tick_until_alert(f, "old_publish", ALERT_CEILING_MS, &a);
 	entry = num(f->state, "last_old_entry_ms");
 	assert_true(entry >= sent);
 	assert_int_equal(num(f->state, "deadline_ms"), entry + OLD_TTL_MS + ALLOWANCE_MS);
@@ -738,7 +745,7 @@ test_old_publish_moves_the_deadline(void **state)
 	assert_true(events(f, "watch.deadline_moved", NULL) >= 1);
 	open_alerts(f, &al);
 	if (find_alert(&al, "old_new_queue") == NULL)
-		tick_until_alert(f, "old_new_queue", 2000, &n);
+		tick_until_alert(f, "old_new_queue", ALERT_CEILING_MS, &n);
 	else
 		n = *find_alert(&al, "old_new_queue");
 	assert_non_null(strstr(n.message, ".old.new'"));
@@ -782,7 +789,7 @@ test_parking_holds_the_watch(void **state)
 	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
 	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
 	publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
-	tick_until_alert(f, "parking", 2000, &a);
+	tick_until_alert(f, "parking", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "1 message in the parking queue"));
 	assert_int_equal(num(obj(f->state, "summary"), "parking_depth"), 1);
 	assert_int_equal(events(f, "alert.raised", "parking"), 1);
@@ -794,7 +801,7 @@ test_parking_holds_the_watch(void **state)
 	}
 	/* Acknowledged, but parking still holds it: raised again. */
 	ack_all(f);
-	tick_until_alert(f, "parking", 2000, &b);
+	tick_until_alert(f, "parking", ALERT_CEILING_MS, &b);
 	assert_true(b.id != a.id);
 	assert_int_equal(events(f, "alert.raised", "parking"), 2);
 
@@ -831,7 +838,7 @@ test_deleted_binding_raises_ladder_drift(void **state)
 	ladder_level_exchange(&f->p->ladder, 3, x, sizeof(x));
 	ladder_wait_pattern(&f->p->ladder, 3, key, sizeof(key));
 	assert_int_equal(broker_queue_unbind(f->c.amqp, x, x, key, err, sizeof(err)), 0);
-	tick_until_alert(f, "ladder_drift", 3000, &a);
+	tick_until_alert(f, "ladder_drift", ALERT_CEILING_MS, &a);
 	snprintf(want, sizeof(want), "%s -> queue %s '%s'", x, x, key);
 	assert_non_null(strstr(a.message, want));
 	assert_non_null(strstr(a.message, "missing"));
@@ -869,7 +876,7 @@ test_lost_probe_raises_probe_alert(void **state)
 	assert_string_equal(pi.purpose, "probe");
 	assert_int_equal(pi.seq, 0);
 	broker_delivery_free(&d);
-	tick_until_alert(f, "probe", 4000, &a);
+	tick_until_alert(f, "probe", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "probe #0"));
 	assert_non_null(strstr(a.message, "did not arrive"));
 	assert_true(num(obj(f->state, "probe"), "lost") >= 1);
@@ -893,7 +900,7 @@ test_broker_unreachable_is_an_alert(void **state)
 	    f->old[0], "ttl_ms", OLD_TTL_MS, "summary", "max_ttl_ms", OLD_TTL_MS,
 	    "max_ttl_queue", f->old[0]);
 	f->flip_ms = now_ms() - 60000;	/* long past any deadline */
-	tick_until_alert(f, "broker_unreachable", 2000, &a);
+	tick_until_alert(f, "broker_unreachable", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "listing the old queues"));
 	assert_int_equal(events(f, "alert.raised", "broker_unreachable"), 1);
 	ack_all(f);

@@ -1,0 +1,267 @@
+/* itest_broker: what a test makes on the test broker and the test Unleash,
+ * named for this run and removed whatever happens (through itest_run's
+ * cleanups): vhosts, policies, queues and exchanges under a prefix, the
+ * queues the engine names after a plan, Unleash features. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "broker/mgmt.h"
+#include "itest_broker.h"
+#include "itest_run.h"
+
+const char *
+itest_run_id(void)
+{
+	static char id[48];
+	unsigned int r = 0;
+	FILE *f;
+
+	if (id[0] == '\0') {
+		if ((f = fopen("/dev/urandom", "rb")) != NULL) {
+			if (fread(&r, sizeof(r), 1, f) != 1)
+				r = 0;
+			fclose(f);
+		}
+		if (r == 0)
+			r = (unsigned int)time(NULL) ^ (unsigned int)clock();
+		snprintf(id, sizeof(id), "itest%ldx%08x", (long)getpid(), r);
+	}
+	return id;
+}
+
+/* The management API of the test broker, on vhost "/". */
+static struct mgmt *
+test_mgmt(char *err, size_t errlen)
+{
+	const char *url = getenv("CUTOVER_TEST_MGMT"), *user = getenv("CUTOVER_TEST_USER");
+	struct mgmt *m = NULL;
+
+	if (url == NULL || user == NULL)
+		snprintf(err, errlen, "set CUTOVER_TEST_MGMT and CUTOVER_TEST_USER");
+	else if (mgmt_open(url, "/", user, "env:CUTOVER_TEST_PASSWORD", 10000, &m, err,
+	    errlen) != 0)
+		m = NULL;
+	return m;
+}
+
+/* Deletes what ARG names, the path of a management API object (malloc'd,
+ * freed here); one already gone is fine. */
+static void
+delete_object(void *arg)
+{
+	char err[512];
+	struct mgmt *m = test_mgmt(err, sizeof(err));
+
+	if (m == NULL || mgmt_request(m, "DELETE", arg, NULL, NULL, NULL, err,
+	    sizeof(err)) < 0)
+		fprintf(stderr, "itest: deleting %s: %s\n", (char *)arg, err);
+	mgmt_close(m);
+	free(arg);
+}
+
+/* Registers the deletion of the object at COLLECTION (a path ending in
+ * "/") followed by NAME, encoded. */
+static void
+delete_later(const char *collection, const char *name)
+{
+	char path[300], enc[200];
+	char *copy;
+
+	assert_true(mgmt_escape(name, enc, sizeof(enc)) > 0);
+	snprintf(path, sizeof(path), "%s%s", collection, enc);
+	assert_non_null(copy = strdup(path));
+	itest_on_cleanup(delete_object, copy);
+}
+
+void
+itest_policy_cleanup(const char *name)
+{
+	delete_later("/api/policies/%2F/", name);
+}
+
+void
+itest_queue_cleanup(const char *name)
+{
+	delete_later("/api/queues/%2F/", name);
+}
+
+/* Deletes every object of KIND ("queues", "exchanges", "policies" or
+ * "operator-policies") on vhost "/" whose name starts with PREFIX. */
+static void
+delete_prefixed(struct mgmt *m, const char *kind, const char *prefix)
+{
+	char err[512], path[300], enc[400];
+	json_t *all = NULL, *o;
+	size_t i, n = strlen(prefix);
+
+	snprintf(path, sizeof(path), "/api/%s/%%2F?columns=name", kind);
+	if (mgmt_request(m, "GET", path, NULL, &all, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "itest: listing %s: %s\n", kind, err);
+		return;
+	}
+	json_array_foreach(all, i, o) {
+		const char *name = json_string_value(json_object_get(o, "name"));
+
+		if (name == NULL || strncmp(name, prefix, n) != 0 ||
+		    mgmt_escape(name, enc, sizeof(enc)) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/api/%s/%%2F/%s", kind, enc);
+		if (mgmt_request(m, "DELETE", path, NULL, NULL, NULL, err, sizeof(err)) < 0)
+			fprintf(stderr, "itest: deleting %s: %s\n", name, err);
+	}
+	json_decref(all);
+}
+
+static void
+delete_prefix(void *arg)
+{
+	char err[512];
+	struct mgmt *m = test_mgmt(err, sizeof(err));
+
+	if (m == NULL)
+		fprintf(stderr, "itest: cleaning up %s: %s\n", (char *)arg, err);
+	else {
+		delete_prefixed(m, "queues", arg);
+		delete_prefixed(m, "exchanges", arg);
+		delete_prefixed(m, "policies", arg);
+		delete_prefixed(m, "operator-policies", arg);
+	}
+	mgmt_close(m);
+	free(arg);
+}
+
+void
+itest_prefix_cleanup(const char *prefix)
+{
+	char *copy = malloc(strlen(prefix) + 2);
+
+	assert_non_null(copy);
+	sprintf(copy, "%s.", prefix);
+	itest_on_cleanup(delete_prefix, copy);
+}
+
+void
+itest_plan_cleanup(const char *prefix, const char *plan_name)
+{
+	char name[300];
+
+	itest_prefix_cleanup(prefix);
+	snprintf(name, sizeof(name), "cutover.canary.%s", plan_name);
+	itest_queue_cleanup(name);
+	snprintf(name, sizeof(name), "cutover.probe.%s", plan_name);
+	itest_queue_cleanup(name);
+}
+
+void
+itest_vhost(const char *name, char *url, size_t urllen)
+{
+	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *scheme, *slash = NULL;
+	char err[512], path[300], enc[200];
+	json_t *perm;
+	struct mgmt *m;
+
+	if (amqp != NULL && (scheme = strstr(amqp, "://")) != NULL)
+		slash = strchr(scheme + 3, '/');
+	if (slash == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP (amqp://host:port/vhost)");
+	if ((m = test_mgmt(err, sizeof(err))) == NULL)
+		fail_msg("%s", err);
+	assert_true(mgmt_escape(name, enc, sizeof(enc)) > 0);
+	snprintf(path, sizeof(path), "/api/vhosts/%s", enc);
+	if (mgmt_request(m, "PUT", path, NULL, NULL, NULL, err, sizeof(err)) != 0)
+		fail_msg("creating vhost %s: %s", name, err);
+	delete_later("/api/vhosts/", name);
+	perm = json_pack("{s:s, s:s, s:s}", "configure", ".*", "write", ".*", "read", ".*");
+	snprintf(path, sizeof(path), "/api/permissions/%s/%s", enc, getenv("CUTOVER_TEST_USER"));
+	if (mgmt_request(m, "PUT", path, perm, NULL, NULL, err, sizeof(err)) != 0)
+		fail_msg("permissions on vhost %s: %s", name, err);
+	json_decref(perm);
+	mgmt_close(m);
+	snprintf(url, urllen, "%.*s/%s", (int)(slash - amqp), amqp, enc);
+}
+
+/* METHOD PATH (under /api/admin/) on the test Unleash with BODY (JSON or
+ * NULL). Returns the HTTP status, 0 when there was no answer. */
+static long
+unleash_call(const char *method, const char *path, const char *body)
+{
+	const char *url = getenv("CUTOVER_TEST_UNLEASH_URL");
+	const char *token = getenv("CUTOVER_TEST_UNLEASH_TOKEN");
+	struct curl_slist *h = NULL;
+	char u[512], auth[512];
+	long status = 0;
+	FILE *sink;
+	CURL *c;
+
+	if (url == NULL || token == NULL || (c = curl_easy_init()) == NULL)
+		return 0;
+	sink = fopen("/dev/null", "w");
+	snprintf(u, sizeof(u), "%s/api/admin/%s", url, path);
+	snprintf(auth, sizeof(auth), "Authorization: %s", token);
+	h = curl_slist_append(h, auth);
+	h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, u);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+	if (sink != NULL)
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
+	if (body != NULL)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (sink != NULL)
+		fclose(sink);
+	return status;
+}
+
+static void
+delete_feature(void *arg)
+{
+	char path[300];
+	long st;
+
+	snprintf(path, sizeof(path), "projects/default/features/%s", (char *)arg);
+	if ((st = unleash_call("DELETE", path, NULL)) / 100 != 2)
+		fprintf(stderr, "itest: archiving feature %s: HTTP %ld\n", (char *)arg, st);
+	snprintf(path, sizeof(path), "archive/%s", (char *)arg);
+	if ((st = unleash_call("DELETE", path, NULL)) / 100 != 2)
+		fprintf(stderr, "itest: deleting feature %s: HTTP %ld\n", (char *)arg, st);
+	free(arg);
+}
+
+void
+itest_unleash_feature(const char *name)
+{
+	char path[300], body[512];
+	char *copy;
+	long st;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);	/* before itest_run's atexit */
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"type\":\"release\"}", name);
+	if ((st = unleash_call("POST", "projects/default/features", body)) / 100 != 2)
+		fail_msg("creating Unleash feature %s: HTTP %ld (set CUTOVER_TEST_UNLEASH_URL "
+		    "and CUTOVER_TEST_UNLEASH_TOKEN; scripts/test does)", name, st);
+	assert_non_null(copy = strdup(name));
+	itest_on_cleanup(delete_feature, copy);
+	snprintf(path, sizeof(path), "projects/default/features/%s/environments/production/"
+	    "strategies", name);
+	snprintf(body, sizeof(body), "{\"name\":\"flexibleRollout\",\"constraints\":[],"
+	    "\"parameters\":{\"rollout\":\"100\",\"stickiness\":\"default\","
+	    "\"groupId\":\"%s\"}}", name);
+	if ((st = unleash_call("POST", path, body)) / 100 != 2)
+		fail_msg("a strategy for Unleash feature %s: HTTP %ld", name, st);
+}

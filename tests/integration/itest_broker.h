@@ -1,0 +1,44 @@
+/* itest_broker: a test's objects on the test broker and the test Unleash,
+ * named for this run and removed by itest_cleanup whatever happens. */
+#ifndef CUTOVER_ITEST_BROKER_H
+#define CUTOVER_ITEST_BROKER_H
+
+#include <stddef.h>
+
+/* This run's unique name, "itest<pid>x<8 hex digits>" (the same for the
+ * whole process): the start of the names of the policies, vhosts and other
+ * broker-wide objects a test makes, so that concurrent or leftover runs
+ * never share one. */
+const char *itest_run_id(void);
+
+/* Creates vhost NAME on the test broker (CUTOVER_TEST_MGMT) with every
+ * permission for CUTOVER_TEST_USER, registers its deletion (and with it
+ * everything in it) with itest_on_cleanup, and writes the AMQP URL of the
+ * vhost (CUTOVER_TEST_AMQP with NAME as its path) into URL. For objects
+ * whose names cannot carry a prefix (kombu's celery_delayed_*, NServiceBus's
+ * nsb.v2.*). Fails the test when the broker refuses. */
+void itest_vhost(const char *name, char *url, size_t urllen);
+
+/* Register, with itest_on_cleanup, the deletion on the test broker's
+ * vhost "/" of policy NAME, of queue NAME, or of every queue, exchange,
+ * policy and operator policy whose name starts with PREFIX and a dot
+ * (queues first, whatever they hold): a test that fails half-way leaves
+ * nothing behind. */
+void itest_policy_cleanup(const char *name);
+void itest_queue_cleanup(const char *name);
+void itest_prefix_cleanup(const char *prefix);
+
+/* itest_prefix_cleanup(PREFIX), and the queues the engine names after plan
+ * PLAN_NAME: its canary's cutover.canary.PLAN_NAME and its watch's probes'
+ * cutover.probe.PLAN_NAME. */
+void itest_plan_cleanup(const char *prefix, const char *plan_name);
+
+/* Creates feature NAME in project "default" of the test Unleash
+ * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN),
+ * disabled, with a 100% rollout strategy in "production" (as
+ * scripts/unleash makes delay-ladder), and registers its archiving and
+ * deletion with itest_on_cleanup: a test flips a feature of its own, not
+ * one the whole suite shares. Fails the test when Unleash refuses. */
+void itest_unleash_feature(const char *name);
+
+#endif
