@@ -62,9 +62,17 @@ cleanup() {
 		"$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
 		for q in $(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
 		    "$CUTOVER_TEST_MGMT/api/queues/%2F?columns=name" 2>/dev/null |
-		    jq -r ".[] | select(.name | startswith(\"$name.\")) | .name"); do
+		    jq -r ".[] | select((.name | startswith(\"$name.\")) or
+			.name == \"cutover.probe.$name\") | .name"); do
 			curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X DELETE \
 			    "$CUTOVER_TEST_MGMT/api/queues/%2F/$q" >/dev/null 2>&1
+		done
+		# What teardown refused (a level or parking still held messages).
+		for x in $(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
+		    "$CUTOVER_TEST_MGMT/api/exchanges/%2F?columns=name" 2>/dev/null |
+		    jq -r ".[] | select(.name | startswith(\"$name.\")) | .name"); do
+			curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X DELETE \
+			    "$CUTOVER_TEST_MGMT/api/exchanges/%2F/$x" >/dev/null 2>&1
 		done
 	fi
 	unleash DELETE "/api/admin/projects/default/features/$feature" >/dev/null 2>&1
