@@ -1,4 +1,4 @@
-/* clock: wall time and sleeping. */
+/* clock: wall time, monotonic time and sleeping. */
 #include <errno.h>
 #include <time.h>
 
@@ -10,6 +10,15 @@ clock_now_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+clock_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -16,6 +16,8 @@
 
 #include "api.h"
 #include "cache.h"
+#include "clock.h"
+#include "deadline.h"
 #include "log.h"
 #include "page.h"
 #include "server.h"
@@ -27,6 +29,7 @@
 
 struct server {
 	struct MHD_Daemon *mhd;
+	struct deadline *deadline;	/* requests arrive whole in time */
 	const struct auth *ops;
 	int reads_need_token;
 	int fd;				/* the listening socket */
@@ -56,13 +59,14 @@ struct request {
 	int status;			/* answered with, 0 while not */
 };
 
-static int64_t
-mono_ms(void)
+/* C's registration with the request deadline (deadline.h), or NULL. */
+static struct deadline_conn *
+conn_deadline(struct MHD_Connection *c)
 {
-	struct timespec ts;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return ci != NULL ? ci->socket_context : NULL;
 }
 
 /* Copies S for a log line: printable ASCII only, truncated. */
@@ -432,7 +436,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		if ((rq = calloc(1, sizeof(*rq))) == NULL)
 			return MHD_NO;
 		*con_cls = rq;
-		rq->t0 = mono_ms();
+		rq->t0 = clock_mono_ms();
 		log_copy(rq->method, sizeof(rq->method), method);
 		log_copy(rq->path, sizeof(rq->path), url);
 		return begin(sv, c, rq, url, method);
@@ -442,6 +446,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		*upload_size = 0;
 		return take_body(rq, upload, n);
 	}
+	deadline_arrived(sv->deadline, conn_deadline(c));	/* all of it is in */
 	if (rq->status != 0)
 		return MHD_YES;
 	if (rq->toobig) {
@@ -469,14 +474,14 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
+	struct server *sv = cls;
 	struct request *rq = *con_cls;
 	long long ms;
 
-	(void)cls;
-	(void)c;
+	deadline_next(sv->deadline, conn_deadline(c));
 	if (rq == NULL)
 		return;
-	ms = (long long)(mono_ms() - rq->t0);
+	ms = (long long)(clock_mono_ms() - rq->t0);
 	if (rq->status != 0)
 		log_event(rq->status >= 500 ? "error" : "info", NULL, NULL,
 		    "http %s %s status=%d ms=%lld%s%s", rq->method, rq->path, rq->status, ms,
@@ -487,6 +492,24 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;
+}
+
+/* A connection opens (watched by the request deadline from now) or closes
+ * (forgotten before libmicrohttpd closes its socket). */
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode code)
+{
+	struct server *sv = cls;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = ci != NULL ? deadline_add(sv->deadline, ci->connect_fd) : NULL;
+	} else {
+		deadline_remove(sv->deadline, *socket_context);
+		*socket_context = NULL;
+	}
 }
 
 /* Leaves every escape as it came: uri.c decodes, strictly, what it needs. */
@@ -518,6 +541,25 @@ listen_socket(const struct sockaddr_storage *ss, socklen_t len, const char *spec
 		return -1;
 	}
 	return fd;
+}
+
+/* libmicrohttpd on SV's listening socket, with every limit of server.h. */
+static struct MHD_Daemon *
+start_mhd(struct server *sv, unsigned int flags, unsigned int threads,
+    unsigned int timeout)
+{
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv,
+	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)sv->fd,
+	    MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_HEADERS_MAX,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)SERVER_CONNECTIONS_MAX,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)SERVER_PER_IP_MAX,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+	    MHD_OPTION_STRICT_FOR_CLIENT, 1,
+	    MHD_OPTION_END);
 }
 
 int
@@ -563,24 +605,19 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 		    ((struct sockaddr_in *)&bound)->sin_port);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	/* The threads libmicrohttpd starts inherit this mask: signals go to
-	 * the caller's thread, which runs the engine and owns the stop flag. */
+	/* The threads libmicrohttpd and the deadline start inherit this mask:
+	 * signals go to the caller's thread, which runs the engine and owns the stop flag. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	sv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, sv,
-	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)sv->fd,
-	    MHD_OPTION_THREAD_POOL_SIZE, threads,
-	    MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_HEADERS_MAX,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)SERVER_CONNECTIONS_MAX,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
-	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-	    MHD_OPTION_STRICT_FOR_CLIENT, 1,
-	    MHD_OPTION_END);
+	if (deadline_start((int64_t)SERVER_REQUEST_S * 1000, &sv->deadline, err,
+	    errlen) == 0)
+		sv->mhd = start_mhd(sv, flags, threads, timeout);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (sv->deadline == NULL)
+		goto fail;
 	if (sv->mhd == NULL) {
 		snprintf(err, errlen, "listen %s: the HTTP server did not start",
 		    cfg->listen);
@@ -612,6 +649,7 @@ server_stop(struct server *sv)
 	 * ourselves only when it never got it. */
 	if (sv->mhd == NULL && sv->fd != -1)
 		close(sv->fd);
+	deadline_stop(sv->deadline);	/* every connection is gone */
 	for (size_t i = 0; i < sv->nstores; i++)
 		store_close(sv->stores[i]);
 	for (size_t i = 0; sv->caches != NULL && i < sv->nstores; i++)

@@ -3,7 +3,10 @@
  * with the limits every request meets before a handler sees it: bodies over
  * API_BODY_MAX are 413, headers beyond SERVER_HEADERS_MAX are refused by
  * libmicrohttpd, paths and queries must decode strictly (uri.h), idle
- * connections time out, and writes (and, away from loopback, reads) need an
+ * connections time out, a request must arrive whole (line, headers and
+ * body) within SERVER_REQUEST_S of its connection's start or of the end of
+ * the previous request, one address holds at most SERVER_PER_IP_MAX
+ * connections (so slow clients cannot take every slot), and writes (and, away from loopback, reads) need an
  * operator's bearer token (auth.h). One log line per request: method, path,
  * status, milliseconds and, for a write, the operator — never a header
  * value or a body. */
@@ -20,6 +23,8 @@
 #define SERVER_TIMEOUT_S	15	/* an idle connection is closed after */
 #define SERVER_HEADERS_MAX	(32 * 1024)	/* request line and headers */
 #define SERVER_CONNECTIONS_MAX	256
+#define SERVER_PER_IP_MAX	64	/* connections from one address */
+#define SERVER_REQUEST_S	12	/* a request must arrive whole within */
 
 struct server;
 

@@ -35,8 +35,11 @@ fail:
 void
 step_ctx_close(struct step_ctx *c)
 {
-	broker_close(c->amqp);
+	broker_close(c->amqp);		/* unacknowledged probes go back */
 	mgmt_close(c->mgmt);
+	free(c->held);
 	c->amqp = NULL;
 	c->mgmt = NULL;
+	c->held = NULL;
+	c->nheld = c->capheld = 0;
 }

@@ -33,6 +33,12 @@ struct step_ctx {
 	const json_t *state;       /* borrowed: this step's last persisted result
 	                            * when it is resumed or continued, else NULL */
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */
+
+	/* The watch's probes read by its last tick and not yet acknowledged
+	 * (watch.c): settled at the next tick, once the engine has recorded
+	 * the state that accounts for them. Freed by step_ctx_close. */
+	struct broker_delivery *held;
+	size_t nheld, capheld;
 };
 
 /* Opens the AMQP connection and the management API client of P's broker

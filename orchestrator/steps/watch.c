@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "duration.h"
+#include "fault.h"
 #include "ladder.h"
 #include "old_path.h"
 #include "publish.h"
@@ -1176,8 +1177,48 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	w->out[i] = w->out[--w->nout];
 }
 
-/* Reads every message waiting in the probe queue. Returns 0, or -1 when
- * the broker failed (alerted). */
+/* Keeps D (only what acknowledging it needs) to be acknowledged at the
+ * next tick. Returns 0, or -1 when out of memory (D is then acknowledged
+ * now, as before). */
+static int
+probe_hold(struct tick *t, const struct broker_delivery *d)
+{
+	struct step_ctx *c = t->c;
+
+	if (c->nheld == c->capheld) {
+		size_t cap = c->capheld ? c->capheld * 2 : 16;
+		struct broker_delivery *grown = realloc(c->held, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return -1;
+		c->held = grown;
+		c->capheld = cap;
+	}
+	memset(&c->held[c->nheld], 0, sizeof(c->held[0]));
+	c->held[c->nheld].tag = d->tag;
+	c->held[c->nheld].epoch = d->epoch;
+	c->held[c->nheld++].unacked = d->unacked;
+	return 0;
+}
+
+/* Acknowledges the probes the last tick read: its state, which accounts
+ * for them, is recorded by now. One whose channel closed since comes back
+ * and is read again as a duplicate. */
+static void
+probe_settle(struct tick *t)
+{
+	struct step_ctx *c = t->c;
+	char why[256];
+
+	for (size_t i = 0; i < c->nheld; i++)
+		(void)broker_ack(c->amqp, &c->held[i], why, sizeof(why));
+	c->nheld = 0;
+}
+
+/* Reads every message waiting in the probe queue, acknowledging each only
+ * at the next tick: a kill before the engine records this tick leaves
+ * them in the queue for the restarted watch, which still waits for them,
+ * instead of gone. Returns 0, or -1 when the broker failed (alerted). */
 static int
 probe_drain(struct tick *t)
 {
@@ -1187,7 +1228,7 @@ probe_drain(struct tick *t)
 
 	for (int n = 0; n < PROBE_DRAIN_MAX; n++) {
 		memset(&d, 0, sizeof(d));
-		r = broker_get(t->c->amqp, t->probe_queue, false, &d, why, sizeof(why));
+		r = broker_get(t->c->amqp, t->probe_queue, true, &d, why, sizeof(why));
 		if (r == BROKER_EMPTY) {
 			t->w->probe_checked_ms = clock_now_ms();
 			return 0;
@@ -1197,7 +1238,10 @@ probe_drain(struct tick *t)
 			return -1;
 		}
 		probe_take(t, &d, clock_now_ms());
+		if (probe_hold(t, &d) != 0)
+			(void)broker_ack(t->c->amqp, &d, why, sizeof(why));
 		broker_delivery_free(&d);
+		fault_point("watch.probe_taken");	/* read; the tick not recorded */
 	}
 	return 0;
 }
@@ -1504,6 +1548,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 
 	/* Probes that arrived since the last tick, first: their arrival
 	 * is then read closest to when it happened. */
+	probe_settle(&t);
 	probe_queue(&t);
 	if (t.probe_ready)
 		(void)probe_drain(&t);

@@ -426,6 +426,63 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 	end(p, &c);
 }
 
+static int
+print_alert(const struct store_alert *a, void *arg)
+{
+	(void)arg;
+	printf("alert %s: %s\n", a->kind, a->message);
+	return 0;
+}
+
+/* Prints the test plan's alerts, for a failure's diagnosis. */
+static void
+show_alerts(void)
+{
+	struct store *s = NULL;
+	struct store_plan sp;
+	char err[512];
+
+	if (store_open(db, &s, err, sizeof(err)) != 0)
+		return;
+	if (store_plan_find(s, plan_name, &sp, err, sizeof(err)) == 0)
+		store_each_alert(s, sp.id, 0, print_alert, NULL, err, sizeof(err));
+	store_close(s);
+}
+
+/* Killed right after the watch read a probe and before the engine recorded
+ * that tick: the restarted watch still accounts for the probe (it is read
+ * again), so no probe is called lost and no alert holds the watch. */
+static void
+test_killed_after_the_watch_read_a_probe(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	char status[32];
+	int ended, alerts;
+	pid_t pid;
+
+	(void)state;
+	begin("probekill", &p, &c, NULL, "1s");
+	run_to_the_flip_and_approve();
+	pid = itest_start_run(db, planfile, "crash:watch.probe_taken");
+	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
+	assert_true(step_number(5, "ticks") >= 1);
+	/* Resumed: the watch ends (remove_old waits at its gate) within a
+	 * generous ceiling; a probe called lost would hold it on the alert. */
+	pid = itest_start_run(db, planfile, NULL);
+	ended = wait_step(6, "waiting_approval", 60000);
+	if (!ended)
+		kill(pid, SIGKILL);
+	itest_wait(pid);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	alerts = itest_count(&t, "alert.raised");
+	show_alerts();
+	end(p, &c);
+	assert_int_equal(alerts, 0);
+	assert_true(ended);
+}
+
 /* remove_old leaves an old queue that has a consumer and fails; the two
  * it deleted are in the history all the same, and a retry records the
  * third, each deletion exactly once. */
@@ -783,6 +840,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_whole_plan_with_gates),
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
+		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
