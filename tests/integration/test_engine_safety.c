@@ -130,6 +130,7 @@ write_plan(const char *steps, const char *canary)
 	    "  unit: 100ms\n"
 	    "  levels: 6\n"
 	    "  destinations: [%s.dest]\n"
+	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [%s]\n"
 	    "flag:\n"

@@ -85,6 +85,7 @@ load_plan(const char *old_yaml)
 	    "  levels: 4\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [%s.dest]\n"
+	    "  create_destinations: true\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    planname, amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, prefix, prefix);
 	if (plan_load_buffer("itest-select.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
