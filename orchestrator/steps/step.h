@@ -23,6 +23,8 @@ struct step_ctx {
 
 	/* Inputs the engine (or the command line) gives later steps. */
 	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
+	const json_t *watched;     /* borrowed: the watch's last state (its
+	                            * "old_last" sample), or NULL */
 	int64_t old_last_entry_ms; /* last time a message entered the old path
 	                            * (epoch ms), 0 when unknown */
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
