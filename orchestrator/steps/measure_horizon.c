@@ -64,8 +64,10 @@ old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_
 	if (last_entry_ms <= 0 || !json_is_array(json_object_get(measured, "queues")))
 		return -1;
 	json_array_foreach(json_object_get(measured, "queues"), i, q) {
-		const json_t *t = json_object_get(q, "ttl_ms");
+		const json_t *t = json_object_get(q, "chain_ttl_ms");
 
+		if (!json_is_integer(t))
+			t = json_object_get(q, "ttl_ms");
 		if (!json_is_integer(t))
 			return -1;
 		d = old_deadline_ms(last_entry_ms, json_integer_value(t), allowance_ms);
@@ -496,6 +498,17 @@ str_or_null(const char *s)
 	return s != NULL && *s != '\0' ? json_string(s) : json_null();
 }
 
+/* Queue I's part of CH, as its measured entry records it:
+ * {"chain_ttl_ms", "dead_letters_to": [...], "fed_by": [...]}. */
+static json_t *
+json_pack_chain(const struct old_chain *ch, size_t i)
+{
+	json_t *j = json_pack("{s:I,s:O,s:O}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
+	    "dead_letters_to", ch->to[i], "fed_by", ch->from[i]);
+
+	return j;
+}
+
 /* Describes the selector of the plan, as the result records it. */
 static json_t *
 selector_json(const struct plan *p)
@@ -535,7 +548,10 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 {
 	const struct plan *p = c->plan;
 	struct old_selection s = { 0 };
+	struct old_chain chain = { 0 };
 	const struct old_queue *longest = NULL;
+	int64_t max_ttl = -1;
+	bool chain_failed = false;
 	json_t *queues = json_array(), *missing = json_array(), *summary;
 	int64_t total = 0, horizon = -1, allowance = p->watch.allowance_ms;
 	size_t i, non_empty = 0;
@@ -545,6 +561,11 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	*result = NULL;
 	if (old_select(c, &s, err, errlen) != 0)
 		goto done;
+	/* Dead-letter chains among the old queues: a queue fed by others can
+	 * hold a message as long as the whole chain. */
+	if (s.n > 0 && s.nottl == 0 &&
+	    old_chain_compute(c, &s, &chain, err, errlen) != 0)
+		chain_failed = true;
 	for (i = 0; i < s.nmissing; i++)
 		json_array_append_new(missing, json_string(s.missing[i]));
 	for (i = 0; i < s.n; i++) {
@@ -555,8 +576,12 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 			non_empty++;
 			total += q->messages;
 		}
-		if (oq->ttl_ms >= 0 && (longest == NULL || oq->ttl_ms > longest->ttl_ms))
+		int64_t ttl = chain.n > 0 ? chain.ttl_ms[i] : oq->ttl_ms;
+
+		if (ttl >= 0 && (longest == NULL || ttl > max_ttl)) {
 			longest = oq;
+			max_ttl = ttl;
+		}
 		json_array_append_new(queues, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,"
 		    "s:b,s:o,s:o}",
 		    "name", q->name, "type", q->type,
@@ -568,6 +593,9 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    "durable", q->durable,
 		    "policy", str_or_null(q->policy),
 		    "note", str_or_null(oq->note)));
+		if (chain.n > 0)
+			json_object_update(json_array_get(queues, i), json_pack_chain(&chain,
+			    i));
 	}
 	if (s.n == 0) {
 		if (p->old.match != NULL)
@@ -592,15 +620,21 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    s.nottl == 1 ? "has" : "have");
 		goto done;
 	}
-	horizon = s.at_ms + longest->ttl_ms + allowance;
+	if (chain_failed) {
+		snprintf(reasoning, sizeof(reasoning), "No horizon: %s.", err);
+		goto done;
+	}
+	horizon = s.at_ms + max_ttl + allowance;
 	snprintf(reasoning, sizeof(reasoning), "%zu old queue%s, %zu non-empty holding "
 	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
 	    "old path comes out by %s (measured at %s + %s + allowance %s); messages "
 	    "may still enter until the flip, so the final horizon is the last entry "
 	    "into the old path + %s + %s.",
 	    s.n, s.n == 1 ? "" : "s", non_empty, (long long)total, total == 1 ? "" : "s",
-	    duration_format(longest->ttl_ms, a, sizeof(a)), longest->q->name,
-	    longest->ttl_source, old_time_format(horizon, t1, sizeof(t1)),
+	    duration_format(max_ttl, a, sizeof(a)), longest->q->name,
+	    max_ttl > longest->ttl_ms ? "the sum of the TTLs along the dead-letter chain "
+	    "of old queues that ends in it" : longest->ttl_source,
+	    old_time_format(horizon, t1, sizeof(t1)),
 	    old_time_format(s.at_ms, t2, sizeof(t2)), a,
 	    duration_format(allowance, b, sizeof(b)), a, b);
 	rc = 0;
@@ -608,7 +642,7 @@ done:
 	summary = json_pack("{s:i,s:i,s:I,s:o,s:o,s:I,s:I,s:o,s:b,s:s,s:s}",
 	    "queues", (int)s.n, "non_empty", (int)non_empty, "total_messages",
 	    (json_int_t)total,
-	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(longest->ttl_ms) :
+	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(max_ttl) :
 	    json_null(),
 	    "max_ttl_queue", longest && s.nottl == 0 ? json_string(longest->q->name) :
 	    json_null(),
@@ -621,6 +655,7 @@ done:
 	    "summary", summary);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
+	old_chain_free(&chain);
 	old_selection_free(&s);
 	return rc;
 }
