@@ -36,8 +36,8 @@ struct routes {
 	struct mgmt_policy_list pl;
 };
 
-static const json_t *
-by_name(const json_t *arr, const char *name)
+const json_t *
+old_json_by_name(const json_t *arr, const char *name)
 {
 	const json_t *e;
 	size_t i;
@@ -116,7 +116,7 @@ route(const struct routes *r, const struct old_selection *s, const char *x,
 			json_array_append_new(to, json_string(k));
 		return;
 	}
-	ex = by_name(r->exchanges, x);
+	ex = old_json_by_name(r->exchanges, x);
 	type = json_string_value(json_object_get(ex, "type"));
 	json_array_foreach(r->bindings, i, b) {
 		const char *src = json_string_value(json_object_get(b, "source"));
@@ -144,7 +144,8 @@ static void
 dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
     const char **k)
 {
-	const json_t *args = json_object_get(by_name(r->queues, q->name), "arguments");
+	const json_t *args = json_object_get(old_json_by_name(r->queues, q->name),
+	    "arguments");
 	const json_t *def = NULL;
 
 	for (size_t i = 0; q->policy != NULL && i < r->pl.n; i++)

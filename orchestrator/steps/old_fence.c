@@ -136,12 +136,27 @@ old_fence_put(struct mgmt *m, const char *plan, struct old_fence *f,
     const char *const *own, size_t n, char *err, size_t errlen)
 {
 	struct mgmt_policy_list pl = { 0 };
-	char prefix[OLD_FENCE_NAME_MAX], pattern[3 * 256 + 3], why[512];
+	char prefix[OLD_FENCE_NAME_MAX], pattern[3 * 256 + 3], path[3 * 256 + 128];
+	char vhost[3 * 256 + 1], why[512];
+	json_t *args = NULL;
 	int top = 0, rc = -1;
 
 	fence_prefix(plan, prefix, sizeof(prefix));
 	if (mgmt_list_policies(m, &pl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the policies before fencing: %s", why);
+		return -1;
+	}
+	/* A queue's x-overflow argument wins over a policy's overflow: with
+	 * drop-head and max-length 0, whatever enters would be dropped or
+	 * dead-lettered at once, so such a queue is not fenced. */
+	if (mgmt_escape(mgmt_vhost(m), vhost, sizeof(vhost)) < 0)
+		vhost[0] = '\0';
+	snprintf(path, sizeof(path), "/api/queues/%s?disable_stats=true&"
+	    "enable_queue_totals=true&columns=name,arguments", vhost);
+	if (mgmt_request(m, "GET", path, NULL, &args, NULL, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the queues' arguments before fencing: %s",
+		    why);
+		mgmt_policy_list_free(&pl);
 		return -1;
 	}
 	/* Above every policy of the vhost: only one applies to a queue, the
@@ -154,8 +169,17 @@ old_fence_put(struct mgmt *m, const char *plan, struct old_fence *f,
 		json_t *def;
 		int r;
 
+		const char *ov = json_string_value(json_object_get(json_object_get(
+		    old_json_by_name(args, f[i].queue), "arguments"), "x-overflow"));
+
 		snprintf(f[i].policy, sizeof(f[i].policy), "%s%zu", prefix, i);
 		f[i].put = f[i].effective = false;
+		if (ov != NULL && strcmp(ov, "reject-publish") != 0) {
+			snprintf(f[i].why, sizeof(f[i].why), "its x-overflow argument '%.40s' "
+			    "overrides a fence's reject-publish (what entered would be "
+			    "dropped or dead-lettered at once), so it cannot be fenced", ov);
+			continue;
+		}
 		if (exact_pattern(f[i].queue, pattern, sizeof(pattern)) != 0) {
 			snprintf(f[i].why, sizeof(f[i].why), "its name is too long for "
 			    "a fence pattern");
@@ -178,6 +202,7 @@ old_fence_put(struct mgmt *m, const char *plan, struct old_fence *f,
 			snprintf(f[i].why, sizeof(f[i].why), "its fence '%s' was not its "
 			    "policy within %d s", f[i].policy, FENCE_WAIT_MS / 1000);
 	rc = 0;
+	json_decref(args);
 	mgmt_policy_list_free(&pl);
 	return rc;
 }

@@ -69,6 +69,10 @@ void old_selection_free(struct old_selection *s);
 const struct old_queue *old_sel_find(const struct old_selection *s,
     const char *name);
 
+/* The first object of array ARR whose "name" is NAME, or NULL (a linear
+ * scan: for listings read once per step). */
+const json_t *old_json_by_name(const json_t *arr, const char *name);
+
 /* Dead-letter chains among the selected old queues (old_chain.c). */
 struct old_chain {
 	size_t n;			/* S->n */

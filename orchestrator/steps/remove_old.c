@@ -133,7 +133,8 @@ check_pass(struct worker *wk, struct item *it)
 	if (o->dry_run) {
 		set_reason(it, OUT_WOULD, "empty, unused and past its deadline; would be "
 		    "deleted %s", classic ? "with if-empty and if-unused" :
-		    "after this check, without if-empty/if-unused (not supported by "
+		    "after fencing it (a policy: max-length 0, reject-publish) and "
+		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
 		return;
 	}
@@ -227,8 +228,10 @@ fenced_pass(struct worker *wk, struct item *it)
 		it->seen = (int64_t)qi.messages - it->markers;
 		set_reason(it, OUT_LEFT, "fenced, then found holding %lld message%s besides "
 		    "remove_old's marker and %u consumer%s: something entered or attached "
-		    "before the fence took effect", (long long)it->seen,
-		    it->seen == 1 ? "" : "s", qi.consumers, qi.consumers == 1 ? "" : "s");
+		    "before the fence took effect (its publish counter now counts the "
+		    "marker too: a later run leaves it until the old path is watched "
+		    "again)", (long long)it->seen, it->seen == 1 ? "" : "s", qi.consumers,
+		    qi.consumers == 1 ? "" : "s");
 		unseal(wk, it);
 		return;
 	}

@@ -883,7 +883,8 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	uint32_t depth = 0;
 
 	set_prefix();
-	static struct made made = { .queues = { "f.00", "f.01" } };
+	static struct made made = { .queues = { "f.00", "f.01", "f.02" } };
+	struct topology_arg qa[3];
 
 	p = match_plan("f", NULL, "1s");
 	made.p = p;
@@ -892,7 +893,20 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	open_ctx(&c, p);
 	make_queue(c.amqp, "f.00", MIN_MS, -1, true);
 	make_queue(c.amqp, "f.01", 1000, -1, true);
-	touch_all(&c, "f", 2, 2);
+	/* Its x-overflow argument would win over a fence's reject-publish
+	 * (drop-head at max-length 0 would drop what enters): not fenced. */
+	memset(qa, 0, sizeof(qa));
+	snprintf(qa[0].key, sizeof(qa[0].key), "x-queue-type");
+	snprintf(qa[0].str, sizeof(qa[0].str), "quorum");
+	snprintf(qa[1].key, sizeof(qa[1].key), "x-overflow");
+	snprintf(qa[1].str, sizeof(qa[1].str), "drop-head");
+	snprintf(qa[2].key, sizeof(qa[2].key), "x-message-ttl");
+	qa[2].is_int = true;
+	qa[2].num = 1000;
+	snprintf(pattern, sizeof(pattern), "%sf.02", prefix);
+	if (broker_queue_declare(c.amqp, pattern, true, qa, 3, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	touch_all(&c, "f", 2, 3);
 	/* What a run killed between fencing and cleaning up leaves. */
 	snprintf(pattern, sizeof(pattern), "^%sf\\.01$", rprefix);
 	def = json_pack("{s:i,s:s}", "max-length", 0, "overflow", "reject-publish");
@@ -924,6 +938,10 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	}
 	assert_string_equal(outcome(r, "f.01"), "removed");
 	assert_int_equal(int_of(entry(r, "entries", "f.01"), "purged"), 0);
+	e = entry(r, "entries", "f.02");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "cannot be fenced"));
+	assert_true(exists(c.amqp, "f.02", NULL));
 	/* Neither the leftover fence nor this run's remain. */
 	assert_false(fence_left(c.mgmt));
 	json_decref(r);
