@@ -26,11 +26,30 @@ fence_prefix(const char *plan, char *out, size_t outlen)
 	snprintf(out, outlen, "%s%s=", OLD_FENCE_PREFIX, plan);
 }
 
+/* The queue name a fence's PATTERN ("^NAME$", escaped) matches, into
+ * OUT. Returns 0, or -1 when PATTERN is not of that form. */
+static int
+pattern_queue(const char *pattern, char *out, size_t outlen)
+{
+	size_t len = strlen(pattern), o = 0;
+
+	if (len < 2 || pattern[0] != '^' || pattern[len - 1] != '$')
+		return -1;
+	for (size_t i = 1; i + 1 < len && o + 1 < outlen; i++) {
+		if (pattern[i] == '\\' && i + 2 < len)
+			i++;
+		out[o++] = pattern[i];
+	}
+	out[o] = '\0';
+	return 0;
+}
+
 int
-old_fence_sweep(struct mgmt *m, const char *plan, char *err, size_t errlen)
+old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
+    size_t errlen)
 {
 	struct mgmt_policy_list pl = { 0 };
-	char prefix[OLD_FENCE_NAME_MAX], why[512];
+	char prefix[OLD_FENCE_NAME_MAX], queue[256], why[512];
 	int n = 0;
 
 	fence_prefix(plan, prefix, sizeof(prefix));
@@ -39,8 +58,16 @@ old_fence_sweep(struct mgmt *m, const char *plan, char *err, size_t errlen)
 		return -1;
 	}
 	for (size_t i = 0; i < pl.n; i++) {
+		int markers = 2;	/* a seal publishes at most two */
+
 		if (strncmp(pl.v[i].name, prefix, strlen(prefix)) != 0)
 			continue;
+		/* While it is still fenced, take back the markers a crashed seal
+		 * left at the head of its queue: they would dead-letter to a
+		 * consumer when they expire. */
+		if (b != NULL && pattern_queue(pl.v[i].pattern, queue, sizeof(queue)) == 0)
+			(void)old_fence_unseal(b, queue, pl.v[i].name, &markers, why,
+			    sizeof(why));
 		if (mgmt_delete_policy(m, pl.v[i].name, why, sizeof(why)) < 0) {
 			snprintf(err, errlen, "removing leftover fence '%s': %s",
 			    pl.v[i].name, why);

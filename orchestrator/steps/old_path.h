@@ -153,9 +153,11 @@ struct old_fence {
 };
 
 /* Removes every fence policy of plan PLAN that an earlier run left (a
- * crash between fencing and cleaning up). Returns how many it removed, or
- * -1 with ERR. */
-int old_fence_sweep(struct mgmt *m, const char *plan, char *err, size_t errlen);
+ * crash between fencing and cleaning up), first taking back over B (NULL:
+ * not) the markers such a run may have left in the fenced queue. Returns
+ * how many fences it removed, or -1 with ERR. */
+int old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan,
+    char *err, size_t errlen);
 
 /* Puts the fence of each F[i].queue (named OLD_FENCE_PREFIX PLAN "=" i),
  * carrying the definition of the queue's own policy OWN[i] (NULL: none;

@@ -594,7 +594,6 @@ run_waves(struct step_ctx *c, const struct old_remove_opts *o,
 {
 	struct item **list = calloc(ntodo + 1, sizeof(*list));
 	int top = set_waves(items, nitems), k;
-	char why[512];
 
 	if (list == NULL)
 		return -1;
@@ -605,8 +604,6 @@ run_waves(struct step_ctx *c, const struct old_remove_opts *o,
 				    "cycle: not touched");
 		top = 0;
 	}
-	if (!o->dry_run && old_fence_sweep(c->mgmt, c->plan->name, why, sizeof(why)) < 0)
-		snprintf(fence_err, felen, "%s", why);
 	for (int wave = 0; wave <= top; wave++) {
 		size_t n = 0;
 
@@ -667,6 +664,10 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	    old_counters_read(c, &pre, err, errlen) != 0)
 		goto done;
 	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
+		goto done;
+	/* Fences (and their markers) that a run killed mid-way left. */
+	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
+	    errlen) < 0)
 		goto done;
 	if ((items = calloc(nmeasured + s.n + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmeasured + 1, sizeof(*todo))) == NULL ||

@@ -885,6 +885,7 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	set_prefix();
 	static struct made made = { .queues = { "f.00", "f.01", "f.02" } };
 	struct topology_arg qa[3];
+	struct broker_message m = { 0 };
 
 	p = match_plan("f", NULL, "1s");
 	made.p = p;
@@ -908,17 +909,29 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 		fail_msg("%s", err);
 	touch_all(&c, "f", 2, 3);
 	/* What a run killed between fencing and cleaning up leaves. */
-	snprintf(pattern, sizeof(pattern), "^%sf\\.01$", rprefix);
+	snprintf(pattern, sizeof(pattern), "^%sf\\.00$", rprefix);
 	def = json_pack("{s:i,s:s}", "max-length", 0, "overflow", "reject-publish");
 	if (mgmt_put_policy(c.mgmt, leftover_fence, pattern, "queues", 0, def, err,
 	    sizeof(err)) != 0)
 		fail_msg("%s", err);
 	json_decref(def);
+	/* ... and the marker its seal left in the queue. */
+	snprintf(pattern, sizeof(pattern), "%sf.00", prefix);
+	m.routing_key = pattern;
+	m.body = "marker";
+	m.len = 6;
+	m.message_id = leftover_fence;
+	if (broker_publish(c.amqp, &m, 5000, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	json_decref(await_counters(c.mgmt, (const char *const[]){ "f.00" },
+	    (const int64_t[]){ 2 }, 1));
 	measured = late_setup(&c, &l, &o, "f.00");
 
 	(void)old_remove(&c, &o, &r, err, sizeof(err));
+	/* The leftover marker was taken back first: f.00 was checked empty. */
 	e = entry(r, "entries", "f.00");
 	assert_non_null(e);
+	assert_int_equal(int_of(e, "messages_seen"), 0);
 	/* The late message was published once; it is either refused (and the
 	 * queue deleted with nothing in it) or still in the queue: never
 	 * deleted with it. */
