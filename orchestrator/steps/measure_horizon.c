@@ -503,10 +503,8 @@ str_or_null(const char *s)
 static json_t *
 json_pack_chain(const struct old_chain *ch, size_t i)
 {
-	json_t *j = json_pack("{s:I,s:O,s:O}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
+	return json_pack("{s:I,s:O,s:O}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
 	    "dead_letters_to", ch->to[i], "fed_by", ch->from[i]);
-
-	return j;
 }
 
 /* Describes the selector of the plan, as the result records it. */
@@ -593,9 +591,12 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    "durable", q->durable,
 		    "policy", str_or_null(q->policy),
 		    "note", str_or_null(oq->note)));
-		if (chain.n > 0)
-			json_object_update(json_array_get(queues, i), json_pack_chain(&chain,
-			    i));
+		if (chain.n > 0) {
+			json_t *part = json_pack_chain(&chain, i);
+
+			json_object_update(json_array_get(queues, i), part);
+			json_decref(part);
+		}
 	}
 	if (s.n == 0) {
 		if (p->old.match != NULL)
