@@ -434,6 +434,75 @@ test_removals_recorded_when_one_is_left(void **state)
 	end(p, &c);
 }
 
+/* Issue 13 item 5, through the engine: the watch ends and records its last
+ * sample of each old queue; while remove_old waits at its gate, a message
+ * goes into old queue 2 and out again. The queue is empty, but the old path
+ * is still in use: remove_old leaves it, saying why, and deletes the other
+ * two. */
+static void
+test_publish_at_the_remove_gate_leaves_the_queue(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	struct broker_delivery d;
+	struct store_step st;
+	json_t *j, *q = NULL;
+	const json_t *e, *found;
+	char status[32], err[1024], name[160], path[256];
+	size_t i;
+	int tries;
+
+	(void)state;
+	begin("gatepub", &p, &c, NULL, "1s");
+	snprintf(name, sizeof(name), "%s.old.2", prefix);
+	run_to_the_flip_and_approve();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	publish_old(&c, name);
+	assert_int_equal(broker_get(c.amqp, name, false, &d, err, sizeof(err)), 0);
+	broker_delivery_free(&d);
+	/* The statistics show it: 3 publishes before the flip, now 4. */
+	snprintf(path, sizeof(path), "/api/queues/%%2F/%s", name);
+	for (tries = 0; ; tries++) {
+		assert_int_equal(mgmt_request(c.mgmt, "GET", path, NULL, &q, NULL, err,
+		    sizeof(err)), 0);
+		if (json_integer_value(json_object_get(json_object_get(q, "message_stats"),
+		    "publish")) == 4)
+			break;
+		json_decref(q);
+		if (tries == 120)
+			fail_msg("the statistics never counted the publish into %s", name);
+		itest_sleep_ms(500);
+	}
+	json_decref(q);
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "failed");
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 0);
+	assert_int_equal(read_step(6, &st), 0);
+	assert_non_null(st.result_json);
+	j = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_non_null(j);
+	found = NULL;
+	json_array_foreach(json_object_get(j, "entries"), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			found = e;
+	assert_non_null(found);
+	e = found;
+	assert_string_equal(json_string_value(json_object_get(e, "outcome")), "left");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")),
+	    "1 publish into it since the watch's last sample"));
+	json_decref(j);
+	assert_int_equal(broker_queue_inspect(c.amqp, name, &(struct broker_queue_info){ 0 },
+	    err, sizeof(err)), 0);
+	end(p, &c);
+}
+
 /* Killed by SIGKILL right after remove_old deleted a queue and before the
  * deletion was recorded: the restarted engine runs the step again, finds
  * that queue gone and records it so, and removes the rest. Every old queue
@@ -592,6 +661,7 @@ main(void)
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
+		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
