@@ -384,6 +384,21 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 	end(p, &c);
 }
 
+/* `cutover VERB remove_old --as bob` (approve or retry), then the plan runs
+ * to exit RUN_RC, ending with STATUS; *T gets its history. */
+static void
+remove_old_then_run(const char *verb, int run_rc, const char *status,
+    struct itest_history *t)
+{
+	char got[32];
+
+	assert_int_equal(itest_cutover(verb, "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), run_rc);
+	itest_read_history(db, plan_name, t, got, sizeof(got));
+	assert_string_equal(got, status);
+}
+
 /* remove_old leaves an old queue that has a consumer and fails; the two
  * it deleted are in the history all the same, and a retry records the
  * third, each deletion exactly once. */
@@ -394,7 +409,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	struct plan *p;
 	struct itest_history t;
 	struct broker *consumer = NULL;
-	char status[32], err[1024], name[3][160];
+	char err[1024], name[3][160];
 
 	(void)state;
 	begin("leftone", &p, &c, NULL, "1s");
@@ -405,12 +420,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	assert_int_equal(broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
 	    "env:CUTOVER_TEST_PASSWORD", 5000, &consumer, err, sizeof(err)), 0);
 	assert_int_equal(broker_consume(consumer, name[1], 1, err, sizeof(err)), 0);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
-	    "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "failed");
+	remove_old_then_run("approve", 1, "failed", &t);
 	assert_int_equal(itest_count(&t, "step.failed"), 1);
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
 	assert_int_equal(itest_count_named(&t, "old.queue_removed", name[0]), 1);
@@ -420,11 +430,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	/* The consumer goes; the retried step removes the last one. */
 	assert_int_equal(broker_cancel(consumer, err, sizeof(err)), 0);
 	broker_close(consumer);
-	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "remove_old", "--as",
-	    "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	remove_old_then_run("retry", 0, "succeeded", &t);
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
 	for (int s = 0; s < 3; s++)
 		assert_int_equal(itest_count_named(&t, "old.queue_removed", name[s]), 1);
@@ -449,7 +455,7 @@ test_publish_at_the_remove_gate_leaves_the_queue(void **state)
 	struct store_step st;
 	json_t *j, *q = NULL;
 	const json_t *e, *found;
-	char status[32], err[1024], name[160], path[256];
+	char err[1024], name[160], path[256];
 	size_t i;
 	int tries;
 
@@ -475,12 +481,7 @@ test_publish_at_the_remove_gate_leaves_the_queue(void **state)
 		itest_sleep_ms(500);
 	}
 	json_decref(q);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
-	    "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "failed");
+	remove_old_then_run("approve", 1, "failed", &t);
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
 	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 0);
 	assert_int_equal(read_step(6, &st), 0);
