@@ -27,14 +27,66 @@ old_sel_find(const struct old_selection *s, const char *name)
 	return bsearch(name, s->v, s->n, sizeof(*s->v), sel_cmp);
 }
 
-/* What the routing needs, read once. */
-struct routes {
-	json_t *queues;			/* name, arguments */
-	json_t *exchanges;		/* name, type, arguments */
-	json_t *bindings;		/* source, destination, destination_type,
-					 * routing_key */
-	struct mgmt_policy_list pl;
+#define BINDINGS_CACHED 256	/* exchanges whose bindings are kept */
+
+/* One queue's arguments, found by name. */
+struct qargs {
+	const char *name;
+	const json_t *arguments;
 };
+
+/* What the routing needs: listings read once, and the bindings of each
+ * exchange a dead-letter path goes through, read when first needed. */
+struct routes {
+	struct step_ctx *c;
+	json_t *queues;			/* name, arguments */
+	struct qargs *qa;		/* QUEUES sorted by name */
+	size_t nqa;
+	json_t *exchanges;		/* name, type, arguments */
+	struct mgmt_policy_list pl;
+	struct {
+		char *exchange;
+		struct mgmt_binding_list bl;
+	} cache[BINDINGS_CACHED];
+	size_t ncache;
+	int failed;			/* a bindings read failed: ERR says */
+	char err[512];
+};
+
+static int
+qargs_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct qargs *)a)->name, ((const struct qargs *)b)->name);
+}
+
+/* The bindings whose source is exchange X (owned by R), or NULL when they
+ * cannot be read (R->failed). */
+static const struct mgmt_binding_list *
+bindings_of(struct routes *r, const char *x)
+{
+	struct mgmt_binding_list bl = { 0 };
+	char why[400];
+
+	for (size_t i = 0; i < r->ncache; i++)
+		if (strcmp(r->cache[i].exchange, x) == 0)
+			return &r->cache[i].bl;
+	if (r->ncache == BINDINGS_CACHED) {
+		r->failed = 1;
+		snprintf(r->err, sizeof(r->err), "dead-letter paths go through more than "
+		    "%d exchanges", BINDINGS_CACHED);
+		return NULL;
+	}
+	if (mgmt_list_bindings_from(r->c->mgmt, x, &bl, why, sizeof(why)) != 0 ||
+	    (r->cache[r->ncache].exchange = strdup(x)) == NULL) {
+		mgmt_binding_list_free(&bl);
+		r->failed = 1;
+		snprintf(r->err, sizeof(r->err), "reading the bindings of exchange '%.100s' "
+		    "for dead-letter chains: %s", x, why);
+		return NULL;
+	}
+	r->cache[r->ncache].bl = bl;
+	return &r->cache[r->ncache++].bl;
+}
 
 const json_t *
 old_json_by_name(const json_t *arr, const char *name)
@@ -99,14 +151,14 @@ binding_takes(const char *type, const char *bk, const char *k)
 /* Adds to TO (array of names) every selected old queue that a message
  * dead-lettered to exchange X with key K (NULL: unknown) can reach. */
 static void
-route(const struct routes *r, const struct old_selection *s, const char *x,
+route(struct routes *r, const struct old_selection *s, const char *x,
     const char *k, int depth, json_t *to)
 {
-	const json_t *ex, *b;
+	const struct mgmt_binding_list *bl;
+	const json_t *ex;
 	const char *type, *ae;
-	size_t i;
 
-	if (depth > ROUTE_DEPTH_MAX)
+	if (depth > ROUTE_DEPTH_MAX || r->failed)
 		return;
 	if (*x == '\0') {
 		/* The default exchange: the queue named K. An unknown key is
@@ -118,19 +170,19 @@ route(const struct routes *r, const struct old_selection *s, const char *x,
 	}
 	ex = old_json_by_name(r->exchanges, x);
 	type = json_string_value(json_object_get(ex, "type"));
-	json_array_foreach(r->bindings, i, b) {
-		const char *src = json_string_value(json_object_get(b, "source"));
-		const char *dst = json_string_value(json_object_get(b, "destination"));
-		const char *dt = json_string_value(json_object_get(b, "destination_type"));
-		const char *bk = json_string_value(json_object_get(b, "routing_key"));
+	if ((bl = bindings_of(r, x)) == NULL)
+		return;
+	for (size_t i = 0; i < bl->n; i++) {
+		const struct mgmt_binding *b = &bl->v[i];
 
-		if (src == NULL || dst == NULL || dt == NULL || strcmp(src, x) != 0 ||
-		    !binding_takes(type, bk ? bk : "", k))
+		if (b->destination == NULL ||
+		    !binding_takes(type, b->routing_key ? b->routing_key : "", k))
 			continue;
-		if (strcmp(dt, "queue") == 0 && old_sel_find(s, dst) != NULL)
-			json_array_append_new(to, json_string(dst));
-		else if (strcmp(dt, "exchange") == 0)
-			route(r, s, dst, k, depth + 1, to);
+		if (b->destination_type == MGMT_DEST_QUEUE &&
+		    old_sel_find(s, b->destination) != NULL)
+			json_array_append_new(to, json_string(b->destination));
+		else if (b->destination_type == MGMT_DEST_EXCHANGE)
+			route(r, s, b->destination, k, depth + 1, to);
 	}
 	ae = json_string_value(json_object_get(json_object_get(ex, "arguments"),
 	    "alternate-exchange"));
@@ -144,8 +196,9 @@ static void
 dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
     const char **k)
 {
-	const json_t *args = json_object_get(old_json_by_name(r->queues, q->name),
-	    "arguments");
+	struct qargs key = { .name = q->name }, *qa = r->nqa == 0 ? NULL :
+	    bsearch(&key, r->qa, r->nqa, sizeof(*r->qa), qargs_cmp);
+	const json_t *args = qa != NULL ? qa->arguments : NULL;
 	const json_t *def = NULL;
 
 	for (size_t i = 0; q->policy != NULL && i < r->pl.n; i++)
@@ -250,9 +303,22 @@ old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 	if (get(c, "queues' arguments", "queues", "?disable_stats=true&"
 	    "enable_queue_totals=true&columns=name,arguments", &r.queues, err, errlen) ||
 	    get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
-	    &r.exchanges, err, errlen) ||
-	    get(c, "bindings", "bindings", "", &r.bindings, err, errlen))
+	    &r.exchanges, err, errlen))
 		goto done;
+	r.c = c;
+	if ((r.qa = calloc(json_array_size(r.queues) + 1, sizeof(*r.qa))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < json_array_size(r.queues); i++) {
+		const json_t *e = json_array_get(r.queues, i);
+
+		if (json_is_string(json_object_get(e, "name"))) {
+			r.qa[r.nqa].name = json_string_value(json_object_get(e, "name"));
+			r.qa[r.nqa++].arguments = json_object_get(e, "arguments");
+		}
+	}
+	qsort(r.qa, r.nqa, sizeof(*r.qa), qargs_cmp);
 	if (mgmt_list_policies(c->mgmt, &r.pl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
 		goto done;
@@ -277,15 +343,23 @@ old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 		}
 		json_decref(to);
 	}
+	if (r.failed) {
+		snprintf(err, errlen, "%s", r.err);
+		goto done;
+	}
 	for (size_t i = 0; i < s->n; i++)
 		if (chain_of(s, ch, i, mark, err, errlen) != 0)
 			goto done;
 	rc = 0;
 done:
 	free(mark);
+	for (size_t i = 0; i < r.ncache; i++) {
+		free(r.cache[i].exchange);
+		mgmt_binding_list_free(&r.cache[i].bl);
+	}
+	free(r.qa);
 	json_decref(r.queues);
 	json_decref(r.exchanges);
-	json_decref(r.bindings);
 	mgmt_policy_list_free(&r.pl);
 	if (rc != 0)
 		old_chain_free(ch);
