@@ -127,9 +127,10 @@ struct old_remove_opts {
 	int connections;	/* AMQP connections working in parallel; 0:
 				 * one per 64 queues to remove, at most
 				 * OLD_CONNECTIONS_MAX */
-	/* Tests only: called after a queue was checked (empty, unused) and
-	 * before it is deleted, with ARG and the queue's name; from a worker
-	 * thread when CONNECTIONS > 1. */
+	/* Tests only: called after a queue was checked (empty, unused; a
+	 * quorum queue also fenced, sealed and checked again) and before it
+	 * is deleted, with ARG and the queue's name; from a worker thread
+	 * when CONNECTIONS > 1. */
 	void (*between)(void *arg, const char *queue);
 	void *arg;
 };
@@ -231,6 +232,13 @@ int old_counters_compare(const struct old_counters *base,
     char *why, size_t whylen);
 
 /* remove_old with options: step_remove_old is old_remove(C, NULL, ...).
+ * Before anything, it removes the fences (and their markers) a killed run
+ * of the plan left. A queue is checked only when past its deadline (its
+ * chain TTL), once every old queue that dead-letters into it is gone, and
+ * when its publish counter and depth have not moved since C->watched's
+ * last sample (without one: since remove_old's first reading); quorum
+ * queues are fenced (old_fence_put), sealed, checked again and deleted,
+ * and their fences removed.
  * The result is {"ok", "dry_run", "last_entry_ms", "allowance_ms",
  * "connections", "elapsed_ms", "counts": {"removed", "gone", "left",
  * "would_remove"}, "entries": [{"name", "type", "outcome" ("removed",
