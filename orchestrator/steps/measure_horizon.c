@@ -1,6 +1,7 @@
 /* measure_horizon: finds the old delay queues, reads each one's effective
- * TTL, and works out the horizon of the old path: the latest moment a
- * message that is in it, or still enters it, can come out. Also the parts
+ * TTL and dead-letter chain (old_chain.c), and works out the horizon of
+ * the old path: the latest moment a message that is in it, or still
+ * enters it, can come out. Also the parts
  * of old_path.h that remove_old and the engine share with it. */
 #include <sys/types.h>
 

@@ -1,7 +1,10 @@
 /* remove_old: deletes the old delay queues, each only once it is empty and
- * past its own deadline, and records every decision. A handful of AMQP
- * connections work through the queues in parallel, so that ten thousand
- * old queues go in seconds, not minutes. */
+ * past its own deadline, nothing has been published into it since the
+ * watch's last sample (old_counters.c) and every old queue that
+ * dead-letters into it is gone (in waves); a quorum queue, which refuses
+ * if-empty, only behind a fence (old_fence.c). Records every decision. A
+ * handful of AMQP connections work through the queues in parallel, so that
+ * ten thousand old queues go in seconds, not minutes. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
