@@ -476,6 +476,7 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	c->flip_ms = flip_ms;
 	c->now_ms = 0;
 	c->measured = NULL;
+	c->watched = NULL;
 	c->old_last_entry_ms = 0;
 	switch (kind) {
 	case PLAN_STEP_MEASURE_HORIZON:
@@ -502,6 +503,7 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 		measured = step_result(r, PLAN_STEP_MEASURE_HORIZON, NULL);
 		watch = step_result(r, PLAN_STEP_WATCH, NULL);
 		c->measured = measured;
+		c->watched = watch;
 		c->old_last_entry_ms = json_integer_value(json_object_get(watch,
 		    "last_old_entry_ms"));
 		if (c->old_last_entry_ms < flip_ms)

@@ -1,6 +1,7 @@
 /* measure_horizon: finds the old delay queues, reads each one's effective
- * TTL, and works out the horizon of the old path: the latest moment a
- * message that is in it, or still enters it, can come out. Also the parts
+ * TTL and dead-letter chain (old_chain.c), and works out the horizon of
+ * the old path: the latest moment a message that is in it, or still
+ * enters it, can come out. Also the parts
  * of old_path.h that remove_old and the engine share with it. */
 #include <sys/types.h>
 
@@ -47,8 +48,10 @@ old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_
 	if (last_entry_ms <= 0 || !json_is_array(json_object_get(measured, "queues")))
 		return -1;
 	json_array_foreach(json_object_get(measured, "queues"), i, q) {
-		const json_t *t = json_object_get(q, "ttl_ms");
+		const json_t *t = json_object_get(q, "chain_ttl_ms");
 
+		if (!json_is_integer(t))
+			t = json_object_get(q, "ttl_ms");
 		if (!json_is_integer(t))
 			return -1;
 		d = old_deadline_ms(last_entry_ms, json_integer_value(t), allowance_ms);
@@ -479,6 +482,15 @@ str_or_null(const char *s)
 	return s != NULL && *s != '\0' ? json_string(s) : json_null();
 }
 
+/* Queue I's part of CH, as its measured entry records it:
+ * {"chain_ttl_ms", "dead_letters_to": [...], "fed_by": [...]}. */
+static json_t *
+json_pack_chain(const struct old_chain *ch, size_t i)
+{
+	return json_pack("{s:I,s:O,s:O}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
+	    "dead_letters_to", ch->to[i], "fed_by", ch->from[i]);
+}
+
 /* Describes the selector of the plan, as the result records it. */
 static json_t *
 selector_json(const struct plan *p)
@@ -514,13 +526,14 @@ list_no_ttl(const struct old_selection *s, char *out, size_t outlen)
 }
 
 /* An old queue that expires (x-expires, or a policy's expires) sooner than
- * its horizon (its TTL + watch.allowance) can be auto-deleted by the broker
- * while messages still wait in it: the ones published last before the
- * flip. Lists each such queue in WARNINGS; without old.allow_expiring that
+ * its horizon (its TTL + watch.allowance; with CHAIN_TTL, not NULL, the TTL
+ * of its dead-letter chain up to and including it) can be auto-deleted by
+ * the broker while messages still wait in it: the ones published last
+ * before the flip. Lists each such queue in WARNINGS; without old.allow_expiring that
  * refuses the measure, naming them. Returns 0, or -1 with ERR. */
 static int
 expiring_check(const struct step_ctx *c, const struct old_selection *s,
-    json_t *warnings, char *err, size_t errlen)
+    const int64_t *chain_ttl, json_t *warnings, char *err, size_t errlen)
 {
 	const struct plan *p = c->plan;
 	int64_t allowance = p->watch.allowance_ms;
@@ -529,9 +542,10 @@ expiring_check(const struct step_ctx *c, const struct old_selection *s,
 
 	for (size_t i = 0; i < s->n; i++) {
 		const struct old_queue *oq = &s->v[i];
-		int64_t horizon = oq->ttl_ms + allowance;
+		int64_t ttl = chain_ttl != NULL ? chain_ttl[i] : oq->ttl_ms;
+		int64_t horizon = ttl + allowance;
 
-		if (oq->expires_ms < 0 || oq->ttl_ms < 0 || oq->expires_ms >= horizon)
+		if (oq->expires_ms < 0 || ttl < 0 || oq->expires_ms >= horizon)
 			continue;
 		snprintf(msg, sizeof(msg), "old queue '%s' expires after %s unused (%s), "
 		    "sooner than its horizon of %s (TTL %s + allowance): the broker can "
@@ -566,7 +580,10 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 {
 	const struct plan *p = c->plan;
 	struct old_selection s = { 0 };
+	struct old_chain chain = { 0 };
 	const struct old_queue *longest = NULL;
+	int64_t max_ttl = -1;
+	bool chain_failed = false;
 	json_t *queues = json_array(), *missing = json_array(), *summary;
 	json_t *warnings = json_array();
 	int64_t total = 0, horizon = -1, allowance = p->watch.allowance_ms;
@@ -577,6 +594,11 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	*result = NULL;
 	if (old_select(c, &s, err, errlen) != 0)
 		goto done;
+	/* Dead-letter chains among the old queues: a queue fed by others can
+	 * hold a message as long as the whole chain. */
+	if (s.n > 0 && s.nottl == 0 &&
+	    old_chain_compute(c, &s, &chain, err, errlen) != 0)
+		chain_failed = true;
 	for (i = 0; i < s.nmissing; i++)
 		json_array_append_new(missing, json_string(s.missing[i]));
 	for (i = 0; i < s.n; i++) {
@@ -587,8 +609,12 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 			non_empty++;
 			total += q->messages;
 		}
-		if (oq->ttl_ms >= 0 && (longest == NULL || oq->ttl_ms > longest->ttl_ms))
+		int64_t ttl = chain.n > 0 ? chain.ttl_ms[i] : oq->ttl_ms;
+
+		if (ttl >= 0 && (longest == NULL || ttl > max_ttl)) {
 			longest = oq;
+			max_ttl = ttl;
+		}
 		json_array_append_new(queues, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,"
 		    "s:b,s:o,s:o}",
 		    "name", q->name, "type", q->type,
@@ -600,6 +626,12 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    "durable", q->durable,
 		    "policy", str_or_null(q->policy),
 		    "note", str_or_null(oq->note)));
+		if (chain.n > 0) {
+			json_t *part = json_pack_chain(&chain, i);
+
+			json_object_update(json_array_get(queues, i), part);
+			json_decref(part);
+		}
 	}
 	if (s.n == 0) {
 		if (p->old.match != NULL)
@@ -624,20 +656,27 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    s.nottl == 1 ? "has" : "have");
 		goto done;
 	}
-	if (expiring_check(c, &s, warnings, err, errlen) != 0) {
+	if (chain_failed) {
+		snprintf(reasoning, sizeof(reasoning), "No horizon: %s.", err);
+		goto done;
+	}
+	if (expiring_check(c, &s, chain.n > 0 ? chain.ttl_ms : NULL, warnings, err,
+	    errlen) != 0) {
 		snprintf(reasoning, sizeof(reasoning), "Refused: an old queue expires "
 		    "sooner than its horizon and old.allow_expiring is not set.");
 		goto done;
 	}
-	horizon = s.at_ms + longest->ttl_ms + allowance;
+	horizon = s.at_ms + max_ttl + allowance;
 	snprintf(reasoning, sizeof(reasoning), "%zu old queue%s, %zu non-empty holding "
 	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
 	    "old path comes out by %s (measured at %s + %s + allowance %s); messages "
 	    "may still enter until the flip, so the final horizon is the last entry "
 	    "into the old path + %s + %s.",
 	    s.n, s.n == 1 ? "" : "s", non_empty, (long long)total, total == 1 ? "" : "s",
-	    duration_format(longest->ttl_ms, a, sizeof(a)), longest->q->name,
-	    longest->ttl_source, old_time_format(horizon, t1, sizeof(t1)),
+	    duration_format(max_ttl, a, sizeof(a)), longest->q->name,
+	    max_ttl > longest->ttl_ms ? "the sum of the TTLs along the dead-letter chain "
+	    "of old queues that ends in it" : longest->ttl_source,
+	    old_time_format(horizon, t1, sizeof(t1)),
 	    old_time_format(s.at_ms, t2, sizeof(t2)), a,
 	    duration_format(allowance, b, sizeof(b)), a, b);
 	rc = 0;
@@ -645,7 +684,7 @@ done:
 	summary = json_pack("{s:i,s:i,s:I,s:o,s:o,s:I,s:I,s:o,s:b,s:s,s:s}",
 	    "queues", (int)s.n, "non_empty", (int)non_empty, "total_messages",
 	    (json_int_t)total,
-	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(longest->ttl_ms) :
+	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(max_ttl) :
 	    json_null(),
 	    "max_ttl_queue", longest && s.nottl == 0 ? json_string(longest->q->name) :
 	    json_null(),
@@ -658,6 +697,7 @@ done:
 	    "summary", summary, "warnings", warnings);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
+	old_chain_free(&chain);
 	old_selection_free(&s);
 	return rc;
 }

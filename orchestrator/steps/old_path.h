@@ -96,6 +96,37 @@ int old_select(struct step_ctx *c, struct old_selection *s, char *err,
 /* Frees what S holds and empties it. S may be empty. */
 void old_selection_free(struct old_selection *s);
 
+/* The selected queue NAME of S (binary search), or NULL. */
+const struct old_queue *old_sel_find(const struct old_selection *s,
+    const char *name);
+
+/* The first object of array ARR whose "name" is NAME, or NULL (a linear
+ * scan: for listings read once per step). */
+const json_t *old_json_by_name(const json_t *arr, const char *name);
+
+/* Dead-letter chains among the selected old queues (old_chain.c). */
+struct old_chain {
+	size_t n;			/* S->n */
+	int64_t *ttl_ms;		/* per selected queue: its TTL plus the
+					 * longest chain TTL of its feeders */
+	json_t **to;			/* per queue: names of the old queues it
+					 * dead-letters into */
+	json_t **from;			/* per queue: names of those feeding it */
+};
+
+/* Reads each selected queue's effective dead-letter exchange and routing
+ * key (argument, else its policy's), follows them through the exchanges'
+ * bindings (and exchange-to-exchange bindings and alternate exchanges;
+ * a key that is unknown or an exchange type other than direct and topic
+ * counts as reaching every bound queue) to the other old queues they
+ * feed, and sums the TTLs along each chain. Needs every TTL known.
+ * Returns 0 and fills CH (free with old_chain_free), or -1 with ERR: a
+ * management read failed, or the chains form a cycle (named). */
+int old_chain_compute(struct step_ctx *c, const struct old_selection *s,
+    struct old_chain *ch, char *err, size_t errlen);
+
+void old_chain_free(struct old_chain *ch);
+
 /* The moment after which no message can still come out of an old queue of
  * TTL_MS: LAST_ENTRY_MS (the last time a message entered the old path)
  * + TTL_MS + ALLOWANCE_MS (forwarding). Returns it, or -1 when it cannot
@@ -133,16 +164,118 @@ struct old_remove_opts {
 	int connections;	/* AMQP connections working in parallel; 0:
 				 * one per 64 queues to remove, at most
 				 * OLD_CONNECTIONS_MAX */
-	/* Tests only: called after a queue was checked (empty, unused) and
-	 * before it is deleted, with ARG and the queue's name; from a worker
-	 * thread when CONNECTIONS > 1. */
+	/* Tests only: called after a queue was checked (empty, unused; a
+	 * quorum queue also fenced, sealed and checked again) and before it
+	 * is deleted, with ARG and the queue's name; from a worker thread
+	 * when CONNECTIONS > 1. */
 	void (*between)(void *arg, const char *queue);
 	void *arg;
 };
 
 #define OLD_CONNECTIONS_MAX 8
 
+/* ---- fences (old_fence.c) ---- */
+
+#define OLD_FENCE_PREFIX "cutover.fence="	/* + plan name + "=" + n */
+#define OLD_FENCE_NAME_MAX 96
+
+/* One queue's fence: a policy for exactly that name, max-length 0 and
+ * overflow reject-publish, above every other policy of the vhost. */
+struct old_fence {
+	const char *queue;		/* borrowed */
+	char policy[OLD_FENCE_NAME_MAX];
+	bool put;			/* the policy exists (until removed) */
+	bool effective;			/* the queue listing names it as the
+					 * queue's policy */
+	char why[512];			/* why not put or not effective */
+};
+
+/* Removes every fence policy of plan PLAN that an earlier run left (a
+ * crash between fencing and cleaning up), first taking back over B (NULL:
+ * not) the markers such a run may have left in the fenced queue. Returns
+ * how many fences it removed, or -1 with ERR. */
+int old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan,
+    char *err, size_t errlen);
+
+/* Puts the fence of each F[i].queue (named OLD_FENCE_PREFIX PLAN "=" i),
+ * carrying the definition of the queue's own policy OWN[i] (NULL: none;
+ * the fence displaces it, and a queue that is left must keep its TTL and
+ * dead-lettering) with max-length 0 and overflow reject-publish, then
+ * waits up to 30 s for the queue listing to name each as its queue's
+ * policy. Sets F[i].put, .effective and .why. Returns 0, or -1 with ERR
+ * when the policies cannot be read (nothing put). */
+int old_fence_put(struct mgmt *m, const char *plan, struct old_fence *f,
+    const char *const *own, size_t n, char *err, size_t errlen);
+
+/* Removes the fences of F that are put. Returns 0, or -1 with ERR naming
+ * the first that could not be removed (old_fence_sweep gets it later). */
+int old_fence_remove(struct mgmt *m, struct old_fence *f, size_t n, char *err,
+    size_t errlen);
+
+/* Seals fenced, empty QUEUE: publishes a marker (message id ID, with
+ * confirms) that takes it over its zero limit, then a second that the
+ * broker must refuse. Returns 0 when sealed (*MARKERS is 1: the marker is
+ * in the queue), 1 when it must be left (WHY: it refused the first marker,
+ * so it holds something, or took the second, so the fence was not in
+ * force; markers taken back as far as possible, *MARKERS says how many
+ * remain), or a negative broker code with WHY. */
+int old_fence_seal(struct broker *b, const char *queue, const char *id,
+    int *markers, char *why, size_t whylen);
+
+/* Takes back *MARKERS markers of ID from the head of QUEUE (another
+ * message found there is requeued). Returns 0 when none remain, else -1
+ * with WHY. */
+int old_fence_unseal(struct broker *b, const char *queue, const char *id,
+    int *markers, char *why, size_t whylen);
+
+/* ---- publish counters (old_counters.c) ---- */
+
+struct old_counter {
+	const char *name;		/* borrowed from the counters' JSON */
+	int64_t publish;		/* message_stats.publish, -1 absent */
+	int64_t messages;		/* -1 absent */
+};
+
+/* Old queue counters at one moment, sorted by name. */
+struct old_counters {
+	struct old_counter *v;
+	size_t n;
+	int64_t at_ms;
+	json_t *json;			/* owns the names */
+};
+
+/* Reads every queue's counters of C's vhost (one listing, statistics on).
+ * Returns 0 and fills O (free with old_counters_free), or -1 with ERR. */
+int old_counters_read(struct step_ctx *c, struct old_counters *o, char *err,
+    size_t errlen);
+
+/* The watch's last sample ("old_last" of its state WATCHED). Returns 0
+ * and fills O, or -1 with ERR when the state has none. */
+int old_counters_from_watch(const json_t *watched, struct old_counters *o,
+    char *err, size_t errlen);
+
+/* The counters of NAME in O, or NULL. */
+const struct old_counter *old_counters_find(const struct old_counters *o,
+    const char *name);
+
+void old_counters_free(struct old_counters *o);
+
+/* Compares queue NAME's counters in NOW with BASE (BASE_WHAT says what
+ * BASE is, e.g. "the watch's last sample"). Returns 0 when nothing can
+ * have entered it since, or 1 with WHY: a publish since, a counter that
+ * went backwards, one missing or unreadable, more messages. */
+int old_counters_compare(const struct old_counters *base,
+    const struct old_counters *now, const char *name, const char *base_what,
+    char *why, size_t whylen);
+
 /* remove_old with options: step_remove_old is old_remove(C, NULL, ...).
+ * Before anything, it removes the fences (and their markers) a killed run
+ * of the plan left. A queue is checked only when past its deadline (its
+ * chain TTL), once every old queue that dead-letters into it is gone, and
+ * when its publish counter and depth have not moved since C->watched's
+ * last sample (without one: since remove_old's first reading); quorum
+ * queues are fenced (old_fence_put), sealed, checked again and deleted,
+ * and their fences removed.
  * The result is {"ok", "dry_run", "last_entry_ms", "allowance_ms",
  * "connections", "elapsed_ms", "counts": {"removed", "gone", "left",
  * "would_remove"}, "entries": [{"name", "type", "outcome" ("removed",

@@ -1,7 +1,10 @@
 /* remove_old: deletes the old delay queues, each only once it is empty and
- * past its own deadline, and records every decision. A handful of AMQP
- * connections work through the queues in parallel, so that ten thousand
- * old queues go in seconds, not minutes. */
+ * past its own deadline, nothing has been published into it since the
+ * watch's last sample (old_counters.c) and every old queue that
+ * dead-letters into it is gone (in waves); a quorum queue, which refuses
+ * if-empty, only behind a fence (old_fence.c). Records every decision. A
+ * handful of AMQP connections work through the queues in parallel, so that
+ * ten thousand old queues go in seconds, not minutes. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -36,12 +39,22 @@ struct item {
 	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
 	int64_t at_ms;
 	char reason[REASON_MAX];
+	bool fence_wanted;		/* checked; to be fenced before the delete */
+	struct old_fence *fence;	/* its fence, or NULL */
+	int markers;			/* remove_old's markers in it */
+	const json_t *fed_by;		/* measured: old queues that dead-letter
+					 * into it (array of names), or NULL */
+	int wave;			/* 0: fed by no old queue; else 1 + its
+					 * feeders' largest wave */
 };
+
+struct worker;
 
 /* The queues to check and delete, shared by the workers. */
 struct work {
 	struct step_ctx *c;
 	const struct old_remove_opts *o;
+	void (*pass)(struct worker *, struct item *);
 	struct item **todo;
 	size_t ntodo;
 	atomic_size_t next;		/* next index of TODO to take */
@@ -81,9 +94,10 @@ failed(struct worker *wk)
 		atomic_store(&wk->w->stop, true);
 }
 
-/* Checks IT and deletes it when empty and unused. */
+/* Checks IT; deletes it when empty and unused if classic (with if-empty
+ * and if-unused), or marks it to be fenced first. */
 static void
-process(struct worker *wk, struct item *it)
+check_pass(struct worker *wk, struct item *it)
 {
 	struct step_ctx *c = wk->w->c;
 	const struct old_remove_opts *o = wk->w->o;
@@ -122,34 +136,24 @@ process(struct worker *wk, struct item *it)
 	if (o->dry_run) {
 		set_reason(it, OUT_WOULD, "empty, unused and past its deadline; would be "
 		    "deleted %s", classic ? "with if-empty and if-unused" :
-		    "after this check, without if-empty/if-unused (not supported by "
+		    "after fencing it (a policy: max-length 0, reject-publish) and "
+		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
+		return;
+	}
+	if (!classic) {
+		it->fence_wanted = true;	/* fenced_pass deletes it */
 		return;
 	}
 	if (o->between != NULL)
 		o->between(o->arg, it->name);
-	r = broker_queue_delete(wk->b, it->name, classic ?
-	    BROKER_IF_EMPTY | BROKER_IF_UNUSED : 0, &purged, why, sizeof(why));
+	r = broker_queue_delete(wk->b, it->name, BROKER_IF_EMPTY | BROKER_IF_UNUSED,
+	    &purged, why, sizeof(why));
 	it->at_ms = old_now_ms(c);
-	if (r == 0)
+	if (r == 0) {
 		fault_point("remove_old.deleted");	/* deleted, not yet recorded */
-	if (r == 0 && classic) {
 		set_reason(it, OUT_REMOVED, "empty, unused and past its deadline; deleted "
 		    "with if-empty and if-unused");
-		return;
-	}
-	if (r == 0) {
-		it->purged = purged;
-		if (purged == 0)
-			set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, "
-			    "then deleted without if-empty/if-unused, which %s queues do not "
-			    "support", it->type, it->type);
-		else
-			set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, then "
-			    "deleted without if-empty/if-unused (not supported); %u message%s "
-			    "that entered between the check and the delete %s deleted with it",
-			    it->type, purged, purged == 1 ? "" : "s", purged == 1 ? "was" :
-			    "were");
 		return;
 	}
 	if (r == BROKER_EPRECONDITION) {
@@ -170,6 +174,97 @@ process(struct worker *wk, struct item *it)
 	failed(wk);
 }
 
+/* Takes back IT's markers; says so in its reason when it cannot. */
+static void
+unseal(struct worker *wk, struct item *it)
+{
+	char why[512];
+	size_t off;
+
+	if (it->markers == 0 ||
+	    old_fence_unseal(wk->b, it->name, it->fence->policy, &it->markers, why,
+	    sizeof(why)) == 0)
+		return;
+	off = strlen(it->reason);
+	snprintf(it->reason + off, sizeof(it->reason) - off, "; %d marker message%s "
+	    "(id '%s') could not be taken back and will dead-letter with its TTL: %s",
+	    it->markers, it->markers == 1 ? "" : "s", it->fence->policy, why);
+}
+
+/* Deletes fenced IT: seals the fence (old_fence_seal), checks again that
+ * nothing but the marker is in it and nothing consumes it, and deletes
+ * it; any message beyond the marker that the delete took is counted in
+ * "purged" and fails the step. */
+static void
+fenced_pass(struct worker *wk, struct item *it)
+{
+	struct step_ctx *c = wk->w->c;
+	const struct old_remove_opts *o = wk->w->o;
+	struct broker_queue_info qi;
+	uint32_t purged = 0;
+	char why[512];
+	int r;
+
+	it->at_ms = old_now_ms(c);
+	if (!it->fence->effective) {
+		set_reason(it, OUT_LEFT, "checked empty, but not deleted: %s",
+		    it->fence->why);
+		return;
+	}
+	r = old_fence_seal(wk->b, it->name, it->fence->policy, &it->markers, why,
+	    sizeof(why));
+	if (r != 0) {
+		set_reason(it, OUT_LEFT, "fenced (policy '%s'), then not deleted: %s",
+		    it->fence->policy, why);
+		if (r < 0)
+			failed(wk);
+		return;
+	}
+	r = broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why));
+	if (r != 0) {
+		set_reason(it, OUT_LEFT, "fenced, then checking it again failed: %s", why);
+		unseal(wk, it);
+		failed(wk);
+		return;
+	}
+	if (qi.messages > (uint32_t)it->markers || qi.consumers > 0) {
+		it->seen = (int64_t)qi.messages - it->markers;
+		set_reason(it, OUT_LEFT, "fenced, then found holding %lld message%s besides "
+		    "remove_old's marker and %u consumer%s: something entered or attached "
+		    "before the fence took effect (its publish counter now counts the "
+		    "marker too: a later run leaves it until the old path is watched "
+		    "again)", (long long)it->seen, it->seen == 1 ? "" : "s", qi.consumers,
+		    qi.consumers == 1 ? "" : "s");
+		unseal(wk, it);
+		return;
+	}
+	if (o->between != NULL)
+		o->between(o->arg, it->name);
+	r = broker_queue_delete(wk->b, it->name, 0, &purged, why, sizeof(why));
+	it->at_ms = old_now_ms(c);
+	if (r != 0) {
+		set_reason(it, OUT_LEFT, "fenced and checked, then deleting it failed: %s",
+		    why);
+		unseal(wk, it);
+		failed(wk);
+		return;
+	}
+	fault_point("remove_old.deleted");	/* deleted, not yet recorded */
+	it->purged = purged > (uint32_t)it->markers ? purged - (uint32_t)it->markers : 0;
+	if (it->purged == 0)
+		set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, fenced "
+		    "(policy '%s': max-length 0, overflow reject-publish; a publish was "
+		    "refused, so it was in force), checked again, then deleted without "
+		    "if-empty/if-unused, which %s queues do not support; the delete took "
+		    "only remove_old's marker", it->type, it->fence->policy, it->type);
+	else
+		set_reason(it, OUT_REMOVED, "%s queue: checked empty and unused, fenced, "
+		    "checked again, then deleted without if-empty/if-unused (not "
+		    "supported); %lld message%s that entered despite the fence %s deleted "
+		    "with it", it->type, (long long)it->purged, it->purged == 1 ? "" : "s",
+		    it->purged == 1 ? "was" : "were");
+}
+
 static void *
 work_loop(void *arg)
 {
@@ -188,7 +283,7 @@ work_loop(void *arg)
 	atomic_fetch_add(&w->connected, 1);
 	while (!atomic_load(&w->stop) &&
 	    (i = atomic_fetch_add(&w->next, 1)) < w->ntodo)
-		process(wk, w->todo[i]);
+		w->pass(wk, w->todo[i]);
 	return NULL;
 }
 
@@ -245,21 +340,6 @@ to_go(int64_t ms, char *out, size_t outlen)
 	return out;
 }
 
-static int
-sel_cmp(const void *key, const void *elem)
-{
-	return strcmp(key, ((const struct old_queue *)elem)->q->name);
-}
-
-/* Finds NAME among the selected queues of S. */
-static const struct old_queue *
-sel_find(const struct old_selection *s, const char *name)
-{
-	if (s->n == 0)
-		return NULL;
-	return bsearch(name, s->v, s->n, sizeof(*s->v), sel_cmp);
-}
-
 static json_t *
 int_or_null(int64_t v)
 {
@@ -280,7 +360,7 @@ triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
 
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];
-		const struct old_queue *oq = sel_find(s, it->name);
+		const struct old_queue *oq = old_sel_find(s, it->name);
 
 		it->at_ms = now;
 		if (oq == NULL) {
@@ -319,6 +399,230 @@ triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
 	return n;
 }
 
+/* Runs PASS over the N items of LIST on the connections O asks for.
+ * Returns how many connections worked. */
+static int
+run_pass(struct step_ctx *c, const struct old_remove_opts *o,
+    void (*pass)(struct worker *, struct item *), struct item **list, size_t n)
+{
+	struct work w;
+	int k, nconn;
+
+	if (n == 0)
+		return 0;
+	k = o->connections > 0 ? o->connections :
+	    (int)((n + QUEUES_PER_CONNECTION - 1) / QUEUES_PER_CONNECTION);
+	if (k > OLD_CONNECTIONS_MAX)
+		k = OLD_CONNECTIONS_MAX;
+	if ((size_t)k > n)
+		k = (int)n;
+	w = (struct work){ .c = c, .o = o, .pass = pass, .todo = list, .ntodo = n };
+	atomic_init(&w.next, 0);
+	atomic_init(&w.stop, false);
+	atomic_init(&w.connected, 0);
+	nconn = run_workers(&w, k);
+	for (size_t i = 0; i < n; i++)
+		if (list[i]->outcome == OUT_NONE && (pass == fenced_pass ||
+		    !list[i]->fence_wanted))
+			set_reason(list[i], OUT_LEFT, "not attempted: the broker failed "
+			    "on %d queues in a row just before (see the entries with "
+			    "\"failed\")", FAILURES_MAX);
+	return nconn;
+}
+
+/* Leaves every queue of TODO whose publish counter or depth says that
+ * something may have entered it since the baseline: the watch's last
+ * sample (C->watched), or else PRE, read when remove_old started. Returns
+ * how many remain in TODO (compacted). */
+static size_t
+check_counters(struct step_ctx *c, const struct old_counters *pre, struct item **todo,
+    size_t ntodo)
+{
+	struct old_counters base = { 0 }, now = { 0 };
+	const struct old_counters *b = pre;
+	const char *what = "remove_old's first reading";
+	char why[REASON_MAX];
+	size_t i, n = 0;
+
+	if (c->watched != NULL) {
+		if (old_counters_from_watch(c->watched, &base, why, sizeof(why)) != 0) {
+			for (i = 0; i < ntodo; i++)
+				set_reason(todo[i], OUT_LEFT, "no baseline for its publish "
+				    "counter: %s", why);
+			return 0;
+		}
+		b = &base;
+		what = "the watch's last sample";
+	}
+	if (old_counters_read(c, &now, why, sizeof(why)) != 0) {
+		for (i = 0; i < ntodo; i++)
+			set_reason(todo[i], OUT_LEFT, "%s", why);
+		old_counters_free(&base);
+		return 0;
+	}
+	for (i = 0; i < ntodo; i++) {
+		if (old_counters_compare(b, &now, todo[i]->name, what, why, sizeof(why)))
+			set_reason(todo[i], OUT_LEFT, "%s", why);
+		else
+			todo[n++] = todo[i];
+	}
+	old_counters_free(&base);
+	old_counters_free(&now);
+	return n;
+}
+
+static struct item *
+find_item(struct item *items, size_t nitems, const char *name)
+{
+	for (size_t i = 0; i < nitems; i++)
+		if (strcmp(items[i].name, name) == 0)
+			return &items[i];
+	return NULL;
+}
+
+/* Sets each item's wave from its feeders (measured "fed_by"). Returns the
+ * largest wave, or -1 on a cycle (measure_horizon refuses those). */
+static int
+set_waves(struct item *items, size_t nitems)
+{
+	int top = 0;
+	bool changed = true;
+
+	for (size_t round = 0; changed; round++) {
+		if (round > nitems)
+			return -1;
+		changed = false;
+		for (size_t i = 0; i < nitems; i++) {
+			const json_t *f;
+			size_t k;
+
+			json_array_foreach(items[i].fed_by, k, f) {
+				struct item *src = json_is_string(f) ? find_item(items, nitems,
+				    json_string_value(f)) : NULL;
+
+				if (src != NULL && src != &items[i] &&
+				    src->wave + 1 > items[i].wave) {
+					items[i].wave = src->wave + 1;
+					changed = true;
+					if (items[i].wave > top)
+						top = items[i].wave;
+				}
+			}
+		}
+	}
+	return top;
+}
+
+/* Leaves IT when an old queue that dead-letters into it is still there.
+ * Returns true when it was left. */
+static bool
+feeder_left(struct item *items, size_t nitems, struct item *it, bool dry_run)
+{
+	const json_t *f;
+	size_t k;
+
+	json_array_foreach(it->fed_by, k, f) {
+		const struct item *src = json_is_string(f) ? find_item(items, nitems,
+		    json_string_value(f)) : NULL;
+
+		if (src == NULL || src == it || src->outcome == OUT_REMOVED ||
+		    src->outcome == OUT_GONE || (dry_run && src->outcome == OUT_WOULD))
+			continue;
+		set_reason(it, OUT_LEFT, "old queue '%s' dead-letters into it and is %s: "
+		    "a queue is deleted only after every old queue that feeds it is gone",
+		    src->name, src->outcome == OUT_NONE ? "not yet checked" : "left");
+		return true;
+	}
+	return false;
+}
+
+/* Fences the checked non-classic queues of LIST, deletes them behind
+ * their fences, and removes the fences. Returns the connections used; a
+ * fence that could not be removed is named in FENCE_ERR. */
+static int
+fence_and_delete(struct step_ctx *c, const struct old_remove_opts *o,
+    const struct old_selection *s, struct item **list, size_t n, char *fence_err,
+    size_t felen)
+{
+	struct old_fence *f = calloc(n + 1, sizeof(*f));
+	const char **own = calloc(n + 1, sizeof(*own));
+	struct item **fl = calloc(n + 1, sizeof(*fl));
+	char why[512];
+	size_t nf = 0;
+	int nconn = 0;
+
+	if (f == NULL || own == NULL || fl == NULL) {
+		for (size_t i = 0; i < n; i++)
+			if (list[i]->fence_wanted)
+				set_reason(list[i], OUT_LEFT, "out of memory for its fence");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct mgmt_queue *q;
+
+		if (!list[i]->fence_wanted)
+			continue;
+		q = mgmt_queue_list_find(&s->list, list[i]->name);
+		f[nf].queue = list[i]->name;
+		own[nf] = q != NULL ? q->policy : NULL;
+		list[i]->fence = &f[nf];
+		fl[nf++] = list[i];
+	}
+	if (nf == 0)
+		goto done;
+	if (old_fence_put(c->mgmt, c->plan->name, f, own, nf, why, sizeof(why)) != 0) {
+		for (size_t i = 0; i < nf; i++)
+			set_reason(fl[i], OUT_LEFT, "checked empty, but not fenced: %s", why);
+		goto done;
+	}
+	nconn = run_pass(c, o, fenced_pass, fl, nf);
+	if (old_fence_remove(c->mgmt, f, nf, why, sizeof(why)) != 0)
+		snprintf(fence_err, felen, "%s", why);
+done:
+	for (size_t i = 0; i < nf; i++)
+		fl[i]->fence = NULL;
+	free(f);
+	free(own);
+	free(fl);
+	return nconn;
+}
+
+/* Checks and deletes TODO in waves: a queue fed by other old queues only
+ * once they are gone. Sets *NCONN to the most connections that worked.
+ * Returns 0, or -1 when a fence could not be removed (FENCE_ERR). */
+static int
+run_waves(struct step_ctx *c, const struct old_remove_opts *o,
+    const struct old_selection *s, struct item *items, size_t nitems,
+    struct item **todo, size_t ntodo, int *nconn, char *fence_err, size_t felen)
+{
+	struct item **list = calloc(ntodo + 1, sizeof(*list));
+	int top = set_waves(items, nitems), k;
+
+	if (list == NULL)
+		return -1;
+	if (top < 0) {
+		for (size_t i = 0; i < ntodo; i++)
+			if (todo[i]->fed_by != NULL && json_array_size(todo[i]->fed_by) > 0)
+				set_reason(todo[i], OUT_LEFT, "its dead-letter feeders form a "
+				    "cycle: not touched");
+		top = 0;
+	}
+	for (int wave = 0; wave <= top; wave++) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < ntodo; i++)
+			if (todo[i]->wave == wave && todo[i]->outcome == OUT_NONE &&
+			    !feeder_left(items, nitems, todo[i], o->dry_run))
+				list[n++] = todo[i];
+		if ((k = run_pass(c, o, check_pass, list, n)) > *nconn)
+			*nconn = k;
+		if ((k = fence_and_delete(c, o, s, list, n, fence_err, felen)) > *nconn)
+			*nconn = k;
+	}
+	free(list);
+	return fence_err[0] != '\0' ? -1 : 0;
+}
+
 int
 step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
@@ -337,7 +641,8 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	struct old_selection s = { 0 };
 	struct item *items = NULL, **todo = NULL;
 	bool *known = NULL;
-	struct work w;
+	struct old_counters pre = { 0 };
+	char fence_err[600] = "";
 	json_t *entries = json_array();
 	int64_t now = old_now_ms(c), started = old_now_ms(NULL);
 	size_t i, nitems = 0, nmeasured, ntodo = 0, counts[5] = { 0 };
@@ -358,7 +663,16 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		goto done;
 	}
 	nmeasured = json_array_size(mq);
+	/* Without the watch's last sample, the counters now are the baseline
+	 * that the reading just before deleting is compared with. */
+	if (c->old_last_entry_ms > 0 && c->watched == NULL &&
+	    old_counters_read(c, &pre, err, errlen) != 0)
+		goto done;
 	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
+		goto done;
+	/* Fences (and their markers) that a run killed mid-way left. */
+	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
+	    errlen) < 0)
 		goto done;
 	if ((items = calloc(nmeasured + s.n + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmeasured + 1, sizeof(*todo))) == NULL ||
@@ -376,6 +690,12 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 			it->type = "";
 		it->ttl_ms = json_is_integer(json_object_get(q, "ttl_ms")) ?
 		    json_integer_value(json_object_get(q, "ttl_ms")) : -1;
+		/* Fed by other old queues: its messages can come out as late as
+		 * the whole chain allows. */
+		if (json_is_integer(json_object_get(q, "chain_ttl_ms")) &&
+		    json_integer_value(json_object_get(q, "chain_ttl_ms")) > it->ttl_ms)
+			it->ttl_ms = json_integer_value(json_object_get(q, "chain_ttl_ms"));
+		it->fed_by = json_object_get(q, "fed_by");
 		it->deadline_ms = -1;
 		it->seen = -1;
 		it->purged = -1;
@@ -402,25 +722,11 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 			    "is still in use)");
 		}
 	}
-	if (ntodo > 0) {
-		int n = o->connections > 0 ? o->connections :
-		    (int)((ntodo + QUEUES_PER_CONNECTION - 1) / QUEUES_PER_CONNECTION);
-
-		if (n > OLD_CONNECTIONS_MAX)
-			n = OLD_CONNECTIONS_MAX;
-		if ((size_t)n > ntodo)
-			n = (int)ntodo;
-		w = (struct work){ .c = c, .o = o, .todo = todo, .ntodo = ntodo };
-		atomic_init(&w.next, 0);
-		atomic_init(&w.stop, false);
-		atomic_init(&w.connected, 0);
-		nconn = run_workers(&w, n);
-		for (i = 0; i < ntodo; i++)
-			if (todo[i]->outcome == OUT_NONE)
-				set_reason(todo[i], OUT_LEFT, "not attempted: the broker failed "
-				    "on %d queues in a row just before (see the entries with "
-				    "\"failed\")", FAILURES_MAX);
-	}
+	if (ntodo > 0)
+		ntodo = check_counters(c, &pre, todo, ntodo);
+	if (ntodo > 0 && run_waves(c, o, &s, items, nitems, todo, ntodo, &nconn,
+	    fence_err, sizeof(fence_err)) != 0 && fence_err[0] == '\0')
+		snprintf(fence_err, sizeof(fence_err), "out of memory");
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];
 
@@ -461,7 +767,9 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 			named++;
 		}
 	}
-	if (lost > 0 || counts[OUT_LEFT] > 0)
+	if (fence_err[0] != '\0' && off < errlen)
+		snprintf(err + off, errlen - off, "%s%s", off ? "; " : "", fence_err);
+	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0')
 		goto done;
 	rc = 0;
 done:
@@ -480,5 +788,6 @@ done:
 	free(todo);
 	free(items);
 	old_selection_free(&s);
+	old_counters_free(&pre);
 	return rc;
 }

@@ -23,6 +23,8 @@ struct step_ctx {
 
 	/* Inputs the engine (or the command line) gives later steps. */
 	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
+	const json_t *watched;     /* borrowed: the watch's last state (its
+	                            * "old_last" sample), or NULL */
 	int64_t old_last_entry_ms; /* last time a message entered the old path
 	                            * (epoch ms), 0 when unknown */
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
@@ -73,25 +75,30 @@ int step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t e
  * any status other than "ok" fails the step. */
 int step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
-/* measure_horizon: selects the old queues (old.queues.match, a POSIX ERE
- * over the vhost's queue names, or old.queues.names) with one fast listing,
+/* measure_horizon: selects the old queues (old.queues.match, a PCRE2
+ * pattern over the vhost's queue names, or old.queues.names) with one fast listing,
  * reads each one's effective TTL (the lower of x-message-ttl and a policy's
  * message-ttl; old.max_message_ttl for a queue with neither), x-expires,
- * type, depth and consumers, and computes the horizon with its reasoning.
- * An empty selection, a queue without a TTL and no max_message_ttl, or
- * (unless old.allow_expiring, which records "warnings" instead) a queue
- * that expires sooner than its TTL + watch.allowance, fails the step,
+ * type, depth and consumers, and its dead-letter chain among the old
+ * queues (the horizon counts the sum of the TTLs along it), and computes
+ * the horizon with its reasoning. An empty selection, a queue without a
+ * TTL and no max_message_ttl, a dead-letter cycle, or (unless
+ * old.allow_expiring, which records "warnings" instead) a queue that
+ * expires sooner than its chain's TTL + watch.allowance, fails the step,
  * naming the queue. */
 int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* remove_old: deletes each old queue that C->measured lists, that is still
- * selected, empty (an AMQP passive declare: exact and current) and past its
- * own deadline (C->old_last_entry_ms + its TTL + watch.allowance). Classic
- * queues are deleted with if-empty and if-unused; quorum queues cannot be,
- * so they are checked, then deleted. The result has one entry per queue
- * (removed, gone already, or left with why). Fails while any is left.
- * Before anything, the plan's flag must read on (step_flag_require_on):
- * while it reads off or cannot be read, nothing is deleted. */
+ * selected, empty (an AMQP passive declare: exact and current), past its
+ * own deadline (C->old_last_entry_ms + its dead-letter chain's TTL +
+ * watch.allowance), not fed by an old queue still there, and whose publish
+ * counter has not moved since C->watched's last sample. Classic queues are
+ * deleted with if-empty and if-unused; quorum queues cannot be, so they are
+ * fenced by a policy, checked again, then deleted (old_path.h). The result
+ * has one entry per queue (removed, gone already, or left with why). Fails
+ * while any is left. Before anything, the plan's flag must read on
+ * (step_flag_require_on): while it reads off or cannot be read, nothing is
+ * deleted. */
 int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* canary: publishes one message per canary delay through the ladder to a

@@ -163,6 +163,7 @@ struct oldq {
 	const char *name;		/* borrowed from the listing */
 	int64_t listed;			/* depth by the statistics */
 	int64_t exact;			/* by a passive declare, -1 when not read */
+	int64_t publish;		/* message_stats.publish, -1 when absent */
 	bool measured;
 	bool gone;			/* the passive declare found no queue */
 };
@@ -504,6 +505,23 @@ p50(const struct wstate *w)
 	return v[(50 * w->nrecent + 99) / 100 - 1];
 }
 
+/* The last tick's reading of each old queue, which remove_old compares
+ * with its own before deleting: {"at_ms", "queues": [{"name", "publish"
+ * (message_stats.publish, null when the statistics had none), "messages"
+ * (exact when read so)}]}. */
+static json_t *
+last_sample_json(const struct tick *t)
+{
+	json_t *qs = json_array();
+
+	for (size_t i = 0; i < t->nq; i++)
+		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", t->q[i].name,
+		    "publish", int_or_null(t->q[i].publish, t->q[i].publish >= 0),
+		    "messages", (json_int_t)(t->q[i].exact >= 0 ? t->q[i].exact :
+		    t->q[i].listed)));
+	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
+}
+
 /* The state as JSON (what the engine persists), with the summary the
  * status page shows. */
 static json_t *
@@ -598,6 +616,8 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		json_object_set(json_object_get(j, "old"), "held",
 		    t->held != NULL ? t->held : json_object_get(json_object_get(
 		    t->c->state, "old"), "held"));
+		if (done && t->old_seen)
+			json_object_set_new(j, "old_last", last_sample_json(t));
 	}
 	return j;
 }
@@ -748,6 +768,7 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		q->name = name;
 		q->listed = jint(e, "messages", 0);
 		q->exact = -1;
+		q->publish = jint(ms, "publish", -1);
 		q->measured = bsearch(&name, measured, nmeasured, sizeof(*measured),
 		    cmp_str) != NULL;
 		total += jint(ms, "publish", 0);

@@ -483,6 +483,21 @@ test_killed_after_the_watch_read_a_probe(void **state)
 	assert_true(ended);
 }
 
+/* `cutover VERB remove_old --as bob` (approve or retry), then the plan runs
+ * to exit RUN_RC, ending with STATUS; *T gets its history. */
+static void
+remove_old_then_run(const char *verb, int run_rc, const char *status,
+    struct itest_history *t)
+{
+	char got[32];
+
+	assert_int_equal(itest_cutover(verb, "--db", db, plan_name, "remove_old", "--as",
+	    "bob", NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), run_rc);
+	itest_read_history(db, plan_name, t, got, sizeof(got));
+	assert_string_equal(got, status);
+}
+
 /* remove_old leaves an old queue that has a consumer and fails; the two
  * it deleted are in the history all the same, and a retry records the
  * third, each deletion exactly once. */
@@ -493,7 +508,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	struct plan *p;
 	struct itest_history t;
 	struct broker *consumer = NULL;
-	char status[32], err[1024], name[3][160];
+	char err[1024], name[3][160];
 
 	(void)state;
 	begin("leftone", &p, &c, NULL, "1s");
@@ -504,12 +519,7 @@ test_removals_recorded_when_one_is_left(void **state)
 	assert_int_equal(broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
 	    "env:CUTOVER_TEST_PASSWORD", 5000, &consumer, err, sizeof(err)), 0);
 	assert_int_equal(broker_consume(consumer, name[1], 1, err, sizeof(err)), 0);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old", "--as",
-	    "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "failed");
+	remove_old_then_run("approve", 1, "failed", &t);
 	assert_int_equal(itest_count(&t, "step.failed"), 1);
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
 	assert_int_equal(itest_count_named(&t, "old.queue_removed", name[0]), 1);
@@ -519,17 +529,77 @@ test_removals_recorded_when_one_is_left(void **state)
 	/* The consumer goes; the retried step removes the last one. */
 	assert_int_equal(broker_cancel(consumer, err, sizeof(err)), 0);
 	broker_close(consumer);
-	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "remove_old", "--as",
-	    "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	remove_old_then_run("retry", 0, "succeeded", &t);
 	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
 	for (int s = 0; s < 3; s++)
 		assert_int_equal(itest_count_named(&t, "old.queue_removed", name[s]), 1);
 	/* The retry found the first two gone: already recorded, not again. */
 	assert_int_equal(itest_count(&t, "old.queue_gone"), 0);
 	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	end(p, &c);
+}
+
+/* Issue 13 item 5, through the engine: the watch ends and records its last
+ * sample of each old queue; while remove_old waits at its gate, a message
+ * goes into old queue 2 and out again. The queue is empty, but the old path
+ * is still in use: remove_old leaves it, saying why, and deletes the other
+ * two. */
+static void
+test_publish_at_the_remove_gate_leaves_the_queue(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	struct broker_delivery d;
+	struct store_step st;
+	json_t *j, *q = NULL;
+	const json_t *e, *found;
+	char err[1024], name[160], path[256];
+	size_t i;
+	int tries;
+
+	(void)state;
+	begin("gatepub", &p, &c, NULL, "1s");
+	snprintf(name, sizeof(name), "%s.old.2", prefix);
+	run_to_the_flip_and_approve();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	publish_old(&c, name);
+	assert_int_equal(broker_get(c.amqp, name, false, &d, err, sizeof(err)), 0);
+	broker_delivery_free(&d);
+	/* The statistics show it: 3 publishes before the flip, now 4. */
+	snprintf(path, sizeof(path), "/api/queues/%%2F/%s", name);
+	for (tries = 0; ; tries++) {
+		assert_int_equal(mgmt_request(c.mgmt, "GET", path, NULL, &q, NULL, err,
+		    sizeof(err)), 0);
+		if (json_integer_value(json_object_get(json_object_get(q, "message_stats"),
+		    "publish")) == 4)
+			break;
+		json_decref(q);
+		if (tries == 120)
+			fail_msg("the statistics never counted the publish into %s", name);
+		itest_sleep_ms(500);
+	}
+	json_decref(q);
+	remove_old_then_run("approve", 1, "failed", &t);
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 0);
+	assert_int_equal(read_step(6, &st), 0);
+	assert_non_null(st.result_json);
+	j = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_non_null(j);
+	found = NULL;
+	json_array_foreach(json_object_get(j, "entries"), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			found = e;
+	assert_non_null(found);
+	e = found;
+	assert_string_equal(json_string_value(json_object_get(e, "outcome")), "left");
+	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")),
+	    "1 publish into it since the watch's last sample"));
+	json_decref(j);
+	assert_int_equal(broker_queue_inspect(c.amqp, name, &(struct broker_queue_info){ 0 },
+	    err, sizeof(err)), 0);
 	end(p, &c);
 }
 
@@ -842,6 +912,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
 		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
+		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),

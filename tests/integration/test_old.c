@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "itest_broker.h"
 #include "itest_run.h"
 #include "old_path.h"
@@ -193,6 +194,95 @@ drop_queue(struct broker *b, const char *name)
 
 	snprintf(full, sizeof(full), "%s%s", prefix, name);
 	broker_queue_delete(b, full, 0, NULL, err, sizeof(err));
+}
+
+/* Gives queue PREFIX NAME a publish counter, as any queue that ever took
+ * traffic has: one message in and out. */
+static void
+touch(struct broker *b, const char *name)
+{
+	struct broker_delivery d;
+	char full[128], err[1024];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	publish_to(b, name, "touch");
+	if (broker_get(b, full, false, &d, err, sizeof(err)) != 0)
+		fail_msg("taking the touch message back from %s: %s", full, err);
+	broker_delivery_free(&d);
+}
+
+/* The publish counter the management statistics show for PREFIX NAME in
+ * LISTING, or -1. */
+static int64_t
+counter_in(const json_t *listing, const char *name)
+{
+	const json_t *e;
+	char full[128];
+	size_t i;
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	json_array_foreach(listing, i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), full) == 0) {
+			const json_t *v = json_object_get(json_object_get(e,
+			    "message_stats"), "publish");
+
+			return json_is_integer(v) ? json_integer_value(v) : -1;
+		}
+	return -1;
+}
+
+/* Waits (up to 60 s) until the statistics show queue PREFIX NAMES[i]'s
+ * publish counter at WANT[i] (or, WANT NULL, at least 1) for each of the N
+ * names. Returns the last listing (the caller releases it). */
+static json_t *
+await_counters(struct mgmt *m, const char *const *names, const int64_t *want,
+    size_t n)
+{
+	char err[1024];
+
+	for (int tries = 0; ; tries++) {
+		json_t *l = NULL;
+		size_t ok = 0;
+
+		if (mgmt_request(m, "GET", "/api/queues/%2F?columns=name,message_stats.publish",
+		    NULL, &l, NULL, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		for (size_t i = 0; i < n; i++) {
+			int64_t v = counter_in(l, names[i]);
+
+			if (want != NULL ? v == want[i] : v >= 1)
+				ok++;
+		}
+		if (ok == n)
+			return l;
+		json_decref(l);
+		if (tries == 120)
+			fail_msg("the statistics never showed the publish counters of %zu "
+			    "queues (%zu did)", n, ok);
+		clock_sleep_ms(500);
+	}
+}
+
+/* Touches PREFIX GROUP.NN for NN 0 .. N-1 (WIDTH digits) and waits for
+ * their counters. */
+static void
+touch_all(struct step_ctx *c, const char *group, int width, int n)
+{
+	char (*names)[32] = calloc((size_t)n, sizeof(*names));
+	const char **pn = calloc((size_t)n, sizeof(*pn));
+	size_t k = 0;
+
+	assert_non_null(names);
+	assert_non_null(pn);
+	for (int i = 0; i < n; i++) {
+		snprintf(names[k], sizeof(names[k]), "%s.%0*d", group, width, i);
+		touch(c->amqp, names[k]);
+		pn[k] = names[k];
+		k++;
+	}
+	json_decref(await_counters(c->mgmt, pn, NULL, k));
+	free(pn);
+	free(names);
 }
 
 static void
@@ -519,6 +609,7 @@ test_remove_refuses_what_is_unsafe(void **state)
 		publish_to(c.amqp, "r.07", "still waiting");
 	for (i = 0; i < 4; i++)
 		make_queue(c.amqp, outside[i], 1000, -1, false);
+	touch_all(&c, "r", 2, 10);
 	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	assert_int_equal(json_array_size(json_object_get(measured, "queues")), 10);
@@ -580,7 +671,9 @@ test_remove_refuses_what_is_unsafe(void **state)
 	/* Quorum: checked, then deleted, and the entry says so. */
 	e = entry(r, "entries", "r.06");
 	assert_non_null(strstr(str_of(e, "reason"), "quorum queue: checked empty and "
-	    "unused, then deleted without if-empty/if-unused"));
+	    "unused, fenced"));
+	assert_non_null(strstr(str_of(e, "reason"), "then deleted without "
+	    "if-empty/if-unused"));
 	assert_int_equal(int_of(e, "purged"), 0);
 	/* Not empty: left, with its depth. */
 	e = entry(r, "entries", "r.07");
@@ -636,6 +729,7 @@ struct late {
 	struct broker *b;		/* the late publisher's own connection */
 	char target[128];
 	int published;
+	int refused;			/* nacked by the broker */
 };
 
 /* The removal's hook between check and delete: a message enters the target
@@ -646,6 +740,7 @@ publish_late(void *arg, const char *queue)
 	struct late *l = arg;
 	struct broker_message m = { 0 };
 	char err[1024];
+	int r;
 
 	if (strcmp(queue, l->target) != 0)
 		return;
@@ -653,8 +748,34 @@ publish_late(void *arg, const char *queue)
 	m.body = "late";
 	m.len = 4;
 	m.mandatory = true;
-	if (broker_publish(l->b, &m, 5000, err, sizeof(err)) == 0)
+	r = broker_publish(l->b, &m, 5000, err, sizeof(err));
+	if (r == 0)
 		l->published++;
+	else if (r == BROKER_ENACKED)
+		l->refused++;
+}
+
+/* Measures C's old queues, then sets up a removal (last entry ten minutes
+ * ago) whose hook publishes into PREFIX TARGET between the check and the
+ * delete over L's own connection. Returns the measured result. */
+static json_t *
+late_setup(struct step_ctx *c, struct late *l, struct old_remove_opts *o,
+    const char *target)
+{
+	json_t *measured = NULL;
+	char err[2048];
+
+	if (step_measure_horizon(c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &l->b, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(l->target, sizeof(l->target), "%s%s", prefix, target);
+	o->between = publish_late;
+	o->arg = l;
+	c->measured = measured;
+	c->old_last_entry_ms = now_ms() - 10 * MIN_MS;
+	return measured;
 }
 
 static void
@@ -676,16 +797,8 @@ test_message_between_check_and_delete_survives(void **state)
 	open_ctx(&c, p);
 	make_queue(c.amqp, "x.00", MIN_MS, -1, false);
 	make_queue(c.amqp, "x.01", 1000, -1, false);
-	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
-	    "env:CUTOVER_TEST_PASSWORD", 10000, &l.b, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-	snprintf(l.target, sizeof(l.target), "%sx.00", prefix);
-	o.between = publish_late;
-	o.arg = &l;
-	c.measured = measured;
-	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+	touch_all(&c, "x", 2, 2);
+	measured = late_setup(&c, &l, &o, "x.00");
 
 	assert_int_not_equal(old_remove(&c, &o, &r, err, sizeof(err)), 0);
 	assert_int_equal(l.published, 1);
@@ -709,6 +822,368 @@ test_message_between_check_and_delete_survives(void **state)
 	json_decref(measured);
 	step_ctx_close(&c);
 	plan_free(p);
+}
+
+/* Does any fence policy of the test plan exist? */
+static bool
+fence_left(struct mgmt *m)
+{
+	struct mgmt_policy_list pl = { 0 };
+	char err[1024];
+	bool found = false;
+
+	if (mgmt_list_policies(m, &pl, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (size_t i = 0; i < pl.n; i++)
+		found |= strncmp(pl.v[i].name, "cutover.fence=itest-old=", 24) == 0;
+	mgmt_policy_list_free(&pl);
+	return found;
+}
+
+/* What a test made on the broker, for its teardown to remove also when
+ * the test fails: the queues PREFIX QUEUES[i], policy POLICY, exchange
+ * PREFIX EXCHANGE (NULL: none). */
+struct made {
+	struct plan *p;
+	const char *queues[8];
+	const char *policy;
+	const char *exchange;
+};
+
+static int
+made_teardown(void **state)
+{
+	struct made *m = *state;
+	struct step_ctx c;
+	char x[128], err[1024];
+
+	if (m == NULL || m->p == NULL)
+		return 0;
+	open_ctx(&c, m->p);
+	for (size_t i = 0; i < 8 && m->queues[i] != NULL; i++)
+		drop_queue(c.amqp, m->queues[i]);
+	if (m->policy != NULL)
+		mgmt_delete_policy(c.mgmt, m->policy, err, sizeof(err));
+	if (m->exchange != NULL) {
+		snprintf(x, sizeof(x), "%s%s", prefix, m->exchange);
+		broker_exchange_delete(c.amqp, x, false, err, sizeof(err));
+	}
+	step_ctx_close(&c);
+	plan_free(m->p);
+	m->p = NULL;
+	return 0;
+}
+
+static const char *const leftover_fence = "cutover.fence=itest-old=77";
+
+/* Issue 13 item 4. A quorum queue cannot be deleted with if-empty: it is
+ * fenced (a policy: max-length 0, reject-publish) and sealed before the
+ * delete, so a message published between the check and the delete is
+ * refused (the publisher gets a nack and still has it), never deleted with
+ * the queue. A fence a crashed run left is removed, and so are this
+ * run's. */
+static void
+test_quorum_publish_between_check_and_delete_is_refused(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct late l = { 0 };
+	struct old_remove_opts o = { 0 };
+	json_t *measured = NULL, *r = NULL, *def;
+	const json_t *e;
+	char pattern[160], err[2048];
+	uint32_t depth = 0;
+
+	set_prefix();
+	static struct made made = { .queues = { "f.00", "f.01", "f.02" } };
+	struct topology_arg qa[3];
+	struct broker_message m = { 0 };
+
+	p = match_plan("f", NULL, "1s");
+	made.p = p;
+	made.policy = leftover_fence;
+	*state = &made;
+	open_ctx(&c, p);
+	make_queue(c.amqp, "f.00", MIN_MS, -1, true);
+	make_queue(c.amqp, "f.01", 1000, -1, true);
+	/* Its x-overflow argument would win over a fence's reject-publish
+	 * (drop-head at max-length 0 would drop what enters): not fenced. */
+	memset(qa, 0, sizeof(qa));
+	snprintf(qa[0].key, sizeof(qa[0].key), "x-queue-type");
+	snprintf(qa[0].str, sizeof(qa[0].str), "quorum");
+	snprintf(qa[1].key, sizeof(qa[1].key), "x-overflow");
+	snprintf(qa[1].str, sizeof(qa[1].str), "drop-head");
+	snprintf(qa[2].key, sizeof(qa[2].key), "x-message-ttl");
+	qa[2].is_int = true;
+	qa[2].num = 1000;
+	snprintf(pattern, sizeof(pattern), "%sf.02", prefix);
+	if (broker_queue_declare(c.amqp, pattern, true, qa, 3, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	touch_all(&c, "f", 2, 3);
+	/* What a run killed between fencing and cleaning up leaves. */
+	snprintf(pattern, sizeof(pattern), "^%sf\\.00$", rprefix);
+	def = json_pack("{s:i,s:s}", "max-length", 0, "overflow", "reject-publish");
+	if (mgmt_put_policy(c.mgmt, leftover_fence, pattern, "queues", 0, def, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	json_decref(def);
+	/* ... and the marker its seal left in the queue. */
+	snprintf(pattern, sizeof(pattern), "%sf.00", prefix);
+	m.routing_key = pattern;
+	m.body = "marker";
+	m.len = 6;
+	m.message_id = leftover_fence;
+	if (broker_publish(c.amqp, &m, 5000, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	json_decref(await_counters(c.mgmt, (const char *const[]){ "f.00" },
+	    (const int64_t[]){ 2 }, 1));
+	measured = late_setup(&c, &l, &o, "f.00");
+
+	(void)old_remove(&c, &o, &r, err, sizeof(err));
+	/* The leftover marker was taken back first: f.00 was checked empty. */
+	e = entry(r, "entries", "f.00");
+	assert_non_null(e);
+	assert_int_equal(int_of(e, "messages_seen"), 0);
+	/* The late message was published once; it is either refused (and the
+	 * queue deleted with nothing in it) or still in the queue: never
+	 * deleted with it. */
+	assert_int_equal(l.published + l.refused, 1);
+	if (l.published == 1) {
+		if (!exists(c.amqp, "f.00", &depth) || depth != 1)
+			fail_msg("the message published between the check and the delete "
+			    "was confirmed and then deleted with the queue (entry: %s, "
+			    "purged %lld)", str_of(e, "reason"),
+			    (long long)json_integer_value(json_object_get(e, "purged")));
+		assert_string_equal(str_of(e, "outcome"), "left");
+	} else {
+		assert_string_equal(str_of(e, "outcome"), "removed");
+		assert_int_equal(int_of(e, "purged"), 0);
+		assert_non_null(strstr(str_of(e, "reason"), "fenced"));
+		assert_false(exists(c.amqp, "f.00", NULL));
+	}
+	assert_string_equal(outcome(r, "f.01"), "removed");
+	assert_int_equal(int_of(entry(r, "entries", "f.01"), "purged"), 0);
+	e = entry(r, "entries", "f.02");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "cannot be fenced"));
+	assert_true(exists(c.amqp, "f.02", NULL));
+	/* Neither the leftover fence nor this run's remain. */
+	assert_false(fence_left(c.mgmt));
+	json_decref(r);
+
+	broker_close(l.b);
+	json_decref(measured);
+	step_ctx_close(&c);
+}
+
+/* The watch's last sample of queues PREFIX NAMES[i] with publish counters
+ * PUBLISH[i] (-1: none) and no messages, as the watch's state has it. */
+static json_t *
+watch_sample(const char *const *names, const int64_t *publish, size_t n)
+{
+	json_t *qs = json_array();
+	char full[128];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(full, sizeof(full), "%s%s", prefix, names[i]);
+		json_array_append_new(qs, json_pack("{s:s,s:o,s:i}", "name", full,
+		    "publish", publish[i] >= 0 ? json_integer(publish[i]) : json_null(),
+		    "messages", 0));
+	}
+	return json_pack("{s:{s:I,s:o}}", "old_last", "at_ms", (json_int_t)now_ms(),
+	    "queues", qs);
+}
+
+/* Issue 13 item 5. remove_old compares each queue's publish counter with
+ * the watch's last sample: a message in and out of an old queue after the
+ * watch ended (the gate can wait for days) leaves it, though it is empty;
+ * so does a counter missing from the sample and one that went backwards
+ * (statistics reset). */
+static void
+test_publish_after_the_watch_leaves_the_queue(void **state)
+{
+	static const char *const names[] = { "w.00", "w.01", "w.02", "w.03" };
+	struct plan *p;
+	struct step_ctx c;
+	json_t *measured = NULL, *r = NULL, *watched, *l;
+	int64_t base[4], want[1];
+	const json_t *e;
+	char err[4096];
+	int i;
+
+	set_prefix();
+	static struct made made = { .queues = { "w.00", "w.01", "w.02", "w.03" } };
+
+	p = match_plan("w", NULL, "1s");
+	made.p = p;
+	*state = &made;
+	open_ctx(&c, p);
+	for (i = 0; i < 4; i++)
+		make_queue(c.amqp, names[i], 1000, -1, false);
+	touch(c.amqp, "w.00");
+	touch(c.amqp, "w.01");
+	touch(c.amqp, "w.03");
+	l = await_counters(c.mgmt, (const char *const[]){ "w.00", "w.01", "w.03" },
+	    NULL, 3);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	/* The watch ends: w.02 never had a counter; w.03's was higher then
+	 * (the statistics were reset since). */
+	for (i = 0; i < 4; i++)
+		base[i] = counter_in(l, names[i]);
+	json_decref(l);
+	base[3] += 5;
+	watched = watch_sample(names, base, 4);
+	/* While remove_old waits at its gate, one message goes in and out of
+	 * w.00: it is empty again, but the old path is still in use. */
+	touch(c.amqp, "w.00");
+	want[0] = base[0] + 1;
+	json_decref(await_counters(c.mgmt, names, want, 1));
+
+	c.measured = measured;
+	c.watched = watched;
+	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	e = entry(r, "entries", "w.00");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "1 publish into it since the "
+	    "watch's last sample"));
+	assert_true(exists(c.amqp, "w.00", NULL));
+	assert_string_equal(outcome(r, "w.01"), "removed");
+	e = entry(r, "entries", "w.02");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "has no publish counter for it"));
+	assert_true(exists(c.amqp, "w.02", NULL));
+	e = entry(r, "entries", "w.03");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "went backwards"));
+	assert_true(exists(c.amqp, "w.03", NULL));
+	json_decref(r);
+
+	json_decref(watched);
+	json_decref(measured);
+	step_ctx_close(&c);
+}
+
+/* Declares PREFIX NAME (classic, TTL_MS) dead-lettering to exchange DLX
+ * (PREFIX added unless "") with routing key PREFIX DLRK. */
+static void
+make_dl_queue(struct broker *b, const char *name, int64_t ttl_ms, const char *dlx,
+    const char *dlrk)
+{
+	struct topology_arg a[3];
+	char full[128], err[1024];
+
+	memset(a, 0, sizeof(a));
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	snprintf(a[0].key, sizeof(a[0].key), "x-dead-letter-exchange");
+	snprintf(a[0].str, sizeof(a[0].str), "%s%s", *dlx ? prefix : "", dlx);
+	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-routing-key");
+	snprintf(a[1].str, sizeof(a[1].str), "%s%s", prefix, dlrk);
+	snprintf(a[2].key, sizeof(a[2].key), "x-message-ttl");
+	a[2].is_int = true;
+	a[2].num = ttl_ms;
+	if (broker_queue_declare(b, full, true, a, 3, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", full, err);
+}
+
+static void
+bind_to_dlx(struct broker *b, const char *name)
+{
+	char full[128], x[128], err[1024];
+
+	snprintf(full, sizeof(full), "%s%s", prefix, name);
+	snprintf(x, sizeof(x), "%sd-dlx", prefix);
+	if (broker_queue_bind(b, full, x, full, err, sizeof(err)) != 0)
+		fail_msg("binding %s: %s", full, err);
+}
+
+/* Issue 13 item 6. Old queue A (TTL 1 s) dead-letters through an exchange
+ * into old queue B (TTL 2 s): a message that entered A comes out of B up
+ * to 3 s later, so the horizon counts 3 s, the result records the chain,
+ * and B is not deleted while A is there. A cycle has no horizon. */
+static void
+test_dead_letter_chain(void **state)
+{
+	struct plan *p, *pc;
+	struct step_ctx c, c2;
+	struct broker *consumer = NULL;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e, *sum;
+	char x[128], full[128], err[4096];
+
+	set_prefix();
+	static struct made made = { .queues = { "d.00", "d.01", "dc.00", "dc.01" },
+	    .exchange = "d-dlx" };
+
+	p = match_plan("d", NULL, "30s");
+	made.p = p;
+	*state = &made;
+	open_ctx(&c, p);
+	snprintf(x, sizeof(x), "%sd-dlx", prefix);
+	if (broker_exchange_declare(c.amqp, x, "direct", true, NULL, 0, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	make_dl_queue(c.amqp, "d.00", 1000, "d-dlx", "d.01");
+	make_dl_queue(c.amqp, "d.01", 2000, "", "dest");
+	bind_to_dlx(c.amqp, "d.01");
+	touch_all(&c, "d", 2, 2);
+
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sum = json_object_get(measured, "summary");
+	if (int_of(sum, "max_ttl_ms") != 3000)
+		fail_msg("the horizon counts %lld ms of TTL, not the 3000 of the chain "
+		    "d.00 -> d.01", (long long)int_of(sum, "max_ttl_ms"));
+	snprintf(full, sizeof(full), "%sd.01", prefix);
+	assert_string_equal(str_of(sum, "max_ttl_queue"), full);
+	assert_int_equal(int_of(sum, "horizon_ms"), int_of(sum, "measured_at_ms") +
+	    3000 + 30 * 1000);
+	assert_int_equal(old_horizon_ms(measured, 1000000, 30 * 1000),
+	    1000000 + 3000 + 30 * 1000);
+	e = entry(measured, "queues", "d.01");
+	assert_int_equal(int_of(e, "chain_ttl_ms"), 3000);
+	assert_int_equal(json_array_size(json_object_get(e, "fed_by")), 1);
+	snprintf(full, sizeof(full), "%sd.00", prefix);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(e,
+	    "fed_by"), 0)), full);
+	e = entry(measured, "queues", "d.00");
+	assert_int_equal(int_of(e, "chain_ttl_ms"), 1000);
+	assert_int_equal(json_array_size(json_object_get(e, "dead_letters_to")), 1);
+
+	/* A stays (it has a consumer): B is not deleted while A can feed it. */
+	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &consumer, err, sizeof(err)) != 0 ||
+	    broker_consume(consumer, full, 1, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	c.measured = measured;
+	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	assert_string_equal(outcome(r, "d.00"), "left");
+	e = entry(r, "entries", "d.01");
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_non_null(strstr(str_of(e, "reason"), "dead-letters into it"));
+	assert_true(exists(c.amqp, "d.01", NULL));
+	json_decref(r);
+	broker_close(consumer);
+
+	/* A cycle: dc.00 and dc.01 dead-letter into each other. */
+	make_dl_queue(c.amqp, "dc.00", 1000, "d-dlx", "dc.01");
+	make_dl_queue(c.amqp, "dc.01", 1000, "d-dlx", "dc.00");
+	bind_to_dlx(c.amqp, "dc.00");
+	bind_to_dlx(c.amqp, "dc.01");
+	pc = match_plan("dc", NULL, "30s");
+	c2 = c;
+	c2.plan = pc;
+	json_decref(measured);
+	measured = NULL;
+	assert_int_not_equal(step_measure_horizon(&c2, &measured, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "dead-letter cycle"));
+	assert_true(json_is_null(json_object_get(json_object_get(measured, "summary"),
+	    "horizon_ms")));
+	json_decref(measured);
+	plan_free(pc);
+	step_ctx_close(&c);
 }
 
 #define PAR_QUEUES 240		/* several connections' worth */
@@ -768,6 +1243,7 @@ test_remove_in_parallel(void **state)
 			nonempty++;
 		}
 	}
+	touch_all(&c, "p", 3, PAR_QUEUES);
 	snprintf(full, sizeof(full), "%sp.%03d", prefix, 123);
 	if (broker_open(getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_USER"),
 	    "env:CUTOVER_TEST_PASSWORD", 10000, &consumer, err, sizeof(err)) != 0 ||
@@ -934,6 +1410,11 @@ main(void)
 		cmocka_unit_test(test_remove_in_parallel),
 		cmocka_unit_test_teardown(test_expiring_old_queues_are_refused,
 		    expiring_teardown),
+		cmocka_unit_test_teardown(test_quorum_publish_between_check_and_delete_is_refused,
+		    made_teardown),
+		cmocka_unit_test_teardown(test_publish_after_the_watch_leaves_the_queue,
+		    made_teardown),
+		cmocka_unit_test_teardown(test_dead_letter_chain, made_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

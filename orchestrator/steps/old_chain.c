@@ -1,0 +1,382 @@
+/* old_chain: dead-letter chains among the old queues. An old queue whose
+ * dead-letter exchange routes (through the exchange's bindings, as the
+ * management API lists them) into another old queue feeds it: a message
+ * that entered the first comes out of the second only after both TTLs.
+ * measure_horizon counts the whole chain in the horizon (refusing a
+ * cycle) and records it; remove_old deletes a queue only after every old
+ * queue that feeds it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "old_path.h"
+
+#define ROUTE_DEPTH_MAX 8	/* exchange-to-exchange hops followed */
+
+static int
+sel_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct old_queue *)elem)->q->name);
+}
+
+const struct old_queue *
+old_sel_find(const struct old_selection *s, const char *name)
+{
+	if (s->n == 0 || name == NULL)
+		return NULL;
+	return bsearch(name, s->v, s->n, sizeof(*s->v), sel_cmp);
+}
+
+#define BINDINGS_CACHED 256	/* exchanges whose bindings are kept */
+
+/* One queue's arguments, found by name. */
+struct qargs {
+	const char *name;
+	const json_t *arguments;
+};
+
+/* What the routing needs: listings read once, and the bindings of each
+ * exchange a dead-letter path goes through, read when first needed. */
+struct routes {
+	struct step_ctx *c;
+	json_t *queues;			/* name, arguments */
+	struct qargs *qa;		/* QUEUES sorted by name */
+	size_t nqa;
+	json_t *exchanges;		/* name, type, arguments */
+	struct mgmt_policy_list pl;
+	struct {
+		char *exchange;
+		struct mgmt_binding_list bl;
+	} cache[BINDINGS_CACHED];
+	size_t ncache;
+	int failed;			/* a bindings read failed: ERR says */
+	char err[512];
+};
+
+static int
+qargs_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct qargs *)a)->name, ((const struct qargs *)b)->name);
+}
+
+/* The bindings whose source is exchange X (owned by R), or NULL when they
+ * cannot be read (R->failed). */
+static const struct mgmt_binding_list *
+bindings_of(struct routes *r, const char *x)
+{
+	struct mgmt_binding_list bl = { 0 };
+	char why[400];
+
+	for (size_t i = 0; i < r->ncache; i++)
+		if (strcmp(r->cache[i].exchange, x) == 0)
+			return &r->cache[i].bl;
+	if (r->ncache == BINDINGS_CACHED) {
+		r->failed = 1;
+		snprintf(r->err, sizeof(r->err), "dead-letter paths go through more than "
+		    "%d exchanges", BINDINGS_CACHED);
+		return NULL;
+	}
+	if (mgmt_list_bindings_from(r->c->mgmt, x, &bl, why, sizeof(why)) != 0 ||
+	    (r->cache[r->ncache].exchange = strdup(x)) == NULL) {
+		mgmt_binding_list_free(&bl);
+		r->failed = 1;
+		snprintf(r->err, sizeof(r->err), "reading the bindings of exchange '%.100s' "
+		    "for dead-letter chains: %s", x, why);
+		return NULL;
+	}
+	r->cache[r->ncache].bl = bl;
+	return &r->cache[r->ncache++].bl;
+}
+
+const json_t *
+old_json_by_name(const json_t *arr, const char *name)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_string(json_object_get(e, "name")) &&
+		    strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			return e;
+	return NULL;
+}
+
+/* Does topic binding key BK match routing key K ('*' one word, '#' zero
+ * or more)? */
+static bool
+topic_match(const char *bk, const char *k)
+{
+	const char *bdot, *kdot;
+	size_t blen, klen;
+
+	if (*bk == '\0')
+		return *k == '\0';
+	bdot = strchr(bk, '.');
+	blen = bdot ? (size_t)(bdot - bk) : strlen(bk);
+	if (blen == 1 && bk[0] == '#') {
+		if (bdot == NULL)
+			return true;
+		for (const char *p = k; ; p = kdot + 1) {
+			if (topic_match(bdot + 1, p))
+				return true;
+			if ((kdot = strchr(p, '.')) == NULL)
+				return false;
+		}
+	}
+	if (*k == '\0')
+		return false;
+	kdot = strchr(k, '.');
+	klen = kdot ? (size_t)(kdot - k) : strlen(k);
+	if (!(blen == 1 && bk[0] == '*') && (blen != klen || strncmp(bk, k, blen) != 0))
+		return false;
+	if (bdot == NULL || kdot == NULL)
+		return bdot == NULL && kdot == NULL;
+	return topic_match(bdot + 1, kdot + 1);
+}
+
+/* Does a binding of an exchange of TYPE with key BK take key K (NULL:
+ * unknown, i.e. any)? Exchange types this does not know take everything. */
+static bool
+binding_takes(const char *type, const char *bk, const char *k)
+{
+	if (k == NULL || type == NULL)
+		return true;
+	if (strcmp(type, "direct") == 0)
+		return strcmp(bk, k) == 0;
+	if (strcmp(type, "topic") == 0)
+		return topic_match(bk, k);
+	return true;			/* fanout, headers, plugins: assume so */
+}
+
+/* Adds to TO (array of names) every selected old queue that a message
+ * dead-lettered to exchange X with key K (NULL: unknown) can reach. */
+static void
+route(struct routes *r, const struct old_selection *s, const char *x,
+    const char *k, int depth, json_t *to)
+{
+	const struct mgmt_binding_list *bl;
+	const json_t *ex;
+	const char *type, *ae;
+
+	if (depth > ROUTE_DEPTH_MAX || r->failed)
+		return;
+	if (*x == '\0') {
+		/* The default exchange: the queue named K. An unknown key is
+		 * the one the message was published with: for a delay queue,
+		 * its own name (not an edge). */
+		if (k != NULL && old_sel_find(s, k) != NULL)
+			json_array_append_new(to, json_string(k));
+		return;
+	}
+	ex = old_json_by_name(r->exchanges, x);
+	type = json_string_value(json_object_get(ex, "type"));
+	if ((bl = bindings_of(r, x)) == NULL)
+		return;
+	for (size_t i = 0; i < bl->n; i++) {
+		const struct mgmt_binding *b = &bl->v[i];
+
+		if (b->destination == NULL ||
+		    !binding_takes(type, b->routing_key ? b->routing_key : "", k))
+			continue;
+		if (b->destination_type == MGMT_DEST_QUEUE &&
+		    old_sel_find(s, b->destination) != NULL)
+			json_array_append_new(to, json_string(b->destination));
+		else if (b->destination_type == MGMT_DEST_EXCHANGE)
+			route(r, s, b->destination, k, depth + 1, to);
+	}
+	ae = json_string_value(json_object_get(json_object_get(ex, "arguments"),
+	    "alternate-exchange"));
+	if (ae != NULL)
+		route(r, s, ae, k, depth + 1, to);
+}
+
+/* Q's effective dead-letter exchange and key: its arguments win over its
+ * policy's definition (RabbitMQ resolves these two keys so). */
+static void
+dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
+    const char **k)
+{
+	struct qargs key = { .name = q->name }, *qa = r->nqa == 0 ? NULL :
+	    bsearch(&key, r->qa, r->nqa, sizeof(*r->qa), qargs_cmp);
+	const json_t *args = qa != NULL ? qa->arguments : NULL;
+	const json_t *def = NULL;
+
+	for (size_t i = 0; q->policy != NULL && i < r->pl.n; i++)
+		if (strcmp(r->pl.v[i].name, q->policy) == 0)
+			def = r->pl.v[i].definition;
+	*x = json_string_value(json_object_get(args, "x-dead-letter-exchange"));
+	if (*x == NULL)
+		*x = json_string_value(json_object_get(def, "dead-letter-exchange"));
+	*k = json_string_value(json_object_get(args, "x-dead-letter-routing-key"));
+	if (*k == NULL)
+		*k = json_string_value(json_object_get(def, "dead-letter-routing-key"));
+}
+
+static int
+get(struct step_ctx *c, const char *what, const char *kind, const char *query,
+    json_t **out, char *err, size_t errlen)
+{
+	char vhost[3 * 256 + 1], path[200 + sizeof(vhost)], why[768];
+
+	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
+		snprintf(err, errlen, "the vhost name is too long");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/api/%s/%s%s", kind, vhost, query);
+	if (mgmt_request(c->mgmt, "GET", path, NULL, out, NULL, why, sizeof(why)) != 0 ||
+	    !json_is_array(*out)) {
+		snprintf(err, errlen, "reading the %s for dead-letter chains: %s", what,
+		    *out == NULL ? why : "the answer is not a list");
+		return -1;
+	}
+	return 0;
+}
+
+/* Depth-first: the chain TTL of queue I (its TTL + the longest chain TTL
+ * of its feeders). MARK: 0 new, 1 on the path, 2 done. Returns 0, or -1
+ * with ERR naming a cycle. */
+static int
+chain_of(const struct old_selection *s, struct old_chain *ch, size_t i, char *mark,
+    char *err, size_t errlen)
+{
+	const json_t *f;
+	size_t k;
+	int64_t longest = 0;
+
+	if (mark[i] == 2)
+		return 0;
+	if (mark[i] == 1) {
+		snprintf(err, errlen, "old queue '%s' dead-letters, through other old "
+		    "queues, back into itself: a dead-letter cycle has no horizon; "
+		    "break it before migrating", s->v[i].q->name);
+		return -1;
+	}
+	mark[i] = 1;
+	json_array_foreach(ch->from[i], k, f) {
+		const struct old_queue *src = old_sel_find(s, json_string_value(f));
+		size_t j = (size_t)(src - s->v);
+
+		if (chain_of(s, ch, j, mark, err, errlen) != 0)
+			return -1;
+		if (ch->ttl_ms[j] > longest)
+			longest = ch->ttl_ms[j];
+	}
+	ch->ttl_ms[i] = s->v[i].ttl_ms + longest;
+	mark[i] = 2;
+	return 0;
+}
+
+/* Appends NAME to ARR unless it is there. */
+static void
+add_once(json_t *arr, const char *name)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(arr, i, e)
+		if (strcmp(json_string_value(e), name) == 0)
+			return;
+	json_array_append_new(arr, json_string(name));
+}
+
+int
+old_chain_compute(struct step_ctx *c, const struct old_selection *s,
+    struct old_chain *ch, char *err, size_t errlen)
+{
+	struct routes r = { 0 };
+	char *mark = NULL, why[512];
+	int rc = -1;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->n = s->n;
+	if ((ch->ttl_ms = calloc(s->n + 1, sizeof(*ch->ttl_ms))) == NULL ||
+	    (ch->to = calloc(s->n + 1, sizeof(*ch->to))) == NULL ||
+	    (ch->from = calloc(s->n + 1, sizeof(*ch->from))) == NULL ||
+	    (mark = calloc(s->n + 1, 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		ch->to[i] = json_array();
+		ch->from[i] = json_array();
+	}
+	if (get(c, "queues' arguments", "queues", "?disable_stats=true&"
+	    "enable_queue_totals=true&columns=name,arguments", &r.queues, err, errlen) ||
+	    get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
+	    &r.exchanges, err, errlen))
+		goto done;
+	r.c = c;
+	if ((r.qa = calloc(json_array_size(r.queues) + 1, sizeof(*r.qa))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < json_array_size(r.queues); i++) {
+		const json_t *e = json_array_get(r.queues, i);
+
+		if (json_is_string(json_object_get(e, "name"))) {
+			r.qa[r.nqa].name = json_string_value(json_object_get(e, "name"));
+			r.qa[r.nqa++].arguments = json_object_get(e, "arguments");
+		}
+	}
+	qsort(r.qa, r.nqa, sizeof(*r.qa), qargs_cmp);
+	if (mgmt_list_policies(c->mgmt, &r.pl, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
+		goto done;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const char *x, *k;
+		json_t *to = json_array();
+		const json_t *t;
+		size_t n;
+
+		dead_letter_of(&r, s->v[i].q, &x, &k);
+		if (x != NULL)
+			route(&r, s, x, k, 0, to);
+		json_array_foreach(to, n, t) {
+			const char *name = json_string_value(t);
+			const struct old_queue *dst = old_sel_find(s, name);
+
+			if (dst == NULL || dst == &s->v[i])
+				continue;
+			add_once(ch->to[i], name);
+			add_once(ch->from[dst - s->v], s->v[i].q->name);
+		}
+		json_decref(to);
+	}
+	if (r.failed) {
+		snprintf(err, errlen, "%s", r.err);
+		goto done;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (chain_of(s, ch, i, mark, err, errlen) != 0)
+			goto done;
+	rc = 0;
+done:
+	free(mark);
+	for (size_t i = 0; i < r.ncache; i++) {
+		free(r.cache[i].exchange);
+		mgmt_binding_list_free(&r.cache[i].bl);
+	}
+	free(r.qa);
+	json_decref(r.queues);
+	json_decref(r.exchanges);
+	mgmt_policy_list_free(&r.pl);
+	if (rc != 0)
+		old_chain_free(ch);
+	return rc;
+}
+
+void
+old_chain_free(struct old_chain *ch)
+{
+	for (size_t i = 0; i < ch->n; i++) {
+		if (ch->to != NULL)
+			json_decref(ch->to[i]);
+		if (ch->from != NULL)
+			json_decref(ch->from[i]);
+	}
+	free(ch->ttl_ms);
+	free(ch->to);
+	free(ch->from);
+	memset(ch, 0, sizeof(*ch));
+}

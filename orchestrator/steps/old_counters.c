@@ -1,0 +1,165 @@
+/* old_counters: the old queues' publish counters and depths as remove_old
+ * compares them: the watch's last sample (its "old_last") against a
+ * statistics listing read just before deleting. One depth reading says
+ * nothing about what arrived and left since; the cumulative publish
+ * counter does, as long as it is readable and has not been reset. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "old_path.h"
+
+static int64_t
+int_or(const json_t *j, int64_t dflt)
+{
+	return json_is_integer(j) ? json_integer_value(j) : dflt;
+}
+
+static int
+counter_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct old_counter *)a)->name,
+	    ((const struct old_counter *)b)->name);
+}
+
+/* Fills O from the array ARR of {"name", "publish" or "message_stats":
+ * {"publish"}, "messages"}; takes ARR's reference. */
+static int
+from_array(json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
+    size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+
+	memset(o, 0, sizeof(*o));
+	o->json = arr;
+	o->at_ms = at_ms;
+	if (!json_is_array(arr)) {
+		snprintf(err, errlen, "the queue listing is not a list");
+		return -1;
+	}
+	if ((o->v = calloc(json_array_size(arr) + 1, sizeof(*o->v))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	json_array_foreach(arr, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		const json_t *pub = json_object_get(e, "publish");
+
+		if (name == NULL)
+			continue;
+		if (pub == NULL)
+			pub = json_object_get(json_object_get(e, "message_stats"), "publish");
+		o->v[o->n].name = name;
+		o->v[o->n].publish = int_or(pub, -1);
+		o->v[o->n++].messages = int_or(json_object_get(e, "messages"), -1);
+	}
+	qsort(o->v, o->n, sizeof(*o->v), counter_cmp);
+	return 0;
+}
+
+int
+old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t errlen)
+{
+	char vhost[3 * 256 + 1], path[64 + sizeof(vhost)], why[768];
+	json_t *arr = NULL;
+	int64_t at = old_now_ms(c);
+
+	memset(o, 0, sizeof(*o));
+	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
+		snprintf(err, errlen, "the vhost name is too long");
+		return -1;
+	}
+	/* Statistics on: message_stats needs them. */
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS, vhost);
+	if (mgmt_request(c->mgmt, "GET", path, NULL, &arr, NULL, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the publish counters: %s", why);
+		return -1;
+	}
+	if (from_array(arr, at, o, err, errlen) != 0) {
+		old_counters_free(o);
+		return -1;
+	}
+	return 0;
+}
+
+int
+old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err,
+    size_t errlen)
+{
+	const json_t *last = json_object_get(watched, "old_last");
+
+	memset(o, 0, sizeof(*o));
+	if (!json_is_array(json_object_get(last, "queues"))) {
+		snprintf(err, errlen, "the watch's state has no last sample of the old "
+		    "queues (\"old_last\"): it has not ended, or an older version ran it");
+		return -1;
+	}
+	if (from_array(json_incref(json_object_get(last, "queues")),
+	    int_or(json_object_get(last, "at_ms"), 0), o, err, errlen) != 0) {
+		old_counters_free(o);
+		return -1;
+	}
+	return 0;
+}
+
+const struct old_counter *
+old_counters_find(const struct old_counters *o, const char *name)
+{
+	struct old_counter key = { .name = name };
+
+	if (o->n == 0)
+		return NULL;
+	return bsearch(&key, o->v, o->n, sizeof(*o->v), counter_cmp);
+}
+
+void
+old_counters_free(struct old_counters *o)
+{
+	free(o->v);
+	json_decref(o->json);
+	memset(o, 0, sizeof(*o));
+}
+
+int
+old_counters_compare(const struct old_counters *base, const struct old_counters *now,
+    const char *name, const char *base_what, char *why, size_t whylen)
+{
+	const struct old_counter *b = old_counters_find(base, name);
+	const struct old_counter *n = old_counters_find(now, name);
+	char t[40];
+
+	old_time_format(base->at_ms, t, sizeof(t));
+	if (b == NULL || b->publish < 0) {
+		snprintf(why, whylen, "%s (%s) has no publish counter for it: a publish "
+		    "since cannot be ruled out (statistics off or reset, or never "
+		    "published)", base_what, t);
+		return 1;
+	}
+	if (n == NULL || n->publish < 0) {
+		snprintf(why, whylen, "its publish counter cannot be read now (it was %lld "
+		    "at %s, %s): statistics off or reset; a publish since cannot be ruled "
+		    "out", (long long)b->publish, base_what, t);
+		return 1;
+	}
+	if (n->publish < b->publish) {
+		snprintf(why, whylen, "its publish counter went backwards, from %lld at %s "
+		    "(%s) to %lld: the statistics were reset, so publishes since cannot be "
+		    "counted", (long long)b->publish, base_what, t, (long long)n->publish);
+		return 1;
+	}
+	if (n->publish > b->publish) {
+		snprintf(why, whylen, "%lld publish%s into it since %s (%s; counter %lld, "
+		    "now %lld): the old path is still in use", (long long)(n->publish -
+		    b->publish), n->publish - b->publish == 1 ? "" : "es", base_what, t,
+		    (long long)b->publish, (long long)n->publish);
+		return 1;
+	}
+	if (n->messages > b->messages && b->messages >= 0) {
+		snprintf(why, whylen, "it holds more messages than at %s (%s): %lld, then "
+		    "%lld; something dead-letters into it", base_what, t,
+		    (long long)b->messages, (long long)n->messages);
+		return 1;
+	}
+	return 0;
+}
