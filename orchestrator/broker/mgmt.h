@@ -116,6 +116,44 @@ struct mgmt_overview {
 int mgmt_overview(struct mgmt *m, struct mgmt_overview *ov,
     char *err, size_t errlen);
 
+/* ---- nodes ---- */
+
+/* One cluster member as GET /api/nodes shows it. Strings are borrowed
+ * from the list; integers are -1 when the broker did not say (a node that
+ * is down, or one whose statistics have not come in since it started). */
+struct mgmt_node {
+	const char *name;		/* "rabbit@host" */
+	bool running;
+	int64_t uptime_ms;		/* of the Erlang VM: a full restart (or
+					 * a kill) sets it back near zero */
+	const char *os_pid;		/* the VM's process id, NULL if not said */
+	/* Counters since the rabbit application started: they go back to
+	 * zero when only the application restarts (stop_app / start_app),
+	 * which uptime does not show. */
+	int64_t connection_created;
+	int64_t channel_created;
+	int64_t queue_declared;
+};
+
+/* The cluster's members, in the broker's order; strings are borrowed
+ * from JSON, which the list owns. */
+struct mgmt_node_list {
+	struct mgmt_node *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every member of the cluster, running or not: GET /api/nodes?columns=
+ * name,running,uptime,os_pid,connection_created,channel_created,
+ * queue_declared. Returns 0 and fills *OUT (free with
+ * mgmt_node_list_free), or a negative code (MGMT_ERR_ANSWER when a node
+ * has no name) with *OUT empty. */
+int mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
+    size_t errlen);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_node_list_free(struct mgmt_node_list *l);
+
 /* ---- queues ---- */
 
 /* One queue. Strings belong to the list or info that holds the struct;
