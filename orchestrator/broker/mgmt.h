@@ -154,6 +154,42 @@ int mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 /* Frees what L holds and empties it. L may be empty or NULL. */
 void mgmt_node_list_free(struct mgmt_node_list *l);
 
+/* Where a queue runs: a quorum queue's leader and its members (all, and
+ * those online), a classic queue's node. Strings are borrowed from the
+ * list. */
+struct mgmt_queue_place {
+	const char *name;
+	const char *type;		/* "classic", "quorum", "stream", "" */
+	const char *leader;		/* quorum: the leader (NULL: none, the
+					 * queue is down); classic: its node */
+	size_t members, online;		/* quorum; classic: 1 and 1 */
+};
+
+/* Every queue's place, sorted by name (strcmp order); strings and V are
+ * owned by the list. */
+struct mgmt_queue_place_list {
+	struct mgmt_queue_place *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every queue of the vhost and where it runs, in one unpaginated listing
+ * without statistics: GET /api/queues/{vhost}?disable_stats=true&
+ * enable_queue_totals=true&columns=name,type,node,leader,members,online.
+ * After a node restart a quorum queue can stay down while the API says
+ * "live": then leader is null and online is empty (DESIGN §3). Returns 0
+ * and fills *OUT (free with mgmt_queue_place_list_free), or a negative
+ * code with *OUT empty. */
+int mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
+    char *err, size_t errlen);
+
+/* Finds NAME in L (binary search). Returns the entry (owned by L) or NULL. */
+const struct mgmt_queue_place *mgmt_queue_place_find(
+    const struct mgmt_queue_place_list *l, const char *name);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_queue_place_list_free(struct mgmt_queue_place_list *l);
+
 /* ---- queues ---- */
 
 /* One queue. Strings belong to the list or info that holds the struct;

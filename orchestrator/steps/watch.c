@@ -180,6 +180,11 @@ struct wstate {
 	struct watch_nodes nodes;
 	bool have_nodes;
 	int64_t amo_depth, amo_at_ms;
+	/* The level queues' leaders (classic: nodes) at the last look, and
+	 * when to look again (monotonic). */
+	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
+	bool have_leaders;
+	int64_t places_next_ms;
 };
 
 struct sample {
@@ -417,6 +422,8 @@ state_read_more(struct wstate *w, const json_t *j)
 	const json_t *clk = json_object_get(j, "clock"), *pk = json_object_get(j, "parking");
 	const json_t *amo = json_object_get(j, "old_at_most_once");
 	const char *boot = json_string_value(json_object_get(clk, "boot_id"));
+	const json_t *o;
+	size_t i;
 
 	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot ? boot : "");
 	w->mono_last_ms = jint(clk, "mono_last_ms", 0);
@@ -433,6 +440,12 @@ state_read_more(struct wstate *w, const json_t *j)
 	watch_nodes_parse(json_object_get(j, "nodes"), &w->nodes);
 	w->amo_depth = jint(amo, "depth", -1);
 	w->amo_at_ms = jint(amo, "at_ms", 0);
+	w->have_leaders = json_is_array(json_object_get(j, "level_leaders"));
+	json_array_foreach(json_object_get(j, "level_leaders"), i, o)
+		if (i < LADDER_MAX_LEVELS && json_is_string(o))
+			snprintf(w->leaders[i], sizeof(w->leaders[i]), "%s",
+			    json_string_value(o));
+	w->places_next_ms = jint(j, "places_next_mono_ms", 0);
 }
 
 /* Brings the watch's monotonic times to this tick (wall clock WALL,
@@ -463,6 +476,7 @@ clock_tick(struct wstate *w, int64_t wall, int64_t mono)
 	if (!same) {
 		w->probe_next_ms = 0;
 		w->probe_checked_ms = 0;
+		w->places_next_ms = 0;
 		for (size_t i = 0; i < w->nout; i++) {
 			w->out[i].sent_mono = mono + (w->out[i].sent_ms - wall);
 			w->out[i].not_before_mono = mono + (w->out[i].not_before_ms - wall);
@@ -566,6 +580,8 @@ state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 static void
 state_json_more(json_t *j, const struct wstate *w)
 {
+	json_t *leaders;
+
 	json_object_set_new(json_object_get(j, "probe"), "parked",
 	    json_integer(w->probe_parked));
 	json_object_set_new(j, "clock", json_pack("{s:s,s:I,s:I,s:I}",
@@ -585,6 +601,16 @@ state_json_more(json_t *j, const struct wstate *w)
 	json_object_set_new(j, "old_at_most_once", json_pack("{s:o,s:I}",
 	    "depth", int_or_null(w->amo_depth, w->amo_depth >= 0),
 	    "at_ms", (json_int_t)w->amo_at_ms));
+	if (w->have_leaders && (leaders = json_array()) != NULL) {
+		int last = LADDER_MAX_LEVELS - 1;
+
+		while (last >= 0 && w->leaders[last][0] == '\0')
+			last--;
+		for (int k = 0; k <= last; k++)
+			json_array_append_new(leaders, json_string(w->leaders[k]));
+		json_object_set_new(j, "level_leaders", leaders);
+	}
+	json_object_set_new(j, "places_next_mono_ms", json_integer(w->places_next_ms));
 }
 
 static int64_t
@@ -1172,8 +1198,55 @@ old_at_most_once(const struct tick *t)
 	return total;
 }
 
-/* Looks at the broker's nodes (watch_nodes): a node that restarted, is
- * down, joined or left raises broker_restart, saying how many old-path
+/* Reads where each level queue runs (every probe_every, and whenever a
+ * node changed): one without a leader or an online member is down
+ * (ladder_drift, by name: a quorum queue can stay so after a node
+ * restart while the API says "live"); a leader that moved since the last
+ * look is a change, said in WHAT. Returns the number of changes. */
+static int
+watch_places(struct tick *t, char *what, size_t whatlen)
+{
+	const struct ladder *l = &t->p->ladder;
+	struct wstate *w = t->w;
+	struct mgmt_queue_place_list pl;
+	const struct mgmt_queue_place *q;
+	char name[LADDER_NAME_MAX], why[512];
+	int changes = 0;
+
+	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
+	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	if (mgmt_list_queue_places(t->c->mgmt, &pl, why, sizeof(why)) != 0) {
+		unreachable(t, "reading where the level queues run", why);
+		return 0;
+	}
+	for (int k = 0; k < l->levels; k++) {
+		ladder_level_queue(l, k, name, sizeof(name));
+		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
+			continue;	/* watch_ladder says it is missing */
+		if (q->leader == NULL || q->online == 0) {
+			alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
+			    "leader, %zu of %zu members online (a quorum queue can stay "
+			    "so after a node restart although the API says it is live; "
+			    "rabbitmqctl list_queues name state): messages whose bit %d "
+			    "is 1 cannot wait there", k, name, q->online, q->members, k);
+			continue;
+		}
+		if (w->have_leaders && w->leaders[k][0] != '\0' &&
+		    strcmp(w->leaders[k], q->leader) != 0) {
+			sentences_add(what, whatlen, "level queue '%s' has a new leader "
+			    "'%s' (was '%s')", name, q->leader, w->leaders[k]);
+			changes++;
+		}
+		snprintf(w->leaders[k], sizeof(w->leaders[k]), "%s", q->leader);
+	}
+	w->have_leaders = true;
+	mgmt_queue_place_list_free(&pl);
+	return changes;
+}
+
+/* Looks at the broker's nodes (watch_nodes) and where the level queues
+ * run (watch_places): a node that restarted, is down, joined or left, or
+ * a level queue's new leader raises broker_restart, saying how many old-path
  * messages were in classic old queues at the last sample before it, all
  * exposed to at-most-once dead-lettering. Then remembers this tick's
  * nodes and old-path figure for the next. */
@@ -1182,32 +1255,36 @@ watch_restart(struct tick *t)
 {
 	struct wstate *w = t->w;
 	struct watch_nodes now;
-	char why[512], what[ALERT_MSG_MAX], tb[40];
+	char why[512], what[ALERT_MSG_MAX] = "", tb[40];
 	int64_t amo = old_at_most_once(t);
+	int changes = 0;
 
 	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
 		unreachable(t, "reading the broker's nodes", why);
 	else {
-		if (w->have_nodes && watch_nodes_compare(&w->nodes, &now, what,
-		    sizeof(what)) > 0) {
-			if (w->amo_depth >= 0)
-				alert(t, "broker_restart", "%s: %lld old-path message%s %s "
-				    "in classic old queues at the last sample before it "
-				    "(%s), exposed to at-most-once dead-lettering: any that "
-				    "expired while the node was down or recovering may be "
-				    "lost, although the old path still drains to 0; compare "
-				    "what the destinations received, then acknowledge", what,
-				    (long long)w->amo_depth, w->amo_depth == 1 ? "" : "s",
-				    w->amo_depth == 1 ? "was" : "were",
-				    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
-			else
-				alert(t, "broker_restart", "%s: the old path was not seen "
-				    "before it, so how many of its messages were exposed to "
-				    "at-most-once dead-lettering is not known; compare what "
-				    "the destinations received, then acknowledge", what);
-		}
+		if (w->have_nodes)
+			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
 		w->nodes = now;
 		w->have_nodes = true;
+	}
+	if (changes > 0 || t->mono >= w->places_next_ms)
+		changes += watch_places(t, what, sizeof(what));
+	if (changes > 0) {
+		if (w->amo_depth >= 0)
+			alert(t, "broker_restart", "%s: %lld old-path message%s %s "
+			    "in classic old queues at the last sample before it "
+			    "(%s), exposed to at-most-once dead-lettering: any that "
+			    "expired while the node was down or recovering may be "
+			    "lost, although the old path still drains to 0; compare "
+			    "what the destinations received, then acknowledge", what,
+			    (long long)w->amo_depth, w->amo_depth == 1 ? "" : "s",
+			    w->amo_depth == 1 ? "was" : "were",
+			    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
+		else
+			alert(t, "broker_restart", "%s: the old path was not seen "
+			    "before it, so how many of its messages were exposed to "
+			    "at-most-once dead-lettering is not known; compare what "
+			    "the destinations received, then acknowledge", what);
 	}
 	if (amo >= 0) {
 		w->amo_depth = amo;
