@@ -8,21 +8,23 @@
  * passed, the old path is empty and no alert is open.
  *
  * The deadline is max(flip, last entry into the old path) + the largest
- * old TTL + watch.allowance, and never moves earlier. It must have passed
- * on the wall clock and in monotonic time since the flip (the state
- * keeps how long the watch has run, measured on CLOCK_MONOTONIC), so a
- * clock jumped forward cannot end the watch early. Probe timing and
- * lateness are monotonic too.
+ * old TTL + watch.allowance, and never moves earlier. Everything a resumed
+ * watch needs (its start, its deadline, the counters it compares against,
+ * the probes in flight) is in the state it returns, so a watch killed at
+ * any instant resumes where it was.
+ *
+ * The deadline must have passed on the wall clock and in monotonic time
+ * since the flip (the state keeps how long the watch has run, measured
+ * on CLOCK_MONOTONIC), so a clock jumped forward cannot end the watch
+ * early. Probe timing and lateness are monotonic too.
  *
  * Parking holds only what no destination takes; cutover's own messages
  * that end there (a killed canary's, probes parked while the probe queue
  * was missing) are taken out and accounted for, and only the others
- * raise the parking alert. A restart of a broker node (watch_nodes)
- * raises broker_restart with the old-path messages it exposed to
- * at-most-once dead-lettering, which holds the watch until acknowledged. Everything a resumed
- * watch needs (its start, its deadline, the counters it compares against,
- * the probes in flight) is in the state it returns, so a watch killed at
- * any instant resumes where it was. */
+ * raise the parking alert. A restart of a broker node (watch_nodes) or a
+ * level queue's new leader raises broker_restart with the old-path
+ * messages exposed to at-most-once dead-lettering, which holds the watch
+ * until acknowledged. */
 #include <sys/types.h>
 
 #include <inttypes.h>
