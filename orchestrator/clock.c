@@ -1,25 +1,48 @@
 /* clock: wall time, monotonic time and sleeping. */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "clock.h"
 
-int64_t
-clock_now_ms(void)
+static int64_t
+ms_of(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+clock_now_ms(void)
+{
+	return ms_of(CLOCK_REALTIME);
 }
 
 int64_t
 clock_mono_ms(void)
 {
-	struct timespec ts;
+	return ms_of(CLOCK_MONOTONIC);
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+int
+clock_boot_id(char *out, size_t outlen)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	int rc = -1;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	if (f == NULL)
+		return -1;
+	if (outlen > 1 && fgets(out, (int)outlen, f) != NULL) {
+		out[strcspn(out, "\n")] = '\0';
+		rc = out[0] != '\0' ? 0 : -1;
+	}
+	fclose(f);
+	return rc;
 }
 
 void

@@ -203,9 +203,11 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	}
 	ladder_entry_exchange(l, rc->units, rc->exchange, sizeof(rc->exchange));
 	rc->sent_ms = clock_now_ms();
+	rc->sent_mono_ms = clock_mono_ms();
 	/* units <= 2^32 - 1 and the unit fits the ladder's checks, so this
 	 * is at most ladder_max_delay_ms: no overflow. */
 	rc->not_before_ms = rc->sent_ms + (int64_t)rc->units * l->unit_ms;
+	rc->not_before_mono_ms = rc->sent_mono_ms + (int64_t)rc->units * l->unit_ms;
 	if (r->message_id != NULL) {
 		if (r->message_id[0] == '\0' ||
 		    strlen(r->message_id) >= sizeof(rc->message_id)) {

@@ -80,6 +80,11 @@ struct publish_receipt {
 	uint64_t units;                        /* ceil(delay / unit) */
 	int64_t sent_ms;                       /* wall clock just before sending */
 	int64_t not_before_ms;                 /* sent_ms + units x unit */
+	int64_t sent_mono_ms;                  /* clock_mono_ms() then: a sender
+	                                        * that also consumes measures
+	                                        * lateness with it, immune to
+	                                        * wall-clock jumps */
+	int64_t not_before_mono_ms;            /* sent_mono_ms + units x unit */
 	char exchange[LADDER_NAME_MAX];        /* the entry exchange */
 	char routing_key[LADDER_KEY_MAX + 1];
 	char message_id[PUBLISH_ID_MAX];

@@ -74,8 +74,10 @@ review_answers(const struct plan *p)
 		    "broker's internal confirms.");
 	else
 		add(a, "Which queue type and dead-letter safety mode are used?", "plan",
-		    "classic queues dead-letter at most once: a message is lost if its next "
-		    "level is unavailable when it expires; prefer queue_type: quorum",
+		    "classic level queues dead-letter at most once: a delayed message is "
+		    "lost if it expires while the broker restarts or its next level is "
+		    "unavailable (a broker killed mid-watch lost 262 messages from classic "
+		    "queues), and no depth shows it; prefer queue_type: quorum",
 		    "Classic level queues; dead-lettering is at-most-once.");
 	add(a, "How does the producer confirm entry into the broker?", "application", NULL,
 	    "cutover's own publishes (canary, probes, `cutover publish`) use publisher "
@@ -102,7 +104,10 @@ review_answers(const struct plan *p)
 		    "old queues drain through them; each old queue is deleted only when empty "
 		    "and past its own horizon.";
 	add(a, "How are delayed messages moved during a broker migration?", "plan", NULL,
-	    "They are not moved. %s The watch lasts one old horizon plus an allowance of %s.",
+	    "They are not moved. %s The watch lasts one old horizon plus an allowance of %s. "
+	    "Classic old queues dead-letter at most once: a broker restart during the "
+	    "watch raises broker_restart with how many old-path messages it exposed, "
+	    "and the watch holds until it is acknowledged.",
 	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
 	add(a, "When does the consumer acknowledge?", "application", NULL,
 	    "Only the application can answer: acknowledge after the job's effect is "

@@ -116,6 +116,80 @@ struct mgmt_overview {
 int mgmt_overview(struct mgmt *m, struct mgmt_overview *ov,
     char *err, size_t errlen);
 
+/* ---- nodes ---- */
+
+/* One cluster member as GET /api/nodes shows it. Strings are borrowed
+ * from the list; integers are -1 when the broker did not say (a node that
+ * is down, or one whose statistics have not come in since it started). */
+struct mgmt_node {
+	const char *name;		/* "rabbit@host" */
+	bool running;
+	int64_t uptime_ms;		/* of the Erlang VM: a full restart (or
+					 * a kill) sets it back near zero */
+	const char *os_pid;		/* the VM's process id, NULL if not said */
+	/* Counters since the rabbit application started: they go back to
+	 * zero when only the application restarts (stop_app / start_app),
+	 * which uptime does not show. */
+	int64_t connection_created;
+	int64_t channel_created;
+	int64_t queue_declared;
+};
+
+/* The cluster's members, in the broker's order; strings are borrowed
+ * from JSON, which the list owns. */
+struct mgmt_node_list {
+	struct mgmt_node *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every member of the cluster, running or not: GET /api/nodes?columns=
+ * name,running,uptime,os_pid,connection_created,channel_created,
+ * queue_declared. Returns 0 and fills *OUT (free with
+ * mgmt_node_list_free), or a negative code (MGMT_ERR_ANSWER when a node
+ * has no name) with *OUT empty. */
+int mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
+    size_t errlen);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_node_list_free(struct mgmt_node_list *l);
+
+/* Where a queue runs: a quorum queue's leader and its members (all, and
+ * those online), a classic queue's node. Strings are borrowed from the
+ * list. */
+struct mgmt_queue_place {
+	const char *name;
+	const char *type;		/* "classic", "quorum", "stream", "" */
+	const char *leader;		/* quorum: the leader (NULL: none, the
+					 * queue is down); classic: its node */
+	size_t members, online;		/* quorum; classic: 1 and 1 */
+};
+
+/* Every queue's place, sorted by name (strcmp order); strings and V are
+ * owned by the list. */
+struct mgmt_queue_place_list {
+	struct mgmt_queue_place *v;
+	size_t n;
+	json_t *json;
+};
+
+/* Every queue of the vhost and where it runs, in one unpaginated listing
+ * without statistics: GET /api/queues/{vhost}?disable_stats=true&
+ * enable_queue_totals=true&columns=name,type,node,leader,members,online.
+ * After a node restart a quorum queue can stay down while the API says
+ * "live": then leader is null and online is empty (DESIGN §3). Returns 0
+ * and fills *OUT (free with mgmt_queue_place_list_free), or a negative
+ * code with *OUT empty. */
+int mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
+    char *err, size_t errlen);
+
+/* Finds NAME in L (binary search). Returns the entry (owned by L) or NULL. */
+const struct mgmt_queue_place *mgmt_queue_place_find(
+    const struct mgmt_queue_place_list *l, const char *name);
+
+/* Frees what L holds and empties it. L may be empty or NULL. */
+void mgmt_queue_place_list_free(struct mgmt_queue_place_list *l);
+
 /* ---- queues ---- */
 
 /* One queue. Strings belong to the list or info that holds the struct;

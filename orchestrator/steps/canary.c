@@ -6,7 +6,10 @@
  * Re-running is safe: every run has its own batch id (header
  * x-cutover-batch), and messages of another batch that reach the canary
  * queue (a run that crashed) are discarded and counted. The step uses the
- * real clock, not C->now_ms: it measures the broker's TTLs. */
+ * real clock, not C->now_ms: it measures the broker's TTLs. Lateness and
+ * every wait are measured on the monotonic clock (the canary publishes
+ * and consumes in one process), so a wall-clock jump neither hides an
+ * early delivery nor cuts a wait short; wall times are only recorded. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +20,9 @@
 #include <openssl/rand.h>
 
 #include "duration.h"
+#include "parking.h"
 #include "publish.h"
+#include "sentences.h"
 #include "clock.h"
 #include "step.h"
 
@@ -40,7 +45,6 @@
 #define CANARY_PREFETCH		100
 #define CANARY_POLL_MS		100
 #define CANARY_RETRIES		3	/* reconnects while consuming */
-#define PARKING_WALK_MAX	1000	/* parked messages looked through */
 #define PARKING_LISTED		10	/* other parked messages described */
 #define ERRORS_LISTED		4	/* failed messages named in ERR */
 
@@ -49,7 +53,9 @@ struct sent {
 	struct publish_receipt rc;
 	int status;			/* publish_delayed's verdict */
 	char pub_err[512];
-	int64_t arrived_ms;		/* 0 until it arrives */
+	int64_t arrived_ms;		/* 0 until it arrives (wall clock, as
+					 * sent_ms + monotonic time since) */
+	int64_t late_ms;		/* arrival - not-before, monotonic */
 	const char *outcome;		/* NULL until decided */
 	char detail[640];
 };
@@ -78,17 +84,10 @@ static void appendf(char *, size_t, const char *, ...)
 static void
 appendf(char *buf, size_t len, const char *fmt, ...)
 {
-	size_t off = strlen(buf);
 	va_list ap;
 
-	if (off > 0 && off + 2 < len) {
-		memcpy(buf + off, "; ", 3);
-		off += 2;
-	}
-	if (off + 1 >= len)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf + off, len - off, fmt, ap);
+	sentences_vadd(buf, len, fmt, ap);
 	va_end(ap);
 }
 
@@ -267,9 +266,12 @@ check_path(const struct canary *k, struct sent *s, const struct broker_delivery 
 		s->outcome = "wrong_path";
 }
 
-/* Takes one delivery from the canary queue, received at AT. */
+/* Takes one delivery from the canary queue, received at AT_MONO
+ * (monotonic). Its arrival is recorded on the wall clock as the send time
+ * plus the monotonic time since, so lateness = arrived - not-before holds
+ * in the record too. */
 static void
-take(struct canary *k, const struct broker_delivery *d, int64_t at)
+take(struct canary *k, const struct broker_delivery *d, int64_t at_mono)
 {
 	const struct broker_header *bh = broker_header_find(d, CANARY_HDR_BATCH);
 	struct publish_info pi;
@@ -301,11 +303,11 @@ take(struct canary *k, const struct broker_delivery *d, int64_t at)
 		k->duplicates++;   /* at-least-once dead-lettering may copy */
 		return;
 	}
-	s->arrived_ms = at;
+	s->late_ms = late = at_mono - s->rc.not_before_mono_ms;
+	s->arrived_ms = s->rc.not_before_ms + late;
 	check_path(k, s, d);
 	if (s->outcome != NULL)
 		return;
-	late = at - s->rc.not_before_ms;
 	if (late < 0) {
 		s->outcome = "early";
 		snprintf(s->detail, sizeof(s->detail), "arrived %" PRId64 " ms before "
@@ -336,13 +338,13 @@ consume(struct canary *k, char *err, size_t errlen)
 		if (k->v[i].status != PUBLISH_OK)
 			continue;
 		expected++;
-		bound = k->v[i].rc.not_before_ms + k->p->canary.max_lateness_ms +
+		bound = k->v[i].rc.not_before_mono_ms + k->p->canary.max_lateness_ms +
 		    CANARY_GRACE_MS;
 		if (bound > deadline)
 			deadline = bound;
 	}
 	while (arrived < expected) {
-		now = clock_now_ms();
+		now = clock_mono_ms();
 		if (now >= deadline)
 			break;
 		r = broker_next(k->c->amqp, (int)(deadline - now), &d, why, sizeof(why));
@@ -355,8 +357,7 @@ consume(struct canary *k, char *err, size_t errlen)
 			    k->queue, why);
 			return -1;
 		}
-		now = clock_now_ms();
-		take(k, &d, now);
+		take(k, &d, clock_mono_ms());
 		(void)broker_ack(k->c->amqp, &d, why, sizeof(why));
 		broker_delivery_free(&d);
 		arrived = 0;
@@ -396,73 +397,55 @@ describe_parked(const struct broker_delivery *d)
 	return o;
 }
 
-/* Looks through the parking queue for the probe: gets messages with manual
- * acknowledgement, holding the others unacknowledged (so none is fetched
- * twice) until the probe or the end of the queue, acknowledges the probe
- * and only the probe, and gives the others back (requeue). OTHERS receives
- * a description of up to PARKING_LISTED of them, and *NOTHERS, once the
- * probe is found, how many other messages the queue held then: those held
- * plus those behind it (counted by the broker when it handed the probe
- * over; a passive declare right after the requeue may not count them yet).
- * Returns 1 when the probe was found and removed, 0 when not, -1 with ERR
- * on failure. */
+/* What the walk through parking looks for: the canary's probe. */
+struct probe_pick {
+	const struct canary *k;
+	json_t *others;			/* described, up to PARKING_LISTED */
+};
+
+static enum parking_pick
+pick_probe(const struct broker_delivery *d, void *arg)
+{
+	struct probe_pick *pp = arg;
+
+	if (d->message_id != NULL &&
+	    strcmp(d->message_id, pp->k->probe.rc.message_id) == 0)
+		return PARKING_TAKE_STOP;
+	if (json_array_size(pp->others) < PARKING_LISTED)
+		json_array_append_new(pp->others, describe_parked(d));
+	return PARKING_LEAVE;
+}
+
+/* Looks through the parking queue for the probe (parking_walk): removes
+ * the probe and only the probe, and gives the others back. OTHERS
+ * receives a description of up to PARKING_LISTED of them, and *NOTHERS,
+ * once the probe is found, how many other messages the queue held then:
+ * those read before it plus those behind it (counted by the broker when
+ * it handed the probe over; a passive declare right after the requeue
+ * may not count them yet). Returns 1 when the probe was found and
+ * removed, 0 when not, -1 with ERR on failure. */
 static int
 walk_parking(struct canary *k, json_t *others, int64_t *nothers, char *err,
     size_t errlen)
 {
-	struct broker_delivery *held;
-	size_t nheld = 0;
-	char why[512];
-	int found = 0, r;
+	struct probe_pick pp = { k, others };
+	struct parking_walk pw;
 
-	if ((held = calloc(PARKING_WALK_MAX, sizeof(*held))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+	json_array_clear(others);
+	if (parking_walk(k->c->amqp, k->parking, PARKING_WALK_MAX, pick_probe, &pp,
+	    &pw, err, errlen) != 0)
+		return -1;
+	if (pw.stopped) {
+		*nothers = (int64_t)pw.left + (pw.behind > 0 ? pw.behind : 0);
+		return 1;
+	}
+	if (!pw.end) {
+		snprintf(err, errlen, "the parking queue '%s' holds more than %d "
+		    "other messages; the canary's was not among the first %d and "
+		    "is left there", k->parking, PARKING_WALK_MAX, PARKING_WALK_MAX);
 		return -1;
 	}
-	json_array_clear(others);
-	while (!found) {
-		if (nheld == PARKING_WALK_MAX) {
-			snprintf(err, errlen, "the parking queue '%s' holds more than "
-			    "%d other messages; the canary's was not among the first "
-			    "%d and is left there", k->parking, PARKING_WALK_MAX,
-			    PARKING_WALK_MAX);
-			found = -1;
-			break;
-		}
-		r = broker_get(k->c->amqp, k->parking, true, &held[nheld], why,
-		    sizeof(why));
-		if (r == BROKER_EMPTY)
-			break;
-		if (r != 0) {
-			snprintf(err, errlen, "reading the parking queue '%s': %s",
-			    k->parking, why);
-			found = -1;
-			break;
-		}
-		if (held[nheld].message_id != NULL &&
-		    strcmp(held[nheld].message_id, k->probe.rc.message_id) == 0) {
-			if (broker_ack(k->c->amqp, &held[nheld], why, sizeof(why)) != 0) {
-				snprintf(err, errlen, "removing the canary's message from "
-				    "the parking queue '%s': %s", k->parking, why);
-				found = -1;
-			} else
-				found = 1;
-			*nothers = (int64_t)nheld + held[nheld].remaining;
-			broker_delivery_free(&held[nheld]);
-			break;
-		}
-		if (nheld < PARKING_LISTED)
-			json_array_append_new(others, describe_parked(&held[nheld]));
-		nheld++;
-	}
-	for (size_t i = 0; i < nheld; i++) {
-		/* Back where they were; a failure here (channel gone) has the
-		 * broker requeue them all the same. */
-		(void)broker_reject(k->c->amqp, &held[i], true, why, sizeof(why));
-		broker_delivery_free(&held[i]);
-	}
-	free(held);
-	return found;
+	return 0;
 }
 
 /* Waits for the probe in the parking queue until its bound, removes it,
@@ -485,10 +468,10 @@ check_parking(struct canary *k, json_t *parking, char *detail, size_t dlen,
 		    "was %s", k->unbound, k->probe.detail);
 		goto report;
 	}
-	deadline = k->probe.rc.not_before_ms + k->p->canary.max_lateness_ms +
+	deadline = k->probe.rc.not_before_mono_ms + k->p->canary.max_lateness_ms +
 	    CANARY_GRACE_MS;
 	for (;;) {
-		int64_t now = clock_now_ms();
+		int64_t now = clock_mono_ms();
 
 		r = broker_queue_inspect(k->c->amqp, k->parking, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
@@ -576,8 +559,7 @@ message_json(const struct canary *k, const struct sent *s, size_t seq)
 	    "sent_ms", (json_int_t)s->rc.sent_ms,
 	    "not_before_ms", (json_int_t)s->rc.not_before_ms,
 	    "arrived_ms", s->arrived_ms ? json_integer(s->arrived_ms) : json_null(),
-	    "lateness_ms", s->arrived_ms ?
-	    json_integer(s->arrived_ms - s->rc.not_before_ms) : json_null(),
+	    "lateness_ms", s->arrived_ms ? json_integer(s->late_ms) : json_null(),
 	    "outcome", s->outcome ? s->outcome : "lost");
 	if (o != NULL && s->detail[0] != '\0' && strcmp(s->outcome, "ok") != 0)
 		json_object_set_new(o, "detail", json_string(s->detail));
@@ -601,7 +583,7 @@ summarise(const struct canary *k, json_t *result, char *why, size_t whylen)
 
 		json_array_append_new(msgs, message_json(k, s, i));
 		if (s->arrived_ms != 0 && late != NULL)
-			late[nlate++] = s->arrived_ms - s->rc.not_before_ms;
+			late[nlate++] = s->late_ms;
 		if (s->status != PUBLISH_OK)
 			unconfirmed++;
 		if (strcmp(o, "ok") == 0)

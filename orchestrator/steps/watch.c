@@ -15,7 +15,20 @@
  * old TTL + watch.allowance, and never moves earlier. Everything a resumed
  * watch needs (its start, its deadline, the counters it compares against,
  * the probes in flight) is in the state it returns, so a watch killed at
- * any instant resumes where it was. */
+ * any instant resumes where it was.
+ *
+ * The deadline must have passed on the wall clock and in monotonic time
+ * since the flip (the state keeps how long the watch has run, measured
+ * on CLOCK_MONOTONIC), so a clock jumped forward cannot end the watch
+ * early. Probe timing and lateness are monotonic too.
+ *
+ * Parking holds only what no destination takes; cutover's own messages
+ * that end there (a killed canary's, probes parked while the probe queue
+ * was missing) are taken out and accounted for, and only the others
+ * raise the parking alert. A restart of a broker node (watch_nodes) or a
+ * level queue's new leader raises broker_restart with the old-path
+ * messages exposed to at-most-once dead-lettering, which holds the watch
+ * until acknowledged. */
 #include <sys/types.h>
 
 #include <inttypes.h>
@@ -30,10 +43,13 @@
 #include "fault.h"
 #include "ladder.h"
 #include "old_path.h"
+#include "parking.h"
 #include "publish.h"
+#include "sentences.h"
 #include "clock.h"
 #include "step.h"
 #include "topology.h"
+#include "watch_nodes.h"
 
 
 #define WATCH_STATE_VERSION	1
@@ -84,6 +100,16 @@
 #define PROBE_PUBLISH_TIMEOUT_MS 5000
 #define PROBE_QUEUE_EXPIRES_MIN_MS (60 * 60 * 1000)
 
+/* Parking. The watch looks through the parking queue (parking_walk) only
+ * when its depth differs from what the last walk left there, reading at
+ * most PARK_WALK_READ messages. Each walk that leaves foreign messages
+ * redelivers them, which a quorum queue counts against its delivery-limit
+ * (20 by default on RabbitMQ 4.0, then dropped): after PARK_REQUEUES_MAX
+ * such walks in a row the watch stops looking until parking is empty. */
+#define PARK_WALK_READ		PARKING_WALK_MAX
+#define PARK_REQUEUES_MAX	5
+#define PARK_LISTED		5	/* own messages named in the event */
+
 /* Downsampling: every DS_EVERY_MS of watch time, samples older than
  * DS_AFTER_MS are folded into one per DS_BUCKET_MS bucket and series,
  * keeping the largest value (store_samples_downsample: depths, lateness
@@ -112,7 +138,8 @@
 #define HELD_MAX		10000	/* non-empty old queues remembered */
 
 struct probe {
-	int64_t seq, sent_ms, not_before_ms;
+	int64_t seq, sent_ms, not_before_ms;	/* wall clock, as stamped */
+	int64_t sent_mono, not_before_mono;	/* clock_mono_ms */
 };
 
 /* What persists from tick to tick (the state JSON, as a struct). */
@@ -144,6 +171,31 @@ struct wstate {
 	int64_t flag_checked_ms;	/* when (0: not yet) */
 	int64_t flag_not_on_ms;		/* since when it has not read on, 0 */
 	char flag_detail[300];		/* what the last read saw */
+
+	/* Monotonic time (clock_mono_ms) of the boot BOOT_ID: the watch's
+	 * age since the flip, at the last tick, and when the last entry
+	 * into the old path was seen. probe_next_ms, probe_checked_ms and
+	 * the probes' *_mono are on this clock too. */
+	char boot_id[40];
+	int64_t mono_last_ms, elapsed_ms, entry_elapsed_ms;
+	int64_t probe_parked;		/* probes found in parking */
+
+	/* Parking: what the last walk left, and cutover's own messages
+	 * taken out so far. */
+	int64_t park_known, park_foreign, park_unread, park_requeues, park_walks;
+	int64_t park_canary, park_probe;
+
+	/* The broker's nodes at the last look, and the old-path messages
+	 * exposed to at-most-once dead-lettering (classic old queues) at
+	 * the last sample. */
+	struct watch_nodes nodes;
+	bool have_nodes;
+	int64_t amo_depth, amo_at_ms;
+	/* The level queues' leaders (classic: nodes) at the last look, and
+	 * when to look again (monotonic). */
+	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
+	bool have_leaders;
+	int64_t places_next_ms;
 };
 
 struct sample {
@@ -174,6 +226,7 @@ struct tick {
 	const struct plan *p;
 	struct wstate *w;
 	int64_t now;			/* the step clock (deadline, samples) */
+	int64_t mono;			/* clock_mono_ms at the tick's start */
 	bool failed;			/* a broker call failed: never done */
 	char vhost[3 * 256 + 1];	/* escaped for paths */
 	char probe_queue[LADDER_NAME_MAX], probe_pattern[LADDER_NAME_MAX];
@@ -204,28 +257,24 @@ struct tick {
 	bool flag_held;			/* the flag did not read on this tick */
 	json_t *held;			/* old queues holding messages now:
 					 * name -> depth (persisted as old.held) */
+	json_t *park_taken;		/* own messages taken from parking this
+					 * tick, for the event; NULL when none */
 };
 
 static void appendf(char *, size_t, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 static void alert(struct tick *, const char *, const char *, ...)
     __attribute__((format(printf, 3, 4)));
+static int probe_drain(struct tick *);
 
 /* Appends to BUF, separating from what is there with "; ". */
 static void
 appendf(char *buf, size_t len, const char *fmt, ...)
 {
-	size_t off = strlen(buf);
 	va_list ap;
 
-	if (off > 0 && off + 2 < len) {
-		memcpy(buf + off, "; ", 3);
-		off += 2;
-	}
-	if (off + 1 >= len)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(buf + off, len - off, fmt, ap);
+	sentences_vadd(buf, len, fmt, ap);
 	va_end(ap);
 }
 
@@ -378,6 +427,7 @@ state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
 	w->probe_delay_ms = probe_delay(c->plan);
 	w->verify_ok = -1;
 	w->flag_state = STEP_FLAG_ON;	/* the flip read it back on */
+	w->elapsed_ms = -1;
 	update_deadline(w);
 }
 
@@ -416,6 +466,88 @@ flag_state_read(struct wstate *w, const json_t *f)
 	w->flag_checked_ms = jint(f, "checked_ms", 0);
 	w->flag_not_on_ms = jint(f, "not_on_since_ms", 0);
 	snprintf(w->flag_detail, sizeof(w->flag_detail), "%s", detail ? detail : "");
+}
+
+/* Reads the parts of a persisted state J that issue 14 added (a state
+ * without them reads as a new watch would start them). */
+static void
+state_read_more(struct wstate *w, const json_t *j)
+{
+	const json_t *clk = json_object_get(j, "clock"), *pk = json_object_get(j, "parking");
+	const json_t *amo = json_object_get(j, "old_at_most_once");
+	const char *boot = json_string_value(json_object_get(clk, "boot_id"));
+	const json_t *o;
+	size_t i;
+
+	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot ? boot : "");
+	w->mono_last_ms = jint(clk, "mono_last_ms", 0);
+	w->elapsed_ms = jint(clk, "elapsed_ms", -1);
+	w->entry_elapsed_ms = jint(clk, "entry_elapsed_ms", 0);
+	w->park_known = jint(pk, "known_depth", 0);
+	w->park_foreign = jint(pk, "foreign", 0);
+	w->park_unread = jint(pk, "unread", 0);
+	w->park_requeues = jint(pk, "requeues", 0);
+	w->park_walks = jint(pk, "walks", 0);
+	w->park_canary = jint(json_object_get(pk, "own_taken"), "canary", 0);
+	w->park_probe = jint(json_object_get(pk, "own_taken"), "probe", 0);
+	w->have_nodes = json_is_array(json_object_get(j, "nodes"));
+	watch_nodes_parse(json_object_get(j, "nodes"), &w->nodes);
+	w->amo_depth = jint(amo, "depth", -1);
+	w->amo_at_ms = jint(amo, "at_ms", 0);
+	w->have_leaders = json_is_array(json_object_get(j, "level_leaders"));
+	json_array_foreach(json_object_get(j, "level_leaders"), i, o)
+		if (i < LADDER_MAX_LEVELS && json_is_string(o))
+			snprintf(w->leaders[i], sizeof(w->leaders[i]), "%s",
+			    json_string_value(o));
+	w->places_next_ms = jint(j, "places_next_mono_ms", 0);
+}
+
+/* Brings the watch's monotonic times to this tick (wall clock WALL,
+ * monotonic MONO): adds the monotonic time since the last tick to the
+ * watch's age. Across a reboot (another boot id, or a clock behind the
+ * last tick's) monotonic stamps mean nothing: the age grows by the wall
+ * clock's difference instead (never by less than zero), and the probes'
+ * monotonic times are rebased from their wall-clock stamps. */
+static void
+clock_tick(struct wstate *w, int64_t wall, int64_t mono)
+{
+	char boot[sizeof(w->boot_id)];
+	bool same;
+
+	(void)clock_boot_id(boot, sizeof(boot));
+	same = strcmp(w->boot_id, boot) == 0 && w->mono_last_ms > 0 &&
+	    mono >= w->mono_last_ms;
+	if (w->elapsed_ms < 0) {
+		/* The first tick (or a state from before): the flip and the
+		 * last entry are known only on the wall clock. */
+		w->elapsed_ms = wall > w->flip_ms ? wall - w->flip_ms : 0;
+		w->entry_elapsed_ms = w->last_old_entry_ms > w->flip_ms ?
+		    w->last_old_entry_ms - w->flip_ms : 0;
+	} else if (same)
+		w->elapsed_ms += mono - w->mono_last_ms;
+	else if (wall > w->last_tick_ms)
+		w->elapsed_ms += wall - w->last_tick_ms;
+	if (!same) {
+		w->probe_next_ms = 0;
+		w->probe_checked_ms = 0;
+		w->places_next_ms = 0;
+		for (size_t i = 0; i < w->nout; i++) {
+			w->out[i].sent_mono = mono + (w->out[i].sent_ms - wall);
+			w->out[i].not_before_mono = mono + (w->out[i].not_before_ms - wall);
+		}
+	}
+	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot);
+	w->mono_last_ms = mono;
+}
+
+/* The deadline in the watch's monotonic age: the last entry's age + the
+ * largest TTL + the allowance, and at least the statistics' lag. */
+static int64_t
+mono_deadline(const struct wstate *w)
+{
+	int64_t d = w->entry_elapsed_ms + w->max_ttl_ms + w->allowance_ms;
+
+	return d > OLD_STATS_LAG_MS ? d : OLD_STATS_LAG_MS;
 }
 
 /* Reads a persisted state J into W. Returns 0, or -1 with ERR. */
@@ -457,14 +589,16 @@ state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	w->ladder_publishes = jint(lad, "publishes", -1);
 	w->probe_delay_ms = jint(pr, "delay_ms", 0);
 	w->probe_seq = jint(pr, "next_seq", 0);
-	w->probe_next_ms = jint(pr, "next_ms", 0);
-	w->probe_checked_ms = jint(pr, "checked_ms", 0);
+	w->probe_next_ms = jint(pr, "next_mono_ms", 0);
+	w->probe_checked_ms = jint(pr, "checked_mono_ms", 0);
 	json_array_foreach(json_object_get(pr, "outstanding"), i, o) {
 		if (w->nout == PROBE_OUTSTANDING_MAX)
 			break;
 		w->out[w->nout].seq = jint(o, "seq", -1);
 		w->out[w->nout].sent_ms = jint(o, "sent_ms", 0);
-		w->out[w->nout++].not_before_ms = jint(o, "not_before_ms", 0);
+		w->out[w->nout].not_before_ms = jint(o, "not_before_ms", 0);
+		w->out[w->nout].sent_mono = jint(o, "sent_mono_ms", 0);
+		w->out[w->nout++].not_before_mono = jint(o, "not_before_mono_ms", 0);
 	}
 	w->sent = jint(pr, "sent", 0);
 	w->arrived = jint(pr, "arrived", 0);
@@ -486,6 +620,8 @@ state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	w->verify_ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
 	w->ds_last_ms = jint(j, "downsample_last_ms", 0);
 	flag_state_read(w, json_object_get(j, "flag"));
+	w->probe_parked = jint(pr, "parked", 0);
+	state_read_more(w, j);
 	if (w->started_ms <= 0 || w->max_ttl_ms < 0 || w->deadline_ms <= 0 ||
 	    w->probe_delay_ms <= 0) {
 		snprintf(err, errlen, "the persisted watch state lacks its start, "
@@ -493,6 +629,43 @@ state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* Adds to J the parts of the state that issue 14 added. */
+static void
+state_json_more(json_t *j, const struct wstate *w)
+{
+	json_t *leaders;
+
+	json_object_set_new(json_object_get(j, "probe"), "parked",
+	    json_integer(w->probe_parked));
+	json_object_set_new(j, "clock", json_pack("{s:s,s:I,s:I,s:I}",
+	    "boot_id", w->boot_id, "mono_last_ms", (json_int_t)w->mono_last_ms,
+	    "elapsed_ms", (json_int_t)w->elapsed_ms,
+	    "entry_elapsed_ms", (json_int_t)w->entry_elapsed_ms));
+	json_object_set_new(j, "parking", json_pack("{s:{s:I,s:I},s:I,s:I,s:I,s:I,s:I}",
+	    "own_taken", "canary", (json_int_t)w->park_canary,
+	    "probe", (json_int_t)w->park_probe,
+	    "foreign", (json_int_t)w->park_foreign,
+	    "unread", (json_int_t)w->park_unread,
+	    "known_depth", (json_int_t)w->park_known,
+	    "requeues", (json_int_t)w->park_requeues,
+	    "walks", (json_int_t)w->park_walks));
+	json_object_set_new(j, "nodes", w->have_nodes ? watch_nodes_json(&w->nodes) :
+	    json_null());
+	json_object_set_new(j, "old_at_most_once", json_pack("{s:o,s:I}",
+	    "depth", int_or_null(w->amo_depth, w->amo_depth >= 0),
+	    "at_ms", (json_int_t)w->amo_at_ms));
+	if (w->have_leaders && (leaders = json_array()) != NULL) {
+		int last = LADDER_MAX_LEVELS - 1;
+
+		while (last >= 0 && w->leaders[last][0] == '\0')
+			last--;
+		for (int k = 0; k <= last; k++)
+			json_array_append_new(leaders, json_string(w->leaders[k]));
+		json_object_set_new(j, "level_leaders", leaders);
+	}
+	json_object_set_new(j, "places_next_mono_ms", json_integer(w->places_next_ms));
 }
 
 static int64_t
@@ -532,13 +705,18 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	json_t *pr, *sum, *known = json_array();
 	int64_t left = w->deadline_ms - t->now;
 
+	if (w->elapsed_ms >= 0 && mono_deadline(w) - w->elapsed_ms > left)
+		left = mono_deadline(w) - w->elapsed_ms;
+
 	for (size_t i = 0; i < w->nknown_new; i++)
 		json_array_append_new(known, json_string(w->known_new[i]));
 
 	for (size_t i = 0; i < w->nout; i++)
-		json_array_append_new(outs, json_pack("{s:I,s:I,s:I}", "seq",
+		json_array_append_new(outs, json_pack("{s:I,s:I,s:I,s:I,s:I}", "seq",
 		    (json_int_t)w->out[i].seq, "sent_ms", (json_int_t)w->out[i].sent_ms,
-		    "not_before_ms", (json_int_t)w->out[i].not_before_ms));
+		    "not_before_ms", (json_int_t)w->out[i].not_before_ms,
+		    "sent_mono_ms", (json_int_t)w->out[i].sent_mono,
+		    "not_before_mono_ms", (json_int_t)w->out[i].not_before_mono));
 	for (size_t i = 0; i < w->nrecent; i++)
 		json_array_append_new(recent, json_integer(w->recent[i]));
 	if (t->depth_seen)
@@ -549,8 +727,8 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "queue", t->probe_queue,
 	    "delay_ms", (json_int_t)w->probe_delay_ms,
 	    "next_seq", (json_int_t)w->probe_seq,
-	    "next_ms", (json_int_t)w->probe_next_ms,
-	    "checked_ms", (json_int_t)w->probe_checked_ms,
+	    "next_mono_ms", (json_int_t)w->probe_next_ms,
+	    "checked_mono_ms", (json_int_t)w->probe_checked_ms,
 	    "outstanding", outs,
 	    "sent", (json_int_t)w->sent, "arrived", (json_int_t)w->arrived,
 	    "lost", (json_int_t)w->lost, "late", (json_int_t)w->late,
@@ -606,6 +784,7 @@ state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "summary", sum,
 	    "done", done);
 	if (j != NULL) {
+		state_json_more(j, w);
 		json_object_set_new(j, "flag", json_pack("{s:s,s:o,s:o,s:s}",
 		    "state", flag_state_name(w->flag_state),
 		    "checked_ms", int_or_null(w->flag_checked_ms, w->flag_checked_ms > 0),
@@ -972,6 +1151,91 @@ watch_flag(struct tick *t)
 
 /* ---- the ladder ---- */
 
+/* What a walk through parking takes: this plan's own canary and probe
+ * messages. A parked probe still in flight is no longer awaited (it
+ * came, to parking, because the probe queue was missing). */
+static enum parking_pick
+pick_own(const struct broker_delivery *d, void *arg)
+{
+	struct tick *t = arg;
+	struct wstate *w = t->w;
+	struct publish_info pi;
+
+	if (!parking_own(d, t->p->name, &pi))
+		return PARKING_LEAVE;
+	if (strcmp(pi.purpose, PUBLISH_PROBE) == 0) {
+		w->park_probe++;
+		for (size_t i = 0; i < w->nout; i++)
+			if (w->out[i].seq == pi.seq &&
+			    w->out[i].not_before_ms == pi.not_before_ms) {
+				w->out[i] = w->out[--w->nout];
+				w->probe_parked++;
+				break;
+			}
+	} else
+		w->park_canary++;
+	if (t->park_taken == NULL)
+		t->park_taken = json_array();
+	if (json_array_size(t->park_taken) < PARK_LISTED)
+		json_array_append_new(t->park_taken, json_pack("{s:s,s:I,s:s}",
+		    "purpose", pi.purpose, "seq", (json_int_t)pi.seq, "message_id",
+		    d->message_id ? d->message_id : ""));
+	return PARKING_TAKE;
+}
+
+/* The parking queue holds DEPTH messages: takes cutover's own out (a walk
+ * when the depth is not what the last walk left), and raises parking for
+ * the others, which stay where they are. */
+static void
+parking_sweep(struct tick *t, int64_t depth)
+{
+	struct wstate *w = t->w;
+	struct parking_walk pw;
+	int64_t before = w->park_canary + w->park_probe, left;
+	char why[768], extra[300] = "";
+
+	if (depth == 0) {
+		w->park_known = w->park_foreign = w->park_unread = 0;
+		w->park_requeues = 0;
+		return;
+	}
+	if (depth != w->park_known && w->park_requeues < PARK_REQUEUES_MAX) {
+		w->park_walks++;
+		if (parking_walk(t->c->amqp, t->parking, PARK_WALK_READ, pick_own, t,
+		    &pw, why, sizeof(why)) != 0) {
+			unreachable(t, "looking through the parking queue", why);
+			return;
+		}
+		w->park_foreign = (int64_t)pw.left;
+		w->park_unread = pw.end || pw.behind < 0 ? 0 : pw.behind;
+		w->park_known = w->park_foreign + w->park_unread;
+		w->park_requeues = pw.left > 0 ? w->park_requeues + 1 : 0;
+		t->parking_depth = w->park_known;
+	} else if (depth != w->park_known) {
+		/* Not looked through: all of it may be foreign. */
+		w->park_foreign = 0;
+		w->park_unread = depth;
+	}
+	left = w->park_foreign + w->park_unread;
+	if (left == 0)
+		return;
+	if (w->park_canary + w->park_probe > before)
+		appendf(extra, sizeof(extra), "%lld of cutover's own messages taken "
+		    "out of it this tick", (long long)(w->park_canary + w->park_probe -
+		    before));
+	if (w->park_unread > 0)
+		appendf(extra, sizeof(extra), "%lld not looked through%s", (long long)
+		    w->park_unread, w->park_requeues >= PARK_REQUEUES_MAX ? ": the "
+		    "watch gave the foreign ones back often enough (a quorum queue "
+		    "drops a message past its delivery-limit) and looks again once "
+		    "parking is empty; remove them by hand" : "");
+	alert(t, "parking", "%lld message%s in the parking queue '%s' %s not "
+	    "cutover's own: a delayed message no destination takes (its routing "
+	    "key names the destination); its expected depth is zero%s%s%s",
+	    (long long)left, left == 1 ? "" : "s", t->parking, left == 1 ? "is" :
+	    "are", extra[0] ? " (" : "", extra, extra[0] ? ")" : "");
+}
+
 /* Depth of each level queue and of the parking queue (passive declares,
  * exact), and cumulative publishes into the level exchanges (one
  * exchange listing). Raises parking and ladder_drift (a level queue
@@ -1016,11 +1280,7 @@ watch_ladder(struct tick *t)
 	} else {
 		t->parking_seen = true;
 		t->parking_depth = qi.messages;
-		if (qi.messages > 0)
-			alert(t, "parking", "%u message%s in the parking queue '%s': a "
-			    "delayed message no destination takes (its routing key names "
-			    "the destination); its expected depth is zero", qi.messages,
-			    qi.messages == 1 ? "" : "s", t->parking);
+		parking_sweep(t, qi.messages);
 	}
 
 	for (int k = 0; k < l->levels; k++)
@@ -1044,6 +1304,146 @@ watch_ladder(struct tick *t)
 	}
 	json_decref(ans);
 	t->w->ladder_publishes = total;
+}
+
+/* ---- broker restarts ---- */
+
+struct typed {
+	const char *name, *type;
+};
+
+static int
+cmp_typed(const void *a, const void *b)
+{
+	return strcmp(((const struct typed *)a)->name, ((const struct typed *)b)->name);
+}
+
+/* The old-path messages exposed to at-most-once dead-lettering now: the
+ * depth of the old queues measure_horizon found classic, or did not
+ * measure (their type is not known). -1 when the old path was not seen
+ * this tick, or out of memory. */
+static int64_t
+old_at_most_once(const struct tick *t)
+{
+	const json_t *mq = json_object_get(t->c->measured, "queues"), *e;
+	struct typed *v, key, *hit;
+	size_t n = 0, i;
+	int64_t total = 0;
+
+	if (!t->old_seen || (v = calloc(json_array_size(mq) + 1, sizeof(*v))) == NULL)
+		return -1;
+	json_array_foreach(mq, i, e)
+		if (json_is_string(json_object_get(e, "name"))) {
+			v[n].name = json_string_value(json_object_get(e, "name"));
+			v[n++].type = json_string_value(json_object_get(e, "type"));
+		}
+	qsort(v, n, sizeof(*v), cmp_typed);
+	for (size_t k = 0; k < t->nq; k++) {
+		int64_t d = t->q[k].exact >= 0 ? t->q[k].exact : t->q[k].listed;
+
+		if (d <= 0)
+			continue;
+		key.name = t->q[k].name;
+		hit = bsearch(&key, v, n, sizeof(*v), cmp_typed);
+		if (hit == NULL || hit->type == NULL || strcmp(hit->type, "classic") == 0)
+			total += d;
+	}
+	free(v);
+	return total;
+}
+
+/* Reads where each level queue runs (every probe_every, and whenever a
+ * node changed): one without a leader or an online member is down
+ * (ladder_drift, by name: a quorum queue can stay so after a node
+ * restart while the API says "live"); a leader that moved since the last
+ * look is a change, said in WHAT. Returns the number of changes. */
+static int
+watch_places(struct tick *t, char *what, size_t whatlen)
+{
+	const struct ladder *l = &t->p->ladder;
+	struct wstate *w = t->w;
+	struct mgmt_queue_place_list pl;
+	const struct mgmt_queue_place *q;
+	char name[LADDER_NAME_MAX], why[512];
+	int changes = 0;
+
+	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
+	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	if (mgmt_list_queue_places(t->c->mgmt, &pl, why, sizeof(why)) != 0) {
+		unreachable(t, "reading where the level queues run", why);
+		return 0;
+	}
+	for (int k = 0; k < l->levels; k++) {
+		ladder_level_queue(l, k, name, sizeof(name));
+		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
+			continue;	/* watch_ladder says it is missing */
+		if (q->leader == NULL || q->online == 0) {
+			alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
+			    "leader, %zu of %zu members online (a quorum queue can stay "
+			    "so after a node restart although the API says it is live; "
+			    "rabbitmqctl list_queues name state): messages whose bit %d "
+			    "is 1 cannot wait there", k, name, q->online, q->members, k);
+			continue;
+		}
+		if (w->have_leaders && w->leaders[k][0] != '\0' &&
+		    strcmp(w->leaders[k], q->leader) != 0) {
+			sentences_add(what, whatlen, "level queue '%s' has a new leader "
+			    "'%s' (was '%s')", name, q->leader, w->leaders[k]);
+			changes++;
+		}
+		snprintf(w->leaders[k], sizeof(w->leaders[k]), "%s", q->leader);
+	}
+	w->have_leaders = true;
+	mgmt_queue_place_list_free(&pl);
+	return changes;
+}
+
+/* Looks at the broker's nodes (watch_nodes) and where the level queues
+ * run (watch_places): a node that restarted, is down, joined or left, or
+ * a level queue's new leader raises broker_restart, saying how many old-path
+ * messages were in classic old queues at the last sample before it, all
+ * exposed to at-most-once dead-lettering. Then remembers this tick's
+ * nodes and old-path figure for the next. */
+static void
+watch_restart(struct tick *t)
+{
+	struct wstate *w = t->w;
+	struct watch_nodes now;
+	char why[512], what[ALERT_MSG_MAX] = "", tb[40];
+	int64_t amo = old_at_most_once(t);
+	int changes = 0;
+
+	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
+		unreachable(t, "reading the broker's nodes", why);
+	else {
+		if (w->have_nodes)
+			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
+		w->nodes = now;
+		w->have_nodes = true;
+	}
+	if (changes > 0 || t->mono >= w->places_next_ms)
+		changes += watch_places(t, what, sizeof(what));
+	if (changes > 0) {
+		if (w->amo_depth >= 0)
+			alert(t, "broker_restart", "%s: %lld old-path message%s %s "
+			    "in classic old queues at the last sample before it "
+			    "(%s), exposed to at-most-once dead-lettering: any that "
+			    "expired while the node was down or recovering may be "
+			    "lost, although the old path still drains to 0; compare "
+			    "what the destinations received, then acknowledge", what,
+			    (long long)w->amo_depth, w->amo_depth == 1 ? "" : "s",
+			    w->amo_depth == 1 ? "was" : "were",
+			    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
+		else
+			alert(t, "broker_restart", "%s: the old path was not seen "
+			    "before it, so how many of its messages were exposed to "
+			    "at-most-once dead-lettering is not known; compare what "
+			    "the destinations received, then acknowledge", what);
+	}
+	if (amo >= 0) {
+		w->amo_depth = amo;
+		w->amo_at_ms = t->now;
+	}
 }
 
 /* Re-verifies the whole ladder every probe_every (and at the first tick).
@@ -1097,16 +1497,23 @@ watch_verify(struct tick *t)
 
 /* ---- probes ---- */
 
-/* Declares the probe queue (not durable, expiring when unused, so a crash
- * leaves nothing behind for long) and binds it to the delivery exchange
- * like a destination. Idempotent; every tick, so a broker restart that
- * took the queue gets it back. */
+/* Declares the probe queue and binds it to the delivery exchange like a
+ * destination. Durable, of the plan's queue type (like the destination
+ * queues declare_ladder makes): a broker restart keeps it, its binding
+ * and the probes in it, so a probe in flight across a restart arrives
+ * instead of being parked, and on a quorum ladder the last hop from
+ * level 0 is at-least-once and replicated, as the destinations' is. It
+ * expires when unused (x-expires), so a watch that never ends leaves
+ * nothing behind for long. A probe queue of another shape (a
+ * non-durable one, from before) is read out, deleted if empty and
+ * declared again. Idempotent; every tick. */
 static void
 probe_queue(struct tick *t)
 {
-	struct topology_arg qargs[1];
+	struct topology_arg qargs[2];
 	int64_t expires = 10 * t->p->watch.interval_ms;
 	char why[768], what[LADDER_NAME_MAX + 64];
+	int r;
 
 	if (expires < PROBE_QUEUE_EXPIRES_MIN_MS)
 		expires = PROBE_QUEUE_EXPIRES_MIN_MS;
@@ -1114,8 +1521,21 @@ probe_queue(struct tick *t)
 	snprintf(qargs[0].key, sizeof(qargs[0].key), "x-expires");
 	qargs[0].is_int = true;
 	qargs[0].num = expires;
-	if (broker_queue_declare(t->c->amqp, t->probe_queue, false, qargs, 1, why,
-	    sizeof(why)) != 0) {
+	snprintf(qargs[1].key, sizeof(qargs[1].key), "x-queue-type");
+	snprintf(qargs[1].str, sizeof(qargs[1].str), "%s",
+	    t->p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic");
+	r = broker_queue_declare(t->c->amqp, t->probe_queue, true, qargs, 2, why,
+	    sizeof(why));
+	if (r == BROKER_EPRECONDITION) {
+		t->probe_ready = true;	/* to read it out */
+		(void)probe_drain(t);
+		t->probe_ready = false;
+		if (broker_queue_delete(t->c->amqp, t->probe_queue, BROKER_IF_EMPTY,
+		    NULL, why, sizeof(why)) == 0)
+			r = broker_queue_declare(t->c->amqp, t->probe_queue, true, qargs,
+			    2, why, sizeof(why));
+	}
+	if (r != 0) {
 		snprintf(what, sizeof(what), "declaring the probe queue '%s'",
 		    t->probe_queue);
 		unreachable(t, what, why);
@@ -1145,8 +1565,9 @@ remember_lateness(struct wstate *w, int64_t late)
 	w->have_late = true;
 }
 
-/* Takes one probe message D, read at OBS, when the probe queue was last
- * seen empty at CHECKED: it arrived in (max(CHECKED, sent), OBS]. */
+/* Takes one probe message D, read at OBS (monotonic), when the probe
+ * queue was last seen empty at CHECKED: it arrived in (max(CHECKED,
+ * sent), OBS], all on the monotonic clock. */
 static void
 probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 {
@@ -1170,10 +1591,10 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 		w->stale++;
 		return;
 	}
-	lo = w->probe_checked_ms > w->out[i].sent_ms ? w->probe_checked_ms :
-	    w->out[i].sent_ms;
-	lo -= pi.not_before_ms;		/* lateness is above this ... */
-	up = obs - pi.not_before_ms;	/* ... and at most this */
+	lo = w->probe_checked_ms > w->out[i].sent_mono ? w->probe_checked_ms :
+	    w->out[i].sent_mono;
+	lo -= w->out[i].not_before_mono;	/* lateness is above this ... */
+	up = obs - w->out[i].not_before_mono;	/* ... and at most this */
 	w->arrived++;
 	if (up < 0) {
 		w->early++;
@@ -1251,14 +1672,14 @@ probe_drain(struct tick *t)
 		memset(&d, 0, sizeof(d));
 		r = broker_get(t->c->amqp, t->probe_queue, true, &d, why, sizeof(why));
 		if (r == BROKER_EMPTY) {
-			t->w->probe_checked_ms = clock_now_ms();
+			t->w->probe_checked_ms = clock_mono_ms();
 			return 0;
 		}
 		if (r != 0) {
 			unreachable(t, "reading the probe queue", why);
 			return -1;
 		}
-		probe_take(t, &d, clock_now_ms());
+		probe_take(t, &d, clock_mono_ms());
 		if (probe_hold(t, &d) != 0)
 			(void)broker_ack(t->c->amqp, &d, why, sizeof(why));
 		broker_delivery_free(&d);
@@ -1275,7 +1696,7 @@ static void
 probe_await(struct tick *t)
 {
 	struct wstate *w = t->w;
-	int64_t ml = t->p->canary.max_lateness_ms, start = clock_now_ms(), now = start;
+	int64_t ml = t->p->canary.max_lateness_ms, start = clock_mono_ms(), now = start;
 	int64_t window = t->p->ladder.unit_ms > PROBE_AWAIT_MIN_MS ?
 	    t->p->ladder.unit_ms : PROBE_AWAIT_MIN_MS, until;
 
@@ -1284,9 +1705,9 @@ probe_await(struct tick *t)
 	for (;;) {
 		until = 0;
 		for (size_t i = 0; i < w->nout; i++) {
-			int64_t bound = w->out[i].not_before_ms + ml + PROBE_GRACE_MS;
+			int64_t bound = w->out[i].not_before_mono + ml + PROBE_GRACE_MS;
 
-			if (w->out[i].not_before_ms <= start + window && bound > until)
+			if (w->out[i].not_before_mono <= start + window && bound > until)
 				until = bound;
 		}
 		if (until > start + window + ml + PROBE_GRACE_MS)
@@ -1296,7 +1717,7 @@ probe_await(struct tick *t)
 		clock_sleep_ms(PROBE_POLL_MS);
 		if (probe_drain(t) != 0)
 			return;
-		now = clock_now_ms();
+		now = clock_mono_ms();
 	}
 }
 
@@ -1313,7 +1734,7 @@ probe_lost(struct tick *t)
 		struct probe *pr = &w->out[i];
 		uint64_t units;
 
-		if (pr->not_before_ms + ml + PROBE_GRACE_MS >= w->probe_checked_ms) {
+		if (pr->not_before_mono + ml + PROBE_GRACE_MS >= w->probe_checked_ms) {
 			i++;
 			continue;
 		}
@@ -1341,7 +1762,7 @@ probe_send(struct tick *t)
 	struct wstate *w = t->w;
 	struct publish_request r;
 	struct publish_receipt rc;
-	int64_t now = clock_now_ms();
+	int64_t now = clock_mono_ms();
 	char body[96], why[1024];
 	int st;
 
@@ -1367,7 +1788,9 @@ probe_send(struct tick *t)
 		w->sent++;
 		w->out[w->nout].seq = r.seq;
 		w->out[w->nout].sent_ms = rc.sent_ms;
-		w->out[w->nout++].not_before_ms = rc.not_before_ms;
+		w->out[w->nout].not_before_ms = rc.not_before_ms;
+		w->out[w->nout].sent_mono = rc.sent_mono_ms;
+		w->out[w->nout++].not_before_mono = rc.not_before_mono_ms;
 		return;
 	}
 	if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST || st == PUBLISH_ETIMEOUT)
@@ -1510,6 +1933,24 @@ write_alerts(struct tick *t, char *err, size_t errlen)
 			return -1;
 		t->deadline_moved = false;
 	}
+	if (t->park_taken != NULL) {
+		json_t *taken = t->park_taken;
+
+		t->park_taken = NULL;
+		if (store_begin(s, err, errlen) != 0) {
+			json_decref(taken);
+			return -1;
+		}
+		if (event(t, "watch.parking_taken", json_pack("{s:o,s:{s:I,s:I},s:I}",
+		    "taken", taken, "own_taken", "canary", (json_int_t)t->w->park_canary,
+		    "probe", (json_int_t)t->w->park_probe, "foreign",
+		    (json_int_t)t->w->park_foreign), err, errlen) != 0) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -1527,7 +1968,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct wstate w;
 	struct tick t;
 	const char *ttl_queue = NULL, *status = "watching";
-	int64_t ttl, prev_deadline;
+	int64_t ttl, prev_deadline, entry_before;
 	int open = 0, rc = -1;
 	bool ready = false, done = false, alerted = false;
 
@@ -1539,6 +1980,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	t.p = c->plan;
 	t.w = &w;
 	t.now = old_now_ms(c);
+	t.mono = clock_mono_ms();
 	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL) {
 		snprintf(err, errlen, "the watch needs the store and the broker "
 		    "connections (it is run by the engine)");
@@ -1562,10 +2004,11 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	prev_deadline = w.deadline_ms;
 	if (names(&t, err, errlen) != 0)
 		goto done;
+	clock_tick(&w, t.now, t.mono);
 	w.ticks++;
 	w.last_tick_ms = t.now;
 	if (w.probe_next_ms == 0)
-		w.probe_next_ms = clock_now_ms();
+		w.probe_next_ms = t.mono;
 
 	/* Probes that arrived since the last tick, first: their arrival
 	 * is then read closest to when it happened. */
@@ -1573,11 +2016,15 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	probe_queue(&t);
 	if (t.probe_ready)
 		(void)probe_drain(&t);
+	entry_before = w.last_old_entry_ms;
 	if (watch_old(&t, err, errlen) != 0)
 		goto done;
 	old_vanished(&t);
 	watch_flag(&t);
+	if (w.last_old_entry_ms != entry_before)
+		w.entry_elapsed_ms = w.elapsed_ms;
 	watch_ladder(&t);
+	watch_restart(&t);
 	watch_verify(&t);
 	if (t.probe_ready) {
 		probe_await(&t);
@@ -1599,7 +2046,8 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t.flag_held)
 		status = "waiting: the flag does not read on (see the flag alert)";
-	else if (t.now < w.deadline_ms || t.now < w.flip_ms + OLD_STATS_LAG_MS)
+	else if (t.now < w.deadline_ms || t.now < w.flip_ms + OLD_STATS_LAG_MS ||
+	    w.elapsed_ms < mono_deadline(&w))
 		status = "waiting for the deadline";
 	else if (old_exact(&t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
@@ -1648,6 +2096,7 @@ done:
 		json_object_set_new(*result, "error", json_string(err));
 	topology_free(&t.topo);
 	json_decref(t.held);
+	json_decref(t.park_taken);
 	json_decref(t.listing);
 	free(t.q);
 	free(t.s);

@@ -979,6 +979,52 @@ test_consumers(void **state)
 	free(buf);
 }
 
+/* The cluster's members (mgmt_list_nodes: the one test node, running,
+ * with an uptime, a process id and its application counters) and where
+ * queues run (mgmt_list_queue_places: a classic queue's node, a quorum
+ * queue's leader with every member online), as the watch reads them to
+ * tell a restart. */
+static void
+test_nodes_and_places(void **state)
+{
+	struct ctx *c = *state;
+	struct mgmt_overview ov;
+	struct mgmt_node_list nl;
+	struct mgmt_queue_place_list pl;
+	const struct mgmt_queue_place *a, *q;
+	char err[512];
+	size_t i;
+
+	if (mgmt_overview(c->m, &ov, err, sizeof(err)) != 0 ||
+	    mgmt_list_nodes(c->m, &nl, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (i = 0; i < nl.n && strcmp(nl.v[i].name, ov.node) != 0; i++)
+		;
+	assert_true(i < nl.n);
+	assert_true(nl.v[i].running);
+	assert_true(nl.v[i].uptime_ms > 0);
+	assert_non_null(nl.v[i].os_pid);
+	assert_true(nl.v[i].queue_declared >= 0);
+	mgmt_node_list_free(&nl);
+
+	if (mgmt_list_queue_places(c->m, &pl, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (i = 1; i < pl.n; i++)
+		assert_true(strcmp(pl.v[i - 1].name, pl.v[i].name) < 0);
+	a = mgmt_queue_place_find(&pl, c->qa);
+	q = mgmt_queue_place_find(&pl, c->qc);
+	assert_non_null(a);
+	assert_non_null(q);
+	assert_string_equal(a->type, "classic");
+	assert_string_equal(a->leader, ov.node);
+	assert_string_equal(q->type, "quorum");
+	assert_string_equal(q->leader, ov.node);
+	assert_int_equal(q->members, 1);
+	assert_int_equal(q->online, 1);
+	assert_null(mgmt_queue_place_find(&pl, "itest.mgmt.no.such.queue"));
+	mgmt_queue_place_list_free(&pl);
+}
+
 int
 main(void)
 {
@@ -998,6 +1044,7 @@ main(void)
 		cmocka_unit_test(test_request_and_delete_flags),
 		cmocka_unit_test(test_vhost_missing),
 		cmocka_unit_test(test_consumers),
+		cmocka_unit_test(test_nodes_and_places),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

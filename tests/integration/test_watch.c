@@ -101,6 +101,8 @@ struct fixture {
 	int nold;                   /* old[nold] may hold an extra queue */
 	bool extra;
 	char feature[64];           /* the test's Unleash feature, "" when none */
+	int64_t jump_ms;            /* added to the step clock (c.now_ms): a
+	                             * wall clock that jumped */
 };
 
 static int
@@ -322,7 +324,7 @@ tick(struct fixture *f, char *err, size_t errlen)
 	f->c.measured = f->measured;
 	f->c.flip_ms = f->flip_ms;
 	f->c.state = f->state;
-	f->c.now_ms = 0;
+	f->c.now_ms = f->jump_ms != 0 ? now_ms() + f->jump_ms : 0;
 	rc = step_watch(&f->c, &r, err, errlen);
 	assert_non_null(r);
 	assert_true(rc >= -1 && rc <= 1);
@@ -1156,6 +1158,238 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	tick_until_done(f, 20000);
 }
 
+/* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
+
+/* Publishes a message as cutover itself does (publish_delayed, 100 ms,
+ * stamped with the plan and PURPOSE) to destination DEST; a canary's
+ * carries its batch header too. */
+static void
+publish_own(struct fixture *f, const char *purpose, int64_t seq, const char *dest)
+{
+	struct broker_field batch = { .key = "x-cutover-batch", .str = "itest-batch" };
+	struct publish_request r;
+	char err[1024];
+
+	memset(&r, 0, sizeof(r));
+	r.plan = f->p->name;
+	r.purpose = purpose;
+	r.seq = seq;
+	r.delay_ms = 100;
+	r.destination = dest;
+	r.body = "own";
+	r.len = 3;
+	if (strcmp(purpose, PUBLISH_CANARY) == 0) {
+		r.headers = &batch;
+		r.nheaders = 1;
+	}
+	if (publish_delayed(f->c.amqp, &f->p->ladder, &r, NULL, err, sizeof(err)) != 0)
+		fail_msg("publishing a %s message to '%s': %s", purpose, dest, err);
+}
+
+static int64_t
+parking_depth(struct fixture *f)
+{
+	struct broker_queue_info qi;
+	char q[LADDER_NAME_MAX], err[512];
+
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	if (broker_queue_inspect(f->c.amqp, q, &qi, err, sizeof(err)) != 0)
+		fail_msg("inspecting '%s': %s", q, err);
+	return qi.messages;
+}
+
+/* Waits until the parking queue holds N messages (10 s at most). */
+static void
+wait_parking(struct fixture *f, int64_t n)
+{
+	int64_t until = now_ms() + 10000;
+
+	while (parking_depth(f) != n) {
+		if (now_ms() > until)
+			fail_msg("the parking queue never held %lld messages",
+			    (long long)n);
+		sleep_ms(20);
+	}
+}
+
+/* What a killed canary leaves (its message to the unbound destination)
+ * and a probe parked while the probe queue was missing are cutover's own:
+ * the watch takes them out of parking, accounts for them, raises no
+ * parking alert and ends. (On main the parking alert comes back after
+ * every acknowledgement and the watch never ends.) */
+static void
+test_own_messages_leave_parking(void **state)
+{
+	struct fixture *f = *state;
+	char dest[LADDER_NAME_MAX];
+	const json_t *pk;
+
+	start(f, "own", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
+	publish_own(f, PUBLISH_CANARY, 2, dest);
+	/* The probe queue does not exist before the first tick. */
+	snprintf(dest, sizeof(dest), "cutover.probe.%s", f->p->name);
+	publish_own(f, PUBLISH_PROBE, 41, dest);
+	wait_parking(f, 2);
+
+	tick_until_done(f, 20000);
+	assert_int_equal(events(f, "alert.raised", "parking"), 0);
+	assert_int_equal(parking_depth(f), 0);
+	pk = obj(f->state, "parking");
+	assert_int_equal(num(obj(pk, "own_taken"), "canary"), 1);
+	assert_int_equal(num(obj(pk, "own_taken"), "probe"), 1);
+	assert_int_equal(num(pk, "foreign"), 0);
+	assert_true(events(f, "watch.parking_taken", NULL) >= 1);
+	assert_probe_queue_gone(f);
+}
+
+/* A foreign message in parking beside one of cutover's own: the own one
+ * is taken, the foreign one raises the alert (counted alone) and stays in
+ * the queue, tick after tick, until someone removes it. */
+static void
+test_foreign_parked_message_stays(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct broker_delivery d;
+	struct publish_info pi;
+	char x[LADDER_NAME_MAX], q[LADDER_NAME_MAX], dest[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+
+	start(f, "foreign", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
+	publish_own(f, PUBLISH_CANARY, 2, dest);
+	wait_parking(f, 2);
+
+	tick_until_alert(f, "parking", 5000, &a);
+	assert_non_null(strstr(a.message, "1 message in the parking queue"));
+	assert_non_null(strstr(a.message, "is not cutover's own"));
+	until = num(f->state, "deadline_ms") + 1000;
+	while (now_ms() < until) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(obj(f->state, "parking"), "own_taken"), "canary"), 1);
+	assert_int_equal(num(obj(f->state, "parking"), "foreign"), 1);
+	/* Still there, and it is the foreign one. */
+	assert_int_equal(parking_depth(f), 1);
+	assert_int_equal(broker_get(f->c.amqp, q, false, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.len, 3);
+	assert_memory_equal(d.body, "old", 3);
+	assert_int_not_equal(publish_read(&d, &pi, err, sizeof(err)), 0);
+	broker_delivery_free(&d);
+	ack_all(f);
+	tick_until_done(f, 5000);
+	assert_int_equal(events(f, "alert.raised", "parking"), 1);
+}
+
+/* The wall clock jumps an hour forward two ticks into the watch (through
+ * the step clock, as a test can): the watch still does not end before
+ * its deadline has passed in monotonic time. */
+static void
+test_clock_jump_does_not_end_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	char err[2048];
+	int64_t done_at;
+
+	start(f, "jump", 1, 0, NULL);
+	f->flip_ms = now_ms();
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	f->jump_ms = 60 * 60 * 1000;
+	done_at = tick_until_done(f, 30000);
+	fprintf(stderr, "# clock jump: ended %lld ms after the flip\n",
+	    (long long)(done_at - f->flip_ms));
+	assert_true(done_at >= f->flip_ms + STATS_LAG_MS);
+	assert_true(done_at >= f->flip_ms + OLD_TTL_MS + ALLOWANCE_MS);
+}
+
+/* Restarts the test's own broker node (the port of CUTOVER_TEST_AMQP)
+ * with scripts/broker stop and start. */
+static void
+restart_broker(void)
+{
+	const char *src = need_env("CUTOVER_SOURCE_DIR");
+	const char *url = need_env("CUTOVER_TEST_AMQP"), *c = strrchr(url, ':');
+	char cmd[2048];
+	int port = c != NULL ? atoi(c + 1) : 0;
+
+	if (port <= 0)
+		fail_msg("no port in CUTOVER_TEST_AMQP '%s'", url);
+	snprintf(cmd, sizeof(cmd), "'%s/scripts/broker' stop --port %d >&2 && "
+	    "'%s/scripts/broker' start --port %d >&2", src, port, src, port);
+	if (system(cmd) != 0)
+		fail_msg("restarting the broker on port %d failed", port);
+}
+
+static void
+ack_all_but(struct fixture *f, const char *kind)
+{
+	struct alerts al;
+	char err[512];
+
+	open_alerts(f, &al);
+	for (int i = 0; i < al.n; i++)
+		if (strcmp(al.v[i].kind, kind) != 0)
+			assert_int_equal(store_alert_ack(f->s, f->plan_id, al.v[i].id,
+			    "itest", "seen", now_ms(), err, sizeof(err)), 0);
+}
+
+/* The broker restarts mid-watch while classic old queues hold 10
+ * messages: the watch raises broker_restart naming the node and the 10
+ * messages exposed to at-most-once dead-lettering, holds past its
+ * deadline until that alert is acknowledged, then ends; the probe queue
+ * survived the restart. */
+static void
+test_broker_restart_mid_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char q[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+	int probe_after;
+
+	start(f, "restart", 2, 5, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 10);
+	restart_broker();
+	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
+	probe_after = broker_queue_inspect(f->c.amqp, q, NULL, err, sizeof(err));
+	if (probe_after < 0)	/* the first call after the restart reconnects */
+		probe_after = broker_queue_inspect(f->c.amqp, q, NULL, err, sizeof(err));
+
+	tick_until_alert(f, "broker_restart", 60000, &a);
+	fprintf(stderr, "# broker_restart: %s\n", a.message);
+	assert_non_null(strstr(a.message, "10 old-path messages"));
+	assert_non_null(strstr(a.message, "at-most-once"));
+	assert_int_equal(probe_after, 0);
+
+	/* Held past the deadline while the alert is open. */
+	until = num(f->state, "deadline_ms") + 1000;
+	while (now_ms() < until) {
+		ack_all_but(f, "broker_restart");
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		sleep_ms(INTERVAL_MS);
+	}
+	ack_all_but(f, "broker_restart");
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(obj(f->state, "summary"),
+	    "status")), "alert is open"));
+	ack_all(f);
+	tick_until_done(f, 15000);
+	assert_int_equal(events(f, "alert.raised", "broker_restart"), 1);
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -1181,9 +1415,20 @@ main(int argc, char **argv)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_parked_message_stays,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clock_jump_does_not_end_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broker_restart_mid_watch,
+		    setup, teardown),
 	};
 
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
+	/* CUTOVER_TEST_FILTER=test_own* runs only the tests it matches. */
+	else if (getenv("CUTOVER_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

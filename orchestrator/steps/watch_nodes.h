@@ -1,0 +1,59 @@
+/* watch_nodes: what the watch remembers of the broker's nodes from one
+ * tick to the next, and how it tells that one restarted: its uptime went
+ * down or its process id changed (the VM restarted: a kill -9, a crash, a
+ * stop and start), its application counters went down (stop_app /
+ * start_app), it stopped running, or the cluster's member list changed.
+ * A restart matters because classic queues dead-letter at most once:
+ * what expired in them while the node was down or recovering may be gone
+ * although their depth reaches zero (DESIGN §3). */
+#ifndef CUTOVER_WATCH_NODES_H
+#define CUTOVER_WATCH_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "broker/mgmt.h"
+
+#define WATCH_NODES_MAX 16	/* members remembered; more are not compared */
+#define WATCH_NODE_NAME_MAX 256
+#define WATCH_NODE_COUNTERS 3	/* connection_created, channel_created,
+				 * queue_declared */
+
+struct watch_node {
+	char name[WATCH_NODE_NAME_MAX];
+	bool running;
+	int64_t uptime_ms;		/* -1: not known */
+	char os_pid[24];		/* "": not known */
+	int64_t counters[WATCH_NODE_COUNTERS]; /* -1: not known */
+};
+
+struct watch_nodes {
+	struct watch_node v[WATCH_NODES_MAX];
+	size_t n;
+};
+
+/* Reads the cluster's members through M (mgmt_list_nodes) into OUT.
+ * Returns 0, or a negative code with ERR. */
+int watch_nodes_read(struct mgmt *m, struct watch_nodes *out, char *err,
+    size_t errlen);
+
+/* Compares NOW with BEFORE (the last tick's). Writes one "; "-separated
+ * sentence per change into WHAT ("broker node 'rabbit@a' restarted
+ * (uptime 3 s, was 2 min)", "... is not running", "... joined the
+ * cluster", "... left the cluster") and returns how many changes there
+ * were. A running node that had statistics and has none counts as
+ * restarted (they come a few seconds after a start). What NOW does not
+ * know about a node that did not restart, or is down, is copied from
+ * BEFORE, so that the next comparison still has it. */
+int watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
+    char *what, size_t whatlen);
+
+/* The nodes as JSON ([{"name","running","uptime_ms","os_pid",
+ * "counters"}], a new reference), and back; unusable entries are skipped. */
+json_t *watch_nodes_json(const struct watch_nodes *n);
+void watch_nodes_parse(const json_t *j, struct watch_nodes *out);
+
+#endif

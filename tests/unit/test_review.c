@@ -1,0 +1,103 @@
+/* test_review: the design review `cutover check` prints. Classic level
+ * queues get a warning on the queue-type question saying that they
+ * dead-letter at most once and that a broker restart loses what expires
+ * then; quorum ones get none. The old-path answer says the watch raises
+ * broker_restart. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plan.h"
+#include "review.h"
+
+static const char plan_text[] =
+    "name: review-test\n"
+    "broker:\n"
+    "  amqp: amqp://127.0.0.1:5672/%%2f\n"
+    "  management: http://127.0.0.1:15672\n"
+    "  username: guest\n"
+    "  password: env:RABBIT_PASSWORD\n"
+    "old:\n"
+    "  queues: { match: '^delay\\.[0-9]+s$' }\n"
+    "ladder:\n"
+    "  unit: 1s\n"
+    "  max_delay: 1h\n"
+    "  queue_type: %s\n"
+    "  destinations: [email.delivery]\n"
+    "flag: { kind: unleash, url: 'http://127.0.0.1:4242', project: default,\n"
+    "  environment: production, feature: delay-ladder, token: env:UNLEASH_TOKEN }\n"
+    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
+    "watch, remove_old]\n";
+
+/* The answer object to the question starting with PREFIX in A. */
+static const json_t *
+answer(const json_t *a, const char *prefix)
+{
+	const json_t *o;
+	size_t i;
+
+	json_array_foreach(a, i, o)
+		if (strncmp(json_string_value(json_object_get(o, "question")), prefix,
+		    strlen(prefix)) == 0)
+			return o;
+	fail_msg("no question starting '%s'", prefix);
+	return NULL;
+}
+
+static json_t *
+review_of(const char *queue_type)
+{
+	struct plan *p = NULL;
+	char text[2048];
+	json_t *a;
+
+	snprintf(text, sizeof(text), plan_text, queue_type);
+	assert_int_equal(plan_load_buffer("t.yaml", text, strlen(text), &p, NULL), 0);
+	a = review_answers(p);
+	plan_free(p);
+	assert_non_null(a);
+	assert_int_equal(json_array_size(a), REVIEW_QUESTIONS);
+	return a;
+}
+
+static void
+test_classic_levels_are_warned_about(void **state)
+{
+	json_t *a = review_of("classic");
+	const char *w = json_string_value(json_object_get(answer(a, "Which queue type"),
+	    "warning"));
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(strstr(w, "at most once"));
+	assert_non_null(strstr(w, "restarts"));
+	assert_non_null(strstr(w, "prefer queue_type: quorum"));
+	assert_non_null(strstr(json_string_value(json_object_get(answer(a,
+	    "How are delayed messages moved"), "answer")), "broker_restart"));
+	json_decref(a);
+}
+
+static void
+test_quorum_levels_are_not(void **state)
+{
+	json_t *a = review_of("quorum");
+
+	(void)state;
+	assert_null(json_object_get(answer(a, "Which queue type"), "warning"));
+	json_decref(a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_classic_levels_are_warned_about),
+		cmocka_unit_test(test_quorum_levels_are_not),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,160 @@
+/* test_watch_nodes: how the watch tells a broker restart from two looks
+ * at the cluster's members (watch_nodes_compare): a VM restart (uptime
+ * down, another os pid), an application restart (its counters down), a
+ * node gone down and back, statistics not yet in after a start, members
+ * joining and leaving; nothing when only time passed; and the nodes'
+ * JSON round trip, the way the watch persists them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "watch_nodes.h"
+
+static struct watch_node
+node(const char *name, int64_t uptime, const char *pid, int64_t conns)
+{
+	struct watch_node n;
+
+	memset(&n, 0, sizeof(n));
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	n.running = true;
+	n.uptime_ms = uptime;
+	snprintf(n.os_pid, sizeof(n.os_pid), "%s", pid);
+	n.counters[0] = conns;
+	n.counters[1] = 2 * conns;
+	n.counters[2] = 10 * conns;
+	return n;
+}
+
+static struct watch_nodes
+one(struct watch_node a)
+{
+	struct watch_nodes n;
+
+	memset(&n, 0, sizeof(n));
+	n.v[n.n++] = a;
+	return n;
+}
+
+static void
+test_time_passing_is_no_change(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 60000, "100", 5));
+	struct watch_nodes b = one(node("rabbit@a", 70000, "100", 7));
+	char what[512];
+
+	(void)state;
+	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 0);
+	assert_string_equal(what, "");
+}
+
+static void
+test_vm_restart(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 5));
+	struct watch_nodes b = one(node("rabbit@a", 3000, "200", 1));
+	struct watch_nodes c = one(node("rabbit@a", 9000000, "300", 50));
+	char what[512];
+
+	(void)state;
+	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "broker node 'rabbit@a' restarted"));
+	assert_non_null(strstr(what, "uptime"));
+	/* Down long enough for the uptime to outgrow the last one: the
+	 * process id still tells. */
+	assert_int_equal(watch_nodes_compare(&a, &c, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "os pid 300, was 100"));
+}
+
+static void
+test_application_restart(void **state)
+{
+	/* stop_app / start_app: same VM, its counters start again. */
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40));
+	struct watch_nodes b = one(node("rabbit@a", 610000, "100", 1));
+	char what[512];
+
+	(void)state;
+	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "the application restarted"));
+}
+
+static void
+test_down_then_back_without_statistics(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40));
+	struct watch_nodes down = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes back = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes later = one(node("rabbit@a", 20000, "200", 2));
+	char what[512];
+
+	(void)state;
+	down.v[0].running = false;
+	assert_int_equal(watch_nodes_compare(&a, &down, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "'rabbit@a' is not running"));
+	/* What was known is kept while it is down ... */
+	assert_int_equal(down.v[0].uptime_ms, 600000);
+	assert_false(down.v[0].running);
+	/* ... so that, running again without statistics, it counts as a
+	 * restart, and the look after adopts the new figures quietly. */
+	assert_int_equal(watch_nodes_compare(&down, &back, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "statistics are gone"));
+	assert_int_equal(watch_nodes_compare(&back, &later, what, sizeof(what)), 0);
+}
+
+static void
+test_members_join_and_leave(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40));
+	struct watch_nodes b = one(node("rabbit@a", 610000, "100", 41));
+	struct watch_nodes c = one(node("rabbit@a", 620000, "100", 42));
+	char what[512];
+
+	(void)state;
+	b.v[b.n++] = node("rabbit@b", 5000, "7", 1);
+	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "'rabbit@b' joined the cluster"));
+	assert_int_equal(watch_nodes_compare(&b, &c, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "'rabbit@b' left the cluster"));
+}
+
+static void
+test_json_round_trip(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40)), b;
+	json_t *j;
+	char what[512];
+
+	(void)state;
+	a.v[a.n++] = node("rabbit@b", -1, "", -1);
+	a.v[1].running = false;
+	j = watch_nodes_json(&a);
+	assert_non_null(j);
+	watch_nodes_parse(j, &b);
+	json_decref(j);
+	assert_int_equal(b.n, 2);
+	assert_memory_equal(&a.v[0], &b.v[0], sizeof(a.v[0]));
+	assert_false(b.v[1].running);
+	assert_int_equal(b.v[1].uptime_ms, -1);
+	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_passing_is_no_change),
+		cmocka_unit_test(test_vm_restart),
+		cmocka_unit_test(test_application_restart),
+		cmocka_unit_test(test_down_then_back_without_statistics),
+		cmocka_unit_test(test_members_join_and_leave),
+		cmocka_unit_test(test_json_round_trip),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
