@@ -16,7 +16,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "broker/amqp.h"
 #include "broker/mgmt.h"
+#include "clock.h"
 #include "itest_broker.h"
 #include "itest_run.h"
 
@@ -264,4 +266,57 @@ itest_unleash_feature(const char *name)
 	    "\"groupId\":\"%s\"}}", name);
 	if ((st = unleash_call("POST", path, body)) / 100 != 2)
 		fail_msg("a strategy for Unleash feature %s: HTTP %ld", name, st);
+}
+
+/* The publish counter LISTING (name, message_stats.publish) shows for
+ * QUEUE, or -1. */
+static int64_t
+publish_counter(const json_t *listing, const char *queue)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(listing, i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), queue) == 0) {
+			const json_t *v = json_object_get(json_object_get(e,
+			    "message_stats"), "publish");
+
+			return json_is_integer(v) ? json_integer_value(v) : -1;
+		}
+	return -1;
+}
+
+void
+itest_give_publish_counter(struct broker *b, struct mgmt *m, const char *queue)
+{
+	struct broker_message msg = { 0 };
+	struct broker_delivery d;
+	char err[1024], path[600], vh[300];
+	json_t *l = NULL;
+
+	msg.routing_key = queue;
+	msg.body = "touch";
+	msg.len = 5;
+	msg.mandatory = true;
+	if (broker_publish(b, &msg, 5000, err, sizeof(err)) != 0)
+		fail_msg("publishing to %s: %s", queue, err);
+	if (broker_get(b, queue, false, &d, err, sizeof(err)) != 0)
+		fail_msg("taking the touch message back from %s: %s", queue, err);
+	broker_delivery_free(&d);
+	if (mgmt_escape(mgmt_vhost(m), vh, sizeof(vh)) < 0)
+		fail_msg("vhost '%s' does not fit a path", mgmt_vhost(m));
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=name,message_stats.publish",
+	    vh);
+	for (int tries = 0; ; tries++) {
+		if (mgmt_request(m, "GET", path, NULL, &l, NULL, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		if (publish_counter(l, queue) >= 1)
+			break;
+		json_decref(l);
+		l = NULL;
+		if (tries == 120)
+			fail_msg("the statistics never showed a publish counter for %s", queue);
+		clock_sleep_ms(500);
+	}
+	json_decref(l);
 }

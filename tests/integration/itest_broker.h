@@ -28,6 +28,16 @@ void itest_policy_cleanup(const char *name);
 void itest_queue_cleanup(const char *name);
 void itest_prefix_cleanup(const char *prefix);
 
+struct broker;
+struct mgmt;
+
+/* Gives queue QUEUE (vhost of B and M) a publish counter, as any queue
+ * that ever took traffic has: one message in through the default
+ * exchange and taken back out, then waits (60 s at most) until the
+ * management statistics show the counter. remove_old leaves a queue whose
+ * counter it cannot read. Fails the test when any of it fails. */
+void itest_give_publish_counter(struct broker *b, struct mgmt *m, const char *queue);
+
 /* itest_prefix_cleanup(PREFIX), and the queues the engine names after plan
  * PLAN_NAME: its canary's cutover.canary.PLAN_NAME and its watch's probes'
  * cutover.probe.PLAN_NAME. */

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "itest_broker.h"
 #include "ladder.h"
 #include "old_path.h"
 #include "plan.h"
@@ -320,6 +321,7 @@ test_own_queues_are_never_old(void **state)
 	start("{ names: [itsel.none] }");
 	made.c.now_ms = old_now_ms(NULL);
 	make_queue(oldq, 5000);
+	itest_give_publish_counter(made.c.amqp, made.c.mgmt, oldq);
 	make_queue(probe, 5000);
 	make_queue(canary, 5000);
 
