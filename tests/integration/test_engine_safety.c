@@ -267,6 +267,9 @@ wait_step(int idx, const char *status)
 /* Runs the cutover binary with ARGS (a shell word list, already quoted)
  * and CUTOVER_FAULT unset; its stdout and stderr go into OUT. Returns its
  * exit status. */
+static int run_captured(char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 static int
 run_captured(char *out, size_t outlen, const char *fmt, ...)
 {
