@@ -83,36 +83,6 @@ badladder(const struct ladder *l, char *err, size_t errlen)
 	return -1;
 }
 
-const char *
-ladder_naming_name(enum ladder_naming naming)
-{
-	switch (naming) {
-	case LADDER_NAMING_CUTOVER:
-		return "cutover";
-	case LADDER_NAMING_KOMBU:
-		return "kombu";
-	case LADDER_NAMING_NSERVICEBUS:
-		return "nservicebus";
-	}
-	return "unknown";
-}
-
-int
-ladder_naming_parse(const char *name, enum ladder_naming *out)
-{
-	if (name == NULL || out == NULL)
-		return -1;
-	if (strcmp(name, "cutover") == 0)
-		*out = LADDER_NAMING_CUTOVER;
-	else if (strcmp(name, "kombu") == 0)
-		*out = LADDER_NAMING_KOMBU;
-	else if (strcmp(name, "nservicebus") == 0)
-		*out = LADDER_NAMING_NSERVICEBUS;
-	else
-		return -1;
-	return 0;
-}
-
 int
 ladder_levels_for(uint64_t max_units)
 {
@@ -137,14 +107,15 @@ prefixchar(char c)
 }
 
 static int
-check_prefix(const char *prefix, char *err, size_t errlen)
+check_prefix(const struct ladder_style *style, const char *prefix, char *err,
+    size_t errlen)
 {
 	size_t i, len, wordlen = 0;
 
 	if (prefix == NULL || prefix[0] == '\0') {
-		seterr(err, errlen, "cutover naming needs a prefix; expected 1 to %d "
+		seterr(err, errlen, "%s naming needs a prefix; expected 1 to %d "
 		    "characters of [A-Za-z0-9_-] words separated by '.'",
-		    LADDER_PREFIX_MAX);
+		    style->name, LADDER_PREFIX_MAX);
 		return -1;
 	}
 	len = strlen(prefix);
@@ -186,19 +157,20 @@ int
 ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
     int64_t unit_ms, int levels, char *err, size_t errlen)
 {
-	char unit[32];
+	const struct ladder_style *style = ladder_style(naming);
+	char unit[32], names[128];
 
 	if (l == NULL) {
 		seterr(err, errlen, "no ladder to fill");
 		return -1;
 	}
-	if (naming != LADDER_NAMING_CUTOVER && naming != LADDER_NAMING_KOMBU &&
-	    naming != LADDER_NAMING_NSERVICEBUS) {
-		seterr(err, errlen, "unknown naming style %d; expected cutover, "
-		    "kombu or nservicebus", (int)naming);
+	if (style == NULL) {
+		seterr(err, errlen, "unknown naming style %d; expected %s", (int)naming,
+		    ladder_naming_list(", ", " or ", names, sizeof(names)));
 		return -1;
 	}
-	if (naming == LADDER_NAMING_CUTOVER && check_prefix(prefix, err, errlen) == -1)
+	if (style->prefix == LADDER_PREFIX_REQUIRED &&
+	    check_prefix(style, prefix, err, errlen) == -1)
 		return -1;
 	if (unit_ms <= 0) {
 		seterr(err, errlen, "ladder unit is %" PRId64 "ms; expected at "
@@ -223,7 +195,7 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 	}
 	memset(l, 0, sizeof(*l));
 	l->naming = naming;
-	if (naming == LADDER_NAMING_CUTOVER)
+	if (style->prefix == LADDER_PREFIX_REQUIRED)
 		memcpy(l->prefix, prefix, strlen(prefix) + 1);
 	l->unit_ms = unit_ms;
 	l->levels = levels;
@@ -441,20 +413,36 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 	return 0;
 }
 
+/* The style's name STEM of L, after the prefix and joiner for a style that
+ * takes them, then K zero padded to DIGITS when K >= 0. Returns OUT, empty
+ * for a ladder without a style. */
+static char *
+stylename(const struct ladder *l, const char *stem, int k, int digits,
+    char *out, size_t outlen)
+{
+	const struct ladder_style *style = ladder_style(l->naming);
+	const char *prefix = "", *joiner = "";
+
+	if (style == NULL)
+		return emptyname(out, outlen);
+	if (style->prefix == LADDER_PREFIX_REQUIRED) {
+		prefix = l->prefix;
+		joiner = style->joiner;
+	}
+	if (k < 0)
+		return putname(out, outlen, "%s%s%s", prefix, joiner, stem);
+	return putname(out, outlen, "%s%s%s%0*d", prefix, joiner, stem, digits, k);
+}
+
 char *
 ladder_level_exchange(const struct ladder *l, int k, char *out, size_t outlen)
 {
-	if (!valid(l) || k < 0 || k >= l->levels)
+	const struct ladder_style *style;
+
+	if (!valid(l) || k < 0 || k >= l->levels ||
+	    (style = ladder_style(l->naming)) == NULL)
 		return emptyname(out, outlen);
-	switch (l->naming) {
-	case LADDER_NAMING_CUTOVER:
-		return putname(out, outlen, "%s.level.%02d", l->prefix, k);
-	case LADDER_NAMING_KOMBU:
-		return putname(out, outlen, "celery_delayed_%d", k);
-	case LADDER_NAMING_NSERVICEBUS:
-		return putname(out, outlen, "nsb.v2.delay-level-%02d", k);
-	}
-	return emptyname(out, outlen);
+	return stylename(l, style->level, k, style->level_digits, out, outlen);
 }
 
 /* Every style names a level's queue after its exchange. */
@@ -467,35 +455,23 @@ ladder_level_queue(const struct ladder *l, int k, char *out, size_t outlen)
 char *
 ladder_delivery_exchange(const struct ladder *l, char *out, size_t outlen)
 {
-	if (!valid(l))
+	const struct ladder_style *style;
+
+	if (!valid(l) || (style = ladder_style(l->naming)) == NULL)
 		return emptyname(out, outlen);
-	switch (l->naming) {
-	case LADDER_NAMING_CUTOVER:
-		return putname(out, outlen, "%s.delivery", l->prefix);
-	case LADDER_NAMING_KOMBU:
-		return putname(out, outlen, "%s", "celery_delayed_delivery");
-	case LADDER_NAMING_NSERVICEBUS:
-		return putname(out, outlen, "%s", "nsb.v2.delay-delivery");
-	}
-	return emptyname(out, outlen);
+	return stylename(l, style->delivery, -1, 0, out, outlen);
 }
 
-/* Kombu and NServiceBus have no parking path; their names follow each
- * library's pattern. */
+/* Kombu and NServiceBus have no parking path; their rows name one after
+ * each library's pattern. */
 char *
 ladder_parking_exchange(const struct ladder *l, char *out, size_t outlen)
 {
-	if (!valid(l))
+	const struct ladder_style *style;
+
+	if (!valid(l) || (style = ladder_style(l->naming)) == NULL)
 		return emptyname(out, outlen);
-	switch (l->naming) {
-	case LADDER_NAMING_CUTOVER:
-		return putname(out, outlen, "%s.parking", l->prefix);
-	case LADDER_NAMING_KOMBU:
-		return putname(out, outlen, "%s", "celery_delayed_parking");
-	case LADDER_NAMING_NSERVICEBUS:
-		return putname(out, outlen, "%s", "nsb.v2.delay-parking");
-	}
-	return emptyname(out, outlen);
+	return stylename(l, style->parking, -1, 0, out, outlen);
 }
 
 char *
@@ -527,20 +503,21 @@ ladder_dead_letter_exchange(const struct ladder *l, int k, char *out, size_t out
 	return ladder_level_exchange(l, k - 1, out, outlen);
 }
 
-/* "*." x COUNT, then TAIL. */
+/* WORD and "." x COUNT, then TAIL. */
 static char *
-stars(int count, const char *tail, char *out, size_t outlen)
+words(const char *word, int count, const char *tail, char *out, size_t outlen)
 {
-	size_t need, pos = 0;
+	size_t need, pos = 0, wlen = strlen(word);
 	int i;
 
 	if (out == NULL || outlen == 0)
 		return out;
-	need = 2 * (size_t)count + strlen(tail) + 1;
+	need = (wlen + 1) * (size_t)count + strlen(tail) + 1;
 	if (outlen < need)
 		return emptyname(out, outlen);
 	for (i = 0; i < count; i++) {
-		out[pos++] = '*';
+		memcpy(out + pos, word, wlen);
+		pos += wlen;
 		out[pos++] = '.';
 	}
 	memcpy(out + pos, tail, strlen(tail) + 1);
@@ -552,7 +529,7 @@ ladder_wait_pattern(const struct ladder *l, int k, char *out, size_t outlen)
 {
 	if (!valid(l) || k < 0 || k >= l->levels)
 		return emptyname(out, outlen);
-	return stars(l->levels - 1 - k, "1.#", out, outlen);
+	return words("*", l->levels - 1 - k, "1.#", out, outlen);
 }
 
 char *
@@ -560,13 +537,16 @@ ladder_bypass_pattern(const struct ladder *l, int k, char *out, size_t outlen)
 {
 	if (!valid(l) || k < 0 || k >= l->levels)
 		return emptyname(out, outlen);
-	return stars(l->levels - 1 - k, "0.#", out, outlen);
+	return words("*", l->levels - 1 - k, "0.#", out, outlen);
 }
 
 char *
 ladder_destination_pattern(const struct ladder *l, const char *dest, char *out, size_t outlen)
 {
-	if (ladder_check_destination(l, dest, NULL, 0) == -1)
+	const struct ladder_style *style;
+
+	if (ladder_check_destination(l, dest, NULL, 0) == -1 ||
+	    (style = ladder_style(l->naming)) == NULL)
 		return emptyname(out, outlen);
-	return stars(l->levels, dest, out, outlen);
+	return words(style->destination_word, l->levels, dest, out, outlen);
 }

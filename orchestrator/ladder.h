@@ -17,24 +17,58 @@
 #define LADDER_KEY_MAX 255        /* routing key limit, bytes */
 #define LADDER_PREFIX_MAX 64
 
+/* A naming style: the index of its row in the table of ladder_naming.c.
+ * The enumerators name the rows code refers to, in table order. */
 enum ladder_naming {
 	LADDER_NAMING_CUTOVER,        /* P.level.NN, P.delivery, P.parking */
 	LADDER_NAMING_KOMBU,          /* celery_delayed_K, celery_delayed_delivery */
 	LADDER_NAMING_NSERVICEBUS     /* nsb.v2.delay-level-NN, nsb.v2.delay-delivery */
 };
 
+enum ladder_prefix_use {
+	LADDER_PREFIX_NONE,           /* fixed names; a plan giving a prefix is refused */
+	LADDER_PREFIX_REQUIRED        /* every name is PREFIX, the joiner, then the name */
+};
+
+/* A naming style as data: one row of the table in ladder_naming.c. A
+ * level's queue is named after its exchange, and the parking queue after
+ * the parking exchange, in every style. */
+struct ladder_style {
+	const char *name;             /* ladder.naming in a plan, --naming */
+	enum ladder_prefix_use prefix;
+	const char *joiner;           /* between the prefix and each name */
+	const char *level;            /* level K's exchange and queue: this, then K */
+	int level_digits;             /* K zero padded to this many digits (0: as is) */
+	const char *delivery;         /* the delivery exchange */
+	const char *parking;          /* the parking exchange and queue */
+	int fixed_levels;             /* 0: a plan chooses; else the only level count */
+	int64_t fixed_unit_ms;        /* 0 with fixed_levels 0; else the only unit */
+	const char *destination_word; /* destination binding: this word once per
+	                               * level, then the destination ("*": the
+	                               * exact word count, DESIGN.md §2) */
+};
+
 struct ladder {
 	enum ladder_naming naming;
-	char prefix[LADDER_PREFIX_MAX + 1]; /* cutover naming only */
+	char prefix[LADDER_PREFIX_MAX + 1]; /* empty for a style without one */
 	int64_t unit_ms;                    /* > 0 */
 	int levels;                         /* 1 .. LADDER_MAX_LEVELS */
 };
 
-/* Returns the naming style's name ("cutover", "kombu", "nservicebus"). */
+/* Returns the row of NAMING (static, never freed), or NULL if there is none. */
+const struct ladder_style *ladder_style(enum ladder_naming naming);
+
+/* Returns the naming style's name ("cutover", "kombu", "nservicebus"), or
+ * "unknown" if NAMING has no row. */
 const char *ladder_naming_name(enum ladder_naming naming);
 
 /* Parses a naming style's name. Returns 0, or -1 if NAME is not one. */
 int ladder_naming_parse(const char *name, enum ladder_naming *out);
+
+/* Writes every style's name into OUT (OUTLEN bytes), in table order,
+ * separated by SEP and the last one by LAST: (", ", " or ") gives
+ * "cutover, kombu or nservicebus". Returns OUT, empty if it is too short. */
+char *ladder_naming_list(const char *sep, const char *last, char *out, size_t outlen);
 
 /* Levels needed to represent MAX_UNITS: ceil(log2(MAX_UNITS + 1)), at
  * least 1. Returns the count, or -1 if it exceeds LADDER_MAX_LEVELS. */
@@ -42,7 +76,9 @@ int ladder_levels_for(uint64_t max_units);
 
 /* Fills L after checking every field: unit_ms > 0, levels in range, the
  * largest level TTL and the largest delay fit in int64 milliseconds, prefix
- * a valid name part for cutover naming. Returns 0 or -1 with ERR set. */
+ * a valid name part for a style that requires one (for another, PREFIX is
+ * ignored). Levels and unit are not held to the style's fixed ones (the
+ * plan loader does that). Returns 0 or -1 with ERR set. */
 int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
     int64_t unit_ms, int levels, char *err, size_t errlen);
 
@@ -99,8 +135,9 @@ char *ladder_dead_letter_exchange(const struct ladder *l, int k, char *out, size
 /* Binding patterns. Each writes into OUT (LADDER_NAME_MAX bytes):
  *  level K queue <- level K exchange: "*." x (L-1-K), then "1.#";
  *  level K exchange -> next exchange: "*." x (L-1-K), then "0.#";
- *  destination queue <- delivery exchange: "*." x L, then DEST (exact word
- *  count, so "x.dest" never catches "dest"). Return OUT. */
+ *  destination queue <- delivery exchange: the style's destination word
+ *  and "." x L, then DEST ("*." x L: the exact word count, so "x.dest"
+ *  never catches "dest"). Return OUT. */
 char *ladder_wait_pattern(const struct ladder *l, int k, char *out, size_t outlen);
 char *ladder_bypass_pattern(const struct ladder *l, int k, char *out, size_t outlen);
 char *ladder_destination_pattern(const struct ladder *l, const char *dest, char *out, size_t outlen);
