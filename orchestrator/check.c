@@ -80,7 +80,7 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "file", file, "plan", p->name, "valid", 1,
 	    "ladder",
 	    "naming", ladder_naming_name(l->naming),
-	    "prefix", l->naming == LADDER_NAMING_CUTOVER ? l->prefix : "",
+	    "prefix", l->prefix,
 	    "unit", duration_format(l->unit_ms, u, sizeof(u)),
 	    "unit_ms", (json_int_t)l->unit_ms,
 	    "levels", l->levels,
