@@ -11,9 +11,18 @@
 #include "duration.h"
 #include "ladder.h"
 
-static const char usage_line[] =
-    "cutover encode --unit D (--levels N | --max-delay D) "
-    "[--naming cutover|kombu|nservicebus] [--prefix P] [--json] DELAY DESTINATION";
+/* Writes the usage line, naming every style of the naming table, into OUT
+ * (OUTLEN bytes). Returns OUT. */
+static const char *
+usage_line(char *out, size_t outlen)
+{
+	char names[128];
+
+	snprintf(out, outlen, "cutover encode --unit D (--levels N | --max-delay D) "
+	    "[--naming %s] [--prefix P] [--json] DELAY DESTINATION",
+	    ladder_naming_list("|", "|", names, sizeof(names)));
+	return out;
+}
 
 /* Parses a level count: a plain decimal integer. Returns 0 or -1. */
 static int
@@ -96,10 +105,12 @@ cli_encode(int argc, char **argv)
 	const char *unit = NULL, *levels_arg = NULL, *max_arg = NULL;
 	const char *prefix = "delay";
 	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX];
+	char usage[256], names[128];
 	int64_t unit_ms, delay_ms, max_ms;
 	uint64_t units;
 	int c, levels = 0, json = 0;
 
+	usage_line(usage, sizeof(usage));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -111,23 +122,24 @@ cli_encode(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'n':
 			if (ladder_naming_parse(optarg, &naming) != 0)
-				return cli_usage_error("encode", usage_line,
-				    "--naming '%s': expected cutover, kombu or nservicebus", optarg);
+				return cli_usage_error("encode", usage,
+				    "--naming '%s': expected %s", optarg,
+				    ladder_naming_list(", ", " or ", names, sizeof(names)));
 			break;
 		case 'h':
-			printf("usage: %s\n", usage_line);
+			printf("usage: %s\n", usage);
 			return CLI_OK;
 		default:
-			return cli_usage_error("encode", usage_line, "unknown or incomplete option '%s'",
+			return cli_usage_error("encode", usage, "unknown or incomplete option '%s'",
 			    argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)
-		return cli_usage_error("encode", usage_line, "expected DELAY and DESTINATION");
+		return cli_usage_error("encode", usage, "expected DELAY and DESTINATION");
 	if (unit == NULL)
-		return cli_usage_error("encode", usage_line, "--unit is required");
+		return cli_usage_error("encode", usage, "--unit is required");
 	if ((levels_arg == NULL) == (max_arg == NULL))
-		return cli_usage_error("encode", usage_line,
+		return cli_usage_error("encode", usage,
 		    "give exactly one of --levels and --max-delay");
 
 	if (duration_parse(unit, &unit_ms, err, sizeof(err)) != 0 || unit_ms == 0) {
