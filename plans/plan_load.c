@@ -21,8 +21,6 @@
 
 #define PLAN_FILE_MAX		(4 * 1024 * 1024)	/* a plan is a page of text */
 #define QUEUE_NAME_MAX		255			/* AMQP short string */
-#define FIXED_LEVELS		28			/* kombu and nservicebus ladders */
-#define FIXED_UNIT_MS		1000
 
 struct loader {
 	yaml_document_t		*doc;
@@ -870,11 +868,12 @@ load_ladder(struct loader *ld, const struct sect *root)
 	    "levels", "queue_type", "destinations", "create_destinations", NULL };
 	struct plan *p = ld->p;
 	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
+	const struct ladder_style *style;
 	struct ladder probe;
 	yaml_node_pair_t *pmax, *plev, *ppre;
 	yaml_node_t *n, *unit_node = NULL;
 	const char *prefix = "delay", *t, *nname;
-	char err[256], a[32], b[32], c[32];
+	char err[256], a[32], b[32], c[32], names[128];
 	uint64_t units;
 	int64_t unit_ms = 0, max_ms = 0;
 	int levels = 0, lv, ok = 1, naming_ok = 1, fixed, ladder_ok = 0;
@@ -885,31 +884,31 @@ load_ladder(struct loader *ld, const struct sect *root)
 		return;
 	check_keys(ld, &s, keys);
 
+	ladder_naming_list(", ", " or ", names, sizeof(names));
 	if ((n = field(ld, &s, "naming", 0, NULL)) != NULL) {
-		if ((t = conv_text(ld, n, "ladder.naming", "cutover, kombu or "
-		    "nservicebus")) == NULL)
+		if ((t = conv_text(ld, n, "ladder.naming", names)) == NULL)
 			naming_ok = 0;
 		else if (ladder_naming_parse(t, &naming) == -1) {
-			err_at(ld, n, "ladder.naming '%.40s' is unknown; expected cutover, "
-			    "kombu or nservicebus", t);
+			err_at(ld, n, "ladder.naming '%.40s' is unknown; expected %s",
+			    t, names);
 			naming_ok = 0;
 		}
 	}
 	ok = naming_ok;
-	fixed = naming != LADDER_NAMING_CUTOVER;
-	nname = ladder_naming_name(naming);
+	style = ladder_style(naming);
+	fixed = style->fixed_levels != 0;
+	nname = style->name;
 
 	if ((ppre = find_pair(ld, s.map, "prefix")) != NULL) {
 		n = node_at(ld, ppre->value);
-		if (fixed) {
+		if (style->prefix == LADDER_PREFIX_NONE) {
 			err_at(ld, key_node(ld, ppre), "ladder.prefix is not used with %s "
 			    "naming, whose names are fixed; expected no prefix", nname);
 			ok = 0;
 		} else if ((t = conv_text(ld, n, "ladder.prefix", "a name prefix such "
 		    "as delay")) == NULL)
 			ok = 0;
-		else if (ladder_init(&probe, LADDER_NAMING_CUTOVER, t, FIXED_UNIT_MS, 1,
-		    err, sizeof(err)) == -1) {
+		else if (ladder_init(&probe, naming, t, 1, 1, err, sizeof(err)) == -1) {
 			err_at(ld, n, "ladder.prefix is not valid: %s", err);
 			ok = 0;
 		} else
@@ -922,14 +921,15 @@ load_ladder(struct loader *ld, const struct sect *root)
 		unit_node = n;
 		if (conv_duration(ld, n, "ladder.unit", &unit_ms) == -1)
 			ok = 0;
-		else if (fixed && unit_ms != FIXED_UNIT_MS) {
-			err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected 1s "
-			    "(its ladder is %d levels of 1s) or no unit", text(n), nname,
-			    FIXED_LEVELS);
+		else if (fixed && unit_ms != style->fixed_unit_ms) {
+			duration_format(style->fixed_unit_ms, a, sizeof(a));
+			err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected %s "
+			    "(its ladder is %d levels of %s) or no unit", text(n), nname,
+			    a, style->fixed_levels, a);
 			ok = 0;
 		}
 	} else if (fixed)
-		unit_ms = FIXED_UNIT_MS;
+		unit_ms = style->fixed_unit_ms;
 	else
 		ok = 0;
 
@@ -949,9 +949,9 @@ load_ladder(struct loader *ld, const struct sect *root)
 		n = node_at(ld, plev->value);
 		if (conv_int(ld, n, "ladder.levels", 1, LADDER_MAX_LEVELS, &levels) == -1)
 			ok = 0;
-		else if (fixed && levels != FIXED_LEVELS) {
+		else if (fixed && levels != style->fixed_levels) {
 			err_at(ld, n, "ladder.levels %d conflicts with %s naming; expected "
-			    "%d (or no levels)", levels, nname, FIXED_LEVELS);
+			    "%d (or no levels)", levels, nname, style->fixed_levels);
 			ok = 0;
 		}
 	}
@@ -964,12 +964,12 @@ load_ladder(struct loader *ld, const struct sect *root)
 			if (unit_ms > 0) {
 				units = (uint64_t)(max_ms / unit_ms) + (max_ms % unit_ms != 0);
 				lv = ladder_levels_for(units);
-				if (lv == -1 || (fixed && lv > FIXED_LEVELS)) {
+				if (lv == -1 || (fixed && lv > style->fixed_levels)) {
 					err_at(ld, n, "ladder.max_delay %s needs more than %d "
 					    "levels of %s; expected at most %s", text(n),
-					    fixed ? FIXED_LEVELS : LADDER_MAX_LEVELS,
+					    fixed ? style->fixed_levels : LADDER_MAX_LEVELS,
 					    duration_format(unit_ms, a, sizeof(a)),
-					    max_delay_text(fixed ? FIXED_LEVELS :
+					    max_delay_text(fixed ? style->fixed_levels :
 					    LADDER_MAX_LEVELS, unit_ms, b, sizeof(b)));
 					ok = 0;
 				} else if (plev == NULL)
@@ -978,7 +978,7 @@ load_ladder(struct loader *ld, const struct sect *root)
 		}
 	}
 	if (fixed)
-		levels = FIXED_LEVELS;
+		levels = style->fixed_levels;
 
 	if ((n = field(ld, &s, "queue_type", 0, NULL)) != NULL &&
 	    (t = conv_text(ld, n, "ladder.queue_type", "quorum or classic")) != NULL) {
