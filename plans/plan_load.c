@@ -861,150 +861,231 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 	}
 }
 
+/* The ladder section as load_ladder reads it, field by field. */
+struct ladder_fields {
+	struct sect		 s;
+	enum ladder_naming	 naming;
+	const struct ladder_style *style;	/* naming's row */
+	int			 naming_ok;	/* ladder.naming absent or known */
+	int			 fixed;		/* the style fixes levels and unit */
+	int			 ok;		/* every field so far is valid */
+	const char		*prefix;
+	yaml_node_t		*unit_node;	/* NULL: the style's fixed unit */
+	int64_t			 unit_ms;
+	int			 levels;
+};
+
+/* ladder.naming: a style of the naming table, cutover when absent. */
+static void
+read_naming(struct loader *ld, struct ladder_fields *f)
+{
+	const char *t;
+	yaml_node_t *n;
+	char names[128];
+
+	ladder_naming_list(", ", " or ", names, sizeof(names));
+	if ((n = field(ld, &f->s, "naming", 0, NULL)) != NULL) {
+		if ((t = conv_text(ld, n, "ladder.naming", names)) == NULL)
+			f->naming_ok = 0;
+		else if (ladder_naming_parse(t, &f->naming) == -1) {
+			err_at(ld, n, "ladder.naming '%.40s' is unknown; expected %s",
+			    t, names);
+			f->naming_ok = 0;
+		}
+	}
+	f->ok = f->naming_ok;
+	f->style = ladder_style(f->naming);
+	f->fixed = f->style->fixed_levels != 0;
+}
+
+/* ladder.prefix: only for a style that takes one, "delay" when absent. */
+static void
+read_prefix(struct loader *ld, struct ladder_fields *f)
+{
+	yaml_node_pair_t *ppre;
+	yaml_node_t *n;
+	struct ladder probe;
+	const char *t;
+	char err[256];
+
+	if ((ppre = find_pair(ld, f->s.map, "prefix")) == NULL)
+		return;
+	n = node_at(ld, ppre->value);
+	if (f->style->prefix == LADDER_PREFIX_NONE) {
+		err_at(ld, key_node(ld, ppre), "ladder.prefix is not used with %s "
+		    "naming, whose names are fixed; expected no prefix", f->style->name);
+		f->ok = 0;
+	} else if ((t = conv_text(ld, n, "ladder.prefix", "a name prefix such "
+	    "as delay")) == NULL)
+		f->ok = 0;
+	else if (ladder_init(&probe, f->naming, t, 1, 1, err, sizeof(err)) == -1) {
+		err_at(ld, n, "ladder.prefix is not valid: %s", err);
+		f->ok = 0;
+	} else
+		f->prefix = t;
+}
+
+/* ladder.unit: required unless the style fixes it, and then only that. */
+static void
+read_unit(struct loader *ld, struct ladder_fields *f)
+{
+	yaml_node_t *n;
+	char a[32];
+
+	n = field(ld, &f->s, "unit", f->naming_ok && !f->fixed, "a duration such "
+	    "as 1s (the ladder's resolution)");
+	if (n == NULL) {
+		if (f->fixed)
+			f->unit_ms = f->style->fixed_unit_ms;
+		else
+			f->ok = 0;
+		return;
+	}
+	f->unit_node = n;
+	if (conv_duration(ld, n, "ladder.unit", &f->unit_ms) == -1)
+		f->ok = 0;
+	else if (f->fixed && f->unit_ms != f->style->fixed_unit_ms) {
+		duration_format(f->style->fixed_unit_ms, a, sizeof(a));
+		err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected %s "
+		    "(its ladder is %d levels of %s) or no unit", text(n),
+		    f->style->name, a, f->style->fixed_levels, a);
+		f->ok = 0;
+	}
+}
+
+/* ladder.levels (the node N): 1 to LADDER_MAX_LEVELS, or the style's own. */
+static void
+read_levels(struct loader *ld, struct ladder_fields *f, yaml_node_t *n)
+{
+	if (conv_int(ld, n, "ladder.levels", 1, LADDER_MAX_LEVELS, &f->levels) == -1)
+		f->ok = 0;
+	else if (f->fixed && f->levels != f->style->fixed_levels) {
+		err_at(ld, n, "ladder.levels %d conflicts with %s naming; expected "
+		    "%d (or no levels)", f->levels, f->style->name,
+		    f->style->fixed_levels);
+		f->ok = 0;
+	}
+}
+
+/* ladder.max_delay (the node N): the levels it needs of the unit, which
+ * become the ladder's unless LEVELS_GIVEN. */
+static void
+read_max_delay(struct loader *ld, struct ladder_fields *f, yaml_node_t *n,
+    int levels_given)
+{
+	char a[32], b[32];
+	uint64_t units;
+	int64_t max_ms = 0;
+	int lv, most;
+
+	if (conv_duration(ld, n, "ladder.max_delay", &max_ms) == -1) {
+		f->ok = 0;
+		return;
+	}
+	ld->p->max_delay_ms = max_ms;
+	if (f->unit_ms <= 0)
+		return;
+	units = (uint64_t)(max_ms / f->unit_ms) + (max_ms % f->unit_ms != 0);
+	lv = ladder_levels_for(units);
+	most = f->fixed ? f->style->fixed_levels : LADDER_MAX_LEVELS;
+	if (lv == -1 || lv > most) {
+		err_at(ld, n, "ladder.max_delay %s needs more than %d levels of %s; "
+		    "expected at most %s", text(n), most,
+		    duration_format(f->unit_ms, a, sizeof(a)),
+		    max_delay_text(most, f->unit_ms, b, sizeof(b)));
+		f->ok = 0;
+	} else if (!levels_given)
+		f->levels = lv;
+}
+
+/* Exactly one of ladder.max_delay and ladder.levels, unless the style
+ * fixes the levels. */
+static void
+read_size(struct loader *ld, struct ladder_fields *f)
+{
+	yaml_node_pair_t *pmax, *plev;
+
+	pmax = find_pair(ld, f->s.map, "max_delay");
+	plev = find_pair(ld, f->s.map, "levels");
+	if (pmax != NULL && plev != NULL) {
+		err_at(ld, key_node(ld, pmax < plev ? plev : pmax), "ladder has both "
+		    "max_delay and levels; expected exactly one of them");
+		f->ok = 0;
+	} else if (pmax == NULL && plev == NULL && f->naming_ok && !f->fixed) {
+		err_at(ld, f->s.map, "ladder has neither max_delay nor levels; expected "
+		    "exactly one: max_delay: DURATION (such as 12d) or levels: 1 to %d",
+		    LADDER_MAX_LEVELS);
+		f->ok = 0;
+	}
+	if (plev != NULL)
+		read_levels(ld, f, node_at(ld, plev->value));
+	if (pmax != NULL)
+		read_max_delay(ld, f, node_at(ld, pmax->value), plev != NULL);
+	if (f->fixed)
+		f->levels = f->style->fixed_levels;
+}
+
+/* ladder.queue_type: quorum (the plan's default) or classic. */
+static void
+read_queue_type(struct loader *ld, const struct sect *s)
+{
+	yaml_node_t *n;
+	const char *t;
+
+	if ((n = field(ld, s, "queue_type", 0, NULL)) == NULL ||
+	    (t = conv_text(ld, n, "ladder.queue_type", "quorum or classic")) == NULL)
+		return;
+	if (strcmp(t, "quorum") == 0)
+		ld->p->queue_type = PLAN_QUEUE_QUORUM;
+	else if (strcmp(t, "classic") == 0)
+		ld->p->queue_type = PLAN_QUEUE_CLASSIC;
+	else
+		err_at(ld, n, "ladder.queue_type '%.40s' is unknown; expected "
+		    "quorum or classic", t);
+}
+
+/* Builds the plan's ladder from fields that were all valid. Returns 1 when
+ * it is built, 0 otherwise. */
+static int
+init_ladder(struct loader *ld, const struct ladder_fields *f)
+{
+	char err[256], unit[32];
+
+	if (!f->ok)
+		return 0;
+	if (ladder_init(&ld->p->ladder, f->naming, f->prefix, f->unit_ms, f->levels,
+	    err, sizeof(err)) == -1) {
+		err_at(ld, f->unit_node != NULL ? f->unit_node : f->s.map, "ladder of "
+		    "%d levels of %s is not valid: %s", f->levels,
+		    duration_format(f->unit_ms, unit, sizeof(unit)), err);
+		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
+		return 0;
+	}
+	return 1;
+}
+
 static void
 load_ladder(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "naming", "prefix", "unit", "max_delay",
 	    "levels", "queue_type", "destinations", "create_destinations", NULL };
-	struct plan *p = ld->p;
-	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
-	const struct ladder_style *style;
-	struct ladder probe;
-	yaml_node_pair_t *pmax, *plev, *ppre;
-	yaml_node_t *n, *unit_node = NULL;
-	const char *prefix = "delay", *t, *nname;
-	char err[256], a[32], b[32], c[32], names[128];
-	uint64_t units;
-	int64_t unit_ms = 0, max_ms = 0;
-	int levels = 0, lv, ok = 1, naming_ok = 1, fixed, ladder_ok = 0;
-	struct sect s;
+	struct ladder_fields f = { .naming = LADDER_NAMING_CUTOVER, .naming_ok = 1,
+	    .ok = 1, .prefix = "delay" };
+	yaml_node_t *n;
 
 	if (get_map(ld, root, "ladder", 1, "a mapping with unit, max_delay or levels, "
-	    "and destinations", "ladder", &s) <= 0)
+	    "and destinations", "ladder", &f.s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-
-	ladder_naming_list(", ", " or ", names, sizeof(names));
-	if ((n = field(ld, &s, "naming", 0, NULL)) != NULL) {
-		if ((t = conv_text(ld, n, "ladder.naming", names)) == NULL)
-			naming_ok = 0;
-		else if (ladder_naming_parse(t, &naming) == -1) {
-			err_at(ld, n, "ladder.naming '%.40s' is unknown; expected %s",
-			    t, names);
-			naming_ok = 0;
-		}
-	}
-	ok = naming_ok;
-	style = ladder_style(naming);
-	fixed = style->fixed_levels != 0;
-	nname = style->name;
-
-	if ((ppre = find_pair(ld, s.map, "prefix")) != NULL) {
-		n = node_at(ld, ppre->value);
-		if (style->prefix == LADDER_PREFIX_NONE) {
-			err_at(ld, key_node(ld, ppre), "ladder.prefix is not used with %s "
-			    "naming, whose names are fixed; expected no prefix", nname);
-			ok = 0;
-		} else if ((t = conv_text(ld, n, "ladder.prefix", "a name prefix such "
-		    "as delay")) == NULL)
-			ok = 0;
-		else if (ladder_init(&probe, naming, t, 1, 1, err, sizeof(err)) == -1) {
-			err_at(ld, n, "ladder.prefix is not valid: %s", err);
-			ok = 0;
-		} else
-			prefix = t;
-	}
-
-	n = field(ld, &s, "unit", naming_ok && !fixed, "a duration such as 1s "
-	    "(the ladder's resolution)");
-	if (n != NULL) {
-		unit_node = n;
-		if (conv_duration(ld, n, "ladder.unit", &unit_ms) == -1)
-			ok = 0;
-		else if (fixed && unit_ms != style->fixed_unit_ms) {
-			duration_format(style->fixed_unit_ms, a, sizeof(a));
-			err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected %s "
-			    "(its ladder is %d levels of %s) or no unit", text(n), nname,
-			    a, style->fixed_levels, a);
-			ok = 0;
-		}
-	} else if (fixed)
-		unit_ms = style->fixed_unit_ms;
-	else
-		ok = 0;
-
-	pmax = find_pair(ld, s.map, "max_delay");
-	plev = find_pair(ld, s.map, "levels");
-	if (pmax != NULL && plev != NULL) {
-		err_at(ld, key_node(ld, pmax < plev ? plev : pmax), "ladder has both "
-		    "max_delay and levels; expected exactly one of them");
-		ok = 0;
-	} else if (pmax == NULL && plev == NULL && naming_ok && !fixed) {
-		err_at(ld, s.map, "ladder has neither max_delay nor levels; expected "
-		    "exactly one: max_delay: DURATION (such as 12d) or levels: 1 to %d",
-		    LADDER_MAX_LEVELS);
-		ok = 0;
-	}
-	if (plev != NULL) {
-		n = node_at(ld, plev->value);
-		if (conv_int(ld, n, "ladder.levels", 1, LADDER_MAX_LEVELS, &levels) == -1)
-			ok = 0;
-		else if (fixed && levels != style->fixed_levels) {
-			err_at(ld, n, "ladder.levels %d conflicts with %s naming; expected "
-			    "%d (or no levels)", levels, nname, style->fixed_levels);
-			ok = 0;
-		}
-	}
-	if (pmax != NULL) {
-		n = node_at(ld, pmax->value);
-		if (conv_duration(ld, n, "ladder.max_delay", &max_ms) == -1)
-			ok = 0;
-		else {
-			p->max_delay_ms = max_ms;
-			if (unit_ms > 0) {
-				units = (uint64_t)(max_ms / unit_ms) + (max_ms % unit_ms != 0);
-				lv = ladder_levels_for(units);
-				if (lv == -1 || (fixed && lv > style->fixed_levels)) {
-					err_at(ld, n, "ladder.max_delay %s needs more than %d "
-					    "levels of %s; expected at most %s", text(n),
-					    fixed ? style->fixed_levels : LADDER_MAX_LEVELS,
-					    duration_format(unit_ms, a, sizeof(a)),
-					    max_delay_text(fixed ? style->fixed_levels :
-					    LADDER_MAX_LEVELS, unit_ms, b, sizeof(b)));
-					ok = 0;
-				} else if (plev == NULL)
-					levels = lv;
-			}
-		}
-	}
-	if (fixed)
-		levels = style->fixed_levels;
-
-	if ((n = field(ld, &s, "queue_type", 0, NULL)) != NULL &&
-	    (t = conv_text(ld, n, "ladder.queue_type", "quorum or classic")) != NULL) {
-		if (strcmp(t, "quorum") == 0)
-			p->queue_type = PLAN_QUEUE_QUORUM;
-		else if (strcmp(t, "classic") == 0)
-			p->queue_type = PLAN_QUEUE_CLASSIC;
-		else
-			err_at(ld, n, "ladder.queue_type '%.40s' is unknown; expected "
-			    "quorum or classic", t);
-	}
-
-	if (ok) {
-		if (ladder_init(&p->ladder, naming, prefix, unit_ms, levels, err,
-		    sizeof(err)) == -1) {
-			err_at(ld, unit_node != NULL ? unit_node : s.map, "ladder of %d "
-			    "levels of %s is not valid: %s", levels,
-			    duration_format(unit_ms, c, sizeof(c)), err);
-			memset(&p->ladder, 0, sizeof(p->ladder));
-		} else
-			ladder_ok = 1;
-	}
-	load_destinations(ld, &s, ladder_ok);
-	if ((n = field(ld, &s, "create_destinations", 0, NULL)) != NULL)
+	check_keys(ld, &f.s, keys);
+	read_naming(ld, &f);
+	read_prefix(ld, &f);
+	read_unit(ld, &f);
+	read_size(ld, &f);
+	read_queue_type(ld, &f.s);
+	load_destinations(ld, &f.s, init_ladder(ld, &f));
+	if ((n = field(ld, &f.s, "create_destinations", 0, NULL)) != NULL)
 		(void)conv_bool(ld, n, "ladder.create_destinations",
-		    &p->create_destinations);
+		    &ld->p->create_destinations);
 }
 
 static void
