@@ -454,6 +454,78 @@ test_naming_names(void **state)
 	assert_int_equal(ladder_naming_parse("celery", &n), -1);
 }
 
+/* Every row of the naming table is one a plan can use: its name parses
+ * back to it, its fixed levels and unit come together, it takes a prefix
+ * exactly when it says so, its objects have distinct, non-empty names, and
+ * its ladder routes every delay to its destination or parking. */
+static void
+test_naming_rows(void **state)
+{
+	const struct ladder_style *s;
+	struct ladder l, q;
+	enum ladder_naming n;
+	char err[256], lv0[LADDER_NAME_MAX], lv1[LADDER_NAME_MAX], other[LADDER_NAME_MAX];
+	char dx[LADDER_NAME_MAX], px[LADDER_NAME_MAX], start[LADDER_PREFIX_MAX + 8];
+	int i;
+
+	(void)state;
+	assert_null(ladder_style((enum ladder_naming)-1));
+	for (i = 0; (s = ladder_style((enum ladder_naming)i)) != NULL; i++) {
+		assert_non_null(s->name);
+		assert_int_equal(ladder_naming_parse(s->name, &n), 0);
+		assert_int_equal((int)n, i);
+		assert_string_equal(ladder_naming_name(n), s->name);
+		assert_int_equal(s->fixed_levels == 0, s->fixed_unit_ms == 0);
+		assert_true(s->fixed_levels >= 0 && s->fixed_levels <= LADDER_MAX_LEVELS);
+		assert_non_null(s->joiner);
+		assert_non_null(s->destination_word);
+		mkladder(&l, n, "p", 1000, 6);
+		mkladder(&q, n, "q", 1000, 6);
+		ladder_level_exchange(&l, 0, lv0, sizeof(lv0));
+		ladder_level_exchange(&l, 1, lv1, sizeof(lv1));
+		ladder_delivery_exchange(&l, dx, sizeof(dx));
+		ladder_parking_exchange(&l, px, sizeof(px));
+		assert_true(lv0[0] != '\0' && lv1[0] != '\0' && dx[0] != '\0' &&
+		    px[0] != '\0');
+		assert_string_not_equal(lv0, lv1);
+		assert_string_not_equal(lv0, dx);
+		assert_string_not_equal(lv0, px);
+		assert_string_not_equal(dx, px);
+		ladder_level_exchange(&q, 0, other, sizeof(other));
+		if (s->prefix == LADDER_PREFIX_REQUIRED) {
+			assert_int_equal(ladder_init(&q, n, NULL, 1000, 6, err,
+			    sizeof(err)), -1);
+			assert_non_null(strstr(err, s->name));
+			snprintf(start, sizeof(start), "p%s", s->joiner);
+			assert_int_equal(strncmp(lv0, start, strlen(start)), 0);
+			assert_string_not_equal(lv0, other);
+			assert_string_equal(l.prefix, "p");
+		} else {
+			assert_string_equal(lv0, other);
+			assert_string_equal(l.prefix, "");
+		}
+		route_all(&l, 1);
+	}
+	assert_true(i >= 3);
+	assert_string_equal(ladder_naming_name((enum ladder_naming)i), "unknown");
+	assert_int_equal(ladder_naming_parse("unknown", &n), -1);
+}
+
+/* The list of styles, as messages and the usage line print it. */
+static void
+test_naming_list(void **state)
+{
+	char out[64], tiny[8];
+
+	(void)state;
+	assert_string_equal(ladder_naming_list(", ", " or ", out, sizeof(out)),
+	    "cutover, kombu or nservicebus");
+	assert_string_equal(ladder_naming_list("|", "|", out, sizeof(out)),
+	    "cutover|kombu|nservicebus");
+	assert_string_equal(ladder_naming_list(", ", " or ", tiny, sizeof(tiny)), "");
+	assert_null(ladder_naming_list(", ", " or ", NULL, 0));
+}
+
 static void
 test_levels_for(void **state)
 {
@@ -1145,6 +1217,8 @@ main(void)
 		cmocka_unit_test(test_routing_key_examples),
 		cmocka_unit_test(test_destinations),
 		cmocka_unit_test(test_parse_malformed),
+		cmocka_unit_test(test_naming_rows),
+		cmocka_unit_test(test_naming_list),
 		cmocka_unit_test(test_names_cutover),
 		cmocka_unit_test(test_names_kombu),
 		cmocka_unit_test(test_names_nservicebus),
