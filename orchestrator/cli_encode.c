@@ -142,9 +142,13 @@ cli_encode(int argc, char **argv)
 		return cli_usage_error("encode", usage,
 		    "give exactly one of --levels and --max-delay");
 
-	if (duration_parse(unit, &unit_ms, err, sizeof(err)) != 0 || unit_ms == 0) {
-		fprintf(stderr, "cutover encode: --unit '%s': %s\n", unit,
-		    unit_ms == 0 ? "the unit must be greater than zero" : err);
+	if (duration_parse(unit, &unit_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: --unit '%s': %s\n", unit, err);
+		return CLI_FAIL;
+	}
+	if (unit_ms == 0) {
+		fprintf(stderr, "cutover encode: --unit '%s': the unit must be greater "
+		    "than zero\n", unit);
 		return CLI_FAIL;
 	}
 	if (levels_arg != NULL && parse_levels(levels_arg, &levels) != 0) {

@@ -51,6 +51,13 @@ expect 1 "$bin" encode --unit 1s --levels 6 64s email.delivery
 contains "$tmp/err" "delay 64s is beyond the ladder's maximum of 63s"
 expect 1 "$bin" encode --unit 1s --levels 6 5s 'bad.*.dest'
 expect 1 "$bin" encode --unit 0s --levels 6 5s d
+contains "$tmp/err" "the unit must be greater than zero"
+# a unit that does not parse is named as such, every time (it was once
+# judged by an unset value).
+for i in 1 2 3 4 5 6 7 8; do
+	expect 1 "$bin" encode --unit 1000000d --levels 6 5s d
+	contains "$tmp/err" '"1000000d" is too large'
+done
 expect 1 "$bin" encode --unit 1s --levels 6 -- -5s d
 # usage errors.
 expect 2 "$bin" encode --unit 1s 5s d
