@@ -87,8 +87,18 @@ print_json(const struct ladder *l, uint64_t units, const char *entry, const char
 	return rc;
 }
 
-int
-cli_encode(int argc, char **argv)
+/* What the command line of `cutover encode` says. */
+struct encode_args {
+	enum ladder_naming naming;
+	const char *unit, *levels, *max_delay, *prefix;
+	const char *delay, *dest;
+	int json, help;
+};
+
+/* Reads ARGV into A, stopping at --help (A->help set). Returns CLI_OK, or
+ * CLI_USAGE after printing the error and USAGE. */
+static int
+parse_args(int argc, char **argv, const char *usage, struct encode_args *a)
 {
 	static const struct option opts[] = {
 		{ "unit", required_argument, NULL, 'u' },
@@ -100,34 +110,26 @@ cli_encode(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ladder l;
-	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
-	const char *unit = NULL, *levels_arg = NULL, *max_arg = NULL;
-	const char *prefix = "delay";
-	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX];
-	char usage[256], names[128];
-	int64_t unit_ms, delay_ms, max_ms;
-	uint64_t units;
-	int c, levels = 0, json = 0;
+	char names[128];
+	int c;
 
-	usage_line(usage, sizeof(usage));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'u': unit = optarg; break;
-		case 'l': levels_arg = optarg; break;
-		case 'm': max_arg = optarg; break;
-		case 'p': prefix = optarg; break;
-		case 'j': json = 1; break;
+		case 'u': a->unit = optarg; break;
+		case 'l': a->levels = optarg; break;
+		case 'm': a->max_delay = optarg; break;
+		case 'p': a->prefix = optarg; break;
+		case 'j': a->json = 1; break;
 		case 'n':
-			if (ladder_naming_parse(optarg, &naming) != 0)
+			if (ladder_naming_parse(optarg, &a->naming) != 0)
 				return cli_usage_error("encode", usage,
 				    "--naming '%s': expected %s", optarg,
 				    ladder_naming_list(", ", " or ", names, sizeof(names)));
 			break;
 		case 'h':
-			printf("usage: %s\n", usage);
+			a->help = 1;
 			return CLI_OK;
 		default:
 			return cli_usage_error("encode", usage, "unknown or incomplete option '%s'",
@@ -136,54 +138,101 @@ cli_encode(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return cli_usage_error("encode", usage, "expected DELAY and DESTINATION");
-	if (unit == NULL)
+	if (a->unit == NULL)
 		return cli_usage_error("encode", usage, "--unit is required");
-	if ((levels_arg == NULL) == (max_arg == NULL))
+	if ((a->levels == NULL) == (a->max_delay == NULL))
 		return cli_usage_error("encode", usage,
 		    "give exactly one of --levels and --max-delay");
+	a->delay = argv[optind];
+	a->dest = argv[optind + 1];
+	return CLI_OK;
+}
 
-	if (duration_parse(unit, &unit_ms, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover encode: --unit '%s': %s\n", unit, err);
+/* The level count A asks for with UNIT_MS: --levels, or the levels
+ * --max-delay needs. Returns it, or -1 after printing why. */
+static int
+args_levels(const struct encode_args *a, int64_t unit_ms)
+{
+	char err[256];
+	int64_t max_ms;
+	int levels;
+
+	if (a->levels != NULL) {
+		if (parse_levels(a->levels, &levels) == 0)
+			return levels;
+		fprintf(stderr, "cutover encode: --levels '%s': expected an integer from 1 to %d\n",
+		    a->levels, LADDER_MAX_LEVELS);
+		return -1;
+	}
+	if (duration_parse(a->max_delay, &max_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: --max-delay '%s': %s\n", a->max_delay, err);
+		return -1;
+	}
+	levels = ladder_levels_for((uint64_t)(max_ms / unit_ms + (max_ms % unit_ms != 0)));
+	if (levels < 0)
+		fprintf(stderr, "cutover encode: --max-delay '%s' needs more than %d levels "
+		    "of %s\n", a->max_delay, LADDER_MAX_LEVELS, a->unit);
+	return levels;
+}
+
+/* Builds the ladder A describes into L. Returns CLI_OK, or CLI_FAIL after
+ * printing why. */
+static int
+args_ladder(const struct encode_args *a, struct ladder *l)
+{
+	char err[256];
+	int64_t unit_ms;
+	int levels;
+
+	if (duration_parse(a->unit, &unit_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: --unit '%s': %s\n", a->unit, err);
 		return CLI_FAIL;
 	}
 	if (unit_ms == 0) {
 		fprintf(stderr, "cutover encode: --unit '%s': the unit must be greater "
-		    "than zero\n", unit);
+		    "than zero\n", a->unit);
 		return CLI_FAIL;
 	}
-	if (levels_arg != NULL && parse_levels(levels_arg, &levels) != 0) {
-		fprintf(stderr, "cutover encode: --levels '%s': expected an integer from 1 to %d\n",
-		    levels_arg, LADDER_MAX_LEVELS);
+	if ((levels = args_levels(a, unit_ms)) < 0)
 		return CLI_FAIL;
-	}
-	if (max_arg != NULL) {
-		if (duration_parse(max_arg, &max_ms, err, sizeof(err)) != 0) {
-			fprintf(stderr, "cutover encode: --max-delay '%s': %s\n", max_arg, err);
-			return CLI_FAIL;
-		}
-		levels = ladder_levels_for((uint64_t)(max_ms / unit_ms + (max_ms % unit_ms != 0)));
-		if (levels < 0) {
-			fprintf(stderr, "cutover encode: --max-delay '%s' needs more than %d levels "
-			    "of %s\n", max_arg, LADDER_MAX_LEVELS, unit);
-			return CLI_FAIL;
-		}
-	}
-	if (ladder_init(&l, naming, prefix, unit_ms, levels, err, sizeof(err)) != 0) {
+	if (ladder_init(l, a->naming, a->prefix, unit_ms, levels, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: %s\n", err);
 		return CLI_FAIL;
 	}
-	if (duration_parse(argv[optind], &delay_ms, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover encode: delay '%s': %s\n", argv[optind], err);
+	return CLI_OK;
+}
+
+int
+cli_encode(int argc, char **argv)
+{
+	struct encode_args a = { .naming = LADDER_NAMING_CUTOVER, .prefix = "delay" };
+	struct ladder l;
+	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX], usage[256];
+	int64_t delay_ms;
+	uint64_t units;
+	int rc;
+
+	usage_line(usage, sizeof(usage));
+	if ((rc = parse_args(argc, argv, usage, &a)) != CLI_OK)
+		return rc;
+	if (a.help) {
+		printf("usage: %s\n", usage);
+		return CLI_OK;
+	}
+	if ((rc = args_ladder(&a, &l)) != CLI_OK)
+		return rc;
+	if (duration_parse(a.delay, &delay_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: delay '%s': %s\n", a.delay, err);
 		return CLI_FAIL;
 	}
 	if (ladder_encode(&l, delay_ms, &units, err, sizeof(err)) != 0 ||
-	    ladder_routing_key(&l, units, argv[optind + 1], key, sizeof(key),
+	    ladder_routing_key(&l, units, a.dest, key, sizeof(key),
 	    err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: %s\n", err);
 		return CLI_FAIL;
 	}
 	ladder_entry_exchange(&l, units, entry, sizeof(entry));
-	if (json) {
+	if (a.json) {
 		if (print_json(&l, units, entry, key) != 0) {
 			fprintf(stderr, "cutover encode: writing JSON failed\n");
 			return CLI_FAIL;
