@@ -90,7 +90,8 @@ print_json(const struct ladder *l, uint64_t units, const char *entry, const char
 /* What the command line of `cutover encode` says. */
 struct encode_args {
 	enum ladder_naming naming;
-	const char *unit, *levels, *max_delay, *prefix;
+	const char *unit, *levels, *max_delay;
+	const char *prefix;		/* NULL: the style's default */
 	const char *delay, *dest;
 	int json, help;
 };
@@ -195,7 +196,9 @@ args_ladder(const struct encode_args *a, struct ladder *l)
 	}
 	if ((levels = args_levels(a, unit_ms)) < 0)
 		return CLI_FAIL;
-	if (ladder_init(l, a->naming, a->prefix, unit_ms, levels, err, sizeof(err)) != 0) {
+	if (ladder_init(l, a->naming, a->prefix != NULL ? a->prefix :
+	    ladder_style(a->naming)->default_prefix, unit_ms, levels, err,
+	    sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: %s\n", err);
 		return CLI_FAIL;
 	}
@@ -205,7 +208,7 @@ args_ladder(const struct encode_args *a, struct ladder *l)
 int
 cli_encode(int argc, char **argv)
 {
-	struct encode_args a = { .naming = LADDER_NAMING_CUTOVER, .prefix = "delay" };
+	struct encode_args a = { .naming = LADDER_NAMING_CUTOVER };
 	struct ladder l;
 	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX], usage[256];
 	int64_t delay_ms;

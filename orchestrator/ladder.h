@@ -36,6 +36,7 @@ enum ladder_prefix_use {
 struct ladder_style {
 	const char *name;             /* ladder.naming in a plan, --naming */
 	enum ladder_prefix_use prefix;
+	const char *default_prefix;   /* a plan's or --prefix's default, if it takes one */
 	const char *joiner;           /* between the prefix and each name */
 	const char *level;            /* level K's exchange and queue: this, then K */
 	int level_digits;             /* K zero padded to this many digits (0: as is) */

@@ -11,7 +11,8 @@
  * enumerator, only its row. */
 static const struct ladder_style styles[] = {
 	[LADDER_NAMING_CUTOVER] = {
-		.name = "cutover", .prefix = LADDER_PREFIX_REQUIRED, .joiner = ".",
+		.name = "cutover", .prefix = LADDER_PREFIX_REQUIRED,
+		.default_prefix = "delay", .joiner = ".",
 		.level = "level.", .level_digits = 2,
 		.delivery = "delivery", .parking = "parking",
 		.fixed_levels = 0, .fixed_unit_ms = 0, .destination_word = "*",

@@ -869,7 +869,7 @@ struct ladder_fields {
 	int			 naming_ok;	/* ladder.naming absent or known */
 	int			 fixed;		/* the style fixes levels and unit */
 	int			 ok;		/* every field so far is valid */
-	const char		*prefix;
+	const char		*prefix;	/* NULL: the style's default */
 	yaml_node_t		*unit_node;	/* NULL: the style's fixed unit */
 	int64_t			 unit_ms;
 	int			 levels;
@@ -898,7 +898,7 @@ read_naming(struct loader *ld, struct ladder_fields *f)
 	f->fixed = f->style->fixed_levels != 0;
 }
 
-/* ladder.prefix: only for a style that takes one, "delay" when absent. */
+/* ladder.prefix: only for a style that takes one, its default when absent. */
 static void
 read_prefix(struct loader *ld, struct ladder_fields *f)
 {
@@ -1053,8 +1053,8 @@ init_ladder(struct loader *ld, const struct ladder_fields *f)
 
 	if (!f->ok)
 		return 0;
-	if (ladder_init(&ld->p->ladder, f->naming, f->prefix, f->unit_ms, f->levels,
-	    err, sizeof(err)) == -1) {
+	if (ladder_init(&ld->p->ladder, f->naming, f->prefix != NULL ? f->prefix :
+	    f->style->default_prefix, f->unit_ms, f->levels, err, sizeof(err)) == -1) {
 		err_at(ld, f->unit_node != NULL ? f->unit_node : f->s.map, "ladder of "
 		    "%d levels of %s is not valid: %s", f->levels,
 		    duration_format(f->unit_ms, unit, sizeof(unit)), err);
@@ -1070,7 +1070,7 @@ load_ladder(struct loader *ld, const struct sect *root)
 	static const char *const keys[] = { "naming", "prefix", "unit", "max_delay",
 	    "levels", "queue_type", "destinations", "create_destinations", NULL };
 	struct ladder_fields f = { .naming = LADDER_NAMING_CUTOVER, .naming_ok = 1,
-	    .ok = 1, .prefix = "delay" };
+	    .ok = 1 };
 	yaml_node_t *n;
 
 	if (get_map(ld, root, "ladder", 1, "a mapping with unit, max_delay or levels, "

@@ -456,7 +456,7 @@ test_naming_names(void **state)
 
 /* Every row of the naming table is one a plan can use: its name parses
  * back to it, its fixed levels and unit come together, it takes a prefix
- * exactly when it says so, its objects have distinct, non-empty names, and
+ * (and has a valid default one) exactly when it says so, its objects have distinct, non-empty names, and
  * its ladder routes every delay to its destination or parking. */
 static void
 test_naming_rows(void **state)
@@ -496,6 +496,9 @@ test_naming_rows(void **state)
 			assert_int_equal(ladder_init(&q, n, NULL, 1000, 6, err,
 			    sizeof(err)), -1);
 			assert_non_null(strstr(err, s->name));
+			assert_non_null(s->default_prefix);
+			assert_int_equal(ladder_init(&q, n, s->default_prefix, 1000, 6,
+			    err, sizeof(err)), 0);
 			snprintf(start, sizeof(start), "p%s", s->joiner);
 			assert_int_equal(strncmp(lv0, start, strlen(start)), 0);
 			assert_string_not_equal(lv0, other);
