@@ -413,14 +413,20 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 	return 0;
 }
 
-/* The style's name STEM of L, after the prefix and joiner for a style that
- * takes them, then K zero padded to DIGITS when K >= 0. Returns OUT, empty
- * for a ladder without a style. */
-static char *
-stylename(const struct ladder *l, const char *stem, int k, int digits,
-    char *out, size_t outlen)
+/* L's style, or NULL for a ladder that is not valid or has none. */
+static const struct ladder_style *
+style_of(const struct ladder *l)
 {
-	const struct ladder_style *style = ladder_style(l->naming);
+	return valid(l) ? ladder_style(l->naming) : NULL;
+}
+
+/* Name STEM of L in STYLE (NULL: none): after the prefix and joiner for a
+ * style that takes them, then K zero padded to the style's level digits
+ * when K >= 0. Returns OUT, empty without a style. */
+static char *
+stylename(const struct ladder *l, const struct ladder_style *style,
+    const char *stem, int k, char *out, size_t outlen)
+{
 	const char *prefix = "", *joiner = "";
 
 	if (style == NULL)
@@ -431,18 +437,18 @@ stylename(const struct ladder *l, const char *stem, int k, int digits,
 	}
 	if (k < 0)
 		return putname(out, outlen, "%s%s%s", prefix, joiner, stem);
-	return putname(out, outlen, "%s%s%s%0*d", prefix, joiner, stem, digits, k);
+	return putname(out, outlen, "%s%s%s%0*d", prefix, joiner, stem,
+	    style->level_digits, k);
 }
 
 char *
 ladder_level_exchange(const struct ladder *l, int k, char *out, size_t outlen)
 {
-	const struct ladder_style *style;
+	const struct ladder_style *style = style_of(l);
 
-	if (!valid(l) || k < 0 || k >= l->levels ||
-	    (style = ladder_style(l->naming)) == NULL)
+	if (style == NULL || k < 0 || k >= l->levels)
 		return emptyname(out, outlen);
-	return stylename(l, style->level, k, style->level_digits, out, outlen);
+	return stylename(l, style, style->level, k, out, outlen);
 }
 
 /* Every style names a level's queue after its exchange. */
@@ -455,11 +461,10 @@ ladder_level_queue(const struct ladder *l, int k, char *out, size_t outlen)
 char *
 ladder_delivery_exchange(const struct ladder *l, char *out, size_t outlen)
 {
-	const struct ladder_style *style;
+	const struct ladder_style *style = style_of(l);
 
-	if (!valid(l) || (style = ladder_style(l->naming)) == NULL)
-		return emptyname(out, outlen);
-	return stylename(l, style->delivery, -1, 0, out, outlen);
+	return stylename(l, style, style != NULL ? style->delivery : "", -1,
+	    out, outlen);
 }
 
 /* Kombu and NServiceBus have no parking path; their rows name one after
@@ -467,11 +472,10 @@ ladder_delivery_exchange(const struct ladder *l, char *out, size_t outlen)
 char *
 ladder_parking_exchange(const struct ladder *l, char *out, size_t outlen)
 {
-	const struct ladder_style *style;
+	const struct ladder_style *style = style_of(l);
 
-	if (!valid(l) || (style = ladder_style(l->naming)) == NULL)
-		return emptyname(out, outlen);
-	return stylename(l, style->parking, -1, 0, out, outlen);
+	return stylename(l, style, style != NULL ? style->parking : "", -1,
+	    out, outlen);
 }
 
 char *
@@ -543,10 +547,9 @@ ladder_bypass_pattern(const struct ladder *l, int k, char *out, size_t outlen)
 char *
 ladder_destination_pattern(const struct ladder *l, const char *dest, char *out, size_t outlen)
 {
-	const struct ladder_style *style;
+	const struct ladder_style *style = style_of(l);
 
-	if (ladder_check_destination(l, dest, NULL, 0) == -1 ||
-	    (style = ladder_style(l->naming)) == NULL)
+	if (style == NULL || ladder_check_destination(l, dest, NULL, 0) == -1)
 		return emptyname(out, outlen);
 	return words(style->destination_word, l->levels, dest, out, outlen);
 }
