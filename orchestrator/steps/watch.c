@@ -93,13 +93,13 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		    "connections (it is run by the engine)");
 		goto done;
 	}
-	if (measured_ttl(c->measured, &ttl, &ttl_queue) != 0) {
+	if (watch_measured_ttl(c->measured, &ttl, &ttl_queue) != 0) {
 		snprintf(err, errlen, "the watch needs measure_horizon's result with the "
 		    "largest old TTL (summary.max_ttl_ms), and has none");
 		goto done;
 	}
 	if (json_is_object(c->state) && json_object_get(c->state, "version") != NULL) {
-		if (state_read(&w, c->state, err, errlen) != 0)
+		if (watch_state_read(&w, c->state, err, errlen) != 0)
 			goto done;
 		if (ttl > w.max_ttl_ms) {
 			w.max_ttl_ms = ttl;
@@ -107,11 +107,11 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 			    ttl_queue ? ttl_queue : "");
 		}
 	} else
-		state_init(&w, c, t.now, ttl, ttl_queue);
+		watch_state_init(&w, c, t.now, ttl, ttl_queue);
 	prev_deadline = w.deadline_ms;
 	if (names(&t, err, errlen) != 0)
 		goto done;
-	clock_tick(&w, t.now, t.mono);
+	watch_clock_tick(&w, t.now, t.mono);
 	w.ticks++;
 	w.last_tick_ms = t.now;
 	if (w.probe_next_ms == 0)
@@ -119,14 +119,14 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 
 	/* Probes that arrived since the last tick, first: their arrival
 	 * is then read closest to when it happened. */
-	probe_settle(&t);
-	probe_queue(&t);
+	watch_probe_settle(&t);
+	watch_probe_queue(&t);
 	if (t.probe_ready)
-		(void)probe_drain(&t);
+		(void)watch_probe_drain(&t);
 	entry_before = w.last_old_entry_ms;
 	if (watch_old(&t, err, errlen) != 0)
 		goto done;
-	old_vanished(&t);
+	watch_old_vanished(&t);
 	watch_flag(&t);
 	if (w.last_old_entry_ms != entry_before)
 		w.entry_elapsed_ms = w.elapsed_ms;
@@ -134,10 +134,10 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	watch_restart(&t);
 	watch_verify(&t);
 	if (t.probe_ready) {
-		probe_await(&t);
-		probe_lost(&t);
+		watch_probe_await(&t);
+		watch_probe_lost(&t);
 	}
-	update_deadline(&w);
+	watch_update_deadline(&w);
 	if (w.deadline_ms != prev_deadline && !t.deadline_moved) {
 		t.deadline_moved = true;
 		snprintf(t.moved_why, sizeof(t.moved_why), "largest TTL now %lld ms",
@@ -147,22 +147,22 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	/* May it end? The deadline has passed (and the statistics have had
 	 * time to show every publish before the flip), nothing failed, and the
 	 * old path is empty by exact counts, every queue read. */
-	if ((open = count_open(&t, err, errlen)) < 0)
+	if ((open = watch_count_open(&t, err, errlen)) < 0)
 		goto done;
 	if (t.failed)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t.flag_held)
 		status = "waiting: the flag does not read on (see the flag alert)";
 	else if (t.now < w.deadline_ms || t.now < w.flip_ms + OLD_STATS_LAG_MS ||
-	    w.elapsed_ms < mono_deadline(&w))
+	    w.elapsed_ms < watch_mono_deadline(&w))
 		status = "waiting for the deadline";
-	else if (old_exact(&t, true) != 0)
+	else if (watch_old_exact(&t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t.old_depth > 0) {
 		status = "waiting for the old path to drain";
 		if (t.now >= w.deadline_ms + (w.allowance_ms > OLD_STATS_LAG_MS ?
 		    w.allowance_ms : OLD_STATS_LAG_MS))
-			alert(&t, "old_not_drained", "%lld message%s still in %lld old "
+			watch_alert(&t, "old_not_drained", "%lld message%s still in %lld old "
 			    "queue%s past the deadline: a TTL longer than measured, a "
 			    "policy or a consumer holding them? (cutover old)",
 			    (long long)t.old_depth, t.old_depth == 1 ? "" : "s",
@@ -174,25 +174,26 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	else if (ready && w.nout > 0)
 		status = "finishing: waiting for the probes in flight";
 	if (t.probe_ready && !(ready && open == 0 && t.na == 0))
-		probe_send(&t);
+		watch_probe_send(&t);
 
 	alerted = t.na > 0;
-	if (write_samples(&t, err, errlen) != 0 || write_alerts(&t, err, errlen) != 0)
+	if (watch_write_samples(&t, err, errlen) != 0 ||
+	    watch_write_alerts(&t, err, errlen) != 0)
 		goto done;
-	if ((open = count_open(&t, err, errlen)) < 0)
+	if ((open = watch_count_open(&t, err, errlen)) < 0)
 		goto done;
 	if (ready && open == 0 && w.nout == 0 && !alerted) {
-		if (probe_remove(&t) == 0) {
+		if (watch_probe_remove(&t) == 0) {
 			done = true;
 			status = "done";
-		} else if (write_alerts(&t, err, errlen) != 0 ||
-		    (open = count_open(&t, err, errlen)) < 0)
+		} else if (watch_write_alerts(&t, err, errlen) != 0 ||
+		    (open = watch_count_open(&t, err, errlen)) < 0)
 			goto done;
 	}
 	rc = done ? 0 : 1;
 done:
 	if (w.started_ms != 0)
-		*result = state_json(&t, &w, open >= 0 ? open : 0, rc < 0 ? "failed" :
+		*result = watch_state_json(&t, &w, open >= 0 ? open : 0, rc < 0 ? "failed" :
 		    status, done);
 	else
 		*result = json_object();

@@ -41,13 +41,13 @@ watch_flag(struct tick *t)
 	step_flag_describe(t->p, desc, sizeof(desc));
 	old_time_format(w->flag_not_on_ms, since, sizeof(since));
 	if (st == STEP_FLAG_OFF)
-		alert(t, "flag_off", "%s reads off (not on since %s): producers publish "
+		watch_alert(t, "flag_off", "%s reads off (not on since %s): producers publish "
 		    "into the old path again. The watch does not end and remove_old "
 		    "deletes nothing until it reads on again (then the deadline moves "
 		    "to that moment + the largest TTL + allowance), or abort the plan",
 		    desc, since);
 	else
-		alert(t, "flag_unreadable", "%s cannot be read (not on since %s): %s. "
+		watch_alert(t, "flag_unreadable", "%s cannot be read (not on since %s): %s. "
 		    "The watch does not end and remove_old deletes nothing until it "
 		    "reads on again, or abort the plan", desc, since, why);
 }

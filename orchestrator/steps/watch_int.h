@@ -39,7 +39,7 @@
  *     later, never earlier;
  *   - publishes made just before the flip show up to this long after it
  *     and cannot be told apart from publishes just after it, so growth
- *     seen in this window moves the deadline without an alert (the
+ *     seen in this window moves the deadline without an watch_alert (the
  *     deadline then covers them either way); the window also holds the
  *     watch open at least this long after the flip, so every pre-flip
  *     publish has been counted before it can end;
@@ -266,31 +266,32 @@ cmp_str(const void *a, const void *b)
 
 
 /* watch_record.c */
-void appendf(char *buf, size_t len, const char *fmt, ...)
+void watch_appendf(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void alert(struct tick *t, const char *kind, const char *fmt, ...)
+void watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void unreachable(struct tick *t, const char *what, const char *why);
-int sample(struct tick *t, int64_t ts, const char *metric, const char *label, double v);
-int write_samples(struct tick *t, char *err, size_t errlen);
-int write_alerts(struct tick *t, char *err, size_t errlen);
-int count_open(struct tick *t, char *err, size_t errlen);
+void watch_unreachable(struct tick *t, const char *what, const char *why);
+int watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
+    double v);
+int watch_write_samples(struct tick *t, char *err, size_t errlen);
+int watch_write_alerts(struct tick *t, char *err, size_t errlen);
+int watch_count_open(struct tick *t, char *err, size_t errlen);
 
 /* watch_state.c */
-void update_deadline(struct wstate *w);
-int measured_ttl(const json_t *measured, int64_t *ttl, const char **queue);
-void state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
-    const char *ttl_queue);
-void clock_tick(struct wstate *w, int64_t wall, int64_t mono);
-int64_t mono_deadline(const struct wstate *w);
-int state_read(struct wstate *w, const json_t *j, char *err, size_t errlen);
-json_t *state_json(const struct tick *t, const struct wstate *w, int open_alerts,
+void watch_update_deadline(struct wstate *w);
+int watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue);
+void watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now,
+    int64_t ttl, const char *ttl_queue);
+void watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono);
+int64_t watch_mono_deadline(const struct wstate *w);
+int watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen);
+json_t *watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done);
 
 /* watch_old.c */
-int old_exact(struct tick *t, bool all);
+int watch_old_exact(struct tick *t, bool all);
 int watch_old(struct tick *t, char *err, size_t errlen);
-void old_vanished(struct tick *t);
+void watch_old_vanished(struct tick *t);
 
 /* watch_flag.c */
 void watch_flag(struct tick *t);
@@ -303,12 +304,12 @@ void watch_restart(struct tick *t);
 void watch_verify(struct tick *t);
 
 /* watch_probe.c */
-void probe_queue(struct tick *t);
-void probe_settle(struct tick *t);
-int probe_drain(struct tick *t);
-void probe_await(struct tick *t);
-void probe_lost(struct tick *t);
-void probe_send(struct tick *t);
-int probe_remove(struct tick *t);
+void watch_probe_queue(struct tick *t);
+void watch_probe_settle(struct tick *t);
+int watch_probe_drain(struct tick *t);
+void watch_probe_await(struct tick *t);
+void watch_probe_lost(struct tick *t);
+void watch_probe_send(struct tick *t);
+int watch_probe_remove(struct tick *t);
 
 #endif

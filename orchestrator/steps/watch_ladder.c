@@ -58,7 +58,7 @@ parking_sweep(struct tick *t, int64_t depth)
 		w->park_walks++;
 		if (parking_walk(t->c->amqp, t->parking, PARK_WALK_READ, pick_own, t,
 		    &pw, why, sizeof(why)) != 0) {
-			unreachable(t, "looking through the parking queue", why);
+			watch_unreachable(t, "looking through the parking queue", why);
 			return;
 		}
 		w->park_foreign = (int64_t)pw.left;
@@ -75,16 +75,16 @@ parking_sweep(struct tick *t, int64_t depth)
 	if (left == 0)
 		return;
 	if (w->park_canary + w->park_probe > before)
-		appendf(extra, sizeof(extra), "%lld of cutover's own messages taken "
+		watch_appendf(extra, sizeof(extra), "%lld of cutover's own messages taken "
 		    "out of it this tick", (long long)(w->park_canary + w->park_probe -
 		    before));
 	if (w->park_unread > 0)
-		appendf(extra, sizeof(extra), "%lld not looked through%s", (long long)
+		watch_appendf(extra, sizeof(extra), "%lld not looked through%s", (long long)
 		    w->park_unread, w->park_requeues >= PARK_REQUEUES_MAX ? ": the "
 		    "watch gave the foreign ones back often enough (a quorum queue "
 		    "drops a message past its delivery-limit) and looks again once "
 		    "parking is empty; remove them by hand" : "");
-	alert(t, "parking", "%lld message%s in the parking queue '%s' %s not "
+	watch_alert(t, "parking", "%lld message%s in the parking queue '%s' %s not "
 	    "cutover's own: a delayed message no destination takes (its routing "
 	    "key names the destination); its expected depth is zero%s%s%s",
 	    (long long)left, left == 1 ? "" : "s", t->parking, left == 1 ? "is" :
@@ -113,13 +113,13 @@ watch_ladder(struct tick *t)
 		r = broker_queue_inspect(t->c->amqp, name, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
 			t->depth[k] = 0;
-			alert(t, "ladder_drift", "level %d's queue '%s' does not exist: "
+			watch_alert(t, "ladder_drift", "level %d's queue '%s' does not exist: "
 			    "messages whose bit %d is 1 have nowhere to wait", k, name, k);
 			continue;
 		}
 		if (r != 0) {
 			snprintf(path, sizeof(path), "reading level queue '%s'", name);
-			unreachable(t, path, why);
+			watch_unreachable(t, path, why);
 			t->depth_seen = false;
 			break;
 		}
@@ -127,11 +127,11 @@ watch_ladder(struct tick *t)
 	}
 	r = broker_queue_inspect(t->c->amqp, t->parking, &qi, why, sizeof(why));
 	if (r == BROKER_NOT_FOUND)
-		alert(t, "ladder_drift", "the parking queue '%s' does not exist: what "
+		watch_alert(t, "ladder_drift", "the parking queue '%s' does not exist: what "
 		    "no destination takes is dropped", t->parking);
 	else if (r != 0) {
 		snprintf(path, sizeof(path), "reading the parking queue '%s'", t->parking);
-		unreachable(t, path, why);
+		watch_unreachable(t, path, why);
 	} else {
 		t->parking_seen = true;
 		t->parking_depth = qi.messages;
@@ -144,7 +144,7 @@ watch_ladder(struct tick *t)
 	    "message_stats.publish_in", t->vhost);
 	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &ans, NULL, why,
 	    sizeof(why)) != 0 || !json_is_array(ans)) {
-		unreachable(t, "listing the ladder's exchanges", ans == NULL ? why :
+		watch_unreachable(t, "listing the ladder's exchanges", ans == NULL ? why :
 		    "the answer is not a list");
 		json_decref(ans);
 		return;

@@ -11,7 +11,7 @@
  * Recomputes the depth figures. Returns 0, or -1 when the broker failed
  * (alerted). */
 int
-old_exact(struct tick *t, bool all)
+watch_old_exact(struct tick *t, bool all)
 {
 	struct broker_queue_info qi;
 	size_t budget = OLD_EXACT_MAX;
@@ -37,7 +37,7 @@ old_exact(struct tick *t, bool all)
 		}
 		if (r != 0) {
 			snprintf(what, sizeof(what), "reading old queue '%s'", q->name);
-			unreachable(t, what, why);
+			watch_unreachable(t, what, why);
 			return -1;
 		}
 		q->exact = qi.messages;
@@ -93,7 +93,7 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	    t->vhost);
 	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->listing, NULL, why,
 	    sizeof(why)) != 0 || !json_is_array(t->listing)) {
-		unreachable(t, "listing the old queues", t->listing == NULL ? why :
+		watch_unreachable(t, "listing the old queues", t->listing == NULL ? why :
 		    "the answer is not a list");
 		rc = 0;
 		goto done;
@@ -141,14 +141,14 @@ watch_old(struct tick *t, char *err, size_t errlen)
 			else if (nunmeasured <= (size_t)w->unmeasured_seen)
 				continue;
 			if (nnew < NAMES_LISTED)
-				appendf(newnames, sizeof(newnames), "'%s'", name);
+				watch_appendf(newnames, sizeof(newnames), "'%s'", name);
 			nnew++;
 		}
 	}
 	t->old_seen = true;
 	w->unmeasured_seen = (int64_t)nunmeasured;
 	if (nnew > 0) {
-		alert(t, "old_new_queue", "%zu queue%s matching the old selection %s not "
+		watch_alert(t, "old_new_queue", "%zu queue%s matching the old selection %s not "
 		    "measured by measure_horizon: %s%s; a producer still creates old "
 		    "queues? Their publishes and depths are watched, but their TTLs are "
 		    "not in the horizon%s", nnew, nnew == 1 ? "" : "s",
@@ -190,8 +190,8 @@ watch_old(struct tick *t, char *err, size_t errlen)
 			    n == 1 ? "" : "es", OLD_STATS_LAG_MS / 1000);
 		} else {
 			w->old_after_flip += n;
-			update_deadline(w);
-			alert(t, "old_publish", "%lld message%s entered the old path after "
+			watch_update_deadline(w);
+			watch_alert(t, "old_publish", "%lld message%s entered the old path after "
 			    "the flip (%lld in all so far): some producer still publishes to "
 			    "old queues; the deadline moves to %s (last entry + largest TTL "
 			    "%s + allowance)", (long long)n, n == 1 ? "" : "s",
@@ -204,9 +204,9 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	} else if (total < w->old_publishes)
 		w->old_resets++;	/* a queue deleted, or statistics reset */
 	w->old_publishes = total;
-	update_deadline(w);
+	watch_update_deadline(w);
 
-	(void)old_exact(t, false);
+	(void)watch_old_exact(t, false);
 	rc = 0;
 	goto done;
 nomem:
@@ -222,7 +222,7 @@ done:
  * hand, or by their x-expires, with those messages. Raises old_vanished
  * naming them, then remembers the queues that hold messages now. */
 void
-old_vanished(struct tick *t)
+watch_old_vanished(struct tick *t)
 {
 	const json_t *prev = json_object_get(json_object_get(t->c->state, "old"), "held");
 	const char **present = NULL, *name;
@@ -256,12 +256,12 @@ old_vanished(struct tick *t)
 			continue;
 		lost += json_integer_value(v);
 		if (n++ < NAMES_LISTED)
-			appendf(names, sizeof(names), "'%s' (%lld)", name,
+			watch_appendf(names, sizeof(names), "'%s' (%lld)", name,
 			    (long long)json_integer_value(v));
 	}
 	free(present);
 	if (n > 0)
-		alert(t, "old_vanished", "%zu old queue%s vanished while holding "
+		watch_alert(t, "old_vanished", "%zu old queue%s vanished while holding "
 		    "messages (%lld when last sampled): %s%s; deleted by hand or by "
 		    "its x-expires (or a policy's expires), its messages are gone "
 		    "unless someone moved them", n, n == 1 ? "" : "s", (long long)lost,

@@ -16,7 +16,7 @@
  * non-durable one, from before) is read out, deleted if empty and
  * declared again. Idempotent; every tick. */
 void
-probe_queue(struct tick *t)
+watch_probe_queue(struct tick *t)
 {
 	struct topology_arg qargs[2];
 	int64_t expires = 10 * t->p->watch.interval_ms;
@@ -36,7 +36,7 @@ probe_queue(struct tick *t)
 	    sizeof(why));
 	if (r == BROKER_EPRECONDITION) {
 		t->probe_ready = true;	/* to read it out */
-		(void)probe_drain(t);
+		(void)watch_probe_drain(t);
 		t->probe_ready = false;
 		if (broker_queue_delete(t->c->amqp, t->probe_queue, BROKER_IF_EMPTY,
 		    NULL, why, sizeof(why)) == 0)
@@ -46,14 +46,14 @@ probe_queue(struct tick *t)
 	if (r != 0) {
 		snprintf(what, sizeof(what), "declaring the probe queue '%s'",
 		    t->probe_queue);
-		unreachable(t, what, why);
+		watch_unreachable(t, what, why);
 		return;
 	}
 	if (broker_queue_bind(t->c->amqp, t->probe_queue, t->delivery,
 	    t->probe_pattern, why, sizeof(why)) != 0) {
 		snprintf(what, sizeof(what), "binding the probe queue to '%s' (is the "
 		    "ladder declared?)", t->delivery);
-		unreachable(t, what, why);
+		watch_unreachable(t, what, why);
 		return;
 	}
 	t->probe_ready = true;
@@ -107,21 +107,21 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	if (up < 0) {
 		w->early++;
 		remember_lateness(w, up);
-		(void)sample(t, obs, "probe.lateness_ms", "", (double)up);
-		alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		watch_alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
 		    "not-before time: a level's TTL is shorter than the plan says (a "
 		    "policy? cutover ladder verify)", (long long)pi.seq, (long long)-up);
 	} else if (lo > ml) {
 		w->late++;
 		remember_lateness(w, up);
-		(void)sample(t, obs, "probe.lateness_ms", "", (double)up);
-		alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		watch_alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
 		    "not-before time, later than canary.max_lateness %lld ms: the "
 		    "ladder is slow (broker load, a queue leader election?)",
 		    (long long)pi.seq, (long long)lo, (long long)up, (long long)ml);
 	} else if (up <= ml) {
 		remember_lateness(w, up);
-		(void)sample(t, obs, "probe.lateness_ms", "", (double)up);
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
 	} else
 		w->unmeasured++;	/* looked at too seldom to tell */
 	w->out[i] = w->out[--w->nout];
@@ -155,7 +155,7 @@ probe_hold(struct tick *t, const struct broker_delivery *d)
  * for them, is recorded by now. One whose channel closed since comes back
  * and is read again as a duplicate. */
 void
-probe_settle(struct tick *t)
+watch_probe_settle(struct tick *t)
 {
 	struct step_ctx *c = t->c;
 	char why[256];
@@ -170,7 +170,7 @@ probe_settle(struct tick *t)
  * them in the queue for the restarted watch, which still waits for them,
  * instead of gone. Returns 0, or -1 when the broker failed (alerted). */
 int
-probe_drain(struct tick *t)
+watch_probe_drain(struct tick *t)
 {
 	struct broker_delivery d;
 	char why[768];
@@ -184,7 +184,7 @@ probe_drain(struct tick *t)
 			return 0;
 		}
 		if (r != 0) {
-			unreachable(t, "reading the probe queue", why);
+			watch_unreachable(t, "reading the probe queue", why);
 			return -1;
 		}
 		probe_take(t, &d, clock_mono_ms());
@@ -201,7 +201,7 @@ probe_drain(struct tick *t)
  * their lateness is measured to within that. Bounded: at most the await
  * window plus max_lateness and the grace, and only while a probe is due. */
 void
-probe_await(struct tick *t)
+watch_probe_await(struct tick *t)
 {
 	struct wstate *w = t->w;
 	int64_t ml = t->p->canary.max_lateness_ms, start = clock_mono_ms(), now = start;
@@ -223,7 +223,7 @@ probe_await(struct tick *t)
 		if (until == 0 || now >= until)
 			return;
 		clock_sleep_ms(PROBE_POLL_MS);
-		if (probe_drain(t) != 0)
+		if (watch_probe_drain(t) != 0)
 			return;
 		now = clock_mono_ms();
 	}
@@ -232,7 +232,7 @@ probe_await(struct tick *t)
 /* Calls lost every probe not read by its bound although the probe queue
  * was seen empty after it. */
 void
-probe_lost(struct tick *t)
+watch_probe_lost(struct tick *t)
 {
 	struct wstate *w = t->w;
 	int64_t ml = t->p->canary.max_lateness_ms;
@@ -251,9 +251,9 @@ probe_lost(struct tick *t)
 		    t->p->ladder.unit_ms);
 		for (int k = t->p->ladder.levels - 1; k >= 0; k--)
 			if (units >> k & 1)
-				appendf(levels, sizeof(levels), "%d", k);
+				watch_appendf(levels, sizeof(levels), "%d", k);
 		w->lost++;
-		alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
+		watch_alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
 		    "canary.max_lateness %lld ms + %d ms grace: lost or stuck on its "
 		    "path (levels %s, then '%s' to '%s')", (long long)pr->seq,
 		    old_time_format(pr->not_before_ms, tb, sizeof(tb)), (long long)ml,
@@ -265,7 +265,7 @@ probe_lost(struct tick *t)
 
 /* Publishes the next probe when one is due. */
 void
-probe_send(struct tick *t)
+watch_probe_send(struct tick *t)
 {
 	struct wstate *w = t->w;
 	struct publish_request r;
@@ -302,15 +302,15 @@ probe_send(struct tick *t)
 		return;
 	}
 	if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST || st == PUBLISH_ETIMEOUT)
-		unreachable(t, "publishing a probe", why);
+		watch_unreachable(t, "publishing a probe", why);
 	else
-		alert(t, "probe", "probe #%lld could not enter the ladder: %s",
+		watch_alert(t, "probe", "probe #%lld could not enter the ladder: %s",
 		    (long long)r.seq, why);
 }
 
 /* Unbinds and deletes the probe queue. Returns 0, or -1 (alerted). */
 int
-probe_remove(struct tick *t)
+watch_probe_remove(struct tick *t)
 {
 	char why[768];
 
@@ -318,7 +318,7 @@ probe_remove(struct tick *t)
 	    t->probe_pattern, why, sizeof(why)) != 0 ||
 	    broker_queue_delete(t->c->amqp, t->probe_queue, 0, NULL, why,
 	    sizeof(why)) != 0) {
-		unreachable(t, "removing the probe queue", why);
+		watch_unreachable(t, "removing the probe queue", why);
 		return -1;
 	}
 	return 0;

@@ -5,7 +5,7 @@
 
 /* Appends to BUF, separating from what is there with "; ". */
 void
-appendf(char *buf, size_t len, const char *fmt, ...)
+watch_appendf(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -17,7 +17,7 @@ appendf(char *buf, size_t len, const char *fmt, ...)
 /* Queues an alert of KIND for this tick; a second one of the same kind in
  * the same tick is appended to the first (one raise per kind and tick). */
 void
-alert(struct tick *t, const char *kind, const char *fmt, ...)
+watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 {
 	struct pending *pa = NULL;
 	char msg[ALERT_MSG_MAX + 1];
@@ -30,7 +30,7 @@ alert(struct tick *t, const char *kind, const char *fmt, ...)
 		if (strcmp(t->a[i].kind, kind) == 0)
 			pa = &t->a[i];
 	if (pa != NULL) {
-		appendf(pa->msg, sizeof(pa->msg), "%s", msg);
+		watch_appendf(pa->msg, sizeof(pa->msg), "%s", msg);
 		return;
 	}
 	if (t->na == ALERTS_MAX)
@@ -43,14 +43,15 @@ alert(struct tick *t, const char *kind, const char *fmt, ...)
 /* A broker or management call failed: alert, and the watch cannot end
  * this tick. */
 void
-unreachable(struct tick *t, const char *what, const char *why)
+watch_unreachable(struct tick *t, const char *what, const char *why)
 {
 	t->failed = true;
-	alert(t, "broker_unreachable", "%s: %s", what, why);
+	watch_alert(t, "broker_unreachable", "%s: %s", what, why);
 }
 
 int
-sample(struct tick *t, int64_t ts, const char *metric, const char *label, double v)
+watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
+    double v)
 {
 	struct sample *ns;
 
@@ -89,24 +90,24 @@ step_watch_downsample(struct store *s, int64_t plan_id, int64_t now_ms,
 
 /* Writes the tick's samples (and downsamples) in one transaction. */
 int
-write_samples(struct tick *t, char *err, size_t errlen)
+watch_write_samples(struct tick *t, char *err, size_t errlen)
 {
 	struct step_ctx *c = t->c;
 	char label[8];
 
-	if (t->old_seen && (sample(t, t->now, "old.depth", "", (double)t->old_depth) ||
-	    sample(t, t->now, "old.nonempty", "", (double)t->old_nonempty) ||
-	    sample(t, t->now, "old.publishes", "", (double)t->w->old_publishes)))
+	if (t->old_seen && (watch_sample(t, t->now, "old.depth", "", (double)t->old_depth) ||
+	    watch_sample(t, t->now, "old.nonempty", "", (double)t->old_nonempty) ||
+	    watch_sample(t, t->now, "old.publishes", "", (double)t->w->old_publishes)))
 		goto nomem;
 	for (int k = 0; t->depth_seen && k < t->p->ladder.levels; k++) {
 		snprintf(label, sizeof(label), "%d", k);
-		if (sample(t, t->now, "ladder.depth", label, (double)t->depth[k]))
+		if (watch_sample(t, t->now, "ladder.depth", label, (double)t->depth[k]))
 			goto nomem;
 	}
-	if (t->parking_seen && sample(t, t->now, "parking.depth", "",
+	if (t->parking_seen && watch_sample(t, t->now, "parking.depth", "",
 	    (double)t->parking_depth))
 		goto nomem;
-	if (t->w->ladder_publishes >= 0 && sample(t, t->now, "ladder.publishes", "",
+	if (t->w->ladder_publishes >= 0 && watch_sample(t, t->now, "ladder.publishes", "",
 	    (double)t->w->ladder_publishes))
 		goto nomem;
 	if (store_begin(c->store, err, errlen) != 0)
@@ -149,7 +150,7 @@ event(struct tick *t, const char *kind, json_t *details, char *err, size_t errle
  * when it is new, and records a moved deadline; then forgets them (a later
  * call writes only what was added since). Returns 0 or -1 with ERR. */
 int
-write_alerts(struct tick *t, char *err, size_t errlen)
+watch_write_alerts(struct tick *t, char *err, size_t errlen)
 {
 	struct store *s = t->c->store;
 	char tb[40];
@@ -209,7 +210,7 @@ write_alerts(struct tick *t, char *err, size_t errlen)
 }
 
 int
-count_open(struct tick *t, char *err, size_t errlen)
+watch_count_open(struct tick *t, char *err, size_t errlen)
 {
 	return store_each_alert(t->c->store, t->c->plan_id, 1, NULL, NULL, err, errlen);
 }

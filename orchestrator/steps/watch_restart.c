@@ -67,7 +67,7 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
 	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
 	if (mgmt_list_queue_places(t->c->mgmt, &pl, why, sizeof(why)) != 0) {
-		unreachable(t, "reading where the level queues run", why);
+		watch_unreachable(t, "reading where the level queues run", why);
 		return 0;
 	}
 	for (int k = 0; k < l->levels; k++) {
@@ -75,7 +75,7 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
 			continue;	/* watch_ladder says it is missing */
 		if (q->leader == NULL || q->online == 0) {
-			alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
+			watch_alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
 			    "leader, %zu of %zu members online (a quorum queue can stay "
 			    "so after a node restart although the API says it is live; "
 			    "rabbitmqctl list_queues name state): messages whose bit %d "
@@ -111,7 +111,7 @@ watch_restart(struct tick *t)
 	int changes = 0;
 
 	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
-		unreachable(t, "reading the broker's nodes", why);
+		watch_unreachable(t, "reading the broker's nodes", why);
 	else {
 		if (w->have_nodes)
 			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
@@ -122,7 +122,7 @@ watch_restart(struct tick *t)
 		changes += watch_places(t, what, sizeof(what));
 	if (changes > 0) {
 		if (w->amo_depth >= 0)
-			alert(t, "broker_restart", "%s: %lld old-path message%s %s "
+			watch_alert(t, "broker_restart", "%s: %lld old-path message%s %s "
 			    "in classic old queues at the last sample before it "
 			    "(%s), exposed to at-most-once dead-lettering: any that "
 			    "expired while the node was down or recovering may be "
@@ -132,7 +132,7 @@ watch_restart(struct tick *t)
 			    w->amo_depth == 1 ? "was" : "were",
 			    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
 		else
-			alert(t, "broker_restart", "%s: the old path was not seen "
+			watch_alert(t, "broker_restart", "%s: the old path was not seen "
 			    "before it, so how many of its messages were exposed to "
 			    "at-most-once dead-lettering is not known; compare what "
 			    "the destinations received, then acknowledge", what);
@@ -169,7 +169,7 @@ watch_verify(struct tick *t)
 	missing = jint(counts, "missing", 0);
 	drift = jint(counts, "drift", 0);
 	if (missing + drift == 0) {
-		unreachable(t, "verifying the ladder", why);
+		watch_unreachable(t, "verifying the ladder", why);
 		json_decref(r);
 		return;
 	}
@@ -181,12 +181,12 @@ watch_verify(struct tick *t)
 		if (st == NULL || strcmp(st, "ok") == 0)
 			continue;
 		if (n++ < NAMES_LISTED)
-			appendf(list, sizeof(list), "%s %s: %s (%s)",
+			watch_appendf(list, sizeof(list), "%s %s: %s (%s)",
 			    json_string_value(json_object_get(o, "kind")),
 			    json_string_value(json_object_get(o, "name")), st,
 			    json_string_value(json_object_get(o, "detail")));
 	}
-	alert(t, "ladder_drift", "the ladder no longer verifies (%lld missing, %lld "
+	watch_alert(t, "ladder_drift", "the ladder no longer verifies (%lld missing, %lld "
 	    "drifted): %s%s", (long long)missing, (long long)drift, list,
 	    n > NAMES_LISTED ? "; and more (cutover ladder verify)" : "");
 	json_decref(r);

@@ -7,7 +7,7 @@
 
 /* The deadline the state's figures give, never earlier than the last. */
 void
-update_deadline(struct wstate *w)
+watch_update_deadline(struct wstate *w)
 {
 	int64_t from = w->last_old_entry_ms > w->flip_ms ? w->last_old_entry_ms : w->flip_ms;
 	int64_t d = from + w->max_ttl_ms + w->allowance_ms;
@@ -18,7 +18,7 @@ update_deadline(struct wstate *w)
 
 /* measure_horizon's largest TTL and its queue. Returns 0 or -1. */
 int
-measured_ttl(const json_t *measured, int64_t *ttl, const char **queue)
+watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue)
 {
 	const json_t *sum = json_object_get(measured, "summary");
 
@@ -53,7 +53,7 @@ probe_delay(const struct plan *p)
 }
 
 void
-state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
+watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
     const char *ttl_queue)
 {
 	memset(w, 0, sizeof(*w));
@@ -70,7 +70,7 @@ state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
 	w->verify_ok = -1;
 	w->flag_state = STEP_FLAG_ON;	/* the flip read it back on */
 	w->elapsed_ms = -1;
-	update_deadline(w);
+	watch_update_deadline(w);
 }
 
 /* The names of the STEP_FLAG_* states in the persisted state. */
@@ -151,7 +151,7 @@ state_read_more(struct wstate *w, const json_t *j)
  * clock's difference instead (never by less than zero), and the probes'
  * monotonic times are rebased from their wall-clock stamps. */
 void
-clock_tick(struct wstate *w, int64_t wall, int64_t mono)
+watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono)
 {
 	char boot[sizeof(w->boot_id)];
 	bool same;
@@ -185,7 +185,7 @@ clock_tick(struct wstate *w, int64_t wall, int64_t mono)
 /* The deadline in the watch's monotonic age: the last entry's age + the
  * largest TTL + the allowance, and at least the statistics' lag. */
 int64_t
-mono_deadline(const struct wstate *w)
+watch_mono_deadline(const struct wstate *w)
 {
 	int64_t d = w->entry_elapsed_ms + w->max_ttl_ms + w->allowance_ms;
 
@@ -194,7 +194,7 @@ mono_deadline(const struct wstate *w)
 
 /* Reads a persisted state J into W. Returns 0, or -1 with ERR. */
 int
-state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
+watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 {
 	const json_t *old = json_object_get(j, "old"), *lad = json_object_get(j, "ladder");
 	const json_t *pr = json_object_get(j, "probe"), *ver = json_object_get(j, "verify");
@@ -340,15 +340,15 @@ last_sample_json(const struct tick *t)
 /* The state as JSON (what the engine persists), with the summary the
  * status page shows. */
 json_t *
-state_json(const struct tick *t, const struct wstate *w, int open_alerts,
+watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done)
 {
 	json_t *j, *outs = json_array(), *recent = json_array(), *depths = json_array();
 	json_t *pr, *sum, *known = json_array();
 	int64_t left = w->deadline_ms - t->now;
 
-	if (w->elapsed_ms >= 0 && mono_deadline(w) - w->elapsed_ms > left)
-		left = mono_deadline(w) - w->elapsed_ms;
+	if (w->elapsed_ms >= 0 && watch_mono_deadline(w) - w->elapsed_ms > left)
+		left = watch_mono_deadline(w) - w->elapsed_ms;
 
 	for (size_t i = 0; i < w->nknown_new; i++)
 		json_array_append_new(known, json_string(w->known_new[i]));
