@@ -69,139 +69,204 @@ names(struct tick *t, char *err, size_t errlen)
 
 /* ---- the step ---- */
 
+/* Starts tick T of the watch in C: its state W read back from C->state
+ * (the largest TTL never shrinks), or begun now; *PREV_DEADLINE is the
+ * deadline before this tick. Returns 0 or -1 with ERR. */
+static int
+tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
+    int64_t *prev_deadline, char *err, size_t errlen)
+{
+	const char *ttl_queue = NULL;
+	int64_t ttl;
+
+	t->c = c;
+	t->p = c->plan;
+	t->w = w;
+	t->now = old_now_ms(c);
+	t->mono = clock_mono_ms();
+	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL) {
+		snprintf(err, errlen, "the watch needs the store and the broker "
+		    "connections (it is run by the engine)");
+		return -1;
+	}
+	if (watch_measured_ttl(c->measured, &ttl, &ttl_queue) != 0) {
+		snprintf(err, errlen, "the watch needs measure_horizon's result with the "
+		    "largest old TTL (summary.max_ttl_ms), and has none");
+		return -1;
+	}
+	if (json_is_object(c->state) && json_object_get(c->state, "version") != NULL) {
+		if (watch_state_read(w, c->state, err, errlen) != 0)
+			return -1;
+		if (ttl > w->max_ttl_ms) {
+			w->max_ttl_ms = ttl;
+			snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
+			    ttl_queue ? ttl_queue : "");
+		}
+	} else
+		watch_state_init(w, c, t->now, ttl, ttl_queue);
+	*prev_deadline = w->deadline_ms;
+	if (names(t, err, errlen) != 0)
+		return -1;
+	watch_clock_tick(w, t->now, t->mono);
+	w->ticks++;
+	w->last_tick_ms = t->now;
+	if (w->probe_next_ms == 0)
+		w->probe_next_ms = t->mono;
+	return 0;
+}
+
+/* The tick's looks at both paths, the flag, the broker and the probes;
+ * then the deadline (PREV_DEADLINE: before the tick). Returns 0 or -1
+ * with ERR (watch_old's local failures). */
+static int
+tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
+{
+	struct wstate *w = t->w;
+	int64_t entry_before;
+
+	/* Probes that arrived since the last tick, first: their arrival
+	 * is then read closest to when it happened. */
+	watch_probe_settle(t);
+	watch_probe_queue(t);
+	if (t->probe_ready)
+		(void)watch_probe_drain(t);
+	entry_before = w->last_old_entry_ms;
+	if (watch_old(t, err, errlen) != 0)
+		return -1;
+	watch_old_vanished(t);
+	watch_flag(t);
+	if (w->last_old_entry_ms != entry_before)
+		w->entry_elapsed_ms = w->elapsed_ms;
+	watch_ladder(t);
+	watch_restart(t);
+	watch_verify(t);
+	if (t->probe_ready) {
+		watch_probe_await(t);
+		watch_probe_lost(t);
+	}
+	watch_update_deadline(w);
+	if (w->deadline_ms != prev_deadline && !t->deadline_moved) {
+		t->deadline_moved = true;
+		snprintf(t->moved_why, sizeof(t->moved_why), "largest TTL now %lld ms",
+		    (long long)w->max_ttl_ms);
+	}
+	return 0;
+}
+
+/* May it end? The deadline has passed (and the statistics have had
+ * time to show every publish before the flip), nothing failed, and the
+ * old path is empty by exact counts, every queue read. Sets *READY when
+ * so, and returns the status to show (OPEN: the alerts open now). */
+static const char *
+tick_status(struct tick *t, int open, bool *ready)
+{
+	struct wstate *w = t->w;
+	const char *status;
+
+	*ready = false;
+	if (t->failed)
+		status = "waiting: the broker did not answer every question this tick";
+	else if (t->flag_held)
+		status = "waiting: the flag does not read on (see the flag alert)";
+	else if (t->now < w->deadline_ms || t->now < w->flip_ms + OLD_STATS_LAG_MS ||
+	    w->elapsed_ms < watch_mono_deadline(w))
+		status = "waiting for the deadline";
+	else if (watch_old_exact(t, true) != 0)
+		status = "waiting: the broker did not answer every question this tick";
+	else if (t->old_depth > 0) {
+		status = "waiting for the old path to drain";
+		if (t->now >= w->deadline_ms + (w->allowance_ms > OLD_STATS_LAG_MS ?
+		    w->allowance_ms : OLD_STATS_LAG_MS))
+			watch_alert(t, "old_not_drained", "%lld message%s still in %lld old "
+			    "queue%s past the deadline: a TTL longer than measured, a "
+			    "policy or a consumer holding them? (cutover old)",
+			    (long long)t->old_depth, t->old_depth == 1 ? "" : "s",
+			    (long long)t->old_nonempty, t->old_nonempty == 1 ? "" : "s");
+	} else {
+		status = "watching";
+		*ready = true;
+	}
+	if (*ready && (open > 0 || t->na > 0))
+		status = "waiting: an alert is open (acknowledge it once understood)";
+	else if (*ready && w->nout > 0)
+		status = "finishing: waiting for the probes in flight";
+	return status;
+}
+
+/* Records the tick (samples, alerts) and ends the watch when READY and
+ * nothing is open, in flight or newly alerted: *DONE then, and *STATUS
+ * "done". *OPEN: the alerts open after. Returns 0 or -1 with ERR. */
+static int
+tick_record(struct tick *t, bool ready, int *open, bool *done,
+    const char **status, char *err, size_t errlen)
+{
+	bool alerted = t->na > 0;
+
+	if (watch_write_samples(t, err, errlen) != 0 ||
+	    watch_write_alerts(t, err, errlen) != 0)
+		return -1;
+	if ((*open = watch_count_open(t, err, errlen)) < 0)
+		return -1;
+	if (ready && *open == 0 && t->w->nout == 0 && !alerted) {
+		if (watch_probe_remove(t) == 0) {
+			*done = true;
+			*status = "done";
+		} else if (watch_write_alerts(t, err, errlen) != 0 ||
+		    (*open = watch_count_open(t, err, errlen)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The step's result for RC: the state (when the watch has started), "ok",
+ * and the error. */
+static json_t *
+tick_result(const struct tick *t, const struct wstate *w, int open,
+    const char *status, bool done, int rc, const char *err)
+{
+	json_t *r;
+
+	if (w->started_ms != 0)
+		r = watch_state_json(t, w, open >= 0 ? open : 0, rc < 0 ? "failed" :
+		    status, done);
+	else
+		r = json_object();
+	if (r == NULL)
+		r = json_object();
+	json_object_set_new(r, "ok", json_boolean(rc >= 0));
+	if (rc < 0)
+		json_object_set_new(r, "error", json_string(err));
+	return r;
+}
+
 int
 step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct wstate w;
 	struct tick t;
-	const char *ttl_queue = NULL, *status = "watching";
-	int64_t ttl, prev_deadline, entry_before;
+	const char *status = "watching";
+	int64_t prev_deadline;
 	int open = 0, rc = -1;
-	bool ready = false, done = false, alerted = false;
+	bool ready = false, done = false;
 
 	*result = NULL;
 	err[0] = '\0';
 	memset(&t, 0, sizeof(t));
 	memset(&w, 0, sizeof(w));
-	t.c = c;
-	t.p = c->plan;
-	t.w = &w;
-	t.now = old_now_ms(c);
-	t.mono = clock_mono_ms();
-	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL) {
-		snprintf(err, errlen, "the watch needs the store and the broker "
-		    "connections (it is run by the engine)");
+	if (tick_begin(&t, &w, c, &prev_deadline, err, errlen) != 0)
 		goto done;
-	}
-	if (watch_measured_ttl(c->measured, &ttl, &ttl_queue) != 0) {
-		snprintf(err, errlen, "the watch needs measure_horizon's result with the "
-		    "largest old TTL (summary.max_ttl_ms), and has none");
+	if (tick_look(&t, prev_deadline, err, errlen) != 0)
 		goto done;
-	}
-	if (json_is_object(c->state) && json_object_get(c->state, "version") != NULL) {
-		if (watch_state_read(&w, c->state, err, errlen) != 0)
-			goto done;
-		if (ttl > w.max_ttl_ms) {
-			w.max_ttl_ms = ttl;
-			snprintf(w.max_ttl_queue, sizeof(w.max_ttl_queue), "%s",
-			    ttl_queue ? ttl_queue : "");
-		}
-	} else
-		watch_state_init(&w, c, t.now, ttl, ttl_queue);
-	prev_deadline = w.deadline_ms;
-	if (names(&t, err, errlen) != 0)
-		goto done;
-	watch_clock_tick(&w, t.now, t.mono);
-	w.ticks++;
-	w.last_tick_ms = t.now;
-	if (w.probe_next_ms == 0)
-		w.probe_next_ms = t.mono;
-
-	/* Probes that arrived since the last tick, first: their arrival
-	 * is then read closest to when it happened. */
-	watch_probe_settle(&t);
-	watch_probe_queue(&t);
-	if (t.probe_ready)
-		(void)watch_probe_drain(&t);
-	entry_before = w.last_old_entry_ms;
-	if (watch_old(&t, err, errlen) != 0)
-		goto done;
-	watch_old_vanished(&t);
-	watch_flag(&t);
-	if (w.last_old_entry_ms != entry_before)
-		w.entry_elapsed_ms = w.elapsed_ms;
-	watch_ladder(&t);
-	watch_restart(&t);
-	watch_verify(&t);
-	if (t.probe_ready) {
-		watch_probe_await(&t);
-		watch_probe_lost(&t);
-	}
-	watch_update_deadline(&w);
-	if (w.deadline_ms != prev_deadline && !t.deadline_moved) {
-		t.deadline_moved = true;
-		snprintf(t.moved_why, sizeof(t.moved_why), "largest TTL now %lld ms",
-		    (long long)w.max_ttl_ms);
-	}
-
-	/* May it end? The deadline has passed (and the statistics have had
-	 * time to show every publish before the flip), nothing failed, and the
-	 * old path is empty by exact counts, every queue read. */
 	if ((open = watch_count_open(&t, err, errlen)) < 0)
 		goto done;
-	if (t.failed)
-		status = "waiting: the broker did not answer every question this tick";
-	else if (t.flag_held)
-		status = "waiting: the flag does not read on (see the flag alert)";
-	else if (t.now < w.deadline_ms || t.now < w.flip_ms + OLD_STATS_LAG_MS ||
-	    w.elapsed_ms < watch_mono_deadline(&w))
-		status = "waiting for the deadline";
-	else if (watch_old_exact(&t, true) != 0)
-		status = "waiting: the broker did not answer every question this tick";
-	else if (t.old_depth > 0) {
-		status = "waiting for the old path to drain";
-		if (t.now >= w.deadline_ms + (w.allowance_ms > OLD_STATS_LAG_MS ?
-		    w.allowance_ms : OLD_STATS_LAG_MS))
-			watch_alert(&t, "old_not_drained", "%lld message%s still in %lld old "
-			    "queue%s past the deadline: a TTL longer than measured, a "
-			    "policy or a consumer holding them? (cutover old)",
-			    (long long)t.old_depth, t.old_depth == 1 ? "" : "s",
-			    (long long)t.old_nonempty, t.old_nonempty == 1 ? "" : "s");
-	} else
-		ready = true;
-	if (ready && (open > 0 || t.na > 0))
-		status = "waiting: an alert is open (acknowledge it once understood)";
-	else if (ready && w.nout > 0)
-		status = "finishing: waiting for the probes in flight";
+	status = tick_status(&t, open, &ready);
 	if (t.probe_ready && !(ready && open == 0 && t.na == 0))
 		watch_probe_send(&t);
-
-	alerted = t.na > 0;
-	if (watch_write_samples(&t, err, errlen) != 0 ||
-	    watch_write_alerts(&t, err, errlen) != 0)
+	if (tick_record(&t, ready, &open, &done, &status, err, errlen) != 0)
 		goto done;
-	if ((open = watch_count_open(&t, err, errlen)) < 0)
-		goto done;
-	if (ready && open == 0 && w.nout == 0 && !alerted) {
-		if (watch_probe_remove(&t) == 0) {
-			done = true;
-			status = "done";
-		} else if (watch_write_alerts(&t, err, errlen) != 0 ||
-		    (open = watch_count_open(&t, err, errlen)) < 0)
-			goto done;
-	}
 	rc = done ? 0 : 1;
 done:
-	if (w.started_ms != 0)
-		*result = watch_state_json(&t, &w, open >= 0 ? open : 0, rc < 0 ? "failed" :
-		    status, done);
-	else
-		*result = json_object();
-	if (*result == NULL)
-		*result = json_object();
-	json_object_set_new(*result, "ok", json_boolean(rc >= 0));
-	if (rc < 0)
-		json_object_set_new(*result, "error", json_string(err));
+	*result = tick_result(&t, &w, open, status, done, rc, err);
 	topology_free(&t.topo);
 	json_decref(t.held);
 	json_decref(t.park_taken);

@@ -57,34 +57,40 @@ watch_old_exact(struct tick *t, bool all)
 	return 0;
 }
 
-/* Samples the old path: one management listing with statistics (depths,
- * cumulative publishes, arguments) restricted to the old selection, then
- * exact depths. Raises old_publish when the publish total grew after the
- * settle window, and old_new_queue for a selected queue measure_horizon
- * did not measure. Returns 0, or -1 with ERR on a local failure (memory,
- * a selection PCRE2 cannot decide); a broker failure is an alert and returns 0. */
-int
-watch_old(struct tick *t, char *err, size_t errlen)
-{
-	const struct plan *p = t->p;
-	struct wstate *w = t->w;
-	const json_t *mq = json_object_get(t->c->measured, "queues"), *e;
-	const char **measured = NULL;
-	char path[900], why[768], newnames[400] = "", tbuf[40], d1[32];
-	size_t nmeasured = 0, nnew = 0, nunmeasured = 0, i;
-	int64_t total = 0, newttl = -1;
-	const char *newttl_queue = NULL;
-	struct old_selector sel = { 0 };
-	int rc = -1, m;
+/* The old queues the watch did not know from measure_horizon, as one
+ * listing shows them. */
+struct unmeasured {
+	size_t n;			/* listed now */
+	size_t nnew;			/* new to the watch, to alert */
+	char names[400];		/* the first NAMES_LISTED of those */
+	int64_t ttl;			/* the largest x-message-ttl among them, -1 */
+	const char *ttl_queue;		/* whose (borrowed from the listing) */
+};
 
-	if (old_selector_init(&sel, p, err, errlen) != 0)
-		goto done;
-	if ((measured = calloc(json_array_size(mq) + 1, sizeof(*measured))) == NULL)
-		goto nomem;
+/* The names of the queues measure_horizon measured (borrowed from
+ * MEASURED), sorted, into a new *OUT. Returns 0 or -1 (out of memory). */
+static int
+measured_names(const json_t *measured, const char ***out, size_t *n)
+{
+	const json_t *mq = json_object_get(measured, "queues"), *e;
+	size_t i;
+
+	*n = 0;
+	if ((*out = calloc(json_array_size(mq) + 1, sizeof(**out))) == NULL)
+		return -1;
 	json_array_foreach(mq, i, e)
 		if (json_is_string(json_object_get(e, "name")))
-			measured[nmeasured++] = json_string_value(json_object_get(e, "name"));
-	qsort(measured, nmeasured, sizeof(*measured), cmp_str);
+			(*out)[(*n)++] = json_string_value(json_object_get(e, "name"));
+	qsort(*out, *n, sizeof(**out), cmp_str);
+	return 0;
+}
+
+/* Lists the vhost's queues into T->listing. Returns 0, or -1 when the
+ * broker did not answer (alerted). */
+static int
+old_list(struct tick *t)
+{
+	char path[900], why[768];
 
 	/* One unpaginated request, statistics on (message_stats needs them),
 	 * only the columns used: at 10,000 queues one walk of the queue
@@ -95,11 +101,59 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	    sizeof(why)) != 0 || !json_is_array(t->listing)) {
 		watch_unreachable(t, "listing the old queues", t->listing == NULL ? why :
 		    "the answer is not a list");
-		rc = 0;
-		goto done;
+		return -1;
 	}
-	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL)
-		goto nomem;
+	return 0;
+}
+
+/* Counts the unmeasured old queue NAME (listed as E) in U, and names it
+ * for the alert when it is new to the watch. */
+static void
+note_unmeasured(struct tick *t, const json_t *e, const char *name,
+    struct unmeasured *u)
+{
+	struct wstate *w = t->w;
+	int64_t ttl = jint(json_object_get(e, "arguments"), "x-message-ttl", -1);
+	bool known = false;
+
+	u->n++;
+	if (ttl > u->ttl) {
+		u->ttl = ttl;
+		u->ttl_queue = name;
+	}
+	for (size_t k = 0; k < w->nknown_new && !known; k++)
+		known = strcmp(w->known_new[k], name) == 0;
+	if (known)
+		return;
+	/* New to the watch: alerted once (remembered while there is
+	 * room, past that by their count), so that an acknowledged
+	 * alert stays acknowledged while the queue stays. */
+	if (w->nknown_new < NEW_KNOWN_MAX)
+		snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
+		    name);
+	else if (u->n <= (size_t)w->unmeasured_seen)
+		return;
+	if (u->nnew < NAMES_LISTED)
+		watch_appendf(u->names, sizeof(u->names), "'%s'", name);
+	u->nnew++;
+}
+
+/* Fills T->q with the listed queues SEL selects (MEASURED, N: the sorted
+ * names measure_horizon measured), their publish counters summed into
+ * *TOTAL, the unmeasured ones into U. Returns 0, or -1 with ERR (memory,
+ * a name the selection cannot decide). */
+static int
+select_listed(struct tick *t, struct old_selector *sel, const char **measured,
+    size_t n, int64_t *total, struct unmeasured *u, char *err, size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+	int m;
+
+	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	json_array_foreach(t->listing, i, e) {
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const json_t *ms = json_object_get(e, "message_stats");
@@ -107,8 +161,8 @@ watch_old(struct tick *t, char *err, size_t errlen)
 
 		if (name == NULL)
 			continue;
-		if ((m = old_selector_test(&sel, name, err, errlen)) < 0)
-			goto done;
+		if ((m = old_selector_test(sel, name, err, errlen)) < 0)
+			return -1;
 		if (m == 0)
 			continue;
 		q = &t->q[t->nq++];
@@ -116,56 +170,50 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		q->listed = jint(e, "messages", 0);
 		q->exact = -1;
 		q->publish = jint(ms, "publish", -1);
-		q->measured = bsearch(&name, measured, nmeasured, sizeof(*measured),
+		q->measured = bsearch(&name, measured, n, sizeof(*measured),
 		    cmp_str) != NULL;
-		total += jint(ms, "publish", 0);
-		if (!q->measured) {
-			int64_t ttl = jint(json_object_get(e, "arguments"), "x-message-ttl", -1);
-			bool known = false;
-
-			nunmeasured++;
-			if (ttl > newttl) {
-				newttl = ttl;
-				newttl_queue = name;
-			}
-			for (size_t k = 0; k < w->nknown_new && !known; k++)
-				known = strcmp(w->known_new[k], name) == 0;
-			if (known)
-				continue;
-			/* New to the watch: alerted once (remembered while there is
-			 * room, past that by their count), so that an acknowledged
-			 * alert stays acknowledged while the queue stays. */
-			if (w->nknown_new < NEW_KNOWN_MAX)
-				snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
-				    name);
-			else if (nunmeasured <= (size_t)w->unmeasured_seen)
-				continue;
-			if (nnew < NAMES_LISTED)
-				watch_appendf(newnames, sizeof(newnames), "'%s'", name);
-			nnew++;
-		}
+		*total += jint(ms, "publish", 0);
+		if (!q->measured)
+			note_unmeasured(t, e, name, u);
 	}
-	t->old_seen = true;
-	w->unmeasured_seen = (int64_t)nunmeasured;
-	if (nnew > 0) {
-		watch_alert(t, "old_new_queue", "%zu queue%s matching the old selection %s not "
-		    "measured by measure_horizon: %s%s; a producer still creates old "
-		    "queues? Their publishes and depths are watched, but their TTLs are "
-		    "not in the horizon%s", nnew, nnew == 1 ? "" : "s",
-		    nnew == 1 ? "was" : "were", newnames, nnew > NAMES_LISTED ?
-		    " and more" : "", newttl > w->max_ttl_ms ?
-		    " (the largest x-message-ttl among them now counts)" : "");
-		if (newttl > w->max_ttl_ms) {
-			w->max_ttl_ms = newttl;
-			snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
-			    newttl_queue);
-			t->deadline_moved = true;
-			snprintf(t->moved_why, sizeof(t->moved_why), "unmeasured old "
-			    "queue '%.100s' has a longer TTL", newttl_queue);
-		}
-	}
+	return 0;
+}
 
-	/* Publishes into the old path since the last tick. */
+/* Raises old_new_queue for the unmeasured queues new to the watch; the
+ * largest TTL among them counts when it is the largest. */
+static void
+alert_unmeasured(struct tick *t, const struct unmeasured *u)
+{
+	struct wstate *w = t->w;
+
+	if (u->nnew == 0)
+		return;
+	watch_alert(t, "old_new_queue", "%zu queue%s matching the old selection %s not "
+	    "measured by measure_horizon: %s%s; a producer still creates old "
+	    "queues? Their publishes and depths are watched, but their TTLs are "
+	    "not in the horizon%s", u->nnew, u->nnew == 1 ? "" : "s",
+	    u->nnew == 1 ? "was" : "were", u->names, u->nnew > NAMES_LISTED ?
+	    " and more" : "", u->ttl > w->max_ttl_ms ?
+	    " (the largest x-message-ttl among them now counts)" : "");
+	if (u->ttl > w->max_ttl_ms) {
+		w->max_ttl_ms = u->ttl;
+		snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
+		    u->ttl_queue);
+		t->deadline_moved = true;
+		snprintf(t->moved_why, sizeof(t->moved_why), "unmeasured old "
+		    "queue '%.100s' has a longer TTL", u->ttl_queue);
+	}
+}
+
+/* Publishes into the old path since the last tick: TOTAL is the publish
+ * counters' sum now. Moves the last entry (and the deadline) and raises
+ * old_publish for those after the settle window. */
+static void
+count_publishes(struct tick *t, int64_t total)
+{
+	struct wstate *w = t->w;
+	char tbuf[40], d1[32];
+
 	if (w->old_publishes < 0) {
 		/* The first look. Publishes between the flip and now that the
 		 * statistics show already cannot be told from earlier ones when
@@ -205,12 +253,42 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		w->old_resets++;	/* a queue deleted, or statistics reset */
 	w->old_publishes = total;
 	watch_update_deadline(w);
+}
 
+/* Samples the old path: one management listing with statistics (depths,
+ * cumulative publishes, arguments) restricted to the old selection, then
+ * exact depths. Raises old_publish when the publish total grew after the
+ * settle window, and old_new_queue for a selected queue measure_horizon
+ * did not measure. Returns 0, or -1 with ERR on a local failure (memory,
+ * a selection PCRE2 cannot decide); a broker failure is an alert and returns 0. */
+int
+watch_old(struct tick *t, char *err, size_t errlen)
+{
+	struct unmeasured u = { .ttl = -1 };
+	struct old_selector sel = { 0 };
+	const char **measured = NULL;
+	size_t nmeasured = 0;
+	int64_t total = 0;
+	int rc = -1;
+
+	if (old_selector_init(&sel, t->p, err, errlen) != 0)
+		goto done;
+	if (measured_names(t->c->measured, &measured, &nmeasured) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	if (old_list(t) != 0) {
+		rc = 0;
+		goto done;
+	}
+	if (select_listed(t, &sel, measured, nmeasured, &total, &u, err, errlen) != 0)
+		goto done;
+	t->old_seen = true;
+	t->w->unmeasured_seen = (int64_t)u.n;
+	alert_unmeasured(t, &u);
+	count_publishes(t, total);
 	(void)watch_old_exact(t, false);
 	rc = 0;
-	goto done;
-nomem:
-	snprintf(err, errlen, "out of memory");
 done:
 	old_selector_free(&sel);
 	free(measured);

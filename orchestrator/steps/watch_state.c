@@ -337,21 +337,12 @@ last_sample_json(const struct tick *t)
 	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
 }
 
-/* The state as JSON (what the engine persists), with the summary the
- * status page shows. */
-json_t *
-watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
-    const char *status, bool done)
+/* The probes' part of the state: the probe queue, the next probe, those
+ * in flight, the counts and the latenesses. */
+static json_t *
+probe_json(const struct tick *t, const struct wstate *w)
 {
-	json_t *j, *outs = json_array(), *recent = json_array(), *depths = json_array();
-	json_t *pr, *sum, *known = json_array();
-	int64_t left = w->deadline_ms - t->now;
-
-	if (w->elapsed_ms >= 0 && watch_mono_deadline(w) - w->elapsed_ms > left)
-		left = watch_mono_deadline(w) - w->elapsed_ms;
-
-	for (size_t i = 0; i < w->nknown_new; i++)
-		json_array_append_new(known, json_string(w->known_new[i]));
+	json_t *outs = json_array(), *recent = json_array();
 
 	for (size_t i = 0; i < w->nout; i++)
 		json_array_append_new(outs, json_pack("{s:I,s:I,s:I,s:I,s:I}", "seq",
@@ -361,10 +352,7 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		    "not_before_mono_ms", (json_int_t)w->out[i].not_before_mono));
 	for (size_t i = 0; i < w->nrecent; i++)
 		json_array_append_new(recent, json_integer(w->recent[i]));
-	if (t->depth_seen)
-		for (int k = 0; k < t->p->ladder.levels; k++)
-			json_array_append_new(depths, json_integer(t->depth[k]));
-	pr = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 	    "s:o,s:o,s:o}",
 	    "queue", t->probe_queue,
 	    "delay_ms", (json_int_t)w->probe_delay_ms,
@@ -379,6 +367,22 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "recent_lateness_ms", recent,
 	    "last_lateness_ms", int_or_null(w->last_late, w->have_late),
 	    "max_lateness_ms", int_or_null(w->max_late, w->have_late));
+}
+
+/* The state's summary, what the page shows: STATUS, the time left, both
+ * paths' depths, the probes, OPEN_ALERTS. */
+static json_t *
+summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
+    const char *status)
+{
+	json_t *sum, *depths = json_array();
+	int64_t left = w->deadline_ms - t->now;
+
+	if (w->elapsed_ms >= 0 && watch_mono_deadline(w) - w->elapsed_ms > left)
+		left = watch_mono_deadline(w) - w->elapsed_ms;
+	if (t->depth_seen)
+		for (int k = 0; k < t->p->ladder.levels; k++)
+			json_array_append_new(depths, json_integer(t->depth[k]));
 	sum = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o},s:i,s:I}",
 	    "status", status,
 	    "time_left_ms", (json_int_t)(left > 0 ? left : 0),
@@ -396,6 +400,21 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "at_ms", (json_int_t)t->now);
 	if (!t->depth_seen)
 		json_decref(depths);
+	return sum;
+}
+
+/* The state as JSON (what the engine persists), with the summary the
+ * status page shows. */
+json_t *
+watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
+    const char *status, bool done)
+{
+	json_t *j, *pr, *sum, *known = json_array();
+
+	for (size_t i = 0; i < w->nknown_new; i++)
+		json_array_append_new(known, json_string(w->known_new[i]));
+	pr = probe_json(t, w);
+	sum = summary_json(t, w, open_alerts, status);
 	j = json_pack("{s:i,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,"
 	    "s:{s:o,s:I,s:I,s:I,s:I,s:o},s:{s:o},s:o,s:{s:I,s:I,s:o},s:I,s:o,s:b}",
 	    "version", WATCH_STATE_VERSION,
