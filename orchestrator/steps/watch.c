@@ -240,6 +240,17 @@ tick_result(const struct tick *t, const struct wstate *w, int open,
 }
 
 int
+step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
+    char *err, size_t errlen)
+{
+	(void)result;
+	(void)err;
+	(void)errlen;
+	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
+	return 0;
+}
+
+int
 step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct wstate w;
