@@ -18,9 +18,11 @@ static const struct plan_kind_row {
 	bool gate;
 	const char *needs, *after;	/* names, space separated */
 	const char *section, *why;
+	const char *shows;		/* "LABEL=/pointer, ..." or NULL */
 } kinds[PLAN_STEP_KIND_COUNT] = {
-#define STEP_KIND(id, name, run, prepare, flags, gate, needs, after, section, why) \
-	[PLAN_STEP_##id] = { #name, gate, needs, after, section, why },
+#define STEP_KIND(id, name, run, prepare, flags, gate, needs, after, section, why, \
+    shows) \
+	[PLAN_STEP_##id] = { #name, gate, needs, after, section, why, shows },
 #include "step_kinds.def"
 #undef STEP_KIND
 };
@@ -225,6 +227,35 @@ plan_destination_where(const struct plan *p, const char *name, char *out,
 		}
 	snprintf(out, outlen, "%s", file);
 	return out;
+}
+
+const char *
+plan_step_kind_shows(enum plan_step_kind kind)
+{
+	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
+		return NULL;
+	return kinds[kind].shows;
+}
+
+int
+plan_step_shows_next(const char **cur, char *label, size_t labellen, char *pointer,
+    size_t pointerlen)
+{
+	const char *s = *cur, *eq;
+	size_t n;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	n = strcspn(s, ",");
+	if ((eq = memchr(s, '=', n)) == NULL)
+		return -1;
+	snprintf(label, labellen, "%.*s", (int)(eq - s), s);
+	snprintf(pointer, pointerlen, "%.*s", (int)(s + n - eq - 1), eq + 1);
+	s += n;
+	while (*s == ',' || *s == ' ')
+		s++;
+	*cur = s;
+	return 0;
 }
 
 /* Checks step S (of kind AFTER, at index IB) against the steps NAMES

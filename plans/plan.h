@@ -135,6 +135,16 @@ char *plan_step_kind_names(char *out, size_t outlen);
  * SECTION), or NULL; *WHY (may be NULL) gets the rest of the error. */
 const char *plan_step_kind_section(enum plan_step_kind kind, const char **why);
 
+/* What the status page shows of a step of KIND's result when it has no view
+ * of its own (the table's SHOWS: "LABEL=/json/pointer" pairs separated by
+ * ", "), or NULL. */
+const char *plan_step_kind_shows(enum plan_step_kind kind);
+
+/* Reads the next pair of SHOWS at *CUR into LABEL and POINTER and moves *CUR
+ * past it. Returns 0, or -1 when there is none left (or it has no '='). */
+int plan_step_shows_next(const char **cur, char *label, size_t labellen,
+    char *pointer, size_t pointerlen);
+
 /* Loads and validates the plan in PATH. On success returns 0 and stores a
  * plan the caller frees with plan_free. On failure returns -1, stores no
  * plan, and fills ERRS (which the caller frees with plan_errors_free) with
