@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "log.h"
 #include "step.h"
+#include "step_kinds.h"
 
 #define ACTOR "engine"
 
@@ -437,35 +438,55 @@ open_ctx(struct run *r, int idx)
 	return 0;
 }
 
-/* Runs step IDX once. STATE is its last persisted result (borrowed, may be
- * NULL). Returns what the step returns (0 done, 1 continue, -1 failed) and
- * its result in *RESULT. */
+/* step_inputs' RESULT_OF: the persisted result of R's step of KIND. */
+static json_t *
+input_of(void *arg, enum plan_step_kind kind)
+{
+	return step_result(arg, kind, NULL);
+}
+
+/* The broker cannot be reached for step IDX, which outlives that (the
+ * watch): raises broker_unreachable, and the step goes on from STATE. */
+static int
+step_unreachable(struct run *r, const json_t *state, json_t **result)
+{
+	char message[1024];
+	int64_t alert = 0;
+
+	snprintf(message, sizeof(message), "%s", r->err);
+	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
+	    clock_now_ms(), &alert, r->err, r->errlen) == 1)
+		event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
+		    "broker_unreachable", "message", message, "alert_id",
+		    (json_int_t)alert));
+	*result = state != NULL ? json_deep_copy(state) : json_object();
+	return 1;
+}
+
+/* Runs step IDX once, as its row of the step-kind table says: the broker
+ * connections first, then its inputs, then the step. STATE is its last
+ * persisted result (borrowed, may be NULL). Returns what the step returns
+ * (0 done, 1 continue, -1 failed) and its result in *RESULT. */
 static int
 run_step(struct run *r, int idx, const json_t *state, json_t **result)
 {
 	enum plan_step_kind kind = r->plan->steps[idx].kind;
-	json_t *measured = NULL, *watch = NULL;
+	const struct step_kind *sk = step_kind_of(kind);
+	struct step_inputs in = { .result_of = input_of, .arg = r };
 	struct step_ctx *c = &r->ctx;
 	int64_t flip_ms = 0;
 	int rc = -1;
 
 	*result = NULL;
+	if (sk == NULL) {
+		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
+		*result = json_object();
+		return -1;
+	}
 	json_decref(step_result(r, PLAN_STEP_FLIP, &flip_ms));
-	if (kind != PLAN_STEP_FLIP && open_ctx(r, idx) != 0) {
-		if (kind == PLAN_STEP_WATCH) {
-			/* The watch outlives broker outages: it alerts and goes on. */
-			char message[1024];
-			int64_t alert = 0;
-
-			snprintf(message, sizeof(message), "%s", r->err);
-			if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-			    clock_now_ms(), &alert, r->err, r->errlen) == 1)
-				event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
-				    "broker_unreachable", "message", message, "alert_id",
-				    (json_int_t)alert));
-			*result = state != NULL ? json_deep_copy(state) : json_object();
-			return 1;
-		}
+	if ((sk->flags & STEP_KIND_BROKER) && open_ctx(r, idx) != 0) {
+		if (sk->flags & STEP_KIND_OUTLIVES_BROKER)
+			return step_unreachable(r, state, result);
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
 		return -1;
 	}
@@ -478,53 +499,12 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	c->measured = NULL;
 	c->watched = NULL;
 	c->old_last_entry_ms = 0;
-	switch (kind) {
-	case PLAN_STEP_MEASURE_HORIZON:
-		rc = step_measure_horizon(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_DECLARE_LADDER:
-		rc = step_declare_ladder(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_VERIFY_LADDER:
-		rc = step_verify_ladder(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_CANARY:
-		rc = step_canary(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_FLIP:
-		rc = step_flip(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_WATCH:
-		measured = step_result(r, PLAN_STEP_MEASURE_HORIZON, NULL);
-		c->measured = measured;
-		rc = step_watch(c, result, r->err, r->errlen);
-		break;
-	case PLAN_STEP_REMOVE_OLD:
-		measured = step_result(r, PLAN_STEP_MEASURE_HORIZON, NULL);
-		watch = step_result(r, PLAN_STEP_WATCH, NULL);
-		c->measured = measured;
-		c->watched = watch;
-		c->old_last_entry_ms = json_integer_value(json_object_get(watch,
-		    "last_old_entry_ms"));
-		if (c->old_last_entry_ms < flip_ms)
-			c->old_last_entry_ms = flip_ms;
-		if (measured == NULL || c->old_last_entry_ms == 0) {
-			snprintf(r->err, r->errlen, "remove_old needs the results of "
-			    "measure_horizon and the flip, and this plan has none recorded");
-			*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
-			rc = -1;
-			break;
-		}
-		rc = step_remove_old(c, result, r->err, r->errlen);
-		break;
-	default:
-		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
-		rc = -1;
-	}
+	if (sk->prepare == NULL ||
+	    (rc = sk->prepare(c, &in, result, r->err, r->errlen)) == 0)
+		rc = sk->run(c, result, r->err, r->errlen);
 	if (*result == NULL)
 		*result = json_object();
-	json_decref(measured);
-	json_decref(watch);
+	step_inputs_release(&in);
 	return rc;
 }
 
@@ -848,7 +828,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 	}
 	/* A remove_old that left some queues still deleted the others: both
 	 * outcomes record each queue deleted or found gone. */
-	removed = r->plan->steps[idx].kind == PLAN_STEP_REMOVE_OLD ? result : NULL;
+	removed = step_kind_of(r->plan->steps[idx].kind)->flags & STEP_KIND_RECORDS_REMOVED ?
+	    result : NULL;
 	if (sr == 0) {
 		rc = transition_removed(r, idx, "succeeded", 0, clock_now_ms(), text, NULL,
 		    ACTOR, "step.succeeded", NULL, removed);

@@ -1,4 +1,5 @@
-/* plan: the migration plan's model — step kind names, freeing, the error
+/* plan: the migration plan's model — the plan's columns of the step-kind
+ * table (names, default gates, order, needed sections), freeing, the error
  * list and its "FILE:LINE:COLUMN: message" form — and the checks that
  * concern the plan as a whole (step presence and order, default canary
  * delays). The YAML side is in plan_load.c. */
@@ -11,32 +12,19 @@
 #include "ladder.h"
 #include "plan.h"
 
-static const char *const step_names[PLAN_STEP_KIND_COUNT] = {
-	[PLAN_STEP_MEASURE_HORIZON] = "measure_horizon",
-	[PLAN_STEP_DECLARE_LADDER] = "declare_ladder",
-	[PLAN_STEP_VERIFY_LADDER] = "verify_ladder",
-	[PLAN_STEP_CANARY] = "canary",
-	[PLAN_STEP_FLIP] = "flip",
-	[PLAN_STEP_WATCH] = "watch",
-	[PLAN_STEP_REMOVE_OLD] = "remove_old",
-};
-
-/*
- * Safe order of the steps (DESIGN.md §1). BEFORE must come before AFTER when
- * both are in the plan; when NEEDED, AFTER may not be in the plan without
- * BEFORE.
- */
-static const struct step_rule {
-	enum plan_step_kind before, after;
-	int needed;
-} step_rules[] = {
-	{ PLAN_STEP_MEASURE_HORIZON, PLAN_STEP_FLIP, 1 },
-	{ PLAN_STEP_DECLARE_LADDER, PLAN_STEP_VERIFY_LADDER, 0 },
-	{ PLAN_STEP_DECLARE_LADDER, PLAN_STEP_CANARY, 0 },
-	{ PLAN_STEP_VERIFY_LADDER, PLAN_STEP_FLIP, 1 },
-	{ PLAN_STEP_CANARY, PLAN_STEP_FLIP, 1 },
-	{ PLAN_STEP_FLIP, PLAN_STEP_WATCH, 1 },
-	{ PLAN_STEP_WATCH, PLAN_STEP_REMOVE_OLD, 1 },
+/* The plan's columns of the step-kind table (step_kinds.def). */
+static const struct plan_kind_row {
+	const char *name;
+	bool gate;
+	const char *needs, *after;	/* names, space separated */
+	const char *section, *why;
+	const char *shows;		/* "LABEL=/pointer, ..." or NULL */
+} kinds[PLAN_STEP_KIND_COUNT] = {
+#define STEP_KIND(id, name, run, prepare, flags, gate, needs, after, section, why, \
+    shows) \
+	[PLAN_STEP_##id] = { #name, gate, needs, after, section, why, shows },
+#include "step_kinds.def"
+#undef STEP_KIND
 };
 
 const char *
@@ -44,7 +32,41 @@ plan_step_kind_name(enum plan_step_kind kind)
 {
 	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
 		return "unknown";
-	return step_names[kind];
+	return kinds[kind].name;
+}
+
+bool
+plan_step_kind_gated(enum plan_step_kind kind)
+{
+	return (int)kind >= 0 && kind < PLAN_STEP_KIND_COUNT && kinds[kind].gate;
+}
+
+char *
+plan_step_kind_names(char *out, size_t outlen)
+{
+	size_t len = 0;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	for (int k = 0; k < PLAN_STEP_KIND_COUNT && len < outlen; k++) {
+		int n = snprintf(out + len, outlen - len, "%s%s", k > 0 ? ", " : "",
+		    kinds[k].name);
+
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	return out;
+}
+
+const char *
+plan_step_kind_section(enum plan_step_kind kind, const char **why)
+{
+	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
+		return NULL;
+	if (why != NULL)
+		*why = kinds[kind].why;
+	return kinds[kind].section;
 }
 
 int
@@ -55,7 +77,7 @@ plan_step_kind_parse(const char *name, enum plan_step_kind *out)
 	if (name == NULL)
 		return -1;
 	for (k = 0; k < PLAN_STEP_KIND_COUNT; k++) {
-		if (strcmp(name, step_names[k]) == 0) {
+		if (strcmp(name, kinds[k].name) == 0) {
 			if (out != NULL)
 				*out = (enum plan_step_kind)k;
 			return 0;
@@ -207,26 +229,58 @@ plan_destination_where(const struct plan *p, const char *name, char *out,
 	return out;
 }
 
-/* Checks the steps against step_rules; each error is at the step that
- * needs the other one. */
-static int
-check_order(const struct plan *p, struct plan_errors *errs)
+const char *
+plan_step_kind_shows(enum plan_step_kind kind)
 {
-	const struct step_rule *r;
-	const struct plan_step *s;
-	const char *a, *b;
-	size_t i;
-	int ia, ib, rc = 0;
+	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
+		return NULL;
+	return kinds[kind].shows;
+}
 
-	for (i = 0; i < sizeof(step_rules) / sizeof(step_rules[0]); i++) {
-		r = &step_rules[i];
-		if ((ib = plan_find_step(p, r->after)) == -1)
+int
+plan_step_shows_next(const char **cur, char *label, size_t labellen, char *pointer,
+    size_t pointerlen)
+{
+	const char *s = *cur, *eq;
+	size_t n;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	n = strcspn(s, ",");
+	if ((eq = memchr(s, '=', n)) == NULL)
+		return -1;
+	snprintf(label, labellen, "%.*s", (int)(eq - s), s);
+	snprintf(pointer, pointerlen, "%.*s", (int)(s + n - eq - 1), eq + 1);
+	s += n;
+	while (*s == ',' || *s == ' ')
+		s++;
+	*cur = s;
+	return 0;
+}
+
+/* Checks step S (of kind AFTER, at index IB) against the steps NAMES
+ * lists (space separated) as coming before it; when NEEDED, each must be
+ * in the plan. Each error is at S. Returns 0, or -1 when out of memory. */
+static int
+check_before(const struct plan *p, enum plan_step_kind after, int ib,
+    const char *names, int needed, struct plan_errors *errs)
+{
+	const struct plan_step *s = &p->steps[ib];
+	enum plan_step_kind before;
+	const char *a, *b = kinds[after].name;
+	char name[40];
+	int ia, rc = 0;
+	size_t n;
+
+	while (*names != '\0') {
+		n = strcspn(names, " ");
+		snprintf(name, sizeof(name), "%.*s", (int)n, names);
+		names += n + (names[n] == ' ');
+		if (plan_step_kind_parse(name, &before) != 0)
 			continue;
-		ia = plan_find_step(p, r->before);
-		s = &p->steps[ib];
-		a = step_names[r->before];
-		b = step_names[r->after];
-		if (ia == -1 && r->needed)
+		ia = plan_find_step(p, before);
+		a = kinds[before].name;
+		if (ia == -1 && needed)
 			rc |= plan_errors_add(errs, s->line, s->column,
 			    "step '%s' without step '%s'; expected %s before %s",
 			    b, a, a, b);
@@ -234,6 +288,22 @@ check_order(const struct plan *p, struct plan_errors *errs)
 			rc |= plan_errors_add(errs, s->line, s->column,
 			    "step '%s' comes before step '%s'; expected %s before %s",
 			    b, a, a, b);
+	}
+	return rc;
+}
+
+/* The safe order of the steps (DESIGN.md §1), from the table's NEEDS
+ * (must be in the plan, before) and AFTER (before, when in the plan). */
+static int
+check_order(const struct plan *p, struct plan_errors *errs)
+{
+	int k, ib, rc = 0;
+
+	for (k = 0; k < PLAN_STEP_KIND_COUNT; k++) {
+		if ((ib = plan_find_step(p, (enum plan_step_kind)k)) == -1)
+			continue;
+		rc |= check_before(p, (enum plan_step_kind)k, ib, kinds[k].needs, 1, errs);
+		rc |= check_before(p, (enum plan_step_kind)k, ib, kinds[k].after, 0, errs);
 	}
 	return rc;
 }

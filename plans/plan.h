@@ -14,14 +14,11 @@
 #define PLAN_NAME_MAX 64
 #define PLAN_DEFAULT_CANARY_BUDGET_MS (2 * 60 * 1000)
 
+/* One per row of the step-kind table (steps/step_kinds.def), in its order. */
 enum plan_step_kind {
-	PLAN_STEP_MEASURE_HORIZON,
-	PLAN_STEP_DECLARE_LADDER,
-	PLAN_STEP_VERIFY_LADDER,
-	PLAN_STEP_CANARY,
-	PLAN_STEP_FLIP,
-	PLAN_STEP_WATCH,
-	PLAN_STEP_REMOVE_OLD,
+#define STEP_KIND(id, ...) PLAN_STEP_##id,
+#include "step_kinds.def"
+#undef STEP_KIND
 	PLAN_STEP_KIND_COUNT
 };
 
@@ -125,6 +122,28 @@ const char *plan_step_kind_name(enum plan_step_kind kind);
 
 /* Parses a step kind's name. Returns 0, or -1 if NAME is not one. */
 int plan_step_kind_parse(const char *name, enum plan_step_kind *out);
+
+/* Whether a step of KIND waits for approval when the plan does not say
+ * (the table's GATE). */
+bool plan_step_kind_gated(enum plan_step_kind kind);
+
+/* Writes every step kind's name, in table order, separated by ", ", into
+ * OUT (for messages that list what is expected). Returns OUT. */
+char *plan_step_kind_names(char *out, size_t outlen);
+
+/* The plan section a step of KIND cannot run without (the table's
+ * SECTION), or NULL; *WHY (may be NULL) gets the rest of the error. */
+const char *plan_step_kind_section(enum plan_step_kind kind, const char **why);
+
+/* What the status page shows of a step of KIND's result when it has no view
+ * of its own (the table's SHOWS: "LABEL=/json/pointer" pairs separated by
+ * ", "), or NULL. */
+const char *plan_step_kind_shows(enum plan_step_kind kind);
+
+/* Reads the next pair of SHOWS at *CUR into LABEL and POINTER and moves *CUR
+ * past it. Returns 0, or -1 when there is none left (or it has no '='). */
+int plan_step_shows_next(const char **cur, char *label, size_t labellen,
+    char *pointer, size_t pointerlen);
 
 /* Loads and validates the plan in PATH. On success returns 0 and stores a
  * plan the caller frees with plan_free. On failure returns -1, stores no

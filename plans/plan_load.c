@@ -1477,14 +1477,32 @@ load_watch(struct loader *ld, const struct sect *root)
 	get_duration(ld, &s, "probe_every", 0, &p->watch.probe_every_ms);
 }
 
+/* Each step whose kind cannot run without a plan section (the step-kind
+ * table's SECTION) needs that section: an error at the step otherwise. */
+static void
+check_sections(struct loader *ld, const struct sect *root)
+{
+	const struct plan *p = ld->p;
+	const char *section, *why;
+
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const struct plan_step *st = &p->steps[i];
+
+		if ((section = plan_step_kind_section(st->kind, &why)) == NULL ||
+		    find_pair(ld, root->map, section) != NULL)
+			continue;
+		if (plan_errors_add(ld->errs, st->line, st->column, "step '%s' needs a "
+		    "%s section %s", plan_step_kind_name(st->kind), section, why) == -1)
+			ld->oom = 1;
+	}
+}
+
 static void
 load_steps(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "step", "gate", NULL };
 	static const char expect[] = "a list of steps, each a step name or "
 	    "{ step: NAME, gate: true }";
-	static const char names[] = "measure_horizon, declare_ladder, verify_ladder, "
-	    "canary, flip, watch, remove_old";
 	struct plan *p = ld->p;
 	enum plan_step_kind kind;
 	struct plan_step *st;
@@ -1492,10 +1510,12 @@ load_steps(struct loader *ld, const struct sect *root)
 	const char *t;
 	char path[32], what[48];
 	size_t count, i, j;
-	bool gate;
-	int bad = 0, flip;
+	char names[256];
+	bool gate, gate_given;
+	int bad = 0;
 	struct sect s;
 
+	plan_step_kind_names(names, sizeof(names));
 	if ((n = field(ld, root, "steps", 1, expect)) == NULL)
 		return;
 	if ((count = seq_items(ld, n, "steps", expect)) == 0)
@@ -1508,15 +1528,18 @@ load_steps(struct loader *ld, const struct sect *root)
 		item = seq_item(ld, n, i);
 		snprintf(path, sizeof(path), "steps[%zu]", i);
 		gate = false;
+		gate_given = false;
 		sn = item;
 		if (item->type == YAML_MAPPING_NODE) {
 			s.map = item;
 			s.path = path;
 			check_keys(ld, &s, keys);
 			snprintf(what, sizeof(what), "%s.gate", path);
-			if ((sn = field(ld, &s, "gate", 0, NULL)) != NULL &&
-			    conv_bool(ld, sn, what, &gate) == -1)
-				bad = 1;
+			if ((sn = field(ld, &s, "gate", 0, NULL)) != NULL) {
+				gate_given = true;
+				if (conv_bool(ld, sn, what, &gate) == -1)
+					bad = 1;
+			}
 			if ((sn = field(ld, &s, "step", 1, names)) == NULL) {
 				bad = 1;
 				continue;
@@ -1550,16 +1573,11 @@ load_steps(struct loader *ld, const struct sect *root)
 		}
 		st = &p->steps[p->nsteps++];
 		st->kind = kind;
-		st->gate = gate;
+		st->gate = gate_given ? gate : plan_step_kind_gated(kind);
 		st->line = mark_num(item->start_mark.line);
 		st->column = mark_num(item->start_mark.column);
 	}
-	if ((flip = plan_find_step(p, PLAN_STEP_FLIP)) != -1 &&
-	    find_pair(ld, root->map, "flag") == NULL &&
-	    plan_errors_add(ld->errs, p->steps[flip].line, p->steps[flip].column,
-	    "step 'flip' needs a flag section to switch producers; expected "
-	    "flag: with kind unleash or http") == -1)
-		ld->oom = 1;
+	check_sections(ld, root);
 	if (bad) {
 		/* Order checks on half the steps would only add noise. */
 		free(p->steps);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
 #include "view.h"
 
 #define STEPS_MAX	1000	/* as the CLI: no plan has more */
@@ -224,10 +225,30 @@ gate_state(const json_t *step)
 	return "open";
 }
 
+/* What the page shows of a step of KIND that has no view of its own there
+ * (the step-kind table's SHOWS) as [{"label","pointer"}], or NULL. */
+static json_t *
+step_shows(const char *kind)
+{
+	enum plan_step_kind k;
+	const char *cur;
+	char label[64], pointer[128];
+	json_t *a;
+
+	if (plan_step_kind_parse(kind, &k) != 0 || (cur = plan_step_kind_shows(k)) == NULL)
+		return NULL;
+	a = json_array();
+	while (plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)) == 0)
+		json_array_append_new(a, json_pack("{s:s,s:s}", "label", label, "pointer",
+		    pointer));
+	return a;
+}
+
 static json_t *
 step_object(const struct store_step *st)
 {
-	json_t *o = json_object();
+	json_t *o = json_object(), *shows;
 
 	json_object_set_new(o, "n", json_integer(st->idx + 1));
 	json_object_set_new(o, "kind", view_string(st->kind));
@@ -243,6 +264,8 @@ step_object(const struct store_step *st)
 	json_object_set_new(o, "approval_comment", json_null());
 	json_object_set_new(o, "retried_by", json_null());
 	json_object_set_new(o, "retried_ms", json_null());
+	if ((shows = step_shows(st->kind)) != NULL)
+		json_object_set_new(o, "shows", shows);
 	return o;
 }
 

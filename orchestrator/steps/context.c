@@ -1,4 +1,5 @@
-/* context: opens and closes the broker connections a step runs with. */
+/* context: opens and closes the broker connections a step runs with, and
+ * holds the earlier steps' results a step's prepare function reads. */
 #include <stdio.h>
 #include <string.h>
 
@@ -42,4 +43,22 @@ step_ctx_close(struct step_ctx *c)
 	c->mgmt = NULL;
 	c->held = NULL;
 	c->nheld = c->capheld = 0;
+}
+
+const json_t *
+step_input(struct step_inputs *in, enum plan_step_kind kind)
+{
+	json_t *j;
+
+	if (in->nheld == STEP_INPUTS_MAX || (j = in->result_of(in->arg, kind)) == NULL)
+		return NULL;
+	in->held[in->nheld++] = j;
+	return j;
+}
+
+void
+step_inputs_release(struct step_inputs *in)
+{
+	while (in->nheld > 0)
+		json_decref(in->held[--in->nheld]);
 }

@@ -624,6 +624,28 @@ run_waves(struct step_ctx *c, const struct old_remove_opts *o,
 }
 
 int
+step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
+    char *err, size_t errlen)
+{
+	const json_t *watch;
+
+	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
+	watch = step_input(in, PLAN_STEP_WATCH);
+	c->watched = watch;
+	c->old_last_entry_ms = json_integer_value(json_object_get(watch,
+	    "last_old_entry_ms"));
+	if (c->old_last_entry_ms < c->flip_ms)
+		c->old_last_entry_ms = c->flip_ms;
+	if (c->measured == NULL || c->old_last_entry_ms == 0) {
+		snprintf(err, errlen, "remove_old needs the results of "
+		    "measure_horizon and the flip, and this plan has none recorded");
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
 step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	if (step_flag_require_on(c, result, err, errlen) != 0)

@@ -58,6 +58,42 @@ void step_ctx_close(struct step_ctx *c);
  * which the caller persists and frees. Running a step again is safe. */
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
+/* The results of a plan's earlier steps, as a step's prepare function reads
+ * them: RESULT_OF(ARG, KIND) gives the persisted result of the plan's step
+ * of KIND (a new reference) or NULL. */
+#define STEP_INPUTS_MAX 4
+struct step_inputs {
+	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
+	void *arg;
+	json_t *held[STEP_INPUTS_MAX];	/* fetched by step_input */
+	size_t nheld;
+};
+
+/* The result of the plan's step of KIND, borrowed from IN until
+ * step_inputs_release, or NULL when there is none. */
+const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
+
+/* Releases what IN holds. */
+void step_inputs_release(struct step_inputs *in);
+
+/* The signature of a step's prepare function (the step-kind table's
+ * PREPARE): sets in C the inputs its step reads (C->measured, C->watched,
+ * C->old_last_entry_ms…) from IN, before the step runs. Returns 0, or -1
+ * when the step cannot run (ERR says why, *RESULT may be set to the
+ * step's result then). */
+typedef int (*step_prepare_fn)(struct step_ctx *c, struct step_inputs *in,
+    json_t **result, char *err, size_t errlen);
+
+/* The watch's inputs: measure_horizon's result as C->measured. */
+int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
+    char *err, size_t errlen);
+
+/* remove_old's inputs: measure_horizon's result, the watch's last state
+ * and the last entry into the old path (the watch's, never before the
+ * flip); -1 when measure_horizon or the flip has recorded none. */
+int step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in,
+    json_t **result, char *err, size_t errlen);
+
 /* declare_ladder: declares every object of the plan's topology: exchanges,
  * level and parking queues with their arguments, every binding. Destination
  * queues are bound, never redeclared; a missing one fails the step before

@@ -215,6 +215,42 @@ test_step_kind_names(void **state)
 	assert_int_equal(plan_step_kind_parse(NULL, &k), -1);
 }
 
+/* The step-kind table's other columns: the names listed for messages, in
+ * table order; gates and sections; SHOWS pairs as the API serves them. */
+static void
+test_step_kind_table(void **state)
+{
+	const char *cur = "removed=/counts/removed, left=/counts/left", *why = NULL;
+	char names[256], label[32], pointer[64];
+
+	(void)state;
+	assert_string_equal(plan_step_kind_names(names, sizeof(names)),
+	    "measure_horizon, declare_ladder, verify_ladder, canary, flip, watch, "
+	    "remove_old");
+	for (int i = 0; i < PLAN_STEP_KIND_COUNT; i++)
+		assert_false(plan_step_kind_gated((enum plan_step_kind)i));
+	assert_string_equal(plan_step_kind_section(PLAN_STEP_FLIP, &why), "flag");
+	assert_non_null(strstr(why, "to switch producers"));
+	assert_null(plan_step_kind_section(PLAN_STEP_WATCH, NULL));
+	assert_null(plan_step_kind_section(PLAN_STEP_KIND_COUNT, NULL));
+	assert_int_equal(plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)), 0);
+	assert_string_equal(label, "removed");
+	assert_string_equal(pointer, "/counts/removed");
+	assert_int_equal(plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)), 0);
+	assert_string_equal(label, "left");
+	assert_string_equal(pointer, "/counts/left");
+	assert_int_equal(plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)), -1);
+	cur = "no pair here";
+	assert_int_equal(plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)), -1);
+	cur = NULL;
+	assert_int_equal(plan_step_shows_next(&cur, label, sizeof(label), pointer,
+	    sizeof(pointer)), -1);
+}
+
 static void
 test_example_orders(void **state)
 {
@@ -1069,6 +1105,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_step_kind_names),
+		cmocka_unit_test(test_step_kind_table),
 		cmocka_unit_test(test_example_orders),
 		cmocka_unit_test(test_example_celery),
 		cmocka_unit_test(test_example_nservicebus),

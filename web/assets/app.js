@@ -205,11 +205,13 @@
     });
     return dl;
   }
-  function progress(st) {
-    var r = st.result, box = el('div', { class: 'progress' }), words = null, pairs = [], s;
-    if (r == null || typeof r !== 'object') return null;
-    switch (st.kind) {
-    case 'measure_horizon':
+  /* What the page shows of each step kind's result: a sentence and
+   * label/value pairs. A kind with no view here shows the pairs its row of
+   * the step-kind table names (the API's "shows": labels and JSON pointers
+   * into the result). */
+  var stepViews = {
+    measure_horizon: function (st, r) {
+      var words = null, pairs = [], s;
       s = r.summary || {};
       words = s.queues + ' old queue' + (s.queues === 1 ? '' : 's') + ' found, ' + s.non_empty +
         ' non-empty; largest TTL ' + fmtDur(s.max_ttl_ms) + '; horizon ' + fmtTime(s.horizon_ms) + '.';
@@ -217,20 +219,26 @@
         ['messages', num(s.total_messages)], ['largest TTL', fmtDur(s.max_ttl_ms) +
         (s.max_ttl_queue ? ' (' + s.max_ttl_queue + ')' : '')], ['horizon', fmtTime(s.horizon_ms)],
         s.reasoning ? ['reasoning', String(s.reasoning)] : null];
-      break;
-    case 'declare_ladder':
+      return { words: words, pairs: pairs };
+    },
+    declare_ladder: function (st, r) {
+      var words = null, pairs = [];
       words = 'Declared ' + num(r.exchanges) + ' exchanges, ' + num(r.queues) + ' queues, ' +
         num(r.bindings) + ' bindings.';
-      break;
-    case 'verify_ladder':
+      return { words: words, pairs: pairs };
+    },
+    verify_ladder: function (st, r) {
+      var words = null, pairs = [], s;
       s = r.counts || {};
       words = num(s.ok) + ' objects ok, ' + ((s.missing || 0) + (s.drift || 0)) + ' differing (' +
         num(s.missing) + ' missing, ' + num(s.drift) + ' drifted).';
       (r.objects || []).forEach(function (o) {
         if (o.status !== 'ok') pairs.push([o.kind + ' ' + o.name, o.status + (o.detail ? ': ' + o.detail : '')]);
       });
-      break;
-    case 'canary':
+      return { words: words, pairs: pairs };
+    },
+    canary: function (st, r) {
+      var words = null, pairs = [], s;
       s = r.summary || {};
       words = num(s.count) + ' sent, ' + num(s.arrived) + ' arrived, ' + num(s.early) + ' early, ' +
         num(s.late) + ' late, ' + num(s.lost) + ' lost; lateness p50 ' + fmtDur(s.p50_ms) +
@@ -239,8 +247,10 @@
         ['max lateness', fmtDur(s.max_ms)],
         r.parking ? ['parking check', r.parking.ok ? 'reached the parking queue' : 'failed' +
           (r.parking.detail ? ': ' + r.parking.detail : '')] : null];
-      break;
-    case 'flip':
+      return { words: words, pairs: pairs };
+    },
+    flip: function (st, r) {
+      var words = null, pairs = [];
       words = st.status === 'succeeded' ? 'Flag switched on at ' + fmtTime(st.ended_ms) + ', confirmed by reading it back.' :
         st.status === 'failed' ? 'The flag was not confirmed.' : 'The flag has not been switched yet.';
       pairs = [r.flag ? ['flag', [r.flag.kind, r.flag.feature || r.flag.url || r.flag.read].filter(Boolean).join(' ')] : null,
@@ -248,8 +258,10 @@
         r.confirmed_by ? ['confirmed by', String(r.confirmed_by)] : null,
         r.confirmed !== undefined ? ['confirmed', JSON.stringify(r.confirmed)] : null,
         r.read_back !== undefined ? ['read back', JSON.stringify(r.read_back)] : null];
-      break;
-    case 'watch':
+      return { words: words, pairs: pairs };
+    },
+    watch: function (st, r) {
+      var words = null, pairs = [], s;
       s = r.summary || {};
       var lad = s.ladder_depth || [], tot = 0, pl = s.probe_lateness_ms || {};
       lad.forEach(function (v) { tot += v || 0; });
@@ -267,8 +279,10 @@
           num(r.probe.late) + ' late, ' + num(r.probe.early) + ' early, ' + num(r.probe.lost) + ' lost'] : null,
         r.old ? ['old publishes after flip', num(r.old.after_flip)] : null,
         ['open alerts', num(s.open_alerts)]];
-      break;
-    case 'remove_old':
+      return { words: words, pairs: pairs };
+    },
+    remove_old: function (st, r) {
+      var words = null, pairs = [], s;
       s = r.counts || {};
       words = num(s.removed) + ' old queues removed, ' + num(s.left) + ' left' +
         (s.gone ? ', ' + s.gone + ' already gone' : '') + (r.dry_run ? ' (dry run: ' + num(s.would_remove) + ' would go)' : '') + '.';
@@ -280,10 +294,27 @@
         pairs.push([e.name, 'left' + (e.reason ? ': ' + e.reason : '')]);
       });
       if (left.length > 50) pairs.push(['…', (left.length - 50) + ' more left: see the recorded result']);
-      break;
+      return { words: words, pairs: pairs };
     }
-    if (words) box.appendChild(el('p', { class: 'progress-words' }, words));
-    if (pairs.length) box.appendChild(kv(pairs));
+  };
+  function pointerValue(r, ptr) {
+    return String(ptr).split('/').slice(1).reduce(function (v, k) {
+      return v != null && typeof v === 'object' ? v[k.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+    }, r);
+  }
+  function shownPairs(st, r) {
+    return (st.shows || []).map(function (sh) {
+      var v = pointerValue(r, sh.pointer);
+      return [sh.label, v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v)];
+    });
+  }
+  function progress(st) {
+    var r = st.result, box = el('div', { class: 'progress' }), view;
+    if (r == null || typeof r !== 'object') return null;
+    view = Object.prototype.hasOwnProperty.call(stepViews, st.kind) ? stepViews[st.kind](st, r) :
+      { words: null, pairs: shownPairs(st, r) };
+    if (view.words) box.appendChild(el('p', { class: 'progress-words' }, view.words));
+    if (view.pairs.length) box.appendChild(kv(view.pairs));
     box.appendChild(resultDetails(st));
     return box;
   }

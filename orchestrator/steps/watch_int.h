@@ -1,0 +1,315 @@
+/* watch_int: what the watch's files share (internal to steps/watch*.c):
+ * its limits, the persisted state (struct wstate), one tick (struct tick),
+ * and the functions one file of the watch calls in another. watch.c runs
+ * the tick; see its comment for what the watch does. */
+#ifndef CUTOVER_WATCH_INT_H
+#define CUTOVER_WATCH_INT_H
+#include <sys/types.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+#include "fault.h"
+#include "ladder.h"
+#include "old_path.h"
+#include "parking.h"
+#include "publish.h"
+#include "sentences.h"
+#include "clock.h"
+#include "step.h"
+#include "topology.h"
+#include "watch_nodes.h"
+
+
+#define WATCH_STATE_VERSION	1
+#define ACTOR			"engine"
+
+/* Management statistics (queue message_stats.publish, exchange
+ * publish_in, and the listing's depths) lag the broker by up to about
+ * 5-10 s (DESIGN §3). How the watch lives with that:
+ *   - a publish into the old path is counted when the statistics show it,
+ *     and last_old_entry_ms is stamped with the moment the watch saw it,
+ *     never earlier than it happened: a late count moves the deadline
+ *     later, never earlier;
+ *   - publishes made just before the flip show up to this long after it
+ *     and cannot be told apart from publishes just after it, so growth
+ *     seen in this window moves the deadline without an watch_alert (the
+ *     deadline then covers them either way); the window also holds the
+ *     watch open at least this long after the flip, so every pre-flip
+ *     publish has been counted before it can end;
+ *   - depths come from exact AMQP passive declares wherever it matters
+ *     (every old queue up to OLD_EXACT_MAX, the non-empty ones beyond,
+ *     and every old queue before the watch may end), not from the
+ *     statistics;
+ *   - watch.allowance (30 s by default) is the margin after the largest
+ *     TTL for the broker to forward what expires, and the lag never eats
+ *     into it: an entry is stamped when the statistics show it, up to a
+ *     lag after it happened, so each message's real margin is the
+ *     allowance plus that delay. What the lag can hide is an entry in the
+ *     last seconds before the end; the end needs an old path that exact
+ *     passive declares find empty, so such a message still waiting holds
+ *     the watch, and its publish, shown seconds later, raises old_publish
+ *     and moves the deadline. */
+#define OLD_STATS_LAG_MS	10000
+
+/* Old queues read with an exact passive declare each tick: all of them up
+ * to this many, else the non-empty ones (by the listing) up to this many.
+ * Before ending, every old queue is read exactly, however many. */
+#define OLD_EXACT_MAX		1000
+
+/* Probes. A probe is due at its not-before time; the watch looks for it
+ * until not-before + canary.max_lateness + this grace (the canary's), and
+ * then calls it lost. */
+#define PROBE_GRACE_MS		1000
+#define PROBE_OUTSTANDING_MAX	32	/* in flight at once, at most */
+#define PROBE_DRAIN_MAX		1000	/* read from the probe queue per tick, at most */
+#define PROBE_POLL_MS		20	/* while waiting for a due probe */
+#define PROBE_AWAIT_MIN_MS	1000
+#define PROBE_RECENT_MAX	64	/* latenesses kept for the median */
+#define PROBE_PUBLISH_TIMEOUT_MS 5000
+#define PROBE_QUEUE_EXPIRES_MIN_MS (60 * 60 * 1000)
+
+/* Parking. The watch looks through the parking queue (parking_walk) only
+ * when its depth differs from what the last walk left there, reading at
+ * most PARK_WALK_READ messages. Each walk that leaves foreign messages
+ * redelivers them, which a quorum queue counts against its delivery-limit
+ * (20 by default on RabbitMQ 4.0, then dropped): after PARK_REQUEUES_MAX
+ * such walks in a row the watch stops looking until parking is empty. */
+#define PARK_WALK_READ		PARKING_WALK_MAX
+#define PARK_REQUEUES_MAX	5
+#define PARK_LISTED		5	/* own messages named in the event */
+
+/* Downsampling: every DS_EVERY_MS of watch time, samples older than
+ * DS_AFTER_MS are folded into one per DS_BUCKET_MS bucket and series,
+ * keeping the largest value (store_samples_downsample: depths, lateness
+ * and cumulative counts all read right as a maximum). The last hour stays
+ * at the watch's interval; older samples keep ten-minute resolution, which
+ * is what a chart of a 12-day watch shows anyway, with every peak kept.
+ * At 34 series and a 10 s interval, 12 days leave about
+ * 34 x (420 + 1,728) = 73,000 rows instead of 3,440,000:
+ * bench/watch_samples.c measured 4.4 MB against 178 MB.
+ *
+ * One fold, not a finer one for the last day and a coarser one beyond:
+ * store_samples_downsample reads every row older than its limit and, per
+ * row, scans the buckets being folded (its temporary table has no index),
+ * so its cost is rows older than the limit x buckets folded; a one-minute
+ * tier after an hour would make that about 100,000 x 34 every minute,
+ * hours of CPU over 12 days, where this costs about five minutes (0.2 s
+ * every 10 minutes at the end). */
+#define DS_EVERY_MS		(10 * 60 * 1000)
+#define DS_AFTER_MS		(60 * 60 * 1000)
+#define DS_BUCKET_MS		(10 * 60 * 1000)
+
+#define NAMES_LISTED		5	/* names an alert message lists at most */
+#define NEW_KNOWN_MAX		32	/* unmeasured old queues remembered */
+#define ALERTS_MAX		16	/* kinds pending in one tick */
+#define ALERT_MSG_MAX		500
+#define HELD_MAX		10000	/* non-empty old queues remembered */
+
+struct probe {
+	int64_t seq, sent_ms, not_before_ms;	/* wall clock, as stamped */
+	int64_t sent_mono, not_before_mono;	/* clock_mono_ms */
+};
+
+/* What persists from tick to tick (the state JSON, as a struct). */
+struct wstate {
+	int64_t started_ms, flip_ms, max_ttl_ms, allowance_ms;
+	char max_ttl_queue[LADDER_NAME_MAX];
+	int64_t last_old_entry_ms, deadline_ms, ticks, last_tick_ms;
+	int64_t old_publishes;		/* cumulative, as last seen; -1: not yet */
+	int64_t old_after_flip;		/* publishes counted after the settle window */
+	int64_t old_settled;		/* publishes counted within it */
+	int64_t old_resets;		/* times the total went down */
+	char known_new[NEW_KNOWN_MAX][LADDER_NAME_MAX]; /* unmeasured queues
+					 * alerted already */
+	size_t nknown_new;
+	int64_t unmeasured_seen;	/* unmeasured old queues last seen */
+	int64_t ladder_publishes;	/* cumulative; -1: not yet */
+	int64_t probe_delay_ms, probe_seq, probe_next_ms, probe_checked_ms;
+	struct probe out[PROBE_OUTSTANDING_MAX];
+	size_t nout;
+	int64_t sent, arrived, lost, late, early, unmeasured, stale, foreign;
+	int64_t recent[PROBE_RECENT_MAX];
+	size_t nrecent;
+	int64_t last_late, max_late;
+	bool have_late;
+	int64_t verify_next_ms, verify_last_ms;
+	int verify_ok;			/* 1, 0, or -1 when not run yet */
+	int64_t ds_last_ms;
+	int flag_state;			/* STEP_FLAG_* as last read */
+	int64_t flag_checked_ms;	/* when (0: not yet) */
+	int64_t flag_not_on_ms;		/* since when it has not read on, 0 */
+	char flag_detail[300];		/* what the last read saw */
+
+	/* Monotonic time (clock_mono_ms) of the boot BOOT_ID: the watch's
+	 * age since the flip, at the last tick, and when the last entry
+	 * into the old path was seen. probe_next_ms, probe_checked_ms and
+	 * the probes' *_mono are on this clock too. */
+	char boot_id[40];
+	int64_t mono_last_ms, elapsed_ms, entry_elapsed_ms;
+	int64_t probe_parked;		/* probes found in parking */
+
+	/* Parking: what the last walk left, and cutover's own messages
+	 * taken out so far. */
+	int64_t park_known, park_foreign, park_unread, park_requeues, park_walks;
+	int64_t park_canary, park_probe;
+
+	/* The broker's nodes at the last look, and the old-path messages
+	 * exposed to at-most-once dead-lettering (classic old queues) at
+	 * the last sample. */
+	struct watch_nodes nodes;
+	bool have_nodes;
+	int64_t amo_depth, amo_at_ms;
+	/* The level queues' leaders (classic: nodes) at the last look, and
+	 * when to look again (monotonic). */
+	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
+	bool have_leaders;
+	int64_t places_next_ms;
+};
+
+struct sample {
+	int64_t ts;
+	const char *metric;
+	char label[8];
+	double v;
+};
+
+struct pending {
+	char kind[32];
+	char msg[ALERT_MSG_MAX + 1];
+};
+
+/* One old queue as this tick sees it. */
+struct oldq {
+	const char *name;		/* borrowed from the listing */
+	int64_t listed;			/* depth by the statistics */
+	int64_t exact;			/* by a passive declare, -1 when not read */
+	int64_t publish;		/* message_stats.publish, -1 when absent */
+	bool measured;
+	bool gone;			/* the passive declare found no queue */
+};
+
+/* One tick. */
+struct tick {
+	struct step_ctx *c;
+	const struct plan *p;
+	struct wstate *w;
+	int64_t now;			/* the step clock (deadline, samples) */
+	int64_t mono;			/* clock_mono_ms at the tick's start */
+	bool failed;			/* a broker call failed: never done */
+	char vhost[3 * 256 + 1];	/* escaped for paths */
+	char probe_queue[LADDER_NAME_MAX], probe_pattern[LADDER_NAME_MAX];
+	char canary_queue[LADDER_NAME_MAX];
+	char delivery[LADDER_NAME_MAX], parking[LADDER_NAME_MAX];
+	bool probe_ready;		/* the probe queue is declared and bound */
+	struct topology topo;		/* names the old selection must not catch */
+
+	/* The old path. */
+	json_t *listing;
+	struct oldq *q;
+	size_t nq;
+	bool old_seen;			/* the listing answered */
+	bool old_exact_all;		/* every old queue was read exactly */
+	int64_t old_depth, old_nonempty, old_gone;
+
+	/* The ladder. */
+	int64_t depth[LADDER_MAX_LEVELS];
+	bool depth_seen, parking_seen;
+	int64_t parking_depth;
+
+	struct sample *s;
+	size_t ns, scap;
+	struct pending a[ALERTS_MAX];
+	size_t na;
+	bool deadline_moved;
+	char moved_why[200];
+	bool flag_held;			/* the flag did not read on this tick */
+	json_t *held;			/* old queues holding messages now:
+					 * name -> depth (persisted as old.held) */
+	json_t *park_taken;		/* own messages taken from parking this
+					 * tick, for the event; NULL when none */
+};
+
+static inline int64_t
+jint(const json_t *o, const char *key, int64_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+static inline json_t *
+int_or_null(int64_t v, bool have)
+{
+	return have ? json_integer(v) : json_null();
+}
+
+static inline int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static inline int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+
+/* watch_record.c */
+void watch_appendf(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void watch_unreachable(struct tick *t, const char *what, const char *why);
+int watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
+    double v);
+int watch_write_samples(struct tick *t, char *err, size_t errlen);
+int watch_write_alerts(struct tick *t, char *err, size_t errlen);
+int watch_count_open(struct tick *t, char *err, size_t errlen);
+
+/* watch_state.c */
+void watch_update_deadline(struct wstate *w);
+int watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue);
+void watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now,
+    int64_t ttl, const char *ttl_queue);
+void watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono);
+int64_t watch_mono_deadline(const struct wstate *w);
+int watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen);
+json_t *watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
+    const char *status, bool done);
+
+/* watch_old.c */
+int watch_old_exact(struct tick *t, bool all);
+int watch_old(struct tick *t, char *err, size_t errlen);
+void watch_old_vanished(struct tick *t);
+
+/* watch_flag.c */
+void watch_flag(struct tick *t);
+
+/* watch_ladder.c */
+void watch_ladder(struct tick *t);
+
+/* watch_restart.c */
+void watch_restart(struct tick *t);
+void watch_verify(struct tick *t);
+
+/* watch_probe.c */
+void watch_probe_queue(struct tick *t);
+void watch_probe_settle(struct tick *t);
+int watch_probe_drain(struct tick *t);
+void watch_probe_await(struct tick *t);
+void watch_probe_lost(struct tick *t);
+void watch_probe_send(struct tick *t);
+int watch_probe_remove(struct tick *t);
+
+#endif

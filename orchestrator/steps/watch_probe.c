@@ -1,0 +1,325 @@
+/* watch_probe: the watch's probes — the probe queue, sending probes
+ * through the ladder, collecting them, their lateness, the lost ones.
+ * Internal to the watch (watch_int.h). */
+#include "watch_int.h"
+
+/* ---- probes ---- */
+
+/* Declares the probe queue and binds it to the delivery exchange like a
+ * destination. Durable, of the plan's queue type (like the destination
+ * queues declare_ladder makes): a broker restart keeps it, its binding
+ * and the probes in it, so a probe in flight across a restart arrives
+ * instead of being parked, and on a quorum ladder the last hop from
+ * level 0 is at-least-once and replicated, as the destinations' is. It
+ * expires when unused (x-expires), so a watch that never ends leaves
+ * nothing behind for long. A probe queue of another shape (a
+ * non-durable one, from before) is read out, deleted if empty and
+ * declared again. Idempotent; every tick. */
+void
+watch_probe_queue(struct tick *t)
+{
+	struct topology_arg qargs[2];
+	int64_t expires = 10 * t->p->watch.interval_ms;
+	char why[768], what[LADDER_NAME_MAX + 64];
+	int r;
+
+	if (expires < PROBE_QUEUE_EXPIRES_MIN_MS)
+		expires = PROBE_QUEUE_EXPIRES_MIN_MS;
+	memset(qargs, 0, sizeof(qargs));
+	snprintf(qargs[0].key, sizeof(qargs[0].key), "x-expires");
+	qargs[0].is_int = true;
+	qargs[0].num = expires;
+	snprintf(qargs[1].key, sizeof(qargs[1].key), "x-queue-type");
+	snprintf(qargs[1].str, sizeof(qargs[1].str), "%s",
+	    t->p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic");
+	r = broker_queue_declare(t->c->amqp, t->probe_queue, true, qargs, 2, why,
+	    sizeof(why));
+	if (r == BROKER_EPRECONDITION) {
+		t->probe_ready = true;	/* to read it out */
+		(void)watch_probe_drain(t);
+		t->probe_ready = false;
+		if (broker_queue_delete(t->c->amqp, t->probe_queue, BROKER_IF_EMPTY,
+		    NULL, why, sizeof(why)) == 0)
+			r = broker_queue_declare(t->c->amqp, t->probe_queue, true, qargs,
+			    2, why, sizeof(why));
+	}
+	if (r != 0) {
+		snprintf(what, sizeof(what), "declaring the probe queue '%s'",
+		    t->probe_queue);
+		watch_unreachable(t, what, why);
+		return;
+	}
+	if (broker_queue_bind(t->c->amqp, t->probe_queue, t->delivery,
+	    t->probe_pattern, why, sizeof(why)) != 0) {
+		snprintf(what, sizeof(what), "binding the probe queue to '%s' (is the "
+		    "ladder declared?)", t->delivery);
+		watch_unreachable(t, what, why);
+		return;
+	}
+	t->probe_ready = true;
+}
+
+static void
+remember_lateness(struct wstate *w, int64_t late)
+{
+	if (w->nrecent == PROBE_RECENT_MAX) {
+		memmove(w->recent, w->recent + 1, (PROBE_RECENT_MAX - 1) * sizeof(w->recent[0]));
+		w->nrecent--;
+	}
+	w->recent[w->nrecent++] = late;
+	w->last_late = late;
+	if (!w->have_late || late > w->max_late)
+		w->max_late = late;
+	w->have_late = true;
+}
+
+/* Takes one probe message D, read at OBS (monotonic), when the probe
+ * queue was last seen empty at CHECKED: it arrived in (max(CHECKED,
+ * sent), OBS], all on the monotonic clock. */
+static void
+probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
+{
+	struct wstate *w = t->w;
+	struct publish_info pi;
+	int64_t ml = t->p->canary.max_lateness_ms, lo, up;
+	char why[256];
+	size_t i;
+
+	if (publish_read(d, &pi, why, sizeof(why)) != 0 ||
+	    strcmp(pi.plan, t->p->name) != 0 || strcmp(pi.purpose, PUBLISH_PROBE) != 0) {
+		w->foreign++;
+		return;
+	}
+	for (i = 0; i < w->nout; i++)
+		if (w->out[i].seq == pi.seq && w->out[i].not_before_ms == pi.not_before_ms)
+			break;
+	if (i == w->nout) {
+		/* A duplicate (at-least-once dead-lettering), one already called
+		 * lost, or one sent by a tick whose state was never saved. */
+		w->stale++;
+		return;
+	}
+	lo = w->probe_checked_ms > w->out[i].sent_mono ? w->probe_checked_ms :
+	    w->out[i].sent_mono;
+	lo -= w->out[i].not_before_mono;	/* lateness is above this ... */
+	up = obs - w->out[i].not_before_mono;	/* ... and at most this */
+	w->arrived++;
+	if (up < 0) {
+		w->early++;
+		remember_lateness(w, up);
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		watch_alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
+		    "not-before time: a level's TTL is shorter than the plan says (a "
+		    "policy? cutover ladder verify)", (long long)pi.seq, (long long)-up);
+	} else if (lo > ml) {
+		w->late++;
+		remember_lateness(w, up);
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		watch_alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
+		    "not-before time, later than canary.max_lateness %lld ms: the "
+		    "ladder is slow (broker load, a queue leader election?)",
+		    (long long)pi.seq, (long long)lo, (long long)up, (long long)ml);
+	} else if (up <= ml) {
+		remember_lateness(w, up);
+		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+	} else
+		w->unmeasured++;	/* looked at too seldom to tell */
+	w->out[i] = w->out[--w->nout];
+}
+
+/* Keeps D (only what acknowledging it needs) to be acknowledged at the
+ * next tick. Returns 0, or -1 when out of memory (D is then acknowledged
+ * now, as before). */
+static int
+probe_hold(struct tick *t, const struct broker_delivery *d)
+{
+	struct step_ctx *c = t->c;
+
+	if (c->nheld == c->capheld) {
+		size_t cap = c->capheld ? c->capheld * 2 : 16;
+		struct broker_delivery *grown = realloc(c->held, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return -1;
+		c->held = grown;
+		c->capheld = cap;
+	}
+	memset(&c->held[c->nheld], 0, sizeof(c->held[0]));
+	c->held[c->nheld].tag = d->tag;
+	c->held[c->nheld].epoch = d->epoch;
+	c->held[c->nheld++].unacked = d->unacked;
+	return 0;
+}
+
+/* Acknowledges the probes the last tick read: its state, which accounts
+ * for them, is recorded by now. One whose channel closed since comes back
+ * and is read again as a duplicate. */
+void
+watch_probe_settle(struct tick *t)
+{
+	struct step_ctx *c = t->c;
+	char why[256];
+
+	for (size_t i = 0; i < c->nheld; i++)
+		(void)broker_ack(c->amqp, &c->held[i], why, sizeof(why));
+	c->nheld = 0;
+}
+
+/* Reads every message waiting in the probe queue, acknowledging each only
+ * at the next tick: a kill before the engine records this tick leaves
+ * them in the queue for the restarted watch, which still waits for them,
+ * instead of gone. Returns 0, or -1 when the broker failed (alerted). */
+int
+watch_probe_drain(struct tick *t)
+{
+	struct broker_delivery d;
+	char why[768];
+	int r;
+
+	for (int n = 0; n < PROBE_DRAIN_MAX; n++) {
+		memset(&d, 0, sizeof(d));
+		r = broker_get(t->c->amqp, t->probe_queue, true, &d, why, sizeof(why));
+		if (r == BROKER_EMPTY) {
+			t->w->probe_checked_ms = clock_mono_ms();
+			return 0;
+		}
+		if (r != 0) {
+			watch_unreachable(t, "reading the probe queue", why);
+			return -1;
+		}
+		probe_take(t, &d, clock_mono_ms());
+		if (probe_hold(t, &d) != 0)
+			(void)broker_ack(t->c->amqp, &d, why, sizeof(why));
+		broker_delivery_free(&d);
+		fault_point("watch.probe_taken");	/* read; the tick not recorded */
+	}
+	return 0;
+}
+
+/* Waits for the probes due within the next moment (or overdue and not yet
+ * past their bound), reading the probe queue every PROBE_POLL_MS, so that
+ * their lateness is measured to within that. Bounded: at most the await
+ * window plus max_lateness and the grace, and only while a probe is due. */
+void
+watch_probe_await(struct tick *t)
+{
+	struct wstate *w = t->w;
+	int64_t ml = t->p->canary.max_lateness_ms, start = clock_mono_ms(), now = start;
+	int64_t window = t->p->ladder.unit_ms > PROBE_AWAIT_MIN_MS ?
+	    t->p->ladder.unit_ms : PROBE_AWAIT_MIN_MS, until;
+
+	if (window > t->p->watch.interval_ms)
+		window = t->p->watch.interval_ms;
+	for (;;) {
+		until = 0;
+		for (size_t i = 0; i < w->nout; i++) {
+			int64_t bound = w->out[i].not_before_mono + ml + PROBE_GRACE_MS;
+
+			if (w->out[i].not_before_mono <= start + window && bound > until)
+				until = bound;
+		}
+		if (until > start + window + ml + PROBE_GRACE_MS)
+			until = start + window + ml + PROBE_GRACE_MS;
+		if (until == 0 || now >= until)
+			return;
+		clock_sleep_ms(PROBE_POLL_MS);
+		if (watch_probe_drain(t) != 0)
+			return;
+		now = clock_mono_ms();
+	}
+}
+
+/* Calls lost every probe not read by its bound although the probe queue
+ * was seen empty after it. */
+void
+watch_probe_lost(struct tick *t)
+{
+	struct wstate *w = t->w;
+	int64_t ml = t->p->canary.max_lateness_ms;
+	char levels[160], tb[40];
+
+	for (size_t i = 0; i < w->nout;) {
+		struct probe *pr = &w->out[i];
+		uint64_t units;
+
+		if (pr->not_before_mono + ml + PROBE_GRACE_MS >= w->probe_checked_ms) {
+			i++;
+			continue;
+		}
+		levels[0] = '\0';
+		units = (uint64_t)((w->probe_delay_ms + t->p->ladder.unit_ms - 1) /
+		    t->p->ladder.unit_ms);
+		for (int k = t->p->ladder.levels - 1; k >= 0; k--)
+			if (units >> k & 1)
+				watch_appendf(levels, sizeof(levels), "%d", k);
+		w->lost++;
+		watch_alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
+		    "canary.max_lateness %lld ms + %d ms grace: lost or stuck on its "
+		    "path (levels %s, then '%s' to '%s')", (long long)pr->seq,
+		    old_time_format(pr->not_before_ms, tb, sizeof(tb)), (long long)ml,
+		    PROBE_GRACE_MS, levels[0] ? levels : "none", t->delivery,
+		    t->probe_queue);
+		*pr = w->out[--w->nout];
+	}
+}
+
+/* Publishes the next probe when one is due. */
+void
+watch_probe_send(struct tick *t)
+{
+	struct wstate *w = t->w;
+	struct publish_request r;
+	struct publish_receipt rc;
+	int64_t now = clock_mono_ms();
+	char body[96], why[1024];
+	int st;
+
+	if (now < w->probe_next_ms || w->nout == PROBE_OUTSTANDING_MAX)
+		return;
+	snprintf(body, sizeof(body), "{\"probe\":%lld}", (long long)w->probe_seq);
+	memset(&r, 0, sizeof(r));
+	r.plan = t->p->name;
+	r.purpose = PUBLISH_PROBE;
+	r.seq = w->probe_seq;
+	r.delay_ms = w->probe_delay_ms;
+	r.destination = t->probe_queue;
+	r.body = body;
+	r.len = strlen(body);
+	r.content_type = "application/json";
+	r.timeout_ms = PROBE_PUBLISH_TIMEOUT_MS;
+	st = publish_delayed(t->c->amqp, &t->p->ladder, &r, &rc, why, sizeof(why));
+	w->probe_seq++;
+	w->probe_next_ms += t->p->watch.probe_every_ms;
+	if (w->probe_next_ms <= now)
+		w->probe_next_ms = now + t->p->watch.probe_every_ms;
+	if (st == PUBLISH_OK) {
+		w->sent++;
+		w->out[w->nout].seq = r.seq;
+		w->out[w->nout].sent_ms = rc.sent_ms;
+		w->out[w->nout].not_before_ms = rc.not_before_ms;
+		w->out[w->nout].sent_mono = rc.sent_mono_ms;
+		w->out[w->nout++].not_before_mono = rc.not_before_mono_ms;
+		return;
+	}
+	if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST || st == PUBLISH_ETIMEOUT)
+		watch_unreachable(t, "publishing a probe", why);
+	else
+		watch_alert(t, "probe", "probe #%lld could not enter the ladder: %s",
+		    (long long)r.seq, why);
+}
+
+/* Unbinds and deletes the probe queue. Returns 0, or -1 (alerted). */
+int
+watch_probe_remove(struct tick *t)
+{
+	char why[768];
+
+	if (broker_queue_unbind(t->c->amqp, t->probe_queue, t->delivery,
+	    t->probe_pattern, why, sizeof(why)) != 0 ||
+	    broker_queue_delete(t->c->amqp, t->probe_queue, 0, NULL, why,
+	    sizeof(why)) != 0) {
+		watch_unreachable(t, "removing the probe queue", why);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,216 @@
+/* watch_record: what a watch tick collects and records — its pending
+ * alerts (one per kind and tick), its samples, and writing both, with
+ * their events, to the store. Internal to the watch (watch_int.h). */
+#include "watch_int.h"
+
+/* Appends to BUF, separating from what is there with "; ". */
+void
+watch_appendf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sentences_vadd(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Queues an alert of KIND for this tick; a second one of the same kind in
+ * the same tick is appended to the first (one raise per kind and tick). */
+void
+watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
+{
+	struct pending *pa = NULL;
+	char msg[ALERT_MSG_MAX + 1];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < t->na; i++)
+		if (strcmp(t->a[i].kind, kind) == 0)
+			pa = &t->a[i];
+	if (pa != NULL) {
+		watch_appendf(pa->msg, sizeof(pa->msg), "%s", msg);
+		return;
+	}
+	if (t->na == ALERTS_MAX)
+		return;
+	pa = &t->a[t->na++];
+	snprintf(pa->kind, sizeof(pa->kind), "%s", kind);
+	snprintf(pa->msg, sizeof(pa->msg), "%s", msg);
+}
+
+/* A broker or management call failed: alert, and the watch cannot end
+ * this tick. */
+void
+watch_unreachable(struct tick *t, const char *what, const char *why)
+{
+	t->failed = true;
+	watch_alert(t, "broker_unreachable", "%s: %s", what, why);
+}
+
+int
+watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
+    double v)
+{
+	struct sample *ns;
+
+	if (t->ns == t->scap) {
+		size_t cap = t->scap ? 2 * t->scap : 64;
+
+		if ((ns = realloc(t->s, cap * sizeof(*ns))) == NULL)
+			return -1;
+		t->s = ns;
+		t->scap = cap;
+	}
+	t->s[t->ns].ts = ts;
+	t->s[t->ns].metric = metric;
+	snprintf(t->s[t->ns].label, sizeof(t->s[t->ns].label), "%s", label);
+	t->s[t->ns++].v = v;
+	return 0;
+}
+
+
+/* ---- recording ---- */
+
+int64_t
+step_watch_downsample(struct store *s, int64_t plan_id, int64_t now_ms,
+    int64_t *last_ms, char *err, size_t errlen)
+{
+	int64_t n;
+
+	if (*last_ms != 0 && now_ms - *last_ms < DS_EVERY_MS)
+		return 0;
+	if ((n = store_samples_downsample(s, plan_id, now_ms - DS_AFTER_MS,
+	    DS_BUCKET_MS, err, errlen)) < 0)
+		return -1;
+	*last_ms = now_ms;
+	return n;
+}
+
+/* Writes the tick's samples (and downsamples) in one transaction. */
+int
+watch_write_samples(struct tick *t, char *err, size_t errlen)
+{
+	struct step_ctx *c = t->c;
+	char label[8];
+
+	if (t->old_seen && (watch_sample(t, t->now, "old.depth", "", (double)t->old_depth) ||
+	    watch_sample(t, t->now, "old.nonempty", "", (double)t->old_nonempty) ||
+	    watch_sample(t, t->now, "old.publishes", "", (double)t->w->old_publishes)))
+		goto nomem;
+	for (int k = 0; t->depth_seen && k < t->p->ladder.levels; k++) {
+		snprintf(label, sizeof(label), "%d", k);
+		if (watch_sample(t, t->now, "ladder.depth", label, (double)t->depth[k]))
+			goto nomem;
+	}
+	if (t->parking_seen && watch_sample(t, t->now, "parking.depth", "",
+	    (double)t->parking_depth))
+		goto nomem;
+	if (t->w->ladder_publishes >= 0 && watch_sample(t, t->now, "ladder.publishes", "",
+	    (double)t->w->ladder_publishes))
+		goto nomem;
+	if (store_begin(c->store, err, errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < t->ns; i++)
+		if (store_sample_insert(c->store, c->plan_id, t->s[i].ts, t->s[i].metric,
+		    t->s[i].label, t->s[i].v, err, errlen) != 0)
+			goto fail;
+	if (step_watch_downsample(c->store, c->plan_id, t->now, &t->w->ds_last_ms, err,
+	    errlen) < 0)
+		goto fail;
+	return store_commit(c->store, err, errlen);
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+fail:
+	store_rollback(c->store);
+	return -1;
+}
+
+/* Appends event KIND with DETAILS (stolen). Inside a transaction. */
+static int
+event(struct tick *t, const char *kind, json_t *details, char *err, size_t errlen)
+{
+	char *text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc;
+
+	json_decref(details);
+	if (text == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = store_append_event(t->c->store, t->c->plan_id, t->now, ACTOR, kind, text,
+	    NULL, err, errlen);
+	free(text);
+	return rc;
+}
+
+/* Raises the tick's pending alerts, each with its "alert.raised" event
+ * when it is new, and records a moved deadline; then forgets them (a later
+ * call writes only what was added since). Returns 0 or -1 with ERR. */
+int
+watch_write_alerts(struct tick *t, char *err, size_t errlen)
+{
+	struct store *s = t->c->store;
+	char tb[40];
+	int64_t id;
+	int r;
+
+	for (size_t i = 0; i < t->na; i++) {
+		if (store_begin(s, err, errlen) != 0)
+			return -1;
+		r = store_alert_raise(s, t->c->plan_id, t->a[i].kind, t->a[i].msg, t->now,
+		    &id, err, errlen);
+		if (r < 0 || (r == 1 && event(t, "alert.raised", json_pack("{s:s,s:s,s:I}",
+		    "alert", t->a[i].kind, "message", t->a[i].msg, "alert_id",
+		    (json_int_t)id), err, errlen) != 0)) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+	}
+	t->na = 0;
+	if (t->deadline_moved) {
+		if (store_begin(s, err, errlen) != 0)
+			return -1;
+		if (event(t, "watch.deadline_moved", json_pack("{s:I,s:s,s:I,s:I,s:s}",
+		    "deadline_ms", (json_int_t)t->w->deadline_ms, "deadline",
+		    old_time_format(t->w->deadline_ms, tb, sizeof(tb)),
+		    "last_old_entry_ms", (json_int_t)t->w->last_old_entry_ms,
+		    "max_ttl_ms", (json_int_t)t->w->max_ttl_ms, "why", t->moved_why),
+		    err, errlen) != 0) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+		t->deadline_moved = false;
+	}
+	if (t->park_taken != NULL) {
+		json_t *taken = t->park_taken;
+
+		t->park_taken = NULL;
+		if (store_begin(s, err, errlen) != 0) {
+			json_decref(taken);
+			return -1;
+		}
+		if (event(t, "watch.parking_taken", json_pack("{s:o,s:{s:I,s:I},s:I}",
+		    "taken", taken, "own_taken", "canary", (json_int_t)t->w->park_canary,
+		    "probe", (json_int_t)t->w->park_probe, "foreign",
+		    (json_int_t)t->w->park_foreign), err, errlen) != 0) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+watch_count_open(struct tick *t, char *err, size_t errlen)
+{
+	return store_each_alert(t->c->store, t->c->plan_id, 1, NULL, NULL, err, errlen);
+}

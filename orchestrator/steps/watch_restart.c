@@ -1,0 +1,193 @@
+/* watch_restart: broker restarts seen by the watch (a node restarted, a
+ * level queue's new leader) and the periodic re-verification of the
+ * ladder. Internal to the watch (watch_int.h). */
+#include "watch_int.h"
+
+/* ---- broker restarts ---- */
+
+struct typed {
+	const char *name, *type;
+};
+
+static int
+cmp_typed(const void *a, const void *b)
+{
+	return strcmp(((const struct typed *)a)->name, ((const struct typed *)b)->name);
+}
+
+/* The old-path messages exposed to at-most-once dead-lettering now: the
+ * depth of the old queues measure_horizon found classic, or did not
+ * measure (their type is not known). -1 when the old path was not seen
+ * this tick, or out of memory. */
+static int64_t
+old_at_most_once(const struct tick *t)
+{
+	const json_t *mq = json_object_get(t->c->measured, "queues"), *e;
+	struct typed *v, key, *hit;
+	size_t n = 0, i;
+	int64_t total = 0;
+
+	if (!t->old_seen || (v = calloc(json_array_size(mq) + 1, sizeof(*v))) == NULL)
+		return -1;
+	json_array_foreach(mq, i, e)
+		if (json_is_string(json_object_get(e, "name"))) {
+			v[n].name = json_string_value(json_object_get(e, "name"));
+			v[n++].type = json_string_value(json_object_get(e, "type"));
+		}
+	qsort(v, n, sizeof(*v), cmp_typed);
+	for (size_t k = 0; k < t->nq; k++) {
+		int64_t d = t->q[k].exact >= 0 ? t->q[k].exact : t->q[k].listed;
+
+		if (d <= 0)
+			continue;
+		key.name = t->q[k].name;
+		hit = bsearch(&key, v, n, sizeof(*v), cmp_typed);
+		if (hit == NULL || hit->type == NULL || strcmp(hit->type, "classic") == 0)
+			total += d;
+	}
+	free(v);
+	return total;
+}
+
+/* Reads where each level queue runs (every probe_every, and whenever a
+ * node changed): one without a leader or an online member is down
+ * (ladder_drift, by name: a quorum queue can stay so after a node
+ * restart while the API says "live"); a leader that moved since the last
+ * look is a change, said in WHAT. Returns the number of changes. */
+static int
+watch_places(struct tick *t, char *what, size_t whatlen)
+{
+	const struct ladder *l = &t->p->ladder;
+	struct wstate *w = t->w;
+	struct mgmt_queue_place_list pl;
+	const struct mgmt_queue_place *q;
+	char name[LADDER_NAME_MAX], why[512];
+	int changes = 0;
+
+	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
+	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	if (mgmt_list_queue_places(t->c->mgmt, &pl, why, sizeof(why)) != 0) {
+		watch_unreachable(t, "reading where the level queues run", why);
+		return 0;
+	}
+	for (int k = 0; k < l->levels; k++) {
+		ladder_level_queue(l, k, name, sizeof(name));
+		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
+			continue;	/* watch_ladder says it is missing */
+		if (q->leader == NULL || q->online == 0) {
+			watch_alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
+			    "leader, %zu of %zu members online (a quorum queue can stay "
+			    "so after a node restart although the API says it is live; "
+			    "rabbitmqctl list_queues name state): messages whose bit %d "
+			    "is 1 cannot wait there", k, name, q->online, q->members, k);
+			continue;
+		}
+		if (w->have_leaders && w->leaders[k][0] != '\0' &&
+		    strcmp(w->leaders[k], q->leader) != 0) {
+			sentences_add(what, whatlen, "level queue '%s' has a new leader "
+			    "'%s' (was '%s')", name, q->leader, w->leaders[k]);
+			changes++;
+		}
+		snprintf(w->leaders[k], sizeof(w->leaders[k]), "%s", q->leader);
+	}
+	w->have_leaders = true;
+	mgmt_queue_place_list_free(&pl);
+	return changes;
+}
+
+/* Looks at the broker's nodes (watch_nodes) and where the level queues
+ * run (watch_places): a node that restarted, is down, joined or left, or
+ * a level queue's new leader raises broker_restart, saying how many old-path
+ * messages were in classic old queues at the last sample before it, all
+ * exposed to at-most-once dead-lettering. Then remembers this tick's
+ * nodes and old-path figure for the next. */
+void
+watch_restart(struct tick *t)
+{
+	struct wstate *w = t->w;
+	struct watch_nodes now;
+	char why[512], what[ALERT_MSG_MAX] = "", tb[40];
+	int64_t amo = old_at_most_once(t);
+	int changes = 0;
+
+	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
+		watch_unreachable(t, "reading the broker's nodes", why);
+	else {
+		if (w->have_nodes)
+			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
+		w->nodes = now;
+		w->have_nodes = true;
+	}
+	if (changes > 0 || t->mono >= w->places_next_ms)
+		changes += watch_places(t, what, sizeof(what));
+	if (changes > 0) {
+		if (w->amo_depth >= 0)
+			watch_alert(t, "broker_restart", "%s: %lld old-path message%s %s "
+			    "in classic old queues at the last sample before it "
+			    "(%s), exposed to at-most-once dead-lettering: any that "
+			    "expired while the node was down or recovering may be "
+			    "lost, although the old path still drains to 0; compare "
+			    "what the destinations received, then acknowledge", what,
+			    (long long)w->amo_depth, w->amo_depth == 1 ? "" : "s",
+			    w->amo_depth == 1 ? "was" : "were",
+			    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
+		else
+			watch_alert(t, "broker_restart", "%s: the old path was not seen "
+			    "before it, so how many of its messages were exposed to "
+			    "at-most-once dead-lettering is not known; compare what "
+			    "the destinations received, then acknowledge", what);
+	}
+	if (amo >= 0) {
+		w->amo_depth = amo;
+		w->amo_at_ms = t->now;
+	}
+}
+
+/* Re-verifies the whole ladder every probe_every (and at the first tick).
+ * Raises ladder_drift naming what differs. */
+void
+watch_verify(struct tick *t)
+{
+	struct wstate *w = t->w;
+	const json_t *o, *counts;
+	json_t *r = NULL;
+	char why[1024], list[ALERT_MSG_MAX] = "";
+	int64_t missing, drift;
+	size_t i, n = 0;
+
+	if (w->verify_next_ms != 0 && t->now < w->verify_next_ms)
+		return;
+	w->verify_next_ms = t->now + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
+	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	if (step_verify_ladder(t->c, &r, why, sizeof(why)) == 0) {
+		w->verify_ok = 1;
+		w->verify_last_ms = t->now;
+		json_decref(r);
+		return;
+	}
+	counts = json_object_get(r, "counts");
+	missing = jint(counts, "missing", 0);
+	drift = jint(counts, "drift", 0);
+	if (missing + drift == 0) {
+		watch_unreachable(t, "verifying the ladder", why);
+		json_decref(r);
+		return;
+	}
+	w->verify_ok = 0;
+	w->verify_last_ms = t->now;
+	json_array_foreach(json_object_get(r, "objects"), i, o) {
+		const char *st = json_string_value(json_object_get(o, "status"));
+
+		if (st == NULL || strcmp(st, "ok") == 0)
+			continue;
+		if (n++ < NAMES_LISTED)
+			watch_appendf(list, sizeof(list), "%s %s: %s (%s)",
+			    json_string_value(json_object_get(o, "kind")),
+			    json_string_value(json_object_get(o, "name")), st,
+			    json_string_value(json_object_get(o, "detail")));
+	}
+	watch_alert(t, "ladder_drift", "the ladder no longer verifies (%lld missing, %lld "
+	    "drifted): %s%s", (long long)missing, (long long)drift, list,
+	    n > NAMES_LISTED ? "; and more (cutover ladder verify)" : "");
+	json_decref(r);
+}

@@ -1,0 +1,463 @@
+/* watch_state: the watch's persisted state — starting it, reading it back
+ * from the JSON the engine kept, the deadline and the clocks it keeps,
+ * and writing it out again. Internal to the watch (watch_int.h). */
+#include "watch_int.h"
+
+/* ---- state ---- */
+
+/* The deadline the state's figures give, never earlier than the last. */
+void
+watch_update_deadline(struct wstate *w)
+{
+	int64_t from = w->last_old_entry_ms > w->flip_ms ? w->last_old_entry_ms : w->flip_ms;
+	int64_t d = from + w->max_ttl_ms + w->allowance_ms;
+
+	if (d > w->deadline_ms)
+		w->deadline_ms = d;
+}
+
+/* measure_horizon's largest TTL and its queue. Returns 0 or -1. */
+int
+watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue)
+{
+	const json_t *sum = json_object_get(measured, "summary");
+
+	*ttl = jint(sum, "max_ttl_ms", -1);
+	*queue = json_string_value(json_object_get(sum, "max_ttl_queue"));
+	return *ttl >= 0 ? 0 : -1;
+}
+
+/* The probe's delay: one watch.interval rounded up to whole units (at
+ * least one unit, at most the ladder's largest delay). Sent at the end of
+ * a tick, a probe is then due about when the next tick starts, which
+ * reads it within the tick's own latency of its arrival (or waits a
+ * moment for it): its lateness is measured, not blurred by a whole
+ * interval between looks. One interval is short (few probes in flight,
+ * a lost one known within an interval and the lateness bound) and still
+ * crosses the levels of the bits of interval / unit (10 s on a 1 s
+ * ladder: levels 3 and 1), through waiting and bypass bindings down to
+ * the delivery exchange, as every delayed message ends; the canary
+ * checked the other paths before the flip, and verify_ladder re-checks
+ * every binding each probe_every. */
+static int64_t
+probe_delay(const struct plan *p)
+{
+	const struct ladder *l = &p->ladder;
+	uint64_t units = (uint64_t)((p->watch.interval_ms + l->unit_ms - 1) / l->unit_ms);
+
+	if (units < 1)
+		units = 1;
+	if (units > ladder_max_units(l))
+		units = ladder_max_units(l);
+	return (int64_t)units * l->unit_ms;
+}
+
+void
+watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
+    const char *ttl_queue)
+{
+	memset(w, 0, sizeof(*w));
+	w->flip_ms = c->flip_ms > 0 ? c->flip_ms : now;
+	w->started_ms = w->flip_ms;
+	w->max_ttl_ms = ttl;
+	snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
+	    ttl_queue ? ttl_queue : "");
+	w->allowance_ms = c->plan->watch.allowance_ms;
+	w->last_old_entry_ms = w->flip_ms;
+	w->old_publishes = -1;
+	w->ladder_publishes = -1;
+	w->probe_delay_ms = probe_delay(c->plan);
+	w->verify_ok = -1;
+	w->flag_state = STEP_FLAG_ON;	/* the flip read it back on */
+	w->elapsed_ms = -1;
+	watch_update_deadline(w);
+}
+
+/* The names of the STEP_FLAG_* states in the persisted state. */
+static const struct {
+	int state;
+	const char *name;
+} flag_states[] = {
+	{ STEP_FLAG_ON, "on" },
+	{ STEP_FLAG_OFF, "off" },
+	{ STEP_FLAG_UNREADABLE, "unreadable" },
+};
+
+static const char *
+flag_state_name(int state)
+{
+	for (size_t i = 0; i < sizeof(flag_states) / sizeof(flag_states[0]); i++)
+		if (flag_states[i].state == state)
+			return flag_states[i].name;
+	return "unreadable";
+}
+
+/* Reads the persisted "flag" member F into W; a state without one (written
+ * before the watch read the flag) is "on", as the flip left it. */
+static void
+flag_state_read(struct wstate *w, const json_t *f)
+{
+	const char *name = json_string_value(json_object_get(f, "state"));
+	const char *detail = json_string_value(json_object_get(f, "detail"));
+
+	w->flag_state = STEP_FLAG_ON;
+	for (size_t i = 0; name != NULL &&
+	    i < sizeof(flag_states) / sizeof(flag_states[0]); i++)
+		if (strcmp(flag_states[i].name, name) == 0)
+			w->flag_state = flag_states[i].state;
+	w->flag_checked_ms = jint(f, "checked_ms", 0);
+	w->flag_not_on_ms = jint(f, "not_on_since_ms", 0);
+	snprintf(w->flag_detail, sizeof(w->flag_detail), "%s", detail ? detail : "");
+}
+
+/* Reads the parts of a persisted state J that issue 14 added (a state
+ * without them reads as a new watch would start them). */
+static void
+state_read_more(struct wstate *w, const json_t *j)
+{
+	const json_t *clk = json_object_get(j, "clock"), *pk = json_object_get(j, "parking");
+	const json_t *amo = json_object_get(j, "old_at_most_once");
+	const char *boot = json_string_value(json_object_get(clk, "boot_id"));
+	const json_t *o;
+	size_t i;
+
+	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot ? boot : "");
+	w->mono_last_ms = jint(clk, "mono_last_ms", 0);
+	w->elapsed_ms = jint(clk, "elapsed_ms", -1);
+	w->entry_elapsed_ms = jint(clk, "entry_elapsed_ms", 0);
+	w->park_known = jint(pk, "known_depth", 0);
+	w->park_foreign = jint(pk, "foreign", 0);
+	w->park_unread = jint(pk, "unread", 0);
+	w->park_requeues = jint(pk, "requeues", 0);
+	w->park_walks = jint(pk, "walks", 0);
+	w->park_canary = jint(json_object_get(pk, "own_taken"), "canary", 0);
+	w->park_probe = jint(json_object_get(pk, "own_taken"), "probe", 0);
+	w->have_nodes = json_is_array(json_object_get(j, "nodes"));
+	watch_nodes_parse(json_object_get(j, "nodes"), &w->nodes);
+	w->amo_depth = jint(amo, "depth", -1);
+	w->amo_at_ms = jint(amo, "at_ms", 0);
+	w->have_leaders = json_is_array(json_object_get(j, "level_leaders"));
+	json_array_foreach(json_object_get(j, "level_leaders"), i, o)
+		if (i < LADDER_MAX_LEVELS && json_is_string(o))
+			snprintf(w->leaders[i], sizeof(w->leaders[i]), "%s",
+			    json_string_value(o));
+	w->places_next_ms = jint(j, "places_next_mono_ms", 0);
+}
+
+/* Brings the watch's monotonic times to this tick (wall clock WALL,
+ * monotonic MONO): adds the monotonic time since the last tick to the
+ * watch's age. Across a reboot (another boot id, or a clock behind the
+ * last tick's) monotonic stamps mean nothing: the age grows by the wall
+ * clock's difference instead (never by less than zero), and the probes'
+ * monotonic times are rebased from their wall-clock stamps. */
+void
+watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono)
+{
+	char boot[sizeof(w->boot_id)];
+	bool same;
+
+	(void)clock_boot_id(boot, sizeof(boot));
+	same = strcmp(w->boot_id, boot) == 0 && w->mono_last_ms > 0 &&
+	    mono >= w->mono_last_ms;
+	if (w->elapsed_ms < 0) {
+		/* The first tick (or a state from before): the flip and the
+		 * last entry are known only on the wall clock. */
+		w->elapsed_ms = wall > w->flip_ms ? wall - w->flip_ms : 0;
+		w->entry_elapsed_ms = w->last_old_entry_ms > w->flip_ms ?
+		    w->last_old_entry_ms - w->flip_ms : 0;
+	} else if (same)
+		w->elapsed_ms += mono - w->mono_last_ms;
+	else if (wall > w->last_tick_ms)
+		w->elapsed_ms += wall - w->last_tick_ms;
+	if (!same) {
+		w->probe_next_ms = 0;
+		w->probe_checked_ms = 0;
+		w->places_next_ms = 0;
+		for (size_t i = 0; i < w->nout; i++) {
+			w->out[i].sent_mono = mono + (w->out[i].sent_ms - wall);
+			w->out[i].not_before_mono = mono + (w->out[i].not_before_ms - wall);
+		}
+	}
+	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot);
+	w->mono_last_ms = mono;
+}
+
+/* The deadline in the watch's monotonic age: the last entry's age + the
+ * largest TTL + the allowance, and at least the statistics' lag. */
+int64_t
+watch_mono_deadline(const struct wstate *w)
+{
+	int64_t d = w->entry_elapsed_ms + w->max_ttl_ms + w->allowance_ms;
+
+	return d > OLD_STATS_LAG_MS ? d : OLD_STATS_LAG_MS;
+}
+
+/* Reads a persisted state J into W. Returns 0, or -1 with ERR. */
+int
+watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
+{
+	const json_t *old = json_object_get(j, "old"), *lad = json_object_get(j, "ladder");
+	const json_t *pr = json_object_get(j, "probe"), *ver = json_object_get(j, "verify");
+	const json_t *o, *ok;
+	size_t i;
+
+	memset(w, 0, sizeof(*w));
+	if (jint(j, "version", -1) != WATCH_STATE_VERSION) {
+		snprintf(err, errlen, "the persisted watch state has version %lld, this "
+		    "binary reads version %d", (long long)jint(j, "version", -1),
+		    WATCH_STATE_VERSION);
+		return -1;
+	}
+	w->started_ms = jint(j, "started_ms", 0);
+	w->flip_ms = jint(j, "flip_ms", 0);
+	w->max_ttl_ms = jint(j, "max_ttl_ms", -1);
+	snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
+	    json_string_value(json_object_get(j, "max_ttl_queue")) ?
+	    json_string_value(json_object_get(j, "max_ttl_queue")) : "");
+	w->allowance_ms = jint(j, "allowance_ms", 0);
+	w->last_old_entry_ms = jint(j, "last_old_entry_ms", 0);
+	w->deadline_ms = jint(j, "deadline_ms", 0);
+	w->ticks = jint(j, "ticks", 0);
+	w->last_tick_ms = jint(j, "last_tick_ms", 0);
+	w->old_publishes = jint(old, "publishes", -1);
+	w->old_after_flip = jint(old, "after_flip", 0);
+	w->old_settled = jint(old, "settled", 0);
+	w->old_resets = jint(old, "resets", 0);
+	w->unmeasured_seen = jint(old, "unmeasured_queues", 0);
+	json_array_foreach(json_object_get(old, "new_queues"), i, o)
+		if (json_is_string(o) && w->nknown_new < NEW_KNOWN_MAX)
+			snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
+			    json_string_value(o));
+	w->ladder_publishes = jint(lad, "publishes", -1);
+	w->probe_delay_ms = jint(pr, "delay_ms", 0);
+	w->probe_seq = jint(pr, "next_seq", 0);
+	w->probe_next_ms = jint(pr, "next_mono_ms", 0);
+	w->probe_checked_ms = jint(pr, "checked_mono_ms", 0);
+	json_array_foreach(json_object_get(pr, "outstanding"), i, o) {
+		if (w->nout == PROBE_OUTSTANDING_MAX)
+			break;
+		w->out[w->nout].seq = jint(o, "seq", -1);
+		w->out[w->nout].sent_ms = jint(o, "sent_ms", 0);
+		w->out[w->nout].not_before_ms = jint(o, "not_before_ms", 0);
+		w->out[w->nout].sent_mono = jint(o, "sent_mono_ms", 0);
+		w->out[w->nout++].not_before_mono = jint(o, "not_before_mono_ms", 0);
+	}
+	w->sent = jint(pr, "sent", 0);
+	w->arrived = jint(pr, "arrived", 0);
+	w->lost = jint(pr, "lost", 0);
+	w->late = jint(pr, "late", 0);
+	w->early = jint(pr, "early", 0);
+	w->unmeasured = jint(pr, "unmeasured", 0);
+	w->stale = jint(pr, "stale", 0);
+	w->foreign = jint(pr, "foreign", 0);
+	json_array_foreach(json_object_get(pr, "recent_lateness_ms"), i, o)
+		if (json_is_integer(o) && w->nrecent < PROBE_RECENT_MAX)
+			w->recent[w->nrecent++] = json_integer_value(o);
+	w->have_late = json_is_integer(json_object_get(pr, "last_lateness_ms"));
+	w->last_late = jint(pr, "last_lateness_ms", 0);
+	w->max_late = jint(pr, "max_lateness_ms", 0);
+	w->verify_next_ms = jint(ver, "next_ms", 0);
+	w->verify_last_ms = jint(ver, "last_ms", 0);
+	ok = json_object_get(ver, "ok");
+	w->verify_ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
+	w->ds_last_ms = jint(j, "downsample_last_ms", 0);
+	flag_state_read(w, json_object_get(j, "flag"));
+	w->probe_parked = jint(pr, "parked", 0);
+	state_read_more(w, j);
+	if (w->started_ms <= 0 || w->max_ttl_ms < 0 || w->deadline_ms <= 0 ||
+	    w->probe_delay_ms <= 0) {
+		snprintf(err, errlen, "the persisted watch state lacks its start, "
+		    "largest TTL, deadline or probe delay");
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds to J the parts of the state that issue 14 added. */
+static void
+state_json_more(json_t *j, const struct wstate *w)
+{
+	json_t *leaders;
+
+	json_object_set_new(json_object_get(j, "probe"), "parked",
+	    json_integer(w->probe_parked));
+	json_object_set_new(j, "clock", json_pack("{s:s,s:I,s:I,s:I}",
+	    "boot_id", w->boot_id, "mono_last_ms", (json_int_t)w->mono_last_ms,
+	    "elapsed_ms", (json_int_t)w->elapsed_ms,
+	    "entry_elapsed_ms", (json_int_t)w->entry_elapsed_ms));
+	json_object_set_new(j, "parking", json_pack("{s:{s:I,s:I},s:I,s:I,s:I,s:I,s:I}",
+	    "own_taken", "canary", (json_int_t)w->park_canary,
+	    "probe", (json_int_t)w->park_probe,
+	    "foreign", (json_int_t)w->park_foreign,
+	    "unread", (json_int_t)w->park_unread,
+	    "known_depth", (json_int_t)w->park_known,
+	    "requeues", (json_int_t)w->park_requeues,
+	    "walks", (json_int_t)w->park_walks));
+	json_object_set_new(j, "nodes", w->have_nodes ? watch_nodes_json(&w->nodes) :
+	    json_null());
+	json_object_set_new(j, "old_at_most_once", json_pack("{s:o,s:I}",
+	    "depth", int_or_null(w->amo_depth, w->amo_depth >= 0),
+	    "at_ms", (json_int_t)w->amo_at_ms));
+	if (w->have_leaders && (leaders = json_array()) != NULL) {
+		int last = LADDER_MAX_LEVELS - 1;
+
+		while (last >= 0 && w->leaders[last][0] == '\0')
+			last--;
+		for (int k = 0; k <= last; k++)
+			json_array_append_new(leaders, json_string(w->leaders[k]));
+		json_object_set_new(j, "level_leaders", leaders);
+	}
+	json_object_set_new(j, "places_next_mono_ms", json_integer(w->places_next_ms));
+}
+
+static int64_t
+p50(const struct wstate *w)
+{
+	int64_t v[PROBE_RECENT_MAX];
+
+	memcpy(v, w->recent, w->nrecent * sizeof(v[0]));
+	qsort(v, w->nrecent, sizeof(v[0]), cmp_i64);
+	return v[(50 * w->nrecent + 99) / 100 - 1];
+}
+
+/* The last tick's reading of each old queue, which remove_old compares
+ * with its own before deleting: {"at_ms", "queues": [{"name", "publish"
+ * (message_stats.publish, null when the statistics had none), "messages"
+ * (exact when read so)}]}. */
+static json_t *
+last_sample_json(const struct tick *t)
+{
+	json_t *qs = json_array();
+
+	for (size_t i = 0; i < t->nq; i++)
+		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", t->q[i].name,
+		    "publish", int_or_null(t->q[i].publish, t->q[i].publish >= 0),
+		    "messages", (json_int_t)(t->q[i].exact >= 0 ? t->q[i].exact :
+		    t->q[i].listed)));
+	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
+}
+
+/* The probes' part of the state: the probe queue, the next probe, those
+ * in flight, the counts and the latenesses. */
+static json_t *
+probe_json(const struct tick *t, const struct wstate *w)
+{
+	json_t *outs = json_array(), *recent = json_array();
+
+	for (size_t i = 0; i < w->nout; i++)
+		json_array_append_new(outs, json_pack("{s:I,s:I,s:I,s:I,s:I}", "seq",
+		    (json_int_t)w->out[i].seq, "sent_ms", (json_int_t)w->out[i].sent_ms,
+		    "not_before_ms", (json_int_t)w->out[i].not_before_ms,
+		    "sent_mono_ms", (json_int_t)w->out[i].sent_mono,
+		    "not_before_mono_ms", (json_int_t)w->out[i].not_before_mono));
+	for (size_t i = 0; i < w->nrecent; i++)
+		json_array_append_new(recent, json_integer(w->recent[i]));
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	    "s:o,s:o,s:o}",
+	    "queue", t->probe_queue,
+	    "delay_ms", (json_int_t)w->probe_delay_ms,
+	    "next_seq", (json_int_t)w->probe_seq,
+	    "next_mono_ms", (json_int_t)w->probe_next_ms,
+	    "checked_mono_ms", (json_int_t)w->probe_checked_ms,
+	    "outstanding", outs,
+	    "sent", (json_int_t)w->sent, "arrived", (json_int_t)w->arrived,
+	    "lost", (json_int_t)w->lost, "late", (json_int_t)w->late,
+	    "early", (json_int_t)w->early, "unmeasured", (json_int_t)w->unmeasured,
+	    "stale", (json_int_t)w->stale, "foreign", (json_int_t)w->foreign,
+	    "recent_lateness_ms", recent,
+	    "last_lateness_ms", int_or_null(w->last_late, w->have_late),
+	    "max_lateness_ms", int_or_null(w->max_late, w->have_late));
+}
+
+/* The state's summary, what the page shows: STATUS, the time left, both
+ * paths' depths, the probes, OPEN_ALERTS. */
+static json_t *
+summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
+    const char *status)
+{
+	json_t *sum, *depths = json_array();
+	int64_t left = w->deadline_ms - t->now;
+
+	if (w->elapsed_ms >= 0 && watch_mono_deadline(w) - w->elapsed_ms > left)
+		left = watch_mono_deadline(w) - w->elapsed_ms;
+	if (t->depth_seen)
+		for (int k = 0; k < t->p->ladder.levels; k++)
+			json_array_append_new(depths, json_integer(t->depth[k]));
+	sum = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o},s:i,s:I}",
+	    "status", status,
+	    "time_left_ms", (json_int_t)(left > 0 ? left : 0),
+	    "old_depth", int_or_null(t->old_depth, t->old_seen),
+	    "old_nonempty", int_or_null(t->old_nonempty, t->old_seen),
+	    "old_queues", int_or_null((int64_t)t->nq, t->old_seen),
+	    "ladder_depth", t->depth_seen ? depths : json_null(),
+	    "parking_depth", int_or_null(t->parking_depth, t->parking_seen),
+	    "probes_in_flight", json_integer((json_int_t)w->nout),
+	    "probe_lateness_ms",
+	    "last", int_or_null(w->last_late, w->have_late),
+	    "p50", int_or_null(w->nrecent ? p50(w) : 0, w->nrecent > 0),
+	    "max", int_or_null(w->max_late, w->have_late),
+	    "open_alerts", open_alerts,
+	    "at_ms", (json_int_t)t->now);
+	if (!t->depth_seen)
+		json_decref(depths);
+	return sum;
+}
+
+/* The state as JSON (what the engine persists), with the summary the
+ * status page shows. */
+json_t *
+watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
+    const char *status, bool done)
+{
+	json_t *j, *pr, *sum, *known = json_array();
+
+	for (size_t i = 0; i < w->nknown_new; i++)
+		json_array_append_new(known, json_string(w->known_new[i]));
+	pr = probe_json(t, w);
+	sum = summary_json(t, w, open_alerts, status);
+	j = json_pack("{s:i,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,"
+	    "s:{s:o,s:I,s:I,s:I,s:I,s:o},s:{s:o},s:o,s:{s:I,s:I,s:o},s:I,s:o,s:b}",
+	    "version", WATCH_STATE_VERSION,
+	    "started_ms", (json_int_t)w->started_ms,
+	    "flip_ms", (json_int_t)w->flip_ms,
+	    "max_ttl_ms", (json_int_t)w->max_ttl_ms,
+	    "max_ttl_queue", w->max_ttl_queue,
+	    "allowance_ms", (json_int_t)w->allowance_ms,
+	    "last_old_entry_ms", (json_int_t)w->last_old_entry_ms,
+	    "deadline_ms", (json_int_t)w->deadline_ms,
+	    "ticks", (json_int_t)w->ticks,
+	    "last_tick_ms", (json_int_t)w->last_tick_ms,
+	    "old",
+	    "publishes", int_or_null(w->old_publishes, w->old_publishes >= 0),
+	    "after_flip", (json_int_t)w->old_after_flip,
+	    "settled", (json_int_t)w->old_settled,
+	    "resets", (json_int_t)w->old_resets,
+	    "unmeasured_queues", (json_int_t)w->unmeasured_seen,
+	    "new_queues", known,
+	    "ladder",
+	    "publishes", int_or_null(w->ladder_publishes, w->ladder_publishes >= 0),
+	    "probe", pr,
+	    "verify",
+	    "next_ms", (json_int_t)w->verify_next_ms,
+	    "last_ms", (json_int_t)w->verify_last_ms,
+	    "ok", w->verify_ok < 0 ? json_null() : json_boolean(w->verify_ok),
+	    "downsample_last_ms", (json_int_t)w->ds_last_ms,
+	    "summary", sum,
+	    "done", done);
+	if (j != NULL) {
+		state_json_more(j, w);
+		json_object_set_new(j, "flag", json_pack("{s:s,s:o,s:o,s:s}",
+		    "state", flag_state_name(w->flag_state),
+		    "checked_ms", int_or_null(w->flag_checked_ms, w->flag_checked_ms > 0),
+		    "not_on_since_ms", int_or_null(w->flag_not_on_ms,
+		    w->flag_not_on_ms > 0), "detail", w->flag_detail));
+		json_object_set_new(json_object_get(j, "summary"), "flag",
+		    json_string(flag_state_name(w->flag_state)));
+		json_object_set(json_object_get(j, "old"), "held",
+		    t->held != NULL ? t->held : json_object_get(json_object_get(
+		    t->c->state, "old"), "held"));
+		if (done && t->old_seen)
+			json_object_set_new(j, "old_last", last_sample_json(t));
+	}
+	return j;
+}
