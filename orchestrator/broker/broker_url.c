@@ -18,15 +18,16 @@ hexval(int c)
 	return -1;
 }
 
-int
-broker_url_parse(const char *url, struct broker_url *u, char *err,
-    size_t errlen)
+/* Refuses what URL must not be or hold: empty, not amqp:// (amqps:// is
+ * not supported yet), credentials, a query or a fragment. Sets *AUTH to
+ * the authority after "amqp://" and *END to where it ends. Returns 0, or
+ * BROKER_ERR with ERR. */
+static int
+url_check_form(const char *url, const char **auth, const char **end,
+    char *err, size_t errlen)
 {
-	const char *p, *end, *host, *hend, *port = NULL, *pend = NULL;
-	size_t n, i;
-	long v;
+	const char *p;
 
-	memset(u, 0, sizeof(*u));
 	if (url == NULL || url[0] == '\0') {
 		seterr(err, errlen, "no broker URL given");
 		return BROKER_ERR;
@@ -41,8 +42,8 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 		return BROKER_ERR;
 	}
 	p = url + 7;
-	end = p + strcspn(p, "/?#");
-	if (memchr(p, '@', (size_t)(end - p)) != NULL) {
+	*end = p + strcspn(p, "/?#");
+	if (memchr(p, '@', (size_t)(*end - p)) != NULL) {
 		seterr(err, errlen, "broker URL: credentials do not belong in "
 		    "the URL; give the username and an env: password reference "
 		    "in the plan");
@@ -53,7 +54,22 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 		    "are not supported");
 		return BROKER_ERR;
 	}
+	*auth = p;
+	return 0;
+}
 
+/* Copies the host of the authority P..END ("host", "host:port", "[v6]",
+ * "[v6]:port") into U->host and sets *PORT to the port's first digit (the
+ * port runs to END), or NULL when there is none. Returns 0, or BROKER_ERR
+ * with ERR. */
+static int
+url_host(const char *p, const char *end, struct broker_url *u,
+    const char **port, char *err, size_t errlen)
+{
+	const char *host, *hend;
+	size_t n;
+
+	*port = NULL;
 	if (*p == '[') {
 		host = p + 1;
 		if ((hend = memchr(host, ']', (size_t)(end - host))) == NULL) {
@@ -67,16 +83,14 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 				    "and a port after the IPv6 address");
 				return BROKER_ERR;
 			}
-			port = hend + 2;
-			pend = end;
+			*port = hend + 2;
 		}
 	} else {
 		host = p;
 		hend = memchr(p, ':', (size_t)(end - p));
-		if (hend != NULL) {
-			port = hend + 1;
-			pend = end;
-		} else
+		if (hend != NULL)
+			*port = hend + 1;
+		else
 			hend = end;
 	}
 	n = (size_t)(hend - host);
@@ -91,29 +105,46 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 	}
 	memcpy(u->host, host, n);
 	u->host[n] = '\0';
+	return 0;
+}
+
+/* Sets U->port from the digits PORT..PEND (5672 when PORT is NULL).
+ * Returns 0, or BROKER_ERR with ERR. */
+static int
+url_port(const char *port, const char *pend, struct broker_url *u, char *err,
+    size_t errlen)
+{
+	long v;
 
 	u->port = 5672;
-	if (port != NULL) {
-		v = 0;
-		if (port == pend || pend - port > 5)
+	if (port == NULL)
+		return 0;
+	v = 0;
+	if (port == pend || pend - port > 5)
+		v = -1;
+	for (const char *c = port; v >= 0 && c < pend; c++) {
+		if (*c < '0' || *c > '9')
 			v = -1;
-		for (const char *c = port; v >= 0 && c < pend; c++) {
-			if (*c < '0' || *c > '9')
-				v = -1;
-			else
-				v = v * 10 + (*c - '0');
-		}
-		if (v < 1 || v > 65535) {
-			/* Not repeated: it could be a misplaced password. */
-			seterr(err, errlen, "broker URL: the port must be a "
-			    "number from 1 to 65535");
-			return BROKER_ERR;
-		}
-		u->port = (int)v;
+		else
+			v = v * 10 + (*c - '0');
 	}
+	if (v < 1 || v > 65535) {
+		/* Not repeated: it could be a misplaced password. */
+		seterr(err, errlen, "broker URL: the port must be a "
+		    "number from 1 to 65535");
+		return BROKER_ERR;
+	}
+	u->port = (int)v;
+	return 0;
+}
 
-	/* The path, without its leading '/', is the vhost. */
-	p = *end == '/' ? end + 1 : end;
+/* Sets U->vhost from P, the URL's path without its leading '/',
+ * percent-decoded ("/" when empty). Returns 0, or BROKER_ERR with ERR. */
+static int
+url_vhost(const char *p, struct broker_url *u, char *err, size_t errlen)
+{
+	size_t i;
+
 	for (i = 0; *p != '\0'; p++) {
 		int c = (unsigned char)*p;
 
@@ -146,6 +177,22 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 	if (i == 0)
 		snprintf(u->vhost, sizeof(u->vhost), "/");
 	return 0;
+}
+
+int
+broker_url_parse(const char *url, struct broker_url *u, char *err,
+    size_t errlen)
+{
+	const char *auth, *end, *port;
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	if ((rc = url_check_form(url, &auth, &end, err, errlen)) != 0 ||
+	    (rc = url_host(auth, end, u, &port, err, errlen)) != 0 ||
+	    (rc = url_port(port, end, u, err, errlen)) != 0)
+		return rc;
+	/* The path, without its leading '/', is the vhost. */
+	return url_vhost(*end == '/' ? end + 1 : end, u, err, errlen);
 }
 
 /* Resolves REF ("env:NAME"). Returns 0 and sets *OUT to the value (owned

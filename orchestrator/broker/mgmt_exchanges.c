@@ -58,15 +58,90 @@ mgmt_exchange_free(struct mgmt_exchange *x)
 	memset(x, 0, sizeof(*x));
 }
 
+/* Fills one element of a listing, ELEM, from IT, item I of the answer to
+ * GET PATH. Returns 0, or a negative code with ERR. */
+typedef int (*fill_fn)(json_t *it, size_t i, void *elem, const char *path,
+    char *err, size_t errlen);
+
+/* GETs the array at PATH and fills a new array of its N items of SIZE
+ * bytes each with FILL. Returns 0 and sets *V (free it), *N and *JSON (it
+ * owns what the items borrow), or a negative code with ERR and them
+ * untouched. */
+static int
+get_list(struct mgmt *m, const char *path, size_t size, fill_fn fill,
+    void **v, size_t *n, json_t **json, char *err, size_t errlen)
+{
+	json_t *j = NULL;
+	char *a = NULL;
+	size_t i, len;
+	int rc;
+
+	if ((rc = get_json(m, path, 1, &j, err, errlen)) != 0)
+		return rc;
+	len = json_array_size(j);
+	if (len > 0 && (a = calloc(len, size)) == NULL) {
+		rc = MGMT_ERR_NOMEM;
+		seterr(err, errlen, "GET %s: out of memory", path);
+		goto done;
+	}
+	for (i = 0; i < len; i++)
+		if ((rc = fill(json_array_get(j, i), i, a + i * size, path, err,
+		    errlen)) != 0)
+			goto done;
+	*v = a;
+	*n = len;
+	*json = j;
+	a = NULL;
+	j = NULL;
+	rc = 0;
+done:
+	free(a);
+	json_decref(j);
+	return rc;
+}
+
+/* A fill_fn for struct mgmt_binding. */
+static int
+fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
+    size_t errlen)
+{
+	struct mgmt_binding *b = elem;
+	const char *dt;
+
+	b->source = str_member(it, "source");
+	b->destination = str_member(it, "destination");
+	b->routing_key = str_member(it, "routing_key");
+	b->properties_key = str_member(it, "properties_key");
+	dt = str_member(it, "destination_type");
+	if (b->source == NULL || b->destination == NULL ||
+	    b->routing_key == NULL || b->properties_key == NULL ||
+	    dt == NULL) {
+		seterr(err, errlen, "GET %s: binding %zu of the answer "
+		    "lacks a field", path, i);
+		return MGMT_ERR_ANSWER;
+	}
+	if (strcmp(dt, "queue") == 0)
+		b->destination_type = MGMT_DEST_QUEUE;
+	else if (strcmp(dt, "exchange") == 0)
+		b->destination_type = MGMT_DEST_EXCHANGE;
+	else {
+		seterr(err, errlen, "GET %s: binding %zu has "
+		    "destination_type \"%s\"", path, i, dt);
+		return MGMT_ERR_ANSWER;
+	}
+	if ((b->arguments = object_member(it, "arguments")) == NULL) {
+		seterr(err, errlen, "GET %s: out of memory", path);
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
 int
 mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
     struct mgmt_binding_list *out, char *err, size_t errlen)
 {
-	struct mgmt_binding *b;
 	struct path p;
-	json_t *j = NULL, *it;
-	const char *dt;
-	size_t i, n;
+	void *v = NULL;
 	int rc;
 
 	if (out == NULL || m == NULL) {
@@ -83,56 +158,9 @@ mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 	path_add(&p, "/bindings/source");
 	if ((rc = path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
-	if ((rc = get_json(m, p.s, 1, &j, err, errlen)) != 0)
-		return rc;
-	n = json_array_size(j);
-	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
-		rc = MGMT_ERR_NOMEM;
-		seterr(err, errlen, "GET %s: out of memory", p.s);
-		goto done;
-	}
-	for (i = 0; i < n; i++) {
-		it = json_array_get(j, i);
-		b = &out->v[i];
-		b->source = str_member(it, "source");
-		b->destination = str_member(it, "destination");
-		b->routing_key = str_member(it, "routing_key");
-		b->properties_key = str_member(it, "properties_key");
-		dt = str_member(it, "destination_type");
-		if (b->source == NULL || b->destination == NULL ||
-		    b->routing_key == NULL || b->properties_key == NULL ||
-		    dt == NULL) {
-			rc = MGMT_ERR_ANSWER;
-			seterr(err, errlen, "GET %s: binding %zu of the answer "
-			    "lacks a field", p.s, i);
-			goto done;
-		}
-		if (strcmp(dt, "queue") == 0)
-			b->destination_type = MGMT_DEST_QUEUE;
-		else if (strcmp(dt, "exchange") == 0)
-			b->destination_type = MGMT_DEST_EXCHANGE;
-		else {
-			rc = MGMT_ERR_ANSWER;
-			seterr(err, errlen, "GET %s: binding %zu has "
-			    "destination_type \"%s\"", p.s, i, dt);
-			goto done;
-		}
-		if ((b->arguments = object_member(it, "arguments")) == NULL) {
-			rc = MGMT_ERR_NOMEM;
-			seterr(err, errlen, "GET %s: out of memory", p.s);
-			goto done;
-		}
-	}
-	out->n = n;
-	out->json = j;
-	j = NULL;
-	rc = 0;
-done:
-	json_decref(j);
-	if (rc != 0) {
-		free(out->v);
-		memset(out, 0, sizeof(*out));
-	}
+	rc = get_list(m, p.s, sizeof(*out->v), fill_binding, &v, &out->n,
+	    &out->json, err, errlen);
+	out->v = v;
 	return rc;
 }
 
@@ -146,15 +174,39 @@ mgmt_binding_list_free(struct mgmt_binding_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* A fill_fn for struct mgmt_policy. */
+static int
+fill_policy(json_t *it, size_t i, void *elem, const char *path, char *err,
+    size_t errlen)
+{
+	struct mgmt_policy *pol = elem;
+	const char *s;
+
+	pol->name = str_member(it, "name");
+	pol->pattern = str_member(it, "pattern");
+	pol->apply_to = (s = str_member(it, "apply-to")) != NULL ? s :
+	    "all";
+	pol->priority = (int)json_integer_value(json_object_get(it,
+	    "priority"));
+	if (pol->name == NULL || pol->pattern == NULL) {
+		seterr(err, errlen, "GET %s: policy %zu of the answer "
+		    "has no name or pattern", path, i);
+		return MGMT_ERR_ANSWER;
+	}
+	if ((pol->definition = object_member(it, "definition")) ==
+	    NULL) {
+		seterr(err, errlen, "GET %s: out of memory", path);
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
 int
 mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
     size_t errlen)
 {
-	struct mgmt_policy *pol;
 	struct path p;
-	json_t *j = NULL, *it;
-	const char *s;
-	size_t i, n;
+	void *v = NULL;
 	int rc;
 
 	if (out == NULL || m == NULL) {
@@ -165,46 +217,9 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 	path_vhost(&p, m, "/api/policies/");
 	if ((rc = path_check(&p, "GET /api/policies", err, errlen)) != 0)
 		return rc;
-	if ((rc = get_json(m, p.s, 1, &j, err, errlen)) != 0)
-		return rc;
-	n = json_array_size(j);
-	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
-		rc = MGMT_ERR_NOMEM;
-		seterr(err, errlen, "GET %s: out of memory", p.s);
-		goto done;
-	}
-	for (i = 0; i < n; i++) {
-		it = json_array_get(j, i);
-		pol = &out->v[i];
-		pol->name = str_member(it, "name");
-		pol->pattern = str_member(it, "pattern");
-		pol->apply_to = (s = str_member(it, "apply-to")) != NULL ? s :
-		    "all";
-		pol->priority = (int)json_integer_value(json_object_get(it,
-		    "priority"));
-		if (pol->name == NULL || pol->pattern == NULL) {
-			rc = MGMT_ERR_ANSWER;
-			seterr(err, errlen, "GET %s: policy %zu of the answer "
-			    "has no name or pattern", p.s, i);
-			goto done;
-		}
-		if ((pol->definition = object_member(it, "definition")) ==
-		    NULL) {
-			rc = MGMT_ERR_NOMEM;
-			seterr(err, errlen, "GET %s: out of memory", p.s);
-			goto done;
-		}
-	}
-	out->n = n;
-	out->json = j;
-	j = NULL;
-	rc = 0;
-done:
-	json_decref(j);
-	if (rc != 0) {
-		free(out->v);
-		memset(out, 0, sizeof(*out));
-	}
+	rc = get_list(m, p.s, sizeof(*out->v), fill_policy, &v, &out->n,
+	    &out->json, err, errlen);
+	out->v = v;
 	return rc;
 }
 

@@ -87,18 +87,14 @@ done:
 	return rc;
 }
 
-int
-mgmt_open(const char *base_url, const char *vhost, const char *username,
+/* Checks mgmt_open's arguments. Returns 0 and sets *ENVNAME to the NAME
+ * of PASSWORD_REF's "env:NAME" (pointing into it), or MGMT_ERR_ARG with
+ * ERR. */
+static int
+open_check(const char *base_url, const char *vhost, const char *username,
     const char *password_ref, long timeout_ms, struct mgmt **out,
-    char *err, size_t errlen)
+    const char **envname, char *err, size_t errlen)
 {
-	struct mgmt *m = NULL;
-	const char *envname;
-	size_t n;
-	int rc = MGMT_ERR_ARG;
-
-	if (out != NULL)
-		*out = NULL;
 	if (out == NULL || base_url == NULL || vhost == NULL ||
 	    username == NULL || password_ref == NULL) {
 		seterr(err, errlen, "mgmt_open: missing argument");
@@ -121,22 +117,75 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 		    "reference env:NAME (a literal password is not accepted)");
 		return MGMT_ERR_ARG;
 	}
-	envname = password_ref + 4;
-	if (!valid_env_name(envname)) {
+	*envname = password_ref + 4;
+	if (!valid_env_name(*envname)) {
 		seterr(err, errlen, "mgmt_open: password reference %s: \"%s\" "
-		    "is not a variable name", password_ref, envname);
+		    "is not a variable name", password_ref, *envname);
 		return MGMT_ERR_ARG;
 	}
-	if (getenv(envname) == NULL) {
+	if (getenv(*envname) == NULL) {
 		seterr(err, errlen, "mgmt_open: password reference %s: "
-		    "variable %s is not set", password_ref, envname);
+		    "variable %s is not set", password_ref, *envname);
 		return MGMT_ERR_ARG;
 	}
+	return 0;
+}
 
+/* Makes M's two header lists (without and with a JSON body) and its easy
+ * handle, with the options every request shares. Returns 0, or
+ * MGMT_ERR_NOMEM with ERR. */
+static int
+open_curl(struct mgmt *m, char *err, size_t errlen)
+{
+	if ((m->hdr_plain = curl_slist_append(NULL,
+	    "Accept: application/json")) == NULL ||
+	    (m->hdr_json = curl_slist_append(NULL,
+	    "Accept: application/json")) == NULL ||
+	    curl_slist_append(m->hdr_json,
+	    "Content-Type: application/json") == NULL ||
+	    curl_slist_append(m->hdr_json, "Expect:") == NULL) {
+		seterr(err, errlen, "mgmt_open: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	if ((m->curl = curl_easy_init()) == NULL) {
+		seterr(err, errlen, "mgmt_open: curl_easy_init failed");
+		return MGMT_ERR_NOMEM;
+	}
+	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->curlerr);
+	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
+	m->answer.max = MGMT_ANSWER_MAX;
+	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
+	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &m->answer);
+	curl_easy_setopt(m->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	curl_easy_setopt(m->curl, CURLOPT_USERNAME, m->username);
+	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, USER_AGENT);
+	curl_easy_setopt(m->curl, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	return 0;
+}
+
+int
+mgmt_open(const char *base_url, const char *vhost, const char *username,
+    const char *password_ref, long timeout_ms, struct mgmt **out,
+    char *err, size_t errlen)
+{
+	struct mgmt *m = NULL;
+	const char *envname = NULL;
+	size_t n;
+	int rc = MGMT_ERR_ARG;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = open_check(base_url, vhost, username, password_ref,
+	    timeout_ms, out, &envname, err, errlen)) != 0)
+		return rc;
 	if ((m = calloc(1, sizeof(*m))) == NULL) {
 		seterr(err, errlen, "mgmt_open: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
+	rc = MGMT_ERR_ARG;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		seterr(err, errlen, "mgmt_open: curl_global_init failed");
 		goto done;
@@ -158,32 +207,8 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 		goto done;
 	}
 	mgmt_escape(vhost, m->vhost_enc, n);
-	if ((m->hdr_plain = curl_slist_append(NULL,
-	    "Accept: application/json")) == NULL ||
-	    (m->hdr_json = curl_slist_append(NULL,
-	    "Accept: application/json")) == NULL ||
-	    curl_slist_append(m->hdr_json,
-	    "Content-Type: application/json") == NULL ||
-	    curl_slist_append(m->hdr_json, "Expect:") == NULL) {
-		seterr(err, errlen, "mgmt_open: out of memory");
+	if ((rc = open_curl(m, err, errlen)) != 0)
 		goto done;
-	}
-	if ((m->curl = curl_easy_init()) == NULL) {
-		seterr(err, errlen, "mgmt_open: curl_easy_init failed");
-		goto done;
-	}
-	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->curlerr);
-	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
-	m->answer.max = MGMT_ANSWER_MAX;
-	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
-	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &m->answer);
-	curl_easy_setopt(m->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	curl_easy_setopt(m->curl, CURLOPT_USERNAME, m->username);
-	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, USER_AGENT);
-	curl_easy_setopt(m->curl, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	*out = m;
 	m = NULL;
 	rc = 0;

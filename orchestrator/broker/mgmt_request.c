@@ -155,67 +155,73 @@ transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
 	}
 }
 
-int
-mgmt_request(struct mgmt *m, const char *method, const char *path,
-    const json_t *body, json_t **answer, long *http_status,
-    char *err, size_t errlen)
+/* Checks a request's METHOD, PATH and BODY, and finds the password.
+ * Returns 0 and sets *PASSWORD (owned by the environment; set as soon as
+ * it is found, so that the caller can redact it), or MGMT_ERR_ARG with
+ * ERR. */
+static int
+request_check(const struct mgmt *m, const char *method, const char *path,
+    const json_t *body, const char *what, const char **password, char *err,
+    size_t errlen)
 {
-	char what[WHAT_MAX], ex[EXCERPT_MAX];
-	char *url = NULL, *payload = NULL;
-	const char *password = NULL;
-	json_t *j = NULL;
-	json_error_t jerr;
-	CURLcode cc;
-	size_t n;
-	long status = 0;
-	int rc = MGMT_ERR_ARG, get;
+	int get = strcmp(method, "GET") == 0;
 
-	if (answer != NULL)
-		*answer = NULL;
-	if (http_status != NULL)
-		*http_status = 0;
-	if (m == NULL || method == NULL || path == NULL) {
-		seterr(err, errlen, "mgmt_request: no client, method or path");
-		return MGMT_ERR_ARG;
-	}
-	describe(what, sizeof(what), method, path);
-	get = strcmp(method, "GET") == 0;
 	if (!get && strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0 &&
 	    strcmp(method, "DELETE") != 0) {
 		seterr(err, errlen, "%s: method must be GET, PUT, POST or "
 		    "DELETE", what);
-		goto done;
+		return MGMT_ERR_ARG;
 	}
 	if (strncmp(path, "/api/", 5) != 0) {
 		seterr(err, errlen, "%s: path must start with /api/", what);
-		goto done;
+		return MGMT_ERR_ARG;
 	}
 	if (get && body != NULL) {
 		seterr(err, errlen, "%s: a GET has no body", what);
-		goto done;
+		return MGMT_ERR_ARG;
 	}
-	if ((password = getenv(m->password_env)) == NULL) {
+	if ((*password = getenv(m->password_env)) == NULL) {
 		seterr(err, errlen, "%s: password reference env:%s: variable "
 		    "%s is not set", what, m->password_env, m->password_env);
-		goto done;
+		return MGMT_ERR_ARG;
 	}
 	if (body != NULL && !json_is_object(body) && !json_is_array(body)) {
 		seterr(err, errlen, "%s: body must be a JSON object or array",
 		    what);
-		goto done;
+		return MGMT_ERR_ARG;
 	}
-	rc = MGMT_ERR_NOMEM;
-	n = strlen(m->base) + strlen(path) + 1;
-	if ((url = malloc(n)) == NULL) {
+	return 0;
+}
+
+/* Sets *URL to the base URL followed by PATH and *PAYLOAD to BODY as
+ * compact JSON (left NULL without a body); the caller frees both. Returns
+ * 0, or MGMT_ERR_NOMEM with ERR. */
+static int
+request_prepare(const struct mgmt *m, const char *path, const json_t *body,
+    const char *what, char **url, char **payload, char *err, size_t errlen)
+{
+	size_t n = strlen(m->base) + strlen(path) + 1;
+
+	if ((*url = malloc(n)) == NULL) {
 		seterr(err, errlen, "%s: out of memory", what);
-		goto done;
+		return MGMT_ERR_NOMEM;
 	}
-	snprintf(url, n, "%s%s", m->base, path);
+	snprintf(*url, n, "%s%s", m->base, path);
 	if (body != NULL &&
-	    (payload = json_dumps(body, JSON_COMPACT)) == NULL) {
+	    (*payload = json_dumps(body, JSON_COMPACT)) == NULL) {
 		seterr(err, errlen, "%s: cannot encode the body", what);
-		goto done;
+		return MGMT_ERR_NOMEM;
 	}
+	return 0;
+}
+
+/* Sets the easy handle up for METHOD on URL with PASSWORD and PAYLOAD
+ * (NULL: no body), and empties the answer buffer. */
+static void
+request_setopt(struct mgmt *m, const char *method, const char *url,
+    const char *password, const char *payload)
+{
+	int get = strcmp(method, "GET") == 0;
 
 	httpbody_reset(&m->answer);
 	m->curlerr[0] = '\0';
@@ -238,67 +244,123 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 		curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER,
 		    payload != NULL ? m->hdr_json : m->hdr_plain);
 	}
+}
+
+/* Says why a transfer that ended with CC (not CURLE_OK) brought no
+ * answer. Returns MGMT_ERR_NOMEM, MGMT_ERR_ANSWER or MGMT_ERR_TRANSPORT,
+ * with ERR. */
+static int
+perform_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
+    size_t errlen)
+{
+	if (m->answer.nomem) {
+		seterr(err, errlen, "%s: out of memory reading the answer",
+		    what);
+		return MGMT_ERR_NOMEM;
+	}
+	if (m->answer.toobig) {
+		seterr(err, errlen, "%s: answer larger than %u bytes", what,
+		    MGMT_ANSWER_MAX);
+		return MGMT_ERR_ANSWER;
+	}
+	transport_error(m, cc, what, err, errlen);
+	return MGMT_ERR_TRANSPORT;
+}
+
+/* A 2xx answer: stores its JSON in *ANSWER (NULL when the body is empty;
+ * released when ANSWER is NULL). Returns 0, or MGMT_ERR_ANSWER with ERR
+ * when the body is not JSON. */
+static int
+answer_json(struct mgmt *m, long status, const char *what, json_t **answer,
+    char *err, size_t errlen)
+{
+	char ex[EXCERPT_MAX];
+	json_t *j = NULL;
+	json_error_t jerr;
+
+	if (m->answer.len > 0) {
+		j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
+		if (j == NULL) {
+			excerpt(m, ex, sizeof(ex));
+			seterr(err, errlen, "%s: HTTP %ld but the answer is "
+			    "not JSON (%s): %s", what, status, jerr.text, ex);
+			return MGMT_ERR_ANSWER;
+		}
+	}
+	if (answer != NULL)
+		*answer = j;
+	else
+		json_decref(j);
+	return 0;
+}
+
+/* The request's result from the HTTP STATUS of the answer in M->answer:
+ * 0 (2xx, see answer_json), MGMT_NOT_FOUND, MGMT_ERR_AUTH or
+ * MGMT_ERR_HTTP, with ERR when not 0. */
+static int
+answer_result(struct mgmt *m, long status, const char *what, json_t **answer,
+    char *err, size_t errlen)
+{
+	char ex[EXCERPT_MAX];
+
+	if (status >= 200 && status <= 299)
+		return answer_json(m, status, what, answer, err, errlen);
+	if (status == 404) {
+		seterr(err, errlen, "%s: not found (HTTP 404)", what);
+		return MGMT_NOT_FOUND;
+	}
+	excerpt(m, ex, sizeof(ex));
+	if (status == 401 || status == 403) {
+		seterr(err, errlen, "%s: HTTP %ld (%s) as user %s", what,
+		    status, ex, m->username);
+		return MGMT_ERR_AUTH;
+	}
+	seterr(err, errlen, "%s: HTTP %ld (%s)", what, status, ex);
+	return MGMT_ERR_HTTP;
+}
+
+int
+mgmt_request(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, json_t **answer, long *http_status,
+    char *err, size_t errlen)
+{
+	char what[WHAT_MAX];
+	char *url = NULL, *payload = NULL;
+	const char *password = NULL;
+	CURLcode cc;
+	long status = 0;
+	int rc;
+
+	if (answer != NULL)
+		*answer = NULL;
+	if (http_status != NULL)
+		*http_status = 0;
+	if (m == NULL || method == NULL || path == NULL) {
+		seterr(err, errlen, "mgmt_request: no client, method or path");
+		return MGMT_ERR_ARG;
+	}
+	describe(what, sizeof(what), method, path);
+	if ((rc = request_check(m, method, path, body, what, &password, err,
+	    errlen)) != 0 || (rc = request_prepare(m, path, body, what, &url,
+	    &payload, err, errlen)) != 0)
+		goto done;
+	request_setopt(m, method, url, password, payload);
 	cc = curl_easy_perform(m->curl);
 	/* Keep the secret in libcurl's memory no longer than needed. */
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, "");
 	if (cc != CURLE_OK) {
-		if (m->answer.nomem) {
-			rc = MGMT_ERR_NOMEM;
-			seterr(err, errlen, "%s: out of memory reading the "
-			    "answer", what);
-		} else if (m->answer.toobig) {
-			rc = MGMT_ERR_ANSWER;
-			seterr(err, errlen, "%s: answer larger than %u bytes",
-			    what, MGMT_ANSWER_MAX);
-		} else {
-			rc = MGMT_ERR_TRANSPORT;
-			transport_error(m, cc, what, err, errlen);
-		}
+		rc = perform_error(m, cc, what, err, errlen);
 		goto done;
 	}
 	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (http_status != NULL)
 		*http_status = status;
-
-	if (status >= 200 && status <= 299) {
-		if (m->answer.len > 0) {
-			j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
-			if (j == NULL) {
-				rc = MGMT_ERR_ANSWER;
-				excerpt(m, ex, sizeof(ex));
-				seterr(err, errlen, "%s: HTTP %ld but the "
-				    "answer is not JSON (%s): %s", what,
-				    status, jerr.text, ex);
-				goto done;
-			}
-		}
-		if (answer != NULL) {
-			*answer = j;
-			j = NULL;
-		}
-		rc = 0;
-		goto done;
-	}
-	if (status == 404) {
-		rc = MGMT_NOT_FOUND;
-		seterr(err, errlen, "%s: not found (HTTP 404)", what);
-		goto done;
-	}
-	excerpt(m, ex, sizeof(ex));
-	if (status == 401 || status == 403) {
-		rc = MGMT_ERR_AUTH;
-		seterr(err, errlen, "%s: HTTP %ld (%s) as user %s", what,
-		    status, ex, m->username);
-	} else {
-		rc = MGMT_ERR_HTTP;
-		seterr(err, errlen, "%s: HTTP %ld (%s)", what, status, ex);
-	}
+	rc = answer_result(m, status, what, answer, err, errlen);
 done:
 	/* Whatever came back (an answer, libcurl's or jansson's words) is
 	 * quoted in ERR: the password must not be. */
 	if (rc != 0 && password != NULL && err != NULL && errlen > 0)
 		redact(err, password);
-	json_decref(j);
 	free(payload);
 	free(url);
 	return rc;
