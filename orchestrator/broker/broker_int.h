@@ -2,7 +2,7 @@
  * nothing outside orchestrator/broker may include: the handle, the
  * publishes awaiting a verdict, the queued deliveries, and the steps every
  * call is built from (begin, the reply and frame handlers, the recovery
- * bookkeeping). The public contract is amqp.h.
+ * bookkeeping). The public contract is broker.h.
  *
  * How the parts fit. Every public call starts with begin() (broker_conn.c),
  * which reconnects or reopens the channel an earlier call lost, then
@@ -21,11 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* This module's header, then rabbitmq-c's of the same name: "amqp.h" in
- * quotes is this directory's, <amqp.h> the library's (orchestrator/broker
- * is not on the include path; the rest of the tree says "broker/amqp.h").
- * rabbitmq-c 0.12 and later install <rabbitmq-c/amqp.h> instead. */
-#include "amqp.h"
+/* This module's header, then rabbitmq-c's: 0.12 and later install
+ * <rabbitmq-c/amqp.h>, 0.11 <amqp.h>. */
+#include "broker.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
 #define CUTOVER_RABBITMQ_C_DIR 1

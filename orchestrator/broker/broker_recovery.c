@@ -2,7 +2,7 @@
  * the broker's reply (its code, and the "inequivalent arg" text turned into
  * a sentence), answers a channel or connection close, and forgets the lost
  * channel or connection so that the next call opens a fresh one (see
- * Recovery in amqp.h). */
+ * Recovery in broker.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* broker_topology: declaring, binding, inspecting and deleting exchanges
- * and queues (see amqp.h). */
+ * and queues (see broker.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

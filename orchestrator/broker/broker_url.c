@@ -1,4 +1,4 @@
-/* broker_url: the amqp:// URL (broker_url_parse, see amqp.h) and the
+/* broker_url: the amqp:// URL (broker_url_parse, see broker.h) and the
  * password reference ("env:NAME") resolved at each connect. */
 #include <stdio.h>
 #include <stdlib.h>

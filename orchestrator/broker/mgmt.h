@@ -24,7 +24,7 @@
  * A struct mgmt is not thread-safe: one thread uses it at a time (the
  * engine). Management statistics (messages, consumers) lag the broker by
  * up to about 5-10 s; exact, current counts come from an AMQP passive
- * declare (amqp.h). */
+ * declare (broker.h). */
 #ifndef CUTOVER_MGMT_H
 #define CUTOVER_MGMT_H
 
