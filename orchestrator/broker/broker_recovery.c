@@ -156,6 +156,22 @@ drain_queued(struct broker *b, const char *what)
 	}
 }
 
+/* The broker closed the channel or the connection with CODE and REPLY:
+ * puts the reply's text into TEXT (LEN bytes; "code N" when it has none),
+ * dispatches the frames queued before the close, and records the reply as
+ * what made the call under way fail. */
+static void
+record_close(struct broker *b, int code, amqp_bytes_t reply, const char *what,
+    char *text, size_t len)
+{
+	bytes_text(reply, text, len);
+	if (text[0] == '\0')
+		snprintf(text, len, "code %d", code);
+	drain_queued(b, what);
+	b->reply_code = code;
+	snprintf(b->reply_text, sizeof(b->reply_text), "%s", text);
+}
+
 /* The broker closed the channel (C). Returns the status for the call that
  * saw it, with ERR. */
 int
@@ -166,12 +182,7 @@ on_channel_close(struct broker *b, const amqp_channel_close_t *c,
 	char text[TEXT_MAX], why[WHY_MAX];
 	int code = c->reply_code, status = code_status(code);
 
-	bytes_text(c->reply_text, text, sizeof(text));
-	if (text[0] == '\0')
-		snprintf(text, sizeof(text), "code %d", code);
-	drain_queued(b, what);
-	b->reply_code = code;
-	snprintf(b->reply_text, sizeof(b->reply_text), "%s", text);
+	record_close(b, code, c->reply_text, what, text, sizeof(text));
 	if (b->conn != NULL && b->chan != 0) {
 		memset(&ok, 0, sizeof(ok));
 		if (amqp_send_method(b->conn, b->chan,
@@ -197,12 +208,7 @@ on_connection_close(struct broker *b, const amqp_connection_close_t *c,
 	char text[TEXT_MAX], why[WHY_MAX];
 	int code = c->reply_code;
 
-	bytes_text(c->reply_text, text, sizeof(text));
-	if (text[0] == '\0')
-		snprintf(text, sizeof(text), "code %d", code);
-	drain_queued(b, what);
-	b->reply_code = code;
-	snprintf(b->reply_text, sizeof(b->reply_text), "%s", text);
+	record_close(b, code, c->reply_text, what, text, sizeof(text));
 	if (b->conn != NULL) {
 		memset(&ok, 0, sizeof(ok));
 		(void)amqp_send_method(b->conn, 0,
