@@ -19,11 +19,9 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = check_name(name, "exchange", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/exchanges/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
 	rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
@@ -150,11 +148,9 @@ mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = check_name(exchange, "exchange", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/exchanges/", exchange, "exchange",
+	    err, errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/exchanges/");
-	path_add(&p, "/");
-	path_seg(&p, exchange);
 	path_add(&p, "/bindings/source");
 	if ((rc = path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
@@ -247,11 +243,9 @@ mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
 		    "definition object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "policy", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/policies/", name, "policy", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/policies/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "PUT /api/policies", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
@@ -283,11 +277,9 @@ mgmt_delete_policy(struct mgmt *m, const char *name, char *err,
 		seterr(err, errlen, "mgmt_delete_policy: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "policy", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/policies/", name, "policy", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/policies/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "DELETE /api/policies", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);

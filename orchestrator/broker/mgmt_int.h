@@ -88,6 +88,11 @@ void path_seg(struct path *p, const char *seg);
 void path_vhost(struct path *p, const struct mgmt *m, const char *prefix);
 int path_check(const struct path *p, const char *what, char *err,
     size_t errlen);
+/* Starts P as PREFIX, the encoded vhost, "/" and the encoded NAME, e.g.
+ * "/api/queues/%2F/q". Returns 0, or MGMT_ERR_ARG with ERR when NAME is
+ * empty (KIND says what it names). */
+int path_object(struct path *p, const struct mgmt *m, const char *prefix,
+    const char *name, const char *kind, char *err, size_t errlen);
 
 /* ---- mgmt_request.c ---- */
 

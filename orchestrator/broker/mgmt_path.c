@@ -94,3 +94,20 @@ path_check(const struct path *p, const char *what, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+/* Starts P as PREFIX, the encoded vhost, "/" and the encoded NAME, e.g.
+ * "/api/queues/%2F/q". Returns 0, or MGMT_ERR_ARG with ERR when NAME is
+ * empty (KIND says what it names). */
+int
+path_object(struct path *p, const struct mgmt *m, const char *prefix,
+    const char *name, const char *kind, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = check_name(name, kind, err, errlen)) != 0)
+		return rc;
+	path_vhost(p, m, prefix);
+	path_add(p, "/");
+	path_seg(p, name);
+	return 0;
+}

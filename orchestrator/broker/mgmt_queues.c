@@ -224,11 +224,9 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = check_name(name, "queue", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	path_add(&p, "?columns=" QUEUE_COLUMNS);
 	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;

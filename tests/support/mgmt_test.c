@@ -276,11 +276,9 @@ mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
 		    "not an object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "queue", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "PUT /api/queues", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
@@ -309,11 +307,9 @@ mgmt_delete_queue(struct mgmt *m, const char *name, int flags, char *err,
 		seterr(err, errlen, "mgmt_delete_queue: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "queue", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if (flags & MGMT_IF_EMPTY)
 		path_add(&p, (flags & MGMT_IF_UNUSED) ?
 		    "?if-empty=true&if-unused=true" : "?if-empty=true");
@@ -338,11 +334,9 @@ mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
 		    "arguments not an object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "exchange", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/exchanges/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "PUT /api/exchanges", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
@@ -373,11 +367,9 @@ mgmt_delete_exchange(struct mgmt *m, const char *name, char *err,
 		seterr(err, errlen, "mgmt_delete_exchange: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = check_name(name, "exchange", err, errlen)) != 0)
+	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	    errlen)) != 0)
 		return rc;
-	path_vhost(&p, m, "/api/exchanges/");
-	path_add(&p, "/");
-	path_seg(&p, name);
 	if ((rc = path_check(&p, "DELETE /api/exchanges", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
