@@ -34,6 +34,7 @@
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
+#include "mgmt_test.h"
 
 #define CREATE_THREADS 8
 #define ROUNDS_MAX 9

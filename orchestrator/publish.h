@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "ladder.h"
 
 #define PUBLISH_HDR_PLAN         "x-cutover-plan"

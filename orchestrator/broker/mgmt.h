@@ -5,9 +5,11 @@
  * password is an "env:NAME" reference resolved at every request and never
  * written into a message. It reads what cutover needs to measure the old
  * delay queues and verify a ladder (queues, one queue or exchange, the
- * bindings of an exchange, policies, the overview) and writes what tests
- * need to introduce drift (put and delete queues, exchanges, bindings and
- * policies). Anything else goes through mgmt_request().
+ * bindings of an exchange, policies, nodes and where queues run) and
+ * writes policies (remove_old's fences). Anything else goes through
+ * mgmt_request(). What only tests and bench use (the overview, paginated
+ * listings, putting and deleting queues, exchanges and bindings) is in
+ * tests/support/mgmt_test.h.
  *
  * Every call returns 0, MGMT_NOT_FOUND (1) where "not found" is a normal
  * answer, or a negative MGMT_ERR_* code with a message in the caller's ERR
@@ -22,7 +24,7 @@
  * A struct mgmt is not thread-safe: one thread uses it at a time (the
  * engine). Management statistics (messages, consumers) lag the broker by
  * up to about 5-10 s; exact, current counts come from an AMQP passive
- * declare (amqp.h). */
+ * declare (broker.h). */
 #ifndef CUTOVER_MGMT_H
 #define CUTOVER_MGMT_H
 
@@ -72,10 +74,6 @@ int mgmt_open(const char *base_url, const char *vhost, const char *username,
 /* Closes the connection and frees M. M may be NULL. */
 void mgmt_close(struct mgmt *m);
 
-/* Sets the connect timeout and the whole-request timeout, in ms (> 0;
- * other values leave that timeout as it was). */
-void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
-
 /* The virtual host M was opened for (owned by M). */
 const char *mgmt_vhost(const struct mgmt *m);
 
@@ -98,22 +96,6 @@ int mgmt_escape(const char *s, char *out, size_t outlen);
  * code with ERR set; *ANSWER is NULL whenever 0 is not returned. */
 int mgmt_request(struct mgmt *m, const char *method, const char *path,
     const json_t *body, json_t **answer, long *http_status,
-    char *err, size_t errlen);
-
-/* ---- overview ---- */
-
-struct mgmt_overview {
-	char rabbitmq_version[32];	/* "3.10.8" */
-	char management_version[32];
-	char erlang_version[32];
-	char cluster_name[256];
-	char node[256];			/* the node that answered */
-};
-
-/* GET /api/overview: a health check that also says the broker version.
- * Fills *OV (strings truncated to fit, "" when absent). Returns 0 or a
- * negative code. */
-int mgmt_overview(struct mgmt *m, struct mgmt_overview *ov,
     char *err, size_t errlen);
 
 /* ---- nodes ---- */
@@ -215,16 +197,6 @@ struct mgmt_queue_list {
 	char *strings;			/* private: the names and types */
 };
 
-/* What a paginated listing said about the whole result. */
-struct mgmt_page {
-	int page;			/* 1-based */
-	int page_size;
-	int page_count;			/* pages of the filtered list */
-	long item_count;		/* items on this page */
-	long filtered_count;		/* queues matching the name */
-	long total_count;		/* queues in the vhost */
-};
-
 /* Every queue of the vhost, the way that stays fast at 10,000 queues: one
  * unpaginated GET /api/queues/{vhost}?disable_stats=true&
  * enable_queue_totals=true&columns=name,type,durable,arguments,policy,
@@ -245,35 +217,6 @@ struct mgmt_page {
  * or a negative code with *OUT empty. */
 int mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out,
     char *err, size_t errlen);
-
-/* One page of queues whose name matches NAME_REGEX (an Erlang re / PCRE
- * regex, matched by the broker and case-insensitively: "^delay" also
- * matches "Delay.1"; NULL or "" for all), PAGE_SIZE 1..500:
- * GET /api/queues/{vhost}?page=P&page_size=S&name=R&use_regex=true&
- * columns=...; statistics are on, so consumers and policy_message_ttl (the
- * effective policy definition's message-ttl, operator policies included)
- * come per queue, but lag, and a queue too new to have statistics has
- * messages and consumers -1.
- *
- * Slower at scale, and not what cutover uses for thousands of queues:
- * every page request makes the broker read, filter and sort the whole
- * queue list of the vhost before it cuts out its page, so reading all N
- * queues costs N / page_size full walks plus statistics (measured on
- * 3.10.8 with 10,000 queues: about 9 s in pages of 500, against 1 s for
- * mgmt_list_queues). The broker honours name and use_regex only together
- * with page.
- *
- * Returns 0, fills *OUT (free with mgmt_queue_list_free) and, if PG is
- * not NULL, *PG; a page past the last is an HTTP 400 error from the
- * broker, except page 1 of an empty result, which is an empty list. */
-int mgmt_list_queues_page(struct mgmt *m, const char *name_regex, int page,
-    int page_size, struct mgmt_queue_list *out, struct mgmt_page *pg,
-    char *err, size_t errlen);
-
-/* Every page of mgmt_list_queues_page, as one list. Returns 0 or a
- * negative code, like it. */
-int mgmt_list_queues_paged(struct mgmt *m, const char *name_regex,
-    int page_size, struct mgmt_queue_list *out, char *err, size_t errlen);
 
 /* Finds NAME in L (binary search). Returns the entry (owned by L) or NULL. */
 const struct mgmt_queue *mgmt_queue_list_find(const struct mgmt_queue_list *l,
@@ -360,22 +303,6 @@ int mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 /* Frees what L holds and empties it. L may be empty or NULL. */
 void mgmt_binding_list_free(struct mgmt_binding_list *l);
 
-/* Binds SOURCE to DEST (a queue or an exchange) with ROUTING_KEY and
- * ARGUMENTS (object, borrowed; NULL for none): POST /api/bindings/{vhost}/
- * e/{source}/q|e/{dest}. Binding twice is not an error. Returns 0 or a
- * negative code (e.g. HTTP 404 when either end does not exist). */
-int mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
-    const char *dest, const char *routing_key, const json_t *arguments,
-    char *err, size_t errlen);
-
-/* Deletes one binding, named by PROPERTIES_KEY as a listing gave it:
- * DELETE /api/bindings/{vhost}/e/{source}/q|e/{dest}/{props} (the key is
- * encoded again as a path segment). Returns 0, MGMT_NOT_FOUND, or a
- * negative code. */
-int mgmt_delete_binding(struct mgmt *m, const char *source,
-    enum mgmt_dest kind, const char *dest, const char *properties_key,
-    char *err, size_t errlen);
-
 /* ---- policies ---- */
 
 struct mgmt_policy {
@@ -413,34 +340,6 @@ int mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
 
 /* Deletes policy NAME. Returns 0, MGMT_NOT_FOUND, or a negative code. */
 int mgmt_delete_policy(struct mgmt *m, const char *name,
-    char *err, size_t errlen);
-
-/* ---- declare and delete (tests, drift) ---- */
-
-/* Declares queue NAME: PUT /api/queues/{vhost}/{name} with {"durable",
- * "auto_delete": false, "arguments"} (ARGUMENTS borrowed, NULL for none).
- * Idempotent for the same arguments; other arguments than an existing
- * queue's are refused (HTTP 400). Returns 0 or a negative code. */
-int mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
-    const json_t *arguments, char *err, size_t errlen);
-
-#define MGMT_IF_EMPTY	0x1	/* delete only an empty queue */
-#define MGMT_IF_UNUSED	0x2	/* delete only one without consumers */
-
-/* Deletes queue NAME (with ?if-empty=true / if-unused=true per FLAGS).
- * Returns 0, MGMT_NOT_FOUND, or a negative code (a condition in FLAGS
- * not met is an HTTP 400 from the broker). */
-int mgmt_delete_queue(struct mgmt *m, const char *name, int flags,
-    char *err, size_t errlen);
-
-/* Declares exchange NAME of TYPE: PUT /api/exchanges/{vhost}/{name} with
- * {"type", "durable", "auto_delete": false, "internal": false,
- * "arguments"} (borrowed, NULL for none). Returns 0 or a negative code. */
-int mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
-    bool durable, const json_t *arguments, char *err, size_t errlen);
-
-/* Deletes exchange NAME. Returns 0, MGMT_NOT_FOUND, or a negative code. */
-int mgmt_delete_exchange(struct mgmt *m, const char *name,
     char *err, size_t errlen);
 
 #endif /* CUTOVER_MGMT_H */

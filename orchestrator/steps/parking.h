@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "publish.h"
 
 /* What a walk does with a message. */

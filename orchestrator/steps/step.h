@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "broker/mgmt.h"
 #include "plan.h"
 #include "store.h"

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <openssl/rand.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "duration.h"
 #include "ladder.h"
 #include "log.h"

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "plan.h"
 
 /* Message headers, beside publish.h's x-cutover-* stamps. */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "log.h"
 #include "publish.h"
 #include "traffic.h"

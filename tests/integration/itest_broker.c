@@ -16,7 +16,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 #include "broker/mgmt.h"
 #include "clock.h"
 #include "itest_broker.h"

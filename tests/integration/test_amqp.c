@@ -29,7 +29,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "broker/amqp.h"
+#include "broker/broker.h"
 
 #define PWREF "env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS 5000

@@ -24,6 +24,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "broker/mgmt.h"
+#include "mgmt_test.h"
 
 #define PASSWORD_REF	"env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS	10000L

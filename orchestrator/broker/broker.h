@@ -1,4 +1,4 @@
-/* amqp: cutover's AMQP 0-9-1 client, on rabbitmq-c 0.11.
+/* broker: cutover's AMQP 0-9-1 client, on rabbitmq-c 0.11.
  *
  * One struct broker is one connection to one vhost with one channel in
  * publisher-confirm mode. Through it the engine declares, inspects and
@@ -36,8 +36,8 @@
  * of the next call.
  *
  * A struct broker is not thread-safe: one per thread. */
-#ifndef CUTOVER_AMQP_H
-#define CUTOVER_AMQP_H
+#ifndef CUTOVER_BROKER_H
+#define CUTOVER_BROKER_H
 
 #include <stdbool.h>
 #include <stddef.h>

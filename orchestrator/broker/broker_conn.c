@@ -1,0 +1,274 @@
+/* broker_conn: opening and closing the AMQP connection (login with the
+ * resolved password, channel in confirm mode) and begin(), where every
+ * call reconnects or reopens what an earlier call lost. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "broker_int.h"
+
+static int
+login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
+{
+	char text[WHY_MAX] = "";
+	int code = 0, rc;
+
+	if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+	    r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+		const amqp_connection_close_t *c = r.reply.decoded;
+
+		code = c->reply_code;
+		bytes_text(c->reply_text, text, sizeof(text));
+	}
+	b->reply_code = code;
+	if (code == AMQP_ACCESS_REFUSED) {
+		seterr(err, errlen, "logging in to %s:%d as '%s': the broker "
+		    "refused the username or password (%s)", b->url.host,
+		    b->url.port, b->username, text);
+		rc = BROKER_EAUTH;
+	} else if (code == AMQP_NOT_ALLOWED) {
+		seterr(err, errlen, "opening vhost '%s' on %s:%d as '%s': %s",
+		    b->url.vhost, b->url.host, b->url.port, b->username, text);
+		rc = BROKER_EAUTH;
+	} else if (code != 0) {
+		seterr(err, errlen, "logging in to %s:%d: %s", b->url.host,
+		    b->url.port, text);
+		rc = code_status(code);
+	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+	    r.library_error == AMQP_STATUS_TIMEOUT) {
+		seterr(err, errlen, "logging in to %s:%d: no answer within %d "
+		    "ms", b->url.host, b->url.port, b->timeout_ms);
+		rc = BROKER_ETIMEOUT;
+	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+	    r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
+		seterr(err, errlen, "logging in to %s:%d as '%s': the broker "
+		    "closed the connection (wrong username or password, or no "
+		    "access to vhost '%s'?)", b->url.host, b->url.port,
+		    b->username, b->url.vhost);
+		rc = BROKER_EAUTH;
+	} else {
+		const char *why = "unexpected answer";
+
+		if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
+			why = amqp_error_string2(r.library_error);
+		seterr(err, errlen, "logging in to %s:%d: %s", b->url.host,
+		    b->url.port, why);
+		rc = BROKER_ELOST;
+	}
+	if (code != 0) {
+		amqp_connection_close_ok_t ok;
+
+		memset(&ok, 0, sizeof(ok));
+		(void)amqp_send_method(b->conn, 0,
+		    AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+	}
+	amqp_destroy_connection(b->conn);
+	b->conn = NULL;
+	return rc;
+}
+
+static int
+connect_broker(struct broker *b, char *err, size_t errlen)
+{
+	amqp_socket_t *sock;
+	amqp_rpc_reply_t r;
+	amqp_table_entry_t props[2], caps[1];
+	amqp_table_t props_t, caps_t;
+	struct timeval tv;
+	const char *password;
+	int fd = -1, rc;
+
+	rc = resolve_password(b->password_ref, &password, err, errlen);
+	if (rc != 0)
+		return rc;
+	if ((rc = tcp_connect(&b->url, b->timeout_ms, &fd, err, errlen)) != 0)
+		return rc;
+	if ((b->conn = amqp_new_connection()) == NULL ||
+	    (sock = amqp_tcp_socket_new(b->conn)) == NULL) {
+		close(fd);
+		if (b->conn != NULL)
+			amqp_destroy_connection(b->conn);
+		b->conn = NULL;
+		seterr(err, errlen, "connecting to %s:%d: out of memory",
+		    b->url.host, b->url.port);
+		return BROKER_ERR;
+	}
+	amqp_tcp_socket_set_sockfd(sock, fd);   /* the connection owns it now */
+
+	tv.tv_sec = b->timeout_ms / 1000;
+	tv.tv_usec = (b->timeout_ms % 1000) * 1000;
+	(void)amqp_set_handshake_timeout(b->conn, &tv);
+	(void)amqp_set_rpc_timeout(b->conn, &tv);
+
+	/* Ask to be told when the broker cancels our consumer. */
+	caps[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+	caps[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+	caps[0].value.value.boolean = 1;
+	caps_t.num_entries = 1;
+	caps_t.entries = caps;
+	props[0].key = amqp_cstring_bytes("connection_name");
+	props[0].value.kind = AMQP_FIELD_KIND_UTF8;
+	props[0].value.value.bytes = amqp_cstring_bytes("cutover");
+	props[1].key = amqp_cstring_bytes("capabilities");
+	props[1].value.kind = AMQP_FIELD_KIND_TABLE;
+	props[1].value.value.table = caps_t;
+	props_t.num_entries = 2;
+	props_t.entries = props;
+
+	/* Heartbeats off: rabbitmq-c only answers them while inside a call,
+	 * and the engine may hold an idle handle for minutes. A dead peer is
+	 * found by the request timeout, or by drain() between calls. */
+	r = amqp_login_with_properties(b->conn, b->url.vhost, 0,
+	    AMQP_DEFAULT_FRAME_SIZE, 0, &props_t, AMQP_SASL_METHOD_PLAIN,
+	    b->username, password);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL)
+		return login_error(b, r, err, errlen);
+	b->channel_max = amqp_get_channel_max(b->conn);
+	if (b->channel_max <= 0 || b->channel_max > 65535)
+		b->channel_max = 65535;
+	b->last_chan = 0;
+	b->chan = 0;
+	return 0;
+}
+
+/* Opens the next channel number, in confirm mode, and resubscribes the
+ * consumer. A fresh number each time lets frames left over from an earlier
+ * channel be told apart and ignored. */
+static int
+open_channel(struct broker *b, char *err, size_t errlen)
+{
+	amqp_channel_t ch;
+	int rc;
+
+	ch = b->last_chan >= b->channel_max ? 1 : b->last_chan + 1;
+	b->last_chan = ch;
+	b->chan = ch;
+	b->epoch++;
+	b->next_tag = 1;
+	if (amqp_channel_open(b->conn, ch) == NULL)
+		return rpc_result(b, amqp_get_rpc_reply(b->conn),
+		    "opening a channel", err, errlen);
+	if (amqp_confirm_select(b->conn, ch) == NULL)
+		return rpc_result(b, amqp_get_rpc_reply(b->conn),
+		    "enabling publisher confirms", err, errlen);
+	if (b->consume_queue != NULL && (rc = subscribe(b, err, errlen)) != 0) {
+		char buf[WHY_MAX];
+
+		/* The call under way goes on; broker_next reports this. */
+		snprintf(buf, sizeof(buf), "resubscribing after the channel "
+		    "was reopened: %s", err);
+		free(b->consumer_error);
+		b->consumer_error = strdup(buf);
+		free(b->consume_queue);
+		b->consume_queue = NULL;
+		if (b->conn == NULL)
+			return rc;
+	}
+	return 0;
+}
+
+/* Every call starts here: reconnect or reopen the channel if an earlier
+ * call lost it, then dispatch what arrived in between. */
+int
+begin(struct broker *b, char *err, size_t errlen)
+{
+	int tries, rc = BROKER_ELOST;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (b->conn == NULL &&
+		    (rc = connect_broker(b, err, errlen)) != 0)
+			return rc;
+		if (b->chan == 0 && (rc = open_channel(b, err, errlen)) != 0)
+			continue;
+		drain(b);
+		if (b->conn != NULL && b->chan != 0) {
+			b->reply_code = 0;
+			b->reply_text[0] = '\0';
+			amqp_maybe_release_buffers(b->conn);
+			return 0;
+		}
+		rc = BROKER_ELOST;
+		seterr(err, errlen, "%s:%d: the channel closed as soon as it "
+		    "was opened", b->url.host, b->url.port);
+	}
+	return rc;
+}
+
+int
+broker_open(const char *url, const char *username, const char *password_ref,
+    int timeout_ms, struct broker **out, char *err, size_t errlen)
+{
+	struct broker *b = NULL;
+	const char *password;
+	int rc;
+
+	*out = NULL;
+	if ((b = calloc(1, sizeof(*b))) == NULL) {
+		seterr(err, errlen, "opening the broker connection: out of "
+		    "memory");
+		return BROKER_ERR;
+	}
+	if ((rc = broker_url_parse(url, &b->url, err, errlen)) != 0)
+		goto done;
+	rc = BROKER_ERR;
+	if (username == NULL || username[0] == '\0') {
+		seterr(err, errlen, "connecting to %s:%d: a username is "
+		    "required", b->url.host, b->url.port);
+		goto done;
+	}
+	if (timeout_ms <= 0) {
+		seterr(err, errlen, "connecting to %s:%d: the timeout must be "
+		    "positive", b->url.host, b->url.port);
+		goto done;
+	}
+	if ((rc = resolve_password(password_ref, &password, err, errlen)) != 0)
+		goto done;
+	b->timeout_ms = timeout_ms;
+	if ((b->username = strdup(username)) == NULL ||
+	    (b->password_ref = strdup(password_ref)) == NULL) {
+		seterr(err, errlen, "opening the broker connection: out of "
+		    "memory");
+		rc = BROKER_ERR;
+		goto done;
+	}
+	if ((rc = connect_broker(b, err, errlen)) != 0)
+		goto done;
+	if ((rc = open_channel(b, err, errlen)) != 0)
+		goto done;
+	*out = b;
+	b = NULL;
+done:
+	broker_close(b);
+	return rc;
+}
+
+void
+broker_close(struct broker *b)
+{
+	size_t i;
+
+	if (b == NULL)
+		return;
+	if (b->conn != NULL) {
+		(void)amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
+		amqp_destroy_connection(b->conn);
+	}
+	for (i = 0; i < b->npubs; i++)
+		pub_free(&b->pubs[i]);
+	free(b->pubs);
+	queued_free_all(b);
+	free(b->consume_queue);
+	free(b->ctag);
+	free(b->consumer_error);
+	free(b->username);
+	free(b->password_ref);
+	free(b);
+}
+
+int
+broker_reply_code(const struct broker *b)
+{
+	return b->reply_code;
+}

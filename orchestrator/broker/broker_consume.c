@@ -1,0 +1,255 @@
+/* broker_consume: receiving: basic.get, the handle's one consumer (kept
+ * across channel reopens), acknowledging and rejecting. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker_int.h"
+
+int
+subscribe(struct broker *b, char *err, size_t errlen)
+{
+	amqp_basic_consume_ok_t *ok;
+	char what[WHAT_MAX];
+	int rc;
+
+	snprintf(what, sizeof(what), "consuming from queue '%s'",
+	    b->consume_queue);
+	if (b->prefetch > 0 &&
+	    amqp_basic_qos(b->conn, b->chan, 0, b->prefetch, 0) == NULL &&
+	    (rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+	    errlen)) != 0)
+		return rc;
+	ok = amqp_basic_consume(b->conn, b->chan,
+	    amqp_cstring_bytes(b->consume_queue), amqp_empty_bytes, 0, 0, 0,
+	    amqp_empty_table);
+	if (ok == NULL)
+		return rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		    errlen);
+	free(b->ctag);
+	if ((b->ctag = dup_bytes(ok->consumer_tag)) == NULL) {
+		seterr(err, errlen, "%s: out of memory", what);
+		return BROKER_ERR;
+	}
+	b->consuming = true;
+	return 0;
+}
+
+int
+broker_get(struct broker *b, const char *queue, bool manual_ack,
+    struct broker_delivery *out, char *err, size_t errlen)
+{
+	amqp_rpc_reply_t r;
+	const amqp_basic_get_ok_t *ok;
+	char what[WHAT_MAX];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = check_name("getting a message", queue, false, err,
+	    errlen)) != 0)
+		return rc;
+	snprintf(what, sizeof(what), "getting a message from queue '%s'",
+	    queue);
+	if ((rc = begin(b, err, errlen)) != 0)
+		return rc;
+	r = amqp_basic_get(b->conn, b->chan, amqp_cstring_bytes(queue), 0);
+	if ((rc = rpc_result(b, r, what, err, errlen)) != 0)
+		return rc;
+	if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+		return BROKER_EMPTY;
+	ok = r.reply.decoded;
+	out->tag = ok->delivery_tag;
+	out->redelivered = ok->redelivered;
+	out->remaining = ok->message_count;
+	out->exchange = dup_bytes(ok->exchange);
+	out->routing_key = dup_bytes(ok->routing_key);
+	if (out->exchange == NULL || out->routing_key == NULL) {
+		broker_delivery_free(out);
+		conn_lost(b, BROKER_ELOST, "out of memory");
+		seterr(err, errlen, "%s: out of memory", what);
+		return BROKER_ERR;
+	}
+	if ((rc = read_content(b, now_ms() + b->timeout_ms, out, what, err,
+	    errlen)) != 0) {
+		broker_delivery_free(out);
+		return rc;
+	}
+	out->epoch = b->epoch;
+	out->unacked = true;
+	if (!manual_ack && (rc = broker_ack(b, out, err, errlen)) != 0) {
+		broker_delivery_free(out);
+		return rc;
+	}
+	return 0;
+}
+
+int
+broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = check_name("consuming", queue, false, err, errlen)) != 0)
+		return rc;
+	if (b->consume_queue != NULL) {
+		seterr(err, errlen, "consuming from queue '%s': this handle "
+		    "already consumes from queue '%s'; cancel that first",
+		    queue, b->consume_queue);
+		return BROKER_ERR;
+	}
+	if ((rc = begin(b, err, errlen)) != 0)
+		return rc;
+	free(b->consumer_error);
+	b->consumer_error = NULL;
+	if ((b->consume_queue = strdup(queue)) == NULL) {
+		seterr(err, errlen, "consuming from queue '%s': out of memory",
+		    queue);
+		return BROKER_ERR;
+	}
+	b->prefetch = prefetch;
+	if ((rc = subscribe(b, err, errlen)) != 0) {
+		free(b->consume_queue);
+		b->consume_queue = NULL;
+	}
+	return rc;
+}
+
+static bool
+pop_delivery(struct broker *b, struct broker_delivery *out)
+{
+	struct queued *q = b->qhead;
+
+	if (q == NULL)
+		return false;
+	if ((b->qhead = q->next) == NULL)
+		b->qtail = NULL;
+	*out = q->d;
+	free(q);
+	return true;
+}
+
+int
+broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
+    char *err, size_t errlen)
+{
+	amqp_frame_t f;
+	char what[WHAT_MAX];
+	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (pop_delivery(b, out))
+		return 0;
+	if (b->consume_queue == NULL && b->consumer_error == NULL) {
+		seterr(err, errlen, "waiting for a delivery: no consumer; call "
+		    "broker_consume first");
+		return BROKER_ERR;
+	}
+	if ((rc = begin(b, err, errlen)) != 0)
+		return rc;
+	for (;;) {
+		if (pop_delivery(b, out))
+			return 0;
+		if (b->consume_queue == NULL) {
+			seterr(err, errlen, "waiting for a delivery: %s",
+			    b->consumer_error != NULL ? b->consumer_error :
+			    "the consumer ended");
+			free(b->consumer_error);
+			b->consumer_error = NULL;
+			return BROKER_EREFUSED;
+		}
+		snprintf(what, sizeof(what), "waiting for a delivery from "
+		    "queue '%s'", b->consume_queue);
+		rc = next_frame(b, deadline, &f);
+		if (rc == AMQP_STATUS_TIMEOUT) {
+			seterr(err, errlen, "%s: nothing arrived within %d ms",
+			    what, timeout_ms);
+			return BROKER_ETIMEOUT;
+		}
+		if (rc != AMQP_STATUS_OK)
+			return on_library_error(b, rc, what, err, errlen);
+		if ((rc = dispatch(b, &f, now_ms() + b->timeout_ms, what, err,
+		    errlen)) != 0)
+			return rc;
+		if (b->qhead == NULL && now_ms() > deadline) {
+			seterr(err, errlen, "%s: nothing arrived within %d ms",
+			    what, timeout_ms);
+			return BROKER_ETIMEOUT;
+		}
+	}
+}
+
+static int
+settle_delivery(struct broker *b, struct broker_delivery *d, bool ack,
+    bool requeue, char *err, size_t errlen)
+{
+	const char *verb = ack ? "acknowledging" : "rejecting";
+	char what[WHAT_MAX];
+	int rc;
+
+	if (!d->unacked) {
+		seterr(err, errlen, "%s a message: it needs no acknowledgement "
+		    "(already settled, or received with automatic "
+		    "acknowledgement)", verb);
+		return BROKER_ERR;
+	}
+	if (b->conn == NULL || b->chan == 0 || d->epoch != b->epoch) {
+		d->unacked = false;
+		seterr(err, errlen, "%s a message: the channel it came on has "
+		    "closed since; the broker will deliver it again", verb);
+		return BROKER_ELOST;
+	}
+	snprintf(what, sizeof(what), "%s a message", verb);
+	rc = ack ? amqp_basic_ack(b->conn, b->chan, d->tag, 0) :
+	    amqp_basic_reject(b->conn, b->chan, d->tag, requeue);
+	if (rc < 0)
+		return on_library_error(b, rc, what, err, errlen);
+	d->unacked = false;
+	return 0;
+}
+
+int
+broker_ack(struct broker *b, struct broker_delivery *d, char *err,
+    size_t errlen)
+{
+	return settle_delivery(b, d, true, false, err, errlen);
+}
+
+int
+broker_reject(struct broker *b, struct broker_delivery *d, bool requeue,
+    char *err, size_t errlen)
+{
+	return settle_delivery(b, d, false, requeue, err, errlen);
+}
+
+int
+broker_cancel(struct broker *b, char *err, size_t errlen)
+{
+	struct broker_delivery d;
+	char what[WHAT_MAX];
+	int rc = 0;
+
+	free(b->consumer_error);
+	b->consumer_error = NULL;
+	if (b->consume_queue == NULL)
+		return 0;
+	snprintf(what, sizeof(what), "cancelling the consumer on queue '%s'",
+	    b->consume_queue);
+	if (b->conn != NULL && b->chan != 0 && b->consuming &&
+	    b->ctag != NULL && amqp_basic_cancel(b->conn, b->chan,
+	    amqp_cstring_bytes(b->ctag)) == NULL)
+		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		    errlen);
+	free(b->consume_queue);
+	b->consume_queue = NULL;
+	free(b->ctag);
+	b->ctag = NULL;
+	b->consuming = false;
+	/* Prefetched deliveries not handed out go back to the queue. */
+	while (pop_delivery(b, &d)) {
+		if (b->conn != NULL && b->chan != 0 && d.epoch == b->epoch)
+			(void)amqp_basic_reject(b->conn, b->chan, d.tag, 1);
+		broker_delivery_free(&d);
+	}
+	return rc;
+}

@@ -1,0 +1,126 @@
+/* mgmt_int: what the files of the management API client (mgmt_*.c) share:
+ * the client struct, the path builder, the request's helpers and the JSON
+ * readers. Included only by orchestrator/broker/mgmt_*.c and by
+ * tests/support/mgmt_test.c (the calls only tests and bench make); the
+ * public contract is mgmt.h. */
+#ifndef CUTOVER_MGMT_INT_H
+#define CUTOVER_MGMT_INT_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "mgmt.h"
+#include "httpbody.h"
+
+#define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
+#define PATH_MAX_LEN		4096	/* encoded path and query */
+#define WHAT_MAX		160	/* "METHOD /path" in messages */
+#define EXCERPT_MAX		160	/* bytes of an answer quoted */
+#define USER_AGENT		"cutover-mgmt/1"
+
+/* Columns of the fast listing; with disable_stats the broker has no
+ * effective_policy_definition and no consumers (checked on 3.10.8). */
+#define FAST_COLUMNS	"name,type,durable,arguments,policy,messages"
+#define PAGE_COLUMNS	"name,type,durable,arguments,policy," \
+			"effective_policy_definition,messages,consumers"
+#define QUEUE_COLUMNS	"name,type,durable,arguments,policy," \
+			"operator_policy,effective_policy_definition," \
+			"messages,consumers"
+
+
+struct mgmt {
+	CURL			*curl;
+	struct curl_slist	*hdr_plain;	/* without a body */
+	struct curl_slist	*hdr_json;	/* with a JSON body */
+	char			*base;		/* http://host:port */
+	char			*vhost;
+	char			*vhost_enc;
+	char			*username;
+	char			*password_env;	/* NAME of env:NAME */
+	long			 connect_ms;
+	long			 total_ms;
+	int			 global_init;
+	struct httpbody		 answer;
+	char			 curlerr[CURL_ERROR_SIZE];
+};
+
+/* A path being built: literal pieces and encoded segments. */
+struct path {
+	char	s[PATH_MAX_LEN];
+	size_t	len;
+	int	overflow;
+};
+
+static inline void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static inline int
+check_name(const char *name, const char *kind, char *err, size_t errlen)
+{
+	if (name == NULL || name[0] == '\0') {
+		seterr(err, errlen, "mgmt: %s name is empty", kind);
+		return MGMT_ERR_ARG;
+	}
+	return 0;
+}
+
+/* ---- mgmt_path.c: building an encoded path ---- */
+
+void path_add(struct path *p, const char *lit);
+void path_seg(struct path *p, const char *seg);
+/* Starts P as PREFIX followed by the encoded vhost, e.g. "/api/queues/%2F". */
+void path_vhost(struct path *p, const struct mgmt *m, const char *prefix);
+int path_check(const struct path *p, const char *what, char *err,
+    size_t errlen);
+/* Starts P as PREFIX, the encoded vhost, "/" and the encoded NAME, e.g.
+ * "/api/queues/%2F/q". Returns 0, or MGMT_ERR_ARG with ERR when NAME is
+ * empty (KIND says what it names). */
+int path_object(struct path *p, const struct mgmt *m, const char *prefix,
+    const char *name, const char *kind, char *err, size_t errlen);
+
+/* ---- mgmt_request.c ---- */
+
+/* "METHOD /path" for messages: a long query string is cut to "?...". */
+void describe(char *out, size_t outlen, const char *method, const char *path);
+/* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
+ * error (a listing of a vhost that does not exist). */
+int get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
+    char *err, size_t errlen);
+
+/* ---- mgmt_json.c: reading answers, building bodies ---- */
+
+/* A non-negative integer member, or -1 (absent, null, not a number). */
+int64_t int_member(const json_t *obj, const char *key);
+/* A string member, or NULL (absent, null, not a string). */
+const char *str_member(const json_t *obj, const char *key);
+/* Makes OBJ[KEY] an object (an empty one when absent or not an object)
+ * and returns it, borrowed from OBJ. NULL when out of memory. */
+json_t *object_member(json_t *obj, const char *key);
+int body_error(const char *method, const struct path *p, char *err,
+    size_t errlen);
+
+/* ---- mgmt_queues.c ---- */
+
+/* Builds *OUT from ITEMS, an array of queue objects. With STATS, the
+ * objects come from a statistics listing (effective_policy_definition,
+ * consumers); otherwise policy_message_ttl and consumers stay -1. */
+int queues_from_json(const json_t *items, int stats, const char *what,
+    struct mgmt_queue_list *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,132 @@
+/* mgmt_nodes: the cluster's nodes and where each queue runs (see
+ * mgmt.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt_int.h"
+
+int
+mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
+    size_t errlen)
+{
+	static const char path[] = "/api/nodes?columns=name,running,uptime,"
+	    "os_pid,connection_created,channel_created,queue_declared";
+	size_t n;
+	int rc;
+
+	if (out == NULL || m == NULL) {
+		seterr(err, errlen, "mgmt_list_nodes: no client or result");
+		return MGMT_ERR_ARG;
+	}
+	memset(out, 0, sizeof(*out));
+	if ((rc = get_json(m, path, 1, &out->json, err, errlen)) != 0)
+		return rc;
+	n = json_array_size(out->json);
+	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
+		mgmt_node_list_free(out);
+		seterr(err, errlen, "GET /api/nodes: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	for (out->n = 0; out->n < n; out->n++) {
+		const json_t *it = json_array_get(out->json, out->n);
+		struct mgmt_node *nd = &out->v[out->n];
+
+		if ((nd->name = str_member(it, "name")) == NULL) {
+			seterr(err, errlen, "GET /api/nodes: node %zu of the answer "
+			    "has no name", out->n);
+			mgmt_node_list_free(out);
+			return MGMT_ERR_ANSWER;
+		}
+		nd->running = json_is_true(json_object_get(it, "running"));
+		nd->uptime_ms = int_member(it, "uptime");
+		nd->os_pid = str_member(it, "os_pid");
+		nd->connection_created = int_member(it, "connection_created");
+		nd->channel_created = int_member(it, "channel_created");
+		nd->queue_declared = int_member(it, "queue_declared");
+	}
+	return 0;
+}
+
+void
+mgmt_node_list_free(struct mgmt_node_list *l)
+{
+	if (l != NULL) {
+		free(l->v);
+		json_decref(l->json);
+		memset(l, 0, sizeof(*l));
+	}
+}
+
+static int
+cmp_place(const void *a, const void *b)
+{
+	return strcmp(((const struct mgmt_queue_place *)a)->name,
+	    ((const struct mgmt_queue_place *)b)->name);
+}
+
+int
+mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
+    char *err, size_t errlen)
+{
+	struct path p;
+	size_t n, i;
+	int rc;
+
+	if (out == NULL || m == NULL) {
+		seterr(err, errlen, "mgmt_list_queue_places: no client or result");
+		return MGMT_ERR_ARG;
+	}
+	memset(out, 0, sizeof(*out));
+	path_vhost(&p, m, "/api/queues/");
+	path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns=name,"
+	    "type,node,leader,members,online");
+	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0 ||
+	    (rc = get_json(m, p.s, 1, &out->json, err, errlen)) != 0)
+		return rc;
+	n = json_array_size(out->json);
+	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
+		mgmt_queue_place_list_free(out);
+		seterr(err, errlen, "GET /api/queues: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const json_t *it = json_array_get(out->json, i);
+		struct mgmt_queue_place *q = &out->v[out->n];
+		const char *type = str_member(it, "type");
+
+		if ((q->name = str_member(it, "name")) == NULL)
+			continue;
+		q->type = type != NULL ? type : "";
+		if (strcmp(q->type, "classic") == 0) {
+			q->leader = str_member(it, "node");
+			q->members = q->online = 1;
+		} else {
+			q->leader = str_member(it, "leader");
+			q->members = json_array_size(json_object_get(it, "members"));
+			q->online = json_array_size(json_object_get(it, "online"));
+		}
+		out->n++;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), cmp_place);
+	return 0;
+}
+
+const struct mgmt_queue_place *
+mgmt_queue_place_find(const struct mgmt_queue_place_list *l, const char *name)
+{
+	struct mgmt_queue_place key = { .name = name };
+
+	if (l == NULL || l->n == 0 || name == NULL)
+		return NULL;
+	return bsearch(&key, l->v, l->n, sizeof(*l->v), cmp_place);
+}
+
+void
+mgmt_queue_place_list_free(struct mgmt_queue_place_list *l)
+{
+	if (l != NULL) {
+		free(l->v);
+		json_decref(l->json);
+		memset(l, 0, sizeof(*l));
+	}
+}

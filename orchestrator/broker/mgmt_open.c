@@ -1,0 +1,244 @@
+/* mgmt_open: opening and closing a management API client: the base URL
+ * checked with libcurl's URL parser, the password reference, the reused
+ * easy handle and its options. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt_int.h"
+
+static int
+valid_env_name(const char *s)
+{
+	const char *p;
+
+	if (s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (p = s; *p != '\0'; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_'))
+			return 0;
+	return 1;
+}
+
+/* Checks BASE_URL and stores its normalised form in M->base. */
+static int
+parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
+{
+	CURLU *u = NULL;
+	char *part = NULL, *url = NULL;
+	size_t n;
+	int rc = MGMT_ERR_ARG;
+
+	if ((u = curl_url()) == NULL) {
+		rc = MGMT_ERR_NOMEM;
+		seterr(err, errlen, "mgmt: out of memory");
+		goto done;
+	}
+	/* The URL itself is only quoted once known to carry no credentials. */
+	if (curl_url_set(u, CURLUPART_URL, base_url, 0) != CURLUE_OK) {
+		if (strchr(base_url, '@') != NULL)
+			seterr(err, errlen, "mgmt: the management URL is not a "
+			    "valid URL");
+		else
+			seterr(err, errlen, "mgmt: management URL \"%s\" is "
+			    "not a valid URL", base_url);
+		goto done;
+	}
+	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
+		seterr(err, errlen, "mgmt: the management URL must not carry "
+		    "credentials; give username and password (env:NAME)");
+		goto done;
+	}
+	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
+	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
+		seterr(err, errlen, "mgmt: management URL \"%s\": scheme must "
+		    "be http or https", base_url);
+		goto done;
+	}
+	curl_free(part);
+	part = NULL;
+	if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
+		seterr(err, errlen, "mgmt: management URL \"%s\": no query or "
+		    "fragment allowed", base_url);
+		goto done;
+	}
+	if (curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
+		seterr(err, errlen, "mgmt: management URL \"%s\" is not a "
+		    "valid URL", base_url);
+		goto done;
+	}
+	n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	if ((m->base = malloc(n + 1)) == NULL) {
+		rc = MGMT_ERR_NOMEM;
+		seterr(err, errlen, "mgmt: out of memory");
+		goto done;
+	}
+	memcpy(m->base, url, n);
+	m->base[n] = '\0';
+	rc = 0;
+done:
+	curl_free(part);
+	curl_free(url);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* Checks mgmt_open's arguments. Returns 0 and sets *ENVNAME to the NAME
+ * of PASSWORD_REF's "env:NAME" (pointing into it), or MGMT_ERR_ARG with
+ * ERR. */
+static int
+open_check(const char *base_url, const char *vhost, const char *username,
+    const char *password_ref, long timeout_ms, struct mgmt **out,
+    const char **envname, char *err, size_t errlen)
+{
+	if (out == NULL || base_url == NULL || vhost == NULL ||
+	    username == NULL || password_ref == NULL) {
+		seterr(err, errlen, "mgmt_open: missing argument");
+		return MGMT_ERR_ARG;
+	}
+	if (vhost[0] == '\0' || username[0] == '\0') {
+		seterr(err, errlen, "mgmt_open: %s is empty",
+		    vhost[0] == '\0' ? "virtual host" : "username");
+		return MGMT_ERR_ARG;
+	}
+	if (timeout_ms <= 0) {
+		seterr(err, errlen, "mgmt_open: timeout must be positive, not "
+		    "%ld ms", timeout_ms);
+		return MGMT_ERR_ARG;
+	}
+	/* Never quote PASSWORD_REF unless it is a reference: it could be a
+	 * password given by mistake. */
+	if (strncmp(password_ref, "env:", 4) != 0) {
+		seterr(err, errlen, "mgmt_open: the password must be a "
+		    "reference env:NAME (a literal password is not accepted)");
+		return MGMT_ERR_ARG;
+	}
+	*envname = password_ref + 4;
+	if (!valid_env_name(*envname)) {
+		seterr(err, errlen, "mgmt_open: password reference %s: \"%s\" "
+		    "is not a variable name", password_ref, *envname);
+		return MGMT_ERR_ARG;
+	}
+	if (getenv(*envname) == NULL) {
+		seterr(err, errlen, "mgmt_open: password reference %s: "
+		    "variable %s is not set", password_ref, *envname);
+		return MGMT_ERR_ARG;
+	}
+	return 0;
+}
+
+/* Makes M's two header lists (without and with a JSON body) and its easy
+ * handle, with the options every request shares. Returns 0, or
+ * MGMT_ERR_NOMEM with ERR. */
+static int
+open_curl(struct mgmt *m, char *err, size_t errlen)
+{
+	if ((m->hdr_plain = curl_slist_append(NULL,
+	    "Accept: application/json")) == NULL ||
+	    (m->hdr_json = curl_slist_append(NULL,
+	    "Accept: application/json")) == NULL ||
+	    curl_slist_append(m->hdr_json,
+	    "Content-Type: application/json") == NULL ||
+	    curl_slist_append(m->hdr_json, "Expect:") == NULL) {
+		seterr(err, errlen, "mgmt_open: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	if ((m->curl = curl_easy_init()) == NULL) {
+		seterr(err, errlen, "mgmt_open: curl_easy_init failed");
+		return MGMT_ERR_NOMEM;
+	}
+	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->curlerr);
+	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
+	m->answer.max = MGMT_ANSWER_MAX;
+	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
+	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &m->answer);
+	curl_easy_setopt(m->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	curl_easy_setopt(m->curl, CURLOPT_USERNAME, m->username);
+	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, USER_AGENT);
+	curl_easy_setopt(m->curl, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	return 0;
+}
+
+int
+mgmt_open(const char *base_url, const char *vhost, const char *username,
+    const char *password_ref, long timeout_ms, struct mgmt **out,
+    char *err, size_t errlen)
+{
+	struct mgmt *m = NULL;
+	const char *envname = NULL;
+	size_t n;
+	int rc = MGMT_ERR_ARG;
+
+	if (out != NULL)
+		*out = NULL;
+	if ((rc = open_check(base_url, vhost, username, password_ref,
+	    timeout_ms, out, &envname, err, errlen)) != 0)
+		return rc;
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		seterr(err, errlen, "mgmt_open: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	rc = MGMT_ERR_ARG;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		seterr(err, errlen, "mgmt_open: curl_global_init failed");
+		goto done;
+	}
+	m->global_init = 1;
+	m->total_ms = timeout_ms;
+	m->connect_ms = timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms :
+	    CONNECT_TIMEOUT_MS;
+	if ((rc = parse_base(m, base_url, err, errlen)) != 0)
+		goto done;
+
+	rc = MGMT_ERR_NOMEM;
+	n = 3 * strlen(vhost) + 1;
+	if ((m->vhost = strdup(vhost)) == NULL ||
+	    (m->username = strdup(username)) == NULL ||
+	    (m->password_env = strdup(envname)) == NULL ||
+	    (m->vhost_enc = malloc(n)) == NULL) {
+		seterr(err, errlen, "mgmt_open: out of memory");
+		goto done;
+	}
+	mgmt_escape(vhost, m->vhost_enc, n);
+	if ((rc = open_curl(m, err, errlen)) != 0)
+		goto done;
+	*out = m;
+	m = NULL;
+	rc = 0;
+done:
+	mgmt_close(m);
+	return rc;
+}
+
+void
+mgmt_close(struct mgmt *m)
+{
+	if (m == NULL)
+		return;
+	if (m->curl != NULL)
+		curl_easy_cleanup(m->curl);
+	curl_slist_free_all(m->hdr_plain);
+	curl_slist_free_all(m->hdr_json);
+	free(m->answer.p);
+	free(m->base);
+	free(m->vhost);
+	free(m->vhost_enc);
+	free(m->username);
+	free(m->password_env);
+	if (m->global_init)
+		curl_global_cleanup();
+	free(m);
+}
+
+const char *
+mgmt_vhost(const struct mgmt *m)
+{
+	return m != NULL ? m->vhost : NULL;
+}

@@ -1,0 +1,397 @@
+/* mgmt_request: the management API client's transport: one request over
+ * the handle's libcurl easy handle, its answer parsed as JSON, and an error
+ * message that names the call and says why, with the password redacted
+ * (see mgmt.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt_int.h"
+
+/* "METHOD /path" for messages: a long query string is cut to "?...". */
+void
+describe(char *out, size_t outlen, const char *method, const char *path)
+{
+	const char *q = strchr(path, '?');
+
+	if (q == NULL || strlen(path) <= 100)
+		snprintf(out, outlen, "%s %s", method, path);
+	else
+		snprintf(out, outlen, "%s %.*s?...", method, (int)(q - path),
+		    path);
+}
+
+/* Replaces every occurrence of SECRET in S with "***" in place: the
+ * result is never longer (a secret of 1 or 2 bytes becomes as many '*'). */
+static void
+redact(char *s, const char *secret)
+{
+	size_t sl, n;
+	char *p = s;
+
+	if (secret == NULL || (sl = strlen(secret)) == 0)
+		return;
+	while ((p = strstr(p, secret)) != NULL) {
+		n = sl < 3 ? sl : 3;
+		memset(p, '*', n);
+		memmove(p + n, p + sl, strlen(p + sl) + 1);
+		p += n;
+	}
+}
+
+/* Copies up to OUTLEN-1 bytes of S into OUT, control characters and runs
+ * of white space folded into one space, "..." appended when cut. */
+static void
+fold(char *out, size_t outlen, const char *s, size_t slen)
+{
+	size_t i, n = 0;
+	int space = 0;
+
+	if (outlen < 4) {
+		if (outlen > 0)
+			out[0] = '\0';
+		return;
+	}
+	for (i = 0; i < slen && s[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f || c == ' ') {
+			space = n > 0;
+			continue;
+		}
+		if (n + (space ? 2 : 1) >= outlen - 3) {
+			memcpy(out + n, "...", 4);
+			return;
+		}
+		if (space) {
+			out[n++] = ' ';
+			space = 0;
+		}
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+}
+
+/* A short excerpt of the answer in M->answer: "error: reason" when it is
+ * the broker's JSON error object, else the folded text. */
+static void
+excerpt(struct mgmt *m, char *out, size_t outlen)
+{
+	json_t *j, *e, *r;
+	json_error_t jerr;
+	char tmp[EXCERPT_MAX * 2];
+
+	out[0] = '\0';
+	if (m->answer.len == 0) {
+		snprintf(out, outlen, "empty answer");
+		return;
+	}
+	j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
+	e = json_object_get(j, "error");
+	r = json_object_get(j, "reason");
+	if (json_is_string(e) && json_is_string(r))
+		snprintf(tmp, sizeof(tmp), "%s: %s", json_string_value(e),
+		    json_string_value(r));
+	else if (json_is_string(r))
+		snprintf(tmp, sizeof(tmp), "%s", json_string_value(r));
+	else if (json_is_string(e))
+		snprintf(tmp, sizeof(tmp), "%s", json_string_value(e));
+	else {
+		fold(out, outlen < EXCERPT_MAX ? outlen : EXCERPT_MAX,
+		    m->answer.p, m->answer.len);
+		json_decref(j);
+		return;
+	}
+	json_decref(j);
+	fold(out, outlen < EXCERPT_MAX ? outlen : EXCERPT_MAX, tmp,
+	    strlen(tmp));
+}
+
+/* Says why a transfer got no HTTP answer. */
+static void
+transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
+    size_t errlen)
+{
+	char detail[CURL_ERROR_SIZE + 64];
+	const char *phrase;
+	long oserr = 0;
+
+	snprintf(detail, sizeof(detail), "%s",
+	    m->curlerr[0] != '\0' ? m->curlerr : curl_easy_strerror(cc));
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+		curl_easy_getinfo(m->curl, CURLINFO_OS_ERRNO, &oserr);
+		if (oserr == ECONNREFUSED)
+			phrase = "connection refused";
+		else if (oserr == EHOSTUNREACH)
+			phrase = "host unreachable";
+		else if (oserr == ENETUNREACH)
+			phrase = "network unreachable";
+		else
+			phrase = NULL;
+		if (phrase != NULL)
+			seterr(err, errlen, "%s: %s (%s)", what, phrase,
+			    m->base);
+		else
+			seterr(err, errlen, "%s: cannot connect: %s (%s)",
+			    what, detail, m->base);
+		break;
+	case CURLE_OPERATION_TIMEDOUT:
+		seterr(err, errlen, "%s: timed out (connect %ld ms, request "
+		    "%ld ms): %s (%s)", what, m->connect_ms, m->total_ms,
+		    detail, m->base);
+		break;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		seterr(err, errlen, "%s: cannot resolve host: %s (%s)", what,
+		    detail, m->base);
+		break;
+	case CURLE_GOT_NOTHING:
+		seterr(err, errlen, "%s: connection closed without an answer "
+		    "(%s)", what, m->base);
+		break;
+	default:
+		seterr(err, errlen, "%s: %s (%s)", what, detail, m->base);
+		break;
+	}
+}
+
+/* Checks a request's METHOD, PATH and BODY, and finds the password.
+ * Returns 0 and sets *PASSWORD (owned by the environment; set as soon as
+ * it is found, so that the caller can redact it), or MGMT_ERR_ARG with
+ * ERR. */
+static int
+request_check(const struct mgmt *m, const char *method, const char *path,
+    const json_t *body, const char *what, const char **password, char *err,
+    size_t errlen)
+{
+	int get = strcmp(method, "GET") == 0;
+
+	if (!get && strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0 &&
+	    strcmp(method, "DELETE") != 0) {
+		seterr(err, errlen, "%s: method must be GET, PUT, POST or "
+		    "DELETE", what);
+		return MGMT_ERR_ARG;
+	}
+	if (strncmp(path, "/api/", 5) != 0) {
+		seterr(err, errlen, "%s: path must start with /api/", what);
+		return MGMT_ERR_ARG;
+	}
+	if (get && body != NULL) {
+		seterr(err, errlen, "%s: a GET has no body", what);
+		return MGMT_ERR_ARG;
+	}
+	if ((*password = getenv(m->password_env)) == NULL) {
+		seterr(err, errlen, "%s: password reference env:%s: variable "
+		    "%s is not set", what, m->password_env, m->password_env);
+		return MGMT_ERR_ARG;
+	}
+	if (body != NULL && !json_is_object(body) && !json_is_array(body)) {
+		seterr(err, errlen, "%s: body must be a JSON object or array",
+		    what);
+		return MGMT_ERR_ARG;
+	}
+	return 0;
+}
+
+/* Sets *URL to the base URL followed by PATH and *PAYLOAD to BODY as
+ * compact JSON (left NULL without a body); the caller frees both. Returns
+ * 0, or MGMT_ERR_NOMEM with ERR. */
+static int
+request_prepare(const struct mgmt *m, const char *path, const json_t *body,
+    const char *what, char **url, char **payload, char *err, size_t errlen)
+{
+	size_t n = strlen(m->base) + strlen(path) + 1;
+
+	if ((*url = malloc(n)) == NULL) {
+		seterr(err, errlen, "%s: out of memory", what);
+		return MGMT_ERR_NOMEM;
+	}
+	snprintf(*url, n, "%s%s", m->base, path);
+	if (body != NULL &&
+	    (*payload = json_dumps(body, JSON_COMPACT)) == NULL) {
+		seterr(err, errlen, "%s: cannot encode the body", what);
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* Sets the easy handle up for METHOD on URL with PASSWORD and PAYLOAD
+ * (NULL: no body), and empties the answer buffer. */
+static void
+request_setopt(struct mgmt *m, const char *method, const char *url,
+    const char *password, const char *payload)
+{
+	int get = strcmp(method, "GET") == 0;
+
+	httpbody_reset(&m->answer);
+	m->curlerr[0] = '\0';
+	curl_easy_setopt(m->curl, CURLOPT_URL, url);
+	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, password);
+	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, m->connect_ms);
+	curl_easy_setopt(m->curl, CURLOPT_TIMEOUT_MS, m->total_ms);
+	if (get || (payload == NULL && strcmp(method, "DELETE") == 0)) {
+		curl_easy_setopt(m->curl, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST,
+		    get ? NULL : method);
+		curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER, m->hdr_plain);
+	} else {
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS,
+		    payload != NULL ? payload : "");
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE,
+		    (long)(payload != NULL ? strlen(payload) : 0));
+		curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST,
+		    strcmp(method, "POST") == 0 ? NULL : method);
+		curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER,
+		    payload != NULL ? m->hdr_json : m->hdr_plain);
+	}
+}
+
+/* Says why a transfer that ended with CC (not CURLE_OK) brought no
+ * answer. Returns MGMT_ERR_NOMEM, MGMT_ERR_ANSWER or MGMT_ERR_TRANSPORT,
+ * with ERR. */
+static int
+perform_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
+    size_t errlen)
+{
+	if (m->answer.nomem) {
+		seterr(err, errlen, "%s: out of memory reading the answer",
+		    what);
+		return MGMT_ERR_NOMEM;
+	}
+	if (m->answer.toobig) {
+		seterr(err, errlen, "%s: answer larger than %u bytes", what,
+		    MGMT_ANSWER_MAX);
+		return MGMT_ERR_ANSWER;
+	}
+	transport_error(m, cc, what, err, errlen);
+	return MGMT_ERR_TRANSPORT;
+}
+
+/* A 2xx answer: stores its JSON in *ANSWER (NULL when the body is empty;
+ * released when ANSWER is NULL). Returns 0, or MGMT_ERR_ANSWER with ERR
+ * when the body is not JSON. */
+static int
+answer_json(struct mgmt *m, long status, const char *what, json_t **answer,
+    char *err, size_t errlen)
+{
+	char ex[EXCERPT_MAX];
+	json_t *j = NULL;
+	json_error_t jerr;
+
+	if (m->answer.len > 0) {
+		j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
+		if (j == NULL) {
+			excerpt(m, ex, sizeof(ex));
+			seterr(err, errlen, "%s: HTTP %ld but the answer is "
+			    "not JSON (%s): %s", what, status, jerr.text, ex);
+			return MGMT_ERR_ANSWER;
+		}
+	}
+	if (answer != NULL)
+		*answer = j;
+	else
+		json_decref(j);
+	return 0;
+}
+
+/* The request's result from the HTTP STATUS of the answer in M->answer:
+ * 0 (2xx, see answer_json), MGMT_NOT_FOUND, MGMT_ERR_AUTH or
+ * MGMT_ERR_HTTP, with ERR when not 0. */
+static int
+answer_result(struct mgmt *m, long status, const char *what, json_t **answer,
+    char *err, size_t errlen)
+{
+	char ex[EXCERPT_MAX];
+
+	if (status >= 200 && status <= 299)
+		return answer_json(m, status, what, answer, err, errlen);
+	if (status == 404) {
+		seterr(err, errlen, "%s: not found (HTTP 404)", what);
+		return MGMT_NOT_FOUND;
+	}
+	excerpt(m, ex, sizeof(ex));
+	if (status == 401 || status == 403) {
+		seterr(err, errlen, "%s: HTTP %ld (%s) as user %s", what,
+		    status, ex, m->username);
+		return MGMT_ERR_AUTH;
+	}
+	seterr(err, errlen, "%s: HTTP %ld (%s)", what, status, ex);
+	return MGMT_ERR_HTTP;
+}
+
+int
+mgmt_request(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, json_t **answer, long *http_status,
+    char *err, size_t errlen)
+{
+	char what[WHAT_MAX];
+	char *url = NULL, *payload = NULL;
+	const char *password = NULL;
+	CURLcode cc;
+	long status = 0;
+	int rc;
+
+	if (answer != NULL)
+		*answer = NULL;
+	if (http_status != NULL)
+		*http_status = 0;
+	if (m == NULL || method == NULL || path == NULL) {
+		seterr(err, errlen, "mgmt_request: no client, method or path");
+		return MGMT_ERR_ARG;
+	}
+	describe(what, sizeof(what), method, path);
+	if ((rc = request_check(m, method, path, body, what, &password, err,
+	    errlen)) != 0 || (rc = request_prepare(m, path, body, what, &url,
+	    &payload, err, errlen)) != 0)
+		goto done;
+	request_setopt(m, method, url, password, payload);
+	cc = curl_easy_perform(m->curl);
+	/* Keep the secret in libcurl's memory no longer than needed. */
+	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, "");
+	if (cc != CURLE_OK) {
+		rc = perform_error(m, cc, what, err, errlen);
+		goto done;
+	}
+	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (http_status != NULL)
+		*http_status = status;
+	rc = answer_result(m, status, what, answer, err, errlen);
+done:
+	/* Whatever came back (an answer, libcurl's or jansson's words) is
+	 * quoted in ERR: the password must not be. */
+	if (rc != 0 && password != NULL && err != NULL && errlen > 0)
+		redact(err, password);
+	free(payload);
+	free(url);
+	return rc;
+}
+
+/* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
+ * error (a listing of a vhost that does not exist). */
+int
+get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
+    char *err, size_t errlen)
+{
+	char what[WHAT_MAX];
+	int rc;
+
+	*out = NULL;
+	rc = mgmt_request(m, "GET", path, NULL, out, NULL, err, errlen);
+	if (rc == MGMT_NOT_FOUND) {
+		describe(what, sizeof(what), "GET", path);
+		seterr(err, errlen, "%s: not found (HTTP 404; does virtual "
+		    "host \"%s\" exist?)", what, m->vhost);
+		return MGMT_ERR_HTTP;
+	}
+	if (rc != 0)
+		return rc;
+	if (is_array ? !json_is_array(*out) : !json_is_object(*out)) {
+		describe(what, sizeof(what), "GET", path);
+		seterr(err, errlen, "%s: answer is not a JSON %s", what,
+		    is_array ? "array" : "object");
+		json_decref(*out);
+		*out = NULL;
+		return MGMT_ERR_ANSWER;
+	}
+	return 0;
+}
