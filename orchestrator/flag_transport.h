@@ -1,0 +1,106 @@
+/* flag_transport: what the flag client's parts share inside the flag
+ * module (not a public interface; see flag.h for that): one call's state
+ * (struct call), HTTP with timeouts, retries and redaction of secrets,
+ * env: references, excerpts of answers and the result's records. */
+#ifndef CUTOVER_FLAG_TRANSPORT_H
+#define CUTOVER_FLAG_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "flag.h"
+#include "httpbody.h"
+
+#define USER_AGENT	"cutover-flag/1"
+#define JSON_TYPE	"application/json"
+#define SOURCE_MAX	(64u * 1024)	/* of an answer, read for an excerpt */
+#define URL_MAX		4096
+
+/* One flag_switch or flag_read. */
+struct call {
+	const struct plan	*p;
+	struct flag_options	 o;
+	CURL			*curl;
+	int			 global_init;
+	struct curl_slist	*hdr_write;	/* for the on/off call */
+	struct curl_slist	*hdr_read;	/* for the read-back */
+	char			**secrets;	/* resolved values, to redact */
+	size_t			 nsecrets;
+	json_t			*result;
+	json_t			*attempts;	/* borrowed from RESULT */
+	struct httpbody		 answer;
+	long			 status;	/* of the last attempt */
+	char			 curlerr[CURL_ERROR_SIZE];
+};
+
+/* Writes the printf-style message to ERR (ERRLEN bytes; ERR may be NULL). */
+void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Copies S into OUT (OUTLEN > 4 bytes) as valid UTF-8 of at most OUTLEN-1
+ * bytes: control characters and runs of white space fold into one space,
+ * invalid bytes become '?', and "..." ends a text that was cut. */
+void fold(char *out, size_t outlen, const char *s);
+
+/* An excerpt of the text S (LEN bytes, not NUL-terminated) into OUT
+ * (FLAG_EXCERPT_MAX + 1 bytes), secrets redacted. With PRETTY, an error
+ * object such as Unleash's {"name": ..., "message": ...} is shown as
+ * "name: message". Returns 0, or -1 when out of memory. */
+int excerpt(const struct call *c, const char *s, size_t len, int pretty,
+    char *out);
+
+/* The environment variable of REF ("env:NAME"), stored among C's secrets
+ * for redaction. WHAT names the plan field in messages. */
+int resolve(struct call *c, const char *ref, const char *what,
+    const char **out, char *err, size_t errlen);
+
+/* Checks URL: http or https, no credentials, no fragment, and no query
+ * when it is a BASE that paths are appended to. WHAT names the plan field;
+ * a URL with credentials is not quoted. */
+int check_url(const char *url, const char *what, int base, char *err,
+    size_t errlen);
+
+/* Sends METHOD URL (BODY may be NULL) with HDRS, retrying on no answer and
+ * on 5xx as C's options say; ROLE ("write", "read") and LABEL ("flag on",
+ * "flag read") go into the attempts and messages. Returns 0 on a 2xx
+ * answer, which is left in C->answer, or a negative code with ERR set. */
+int send_retried(struct call *c, const char *label, const char *role,
+    const char *method, const char *url, const char *body,
+    struct curl_slist *hdrs, char *err, size_t errlen);
+
+/* Appends "NAME: VALUE" to *L. Returns 0, or -1 when out of memory. */
+int add_header(struct curl_slist **l, const char *name, const char *value);
+
+/* Sets RESULT.read_back: VALUE (borrowed; NULL when absent) unless its
+ * text is long or holds a secret, then an excerpt of it; STATE; EX. */
+int record_read(struct call *c, const json_t *value, int state,
+    const char *ex);
+
+/* Ends C: frees everything but the result, which goes to *RESULT (or is
+ * released). Zeroes the secrets and C's copy of the last answer. */
+void call_close(struct call *c, json_t **result, char *err, size_t errlen);
+
+/* kind http: whether M is a method the plan may give. */
+int valid_method(const char *m);
+
+/* The headers of kind unleash: the token, resolved now. */
+int unleash_headers(struct call *c, char *err, size_t errlen);
+
+/* The headers of kind http: the plan's, env: values resolved now. */
+int http_headers(struct call *c, char *err, size_t errlen);
+
+/* Reads the flag of kind unleash (or http) into *STATE (1 on, 0 off, -1
+ * neither), recording the read-back in C's result. */
+int read_unleash(struct call *c, const char *label, int *state, char *err,
+    size_t errlen);
+int read_http(struct call *c, const char *label, int *state, char *err,
+    size_t errlen);
+
+/* ".../features/{feature}/environments/{environment}/on" (or off). */
+char *unleash_switch_url(struct call *c, bool on);
+
+#endif

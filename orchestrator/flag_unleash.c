@@ -1,0 +1,191 @@
+/* flag_unleash: kind unleash of the flag client — the admin API of an
+ * Unleash server: the token header, the switch URL and the read-back of
+ * the feature's environment. See flag.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flag_transport.h"
+
+/* Percent-encodes S as one path segment into a new string, or NULL. */
+static char *
+segment(struct call *c, const char *s)
+{
+	char *e, *out;
+
+	if ((e = curl_easy_escape(c->curl, s, 0)) == NULL)
+		return NULL;
+	out = strdup(e);
+	curl_free(e);
+	return out;
+}
+
+/* The headers of kind unleash: the token, resolved now. */
+int
+unleash_headers(struct call *c, char *err, size_t errlen)
+{
+	const struct plan *p = c->p;
+	const char *token;
+	int rc;
+
+	if ((rc = resolve(c, p->flag.token, "flag.token", &token, err,
+	    errlen)) != 0)
+		return rc;
+	if (add_header(&c->hdr_write, "Authorization", token) != 0 ||
+	    add_header(&c->hdr_write, "Content-Type", JSON_TYPE) != 0 ||
+	    add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
+	    add_header(&c->hdr_read, "Authorization", token) != 0 ||
+	    add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0) {
+		seterr(err, errlen, "flag: out of memory");
+		return FLAG_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* "{url}/api/admin/projects/{project}/features/{feature}" and SUFFIX. */
+static char *
+unleash_url(struct call *c, const char *suffix)
+{
+	const struct plan *p = c->p;
+	char *proj, *feat, *out = NULL;
+	size_t n, base;
+
+	proj = segment(c, p->flag.project);
+	feat = segment(c, p->flag.feature);
+	if (proj == NULL || feat == NULL)
+		goto done;
+	base = strlen(p->flag.url);
+	while (base > 0 && p->flag.url[base - 1] == '/')
+		base--;
+	n = base + strlen(proj) + strlen(feat) + strlen(suffix) + 64;
+	if ((out = malloc(n)) == NULL)
+		goto done;
+	snprintf(out, n, "%.*s/api/admin/projects/%s/features/%s%s",
+	    (int)base, p->flag.url, proj, feat, suffix);
+done:
+	free(proj);
+	free(feat);
+	return out;
+}
+
+/* ".../features/{feature}/environments/{environment}/on" (or off). */
+char *
+unleash_switch_url(struct call *c, bool on)
+{
+	char *env, *suffix = NULL, *url = NULL;
+	size_t n;
+
+	if ((env = segment(c, c->p->flag.environment)) == NULL)
+		return NULL;
+	n = strlen(env) + 32;
+	if ((suffix = malloc(n)) != NULL) {
+		snprintf(suffix, n, "/environments/%s/%s", env,
+		    on ? "on" : "off");
+		url = unleash_url(c, suffix);
+	}
+	free(env);
+	free(suffix);
+	return url;
+}
+
+int
+read_unleash(struct call *c, const char *label, int *state, char *err,
+    size_t errlen)
+{
+	const struct plan *p = c->p;
+	char ex[FLAG_EXCERPT_MAX + 1], *url = NULL, *envs = NULL, *t;
+	json_t *j = NULL, *arr, *e, *env = NULL, *en = NULL;
+	const char *name;
+	json_error_t jerr;
+	size_t i, n;
+	int rc;
+
+	*state = -1;
+	if ((url = unleash_url(c, "")) == NULL) {
+		rc = FLAG_ERR_NOMEM;
+		seterr(err, errlen, "%s: out of memory", label);
+		goto done;
+	}
+	if ((rc = send_retried(c, label, "read", "GET", url, NULL, c->hdr_read,
+	    err, errlen)) != 0)
+		goto done;
+	rc = FLAG_ERR_ANSWER;
+	if ((j = json_loadb(c->answer.p, c->answer.len, 0, &jerr)) == NULL) {
+		if (excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0)
+			ex[0] = '\0';
+		seterr(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
+		    "not JSON (%s): %s", label, url, c->status, jerr.text, ex);
+		goto done;
+	}
+	arr = json_object_get(j, "environments");
+	n = json_array_size(arr);
+	for (i = 0; i < n; i++) {
+		e = json_array_get(arr, i);
+		name = json_string_value(json_object_get(e, "name"));
+		if (name != NULL && strcmp(name, p->flag.environment) == 0) {
+			env = e;
+			break;
+		}
+	}
+	if (env == NULL) {
+		/* Name the environments there are. */
+		for (i = 0, n = 0; i < json_array_size(arr); i++) {
+			name = json_string_value(json_object_get(
+			    json_array_get(arr, i), "name"));
+			n += name != NULL ? strlen(name) + 2 : 0;
+		}
+		if ((envs = calloc(1, n + 1)) != NULL)
+			for (i = 0; i < json_array_size(arr); i++) {
+				name = json_string_value(json_object_get(
+				    json_array_get(arr, i), "name"));
+				if (name == NULL)
+					continue;
+				if (envs[0] != '\0')
+					strcat(envs, ", ");
+				strcat(envs, name);
+			}
+		seterr(err, errlen, "%s: GET %s: feature \"%s\" has no "
+		    "environment \"%s\" (it has: %s)", label, url,
+		    p->flag.feature, p->flag.environment,
+		    envs != NULL && envs[0] != '\0' ? envs : "none");
+		excerpt(c, c->answer.p, c->answer.len, 0, ex);
+		if (record_read(c, NULL, -1, ex) != 0)
+			rc = FLAG_ERR_NOMEM;
+		goto done;
+	}
+	/* The excerpt is the environment, less its strategies. */
+	if ((e = json_deep_copy(env)) == NULL) {
+		rc = FLAG_ERR_NOMEM;
+		goto done;
+	}
+	json_object_del(e, "strategies");
+	t = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(e);
+	if (t == NULL || excerpt(c, t, strlen(t), 0, ex) != 0) {
+		free(t);
+		rc = FLAG_ERR_NOMEM;
+		goto done;
+	}
+	free(t);
+	en = json_object_get(env, "enabled");
+	*state = json_is_true(en) ? 1 : json_is_false(en) ? 0 : -1;
+	if ((rc = record_read(c, en, *state, ex)) != 0) {
+		seterr(err, errlen, "%s: out of memory", label);
+		goto done;
+	}
+	if (*state == -1) {
+		rc = FLAG_ERR_ANSWER;
+		seterr(err, errlen, "%s: GET %s: environment \"%s\" has no "
+		    "boolean \"enabled\": %s", label, url, p->flag.environment,
+		    ex);
+		goto done;
+	}
+	rc = 0;
+done:
+	if (rc != 0)
+		*state = -1;
+	json_decref(j);
+	free(envs);
+	free(url);
+	return rc;
+}
