@@ -24,7 +24,7 @@ check_plan(const struct plan *p, bool switching, bool on, char *err,
 	int rc;
 
 	if (p->flag.kind == PLAN_FLAG_UNLEASH) {
-		if ((rc = check_url(p->flag.url, "flag.url", 1, err,
+		if ((rc = flag_check_url(p->flag.url, "flag.url", 1, err,
 		    errlen)) != 0)
 			return rc;
 		if (p->flag.project == NULL || p->flag.project[0] == '\0' ||
@@ -44,14 +44,14 @@ check_plan(const struct plan *p, bool switching, bool on, char *err,
 			return FLAG_ERR_ARG;
 		}
 		snprintf(what, sizeof(what), "%s.url", name);
-		if ((rc = check_url(pc->url, what, 0, err, errlen)) != 0)
+		if ((rc = flag_check_url(pc->url, what, 0, err, errlen)) != 0)
 			return rc;
 		if (strcmp(pc->method, "GET") == 0 && pc->body != NULL) {
 			seterr(err, errlen, "%s: a GET has no body", name);
 			return FLAG_ERR_ARG;
 		}
 	}
-	if ((rc = check_url(p->flag.read_url, "flag.read.url", 0,
+	if ((rc = flag_check_url(p->flag.read_url, "flag.read.url", 0,
 	    err, errlen)) != 0)
 		return rc;
 	if (p->flag.read_pointer == NULL || p->flag.read_on == NULL ||
@@ -65,8 +65,9 @@ check_plan(const struct plan *p, bool switching, bool on, char *err,
 /* Starts C for P: checks the plan, resolves secrets, opens libcurl, and
  * creates the result. */
 static int
-call_open(struct call *c, const struct plan *p, const struct flag_options *o,
-    bool switching, bool on, char *err, size_t errlen)
+call_open(struct flag_call *c, const struct plan *p,
+    const struct flag_options *o, bool switching, bool on, char *err,
+    size_t errlen)
 {
 	int rc;
 
@@ -130,7 +131,7 @@ nomem:
 }
 
 static int
-read_flag(struct call *c, const char *label, int *state, char *err,
+read_flag(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
 {
 	if (c->p->flag.kind == PLAN_FLAG_UNLEASH)
@@ -141,7 +142,7 @@ read_flag(struct call *c, const char *label, int *state, char *err,
 /* What was found, for a mismatch message: the value's text (or "nothing
  * at POINTER"), into OUT. */
 static void
-found_text(struct call *c, char *out, size_t outlen)
+found_text(struct flag_call *c, char *out, size_t outlen)
 {
 	json_t *rb = json_object_get(c->result, "read_back");
 	json_t *v = json_object_get(rb, "value");
@@ -156,7 +157,7 @@ found_text(struct call *c, char *out, size_t outlen)
 		return;
 	}
 	if (outlen > 4)
-		fold(out, outlen, t);
+		flag_fold(out, outlen, t);
 	free(t);
 }
 
@@ -166,7 +167,7 @@ int
 flag_read_with(const struct plan *p, const struct flag_options *o,
     int *state, json_t **result, char *err, size_t errlen)
 {
-	struct call c;
+	struct flag_call c;
 	int rc, st = -1;
 
 	if (result != NULL)
@@ -175,7 +176,7 @@ flag_read_with(const struct plan *p, const struct flag_options *o,
 		rc = read_flag(&c, "flag read", &st, err, errlen);
 	if (state != NULL)
 		*state = rc == 0 ? st : -1;
-	call_close(&c, result, err, errlen);
+	flag_call_close(&c, result, err, errlen);
 	return rc;
 }
 
@@ -194,7 +195,7 @@ flag_switch_with(const struct plan *p, bool on, const struct flag_options *o,
 	const char *label = on ? "flag on" : "flag off";
 	char found[FLAG_EXCERPT_MAX + 1];
 	char *url = NULL;
-	struct call c;
+	struct flag_call c;
 	int rc, st = -1;
 
 	if (result != NULL)
@@ -207,11 +208,11 @@ flag_switch_with(const struct plan *p, bool on, const struct flag_options *o,
 			seterr(err, errlen, "%s: out of memory", label);
 			goto done;
 		}
-		rc = send_retried(&c, label, "write", "POST", url, NULL,
+		rc = flag_send(&c, label, "write", "POST", url, NULL,
 		    c.hdr_write, err, errlen);
 	} else {
 		pc = on ? &p->flag.on : &p->flag.off;
-		rc = send_retried(&c, label, "write", pc->method, pc->url,
+		rc = flag_send(&c, label, "write", pc->method, pc->url,
 		    pc->body, c.hdr_write, err, errlen);
 	}
 	if (rc != 0)
@@ -242,7 +243,7 @@ done:
 		seterr(err, errlen, "%s: out of memory", label);
 	}
 	free(url);
-	call_close(&c, result, err, errlen);
+	flag_call_close(&c, result, err, errlen);
 	return rc;
 }
 

@@ -42,7 +42,7 @@ valid_header_name(const char *s)
 
 /* The headers of kind http: the plan's, env: values resolved now. */
 int
-http_headers(struct call *c, char *err, size_t errlen)
+http_headers(struct flag_call *c, char *err, size_t errlen)
 {
 	const struct plan *p = c->p;
 	const struct plan_header *h;
@@ -60,7 +60,7 @@ http_headers(struct call *c, char *err, size_t errlen)
 		}
 		snprintf(what, sizeof(what), "flag.headers.%.60s", h->name);
 		if (strncmp(h->value, "env:", 4) == 0) {
-			if ((rc = resolve(c, h->value, what, &v, err,
+			if ((rc = flag_resolve(c, h->value, what, &v, err,
 			    errlen)) != 0)
 				return rc;
 		} else {
@@ -71,15 +71,15 @@ http_headers(struct call *c, char *err, size_t errlen)
 				return FLAG_ERR_ARG;
 			}
 		}
-		if (add_header(&c->hdr_write, h->name, v) != 0 ||
-		    add_header(&c->hdr_read, h->name, v) != 0)
+		if (flag_add_header(&c->hdr_write, h->name, v) != 0 ||
+		    flag_add_header(&c->hdr_read, h->name, v) != 0)
 			goto nomem;
 	}
 	if ((!header_has(p, "Content-Type") &&
-	    add_header(&c->hdr_write, "Content-Type", JSON_TYPE) != 0) ||
+	    flag_add_header(&c->hdr_write, "Content-Type", JSON_TYPE) != 0) ||
 	    (!header_has(p, "Accept") &&
-	    (add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
-	    add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0)))
+	    (flag_add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
+	    flag_add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0)))
 		goto nomem;
 	return 0;
 nomem:
@@ -88,7 +88,7 @@ nomem:
 }
 
 int
-read_http(struct call *c, const char *label, int *state, char *err,
+read_http(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
 {
 	const struct plan *p = c->p;
@@ -111,10 +111,10 @@ read_http(struct call *c, const char *label, int *state, char *err,
 	    errlen)) < 0)
 		goto done;
 	v = NULL;
-	if ((rc = send_retried(c, label, "read", "GET", p->flag.read_url, NULL,
+	if ((rc = flag_send(c, label, "read", "GET", p->flag.read_url, NULL,
 	    c->hdr_read, err, errlen)) != 0)
 		goto done;
-	if (excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0) {
+	if (flag_excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
 		seterr(err, errlen, "%s: out of memory", label);
 		goto done;
@@ -125,7 +125,7 @@ read_http(struct call *c, const char *label, int *state, char *err,
 		seterr(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
 		    "not JSON (%s): %s", label, p->flag.read_url, c->status,
 		    jerr.text, ex);
-		record_read(c, NULL, -1, ex);
+		flag_record_read(c, NULL, -1, ex);
 		goto done;
 	}
 	if ((rc = flag_json_pointer(j, p->flag.read_pointer, &v, err,
@@ -135,7 +135,7 @@ read_http(struct call *c, const char *label, int *state, char *err,
 		*state = 1;
 	else if (v != NULL && json_equal(v, woff))
 		*state = 0;
-	if (record_read(c, v, *state, ex) != 0) {
+	if (flag_record_read(c, v, *state, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
 		seterr(err, errlen, "%s: out of memory", label);
 		goto done;

@@ -88,7 +88,7 @@ redact_one(char *s, const char *secret)
 }
 
 static void
-redact(const struct call *c, char *s)
+redact(const struct flag_call *c, char *s)
 {
 	size_t i;
 
@@ -133,7 +133,7 @@ utf8_seq(const unsigned char *s, size_t n)
  * bytes: control characters and runs of white space fold into one space,
  * invalid bytes become '?', and "..." ends a text that was cut. */
 void
-fold(char *out, size_t outlen, const char *s)
+flag_fold(char *out, size_t outlen, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t left = strlen(s), n = 0, k, need;
@@ -171,7 +171,7 @@ fold(char *out, size_t outlen, const char *s)
  * object such as Unleash's {"name": ..., "message": ...} is shown as
  * "name: message". Returns 0, or -1 when out of memory. */
 int
-excerpt(const struct call *c, const char *s, size_t len, int pretty,
+flag_excerpt(const struct flag_call *c, const char *s, size_t len, int pretty,
     char *out)
 {
 	json_t *j = NULL, *name, *msg;
@@ -214,7 +214,7 @@ excerpt(const struct call *c, const char *s, size_t len, int pretty,
 		t[n] = '\0';
 	}
 	redact(c, t);
-	fold(out, FLAG_EXCERPT_MAX + 1, t);
+	flag_fold(out, FLAG_EXCERPT_MAX + 1, t);
 	free(t);
 	return 0;
 nomem:
@@ -225,8 +225,8 @@ nomem:
 /* The environment variable of REF ("env:NAME"), stored among C's secrets
  * for redaction. WHAT names the plan field in messages. */
 int
-resolve(struct call *c, const char *ref, const char *what, const char **out,
-    char *err, size_t errlen)
+flag_resolve(struct flag_call *c, const char *ref, const char *what,
+    const char **out, char *err, size_t errlen)
 {
 	const char *name, *v;
 	char **s;
@@ -268,7 +268,7 @@ nomem:
  * when it is a BASE that paths are appended to. WHAT names the plan field;
  * a URL with credentials is not quoted. */
 int
-check_url(const char *url, const char *what, int base, char *err,
+flag_check_url(const char *url, const char *what, int base, char *err,
     size_t errlen)
 {
 	CURLU *u = NULL;
@@ -327,7 +327,7 @@ done:
 
 /* Why the last attempt got no answer, into OUT. */
 static void
-transport_phrase(struct call *c, CURLcode cc, long tmo, char *out,
+transport_phrase(struct flag_call *c, CURLcode cc, long tmo, char *out,
     size_t outlen)
 {
 	long oserr = 0;
@@ -369,7 +369,7 @@ transport_phrase(struct call *c, CURLcode cc, long tmo, char *out,
 
 /* Records one attempt in the result. Returns 0 or FLAG_ERR_NOMEM. */
 static int
-record_attempt(struct call *c, const char *role, const char *method,
+record_attempt(struct flag_call *c, const char *role, const char *method,
     const char *url, long status, int64_t ms, const char *ex,
     const char *error)
 {
@@ -391,7 +391,7 @@ record_attempt(struct call *c, const char *role, const char *method,
 }
 
 static int
-perform(struct call *c, const char *method, const char *url,
+perform(struct flag_call *c, const char *method, const char *url,
     const char *body, struct curl_slist *hdrs, long connect_ms, long tmo,
     CURLcode *cc)
 {
@@ -428,7 +428,7 @@ perform(struct call *c, const char *method, const char *url,
  * "flag read") go into the attempts and messages. Returns 0 on a 2xx
  * answer, which is left in C->answer, or a negative code with ERR set. */
 int
-send_retried(struct call *c, const char *label, const char *role,
+flag_send(struct flag_call *c, const char *label, const char *role,
     const char *method, const char *url, const char *body,
     struct curl_slist *hdrs, char *err, size_t errlen)
 {
@@ -462,7 +462,7 @@ send_retried(struct call *c, const char *label, const char *role,
 				    "%u bytes", FLAG_ANSWER_MAX);
 			else
 				transport_phrase(c, cc, tmo, why, sizeof(why));
-		} else if (excerpt(c, c->answer.p, c->answer.len,
+		} else if (flag_excerpt(c, c->answer.p, c->answer.len,
 		    c->status < 200 || c->status > 299, ex) != 0) {
 			seterr(err, errlen, "%s: out of memory", label);
 			return FLAG_ERR_NOMEM;
@@ -510,7 +510,7 @@ send_retried(struct call *c, const char *label, const char *role,
 
 /* Appends "NAME: VALUE" to *L. */
 int
-add_header(struct curl_slist **l, const char *name, const char *value)
+flag_add_header(struct curl_slist **l, const char *name, const char *value)
 {
 	struct curl_slist *n;
 	size_t len = strlen(name) + strlen(value) + 3;
@@ -543,7 +543,7 @@ free_headers(struct curl_slist *l)
 /* Ends C: frees everything but the result, which goes to *RESULT (or is
  * released). Zeroes the secrets and C's copy of the last answer. */
 void
-call_close(struct call *c, json_t **result, char *err, size_t errlen)
+flag_call_close(struct flag_call *c, json_t **result, char *err, size_t errlen)
 {
 	size_t i;
 
@@ -573,7 +573,8 @@ call_close(struct call *c, json_t **result, char *err, size_t errlen)
 /* Sets RESULT.read_back: VALUE (borrowed; NULL when absent) unless its
  * text is long or holds a secret, then an excerpt of it; STATE; EX. */
 int
-record_read(struct call *c, const json_t *value, int state, const char *ex)
+flag_record_read(struct flag_call *c, const json_t *value, int state,
+    const char *ex)
 {
 	char vex[FLAG_EXCERPT_MAX + 1];
 	json_t *rb, *v;
@@ -588,7 +589,7 @@ record_read(struct call *c, const json_t *value, int state, const char *ex)
 		cut = strlen(text) > FLAG_EXCERPT_MAX;
 		for (i = 0; i < c->nsecrets && !cut; i++)
 			cut = strstr(text, c->secrets[i]) != NULL;
-		if (cut && excerpt(c, text, strlen(text), 0, vex) != 0) {
+		if (cut && flag_excerpt(c, text, strlen(text), 0, vex) != 0) {
 			free(text);
 			return FLAG_ERR_NOMEM;
 		}

@@ -1,6 +1,6 @@
 /* flag_transport: what the flag client's parts share inside the flag
  * module (not a public interface; see flag.h for that): one call's state
- * (struct call), HTTP with timeouts, retries and redaction of secrets,
+ * (struct flag_call), HTTP with timeouts, retries and redaction of secrets,
  * env: references, excerpts of answers and the result's records. */
 #ifndef CUTOVER_FLAG_TRANSPORT_H
 #define CUTOVER_FLAG_TRANSPORT_H
@@ -21,7 +21,7 @@
 #define URL_MAX		4096
 
 /* One flag_switch or flag_read. */
-struct call {
+struct flag_call {
 	const struct plan	*p;
 	struct flag_options	 o;
 	CURL			*curl;
@@ -44,63 +44,64 @@ void seterr(char *err, size_t errlen, const char *fmt, ...)
 /* Copies S into OUT (OUTLEN > 4 bytes) as valid UTF-8 of at most OUTLEN-1
  * bytes: control characters and runs of white space fold into one space,
  * invalid bytes become '?', and "..." ends a text that was cut. */
-void fold(char *out, size_t outlen, const char *s);
+void flag_fold(char *out, size_t outlen, const char *s);
 
 /* An excerpt of the text S (LEN bytes, not NUL-terminated) into OUT
  * (FLAG_EXCERPT_MAX + 1 bytes), secrets redacted. With PRETTY, an error
  * object such as Unleash's {"name": ..., "message": ...} is shown as
  * "name: message". Returns 0, or -1 when out of memory. */
-int excerpt(const struct call *c, const char *s, size_t len, int pretty,
-    char *out);
+int flag_excerpt(const struct flag_call *c, const char *s, size_t len,
+    int pretty, char *out);
 
 /* The environment variable of REF ("env:NAME"), stored among C's secrets
  * for redaction. WHAT names the plan field in messages. */
-int resolve(struct call *c, const char *ref, const char *what,
+int flag_resolve(struct flag_call *c, const char *ref, const char *what,
     const char **out, char *err, size_t errlen);
 
 /* Checks URL: http or https, no credentials, no fragment, and no query
  * when it is a BASE that paths are appended to. WHAT names the plan field;
  * a URL with credentials is not quoted. */
-int check_url(const char *url, const char *what, int base, char *err,
+int flag_check_url(const char *url, const char *what, int base, char *err,
     size_t errlen);
 
 /* Sends METHOD URL (BODY may be NULL) with HDRS, retrying on no answer and
  * on 5xx as C's options say; ROLE ("write", "read") and LABEL ("flag on",
  * "flag read") go into the attempts and messages. Returns 0 on a 2xx
  * answer, which is left in C->answer, or a negative code with ERR set. */
-int send_retried(struct call *c, const char *label, const char *role,
+int flag_send(struct flag_call *c, const char *label, const char *role,
     const char *method, const char *url, const char *body,
     struct curl_slist *hdrs, char *err, size_t errlen);
 
 /* Appends "NAME: VALUE" to *L. Returns 0, or -1 when out of memory. */
-int add_header(struct curl_slist **l, const char *name, const char *value);
+int flag_add_header(struct curl_slist **l, const char *name, const char *value);
 
 /* Sets RESULT.read_back: VALUE (borrowed; NULL when absent) unless its
  * text is long or holds a secret, then an excerpt of it; STATE; EX. */
-int record_read(struct call *c, const json_t *value, int state,
+int flag_record_read(struct flag_call *c, const json_t *value, int state,
     const char *ex);
 
 /* Ends C: frees everything but the result, which goes to *RESULT (or is
  * released). Zeroes the secrets and C's copy of the last answer. */
-void call_close(struct call *c, json_t **result, char *err, size_t errlen);
+void flag_call_close(struct flag_call *c, json_t **result, char *err,
+    size_t errlen);
 
 /* kind http: whether M is a method the plan may give. */
 int valid_method(const char *m);
 
 /* The headers of kind unleash: the token, resolved now. */
-int unleash_headers(struct call *c, char *err, size_t errlen);
+int unleash_headers(struct flag_call *c, char *err, size_t errlen);
 
 /* The headers of kind http: the plan's, env: values resolved now. */
-int http_headers(struct call *c, char *err, size_t errlen);
+int http_headers(struct flag_call *c, char *err, size_t errlen);
 
 /* Reads the flag of kind unleash (or http) into *STATE (1 on, 0 off, -1
  * neither), recording the read-back in C's result. */
-int read_unleash(struct call *c, const char *label, int *state, char *err,
+int read_unleash(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen);
-int read_http(struct call *c, const char *label, int *state, char *err,
+int read_http(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen);
 
 /* ".../features/{feature}/environments/{environment}/on" (or off). */
-char *unleash_switch_url(struct call *c, bool on);
+char *unleash_switch_url(struct flag_call *c, bool on);
 
 #endif

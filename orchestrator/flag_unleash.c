@@ -9,7 +9,7 @@
 
 /* Percent-encodes S as one path segment into a new string, or NULL. */
 static char *
-segment(struct call *c, const char *s)
+segment(struct flag_call *c, const char *s)
 {
 	char *e, *out;
 
@@ -22,20 +22,20 @@ segment(struct call *c, const char *s)
 
 /* The headers of kind unleash: the token, resolved now. */
 int
-unleash_headers(struct call *c, char *err, size_t errlen)
+unleash_headers(struct flag_call *c, char *err, size_t errlen)
 {
 	const struct plan *p = c->p;
 	const char *token;
 	int rc;
 
-	if ((rc = resolve(c, p->flag.token, "flag.token", &token, err,
+	if ((rc = flag_resolve(c, p->flag.token, "flag.token", &token, err,
 	    errlen)) != 0)
 		return rc;
-	if (add_header(&c->hdr_write, "Authorization", token) != 0 ||
-	    add_header(&c->hdr_write, "Content-Type", JSON_TYPE) != 0 ||
-	    add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
-	    add_header(&c->hdr_read, "Authorization", token) != 0 ||
-	    add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0) {
+	if (flag_add_header(&c->hdr_write, "Authorization", token) != 0 ||
+	    flag_add_header(&c->hdr_write, "Content-Type", JSON_TYPE) != 0 ||
+	    flag_add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
+	    flag_add_header(&c->hdr_read, "Authorization", token) != 0 ||
+	    flag_add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0) {
 		seterr(err, errlen, "flag: out of memory");
 		return FLAG_ERR_NOMEM;
 	}
@@ -44,7 +44,7 @@ unleash_headers(struct call *c, char *err, size_t errlen)
 
 /* "{url}/api/admin/projects/{project}/features/{feature}" and SUFFIX. */
 static char *
-unleash_url(struct call *c, const char *suffix)
+unleash_url(struct flag_call *c, const char *suffix)
 {
 	const struct plan *p = c->p;
 	char *proj, *feat, *out = NULL;
@@ -70,7 +70,7 @@ done:
 
 /* ".../features/{feature}/environments/{environment}/on" (or off). */
 char *
-unleash_switch_url(struct call *c, bool on)
+unleash_switch_url(struct flag_call *c, bool on)
 {
 	char *env, *suffix = NULL, *url = NULL;
 	size_t n;
@@ -89,7 +89,7 @@ unleash_switch_url(struct call *c, bool on)
 }
 
 int
-read_unleash(struct call *c, const char *label, int *state, char *err,
+read_unleash(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
 {
 	const struct plan *p = c->p;
@@ -106,12 +106,12 @@ read_unleash(struct call *c, const char *label, int *state, char *err,
 		seterr(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
-	if ((rc = send_retried(c, label, "read", "GET", url, NULL, c->hdr_read,
+	if ((rc = flag_send(c, label, "read", "GET", url, NULL, c->hdr_read,
 	    err, errlen)) != 0)
 		goto done;
 	rc = FLAG_ERR_ANSWER;
 	if ((j = json_loadb(c->answer.p, c->answer.len, 0, &jerr)) == NULL) {
-		if (excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0)
+		if (flag_excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0)
 			ex[0] = '\0';
 		seterr(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
 		    "not JSON (%s): %s", label, url, c->status, jerr.text, ex);
@@ -148,8 +148,8 @@ read_unleash(struct call *c, const char *label, int *state, char *err,
 		    "environment \"%s\" (it has: %s)", label, url,
 		    p->flag.feature, p->flag.environment,
 		    envs != NULL && envs[0] != '\0' ? envs : "none");
-		excerpt(c, c->answer.p, c->answer.len, 0, ex);
-		if (record_read(c, NULL, -1, ex) != 0)
+		flag_excerpt(c, c->answer.p, c->answer.len, 0, ex);
+		if (flag_record_read(c, NULL, -1, ex) != 0)
 			rc = FLAG_ERR_NOMEM;
 		goto done;
 	}
@@ -161,7 +161,7 @@ read_unleash(struct call *c, const char *label, int *state, char *err,
 	json_object_del(e, "strategies");
 	t = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(e);
-	if (t == NULL || excerpt(c, t, strlen(t), 0, ex) != 0) {
+	if (t == NULL || flag_excerpt(c, t, strlen(t), 0, ex) != 0) {
 		free(t);
 		rc = FLAG_ERR_NOMEM;
 		goto done;
@@ -169,7 +169,7 @@ read_unleash(struct call *c, const char *label, int *state, char *err,
 	free(t);
 	en = json_object_get(env, "enabled");
 	*state = json_is_true(en) ? 1 : json_is_false(en) ? 0 : -1;
-	if ((rc = record_read(c, en, *state, ex)) != 0) {
+	if ((rc = flag_record_read(c, en, *state, ex)) != 0) {
 		seterr(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
