@@ -1,6 +1,6 @@
-/* flag_http: kind http of the flag client — any service with an HTTP
- * API: the plan's headers (env: values resolved) and the read-back of the
- * value at a JSON pointer. See flag.h. */
+/* flag_http: the flag provider "http" (flag_provider.h) — any service
+ * with an HTTP API: the plan's on and off calls, its headers (env: values
+ * resolved) and the read-back of the value at a JSON pointer. See flag.h. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -19,7 +19,7 @@ header_has(const struct plan *p, const char *name)
 	return 0;
 }
 
-int
+static int
 valid_method(const char *m)
 {
 	return m != NULL && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0 ||
@@ -41,7 +41,7 @@ valid_header_name(const char *s)
 }
 
 /* The headers of kind http: the plan's, env: values resolved now. */
-int
+static int
 http_headers(struct flag_call *c, char *err, size_t errlen)
 {
 	const struct plan *p = c->p;
@@ -87,7 +87,7 @@ nomem:
 	return FLAG_ERR_NOMEM;
 }
 
-int
+static int
 read_http(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
 {
@@ -147,3 +147,82 @@ done:
 	json_decref(woff);
 	return rc;
 }
+
+static int
+http_check(const struct plan *p, bool switching, bool on, char *err,
+    size_t errlen)
+{
+	const struct plan_http_call *pc = on ? &p->flag.on : &p->flag.off;
+	const char *name = on ? "flag.on" : "flag.off";
+	char what[32];
+	int rc;
+
+	if (switching) {
+		if (!valid_method(pc->method)) {
+			seterr(err, errlen, "%s.method must be GET, POST, PUT, "
+			    "PATCH or DELETE", name);
+			return FLAG_ERR_ARG;
+		}
+		snprintf(what, sizeof(what), "%s.url", name);
+		if ((rc = flag_check_url(pc->url, what, 0, err, errlen)) != 0)
+			return rc;
+		if (strcmp(pc->method, "GET") == 0 && pc->body != NULL) {
+			seterr(err, errlen, "%s: a GET has no body", name);
+			return FLAG_ERR_ARG;
+		}
+	}
+	if ((rc = flag_check_url(p->flag.read_url, "flag.read.url", 0,
+	    err, errlen)) != 0)
+		return rc;
+	if (p->flag.read_pointer == NULL || p->flag.read_on == NULL ||
+	    p->flag.read_off == NULL) {
+		seterr(err, errlen, "flag.read needs pointer, on and off");
+		return FLAG_ERR_ARG;
+	}
+	return 0;
+}
+
+static int
+http_set(struct flag_call *c, bool on, const char *label, char *err,
+    size_t errlen)
+{
+	const struct plan_http_call *pc = on ? &c->p->flag.on :
+	    &c->p->flag.off;
+
+	return flag_send(c, label, "write", pc->method, pc->url, pc->body,
+	    c->hdr_write, err, errlen);
+}
+
+static void
+http_mismatch(const struct plan *p, bool on, const char *label,
+    const char *found, char *err, size_t errlen)
+{
+	seterr(err, errlen, "%s: read back from GET %s: %s at "
+	    "%s; expected %s (%s)", label, p->flag.read_url,
+	    found, p->flag.read_pointer, on ? p->flag.read_on :
+	    p->flag.read_off, on ? "on" : "off");
+}
+
+static void
+http_describe(const struct plan *p, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "the flag read from %s", p->flag.read_url);
+}
+
+static json_t *
+http_history(const struct plan *p)
+{
+	return json_pack("{s:s,s:s}", "kind", "http", "read",
+	    p->flag.read_url);
+}
+
+const struct flag_provider flag_http = {
+	.name = "http",
+	.check = http_check,
+	.headers = http_headers,
+	.set = http_set,
+	.read = read_http,
+	.mismatch = http_mismatch,
+	.describe = http_describe,
+	.history = http_history,
+};

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "flag.h"
+#include "flag_provider.h"
 #include "httpbody.h"
 
 #define USER_AGENT	"cutover-flag/1"
@@ -23,6 +24,7 @@
 /* One flag_switch or flag_read. */
 struct flag_call {
 	const struct plan	*p;
+	const struct flag_provider *prov;	/* of p->flag.kind */
 	struct flag_options	 o;
 	CURL			*curl;
 	int			 global_init;
@@ -84,24 +86,5 @@ int flag_record_read(struct flag_call *c, const json_t *value, int state,
  * released). Zeroes the secrets and C's copy of the last answer. */
 void flag_call_close(struct flag_call *c, json_t **result, char *err,
     size_t errlen);
-
-/* kind http: whether M is a method the plan may give. */
-int valid_method(const char *m);
-
-/* The headers of kind unleash: the token, resolved now. */
-int unleash_headers(struct flag_call *c, char *err, size_t errlen);
-
-/* The headers of kind http: the plan's, env: values resolved now. */
-int http_headers(struct flag_call *c, char *err, size_t errlen);
-
-/* Reads the flag of kind unleash (or http) into *STATE (1 on, 0 off, -1
- * neither), recording the read-back in C's result. */
-int read_unleash(struct flag_call *c, const char *label, int *state, char *err,
-    size_t errlen);
-int read_http(struct flag_call *c, const char *label, int *state, char *err,
-    size_t errlen);
-
-/* ".../features/{feature}/environments/{environment}/on" (or off). */
-char *unleash_switch_url(struct flag_call *c, bool on);
 
 #endif

@@ -1,6 +1,6 @@
-/* flag_unleash: kind unleash of the flag client — the admin API of an
- * Unleash server: the token header, the switch URL and the read-back of
- * the feature's environment. See flag.h. */
+/* flag_unleash: the flag provider "unleash" (flag_provider.h) — the admin
+ * API of an Unleash server: the token header, the switch URL and the
+ * read-back of the feature's environment. See flag.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@ segment(struct flag_call *c, const char *s)
 }
 
 /* The headers of kind unleash: the token, resolved now. */
-int
+static int
 unleash_headers(struct flag_call *c, char *err, size_t errlen)
 {
 	const struct plan *p = c->p;
@@ -69,7 +69,7 @@ done:
 }
 
 /* ".../features/{feature}/environments/{environment}/on" (or off). */
-char *
+static char *
 unleash_switch_url(struct flag_call *c, bool on)
 {
 	char *env, *suffix = NULL, *url = NULL;
@@ -88,7 +88,7 @@ unleash_switch_url(struct flag_call *c, bool on)
 	return url;
 }
 
-int
+static int
 read_unleash(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
 {
@@ -189,3 +189,79 @@ done:
 	free(url);
 	return rc;
 }
+
+static int
+unleash_check(const struct plan *p, bool switching, bool on, char *err,
+    size_t errlen)
+{
+	int rc;
+
+	(void)switching;
+	(void)on;
+	if ((rc = flag_check_url(p->flag.url, "flag.url", 1, err,
+	    errlen)) != 0)
+		return rc;
+	if (p->flag.project == NULL || p->flag.project[0] == '\0' ||
+	    p->flag.feature == NULL || p->flag.feature[0] == '\0' ||
+	    p->flag.environment == NULL ||
+	    p->flag.environment[0] == '\0') {
+		seterr(err, errlen, "flag: kind unleash needs project, "
+		    "feature and environment");
+		return FLAG_ERR_ARG;
+	}
+	return 0;
+}
+
+static int
+unleash_set(struct flag_call *c, bool on, const char *label, char *err,
+    size_t errlen)
+{
+	char *url;
+	int rc;
+
+	if ((url = unleash_switch_url(c, on)) == NULL) {
+		seterr(err, errlen, "%s: out of memory", label);
+		return FLAG_ERR_NOMEM;
+	}
+	rc = flag_send(c, label, "write", "POST", url, NULL, c->hdr_write,
+	    err, errlen);
+	free(url);
+	return rc;
+}
+
+static void
+unleash_mismatch(const struct plan *p, bool on, const char *label,
+    const char *found, char *err, size_t errlen)
+{
+	seterr(err, errlen, "%s: read back: feature \"%s\" in "
+	    "environment \"%s\" has enabled %s; expected %s",
+	    label, p->flag.feature, p->flag.environment, found,
+	    on ? "true" : "false");
+}
+
+static void
+unleash_describe(const struct plan *p, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "Unleash feature '%s' (%s, project %s, "
+	    "environment %s)", p->flag.feature, p->flag.url, p->flag.project,
+	    p->flag.environment);
+}
+
+static json_t *
+unleash_history(const struct plan *p)
+{
+	return json_pack("{s:s,s:s,s:s,s:s}", "kind", "unleash", "url",
+	    p->flag.url, "feature", p->flag.feature, "environment",
+	    p->flag.environment);
+}
+
+const struct flag_provider flag_unleash = {
+	.name = "unleash",
+	.check = unleash_check,
+	.headers = unleash_headers,
+	.set = unleash_set,
+	.read = read_unleash,
+	.mismatch = unleash_mismatch,
+	.describe = unleash_describe,
+	.history = unleash_history,
+};

@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "duration.h"
+#include "flag_provider.h"
 #include "ladder.h"
 #include "pattern.h"
 #include "plan.h"
@@ -1335,7 +1336,7 @@ load_flag(struct loader *ld, const struct sect *root)
 	static const char *const all_keys[] = { "kind", "url", "project", "environment",
 	    "feature", "token", "on", "off", "read", "headers", NULL };
 	struct plan *p = ld->p;
-	enum plan_flag_kind kind = PLAN_FLAG_NONE;
+	const struct flag_provider *prov = NULL;
 	yaml_node_t *n;
 	const char *t;
 	struct sect s;
@@ -1345,17 +1346,13 @@ load_flag(struct loader *ld, const struct sect *root)
 		return;
 	if ((n = field(ld, &s, "kind", 1, "unleash or http")) != NULL &&
 	    (t = conv_text(ld, n, "flag.kind", "unleash or http")) != NULL) {
-		if (strcmp(t, "unleash") == 0)
-			kind = PLAN_FLAG_UNLEASH;
-		else if (strcmp(t, "http") == 0)
-			kind = PLAN_FLAG_HTTP;
-		else
+		if ((prov = flag_provider_find(t)) == NULL)
 			err_at(ld, n, "flag.kind '%.40s' is unknown; expected unleash or "
 			    "http", t);
 	}
-	p->flag.kind = kind;
-	switch (kind) {
-	case PLAN_FLAG_UNLEASH:
+	p->flag.kind = prov != NULL ? prov->name : NULL;
+	switch (prov == NULL ? 0 : strcmp(prov->name, "unleash") == 0 ? 1 : 2) {
+	case 1:
 		check_keys(ld, &s, unleash_keys);
 		get_url(ld, &s, "url", 1, URL_HTTP_BASE, &p->flag.url);
 		get_text(ld, &s, "project", 1, "the Unleash project, such as default",
@@ -1366,7 +1363,7 @@ load_flag(struct loader *ld, const struct sect *root)
 		    &p->flag.feature);
 		get_secret(ld, &s, "token", 1, "env:UNLEASH_TOKEN", &p->flag.token);
 		break;
-	case PLAN_FLAG_HTTP:
+	case 2:
 		check_keys(ld, &s, http_keys);
 		load_call(ld, &s, "on", "flag.on", &p->flag.on);
 		load_call(ld, &s, "off", "flag.off", &p->flag.off);
@@ -1672,7 +1669,7 @@ plan_new(const char *file)
 	p->queue_type = PLAN_QUEUE_QUORUM;
 	p->canary.budget_ms = PLAN_DEFAULT_CANARY_BUDGET_MS;
 	p->canary.max_lateness_ms = 2000;
-	p->flag.kind = PLAN_FLAG_NONE;
+	p->flag.kind = NULL;
 	p->watch.interval_ms = 10 * 1000;
 	p->watch.allowance_ms = 30 * 1000;
 	p->watch.probe_every_ms = 60 * 1000;
