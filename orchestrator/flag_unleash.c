@@ -88,6 +88,51 @@ unleash_switch_url(struct flag_call *c, bool on)
 	return url;
 }
 
+/* The member of the environments array ARR named NAME, or NULL. */
+static json_t *
+find_environment(const json_t *arr, const char *name)
+{
+	const char *n;
+	json_t *e;
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++) {
+		e = json_array_get(arr, i);
+		n = json_string_value(json_object_get(e, "name"));
+		if (n != NULL && strcmp(n, name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* The names of the environments in ARR, as "a, b", in a new string; NULL
+ * when out of memory. */
+static char *
+environment_names(const json_t *arr)
+{
+	const char *name;
+	char *envs;
+	size_t i, n;
+
+	for (i = 0, n = 0; i < json_array_size(arr); i++) {
+		name = json_string_value(json_object_get(
+		    json_array_get(arr, i), "name"));
+		n += name != NULL ? strlen(name) + 2 : 0;
+	}
+	if ((envs = calloc(1, n + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < json_array_size(arr); i++) {
+		name = json_string_value(json_object_get(
+		    json_array_get(arr, i), "name"));
+		if (name == NULL)
+			continue;
+		if (envs[0] != '\0')
+			strcat(envs, ", ");
+		strcat(envs, name);
+	}
+	return envs;
+}
+
 static int
 read_unleash(struct flag_call *c, const char *label, int *state, char *err,
     size_t errlen)
@@ -95,9 +140,7 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	const struct plan *p = c->p;
 	char ex[FLAG_EXCERPT_MAX + 1], *url = NULL, *envs = NULL, *t;
 	json_t *j = NULL, *arr, *e, *env = NULL, *en = NULL;
-	const char *name;
 	json_error_t jerr;
-	size_t i, n;
 	int rc;
 
 	*state = -1;
@@ -118,32 +161,8 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 		goto done;
 	}
 	arr = json_object_get(j, "environments");
-	n = json_array_size(arr);
-	for (i = 0; i < n; i++) {
-		e = json_array_get(arr, i);
-		name = json_string_value(json_object_get(e, "name"));
-		if (name != NULL && strcmp(name, p->flag.environment) == 0) {
-			env = e;
-			break;
-		}
-	}
-	if (env == NULL) {
-		/* Name the environments there are. */
-		for (i = 0, n = 0; i < json_array_size(arr); i++) {
-			name = json_string_value(json_object_get(
-			    json_array_get(arr, i), "name"));
-			n += name != NULL ? strlen(name) + 2 : 0;
-		}
-		if ((envs = calloc(1, n + 1)) != NULL)
-			for (i = 0; i < json_array_size(arr); i++) {
-				name = json_string_value(json_object_get(
-				    json_array_get(arr, i), "name"));
-				if (name == NULL)
-					continue;
-				if (envs[0] != '\0')
-					strcat(envs, ", ");
-				strcat(envs, name);
-			}
+	if ((env = find_environment(arr, p->flag.environment)) == NULL) {
+		envs = environment_names(arr);
 		seterr(err, errlen, "%s: GET %s: feature \"%s\" has no "
 		    "environment \"%s\" (it has: %s)", label, url,
 		    p->flag.feature, p->flag.environment,
