@@ -66,6 +66,28 @@ flag_provider_keys(const char **out, size_t max)
 
 /* ---- a call's set-up ---- */
 
+/* O (NULL: the defaults) into OUT, each value brought within its range. */
+static void
+options_of(struct flag_options *out, const struct flag_options *o)
+{
+	if (o != NULL)
+		*out = *o;
+	else
+		flag_options_default(out);
+	if (out->attempts < 1)
+		out->attempts = 1;
+	if (out->connect_timeout_ms < 1)
+		out->connect_timeout_ms = FLAG_CONNECT_TIMEOUT_MS;
+	if (out->timeout_ms < 1)
+		out->timeout_ms = FLAG_TIMEOUT_MS;
+	if (out->backoff_ms < 0)
+		out->backoff_ms = 0;
+	if (out->backoff_max_ms < out->backoff_ms)
+		out->backoff_max_ms = out->backoff_ms;
+	if (out->budget_ms < 1)
+		out->budget_ms = FLAG_BUDGET_MS;
+}
+
 /* Starts C for P: checks the plan, resolves secrets, opens libcurl, and
  * creates the result. */
 static int
@@ -77,22 +99,7 @@ call_open(struct flag_call *c, const struct plan *p,
 
 	memset(c, 0, sizeof(*c));
 	c->p = p;
-	if (o != NULL)
-		c->o = *o;
-	else
-		flag_options_default(&c->o);
-	if (c->o.attempts < 1)
-		c->o.attempts = 1;
-	if (c->o.connect_timeout_ms < 1)
-		c->o.connect_timeout_ms = FLAG_CONNECT_TIMEOUT_MS;
-	if (c->o.timeout_ms < 1)
-		c->o.timeout_ms = FLAG_TIMEOUT_MS;
-	if (c->o.backoff_ms < 0)
-		c->o.backoff_ms = 0;
-	if (c->o.backoff_max_ms < c->o.backoff_ms)
-		c->o.backoff_max_ms = c->o.backoff_ms;
-	if (c->o.budget_ms < 1)
-		c->o.budget_ms = FLAG_BUDGET_MS;
+	options_of(&c->o, o);
 	if (p == NULL || (c->prov = flag_provider_find(p->flag.kind)) ==
 	    NULL) {
 		seterr(err, errlen, "the plan has no flag");
