@@ -123,6 +123,20 @@ int flag_read(const struct plan *p, int *state, json_t **result, char *err,
 int flag_read_with(const struct plan *p, const struct flag_options *o,
     int *state, json_t **result, char *err, size_t errlen);
 
+/* Whether P has a flag: its flag.kind names a provider (flag_provider.h). */
+bool flag_configured(const struct plan *p);
+
+/* P's flag in words, for messages ("Unleash feature 'F' (URL, project P,
+ * environment E)", "the flag read from URL", or "no flag"), into OUT
+ * (OUTLEN bytes). Returns OUT. Never a secret. */
+const char *flag_describe(const struct plan *p, char *out, size_t outlen);
+
+/* P's flag as a new JSON object for the history: {"kind": "unleash",
+ * "url", "feature", "environment"} or {"kind": "http", "read": URL}
+ * ({"kind": null} without a flag); NULL when out of memory. The caller
+ * releases it. Never a secret. */
+json_t *flag_history(const struct plan *p);
+
 /* Evaluates the RFC 6901 JSON pointer PTR in DOC: "" is DOC itself, and
  * each "/token" steps into an object member (with "~1" read as "/" and
  * "~0" as "~") or an array element (a decimal index without leading

@@ -23,7 +23,6 @@ enum plan_step_kind {
 };
 
 enum plan_queue_type { PLAN_QUEUE_QUORUM, PLAN_QUEUE_CLASSIC };
-enum plan_flag_kind { PLAN_FLAG_NONE, PLAN_FLAG_UNLEASH, PLAN_FLAG_HTTP };
 
 struct plan_step {
 	enum plan_step_kind kind;
@@ -85,7 +84,9 @@ struct plan {
 	} canary;
 
 	struct {
-		enum plan_flag_kind kind;  /* PLAN_FLAG_NONE when the plan has no flag */
+		const char *kind;          /* the flag provider's name (static, from
+		                            * flag_provider_find); NULL when the
+		                            * plan has no flag */
 		/* unleash */
 		char *url, *project, *environment, *feature, *token;
 		/* http */

@@ -15,9 +15,11 @@
 #include <yaml.h>
 
 #include "duration.h"
+#include "flag_provider.h"
 #include "ladder.h"
 #include "pattern.h"
 #include "plan.h"
+#include "plan_section.h"
 
 #define PLAN_FILE_MAX		(4 * 1024 * 1024)	/* a plan is a page of text */
 #define QUEUE_NAME_MAX		255			/* AMQP short string */
@@ -1406,59 +1408,100 @@ load_headers(struct loader *ld, yaml_node_t *n)
 	}
 }
 
+/* ---- plan_section.h: for the section loaders of the flag providers ---- */
+
+struct plan_section {
+	struct loader		*ld;
+	const struct sect	*s;
+};
+
+struct plan *
+plan_section_plan(const struct plan_section *ps)
+{
+	return ps->ld->p;
+}
+
+void
+plan_section_keys(const struct plan_section *ps, const char *const *keys)
+{
+	check_keys(ps->ld, ps->s, keys);
+}
+
+void
+plan_section_text(const struct plan_section *ps, const char *key, bool required,
+    const char *expect, char **out)
+{
+	get_text(ps->ld, ps->s, key, required, expect, out);
+}
+
+void
+plan_section_secret(const struct plan_section *ps, const char *key, bool required,
+    const char *example, char **out)
+{
+	get_secret(ps->ld, ps->s, key, required, example, out);
+}
+
+void
+plan_section_url(const struct plan_section *ps, const char *key, bool required,
+    bool base, char **out)
+{
+	get_url(ps->ld, ps->s, key, required, base ? URL_HTTP_BASE : URL_HTTP, out);
+}
+
+void
+plan_section_http_call(const struct plan_section *ps, const char *key,
+    const char *path, struct plan_http_call *call)
+{
+	load_call(ps->ld, ps->s, key, path, call);
+}
+
+void
+plan_section_flag_read(const struct plan_section *ps)
+{
+	load_read(ps->ld, ps->s);
+}
+
+void
+plan_section_flag_headers(const struct plan_section *ps)
+{
+	yaml_node_t *n;
+
+	if ((n = field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
+		load_headers(ps->ld, n);
+}
+
+/* The flag section: its kind names a provider (flag_provider.h), whose own
+ * loader reads the rest. */
 static void
 load_flag(struct loader *ld, const struct sect *root)
 {
-	static const char *const unleash_keys[] = { "kind", "url", "project",
-	    "environment", "feature", "token", NULL };
-	static const char *const http_keys[] = { "kind", "on", "off", "read",
-	    "headers", NULL };
-	static const char *const all_keys[] = { "kind", "url", "project", "environment",
-	    "feature", "token", "on", "off", "read", "headers", NULL };
+	const char *keys[FLAG_PROVIDER_KEYS_MAX + 1];
+	const struct flag_provider *prov = NULL;
 	struct plan *p = ld->p;
-	enum plan_flag_kind kind = PLAN_FLAG_NONE;
+	char kinds[128], expect[160];
+	struct plan_section ps;
 	yaml_node_t *n;
 	const char *t;
 	struct sect s;
 
-	if (get_map(ld, root, "flag", 0, "a mapping with kind unleash or http",
-	    "flag", &s) <= 0)
+	flag_provider_kinds(kinds, sizeof(kinds));
+	snprintf(expect, sizeof(expect), "a mapping with kind %s", kinds);
+	if (get_map(ld, root, "flag", 0, expect, "flag", &s) <= 0)
 		return;
-	if ((n = field(ld, &s, "kind", 1, "unleash or http")) != NULL &&
-	    (t = conv_text(ld, n, "flag.kind", "unleash or http")) != NULL) {
-		if (strcmp(t, "unleash") == 0)
-			kind = PLAN_FLAG_UNLEASH;
-		else if (strcmp(t, "http") == 0)
-			kind = PLAN_FLAG_HTTP;
-		else
-			err_at(ld, n, "flag.kind '%.40s' is unknown; expected unleash or "
-			    "http", t);
+	if ((n = field(ld, &s, "kind", 1, kinds)) != NULL &&
+	    (t = conv_text(ld, n, "flag.kind", kinds)) != NULL &&
+	    (prov = flag_provider_find(t)) == NULL)
+		err_at(ld, n, "flag.kind '%.40s' is unknown; expected %s", t, kinds);
+	p->flag.kind = prov != NULL ? prov->name : NULL;
+	if (prov == NULL) {
+		flag_provider_keys(keys, sizeof(keys) / sizeof(keys[0]));
+		check_keys(ld, &s, keys);
+		return;
 	}
-	p->flag.kind = kind;
-	switch (kind) {
-	case PLAN_FLAG_UNLEASH:
-		check_keys(ld, &s, unleash_keys);
-		get_url(ld, &s, "url", 1, URL_HTTP_BASE, &p->flag.url);
-		get_text(ld, &s, "project", 1, "the Unleash project, such as default",
-		    &p->flag.project);
-		get_text(ld, &s, "environment", 1, "the Unleash environment, such as "
-		    "production", &p->flag.environment);
-		get_text(ld, &s, "feature", 1, "the feature toggle's name",
-		    &p->flag.feature);
-		get_secret(ld, &s, "token", 1, "env:UNLEASH_TOKEN", &p->flag.token);
-		break;
-	case PLAN_FLAG_HTTP:
-		check_keys(ld, &s, http_keys);
-		load_call(ld, &s, "on", "flag.on", &p->flag.on);
-		load_call(ld, &s, "off", "flag.off", &p->flag.off);
-		load_read(ld, &s);
-		if ((n = field(ld, &s, "headers", 0, NULL)) != NULL)
-			load_headers(ld, n);
-		break;
-	default:
-		check_keys(ld, &s, all_keys);
-		break;
-	}
+	ps.ld = ld;
+	ps.s = &s;
+	check_keys(ld, &s, prov->keys);
+	prov->load(&ps);
 }
 
 static void
@@ -1771,7 +1814,7 @@ plan_new(const char *file)
 	p->queue_type = PLAN_QUEUE_QUORUM;
 	p->canary.budget_ms = PLAN_DEFAULT_CANARY_BUDGET_MS;
 	p->canary.max_lateness_ms = 2000;
-	p->flag.kind = PLAN_FLAG_NONE;
+	p->flag.kind = NULL;
 	p->watch.interval_ms = 10 * 1000;
 	p->watch.allowance_ms = 30 * 1000;
 	p->watch.probe_every_ms = 60 * 1000;

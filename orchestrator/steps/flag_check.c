@@ -20,7 +20,7 @@ step_flag_check(const struct plan *p, char *why, size_t whylen)
 	char err[768];
 	int state = -1, rc;
 
-	if (p->flag.kind == PLAN_FLAG_NONE) {
+	if (!flag_configured(p)) {
 		snprintf(why, whylen, "the plan has no flag");
 		return STEP_FLAG_ON;
 	}
@@ -50,15 +50,7 @@ step_flag_check(const struct plan *p, char *why, size_t whylen)
 const char *
 step_flag_describe(const struct plan *p, char *out, size_t outlen)
 {
-	if (p->flag.kind == PLAN_FLAG_UNLEASH)
-		snprintf(out, outlen, "Unleash feature '%s' (%s, project %s, "
-		    "environment %s)", p->flag.feature, p->flag.url, p->flag.project,
-		    p->flag.environment);
-	else if (p->flag.kind == PLAN_FLAG_HTTP)
-		snprintf(out, outlen, "the flag read from %s", p->flag.read_url);
-	else
-		snprintf(out, outlen, "no flag");
-	return out;
+	return flag_describe(p, out, outlen);
 }
 
 int

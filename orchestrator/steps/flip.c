@@ -56,16 +56,6 @@ step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen)
 	return last == 0 || last == 1 || last == 2;
 }
 
-/* A description of the flag for the history: never the token. */
-static json_t *
-flag_desc(const struct plan *p)
-{
-	if (p->flag.kind == PLAN_FLAG_UNLEASH)
-		return json_pack("{s:s,s:s,s:s,s:s}", "kind", "unleash", "url", p->flag.url,
-		    "feature", p->flag.feature, "environment", p->flag.environment);
-	return json_pack("{s:s,s:s}", "kind", "http", "read", p->flag.read_url);
-}
-
 static int
 append(struct step_ctx *c, const char *kind, json_t *details)
 {
@@ -107,7 +97,7 @@ already_switched(struct step_ctx *c, bool on, json_t **result, char *err,
 		return 0;
 	}
 	*result = json_pack("{s:b,s:s,s:o,s:o}", "ok", 1, "confirmed_by",
-	    "read-back before sending: the flag was already so", "flag", flag_desc(c->plan),
+	    "read-back before sending: the flag was already so", "flag", flag_history(c->plan),
 	    "read_back", read);
 	return 1;
 }
@@ -121,7 +111,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	int last, done;
 
 	*result = NULL;
-	if (c->plan->flag.kind == PLAN_FLAG_NONE) {
+	if (!flag_configured(c->plan)) {
 		snprintf(err, errlen, "the plan has no flag to switch");
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
@@ -142,7 +132,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 			return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
 	}
 	if (last != (on ? 0 : 2) && append(c, req, json_pack("{s:o,s:b}", "flag",
-	    flag_desc(c->plan), "on", on)) != 0) {
+	    flag_history(c->plan), "on", on)) != 0) {
 		snprintf(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
 		return -1;
 	}
@@ -150,7 +140,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 		append(c, failed, json_pack("{s:s}", "error", err));
 		return -1;
 	}
-	json_object_set_new(*result, "flag", flag_desc(c->plan));
+	json_object_set_new(*result, "flag", flag_history(c->plan));
 	fault_point(conf);              /* the flag took it; the record has not */
 	if (append(c, conf, json_deep_copy(*result)) != 0)
 		return -1;

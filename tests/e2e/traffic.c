@@ -913,14 +913,17 @@ check_against_plan(struct options *o, const struct plan *p,
 	f->plan = p;
 	if (o->mode != TRAFFIC_FLAG_UNLEASH)
 		return 0;
-	if (o->flag_url == NULL && p->flag.kind == PLAN_FLAG_HTTP) {
+	if (o->flag_url == NULL && p->flag.kind != NULL &&
+	    strcmp(p->flag.kind, "http") == 0) {
 		f->mode = TRAFFIC_FLAG_PLAN;
 		return 0;
 	}
-	if (o->flag_url == NULL && p->flag.kind == PLAN_FLAG_UNLEASH)
-		o->flag_url = p->flag.url;
-	if (o->feature == NULL && p->flag.kind == PLAN_FLAG_UNLEASH)
-		o->feature = p->flag.feature;
+	if (p->flag.kind != NULL && strcmp(p->flag.kind, "unleash") == 0) {
+		if (o->flag_url == NULL)
+			o->flag_url = p->flag.url;
+		if (o->feature == NULL)
+			o->feature = p->flag.feature;
+	}
 	if (o->flag_url == NULL || o->feature == NULL)
 		return usage_error("the plan has no Unleash flag: give "
 		    "--flag-url and --feature, or --path old|ladder");

@@ -278,7 +278,7 @@ unleash_plan(struct plan *p, const char *url, const char *feature,
     const char *env, const char *token_ref)
 {
 	memset(p, 0, sizeof(*p));
-	p->flag.kind = PLAN_FLAG_UNLEASH;
+	p->flag.kind = "unleash";
 	p->flag.url = (char *)url;
 	p->flag.project = "default";
 	p->flag.environment = (char *)env;
@@ -298,7 +298,7 @@ http_plan(struct http_plan *hp, const struct srv *s, const char *pointer)
 {
 	memset(hp, 0, sizeof(*hp));
 	snprintf(hp->url, sizeof(hp->url), "%s/flag", s->base);
-	hp->p.flag.kind = PLAN_FLAG_HTTP;
+	hp->p.flag.kind = "http";
 	hp->p.flag.on.method = "PUT";
 	hp->p.flag.on.url = hp->url;
 	hp->p.flag.on.body = "{\"enabled\":true}";

@@ -289,7 +289,7 @@ test_example_orders(void **state)
 	assert_int_equal(p->canary.max_lateness_ms, S(2));
 	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
 
-	assert_int_equal(p->flag.kind, PLAN_FLAG_UNLEASH);
+	assert_string_equal(p->flag.kind, "unleash");
 	assert_string_equal(p->flag.url, "http://127.0.0.1:4242");
 	assert_string_equal(p->flag.project, "default");
 	assert_string_equal(p->flag.environment, "production");
@@ -349,7 +349,7 @@ test_example_celery(void **state)
 	assert_int_equal(p->watch.allowance_ms, S(30));
 	assert_int_equal(p->watch.probe_every_ms, S(60));
 
-	assert_int_equal(p->flag.kind, PLAN_FLAG_UNLEASH);
+	assert_string_equal(p->flag.kind, "unleash");
 	assert_int_equal(p->nsteps, 7);
 	assert_true(p->steps[plan_find_step(p, PLAN_STEP_FLIP)].gate);
 	assert_false(p->steps[plan_find_step(p, PLAN_STEP_CANARY)].gate);
@@ -375,7 +375,7 @@ test_example_nservicebus(void **state)
 	assert_int_equal(p->canary.delays_ms[3], S(90));
 	assert_int_equal(p->canary.budget_ms, S(180));
 
-	assert_int_equal(p->flag.kind, PLAN_FLAG_HTTP);
+	assert_string_equal(p->flag.kind, "http");
 	assert_string_equal(p->flag.on.method, "PUT");
 	assert_string_equal(p->flag.on.url, "http://config.prod/api/switches/nsb-native-delays");
 	assert_string_equal(p->flag.on.body, "{\"enabled\":true}");
@@ -636,7 +636,7 @@ test_defaults(void **state)
 	assert_string_equal(p->ladder.prefix, "delay");
 	assert_int_equal(p->ladder.naming, LADDER_NAMING_CUTOVER);
 	assert_int_equal(p->queue_type, PLAN_QUEUE_QUORUM);
-	assert_int_equal(p->flag.kind, PLAN_FLAG_NONE);
+	assert_null(p->flag.kind);
 	assert_int_equal(p->canary.max_lateness_ms, S(2));
 	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
 	assert_true(p->canary.delays_defaulted);

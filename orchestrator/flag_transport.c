@@ -1,0 +1,616 @@
+/* flag_transport: HTTP for the flag client — one attempt with its
+ * timeouts, the retry schedule, the record of every attempt, secrets from
+ * env: references and their redaction, excerpts of answers. See
+ * flag_transport.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flag_transport.h"
+
+void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Zeroes N bytes at P in a way the compiler keeps. */
+static void
+wipe(void *p, size_t n)
+{
+	volatile unsigned char *v = p;
+
+	while (n-- > 0)
+		*v++ = 0;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+nap(long ms)
+{
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+void
+flag_options_default(struct flag_options *o)
+{
+	o->connect_timeout_ms = FLAG_CONNECT_TIMEOUT_MS;
+	o->timeout_ms = FLAG_TIMEOUT_MS;
+	o->attempts = FLAG_ATTEMPTS;
+	o->backoff_ms = FLAG_BACKOFF_MS;
+	o->backoff_max_ms = FLAG_BACKOFF_MAX_MS;
+	o->budget_ms = FLAG_BUDGET_MS;
+}
+
+/* ---- secrets and excerpts ---- */
+
+/* Replaces every occurrence of SECRET in S with "***" in place (a secret
+ * of 1 or 2 bytes becomes as many '*'): S never grows. */
+static void
+redact_one(char *s, const char *secret)
+{
+	size_t sl, n;
+	char *p = s;
+
+	if (s == NULL || secret == NULL || (sl = strlen(secret)) == 0)
+		return;
+	while ((p = strstr(p, secret)) != NULL) {
+		n = sl < 3 ? sl : 3;
+		memset(p, '*', n);
+		memmove(p + n, p + sl, strlen(p + sl) + 1);
+		p += n;
+	}
+}
+
+static void
+redact(const struct flag_call *c, char *s)
+{
+	size_t i;
+
+	for (i = 0; i < c->nsecrets; i++)
+		redact_one(s, c->secrets[i]);
+}
+
+/* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* Copies S into OUT (OUTLEN > 4 bytes) as valid UTF-8 of at most OUTLEN-1
+ * bytes: control characters and runs of white space fold into one space,
+ * invalid bytes become '?', and "..." ends a text that was cut. */
+void
+flag_fold(char *out, size_t outlen, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t left = strlen(s), n = 0, k, need;
+	int space = 0;
+
+	for (; left > 0; p += k, left -= k) {
+		k = utf8_seq(p, left);
+		if (*p < 0x20 || *p == 0x7f || *p == ' ') {
+			space = n > 0;
+			k = 1;
+			continue;
+		}
+		need = (space ? 1 : 0) + (k == 0 ? 1 : k);
+		if (n + need > outlen - 1 - 3) {
+			memcpy(out + n, "...", 4);
+			return;
+		}
+		if (space) {
+			out[n++] = ' ';
+			space = 0;
+		}
+		if (k == 0) {
+			out[n++] = '?';
+			k = 1;
+		} else {
+			memcpy(out + n, p, k);
+			n += k;
+		}
+	}
+	out[n] = '\0';
+}
+
+/* An excerpt of the text S (LEN bytes, not NUL-terminated) into OUT
+ * (FLAG_EXCERPT_MAX + 1 bytes), secrets redacted. With PRETTY, an error
+ * object such as Unleash's {"name": ..., "message": ...} is shown as
+ * "name: message". Returns 0, or -1 when out of memory. */
+int
+flag_excerpt(const struct flag_call *c, const char *s, size_t len, int pretty,
+    char *out)
+{
+	json_t *j = NULL, *name, *msg;
+	json_error_t jerr;
+	const char *ns, *ms;
+	char *t = NULL;
+	size_t i, n;
+
+	out[0] = '\0';
+	if (s == NULL || len == 0)
+		return 0;
+	if (pretty && (j = json_loadb(s, len, 0, &jerr)) != NULL &&
+	    json_is_object(j)) {
+		msg = json_object_get(j, "message");
+		if (!json_is_string(msg))
+			msg = json_object_get(j, "reason");
+		if (!json_is_string(msg))
+			msg = json_object_get(j, "error");
+		name = json_object_get(j, "name");
+		if (!json_is_string(name) || name == msg)
+			name = NULL;
+		if (json_is_string(msg)) {
+			ms = json_string_value(msg);
+			ns = name != NULL ? json_string_value(name) : "";
+			n = strlen(ns) + 2 + strlen(ms);
+			if ((t = malloc(n + 1)) == NULL)
+				goto nomem;
+			snprintf(t, n + 1, "%s%s%s", ns,
+			    ns[0] != '\0' ? ": " : "", ms);
+		}
+	}
+	json_decref(j);
+	j = NULL;
+	if (t == NULL) {
+		n = len < SOURCE_MAX ? len : SOURCE_MAX;
+		if ((t = malloc(n + 1)) == NULL)
+			goto nomem;
+		for (i = 0; i < n; i++)
+			t[i] = s[i] != '\0' ? s[i] : ' ';
+		t[n] = '\0';
+	}
+	redact(c, t);
+	flag_fold(out, FLAG_EXCERPT_MAX + 1, t);
+	free(t);
+	return 0;
+nomem:
+	json_decref(j);
+	return -1;
+}
+
+/* The environment variable of REF ("env:NAME"), stored among C's secrets
+ * for redaction. WHAT names the plan field in messages. */
+int
+flag_resolve(struct flag_call *c, const char *ref, const char *what,
+    const char **out, char *err, size_t errlen)
+{
+	const char *name, *v;
+	char **s;
+
+	*out = NULL;
+	if (ref == NULL || strncmp(ref, "env:", 4) != 0 || ref[4] == '\0') {
+		/* A literal secret is not quoted. */
+		seterr(err, errlen, "%s is not an env:NAME reference", what);
+		return FLAG_ERR_ARG;
+	}
+	name = ref + 4;
+	if ((v = getenv(name)) == NULL || v[0] == '\0') {
+		seterr(err, errlen, "%s: env:%s: variable %s is %s", what, name,
+		    name, v == NULL ? "not set" : "empty");
+		return FLAG_ERR_ARG;
+	}
+	if (strpbrk(v, "\r\n") != NULL) {
+		seterr(err, errlen, "%s: env:%s holds a line break", what,
+		    name);
+		return FLAG_ERR_ARG;
+	}
+	if (c->nsecrets >= SIZE_MAX / sizeof(*c->secrets) - 1 ||
+	    (s = realloc(c->secrets, (c->nsecrets + 1) *
+	    sizeof(*c->secrets))) == NULL)
+		goto nomem;
+	c->secrets = s;
+	if ((c->secrets[c->nsecrets] = strdup(v)) == NULL)
+		goto nomem;
+	*out = c->secrets[c->nsecrets++];
+	return 0;
+nomem:
+	seterr(err, errlen, "%s: out of memory", what);
+	return FLAG_ERR_NOMEM;
+}
+
+/* ---- HTTP ---- */
+
+/* Checks URL: http or https, no credentials, no fragment, and no query
+ * when it is a BASE that paths are appended to. WHAT names the plan field;
+ * a URL with credentials is not quoted. */
+int
+flag_check_url(const char *url, const char *what, int base, char *err,
+    size_t errlen)
+{
+	CURLU *u = NULL;
+	char *part = NULL;
+	int rc = FLAG_ERR_ARG;
+
+	if (url == NULL || url[0] == '\0') {
+		seterr(err, errlen, "%s is missing", what);
+		return FLAG_ERR_ARG;
+	}
+	if (strlen(url) >= URL_MAX) {
+		seterr(err, errlen, "%s is longer than %d bytes", what,
+		    URL_MAX - 1);
+		return FLAG_ERR_ARG;
+	}
+	if ((u = curl_url()) == NULL) {
+		seterr(err, errlen, "%s: out of memory", what);
+		return FLAG_ERR_NOMEM;
+	}
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+		if (strchr(url, '@') != NULL)
+			seterr(err, errlen, "%s is not a valid URL", what);
+		else
+			seterr(err, errlen, "%s \"%s\" is not a valid URL",
+			    what, url);
+		goto done;
+	}
+	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
+		seterr(err, errlen, "%s must not carry credentials; give them "
+		    "as env:NAME references (token, headers)", what);
+		goto done;
+	}
+	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
+	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
+		seterr(err, errlen, "%s \"%s\": scheme must be http or https",
+		    what, url);
+		goto done;
+	}
+	curl_free(part);
+	part = NULL;
+	if (curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
+		seterr(err, errlen, "%s \"%s\" has a fragment", what, url);
+		goto done;
+	}
+	if (base && curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK) {
+		seterr(err, errlen, "%s \"%s\" has a query", what, url);
+		goto done;
+	}
+	rc = 0;
+done:
+	curl_free(part);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* Why the last attempt got no answer, into OUT. */
+static void
+transport_phrase(struct flag_call *c, CURLcode cc, long tmo, char *out,
+    size_t outlen)
+{
+	long oserr = 0;
+
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+		curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
+		if (oserr == ECONNREFUSED)
+			snprintf(out, outlen, "connection refused");
+		else if (oserr == EHOSTUNREACH)
+			snprintf(out, outlen, "host unreachable");
+		else if (oserr == ENETUNREACH)
+			snprintf(out, outlen, "network unreachable");
+		else
+			snprintf(out, outlen, "cannot connect: %s",
+			    c->curlerr[0] != '\0' ? c->curlerr :
+			    curl_easy_strerror(cc));
+		break;
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(out, outlen, "timed out after %ld ms (connect "
+		    "timeout %ld ms)", tmo, c->o.connect_timeout_ms < tmo ?
+		    c->o.connect_timeout_ms : tmo);
+		break;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		snprintf(out, outlen, "cannot resolve host: %s",
+		    c->curlerr[0] != '\0' ? c->curlerr :
+		    curl_easy_strerror(cc));
+		break;
+	case CURLE_GOT_NOTHING:
+		snprintf(out, outlen, "connection closed without an answer");
+		break;
+	default:
+		snprintf(out, outlen, "%s", c->curlerr[0] != '\0' ?
+		    c->curlerr : curl_easy_strerror(cc));
+		break;
+	}
+	redact(c, out);
+}
+
+/* Records one attempt in the result. Returns 0 or FLAG_ERR_NOMEM. */
+static int
+record_attempt(struct flag_call *c, const char *role, const char *method,
+    const char *url, long status, int64_t ms, const char *ex,
+    const char *error)
+{
+	json_t *a;
+
+	a = json_pack("{s:s,s:s,s:s,s:i,s:I,s:s}", "call", role, "method",
+	    method, "url", url, "status", (int)status, "ms", (json_int_t)ms,
+	    "excerpt", ex);
+	if (a == NULL)
+		return FLAG_ERR_NOMEM;
+	if (error != NULL &&
+	    json_object_set_new(a, "error", json_string(error)) != 0) {
+		json_decref(a);
+		return FLAG_ERR_NOMEM;
+	}
+	if (json_array_append_new(c->attempts, a) != 0)
+		return FLAG_ERR_NOMEM;
+	return 0;
+}
+
+static int
+perform(struct flag_call *c, const char *method, const char *url,
+    const char *body, struct curl_slist *hdrs, long connect_ms, long tmo,
+    CURLcode *cc)
+{
+	int get = strcmp(method, "GET") == 0;
+	int post = strcmp(method, "POST") == 0;
+
+	httpbody_reset(&c->answer);
+	c->curlerr[0] = '\0';
+	c->status = 0;
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, tmo);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
+	if (get || (body == NULL && strcmp(method, "DELETE") == 0)) {
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST,
+		    get ? NULL : method);
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
+		    body != NULL ? body : "");
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE,
+		    (long)(body != NULL ? strlen(body) : 0));
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST,
+		    post ? NULL : method);
+	}
+	*cc = curl_easy_perform(c->curl);
+	if (*cc == CURLE_OK)
+		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
+	return *cc == CURLE_OK ? 0 : -1;
+}
+
+/* Sends METHOD URL (BODY may be NULL) with HDRS, retrying on no answer and
+ * on 5xx as C's options say; ROLE ("write", "read") and LABEL ("flag on",
+ * "flag read") go into the attempts and messages. Returns 0 on a 2xx
+ * answer, which is left in C->answer, or a negative code with ERR set. */
+int
+flag_send(struct flag_call *c, const char *label, const char *role,
+    const char *method, const char *url, const char *body,
+    struct curl_slist *hdrs, char *err, size_t errlen)
+{
+	char ex[FLAG_EXCERPT_MAX + 1], why[CURL_ERROR_SIZE + 64];
+	int64_t start, t0, ms, elapsed;
+	long wait, tmo, connect_ms, left;
+	CURLcode cc;
+	int n, rc, retry = 0;
+
+	start = now_ms();
+	wait = c->o.backoff_ms;
+	for (n = 1;; n++) {
+		left = (long)(c->o.budget_ms - (now_ms() - start));
+		if (left < 1)
+			left = 1;
+		tmo = c->o.timeout_ms < left ? c->o.timeout_ms : left;
+		connect_ms = c->o.connect_timeout_ms < tmo ?
+		    c->o.connect_timeout_ms : tmo;
+		t0 = now_ms();
+		rc = perform(c, method, url, body, hdrs, connect_ms, tmo, &cc);
+		ms = now_ms() - t0;
+		ex[0] = why[0] = '\0';
+		if (rc != 0) {
+			if (c->answer.nomem) {
+				seterr(err, errlen, "%s: %s %s: out of memory "
+				    "reading the answer", label, method, url);
+				return FLAG_ERR_NOMEM;
+			}
+			if (c->answer.toobig)
+				snprintf(why, sizeof(why), "answer larger than "
+				    "%u bytes", FLAG_ANSWER_MAX);
+			else
+				transport_phrase(c, cc, tmo, why, sizeof(why));
+		} else if (flag_excerpt(c, c->answer.p, c->answer.len,
+		    c->status < 200 || c->status > 299, ex) != 0) {
+			seterr(err, errlen, "%s: out of memory", label);
+			return FLAG_ERR_NOMEM;
+		}
+		if (record_attempt(c, role, method, url, c->status, ms, ex,
+		    why[0] != '\0' ? why : NULL) != 0) {
+			seterr(err, errlen, "%s: out of memory", label);
+			return FLAG_ERR_NOMEM;
+		}
+		if (rc == 0 && c->status >= 200 && c->status <= 299)
+			return 0;
+		/* A 4xx says the request itself is wrong: sending it again
+		 * cannot help. A too large answer will be as large again. */
+		retry = (rc != 0 && !c->answer.toobig) || c->status >= 500;
+		elapsed = now_ms() - start;
+		if (!retry || n >= c->o.attempts ||
+		    elapsed + wait >= c->o.budget_ms)
+			break;
+		nap(wait);
+		wait = wait > c->o.backoff_max_ms / 2 ? c->o.backoff_max_ms :
+		    wait * 2;
+	}
+	elapsed = now_ms() - start;
+	if (rc != 0) {
+		seterr(err, errlen, "%s: %s %s: %s (%d attempt%s in %lld ms)",
+		    label, method, url, why, n, n == 1 ? "" : "s",
+		    (long long)elapsed);
+		return c->answer.toobig ? FLAG_ERR_ANSWER : FLAG_ERR_TRANSPORT;
+	}
+	if (retry)
+		seterr(err, errlen, "%s: %s %s: HTTP %ld (%s) (%d attempt%s in "
+		    "%lld ms)", label, method, url, c->status,
+		    ex[0] != '\0' ? ex : "empty answer", n, n == 1 ? "" : "s",
+		    (long long)elapsed);
+	else
+		seterr(err, errlen, "%s: %s %s: HTTP %ld (%s), not retried",
+		    label, method, url, c->status,
+		    ex[0] != '\0' ? ex : "empty answer");
+	if (c->status == 401 || c->status == 403)
+		return FLAG_ERR_AUTH;
+	if (c->status == 404)
+		return FLAG_ERR_NOT_FOUND;
+	return FLAG_ERR_HTTP;
+}
+
+/* Appends "NAME: VALUE" to *L. */
+int
+flag_add_header(struct curl_slist **l, const char *name, const char *value)
+{
+	struct curl_slist *n;
+	size_t len = strlen(name) + strlen(value) + 3;
+	char *h;
+
+	if ((h = malloc(len)) == NULL)
+		return -1;
+	snprintf(h, len, "%s: %s", name, value);
+	n = curl_slist_append(*l, h);
+	wipe(h, len);
+	free(h);
+	if (n == NULL)
+		return -1;
+	*l = n;
+	return 0;
+}
+
+/* Frees L, its header values zeroed first (some are secrets). */
+static void
+free_headers(struct curl_slist *l)
+{
+	struct curl_slist *n;
+
+	for (n = l; n != NULL; n = n->next)
+		if (n->data != NULL)
+			wipe(n->data, strlen(n->data));
+	curl_slist_free_all(l);
+}
+
+/* Ends C: frees everything but the result, which goes to *RESULT (or is
+ * released). Zeroes the secrets and C's copy of the last answer. */
+void
+flag_call_close(struct flag_call *c, json_t **result, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (c->curl != NULL)
+		curl_easy_cleanup(c->curl);
+	if (c->global_init)
+		curl_global_cleanup();
+	free_headers(c->hdr_write);
+	free_headers(c->hdr_read);
+	if (err != NULL && errlen > 0)
+		redact(c, err);
+	for (i = 0; i < c->nsecrets; i++) {
+		wipe(c->secrets[i], strlen(c->secrets[i]));
+		free(c->secrets[i]);
+	}
+	free(c->secrets);
+	if (c->answer.p != NULL)
+		wipe(c->answer.p, c->answer.cap);
+	free(c->answer.p);
+	if (result != NULL)
+		*result = c->result;
+	else
+		json_decref(c->result);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Sets RESULT.read_back: VALUE (borrowed; NULL when absent) unless its
+ * text is long or holds a secret, then an excerpt of it; STATE; EX. */
+int
+flag_record_read(struct flag_call *c, const json_t *value, int state,
+    const char *ex)
+{
+	char vex[FLAG_EXCERPT_MAX + 1];
+	json_t *rb, *v;
+	char *text = NULL;
+	size_t i;
+	int cut = 0;
+
+	if (value != NULL) {
+		text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (text == NULL)
+			return FLAG_ERR_NOMEM;
+		cut = strlen(text) > FLAG_EXCERPT_MAX;
+		for (i = 0; i < c->nsecrets && !cut; i++)
+			cut = strstr(text, c->secrets[i]) != NULL;
+		if (cut && flag_excerpt(c, text, strlen(text), 0, vex) != 0) {
+			free(text);
+			return FLAG_ERR_NOMEM;
+		}
+		free(text);
+	}
+	if (value == NULL)
+		v = json_null();
+	else if (cut)
+		v = json_string(vex);
+	else
+		v = json_deep_copy(value);
+	rb = json_pack("{s:o,s:b,s:s,s:s}", "value", v, "found", value != NULL,
+	    "state", state == 1 ? "on" : state == 0 ? "off" : "unknown",
+	    "excerpt", ex);
+	if (rb == NULL)
+		return FLAG_ERR_NOMEM;
+	if (cut && json_object_set_new(rb, "value_cut", json_true()) != 0) {
+		json_decref(rb);
+		return FLAG_ERR_NOMEM;
+	}
+	if (json_object_set_new(c->result, "read_back", rb) != 0)
+		return FLAG_ERR_NOMEM;
+	return 0;
+}
