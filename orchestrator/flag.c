@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "flag.h"
+#include "errbuf.h"
 #include "httpbody.h"
 
 #define USER_AGENT	"cutover-flag/1"
@@ -40,20 +41,8 @@ struct call {
 	char			 curlerr[CURL_ERROR_SIZE];
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+/* The shared error-buffer helper, under the name this file calls it by. */
+#define seterr errbuf_set
 
 /* Zeroes N bytes at P in a way the compiler keeps. */
 static void

@@ -155,18 +155,6 @@ static const char *const migrations[] = {
 _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION,
     "one migration script per schema version");
 
-void
-store_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* "WHAT: sqlite's message". Call before anything else touches the
  * connection, or the message is lost. */
 void

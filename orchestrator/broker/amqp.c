@@ -28,6 +28,7 @@
  * is not on the include path; the rest of the tree says "broker/amqp.h").
  * rabbitmq-c 0.12 and later install <rabbitmq-c/amqp.h> instead. */
 #include "amqp.h"
+#include "errbuf.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
 #define CUTOVER_RABBITMQ_C_DIR 1
@@ -93,20 +94,8 @@ struct broker {
 static int dispatch(struct broker *, amqp_frame_t *, int64_t, const char *,
     char *, size_t);
 
-static void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+/* The shared error-buffer helper, under the name this file calls it by. */
+#define seterr errbuf_set
 
 static int64_t
 now_ms(void)

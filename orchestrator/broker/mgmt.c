@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "mgmt.h"
+#include "errbuf.h"
 #include "httpbody.h"
 
 #define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
@@ -52,20 +53,8 @@ struct path {
 	int	overflow;
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+/* The shared error-buffer helper, under the name this file calls it by. */
+#define seterr errbuf_set
 
 static int
 unreserved(unsigned char c)
