@@ -10,6 +10,7 @@
 #include "duration.h"
 #include "clock.h"
 #include "errbuf.h"
+#include "hex.h"
 #include "publish.h"
 
 #define NSTAMPS 5
@@ -94,8 +95,7 @@ make_id(const struct publish_request *r, int64_t sent_ms, char *out,
 		errbuf_set(err, errlen, "publishing: no random bytes for a message id");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, sizeof(rnd), hex);
 	n = snprintf(out, outlen, "cutover.%s.%s.%" PRId64 ".%" PRId64 ".%s",
 	    r->plan, r->purpose, r->seq, sent_ms, hex);
 	if (n < 0 || (size_t)n >= outlen) {

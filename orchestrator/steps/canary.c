@@ -20,6 +20,7 @@
 #include <openssl/rand.h>
 
 #include "duration.h"
+#include "hex.h"
 #include "parking.h"
 #include "publish.h"
 #include "sentences.h"
@@ -101,8 +102,7 @@ new_batch(char *out, size_t outlen, char *err, size_t errlen)
 		snprintf(err, errlen, "no random bytes for a canary batch id");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, sizeof(rnd), hex);
 	snprintf(out, outlen, "%" PRId64 "-%s", clock_now_ms(), hex);
 	return 0;
 }

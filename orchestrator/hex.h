@@ -1,0 +1,12 @@
+/* hex: bytes as lowercase hexadecimal text — digests, message ids and
+ * batch ids are all written this way. */
+#ifndef CUTOVER_HEX_H
+#define CUTOVER_HEX_H
+
+#include <stddef.h>
+
+/* Writes the N bytes at IN as 2 * N lowercase hex digits and a NUL into
+ * OUT, which must hold 2 * N + 1 bytes. Returns OUT. */
+char *hex_encode(const void *in, size_t n, char *out);
+
+#endif
