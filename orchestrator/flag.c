@@ -12,9 +12,11 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <jansson.h>
 
 #include "flag.h"
+#include "clock.h"
 #include "errbuf.h"
 #include "httpbody.h"
 
@@ -44,37 +46,14 @@ struct call {
 /* The shared error-buffer helper, under the name this file calls it by. */
 #define seterr errbuf_set
 
-/* Zeroes N bytes at P in a way the compiler keeps. */
-static void
-wipe(void *p, size_t n)
-{
-	volatile unsigned char *v = p;
+/* Zeroes N bytes at P in a way the compiler keeps: OpenSSL's cleanse,
+ * under the name this file calls it by. */
+#define wipe OPENSSL_cleanse
 
-	while (n-- > 0)
-		*v++ = 0;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-nap(long ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
+/* The shared monotonic clock and sleep, under the names this file calls
+ * them by. */
+#define now_ms clock_mono_ms
+#define nap clock_sleep_ms
 
 void
 flag_options_default(struct flag_options *o)

@@ -28,6 +28,7 @@
  * is not on the include path; the rest of the tree says "broker/amqp.h").
  * rabbitmq-c 0.12 and later install <rabbitmq-c/amqp.h> instead. */
 #include "amqp.h"
+#include "clock.h"
 #include "errbuf.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
@@ -97,14 +98,8 @@ static int dispatch(struct broker *, amqp_frame_t *, int64_t, const char *,
 /* The shared error-buffer helper, under the name this file calls it by. */
 #define seterr errbuf_set
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The shared monotonic clock, under the name this file calls it by. */
+#define now_ms clock_mono_ms
 
 static char *
 dup_bytes(amqp_bytes_t b)
