@@ -11,10 +11,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "duration.h"
 #include "old_path.h"
 #include "pattern.h"
 #include "policy.h"
+#include "sentences.h"
 #include "step.h"
 
 #define NAMES_IN_ERR 10	/* queue names an error message lists at most */
@@ -22,12 +24,9 @@
 int64_t
 old_now_ms(const struct step_ctx *c)
 {
-	struct timespec ts;
-
 	if (c != NULL && c->now_ms != 0)
 		return c->now_ms;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_now_ms();
 }
 
 int64_t
@@ -205,17 +204,10 @@ static void add_note(struct old_queue *oq, const char *fmt, ...)
 static void
 add_note(struct old_queue *oq, const char *fmt, ...)
 {
-	size_t off = strlen(oq->note);
 	va_list ap;
 
-	if (off > 0 && off + 2 < sizeof(oq->note)) {
-		memcpy(oq->note + off, "; ", 3);
-		off += 2;
-	}
-	if (off + 1 >= sizeof(oq->note))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(oq->note + off, sizeof(oq->note) - off, fmt, ap);
+	sentences_vadd(oq->note, sizeof(oq->note), fmt, ap);
 	va_end(ap);
 }
 
