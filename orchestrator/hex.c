@@ -1,4 +1,4 @@
-/* hex: lowercase hexadecimal encoding. */
+/* hex: lowercase hexadecimal encoding, and hex digits' values. */
 #include "hex.h"
 
 char *
@@ -13,4 +13,16 @@ hex_encode(const void *in, size_t n, char *out)
 	}
 	out[2 * n] = '\0';
 	return out;
+}
+
+int
+hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }

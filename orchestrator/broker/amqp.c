@@ -30,6 +30,7 @@
 #include "amqp.h"
 #include "clock.h"
 #include "errbuf.h"
+#include "hex.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
 #define CUTOVER_RABBITMQ_C_DIR 1
@@ -171,17 +172,8 @@ exchange_label(const char *name, char *buf, size_t len)
 
 /* ---- URL and password ---- */
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+/* The shared hex-digit reader, under the name this file calls it by. */
+#define hexval hex_value
 
 int
 broker_url_parse(const char *url, struct broker_url *u, char *err,
