@@ -52,7 +52,7 @@ struct call {
 
 /* The shared monotonic clock and sleep, under the names this file calls
  * them by. */
-#define now_ms clock_mono_ms
+#define now_ms() clock_mono_ms()
 #define nap clock_sleep_ms
 
 void

@@ -100,7 +100,7 @@ static int dispatch(struct broker *, amqp_frame_t *, int64_t, const char *,
 #define seterr errbuf_set
 
 /* The shared monotonic clock, under the name this file calls it by. */
-#define now_ms clock_mono_ms
+#define now_ms() clock_mono_ms()
 
 static char *
 dup_bytes(amqp_bytes_t b)

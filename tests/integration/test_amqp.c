@@ -29,6 +29,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "broker/amqp.h"
 
 #define PWREF "env:CUTOVER_TEST_PASSWORD"
@@ -56,14 +57,8 @@ sleep_ms(long ms)
 		continue;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The shared clock (clock.h), under the name this file calls it by. */
+#define now_ms() clock_mono_ms()
 
 /* Names an object of this run and remembers it for the teardown. */
 static const char *
