@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 
 #include "cli.h"
 #include "httpbody.h"
@@ -149,7 +150,7 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	curl_easy_setopt(rm->curl, CURLOPT_ERRORBUFFER, rm->curlerr);
 	rc = 0;
 done:
-	memset(auth, 0, sizeof(auth));
+	OPENSSL_cleanse(auth, sizeof(auth));	/* a dead store memset may drop */
 	if (rc != 0)
 		remote_close(rm);
 	return rc;

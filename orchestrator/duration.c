@@ -1,10 +1,10 @@
 /* duration: parse and print durations ("500ms", "1.2s", "12d") as whole milliseconds. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <inttypes.h>
 
 #include "duration.h"
+#include "errbuf.h"
 
 #define EXPECTED "expected a number immediately followed by ms, s, m, h or d " \
 	"(e.g. 500ms, 1.5s, 90s, 15m, 2h, 12d)"
@@ -28,21 +28,6 @@ static const struct unit units[] = {	/* largest first, for duration_format */
 	{ "s", 1000 },
 	{ "ms", 1 },
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int
 isdigitc(char c)
@@ -73,24 +58,24 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	size_t i, fdigits = 0;
 
 	if (text == NULL || text[0] == '\0') {
-		seterr(err, errlen, "duration is empty; " EXPECTED);
+		errbuf_set(err, errlen, "duration is empty; " EXPECTED);
 		return -1;
 	}
 	for (p = text; *p != '\0'; p++) {
 		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
 		    *p == '\v' || *p == '\f') {
-			seterr(err, errlen, "duration \"%s\" contains whitespace; "
+			errbuf_set(err, errlen, "duration \"%s\" contains whitespace; "
 			    EXPECTED ", with no spaces", text);
 			return -1;
 		}
 	}
 	if (text[0] == '-' || text[0] == '+') {
-		seterr(err, errlen, "duration \"%s\" has a sign; expected a "
+		errbuf_set(err, errlen, "duration \"%s\" has a sign; expected a "
 		    "non-negative number without one (e.g. 90s)", text);
 		return -1;
 	}
 	if (!isdigitc(text[0])) {
-		seterr(err, errlen, "duration \"%s\" does not start with a digit; "
+		errbuf_set(err, errlen, "duration \"%s\" does not start with a digit; "
 		    EXPECTED, text);
 		return -1;
 	}
@@ -105,7 +90,7 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	if (*p == '.') {
 		p++;
 		if (!isdigitc(*p)) {
-			seterr(err, errlen, "duration \"%s\" has no digits after '.'; "
+			errbuf_set(err, errlen, "duration \"%s\" has no digits after '.'; "
 			    EXPECTED, text);
 			return -1;
 		}
@@ -119,7 +104,7 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 
 	unitname = p;
 	if (*unitname == '\0') {
-		seterr(err, errlen, "duration \"%s\" has no unit; expected ms, s, m, "
+		errbuf_set(err, errlen, "duration \"%s\" has no unit; expected ms, s, m, "
 		    "h or d right after the number", text);
 		return -1;
 	}
@@ -130,7 +115,7 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 		}
 	}
 	if (u == NULL) {
-		seterr(err, errlen, "duration \"%s\" has unknown unit \"%s\"; "
+		errbuf_set(err, errlen, "duration \"%s\" has unknown unit \"%s\"; "
 		    "expected ms, s, m, h or d right after the number", text, unitname);
 		return -1;
 	}
@@ -160,11 +145,11 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	return 0;
 
 notwhole:
-	seterr(err, errlen, "duration \"%s\" is not a whole number of "
+	errbuf_set(err, errlen, "duration \"%s\" is not a whole number of "
 	    "milliseconds; expected a multiple of 1ms", text);
 	return -1;
 toolarge:
-	seterr(err, errlen, "duration \"%s\" is too large; expected at most %s "
+	errbuf_set(err, errlen, "duration \"%s\" is too large; expected at most %s "
 	    "(100 years)", text, max);
 	return -1;
 }

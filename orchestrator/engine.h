@@ -6,8 +6,9 @@
  * engine picks up, in order, each checked against the state it finds;
  * nothing else drives it. A database busy or locked past its timeout is
  * retried with backoff rather than failing the step. Killed at any instant, a run
- * resumes from the store: a running step starts again (steps are
- * idempotent), a finished one never runs twice. */
+ * resumes from the store: a running step starts again (each step is
+ * written to be run again; flip and rollback read the flag before sending
+ * again, step.h says how far that goes), a finished one never runs twice. */
 #ifndef CUTOVER_ENGINE_H
 #define CUTOVER_ENGINE_H
 

@@ -102,7 +102,7 @@ call_open(struct flag_call *c, const struct plan *p,
 	options_of(&c->o, o);
 	if (p == NULL || (c->prov = flag_provider_find(p->flag.kind)) ==
 	    NULL) {
-		seterr(err, errlen, "the plan has no flag");
+		errbuf_set(err, errlen, "the plan has no flag");
 		return FLAG_ERR_ARG;
 	}
 	c->result = json_pack("{s:s,s:[]}", "kind", c->prov->name,
@@ -117,7 +117,7 @@ call_open(struct flag_call *c, const struct plan *p,
 	if ((rc = c->prov->headers(c, err, errlen)) != 0)
 		return rc;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		seterr(err, errlen, "flag: libcurl initialisation failed");
+		errbuf_set(err, errlen, "flag: libcurl initialisation failed");
 		return FLAG_ERR_NOMEM;
 	}
 	c->global_init = 1;
@@ -133,7 +133,7 @@ call_open(struct flag_call *c, const struct plan *p,
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	return 0;
 nomem:
-	seterr(err, errlen, "flag: out of memory");
+	errbuf_set(err, errlen, "flag: out of memory");
 	return FLAG_ERR_NOMEM;
 }
 
@@ -214,7 +214,7 @@ done:
 	    json_object_set_new(c.result, "confirmed", json_boolean(rc == 0)) !=
 	    0 && rc == 0) {
 		rc = FLAG_ERR_NOMEM;
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 	}
 	flag_call_close(&c, result, err, errlen);
 	return rc;

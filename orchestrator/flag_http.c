@@ -54,7 +54,7 @@ http_headers(struct flag_call *c, char *err, size_t errlen)
 	for (i = 0; i < p->flag.nheaders; i++) {
 		h = &p->flag.headers[i];
 		if (!valid_header_name(h->name) || h->value == NULL) {
-			seterr(err, errlen, "flag.headers: header %zu has no "
+			errbuf_set(err, errlen, "flag.headers: header %zu has no "
 			    "valid name or no value", i + 1);
 			return FLAG_ERR_ARG;
 		}
@@ -66,7 +66,7 @@ http_headers(struct flag_call *c, char *err, size_t errlen)
 		} else {
 			v = h->value;
 			if (strpbrk(v, "\r\n") != NULL) {
-				seterr(err, errlen, "%s holds a line break",
+				errbuf_set(err, errlen, "%s holds a line break",
 				    what);
 				return FLAG_ERR_ARG;
 			}
@@ -83,7 +83,7 @@ http_headers(struct flag_call *c, char *err, size_t errlen)
 		goto nomem;
 	return 0;
 nomem:
-	seterr(err, errlen, "flag: out of memory");
+	errbuf_set(err, errlen, "flag: out of memory");
 	return FLAG_ERR_NOMEM;
 }
 
@@ -102,7 +102,7 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 	    NULL || (woff = json_loads(p->flag.read_off, JSON_DECODE_ANY,
 	    &jerr)) == NULL) {
 		rc = FLAG_ERR_ARG;
-		seterr(err, errlen, "%s: flag.read.%s is not JSON: %s", label,
+		errbuf_set(err, errlen, "%s: flag.read.%s is not JSON: %s", label,
 		    won == NULL ? "on" : "off", jerr.text);
 		goto done;
 	}
@@ -116,13 +116,13 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 		goto done;
 	if (flag_excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
 	if ((j = json_loadb(c->answer.p, c->answer.len, JSON_DECODE_ANY,
 	    &jerr)) == NULL) {
 		rc = FLAG_ERR_ANSWER;
-		seterr(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
+		errbuf_set(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
 		    "not JSON (%s): %s", label, p->flag.read_url, c->status,
 		    jerr.text, ex);
 		flag_record_read(c, NULL, -1, ex);
@@ -137,7 +137,7 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 		*state = 0;
 	if (flag_record_read(c, v, *state, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
 	rc = 0;
@@ -159,7 +159,7 @@ http_check(const struct plan *p, bool switching, bool on, char *err,
 
 	if (switching) {
 		if (!valid_method(pc->method)) {
-			seterr(err, errlen, "%s.method must be GET, POST, PUT, "
+			errbuf_set(err, errlen, "%s.method must be GET, POST, PUT, "
 			    "PATCH or DELETE", name);
 			return FLAG_ERR_ARG;
 		}
@@ -167,7 +167,7 @@ http_check(const struct plan *p, bool switching, bool on, char *err,
 		if ((rc = flag_check_url(pc->url, what, 0, err, errlen)) != 0)
 			return rc;
 		if (strcmp(pc->method, "GET") == 0 && pc->body != NULL) {
-			seterr(err, errlen, "%s: a GET has no body", name);
+			errbuf_set(err, errlen, "%s: a GET has no body", name);
 			return FLAG_ERR_ARG;
 		}
 	}
@@ -176,7 +176,7 @@ http_check(const struct plan *p, bool switching, bool on, char *err,
 		return rc;
 	if (p->flag.read_pointer == NULL || p->flag.read_on == NULL ||
 	    p->flag.read_off == NULL) {
-		seterr(err, errlen, "flag.read needs pointer, on and off");
+		errbuf_set(err, errlen, "flag.read needs pointer, on and off");
 		return FLAG_ERR_ARG;
 	}
 	return 0;
@@ -197,7 +197,7 @@ static void
 http_mismatch(const struct plan *p, bool on, const char *label,
     const char *found, char *err, size_t errlen)
 {
-	seterr(err, errlen, "%s: read back from GET %s: %s at "
+	errbuf_set(err, errlen, "%s: read back from GET %s: %s at "
 	    "%s; expected %s (%s)", label, p->flag.read_url,
 	    found, p->flag.read_pointer, on ? p->flag.read_on :
 	    p->flag.read_off, on ? "on" : "off");

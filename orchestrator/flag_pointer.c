@@ -39,7 +39,7 @@ flag_json_pointer(const json_t *doc, const char *ptr, json_t **out,
 	if (out != NULL)
 		*out = NULL;
 	if (doc == NULL || ptr == NULL || out == NULL) {
-		seterr(err, errlen, "flag_json_pointer: no document, pointer "
+		errbuf_set(err, errlen, "flag_json_pointer: no document, pointer "
 		    "or result");
 		return FLAG_ERR_ARG;
 	}
@@ -48,12 +48,12 @@ flag_json_pointer(const json_t *doc, const char *ptr, json_t **out,
 		return 0;
 	}
 	if (ptr[0] != '/') {
-		seterr(err, errlen, "JSON pointer \"%.100s\" does not start "
+		errbuf_set(err, errlen, "JSON pointer \"%.100s\" does not start "
 		    "with '/'", ptr);
 		return FLAG_ERR_ARG;
 	}
 	if ((tok = malloc(strlen(ptr) + 1)) == NULL) {
-		seterr(err, errlen, "flag_json_pointer: out of memory");
+		errbuf_set(err, errlen, "flag_json_pointer: out of memory");
 		return FLAG_ERR_NOMEM;
 	}
 	for (p = ptr; *p == '/'; p = end) {
@@ -69,7 +69,7 @@ flag_json_pointer(const json_t *doc, const char *ptr, json_t **out,
 				q++;
 				continue;
 			}
-			seterr(err, errlen, "JSON pointer \"%.100s\" has a '~' "
+			errbuf_set(err, errlen, "JSON pointer \"%.100s\" has a '~' "
 			    "not followed by 0 or 1", ptr);
 			goto done;
 		}

@@ -13,50 +13,6 @@
 #include "flag_transport.h"
 
 void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* Zeroes N bytes at P in a way the compiler keeps. */
-static void
-wipe(void *p, size_t n)
-{
-	volatile unsigned char *v = p;
-
-	while (n-- > 0)
-		*v++ = 0;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-nap(long ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
-void
 flag_options_default(struct flag_options *o)
 {
 	o->connect_timeout_ms = FLAG_CONNECT_TIMEOUT_MS;
@@ -234,17 +190,17 @@ flag_resolve(struct flag_call *c, const char *ref, const char *what,
 	*out = NULL;
 	if (ref == NULL || strncmp(ref, "env:", 4) != 0 || ref[4] == '\0') {
 		/* A literal secret is not quoted. */
-		seterr(err, errlen, "%s is not an env:NAME reference", what);
+		errbuf_set(err, errlen, "%s is not an env:NAME reference", what);
 		return FLAG_ERR_ARG;
 	}
 	name = ref + 4;
 	if ((v = getenv(name)) == NULL || v[0] == '\0') {
-		seterr(err, errlen, "%s: env:%s: variable %s is %s", what, name,
+		errbuf_set(err, errlen, "%s: env:%s: variable %s is %s", what, name,
 		    name, v == NULL ? "not set" : "empty");
 		return FLAG_ERR_ARG;
 	}
 	if (strpbrk(v, "\r\n") != NULL) {
-		seterr(err, errlen, "%s: env:%s holds a line break", what,
+		errbuf_set(err, errlen, "%s: env:%s holds a line break", what,
 		    name);
 		return FLAG_ERR_ARG;
 	}
@@ -258,7 +214,7 @@ flag_resolve(struct flag_call *c, const char *ref, const char *what,
 	*out = c->secrets[c->nsecrets++];
 	return 0;
 nomem:
-	seterr(err, errlen, "%s: out of memory", what);
+	errbuf_set(err, errlen, "%s: out of memory", what);
 	return FLAG_ERR_NOMEM;
 }
 
@@ -276,46 +232,46 @@ flag_check_url(const char *url, const char *what, int base, char *err,
 	int rc = FLAG_ERR_ARG;
 
 	if (url == NULL || url[0] == '\0') {
-		seterr(err, errlen, "%s is missing", what);
+		errbuf_set(err, errlen, "%s is missing", what);
 		return FLAG_ERR_ARG;
 	}
 	if (strlen(url) >= URL_MAX) {
-		seterr(err, errlen, "%s is longer than %d bytes", what,
+		errbuf_set(err, errlen, "%s is longer than %d bytes", what,
 		    URL_MAX - 1);
 		return FLAG_ERR_ARG;
 	}
 	if ((u = curl_url()) == NULL) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return FLAG_ERR_NOMEM;
 	}
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
 		if (strchr(url, '@') != NULL)
-			seterr(err, errlen, "%s is not a valid URL", what);
+			errbuf_set(err, errlen, "%s is not a valid URL", what);
 		else
-			seterr(err, errlen, "%s \"%s\" is not a valid URL",
+			errbuf_set(err, errlen, "%s \"%s\" is not a valid URL",
 			    what, url);
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
-		seterr(err, errlen, "%s must not carry credentials; give them "
+		errbuf_set(err, errlen, "%s must not carry credentials; give them "
 		    "as env:NAME references (token, headers)", what);
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
 	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
-		seterr(err, errlen, "%s \"%s\": scheme must be http or https",
+		errbuf_set(err, errlen, "%s \"%s\": scheme must be http or https",
 		    what, url);
 		goto done;
 	}
 	curl_free(part);
 	part = NULL;
 	if (curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-		seterr(err, errlen, "%s \"%s\" has a fragment", what, url);
+		errbuf_set(err, errlen, "%s \"%s\" has a fragment", what, url);
 		goto done;
 	}
 	if (base && curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK) {
-		seterr(err, errlen, "%s \"%s\" has a query", what, url);
+		errbuf_set(err, errlen, "%s \"%s\" has a query", what, url);
 		goto done;
 	}
 	rc = 0;
@@ -438,22 +394,22 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 	CURLcode cc;
 	int n, rc, retry = 0;
 
-	start = now_ms();
+	start = clock_mono_ms();
 	wait = c->o.backoff_ms;
 	for (n = 1;; n++) {
-		left = (long)(c->o.budget_ms - (now_ms() - start));
+		left = (long)(c->o.budget_ms - (clock_mono_ms() - start));
 		if (left < 1)
 			left = 1;
 		tmo = c->o.timeout_ms < left ? c->o.timeout_ms : left;
 		connect_ms = c->o.connect_timeout_ms < tmo ?
 		    c->o.connect_timeout_ms : tmo;
-		t0 = now_ms();
+		t0 = clock_mono_ms();
 		rc = perform(c, method, url, body, hdrs, connect_ms, tmo, &cc);
-		ms = now_ms() - t0;
+		ms = clock_mono_ms() - t0;
 		ex[0] = why[0] = '\0';
 		if (rc != 0) {
 			if (c->answer.nomem) {
-				seterr(err, errlen, "%s: %s %s: out of memory "
+				errbuf_set(err, errlen, "%s: %s %s: out of memory "
 				    "reading the answer", label, method, url);
 				return FLAG_ERR_NOMEM;
 			}
@@ -464,12 +420,12 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 				transport_phrase(c, cc, tmo, why, sizeof(why));
 		} else if (flag_excerpt(c, c->answer.p, c->answer.len,
 		    c->status < 200 || c->status > 299, ex) != 0) {
-			seterr(err, errlen, "%s: out of memory", label);
+			errbuf_set(err, errlen, "%s: out of memory", label);
 			return FLAG_ERR_NOMEM;
 		}
 		if (record_attempt(c, role, method, url, c->status, ms, ex,
 		    why[0] != '\0' ? why : NULL) != 0) {
-			seterr(err, errlen, "%s: out of memory", label);
+			errbuf_set(err, errlen, "%s: out of memory", label);
 			return FLAG_ERR_NOMEM;
 		}
 		if (rc == 0 && c->status >= 200 && c->status <= 299)
@@ -477,28 +433,28 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 		/* A 4xx says the request itself is wrong: sending it again
 		 * cannot help. A too large answer will be as large again. */
 		retry = (rc != 0 && !c->answer.toobig) || c->status >= 500;
-		elapsed = now_ms() - start;
+		elapsed = clock_mono_ms() - start;
 		if (!retry || n >= c->o.attempts ||
 		    elapsed + wait >= c->o.budget_ms)
 			break;
-		nap(wait);
+		clock_sleep_ms(wait);
 		wait = wait > c->o.backoff_max_ms / 2 ? c->o.backoff_max_ms :
 		    wait * 2;
 	}
-	elapsed = now_ms() - start;
+	elapsed = clock_mono_ms() - start;
 	if (rc != 0) {
-		seterr(err, errlen, "%s: %s %s: %s (%d attempt%s in %lld ms)",
+		errbuf_set(err, errlen, "%s: %s %s: %s (%d attempt%s in %lld ms)",
 		    label, method, url, why, n, n == 1 ? "" : "s",
 		    (long long)elapsed);
 		return c->answer.toobig ? FLAG_ERR_ANSWER : FLAG_ERR_TRANSPORT;
 	}
 	if (retry)
-		seterr(err, errlen, "%s: %s %s: HTTP %ld (%s) (%d attempt%s in "
+		errbuf_set(err, errlen, "%s: %s %s: HTTP %ld (%s) (%d attempt%s in "
 		    "%lld ms)", label, method, url, c->status,
 		    ex[0] != '\0' ? ex : "empty answer", n, n == 1 ? "" : "s",
 		    (long long)elapsed);
 	else
-		seterr(err, errlen, "%s: %s %s: HTTP %ld (%s), not retried",
+		errbuf_set(err, errlen, "%s: %s %s: HTTP %ld (%s), not retried",
 		    label, method, url, c->status,
 		    ex[0] != '\0' ? ex : "empty answer");
 	if (c->status == 401 || c->status == 403)
@@ -520,7 +476,7 @@ flag_add_header(struct curl_slist **l, const char *name, const char *value)
 		return -1;
 	snprintf(h, len, "%s: %s", name, value);
 	n = curl_slist_append(*l, h);
-	wipe(h, len);
+	OPENSSL_cleanse(h, len);
 	free(h);
 	if (n == NULL)
 		return -1;
@@ -536,7 +492,7 @@ free_headers(struct curl_slist *l)
 
 	for (n = l; n != NULL; n = n->next)
 		if (n->data != NULL)
-			wipe(n->data, strlen(n->data));
+			OPENSSL_cleanse(n->data, strlen(n->data));
 	curl_slist_free_all(l);
 }
 
@@ -556,12 +512,12 @@ flag_call_close(struct flag_call *c, json_t **result, char *err, size_t errlen)
 	if (err != NULL && errlen > 0)
 		redact(c, err);
 	for (i = 0; i < c->nsecrets; i++) {
-		wipe(c->secrets[i], strlen(c->secrets[i]));
+		OPENSSL_cleanse(c->secrets[i], strlen(c->secrets[i]));
 		free(c->secrets[i]);
 	}
 	free(c->secrets);
 	if (c->answer.p != NULL)
-		wipe(c->answer.p, c->answer.cap);
+		OPENSSL_cleanse(c->answer.p, c->answer.cap);
 	free(c->answer.p);
 	if (result != NULL)
 		*result = c->result;

@@ -11,7 +11,10 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 
+#include "clock.h"
+#include "errbuf.h"
 #include "flag.h"
 #include "flag_provider.h"
 #include "httpbody.h"
@@ -39,10 +42,6 @@ struct flag_call {
 	char			 curlerr[CURL_ERROR_SIZE];
 };
 
-/* Writes the printf-style message to ERR (ERRLEN bytes; ERR may be NULL). */
-#define seterr flag_seterr
-void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Copies S into OUT (OUTLEN > 4 bytes) as valid UTF-8 of at most OUTLEN-1
  * bytes: control characters and runs of white space fold into one space,

@@ -36,7 +36,7 @@ unleash_headers(struct flag_call *c, char *err, size_t errlen)
 	    flag_add_header(&c->hdr_write, "Accept", JSON_TYPE) != 0 ||
 	    flag_add_header(&c->hdr_read, "Authorization", token) != 0 ||
 	    flag_add_header(&c->hdr_read, "Accept", JSON_TYPE) != 0) {
-		seterr(err, errlen, "flag: out of memory");
+		errbuf_set(err, errlen, "flag: out of memory");
 		return FLAG_ERR_NOMEM;
 	}
 	return 0;
@@ -146,7 +146,7 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	*state = -1;
 	if ((url = unleash_url(c, "")) == NULL) {
 		rc = FLAG_ERR_NOMEM;
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
 	if ((rc = flag_send(c, label, "read", "GET", url, NULL, c->hdr_read,
@@ -156,14 +156,14 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	if ((j = json_loadb(c->answer.p, c->answer.len, 0, &jerr)) == NULL) {
 		if (flag_excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0)
 			ex[0] = '\0';
-		seterr(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
+		errbuf_set(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
 		    "not JSON (%s): %s", label, url, c->status, jerr.text, ex);
 		goto done;
 	}
 	arr = json_object_get(j, "environments");
 	if ((env = find_environment(arr, p->flag.environment)) == NULL) {
 		envs = environment_names(arr);
-		seterr(err, errlen, "%s: GET %s: feature \"%s\" has no "
+		errbuf_set(err, errlen, "%s: GET %s: feature \"%s\" has no "
 		    "environment \"%s\" (it has: %s)", label, url,
 		    p->flag.feature, p->flag.environment,
 		    envs != NULL && envs[0] != '\0' ? envs : "none");
@@ -189,12 +189,12 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	en = json_object_get(env, "enabled");
 	*state = json_is_true(en) ? 1 : json_is_false(en) ? 0 : -1;
 	if ((rc = flag_record_read(c, en, *state, ex)) != 0) {
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
 	if (*state == -1) {
 		rc = FLAG_ERR_ANSWER;
-		seterr(err, errlen, "%s: GET %s: environment \"%s\" has no "
+		errbuf_set(err, errlen, "%s: GET %s: environment \"%s\" has no "
 		    "boolean \"enabled\": %s", label, url, p->flag.environment,
 		    ex);
 		goto done;
@@ -224,7 +224,7 @@ unleash_check(const struct plan *p, bool switching, bool on, char *err,
 	    p->flag.feature == NULL || p->flag.feature[0] == '\0' ||
 	    p->flag.environment == NULL ||
 	    p->flag.environment[0] == '\0') {
-		seterr(err, errlen, "flag: kind unleash needs project, "
+		errbuf_set(err, errlen, "flag: kind unleash needs project, "
 		    "feature and environment");
 		return FLAG_ERR_ARG;
 	}
@@ -239,7 +239,7 @@ unleash_set(struct flag_call *c, bool on, const char *label, char *err,
 	int rc;
 
 	if ((url = unleash_switch_url(c, on)) == NULL) {
-		seterr(err, errlen, "%s: out of memory", label);
+		errbuf_set(err, errlen, "%s: out of memory", label);
 		return FLAG_ERR_NOMEM;
 	}
 	rc = flag_send(c, label, "write", "POST", url, NULL, c->hdr_write,
@@ -252,7 +252,7 @@ static void
 unleash_mismatch(const struct plan *p, bool on, const char *label,
     const char *found, char *err, size_t errlen)
 {
-	seterr(err, errlen, "%s: read back: feature \"%s\" in "
+	errbuf_set(err, errlen, "%s: read back: feature \"%s\" in "
 	    "environment \"%s\" has enabled %s; expected %s",
 	    label, p->flag.feature, p->flag.environment, found,
 	    on ? "true" : "false");

@@ -5,22 +5,11 @@
 #include <inttypes.h>
 
 #include "duration.h"
+#include "errbuf.h"
 #include "ladder.h"
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+/* The shared error-buffer helper, under the name this file calls it by. */
+#define seterr errbuf_set
 
 /* Writes with snprintf; on truncation or failure leaves OUT empty rather
  * than holding a cut name that would address the wrong object. */

@@ -1,7 +1,6 @@
 /* publish: encodes, stamps and publishes one delayed message into a ladder
  * with publisher confirms and mandatory; reads the stamps back. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,24 +9,11 @@
 
 #include "duration.h"
 #include "clock.h"
+#include "errbuf.h"
+#include "hex.h"
 #include "publish.h"
 
 #define NSTAMPS 5
-
-static void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool
 is_stamp(const char *key)
@@ -48,24 +34,24 @@ static int
 check_request(const struct publish_request *r, char *err, size_t errlen)
 {
 	if (r->plan == NULL || r->plan[0] == '\0') {
-		seterr(err, errlen, "publishing: no plan name");
+		errbuf_set(err, errlen, "publishing: no plan name");
 		return -1;
 	}
 	if (r->purpose == NULL || (strcmp(r->purpose, PUBLISH_CANARY) != 0 &&
 	    strcmp(r->purpose, PUBLISH_PROBE) != 0 &&
 	    strcmp(r->purpose, PUBLISH_MANUAL) != 0)) {
-		seterr(err, errlen, "publishing: purpose '%s'; expected canary, "
+		errbuf_set(err, errlen, "publishing: purpose '%s'; expected canary, "
 		    "probe or manual", r->purpose ? r->purpose : "(none)");
 		return -1;
 	}
 	if (r->len > 0 && r->body == NULL) {
-		seterr(err, errlen, "publishing: a body of %zu bytes without data",
+		errbuf_set(err, errlen, "publishing: a body of %zu bytes without data",
 		    r->len);
 		return -1;
 	}
 	if (r->nheaders > PUBLISH_MAX_HEADERS ||
 	    (r->nheaders > 0 && r->headers == NULL)) {
-		seterr(err, errlen, "publishing: %zu extra headers; expected at "
+		errbuf_set(err, errlen, "publishing: %zu extra headers; expected at "
 		    "most %d", r->nheaders, PUBLISH_MAX_HEADERS);
 		return -1;
 	}
@@ -73,24 +59,24 @@ check_request(const struct publish_request *r, char *err, size_t errlen)
 		const char *k = r->headers[i].key;
 
 		if (k == NULL || k[0] == '\0' || strlen(k) > 255) {
-			seterr(err, errlen, "publishing: header %zu has no name or "
+			errbuf_set(err, errlen, "publishing: header %zu has no name or "
 			    "one longer than 255 bytes", i + 1);
 			return -1;
 		}
 		if (is_stamp(k) || strcmp(k, "x-death") == 0) {
-			seterr(err, errlen, "publishing: header '%s' is set by "
+			errbuf_set(err, errlen, "publishing: header '%s' is set by "
 			    "cutover (or the broker); choose another name", k);
 			return -1;
 		}
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(k, r->headers[j].key) == 0) {
-				seterr(err, errlen, "publishing: header '%s' is given "
+				errbuf_set(err, errlen, "publishing: header '%s' is given "
 				    "twice", k);
 				return -1;
 			}
 	}
 	if (r->delay_ms < 0) {
-		seterr(err, errlen, "publishing: delay of %" PRId64 " ms; expected "
+		errbuf_set(err, errlen, "publishing: delay of %" PRId64 " ms; expected "
 		    "zero or more", r->delay_ms);
 		return -1;
 	}
@@ -106,15 +92,14 @@ make_id(const struct publish_request *r, int64_t sent_ms, char *out,
 	int n;
 
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
-		seterr(err, errlen, "publishing: no random bytes for a message id");
+		errbuf_set(err, errlen, "publishing: no random bytes for a message id");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, sizeof(rnd), hex);
 	n = snprintf(out, outlen, "cutover.%s.%s.%" PRId64 ".%" PRId64 ".%s",
 	    r->plan, r->purpose, r->seq, sent_ms, hex);
 	if (n < 0 || (size_t)n >= outlen) {
-		seterr(err, errlen, "publishing: message id for plan '%.64s' does "
+		errbuf_set(err, errlen, "publishing: message id for plan '%.64s' does "
 		    "not fit in %zu bytes", r->plan, outlen);
 		return -1;
 	}
@@ -184,20 +169,20 @@ publish_delayed(struct broker *b, const struct ladder *l,
 
 	memset(rc, 0, sizeof(*rc));
 	if (b == NULL || l == NULL || r == NULL) {
-		seterr(err, errlen, "publishing: no broker, ladder or request");
+		errbuf_set(err, errlen, "publishing: no broker, ladder or request");
 		return PUBLISH_ERR;
 	}
 	if (check_request(r, err, errlen) != 0)
 		return PUBLISH_EINPUT;
 	duration_format(r->delay_ms, d, sizeof(d));
 	if (ladder_encode(l, r->delay_ms, &rc->units, why, sizeof(why)) != 0) {
-		seterr(err, errlen, "publishing to '%.80s': %s",
+		errbuf_set(err, errlen, "publishing to '%.80s': %s",
 		    r->destination ? r->destination : "", why);
 		return PUBLISH_EINPUT;
 	}
 	if (ladder_routing_key(l, rc->units, r->destination, rc->routing_key,
 	    sizeof(rc->routing_key), why, sizeof(why)) != 0) {
-		seterr(err, errlen, "publishing to '%.80s': %s",
+		errbuf_set(err, errlen, "publishing to '%.80s': %s",
 		    r->destination ? r->destination : "", why);
 		return PUBLISH_EINPUT;
 	}
@@ -211,7 +196,7 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	if (r->message_id != NULL) {
 		if (r->message_id[0] == '\0' ||
 		    strlen(r->message_id) >= sizeof(rc->message_id)) {
-			seterr(err, errlen, "publishing: a message id must have 1 to "
+			errbuf_set(err, errlen, "publishing: a message id must have 1 to "
 			    "%zu bytes", sizeof(rc->message_id) - 1);
 			return PUBLISH_EINPUT;
 		}
@@ -252,7 +237,7 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	if (st == PUBLISH_OK)
 		return PUBLISH_OK;
 	h = hint(st, rc->units);
-	seterr(err, errlen, "%s to '%s' (%" PRIu64 " unit%s) not confirmed: %s%s%s",
+	errbuf_set(err, errlen, "%s to '%s' (%" PRIu64 " unit%s) not confirmed: %s%s%s",
 	    d, r->destination, rc->units, rc->units == 1 ? "" : "s", why,
 	    h ? "; " : "", h ? h : "");
 	return st;
@@ -290,7 +275,7 @@ read_str(const struct broker_delivery *d, const char *key, const char **out,
 	const struct broker_header *h = broker_header_find(d, key);
 
 	if (h == NULL || h->kind != BROKER_KIND_STR) {
-		seterr(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
+		errbuf_set(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
 		    "not a string");
 		return -1;
 	}
@@ -305,7 +290,7 @@ read_int(const struct broker_delivery *d, const char *key, int64_t *out,
 	const struct broker_header *h = broker_header_find(d, key);
 
 	if (h == NULL || h->kind != BROKER_KIND_INT) {
-		seterr(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
+		errbuf_set(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
 		    "not an integer");
 		return -1;
 	}

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "store.h"
+#include "hex.h"
 #include "store_int.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -155,18 +156,6 @@ static const char *const migrations[] = {
 _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION,
     "one migration script per schema version");
 
-void
-store_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* "WHAT: sqlite's message". Call before anything else touches the
  * connection, or the message is lost. */
 void
@@ -212,19 +201,6 @@ store_dupcol(sqlite3_stmt *st, int col)
 		memcpy(c, p, (size_t)n);
 	c[n] = '\0';
 	return c;
-}
-
-static void
-tohex(const unsigned char *md, unsigned int n, char out[STORE_HASH_HEX])
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned int i;
-
-	for (i = 0; i < n && i < 32; i++) {
-		out[2 * i] = digits[md[i] >> 4];
-		out[2 * i + 1] = digits[md[i] & 0xf];
-	}
-	out[2 * i] = '\0';
 }
 
 int
@@ -459,7 +435,7 @@ sha256_hex(const void *p, size_t n, char out[STORE_HASH_HEX])
 	if (EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL) != 1 ||
 	    mdlen != 32)
 		return -1;
-	tohex(md, mdlen, out);
+	hex_encode(md, mdlen, out);
 	return 0;
 }
 
@@ -857,7 +833,7 @@ event_hash(const char *prev_hash, int64_t id, int64_t plan_id, int64_t ts_ms,
 	    hash_field(ctx, details, details_len) == -1 ||
 	    EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
 		goto done;
-	tohex(md, mdlen, out);
+	hex_encode(md, mdlen, out);
 	rc = 0;
 done:
 	EVP_MD_CTX_free(ctx);

@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include "errbuf.h"
 #include "store.h"
 
 struct store {
@@ -15,9 +16,9 @@ struct store {
 	                                   * SQLITE_BUSY or SQLITE_LOCKED */
 };
 
-/* Formats into ERR (may be NULL). */
-void store_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Formats into ERR (may be NULL): the shared error-buffer helper, under
+ * the name the store's files call it by. */
+#define store_seterr errbuf_set
 
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was
  * the database busy or locked (store_transient). Call before anything else

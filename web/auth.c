@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "auth.h"
+#include "hex.h"
 
 #define HASH_LEN	32
 #define LINE_MAX_LEN	1024
@@ -39,16 +40,11 @@ sha256(const void *p, size_t n, unsigned char md[HASH_LEN])
 int
 auth_hash_hex(const char *token, size_t len, char out[65])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[HASH_LEN];
 
 	if (sha256(token, len, md) != 0)
 		return -1;
-	for (size_t i = 0; i < HASH_LEN; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	out[64] = '\0';
+	hex_encode(md, HASH_LEN, out);
 	OPENSSL_cleanse(md, sizeof(md));
 	return 0;
 }

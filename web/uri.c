@@ -1,19 +1,11 @@
 /* uri: strict percent-decoding of request paths and query parameters. */
 #include <string.h>
 
+#include "hex.h"
 #include "uri.h"
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+/* The shared hex-digit reader, under the name this file calls it by. */
+#define hexval hex_value
 
 int
 uri_decode(const char *in, int plus, char *out, size_t outlen)

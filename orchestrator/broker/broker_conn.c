@@ -24,26 +24,26 @@ login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
 	}
 	b->reply_code = code;
 	if (code == AMQP_ACCESS_REFUSED) {
-		seterr(err, errlen, "logging in to %s:%d as '%s': the broker "
+		errbuf_set(err, errlen, "logging in to %s:%d as '%s': the broker "
 		    "refused the username or password (%s)", b->url.host,
 		    b->url.port, b->username, text);
 		rc = BROKER_EAUTH;
 	} else if (code == AMQP_NOT_ALLOWED) {
-		seterr(err, errlen, "opening vhost '%s' on %s:%d as '%s': %s",
+		errbuf_set(err, errlen, "opening vhost '%s' on %s:%d as '%s': %s",
 		    b->url.vhost, b->url.host, b->url.port, b->username, text);
 		rc = BROKER_EAUTH;
 	} else if (code != 0) {
-		seterr(err, errlen, "logging in to %s:%d: %s", b->url.host,
+		errbuf_set(err, errlen, "logging in to %s:%d: %s", b->url.host,
 		    b->url.port, text);
 		rc = code_status(code);
 	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
 	    r.library_error == AMQP_STATUS_TIMEOUT) {
-		seterr(err, errlen, "logging in to %s:%d: no answer within %d "
+		errbuf_set(err, errlen, "logging in to %s:%d: no answer within %d "
 		    "ms", b->url.host, b->url.port, b->timeout_ms);
 		rc = BROKER_ETIMEOUT;
 	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
 	    r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
-		seterr(err, errlen, "logging in to %s:%d as '%s': the broker "
+		errbuf_set(err, errlen, "logging in to %s:%d as '%s': the broker "
 		    "closed the connection (wrong username or password, or no "
 		    "access to vhost '%s'?)", b->url.host, b->url.port,
 		    b->username, b->url.vhost);
@@ -53,7 +53,7 @@ login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
 
 		if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
 			why = amqp_error_string2(r.library_error);
-		seterr(err, errlen, "logging in to %s:%d: %s", b->url.host,
+		errbuf_set(err, errlen, "logging in to %s:%d: %s", b->url.host,
 		    b->url.port, why);
 		rc = BROKER_ELOST;
 	}
@@ -91,7 +91,7 @@ connect_broker(struct broker *b, char *err, size_t errlen)
 		if (b->conn != NULL)
 			amqp_destroy_connection(b->conn);
 		b->conn = NULL;
-		seterr(err, errlen, "connecting to %s:%d: out of memory",
+		errbuf_set(err, errlen, "connecting to %s:%d: out of memory",
 		    b->url.host, b->url.port);
 		return BROKER_ERR;
 	}
@@ -190,7 +190,7 @@ begin(struct broker *b, char *err, size_t errlen)
 			return 0;
 		}
 		rc = BROKER_ELOST;
-		seterr(err, errlen, "%s:%d: the channel closed as soon as it "
+		errbuf_set(err, errlen, "%s:%d: the channel closed as soon as it "
 		    "was opened", b->url.host, b->url.port);
 	}
 	return rc;
@@ -206,7 +206,7 @@ broker_open(const char *url, const char *username, const char *password_ref,
 
 	*out = NULL;
 	if ((b = calloc(1, sizeof(*b))) == NULL) {
-		seterr(err, errlen, "opening the broker connection: out of "
+		errbuf_set(err, errlen, "opening the broker connection: out of "
 		    "memory");
 		return BROKER_ERR;
 	}
@@ -214,12 +214,12 @@ broker_open(const char *url, const char *username, const char *password_ref,
 		goto done;
 	rc = BROKER_ERR;
 	if (username == NULL || username[0] == '\0') {
-		seterr(err, errlen, "connecting to %s:%d: a username is "
+		errbuf_set(err, errlen, "connecting to %s:%d: a username is "
 		    "required", b->url.host, b->url.port);
 		goto done;
 	}
 	if (timeout_ms <= 0) {
-		seterr(err, errlen, "connecting to %s:%d: the timeout must be "
+		errbuf_set(err, errlen, "connecting to %s:%d: the timeout must be "
 		    "positive", b->url.host, b->url.port);
 		goto done;
 	}
@@ -228,7 +228,7 @@ broker_open(const char *url, const char *username, const char *password_ref,
 	b->timeout_ms = timeout_ms;
 	if ((b->username = strdup(username)) == NULL ||
 	    (b->password_ref = strdup(password_ref)) == NULL) {
-		seterr(err, errlen, "opening the broker connection: out of "
+		errbuf_set(err, errlen, "opening the broker connection: out of "
 		    "memory");
 		rc = BROKER_ERR;
 		goto done;

@@ -28,7 +28,7 @@ subscribe(struct broker *b, char *err, size_t errlen)
 		    errlen);
 	free(b->ctag);
 	if ((b->ctag = dup_bytes(ok->consumer_tag)) == NULL) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
 	b->consuming = true;
@@ -66,10 +66,10 @@ broker_get(struct broker *b, const char *queue, bool manual_ack,
 	if (out->exchange == NULL || out->routing_key == NULL) {
 		broker_delivery_free(out);
 		conn_lost(b, BROKER_ELOST, "out of memory");
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
-	if ((rc = read_content(b, now_ms() + b->timeout_ms, out, what, err,
+	if ((rc = read_content(b, clock_mono_ms() + b->timeout_ms, out, what, err,
 	    errlen)) != 0) {
 		broker_delivery_free(out);
 		return rc;
@@ -92,7 +92,7 @@ broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
 	if ((rc = check_name("consuming", queue, false, err, errlen)) != 0)
 		return rc;
 	if (b->consume_queue != NULL) {
-		seterr(err, errlen, "consuming from queue '%s': this handle "
+		errbuf_set(err, errlen, "consuming from queue '%s': this handle "
 		    "already consumes from queue '%s'; cancel that first",
 		    queue, b->consume_queue);
 		return BROKER_ERR;
@@ -102,7 +102,7 @@ broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
 	free(b->consumer_error);
 	b->consumer_error = NULL;
 	if ((b->consume_queue = strdup(queue)) == NULL) {
-		seterr(err, errlen, "consuming from queue '%s': out of memory",
+		errbuf_set(err, errlen, "consuming from queue '%s': out of memory",
 		    queue);
 		return BROKER_ERR;
 	}
@@ -134,14 +134,14 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 {
 	amqp_frame_t f;
 	char what[WHAT_MAX];
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (pop_delivery(b, out))
 		return 0;
 	if (b->consume_queue == NULL && b->consumer_error == NULL) {
-		seterr(err, errlen, "waiting for a delivery: no consumer; call "
+		errbuf_set(err, errlen, "waiting for a delivery: no consumer; call "
 		    "broker_consume first");
 		return BROKER_ERR;
 	}
@@ -151,7 +151,7 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 		if (pop_delivery(b, out))
 			return 0;
 		if (b->consume_queue == NULL) {
-			seterr(err, errlen, "waiting for a delivery: %s",
+			errbuf_set(err, errlen, "waiting for a delivery: %s",
 			    b->consumer_error != NULL ? b->consumer_error :
 			    "the consumer ended");
 			free(b->consumer_error);
@@ -162,17 +162,17 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 		    "queue '%s'", b->consume_queue);
 		rc = next_frame(b, deadline, &f);
 		if (rc == AMQP_STATUS_TIMEOUT) {
-			seterr(err, errlen, "%s: nothing arrived within %d ms",
+			errbuf_set(err, errlen, "%s: nothing arrived within %d ms",
 			    what, timeout_ms);
 			return BROKER_ETIMEOUT;
 		}
 		if (rc != AMQP_STATUS_OK)
 			return on_library_error(b, rc, what, err, errlen);
-		if ((rc = dispatch(b, &f, now_ms() + b->timeout_ms, what, err,
+		if ((rc = dispatch(b, &f, clock_mono_ms() + b->timeout_ms, what, err,
 		    errlen)) != 0)
 			return rc;
-		if (b->qhead == NULL && now_ms() > deadline) {
-			seterr(err, errlen, "%s: nothing arrived within %d ms",
+		if (b->qhead == NULL && clock_mono_ms() > deadline) {
+			errbuf_set(err, errlen, "%s: nothing arrived within %d ms",
 			    what, timeout_ms);
 			return BROKER_ETIMEOUT;
 		}
@@ -188,14 +188,14 @@ settle_delivery(struct broker *b, struct broker_delivery *d, bool ack,
 	int rc;
 
 	if (!d->unacked) {
-		seterr(err, errlen, "%s a message: it needs no acknowledgement "
+		errbuf_set(err, errlen, "%s a message: it needs no acknowledgement "
 		    "(already settled, or received with automatic "
 		    "acknowledgement)", verb);
 		return BROKER_ERR;
 	}
 	if (b->conn == NULL || b->chan == 0 || d->epoch != b->epoch) {
 		d->unacked = false;
-		seterr(err, errlen, "%s a message: the channel it came on has "
+		errbuf_set(err, errlen, "%s a message: the channel it came on has "
 		    "closed since; the broker will deliver it again", verb);
 		return BROKER_ELOST;
 	}

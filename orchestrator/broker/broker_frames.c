@@ -24,7 +24,7 @@ int
 next_frame(struct broker *b, int64_t deadline, amqp_frame_t *f)
 {
 	struct timeval tv;
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - clock_mono_ms();
 
 	if (left < 0)
 		left = 0;
@@ -56,7 +56,7 @@ read_content(struct broker *b, int64_t deadline, struct broker_delivery *d,
 				    "content did not arrive within the timeout"
 				    );
 				conn_lost(b, BROKER_ETIMEOUT, why);
-				seterr(err, errlen, "%s: %s (the connection is "
+				errbuf_set(err, errlen, "%s: %s (the connection is "
 				    "reopened on the next call)", what, why);
 				return BROKER_ETIMEOUT;
 			}
@@ -66,7 +66,7 @@ read_content(struct broker *b, int64_t deadline, struct broker_delivery *d,
 		    f.frame_type == AMQP_FRAME_METHOD) {
 			if (have_header && f.channel == b->chan) {
 				conn_lost(b, BROKER_ELOST, "protocol error");
-				seterr(err, errlen, "%s: a method frame "
+				errbuf_set(err, errlen, "%s: a method frame "
 				    "arrived inside a message's content", what);
 				return BROKER_ELOST;
 			}
@@ -74,7 +74,7 @@ read_content(struct broker *b, int64_t deadline, struct broker_delivery *d,
 			if (rc != 0)
 				return rc;
 			if (b->conn == NULL || b->chan == 0) {
-				seterr(err, errlen, "%s: the channel closed",
+				errbuf_set(err, errlen, "%s: the channel closed",
 				    what);
 				return BROKER_ELOST;
 			}
@@ -99,13 +99,13 @@ read_content(struct broker *b, int64_t deadline, struct broker_delivery *d,
 			d->len = (size_t)got;
 		} else {
 			conn_lost(b, BROKER_ELOST, "protocol error");
-			seterr(err, errlen, "%s: unexpected frame (type %d) in "
+			errbuf_set(err, errlen, "%s: unexpected frame (type %d) in "
 			    "a message's content", what, f.frame_type);
 			return BROKER_ELOST;
 		}
 	}
 nomem:
-	seterr(err, errlen, "%s: out of memory reading a message", what);
+	errbuf_set(err, errlen, "%s: out of memory reading a message", what);
 	conn_lost(b, BROKER_ELOST, "out of memory");
 	return BROKER_ERR;
 }
@@ -149,7 +149,7 @@ on_return(struct broker *b, amqp_frame_t *f, int64_t deadline, const char *what,
 	d.routing_key = dup_bytes(m->routing_key);
 	if (d.exchange == NULL || d.routing_key == NULL) {
 		broker_delivery_free(&d);
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
 	if ((rc = read_content(b, deadline, &d, what, err, errlen)) != 0) {
@@ -182,7 +182,7 @@ on_deliver(struct broker *b, amqp_frame_t *f, int64_t deadline,
 	ours = b->consuming && b->ctag != NULL && bytes_is(m->consumer_tag,
 	    b->ctag);
 	if ((q = calloc(1, sizeof(*q))) == NULL) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
 	q->d.tag = m->delivery_tag;
@@ -191,7 +191,7 @@ on_deliver(struct broker *b, amqp_frame_t *f, int64_t deadline,
 	q->d.routing_key = dup_bytes(m->routing_key);
 	if (q->d.exchange == NULL || q->d.routing_key == NULL) {
 		rc = BROKER_ERR;
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		goto fail;
 	}
 	if ((rc = read_content(b, deadline, &q->d, what, err, errlen)) != 0)
@@ -293,7 +293,7 @@ drain(struct broker *b)
 			on_library_error(b, rc, "", scratch, sizeof(scratch));
 			return;
 		}
-		if (dispatch(b, &f, now_ms() + b->timeout_ms, "", scratch,
+		if (dispatch(b, &f, clock_mono_ms() + b->timeout_ms, "", scratch,
 		    sizeof(scratch)) != 0)
 			return;
 	}

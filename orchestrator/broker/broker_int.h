@@ -24,6 +24,9 @@
 /* This module's header, then rabbitmq-c's: 0.12 and later install
  * <rabbitmq-c/amqp.h>, 0.11 <amqp.h>. */
 #include "broker.h"
+#include "clock.h"
+#include "errbuf.h"
+#include "hex.h"
 #if defined(__has_include)
 #if __has_include(<rabbitmq-c/amqp.h>)
 #define CUTOVER_RABBITMQ_C_DIR 1
@@ -88,9 +91,6 @@ struct broker {
 
 /* ---- broker_util.c: small helpers ---- */
 
-void seterr(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-int64_t now_ms(void);
 char *dup_bytes(amqp_bytes_t b);
 /* Copies B, text from the broker, into BUF as a C string. */
 const char *bytes_text(amqp_bytes_t b, char *buf, size_t len);

@@ -58,7 +58,7 @@ pub_record(struct broker *b, const struct broker_message *m,
 		struct pub *np = realloc(b->pubs, cap * sizeof(*np));
 
 		if (np == NULL) {
-			seterr(err, errlen, "%s: out of memory", what);
+			errbuf_set(err, errlen, "%s: out of memory", what);
 			return BROKER_ERR;
 		}
 		b->pubs = np;
@@ -74,7 +74,7 @@ pub_record(struct broker *b, const struct broker_message *m,
 		p->message_id = strdup(m->message_id);
 	if (p->exchange == NULL || p->routing_key == NULL ||
 	    (m->message_id != NULL && p->message_id == NULL)) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		pub_free(p);
 		return BROKER_ERR;
 	}
@@ -113,7 +113,7 @@ message_headers(const struct broker_message *m, amqp_basic_properties_t *props,
 		return 0;
 	if (m->headers == NULL || m->nheaders > 1024 ||
 	    (*entries = calloc(m->nheaders, sizeof(**entries))) == NULL) {
-		seterr(err, errlen, "%s: bad or too many headers", what);
+		errbuf_set(err, errlen, "%s: bad or too many headers", what);
 		return BROKER_ERR;
 	}
 	for (i = 0; i < m->nheaders; i++) {
@@ -122,7 +122,7 @@ message_headers(const struct broker_message *m, amqp_basic_properties_t *props,
 
 		if (h->key == NULL || h->key[0] == '\0' ||
 		    strlen(h->key) > 255) {
-			seterr(err, errlen, "%s: header %zu has no name or a "
+			errbuf_set(err, errlen, "%s: header %zu has no name or a "
 			    "name longer than 255 bytes", what, i);
 			return BROKER_ERR;
 		}
@@ -162,7 +162,7 @@ publish_send(struct broker *b, const struct broker_message *m, char *err,
 	    errlen)) != 0)
 		return rc;
 	if (m->len > 0 && m->body == NULL) {
-		seterr(err, errlen, "%s: no body", what);
+		errbuf_set(err, errlen, "%s: no body", what);
 		return BROKER_ERR;
 	}
 	if ((rc = pub_record(b, m, exchange, key, what, &p, err, errlen)) != 0)
@@ -196,7 +196,7 @@ broker_publish_async(struct broker *b, const struct broker_message *m,
 	int rc;
 
 	if (m == NULL) {
-		seterr(err, errlen, "publishing: no message");
+		errbuf_set(err, errlen, "publishing: no message");
 		return BROKER_ERR;
 	}
 	if ((rc = begin(b, err, errlen)) != 0)
@@ -252,9 +252,9 @@ wait_verdicts(struct broker *b, int64_t deadline, int timeout_ms)
 			    sizeof(scratch));
 			continue;
 		}
-		(void)dispatch(b, &f, now_ms() + b->timeout_ms,
+		(void)dispatch(b, &f, clock_mono_ms() + b->timeout_ms,
 		    "waiting for publisher confirms", scratch, sizeof(scratch));
-		if (now_ms() > deadline) {
+		if (clock_mono_ms() > deadline) {
 			pubs_timed_out(b, timeout_ms);
 			break;
 		}
@@ -285,11 +285,11 @@ verdicts(const struct broker *b, int *results, size_t nresults, char *err,
 		return 0;
 	exchange_label(first->exchange, xl, sizeof(xl));
 	if (b->npubs == 1)
-		seterr(err, errlen, "publishing to %s with key '%s': %s", xl,
+		errbuf_set(err, errlen, "publishing to %s with key '%s': %s", xl,
 		    first->routing_key, first->detail ? first->detail :
 		    "failed");
 	else
-		seterr(err, errlen, "%zu of %zu messages were not confirmed; "
+		errbuf_set(err, errlen, "%zu of %zu messages were not confirmed; "
 		    "the first, to %s with key '%s': %s", nfailed, b->npubs,
 		    xl, first->routing_key, first->detail ? first->detail :
 		    "failed");
@@ -300,7 +300,7 @@ int
 broker_wait_confirms(struct broker *b, int timeout_ms, int *results,
     size_t nresults, size_t *npublished, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	size_t i;
 	int rc;
 
@@ -321,7 +321,7 @@ broker_publish(struct broker *b, const struct broker_message *m, int timeout_ms,
 	int rc, result = 0;
 
 	if (b->npubs > 0) {
-		seterr(err, errlen, "publishing: %zu messages published "
+		errbuf_set(err, errlen, "publishing: %zu messages published "
 		    "without waiting still await broker_wait_confirms",
 		    b->npubs);
 		return BROKER_ERR;

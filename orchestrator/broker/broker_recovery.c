@@ -122,15 +122,15 @@ explain_inequivalent(const char *text, char *err, size_t errlen)
 	have = inequivalent_value(p, strlen(p), hbuf, sizeof(hbuf));
 
 	if (have == NULL)
-		seterr(err, errlen, "%s '%s' exists without %s, the plan wants "
+		errbuf_set(err, errlen, "%s '%s' exists without %s, the plan wants "
 		    "%s = %s: it cannot be redeclared; delete it or change the "
 		    "plan", kind, name, arg, arg, want);
 	else if (want == NULL)
-		seterr(err, errlen, "%s '%s' exists with %s = %s, the plan has "
+		errbuf_set(err, errlen, "%s '%s' exists with %s = %s, the plan has "
 		    "no %s: it cannot be redeclared; delete it or change the "
 		    "plan", kind, name, arg, have, arg);
 	else
-		seterr(err, errlen, "%s '%s' exists with %s = %s, the plan "
+		errbuf_set(err, errlen, "%s '%s' exists with %s = %s, the plan "
 		    "wants %s: it cannot be redeclared; delete it or change "
 		    "the plan", kind, name, arg, have, want);
 	return true;
@@ -150,7 +150,7 @@ drain_queued(struct broker *b, const char *what)
 		if (amqp_simple_wait_frame_noblock(b->conn, &f, &tv) !=
 		    AMQP_STATUS_OK)
 			return;
-		if (dispatch(b, &f, now_ms() + b->timeout_ms, what, scratch,
+		if (dispatch(b, &f, clock_mono_ms() + b->timeout_ms, what, scratch,
 		    sizeof(scratch)) != 0)
 			return;
 	}
@@ -196,7 +196,7 @@ on_channel_close(struct broker *b, const amqp_channel_close_t *c,
 	chan_lost(b, status == BROKER_ELOST ? BROKER_ELOST : BROKER_EREFUSED,
 	    why);
 	if (!explain_inequivalent(text, err, errlen))
-		seterr(err, errlen, "%s: %s", what, text);
+		errbuf_set(err, errlen, "%s: %s", what, text);
 	return status;
 }
 
@@ -217,7 +217,7 @@ on_connection_close(struct broker *b, const amqp_connection_close_t *c,
 	snprintf(why, sizeof(why), "the broker closed the connection: %s",
 	    text);
 	conn_lost(b, BROKER_ELOST, why);
-	seterr(err, errlen, "%s: the broker closed the connection: %s (it is "
+	errbuf_set(err, errlen, "%s: the broker closed the connection: %s (it is "
 	    "reopened on the next call)", what, text);
 	return code_status(code);
 }
@@ -234,14 +234,14 @@ on_library_error(struct broker *b, int code, const char *what, char *err,
 		snprintf(why, sizeof(why), "no answer from the broker within "
 		    "%d ms", b->timeout_ms);
 		conn_lost(b, BROKER_ETIMEOUT, why);
-		seterr(err, errlen, "%s: %s (the connection is reopened on the "
+		errbuf_set(err, errlen, "%s: %s (the connection is reopened on the "
 		    "next call)", what, why);
 		return BROKER_ETIMEOUT;
 	}
 	snprintf(why, sizeof(why), "connection to %s:%d lost: %s", b->url.host,
 	    b->url.port, amqp_error_string2(code));
 	conn_lost(b, BROKER_ELOST, why);
-	seterr(err, errlen, "%s: %s (it is reopened on the next call)", what,
+	errbuf_set(err, errlen, "%s: %s (it is reopened on the next call)", what,
 	    why);
 	return BROKER_ELOST;
 }
@@ -267,7 +267,7 @@ rpc_result(struct broker *b, amqp_rpc_reply_t r, const char *what, char *err,
 		snprintf(why, sizeof(why), "unexpected answer (method 0x%08x)",
 		    (unsigned)r.reply.id);
 		conn_lost(b, BROKER_ELOST, why);
-		seterr(err, errlen, "%s: %s", what, why);
+		errbuf_set(err, errlen, "%s: %s", what, why);
 		return BROKER_ELOST;
 	case AMQP_RESPONSE_LIBRARY_EXCEPTION:
 		return on_library_error(b, r.library_error, what, err, errlen);

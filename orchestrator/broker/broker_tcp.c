@@ -51,7 +51,7 @@ wait_connected(int fd, int64_t deadline)
 	int n, soerr;
 
 	for (;;) {
-		left = deadline - now_ms();
+		left = deadline - clock_mono_ms();
 		if (left < 0)
 			left = 0;
 		pfd.fd = fd;
@@ -80,7 +80,7 @@ tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp, char *err,
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char port[8], why[160] = "no address";
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_mono_ms() + timeout_ms;
 	int fd = -1, gai, e, fl, one = 1, rc = BROKER_ECONNECT;
 
 	memset(&hints, 0, sizeof(hints));
@@ -89,7 +89,7 @@ tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp, char *err,
 	hints.ai_flags = AI_NUMERICSERV;
 	snprintf(port, sizeof(port), "%d", u->port);
 	if ((gai = getaddrinfo(u->host, port, &hints, &res)) != 0) {
-		seterr(err, errlen, "connecting to %s:%d: cannot resolve the "
+		errbuf_set(err, errlen, "connecting to %s:%d: cannot resolve the "
 		    "host: %s", u->host, u->port, gai_strerror(gai));
 		goto done;
 	}
@@ -119,7 +119,7 @@ tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp, char *err,
 			break;
 	}
 	if (fd == -1) {
-		seterr(err, errlen, "connecting to %s:%d: %s", u->host,
+		errbuf_set(err, errlen, "connecting to %s:%d: %s", u->host,
 		    u->port, why);
 		goto done;
 	}

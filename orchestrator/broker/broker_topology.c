@@ -20,18 +20,18 @@ make_table(const struct topology_arg *args, size_t nargs,
 	if (nargs == 0)
 		return 0;
 	if (args == NULL || nargs > 1024) {
-		seterr(err, errlen, "%s: bad argument list", what);
+		errbuf_set(err, errlen, "%s: bad argument list", what);
 		return BROKER_ERR;
 	}
 	if ((*entries = calloc(nargs, sizeof(**entries))) == NULL) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
 	for (i = 0; i < nargs; i++) {
 		amqp_table_entry_t *e = &(*entries)[i];
 
 		if (args[i].key[0] == '\0') {
-			seterr(err, errlen, "%s: an argument has no name",
+			errbuf_set(err, errlen, "%s: an argument has no name",
 			    what);
 			free(*entries);
 			*entries = NULL;
@@ -70,7 +70,7 @@ broker_exchange_declare(struct broker *b, const char *name, const char *type,
 		return rc;
 	snprintf(what, sizeof(what), "declaring exchange '%s'", name);
 	if (type == NULL || type[0] == '\0' || strlen(type) > 255) {
-		seterr(err, errlen, "%s: an exchange type is required", what);
+		errbuf_set(err, errlen, "%s: an exchange type is required", what);
 		return BROKER_ERR;
 	}
 	if ((rc = make_table(args, nargs, &entries, &t, what, err,
@@ -216,7 +216,7 @@ broker_queue_inspect(struct broker *b, const char *name,
 		    sizeof(scratch));
 		if (b->reply_code == AMQP_NOT_FOUND && rc == BROKER_EREFUSED)
 			return BROKER_NOT_FOUND;
-		seterr(err, errlen, "%s", scratch);
+		errbuf_set(err, errlen, "%s", scratch);
 		return rc;
 	}
 	if (info != NULL) {
@@ -246,7 +246,7 @@ broker_exchange_exists(struct broker *b, const char *name, char *err,
 	    sizeof(scratch));
 	if (b->reply_code == AMQP_NOT_FOUND && rc == BROKER_EREFUSED)
 		return BROKER_NOT_FOUND;
-	seterr(err, errlen, "%s", scratch);
+	errbuf_set(err, errlen, "%s", scratch);
 	return rc;
 }
 
@@ -280,14 +280,14 @@ broker_queue_delete(struct broker *b, const char *name, int flags,
 		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, text,
 		    sizeof(text));
 		if (b->reply_code == AMQP_NOT_IMPLEMENTED && flags != 0)
-			seterr(err, errlen, "%s: quorum queues do not support "
+			errbuf_set(err, errlen, "%s: quorum queues do not support "
 			    "if-empty/if-unused delete (the broker answered "
 			    "\"%s\" and closed the connection, which is "
 			    "reopened on the next call); check that the queue "
 			    "is empty, then delete it without conditions",
 			    what, b->reply_text);
 		else
-			seterr(err, errlen, "%s", text);
+			errbuf_set(err, errlen, "%s", text);
 		return rc;
 	}
 	if (purged != NULL)

@@ -6,18 +6,6 @@
 
 #include "broker_int.h"
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Refuses what URL must not be or hold: empty, not amqp:// (amqps:// is
  * not supported yet), credentials, a query or a fragment. Sets *AUTH to
  * the authority after "amqp://" and *END to where it ends. Returns 0, or
@@ -29,28 +17,28 @@ url_check_form(const char *url, const char **auth, const char **end,
 	const char *p;
 
 	if (url == NULL || url[0] == '\0') {
-		seterr(err, errlen, "no broker URL given");
+		errbuf_set(err, errlen, "no broker URL given");
 		return BROKER_ERR;
 	}
 	if (strncmp(url, "amqps://", 8) == 0) {
-		seterr(err, errlen, "broker URL: amqps:// (TLS) is not "
+		errbuf_set(err, errlen, "broker URL: amqps:// (TLS) is not "
 		    "supported yet; use amqp://");
 		return BROKER_ERR;
 	}
 	if (strncmp(url, "amqp://", 7) != 0) {
-		seterr(err, errlen, "broker URL: must start with amqp://");
+		errbuf_set(err, errlen, "broker URL: must start with amqp://");
 		return BROKER_ERR;
 	}
 	p = url + 7;
 	*end = p + strcspn(p, "/?#");
 	if (memchr(p, '@', (size_t)(*end - p)) != NULL) {
-		seterr(err, errlen, "broker URL: credentials do not belong in "
+		errbuf_set(err, errlen, "broker URL: credentials do not belong in "
 		    "the URL; give the username and an env: password reference "
 		    "in the plan");
 		return BROKER_ERR;
 	}
 	if (strpbrk(p, "?#") != NULL) {
-		seterr(err, errlen, "broker URL: query strings and fragments "
+		errbuf_set(err, errlen, "broker URL: query strings and fragments "
 		    "are not supported");
 		return BROKER_ERR;
 	}
@@ -73,13 +61,13 @@ url_host(const char *p, const char *end, struct broker_url *u,
 	if (*p == '[') {
 		host = p + 1;
 		if ((hend = memchr(host, ']', (size_t)(end - host))) == NULL) {
-			seterr(err, errlen, "broker URL: '[' without ']' "
+			errbuf_set(err, errlen, "broker URL: '[' without ']' "
 			    "around an IPv6 address");
 			return BROKER_ERR;
 		}
 		if (hend + 1 < end) {
 			if (hend[1] != ':') {
-				seterr(err, errlen, "broker URL: expected ':' "
+				errbuf_set(err, errlen, "broker URL: expected ':' "
 				    "and a port after the IPv6 address");
 				return BROKER_ERR;
 			}
@@ -95,11 +83,11 @@ url_host(const char *p, const char *end, struct broker_url *u,
 	}
 	n = (size_t)(hend - host);
 	if (n == 0) {
-		seterr(err, errlen, "broker URL: no host");
+		errbuf_set(err, errlen, "broker URL: no host");
 		return BROKER_ERR;
 	}
 	if (n >= sizeof(u->host)) {
-		seterr(err, errlen, "broker URL: host longer than %zu bytes",
+		errbuf_set(err, errlen, "broker URL: host longer than %zu bytes",
 		    sizeof(u->host) - 1);
 		return BROKER_ERR;
 	}
@@ -130,7 +118,7 @@ url_port(const char *port, const char *pend, struct broker_url *u, char *err,
 	}
 	if (v < 1 || v > 65535) {
 		/* Not repeated: it could be a misplaced password. */
-		seterr(err, errlen, "broker URL: the port must be a "
+		errbuf_set(err, errlen, "broker URL: the port must be a "
 		    "number from 1 to 65535");
 		return BROKER_ERR;
 	}
@@ -149,16 +137,16 @@ url_vhost(const char *p, struct broker_url *u, char *err, size_t errlen)
 		int c = (unsigned char)*p;
 
 		if (c == '/') {
-			seterr(err, errlen, "broker URL: the vhost must be one "
+			errbuf_set(err, errlen, "broker URL: the vhost must be one "
 			    "path segment; write '/' inside it as %%2f");
 			return BROKER_ERR;
 		}
 		if (c == '%') {
-			int hi = hexval((unsigned char)p[1]);
-			int lo = hi < 0 ? -1 : hexval((unsigned char)p[2]);
+			int hi = hex_value((unsigned char)p[1]);
+			int lo = hi < 0 ? -1 : hex_value((unsigned char)p[2]);
 
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-				seterr(err, errlen, "broker URL: bad "
+				errbuf_set(err, errlen, "broker URL: bad "
 				    "percent-encoding in the vhost (expected "
 				    "%%XX, not %%00)");
 				return BROKER_ERR;
@@ -167,7 +155,7 @@ url_vhost(const char *p, struct broker_url *u, char *err, size_t errlen)
 			p += 2;
 		}
 		if (i + 1 >= sizeof(u->vhost)) {
-			seterr(err, errlen, "broker URL: vhost longer than %zu "
+			errbuf_set(err, errlen, "broker URL: vhost longer than %zu "
 			    "bytes", sizeof(u->vhost) - 1);
 			return BROKER_ERR;
 		}
@@ -205,7 +193,7 @@ resolve_password(const char *ref, const char **out, char *err, size_t errlen)
 	*out = NULL;
 	if (ref == NULL || strncmp(ref, "env:", 4) != 0) {
 		/* Not repeated: it may be a literal password. */
-		seterr(err, errlen, "the broker password must be a reference "
+		errbuf_set(err, errlen, "the broker password must be a reference "
 		    "such as env:NAME, not a literal");
 		return BROKER_ERR;
 	}
@@ -215,17 +203,17 @@ resolve_password(const char *ref, const char **out, char *err, size_t errlen)
 		    *c == '_' || (c > name && *c >= '0' && *c <= '9')))
 			break;
 	if (c == name || *c != '\0' || c - name > 128) {
-		seterr(err, errlen, "the broker password reference must be "
+		errbuf_set(err, errlen, "the broker password reference must be "
 		    "env:NAME with NAME made of letters, digits and '_'");
 		return BROKER_ERR;
 	}
 	if ((v = getenv(name)) == NULL) {
-		seterr(err, errlen, "the broker password reference env:%s "
+		errbuf_set(err, errlen, "the broker password reference env:%s "
 		    "names an environment variable that is not set", name);
 		return BROKER_ERR;
 	}
 	if (v[0] == '\0') {
-		seterr(err, errlen, "the broker password reference env:%s "
+		errbuf_set(err, errlen, "the broker password reference env:%s "
 		    "names an environment variable that is empty", name);
 		return BROKER_ERR;
 	}

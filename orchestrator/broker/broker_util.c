@@ -1,34 +1,11 @@
 /* broker_util: the small helpers every part of the AMQP client uses (see
- * broker_int.h): the error buffer, the monotonic clock, copying the
- * broker's bytes, and the 255-byte limit on names. */
-#include <stdarg.h>
+ * broker_int.h): copying the broker's bytes, and the 255-byte limit on
+ * names. The error buffer and the clock are errbuf.h's and clock.h's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "broker_int.h"
-
-void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 char *
 dup_bytes(amqp_bytes_t b)
@@ -69,11 +46,11 @@ check_name(const char *kind, const char *name, bool empty_ok, char *err,
     size_t errlen)
 {
 	if (name == NULL || (!empty_ok && name[0] == '\0')) {
-		seterr(err, errlen, "%s: a name is required", kind);
+		errbuf_set(err, errlen, "%s: a name is required", kind);
 		return BROKER_ERR;
 	}
 	if (strlen(name) > 255) {
-		seterr(err, errlen, "%s '%.40s...': longer than 255 bytes",
+		errbuf_set(err, errlen, "%s '%.40s...': longer than 255 bytes",
 		    kind, name);
 		return BROKER_ERR;
 	}

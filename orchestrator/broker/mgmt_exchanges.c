@@ -15,7 +15,7 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_get_exchange: no client or result");
+		errbuf_set(err, errlen, "mgmt_get_exchange: no client or result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
@@ -28,14 +28,14 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 	if (rc != 0)
 		return rc;
 	if (!json_is_object(j) || str_member(j, "name") == NULL) {
-		seterr(err, errlen, "GET %s: answer is not an exchange", p.s);
+		errbuf_set(err, errlen, "GET %s: answer is not an exchange", p.s);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
 	}
 	if ((out->arguments = object_member(j, "arguments")) == NULL) {
 		json_decref(j);
 		memset(out, 0, sizeof(*out));
-		seterr(err, errlen, "mgmt_get_exchange: out of memory");
+		errbuf_set(err, errlen, "mgmt_get_exchange: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	out->json = j;
@@ -79,7 +79,7 @@ get_list(struct mgmt *m, const char *path, size_t size, fill_fn fill,
 	len = json_array_size(j);
 	if (len > 0 && (a = calloc(len, size)) == NULL) {
 		rc = MGMT_ERR_NOMEM;
-		seterr(err, errlen, "GET %s: out of memory", path);
+		errbuf_set(err, errlen, "GET %s: out of memory", path);
 		goto done;
 	}
 	for (i = 0; i < len; i++)
@@ -114,7 +114,7 @@ fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
 	if (b->source == NULL || b->destination == NULL ||
 	    b->routing_key == NULL || b->properties_key == NULL ||
 	    dt == NULL) {
-		seterr(err, errlen, "GET %s: binding %zu of the answer "
+		errbuf_set(err, errlen, "GET %s: binding %zu of the answer "
 		    "lacks a field", path, i);
 		return MGMT_ERR_ANSWER;
 	}
@@ -123,12 +123,12 @@ fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
 	else if (strcmp(dt, "exchange") == 0)
 		b->destination_type = MGMT_DEST_EXCHANGE;
 	else {
-		seterr(err, errlen, "GET %s: binding %zu has "
+		errbuf_set(err, errlen, "GET %s: binding %zu has "
 		    "destination_type \"%s\"", path, i, dt);
 		return MGMT_ERR_ANSWER;
 	}
 	if ((b->arguments = object_member(it, "arguments")) == NULL) {
-		seterr(err, errlen, "GET %s: out of memory", path);
+		errbuf_set(err, errlen, "GET %s: out of memory", path);
 		return MGMT_ERR_NOMEM;
 	}
 	return 0;
@@ -143,7 +143,7 @@ mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_bindings_from: no client or "
+		errbuf_set(err, errlen, "mgmt_list_bindings_from: no client or "
 		    "result");
 		return MGMT_ERR_ARG;
 	}
@@ -185,13 +185,13 @@ fill_policy(json_t *it, size_t i, void *elem, const char *path, char *err,
 	pol->priority = (int)json_integer_value(json_object_get(it,
 	    "priority"));
 	if (pol->name == NULL || pol->pattern == NULL) {
-		seterr(err, errlen, "GET %s: policy %zu of the answer "
+		errbuf_set(err, errlen, "GET %s: policy %zu of the answer "
 		    "has no name or pattern", path, i);
 		return MGMT_ERR_ANSWER;
 	}
 	if ((pol->definition = object_member(it, "definition")) ==
 	    NULL) {
-		seterr(err, errlen, "GET %s: out of memory", path);
+		errbuf_set(err, errlen, "GET %s: out of memory", path);
 		return MGMT_ERR_NOMEM;
 	}
 	return 0;
@@ -206,7 +206,7 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_policies: no client or result");
+		errbuf_set(err, errlen, "mgmt_list_policies: no client or result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
@@ -239,7 +239,7 @@ mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
 	int rc;
 
 	if (m == NULL || pattern == NULL || !json_is_object(definition)) {
-		seterr(err, errlen, "mgmt_put_policy: no client, pattern or "
+		errbuf_set(err, errlen, "mgmt_put_policy: no client, pattern or "
 		    "definition object");
 		return MGMT_ERR_ARG;
 	}
@@ -274,7 +274,7 @@ mgmt_delete_policy(struct mgmt *m, const char *name, char *err,
 	int rc;
 
 	if (m == NULL) {
-		seterr(err, errlen, "mgmt_delete_policy: no client");
+		errbuf_set(err, errlen, "mgmt_delete_policy: no client");
 		return MGMT_ERR_ARG;
 	}
 	if ((rc = path_object(&p, m, "/api/policies/", name, "policy", err,

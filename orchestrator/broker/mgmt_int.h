@@ -14,6 +14,8 @@
 #include <jansson.h>
 
 #include "mgmt.h"
+#include "clock.h"
+#include "errbuf.h"
 #include "httpbody.h"
 
 #define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
@@ -55,26 +57,11 @@ struct path {
 	int	overflow;
 };
 
-static inline void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static inline void
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static inline int
 check_name(const char *name, const char *kind, char *err, size_t errlen)
 {
 	if (name == NULL || name[0] == '\0') {
-		seterr(err, errlen, "mgmt: %s name is empty", kind);
+		errbuf_set(err, errlen, "mgmt: %s name is empty", kind);
 		return MGMT_ERR_ARG;
 	}
 	return 0;

@@ -47,7 +47,7 @@ int
 body_error(const char *method, const struct path *p, char *err,
     size_t errlen)
 {
-	seterr(err, errlen, "%s %s: cannot build the request body (out of "
+	errbuf_set(err, errlen, "%s %s: cannot build the request body (out of "
 	    "memory, or a string that is not UTF-8)", method, p->s);
 	return MGMT_ERR_ARG;
 }

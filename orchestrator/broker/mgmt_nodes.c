@@ -15,7 +15,7 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_nodes: no client or result");
+		errbuf_set(err, errlen, "mgmt_list_nodes: no client or result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
@@ -24,7 +24,7 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 	n = json_array_size(out->json);
 	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
 		mgmt_node_list_free(out);
-		seterr(err, errlen, "GET /api/nodes: out of memory");
+		errbuf_set(err, errlen, "GET /api/nodes: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	for (out->n = 0; out->n < n; out->n++) {
@@ -32,7 +32,7 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 		struct mgmt_node *nd = &out->v[out->n];
 
 		if ((nd->name = str_member(it, "name")) == NULL) {
-			seterr(err, errlen, "GET /api/nodes: node %zu of the answer "
+			errbuf_set(err, errlen, "GET /api/nodes: node %zu of the answer "
 			    "has no name", out->n);
 			mgmt_node_list_free(out);
 			return MGMT_ERR_ANSWER;
@@ -73,7 +73,7 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_queue_places: no client or result");
+		errbuf_set(err, errlen, "mgmt_list_queue_places: no client or result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
@@ -86,7 +86,7 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 	n = json_array_size(out->json);
 	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
 		mgmt_queue_place_list_free(out);
-		seterr(err, errlen, "GET /api/queues: out of memory");
+		errbuf_set(err, errlen, "GET /api/queues: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	for (i = 0; i < n; i++) {

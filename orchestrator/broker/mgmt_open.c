@@ -31,28 +31,28 @@ parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
 
 	if ((u = curl_url()) == NULL) {
 		rc = MGMT_ERR_NOMEM;
-		seterr(err, errlen, "mgmt: out of memory");
+		errbuf_set(err, errlen, "mgmt: out of memory");
 		goto done;
 	}
 	/* The URL itself is only quoted once known to carry no credentials. */
 	if (curl_url_set(u, CURLUPART_URL, base_url, 0) != CURLUE_OK) {
 		if (strchr(base_url, '@') != NULL)
-			seterr(err, errlen, "mgmt: the management URL is not a "
+			errbuf_set(err, errlen, "mgmt: the management URL is not a "
 			    "valid URL");
 		else
-			seterr(err, errlen, "mgmt: management URL \"%s\" is "
+			errbuf_set(err, errlen, "mgmt: management URL \"%s\" is "
 			    "not a valid URL", base_url);
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
-		seterr(err, errlen, "mgmt: the management URL must not carry "
+		errbuf_set(err, errlen, "mgmt: the management URL must not carry "
 		    "credentials; give username and password (env:NAME)");
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
 	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
-		seterr(err, errlen, "mgmt: management URL \"%s\": scheme must "
+		errbuf_set(err, errlen, "mgmt: management URL \"%s\": scheme must "
 		    "be http or https", base_url);
 		goto done;
 	}
@@ -60,12 +60,12 @@ parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
 	part = NULL;
 	if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-		seterr(err, errlen, "mgmt: management URL \"%s\": no query or "
+		errbuf_set(err, errlen, "mgmt: management URL \"%s\": no query or "
 		    "fragment allowed", base_url);
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
-		seterr(err, errlen, "mgmt: management URL \"%s\" is not a "
+		errbuf_set(err, errlen, "mgmt: management URL \"%s\" is not a "
 		    "valid URL", base_url);
 		goto done;
 	}
@@ -74,7 +74,7 @@ parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
 		n--;
 	if ((m->base = malloc(n + 1)) == NULL) {
 		rc = MGMT_ERR_NOMEM;
-		seterr(err, errlen, "mgmt: out of memory");
+		errbuf_set(err, errlen, "mgmt: out of memory");
 		goto done;
 	}
 	memcpy(m->base, url, n);
@@ -97,34 +97,34 @@ open_check(const char *base_url, const char *vhost, const char *username,
 {
 	if (out == NULL || base_url == NULL || vhost == NULL ||
 	    username == NULL || password_ref == NULL) {
-		seterr(err, errlen, "mgmt_open: missing argument");
+		errbuf_set(err, errlen, "mgmt_open: missing argument");
 		return MGMT_ERR_ARG;
 	}
 	if (vhost[0] == '\0' || username[0] == '\0') {
-		seterr(err, errlen, "mgmt_open: %s is empty",
+		errbuf_set(err, errlen, "mgmt_open: %s is empty",
 		    vhost[0] == '\0' ? "virtual host" : "username");
 		return MGMT_ERR_ARG;
 	}
 	if (timeout_ms <= 0) {
-		seterr(err, errlen, "mgmt_open: timeout must be positive, not "
+		errbuf_set(err, errlen, "mgmt_open: timeout must be positive, not "
 		    "%ld ms", timeout_ms);
 		return MGMT_ERR_ARG;
 	}
 	/* Never quote PASSWORD_REF unless it is a reference: it could be a
 	 * password given by mistake. */
 	if (strncmp(password_ref, "env:", 4) != 0) {
-		seterr(err, errlen, "mgmt_open: the password must be a "
+		errbuf_set(err, errlen, "mgmt_open: the password must be a "
 		    "reference env:NAME (a literal password is not accepted)");
 		return MGMT_ERR_ARG;
 	}
 	*envname = password_ref + 4;
 	if (!valid_env_name(*envname)) {
-		seterr(err, errlen, "mgmt_open: password reference %s: \"%s\" "
+		errbuf_set(err, errlen, "mgmt_open: password reference %s: \"%s\" "
 		    "is not a variable name", password_ref, *envname);
 		return MGMT_ERR_ARG;
 	}
 	if (getenv(*envname) == NULL) {
-		seterr(err, errlen, "mgmt_open: password reference %s: "
+		errbuf_set(err, errlen, "mgmt_open: password reference %s: "
 		    "variable %s is not set", password_ref, *envname);
 		return MGMT_ERR_ARG;
 	}
@@ -144,11 +144,11 @@ open_curl(struct mgmt *m, char *err, size_t errlen)
 	    curl_slist_append(m->hdr_json,
 	    "Content-Type: application/json") == NULL ||
 	    curl_slist_append(m->hdr_json, "Expect:") == NULL) {
-		seterr(err, errlen, "mgmt_open: out of memory");
+		errbuf_set(err, errlen, "mgmt_open: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	if ((m->curl = curl_easy_init()) == NULL) {
-		seterr(err, errlen, "mgmt_open: curl_easy_init failed");
+		errbuf_set(err, errlen, "mgmt_open: curl_easy_init failed");
 		return MGMT_ERR_NOMEM;
 	}
 	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->curlerr);
@@ -182,12 +182,12 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 	    timeout_ms, out, &envname, err, errlen)) != 0)
 		return rc;
 	if ((m = calloc(1, sizeof(*m))) == NULL) {
-		seterr(err, errlen, "mgmt_open: out of memory");
+		errbuf_set(err, errlen, "mgmt_open: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	rc = MGMT_ERR_ARG;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		seterr(err, errlen, "mgmt_open: curl_global_init failed");
+		errbuf_set(err, errlen, "mgmt_open: curl_global_init failed");
 		goto done;
 	}
 	m->global_init = 1;
@@ -203,7 +203,7 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 	    (m->username = strdup(username)) == NULL ||
 	    (m->password_env = strdup(envname)) == NULL ||
 	    (m->vhost_enc = malloc(n)) == NULL) {
-		seterr(err, errlen, "mgmt_open: out of memory");
+		errbuf_set(err, errlen, "mgmt_open: out of memory");
 		goto done;
 	}
 	mgmt_escape(vhost, m->vhost_enc, n);

@@ -88,7 +88,7 @@ int
 path_check(const struct path *p, const char *what, char *err, size_t errlen)
 {
 	if (p->overflow) {
-		seterr(err, errlen, "%s: path longer than %d bytes once "
+		errbuf_set(err, errlen, "%s: path longer than %d bytes once "
 		    "encoded", what, PATH_MAX_LEN - 1);
 		return MGMT_ERR_ARG;
 	}

@@ -41,7 +41,7 @@ queues_from_json(const json_t *items, int stats, const char *what,
 	for (i = 0; i < n; i++) {
 		it = json_array_get(items, i);
 		if ((name = str_member(it, "name")) == NULL) {
-			seterr(err, errlen, "%s: queue %zu of the answer has "
+			errbuf_set(err, errlen, "%s: queue %zu of the answer has "
 			    "no name", what, i);
 			return MGMT_ERR_ANSWER;
 		}
@@ -55,7 +55,7 @@ queues_from_json(const json_t *items, int stats, const char *what,
 	    (out->strings = malloc(size + 1)) == NULL) {
 		free(out->v);
 		out->v = NULL;
-		seterr(err, errlen, "%s: out of memory for %zu queues", what,
+		errbuf_set(err, errlen, "%s: out of memory for %zu queues", what,
 		    n);
 		return MGMT_ERR_NOMEM;
 	}
@@ -179,12 +179,12 @@ mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out, char *err,
 	int rc;
 
 	if (out == NULL) {
-		seterr(err, errlen, "mgmt_list_queues: no result");
+		errbuf_set(err, errlen, "mgmt_list_queues: no result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
 	if (m == NULL) {
-		seterr(err, errlen, "mgmt_list_queues: no client");
+		errbuf_set(err, errlen, "mgmt_list_queues: no client");
 		return MGMT_ERR_ARG;
 	}
 	path_vhost(&p, m, "/api/queues/");
@@ -220,7 +220,7 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_get_queue: no client or result");
+		errbuf_set(err, errlen, "mgmt_get_queue: no client or result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
@@ -234,7 +234,7 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	if (rc != 0)
 		return rc;
 	if (!json_is_object(j) || str_member(j, "name") == NULL) {
-		seterr(err, errlen, "GET %.*s: answer is not a queue",
+		errbuf_set(err, errlen, "GET %.*s: answer is not a queue",
 		    (int)strcspn(p.s, "?"), p.s);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
@@ -244,7 +244,7 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	    "effective_policy_definition")) == NULL) {
 		json_decref(j);
 		memset(out, 0, sizeof(*out));
-		seterr(err, errlen, "mgmt_get_queue: out of memory");
+		errbuf_set(err, errlen, "mgmt_get_queue: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	out->json = j;

@@ -130,27 +130,27 @@ transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
 		else
 			phrase = NULL;
 		if (phrase != NULL)
-			seterr(err, errlen, "%s: %s (%s)", what, phrase,
+			errbuf_set(err, errlen, "%s: %s (%s)", what, phrase,
 			    m->base);
 		else
-			seterr(err, errlen, "%s: cannot connect: %s (%s)",
+			errbuf_set(err, errlen, "%s: cannot connect: %s (%s)",
 			    what, detail, m->base);
 		break;
 	case CURLE_OPERATION_TIMEDOUT:
-		seterr(err, errlen, "%s: timed out (connect %ld ms, request "
+		errbuf_set(err, errlen, "%s: timed out (connect %ld ms, request "
 		    "%ld ms): %s (%s)", what, m->connect_ms, m->total_ms,
 		    detail, m->base);
 		break;
 	case CURLE_COULDNT_RESOLVE_HOST:
-		seterr(err, errlen, "%s: cannot resolve host: %s (%s)", what,
+		errbuf_set(err, errlen, "%s: cannot resolve host: %s (%s)", what,
 		    detail, m->base);
 		break;
 	case CURLE_GOT_NOTHING:
-		seterr(err, errlen, "%s: connection closed without an answer "
+		errbuf_set(err, errlen, "%s: connection closed without an answer "
 		    "(%s)", what, m->base);
 		break;
 	default:
-		seterr(err, errlen, "%s: %s (%s)", what, detail, m->base);
+		errbuf_set(err, errlen, "%s: %s (%s)", what, detail, m->base);
 		break;
 	}
 }
@@ -168,25 +168,25 @@ request_check(const struct mgmt *m, const char *method, const char *path,
 
 	if (!get && strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0 &&
 	    strcmp(method, "DELETE") != 0) {
-		seterr(err, errlen, "%s: method must be GET, PUT, POST or "
+		errbuf_set(err, errlen, "%s: method must be GET, PUT, POST or "
 		    "DELETE", what);
 		return MGMT_ERR_ARG;
 	}
 	if (strncmp(path, "/api/", 5) != 0) {
-		seterr(err, errlen, "%s: path must start with /api/", what);
+		errbuf_set(err, errlen, "%s: path must start with /api/", what);
 		return MGMT_ERR_ARG;
 	}
 	if (get && body != NULL) {
-		seterr(err, errlen, "%s: a GET has no body", what);
+		errbuf_set(err, errlen, "%s: a GET has no body", what);
 		return MGMT_ERR_ARG;
 	}
 	if ((*password = getenv(m->password_env)) == NULL) {
-		seterr(err, errlen, "%s: password reference env:%s: variable "
+		errbuf_set(err, errlen, "%s: password reference env:%s: variable "
 		    "%s is not set", what, m->password_env, m->password_env);
 		return MGMT_ERR_ARG;
 	}
 	if (body != NULL && !json_is_object(body) && !json_is_array(body)) {
-		seterr(err, errlen, "%s: body must be a JSON object or array",
+		errbuf_set(err, errlen, "%s: body must be a JSON object or array",
 		    what);
 		return MGMT_ERR_ARG;
 	}
@@ -203,13 +203,13 @@ request_prepare(const struct mgmt *m, const char *path, const json_t *body,
 	size_t n = strlen(m->base) + strlen(path) + 1;
 
 	if ((*url = malloc(n)) == NULL) {
-		seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return MGMT_ERR_NOMEM;
 	}
 	snprintf(*url, n, "%s%s", m->base, path);
 	if (body != NULL &&
 	    (*payload = json_dumps(body, JSON_COMPACT)) == NULL) {
-		seterr(err, errlen, "%s: cannot encode the body", what);
+		errbuf_set(err, errlen, "%s: cannot encode the body", what);
 		return MGMT_ERR_NOMEM;
 	}
 	return 0;
@@ -254,12 +254,12 @@ perform_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
     size_t errlen)
 {
 	if (m->answer.nomem) {
-		seterr(err, errlen, "%s: out of memory reading the answer",
+		errbuf_set(err, errlen, "%s: out of memory reading the answer",
 		    what);
 		return MGMT_ERR_NOMEM;
 	}
 	if (m->answer.toobig) {
-		seterr(err, errlen, "%s: answer larger than %u bytes", what,
+		errbuf_set(err, errlen, "%s: answer larger than %u bytes", what,
 		    MGMT_ANSWER_MAX);
 		return MGMT_ERR_ANSWER;
 	}
@@ -282,7 +282,7 @@ answer_json(struct mgmt *m, long status, const char *what, json_t **answer,
 		j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
 		if (j == NULL) {
 			excerpt(m, ex, sizeof(ex));
-			seterr(err, errlen, "%s: HTTP %ld but the answer is "
+			errbuf_set(err, errlen, "%s: HTTP %ld but the answer is "
 			    "not JSON (%s): %s", what, status, jerr.text, ex);
 			return MGMT_ERR_ANSWER;
 		}
@@ -306,16 +306,16 @@ answer_result(struct mgmt *m, long status, const char *what, json_t **answer,
 	if (status >= 200 && status <= 299)
 		return answer_json(m, status, what, answer, err, errlen);
 	if (status == 404) {
-		seterr(err, errlen, "%s: not found (HTTP 404)", what);
+		errbuf_set(err, errlen, "%s: not found (HTTP 404)", what);
 		return MGMT_NOT_FOUND;
 	}
 	excerpt(m, ex, sizeof(ex));
 	if (status == 401 || status == 403) {
-		seterr(err, errlen, "%s: HTTP %ld (%s) as user %s", what,
+		errbuf_set(err, errlen, "%s: HTTP %ld (%s) as user %s", what,
 		    status, ex, m->username);
 		return MGMT_ERR_AUTH;
 	}
-	seterr(err, errlen, "%s: HTTP %ld (%s)", what, status, ex);
+	errbuf_set(err, errlen, "%s: HTTP %ld (%s)", what, status, ex);
 	return MGMT_ERR_HTTP;
 }
 
@@ -336,7 +336,7 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 	if (http_status != NULL)
 		*http_status = 0;
 	if (m == NULL || method == NULL || path == NULL) {
-		seterr(err, errlen, "mgmt_request: no client, method or path");
+		errbuf_set(err, errlen, "mgmt_request: no client, method or path");
 		return MGMT_ERR_ARG;
 	}
 	describe(what, sizeof(what), method, path);
@@ -379,7 +379,7 @@ get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 	rc = mgmt_request(m, "GET", path, NULL, out, NULL, err, errlen);
 	if (rc == MGMT_NOT_FOUND) {
 		describe(what, sizeof(what), "GET", path);
-		seterr(err, errlen, "%s: not found (HTTP 404; does virtual "
+		errbuf_set(err, errlen, "%s: not found (HTTP 404; does virtual "
 		    "host \"%s\" exist?)", what, m->vhost);
 		return MGMT_ERR_HTTP;
 	}
@@ -387,7 +387,7 @@ get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 		return rc;
 	if (is_array ? !json_is_array(*out) : !json_is_object(*out)) {
 		describe(what, sizeof(what), "GET", path);
-		seterr(err, errlen, "%s: answer is not a JSON %s", what,
+		errbuf_set(err, errlen, "%s: answer is not a JSON %s", what,
 		    is_array ? "array" : "object");
 		json_decref(*out);
 		*out = NULL;

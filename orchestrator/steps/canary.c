@@ -11,7 +11,6 @@
  * and consumes in one process), so a wall-clock jump neither hides an
  * early delivery nor cuts a wait short; wall times are only recorded. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include <openssl/rand.h>
 
 #include "duration.h"
+#include "hex.h"
 #include "parking.h"
 #include "publish.h"
 #include "sentences.h"
@@ -77,20 +77,6 @@ struct canary {
 	long stale, foreign, duplicates;
 };
 
-static void appendf(char *, size_t, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Appends to BUF, separating from what is there with "; ". */
-static void
-appendf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	sentences_vadd(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 static int
 new_batch(char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -101,8 +87,7 @@ new_batch(char *out, size_t outlen, char *err, size_t errlen)
 		snprintf(err, errlen, "no random bytes for a canary batch id");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, sizeof(rnd), hex);
 	snprintf(out, outlen, "%" PRId64 "-%s", clock_now_ms(), hex);
 	return 0;
 }
@@ -227,10 +212,10 @@ check_path(const struct canary *k, struct sent *s, const struct broker_delivery 
 		ladder_dead_letter_exchange(l, low, want, sizeof(want));
 	s->detail[0] = '\0';
 	if (d->exchange == NULL || strcmp(d->exchange, want) != 0)
-		appendf(s->detail, sizeof(s->detail), "delivered by exchange '%s', "
+		sentences_add(s->detail, sizeof(s->detail), "delivered by exchange '%s', "
 		    "expected '%s'", d->exchange ? d->exchange : "", want);
 	if (d->routing_key == NULL || strcmp(d->routing_key, s->rc.routing_key) != 0)
-		appendf(s->detail, sizeof(s->detail), "routing key '%s', sent '%s'",
+		sentences_add(s->detail, sizeof(s->detail), "routing key '%s', sent '%s'",
 		    d->routing_key ? d->routing_key : "", s->rc.routing_key);
 	for (size_t i = 0; i < d->ndeaths; i++) {
 		const struct broker_death *x = &d->deaths[i];
@@ -240,27 +225,27 @@ check_path(const struct canary *k, struct sent *s, const struct broker_delivery 
 			if (strcmp(q, k->level_queue[j]) == 0)
 				break;
 		if (j == l->levels) {
-			appendf(s->detail, sizeof(s->detail), "x-death names queue "
+			sentences_add(s->detail, sizeof(s->detail), "x-death names queue "
 			    "'%s', not a level of this ladder", q);
 			continue;
 		}
 		if (!(u >> j & 1))
-			appendf(s->detail, sizeof(s->detail), "waited in level %d "
+			sentences_add(s->detail, sizeof(s->detail), "waited in level %d "
 			    "(%s), whose bit is 0", j, q);
 		if (seen[j])
-			appendf(s->detail, sizeof(s->detail), "x-death names level "
+			sentences_add(s->detail, sizeof(s->detail), "x-death names level "
 			    "%d twice", j);
 		if (x->count != 1)
-			appendf(s->detail, sizeof(s->detail), "crossed level %d %"
+			sentences_add(s->detail, sizeof(s->detail), "crossed level %d %"
 			    PRId64 " times", j, x->count);
 		if (x->reason == NULL || strcmp(x->reason, "expired") != 0)
-			appendf(s->detail, sizeof(s->detail), "left level %d as '%s', "
+			sentences_add(s->detail, sizeof(s->detail), "left level %d as '%s', "
 			    "expected 'expired'", j, x->reason ? x->reason : "");
 		seen[j] = true;
 	}
 	for (j = l->levels - 1; j >= 0; j--)
 		if ((u >> j & 1) && !seen[j])
-			appendf(s->detail, sizeof(s->detail), "x-death lacks level %d "
+			sentences_add(s->detail, sizeof(s->detail), "x-death lacks level %d "
 			    "(%s): it never waited there", j, k->level_queue[j]);
 	if (s->detail[0] != '\0')
 		s->outcome = "wrong_path";
@@ -597,12 +582,12 @@ summarise(const struct canary *k, json_t *result, char *why, size_t whylen)
 		else
 			wrong++;
 		if (bad++ < ERRORS_LISTED)
-			appendf(why, whylen, "%s (%" PRIu64 " unit%s) %s: %s",
+			sentences_add(why, whylen, "%s (%" PRIu64 " unit%s) %s: %s",
 			    duration_format(s->delay_ms, d, sizeof(d)), s->rc.units,
 			    s->rc.units == 1 ? "" : "s", o, s->detail);
 	}
 	if (bad > ERRORS_LISTED)
-		appendf(why, whylen, "and %zu more", bad - ERRORS_LISTED);
+		sentences_add(why, whylen, "and %zu more", bad - ERRORS_LISTED);
 	if (nlate > 0)
 		qsort(late, nlate, sizeof(*late), cmp_i64);
 	sum = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
@@ -709,7 +694,7 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		goto done;
 	bad = summarise(k, *result, failed, sizeof(failed));
 	if (pr != 0)
-		appendf(failed, sizeof(failed), "parking: %s", pdetail);
+		sentences_add(failed, sizeof(failed), "parking: %s", pdetail);
 	if (bad > 0 || pr != 0) {
 		snprintf(err, errlen, "canary failed: %s", failed);
 		goto done;
@@ -719,13 +704,13 @@ done:
 	/* Remove the canary queue and its binding, also after a failure. */
 	why[0] = '\0';
 	if (consuming && broker_cancel(c->amqp, pdetail, sizeof(pdetail)) != 0)
-		appendf(why, sizeof(why), "cancelling the consumer: %s", pdetail);
+		sentences_add(why, sizeof(why), "cancelling the consumer: %s", pdetail);
 	if (bound && broker_queue_unbind(c->amqp, k->queue, k->delivery, k->pattern,
 	    pdetail, sizeof(pdetail)) != 0)
-		appendf(why, sizeof(why), "unbinding the canary queue: %s", pdetail);
+		sentences_add(why, sizeof(why), "unbinding the canary queue: %s", pdetail);
 	if (declared && broker_queue_delete(c->amqp, k->queue, 0, &purged, pdetail,
 	    sizeof(pdetail)) != 0)
-		appendf(why, sizeof(why), "deleting the canary queue '%s': %s",
+		sentences_add(why, sizeof(why), "deleting the canary queue '%s': %s",
 		    k->queue, pdetail);
 	json_object_set_new(cleanup, "ok", json_boolean(why[0] == '\0'));
 	json_object_set_new(cleanup, "purged", json_integer(purged));

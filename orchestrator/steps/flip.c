@@ -1,9 +1,10 @@
 /* flip: turns the plan's feature flag on (flip) or off (rollback) with the
  * intent recorded before the call and the confirmation after, so that a
- * transition is never sent twice and never recorded without a read-back:
- * once any switch is recorded, the flag is read before each send, and a
- * flag already as wanted is not sent again (a toggle-style service would
- * undo it). */
+ * transition is never recorded without a read-back and not sent again
+ * once the flag reads as wanted: once any switch is recorded, the flag is
+ * read before each send, and a flag already as wanted is not sent again
+ * (a toggle-style service would undo it). flag_switch itself repeats a
+ * write that got no answer or a 5xx (step.h: what is not promised). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,8 @@
  * the old path: the latest moment a message that is in it, or still
  * enters it, can come out. Also the parts
  * of old_path.h that remove_old and the engine share with it. */
+#define _XOPEN_SOURCE 700	/* strptime */
+#define _DEFAULT_SOURCE		/* timegm */
 #include <sys/types.h>
 
 #include <stdarg.h>
@@ -11,10 +13,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "duration.h"
 #include "old_path.h"
 #include "pattern.h"
 #include "policy.h"
+#include "sentences.h"
 #include "step.h"
 
 #define NAMES_IN_ERR 10	/* queue names an error message lists at most */
@@ -22,12 +26,9 @@
 int64_t
 old_now_ms(const struct step_ctx *c)
 {
-	struct timespec ts;
-
 	if (c != NULL && c->now_ms != 0)
 		return c->now_ms;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_now_ms();
 }
 
 int64_t
@@ -61,23 +62,10 @@ old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_
 	return h;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 char *
 old_time_format(int64_t ms, char *out, size_t outlen)
 {
+	char date[32];
 	time_t secs;
 	struct tm tm;
 	int64_t frac;
@@ -86,42 +74,45 @@ old_time_format(int64_t ms, char *out, size_t outlen)
 	if (frac < 0)
 		frac += 1000;
 	secs = (time_t)((ms - frac) / 1000);
-	if (gmtime_r(&secs, &tm) == NULL) {
+	if (gmtime_r(&secs, &tm) == NULL ||
+	    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
 		snprintf(out, outlen, "%lld ms", (long long)ms);
 		return out;
 	}
 	if (frac != 0)
-		snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		    tm.tm_min, tm.tm_sec, (int)frac);
+		snprintf(out, outlen, "%s.%03dZ", date, (int)frac);
 	else
-		snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		    tm.tm_min, tm.tm_sec);
+		snprintf(out, outlen, "%sZ", date);
 	return out;
 }
 
-/* Reads exactly N digits at *P into *V and advances *P. Returns 0 or -1. */
+/* RFC 3339's date and time without fraction or offset, as old_time_parse
+ * takes it: 'd' a digit, 'T' either case of the letter, the rest itself. */
+static const char stamp_shape[] = "dddd-dd-ddTdd:dd:dd";
+
+/* Whether the first bytes of P have stamp_shape (strptime alone would take
+ * fewer digits, spaces and signs). */
 static int
-digits(const char **p, int n, int *v)
+has_stamp_shape(const char *p)
 {
-	*v = 0;
-	for (int i = 0; i < n; i++) {
-		if ((*p)[i] < '0' || (*p)[i] > '9')
-			return -1;
-		*v = *v * 10 + ((*p)[i] - '0');
+	for (size_t i = 0; stamp_shape[i] != '\0'; i++) {
+		char c = p[i], want = stamp_shape[i];
+
+		if (want == 'd' ? (c < '0' || c > '9') :
+		    want == 'T' ? (c != 'T' && c != 't') : c != want)
+			return 0;
 	}
-	*p += n;
-	return 0;
+	return 1;
 }
 
 int
 old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 {
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	const char *p = text;
-	int y, mo, d, h, mi, s, frac = 0, nfrac = 0;
-	char when[40];
+	char stamp[sizeof(stamp_shape)], when[40];
+	const char *p;
+	struct tm tm, back;
+	time_t secs;
+	int frac = 0, nfrac = 0;
 	size_t i;
 
 	if (text == NULL || *text == '\0')
@@ -142,13 +133,16 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-	    digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
+	if (!has_stamp_shape(text))
 		goto bad;
-	p++;
-	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) || *p++ != ':' ||
-	    digits(&p, 2, &s))
+	memcpy(stamp, text, sizeof(stamp) - 1);
+	stamp[sizeof(stamp) - 1] = '\0';
+	stamp[10] = 'T';
+	memset(&tm, 0, sizeof(tm));
+	p = strptime(stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (p == NULL || *p != '\0' || tm.tm_year < 70)
 		goto bad;
+	p = text + sizeof(stamp) - 1;
 	if (*p == '.') {
 		p++;
 		while (*p >= '0' && *p <= '9') {
@@ -164,12 +158,17 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	}
 	if ((*p != 'Z' && *p != 'z') || p[1] != '\0')
 		goto bad;
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-	    mi > 59 || s > 59 ||
-	    (mo == 2 && d == 29 && (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0))))
+	/* timegm carries a day, hour or second past its range into the next
+	 * (February 30th is March 2nd, 23:59:60 is the next minute): a time
+	 * that does not come back as written is refused. */
+	back = tm;
+	secs = timegm(&back);
+	if (secs == (time_t)-1 || back.tm_year != tm.tm_year ||
+	    back.tm_mon != tm.tm_mon || back.tm_mday != tm.tm_mday ||
+	    back.tm_hour != tm.tm_hour || back.tm_min != tm.tm_min ||
+	    back.tm_sec != tm.tm_sec)
 		goto bad;
-	*ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 +
-	    (int64_t)s * 1000 + frac;
+	*ms = (int64_t)secs * 1000 + frac;
 	if (*ms < OLD_TIME_MIN_MS) {
 		snprintf(err, errlen, "'%.80s' is before 2000: no message entered "
 		    "the old path then, and every deadline from it is long past", text);
@@ -205,17 +204,10 @@ static void add_note(struct old_queue *oq, const char *fmt, ...)
 static void
 add_note(struct old_queue *oq, const char *fmt, ...)
 {
-	size_t off = strlen(oq->note);
 	va_list ap;
 
-	if (off > 0 && off + 2 < sizeof(oq->note)) {
-		memcpy(oq->note + off, "; ", 3);
-		off += 2;
-	}
-	if (off + 1 >= sizeof(oq->note))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(oq->note + off, sizeof(oq->note) - off, fmt, ap);
+	sentences_vadd(oq->note, sizeof(oq->note), fmt, ap);
 	va_end(ap);
 }
 

@@ -15,6 +15,7 @@
 #include "duration.h"
 #include "fault.h"
 #include "old_path.h"
+#include "sentences.h"
 #include "step.h"
 
 #define REASON_MAX 512
@@ -179,14 +180,12 @@ static void
 unseal(struct worker *wk, struct item *it)
 {
 	char why[512];
-	size_t off;
 
 	if (it->markers == 0 ||
 	    old_fence_unseal(wk->b, it->name, it->fence->policy, &it->markers, why,
 	    sizeof(why)) == 0)
 		return;
-	off = strlen(it->reason);
-	snprintf(it->reason + off, sizeof(it->reason) - off, "; %d marker message%s "
+	sentences_add(it->reason, sizeof(it->reason), "%d marker message%s "
 	    "(id '%s') could not be taken back and will dead-letter with its TTL: %s",
 	    it->markers, it->markers == 1 ? "" : "s", it->fence->policy, why);
 }
@@ -769,13 +768,14 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	counts[OUT_LEFT] += counts[OUT_NONE];
 	err[0] = '\0';
 	if (lost > 0)
-		off = (size_t)snprintf(err, errlen, "%lld message%s entered quorum old "
+		sentences_add(err, errlen, "%lld message%s entered quorum old "
 		    "queues between the check and the delete and %s deleted with them "
-		    "(see \"purged\")%s", (long long)lost, lost == 1 ? "" : "s",
-		    lost == 1 ? "was" : "were", counts[OUT_LEFT] ? "; " : "");
-	if (counts[OUT_LEFT] > 0 && off < errlen) {
-		off += (size_t)snprintf(err + off, errlen - off, "%zu of %zu old queues "
+		    "(see \"purged\")", (long long)lost, lost == 1 ? "" : "s",
+		    lost == 1 ? "was" : "were");
+	if (counts[OUT_LEFT] > 0) {
+		sentences_add(err, errlen, "%zu of %zu old queues "
 		    "%s left:", counts[OUT_LEFT], nitems, o->dry_run ? "would be" : "are");
+		off = strlen(err);
 		for (i = 0; i < nitems && off < errlen; i++) {
 			if (items[i].outcome != OUT_LEFT && items[i].outcome != OUT_NONE)
 				continue;
@@ -789,8 +789,8 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 			named++;
 		}
 	}
-	if (fence_err[0] != '\0' && off < errlen)
-		snprintf(err + off, errlen - off, "%s%s", off ? "; " : "", fence_err);
+	if (fence_err[0] != '\0')
+		sentences_add(err, errlen, "%s", fence_err);
 	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0')
 		goto done;
 	rc = 0;

@@ -149,8 +149,15 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 /* flip: switches new delayed publishes to the ladder by turning the plan's
  * feature flag on, then reads it back. Records its intent before calling
  * the flag service ("flip.requested") and the confirmation after
- * ("flip.confirmed") in C->store, so that a flip resumed after a crash
- * first reads the flag and never sends the same transition twice. */
+ * ("flip.confirmed") in C->store. Once any flag event of the plan is
+ * recorded (a flip resumed after a crash, retried, or after a rollback),
+ * the flag is read before sending: a flag already on is not sent again
+ * (only the confirmation is recorded), and one that cannot be read is not
+ * switched at all. Not promised: that the service receives the transition
+ * once. The plan's first send is not preceded by a read, and within one
+ * send flag_switch repeats the write after no answer or a 5xx, so a
+ * set-style call (unleash's /on, a PUT of the value) is safe, a toggle is
+ * not. Without C->store nothing is recorded and nothing read first. */
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a

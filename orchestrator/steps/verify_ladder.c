@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "sentences.h"
 #include "step.h"
 #include "topology.h"
 
@@ -86,25 +87,6 @@ arg_equal(const struct topology_arg *a, const json_t *j)
 	return json_is_string(j) && strcmp(json_string_value(j), a->str) == 0;
 }
 
-/* Appends one difference to DIFF (DIFFLEN bytes), "; "-separated. */
-static void add_diff(char *diff, size_t difflen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-add_diff(char *diff, size_t difflen, const char *fmt, ...)
-{
-	size_t off = strlen(diff);
-	va_list ap;
-
-	if (off > 0 && off < difflen)
-		off += (size_t)snprintf(diff + off, difflen - off, "; ");
-	if (off >= difflen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(diff + off, difflen - off, fmt, ap);
-	va_end(ap);
-}
-
 /* Adds to DIFF every way the queue's ARGS differ from the planned ones, and
  * every unplanned argument that could drop, delay or misroute a message.
  * Returns how many differences it found. */
@@ -122,7 +104,7 @@ arg_diffs(const struct topology_queue *q, const json_t *args, char *diff, size_t
 			continue;               /* compared with the queue's type */
 		j = json_object_get(args, a->key);
 		if (!arg_equal(a, j)) {
-			add_diff(diff, difflen, "%s is %s, the plan wants %s", a->key,
+			sentences_add(diff, difflen, "%s is %s, the plan wants %s", a->key,
 			    json_text(j, have, sizeof(have)),
 			    topology_arg_format(a, want, sizeof(want)));
 			n++;
@@ -132,7 +114,7 @@ arg_diffs(const struct topology_queue *q, const json_t *args, char *diff, size_t
 		const json_t *aj = json_object_get(args, queue_keys[k].arg);
 
 		if (aj != NULL && topology_arg_find(q->args, q->nargs, queue_keys[k].arg) == NULL) {
-			add_diff(diff, difflen, "unplanned argument %s = %s", queue_keys[k].arg,
+			sentences_add(diff, difflen, "unplanned argument %s = %s", queue_keys[k].arg,
 			    json_text(aj, have, sizeof(have)));
 			n++;
 		}
@@ -156,7 +138,7 @@ policy_diffs(const struct topology_queue *q, const json_t *def, const char *name
 
 		if (pj == NULL || (a != NULL && arg_equal(a, pj)))
 			continue;
-		add_diff(diff, difflen, "policy '%s' sets %s = %s, the plan wants %s",
+		sentences_add(diff, difflen, "policy '%s' sets %s = %s, the plan wants %s",
 		    name ? name : "?", queue_keys[k].policy, json_text(pj, have, sizeof(have)),
 		    a ? topology_arg_format(a, want, sizeof(want)) : "it unset");
 		n++;
@@ -214,12 +196,12 @@ verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *
 		goto done;
 	}
 	if (type != NULL && strcmp(qi.q.type, type->str) != 0) {
-		add_diff(diff, sizeof(diff), "type is %s, the plan wants %s", qi.q.type,
+		sentences_add(diff, sizeof(diff), "type is %s, the plan wants %s", qi.q.type,
 		    type->str);
 		n++;
 	}
 	if (!qi.q.durable) {
-		add_diff(diff, sizeof(diff), "not durable");
+		sentences_add(diff, sizeof(diff), "not durable");
 		n++;
 	}
 	/* The queue's own report of its effective policy lags by the statistics
@@ -266,7 +248,7 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exch
 		snprintf(err, errlen, "reading exchange '%s': %s", x->name, why);
 		return -1;
 	}
-#define ADD(...) add_diff(diff, sizeof(diff), __VA_ARGS__)
+#define ADD(...) sentences_add(diff, sizeof(diff), __VA_ARGS__)
 	if (strcmp(mx.type, x->type) != 0)
 		ADD("type is %s, the plan wants %s", mx.type, x->type);
 	if (!mx.durable)

@@ -96,12 +96,11 @@
  * bench/watch_samples.c measured 4.4 MB against 178 MB.
  *
  * One fold, not a finer one for the last day and a coarser one beyond:
- * store_samples_downsample reads every row older than its limit and, per
- * row, scans the buckets being folded (its temporary table has no index),
- * so its cost is rows older than the limit x buckets folded; a one-minute
- * tier after an hour would make that about 100,000 x 34 every minute,
- * hours of CPU over 12 days, where this costs about five minutes (0.2 s
- * every 10 minutes at the end). */
+ * store_samples_downsample reads every row of the plan older than its
+ * limit (samples_plan_ts), folded or not, and looks each one's bucket up
+ * in its temporary table's index (temp.fold_key, store_engine.c), so each
+ * run costs about the rows older than the limit; a second tier would add
+ * a second such pass over the past at its own, shorter period. */
 #define DS_EVERY_MS		(10 * 60 * 1000)
 #define DS_AFTER_MS		(60 * 60 * 1000)
 #define DS_BUCKET_MS		(10 * 60 * 1000)

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "broker/broker.h"
+#include "clock.h"
 
 #define PWREF "env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS 5000
@@ -56,14 +57,8 @@ sleep_ms(long ms)
 		continue;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The shared clock (clock.h), under the name this file calls it by. */
+#define now_ms() clock_mono_ms()
 
 /* Names an object of this run and remembers it for the teardown. */
 static const char *

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "ladder.h"
 #include "plan.h"
 #include "publish.h"
@@ -41,14 +42,8 @@ set_names(const char *test)
 	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The shared clock (clock.h), under the name this file calls it by. */
+#define now_ms() clock_now_ms()
 
 static const char *
 need_env(const char *name)

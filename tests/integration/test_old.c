@@ -47,14 +47,8 @@ set_prefix(void)
 	itest_prefix_cleanup(stem);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The shared clock (clock.h), under the name this file calls it by. */
+#define now_ms() clock_now_ms()
 
 /* Loads a plan for the test broker whose old section is OLD_YAML (lines
  * indented by two) and whose allowance is ALLOWANCE. */

@@ -32,7 +32,7 @@ mgmt_overview(struct mgmt *m, struct mgmt_overview *ov, char *err,
 	int rc;
 
 	if (ov == NULL) {
-		seterr(err, errlen, "mgmt_overview: no result");
+		errbuf_set(err, errlen, "mgmt_overview: no result");
 		return MGMT_ERR_ARG;
 	}
 	memset(ov, 0, sizeof(*ov));
@@ -49,7 +49,7 @@ mgmt_overview(struct mgmt *m, struct mgmt_overview *ov, char *err,
 	copy_str(ov->node, sizeof(ov->node), str_member(j, "node"));
 	json_decref(j);
 	if (ov->rabbitmq_version[0] == '\0') {
-		seterr(err, errlen, "GET /api/overview: the answer has no "
+		errbuf_set(err, errlen, "GET /api/overview: the answer has no "
 		    "rabbitmq_version; is this a RabbitMQ management API?");
 		return MGMT_ERR_ANSWER;
 	}
@@ -68,7 +68,7 @@ get_page(struct mgmt *m, const char *name_regex, int page, int page_size,
 
 	*answer = NULL;
 	if (page < 1 || page_size < 1 || page_size > MGMT_PAGE_SIZE_MAX) {
-		seterr(err, errlen, "mgmt: page %d, page size %d: the page "
+		errbuf_set(err, errlen, "mgmt: page %d, page size %d: the page "
 		    "must be at least 1 and the size 1 to %d", page, page_size,
 		    MGMT_PAGE_SIZE_MAX);
 		return MGMT_ERR_ARG;
@@ -88,7 +88,7 @@ get_page(struct mgmt *m, const char *name_regex, int page, int page_size,
 		return rc;
 	if (!json_is_array(json_object_get(j, "items"))) {
 		describe(what, sizeof(what), "GET", p.s);
-		seterr(err, errlen, "%s: answer has no items array (not a "
+		errbuf_set(err, errlen, "%s: answer has no items array (not a "
 		    "paginated answer)", what);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
@@ -114,7 +114,7 @@ mgmt_list_queues_page(struct mgmt *m, const char *name_regex, int page,
 	int rc;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_queues_page: no client or "
+		errbuf_set(err, errlen, "mgmt_list_queues_page: no client or "
 		    "result");
 		return MGMT_ERR_ARG;
 	}
@@ -139,13 +139,13 @@ mgmt_list_queues_paged(struct mgmt *m, const char *name_regex,
 	int rc, page;
 
 	if (out == NULL || m == NULL) {
-		seterr(err, errlen, "mgmt_list_queues_paged: no client or "
+		errbuf_set(err, errlen, "mgmt_list_queues_paged: no client or "
 		    "result");
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
 	if ((all = json_array()) == NULL) {
-		seterr(err, errlen, "mgmt_list_queues_paged: out of memory");
+		errbuf_set(err, errlen, "mgmt_list_queues_paged: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	for (page = 1;; page++) {
@@ -154,7 +154,7 @@ mgmt_list_queues_paged(struct mgmt *m, const char *name_regex,
 			goto done;
 		if (json_array_extend(all, json_object_get(j, "items")) != 0) {
 			rc = MGMT_ERR_NOMEM;
-			seterr(err, errlen, "mgmt_list_queues_paged: out of "
+			errbuf_set(err, errlen, "mgmt_list_queues_paged: out of "
 			    "memory");
 			goto done;
 		}
@@ -189,7 +189,7 @@ binding_path(struct path *p, struct mgmt *m, const char *source,
 	    (rc = check_name(dest, "destination", err, errlen)) != 0)
 		return rc;
 	if (kind != MGMT_DEST_QUEUE && kind != MGMT_DEST_EXCHANGE) {
-		seterr(err, errlen, "mgmt: binding destination kind %d",
+		errbuf_set(err, errlen, "mgmt: binding destination kind %d",
 		    (int)kind);
 		return MGMT_ERR_ARG;
 	}
@@ -211,12 +211,12 @@ mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	int rc;
 
 	if (m == NULL || routing_key == NULL) {
-		seterr(err, errlen, "mgmt_add_binding: no client or routing "
+		errbuf_set(err, errlen, "mgmt_add_binding: no client or routing "
 		    "key");
 		return MGMT_ERR_ARG;
 	}
 	if (arguments != NULL && !json_is_object(arguments)) {
-		seterr(err, errlen, "mgmt_add_binding: arguments must be an "
+		errbuf_set(err, errlen, "mgmt_add_binding: arguments must be an "
 		    "object");
 		return MGMT_ERR_ARG;
 	}
@@ -234,7 +234,7 @@ mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	rc = mgmt_request(m, "POST", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
 	if (rc == MGMT_NOT_FOUND) {
-		seterr(err, errlen, "POST %s: not found (HTTP 404): exchange "
+		errbuf_set(err, errlen, "POST %s: not found (HTTP 404): exchange "
 		    "\"%s\" or %s \"%s\" does not exist", p.s, source,
 		    kind == MGMT_DEST_QUEUE ? "queue" : "exchange", dest);
 		rc = MGMT_ERR_HTTP;
@@ -250,7 +250,7 @@ mgmt_delete_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	int rc;
 
 	if (m == NULL || properties_key == NULL) {
-		seterr(err, errlen, "mgmt_delete_binding: no client or "
+		errbuf_set(err, errlen, "mgmt_delete_binding: no client or "
 		    "properties key");
 		return MGMT_ERR_ARG;
 	}
@@ -272,7 +272,7 @@ mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
 	int rc;
 
 	if (m == NULL || (arguments != NULL && !json_is_object(arguments))) {
-		seterr(err, errlen, "mgmt_put_queue: no client, or arguments "
+		errbuf_set(err, errlen, "mgmt_put_queue: no client, or arguments "
 		    "not an object");
 		return MGMT_ERR_ARG;
 	}
@@ -304,7 +304,7 @@ mgmt_delete_queue(struct mgmt *m, const char *name, int flags, char *err,
 	int rc;
 
 	if (m == NULL) {
-		seterr(err, errlen, "mgmt_delete_queue: no client");
+		errbuf_set(err, errlen, "mgmt_delete_queue: no client");
 		return MGMT_ERR_ARG;
 	}
 	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
@@ -330,7 +330,7 @@ mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
 
 	if (m == NULL || type == NULL ||
 	    (arguments != NULL && !json_is_object(arguments))) {
-		seterr(err, errlen, "mgmt_put_exchange: no client or type, or "
+		errbuf_set(err, errlen, "mgmt_put_exchange: no client or type, or "
 		    "arguments not an object");
 		return MGMT_ERR_ARG;
 	}
@@ -364,7 +364,7 @@ mgmt_delete_exchange(struct mgmt *m, const char *name, char *err,
 	int rc;
 
 	if (m == NULL) {
-		seterr(err, errlen, "mgmt_delete_exchange: no client");
+		errbuf_set(err, errlen, "mgmt_delete_exchange: no client");
 		return MGMT_ERR_ARG;
 	}
 	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,

@@ -1,0 +1,18 @@
+/* errbuf: the error buffer every module fills (DESIGN.md §5: functions
+ * return 0 or a negative code, and the caller reads why in char *err,
+ * size_t errlen). One formatter for all of them. */
+#ifndef CUTOVER_ERRBUF_H
+#define CUTOVER_ERRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Formats FMT into ERR (ERRLEN bytes), replacing what it held and cutting
+ * off what does not fit; ERR stays NUL-terminated. Does nothing when ERR
+ * is NULL or ERRLEN is 0, so callers may pass an optional buffer. */
+void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void errbuf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+#endif
