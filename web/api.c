@@ -7,9 +7,9 @@
 #include <jansson.h>
 
 #include "api.h"
-#include "engine.h"
 #include "log.h"
 #include "plan.h"
+#include "store_admit.h"
 #include "view.h"
 
 #define SEGS_MAX	8
@@ -238,7 +238,7 @@ submit(struct store *s, const char *body, size_t len, const char *actor,
 		api_error(r, 400, "the body holds a NUL byte: expected the plan's YAML");
 		return;
 	}
-	rc = engine_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
+	rc = store_plan_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
 	    sizeof(err));
 	if (rc == 1) {
 		if ((list = json_array()) != NULL)
@@ -353,7 +353,7 @@ command(struct store *s, const struct api_target *t, const char *body, size_t le
 		store_step_clear(&st);
 		idx = (int)t->arg - 1;
 	}
-	rc = engine_command(s, t->plan_id, kind, idx, t->route == API_ACK ? t->arg : 0,
+	rc = store_command_record(s, t->plan_id, kind, idx, t->route == API_ACK ? t->arg : 0,
 	    actor, comment, &cmd, err, sizeof(err));
 	if (rc == 1) {
 		api_error(r, 409, "%s", err);
