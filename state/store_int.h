@@ -9,6 +9,10 @@
 
 #include "store.h"
 
+/* The prev_hash of the first event of the chain. */
+#define ZERO_HASH \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
 struct store {
 	sqlite3 *db;
 	int transient;                    /* a failure since the last clear was
@@ -29,6 +33,9 @@ void store_copystr(char *dst, size_t dstlen, const unsigned char *src);
 
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
 char *store_dupcol(sqlite3_stmt *st, int col);
+
+/* The N (at most 32) bytes at MD as lowercase hex, NUL-terminated. */
+void store_tohex(const unsigned char *md, unsigned int n, char out[STORE_HASH_HEX]);
 
 /* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
