@@ -249,15 +249,26 @@ store_exec(struct store *s, const char *sql, const char *what, char *err,
 	return 0;
 }
 
-/* Steps a bound UPDATE; no row changed is an error naming MISSING. */
 int
-store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
-    const char *missing, char *err, size_t errlen)
+store_run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id, char *err,
+    size_t errlen)
 {
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		store_dberr(s, err, errlen, what);
 		return -1;
 	}
+	if (id != NULL)
+		*id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+/* Steps a bound UPDATE; no row changed is an error naming MISSING. */
+int
+store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
+    const char *missing, char *err, size_t errlen)
+{
+	if (store_run(s, st, what, NULL, err, errlen) != 0)
+		return -1;
 	if (sqlite3_changes(s->db) == 0) {
 		store_seterr(err, errlen, "%s: %s", what, missing);
 		return -1;

@@ -139,10 +139,8 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_bind_text(st, 6, details_json, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 7, prev, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 8, hash, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "appending event");
+	if (store_run(s, st, "appending event", NULL, err, errlen) != 0)
 		goto done;
-	}
 	sqlite3_finalize(st);
 	st = NULL;
 	if (store_exec(s, nested ? "RELEASE store_event" : "COMMIT",

@@ -54,12 +54,8 @@ store_plan_insert(struct store *s, const char *name, const char *yaml,
 	}
 	sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "inserting plan");
+	if (store_run(s, st, "inserting plan", id, err, errlen) != 0)
 		goto done;
-	}
-	if (id != NULL)
-		*id = sqlite3_last_insert_rowid(s->db);
 	rc = 0;
 done:
 	sqlite3_finalize(st);
@@ -207,10 +203,8 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 	sqlite3_bind_int(st, 2, idx);
 	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, gate != 0);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, what);
+	if (store_run(s, st, what, NULL, err, errlen) != 0)
 		goto done;
-	}
 	rc = 0;
 done:
 	sqlite3_finalize(st);

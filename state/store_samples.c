@@ -22,10 +22,8 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_bind_text(st, 3, metric, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, label != NULL ? label : "", -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 5, value);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "inserting sample");
+	if (store_run(s, st, "inserting sample", NULL, err, errlen) != 0)
 		goto done;
-	}
 	rc = 0;
 done:
 	sqlite3_finalize(st);
