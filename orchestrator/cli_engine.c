@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "plan.h"
 #include "store.h"
+#include "store_admit.h"
 #include "view.h"
 
 #define CLI_WAITING 3      /* cutover run: a gated step waits for approval */
@@ -127,7 +128,7 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 	int rc = 0, r;
 
 	if (plan_load_buffer("plan", yaml, len, &p, &errs) != 0)
-		goto done;                  /* engine_submit reports the errors */
+		goto done;                  /* store_plan_submit reports the errors */
 	r = store_plan_find(s, p->name, out, err, errlen);
 	if (r != 0) {
 		rc = r < 0 ? -1 : 0;
@@ -185,7 +186,7 @@ cli_run(int argc, char **argv)
 		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	r = engine_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
 	if (r == 1) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -310,7 +311,7 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 		    argv[optind + 1]);
 		goto fail;
 	}
-	r = engine_command(s, p.id, verb, idx, alert, o.as, o.comment, &id, err,
+	r = store_command_record(s, p.id, verb, idx, alert, o.as, o.comment, &id, err,
 	    sizeof(err));
 	if (r != 0)
 		goto fail;
@@ -575,7 +576,7 @@ cli_submit(int argc, char **argv)
 	/* Locally: recorded for the engine of `cutover serve --db FILE`. */
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	r = engine_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
 	if (r == 1) {
 		for (size_t i = 0; i < errs.n; i++)

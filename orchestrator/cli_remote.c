@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "api.h"
 #include "cli.h"
 #include "httpbody.h"
 
@@ -227,6 +228,18 @@ all_digits(const char *s)
 	return n > 0 && n <= 18 && s[n] == '\0' && s[0] != '0';
 }
 
+/* The path of route NAME (api_path) for plan ID, with ARG (may be NULL)
+ * as its next placeholder, into OUT (cut short when it does not fit). */
+static void
+plan_path(const char *name, long long id, const char *arg, char *out, size_t outlen)
+{
+	char ids[24];
+	const char *const args[] = { ids, arg };
+
+	snprintf(ids, sizeof(ids), "%lld", id);
+	api_path(name, args, out, outlen);
+}
+
 /* Resolves PLAN (an id or a name) to the id of the plan on the server.
  * Returns 0, or prints why not and returns -1. */
 static int
@@ -243,7 +256,8 @@ resolve_plan(struct remote *rm, const char *plan, long long *id)
 		fprintf(stderr, "cutover %s: no plan '%s' on %s\n", rm->verb, plan, rm->base);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/api/plans?name=%s", esc);
+	api_path("plans", NULL, path, sizeof(path));
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "?name=%s", esc);
 	curl_free(esc);
 	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
 		return -1;
@@ -272,7 +286,7 @@ resolve_step(struct remote *rm, long long id, const char *step, long long *n)
 		*n = strtoll(step, NULL, 10);
 		return 0;
 	}
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	plan_path("plan", id, NULL, path, sizeof(path));
 	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
 		return -1;
 	if (rm->status != 200) {
@@ -321,12 +335,14 @@ cli_remote_submit(const char *server, const char *file, const char *yaml, size_t
 {
 	struct remote rm;
 	json_t *e;
+	char path[32];
 	size_t i;
 	int rc = CLI_FAIL;
 
 	if (remote_open(&rm, "submit", server) != 0)
 		return CLI_FAIL;
-	if (remote_call(&rm, "POST", "/api/plans", yaml, len, "yaml") != 0)
+	api_path("submit", NULL, path, sizeof(path));
+	if (remote_call(&rm, "POST", path, yaml, len, "yaml") != 0)
 		goto done;
 	if (json)
 		pass_through(&rm);
@@ -358,7 +374,7 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 {
 	struct remote rm;
 	json_t *body = NULL;
-	char path[256], *text = NULL;
+	char path[256], num[24], *text = NULL;
 	long long id, n = 0;
 	int rc = CLI_FAIL;
 
@@ -369,15 +385,16 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 	if (strcmp(verb, "approve") == 0 || strcmp(verb, "retry") == 0) {
 		if (resolve_step(&rm, id, arg, &n) != 0)
 			goto done;
-		snprintf(path, sizeof(path), "/api/plans/%lld/steps/%lld/%s", id, n, verb);
+		snprintf(num, sizeof(num), "%lld", n);
+		plan_path(verb, id, num, path, sizeof(path));
 	} else if (strcmp(verb, "ack") == 0) {
 		if (!all_digits(arg)) {
 			fprintf(stderr, "cutover ack: ALERT is the alert's number\n");
 			goto done;
 		}
-		snprintf(path, sizeof(path), "/api/plans/%lld/alerts/%s/ack", id, arg);
+		plan_path("ack", id, arg, path, sizeof(path));
 	} else
-		snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+		plan_path("abort", id, NULL, path, sizeof(path));
 	if (comment != NULL) {
 		body = json_pack("{s:s}", "comment", comment);
 		if (body == NULL || (text = json_dumps(body, JSON_COMPACT)) == NULL) {
@@ -469,11 +486,11 @@ cli_remote_status(const char *server, const char *plan, int json)
 	if (remote_open(&rm, "status", server) != 0)
 		return CLI_FAIL;
 	if (plan == NULL)
-		snprintf(path, sizeof(path), "/api/plans");
+		api_path("plans", NULL, path, sizeof(path));
 	else if (resolve_plan(&rm, plan, &id) != 0)
 		goto done;
 	else
-		snprintf(path, sizeof(path), "/api/plans/%lld", id);
+		plan_path("plan", id, NULL, path, sizeof(path));
 	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
 		goto done;
 	if (rm.status != 200) {
@@ -506,7 +523,7 @@ cli_remote_history(const char *server, const char *plan, int json)
 		return CLI_FAIL;
 	if (resolve_plan(&rm, plan, &id) != 0)
 		goto done;
-	snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
+	plan_path("history", id, NULL, path, sizeof(path));
 	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
 		goto done;
 	if (rm.status != 200) {

@@ -47,8 +47,19 @@ static const char serve_help[] =
     "  but /healthz needs a token, and --operators is required.\n"
     "  --poll-ms N       how often the engine looks for commands and new plans (500)";
 
-int
-cli_serve(int argc, char **argv)
+/* What the command line asked for. */
+struct serve_args {
+	const char *db, *listen, *operators;
+	long poll;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	int loopback;
+};
+
+/* Reads the options into A. Returns 0 to go on, or -1 with *EXIT_CODE
+ * what cutover serve exits with (--help, or a usage error said). */
+static int
+parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
@@ -58,59 +69,59 @@ cli_serve(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct server_config cfg = { 0 };
-	struct engine_opts eo = { 0 };
-	struct sockaddr_storage ss;
-	struct sigaction sa;
-	struct server *sv = NULL;
-	struct auth *ops = NULL;
-	struct store *s = NULL;
-	struct store_lock lock = { -1 };
-	const char *db = NULL, *listen = DEFAULT_LISTEN, *operators = NULL;
 	char err[1024], *end;
-	socklen_t sslen;
-	long poll = 0;
-	int c, loopback, rc = CLI_FAIL;
+	int c;
 
+	memset(a, 0, sizeof(*a));
+	a->listen = DEFAULT_LISTEN;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'o': operators = optarg; break;
+		case 'd': a->db = optarg; break;
+		case 'l': a->listen = optarg; break;
+		case 'o': a->operators = optarg; break;
 		case 'p':
-			poll = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || poll < 10 || poll > 60000)
-				return cli_usage_error("serve", serve_usage,
-				    "--poll-ms takes 10 to 60000");
+			a->poll = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
+				goto usage_poll;
 			break;
 		case 'h':
 			printf("usage: %s\n\n%s\n", serve_usage, serve_help);
-			return CLI_OK;
+			*exit_code = CLI_OK;
+			return -1;
 		default:
-			return cli_usage_error("serve", serve_usage,
+			*exit_code = cli_usage_error("serve", serve_usage,
 			    "unknown or incomplete option '%s'", argv[optind - 1]);
+			return -1;
 		}
 	}
 	if (optind != argc)
-		return cli_usage_error("serve", serve_usage, "unexpected argument '%s'",
+		*exit_code = cli_usage_error("serve", serve_usage, "unexpected argument '%s'",
 		    argv[optind]);
-	if (db == NULL)
-		return cli_usage_error("serve", serve_usage, "--db FILE is required");
-	if (server_listen_parse(listen, &ss, &sslen, &loopback, err, sizeof(err)) != 0)
-		return cli_usage_error("serve", serve_usage, "%s", err);
-	if (!loopback && operators == NULL)
-		return cli_usage_error("serve", serve_usage, "listening on %s, which is not "
-		    "a loopback address, needs --operators: there every request but "
-		    "/healthz needs an operator's token", listen);
-	if (operators != NULL && auth_load(operators, &ops, err, sizeof(err)) != 0)
-		goto fail;
-	/* One engine per database: a second serve, or a run beside it, exits. */
-	if (store_lock_take(db, &lock, err, sizeof(err)) != 0)
-		goto fail;
-	if (store_open(db, &s, err, sizeof(err)) != 0)
-		goto fail;
+	else if (a->db == NULL)
+		*exit_code = cli_usage_error("serve", serve_usage, "--db FILE is required");
+	else if (server_listen_parse(a->listen, &a->ss, &a->sslen, &a->loopback, err,
+	    sizeof(err)) != 0)
+		*exit_code = cli_usage_error("serve", serve_usage, "%s", err);
+	else if (!a->loopback && a->operators == NULL)
+		*exit_code = cli_usage_error("serve", serve_usage, "listening on %s, which is "
+		    "not a loopback address, needs --operators: there every request but "
+		    "/healthz needs an operator's token", a->listen);
+	else
+		return 0;
+	return -1;
+usage_poll:
+	*exit_code = cli_usage_error("serve", serve_usage, "--poll-ms takes 10 to 60000");
+	return -1;
+}
+
+/* SIGINT and SIGTERM stop the engine at its next safe point (on_signal);
+ * a peer gone away is not a signal. */
+static void
+catch_signals(void)
+{
+	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -118,22 +129,54 @@ cli_serve(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	cfg.db = db;
-	cfg.listen = listen;
+/* The log line that says what is served and who may change it. */
+static void
+log_serving(const struct server *sv, const struct auth *ops, const struct serve_args *a)
+{
+	if (ops != NULL)
+		log_event("info", NULL, NULL, "serving %s on port %u: %zu operators from %s%s",
+		    a->db, (unsigned)server_port(sv), auth_count(ops), a->operators,
+		    a->loopback ? "; reads open on loopback" : "; every request needs a token");
+	else
+		log_event("info", NULL, NULL, "serving %s on port %u: no operators file, so "
+		    "every change is refused (start with --operators FILE)", a->db,
+		    (unsigned)server_port(sv));
+}
+
+int
+cli_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	struct server_config cfg = { 0 };
+	struct engine_opts eo = { 0 };
+	struct server *sv = NULL;
+	struct auth *ops = NULL;
+	struct store *s = NULL;
+	struct store_lock lock = { -1 };
+	char err[1024];
+	int rc = CLI_FAIL;
+
+	if (parse_args(argc, argv, &a, &rc) != 0)
+		return rc;
+	if (a.operators != NULL && auth_load(a.operators, &ops, err, sizeof(err)) != 0)
+		goto fail;
+	/* One engine per database: a second serve, or a run beside it, exits. */
+	if (store_lock_take(a.db, &lock, err, sizeof(err)) != 0)
+		goto fail;
+	if (store_open(a.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	catch_signals();
+
+	cfg.db = a.db;
+	cfg.listen = a.listen;
 	cfg.operators = ops;
 	if (server_start(&cfg, &sv, err, sizeof(err)) != 0)
 		goto fail;
-	if (ops != NULL)
-		log_event("info", NULL, NULL, "serving %s on port %u: %zu operators from %s%s",
-		    db, (unsigned)server_port(sv), auth_count(ops), operators,
-		    loopback ? "; reads open on loopback" : "; every request needs a token");
-	else
-		log_event("info", NULL, NULL, "serving %s on port %u: no operators file, so "
-		    "every change is refused (start with --operators FILE)", db,
-		    (unsigned)server_port(sv));
+	log_serving(sv, ops, &a);
 
-	eo.poll_ms = (int)poll;
+	eo.poll_ms = (int)a.poll;
 	eo.stop = &stop_flag;
 	if (engine_serve(s, &eo, err, sizeof(err)) != 0) {
 		log_event("error", NULL, NULL, "engine: %s", err);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "step.h"
 #include "step_kinds.h"
+#include "store_admit.h"
 
 #define ACTOR "engine"
 
@@ -237,171 +238,6 @@ engine_find_plan(struct store *s, const char *ref, struct store_plan *out, char 
 	return store_plan_find(s, ref, out, err, errlen);
 }
 
-int
-engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
-    size_t errlen)
-{
-	struct store_plan existing;
-	struct plan *p = NULL;
-	char sha[STORE_HASH_HEX];
-	json_t *d;
-	char *text = NULL;
-	int rc = -1, r;
-
-	if (plan_load_buffer(file, yaml, len, &p, errs) != 0)
-		return 1;
-	if (store_begin(s, err, errlen) != 0)
-		goto done;
-	r = store_plan_find(s, p->name, &existing, err, errlen);
-	if (r < 0)
-		goto fail;
-	if (r == 0 && (strcmp(existing.status, "running") == 0 ||
-	    strcmp(existing.status, "failed") == 0)) {
-		*plan_id = existing.id;
-		snprintf(err, errlen, "plan '%s' is already running (id %lld); abort it or "
-		    "let it finish first", p->name, (long long)existing.id);
-		rc = 2;
-		goto fail;
-	}
-	if (store_plan_insert(s, p->name, yaml, len, clock_now_ms(), plan_id, err,
-	    errlen) != 0 || store_plan_get(s, *plan_id, &existing, err, errlen) != 0)
-		goto fail;
-	snprintf(sha, sizeof(sha), "%s", existing.sha256);
-	for (size_t i = 0; i < p->nsteps; i++)
-		if (store_step_insert(s, *plan_id, (int)i,
-		    plan_step_kind_name(p->steps[i].kind), p->steps[i].gate, err, errlen) != 0)
-			goto fail;
-	d = json_pack("{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256",
-	    sha);
-	text = json_dumps(d, JSON_COMPACT);
-	json_decref(d);
-	if (store_append_event(s, *plan_id, clock_now_ms(), actor, "plan.submitted",
-	    text, NULL, err, errlen) != 0)
-		goto fail;
-	if (store_commit(s, err, errlen) != 0)
-		goto done;
-	log_event("info", p->name, NULL, "plan.submitted id=%lld steps=%zu",
-	    (long long)*plan_id, p->nsteps);
-	rc = 0;
-	goto done;
-fail:
-	store_rollback(s);
-done:
-	free(text);
-	plan_free(p);
-	return rc;
-}
-
-/* store_each_alert callback: clears *ARG when the alert is the one sought. */
-static int
-alert_is(const struct store_alert *a, void *arg)
-{
-	int64_t *want = arg;
-
-	if (a->id == *want) {
-		*want = 0;
-		return 1;
-	}
-	return 0;
-}
-
-/* What each operator command needs of the state it finds: the plan's
- * status, and the step's (approve, retry) or an open alert (ack). */
-struct command_rule {
-	const char *kind;
-	const char *plan_ok[2];        /* the plan statuses it applies to; NULL: any */
-	const char *plan_desc;         /* ... said as "needs it PLAN_DESC" */
-	const char *step_want;         /* the step status it needs, or NULL */
-	const char *step_desc;
-	int alert;                     /* needs an open alert */
-};
-
-static const struct command_rule command_rules[] = {
-	{ "approve", { "running", NULL }, "running", "waiting_approval",
-	    "waiting for approval", 0 },
-	{ "retry", { "failed", NULL }, "failed", "failed", "failed", 0 },
-	{ "abort", { "running", "failed" }, "running or failed", NULL, NULL, 0 },
-	{ "ack", { NULL, NULL }, NULL, NULL, NULL, 1 },
-};
-
-static const struct command_rule *
-command_rule(const char *kind)
-{
-	for (size_t i = 0; i < sizeof(command_rules) / sizeof(command_rules[0]); i++)
-		if (strcmp(command_rules[i].kind, kind) == 0)
-			return &command_rules[i];
-	return NULL;
-}
-
-/* Does command KIND (with STEP_IDX or ALERT_ID) make sense against plan P
- * as the store holds it now? Returns 0 when it does, 1 when not (WHY says
- * why), -1 when the store failed (ERR). */
-static int
-command_refusal(struct store *s, const struct store_plan *p, const char *kind,
-    int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen)
-{
-	const struct command_rule *cr = command_rule(kind);
-	struct store_step st = { 0 };
-	int64_t want = alert_id;
-	int r;
-
-	if (cr == NULL) {
-		snprintf(why, whylen, "unknown command '%s'", kind);
-		return 1;
-	}
-	if (cr->plan_ok[0] != NULL && strcmp(p->status, cr->plan_ok[0]) != 0 &&
-	    (cr->plan_ok[1] == NULL || strcmp(p->status, cr->plan_ok[1]) != 0)) {
-		snprintf(why, whylen, "plan '%s' is %s; %s needs it %s", p->name, p->status,
-		    kind, cr->plan_desc);
-		return 1;
-	}
-	if (cr->step_want != NULL) {
-		if ((r = store_step_get(s, p->id, step_idx, &st, err, errlen)) < 0)
-			return -1;
-		if (r == 1 || step_idx < 0) {
-			snprintf(why, whylen, "plan '%s' has no step %d", p->name, step_idx + 1);
-			return 1;
-		}
-		r = strcmp(st.status, cr->step_want) != 0;
-		if (r)
-			snprintf(why, whylen, "step %d (%s) of plan '%s' is %s, not %s",
-			    step_idx + 1, st.kind, p->name, st.status, cr->step_desc);
-		store_step_clear(&st);
-		return r;
-	}
-	if (cr->alert) {
-		if (store_each_alert(s, p->id, 1, alert_is, &want, err, errlen) < 0)
-			return -1;
-		if (want != 0) {
-			snprintf(why, whylen, "plan '%s' has no open alert %lld", p->name,
-			    (long long)alert_id);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-int
-engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
-    int64_t alert_id, const char *actor, const char *comment, int64_t *id, char *err,
-    size_t errlen)
-{
-	struct store_plan p;
-	int r;
-
-	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
-		if (r == 1)
-			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
-		return r < 0 ? -1 : 1;
-	}
-	if ((r = command_refusal(s, &p, kind, step_idx, alert_id, err, errlen, err,
-	    errlen)) != 0)
-		return r;
-	return store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
-	    clock_now_ms(), id, err, errlen);
-}
-
 /* The persisted result of the plan's step of KIND (a new reference), or
  * NULL; *ENDED_MS (may be NULL) gets when that step ended. */
 static json_t *
@@ -552,7 +388,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	    0 : -2;
 }
 
-/* apply_*: what each command does once command_refusal let it through.
+/* apply_*: what each command does once store_command_refusal let it through.
  * Write what happened into OUTCOME ("done" already). Return 0 when the
  * command was handled, -1 when the store failed. */
 static int
@@ -673,7 +509,7 @@ handle_commands(struct run *r)
 	while ((got = store_command_next(r->s, r->id, &c, r->err, r->errlen)) == 0) {
 		if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
 			return -1;
-		rf = command_refusal(r->s, &p, c.kind, c.step_idx, c.alert_id, why,
+		rf = store_command_refusal(r->s, &p, c.kind, c.step_idx, c.alert_id, why,
 		    sizeof(why), r->err, r->errlen);
 		if (rf < 0)
 			return -1;

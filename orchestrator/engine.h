@@ -35,16 +35,6 @@ struct engine_opts {
 	volatile sig_atomic_t *stop;      /* non-zero: return at the next safe point */
 };
 
-/* Validates the plan in YAML (FILE names it in errors) and records it with
- * its steps, all pending, and the event "plan.submitted" by ACTOR (the
- * operator, or "cli" for a local run), in one transaction. Returns 0 and the new id in *PLAN_ID; 1 when the
- * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
- * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
- * -1 on failure with ERR. */
-int engine_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
-    size_t errlen);
-
 /* Runs plan PLAN_ID until it ends, or, with O->return_when_blocked, until
  * it waits for an operator; or until *O->stop. Returns 0 and the outcome in
  * *OUTCOME, or -1 when the store or the plan could not be read (ERR). */
@@ -63,19 +53,6 @@ const char *engine_outcome_name(enum engine_outcome o);
 /* Finds a plan by REF: its numeric id, or its name (the newest plan of that
  * name). Returns 0, 1 when there is none, -1 on failure. */
 int engine_find_plan(struct store *s, const char *ref, struct store_plan *out,
-    char *err, size_t errlen);
-
-/* Records an operator command after checking it makes sense now: approve
- * needs the plan running and STEP_IDX (0-based) waiting for approval,
- * retry a failed plan and a failed step, abort a plan not yet finished,
- * ack an open alert. The engine checks it again by the same rules when it
- * acts on it, against the state the commands before it left (an abort
- * queued first ends the plan), and records one that no longer applies as
- * refused: the event command.refused and the outcome "refused: why"
- * (store_command_get). Returns 0 and the command's id, 1 when refused now
- * (ERR says why, for a 409), -1 on failure. */
-int engine_command(struct store *s, int64_t plan_id, const char *kind, int step_idx,
-    int64_t alert_id, const char *actor, const char *comment, int64_t *id,
     char *err, size_t errlen);
 
 #endif

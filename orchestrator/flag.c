@@ -36,34 +36,6 @@ flag_provider_find(const char *name)
 	return NULL;
 }
 
-const char *
-flag_provider_kinds(char *out, size_t outlen)
-{
-	size_t i, n = sizeof(providers) / sizeof(providers[0]), off = 0;
-
-	out[0] = '\0';
-	for (i = 0; i < n && off < outlen; i++)
-		off += (size_t)snprintf(out + off, outlen - off, "%s%s",
-		    i == 0 ? "" : i + 1 == n ? " or " : ", ", providers[i]->name);
-	return out;
-}
-
-void
-flag_provider_keys(const char **out, size_t max)
-{
-	size_t i, j, k, n = 0;
-
-	for (i = 0; i < sizeof(providers) / sizeof(providers[0]); i++)
-		for (j = 0; providers[i]->keys[j] != NULL && n + 1 < max; j++) {
-			for (k = 0; k < n; k++)
-				if (strcmp(out[k], providers[i]->keys[j]) == 0)
-					break;
-			if (k == n)
-				out[n++] = providers[i]->keys[j];
-		}
-	out[n] = NULL;
-}
-
 /* ---- a call's set-up ---- */
 
 /* O (NULL: the defaults) into OUT, each value brought within its range. */

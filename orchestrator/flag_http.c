@@ -216,24 +216,8 @@ http_history(const struct plan *p)
 	    p->flag.read_url);
 }
 
-static const char *const http_keys[] = { "kind", "on", "off", "read",
-    "headers", NULL };
-
-static void
-http_load(const struct plan_section *ps)
-{
-	struct plan *p = plan_section_plan(ps);
-
-	plan_section_http_call(ps, "on", "flag.on", &p->flag.on);
-	plan_section_http_call(ps, "off", "flag.off", &p->flag.off);
-	plan_section_flag_read(ps);
-	plan_section_flag_headers(ps);
-}
-
 const struct flag_provider flag_http = {
 	.name = "http",
-	.keys = http_keys,
-	.load = http_load,
 	.check = http_check,
 	.headers = http_headers,
 	.set = http_set,

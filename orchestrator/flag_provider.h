@@ -2,8 +2,11 @@
  * operations (DESIGN §4: extension points are tables). flag.c holds the
  * table of providers, found by the name a plan's flag.kind gives; each
  * provider is one file (flag_unleash.c, flag_http.c) defining one const
- * struct flag_provider. Adding a provider is one new file and one row of
- * that table. Internal to the flag module: callers use flag.h. */
+ * struct flag_provider. Its plan section is read by its row in
+ * plans/plan_flag.c, on the plan side, so that what admits plans (web/,
+ * state/) never links the flag client. Adding a provider is one new file
+ * here and a row in each table. Internal to the flag module: callers use
+ * flag.h. */
 #ifndef CUTOVER_FLAG_PROVIDER_H
 #define CUTOVER_FLAG_PROVIDER_H
 
@@ -13,24 +16,12 @@
 #include <jansson.h>
 
 #include "plan.h"
-#include "plan_section.h"
-
-/* Keys of all providers' plan sections together, at most. */
-#define FLAG_PROVIDER_KEYS_MAX	32
 
 struct flag_call;
 
 struct flag_provider {
 	/* As written in a plan's flag.kind ("unleash"). */
 	const char *name;
-
-	/* The keys its plan section may have, "kind" first; NULL ends. */
-	const char *const *keys;
-
-	/* Reads its plan section (the keys are checked already) into the
-	 * plan (plan_section_plan), reporting errors with plan_section.h.
-	 * plan_load.c calls it when flag.kind names this provider. */
-	void (*load)(const struct plan_section *ps);
 
 	/* Checks P's flag section before anything is sent; with SWITCHING,
 	 * what the switch to ON needs too. Returns 0 or FLAG_ERR_ARG with
@@ -72,12 +63,5 @@ struct flag_provider {
 /* The provider named NAME, or NULL when there is none. */
 const struct flag_provider *flag_provider_find(const char *name);
 
-/* The providers' names for messages ("unleash or http") into OUT (OUTLEN
- * bytes). Returns OUT. */
-const char *flag_provider_kinds(char *out, size_t outlen);
-
-/* Every key any provider's section may have, each once, in table order,
- * into OUT (at most MAX - 1 of them, then NULL). */
-void flag_provider_keys(const char **out, size_t max);
 
 #endif

@@ -274,29 +274,8 @@ unleash_history(const struct plan *p)
 	    p->flag.environment);
 }
 
-static const char *const unleash_keys[] = { "kind", "url", "project",
-    "environment", "feature", "token", NULL };
-
-static void
-unleash_load(const struct plan_section *ps)
-{
-	struct plan *p = plan_section_plan(ps);
-
-	plan_section_url(ps, "url", true, true, &p->flag.url);
-	plan_section_text(ps, "project", true, "the Unleash project, such as "
-	    "default", &p->flag.project);
-	plan_section_text(ps, "environment", true, "the Unleash environment, "
-	    "such as production", &p->flag.environment);
-	plan_section_text(ps, "feature", true, "the feature toggle's name",
-	    &p->flag.feature);
-	plan_section_secret(ps, "token", true, "env:UNLEASH_TOKEN",
-	    &p->flag.token);
-}
-
 const struct flag_provider flag_unleash = {
 	.name = "unleash",
-	.keys = unleash_keys,
-	.load = unleash_load,
 	.check = unleash_check,
 	.headers = unleash_headers,
 	.set = unleash_set,

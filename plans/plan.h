@@ -17,7 +17,7 @@
 /* One per row of the step-kind table (steps/step_kinds.def), in its order. */
 enum plan_step_kind {
 #define STEP_KIND(id, ...) PLAN_STEP_##id,
-#include "step_kinds.def"
+#include "steps/step_kinds.def"
 #undef STEP_KIND
 	PLAN_STEP_KIND_COUNT
 };

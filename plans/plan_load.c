@@ -15,7 +15,7 @@
 #include <yaml.h>
 
 #include "duration.h"
-#include "flag_provider.h"
+#include "plan_flag.h"
 #include "ladder.h"
 #include "pattern.h"
 #include "plan.h"
@@ -1470,13 +1470,13 @@ plan_section_flag_headers(const struct plan_section *ps)
 		load_headers(ps->ld, n);
 }
 
-/* The flag section: its kind names a provider (flag_provider.h), whose own
+/* The flag section: its kind names a provider (plan_flag.h), whose own
  * loader reads the rest. */
 static void
 load_flag(struct loader *ld, const struct sect *root)
 {
-	const char *keys[FLAG_PROVIDER_KEYS_MAX + 1];
-	const struct flag_provider *prov = NULL;
+	const char *keys[PLAN_FLAG_KEYS_MAX + 1];
+	const struct plan_flag_kind *prov = NULL;
 	struct plan *p = ld->p;
 	char kinds[128], expect[160];
 	struct plan_section ps;
@@ -1484,17 +1484,17 @@ load_flag(struct loader *ld, const struct sect *root)
 	const char *t;
 	struct sect s;
 
-	flag_provider_kinds(kinds, sizeof(kinds));
+	plan_flag_kinds(kinds, sizeof(kinds));
 	snprintf(expect, sizeof(expect), "a mapping with kind %s", kinds);
 	if (get_map(ld, root, "flag", 0, expect, "flag", &s) <= 0)
 		return;
 	if ((n = field(ld, &s, "kind", 1, kinds)) != NULL &&
 	    (t = conv_text(ld, n, "flag.kind", kinds)) != NULL &&
-	    (prov = flag_provider_find(t)) == NULL)
+	    (prov = plan_flag_kind_find(t)) == NULL)
 		err_at(ld, n, "flag.kind '%.40s' is unknown; expected %s", t, kinds);
 	p->flag.kind = prov != NULL ? prov->name : NULL;
 	if (prov == NULL) {
-		flag_provider_keys(keys, sizeof(keys) / sizeof(keys[0]));
+		plan_flag_keys(keys, sizeof(keys) / sizeof(keys[0]));
 		check_keys(ld, &s, keys);
 		return;
 	}

@@ -1,6 +1,6 @@
 /* plan_section: what a plan section loader that lives outside plan_load.c
- * reads its section with — a flag provider's (flag_provider.h), called by
- * plan_load.c through the provider table. A struct plan_section is one
+ * reads its section with — a flag kind's (plan_flag.h), called by
+ * plan_load.c through the flag kind table. A struct plan_section is one
  * mapping of the plan being loaded (such as flag), with its path for
  * messages; it is plan_load.c's and only valid during the call it is
  * given to. Every error is recorded with FILE:LINE:COL as plan_load.c's

@@ -30,12 +30,8 @@ store_command_insert(struct store *s, int64_t plan_id, const char *kind, int ste
 	sqlite3_bind_text(st, 5, actor, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, comment != NULL ? comment : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, now_ms);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "recording command");
+	if (store_run(s, st, "recording command", id, err, errlen) != 0)
 		goto done;
-	}
-	if (id != NULL)
-		*id = sqlite3_last_insert_rowid(s->db);
 	rc = 0;
 done:
 	sqlite3_finalize(st);
@@ -142,10 +138,8 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	sqlite3_bind_int64(st, 2, now_ms);
 	sqlite3_bind_int64(st, 3, plan_id);
 	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "raising alert");
+	if (store_run(s, st, "raising alert", NULL, err, errlen) != 0)
 		goto done;
-	}
 	if (sqlite3_changes(s->db) > 0) {
 		rc = 0;
 		goto done;
@@ -157,12 +151,8 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, message, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "raising alert");
+	if (store_run(s, st, "raising alert", id, err, errlen) != 0)
 		goto done;
-	}
-	if (id != NULL)
-		*id = sqlite3_last_insert_rowid(s->db);
 	rc = 1;
 done:
 	sqlite3_finalize(st);
@@ -186,10 +176,8 @@ store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
 	sqlite3_bind_text(st, 3, comment != NULL ? comment : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, id);
 	sqlite3_bind_int64(st, 5, plan_id);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "acknowledging alert");
+	if (store_run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
 		goto done;
-	}
 	rc = sqlite3_changes(s->db) > 0 ? 0 : 1;
 done:
 	sqlite3_finalize(st);

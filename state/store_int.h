@@ -4,11 +4,16 @@
 #define CUTOVER_STORE_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sqlite3.h>
 
 #include "errbuf.h"
 #include "store.h"
+
+/* The prev_hash of the first event of the chain. */
+#define ZERO_HASH \
+	"0000000000000000000000000000000000000000000000000000000000000000"
 
 struct store {
 	sqlite3 *db;
@@ -38,6 +43,11 @@ int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
 /* Runs SQL (no rows). Returns 0, or -1 with ERR naming WHAT. */
 int store_exec(struct store *s, const char *sql, const char *what, char *err,
     size_t errlen);
+
+/* Steps ST, bound, which returns no row. *ID (may be NULL) gets the rowid
+ * the connection inserted last. Returns 0, or -1 with ERR naming WHAT. */
+int store_run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id,
+    char *err, size_t errlen);
 
 /* Steps a bound UPDATE; no row changed is an error naming MISSING. */
 int store_update_one(struct store *s, sqlite3_stmt *st, const char *what,

@@ -1,5 +1,6 @@
 /* api: the routes of the JSON API and what each answers. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +8,9 @@
 #include <jansson.h>
 
 #include "api.h"
-#include "engine.h"
 #include "log.h"
 #include "plan.h"
+#include "store_admit.h"
 #include "view.h"
 
 #define SEGS_MAX	8
@@ -19,6 +20,36 @@
 static const char allow_read[] = "GET, HEAD";
 static const char allow_write[] = "POST";
 static const char allow_plans[] = "GET, HEAD, POST";
+
+/* Who may call a route. */
+enum api_access {
+	API_OPEN,		/* anyone, from anywhere: /healthz */
+	API_READ,		/* anyone on loopback; elsewhere an operator */
+	API_OPERATOR		/* an operator's token, always (recorded as who) */
+};
+
+/* One request as a handler sees it. */
+struct api_call {
+	const struct api_row *row;
+	struct store *s;
+	const struct api_target *t;
+	const struct uri_query *q;
+	const char *body;	/* LEN bytes, NULL for none */
+	size_t len;
+	const char *actor;	/* the authenticated operator, or NULL */
+	struct api_response *r;
+};
+
+/* A route: one row of routes[] below. */
+struct api_row {
+	const char *name;		/* for api_path; a command's kind */
+	const char *method;		/* "GET" (HEAD too) or "POST" */
+	const char *path;		/* literal segments and {placeholders} */
+	void (*handle)(const struct api_call *c);
+	enum api_access access;
+	int cacheable;			/* its answer may be kept until the store changes */
+	const char *const *params;	/* the query parameters it knows, or NULL */
+};
 
 /* Sets R to STATUS with DOC (stolen) as its body. */
 static void
@@ -98,84 +129,6 @@ parse_id(const char *s, int64_t *out)
 	return 0;
 }
 
-int
-api_route(const char *method, const char *path, struct api_target *t,
-    struct api_response *r)
-{
-	char buf[URI_PATH_MAX], *segs[SEGS_MAX], *p, *slash;
-	const char *allow;
-	size_t n = 0;
-	int get, post;
-
-	memset(t, 0, sizeof(*t));
-	if (path[0] != '/' || strlen(path) >= sizeof(buf))
-		goto notfound;
-	strcpy(buf, path + 1);
-	for (p = buf;; p = slash + 1) {
-		if (n == SEGS_MAX)
-			goto notfound;
-		segs[n++] = p;
-		if ((slash = strchr(p, '/')) == NULL)
-			break;
-		*slash = '\0';
-	}
-	for (size_t i = 0; i < n; i++)
-		if (segs[i][0] == '\0')
-			goto notfound;
-	if (n == 1 && strcmp(segs[0], "healthz") == 0) {
-		t->route = API_HEALTHZ;
-		allow = allow_read;
-		goto method;
-	}
-	if (n < 2 || strcmp(segs[0], "api") != 0 || strcmp(segs[1], "plans") != 0)
-		goto notfound;
-	if (n == 2) {
-		t->route = API_PLANS;
-		allow = allow_plans;
-		goto method;
-	}
-	if (parse_id(segs[2], &t->plan_id) != 0)
-		goto notfound;
-	allow = allow_read;
-	if (n == 3)
-		t->route = API_PLAN;
-	else if (n == 4 && strcmp(segs[3], "history") == 0)
-		t->route = API_HISTORY;
-	else if (n == 4 && strcmp(segs[3], "samples") == 0)
-		t->route = API_SAMPLES;
-	else if (n == 5 && strcmp(segs[3], "commands") == 0 &&
-	    parse_id(segs[4], &t->arg) == 0)
-		t->route = API_COMMAND;
-	else if (n == 4 && strcmp(segs[3], "abort") == 0) {
-		t->route = API_ABORT;
-		allow = allow_write;
-	} else if (n == 6 && strcmp(segs[3], "steps") == 0 &&
-	    parse_id(segs[4], &t->arg) == 0 &&
-	    (strcmp(segs[5], "approve") == 0 || strcmp(segs[5], "retry") == 0)) {
-		t->route = segs[5][0] == 'a' ? API_APPROVE : API_RETRY;
-		allow = allow_write;
-	} else if (n == 6 && strcmp(segs[3], "alerts") == 0 &&
-	    parse_id(segs[4], &t->arg) == 0 && strcmp(segs[5], "ack") == 0) {
-		t->route = API_ACK;
-		allow = allow_write;
-	} else
-		goto notfound;
-method:
-	get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-	post = strcmp(method, "POST") == 0;
-	if ((get && allow != allow_write) || (post && allow != allow_read)) {
-		t->write = post;
-		return 0;
-	}
-	api_error(r, 405, "method %s is not allowed here; allowed: %s",
-	    strlen(method) <= 16 ? method : "(too long)", allow);
-	r->allow = allow;
-	return -1;
-notfound:
-	api_error(r, 404, "no such resource");
-	return -1;
-}
-
 /* 400 unless every parameter of Q is one of KNOWN (NULL-terminated). */
 static int
 only_params(const struct uri_query *q, const char *const *known, struct api_response *r)
@@ -193,13 +146,15 @@ only_params(const struct uri_query *q, const char *const *known, struct api_resp
 	return 0;
 }
 
+/* GET /healthz: whether the database can be read. */
 static void
-healthz(struct store *s, struct api_response *r)
+healthz(const struct api_call *c)
 {
+	struct api_response *r = c->r;
 	struct store_plan p;
 	char err[512];
 
-	if (store_plan_get(s, 0, &p, err, sizeof(err)) < 0) {
+	if (store_plan_get(c->s, 0, &p, err, sizeof(err)) < 0) {
 		log_event("error", NULL, NULL, "healthz: %s", err);
 		api_error(r, 503, "the database cannot be read: %s", err);
 		return;
@@ -219,10 +174,14 @@ read_done(struct api_response *r, int rc, json_t *doc, int64_t id, const char *e
 		store_failed(r, err);
 }
 
+/* POST /api/plans: the plan's YAML, admitted by the engine's rules. */
 static void
-submit(struct store *s, const char *body, size_t len, const char *actor,
-    struct api_response *r)
+submit(const struct api_call *c)
 {
+	struct store *s = c->s;
+	const char *body = c->body, *actor = c->actor;
+	size_t len = c->len;
+	struct api_response *r = c->r;
 	struct plan_errors errs = { 0 };
 	struct store_plan p;
 	json_t *list;
@@ -238,7 +197,7 @@ submit(struct store *s, const char *body, size_t len, const char *actor,
 		api_error(r, 400, "the body holds a NUL byte: expected the plan's YAML");
 		return;
 	}
-	rc = engine_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
+	rc = store_plan_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
 	    sizeof(err));
 	if (rc == 1) {
 		if ((list = json_array()) != NULL)
@@ -317,33 +276,33 @@ done:
 	return rc;
 }
 
+/* POST approve, retry, abort or ack: the command named as its route,
+ * checked and recorded (store_command_record) for the engine to act on. */
 static void
-command(struct store *s, const struct api_target *t, const char *body, size_t len,
-    const char *actor, struct api_response *r)
+command(const struct api_call *c)
 {
-	static const char *const kinds[] = {
-		[API_APPROVE] = "approve", [API_RETRY] = "retry", [API_ABORT] = "abort",
-		[API_ACK] = "ack"
-	};
-	const char *kind = kinds[t->route];
+	struct store *s = c->s;
+	const struct api_target *t = c->t;
+	const char *kind = c->row->name, *actor = c->actor;
+	struct api_response *r = c->r;
 	struct store_plan p;
 	struct store_step st;
 	char comment[API_COMMENT_MAX + 1], err[1024];
 	int64_t cmd = 0;
 	int idx = -1, rc;
 
-	if (comment_of(body, len, comment, r) != 0)
+	if (comment_of(c->body, c->len, comment, r) != 0)
 		return;
 	if ((rc = store_plan_get(s, t->plan_id, &p, err, sizeof(err))) != 0) {
 		read_done(r, rc, NULL, t->plan_id, err);
 		return;
 	}
-	if (t->route == API_APPROVE || t->route == API_RETRY) {
-		if (t->arg > STEP_MAX ||
-		    (rc = store_step_get(s, t->plan_id, (int)t->arg - 1, &st, err,
+	if (t->step != 0) {
+		if (t->step > STEP_MAX ||
+		    (rc = store_step_get(s, t->plan_id, (int)t->step - 1, &st, err,
 		    sizeof(err))) == 1) {
 			api_error(r, 404, "plan '%s' has no step %lld", p.name,
-			    (long long)t->arg);
+			    (long long)t->step);
 			return;
 		}
 		if (rc < 0) {
@@ -351,10 +310,10 @@ command(struct store *s, const struct api_target *t, const char *body, size_t le
 			return;
 		}
 		store_step_clear(&st);
-		idx = (int)t->arg - 1;
+		idx = (int)t->step - 1;
 	}
-	rc = engine_command(s, t->plan_id, kind, idx, t->route == API_ACK ? t->arg : 0,
-	    actor, comment, &cmd, err, sizeof(err));
+	rc = store_command_record(s, t->plan_id, kind, idx, t->alert, actor, comment, &cmd,
+	    err, sizeof(err));
 	if (rc == 1) {
 		api_error(r, 409, "%s", err);
 		return;
@@ -366,7 +325,7 @@ command(struct store *s, const struct api_target *t, const char *body, size_t le
 	reply(r, 202, json_pack("{s:I,s:I,s:s,s:o,s:o,s:s,s:o,s:s}", "command",
 	    (json_int_t)cmd, "plan", (json_int_t)t->plan_id, "kind", kind,
 	    "step", idx >= 0 ? json_integer(idx + 1) : json_null(),
-	    "alert", t->route == API_ACK ? json_integer((json_int_t)t->arg) : json_null(),
+	    "alert", t->alert != 0 ? json_integer((json_int_t)t->alert) : json_null(),
 	    "actor", actor, "comment", view_string(comment),
 	    "message", "recorded; the engine acts on it at its next turn, against the "
 	    "state it then finds: GET /api/plans/ID/commands/COMMAND says whether it "
@@ -375,16 +334,18 @@ command(struct store *s, const struct api_target *t, const char *body, size_t le
 
 /* GET /api/plans/ID/commands/C: what the engine made of a command. */
 static void
-command_status(struct store *s, const struct api_target *t, struct api_response *r)
+command_status(const struct api_call *call)
 {
+	const struct api_target *t = call->t;
+	struct api_response *r = call->r;
 	struct store_command c;
 	const char *state;
 	char err[1024];
-	int rc = store_command_get(s, t->plan_id, t->arg, &c, err, sizeof(err));
+	int rc = store_command_get(call->s, t->plan_id, t->command, &c, err, sizeof(err));
 
 	if (rc == 1) {
 		api_error(r, 404, "plan %lld has no command %lld", (long long)t->plan_id,
-		    (long long)t->arg);
+		    (long long)t->command);
 		return;
 	}
 	if (rc != 0) {
@@ -403,66 +364,251 @@ command_status(struct store *s, const struct api_target *t, struct api_response 
 	    json_null()));
 }
 
-void
-api_handle(struct store *s, const struct api_target *t, const struct uri_query *q,
-    const char *body, size_t len, const char *actor, struct api_response *r)
+/* GET /api/plans[?name=NAME]: every plan, or the plans of one name. */
+static void
+plan_list(const struct api_call *c)
 {
-	static const char *const none[] = { NULL };
-	static const char *const by_name[] = { "name", NULL };
-	static const char *const by_since[] = { "since", NULL };
+	json_t *doc = NULL;
+	char err[1024];
+
+	if (view_plan_list(c->s, uri_query_get(c->q, "name"), &doc, err, sizeof(err)) != 0)
+		store_failed(c->r, err);
+	else
+		reply(c->r, 200, doc);
+}
+
+/* Answers with VIEW (view.h) of the path's plan: 200, 404 or a store failure. */
+static void
+plan_read(const struct api_call *c, int (*view)(struct store *, int64_t, json_t **,
+    char *, size_t))
+{
+	json_t *doc = NULL;
+	char err[1024];
+	int rc = view(c->s, c->t->plan_id, &doc, err, sizeof(err));
+
+	read_done(c->r, rc, doc, c->t->plan_id, err);
+}
+
+/* GET /api/plans/{plan}: one plan's document with its steps. */
+static void
+plan_doc(const struct api_call *c)
+{
+	plan_read(c, view_plan);
+}
+
+/* GET /api/plans/{plan}/history: its events and the chain's verification. */
+static void
+history(const struct api_call *c)
+{
+	plan_read(c, view_history);
+}
+
+/* GET /api/plans/{plan}/samples[?since=MS]: the watch's samples. */
+static void
+samples(const struct api_call *c)
+{
 	json_t *doc = NULL;
 	char err[1024];
 	const char *v;
 	int64_t since = 0;
 	int rc;
 
-	if (t->write && (actor == NULL || *actor == '\0')) {
+	if ((v = uri_query_get(c->q, "since")) != NULL && strcmp(v, "0") != 0 &&
+	    parse_id(v, &since) != 0) {
+		api_error(c->r, 400, "since must be a time in milliseconds since the epoch");
+		return;
+	}
+	rc = view_samples(c->s, c->t->plan_id, since, &doc, err, sizeof(err));
+	read_done(c->r, rc, doc, c->t->plan_id, err);
+}
+
+static const char *const by_name[] = { "name", NULL };
+static const char *const by_since[] = { "since", NULL };
+
+/* The routes: adding one is a handler above and a row here. NAME is what
+ * api_path knows it by (for a command, its kind); PATH's {plan}, {step},
+ * {alert} and {command} are positive ids; GET rows answer HEAD too.
+ * submit takes the plan's YAML, a command {"comment": "…"} or nothing.
+ * Answers: healthz 200, 503; plans 200; submit 201, 400, 409; plan,
+ * history, command 200, 404; samples 200, 400, 404; approve, retry, abort,
+ * ack 202, 400, 404, 409. */
+static const struct api_row routes[] = {
+	/* name      method  path                                 handler         access        cache params */
+	{ "healthz", "GET",  "/healthz",                          healthz,        API_OPEN,     0, NULL },
+	{ "plans",   "GET",  "/api/plans",                        plan_list,      API_READ,     1, by_name },
+	{ "submit",  "POST", "/api/plans",                        submit,         API_OPERATOR, 0, NULL },
+	{ "plan",    "GET",  "/api/plans/{plan}",                 plan_doc,       API_READ,     1, NULL },
+	{ "history", "GET",  "/api/plans/{plan}/history",         history,        API_READ,     1, NULL },
+	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     0, by_since },
+	{ "command", "GET",  "/api/plans/{plan}/commands/{command}", command_status, API_READ,  0, NULL },
+	{ "abort",   "POST", "/api/plans/{plan}/abort",           command,        API_OPERATOR, 0, NULL },
+	{ "approve", "POST", "/api/plans/{plan}/steps/{step}/approve", command,   API_OPERATOR, 0, NULL },
+	{ "retry",   "POST", "/api/plans/{plan}/steps/{step}/retry", command,     API_OPERATOR, 0, NULL },
+	{ "ack",     "POST", "/api/plans/{plan}/alerts/{alert}/ack", command,     API_OPERATOR, 0, NULL },
+};
+
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* Splits the path P (after its leading '/') into BUF and SEGS. Returns the
+ * number of segments, or 0 when there are too many or one is empty. */
+static size_t
+split(const char *p, char buf[URI_PATH_MAX], char *segs[SEGS_MAX])
+{
+	char *q, *slash;
+	size_t n = 0;
+
+	if (p[0] != '/' || strlen(p) >= URI_PATH_MAX)
+		return 0;
+	strcpy(buf, p + 1);
+	for (q = buf;; q = slash + 1) {
+		if (n == SEGS_MAX)
+			return 0;
+		segs[n++] = q;
+		if ((slash = strchr(q, '/')) == NULL)
+			break;
+		*slash = '\0';
+	}
+	for (size_t i = 0; i < n; i++)
+		if (segs[i][0] == '\0')
+			return 0;
+	return n;
+}
+
+/* Where each placeholder of a route's path goes in the target. */
+static const struct {
+	const char *name;
+	size_t off;
+} holes[] = {
+	{ "{plan}", offsetof(struct api_target, plan_id) },
+	{ "{step}", offsetof(struct api_target, step) },
+	{ "{alert}", offsetof(struct api_target, alert) },
+	{ "{command}", offsetof(struct api_target, command) },
+};
+
+/* Does route ROW's path take the N segments SEGS? Fills T's ids if so. */
+static int
+path_matches(const struct api_row *row, char *const *segs, size_t n,
+    struct api_target *t)
+{
+	char buf[URI_PATH_MAX], *pat[SEGS_MAX];
+	size_t i, h;
+
+	if (split(row->path, buf, pat) != n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (pat[i][0] != '{') {
+			if (strcmp(pat[i], segs[i]) != 0)
+				return 0;
+			continue;
+		}
+		for (h = 0; h < sizeof(holes) / sizeof(holes[0]) &&
+		    strcmp(holes[h].name, pat[i]) != 0; h++)
+			;
+		if (h == sizeof(holes) / sizeof(holes[0]) ||
+		    parse_id(segs[i], (int64_t *)((char *)t + holes[h].off)) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+int
+api_route(const char *method, const char *path, struct api_target *t,
+    struct api_response *r)
+{
+	char buf[URI_PATH_MAX], *segs[SEGS_MAX];
+	size_t n = split(path, buf, segs);
+	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	int post = strcmp(method, "POST") == 0, any_get = 0, any_post = 0;
+	const char *allow;
+
+	for (size_t i = 0; n > 0 && i < NROUTES; i++) {
+		struct api_target m = { 0 };
+		int row_post = strcmp(routes[i].method, "POST") == 0;
+
+		if (!path_matches(&routes[i], segs, n, &m))
+			continue;
+		if (row_post ? post : get) {
+			*t = m;
+			t->route = (int)i;
+			t->write = row_post;
+			return 0;
+		}
+		any_post |= row_post;
+		any_get |= !row_post;
+	}
+	memset(t, 0, sizeof(*t));
+	if (!any_get && !any_post) {
+		api_error(r, 404, "no such resource");
+		return -1;
+	}
+	allow = any_get && any_post ? allow_plans : any_get ? allow_read : allow_write;
+	api_error(r, 405, "method %s is not allowed here; allowed: %s",
+	    strlen(method) <= 16 ? method : "(too long)", allow);
+	r->allow = allow;
+	return -1;
+}
+
+int
+api_needs_token(const struct api_target *t, int reads_need_token)
+{
+	const struct api_row *row = &routes[t->route];
+
+	return row->access == API_OPERATOR || (row->access == API_READ && reads_need_token);
+}
+
+int
+api_cacheable(const struct api_target *t, const struct uri_query *q)
+{
+	return routes[t->route].cacheable && q->n == 0;
+}
+
+int
+api_path(const char *name, const char *const *args, char *out, size_t outlen)
+{
+	const char *p, *end;
+	size_t n = 0, k;
+
+	if (outlen == 0)
+		return -1;
+	out[0] = '\0';
+	for (k = 0; k < NROUTES && strcmp(routes[k].name, name) != 0; k++)
+		;
+	if (k == NROUTES)
+		return -1;
+	for (p = routes[k].path; *p != '\0'; p++) {
+		const char *piece = p;
+		size_t len = 1;
+
+		if (*p == '{' && (end = strchr(p, '}')) != NULL) {
+			piece = *args++;
+			len = strlen(piece);
+			p = end;
+		}
+		if (n + len >= outlen) {
+			memcpy(out + n, piece, outlen - 1 - n);
+			out[outlen - 1] = '\0';
+			return -1;
+		}
+		memcpy(out + n, piece, len);
+		n += len;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+void
+api_handle(struct store *s, const struct api_target *t, const struct uri_query *q,
+    const char *body, size_t len, const char *actor, struct api_response *r)
+{
+	static const char *const none[] = { NULL };
+	const struct api_row *row = &routes[t->route];
+	const struct api_call c = { row, s, t, q, body, len, actor, r };
+
+	if (row->access == API_OPERATOR && (actor == NULL || *actor == '\0')) {
 		api_error(r, 401, "this needs an operator's token");
 		return;
 	}
-	if (only_params(q, t->route == API_PLANS && !t->write ? by_name :
-	    t->route == API_SAMPLES ? by_since : none, r) != 0)
+	if (only_params(q, row->params != NULL ? row->params : none, r) != 0)
 		return;
-	switch (t->route) {
-	case API_HEALTHZ:
-		healthz(s, r);
-		break;
-	case API_PLANS:
-		if (t->write) {
-			submit(s, body, len, actor, r);
-			break;
-		}
-		if (view_plan_list(s, uri_query_get(q, "name"), &doc, err, sizeof(err)) != 0)
-			store_failed(r, err);
-		else
-			reply(r, 200, doc);
-		break;
-	case API_PLAN:
-		rc = view_plan(s, t->plan_id, &doc, err, sizeof(err));
-		read_done(r, rc, doc, t->plan_id, err);
-		break;
-	case API_HISTORY:
-		rc = view_history(s, t->plan_id, &doc, err, sizeof(err));
-		read_done(r, rc, doc, t->plan_id, err);
-		break;
-	case API_SAMPLES:
-		if ((v = uri_query_get(q, "since")) != NULL && strcmp(v, "0") != 0 &&
-		    parse_id(v, &since) != 0) {
-			api_error(r, 400, "since must be a time in milliseconds since the "
-			    "epoch");
-			break;
-		}
-		rc = view_samples(s, t->plan_id, since, &doc, err, sizeof(err));
-		read_done(r, rc, doc, t->plan_id, err);
-		break;
-	case API_APPROVE:
-	case API_RETRY:
-	case API_ABORT:
-	case API_ACK:
-		command(s, t, body, len, actor, r);
-		break;
-	case API_COMMAND:
-		command_status(s, t, r);
-		break;
-	}
+	row->handle(&c);
 }

@@ -4,17 +4,9 @@
  * submitted plans: nothing here talks to the broker or the flag service
  * (the engine acts on what is recorded).
  *
- *   GET  /healthz                                   200, 503
- *   GET  /api/plans[?name=NAME]                     200
- *   POST /api/plans              (the plan's YAML)  201, 400, 409
- *   GET  /api/plans/ID                              200, 404
- *   GET  /api/plans/ID/history                      200, 404
- *   GET  /api/plans/ID/samples[?since=MS]           200, 400, 404
- *   POST /api/plans/ID/steps/N/approve  {"comment"} 202, 400, 404, 409
- *   POST /api/plans/ID/steps/N/retry    {"comment"} 202, 400, 404, 409
- *   POST /api/plans/ID/abort            {"comment"} 202, 400, 404, 409
- *   POST /api/plans/ID/alerts/A/ack     {"comment"} 202, 400, 404, 409
- *   GET  /api/plans/ID/commands/C                   200, 404
+ * The routes are one table in api.c (routes[]): method, path, handler,
+ * who may call it, whether its answer is cacheable, its query parameters.
+ * Adding a route is a handler and a row there.
  *
  * A command is checked when recorded (409 with why when it makes no sense
  * then) and again when the engine acts on it, against the state it finds
@@ -35,24 +27,13 @@
 #define API_BODY_MAX	(1024 * 1024)	/* largest request body accepted */
 #define API_COMMENT_MAX	1000		/* bytes of an operator's comment */
 
-enum api_route {
-	API_HEALTHZ,
-	API_PLANS,		/* list, or submit */
-	API_PLAN,
-	API_HISTORY,
-	API_SAMPLES,
-	API_APPROVE,
-	API_RETRY,
-	API_ABORT,
-	API_ACK,
-	API_COMMAND		/* what became of a recorded command */
-};
-
 struct api_target {
-	enum api_route route;
+	int route;		/* the row of api.c's route table */
 	int write;		/* POST: changes something, needs an operator */
-	int64_t plan_id;
-	int64_t arg;		/* step number (1-based) or alert id */
+	int64_t plan_id;	/* the path's {plan}, or 0 */
+	int64_t step;		/* {step} (1-based), or 0 */
+	int64_t alert;		/* {alert}, or 0 */
+	int64_t command;	/* {command}, or 0 */
 };
 
 struct api_response {
@@ -68,6 +49,20 @@ struct api_response {
  * (with R->allow) for a method the route does not take. */
 int api_route(const char *method, const char *path, struct api_target *t,
     struct api_response *r);
+
+/* Whether the request T (from api_route) needs an operator's token: writes
+ * always, reads when READS_NEED_TOKEN (not on loopback), /healthz never. */
+int api_needs_token(const struct api_target *t, int reads_need_token);
+
+/* Whether the answer to T with the query Q may come from, and go into, the
+ * cache (cache.h): reads of the plan list, one plan's document or its
+ * history, without query parameters. */
+int api_cacheable(const struct api_target *t, const struct uri_query *q);
+
+/* Writes the path of the route NAME ("plan", "approve", …) into OUT, its
+ * placeholders filled in order from ARGS (as given: not escaped). Returns
+ * 0, or -1 for no such route or when OUT is too small. */
+int api_path(const char *name, const char *const *args, char *out, size_t outlen);
 
 /* Answers the request T (from api_route) into R, with the store S, the
  * query Q, the request body BODY of LEN bytes (NULL and 0 for none), and,

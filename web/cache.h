@@ -12,7 +12,7 @@
 #define CACHE_ENTRIES 8
 
 struct cache_entry {
-	int route;                /* enum api_route */
+	int route;                /* api_target.route */
 	int64_t plan_id;
 	uint64_t version;         /* store_version when it was built */
 	char *body;               /* owned */

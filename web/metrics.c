@@ -261,10 +261,21 @@ num(const json_t *o, const char *a, const char *k, double *v)
 	return 1;
 }
 
-static void
-render(struct buf *b, struct plans *ps)
+/* Whether a step after step N of PM is of the same kind. */
+static int
+later_of_kind(const struct plan_m *pm, int n)
 {
-	double v, now = (double)time(NULL);
+	for (int m = n + 1; m < pm->nsteps; m++)
+		if (strcmp(pm->steps[m].kind, pm->steps[n].kind) == 0)
+			return 1;
+	return 0;
+}
+
+/* Prometheus families: the plans and their steps' states. */
+static void
+render_plans(struct buf *b, const struct plans *ps)
+{
+	double now = (double)time(NULL);
 
 	out(b, "# cutover metrics: one set per plan name (its newest plan)\n");
 	family(b, "cutover_plans", "gauge", "Plan names known to the store.");
@@ -283,11 +294,8 @@ render(struct buf *b, struct plans *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		for (int n = 0; n < ps->v[i].nsteps; n++) {
 			const struct step_m *st = &ps->v[i].steps[n];
-			int dup = 0;
 
-			for (int m = n + 1; m < ps->v[i].nsteps; m++)
-				dup |= strcmp(ps->v[i].steps[m].kind, st->kind) == 0;
-			if (dup)
+			if (later_of_kind(&ps->v[i], n))
 				continue;	/* the last step of a kind speaks */
 			for (int k = 0; step_states[k] != NULL; k++)
 				out(b, "cutover_step_state{plan=\"%s\",step=\"%s\","
@@ -300,17 +308,21 @@ render(struct buf *b, struct plans *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		for (int n = 0; n < ps->v[i].nsteps; n++) {
 			const struct step_m *st = &ps->v[i].steps[n];
-			int dup = 0;
 
-			for (int m = n + 1; m < ps->v[i].nsteps; m++)
-				dup |= strcmp(ps->v[i].steps[m].kind, st->kind) == 0;
-			if (dup || st->started == 0)
+			if (later_of_kind(&ps->v[i], n) || st->started == 0)
 				continue;
 			out(b, "cutover_step_duration_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
 			    ps->v[i].name, st->kind, st->ended != 0 ?
 			    (double)(st->ended - st->started) / 1000.0 :
 			    now - (double)st->started / 1000.0);
 		}
+}
+
+/* Prometheus families: the watch's latest depths. */
+static void
+render_depths(struct buf *b, const struct plans *ps)
+{
+	double v;
 
 	family(b, "cutover_depth_messages", "gauge",
 	    "Messages waiting, by path, at the watch's latest sample.");
@@ -370,6 +382,13 @@ render(struct buf *b, struct plans *ps)
 		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "time_left_ms", &v))
 			out(b, "cutover_watch_time_left_seconds{plan=\"%s\"} %.3f\n",
 			    ps->v[i].name, v / 1000.0);
+}
+
+/* Prometheus families: the watch's probes. */
+static void
+render_probes(struct buf *b, const struct plans *ps)
+{
+	double v;
 
 	family(b, "cutover_probe_lateness_seconds", "histogram",
 	    "How long after its not-before time each watch probe arrived.");
@@ -400,6 +419,13 @@ render(struct buf *b, struct plans *ps)
 				out(b, "cutover_probes_total{plan=\"%s\",outcome=\"%s\"} %.0f\n",
 				    ps->v[i].name, o[k], v);
 	}
+}
+
+/* Prometheus families: the canary's summary. */
+static void
+render_canary(struct buf *b, const struct plans *ps)
+{
+	double v;
 
 	family(b, "cutover_canary_messages", "gauge",
 	    "The canary's messages by outcome.");
@@ -427,7 +453,12 @@ render(struct buf *b, struct plans *ps)
 		if (num(ps->v[i].canary, NULL, "p99_ms", &v))
 			out(b, "cutover_canary_lateness_p99_seconds{plan=\"%s\"} %.3f\n",
 			    ps->v[i].name, v / 1000.0);
+}
 
+/* Prometheus families: flag calls and alerts from the history. */
+static void
+render_events(struct buf *b, const struct plans *ps)
+{
 	family(b, "cutover_flag_calls_total", "counter",
 	    "Feature-flag calls recorded in the history, by outcome.");
 	for (size_t i = 0; i < ps->n; i++)
@@ -455,6 +486,11 @@ render(struct buf *b, struct plans *ps)
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_open[k]);
 }
 
+/* The sections of the text, in order. */
+static void (*const sections[])(struct buf *, const struct plans *) = {
+	render_plans, render_depths, render_probes, render_canary, render_events,
+};
+
 int
 metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errlen)
 {
@@ -473,7 +509,8 @@ metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errl
 		b.cap = 0;
 		b.oom = 1;
 	}
-	render(&b, &ps);
+	for (size_t k = 0; k < sizeof(sections) / sizeof(sections[0]); k++)
+		sections[k](&b, &ps);
 	if (b.oom) {
 		snprintf(err, errlen, "out of memory");
 		free(b.p);

@@ -222,18 +222,6 @@ respond_error(struct MHD_Connection *c, struct request *rq, int status,
 	return ret;
 }
 
-/* Whether the answer to RQ may come from, and go into, the cache: reads of
- * one plan's document or history, and the list of all plans. */
-static int
-cacheable(const struct request *rq)
-{
-	const struct api_target *t = &rq->target;
-
-	if (t->write || rq->query.n > 0)
-		return 0;
-	return t->route == API_PLANS || t->route == API_PLAN || t->route == API_HISTORY;
-}
-
 /* Answers RQ from store S (pool slot SLOT) into R: from the cache when the
  * database has not changed since the same answer was built. */
 static void
@@ -242,7 +230,7 @@ answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
 {
 	struct cache *c = &sv->caches[slot];
 	uint64_t version = 0;
-	int use = cacheable(rq) && store_version(s, &version, NULL, 0) == 0;
+	int use = api_cacheable(&rq->target, &rq->query) && store_version(s, &version, NULL, 0) == 0;
 
 	if (use && (r->body = cache_get(c, (int)rq->target.route, rq->target.plan_id,
 	    version, &r->len)) != NULL) {
@@ -354,7 +342,7 @@ begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const cha
 		    URI_PARAM_MAX);
 		goto answer;
 	}
-	if (rq->target.write || (sv->reads_need_token && rq->target.route != API_HEALTHZ)) {
+	if (api_needs_token(&rq->target, sv->reads_need_token)) {
 		ar = auth_check(sv->ops, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    MHD_HTTP_HEADER_AUTHORIZATION), rq->actor, sizeof(rq->actor));
 		if (ar != AUTH_OK) {

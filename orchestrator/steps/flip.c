@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "engine.h"
 #include "fault.h"
 #include "flag.h"
 #include "step.h"

@@ -1,0 +1,44 @@
+/* store_admit: what the store accepts from outside the engine, under the
+ * engine's rules — a submitted plan (validated, recorded with its steps)
+ * and an operator command (checked against the state it finds, then
+ * recorded for the engine to act on). The API, the CLI and the engine
+ * share these, so web/ needs nothing of the engine to write. */
+#ifndef CUTOVER_STORE_ADMIT_H
+#define CUTOVER_STORE_ADMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "store.h"
+
+/* Validates the plan in YAML (FILE names it in errors) and records it with
+ * its steps, all pending, and the event "plan.submitted" by ACTOR (the
+ * operator, or "cli" for a local run), in one transaction. Returns 0 and the new id in *PLAN_ID; 1 when the
+ * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
+ * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
+ * -1 on failure with ERR. */
+int store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
+    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
+    size_t errlen);
+
+/* Does command KIND (with STEP_IDX or ALERT_ID) make sense against plan P
+ * as the store holds it now? Returns 0 when it does, 1 when not (WHY says
+ * why), -1 when the store failed (ERR). */
+int store_command_refusal(struct store *s, const struct store_plan *p, const char *kind,
+    int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen);
+
+/* Records an operator command after checking it makes sense now: approve
+ * needs the plan running and STEP_IDX (0-based) waiting for approval,
+ * retry a failed plan and a failed step, abort a plan not yet finished,
+ * ack an open alert. The engine checks it again by the same rules when it
+ * acts on it, against the state the commands before it left (an abort
+ * queued first ends the plan), and records one that no longer applies as
+ * refused: the event command.refused and the outcome "refused: why"
+ * (store_command_get). Returns 0 and the command's id, 1 when refused now
+ * (ERR says why, for a 409), -1 on failure. */
+int store_command_record(struct store *s, int64_t plan_id, const char *kind, int step_idx,
+    int64_t alert_id, const char *actor, const char *comment, int64_t *id,
+    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,115 @@
+/* store_command: the rules an operator command must meet against the
+ * state it finds (approve, retry, abort, ack), shared by the API, the CLI
+ * and the engine, and the recording of a command that meets them
+ * (store_admit.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "store_admit.h"
+
+/* store_each_alert callback: clears *ARG when the alert is the one sought. */
+static int
+alert_is(const struct store_alert *a, void *arg)
+{
+	int64_t *want = arg;
+
+	if (a->id == *want) {
+		*want = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* What each operator command needs of the state it finds: the plan's
+ * status, and the step's (approve, retry) or an open alert (ack). */
+struct command_rule {
+	const char *kind;
+	const char *plan_ok[2];        /* the plan statuses it applies to; NULL: any */
+	const char *plan_desc;         /* ... said as "needs it PLAN_DESC" */
+	const char *step_want;         /* the step status it needs, or NULL */
+	const char *step_desc;
+	int alert;                     /* needs an open alert */
+};
+
+static const struct command_rule command_rules[] = {
+	{ "approve", { "running", NULL }, "running", "waiting_approval",
+	    "waiting for approval", 0 },
+	{ "retry", { "failed", NULL }, "failed", "failed", "failed", 0 },
+	{ "abort", { "running", "failed" }, "running or failed", NULL, NULL, 0 },
+	{ "ack", { NULL, NULL }, NULL, NULL, NULL, 1 },
+};
+
+static const struct command_rule *
+command_rule(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(command_rules) / sizeof(command_rules[0]); i++)
+		if (strcmp(command_rules[i].kind, kind) == 0)
+			return &command_rules[i];
+	return NULL;
+}
+
+int
+store_command_refusal(struct store *s, const struct store_plan *p, const char *kind,
+    int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen)
+{
+	const struct command_rule *cr = command_rule(kind);
+	struct store_step st = { 0 };
+	int64_t want = alert_id;
+	int r;
+
+	if (cr == NULL) {
+		snprintf(why, whylen, "unknown command '%s'", kind);
+		return 1;
+	}
+	if (cr->plan_ok[0] != NULL && strcmp(p->status, cr->plan_ok[0]) != 0 &&
+	    (cr->plan_ok[1] == NULL || strcmp(p->status, cr->plan_ok[1]) != 0)) {
+		snprintf(why, whylen, "plan '%s' is %s; %s needs it %s", p->name, p->status,
+		    kind, cr->plan_desc);
+		return 1;
+	}
+	if (cr->step_want != NULL) {
+		if ((r = store_step_get(s, p->id, step_idx, &st, err, errlen)) < 0)
+			return -1;
+		if (r == 1 || step_idx < 0) {
+			snprintf(why, whylen, "plan '%s' has no step %d", p->name, step_idx + 1);
+			return 1;
+		}
+		r = strcmp(st.status, cr->step_want) != 0;
+		if (r)
+			snprintf(why, whylen, "step %d (%s) of plan '%s' is %s, not %s",
+			    step_idx + 1, st.kind, p->name, st.status, cr->step_desc);
+		store_step_clear(&st);
+		return r;
+	}
+	if (cr->alert) {
+		if (store_each_alert(s, p->id, 1, alert_is, &want, err, errlen) < 0)
+			return -1;
+		if (want != 0) {
+			snprintf(why, whylen, "plan '%s' has no open alert %lld", p->name,
+			    (long long)alert_id);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+store_command_record(struct store *s, int64_t plan_id, const char *kind, int step_idx,
+    int64_t alert_id, const char *actor, const char *comment, int64_t *id, char *err,
+    size_t errlen)
+{
+	struct store_plan p;
+	int r;
+
+	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
+		if (r == 1)
+			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
+		return r < 0 ? -1 : 1;
+	}
+	if ((r = store_command_refusal(s, &p, kind, step_idx, alert_id, err, errlen, err,
+	    errlen)) != 0)
+		return r;
+	return store_command_insert(s, plan_id, kind, step_idx, alert_id, actor, comment,
+	    clock_now_ms(), id, err, errlen);
+}

@@ -1,0 +1,343 @@
+/* store_plans: plans as submitted (name, YAML, sha256, status) and their
+ * steps (status, times, result, error). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <sqlite3.h>
+
+#include "store.h"
+#include "hex.h"
+#include "store_int.h"
+
+/* sha256 of N bytes at P, as lowercase hex. */
+static int
+sha256_hex(const void *p, size_t n, char out[STORE_HASH_HEX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+
+	if (EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL) != 1 ||
+	    mdlen != 32)
+		return -1;
+	hex_encode(md, mdlen, out);
+	return 0;
+}
+
+int
+store_plan_insert(struct store *s, const char *name, const char *yaml,
+    size_t yaml_len, int64_t now_ms, int64_t *id, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "INSERT INTO plans (name, yaml, sha256, status, created_ms)"
+	    " VALUES (?1, ?2, ?3, 'running', ?4)";
+	sqlite3_stmt *st = NULL;
+	char hex[STORE_HASH_HEX];
+	int rc = -1;
+
+	if (name == NULL || yaml == NULL) {
+		store_seterr(err, errlen, "inserting plan: no %s",
+		    name == NULL ? "name" : "yaml");
+		return -1;
+	}
+	if (sha256_hex(yaml, yaml_len, hex) == -1) {
+		store_seterr(err, errlen, "inserting plan %s: sha256 failed", name);
+		return -1;
+	}
+	if (store_prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_bind_text64(st, 2, yaml, yaml_len, SQLITE_STATIC,
+	    SQLITE_UTF8) != SQLITE_OK) {
+		store_dberr(s, err, errlen, "inserting plan: binding yaml");
+		goto done;
+	}
+	sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	if (store_run(s, st, "inserting plan", id, err, errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void
+read_plan(sqlite3_stmt *st, struct store_plan *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->id = sqlite3_column_int64(st, 0);
+	store_copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
+	store_copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
+	out->created_ms = sqlite3_column_int64(st, 4);
+}
+
+/* Steps ST (bound, one row expected) into OUT: 0, 1 for no row, -1. */
+static int
+plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
+    const char *what, char *err, size_t errlen)
+{
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		read_plan(st, out);
+		return 0;
+	case SQLITE_DONE:
+		return 1;
+	default:
+		store_dberr(s, err, errlen, what);
+		return -1;
+	}
+}
+
+int
+store_plan_get(struct store *s, int64_t id, struct store_plan *out,
+    char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT id, name, sha256, status, created_ms FROM plans"
+	    " WHERE id = ?1";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, sql, &st, "reading plan", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, id);
+	rc = plan_row(s, st, out, "reading plan", err, errlen);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_plan_find(struct store *s, const char *name, struct store_plan *out,
+    char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT id, name, sha256, status, created_ms FROM plans"
+	    " WHERE name = ?1 ORDER BY id DESC LIMIT 1";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, sql, &st, "finding plan", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = plan_row(s, st, out, "finding plan", err, errlen);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
+    char *err, size_t errlen)
+{
+	static const char sql[] = "SELECT yaml FROM plans WHERE id = ?1";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	*yaml = NULL;
+	if (len != NULL)
+		*len = 0;
+	if (store_prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, id);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		break;
+	case SQLITE_DONE:
+		rc = 1;
+		goto done;
+	default:
+		store_dberr(s, err, errlen, "reading plan yaml");
+		goto done;
+	}
+	if ((*yaml = store_dupcol(st, 0)) == NULL) {
+		store_seterr(err, errlen, "reading plan yaml: out of memory");
+		goto done;
+	}
+	if (len != NULL)
+		*len = (size_t)sqlite3_column_bytes(st, 0);
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_plan_set_status(struct store *s, int64_t id, const char *status,
+    char *err, size_t errlen)
+{
+	static const char sql[] = "UPDATE plans SET status = ?1 WHERE id = ?2";
+	sqlite3_stmt *st = NULL;
+	char what[64];
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "setting status of plan %" PRId64, id);
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, id);
+	rc = store_update_one(s, st, what, "no such plan", err, errlen);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
+    int gate, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "INSERT INTO steps (plan_id, idx, kind, gate, status)"
+	    " VALUES (?1, ?2, ?3, ?4, 'pending')";
+	sqlite3_stmt *st = NULL;
+	char what[80];
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
+	    idx, plan_id);
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int(st, 2, idx);
+	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, gate != 0);
+	if (store_run(s, st, what, NULL, err, errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
+    int64_t started_ms, int64_t ended_ms, const char *result_json,
+    const char *error, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "UPDATE steps SET status = coalesce(?1, status),"
+	    " started_ms = coalesce(?2, started_ms),"
+	    " ended_ms = coalesce(?3, ended_ms),"
+	    " result_json = coalesce(?4, result_json),"
+	    " error = coalesce(?5, error)"
+	    " WHERE plan_id = ?6 AND idx = ?7";
+	sqlite3_stmt *st = NULL;
+	char what[80];
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
+	    idx, plan_id);
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	/* Unbound parameters are NULL: "leave unchanged". */
+	if (status != NULL)
+		sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+	if (started_ms != 0)
+		sqlite3_bind_int64(st, 2, started_ms);
+	if (ended_ms != 0)
+		sqlite3_bind_int64(st, 3, ended_ms);
+	if (result_json != NULL)
+		sqlite3_bind_text(st, 4, result_json, -1, SQLITE_STATIC);
+	if (error != NULL)
+		sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, plan_id);
+	sqlite3_bind_int(st, 7, idx);
+	rc = store_update_one(s, st, what, "no such step", err, errlen);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
+ * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
+ * NULL, when IDX < 0: no step has a NULL index), and
+ * reads its first row into OUT; WHAT says what is read. Returns 0, 1 when
+ * there is no row, or -1 with ERR. */
+static int
+step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
+    const char *what, struct store_step *out, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	if (idx >= 0)
+		sqlite3_bind_int(st, 2, idx);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		break;
+	case SQLITE_DONE:
+		rc = 1;
+		goto done;
+	default:
+		store_dberr(s, err, errlen, what);
+		goto done;
+	}
+	out->plan_id = plan_id;
+	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
+	out->gate = sqlite3_column_int(st, 1);
+	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
+	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
+	out->ended_ms = sqlite3_column_int64(st, 4);
+	out->idx = sqlite3_column_int(st, 5);
+	if ((sqlite3_column_type(st, 6) != SQLITE_NULL &&
+	    (out->result_json = store_dupcol(st, 6)) == NULL) ||
+	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
+	    (out->error = store_dupcol(st, 7)) == NULL)) {
+		store_seterr(err, errlen, "%s: out of memory", what);
+		store_step_clear(out);
+		goto done;
+	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_step_get(struct store *s, int64_t plan_id, int idx,
+    struct store_step *out, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx, result_json,"
+	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	char what[80];
+
+	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
+	    idx, plan_id);
+	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+}
+
+int
+store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
+    char *err, size_t errlen)
+{
+	/* Steps not yet succeeded first, lowest first; then the succeeded
+	 * ones, highest first. No result or error. */
+	static const char sql[] =
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
+	    " FROM steps WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
+	    " CASE WHEN status = 'succeeded' THEN -idx ELSE idx END LIMIT 1";
+	char what[80];
+
+	snprintf(what, sizeof(what), "reading the current step of plan %" PRId64,
+	    plan_id);
+	return step_read(s, sql, plan_id, -1, what, out, err, errlen);
+}
+
+void
+store_step_clear(struct store_step *st)
+{
+	if (st == NULL)
+		return;
+	free(st->result_json);
+	free(st->error);
+	st->result_json = NULL;
+	st->error = NULL;
+}
