@@ -7,7 +7,8 @@
  * A 100 ms ladder, old queues of 2 s TTL, a 200 ms interval, a 1 s
  * allowance and a probe every second. Checks the samples, the deadline
  * (never early, moved by a publish into the old path), the probes, and the
- * alerts (old_publish, old_new_queue, parking, ladder_drift, probe,
+ * alerts (old_publish, old_new_queue, old_not_drained, parking,
+ * ladder_drift, probe,
  * broker_unreachable), none of which lets the watch end until it is
  * acknowledged. The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
@@ -239,9 +240,9 @@ publish_to(struct step_ctx *c, const char *exchange, const char *key, int n)
 			fail_msg("publishing to '%s' '%s': %s", exchange, key, err);
 }
 
-/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+/* Declares old queue NAME (classic, durable, TTL_MS). */
 static void
-old_queue(struct step_ctx *c, const char *name)
+old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms)
 {
 	struct topology_arg a[1];
 	char err[512];
@@ -249,9 +250,16 @@ old_queue(struct step_ctx *c, const char *name)
 	memset(a, 0, sizeof(a));
 	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
 	a[0].is_int = true;
-	a[0].num = OLD_TTL_MS;
+	a[0].num = ttl_ms;
 	if (broker_queue_declare(c->amqp, name, true, a, 1, err, sizeof(err)) != 0)
 		fail_msg("declaring old queue '%s': %s", name, err);
+}
+
+/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+static void
+old_queue(struct step_ctx *c, const char *name)
+{
+	old_queue_ttl(c, name, OLD_TTL_MS);
 }
 
 /* Opens the store in a new temporary directory and records the plan with
@@ -1163,6 +1171,71 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	tick_until_done(f, 20000);
 }
 
+/* The watch's main stop condition: old queues still holding messages
+ * past the deadline (here the old queue was redeclared with a TTL far
+ * longer than measured, and holds two messages) keep the watch going,
+ * "waiting for the old path to drain", and raise old_not_drained naming
+ * the count; once drained and the alert acknowledged, it ends. */
+static void
+test_old_not_drained_holds_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct broker_delivery d;
+	char err[2048];
+	int64_t deadline, until;
+	const char *status;
+
+	start(f, "undrained", 1, 0, NULL);
+	/* After measure_horizon: the queue comes back with a 10 min TTL. */
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[0], 600000);
+	publish_to(&f->c, "", f->old[0], 2);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+
+	/* Past the deadline (which the two publishes may still move, when the
+	 * statistics count them), the messages still there: it goes on. */
+	while (now_ms() <= num(f->state, "deadline_ms")) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 2);
+	status = json_string_value(json_object_get(obj(f->state, "summary"), "status"));
+	assert_non_null(status);
+	assert_string_equal(status, "waiting for the old path to drain");
+	tick_until_alert(f, "old_not_drained", ALERT_CEILING_MS, &a);
+	deadline = num(f->state, "deadline_ms");
+	assert_true(a.raised_ms >= deadline);
+	assert_non_null(strstr(a.message, "2 messages still in 1 old queue past the "
+	    "deadline"));
+	assert_int_equal(events(f, "alert.raised", "old_not_drained"), 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+
+	/* Drained by hand: still held until the alert is acknowledged. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(broker_get(f->c.amqp, f->old[0], false, &d, err,
+		    sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	until = now_ms() + ALERT_CEILING_MS;
+	do {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		if (now_ms() > until)
+			fail_msg("the watch never saw the old queue empty");
+	} while (num(obj(f->state, "summary"), "old_depth") != 0);
+	assert_non_null(strstr(json_string_value(json_object_get(obj(f->state,
+	    "summary"), "status")), "alert is open"));
+	ack_all(f);
+	tick_until_done(f, 5000);
+	assert_true(json_is_true(json_object_get(f->state, "done")));
+}
+
 /* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
 
 /* Publishes a message as cutover itself does (publish_delayed, 100 ms,
@@ -1419,6 +1492,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_not_drained_holds_the_watch,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
 		    setup, teardown),
