@@ -8,7 +8,7 @@
  * allowance and a probe every second. Checks the samples, the deadline
  * (never early, moved by a publish into the old path), the probes, and the
  * alerts (old_publish, old_new_queue, old_not_drained, parking,
- * ladder_drift, probe,
+ * ladder_drift (a binding, a level queue or the parking queue gone), probe,
  * broker_unreachable), none of which lets the watch end until it is
  * acknowledged. The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
@@ -1236,6 +1236,62 @@ test_old_not_drained_holds_the_watch(void **state)
 	assert_true(json_is_true(json_object_get(f->state, "done")));
 }
 
+/* Opens the alerts and returns the first open one of KIND whose message
+ * contains WANT, or fails the test. */
+static void
+assert_open_alert_with(struct fixture *f, const char *kind, const char *want)
+{
+	struct alerts al;
+
+	open_alerts(f, &al);
+	for (int i = 0; i < al.n; i++)
+		if (strcmp(al.v[i].kind, kind) == 0 && strstr(al.v[i].message, want) != NULL)
+			return;
+	for (int i = 0; i < al.n; i++)
+		fprintf(stderr, "# open alert %s: %s\n", al.v[i].kind, al.v[i].message);
+	fail_msg("no open %s alert saying \"%s\"", kind, want);
+}
+
+/* Deletes level 3's queue (PARKING: the parking queue) under a running
+ * watch of test TEST: the next tick raises ladder_drift naming it (the
+ * watch inspects every level and the parking queue every tick), and the
+ * watch goes on. */
+static void
+delete_under_the_watch(struct fixture *f, const char *test, bool parking)
+{
+	char q[LADDER_NAME_MAX], want[2 * LADDER_NAME_MAX], err[2048];
+
+	start(f, test, 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	if (parking) {
+		ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+		snprintf(want, sizeof(want), "the parking queue '%s' does not exist", q);
+	} else {
+		ladder_level_queue(&f->p->ladder, 3, q, sizeof(q));
+		snprintf(want, sizeof(want), "level 3's queue '%s' does not exist", q);
+	}
+	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_open_alert_with(f, "ladder_drift", want);
+	assert_int_equal(events(f, "alert.raised", "ladder_drift"), 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
+/* A level queue deleted under the watch raises ladder_drift naming it. */
+static void
+test_deleted_level_queue_raises_ladder_drift(void **state)
+{
+	delete_under_the_watch(*state, "nolevel", false);
+}
+
+/* The parking queue deleted under the watch: ladder_drift naming it. */
+static void
+test_deleted_parking_queue_raises_ladder_drift(void **state)
+{
+	delete_under_the_watch(*state, "nopark", true);
+}
+
 /* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
 
 /* Publishes a message as cutover itself does (publish_delayed, 100 ms,
@@ -1494,6 +1550,10 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_not_drained_holds_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_level_queue_raises_ladder_drift,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
 		    setup, teardown),
