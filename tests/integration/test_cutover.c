@@ -2,7 +2,7 @@
  * RabbitMQ node and a real Unleash — gates approved from another process,
  * kill -9 at the worst moments (between the flip and its record, during
  * the watch, during remove_old), abort after the flip and during the
- * watch, a flag service that is down,
+ * watch, a flag service that is down (for the flip and for the rollback),
  * and a producer still writing into the old path after the flip.
  * The cutover binary (CUTOVER_BINARY) is run as an operator would. */
 #include <setjmp.h>
@@ -758,6 +758,66 @@ test_abort_during_the_watch(void **state)
 	end(p, &c);
 }
 
+/* Runs `cutover run` on the test's plan with the flag service unreachable
+ * from it: its HTTP goes through a proxy that refuses every connection
+ * (http_proxy, honoured by libcurl), except to 127.0.0.1 (no_proxy), where
+ * the broker's management API is; the plan's flag URL names the test
+ * Unleash as localhost. Returns the exit status. */
+static int
+run_with_the_flag_service_down(void)
+{
+	int rc;
+
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("no_proxy", "127.0.0.1", 1);
+	rc = itest_cutover("run", "--db", db, planfile, NULL);
+	unsetenv("http_proxy");
+	unsetenv("no_proxy");
+	return rc;
+}
+
+/* An abort after the flip while the flag service is down: the rollback
+ * cannot be confirmed, so the plan is not marked aborted (abort.failed
+ * says why), the flag is still on and nothing claims otherwise, and the
+ * old queues stay. With the service back, the abort rolls back. */
+static void
+test_abort_with_the_flag_service_down(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	char status[32], url[300];
+	const char *u = getenv("CUTOVER_TEST_UNLEASH_URL");
+
+	(void)state;
+	if (u == NULL || strncmp(u, "http://127.0.0.1:", 17) != 0)
+		fail_msg("CUTOVER_TEST_UNLEASH_URL is not http://127.0.0.1:PORT: %s",
+		    u ? u : "(unset)");
+	snprintf(url, sizeof(url), "http://localhost:%s", u + 17);
+	begin("abortdown", &p, &c, url, "1s");
+	run_to_the_flip_and_approve();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(flag_now(p), 1);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	(void)run_with_the_flag_service_down();
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_not_equal(status, "aborted");
+	assert_int_equal(itest_count(&t, "abort.failed"), 1);
+	assert_int_equal(itest_count(&t, "plan.aborted"), 0);
+	assert_int_equal(itest_count(&t, "rollback.confirmed"), 0);
+	assert_int_equal(flag_now(p), 1);
+	assert_old_queues_left(&c);
+
+	/* The service back: the abort goes through. */
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_rolled_back(p);
+	assert_old_queues_left(&c);
+	end(p, &c);
+}
+
 static void
 test_flag_service_down_stops_the_plan(void **state)
 {
@@ -1000,6 +1060,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_abort_during_the_watch),
+		cmocka_unit_test(test_abort_with_the_flag_service_down),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
 		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,
