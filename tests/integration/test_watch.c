@@ -8,7 +8,8 @@
  * allowance and a probe every second. Checks the samples, the deadline
  * (never early, moved by a publish into the old path), the probes, and the
  * alerts (old_publish, old_new_queue, old_not_drained, parking,
- * ladder_drift (a binding, a level queue or the parking queue gone), probe,
+ * ladder_drift (a binding, a level queue or the parking queue gone), probe
+ * (lost, or early under a policy that shortens the levels),
  * broker_unreachable), none of which lets the watch end until it is
  * acknowledged. The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
@@ -31,6 +32,7 @@
 #include <cmocka.h>
 
 #include "itest_broker.h"
+#include "itest_run.h"
 #include "itest_unleash.h"
 #include "ladder.h"
 #include "plan.h"
@@ -141,6 +143,7 @@ teardown(void **state)
 	}
 	if (f->feature[0] != '\0')
 		itest_feature_delete(f->feature);
+	itest_cleanup();	/* what a test registered (policies) */
 	step_ctx_close(&f->c);
 	plan_free(f->p);
 	json_decref(f->measured);
@@ -1292,6 +1295,52 @@ test_deleted_parking_queue_raises_ladder_drift(void **state)
 	delete_under_the_watch(*state, "nopark", true);
 }
 
+/* A policy that makes every level's TTL 1 ms (a level "shorter than the
+ * plan says") delivers probes before their not-before time: the watch
+ * raises a probe alert saying so and counts them early. The watch is
+ * ticked back to back, so that it reads a probe before its 200 ms
+ * delay is over. */
+static void
+test_early_probe_raises_probe_alert(void **state)
+{
+	struct fixture *f = *state;
+	char pol[128], pattern[160], err[2048];
+	json_t *def;
+	int64_t until;
+	struct alerts al;
+	const struct store_alert *a = NULL;
+	int r;
+
+	start(f, "early", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	snprintf(pol, sizeof(pol), "%s.fast", prefix);
+	itest_policy_cleanup(pol);
+	snprintf(pattern, sizeof(pattern), "^itest%ld\\.early\\.level\\.", (long)getpid());
+	def = json_pack("{s:i}", "message-ttl", 1);
+	assert_non_null(def);
+	r = mgmt_put_policy(f->c.mgmt, pol, pattern, "queues", 100, def, err, sizeof(err));
+	json_decref(def);
+	if (r != 0)
+		fail_msg("putting policy '%s': %s", pol, err);
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		open_alerts(f, &al);
+		for (int i = 0; i < al.n && a == NULL; i++)
+			if (strcmp(al.v[i].kind, "probe") == 0)
+				a = &al.v[i];
+		if (a != NULL)
+			break;
+		if (now_ms() > until)
+			fail_msg("no probe alert within %d ms", ALERT_CEILING_MS);
+		sleep_ms(20);
+	}
+	fprintf(stderr, "# early probe: %s\n", a->message);
+	assert_non_null(strstr(a->message, "before its not-before time"));
+	assert_true(num(obj(f->state, "probe"), "early") >= 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
 /* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
 
 /* Publishes a message as cutover itself does (publish_delayed, 100 ms,
@@ -1554,6 +1603,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_deleted_level_queue_raises_ladder_drift,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_early_probe_raises_probe_alert,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
 		    setup, teardown),
