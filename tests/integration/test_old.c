@@ -1400,6 +1400,52 @@ test_expiring_old_queues_are_refused(void **state)
 	plan_free(p);
 }
 
+/* Runs what a test registered with itest_on_cleanup, passed or not. */
+static int
+cleanup_teardown(void **state)
+{
+	(void)state;
+	itest_cleanup();
+	return 0;
+}
+
+/* A measure that failed (f.01 has no TTL and the plan no max_message_ttl)
+ * is no ground for removing anything: remove_old fails saying so, and
+ * f.00, empty, with a counter and long past its 1 s TTL, stays. */
+static void
+test_remove_refuses_after_a_failed_measure(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	json_t *measured = NULL, *r = NULL;
+	char err[4096];
+
+	(void)state;
+	set_prefix();
+	p = match_plan("f", NULL, "1s");
+	open_ctx(&c, p);
+	make_queue(c.amqp, "f.00", 1000, -1, false);
+	make_queue(c.amqp, "f.01", -1, -1, false);
+	touch_all(&c, "f", 2, 2);
+	assert_int_not_equal(step_measure_horizon(&c, &measured, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "f.01"));
+	/* The failed result still lists f.00: only its "ok" stops removal. */
+	assert_non_null(measured);
+	assert_false(json_is_true(json_object_get(measured, "ok")));
+	assert_non_null(entry(measured, "queues", "f.00"));
+	c.measured = measured;
+	c.now_ms = now_ms();
+	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "measure_horizon did not succeed"));
+	assert_true(exists(c.amqp, "f.00", NULL));
+	assert_true(exists(c.amqp, "f.01", NULL));
+	json_decref(r);
+	json_decref(measured);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
 int
 main(void)
 {
@@ -1415,7 +1461,11 @@ main(void)
 		cmocka_unit_test_teardown(test_publish_after_the_watch_leaves_the_queue,
 		    made_teardown),
 		cmocka_unit_test_teardown(test_dead_letter_chain, made_teardown),
+		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
+		    cleanup_teardown),
 	};
 
+	if (getenv("CUTOVER_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
