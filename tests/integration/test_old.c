@@ -1446,6 +1446,74 @@ test_remove_refuses_after_a_failed_measure(void **state)
 	plan_free(p);
 }
 
+/* Waits (up to 60 s) until queue PREFIX NAME's effective policy sets
+ * message-ttl TTL_MS. */
+static void
+await_policy_ttl(struct mgmt *m, const char *name, int64_t ttl_ms)
+{
+	char path[256], err[1024];
+
+	snprintf(path, sizeof(path), "/api/queues/%%2F/%s%s", prefix, name);
+	for (int tries = 0; ; tries++) {
+		json_t *q = NULL;
+		int64_t v = -1;
+
+		if (mgmt_request(m, "GET", path, NULL, &q, NULL, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		v = json_integer_value(json_object_get(json_object_get(q,
+		    "effective_policy_definition"), "message-ttl"));
+		json_decref(q);
+		if (v == ttl_ms)
+			return;
+		if (tries == 120)
+			fail_msg("%s%s never had the policy's message-ttl %lld", prefix, name,
+			    (long long)ttl_ms);
+		clock_sleep_ms(500);
+	}
+}
+
+/* A TTL raised since the measure (a policy: 1 s when measured, 2 h now)
+ * moves the queue's deadline: remove_old leaves it, not yet past the
+ * deadline of its new TTL, though the measured one has long passed. */
+static void
+test_remove_leaves_a_queue_whose_ttl_was_raised(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e;
+	char err[4096];
+
+	(void)state;
+	set_prefix();
+	p = match_plan("t", NULL, "30s");
+	open_ctx(&c, p);
+	make_queue(c.amqp, "t.00", -1, -1, false);
+	put_policy(c.mgmt, false, "pol-a", "t\\.", 1000);
+	await_policy_ttl(c.mgmt, "t.00", 1000);
+	touch_all(&c, "t", 2, 1);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	c.measured = measured;
+	put_policy(c.mgmt, false, "pol-a", "t\\.", 2 * HOUR_MS);
+	await_policy_ttl(c.mgmt, "t.00", 2 * HOUR_MS);
+	c.now_ms = now_ms();
+	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
+	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	e = entry(r, "entries", "t.00");
+	assert_non_null(e);
+	assert_string_equal(str_of(e, "outcome"), "left");
+	assert_int_equal(int_of(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
+	    30 * 1000);
+	assert_non_null(strstr(str_of(e, "reason"), "not yet past its deadline"));
+	assert_true(exists(c.amqp, "t.00", NULL));
+	json_decref(r);
+	json_decref(measured);
+	drop_policies(c.mgmt);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
 int
 main(void)
 {
@@ -1462,6 +1530,8 @@ main(void)
 		    made_teardown),
 		cmocka_unit_test_teardown(test_dead_letter_chain, made_teardown),
 		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
+		    cleanup_teardown),
+		cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
 		    cleanup_teardown),
 	};
 
