@@ -1514,6 +1514,95 @@ test_remove_leaves_a_queue_whose_ttl_was_raised(void **state)
 	plan_free(p);
 }
 
+/* Creates user NAME on the test broker (password CUTOVER_TEST_PASSWORD,
+ * tag management) with read and write but no configure permission on
+ * vhost "/": it can list, inspect and publish, and the broker refuses its
+ * queue deletes. Deleted again by itest_cleanup. */
+static void
+make_user_without_configure(struct mgmt *m, const char *name)
+{
+	char enc[200], path[300], err[1024];
+	json_t *body;
+	int r;
+
+	assert_true(mgmt_escape(name, enc, sizeof(enc)) > 0);
+	itest_user_cleanup(name);
+	snprintf(path, sizeof(path), "/api/users/%s", enc);
+	body = json_pack("{s:s,s:s}", "password", getenv("CUTOVER_TEST_PASSWORD"), "tags",
+	    "management");
+	r = mgmt_request(m, "PUT", path, body, NULL, NULL, err, sizeof(err));
+	json_decref(body);
+	if (r != 0)
+		fail_msg("creating user %s: %s", name, err);
+	snprintf(path, sizeof(path), "/api/permissions/%%2F/%s", enc);
+	body = json_pack("{s:s,s:s,s:s}", "configure", "^$", "write", ".*", "read", ".*");
+	r = mgmt_request(m, "PUT", path, body, NULL, NULL, err, sizeof(err));
+	json_decref(body);
+	if (r != 0)
+		fail_msg("setting the permissions of %s: %s", name, err);
+}
+
+/* remove_old stops after repeated broker failures: the plan's user may
+ * not configure (so not delete) the old queues, so the broker refuses
+ * every delete; on one connection, after three failures in a row the
+ * other queues are left "not attempted" rather than failed one by one,
+ * and every queue stays. */
+static void
+test_remove_stops_after_repeated_broker_failures(void **state)
+{
+	struct old_remove_opts one = { .connections = 1 };
+	struct plan *p0, *p;
+	struct step_ctx c0, c;
+	json_t *measured = NULL, *r = NULL;
+	const json_t *e;
+	char err[4096], user[96], guest[96], name[32];
+	size_t i;
+	int tried = 0, skipped = 0;
+
+	(void)state;
+	set_prefix();
+	p0 = match_plan("b", NULL, "1s");
+	open_ctx(&c0, p0);
+	for (i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "b.%02zu", i);
+		make_queue(c0.amqp, name, 1000, -1, false);
+	}
+	touch_all(&c0, "b", 2, 6);
+	snprintf(user, sizeof(user), "%snoconfigure", prefix);
+	make_user_without_configure(c0.mgmt, user);
+	snprintf(guest, sizeof(guest), "%s", getenv("CUTOVER_TEST_USER"));
+	setenv("CUTOVER_TEST_USER", user, 1);
+	p = match_plan("b", NULL, "1s");
+	setenv("CUTOVER_TEST_USER", guest, 1);
+	open_ctx(&c, p);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	c.measured = measured;
+	c.now_ms = now_ms();
+	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
+	assert_int_not_equal(old_remove(&c, &one, &r, err, sizeof(err)), 0);
+	assert_int_equal(int_of(json_object_get(r, "counts"), "left"), 6);
+	json_array_foreach(json_object_get(r, "entries"), i, e) {
+		fprintf(stderr, "# %s: %s\n", str_of(e, "name"), str_of(e, "reason"));
+		if (strstr(str_of(e, "reason"), "not attempted: the broker failed") != NULL)
+			skipped++;
+		else if (strstr(str_of(e, "reason"), "failed") != NULL)
+			tried++;
+	}
+	assert_int_equal(tried, 3);
+	assert_int_equal(skipped, 3);
+	for (i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "b.%02zu", i);
+		assert_true(exists(c0.amqp, name, NULL));
+	}
+	json_decref(r);
+	json_decref(measured);
+	step_ctx_close(&c);
+	plan_free(p);
+	step_ctx_close(&c0);
+	plan_free(p0);
+}
+
 int
 main(void)
 {
@@ -1532,6 +1621,8 @@ main(void)
 		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
 		    cleanup_teardown),
 		cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
+		    cleanup_teardown),
+		cmocka_unit_test_teardown(test_remove_stops_after_repeated_broker_failures,
 		    cleanup_teardown),
 	};
 
