@@ -9,7 +9,7 @@
  * (never early, moved by a publish into the old path), the probes, and the
  * alerts (old_publish, old_new_queue, old_not_drained, parking,
  * ladder_drift (a binding, a level queue or the parking queue gone), probe
- * (lost, or early under a policy that shortens the levels),
+ * (lost, late, or early under a policy that shortens the levels),
  * broker_unreachable), none of which lets the watch end until it is
  * acknowledged. The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
@@ -18,6 +18,7 @@
  * flag_off (flag_unreadable), holds the watch and blocks remove_old.
  * Without the environment the tests fail, never skip. Every object is
  * named after the test and the pid, and removed at the end. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1341,6 +1342,104 @@ test_early_probe_raises_probe_alert(void **state)
 	assert_false(json_is_true(json_object_get(f->state, "done")));
 }
 
+/* A probe taken out of the probe queue and put back AT_MS (wall clock)
+ * later, over a connection of its own, by a thread: the watch meanwhile
+ * waits for it. */
+struct late_probe {
+	const struct plan *p;
+	const char *queue;
+	struct broker_delivery d;
+	int64_t at_ms;
+	int rc;
+	char err[512];
+};
+
+static void *
+put_back_late(void *arg)
+{
+	struct late_probe *l = arg;
+	struct broker_field h[16];
+	struct broker_message m = { 0 };
+	struct broker *b = NULL;
+	size_t n = 0;
+
+	l->rc = broker_open(l->p->broker.amqp, l->p->broker.username,
+	    l->p->broker.password, 5000, &b, l->err, sizeof(l->err));
+	if (l->rc != 0)
+		return NULL;
+	for (size_t i = 0; i < l->d.nheaders && n < 16; i++) {
+		if (l->d.headers[i].kind != BROKER_KIND_STR &&
+		    l->d.headers[i].kind != BROKER_KIND_INT)
+			continue;
+		h[n].key = l->d.headers[i].key;
+		h[n].is_int = l->d.headers[i].kind == BROKER_KIND_INT;
+		h[n].num = l->d.headers[i].num;
+		h[n].str = l->d.headers[i].str;
+		n++;
+	}
+	m.routing_key = l->queue;
+	m.body = l->d.body;
+	m.len = l->d.len;
+	m.headers = h;
+	m.nheaders = n;
+	m.message_id = l->d.message_id;
+	m.content_type = l->d.content_type;
+	sleep_ms(l->at_ms - now_ms());
+	l->rc = broker_publish(b, &m, 5000, l->err, sizeof(l->err));
+	broker_close(b);
+	return NULL;
+}
+
+/* A probe that arrives well after its not-before time + max_lateness (but
+ * before it would be called lost) raises a probe alert saying it was late:
+ * the probe is taken from the probe queue as it arrives and put back
+ * max_lateness + 400 ms after its not-before time, while the watch, which
+ * saw the queue empty past the lateness bound, waits for it. */
+static void
+test_late_probe_raises_probe_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct late_probe l;
+	struct publish_info pi;
+	struct alerts al;
+	const struct store_alert *a;
+	pthread_t th;
+	char q[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+	int r;
+
+	memset(&l, 0, sizeof(l));
+	start(f, "lateprobe", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
+	until = now_ms() + 3000;
+	while ((r = broker_get(f->c.amqp, q, false, &l.d, err, sizeof(err))) ==
+	    BROKER_EMPTY && now_ms() < until)
+		sleep_ms(10);
+	assert_int_equal(r, 0);
+	assert_int_equal(publish_read(&l.d, &pi, err, sizeof(err)), 0);
+	assert_string_equal(pi.purpose, "probe");
+	l.p = f->p;
+	l.queue = q;
+	l.at_ms = pi.not_before_ms + f->p->canary.max_lateness_ms + 400;
+	assert_int_equal(pthread_create(&th, NULL, put_back_late, &l), 0);
+	/* This tick waits for the probe up to its bound, and reads it. */
+	r = tick(f, err, sizeof(err));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	broker_delivery_free(&l.d);
+	if (l.rc != 0)
+		fail_msg("putting the probe back: %s", l.err);
+	assert_int_equal(r, 1);
+	open_alerts(f, &al);
+	a = find_alert(&al, "probe");
+	assert_non_null(a);
+	fprintf(stderr, "# late probe: %s\n", a->message);
+	assert_non_null(strstr(a->message, "later than canary.max_lateness"));
+	assert_int_equal(num(obj(f->state, "probe"), "late"), 1);
+	assert_int_equal(num(obj(f->state, "probe"), "lost"), 0);
+}
+
 /* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
 
 /* Publishes a message as cutover itself does (publish_delayed, 100 ms,
@@ -1605,6 +1704,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_early_probe_raises_probe_alert,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_probe_raises_probe_alert,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
 		    setup, teardown),
