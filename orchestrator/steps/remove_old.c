@@ -96,9 +96,10 @@ failed(struct worker *wk)
 }
 
 /* Checks IT; deletes it when empty and unused if classic (with if-empty
- * and if-unused), or marks it to be fenced first. */
-static void
-check_pass(struct worker *wk, struct item *it)
+ * and if-unused), or marks it to be fenced first. Returns 1 when a broker
+ * call failed on it, else 0. */
+static int
+check_queue(struct worker *wk, struct item *it)
 {
 	struct step_ctx *c = wk->w->c;
 	const struct old_remove_opts *o = wk->w->o;
@@ -112,27 +113,24 @@ check_pass(struct worker *wk, struct item *it)
 	it->at_ms = old_now_ms(c);
 	if (r == BROKER_NOT_FOUND) {
 		set_reason(it, OUT_GONE, "already gone");
-		wk->failures = 0;
-		return;
+		return 0;
 	}
 	if (r != 0) {
 		set_reason(it, OUT_LEFT, "checking it failed: %s", why);
-		failed(wk);
-		return;
+		return 1;
 	}
-	wk->failures = 0;
 	it->seen = qi.messages;
 	if (qi.messages > 0) {
 		set_reason(it, OUT_LEFT, "holds %u message%s although past its deadline: "
 		    "something still publishes into it, or its messages do not expire",
 		    qi.messages, qi.messages == 1 ? "" : "s");
-		return;
+		return 0;
 	}
 	if (qi.consumers > 0) {
 		set_reason(it, OUT_LEFT, "has %u consumer%s (which may hold unacknowledged "
 		    "messages): not a delay queue to remove", qi.consumers,
 		    qi.consumers == 1 ? "" : "s");
-		return;
+		return 0;
 	}
 	if (o->dry_run) {
 		set_reason(it, OUT_WOULD, "empty, unused and past its deadline; would be "
@@ -140,11 +138,11 @@ check_pass(struct worker *wk, struct item *it)
 		    "after fencing it (a policy: max-length 0, reject-publish) and "
 		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
-		return;
+		return 0;
 	}
 	if (!classic) {
 		it->fence_wanted = true;	/* fenced_pass deletes it */
-		return;
+		return 0;
 	}
 	if (o->between != NULL)
 		o->between(o->arg, it->name);
@@ -155,7 +153,7 @@ check_pass(struct worker *wk, struct item *it)
 		fault_point("remove_old.deleted");	/* deleted, not yet recorded */
 		set_reason(it, OUT_REMOVED, "empty, unused and past its deadline; deleted "
 		    "with if-empty and if-unused");
-		return;
+		return 0;
 	}
 	if (r == BROKER_EPRECONDITION) {
 		/* The broker's own check: something entered or attached since ours. */
@@ -169,10 +167,21 @@ check_pass(struct worker *wk, struct item *it)
 			set_reason(it, OUT_LEFT, "a message arrived or a consumer attached "
 			    "between the check and the delete: the broker refused the "
 			    "if-empty/if-unused delete");
-		return;
+		return 0;
 	}
 	set_reason(it, OUT_LEFT, "deleting it failed: %s", why);
-	failed(wk);
+	return 1;
+}
+
+/* check_queue on IT, counting the queues on which the broker failed in a
+ * row (a delete refused after a check that worked is one too). */
+static void
+check_pass(struct worker *wk, struct item *it)
+{
+	if (check_queue(wk, it) != 0)
+		failed(wk);
+	else
+		wk->failures = 0;
 }
 
 /* Takes back IT's markers; says so in its reason when it cannot. */

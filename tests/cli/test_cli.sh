@@ -1,6 +1,9 @@
 #!/bin/sh
-# test_cli: the `cutover` command as a user runs it — output and exit
-# status of each verb. Usage: test_cli.sh CUTOVER SOURCE_DIR
+# test_cli: the `cutover` command as a user runs it, where no broker is
+# needed — output and exit status of check and encode, and the usage
+# errors of old (test_broker_verbs.sh runs the broker's verbs, the
+# integration tests the engine's and the server's). Usage: test_cli.sh
+# CUTOVER SOURCE_DIR
 set -u
 bin=$1
 src=$2
@@ -8,23 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-# expect STATUS CMD...: runs CMD, keeps its stdout/stderr in $tmp/out, err.
-expect() {
-	want=$1
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	got=$?
-	[ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want: $(cat "$tmp/err")"
-}
-
-contains() { # FILE TEXT
-	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 # encode: the issue's own example, byte for byte.
 expect 0 "$bin" encode --unit 1s --levels 6 --json 42s email.delivery

@@ -9,12 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+. "$(dirname "$0")/cli_lib.sh"
 
-# expect STATUS CMD...: runs CMD, keeps its stdout/stderr in $tmp/out, err.
+# expect STATUS CMD...: as cli_lib's, and keeps all output in $tmp/all too.
 expect() {
 	want=$1
 	shift
@@ -22,10 +19,6 @@ expect() {
 	got=$?
 	cat "$tmp/out" "$tmp/err" >>"$tmp/all"
 	[ "$got" -eq "$want" ] || fail "'$*' exited $got, expected $want: $(cat "$tmp/err")"
-}
-
-contains() { # FILE TEXT
-	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
 }
 
 # Port 1 on loopback: nothing listens there, the connection is refused.

@@ -98,6 +98,12 @@ itest_queue_cleanup(const char *name)
 	delete_later("/api/queues/%2F/", name);
 }
 
+void
+itest_user_cleanup(const char *name)
+{
+	delete_later("/api/users/", name);
+}
+
 /* Deletes every object of KIND ("queues", "exchanges", "policies" or
  * "operator-policies") on vhost "/" whose name starts with PREFIX. */
 static void

@@ -28,6 +28,10 @@ void itest_policy_cleanup(const char *name);
 void itest_queue_cleanup(const char *name);
 void itest_prefix_cleanup(const char *prefix);
 
+/* Registers, with itest_on_cleanup, the deletion of user NAME on the test
+ * broker. */
+void itest_user_cleanup(const char *name);
+
 struct broker;
 struct mgmt;
 

@@ -5,7 +5,10 @@
  * CUTOVER_TEST_PASSWORD), talked to with libcurl, raw sockets, and the
  * remote verbs of the same binary. Covers the routes and their statuses,
  * tokens, limits, hostile requests, a gate approved by an operator and
- * recorded under that name, a clean stop on SIGTERM and a resume after. */
+ * recorded under that name, a failed step retried and a plan aborted
+ * through the routes and through the remote verbs, alerts acknowledged
+ * through the ack route and the remote ack verb, a clean stop on
+ * SIGTERM and a resume after. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include <jansson.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "itest_broker.h"
 #include "itest_run.h"
 #include "plan.h"
@@ -944,6 +949,177 @@ test_remote_cli(void **state)
 	cleanup_broker("cli");
 }
 
+/* Makes TEST's declare_ladder fail: its level 0 queue declared first as
+ * a classic queue without arguments (declare_ladder refuses a queue that
+ * exists with other arguments); GONE true deletes it again. */
+static void
+conflicting_level(const char *test, bool gone)
+{
+	struct plan_errors errs = { 0 };
+	struct step_ctx c;
+	struct plan *p = NULL;
+	char err[1024], file[320], q[128];
+
+	snprintf(file, sizeof(file), "%s/%s.yaml", dir, test);
+	if (plan_load_file(file, &p, &errs) != 0)
+		fail_msg("%s does not load", file);
+	if (step_ctx_open(&c, p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(q, sizeof(q), "itestapi%ld.%s.level.00", (long)getpid(), test);
+	if (gone)
+		assert_int_equal(broker_queue_delete(c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	else if (broker_queue_declare(c.amqp, q, true, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", q, err);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+/* A failed step retried and a plan aborted by an operator, through the
+ * API's routes (VIA_CLI false) or the remote verbs of the CLI: the retry
+ * runs the step again and the plan goes on to its gate, the abort ends
+ * it, and the history names the operator for both. */
+static void
+retry_and_abort(const char *test, bool via_cli)
+{
+	char name[80], path[128], out[4096];
+	struct resp r;
+	json_t *j;
+	long long id;
+
+	plan_yaml(test, name, sizeof(name));
+	conflicting_level(test, false);
+	id = submit(test, name, sizeof(name));
+	json_decref(wait_plan(id, "failed"));
+	conflicting_level(test, true);
+	if (via_cli)
+		assert_int_equal(cli(out, sizeof(out), TOKEN_BOB, "retry", "--server", base,
+		    name, "declare_ladder", "--comment", "conflict removed", NULL), 0);
+	else {
+		snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/retry", id);
+		http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
+		if (r.status != 202)
+			fail_msg("retry: %ld %s", r.status, r.body ? r.body : "");
+		resp_clear(&r);
+	}
+	/* The retry is acted on at the engine's next turn: the plan runs
+	 * again, then waits at the gate. */
+	json_decref(wait_plan(id, "running"));
+	json_decref(wait_step(id, 2, "waiting_approval"));
+	assert_non_null(actor_of(id, "step.retry"));
+	assert_string_equal(actor_of(id, "step.retry"), "bob");
+	if (via_cli)
+		assert_int_equal(cli(out, sizeof(out), TOKEN_ALICE, "abort", "--server", base,
+		    name, NULL), 0);
+	else {
+		snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+		http("POST", path, TOKEN_ALICE, "{\"comment\":\"not today\"}", 23,
+		    "Content-Type: application/json", &r);
+		if (r.status != 202)
+			fail_msg("abort: %ld %s", r.status, r.body ? r.body : "");
+		resp_clear(&r);
+	}
+	j = wait_plan(id, "aborted");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(j, "steps"), 1), "status")), "waiting_approval");
+	json_decref(j);
+	assert_non_null(actor_of(id, "plan.aborted"));
+	assert_string_equal(actor_of(id, "plan.aborted"), "alice");
+	cleanup_broker(test);
+}
+
+static void
+test_retry_and_abort_routes(void **state)
+{
+	(void)state;
+	retry_and_abort("routes", false);
+}
+
+static void
+test_remote_retry_and_abort(void **state)
+{
+	(void)state;
+	retry_and_abort("remote", true);
+}
+
+/* Raises an alert of KIND on plan ID in the server's database, as the
+ * watch does (store_alert_raise); returns its id. */
+static long long
+raise_alert(long long id, const char *kind)
+{
+	struct store *s = NULL;
+	int64_t aid = 0;
+	char err[512];
+
+	if (store_open(db, &s, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (store_alert_raise(s, id, kind, "raised by test_api", clock_now_ms(), &aid,
+	    err, sizeof(err)) != 1)
+		fail_msg("raising a %s alert: %s", kind, err);
+	store_close(s);
+	return (long long)aid;
+}
+
+/* Waits until plan ID lists no open alert AID. */
+static void
+wait_acked(long long id, long long aid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	for (int t = 0; t < WAIT_MS / 100; t++) {
+		json_t *j = get(path), *a;
+		size_t i;
+		bool open = false;
+
+		json_array_foreach(json_object_get(j, "alerts"), i, a)
+			open = open || json_integer_value(json_object_get(a, "id")) == aid;
+		json_decref(j);
+		if (!open)
+			return;
+		sleep_ms(100);
+	}
+	fail_msg("alert %lld of plan %lld was never acknowledged", aid, id);
+}
+
+/* Open alerts acknowledged through the ack route (bob) and the remote ack
+ * verb (alice): each leaves the plan's open alerts, and the history
+ * records alert.acked by that operator. */
+static void
+test_ack_route_and_remote_ack(void **state)
+{
+	char name[80], path[128], out[4096], aid_s[32];
+	struct resp r;
+	long long id, a1, a2;
+
+	(void)state;
+	id = submit("ack", name, sizeof(name));
+	json_decref(wait_step(id, 2, "waiting_approval"));
+	a1 = raise_alert(id, "parking");
+	a2 = raise_alert(id, "probe");
+	snprintf(path, sizeof(path), "/api/plans/%lld/alerts/%lld/ack", id, a1);
+	http("POST", path, TOKEN_BOB, "{\"comment\":\"seen\"}", 18,
+	    "Content-Type: application/json", &r);
+	if (r.status != 202)
+		fail_msg("ack: %ld %s", r.status, r.body ? r.body : "");
+	resp_clear(&r);
+	wait_acked(id, a1);
+	assert_non_null(actor_of(id, "alert.acked"));
+	assert_string_equal(actor_of(id, "alert.acked"), "bob");
+	/* The other is still open; the CLI acknowledges it. */
+	http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
+	assert_error(&r, 409);
+	resp_clear(&r);
+	snprintf(aid_s, sizeof(aid_s), "%lld", a2);
+	assert_int_equal(cli(out, sizeof(out), TOKEN_ALICE, "ack", "--server", base, name,
+	    aid_s, NULL), 0);
+	wait_acked(id, a2);
+	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+	http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
+	resp_clear(&r);
+	json_decref(wait_plan(id, "aborted"));
+	cleanup_broker("ack");
+}
+
 static void
 test_idle_connection_times_out(void **state)
 {
@@ -1111,10 +1287,15 @@ main(void)
 		cmocka_unit_test(test_limits_and_malformed_bodies),
 		cmocka_unit_test(test_gate_approved_by_an_operator),
 		cmocka_unit_test(test_remote_cli),
+		cmocka_unit_test(test_retry_and_abort_routes),
+		cmocka_unit_test(test_remote_retry_and_abort),
+		cmocka_unit_test(test_ack_route_and_remote_ack),
 		cmocka_unit_test(test_idle_connection_times_out),
 		cmocka_unit_test(test_stop_and_resume),
 		cmocka_unit_test(test_without_operators),
 	};
 
+	if (getenv("CUTOVER_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,8 +1,9 @@
 /* test_cutover (integration): whole plans through the engine against a real
  * RabbitMQ node and a real Unleash — gates approved from another process,
  * kill -9 at the worst moments (between the flip and its record, during
- * the watch, during remove_old), abort after the flip, a flag service that
- * is down, and a producer still writing into the old path after the flip.
+ * the watch, during remove_old), abort after the flip and during the
+ * watch, a flag service that is down (for the flip and for the rollback),
+ * and a producer still writing into the old path after the flip.
  * The cutover binary (CUTOVER_BINARY) is run as an operator would. */
 #include <setjmp.h>
 #include <signal.h>
@@ -187,6 +188,30 @@ wait_step(int idx, const char *status, int timeout_ms)
 			int same = strcmp(st.status, status) == 0;
 
 			store_step_clear(&st);
+			if (same)
+				return 1;
+		}
+		itest_sleep_ms(50);
+	}
+	return 0;
+}
+
+/* Waits until the test's plan has STATUS (up to TIMEOUT_MS). Returns 1 if
+ * it did. */
+static int
+wait_plan(const char *status, int timeout_ms)
+{
+	int64_t until = now_ms() + timeout_ms;
+	struct store *s = NULL;
+	struct store_plan sp;
+	char err[512];
+	int same;
+
+	while (now_ms() < until) {
+		if (store_open(db, &s, err, sizeof(err)) == 0) {
+			same = store_plan_find(s, plan_name, &sp, err, sizeof(err)) == 0 &&
+			    strcmp(sp.status, status) == 0;
+			store_close(s);
 			if (same)
 				return 1;
 		}
@@ -649,13 +674,29 @@ test_killed_during_remove_old(void **state)
 	end(p, &c);
 }
 
+/* Asserts that the test's plan is aborted with its rollback confirmed
+ * (the flag read back off from Unleash: P's flag) and no old queue
+ * removed. */
+static void
+assert_rolled_back(const struct plan *p)
+{
+	struct itest_history t;
+	char status[32];
+
+	assert_int_equal(flag_now(p), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	assert_int_equal(itest_count(&t, "rollback.requested"), 1);
+	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 0);
+}
+
 static void
 test_abort_after_the_flip_rolls_back(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
-	struct itest_history t;
-	char status[32];
 
 	(void)state;
 	begin("rollback", &p, &c, NULL, "1s");
@@ -665,12 +706,115 @@ test_abort_after_the_flip_rolls_back(void **state)
 	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
 	    "--comment", "consumers saw duplicates", NULL), 0);
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	assert_int_equal(flag_now(p), 0);          /* read back from Unleash */
+	assert_rolled_back(p);
+	end(p, &c);
+}
+
+/* Asserts that the test's three old queues still exist (C's broker). */
+static void
+assert_old_queues_left(struct step_ctx *c)
+{
+	struct broker_queue_info qi;
+	char err[512], name[160];
+
+	for (int s = 1; s <= 3; s++) {
+		snprintf(name, sizeof(name), "%s.old.%d", prefix, s);
+		if (broker_queue_inspect(c->amqp, name, &qi, err, sizeof(err)) != 0)
+			fail_msg("old queue '%s' is gone: %s", name, err);
+	}
+}
+
+/* An abort while the engine runs the watch (a long allowance keeps it
+ * running): the running engine acts on it at its next turn, turns the flag
+ * back off (read back from Unleash), marks the plan aborted and exits 1;
+ * the watch never succeeds, remove_old never runs, the old queues stay. */
+static void
+test_abort_during_the_watch(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store_step st;
+	pid_t pid;
+
+	(void)state;
+	begin("watchabort", &p, &c, NULL, "10m");
+	run_to_the_flip_and_approve();
+	pid = itest_start_run(db, planfile, NULL);
+	assert_true(wait_step(5, "running", 30000));
+	assert_true(wait_ticks(2, 60000));
+	assert_int_equal(flag_now(p), 1);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    "--comment", "the watch shows duplicates", NULL), 0);
+	assert_true(wait_plan("aborted", 60000));
+	assert_int_equal(itest_wait(pid), 1);
+	assert_rolled_back(p);
+	assert_int_equal(read_step(5, &st), 0);
+	assert_string_not_equal(st.status, "succeeded");
+	store_step_clear(&st);
+	assert_int_equal(read_step(6, &st), 0);
+	assert_string_equal(st.status, "pending");
+	store_step_clear(&st);
+	assert_old_queues_left(&c);
+	end(p, &c);
+}
+
+/* Runs `cutover run` on the test's plan with the flag service unreachable
+ * from it: its HTTP goes through a proxy that refuses every connection
+ * (http_proxy, honoured by libcurl), except to 127.0.0.1 (no_proxy), where
+ * the broker's management API is; the plan's flag URL names the test
+ * Unleash as localhost. Returns the exit status. */
+static int
+run_with_the_flag_service_down(void)
+{
+	int rc;
+
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("no_proxy", "127.0.0.1", 1);
+	rc = itest_cutover("run", "--db", db, planfile, NULL);
+	unsetenv("http_proxy");
+	unsetenv("no_proxy");
+	return rc;
+}
+
+/* An abort after the flip while the flag service is down: the rollback
+ * cannot be confirmed, so the plan is not marked aborted (abort.failed
+ * says why), the flag is still on and nothing claims otherwise, and the
+ * old queues stay. With the service back, the abort rolls back. */
+static void
+test_abort_with_the_flag_service_down(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct itest_history t;
+	char status[32], url[300];
+	const char *u = getenv("CUTOVER_TEST_UNLEASH_URL");
+
+	(void)state;
+	if (u == NULL || strncmp(u, "http://127.0.0.1:", 17) != 0)
+		fail_msg("CUTOVER_TEST_UNLEASH_URL is not http://127.0.0.1:PORT: %s",
+		    u ? u : "(unset)");
+	snprintf(url, sizeof(url), "http://localhost:%s", u + 17);
+	begin("abortdown", &p, &c, url, "1s");
+	run_to_the_flip_and_approve();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(flag_now(p), 1);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	(void)run_with_the_flag_service_down();
 	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "aborted");
-	assert_int_equal(itest_count(&t, "rollback.requested"), 1);
-	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
-	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
+	assert_string_not_equal(status, "aborted");
+	assert_int_equal(itest_count(&t, "abort.failed"), 1);
+	assert_int_equal(itest_count(&t, "plan.aborted"), 0);
+	assert_int_equal(itest_count(&t, "rollback.confirmed"), 0);
+	assert_int_equal(flag_now(p), 1);
+	assert_old_queues_left(&c);
+
+	/* The service back: the abort goes through. */
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_rolled_back(p);
+	assert_old_queues_left(&c);
 	end(p, &c);
 }
 
@@ -915,6 +1059,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
+		cmocka_unit_test(test_abort_during_the_watch),
+		cmocka_unit_test(test_abort_with_the_flag_service_down),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
 		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,

@@ -7,7 +7,9 @@
  * A 100 ms ladder, old queues of 2 s TTL, a 200 ms interval, a 1 s
  * allowance and a probe every second. Checks the samples, the deadline
  * (never early, moved by a publish into the old path), the probes, and the
- * alerts (old_publish, old_new_queue, parking, ladder_drift, probe,
+ * alerts (old_publish, old_new_queue, old_not_drained, parking,
+ * ladder_drift (a binding, a level queue or the parking queue gone), probe
+ * (lost, late, or early under a policy that shortens the levels),
  * broker_unreachable), none of which lets the watch end until it is
  * acknowledged. The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
@@ -16,6 +18,7 @@
  * flag_off (flag_unreadable), holds the watch and blocks remove_old.
  * Without the environment the tests fail, never skip. Every object is
  * named after the test and the pid, and removed at the end. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +34,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_run.h"
 #include "itest_unleash.h"
 #include "ladder.h"
 #include "plan.h"
@@ -135,6 +139,7 @@ teardown(void **state)
 	}
 	if (f->feature[0] != '\0')
 		itest_feature_delete(f->feature);
+	itest_cleanup();	/* what a test registered (policies) */
 	step_ctx_close(&f->c);
 	plan_free(f->p);
 	json_decref(f->measured);
@@ -234,9 +239,9 @@ publish_to(struct step_ctx *c, const char *exchange, const char *key, int n)
 			fail_msg("publishing to '%s' '%s': %s", exchange, key, err);
 }
 
-/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+/* Declares old queue NAME (classic, durable, TTL_MS). */
 static void
-old_queue(struct step_ctx *c, const char *name)
+old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms)
 {
 	struct topology_arg a[1];
 	char err[512];
@@ -244,9 +249,16 @@ old_queue(struct step_ctx *c, const char *name)
 	memset(a, 0, sizeof(a));
 	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
 	a[0].is_int = true;
-	a[0].num = OLD_TTL_MS;
+	a[0].num = ttl_ms;
 	if (broker_queue_declare(c->amqp, name, true, a, 1, err, sizeof(err)) != 0)
 		fail_msg("declaring old queue '%s': %s", name, err);
+}
+
+/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+static void
+old_queue(struct step_ctx *c, const char *name)
+{
+	old_queue_ttl(c, name, OLD_TTL_MS);
 }
 
 /* Opens the store in a new temporary directory and records the plan with
@@ -1158,6 +1170,271 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	tick_until_done(f, 20000);
 }
 
+/* The watch's main stop condition: old queues still holding messages
+ * past the deadline (here the old queue was redeclared with a TTL far
+ * longer than measured, and holds two messages) keep the watch going,
+ * "waiting for the old path to drain", and raise old_not_drained naming
+ * the count; once drained and the alert acknowledged, it ends. */
+static void
+test_old_not_drained_holds_the_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct broker_delivery d;
+	char err[2048];
+	int64_t deadline, until;
+	const char *status;
+
+	start(f, "undrained", 1, 0, NULL);
+	/* After measure_horizon: the queue comes back with a 10 min TTL. */
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[0], 600000);
+	publish_to(&f->c, "", f->old[0], 2);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+
+	/* Past the deadline (which the two publishes may still move, when the
+	 * statistics count them), the messages still there: it goes on. */
+	while (now_ms() <= num(f->state, "deadline_ms")) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 2);
+	status = json_string_value(json_object_get(obj(f->state, "summary"), "status"));
+	assert_non_null(status);
+	assert_string_equal(status, "waiting for the old path to drain");
+	tick_until_alert(f, "old_not_drained", ALERT_CEILING_MS, &a);
+	deadline = num(f->state, "deadline_ms");
+	assert_true(a.raised_ms >= deadline);
+	assert_non_null(strstr(a.message, "2 messages still in 1 old queue past the "
+	    "deadline"));
+	assert_int_equal(events(f, "alert.raised", "old_not_drained"), 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+
+	/* Drained by hand: still held until the alert is acknowledged. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(broker_get(f->c.amqp, f->old[0], false, &d, err,
+		    sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	until = now_ms() + ALERT_CEILING_MS;
+	do {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		if (now_ms() > until)
+			fail_msg("the watch never saw the old queue empty");
+	} while (num(obj(f->state, "summary"), "old_depth") != 0);
+	assert_non_null(strstr(json_string_value(json_object_get(obj(f->state,
+	    "summary"), "status")), "alert is open"));
+	ack_all(f);
+	tick_until_done(f, 5000);
+	assert_true(json_is_true(json_object_get(f->state, "done")));
+}
+
+/* Opens the alerts and returns the first open one of KIND whose message
+ * contains WANT, or fails the test. */
+static void
+assert_open_alert_with(struct fixture *f, const char *kind, const char *want)
+{
+	struct alerts al;
+
+	open_alerts(f, &al);
+	for (int i = 0; i < al.n; i++)
+		if (strcmp(al.v[i].kind, kind) == 0 && strstr(al.v[i].message, want) != NULL)
+			return;
+	for (int i = 0; i < al.n; i++)
+		fprintf(stderr, "# open alert %s: %s\n", al.v[i].kind, al.v[i].message);
+	fail_msg("no open %s alert saying \"%s\"", kind, want);
+}
+
+/* Deletes level 3's queue (PARKING: the parking queue) under a running
+ * watch of test TEST: the next tick raises ladder_drift naming it (the
+ * watch inspects every level and the parking queue every tick), and the
+ * watch goes on. */
+static void
+delete_under_the_watch(struct fixture *f, const char *test, bool parking)
+{
+	char q[LADDER_NAME_MAX], want[2 * LADDER_NAME_MAX], err[2048];
+
+	start(f, test, 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	if (parking) {
+		ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+		snprintf(want, sizeof(want), "the parking queue '%s' does not exist", q);
+	} else {
+		ladder_level_queue(&f->p->ladder, 3, q, sizeof(q));
+		snprintf(want, sizeof(want), "level 3's queue '%s' does not exist", q);
+	}
+	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_open_alert_with(f, "ladder_drift", want);
+	assert_int_equal(events(f, "alert.raised", "ladder_drift"), 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
+/* A level queue deleted under the watch raises ladder_drift naming it. */
+static void
+test_deleted_level_queue_raises_ladder_drift(void **state)
+{
+	delete_under_the_watch(*state, "nolevel", false);
+}
+
+/* The parking queue deleted under the watch: ladder_drift naming it. */
+static void
+test_deleted_parking_queue_raises_ladder_drift(void **state)
+{
+	delete_under_the_watch(*state, "nopark", true);
+}
+
+/* A policy that makes every level's TTL 1 ms (a level "shorter than the
+ * plan says") delivers probes before their not-before time: the watch
+ * raises a probe alert saying so and counts them early. The watch is
+ * ticked back to back, so that it reads a probe before its 200 ms
+ * delay is over. */
+static void
+test_early_probe_raises_probe_alert(void **state)
+{
+	struct fixture *f = *state;
+	char pol[128], pattern[160], err[2048];
+	json_t *def;
+	int64_t until;
+	struct alerts al;
+	const struct store_alert *a = NULL;
+	int r;
+
+	start(f, "early", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	snprintf(pol, sizeof(pol), "%s.fast", prefix);
+	itest_policy_cleanup(pol);
+	snprintf(pattern, sizeof(pattern), "^itest%ld\\.early\\.level\\.", (long)getpid());
+	def = json_pack("{s:i}", "message-ttl", 1);
+	assert_non_null(def);
+	r = mgmt_put_policy(f->c.mgmt, pol, pattern, "queues", 100, def, err, sizeof(err));
+	json_decref(def);
+	if (r != 0)
+		fail_msg("putting policy '%s': %s", pol, err);
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		open_alerts(f, &al);
+		for (int i = 0; i < al.n && a == NULL; i++)
+			if (strcmp(al.v[i].kind, "probe") == 0)
+				a = &al.v[i];
+		if (a != NULL)
+			break;
+		if (now_ms() > until)
+			fail_msg("no probe alert within %d ms", ALERT_CEILING_MS);
+		sleep_ms(20);
+	}
+	fprintf(stderr, "# early probe: %s\n", a->message);
+	assert_non_null(strstr(a->message, "before its not-before time"));
+	assert_true(num(obj(f->state, "probe"), "early") >= 1);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
+/* A probe taken out of the probe queue and put back AT_MS (wall clock)
+ * later, over a connection of its own, by a thread: the watch meanwhile
+ * waits for it. */
+struct late_probe {
+	const struct plan *p;
+	const char *queue;
+	struct broker_delivery d;
+	int64_t at_ms;
+	int rc;
+	char err[512];
+};
+
+static void *
+put_back_late(void *arg)
+{
+	struct late_probe *l = arg;
+	struct broker_field h[16];
+	struct broker_message m = { 0 };
+	struct broker *b = NULL;
+	size_t n = 0;
+
+	l->rc = broker_open(l->p->broker.amqp, l->p->broker.username,
+	    l->p->broker.password, 5000, &b, l->err, sizeof(l->err));
+	if (l->rc != 0)
+		return NULL;
+	for (size_t i = 0; i < l->d.nheaders && n < 16; i++) {
+		if (l->d.headers[i].kind != BROKER_KIND_STR &&
+		    l->d.headers[i].kind != BROKER_KIND_INT)
+			continue;
+		h[n].key = l->d.headers[i].key;
+		h[n].is_int = l->d.headers[i].kind == BROKER_KIND_INT;
+		h[n].num = l->d.headers[i].num;
+		h[n].str = l->d.headers[i].str;
+		n++;
+	}
+	m.routing_key = l->queue;
+	m.body = l->d.body;
+	m.len = l->d.len;
+	m.headers = h;
+	m.nheaders = n;
+	m.message_id = l->d.message_id;
+	m.content_type = l->d.content_type;
+	sleep_ms(l->at_ms - now_ms());
+	l->rc = broker_publish(b, &m, 5000, l->err, sizeof(l->err));
+	broker_close(b);
+	return NULL;
+}
+
+/* A probe that arrives well after its not-before time + max_lateness (but
+ * before it would be called lost) raises a probe alert saying it was late:
+ * the probe is taken from the probe queue as it arrives and put back
+ * max_lateness + 400 ms after its not-before time, while the watch, which
+ * saw the queue empty past the lateness bound, waits for it. */
+static void
+test_late_probe_raises_probe_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct late_probe l;
+	struct publish_info pi;
+	struct alerts al;
+	const struct store_alert *a;
+	pthread_t th;
+	char q[LADDER_NAME_MAX], err[2048];
+	int64_t until;
+	int r;
+
+	memset(&l, 0, sizeof(l));
+	start(f, "lateprobe", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
+	until = now_ms() + 3000;
+	while ((r = broker_get(f->c.amqp, q, false, &l.d, err, sizeof(err))) ==
+	    BROKER_EMPTY && now_ms() < until)
+		sleep_ms(10);
+	assert_int_equal(r, 0);
+	assert_int_equal(publish_read(&l.d, &pi, err, sizeof(err)), 0);
+	assert_string_equal(pi.purpose, "probe");
+	l.p = f->p;
+	l.queue = q;
+	l.at_ms = pi.not_before_ms + f->p->canary.max_lateness_ms + 400;
+	assert_int_equal(pthread_create(&th, NULL, put_back_late, &l), 0);
+	/* This tick waits for the probe up to its bound, and reads it. */
+	r = tick(f, err, sizeof(err));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	broker_delivery_free(&l.d);
+	if (l.rc != 0)
+		fail_msg("putting the probe back: %s", l.err);
+	assert_int_equal(r, 1);
+	open_alerts(f, &al);
+	a = find_alert(&al, "probe");
+	assert_non_null(a);
+	fprintf(stderr, "# late probe: %s\n", a->message);
+	assert_non_null(strstr(a->message, "later than canary.max_lateness"));
+	assert_int_equal(num(obj(f->state, "probe"), "late"), 1);
+	assert_int_equal(num(obj(f->state, "probe"), "lost"), 0);
+}
+
 /* ---- the watch's own messages, broker restarts, clock jumps (issue 14) ---- */
 
 /* Publishes a message as cutover itself does (publish_delayed, 100 ms,
@@ -1414,6 +1691,16 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_not_drained_holds_the_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_level_queue_raises_ladder_drift,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_early_probe_raises_probe_alert,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_probe_raises_probe_alert,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
 		    setup, teardown),
