@@ -1608,6 +1608,37 @@ restart_broker(void)
 		fail_msg("restarting the broker on port %d failed", port);
 }
 
+/* Whether the node declares (and deletes) a quorum queue of its own. */
+static bool
+quorum_declares(struct fixture *f)
+{
+	struct topology_arg a = { .key = "x-queue-type", .str = "quorum" };
+	char q[LADDER_NAME_MAX], err[1024];
+	bool ok;
+
+	snprintf(q, sizeof(q), "%s.quorum-check", itest_run_id());
+	ok = broker_queue_declare(f->c.amqp, q, true, &a, 1, err, sizeof(err)) == 0;
+	if (!ok)
+		fprintf(stderr, "# quorum declare after the restart: %s\n", err);
+	(void)broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err));
+	return ok;
+}
+
+/* After a restart a node can keep refusing quorum queues (INTERNAL_ERROR:
+ * its Raft system did not recover, DESIGN.md §3). The tests after this one
+ * share the node: restart it again until a quorum queue declares (three
+ * tries), so that this test's restart never fails another test. */
+static void
+leave_quorum_working(struct fixture *f)
+{
+	for (int i = 0; i < 3; i++) {
+		if (quorum_declares(f) || quorum_declares(f))
+			return;
+		restart_broker();
+	}
+	fail_msg("after restarting, the node refuses quorum queues");
+}
+
 static void
 ack_all_but(struct fixture *f, const char *kind)
 {
@@ -1665,6 +1696,7 @@ test_broker_restart_mid_watch(void **state)
 	ack_all(f);
 	tick_until_done(f, 15000);
 	assert_int_equal(events(f, "alert.raised", "broker_restart"), 1);
+	leave_quorum_working(f);
 }
 
 /* ARGV[1], when given, runs only the tests whose name matches it. */
