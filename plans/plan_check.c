@@ -1,0 +1,123 @@
+/* plan_check: the plan loader's checks across sections, once they are all
+ * read — each step's section is there, and the old selection takes none of
+ * the plan's own queues. The checks on the plan model are plan_validate's,
+ * in plan.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "pattern.h"
+#include "plan.h"
+#include "plan_load_int.h"
+
+/* Each step whose kind cannot run without a plan section (the step-kind
+ * table's SECTION) needs that section: an error at the step otherwise. */
+void
+check_sections(struct loader *ld, const struct sect *root)
+{
+	const struct plan *p = ld->p;
+	const char *section, *why;
+
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const struct plan_step *st = &p->steps[i];
+
+		if ((section = plan_step_kind_section(st->kind, &why)) == NULL ||
+		    find_pair(ld, root->map, section) != NULL)
+			continue;
+		if (plan_errors_add(ld->errs, st->line, st->column, "step '%s' needs a "
+		    "%s section %s", plan_step_kind_name(st->kind), section, why) == -1)
+			ld->oom = 1;
+	}
+}
+
+/* What check_own looks for in a plan's own queues. */
+struct own_check {
+	struct loader *ld;
+	struct pattern *re;		/* old.queues.match, or NULL */
+	const char *name;		/* or one of old.queues.names */
+	const char *found, *what;	/* the first own queue selected */
+	char name_buf[QUEUE_NAME_MAX + 1];
+	size_t n;			/* how many are */
+	int failed;			/* a match could not be decided */
+	char why[256];
+};
+
+/* plan_own_queues' callback: counts NAME when the selection takes it. */
+static int
+own_selected(void *arg, const char *name, const char *what)
+{
+	struct own_check *oc = arg;
+	int m;
+
+	if (oc->re != NULL) {
+		if ((m = pattern_match(oc->re, name, oc->why, sizeof(oc->why))) < 0) {
+			snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
+			oc->failed = 1;
+			return 1;
+		}
+	} else
+		m = strcmp(oc->name, name) == 0;
+	if (m == 1 && oc->n++ == 0) {
+		snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
+		oc->found = oc->name_buf;
+		oc->what = what;
+	}
+	return 0;
+}
+
+/* The old selection must not take any of the plan's own queues (ladder,
+ * parking, destinations, probe, canary): reported at old.queues.match, or
+ * at the old.queues.names entry that names one. Needs the ladder loaded. */
+void
+check_own(struct loader *ld)
+{
+	struct plan *p = ld->p;
+	struct own_check oc;
+	char why[256];
+
+	if (p->ladder.levels <= 0)
+		return;
+	if (ld->match != NULL && p->old.match != NULL) {
+		memset(&oc, 0, sizeof(oc));
+		oc.ld = ld;
+		if (pattern_compile(p->old.match, &oc.re, why, sizeof(why)) != 0) {
+			ld->oom = 1;	/* it compiled in load_match */
+			return;
+		}
+		plan_own_queues(p, own_selected, &oc);
+		if (oc.failed)
+			err_at(ld, ld->match, "old.queues.match '%.100s' cannot be decided for "
+			    "this plan's own queue '%s' (%s); expected a simpler pattern",
+			    p->old.match, oc.name_buf, oc.why);
+		else if (oc.n > 0)
+			err_at(ld, ld->match, "old.queues.match '%.100s' selects %zu of this "
+			    "plan's own queues, such as the %s '%s'; expected a pattern that "
+			    "selects only the old delay queues, never the ladder, its "
+			    "destinations, the probe or the canary queue", p->old.match, oc.n,
+			    oc.what, oc.found);
+		pattern_free(oc.re);
+	}
+	if (ld->names == NULL)
+		return;
+	for (size_t i = 0; i < (size_t)(ld->names->data.sequence.items.top -
+	    ld->names->data.sequence.items.start); i++) {
+		yaml_node_t *item = seq_item(ld, ld->names, i);
+
+		if (item == NULL || item->type != YAML_SCALAR_NODE)
+			continue;
+		memset(&oc, 0, sizeof(oc));
+		oc.ld = ld;
+		oc.name = text(item);
+		plan_own_queues(p, own_selected, &oc);
+		if (oc.n > 0)
+			err_at(ld, item, "old.queues.names[%zu] '%s' is this plan's own %s; "
+			    "expected only old delay queues, never the ladder, its "
+			    "destinations, the probe or the canary queue", i, oc.found, oc.what);
+	}
+}

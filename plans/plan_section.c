@@ -1,0 +1,263 @@
+/* plan_section: plan_section.h — what the flag kinds' section loaders
+ * (plan_flag.c) read their section with: keys, text, secrets, URLs, HTTP
+ * calls, the flag read and headers, on top of plan_yaml.c's reader. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "plan.h"
+#include "plan_load_int.h"
+#include "plan_section.h"
+
+static void
+load_call(struct loader *ld, const struct sect *flag, const char *key, const char *path,
+    struct plan_http_call *call)
+{
+	static const char *const keys[] = { "method", "url", "body", NULL };
+	static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE", NULL };
+	static const char mexpect[] = "GET, POST, PUT, PATCH or DELETE";
+	yaml_node_t *n;
+	const char *t;
+	char what[64];
+	size_t i;
+	struct sect s;
+
+	if (get_map(ld, flag, key, 1, "{ method: PUT, url: http://..., body: '...' }",
+	    path, &s) <= 0)
+		return;
+	check_keys(ld, &s, keys);
+	if ((n = field(ld, &s, "method", 1, mexpect)) != NULL &&
+	    (t = conv_text(ld, n, label(what, sizeof(what), &s, "method"), mexpect)) != NULL) {
+		for (i = 0; methods[i] != NULL; i++)
+			if (strcmp(methods[i], t) == 0)
+				break;
+		if (methods[i] == NULL)
+			err_at(ld, n, "%s '%.40s' is not supported; expected %s", what, t,
+			    mexpect);
+		else
+			call->method = copy(ld, t);
+	}
+	get_url(ld, &s, "url", 1, URL_HTTP, &call->url);
+	if ((n = field(ld, &s, "body", 0, NULL)) != NULL)
+		conv_dup(ld, n, label(what, sizeof(what), &s, "body"), "the request body "
+		    "as a string, such as '{\"enabled\":true}'", &call->body);
+}
+
+static void
+load_read(struct loader *ld, const struct sect *flag)
+{
+	static const char *const keys[] = { "url", "pointer", "on", "off", NULL };
+	static const char pexpect[] = "a JSON pointer such as /enabled, or '' for the "
+	    "whole document";
+	struct plan *p = ld->p;
+	yaml_node_t *n, *on, *off;
+	const char *t;
+	size_t i;
+	struct sect s;
+
+	if (get_map(ld, flag, "read", 1, "{ url: http://..., pointer: /enabled, on: "
+	    "true, off: false }", "flag.read", &s) <= 0)
+		return;
+	check_keys(ld, &s, keys);
+	get_url(ld, &s, "url", 1, URL_HTTP, &p->flag.read_url);
+	if ((n = field(ld, &s, "pointer", 1, pexpect)) != NULL) {
+		if (n->type != YAML_SCALAR_NODE)
+			err_at(ld, n, "flag.read.pointer is %s; expected %s", kind_name(n),
+			    pexpect);
+		else if (is_null(n))
+			err_at(ld, n, "flag.read.pointer has no value; expected %s", pexpect);
+		else {
+			t = text(n);
+			for (i = 0; t[i] != '\0'; i++)
+				if (t[i] == '~' && t[i + 1] != '0' && t[i + 1] != '1')
+					break;
+			if (t[0] != '\0' && t[0] != '/')
+				err_at(ld, n, "flag.read.pointer '%.60s' does not start with "
+				    "'/'; expected %s", t, pexpect);
+			else if (t[i] != '\0')
+				err_at(ld, n, "flag.read.pointer '%.60s' has a '~' not "
+				    "followed by 0 or 1; expected %s", t, pexpect);
+			else if (strlen(t) != n->data.scalar.length)
+				err_at(ld, n, "flag.read.pointer contains a NUL character; "
+				    "expected %s", pexpect);
+			else
+				p->flag.read_pointer = copy(ld, t);
+		}
+	}
+	on = field(ld, &s, "on", 1, "the JSON value read when the flag is on, such as true");
+	off = field(ld, &s, "off", 1, "the JSON value read when the flag is off, such "
+	    "as false");
+	if (on != NULL)
+		conv_json(ld, on, "flag.read.on", &p->flag.read_on);
+	if (off != NULL)
+		conv_json(ld, off, "flag.read.off", &p->flag.read_off);
+	if (p->flag.read_on != NULL && p->flag.read_off != NULL &&
+	    strcmp(p->flag.read_on, p->flag.read_off) == 0)
+		err_at(ld, off, "flag.read.on and flag.read.off are both %.60s; expected "
+		    "two different values", p->flag.read_on);
+}
+
+/* Header names whose values are credentials. */
+static int
+secret_header(const char *name)
+{
+	static const char *const words[] = { "auth", "token", "secret", "passw",
+	    "cookie", "session", "api-key", "apikey", "api_key", NULL };
+	size_t i, j, len = strlen(name), wl;
+
+	for (i = 0; words[i] != NULL; i++) {
+		wl = strlen(words[i]);
+		for (j = 0; j + wl <= len; j++)
+			if (strncasecmp(name + j, words[i], wl) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+static int
+token_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static void
+load_headers(struct loader *ld, yaml_node_t *n)
+{
+	static const char expect[] = "a mapping of header name to value, such as "
+	    "{ Authorization: env:FLAG_AUTH }";
+	struct plan *p = ld->p;
+	struct plan_header *h;
+	yaml_node_pair_t *pair;
+	yaml_node_t *k, *v;
+	const char *name, *t;
+	char what[96];
+	size_t count, i;
+	struct sect s = { n, "flag.headers" };
+
+	if (n->type != YAML_MAPPING_NODE) {
+		err_at(ld, n, "flag.headers is %s; expected %s", kind_name(n), expect);
+		return;
+	}
+	check_keys(ld, &s, NULL);
+	count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+	if (count == 0)
+		return;
+	if ((p->flag.headers = calloc(count, sizeof(*h))) == NULL) {
+		ld->oom = 1;
+		return;
+	}
+	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
+		k = node_at(ld, pair->key);
+		v = node_at(ld, pair->value);
+		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE)
+			continue;	/* reported by check_keys */
+		name = text(k);
+		if (name[0] == '\0' || strlen(name) != k->data.scalar.length) {
+			err_at(ld, k, "a header name in flag.headers is empty; expected "
+			    "a header name such as Authorization");
+			continue;
+		}
+		for (i = 0; name[i] != '\0' && token_char(name[i]); i++)
+			;
+		if (name[i] != '\0') {
+			err_at(ld, k, "header name '%.60s' in flag.headers has '%c'; "
+			    "expected letters, digits and !#$%%&'*+-.^_`|~", name, name[i]);
+			continue;
+		}
+		for (i = 0; i < p->flag.nheaders; i++)
+			if (strcasecmp(p->flag.headers[i].name, name) == 0)
+				break;
+		if (i < p->flag.nheaders) {
+			if (strcmp(p->flag.headers[i].name, name) != 0)
+				err_at(ld, k, "header '%.60s' in flag.headers repeats '%.60s' "
+				    "(names are case-insensitive); expected each header once",
+				    name, p->flag.headers[i].name);
+			continue;
+		}
+		snprintf(what, sizeof(what), "flag.headers.%.60s", name);
+		if ((t = conv_text(ld, v, what, "a header value or an env:NAME "
+		    "reference")) == NULL)
+			continue;
+		if (strncmp(t, "env:", 4) == 0) {
+			if (check_env_ref(ld, v, what, t) == -1)
+				continue;
+		} else if (secret_header(name) || strncasecmp(t, "Bearer ", 7) == 0 ||
+		    strncasecmp(t, "Basic ", 6) == 0) {
+			err_at(ld, v, "%s is a literal value; secrets must be env:NAME "
+			    "references, expected e.g. env:FLAG_AUTH", what);
+			continue;
+		}
+		h = &p->flag.headers[p->flag.nheaders];
+		h->name = copy(ld, name);
+		h->value = copy(ld, t);
+		if (h->name == NULL || h->value == NULL) {
+			free(h->name);
+			free(h->value);
+			h->name = h->value = NULL;
+			continue;
+		}
+		p->flag.nheaders++;
+	}
+}
+
+struct plan *
+plan_section_plan(const struct plan_section *ps)
+{
+	return ps->ld->p;
+}
+
+void
+plan_section_keys(const struct plan_section *ps, const char *const *keys)
+{
+	check_keys(ps->ld, ps->s, keys);
+}
+
+void
+plan_section_text(const struct plan_section *ps, const char *key, bool required,
+    const char *expect, char **out)
+{
+	get_text(ps->ld, ps->s, key, required, expect, out);
+}
+
+void
+plan_section_secret(const struct plan_section *ps, const char *key, bool required,
+    const char *example, char **out)
+{
+	get_secret(ps->ld, ps->s, key, required, example, out);
+}
+
+void
+plan_section_url(const struct plan_section *ps, const char *key, bool required,
+    bool base, char **out)
+{
+	get_url(ps->ld, ps->s, key, required, base ? URL_HTTP_BASE : URL_HTTP, out);
+}
+
+void
+plan_section_http_call(const struct plan_section *ps, const char *key,
+    const char *path, struct plan_http_call *call)
+{
+	load_call(ps->ld, ps->s, key, path, call);
+}
+
+void
+plan_section_flag_read(const struct plan_section *ps)
+{
+	load_read(ps->ld, ps->s);
+}
+
+void
+plan_section_flag_headers(const struct plan_section *ps)
+{
+	yaml_node_t *n;
+
+	if ((n = field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
+		load_headers(ps->ld, n);
+}
