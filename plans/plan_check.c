@@ -19,7 +19,7 @@
 /* Each step whose kind cannot run without a plan section (the step-kind
  * table's SECTION) needs that section: an error at the step otherwise. */
 void
-check_sections(struct loader *ld, const struct sect *root)
+pc_check_sections(struct loader *ld, const struct sect *root)
 {
 	const struct plan *p = ld->p;
 	const char *section, *why;
@@ -28,7 +28,7 @@ check_sections(struct loader *ld, const struct sect *root)
 		const struct plan_step *st = &p->steps[i];
 
 		if ((section = plan_step_kind_section(st->kind, &why)) == NULL ||
-		    find_pair(ld, root->map, section) != NULL)
+		    py_find_pair(ld, root->map, section) != NULL)
 			continue;
 		if (plan_errors_add(ld->errs, st->line, st->column, "step '%s' needs a "
 		    "%s section %s", plan_step_kind_name(st->kind), section, why) == -1)
@@ -75,7 +75,7 @@ own_selected(void *arg, const char *name, const char *what)
  * parking, destinations, probe, canary): reported at old.queues.match, or
  * at the old.queues.names entry that names one. Needs the ladder loaded. */
 void
-check_own(struct loader *ld)
+pc_check_own(struct loader *ld)
 {
 	struct plan *p = ld->p;
 	struct own_check oc;
@@ -92,11 +92,11 @@ check_own(struct loader *ld)
 		}
 		plan_own_queues(p, own_selected, &oc);
 		if (oc.failed)
-			err_at(ld, ld->match, "old.queues.match '%.100s' cannot be decided for "
+			py_err_at(ld, ld->match, "old.queues.match '%.100s' cannot be decided for "
 			    "this plan's own queue '%s' (%s); expected a simpler pattern",
 			    p->old.match, oc.name_buf, oc.why);
 		else if (oc.n > 0)
-			err_at(ld, ld->match, "old.queues.match '%.100s' selects %zu of this "
+			py_err_at(ld, ld->match, "old.queues.match '%.100s' selects %zu of this "
 			    "plan's own queues, such as the %s '%s'; expected a pattern that "
 			    "selects only the old delay queues, never the ladder, its "
 			    "destinations, the probe or the canary queue", p->old.match, oc.n,
@@ -107,16 +107,16 @@ check_own(struct loader *ld)
 		return;
 	for (size_t i = 0; i < (size_t)(ld->names->data.sequence.items.top -
 	    ld->names->data.sequence.items.start); i++) {
-		yaml_node_t *item = seq_item(ld, ld->names, i);
+		yaml_node_t *item = py_seq_item(ld, ld->names, i);
 
 		if (item == NULL || item->type != YAML_SCALAR_NODE)
 			continue;
 		memset(&oc, 0, sizeof(oc));
 		oc.ld = ld;
-		oc.name = text(item);
+		oc.name = py_text(item);
 		plan_own_queues(p, own_selected, &oc);
 		if (oc.n > 0)
-			err_at(ld, item, "old.queues.names[%zu] '%s' is this plan's own %s; "
+			py_err_at(ld, item, "old.queues.names[%zu] '%s' is this plan's own %s; "
 			    "expected only old delay queues, never the ladder, its "
 			    "destinations, the probe or the canary queue", i, oc.found, oc.what);
 	}

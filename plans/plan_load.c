@@ -35,14 +35,14 @@ load_name(struct loader *ld, const struct sect *root)
 	yaml_node_t *n;
 	size_t len, i;
 
-	if ((n = field(ld, root, "name", 1, "a plan name of 1 to 64 characters "
+	if ((n = py_field(ld, root, "name", 1, "a plan name of 1 to 64 characters "
 	    "[a-z0-9._-]")) == NULL)
 		return;
-	if ((t = conv_text(ld, n, "name", expect)) == NULL)
+	if ((t = py_conv_text(ld, n, "name", expect)) == NULL)
 		return;
 	len = strlen(t);
 	if (len > PLAN_NAME_MAX) {
-		err_at(ld, n, "name is %zu characters long; expected %s", len, expect);
+		py_err_at(ld, n, "name is %zu characters long; expected %s", len, expect);
 		return;
 	}
 	for (i = 0; i < len; i++) {
@@ -50,9 +50,9 @@ load_name(struct loader *ld, const struct sect *root)
 		    t[i] == '.' || t[i] == '_' || t[i] == '-')
 			continue;
 		if (t[i] > ' ' && t[i] < 0x7f)
-			err_at(ld, n, "name '%s' contains '%c'; expected %s", t, t[i], expect);
+			py_err_at(ld, n, "name '%s' contains '%c'; expected %s", t, t[i], expect);
 		else
-			err_at(ld, n, "name '%s' contains byte 0x%02x; expected %s", t,
+			py_err_at(ld, n, "name '%s' contains byte 0x%02x; expected %s", t,
 			    (unsigned char)t[i], expect);
 		return;
 	}
@@ -67,15 +67,15 @@ load_broker(struct loader *ld, const struct sect *root)
 	struct plan *p = ld->p;
 	struct sect s;
 
-	if (get_map(ld, root, "broker", 1, "a mapping with amqp, management, "
+	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management, "
 	    "username and password", "broker", &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	get_url(ld, &s, "amqp", 1, URL_AMQP, &p->broker.amqp);
-	get_url(ld, &s, "management", 1, URL_HTTP_BASE, &p->broker.management);
-	get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
+	py_check_keys(ld, &s, keys);
+	py_get_url(ld, &s, "amqp", 1, URL_AMQP, &p->broker.amqp);
+	py_get_url(ld, &s, "management", 1, URL_HTTP_BASE, &p->broker.management);
+	py_get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
 	    &p->broker.username);
-	get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
+	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
 }
 
 /* Does PAT, matched against a NAME_MAX_LEN-byte name of every byte the
@@ -112,19 +112,19 @@ load_match(struct loader *ld, yaml_node_t *n)
 	const char *t;
 	char why[256];
 
-	if ((t = conv_text(ld, n, "old.queues.match", expect)) == NULL)
+	if ((t = py_conv_text(ld, n, "old.queues.match", expect)) == NULL)
 		return;
 	if (pattern_compile(t, &pat, why, sizeof(why)) != 0) {
-		err_at(ld, n, "old.queues.match '%.100s%s' is not a valid regex (%s); "
+		py_err_at(ld, n, "old.queues.match '%.100s%s' is not a valid regex (%s); "
 		    "expected %s", t, strlen(t) > 100 ? "..." : "", why, expect);
 		return;
 	}
 	if (match_cost_ok(pat, t, why, sizeof(why)) != 0)
-		err_at(ld, n, "old.queues.match '%.100s%s' costs too much to match (%s); "
+		py_err_at(ld, n, "old.queues.match '%.100s%s' costs too much to match (%s); "
 		    "expected a pattern without nested repetition", t,
 		    strlen(t) > 100 ? "..." : "", why);
 	else {
-		ld->p->old.match = copy(ld, t);
+		ld->p->old.match = py_copy(ld, t);
 		ld->match = n;
 	}
 	pattern_free(pat);
@@ -140,7 +140,7 @@ load_names(struct loader *ld, yaml_node_t *n)
 	char what[64];
 	size_t count, i, j;
 
-	if ((count = seq_items(ld, n, "old.queues.names", expect)) == 0)
+	if ((count = py_seq_items(ld, n, "old.queues.names", expect)) == 0)
 		return;
 	ld->names = n;
 	if ((p->old.names = calloc(count, sizeof(char *))) == NULL) {
@@ -148,12 +148,12 @@ load_names(struct loader *ld, yaml_node_t *n)
 		return;
 	}
 	for (i = 0; i < count; i++) {
-		item = seq_item(ld, n, i);
+		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "old.queues.names[%zu]", i);
-		if ((t = conv_text(ld, item, what, "a queue name")) == NULL)
+		if ((t = py_conv_text(ld, item, what, "a queue name")) == NULL)
 			continue;
 		if (strlen(t) > QUEUE_NAME_MAX) {
-			err_at(ld, item, "%s is %zu bytes long; expected a queue name of "
+			py_err_at(ld, item, "%s is %zu bytes long; expected a queue name of "
 			    "at most %d bytes", what, strlen(t), QUEUE_NAME_MAX);
 			continue;
 		}
@@ -161,11 +161,11 @@ load_names(struct loader *ld, yaml_node_t *n)
 			if (strcmp(p->old.names[j], t) == 0)
 				break;
 		if (j < p->old.nnames) {
-			err_at(ld, item, "%s '%.100s' is listed twice; expected distinct "
+			py_err_at(ld, item, "%s '%.100s' is listed twice; expected distinct "
 			    "queue names", what, t);
 			continue;
 		}
-		if ((p->old.names[p->old.nnames] = copy(ld, t)) != NULL)
+		if ((p->old.names[p->old.nnames] = py_copy(ld, t)) != NULL)
 			p->old.nnames++;
 	}
 }
@@ -181,28 +181,28 @@ load_old(struct loader *ld, const struct sect *root)
 	yaml_node_t *n;
 	struct sect s, q;
 
-	if (get_map(ld, root, "old", 1, "a mapping with queues and optionally "
+	if (py_get_map(ld, root, "old", 1, "a mapping with queues and optionally "
 	    "max_message_ttl", "old", &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	if (get_map(ld, &s, "queues", 1, qexpect, "old.queues", &q) > 0) {
-		check_keys(ld, &q, qkeys);
-		pm = find_pair(ld, q.map, "match");
-		pn = find_pair(ld, q.map, "names");
+	py_check_keys(ld, &s, keys);
+	if (py_get_map(ld, &s, "queues", 1, qexpect, "old.queues", &q) > 0) {
+		py_check_keys(ld, &q, qkeys);
+		pm = py_find_pair(ld, q.map, "match");
+		pn = py_find_pair(ld, q.map, "names");
 		if (pm == NULL && pn == NULL)
-			err_at(ld, q.map, "old.queues has neither match nor names; "
+			py_err_at(ld, q.map, "old.queues has neither match nor names; "
 			    "expected exactly one of them: %s", qexpect);
 		if (pm != NULL && pn != NULL)
-			err_at(ld, key_node(ld, pm < pn ? pn : pm), "old.queues has both "
+			py_err_at(ld, py_key_node(ld, pm < pn ? pn : pm), "old.queues has both "
 			    "match and names; expected exactly one of them");
 		if (pm != NULL)
-			load_match(ld, node_at(ld, pm->value));
+			load_match(ld, py_node_at(ld, pm->value));
 		if (pn != NULL)
-			load_names(ld, node_at(ld, pn->value));
+			load_names(ld, py_node_at(ld, pn->value));
 	}
-	get_duration(ld, &s, "max_message_ttl", 0, &ld->p->old.max_message_ttl_ms);
-	if ((n = field(ld, &s, "allow_expiring", 0, NULL)) != NULL)
-		(void)conv_bool(ld, n, "old.allow_expiring", &ld->p->old.allow_expiring);
+	py_get_duration(ld, &s, "max_message_ttl", 0, &ld->p->old.max_message_ttl_ms);
+	if ((n = py_field(ld, &s, "allow_expiring", 0, NULL)) != NULL)
+		(void)py_conv_bool(ld, n, "old.allow_expiring", &ld->p->old.allow_expiring);
 }
 
 /* The largest delay of LEVELS levels of UNIT_MS, as text. */
@@ -231,9 +231,9 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 	char what[64], err[256];
 	size_t count, i, j;
 
-	if ((n = field(ld, s, "destinations", 1, expect)) == NULL)
+	if ((n = py_field(ld, s, "destinations", 1, expect)) == NULL)
 		return;
-	if ((count = seq_items(ld, n, "ladder.destinations", expect)) == 0)
+	if ((count = py_seq_items(ld, n, "ladder.destinations", expect)) == 0)
 		return;
 	if (!ladder_ok) {
 		/* Still check the words; the key length needs the real ladder. */
@@ -248,28 +248,28 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 		return;
 	}
 	for (i = 0; i < count; i++) {
-		item = seq_item(ld, n, i);
+		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "ladder.destinations[%zu]", i);
-		if ((t = conv_text(ld, item, what, "a routing suffix such as "
+		if ((t = py_conv_text(ld, item, what, "a routing suffix such as "
 		    "email.delivery")) == NULL)
 			continue;
 		if (ladder_check_destination(l, t, err, sizeof(err)) == -1) {
-			err_at(ld, item, "%s is not valid: %s", what, err);
+			py_err_at(ld, item, "%s is not valid: %s", what, err);
 			continue;
 		}
 		for (j = 0; j < p->ndestinations; j++)
 			if (strcmp(p->destinations[j], t) == 0)
 				break;
 		if (j < p->ndestinations) {
-			err_at(ld, item, "%s '%.100s' is listed twice; expected distinct "
+			py_err_at(ld, item, "%s '%.100s' is listed twice; expected distinct "
 			    "destinations", what, t);
 			continue;
 		}
-		if ((p->destinations[p->ndestinations] = copy(ld, t)) != NULL) {
+		if ((p->destinations[p->ndestinations] = py_copy(ld, t)) != NULL) {
 			p->destinations_at[p->ndestinations].line =
-			    mark_num(item->start_mark.line);
+			    py_mark_num(item->start_mark.line);
 			p->destinations_at[p->ndestinations].column =
-			    mark_num(item->start_mark.column);
+			    py_mark_num(item->start_mark.column);
 			p->ndestinations++;
 		}
 	}
@@ -298,11 +298,11 @@ read_naming(struct loader *ld, struct ladder_fields *f)
 	char names[128];
 
 	ladder_naming_list(", ", " or ", names, sizeof(names));
-	if ((n = field(ld, &f->s, "naming", 0, NULL)) != NULL) {
-		if ((t = conv_text(ld, n, "ladder.naming", names)) == NULL)
+	if ((n = py_field(ld, &f->s, "naming", 0, NULL)) != NULL) {
+		if ((t = py_conv_text(ld, n, "ladder.naming", names)) == NULL)
 			f->naming_ok = 0;
 		else if (ladder_naming_parse(t, &f->naming) == -1) {
-			err_at(ld, n, "ladder.naming '%.40s' is unknown; expected %s",
+			py_err_at(ld, n, "ladder.naming '%.40s' is unknown; expected %s",
 			    t, names);
 			f->naming_ok = 0;
 		}
@@ -322,18 +322,18 @@ read_prefix(struct loader *ld, struct ladder_fields *f)
 	const char *t;
 	char err[256];
 
-	if ((ppre = find_pair(ld, f->s.map, "prefix")) == NULL)
+	if ((ppre = py_find_pair(ld, f->s.map, "prefix")) == NULL)
 		return;
-	n = node_at(ld, ppre->value);
+	n = py_node_at(ld, ppre->value);
 	if (f->style->prefix == LADDER_PREFIX_NONE) {
-		err_at(ld, key_node(ld, ppre), "ladder.prefix is not used with %s "
+		py_err_at(ld, py_key_node(ld, ppre), "ladder.prefix is not used with %s "
 		    "naming, whose names are fixed; expected no prefix", f->style->name);
 		f->ok = 0;
-	} else if ((t = conv_text(ld, n, "ladder.prefix", "a name prefix such "
+	} else if ((t = py_conv_text(ld, n, "ladder.prefix", "a name prefix such "
 	    "as delay")) == NULL)
 		f->ok = 0;
 	else if (ladder_init(&probe, f->naming, t, 1, 1, err, sizeof(err)) == -1) {
-		err_at(ld, n, "ladder.prefix is not valid: %s", err);
+		py_err_at(ld, n, "ladder.prefix is not valid: %s", err);
 		f->ok = 0;
 	} else
 		f->prefix = t;
@@ -346,7 +346,7 @@ read_unit(struct loader *ld, struct ladder_fields *f)
 	yaml_node_t *n;
 	char a[32];
 
-	n = field(ld, &f->s, "unit", f->naming_ok && !f->fixed, "a duration such "
+	n = py_field(ld, &f->s, "unit", f->naming_ok && !f->fixed, "a duration such "
 	    "as 1s (the ladder's resolution)");
 	if (n == NULL) {
 		if (f->fixed)
@@ -356,12 +356,12 @@ read_unit(struct loader *ld, struct ladder_fields *f)
 		return;
 	}
 	f->unit_node = n;
-	if (conv_duration(ld, n, "ladder.unit", &f->unit_ms) == -1)
+	if (py_conv_duration(ld, n, "ladder.unit", &f->unit_ms) == -1)
 		f->ok = 0;
 	else if (f->fixed && f->unit_ms != f->style->fixed_unit_ms) {
 		duration_format(f->style->fixed_unit_ms, a, sizeof(a));
-		err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected %s "
-		    "(its ladder is %d levels of %s) or no unit", text(n),
+		py_err_at(ld, n, "ladder.unit %s conflicts with %s naming; expected %s "
+		    "(its ladder is %d levels of %s) or no unit", py_text(n),
 		    f->style->name, a, f->style->fixed_levels, a);
 		f->ok = 0;
 	}
@@ -371,10 +371,10 @@ read_unit(struct loader *ld, struct ladder_fields *f)
 static void
 read_levels(struct loader *ld, struct ladder_fields *f, yaml_node_t *n)
 {
-	if (conv_int(ld, n, "ladder.levels", 1, LADDER_MAX_LEVELS, &f->levels) == -1)
+	if (py_conv_int(ld, n, "ladder.levels", 1, LADDER_MAX_LEVELS, &f->levels) == -1)
 		f->ok = 0;
 	else if (f->fixed && f->levels != f->style->fixed_levels) {
-		err_at(ld, n, "ladder.levels %d conflicts with %s naming; expected "
+		py_err_at(ld, n, "ladder.levels %d conflicts with %s naming; expected "
 		    "%d (or no levels)", f->levels, f->style->name,
 		    f->style->fixed_levels);
 		f->ok = 0;
@@ -392,7 +392,7 @@ read_max_delay(struct loader *ld, struct ladder_fields *f, yaml_node_t *n,
 	int64_t max_ms = 0;
 	int lv, most;
 
-	if (conv_duration(ld, n, "ladder.max_delay", &max_ms) == -1) {
+	if (py_conv_duration(ld, n, "ladder.max_delay", &max_ms) == -1) {
 		f->ok = 0;
 		return;
 	}
@@ -403,8 +403,8 @@ read_max_delay(struct loader *ld, struct ladder_fields *f, yaml_node_t *n,
 	lv = ladder_levels_for(units);
 	most = f->fixed ? f->style->fixed_levels : LADDER_MAX_LEVELS;
 	if (lv == -1 || lv > most) {
-		err_at(ld, n, "ladder.max_delay %s needs more than %d levels of %s; "
-		    "expected at most %s", text(n), most,
+		py_err_at(ld, n, "ladder.max_delay %s needs more than %d levels of %s; "
+		    "expected at most %s", py_text(n), most,
 		    duration_format(f->unit_ms, a, sizeof(a)),
 		    max_delay_text(most, f->unit_ms, b, sizeof(b)));
 		f->ok = 0;
@@ -419,22 +419,22 @@ read_size(struct loader *ld, struct ladder_fields *f)
 {
 	yaml_node_pair_t *pmax, *plev;
 
-	pmax = find_pair(ld, f->s.map, "max_delay");
-	plev = find_pair(ld, f->s.map, "levels");
+	pmax = py_find_pair(ld, f->s.map, "max_delay");
+	plev = py_find_pair(ld, f->s.map, "levels");
 	if (pmax != NULL && plev != NULL) {
-		err_at(ld, key_node(ld, pmax < plev ? plev : pmax), "ladder has both "
+		py_err_at(ld, py_key_node(ld, pmax < plev ? plev : pmax), "ladder has both "
 		    "max_delay and levels; expected exactly one of them");
 		f->ok = 0;
 	} else if (pmax == NULL && plev == NULL && f->naming_ok && !f->fixed) {
-		err_at(ld, f->s.map, "ladder has neither max_delay nor levels; expected "
+		py_err_at(ld, f->s.map, "ladder has neither max_delay nor levels; expected "
 		    "exactly one: max_delay: DURATION (such as 12d) or levels: 1 to %d",
 		    LADDER_MAX_LEVELS);
 		f->ok = 0;
 	}
 	if (plev != NULL)
-		read_levels(ld, f, node_at(ld, plev->value));
+		read_levels(ld, f, py_node_at(ld, plev->value));
 	if (pmax != NULL)
-		read_max_delay(ld, f, node_at(ld, pmax->value), plev != NULL);
+		read_max_delay(ld, f, py_node_at(ld, pmax->value), plev != NULL);
 	if (f->fixed)
 		f->levels = f->style->fixed_levels;
 }
@@ -446,15 +446,15 @@ read_queue_type(struct loader *ld, const struct sect *s)
 	yaml_node_t *n;
 	const char *t;
 
-	if ((n = field(ld, s, "queue_type", 0, NULL)) == NULL ||
-	    (t = conv_text(ld, n, "ladder.queue_type", "quorum or classic")) == NULL)
+	if ((n = py_field(ld, s, "queue_type", 0, NULL)) == NULL ||
+	    (t = py_conv_text(ld, n, "ladder.queue_type", "quorum or classic")) == NULL)
 		return;
 	if (strcmp(t, "quorum") == 0)
 		ld->p->queue_type = PLAN_QUEUE_QUORUM;
 	else if (strcmp(t, "classic") == 0)
 		ld->p->queue_type = PLAN_QUEUE_CLASSIC;
 	else
-		err_at(ld, n, "ladder.queue_type '%.40s' is unknown; expected "
+		py_err_at(ld, n, "ladder.queue_type '%.40s' is unknown; expected "
 		    "quorum or classic", t);
 }
 
@@ -469,7 +469,7 @@ init_ladder(struct loader *ld, const struct ladder_fields *f)
 		return 0;
 	if (ladder_init(&ld->p->ladder, f->naming, f->prefix != NULL ? f->prefix :
 	    f->style->default_prefix, f->unit_ms, f->levels, err, sizeof(err)) == -1) {
-		err_at(ld, f->unit_node != NULL ? f->unit_node : f->s.map, "ladder of "
+		py_err_at(ld, f->unit_node != NULL ? f->unit_node : f->s.map, "ladder of "
 		    "%d levels of %s is not valid: %s", f->levels,
 		    duration_format(f->unit_ms, unit, sizeof(unit)), err);
 		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
@@ -487,18 +487,18 @@ load_ladder(struct loader *ld, const struct sect *root)
 	    .ok = 1 };
 	yaml_node_t *n;
 
-	if (get_map(ld, root, "ladder", 1, "a mapping with unit, max_delay or levels, "
+	if (py_get_map(ld, root, "ladder", 1, "a mapping with unit, max_delay or levels, "
 	    "and destinations", "ladder", &f.s) <= 0)
 		return;
-	check_keys(ld, &f.s, keys);
+	py_check_keys(ld, &f.s, keys);
 	read_naming(ld, &f);
 	read_prefix(ld, &f);
 	read_unit(ld, &f);
 	read_size(ld, &f);
 	read_queue_type(ld, &f.s);
 	load_destinations(ld, &f.s, init_ladder(ld, &f));
-	if ((n = field(ld, &f.s, "create_destinations", 0, NULL)) != NULL)
-		(void)conv_bool(ld, n, "ladder.create_destinations",
+	if ((n = py_field(ld, &f.s, "create_destinations", 0, NULL)) != NULL)
+		(void)py_conv_bool(ld, n, "ladder.create_destinations",
 		    &ld->p->create_destinations);
 }
 
@@ -515,15 +515,15 @@ load_canary(struct loader *ld, const struct sect *root)
 	size_t count, i;
 	struct sect s;
 
-	if (get_map(ld, root, "canary", 0, "a mapping with delays, max_lateness "
+	if (py_get_map(ld, root, "canary", 0, "a mapping with delays, max_lateness "
 	    "and budget", "canary", &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	get_duration(ld, &s, "budget", 0, &p->canary.budget_ms);
-	get_duration(ld, &s, "max_lateness", 0, &p->canary.max_lateness_ms);
-	if ((n = field(ld, &s, "delays", 0, NULL)) == NULL)
+	py_check_keys(ld, &s, keys);
+	py_get_duration(ld, &s, "budget", 0, &p->canary.budget_ms);
+	py_get_duration(ld, &s, "max_lateness", 0, &p->canary.max_lateness_ms);
+	if ((n = py_field(ld, &s, "delays", 0, NULL)) == NULL)
 		return;
-	if ((count = seq_items(ld, n, "canary.delays", expect)) == 0)
+	if ((count = py_seq_items(ld, n, "canary.delays", expect)) == 0)
 		return;
 	if ((p->canary.delays_ms = calloc(count, sizeof(int64_t))) == NULL) {
 		ld->oom = 1;
@@ -531,19 +531,19 @@ load_canary(struct loader *ld, const struct sect *root)
 	}
 	max = p->ladder.levels > 0 ? ladder_max_delay_ms(&p->ladder) : -1;
 	for (i = 0; i < count; i++) {
-		item = seq_item(ld, n, i);
+		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "canary.delays[%zu]", i);
-		if (conv_duration(ld, item, what, &ms) == -1)
+		if (py_conv_duration(ld, item, what, &ms) == -1)
 			continue;
 		if (ms > p->canary.budget_ms) {
-			err_at(ld, item, "%s %s is beyond the canary budget of %s; expected "
-			    "at most %s, or a larger canary.budget", what, text(item),
+			py_err_at(ld, item, "%s %s is beyond the canary budget of %s; expected "
+			    "at most %s, or a larger canary.budget", what, py_text(item),
 			    duration_format(p->canary.budget_ms, a, sizeof(a)), a);
 			continue;
 		}
 		if (max > 0 && ms > max) {
-			err_at(ld, item, "%s %s is beyond the ladder's largest delay %s; "
-			    "expected at most %s", what, text(item),
+			py_err_at(ld, item, "%s %s is beyond the ladder's largest delay %s; "
+			    "expected at most %s", what, py_text(item),
 			    duration_format(max, b, sizeof(b)), b);
 			continue;
 		}
@@ -567,21 +567,21 @@ load_flag(struct loader *ld, const struct sect *root)
 
 	plan_flag_kinds(kinds, sizeof(kinds));
 	snprintf(expect, sizeof(expect), "a mapping with kind %s", kinds);
-	if (get_map(ld, root, "flag", 0, expect, "flag", &s) <= 0)
+	if (py_get_map(ld, root, "flag", 0, expect, "flag", &s) <= 0)
 		return;
-	if ((n = field(ld, &s, "kind", 1, kinds)) != NULL &&
-	    (t = conv_text(ld, n, "flag.kind", kinds)) != NULL &&
+	if ((n = py_field(ld, &s, "kind", 1, kinds)) != NULL &&
+	    (t = py_conv_text(ld, n, "flag.kind", kinds)) != NULL &&
 	    (prov = plan_flag_kind_find(t)) == NULL)
-		err_at(ld, n, "flag.kind '%.40s' is unknown; expected %s", t, kinds);
+		py_err_at(ld, n, "flag.kind '%.40s' is unknown; expected %s", t, kinds);
 	p->flag.kind = prov != NULL ? prov->name : NULL;
 	if (prov == NULL) {
 		plan_flag_keys(keys, sizeof(keys) / sizeof(keys[0]));
-		check_keys(ld, &s, keys);
+		py_check_keys(ld, &s, keys);
 		return;
 	}
 	ps.ld = ld;
 	ps.s = &s;
-	check_keys(ld, &s, prov->keys);
+	py_check_keys(ld, &s, prov->keys);
 	prov->load(&ps);
 }
 
@@ -592,13 +592,13 @@ load_watch(struct loader *ld, const struct sect *root)
 	struct plan *p = ld->p;
 	struct sect s;
 
-	if (get_map(ld, root, "watch", 0, "a mapping with interval, allowance and "
+	if (py_get_map(ld, root, "watch", 0, "a mapping with interval, allowance and "
 	    "probe_every", "watch", &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	get_duration(ld, &s, "interval", 0, &p->watch.interval_ms);
-	get_duration(ld, &s, "allowance", 0, &p->watch.allowance_ms);
-	get_duration(ld, &s, "probe_every", 0, &p->watch.probe_every_ms);
+	py_check_keys(ld, &s, keys);
+	py_get_duration(ld, &s, "interval", 0, &p->watch.interval_ms);
+	py_get_duration(ld, &s, "allowance", 0, &p->watch.allowance_ms);
+	py_get_duration(ld, &s, "probe_every", 0, &p->watch.probe_every_ms);
 }
 
 static void
@@ -620,16 +620,16 @@ load_steps(struct loader *ld, const struct sect *root)
 	struct sect s;
 
 	plan_step_kind_names(names, sizeof(names));
-	if ((n = field(ld, root, "steps", 1, expect)) == NULL)
+	if ((n = py_field(ld, root, "steps", 1, expect)) == NULL)
 		return;
-	if ((count = seq_items(ld, n, "steps", expect)) == 0)
+	if ((count = py_seq_items(ld, n, "steps", expect)) == 0)
 		return;
 	if ((p->steps = calloc(count, sizeof(*p->steps))) == NULL) {
 		ld->oom = 1;
 		return;
 	}
 	for (i = 0; i < count; i++) {
-		item = seq_item(ld, n, i);
+		item = py_seq_item(ld, n, i);
 		snprintf(path, sizeof(path), "steps[%zu]", i);
 		gate = false;
 		gate_given = false;
@@ -637,14 +637,14 @@ load_steps(struct loader *ld, const struct sect *root)
 		if (item->type == YAML_MAPPING_NODE) {
 			s.map = item;
 			s.path = path;
-			check_keys(ld, &s, keys);
+			py_check_keys(ld, &s, keys);
 			snprintf(what, sizeof(what), "%s.gate", path);
-			if ((sn = field(ld, &s, "gate", 0, NULL)) != NULL) {
+			if ((sn = py_field(ld, &s, "gate", 0, NULL)) != NULL) {
 				gate_given = true;
-				if (conv_bool(ld, sn, what, &gate) == -1)
+				if (py_conv_bool(ld, sn, what, &gate) == -1)
 					bad = 1;
 			}
-			if ((sn = field(ld, &s, "step", 1, names)) == NULL) {
+			if ((sn = py_field(ld, &s, "step", 1, names)) == NULL) {
 				bad = 1;
 				continue;
 			}
@@ -652,17 +652,17 @@ load_steps(struct loader *ld, const struct sect *root)
 		} else if (item->type == YAML_SCALAR_NODE)
 			snprintf(what, sizeof(what), "%s", path);
 		else {
-			err_at(ld, item, "%s is a list; expected a step name or "
+			py_err_at(ld, item, "%s is a list; expected a step name or "
 			    "{ step: NAME, gate: true }", path);
 			bad = 1;
 			continue;
 		}
-		if ((t = conv_text(ld, sn, what, names)) == NULL) {
+		if ((t = py_conv_text(ld, sn, what, names)) == NULL) {
 			bad = 1;
 			continue;
 		}
 		if (plan_step_kind_parse(t, &kind) == -1) {
-			err_at(ld, sn, "unknown step '%.40s'; expected one of: %s", t, names);
+			py_err_at(ld, sn, "unknown step '%.40s'; expected one of: %s", t, names);
 			bad = 1;
 			continue;
 		}
@@ -670,7 +670,7 @@ load_steps(struct loader *ld, const struct sect *root)
 			if (p->steps[j].kind == kind)
 				break;
 		if (j < p->nsteps) {
-			err_at(ld, sn, "step '%s' appears twice (first at line %d); "
+			py_err_at(ld, sn, "step '%s' appears twice (first at line %d); "
 			    "expected each step at most once", t, p->steps[j].line);
 			bad = 1;
 			continue;
@@ -678,10 +678,10 @@ load_steps(struct loader *ld, const struct sect *root)
 		st = &p->steps[p->nsteps++];
 		st->kind = kind;
 		st->gate = gate_given ? gate : plan_step_kind_gated(kind);
-		st->line = mark_num(item->start_mark.line);
-		st->column = mark_num(item->start_mark.column);
+		st->line = py_mark_num(item->start_mark.line);
+		st->column = py_mark_num(item->start_mark.column);
 	}
-	check_sections(ld, root);
+	pc_check_sections(ld, root);
 	if (bad) {
 		/* Order checks on half the steps would only add noise. */
 		free(p->steps);
@@ -699,11 +699,11 @@ load_root(struct loader *ld, yaml_node_t *root)
 	struct sect s = { root, "" };
 
 	if (root->type != YAML_MAPPING_NODE) {
-		err_at(ld, root, "the plan %s; expected %s", is_null(root) ? "is empty" :
+		py_err_at(ld, root, "the plan %s; expected %s", py_is_null(root) ? "is empty" :
 		    root->type == YAML_SCALAR_NODE ? "is a scalar" : "is a list", expect);
 		return;
 	}
-	check_keys(ld, &s, keys);
+	py_check_keys(ld, &s, keys);
 	load_name(ld, &s);
 	load_broker(ld, &s);
 	load_old(ld, &s);
@@ -802,7 +802,7 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 	yaml_parser_set_input_string(&parser, (const unsigned char *)(buf != NULL ? buf : ""),
 	    len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		syntax_error(&ld, &parser, buf, len);
+		py_syntax_error(&ld, &parser, buf, len);
 		goto done;
 	}
 	have_doc = 1;
@@ -816,17 +816,17 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 	/* One document per plan: a second one, or a syntax error after the
 	 * first, is reported along with whatever the first one holds. */
 	if (!yaml_parser_load(&parser, &extra))
-		syntax_error(&ld, &parser, buf, len);
+		py_syntax_error(&ld, &parser, buf, len);
 	else {
 		if (yaml_document_get_root_node(&extra) != NULL &&
-		    plan_errors_add(errs, mark_num(extra.start_mark.line),
-		    mark_num(extra.start_mark.column), "a second YAML document starts "
+		    plan_errors_add(errs, py_mark_num(extra.start_mark.line),
+		    py_mark_num(extra.start_mark.column), "a second YAML document starts "
 		    "here; expected exactly one document per plan") == -1)
 			ld.oom = 1;
 		yaml_document_delete(&extra);
 	}
 	load_root(&ld, root);
-	check_own(&ld);
+	pc_check_own(&ld);
 	if (plan_validate(p, errs) == -1)
 		ld.oom = 1;
 

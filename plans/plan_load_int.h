@@ -1,7 +1,7 @@
 /* plan_load_int: what the parts of the plan loader share, and nothing
  * outside plans/ includes — the loader's state, a mapping being read, and
- * the functions of plan_yaml.c (the YAML reader and scalar conversions),
- * plan_check.c (checks across sections) used by plan_load.c (the section
+ * the functions of plan_yaml.c (py_: the YAML reader and scalar conversions),
+ * plan_check.c (pc_: checks across sections) used by plan_load.c (the section
  * loaders and plan_load_buffer/file) and plan_section.c (plan_section.h for
  * the flag kinds). Errors are recorded in the loader with FILE:LINE:COL. */
 #ifndef CUTOVER_PLAN_LOAD_INT_H
@@ -46,45 +46,45 @@ struct plan_section {
 
 /* plan_yaml.c: the YAML reader — nodes, positions and errors, keys of a
  * mapping, and scalars converted into what the plan holds. */
-int mark_num(size_t v);
-void err_at(struct loader *, const yaml_node_t *, const char *, ...)
+int py_mark_num(size_t v);
+void py_err_at(struct loader *, const yaml_node_t *, const char *, ...)
     __attribute__((format(printf, 3, 4)));
-char *copy(struct loader *ld, const char *s);
-yaml_node_t *node_at(struct loader *ld, int i);
-const char *text(const yaml_node_t *n);
-const char *kind_name(const yaml_node_t *n);
-int is_null(const yaml_node_t *n);
-const char *label(char *buf, size_t len, const struct sect *s, const char *key);
-yaml_node_pair_t *find_pair(struct loader *ld, yaml_node_t *map, const char *key);
-void check_keys(struct loader *ld, const struct sect *s, const char *const *keys);
-yaml_node_t *field(struct loader *ld, const struct sect *s, const char *key, int required,
+char *py_copy(struct loader *ld, const char *s);
+yaml_node_t *py_node_at(struct loader *ld, int i);
+const char *py_text(const yaml_node_t *n);
+const char *py_kind_name(const yaml_node_t *n);
+int py_is_null(const yaml_node_t *n);
+const char *py_label(char *buf, size_t len, const struct sect *s, const char *key);
+yaml_node_pair_t *py_find_pair(struct loader *ld, yaml_node_t *map, const char *key);
+void py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys);
+yaml_node_t *py_field(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect);
-int get_map(struct loader *ld, const struct sect *s, const char *key, int required,
+int py_get_map(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect, const char *path, struct sect *sub);
-const char *conv_text(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect);
-int conv_dup(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect,
+const char *py_conv_text(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect);
+int py_conv_dup(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect,
     char **out);
-int conv_duration(struct loader *ld, const yaml_node_t *n, const char *what, int64_t *out);
-int conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int hi,
+int py_conv_duration(struct loader *ld, const yaml_node_t *n, const char *what, int64_t *out);
+int py_conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int hi,
     int *out);
-int conv_bool(struct loader *ld, const yaml_node_t *n, const char *what, bool *out);
-int check_env_ref(struct loader *ld, const yaml_node_t *n, const char *what, const char *t);
-int get_text(struct loader *ld, const struct sect *s, const char *key, int required,
+int py_conv_bool(struct loader *ld, const yaml_node_t *n, const char *what, bool *out);
+int py_check_env_ref(struct loader *ld, const yaml_node_t *n, const char *what, const char *t);
+int py_get_text(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect, char **out);
-int get_duration(struct loader *ld, const struct sect *s, const char *key, int required,
+int py_get_duration(struct loader *ld, const struct sect *s, const char *key, int required,
     int64_t *out);
-int get_secret(struct loader *ld, const struct sect *s, const char *key, int required,
+int py_get_secret(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *example, char **out);
-int get_url(struct loader *ld, const struct sect *s, const char *key, int required,
+int py_get_url(struct loader *ld, const struct sect *s, const char *key, int required,
     enum url_kind kind, char **out);
-yaml_node_t *key_node(struct loader *ld, yaml_node_pair_t *pair);
-size_t seq_items(struct loader *ld, yaml_node_t *n, const char *what, const char *expect);
-yaml_node_t *seq_item(struct loader *ld, yaml_node_t *n, size_t i);
-int conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out);
-void syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len);
+yaml_node_t *py_key_node(struct loader *ld, yaml_node_pair_t *pair);
+size_t py_seq_items(struct loader *ld, yaml_node_t *n, const char *what, const char *expect);
+yaml_node_t *py_seq_item(struct loader *ld, yaml_node_t *n, size_t i);
+int py_conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out);
+void py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len);
 
 /* plan_check.c: checks across sections, once they are all read. */
-void check_sections(struct loader *ld, const struct sect *root);
-void check_own(struct loader *ld);
+void pc_check_sections(struct loader *ld, const struct sect *root);
+void pc_check_own(struct loader *ld);
 
 #endif

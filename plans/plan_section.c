@@ -28,24 +28,24 @@ load_call(struct loader *ld, const struct sect *flag, const char *key, const cha
 	size_t i;
 	struct sect s;
 
-	if (get_map(ld, flag, key, 1, "{ method: PUT, url: http://..., body: '...' }",
+	if (py_get_map(ld, flag, key, 1, "{ method: PUT, url: http://..., body: '...' }",
 	    path, &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	if ((n = field(ld, &s, "method", 1, mexpect)) != NULL &&
-	    (t = conv_text(ld, n, label(what, sizeof(what), &s, "method"), mexpect)) != NULL) {
+	py_check_keys(ld, &s, keys);
+	if ((n = py_field(ld, &s, "method", 1, mexpect)) != NULL &&
+	    (t = py_conv_text(ld, n, py_label(what, sizeof(what), &s, "method"), mexpect)) != NULL) {
 		for (i = 0; methods[i] != NULL; i++)
 			if (strcmp(methods[i], t) == 0)
 				break;
 		if (methods[i] == NULL)
-			err_at(ld, n, "%s '%.40s' is not supported; expected %s", what, t,
+			py_err_at(ld, n, "%s '%.40s' is not supported; expected %s", what, t,
 			    mexpect);
 		else
-			call->method = copy(ld, t);
+			call->method = py_copy(ld, t);
 	}
-	get_url(ld, &s, "url", 1, URL_HTTP, &call->url);
-	if ((n = field(ld, &s, "body", 0, NULL)) != NULL)
-		conv_dup(ld, n, label(what, sizeof(what), &s, "body"), "the request body "
+	py_get_url(ld, &s, "url", 1, URL_HTTP, &call->url);
+	if ((n = py_field(ld, &s, "body", 0, NULL)) != NULL)
+		py_conv_dup(ld, n, py_label(what, sizeof(what), &s, "body"), "the request body "
 		    "as a string, such as '{\"enabled\":true}'", &call->body);
 }
 
@@ -61,45 +61,45 @@ load_read(struct loader *ld, const struct sect *flag)
 	size_t i;
 	struct sect s;
 
-	if (get_map(ld, flag, "read", 1, "{ url: http://..., pointer: /enabled, on: "
+	if (py_get_map(ld, flag, "read", 1, "{ url: http://..., pointer: /enabled, on: "
 	    "true, off: false }", "flag.read", &s) <= 0)
 		return;
-	check_keys(ld, &s, keys);
-	get_url(ld, &s, "url", 1, URL_HTTP, &p->flag.read_url);
-	if ((n = field(ld, &s, "pointer", 1, pexpect)) != NULL) {
+	py_check_keys(ld, &s, keys);
+	py_get_url(ld, &s, "url", 1, URL_HTTP, &p->flag.read_url);
+	if ((n = py_field(ld, &s, "pointer", 1, pexpect)) != NULL) {
 		if (n->type != YAML_SCALAR_NODE)
-			err_at(ld, n, "flag.read.pointer is %s; expected %s", kind_name(n),
+			py_err_at(ld, n, "flag.read.pointer is %s; expected %s", py_kind_name(n),
 			    pexpect);
-		else if (is_null(n))
-			err_at(ld, n, "flag.read.pointer has no value; expected %s", pexpect);
+		else if (py_is_null(n))
+			py_err_at(ld, n, "flag.read.pointer has no value; expected %s", pexpect);
 		else {
-			t = text(n);
+			t = py_text(n);
 			for (i = 0; t[i] != '\0'; i++)
 				if (t[i] == '~' && t[i + 1] != '0' && t[i + 1] != '1')
 					break;
 			if (t[0] != '\0' && t[0] != '/')
-				err_at(ld, n, "flag.read.pointer '%.60s' does not start with "
+				py_err_at(ld, n, "flag.read.pointer '%.60s' does not start with "
 				    "'/'; expected %s", t, pexpect);
 			else if (t[i] != '\0')
-				err_at(ld, n, "flag.read.pointer '%.60s' has a '~' not "
+				py_err_at(ld, n, "flag.read.pointer '%.60s' has a '~' not "
 				    "followed by 0 or 1; expected %s", t, pexpect);
 			else if (strlen(t) != n->data.scalar.length)
-				err_at(ld, n, "flag.read.pointer contains a NUL character; "
+				py_err_at(ld, n, "flag.read.pointer contains a NUL character; "
 				    "expected %s", pexpect);
 			else
-				p->flag.read_pointer = copy(ld, t);
+				p->flag.read_pointer = py_copy(ld, t);
 		}
 	}
-	on = field(ld, &s, "on", 1, "the JSON value read when the flag is on, such as true");
-	off = field(ld, &s, "off", 1, "the JSON value read when the flag is off, such "
+	on = py_field(ld, &s, "on", 1, "the JSON value read when the flag is on, such as true");
+	off = py_field(ld, &s, "off", 1, "the JSON value read when the flag is off, such "
 	    "as false");
 	if (on != NULL)
-		conv_json(ld, on, "flag.read.on", &p->flag.read_on);
+		py_conv_json(ld, on, "flag.read.on", &p->flag.read_on);
 	if (off != NULL)
-		conv_json(ld, off, "flag.read.off", &p->flag.read_off);
+		py_conv_json(ld, off, "flag.read.off", &p->flag.read_off);
 	if (p->flag.read_on != NULL && p->flag.read_off != NULL &&
 	    strcmp(p->flag.read_on, p->flag.read_off) == 0)
-		err_at(ld, off, "flag.read.on and flag.read.off are both %.60s; expected "
+		py_err_at(ld, off, "flag.read.on and flag.read.off are both %.60s; expected "
 		    "two different values", p->flag.read_on);
 }
 
@@ -142,10 +142,10 @@ load_headers(struct loader *ld, yaml_node_t *n)
 	struct sect s = { n, "flag.headers" };
 
 	if (n->type != YAML_MAPPING_NODE) {
-		err_at(ld, n, "flag.headers is %s; expected %s", kind_name(n), expect);
+		py_err_at(ld, n, "flag.headers is %s; expected %s", py_kind_name(n), expect);
 		return;
 	}
-	check_keys(ld, &s, NULL);
+	py_check_keys(ld, &s, NULL);
 	count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 	if (count == 0)
 		return;
@@ -154,20 +154,20 @@ load_headers(struct loader *ld, yaml_node_t *n)
 		return;
 	}
 	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
-		k = node_at(ld, pair->key);
-		v = node_at(ld, pair->value);
+		k = py_node_at(ld, pair->key);
+		v = py_node_at(ld, pair->value);
 		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE)
 			continue;	/* reported by check_keys */
-		name = text(k);
+		name = py_text(k);
 		if (name[0] == '\0' || strlen(name) != k->data.scalar.length) {
-			err_at(ld, k, "a header name in flag.headers is empty; expected "
+			py_err_at(ld, k, "a header name in flag.headers is empty; expected "
 			    "a header name such as Authorization");
 			continue;
 		}
 		for (i = 0; name[i] != '\0' && token_char(name[i]); i++)
 			;
 		if (name[i] != '\0') {
-			err_at(ld, k, "header name '%.60s' in flag.headers has '%c'; "
+			py_err_at(ld, k, "header name '%.60s' in flag.headers has '%c'; "
 			    "expected letters, digits and !#$%%&'*+-.^_`|~", name, name[i]);
 			continue;
 		}
@@ -176,27 +176,27 @@ load_headers(struct loader *ld, yaml_node_t *n)
 				break;
 		if (i < p->flag.nheaders) {
 			if (strcmp(p->flag.headers[i].name, name) != 0)
-				err_at(ld, k, "header '%.60s' in flag.headers repeats '%.60s' "
+				py_err_at(ld, k, "header '%.60s' in flag.headers repeats '%.60s' "
 				    "(names are case-insensitive); expected each header once",
 				    name, p->flag.headers[i].name);
 			continue;
 		}
 		snprintf(what, sizeof(what), "flag.headers.%.60s", name);
-		if ((t = conv_text(ld, v, what, "a header value or an env:NAME "
+		if ((t = py_conv_text(ld, v, what, "a header value or an env:NAME "
 		    "reference")) == NULL)
 			continue;
 		if (strncmp(t, "env:", 4) == 0) {
-			if (check_env_ref(ld, v, what, t) == -1)
+			if (py_check_env_ref(ld, v, what, t) == -1)
 				continue;
 		} else if (secret_header(name) || strncasecmp(t, "Bearer ", 7) == 0 ||
 		    strncasecmp(t, "Basic ", 6) == 0) {
-			err_at(ld, v, "%s is a literal value; secrets must be env:NAME "
+			py_err_at(ld, v, "%s is a literal value; secrets must be env:NAME "
 			    "references, expected e.g. env:FLAG_AUTH", what);
 			continue;
 		}
 		h = &p->flag.headers[p->flag.nheaders];
-		h->name = copy(ld, name);
-		h->value = copy(ld, t);
+		h->name = py_copy(ld, name);
+		h->value = py_copy(ld, t);
 		if (h->name == NULL || h->value == NULL) {
 			free(h->name);
 			free(h->value);
@@ -216,28 +216,28 @@ plan_section_plan(const struct plan_section *ps)
 void
 plan_section_keys(const struct plan_section *ps, const char *const *keys)
 {
-	check_keys(ps->ld, ps->s, keys);
+	py_check_keys(ps->ld, ps->s, keys);
 }
 
 void
 plan_section_text(const struct plan_section *ps, const char *key, bool required,
     const char *expect, char **out)
 {
-	get_text(ps->ld, ps->s, key, required, expect, out);
+	py_get_text(ps->ld, ps->s, key, required, expect, out);
 }
 
 void
 plan_section_secret(const struct plan_section *ps, const char *key, bool required,
     const char *example, char **out)
 {
-	get_secret(ps->ld, ps->s, key, required, example, out);
+	py_get_secret(ps->ld, ps->s, key, required, example, out);
 }
 
 void
 plan_section_url(const struct plan_section *ps, const char *key, bool required,
     bool base, char **out)
 {
-	get_url(ps->ld, ps->s, key, required, base ? URL_HTTP_BASE : URL_HTTP, out);
+	py_get_url(ps->ld, ps->s, key, required, base ? URL_HTTP_BASE : URL_HTTP, out);
 }
 
 void
@@ -258,6 +258,6 @@ plan_section_flag_headers(const struct plan_section *ps)
 {
 	yaml_node_t *n;
 
-	if ((n = field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
+	if ((n = py_field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
 		load_headers(ps->ld, n);
 }

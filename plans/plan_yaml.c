@@ -18,14 +18,14 @@
 #include "plan_load_int.h"
 
 int
-mark_num(size_t v)
+py_mark_num(size_t v)
 {
 	return v < INT_MAX ? (int)v + 1 : INT_MAX;
 }
 
 /* Records an error about node N (NULL: no position). */
 void
-err_at(struct loader *ld, const yaml_node_t *n, const char *fmt, ...)
+py_err_at(struct loader *ld, const yaml_node_t *n, const char *fmt, ...)
 {
 	char msg[sizeof(((struct plan_error *)0)->message)];
 	va_list ap;
@@ -35,15 +35,15 @@ err_at(struct loader *ld, const yaml_node_t *n, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (n != NULL) {
-		line = mark_num(n->start_mark.line);
-		col = mark_num(n->start_mark.column);
+		line = py_mark_num(n->start_mark.line);
+		col = py_mark_num(n->start_mark.column);
 	}
 	if (plan_errors_add(ld->errs, line, col, "%s", msg) == -1)
 		ld->oom = 1;
 }
 
 char *
-copy(struct loader *ld, const char *s)
+py_copy(struct loader *ld, const char *s)
 {
 	char *d;
 
@@ -53,13 +53,13 @@ copy(struct loader *ld, const char *s)
 }
 
 yaml_node_t *
-node_at(struct loader *ld, int i)
+py_node_at(struct loader *ld, int i)
 {
 	return yaml_document_get_node(ld->doc, i);
 }
 
 const char *
-text(const yaml_node_t *n)
+py_text(const yaml_node_t *n)
 {
 	return (const char *)n->data.scalar.value;
 }
@@ -71,7 +71,7 @@ plain(const yaml_node_t *n)
 }
 
 const char *
-kind_name(const yaml_node_t *n)
+py_kind_name(const yaml_node_t *n)
 {
 	switch (n->type) {
 	case YAML_SCALAR_NODE:
@@ -87,19 +87,19 @@ kind_name(const yaml_node_t *n)
 
 /* YAML's null: an unquoted empty value, ~ or null. */
 int
-is_null(const yaml_node_t *n)
+py_is_null(const yaml_node_t *n)
 {
 	const char *t;
 
 	if (n->type != YAML_SCALAR_NODE || !plain(n))
 		return 0;
-	t = text(n);
+	t = py_text(n);
 	return t[0] == '\0' || strcmp(t, "~") == 0 || strcmp(t, "null") == 0 ||
 	    strcmp(t, "Null") == 0 || strcmp(t, "NULL") == 0;
 }
 
 const char *
-label(char *buf, size_t len, const struct sect *s, const char *key)
+py_label(char *buf, size_t len, const struct sect *s, const char *key)
 {
 	if (s->path[0] == '\0')
 		snprintf(buf, len, "%s", key);
@@ -115,15 +115,15 @@ where(const struct sect *s)
 }
 
 yaml_node_pair_t *
-find_pair(struct loader *ld, yaml_node_t *map, const char *key)
+py_find_pair(struct loader *ld, yaml_node_t *map, const char *key)
 {
 	yaml_node_pair_t *pair;
 	yaml_node_t *k;
 
 	for (pair = map->data.mapping.pairs.start;
 	    pair < map->data.mapping.pairs.top; pair++) {
-		k = node_at(ld, pair->key);
-		if (k != NULL && k->type == YAML_SCALAR_NODE && strcmp(text(k), key) == 0)
+		k = py_node_at(ld, pair->key);
+		if (k != NULL && k->type == YAML_SCALAR_NODE && strcmp(py_text(k), key) == 0)
 			return pair;
 	}
 	return NULL;
@@ -132,7 +132,7 @@ find_pair(struct loader *ld, yaml_node_t *map, const char *key)
 /* Reports keys of S that are not scalars, repeated, or (when KEYS is not
  * NULL) not among KEYS. */
 void
-check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
+py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
 {
 	yaml_node_pair_t *pair, *prev;
 	yaml_node_t *k, *pk;
@@ -145,50 +145,50 @@ check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
 		    i ? ", " : "", keys[i]);
 	for (pair = s->map->data.mapping.pairs.start;
 	    pair < s->map->data.mapping.pairs.top; pair++) {
-		if ((k = node_at(ld, pair->key)) == NULL)
+		if ((k = py_node_at(ld, pair->key)) == NULL)
 			continue;
 		if (k->type != YAML_SCALAR_NODE) {
-			err_at(ld, k, "a key in %s is %s; expected a plain name",
-			    where(s), kind_name(k));
+			py_err_at(ld, k, "a key in %s is %s; expected a plain name",
+			    where(s), py_kind_name(k));
 			continue;
 		}
 		pk = NULL;
 		for (prev = s->map->data.mapping.pairs.start; prev < pair; prev++) {
-			pk = node_at(ld, prev->key);
+			pk = py_node_at(ld, prev->key);
 			if (pk != NULL && pk->type == YAML_SCALAR_NODE &&
-			    strcmp(text(pk), text(k)) == 0)
+			    strcmp(py_text(pk), py_text(k)) == 0)
 				break;
 			pk = NULL;
 		}
 		if (pk != NULL) {
-			err_at(ld, k, "duplicate key '%.64s' in %s (first at line %d); "
-			    "expected each key once", text(k), where(s),
-			    mark_num(pk->start_mark.line));
+			py_err_at(ld, k, "duplicate key '%.64s' in %s (first at line %d); "
+			    "expected each key once", py_text(k), where(s),
+			    py_mark_num(pk->start_mark.line));
 			continue;
 		}
 		if (keys == NULL)
 			continue;
 		for (i = 0; keys[i] != NULL; i++)
-			if (strcmp(keys[i], text(k)) == 0)
+			if (strcmp(keys[i], py_text(k)) == 0)
 				break;
 		if (keys[i] == NULL)
-			err_at(ld, k, "unknown key '%.64s' in %s; expected one of: %s",
-			    text(k), where(s), list);
+			py_err_at(ld, k, "unknown key '%.64s' in %s; expected one of: %s",
+			    py_text(k), where(s), list);
 	}
 }
 
 /* The value of KEY in S, or NULL. A missing KEY is reported when REQUIRED,
  * EXPECT saying what it should hold. */
 yaml_node_t *
-field(struct loader *ld, const struct sect *s, const char *key, int required,
+py_field(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect)
 {
 	yaml_node_pair_t *pair;
 
-	if ((pair = find_pair(ld, s->map, key)) != NULL)
-		return node_at(ld, pair->value);
+	if ((pair = py_find_pair(ld, s->map, key)) != NULL)
+		return py_node_at(ld, pair->value);
 	if (required)
-		err_at(ld, s->map, "missing required key '%s' in %s; expected %s: %s",
+		py_err_at(ld, s->map, "missing required key '%s' in %s; expected %s: %s",
 		    key, where(s), key, expect);
 	return NULL;
 }
@@ -196,18 +196,18 @@ field(struct loader *ld, const struct sect *s, const char *key, int required,
 /* Fills SUB with KEY of S when it is a mapping and returns 1; returns 0
  * when it is absent (reported when REQUIRED), -1 when it is not a mapping. */
 int
-get_map(struct loader *ld, const struct sect *s, const char *key, int required,
+py_get_map(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect, const char *path, struct sect *sub)
 {
 	yaml_node_t *n;
 
 	sub->map = NULL;
 	sub->path = path;
-	if ((n = field(ld, s, key, required, expect)) == NULL)
+	if ((n = py_field(ld, s, key, required, expect)) == NULL)
 		return 0;
 	if (n->type != YAML_MAPPING_NODE) {
-		err_at(ld, n, "%s %s; expected %s", path,
-		    is_null(n) ? "has no value" : n->type == YAML_SCALAR_NODE ?
+		py_err_at(ld, n, "%s %s; expected %s", path,
+		    py_is_null(n) ? "has no value" : n->type == YAML_SCALAR_NODE ?
 		    "is a scalar" : "is a list", expect);
 		return -1;
 	}
@@ -218,56 +218,56 @@ get_map(struct loader *ld, const struct sect *s, const char *key, int required,
 /* The text of scalar N, or NULL after reporting that WHAT is not a
  * non-empty string. */
 const char *
-conv_text(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect)
+py_conv_text(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect)
 {
 	if (n->type != YAML_SCALAR_NODE) {
-		err_at(ld, n, "%s is %s; expected %s", what, kind_name(n), expect);
+		py_err_at(ld, n, "%s is %s; expected %s", what, py_kind_name(n), expect);
 		return NULL;
 	}
-	if (is_null(n)) {
-		err_at(ld, n, "%s has no value; expected %s", what, expect);
+	if (py_is_null(n)) {
+		py_err_at(ld, n, "%s has no value; expected %s", what, expect);
 		return NULL;
 	}
 	if (n->data.scalar.length == 0) {
-		err_at(ld, n, "%s is empty; expected %s", what, expect);
+		py_err_at(ld, n, "%s is empty; expected %s", what, expect);
 		return NULL;
 	}
-	if (strlen(text(n)) != n->data.scalar.length) {
-		err_at(ld, n, "%s contains a NUL character; expected %s", what, expect);
+	if (strlen(py_text(n)) != n->data.scalar.length) {
+		py_err_at(ld, n, "%s contains a NUL character; expected %s", what, expect);
 		return NULL;
 	}
-	return text(n);
+	return py_text(n);
 }
 
 int
-conv_dup(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect,
+py_conv_dup(struct loader *ld, const yaml_node_t *n, const char *what, const char *expect,
     char **out)
 {
 	const char *t;
 
-	if ((t = conv_text(ld, n, what, expect)) == NULL)
+	if ((t = py_conv_text(ld, n, what, expect)) == NULL)
 		return -1;
 	free(*out);
-	*out = copy(ld, t);
+	*out = py_copy(ld, t);
 	return 0;
 }
 
 /* A duration greater than zero. */
 int
-conv_duration(struct loader *ld, const yaml_node_t *n, const char *what, int64_t *out)
+py_conv_duration(struct loader *ld, const yaml_node_t *n, const char *what, int64_t *out)
 {
 	const char *t;
 	char err[256];
 	int64_t ms;
 
-	if ((t = conv_text(ld, n, what, "a duration such as 500ms, 10s, 2m, 1h or 12d")) == NULL)
+	if ((t = py_conv_text(ld, n, what, "a duration such as 500ms, 10s, 2m, 1h or 12d")) == NULL)
 		return -1;
 	if (duration_parse(t, &ms, err, sizeof(err)) == -1) {
-		err_at(ld, n, "%s is not a valid duration: %s", what, err);
+		py_err_at(ld, n, "%s is not a valid duration: %s", what, err);
 		return -1;
 	}
 	if (ms <= 0) {
-		err_at(ld, n, "%s is %s; expected a duration greater than 0", what, t);
+		py_err_at(ld, n, "%s is %s; expected a duration greater than 0", what, t);
 		return -1;
 	}
 	*out = ms;
@@ -276,7 +276,7 @@ conv_duration(struct loader *ld, const yaml_node_t *n, const char *what, int64_t
 
 /* An unquoted decimal integer from LO to HI. */
 int
-conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int hi,
+py_conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int hi,
     int *out)
 {
 	const char *t, *d;
@@ -284,11 +284,11 @@ conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int 
 	long long v = 0;
 
 	snprintf(expect, sizeof(expect), "an integer from %d to %d", lo, hi);
-	if ((t = conv_text(ld, n, what, expect)) == NULL)
+	if ((t = py_conv_text(ld, n, what, expect)) == NULL)
 		return -1;
 	d = t[0] == '-' ? t + 1 : t;
 	if (!plain(n) || *d == '\0' || strspn(d, "0123456789") != strlen(d)) {
-		err_at(ld, n, "%s '%.40s' is not an integer; expected %s, unquoted",
+		py_err_at(ld, n, "%s '%.40s' is not an integer; expected %s, unquoted",
 		    what, t, expect);
 		return -1;
 	}
@@ -297,7 +297,7 @@ conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int 
 	if (t[0] == '-')
 		v = -v;
 	if (*d != '\0' || v < lo || v > hi) {
-		err_at(ld, n, "%s %.40s is out of range; expected %s", what, t, expect);
+		py_err_at(ld, n, "%s %.40s is out of range; expected %s", what, t, expect);
 		return -1;
 	}
 	*out = (int)v;
@@ -305,18 +305,18 @@ conv_int(struct loader *ld, const yaml_node_t *n, const char *what, int lo, int 
 }
 
 int
-conv_bool(struct loader *ld, const yaml_node_t *n, const char *what, bool *out)
+py_conv_bool(struct loader *ld, const yaml_node_t *n, const char *what, bool *out)
 {
 	const char *t;
 
-	if ((t = conv_text(ld, n, what, "true or false")) == NULL)
+	if ((t = py_conv_text(ld, n, what, "true or false")) == NULL)
 		return -1;
 	if (plain(n) && strcmp(t, "true") == 0)
 		*out = true;
 	else if (plain(n) && strcmp(t, "false") == 0)
 		*out = false;
 	else {
-		err_at(ld, n, "%s '%.40s' is not a boolean; expected true or false, "
+		py_err_at(ld, n, "%s '%.40s' is not a boolean; expected true or false, "
 		    "unquoted", what, t);
 		return -1;
 	}
@@ -340,11 +340,11 @@ env_name_ok(const char *s)
 
 /* Checks an env:NAME reference written at N. Returns 0 or -1. */
 int
-check_env_ref(struct loader *ld, const yaml_node_t *n, const char *what, const char *t)
+py_check_env_ref(struct loader *ld, const yaml_node_t *n, const char *what, const char *t)
 {
 	if (env_name_ok(t + 4))
 		return 0;
-	err_at(ld, n, "%s '%.64s' is not a valid env reference; expected env:NAME, "
+	py_err_at(ld, n, "%s '%.64s' is not a valid env reference; expected env:NAME, "
 	    "NAME of letters, digits and '_' not starting with a digit", what, t);
 	return -1;
 }
@@ -358,17 +358,17 @@ conv_secret(struct loader *ld, const yaml_node_t *n, const char *what,
 	const char *t;
 
 	snprintf(expect, sizeof(expect), "an env:NAME reference such as %s", example);
-	if ((t = conv_text(ld, n, what, expect)) == NULL)
+	if ((t = py_conv_text(ld, n, what, expect)) == NULL)
 		return -1;
 	if (strncmp(t, "env:", 4) != 0) {
-		err_at(ld, n, "%s is a literal value; secrets must be env:NAME "
+		py_err_at(ld, n, "%s is a literal value; secrets must be env:NAME "
 		    "references, expected e.g. %s", what, example);
 		return -1;
 	}
-	if (check_env_ref(ld, n, what, t) == -1)
+	if (py_check_env_ref(ld, n, what, t) == -1)
 		return -1;
 	free(*out);
-	*out = copy(ld, t);
+	*out = py_copy(ld, t);
 	return 0;
 }
 
@@ -483,21 +483,21 @@ conv_url(struct loader *ld, const yaml_node_t *n, const char *what, enum url_kin
 	const char *t, *why;
 	int secret;
 
-	if ((t = conv_text(ld, n, what, url_expect(kind))) == NULL)
+	if ((t = py_conv_text(ld, n, what, url_expect(kind))) == NULL)
 		return -1;
 	if ((why = check_url(t, kind, &secret)) != NULL) {
 		if (secret)
-			err_at(ld, n, "%s %s; expected %s, with credentials given "
+			py_err_at(ld, n, "%s %s; expected %s, with credentials given "
 			    "separately (%s)", what, why, url_expect(kind),
 			    kind == URL_HTTP ? "in flag.headers as env:NAME references" :
 			    "broker.username and broker.password");
 		else
-			err_at(ld, n, "%s '%.100s' %s; expected %s", what, t, why,
+			py_err_at(ld, n, "%s '%.100s' %s; expected %s", what, t, why,
 			    url_expect(kind));
 		return -1;
 	}
 	free(*out);
-	*out = copy(ld, t);
+	*out = py_copy(ld, t);
 	return 0;
 }
 
@@ -505,89 +505,89 @@ conv_url(struct loader *ld, const yaml_node_t *n, const char *what, enum url_kin
  * when REQUIRED), -1 when invalid. */
 
 int
-get_text(struct loader *ld, const struct sect *s, const char *key, int required,
+py_get_text(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect, char **out)
 {
 	yaml_node_t *n;
 	char what[128];
 
-	if ((n = field(ld, s, key, required, expect)) == NULL)
+	if ((n = py_field(ld, s, key, required, expect)) == NULL)
 		return 0;
-	return conv_dup(ld, n, label(what, sizeof(what), s, key), expect, out) == 0 ? 1 : -1;
+	return py_conv_dup(ld, n, py_label(what, sizeof(what), s, key), expect, out) == 0 ? 1 : -1;
 }
 
 int
-get_duration(struct loader *ld, const struct sect *s, const char *key, int required,
+py_get_duration(struct loader *ld, const struct sect *s, const char *key, int required,
     int64_t *out)
 {
 	yaml_node_t *n;
 	char what[128];
 
-	if ((n = field(ld, s, key, required, "a duration such as 10s")) == NULL)
+	if ((n = py_field(ld, s, key, required, "a duration such as 10s")) == NULL)
 		return 0;
-	return conv_duration(ld, n, label(what, sizeof(what), s, key), out) == 0 ? 1 : -1;
+	return py_conv_duration(ld, n, py_label(what, sizeof(what), s, key), out) == 0 ? 1 : -1;
 }
 
 int
-get_secret(struct loader *ld, const struct sect *s, const char *key, int required,
+py_get_secret(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *example, char **out)
 {
 	yaml_node_t *n;
 	char what[128];
 
-	if ((n = field(ld, s, key, required, example)) == NULL)
+	if ((n = py_field(ld, s, key, required, example)) == NULL)
 		return 0;
-	return conv_secret(ld, n, label(what, sizeof(what), s, key), example, out) == 0 ?
+	return conv_secret(ld, n, py_label(what, sizeof(what), s, key), example, out) == 0 ?
 	    1 : -1;
 }
 
 int
-get_url(struct loader *ld, const struct sect *s, const char *key, int required,
+py_get_url(struct loader *ld, const struct sect *s, const char *key, int required,
     enum url_kind kind, char **out)
 {
 	yaml_node_t *n;
 	char what[128];
 
-	if ((n = field(ld, s, key, required, url_expect(kind))) == NULL)
+	if ((n = py_field(ld, s, key, required, url_expect(kind))) == NULL)
 		return 0;
-	return conv_url(ld, n, label(what, sizeof(what), s, key), kind, out) == 0 ? 1 : -1;
+	return conv_url(ld, n, py_label(what, sizeof(what), s, key), kind, out) == 0 ? 1 : -1;
 }
 
 /* The node of KEY itself, for errors about a key that should not be there. */
 yaml_node_t *
-key_node(struct loader *ld, yaml_node_pair_t *pair)
+py_key_node(struct loader *ld, yaml_node_pair_t *pair)
 {
-	return node_at(ld, pair->key);
+	return py_node_at(ld, pair->key);
 }
 
 /* Items of a sequence: a list that must not be empty. Returns the count, or
  * 0 after reporting. */
 size_t
-seq_items(struct loader *ld, yaml_node_t *n, const char *what, const char *expect)
+py_seq_items(struct loader *ld, yaml_node_t *n, const char *what, const char *expect)
 {
 	size_t count;
 
 	if (n->type != YAML_SEQUENCE_NODE) {
-		err_at(ld, n, "%s %s; expected %s", what, is_null(n) ? "has no value" :
+		py_err_at(ld, n, "%s %s; expected %s", what, py_is_null(n) ? "has no value" :
 		    n->type == YAML_SCALAR_NODE ? "is a scalar" : "is a mapping", expect);
 		return 0;
 	}
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	if (count == 0)
-		err_at(ld, n, "%s is empty; expected %s", what, expect);
+		py_err_at(ld, n, "%s is empty; expected %s", what, expect);
 	return count;
 }
 
 yaml_node_t *
-seq_item(struct loader *ld, yaml_node_t *n, size_t i)
+py_seq_item(struct loader *ld, yaml_node_t *n, size_t i)
 {
-	return node_at(ld, n->data.sequence.items.start[i]);
+	return py_node_at(ld, n->data.sequence.items.start[i]);
 }
 
 /* Converts a YAML scalar to the JSON text it stands for: unquoted true,
  * false, null and numbers stay what they are; anything else is a string. */
 int
-conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out)
+py_conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out)
 {
 	static const char expect[] = "a JSON scalar: true, false, a number or a string";
 	const char *t, *d;
@@ -595,14 +595,14 @@ conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out)
 	char *s;
 
 	if (n->type != YAML_SCALAR_NODE) {
-		err_at(ld, n, "%s is %s; expected %s", what, kind_name(n), expect);
+		py_err_at(ld, n, "%s is %s; expected %s", what, py_kind_name(n), expect);
 		return -1;
 	}
-	t = text(n);
+	t = py_text(n);
 	len = n->data.scalar.length;
 	if (plain(n)) {
 		if (len == 0 || strcmp(t, "~") == 0) {
-			err_at(ld, n, "%s has no value; expected %s", what, expect);
+			py_err_at(ld, n, "%s has no value; expected %s", what, expect);
 			return -1;
 		}
 		if (strcmp(t, "true") == 0 || strcmp(t, "false") == 0 ||
@@ -657,13 +657,13 @@ string:
 	return 0;
 verbatim:
 	free(*out);
-	*out = copy(ld, t);
+	*out = py_copy(ld, t);
 	return 0;
 }
 
 /* Reports what libyaml's parser refused, where it says. */
 void
-syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len)
+py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len)
 {
 	const char *problem = ps->problem != NULL ? ps->problem : "unknown problem";
 	size_t i, line = 0, col = 0, off;
@@ -683,17 +683,17 @@ syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t
 			} else
 				col++;
 		}
-		rc = plan_errors_add(ld->errs, mark_num(line), mark_num(col),
+		rc = plan_errors_add(ld->errs, py_mark_num(line), py_mark_num(col),
 		    "YAML syntax error: %s (byte 0x%02x); expected UTF-8 text", problem,
 		    (unsigned)ps->problem_value & 0xff);
 	} else if (ps->context != NULL)
-		rc = plan_errors_add(ld->errs, mark_num(ps->problem_mark.line),
-		    mark_num(ps->problem_mark.column), "YAML syntax error: %s (%s at "
+		rc = plan_errors_add(ld->errs, py_mark_num(ps->problem_mark.line),
+		    py_mark_num(ps->problem_mark.column), "YAML syntax error: %s (%s at "
 		    "line %d); expected well-formed YAML", problem, ps->context,
-		    mark_num(ps->context_mark.line));
+		    py_mark_num(ps->context_mark.line));
 	else
-		rc = plan_errors_add(ld->errs, mark_num(ps->problem_mark.line),
-		    mark_num(ps->problem_mark.column), "YAML syntax error: %s; "
+		rc = plan_errors_add(ld->errs, py_mark_num(ps->problem_mark.line),
+		    py_mark_num(ps->problem_mark.column), "YAML syntax error: %s; "
 		    "expected well-formed YAML", problem);
 	if (rc == -1)
 		ld->oom = 1;
