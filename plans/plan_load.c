@@ -601,23 +601,101 @@ load_watch(struct loader *ld, const struct sect *root)
 	py_get_duration(ld, &s, "probe_every", 0, &p->watch.probe_every_ms);
 }
 
+/* One item of steps as it is written: a step name or { step, gate }. */
+struct step_item {
+	yaml_node_t		*node;		/* the step name's node */
+	const char		*name;
+	enum plan_step_kind	 kind;
+	bool			 gate, gate_given;
+};
+
+/* Reads ITEM (at PATH, NAMES listing the kinds) into SI, setting *BAD for
+ * each error it reports. Returns 0 when ITEM names a step kind, -1 when it
+ * is to be skipped. */
+static int
+step_item_read(struct loader *ld, yaml_node_t *item, const char *path,
+    const char *names, struct step_item *si, int *bad)
+{
+	static const char *const keys[] = { "step", "gate", NULL };
+	char what[48];
+	struct sect s;
+
+	si->gate = false;
+	si->gate_given = false;
+	si->node = item;
+	if (item->type == YAML_MAPPING_NODE) {
+		s.map = item;
+		s.path = path;
+		py_check_keys(ld, &s, keys);
+		snprintf(what, sizeof(what), "%s.gate", path);
+		if ((si->node = py_field(ld, &s, "gate", 0, NULL)) != NULL) {
+			si->gate_given = true;
+			if (py_conv_bool(ld, si->node, what, &si->gate) == -1)
+				*bad = 1;
+		}
+		if ((si->node = py_field(ld, &s, "step", 1, names)) == NULL) {
+			*bad = 1;
+			return -1;
+		}
+		snprintf(what, sizeof(what), "%s.step", path);
+	} else if (item->type == YAML_SCALAR_NODE)
+		snprintf(what, sizeof(what), "%s", path);
+	else {
+		py_err_at(ld, item, "%s is a list; expected a step name or "
+		    "{ step: NAME, gate: true }", path);
+		*bad = 1;
+		return -1;
+	}
+	if ((si->name = py_conv_text(ld, si->node, what, names)) == NULL) {
+		*bad = 1;
+		return -1;
+	}
+	if (plan_step_kind_parse(si->name, &si->kind) == -1) {
+		py_err_at(ld, si->node, "unknown step '%.40s'; expected one of: %s",
+		    si->name, names);
+		*bad = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends SI, written at ITEM, to the plan's steps. Returns 0, or -1 after
+ * reporting that its kind is there already. */
+static int
+step_add(struct loader *ld, const struct step_item *si, const yaml_node_t *item)
+{
+	struct plan *p = ld->p;
+	struct plan_step *st;
+	size_t j;
+
+	for (j = 0; j < p->nsteps; j++)
+		if (p->steps[j].kind == si->kind)
+			break;
+	if (j < p->nsteps) {
+		py_err_at(ld, si->node, "step '%s' appears twice (first at line %d); "
+		    "expected each step at most once", si->name, p->steps[j].line);
+		return -1;
+	}
+	st = &p->steps[p->nsteps++];
+	st->kind = si->kind;
+	st->gate = si->gate_given ? si->gate : plan_step_kind_gated(si->kind);
+	st->line = py_mark_num(item->start_mark.line);
+	st->column = py_mark_num(item->start_mark.column);
+	return 0;
+}
+
 static void
 load_steps(struct loader *ld, const struct sect *root)
 {
-	static const char *const keys[] = { "step", "gate", NULL };
 	static const char expect[] = "a list of steps, each a step name or "
 	    "{ step: NAME, gate: true }";
 	struct plan *p = ld->p;
-	enum plan_step_kind kind;
-	struct plan_step *st;
-	yaml_node_t *n, *item, *sn;
-	const char *t;
-	char path[32], what[48];
-	size_t count, i, j;
+	struct step_item si;
+	yaml_node_t *n, *item;
+	char path[32];
+	size_t count, i;
 	char names[256];
-	bool gate, gate_given;
 	int bad = 0;
-	struct sect s;
 
 	plan_step_kind_names(names, sizeof(names));
 	if ((n = py_field(ld, root, "steps", 1, expect)) == NULL)
@@ -631,55 +709,9 @@ load_steps(struct loader *ld, const struct sect *root)
 	for (i = 0; i < count; i++) {
 		item = py_seq_item(ld, n, i);
 		snprintf(path, sizeof(path), "steps[%zu]", i);
-		gate = false;
-		gate_given = false;
-		sn = item;
-		if (item->type == YAML_MAPPING_NODE) {
-			s.map = item;
-			s.path = path;
-			py_check_keys(ld, &s, keys);
-			snprintf(what, sizeof(what), "%s.gate", path);
-			if ((sn = py_field(ld, &s, "gate", 0, NULL)) != NULL) {
-				gate_given = true;
-				if (py_conv_bool(ld, sn, what, &gate) == -1)
-					bad = 1;
-			}
-			if ((sn = py_field(ld, &s, "step", 1, names)) == NULL) {
-				bad = 1;
-				continue;
-			}
-			snprintf(what, sizeof(what), "%s.step", path);
-		} else if (item->type == YAML_SCALAR_NODE)
-			snprintf(what, sizeof(what), "%s", path);
-		else {
-			py_err_at(ld, item, "%s is a list; expected a step name or "
-			    "{ step: NAME, gate: true }", path);
+		if (step_item_read(ld, item, path, names, &si, &bad) == 0 &&
+		    step_add(ld, &si, item) == -1)
 			bad = 1;
-			continue;
-		}
-		if ((t = py_conv_text(ld, sn, what, names)) == NULL) {
-			bad = 1;
-			continue;
-		}
-		if (plan_step_kind_parse(t, &kind) == -1) {
-			py_err_at(ld, sn, "unknown step '%.40s'; expected one of: %s", t, names);
-			bad = 1;
-			continue;
-		}
-		for (j = 0; j < p->nsteps; j++)
-			if (p->steps[j].kind == kind)
-				break;
-		if (j < p->nsteps) {
-			py_err_at(ld, sn, "step '%s' appears twice (first at line %d); "
-			    "expected each step at most once", t, p->steps[j].line);
-			bad = 1;
-			continue;
-		}
-		st = &p->steps[p->nsteps++];
-		st->kind = kind;
-		st->gate = gate_given ? gate : plan_step_kind_gated(kind);
-		st->line = py_mark_num(item->start_mark.line);
-		st->column = py_mark_num(item->start_mark.column);
 	}
 	pc_check_sections(ld, root);
 	if (bad) {
