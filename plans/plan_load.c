@@ -790,82 +790,113 @@ plan_new(const char *file)
 	return p;
 }
 
+/* Starts a load into LD: ERRS emptied and named FILE, a new plan in LD->p.
+ * Returns 0, or -1 with the reason in ERRS or LD->oom. */
+static int
+load_begin(struct loader *ld, const char *file, const char *buf, size_t len,
+    struct plan **out, struct plan_errors *errs)
+{
+	memset(errs, 0, sizeof(*errs));
+	memset(ld, 0, sizeof(*ld));
+	ld->errs = errs;
+	if (file == NULL)
+		file = "(plan)";
+	if ((errs->file = strdup(file)) == NULL) {
+		ld->oom = 1;
+		return -1;
+	}
+	if (out == NULL || (buf == NULL && len > 0)) {
+		if (plan_errors_add(errs, 0, 0, "no plan given; expected a buffer and "
+		    "a place for the plan") == -1)
+			ld->oom = 1;
+		return -1;
+	}
+	if ((ld->p = plan_new(file)) == NULL) {
+		ld->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* One document per plan: a second one, or a syntax error after the first,
+ * is reported along with whatever the first one holds. */
+static void
+check_one_document(struct loader *ld, yaml_parser_t *parser, const char *buf,
+    size_t len)
+{
+	yaml_document_t extra;
+
+	if (!yaml_parser_load(parser, &extra))
+		py_syntax_error(ld, parser, buf, len);
+	else {
+		if (yaml_document_get_root_node(&extra) != NULL &&
+		    plan_errors_add(ld->errs, py_mark_num(extra.start_mark.line),
+		    py_mark_num(extra.start_mark.column), "a second YAML document starts "
+		    "here; expected exactly one document per plan") == -1)
+			ld->oom = 1;
+		yaml_document_delete(&extra);
+	}
+}
+
+/* Parses BUF with PARSER into DOC (*HAVE_DOC set once DOC is to be
+ * deleted), its root node into *ROOT. Returns 0, or -1 after reporting. */
+static int
+read_document(struct loader *ld, yaml_parser_t *parser, yaml_document_t *doc,
+    int *have_doc, const char *buf, size_t len, yaml_node_t **root)
+{
+	yaml_parser_set_input_string(parser, (const unsigned char *)(buf != NULL ? buf : ""),
+	    len);
+	if (!yaml_parser_load(parser, doc)) {
+		py_syntax_error(ld, parser, buf, len);
+		return -1;
+	}
+	*have_doc = 1;
+	ld->doc = doc;
+	if ((*root = yaml_document_get_root_node(doc)) == NULL) {
+		if (plan_errors_add(ld->errs, 1, 1, "the file is empty; expected a YAML "
+		    "mapping with name, broker, old, ladder and steps") == -1)
+			ld->oom = 1;
+		return -1;
+	}
+	check_one_document(ld, parser, buf, len);
+	return 0;
+}
+
 int
 plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **out,
     struct plan_errors *errs)
 {
 	struct plan_errors local;
 	yaml_parser_t parser;
-	yaml_document_t doc, extra;
+	yaml_document_t doc;
 	yaml_node_t *root;
 	struct loader ld;
-	struct plan *p = NULL;
+	struct plan *p;
 	int have_parser = 0, have_doc = 0, rc = -1;
 
 	if (out != NULL)
 		*out = NULL;
 	if (errs == NULL)
 		errs = &local;
-	memset(errs, 0, sizeof(*errs));
-	memset(&ld, 0, sizeof(ld));
-	ld.errs = errs;
-	if (file == NULL)
-		file = "(plan)";
-	if ((errs->file = strdup(file)) == NULL) {
-		ld.oom = 1;
+	if (load_begin(&ld, file, buf, len, out, errs) == -1)
 		goto done;
-	}
-	if (out == NULL || (buf == NULL && len > 0)) {
-		if (plan_errors_add(errs, 0, 0, "no plan given; expected a buffer and "
-		    "a place for the plan") == -1)
-			ld.oom = 1;
-		goto done;
-	}
-	if ((p = plan_new(file)) == NULL) {
-		ld.oom = 1;
-		goto done;
-	}
-	ld.p = p;
 	if (!yaml_parser_initialize(&parser)) {
 		ld.oom = 1;
 		goto done;
 	}
 	have_parser = 1;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)(buf != NULL ? buf : ""),
-	    len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		py_syntax_error(&ld, &parser, buf, len);
+	if (read_document(&ld, &parser, &doc, &have_doc, buf, len, &root) == -1)
 		goto done;
-	}
-	have_doc = 1;
-	ld.doc = &doc;
-	if ((root = yaml_document_get_root_node(&doc)) == NULL) {
-		if (plan_errors_add(errs, 1, 1, "the file is empty; expected a YAML "
-		    "mapping with name, broker, old, ladder and steps") == -1)
-			ld.oom = 1;
-		goto done;
-	}
-	/* One document per plan: a second one, or a syntax error after the
-	 * first, is reported along with whatever the first one holds. */
-	if (!yaml_parser_load(&parser, &extra))
-		py_syntax_error(&ld, &parser, buf, len);
-	else {
-		if (yaml_document_get_root_node(&extra) != NULL &&
-		    plan_errors_add(errs, py_mark_num(extra.start_mark.line),
-		    py_mark_num(extra.start_mark.column), "a second YAML document starts "
-		    "here; expected exactly one document per plan") == -1)
-			ld.oom = 1;
-		yaml_document_delete(&extra);
-	}
 	load_root(&ld, root);
 	pc_check_own(&ld);
-	if (plan_validate(p, errs) == -1)
+	if (plan_validate(ld.p, errs) == -1)
 		ld.oom = 1;
 
 done:
 	if (ld.oom)
 		plan_errors_add(errs, 0, 0, "out of memory while loading the plan");
 	sort_errors(errs);
+	p = ld.p;
 	if (errs->n == 0 && !ld.oom && p != NULL) {
 		*out = p;
 		p = NULL;
