@@ -2,7 +2,7 @@
  * table (names, default gates, order, needed sections), freeing, the error
  * list and its "FILE:LINE:COLUMN: message" form — and the checks that
  * concern the plan as a whole (step presence and order, default canary
- * delays). The YAML side is in plan_load.c. */
+ * delays). The YAML side is in plan_load.c and the files of plan_load_int.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

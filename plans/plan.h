@@ -189,7 +189,8 @@ char *plan_probe_queue(const struct plan *p, char *out, size_t outlen);
 /* The canary's queue of P ("cutover.canary.NAME") into OUT. Returns OUT. */
 char *plan_canary_queue(const struct plan *p, char *out, size_t outlen);
 
-/* Internal to plans/: plan_load.c reports through these, plan.c defines them. */
+/* Internal to plans/: the loader (plan_load_int.h) reports through these,
+ * plan.c defines them. */
 
 /* Appends an error at LINE:COLUMN (1-based; 0 for none) to ERRS. Returns 0,
  * or -1 when out of memory (the error is then lost). */

@@ -2,9 +2,10 @@
  * reads its section with — a flag kind's (plan_flag.h), called by
  * plan_load.c through the flag kind table. A struct plan_section is one
  * mapping of the plan being loaded (such as flag), with its path for
- * messages; it is plan_load.c's and only valid during the call it is
- * given to. Every error is recorded with FILE:LINE:COL as plan_load.c's
- * own are; nothing here returns an error to handle. */
+ * messages; it is the loader's (plan_load_int.h; plan_section.c implements
+ * this header) and only valid during the call it is given to. Every error
+ * is recorded with FILE:LINE:COL as the loader's own are; nothing here
+ * returns an error to handle. */
 #ifndef CUTOVER_PLAN_SECTION_H
 #define CUTOVER_PLAN_SECTION_H
 
