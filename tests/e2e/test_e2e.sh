@@ -157,7 +157,16 @@ api POST "/api/plans/$id/steps/7/approve" >/dev/null
 t=0
 until [ "$(curl -fsS "$server/api/plans/$id" | jq -r .status)" = succeeded ]; do
 	t=$((t + 1))
-	[ $t -gt 600 ] && { fail "the plan did not succeed"; break; }
+	if [ $t -gt 600 ]; then
+		fail "the plan did not succeed"
+		# What each step did, and every old queue remove_old left with why.
+		curl -fsS "$server/api/plans/$id" | jq -c '.steps[] | {kind, status, error}' >&2
+		curl -fsS "$server/api/plans/$id" |
+		    jq -c '.steps[] | select(.kind == "remove_old") | .result.entries[]? |
+		    select(.outcome != "removed" and .outcome != "gone") | {name, outcome, reason}' >&2
+		tail -n 20 "$tmp/serve.log" >&2
+		break
+	fi
 	sleep 0.2
 done
 
