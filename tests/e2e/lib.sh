@@ -38,11 +38,13 @@ e2e_mgmt() {
 
 # e2e_broker_names KIND NAME: the names (one a line) of the objects of plan
 # NAME in vhost / that KIND (queues, exchanges, policies) lists: queues and
-# exchanges named NAME.*, the probe queue cutover.probe.NAME and the old
-# path's fences cutover.fence=NAME=*.
+# exchanges named NAME.*, the probe queue cutover.probe.NAME, the canary's
+# queues cutover.canary.NAME[.unbound] (left when a run stops mid-canary)
+# and the old path's fences cutover.fence=NAME=*.
 e2e_broker_names() {
 	e2e_mgmt GET "/$1/%2F?columns=name" 2>/dev/null | jq -r --arg n "$2" \
 	    '.[] | select((.name | startswith($n + ".")) or .name == "cutover.probe." + $n
+		or .name == "cutover.canary." + $n or .name == "cutover.canary." + $n + ".unbound"
 		or (.name | startswith("cutover.fence=" + $n + "="))) | .name'
 }
 
