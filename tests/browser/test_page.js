@@ -279,5 +279,10 @@ async function cleanup() {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 }
 
+/* A signal ends the run through the same cleanup: the server, the browser,
+ * the ladder and the destination go whatever stopped it. */
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+  process.once(sig, () => { console.error(`FAILED: ${sig}`); process.exitCode = 1; cleanup().finally(() => process.exit(1)); });
+
 main().then(() => { log('passed'); }, (e) => { console.error('FAILED: ' + e.message); process.exitCode = 1; })
   .then(cleanup).then(() => log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s`));

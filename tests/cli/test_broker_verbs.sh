@@ -14,6 +14,7 @@ for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASS
 	eval "val=\${$v:-}"
 	[ -n "$val" ] || { echo "FAIL: set $v (scripts/test does)" >&2; exit 1; }
 done
+command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/setup)" >&2; exit 1; }
 tmp=$(mktemp -d)
 p=itestcli$$
 auth="$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD"
@@ -29,17 +30,15 @@ mgmt() {
 	fi
 }
 
-# Removes every queue and exchange of this run, whatever happened.
+. "$(dirname "$0")/../e2e/lib.sh"
+# Removes every queue, exchange and fence policy of this run, whatever
+# happened; a signal exits through it too.
 cleanup() {
-	for n in old.1 old.2 dest parking level.00 level.01 level.02 level.03 level.04; do
-		mgmt DELETE "/queues/%2F/$p.$n" >/dev/null
-	done
-	for n in delivery parking level.00 level.01 level.02 level.03 level.04; do
-		mgmt DELETE "/exchanges/%2F/$p.$n" >/dev/null
-	done
+	e2e_broker_remove "$p"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 
 . "$(dirname "$0")/cli_lib.sh"
 

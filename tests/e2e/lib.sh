@@ -29,3 +29,76 @@ e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % 20000
 	echo "e2e_free_port: no free port near $((20000 + ($$ + $1) % 20000))" >&2
 	exit 1
 }
+
+# e2e_mgmt METHOD PATH: one call to the test broker's management API
+# (PATH after /api); prints the answer, fails on an HTTP error.
+e2e_mgmt() {
+	curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X "$1" "$CUTOVER_TEST_MGMT/api$2"
+}
+
+# e2e_broker_names KIND NAME: the names (one a line) of the objects of plan
+# NAME in vhost / that KIND (queues, exchanges, policies) lists: queues and
+# exchanges named NAME.*, the probe queue cutover.probe.NAME, the canary's
+# queues cutover.canary.NAME[.unbound] (left when a run stops mid-canary)
+# and the old path's fences cutover.fence=NAME=*.
+e2e_broker_names() {
+	e2e_mgmt GET "/$1/%2F?columns=name" 2>/dev/null | jq -r --arg n "$2" \
+	    '.[] | select((.name | startswith($n + ".")) or .name == "cutover.probe." + $n
+		or .name == "cutover.canary." + $n or .name == "cutover.canary." + $n + ".unbound"
+		or (.name | startswith("cutover.fence=" + $n + "="))) | .name'
+}
+
+# e2e_broker_remove NAME: deletes every object of plan NAME from the test
+# broker (after `ladder teardown`, what it refused or never knew: old
+# queues, the probe queue, destinations, fences). For an EXIT trap: never
+# fails.
+e2e_broker_remove() {
+	for _kind in policies queues exchanges; do
+		for _o in $(e2e_broker_names "$_kind" "$1"); do
+			e2e_mgmt DELETE "/$_kind/%2F/$(printf '%s' "$_o" | jq -sRr @uri)" \
+			    >/dev/null 2>&1
+		done
+	done
+	return 0
+}
+
+# e2e_unleash METHOD PATH [BODY]: one call to the test Unleash's admin API
+# (CUTOVER_TEST_UNLEASH_URL, _TOKEN); prints the answer, fails on an HTTP
+# error.
+e2e_unleash() {
+	curl -fsS -X "$1" -H "Authorization: $CUTOVER_TEST_UNLEASH_TOKEN" \
+	    -H 'Content-Type: application/json' ${3:+--data "$3"} \
+	    "$CUTOVER_TEST_UNLEASH_URL$2"
+}
+
+# e2e_feature_create NAME: creates feature NAME in project default, off,
+# with a 100% strategy in production (without one the client API evaluates
+# an enabled feature as off). Returns 1 when Unleash refuses.
+e2e_feature_create() {
+	e2e_unleash POST /api/admin/projects/default/features \
+	    "{\"name\":\"$1\",\"type\":\"release\"}" >/dev/null &&
+	e2e_unleash POST "/api/admin/projects/default/features/$1/environments/production/strategies" \
+	    "{\"name\":\"flexibleRollout\",\"constraints\":[],\"parameters\":{\"rollout\":\"100\",\"stickiness\":\"default\",\"groupId\":\"$1\"}}" \
+	    >/dev/null
+}
+
+# e2e_feature_delete NAME: archives feature NAME and deletes it from the
+# archive. For an EXIT trap: never fails.
+e2e_feature_delete() {
+	e2e_unleash DELETE "/api/admin/projects/default/features/$1" >/dev/null 2>&1
+	e2e_unleash DELETE "/api/admin/archive/$1" >/dev/null 2>&1
+	return 0
+}
+
+# e2e_feature_enabled NAME: prints true or false, whether feature NAME is on
+# in production.
+e2e_feature_enabled() {
+	e2e_unleash GET "/api/admin/projects/default/features/$1" |
+	    jq -r '.environments[] | select(.name == "production") | .enabled'
+}
+
+# e2e_run_id: a name part unique to this run (the pid and 4 random bytes),
+# so that a reused pid does not meet a leftover of an earlier run.
+e2e_run_id() {
+	printf '%s-%s' "$$" "$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+}

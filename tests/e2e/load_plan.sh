@@ -44,13 +44,13 @@ load_run_time() { # ID
 	    jq '(.events | map(.ts_ms) | max) - (.events | map(.ts_ms) | min)'
 }
 
-# Tears down the ladders of $tmp/plan*.yaml and deletes their destinations.
+# Tears down the ladders of $tmp/plan*.yaml and deletes what else the
+# plans left on the broker (destinations, old queues, fences).
 load_cleanup_broker() {
 	for _plan in "$tmp"/plan*.yaml; do
 		[ -f "$_plan" ] || continue
 		"$bin" ladder teardown "$_plan" >/dev/null 2>&1
 		_q=$(basename "$_plan" .yaml)
-		curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X DELETE \
-		    "$CUTOVER_TEST_MGMT/api/queues/%2F/$name${_q#plan}.dest" >/dev/null 2>&1
+		e2e_broker_remove "$name${_q#plan}"
 	done
 }

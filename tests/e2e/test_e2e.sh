@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_e2e: a whole cutover under live traffic (issue 9). A plan with
 # unit 100ms over old queues whose horizon is about 20 s is submitted to a
-# running `cutover serve`; cutover-traffic publishes a few hundred delayed
+# running `cutover serve` with a flag of its own (an Unleash feature made for
+# this run, deleted on every exit path); cutover-traffic publishes a few hundred delayed
 # messages a second, old-style until the flag flips, then into the ladder;
 # the gates are approved through the API. It passes only if every
 # confirmed message was delivered (lost 0), none early, parking stayed
@@ -24,9 +25,10 @@ for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASS
 done
 command -v jq >/dev/null || { echo "test_e2e: jq is missing (scripts/setup)" >&2; exit 1; }
 
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 name=e2e$$
-. "$(dirname "$0")/lib.sh"
+feature=cutover-e2e-$(e2e_run_id)
 port=$(e2e_free_port 0) || exit 1
 server=http://127.0.0.1:$port
 serve_pid=
@@ -38,21 +40,20 @@ fail() {
 	failures=$((failures + 1))
 }
 
+# Whatever happened: stop what it started, remove the plan's objects from
+# the broker and its feature from Unleash. A signal exits through it too.
 cleanup() {
-	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null
+	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
 	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-	if [ -f "$tmp/plan.yaml" ]; then
-		"$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-		curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-		    -X DELETE "$CUTOVER_TEST_MGMT/api/queues/%2F/$name.email" >/dev/null 2>&1
-	fi
+	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+	e2e_broker_remove "$name"
+	e2e_feature_delete "$feature"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 
-mgmt() {
-	curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" "$CUTOVER_TEST_MGMT$1"
-}
+mgmt() { e2e_mgmt GET "${1#/api}"; }
 
 api() { # METHOD PATH
 	curl -sS -X "$1" -H "Authorization: Bearer $token" "$server$2"
@@ -75,7 +76,7 @@ flag:
   url: $CUTOVER_TEST_UNLEASH_URL
   project: default
   environment: production
-  feature: delay-ladder
+  feature: $feature
   token: env:CUTOVER_TEST_UNLEASH_TOKEN
 watch:
   interval: 500ms
@@ -91,10 +92,9 @@ steps:
   - { step: remove_old, gate: true }
 PLAN
 
-# The flag starts off: producers on the old path.
-curl -fsS -X POST -H "Authorization: $CUTOVER_TEST_UNLEASH_TOKEN" \
-    "$CUTOVER_TEST_UNLEASH_URL/api/admin/projects/default/features/delay-ladder/environments/production/off" \
-    >/dev/null || { echo "test_e2e: cannot turn the flag off" >&2; exit 1; }
+# The feature of this run starts off: producers on the old path.
+e2e_feature_create "$feature" || { echo "test_e2e: cannot create feature $feature in Unleash" >&2; exit 1; }
+[ "$(e2e_feature_enabled "$feature")" = false ] || { echo "test_e2e: feature $feature is not off" >&2; exit 1; }
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
@@ -212,6 +212,7 @@ ours=$(mgmt "/api/queues/%2F?columns=name" | jq "[.[] | select(.name | startswit
 	grep -v '^ok' "$tmp/verify.txt" >&2
 }
 verified=$(curl -fsS "$server/api/plans/$id/history" | jq -r '.verification.verified')
+[ "$(e2e_feature_enabled "$feature")" = true ] || fail "feature $feature is not on after the plan"
 [ "$verified" = true ] || fail "the history does not verify"
 
 echo "e2e: confirmed $confirmed (old $old_sent, ladder $ladder_sent), delivered $delivered"

@@ -36,6 +36,7 @@ points=${CUTOVER_KILL_POINTS:-20}
 max_s=${CUTOVER_KILL_MAX_S:-2}
 echo "test_kill: seed $seed ($points kills; replay with CUTOVER_KILL_SEED=$seed)"
 
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 name=kill$$
 feature=cutover-kill-$$-$seed
@@ -49,34 +50,15 @@ fail() {
 	failures=$((failures + 1))
 }
 
-unleash() { # METHOD PATH [BODY]: the admin API; prints the answer
-	curl -fsS -X "$1" -H "Authorization: $CUTOVER_TEST_UNLEASH_TOKEN" \
-	    -H 'Content-Type: application/json' ${3:+--data "$3"} \
-	    "$CUTOVER_TEST_UNLEASH_URL$2"
-}
-
+# Whatever happened: stop what it started, remove the plan's objects from
+# the broker (what teardown refused, a level or parking still holding
+# messages, too) and the feature from Unleash. A signal exits through it too.
 cleanup() {
 	[ -n "$engine_pid" ] && kill -9 "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null
 	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
-	if [ -f "$tmp/plan.yaml" ]; then
-		"$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-		for q in $(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-		    "$CUTOVER_TEST_MGMT/api/queues/%2F?columns=name" 2>/dev/null |
-		    jq -r ".[] | select((.name | startswith(\"$name.\")) or
-			.name == \"cutover.probe.$name\") | .name"); do
-			curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X DELETE \
-			    "$CUTOVER_TEST_MGMT/api/queues/%2F/$q" >/dev/null 2>&1
-		done
-		# What teardown refused (a level or parking still held messages).
-		for x in $(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-		    "$CUTOVER_TEST_MGMT/api/exchanges/%2F?columns=name" 2>/dev/null |
-		    jq -r ".[] | select(.name | startswith(\"$name.\")) | .name"); do
-			curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X DELETE \
-			    "$CUTOVER_TEST_MGMT/api/exchanges/%2F/$x" >/dev/null 2>&1
-		done
-	fi
-	unleash DELETE "/api/admin/projects/default/features/$feature" >/dev/null 2>&1
-	unleash DELETE "/api/admin/archive/$feature" >/dev/null 2>&1
+	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+	e2e_broker_remove "$name"
+	e2e_feature_delete "$feature"
 	if [ "$failures" -gt 0 ] && [ -n "${CUTOVER_TEST_KEEP:-}" ]; then
 		echo "test_kill: kept $tmp" >&2
 	else
@@ -84,14 +66,10 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 
-# The feature of this run, off, with a 100% strategy in production (without
-# one the client API evaluates an enabled feature as off).
-unleash POST /api/admin/projects/default/features \
-    "{\"name\":\"$feature\",\"type\":\"release\"}" >/dev/null &&
-unleash POST "/api/admin/projects/default/features/$feature/environments/production/strategies" \
-    "{\"name\":\"flexibleRollout\",\"constraints\":[],\"parameters\":{\"rollout\":\"100\",\"stickiness\":\"default\",\"groupId\":\"$feature\"}}" \
-    >/dev/null || { echo "test_kill: cannot create feature $feature in Unleash" >&2; exit 1; }
+# The feature of this run, off.
+e2e_feature_create "$feature" || { echo "test_kill: cannot create feature $feature in Unleash" >&2; exit 1; }
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
@@ -256,7 +234,7 @@ ladder_sent=$(jq .ladder.confirmed "$tmp/traffic.json")
 
 # One flag call per switch: Unleash logged one transition to on and none
 # to off for this run's feature, and the history one flip request.
-unleash GET "/api/admin/events/$feature" >"$tmp/events.json" ||
+e2e_unleash GET "/api/admin/events/$feature" >"$tmp/events.json" ||
     fail "cannot read Unleash's events of $feature"
 on=$(jq '[.events[] | select(.type == "feature-environment-enabled")] | length' "$tmp/events.json")
 off=$(jq '[.events[] | select(.type == "feature-environment-disabled")] | length' "$tmp/events.json")

@@ -32,6 +32,7 @@ cleanup() {
 }
 wrk_pid=
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 . "$(dirname "$0")/load_plan.sh"
 

@@ -2,7 +2,8 @@
 # test_secrets: secrets never reach SQLite, logs, the page or the API. A
 # plan whose broker password and flag token are env: references runs
 # through cutover serve (measure, declare, verify, canary, a gated flip
-# with a bad token so the flag service is called and refuses), then the
+# with a bad token so the flag service is called and refuses, on a feature
+# made for this run that stays off), then the
 # database file, its WAL, the server's log and every API answer are
 # searched for the secret values: none may be found.
 #
@@ -11,35 +12,39 @@
 set -u
 bin=$1/cutover
 for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
-    CUTOVER_TEST_UNLEASH_URL; do
+    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN; do
 	eval "val=\${$v:-}"
 	[ -n "$val" ] || { echo "test_secrets: $v is not set (scripts/test sets it)" >&2; exit 1; }
 done
 command -v jq >/dev/null || { echo "test_secrets: jq is missing" >&2; exit 1; }
 
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 name=secrets$$
-. "$(dirname "$0")/lib.sh"
+user=secrets$$
+feature=cutover-secrets-$(e2e_run_id)
 port=$(e2e_free_port 7919) || exit 1
 server=http://127.0.0.1:$port
 serve_pid=
 failures=0
+# Whatever happened: stop the server, remove the plan's objects (the ladder
+# torn down with the plan's user, so the user goes last) and the feature.
+# A signal exits through it too.
 cleanup() {
 	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-	for q in "$name.dest" "$name.old"; do
-		curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-		    -X DELETE "$CUTOVER_TEST_MGMT/api/queues/%2F/$q" >/dev/null 2>&1
-	done
+	e2e_broker_remove "$name"
+	e2e_mgmt DELETE "/users/$user" >/dev/null 2>&1
+	e2e_feature_delete "$feature"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # The secrets: the broker password is the broker's real one (guest on the
 # test node, too short to search for), so the test broker gets a user of
 # its own with a long random password for this run.
-user=secrets$$
 SECRET_BROKER=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SECRET_FLAG="*:*.$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -51,8 +56,7 @@ mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$u
 mgmt -X PUT -H 'content-type: application/json' \
     "$CUTOVER_TEST_MGMT/api/permissions/%2F/$user" \
     -d '{"configure":".*","write":".*","read":".*"}' >/dev/null
-# The ladder is torn down with the plan's user: delete the user after.
-trap 'cleanup; mgmt -X DELETE "$CUTOVER_TEST_MGMT/api/users/'"$user"'" >/dev/null 2>&1' EXIT
+e2e_feature_create "$feature" || { echo "test_secrets: cannot create feature $feature in Unleash" >&2; exit 1; }
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
@@ -76,7 +80,7 @@ flag:
   url: $CUTOVER_TEST_UNLEASH_URL
   project: default
   environment: production
-  feature: delay-ladder
+  feature: $feature
   token: env:SECRET_FLAG
 steps:
   - measure_horizon
@@ -150,5 +154,6 @@ case $flip_error in
 esac
 [ "$(jq '[.events[] | select(.kind == "flip.requested" or .kind == "flip.failed")] | length' \
     "$tmp/history.json")" -eq 2 ] || fail "the history does not record the flip's request and failure"
+[ "$(e2e_feature_enabled "$feature")" = false ] || fail "the refused flip turned feature $feature on"
 [ $failures -eq 0 ] || exit 1
 echo "secrets: neither secret is in the database, the log or $(wc -c <"$tmp/answers.txt") bytes of API answers"
