@@ -8,9 +8,6 @@
 #include "errbuf.h"
 #include "ladder.h"
 
-/* The shared error-buffer helper, under the name this file calls it by. */
-#define seterr errbuf_set
-
 /* Writes with snprintf; on truncation or failure leaves OUT empty rather
  * than holding a cut name that would address the wrong object. */
 static char *putname(char *out, size_t outlen, const char *fmt, ...)
@@ -65,9 +62,9 @@ static int
 badladder(const struct ladder *l, char *err, size_t errlen)
 {
 	if (l == NULL)
-		seterr(err, errlen, "no ladder given");
+		errbuf_set(err, errlen, "no ladder given");
 	else
-		seterr(err, errlen, "ladder is not valid (levels %d, unit %" PRId64
+		errbuf_set(err, errlen, "ladder is not valid (levels %d, unit %" PRId64
 		    "ms); expected one built by ladder_init", l->levels, l->unit_ms);
 	return -1;
 }
@@ -102,14 +99,14 @@ check_prefix(const struct ladder_style *style, const char *prefix, char *err,
 	size_t i, len, wordlen = 0;
 
 	if (prefix == NULL || prefix[0] == '\0') {
-		seterr(err, errlen, "%s naming needs a prefix; expected 1 to %d "
+		errbuf_set(err, errlen, "%s naming needs a prefix; expected 1 to %d "
 		    "characters of [A-Za-z0-9_-] words separated by '.'",
 		    style->name, LADDER_PREFIX_MAX);
 		return -1;
 	}
 	len = strlen(prefix);
 	if (len > LADDER_PREFIX_MAX) {
-		seterr(err, errlen, "prefix \"%.*s...\" is %zu characters long; "
+		errbuf_set(err, errlen, "prefix \"%.*s...\" is %zu characters long; "
 		    "expected at most %d", 20, prefix, len, LADDER_PREFIX_MAX);
 		return -1;
 	}
@@ -122,11 +119,11 @@ check_prefix(const struct ladder_style *style, const char *prefix, char *err,
 		}
 		if (!prefixchar(prefix[i])) {
 			if (prefix[i] > ' ' && prefix[i] < 0x7f)
-				seterr(err, errlen, "prefix \"%s\" has '%c' at position "
+				errbuf_set(err, errlen, "prefix \"%s\" has '%c' at position "
 				    "%zu; expected [A-Za-z0-9_-] words separated by '.'",
 				    prefix, prefix[i], i + 1);
 			else
-				seterr(err, errlen, "prefix \"%s\" has byte 0x%02x at "
+				errbuf_set(err, errlen, "prefix \"%s\" has byte 0x%02x at "
 				    "position %zu; expected [A-Za-z0-9_-] words separated "
 				    "by '.'", prefix, (unsigned char)prefix[i], i + 1);
 			return -1;
@@ -137,7 +134,7 @@ check_prefix(const struct ladder_style *style, const char *prefix, char *err,
 		goto emptyword;
 	return 0;
 emptyword:
-	seterr(err, errlen, "prefix \"%s\" has an empty word (leading, trailing or "
+	errbuf_set(err, errlen, "prefix \"%s\" has an empty word (leading, trailing or "
 	    "doubled '.'); expected [A-Za-z0-9_-] words separated by '.'", prefix);
 	return -1;
 }
@@ -150,11 +147,11 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 	char unit[32], names[128];
 
 	if (l == NULL) {
-		seterr(err, errlen, "no ladder to fill");
+		errbuf_set(err, errlen, "no ladder to fill");
 		return -1;
 	}
 	if (style == NULL) {
-		seterr(err, errlen, "unknown naming style %d; expected %s", (int)naming,
+		errbuf_set(err, errlen, "unknown naming style %d; expected %s", (int)naming,
 		    ladder_naming_list(", ", " or ", names, sizeof(names)));
 		return -1;
 	}
@@ -162,19 +159,19 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 	    check_prefix(style, prefix, err, errlen) == -1)
 		return -1;
 	if (unit_ms <= 0) {
-		seterr(err, errlen, "ladder unit is %" PRId64 "ms; expected at "
+		errbuf_set(err, errlen, "ladder unit is %" PRId64 "ms; expected at "
 		    "least 1ms", unit_ms);
 		return -1;
 	}
 	if (levels < 1 || levels > LADDER_MAX_LEVELS) {
-		seterr(err, errlen, "ladder has %d levels; expected 1 to %d",
+		errbuf_set(err, errlen, "ladder has %d levels; expected 1 to %d",
 		    levels, LADDER_MAX_LEVELS);
 		return -1;
 	}
 	/* The largest delay (2^L - 1) x unit bounds the largest level TTL
 	 * 2^(L-1) x unit too, so one check covers both. */
 	if ((uint64_t)unit_ms > (uint64_t)INT64_MAX / units_max(levels)) {
-		seterr(err, errlen, "a ladder of %d levels of %s reaches %" PRIu64
+		errbuf_set(err, errlen, "a ladder of %d levels of %s reaches %" PRIu64
 		    " units x %" PRId64 "ms, which overflows 64-bit milliseconds; "
 		    "expected a unit of at most %" PRIu64 "ms for %d levels",
 		    levels, duration_format(unit_ms, unit, sizeof(unit)),
@@ -227,7 +224,7 @@ ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
 	if (!valid(l))
 		return badladder(l, err, errlen);
 	if (delay_ms < 0) {
-		seterr(err, errlen, "delay %" PRId64 "ms is negative; expected 0 "
+		errbuf_set(err, errlen, "delay %" PRId64 "ms is negative; expected 0 "
 		    "or more", delay_ms);
 		return -1;
 	}
@@ -241,11 +238,11 @@ ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
 		duration_format(ladder_max_delay_ms(l), max, sizeof(max));
 		duration_format(l->unit_ms, unit, sizeof(unit));
 		if (delay_ms % l->unit_ms != 0)
-			seterr(err, errlen, "delay %s rounds up to %" PRIu64 " units "
+			errbuf_set(err, errlen, "delay %s rounds up to %" PRIu64 " units "
 			    "of %s, beyond the ladder's maximum of %s (%d levels of %s)",
 			    delay, n, unit, max, l->levels, unit);
 		else
-			seterr(err, errlen, "delay %s is beyond the ladder's maximum "
+			errbuf_set(err, errlen, "delay %s is beyond the ladder's maximum "
 			    "of %s (%d levels of %s)", delay, max, l->levels, unit);
 		return -1;
 	}
@@ -275,14 +272,14 @@ ladder_check_destination(const struct ladder *l, const char *dest,
 	if (!valid(l))
 		return badladder(l, err, errlen);
 	if (dest == NULL || dest[0] == '\0') {
-		seterr(err, errlen, "destination is empty; expected one or more "
+		errbuf_set(err, errlen, "destination is empty; expected one or more "
 		    "words separated by '.'");
 		return -1;
 	}
 	len = strlen(dest);
 	for (i = 0; i < len; i++) {
 		if (dest[i] == '*' || dest[i] == '#') {
-			seterr(err, errlen, "destination \"%.64s%s\" has '%c' at byte "
+			errbuf_set(err, errlen, "destination \"%.64s%s\" has '%c' at byte "
 			    "%zu; expected no wildcards ('*' or '#') in a destination",
 			    dest, len > 64 ? "..." : "", dest[i], i + 1);
 			return -1;
@@ -299,7 +296,7 @@ ladder_check_destination(const struct ladder *l, const char *dest,
 		goto emptyword;
 	keylen = 2 * (size_t)l->levels + len;
 	if (keylen > LADDER_KEY_MAX) {
-		seterr(err, errlen, "destination \"%.32s...\" is %zu bytes, which "
+		errbuf_set(err, errlen, "destination \"%.32s...\" is %zu bytes, which "
 		    "makes a %zu-byte routing key with %d level words; expected at "
 		    "most %d bytes, so a destination of at most %zu bytes",
 		    dest, len, keylen, l->levels, LADDER_KEY_MAX,
@@ -308,7 +305,7 @@ ladder_check_destination(const struct ladder *l, const char *dest,
 	}
 	return 0;
 emptyword:
-	seterr(err, errlen, "destination \"%.64s%s\" has an empty word (leading, "
+	errbuf_set(err, errlen, "destination \"%.64s%s\" has an empty word (leading, "
 	    "trailing or doubled '.'); expected non-empty words separated by '.'",
 	    dest, len > 64 ? "..." : "");
 	return -1;
@@ -324,7 +321,7 @@ ladder_routing_key(const struct ladder *l, uint64_t units, const char *dest,
 	if (!valid(l))
 		return badladder(l, err, errlen);
 	if (units > units_max(l->levels)) {
-		seterr(err, errlen, "%" PRIu64 " units do not fit %d levels; expected "
+		errbuf_set(err, errlen, "%" PRIu64 " units do not fit %d levels; expected "
 		    "at most %" PRIu64, units, l->levels, units_max(l->levels));
 		return -1;
 	}
@@ -332,7 +329,7 @@ ladder_routing_key(const struct ladder *l, uint64_t units, const char *dest,
 		return -1;
 	need = 2 * (size_t)l->levels + strlen(dest) + 1;
 	if (out == NULL || outlen < need) {
-		seterr(err, errlen, "routing key needs %zu bytes; the buffer has %zu",
+		errbuf_set(err, errlen, "routing key needs %zu bytes; the buffer has %zu",
 		    need, out == NULL ? (size_t)0 : outlen);
 		return -1;
 	}
@@ -356,12 +353,12 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 	if (!valid(l))
 		return badladder(l, err, errlen);
 	if (key == NULL) {
-		seterr(err, errlen, "no routing key given");
+		errbuf_set(err, errlen, "no routing key given");
 		return -1;
 	}
 	keylen = strlen(key);
 	if (keylen > LADDER_KEY_MAX) {
-		seterr(err, errlen, "routing key is %zu bytes; expected at most %d",
+		errbuf_set(err, errlen, "routing key is %zu bytes; expected at most %d",
 		    keylen, LADDER_KEY_MAX);
 		return -1;
 	}
@@ -369,13 +366,13 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 	for (word = 1; word <= l->levels; word++) {
 		end = strchr(p, '.');
 		if (end == NULL) {
-			seterr(err, errlen, "routing key \"%s\" has too few words: "
+			errbuf_set(err, errlen, "routing key \"%s\" has too few words: "
 			    "expected %d bit words then a destination", key, l->levels);
 			return -1;
 		}
 		wlen = (size_t)(end - p);
 		if (wlen != 1 || (p[0] != '0' && p[0] != '1')) {
-			seterr(err, errlen, "routing key \"%s\": word %d is \"%.*s\"; "
+			errbuf_set(err, errlen, "routing key \"%s\": word %d is \"%.*s\"; "
 			    "expected \"0\" or \"1\"", key, word, (int)wlen, p);
 			return -1;
 		}
@@ -383,7 +380,7 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 		p = end + 1;
 	}
 	if (*p == '\0') {
-		seterr(err, errlen, "routing key \"%s\" has no destination after "
+		errbuf_set(err, errlen, "routing key \"%s\" has no destination after "
 		    "its %d bit words", key, l->levels);
 		return -1;
 	}
@@ -391,7 +388,7 @@ ladder_parse_key(const struct ladder *l, const char *key, uint64_t *units,
 		return -1;
 	if (dest != NULL) {
 		if (destlen < strlen(p) + 1) {
-			seterr(err, errlen, "destination of routing key \"%s\" needs "
+			errbuf_set(err, errlen, "destination of routing key \"%s\" needs "
 			    "%zu bytes; the buffer has %zu", key, strlen(p) + 1, destlen);
 			return -1;
 		}

@@ -163,7 +163,7 @@ store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 
 	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
 		s->transient = 1;
-	store_seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
+	errbuf_set(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
 }
 
 int
@@ -245,7 +245,7 @@ store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
 	if (store_run(s, st, what, NULL, err, errlen) != 0)
 		return -1;
 	if (sqlite3_changes(s->db) == 0) {
-		store_seterr(err, errlen, "%s: %s", what, missing);
+		errbuf_set(err, errlen, "%s: %s", what, missing);
 		return -1;
 	}
 	return 0;
@@ -279,13 +279,13 @@ static int
 check_version(const char *path, int64_t v, char *err, size_t errlen)
 {
 	if (v > STORE_SCHEMA_VERSION) {
-		store_seterr(err, errlen, "database %s has schema version %" PRId64
+		errbuf_set(err, errlen, "database %s has schema version %" PRId64
 		    "; this cutover knows up to %d: upgrade cutover",
 		    path, v, STORE_SCHEMA_VERSION);
 		return -1;
 	}
 	if (v < 0) {
-		store_seterr(err, errlen, "database %s has schema version %" PRId64
+		errbuf_set(err, errlen, "database %s has schema version %" PRId64
 		    ", which no cutover writes", path, v);
 		return -1;
 	}
@@ -341,13 +341,13 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		store_seterr(err, errlen, "opening database %s: out of memory", path);
+		errbuf_set(err, errlen, "opening database %s: out of memory", path);
 		return -1;
 	}
 	src = sqlite3_open_v2(path, &s->db,
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (src != SQLITE_OK) {
-		store_seterr(err, errlen, "opening database %s: %s", path,
+		errbuf_set(err, errlen, "opening database %s: %s", path,
 		    s->db != NULL ? sqlite3_errmsg(s->db) :
 		    sqlite3_errstr(src));
 		goto done;
@@ -360,12 +360,12 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_schema",
 	    NULL, NULL, NULL);
 	if ((src & 0xff) == SQLITE_NOTADB) {
-		store_seterr(err, errlen, "database %s: not a SQLite database (%s)",
+		errbuf_set(err, errlen, "database %s: not a SQLite database (%s)",
 		    path, sqlite3_errmsg(s->db));
 		goto done;
 	}
 	if (src != SQLITE_OK) {
-		store_seterr(err, errlen, "opening database %s: %s", path,
+		errbuf_set(err, errlen, "opening database %s: %s", path,
 		    sqlite3_errmsg(s->db));
 		goto done;
 	}
@@ -380,7 +380,7 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	    "setting journal_mode", err, errlen) == -1)
 		goto done;
 	if (strcmp(mode, "wal") != 0) {
-		store_seterr(err, errlen, "database %s: journal_mode is %s, not wal",
+		errbuf_set(err, errlen, "database %s: journal_mode is %s, not wal",
 		    path, mode);
 		goto done;
 	}
@@ -401,7 +401,7 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	    "reading foreign_keys", err, errlen) == -1)
 		goto done;
 	if (fk != 1) {
-		store_seterr(err, errlen, "database %s: this SQLite does not enforce "
+		errbuf_set(err, errlen, "database %s: this SQLite does not enforce "
 		    "foreign keys", path);
 		goto done;
 	}

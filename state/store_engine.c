@@ -330,7 +330,7 @@ store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
 	int rc = -1;
 
 	if (bucket_ms <= 0) {
-		store_seterr(err, errlen, "downsampling: bucket must be positive");
+		errbuf_set(err, errlen, "downsampling: bucket must be positive");
 		return -1;
 	}
 	before_ms = before_ms / bucket_ms * bucket_ms;

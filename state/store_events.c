@@ -101,7 +101,7 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 	if (details_json == NULL)
 		details_json = "{}";
 	if (actor == NULL || kind == NULL) {
-		store_seterr(err, errlen, "appending event: no %s",
+		errbuf_set(err, errlen, "appending event: no %s",
 		    actor == NULL ? "actor" : "kind");
 		return -1;
 	}
@@ -127,7 +127,7 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 
 	if (event_hash(prev, next, plan_id, ts_ms, actor, strlen(actor), kind,
 	    strlen(kind), details_json, strlen(details_json), hash) == -1) {
-		store_seterr(err, errlen, "appending event: sha256 failed");
+		errbuf_set(err, errlen, "appending event: sha256 failed");
 		goto done;
 	}
 	if (store_prepare(s, insert_sql, &st, "appending event", err, errlen) == -1)
@@ -195,7 +195,7 @@ store_each_event(struct store *s, int64_t plan_id,
 		    sqlite3_column_text(st, 6));
 		store_copystr(ev.hash, sizeof(ev.hash), sqlite3_column_text(st, 7));
 		if ((ev.details_json = store_dupcol(st, 5)) == NULL) {
-			store_seterr(err, errlen, "reading events: out of memory");
+			errbuf_set(err, errlen, "reading events: out of memory");
 			goto done;
 		}
 		stop = fn(&ev, arg);
@@ -253,7 +253,7 @@ verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
 		if (event_hash(prev, id, sqlite3_column_int64(st, 1),
 		    sqlite3_column_int64(st, 2), actor, actor_len, kind,
 		    kind_len, details, details_len, hash) == -1) {
-			store_seterr(err, errlen, "verifying events: sha256 failed");
+			errbuf_set(err, errlen, "verifying events: sha256 failed");
 			goto done;
 		}
 		res->checked++;

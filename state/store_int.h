@@ -21,10 +21,6 @@ struct store {
 	                                   * SQLITE_BUSY or SQLITE_LOCKED */
 };
 
-/* Formats into ERR (may be NULL): the shared error-buffer helper, under
- * the name the store's files call it by. */
-#define store_seterr errbuf_set
-
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was
  * the database busy or locked (store_transient). Call before anything else
  * touches the connection, or the message is lost. */

@@ -35,11 +35,11 @@ store_lock_take(const char *db_path, struct store_lock *out, char *err, size_t e
 
 	out->fd = -1;
 	if ((size_t)snprintf(path, sizeof(path), "%s.lock", db_path) >= sizeof(path)) {
-		store_seterr(err, errlen, "database path %s is too long", db_path);
+		errbuf_set(err, errlen, "database path %s is too long", db_path);
 		return -1;
 	}
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-		store_seterr(err, errlen, "opening the engine lock %s: %s", path,
+		errbuf_set(err, errlen, "opening the engine lock %s: %s", path,
 		    strerror(errno));
 		goto done;
 	}
@@ -48,7 +48,7 @@ store_lock_take(const char *db_path, struct store_lock *out, char *err, size_t e
 	fl.l_whence = SEEK_SET;
 	if (fcntl(fd, F_SETLK, &fl) != 0) {
 		if (errno != EACCES && errno != EAGAIN) {
-			store_seterr(err, errlen, "locking %s: %s", path, strerror(errno));
+			errbuf_set(err, errlen, "locking %s: %s", path, strerror(errno));
 			goto done;
 		}
 		/* The kernel knows the holder; the file says it too. */
@@ -57,7 +57,7 @@ store_lock_take(const char *db_path, struct store_lock *out, char *err, size_t e
 		fl.l_whence = SEEK_SET;
 		if (fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK)
 			fl.l_pid = (pid_t)pid_in_file(fd);
-		store_seterr(err, errlen, "database %s is owned by another engine (pid %ld, "
+		errbuf_set(err, errlen, "database %s is owned by another engine (pid %ld, "
 		    "lock %s): one engine per database; stop that one first (read-only "
 		    "verbs such as status and history work meanwhile)", db_path,
 		    (long)fl.l_pid, path);
@@ -66,7 +66,7 @@ store_lock_take(const char *db_path, struct store_lock *out, char *err, size_t e
 	}
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-		store_seterr(err, errlen, "writing the engine lock %s: %s", path,
+		errbuf_set(err, errlen, "writing the engine lock %s: %s", path,
 		    strerror(errno));
 		goto done;
 	}

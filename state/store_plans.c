@@ -37,12 +37,12 @@ store_plan_insert(struct store *s, const char *name, const char *yaml,
 	int rc = -1;
 
 	if (name == NULL || yaml == NULL) {
-		store_seterr(err, errlen, "inserting plan: no %s",
+		errbuf_set(err, errlen, "inserting plan: no %s",
 		    name == NULL ? "name" : "yaml");
 		return -1;
 	}
 	if (sha256_hex(yaml, yaml_len, hex) == -1) {
-		store_seterr(err, errlen, "inserting plan %s: sha256 failed", name);
+		errbuf_set(err, errlen, "inserting plan %s: sha256 failed", name);
 		return -1;
 	}
 	if (store_prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
@@ -154,7 +154,7 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 		goto done;
 	}
 	if ((*yaml = store_dupcol(st, 0)) == NULL) {
-		store_seterr(err, errlen, "reading plan yaml: out of memory");
+		errbuf_set(err, errlen, "reading plan yaml: out of memory");
 		goto done;
 	}
 	if (len != NULL)
@@ -290,7 +290,7 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 	    (out->result_json = store_dupcol(st, 6)) == NULL) ||
 	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
 	    (out->error = store_dupcol(st, 7)) == NULL)) {
-		store_seterr(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		store_step_clear(out);
 		goto done;
 	}

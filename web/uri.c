@@ -4,9 +4,6 @@
 #include "hex.h"
 #include "uri.h"
 
-/* The shared hex-digit reader, under the name this file calls it by. */
-#define hexval hex_value
-
 int
 uri_decode(const char *in, int plus, char *out, size_t outlen)
 {
@@ -18,7 +15,7 @@ uri_decode(const char *in, int plus, char *out, size_t outlen)
 		return -1;
 	while (*p != '\0') {
 		if (*p == '%') {
-			if ((hi = hexval(p[1])) < 0 || (lo = hexval(p[2])) < 0)
+			if ((hi = hex_value(p[1])) < 0 || (lo = hex_value(p[2])) < 0)
 				goto bad;
 			c = hi << 4 | lo;
 			p += 3;
