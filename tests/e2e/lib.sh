@@ -20,8 +20,11 @@ e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % 20000
 	_p=$((20000 + ($$ + $1) % 20000))
 	_n=0
 	while [ $_n -lt 200 ]; do
-		curl -s -o /dev/null --connect-timeout 2 "http://127.0.0.1:$_p/" >/dev/null 2>&1
-		[ $? -eq 7 ] && { echo "$_p"; return 0; }
+		# Exit 7: nothing listens there. (|| keeps a caller's set -e.)
+		_rc=0
+		curl -s -o /dev/null --connect-timeout 2 "http://127.0.0.1:$_p/" \
+		    >/dev/null 2>&1 || _rc=$?
+		[ $_rc -eq 7 ] && { echo "$_p"; return 0; }
 		_p=$((_p + 1))
 		[ $_p -ge 40000 ] && _p=20000
 		_n=$((_n + 1))
