@@ -1,6 +1,7 @@
 /* pattern: PCRE2 regular expressions with bounded cost (see pattern.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,27 @@ pattern_free(struct pattern *p)
 	pcre2_match_context_free(p->mctx);
 	free(p->text);
 	free(p);
+}
+
+int
+pattern_exact(const char *name, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	if (outlen < 3)
+		return -1;
+	out[o++] = '^';
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		bool plain = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= 'A' && *p <= 'Z') || *p == '_' || *p >= 0x80;
+
+		if (o + 4 >= outlen)
+			return -1;
+		if (!plain)
+			out[o++] = '\\';
+		out[o++] = (char)*p;
+	}
+	out[o++] = '$';
+	out[o] = '\0';
+	return 0;
 }

@@ -35,4 +35,10 @@ const char *pattern_text(const struct pattern *p);
 /* Frees P. NULL is fine. */
 void pattern_free(struct pattern *p);
 
+/* Writes "^NAME$" with every ASCII character but letters, digits and '_'
+ * escaped into OUT (OUTLEN bytes), so that the PCRE pattern, as a broker
+ * policy reads it, matches NAME alone. Returns 0, or -1 when it does not
+ * fit. */
+int pattern_exact(const char *name, char *out, size_t outlen);
+
 #endif

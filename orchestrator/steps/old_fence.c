@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "old_path.h"
+#include "pattern.h"
 
 #define FENCE_WAIT_MS	30000	/* for the queue listing to name the fence */
 #define FENCE_POLL_MS	200
@@ -78,32 +79,6 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 	}
 	mgmt_policy_list_free(&pl);
 	return n;
-}
-
-/* Writes "^NAME$" with every ASCII character but letters and digits
- * escaped, so that the policy's PCRE pattern matches NAME alone. Returns
- * 0, or -1 when it does not fit. */
-static int
-exact_pattern(const char *name, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	if (outlen < 3)
-		return -1;
-	out[o++] = '^';
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		bool plain = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= 'A' && *p <= 'Z') || *p >= 0x80;
-
-		if (o + 4 >= outlen)
-			return -1;
-		if (!plain)
-			out[o++] = '\\';
-		out[o++] = (char)*p;
-	}
-	out[o++] = '$';
-	out[o] = '\0';
-	return 0;
 }
 
 /* The definition of fence F: its queue's own policy's (so that a queue
@@ -207,7 +182,7 @@ old_fence_put(struct mgmt *m, const char *plan, struct old_fence *f,
 			    "dropped or dead-lettered at once), so it cannot be fenced", ov);
 			continue;
 		}
-		if (exact_pattern(f[i].queue, pattern, sizeof(pattern)) != 0) {
+		if (pattern_exact(f[i].queue, pattern, sizeof(pattern)) != 0) {
 			snprintf(f[i].why, sizeof(f[i].why), "its name is too long for "
 			    "a fence pattern");
 			continue;

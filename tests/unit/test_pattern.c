@@ -58,6 +58,32 @@ test_pcre_syntax(void **state)
 	}
 }
 
+/* pattern_exact: a policy pattern that matches the one name it is for,
+ * whatever that name's punctuation, and nothing else. */
+static void
+test_exact(void **state)
+{
+	static const struct { const char *name, *pattern, *other; } cases[] = {
+		{ "celery_delayed_delivery", "^celery_delayed_delivery$", "xcelery_delayed_delivery" },
+		{ "nsb.v2.delay-delivery", "^nsb\\.v2\\.delay\\-delivery$", "nsbXv2.delay-delivery" },
+		{ "a+b(c)", "^a\\+b\\(c\\)$", "aab(c)" },
+	};
+	char out[64], err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pattern *p;
+
+		assert_int_equal(pattern_exact(cases[i].name, out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i].pattern);
+		p = compiled(out);
+		assert_int_equal(pattern_match(p, cases[i].name, err, sizeof(err)), 1);
+		assert_int_equal(pattern_match(p, cases[i].other, err, sizeof(err)), 0);
+		pattern_free(p);
+	}
+	assert_int_equal(pattern_exact("celery_delayed_delivery", out, 10), -1);
+}
+
 static void
 test_refused(void **state)
 {
@@ -241,6 +267,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pcre_syntax),
+		cmocka_unit_test(test_exact),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_limits_are_errors),
 		cmocka_unit_test(test_apply_to_table),
