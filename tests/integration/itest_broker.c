@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "itest_broker.h"
 #include "itest_run.h"
+#include "step.h"
 
 const char *
 itest_run_id(void)
@@ -325,4 +326,61 @@ itest_give_publish_counter(struct broker *b, struct mgmt *m, const char *queue)
 		clock_sleep_ms(500);
 	}
 	json_decref(l);
+}
+
+void
+itest_broker_yaml(const char *amqp, char *out, size_t outlen)
+{
+	const char *mgmt = getenv("CUTOVER_TEST_MGMT"), *user = getenv("CUTOVER_TEST_USER");
+
+	if (amqp == NULL)
+		amqp = getenv("CUTOVER_TEST_AMQP");
+	if (amqp == NULL || mgmt == NULL || user == NULL ||
+	    getenv("CUTOVER_TEST_PASSWORD") == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
+		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
+	snprintf(out, outlen, "broker:\n  amqp: %s\n  management: %s\n  username: %s\n"
+	    "  password: env:CUTOVER_TEST_PASSWORD\n", amqp, mgmt, user);
+}
+
+struct plan *
+itest_plan_load(const char *name, const char *yaml)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char line[512];
+
+	if (plan_load_buffer(name, yaml, strlen(yaml), &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		fail_msg("test plan %s does not load", name);
+	}
+	return p;
+}
+
+void
+itest_ctx_open(struct step_ctx *c, struct plan *p)
+{
+	char err[1024];
+
+	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+void
+itest_step_ok(step_fn fn, struct step_ctx *c)
+{
+	json_t *r = NULL;
+	char err[1024];
+
+	if (fn(c, &r, err, sizeof(err)) != 0) {
+		char *s = json_dumps(r, JSON_COMPACT);
+
+		fprintf(stderr, "step failed: %s\n%s\n", err, s ? s : "");
+		free(s);
+		json_decref(r);
+		fail();
+	}
+	json_decref(r);
 }

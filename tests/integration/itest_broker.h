@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 /* This run's unique name, "itest<pid>x<8 hex digits>" (the same for the
  * whole process): the start of the names of the policies, vhosts and other
  * broker-wide objects a test makes, so that concurrent or leftover runs
@@ -34,6 +36,27 @@ void itest_user_cleanup(const char *name);
 
 struct broker;
 struct mgmt;
+struct plan;
+struct step_ctx;
+
+/* Writes a test plan's broker section (two-space indented under
+ * "broker:", ending in a newline) into OUT: AMQP (NULL: CUTOVER_TEST_AMQP),
+ * CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and env:CUTOVER_TEST_PASSWORD.
+ * Fails the test when those are not set. */
+void itest_broker_yaml(const char *amqp, char *out, size_t outlen);
+
+/* Loads plan text YAML as file NAME (plan_load_buffer). Returns the plan
+ * (free with plan_free); prints every error and fails the test when it
+ * does not load. */
+struct plan *itest_plan_load(const char *name, const char *yaml);
+
+/* Opens C for plan P (step_ctx_open); fails the test when it cannot. */
+void itest_ctx_open(struct step_ctx *c, struct plan *p);
+
+/* Runs step function FN (a step_fn) on C and fails the test, printing its
+ * error, unless it succeeds. */
+void itest_step_ok(int (*fn)(struct step_ctx *, json_t **, char *, size_t),
+    struct step_ctx *c);
 
 /* Gives queue QUEUE (vhost of B and M) a publish counter, as any queue
  * that ever took traffic has: one message in through the default

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
+#include "itest_broker.h"
 #include "ladder.h"
 #include "plan.h"
 #include "publish.h"
@@ -105,31 +106,8 @@ load_plan(const char *canary)
 	return p;
 }
 
-static void
-open_ctx(struct step_ctx *c, struct plan *p)
-{
-	char err[1024];
-
-	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-}
-
-static void
-run_ok(step_fn fn, struct step_ctx *c)
-{
-	json_t *r = NULL;
-	char err[2048];
-
-	if (fn(c, &r, err, sizeof(err)) != 0) {
-		char *s = json_dumps(r, JSON_COMPACT);
-
-		fprintf(stderr, "step failed: %s\n%s\n", err, s ? s : "");
-		free(s);
-		json_decref(r);
-		fail();
-	}
-	json_decref(r);
-}
+#define open_ctx itest_ctx_open
+#define run_ok itest_step_ok
 
 /* Runs the canary; returns its verdict, stores the result and ERR. */
 static int

@@ -43,9 +43,7 @@ set_prefix(const char *test)
 static struct plan *
 load_plan(const char *ladder_yaml, const char *queue_type)
 {
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char yaml[4096], line[512];
+	char yaml[4096];
 	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
 
 	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL) {
@@ -69,13 +67,7 @@ load_plan(const char *ladder_yaml, const char *queue_type)
 	    "  destinations: [%s.email.delivery, %s.billing.retry]\n"
 	    "steps: [declare_ladder, verify_ladder]\n",
 	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), ladder_yaml, queue_type, prefix, prefix);
-	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail_msg("test plan does not load");
-	}
-	return p;
+	return itest_plan_load("itest.yaml", yaml);
 }
 
 static struct plan *
@@ -118,31 +110,8 @@ verify_status(struct step_ctx *c, const char *kind, const char *name, int *nbad)
 	return status;
 }
 
-static void
-run_ok(step_fn fn, struct step_ctx *c)
-{
-	json_t *r = NULL;
-	char err[1024];
-
-	if (fn(c, &r, err, sizeof(err)) != 0) {
-		char *s = json_dumps(r, JSON_COMPACT);
-
-		fprintf(stderr, "step failed: %s\n%s\n", err, s ? s : "");
-		free(s);
-		json_decref(r);
-		fail();
-	}
-	json_decref(r);
-}
-
-static void
-open_ctx(struct step_ctx *c, struct plan *p)
-{
-	char err[1024];
-
-	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-}
+#define run_ok itest_step_ok
+#define open_ctx itest_ctx_open
 
 /* Declares the plan's destination queues, as their consumers would
  * (declare_ladder binds them; it creates none unless told to). */
