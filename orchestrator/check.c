@@ -45,7 +45,7 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 {
 	const struct ladder *l = &p->ladder;
 	char u[32], m[32];
-	json_t *o, *xs, *qs, *bs, *ss;
+	json_t *o, *xs, *qs, *bs, *ps, *ss;
 
 	xs = json_array();
 	for (size_t i = 0; i < t->nexchanges; i++) {
@@ -71,6 +71,14 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 		    "destination_type", b->to_exchange ? "exchange" : "queue",
 		    "routing_key", b->key));
 	}
+	ps = json_array();
+	for (size_t i = 0; i < t->npolicies; i++) {
+		const struct topology_policy *pol = &t->policies[i];
+
+		json_array_append_new(ps, json_pack("{s:s,s:s,s:s,s:i,s:{s:s}}", "name",
+		    pol->name, "pattern", pol->pattern, "apply-to", pol->apply_to,
+		    "priority", pol->priority, "definition", pol->arg.key, pol->arg.str));
+	}
 	ss = json_array();
 	for (size_t i = 0; i < p->nsteps; i++)
 		json_array_append_new(ss, json_pack("{s:s,s:b}", "step",
@@ -89,9 +97,12 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "queue_type", p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic",
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
-	if (o != NULL)
+	if (o != NULL) {
 		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
 		    json_boolean(p->create_destinations));
+		json_object_set_new(o, "policies", ps);
+	} else
+		json_decref(ps);
 	return o;
 }
 
@@ -157,6 +168,19 @@ print_human(FILE *out, json_t *d)
 		    json_string_value(json_object_get(v, "destination_type")),
 		    json_string_value(json_object_get(v, "destination")),
 		    json_string_value(json_object_get(v, "routing_key")));
+	if (json_array_size(json_object_get(d, "policies")) > 0) {
+		fprintf(out, "\npolicies (%zu)\n",
+		    json_array_size(json_object_get(d, "policies")));
+		json_array_foreach(json_object_get(d, "policies"), i, v) {
+			fprintf(out, "  %s  pattern %s  apply-to %s  priority %lld ",
+			    json_string_value(json_object_get(v, "name")),
+			    json_string_value(json_object_get(v, "pattern")),
+			    json_string_value(json_object_get(v, "apply-to")),
+			    (long long)json_integer_value(json_object_get(v, "priority")));
+			print_args(out, json_object_get(v, "definition"));
+			fprintf(out, "\n");
+		}
+	}
 
 	fprintf(out, "\nsteps\n");
 	json_array_foreach(json_object_get(d, "steps"), i, v)

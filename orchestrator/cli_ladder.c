@@ -29,8 +29,9 @@ print_verify(json_t *r)
 		    detail && *detail ? ": " : "", detail ? detail : "");
 	}
 	o = json_object_get(r, "counts");
-	printf("%lld ok, %lld missing, %lld drift\n",
+	printf("%lld ok (%lld with a warning), %lld missing, %lld drift\n",
 	    (long long)json_integer_value(json_object_get(o, "ok")),
+	    (long long)json_integer_value(json_object_get(o, "warnings")),
 	    (long long)json_integer_value(json_object_get(o, "missing")),
 	    (long long)json_integer_value(json_object_get(o, "drift")));
 }
@@ -103,10 +104,11 @@ cli_ladder(int argc, char **argv)
 	} else if (fn == step_verify_ladder)
 		print_verify(result);
 	else if (fn == step_declare_ladder && rc == CLI_OK) {
-		printf("declared %lld exchanges, %lld queues, %lld bindings\n",
+		printf("declared %lld exchanges, %lld queues, %lld bindings, %lld policies\n",
 		    (long long)json_integer_value(json_object_get(result, "exchanges")),
 		    (long long)json_integer_value(json_object_get(result, "queues")),
-		    (long long)json_integer_value(json_object_get(result, "bindings")));
+		    (long long)json_integer_value(json_object_get(result, "bindings")),
+		    (long long)json_integer_value(json_object_get(result, "policies")));
 		print_names("destination queues created", json_object_get(result,
 		    "destinations_created"));
 		print_names("destination queues already there (bound only)",

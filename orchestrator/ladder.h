@@ -47,6 +47,13 @@ struct ladder_style {
 	const char *destination_word; /* destination binding: this word once per
 	                               * level, then the destination ("*": the
 	                               * exact word count, DESIGN.md §2) */
+	bool library;                 /* a library declares this ladder itself
+	                               * (DESIGN.md §3): its exchanges carry no
+	                               * arguments, so the delivery exchange's
+	                               * alternate exchange comes from a policy,
+	                               * and its destination bindings (delivery
+	                               * exchange -> an exchange of the
+	                               * destination's, with "#.KEY") are valid */
 };
 
 struct ladder {

@@ -22,12 +22,14 @@ static const struct ladder_style styles[] = {
 		.level = "celery_delayed_", .level_digits = 0,
 		.delivery = "celery_delayed_delivery", .parking = "celery_delayed_parking",
 		.fixed_levels = 28, .fixed_unit_ms = 1000, .destination_word = "*",
+		.library = true,
 	},
 	[LADDER_NAMING_NSERVICEBUS] = {
 		.name = "nservicebus", .prefix = LADDER_PREFIX_NONE, .joiner = "",
 		.level = "nsb.v2.delay-level-", .level_digits = 2,
 		.delivery = "nsb.v2.delay-delivery", .parking = "nsb.v2.delay-parking",
 		.fixed_levels = 28, .fixed_unit_ms = 1000, .destination_word = "*",
+		.library = true,
 	},
 };
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pattern.h"
 #include "topology.h"
 
 static void
@@ -52,6 +53,22 @@ queue_type_args(const struct plan *p, struct topology_queue *q, bool dead_letter
 		arg_str(q->args, &q->nargs, "x-queue-type", "classic");
 }
 
+/* The policy giving exchange X (a library's delivery exchange, declared
+ * with no arguments) its alternate exchange PARKING. */
+static void
+add_ae_policy(struct topology *t, const struct topology_exchange *x, const char *parking)
+{
+	struct topology_policy *pol = &t->policies[t->npolicies++];
+
+	snprintf(pol->name, sizeof(pol->name), "cutover.ae.%s", x->name);
+	(void)pattern_exact(x->name, pol->pattern, sizeof(pol->pattern)); /* fits: sized for it */
+	snprintf(pol->apply_to, sizeof(pol->apply_to), "exchanges");
+	pol->priority = TOPOLOGY_POLICY_PRIORITY;
+	snprintf(pol->target, sizeof(pol->target), "%s", x->name);
+	snprintf(pol->arg.key, sizeof(pol->arg.key), "alternate-exchange");
+	snprintf(pol->arg.str, sizeof(pol->arg.str), "%s", parking);
+}
+
 int
 topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen)
 {
@@ -65,7 +82,9 @@ topology_build(const struct plan *p, struct topology *t, char *err, size_t errle
 	t->exchanges = calloc(nlev + 2, sizeof(*t->exchanges));
 	t->queues = calloc(nlev + 1 + p->ndestinations, sizeof(*t->queues));
 	t->bindings = calloc(2 * nlev + 1 + p->ndestinations, sizeof(*t->bindings));
-	if (t->exchanges == NULL || t->queues == NULL || t->bindings == NULL) {
+	t->policies = calloc(1, sizeof(*t->policies));
+	if (t->exchanges == NULL || t->queues == NULL || t->bindings == NULL ||
+	    t->policies == NULL) {
 		snprintf(err, errlen, "building the ladder topology: out of memory");
 		goto done;
 	}
@@ -101,7 +120,10 @@ topology_build(const struct plan *p, struct topology *t, char *err, size_t errle
 		snprintf(x->type, sizeof(x->type), "topic");
 		x->role = TOPOLOGY_DELIVERY;
 		x->level = -1;
-		arg_str(x->args, &x->nargs, "alternate-exchange", parking);
+		if (ladder_style(l->naming)->library)
+			add_ae_policy(t, x, parking);
+		else
+			arg_str(x->args, &x->nargs, "alternate-exchange", parking);
 	}
 	{
 		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
@@ -142,7 +164,17 @@ topology_free(struct topology *t)
 	free(t->exchanges);
 	free(t->queues);
 	free(t->bindings);
+	free(t->policies);
 	memset(t, 0, sizeof(*t));
+}
+
+const struct topology_policy *
+topology_policy_for(const struct topology *t, const char *name)
+{
+	for (size_t i = 0; i < t->npolicies; i++)
+		if (strcmp(t->policies[i].target, name) == 0)
+			return &t->policies[i];
+	return NULL;
 }
 
 const struct topology_arg *

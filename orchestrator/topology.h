@@ -52,6 +52,24 @@ struct topology_binding {
 	char key[LADDER_NAME_MAX];
 };
 
+/* The priority of the policies the ladder declares. Only one policy
+ * applies to an object (the highest priority); one of a higher priority
+ * that matches the same exchange hides this one, and verify_ladder names
+ * it. */
+#define TOPOLOGY_POLICY_PRIORITY 10
+
+/* A policy the ladder declares: for a library's naming, the delivery
+ * exchange's alternate exchange (the library declares that exchange with
+ * no arguments, DESIGN.md §3). It sets one key, ARG. */
+struct topology_policy {
+	char name[LADDER_NAME_MAX + 16];   /* "cutover.ae." and the exchange */
+	char pattern[2 * LADDER_NAME_MAX + 3]; /* exactly TARGET: ^...$, escaped */
+	char apply_to[16];                 /* "exchanges" */
+	int priority;
+	char target[LADDER_NAME_MAX];      /* the exchange it is for */
+	struct topology_arg arg;           /* alternate-exchange = parking */
+};
+
 struct topology {
 	struct topology_exchange *exchanges;
 	size_t nexchanges;
@@ -59,15 +77,23 @@ struct topology {
 	size_t nqueues;
 	struct topology_binding *bindings;
 	size_t nbindings;
+	struct topology_policy *policies;
+	size_t npolicies;
 };
 
 /* Builds the topology of P's ladder: for each level (highest first) its
  * topic exchange, its queue (TTL, dead-letter exchange, and for quorum
  * at-least-once dead-lettering with reject-publish) and its two bindings;
- * the delivery exchange with its alternate exchange; the fanout parking
- * exchange, queue and binding; each destination queue and its binding.
+ * the delivery exchange with its alternate exchange (an argument, or for a
+ * library's naming, whose exchanges carry no arguments, a policy: see
+ * struct topology_policy); the fanout parking exchange, queue and binding;
+ * each destination queue and its binding.
  * Returns 0 and fills T (free with topology_free), or -1 with ERR. */
 int topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen);
+
+/* The policy of T for exchange NAME, or NULL when it has none. */
+const struct topology_policy *topology_policy_for(const struct topology *t,
+    const char *name);
 
 /* Frees what T holds and leaves it empty. */
 void topology_free(struct topology *t);

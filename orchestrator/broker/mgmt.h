@@ -255,6 +255,9 @@ struct mgmt_exchange {
 	bool durable;
 	bool auto_delete;
 	bool internal;
+	const char *policy;		/* the policy that applies, NULL if none
+					 * (current: the broker updates it as a
+					 * policy is set or cleared) */
 	json_t *arguments;		/* object, never NULL */
 	json_t *json;
 };

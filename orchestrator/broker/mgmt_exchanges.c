@@ -44,6 +44,7 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 	out->durable = json_is_true(json_object_get(j, "durable"));
 	out->auto_delete = json_is_true(json_object_get(j, "auto_delete"));
 	out->internal = json_is_true(json_object_get(j, "internal"));
+	out->policy = (s = str_member(j, "policy")) != NULL && *s != '\0' ? s : NULL;
 	return 0;
 }
 

@@ -1,4 +1,6 @@
-/* declare_ladder: creates the plan's whole ladder on the broker. The
+/* declare_ladder: creates the plan's whole ladder on the broker, and for a
+ * library's naming the policy giving its delivery exchange the alternate
+ * exchange (last, once the parking path it points to is complete). The
  * destination queues belong to their consumers: each must exist already
  * (a missing one is most likely a typo, which would make a queue nobody
  * consumes), unless the plan sets ladder.create_destinations. */
@@ -57,6 +59,31 @@ check_destinations(struct step_ctx *c, const struct topology *t, bool *exists,
 	    n > MISSING_IN_ERR ? " and more" : "", n == 1 ? "does" : "do",
 	    n == 1 ? "it" : "them");
 	return -1;
+}
+
+/* Creates or replaces policy POL through the management API. Returns 0, or
+ * -1 with ERR. */
+static int
+declare_policy(struct step_ctx *c, const struct topology_policy *pol, char *err,
+    size_t errlen)
+{
+	json_t *def = json_pack("{s:s}", pol->arg.key, pol->arg.str);
+	char why[512];
+	int r;
+
+	if (def == NULL) {
+		snprintf(err, errlen, "declaring policy '%s': out of memory", pol->name);
+		return -1;
+	}
+	r = mgmt_put_policy(c->mgmt, pol->name, pol->pattern, pol->apply_to, pol->priority,
+	    def, why, sizeof(why));
+	json_decref(def);
+	if (r != 0) {
+		snprintf(err, errlen, "declaring policy '%s' (%s = %s on exchange '%s'): %s",
+		    pol->name, pol->arg.key, pol->arg.str, pol->target, why);
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -122,11 +149,15 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 			goto done;
 		}
 	}
+	for (i = 0; i < t.npolicies; i++)
+		if (declare_policy(c, &t.policies[i], err, errlen) != 0)
+			goto done;
 	rc = 0;
 done:
-	*result = json_pack("{s:b,s:i,s:i,s:i,s:o,s:o,s:o}", "ok", rc == 0,
+	*result = json_pack("{s:b,s:i,s:i,s:i,s:i,s:o,s:o,s:o}", "ok", rc == 0,
 	    "exchanges", (int)t.nexchanges, "queues", (int)t.nqueues,
-	    "bindings", (int)t.nbindings, "destinations_created", created,
+	    "bindings", (int)t.nbindings, "policies", (int)t.npolicies,
+	    "destinations_created", created,
 	    "destinations_existing", existing, "destinations_missing", missing);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));

@@ -94,6 +94,16 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 		}
 		json_array_append_new(removed, json_string(t.exchanges[i].name));
 	}
+	for (i = 0; i < t.npolicies; i++) {
+		int r = mgmt_delete_policy(c->mgmt, t.policies[i].name, why, sizeof(why));
+
+		if (r < 0) {
+			snprintf(err, errlen, "deleting policy '%s': %s", t.policies[i].name, why);
+			goto done;
+		}
+		if (r == 0)
+			json_array_append_new(removed, json_string(t.policies[i].name));
+	}
 	rc = 0;
 done:
 	*result = json_pack("{s:b,s:o,s:o}", "ok", rc == 0, "removed", removed,

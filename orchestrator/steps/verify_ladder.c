@@ -1,6 +1,10 @@
 /* verify_ladder: reads the ladder back from the broker and compares every
  * object with the plan. Half a ladder is incorrect routing, not degraded
- * capacity, so any difference fails. */
+ * capacity, so any difference fails. For a library's naming (kombu,
+ * nservicebus) the library's own objects are checked as it declares them:
+ * exchanges without arguments, the delivery exchange's effective alternate
+ * exchange from cutover's policy (naming a policy that hides it), and the
+ * library's "#.KEY" destination bindings accepted with a warning. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 struct verify {
 	json_t *objects;
 	int ok, missing, drift;
+	int warnings;			/* of the ok: right, with a caveat */
 };
 
 /* Queue policy keys and the queue arguments they stand for. A ladder queue
@@ -53,7 +58,10 @@ report(struct verify *v, const char *kind, const char *name, const char *status,
 	    "name", name, "status", status, "detail", detail));
 	if (strcmp(status, "ok") == 0)
 		v->ok++;
-	else if (strcmp(status, "missing") == 0)
+	else if (strcmp(status, "warning") == 0) {
+		v->ok++;
+		v->warnings++;
+	} else if (strcmp(status, "missing") == 0)
 		v->missing++;
 	else
 		v->drift++;
@@ -228,10 +236,127 @@ done:
 	return 0;
 }
 
-static int
-verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exchange *x,
-    const struct policy_set *policies, char *err, size_t errlen)
+/* The naming style of P's ladder when a library declares that ladder
+ * itself (ladder_style's library), else NULL. */
+static const struct ladder_style *
+library_style(const struct plan *p)
 {
+	const struct ladder_style *s = ladder_style(p->ladder.naming);
+
+	return s != NULL && s->library ? s : NULL;
+}
+
+/* Adds to DIFF every argument of an exchange the library LIB declares: it
+ * declares its exchanges with none, so its next declare would fail with
+ * 406 PRECONDITION_FAILED. */
+static void
+library_args(const struct ladder_style *lib, const json_t *args, char *diff,
+    size_t difflen)
+{
+	const char *key;
+	json_t *val;
+	char have[128];
+
+	json_object_foreach((json_t *)args, key, val)
+		sentences_add(diff, difflen, "argument %s = %s: %s declares this exchange "
+		    "with no arguments, so its next declare fails with 406 "
+		    "PRECONDITION_FAILED", key, json_text(val, have, sizeof(have)),
+		    lib->name);
+}
+
+/* The policy of POLICIES named NAME, or NULL. */
+static const struct policy *
+policy_named(const struct policy_set *policies, const char *name)
+{
+	for (size_t i = 0; i < policies->n; i++)
+		if (strcmp(policies->v[i].name, name) == 0)
+			return &policies->v[i];
+	return NULL;
+}
+
+/* Adds to DIFF how exchange MX's effective alternate exchange, the one the
+ * broker takes from the policy that applies to it (its own report of
+ * which, current as policies change; only one applies), differs from what
+ * TP, the plan's policy for it, sets; naming the policy that applies
+ * instead of TP when one does. */
+static void
+effective_ae(const struct mgmt_exchange *mx, const struct topology_policy *tp,
+    const struct policy_set *policies, char *diff, size_t difflen)
+{
+	const struct policy *eff;
+	const json_t *pae;
+	char have[128];
+
+	if (mx->policy == NULL) {
+		sentences_add(diff, difflen, "no policy applies to it, so it has no "
+		    "alternate exchange: delayed messages no destination takes are dropped, "
+		    "not parked (policy '%s' sets %s = %s)", tp->name, tp->arg.key,
+		    tp->arg.str);
+		return;
+	}
+	if ((eff = policy_named(policies, mx->policy)) == NULL) {
+		sentences_add(diff, difflen, "policy '%s' applies to it, but the vhost's "
+		    "policies do not list it", mx->policy);
+		return;
+	}
+	pae = json_object_get(eff->definition, tp->arg.key);
+	if (arg_equal(&tp->arg, pae))
+		return;
+	json_text(pae, have, sizeof(have));
+	if (strcmp(eff->name, tp->name) == 0)
+		sentences_add(diff, difflen, "its policy '%s' sets %s = %s, the plan wants %s",
+		    eff->name, tp->arg.key, have, tp->arg.str);
+	else
+		sentences_add(diff, difflen, "policy '%s' (priority %lld) applies to it "
+		    "instead of '%s' (priority %d), since only one policy applies to an "
+		    "object, and sets %s%s%s: delayed messages no destination takes are %s",
+		    eff->name, (long long)eff->priority, tp->name, tp->priority,
+		    pae != NULL ? tp->arg.key : "no ", pae != NULL ? " = " : tp->arg.key,
+		    pae != NULL ? have : "",
+		    pae != NULL ? "sent elsewhere, not parked" : "dropped, not parked");
+}
+
+/* Checks the plan's policy TP against POLICIES: it exists with the planned
+ * pattern, apply-to, priority and key. */
+static void
+verify_policy(struct verify *v, const struct topology_policy *tp,
+    const struct policy_set *policies)
+{
+	const struct policy *p = policy_named(policies, tp->name);
+	const json_t *pae;
+	char diff[768] = "", have[128];
+
+	if (p == NULL) {
+		report(v, "policy", tp->name, "missing", "no such policy: exchange '%s' gets "
+		    "its %s from it", tp->target, tp->arg.key);
+		return;
+	}
+	if (strcmp(p->pattern, tp->pattern) != 0)
+		sentences_add(diff, sizeof(diff), "pattern is %s, the plan wants %s",
+		    p->pattern, tp->pattern);
+	if (p->apply_to == NULL || strcmp(p->apply_to, tp->apply_to) != 0)
+		sentences_add(diff, sizeof(diff), "apply-to is %s, the plan wants %s",
+		    p->apply_to ? p->apply_to : "all", tp->apply_to);
+	if (p->priority != tp->priority)
+		sentences_add(diff, sizeof(diff), "priority is %lld, the plan wants %d",
+		    (long long)p->priority, tp->priority);
+	pae = json_object_get(p->definition, tp->arg.key);
+	if (!arg_equal(&tp->arg, pae))
+		sentences_add(diff, sizeof(diff), "%s is %s, the plan wants %s", tp->arg.key,
+		    json_text(pae, have, sizeof(have)), tp->arg.str);
+	if (*diff != '\0')
+		report(v, "policy", tp->name, "drift", "%s", diff);
+	else
+		report(v, "policy", tp->name, "ok", NULL);
+}
+
+static int
+verify_exchange(struct step_ctx *c, struct verify *v, const struct topology *t,
+    const struct topology_exchange *x, const struct policy_set *policies,
+    char *err, size_t errlen)
+{
+	const struct ladder_style *lib = library_style(c->plan);
+	const struct topology_policy *tp = topology_policy_for(t, x->name);
 	struct mgmt_exchange mx;
 	const struct policy *pol;
 	const struct topology_arg *ae = topology_arg_find(x->args, x->nargs,
@@ -257,6 +382,12 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exch
 		ADD("auto-delete");
 	if (mx.internal)
 		ADD("internal: publishers cannot enter here");
+	if (lib && x->role != TOPOLOGY_PARKING)
+		library_args(lib, mx.arguments, diff, sizeof(diff));
+	if (tp != NULL) {
+		effective_ae(&mx, tp, policies, diff, sizeof(diff));
+		goto checked;
+	}
 	if (ae != NULL && !arg_equal(ae, json_object_get(mx.arguments, "alternate-exchange")))
 		ADD("alternate-exchange is %s, the plan wants %s",
 		    json_text(json_object_get(mx.arguments, "alternate-exchange"), have,
@@ -273,6 +404,7 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology_exch
 			ADD("policy '%s' sets alternate-exchange = %s", pol->name,
 			    json_text(pae, have, sizeof(have)));
 	}
+checked:
 #undef ADD
 	if (*diff != '\0')
 		report(v, "exchange", x->name, "drift", "%s", diff);
@@ -295,13 +427,128 @@ safe_destination_key(const char *key, int levels)
 	return *key != '\0' && strpbrk(key, "*#") == NULL;
 }
 
+/* The literal words a library's destination binding key "#.WORDS" ends
+ * in, or NULL when KEY is not of that shape. */
+static const char *
+library_suffix(const char *key)
+{
+	if (strncmp(key, "#.", 2) != 0 || key[2] == '\0' || strpbrk(key + 2, "*#") != NULL)
+		return NULL;
+	return key + 2;
+}
+
+/* Where exchange EXCH, reached from the delivery exchange by a library's
+ * "#.SUFFIX" binding, sends a message whose key ends in SUFFIX: a queue
+ * bound to it with SUFFIX (Kombu: the task's exchange and queue), or any
+ * queue when it is a fanout (NServiceBus: the endpoint's exchange). Writes
+ * the first such queue (QUEUE set: only QUEUE counts) into OUT. Returns 1
+ * when there is one, 0 when EXCH routes SUFFIX to no queue (or does not
+ * exist), -1 with ERR. */
+static int
+library_route(struct step_ctx *c, const char *exch, const char *suffix,
+    const char *queue, char *out, size_t outlen, char *err, size_t errlen)
+{
+	struct mgmt_exchange mx;
+	struct mgmt_binding_list bl;
+	char why[512];
+	int r, fanout, found = 0;
+
+	r = mgmt_get_exchange(c->mgmt, exch, &mx, why, sizeof(why));
+	if (r == MGMT_NOT_FOUND)
+		return 0;
+	if (r != 0) {
+		snprintf(err, errlen, "reading exchange '%s': %s", exch, why);
+		return -1;
+	}
+	fanout = strcmp(mx.type, "fanout") == 0;
+	mgmt_exchange_free(&mx);
+	if (mgmt_list_bindings_from(c->mgmt, exch, &bl, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", exch, why);
+		return -1;
+	}
+	for (size_t j = 0; j < bl.n && !found; j++) {
+		const struct mgmt_binding *b = &bl.v[j];
+
+		found = b->destination_type == MGMT_DEST_QUEUE &&
+		    (fanout || strcmp(b->routing_key, suffix) == 0) &&
+		    (queue == NULL || strcmp(b->destination, queue) == 0);
+		if (found)
+			snprintf(out, outlen, "%s", b->destination);
+	}
+	mgmt_binding_list_free(&bl);
+	return found;
+}
+
+/* Reports the delivery exchange's binding MB to an exchange, named NAME,
+ * for a library's naming: of the library's shape ("#.SUFFIX" to an
+ * exchange that routes SUFFIX to a queue) it is valid, with the warning
+ * that suffix matching collides; otherwise it is drift. Returns 0, or -1
+ * with ERR. */
+static int
+report_library_binding(struct step_ctx *c, struct verify *v, const struct mgmt_binding *mb,
+    const char *name, char *err, size_t errlen)
+{
+	const char *suffix = library_suffix(mb->routing_key);
+	char queue[LADDER_NAME_MAX];
+	int r;
+
+	if (suffix == NULL) {
+		report(v, "binding", name, "drift", "unplanned binding: it could misroute or "
+		    "copy delayed messages");
+		return 0;
+	}
+	if ((r = library_route(c, mb->destination, suffix, NULL, queue, sizeof(queue),
+	    err, errlen)) < 0)
+		return -1;
+	if (r == 0)
+		report(v, "binding", name, "drift", "exchange '%s' routes '%s' to no queue: "
+		    "delayed messages for it are dropped there (the delivery exchange's "
+		    "alternate exchange never sees them)", mb->destination, suffix);
+	else
+		report(v, "binding", name, "warning", "the library's destination binding, "
+		    "to queue '%s' through exchange '%s'; '#.' matches by suffix, so a "
+		    "delayed message for any destination ending in '.%s' reaches it too",
+		    queue, mb->destination, suffix);
+	return 0;
+}
+
+/* Looks, among the delivery exchange's bindings BL, for the library's
+ * route to destination queue B->destination: "#.DEST" to an exchange that
+ * routes DEST to that queue. Writes that exchange into EXCH. Returns 1
+ * when there is one, 0 when not, -1 with ERR. */
+static int
+library_destination(struct step_ctx *c, const struct mgmt_binding_list *bl,
+    const struct topology_binding *b, char *exch, size_t exchlen, char *err, size_t errlen)
+{
+	char queue[LADDER_NAME_MAX];
+
+	for (size_t j = 0; j < bl->n; j++) {
+		const struct mgmt_binding *mb = &bl->v[j];
+		const char *suffix = library_suffix(mb->routing_key);
+		int r;
+
+		if (mb->destination_type != MGMT_DEST_EXCHANGE || suffix == NULL ||
+		    strcmp(suffix, b->destination) != 0)
+			continue;
+		r = library_route(c, mb->destination, suffix, b->destination, queue,
+		    sizeof(queue), err, errlen);
+		if (r != 0) {
+			snprintf(exch, exchlen, "%s", mb->destination);
+			return r;
+		}
+	}
+	return 0;
+}
+
 static int
 verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
     const struct topology_exchange *x, char *err, size_t errlen)
 {
 	struct mgmt_binding_list bl;
-	char why[512], name[3 * LADDER_NAME_MAX + 32];
+	char why[512], name[3 * LADDER_NAME_MAX + 32], exch[LADDER_NAME_MAX];
+	bool lib = library_style(c->plan) != NULL && x->role == TOPOLOGY_DELIVERY;
 	size_t i, j;
+	int rc = -1;
 
 	if (mgmt_list_bindings_from(c->mgmt, x->name, &bl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", x->name, why);
@@ -319,8 +566,18 @@ verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
 			    strcmp(bl.v[j].routing_key, b->key) == 0;
 		snprintf(name, sizeof(name), "%s -> %s %s '%s'", b->source,
 		    b->to_exchange ? "exchange" : "queue", b->destination, b->key);
-		if (found)
+		if (found) {
 			report(v, "binding", name, "ok", NULL);
+			continue;
+		}
+		if (lib && !b->to_exchange &&
+		    (found = library_destination(c, &bl, b, exch, sizeof(exch), err,
+		    errlen)) < 0)
+			goto done;
+		if (found)
+			report(v, "binding", name, "warning", "not bound so, but the library's "
+			    "binding through exchange '%s' routes it ('#.' suffix matching)",
+			    exch);
 		else
 			report(v, "binding", name, "missing", "no such binding");
 	}
@@ -343,18 +600,23 @@ verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
 		    safe_destination_key(mb->routing_key, c->plan->ladder.levels))
 			report(v, "binding", name, "ok",
 			    "a destination bound outside the plan; it routes only its own key");
-		else
+		else if (lib && mb->destination_type == MGMT_DEST_EXCHANGE) {
+			if (report_library_binding(c, v, mb, name, err, errlen) != 0)
+				goto done;
+		} else
 			report(v, "binding", name, "drift",
 			    "unplanned binding: it could misroute or copy delayed messages");
 	}
+	rc = 0;
+done:
 	mgmt_binding_list_free(&bl);
-	return 0;
+	return rc;
 }
 
 int
 step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
-	struct verify v = { json_array(), 0, 0, 0 };
+	struct verify v = { json_array(), 0, 0, 0, 0 };
 	struct policy_set policies = { 0 }, op_policies = { 0 };
 	struct topology t;
 	size_t i;
@@ -367,8 +629,10 @@ step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen
 	    policy_set_read(c->mgmt, "operator-policies", &op_policies, err, errlen) != 0)
 		goto done;
 	for (i = 0; i < t.nexchanges; i++)
-		if (verify_exchange(c, &v, &t.exchanges[i], &policies, err, errlen) != 0)
+		if (verify_exchange(c, &v, &t, &t.exchanges[i], &policies, err, errlen) != 0)
 			goto done;
+	for (i = 0; i < t.npolicies; i++)
+		verify_policy(&v, &t.policies[i], &policies);
 	for (i = 0; i < t.nqueues; i++)
 		if (verify_queue(c, &v, &t.queues[i], &policies, &op_policies, err, errlen) != 0)
 			goto done;
@@ -383,9 +647,9 @@ step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen
 	}
 	rc = 0;
 done:
-	*result = json_pack("{s:b,s:o,s:{s:i,s:i,s:i}}", "ok", rc == 0,
+	*result = json_pack("{s:b,s:o,s:{s:i,s:i,s:i,s:i}}", "ok", rc == 0,
 	    "objects", v.objects, "counts", "ok", v.ok, "missing", v.missing,
-	    "drift", v.drift);
+	    "drift", v.drift, "warnings", v.warnings);
 	if (failed)
 		json_object_set_new(*result, "error", json_string(err));
 	policy_set_free(&policies);

@@ -156,6 +156,55 @@ test_classic_has_no_quorum_arguments(void **state)
 	topology_free(&t);
 }
 
+/* A library's naming: its delivery exchange carries no argument (the
+ * library declares it with none); a policy on exactly that exchange gives
+ * it the alternate exchange. The cutover naming keeps the argument and
+ * has no policy. */
+static void
+test_library_alternate_exchange_is_a_policy(void **state)
+{
+	static const struct {
+		enum ladder_naming naming;
+		const char *delivery, *pattern, *parking;
+	} cases[] = {
+		{ LADDER_NAMING_KOMBU, "celery_delayed_delivery", "^celery_delayed_delivery$",
+		  "celery_delayed_parking" },
+		{ LADDER_NAMING_NSERVICEBUS, "nsb.v2.delay-delivery",
+		  "^nsb\\.v2\\.delay\\-delivery$", "nsb.v2.delay-parking" },
+	};
+	struct topology t;
+	struct plan p;
+	char err[256];
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct topology_policy *pol;
+
+		memset(&p, 0, sizeof(p));
+		assert_int_equal(ladder_init(&p.ladder, cases[c].naming, NULL, 1000, 28,
+		    err, sizeof(err)), 0);
+		p.queue_type = PLAN_QUEUE_QUORUM;
+		assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+		for (size_t i = 0; i < t.nexchanges; i++)
+			if (t.exchanges[i].role != TOPOLOGY_PARKING)
+				assert_int_equal(t.exchanges[i].nargs, 0);
+		assert_int_equal(t.npolicies, 1);
+		pol = topology_policy_for(&t, cases[c].delivery);
+		assert_non_null(pol);
+		assert_string_equal(pol->pattern, cases[c].pattern);
+		assert_string_equal(pol->apply_to, "exchanges");
+		assert_int_equal(pol->priority, TOPOLOGY_POLICY_PRIORITY);
+		assert_string_equal(pol->arg.key, "alternate-exchange");
+		assert_string_equal(pol->arg.str, cases[c].parking);
+		topology_free(&t);
+	}
+	make_plan(&p, PLAN_QUEUE_QUORUM);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.npolicies, 0);
+	assert_null(topology_policy_for(&t, "delay.delivery"));
+	topology_free(&t);
+}
+
 int
 main(void)
 {
@@ -163,6 +212,7 @@ main(void)
 		cmocka_unit_test(test_counts_and_levels),
 		cmocka_unit_test(test_exchanges_and_bindings),
 		cmocka_unit_test(test_classic_has_no_quorum_arguments),
+		cmocka_unit_test(test_library_alternate_exchange_is_a_policy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
