@@ -6,6 +6,7 @@
 #include "duration.h"
 #include "ladder.h"
 #include "review.h"
+#include "topology.h"
 
 /* Appends one answer; FMT builds the answer text. WARNING may be NULL. */
 static void
@@ -92,11 +93,13 @@ review_answers(const struct plan *p)
 	    "nobody consumes)");
 	add(a, "Where do unroutable messages go?", "plan", NULL,
 	    "%s has alternate-exchange %s (fanout) into %s, whose normal depth is zero; "
-	    "the watch alerts when it is not.%s", dex, pex, pq,
-	    ladder_style(l->naming)->library ? " It gets it from a policy declare_ladder "
-	    "sets (cutover.ae. and its name): the library declares the exchange with no "
-	    "arguments; a policy of higher priority matching it would hide that one, "
-	    "and verify_ladder names it." : "");
+	    "the watch alerts when it is not.%s%s%s", dex, pex, pq,
+	    ladder_style(l->naming)->library ? " It gets it from policy " TOPOLOGY_AE_POLICY_PREFIX : "",
+	    ladder_style(l->naming)->library ? dex : "",
+	    ladder_style(l->naming)->library ? ", which declare_ladder sets: the library "
+	    "declares the exchange with no arguments. A policy of higher priority "
+	    "matching it would hide that one (only one applies); verify_ladder names it." :
+	    "");
 
 	if (plan_find_step(p, PLAN_STEP_FLIP) < 0)
 		steps_left = "This plan has no flip step: producers are not switched by it.";

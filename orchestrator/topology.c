@@ -60,7 +60,7 @@ add_ae_policy(struct topology *t, const struct topology_exchange *x, const char 
 {
 	struct topology_policy *pol = &t->policies[t->npolicies++];
 
-	snprintf(pol->name, sizeof(pol->name), "cutover.ae.%s", x->name);
+	snprintf(pol->name, sizeof(pol->name), TOPOLOGY_AE_POLICY_PREFIX "%s", x->name);
 	(void)pattern_exact(x->name, pol->pattern, sizeof(pol->pattern)); /* fits: sized for it */
 	snprintf(pol->apply_to, sizeof(pol->apply_to), "exchanges");
 	pol->priority = TOPOLOGY_POLICY_PRIORITY;

@@ -57,6 +57,7 @@ struct topology_binding {
  * that matches the same exchange hides this one, and verify_ladder names
  * it. */
 #define TOPOLOGY_POLICY_PRIORITY 10
+#define TOPOLOGY_AE_POLICY_PREFIX "cutover.ae." /* then the exchange's name */
 
 /* A policy the ladder declares: for a library's naming, the delivery
  * exchange's alternate exchange (the library declares that exchange with
