@@ -89,9 +89,12 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "queue_type", p->queue_type == PLAN_QUEUE_QUORUM ? "quorum" : "classic",
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
-	if (o != NULL)
+	if (o != NULL) {
 		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
 		    json_boolean(p->create_destinations));
+		json_object_set_new(json_object_get(o, "ladder"), "publish_limit_ms",
+		    json_integer((json_int_t)ladder_limit_ms(l)));
+	}
 	return o;
 }
 
@@ -130,6 +133,11 @@ print_human(FILE *out, json_t *d)
 	    duration_describe(json_integer_value(json_object_get(lad, "max_delay_ms")),
 	    desc, sizeof(desc)),
 	    json_string_value(json_object_get(lad, "queue_type")));
+	if (json_integer_value(json_object_get(lad, "publish_limit_ms")) <
+	    json_integer_value(json_object_get(lad, "max_delay_ms")))
+		fprintf(out, "  publishes   at most %s (ladder.max_delay; longer "
+		    "delays are refused)\n", duration_format(json_integer_value(
+		    json_object_get(lad, "publish_limit_ms")), desc, sizeof(desc)));
 
 	fprintf(out, "\nexchanges (%zu)\n", json_array_size(json_object_get(d, "exchanges")));
 	json_array_foreach(json_object_get(d, "exchanges"), i, v) {

@@ -204,6 +204,33 @@ ladder_max_delay_ms(const struct ladder *l)
 	return (int64_t)units_max(l->levels) * l->unit_ms;
 }
 
+int
+ladder_set_limit(struct ladder *l, int64_t limit_ms, char *err, size_t errlen)
+{
+	char a[32], b[32];
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (limit_ms < 1 || limit_ms > ladder_max_delay_ms(l)) {
+		errbuf_set(err, errlen, "a limit of %s on a ladder that reaches %s; "
+		    "expected 1ms to %s", duration_format(limit_ms, a, sizeof(a)),
+		    duration_format(ladder_max_delay_ms(l), b, sizeof(b)), b);
+		return -1;
+	}
+	l->limit_ms = limit_ms;
+	return 0;
+}
+
+int64_t
+ladder_limit_ms(const struct ladder *l)
+{
+	if (!valid(l))
+		return -1;
+	if (l->limit_ms > 0 && l->limit_ms < ladder_max_delay_ms(l))
+		return l->limit_ms;
+	return ladder_max_delay_ms(l);
+}
+
 int64_t
 ladder_level_ttl_ms(const struct ladder *l, int k)
 {
@@ -244,6 +271,14 @@ ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
 		else
 			errbuf_set(err, errlen, "delay %s is beyond the ladder's maximum "
 			    "of %s (%d levels of %s)", delay, max, l->levels, unit);
+		return -1;
+	}
+	if (delay_ms > ladder_limit_ms(l)) {
+		errbuf_set(err, errlen, "delay %s is beyond the plan's max_delay of %s "
+		    "(the ladder itself reaches %s); expected at most %s",
+		    duration_format(delay_ms, delay, sizeof(delay)),
+		    duration_format(ladder_limit_ms(l), unit, sizeof(unit)),
+		    duration_format(ladder_max_delay_ms(l), max, sizeof(max)), unit);
 		return -1;
 	}
 	if (units != NULL)

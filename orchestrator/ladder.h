@@ -54,6 +54,10 @@ struct ladder {
 	char prefix[LADDER_PREFIX_MAX + 1]; /* empty for a style without one */
 	int64_t unit_ms;                    /* > 0 */
 	int levels;                         /* 1 .. LADDER_MAX_LEVELS */
+	int64_t limit_ms;                   /* 0: the ladder's own maximum; else
+	                                     * a smaller one (a plan's
+	                                     * max_delay) ladder_encode holds
+	                                     * every delay to */
 };
 
 /* Returns the row of NAMING (static, never freed), or NULL if there is none. */
@@ -87,12 +91,21 @@ int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 uint64_t ladder_max_units(const struct ladder *l);
 int64_t ladder_max_delay_ms(const struct ladder *l);
 
+/* Holds every delay ladder_encode accepts to LIMIT_MS (a plan's
+ * max_delay), which must be 1 .. ladder_max_delay_ms. Returns 0, or -1
+ * with ERR set (L unchanged). */
+int ladder_set_limit(struct ladder *l, int64_t limit_ms, char *err, size_t errlen);
+
+/* The largest delay ladder_encode accepts: the limit, or without one
+ * ladder_max_delay_ms. -1 for a ladder that is not valid. */
+int64_t ladder_limit_ms(const struct ladder *l);
+
 /* Per-queue TTL of level K: 2^K units, in milliseconds. */
 int64_t ladder_level_ttl_ms(const struct ladder *l, int k);
 
 /* Converts DELAY_MS to units with ceiling (1200 ms on a 1 s ladder is 2).
- * Refuses a negative delay and one beyond ladder_max_units, never
- * truncating. Returns 0 and stores *UNITS, or -1 with ERR set. */
+ * Refuses a negative delay and one beyond ladder_limit_ms (the limit, or
+ * ladder_max_units), never truncating. Returns 0 and stores *UNITS, or -1 with ERR set. */
 int ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
     char *err, size_t errlen);
 

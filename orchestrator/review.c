@@ -36,7 +36,7 @@ review_answers(const struct plan *p)
 {
 	const struct ladder *l = &p->ladder;
 	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
-	char pq[LADDER_NAME_MAX], dests[512], desc[64];
+	char pq[LADDER_NAME_MAX], dests[512], desc[64], lim[32];
 	const char *steps_left;
 	json_t *a;
 	size_t off = 0;
@@ -61,9 +61,10 @@ review_answers(const struct plan *p)
 	    duration_describe(ladder_max_delay_ms(l), desc, sizeof(desc)), l->levels, unit,
 	    l->levels);
 	add(a, "Are out-of-range values rejected?", "plan", NULL,
-	    "Yes where cutover encodes (publish, canary, probes): a delay above %s is "
+	    "Yes where cutover encodes (publish, canary, probes): a delay above %s%s is "
 	    "refused, never truncated. Producers that build routing keys themselves "
-	    "must refuse them too.", max);
+	    "must refuse them too.", duration_format(ladder_limit_ms(l), lim, sizeof(lim)),
+	    ladder_limit_ms(l) < ladder_max_delay_ms(l) ? " (the plan's max_delay)" : "");
 	add(a, "Is duration conversion rounded up?", "plan", NULL,
 	    "Yes: units = ceil(delay / %s) (%s + 1ms becomes 2 units), so delivery is "
 	    "never before the requested time.", unit, unit);

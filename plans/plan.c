@@ -309,23 +309,29 @@ check_order(const struct plan *p, struct plan_errors *errs)
 }
 
 /* Fills the canary delays the plan leaves to their default: the TTL of
- * every level within the budget, so each low bit is exercised. */
+ * every level within the budget, so each low bit is exercised; where the
+ * plan's max_delay cuts the levels short, that maximum itself, last. */
 static int
 default_canary(struct plan *p, struct plan_errors *errs)
 {
 	const struct plan_step *s;
 	char budget[32], unit[32];
-	int64_t ttl;
+	int64_t ttl, limit, delays[LADDER_MAX_LEVELS];
 	size_t n = 0;
 	int k, i;
 
 	if (p->canary.delays_ms != NULL || p->ladder.levels < 1 || p->ladder.unit_ms < 1)
 		return 0;
+	limit = ladder_limit_ms(&p->ladder);
 	for (k = 0; k < p->ladder.levels; k++) {
 		ttl = ladder_level_ttl_ms(&p->ladder, k);
+		if (ttl > limit)
+			ttl = limit;
 		if (ttl < 0 || ttl > p->canary.budget_ms)
 			break;
-		n++;
+		delays[n++] = ttl;
+		if (ttl == limit)
+			break;
 	}
 	p->canary.delays_defaulted = true;
 	if (n == 0) {
@@ -340,8 +346,7 @@ default_canary(struct plan *p, struct plan_errors *errs)
 	}
 	if ((p->canary.delays_ms = calloc(n, sizeof(int64_t))) == NULL)
 		return -1;
-	for (k = 0; (size_t)k < n; k++)
-		p->canary.delays_ms[k] = ladder_level_ttl_ms(&p->ladder, k);
+	memcpy(p->canary.delays_ms, delays, n * sizeof(int64_t));
 	p->canary.ndelays = n;
 	return 0;
 }

@@ -285,6 +285,7 @@ struct ladder_fields {
 	int			 ok;		/* every field so far is valid */
 	const char		*prefix;	/* NULL: the style's default */
 	yaml_node_t		*unit_node;	/* NULL: the style's fixed unit */
+	yaml_node_t		*max_node;	/* ladder.max_delay, when valid */
 	int64_t			 unit_ms;
 	int			 levels;
 };
@@ -397,6 +398,7 @@ read_max_delay(struct loader *ld, struct ladder_fields *f, yaml_node_t *n,
 		return;
 	}
 	ld->p->max_delay_ms = max_ms;
+	f->max_node = n;
 	if (f->unit_ms <= 0)
 		return;
 	units = (uint64_t)(max_ms / f->unit_ms) + (max_ms % f->unit_ms != 0);
@@ -475,6 +477,13 @@ init_ladder(struct loader *ld, const struct ladder_fields *f)
 		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
 		return 0;
 	}
+	/* Publishing holds to the plan's own maximum, not the ladder's. */
+	if (f->max_node != NULL && ladder_set_limit(&ld->p->ladder,
+	    ld->p->max_delay_ms, err, sizeof(err)) == -1) {
+		py_err_at(ld, f->max_node, "ladder.max_delay is not valid: %s", err);
+		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
+		return 0;
+	}
 	return 1;
 }
 
@@ -529,7 +538,7 @@ load_canary(struct loader *ld, const struct sect *root)
 		ld->oom = 1;
 		return;
 	}
-	max = p->ladder.levels > 0 ? ladder_max_delay_ms(&p->ladder) : -1;
+	max = p->ladder.levels > 0 ? ladder_limit_ms(&p->ladder) : -1;
 	for (i = 0; i < count; i++) {
 		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "canary.delays[%zu]", i);

@@ -572,6 +572,34 @@ test_levels_for_12d(void **state)
 	    "524287s (19 levels of 1s)");
 }
 
+/* A plan's max_delay limits ladder_encode below the ladder's maximum. */
+static void
+test_limit(void **state)
+{
+	char err[256] = "";
+	struct ladder l;
+	uint64_t units;
+
+	(void)state;
+	mkladder(&l, LADDER_NAMING_KOMBU, NULL, 1000, 28);
+	assert_int_equal(ladder_limit_ms(&l), ladder_max_delay_ms(&l));
+	assert_int_equal(ladder_set_limit(&l, 30 * 86400000LL, err, sizeof(err)), 0);
+	assert_int_equal(ladder_limit_ms(&l), 30 * 86400000LL);
+	assert_int_equal(ladder_encode(&l, 30 * 86400000LL, &units, err, sizeof(err)), 0);
+	assert_int_equal(units, 30 * 86400);
+	assert_int_equal(ladder_encode(&l, 31 * 86400000LL, &units, err, sizeof(err)), -1);
+	assert_string_equal(err, "delay 31d is beyond the plan's max_delay of 30d (the "
+	    "ladder itself reaches 268435455s); expected at most 30d");
+	assert_int_equal(ladder_encode(&l, 30 * 86400000LL + 1, &units, err,
+	    sizeof(err)), -1);
+	/* A limit is at least 1 ms and at most what the ladder reaches. */
+	assert_int_equal(ladder_set_limit(&l, 0, err, sizeof(err)), -1);
+	assert_int_equal(ladder_set_limit(&l, ladder_max_delay_ms(&l) + 1, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "expected 1ms to 268435455s"));
+	assert_int_equal(ladder_limit_ms(&l), 30 * 86400000LL);
+}
+
 static void
 test_init_checks(void **state)
 {
@@ -1211,6 +1239,7 @@ main(void)
 		cmocka_unit_test(test_naming_names),
 		cmocka_unit_test(test_levels_for),
 		cmocka_unit_test(test_levels_for_12d),
+		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_init_checks),
 		cmocka_unit_test(test_overflow_guards),
 		cmocka_unit_test(test_max_and_ttl),

@@ -898,6 +898,41 @@ test_ladder_naming_rules(void **state)
 	free(t);
 }
 
+/* The plan's max_delay is the most publishing takes (issue 15 item 7):
+ * the ladder holds it as its limit, the default canary stays within it. */
+static void
+test_max_delay_limits(void **state)
+{
+	struct plan *p;
+	char *t;
+
+	(void)state;
+	p = with_ladder("  naming: kombu\n  max_delay: 30d\n", "flag:\n");
+	assert_int_equal(ladder_limit_ms(&p->ladder), S(30 * 86400));
+	assert_int_equal(ladder_encode(&p->ladder, S(31 * 86400), NULL, NULL, 0), -1);
+	plan_free(p);
+	/* levels: the ladder's own maximum. */
+	p = with_ladder("  naming: kombu\n  levels: 28\n", "flag:\n");
+	assert_int_equal(ladder_limit_ms(&p->ladder), ladder_max_delay_ms(&p->ladder));
+	plan_free(p);
+	/* 10s on 28 levels: canary 1s, 2s, 4s, 8s, then 10s itself. */
+	p = with_ladder("  naming: kombu\n  max_delay: 10s\n", "flag:\n");
+	assert_int_equal(p->canary.ndelays, 5);
+	assert_int_equal(p->canary.delays_ms[3], S(8));
+	assert_int_equal(p->canary.delays_ms[4], S(10));
+	plan_free(p);
+	/* Explicit canary delays beyond it are refused where written. */
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  max_delay: 10s\n");
+	edit(&t, "flag:\n", "canary:\n  delays: [1s, 11s]\nflag:\n");
+	expect_error(t, 14, 16, "canary.delays[1] 11s is beyond the ladder's largest "
+	    "delay 10s");
+	free(t);
+	t = subst(base_plan, "  max_delay: 12d\n", "  max_delay: 0s\n");
+	expect_error(t, 11, 14, "ladder.max_delay is 0s; expected a duration greater than 0");
+	free(t);
+}
+
 static void
 test_types(void **state)
 {
@@ -1114,6 +1149,7 @@ main(void)
 		cmocka_unit_test(test_errors_everywhere),
 		cmocka_unit_test(test_canary_defaults),
 		cmocka_unit_test(test_levels_from_max_delay),
+		cmocka_unit_test(test_max_delay_limits),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_step_order),
 		cmocka_unit_test(test_flag_read_values),
