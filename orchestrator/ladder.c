@@ -155,7 +155,9 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 		    ladder_naming_list(", ", " or ", names, sizeof(names)));
 		return -1;
 	}
-	if (style->prefix == LADDER_PREFIX_REQUIRED &&
+	if (style->prefix == LADDER_PREFIX_OPTIONAL && (prefix == NULL || *prefix == '\0'))
+		prefix = "";
+	else if (style->prefix != LADDER_PREFIX_NONE &&
 	    check_prefix(style, prefix, err, errlen) == -1)
 		return -1;
 	if (unit_ms <= 0) {
@@ -181,7 +183,7 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 	}
 	memset(l, 0, sizeof(*l));
 	l->naming = naming;
-	if (style->prefix == LADDER_PREFIX_REQUIRED)
+	if (style->prefix != LADDER_PREFIX_NONE)
 		memcpy(l->prefix, prefix, strlen(prefix) + 1);
 	l->unit_ms = unit_ms;
 	l->levels = levels;
@@ -274,8 +276,8 @@ ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
 		return -1;
 	}
 	if (delay_ms > ladder_limit_ms(l)) {
-		errbuf_set(err, errlen, "delay %s is beyond the plan's max_delay of %s "
-		    "(the ladder itself reaches %s); expected at most %s",
+		errbuf_set(err, errlen, "delay %s is beyond max_delay %s (the ladder "
+		    "itself reaches %s); expected at most %s",
 		    duration_format(delay_ms, delay, sizeof(delay)),
 		    duration_format(ladder_limit_ms(l), unit, sizeof(unit)),
 		    duration_format(ladder_max_delay_ms(l), max, sizeof(max)), unit);
@@ -452,7 +454,7 @@ stylename(const struct ladder *l, const struct ladder_style *style,
 
 	if (style == NULL)
 		return emptyname(out, outlen);
-	if (style->prefix == LADDER_PREFIX_REQUIRED) {
+	if (style->prefix != LADDER_PREFIX_NONE && l->prefix[0] != '\0') {
 		prefix = l->prefix;
 		joiner = style->joiner;
 	}

@@ -27,7 +27,9 @@ enum ladder_naming {
 
 enum ladder_prefix_use {
 	LADDER_PREFIX_NONE,           /* fixed names; a plan giving a prefix is refused */
-	LADDER_PREFIX_REQUIRED        /* every name is PREFIX, the joiner, then the name */
+	LADDER_PREFIX_REQUIRED,       /* every name is PREFIX, the joiner, then the name */
+	LADDER_PREFIX_OPTIONAL        /* as REQUIRED when a prefix is given; without
+	                               * one (or with ""), the names alone */
 };
 
 /* A naming style as data: one row of the table in ladder_naming.c. A
@@ -47,6 +49,14 @@ struct ladder_style {
 	const char *destination_word; /* destination binding: this word once per
 	                               * level, then the destination ("*": the
 	                               * exact word count, DESIGN.md §2) */
+	bool classic_overflow;        /* classic level queues carry x-overflow:
+	                               * reject-publish too (Kombu's do) */
+	bool quorum_only;             /* the library declares only quorum level
+	                               * queues: a plan asking classic is refused */
+	const char *producer_rounding; /* what the design review warns of the
+	                               * library's producers' duration conversion,
+	                               * or NULL */
+	const char *producer_range;   /* ... of their out-of-range delays, or NULL */
 };
 
 struct ladder {
@@ -81,8 +91,8 @@ int ladder_levels_for(uint64_t max_units);
 
 /* Fills L after checking every field: unit_ms > 0, levels in range, the
  * largest level TTL and the largest delay fit in int64 milliseconds, prefix
- * a valid name part for a style that requires one (for another, PREFIX is
- * ignored). Levels and unit are not held to the style's fixed ones (the
+ * a valid name part for a style that requires one or takes one and is given
+ * a non-empty one (for a style without, PREFIX is ignored). Levels and unit are not held to the style's fixed ones (the
  * plan loader does that). Returns 0 or -1 with ERR set. */
 int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
     int64_t unit_ms, int levels, char *err, size_t errlen);

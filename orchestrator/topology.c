@@ -38,18 +38,24 @@ add_binding(struct topology *t, const char *src, const char *dst, bool to_exchan
 }
 
 /* Arguments every queue the ladder creates carries: its type, and for
- * quorum queues the overflow mode at-least-once dead-lettering needs. */
+ * quorum queues the overflow mode at-least-once dead-lettering needs (for
+ * classic level queues too where the style's library sets it). */
 static void
 queue_type_args(const struct plan *p, struct topology_queue *q, bool dead_letters)
 {
+	const struct ladder_style *style = ladder_style(p->ladder.naming);
+
 	if (p->queue_type == PLAN_QUEUE_QUORUM) {
 		arg_str(q->args, &q->nargs, "x-queue-type", "quorum");
 		if (dead_letters) {
 			arg_str(q->args, &q->nargs, "x-dead-letter-strategy", "at-least-once");
 			arg_str(q->args, &q->nargs, "x-overflow", "reject-publish");
 		}
-	} else
+	} else {
 		arg_str(q->args, &q->nargs, "x-queue-type", "classic");
+		if (dead_letters && style != NULL && style->classic_overflow)
+			arg_str(q->args, &q->nargs, "x-overflow", "reject-publish");
+	}
 }
 
 int

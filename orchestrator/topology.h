@@ -63,7 +63,8 @@ struct topology {
 
 /* Builds the topology of P's ladder: for each level (highest first) its
  * topic exchange, its queue (TTL, dead-letter exchange, and for quorum
- * at-least-once dead-lettering with reject-publish) and its two bindings;
+ * at-least-once dead-lettering with reject-publish; classic kombu level
+ * queues reject-publish too, as Kombu declares them) and its two bindings;
  * the delivery exchange with its alternate exchange; the fanout parking
  * exchange, queue and binding; each destination queue and its binding.
  * Returns 0 and fills T (free with topology_free), or -1 with ERR. */

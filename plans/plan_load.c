@@ -441,18 +441,24 @@ read_size(struct loader *ld, struct ladder_fields *f)
 		f->levels = f->style->fixed_levels;
 }
 
-/* ladder.queue_type: quorum (the plan's default) or classic. */
+/* ladder.queue_type: quorum (the plan's default) or classic, unless the
+ * style's library declares quorum level queues only. */
 static void
-read_queue_type(struct loader *ld, const struct sect *s)
+read_queue_type(struct loader *ld, const struct ladder_fields *f)
 {
 	yaml_node_t *n;
 	const char *t;
 
-	if ((n = py_field(ld, s, "queue_type", 0, NULL)) == NULL ||
+	if ((n = py_field(ld, &f->s, "queue_type", 0, NULL)) == NULL ||
 	    (t = py_conv_text(ld, n, "ladder.queue_type", "quorum or classic")) == NULL)
 		return;
 	if (strcmp(t, "quorum") == 0)
 		ld->p->queue_type = PLAN_QUEUE_QUORUM;
+	else if (strcmp(t, "classic") == 0 && f->naming_ok && f->style->quorum_only)
+		py_err_at(ld, n, "ladder.queue_type classic is not used with %s naming: "
+		    "the library declares its level queues as quorum queues only, and "
+		    "would fail against classic ones; expected quorum (or no "
+		    "queue_type)", f->style->name);
 	else if (strcmp(t, "classic") == 0)
 		ld->p->queue_type = PLAN_QUEUE_CLASSIC;
 	else
@@ -504,7 +510,7 @@ load_ladder(struct loader *ld, const struct sect *root)
 	read_prefix(ld, &f);
 	read_unit(ld, &f);
 	read_size(ld, &f);
-	read_queue_type(ld, &f.s);
+	read_queue_type(ld, &f);
 	load_destinations(ld, &f.s, init_ladder(ld, &f));
 	if ((n = py_field(ld, &f.s, "create_destinations", 0, NULL)) != NULL)
 		(void)py_conv_bool(ld, n, "ladder.create_destinations",

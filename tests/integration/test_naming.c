@@ -24,6 +24,7 @@
 #include "plan.h"
 #include "publish.h"
 #include "step.h"
+#include "topology.h"
 
 #define DAY_MS (86400LL * 1000)
 
@@ -137,6 +138,113 @@ test_publish_beyond_plan_max_refused(void **state)
 	itest_cleanup();
 }
 
+/* Declares level K's queue exactly as Kombu does for QUEUE_TYPE classic
+ * (native_delayed_delivery.py): x-queue-type, x-overflow reject-publish,
+ * x-message-ttl 2^K s and x-dead-letter-exchange. Returns the broker's
+ * answer, ERR its message. */
+static int
+kombu_declare_classic_level(struct step_ctx *c, int k, char *err, size_t errlen)
+{
+	struct topology_arg args[4];
+	char q[LADDER_NAME_MAX];
+
+	memset(args, 0, sizeof(args));
+	snprintf(args[0].key, sizeof(args[0].key), "x-queue-type");
+	snprintf(args[0].str, sizeof(args[0].str), "classic");
+	snprintf(args[1].key, sizeof(args[1].key), "x-overflow");
+	snprintf(args[1].str, sizeof(args[1].str), "reject-publish");
+	snprintf(args[2].key, sizeof(args[2].key), "x-message-ttl");
+	args[2].is_int = true;
+	args[2].num = (int64_t)1000 << k;
+	snprintf(args[3].key, sizeof(args[3].key), "x-dead-letter-exchange");
+	ladder_dead_letter_exchange(&c->plan->ladder, k, args[3].str, sizeof(args[3].str));
+	ladder_level_queue(&c->plan->ladder, k, q, sizeof(q));
+	return broker_queue_declare(c->amqp, q, true, args, 4, err, errlen);
+}
+
+/* Issue 15 item 5: Kombu sets x-overflow reject-publish on classic level
+ * queues too; cutover's classic kombu levels carry it (read back from the
+ * broker), so Kombu's own declare is accepted, level after level. */
+static void
+test_classic_kombu_levels_reject_publish(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct mgmt_queue_info qi;
+	char err[1024], q[LADDER_NAME_MAX];
+	const char *ov;
+
+	(void)state;
+	own_vhost("classic");
+	p = load_plan("  naming: kombu\n  queue_type: classic\n"
+	    "  destinations: [itest.dest]\n");
+	itest_ctx_open(&c, p);
+	itest_step_ok(step_declare_ladder, &c);
+	for (int k = 0; k < p->ladder.levels; k++) {
+		ladder_level_queue(&p->ladder, k, q, sizeof(q));
+		if (mgmt_get_queue(c.mgmt, q, &qi, err, sizeof(err)) != 0)
+			fail_msg("reading queue '%s': %s", q, err);
+		ov = json_string_value(json_object_get(qi.arguments, "x-overflow"));
+		if (ov == NULL || strcmp(ov, "reject-publish") != 0 ||
+		    strcmp(qi.q.type, "classic") != 0)
+			fail_msg("level queue '%s' is %s with x-overflow %s; Kombu declares "
+			    "classic with reject-publish", q, qi.q.type, ov ? ov : "(not set)");
+		mgmt_queue_info_free(&qi);
+		if (kombu_declare_classic_level(&c, k, err, sizeof(err)) != 0)
+			fail_msg("Kombu's declare of '%s' after cutover's: %s", q, err);
+	}
+	itest_step_ok(step_verify_ladder, &c);
+	step_ctx_close(&c);
+	plan_free(p);
+	itest_cleanup();
+}
+
+/* Issue 15 item 6: Kombu's prefix P names P_celery_delayed_K and
+ * P_celery_delayed_delivery; a ladder of that prefix is declared under
+ * those names and routes a delayed message through them. */
+static void
+test_kombu_prefix(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct broker_delivery d;
+	char err[1024];
+	int r = BROKER_EMPTY;
+
+	(void)state;
+	own_vhost("prefix");
+	p = load_plan("  naming: kombu\n  prefix: itestp\n  destinations: [itest.dest]\n");
+	itest_ctx_open(&c, p);
+	itest_step_ok(step_declare_ladder, &c);
+	assert_int_equal(broker_exchange_exists(c.amqp, "itestp_celery_delayed_27", err,
+	    sizeof(err)), 0);
+	assert_int_equal(broker_exchange_exists(c.amqp, "itestp_celery_delayed_0", err,
+	    sizeof(err)), 0);
+	assert_int_equal(broker_exchange_exists(c.amqp, "itestp_celery_delayed_delivery",
+	    err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_inspect(c.amqp, "itestp_celery_delayed_3", NULL,
+	    err, sizeof(err)), 0);
+	/* Without the prefix there is nothing. */
+	assert_int_equal(broker_exchange_exists(c.amqp, "celery_delayed_0", err,
+	    sizeof(err)), BROKER_NOT_FOUND);
+	itest_step_ok(step_verify_ladder, &c);
+	if (publish(&c, 1000, "itest.dest", err, sizeof(err)) != PUBLISH_OK)
+		fail_msg("publishing 1s: %s", err);
+	/* 1 s through level 0: generous ceiling of 60 s. */
+	for (int i = 0; i < 600 && r == BROKER_EMPTY; i++) {
+		r = broker_get(c.amqp, "itest.dest", false, &d, err, sizeof(err));
+		if (r == BROKER_EMPTY)
+			itest_sleep_ms(100);
+	}
+	if (r != 0)
+		fail_msg("the 1s message never reached itest.dest: %s", r == BROKER_EMPTY ?
+		    "nothing in 60 s" : err);
+	broker_delivery_free(&d);
+	step_ctx_close(&c);
+	plan_free(p);
+	itest_cleanup();
+}
+
 static int
 teardown(void **state)
 {
@@ -150,6 +258,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_publish_beyond_plan_max_refused, teardown),
+		cmocka_unit_test_teardown(test_classic_kombu_levels_reject_publish, teardown),
+		cmocka_unit_test_teardown(test_kombu_prefix, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -885,6 +885,24 @@ test_ladder_naming_rules(void **state)
 	assert_int_equal(p->max_delay_ms, S(12 * 86400));
 	plan_free(p);
 
+	/* kombu takes Kombu's prefix (issue 15 item 6); nservicebus no
+	 * classic level queues (item 5), said where queue_type is written. */
+	p = with_ladder("  naming: kombu\n  prefix: orders\n  levels: 28\n", "flag:\n");
+	assert_string_equal(p->ladder.prefix, "orders");
+	plan_free(p);
+	p = with_ladder("  naming: kombu\n  queue_type: classic\n", "flag:\n");
+	assert_int_equal(p->queue_type, PLAN_QUEUE_CLASSIC);
+	plan_free(p);
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: nservicebus\n  queue_type: classic\n");
+	expect_error(t, 11, 15, "ladder.queue_type classic is not used with "
+	    "nservicebus naming");
+	free(t);
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  prefix: 'a b'\n");
+	expect_error(t, 11, 11, "ladder.prefix is not valid");
+	free(t);
+
 	/* 3200 days is more than 2^28 - 1 seconds (about 3106 days). */
 	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  max_delay: 3200d\n");
 	expect_error(t, 11, 14, "needs more than 28 levels of 1s");

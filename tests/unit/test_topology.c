@@ -156,6 +156,40 @@ test_classic_has_no_quorum_arguments(void **state)
 	topology_free(&t);
 }
 
+/* Kombu declares its classic level queues with x-overflow: reject-publish
+ * too (native_delayed_delivery.py; issue 15 item 5): the same arguments
+ * exactly, or its declare fails with 406 on the first level. */
+static void
+test_classic_kombu_levels_reject_publish(void **state)
+{
+	struct topology t;
+	struct plan p;
+	char err[256];
+	int levels = 0;
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_CLASSIC);
+	assert_int_equal(ladder_init(&p.ladder, LADDER_NAMING_KOMBU, NULL, 1000, 28,
+	    err, sizeof(err)), 0);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nqueues; i++) {
+		const struct topology_queue *q = &t.queues[i];
+
+		assert_string_equal(arg_str(q->args, q->nargs, "x-queue-type"), "classic");
+		assert_null(topology_arg_find(q->args, q->nargs, "x-dead-letter-strategy"));
+		if (q->role != TOPOLOGY_LEVEL) {
+			assert_null(topology_arg_find(q->args, q->nargs, "x-overflow"));
+			continue;
+		}
+		/* x-queue-type, x-overflow, x-message-ttl, x-dead-letter-exchange. */
+		assert_int_equal(q->nargs, 4);
+		assert_string_equal(arg_str(q->args, q->nargs, "x-overflow"), "reject-publish");
+		levels++;
+	}
+	assert_int_equal(levels, 28);
+	topology_free(&t);
+}
+
 int
 main(void)
 {
@@ -163,6 +197,7 @@ main(void)
 		cmocka_unit_test(test_counts_and_levels),
 		cmocka_unit_test(test_exchanges_and_bindings),
 		cmocka_unit_test(test_classic_has_no_quorum_arguments),
+		cmocka_unit_test(test_classic_kombu_levels_reject_publish),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
