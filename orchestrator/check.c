@@ -145,6 +145,8 @@ print_human(FILE *out, json_t *d)
 		    json_string_value(json_object_get(v, "type")),
 		    json_string_value(json_object_get(v, "role")));
 		print_args(out, json_object_get(v, "arguments"));
+		if (strcmp(json_string_value(json_object_get(v, "role")), "destination") == 0)
+			fprintf(out, " (bound; its owner's, of its type: must exist already)");
 		fprintf(out, "\n");
 	}
 	fprintf(out, "\nqueues (%zu)\n", json_array_size(json_object_get(d, "queues")));

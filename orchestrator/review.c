@@ -50,9 +50,17 @@ review_answers(const struct plan *p)
 	ladder_parking_exchange(l, pex, sizeof(pex));
 	ladder_parking_queue(l, pq, sizeof(pq));
 	dests[0] = '\0';
-	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++)
+	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++) {
+		bool to_exchange;
+		const char *target = plan_destination_target(p, i, &to_exchange);
+
 		off += (size_t)snprintf(dests + off, sizeof(dests) - off, "%s%s",
 		    i ? ", " : "", p->destinations[i]);
+		if ((strcmp(target, p->destinations[i]) != 0 || to_exchange) &&
+		    off < sizeof(dests))
+			off += (size_t)snprintf(dests + off, sizeof(dests) - off,
+			    " (to %s %s)", to_exchange ? "exchange" : "queue", target);
+	}
 
 	add(a, "What is the base time unit?", "plan", NULL,
 	    "%s: every delay is a whole number of %s units; this is the ladder's "

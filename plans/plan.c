@@ -133,6 +133,10 @@ plan_free(struct plan *p)
 	free(p->broker.password);
 	free(p->old.match);
 	free_strings(p->old.names, p->old.nnames);
+	if (p->destination_targets != NULL)
+		for (i = 0; i < p->ndestinations; i++)
+			free(p->destination_targets[i].name);
+	free(p->destination_targets);
 	free_strings(p->destinations, p->ndestinations);
 	free(p->destinations_at);
 	free(p->canary.delays_ms);
@@ -212,19 +216,46 @@ plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t ou
 	return out;
 }
 
+const char *
+plan_destination_target(const struct plan *p, size_t i, bool *exchange)
+{
+	const struct plan_target *t = p->destination_targets != NULL ?
+	    &p->destination_targets[i] : NULL;
+
+	if (exchange != NULL)
+		*exchange = t != NULL && t->name != NULL && t->exchange;
+	return t != NULL && t->name != NULL ? t->name : p->destinations[i];
+}
+
+/* Index of the destination of P whose key or target is NAME, or -1. */
+static int
+destination_index(const struct plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if (strcmp(p->destinations[i], name) == 0 ||
+		    strcmp(plan_destination_target(p, i, NULL), name) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool
+plan_names_destination(const struct plan *p, const char *name)
+{
+	return destination_index(p, name) >= 0;
+}
+
 char *
 plan_destination_where(const struct plan *p, const char *name, char *out,
     size_t outlen)
 {
 	const char *file = p->file != NULL ? p->file : "(plan)";
+	int i = destination_index(p, name);
 
-	for (size_t i = 0; i < p->ndestinations; i++)
-		if (strcmp(p->destinations[i], name) == 0 && p->destinations_at != NULL &&
-		    p->destinations_at[i].line > 0) {
-			snprintf(out, outlen, "%s:%d:%d", file, p->destinations_at[i].line,
-			    p->destinations_at[i].column);
-			return out;
-		}
+	if (i >= 0 && p->destinations_at != NULL && p->destinations_at[i].line > 0) {
+		snprintf(out, outlen, "%s:%d:%d", file, p->destinations_at[i].line,
+		    p->destinations_at[i].column);
+		return out;
+	}
 	snprintf(out, outlen, "%s", file);
 	return out;
 }
@@ -391,9 +422,13 @@ plan_own_queues(const struct plan *p,
 	if ((r = fn(arg, ladder_parking_queue(&p->ladder, name, sizeof(name)),
 	    "parking queue")) != 0)
 		return r;
-	for (size_t i = 0; i < p->ndestinations; i++)
-		if ((r = fn(arg, p->destinations[i], "destination queue")) != 0)
+	for (size_t i = 0; i < p->ndestinations; i++) {
+		bool exchange;
+		const char *target = plan_destination_target(p, i, &exchange);
+
+		if (!exchange && (r = fn(arg, target, "destination queue")) != 0)
 			return r;
+	}
 	if ((r = fn(arg, plan_probe_queue(p, name, sizeof(name)), "probe queue")) != 0)
 		return r;
 	return fn(arg, plan_canary_queue(p, name, sizeof(name)), "canary queue");

@@ -100,6 +100,26 @@ depth(struct step_ctx *c, const char *name)
 	return qi.messages;
 }
 
+/* Waits (60 s at most: a message of a second or two) for one message in
+ * QUEUE and takes it; fails the test if none comes. */
+static void
+await_message(struct step_ctx *c, const char *queue)
+{
+	struct broker_delivery d;
+	char err[1024];
+	int r = BROKER_EMPTY;
+
+	for (int i = 0; i < 600 && r == BROKER_EMPTY; i++) {
+		r = broker_get(c->amqp, queue, false, &d, err, sizeof(err));
+		if (r == BROKER_EMPTY)
+			itest_sleep_ms(100);
+	}
+	if (r != 0)
+		fail_msg("no message reached queue '%s': %s", queue, r == BROKER_EMPTY ?
+		    "nothing in 60 s" : err);
+	broker_delivery_free(&d);
+}
+
 /* Issue 15 item 7: a 28-level naming with max_delay 30d confirmed a 31d
  * publish. Publishing refuses anything beyond the plan's own maximum
  * (before sending: nothing enters the ladder), and takes the maximum. */
@@ -207,9 +227,7 @@ test_kombu_prefix(void **state)
 {
 	struct plan *p;
 	struct step_ctx c;
-	struct broker_delivery d;
 	char err[1024];
-	int r = BROKER_EMPTY;
 
 	(void)state;
 	own_vhost("prefix");
@@ -230,16 +248,106 @@ test_kombu_prefix(void **state)
 	itest_step_ok(step_verify_ladder, &c);
 	if (publish(&c, 1000, "itest.dest", err, sizeof(err)) != PUBLISH_OK)
 		fail_msg("publishing 1s: %s", err);
-	/* 1 s through level 0: generous ceiling of 60 s. */
-	for (int i = 0; i < 600 && r == BROKER_EMPTY; i++) {
-		r = broker_get(c.amqp, "itest.dest", false, &d, err, sizeof(err));
-		if (r == BROKER_EMPTY)
-			itest_sleep_ms(100);
+	await_message(&c, "itest.dest");
+	step_ctx_close(&c);
+	plan_free(p);
+	itest_cleanup();
+}
+
+/* Kombu's routing key for COUNTDOWN seconds to ROUTING_KEY, built as
+ * calculate_routing_key does (28 binary digits joined by '.', then the
+ * key), independently of ladder_routing_key. Returns OUT. */
+static char *
+kombu_routing_key(unsigned countdown, const char *routing_key, char *out, size_t outlen)
+{
+	size_t pos = 0;
+
+	for (int bit = 27; bit >= 0 && pos + 2 < outlen; bit--) {
+		out[pos++] = (countdown >> bit) & 1 ? '1' : '0';
+		out[pos++] = '.';
 	}
-	if (r != 0)
-		fail_msg("the 1s message never reached itest.dest: %s", r == BROKER_EMPTY ?
-		    "nothing in 60 s" : err);
-	broker_delivery_free(&d);
+	snprintf(out + pos, outlen - pos, "%s", routing_key);
+	return out;
+}
+
+/* Issue 15 item 4: Kombu's own example routes key destination_route to
+ * queue destination. With the long form { key, queue } a message Celery
+ * publishes (to celery_delayed_27, Kombu's routing key layout) reaches that
+ * queue, not the parking one; with { key, exchange } one reaches the queue
+ * the owner bound to its exchange (Kombu's #.KEY shape). verify passes, and
+ * the teardown leaves the owner's exchange and queues alone. */
+static void
+test_destination_key_is_not_the_queue(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	struct broker_message m;
+	char err[1024], key[LADDER_KEY_MAX + 1], parking[LADDER_NAME_MAX];
+	int r;
+
+	(void)state;
+	own_vhost("longform");
+	p = load_plan("  naming: kombu\n  destinations:\n"
+	    "    - { key: destination_route, queue: destination }\n"
+	    "    - { key: k.x, exchange: tasks }\n");
+	itest_ctx_open(&c, p);
+	/* What the consumers own: the queue; the task exchange, its queue and
+	 * Kombu's binding between them. */
+	if (broker_queue_declare(c.amqp, "destination", true, NULL, 0, err, sizeof(err)) != 0 ||
+	    broker_exchange_declare(c.amqp, "tasks", "topic", true, NULL, 0, err,
+	    sizeof(err)) != 0 ||
+	    broker_queue_declare(c.amqp, "tasks.q", true, NULL, 0, err, sizeof(err)) != 0 ||
+	    broker_queue_bind(c.amqp, "tasks.q", "tasks", "#.k.x", err, sizeof(err)) != 0)
+		fail_msg("declaring the consumers' objects: %s", err);
+	itest_step_ok(step_declare_ladder, &c);
+	itest_step_ok(step_verify_ladder, &c);
+
+	memset(&m, 0, sizeof(m));
+	m.exchange = "celery_delayed_27";
+	m.routing_key = kombu_routing_key(1, "destination_route", key, sizeof(key));
+	m.body = "{}";
+	m.len = 2;
+	m.mandatory = true;
+	if ((r = broker_publish(c.amqp, &m, 10000, err, sizeof(err))) != 0)
+		fail_msg("publishing as Celery does (%s): %s", key, err);
+	await_message(&c, "destination");
+	if (publish(&c, 1000, "k.x", err, sizeof(err)) != PUBLISH_OK)
+		fail_msg("publishing 1s to k.x: %s", err);
+	await_message(&c, "tasks.q");
+	ladder_parking_queue(&p->ladder, parking, sizeof(parking));
+	assert_int_equal(depth(&c, parking), 0);
+
+	itest_step_ok(step_teardown_ladder, &c);
+	assert_int_equal(broker_exchange_exists(c.amqp, "tasks", err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_inspect(c.amqp, "destination", NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(broker_exchange_exists(c.amqp, "celery_delayed_0", err,
+	    sizeof(err)), BROKER_NOT_FOUND);
+	step_ctx_close(&c);
+	plan_free(p);
+	itest_cleanup();
+}
+
+/* A destination exchange nobody declared is refused before anything is
+ * declared, naming where the plan lists it. */
+static void
+test_missing_destination_exchange_refused(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+	json_t *r = NULL;
+	char err[2048];
+
+	(void)state;
+	own_vhost("noexchange");
+	p = load_plan("  naming: kombu\n  destinations: [{ key: k, exchange: nosuch }]\n");
+	itest_ctx_open(&c, p);
+	assert_int_equal(step_declare_ladder(&c, &r, err, sizeof(err)), -1);
+	json_decref(r);
+	assert_non_null(strstr(err, "destination exchange 'nosuch' (itest.yaml:"));
+	assert_non_null(strstr(err, "Nothing was declared"));
+	assert_int_equal(broker_exchange_exists(c.amqp, "celery_delayed_0", err,
+	    sizeof(err)), BROKER_NOT_FOUND);
 	step_ctx_close(&c);
 	plan_free(p);
 	itest_cleanup();
@@ -260,6 +368,8 @@ main(void)
 		cmocka_unit_test_teardown(test_publish_beyond_plan_max_refused, teardown),
 		cmocka_unit_test_teardown(test_classic_kombu_levels_reject_publish, teardown),
 		cmocka_unit_test_teardown(test_kombu_prefix, teardown),
+		cmocka_unit_test_teardown(test_destination_key_is_not_the_queue, teardown),
+		cmocka_unit_test_teardown(test_missing_destination_exchange_refused, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

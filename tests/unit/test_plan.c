@@ -951,6 +951,70 @@ test_max_delay_limits(void **state)
 	free(t);
 }
 
+/* A destination whose routing key is not its queue's name, or reaches an
+ * exchange (issue 15 item 4): the long form beside the short one, each
+ * error at its line and column. */
+static void
+test_destination_long_form(void **state)
+{
+	static const char from[] = "  destinations: [email.delivery, billing.retry]\n";
+	static const struct {
+		const char *to;
+		int line, column;
+		const char *msg;
+	} bad[] = {
+		{ "  destinations: [a, { key: b }]\n", 12, 21,
+		  "ladder.destinations[1] has neither queue nor exchange" },
+		{ "  destinations: [a, { key: b, queue: q, exchange: e }]\n", 12, 41,
+		  "ladder.destinations[1] has both queue and exchange" },
+		{ "  destinations: [a, { queue: q }]\n", 12, 21,
+		  "missing required key 'key' in ladder.destinations[1]" },
+		{ "  destinations: [a, { key: 'b.*', queue: q }]\n", 12, 28,
+		  "ladder.destinations[1].key is not valid" },
+		{ "  destinations: [a, { key: b, queue: q, bogus: 1 }]\n", 12, 41,
+		  "unknown key 'bogus' in ladder.destinations[1]" },
+		{ "  destinations: [a, { key: b, queue: '' }]\n", 12, 38,
+		  "ladder.destinations[1].queue is empty" },
+		{ "  destinations: [a, { key: b, exchange: delay.delivery }]\n", 12, 41,
+		  "ladder.destinations[1].exchange 'delay.delivery' is one of the ladder's own" },
+		{ "  destinations: [q, { key: b, queue: q }]\n", 12, 21,
+		  "ladder.destinations[1] reaches queue 'q', as the destination at line 12 column 18 does" },
+		{ "  destinations: [a, { key: a, queue: q }]\n", 12, 28,
+		  "'a' is listed twice" },
+	};
+	struct plan *p;
+	bool ex;
+	char *t;
+
+	(void)state;
+	t = subst(base_plan, from, "  destinations:\n    - email.delivery\n"
+	    "    - { key: destination_route, queue: destination }\n"
+	    "    - { key: k.x, exchange: tasks }\n"
+	    "    - { key: tasks, queue: tasks }\n");
+	p = expect_valid(t);
+	free(t);
+	assert_int_equal(p->ndestinations, 4);
+	assert_string_equal(p->destinations[1], "destination_route");
+	assert_string_equal(plan_destination_target(p, 0, &ex), "email.delivery");
+	assert_false(ex);
+	assert_string_equal(plan_destination_target(p, 1, &ex), "destination");
+	assert_false(ex);
+	assert_string_equal(plan_destination_target(p, 2, &ex), "tasks");
+	assert_true(ex);
+	/* An exchange and a queue may share a name (Kombu's task exchange). */
+	assert_string_equal(plan_destination_target(p, 3, &ex), "tasks");
+	assert_false(ex);
+	assert_true(plan_names_destination(p, "destination"));
+	assert_true(plan_names_destination(p, "destination_route"));
+	assert_false(plan_names_destination(p, "k"));
+	plan_free(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = subst(base_plan, from, bad[i].to);
+		expect_error(t, bad[i].line, bad[i].column, bad[i].msg);
+		free(t);
+	}
+}
+
 static void
 test_types(void **state)
 {
@@ -1168,6 +1232,7 @@ main(void)
 		cmocka_unit_test(test_canary_defaults),
 		cmocka_unit_test(test_levels_from_max_delay),
 		cmocka_unit_test(test_max_delay_limits),
+		cmocka_unit_test(test_destination_long_form),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_step_order),
 		cmocka_unit_test(test_flag_read_values),
