@@ -181,7 +181,10 @@ send_all(struct canary *k, char *err, size_t errlen)
 		send_one(k, order[i], (size_t)(order[i] - k->v), k->queue);
 	free(order);
 	/* One unit: through level 0 and its dead-lettering into the delivery
-	 * exchange, the way parked messages really come. */
+	 * exchange, the way parked messages really come (a plan's max_delay
+	 * below one unit still rounds up to it). */
+	if (unit > ladder_limit_ms(&k->p->ladder))
+		unit = ladder_limit_ms(&k->p->ladder);
 	k->probe.delay_ms = unit <= k->p->canary.budget_ms ? unit : 0;
 	send_one(k, &k->probe, k->n, k->unbound);
 	return 0;

@@ -254,6 +254,29 @@ test_kombu_prefix(void **state)
 	itest_cleanup();
 }
 
+/* A plan's max_delay below one unit: the canary's default delay and its
+ * parking probe stay within it (each still one unit on the ladder), so the
+ * canary passes rather than having its own publishes refused. */
+static void
+test_canary_within_max_delay(void **state)
+{
+	struct plan *p;
+	struct step_ctx c;
+
+	(void)state;
+	own_vhost("canary");
+	p = load_plan("  naming: cutover\n  prefix: itestc\n  unit: 1s\n"
+	    "  max_delay: 500ms\n  destinations: [itest.dest]\n");
+	assert_int_equal(p->canary.ndelays, 1);
+	assert_int_equal(p->canary.delays_ms[0], 500);
+	itest_ctx_open(&c, p);
+	itest_step_ok(step_declare_ladder, &c);
+	itest_step_ok(step_canary, &c);
+	step_ctx_close(&c);
+	plan_free(p);
+	itest_cleanup();
+}
+
 /* Kombu's routing key for COUNTDOWN seconds to ROUTING_KEY, built as
  * calculate_routing_key does (28 binary digits joined by '.', then the
  * key), independently of ladder_routing_key. Returns OUT. */
@@ -368,6 +391,7 @@ main(void)
 		cmocka_unit_test_teardown(test_publish_beyond_plan_max_refused, teardown),
 		cmocka_unit_test_teardown(test_classic_kombu_levels_reject_publish, teardown),
 		cmocka_unit_test_teardown(test_kombu_prefix, teardown),
+		cmocka_unit_test_teardown(test_canary_within_max_delay, teardown),
 		cmocka_unit_test_teardown(test_destination_key_is_not_the_queue, teardown),
 		cmocka_unit_test_teardown(test_missing_destination_exchange_refused, teardown),
 	};
