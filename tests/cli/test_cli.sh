@@ -97,6 +97,16 @@ contains "$tmp/out" "x-message-ttl=524288000"
 contains "$tmp/out" "alternate-exchange=delay.parking"
 contains "$tmp/out" "key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.email.delivery'"
 contains "$tmp/out" "[gate: waits for approval]"
+# kombu (issue 15 items 4, 5, 6): Kombu's prefix, reject-publish on classic
+# level queues, a destination whose key is not its queue's name.
+sed -e 's/^  queue_type: quorum .*/  queue_type: classic\n  prefix: p/' \
+    -e 's/^  destinations: .*/  destinations: [celery, { key: emails.send, queue: emails }]/' \
+    "$src/plans/examples/celery.yaml" >"$tmp/kombu.yaml"
+expect 0 "$bin" check "$tmp/kombu.yaml"
+contains "$tmp/out" "naming      kombu (prefix p)"
+contains "$tmp/out" "x-overflow=reject-publish x-message-ttl=134217728000 x-dead-letter-exchange=p_celery_delayed_26"
+contains "$tmp/out" "p_celery_delayed_delivery -> queue emails  key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.emails.send'"
+contains "$tmp/out" "Celery converts a countdown to whole seconds with int()"
 
 # check: every malformed plan is refused with FILE:LINE:COLUMN and its message.
 n=0
