@@ -218,17 +218,16 @@ args_levels(const struct encode_args *a, int64_t unit_ms)
 	return levels;
 }
 
-/* Builds the ladder A describes into L. Returns CLI_OK, or CLI_FAIL after
- * printing why. */
+/* Builds the ladder A describes into L: a fixed naming's own unit and
+ * levels when A gives none, and --max-delay as its limit (as a plan's
+ * ladder.max_delay). Returns CLI_OK, or CLI_FAIL after printing why. */
 static int
 args_ladder(const struct encode_args *a, struct ladder *l)
 {
 	char err[256];
-	int64_t unit_ms;
-	int levels;
-
 	const struct ladder_style *st = ladder_style(a->naming);
-	int64_t max_ms;
+	int64_t unit_ms, max_ms;
+	int levels;
 
 	if (a->unit == NULL)
 		unit_ms = st->fixed_unit_ms;
