@@ -100,6 +100,8 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	if (o != NULL) {
 		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
 		    json_boolean(p->create_destinations));
+		json_object_set_new(json_object_get(o, "ladder"), "publish_limit_ms",
+		    json_integer((json_int_t)ladder_limit_ms(l)));
 		json_object_set_new(o, "policies", ps);
 	} else
 		json_decref(ps);
@@ -141,6 +143,11 @@ print_human(FILE *out, json_t *d)
 	    duration_describe(json_integer_value(json_object_get(lad, "max_delay_ms")),
 	    desc, sizeof(desc)),
 	    json_string_value(json_object_get(lad, "queue_type")));
+	if (json_integer_value(json_object_get(lad, "publish_limit_ms")) <
+	    json_integer_value(json_object_get(lad, "max_delay_ms")))
+		fprintf(out, "  publishes   at most %s (ladder.max_delay; longer "
+		    "delays are refused)\n", duration_format(json_integer_value(
+		    json_object_get(lad, "publish_limit_ms")), desc, sizeof(desc)));
 
 	fprintf(out, "\nexchanges (%zu)\n", json_array_size(json_object_get(d, "exchanges")));
 	json_array_foreach(json_object_get(d, "exchanges"), i, v) {
@@ -148,6 +155,8 @@ print_human(FILE *out, json_t *d)
 		    json_string_value(json_object_get(v, "type")),
 		    json_string_value(json_object_get(v, "role")));
 		print_args(out, json_object_get(v, "arguments"));
+		if (strcmp(json_string_value(json_object_get(v, "role")), "destination") == 0)
+			fprintf(out, " (bound; its owner's, of its type: must exist already)");
 		fprintf(out, "\n");
 	}
 	fprintf(out, "\nqueues (%zu)\n", json_array_size(json_object_get(d, "queues")));

@@ -18,9 +18,10 @@ usage_line(char *out, size_t outlen)
 {
 	char names[128];
 
-	snprintf(out, outlen, "cutover encode --unit D (--levels N | --max-delay D) "
-	    "[--naming %s] [--prefix P] [--json] DELAY DESTINATION",
-	    ladder_naming_list("|", "|", names, sizeof(names)));
+	snprintf(out, outlen, "cutover encode [--naming %s] [--prefix P] "
+	    "--unit D (--levels N | --max-delay D) [--json] DELAY DESTINATION "
+	    "(kombu and nservicebus fix --unit and --levels: give neither, or "
+	    "their own)", ladder_naming_list("|", "|", names, sizeof(names)));
 	return out;
 }
 
@@ -139,13 +140,54 @@ parse_args(int argc, char **argv, const char *usage, struct encode_args *a)
 	}
 	if (argc - optind != 2)
 		return cli_usage_error("encode", usage, "expected DELAY and DESTINATION");
-	if (a->unit == NULL)
-		return cli_usage_error("encode", usage, "--unit is required");
-	if ((a->levels == NULL) == (a->max_delay == NULL))
+	if (a->levels != NULL && a->max_delay != NULL)
 		return cli_usage_error("encode", usage,
 		    "give exactly one of --levels and --max-delay");
+	if (ladder_style(a->naming)->fixed_levels == 0) {
+		if (a->unit == NULL)
+			return cli_usage_error("encode", usage, "--unit is required");
+		if (a->levels == NULL && a->max_delay == NULL)
+			return cli_usage_error("encode", usage,
+			    "give exactly one of --levels and --max-delay");
+	}
 	a->delay = argv[optind];
 	a->dest = argv[optind + 1];
+	return CLI_OK;
+}
+
+/* Refuses what A asks of a style that does not have it: a prefix for
+ * fixed names, a unit or a level count other than a fixed ladder's own.
+ * Returns CLI_OK, CLI_USAGE after printing why, or CLI_FAIL for a unit
+ * that is not a duration. */
+static int
+args_fit_style(const struct encode_args *a, const char *usage)
+{
+	const struct ladder_style *st = ladder_style(a->naming);
+	char err[256], fixed[32];
+	int64_t unit_ms;
+	int levels;
+
+	if (a->prefix != NULL && st->prefix == LADDER_PREFIX_NONE)
+		return cli_usage_error("encode", usage, "--prefix '%s': %s naming has "
+		    "fixed names, without a prefix", a->prefix, st->name);
+	if (st->fixed_levels == 0)
+		return CLI_OK;
+	duration_format(st->fixed_unit_ms, fixed, sizeof(fixed));
+	if (a->unit != NULL) {
+		if (duration_parse(a->unit, &unit_ms, err, sizeof(err)) != 0) {
+			fprintf(stderr, "cutover encode: --unit '%s': %s\n", a->unit, err);
+			return CLI_FAIL;
+		}
+		if (unit_ms != st->fixed_unit_ms)
+			return cli_usage_error("encode", usage, "--unit %s: %s naming "
+			    "has a unit of %s (%d levels); give no --unit, or %s",
+			    a->unit, st->name, fixed, st->fixed_levels, fixed);
+	}
+	if (a->levels != NULL && (parse_levels(a->levels, &levels) != 0 ||
+	    levels != st->fixed_levels))
+		return cli_usage_error("encode", usage, "--levels %s: %s naming has %d "
+		    "levels (of %s); give no --levels, or %d", a->levels, st->name,
+		    st->fixed_levels, fixed, st->fixed_levels);
 	return CLI_OK;
 }
 
@@ -176,16 +218,20 @@ args_levels(const struct encode_args *a, int64_t unit_ms)
 	return levels;
 }
 
-/* Builds the ladder A describes into L. Returns CLI_OK, or CLI_FAIL after
- * printing why. */
+/* Builds the ladder A describes into L: a fixed naming's own unit and
+ * levels when A gives none, and --max-delay as its limit (as a plan's
+ * ladder.max_delay). Returns CLI_OK, or CLI_FAIL after printing why. */
 static int
 args_ladder(const struct encode_args *a, struct ladder *l)
 {
 	char err[256];
-	int64_t unit_ms;
+	const struct ladder_style *st = ladder_style(a->naming);
+	int64_t unit_ms, max_ms;
 	int levels;
 
-	if (duration_parse(a->unit, &unit_ms, err, sizeof(err)) != 0) {
+	if (a->unit == NULL)
+		unit_ms = st->fixed_unit_ms;
+	else if (duration_parse(a->unit, &unit_ms, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: --unit '%s': %s\n", a->unit, err);
 		return CLI_FAIL;
 	}
@@ -194,12 +240,26 @@ args_ladder(const struct encode_args *a, struct ladder *l)
 		    "than zero\n", a->unit);
 		return CLI_FAIL;
 	}
-	if ((levels = args_levels(a, unit_ms)) < 0)
+	if (a->levels == NULL && a->max_delay == NULL)
+		levels = st->fixed_levels;
+	else if ((levels = args_levels(a, unit_ms)) < 0)
 		return CLI_FAIL;
+	if (st->fixed_levels != 0 && levels > st->fixed_levels) {
+		fprintf(stderr, "cutover encode: --max-delay '%s' needs more than the %d "
+		    "levels of %s naming\n", a->max_delay, st->fixed_levels, st->name);
+		return CLI_FAIL;
+	}
+	if (st->fixed_levels != 0)
+		levels = st->fixed_levels;
 	if (ladder_init(l, a->naming, a->prefix != NULL ? a->prefix :
-	    ladder_style(a->naming)->default_prefix, unit_ms, levels, err,
-	    sizeof(err)) != 0) {
+	    st->default_prefix, unit_ms, levels, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: %s\n", err);
+		return CLI_FAIL;
+	}
+	/* --max-delay is the most a plan of it publishes, as ladder.max_delay. */
+	if (a->max_delay != NULL && duration_parse(a->max_delay, &max_ms, err,
+	    sizeof(err)) == 0 && ladder_set_limit(l, max_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover encode: --max-delay '%s': %s\n", a->max_delay, err);
 		return CLI_FAIL;
 	}
 	return CLI_OK;
@@ -210,7 +270,7 @@ cli_encode(int argc, char **argv)
 {
 	struct encode_args a = { .naming = LADDER_NAMING_CUTOVER };
 	struct ladder l;
-	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX], usage[256];
+	char err[256], key[LADDER_NAME_MAX], entry[LADDER_NAME_MAX], usage[320];
 	int64_t delay_ms;
 	uint64_t units;
 	int rc;
@@ -222,7 +282,8 @@ cli_encode(int argc, char **argv)
 		printf("usage: %s\n", usage);
 		return CLI_OK;
 	}
-	if ((rc = args_ladder(&a, &l)) != CLI_OK)
+	if ((rc = args_fit_style(&a, usage)) != CLI_OK ||
+	    (rc = args_ladder(&a, &l)) != CLI_OK)
 		return rc;
 	if (duration_parse(a.delay, &delay_ms, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover encode: delay '%s': %s\n", a.delay, err);

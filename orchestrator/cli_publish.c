@@ -93,13 +93,32 @@ format_time(int64_t ms, char *out, size_t outlen)
 	return out;
 }
 
-static bool
-is_destination(const struct plan *p, const char *dest)
+/* The index of P's destination whose routing key is DEST, or -1. */
+static int
+destination_of(const struct plan *p, const char *dest)
 {
 	for (size_t i = 0; i < p->ndestinations; i++)
 		if (strcmp(p->destinations[i], dest) == 0)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+/* Writes what DEST reaches ("queue q", "exchange e", or "" when the plan
+ * does not list it) into OUT. Returns OUT. */
+static char *
+reaches(const struct plan *p, const char *dest, char *out, size_t outlen)
+{
+	int i = destination_of(p, dest);
+	bool ex;
+	const char *target;
+
+	if (i < 0) {
+		snprintf(out, outlen, "%s", "");
+		return out;
+	}
+	target = plan_destination_target(p, (size_t)i, &ex);
+	snprintf(out, outlen, "%s %s", ex ? "exchange" : "queue", target);
+	return out;
 }
 
 int
@@ -122,7 +141,7 @@ cli_publish(int argc, char **argv)
 	struct plan *p = NULL;
 	const char *delay_arg = NULL, *dest = NULL, *body = NULL, *body_file = NULL;
 	char *file_body = NULL, *hcopy[PUBLISH_MAX_HEADERS] = { NULL };
-	char err[1024], d[32], u[32], nb[40];
+	char err[1024], d[32], u[32], nb[40], to[LADDER_NAME_MAX + 16];
 	size_t nhdr = 0, len = 0;
 	int64_t delay_ms;
 	uint64_t units;
@@ -204,7 +223,7 @@ cli_publish(int argc, char **argv)
 	}
 	if (body != NULL)
 		len = strlen(body);
-	if (!is_destination(p, dest))
+	if (destination_of(p, dest) < 0)
 		fprintf(stderr, "cutover publish: warning: '%s' is not one of the plan's "
 		    "destinations; unless a queue is bound for it on the delivery "
 		    "exchange, it will end in the parking queue\n", dest);
@@ -231,8 +250,9 @@ cli_publish(int argc, char **argv)
 		goto failed;
 	}
 	if (json) {
-		json_t *o = json_pack("{s:b,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I,s:I,s:s}",
+		json_t *o = json_pack("{s:b,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I,s:I,s:s}",
 		    "confirmed", 1, "plan", p->name, "destination", dest,
+		    "reaches", reaches(p, dest, to, sizeof(to)),
 		    "delay_ms", (json_int_t)delay_ms, "units", (json_int_t)rc_out.units,
 		    "entry_exchange", rc_out.exchange, "routing_key", rc_out.routing_key,
 		    "message_id", rc_out.message_id, "sent_ms", (json_int_t)rc_out.sent_ms,
@@ -245,6 +265,8 @@ cli_publish(int argc, char **argv)
 	} else {
 		printf("confirmed      %s to %s (plan %s)\n",
 		    duration_format(delay_ms, d, sizeof(d)), dest, p->name);
+		if (*reaches(p, dest, to, sizeof(to)) != '\0')
+			printf("reaches        %s\n", to);
 		printf("units          %" PRIu64 " of %s\n", rc_out.units,
 		    duration_format(p->ladder.unit_ms, u, sizeof(u)));
 		printf("entry exchange %s\n", rc_out.exchange);

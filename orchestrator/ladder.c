@@ -155,7 +155,9 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 		    ladder_naming_list(", ", " or ", names, sizeof(names)));
 		return -1;
 	}
-	if (style->prefix == LADDER_PREFIX_REQUIRED &&
+	if (style->prefix == LADDER_PREFIX_OPTIONAL && (prefix == NULL || *prefix == '\0'))
+		prefix = "";
+	else if (style->prefix != LADDER_PREFIX_NONE &&
 	    check_prefix(style, prefix, err, errlen) == -1)
 		return -1;
 	if (unit_ms <= 0) {
@@ -181,7 +183,7 @@ ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 	}
 	memset(l, 0, sizeof(*l));
 	l->naming = naming;
-	if (style->prefix == LADDER_PREFIX_REQUIRED)
+	if (style->prefix != LADDER_PREFIX_NONE)
 		memcpy(l->prefix, prefix, strlen(prefix) + 1);
 	l->unit_ms = unit_ms;
 	l->levels = levels;
@@ -202,6 +204,33 @@ ladder_max_delay_ms(const struct ladder *l)
 	if (!valid(l))
 		return -1;
 	return (int64_t)units_max(l->levels) * l->unit_ms;
+}
+
+int
+ladder_set_limit(struct ladder *l, int64_t limit_ms, char *err, size_t errlen)
+{
+	char a[32], b[32];
+
+	if (!valid(l))
+		return badladder(l, err, errlen);
+	if (limit_ms < 1 || limit_ms > ladder_max_delay_ms(l)) {
+		errbuf_set(err, errlen, "a limit of %s on a ladder that reaches %s; "
+		    "expected 1ms to %s", duration_format(limit_ms, a, sizeof(a)),
+		    duration_format(ladder_max_delay_ms(l), b, sizeof(b)), b);
+		return -1;
+	}
+	l->limit_ms = limit_ms;
+	return 0;
+}
+
+int64_t
+ladder_limit_ms(const struct ladder *l)
+{
+	if (!valid(l))
+		return -1;
+	if (l->limit_ms > 0 && l->limit_ms < ladder_max_delay_ms(l))
+		return l->limit_ms;
+	return ladder_max_delay_ms(l);
 }
 
 int64_t
@@ -244,6 +273,14 @@ ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
 		else
 			errbuf_set(err, errlen, "delay %s is beyond the ladder's maximum "
 			    "of %s (%d levels of %s)", delay, max, l->levels, unit);
+		return -1;
+	}
+	if (delay_ms > ladder_limit_ms(l)) {
+		errbuf_set(err, errlen, "delay %s is beyond max_delay %s (the ladder "
+		    "itself reaches %s); expected at most %s",
+		    duration_format(delay_ms, delay, sizeof(delay)),
+		    duration_format(ladder_limit_ms(l), unit, sizeof(unit)),
+		    duration_format(ladder_max_delay_ms(l), max, sizeof(max)), unit);
 		return -1;
 	}
 	if (units != NULL)
@@ -417,7 +454,7 @@ stylename(const struct ladder *l, const struct ladder_style *style,
 
 	if (style == NULL)
 		return emptyname(out, outlen);
-	if (style->prefix == LADDER_PREFIX_REQUIRED) {
+	if (style->prefix != LADDER_PREFIX_NONE && l->prefix[0] != '\0') {
 		prefix = l->prefix;
 		joiner = style->joiner;
 	}

@@ -27,7 +27,9 @@ enum ladder_naming {
 
 enum ladder_prefix_use {
 	LADDER_PREFIX_NONE,           /* fixed names; a plan giving a prefix is refused */
-	LADDER_PREFIX_REQUIRED        /* every name is PREFIX, the joiner, then the name */
+	LADDER_PREFIX_REQUIRED,       /* every name is PREFIX, the joiner, then the name */
+	LADDER_PREFIX_OPTIONAL        /* as REQUIRED when a prefix is given; without
+	                               * one (or with ""), the names alone */
 };
 
 /* A naming style as data: one row of the table in ladder_naming.c. A
@@ -54,6 +56,14 @@ struct ladder_style {
 	                               * and its destination bindings (delivery
 	                               * exchange -> an exchange of the
 	                               * destination's, with "#.KEY") are valid */
+	bool classic_overflow;        /* classic level queues carry x-overflow:
+	                               * reject-publish too (Kombu's do) */
+	bool quorum_only;             /* the library declares only quorum level
+	                               * queues: a plan asking classic is refused */
+	const char *producer_rounding; /* what the design review warns of the
+	                               * library's producers' duration conversion,
+	                               * or NULL */
+	const char *producer_range;   /* ... of their out-of-range delays, or NULL */
 };
 
 struct ladder {
@@ -61,6 +71,10 @@ struct ladder {
 	char prefix[LADDER_PREFIX_MAX + 1]; /* empty for a style without one */
 	int64_t unit_ms;                    /* > 0 */
 	int levels;                         /* 1 .. LADDER_MAX_LEVELS */
+	int64_t limit_ms;                   /* 0: the ladder's own maximum; else
+	                                     * a smaller one (a plan's
+	                                     * max_delay) ladder_encode holds
+	                                     * every delay to */
 };
 
 /* Returns the row of NAMING (static, never freed), or NULL if there is none. */
@@ -84,8 +98,8 @@ int ladder_levels_for(uint64_t max_units);
 
 /* Fills L after checking every field: unit_ms > 0, levels in range, the
  * largest level TTL and the largest delay fit in int64 milliseconds, prefix
- * a valid name part for a style that requires one (for another, PREFIX is
- * ignored). Levels and unit are not held to the style's fixed ones (the
+ * a valid name part for a style that requires one or takes one and is given
+ * a non-empty one (for a style without, PREFIX is ignored). Levels and unit are not held to the style's fixed ones (the
  * plan loader does that). Returns 0 or -1 with ERR set. */
 int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
     int64_t unit_ms, int levels, char *err, size_t errlen);
@@ -94,12 +108,21 @@ int ladder_init(struct ladder *l, enum ladder_naming naming, const char *prefix,
 uint64_t ladder_max_units(const struct ladder *l);
 int64_t ladder_max_delay_ms(const struct ladder *l);
 
+/* Holds every delay ladder_encode accepts to LIMIT_MS (a plan's
+ * max_delay), which must be 1 .. ladder_max_delay_ms. Returns 0, or -1
+ * with ERR set (L unchanged). */
+int ladder_set_limit(struct ladder *l, int64_t limit_ms, char *err, size_t errlen);
+
+/* The largest delay ladder_encode accepts: the limit, or without one
+ * ladder_max_delay_ms. -1 for a ladder that is not valid. */
+int64_t ladder_limit_ms(const struct ladder *l);
+
 /* Per-queue TTL of level K: 2^K units, in milliseconds. */
 int64_t ladder_level_ttl_ms(const struct ladder *l, int k);
 
 /* Converts DELAY_MS to units with ceiling (1200 ms on a 1 s ladder is 2).
- * Refuses a negative delay and one beyond ladder_max_units, never
- * truncating. Returns 0 and stores *UNITS, or -1 with ERR set. */
+ * Refuses a negative delay and one beyond ladder_limit_ms (the limit, or
+ * ladder_max_units), never truncating. Returns 0 and stores *UNITS, or -1 with ERR set. */
 int ladder_encode(const struct ladder *l, int64_t delay_ms, uint64_t *units,
     char *err, size_t errlen);
 

@@ -18,11 +18,20 @@ static const struct ladder_style styles[] = {
 		.fixed_levels = 0, .fixed_unit_ms = 0, .destination_word = "*",
 	},
 	[LADDER_NAMING_KOMBU] = {
-		.name = "kombu", .prefix = LADDER_PREFIX_NONE, .joiner = "",
+		/* kombu/transport/native_delayed_delivery.py: a prefix P makes
+		 * P_celery_delayed_K and P_celery_delayed_delivery; its level
+		 * queues carry reject-publish whatever their type. */
+		.name = "kombu", .prefix = LADDER_PREFIX_OPTIONAL, .joiner = "_",
 		.level = "celery_delayed_", .level_digits = 0,
 		.delivery = "celery_delayed_delivery", .parking = "celery_delayed_parking",
 		.fixed_levels = 28, .fixed_unit_ms = 1000, .destination_word = "*",
 		.library = true,
+		.classic_overflow = true,
+		.producer_rounding = "Celery converts a countdown to whole seconds with int() "
+		    "before it builds the routing key, so a Celery producer can "
+		    "publish up to one second early on any ladder (measured: a 1.9 s "
+		    "countdown arrived after 1.055 s); round up before calling Celery "
+		    "where early delivery matters.",
 	},
 	[LADDER_NAMING_NSERVICEBUS] = {
 		.name = "nservicebus", .prefix = LADDER_PREFIX_NONE, .joiner = "",
@@ -30,6 +39,9 @@ static const struct ladder_style styles[] = {
 		.delivery = "nsb.v2.delay-delivery", .parking = "nsb.v2.delay-parking",
 		.fixed_levels = 28, .fixed_unit_ms = 1000, .destination_word = "*",
 		.library = true,
+		.quorum_only = true,
+		.producer_range = "NServiceBus clamps a negative delay to 0: such a message "
+		    "is delivered at once, not refused.",
 	},
 };
 

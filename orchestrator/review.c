@@ -36,13 +36,14 @@ json_t *
 review_answers(const struct plan *p)
 {
 	const struct ladder *l = &p->ladder;
+	const struct ladder_style *style = ladder_style(l->naming);
 	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
-	char pq[LADDER_NAME_MAX], dests[512], desc[64];
+	char pq[LADDER_NAME_MAX], dests[512], desc[64], lim[32];
 	const char *steps_left;
 	json_t *a;
 	size_t off = 0;
 
-	if ((a = json_array()) == NULL)
+	if (style == NULL || (a = json_array()) == NULL)
 		return NULL;
 	duration_format(l->unit_ms, unit, sizeof(unit));
 	duration_format(ladder_max_delay_ms(l), max, sizeof(max));
@@ -50,9 +51,17 @@ review_answers(const struct plan *p)
 	ladder_parking_exchange(l, pex, sizeof(pex));
 	ladder_parking_queue(l, pq, sizeof(pq));
 	dests[0] = '\0';
-	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++)
+	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++) {
+		bool to_exchange;
+		const char *target = plan_destination_target(p, i, &to_exchange);
+
 		off += (size_t)snprintf(dests + off, sizeof(dests) - off, "%s%s",
 		    i ? ", " : "", p->destinations[i]);
+		if ((strcmp(target, p->destinations[i]) != 0 || to_exchange) &&
+		    off < sizeof(dests))
+			off += (size_t)snprintf(dests + off, sizeof(dests) - off,
+			    " (to %s %s)", to_exchange ? "exchange" : "queue", target);
+	}
 
 	add(a, "What is the base time unit?", "plan", NULL,
 	    "%s: every delay is a whole number of %s units; this is the ladder's "
@@ -61,11 +70,12 @@ review_answers(const struct plan *p)
 	    "%s, that is %s ((2^%d - 1) x %s), with %d levels.", max,
 	    duration_describe(ladder_max_delay_ms(l), desc, sizeof(desc)), l->levels, unit,
 	    l->levels);
-	add(a, "Are out-of-range values rejected?", "plan", NULL,
-	    "Yes where cutover encodes (publish, canary, probes): a delay above %s is "
+	add(a, "Are out-of-range values rejected?", "plan", style->producer_range,
+	    "Yes where cutover encodes (publish, canary, probes): a delay above %s%s is "
 	    "refused, never truncated. Producers that build routing keys themselves "
-	    "must refuse them too.", max);
-	add(a, "Is duration conversion rounded up?", "plan", NULL,
+	    "must refuse them too.", duration_format(ladder_limit_ms(l), lim, sizeof(lim)),
+	    ladder_limit_ms(l) < ladder_max_delay_ms(l) ? " (the plan's max_delay)" : "");
+	add(a, "Is duration conversion rounded up?", "plan", style->producer_rounding,
 	    "Yes: units = ceil(delay / %s) (%s + 1ms becomes 2 units), so delivery is "
 	    "never before the requested time.", unit, unit);
 	if (p->queue_type == PLAN_QUEUE_QUORUM)

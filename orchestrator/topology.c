@@ -39,18 +39,24 @@ add_binding(struct topology *t, const char *src, const char *dst, bool to_exchan
 }
 
 /* Arguments every queue the ladder creates carries: its type, and for
- * quorum queues the overflow mode at-least-once dead-lettering needs. */
+ * quorum queues the overflow mode at-least-once dead-lettering needs (for
+ * classic level queues too where the style's library sets it). */
 static void
 queue_type_args(const struct plan *p, struct topology_queue *q, bool dead_letters)
 {
+	const struct ladder_style *style = ladder_style(p->ladder.naming);
+
 	if (p->queue_type == PLAN_QUEUE_QUORUM) {
 		arg_str(q->args, &q->nargs, "x-queue-type", "quorum");
 		if (dead_letters) {
 			arg_str(q->args, &q->nargs, "x-dead-letter-strategy", "at-least-once");
 			arg_str(q->args, &q->nargs, "x-overflow", "reject-publish");
 		}
-	} else
+	} else {
 		arg_str(q->args, &q->nargs, "x-queue-type", "classic");
+		if (dead_letters && style != NULL && style->classic_overflow)
+			arg_str(q->args, &q->nargs, "x-overflow", "reject-publish");
+	}
 }
 
 /* The policy giving exchange X (a library's delivery exchange, declared
@@ -79,7 +85,7 @@ topology_build(const struct plan *p, struct topology *t, char *err, size_t errle
 	int k, rc = -1;
 
 	memset(t, 0, sizeof(*t));
-	t->exchanges = calloc(nlev + 2, sizeof(*t->exchanges));
+	t->exchanges = calloc(nlev + 2 + p->ndestinations, sizeof(*t->exchanges));
 	t->queues = calloc(nlev + 1 + p->ndestinations, sizeof(*t->queues));
 	t->bindings = calloc(2 * nlev + 1 + p->ndestinations, sizeof(*t->bindings));
 	t->policies = calloc(1, sizeof(*t->policies));
@@ -142,14 +148,27 @@ topology_build(const struct plan *p, struct topology *t, char *err, size_t errle
 
 	ladder_delivery_exchange(l, name, sizeof(name));
 	for (size_t i = 0; i < p->ndestinations; i++) {
+		bool exchange;
+		const char *target = plan_destination_target(p, i, &exchange);
+
+		ladder_destination_pattern(l, p->destinations[i], key, sizeof(key));
+		if (exchange) {
+			/* Its owner's, of the type it chose: bound, never declared. */
+			struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+
+			snprintf(x->name, sizeof(x->name), "%s", target);
+			x->role = TOPOLOGY_DESTINATION;
+			x->level = -1;
+			add_binding(t, name, x->name, true, key);
+			continue;
+		}
 		struct topology_queue *q = &t->queues[t->nqueues++];
 
-		snprintf(q->name, sizeof(q->name), "%s", p->destinations[i]);
+		snprintf(q->name, sizeof(q->name), "%s", target);
 		q->role = TOPOLOGY_DESTINATION;
 		q->level = -1;
 		queue_type_args(p, q, false);
-		add_binding(t, name, q->name, false,
-		    ladder_destination_pattern(l, p->destinations[i], key, sizeof(key)));
+		add_binding(t, name, q->name, false, key);
 	}
 	rc = 0;
 done:

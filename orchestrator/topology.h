@@ -18,7 +18,8 @@ enum topology_role {
 	TOPOLOGY_LEVEL,            /* a ladder level exchange or queue */
 	TOPOLOGY_DELIVERY,         /* the delivery exchange */
 	TOPOLOGY_PARKING,          /* the parking exchange or queue */
-	TOPOLOGY_DESTINATION       /* a destination queue: its consumers own it */
+	TOPOLOGY_DESTINATION       /* a destination queue, or exchange (type
+	                            * empty: its owner's), that its consumers own */
 };
 
 struct topology_arg {
@@ -84,11 +85,13 @@ struct topology {
 
 /* Builds the topology of P's ladder: for each level (highest first) its
  * topic exchange, its queue (TTL, dead-letter exchange, and for quorum
- * at-least-once dead-lettering with reject-publish) and its two bindings;
+ * at-least-once dead-lettering with reject-publish; classic kombu level
+ * queues reject-publish too, as Kombu declares them) and its two bindings;
  * the delivery exchange with its alternate exchange (an argument, or for a
  * library's naming, whose exchanges carry no arguments, a policy: see
  * struct topology_policy); the fanout parking exchange, queue and binding;
- * each destination queue and its binding.
+ * each destination queue (or exchange, for a destination that names one)
+ * and its binding, keyed on the destination's routing key.
  * Returns 0 and fills T (free with topology_free), or -1 with ERR. */
 int topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen);
 

@@ -133,6 +133,10 @@ plan_free(struct plan *p)
 	free(p->broker.password);
 	free(p->old.match);
 	free_strings(p->old.names, p->old.nnames);
+	if (p->destination_targets != NULL)
+		for (i = 0; i < p->ndestinations; i++)
+			free(p->destination_targets[i].name);
+	free(p->destination_targets);
 	free_strings(p->destinations, p->ndestinations);
 	free(p->destinations_at);
 	free(p->canary.delays_ms);
@@ -212,19 +216,46 @@ plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t ou
 	return out;
 }
 
+const char *
+plan_destination_target(const struct plan *p, size_t i, bool *exchange)
+{
+	const struct plan_target *t = p->destination_targets != NULL ?
+	    &p->destination_targets[i] : NULL;
+
+	if (exchange != NULL)
+		*exchange = t != NULL && t->name != NULL && t->exchange;
+	return t != NULL && t->name != NULL ? t->name : p->destinations[i];
+}
+
+/* Index of the destination of P whose key or target is NAME, or -1. */
+static int
+destination_index(const struct plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if (strcmp(p->destinations[i], name) == 0 ||
+		    strcmp(plan_destination_target(p, i, NULL), name) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool
+plan_names_destination(const struct plan *p, const char *name)
+{
+	return destination_index(p, name) >= 0;
+}
+
 char *
 plan_destination_where(const struct plan *p, const char *name, char *out,
     size_t outlen)
 {
 	const char *file = p->file != NULL ? p->file : "(plan)";
+	int i = destination_index(p, name);
 
-	for (size_t i = 0; i < p->ndestinations; i++)
-		if (strcmp(p->destinations[i], name) == 0 && p->destinations_at != NULL &&
-		    p->destinations_at[i].line > 0) {
-			snprintf(out, outlen, "%s:%d:%d", file, p->destinations_at[i].line,
-			    p->destinations_at[i].column);
-			return out;
-		}
+	if (i >= 0 && p->destinations_at != NULL && p->destinations_at[i].line > 0) {
+		snprintf(out, outlen, "%s:%d:%d", file, p->destinations_at[i].line,
+		    p->destinations_at[i].column);
+		return out;
+	}
 	snprintf(out, outlen, "%s", file);
 	return out;
 }
@@ -309,23 +340,29 @@ check_order(const struct plan *p, struct plan_errors *errs)
 }
 
 /* Fills the canary delays the plan leaves to their default: the TTL of
- * every level within the budget, so each low bit is exercised. */
+ * every level within the budget, so each low bit is exercised; where the
+ * plan's max_delay cuts the levels short, that maximum itself, last. */
 static int
 default_canary(struct plan *p, struct plan_errors *errs)
 {
 	const struct plan_step *s;
 	char budget[32], unit[32];
-	int64_t ttl;
+	int64_t ttl, limit, delays[LADDER_MAX_LEVELS];
 	size_t n = 0;
 	int k, i;
 
 	if (p->canary.delays_ms != NULL || p->ladder.levels < 1 || p->ladder.unit_ms < 1)
 		return 0;
+	limit = ladder_limit_ms(&p->ladder);
 	for (k = 0; k < p->ladder.levels; k++) {
 		ttl = ladder_level_ttl_ms(&p->ladder, k);
+		if (ttl > limit)
+			ttl = limit;
 		if (ttl < 0 || ttl > p->canary.budget_ms)
 			break;
-		n++;
+		delays[n++] = ttl;
+		if (ttl == limit)
+			break;
 	}
 	p->canary.delays_defaulted = true;
 	if (n == 0) {
@@ -340,8 +377,7 @@ default_canary(struct plan *p, struct plan_errors *errs)
 	}
 	if ((p->canary.delays_ms = calloc(n, sizeof(int64_t))) == NULL)
 		return -1;
-	for (k = 0; (size_t)k < n; k++)
-		p->canary.delays_ms[k] = ladder_level_ttl_ms(&p->ladder, k);
+	memcpy(p->canary.delays_ms, delays, n * sizeof(int64_t));
 	p->canary.ndelays = n;
 	return 0;
 }
@@ -386,9 +422,13 @@ plan_own_queues(const struct plan *p,
 	if ((r = fn(arg, ladder_parking_queue(&p->ladder, name, sizeof(name)),
 	    "parking queue")) != 0)
 		return r;
-	for (size_t i = 0; i < p->ndestinations; i++)
-		if ((r = fn(arg, p->destinations[i], "destination queue")) != 0)
+	for (size_t i = 0; i < p->ndestinations; i++) {
+		bool exchange;
+		const char *target = plan_destination_target(p, i, &exchange);
+
+		if (!exchange && (r = fn(arg, target, "destination queue")) != 0)
 			return r;
+	}
 	if ((r = fn(arg, plan_probe_queue(p, name, sizeof(name)), "probe queue")) != 0)
 		return r;
 	return fn(arg, plan_canary_queue(p, name, sizeof(name)), "canary queue");

@@ -65,8 +65,16 @@ struct plan {
 	struct ladder ladder;          /* naming, prefix, unit, levels */
 	int64_t max_delay_ms;          /* as written, or 0 when `levels` was given */
 	enum plan_queue_type queue_type;
-	char **destinations;
+	char **destinations;           /* each destination's routing key suffix
+	                                * (ladder.destinations: the short form,
+	                                * or the long form's key) */
 	size_t ndestinations;
+	struct plan_target {           /* what destination i's key reaches */
+		char *name;                /* a queue, or an exchange; NULL: the
+		                            * queue named as the key (short form) */
+		bool exchange;             /* NAME is an exchange its owner binds
+		                            * its queues to */
+	} *destination_targets;        /* one per destination, or NULL: all short */
 	struct plan_pos {              /* where each destination is written */
 		int line, column;
 	} *destinations_at;
@@ -166,8 +174,18 @@ void plan_errors_free(struct plan_errors *errs);
 /* Writes one error as "FILE:LINE:COLUMN: message" into OUT. Returns OUT. */
 char *plan_error_format(const struct plan_errors *errs, size_t i, char *out, size_t outlen);
 
-/* Writes where P's ladder.destinations lists NAME as "FILE:LINE:COLUMN"
- * into OUT ("FILE" alone when NAME is not listed). Returns OUT. */
+/* What destination I of P (I < ndestinations) reaches: the name of its
+ * queue, or of its exchange when *EXCHANGE (may be NULL) is set. For the
+ * short form that is the queue named as its key. Borrowed from P. */
+const char *plan_destination_target(const struct plan *p, size_t i, bool *exchange);
+
+/* Whether NAME is a destination's routing key or what one reaches (a
+ * queue or exchange of its owner's). */
+bool plan_names_destination(const struct plan *p, const char *name);
+
+/* Writes where P's ladder.destinations lists NAME (a key, or the queue or
+ * exchange one reaches) as "FILE:LINE:COLUMN" into OUT ("FILE" alone when
+ * NAME is not listed). Returns OUT. */
 char *plan_destination_where(const struct plan *p, const char *name, char *out,
     size_t outlen);
 

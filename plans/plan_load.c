@@ -218,18 +218,102 @@ max_delay_text(int levels, int64_t unit_ms, char *out, size_t outlen)
 	return out;
 }
 
+/* Is NAME one of L's own exchanges or queues (a level's, the delivery
+ * exchange, the parking exchange and queue)? A destination reaching one
+ * would loop or copy delayed messages. */
+static int
+ladder_own_name(const struct ladder *l, const char *name)
+{
+	char own[LADDER_NAME_MAX];
+
+	for (int k = 0; k < l->levels; k++)
+		if (strcmp(ladder_level_exchange(l, k, own, sizeof(own)), name) == 0)
+			return 1;
+	return strcmp(ladder_delivery_exchange(l, own, sizeof(own)), name) == 0 ||
+	    strcmp(ladder_parking_exchange(l, own, sizeof(own)), name) == 0;
+}
+
+/* The long form of destination WHAT (the mapping N): { key: K, queue: Q }
+ * or { key: K, exchange: E }. Stores K's node in *KEY and the target in T
+ * (its name a copy). Returns 0, or -1 after recording why. */
+static int
+read_destination_map(struct loader *ld, yaml_node_t *n, const char *what,
+    const struct ladder *l, int ladder_ok, yaml_node_t **key, struct plan_target *t)
+{
+	static const char *const keys[] = { "key", "queue", "exchange", NULL };
+	static const char expect[] = "{ key: ROUTING_KEY, queue: QUEUE } or "
+	    "{ key: ROUTING_KEY, exchange: EXCHANGE }";
+	struct sect s = { n, what };
+	yaml_node_pair_t *pq, *px;
+	yaml_node_t *tn;
+	const char *name;
+	char label[96];
+
+	py_check_keys(ld, &s, keys);
+	if ((*key = py_field(ld, &s, "key", 1, "the routing key its messages carry "
+	    "after the bit words, such as destination_route")) == NULL)
+		return -1;
+	pq = py_find_pair(ld, n, "queue");
+	px = py_find_pair(ld, n, "exchange");
+	if (pq == NULL && px == NULL) {
+		py_err_at(ld, n, "%s has neither queue nor exchange; expected %s", what,
+		    expect);
+		return -1;
+	}
+	if (pq != NULL && px != NULL) {
+		py_err_at(ld, py_key_node(ld, pq < px ? px : pq), "%s has both queue and "
+		    "exchange; expected one of them: %s", what, expect);
+		return -1;
+	}
+	tn = py_node_at(ld, (pq != NULL ? pq : px)->value);
+	snprintf(label, sizeof(label), "%s.%s", what, pq != NULL ? "queue" : "exchange");
+	if ((name = py_conv_text(ld, tn, label, pq != NULL ? "the queue its messages "
+	    "reach" : "the exchange its messages reach")) == NULL)
+		return -1;
+	if (strlen(name) > QUEUE_NAME_MAX) {
+		py_err_at(ld, tn, "%s is %zu bytes long; expected at most %d", label,
+		    strlen(name), QUEUE_NAME_MAX);
+		return -1;
+	}
+	if (ladder_ok && ladder_own_name(l, name)) {
+		py_err_at(ld, tn, "%s '%.100s' is one of the ladder's own; expected "
+		    "the %s its consumers own", label, name, pq != NULL ? "queue" :
+		    "exchange");
+		return -1;
+	}
+	t->exchange = px != NULL;
+	t->name = py_copy(ld, name);
+	return t->name != NULL ? 0 : -1;
+}
+
+/* Where destination I of P's target was listed before I, or -1. */
+static int
+target_listed(const struct plan *p, size_t i, const char *name, bool exchange)
+{
+	bool ex;
+
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(plan_destination_target(p, j, &ex), name) == 0 && ex == exchange)
+			return (int)j;
+	return -1;
+}
+
 static void
 load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 {
 	static const char expect[] = "a list of destination routing suffixes, such "
-	    "as [email.delivery, billing.retry]";
+	    "as [email.delivery, billing.retry], or { key: K, queue: Q } / "
+	    "{ key: K, exchange: E } where the key is not the queue's name";
 	struct plan *p = ld->p;
 	struct ladder probe;
 	const struct ladder *l = &p->ladder;
+	struct plan_target target;
 	const char *t;
-	yaml_node_t *n, *item;
-	char what[64], err[256];
+	yaml_node_t *n, *item, *keynode;
+	char what[64], keywhat[72], err[256];
 	size_t count, i, j;
+	bool ex;
+	int dup;
 
 	if ((n = py_field(ld, s, "destinations", 1, expect)) == NULL)
 		return;
@@ -243,35 +327,58 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 		l = &probe;
 	}
 	if ((p->destinations = calloc(count, sizeof(char *))) == NULL ||
-	    (p->destinations_at = calloc(count, sizeof(*p->destinations_at))) == NULL) {
+	    (p->destinations_at = calloc(count, sizeof(*p->destinations_at))) == NULL ||
+	    (p->destination_targets = calloc(count, sizeof(*p->destination_targets))) ==
+	    NULL) {
 		ld->oom = 1;
 		return;
 	}
 	for (i = 0; i < count; i++) {
 		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "ladder.destinations[%zu]", i);
-		if ((t = py_conv_text(ld, item, what, "a routing suffix such as "
-		    "email.delivery")) == NULL)
+		memset(&target, 0, sizeof(target));
+		keynode = item;
+		if (item->type == YAML_MAPPING_NODE && read_destination_map(ld, item, what,
+		    l, ladder_ok, &keynode, &target) != 0)
 			continue;
+		snprintf(keywhat, sizeof(keywhat), "%s%s", what, item == keynode ? "" : ".key");
+		if ((t = py_conv_text(ld, keynode, keywhat,
+		    "a routing suffix such as email.delivery")) == NULL)
+			goto skip;
 		if (ladder_check_destination(l, t, err, sizeof(err)) == -1) {
-			py_err_at(ld, item, "%s is not valid: %s", what, err);
-			continue;
+			py_err_at(ld, keynode, "%s is not valid: %s", keywhat, err);
+			goto skip;
 		}
 		for (j = 0; j < p->ndestinations; j++)
 			if (strcmp(p->destinations[j], t) == 0)
 				break;
 		if (j < p->ndestinations) {
-			py_err_at(ld, item, "%s '%.100s' is listed twice; expected distinct "
+			py_err_at(ld, keynode, "%s '%.100s' is listed twice; expected distinct "
 			    "destinations", what, t);
-			continue;
+			goto skip;
+		}
+		dup = target_listed(p, p->ndestinations, target.name != NULL ? target.name :
+		    t, target.exchange);
+		if (dup >= 0) {
+			(void)plan_destination_target(p, (size_t)dup, &ex);
+			py_err_at(ld, item, "%s reaches %s '%.100s', as the destination at "
+			    "line %d column %d does; expected one routing key per queue or "
+			    "exchange", what, ex ? "exchange" : "queue", target.name != NULL ?
+			    target.name : t, p->destinations_at[dup].line,
+			    p->destinations_at[dup].column);
+			goto skip;
 		}
 		if ((p->destinations[p->ndestinations] = py_copy(ld, t)) != NULL) {
+			p->destination_targets[p->ndestinations] = target;
 			p->destinations_at[p->ndestinations].line =
 			    py_mark_num(item->start_mark.line);
 			p->destinations_at[p->ndestinations].column =
 			    py_mark_num(item->start_mark.column);
 			p->ndestinations++;
+			continue;
 		}
+skip:
+		free(target.name);
 	}
 }
 
@@ -285,6 +392,7 @@ struct ladder_fields {
 	int			 ok;		/* every field so far is valid */
 	const char		*prefix;	/* NULL: the style's default */
 	yaml_node_t		*unit_node;	/* NULL: the style's fixed unit */
+	yaml_node_t		*max_node;	/* ladder.max_delay, when valid */
 	int64_t			 unit_ms;
 	int			 levels;
 };
@@ -397,6 +505,7 @@ read_max_delay(struct loader *ld, struct ladder_fields *f, yaml_node_t *n,
 		return;
 	}
 	ld->p->max_delay_ms = max_ms;
+	f->max_node = n;
 	if (f->unit_ms <= 0)
 		return;
 	units = (uint64_t)(max_ms / f->unit_ms) + (max_ms % f->unit_ms != 0);
@@ -439,18 +548,24 @@ read_size(struct loader *ld, struct ladder_fields *f)
 		f->levels = f->style->fixed_levels;
 }
 
-/* ladder.queue_type: quorum (the plan's default) or classic. */
+/* ladder.queue_type: quorum (the plan's default) or classic, unless the
+ * style's library declares quorum level queues only. */
 static void
-read_queue_type(struct loader *ld, const struct sect *s)
+read_queue_type(struct loader *ld, const struct ladder_fields *f)
 {
 	yaml_node_t *n;
 	const char *t;
 
-	if ((n = py_field(ld, s, "queue_type", 0, NULL)) == NULL ||
+	if ((n = py_field(ld, &f->s, "queue_type", 0, NULL)) == NULL ||
 	    (t = py_conv_text(ld, n, "ladder.queue_type", "quorum or classic")) == NULL)
 		return;
 	if (strcmp(t, "quorum") == 0)
 		ld->p->queue_type = PLAN_QUEUE_QUORUM;
+	else if (strcmp(t, "classic") == 0 && f->naming_ok && f->style->quorum_only)
+		py_err_at(ld, n, "ladder.queue_type classic is not used with %s naming: "
+		    "the library declares its level queues as quorum queues only, and "
+		    "would fail against classic ones; expected quorum (or no "
+		    "queue_type)", f->style->name);
 	else if (strcmp(t, "classic") == 0)
 		ld->p->queue_type = PLAN_QUEUE_CLASSIC;
 	else
@@ -475,6 +590,13 @@ init_ladder(struct loader *ld, const struct ladder_fields *f)
 		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
 		return 0;
 	}
+	/* Publishing holds to the plan's own maximum, not the ladder's. */
+	if (f->max_node != NULL && ladder_set_limit(&ld->p->ladder,
+	    ld->p->max_delay_ms, err, sizeof(err)) == -1) {
+		py_err_at(ld, f->max_node, "ladder.max_delay is not valid: %s", err);
+		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
+		return 0;
+	}
 	return 1;
 }
 
@@ -495,7 +617,7 @@ load_ladder(struct loader *ld, const struct sect *root)
 	read_prefix(ld, &f);
 	read_unit(ld, &f);
 	read_size(ld, &f);
-	read_queue_type(ld, &f.s);
+	read_queue_type(ld, &f);
 	load_destinations(ld, &f.s, init_ladder(ld, &f));
 	if ((n = py_field(ld, &f.s, "create_destinations", 0, NULL)) != NULL)
 		(void)py_conv_bool(ld, n, "ladder.create_destinations",
@@ -529,7 +651,7 @@ load_canary(struct loader *ld, const struct sect *root)
 		ld->oom = 1;
 		return;
 	}
-	max = p->ladder.levels > 0 ? ladder_max_delay_ms(&p->ladder) : -1;
+	max = p->ladder.levels > 0 ? ladder_limit_ms(&p->ladder) : -1;
 	for (i = 0; i < count; i++) {
 		item = py_seq_item(ld, n, i);
 		snprintf(what, sizeof(what), "canary.delays[%zu]", i);

@@ -108,14 +108,14 @@ names(struct canary *k, char *err, size_t errlen)
 		    k->p->name, why);
 		return -1;
 	}
-	for (size_t i = 0; i < k->p->ndestinations; i++)
-		if (strcmp(k->p->destinations[i], k->queue) == 0 ||
-		    strcmp(k->p->destinations[i], k->unbound) == 0) {
-			snprintf(err, errlen, "ladder.destinations lists '%s', which "
-			    "the canary needs for itself; rename that destination",
-			    k->p->destinations[i]);
-			return -1;
-		}
+	/* As a routing key or as what one reaches. */
+	if (plan_names_destination(k->p, k->queue) ||
+	    plan_names_destination(k->p, k->unbound)) {
+		snprintf(err, errlen, "ladder.destinations lists '%s', which the canary "
+		    "needs for itself; rename that destination",
+		    plan_names_destination(k->p, k->queue) ? k->queue : k->unbound);
+		return -1;
+	}
 	ladder_delivery_exchange(l, k->delivery, sizeof(k->delivery));
 	ladder_parking_queue(l, k->parking, sizeof(k->parking));
 	ladder_destination_pattern(l, k->queue, k->pattern, sizeof(k->pattern));
@@ -181,7 +181,10 @@ send_all(struct canary *k, char *err, size_t errlen)
 		send_one(k, order[i], (size_t)(order[i] - k->v), k->queue);
 	free(order);
 	/* One unit: through level 0 and its dead-lettering into the delivery
-	 * exchange, the way parked messages really come. */
+	 * exchange, the way parked messages really come (a plan's max_delay
+	 * below one unit still rounds up to it). */
+	if (unit > ladder_limit_ms(&k->p->ladder))
+		unit = ladder_limit_ms(&k->p->ladder);
 	k->probe.delay_ms = unit <= k->p->canary.budget_ms ? unit : 0;
 	send_one(k, &k->probe, k->n, k->unbound);
 	return 0;

@@ -3,7 +3,8 @@
  * exchange (last, once the parking path it points to is complete). The
  * destination queues belong to their consumers: each must exist already
  * (a missing one is most likely a typo, which would make a queue nobody
- * consumes), unless the plan sets ladder.create_destinations. */
+ * consumes), unless the plan sets ladder.create_destinations. A
+ * destination exchange (the long form's) must exist: it is only bound. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,41 @@ declare_policy(struct step_ctx *c, const struct topology_policy *pol, char *err,
 	return 0;
 }
 
+/* Each destination exchange of T (a destination's long form { key,
+ * exchange }) must exist: its owner declares it, of its type, and binds its
+ * queues; declare_ladder only binds it, and ladder.create_destinations
+ * cannot make one. Returns 0, or -1 with ERR naming the first missing one
+ * and where the plan lists it (before anything is declared). */
+static int
+check_destination_exchanges(struct step_ctx *c, const struct topology *t,
+    char *err, size_t errlen)
+{
+	char why[512], at[300];
+	int r;
+
+	for (size_t i = 0; i < t->nexchanges; i++) {
+		const struct topology_exchange *x = &t->exchanges[i];
+
+		if (x->role != TOPOLOGY_DESTINATION)
+			continue;
+		r = broker_exchange_exists(c->amqp, x->name, why, sizeof(why));
+		if (r == BROKER_NOT_FOUND) {
+			snprintf(err, errlen, "destination exchange '%s' (%s) does not exist: "
+			    "its owner declares it, of its own type, and binds its queues to "
+			    "it; declare it first or fix the name (ladder.create_destinations "
+			    "creates queues, never exchanges). Nothing was declared", x->name,
+			    plan_destination_where(c->plan, x->name, at, sizeof(at)));
+			return -1;
+		}
+		if (r != 0) {
+			snprintf(err, errlen, "inspecting destination exchange '%s': %s",
+			    x->name, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int
 step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
@@ -104,12 +140,17 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 		snprintf(err, errlen, "out of memory");
 		goto done;
 	}
-	if (check_destinations(c, &t, exists, missing, err, errlen) != 0)
+	if (check_destinations(c, &t, exists, missing, err, errlen) != 0 ||
+	    check_destination_exchanges(c, &t, err, errlen) != 0)
 		goto done;
 
 	for (i = 0; i < t.nexchanges; i++) {
 		const struct topology_exchange *x = &t.exchanges[i];
 
+		if (x->role == TOPOLOGY_DESTINATION) {
+			json_array_append_new(existing, json_string(x->name));
+			continue;       /* its owner's: bound, never declared */
+		}
 		if (broker_exchange_declare(c->amqp, x->name, x->type, true, x->args,
 		    x->nargs, why, sizeof(why)) != 0) {
 			snprintf(err, errlen, "declaring exchange '%s': %s", x->name, why);

@@ -85,7 +85,9 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 		json_array_append_new(removed, json_string(q->name));
 	}
 	for (i = 0; i < t.nexchanges; i++) {
-		if (t.exchanges[i].role == TOPOLOGY_LEVEL)
+		/* Level exchanges are gone; destination ones are their owners'. */
+		if (t.exchanges[i].role == TOPOLOGY_LEVEL ||
+		    t.exchanges[i].role == TOPOLOGY_DESTINATION)
 			continue;
 		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
 		    sizeof(why)) != 0) {

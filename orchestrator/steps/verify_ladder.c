@@ -365,6 +365,12 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology *t,
 	int r;
 
 	r = mgmt_get_exchange(c->mgmt, x->name, &mx, why, sizeof(why));
+	if (r == MGMT_NOT_FOUND && x->role == TOPOLOGY_DESTINATION) {
+		report(v, "destination", x->name, "missing", "no such exchange, listed by "
+		    "ladder.destinations at %s: its owner declares it",
+		    plan_destination_where(c->plan, x->name, why, sizeof(why)));
+		return 0;
+	}
 	if (r == MGMT_NOT_FOUND) {
 		report(v, "exchange", x->name, "missing", "no such exchange");
 		return 0;
@@ -372,6 +378,16 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology *t,
 	if (r != 0) {
 		snprintf(err, errlen, "reading exchange '%s': %s", x->name, why);
 		return -1;
+	}
+	if (x->role == TOPOLOGY_DESTINATION) {
+		/* Its owner's, of its type: it must exist and be durable. */
+		if (!mx.durable)
+			report(v, "destination", x->name, "drift", "exchange not durable: "
+			    "its bindings do not survive a broker restart");
+		else
+			report(v, "destination", x->name, "ok", "%s exchange", mx.type);
+		mgmt_exchange_free(&mx);
+		return 0;
 	}
 #define ADD(...) sentences_add(diff, sizeof(diff), __VA_ARGS__)
 	if (strcmp(mx.type, x->type) != 0)
@@ -513,22 +529,29 @@ report_library_binding(struct step_ctx *c, struct verify *v, const struct mgmt_b
 }
 
 /* Looks, among the delivery exchange's bindings BL, for the library's
- * route to destination queue B->destination: "#.DEST" to an exchange that
- * routes DEST to that queue. Writes that exchange into EXCH. Returns 1
+ * route to destination queue B->destination: "#.KEY" (KEY: the
+ * destination's routing key) to an exchange that routes KEY to that queue. Writes that exchange into EXCH. Returns 1
  * when there is one, 0 when not, -1 with ERR. */
 static int
 library_destination(struct step_ctx *c, const struct mgmt_binding_list *bl,
     const struct topology_binding *b, char *exch, size_t exchlen, char *err, size_t errlen)
 {
 	char queue[LADDER_NAME_MAX];
+	const char *key = b->key;
 
+	/* B's key is one word per level, then the destination's routing key
+	 * (which, in a destination's long form, is not the queue's name). */
+	for (int w = 0; w < c->plan->ladder.levels && key != NULL; w++)
+		key = (key = strchr(key, '.')) != NULL ? key + 1 : NULL;
+	if (key == NULL || b->to_exchange)
+		return 0;
 	for (size_t j = 0; j < bl->n; j++) {
 		const struct mgmt_binding *mb = &bl->v[j];
 		const char *suffix = library_suffix(mb->routing_key);
 		int r;
 
 		if (mb->destination_type != MGMT_DEST_EXCHANGE || suffix == NULL ||
-		    strcmp(suffix, b->destination) != 0)
+		    strcmp(suffix, key) != 0)
 			continue;
 		r = library_route(c, mb->destination, suffix, b->destination, queue,
 		    sizeof(queue), err, errlen);
@@ -637,7 +660,8 @@ step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen
 		if (verify_queue(c, &v, &t.queues[i], &policies, &op_policies, err, errlen) != 0)
 			goto done;
 	for (i = 0; i < t.nexchanges; i++)
-		if (verify_bindings(c, &v, &t, &t.exchanges[i], err, errlen) != 0)
+		if (t.exchanges[i].role != TOPOLOGY_DESTINATION &&  /* its owner's */
+		    verify_bindings(c, &v, &t, &t.exchanges[i], err, errlen) != 0)
 			goto done;
 	failed = 0;
 	if (v.missing || v.drift) {

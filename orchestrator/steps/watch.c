@@ -52,13 +52,12 @@ names(struct tick *t, char *err, size_t errlen)
 		    t->p->name, why);
 		return -1;
 	}
-	for (size_t i = 0; i < t->p->ndestinations; i++)
-		if (strcmp(t->p->destinations[i], t->probe_queue) == 0) {
-			snprintf(err, errlen, "ladder.destinations lists '%s', which "
-			    "the watch's probes need for themselves; rename that "
-			    "destination", t->probe_queue);
-			return -1;
-		}
+	if (plan_names_destination(t->p, t->probe_queue)) {
+		snprintf(err, errlen, "ladder.destinations lists '%s', which the "
+		    "watch's probes need for themselves; rename that destination",
+		    t->probe_queue);
+		return -1;
+	}
 	ladder_delivery_exchange(l, t->delivery, sizeof(t->delivery));
 	ladder_parking_queue(l, t->parking, sizeof(t->parking));
 	ladder_destination_pattern(l, t->probe_queue, t->probe_pattern,

@@ -49,6 +49,9 @@ probe_delay(const struct plan *p)
 		units = 1;
 	if (units > ladder_max_units(l))
 		units = ladder_max_units(l);
+	/* Never beyond the plan's max_delay, which publishing refuses. */
+	if ((int64_t)units * l->unit_ms > ladder_limit_ms(l))
+		return ladder_limit_ms(l);
 	return (int64_t)units * l->unit_ms;
 }
 

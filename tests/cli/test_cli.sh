@@ -33,6 +33,27 @@ expect 0 "$bin" encode --unit 1s --levels 28 --naming kombu --json 5s celery
 contains "$tmp/out" '"entry_exchange":"celery_delayed_2"'
 expect 0 "$bin" encode --unit 1s --levels 28 --naming nservicebus --json 5s Sales
 contains "$tmp/out" '"entry_exchange":"nsb.v2.delay-level-02"'
+# kombu's prefix (issue 15 item 6): P_celery_delayed_K; a fixed naming
+# needs neither --unit nor --levels, and refuses others than its own (2),
+# as nservicebus refuses a prefix.
+expect 0 "$bin" encode --naming kombu --prefix p --json 5s celery
+contains "$tmp/out" '"entry_exchange":"p_celery_delayed_2"'
+expect 0 "$bin" encode --naming kombu --prefix p 0s celery
+contains "$tmp/out" 'entry exchange p_celery_delayed_delivery'
+expect 0 "$bin" encode --naming nservicebus --json 5s Sales
+contains "$tmp/out" '"entry_exchange":"nsb.v2.delay-level-02"'
+expect 2 "$bin" encode --naming kombu --levels 20 5s celery
+contains "$tmp/err" "--levels 20: kombu naming has 28 levels"
+expect 2 "$bin" encode --naming kombu --unit 2s 5s celery
+contains "$tmp/err" "--unit 2s: kombu naming has a unit of 1s"
+expect 2 "$bin" encode --naming nservicebus --unit 1m --levels 28 5s Sales
+contains "$tmp/err" "--unit 1m: nservicebus naming has a unit of 1s"
+expect 2 "$bin" encode --naming nservicebus --prefix p 5s Sales
+contains "$tmp/err" "nservicebus naming has fixed names"
+# --max-delay is the most it encodes, as a plan's ladder.max_delay.
+expect 1 "$bin" encode --naming kombu --max-delay 30d 31d celery
+contains "$tmp/err" "delay 31d is beyond max_delay 30d"
+expect 0 "$bin" encode --naming kombu --max-delay 30d 30d celery
 # beyond the horizon is refused, never truncated.
 expect 1 "$bin" encode --unit 1s --levels 6 64s email.delivery
 contains "$tmp/err" "delay 64s is beyond the ladder's maximum of 63s"
@@ -76,6 +97,16 @@ contains "$tmp/out" "x-message-ttl=524288000"
 contains "$tmp/out" "alternate-exchange=delay.parking"
 contains "$tmp/out" "key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.email.delivery'"
 contains "$tmp/out" "[gate: waits for approval]"
+# kombu (issue 15 items 4, 5, 6): Kombu's prefix, reject-publish on classic
+# level queues, a destination whose key is not its queue's name.
+sed -e 's/^  queue_type: quorum .*/  queue_type: classic\n  prefix: p/' \
+    -e 's/^  destinations: .*/  destinations: [celery, { key: emails.send, queue: emails }]/' \
+    "$src/plans/examples/celery.yaml" >"$tmp/kombu.yaml"
+expect 0 "$bin" check "$tmp/kombu.yaml"
+contains "$tmp/out" "naming      kombu (prefix p)"
+contains "$tmp/out" "x-overflow=reject-publish x-message-ttl=134217728000 x-dead-letter-exchange=p_celery_delayed_26"
+contains "$tmp/out" "p_celery_delayed_delivery -> queue emails  key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.emails.send'"
+contains "$tmp/out" "Celery converts a countdown to whole seconds with int()"
 
 # check: every malformed plan is refused with FILE:LINE:COLUMN and its message.
 n=0

@@ -503,6 +503,17 @@ test_naming_rows(void **state)
 			assert_int_equal(strncmp(lv0, start, strlen(start)), 0);
 			assert_string_not_equal(lv0, other);
 			assert_string_equal(l.prefix, "p");
+		} else if (s->prefix == LADDER_PREFIX_OPTIONAL) {
+			/* With a prefix, PREFIX JOINER NAME; without, NAME alone. */
+			snprintf(start, sizeof(start), "p%s", s->joiner);
+			assert_int_equal(strncmp(lv0, start, strlen(start)), 0);
+			assert_string_not_equal(lv0, other);
+			assert_string_equal(l.prefix, "p");
+			mkladder(&q, n, NULL, 1000, 6);
+			ladder_level_exchange(&q, 0, other, sizeof(other));
+			assert_string_equal(lv0 + strlen(start), other);
+			mkladder(&q, n, "", 1000, 6);
+			assert_string_equal(q.prefix, "");
 		} else {
 			assert_string_equal(lv0, other);
 			assert_string_equal(l.prefix, "");
@@ -570,6 +581,34 @@ test_levels_for_12d(void **state)
 	assert_int_equal(ladder_encode(&l, ms, &units, err, sizeof(err)), -1);
 	assert_string_equal(err, "delay 12d is beyond the ladder's maximum of "
 	    "524287s (19 levels of 1s)");
+}
+
+/* A plan's max_delay limits ladder_encode below the ladder's maximum. */
+static void
+test_limit(void **state)
+{
+	char err[256] = "";
+	struct ladder l;
+	uint64_t units;
+
+	(void)state;
+	mkladder(&l, LADDER_NAMING_KOMBU, NULL, 1000, 28);
+	assert_int_equal(ladder_limit_ms(&l), ladder_max_delay_ms(&l));
+	assert_int_equal(ladder_set_limit(&l, 30 * 86400000LL, err, sizeof(err)), 0);
+	assert_int_equal(ladder_limit_ms(&l), 30 * 86400000LL);
+	assert_int_equal(ladder_encode(&l, 30 * 86400000LL, &units, err, sizeof(err)), 0);
+	assert_int_equal(units, 30 * 86400);
+	assert_int_equal(ladder_encode(&l, 31 * 86400000LL, &units, err, sizeof(err)), -1);
+	assert_string_equal(err, "delay 31d is beyond max_delay 30d (the ladder "
+	    "itself reaches 268435455s); expected at most 30d");
+	assert_int_equal(ladder_encode(&l, 30 * 86400000LL + 1, &units, err,
+	    sizeof(err)), -1);
+	/* A limit is at least 1 ms and at most what the ladder reaches. */
+	assert_int_equal(ladder_set_limit(&l, 0, err, sizeof(err)), -1);
+	assert_int_equal(ladder_set_limit(&l, ladder_max_delay_ms(&l) + 1, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "expected 1ms to 268435455s"));
+	assert_int_equal(ladder_limit_ms(&l), 30 * 86400000LL);
 }
 
 static void
@@ -1129,8 +1168,19 @@ test_names_kombu(void **state)
 	    "celery_delayed_26");
 	assert_string_equal(ladder_entry_exchange(&l, 268435455, n, sizeof(n)),
 	    "celery_delayed_27");
-	/* A prefix given with kombu naming changes nothing. */
-	mkladder(&l, LADDER_NAMING_KOMBU, "delay", 1000, 28);
+	/* Kombu's prefix P (native_delayed_delivery.py, issue 15 item 6):
+	 * P_celery_delayed_K and P_celery_delayed_delivery. */
+	mkladder(&l, LADDER_NAMING_KOMBU, "p", 1000, 28);
+	assert_string_equal(ladder_level_exchange(&l, 3, n, sizeof(n)), "p_celery_delayed_3");
+	assert_string_equal(ladder_level_queue(&l, 27, n, sizeof(n)), "p_celery_delayed_27");
+	assert_string_equal(ladder_delivery_exchange(&l, n, sizeof(n)),
+	    "p_celery_delayed_delivery");
+	assert_string_equal(ladder_dead_letter_exchange(&l, 0, n, sizeof(n)),
+	    "p_celery_delayed_delivery");
+	assert_string_equal(ladder_parking_queue(&l, n, sizeof(n)),
+	    "p_celery_delayed_parking");
+	/* An empty prefix is none, as in Kombu. */
+	mkladder(&l, LADDER_NAMING_KOMBU, "", 1000, 28);
 	assert_string_equal(ladder_level_exchange(&l, 3, n, sizeof(n)), "celery_delayed_3");
 }
 
@@ -1211,6 +1261,7 @@ main(void)
 		cmocka_unit_test(test_naming_names),
 		cmocka_unit_test(test_levels_for),
 		cmocka_unit_test(test_levels_for_12d),
+		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_init_checks),
 		cmocka_unit_test(test_overflow_guards),
 		cmocka_unit_test(test_max_and_ttl),

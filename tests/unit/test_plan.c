@@ -885,6 +885,24 @@ test_ladder_naming_rules(void **state)
 	assert_int_equal(p->max_delay_ms, S(12 * 86400));
 	plan_free(p);
 
+	/* kombu takes Kombu's prefix (issue 15 item 6); nservicebus no
+	 * classic level queues (item 5), said where queue_type is written. */
+	p = with_ladder("  naming: kombu\n  prefix: orders\n  levels: 28\n", "flag:\n");
+	assert_string_equal(p->ladder.prefix, "orders");
+	plan_free(p);
+	p = with_ladder("  naming: kombu\n  queue_type: classic\n", "flag:\n");
+	assert_int_equal(p->queue_type, PLAN_QUEUE_CLASSIC);
+	plan_free(p);
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: nservicebus\n  queue_type: classic\n");
+	expect_error(t, 11, 15, "ladder.queue_type classic is not used with "
+	    "nservicebus naming");
+	free(t);
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  prefix: 'a b'\n");
+	expect_error(t, 11, 11, "ladder.prefix is not valid");
+	free(t);
+
 	/* 3200 days is more than 2^28 - 1 seconds (about 3106 days). */
 	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  max_delay: 3200d\n");
 	expect_error(t, 11, 14, "needs more than 28 levels of 1s");
@@ -896,6 +914,105 @@ test_ladder_naming_rules(void **state)
 	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n", "  unit: 36500d\n  levels: 32\n");
 	expect_error(t, 10, 9, "is not valid");
 	free(t);
+}
+
+/* The plan's max_delay is the most publishing takes (issue 15 item 7):
+ * the ladder holds it as its limit, the default canary stays within it. */
+static void
+test_max_delay_limits(void **state)
+{
+	struct plan *p;
+	char *t;
+
+	(void)state;
+	p = with_ladder("  naming: kombu\n  max_delay: 30d\n", "flag:\n");
+	assert_int_equal(ladder_limit_ms(&p->ladder), S(30 * 86400));
+	assert_int_equal(ladder_encode(&p->ladder, S(31 * 86400), NULL, NULL, 0), -1);
+	plan_free(p);
+	/* levels: the ladder's own maximum. */
+	p = with_ladder("  naming: kombu\n  levels: 28\n", "flag:\n");
+	assert_int_equal(ladder_limit_ms(&p->ladder), ladder_max_delay_ms(&p->ladder));
+	plan_free(p);
+	/* 10s on 28 levels: canary 1s, 2s, 4s, 8s, then 10s itself. */
+	p = with_ladder("  naming: kombu\n  max_delay: 10s\n", "flag:\n");
+	assert_int_equal(p->canary.ndelays, 5);
+	assert_int_equal(p->canary.delays_ms[3], S(8));
+	assert_int_equal(p->canary.delays_ms[4], S(10));
+	plan_free(p);
+	/* Explicit canary delays beyond it are refused where written. */
+	t = subst(base_plan, "  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  max_delay: 10s\n");
+	edit(&t, "flag:\n", "canary:\n  delays: [1s, 11s]\nflag:\n");
+	expect_error(t, 14, 16, "canary.delays[1] 11s is beyond the ladder's largest "
+	    "delay 10s");
+	free(t);
+	t = subst(base_plan, "  max_delay: 12d\n", "  max_delay: 0s\n");
+	expect_error(t, 11, 14, "ladder.max_delay is 0s; expected a duration greater than 0");
+	free(t);
+}
+
+/* A destination whose routing key is not its queue's name, or reaches an
+ * exchange (issue 15 item 4): the long form beside the short one, each
+ * error at its line and column. */
+static void
+test_destination_long_form(void **state)
+{
+	static const char from[] = "  destinations: [email.delivery, billing.retry]\n";
+	static const struct {
+		const char *to;
+		int line, column;
+		const char *msg;
+	} bad[] = {
+		{ "  destinations: [a, { key: b }]\n", 12, 21,
+		  "ladder.destinations[1] has neither queue nor exchange" },
+		{ "  destinations: [a, { key: b, queue: q, exchange: e }]\n", 12, 41,
+		  "ladder.destinations[1] has both queue and exchange" },
+		{ "  destinations: [a, { queue: q }]\n", 12, 21,
+		  "missing required key 'key' in ladder.destinations[1]" },
+		{ "  destinations: [a, { key: 'b.*', queue: q }]\n", 12, 28,
+		  "ladder.destinations[1].key is not valid" },
+		{ "  destinations: [a, { key: b, queue: q, bogus: 1 }]\n", 12, 41,
+		  "unknown key 'bogus' in ladder.destinations[1]" },
+		{ "  destinations: [a, { key: b, queue: '' }]\n", 12, 38,
+		  "ladder.destinations[1].queue is empty" },
+		{ "  destinations: [a, { key: b, exchange: delay.delivery }]\n", 12, 41,
+		  "ladder.destinations[1].exchange 'delay.delivery' is one of the ladder's own" },
+		{ "  destinations: [q, { key: b, queue: q }]\n", 12, 21,
+		  "ladder.destinations[1] reaches queue 'q', as the destination at line 12 column 18 does" },
+		{ "  destinations: [a, { key: a, queue: q }]\n", 12, 28,
+		  "'a' is listed twice" },
+	};
+	struct plan *p;
+	bool ex;
+	char *t;
+
+	(void)state;
+	t = subst(base_plan, from, "  destinations:\n    - email.delivery\n"
+	    "    - { key: destination_route, queue: destination }\n"
+	    "    - { key: k.x, exchange: tasks }\n"
+	    "    - { key: tasks, queue: tasks }\n");
+	p = expect_valid(t);
+	free(t);
+	assert_int_equal(p->ndestinations, 4);
+	assert_string_equal(p->destinations[1], "destination_route");
+	assert_string_equal(plan_destination_target(p, 0, &ex), "email.delivery");
+	assert_false(ex);
+	assert_string_equal(plan_destination_target(p, 1, &ex), "destination");
+	assert_false(ex);
+	assert_string_equal(plan_destination_target(p, 2, &ex), "tasks");
+	assert_true(ex);
+	/* An exchange and a queue may share a name (Kombu's task exchange). */
+	assert_string_equal(plan_destination_target(p, 3, &ex), "tasks");
+	assert_false(ex);
+	assert_true(plan_names_destination(p, "destination"));
+	assert_true(plan_names_destination(p, "destination_route"));
+	assert_false(plan_names_destination(p, "k"));
+	plan_free(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = subst(base_plan, from, bad[i].to);
+		expect_error(t, bad[i].line, bad[i].column, bad[i].msg);
+		free(t);
+	}
 }
 
 static void
@@ -1114,6 +1231,8 @@ main(void)
 		cmocka_unit_test(test_errors_everywhere),
 		cmocka_unit_test(test_canary_defaults),
 		cmocka_unit_test(test_levels_from_max_delay),
+		cmocka_unit_test(test_max_delay_limits),
+		cmocka_unit_test(test_destination_long_form),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_step_order),
 		cmocka_unit_test(test_flag_read_values),

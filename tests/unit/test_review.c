@@ -24,8 +24,7 @@ static const char plan_text[] =
     "old:\n"
     "  queues: { match: '^delay\\.[0-9]+s$' }\n"
     "ladder:\n"
-    "  unit: 1s\n"
-    "  max_delay: 1h\n"
+    "%s"
     "  queue_type: %s\n"
     "  destinations: [email.delivery]\n"
     "flag: { kind: unleash, url: 'http://127.0.0.1:4242', project: default,\n"
@@ -49,19 +48,25 @@ answer(const json_t *a, const char *prefix)
 }
 
 static json_t *
-review_of(const char *queue_type)
+review_of_ladder(const char *ladder, const char *queue_type)
 {
 	struct plan *p = NULL;
 	char text[2048];
 	json_t *a;
 
-	snprintf(text, sizeof(text), plan_text, queue_type);
+	snprintf(text, sizeof(text), plan_text, ladder, queue_type);
 	assert_int_equal(plan_load_buffer("t.yaml", text, strlen(text), &p, NULL), 0);
 	a = review_answers(p);
 	plan_free(p);
 	assert_non_null(a);
 	assert_int_equal(json_array_size(a), REVIEW_QUESTIONS);
 	return a;
+}
+
+static json_t *
+review_of(const char *queue_type)
+{
+	return review_of_ladder("  unit: 1s\n  max_delay: 1h\n", queue_type);
 }
 
 static void
@@ -91,12 +96,42 @@ test_quorum_levels_are_not(void **state)
 	json_decref(a);
 }
 
+/* What the libraries' own producers do that cutover's do not (issue 15
+ * item 8): Celery's int() countdown, NServiceBus's clamped negative delay;
+ * cutover's own naming warns of neither. */
+static void
+test_library_producers_are_warned_about(void **state)
+{
+	json_t *a = review_of_ladder("  naming: kombu\n", "quorum");
+	const char *w = json_string_value(json_object_get(answer(a,
+	    "Is duration conversion rounded up"), "warning"));
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(strstr(w, "int()"));
+	assert_non_null(strstr(w, "up to one second early on any ladder"));
+	assert_non_null(strstr(w, "1.9 s countdown arrived after 1.055 s"));
+	json_decref(a);
+	a = review_of_ladder("  naming: nservicebus\n", "quorum");
+	w = json_string_value(json_object_get(answer(a, "Are out-of-range values"),
+	    "warning"));
+	assert_non_null(w);
+	assert_non_null(strstr(w, "negative delay to 0"));
+	assert_null(json_object_get(answer(a, "Is duration conversion"), "warning"));
+	json_decref(a);
+	a = review_of("quorum");
+	assert_null(json_object_get(answer(a, "Is duration conversion"), "warning"));
+	assert_null(json_object_get(answer(a, "Are out-of-range values"), "warning"));
+	json_decref(a);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classic_levels_are_warned_about),
 		cmocka_unit_test(test_quorum_levels_are_not),
+		cmocka_unit_test(test_library_producers_are_warned_about),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,91 @@ test_library_alternate_exchange_is_a_policy(void **state)
 	topology_free(&t);
 }
 
+/* Kombu declares its classic level queues with x-overflow: reject-publish
+ * too (native_delayed_delivery.py; issue 15 item 5): the same arguments
+ * exactly, or its declare fails with 406 on the first level. */
+static void
+test_classic_kombu_levels_reject_publish(void **state)
+{
+	struct topology t;
+	struct plan p;
+	char err[256];
+	int levels = 0;
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_CLASSIC);
+	assert_int_equal(ladder_init(&p.ladder, LADDER_NAMING_KOMBU, NULL, 1000, 28,
+	    err, sizeof(err)), 0);
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nqueues; i++) {
+		const struct topology_queue *q = &t.queues[i];
+
+		assert_string_equal(arg_str(q->args, q->nargs, "x-queue-type"), "classic");
+		assert_null(topology_arg_find(q->args, q->nargs, "x-dead-letter-strategy"));
+		if (q->role != TOPOLOGY_LEVEL) {
+			assert_null(topology_arg_find(q->args, q->nargs, "x-overflow"));
+			continue;
+		}
+		/* x-queue-type, x-overflow, x-message-ttl, x-dead-letter-exchange. */
+		assert_int_equal(q->nargs, 4);
+		assert_string_equal(arg_str(q->args, q->nargs, "x-overflow"), "reject-publish");
+		levels++;
+	}
+	assert_int_equal(levels, 28);
+	topology_free(&t);
+}
+
+/* The long form (issue 15 item 4): a destination's key binds the queue,
+ * or the owner's exchange, it names; the exchange is listed, never with a
+ * type of the ladder's choosing. */
+static void
+test_destination_long_form(void **state)
+{
+	static char *keys[] = { "email.delivery", "destination_route", "k.x" };
+	struct plan_target targets[] = { { NULL, false }, { "destination", false },
+	    { "tasks", true } };
+	const struct topology_exchange *x = NULL;
+	struct topology t;
+	struct plan p;
+	char err[256];
+	int found = 0;
+
+	(void)state;
+	make_plan(&p, PLAN_QUEUE_QUORUM);
+	p.destinations = keys;
+	p.ndestinations = 3;
+	p.destination_targets = targets;
+	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	assert_int_equal(t.nexchanges, 6 + 2 + 1);
+	assert_int_equal(t.nqueues, 6 + 1 + 2);
+	assert_non_null(find_queue(&t, "email.delivery"));
+	assert_non_null(find_queue(&t, "destination"));
+	assert_null(find_queue(&t, "destination_route"));
+	for (size_t i = 0; i < t.nexchanges; i++)
+		if (strcmp(t.exchanges[i].name, "tasks") == 0)
+			x = &t.exchanges[i];
+	assert_non_null(x);
+	assert_int_equal(x->role, TOPOLOGY_DESTINATION);
+	assert_string_equal(x->type, "");
+	for (size_t i = 0; i < t.nbindings; i++) {
+		const struct topology_binding *b = &t.bindings[i];
+
+		if (strcmp(b->destination, "destination") == 0) {
+			assert_false(b->to_exchange);
+			assert_string_equal(b->key, "*.*.*.*.*.*.destination_route");
+			found++;
+		}
+		if (strcmp(b->destination, "tasks") == 0) {
+			assert_true(b->to_exchange);
+			assert_string_equal(b->source, "delay.delivery");
+			assert_string_equal(b->key, "*.*.*.*.*.*.k.x");
+			found++;
+		}
+	}
+	assert_int_equal(found, 2);
+	topology_free(&t);
+}
+
 int
 main(void)
 {
@@ -213,6 +298,8 @@ main(void)
 		cmocka_unit_test(test_exchanges_and_bindings),
 		cmocka_unit_test(test_classic_has_no_quorum_arguments),
 		cmocka_unit_test(test_library_alternate_exchange_is_a_policy),
+		cmocka_unit_test(test_classic_kombu_levels_reject_publish),
+		cmocka_unit_test(test_destination_long_form),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
