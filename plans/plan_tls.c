@@ -44,7 +44,7 @@ pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
 	struct sect s;
 	yaml_node_t *n;
 	bool verify = true;
-	char where[512];
+	char where[512], what[128];
 
 	if (py_get_map(ld, parent, "tls", 0, expect, path, &s) <= 0)
 		return;
@@ -66,7 +66,8 @@ pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
 	py_get_text(ld, &s, "server_name", 0, "the name the server's "
 	    "certificate must carry", &t->server_name);
 	if ((n = py_field(ld, &s, "verify", 0, "")) != NULL &&
-	    py_conv_bool(ld, n, "verify", &verify) == 0)
+	    py_conv_bool(ld, n, py_label(what, sizeof(what), &s, "verify"),
+	    &verify) == 0)
 		t->no_verify = !verify;
 	if ((t->cert_file == NULL) != (t->key_file == NULL))
 		py_err_at(ld, s.map, "%s has %s without %s; expected both cert "
