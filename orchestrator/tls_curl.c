@@ -132,10 +132,13 @@ tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
 	switch (cc) {
 	case CURLE_PEER_FAILED_VERIFICATION:
 		curl_easy_getinfo(curl, CURLINFO_SSL_VERIFYRESULT, &code);
-		/* libcurl checks the name itself: then OpenSSL saw no error. */
+		/* libcurl checks the name itself, after OpenSSL found the chain
+		 * good: its verify result is then 0 or 1 (unspecified) and its
+		 * words name the host. */
+		if (code == 0 || strstr(curlerr, "host name") != NULL)
+			code = 62;	/* X509_V_ERR_HOSTNAME_MISMATCH */
 		snprintf(out, outlen, "TLS handshake: %s [%s]", tls_verify_words(
-		    code != 0 ? code : 62 /* X509_V_ERR_HOSTNAME_MISMATCH */,
-		    host, t, default_where, words, sizeof(words)), curlerr);
+		    code, host, t, default_where, words, sizeof(words)), curlerr);
 		return 1;
 	case CURLE_SSL_CACERT_BADFILE:
 		snprintf(out, outlen, "%s: cannot read the CA bundle '%s' (%s)",

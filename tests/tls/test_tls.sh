@@ -178,6 +178,13 @@ plan "$tmp/name.yaml" "  tls:
     server_name: broker.example"
 expect_fail "amqps: name mismatch" "name mismatch: .*'broker.example'.*name.yaml:" \
     "$bin" ladder verify "$tmp/name.yaml"
+plan "$tmp/sni.yaml" "  tls:
+    ca: $c/ca.pem
+    cert: $c/client.pem
+    key: $c/client.key
+    server_name: localhost"
+expect_ok "amqps + https: server_name localhost for URLs at 127.0.0.1" " 0 missing, 0 drift" \
+    "$bin" ladder verify "$tmp/sni.yaml"
 plan "$tmp/nocert.yaml" "  tls:
     ca: $c/ca.pem"
 expect_fail "amqps: no client certificate (mTLS node)" "(refused cutover's client certificate|presented no client certificate).*nocert.yaml:" \
@@ -254,7 +261,7 @@ fport=$(e2e_free_port 41)
     -key "$c/server.key" -WWW) >/dev/null 2>&1 &
 register $!
 wait_tls "$fport"
-flag_yaml() { # CA
+flag_yaml() { # CA [SERVER_NAME]
 	cat <<EOF
 flag:
   kind: http
@@ -263,6 +270,7 @@ flag:
   read: { url: 'https://localhost:$fport/state.json', pointer: /enabled, on: true, off: false }
   tls:
     ca: $1
+${2:+    server_name: $2}
 EOF
 }
 # An old queue for measure_horizon, made over https with the client certificate.
@@ -278,6 +286,10 @@ expect_ok "flag over https + whole run to the flip over amqps" "step=flip msg=.s
 plan "$tmp/flagca.yaml" "$mtls" "" "" "$(flag_yaml "$c/wrong-ca.pem")" "$steps"
 expect_fail "flag over https: unknown CA" "unknown CA" \
     "$bin" run --db "$tmp/flagca.db" "$tmp/flagca.yaml"
+
+plan "$tmp/flagname.yaml" "$mtls" "" "" "$(flag_yaml "$c/ca.pem" flags.example)" "$steps"
+expect_fail "flag over https: name mismatch (server_name)" "name mismatch: .*'flags.example'" \
+    "$bin" run --db "$tmp/flagname.db" "$tmp/flagname.yaml"
 
 # The passphrase never reaches a database or a log.
 for f in "$tmp"/*.db "$tmp/serve.log"; do
