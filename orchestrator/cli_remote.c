@@ -23,7 +23,7 @@
 #define CONNECT_TIMEOUT_MS	5000L
 #define TIMEOUT_MS		60000L
 #define TOKEN_MAX		1024
-#define TLS_WHERE		"--cacert, --cert and --key"
+#define TLS_WHERE		"the remote CLI (--cacert, --cert, --key)"
 
 /* --cacert, --cert and --key FILE, or NULL. */
 static const char *tls_ca, *tls_cert, *tls_key;

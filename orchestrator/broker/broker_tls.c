@@ -92,7 +92,8 @@ load_files(struct broker *b, amqp_socket_t *sock, SSL_CTX *ctx, char *err,
 		amqp_ssl_socket_set_key_passwd(sock, pass);
 	if (amqp_ssl_socket_set_key(sock, t->cert_file, t->key_file) != 0) {
 		errbuf_set(err, errlen, "%s: cannot use the client certificate "
-		    "'%s' with the key '%s' (%s)", where, t->cert_file,
+		    "'%s' with the key '%s' (%s: a wrong key_passphrase, or a key "
+		    "that is not the certificate's?)", where, t->cert_file,
 		    t->key_file, ssl_reason());
 		return BROKER_ERR;
 	}
