@@ -38,6 +38,32 @@ args_json(const struct topology_arg *args, size_t n)
 	return o;
 }
 
+/* What the plan's TLS settings for one service (broker, flag) are, with
+ * the warning `verify: false` earns; NULL when the service uses no TLS. */
+static json_t *
+tls_json(const struct tls_opts *t, const char *path, bool used)
+{
+	char w[512];
+	const char *warn = tls_insecure_warning(t, path, w, sizeof(w));
+	json_t *o;
+
+	if (!used)
+		return NULL;
+	o = json_pack("{s:s,s:b,s:s?,s:s?,s:s?}", "where", tls_where(t, path),
+	    "verify", !t->no_verify, "ca", t->ca_file, "client_cert",
+	    t->cert_file, "server_name", t->server_name);
+	if (o != NULL && warn != NULL)
+		json_object_set_new(o, "warning", json_string(warn));
+	return o;
+}
+
+static bool
+is_tls_url(const char *u)
+{
+	return u != NULL && (strncmp(u, "amqps://", 8) == 0 ||
+	    strncmp(u, "https://", 8) == 0);
+}
+
 /* The dry run of a valid plan as JSON: what `check --json` prints and what
  * the human form is printed from. */
 static json_t *
@@ -98,11 +124,23 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
 	if (o != NULL) {
+		json_t *tb = tls_json(&p->broker.tls, "broker.tls",
+		    is_tls_url(p->broker.amqp) || is_tls_url(p->broker.management));
+		json_t *tf = tls_json(&p->flag.tls, "flag.tls",
+		    is_tls_url(p->flag.url) || is_tls_url(p->flag.on.url) ||
+		    is_tls_url(p->flag.off.url) || is_tls_url(p->flag.read_url));
+		json_t *ts = json_object();
+
 		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",
 		    json_boolean(p->create_destinations));
 		json_object_set_new(json_object_get(o, "ladder"), "publish_limit_ms",
 		    json_integer((json_int_t)ladder_limit_ms(l)));
 		json_object_set_new(o, "policies", ps);
+		if (tb != NULL)
+			json_object_set_new(ts, "broker", tb);
+		if (tf != NULL)
+			json_object_set_new(ts, "flag", tf);
+		json_object_set_new(o, "tls", ts);
 	} else
 		json_decref(ps);
 	return o;
@@ -128,10 +166,19 @@ print_human(FILE *out, json_t *d)
 	json_t *lad = json_object_get(d, "ladder"), *v;
 	bool create = json_is_true(json_object_get(lad, "create_destinations"));
 	char desc[64];
+	const char *k;
 	size_t i, n = 0;
 
 	fprintf(out, "%s: plan %s is valid\n\n", json_string_value(json_object_get(d, "file")),
 	    json_string_value(json_object_get(d, "plan")));
+	json_object_foreach(json_object_get(d, "tls"), k, v) {
+		json_t *w = json_object_get(v, "warning");
+
+		fprintf(out, "%-6s TLS  %s\n", k, w != NULL ?
+		    json_string_value(w) : "verified (certificate and name)");
+	}
+	if (json_object_size(json_object_get(d, "tls")) > 0)
+		fprintf(out, "\n");
 	fprintf(out, "ladder\n  naming      %s", json_string_value(json_object_get(lad, "naming")));
 	if (*json_string_value(json_object_get(lad, "prefix")) != '\0')
 		fprintf(out, " (prefix %s)", json_string_value(json_object_get(lad, "prefix")));

@@ -35,6 +35,11 @@ int cli_serve(int argc, char **argv);
  * as it came, else a readable table. Each prints what went wrong (the
  * API's error) and returns the exit status: CLI_OK, or CLI_FAIL when the
  * server refused or could not be reached. */
+/* TLS for an https:// --server: WHICH 'C' (--cacert FILE: the CA bundle
+ * to verify it against; else $CUTOVER_CACERT, else the system's CA store),
+ * 'c' (--cert FILE) or 'k' (--key FILE: a client certificate and its
+ * unencrypted key). FILE must stay valid until the verb ends. */
+void cli_remote_tls(char which, const char *file);
 int cli_remote_submit(const char *server, const char *file, const char *yaml,
     size_t len, int json);
 int cli_remote_command(const char *verb, const char *server, const char *plan,

@@ -53,6 +53,9 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' },
 		{ "server", required_argument, NULL, 's' },
+		{ "cacert", required_argument, NULL, 'C' },
+		{ "cert", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' },
 		{ "as", required_argument, NULL, 'a' },
 		{ "comment", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -69,6 +72,9 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		switch (c) {
 		case 'd': o->db = optarg; break;
 		case 's': o->server = optarg; break;
+		case 'C': cli_remote_tls('C', optarg); break;
+		case 'E': cli_remote_tls('c', optarg); break;
+		case 'K': cli_remote_tls('k', optarg); break;
 		case 'a': o->as = optarg; break;
 		case 'c': o->comment = optarg; break;
 		case 'j': o->json = 1; break;
@@ -329,28 +335,28 @@ done:
 int
 cli_approve(int argc, char **argv)
 {
-	return command("approve", "cutover approve (--db FILE --as NAME | [--server URL]) "
+	return command("approve", "cutover approve (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
 	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
 }
 
 int
 cli_retry(int argc, char **argv)
 {
-	return command("retry", "cutover retry (--db FILE --as NAME | [--server URL]) "
+	return command("retry", "cutover retry (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
 	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
 }
 
 int
 cli_abort(int argc, char **argv)
 {
-	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL]) "
+	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
 	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
 }
 
 int
 cli_ack(int argc, char **argv)
 {
-	return command("ack", "cutover ack (--db FILE --as NAME | [--server URL]) "
+	return command("ack", "cutover ack (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
 	    "PLAN ALERT [--comment TEXT] [--json]", argc, argv, 2);
 }
 
@@ -380,7 +386,7 @@ history_event(const struct store_event *ev, void *arg)
 }
 
 static const char history_usage[] =
-    "cutover history (--db FILE (PLAN | --verify) | [--server URL] PLAN) [--json]";
+    "cutover history (--db FILE (PLAN | --verify) | [--server URL [--cacert FILE]] PLAN) [--json]";
 
 int
 cli_history(int argc, char **argv)
@@ -466,7 +472,7 @@ status_plan(const struct store_plan *p, void *arg)
 }
 
 static const char status_usage[] =
-    "cutover status (--db FILE | [--server URL]) [PLAN] [--json]";
+    "cutover status (--db FILE | [--server URL [--cacert FILE]]) [PLAN] [--json]";
 
 /* status --json with --db: the documents the API serves. */
 static int
@@ -545,7 +551,7 @@ done:
 }
 
 static const char submit_usage[] =
-    "cutover submit (--db FILE | [--server URL]) [--json] PLAN.yaml";
+    "cutover submit (--db FILE | [--server URL [--cacert FILE]]) [--json] PLAN.yaml";
 
 int
 cli_submit(int argc, char **argv)

@@ -16,12 +16,28 @@
 #include "api.h"
 #include "cli.h"
 #include "httpbody.h"
+#include "tls_curl.h"
 
 #define DEFAULT_SERVER		"http://127.0.0.1:8080"
 #define ANSWER_MAX		(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT_MS	5000L
 #define TIMEOUT_MS		60000L
 #define TOKEN_MAX		1024
+#define TLS_WHERE		"the remote CLI (--cacert, --cert, --key)"
+
+/* --cacert, --cert and --key FILE, or NULL. */
+static const char *tls_ca, *tls_cert, *tls_key;
+
+void
+cli_remote_tls(char which, const char *file)
+{
+	if (which == 'C')
+		tls_ca = file;
+	else if (which == 'c')
+		tls_cert = file;
+	else
+		tls_key = file;
+}
 
 
 struct remote {
@@ -36,6 +52,7 @@ struct remote {
 	char			 curlerr[CURL_ERROR_SIZE];
 	struct httpbody		 a;
 	long			 status;	/* of the last call */
+	struct tls_opts		 tls;		/* ca_file: --cacert */
 	json_t			*doc;		/* its answer, parsed, or NULL */
 };
 
@@ -108,6 +125,24 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	}
 	memcpy(rm->base, server, n);
 	rm->base[n] = '\0';
+	if (tls_ca == NULL && (tls_ca = getenv("CUTOVER_CACERT")) != NULL &&
+	    tls_ca[0] == '\0')
+		tls_ca = NULL;
+	/* Not owned: never freed. */
+	rm->tls.ca_file = (char *)tls_ca;
+	rm->tls.cert_file = (char *)tls_cert;
+	rm->tls.key_file = (char *)tls_key;
+	if ((tls_ca != NULL || tls_cert != NULL) && strncmp(server, "https://", 8) != 0) {
+		fprintf(stderr, "cutover %s: --%s is for an https:// --server, "
+		    "not %.*s\n", verb, tls_ca != NULL ? "cacert" : "cert", (int)n,
+		    server);
+		return -1;
+	}
+	if ((tls_cert == NULL) != (tls_key == NULL)) {
+		fprintf(stderr, "cutover %s: a client certificate needs both --cert "
+		    "and --key\n", verb);
+		return -1;
+	}
 	if (token != NULL && *token != '\0') {
 		size_t tlen = strlen(token);
 
@@ -164,7 +199,8 @@ static int
 remote_call(struct remote *rm, const char *method, const char *path, const char *body,
     size_t len, const char *ctype)
 {
-	char url[1536];
+	char url[1536], why[CURL_ERROR_SIZE + 512];
+	struct tls_curl tc;
 	CURLcode cc;
 
 	httpbody_reset(&rm->a);
@@ -173,7 +209,11 @@ remote_call(struct remote *rm, const char *method, const char *path, const char 
 	rm->doc = NULL;
 	rm->curlerr[0] = '\0';
 	snprintf(url, sizeof(url), "%s%s", rm->base, path);
-	curl_easy_setopt(rm->curl, CURLOPT_URL, url);
+	if (tls_curl_prepare(rm->curl, &rm->tls, url, &tc, why, sizeof(why)) != 0) {
+		fprintf(stderr, "cutover %s: %s\n", rm->verb, why);
+		return -1;
+	}
+	curl_easy_setopt(rm->curl, CURLOPT_URL, tc.url);
 	if (strcmp(method, "POST") == 0) {
 		curl_easy_setopt(rm->curl, CURLOPT_POST, 1L);
 		curl_easy_setopt(rm->curl, CURLOPT_POSTFIELDS, body != NULL ? body : "");
@@ -183,10 +223,16 @@ remote_call(struct remote *rm, const char *method, const char *path, const char 
 		curl_easy_setopt(rm->curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(rm->curl, CURLOPT_HTTPHEADER, ctype == NULL ? rm->hdr_plain :
 	    strcmp(ctype, "yaml") == 0 ? rm->hdr_yaml : rm->hdr_json);
-	if ((cc = curl_easy_perform(rm->curl)) != CURLE_OK) {
+	cc = curl_easy_perform(rm->curl);
+	tls_curl_release(rm->curl, &tc);
+	if (cc != CURLE_OK) {
+		const char *detail = rm->curlerr[0] != '\0' ? rm->curlerr :
+		    curl_easy_strerror(cc);
+
 		fprintf(stderr, "cutover %s: %s %s: %s\n", rm->verb, method, url,
 		    rm->a.toobig ? "the answer is too large" : rm->a.nomem ? "out of memory" :
-		    rm->curlerr[0] != '\0' ? rm->curlerr : curl_easy_strerror(cc));
+		    tls_curl_error(rm->curl, cc, detail, &rm->tls, TLS_WHERE, url, why,
+		    sizeof(why)) ? why : detail);
 		return -1;
 	}
 	curl_easy_getinfo(rm->curl, CURLINFO_RESPONSE_CODE, &rm->status);

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "flag_transport.h"
+#include "log.h"
 
 /* ---- the providers ---- */
 
@@ -67,6 +68,7 @@ call_open(struct flag_call *c, const struct plan *p,
     const struct flag_options *o, bool switching, bool on, char *err,
     size_t errlen)
 {
+	char warn[512];
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -95,6 +97,8 @@ call_open(struct flag_call *c, const struct plan *p,
 	c->global_init = 1;
 	if ((c->curl = curl_easy_init()) == NULL)
 		goto nomem;
+	if (tls_insecure_warning(&p->flag.tls, "flag.tls", warn, sizeof(warn)) != NULL)
+		log_event("warn", p->name, NULL, "%s", warn);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, USER_AGENT);
 	c->answer.max = FLAG_ANSWER_MAX;

@@ -281,13 +281,19 @@ done:
 	return rc;
 }
 
-/* Why the last attempt got no answer, into OUT. */
+/* Why the last attempt, to URL, got no answer, into OUT. */
 static void
-transport_phrase(struct flag_call *c, CURLcode cc, long tmo, char *out,
-    size_t outlen)
+transport_phrase(struct flag_call *c, CURLcode cc, const char *url, long tmo,
+    char *out, size_t outlen)
 {
 	long oserr = 0;
 
+	if (tls_curl_error(c->curl, cc, c->curlerr[0] != '\0' ? c->curlerr :
+	    curl_easy_strerror(cc), &c->p->flag.tls, FLAG_TLS_WHERE, url, out,
+	    outlen)) {
+		redact(c, out);
+		return;
+	}
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
@@ -353,11 +359,17 @@ perform(struct flag_call *c, const char *method, const char *url,
 {
 	int get = strcmp(method, "GET") == 0;
 	int post = strcmp(method, "POST") == 0;
+	struct tls_curl tc;
 
 	httpbody_reset(&c->answer);
 	c->curlerr[0] = '\0';
 	c->status = 0;
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	if (tls_curl_prepare(c->curl, &c->p->flag.tls, url, &tc, c->curlerr,
+	    sizeof(c->curlerr)) != 0) {
+		*cc = CURLE_FAILED_INIT;
+		return -1;
+	}
+	curl_easy_setopt(c->curl, CURLOPT_URL, tc.url);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, tmo);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
@@ -374,6 +386,7 @@ perform(struct flag_call *c, const char *method, const char *url,
 		    post ? NULL : method);
 	}
 	*cc = curl_easy_perform(c->curl);
+	tls_curl_release(c->curl, &tc);
 	if (*cc == CURLE_OK)
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
 	return *cc == CURLE_OK ? 0 : -1;
@@ -417,7 +430,7 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 				snprintf(why, sizeof(why), "answer larger than "
 				    "%u bytes", FLAG_ANSWER_MAX);
 			else
-				transport_phrase(c, cc, tmo, why, sizeof(why));
+				transport_phrase(c, cc, url, tmo, why, sizeof(why));
 		} else if (flag_excerpt(c, c->answer.p, c->answer.len,
 		    c->status < 200 || c->status > 299, ex) != 0) {
 			errbuf_set(err, errlen, "%s: out of memory", label);

@@ -18,6 +18,7 @@
 #include "flag.h"
 #include "flag_provider.h"
 #include "httpbody.h"
+#include "tls_curl.h"
 
 #define USER_AGENT	"cutover-flag/1"
 #define JSON_TYPE	"application/json"
@@ -25,6 +26,8 @@
 #define URL_MAX		4096
 
 /* One flag_switch or flag_read. */
+#define FLAG_TLS_WHERE "flag.tls (not given: the system's CA store)"
+
 struct flag_call {
 	const struct plan	*p;
 	const struct flag_provider *prov;	/* of p->flag.kind */

@@ -131,6 +131,8 @@ plan_free(struct plan *p)
 	free(p->broker.management);
 	free(p->broker.username);
 	free(p->broker.password);
+	tls_opts_free(&p->broker.tls);
+	tls_opts_free(&p->flag.tls);
 	free(p->old.match);
 	free_strings(p->old.names, p->old.nnames);
 	if (p->destination_targets != NULL)

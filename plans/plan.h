@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ladder.h"
+#include "tls.h"
 
 #define PLAN_NAME_MAX 64
 #define PLAN_DEFAULT_CANARY_BUDGET_MS (2 * 60 * 1000)
@@ -50,6 +51,7 @@ struct plan {
 		char *management;          /* http(s)://host:port */
 		char *username;
 		char *password;            /* env:NAME reference, never a literal */
+		struct tls_opts tls;       /* broker.tls: for amqps:// and https:// */
 	} broker;
 
 	struct {
@@ -103,6 +105,7 @@ struct plan {
 		char *read_on, *read_off;  /* expected JSON values, as JSON text */
 		struct plan_header *headers;
 		size_t nheaders;
+		struct tls_opts tls;       /* flag.tls: for https:// */
 	} flag;
 
 	struct {

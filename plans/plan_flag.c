@@ -6,7 +6,7 @@
 #include "plan_flag.h"
 
 static const char *const unleash_keys[] = { "kind", "url", "project",
-    "environment", "feature", "token", NULL };
+    "environment", "feature", "token", "tls", NULL };
 
 static void
 unleash_load(const struct plan_section *ps)
@@ -22,10 +22,11 @@ unleash_load(const struct plan_section *ps)
 	    &p->flag.feature);
 	plan_section_secret(ps, "token", true, "env:UNLEASH_TOKEN",
 	    &p->flag.token);
+	plan_section_flag_tls(ps);
 }
 
 static const char *const http_keys[] = { "kind", "on", "off", "read",
-    "headers", NULL };
+    "headers", "tls", NULL };
 
 static void
 http_load(const struct plan_section *ps)
@@ -36,6 +37,7 @@ http_load(const struct plan_section *ps)
 	plan_section_http_call(ps, "off", "flag.off", &p->flag.off);
 	plan_section_flag_read(ps);
 	plan_section_flag_headers(ps);
+	plan_section_flag_tls(ps);
 }
 
 /* Every flag kind a plan may name, by flag.kind. */

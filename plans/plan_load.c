@@ -63,9 +63,10 @@ static void
 load_broker(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "amqp", "management", "username",
-	    "password", NULL };
+	    "password", "tls", NULL };
 	struct plan *p = ld->p;
 	struct sect s;
+	const char *urls[2];
 
 	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management, "
 	    "username and password", "broker", &s) <= 0)
@@ -76,6 +77,10 @@ load_broker(struct loader *ld, const struct sect *root)
 	py_get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
 	    &p->broker.username);
 	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
+	pt_load_tls(ld, &s, "broker.tls", &p->broker.tls);
+	urls[0] = p->broker.amqp;
+	urls[1] = p->broker.management;
+	pt_check_used(ld, &s, "broker.tls", &p->broker.tls, urls, 2);
 }
 
 /* Does PAT, matched against a NAME_MAX_LEN-byte name of every byte the

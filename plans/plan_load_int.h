@@ -83,6 +83,15 @@ yaml_node_t *py_seq_item(struct loader *ld, yaml_node_t *n, size_t i);
 int py_conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out);
 void py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len);
 
+/* plan_tls.c: a `tls` map of PARENT (broker, flag) into T; PATH
+ * ("broker.tls") names it in messages and in T->where. */
+void pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
+    struct tls_opts *t);
+/* Reports a `tls` map of PARENT that none of URLS (NURLS, NULLs skipped)
+ * would use: it has no amqps:// or https:// URL. */
+void pt_check_used(struct loader *ld, const struct sect *parent, const char *path,
+    const struct tls_opts *t, const char *const *urls, size_t nurls);
+
 /* plan_check.c: checks across sections, once they are all read. */
 void pc_check_sections(struct loader *ld, const struct sect *root);
 void pc_check_own(struct loader *ld);

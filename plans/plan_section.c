@@ -261,3 +261,14 @@ plan_section_flag_headers(const struct plan_section *ps)
 	if ((n = py_field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
 		load_headers(ps->ld, n);
 }
+
+void
+plan_section_flag_tls(const struct plan_section *ps)
+{
+	struct plan *p = ps->ld->p;
+	const char *urls[4] = { p->flag.url, p->flag.on.url, p->flag.off.url,
+	    p->flag.read_url };
+
+	pt_load_tls(ps->ld, ps->s, "flag.tls", &p->flag.tls);
+	pt_check_used(ps->ld, ps->s, "flag.tls", &p->flag.tls, urls, 4);
+}

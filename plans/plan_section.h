@@ -51,4 +51,9 @@ void plan_section_flag_read(const struct plan_section *ps);
  * plan's flag.headers; a literal credential is an error. */
 void plan_section_flag_headers(const struct plan_section *ps);
 
+/* The section's optional tls map (tls.h) into the plan's flag.tls,
+ * refused when none of the flag's URLs (the plan's flag.url, on, off and
+ * read URLs, as already loaded) is https://. */
+void plan_section_flag_tls(const struct plan_section *ps);
+
 #endif

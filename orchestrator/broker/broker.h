@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
 #include "topology.h"
 
 enum broker_status {
@@ -74,10 +75,11 @@ enum broker_status {
 
 struct broker;
 
-/* A parsed amqp:// URL. */
+/* A parsed amqp:// or amqps:// URL. */
 struct broker_url {
+	bool tls;                      /* amqps:// */
 	char host[BROKER_HOST_MAX];    /* name or address (IPv6: no brackets) */
-	int port;                      /* 5672 unless given */
+	int port;                      /* 5672 (amqps: 5671) unless given */
 	char vhost[BROKER_VHOST_MAX];  /* percent-decoded; "/" if no path */
 };
 
@@ -162,11 +164,11 @@ struct broker_delivery {
 	bool unacked;
 };
 
-/* Parses URL, "amqp://host[:port][/vhost]" (the vhost percent-decoded:
- * "%2f" is "/", an empty or missing path is "/"). Refuses credentials in
- * the URL, query strings and amqps:// (TLS is not supported yet); messages
- * never repeat the URL, which may hold a password. Returns 0 and fills U,
- * or BROKER_ERR with ERR. */
+/* Parses URL, "amqp://host[:port][/vhost]" or "amqps://..." (TLS, port
+ * 5671 by default; the vhost percent-decoded: "%2f" is "/", an empty or
+ * missing path is "/"). Refuses credentials in the URL and query strings;
+ * messages never repeat the URL, which may hold a password. Returns 0 and
+ * fills U, or BROKER_ERR with ERR. */
 int broker_url_parse(const char *url, struct broker_url *u, char *err,
     size_t errlen);
 
@@ -179,6 +181,17 @@ int broker_url_parse(const char *url, struct broker_url *u, char *err,
  * BROKER_ETIMEOUT, BROKER_ELOST with ERR. */
 int broker_open(const char *url, const char *username, const char *password_ref,
     int timeout_ms, struct broker **out, char *err, size_t errlen);
+
+/* broker_open with TLS settings for an amqps:// URL: TLS (NULL: verify
+ * against the system's CAs and the URL's host, no client certificate;
+ * copied; messages name it by its `where`, else "broker.tls"). A refused
+ * certificate,
+ * a failed handshake or a client certificate the broker requires fail
+ * with BROKER_ECONNECT and words saying which (see tls.h); TLS is not
+ * used for an amqp:// URL. */
+int broker_open_tls(const char *url, const struct tls_opts *tls,
+    const char *username, const char *password_ref, int timeout_ms,
+    struct broker **out, char *err, size_t errlen);
 
 /* Closes the connection politely (bounded by the handle's timeout) and
  * frees B and everything it holds. B may be NULL. */

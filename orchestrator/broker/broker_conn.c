@@ -42,6 +42,9 @@ login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
 		    "ms", b->url.host, b->url.port, b->timeout_ms);
 		rc = BROKER_ETIMEOUT;
 	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+	    tls_login_refused(b, r.library_error, err, errlen)) {
+		rc = BROKER_ECONNECT;
+	} else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
 	    r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
 		errbuf_set(err, errlen, "logging in to %s:%d as '%s': the broker "
 		    "closed the connection (wrong username or password, or no "
@@ -83,19 +86,33 @@ connect_broker(struct broker *b, char *err, size_t errlen)
 	rc = resolve_password(b->password_ref, &password, err, errlen);
 	if (rc != 0)
 		return rc;
-	if ((rc = tcp_connect(&b->url, b->timeout_ms, &fd, err, errlen)) != 0)
-		return rc;
-	if ((b->conn = amqp_new_connection()) == NULL ||
-	    (sock = amqp_tcp_socket_new(b->conn)) == NULL) {
-		close(fd);
-		if (b->conn != NULL)
+	if (b->url.tls) {
+		if ((b->conn = amqp_new_connection()) == NULL) {
+			errbuf_set(err, errlen, "connecting to %s:%d: out of "
+			    "memory", b->url.host, b->url.port);
+			return BROKER_ERR;
+		}
+		if ((rc = tls_socket_open(b, err, errlen)) != 0) {
 			amqp_destroy_connection(b->conn);
-		b->conn = NULL;
-		errbuf_set(err, errlen, "connecting to %s:%d: out of memory",
-		    b->url.host, b->url.port);
-		return BROKER_ERR;
+			b->conn = NULL;
+			return rc;
+		}
+	} else {
+		if ((rc = tcp_connect(&b->url, b->timeout_ms, &fd, err,
+		    errlen)) != 0)
+			return rc;
+		if ((b->conn = amqp_new_connection()) == NULL ||
+		    (sock = amqp_tcp_socket_new(b->conn)) == NULL) {
+			close(fd);
+			if (b->conn != NULL)
+				amqp_destroy_connection(b->conn);
+			b->conn = NULL;
+			errbuf_set(err, errlen, "connecting to %s:%d: out of "
+			    "memory", b->url.host, b->url.port);
+			return BROKER_ERR;
+		}
+		amqp_tcp_socket_set_sockfd(sock, fd);   /* the connection owns it */
 	}
-	amqp_tcp_socket_set_sockfd(sock, fd);   /* the connection owns it now */
 
 	tv.tv_sec = b->timeout_ms / 1000;
 	tv.tv_usec = (b->timeout_ms % 1000) * 1000;
@@ -200,6 +217,15 @@ int
 broker_open(const char *url, const char *username, const char *password_ref,
     int timeout_ms, struct broker **out, char *err, size_t errlen)
 {
+	return broker_open_tls(url, NULL, username, password_ref, timeout_ms,
+	    out, err, errlen);
+}
+
+int
+broker_open_tls(const char *url, const struct tls_opts *tls,
+    const char *username, const char *password_ref, int timeout_ms,
+    struct broker **out, char *err, size_t errlen)
+{
 	struct broker *b = NULL;
 	const char *password;
 	int rc;
@@ -213,6 +239,11 @@ broker_open(const char *url, const char *username, const char *password_ref,
 	if ((rc = broker_url_parse(url, &b->url, err, errlen)) != 0)
 		goto done;
 	rc = BROKER_ERR;
+	if (tls_opts_copy(&b->tls, tls) != 0) {
+		errbuf_set(err, errlen, "opening the broker connection: out of "
+		    "memory");
+		goto done;
+	}
 	if (username == NULL || username[0] == '\0') {
 		errbuf_set(err, errlen, "connecting to %s:%d: a username is "
 		    "required", b->url.host, b->url.port);
@@ -264,6 +295,7 @@ broker_close(struct broker *b)
 	free(b->consumer_error);
 	free(b->username);
 	free(b->password_ref);
+	tls_opts_free(&b->tls);
 	free(b);
 }
 

@@ -35,9 +35,11 @@
 #ifdef CUTOVER_RABBITMQ_C_DIR
 #include <rabbitmq-c/amqp.h>
 #include <rabbitmq-c/tcp_socket.h>
+#include <rabbitmq-c/ssl_socket.h>
 #else
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+#include <amqp_ssl_socket.h>
 #endif
 
 #define PUB_PENDING 1   /* a publish awaiting its verdict */
@@ -63,6 +65,7 @@ struct queued {
 
 struct broker {
 	struct broker_url url;
+	struct tls_opts tls;            /* for amqps:// (see tls.h) */
 	char *username;
 	char *password_ref;     /* "env:NAME": resolved at each connect */
 	int timeout_ms;
@@ -112,6 +115,21 @@ int resolve_password(const char *ref, const char **out, char *err,
  * non-blocking socket, or BROKER_ECONNECT with ERR. */
 int tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp,
     char *err, size_t errlen);
+
+/* ---- broker_tls.c ---- */
+
+/* Opens B->conn's TLS socket to B->url under B->tls within B->timeout_ms:
+ * TCP connect, handshake, certificate and name checked. Returns 0, or
+ * BROKER_ECONNECT (no route, handshake, unknown CA, name mismatch,
+ * expired, client certificate required) or BROKER_ERR (a file or the
+ * passphrase cannot be used) with ERR. B->conn stays B's to destroy. */
+int tls_socket_open(struct broker *b, char *err, size_t errlen);
+/* After a login over amqps:// that failed with the library error STATUS:
+ * when the broker ended the TLS session (a client certificate required or
+ * refused; said from OpenSSL's alert when it is still queued), writes that
+ * into ERR and returns 1; otherwise 0. */
+int tls_login_refused(const struct broker *b, int status, char *err,
+    size_t errlen);
 
 /* ---- broker_recovery.c: replies, and losing channels and connections ---- */
 

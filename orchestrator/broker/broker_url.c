@@ -1,18 +1,18 @@
-/* broker_url: the amqp:// URL (broker_url_parse, see broker.h) and the
- * password reference ("env:NAME") resolved at each connect. */
+/* broker_url: the amqp:// or amqps:// URL (broker_url_parse, see broker.h)
+ * and the password reference ("env:NAME") resolved at each connect. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "broker_int.h"
 
-/* Refuses what URL must not be or hold: empty, not amqp:// (amqps:// is
- * not supported yet), credentials, a query or a fragment. Sets *AUTH to
- * the authority after "amqp://" and *END to where it ends. Returns 0, or
+/* Refuses what URL must not be or hold: empty, neither amqp:// nor
+ * amqps://, credentials, a query or a fragment. Sets U->tls, *AUTH to the
+ * authority after the scheme and *END to where it ends. Returns 0, or
  * BROKER_ERR with ERR. */
 static int
-url_check_form(const char *url, const char **auth, const char **end,
-    char *err, size_t errlen)
+url_check_form(const char *url, struct broker_url *u, const char **auth,
+    const char **end, char *err, size_t errlen)
 {
 	const char *p;
 
@@ -21,15 +21,15 @@ url_check_form(const char *url, const char **auth, const char **end,
 		return BROKER_ERR;
 	}
 	if (strncmp(url, "amqps://", 8) == 0) {
-		errbuf_set(err, errlen, "broker URL: amqps:// (TLS) is not "
-		    "supported yet; use amqp://");
+		u->tls = true;
+		p = url + 8;
+	} else if (strncmp(url, "amqp://", 7) == 0) {
+		p = url + 7;
+	} else {
+		errbuf_set(err, errlen, "broker URL: must start with amqp:// "
+		    "or amqps://");
 		return BROKER_ERR;
 	}
-	if (strncmp(url, "amqp://", 7) != 0) {
-		errbuf_set(err, errlen, "broker URL: must start with amqp://");
-		return BROKER_ERR;
-	}
-	p = url + 7;
 	*end = p + strcspn(p, "/?#");
 	if (memchr(p, '@', (size_t)(*end - p)) != NULL) {
 		errbuf_set(err, errlen, "broker URL: credentials do not belong in "
@@ -96,7 +96,8 @@ url_host(const char *p, const char *end, struct broker_url *u,
 	return 0;
 }
 
-/* Sets U->port from the digits PORT..PEND (5672 when PORT is NULL).
+/* Sets U->port from the digits PORT..PEND (5672, or 5671 for amqps://,
+ * when PORT is NULL).
  * Returns 0, or BROKER_ERR with ERR. */
 static int
 url_port(const char *port, const char *pend, struct broker_url *u, char *err,
@@ -104,7 +105,7 @@ url_port(const char *port, const char *pend, struct broker_url *u, char *err,
 {
 	long v;
 
-	u->port = 5672;
+	u->port = u->tls ? 5671 : 5672;
 	if (port == NULL)
 		return 0;
 	v = 0;
@@ -175,7 +176,7 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 	int rc;
 
 	memset(u, 0, sizeof(*u));
-	if ((rc = url_check_form(url, &auth, &end, err, errlen)) != 0 ||
+	if ((rc = url_check_form(url, u, &auth, &end, err, errlen)) != 0 ||
 	    (rc = url_host(auth, end, u, &port, err, errlen)) != 0 ||
 	    (rc = url_port(port, end, u, err, errlen)) != 0)
 		return rc;

@@ -34,6 +34,8 @@
 
 #include <jansson.h>
 
+#include "tls.h"
+
 /* Return codes. */
 #define MGMT_NOT_FOUND	1	/* 404: the object does not exist */
 #define MGMT_ERR_ARG	(-1)	/* bad argument, URL or password ref */
@@ -70,6 +72,15 @@ struct mgmt;
 int mgmt_open(const char *base_url, const char *vhost, const char *username,
     const char *password_ref, long timeout_ms, struct mgmt **out,
     char *err, size_t errlen);
+
+/* mgmt_open for an https:// base URL with the plan's TLS settings TLS
+ * (NULL: verify against the system's CAs and the URL's host; copied, see
+ * tls.h). TLS failures (unknown CA, name mismatch, expired, handshake, a
+ * client certificate required) come back as MGMT_ERR_TRANSPORT from the
+ * first request, in words naming TLS's place in the plan. */
+int mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
+    const char *vhost, const char *username, const char *password_ref,
+    long timeout_ms, struct mgmt **out, char *err, size_t errlen);
 
 /* Closes the connection and frees M. M may be NULL. */
 void mgmt_close(struct mgmt *m);

@@ -17,12 +17,14 @@
 #include "clock.h"
 #include "errbuf.h"
 #include "httpbody.h"
+#include "tls_curl.h"
 
 #define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
 #define PATH_MAX_LEN		4096	/* encoded path and query */
 #define WHAT_MAX		160	/* "METHOD /path" in messages */
 #define EXCERPT_MAX		160	/* bytes of an answer quoted */
 #define USER_AGENT		"cutover-mgmt/1"
+#define MGMT_TLS_WHERE		"broker.tls (not given: the system's CA store)"
 
 /* Columns of the fast listing; with disable_stats the broker has no
  * effective_policy_definition and no consumers (checked on 3.10.8). */
@@ -43,6 +45,7 @@ struct mgmt {
 	char			*vhost_enc;
 	char			*username;
 	char			*password_env;	/* NAME of env:NAME */
+	struct tls_opts		 tls;		/* for https:// (tls.h) */
 	long			 connect_ms;
 	long			 total_ms;
 	int			 global_init;

@@ -171,6 +171,15 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
     const char *password_ref, long timeout_ms, struct mgmt **out,
     char *err, size_t errlen)
 {
+	return mgmt_open_tls(base_url, NULL, vhost, username, password_ref,
+	    timeout_ms, out, err, errlen);
+}
+
+int
+mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
+    const char *vhost, const char *username, const char *password_ref,
+    long timeout_ms, struct mgmt **out, char *err, size_t errlen)
+{
 	struct mgmt *m = NULL;
 	const char *envname = NULL;
 	size_t n;
@@ -202,7 +211,8 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
 	if ((m->vhost = strdup(vhost)) == NULL ||
 	    (m->username = strdup(username)) == NULL ||
 	    (m->password_env = strdup(envname)) == NULL ||
-	    (m->vhost_enc = malloc(n)) == NULL) {
+	    (m->vhost_enc = malloc(n)) == NULL ||
+	    tls_opts_copy(&m->tls, tls) != 0) {
 		errbuf_set(err, errlen, "mgmt_open: out of memory");
 		goto done;
 	}
@@ -232,6 +242,7 @@ mgmt_close(struct mgmt *m)
 	free(m->vhost_enc);
 	free(m->username);
 	free(m->password_env);
+	tls_opts_free(&m->tls);
 	if (m->global_init)
 		curl_global_cleanup();
 	free(m);

@@ -112,12 +112,17 @@ static void
 transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
     size_t errlen)
 {
-	char detail[CURL_ERROR_SIZE + 64];
+	char detail[CURL_ERROR_SIZE + 64], why[CURL_ERROR_SIZE + 512];
 	const char *phrase;
 	long oserr = 0;
 
 	snprintf(detail, sizeof(detail), "%s",
 	    m->curlerr[0] != '\0' ? m->curlerr : curl_easy_strerror(cc));
+	if (tls_curl_error(m->curl, cc, detail, &m->tls, MGMT_TLS_WHERE,
+	    m->base, why, sizeof(why))) {
+		errbuf_set(err, errlen, "%s: %s (%s)", what, why, m->base);
+		return;
+	}
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(m->curl, CURLINFO_OS_ERRNO, &oserr);
@@ -327,6 +332,7 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 	char what[WHAT_MAX];
 	char *url = NULL, *payload = NULL;
 	const char *password = NULL;
+	struct tls_curl tc;
 	CURLcode cc;
 	long status = 0;
 	int rc;
@@ -344,10 +350,15 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 	    errlen)) != 0 || (rc = request_prepare(m, path, body, what, &url,
 	    &payload, err, errlen)) != 0)
 		goto done;
-	request_setopt(m, method, url, password, payload);
+	if (tls_curl_prepare(m->curl, &m->tls, url, &tc, err, errlen) != 0) {
+		rc = MGMT_ERR_ARG;
+		goto done;
+	}
+	request_setopt(m, method, tc.url, password, payload);
 	cc = curl_easy_perform(m->curl);
-	/* Keep the secret in libcurl's memory no longer than needed. */
+	/* Keep the secrets in libcurl's memory no longer than needed. */
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, "");
+	tls_curl_release(m->curl, &tc);
 	if (cc != CURLE_OK) {
 		rc = perform_error(m, cc, what, err, errlen);
 		goto done;

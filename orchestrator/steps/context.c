@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "step.h"
 
 int
@@ -13,16 +14,19 @@ step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen
 
 	memset(c, 0, sizeof(*c));
 	c->plan = p;
+	if (tls_insecure_warning(&p->broker.tls, "broker.tls", why, sizeof(why)) != NULL)
+		log_event("warn", p->name, NULL, "%s", why);
 	if (broker_url_parse(p->broker.amqp, &u, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "broker.amqp: %s", why);
 		goto fail;
 	}
-	if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
+	if (broker_open_tls(p->broker.amqp, &p->broker.tls,
+	    p->broker.username, p->broker.password,
 	    STEP_BROKER_TIMEOUT_MS, &c->amqp, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "connecting to the broker over AMQP: %s", why);
 		goto fail;
 	}
-	if (mgmt_open(p->broker.management, u.vhost, p->broker.username,
+	if (mgmt_open_tls(p->broker.management, &p->broker.tls, u.vhost, p->broker.username,
 	    p->broker.password, STEP_BROKER_TIMEOUT_MS, &c->mgmt, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "opening the management API: %s", why);
 		goto fail;

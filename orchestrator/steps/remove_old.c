@@ -283,7 +283,8 @@ work_loop(void *arg)
 	size_t i;
 
 	if (wk->b == NULL) {
-		if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
+		if (broker_open_tls(p->broker.amqp, &p->broker.tls,
+	    p->broker.username, p->broker.password,
 		    STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
 			return NULL;	/* the other connections do its share */
 		wk->own = true;

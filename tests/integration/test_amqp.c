@@ -229,9 +229,16 @@ test_url_parse(void **state)
 	assert_int_equal(broker_url_parse("amqp://h:s3cr3t-pw/", &u, err,
 	    sizeof(err)), BROKER_ERR);
 	assert_null(strstr(err, "s3cr3t-pw"));
-	assert_int_equal(broker_url_parse("amqps://h/", &u, err, sizeof(err)),
-	    BROKER_ERR);
-	assert_non_null(strstr(err, "TLS"));
+	/* amqps:// is TLS, on 5671 unless the URL says otherwise. */
+	assert_int_equal(broker_url_parse("amqps://h/", &u, err, sizeof(err)), 0);
+	assert_true(u.tls);
+	assert_int_equal(u.port, 5671);
+	assert_int_equal(broker_url_parse("amqps://h:5724/v", &u, err,
+	    sizeof(err)), 0);
+	assert_true(u.tls);
+	assert_int_equal(u.port, 5724);
+	assert_int_equal(broker_url_parse("amqp://h/", &u, err, sizeof(err)), 0);
+	assert_false(u.tls);
 	assert_int_equal(broker_url_parse("http://h/", &u, err, sizeof(err)),
 	    BROKER_ERR);
 	assert_int_equal(broker_url_parse("amqp://h:70000/", &u, err,
