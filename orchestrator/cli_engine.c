@@ -134,7 +134,7 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 		rc = r < 0 ? -1 : 0;
 		goto done;
 	}
-	if (strcmp(out->status, "succeeded") != 0)
+	if (strcmp(out->status, "succeeded") != 0 || out->archived_ms != 0)
 		goto done;
 	if (store_plan_yaml(s, out->id, &stored, &slen, err, errlen) != 0) {
 		rc = -1;
@@ -213,6 +213,9 @@ cli_run(int argc, char **argv)
 		}
 		fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
 		    (long long)id);
+	} else if (r == 3) {
+		fprintf(stderr, "cutover run: %s\n", err);
+		goto done;
 	} else if (r != 0)
 		goto fail;
 
@@ -311,6 +314,15 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 		    argv[optind + 1]);
 		goto fail;
 	}
+	if (strcmp(verb, "archive") == 0) {
+		/* Not a command for the engine: the name is freed at once. */
+		if (store_plan_archive(s, p.id, o.as, o.comment, err, sizeof(err)) != 0)
+			goto fail;
+		printf("plan '%s' (id %lld) archived; its name may be submitted again\n",
+		    p.name, (long long)p.id);
+		rc = CLI_OK;
+		goto done;
+	}
 	r = store_command_record(s, p.id, verb, idx, alert, o.as, o.comment, &id, err,
 	    sizeof(err));
 	if (r != 0)
@@ -344,6 +356,13 @@ int
 cli_abort(int argc, char **argv)
 {
 	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL]) "
+	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
+}
+
+int
+cli_archive(int argc, char **argv)
+{
+	return command("archive", "cutover archive (--db FILE --as NAME | [--server URL]) "
 	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
 }
 
