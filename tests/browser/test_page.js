@@ -402,6 +402,10 @@ async function wholePlan(page, base, db, bin, build, problems) {
   await atAGlance(page, build, '02-watch', null);
   await page.locator('#charts-box').screenshot({ path: path.join(build, 'screenshots', '03-charts-1280.png') });
   log(`screenshot ${path.join(build, 'screenshots', '03-charts-1280.png')}`);
+  /* The README's picture (docs/status-page.png): the top of the page and
+   * the watch's charts, mid-watch. */
+  await page.screenshot({ path: path.join(build, 'screenshots', 'status-page.png'), fullPage: true,
+    clip: { x: 0, y: 0, width: 1280, height: 1500 } });
 
   /* 3. remove_old's gate: the engine's preview, then a producer still
    * publishing into one old queue, which the preview then leaves. */
