@@ -470,6 +470,22 @@ async function wholePlan(page, base, db, bin, build, problems) {
   const ab2 = await fetch(`${base}/api/plans/${pid2}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
   check(ab2.status === 202 || ab2.status === 409, 'the new plan aborted');
   await until('the new plan to stop', async () => (await planDoc(base, pid2)).status !== 'running', 60000);
+  /* A plan whose measure fails says why at the top, never "undefined". */
+  const badYaml = yaml.replace(`name: ${name}`, `name: ${name}-bad`)
+    .replace(/queues: \{ names: \[[^\]]*\] \}/, `queues: { names: [${id}.old.none] }`);
+  const bad = await fetch(base + '/api/plans', { method: 'POST', body: badYaml, headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(bad.status === 201, `a plan naming an old queue that does not exist submitted (${bad.status})`);
+  const badId = (await bad.json()).id;
+  full.badId = badId;
+  await until('its measure to fail', async () => (await planDoc(base, badId)).status === 'failed', 60000);
+  await page.goto(`${base}/#/plans/${badId}`);
+  await until('the failure on the page', async () => /failed at measure_horizon/.test(await page.locator('#state-words').innerText()), 15000);
+  const badText = await page.locator('#plan-view').innerText();
+  check(!/undefined/.test(badText) && /Not measured: /.test(badText),
+    'a failed measure says why, not "undefined old queues found": ' + (await page.locator('#state-words').innerText()).slice(0, 140));
+  await atAGlance(page, build, '08-failed-measure', '#glance-action button.retry');
+  const ab3 = await fetch(`${base}/api/plans/${badId}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(ab3.status === 202, 'the failed plan aborted');
   check(problems.length === 0, 'no script errors in the whole plan' + (problems.length ? ': ' + problems.join('; ') : ''));
 }
 

@@ -1017,6 +1017,21 @@ test_names_and_archive(void **state)
 	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id2);
 	json_decref(post_as_alice(path, 202));
 	json_decref(wait_plan(id2, "aborted"));
+	/* The remote verb: `cutover archive NAME` archives the newest, the
+	 * aborted one; again, it is refused (exit 1) saying why. */
+	{
+		char out[1024];
+
+		assert_int_equal(cli(out, sizeof(out), TOKEN_BOB, "archive", "--server", base, name,
+		    NULL), 0);
+		assert_non_null(strstr(out, "archived by bob"));
+		assert_int_equal(cli(out, sizeof(out), TOKEN_BOB, "archive", "--server", base, name,
+		    NULL), 1);
+	}
+	snprintf(path, sizeof(path), "/api/plans/%lld", id2);
+	j = get(path);
+	assert_true(json_is_integer(json_object_get(j, "archived_ms")));
+	json_decref(j);
 	cleanup_broker("names");
 }
 

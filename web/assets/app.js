@@ -206,7 +206,7 @@
         if (p.status === 'running') running = true;
         tb.appendChild(el('tr', { 'data-plan': p.id },
           el('td', null, el('a', { href: '#/plans/' + p.id }, p.name), el('span', { class: 'muted' }, ' #' + p.id)),
-          el('td', null, stateBadge(p.status)),
+          el('td', null, stateBadge(p.status), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
           el('td', null, cur ? cur.n + '. ' + cur.kind + ' (' + String(cur.status).replace('_', ' ') + ')' : '—'),
           el('td', null, fmtTime(p.created_ms)),
           el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
@@ -234,7 +234,8 @@
       var words = null, pairs = [], s;
       s = r.summary;
       /* A failed measure records no summary: say why, not "undefined". */
-      if (!s) return { words: r.error ? 'Not measured: ' + r.error : 'Not measured yet.', pairs: [] };
+      if (!s || r.ok === false)
+        return { words: r.error || st.error ? 'Not measured: ' + (r.error || st.error) : 'Not measured yet.', pairs: [] };
       words = s.queues + ' old queue' + (s.queues === 1 ? '' : 's') + ' found, ' + s.non_empty +
         ' non-empty; largest TTL ' + fmtDur(s.max_ttl_ms) + '; horizon ' + fmtTime(s.horizon_ms) + '.';
       pairs = [['queues found', num(s.queues)], ['non-empty', num(s.non_empty)],
