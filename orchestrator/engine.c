@@ -352,25 +352,30 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	return run_step_fn(r, idx, state, NULL, result);
 }
 
-/* Step IDX waits at its gate: when its kind has a preview and one is due
- * (every watch interval, at least 5 s apart), runs it — the engine, never
- * the web thread, reads the broker — and stores it as the step's result
- * {"preview": …, "preview_ms", "preview_error"}, so that the page can say
- * what approving it would do now. Returns 0, or -1 when the store failed. */
+/* Step IDX waits at its gate: when its kind has a preview and one is due,
+ * runs it — the engine, never the web thread, reads the broker — and
+ * stores it as the step's result {"preview": …, "preview_ms",
+ * "preview_error"}, so that the page can say what approving it would do
+ * now. A preview is due every watch interval, at least 5 s apart and at
+ * least 20 times as long as the last one took (at 10,000 old queues the
+ * dry run's passive declares take seconds: the broker is not kept busy by
+ * a page). Returns 0, or -1 when the store failed. */
 static int
 preview_gate(struct run *r, int idx)
 {
 	step_fn fn = step_kind_preview(r->plan->steps[idx].kind);
 	json_t *res = NULL, *doc;
 	char *text;
-	int64_t now = clock_now_ms();
+	int64_t now = clock_now_ms(), t0 = clock_mono_ms(), gap;
 	int rc, pr;
 
 	if (fn == NULL || now < r->preview_due_ms)
 		return 0;
-	r->preview_due_ms = now + (r->plan->watch.interval_ms > 5000 ?
-	    r->plan->watch.interval_ms : 5000);
 	pr = run_step_fn(r, idx, NULL, fn, &res);
+	gap = 20 * (clock_mono_ms() - t0);
+	if (gap < r->plan->watch.interval_ms)
+		gap = r->plan->watch.interval_ms;
+	r->preview_due_ms = clock_now_ms() + (gap > 5000 ? gap : 5000);
 	doc = json_pack("{s:o,s:I,s:o}", "preview", res, "preview_ms", (json_int_t)now,
 	    "preview_error", pr == 0 ? json_null() : json_string(r->err));
 	text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
