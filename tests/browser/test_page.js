@@ -161,6 +161,8 @@ async function main() {
   const alertText = await page.locator('#alerts li').first().innerText();
   check(alertText.includes('<img src=x id=pwned') && (await page.locator('#pwned').count()) === 0 &&
     !(await page.evaluate(() => window.pwned)), 'the alert shows, its markup as text');
+  check(/1 open alert: parking/.test(await page.locator('#glance-alerts').innerText()),
+    'the top of the page counts the open alert by kind: ' + await page.locator('#glance-alerts').innerText());
 
   /* A wrong token: the API's error is shown. Acknowledging asks for the token. */
   await page.locator('#alerts button.ack').first().click();
@@ -302,6 +304,7 @@ async function planDoc(base, id) { return (await fetch(`${base}/api/plans/${id}`
 /* Issue 17 items 1, 2, 3, 5 on a whole plan. */
 async function wholePlan(page, base, db, bin, build, problems) {
   fs.mkdirSync(path.join(build, 'screenshots'), { recursive: true });
+  fs.rmSync(path.join(build, 'screenshots', 'failure.png'), { force: true });   /* an earlier run's */
   lastPage = page;
   flagServer = await startFlagServer();
   const id = `itestbrowserw${process.pid}`;
