@@ -480,7 +480,8 @@ static int
 status_plan(const struct store_plan *p, void *arg)
 {
 	(void)arg;
-	printf("%5lld  %-32s %-10s\n", (long long)p->id, p->name, p->status);
+	printf("%5lld  %-32s %-10s%s\n", (long long)p->id, p->name, p->status,
+	    p->archived_ms != 0 ? " archived" : "");
 	return 0;
 }
 
@@ -548,7 +549,8 @@ cli_status(int argc, char **argv)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
-	printf("plan %s (id %lld): %s\n", p.name, (long long)p.id, p.status);
+	printf("plan %s (id %lld): %s%s\n", p.name, (long long)p.id, p.status,
+	    p.archived_ms != 0 ? " (archived)" : "");
 	for (int i = 0; store_step_get(s, p.id, i, &st, err, sizeof(err)) == 0; i++) {
 		printf("  %d. %-16s %-17s%s%s%s\n", i + 1, st.kind, st.status,
 		    st.gate ? " [gate]" : "", st.error ? "  " : "", st.error ? st.error : "");

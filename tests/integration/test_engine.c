@@ -302,6 +302,8 @@ test_abort_before_the_flip(void **state)
 	    NULL), 0);
 	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
 	    NULL), 1);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "plan.archived"), 1);
 	/* A new plan of the same name may now be submitted. */
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	cleanup_broker();
