@@ -22,6 +22,7 @@ int cli_run(int argc, char **argv);
 int cli_approve(int argc, char **argv);
 int cli_retry(int argc, char **argv);
 int cli_abort(int argc, char **argv);
+int cli_archive(int argc, char **argv);
 int cli_ack(int argc, char **argv);
 int cli_history(int argc, char **argv);
 int cli_status(int argc, char **argv);

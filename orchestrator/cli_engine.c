@@ -140,7 +140,7 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 		rc = r < 0 ? -1 : 0;
 		goto done;
 	}
-	if (strcmp(out->status, "succeeded") != 0)
+	if (strcmp(out->status, "succeeded") != 0 || out->archived_ms != 0)
 		goto done;
 	if (store_plan_yaml(s, out->id, &stored, &slen, err, errlen) != 0) {
 		rc = -1;
@@ -219,6 +219,9 @@ cli_run(int argc, char **argv)
 		}
 		fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
 		    (long long)id);
+	} else if (r == 3) {
+		fprintf(stderr, "cutover run: %s\n", err);
+		goto done;
 	} else if (r != 0)
 		goto fail;
 
@@ -317,6 +320,15 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 		    argv[optind + 1]);
 		goto fail;
 	}
+	if (strcmp(verb, "archive") == 0) {
+		/* Not a command for the engine: the name is freed at once. */
+		if (store_plan_archive(s, p.id, o.as, o.comment, err, sizeof(err)) != 0)
+			goto fail;
+		printf("plan '%s' (id %lld) archived; its name may be submitted again\n",
+		    p.name, (long long)p.id);
+		rc = CLI_OK;
+		goto done;
+	}
 	r = store_command_record(s, p.id, verb, idx, alert, o.as, o.comment, &id, err,
 	    sizeof(err));
 	if (r != 0)
@@ -350,6 +362,13 @@ int
 cli_abort(int argc, char **argv)
 {
 	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
+	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
+}
+
+int
+cli_archive(int argc, char **argv)
+{
+	return command("archive", "cutover archive (--db FILE --as NAME | [--server URL]) "
 	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
 }
 
@@ -467,7 +486,8 @@ static int
 status_plan(const struct store_plan *p, void *arg)
 {
 	(void)arg;
-	printf("%5lld  %-32s %-10s\n", (long long)p->id, p->name, p->status);
+	printf("%5lld  %-32s %-10s%s\n", (long long)p->id, p->name, p->status,
+	    p->archived_ms != 0 ? " archived" : "");
 	return 0;
 }
 
@@ -535,7 +555,8 @@ cli_status(int argc, char **argv)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
-	printf("plan %s (id %lld): %s\n", p.name, (long long)p.id, p.status);
+	printf("plan %s (id %lld): %s%s\n", p.name, (long long)p.id, p.status,
+	    p.archived_ms != 0 ? " (archived)" : "");
 	for (int i = 0; store_step_get(s, p.id, i, &st, err, sizeof(err)) == 0; i++) {
 		printf("  %d. %-16s %-17s%s%s%s\n", i + 1, st.kind, st.status,
 		    st.gate ? " [gate]" : "", st.error ? "  " : "", st.error ? st.error : "");

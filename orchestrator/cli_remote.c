@@ -440,7 +440,7 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 		}
 		plan_path("ack", id, arg, path, sizeof(path));
 	} else
-		plan_path("abort", id, NULL, path, sizeof(path));
+		plan_path(verb, id, NULL, path, sizeof(path));
 	if (comment != NULL) {
 		body = json_pack("{s:s}", "comment", comment);
 		if (body == NULL || (text = json_dumps(body, JSON_COMPACT)) == NULL) {
@@ -453,11 +453,14 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 		goto done;
 	if (json)
 		pass_through(&rm);
-	if (rm.status != 202) {
+	if (rm.status != (strcmp(verb, "archive") == 0 ? 200 : 202)) {
 		refused(&rm);
 		goto done;
 	}
-	if (!json)
+	if (!json && strcmp(verb, "archive") == 0)
+		printf("plan %lld archived by %s; its name may be submitted again\n", id,
+		    str(rm.doc, "actor", "?"));
+	else if (!json)
 		printf("%s recorded (command %lld, by %s); the engine acts on it at its "
 		    "next turn\n", verb,
 		    (long long)json_integer_value(json_object_get(rm.doc, "command")),

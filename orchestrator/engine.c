@@ -34,6 +34,7 @@ struct run {
 	int64_t busy_since_ms;         /* first of consecutive busy failures, or 0 */
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */
+	int64_t preview_due_ms;        /* when the waiting gate's preview is due */
 	char *err;
 	size_t errlen;
 };
@@ -304,7 +305,7 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
  * persisted result (borrowed, may be NULL). Returns what the step returns
  * (0 done, 1 continue, -1 failed) and its result in *RESULT. */
 static int
-run_step(struct run *r, int idx, const json_t *state, json_t **result)
+run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
 {
 	enum plan_step_kind kind = r->plan->steps[idx].kind;
 	const struct step_kind *sk = step_kind_of(kind);
@@ -337,10 +338,50 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 	c->old_last_entry_ms = 0;
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &in, result, r->err, r->errlen)) == 0)
-		rc = sk->run(c, result, r->err, r->errlen);
+		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);
 	if (*result == NULL)
 		*result = json_object();
 	step_inputs_release(&in);
+	return rc;
+}
+
+/* Runs step IDX from STATE (its run function); as run_step_fn. */
+static int
+run_step(struct run *r, int idx, const json_t *state, json_t **result)
+{
+	return run_step_fn(r, idx, state, NULL, result);
+}
+
+/* Step IDX waits at its gate: when its kind has a preview and one is due,
+ * runs it — the engine, never the web thread, reads the broker — and
+ * stores it as the step's result {"preview": …, "preview_ms",
+ * "preview_error"}, so that the page can say what approving it would do
+ * now. A preview is due every watch interval, at least 5 s apart and at
+ * least 20 times as long as the last one took (at 10,000 old queues the
+ * dry run's passive declares take seconds: the broker is not kept busy by
+ * a page). Returns 0, or -1 when the store failed. */
+static int
+preview_gate(struct run *r, int idx)
+{
+	step_fn fn = step_kind_preview(r->plan->steps[idx].kind);
+	json_t *res = NULL, *doc;
+	char *text;
+	int64_t now = clock_now_ms(), t0 = clock_mono_ms(), gap;
+	int rc, pr;
+
+	if (fn == NULL || now < r->preview_due_ms)
+		return 0;
+	pr = run_step_fn(r, idx, NULL, fn, &res);
+	gap = 20 * (clock_mono_ms() - t0);
+	if (gap < r->plan->watch.interval_ms)
+		gap = r->plan->watch.interval_ms;
+	r->preview_due_ms = clock_now_ms() + (gap > 5000 ? gap : 5000);
+	doc = json_pack("{s:o,s:I,s:o}", "preview", res, "preview_ms", (json_int_t)now,
+	    "preview_error", pr == 0 ? json_null() : json_string(r->err));
+	text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	rc = store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err, r->errlen);
+	free(text);
 	return rc;
 }
 
@@ -415,13 +456,78 @@ apply_ack(struct run *r, const struct store_command *c, char *outcome, size_t ou
 	    (json_int_t)c->alert_id, "comment", c->comment));
 }
 
+/* An approval of a step waiting at its gate starts it; one of a gated
+ * step not reached yet is recorded as given ahead (step.approved_ahead)
+ * and opens the gate when the plan gets there (ahead_approval). */
 static int
 apply_approve(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
-	(void)outcome;
-	(void)outlen;
+	struct store_step st;
+	int pending;
+
+	if (store_step_get(r->s, r->id, c->step_idx, &st, r->err, r->errlen) != 0)
+		return -1;
+	pending = strcmp(st.status, "pending") == 0;
+	store_step_clear(&st);
+	if (pending) {
+		snprintf(outcome, outlen, "done: approved ahead; the gate opens when the "
+		    "plan reaches step %d", c->step_idx + 1);
+		return event(r, c->actor, "step.approved_ahead", json_pack("{s:i,s:s,s:s,s:I}",
+		    "step", c->step_idx + 1, "kind", plan_step_kind_name(
+		    r->plan->steps[c->step_idx].kind), "comment", c->comment, "command",
+		    (json_int_t)c->id));
+	}
 	return transition(r, c->step_idx, "running", clock_now_ms(), 0, NULL, NULL, c->actor,
 	    "step.approved", json_pack("{s:s}", "comment", c->comment));
+}
+
+/* The first approval given ahead for step N (1-based), found in the
+ * plan's history. */
+struct ahead {
+	int n;
+	int found;
+	char actor[65];
+	char comment[1001];
+	int64_t given_ms;
+};
+
+static int
+ahead_event(const struct store_event *ev, void *arg)
+{
+	struct ahead *a = arg;
+	json_t *d;
+
+	if (strcmp(ev->kind, "step.approved_ahead") != 0 ||
+	    (d = json_loads(ev->details_json, 0, NULL)) == NULL)
+		return 0;
+	if (json_integer_value(json_object_get(d, "step")) == a->n) {
+		a->found = 1;
+		snprintf(a->actor, sizeof(a->actor), "%s", ev->actor);
+		snprintf(a->comment, sizeof(a->comment), "%s",
+		    json_string_value(json_object_get(d, "comment")) ?
+		    json_string_value(json_object_get(d, "comment")) : "");
+		a->given_ms = ev->ts_ms;
+	}
+	json_decref(d);
+	return a->found;
+}
+
+/* Step IDX, gated and pending, is reached: starts it when an operator
+ * approved it ahead (step.approved by that operator, "ahead": true),
+ * otherwise sets it waiting. Returns 0 or -1. */
+static int
+reach_gate(struct run *r, int idx)
+{
+	struct ahead a = { .n = idx + 1 };
+
+	if (store_each_event(r->s, r->id, ahead_event, &a, r->err, r->errlen) != 0)
+		return -1;
+	if (!a.found)
+		return transition(r, idx, "waiting_approval", 0, 0, NULL, NULL, ACTOR,
+		    "step.waiting_approval", NULL);
+	return transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, a.actor,
+	    "step.approved", json_pack("{s:s,s:b,s:I}", "comment", a.comment, "ahead", 1,
+	    "given_ms", (json_int_t)a.given_ms));
 }
 
 /* A retry starts the step again from its beginning; the operator's
@@ -626,13 +732,14 @@ turn(struct run *r, enum engine_outcome *outcome)
 	idx = (int)i;
 	if (strcmp(st.status, "pending") == 0) {
 		if (r->plan->steps[idx].gate)
-			rc = transition(r, idx, "waiting_approval", 0, 0, NULL, NULL, ACTOR,
-			    "step.waiting_approval", NULL);
+			rc = reach_gate(r, idx);
 		else
 			rc = transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, ACTOR,
 			    "step.started", NULL);
 		goto done;
 	}
+	if (strcmp(st.status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
+		goto done;
 	if (strcmp(st.status, "waiting_approval") == 0 || strcmp(st.status, "failed") == 0) {
 		if (r->o->return_when_blocked) {
 			*outcome = st.status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;

@@ -26,6 +26,7 @@ static const struct verb {
 	{ "retry", cli_retry, "start a failed step again from its beginning" },
 	{ "abort", cli_abort, "abort a plan; after the flip, producers are flipped back" },
 	{ "ack", cli_ack, "acknowledge an open alert" },
+	{ "archive", cli_archive, "archive a finished plan, so that its name can be used again" },
 	{ "status", cli_status, "list plans, or one plan's steps" },
 	{ "history", cli_history, "print a plan's recorded history, or verify the hash chain" },
 	{ NULL, NULL, NULL }

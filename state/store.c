@@ -147,6 +147,9 @@ static const char *const migrations[] = {
 	" BEGIN SELECT RAISE(ABORT, 'there is one chain head'); END;"
 	"CREATE TRIGGER chain_head_no_delete BEFORE DELETE ON chain_head"
 	" BEGIN SELECT RAISE(ABORT, 'there is one chain head'); END;",
+
+	/* 3 -> 4: an archived plan no longer holds its name (store_admit.c). */
+	"ALTER TABLE plans ADD COLUMN archived_ms INTEGER;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

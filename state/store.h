@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;
@@ -19,6 +19,7 @@ struct store_plan {
 	char sha256[STORE_HASH_HEX];      /* of the YAML as submitted */
 	char status[24];                  /* running, succeeded, failed, aborted */
 	int64_t created_ms;
+	int64_t archived_ms;              /* 0: not archived */
 };
 
 struct store_step {
@@ -103,6 +104,11 @@ int store_plan_find(struct store *s, const char *name, struct store_plan *out,
 
 /* The YAML of plan ID, as submitted; the caller frees *YAML. Returns 0, 1, -1. */
 int store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
+    char *err, size_t errlen);
+
+/* Marks plan ID archived at NOW_MS (its name is free again). Returns 0 or
+ * -1. Callers check the rule first: store_plan_archive_as (store_admit.h). */
+int store_plan_set_archived(struct store *s, int64_t id, int64_t now_ms,
     char *err, size_t errlen);
 
 /* Sets plan ID's status. Returns 0 or -1. */

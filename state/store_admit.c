@@ -1,6 +1,7 @@
 /* store_admit: a submitted plan validated and recorded with its steps, in
  * one transaction — the engine's rule for admitting a plan, as a store
- * write (store_admit.h). */
+ * write — and a finished plan archived, which frees its name
+ * (store_admit.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,28 @@
 #include "log.h"
 #include "store_admit.h"
 
+/* Appends event KIND by ACTOR with DETAILS (stolen) to plan PLAN_ID and
+ * commits the transaction the caller began; rolls it back on failure.
+ * Returns 0 or -1 with ERR. */
+static int
+commit_with_event(struct store *s, int64_t plan_id, const char *actor,
+    const char *kind, json_t *details, char *err, size_t errlen)
+{
+	char *text = json_dumps(details, JSON_COMPACT);
+
+	json_decref(details);
+	if (text == NULL || store_append_event(s, plan_id, clock_now_ms(), actor, kind,
+	    text, NULL, err, errlen) != 0) {
+		if (text == NULL)
+			snprintf(err, errlen, "out of memory");
+		free(text);
+		store_rollback(s);
+		return -1;
+	}
+	free(text);
+	return store_commit(s, err, errlen);
+}
+
 int
 store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
     const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
@@ -19,8 +42,6 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 	struct store_plan existing;
 	struct plan *p = NULL;
 	char sha[STORE_HASH_HEX];
-	json_t *d;
-	char *text = NULL;
 	int rc = -1, r;
 
 	if (plan_load_buffer(file, yaml, len, &p, errs) != 0)
@@ -38,6 +59,17 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 		rc = 2;
 		goto fail;
 	}
+	/* A finished plan keeps its name until archived: status NAME and
+	 * /metrics must never mix it with a new one. */
+	if (r == 0 && existing.archived_ms == 0) {
+		*plan_id = existing.id;
+		snprintf(err, errlen, "plan '%s' (id %lld) is %s and still holds its name; "
+		    "archive it first (cutover archive %s --as NAME), or submit under "
+		    "another name", p->name, (long long)existing.id, existing.status,
+		    p->name);
+		rc = 3;
+		goto fail;
+	}
 	if (store_plan_insert(s, p->name, yaml, len, clock_now_ms(), plan_id, err,
 	    errlen) != 0 || store_plan_get(s, *plan_id, &existing, err, errlen) != 0)
 		goto fail;
@@ -46,14 +78,9 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 		if (store_step_insert(s, *plan_id, (int)i,
 		    plan_step_kind_name(p->steps[i].kind), p->steps[i].gate, err, errlen) != 0)
 			goto fail;
-	d = json_pack("{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256",
-	    sha);
-	text = json_dumps(d, JSON_COMPACT);
-	json_decref(d);
-	if (store_append_event(s, *plan_id, clock_now_ms(), actor, "plan.submitted",
-	    text, NULL, err, errlen) != 0)
-		goto fail;
-	if (store_commit(s, err, errlen) != 0)
+	if (commit_with_event(s, *plan_id, actor, "plan.submitted", json_pack(
+	    "{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256", sha), err,
+	    errlen) != 0)
 		goto done;
 	log_event("info", p->name, NULL, "plan.submitted id=%lld steps=%zu",
 	    (long long)*plan_id, p->nsteps);
@@ -62,7 +89,43 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 fail:
 	store_rollback(s);
 done:
-	free(text);
 	plan_free(p);
 	return rc;
+}
+
+int
+store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
+    const char *comment, char *err, size_t errlen)
+{
+	struct store_plan p;
+	int r;
+
+	if (store_begin(s, err, errlen) != 0)
+		return -1;
+	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
+		if (r == 1)
+			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
+		store_rollback(s);
+		return r < 0 ? -1 : 1;
+	}
+	if (p.archived_ms != 0)
+		snprintf(err, errlen, "plan '%s' (id %lld) is archived already", p.name,
+		    (long long)p.id);
+	else if (strcmp(p.status, "succeeded") != 0 && strcmp(p.status, "aborted") != 0)
+		snprintf(err, errlen, "plan '%s' (id %lld) is %s; only a finished plan "
+		    "(succeeded or aborted) can be archived: let it finish or abort it",
+		    p.name, (long long)p.id, p.status);
+	else if (store_plan_set_archived(s, plan_id, clock_now_ms(), err, errlen) != 0) {
+		store_rollback(s);
+		return -1;
+	} else {
+		if (commit_with_event(s, plan_id, actor, "plan.archived", json_pack("{s:s}",
+		    "comment", comment != NULL ? comment : ""), err, errlen) != 0)
+			return -1;
+		log_event("info", p.name, NULL, "plan.archived id=%lld by %s",
+		    (long long)p.id, actor);
+		return 0;
+	}
+	store_rollback(s);
+	return 1;
 }

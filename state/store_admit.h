@@ -17,10 +17,20 @@
  * operator, or "cli" for a local run), in one transaction. Returns 0 and the new id in *PLAN_ID; 1 when the
  * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
  * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
- * -1 on failure with ERR. */
+ * 3 when a finished plan of that name is not archived (its id in
+ * *PLAN_ID, ERR says so: a name is unique among plans not archived); -1 on
+ * failure with ERR. */
 int store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
     const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
     size_t errlen);
+
+/* Archives finished plan PLAN_ID (succeeded or aborted) for ACTOR, with
+ * the event "plan.archived": its name may then be submitted again, and
+ * status NAME and /metrics show the new plan. Returns 0, 1 when refused
+ * (ERR says why: no such plan, not finished, archived already), -1 on
+ * failure. */
+int store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
+    const char *comment, char *err, size_t errlen);
 
 /* Does command KIND (with STEP_IDX or ALERT_ID) make sense against plan P
  * as the store holds it now? Returns 0 when it does, 1 when not (WHY says
@@ -29,7 +39,9 @@ int store_command_refusal(struct store *s, const struct store_plan *p, const cha
     int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen);
 
 /* Records an operator command after checking it makes sense now: approve
- * needs the plan running and STEP_IDX (0-based) waiting for approval,
+ * needs the plan running and STEP_IDX (0-based) waiting for approval, or
+ * gated and still pending (an approval ahead of time, which the engine
+ * records as step.approved_ahead and applies when the gate is reached),
  * retry a failed plan and a failed step, abort a plan not yet finished,
  * ack an open alert. The engine checks it again by the same rules when it
  * acts on it, against the state the commands before it left (an abort

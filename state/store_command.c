@@ -28,16 +28,19 @@ struct command_rule {
 	const char *plan_ok[2];        /* the plan statuses it applies to; NULL: any */
 	const char *plan_desc;         /* ... said as "needs it PLAN_DESC" */
 	const char *step_want;         /* the step status it needs, or NULL */
+	const char *step_ahead;        /* ... or this one, when the step is gated:
+	                                * the command given ahead of time */
 	const char *step_desc;
 	int alert;                     /* needs an open alert */
 };
 
 static const struct command_rule command_rules[] = {
-	{ "approve", { "running", NULL }, "running", "waiting_approval",
-	    "waiting for approval", 0 },
-	{ "retry", { "failed", NULL }, "failed", "failed", "failed", 0 },
-	{ "abort", { "running", "failed" }, "running or failed", NULL, NULL, 0 },
-	{ "ack", { NULL, NULL }, NULL, NULL, NULL, 1 },
+	{ "approve", { "running", NULL }, "running", "waiting_approval", "pending",
+	    "waiting for approval (or a gated step not reached yet, approved ahead)",
+	    0 },
+	{ "retry", { "failed", NULL }, "failed", "failed", NULL, "failed", 0 },
+	{ "abort", { "running", "failed" }, "running or failed", NULL, NULL, NULL, 0 },
+	{ "ack", { NULL, NULL }, NULL, NULL, NULL, NULL, 1 },
 };
 
 static const struct command_rule *
@@ -75,8 +78,12 @@ store_command_refusal(struct store *s, const struct store_plan *p, const char *k
 			snprintf(why, whylen, "plan '%s' has no step %d", p->name, step_idx + 1);
 			return 1;
 		}
-		r = strcmp(st.status, cr->step_want) != 0;
-		if (r)
+		r = strcmp(st.status, cr->step_want) != 0 && !(cr->step_ahead != NULL &&
+		    st.gate && strcmp(st.status, cr->step_ahead) == 0);
+		if (r && cr->step_ahead != NULL && strcmp(st.status, cr->step_ahead) == 0)
+			snprintf(why, whylen, "step %d (%s) of plan '%s' has no gate: "
+			    "there is nothing to approve", step_idx + 1, st.kind, p->name);
+		else if (r)
 			snprintf(why, whylen, "step %d (%s) of plan '%s' is %s, not %s",
 			    step_idx + 1, st.kind, p->name, st.status, cr->step_desc);
 		store_step_clear(&st);

@@ -275,7 +275,7 @@ store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg
     void *arg, char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms FROM plans ORDER BY id DESC";
+	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans ORDER BY id DESC";
 	struct store_plan p;
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src;
@@ -283,12 +283,7 @@ store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg
 	if (store_prepare(s, sql, &st, "listing plans", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&p, 0, sizeof(p));
-		p.id = sqlite3_column_int64(st, 0);
-		store_copystr(p.name, sizeof(p.name), sqlite3_column_text(st, 1));
-		store_copystr(p.sha256, sizeof(p.sha256), sqlite3_column_text(st, 2));
-		store_copystr(p.status, sizeof(p.status), sqlite3_column_text(st, 3));
-		p.created_ms = sqlite3_column_int64(st, 4);
+		store_read_plan(st, &p);
 		if (fn(&p, arg))
 			break;
 	}

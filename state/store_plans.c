@@ -63,8 +63,8 @@ done:
 	return rc;
 }
 
-static void
-read_plan(sqlite3_stmt *st, struct store_plan *out)
+void
+store_read_plan(sqlite3_stmt *st, struct store_plan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = sqlite3_column_int64(st, 0);
@@ -72,6 +72,7 @@ read_plan(sqlite3_stmt *st, struct store_plan *out)
 	store_copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
 	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
 	out->created_ms = sqlite3_column_int64(st, 4);
+	out->archived_ms = sqlite3_column_int64(st, 5);
 }
 
 /* Steps ST (bound, one row expected) into OUT: 0, 1 for no row, -1. */
@@ -81,7 +82,7 @@ plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
 {
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
-		read_plan(st, out);
+		store_read_plan(st, out);
 		return 0;
 	case SQLITE_DONE:
 		return 1;
@@ -96,7 +97,7 @@ store_plan_get(struct store *s, int64_t id, struct store_plan *out,
     char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms FROM plans"
+	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans"
 	    " WHERE id = ?1";
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
@@ -115,7 +116,7 @@ store_plan_find(struct store *s, const char *name, struct store_plan *out,
     char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms FROM plans"
+	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans"
 	    " WHERE name = ?1 ORDER BY id DESC LIMIT 1";
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
@@ -160,6 +161,28 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 	if (len != NULL)
 		*len = (size_t)sqlite3_column_bytes(st, 0);
 	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_plan_set_archived(struct store *s, int64_t id, int64_t now_ms, char *err,
+    size_t errlen)
+{
+	static const char sql[] =
+	    "UPDATE plans SET archived_ms = ?1 WHERE id = ?2 AND archived_ms IS NULL";
+	sqlite3_stmt *st = NULL;
+	char what[64];
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "archiving plan %" PRId64, id);
+	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_int64(st, 2, id);
+	rc = store_update_one(s, st, what, "no such plan, or archived already", err,
+	    errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;

@@ -212,7 +212,7 @@ submit(const struct api_call *c)
 		return;
 	}
 	plan_errors_free(&errs);
-	if (rc == 2) {
+	if (rc == 2 || rc == 3) {
 		reply(r, 409, json_pack("{s:o,s:I}", "error", view_string(err), "id",
 		    (json_int_t)id));
 		return;
@@ -332,6 +332,31 @@ command(const struct api_call *c)
 	    "was done or refused, and why"));
 }
 
+/* POST /api/plans/{plan}/archive: a finished plan gives up its name
+ * (store_plan_archive); not a command for the engine, done at once. */
+static void
+archive(const struct api_call *c)
+{
+	struct api_response *r = c->r;
+	char comment[API_COMMENT_MAX + 1], err[1024];
+	int rc;
+
+	if (comment_of(c->body, c->len, comment, r) != 0)
+		return;
+	rc = store_plan_archive(c->s, c->t->plan_id, c->actor, comment, err, sizeof(err));
+	if (rc == 1) {
+		api_error(r, strncmp(err, "no plan", 7) == 0 ? 404 : 409, "%s", err);
+		return;
+	}
+	if (rc != 0) {
+		store_failed(r, err);
+		return;
+	}
+	reply(r, 200, json_pack("{s:I,s:s,s:s,s:o}", "plan", (json_int_t)c->t->plan_id,
+	    "kind", "archive", "actor", c->actor, "message", view_string("archived: "
+	    "the plan's name may be submitted again")));
+}
+
 /* GET /api/plans/ID/commands/C: what the engine made of a command. */
 static void
 command_status(const struct api_call *call)
@@ -431,7 +456,7 @@ static const char *const by_since[] = { "since", NULL };
  * submit takes the plan's YAML, a command {"comment": "…"} or nothing.
  * Answers: healthz 200, 503; plans 200; submit 201, 400, 409; plan,
  * history, command 200, 404; samples 200, 400, 404; approve, retry, abort,
- * ack 202, 400, 404, 409. */
+ * ack 202, 400, 404, 409; archive 200, 400, 404, 409. */
 static const struct api_row routes[] = {
 	/* name      method  path                                 handler         access        cache params */
 	{ "healthz", "GET",  "/healthz",                          healthz,        API_OPEN,     0, NULL },
@@ -445,6 +470,7 @@ static const struct api_row routes[] = {
 	{ "approve", "POST", "/api/plans/{plan}/steps/{step}/approve", command,   API_OPERATOR, 0, NULL },
 	{ "retry",   "POST", "/api/plans/{plan}/steps/{step}/retry", command,     API_OPERATOR, 0, NULL },
 	{ "ack",     "POST", "/api/plans/{plan}/alerts/{alert}/ack", command,     API_OPERATOR, 0, NULL },
+	{ "archive", "POST", "/api/plans/{plan}/archive",         archive,        API_OPERATOR, 0, NULL },
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

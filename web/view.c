@@ -6,6 +6,7 @@
 
 #include "plan.h"
 #include "view.h"
+#include "view_gate.h"
 
 #define STEPS_MAX	1000	/* as the CLI: no plan has more */
 
@@ -101,6 +102,7 @@ plan_summary(const struct store_plan *p)
 	json_object_set_new(o, "status", view_string(p->status));
 	json_object_set_new(o, "created_ms", json_integer((json_int_t)p->created_ms));
 	json_object_set_new(o, "sha256", view_string(p->sha256));
+	json_object_set_new(o, "archived_ms", ms_or_null(p->archived_ms));
 	return o;
 }
 
@@ -182,7 +184,8 @@ decision(const struct store_event *ev, void *arg)
 	json_t *details, *step, *c;
 	json_int_t n;
 
-	if (strcmp(ev->kind, "step.approved") == 0) {
+	if (strcmp(ev->kind, "step.approved") == 0 ||
+	    strcmp(ev->kind, "step.approved_ahead") == 0) {
 		who = "approved_by";
 		when = "approved_ms";
 		comment = "approval_comment";
@@ -201,6 +204,10 @@ decision(const struct store_event *ev, void *arg)
 		if (comment != NULL) {
 			c = json_object_get(details, "comment");
 			json_object_set(step, comment, json_is_string(c) ? c : json_null());
+			/* given before the step was reached (recorded as such) */
+			if (strcmp(ev->kind, "step.approved_ahead") == 0 ||
+			    json_is_true(json_object_get(details, "ahead")))
+				json_object_set_new(step, "approved_ahead", json_true());
 		}
 	}
 	json_decref(details);
@@ -218,7 +225,8 @@ gate_state(const json_t *step)
 	if (status != NULL && strcmp(status, "waiting_approval") == 0)
 		return "waiting";
 	if (status != NULL && strcmp(status, "pending") == 0)
-		return "closed";
+		return json_is_true(json_object_get(step, "approved_ahead")) ?
+		    "approved_ahead" : "closed";
 	if (!json_is_null(json_object_get(step, "approved_by")) ||
 	    !json_is_null(json_object_get(step, "retried_by")))
 		return "approved";
@@ -262,6 +270,7 @@ step_object(const struct store_step *st)
 	json_object_set_new(o, "approved_by", json_null());
 	json_object_set_new(o, "approved_ms", json_null());
 	json_object_set_new(o, "approval_comment", json_null());
+	json_object_set_new(o, "approved_ahead", json_false());
 	json_object_set_new(o, "retried_by", json_null());
 	json_object_set_new(o, "retried_ms", json_null());
 	if ((shows = step_shows(st->kind)) != NULL)
@@ -325,6 +334,10 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	json_object_set_new(doc, "steps", steps);
 	json_object_set_new(doc, "alerts", alerts);
 	steps = alerts = cur = NULL;
+	if (view_gate_facts(s, id, doc, err, errlen) != 0) {
+		json_decref(doc);
+		goto done;
+	}
 	*out = doc;
 	rc = 0;
 	goto done;

@@ -663,6 +663,14 @@ step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 }
 
 int
+step_remove_old_preview(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	static const struct old_remove_opts dry = { .dry_run = true };
+
+	return old_remove(c, &dry, result, err, errlen);
+}
+
+int
 old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **result,
     char *err, size_t errlen)
 {

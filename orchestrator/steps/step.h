@@ -137,6 +137,13 @@ int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t 
  * deleted. */
 int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
+/* remove_old's preview: old_remove as `old remove --dry-run` (every check,
+ * nothing deleted, no fence put or swept), against the watch's last
+ * sample; the result is old_remove's with "dry_run": true. Returns 0 when
+ * every old queue would go, -1 (ERR says which would stay and why). */
+int step_remove_old_preview(struct step_ctx *c, json_t **result, char *err,
+    size_t errlen);
+
 /* canary: publishes one message per canary delay through the ladder to a
  * canary queue private to the plan, with confirms, consumes them and checks
  * each (arrived, never before its not-before time, lateness within

@@ -24,3 +24,20 @@ step_kind_of(enum plan_step_kind kind)
 		return NULL;
 	return &kinds[kind];
 }
+
+/* The kinds that can say, before approval, what they would do now. */
+static const struct {
+	enum plan_step_kind kind;
+	step_fn preview;
+} previews[] = {
+	{ PLAN_STEP_REMOVE_OLD, step_remove_old_preview },
+};
+
+step_fn
+step_kind_preview(enum plan_step_kind kind)
+{
+	for (size_t i = 0; i < sizeof(previews) / sizeof(previews[0]); i++)
+		if (previews[i].kind == kind)
+			return previews[i].preview;
+	return NULL;
+}

@@ -25,4 +25,9 @@ struct step_kind {
 /* The row of KIND. Returns NULL for a value that is not a kind. */
 const struct step_kind *step_kind_of(enum plan_step_kind kind);
 
+/* What a step of KIND would do now, run by the engine while the step waits
+ * at its gate (its result's "preview"): a step_fn that changes nothing, or
+ * NULL when the kind has none. */
+step_fn step_kind_preview(enum plan_step_kind kind);
+
 #endif

@@ -82,6 +82,8 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	struct wstate *w = t->w;
 	struct publish_info pi;
 	int64_t ml = t->p->canary.max_lateness_ms, lo, up;
+	int64_t wall = clock_now_ms();	/* samples are stamped on the wall clock,
+					 * as every other sample; OBS is monotonic */
 	char why[256];
 	size_t i;
 
@@ -107,21 +109,21 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	if (up < 0) {
 		w->early++;
 		remember_lateness(w, up);
-		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
 		    "not-before time: a level's TTL is shorter than the plan says (a "
 		    "policy? cutover ladder verify)", (long long)pi.seq, (long long)-up);
 	} else if (lo > ml) {
 		w->late++;
 		remember_lateness(w, up);
-		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
 		    "not-before time, later than canary.max_lateness %lld ms: the "
 		    "ladder is slow (broker load, a queue leader election?)",
 		    (long long)pi.seq, (long long)lo, (long long)up, (long long)ml);
 	} else if (up <= ml) {
 		remember_lateness(w, up);
-		(void)watch_sample(t, obs, "probe.lateness_ms", "", (double)up);
+		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 	} else
 		w->unmeasured++;	/* looked at too seldom to tell */
 	w->out[i] = w->out[--w->nout];

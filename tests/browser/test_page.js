@@ -10,6 +10,17 @@
  * says it cannot reach it. Screenshots go to BUILD/screenshot-plan.png and
  * BUILD/screenshot-history.png.
  *
+ * Then a whole plan (issue 17): three old queues, measure, declare, verify,
+ * canary, a gated flip through a real HTTP flag service this test runs, the
+ * watch, a gated remove_old. At each stage the top of the page, at 1280×800
+ * and at 360 px wide, is measured (bounding boxes within the first screen):
+ * the state in words, the progress bar, the action with its button; the
+ * flip's gate says which flag service, feature and value; remove_old's
+ * gate lists what it would delete and leave, and its confirm states the
+ * count; the charts have time and value ticks and hover values; one time
+ * zone (UTC, labelled). A finished plan's name is refused until archived
+ * on the page. Screenshots: BUILD/screenshots/NN-stage-WIDTH.png.
+ *
  * usage: node test_page.js CUTOVER_BINARY BUILD_DIR
  * Needs CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER,
  * CUTOVER_TEST_PASSWORD and /usr/bin/chromium: without them it fails. */
@@ -25,6 +36,8 @@ const CHROMIUM = process.env.CUTOVER_CHROMIUM || '/usr/bin/chromium';
 const TOKEN = crypto.randomBytes(16).toString('hex');
 const t0 = Date.now();
 let server = null, browser = null, tmp = null, planFile = null, destQueue = null;
+let flagServer = null, full = null, lastPage = null;   /* the whole plan's flag service and names */
+const FLAG_SECRET = 'Bearer s3cr3t-' + crypto.randomBytes(6).toString('hex');
 
 function log(msg) { console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); }
 function fail(msg) { throw new Error(msg); }
@@ -52,6 +65,7 @@ function freePort() {
 
 async function main() {
   const [bin, build] = process.argv.slice(2);
+  process.env.CUTOVER_TEST_FLAG_AUTH = FLAG_SECRET;   /* the serve below inherits it */
   if (!bin || !build) fail('usage: node test_page.js CUTOVER_BINARY BUILD_DIR');
   for (const v of ['CUTOVER_TEST_AMQP', 'CUTOVER_TEST_MGMT', 'CUTOVER_TEST_USER', 'CUTOVER_TEST_PASSWORD'])
     if (!process.env[v]) fail(`${v} is not set: this test needs the test broker (scripts/test starts one)`);
@@ -147,6 +161,8 @@ async function main() {
   const alertText = await page.locator('#alerts li').first().innerText();
   check(alertText.includes('<img src=x id=pwned') && (await page.locator('#pwned').count()) === 0 &&
     !(await page.evaluate(() => window.pwned)), 'the alert shows, its markup as text');
+  check(/1 open alert: parking/.test(await page.locator('#glance-alerts').innerText()),
+    'the top of the page counts the open alert by kind: ' + await page.locator('#glance-alerts').innerText());
 
   /* A wrong token: the API's error is shown. Acknowledging asks for the token. */
   await page.locator('#alerts button.ack').first().click();
@@ -215,6 +231,8 @@ async function main() {
   check(problems.length === 0, 'no script errors or CSP refusals' + (problems.length ? ': ' + problems.join('; ') : ''));
   check(foreign.length === 0, 'nothing requested from anywhere else' + (foreign.length ? ': ' + foreign.join(', ') : ''));
 
+  await wholePlan(page, base, db, bin, build, problems);
+
   /* The server stops: the page says so. */
   const srv = server;
   server = null;
@@ -223,6 +241,255 @@ async function main() {
   await page.locator('#refresh').click();
   await page.locator('#unreachable').waitFor({ state: 'visible', timeout: 10000 });
   check(/cannot be reached/.test(await page.locator('#unreachable').innerText()), 'the page says the service is unreachable');
+}
+
+/* The management API of the test broker: METHOD PATH [BODY]. */
+async function mgmt(method, p, body) {
+  const auth = Buffer.from(`${process.env.CUTOVER_TEST_USER}:${process.env.CUTOVER_TEST_PASSWORD}`).toString('base64');
+  const r = await fetch(process.env.CUTOVER_TEST_MGMT + p, { method, headers: { Authorization: `Basic ${auth}`,
+    'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!r.ok && !(method === 'DELETE' && r.status === 404)) fail(`management ${method} ${p}: ${r.status} ${await r.text()}`);
+  return r;
+}
+
+/* A feature flag service over HTTP (the plan's `kind: http`): GET answers
+ * {"enabled": bool}, PUT sets it; both need the plan's Authorization. */
+function startFlagServer() {
+  const http = require('http');
+  const state = { enabled: false, calls: [] };
+  return new Promise((res) => {
+    const srv = http.createServer((req, rsp) => {
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => {
+        state.calls.push(req.method);
+        if (req.headers.authorization !== FLAG_SECRET) { rsp.writeHead(401); rsp.end('{}'); return; }
+        if (req.method === 'PUT') { try { state.enabled = JSON.parse(body).enabled === true; } catch (e) { rsp.writeHead(400); rsp.end(); return; } }
+        rsp.writeHead(200, { 'Content-Type': 'application/json' });
+        rsp.end(JSON.stringify({ enabled: state.enabled }));
+      });
+    });
+    srv.listen(0, '127.0.0.1', () => res({ srv, state, port: srv.address().port }));
+  });
+}
+
+/* The element's box lies within the first screen (the viewport). */
+async function inFirstScreen(page, sel, what) {
+  const vp = page.viewportSize();
+  const b = await page.locator(sel).first().boundingBox();
+  check(b != null && b.y >= 0 && b.y + b.height <= vp.height && b.x >= 0 && b.x + b.width <= vp.width + 1,
+    `${what} is within the first screen at ${vp.width}×${vp.height} (${b ? `y ${Math.round(b.y)}–${Math.round(b.y + b.height)}` : 'not shown'})`);
+}
+
+/* At 1280×800 and at 360×740: the state, the progress bar and the action
+ * (when WANT_ACTION) in the first screen; a screenshot of each. */
+async function atAGlance(page, build, stage, wantAction) {
+  for (const [w, h] of [[1280, 800], [360, 740]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await inFirstScreen(page, '#state-words', `${stage}: the state in words`);
+    await inFirstScreen(page, '#steps-progress .bar', `${stage}: the steps' progress bar`);
+    if (wantAction) await inFirstScreen(page, wantAction, `${stage}: the action it waits for`);
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 1, `${stage}: ${w} px wide does not scroll sideways (${over} px over)`);
+    const file = path.join(build, 'screenshots', `${stage}-${w}.png`);
+    await page.screenshot({ path: file });
+    log(`screenshot ${file}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
+async function planDoc(base, id) { return (await fetch(`${base}/api/plans/${id}`)).json(); }
+
+/* Issue 17 items 1, 2, 3, 5 on a whole plan. */
+async function wholePlan(page, base, db, bin, build, problems) {
+  fs.mkdirSync(path.join(build, 'screenshots'), { recursive: true });
+  fs.rmSync(path.join(build, 'screenshots', 'failure.png'), { force: true });   /* an earlier run's */
+  lastPage = page;
+  flagServer = await startFlagServer();
+  const id = `itestbrowserw${process.pid}`;
+  const name = `${id}-whole`;
+  full = { id, name, old: [`${id}.old.20s`, `${id}.old.10s`, `${id}.old.5s`], dest: `${id}.dest` };
+  const ttls = [20000, 10000, 5000];
+  /* Old delay queues as producers left them: each has taken a delayed
+   * message (so the broker counts its publishes), which expires. */
+  for (let i = 0; i < 3; i++) {
+    await mgmt('PUT', `/api/queues/%2F/${encodeURIComponent(full.old[i])}`, { durable: true, arguments: { 'x-message-ttl': ttls[i] } });
+    await mgmt('POST', '/api/exchanges/%2F/amq.default/publish', { properties: {}, routing_key: full.old[i], payload: 'old', payload_encoding: 'string' });
+  }
+  const flagUrl = `http://127.0.0.1:${flagServer.port}/flags/${id}`;
+  const yaml = [
+    `name: ${name}`, 'broker:', `  amqp: ${process.env.CUTOVER_TEST_AMQP}`,
+    `  management: ${process.env.CUTOVER_TEST_MGMT}`, `  username: ${process.env.CUTOVER_TEST_USER}`,
+    '  password: env:CUTOVER_TEST_PASSWORD', 'old:', `  queues: { names: [${full.old.join(', ')}] }`, 'ladder:',
+    `  prefix: ${id}`, '  unit: 100ms', '  levels: 8', `  destinations: [${full.dest}]`, '  create_destinations: true',
+    '  queue_type: classic', 'canary:', '  delays: [100ms, 300ms]', '  max_lateness: 2s', 'flag:', '  kind: http',
+    `  on: { method: PUT, url: '${flagUrl}', body: '{"enabled":true}' }`,
+    `  off: { method: PUT, url: '${flagUrl}', body: '{"enabled":false}' }`,
+    `  read: { url: '${flagUrl}', pointer: /enabled, on: true, off: false }`,
+    '  headers: { Authorization: env:CUTOVER_TEST_FLAG_AUTH }',
+    'watch:', '  interval: 1s', '  allowance: 2s', '  probe_every: 1s',
+    'steps:', '  - measure_horizon', '  - declare_ladder', '  - verify_ladder', '  - canary',
+    '  - { step: flip, gate: true }', '  - watch', '  - { step: remove_old, gate: true }', ''].join('\n');
+  full.file = path.join(tmp, 'whole.yaml');
+  fs.writeFileSync(full.file, yaml);
+  const sub = await fetch(base + '/api/plans', { method: 'POST', body: yaml,
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/yaml' } });
+  check(sub.status === 201, `the whole plan submitted (${sub.status})`);
+  const pid = (await sub.json()).id;
+  full.planId = pid;
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${base}/#/plans/${pid}`);
+
+  /* 1. The flip's gate. */
+  await until('the flip to wait', async () => {
+    const p = await planDoc(base, pid);
+    const bad = p.steps.find((st) => st.status === 'failed');
+    if (bad) fail(`step ${bad.n} (${bad.kind}) failed: ${bad.error}`);
+    return p.steps[4].status === 'waiting_approval';
+  }, 120000);
+  await until('the page to show the flip waiting', async () =>
+    /waiting for your approval of step 5, flip/.test(await page.locator('#state-words').innerText()), 15000);
+  check(/Approve step 5 \(flip\)/.test(await page.locator('#glance-action button.approve').innerText()),
+    'the glance offers "Approve step 5 (flip)"');
+  const steps = await page.locator('#steps-progress .bar .seg').count();
+  const doneSegs = await page.locator('#steps-progress .bar .seg.t-succeeded').count();
+  check(steps === 7 && doneSegs === 4 && /4 of 7 steps done/.test(await page.locator('#steps-progress').innerText()),
+    `the progress bar has 7 steps, 4 done (${doneSegs}/${steps})`);
+  const will = await page.locator('#glance [data-will-do="flip"]').innerText();
+  check(will.includes(`HTTP PUT to 127.0.0.1:${flagServer.port}`) && will.includes('{"enabled":true}') &&
+    will.includes('/enabled') && !will.includes('/flags/'),
+    'the flip\'s gate says which flag service, how, and the value it will read back: ' + will.replace(/\s+/g, ' '));
+  const html = await page.content();
+  check(!html.includes(FLAG_SECRET) && !html.includes('s3cr3t'), 'the flag\'s secret is nowhere on the page');
+  check(/UTC/.test(await page.locator('#updated').innerText()) && /all times UTC/.test(await page.locator('.crumbs').innerText()),
+    'the header clock and the page say UTC: ' + await page.locator('#updated').innerText());
+  check(await page.locator('#timeline li[data-step="7"] button.approve-ahead').count() === 1,
+    'remove_old, not reached yet, can be approved ahead');
+  await atAGlance(page, build, '01-flip-gate', '#glance-action button.approve');
+
+  /* Approve the flip on the page: the confirm says what it will do. */
+  await page.locator('#glance-action button.approve').click();
+  const confirmText = await page.locator('#act-text').innerText();
+  check(/turns|calls the flag service/.test(confirmText) && confirmText.includes(`127.0.0.1:${flagServer.port}`) &&
+    /Flip the flag on/.test(await page.locator('#act-ok').innerText()), 'the flip\'s confirm says what it will do: ' + confirmText);
+  await page.locator('#act-ok').click();
+
+  /* 2. The watch: time left of its horizon, the deadline, the charts. */
+  await until('the watch to run', async () => /watching: .+ left of /.test(await page.locator('#state-words').innerText()), 60000);
+  check(flagServer.state.enabled === true, 'the flag service was switched on by the flip');
+  const ws = await page.locator('#state-words').innerText();
+  const wb = await page.locator('#watch-progress').innerText();
+  check(/deadline \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/.test(wb), `the watch bar shows time left and the deadline in UTC: "${ws}" / "${wb}"`);
+  await until('charts with samples', async () => (await page.locator('[data-chart="old-depth"] polyline').count()) === 1 &&
+    (await page.locator('[data-chart="probe-lateness"] circle').count()) > 0, 30000);
+  for (const c of ['old-depth', 'old-nonempty', 'probe-lateness', 'parking-depth']) {
+    const xt = await page.locator(`[data-chart="${c}"] .xtick`).count();
+    const yt = await page.locator(`[data-chart="${c}"] .ytick`).count();
+    const yl = await page.locator(`[data-chart="${c}"] .ylabel`).textContent();
+    check(xt >= 2 && yt >= 2 && /time \(UTC\)/.test(await page.locator(`[data-chart="${c}"] .xlabel`).textContent()),
+      `chart ${c}: ${xt} time ticks, ${yt} value ticks, axes "time (UTC)" and "${yl}"`);
+  }
+  check(await page.locator('[data-chart="probe-lateness"] .bound').count() === 1 &&
+    /bound 2\.0 s/.test(await page.locator('[data-chart="probe-lateness"]').innerText() + await page.locator('[data-chart="probe-lateness"] svg').textContent()),
+    'probe lateness is drawn against its bound (2 s)');
+  check(await page.locator('[data-chart^="level-"]').count() === 8, 'the ladder\'s depth is 8 small multiples, one per level');
+  const svgBox = await page.locator('[data-chart="old-depth"] svg').boundingBox();
+  check(svgBox.height >= 200, `charts are sized to read (${Math.round(svgBox.width)}×${Math.round(svgBox.height)} px)`);
+  await page.locator('[data-chart="old-depth"] svg').scrollIntoViewIfNeeded();
+  const sb = await page.locator('[data-chart="old-depth"] svg').boundingBox();
+  await page.mouse.move(sb.x + sb.width * 0.7, sb.y + sb.height * 0.5);
+  await until('a hover value', async () => /\d\d:\d\d:\d\d.*: old depth \d+/.test(await page.locator('[data-chart="old-depth"] .tip').innerText()), 5000);
+  log('hover: ' + await page.locator('[data-chart="old-depth"] .tip').innerText());
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await atAGlance(page, build, '02-watch', null);
+  await page.locator('#charts-box').screenshot({ path: path.join(build, 'screenshots', '03-charts-1280.png') });
+  log(`screenshot ${path.join(build, 'screenshots', '03-charts-1280.png')}`);
+  /* The README's picture (docs/status-page.png): the top of the page and
+   * the watch's charts, mid-watch. */
+  await page.screenshot({ path: path.join(build, 'screenshots', 'status-page.png'), fullPage: true,
+    clip: { x: 0, y: 0, width: 1280, height: 1500 } });
+
+  /* 3. remove_old's gate: the engine's preview, then a producer still
+   * publishing into one old queue, which the preview then leaves. */
+  await until('remove_old to wait', async () => (await planDoc(base, pid)).steps[6].status === 'waiting_approval', 90000);
+  const w = (await planDoc(base, pid)).steps[5];
+  await until('the finished watch on the page', async () => /watch done: .+ ended \d{4}-/.test(await page.locator('#watch-progress').innerText()), 15000);
+  const watchText = await page.locator('#timeline li[data-step="6"]').innerText();
+  check(!/0 ms left/.test(watchText) && !/left to the deadline/.test(watchText) && /Watched /.test(watchText),
+    `a finished watch does not say "0 ms left": ${watchText.split('\n').find((l) => /Watched/.test(l))}`);
+  check(w.status === 'succeeded', 'the watch succeeded');
+  await until('the preview to list all three', async () => (await page.locator('#glance [data-list="delete"] li').count()) === 3, 30000);
+  await mgmt('POST', '/api/exchanges/%2F/amq.default/publish', { properties: {}, routing_key: full.old[2], payload: 'late', payload_encoding: 'string' });
+  await until('the preview to leave the queue that took a message', async () => {
+    const leave = await page.locator('#glance [data-list="leave"]').innerText();
+    return leave.includes(full.old[2]) && (await page.locator('#glance [data-list="delete"] li').count()) === 2;
+  }, 60000);
+  const del = await page.locator('#glance [data-list="delete"] li').allInnerTexts();
+  const leave = await page.locator('#glance [data-list="leave"] li').allInnerTexts();
+  check(del.sort().join(',') === [full.old[0], full.old[1]].sort().join(','), 'the preview would delete exactly: ' + del.join(', '));
+  check(leave.length === 1 && leave[0].startsWith(full.old[2] + ': ') && /message|publish/.test(leave[0]),
+    'and would leave, saying why: ' + leave[0]);
+  check(/waiting for your approval of step 7, remove_old/.test(await page.locator('#state-words').innerText()), 'the state says step 7 waits');
+  await atAGlance(page, build, '04-remove-gate', '#glance-action button.approve');
+  await page.locator('#glance-action button.approve').click();
+  const okText = await page.locator('#act-ok').innerText();
+  check(/Delete 2 queues/.test(okText) && /would delete 2 old queues and leave 1/.test(await page.locator('#act-text').innerText()),
+    `remove_old's confirm states the count: "${okText}"`);
+  await page.screenshot({ path: path.join(build, 'screenshots', '05-remove-confirm-1280.png') });
+  await page.locator('#act-ok').click();
+
+  /* 4. It leaves the queue and fails, saying so at the top. */
+  await until('remove_old to fail', async () => /failed at remove_old/.test(await page.locator('#state-words').innerText()), 60000);
+  check(/left/.test(await page.locator('#state-words').innerText()) && !/undefined/.test(await page.locator('#plan-view').innerText()),
+    'the failure is in words, naming what was left: ' + (await page.locator('#state-words').innerText()).slice(0, 160));
+  await atAGlance(page, build, '06-failed', '#glance-action button.retry');
+  const remaining = [];
+  for (const q of full.old) if ((await mgmt('GET', `/api/queues/%2F/${encodeURIComponent(q)}`).catch(() => ({ status: 404 }))).status === 200) remaining.push(q);
+  check(remaining.join(',') === full.old[2], 'the broker holds only the old queue that took a message: ' + remaining.join(','));
+
+  /* 5. Names: abort, refuse the name, archive on the page, submit again. */
+  const ab = await fetch(`${base}/api/plans/${pid}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(ab.status === 202, 'abort recorded');
+  await until('the plan to be aborted', async () => (await planDoc(base, pid)).status === 'aborted', 30000);
+  const again = await fetch(base + '/api/plans', { method: 'POST', body: yaml, headers: { Authorization: `Bearer ${TOKEN}` } });
+  const againBody = await again.json();
+  check(again.status === 409 && /archive it first/.test(againBody.error), `the finished plan's name is refused: ${again.status} ${againBody.error}`);
+  await until('the archive button', async () => (await page.locator('#glance-action button.archive').count()) === 1, 15000);
+  await page.locator('#glance-action button.archive').click();
+  await page.locator('#act-ok').click();
+  await until('archived', async () => /archived at/.test(await page.locator('#state-words').innerText()), 15000);
+  check((await planDoc(base, pid)).archived_ms > 0, 'the plan is archived, by the page');
+  await atAGlance(page, build, '07-archived', null);
+  const third = await fetch(base + '/api/plans', { method: 'POST', body: yaml, headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(third.status === 201, `once archived, the name is free (${third.status})`);
+  const pid2 = (await third.json()).id;
+  full.planId2 = pid2;
+  const st = execFileSync(bin, ['status', '--db', db, name], { encoding: 'utf8' });
+  check(st.includes(`${pid2}`) && !/aborted/.test(st.split('\n')[0]), 'status NAME shows the new plan: ' + st.split('\n')[0]);
+  const metrics = await (await fetch(base + '/metrics')).text();
+  const states = metrics.split('\n').filter((l) => l.startsWith(`cutover_plan_state{plan="${name}"`) && / 1$/.test(l));
+  check(states.length === 1 && /outcome="running"/.test(states[0]), '/metrics reports one plan of that name, the new one: ' + states[0]);
+  const ab2 = await fetch(`${base}/api/plans/${pid2}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(ab2.status === 202 || ab2.status === 409, 'the new plan aborted');
+  await until('the new plan to stop', async () => (await planDoc(base, pid2)).status !== 'running', 60000);
+  /* A plan whose measure fails says why at the top, never "undefined". */
+  const badYaml = yaml.replace(`name: ${name}`, `name: ${name}-bad`)
+    .replace(/queues: \{ names: \[[^\]]*\] \}/, `queues: { names: [${id}.old.none] }`);
+  const bad = await fetch(base + '/api/plans', { method: 'POST', body: badYaml, headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(bad.status === 201, `a plan naming an old queue that does not exist submitted (${bad.status})`);
+  const badId = (await bad.json()).id;
+  full.badId = badId;
+  await until('its measure to fail', async () => (await planDoc(base, badId)).status === 'failed', 60000);
+  await page.goto(`${base}/#/plans/${badId}`);
+  await until('the failure on the page', async () => /failed at measure_horizon/.test(await page.locator('#state-words').innerText()), 15000);
+  const badText = await page.locator('#plan-view').innerText();
+  check(!/undefined/.test(badText) && /Not measured: /.test(badText),
+    'a failed measure says why, not "undefined old queues found": ' + (await page.locator('#state-words').innerText()).slice(0, 140));
+  await atAGlance(page, build, '08-failed-measure', '#glance-action button.retry');
+  const ab3 = await fetch(`${base}/api/plans/${badId}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
+  check(ab3.status === 202, 'the failed plan aborted');
+  check(problems.length === 0, 'no script errors in the whole plan' + (problems.length ? ': ' + problems.join('; ') : ''));
 }
 
 async function checkMetrics(base, planName) {
@@ -276,6 +543,25 @@ async function cleanup() {
     await fetch(`${process.env.CUTOVER_TEST_MGMT}/api/queues/%2F/${encodeURIComponent(destQueue)}`,
       { method: 'DELETE', headers: { Authorization: `Basic ${auth}` } }).catch(() => {});
   }
+  if (full && process.env.CUTOVER_TEST_MGMT) {
+    /* Everything the whole plan made is named after it: its ladder (which
+     * may still hold a probe, so removed here rather than by teardown), the
+     * old queues, the destination, the probe and canary queues. */
+    const mine = (n) => n.startsWith(full.id + '.') || n.startsWith(`cutover.probe.${full.name}`) ||
+      n.startsWith(`cutover.canary.${full.name}`);
+    let left = 0;
+    for (const kind of ['queues', 'exchanges']) {
+      try {
+        const all = await (await mgmt('GET', `/api/${kind}/%2F?columns=name`)).json();
+        for (const o of all.filter((x) => mine(x.name))) {
+          await mgmt('DELETE', `/api/${kind}/%2F/${encodeURIComponent(o.name)}`);
+          left++;
+        }
+      } catch (e) { console.error(`whole plan: removing its ${kind} failed: ${e.message}`); process.exitCode = 1; }
+    }
+    log(`whole plan: ${left} broker objects removed`);
+  }
+  if (flagServer) flagServer.srv.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 }
 
@@ -284,5 +570,10 @@ async function cleanup() {
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'])
   process.once(sig, () => { console.error(`FAILED: ${sig}`); process.exitCode = 1; cleanup().finally(() => process.exit(1)); });
 
-main().then(() => { log('passed'); }, (e) => { console.error('FAILED: ' + e.message); process.exitCode = 1; })
+main().then(() => { log('passed'); }, async (e) => {
+  console.error('FAILED: ' + e.message);
+  process.exitCode = 1;
+  /* What the page showed when it failed, for the CI artifacts. */
+  if (lastPage) await lastPage.screenshot({ path: path.join(process.argv[3], 'screenshots', 'failure.png'), fullPage: true }).catch(() => {});
+})
   .then(cleanup).then(() => log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s`));

@@ -360,6 +360,8 @@ cli(char *out, size_t outlen, const char *token, const char *arg, ...)
  * gate on verify_ladder; written to DIR/TEST.yaml as well. Returns the
  * YAML (static). What the plan makes on the broker is removed at exit
  * whatever happens (itest_plan_cleanup). */
+static const char *plan_steps;	/* NULL: the default steps below */
+
 static const char *
 plan_yaml(const char *test, char *name, size_t namelen)
 {
@@ -390,10 +392,11 @@ plan_yaml(const char *test, char *name, size_t namelen)
 	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [100ms]\n"
-	    "steps: [declare_ladder, { step: verify_ladder, gate: true }]\n",
+	    "steps: %s\n",
 	    name, getenv("CUTOVER_TEST_AMQP"), getenv("CUTOVER_TEST_MGMT"),
 	    getenv("CUTOVER_TEST_USER"), (long)getpid(), test, (long)getpid(), test,
-	    (long)getpid(), test);
+	    (long)getpid(), test, plan_steps != NULL ? plan_steps :
+	    "[declare_ladder, { step: verify_ladder, gate: true }]");
 	snprintf(file, sizeof(file), "%s/%s.yaml", dir, test);
 	f = fopen(file, "w");
 	assert_non_null(f);
@@ -865,6 +868,173 @@ test_gate_approved_by_an_operator(void **state)
 	cleanup_broker("gate");
 }
 
+/* POST PATH as alice with no body; asserts STATUS; the answer's JSON. */
+static json_t *
+post_as_alice(const char *path, long status)
+{
+	struct resp r;
+	json_t *j;
+
+	http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
+	if (r.status != status)
+		fail_msg("POST %s: expected %ld, got %ld: %s", path, status, r.status,
+		    r.body ? r.body : "");
+	j = body_json(&r);
+	resp_clear(&r);
+	return j;
+}
+
+/* Issue 17 item 2: a gated step not reached yet can be approved ahead of
+ * time. The approval is recorded as such (step.approved_ahead, the
+ * command done "approved ahead"), the gate opens when the plan gets there
+ * without waiting, and the approver is the one who gave it. */
+static void
+test_approve_ahead(void **state)
+{
+	char name[80], path[128];
+	json_t *j, *st, *cmd;
+	long long id, c;
+
+	(void)state;
+	plan_steps = "[{ step: declare_ladder, gate: true }, { step: verify_ladder, "
+	    "gate: true }]";
+	id = submit("ahead", name, sizeof(name));
+	plan_steps = NULL;
+	json_decref(wait_step(id, 1, "waiting_approval"));
+	/* Step 2 is pending behind step 1's gate: approving it now is accepted. */
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/approve", id);
+	j = post_as_alice(path, 202);
+	c = (long long)json_integer_value(json_object_get(j, "command"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/plans/%lld/commands/%lld", id, c);
+	for (int t = 0; t < WAIT_MS / 100; t++) {
+		cmd = get(path);
+		if (strcmp(json_string_value(json_object_get(cmd, "state")), "pending") != 0)
+			break;
+		json_decref(cmd);
+		cmd = NULL;
+		sleep_ms(100);
+	}
+	assert_non_null(cmd);
+	assert_string_equal(json_string_value(json_object_get(cmd, "state")), "done");
+	assert_non_null(strstr(json_string_value(json_object_get(cmd, "outcome")),
+	    "approved ahead"));
+	json_decref(cmd);
+	assert_string_equal(actor_of(id, "step.approved_ahead"), "alice");
+	/* Still waiting at step 1: the ahead approval did not open that gate. */
+	j = wait_step(id, 1, "waiting_approval");
+	st = json_array_get(json_object_get(j, "steps"), 1);
+	assert_string_equal(json_string_value(json_object_get(st, "status")), "pending");
+	assert_string_equal(json_string_value(json_object_get(st, "gate_state")),
+	    "approved_ahead");
+	json_decref(j);
+	/* Approving step 1 runs both, step 2 without waiting. */
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/approve", id);
+	json_decref(post_as_alice(path, 202));
+	j = wait_plan(id, "succeeded");
+	st = json_array_get(json_object_get(j, "steps"), 1);
+	assert_string_equal(json_string_value(json_object_get(st, "approved_by")), "alice");
+	assert_true(json_is_true(json_object_get(st, "approved_ahead")));
+	json_decref(j);
+	/* Step 2 never waited: its gate was open when the plan reached it. */
+	{
+		json_t *h, *ev;
+		size_t i;
+		int waits = 0;
+
+		snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
+		h = get(path);
+		json_array_foreach(json_object_get(h, "events"), i, ev)
+			if (strcmp(json_string_value(json_object_get(ev, "kind")),
+			    "step.waiting_approval") == 0)
+				waits++;
+		assert_int_equal(waits, 1);
+		json_decref(h);
+	}
+	cleanup_broker("ahead");
+}
+
+/* Issue 17 item 5: a name is unique among plans not archived. A finished
+ * plan's name submitted again is refused (409, saying to archive it);
+ * archiving a running plan is refused; once archived, the name is free,
+ * and the plans of that name are two, the new one found by name. */
+static void
+test_names_and_archive(void **state)
+{
+	char name[80], path[128];
+	const char *yaml;
+	struct resp r;
+	json_t *j;
+	long long id, id2;
+
+	(void)state;
+	id = submit("names", name, sizeof(name));
+	yaml = plan_yaml("names", name, sizeof(name));
+	json_decref(wait_step(id, 2, "waiting_approval"));
+	snprintf(path, sizeof(path), "/api/plans/%lld/archive", id);
+	j = post_as_alice(path, 409);
+	assert_non_null(strstr(json_string_value(json_object_get(j, "error")),
+	    "only a finished plan"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/approve", id);
+	json_decref(post_as_alice(path, 202));
+	json_decref(wait_plan(id, "succeeded"));
+	/* The same name again: refused, the succeeded plan holds it. */
+	http("POST", "/api/plans", TOKEN_ALICE, yaml, strlen(yaml),
+	    "Content-Type: application/yaml", &r);
+	assert_error(&r, 409);
+	j = body_json(&r);
+	assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "archive it"));
+	assert_int_equal(json_integer_value(json_object_get(j, "id")), id);
+	json_decref(j);
+	resp_clear(&r);
+	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
+	j = get(path);
+	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
+	json_decref(j);
+	/* Without a token: 401. Archived by alice; a second archive: 409. */
+	snprintf(path, sizeof(path), "/api/plans/%lld/archive", id);
+	http("POST", path, NULL, NULL, 0, NULL, &r);
+	assert_error(&r, 401);
+	resp_clear(&r);
+	j = post_as_alice(path, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "actor")), "alice");
+	json_decref(j);
+	json_decref(post_as_alice(path, 409));
+	assert_string_equal(actor_of(id, "plan.archived"), "alice");
+	/* The name is free: a new plan; the old one says it is archived. */
+	id2 = submit("names", name, sizeof(name));
+	assert_true(id2 > id);
+	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	j = get(path);
+	assert_true(json_is_integer(json_object_get(j, "archived_ms")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/plans/%lld", id2);
+	j = get(path);
+	assert_true(json_is_null(json_object_get(j, "archived_ms")));
+	json_decref(j);
+	json_decref(wait_step(id2, 2, "waiting_approval"));
+	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id2);
+	json_decref(post_as_alice(path, 202));
+	json_decref(wait_plan(id2, "aborted"));
+	/* The remote verb: `cutover archive NAME` archives the newest, the
+	 * aborted one; again, it is refused (exit 1) saying why. */
+	{
+		char out[1024];
+
+		assert_int_equal(cli(out, sizeof(out), TOKEN_BOB, "archive", "--server", base, name,
+		    NULL), 0);
+		assert_non_null(strstr(out, "archived by bob"));
+		assert_int_equal(cli(out, sizeof(out), TOKEN_BOB, "archive", "--server", base, name,
+		    NULL), 1);
+	}
+	snprintf(path, sizeof(path), "/api/plans/%lld", id2);
+	j = get(path);
+	assert_true(json_is_integer(json_object_get(j, "archived_ms")));
+	json_decref(j);
+	cleanup_broker("names");
+}
+
 static void
 test_remote_cli(void **state)
 {
@@ -1286,6 +1456,8 @@ main(void)
 		cmocka_unit_test(test_invalid_plans),
 		cmocka_unit_test(test_limits_and_malformed_bodies),
 		cmocka_unit_test(test_gate_approved_by_an_operator),
+		cmocka_unit_test(test_approve_ahead),
+		cmocka_unit_test(test_names_and_archive),
 		cmocka_unit_test(test_remote_cli),
 		cmocka_unit_test(test_retry_and_abort_routes),
 		cmocka_unit_test(test_remote_retry_and_abort),

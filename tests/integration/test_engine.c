@@ -296,6 +296,14 @@ test_abort_before_the_flip(void **state)
 	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
 	assert_int_equal(itest_count(&t, "rollback.requested"), 0);
 	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
+	/* The aborted plan holds its name until archived (issue 17 item 5). */
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
+	    NULL), 1);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "plan.archived"), 1);
 	/* A new plan of the same name may now be submitted. */
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	cleanup_broker();
@@ -336,6 +344,8 @@ main(void)
 	snprintf(dir, sizeof(dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (mkdtemp(dir) == NULL)
 		return 1;
+	if (getenv("CUTOVER_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	itest_cleanup();	/* what the last test left, while its plan file exists */
 	snprintf(planfile, sizeof(planfile), "rm -rf '%s'", dir);

@@ -51,13 +51,30 @@
     return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + ' s';
   }
   function num(v) { return v == null ? '—' : String(v); }
+  function plural(n, one, many) { return n + ' ' + (n === 1 ? one : (many || one + 's')); }
+  /* A duration in words for the state sentence: "3 h 12 m", "12 d". */
+  function fmtSpan(ms) {
+    if (ms == null || !isFinite(ms)) return '—';
+    if (ms < 0) ms = 0;
+    var s = Math.round(ms / 1000), d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600),
+      m = Math.floor(s % 3600 / 60), r = s % 60;
+    if (d) return d + ' d' + (h ? ' ' + h + ' h' : '');
+    if (h) return h + ' h' + (m ? ' ' + m + ' m' : '');
+    if (m) return m + ' m' + (r ? ' ' + r + ' s' : '');
+    return ms < 1000 ? Math.round(ms) + ' ms' : (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + ' s';
+  }
   function stateBadge(s) { return el('span', { class: 'state s-' + String(s) }, String(s).replace('_', ' ')); }
 
+  var noticeTimer = null;
+  /* A banner; a good one goes after 12 s so that it does not push the
+   * plan's state down for good. */
   function notice(text, bad) {
     var n = $('notice');
     n.textContent = text;
     n.className = 'banner' + (bad ? ' err' : '');
     n.hidden = !text;
+    clearTimeout(noticeTimer);
+    if (text && !bad) noticeTimer = setTimeout(function () { n.hidden = true; }, 12000);
   }
 
   /* One API call. Resolves {status, body}; rejects (err.unreachable) when
@@ -107,7 +124,7 @@
 
   /* ---- the dialog: approve, retry, abort, acknowledge ---- */
   var dlg = { resolve: null, run: null };
-  function openDialog(title, text, danger, run) {
+  function openDialog(title, text, danger, run, okLabel) {
     $('act-title').textContent = title;
     $('act-text').textContent = text;
     $('act-comment').value = '';
@@ -116,7 +133,7 @@
     $('act-token-row').hidden = !!token;
     $('act-error').textContent = '';
     $('act-ok').className = danger ? 'danger' : '';
-    $('act-ok').textContent = danger ? 'Yes, ' + title.toLowerCase() : 'OK';
+    $('act-ok').textContent = okLabel || (danger ? 'Yes, ' + title.toLowerCase() : 'OK');
     dlg.run = run;
     $('act').showModal();
     ($('act-token-row').hidden ? $('act-comment') : $('act-token')).focus();
@@ -145,7 +162,7 @@
     $('act-ok').disabled = true;
     dlg.run($('act-comment').value).then(function (r) {
       $('act-ok').disabled = false;
-      if (r.status === 202) {
+      if (r.status === 202 || r.status === 200) {
         closeDialog(true);
         notice(r.body && r.body.message ? 'Recorded: ' + r.body.kind + ' by ' + r.body.actor +
           '; ' + r.body.message : 'Recorded.', false);
@@ -163,11 +180,14 @@
       $('act-error').textContent = 'The service cannot be reached; nothing was sent.';
     });
   }
-  function command(path, title, text, danger) {
+  /* TEXT may be a function (called when the dialog opens, so that it says
+   * what the latest refresh knows); OKLABEL names the confirm button. */
+  function command(path, title, text, danger, okLabel) {
     return function () {
-      openDialog(title, text, danger, function (comment) {
+      var t = typeof text === 'function' ? text() : text;
+      openDialog(title, t.text || t, danger, function (comment) {
         return api('POST', path, comment ? { comment: comment } : {});
-      });
+      }, t.ok || okLabel);
     };
   }
 
@@ -186,7 +206,7 @@
         if (p.status === 'running') running = true;
         tb.appendChild(el('tr', { 'data-plan': p.id },
           el('td', null, el('a', { href: '#/plans/' + p.id }, p.name), el('span', { class: 'muted' }, ' #' + p.id)),
-          el('td', null, stateBadge(p.status)),
+          el('td', null, stateBadge(p.status), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
           el('td', null, cur ? cur.n + '. ' + cur.kind + ' (' + String(cur.status).replace('_', ' ') + ')' : '—'),
           el('td', null, fmtTime(p.created_ms)),
           el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
@@ -212,7 +232,10 @@
   var stepViews = {
     measure_horizon: function (st, r) {
       var words = null, pairs = [], s;
-      s = r.summary || {};
+      s = r.summary;
+      /* A failed measure records no summary: say why, not "undefined". */
+      if (!s || r.ok === false)
+        return { words: r.error || st.error ? 'Not measured: ' + (r.error || st.error) : 'Not measured yet.', pairs: [] };
       words = s.queues + ' old queue' + (s.queues === 1 ? '' : 's') + ' found, ' + s.non_empty +
         ' non-empty; largest TTL ' + fmtDur(s.max_ttl_ms) + '; horizon ' + fmtTime(s.horizon_ms) + '.';
       pairs = [['queues found', num(s.queues)], ['non-empty', num(s.non_empty)],
@@ -265,10 +288,11 @@
       s = r.summary || {};
       var lad = s.ladder_depth || [], tot = 0, pl = s.probe_lateness_ms || {};
       lad.forEach(function (v) { tot += v || 0; });
-      words = fmtDur(s.time_left_ms) + ' left to the deadline; old path ' + num(s.old_depth) +
+      words = (st.ended_ms ? 'Watched ' + fmtDur(st.ended_ms - st.started_ms) + ', ended ' + fmtTime(st.ended_ms) :
+        fmtDur(s.time_left_ms) + ' left to the deadline') + '; old path ' + num(s.old_depth) +
         ' messages in ' + num(s.old_nonempty) + ' non-empty queues; ladder ' + tot +
         ' messages; parking ' + num(s.parking_depth) + '.';
-      pairs = [['time left', fmtDur(s.time_left_ms)], ['deadline', fmtTime(r.deadline_ms)],
+      pairs = [st.ended_ms ? null : ['time left', fmtDur(s.time_left_ms)], ['deadline', fmtTime(r.deadline_ms)],
         ['old-path depth', num(s.old_depth)],
         ['non-empty old queues', num(s.old_nonempty) + ' of ' + num(s.old_queues)],
         ['ladder depth by level', lad.length ? lad.map(function (v, k) { return k + ':' + num(v); }).join('  ') : '—'],
@@ -283,6 +307,7 @@
     },
     remove_old: function (st, r) {
       var words = null, pairs = [], s;
+      if (r.preview) return previewView(r);
       s = r.counts || {};
       words = num(s.removed) + ' old queues removed, ' + num(s.left) + ' left' +
         (s.gone ? ', ' + s.gone + ' already gone' : '') + (r.dry_run ? ' (dry run: ' + num(s.would_remove) + ' would go)' : '') + '.';
@@ -341,18 +366,20 @@
       st.gate ? el('span', { class: 'muted' }, ' gated') : null));
     var pairs = [['started', fmtTime(st.started_ms)], ['ended', fmtTime(st.ended_ms)],
       ['duration', st.started_ms ? fmtDur(dur) + (st.ended_ms ? '' : ' so far') : '—']];
-    if (st.gate) pairs.push(['gate', st.gate_state === 'waiting' ? 'waiting for approval' : String(st.gate_state)]);
+    if (st.gate) pairs.push(['gate', st.gate_state === 'waiting' ? 'waiting for approval' :
+      st.gate_state === 'approved_ahead' ? 'approved ahead: opens when the plan gets here' : String(st.gate_state)]);
     if (st.approved_by) pairs.push(['approved by', st.approved_by + ' at ' + fmtTime(st.approved_ms) +
-      (st.approval_comment ? ' — ' + st.approval_comment : '')]);
+      (st.approved_ahead ? ' (ahead of time)' : '') + (st.approval_comment ? ' — ' + st.approval_comment : '')]);
     if (st.retried_by) pairs.push(['retried by', st.retried_by + ' at ' + fmtTime(st.retried_ms)]);
     li.appendChild(kv(pairs));
     if (st.error) li.appendChild(el('p', { class: 'error' }, st.error));
     var acts = el('div', { class: 'actions' });
     if (st.status === 'waiting_approval')
-      acts.appendChild(el('button', { type: 'button', class: 'approve', onclick: command(
-        '/api/plans/' + p.id + '/steps/' + st.n + '/approve', 'Approve',
-        'Approve step ' + st.n + ' (' + st.kind + ') of ' + p.name + '. It starts at the engine\'s next turn.', false) },
-        'Approve step ' + st.n));
+      acts.appendChild(approveButton(p, st, 'approve'));
+    if (st.status === 'pending' && st.gate && st.gate_state !== 'approved_ahead' && p.status === 'running')
+      acts.appendChild(approveButton(p, st, 'approve-ahead'));
+    var will = willDo(p, st);
+    if (will && (st.status === 'pending' || st.status === 'waiting_approval')) li.appendChild(will);
     if (st.status === 'failed' && p.status !== 'aborted')
       acts.appendChild(el('button', { type: 'button', class: 'retry', onclick: command(
         '/api/plans/' + p.id + '/steps/' + st.n + '/retry', 'Retry',
@@ -373,6 +400,168 @@
       return 'Rollback: the feature flag is switched back off, so new delayed publishes go to the old queues again (they still exist). The ladder stays declared. The plan stops for good.';
     return 'The flag was never turned on, so nothing needs rolling back; the plan stops for good and nothing on the broker is deleted.';
   }
+  /* ---- what a gate will do, said before it is approved ---- */
+  function stepOf(p, n) { return (p.steps || [])[n - 1] || null; }
+  /* The preview remove_old's engine stores while it waits: what it would
+   * delete now and what it would leave, and why (`old remove --dry-run`). */
+  function previewLists(r) {
+    var e = (r.preview && r.preview.entries) || [];
+    return {
+      go: e.filter(function (x) { return x.outcome === 'would_remove'; }),
+      gone: e.filter(function (x) { return x.outcome === 'gone'; }),
+      stay: e.filter(function (x) { return x.outcome !== 'would_remove' && x.outcome !== 'gone'; }),
+      at: r.preview_ms, error: r.preview_error
+    };
+  }
+  function previewView(r) {
+    var l = previewLists(r);
+    return { words: 'Preview at ' + fmtTime(l.at) + ': approving now would delete ' + plural(l.go.length, 'old queue') +
+      ' and leave ' + l.stay.length + '.', pairs: [] };
+  }
+  /* What approving step ST would do, as an element, or null. */
+  function willDo(p, st) {
+    var box, f = p.flip, l, ul, ul2;
+    if (st.kind === 'flip' && f) {
+      box = el('div', { class: 'will-do', 'data-will-do': 'flip' },
+        el('p', null, 'Approving step ' + st.n + ' ' + f.sentence + '.'));
+      box.appendChild(kv(f.provider === 'unleash' ? [['flag service', 'Unleash at ' + f.host],
+        ['feature', f.feature], ['environment', f.environment], ['project', f.project], ['value set', f.value]] :
+        [['flag service', 'HTTP ' + f.method + ' to ' + f.host], f.body != null ? ['request body', f.body] : null,
+          ['read back at', f.read], ['value expected', f.value]]));
+      return box;
+    }
+    if (st.kind === 'remove_old') {
+      if (!st.result || !st.result.preview)
+        return el('div', { class: 'will-do', 'data-will-do': 'remove_old' }, el('p', null,
+          'When this step waits at its gate, the engine lists here which old queues it would delete and which it would leave.'));
+      l = previewLists(st.result);
+      box = el('div', { class: 'will-do', 'data-will-do': 'remove_old' },
+        el('p', null, 'If approved now, step ' + st.n + ' deletes ' + plural(l.go.length, 'old queue') + ' and leaves ' +
+          l.stay.length + (l.gone.length ? ' (' + l.gone.length + ' already gone)' : '') +
+          '. The engine checked this at ' + fmtTime(l.at) + ' and checks each queue again before deleting it.'));
+      ul = el('ul', { class: 'qlist', 'data-list': 'delete' });
+      l.go.forEach(function (e) { ul.appendChild(el('li', null, e.name)); });
+      ul2 = el('ul', { class: 'qlist', 'data-list': 'leave' });
+      l.stay.forEach(function (e) { ul2.appendChild(el('li', null, e.name + ': ' + (e.reason || e.outcome))); });
+      box.appendChild(el('details', { open: l.go.length + l.stay.length <= 40 ? '' : null },
+        el('summary', null, 'Would delete (' + l.go.length + ')'), ul));
+      box.appendChild(el('details', { open: '' }, el('summary', null, 'Would leave (' + l.stay.length + ')'), ul2));
+      return box;
+    }
+    return null;
+  }
+  /* The confirm: it says what will happen, with the count for remove_old. */
+  function approveText(p, st, ahead) {
+    var base = (ahead ? 'Approve step ' + st.n + ' (' + st.kind + ') of ' + p.name + ' ahead of time: the approval is recorded now, ' +
+      'and the step starts without waiting when the plan reaches it.' :
+      'Approve step ' + st.n + ' (' + st.kind + ') of ' + p.name + '. It starts at the engine\'s next turn.');
+    var f = p.flip, l;
+    if (st.kind === 'flip' && f)
+      return { text: base + ' It ' + f.sentence + (f.provider === 'unleash' ? ' (Unleash at ' + f.host + ', feature ' +
+        f.feature + ', environment ' + f.environment + ', set ' + f.value + ').' : ' (HTTP ' + f.method + ' to ' + f.host + ').'),
+        ok: ahead ? 'Approve the flip ahead' : 'Flip the flag on' };
+    if (st.kind === 'remove_old' && st.result && st.result.preview) {
+      l = previewLists(st.result);
+      return { text: base + ' As of ' + fmtTime(l.at) + ' it would delete ' + plural(l.go.length, 'old queue') + ' and leave ' +
+        l.stay.length + '.', ok: 'Delete ' + plural(l.go.length, 'queue') };
+    }
+    return { text: base, ok: ahead ? 'Approve ahead' : 'Approve' };
+  }
+  function approveButton(p, st, cls) {
+    var ahead = cls === 'approve-ahead';
+    return el('button', { type: 'button', class: cls, onclick: command('/api/plans/' + p.id + '/steps/' + st.n + '/approve',
+      ahead ? 'Approve ahead' : 'Approve', function () { return approveText(lastPlan || p, stepOf(lastPlan || p, st.n) || st, ahead); },
+      st.kind === 'remove_old') }, (ahead ? 'Approve step ' + st.n + ' ahead' : 'Approve step ' + st.n + ' (' + st.kind + ')…'));
+  }
+
+  /* ---- at a glance: the top of a plan's page ---- */
+  function watchOf(p) { return (p.steps || []).filter(function (s) { return s.kind === 'watch'; })[0] || null; }
+  /* {left, total, deadline, done} of the watch, or null before it starts. */
+  function watchSpan(w) {
+    if (!w || !w.started_ms || !w.result || !w.result.deadline_ms) return null;
+    var dl = w.result.deadline_ms, start = w.result.started_ms || w.started_ms;
+    return { deadline: dl, total: Math.max(dl - start, 1), left: w.ended_ms ? 0 : Math.max(dl - Date.now(), 0),
+      done: !!w.ended_ms, start: start };
+  }
+  /* The plan's state in words. */
+  function stateWords(p) {
+    var cur = p.current, st = cur ? stepOf(p, cur.n) : null, n = (p.steps || []).length, ws;
+    if (p.archived_ms) return 'archived at ' + fmtTime(p.archived_ms) + ' (was ' + p.status + ')';
+    if (p.status === 'succeeded') return 'succeeded: all ' + n + ' steps done';
+    if (p.status === 'aborted') return 'aborted' + (st ? ' at step ' + st.n + ', ' + st.kind : '');
+    if (!st) return String(p.status);
+    if (p.status === 'failed' || st.status === 'failed')
+      return 'failed at ' + st.kind + ' (step ' + st.n + ')' + (st.error ? ': ' + st.error : '');
+    if (st.status === 'waiting_approval') return 'waiting for your approval of step ' + st.n + ', ' + st.kind;
+    if (st.kind === 'watch' && st.status === 'running') {
+      ws = watchSpan(st);
+      if (!ws) return 'watching: starting';
+      return ws.left > 0 ? 'watching: ' + fmtSpan(ws.left) + ' left of ' + fmtSpan(ws.total) :
+        'watching: the deadline has passed; the watch ends when the old path is empty and nothing holds it' +
+        (p.alerts && p.alerts.length ? ' (see the alerts)' : '');
+    }
+    return 'running step ' + st.n + ' of ' + n + ', ' + st.kind;
+  }
+  function bar(cls, label) {
+    return el('div', { class: 'bar ' + cls, role: 'progressbar', 'aria-label': label });
+  }
+  function glance(p) {
+    var box = clear($('glance-body')), cur = p.current, steps = p.steps || [], done = 0, b, ws, w, st, a;
+    box.appendChild(el('p', { id: 'state-words', class: 'state-words s-' + p.status }, stateWords(p)));
+    steps.forEach(function (s) { if (s.status === 'succeeded') done++; });
+    b = bar('steps', 'steps done');
+    b.setAttribute('aria-valuemin', 0); b.setAttribute('aria-valuemax', steps.length); b.setAttribute('aria-valuenow', done);
+    steps.forEach(function (s) {
+      var seg = el('span', { class: 'seg t-' + s.status + (cur && cur.n === s.n ? ' current' : ''), title: s.n + '. ' + s.kind + ': ' + s.status });
+      seg.style.flexGrow = '1';
+      b.appendChild(seg);
+    });
+    box.appendChild(el('div', { class: 'bar-row', id: 'steps-progress' }, b,
+      el('span', { class: 'bar-text' }, done + ' of ' + steps.length + ' steps done' + (cur && p.status === 'running' ? '; now ' + cur.n + '. ' + cur.kind : ''))));
+    w = watchOf(p);
+    ws = watchSpan(w);
+    if (ws) {
+      b = bar('watch', 'watch horizon');
+      var frac = ws.done ? 1 : Math.min(1, (Date.now() - ws.start) / ws.total), fill = el('span', { class: 'fill' });
+      fill.style.width = (frac * 100).toFixed(1) + '%';
+      b.appendChild(fill);
+      b.setAttribute('aria-valuemin', 0); b.setAttribute('aria-valuemax', 100); b.setAttribute('aria-valuenow', Math.round(frac * 100));
+      box.appendChild(el('div', { class: 'bar-row', id: 'watch-progress' }, b, el('span', { class: 'bar-text' },
+        ws.done ? 'watch done: ' + fmtSpan(w.ended_ms - w.started_ms) + ', ended ' + fmtTime(w.ended_ms) :
+        (ws.left > 0 ? fmtSpan(ws.left) + ' left of ' + fmtSpan(ws.total) : 'deadline passed') + '; deadline ' + fmtTime(ws.deadline))));
+    }
+    if (w && w.status === 'running' && w.result && w.result.summary) {
+      var sm = w.result.summary, tot = 0;
+      (sm.ladder_depth || []).forEach(function (v) { tot += v || 0; });
+      box.appendChild(el('p', { id: 'glance-watch', class: 'bar-text' }, 'old path ' + num(sm.old_depth) + ' messages in ' +
+        num(sm.old_nonempty) + ' of ' + num(sm.old_queues) + ' queues · ladder ' + tot + ' · parking ' + num(sm.parking_depth) +
+        ' · probe lateness last ' + fmtDur((sm.probe_lateness_ms || {}).last) + ' (bound ' + fmtDur((p.facts || {}).max_lateness_ms) + ')'));
+    }
+    a = p.alerts || [];
+    box.appendChild(el('p', { id: 'glance-alerts', class: a.length ? 'alerts-line bad' : 'alerts-line muted' },
+      a.length ? plural(a.length, 'open alert') + ': ' + a.map(function (x) { return x.kind; }).join(', ') + ' (below)' : 'No open alerts.'));
+    var act = el('div', { id: 'glance-action', class: 'actions' });
+    st = cur ? stepOf(p, cur.n) : null;
+    if (st && st.status === 'waiting_approval' && p.status === 'running') {
+      act.appendChild(approveButton(p, st, 'approve primary'));
+      box.appendChild(act);
+      var wd = willDo(p, st);
+      if (wd) box.appendChild(wd);
+    } else if (st && st.status === 'failed' && p.status === 'failed') {
+      act.appendChild(el('button', { type: 'button', class: 'retry primary', onclick: command(
+        '/api/plans/' + p.id + '/steps/' + st.n + '/retry', 'Retry',
+        'Run step ' + st.n + ' (' + st.kind + ') of ' + p.name + ' again from the beginning.', false) }, 'Retry step ' + st.n));
+      box.appendChild(act);
+    } else if ((p.status === 'succeeded' || p.status === 'aborted') && !p.archived_ms) {
+      act.appendChild(el('button', { type: 'button', class: 'archive', onclick: command('/api/plans/' + p.id + '/archive',
+        'Archive', 'Archive plan ' + p.name + ' (#' + p.id + ')? It stays readable here; its name can then be submitted again as a new plan.',
+        false, 'Archive') }, 'Archive plan…'));
+      box.appendChild(el('p', { class: 'muted' }, 'Nothing waits for you. Archive the plan to use its name again.'));
+      box.appendChild(act);
+    } else if (p.status === 'running')
+      box.appendChild(el('p', { class: 'muted', id: 'glance-none' }, 'Nothing waits for you now; the page refreshes every few seconds.'));
+  }
+
   function showPlan(id) {
     return Promise.all([get('/api/plans/' + id), api('GET', '/api/plans/' + id + '/history')]).then(function (rs) {
       var r = rs[0], h = rs[1];
@@ -381,6 +570,7 @@
       lastPlan = p;
       $('plan-title').textContent = p.name + ' ';
       $('plan-title').appendChild(stateBadge(p.status));
+      glance(p);
       $('plan-meta').textContent = 'Plan #' + p.id + ', submitted ' + fmtTime(p.created_ms) +
         (cur && p.status !== 'succeeded' ? '; current step ' + cur.n + '. ' + cur.kind : '') + '; sha256 ' + String(p.sha256).slice(0, 16) + '…';
       var acts = clear($('plan-actions'));
@@ -463,43 +653,128 @@
     if (text != null) e.textContent = String(text);
     return e;
   }
-  function chart(title, lines, unit) {
-    var W = 480, H = 200, L = 48, R = 8, T = 10, B = 24;
-    var box = el('div', { class: 'chart' }, el('h3', null, title));
-    var t0 = Infinity, t1 = -Infinity, v1 = 0, any = false;
+  /* Tick values for [0, max]: 3 to 6 round numbers (1, 2, 5 × 10^k). */
+  function valueTicks(max, unit) {
+    var steps = unit === 'ms' ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000,
+      120000, 300000, 600000, 1800000, 3600000] : null, step, i, out = [];
+    if (steps) {
+      for (i = 0; i < steps.length && max / steps[i] > 5; i++);
+      step = steps[Math.min(i, steps.length - 1)];
+    } else {
+      var mag = Math.pow(10, Math.floor(Math.log10(Math.max(max, 1) / 5)));
+      step = [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (x) { return max / x <= 5; })[0] || 10 * mag;
+      if (step < 1) step = 1;
+    }
+    for (i = 0; i <= max + step * 1e-9; i += step) out.push(i);
+    if (out[out.length - 1] < max) out.push(out[out.length - 1] + step);
+    return out;
+  }
+  var TSTEPS = [1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 108e5, 216e5, 432e5,
+    864e5, 1728e5, 6048e5];
+  /* Tick times in [t0, t1]: at most 6, on round UTC boundaries. */
+  function timeTicks(t0, t1) {
+    var span = t1 - t0, i, step, out = [], t;
+    for (i = 0; i < TSTEPS.length && span / TSTEPS[i] > 5; i++);
+    step = TSTEPS[Math.min(i, TSTEPS.length - 1)];
+    for (t = Math.ceil(t0 / step) * step; t <= t1; t += step) out.push(t);
+    if (out.length < 2) out = [t0, t1];   /* a short span: its two ends */
+    return { ticks: out, step: step };
+  }
+  function fmtTick(t, step, span) {
+    var iso = new Date(t).toISOString();
+    if (span > 864e5) return iso.slice(5, 10) + ' ' + iso.slice(11, 16);
+    return step >= 6e4 ? iso.slice(11, 16) : iso.slice(11, 19);
+  }
+  function fmtV(v, unit) {
+    if (v == null) return '—';
+    if (unit === 'ms') return fmtDur(v);
+    return Math.round(v).toLocaleString('en-US');
+  }
+  /* A line chart of one quantity: OPTS {unit ("ms" or a word: messages,
+   * queues), yLabel, lines [{name, pts [[t, v]], color, dots}], bound
+   * {value, label} (a dashed limit line), small (a small multiple), vmax
+   * (a shared scale)}. Time and value axes with ticks, hover values. */
+  function chart(title, o) {
+    var small = !!o.small, W = small ? 240 : 640, H = small ? 140 : 260, L = small ? 40 : 64, R = 12, T = 12, B = small ? 30 : 44;
+    var box = el('div', { class: 'chart' + (small ? ' small' : ''), 'data-chart': o.id || title }, el('h3', null, title));
+    var t0 = Infinity, t1 = -Infinity, v1 = 0, any = false, lines = o.lines;
     lines.forEach(function (l) {
       l.pts.forEach(function (p) { any = true; t0 = Math.min(t0, p[0]); t1 = Math.max(t1, p[0]); v1 = Math.max(v1, p[1]); });
     });
     var svg = sv('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': title });
-    if (!any) { svg.appendChild(sv('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', fill: '#5b6470' }, 'no samples yet')); box.appendChild(svg); return box; }
-    if (t1 === t0) t1 = t0 + 1;
-    if (v1 <= 0) v1 = 1;
+    box.appendChild(svg);
+    if (!any) { svg.appendChild(sv('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', fill: '#5b6470' }, 'no samples yet')); return box; }
+    if (o.vmax != null) v1 = Math.max(v1, o.vmax);
+    if (o.bound && o.bound.value != null) v1 = Math.max(v1, o.bound.value * 1.1);
+    if (t1 - t0 < 1000) t1 = t0 + 1000;
+    var yt = valueTicks(v1 || 1, o.unit), vtop = yt[yt.length - 1] || 1;
     function x(t) { return L + (t - t0) / (t1 - t0) * (W - L - R); }
-    function y(v) { return T + (1 - v / v1) * (H - T - B); }
-    svg.appendChild(sv('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#d5dae0' }));
-    svg.appendChild(sv('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#d5dae0' }));
-    svg.appendChild(sv('text', { x: L - 4, y: T + 8, 'text-anchor': 'end', 'font-size': 11, fill: '#5b6470' }, fmtV(v1, unit)));
-    svg.appendChild(sv('text', { x: L - 4, y: H - B, 'text-anchor': 'end', 'font-size': 11, fill: '#5b6470' }, '0'));
-    svg.appendChild(sv('text', { x: L, y: H - 6, 'font-size': 11, fill: '#5b6470' }, fmtTime(t0).slice(11)));
-    svg.appendChild(sv('text', { x: W - R, y: H - 6, 'text-anchor': 'end', 'font-size': 11, fill: '#5b6470' }, fmtTime(t1).slice(11)));
+    function y(v) { return T + (1 - v / vtop) * (H - T - B); }
+    var fs = small ? 13 : 12, grey = '#5b6470';
+    yt.forEach(function (v) {
+      svg.appendChild(sv('line', { x1: L, y1: y(v), x2: W - R, y2: y(v), stroke: '#eef1f4', class: 'grid' }));
+      svg.appendChild(sv('text', { x: L - 5, y: y(v) + 4, 'text-anchor': 'end', 'font-size': fs, fill: grey, class: 'ytick' }, fmtV(v, o.unit)));
+    });
+    var tt = timeTicks(t0, t1);
+    /* A small multiple shows its first and last tick only; a label near
+     * an edge is anchored to stay inside the chart. */
+    (small && tt.ticks.length > 2 ? [tt.ticks[0], tt.ticks[tt.ticks.length - 1]] : tt.ticks).forEach(function (t) {
+      var xt = x(t), anchor = xt > W - R - 40 ? 'end' : xt < L + 30 ? 'start' : 'middle';
+      svg.appendChild(sv('line', { x1: xt, y1: H - B, x2: xt, y2: H - B + 4, stroke: grey }));
+      svg.appendChild(sv('text', { x: xt, y: H - B + 5 + fs, 'text-anchor': anchor, 'font-size': fs, fill: grey, class: 'xtick' },
+        fmtTick(t, tt.step, t1 - t0)));
+    });
+    svg.appendChild(sv('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#9aa3ad' }));
+    svg.appendChild(sv('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#9aa3ad' }));
+    if (!small) {
+      svg.appendChild(sv('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', 'font-size': fs, fill: grey, class: 'xlabel' }, 'time (UTC)'));
+      svg.appendChild(sv('text', { x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', 'font-size': fs, fill: grey, class: 'ylabel',
+        transform: 'rotate(-90 12 ' + (T + H - B) / 2 + ')' }, o.yLabel || o.unit));
+    }
+    if (o.bound && o.bound.value != null) {
+      svg.appendChild(sv('line', { x1: L, y1: y(o.bound.value), x2: W - R, y2: y(o.bound.value), stroke: '#c62828',
+        'stroke-dasharray': '6 4', class: 'bound' }));
+      svg.appendChild(sv('text', { x: W - R - 2, y: y(o.bound.value) - 4, 'text-anchor': 'end', 'font-size': fs, fill: '#c62828' }, o.bound.label));
+    }
     var legend = el('div', { class: 'legend' });
     lines.forEach(function (l, i) {
-      var color = l.color || 'hsl(' + (i * 137 % 360) + ',65%,42%)';
-      var pts = thin(l.pts, 400).map(function (p) { return x(p[0]).toFixed(1) + ',' + y(p[1]).toFixed(1); }).join(' ');
-      svg.appendChild(sv(l.dots ? 'g' : 'polyline', l.dots ? {} : { points: pts, fill: 'none', stroke: color, 'stroke-width': 1.6 }));
-      if (l.dots) thin(l.pts, 400).forEach(function (p) {
-        svg.lastChild.appendChild(sv('circle', { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2, fill: color }));
-      });
+      var color = l.color || 'hsl(' + (i * 137 % 360) + ',65%,42%)', pts = thin(l.pts, 400);
+      if (l.dots) {
+        var g = sv('g', {});
+        pts.forEach(function (p) { g.appendChild(sv('circle', { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, fill: color })); });
+        svg.appendChild(g);
+      } else
+        svg.appendChild(sv('polyline', { points: pts.map(function (p) { return x(p[0]).toFixed(1) + ',' + y(p[1]).toFixed(1); }).join(' '),
+          fill: 'none', stroke: color, 'stroke-width': small ? 1.4 : 1.8 }));
       var last = l.pts.length ? l.pts[l.pts.length - 1][1] : null;
-      var key = el('span', null, (i ? ' · ' : '') + l.name + ' ' + fmtV(last, unit));
+      var key = el('span', null, (i ? ' · ' : '') + l.name + ' now ' + fmtV(last, o.unit) + (o.unit === 'ms' ? '' : ' ' + (o.unit || '')));
       key.style.color = color;      /* CSSOM, which the page's CSP allows */
       legend.appendChild(key);
     });
-    box.appendChild(svg);
+    /* Hover: the nearest sample's time and each line's value there. */
+    var tip = el('div', { class: 'tip', 'aria-live': 'off' }, small ? '' : 'hover the chart for values');
+    var cursor = sv('line', { x1: 0, y1: T, x2: 0, y2: H - B, stroke: '#1b1f24', 'stroke-width': 0.8, visibility: 'hidden' });
+    svg.appendChild(cursor);
+    var hit = sv('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: 'transparent', class: 'hover' });
+    function at(ev) {
+      var r = svg.getBoundingClientRect(), px = (ev.clientX - r.left) / r.width * W;
+      var t = t0 + (px - L) / (W - L - R) * (t1 - t0);
+      var parts = lines.map(function (l) {
+        var best = null;
+        l.pts.forEach(function (p) { if (!best || Math.abs(p[0] - t) < Math.abs(best[0] - t)) best = p; });
+        if (best) t = lines.length === 1 ? best[0] : t;
+        return best ? l.name + ' ' + fmtV(best[1], o.unit) : null;
+      }).filter(Boolean);
+      cursor.setAttribute('x1', x(t)); cursor.setAttribute('x2', x(t)); cursor.setAttribute('visibility', 'visible');
+      tip.textContent = fmtTime(t).slice(11) + ': ' + parts.join(', ') + (o.unit && o.unit !== 'ms' ? ' ' + o.unit : '');
+    }
+    hit.addEventListener('mousemove', at);
+    hit.addEventListener('mouseleave', function () { cursor.setAttribute('visibility', 'hidden'); });
+    svg.appendChild(hit);
     box.appendChild(legend);
+    box.appendChild(tip);
     return box;
   }
-  function fmtV(v, unit) { return v == null ? '—' : unit === 'ms' ? fmtDur(v) : String(Math.round(v)); }
   /* At most N points, keeping each bucket's largest value. */
   function thin(pts, n) {
     if (pts.length <= n) return pts;
@@ -512,19 +787,33 @@
     }
     return out;
   }
+  /* One quantity per chart; the ladder's levels as small multiples on one
+   * scale; probe lateness against the plan's bound. */
   function drawCharts() {
-    var s = samples.series, box = clear($('charts')), levels = [];
+    var s = samples.series, box = clear($('charts')), levels = [], facts = (lastPlan && lastPlan.facts) || {}, vmax = 0;
     Object.keys(s).forEach(function (k) {
-      if (k.indexOf('ladder.depth#') === 0) levels.push({ name: 'L' + k.slice(13), pts: s[k], lv: +k.slice(13) });
+      if (k.indexOf('ladder.depth#') === 0) levels.push({ name: 'level ' + k.slice(13), pts: s[k], lv: +k.slice(13) });
     });
     levels.sort(function (a, b) { return a.lv - b.lv; });
-    levels = levels.filter(function (l) { return l.pts.some(function (p) { return p[1] > 0; }); });
-    box.appendChild(chart('Old path draining (messages)', [{ name: 'old depth', pts: s['old.depth'] || [], color: '#a05a00' },
-      { name: 'non-empty queues', pts: s['old.nonempty'] || [], color: '#5b6470' }]));
-    box.appendChild(chart('Ladder depth by level (messages)', levels.length ? levels : [{ name: 'all levels', pts: [] }]));
-    if (s['parking.depth']) box.lastChild.appendChild(el('div', { class: 'legend' }, 'parking depth now: ' +
-      fmtV(s['parking.depth'][s['parking.depth'].length - 1][1])));
-    box.appendChild(chart('Probe lateness', [{ name: 'lateness', pts: s['probe.lateness_ms'] || [], dots: true, color: '#0b5cad' }], 'ms'));
+    box.appendChild(chart('Old path depth', { id: 'old-depth', unit: 'messages', yLabel: 'messages',
+      lines: [{ name: 'old depth', pts: s['old.depth'] || [], color: '#a05a00' }] }));
+    box.appendChild(chart('Non-empty old queues', { id: 'old-nonempty', unit: 'queues', yLabel: 'queues',
+      lines: [{ name: 'non-empty', pts: s['old.nonempty'] || [], color: '#5b6470' }] }));
+    box.appendChild(chart('Probe lateness', { id: 'probe-lateness', unit: 'ms', yLabel: 'lateness',
+      lines: [{ name: 'lateness', pts: s['probe.lateness_ms'] || [], dots: true, color: '#0b5cad' }],
+      bound: facts.max_lateness_ms != null ? { value: facts.max_lateness_ms, label: 'bound ' + fmtDur(facts.max_lateness_ms) } : null }));
+    box.appendChild(chart('Parking depth', { id: 'parking-depth', unit: 'messages', yLabel: 'messages',
+      lines: [{ name: 'parking', pts: s['parking.depth'] || [], color: '#c62828' }] }));
+    levels.forEach(function (l) { l.pts.forEach(function (p) { vmax = Math.max(vmax, p[1]); }); });
+    var mult = el('div', { class: 'multiples', 'data-chart': 'ladder-levels' },
+      el('h3', { class: 'multiples-title' }, 'Ladder depth by level (messages; one scale for all levels)'));
+    mult.firstChild.style.gridColumn = '1 / -1';
+    levels.forEach(function (l) {
+      mult.appendChild(chart(l.name, { id: 'level-' + l.lv, unit: 'messages', small: true, vmax: vmax,
+        lines: [{ name: l.name, pts: l.pts, color: '#0b5cad' }] }));
+    });
+    if (!levels.length) mult.appendChild(el('p', { class: 'muted' }, 'no samples yet'));
+    box.appendChild(mult);
   }
 
   /* ---- routing and refresh ---- */
@@ -541,7 +830,7 @@
     var p = route.plan != null ? showPlan(route.plan) : showPlans();
     p.then(function (running) {
       busy = false;
-      $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+      $('updated').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
       schedule(running ? FAST : SLOW);
     }, function (e) {
       busy = false;

@@ -1,0 +1,174 @@
+/* test_view: what the API says a plan's gates will do (web/view_gate.c)
+ * and the store's name rule (store_admit.c), on a real SQLite file: the
+ * flip's flag service is named by its host, never a credential, path or
+ * query; a finished plan holds its name until archived. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "store_admit.h"
+#include "view.h"
+#include "view_gate.h"
+
+static char dir[PATH_MAX], db[PATH_MAX + 16];
+
+static const char plan_text[] =
+    "name: viewgate\n"
+    "broker:\n"
+    "  amqp: amqp://127.0.0.1:5672/%2f\n"
+    "  management: http://127.0.0.1:15672\n"
+    "  username: guest\n"
+    "  password: env:RABBIT_PASSWORD\n"
+    "old:\n"
+    "  queues: { names: [viewgate.old] }\n"
+    "ladder:\n"
+    "  prefix: viewgate\n"
+    "  unit: 1s\n"
+    "  levels: 6\n"
+    "  destinations: [viewgate.dest]\n"
+    "canary:\n"
+    "  max_lateness: 3s\n"
+    "flag:\n"
+    "  kind: unleash\n"
+    "  url: http://flags.example:4242/unleash-hunter2\n"
+    "  project: payments\n"
+    "  environment: production\n"
+    "  feature: delay-ladder\n"
+    "  token: env:UNLEASH_TOKEN\n"
+    "steps: [measure_horizon, declare_ladder, verify_ladder, canary,"
+    " { step: flip, gate: true }, watch, { step: remove_old, gate: true }]\n";
+
+/* A fresh database holding the plan above (its id in *ID). */
+static struct store *
+with_plan(int64_t *id)
+{
+	struct plan_errors errs = { 0 };
+	struct store *s = NULL;
+	char err[512];
+
+	unlink(db);
+	if (store_open(db, &s, err, sizeof(err)) != 0)
+		fail_msg("store_open: %s", err);
+	if (store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text), "alice",
+	    id, &errs, err, sizeof(err)) != 0)
+		fail_msg("submit: %s", errs.n ? errs.v[0].message : err);
+	return s;
+}
+
+static void
+test_url_host(void **state)
+{
+	char h[128];
+
+	(void)state;
+	view_url_host("http://user:pw@flags.example:4242/api/x?token=abc", h, sizeof(h));
+	assert_string_equal(h, "flags.example:4242");
+	view_url_host("https://h.example/?q=1", h, sizeof(h));
+	assert_string_equal(h, "h.example");
+	view_url_host("http://a:b@c@host#frag", h, sizeof(h));
+	assert_string_equal(h, "host");
+	view_url_host(NULL, h, sizeof(h));
+	assert_string_equal(h, "");
+}
+
+/* The flip's gate: provider, host, feature, environment and value; not the
+ * URL's path (the plan loader already refuses credentials and queries in
+ * it) nor the token. */
+static void
+test_flip_will_do(void **state)
+{
+	struct store *s;
+	json_t *doc, *f;
+	char err[512], *text;
+	int64_t id;
+
+	(void)state;
+	s = with_plan(&id);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	f = json_object_get(doc, "flip");
+	assert_string_equal(json_string_value(json_object_get(f, "provider")), "unleash");
+	assert_string_equal(json_string_value(json_object_get(f, "host")), "flags.example:4242");
+	assert_string_equal(json_string_value(json_object_get(f, "feature")), "delay-ladder");
+	assert_string_equal(json_string_value(json_object_get(f, "environment")), "production");
+	assert_string_equal(json_string_value(json_object_get(f, "project")), "payments");
+	assert_string_equal(json_string_value(json_object_get(f, "value")), "enabled (on)");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "facts"),
+	    "max_lateness_ms")), 3000);
+	text = json_dumps(doc, 0);
+	assert_null(strstr(text, "hunter2"));	/* the URL's path is not shown */
+	assert_null(strstr(text, "UNLEASH_TOKEN"));
+	free(text);
+	json_decref(doc);
+	store_close(s);
+}
+
+/* A finished plan holds its name: re-submitting is refused (3) naming the
+ * plan, until it is archived; a running plan cannot be archived. */
+static void
+test_name_held_until_archived(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct store_plan p;
+	struct store *s;
+	char err[512];
+	int64_t id, id2 = 0;
+
+	(void)state;
+	s = with_plan(&id);
+	assert_int_equal(store_plan_archive(s, id, "alice", "", err, sizeof(err)), 1);
+	assert_non_null(strstr(err, "only a finished plan"));
+	assert_int_equal(store_plan_set_status(s, id, "succeeded", err, sizeof(err)), 0);
+	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
+	    "alice", &id2, &errs, err, sizeof(err)), 3);
+	assert_int_equal(id2, id);
+	assert_non_null(strstr(err, "archive it first"));
+	assert_int_equal(store_plan_archive(s, id, "bob", "done", err, sizeof(err)), 0);
+	assert_int_equal(store_plan_archive(s, id, "bob", "", err, sizeof(err)), 1);
+	assert_non_null(strstr(err, "archived already"));
+	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
+	    "alice", &id2, &errs, err, sizeof(err)), 0);
+	assert_true(id2 > id);
+	assert_int_equal(store_plan_find(s, "viewgate", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.id, id2);
+	assert_int_equal(p.archived_ms, 0);
+	assert_int_equal(store_plan_get(s, id, &p, err, sizeof(err)), 0);
+	assert_true(p.archived_ms > 0);
+	store_close(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_url_host),
+		cmocka_unit_test(test_flip_will_do),
+		cmocka_unit_test(test_name_held_until_archived),
+	};
+	const char *tmp = getenv("TMPDIR");
+	char wal[PATH_MAX + 32];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/test_view.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	snprintf(db, sizeof(db), "%s/v.db", dir);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(db);
+	snprintf(wal, sizeof(wal), "%s-wal", db);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", db);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s.lock", db);
+	unlink(wal);
+	rmdir(dir);
+	return rc;
+}
