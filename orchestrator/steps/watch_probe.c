@@ -93,6 +93,8 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	for (i = 0; i < w->nout; i++)
 		if (w->out[i].seq == pi.seq && w->out[i].not_before_ms == pi.not_before_ms)
 			break;
+	if (i == w->nout && watch_levels_take(t, &pi, obs))
+		return;
 	if (i == w->nout) {
 		/* A duplicate (at-least-once dead-lettering), one already called
 		 * lost, or one sent by a tick whose state was never saved. */
