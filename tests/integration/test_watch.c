@@ -51,6 +51,7 @@
 #define MAX_OLD		4
 
 static char prefix[64];     /* itest<pid>.<test> */
+static const char *queue_type = "quorum";	/* the ladder's; setup resets it */
 static char plan_name[64];  /* itest<pid>-<test> */
 
 static void
@@ -111,6 +112,7 @@ setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
+	queue_type = "quorum";
 	*state = f;
 	return f == NULL ? -1 : 0;
 }
@@ -193,7 +195,7 @@ load_plan(const char *management, const char *feature)
 	    "  prefix: %s\n"
 	    "  unit: 100ms\n"
 	    "  levels: 5\n"
-	    "  queue_type: quorum\n"
+	    "  queue_type: %s\n"
 	    "  destinations: [%s.dest]\n"
 	    "  create_destinations: true\n"
 	    "canary:\n"
@@ -214,7 +216,7 @@ load_plan(const char *management, const char *feature)
 	    "watch]\n",
 	    plan_name, need_env("CUTOVER_TEST_AMQP"),
 	    management ? management : need_env("CUTOVER_TEST_MGMT"),
-	    need_env("CUTOVER_TEST_USER"), re, prefix, prefix,
+	    need_env("CUTOVER_TEST_USER"), re, prefix, queue_type, prefix,
 	    need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
 	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -621,7 +623,7 @@ test_watch_runs_to_its_deadline(void **state)
 	json_t *before = NULL;
 	char err[2048];
 	int64_t started, deadline0, done_at, last_deadline = 0, t;
-	int rc, ticks = 0, restart_at = 8;
+	int rc, ticks = 0, restart_at = 8, bounded = 0;
 
 	start(f, "run", 3, 3, NULL);
 	f->flip_ms = now_ms();
@@ -671,6 +673,22 @@ test_watch_runs_to_its_deadline(void **state)
 		 * past that time + TTL + allowance. */
 		assert_true(num(f->state, "deadline_ms") >= last_deadline);
 		last_deadline = num(f->state, "deadline_ms");
+		/* A level holding a probe in flight after an earlier one came
+		 * out on time: its oldest age is the bound that probe gives. */
+		for (size_t k = 0; k < json_array_size(json_object_get(obj(f->state,
+		    "summary"), "levels")); k++) {
+			const json_t *lv = json_array_get(json_object_get(obj(f->state,
+			    "summary"), "levels"), k);
+			const char *src = json_string_value(json_object_get(lv,
+			    "oldest_age_source"));
+
+			assert_non_null(src);
+			if (strcmp(src, "probe_bound") == 0) {
+				assert_true(num(lv, "oldest_age_ms") >= 0);
+				bounded++;
+			}
+			assert_true(strcmp(src, "head_timestamp") != 0);	/* quorum */
+		}
 		assert_true(last_deadline <= num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
 		    ALLOWANCE_MS);
 		if (rc == 0) {
@@ -764,6 +782,7 @@ test_watch_runs_to_its_deadline(void **state)
 	    (long long)(last_deadline - f->flip_ms), (long long)num(pr, "sent"),
 	    (long long)num(obj(sum, "probe_lateness_ms"), "p50"),
 	    (long long)num(pr, "max_lateness_ms"), (long long)num(pr, "unmeasured"));
+	assert_true(bounded >= 1);
 	assert_probe_queue_gone(f);
 }
 
@@ -1940,6 +1959,54 @@ test_band_counts_publishes_entering_each_level(void **state)
 	    (double)band2);
 }
 
+/* A classic ladder whose level 4 holds a message with a timestamp
+ * property (published 100 s ago by its stamp, re-sent every tick so that
+ * the level always holds one): the oldest age comes from the broker's
+ * head_message_timestamp and says so; levels the management API reports
+ * no head timestamp for do not claim one. */
+static void
+test_oldest_age_from_the_head_timestamp(void **state)
+{
+	struct fixture *f = *state;
+	char x[LADDER_NAME_MAX], path[512], vh[64], key[128], err[2048];
+	int64_t until;
+	json_t *body;
+	const json_t *lv;
+
+	queue_type = "classic";
+	start(f, "oldest", 1, 0, NULL);
+	f->flip_ms = now_ms();
+	ladder_level_exchange(&f->p->ladder, 4, x, sizeof(x));
+	assert_true(mgmt_escape(mgmt_vhost(f->c.mgmt), vh, sizeof(vh)) >= 0);
+	snprintf(path, sizeof(path), "/api/exchanges/%s/%s/publish", vh, x);
+	snprintf(key, sizeof(key), "1.0.0.0.0.%s.dest", prefix);
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		body = json_pack("{s:{s:I},s:s,s:s,s:s}", "properties", "timestamp",
+		    (json_int_t)(now_ms() / 1000 - 100), "routing_key", key, "payload",
+		    "old", "payload_encoding", "string");
+		assert_int_equal(mgmt_request(f->c.mgmt, "POST", path, body, NULL, NULL,
+		    err, sizeof(err)), 0);
+		json_decref(body);
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch stopped: %s", err);
+		lv = level_summary(f, 4);
+		if (strcmp(json_string_value(json_object_get(lv, "oldest_age_source")),
+		    "head_timestamp") == 0)
+			break;
+		if (now_ms() > until)
+			fail_msg("no head timestamp for level 4 within %d ms",
+			    ALERT_CEILING_MS);
+		sleep_ms(INTERVAL_MS);
+	}
+	fprintf(stderr, "# oldest age of level 4 by its head timestamp: %lld ms\n",
+	    (long long)num(lv, "oldest_age_ms"));
+	assert_true(num(lv, "oldest_age_ms") >= 100000);
+	/* Classic: no pending dead-letters reported, none claimed. */
+	assert_true(json_is_null(json_object_get(lv, "dead_letters")));
+	assert_true(metric(f, "cutover_ladder_oldest_age_ms", "level=\"4\"") >= 100000);
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -1986,6 +2053,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_stuck_level_raises_level_late,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
 		    setup, teardown),
 	};
 
