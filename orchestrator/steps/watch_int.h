@@ -123,7 +123,7 @@ struct wlevel {
 	bool in_flight;
 	struct probe p;
 	int64_t sent, arrived, ontime, late, stuck;	/* cumulative */
-	int64_t last_late;			/* upper bound, ms; valid when proven */
+	int64_t last_late, last_late_lo;	/* bounds, ms; valid when proven */
 	int64_t proven_sent_ms;			/* wall: entry of the last on-time probe */
 	bool proven;				/* the last probe out came on time */
 	int64_t next_mono;			/* the next probe is due then */

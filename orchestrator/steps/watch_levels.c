@@ -121,6 +121,7 @@ watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs)
 		lv->ontime++;
 		lv->proven_sent_ms = lv->p.sent_ms;
 		lv->last_late = up;
+		lv->last_late_lo = lo > 0 ? lo : 0;
 	}
 	return true;
 }
@@ -338,6 +339,7 @@ watch_levels_read(struct wstate *w, const json_t *j)
 		lv->late = jint(o, "late", 0);
 		lv->stuck = jint(o, "stuck", 0);
 		lv->last_late = jint(o, "last_lateness_ms", 0);
+		lv->last_late_lo = jint(o, "last_lateness_min_ms", 0);
 		lv->proven = json_is_true(json_object_get(o, "proven"));
 		lv->proven_sent_ms = jint(o, "proven_sent_ms", 0);
 		lv->next_mono = jint(o, "next_mono_ms", 0);
@@ -359,12 +361,13 @@ watch_levels_json(const struct wstate *w)
 		const struct wlevel *lv = &w->lv[k];
 
 		json_array_append_new(list, json_pack("{s:b,s:o,s:I,s:I,"
-		    "s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I}",
+		    "s:I,s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I}",
 		    "in_flight", lv->in_flight, "probe", watch_probe_json(&lv->p),
 		    "sent", (json_int_t)lv->sent, "arrived", (json_int_t)lv->arrived,
 		    "on_time", (json_int_t)lv->ontime,
 		    "late", (json_int_t)lv->late, "stuck", (json_int_t)lv->stuck,
 		    "last_lateness_ms", (json_int_t)lv->last_late,
+		    "last_lateness_min_ms", (json_int_t)lv->last_late_lo,
 		    "proven", lv->proven, "proven_sent_ms", (json_int_t)lv->proven_sent_ms,
 		    "next_mono_ms", (json_int_t)lv->next_mono,
 		    "dlx_since_mono_ms", (json_int_t)lv->dlx_since_mono));
@@ -391,12 +394,14 @@ level_status(const struct tick *t, const struct wlevel *lv, int k)
  * since the publisher stamped it), else at most the age of the last
  * probe that came out of the level on time (the level is FIFO with one
  * TTL: whatever entered before that probe left before it), else unknown.
+ * Pending dead-letters are not in the depth: a level holding some is not
+ * empty.
  * Sets *AGE (-1: unknown) and returns the source's name. */
 static const char *
 oldest(const struct tick *t, const struct wlevel *lv, int k, int64_t *age)
 {
 	*age = -1;
-	if (t->depth_seen && t->depth[k] == 0) {
+	if (t->depth_seen && t->depth[k] == 0 && (!t->dlx_seen || t->dlx[k] <= 0)) {
 		*age = 0;
 		return "empty";
 	}
@@ -414,7 +419,9 @@ oldest(const struct tick *t, const struct wlevel *lv, int k, int64_t *age)
 }
 
 /* The summary's "levels": one object per level (level, ttl_ms, status,
- * lateness_ms, dead_letters, band_publishes, oldest_age_ms,
+ * lateness_ms and lateness_min_ms (the last on-time probe's lateness is
+ * between them: it came out after the probe queue was last seen empty and
+ * before it was read), dead_letters, band_publishes, oldest_age_ms,
  * oldest_age_source), what the page and /metrics show. */
 json_t *
 watch_levels_summary(const struct tick *t, const struct wstate *w)
@@ -427,11 +434,12 @@ watch_levels_summary(const struct tick *t, const struct wstate *w)
 		const struct wlevel *lv = &w->lv[k];
 
 		src = oldest(t, lv, k, &age);
-		json_array_append_new(a, json_pack("{s:i,s:I,s:s,s:o,s:o,s:o,s:o,s:s,"
+		json_array_append_new(a, json_pack("{s:i,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:s,"
 		    "s:I,s:I}",
 		    "level", k, "ttl_ms", (json_int_t)ladder_level_ttl_ms(&t->p->ladder, k),
 		    "status", level_status(t, lv, k),
 		    "lateness_ms", int_or_null(lv->last_late, lv->proven),
+		    "lateness_min_ms", int_or_null(lv->last_late_lo, lv->proven),
 		    "dead_letters", int_or_null(t->dlx[k], t->dlx_seen && t->dlx[k] >= 0),
 		    "band_publishes", int_or_null(t->band[k], t->band_seen &&
 		    t->band[k] >= 0),

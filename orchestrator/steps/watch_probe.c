@@ -199,7 +199,7 @@ watch_probe_drain(struct tick *t)
 }
 
 /* Waits for the probes due within the next moment (or overdue and not yet
- * past their bound), reading the probe queue every PROBE_POLL_MS, so that
+ * past their bound; level probes too), reading the probe queue every PROBE_POLL_MS, so that
  * their lateness is measured to within that. Bounded: at most the await
  * window plus max_lateness and the grace, and only while a probe is due. */
 void
@@ -218,6 +218,16 @@ watch_probe_await(struct tick *t)
 			int64_t bound = w->out[i].not_before_mono + ml + PROBE_GRACE_MS;
 
 			if (w->out[i].not_before_mono <= start + window && bound > until)
+				until = bound;
+		}
+		for (int k = 0; k < t->p->ladder.levels; k++) {
+			/* The level probes due now too: their lateness read as
+			 * closely. */
+			const struct wlevel *lv = &w->lv[k];
+			int64_t bound = lv->p.not_before_mono + ml + PROBE_GRACE_MS;
+
+			if (lv->in_flight && lv->p.not_before_mono <= start + window &&
+			    bound > until)
 				until = bound;
 		}
 		if (until > start + window + ml + PROBE_GRACE_MS)

@@ -1884,6 +1884,9 @@ test_stuck_level_raises_level_late(void **state)
 	    (long long)(now_ms() - cut), b.message);
 	assert_non_null(strstr(b.message, "pending dead-letter"));
 	assert_true(num(level_summary(f, 3), "dead_letters") >= 1);
+	/* Pending dead-letters are not in the depth: the level is not empty. */
+	assert_true(strcmp(json_string_value(json_object_get(level_summary(f, 3),
+	    "oldest_age_source")), "empty") != 0);
 	assert_true(num(level_state(f, 3), "stuck") >= 1);
 	assert_int_equal(events(f, "alert.raised", "level_late"), 1);
 	assert_int_equal(events(f, "alert.raised", "parking"), 0);
