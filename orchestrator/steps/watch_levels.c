@@ -210,9 +210,11 @@ watch_levels_check(struct tick *t)
 		    (long long)t->parking_dlx, (long long)held);
 }
 
-/* Sends each probed level's next probe when it is due, none in flight,
- * and it can come out before the watch's deadline (so that no level
- * probe holds the watch past it). */
+/* Sends each probed level's next probe when it is due and none is in
+ * flight, if it can come out before the watch's deadline or its TTL is
+ * within the allowance: a watch held past its deadline (an old path still
+ * draining, an open alert) goes on proving its short levels, and a level
+ * probe holds a watch that could end by at most the allowance. */
 void
 watch_levels_send(struct tick *t)
 {
@@ -227,6 +229,8 @@ watch_levels_send(struct tick *t)
 
 	if (w->deadline_ms - t->now < left)
 		left = w->deadline_ms - t->now;
+	if (left < w->allowance_ms)
+		left = w->allowance_ms;
 	for (int k = 0; k < l->levels; k++) {
 		struct wlevel *lv = &w->lv[k];
 		int64_t ttl = ladder_level_ttl_ms(l, k);

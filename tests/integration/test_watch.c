@@ -2010,6 +2010,46 @@ test_oldest_age_from_the_head_timestamp(void **state)
 	assert_true(metric(f, "cutover_ladder_oldest_age_ms", "level=\"4\"") >= 100000);
 }
 
+/* A watch held past its deadline (an old queue that does not drain) goes
+ * on proving the levels whose TTL is within the allowance (1 s: levels
+ * 0-3), and past the deadline sends no probe of a longer level (level 4,
+ * 1.6 s), which could hold a watch that may end. */
+static void
+test_held_watch_keeps_proving_short_levels(void **state)
+{
+	struct fixture *f = *state;
+	char err[2048];
+	int64_t sent4, on3, until;
+
+	start(f, "held", 1, 0, NULL);
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[0], 600000);
+	publish_to(&f->c, "", f->old[0], 1);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	/* Past the deadline (which the publish moves when the statistics
+	 * count it). */
+	while (now_ms() <= num(f->state, "deadline_ms") + STATS_LAG_MS) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	sent4 = num(level_summary(f, 4), "probes_sent");
+	on3 = num(level_summary(f, 3), "probes_on_time");
+	until = now_ms() + ALERT_CEILING_MS;
+	while (num(level_summary(f, 3), "probes_on_time") < on3 + 2) {
+		if (now_ms() > until)
+			fail_msg("level 3 not proven again past the deadline");
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	for (int k = 0; k < 4; k++)
+		assert_string_equal(json_string_value(json_object_get(level_summary(f, k),
+		    "status")), "moving");
+	assert_int_equal(num(level_summary(f, 4), "probes_sent"), sent4);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -2058,6 +2098,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_watch_keeps_proving_short_levels,
 		    setup, teardown),
 	};
 
