@@ -1243,6 +1243,23 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	tick_until_done(f, 20000);
 }
 
+/* Starts test TEST with one old queue that will not drain in time: after
+ * measure_horizon it comes back with a 10 min TTL and MSGS messages; the
+ * flip is past its deadline; one tick. */
+static void
+start_undrained(struct fixture *f, const char *test, int msgs)
+{
+	char err[2048];
+
+	start(f, test, 1, 0, NULL);
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[0], 600000);
+	publish_to(&f->c, "", f->old[0], msgs);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+}
+
 /* The watch's main stop condition: old queues still holding messages
  * past the deadline (here the old queue was redeclared with a TTL far
  * longer than measured, and holds two messages) keep the watch going,
@@ -1258,14 +1275,7 @@ test_old_not_drained_holds_the_watch(void **state)
 	int64_t deadline, until;
 	const char *status;
 
-	start(f, "undrained", 1, 0, NULL);
-	/* After measure_horizon: the queue comes back with a 10 min TTL. */
-	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
-	    sizeof(err)), 0);
-	old_queue_ttl(&f->c, f->old[0], 600000);
-	publish_to(&f->c, "", f->old[0], 2);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
-	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	start_undrained(f, "undrained", 2);
 	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
 
 	/* Past the deadline (which the two publishes may still move, when the
@@ -2021,13 +2031,7 @@ test_held_watch_keeps_proving_short_levels(void **state)
 	char err[2048];
 	int64_t sent4, on3, until;
 
-	start(f, "held", 1, 0, NULL);
-	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
-	    sizeof(err)), 0);
-	old_queue_ttl(&f->c, f->old[0], 600000);
-	publish_to(&f->c, "", f->old[0], 1);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
-	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	start_undrained(f, "held", 1);
 	/* Past the deadline (which the publish moves when the statistics
 	 * count it). */
 	while (now_ms() <= num(f->state, "deadline_ms") + STATS_LAG_MS) {
