@@ -3,7 +3,10 @@
  * the state this tick returned): samples the old path (total depth,
  * non-empty queues, cumulative publishes) and the ladder (depth per level,
  * parking depth, cumulative publishes into the level exchanges), sends and
- * collects probes through the ladder, re-verifies the ladder, raises
+ * collects probes through the ladder (and one per level whose TTL is
+ * within the probe budget, each waiting in that level alone, with the
+ * levels' pending dead-letters and publish bands: watch_levels.c),
+ * re-verifies the ladder, raises
  * alerts, downsamples old samples, and finishes only when the deadline has
  * passed, the old path is empty and no alert is open. Each tick also reads
  * the plan's flag back: off (someone turned it off: producers are back on

@@ -199,8 +199,8 @@ watch_probe_drain(struct tick *t)
 }
 
 /* Waits for the probes due within the next moment (or overdue and not yet
- * past their bound; level probes too), reading the probe queue every PROBE_POLL_MS, so that
- * their lateness is measured to within that. Bounded: at most the await
+ * past their bound; level probes too), reading the probe queue every
+ * PROBE_POLL_MS, so that their lateness is measured to within that. Bounded: at most the await
  * window plus max_lateness and the grace, and only while a probe is due. */
 void
 watch_probe_await(struct tick *t)
