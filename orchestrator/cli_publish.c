@@ -1,7 +1,11 @@
 /* cli_publish: `cutover publish PLAN.yaml --delay D --dest DEST` — one
  * delayed message into the plan's ladder with publisher confirms and
  * mandatory, through the same code the canary and the watch's probes use.
- * Exits 0 only when the broker confirmed the message. */
+ * Exits 0 only when the broker confirmed the message. A dead-letter
+ * history given as headers (x-death, x-first-death-*, x-last-death-*: a
+ * consumer republishing what it got with its headers copied) is stripped,
+ * and the output says so: RabbitMQ would take dead-lettering into a level
+ * queue that x-death names for a cycle and drop the message. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -93,6 +97,22 @@ format_time(int64_t ms, char *out, size_t outlen)
 	return out;
 }
 
+/* The headers the broker writes when it dead-letters a message. */
+static const char *const death_headers[] = {
+	"x-death", "x-first-death-queue", "x-first-death-reason",
+	"x-first-death-exchange", "x-last-death-queue", "x-last-death-reason",
+	"x-last-death-exchange",
+};
+
+static bool
+is_death_header(const char *key)
+{
+	for (size_t i = 0; i < sizeof(death_headers) / sizeof(death_headers[0]); i++)
+		if (strcmp(key, death_headers[i]) == 0)
+			return true;
+	return false;
+}
+
 /* The index of P's destination whose routing key is DEST, or -1. */
 static int
 destination_of(const struct plan *p, const char *dest)
@@ -142,7 +162,8 @@ cli_publish(int argc, char **argv)
 	const char *delay_arg = NULL, *dest = NULL, *body = NULL, *body_file = NULL;
 	char *file_body = NULL, *hcopy[PUBLISH_MAX_HEADERS] = { NULL };
 	char err[1024], d[32], u[32], nb[40], to[LADDER_NAME_MAX + 16];
-	size_t nhdr = 0, len = 0;
+	size_t nhdr = 0, len = 0, nstrip = 0;
+	json_t *stripped = json_array();
 	int64_t delay_ms;
 	uint64_t units;
 	int c, json = 0, st, rc = CLI_FAIL;
@@ -175,6 +196,13 @@ cli_publish(int argc, char **argv)
 				goto done;
 			}
 			hcopy[nhdr][eq - optarg] = '\0';
+			if (is_death_header(hcopy[nhdr])) {
+				json_array_append_new(stripped, json_string(hcopy[nhdr]));
+				free(hcopy[nhdr]);
+				hcopy[nhdr] = NULL;
+				nstrip++;
+				break;
+			}
 			hdr[nhdr].key = hcopy[nhdr];
 			hdr[nhdr].str = hcopy[nhdr] + (eq - optarg) + 1;
 			nhdr++;
@@ -223,6 +251,11 @@ cli_publish(int argc, char **argv)
 	}
 	if (body != NULL)
 		len = strlen(body);
+	if (nstrip > 0)
+		fprintf(stderr, "cutover publish: stripped %zu dead-letter header%s "
+		    "(x-death, x-first-death-*, x-last-death-*): a message that comes "
+		    "back into the ladder with them can be taken for a dead-letter "
+		    "cycle and dropped by the broker\n", nstrip, nstrip == 1 ? "" : "s");
 	if (destination_of(p, dest) < 0)
 		fprintf(stderr, "cutover publish: warning: '%s' is not one of the plan's "
 		    "destinations; unless a queue is bound for it on the delivery "
@@ -260,6 +293,8 @@ cli_publish(int argc, char **argv)
 		    "not_before_ms", (json_int_t)rc_out.not_before_ms,
 		    "not_before", format_time(rc_out.not_before_ms, nb, sizeof(nb)));
 
+		if (o != NULL && nstrip > 0)
+			json_object_set(o, "stripped_headers", stripped);
 		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(o);
@@ -288,6 +323,7 @@ failed:
 		json_decref(o);
 	}
 done:
+	json_decref(stripped);
 	broker_close(b);
 	free(file_body);
 	for (size_t i = 0; i < nhdr; i++)

@@ -17,7 +17,7 @@ static void
 add(json_t *a, const char *question, const char *by, const char *warning,
     const char *fmt, ...)
 {
-	char text[768];
+	char text[1280];
 	va_list ap;
 	json_t *o;
 
@@ -38,10 +38,11 @@ review_answers(const struct plan *p)
 	const struct ladder *l = &p->ladder;
 	const struct ladder_style *style = ladder_style(l->naming);
 	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
-	char pq[LADDER_NAME_MAX], dests[512], desc[64], lim[32];
+	char pq[LADDER_NAME_MAX], dests[512], desc[64], lim[32], ex2[32], least[64];
 	const char *steps_left;
 	json_t *a;
 	size_t off = 0;
+	int probed_min = -1;	/* levels whose TTL is within the allowance alone */
 
 	if (style == NULL || (a = json_array()) == NULL)
 		return NULL;
@@ -50,6 +51,13 @@ review_answers(const struct plan *p)
 	ladder_delivery_exchange(l, dex, sizeof(dex));
 	ladder_parking_exchange(l, pex, sizeof(pex));
 	ladder_parking_queue(l, pq, sizeof(pq));
+	while (probed_min + 1 < l->levels &&
+	    ladder_level_ttl_ms(l, probed_min + 1) <= p->watch.allowance_ms)
+		probed_min++;
+	if (probed_min >= 0)
+		snprintf(least, sizeof(least), "at least levels 0-%d here", probed_min);
+	else
+		snprintf(least, sizeof(least), "here only levels within the largest old TTL");
 	dests[0] = '\0';
 	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++) {
 		bool to_exchange;
@@ -126,7 +134,14 @@ review_answers(const struct plan *p)
 	    "watch raises broker_restart with how many old-path messages it exposed, "
 	    "and the watch holds until it is acknowledged.",
 	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
-	add(a, "When does the consumer acknowledge?", "application", NULL,
+	add(a, "When does the consumer acknowledge?", "application",
+	    "a consumer that republishes a message it got from the ladder with its "
+	    "headers copied (a retry; Celery's retries copy them) brings back x-death "
+	    "entries naming level queues: RabbitMQ takes dead-lettering into a queue "
+	    "that x-death already names, with no newer 'rejected' death, for a cycle "
+	    "and drops the message without a word (neither its destination nor "
+	    "parking gets it). Republish without x-death and x-first-death-*/"
+	    "x-last-death-*; `cutover publish` strips them",
 	    "Only the application can answer: acknowledge after the job's effect is "
 	    "durable, and expect redelivery.");
 	add(a, "Which jobs require durable idempotency?", "application", NULL,
@@ -134,9 +149,23 @@ review_answers(const struct plan *p)
 	    "twice (payments, emails, external calls) needs an idempotency key or a "
 	    "durable claim; dead-lettering is at-least-once.");
 	add(a, "Which bounded metrics prove every stage is moving?", "plan", NULL,
-	    "Depth and oldest-message age per level (label: level 0-%d), parking depth, "
-	    "old-path depth and publishes into the old path, probe lateness against the "
-	    "not-before time, sampled every %s; no routing key or raw delay as a label.",
-	    l->levels - 1, duration_format(p->watch.interval_ms, ex, sizeof(ex)));
+	    "Per level (label: level 0-%d), sampled every %s: depth; %s; client "
+	    "publishes entering the level (its exchange's publish_in: the delay band "
+	    "[2^k, 2^(k+1)) units, the watch's own probes included); and a probe that "
+	    "waits in that level alone, sent again as each comes out, for every level "
+	    "whose TTL is within the probe budget (the largest measured old TTL + the "
+	    "allowance %s: %s), one later than its TTL + the "
+	    "allowance raising level_late naming the level; a level with a longer "
+	    "TTL is reported as not probed. Oldest age: the head message's timestamp "
+	    "where the broker reports one (classic level queues, messages carrying a "
+	    "timestamp: the age since the publisher stamped it), otherwise at most "
+	    "the age of the level's last on-time probe. Also parking depth, old-path "
+	    "depth and publishes, and the path probe's lateness against its "
+	    "not-before time; no routing key or raw delay as a label.",
+	    l->levels - 1, duration_format(p->watch.interval_ms, ex, sizeof(ex)),
+	    p->queue_type == PLAN_QUEUE_QUORUM ? "pending dead-letters (messages_dlx; "
+	    "held longer than the allowance raises dead_letters_pending with the "
+	    "count)" : "pending dead-letters are not reported for classic queues",
+	    duration_format(p->watch.allowance_ms, ex2, sizeof(ex2)), least);
 	return a;
 }

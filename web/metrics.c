@@ -30,9 +30,10 @@ static const char *const flag_events[][2] = {
 /* The watch's alert kinds; any other is counted as "other". */
 static const char *const alert_kinds[] = {
 	"broker_unreachable", "old_new_queue", "old_publish", "ladder_drift", "parking",
-	"probe", "flag_off", "flag_unreadable", "old_vanished", "other", NULL
+	"probe", "flag_off", "flag_unreadable", "old_vanished", "level_late",
+	"dead_letters_pending", "other", NULL
 };
-#define NALERT	10
+#define NALERT	12
 /* Probe lateness buckets, in seconds. */
 static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
 #define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))
@@ -486,9 +487,119 @@ render_events(struct buf *b, const struct plans *ps)
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_open[k]);
 }
 
+/* Each level's oldest message age, in two families by where it comes
+ * from: the head message's timestamp, or at most the age of the last
+ * on-time level probe (an upper bound). */
+static void
+render_oldest(struct buf *b, const struct plans *ps)
+{
+	static const char *const fam[2][3] = {
+		{ "cutover_ladder_oldest_age_ms", "head_timestamp", "Age of the level's "
+		    "head message by its timestamp property (classic queues)." },
+		{ "cutover_ladder_oldest_age_bound_ms", "probe_bound", "At most this old: "
+		    "the level's oldest message entered after its last on-time probe." },
+	};
+
+	for (int f = 0; f < 2; f++) {
+		family(b, fam[f][0], "gauge", fam[f][2]);
+		for (size_t i = 0; i < ps->n; i++) {
+			const json_t *lv = json_object_get(json_object_get(ps->v[i].watch,
+			    "summary"), "levels"), *e;
+			size_t k;
+
+			json_array_foreach(lv, k, e) {
+				const char *src = json_string_value(json_object_get(e,
+				    "oldest_age_source"));
+				const json_t *v = json_object_get(e, "oldest_age_ms");
+
+				if (src != NULL && strcmp(src, fam[f][1]) == 0 &&
+				    json_is_number(v))
+					out(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", fam[f][0],
+					    ps->v[i].name, k, json_number_value(v));
+			}
+		}
+	}
+}
+
+/* One per-level family: NAME (TYPE, HELP), level by level, the value of
+ * member KEY of each entry of the watch summary's "levels" (skipped when
+ * not a number); when STATUS is set, 1 for entries whose status is it and
+ * 0 for the others instead. */
+static void
+level_family(struct buf *b, const struct plans *ps, const char *name, const char *type,
+    const char *help, const char *key, const char *status)
+{
+	family(b, name, type, help);
+	for (size_t i = 0; i < ps->n; i++) {
+		const json_t *lv = json_object_get(json_object_get(ps->v[i].watch,
+		    "summary"), "levels"), *e;
+		size_t k;
+
+		json_array_foreach(lv, k, e) {
+			const json_t *v = json_object_get(e, key);
+			double x;
+
+			if (status != NULL)
+				x = json_is_string(v) && strcmp(json_string_value(v), status) == 0;
+			else if (json_is_number(v))
+				x = json_number_value(v);
+			else
+				continue;
+			out(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", name, ps->v[i].name,
+			    k, x);
+		}
+	}
+}
+
+/* Prometheus families: each level's proof of movement, pending
+ * dead-letters, publishes entering it (its delay band) and oldest age
+ * (issue 22). Labels: plan and level only. */
+static void
+render_levels(struct buf *b, const struct plans *ps)
+{
+	static const struct {
+		const char *name, *type, *help, *key, *status;
+	} fams[] = {
+		{ "cutover_ladder_level_moving", "gauge", "1 when the level's last probe "
+		    "(waiting in that level only) came out on time.", "status", "moving" },
+		{ "cutover_ladder_level_late", "gauge", "1 when the level's last probe came "
+		    "out later than its TTL + watch.allowance, or not at all.", "status",
+		    "late" },
+		{ "cutover_ladder_level_not_probed", "gauge", "1 when the level's TTL is "
+		    "beyond the watch's probe budget: never proven by a probe.", "status",
+		    "not_probed" },
+		{ "cutover_ladder_level_lateness_ms", "gauge", "The level probe's last "
+		    "lateness after its not-before time (an upper bound).", "lateness_ms",
+		    NULL },
+		{ "cutover_ladder_dead_letters_pending", "gauge", "Dead-letters the level's "
+		    "next hop has not accepted yet (quorum messages_dlx).", "dead_letters",
+		    NULL },
+		{ "cutover_ladder_band_publishes_total", "counter", "Client publishes "
+		    "entering at the level: delays of [2^k, 2^(k+1)) units (the level "
+		    "exchange's publish_in; the watch's own probes included).",
+		    "band_publishes", NULL },
+	};
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++)
+		level_family(b, ps, fams[f].name, fams[f].type, fams[f].help, fams[f].key,
+		    fams[f].status);
+	family(b, "cutover_parking_dead_letters_pending", "gauge",
+	    "Dead-letters the parking queue holds pending (quorum messages_dlx).");
+	for (size_t i = 0; i < ps->n; i++) {
+		double v;
+
+		if (num(json_object_get(ps->v[i].watch, "summary"), NULL,
+		    "parking_dead_letters", &v))
+			out(b, "cutover_parking_dead_letters_pending{plan=\"%s\"} %.0f\n",
+			    ps->v[i].name, v);
+	}
+	render_oldest(b, ps);
+}
+
 /* The sections of the text, in order. */
 static void (*const sections[])(struct buf *, const struct plans *) = {
 	render_plans, render_depths, render_probes, render_canary, render_events,
+	render_levels,
 };
 
 int

@@ -3,7 +3,10 @@
  * the state this tick returned): samples the old path (total depth,
  * non-empty queues, cumulative publishes) and the ladder (depth per level,
  * parking depth, cumulative publishes into the level exchanges), sends and
- * collects probes through the ladder, re-verifies the ladder, raises
+ * collects probes through the ladder (and one per level whose TTL is
+ * within the probe budget, each waiting in that level alone, with the
+ * levels' pending dead-letters and publish bands: watch_levels.c),
+ * re-verifies the ladder, raises
  * alerts, downsamples old samples, and finishes only when the deadline has
  * passed, the old path is empty and no alert is open. Each tick also reads
  * the plan's flag back: off (someone turned it off: producers are back on
@@ -137,12 +140,14 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 	if (w->last_old_entry_ms != entry_before)
 		w->entry_elapsed_ms = w->elapsed_ms;
 	watch_ladder(t);
+	watch_levels_listing(t);
 	watch_restart(t);
 	watch_verify(t);
 	if (t->probe_ready) {
 		watch_probe_await(t);
 		watch_probe_lost(t);
 	}
+	watch_levels_check(t);
 	watch_update_deadline(w);
 	if (w->deadline_ms != prev_deadline && !t->deadline_moved) {
 		t->deadline_moved = true;
@@ -187,7 +192,7 @@ tick_status(struct tick *t, int open, bool *ready)
 	}
 	if (*ready && (open > 0 || t->na > 0))
 		status = "waiting: an alert is open (acknowledge it once understood)";
-	else if (*ready && w->nout > 0)
+	else if (*ready && (w->nout > 0 || watch_levels_in_flight(w) > 0))
 		status = "finishing: waiting for the probes in flight";
 	return status;
 }
@@ -206,7 +211,8 @@ tick_record(struct tick *t, bool ready, int *open, bool *done,
 		return -1;
 	if ((*open = watch_count_open(t, err, errlen)) < 0)
 		return -1;
-	if (ready && *open == 0 && t->w->nout == 0 && !alerted) {
+	if (ready && *open == 0 && t->w->nout == 0 &&
+	    watch_levels_in_flight(t->w) == 0 && !alerted) {
 		if (watch_probe_remove(t) == 0) {
 			*done = true;
 			*status = "done";
@@ -270,8 +276,10 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	if ((open = watch_count_open(&t, err, errlen)) < 0)
 		goto done;
 	status = tick_status(&t, open, &ready);
-	if (t.probe_ready && !(ready && open == 0 && t.na == 0))
+	if (t.probe_ready && !(ready && open == 0 && t.na == 0)) {
 		watch_probe_send(&t);
+		watch_levels_send(&t);
+	}
 	if (tick_record(&t, ready, &open, &done, &status, err, errlen) != 0)
 		goto done;
 	rc = done ? 0 : 1;

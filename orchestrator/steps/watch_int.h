@@ -116,6 +116,20 @@ struct probe {
 	int64_t sent_mono, not_before_mono;	/* clock_mono_ms */
 };
 
+/* One level's proof of movement (watch_levels.c): the probe that waits in
+ * that level only (bit k alone), its last outcome, and how long the level
+ * has held pending dead-letters. Times *_mono are on clock_mono_ms. */
+struct wlevel {
+	bool in_flight;
+	struct probe p;
+	int64_t sent, arrived, ontime, late, stuck;	/* cumulative */
+	int64_t last_late, last_late_lo;	/* bounds, ms; valid when proven */
+	int64_t proven_sent_ms;			/* wall: entry of the last on-time probe */
+	bool proven;				/* the last probe out came on time */
+	int64_t next_mono;			/* the next probe is due then */
+	int64_t dlx_since_mono;			/* pending dead-letters seen since, 0 */
+};
+
 /* What persists from tick to tick (the state JSON, as a struct). */
 struct wstate {
 	int64_t started_ms, flip_ms, max_ttl_ms, allowance_ms;
@@ -170,6 +184,9 @@ struct wstate {
 	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
 	bool have_leaders;
 	int64_t places_next_ms;
+	/* Per level (watch_levels.c). */
+	struct wlevel lv[LADDER_MAX_LEVELS];
+	int64_t park_dlx_since_mono;	/* parking's pending dead-letters */
 };
 
 struct sample {
@@ -221,6 +238,12 @@ struct tick {
 	int64_t depth[LADDER_MAX_LEVELS];
 	bool depth_seen, parking_seen;
 	int64_t parking_depth;
+	int64_t band[LADDER_MAX_LEVELS];	/* publish_in per level exchange */
+	bool band_seen;
+	int64_t dlx[LADDER_MAX_LEVELS];		/* messages_dlx, -1 when absent */
+	int64_t head_ts[LADDER_MAX_LEVELS];	/* head_message_timestamp s, -1 */
+	bool dlx_seen;
+	int64_t parking_dlx;			/* -1 when absent */
 
 	struct sample *s;
 	size_t ns, scap;
@@ -278,6 +301,9 @@ int watch_count_open(struct tick *t, char *err, size_t errlen);
 
 /* watch_state.c */
 void watch_update_deadline(struct wstate *w);
+json_t *watch_probe_json(const struct probe *p);
+void watch_probe_read(struct probe *p, const json_t *o);
+void watch_probe_rebase(struct probe *p, int64_t wall, int64_t mono);
 int watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue);
 void watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now,
     int64_t ttl, const char *ttl_queue);
@@ -310,5 +336,19 @@ void watch_probe_await(struct tick *t);
 void watch_probe_lost(struct tick *t);
 void watch_probe_send(struct tick *t);
 int watch_probe_remove(struct tick *t);
+
+/* watch_levels.c */
+int64_t watch_levels_budget(const struct wstate *w);
+void watch_levels_listing(struct tick *t);
+bool watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs);
+bool watch_levels_parked(struct wstate *w, const struct publish_info *pi);
+void watch_levels_check(struct tick *t);
+void watch_levels_send(struct tick *t);
+size_t watch_levels_in_flight(const struct wstate *w);
+void watch_levels_rebase(struct wstate *w, int64_t wall, int64_t mono);
+int watch_levels_samples(struct tick *t);
+void watch_levels_read(struct wstate *w, const json_t *j);
+json_t *watch_levels_json(const struct wstate *w);
+json_t *watch_levels_summary(const struct tick *t, const struct wstate *w);
 
 #endif

@@ -20,6 +20,8 @@ pick_own(const struct broker_delivery *d, void *arg)
 		return PARKING_LEAVE;
 	if (strcmp(pi.purpose, PUBLISH_PROBE) == 0) {
 		w->park_probe++;
+		if (watch_levels_parked(w, &pi))
+			w->probe_parked++;
 		for (size_t i = 0; i < w->nout; i++)
 			if (w->out[i].seq == pi.seq &&
 			    w->out[i].not_before_ms == pi.not_before_ms) {
@@ -138,8 +140,10 @@ watch_ladder(struct tick *t)
 		parking_sweep(t, qi.messages);
 	}
 
-	for (int k = 0; k < l->levels; k++)
+	for (int k = 0; k < l->levels; k++) {
 		ladder_level_exchange(l, k, xs[k], sizeof(xs[k]));
+		t->band[k] = -1;	/* until the listing names it */
+	}
 	snprintf(path, sizeof(path), "/api/exchanges/%s?columns=name,"
 	    "message_stats.publish_in", t->vhost);
 	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &ans, NULL, why,
@@ -153,10 +157,13 @@ watch_ladder(struct tick *t)
 		const char *n = json_string_value(json_object_get(e, "name"));
 
 		for (int k = 0; n != NULL && k < l->levels; k++)
-			if (strcmp(n, xs[k]) == 0)
-				total += jint(json_object_get(e, "message_stats"),
+			if (strcmp(n, xs[k]) == 0) {
+				t->band[k] = jint(json_object_get(e, "message_stats"),
 				    "publish_in", 0);
+				total += t->band[k];
+			}
 	}
 	json_decref(ans);
+	t->band_seen = true;
 	t->w->ladder_publishes = total;
 }

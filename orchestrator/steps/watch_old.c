@@ -95,8 +95,8 @@ old_list(struct tick *t)
 	/* One unpaginated request, statistics on (message_stats needs them),
 	 * only the columns used: at 10,000 queues one walk of the queue
 	 * table, where pages would walk it once per page. */
-	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS,
-	    t->vhost);
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS
+	    ",messages_dlx,head_message_timestamp", t->vhost);
 	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->listing, NULL, why,
 	    sizeof(why)) != 0 || !json_is_array(t->listing)) {
 		watch_unreachable(t, "listing the old queues", t->listing == NULL ? why :

@@ -95,6 +95,8 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 	for (i = 0; i < w->nout; i++)
 		if (w->out[i].seq == pi.seq && w->out[i].not_before_ms == pi.not_before_ms)
 			break;
+	if (i == w->nout && watch_levels_take(t, &pi, obs))
+		return;
 	if (i == w->nout) {
 		/* A duplicate (at-least-once dead-lettering), one already called
 		 * lost, or one sent by a tick whose state was never saved. */
@@ -199,8 +201,8 @@ watch_probe_drain(struct tick *t)
 }
 
 /* Waits for the probes due within the next moment (or overdue and not yet
- * past their bound), reading the probe queue every PROBE_POLL_MS, so that
- * their lateness is measured to within that. Bounded: at most the await
+ * past their bound; level probes too), reading the probe queue every
+ * PROBE_POLL_MS, so that their lateness is measured to within that. Bounded: at most the await
  * window plus max_lateness and the grace, and only while a probe is due. */
 void
 watch_probe_await(struct tick *t)
@@ -218,6 +220,16 @@ watch_probe_await(struct tick *t)
 			int64_t bound = w->out[i].not_before_mono + ml + PROBE_GRACE_MS;
 
 			if (w->out[i].not_before_mono <= start + window && bound > until)
+				until = bound;
+		}
+		for (int k = 0; k < t->p->ladder.levels; k++) {
+			/* The level probes due now too: their lateness read as
+			 * closely. */
+			const struct wlevel *lv = &w->lv[k];
+			int64_t bound = lv->p.not_before_mono + ml + PROBE_GRACE_MS;
+
+			if (lv->in_flight && lv->p.not_before_mono <= start + window &&
+			    bound > until)
 				until = bound;
 		}
 		if (until > start + window + ml + PROBE_GRACE_MS)

@@ -110,6 +110,8 @@ watch_write_samples(struct tick *t, char *err, size_t errlen)
 	if (t->w->ladder_publishes >= 0 && watch_sample(t, t->now, "ladder.publishes", "",
 	    (double)t->w->ladder_publishes))
 		goto nomem;
+	if (watch_levels_samples(t) != 0)
+		goto nomem;
 	if (store_begin(c->store, err, errlen) != 0)
 		return -1;
 	for (size_t i = 0; i < t->ns; i++)

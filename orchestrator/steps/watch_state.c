@@ -145,6 +145,37 @@ state_read_more(struct wstate *w, const json_t *j)
 			snprintf(w->leaders[i], sizeof(w->leaders[i]), "%s",
 			    json_string_value(o));
 	w->places_next_ms = jint(j, "places_next_mono_ms", 0);
+	watch_levels_read(w, json_object_get(j, "levels"));
+}
+
+/* One probe in flight, as persisted: {"seq", "sent_ms", "not_before_ms",
+ * "sent_mono_ms", "not_before_mono_ms"}; read back from O. */
+json_t *
+watch_probe_json(const struct probe *p)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:I}", "seq", (json_int_t)p->seq,
+	    "sent_ms", (json_int_t)p->sent_ms, "not_before_ms",
+	    (json_int_t)p->not_before_ms, "sent_mono_ms", (json_int_t)p->sent_mono,
+	    "not_before_mono_ms", (json_int_t)p->not_before_mono);
+}
+
+void
+watch_probe_read(struct probe *p, const json_t *o)
+{
+	p->seq = jint(o, "seq", -1);
+	p->sent_ms = jint(o, "sent_ms", 0);
+	p->not_before_ms = jint(o, "not_before_ms", 0);
+	p->sent_mono = jint(o, "sent_mono_ms", 0);
+	p->not_before_mono = jint(o, "not_before_mono_ms", 0);
+}
+
+/* Moves P's monotonic stamps to this boot, from its wall-clock ones (WALL
+ * and MONO: now). */
+void
+watch_probe_rebase(struct probe *p, int64_t wall, int64_t mono)
+{
+	p->sent_mono = mono + (p->sent_ms - wall);
+	p->not_before_mono = mono + (p->not_before_ms - wall);
 }
 
 /* Brings the watch's monotonic times to this tick (wall clock WALL,
@@ -176,10 +207,9 @@ watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono)
 		w->probe_next_ms = 0;
 		w->probe_checked_ms = 0;
 		w->places_next_ms = 0;
-		for (size_t i = 0; i < w->nout; i++) {
-			w->out[i].sent_mono = mono + (w->out[i].sent_ms - wall);
-			w->out[i].not_before_mono = mono + (w->out[i].not_before_ms - wall);
-		}
+		for (size_t i = 0; i < w->nout; i++)
+			watch_probe_rebase(&w->out[i], wall, mono);
+		watch_levels_rebase(w, wall, mono);
 	}
 	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot);
 	w->mono_last_ms = mono;
@@ -239,11 +269,7 @@ watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	json_array_foreach(json_object_get(pr, "outstanding"), i, o) {
 		if (w->nout == PROBE_OUTSTANDING_MAX)
 			break;
-		w->out[w->nout].seq = jint(o, "seq", -1);
-		w->out[w->nout].sent_ms = jint(o, "sent_ms", 0);
-		w->out[w->nout].not_before_ms = jint(o, "not_before_ms", 0);
-		w->out[w->nout].sent_mono = jint(o, "sent_mono_ms", 0);
-		w->out[w->nout++].not_before_mono = jint(o, "not_before_mono_ms", 0);
+		watch_probe_read(&w->out[w->nout++], o);
 	}
 	w->sent = jint(pr, "sent", 0);
 	w->arrived = jint(pr, "arrived", 0);
@@ -311,6 +337,7 @@ state_json_more(json_t *j, const struct wstate *w)
 		json_object_set_new(j, "level_leaders", leaders);
 	}
 	json_object_set_new(j, "places_next_mono_ms", json_integer(w->places_next_ms));
+	json_object_set_new(j, "levels", watch_levels_json(w));
 }
 
 static int64_t
@@ -348,11 +375,7 @@ probe_json(const struct tick *t, const struct wstate *w)
 	json_t *outs = json_array(), *recent = json_array();
 
 	for (size_t i = 0; i < w->nout; i++)
-		json_array_append_new(outs, json_pack("{s:I,s:I,s:I,s:I,s:I}", "seq",
-		    (json_int_t)w->out[i].seq, "sent_ms", (json_int_t)w->out[i].sent_ms,
-		    "not_before_ms", (json_int_t)w->out[i].not_before_ms,
-		    "sent_mono_ms", (json_int_t)w->out[i].sent_mono,
-		    "not_before_mono_ms", (json_int_t)w->out[i].not_before_mono));
+		json_array_append_new(outs, watch_probe_json(&w->out[i]));
 	for (size_t i = 0; i < w->nrecent; i++)
 		json_array_append_new(recent, json_integer(w->recent[i]));
 	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
@@ -403,6 +426,13 @@ summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "at_ms", (json_int_t)t->now);
 	if (!t->depth_seen)
 		json_decref(depths);
+	if (sum != NULL) {
+		json_object_set_new(sum, "levels", watch_levels_summary(t, w));
+		json_object_set_new(sum, "probe_budget_ms",
+		    json_integer(watch_levels_budget(w)));
+		json_object_set_new(sum, "parking_dead_letters", int_or_null(t->parking_dlx,
+		    t->dlx_seen && t->parking_dlx >= 0));
+	}
 	return sum;
 }
 

@@ -494,14 +494,14 @@ run_cutover(char *const argv[], char *out, size_t outlen, char *errout,
 	const char *bin = need_env("CUTOVER_BINARY");
 	char of[] = "/tmp/itest-canary-outXXXXXX", ef[] = "/tmp/itest-canary-errXXXXXX";
 	int ofd = mkstemp(of), efd = mkstemp(ef), status;
-	const char *args[16];
+	const char *args[24];
 	ssize_t got;
 	pid_t pid;
 	size_t i;
 
 	assert_true(ofd >= 0 && efd >= 0);
 	args[0] = bin;
-	for (i = 1; argv[i] != NULL && i < 15; i++)
+	for (i = 1; argv[i] != NULL && i < 23; i++)
 		args[i] = argv[i];
 	args[i] = NULL;
 	pid = fork();
@@ -613,6 +613,62 @@ test_publish_refuses_and_confirms(void **state)
 	assert_int_equal(broker_cancel(c->amqp, e, sizeof(e)), 0);
 }
 
+/* `cutover publish` strips a dead-letter history given as headers
+ * (x-death, x-first-death-*, x-last-death-*: a consumer republishing what
+ * it got with its headers copied): RabbitMQ would take dead-lettering into
+ * a level queue that x-death names for a cycle and drop the message. The
+ * message arrives, its x-death is the broker's own (the levels it waited
+ * in: 250 ms = 3 units, levels 1 and 0), its x-first-death-queue the
+ * level it first expired from, not the copied one; other headers stay;
+ * the output names what was stripped. */
+static void
+test_publish_strips_x_death(void **state)
+{
+	char plan[] = "/tmp/itest-canary-planXXXXXX";
+	char dest[128], q0[LADDER_NAME_MAX], q1[LADDER_NAME_MAX], fake[160];
+	char out[4096], err[4096], e[512];
+	const struct broker_header *h;
+	struct broker_delivery d;
+	struct fixture *f = *state;
+	struct step_ctx *c;
+
+	set_names("strip");
+	write_plan(plan, need_env("CUTOVER_TEST_AMQP"));
+	snprintf(f->files[0], sizeof(f->files[0]), "%s", plan);
+	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
+	start(f, "  max_lateness: 1s\n");
+	c = &f->c;
+	ladder_level_queue(&f->p->ladder, 0, q0, sizeof(q0));
+	ladder_level_queue(&f->p->ladder, 1, q1, sizeof(q1));
+	snprintf(fake, sizeof(fake), "x-first-death-queue=%s", q0);
+	assert_int_equal(run_cutover((char *[]){ "", "publish", plan, "--delay", "250ms",
+	    "--dest", dest, "--body", "again", "--header", "x-death=copied",
+	    "--header", fake, "--header", "x-first-death-reason=expired",
+	    "--header", "x-last-death-queue=copied", "--header", "trace=t2", "--json",
+	    NULL }, out, sizeof(out), err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "\"confirmed\":true"));
+	assert_non_null(strstr(out, "\"stripped_headers\":[\"x-death\","
+	    "\"x-first-death-queue\",\"x-first-death-reason\",\"x-last-death-queue\"]"));
+	assert_non_null(strstr(err, "stripped"));
+	assert_int_equal(broker_consume(c->amqp, dest, 0, e, sizeof(e)), 0);
+	assert_int_equal(broker_next(c->amqp, 5000, &d, e, sizeof(e)), 0);
+	assert_string_equal(d.body, "again");
+	assert_int_equal(d.ndeaths, 2);
+	for (size_t i = 0; i < d.ndeaths; i++) {
+		assert_string_equal(d.deaths[i].reason, "expired");
+		assert_int_equal(d.deaths[i].count, 1);
+	}
+	assert_string_equal(d.deaths[0].queue, q0);	/* most recent first */
+	assert_string_equal(d.deaths[1].queue, q1);
+	assert_non_null(h = broker_header_find(&d, "x-first-death-queue"));
+	assert_string_equal(h->str, q1);
+	assert_null(broker_header_find(&d, "x-last-death-queue"));
+	assert_string_equal(broker_header_find(&d, "trace")->str, "t2");
+	assert_int_equal(broker_ack(c->amqp, &d, e, sizeof(e)), 0);
+	broker_delivery_free(&d);
+	assert_int_equal(broker_cancel(c->amqp, e, sizeof(e)), 0);
+}
+
 int
 main(void)
 {
@@ -623,6 +679,7 @@ main(void)
 		T(test_canary_fails_when_a_policy_changes_a_level_ttl),
 		T(test_canary_fails_when_the_parking_path_is_broken),
 		T(test_publish_refuses_and_confirms),
+		T(test_publish_strips_x_death),
 #undef T
 	};
 

@@ -37,6 +37,7 @@
 #include "itest_run.h"
 #include "itest_unleash.h"
 #include "ladder.h"
+#include "metrics.h"
 #include "plan.h"
 #include "publish.h"
 #include "step.h"
@@ -50,6 +51,7 @@
 #define MAX_OLD		4
 
 static char prefix[64];     /* itest<pid>.<test> */
+static const char *queue_type = "quorum";	/* the ladder's; setup resets it */
 static char plan_name[64];  /* itest<pid>-<test> */
 
 static void
@@ -110,6 +112,7 @@ setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
+	queue_type = "quorum";
 	*state = f;
 	return f == NULL ? -1 : 0;
 }
@@ -192,7 +195,7 @@ load_plan(const char *management, const char *feature)
 	    "  prefix: %s\n"
 	    "  unit: 100ms\n"
 	    "  levels: 5\n"
-	    "  queue_type: quorum\n"
+	    "  queue_type: %s\n"
 	    "  destinations: [%s.dest]\n"
 	    "  create_destinations: true\n"
 	    "canary:\n"
@@ -213,7 +216,7 @@ load_plan(const char *management, const char *feature)
 	    "watch]\n",
 	    plan_name, need_env("CUTOVER_TEST_AMQP"),
 	    management ? management : need_env("CUTOVER_TEST_MGMT"),
-	    need_env("CUTOVER_TEST_USER"), re, prefix, prefix,
+	    need_env("CUTOVER_TEST_USER"), re, prefix, queue_type, prefix,
 	    need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
 	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -473,6 +476,31 @@ tick_until_done(struct fixture *f, int64_t timeout_ms)
 	}
 }
 
+/* Takes the next message of probe queue Q that is the watch's own probe
+ * and not a level probe (x-cutover-probe-level), within 3 s, into *D
+ * (unacknowledged); level probes read on the way are taken out. Returns
+ * broker_get's last answer. */
+static int
+get_path_probe(struct fixture *f, const char *q, struct broker_delivery *d)
+{
+	int64_t until = now_ms() + 3000;
+	char err[512];
+	int r;
+
+	for (;;) {
+		memset(d, 0, sizeof(*d));
+		r = broker_get(f->c.amqp, q, true, d, err, sizeof(err));
+		if (r == 0 && broker_header_find(d, "x-cutover-probe-level") != NULL) {
+			(void)broker_ack(f->c.amqp, d, err, sizeof(err));
+			broker_delivery_free(d);
+			continue;
+		}
+		if (r != BROKER_EMPTY || now_ms() >= until)
+			return r;
+		sleep_ms(10);
+	}
+}
+
 /* Samples, by series. */
 struct series {
 	int n;
@@ -482,7 +510,8 @@ struct series {
 
 struct samples {
 	struct series old_depth, old_nonempty, old_publishes, parking, ladder_pub,
-	    lateness, level[LADDER_MAX_LEVELS];
+	    lateness, level[LADDER_MAX_LEVELS], band[LADDER_MAX_LEVELS],
+	    dlx[LADDER_MAX_LEVELS], level_late[LADDER_MAX_LEVELS], parking_dlx;
 };
 
 static void
@@ -515,11 +544,16 @@ collect_sample(int64_t ts, const char *metric, const char *label, double v, void
 		add(&s->ladder_pub, ts, v);
 	else if (strcmp(metric, "probe.lateness_ms") == 0)
 		add(&s->lateness, ts, v);
-	else if (strcmp(metric, "ladder.depth") == 0) {
+	else if (strcmp(metric, "parking.dlx") == 0)
+		add(&s->parking_dlx, ts, v);
+	else if (strcmp(metric, "ladder.depth") == 0 || strcmp(metric, "ladder.band") == 0 ||
+	    strcmp(metric, "ladder.dlx") == 0 || strcmp(metric, "level.lateness_ms") == 0) {
 		int k = atoi(label);
 
 		assert_true(k >= 0 && k < LADDER_MAX_LEVELS);
-		add(&s->level[k], ts, v);
+		add(strcmp(metric, "ladder.depth") == 0 ? &s->level[k] :
+		    strcmp(metric, "ladder.band") == 0 ? &s->band[k] :
+		    strcmp(metric, "ladder.dlx") == 0 ? &s->dlx[k] : &s->level_late[k], ts, v);
 	} else
 		fail_msg("unexpected metric '%s'", metric);
 	return 0;
@@ -589,7 +623,7 @@ test_watch_runs_to_its_deadline(void **state)
 	json_t *before = NULL;
 	char err[2048];
 	int64_t started, deadline0, done_at, last_deadline = 0, t;
-	int rc, ticks = 0, restart_at = 8;
+	int rc, ticks = 0, restart_at = 8, bounded = 0;
 
 	start(f, "run", 3, 3, NULL);
 	f->flip_ms = now_ms();
@@ -639,6 +673,22 @@ test_watch_runs_to_its_deadline(void **state)
 		 * past that time + TTL + allowance. */
 		assert_true(num(f->state, "deadline_ms") >= last_deadline);
 		last_deadline = num(f->state, "deadline_ms");
+		/* A level holding a probe in flight after an earlier one came
+		 * out on time: its oldest age is the bound that probe gives. */
+		for (size_t k = 0; k < json_array_size(json_object_get(obj(f->state,
+		    "summary"), "levels")); k++) {
+			const json_t *lv = json_array_get(json_object_get(obj(f->state,
+			    "summary"), "levels"), k);
+			const char *src = json_string_value(json_object_get(lv,
+			    "oldest_age_source"));
+
+			assert_non_null(src);
+			if (strcmp(src, "probe_bound") == 0) {
+				assert_true(num(lv, "oldest_age_ms") >= 0);
+				bounded++;
+			}
+			assert_true(strcmp(src, "head_timestamp") != 0);	/* quorum */
+		}
 		assert_true(last_deadline <= num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
 		    ALLOWANCE_MS);
 		if (rc == 0) {
@@ -694,6 +744,31 @@ test_watch_runs_to_its_deadline(void **state)
 	for (int k = 0; k < 5; k++)
 		assert_int_equal(sm.level[k].n, ticks);
 	assert_int_equal(sm.level[5].n, 0);
+	/* Every level within the probe budget (largest old TTL + allowance,
+	 * 3 s: all five, up to 1.6 s) proven by a probe that waited in it
+	 * alone, on time; pending dead-letters and band counters sampled per
+	 * level at every tick. */
+	assert_int_equal(num(sum, "probe_budget_ms"), OLD_TTL_MS + ALLOWANCE_MS);
+	for (int k = 0; k < 5; k++) {
+		const json_t *lv = json_array_get(json_object_get(sum, "levels"), (size_t)k);
+		const json_t *st = json_array_get(json_object_get(obj(f->state, "levels"),
+		    "list"), (size_t)k);
+
+		assert_non_null(lv);
+		assert_string_equal(json_string_value(json_object_get(lv, "status")),
+		    "moving");
+		assert_true(num(st, "on_time") >= 1);
+		assert_int_equal(num(st, "stuck"), 0);
+		assert_int_equal(num(st, "late"), 0);
+		assert_true(sm.level_late[k].n >= 1);
+		assert_int_equal(sm.band[k].n, ticks);
+		/* Once the statistics show the queue (seconds after its
+		 * declaration): none pending. */
+		assert_true(sm.dlx[k].n >= 1);
+		assert_true(sm.dlx[k].max == 0);
+		fprintf(stderr, "# level %d: %lld probes on time, last lateness <= %lld ms\n",
+		    k, (long long)num(st, "on_time"), (long long)num(lv, "lateness_ms"));
+	}
 	assert_int_equal(sm.lateness.n, num(pr, "arrived") - num(pr, "unmeasured"));
 	assert_true(sm.lateness.n >= 5);
 	/* The plan's own bound (canary.max_lateness), not a tighter one. */
@@ -707,6 +782,7 @@ test_watch_runs_to_its_deadline(void **state)
 	    (long long)(last_deadline - f->flip_ms), (long long)num(pr, "sent"),
 	    (long long)num(obj(sum, "probe_lateness_ms"), "p50"),
 	    (long long)num(pr, "max_lateness_ms"), (long long)num(pr, "unmeasured"));
+	assert_true(bounded >= 1);
 	assert_probe_queue_gone(f);
 }
 
@@ -867,7 +943,6 @@ test_lost_probe_raises_probe_alert(void **state)
 	struct broker_delivery d;
 	struct publish_info pi;
 	char q[LADDER_NAME_MAX], err[2048];
-	int64_t until;
 	int r;
 
 	start(f, "lost", 1, 0, NULL);
@@ -877,11 +952,9 @@ test_lost_probe_raises_probe_alert(void **state)
 	    "outstanding")), 1);
 	/* Steal it as it arrives. */
 	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
-	until = now_ms() + 3000;
-	while ((r = broker_get(f->c.amqp, q, false, &d, err, sizeof(err))) == BROKER_EMPTY &&
-	    now_ms() < until)
-		sleep_ms(10);
+	r = get_path_probe(f, q, &d);
 	assert_int_equal(r, 0);
+	(void)broker_ack(f->c.amqp, &d, err, sizeof(err));
 	assert_int_equal(publish_read(&d, &pi, err, sizeof(err)), 0);
 	assert_string_equal(pi.purpose, "probe");
 	assert_int_equal(pi.seq, 0);
@@ -1170,6 +1243,23 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	tick_until_done(f, 20000);
 }
 
+/* Starts test TEST with one old queue that will not drain in time: after
+ * measure_horizon it comes back with a 10 min TTL and MSGS messages; the
+ * flip is past its deadline; one tick. */
+static void
+start_undrained(struct fixture *f, const char *test, int msgs)
+{
+	char err[2048];
+
+	start(f, test, 1, 0, NULL);
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[0], 600000);
+	publish_to(&f->c, "", f->old[0], msgs);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+}
+
 /* The watch's main stop condition: old queues still holding messages
  * past the deadline (here the old queue was redeclared with a TTL far
  * longer than measured, and holds two messages) keep the watch going,
@@ -1185,14 +1275,7 @@ test_old_not_drained_holds_the_watch(void **state)
 	int64_t deadline, until;
 	const char *status;
 
-	start(f, "undrained", 1, 0, NULL);
-	/* After measure_horizon: the queue comes back with a 10 min TTL. */
-	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
-	    sizeof(err)), 0);
-	old_queue_ttl(&f->c, f->old[0], 600000);
-	publish_to(&f->c, "", f->old[0], 2);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
-	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	start_undrained(f, "undrained", 2);
 	assert_int_equal(num(f->state, "max_ttl_ms"), OLD_TTL_MS);
 
 	/* Past the deadline (which the two publishes may still move, when the
@@ -1400,7 +1483,6 @@ test_late_probe_raises_probe_alert(void **state)
 	const struct store_alert *a;
 	pthread_t th;
 	char q[LADDER_NAME_MAX], err[2048];
-	int64_t until;
 	int r;
 
 	memset(&l, 0, sizeof(l));
@@ -1408,11 +1490,9 @@ test_late_probe_raises_probe_alert(void **state)
 	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
 	assert_int_equal(tick(f, err, sizeof(err)), 1);
 	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
-	until = now_ms() + 3000;
-	while ((r = broker_get(f->c.amqp, q, false, &l.d, err, sizeof(err))) ==
-	    BROKER_EMPTY && now_ms() < until)
-		sleep_ms(10);
+	r = get_path_probe(f, q, &l.d);
 	assert_int_equal(r, 0);
+	(void)broker_ack(f->c.amqp, &l.d, err, sizeof(err));
 	assert_int_equal(publish_read(&l.d, &pi, err, sizeof(err)), 0);
 	assert_string_equal(pi.purpose, "probe");
 	l.p = f->p;
@@ -1699,6 +1779,281 @@ test_broker_restart_mid_watch(void **state)
 	leave_quorum_working(f);
 }
 
+/* ---- every level proven moving, pending dead-letters, bands (issue 22) ---- */
+
+/* Entry K of array member KEY of the state's member PART. */
+static const json_t *
+entry(struct fixture *f, const char *part, const char *key, int k)
+{
+	const json_t *e = json_array_get(json_object_get(obj(f->state, part), key),
+	    (size_t)k);
+
+	assert_non_null(e);
+	return e;
+}
+
+/* Level K's entry in the summary's "levels", and its persisted state. */
+#define level_summary(f, k)	entry((f), "summary", "levels", (k))
+#define level_state(f, k)	entry((f), "levels", "list", (k))
+
+/* The value of /metrics series NAME{plan="<the plan>",LABEL} (LABEL: the
+ * rest of the labels, "" for none), or -1 when /metrics has no such line. */
+static double
+metric(struct fixture *f, const char *name, const char *label)
+{
+	char want[256], err[512], *text = NULL, *at;
+	size_t len;
+	double v = -1;
+
+	if (metrics_render(f->s, &text, &len, err, sizeof(err)) != 0)
+		fail_msg("metrics: %s", err);
+	snprintf(want, sizeof(want), "\n%s{plan=\"%s\"%s%s} ", name, plan_name,
+	    label[0] ? "," : "", label);
+	if ((at = strstr(text, want)) != NULL)
+		v = strtod(at + strlen(want), NULL);
+	free(text);
+	return v;
+}
+
+/* Ticks until an open alert of KIND says TEXT (the alert of a kind is
+ * one, its message the last raise's), into *A, within the ceiling. */
+static void
+tick_until_alert_says(struct fixture *f, const char *kind, const char *text,
+    struct store_alert *a)
+{
+	int64_t until = now_ms() + ALERT_CEILING_MS;
+
+	for (;;) {
+		tick_until_alert(f, kind, ALERT_CEILING_MS, a);
+		if (strstr(a->message, text) != NULL)
+			return;
+		if (now_ms() > until)
+			fail_msg("no %s alert saying \"%s\" within %d ms (last: %s)", kind,
+			    text, ALERT_CEILING_MS, a->message);
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* Ticks until level K's probe has come out on time once. */
+static void
+tick_until_level_proven(struct fixture *f, int k)
+{
+	int64_t until = now_ms() + ALERT_CEILING_MS;
+	char err[2048];
+
+	for (;;) {
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch stopped before level %d was proven: %s", k, err);
+		if (json_array_size(json_object_get(obj(f->state, "levels"), "list")) >
+		    (size_t)k && num(level_state(f, k), "on_time") >= 1)
+			return;
+		if (now_ms() > until)
+			fail_msg("level %d not proven within %d ms", k, ALERT_CEILING_MS);
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* Level 2's bypass binding (exchange 2 -> exchange 1, bit 2 = 0) deleted
+ * under the watch: what expires in level 3 (and 4) then routes nowhere,
+ * stays in the level as a pending dead-letter (quorum, at-least-once),
+ * and the level behind it waits. The level probe of level 3 does not
+ * come out: level_late names level 3 (the time from the deletion to the
+ * alert is printed: its TTL 800 ms + allowance 1 s + ticks); the pending
+ * dead-letters held longer than the allowance raise dead_letters_pending
+ * with their count; the level reads "late", and the watch holds. */
+static void
+test_stuck_level_raises_level_late(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a, b;
+	char x2[LADDER_NAME_MAX], x1[LADDER_NAME_MAX], key[LADDER_NAME_MAX];
+	char want[LADDER_NAME_MAX + 32], err[2048];
+	int64_t cut;
+
+	start(f, "stuck", 1, 0, NULL);
+	f->flip_ms = now_ms();
+	tick_until_level_proven(f, 3);
+	ladder_level_exchange(&f->p->ladder, 2, x2, sizeof(x2));
+	ladder_level_exchange(&f->p->ladder, 1, x1, sizeof(x1));
+	ladder_bypass_pattern(&f->p->ladder, 2, key, sizeof(key));
+	assert_int_equal(broker_exchange_unbind(f->c.amqp, x1, x2, key, err,
+	    sizeof(err)), 0);
+	cut = now_ms();
+	snprintf(want, sizeof(want), "level 3 ('%s.level.03') is not moving", prefix);
+	tick_until_alert_says(f, "level_late", want, &a);
+	fprintf(stderr, "# stuck level: level_late naming level 3 %lld ms after the "
+	    "binding was deleted (level 3: TTL 800 ms + allowance %d ms): %s\n",
+	    (long long)(now_ms() - cut), ALLOWANCE_MS, a.message);
+	assert_string_equal(json_string_value(json_object_get(level_summary(f, 3),
+	    "status")), "late");
+	assert_string_equal(json_string_value(json_object_get(level_summary(f, 1),
+	    "status")), "moving");
+	snprintf(want, sizeof(want), "level 3 ('%s.level.03') has held ", prefix);
+	tick_until_alert_says(f, "dead_letters_pending", want, &b);
+	fprintf(stderr, "# pending dead-letters: %lld ms after the deletion: %s\n",
+	    (long long)(now_ms() - cut), b.message);
+	assert_non_null(strstr(b.message, "pending dead-letter"));
+	assert_true(num(level_summary(f, 3), "dead_letters") >= 1);
+	/* Pending dead-letters are not in the depth: the level is not empty. */
+	assert_true(strcmp(json_string_value(json_object_get(level_summary(f, 3),
+	    "oldest_age_source")), "empty") != 0);
+	assert_true(num(level_state(f, 3), "stuck") >= 1);
+	assert_int_equal(events(f, "alert.raised", "level_late"), 1);
+	assert_int_equal(events(f, "alert.raised", "parking"), 0);
+	/* /metrics: by level only. */
+	assert_true(metric(f, "cutover_ladder_dead_letters_pending", "level=\"3\"") >= 1);
+	assert_true(metric(f, "cutover_ladder_level_late", "level=\"3\"") == 1);
+	assert_true(metric(f, "cutover_ladder_level_moving", "level=\"1\"") == 1);
+	assert_true(metric(f, "cutover_alerts_open", "outcome=\"level_late\"") == 1);
+	assert_true(metric(f, "cutover_alerts_open",
+	    "outcome=\"dead_letters_pending\"") == 1);
+}
+
+/* Client publishes entering at level 2 (500 ms = 5 units = bits 2 and 0)
+ * show up in band 2's counter (level 2 exchange's publish_in), not in
+ * band 3's, which counts only the watch's own level-3 probes. 200 of
+ * them: more than the level probes of level 2 (one in flight at a time,
+ * 400 ms each) can add within the ceiling. A foreign message in parking
+ * holds the watch open meanwhile. */
+static void
+test_band_counts_publishes_entering_each_level(void **state)
+{
+	struct fixture *f = *state;
+	struct publish_request r;
+	struct publish_receipt rc;
+	char dest[LADDER_NAME_MAX], x[LADDER_NAME_MAX], err[2048];
+	int64_t until, band2 = -1, band3 = -1;
+	const json_t *b2, *b3;
+
+	start(f, "band", 1, 0, NULL);
+	f->flip_ms = now_ms();
+	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
+	publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+	snprintf(dest, sizeof(dest), "%s.dest", prefix);
+	for (int i = 0; i < 200; i++) {
+		memset(&r, 0, sizeof(r));
+		r.plan = "itest-band";
+		r.purpose = PUBLISH_MANUAL;
+		r.seq = i;
+		r.delay_ms = 500;
+		r.destination = dest;
+		r.body = "band";
+		r.len = 4;
+		assert_int_equal(publish_delayed(f->c.amqp, &f->p->ladder, &r, &rc, err,
+		    sizeof(err)), PUBLISH_OK);
+		if (i == 0) {
+			ladder_level_exchange(&f->p->ladder, 2, x, sizeof(x));
+			assert_string_equal(rc.exchange, x);
+		}
+	}
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch stopped: %s", err);
+		b2 = json_object_get(level_summary(f, 2), "band_publishes");
+		b3 = json_object_get(level_summary(f, 3), "band_publishes");
+		band2 = json_is_integer(b2) ? json_integer_value(b2) : -1;
+		band3 = json_is_integer(b3) ? json_integer_value(b3) : -1;
+		if (band2 >= 200)
+			break;
+		if (now_ms() > until)
+			fail_msg("band 2 counted %lld of 200 within %d ms", (long long)band2,
+			    ALERT_CEILING_MS);
+		sleep_ms(INTERVAL_MS);
+	}
+	fprintf(stderr, "# bands: level 2 %lld (200 + %lld level probes sent), level 3 "
+	    "%lld (%lld level probes sent)\n", (long long)band2,
+	    (long long)num(level_state(f, 2), "sent"), (long long)band3,
+	    (long long)num(level_state(f, 3), "sent"));
+	assert_true(band2 <= 200 + num(level_state(f, 2), "sent"));
+	assert_true(band3 >= 0);
+	assert_true(band3 <= num(level_state(f, 3), "sent"));
+	assert_true(metric(f, "cutover_ladder_band_publishes_total", "level=\"2\"") ==
+	    (double)band2);
+}
+
+/* A classic ladder whose level 4 holds a message with a timestamp
+ * property (published 100 s ago by its stamp, re-sent every tick so that
+ * the level always holds one): the oldest age comes from the broker's
+ * head_message_timestamp and says so; levels the management API reports
+ * no head timestamp for do not claim one. */
+static void
+test_oldest_age_from_the_head_timestamp(void **state)
+{
+	struct fixture *f = *state;
+	char x[LADDER_NAME_MAX], path[512], vh[64], key[128], err[2048];
+	int64_t until;
+	json_t *body;
+	const json_t *lv;
+
+	queue_type = "classic";
+	start(f, "oldest", 1, 0, NULL);
+	f->flip_ms = now_ms();
+	ladder_level_exchange(&f->p->ladder, 4, x, sizeof(x));
+	assert_true(mgmt_escape(mgmt_vhost(f->c.mgmt), vh, sizeof(vh)) >= 0);
+	snprintf(path, sizeof(path), "/api/exchanges/%s/%s/publish", vh, x);
+	snprintf(key, sizeof(key), "1.0.0.0.0.%s.dest", prefix);
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		body = json_pack("{s:{s:I},s:s,s:s,s:s}", "properties", "timestamp",
+		    (json_int_t)(now_ms() / 1000 - 100), "routing_key", key, "payload",
+		    "old", "payload_encoding", "string");
+		assert_int_equal(mgmt_request(f->c.mgmt, "POST", path, body, NULL, NULL,
+		    err, sizeof(err)), 0);
+		json_decref(body);
+		if (tick(f, err, sizeof(err)) != 1)
+			fail_msg("the watch stopped: %s", err);
+		lv = level_summary(f, 4);
+		if (strcmp(json_string_value(json_object_get(lv, "oldest_age_source")),
+		    "head_timestamp") == 0)
+			break;
+		if (now_ms() > until)
+			fail_msg("no head timestamp for level 4 within %d ms",
+			    ALERT_CEILING_MS);
+		sleep_ms(INTERVAL_MS);
+	}
+	fprintf(stderr, "# oldest age of level 4 by its head timestamp: %lld ms\n",
+	    (long long)num(lv, "oldest_age_ms"));
+	assert_true(num(lv, "oldest_age_ms") >= 100000);
+	/* Classic: no pending dead-letters reported, none claimed. */
+	assert_true(json_is_null(json_object_get(lv, "dead_letters")));
+	assert_true(metric(f, "cutover_ladder_oldest_age_ms", "level=\"4\"") >= 100000);
+}
+
+/* A watch held past its deadline (an old queue that does not drain) goes
+ * on proving the levels whose TTL is within the allowance (1 s: levels
+ * 0-3), and past the deadline sends no probe of a longer level (level 4,
+ * 1.6 s), which could hold a watch that may end. */
+static void
+test_held_watch_keeps_proving_short_levels(void **state)
+{
+	struct fixture *f = *state;
+	char err[2048];
+	int64_t sent4, on3, until;
+
+	start_undrained(f, "held", 1);
+	/* Past the deadline (which the publish moves when the statistics
+	 * count it). */
+	while (now_ms() <= num(f->state, "deadline_ms") + STATS_LAG_MS) {
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	sent4 = num(level_summary(f, 4), "probes_sent");
+	on3 = num(level_summary(f, 3), "probes_on_time");
+	until = now_ms() + ALERT_CEILING_MS;
+	while (num(level_summary(f, 3), "probes_on_time") < on3 + 2) {
+		if (now_ms() > until)
+			fail_msg("level 3 not proven again past the deadline");
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	}
+	for (int k = 0; k < 4; k++)
+		assert_string_equal(json_string_value(json_object_get(level_summary(f, k),
+		    "status")), "moving");
+	assert_int_equal(num(level_summary(f, 4), "probes_sent"), sent4);
+	assert_false(json_is_true(json_object_get(f->state, "done")));
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -1741,6 +2096,14 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_clock_jump_does_not_end_the_watch,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_broker_restart_mid_watch,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stuck_level_raises_level_late,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_watch_keeps_proving_short_levels,
 		    setup, teardown),
 	};
 

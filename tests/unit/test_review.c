@@ -125,6 +125,38 @@ test_library_producers_are_warned_about(void **state)
 	json_decref(a);
 }
 
+/* What the watch measures per level, and nothing more (issue 22): the
+ * level probes, the budget, pending dead-letters on quorum only, the
+ * bands, and the oldest age's two sources; the cycle warning on the
+ * consumer's question. */
+static void
+test_metrics_answer_says_what_is_measured(void **state)
+{
+	json_t *q = review_of("quorum"), *c = review_of("classic");
+	const char *aq = json_string_value(json_object_get(answer(q,
+	    "Which bounded metrics"), "answer"));
+	const char *ac = json_string_value(json_object_get(answer(c,
+	    "Which bounded metrics"), "answer"));
+	const char *w = json_string_value(json_object_get(answer(q,
+	    "When does the consumer acknowledge"), "warning"));
+
+	(void)state;
+	assert_non_null(strstr(aq, "waits in that level alone"));
+	assert_non_null(strstr(aq, "reported as not probed"));
+	assert_non_null(strstr(aq, "messages_dlx"));
+	assert_non_null(strstr(aq, "[2^k, 2^(k+1)) units"));
+	assert_non_null(strstr(aq, "head message's timestamp"));
+	assert_non_null(strstr(aq, "at most the age of the level's last on-time probe"));
+	assert_null(strstr(aq, "Depth and oldest-message age per level"));
+	assert_non_null(strstr(ac, "not reported for classic"));
+	assert_non_null(w);
+	assert_non_null(strstr(w, "x-death"));
+	assert_non_null(strstr(w, "cycle"));
+	assert_non_null(strstr(w, "`cutover publish` strips them"));
+	json_decref(q);
+	json_decref(c);
+}
+
 int
 main(void)
 {
@@ -132,6 +164,7 @@ main(void)
 		cmocka_unit_test(test_classic_levels_are_warned_about),
 		cmocka_unit_test(test_quorum_levels_are_not),
 		cmocka_unit_test(test_library_producers_are_warned_about),
+		cmocka_unit_test(test_metrics_answer_says_what_is_measured),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -302,7 +302,7 @@
         r.probe ? ['probes', num(r.probe.sent) + ' sent, ' + num(r.probe.arrived) + ' arrived, ' +
           num(r.probe.late) + ' late, ' + num(r.probe.early) + ' early, ' + num(r.probe.lost) + ' lost'] : null,
         r.old ? ['old publishes after flip', num(r.old.after_flip)] : null,
-        ['open alerts', num(s.open_alerts)]];
+        ['open alerts', num(s.open_alerts)]].concat(levelPairs(s));
       return { words: words, pairs: pairs };
     },
     remove_old: function (st, r) {
@@ -322,6 +322,26 @@
       return { words: words, pairs: pairs };
     }
   };
+  /* The watch's per-level proof (issue 22): which levels a probe proved
+   * moving, which are late, which are too long to probe; pending
+   * dead-letters; each level's oldest age and where it comes from. */
+  function levelPairs(s) {
+    var lv = s.levels || [], by = {};
+    if (!lv.length) return [];
+    lv.forEach(function (l) { (by[l.status] = by[l.status] || []).push(l.level); });
+    function list(st) { return (by[st] || []).join(', ') || 'none'; }
+    var dl = lv.filter(function (l) { return l.dead_letters > 0; });
+    return [['levels moving (probe on time)', list('moving')],
+      ['levels late or stuck', list('late')],
+      ['levels not yet proven', list('probing') + (by.unproven ? '; waiting: ' + list('unproven') : '')],
+      ['levels not probed (TTL beyond ' + fmtDur(s.probe_budget_ms) + ')', list('not_probed')],
+      ['pending dead-letters', dl.length ? dl.map(function (l) { return l.level + ':' + l.dead_letters; }).join('  ') : 'none' +
+        (s.parking_dead_letters > 0 ? '; parking ' + s.parking_dead_letters : '')],
+      ['oldest age by level', lv.filter(function (l) { return l.oldest_age_source !== 'empty'; }).map(function (l) {
+        return l.level + ':' + (l.oldest_age_ms == null ? '?' : (l.oldest_age_source === 'probe_bound' ? '≤' : '') +
+          fmtDur(l.oldest_age_ms));
+      }).join('  ') || 'every level empty']];
+  }
   function pointerValue(r, ptr) {
     return String(ptr).split('/').slice(1).reduce(function (v, k) {
       return v != null && typeof v === 'object' ? v[k.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
@@ -814,6 +834,17 @@
     });
     if (!levels.length) mult.appendChild(el('p', { class: 'muted' }, 'no samples yet'));
     box.appendChild(mult);
+    /* Client publishes entering each level per sample: the delay band
+     * [2^k, 2^(k+1)) units (publish_in is cumulative: differences). */
+    var bands = [];
+    Object.keys(s).forEach(function (k) {
+      if (k.indexOf('ladder.band#') !== 0) return;
+      var pts = s[k].slice(1).map(function (p, i) { return [p[0], Math.max(0, p[1] - s[k][i][1])]; });
+      if (pts.some(function (p) { return p[1] > 0; })) bands.push({ name: 'band ' + k.slice(12), pts: pts, lv: +k.slice(12) });
+    });
+    bands.sort(function (a, b) { return a.lv - b.lv; });
+    box.appendChild(chart('Publishes entering each level (delay band)', { id: 'bands', unit: 'messages', yLabel: 'publishes per sample',
+      lines: bands.length ? bands : [{ name: 'all bands', pts: [] }] }));
   }
 
   /* ---- routing and refresh ---- */

@@ -1,0 +1,455 @@
+/* watch_levels: the watch's proof that every level moves — one probe per
+ * level that waits in that level only (a delay of exactly 2^k units: bit
+ * k alone, entering at level k and bypassing every level below), sent
+ * again as soon as the last one came out; each arrival gives that
+ * level's lateness, and one not out by its not-before time plus
+ * watch.allowance raises level_late naming the level. A level whose TTL
+ * is longer than the probe budget (the largest old TTL + the allowance:
+ * the watch's own length) is reported as not probed, never as moving.
+ * Also the level queues' and the parking queue's pending dead-letters
+ * (quorum messages_dlx, from the tick's queue listing: held longer than
+ * the allowance raises dead_letters_pending), the level exchanges'
+ * client publishes (publish_in: messages entering at level k, the delay
+ * band [2^k, 2^(k+1)) units), and each level's oldest age as far as it
+ * is known. Level probes are probes (x-cutover-purpose "probe", plus
+ * x-cutover-probe-level): the parking sweep takes them as cutover's own.
+ * Internal to the watch (watch_int.h). */
+#include "watch_int.h"
+
+#define LEVEL_HDR	"x-cutover-probe-level"
+
+/* The longest level TTL the watch probes. */
+int64_t
+watch_levels_budget(const struct wstate *w)
+{
+	return w->max_ttl_ms + w->allowance_ms;
+}
+
+static bool
+probed(const struct tick *t, int k)
+{
+	return ladder_level_ttl_ms(&t->p->ladder, k) <= watch_levels_budget(t->w);
+}
+
+/* Where level K dead-letters to: the next level's exchange, or the
+ * delivery exchange. */
+static void
+dl_target(const struct tick *t, int k, char *out, size_t outlen)
+{
+	if (k == 0)
+		snprintf(out, outlen, "%s", t->delivery);
+	else
+		ladder_level_exchange(&t->p->ladder, k - 1, out, outlen);
+}
+
+/* Reads each level queue's and the parking queue's messages_dlx and
+ * head_message_timestamp from the tick's listing (the old path's; every
+ * queue of the vhost). Nothing when the listing did not answer. */
+void
+watch_levels_listing(struct tick *t)
+{
+	const struct ladder *l = &t->p->ladder;
+	char names[LADDER_MAX_LEVELS][LADDER_NAME_MAX];
+	size_t i;
+	json_t *e;
+
+	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
+		t->dlx[k] = t->head_ts[k] = -1;
+	t->parking_dlx = -1;
+	if (!json_is_array(t->listing))
+		return;
+	for (int k = 0; k < l->levels; k++)
+		ladder_level_queue(l, k, names[k], sizeof(names[k]));
+	json_array_foreach(t->listing, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+
+		if (n == NULL)
+			continue;
+		if (strcmp(n, t->parking) == 0)
+			t->parking_dlx = jint(e, "messages_dlx", -1);
+		for (int k = 0; k < l->levels; k++)
+			if (strcmp(n, names[k]) == 0) {
+				t->dlx[k] = jint(e, "messages_dlx", -1);
+				t->head_ts[k] = jint(e, "head_message_timestamp", -1);
+			}
+	}
+	t->dlx_seen = true;
+}
+
+/* Takes level probe PI read at OBS (monotonic). Returns false when PI is
+ * no level probe in flight. */
+bool
+watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs)
+{
+	struct wstate *w = t->w;
+	char q[LADDER_NAME_MAX], label[8];
+	int64_t lo, up;
+	int k;
+
+	for (k = 0; k < t->p->ladder.levels; k++)
+		if (w->lv[k].in_flight && w->lv[k].p.seq == pi->seq &&
+		    w->lv[k].p.not_before_ms == pi->not_before_ms)
+			break;
+	if (k == t->p->ladder.levels)
+		return false;
+	struct wlevel *lv = &w->lv[k];
+
+	lo = w->probe_checked_ms > lv->p.sent_mono ? w->probe_checked_ms : lv->p.sent_mono;
+	lo -= lv->p.not_before_mono;
+	up = obs - lv->p.not_before_mono;
+	lv->in_flight = false;
+	lv->arrived++;
+	lv->next_mono = obs;		/* continuous: the next one at once */
+	snprintf(label, sizeof(label), "%d", k);
+	(void)watch_sample(t, t->now, "level.lateness_ms", label, (double)(up > 0 ? up : 0));
+	ladder_level_queue(&t->p->ladder, k, q, sizeof(q));
+	if (up < 0) {
+		lv->proven = false;
+		watch_alert(t, "probe", "level %d ('%s') probe #%lld came out at least "
+		    "%lld ms before its not-before time: the level's TTL is shorter "
+		    "than the plan says (a policy? cutover ladder verify)", k, q,
+		    (long long)pi->seq, (long long)-up);
+	} else if (lo > w->allowance_ms) {
+		lv->late++;
+		lv->proven = false;
+		watch_alert(t, "level_late", "level %d ('%s') probe #%lld came out %lld "
+		    "to %lld ms after its not-before time, later than watch.allowance "
+		    "%lld ms: the level forwards slowly", k, q, (long long)pi->seq,
+		    (long long)lo, (long long)up, (long long)w->allowance_ms);
+	} else {
+		lv->proven = true;
+		lv->ontime++;
+		lv->proven_sent_ms = lv->p.sent_ms;
+		lv->last_late = up;
+		lv->last_late_lo = lo > 0 ? lo : 0;
+	}
+	return true;
+}
+
+/* A level probe PI found in parking is no longer awaited. Returns true
+ * when it was one. */
+bool
+watch_levels_parked(struct wstate *w, const struct publish_info *pi)
+{
+	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
+		if (w->lv[k].in_flight && w->lv[k].p.seq == pi->seq &&
+		    w->lv[k].p.not_before_ms == pi->not_before_ms) {
+			w->lv[k].in_flight = false;
+			w->lv[k].proven = false;
+			return true;
+		}
+	return false;
+}
+
+/* Level K holds DLX pending dead-letters (-1: not reported) at MONO: keeps
+ * when it started, and says for how long they have been held beyond the
+ * allowance (-1: not). */
+static int64_t
+pending_for(int64_t *since, int64_t dlx, int64_t mono, int64_t allowance)
+{
+	if (dlx <= 0) {
+		*since = 0;
+		return -1;
+	}
+	if (*since == 0)
+		*since = mono;
+	return mono - *since > allowance ? mono - *since : -1;
+}
+
+/* The overdue level probes (the probe queue seen empty past not-before +
+ * allowance: level_late, the probe given up so that the next one goes)
+ * and the pending dead-letters held longer than the allowance
+ * (dead_letters_pending). */
+void
+watch_levels_check(struct tick *t)
+{
+	struct wstate *w = t->w;
+	const struct ladder *l = &t->p->ladder;
+	char q[LADDER_NAME_MAX], to[LADDER_NAME_MAX], tb[40], pend[64];
+	int64_t held;
+
+	for (int k = 0; k < l->levels; k++) {
+		struct wlevel *lv = &w->lv[k];
+
+		ladder_level_queue(l, k, q, sizeof(q));
+		dl_target(t, k, to, sizeof(to));
+		if (t->probe_ready && lv->in_flight &&
+		    w->probe_checked_ms > lv->p.not_before_mono + w->allowance_ms) {
+			lv->in_flight = false;
+			lv->proven = false;
+			lv->stuck++;
+			lv->next_mono = t->mono;
+			pend[0] = '\0';
+			if (t->dlx_seen && t->dlx[k] >= 0)
+				snprintf(pend, sizeof(pend), " (pending dead-letters: %lld)",
+				    (long long)t->dlx[k]);
+			watch_alert(t, "level_late", "level %d ('%s') is not moving: its "
+			    "probe #%lld (not before %s) has not come out within "
+			    "watch.allowance %lld ms of its TTL %lld ms; what expires there "
+			    "does not reach '%s'%s, and every message behind it in the "
+			    "level waits", k, q, (long long)lv->p.seq,
+			    old_time_format(lv->p.not_before_ms, tb, sizeof(tb)),
+			    (long long)w->allowance_ms, (long long)ladder_level_ttl_ms(l, k),
+			    to, pend);
+		}
+		if (!t->dlx_seen)
+			continue;
+		held = pending_for(&lv->dlx_since_mono, t->dlx[k], t->mono, w->allowance_ms);
+		if (held >= 0)
+			watch_alert(t, "dead_letters_pending", "level %d ('%s') has held %lld "
+			    "pending dead-letter%s for %lld ms, longer than watch.allowance "
+			    "%lld ms: '%s' does not take them (a binding or queue missing? "
+			    "cutover ladder verify), and the level behind them waits", k, q,
+			    (long long)t->dlx[k], t->dlx[k] == 1 ? "" : "s", (long long)held,
+			    (long long)w->allowance_ms, to);
+	}
+	if (t->dlx_seen && (held = pending_for(&w->park_dlx_since_mono, t->parking_dlx,
+	    t->mono, w->allowance_ms)) >= 0)
+		watch_alert(t, "dead_letters_pending", "the parking queue '%s' has held "
+		    "%lld pending dead-letters for %lld ms", t->parking,
+		    (long long)t->parking_dlx, (long long)held);
+}
+
+/* Sends each probed level's next probe when it is due and none is in
+ * flight, if it can come out before the watch's deadline or its TTL is
+ * within the allowance: a watch held past its deadline (an old path still
+ * draining, an open alert) goes on proving its short levels, and a level
+ * probe holds a watch that could end by at most the allowance. */
+void
+watch_levels_send(struct tick *t)
+{
+	struct wstate *w = t->w;
+	const struct ladder *l = &t->p->ladder;
+	struct publish_request r;
+	struct publish_receipt rc;
+	struct broker_field hdr;
+	int64_t now = clock_mono_ms(), left = watch_mono_deadline(w) - w->elapsed_ms;
+	char body[96], why[1024];
+	int st;
+
+	if (w->deadline_ms - t->now < left)
+		left = w->deadline_ms - t->now;
+	if (left < w->allowance_ms)
+		left = w->allowance_ms;
+	for (int k = 0; k < l->levels; k++) {
+		struct wlevel *lv = &w->lv[k];
+		int64_t ttl = ladder_level_ttl_ms(l, k);
+
+		if (!probed(t, k) || lv->in_flight || now < lv->next_mono || ttl > left)
+			continue;
+		snprintf(body, sizeof(body), "{\"probe\":%lld,\"level\":%d}",
+		    (long long)w->probe_seq, k);
+		memset(&r, 0, sizeof(r));
+		memset(&hdr, 0, sizeof(hdr));
+		hdr.key = LEVEL_HDR;
+		hdr.is_int = true;
+		hdr.num = k;
+		r.plan = t->p->name;
+		r.purpose = PUBLISH_PROBE;
+		r.seq = w->probe_seq++;
+		r.delay_ms = ttl;	/* 2^k units: bit k alone */
+		r.destination = t->probe_queue;
+		r.body = body;
+		r.len = strlen(body);
+		r.content_type = "application/json";
+		r.headers = &hdr;
+		r.nheaders = 1;
+		r.timeout_ms = PROBE_PUBLISH_TIMEOUT_MS;
+		st = publish_delayed(t->c->amqp, l, &r, &rc, why, sizeof(why));
+		if (st != PUBLISH_OK) {
+			lv->next_mono = now + t->p->watch.probe_every_ms;
+			if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST ||
+			    st == PUBLISH_ETIMEOUT)
+				watch_unreachable(t, "publishing a level probe", why);
+			else
+				watch_alert(t, "probe", "level %d's probe #%lld could not enter "
+				    "the ladder: %s", k, (long long)r.seq, why);
+			continue;
+		}
+		lv->sent++;
+		lv->in_flight = true;
+		lv->p.seq = r.seq;
+		lv->p.sent_ms = rc.sent_ms;
+		lv->p.not_before_ms = rc.not_before_ms;
+		lv->p.sent_mono = rc.sent_mono_ms;
+		lv->p.not_before_mono = rc.not_before_mono_ms;
+	}
+}
+
+size_t
+watch_levels_in_flight(const struct wstate *w)
+{
+	size_t n = 0;
+
+	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
+		n += w->lv[k].in_flight;
+	return n;
+}
+
+/* Moves the level probes' monotonic stamps to this boot (see
+ * watch_clock_tick): from their wall-clock stamps, WALL and MONO now. */
+void
+watch_levels_rebase(struct wstate *w, int64_t wall, int64_t mono)
+{
+	for (int k = 0; k < LADDER_MAX_LEVELS; k++) {
+		watch_probe_rebase(&w->lv[k].p, wall, mono);
+		w->lv[k].next_mono = 0;
+		w->lv[k].dlx_since_mono = 0;
+	}
+	w->park_dlx_since_mono = 0;
+}
+
+/* The tick's per-level samples: pending dead-letters (ladder.dlx,
+ * parking.dlx) and publishes entering each level (ladder.band). Returns
+ * 0, or -1 when out of memory. */
+int
+watch_levels_samples(struct tick *t)
+{
+	char label[8];
+
+	for (int k = 0; k < t->p->ladder.levels; k++) {
+		snprintf(label, sizeof(label), "%d", k);
+		if (t->dlx_seen && t->dlx[k] >= 0 &&
+		    watch_sample(t, t->now, "ladder.dlx", label, (double)t->dlx[k]) != 0)
+			return -1;
+		if (t->band_seen && t->band[k] >= 0 &&
+		    watch_sample(t, t->now, "ladder.band", label, (double)t->band[k]) != 0)
+			return -1;
+	}
+	if (t->dlx_seen && t->parking_dlx >= 0 &&
+	    watch_sample(t, t->now, "parking.dlx", "", (double)t->parking_dlx) != 0)
+		return -1;
+	return 0;
+}
+
+/* Reads the persisted "levels" member J into W. */
+void
+watch_levels_read(struct wstate *w, const json_t *j)
+{
+	size_t i;
+	json_t *o;
+
+	w->park_dlx_since_mono = jint(j, "parking_dlx_since_mono_ms", 0);
+	json_array_foreach(json_object_get(j, "list"), i, o) {
+		if (i >= LADDER_MAX_LEVELS)
+			break;
+		struct wlevel *lv = &w->lv[i];
+
+		lv->in_flight = json_is_true(json_object_get(o, "in_flight"));
+		watch_probe_read(&lv->p, json_object_get(o, "probe"));
+		lv->sent = jint(o, "sent", 0);
+		lv->arrived = jint(o, "arrived", 0);
+		lv->ontime = jint(o, "on_time", 0);
+		lv->late = jint(o, "late", 0);
+		lv->stuck = jint(o, "stuck", 0);
+		lv->last_late = jint(o, "last_lateness_ms", 0);
+		lv->last_late_lo = jint(o, "last_lateness_min_ms", 0);
+		lv->proven = json_is_true(json_object_get(o, "proven"));
+		lv->proven_sent_ms = jint(o, "proven_sent_ms", 0);
+		lv->next_mono = jint(o, "next_mono_ms", 0);
+		lv->dlx_since_mono = jint(o, "dlx_since_mono_ms", 0);
+	}
+}
+
+/* The "levels" member of the persisted state. */
+json_t *
+watch_levels_json(const struct wstate *w)
+{
+	json_t *list = json_array();
+	int last = LADDER_MAX_LEVELS - 1;
+
+	while (last >= 0 && w->lv[last].sent == 0 && !w->lv[last].in_flight &&
+	    w->lv[last].dlx_since_mono == 0)
+		last--;
+	for (int k = 0; k <= last; k++) {
+		const struct wlevel *lv = &w->lv[k];
+
+		json_array_append_new(list, json_pack("{s:b,s:o,s:I,s:I,"
+		    "s:I,s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I}",
+		    "in_flight", lv->in_flight, "probe", watch_probe_json(&lv->p),
+		    "sent", (json_int_t)lv->sent, "arrived", (json_int_t)lv->arrived,
+		    "on_time", (json_int_t)lv->ontime,
+		    "late", (json_int_t)lv->late, "stuck", (json_int_t)lv->stuck,
+		    "last_lateness_ms", (json_int_t)lv->last_late,
+		    "last_lateness_min_ms", (json_int_t)lv->last_late_lo,
+		    "proven", lv->proven, "proven_sent_ms", (json_int_t)lv->proven_sent_ms,
+		    "next_mono_ms", (json_int_t)lv->next_mono,
+		    "dlx_since_mono_ms", (json_int_t)lv->dlx_since_mono));
+	}
+	return json_pack("{s:o,s:I}", "list", list, "parking_dlx_since_mono_ms",
+	    (json_int_t)w->park_dlx_since_mono);
+}
+
+/* Level K's status as the page and /metrics show it. */
+static const char *
+level_status(const struct tick *t, const struct wlevel *lv, int k)
+{
+	if (!probed(t, k))
+		return "not_probed";	/* TTL beyond the probe budget */
+	if (lv->proven)
+		return "moving";	/* its last probe came out on time */
+	if (lv->late > 0 || lv->stuck > 0)
+		return "late";		/* its last probe did not */
+	return lv->in_flight ? "probing" : "unproven";
+}
+
+/* Level K's oldest message: the head message's timestamp where the
+ * broker gives one (classic queues, messages with a timestamp: the age
+ * since the publisher stamped it), else at most the age of the last
+ * probe that came out of the level on time (the level is FIFO with one
+ * TTL: whatever entered before that probe left before it), else unknown.
+ * Pending dead-letters are not in the depth: a level holding some is not
+ * empty.
+ * Sets *AGE (-1: unknown) and returns the source's name. */
+static const char *
+oldest(const struct tick *t, const struct wlevel *lv, int k, int64_t *age)
+{
+	*age = -1;
+	if (t->depth_seen && t->depth[k] == 0 && (!t->dlx_seen || t->dlx[k] <= 0)) {
+		*age = 0;
+		return "empty";
+	}
+	if (t->dlx_seen && t->head_ts[k] >= 0) {
+		*age = t->now - t->head_ts[k] * 1000;
+		if (*age < 0)
+			*age = 0;
+		return "head_timestamp";
+	}
+	if (lv->proven && lv->proven_sent_ms > 0) {
+		*age = t->now - lv->proven_sent_ms;
+		return "probe_bound";
+	}
+	return "unknown";
+}
+
+/* The summary's "levels": one object per level (level, ttl_ms, status,
+ * lateness_ms and lateness_min_ms (the last on-time probe's lateness is
+ * between them: it came out after the probe queue was last seen empty and
+ * before it was read), dead_letters, band_publishes, oldest_age_ms,
+ * oldest_age_source), what the page and /metrics show. */
+json_t *
+watch_levels_summary(const struct tick *t, const struct wstate *w)
+{
+	json_t *a = json_array();
+	int64_t age;
+	const char *src;
+
+	for (int k = 0; a != NULL && k < t->p->ladder.levels; k++) {
+		const struct wlevel *lv = &w->lv[k];
+
+		src = oldest(t, lv, k, &age);
+		json_array_append_new(a, json_pack("{s:i,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:s,"
+		    "s:I,s:I}",
+		    "level", k, "ttl_ms", (json_int_t)ladder_level_ttl_ms(&t->p->ladder, k),
+		    "status", level_status(t, lv, k),
+		    "lateness_ms", int_or_null(lv->last_late, lv->proven),
+		    "lateness_min_ms", int_or_null(lv->last_late_lo, lv->proven),
+		    "dead_letters", int_or_null(t->dlx[k], t->dlx_seen && t->dlx[k] >= 0),
+		    "band_publishes", int_or_null(t->band[k], t->band_seen &&
+		    t->band[k] >= 0),
+		    "oldest_age_ms", int_or_null(age, age >= 0), "oldest_age_source", src,
+		    "probes_sent", (json_int_t)lv->sent,
+		    "probes_on_time", (json_int_t)lv->ontime));
+	}
+	return a;
+}
