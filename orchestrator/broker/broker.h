@@ -180,6 +180,14 @@ int broker_url_parse(const char *url, struct broker_url *u, char *err,
 int broker_open(const char *url, const char *username, const char *password_ref,
     int timeout_ms, struct broker **out, char *err, size_t errlen);
 
+/* broker_open over the NURLS (>= 1) URLS of one broker's nodes (a
+ * cluster; one vhost): the connect, and every reconnect after a lost
+ * connection, tries them in the order given, starting with the node in
+ * use, until one logs in. ERR then says why each failed. */
+int broker_open_list(const char *const *urls, size_t nurls, const char *username,
+    const char *password_ref, int timeout_ms, struct broker **out, char *err,
+    size_t errlen);
+
 /* Closes the connection politely (bounded by the handle's timeout) and
  * frees B and everything it holds. B may be NULL. */
 void broker_close(struct broker *b);

@@ -283,8 +283,7 @@ work_loop(void *arg)
 	size_t i;
 
 	if (wk->b == NULL) {
-		if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
-		    STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
+		if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
 			return NULL;	/* the other connections do its share */
 		wk->own = true;
 	}
