@@ -1,6 +1,7 @@
 /* broker_conn: opening and closing the AMQP connection (login with the
- * resolved password, channel in confirm mode) and begin(), where every
- * call reconnects or reopens what an earlier call lost. */
+ * resolved password, to the first of a cluster's nodes that answers,
+ * channel in confirm mode) and begin(), where every call reconnects or
+ * reopens what an earlier call lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

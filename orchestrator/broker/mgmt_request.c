@@ -1,7 +1,8 @@
 /* mgmt_request: the management API client's transport: one request over
- * the handle's libcurl easy handle, its answer parsed as JSON, and an error
- * message that names the call and says why, with the password redacted
- * (see mgmt.h). */
+ * the handle's libcurl easy handle (made again on a cluster's next node
+ * when no answer came, see mgmt_open_list), its answer parsed as JSON, and
+ * an error message that names the call and says why, with the password
+ * redacted (see mgmt.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
