@@ -64,6 +64,16 @@ is_tls_url(const char *u)
 	    strncmp(u, "https://", 8) == 0);
 }
 
+/* Does any of the N URLS (a cluster's) use TLS? */
+static bool
+any_tls_url(char *const *urls, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (is_tls_url(urls[i]))
+			return true;
+	return false;
+}
+
 /* The dry run of a valid plan as JSON: what `check --json` prints and what
  * the human form is printed from. */
 static json_t *
@@ -125,7 +135,9 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "review", review_answers(p));
 	if (o != NULL) {
 		json_t *tb = tls_json(&p->broker.tls, "broker.tls",
-		    is_tls_url(p->broker.amqp) || is_tls_url(p->broker.management));
+		    is_tls_url(p->broker.amqp) || is_tls_url(p->broker.management) ||
+		    any_tls_url(p->broker.amqp_urls, p->broker.namqp) ||
+		    any_tls_url(p->broker.management_urls, p->broker.nmanagement));
 		json_t *tf = tls_json(&p->flag.tls, "flag.tls",
 		    is_tls_url(p->flag.url) || is_tls_url(p->flag.on.url) ||
 		    is_tls_url(p->flag.off.url) || is_tls_url(p->flag.read_url));

@@ -261,9 +261,7 @@ cli_publish(int argc, char **argv)
 		    "destinations; unless a queue is bound for it on the delivery "
 		    "exchange, it will end in the parking queue\n", dest);
 
-	if (broker_open_tls(p->broker.amqp, &p->broker.tls,
-	    p->broker.username, p->broker.password,
-	    STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
+	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover publish: connecting to the broker: %s\n", err);
 		st = PUBLISH_ECONNECT;
 		goto failed;

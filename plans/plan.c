@@ -129,6 +129,8 @@ plan_free(struct plan *p)
 	free(p->file);
 	free(p->broker.amqp);
 	free(p->broker.management);
+	free_strings(p->broker.amqp_urls, p->broker.namqp);
+	free_strings(p->broker.management_urls, p->broker.nmanagement);
 	free(p->broker.username);
 	free(p->broker.password);
 	tls_opts_free(&p->broker.tls);

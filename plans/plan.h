@@ -49,6 +49,13 @@ struct plan {
 	struct {
 		char *amqp;                /* amqp://host:port/vhost (no credentials) */
 		char *management;          /* http(s)://host:port */
+		/* broker.amqp and broker.management as lists (a cluster's
+		 * nodes), tried in order: [0] equals amqp / management. A
+		 * single string is a list of one. */
+		char **amqp_urls;
+		size_t namqp;
+		char **management_urls;
+		size_t nmanagement;
 		char *username;
 		char *password;            /* env:NAME reference, never a literal */
 		struct tls_opts tls;       /* broker.tls: for amqps:// and https:// */

@@ -66,21 +66,29 @@ load_broker(struct loader *ld, const struct sect *root)
 	    "password", "tls", NULL };
 	struct plan *p = ld->p;
 	struct sect s;
-	const char *urls[2];
+	const char *urls[2 * BROKER_URLS_MAX];
+	size_t nurls = 0;
 
-	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management, "
-	    "username and password", "broker", &s) <= 0)
+	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management "
+	    "(each a URL or a list of a cluster's URLs), username and password",
+	    "broker", &s) <= 0)
 		return;
 	py_check_keys(ld, &s, keys);
-	py_get_url(ld, &s, "amqp", 1, URL_AMQP, &p->broker.amqp);
-	py_get_url(ld, &s, "management", 1, URL_HTTP_BASE, &p->broker.management);
+	if (py_get_urls(ld, &s, "amqp", 1, URL_AMQP, BROKER_URLS_MAX,
+	    &p->broker.amqp_urls, &p->broker.namqp) > 0)
+		p->broker.amqp = py_copy(ld, p->broker.amqp_urls[0]);
+	if (py_get_urls(ld, &s, "management", 1, URL_HTTP_BASE, BROKER_URLS_MAX,
+	    &p->broker.management_urls, &p->broker.nmanagement) > 0)
+		p->broker.management = py_copy(ld, p->broker.management_urls[0]);
 	py_get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
 	    &p->broker.username);
 	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
 	pt_load_tls(ld, &s, "broker.tls", &p->broker.tls);
-	urls[0] = p->broker.amqp;
-	urls[1] = p->broker.management;
-	pt_check_used(ld, &s, "broker.tls", &p->broker.tls, urls, 2);
+	for (size_t i = 0; i < p->broker.namqp && nurls < 2 * BROKER_URLS_MAX; i++)
+		urls[nurls++] = p->broker.amqp_urls[i];
+	for (size_t i = 0; i < p->broker.nmanagement && nurls < 2 * BROKER_URLS_MAX; i++)
+		urls[nurls++] = p->broker.management_urls[i];
+	pt_check_used(ld, &s, "broker.tls", &p->broker.tls, urls, nurls);
 }
 
 /* Does PAT, matched against a NAME_MAX_LEN-byte name of every byte the

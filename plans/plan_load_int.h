@@ -16,6 +16,7 @@
 #include "plan.h"
 
 #define QUEUE_NAME_MAX		255			/* AMQP short string */
+#define BROKER_URLS_MAX		16			/* broker.amqp, broker.management */
 
 struct loader {
 	yaml_document_t		*doc;
@@ -77,6 +78,11 @@ int py_get_secret(struct loader *ld, const struct sect *s, const char *key, int 
     const char *example, char **out);
 int py_get_url(struct loader *ld, const struct sect *s, const char *key, int required,
     enum url_kind kind, char **out);
+/* KEY of S: one URL of KIND, or a list of 1..MAX distinct ones (AMQP: all
+ * with one vhost). Sets *OUT (owned by the plan) and *NOUT. Returns 1 when
+ * set, 0 when absent (reported when REQUIRED), -1 when invalid. */
+int py_get_urls(struct loader *ld, const struct sect *s, const char *key, int required,
+    enum url_kind kind, size_t max, char ***out, size_t *nout);
 yaml_node_t *py_key_node(struct loader *ld, yaml_node_pair_t *pair);
 size_t py_seq_items(struct loader *ld, yaml_node_t *n, const char *what, const char *expect);
 yaml_node_t *py_seq_item(struct loader *ld, yaml_node_t *n, size_t i);

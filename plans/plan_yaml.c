@@ -553,6 +553,84 @@ py_get_url(struct loader *ld, const struct sect *s, const char *key, int require
 	return conv_url(ld, n, py_label(what, sizeof(what), s, key), kind, out) == 0 ? 1 : -1;
 }
 
+/* The vhost part of an AMQP URL that check_url accepted: what follows the
+ * first '/' after "://". */
+static const char *
+amqp_vhost_part(const char *url)
+{
+	const char *p = strstr(url, "://");
+
+	p = strchr(p != NULL ? p + 3 : url, '/');
+	return p != NULL ? p + 1 : "";
+}
+
+/* Reads item I of the URL list N (or N itself, a single string) into
+ * V[*COUNT]: a valid URL of KIND, not listed before, and for AMQP naming
+ * the vhost of V[0]. Returns 0, or -1 after reporting. */
+static int
+conv_url_item(struct loader *ld, yaml_node_t *n, const char *what, enum url_kind kind,
+    char **v, size_t *count)
+{
+	char *u = NULL;
+
+	if (conv_url(ld, n, what, kind, &u) != 0 || u == NULL)
+		return -1;
+	for (size_t j = 0; j < *count; j++)
+		if (strcmp(v[j], u) == 0) {
+			py_err_at(ld, n, "%s '%.100s' is listed twice; expected each "
+			    "node once", what, u);
+			free(u);
+			return -1;
+		}
+	if (kind == URL_AMQP && *count > 0 &&
+	    strcmp(amqp_vhost_part(v[0]), amqp_vhost_part(u)) != 0) {
+		py_err_at(ld, n, "%s '%.100s' names vhost '%.100s', the first URL "
+		    "'%.100s'; expected every node of one broker with the same vhost",
+		    what, u, amqp_vhost_part(u), amqp_vhost_part(v[0]));
+		free(u);
+		return -1;
+	}
+	v[(*count)++] = u;
+	return 0;
+}
+
+int
+py_get_urls(struct loader *ld, const struct sect *s, const char *key, int required,
+    enum url_kind kind, size_t max, char ***out, size_t *nout)
+{
+	yaml_node_t *n;
+	char what[128], item[160], expect[256];
+	size_t count, i;
+	int bad = 0;
+
+	snprintf(expect, sizeof(expect), "%s, or a list of up to %zu of them tried "
+	    "in order", url_expect(kind), max);
+	if ((n = py_field(ld, s, key, required, expect)) == NULL)
+		return 0;
+	py_label(what, sizeof(what), s, key);
+	if (n->type != YAML_SEQUENCE_NODE)
+		count = 1;
+	else if ((count = py_seq_items(ld, n, what, expect)) == 0)
+		return -1;
+	if (count > max) {
+		py_err_at(ld, n, "%s lists %zu URLs; expected at most %zu", what, count, max);
+		return -1;
+	}
+	if ((*out = calloc(count, sizeof(char *))) == NULL) {
+		ld->oom = 1;
+		return -1;
+	}
+	*nout = 0;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return conv_url_item(ld, n, what, kind, *out, nout) == 0 ? 1 : -1;
+	for (i = 0; i < count; i++) {
+		snprintf(item, sizeof(item), "%s[%zu]", what, i);
+		if (conv_url_item(ld, py_seq_item(ld, n, i), item, kind, *out, nout) != 0)
+			bad = 1;
+	}
+	return bad ? -1 : 1;
+}
+
 /* The node of KEY itself, for errors about a key that should not be there. */
 yaml_node_t *
 py_key_node(struct loader *ld, yaml_node_pair_t *pair)

@@ -193,6 +193,16 @@ int broker_open_tls(const char *url, const struct tls_opts *tls,
     const char *username, const char *password_ref, int timeout_ms,
     struct broker **out, char *err, size_t errlen);
 
+
+/* broker_open_tls over the NURLS (>= 1) URLS of one broker's nodes (a
+ * cluster; one vhost; TLS applies to each amqps:// one): the connect, and
+ * every reconnect after a lost connection, tries them in the order given,
+ * starting with the node in use, until one logs in. ERR then says why
+ * each failed. */
+int broker_open_list(const char *const *urls, size_t nurls, const struct tls_opts *tls,
+    const char *username, const char *password_ref, int timeout_ms,
+    struct broker **out, char *err, size_t errlen);
+
 /* Closes the connection politely (bounded by the handle's timeout) and
  * frees B and everything it holds. B may be NULL. */
 void broker_close(struct broker *b);

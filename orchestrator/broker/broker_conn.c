@@ -1,6 +1,7 @@
 /* broker_conn: opening and closing the AMQP connection (login with the
- * resolved password, channel in confirm mode) and begin(), where every
- * call reconnects or reopens what an earlier call lost. */
+ * resolved password, to the first of a cluster's nodes that answers,
+ * channel in confirm mode) and begin(), where every call reconnects or
+ * reopens what an earlier call lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include "broker_int.h"
+#include "log.h"
+#include "sentences.h"
 
 static int
 login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
@@ -150,6 +153,40 @@ connect_broker(struct broker *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* Connects to the nodes given, starting with the one in use and going on
+ * in the order given (wrapping round), until one logs in: a cluster node
+ * that is down costs one refused connect (or the timeout) and the next is
+ * tried. Returns 0 with b->url the node connected to, or the last node's
+ * status with ERR saying why each failed. */
+static int
+connect_any(struct broker *b, char *err, size_t errlen)
+{
+	char why[WHY_MAX];
+	size_t start = b->cur;
+	int rc = BROKER_ECONNECT;
+
+	if (errlen > 0)
+		err[0] = '\0';
+	for (size_t k = 0; k < b->nurls; k++) {
+		size_t i = (start + k) % b->nurls;
+
+		b->url = b->urls[i];
+		why[0] = '\0';
+		if ((rc = connect_broker(b, why, sizeof(why))) == 0) {
+			if (i != start)
+				log_event("warn", NULL, NULL, "AMQP: %s; connected to "
+				    "%s:%d instead", err, b->url.host, b->url.port);
+			b->cur = i;
+			if (errlen > 0)
+				err[0] = '\0';
+			return 0;
+		}
+		sentences_add(err, errlen, "%s", why);
+	}
+	b->url = b->urls[start];
+	return rc;
+}
+
 /* Opens the next channel number, in confirm mode, and resubscribes the
  * consumer. A fresh number each time lets frames left over from an earlier
  * channel be told apart and ignored. */
@@ -195,7 +232,7 @@ begin(struct broker *b, char *err, size_t errlen)
 
 	for (tries = 0; tries < 3; tries++) {
 		if (b->conn == NULL &&
-		    (rc = connect_broker(b, err, errlen)) != 0)
+		    (rc = connect_any(b, err, errlen)) != 0)
 			return rc;
 		if (b->chan == 0 && (rc = open_channel(b, err, errlen)) != 0)
 			continue;
@@ -217,7 +254,7 @@ int
 broker_open(const char *url, const char *username, const char *password_ref,
     int timeout_ms, struct broker **out, char *err, size_t errlen)
 {
-	return broker_open_tls(url, NULL, username, password_ref, timeout_ms,
+	return broker_open_list(&url, 1, NULL, username, password_ref, timeout_ms,
 	    out, err, errlen);
 }
 
@@ -226,18 +263,35 @@ broker_open_tls(const char *url, const struct tls_opts *tls,
     const char *username, const char *password_ref, int timeout_ms,
     struct broker **out, char *err, size_t errlen)
 {
+	return broker_open_list(&url, 1, tls, username, password_ref, timeout_ms,
+	    out, err, errlen);
+}
+
+int
+broker_open_list(const char *const *urls, size_t nurls, const struct tls_opts *tls,
+    const char *username, const char *password_ref, int timeout_ms,
+    struct broker **out, char *err, size_t errlen)
+{
 	struct broker *b = NULL;
 	const char *password;
-	int rc;
+	int rc = BROKER_ERR;
 
 	*out = NULL;
-	if ((b = calloc(1, sizeof(*b))) == NULL) {
-		errbuf_set(err, errlen, "opening the broker connection: out of "
-		    "memory");
+	if (nurls == 0) {
+		errbuf_set(err, errlen, "opening the broker connection: no URL");
 		return BROKER_ERR;
 	}
-	if ((rc = broker_url_parse(url, &b->url, err, errlen)) != 0)
+	if ((b = calloc(1, sizeof(*b))) == NULL ||
+	    (b->urls = calloc(nurls, sizeof(*b->urls))) == NULL) {
+		errbuf_set(err, errlen, "opening the broker connection: out of "
+		    "memory");
 		goto done;
+	}
+	for (b->nurls = 0; b->nurls < nurls; b->nurls++)
+		if ((rc = broker_url_parse(urls[b->nurls], &b->urls[b->nurls], err,
+		    errlen)) != 0)
+			goto done;
+	b->url = b->urls[0];
 	rc = BROKER_ERR;
 	if (tls_opts_copy(&b->tls, tls) != 0) {
 		errbuf_set(err, errlen, "opening the broker connection: out of "
@@ -264,7 +318,7 @@ broker_open_tls(const char *url, const struct tls_opts *tls,
 		rc = BROKER_ERR;
 		goto done;
 	}
-	if ((rc = connect_broker(b, err, errlen)) != 0)
+	if ((rc = connect_any(b, err, errlen)) != 0)
 		goto done;
 	if ((rc = open_channel(b, err, errlen)) != 0)
 		goto done;
@@ -296,6 +350,7 @@ broker_close(struct broker *b)
 	free(b->username);
 	free(b->password_ref);
 	tls_opts_free(&b->tls);
+	free(b->urls);
 	free(b);
 }
 

@@ -64,7 +64,10 @@ struct queued {
 };
 
 struct broker {
-	struct broker_url url;
+	struct broker_url url;          /* the node in use: urls[cur] */
+	struct broker_url *urls;        /* every node given, tried in order */
+	size_t nurls;
+	size_t cur;
 	struct tls_opts tls;            /* for amqps:// (see tls.h) */
 	char *username;
 	char *password_ref;     /* "env:NAME": resolved at each connect */

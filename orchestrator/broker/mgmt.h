@@ -82,6 +82,16 @@ int mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
     const char *vhost, const char *username, const char *password_ref,
     long timeout_ms, struct mgmt **out, char *err, size_t errlen);
 
+/* mgmt_open over the NBASES (>= 1) BASE_URLS of one broker's nodes (a
+ * cluster): a request that gets no HTTP answer from the node in use (refused,
+ * timed out, closed; GET, PUT and DELETE only, which may be repeated) is made
+ * again on the next node in the order given, wrapping round, and the node
+ * that answers is used from then on; TLS as for mgmt_open_tls. ERR then says why each node failed. */
+int mgmt_open_list(const char *const *base_urls, size_t nbases,
+    const struct tls_opts *tls, const char *vhost, const char *username,
+    const char *password_ref, long timeout_ms, struct mgmt **out, char *err,
+    size_t errlen);
+
 /* Closes the connection and frees M. M may be NULL. */
 void mgmt_close(struct mgmt *m);
 

@@ -40,7 +40,10 @@ struct mgmt {
 	CURL			*curl;
 	struct curl_slist	*hdr_plain;	/* without a body */
 	struct curl_slist	*hdr_json;	/* with a JSON body */
-	char			*base;		/* http://host:port */
+	char			*base;		/* http://host:port: bases[cur] */
+	char			**bases;	/* every node given, tried in order */
+	size_t			 nbases;
+	size_t			 cur;
 	char			*vhost;
 	char			*vhost_enc;
 	char			*username;

@@ -20,9 +20,10 @@ valid_env_name(const char *s)
 	return 1;
 }
 
-/* Checks BASE_URL and stores its normalised form in M->base. */
+/* Checks BASE_URL and stores its normalised form in *OUT (the caller
+ * frees it). */
 static int
-parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
+parse_base(const char *base_url, char **out, char *err, size_t errlen)
 {
 	CURLU *u = NULL;
 	char *part = NULL, *url = NULL;
@@ -72,13 +73,13 @@ parse_base(struct mgmt *m, const char *base_url, char *err, size_t errlen)
 	n = strlen(url);
 	while (n > 0 && url[n - 1] == '/')
 		n--;
-	if ((m->base = malloc(n + 1)) == NULL) {
+	if ((*out = malloc(n + 1)) == NULL) {
 		rc = MGMT_ERR_NOMEM;
 		errbuf_set(err, errlen, "mgmt: out of memory");
 		goto done;
 	}
-	memcpy(m->base, url, n);
-	m->base[n] = '\0';
+	memcpy(*out, url, n);
+	(*out)[n] = '\0';
 	rc = 0;
 done:
 	curl_free(part);
@@ -171,12 +172,21 @@ mgmt_open(const char *base_url, const char *vhost, const char *username,
     const char *password_ref, long timeout_ms, struct mgmt **out,
     char *err, size_t errlen)
 {
-	return mgmt_open_tls(base_url, NULL, vhost, username, password_ref,
+	return mgmt_open_list(&base_url, 1, NULL, vhost, username, password_ref,
 	    timeout_ms, out, err, errlen);
 }
 
 int
 mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
+    const char *vhost, const char *username, const char *password_ref,
+    long timeout_ms, struct mgmt **out, char *err, size_t errlen)
+{
+	return mgmt_open_list(&base_url, 1, tls, vhost, username, password_ref,
+	    timeout_ms, out, err, errlen);
+}
+
+int
+mgmt_open_list(const char *const *base_urls, size_t nbases, const struct tls_opts *tls,
     const char *vhost, const char *username, const char *password_ref,
     long timeout_ms, struct mgmt **out, char *err, size_t errlen)
 {
@@ -187,10 +197,16 @@ mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
 
 	if (out != NULL)
 		*out = NULL;
-	if ((rc = open_check(base_url, vhost, username, password_ref,
+	if (base_urls == NULL || nbases == 0) {
+		errbuf_set(err, errlen, "mgmt_open: no management URL");
+		return MGMT_ERR_ARG;
+	}
+	if ((rc = open_check(base_urls[0], vhost, username, password_ref,
 	    timeout_ms, out, &envname, err, errlen)) != 0)
 		return rc;
-	if ((m = calloc(1, sizeof(*m))) == NULL) {
+	if ((m = calloc(1, sizeof(*m))) == NULL ||
+	    (m->bases = calloc(nbases, sizeof(*m->bases))) == NULL) {
+		free(m);
 		errbuf_set(err, errlen, "mgmt_open: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
@@ -203,8 +219,17 @@ mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
 	m->total_ms = timeout_ms;
 	m->connect_ms = timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms :
 	    CONNECT_TIMEOUT_MS;
-	if ((rc = parse_base(m, base_url, err, errlen)) != 0)
-		goto done;
+	for (m->nbases = 0; m->nbases < nbases; m->nbases++) {
+		if (base_urls[m->nbases] == NULL) {
+			rc = MGMT_ERR_ARG;
+			errbuf_set(err, errlen, "mgmt_open: missing argument");
+			goto done;
+		}
+		if ((rc = parse_base(base_urls[m->nbases], &m->bases[m->nbases],
+		    err, errlen)) != 0)
+			goto done;
+	}
+	m->base = m->bases[0];
 
 	rc = MGMT_ERR_NOMEM;
 	n = 3 * strlen(vhost) + 1;
@@ -237,7 +262,9 @@ mgmt_close(struct mgmt *m)
 	curl_slist_free_all(m->hdr_plain);
 	curl_slist_free_all(m->hdr_json);
 	free(m->answer.p);
-	free(m->base);
+	for (size_t i = 0; i < m->nbases; i++)
+		free(m->bases[i]);
+	free(m->bases);
 	free(m->vhost);
 	free(m->vhost_enc);
 	free(m->username);

@@ -1,12 +1,15 @@
 /* mgmt_request: the management API client's transport: one request over
- * the handle's libcurl easy handle, its answer parsed as JSON, and an error
- * message that names the call and says why, with the password redacted
- * (see mgmt.h). */
+ * the handle's libcurl easy handle (made again on a cluster's next node
+ * when no answer came, see mgmt_open_list), its answer parsed as JSON, and
+ * an error message that names the call and says why, with the password
+ * redacted (see mgmt.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mgmt_int.h"
+#include "log.h"
+#include "sentences.h"
 
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void
@@ -324,31 +327,29 @@ answer_result(struct mgmt *m, long status, const char *what, json_t **answer,
 	return MGMT_ERR_HTTP;
 }
 
-int
-mgmt_request(struct mgmt *m, const char *method, const char *path,
-    const json_t *body, json_t **answer, long *http_status,
-    char *err, size_t errlen)
+/* May METHOD be sent again to another node after no answer came? */
+static int
+repeatable(const char *method)
 {
-	char what[WHAT_MAX];
+	return strcmp(method, "GET") == 0 || strcmp(method, "PUT") == 0 ||
+	    strcmp(method, "DELETE") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+/* One transfer of METHOD PATH to the node in use. Returns what
+ * mgmt_request does; MGMT_ERR_TRANSPORT when no answer came. */
+static int
+request_once(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, const char *what, const char *password,
+    json_t **answer, long *http_status, char *err, size_t errlen)
+{
 	char *url = NULL, *payload = NULL;
-	const char *password = NULL;
 	struct tls_curl tc;
 	CURLcode cc;
 	long status = 0;
 	int rc;
 
-	if (answer != NULL)
-		*answer = NULL;
-	if (http_status != NULL)
-		*http_status = 0;
-	if (m == NULL || method == NULL || path == NULL) {
-		errbuf_set(err, errlen, "mgmt_request: no client, method or path");
-		return MGMT_ERR_ARG;
-	}
-	describe(what, sizeof(what), method, path);
-	if ((rc = request_check(m, method, path, body, what, &password, err,
-	    errlen)) != 0 || (rc = request_prepare(m, path, body, what, &url,
-	    &payload, err, errlen)) != 0)
+	if ((rc = request_prepare(m, path, body, what, &url, &payload, err,
+	    errlen)) != 0)
 		goto done;
 	if (tls_curl_prepare(m->curl, &m->tls, url, &tc, err, errlen) != 0) {
 		rc = MGMT_ERR_ARG;
@@ -368,12 +369,54 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 		*http_status = status;
 	rc = answer_result(m, status, what, answer, err, errlen);
 done:
+	free(payload);
+	free(url);
+	return rc;
+}
+
+int
+mgmt_request(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, json_t **answer, long *http_status,
+    char *err, size_t errlen)
+{
+	char what[WHAT_MAX], tried[1024] = "";
+	const char *password = NULL;
+	size_t start, k;
+	int rc;
+
+	if (answer != NULL)
+		*answer = NULL;
+	if (http_status != NULL)
+		*http_status = 0;
+	if (m == NULL || method == NULL || path == NULL) {
+		errbuf_set(err, errlen, "mgmt_request: no client, method or path");
+		return MGMT_ERR_ARG;
+	}
+	describe(what, sizeof(what), method, path);
+	if ((rc = request_check(m, method, path, body, what, &password, err,
+	    errlen)) != 0)
+		goto done;
+	/* The node in use first, then the others in the order given. */
+	start = m->cur;
+	for (k = 0; k < m->nbases; k++) {
+		m->cur = (start + k) % m->nbases;
+		m->base = m->bases[m->cur];
+		rc = request_once(m, method, path, body, what, password, answer,
+		    http_status, err, errlen);
+		if (rc != MGMT_ERR_TRANSPORT || !repeatable(method))
+			break;
+		sentences_add(tried, sizeof(tried), "%s", err);
+	}
+	if (k > 0 && k < m->nbases)
+		log_event("warn", NULL, NULL, "management: %s; %s answered instead",
+		    tried, m->base);
+	else if (k == m->nbases && m->nbases > 1)
+		errbuf_set(err, errlen, "%s", tried);
+done:
 	/* Whatever came back (an answer, libcurl's or jansson's words) is
 	 * quoted in ERR: the password must not be. */
 	if (rc != 0 && password != NULL && err != NULL && errlen > 0)
 		redact(err, password);
-	free(payload);
-	free(url);
 	return rc;
 }
 

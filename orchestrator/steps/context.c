@@ -6,11 +6,34 @@
 #include "log.h"
 #include "step.h"
 
+/* P's URLs of KIND (broker.amqp or broker.management) as a list: the
+ * plan's list, or its single URL when the plan was built without one. */
+static const char *const *
+plan_urls(char *const *list, size_t n, char *const *single, size_t *count)
+{
+	*count = n > 0 ? n : 1;
+	return (const char *const *)(n > 0 ? list : single);
+}
+
+int
+step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
+    char *err, size_t errlen)
+{
+	size_t n;
+	const char *const *urls = plan_urls(p->broker.amqp_urls, p->broker.namqp,
+	    &p->broker.amqp, &n);
+
+	return broker_open_list(urls, n, &p->broker.tls, p->broker.username,
+	    p->broker.password, timeout_ms, out, err, errlen);
+}
+
 int
 step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen)
 {
 	struct broker_url u;
-	char why[384];
+	const char *const *murls;
+	size_t n;
+	char why[1024];
 
 	memset(c, 0, sizeof(*c));
 	c->plan = p;
@@ -20,13 +43,14 @@ step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen
 		snprintf(err, errlen, "broker.amqp: %s", why);
 		goto fail;
 	}
-	if (broker_open_tls(p->broker.amqp, &p->broker.tls,
-	    p->broker.username, p->broker.password,
-	    STEP_BROKER_TIMEOUT_MS, &c->amqp, why, sizeof(why)) != 0) {
+	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &c->amqp, why,
+	    sizeof(why)) != 0) {
 		snprintf(err, errlen, "connecting to the broker over AMQP: %s", why);
 		goto fail;
 	}
-	if (mgmt_open_tls(p->broker.management, &p->broker.tls, u.vhost, p->broker.username,
+	murls = plan_urls(p->broker.management_urls, p->broker.nmanagement,
+	    &p->broker.management, &n);
+	if (mgmt_open_list(murls, n, &p->broker.tls, u.vhost, p->broker.username,
 	    p->broker.password, STEP_BROKER_TIMEOUT_MS, &c->mgmt, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "opening the management API: %s", why);
 		goto fail;

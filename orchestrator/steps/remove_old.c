@@ -283,9 +283,7 @@ work_loop(void *arg)
 	size_t i;
 
 	if (wk->b == NULL) {
-		if (broker_open_tls(p->broker.amqp, &p->broker.tls,
-	    p->broker.username, p->broker.password,
-		    STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
+		if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
 			return NULL;	/* the other connections do its share */
 		wk->own = true;
 	}

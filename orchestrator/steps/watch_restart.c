@@ -95,6 +95,34 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	return changes;
 }
 
+/* A cluster node that the management API lists with running: false
+ * raises broker_node_down, naming it, at every tick while it stays so (an
+ * acknowledgement does not outlast the condition): the watch goes on
+ * through the nodes that answer, but queues whose home (classic) or
+ * members (quorum) are on that node are out of reach or under-replicated,
+ * so the old path cannot be shown drained and the watch cannot end. */
+static void
+watch_nodes_down(struct tick *t)
+{
+	const struct watch_nodes *n = &t->w->nodes;
+	char names[ALERT_MSG_MAX / 2] = "";
+	size_t down = 0;
+
+	for (size_t i = 0; i < n->n; i++)
+		if (!n->v[i].running) {
+			sentences_add(names, sizeof(names), "'%s'", n->v[i].name);
+			down++;
+		}
+	if (down == 0)
+		return;
+	watch_alert(t, "broker_node_down", "broker node%s %s of %zu %s down (GET "
+	    "/api/nodes says running: false); the watch goes on through the "
+	    "nodes that answer, and waits until %s running again: queues whose "
+	    "home or members are on %s are out of reach or under-replicated",
+	    down == 1 ? "" : "s", names, n->n, down == 1 ? "is" : "are",
+	    down == 1 ? "it is" : "they are", down == 1 ? "it" : "them");
+}
+
 /* Looks at the broker's nodes (watch_nodes) and where the level queues
  * run (watch_places): a node that restarted, is down, joined or left, or
  * a level queue's new leader raises broker_restart, saying how many old-path
@@ -117,6 +145,7 @@ watch_restart(struct tick *t)
 			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
 		w->nodes = now;
 		w->have_nodes = true;
+		watch_nodes_down(t);
 	}
 	if (changes > 0 || t->mono >= w->places_next_ms)
 		changes += watch_places(t, what, sizeof(what));

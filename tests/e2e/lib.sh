@@ -105,3 +105,53 @@ e2e_feature_enabled() {
 e2e_run_id() {
 	printf '%s-%s' "$$" "$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 }
+
+# e2e_plan_body NAME FEATURE prints everything after the broker section of
+# the e2e plan: old queues NAME.delay.<n>ms, a 9-level 100 ms ladder
+# (quorum) to NAME.email, a short canary, the Unleash feature FEATURE of
+# the test Unleash, a 500 ms watch, flip and remove_old gated.
+e2e_plan_body() {
+	cat <<PLAN
+old:
+  queues: { match: '^$1\\.delay\\.[0-9]+ms\$' }
+ladder:
+  prefix: $1
+  unit: 100ms
+  levels: 9
+  destinations: [$1.email]
+canary:
+  delays: [100ms, 700ms, 1500ms]
+flag:
+  kind: unleash
+  url: $CUTOVER_TEST_UNLEASH_URL
+  project: default
+  environment: production
+  feature: $2
+  token: env:CUTOVER_TEST_UNLEASH_TOKEN
+watch:
+  interval: 500ms
+  allowance: 2s
+  probe_every: 2s
+steps:
+  - measure_horizon
+  - declare_ladder
+  - verify_ladder
+  - canary
+  - { step: flip, gate: true }
+  - watch
+  - { step: remove_old, gate: true }
+PLAN
+}
+
+# e2e_within SECONDS COMMAND...: runs COMMAND every 0.2 s until it
+# succeeds (0) or SECONDS have passed (1).
+e2e_within() {
+	_n=$(($1 * 5))
+	shift
+	until "$@"; do
+		_n=$((_n - 1))
+		[ $_n -le 0 ] && return 1
+		sleep 0.2
+	done
+	return 0
+}

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "plan.h"
 #include "publish.h"
+#include "step.h"
 #include "topology.h"
 #include "traffic.h"
 
@@ -1047,8 +1048,7 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
-	if ((rc = broker_open(p->broker.amqp, p->broker.username,
-	    p->broker.password, OPEN_TIMEOUT_MS, &pr->b, err, sizeof(err))) != 0 ||
+	if ((rc = step_broker_open(p, OPEN_TIMEOUT_MS, &pr->b, err, sizeof(err))) != 0 ||
 	    ensure_destinations(pr, err, sizeof(err)) != 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "cutover-traffic: %s\n", err);

@@ -10,6 +10,7 @@
 #include "broker/broker.h"
 #include "log.h"
 #include "publish.h"
+#include "step.h"
 #include "traffic.h"
 
 #define CONSUME_TIMEOUT_MS	5000	/* connect and requests */
@@ -123,8 +124,7 @@ traffic_consumer_start(struct traffic_consumer *c, char *err, size_t errlen)
 
 	atomic_init(&c->stop, false);
 	c->started = false;
-	if (broker_open(p->broker.amqp, p->broker.username, p->broker.password,
-	    CONSUME_TIMEOUT_MS, &c->broker, why, sizeof(why)) != 0 ||
+	if (step_broker_open(p, CONSUME_TIMEOUT_MS, &c->broker, why, sizeof(why)) != 0 ||
 	    broker_consume(c->broker, c->queue, CONSUME_PREFETCH, why,
 	    sizeof(why)) != 0) {
 		snprintf(err, errlen, "consuming from %s: %s", c->queue, why);

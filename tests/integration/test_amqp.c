@@ -282,18 +282,14 @@ test_env_reference_unset(void **state)
 	assert_non_null(strstr(err, "env:NAME"));
 }
 
-static void
-test_connection_refused(void **state)
+/* A loopback port nothing listens on: bound, noted, closed. */
+static int
+free_port(void)
 {
 	struct sockaddr_in sin;
 	socklen_t sl = sizeof(sin);
-	struct broker *b = NULL;
-	char err[512] = "", url[64];
-	int64_t t0;
 	int fd;
 
-	(void)state;
-	/* A port nothing listens on: bind one, note it, close it. */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(fd >= 0);
 	memset(&sin, 0, sizeof(sin));
@@ -302,7 +298,18 @@ test_connection_refused(void **state)
 	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
 	close(fd);
-	snprintf(url, sizeof(url), "amqp://127.0.0.1:%d/", ntohs(sin.sin_port));
+	return ntohs(sin.sin_port);
+}
+
+static void
+test_connection_refused(void **state)
+{
+	struct broker *b = NULL;
+	char err[512] = "", url[64];
+	int64_t t0;
+
+	(void)state;
+	snprintf(url, sizeof(url), "amqp://127.0.0.1:%d/", free_port());
 
 	setenv("CUTOVER_ITEST_PW", "unused", 1);
 	t0 = now_ms();
@@ -315,6 +322,39 @@ test_connection_refused(void **state)
 }
 
 /* ---- against the broker ---- */
+
+/* A cluster's URLs (broker_open_list): a node that refuses is passed over
+ * for the next in order; when none answers, each is named. */
+static void
+test_open_list(void **state)
+{
+	struct broker *b = NULL;
+	char err[1024] = "", dead1[64], dead2[64];
+	const char *urls[2];
+	int p1 = free_port(), p2 = free_port();
+
+	(void)state;
+	need_broker();
+	snprintf(dead1, sizeof(dead1), "amqp://127.0.0.1:%d/%%2f", p1);
+	snprintf(dead2, sizeof(dead2), "amqp://127.0.0.1:%d/%%2f", p2);
+	urls[0] = dead1;
+	urls[1] = amqp_url;
+	if (broker_open_list(urls, 2, NULL, amqp_user, PWREF, TIMEOUT_MS, &b, err,
+	    sizeof(err)) != 0)
+		fail_msg("the second node did not answer: %s", err);
+	broker_close(b);
+	b = NULL;
+
+	urls[1] = dead2;
+	assert_int_equal(broker_open_list(urls, 2, NULL, amqp_user, PWREF, TIMEOUT_MS,
+	    &b, err, sizeof(err)), BROKER_ECONNECT);
+	assert_null(b);
+	print_message("no node answers: %s\n", err);
+	snprintf(dead1, sizeof(dead1), "127.0.0.1:%d", p1);
+	snprintf(dead2, sizeof(dead2), "127.0.0.1:%d", p2);
+	assert_non_null(strstr(err, dead1));
+	assert_non_null(strstr(err, dead2));
+}
 
 static void
 test_wrong_password(void **state)
@@ -1153,6 +1193,7 @@ main(void)
 		cmocka_unit_test(test_url_parse),
 		cmocka_unit_test(test_env_reference_unset),
 		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_open_list),
 		cmocka_unit_test(test_wrong_password),
 		WITH_BROKER(test_declare_idempotent),
 		WITH_BROKER(test_inspect_counts),

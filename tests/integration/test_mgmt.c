@@ -739,6 +739,51 @@ test_connection_refused(void **state)
 	mgmt_close(m);
 }
 
+/* A cluster's management URLs (mgmt_open_list): a node that refuses is
+ * passed over for the next in order; a POST that got no answer is not
+ * sent again elsewhere; when no node answers, each is named. */
+static void
+test_failover(void **state)
+{
+	struct ctx *c = *state;
+	struct mgmt_overview ov;
+	struct mgmt *m = NULL;
+	char err[1024], dead1[64], dead2[64];
+	const char *urls[2];
+
+	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", free_port());
+	snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", free_port());
+	urls[0] = dead1;
+	urls[1] = c->url;
+	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (mgmt_overview(m, &ov, err, sizeof(err)) != 0)
+		fail_msg("the second node did not answer: %s", err);
+	mgmt_close(m);
+
+	m = NULL;
+	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(mgmt_request(m, "POST", "/api/overview", NULL, NULL,
+	    NULL, err, sizeof(err)), MGMT_ERR_TRANSPORT);
+	assert_non_null(strstr(err, dead1));
+	mgmt_close(m);
+
+	m = NULL;
+	urls[1] = dead2;
+	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(mgmt_overview(m, &ov, err, sizeof(err)),
+	    MGMT_ERR_TRANSPORT);
+	print_message("no node answers: %s\n", err);
+	assert_non_null(strstr(err, dead1));
+	assert_non_null(strstr(err, dead2));
+	mgmt_close(m);
+}
+
 static void
 test_timeout(void **state)
 {
@@ -1040,6 +1085,7 @@ main(void)
 		cmocka_unit_test(test_wrong_password),
 		cmocka_unit_test(test_bad_open),
 		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_special_names),
 		cmocka_unit_test(test_request_and_delete_flags),

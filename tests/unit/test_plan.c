@@ -798,6 +798,57 @@ test_flag_headers(void **state)
 	}
 }
 
+/* broker.amqp and broker.management as a cluster's lists: tried in
+ * order, the first is the single field; each URL checked where it is. */
+static void
+test_url_lists(void **state)
+{
+	static const struct {
+		const char *amqp;
+		int column;
+		const char *msg;
+	} bad[] = {
+		{ "[amqp://a:5672/%2f, amqp://a:5672/%2f]", 29, "broker.amqp[1] 'amqp://a:5672/%2f' is listed twice" },
+		{ "[amqp://a:5672/%2f, amqp://b:5672/orders]", 29, "names vhost 'orders', the first URL '%2f'" },
+		{ "[amqp://a:5672/%2f, amqp://u@b/v]", 29, "broker.amqp[1] carries credentials" },
+		{ "[]", 9, "broker.amqp is empty" },
+		{ "{ a: b }", 9, "expected amqp://host[:port]/vhost" },
+	};
+	struct plan *p;
+	char *t;
+	size_t i;
+
+	(void)state;
+	t = subst(base_plan, "amqp://127.0.0.1:5672/%2f",
+	    "[amqp://127.0.0.1:5706/%2f, amqp://127.0.0.1:5707/%2f, amqp://127.0.0.1:5708/%2f]");
+	edit(&t, "http://127.0.0.1:15672", "[http://127.0.0.1:15706, http://127.0.0.1:15707]");
+	p = expect_valid(t);
+	assert_int_equal(p->broker.namqp, 3);
+	assert_string_equal(p->broker.amqp, "amqp://127.0.0.1:5706/%2f");
+	assert_string_equal(p->broker.amqp_urls[0], "amqp://127.0.0.1:5706/%2f");
+	assert_string_equal(p->broker.amqp_urls[2], "amqp://127.0.0.1:5708/%2f");
+	assert_int_equal(p->broker.nmanagement, 2);
+	assert_string_equal(p->broker.management, "http://127.0.0.1:15706");
+	assert_string_equal(p->broker.management_urls[1], "http://127.0.0.1:15707");
+	plan_free(p);
+	free(t);
+	/* A single string is a list of one. */
+	p = expect_valid(base_plan);
+	assert_int_equal(p->broker.namqp, 1);
+	assert_string_equal(p->broker.amqp_urls[0], p->broker.amqp);
+	assert_int_equal(p->broker.nmanagement, 1);
+	plan_free(p);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = subst(base_plan, "amqp://127.0.0.1:5672/%2f", bad[i].amqp);
+		expect_error(t, 3, bad[i].column, bad[i].msg);
+		free(t);
+	}
+	t = subst(base_plan, "http://127.0.0.1:15672",
+	    "[http://127.0.0.1:15706, ftp://127.0.0.1:15707]");
+	expect_error(t, 4, 40, "broker.management[1] 'ftp://127.0.0.1:15707' is not an http");
+	free(t);
+}
+
 static void
 test_urls(void **state)
 {
@@ -1238,6 +1289,7 @@ main(void)
 		cmocka_unit_test(test_flag_read_values),
 		cmocka_unit_test(test_flag_headers),
 		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_url_lists),
 		cmocka_unit_test(test_secrets_not_echoed),
 		cmocka_unit_test(test_ladder_naming_rules),
 		cmocka_unit_test(test_types),
