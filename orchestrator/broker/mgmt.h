@@ -110,13 +110,15 @@ struct mgmt_about {
 					 * {name, state, stability} */
 };
 
-/* Reads the broker's version (GET /api/overview?columns=...) and every
- * feature flag with its state (GET /api/feature-flags; the management
- * user needs the administrator tag for it). Read-only. Returns 0 and
- * fills *OUT (free with mgmt_about_free), or a negative code with *OUT
- * empty (MGMT_ERR_ANSWER when the overview names no version). */
-int mgmt_read_about(struct mgmt *m, struct mgmt_about *out, char *err,
-    size_t errlen);
+/* Reads the broker's version (GET /api/overview?columns=...) and, with
+ * FLAGS_TOO, every feature flag with its state (GET /api/feature-flags:
+ * on RabbitMQ 3.10 only a user with the administrator tag may, HTTP 401
+ * otherwise; on 4.0 any management user). Read-only. Returns 0 and fills
+ * *OUT (free with mgmt_about_free; FLAGS is NULL without FLAGS_TOO), or a
+ * negative code with *OUT empty (MGMT_ERR_AUTH for a refused read,
+ * MGMT_ERR_ANSWER when the overview names no version). */
+int mgmt_read_about(struct mgmt *m, bool flags_too, struct mgmt_about *out,
+    char *err, size_t errlen);
 
 /* The state of feature flag NAME as A lists it: "enabled", "disabled",
  * "state_changing" (or "unknown" when the broker gives none), or NULL

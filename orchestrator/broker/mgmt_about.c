@@ -1,16 +1,19 @@
 /* mgmt_about: what the broker is — its version and its feature flags —
  * read-only, for the checks made before anything is declared (see
  * mgmt.h). */
+#include <stdbool.h>
 #include <string.h>
 
 #include "mgmt_int.h"
 
 int
-mgmt_read_about(struct mgmt *m, struct mgmt_about *out, char *err, size_t errlen)
+mgmt_read_about(struct mgmt *m, bool flags_too, struct mgmt_about *out, char *err,
+    size_t errlen)
 {
 	static const char overview[] = "/api/overview?columns=rabbitmq_version,"
 	    "erlang_version,product_name,product_version";
 	static const char flags[] = "/api/feature-flags?columns=name,state,stability";
+
 	int rc;
 
 	if (out == NULL || m == NULL) {
@@ -19,7 +22,7 @@ mgmt_read_about(struct mgmt *m, struct mgmt_about *out, char *err, size_t errlen
 	}
 	memset(out, 0, sizeof(*out));
 	if ((rc = get_json(m, overview, 0, &out->overview, err, errlen)) != 0 ||
-	    (rc = get_json(m, flags, 1, &out->flags, err, errlen)) != 0) {
+	    (flags_too && (rc = get_json(m, flags, 1, &out->flags, err, errlen)) != 0)) {
 		mgmt_about_free(out);
 		return rc;
 	}

@@ -1,5 +1,6 @@
 /* broker_needs: checks the broker's version and feature flags against
  * what a plan needs (see broker_needs.h). One table row per need. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,15 +94,21 @@ needs_check(struct mgmt *m, const struct plan *p, json_t **report, char *err,
 	struct mgmt_about a;
 	json_t *rows = json_array();
 	char why[512];
+	bool flags = false;
 	size_t i;
-	int met = 1;
+	int met = 1, r;
 
 	*report = NULL;
 	if (err != NULL && errlen > 0)
 		*err = '\0';
-	if (mgmt_read_about(m, &a, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "checking the broker's version and feature flags: %s",
-		    why);
+	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		flags |= needs[i].queue_type == p->queue_type && needs[i].flag != NULL;
+	if ((r = mgmt_read_about(m, flags, &a, why, sizeof(why))) != 0) {
+		snprintf(err, errlen, "checking the broker's version and feature flags: %s%s",
+		    why, r == MGMT_ERR_AUTH ? "; RabbitMQ 3.x shows feature flags only "
+		    "to users with the administrator tag, and without them cutover "
+		    "cannot confirm that the broker has the feature flags this plan "
+		    "needs (stream_queue: at-least-once dead-lettering)" : "");
 		*report = json_pack("{s:b,s:o,s:s}", "ok", 0, "needs", rows, "error", err);
 		return -1;
 	}

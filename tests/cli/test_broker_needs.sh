@@ -5,8 +5,10 @@
 # data under a scratch directory) with feature flag stream_queue disabled —
 # on such a node quorum queues silently dead-letter at-most-once — and
 # checks that `check --broker` and `ladder declare` refuse a quorum plan
-# naming stream_queue, that nothing was declared, and that a classic plan
-# passes with the version reported. Stops only the node it started.
+# naming stream_queue, that nothing was declared, that a classic plan
+# passes with the version reported, and that a user who may not read the
+# feature flags gets a quorum plan refused saying so. Stops only the node
+# it started (the user goes with it).
 # Usage: test_broker_needs.sh CUTOVER SOURCE_DIR
 set -u
 bin=$1
@@ -85,6 +87,22 @@ contains "$tmp/err" "feature flag stream_queue is disabled"
 
 # Classic level queues need neither flag.
 expect 0 "$bin" check --broker "$tmp/classic.yaml"
+contains "$tmp/out" "broker: RabbitMQ 3.10."
+
+# A user without the administrator tag: 3.10 hides the feature flags from
+# it (HTTP 401), so a quorum plan cannot be confirmed; a classic one needs
+# no flag and passes.
+curl -fsS -u guest:guest -X PUT -H 'content-type: application/json' \
+    -d '{"password":"guest","tags":"policymaker"}' "$api/users/$p" >/dev/null &&
+curl -fsS -u guest:guest -X PUT -H 'content-type: application/json' \
+    -d '{"configure":".*","write":".*","read":".*"}' "$api/permissions/%2F/$p" >/dev/null ||
+    fail "creating user $p"
+sed "s/username: guest/username: $p/" "$tmp/quorum.yaml" >"$tmp/quorum-pm.yaml"
+sed "s/username: guest/username: $p/" "$tmp/classic.yaml" >"$tmp/classic-pm.yaml"
+expect 1 "$bin" check --broker "$tmp/quorum-pm.yaml"
+contains "$tmp/err" "GET /api/feature-flags?columns=name,state,stability: HTTP 401"
+contains "$tmp/err" "only to users with the administrator tag"
+expect 0 "$bin" check --broker "$tmp/classic-pm.yaml"
 contains "$tmp/out" "broker: RabbitMQ 3.10."
 
 if [ $failures -gt 0 ]; then
