@@ -88,19 +88,34 @@ need_met(const struct need *n, const struct mgmt_about *a, json_t *rows,
 }
 
 int
+needs_evaluate(const struct plan *p, const struct mgmt_about *a, json_t **report,
+    char *err, size_t errlen)
+{
+	json_t *rows = json_array();
+	size_t i;
+	int met = 1;
+
+	if (err != NULL && errlen > 0)
+		*err = '\0';
+	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (needs[i].queue_type == p->queue_type)
+			met &= need_met(&needs[i], a, rows, err, errlen);
+	*report = json_pack("{s:s,s:s?,s:b,s:o}", "version", a->version, "erlang",
+	    a->erlang, "ok", met, "needs", rows);
+	return met ? 0 : -1;
+}
+
+int
 needs_check(struct mgmt *m, const struct plan *p, json_t **report, char *err,
     size_t errlen)
 {
 	struct mgmt_about a;
-	json_t *rows = json_array();
 	char why[512];
 	bool flags = false;
 	size_t i;
-	int met = 1, r;
+	int r;
 
 	*report = NULL;
-	if (err != NULL && errlen > 0)
-		*err = '\0';
 	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		flags |= needs[i].queue_type == p->queue_type && needs[i].flag != NULL;
 	if ((r = mgmt_read_about(m, flags, &a, why, sizeof(why))) != 0) {
@@ -109,14 +124,10 @@ needs_check(struct mgmt *m, const struct plan *p, json_t **report, char *err,
 		    "to users with the administrator tag, and without them cutover "
 		    "cannot confirm that the broker has the feature flags this plan "
 		    "needs (stream_queue: at-least-once dead-lettering)" : "");
-		*report = json_pack("{s:b,s:o,s:s}", "ok", 0, "needs", rows, "error", err);
+		*report = json_pack("{s:b,s:[],s:s}", "ok", 0, "needs", "error", err);
 		return -1;
 	}
-	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
-		if (needs[i].queue_type == p->queue_type)
-			met &= need_met(&needs[i], &a, rows, err, errlen);
-	*report = json_pack("{s:s,s:s?,s:b,s:o}", "version", a.version, "erlang",
-	    a.erlang, "ok", met, "needs", rows);
+	r = needs_evaluate(p, &a, report, err, errlen);
 	mgmt_about_free(&a);
-	return met ? 0 : -1;
+	return r;
 }

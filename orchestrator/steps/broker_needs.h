@@ -27,4 +27,13 @@
 int needs_check(struct mgmt *m, const struct plan *p, json_t **report,
     char *err, size_t errlen);
 
+/* needs_check's verdict on what A says of the broker (pure): A's version
+ * and flags (FLAGS may be NULL when no need of P is a flag). Sets *REPORT
+ * as needs_check does. Returns 0 when every need of P is met, -1 with ERR
+ * naming each unmet one. A flag A does not list counts as enabled on
+ * RabbitMQ 4.0 or later (required flags may leave the list), as missing
+ * before. */
+int needs_evaluate(const struct plan *p, const struct mgmt_about *a,
+    json_t **report, char *err, size_t errlen);
+
 #endif /* CUTOVER_BROKER_NEEDS_H */
