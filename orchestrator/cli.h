@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 enum cli_exit {
 	CLI_OK = 0,        /* done, or the check passed */
 	CLI_FAIL = 1,      /* the input is wrong or a check failed */
@@ -28,6 +30,15 @@ int cli_history(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_submit(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+
+/* cli_check_broker.c: `check --broker` for plan FILE (already checked
+ * valid): reads its broker's version and feature flags read-only and
+ * prints them (unless JSON) or why the broker cannot honour the plan (on
+ * ERROUT). With ENTRY (the plan's object of `check --json`), sets its
+ * "broker" (the report) and, on failure, "valid": false. Returns 0 when
+ * the broker honours the plan, -1 otherwise. */
+int cli_check_broker(const char *file, int json, FILE *out, FILE *errout,
+    json_t *entry);
 
 /* cli_remote.c: the verbs above against a running `cutover serve` at
  * SERVER (NULL: $CUTOVER_SERVER, else http://127.0.0.1:8080), with the

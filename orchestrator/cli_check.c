@@ -1,6 +1,8 @@
 /* cli_check: `cutover check` — validates plans and prints, for each valid
  * one, a dry run (the ladder, every object declare_ladder would create, the
- * steps and gates) and the design review (check.c). Contacts nothing. */
+ * steps and gates) and the design review (check.c). Contacts nothing,
+ * unless --broker: then it also reads each valid plan's broker version and
+ * feature flags (cli_check_broker.c), read-only. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,24 +12,26 @@
 #include "check.h"
 #include "cli.h"
 
-static const char usage_line[] = "cutover check [--json] PLAN.yaml...";
+static const char usage_line[] = "cutover check [--json] [--broker] PLAN.yaml...";
 
 int
 cli_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "broker", no_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	json_t *results;
-	int c, json = 0, bad = 0;
+	int c, json = 0, broker = 0, bad = 0;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
+		case 'b': broker = 1; break;
 		case 'h':
 			printf("usage: %s\n", usage_line);
 			return CLI_OK;
@@ -43,7 +47,11 @@ cli_check(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		if (!json && i > optind)
 			printf("\n");
-		bad += check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0;
+		if (check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0)
+			bad++;
+		else if (broker)
+			bad += cli_check_broker(argv[i], json, stdout, stderr, json ?
+			    json_array_get(results, json_array_size(results) - 1) : NULL) != 0;
 	}
 	if (json) {
 		json_t *o = json_pack("{s:b,s:O}", "valid", bad == 0, "plans", results);

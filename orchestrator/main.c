@@ -13,7 +13,7 @@ static const struct verb {
 	int (*run)(int, char **);
 	const char *summary;
 } verbs[] = {
-	{ "check", cli_check, "validate plans and print what they would do (contacts nothing)" },
+	{ "check", cli_check, "validate plans and print what they would do (contacts nothing, unless --broker)" },
 	{ "encode", cli_encode, "print the routing key, entry exchange and waits of a delay" },
 	{ "ladder", cli_ladder, "declare, verify or tear down a plan's ladder on the broker" },
 	{ "old", cli_old, "measure the old queues' horizon, or remove them when safe" },

@@ -119,6 +119,36 @@ int mgmt_request(struct mgmt *m, const char *method, const char *path,
     const json_t *body, json_t **answer, long *http_status,
     char *err, size_t errlen);
 
+/* ---- the broker itself ---- */
+
+/* The broker's version and feature flags. Strings are borrowed from the
+ * JSON the struct owns. */
+struct mgmt_about {
+	const char *version;		/* rabbitmq_version, "3.10.8" */
+	const char *erlang;		/* erlang_version, NULL if not said */
+	json_t *overview;		/* GET /api/overview (some columns) */
+	json_t *flags;			/* GET /api/feature-flags: an array of
+					 * {name, state, stability} */
+};
+
+/* Reads the broker's version (GET /api/overview?columns=...) and, with
+ * FLAGS_TOO, every feature flag with its state (GET /api/feature-flags:
+ * on RabbitMQ 3.10 only a user with the administrator tag may, HTTP 401
+ * otherwise; on 4.0 any management user). Read-only. Returns 0 and fills
+ * *OUT (free with mgmt_about_free; FLAGS is NULL without FLAGS_TOO), or a
+ * negative code with *OUT empty (MGMT_ERR_AUTH for a refused read,
+ * MGMT_ERR_ANSWER when the overview names no version). */
+int mgmt_read_about(struct mgmt *m, bool flags_too, struct mgmt_about *out,
+    char *err, size_t errlen);
+
+/* The state of feature flag NAME as A lists it: "enabled", "disabled",
+ * "state_changing" (or "unknown" when the broker gives none), or NULL
+ * when the broker does not know the flag at all (borrowed from A). */
+const char *mgmt_about_flag(const struct mgmt_about *a, const char *name);
+
+/* Frees what A holds and zeroes it. A may be zeroed or NULL. */
+void mgmt_about_free(struct mgmt_about *a);
+
 /* ---- nodes ---- */
 
 /* One cluster member as GET /api/nodes shows it. Strings are borrowed

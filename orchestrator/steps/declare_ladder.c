@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker_needs.h"
+#include "sentences.h"
 #include "step.h"
 #include "topology.h"
 
@@ -127,13 +129,18 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 {
 	struct topology t;
 	json_t *created = json_array(), *existing = json_array();
-	json_t *missing = json_array();
+	json_t *missing = json_array(), *broker = NULL;
 	bool *exists = NULL;
 	char why[512];
 	size_t i;
 	int rc = -1;
 
 	*result = NULL;
+	memset(&t, 0, sizeof(t));
+	if (needs_check(c->mgmt, c->plan, &broker, err, errlen) != 0) {
+		sentences_add(err, errlen, "Nothing was declared");
+		goto done;
+	}
 	if (topology_build(c->plan, &t, err, errlen) != 0)
 		goto done;
 	if ((exists = calloc(t.nqueues + 1, sizeof(*exists))) == NULL) {
@@ -200,6 +207,8 @@ done:
 	    "bindings", (int)t.nbindings, "policies", (int)t.npolicies,
 	    "destinations_created", created,
 	    "destinations_existing", existing, "destinations_missing", missing);
+	if (broker != NULL)
+		json_object_set_new(*result, "broker", broker);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
 	free(exists);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker_needs.h"
 #include "policy.h"
 #include "sentences.h"
 #include "step.h"
@@ -642,10 +643,17 @@ step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen
 	struct verify v = { json_array(), 0, 0, 0, 0 };
 	struct policy_set policies = { 0 }, op_policies = { 0 };
 	struct topology t;
+	json_t *broker = NULL;
 	size_t i;
 	int rc = -1, failed = 1;
 
 	*result = NULL;
+	memset(&t, 0, sizeof(t));
+	/* What the plan needs of the broker first: a ladder that matches the
+	 * plan on a broker without at-least-once dead-lettering still loses
+	 * messages. */
+	if (needs_check(c->mgmt, c->plan, &broker, err, errlen) != 0)
+		goto done;
 	if (topology_build(c->plan, &t, err, errlen) != 0)
 		goto done;
 	if (policy_set_read(c->mgmt, "policies", &policies, err, errlen) != 0 ||
@@ -674,6 +682,8 @@ done:
 	*result = json_pack("{s:b,s:o,s:{s:i,s:i,s:i,s:i}}", "ok", rc == 0,
 	    "objects", v.objects, "counts", "ok", v.ok, "missing", v.missing,
 	    "drift", v.drift, "warnings", v.warnings);
+	if (broker != NULL)
+		json_object_set_new(*result, "broker", broker);
 	if (failed)
 		json_object_set_new(*result, "error", json_string(err));
 	policy_set_free(&policies);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_broker_verbs: the verbs that work on the broker, run as a user runs
 # them against the real RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT,
-# CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD): `ladder declare` (twice, the
+# CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD): `check --broker` (the version
+# and flags), `ladder declare` (twice, the
 # same), `ladder verify`, `old measure`, `old remove --last-entry T
 # --dry-run` (deletes nothing) and without --dry-run (deletes the empty old
 # queues past their deadline), `ladder teardown` refusing while the
@@ -85,6 +86,12 @@ for i in 1 2; do
 		sleep 0.5
 	done
 done
+
+# check --broker: the node's version and the flags a quorum plan needs
+# (scripts/test says which version it started: CUTOVER_TEST_BROKER_VERSION).
+expect 0 "$bin" check --broker "$plan"
+contains "$tmp/out" "broker: RabbitMQ ${CUTOVER_TEST_BROKER_VERSION:-}"
+contains "$tmp/out" "ok      at-least-once dead-lettering: feature flag stream_queue enabled"
 
 # ladder declare: the whole ladder; a second time changes nothing.
 expect 0 "$bin" ladder declare "$plan"

@@ -490,7 +490,7 @@ test_conflicting_redeclare(void **state)
 	struct ctx *c = *state;
 	struct topology_arg ttl1, ttl2, quorum;
 	const char *q, *x;
-	char err[512] = "", want[512];
+	char err[512] = "", want[512], want4[512];
 
 	need_broker();
 	q = queue_name(c, "conflict");
@@ -523,9 +523,14 @@ test_conflicting_redeclare(void **state)
 	    sizeof(err)), 0);
 	assert_int_equal(broker_queue_declare(c->b, q, true, &quorum, 1, err,
 	    sizeof(err)), BROKER_EPRECONDITION);
+	/* RabbitMQ 3.10 records no type for a classic queue declared without
+	 * one; 4.0 records x-queue-type = classic (docs/BROKERS.md). */
 	snprintf(want, sizeof(want), "queue '%s' exists without x-queue-type, "
 	    "the plan wants x-queue-type = quorum", q);
-	assert_non_null(strstr(err, want));
+	snprintf(want4, sizeof(want4), "queue '%s' exists with x-queue-type = "
+	    "classic, the plan wants quorum", q);
+	if (strstr(err, want) == NULL && strstr(err, want4) == NULL)
+		fail_msg("unexpected refusal: %s", err);
 
 	/* Exchanges: another type. */
 	assert_int_equal(broker_exchange_declare(c->b, x, "topic", true, NULL,
