@@ -73,6 +73,7 @@ call_open(struct flag_call *c, const struct plan *p,
 
 	memset(c, 0, sizeof(*c));
 	c->p = p;
+	c->want = switching ? (on ? 1 : 0) : -1;
 	options_of(&c->o, o);
 	if (p == NULL || (c->prov = flag_provider_find(p->flag.kind)) ==
 	    NULL) {

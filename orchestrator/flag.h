@@ -3,10 +3,16 @@
  * of an Unleash server) and kind http (any service: a call for on, a call
  * for off, and a GET whose JSON holds the state at a JSON pointer).
  *
- * Every HTTP call has a connect and a whole-request timeout and is retried
- * with exponential backoff on connection errors, timeouts and 5xx answers,
- * never on 4xx, within a total time budget (struct flag_options). Every
- * attempt is recorded in the caller's result JSON:
+ * Every HTTP call has a connect and a whole-request timeout. A read is
+ * retried with exponential backoff on connection errors, timeouts and 5xx
+ * answers, never on 4xx, within a total time budget (struct flag_options).
+ * A write (the switch) is sent again blind only when it cannot have left
+ * (no connection); after a timeout, a lost connection or a 5xx it may have
+ * taken, so the flag is read back first: reading as wanted, the switch is
+ * done ("write_took_by" says so); reading the other way, the write goes
+ * again (on a connection of its own); unreadable or neither,
+ * FLAG_ERR_UNCONFIRMED, never sent blind (a toggle-style service would be
+ * switched twice). Every attempt is recorded in the caller's result JSON:
  *
  *   { "kind": "unleash", "want": "on",
  *     "attempts": [ { "call": "write", "method": "POST",
@@ -52,6 +58,9 @@
 #define FLAG_ERR_ANSWER		(-6)	/* 2xx, but not the JSON expected */
 #define FLAG_ERR_MISMATCH	(-7)	/* read back another value */
 #define FLAG_ERR_NOMEM		(-8)
+#define FLAG_ERR_UNCONFIRMED	(-9)	/* a write got no answer or a 5xx and
+					 * the read-back failed: whether it
+					 * took is unknown */
 
 /* Bytes of an answer quoted in results and messages, at most. */
 #define FLAG_EXCERPT_MAX	200
@@ -94,8 +103,12 @@ void flag_options_default(struct flag_options *o);
  * and headers, then GET read_url with the same headers; the value at
  * read_pointer must equal read_on (or read_off) as JSON (json_equal).
  *
+ * A write that got no answer or a 5xx is sent again only after a
+ * read-back found it not taken (see the top of this file).
+ *
  * Returns 0 only when the read-back confirmed the value, or a negative
- * FLAG_ERR_* code with ERR (ERRLEN bytes; may be NULL) naming the call
+ * FLAG_ERR_* code (FLAG_ERR_UNCONFIRMED: a write may have taken, and the
+ * flag could not be read to tell) with ERR (ERRLEN bytes; may be NULL) naming the call
  * (method and URL), the HTTP status and a short excerpt of the answer, or
  * the value found against the one expected. In both cases *RESULT is set,
  * when RESULT is not NULL, to a new object as shown above (the caller

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "flag_transport.h"
+#include "sentences.h"
 
 void
 flag_options_default(struct flag_options *o)
@@ -392,89 +393,204 @@ perform(struct flag_call *c, const char *method, const char *url,
 	return *cc == CURLE_OK ? 0 : -1;
 }
 
-/* Sends METHOD URL (BODY may be NULL) with HDRS, retrying on no answer and
- * on 5xx as C's options say; ROLE ("write", "read") and LABEL ("flag on",
- * "flag read") go into the attempts and messages. Returns 0 on a 2xx
- * answer, which is left in C->answer, or a negative code with ERR set. */
-int
-flag_send(struct flag_call *c, const char *label, const char *role,
-    const char *method, const char *url, const char *body,
-    struct curl_slist *hdrs, char *err, size_t errlen)
-{
-	char ex[FLAG_EXCERPT_MAX + 1], why[CURL_ERROR_SIZE + 64];
-	int64_t start, t0, ms, elapsed;
-	long wait, tmo, connect_ms, left;
-	CURLcode cc;
-	int n, rc, retry = 0;
+/* The retry schedule of one flag_send (flag.h, struct flag_options). */
+struct schedule {
+	int64_t start;			/* clock_mono_ms of the first attempt */
+	long wait;			/* before the next attempt */
+};
 
-	start = clock_mono_ms();
-	wait = c->o.backoff_ms;
-	for (n = 1;; n++) {
-		left = (long)(c->o.budget_ms - (clock_mono_ms() - start));
-		if (left < 1)
-			left = 1;
-		tmo = c->o.timeout_ms < left ? c->o.timeout_ms : left;
-		connect_ms = c->o.connect_timeout_ms < tmo ?
-		    c->o.connect_timeout_ms : tmo;
-		t0 = clock_mono_ms();
-		rc = perform(c, method, url, body, hdrs, connect_ms, tmo, &cc);
-		ms = clock_mono_ms() - t0;
-		ex[0] = why[0] = '\0';
-		if (rc != 0) {
-			if (c->answer.nomem) {
-				errbuf_set(err, errlen, "%s: %s %s: out of memory "
-				    "reading the answer", label, method, url);
-				return FLAG_ERR_NOMEM;
-			}
-			if (c->answer.toobig)
-				snprintf(why, sizeof(why), "answer larger than "
-				    "%u bytes", FLAG_ANSWER_MAX);
-			else
-				transport_phrase(c, cc, url, tmo, why, sizeof(why));
-		} else if (flag_excerpt(c, c->answer.p, c->answer.len,
-		    c->status < 200 || c->status > 299, ex) != 0) {
-			errbuf_set(err, errlen, "%s: out of memory", label);
+/* Whether attempt N + 1 may start after N attempts: within the attempts
+ * and the budget. Waits the backoff first when so. */
+static bool
+schedule_next(struct flag_call *c, struct schedule *s, int n)
+{
+	int64_t elapsed = clock_mono_ms() - s->start;
+
+	if (n >= c->o.attempts || elapsed + s->wait >= c->o.budget_ms)
+		return false;
+	clock_sleep_ms(s->wait);
+	s->wait = s->wait > c->o.backoff_max_ms / 2 ? c->o.backoff_max_ms :
+	    s->wait * 2;
+	return true;
+}
+
+/* What one attempt got. */
+struct attempt {
+	int rc;				/* perform's: 0 when an answer came */
+	bool ok;			/* a 2xx answer */
+	bool retry;			/* no answer, or a 5xx */
+	bool unsent;			/* no connection: the request never left */
+	char ex[FLAG_EXCERPT_MAX + 1];	/* of the answer, redacted */
+	char why[CURL_ERROR_SIZE + 64];	/* why no answer came */
+};
+
+/* Sends METHOD URL once (S: the call's schedule, for the time left) and
+ * records the attempt in C's result. A write goes on a connection of its
+ * own: libcurl silently sends a request again when a reused connection
+ * closes before any answer, and a write must not go twice unseen.
+ * Returns 0 with A filled, or FLAG_ERR_NOMEM with ERR. */
+static int
+attempt_once(struct flag_call *c, const struct schedule *s, const char *label,
+    const char *role, const char *method, const char *url, const char *body,
+    struct curl_slist *hdrs, struct attempt *a, char *err, size_t errlen)
+{
+	int64_t t0, ms;
+	long tmo, connect_ms, left;
+	CURLcode cc;
+
+	memset(a, 0, sizeof(*a));
+	left = (long)(c->o.budget_ms - (clock_mono_ms() - s->start));
+	if (left < 1)
+		left = 1;
+	tmo = c->o.timeout_ms < left ? c->o.timeout_ms : left;
+	connect_ms = c->o.connect_timeout_ms < tmo ? c->o.connect_timeout_ms : tmo;
+	curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT,
+	    strcmp(role, "write") == 0 ? 1L : 0L);
+	t0 = clock_mono_ms();
+	a->rc = perform(c, method, url, body, hdrs, connect_ms, tmo, &cc);
+	ms = clock_mono_ms() - t0;
+	if (a->rc != 0) {
+		if (c->answer.nomem) {
+			errbuf_set(err, errlen, "%s: %s %s: out of memory reading the "
+			    "answer", label, method, url);
 			return FLAG_ERR_NOMEM;
 		}
-		if (record_attempt(c, role, method, url, c->status, ms, ex,
-		    why[0] != '\0' ? why : NULL) != 0) {
-			errbuf_set(err, errlen, "%s: out of memory", label);
-			return FLAG_ERR_NOMEM;
-		}
-		if (rc == 0 && c->status >= 200 && c->status <= 299)
-			return 0;
-		/* A 4xx says the request itself is wrong: sending it again
-		 * cannot help. A too large answer will be as large again. */
-		retry = (rc != 0 && !c->answer.toobig) || c->status >= 500;
-		elapsed = clock_mono_ms() - start;
-		if (!retry || n >= c->o.attempts ||
-		    elapsed + wait >= c->o.budget_ms)
-			break;
-		clock_sleep_ms(wait);
-		wait = wait > c->o.backoff_max_ms / 2 ? c->o.backoff_max_ms :
-		    wait * 2;
+		if (c->answer.toobig)
+			snprintf(a->why, sizeof(a->why), "answer larger than %u bytes",
+			    FLAG_ANSWER_MAX);
+		else
+			transport_phrase(c, cc, url, tmo, a->why, sizeof(a->why));
+	} else if (flag_excerpt(c, c->answer.p, c->answer.len,
+	    c->status < 200 || c->status > 299, a->ex) != 0) {
+		errbuf_set(err, errlen, "%s: out of memory", label);
+		return FLAG_ERR_NOMEM;
 	}
-	elapsed = clock_mono_ms() - start;
-	if (rc != 0) {
+	if (record_attempt(c, role, method, url, c->status, ms, a->ex,
+	    a->why[0] != '\0' ? a->why : NULL) != 0) {
+		errbuf_set(err, errlen, "%s: out of memory", label);
+		return FLAG_ERR_NOMEM;
+	}
+	a->ok = a->rc == 0 && c->status >= 200 && c->status <= 299;
+	/* A 4xx says the request itself is wrong: sending it again cannot
+	 * help. A too large answer will be as large again. */
+	a->retry = (a->rc != 0 && !c->answer.toobig) || c->status >= 500;
+	a->unsent = a->rc != 0 && (cc == CURLE_COULDNT_CONNECT ||
+	    cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY);
+	return 0;
+}
+
+/* The error of a call whose last attempt A failed, after N attempts
+ * since S began, into ERR. Returns its code. */
+static int
+send_failed(struct flag_call *c, const struct schedule *s, const struct attempt *a,
+    int n, const char *label, const char *method, const char *url, char *err,
+    size_t errlen)
+{
+	long long elapsed = (long long)(clock_mono_ms() - s->start);
+
+	if (a->rc != 0) {
 		errbuf_set(err, errlen, "%s: %s %s: %s (%d attempt%s in %lld ms)",
-		    label, method, url, why, n, n == 1 ? "" : "s",
-		    (long long)elapsed);
+		    label, method, url, a->why, n, n == 1 ? "" : "s", elapsed);
 		return c->answer.toobig ? FLAG_ERR_ANSWER : FLAG_ERR_TRANSPORT;
 	}
-	if (retry)
+	if (a->retry)
 		errbuf_set(err, errlen, "%s: %s %s: HTTP %ld (%s) (%d attempt%s in "
 		    "%lld ms)", label, method, url, c->status,
-		    ex[0] != '\0' ? ex : "empty answer", n, n == 1 ? "" : "s",
-		    (long long)elapsed);
+		    a->ex[0] != '\0' ? a->ex : "empty answer", n, n == 1 ? "" : "s",
+		    elapsed);
 	else
 		errbuf_set(err, errlen, "%s: %s %s: HTTP %ld (%s), not retried",
 		    label, method, url, c->status,
-		    ex[0] != '\0' ? ex : "empty answer");
+		    a->ex[0] != '\0' ? a->ex : "empty answer");
 	if (c->status == 401 || c->status == 403)
 		return FLAG_ERR_AUTH;
 	if (c->status == 404)
 		return FLAG_ERR_NOT_FOUND;
 	return FLAG_ERR_HTTP;
+}
+
+/* After a write that got no answer or a 5xx (its error in ERR): did it
+ * take? Reads the flag back through the provider. Returns 1 when it reads
+ * as the switch wants (recorded in the result), 0 when it reads the other
+ * way (the write may be sent again), or FLAG_ERR_UNCONFIRMED (or
+ * FLAG_ERR_NOMEM) with ERR saying why when it cannot be read or reads
+ * neither: whether the write took is then unknown, and sending it again
+ * could undo it (a toggle). */
+static int
+write_took(struct flag_call *c, const char *label, char *err, size_t errlen)
+{
+	char rerr[512];
+	int st = -1, rc;
+
+	rerr[0] = '\0';
+	if ((rc = c->prov->read(c, label, &st, rerr, sizeof(rerr))) != 0) {
+		if (rc == FLAG_ERR_NOMEM) {
+			errbuf_set(err, errlen, "%s", rerr);
+			return rc;
+		}
+		sentences_add(err, errlen, "reading the flag back then failed (%s): "
+		    "the switch is unconfirmed and not sent again (a second write "
+		    "could undo one that took)", rerr);
+		return FLAG_ERR_UNCONFIRMED;
+	}
+	if (st == c->want) {
+		if (json_object_set_new(c->result, "write_took_by", json_string(
+		    "read-back after the write got no answer or a 5xx")) != 0) {
+			errbuf_set(err, errlen, "%s: out of memory", label);
+			return FLAG_ERR_NOMEM;
+		}
+		return 1;
+	}
+	if (st < 0) {
+		sentences_add(err, errlen, "read back, the flag reads neither on nor "
+		    "off: the switch is unconfirmed and not sent again");
+		return FLAG_ERR_UNCONFIRMED;
+	}
+	return 0;
+}
+
+/* Sends METHOD URL (BODY may be NULL) with HDRS as C's options say; ROLE
+ * ("write", "read") and LABEL ("flag on", "flag read") go into the
+ * attempts and messages. A read is sent again after no answer or a 5xx.
+ * A write is sent again only when it cannot have left (no connection), or
+ * when the flag, read back through C's provider, shows that it did not
+ * take; one that reads as wanted is done, and one that cannot be read
+ * back is FLAG_ERR_UNCONFIRMED, never sent blind. Returns 0 on a 2xx
+ * answer (left in C->answer; for a write that was read back, the read's
+ * answer), or a negative code with ERR set. */
+int
+flag_send(struct flag_call *c, const char *label, const char *role,
+    const char *method, const char *url, const char *body,
+    struct curl_slist *hdrs, char *err, size_t errlen)
+{
+	struct schedule s = { clock_mono_ms(), c->o.backoff_ms };
+	struct attempt a;
+	bool write = strcmp(role, "write") == 0;
+	int n, rc, code;
+
+	for (n = 1;; n++) {
+		if ((rc = attempt_once(c, &s, label, role, method, url, body, hdrs, &a,
+		    err, errlen)) != 0)
+			return rc;
+		if (a.ok)
+			return 0;
+		if (!a.retry || (write && !a.unsent && c->want < 0))
+			break;
+		if (write && !a.unsent) {
+			/* Did it take? Its error first: the read replaces the answer. */
+			code = send_failed(c, &s, &a, n, label, method, url, err, errlen);
+			if ((rc = write_took(c, label, err, errlen)) != 0)
+				return rc > 0 ? 0 : rc;
+			if (!schedule_next(c, &s, n)) {
+				sentences_add(err, errlen, "read back: not switched");
+				return code;
+			}
+			continue;
+		}
+		if (!schedule_next(c, &s, n))
+			break;
+	}
+	return send_failed(c, &s, &a, n, label, method, url, err, errlen);
 }
 
 /* Appends "NAME: VALUE" to *L. */

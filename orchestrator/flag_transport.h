@@ -38,6 +38,7 @@ struct flag_call {
 	struct curl_slist	*hdr_read;	/* for the read-back */
 	char			**secrets;	/* resolved values, to redact */
 	size_t			 nsecrets;
+	int			 want;		/* a switch's: 1 on, 0 off; -1 a read */
 	json_t			*result;
 	json_t			*attempts;	/* borrowed from RESULT */
 	struct httpbody		 answer;
@@ -69,10 +70,15 @@ int flag_resolve(struct flag_call *c, const char *ref, const char *what,
 int flag_check_url(const char *url, const char *what, int base, char *err,
     size_t errlen);
 
-/* Sends METHOD URL (BODY may be NULL) with HDRS, retrying on no answer and
- * on 5xx as C's options say; ROLE ("write", "read") and LABEL ("flag on",
- * "flag read") go into the attempts and messages. Returns 0 on a 2xx
- * answer, which is left in C->answer, or a negative code with ERR set. */
+/* Sends METHOD URL (BODY may be NULL) with HDRS as C's options say; ROLE
+ * ("write", "read") and LABEL ("flag on", "flag read") go into the
+ * attempts and messages. A read is sent again after no answer or a 5xx.
+ * A write is sent again only when it cannot have left (no connection), or
+ * when the flag, read back through C's provider, shows that it did not
+ * take; one that reads as wanted is done, and one that cannot be read
+ * back is FLAG_ERR_UNCONFIRMED, never sent blind. Returns 0 on a 2xx
+ * answer (left in C->answer; for a write that was read back, the read's
+ * answer), or a negative code with ERR set. */
 int flag_send(struct flag_call *c, const char *label, const char *role,
     const char *method, const char *url, const char *body,
     struct curl_slist *hdrs, char *err, size_t errlen);

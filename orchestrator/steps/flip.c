@@ -4,7 +4,8 @@
  * once the flag reads as wanted: once any switch is recorded, the flag is
  * read before each send, and a flag already as wanted is not sent again
  * (a toggle-style service would undo it). flag_switch itself repeats a
- * write that got no answer or a 5xx (step.h: what is not promised). */
+ * write that got no answer or a 5xx only after reading it back not taken
+ * (flag.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -241,6 +241,8 @@ struct old_counters {
 	struct old_counter *v;
 	size_t n;
 	int64_t at_ms;
+	bool exact;			/* depths by passive declares (the
+					 * watch's), not by the statistics */
 	json_t *json;			/* owns the names */
 };
 
@@ -263,7 +265,11 @@ void old_counters_free(struct old_counters *o);
 /* Compares queue NAME's counters in NOW with BASE (BASE_WHAT says what
  * BASE is, e.g. "the watch's last sample"). Returns 0 when nothing can
  * have entered it since, or 1 with WHY: a publish since, a counter that
- * went backwards, one missing or unreadable, more messages. */
+ * went backwards, one missing or unreadable, more messages. Depths are
+ * compared only when both are of one kind (both exact, or both from the
+ * statistics): a statistics depth is seconds old, so against the watch's
+ * exact one it shows messages that have since expired; the exact check
+ * remove_old makes next leaves any queue that holds a message. */
 int old_counters_compare(const struct old_counters *base,
     const struct old_counters *now, const char *name, const char *base_what,
     char *why, size_t whylen);

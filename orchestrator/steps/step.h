@@ -166,11 +166,12 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
  * recorded (a flip resumed after a crash, retried, or after a rollback),
  * the flag is read before sending: a flag already on is not sent again
  * (only the confirmation is recorded), and one that cannot be read is not
- * switched at all. Not promised: that the service receives the transition
- * once. The plan's first send is not preceded by a read, and within one
- * send flag_switch repeats the write after no answer or a 5xx, so a
- * set-style call (unleash's /on, a PUT of the value) is safe, a toggle is
- * not. Without C->store nothing is recorded and nothing read first. */
+ * switched at all. Within one send, flag_switch sends the write again
+ * after no answer or a 5xx only once a read-back shows it did not take
+ * (unreadable: FLAG_ERR_UNCONFIRMED, the step fails without another
+ * write), so a toggle-style service gets one transition per flip. The
+ * plan's first send is not preceded by a read. Without C->store nothing
+ * is recorded and nothing read first. */
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a

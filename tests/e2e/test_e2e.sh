@@ -71,6 +71,7 @@ ladder:
   destinations: [$name.email]
 canary:
   delays: [100ms, 700ms, 1500ms]
+  max_lateness: 10s
 flag:
   kind: unleash
   url: $CUTOVER_TEST_UNLEASH_URL
@@ -98,6 +99,12 @@ e2e_feature_create "$feature" || { echo "test_e2e: cannot create feature $featur
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+
+# canary.max_lateness is 10 s, not the default 2 s: it also bounds the
+# watch's probes, and on a loaded CI machine (two cores, a CPU hog and
+# other suites) a probe through this 100 ms ladder once took over 3 s
+# (2 s + the 1 s grace), raising the probe alert that holds the watch
+# until acknowledged. Never early stays exact; lateness is reported (p99).
 
 # Live traffic: 300 messages a second, delays 1-20 s in 500 ms steps (39
 # old queues, a horizon of about 20 s), until told to stop.
@@ -154,37 +161,23 @@ api POST "/api/plans/$id/steps/5/approve" >/dev/null
 wait_for 6 running 60
 wait_for 7 waiting_approval 180
 api POST "/api/plans/$id/steps/7/approve" >/dev/null
-# The plan succeeds; or remove_old refuses, as it must, every old queue that
-# took messages after the watch's last sample (then the plan stays failed
-# with exactly those queues left, each saying why; lost and early are still
-# 0). Anything else is a failure.
-late_left=0
+# The plan succeeds. A plan that fails (or is still not done after 120 s)
+# is a failure: it prints what each step did and every old queue remove_old
+# left, with why, and the producer's flag log.
 t=0
-until [ "$(curl -fsS "$server/api/plans/$id" | jq -r .status)" = succeeded ]; do
+while :; do
+	status=$(curl -fsS "$server/api/plans/$id" | jq -r .status)
+	[ "$status" = succeeded ] && break
 	t=$((t + 1))
-	if [ $t -gt 600 ]; then
+	if [ "$status" = failed ] || [ $t -gt 600 ]; then
+		fail "the plan did not succeed (status $status)"
 		curl -fsS "$server/api/plans/$id" >"$tmp/plan.json"
+		jq -c '.steps[] | {kind, status, error}' "$tmp/plan.json" >&2
 		jq -c '.steps[] | select(.kind == "remove_old") | .result.entries[]? |
 		    select(.outcome != "removed" and .outcome != "gone") |
-		    {name, outcome, reason}' "$tmp/plan.json" >"$tmp/left.json"
-		n_left=$(wc -l <"$tmp/left.json")
-		n_late=$(grep -cE 'since the watch|than at the watch' "$tmp/left.json")
-		if [ "$(jq -r '.steps[6].status' "$tmp/plan.json")" = failed ] &&
-		    [ "$n_left" -gt 0 ] && [ "$n_late" = "$n_left" ] &&
-		    [ "$(jq '[.steps[0:6][] | select(.status != "succeeded")] | length' \
-		    "$tmp/plan.json")" = 0 ]; then
-			late_left=$n_left
-			echo "test_e2e: note: remove_old left $n_left old queue(s) that took" \
-			    "messages after the watch ended (the producer's flag log follows):" >&2
-			cat "$tmp/left.json" >&2
-			grep -i 'flag' "$tmp/traffic.log" | tail -n 20 >&2
-		else
-			fail "the plan did not succeed"
-			# What each step did, and every old queue remove_old left with why.
-			jq -c '.steps[] | {kind, status, error}' "$tmp/plan.json" >&2
-			cat "$tmp/left.json" >&2
-			tail -n 20 "$tmp/serve.log" >&2
-		fi
+		    {name, outcome, messages_seen, reason}' "$tmp/plan.json" >&2
+		grep -i 'flag' "$tmp/traffic.log" | tail -n 20 >&2
+		tail -n 20 "$tmp/serve.log" >&2
 		break
 	fi
 	sleep 0.2
@@ -224,10 +217,9 @@ alerts=$(curl -fsS "$server/api/plans/$id" |
 # The old path is gone; the broker holds the ladder and the destination.
 old_left=$(mgmt "/api/queues/%2F?columns=name" | jq "[.[] | select(.name | startswith(\"$name.delay.\"))] | length")
 ours=$(mgmt "/api/queues/%2F?columns=name" | jq "[.[] | select(.name | startswith(\"$name.\"))] | length")
-[ "$old_left" = "$late_left" ] || fail "$old_left old queues are left"
-# 9 levels + parking + 1 destination (+ the old queues refused above)
-[ "$ours" = $((11 + late_left)) ] ||
-    fail "the broker holds $ours of the plan's queues, expected $((11 + late_left))"
+[ "$old_left" = 0 ] || fail "$old_left old queues are left"
+# 9 levels + parking + 1 destination
+[ "$ours" = 11 ] || fail "the broker holds $ours of the plan's queues, expected 11"
 "$bin" ladder verify "$tmp/plan.yaml" >"$tmp/verify.txt" 2>&1 || {
 	fail "the ladder does not verify"
 	grep -v '^ok' "$tmp/verify.txt" >&2

@@ -20,6 +20,7 @@
 #include "broker/mgmt.h"
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_unleash.h"
 #include "itest_run.h"
 #include "step.h"
 
@@ -240,15 +241,7 @@ unleash_call(const char *method, const char *path, const char *body)
 static void
 delete_feature(void *arg)
 {
-	char path[300];
-	long st;
-
-	snprintf(path, sizeof(path), "projects/default/features/%s", (char *)arg);
-	if ((st = unleash_call("DELETE", path, NULL)) / 100 != 2)
-		fprintf(stderr, "itest: archiving feature %s: HTTP %ld\n", (char *)arg, st);
-	snprintf(path, sizeof(path), "archive/%s", (char *)arg);
-	if ((st = unleash_call("DELETE", path, NULL)) / 100 != 2)
-		fprintf(stderr, "itest: deleting feature %s: HTTP %ld\n", (char *)arg, st);
+	itest_feature_delete(arg);
 	free(arg);
 }
 

@@ -14,8 +14,9 @@ void itest_feature_create(const char *name);
 /* Turns feature NAME on or off in production. */
 void itest_feature_set(const char *name, bool on);
 
-/* Deletes feature NAME: archived, then removed from the archive. Never
- * fails the test (it runs in teardowns). */
+/* Deletes feature NAME: archived, then, once Unleash has recorded the
+ * archive (its lifecycle stage), removed from the archive. Never fails
+ * the test (it runs in teardowns); says on stderr what did not work. */
 void itest_feature_delete(const char *name);
 
 #endif

@@ -11,9 +11,13 @@
  * kind http against a small flag service this test runs on 127.0.0.1 with
  * libmicrohttpd: it holds one flag, answers GET /flag with
  *   {"enabled": V, "flags": [{"name": "delay-ladder", "x/y": {"m~n": V}}]}
- * and PUT /flag {"enabled": V} sets it; it can be told to answer 500 a
- * number of times or forever, to answer 400, to ignore writes, or to be
- * slow, and it records the Authorization header it was sent. */
+ * and PUT /flag {"enabled": V} sets it (or, as a toggle-style service,
+ * flips it whatever V says); it can be told to answer 500 a number of
+ * times or forever (to every request, or to writes only), to apply a
+ * write and then answer 500 or close the connection without an answer, to
+ * fail every read after such a write, to answer 400, to ignore writes, or
+ * to be slow; it counts the writes it applied and records the
+ * Authorization header it was sent. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -67,10 +71,20 @@ struct srv {
 	int			 fail_forever;
 	int			 bad_request;	/* answer writes with 400 */
 	int			 ignore_write;
+	int			 toggle;	/* a write flips the value */
+	int			 write_fail_n;	/* answer writes 500 (unapplied)
+						 * this many times */
+	int			 write_fail_forever;
+	int			 applied_fail_n; /* apply a write, then answer 500 */
+	int			 applied_close_n; /* apply a write, then close
+						 * without an answer */
+	int			 reads_fail_after; /* after such a write, answer
+						 * every read 500 */
+	int			 reads_failing;
 	int			 slow_n;	/* this many answers are slow */
 	long			 slow_ms;
 	int			 requests;
-	int			 writes;
+	int			 writes;	/* writes taken (past a 500 or 400) */
 	char			 auth[256];	/* last Authorization seen */
 	char			 method[16];	/* of the last write */
 	char			 ctype[64];	/* its Content-Type */
@@ -127,7 +141,7 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 	json_t *doc = NULL, *in;
 	char *text;
 	enum MHD_Result rc;
-	int write, fail, bad, slow;
+	int write, fail, bad, slow, after;
 
 	(void)version;
 	if (up == NULL) {
@@ -155,9 +169,13 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 	h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 	    MHD_HTTP_HEADER_AUTHORIZATION);
 	snprintf(s->auth, sizeof(s->auth), "%s", h != NULL ? h : "");
-	fail = s->fail_forever || s->fail_n > 0;
+	fail = s->fail_forever || s->fail_n > 0 ||
+	    (write && (s->write_fail_forever || s->write_fail_n > 0)) ||
+	    (!write && s->reads_failing);
 	if (s->fail_n > 0)
 		s->fail_n--;
+	else if (write && s->write_fail_n > 0)
+		s->write_fail_n--;
 	bad = write && s->bad_request;
 	slow = s->slow_n > 0 ? (s->slow_n--, 1) : 0;
 	pthread_mutex_unlock(&s->mu);
@@ -192,12 +210,28 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 			return reply(conn, 422, "application/json",
 			    "{\"message\":\"expected enabled\"}");
 		}
-		if (!s->ignore_write) {
+		if (s->toggle || !s->ignore_write) {
+			json_t *v = s->toggle ? json_boolean(!json_is_true(s->value)) :
+			    json_incref(json_object_get(in, "enabled"));
+
 			json_decref(s->value);
-			s->value = json_incref(json_object_get(in, "enabled"));
+			s->value = v;
 		}
 		json_decref(in);
+		/* Applied; the answer may still be lost. */
+		after = s->applied_close_n > 0 ? 2 : s->applied_fail_n > 0;
+		if (after == 2)
+			s->applied_close_n--;
+		else if (after == 1)
+			s->applied_fail_n--;
+		if (after && s->reads_fail_after)
+			s->reads_failing = 1;
 		pthread_mutex_unlock(&s->mu);
+		if (after == 2)
+			return MHD_NO;	/* closes the connection, no answer */
+		if (after == 1)
+			return reply(conn, 500, "text/plain", "flag store "
+			    "failed after applying the write");
 		return reply(conn, 200, "application/json", "{\"ok\":true}");
 	}
 	doc = json_pack("{s:O,s:[{s:s,s:{s:O}}]}", "enabled", s->value, "flags",
@@ -327,6 +361,52 @@ quick(struct flag_options *o)
 	o->backoff_ms = 20;
 	o->backoff_max_ms = 80;
 	o->budget_ms = 10000;
+}
+
+/* A switch on against a toggle-style flag service (each write flips the
+ * flag) with some of its faults set. */
+struct toggle {
+	struct srv		 s;
+	struct http_plan	 hp;	/* reads /enabled */
+	struct flag_options	 o;	/* fast retries */
+	json_t			*r;	/* the switch's result */
+	char			 err[512];
+	int			 rc;
+};
+
+struct faults {
+	int write_fail_n, applied_fail_n, applied_close_n, reads_fail_after;
+};
+
+/* Starts T's service with faults F and switches its flag on; fails unless
+ * the service took exactly one write (a second would have switched the
+ * toggle back). toggle_end releases T. */
+static void
+toggle_on(struct toggle *t, struct faults f)
+{
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	srv_start(&t->s);
+	http_plan(&t->hp, &t->s, "/enabled");
+	quick(&t->o);
+	t->s.toggle = 1;
+	t->s.write_fail_n = f.write_fail_n;
+	t->s.applied_fail_n = f.applied_fail_n;
+	t->s.applied_close_n = f.applied_close_n;
+	t->s.reads_fail_after = f.reads_fail_after;
+	t->rc = flag_switch_with(&t->hp.p, true, &t->o, &t->r, t->err,
+	    sizeof(t->err));
+	if (t->s.writes != 1)
+		fail_msg("the service took %d writes for one switch on (a toggle "
+		    "now reads %s): %s", t->s.writes, json_is_true(t->s.value) ?
+		    "on" : "off", t->err);
+}
+
+static void
+toggle_end(struct toggle *t)
+{
+	json_decref(t->r);
+	srv_stop(&t->s);
 }
 
 /* ---- helpers ---- */
@@ -810,15 +890,20 @@ test_http_500_then_ok(void **state)
 	srv_start(&s);
 	http_plan(&hp, &s, "/enabled");
 	quick(&o);
-	s.fail_n = 2;
+	s.write_fail_n = 2;
 	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
 		fail_msg("flag on: %s", err);
 	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	/* Each 500 is followed by a read-back that finds the flag off, so
+	 * the write goes again; then the switch's own read-back. */
 	assert_int_equal(nattempts(r, "write"), 3);
 	assert_int_equal(status_of(attempt(r, 0)), 500);
-	assert_int_equal(status_of(attempt(r, 1)), 500);
-	assert_int_equal(status_of(attempt(r, 2)), 200);
-	assert_int_equal(nattempts(r, "read"), 1);
+	assert_string_equal(json_string_value(json_object_get(attempt(r, 1),
+	    "call")), "read");
+	assert_int_equal(status_of(attempt(r, 2)), 500);
+	assert_int_equal(status_of(attempt(r, 4)), 200);
+	assert_int_equal(nattempts(r, "read"), 3);
+	assert_int_equal(s.writes, 1);
 	/* The 500 answers quoted the header: redacted in the excerpts. */
 	assert_contains(json_string_value(json_object_get(attempt(r, 0),
 	    "excerpt")), "flag store unavailable (request had ***)");
@@ -843,21 +928,24 @@ test_http_500_forever(void **state)
 	srv_start(&s);
 	http_plan(&hp, &s, "/enabled");
 	quick(&o);
-	s.fail_forever = 1;
+	s.write_fail_forever = 1;
 	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
 	    sizeof(err)), FLAG_ERR_HTTP);
 	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	/* Each write answered 500, each read-back after it found the flag
+	 * off: four writes, four reads, alternating. */
 	assert_int_equal(nattempts(r, "write"), 4);
-	assert_int_equal(nattempts(r, "read"), 0);
-	for (i = 0; i < 4; i++)
+	assert_int_equal(nattempts(r, "read"), 4);
+	for (i = 0; i < 8; i += 2)
 		assert_int_equal(status_of(attempt(r, i)), 500);
 	assert_contains(err, "flag on: PUT ");
 	assert_contains(err, hp.url);
 	assert_contains(err, "HTTP 500");
 	assert_contains(err, "flag store unavailable");
 	assert_contains(err, "4 attempts");
+	assert_contains(err, "read back: not switched");
 	assert_not_leaked(r, err, "flag-secret-7f3a9c");
-	assert_int_equal(s.requests, 4);
+	assert_int_equal(s.requests, 8);
 	json_decref(r);
 	r = NULL;
 
@@ -938,6 +1026,83 @@ test_http_ignored_write(void **state)
 	    "read_back"), "state")), "off");
 	json_decref(r);
 	srv_stop(&s);
+}
+
+/* A toggle-style service that applies the write and then answers 500
+ * (CLOSE: closes the connection without an answer): the write is not sent
+ * again, since the read-back shows it applied; a second one would have
+ * switched the flag back off. */
+static void
+applied_then_lost(int close)
+{
+	struct toggle t;
+
+	toggle_on(&t, (struct faults){ .applied_fail_n = !close,
+	    .applied_close_n = close });
+	if (t.rc != 0)
+		fail_msg("flag on: %s", t.err);
+	assert_true(json_is_true(t.s.value));
+	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
+	assert_int_equal(nattempts(t.r, "write"), 1);
+	assert_int_equal(status_of(attempt(t.r, 0)), close ? 0 : 500);
+	assert_string_equal(json_string_value(json_object_get(attempt(t.r, 1),
+	    "call")), "read");
+	toggle_end(&t);
+}
+
+static void
+test_http_applied_then_500(void **state)
+{
+	(void)state;
+	applied_then_lost(0);
+}
+
+static void
+test_http_applied_then_closed(void **state)
+{
+	(void)state;
+	applied_then_lost(1);
+}
+
+/* The write is applied, its answer is a 500, and then the flag cannot be
+ * read: the switch is reported unconfirmed, not written again blind. */
+static void
+test_http_applied_then_unreadable(void **state)
+{
+	struct toggle t;
+
+	(void)state;
+	toggle_on(&t, (struct faults){ .applied_fail_n = 1, .reads_fail_after = 1 });
+	assert_int_equal(t.rc, FLAG_ERR_UNCONFIRMED);
+	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
+	assert_int_equal(nattempts(t.r, "write"), 1);
+	assert_int_equal(nattempts(t.r, "read"), t.o.attempts);
+	assert_contains(t.err, "flag on: PUT ");
+	assert_contains(t.err, "HTTP 500");
+	assert_contains(t.err, "unconfirmed");
+	assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
+	toggle_end(&t);
+}
+
+/* A write that answered 500 without taking, read back off, is sent again
+ * on a connection of its own: on the connection the read left open,
+ * libcurl would send it once more by itself when the service closes it
+ * without an answer (here: after applying it), and a toggle would be
+ * switched back. */
+static void
+test_http_write_again_on_a_new_connection(void **state)
+{
+	struct toggle t;
+
+	(void)state;
+	toggle_on(&t, (struct faults){ .write_fail_n = 1, .applied_close_n = 1 });
+	if (t.rc != 0)
+		fail_msg("flag on: %s", t.err);
+	assert_true(json_is_true(t.s.value));
+	assert_int_equal(nattempts(t.r, "write"), 2);
+	assert_int_equal(status_of(attempt(t.r, 0)), 500);
+	assert_int_equal(status_of(attempt(t.r, 2)), 0);
+	toggle_end(&t);
 }
 
 static void
@@ -1071,6 +1236,10 @@ main(void)
 		cmocka_unit_test(test_http_500_forever),
 		cmocka_unit_test(test_http_400),
 		cmocka_unit_test(test_http_ignored_write),
+		cmocka_unit_test(test_http_applied_then_500),
+		cmocka_unit_test(test_http_applied_then_closed),
+		cmocka_unit_test(test_http_applied_then_unreadable),
+		cmocka_unit_test(test_http_write_again_on_a_new_connection),
 		cmocka_unit_test(test_http_slow),
 		cmocka_unit_test(test_http_secret_unset),
 	};
