@@ -149,7 +149,9 @@ wait_for() {
 		if [ $t -gt $(($3 * 5)) ]; then
 			fail "step $1 is $(step_status "$1") after $3 s, expected $2"
 			curl -fsS "$server/api/plans/$id" | jq -c '.steps[] | {kind, status, error}' >&2
-			tail -n 20 "$tmp/serve.log" >&2
+			curl -fsS "$server/api/plans/$id" | jq -c '.alerts' >&2
+			curl -fsS "$server/api/plans/$id" | jq -c '.steps[] | select(.kind == "watch") | .result.summary // .summary // .result' >&2
+			grep -v 'msg="http ' "$tmp/serve.log" | tail -n 30 >&2
 			exit 1
 		fi
 		sleep 0.2
