@@ -128,7 +128,6 @@ struct wlevel {
 	bool proven;				/* the last probe out came on time */
 	int64_t next_mono;			/* the next probe is due then */
 	int64_t dlx_since_mono;			/* pending dead-letters seen since, 0 */
-	int64_t dlx_ontime;			/* ontime when last checked */
 };
 
 /* What persists from tick to tick (the state JSON, as a struct). */

@@ -194,14 +194,15 @@ watch_levels_check(struct tick *t)
 		}
 		if (!t->dlx_seen)
 			continue;
-		/* A probe that came out of the level on time since the pending
-		 * dead-letters were first seen proves it dead-letters: under
-		 * traffic a quorum level always has some in flight (expired, the
-		 * target's confirm not back yet), other messages at each tick. */
-		if (lv->ontime != lv->dlx_ontime)
-			lv->dlx_since_mono = 0;
-		lv->dlx_ontime = lv->ontime;
 		held = pending_for(&lv->dlx_since_mono, t->dlx[k], t->mono, w->allowance_ms);
+		/* Under traffic a quorum level always has a few dead-letters in
+		 * flight (expired, the target's confirm not back yet: other
+		 * messages at each tick), so a count that never reaches 0 is no
+		 * proof of a stuck level. A probed level whose last probe came
+		 * out on time is moving: its pending dead-letters are reported
+		 * as stuck only once a probe is late (level_late). */
+		if (held >= 0 && probed(t, k) && lv->proven)
+			held = -1;
 		if (held >= 0)
 			watch_alert(t, "dead_letters_pending", "level %d ('%s') has held %lld "
 			    "pending dead-letter%s for %lld ms, longer than watch.allowance "
