@@ -1,12 +1,16 @@
 /* main: the `cutover` command — dispatches to one verb per subcommand. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <amqp.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "build_info.h"
 #include "cli.h"
 #include "plan.h"
-
-#define CUTOVER_VERSION "0.1.0"
 
 static const struct verb {
 	const char *name;
@@ -69,9 +73,47 @@ cli_load_plan(const char *path)
 	return p;
 }
 
+/* `cutover --version [--json]`: the version, the commit, and each library's
+ * version built against and running. */
+static int
+version(int argc, char **argv)
+{
+	const struct build_info *bi = build_info_get();
+	json_t *libs, *doc;
+	char *text;
+
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--json") != 0))
+		return cli_usage_error("--version", "cutover --version [--json]",
+		    "unexpected argument '%s'", argv[1]);
+	if (argc == 1) {
+		printf("cutover %s (commit %s)\n", bi->version, bi->commit);
+		printf("%-14s %-10s %s\n", "library", "built", "running");
+		for (size_t i = 0; i < BUILD_LIBS; i++)
+			printf("%-14s %-10s %s\n", bi->libs[i].name, bi->libs[i].built,
+			    bi->libs[i].running[0] != '\0' ? bi->libs[i].running : "unknown");
+		return CLI_OK;
+	}
+	libs = json_object();
+	for (size_t i = 0; i < BUILD_LIBS; i++)
+		json_object_set_new(libs, bi->libs[i].name, json_pack("{s:s,s:s}",
+		    "built", bi->libs[i].built, "running", bi->libs[i].running));
+	doc = json_pack("{s:s,s:s,s:o}", "version", bi->version, "commit", bi->commit,
+	    "libraries", libs);
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (text == NULL) {
+		fprintf(stderr, "cutover --version: out of memory\n");
+		return CLI_FAIL;
+	}
+	printf("%s\n", text);
+	free(text);
+	return CLI_OK;
+}
+
 int
 main(int argc, char **argv)
 {
+	build_info_init(amqp_version(), curl_version_info(CURLVERSION_NOW)->version);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_USAGE;
@@ -81,10 +123,8 @@ main(int argc, char **argv)
 		usage(stdout);
 		return CLI_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-		printf("cutover %s\n", CUTOVER_VERSION);
-		return CLI_OK;
-	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+		return version(argc - 1, argv + 1);
 	for (const struct verb *v = verbs; v->name != NULL; v++)
 		if (strcmp(argv[1], v->name) == 0)
 			return v->run(argc - 1, argv + 1);

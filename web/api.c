@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "build_info.h"
 #include "log.h"
 #include "plan.h"
 #include "store_admit.h"
@@ -146,7 +147,9 @@ only_params(const struct uri_query *q, const char *const *known, struct api_resp
 	return 0;
 }
 
-/* GET /healthz: whether the database can be read. */
+/* GET /healthz: whether the database can be read, and cutover's version and
+ * commit (the libraries' versions are in /metrics, which is not open to
+ * everyone). */
 static void
 healthz(const struct api_call *c)
 {
@@ -159,7 +162,8 @@ healthz(const struct api_call *c)
 		api_error(r, 503, "the database cannot be read: %s", err);
 		return;
 	}
-	reply(r, 200, json_pack("{s:s}", "status", "ok"));
+	reply(r, 200, json_pack("{s:s,s:s,s:s}", "status", "ok",
+	    "version", build_info_get()->version, "commit", build_info_get()->commit));
 }
 
 /* Answers a read whose view returned RC (0, 1: no such plan, -1). */

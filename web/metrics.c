@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "build_info.h"
 #include "metrics.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
@@ -597,8 +598,27 @@ render_levels(struct buf *b, const struct plans *ps)
 }
 
 /* The sections of the text, in order. */
+/* cutover_build_info: one series, 1, its labels the version, the commit and
+ * the version of each library the binary was compiled against. */
+static void
+render_build(struct buf *b, const struct plans *ps)
+{
+	const struct build_info *bi = build_info_get();
+	char v[3][64];
+
+	(void)ps;
+	family(b, "cutover_build_info", "gauge", "cutover's version, commit and the "
+	    "versions of the libraries it was built with");
+	out(b, "cutover_build_info{version=\"%s\",commit=\"%s\"", esc(bi->version, v[0],
+	    sizeof(v[0])), esc(bi->commit, v[1], sizeof(v[1])));
+	for (size_t i = 0; i < BUILD_LIBS; i++)
+		out(b, ",%s=\"%s\"", bi->libs[i].name, esc(bi->libs[i].built, v[2],
+		    sizeof(v[2])));
+	out(b, "} 1\n");
+}
+
 static void (*const sections[])(struct buf *, const struct plans *) = {
-	render_plans, render_depths, render_probes, render_canary, render_events,
+	render_build, render_plans, render_depths, render_probes, render_canary, render_events,
 	render_levels,
 };
 
