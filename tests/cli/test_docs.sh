@@ -1,0 +1,57 @@
+#!/bin/sh
+# test_docs: the documentation cannot drift from the code (issue 21, item
+# 5). README.md's command table is exactly what packaging/gendocs makes of
+# docs/commands.txt; every verb of main.c's table is in docs/commands.txt;
+# every key the plan loader knows (the keys[] tables of plans/*.c) is in
+# docs/plan-format.txt; and the man pages the build made read without a
+# warning from groff or man. Usage: test_docs.sh SOURCE_DIR MAN_DIR
+set -u
+src=$1
+mandir=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+. "$(dirname "$0")/cli_lib.sh"
+
+"$src/packaging/gendocs" check-readme "$src/README.md" "$src/docs/commands.txt" \
+    >"$tmp/diff" 2>&1 || fail "README.md's command table is not docs/commands.txt's: $(cat "$tmp/diff")"
+
+# The verbs: main.c's rows { "NAME", cli_... }, against "@ NAME" (or
+# "@ NAME SUBVERB") in docs/commands.txt.
+sed -n 's/^[[:space:]]*{ "\([a-z]*\)", cli_.*/\1/p' "$src/orchestrator/main.c" >"$tmp/verbs"
+[ -s "$tmp/verbs" ] || fail "no verbs found in orchestrator/main.c"
+for v in $(cat "$tmp/verbs"); do
+	grep -qE "^@ $v( |\$)" "$src/docs/commands.txt" ||
+	    fail "verb '$v' (orchestrator/main.c) is not in docs/commands.txt"
+done
+
+# The plan's keys: every string of a keys[] table in plans/*.c, against the
+# last word of the "@ KEY" lines of docs/plan-format.txt.
+awk '/keys\[\] = \{/ { on = 1 }
+on { s = $0; while (match(s, /"[^"]*"/)) { print substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH) } }
+on && /};/ { on = 0 }' "$src"/plans/*.c | sort -u >"$tmp/keys"
+[ "$(wc -l <"$tmp/keys")" -gt 30 ] || fail "only $(wc -l <"$tmp/keys") plan keys found in plans/*.c"
+sed -n 's/^@ //p' "$src/docs/plan-format.txt" | sed 's/.*[].]//' | sort -u >"$tmp/documented"
+for k in $(comm -23 "$tmp/keys" "$tmp/documented"); do
+	fail "plan key '$k' (plans/*.c) is not in docs/plan-format.txt"
+done
+
+# The man pages, as lintian and man read them.
+for page in cutover.1 cutover-plan.5; do
+	[ -s "$mandir/$page" ] || { fail "$mandir/$page was not generated"; continue; }
+	groff -ww -man -z "$mandir/$page" >"$tmp/groff" 2>&1 || fail "groff failed on $page"
+	[ -s "$tmp/groff" ] && fail "groff -ww on $page: $(cat "$tmp/groff")"
+	for w in 60 80 132; do
+		LC_ALL=C.UTF-8 MANWIDTH=$w man --warnings -E UTF-8 -l -Tutf8 "$mandir/$page" \
+		    >"$tmp/man" 2>"$tmp/manerr" || fail "man -l $page failed"
+		[ -s "$tmp/manerr" ] && fail "man --warnings on $page at $w columns: $(cat "$tmp/manerr")"
+	done
+	MANWIDTH=80 man -l "$mandir/$page" 2>/dev/null | grep -q '^SEE ALSO' ||
+	    fail "$page renders without SEE ALSO"
+done
+contains "$mandir/cutover.1" 'cutover ladder declare'
+contains "$mandir/cutover-plan.5" 'watch.probe_every'
+
+[ "$failures" -eq 0 ] || { echo "test_docs: $failures failure(s)" >&2; exit 1; }
+echo "test_docs: ok"
