@@ -417,29 +417,35 @@ test_crash_between_flip_and_its_record(void **state)
 	end(p, &c);
 }
 
+/* The engine stopped by SIG (exiting EXIT) in the middle of the watch, TEST
+ * naming the plan; run again, it resumes the watch where it was. */
 static void
-test_killed_during_watch_keeps_its_deadline(void **state)
+stopped_during_watch(const char *test, int sig, int exit_status)
 {
 	struct step_ctx c;
 	struct plan *p;
 	struct itest_history t;
+	struct store_step st;
 	char status[32];
 	int64_t started, deadline;
 	pid_t pid;
 
-	(void)state;
-	begin("watchkill", &p, &c, NULL, "1s");
+	begin(test, &p, &c, NULL, "1s");
 	run_to_the_flip_and_approve();
 	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
-	/* Let it sample a few times, then kill it. */
+	/* Let it sample a few times, then stop it. */
 	assert_true(wait_ticks(3, 60000));
 	started = step_number(5, "started_ms");
 	deadline = step_number(5, "deadline_ms");
 	assert_true(started > 0);
 	assert_true(deadline > started);
-	kill(pid, SIGKILL);
-	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
+	kill(pid, sig);
+	assert_int_equal(itest_wait(pid), exit_status);
+	/* Stopped with the watch in flight: neither finished nor failed. */
+	assert_int_equal(read_step(5, &st), 0);
+	assert_string_equal(st.status, "running");
+	store_step_clear(&st);
 
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
 	/* The watch kept its start; its deadline never moved earlier. */
@@ -449,6 +455,22 @@ test_killed_during_watch_keeps_its_deadline(void **state)
 	assert_int_equal(itest_count(&t, "flip.requested"), 1);
 	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
 	end(p, &c);
+}
+
+static void
+test_killed_during_watch_keeps_its_deadline(void **state)
+{
+	(void)state;
+	stopped_during_watch("watchkill", SIGKILL, 128 + SIGKILL);
+}
+
+/* SIGTERM (as systemd stops cutover.service) mid-watch: exit 4, and the
+ * watch resumes with its start and deadline (issue 21, item 4). */
+static void
+test_sigterm_during_watch_resumes(void **state)
+{
+	(void)state;
+	stopped_during_watch("watchterm", SIGTERM, 4);
 }
 
 static int
@@ -1054,6 +1076,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_whole_plan_with_gates),
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
+		cmocka_unit_test(test_sigterm_during_watch_resumes),
 		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
 		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
