@@ -165,26 +165,45 @@ itest_cutover(const char *arg, ...)
 	return itest_wait(pid);
 }
 
-pid_t
-itest_start_run(const char *db, const char *planfile, const char *fault)
+/* Starts the cutover binary with ARGV (after argv[0]) in the background,
+ * with CUTOVER_FAULT=FAULT when FAULT is not NULL. Returns its pid. */
+static pid_t
+start(const char *const *argv, const char *fault)
 {
 	const char *bin = binary();
 	pid_t parent = getpid(), pid;
 
 	if (nstarted == STARTED_MAX)
-		fail_msg("itest_start_run: more than %d processes", STARTED_MAX);
+		fail_msg("itest: more than %d processes started", STARTED_MAX);
 	want_atexit();
 	if ((pid = fork()) == 0) {
 		die_with_parent(parent);
 		if (fault != NULL)
 			setenv("CUTOVER_FAULT", fault, 1);
 		dup2(2, 1);
-		execl(bin, "cutover", "run", "--db", db, planfile, (char *)NULL);
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	assert_true(pid > 0);
 	started[nstarted++] = pid;
 	return pid;
+}
+
+pid_t
+itest_start_run(const char *db, const char *planfile, const char *fault)
+{
+	const char *argv[] = { "cutover", "run", "--db", db, planfile, NULL };
+
+	return start(argv, fault);
+}
+
+pid_t
+itest_start_serve(const char *db)
+{
+	const char *argv[] = { "cutover", "serve", "--db", db, "--listen", "127.0.0.1:0",
+	    NULL };
+
+	return start(argv, NULL);
 }
 
 static int

@@ -33,6 +33,11 @@ int itest_cutover(const char *arg, ...);
  * CUTOVER_FAULT=FAULT when FAULT is not NULL. Returns its pid. */
 pid_t itest_start_run(const char *db, const char *planfile, const char *fault);
 
+/* Starts `cutover serve --db DB` in the background, on a port of the
+ * kernel's choosing on 127.0.0.1 (for a test that watches DB, not the
+ * API). Returns its pid. */
+pid_t itest_start_serve(const char *db);
+
 /* Waits for PID and returns its exit status as itest_cutover does. */
 int itest_wait(pid_t pid);
 

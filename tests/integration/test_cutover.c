@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -417,10 +418,11 @@ test_crash_between_flip_and_its_record(void **state)
 	end(p, &c);
 }
 
-/* The engine stopped by SIG (exiting EXIT) in the middle of the watch, TEST
- * naming the plan; run again, it resumes the watch where it was. */
+/* The engine (`cutover run`, or `cutover serve` when SERVE) stopped by SIG
+ * (exiting EXIT) in the middle of the watch, TEST naming the plan; run
+ * again, it resumes the watch where it was. */
 static void
-stopped_during_watch(const char *test, int sig, int exit_status)
+stopped_during_watch(const char *test, bool serve, int sig, int exit_status)
 {
 	struct step_ctx c;
 	struct plan *p;
@@ -432,7 +434,7 @@ stopped_during_watch(const char *test, int sig, int exit_status)
 
 	begin(test, &p, &c, NULL, "1s");
 	run_to_the_flip_and_approve();
-	pid = itest_start_run(db, planfile, NULL);
+	pid = serve ? itest_start_serve(db) : itest_start_run(db, planfile, NULL);
 	assert_true(wait_step(5, "running", 30000));
 	/* Let it sample a few times, then stop it. */
 	assert_true(wait_ticks(3, 60000));
@@ -461,16 +463,26 @@ static void
 test_killed_during_watch_keeps_its_deadline(void **state)
 {
 	(void)state;
-	stopped_during_watch("watchkill", SIGKILL, 128 + SIGKILL);
+	stopped_during_watch("watchkill", false, SIGKILL, 128 + SIGKILL);
 }
 
-/* SIGTERM (as systemd stops cutover.service) mid-watch: exit 4, and the
- * watch resumes with its start and deadline (issue 21, item 4). */
+/* SIGTERM mid-watch: `run` exits 4, and the watch resumes with its start
+ * and deadline. */
 static void
 test_sigterm_during_watch_resumes(void **state)
 {
 	(void)state;
-	stopped_during_watch("watchterm", SIGTERM, 4);
+	stopped_during_watch("watchterm", false, SIGTERM, 4);
+}
+
+/* `cutover serve` stopped by SIGTERM mid-watch, as systemd stops
+ * cutover.service (issue 21, item 4): a clean exit (0), the watch left
+ * running, and resumed with its start and deadline. */
+static void
+test_serve_sigterm_during_watch_resumes(void **state)
+{
+	(void)state;
+	stopped_during_watch("serveterm", true, SIGTERM, 0);
 }
 
 static int
@@ -1077,6 +1089,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_crash_between_flip_and_its_record),
 		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
 		cmocka_unit_test(test_sigterm_during_watch_resumes),
+		cmocka_unit_test(test_serve_sigterm_during_watch_resumes),
 		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
 		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
