@@ -77,7 +77,7 @@ cp "$deb" "$tmp/"
     { echo "apt-get install failed: $(cat "$tmp/install.log")" >&2; exit 1; }
 installed=yes
 expect 0 /usr/bin/cutover --version
-head -n 1 "$tmp/out" | grep -qE "^cutover $version \(commit [0-9a-f]{12}|unknown\)\$" ||
+head -n 1 "$tmp/out" | grep -qE "^cutover $version \(commit ([0-9a-f]{12}|unknown)\)\$" ||
     fail "/usr/bin/cutover --version: $(head -n 1 "$tmp/out")"
 expect 0 /usr/bin/cutover check /usr/share/doc/cutover/examples/*.yaml
 contains "$tmp/out" "orders-delays"
