@@ -1,8 +1,8 @@
-# build_info.cmake (included by CMakeLists.txt): writes build_info_gen.h
-# for orchestrator/build_info.c.
-# build_info (issue 21): the version above, the git commit at configure time
-# (-DCUTOVER_COMMIT=... for a tree that is not a git checkout; configure runs
-# again when HEAD moves) and libyaml's version, into build_info_gen.h.
+# build_info.cmake (included by CMakeLists.txt, issue 21): writes
+# build_info_gen.h for orchestrator/build_info.c — the project's version,
+# the git commit at configure time (-DCUTOVER_COMMIT=... for a tree that is
+# not a git checkout, else "unknown"; configure runs again when HEAD moves)
+# and libyaml's version, which its headers do not carry.
 if(NOT CUTOVER_COMMIT)
   execute_process(COMMAND git -C ${CMAKE_SOURCE_DIR} rev-parse --short=12 HEAD
     OUTPUT_VARIABLE CUTOVER_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
