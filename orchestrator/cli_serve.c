@@ -1,8 +1,11 @@
-/* cli_serve: `cutover serve` — the service. The engine runs every active
- * plan of the database in this thread; libmicrohttpd's threads answer the
- * JSON API from their own connections to the same database (WAL); SQLite
- * is all they share. SIGTERM or SIGINT stops the engine at its next safe
- * point (a step in flight resumes on restart), then the HTTP server; a
+/* cli_serve: `cutover serve` — the service. Its settings come from the
+ * flags and --config's serve.yaml (serve_config.h; a flag wins), checked
+ * alone by --check-config. The engine runs every active plan of the
+ * database in this thread; libmicrohttpd's threads answer the JSON API,
+ * and the notifiers' thread (notify.h) delivers webhooks, each from its
+ * own connection to the same database (WAL); SQLite is all they share.
+ * SIGTERM or SIGINT stops the engine at its next safe point (a step in
+ * flight resumes on restart), then the HTTP server and the notifiers; a
  * second signal stops at once. */
 #include <getopt.h>
 #include <signal.h>
