@@ -294,6 +294,12 @@ notify_start(const char *db_path, const struct serve_config *c, struct notify **
 		errbuf_set(err, errlen, "notifiers: out of memory");
 		return -1;
 	}
+	/* Counted by libcurl (as mgmt_open's), made before the thread starts. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		errbuf_set(err, errlen, "notifiers: curl_global_init failed");
+		free(n);
+		return -1;
+	}
 	n->c = c;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
@@ -334,4 +340,5 @@ notify_stop(struct notify *n)
 	pthread_cond_destroy(&n->cv);
 	pthread_mutex_destroy(&n->mu);
 	free(n);
+	curl_global_cleanup();
 }
