@@ -12,7 +12,9 @@
  * goes on; GET /api/plans/{id}/notifications shows each delivery; the
  * Slack URL (a secret, by env: reference) is in neither the database nor
  * the log nor the API. Across a restart of serve, what was delivered is
- * not sent again and what was not is delivered. */
+ * not sent again, what was not is delivered, and a notifier added at the
+ * restart is not sent the past. A receiver that takes
+ * requests and never answers holds neither the engine nor serve's stop. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -504,6 +506,14 @@ test_restart_neither_resends_nor_loses(void **state)
 	stop_server();
 
 	late = start_receiver(PORT_LATE, "200");
+	/* A notifier new at this start begins at the newest event. */
+	write_config(
+	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:18706/ok',\n"
+	    "      events: [step_failed, plan_finished] }\n"
+	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:18708/late',\n"
+	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n"
+	    "  - { name: newcomer, kind: webhook, url: 'http://127.0.0.1:18706/new',\n"
+	    "      events: [step_failed, plan_finished] }\n");
 	start_server();
 	wait_received(PORT_LATE, "/late", "step_failed", c, NULL, 1);
 	d = wait_delivery(idc, "late", "step_failed", "delivered", 2);
@@ -514,10 +524,55 @@ test_restart_neither_resends_nor_loses(void **state)
 	/* Delivered before the restart, and not again after it. */
 	assert_int_equal(received(PORT_GOOD, "/ok", "step_failed", c, NULL), 1);
 	assert_int_equal(received(PORT_LATE, "/late", "step_failed", c, NULL), 1);
+	wait_received(PORT_GOOD, "/new", "plan_finished", c, NULL, 1);
+	assert_int_equal(received(PORT_GOOD, "/new", "step_failed", c, NULL), 0);
+	assert_null(delivery(idc, "newcomer", "step_failed"));
 	stop_server();
 	assert_int_equal(itest_stop(good), 0);
 	assert_int_equal(itest_stop(late), 0);
 	dump_receiver(PORT_GOOD);
+	dump_receiver(PORT_LATE);
+}
+
+/* A receiver that never answers: the engine runs a plan through its gate
+ * to the end while every POST hangs, and SIGTERM still stops serve. */
+static void
+test_hung_receiver_never_holds_the_engine(void **state)
+{
+	char a[96], path[128];
+	struct itest_history h;
+	char status[24];
+	json_t *d;
+	pid_t hung;
+
+	(void)state;
+	hung = start_receiver(PORT_LATE, "hang");
+	write_config(
+	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:18708/hung',\n"
+	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n");
+	start_server();
+	write_plan("h", "old", "[declare_ladder, { step: verify_ladder, gate: true }]", a,
+	    sizeof(a));
+	snprintf(path, sizeof(path), "%s/h.yaml", dir);
+	verb("submit", path, NULL);
+	/* The notifier is inside a POST that will not be answered. */
+	wait_received(PORT_LATE, "/hung", "gate_waiting", a, NULL, 1);
+	verb("approve", a, "2");
+	for (int64_t until = clock_mono_ms() + WAIT_MS;; itest_sleep_ms(50)) {
+		itest_read_history(db, a, &h, status, sizeof(status));
+		if (strcmp(status, "succeeded") == 0)
+			break;
+		if (clock_mono_ms() > until)
+			fail_msg("plan %s is %s while its notifier hangs", a, status);
+	}
+	/* The gate's notification was never answered: the engine did not
+	 * wait for it. */
+	d = delivery(plan_id(a), "hung", "gate_waiting");
+	assert_non_null(d);
+	assert_string_not_equal(json_string_value(json_object_get(d, "status")), "delivered");
+	json_decref(d);
+	stop_server();
+	assert_int_equal(itest_stop(hung), 0);
 	dump_receiver(PORT_LATE);
 }
 
@@ -580,6 +635,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_four_events_retries_and_no_secret, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_restart_neither_resends_nor_loses, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_hung_receiver_never_holds_the_engine, setup,
 		    teardown),
 	};
 
