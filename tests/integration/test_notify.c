@@ -355,6 +355,21 @@ dump_receiver(int port)
 	fclose(f);
 }
 
+/* Submits plan TEST (NAME), which declares its ladder and waits at the
+ * gate of verify_ladder, and waits until the receiver on PORT got its
+ * gate_waiting on PATH. */
+static void
+submit_gated(const char *test, char *name, size_t len, int port, const char *path)
+{
+	char file[320];
+
+	write_plan(test, "old", "[declare_ladder, { step: verify_ladder, gate: true }]",
+	    name, len);
+	snprintf(file, sizeof(file), "%s/%s.yaml", dir, test);
+	verb("submit", file, NULL);
+	wait_received(port, path, "gate_waiting", name, NULL, 1);
+}
+
 /* The four event kinds, a retried delivery, a receiver that is down, the
  * API's record of each, and no secret anywhere. */
 static void
@@ -383,12 +398,8 @@ test_four_events_retries_and_no_secret(void **state)
 	start_server();
 
 	/* Plan a: waits at its gate, opens an alert, is approved, succeeds. */
-	write_plan("a", "old", "[declare_ladder, { step: verify_ladder, gate: true }]", a,
-	    sizeof(a));
-	snprintf(path, sizeof(path), "%s/a.yaml", dir);
-	verb("submit", path, NULL);
+	submit_gated("a", a, sizeof(a), PORT_GOOD, "/hook");
 	ida = plan_id(a);
-	wait_received(PORT_GOOD, "/hook", "gate_waiting", a, NULL, 1);
 	if (store_open(db, &s, err, sizeof(err)) != 0 ||
 	    store_alert_raise(s, ida, "parking_not_empty", "2 messages in parking",
 	    clock_now_ms(), &alert, err, sizeof(err)) != 1 ||
@@ -539,7 +550,7 @@ test_restart_neither_resends_nor_loses(void **state)
 static void
 test_hung_receiver_never_holds_the_engine(void **state)
 {
-	char a[96], path[128];
+	char a[96];
 	struct itest_history h;
 	char status[24];
 	json_t *d;
@@ -551,12 +562,8 @@ test_hung_receiver_never_holds_the_engine(void **state)
 	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:18708/hung',\n"
 	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n");
 	start_server();
-	write_plan("h", "old", "[declare_ladder, { step: verify_ladder, gate: true }]", a,
-	    sizeof(a));
-	snprintf(path, sizeof(path), "%s/h.yaml", dir);
-	verb("submit", path, NULL);
-	/* The notifier is inside a POST that will not be answered. */
-	wait_received(PORT_LATE, "/hung", "gate_waiting", a, NULL, 1);
+	/* Then the notifier is inside a POST that will not be answered. */
+	submit_gated("h", a, sizeof(a), PORT_LATE, "/hung");
 	verb("approve", a, "2");
 	for (int64_t until = clock_mono_ms() + WAIT_MS;; itest_sleep_ms(50)) {
 		itest_read_history(db, a, &h, status, sizeof(status));
