@@ -370,6 +370,127 @@ submit_gated(const char *test, char *name, size_t len, int port, const char *pat
 	wait_received(port, path, "gate_waiting", name, NULL, 1);
 }
 
+/* Plan A (test "a"): waits at its gate, opens an alert (raised in the
+ * database as the watch raises one), is approved and succeeds. Plan B
+ * ("b"): its old queue does not exist, so measure_horizon fails; then it
+ * is aborted. Their names into A and B, their ids returned in *IDA, *IDB. */
+static void
+run_two_plans(char *a, char *b, size_t len, int64_t *ida, int64_t *idb)
+{
+	struct store *s = NULL;
+	char path[320], err[512];
+	int64_t alert = 0;
+
+	submit_gated("a", a, len, PORT_GOOD, "/hook");
+	*ida = plan_id(a);
+	if (store_open(db, &s, err, sizeof(err)) != 0 ||
+	    store_alert_raise(s, *ida, "parking_not_empty", "2 messages in parking",
+	    clock_now_ms(), &alert, err, sizeof(err)) != 1 ||
+	    store_append_event(s, *ida, clock_now_ms(), "engine", "alert.raised",
+	    "{\"alert\":\"parking_not_empty\",\"message\":\"2 messages in parking\"}", NULL,
+	    err, sizeof(err)) != 0)
+		fail_msg("raising an alert: %s", err);
+	store_close(s);
+	verb("approve", a, "2");
+	write_plan("b", "absent", "[measure_horizon, declare_ladder]", b, len);
+	snprintf(path, sizeof(path), "%s/b.yaml", dir);
+	verb("submit", path, NULL);
+	*idb = plan_id(b);
+	wait_received(PORT_GOOD, "/hook", "step_failed", b, NULL, 1);
+	verb("abort", b, NULL);
+}
+
+/* The generic webhook and the Slack one each got the five events once,
+ * with what they say. */
+static void
+check_bodies(const char *a, const char *b)
+{
+	wait_received(PORT_GOOD, "/hook", "plan_finished", b, NULL, 1);
+	wait_received(PORT_GOOD, "/hook", "plan_finished", a, NULL, 1);
+	wait_received(PORT_GOOD, "/hook", "alert_opened", a, NULL, 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", NULL, NULL, NULL), 5);
+	assert_int_equal(received(PORT_GOOD, "/hook", "gate_waiting", a,
+	    "waits for approval of step 2, verify_ladder"), 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", "alert_opened", a,
+	    "alert parking_not_empty: 2 messages in parking"), 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", "plan_finished", a, "succeeded"), 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", "step_failed", b,
+	    "step 1, measure_horizon, failed: none of the 1 queues"), 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", "plan_finished", b, "was aborted"), 1);
+	wait_received(PORT_GOOD, "/services/", NULL, NULL, "was aborted", 1);
+	wait_received(PORT_GOOD, "/services/", NULL, NULL, "alert parking_not_empty", 1);
+	wait_received(PORT_GOOD, "/services/", NULL, NULL, " succeeded", 1);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, NULL), 5);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, "waits for approval"), 1);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, "failed: none of"), 1);
+}
+
+/* Try I of TRIES: its HTTP status (0: null) and error (NULL: null). */
+static void
+check_try(const json_t *tries, size_t i, int http, const char *error)
+{
+	const json_t *t = json_array_get(tries, i);
+
+	if (http == 0)
+		assert_true(json_is_null(json_object_get(t, "http_status")));
+	else
+		assert_int_equal(json_integer_value(json_object_get(t, "http_status")), http);
+	if (error == NULL)
+		assert_true(json_is_null(json_object_get(t, "error")));
+	else
+		assert_string_equal(json_string_value(json_object_get(t, "error")), error);
+}
+
+/* 500 then 200: a's finish sent twice, delivered on the second; b's once.
+ * Down: failed after its 3 attempts, while the engine went on (b was
+ * aborted and finished while they were tried). */
+static void
+check_retries(const char *a, const char *b, int64_t ida, int64_t idb)
+{
+	json_t *d;
+
+	d = wait_delivery(ida, "flaky", "plan_finished", "delivered", 2);
+	assert_int_equal(json_array_size(json_object_get(d, "tries")), 2);
+	check_try(json_object_get(d, "tries"), 0, 500, "HTTP 500");
+	check_try(json_object_get(d, "tries"), 1, 200, NULL);
+	json_decref(d);
+	d = wait_delivery(idb, "flaky", "plan_finished", "delivered", 1);
+	assert_int_equal(json_integer_value(json_object_get(d, "attempts")), 1);
+	json_decref(d);
+	assert_int_equal(received(PORT_FLAKY, "/flaky", "plan_finished", a, NULL), 2);
+	assert_int_equal(received(PORT_FLAKY, "/flaky", "plan_finished", b, NULL), 1);
+	d = wait_delivery(idb, "down", "step_failed", "failed", 3);
+	assert_int_equal(json_array_size(json_object_get(d, "tries")), 3);
+	for (size_t i = 0; i < 3; i++)
+		check_try(json_object_get(d, "tries"), i, 0, "Couldn't connect to server");
+	json_decref(d);
+	assert_null(delivery(ida, "down", "step_failed"));
+}
+
+/* The Slack URL is in the environment only: not in the API's answer (which
+ * names the notifier), the database (which records it) or the log (which
+ * logs its deliveries). Call once serve has stopped. */
+static void
+check_no_secret(const char *api_answer)
+{
+	char path[320];
+	int named = 0;
+
+	assert_non_null(strstr(api_answer, "\"notifier\":\"ops-slack\""));
+	assert_null(strstr(api_answer, secret));
+	assert_null(strstr(api_answer, "/services/"));
+	for (const char *suffix = ""; suffix != NULL; suffix = *suffix ? NULL : "-wal") {
+		snprintf(path, sizeof(path), "%s%s", db, suffix);
+		named += file_holds(path, "ops-slack");
+		assert_false(file_holds(path, secret));
+		assert_false(file_holds(path, "/services/T0"));
+	}
+	assert_true(named > 0);
+	assert_true(file_holds(logfile, "notify ops-slack: gate_waiting"));
+	assert_false(file_holds(logfile, secret));
+	assert_false(file_holds(logfile, "/services/T0"));
+}
+
 /* The four event kinds, a retried delivery, a receiver that is down, the
  * API's record of each, and no secret anywhere. */
 static void
@@ -378,10 +499,6 @@ test_four_events_retries_and_no_secret(void **state)
 	char a[96], b[96], path[128], *raw = NULL;
 	pid_t good, flaky;
 	int64_t ida, idb;
-	json_t *d, *tries;
-	struct store *s = NULL;
-	int64_t alert = 0;
-	char err[512];
 
 	(void)state;
 	good = start_receiver(PORT_GOOD, "200");
@@ -396,98 +513,19 @@ test_four_events_retries_and_no_secret(void **state)
 	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:18709/down',\n"
 	    "      events: [step_failed], attempts: 3, backoff: 100ms }\n");
 	start_server();
-
-	/* Plan a: waits at its gate, opens an alert, is approved, succeeds. */
-	submit_gated("a", a, sizeof(a), PORT_GOOD, "/hook");
-	ida = plan_id(a);
-	if (store_open(db, &s, err, sizeof(err)) != 0 ||
-	    store_alert_raise(s, ida, "parking_not_empty", "2 messages in parking",
-	    clock_now_ms(), &alert, err, sizeof(err)) != 1 ||
-	    store_append_event(s, ida, clock_now_ms(), "engine", "alert.raised",
-	    "{\"alert\":\"parking_not_empty\",\"message\":\"2 messages in parking\"}", NULL,
-	    err, sizeof(err)) != 0)
-		fail_msg("raising an alert: %s", err);
-	store_close(s);
-	verb("approve", a, "2");
-	/* Plan b: its old queue does not exist, so measure_horizon fails; aborted. */
-	write_plan("b", "absent", "[measure_horizon, declare_ladder]", b, sizeof(b));
-	snprintf(path, sizeof(path), "%s/b.yaml", dir);
-	verb("submit", path, NULL);
-	idb = plan_id(b);
-	wait_received(PORT_GOOD, "/hook", "step_failed", b, NULL, 1);
-	verb("abort", b, NULL);
-
-	/* The generic webhook: each kind once, with what it says. */
-	wait_received(PORT_GOOD, "/hook", "plan_finished", b, NULL, 1);
-	wait_received(PORT_GOOD, "/hook", "plan_finished", a, NULL, 1);
-	wait_received(PORT_GOOD, "/hook", "alert_opened", a, NULL, 1);
-	assert_int_equal(received(PORT_GOOD, "/hook", NULL, NULL, NULL), 5);
-	assert_int_equal(received(PORT_GOOD, "/hook", "gate_waiting", a,
-	    "waits for approval of step 2, verify_ladder"), 1);
-	assert_int_equal(received(PORT_GOOD, "/hook", "alert_opened", a,
-	    "alert parking_not_empty: 2 messages in parking"), 1);
-	assert_int_equal(received(PORT_GOOD, "/hook", "plan_finished", a, "succeeded"), 1);
-	assert_int_equal(received(PORT_GOOD, "/hook", "step_failed", b,
-	    "step 1, measure_horizon, failed: none of the 1 queues"), 1);
-	assert_int_equal(received(PORT_GOOD, "/hook", "plan_finished", b, "was aborted"), 1);
-	/* The Slack one: the same five as {"text": ...}. */
-	wait_received(PORT_GOOD, "/services/", NULL, NULL, "was aborted", 1);
-	wait_received(PORT_GOOD, "/services/", NULL, NULL, "alert parking_not_empty", 1);
-	wait_received(PORT_GOOD, "/services/", NULL, NULL, " succeeded", 1);
-	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, NULL), 5);
-	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, "waits for approval"), 1);
-	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, "failed: none of"), 1);
-
-	/* 500 then 200: a's finish sent twice, delivered on the second; b's once. */
-	d = wait_delivery(ida, "flaky", "plan_finished", "delivered", 2);
-	tries = json_object_get(d, "tries");
-	assert_int_equal(json_array_size(tries), 2);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(tries, 0),
-	    "http_status")), 500);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(tries, 0),
-	    "error")), "HTTP 500");
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(tries, 1),
-	    "http_status")), 200);
-	assert_true(json_is_null(json_object_get(json_array_get(tries, 1), "error")));
-	json_decref(d);
-	d = wait_delivery(idb, "flaky", "plan_finished", "delivered", 1);
-	assert_int_equal(json_integer_value(json_object_get(d, "attempts")), 1);
-	json_decref(d);
-	assert_int_equal(received(PORT_FLAKY, "/flaky", "plan_finished", a, NULL), 2);
-	assert_int_equal(received(PORT_FLAKY, "/flaky", "plan_finished", b, NULL), 1);
-
-	/* Down: failed after its 3 attempts; the engine went on regardless
-	 * (b was aborted and finished while they were tried). */
-	d = wait_delivery(idb, "down", "step_failed", "failed", 3);
-	tries = json_object_get(d, "tries");
-	assert_int_equal(json_array_size(tries), 3);
-	assert_true(json_is_null(json_object_get(json_array_get(tries, 2), "http_status")));
-	assert_string_equal(json_string_value(json_object_get(json_array_get(tries, 2),
-	    "error")), "Couldn't connect to server");
-	json_decref(d);
-	assert_null(delivery(ida, "down", "step_failed"));
-
-	/* No secret: the Slack URL is in the environment only. */
+	run_two_plans(a, b, sizeof(a), &ida, &idb);
+	check_bodies(a, b);
+	check_retries(a, b, ida, idb);
 	snprintf(path, sizeof(path), "/api/plans/%lld/notifications", (long long)ida);
 	json_decref(api_get(path, &raw));
 	fprintf(stderr, "GET %s: %s\n", path, raw);
-	assert_non_null(strstr(raw, "\"notifier\":\"ops-slack\""));
-	assert_null(strstr(raw, secret));
-	assert_null(strstr(raw, "/services/"));
-	free(raw);
 	stop_server();
 	assert_int_equal(itest_stop(good), 0);
 	assert_int_equal(itest_stop(flaky), 0);
 	dump_receiver(PORT_GOOD);
 	dump_receiver(PORT_FLAKY);
-	for (const char *suffix = ""; suffix != NULL; suffix = *suffix ? NULL : "-wal") {
-		snprintf(path, sizeof(path), "%s%s", db, suffix);
-		assert_false(file_holds(path, secret));
-		assert_false(file_holds(path, "/services/T0"));
-	}
-	assert_false(file_holds(logfile, secret));
-	assert_false(file_holds(logfile, "/services/T0"));
-	assert_true(file_holds(logfile, "notify ops-slack: gate_waiting"));
+	check_no_secret(raw);
+	free(raw);
 }
 
 /* Across a restart: what was delivered is not sent again; what was not
