@@ -36,6 +36,7 @@
 struct notify {
 	const struct serve_config *c;
 	struct store *s;
+	int64_t *cursors;		/* per notifier: the last event looked at */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -81,28 +82,42 @@ fill_one(const struct store_event *ev, void *arg)
 	return 0;
 }
 
-/* Takes the events after notifier NT's cursor into its deliveries. */
+/* fill's peek: whether there is an event after the cursor at all. */
 static int
-fill(struct notify *n, const struct serve_notifier *nt, char *err, size_t errlen)
+any_event(const struct store_event *ev, void *arg)
 {
-	struct fill f = { n, nt, 0, 0, err, errlen };
-	int64_t cursor;
+	(void)ev;
+	*(int *)arg = 1;
+	return 1;
+}
 
+/* Takes the events after notifier I's cursor into its deliveries and
+ * moves the cursor, in one transaction; nothing is written when there is
+ * no new event (a read, so that an idle notifier costs the engine no
+ * write lock). */
+static int
+fill(struct notify *n, size_t i, char *err, size_t errlen)
+{
+	const struct serve_notifier *nt = &n->c->notifiers[i];
+	struct fill f = { n, nt, n->cursors[i], 0, err, errlen };
+	int any = 0;
+
+	if (store_notify_events_after(n->s, n->cursors[i], 1, any_event, &any, err,
+	    errlen) != 0)
+		return -1;
+	if (!any)
+		return 0;
 	if (store_begin(n->s, err, errlen) != 0)
 		return -1;
-	if (store_notify_cursor(n->s, nt->name, &cursor, err, errlen) != 0)
-		goto fail;
-	f.last_id = cursor;
-	if (store_notify_events_after(n->s, cursor, EVENTS_PER_TURN, fill_one, &f, err,
-	    errlen) != 0 || f.failed)
-		goto fail;
-	if (f.last_id != cursor && store_notify_cursor_set(n->s, nt->name, f.last_id, err,
-	    errlen) != 0)
-		goto fail;
-	return store_commit(n->s, err, errlen);
-fail:
-	store_rollback(n->s);
-	return -1;
+	if (store_notify_events_after(n->s, n->cursors[i], EVENTS_PER_TURN, fill_one, &f,
+	    err, errlen) != 0 || f.failed ||
+	    store_notify_cursor_set(n->s, nt->name, f.last_id, err, errlen) != 0 ||
+	    store_commit(n->s, err, errlen) != 0) {
+		store_rollback(n->s);
+		return -1;
+	}
+	n->cursors[i] = f.last_id;
+	return 0;
 }
 
 static size_t
@@ -264,7 +279,7 @@ run(void *arg)
 			const struct serve_notifier *nt = &n->c->notifiers[i];
 
 			store_transient_clear(n->s);
-			if (fill(n, nt, err, sizeof(err)) != 0 ||
+			if (fill(n, i, err, sizeof(err)) != 0 ||
 			    deliver_due(n, nt, err, sizeof(err)) != 0)
 				log_event(store_transient(n->s) ? "warn" : "error", NULL, NULL,
 				    "notify %s: %s", nt->name, err);
@@ -286,7 +301,6 @@ notify_start(const char *db_path, const struct serve_config *c, struct notify **
     char *err, size_t errlen)
 {
 	struct notify *n;
-	int64_t cursor;
 	size_t i;
 
 	*out = NULL;
@@ -303,10 +317,15 @@ notify_start(const char *db_path, const struct serve_config *c, struct notify **
 	n->c = c;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
+	if ((n->cursors = calloc(c->nnotifiers + 1, sizeof(*n->cursors))) == NULL) {
+		errbuf_set(err, errlen, "notifiers: out of memory");
+		goto fail;
+	}
 	if (store_open(db_path, &n->s, err, errlen) != 0)
 		goto fail;
 	for (i = 0; i < c->nnotifiers; i++)
-		if (store_notify_cursor(n->s, c->notifiers[i].name, &cursor, err, errlen) != 0)
+		if (store_notify_cursor(n->s, c->notifiers[i].name, &n->cursors[i], err,
+		    errlen) != 0)
 			goto fail;
 	if (pthread_create(&n->thread, NULL, run, n) != 0) {
 		errbuf_set(err, errlen, "notifiers: cannot start their thread");
@@ -337,6 +356,7 @@ notify_stop(struct notify *n)
 		pthread_join(n->thread, NULL);
 	}
 	store_close(n->s);
+	free(n->cursors);
 	pthread_cond_destroy(&n->cv);
 	pthread_mutex_destroy(&n->mu);
 	free(n);
