@@ -1,8 +1,11 @@
-/* cli_serve: `cutover serve` — the service. The engine runs every active
- * plan of the database in this thread; libmicrohttpd's threads answer the
- * JSON API from their own connections to the same database (WAL); SQLite
- * is all they share. SIGTERM or SIGINT stops the engine at its next safe
- * point (a step in flight resumes on restart), then the HTTP server; a
+/* cli_serve: `cutover serve` — the service. Its settings come from the
+ * flags and --config's serve.yaml (serve_config.h; a flag wins), checked
+ * alone by --check-config. The engine runs every active plan of the
+ * database in this thread; libmicrohttpd's threads answer the JSON API,
+ * and the notifiers' thread (notify.h) delivers webhooks, each from its
+ * own connection to the same database (WAL); SQLite is all they share.
+ * SIGTERM or SIGINT stops the engine at its next safe point (a step in
+ * flight resumes on restart), then the HTTP server and the notifiers; a
  * second signal stops at once. */
 #include <getopt.h>
 #include <signal.h>
@@ -13,7 +16,10 @@
 #include "auth.h"
 #include "cli.h"
 #include "engine.h"
+#include "errbuf.h"
 #include "log.h"
+#include "notify.h"
+#include "serve_config.h"
 #include "server.h"
 #include "store.h"
 
@@ -34,27 +40,60 @@ on_signal(int sig)
 }
 
 static const char serve_usage[] =
-    "cutover serve --db FILE [--listen HOST:PORT] [--operators FILE] [--poll-ms N]";
+    "cutover serve [--config FILE] [--check-config] [--db FILE] [--listen HOST:PORT]\n"
+    "    [--operators FILE] [--log-level LEVEL] [--poll-ms N]";
 
 static const char serve_help[] =
     "  Runs every plan in FILE and serves the JSON API on HOST:PORT (default "
     DEFAULT_LISTEN ").\n"
+    "  --config FILE     serve.yaml: listen, db, operators, log_level, notifiers\n"
+    "                    (webhooks); a flag given as well overrides its key\n"
+    "  --check-config    validate the configuration (with the flags) and exit:\n"
+    "                    0 when serve would start with it, 1 with FILE:LINE:COL errors\n"
     "  --operators FILE  lines `name:sha256hex` — the sha256 of each operator's token,\n"
     "                    e.g. printf %s \"$TOKEN\" | sha256sum. Every POST needs\n"
     "                    Authorization: Bearer TOKEN of one of them; without the\n"
     "                    file every POST is refused (401).\n"
     "  Reads are open on a loopback address; on any other address every request\n"
     "  but /healthz needs a token, and --operators is required.\n"
+    "  --log-level LEVEL debug, info (default), warn or error\n"
     "  --poll-ms N       how often the engine looks for commands and new plans (500)";
 
-/* What the command line asked for. */
+/* What the command line and the configuration file asked for. */
 struct serve_args {
-	const char *db, *listen, *operators;
+	const char *db, *listen, *operators, *log_level, *config;
+	int check;
 	long poll;
+	struct serve_config *cfg;	/* owned; NULL without --config */
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	int loopback;
 };
+
+/* Reads --config's file into A->cfg and takes from it what no flag gave.
+ * Returns 0, or -1 after printing every error as FILE:LINE:COL. */
+static int
+read_config(struct serve_args *a)
+{
+	struct plan_errors errs = { 0 };
+	char line[512];
+
+	if (serve_config_load_file(a->config, &a->cfg, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		return -1;
+	}
+	if (a->db == NULL)
+		a->db = a->cfg->db;
+	if (a->listen == NULL)
+		a->listen = a->cfg->listen;
+	if (a->operators == NULL)
+		a->operators = a->cfg->operators;
+	if (a->log_level == NULL)
+		a->log_level = a->cfg->log_level;
+	return 0;
+}
 
 /* Reads the options into A. Returns 0 to go on, or -1 with *EXIT_CODE
  * what cutover serve exits with (--help, or a usage error said). */
@@ -66,14 +105,16 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "operators", required_argument, NULL, 'o' },
 		{ "poll-ms", required_argument, NULL, 'p' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'k' },
+		{ "log-level", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char err[1024], *end;
+	char *end;
 	int c;
 
 	memset(a, 0, sizeof(*a));
-	a->listen = DEFAULT_LISTEN;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -81,6 +122,9 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		case 'd': a->db = optarg; break;
 		case 'l': a->listen = optarg; break;
 		case 'o': a->operators = optarg; break;
+		case 'c': a->config = optarg; break;
+		case 'k': a->check = 1; break;
+		case 'v': a->log_level = optarg; break;
 		case 'p':
 			a->poll = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
@@ -99,21 +143,84 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 	if (optind != argc)
 		*exit_code = cli_usage_error("serve", serve_usage, "unexpected argument '%s'",
 		    argv[optind]);
-	else if (a->db == NULL)
-		*exit_code = cli_usage_error("serve", serve_usage, "--db FILE is required");
-	else if (server_listen_parse(a->listen, &a->ss, &a->sslen, &a->loopback, err,
-	    sizeof(err)) != 0)
-		*exit_code = cli_usage_error("serve", serve_usage, "%s", err);
-	else if (!a->loopback && a->operators == NULL)
-		*exit_code = cli_usage_error("serve", serve_usage, "listening on %s, which is "
-		    "not a loopback address, needs --operators: there every request but "
-		    "/healthz needs an operator's token", a->listen);
+	else if (a->check && a->config == NULL)
+		*exit_code = cli_usage_error("serve", serve_usage, "--check-config needs "
+		    "--config FILE");
 	else
 		return 0;
 	return -1;
 usage_poll:
 	*exit_code = cli_usage_error("serve", serve_usage, "--poll-ms takes 10 to 60000");
 	return -1;
+}
+
+/* Checks what the flags and the file say together, as serve needs it: a
+ * database, a listen address, operators off loopback, a log level, every
+ * notifier's env:NAME set. Returns 0, or -1 with ERR. */
+static int
+settle_args(struct serve_args *a, char *err, size_t errlen)
+{
+	char why[512];
+
+	if (a->listen == NULL)
+		a->listen = DEFAULT_LISTEN;
+	if (a->db == NULL) {
+		errbuf_set(err, errlen, "--db FILE (or db: in --config FILE) is required");
+		return -1;
+	}
+	if (server_listen_parse(a->listen, &a->ss, &a->sslen, &a->loopback, why,
+	    sizeof(why)) != 0) {
+		errbuf_set(err, errlen, "%s", why);
+		return -1;
+	}
+	if (!a->loopback && a->operators == NULL) {
+		errbuf_set(err, errlen, "listening on %s, which is not a loopback address, "
+		    "needs --operators (or operators: in --config FILE): there every request "
+		    "but /healthz needs an operator's token", a->listen);
+		return -1;
+	}
+	if (a->log_level != NULL && log_set_level(a->log_level) != 0) {
+		errbuf_set(err, errlen, "log level '%s' is unknown; expected debug, info, "
+		    "warn or error", a->log_level);
+		return -1;
+	}
+	if (a->cfg != NULL && serve_config_check_env(a->cfg, err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* --check-config: prints what serve would run with, after the checks it
+ * would make before starting (the operators file included). */
+static int
+check_config(const struct serve_args *a)
+{
+	struct auth *ops = NULL;
+	char err[1024];
+	size_t i;
+
+	if (a->operators != NULL && auth_load(a->operators, &ops, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover serve: %s: %s\n", a->config, err);
+		return CLI_FAIL;
+	}
+	printf("%s: ok\n  listen     %s\n  db         %s\n  operators  %s", a->config,
+	    a->listen, a->db, a->operators != NULL ? a->operators : "(none: every change "
+	    "is refused)");
+	if (ops != NULL)
+		printf(" (%zu)", auth_count(ops));
+	printf("\n  log_level  %s\n  notifiers  %zu\n", a->log_level != NULL ?
+	    a->log_level : "info", a->cfg->nnotifiers);
+	for (i = 0; i < a->cfg->nnotifiers; i++) {
+		const struct serve_notifier *n = &a->cfg->notifiers[i];
+
+		printf("    %s (%s, %d attempts):", n->name, serve_notify_kind_name(n->kind),
+		    n->attempts);
+		for (int e = 0; e < NOTIFY_NEVENTS; e++)
+			if (n->events & (1u << e))
+				printf(" %s", serve_notify_event_name((enum notify_event)e));
+		printf("\n");
+	}
+	auth_free(ops);
+	return CLI_OK;
 }
 
 /* SIGINT and SIGTERM stop the engine at its next safe point (on_signal);
@@ -152,6 +259,7 @@ cli_serve(int argc, char **argv)
 	struct server_config cfg = { 0 };
 	struct engine_opts eo = { 0 };
 	struct server *sv = NULL;
+	struct notify *nf = NULL;
 	struct auth *ops = NULL;
 	struct store *s = NULL;
 	struct store_lock lock = { -1 };
@@ -160,6 +268,18 @@ cli_serve(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a, &rc) != 0)
 		return rc;
+	if (a.config != NULL && read_config(&a) != 0)
+		goto done;
+	if (settle_args(&a, err, sizeof(err)) != 0) {
+		if (a.check || a.config != NULL)
+			goto fail;
+		rc = cli_usage_error("serve", serve_usage, "%s", err);
+		goto done;
+	}
+	if (a.check) {
+		rc = check_config(&a);
+		goto done;
+	}
 	if (a.operators != NULL && auth_load(a.operators, &ops, err, sizeof(err)) != 0)
 		goto fail;
 	/* One engine per database: a second serve, or a run beside it, exits. */
@@ -175,6 +295,9 @@ cli_serve(int argc, char **argv)
 	if (server_start(&cfg, &sv, err, sizeof(err)) != 0)
 		goto fail;
 	log_serving(sv, ops, &a);
+	if (a.cfg != NULL && a.cfg->nnotifiers > 0 && notify_start(a.db, a.cfg, &nf, err,
+	    sizeof(err)) != 0)
+		goto fail;
 
 	eo.poll_ms = (int)a.poll;
 	eo.stop = &stop_flag;
@@ -188,15 +311,19 @@ cli_serve(int argc, char **argv)
 	    "HTTP server");
 	server_stop(sv);
 	sv = NULL;
+	notify_stop(nf);
+	nf = NULL;
 	log_event("info", NULL, NULL, "stopped");
 	rc = CLI_OK;
 	goto done;
 fail:
 	fprintf(stderr, "cutover serve: %s\n", err);
 done:
+	notify_stop(nf);
 	server_stop(sv);
 	store_close(s);
 	store_lock_release(&lock);
 	auth_free(ops);
+	serve_config_free(a.cfg);
 	return rc;
 }

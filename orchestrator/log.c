@@ -1,9 +1,35 @@
 /* log: one event per line on stderr, logfmt style. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "log.h"
+
+/* Levels by severity; a line is written when its level is at least the
+ * threshold's. An unknown level is always written. */
+static const char *const levels[] = { "debug", "info", "warn", "error" };
+static int threshold = 1;
+
+static int
+level_rank(const char *level)
+{
+	for (int i = 0; i < (int)(sizeof(levels) / sizeof(levels[0])); i++)
+		if (strcmp(levels[i], level) == 0)
+			return i;
+	return -1;
+}
+
+int
+log_set_level(const char *level)
+{
+	int r = level != NULL ? level_rank(level) : -1;
+
+	if (r < 0)
+		return -1;
+	threshold = r;
+	return 0;
+}
 
 void
 log_event(const char *level, const char *plan, const char *step, const char *fmt, ...)
@@ -13,7 +39,10 @@ log_event(const char *level, const char *plan, const char *step, const char *fmt
 	struct tm tm;
 	va_list ap;
 	size_t o = 0;
+	int rank = level_rank(level);
 
+	if (rank >= 0 && rank < threshold)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);

@@ -9,4 +9,10 @@
 void log_event(const char *level, const char *plan, const char *step,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Sets the least severe level written from now on: "debug", "info" (the
+ * default), "warn" or "error"; lines below it are dropped. Returns 0, or
+ * -1 when LEVEL is none of those (nothing changes). Call before threads
+ * start logging. */
+int log_set_level(const char *level);
+
 #endif

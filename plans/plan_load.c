@@ -25,8 +25,6 @@
 #include "plan_load_int.h"
 #include "plan_section.h"
 
-#define PLAN_FILE_MAX		(4 * 1024 * 1024)	/* a plan is a page of text */
-
 static void
 load_name(struct loader *ld, const struct sect *root)
 {
@@ -881,29 +879,6 @@ load_root(struct loader *ld, yaml_node_t *root)
 	load_steps(ld, &s);
 }
 
-/* Orders errors by position, as a reader goes through the file; errors
- * without a position go last. Stable, so one node's errors keep their order. */
-static void
-sort_errors(struct plan_errors *errs)
-{
-	struct plan_error e;
-	size_t i, j;
-
-	for (i = 1; i < errs->n; i++) {
-		e = errs->v[i];
-		for (j = i; j > 0; j--) {
-			const struct plan_error *d = &errs->v[j - 1];
-			unsigned dl = d->line > 0 ? (unsigned)d->line : UINT_MAX;
-			unsigned el = e.line > 0 ? (unsigned)e.line : UINT_MAX;
-
-			if (dl < el || (dl == el && d->column <= e.column))
-				break;
-			errs->v[j] = *d;
-		}
-		errs->v[j] = e;
-	}
-}
-
 static struct plan *
 plan_new(const char *file)
 {
@@ -953,50 +928,6 @@ load_begin(struct loader *ld, const char *file, const char *buf, size_t len,
 	return 0;
 }
 
-/* One document per plan: a second one, or a syntax error after the first,
- * is reported along with whatever the first one holds. */
-static void
-check_one_document(struct loader *ld, yaml_parser_t *parser, const char *buf,
-    size_t len)
-{
-	yaml_document_t extra;
-
-	if (!yaml_parser_load(parser, &extra))
-		py_syntax_error(ld, parser, buf, len);
-	else {
-		if (yaml_document_get_root_node(&extra) != NULL &&
-		    plan_errors_add(ld->errs, py_mark_num(extra.start_mark.line),
-		    py_mark_num(extra.start_mark.column), "a second YAML document starts "
-		    "here; expected exactly one document per plan") == -1)
-			ld->oom = 1;
-		yaml_document_delete(&extra);
-	}
-}
-
-/* Parses BUF with PARSER into DOC (*HAVE_DOC set once DOC is to be
- * deleted), its root node into *ROOT. Returns 0, or -1 after reporting. */
-static int
-read_document(struct loader *ld, yaml_parser_t *parser, yaml_document_t *doc,
-    int *have_doc, const char *buf, size_t len, yaml_node_t **root)
-{
-	yaml_parser_set_input_string(parser, (const unsigned char *)(buf != NULL ? buf : ""),
-	    len);
-	if (!yaml_parser_load(parser, doc)) {
-		py_syntax_error(ld, parser, buf, len);
-		return -1;
-	}
-	*have_doc = 1;
-	ld->doc = doc;
-	if ((*root = yaml_document_get_root_node(doc)) == NULL) {
-		if (plan_errors_add(ld->errs, 1, 1, "the file is empty; expected a YAML "
-		    "mapping with name, broker, old, ladder and steps") == -1)
-			ld->oom = 1;
-		return -1;
-	}
-	check_one_document(ld, parser, buf, len);
-	return 0;
-}
-
 int
 plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **out,
     struct plan_errors *errs)
@@ -1015,12 +946,8 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 		errs = &local;
 	if (load_begin(&ld, file, buf, len, out, errs) == -1)
 		goto done;
-	if (!yaml_parser_initialize(&parser)) {
-		ld.oom = 1;
-		goto done;
-	}
-	have_parser = 1;
-	if (read_document(&ld, &parser, &doc, &have_doc, buf, len, &root) == -1)
+	if (py_read_document(&ld, &parser, &have_parser, &doc, &have_doc, buf, len, &root,
+	    "a YAML mapping with name, broker, old, ladder and steps", "plan") == -1)
 		goto done;
 	load_root(&ld, root);
 	pc_check_own(&ld);
@@ -1030,7 +957,7 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 done:
 	if (ld.oom)
 		plan_errors_add(errs, 0, 0, "out of memory while loading the plan");
-	sort_errors(errs);
+	py_sort_errors(errs);
 	p = ld.p;
 	if (errs->n == 0 && !ld.oom && p != NULL) {
 		*out = p;
@@ -1048,76 +975,18 @@ done:
 	return rc;
 }
 
-static int load_fail(const char *, struct plan_errors *, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Fails a load before any YAML is read, with a message about FILE. */
-static int
-load_fail(const char *file, struct plan_errors *errs, const char *fmt, ...)
-{
-	struct plan_errors local;
-	char msg[sizeof(((struct plan_error *)0)->message)];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (errs == NULL)
-		errs = &local;
-	memset(errs, 0, sizeof(*errs));
-	errs->file = strdup(file);
-	plan_errors_add(errs, 0, 0, "%s", msg);
-	if (errs == &local)
-		plan_errors_free(&local);
-	return -1;
-}
-
 int
 plan_load_file(const char *path, struct plan **out, struct plan_errors *errs)
 {
-	FILE *f = NULL;
-	char *buf = NULL, *nbuf;
-	size_t len = 0, cap = 0, got;
-	int rc = -1;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
 
 	if (out != NULL)
 		*out = NULL;
-	if (path == NULL)
-		path = "(null)";
-	if ((f = fopen(path, "rb")) == NULL) {
-		rc = load_fail(path, errs, "cannot open the plan: %s; expected a "
-		    "readable YAML file", strerror(errno));
-		goto done;
-	}
-	for (;;) {
-		if (len == cap) {
-			if (cap >= PLAN_FILE_MAX) {
-				rc = load_fail(path, errs, "the file is larger than %d "
-				    "bytes; expected a plan of a few kilobytes", PLAN_FILE_MAX);
-				goto done;
-			}
-			cap = cap ? cap * 2 : 8192;
-			if ((nbuf = realloc(buf, cap)) == NULL) {
-				rc = load_fail(path, errs, "out of memory reading the plan");
-				goto done;
-			}
-			buf = nbuf;
-		}
-		got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0) {
-			if (ferror(f)) {
-				rc = load_fail(path, errs, "cannot read the plan: %s; "
-				    "expected a readable YAML file", strerror(errno));
-				goto done;
-			}
-			break;
-		}
-	}
+	if (py_read_file(path, "plan", "a plan of a few kilobytes", &buf, &len, errs) != 0)
+		return -1;
 	rc = plan_load_buffer(path, buf, len, out, errs);
-done:
-	if (f != NULL)
-		fclose(f);
 	free(buf);
 	return rc;
 }

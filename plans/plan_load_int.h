@@ -17,6 +17,7 @@
 
 #define QUEUE_NAME_MAX		255			/* AMQP short string */
 #define BROKER_URLS_MAX		16			/* broker.amqp, broker.management */
+#define PY_FILE_MAX		(4 * 1024 * 1024)	/* a plan or config is a page of text */
 
 struct loader {
 	yaml_document_t		*doc;
@@ -25,6 +26,7 @@ struct loader {
 	int			 oom;
 	yaml_node_t		*match;		/* old.queues.match, when valid */
 	yaml_node_t		*names;		/* old.queues.names, when given */
+	const char		*root_name;	/* the root in messages; NULL: "the plan" */
 };
 
 /* A mapping being read, and its path in messages ("" for the plan itself). */
@@ -88,6 +90,24 @@ size_t py_seq_items(struct loader *ld, yaml_node_t *n, const char *what, const c
 yaml_node_t *py_seq_item(struct loader *ld, yaml_node_t *n, size_t i);
 int py_conv_json(struct loader *ld, const yaml_node_t *n, const char *what, char **out);
 void py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, size_t len);
+/* What check_url finds wrong with URL as KIND, or NULL; *SECRET is set when
+ * it carries credentials. Messages never repeat the URL itself. */
+const char *py_url_problem(const char *url, enum url_kind kind, int *secret);
+/* Sorts ERRS by position, as a reader goes through the file (stable). */
+void py_sort_errors(struct plan_errors *errs);
+/* Parses BUF with PARSER (initialized here, *HAVE_PARSER set once it is
+ * to be deleted) into DOC (*HAVE_DOC likewise), its root node into *ROOT;
+ * an empty file is reported as expecting EMPTY_EXPECT, a second document
+ * as one too many per WHAT ("plan"). Returns 0, or -1 after reporting. */
+int py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
+    yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
+    const char *empty_expect, const char *what);
+/* Reads the file PATH (at most PY_FILE_MAX bytes) into *OUT (the caller
+ * frees it) and *OUTLEN. Returns 0, or -1 with ERRS (named PATH) saying
+ * why the WHAT ("plan") cannot be read; SIZE_EXPECT is what a file should
+ * be instead of too large. */
+int py_read_file(const char *path, const char *what, const char *size_expect, char **out,
+    size_t *outlen, struct plan_errors *errs);
 
 /* plan_tls.c: a `tls` map of PARENT (broker, flag) into T; PATH
  * ("broker.tls") names it in messages and in T->where. */

@@ -109,9 +109,11 @@ py_label(char *buf, size_t len, const struct sect *s, const char *key)
 }
 
 static const char *
-where(const struct sect *s)
+where(const struct loader *ld, const struct sect *s)
 {
-	return s->path[0] != '\0' ? s->path : "the plan";
+	if (s->path[0] != '\0')
+		return s->path;
+	return ld->root_name != NULL ? ld->root_name : "the plan";
 }
 
 yaml_node_pair_t *
@@ -149,7 +151,7 @@ py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
 			continue;
 		if (k->type != YAML_SCALAR_NODE) {
 			py_err_at(ld, k, "a key in %s is %s; expected a plain name",
-			    where(s), py_kind_name(k));
+			    where(ld, s), py_kind_name(k));
 			continue;
 		}
 		pk = NULL;
@@ -162,7 +164,7 @@ py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
 		}
 		if (pk != NULL) {
 			py_err_at(ld, k, "duplicate key '%.64s' in %s (first at line %d); "
-			    "expected each key once", py_text(k), where(s),
+			    "expected each key once", py_text(k), where(ld, s),
 			    py_mark_num(pk->start_mark.line));
 			continue;
 		}
@@ -173,7 +175,7 @@ py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys)
 				break;
 		if (keys[i] == NULL)
 			py_err_at(ld, k, "unknown key '%.64s' in %s; expected one of: %s",
-			    py_text(k), where(s), list);
+			    py_text(k), where(ld, s), list);
 	}
 }
 
@@ -189,7 +191,7 @@ py_field(struct loader *ld, const struct sect *s, const char *key, int required,
 		return py_node_at(ld, pair->value);
 	if (required)
 		py_err_at(ld, s->map, "missing required key '%s' in %s; expected %s: %s",
-		    key, where(s), key, expect);
+		    key, where(ld, s), key, expect);
 	return NULL;
 }
 
@@ -460,6 +462,12 @@ check_url(const char *url, enum url_kind kind, int *secret)
 			return "has a '/' inside the vhost (write the vhost '/' as %2f)";
 	}
 	return NULL;
+}
+
+const char *
+py_url_problem(const char *url, enum url_kind kind, int *secret)
+{
+	return check_url(url, kind, secret);
 }
 
 static const char *
@@ -775,4 +783,153 @@ py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf, siz
 		    "expected well-formed YAML", problem);
 	if (rc == -1)
 		ld->oom = 1;
+}
+
+/* Orders errors by position, as a reader goes through the file; errors
+ * without a position go last. Stable, so one node's errors keep their order. */
+void
+py_sort_errors(struct plan_errors *errs)
+{
+	struct plan_error e;
+	size_t i, j;
+
+	for (i = 1; i < errs->n; i++) {
+		e = errs->v[i];
+		for (j = i; j > 0; j--) {
+			const struct plan_error *d = &errs->v[j - 1];
+			unsigned dl = d->line > 0 ? (unsigned)d->line : UINT_MAX;
+			unsigned el = e.line > 0 ? (unsigned)e.line : UINT_MAX;
+
+			if (dl < el || (dl == el && d->column <= e.column))
+				break;
+			errs->v[j] = *d;
+		}
+		errs->v[j] = e;
+	}
+}
+
+/* One document per file: a second one, or a syntax error after the first,
+ * is reported along with whatever the first one holds. */
+static void
+check_one_document(struct loader *ld, yaml_parser_t *parser, const char *buf,
+    size_t len, const char *what)
+{
+	yaml_document_t extra;
+
+	if (!yaml_parser_load(parser, &extra))
+		py_syntax_error(ld, parser, buf, len);
+	else {
+		if (yaml_document_get_root_node(&extra) != NULL &&
+		    plan_errors_add(ld->errs, py_mark_num(extra.start_mark.line),
+		    py_mark_num(extra.start_mark.column), "a second YAML document starts "
+		    "here; expected exactly one document per %s", what) == -1)
+			ld->oom = 1;
+		yaml_document_delete(&extra);
+	}
+}
+
+int
+py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
+    yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
+    const char *empty_expect, const char *what)
+{
+	if (!yaml_parser_initialize(parser)) {
+		ld->oom = 1;
+		return -1;
+	}
+	*have_parser = 1;
+	yaml_parser_set_input_string(parser, (const unsigned char *)(buf != NULL ? buf : ""),
+	    len);
+	if (!yaml_parser_load(parser, doc)) {
+		py_syntax_error(ld, parser, buf, len);
+		return -1;
+	}
+	*have_doc = 1;
+	ld->doc = doc;
+	if ((*root = yaml_document_get_root_node(doc)) == NULL) {
+		if (plan_errors_add(ld->errs, 1, 1, "the file is empty; expected %s",
+		    empty_expect) == -1)
+			ld->oom = 1;
+		return -1;
+	}
+	check_one_document(ld, parser, buf, len, what);
+	return 0;
+}
+
+static int load_fail(const char *, struct plan_errors *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fails a load before any YAML is read, with a message about FILE. */
+static int
+load_fail(const char *file, struct plan_errors *errs, const char *fmt, ...)
+{
+	struct plan_errors local;
+	char msg[sizeof(((struct plan_error *)0)->message)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (errs == NULL)
+		errs = &local;
+	memset(errs, 0, sizeof(*errs));
+	errs->file = strdup(file);
+	plan_errors_add(errs, 0, 0, "%s", msg);
+	if (errs == &local)
+		plan_errors_free(&local);
+	return -1;
+}
+
+int
+py_read_file(const char *path, const char *what, const char *size_expect, char **out,
+    size_t *outlen, struct plan_errors *errs)
+{
+	FILE *f = NULL;
+	char *buf = NULL, *nbuf;
+	size_t len = 0, cap = 0, got;
+	int rc = -1;
+
+	*out = NULL;
+	*outlen = 0;
+	if (path == NULL)
+		path = "(null)";
+	if ((f = fopen(path, "rb")) == NULL) {
+		rc = load_fail(path, errs, "cannot open the %s: %s; expected a "
+		    "readable YAML file", what, strerror(errno));
+		goto done;
+	}
+	for (;;) {
+		if (len == cap) {
+			if (cap >= PY_FILE_MAX) {
+				rc = load_fail(path, errs, "the file is larger than %d "
+				    "bytes; expected %s", PY_FILE_MAX, size_expect);
+				goto done;
+			}
+			cap = cap ? cap * 2 : 8192;
+			if ((nbuf = realloc(buf, cap)) == NULL) {
+				rc = load_fail(path, errs, "out of memory reading the %s", what);
+				goto done;
+			}
+			buf = nbuf;
+		}
+		got = fread(buf + len, 1, cap - len, f);
+		len += got;
+		if (got == 0) {
+			if (ferror(f)) {
+				rc = load_fail(path, errs, "cannot read the %s: %s; "
+				    "expected a readable YAML file", what, strerror(errno));
+				goto done;
+			}
+			break;
+		}
+	}
+	*out = buf;
+	*outlen = len;
+	buf = NULL;
+	rc = 0;
+done:
+	if (f != NULL)
+		fclose(f);
+	free(buf);
+	return rc;
 }

@@ -150,6 +150,41 @@ static const char *const migrations[] = {
 
 	/* 3 -> 4: an archived plan no longer holds its name (store_admit.c). */
 	"ALTER TABLE plans ADD COLUMN archived_ms INTEGER;",
+
+	/* 4 -> 5: notifications (store_notify.c). A notifier's cursor is the
+	 * last event it has looked at; a delivery is one event for one
+	 * notifier (named, never its URL), each try of it an attempt. */
+	"CREATE TABLE notify_cursors ("
+	"  notifier TEXT PRIMARY KEY CHECK (length(notifier) BETWEEN 1 AND 64),"
+	"  last_event_id INTEGER NOT NULL"
+	") STRICT;"
+	"CREATE TABLE deliveries ("
+	"  id INTEGER PRIMARY KEY,"
+	"  notifier TEXT NOT NULL CHECK (length(notifier) BETWEEN 1 AND 64),"
+	"  kind TEXT NOT NULL CHECK (kind IN ('webhook', 'slack')),"
+	"  event_id INTEGER NOT NULL REFERENCES events (id),"
+	"  plan_id INTEGER NOT NULL REFERENCES plans (id),"
+	"  event TEXT NOT NULL CHECK (event IN ('gate_waiting', 'step_failed',"
+	" 'alert_opened', 'plan_finished')),"
+	"  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),"
+	"  attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),"
+	"  next_ms INTEGER NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  done_ms INTEGER,"
+	"  last_http INTEGER,"
+	"  last_error TEXT CHECK (length(last_error) <= 200),"
+	"  UNIQUE (notifier, event_id)"
+	") STRICT;"
+	"CREATE INDEX deliveries_due ON deliveries (notifier, status, next_ms);"
+	"CREATE INDEX deliveries_plan ON deliveries (plan_id, id);"
+	"CREATE TABLE delivery_attempts ("
+	"  delivery_id INTEGER NOT NULL REFERENCES deliveries (id),"
+	"  attempt INTEGER NOT NULL CHECK (attempt >= 1),"
+	"  ts_ms INTEGER NOT NULL,"
+	"  http_status INTEGER,"
+	"  error TEXT CHECK (length(error) <= 200),"
+	"  PRIMARY KEY (delivery_id, attempt)"
+	") STRICT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

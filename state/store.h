@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;

@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "store_admit.h"
 #include "view.h"
+#include "view_notify.h"
 
 #define SEGS_MAX	8
 #define STEP_MAX	1000		/* as the CLI: no plan has more steps */
@@ -432,6 +433,13 @@ history(const struct api_call *c)
 	plan_read(c, view_history);
 }
 
+/* GET /api/plans/{plan}/notifications: each delivery to a notifier. */
+static void
+notifications(const struct api_call *c)
+{
+	plan_read(c, view_notifications);
+}
+
 /* GET /api/plans/{plan}/samples[?since=MS]: the watch's samples. */
 static void
 samples(const struct api_call *c)
@@ -459,7 +467,7 @@ static const char *const by_since[] = { "since", NULL };
  * {alert} and {command} are positive ids; GET rows answer HEAD too.
  * submit takes the plan's YAML, a command {"comment": "…"} or nothing.
  * Answers: healthz 200, 503; plans 200; submit 201, 400, 409; plan,
- * history, command 200, 404; samples 200, 400, 404; approve, retry, abort,
+ * history, notifications, command 200, 404; samples 200, 400, 404; approve, retry, abort,
  * ack 202, 400, 404, 409; archive 200, 400, 404, 409. */
 static const struct api_row routes[] = {
 	/* name      method  path                                 handler         access        cache params */
@@ -469,6 +477,7 @@ static const struct api_row routes[] = {
 	{ "plan",    "GET",  "/api/plans/{plan}",                 plan_doc,       API_READ,     1, NULL },
 	{ "history", "GET",  "/api/plans/{plan}/history",         history,        API_READ,     1, NULL },
 	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     0, by_since },
+	{ "notifications", "GET", "/api/plans/{plan}/notifications", notifications, API_READ,   1, NULL },
 	{ "command", "GET",  "/api/plans/{plan}/commands/{command}", command_status, API_READ,  0, NULL },
 	{ "abort",   "POST", "/api/plans/{plan}/abort",           command,        API_OPERATOR, 0, NULL },
 	{ "approve", "POST", "/api/plans/{plan}/steps/{step}/approve", command,   API_OPERATOR, 0, NULL },

@@ -1,5 +1,6 @@
 /* itest_run: running the cutover binary and reading its history back. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,6 +205,36 @@ itest_start_serve(const char *db)
 	    NULL };
 
 	return start(argv, NULL);
+}
+
+pid_t
+itest_spawn(const char *out, char *const argv[])
+{
+	pid_t parent = getpid(), pid;
+	int fd;
+
+	if (nstarted == STARTED_MAX)
+		fail_msg("itest_spawn: more than %d processes", STARTED_MAX);
+	want_atexit();
+	if ((pid = fork()) == 0) {
+		die_with_parent(parent);
+		if ((fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600)) >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	started[nstarted++] = pid;
+	return pid;
+}
+
+int
+itest_stop(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	return itest_wait(pid);
 }
 
 static int

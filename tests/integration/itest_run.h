@@ -38,6 +38,15 @@ pid_t itest_start_run(const char *db, const char *planfile, const char *fault);
  * API). Returns its pid. */
 pid_t itest_start_serve(const char *db);
 
+/* Starts ARGV (ARGV[0] a path, NULL-terminated) in the background, its
+ * stdout and stderr appended to OUT, killed at itest_cleanup unless
+ * waited for. Returns its pid. */
+pid_t itest_spawn(const char *out, char *const argv[]);
+
+/* SIGTERM to PID (from itest_spawn or itest_start_run), then waits for it
+ * and returns its exit status as itest_wait does. */
+int itest_stop(pid_t pid);
+
 /* Waits for PID and returns its exit status as itest_cutover does. */
 int itest_wait(pid_t pid);
 

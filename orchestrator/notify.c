@@ -1,0 +1,364 @@
+/* notify: the notifier thread (notify.h). One loop: take the events each
+ * notifier has not looked at yet into pending deliveries (moving its
+ * cursor in the same transaction), then send what is due, one delivery at
+ * a time, each attempt recorded with its outcome; then wait for the next
+ * poll or the stop. A 2xx is delivered; a 4xx other than 408 and 429 fails
+ * at once (the receiver refuses it); anything else is tried again after
+ * the notifier's backoff, doubled each time (at most 5 min), until its
+ * attempts are spent. A delivery whose POST got through but whose record
+ * did not (the process killed in between) is sent again on restart: at
+ * least once, never lost. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+
+#include "clock.h"
+#include "errbuf.h"
+#include "log.h"
+#include "notify.h"
+#include "notify_body.h"
+#include "store.h"
+#include "store_notify.h"
+
+#define POLL_MS			250
+#define EVENTS_PER_TURN		256
+#define CONNECT_TIMEOUT_MS	5000
+#define REQUEST_TIMEOUT_MS	10000
+#define BACKOFF_MAX_MS		(5 * 60 * 1000)
+#define URL_MAX			4096
+
+struct notify {
+	const struct serve_config *c;
+	struct store *s;
+	int64_t *cursors;		/* per notifier: the last event looked at */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop, started;
+};
+
+static int
+stopping(struct notify *n)
+{
+	int v;
+
+	pthread_mutex_lock(&n->mu);
+	v = n->stop;
+	pthread_mutex_unlock(&n->mu);
+	return v;
+}
+
+/* What one event becomes for the notifier being filled. */
+struct fill {
+	struct notify *n;
+	const struct serve_notifier *nt;
+	int64_t last_id;
+	int failed;
+	char *err;
+	size_t errlen;
+};
+
+static int
+fill_one(const struct store_event *ev, void *arg)
+{
+	struct fill *f = arg;
+	enum notify_event e;
+
+	f->last_id = ev->id;
+	if (serve_notify_event_of(ev->kind, &e) != 0 || !(f->nt->events & (1u << e)))
+		return 0;
+	if (store_notify_enqueue(f->n->s, f->nt->name, serve_notify_kind_name(f->nt->kind),
+	    ev->id, ev->plan_id, serve_notify_event_name(e), clock_now_ms(), f->err,
+	    f->errlen) != 0) {
+		f->failed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* fill's peek: whether there is an event after the cursor at all. */
+static int
+any_event(const struct store_event *ev, void *arg)
+{
+	(void)ev;
+	*(int *)arg = 1;
+	return 1;
+}
+
+/* Takes the events after notifier I's cursor into its deliveries and
+ * moves the cursor, in one transaction; nothing is written when there is
+ * no new event (a read, so that an idle notifier costs the engine no
+ * write lock). */
+static int
+fill(struct notify *n, size_t i, char *err, size_t errlen)
+{
+	const struct serve_notifier *nt = &n->c->notifiers[i];
+	struct fill f = { n, nt, n->cursors[i], 0, err, errlen };
+	int any = 0;
+
+	if (store_notify_events_after(n->s, n->cursors[i], 1, any_event, &any, err,
+	    errlen) != 0)
+		return -1;
+	if (!any)
+		return 0;
+	if (store_begin(n->s, err, errlen) != 0)
+		return -1;
+	if (store_notify_events_after(n->s, n->cursors[i], EVENTS_PER_TURN, fill_one, &f,
+	    err, errlen) != 0 || f.failed ||
+	    store_notify_cursor_set(n->s, nt->name, f.last_id, err, errlen) != 0 ||
+	    store_commit(n->s, err, errlen) != 0) {
+		store_rollback(n->s);
+		return -1;
+	}
+	n->cursors[i] = f.last_id;
+	return 0;
+}
+
+static size_t
+discard(char *p, size_t size, size_t nmemb, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * nmemb;
+}
+
+static int
+on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return stopping(arg);
+}
+
+/* POSTs BODY to notifier NT. *HTTP gets the status (0: no answer), WHY
+ * what went wrong (never the URL). Returns 0 when answered (any status),
+ * -1 when not (WHY says why), -2 when stopped mid-way. */
+static int
+post(struct notify *n, const struct serve_notifier *nt, const char *body, long *http,
+    char *why, size_t whylen)
+{
+	struct curl_slist *h = NULL, *t = NULL;
+	char url[URL_MAX];
+	CURLcode cc;
+	CURL *cu = NULL;
+	int rc = -1;
+
+	*http = 0;
+	if (serve_notifier_url(nt, url, sizeof(url), why, whylen) != 0)
+		goto done;
+	if ((h = curl_slist_append(NULL, "Content-Type: application/json")) != NULL &&
+	    (t = curl_slist_append(h, "Expect:")) != NULL)
+		h = t;
+	if ((cu = curl_easy_init()) == NULL || t == NULL) {
+		errbuf_set(why, whylen, "out of memory");
+		goto done;
+	}
+	curl_easy_setopt(cu, CURLOPT_URL, url);
+	curl_easy_setopt(cu, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, (long)REQUEST_TIMEOUT_MS);
+	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(cu, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(cu, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(cu, CURLOPT_XFERINFODATA, n);
+	curl_easy_setopt(cu, CURLOPT_USERAGENT, "cutover-notify");
+	cc = curl_easy_perform(cu);
+	if (cc == CURLE_ABORTED_BY_CALLBACK) {
+		rc = -2;
+		goto done;
+	}
+	if (cc != CURLE_OK) {
+		/* curl_easy_strerror names the failure, not the URL. */
+		errbuf_set(why, whylen, "%s", curl_easy_strerror(cc));
+		goto done;
+	}
+	curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, http);
+	rc = 0;
+done:
+	OPENSSL_cleanse(url, sizeof(url));
+	curl_slist_free_all(h);
+	if (cu != NULL)
+		curl_easy_cleanup(cu);
+	return rc;
+}
+
+/* Makes one attempt at delivery D to NT and records it. */
+static int
+attempt(struct notify *n, const struct serve_notifier *nt, const struct store_delivery *d,
+    char *err, size_t errlen)
+{
+	char why[256] = "", *body = NULL;
+	const char *status = "pending";
+	int k = d->attempts + 1, permanent = 0, sent, rc = -1;
+	int64_t now, next = 0, wait;
+	long http = 0;
+
+	if (notify_body(nt->kind, d, &body, err, errlen) != 0)
+		return -1;
+	sent = post(n, nt, body, &http, why, sizeof(why));
+	if (sent == -2) {
+		rc = 0;		/* stopped: left pending, never recorded as tried */
+		goto done;
+	}
+	if (sent == 0 && http >= 200 && http < 300) {
+		status = "delivered";
+		why[0] = '\0';
+	} else {
+		if (sent == 0) {
+			snprintf(why, sizeof(why), "HTTP %ld", http);
+			permanent = http >= 400 && http < 500 && http != 408 && http != 429;
+		}
+		if (permanent || k >= nt->attempts)
+			status = "failed";
+	}
+	now = clock_now_ms();
+	if (strcmp(status, "pending") == 0) {
+		wait = nt->backoff_ms;
+		for (int i = 1; i < k && wait < BACKOFF_MAX_MS; i++)
+			wait *= 2;
+		next = now + (wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS);
+	}
+	if (store_notify_attempt(n->s, d->id, k, now, (int)http, why[0] ? why : NULL, status,
+	    next, err, errlen) != 0)
+		goto done;
+	if (strcmp(status, "delivered") == 0)
+		log_event("info", d->plan_name, NULL, "notify %s: %s (event %lld) delivered, "
+		    "HTTP %ld, attempt %d", nt->name, d->event, (long long)d->event_id, http, k);
+	else
+		log_event(status[0] == 'f' ? "error" : "warn", d->plan_name, NULL, "notify %s: "
+		    "%s (event %lld) attempt %d of %d: %s; %s", nt->name, d->event,
+		    (long long)d->event_id, k, nt->attempts, why, status[0] == 'f' ?
+		    "given up" : "trying again");
+	rc = 0;
+done:
+	free(body);
+	return rc;
+}
+
+/* Sends what is due of notifier NT. */
+static int
+deliver_due(struct notify *n, const struct serve_notifier *nt, char *err, size_t errlen)
+{
+	struct store_delivery d;
+
+	while (!stopping(n)) {
+		if (store_notify_due(n->s, nt->name, clock_now_ms(), &d, err, errlen) != 0)
+			return -1;
+		if (d.id == 0)
+			return 0;
+		if (attempt(n, nt, &d, err, errlen) != 0) {
+			store_delivery_clear(&d);
+			return -1;
+		}
+		store_delivery_clear(&d);
+	}
+	return 0;
+}
+
+static void *
+run(void *arg)
+{
+	struct notify *n = arg;
+	struct timespec until;
+	char err[1024];
+	size_t i;
+
+	while (!stopping(n)) {
+		for (i = 0; i < n->c->nnotifiers && !stopping(n); i++) {
+			const struct serve_notifier *nt = &n->c->notifiers[i];
+
+			store_transient_clear(n->s);
+			if (fill(n, i, err, sizeof(err)) != 0 ||
+			    deliver_due(n, nt, err, sizeof(err)) != 0)
+				log_event(store_transient(n->s) ? "warn" : "error", NULL, NULL,
+				    "notify %s: %s", nt->name, err);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += POLL_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&n->mu);
+		while (!n->stop && pthread_cond_timedwait(&n->cv, &n->mu, &until) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&n->mu);
+	}
+	return NULL;
+}
+
+int
+notify_start(const char *db_path, const struct serve_config *c, struct notify **out,
+    char *err, size_t errlen)
+{
+	struct notify *n;
+	size_t i;
+
+	*out = NULL;
+	if ((n = calloc(1, sizeof(*n))) == NULL) {
+		errbuf_set(err, errlen, "notifiers: out of memory");
+		return -1;
+	}
+	/* Counted by libcurl (as mgmt_open's), made before the thread starts. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		errbuf_set(err, errlen, "notifiers: curl_global_init failed");
+		free(n);
+		return -1;
+	}
+	n->c = c;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
+	if ((n->cursors = calloc(c->nnotifiers + 1, sizeof(*n->cursors))) == NULL) {
+		errbuf_set(err, errlen, "notifiers: out of memory");
+		goto fail;
+	}
+	if (store_open(db_path, &n->s, err, errlen) != 0)
+		goto fail;
+	for (i = 0; i < c->nnotifiers; i++)
+		if (store_notify_cursor(n->s, c->notifiers[i].name, &n->cursors[i], err,
+		    errlen) != 0)
+			goto fail;
+	if (pthread_create(&n->thread, NULL, run, n) != 0) {
+		errbuf_set(err, errlen, "notifiers: cannot start their thread");
+		goto fail;
+	}
+	n->started = 1;
+	for (i = 0; i < c->nnotifiers; i++)
+		log_event("info", NULL, NULL, "notify %s: %s, %d attempts, first retry after "
+		    "%lld ms", c->notifiers[i].name, serve_notify_kind_name(c->notifiers[i].kind),
+		    c->notifiers[i].attempts, (long long)c->notifiers[i].backoff_ms);
+	*out = n;
+	return 0;
+fail:
+	notify_stop(n);
+	return -1;
+}
+
+void
+notify_stop(struct notify *n)
+{
+	if (n == NULL)
+		return;
+	if (n->started) {
+		pthread_mutex_lock(&n->mu);
+		n->stop = 1;
+		pthread_cond_signal(&n->cv);
+		pthread_mutex_unlock(&n->mu);
+		pthread_join(n->thread, NULL);
+	}
+	store_close(n->s);
+	free(n->cursors);
+	pthread_cond_destroy(&n->cv);
+	pthread_mutex_destroy(&n->mu);
+	free(n);
+	curl_global_cleanup();
+}

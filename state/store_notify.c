@@ -1,0 +1,287 @@
+/* store_notify: the notifier's tables (store_notify.h): cursors, deliveries
+ * and their attempts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "store_int.h"
+#include "store_notify.h"
+
+/* The columns read_delivery reads, in its order. */
+#define DELIVERY_COLUMNS \
+	"d.id, d.event_id, d.plan_id, d.notifier, d.kind, d.event, d.status," \
+	" d.attempts, d.next_ms, d.created_ms, coalesce(d.done_ms, 0), p.name, e.kind," \
+	" e.ts_ms, e.details_json, (SELECT json_group_array(json_object('attempt'," \
+	" a.attempt, 'ts_ms', a.ts_ms, 'http_status', a.http_status, 'error', a.error))" \
+	" FROM (SELECT * FROM delivery_attempts WHERE delivery_id = d.id" \
+	" ORDER BY attempt) a)" \
+	" FROM deliveries d JOIN events e ON e.id = d.event_id" \
+	" JOIN plans p ON p.id = d.plan_id"
+
+void
+store_delivery_clear(struct store_delivery *d)
+{
+	free(d->details_json);
+	free(d->attempts_json);
+	memset(d, 0, sizeof(*d));
+}
+
+static int
+read_delivery(sqlite3_stmt *st, struct store_delivery *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->id = sqlite3_column_int64(st, 0);
+	d->event_id = sqlite3_column_int64(st, 1);
+	d->plan_id = sqlite3_column_int64(st, 2);
+	store_copystr(d->notifier, sizeof(d->notifier), sqlite3_column_text(st, 3));
+	store_copystr(d->kind, sizeof(d->kind), sqlite3_column_text(st, 4));
+	store_copystr(d->event, sizeof(d->event), sqlite3_column_text(st, 5));
+	store_copystr(d->status, sizeof(d->status), sqlite3_column_text(st, 6));
+	d->attempts = sqlite3_column_int(st, 7);
+	d->next_ms = sqlite3_column_int64(st, 8);
+	d->created_ms = sqlite3_column_int64(st, 9);
+	d->done_ms = sqlite3_column_int64(st, 10);
+	store_copystr(d->plan_name, sizeof(d->plan_name), sqlite3_column_text(st, 11));
+	store_copystr(d->history_kind, sizeof(d->history_kind), sqlite3_column_text(st, 12));
+	d->event_ts_ms = sqlite3_column_int64(st, 13);
+	d->details_json = store_dupcol(st, 14);
+	d->attempts_json = store_dupcol(st, 15);
+	if (d->details_json == NULL || d->attempts_json == NULL) {
+		store_delivery_clear(d);
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
+    char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	/* The no-op update makes RETURNING answer for a cursor already there. */
+	if (store_prepare(s, "INSERT INTO notify_cursors (notifier, last_event_id)"
+	    " SELECT ?1, coalesce(max(id), 0) FROM events WHERE true"
+	    " ON CONFLICT (notifier) DO UPDATE SET notifier = excluded.notifier"
+	    " RETURNING last_event_id", &st, "reading a notifier's cursor", err,
+	    errlen) != 0)
+		return -1;
+	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		store_dberr(s, err, errlen, "reading a notifier's cursor");
+		goto done;
+	}
+	*last_id = sqlite3_column_int64(st, 0);
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_notify_events_after(struct store *s, int64_t after_id, int limit,
+    int (*fn)(const struct store_event *ev, void *arg), void *arg, char *err,
+    size_t errlen)
+{
+	struct store_event ev;
+	sqlite3_stmt *st = NULL;
+	int rc = -1, src;
+
+	if (store_prepare(s, "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
+	    " ORDER BY id LIMIT ?2", &st, "reading new events", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, after_id);
+	sqlite3_bind_int(st, 2, limit);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&ev, 0, sizeof(ev));
+		ev.id = sqlite3_column_int64(st, 0);
+		ev.plan_id = sqlite3_column_int64(st, 1);
+		ev.ts_ms = sqlite3_column_int64(st, 2);
+		store_copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
+		if (fn(&ev, arg) != 0)
+			break;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		store_dberr(s, err, errlen, "reading new events");
+		goto done;
+	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_notify_enqueue(struct store *s, const char *notifier, const char *kind,
+    int64_t event_id, int64_t plan_id, const char *event, int64_t now_ms, char *err,
+    size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (store_prepare(s, "INSERT INTO deliveries (notifier, kind, event_id, plan_id,"
+	    " event, status, next_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'pending',"
+	    " ?6, ?6) ON CONFLICT (notifier, event_id) DO NOTHING", &st,
+	    "recording a delivery", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, event_id);
+	sqlite3_bind_int64(st, 4, plan_id);
+	sqlite3_bind_text(st, 5, event, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, now_ms);
+	rc = store_run(s, st, "recording a delivery", NULL, err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_notify_cursor_set(struct store *s, const char *notifier, int64_t last_id,
+    char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (store_prepare(s, "UPDATE notify_cursors SET last_event_id = ?2"
+	    " WHERE notifier = ?1", &st, "moving a notifier's cursor", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, last_id);
+	rc = store_update_one(s, st, "moving a notifier's cursor", "no such notifier", err,
+	    errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Steps ST (prepared and bound: DELIVERY_COLUMNS), calling FN for each
+ * delivery until it returns non-zero; finalizes ST. Returns 0 or -1. */
+static int
+each_row(struct store *s, sqlite3_stmt *st, const char *what,
+    int (*fn)(const struct store_delivery *d, void *arg), void *arg, char *err,
+    size_t errlen)
+{
+	struct store_delivery d;
+	int rc = -1, src, stop;
+
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		if (read_delivery(st, &d) != 0) {
+			errbuf_set(err, errlen, "%s: out of memory", what);
+			goto done;
+		}
+		stop = fn(&d, arg);
+		store_delivery_clear(&d);
+		if (stop)
+			break;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		store_dberr(s, err, errlen, what);
+		goto done;
+	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* each_row's FN for store_notify_due: a copy of the first into ARG. */
+static int
+take_first(const struct store_delivery *d, void *arg)
+{
+	struct store_delivery *out = arg;
+
+	*out = *d;
+	out->details_json = strdup(d->details_json);
+	out->attempts_json = strdup(d->attempts_json);
+	return 1;
+}
+
+int
+store_notify_due(struct store *s, const char *notifier, int64_t now_ms,
+    struct store_delivery *out, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (store_prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.notifier = ?1"
+	    " AND d.status = 'pending' AND d.next_ms <= ?2 ORDER BY d.next_ms, d.id LIMIT 1",
+	    &st, "reading due deliveries", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	if (each_row(s, st, "reading due deliveries", take_first, out, err, errlen) != 0)
+		return -1;
+	if (out->id != 0 && (out->details_json == NULL || out->attempts_json == NULL)) {
+		store_delivery_clear(out);
+		errbuf_set(err, errlen, "reading due deliveries: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
+    int http_status, const char *error, const char *status, int64_t next_ms, char *err,
+    size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char cut[201];
+
+	if (error != NULL)
+		snprintf(cut, sizeof(cut), "%s", error);
+	if (store_begin(s, err, errlen) != 0)
+		return -1;
+	if (store_prepare(s, "INSERT INTO delivery_attempts (delivery_id, attempt, ts_ms,"
+	    " http_status, error) VALUES (?1, ?2, ?3, nullif(?4, 0), ?5)", &st,
+	    "recording a delivery attempt", err, errlen) != 0)
+		goto fail;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int64(st, 3, ts_ms);
+	sqlite3_bind_int(st, 4, http_status);
+	if (error != NULL)
+		sqlite3_bind_text(st, 5, cut, -1, SQLITE_STATIC);
+	if (store_run(s, st, "recording a delivery attempt", NULL, err, errlen) != 0)
+		goto fail;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (store_prepare(s, "UPDATE deliveries SET status = ?2, attempts = ?3, next_ms = ?4,"
+	    " done_ms = CASE WHEN ?2 = 'pending' THEN NULL ELSE ?5 END,"
+	    " last_http = nullif(?6, 0), last_error = ?7 WHERE id = ?1", &st,
+	    "recording a delivery", err, errlen) != 0)
+		goto fail;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, attempt);
+	sqlite3_bind_int64(st, 4, next_ms);
+	sqlite3_bind_int64(st, 5, ts_ms);
+	sqlite3_bind_int(st, 6, http_status);
+	if (error != NULL)
+		sqlite3_bind_text(st, 7, cut, -1, SQLITE_STATIC);
+	if (store_update_one(s, st, "recording a delivery", "no such delivery", err,
+	    errlen) != 0)
+		goto fail;
+	sqlite3_finalize(st);
+	return store_commit(s, err, errlen);
+fail:
+	sqlite3_finalize(st);
+	store_rollback(s);
+	return -1;
+}
+
+int
+store_notify_each(struct store *s, int64_t plan_id,
+    int (*fn)(const struct store_delivery *d, void *arg), void *arg, char *err,
+    size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (store_prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.plan_id = ?1 ORDER BY d.id",
+	    &st, "reading deliveries", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, plan_id);
+	return each_row(s, st, "reading deliveries", fn, arg, err, errlen);
+}
