@@ -174,6 +174,11 @@ int store_event_hash(const char *prev_hash, int64_t id, int64_t plan_id, int64_t
 int store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
     char last[STORE_HASH_HEX], char *err, size_t errlen);
 
+/* How many events of PLAN_ID have a kind starting with KIND_PREFIX, into
+ * *N. Returns 0 or -1 with ERR. */
+int store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
+    int64_t *n, char *err, size_t errlen);
+
 /* Records one sample of a bounded metric (METRIC like "old.depth",
  * "ladder.depth", "parking.depth"; LABEL bounded, like a level number, or
  * ""). Returns 0 or -1. */

@@ -403,3 +403,27 @@ store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
 {
 	return read_head(s, events, last_id, last, err, errlen);
 }
+
+int
+store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
+    int64_t *n, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT count(*) FROM events WHERE plan_id = ?1"
+	    " AND substr(kind, 1, length(?2)) = ?2";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	*n = 0;
+	if (store_prepare(s, sql, &st, "counting events", err, errlen) == -1)
+		return -1;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_text(st, 2, kind_prefix, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else
+		store_dberr(s, err, errlen, "counting events");
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -469,7 +469,7 @@ async function wholePlan(page, base, db, bin, build, problems) {
   check(st.includes(`${pid2}`) && !/aborted/.test(st.split('\n')[0]), 'status NAME shows the new plan: ' + st.split('\n')[0]);
   const metrics = await (await fetch(base + '/metrics')).text();
   const states = metrics.split('\n').filter((l) => l.startsWith(`cutover_plan_state{plan="${name}"`) && / 1$/.test(l));
-  check(states.length === 1 && /outcome="running"/.test(states[0]), '/metrics reports one plan of that name, the new one: ' + states[0]);
+  check(states.length === 1 && /state="running"/.test(states[0]), '/metrics reports one plan of that name, the new one: ' + states[0]);
   const ab2 = await fetch(`${base}/api/plans/${pid2}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
   check(ab2.status === 202 || ab2.status === 409, 'the new plan aborted');
   await until('the new plan to stop', async () => (await planDoc(base, pid2)).status !== 'running', 60000);
@@ -524,7 +524,7 @@ async function checkMetrics(base, planName) {
     }
     series++;
   }
-  check(series > 10 && /cutover_step_state\{plan="[^"]+",step="verify_ladder",outcome="succeeded"\} 1/.test(text),
+  check(series > 10 && /cutover_step_state\{plan="[^"]+",step="verify_ladder",state="succeeded"\} 1/.test(text),
     `/metrics: ${series} series, every label bounded, verify_ladder succeeded`);
 }
 
