@@ -484,9 +484,15 @@ cli_history(int argc, char **argv)
 			printf("{\"verified\":%s,\"checked\":%lld,\"bad_event\":%lld,"
 			    "\"reason\":\"%s\"}\n", verified == 0 ? "true" : "false",
 			    (long long)v.checked, (long long)v.bad_id, v.reason);
-		else if (verified == 0)
-			printf("history verifies: %lld events, hash chain intact\n",
-			    (long long)v.checked);
+		else if (verified == 0) {
+			char head[STORE_HASH_HEX] = "";
+			int64_t n = 0, last = 0;
+
+			store_chain_head(s, &n, &last, head, err, sizeof(err));
+			printf("history verifies: %lld events, hash chain intact; its head: "
+			    "event %lld, hash %s (an export's head matches it, or an earlier "
+			    "one in this chain)\n", (long long)v.checked, (long long)last, head);
+		}
 		else
 			printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 			    v.reason);
