@@ -83,7 +83,7 @@ malformed:
 static int
 eq(struct str s, const char *c)
 {
-	return s.n == strlen(c) && memcmp(s.p, c, s.n) == 0;
+	return s.n == strlen(c) && (s.n == 0 || memcmp(s.p, c, s.n) == 0);
 }
 
 static int
@@ -103,7 +103,8 @@ cstr(struct str s, char *out, size_t outlen)
 {
 	size_t n = s.n < outlen - 1 ? s.n : outlen - 1;
 
-	memcpy(out, s.p, n);
+	if (n > 0)
+		memcpy(out, s.p, n);
 	out[n] = '\0';
 }
 
@@ -352,7 +353,8 @@ sha256_hex(struct str s, char out[STORE_HASH_HEX])
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
-	if (EVP_Digest(s.p, s.n, md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+	if (EVP_Digest(s.n > 0 ? s.p : "", s.n, md, &n, EVP_sha256(), NULL) != 1 ||
+	    n != 32)
 		return -1;
 	hex_encode(md, n, out);
 	return 0;
