@@ -66,6 +66,13 @@ struct plan;
  * stderr. */
 struct plan *cli_load_plan(const char *path);
 
+/* Reads PATH whole into *OUT (malloc'ed, NUL-terminated; *LEN bytes
+ * without the NUL), refusing a file of more than MAX bytes. Errors start
+ * with WHAT (naming the file as the verb's user gave it). Returns 0, or
+ * -1 with ERR. */
+int cli_read_file(const char *path, const char *what, size_t max, char **out,
+    size_t *len, char *err, size_t errlen);
+
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)

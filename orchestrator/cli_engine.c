@@ -20,6 +20,7 @@
 #include "store.h"
 #include "store_admit.h"
 #include "view.h"
+#include "export_verify.h"
 
 #define CLI_WAITING 3      /* cutover run: a gated step waits for approval */
 #define CLI_STOPPED 4      /* cutover run: stopped by a signal; run again to resume */
@@ -405,7 +406,51 @@ history_event(const struct store_event *ev, void *arg)
 }
 
 static const char history_usage[] =
-    "cutover history (--db FILE (PLAN | --verify) | [--server URL [--cacert FILE]] PLAN) [--json]";
+    "cutover history (--db FILE (PLAN | --verify) | --verify EXPORT | [--server URL "
+    "[--cacert FILE]] PLAN) [--json]";
+
+/* history --verify EXPORT: the offline check of a downloaded export. */
+static int
+verify_export(const char *path, int json)
+{
+	struct export_check c;
+	char err[1024], *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (cli_read_file(path, path, EXPORT_FILE_MAX, &text, &len, err, sizeof(err)) != 0 ||
+	    (r = export_verify(text, len, &c, err, sizeof(err))) < 0) {
+		free(text);
+		fprintf(stderr, "cutover history: %s\n", err);
+		return CLI_FAIL;
+	}
+	free(text);
+	if (json) {
+		json_t *doc = json_pack("{s:s,s:b,s:s,s:I,s:s,s:I,s:I,s:{s:I,s:I,s:s},s:o,"
+		    "s:o,s:o}", "file", path, "verified", r == 0, "format", c.format,
+		    "plan", (json_int_t)c.plan_id, "name", c.plan_name, "plan_events",
+		    (json_int_t)c.plan_events, "links", (json_int_t)c.links, "head",
+		    "events", (json_int_t)c.head_events, "last_id", (json_int_t)c.head_id,
+		    "last_hash", c.head_hash, "bad_event", c.bad_id != 0 ?
+		    json_integer((json_int_t)c.bad_id) : json_null(), "line", c.line != 0 ?
+		    json_integer(c.line) : json_null(), "reason", r == 0 ? json_null() :
+		    json_string(c.reason));
+
+		json_dumpf(doc, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(doc);
+	} else if (r == 0)
+		printf("%s verifies: plan '%s' (id %lld), %lld events of the plan and %lld "
+		    "links, up to the chain head: event %lld, hash %s\n", path, c.plan_name,
+		    (long long)c.plan_id, (long long)c.plan_events, (long long)c.links,
+		    (long long)c.head_id, c.head_hash);
+	else if (c.bad_id != 0)
+		printf("%s does NOT verify: event %lld%s%.0ld: %s\n", path,
+		    (long long)c.bad_id, c.line != 0 ? ", line " : "", c.line, c.reason);
+	else
+		printf("%s does NOT verify: %s\n", path, c.reason);
+	return r == 0 ? CLI_OK : CLI_FAIL;
+}
 
 int
 cli_history(int argc, char **argv)
@@ -421,13 +466,13 @@ cli_history(int argc, char **argv)
 	r = parse_common("history", history_usage, argc, argv, 0, &o);
 	if (!o.ok)
 		return r;
-	if (argc - optind != (o.verify ? 0 : 1))
-		return cli_usage_error("history", history_usage, "expected PLAN or --verify");
+	if (argc - optind != (o.verify && o.db != NULL ? 0 : 1))
+		return cli_usage_error("history", history_usage, o.verify ? "--verify "
+		    "checks --db FILE, or an export file given alone" :
+		    "expected PLAN or --verify");
 	if (o.db == NULL) {
 		if (o.verify)
-			return cli_usage_error("history", history_usage, "--verify reads a "
-			    "database (--db FILE); from a server, a plan's history carries "
-			    "the chain's verification");
+			return verify_export(argv[optind], o.json);
 		return cli_remote_history(o.server, argv[optind], o.json);
 	}
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
@@ -439,9 +484,15 @@ cli_history(int argc, char **argv)
 			printf("{\"verified\":%s,\"checked\":%lld,\"bad_event\":%lld,"
 			    "\"reason\":\"%s\"}\n", verified == 0 ? "true" : "false",
 			    (long long)v.checked, (long long)v.bad_id, v.reason);
-		else if (verified == 0)
-			printf("history verifies: %lld events, hash chain intact\n",
-			    (long long)v.checked);
+		else if (verified == 0) {
+			char head[STORE_HASH_HEX] = "";
+			int64_t n = 0, last = 0;
+
+			store_chain_head(s, &n, &last, head, err, sizeof(err));
+			printf("history verifies: %lld events, hash chain intact; its head: "
+			    "event %lld, hash %s (an export's head matches it, or an earlier "
+			    "one in this chain)\n", (long long)v.checked, (long long)last, head);
+		}
 		else
 			printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 			    v.reason);

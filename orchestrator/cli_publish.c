@@ -8,6 +8,7 @@
  * queue that x-death names for a cycle and drop the message. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,53 +33,10 @@ static const char usage_line[] =
 static int
 read_body(const char *path, char **out, size_t *len, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, got;
-	int rc = -1;
+	char what[PATH_MAX + 16];
 
-	if (f == NULL) {
-		snprintf(err, errlen, "--body-file '%s': cannot open it", path);
-		return -1;
-	}
-	for (;;) {
-		if (n == cap) {
-			char *nb;
-
-			if (cap >= BODY_FILE_MAX) {
-				snprintf(err, errlen, "--body-file '%s': larger than %d bytes",
-				    path, BODY_FILE_MAX);
-				goto done;
-			}
-			cap = cap ? cap * 2 : 4096;
-			if ((nb = realloc(buf, cap + 1)) == NULL) {
-				snprintf(err, errlen, "--body-file '%s': out of memory", path);
-				goto done;
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "--body-file '%s': read error", path);
-		goto done;
-	}
-	if (buf == NULL && (buf = malloc(1)) == NULL) {
-		snprintf(err, errlen, "--body-file '%s': out of memory", path);
-		goto done;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-	rc = 0;
-done:
-	free(buf);
-	fclose(f);
-	return rc;
+	snprintf(what, sizeof(what), "--body-file '%s'", path);
+	return cli_read_file(path, what, BODY_FILE_MAX, out, len, err, errlen);
 }
 
 /* Writes MS (epoch) as "2024-05-01T12:00:00.123Z". Returns OUT. */

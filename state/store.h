@@ -161,6 +161,24 @@ int store_each_event(struct store *s, int64_t plan_id,
 int store_verify_events(struct store *s, struct store_verify *res,
     char *err, size_t errlen);
 
+/* The hash store_append_event gives an event with these fields after the
+ * event whose hash is PREV_HASH (64 hex digits; 64 zeros for the first),
+ * into OUT as lowercase hex: what an offline check of an export recomputes.
+ * Returns 0, or -1 when sha256 fails. */
+int store_event_hash(const char *prev_hash, int64_t id, int64_t plan_id, int64_t ts_ms,
+    const char *actor, size_t actor_len, const char *kind, size_t kind_len,
+    const char *details, size_t details_len, char out[STORE_HASH_HEX]);
+
+/* Reads the chain head: the number of events after the last append, and
+ * that event's id and hash. Returns 0, 1 when the head row is gone, -1. */
+int store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
+    char last[STORE_HASH_HEX], char *err, size_t errlen);
+
+/* How many events of PLAN_ID have a kind starting with KIND_PREFIX, into
+ * *N. Returns 0 or -1 with ERR. */
+int store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
+    int64_t *n, char *err, size_t errlen);
+
 /* Records one sample of a bounded metric (METRIC like "old.depth",
  * "ladder.depth", "parking.depth"; LABEL bounded, like a level number, or
  * ""). Returns 0 or -1. */

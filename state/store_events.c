@@ -165,6 +165,20 @@ done:
 }
 
 int
+store_read_event(sqlite3_stmt *st, struct store_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->id = sqlite3_column_int64(st, 0);
+	ev->plan_id = sqlite3_column_int64(st, 1);
+	ev->ts_ms = sqlite3_column_int64(st, 2);
+	store_copystr(ev->actor, sizeof(ev->actor), sqlite3_column_text(st, 3));
+	store_copystr(ev->kind, sizeof(ev->kind), sqlite3_column_text(st, 4));
+	store_copystr(ev->prev_hash, sizeof(ev->prev_hash), sqlite3_column_text(st, 6));
+	store_copystr(ev->hash, sizeof(ev->hash), sqlite3_column_text(st, 7));
+	return (ev->details_json = store_dupcol(st, 5)) == NULL ? -1 : 0;
+}
+
+int
 store_each_event(struct store *s, int64_t plan_id,
     int (*fn)(const struct store_event *ev, void *arg), void *arg,
     char *err, size_t errlen)
@@ -185,16 +199,7 @@ store_each_event(struct store *s, int64_t plan_id,
 	if (plan_id != 0)
 		sqlite3_bind_int64(st, 1, plan_id);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&ev, 0, sizeof(ev));
-		ev.id = sqlite3_column_int64(st, 0);
-		ev.plan_id = sqlite3_column_int64(st, 1);
-		ev.ts_ms = sqlite3_column_int64(st, 2);
-		store_copystr(ev.actor, sizeof(ev.actor), sqlite3_column_text(st, 3));
-		store_copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 4));
-		store_copystr(ev.prev_hash, sizeof(ev.prev_hash),
-		    sqlite3_column_text(st, 6));
-		store_copystr(ev.hash, sizeof(ev.hash), sqlite3_column_text(st, 7));
-		if ((ev.details_json = store_dupcol(st, 5)) == NULL) {
+		if (store_read_event(st, &ev) != 0) {
 			errbuf_set(err, errlen, "reading events: out of memory");
 			goto done;
 		}
@@ -380,5 +385,45 @@ store_verify_events(struct store *s, struct store_verify *res,
 done:
 	if (own)
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	return rc;
+}
+
+int
+store_event_hash(const char *prev_hash, int64_t id, int64_t plan_id, int64_t ts_ms,
+    const char *actor, size_t actor_len, const char *kind, size_t kind_len,
+    const char *details, size_t details_len, char out[STORE_HASH_HEX])
+{
+	return event_hash(prev_hash, id, plan_id, ts_ms, actor, actor_len, kind,
+	    kind_len, details, details_len, out);
+}
+
+int
+store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
+    char last[STORE_HASH_HEX], char *err, size_t errlen)
+{
+	return read_head(s, events, last_id, last, err, errlen);
+}
+
+int
+store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
+    int64_t *n, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT count(*) FROM events WHERE plan_id = ?1"
+	    " AND substr(kind, 1, length(?2)) = ?2";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	*n = 0;
+	if (store_prepare(s, sql, &st, "counting events", err, errlen) == -1)
+		return -1;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_text(st, 2, kind_prefix, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else
+		store_dberr(s, err, errlen, "counting events");
+	sqlite3_finalize(st);
 	return rc;
 }

@@ -36,6 +36,11 @@ void store_read_plan(sqlite3_stmt *st, struct store_plan *out);
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
 char *store_dupcol(sqlite3_stmt *st, int col);
 
+/* Reads an events row selected as (id, plan_id, ts_ms, actor, kind,
+ * details_json, prev_hash, hash) into EV; EV->details_json is malloc'ed
+ * (the caller frees it). Returns 0, or -1 out of memory. */
+int store_read_event(sqlite3_stmt *st, struct store_event *ev);
+
 /* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
     const char *what, char *err, size_t errlen);

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "build_info.h"
+#include "export.h"
 #include "log.h"
 #include "plan.h"
 #include "store_admit.h"
@@ -440,6 +441,52 @@ notifications(const struct api_call *c)
 	plan_read(c, view_notifications);
 }
 
+/* GET /api/plans/{plan}/export[?format=json|csv]: the plan's history as
+ * a file `cutover history --verify FILE` checks offline (export.h). */
+static void
+export(const struct api_call *c)
+{
+	const char *format = uri_query_get(c->q, "format");
+	struct api_response *r = c->r;
+	json_t *doc = NULL;
+	char err[1024], filename[sizeof(r->filename)], *text = NULL;
+	size_t len = 0;
+	int csv, rc;
+
+	if (format == NULL)
+		format = "json";
+	csv = strcmp(format, "csv") == 0;
+	if (!csv && strcmp(format, "json") != 0) {
+		api_error(r, 400, "format must be json or csv");
+		return;
+	}
+	if ((rc = export_build(c->s, c->t->plan_id, &doc, err, sizeof(err))) != 0) {
+		read_done(r, rc, NULL, c->t->plan_id, err);
+		return;
+	}
+	/* names are [a-z0-9._-]: nothing to escape in the header */
+	snprintf(filename, sizeof(filename), "cutover-%s-%lld-history.%s",
+	    json_string_value(json_object_get(json_object_get(doc, "plan"), "name")),
+	    (long long)c->t->plan_id, format);
+	if (!csv)
+		reply(r, 200, doc);
+	else {
+		rc = export_csv(doc, &text, &len, err, sizeof(err));
+		json_decref(doc);
+		if (rc != 0) {
+			store_failed(r, err);
+			return;
+		}
+		api_response_clear(r);
+		r->status = 200;
+		r->body = text;
+		r->len = len;
+		r->type = "text/csv; charset=utf-8";
+	}
+	if (r->status == 200)
+		snprintf(r->filename, sizeof(r->filename), "%s", filename);
+}
+
 /* GET /api/plans/{plan}/samples[?since=MS]: the watch's samples. */
 static void
 samples(const struct api_call *c)
@@ -461,13 +508,14 @@ samples(const struct api_call *c)
 
 static const char *const by_name[] = { "name", NULL };
 static const char *const by_since[] = { "since", NULL };
+static const char *const by_format[] = { "format", NULL };
 
 /* The routes: adding one is a handler above and a row here. NAME is what
  * api_path knows it by (for a command, its kind); PATH's {plan}, {step},
  * {alert} and {command} are positive ids; GET rows answer HEAD too.
  * submit takes the plan's YAML, a command {"comment": "…"} or nothing.
  * Answers: healthz 200, 503; plans 200; submit 201, 400, 409; plan,
- * history, notifications, command 200, 404; samples 200, 400, 404; approve, retry, abort,
+ * history, notifications, command 200, 404; samples, export 200, 400, 404; approve, retry, abort,
  * ack 202, 400, 404, 409; archive 200, 400, 404, 409. */
 static const struct api_row routes[] = {
 	/* name      method  path                                 handler         access        cache params */
@@ -478,6 +526,7 @@ static const struct api_row routes[] = {
 	{ "history", "GET",  "/api/plans/{plan}/history",         history,        API_READ,     1, NULL },
 	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     0, by_since },
 	{ "notifications", "GET", "/api/plans/{plan}/notifications", notifications, API_READ,   1, NULL },
+	{ "export",  "GET",  "/api/plans/{plan}/export",          export,         API_READ,     0, by_format },
 	{ "command", "GET",  "/api/plans/{plan}/commands/{command}", command_status, API_READ,  0, NULL },
 	{ "abort",   "POST", "/api/plans/{plan}/abort",           command,        API_OPERATOR, 0, NULL },
 	{ "approve", "POST", "/api/plans/{plan}/steps/{step}/approve", command,   API_OPERATOR, 0, NULL },
@@ -585,6 +634,12 @@ api_route(const char *method, const char *path, struct api_target *t,
 	    strlen(method) <= 16 ? method : "(too long)", allow);
 	r->allow = allow;
 	return -1;
+}
+
+const char *
+api_route_name(const struct api_target *t)
+{
+	return routes[t->route].name;
 }
 
 int

@@ -41,6 +41,8 @@ struct api_response {
 	char *body;		/* JSON and a newline, malloc'd; owned */
 	size_t len;
 	const char *allow;	/* the Allow header of a 405, static */
+	const char *type;	/* Content-Type, static; NULL: application/json */
+	char filename[128];	/* Content-Disposition: attachment; or "" */
 	char location[64];	/* the Location header of a 201, or "" */
 };
 
@@ -49,6 +51,9 @@ struct api_response {
  * (with R->allow) for a method the route does not take. */
 int api_route(const char *method, const char *path, struct api_target *t,
     struct api_response *r);
+
+/* The name of T's route ("approve", "history", …: api.c's routes[]). */
+const char *api_route_name(const struct api_target *t);
 
 /* Whether the request T (from api_route) needs an operator's token: writes
  * always, reads when READS_NEED_TOKEN (not on loopback), /healthz never. */

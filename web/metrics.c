@@ -20,12 +20,13 @@ static const char *const plan_states[] = {
 static const char *const step_states[] = {
 	"pending", "waiting_approval", "running", "succeeded", "failed", NULL
 };
-/* History event kinds of the flag calls, and their outcome label. */
-static const char *const flag_events[][2] = {
-	{ "flip.requested", "flip_requested" }, { "flip.confirmed", "flip_confirmed" },
-	{ "flip.failed", "flip_failed" }, { "rollback.requested", "rollback_requested" },
-	{ "rollback.confirmed", "rollback_confirmed" },
-	{ "rollback.failed", "rollback_failed" }
+/* History event kinds of the flag calls: the call, and its outcome
+ * (NULL: the request itself, counted apart from its outcome). */
+static const char *const flag_events[][3] = {
+	{ "flip.requested", "flip", NULL }, { "flip.confirmed", "flip", "confirmed" },
+	{ "flip.failed", "flip", "failed" }, { "rollback.requested", "rollback", NULL },
+	{ "rollback.confirmed", "rollback", "confirmed" },
+	{ "rollback.failed", "rollback", "failed" }
 };
 #define NFLAG	(sizeof(flag_events) / sizeof(flag_events[0]))
 /* The watch's alert kinds; any other is counted as "other". */
@@ -115,6 +116,7 @@ struct plan_m {
 	json_t *watch;			/* the watch step's state, or NULL */
 	json_t *canary;			/* the canary's summary, or NULL */
 	int64_t flag[NFLAG];
+	int64_t *waiting;		/* per step: when it last began waiting, or 0 */
 	int64_t alerts_seen[NALERT], alerts_open[NALERT];
 	int have_hist;
 	int64_t hist[NBUCKET + 1];	/* the last is +Inf */
@@ -160,6 +162,14 @@ each_event(const struct store_event *ev, void *arg)
 	for (size_t i = 0; i < NFLAG; i++)
 		if (strcmp(ev->kind, flag_events[i][0]) == 0)
 			pm->flag[i]++;
+	if (strcmp(ev->kind, "step.waiting_approval") == 0) {
+		json_t *d = json_loads(ev->details_json, 0, NULL);
+		json_int_t n = json_integer_value(json_object_get(d, "step"));
+
+		if (n >= 1 && n <= pm->nsteps && pm->waiting != NULL)
+			pm->waiting[n - 1] = ev->ts_ms;
+		json_decref(d);
+	}
 	return 0;
 }
 
@@ -237,6 +247,11 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 		}
 		store_step_clear(&st);
 	}
+	if (pm->nsteps > 0 &&
+	    (pm->waiting = calloc((size_t)pm->nsteps, sizeof(*pm->waiting))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (store_each_event(s, pm->p.id, each_event, pm, err, errlen) != 0 ||
 	    store_each_alert(s, pm->p.id, 0, each_alert, pm, err, errlen) < 0 ||
 	    store_each_sample(s, pm->p.id, 0, each_sample, pm, err, errlen) != 0)
@@ -284,15 +299,15 @@ render_plans(struct buf *b, const struct plans *ps)
 	out(b, "cutover_plans %zu\n", ps->n);
 
 	family(b, "cutover_plan_state", "gauge",
-	    "1 for the plan's state (outcome), 0 for the others.");
+	    "1 for the plan's state, 0 for the others.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; plan_states[k] != NULL; k++)
-			out(b, "cutover_plan_state{plan=\"%s\",outcome=\"%s\"} %d\n",
+			out(b, "cutover_plan_state{plan=\"%s\",state=\"%s\"} %d\n",
 			    ps->v[i].name, plan_states[k],
 			    strcmp(ps->v[i].p.status, plan_states[k]) == 0);
 
 	family(b, "cutover_step_state", "gauge",
-	    "1 for the step's state (outcome), 0 for the others.");
+	    "1 for the step's state, 0 for the others.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int n = 0; n < ps->v[i].nsteps; n++) {
 			const struct step_m *st = &ps->v[i].steps[n];
@@ -301,7 +316,7 @@ render_plans(struct buf *b, const struct plans *ps)
 				continue;	/* the last step of a kind speaks */
 			for (int k = 0; step_states[k] != NULL; k++)
 				out(b, "cutover_step_state{plan=\"%s\",step=\"%s\","
-				    "outcome=\"%s\"} %d\n", ps->v[i].name, st->kind,
+				    "state=\"%s\"} %d\n", ps->v[i].name, st->kind,
 				    step_states[k], strcmp(st->status, step_states[k]) == 0);
 		}
 
@@ -317,6 +332,19 @@ render_plans(struct buf *b, const struct plans *ps)
 			    ps->v[i].name, st->kind, st->ended != 0 ?
 			    (double)(st->ended - st->started) / 1000.0 :
 			    now - (double)st->started / 1000.0);
+		}
+
+	family(b, "cutover_gate_waiting_seconds", "gauge",
+	    "How long a gated step has been waiting for an operator's approval.");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int n = 0; n < ps->v[i].nsteps; n++) {
+			const struct step_m *st = &ps->v[i].steps[n];
+
+			if (strcmp(st->status, "waiting_approval") != 0 ||
+			    ps->v[i].waiting == NULL || ps->v[i].waiting[n] == 0)
+				continue;
+			out(b, "cutover_gate_waiting_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
+			    ps->v[i].name, st->kind, now - (double)ps->v[i].waiting[n] / 1000.0);
 		}
 }
 
@@ -410,11 +438,14 @@ render_probes(struct buf *b, const struct plans *ps)
 		    (long long)pm->hist[NBUCKET]);
 	}
 
+	family(b, "cutover_probes_sent_total", "counter", "Watch probes sent.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(ps->v[i].watch, "probe", "sent", &v))
+			out(b, "cutover_probes_sent_total{plan=\"%s\"} %.0f\n", ps->v[i].name, v);
 	family(b, "cutover_probes_total", "counter",
-	    "Watch probes by outcome (sent, arrived, late, early, lost).");
+	    "Watch probes by outcome (arrived, late, early, lost).");
 	for (size_t i = 0; i < ps->n; i++) {
-		static const char *const o[] = { "sent", "arrived", "late", "early", "lost",
-			NULL };
+		static const char *const o[] = { "arrived", "late", "early", "lost", NULL };
 
 		for (int k = 0; o[k] != NULL; k++)
 			if (num(ps->v[i].watch, "probe", o[k], &v))
@@ -429,11 +460,17 @@ render_canary(struct buf *b, const struct plans *ps)
 {
 	double v;
 
+	family(b, "cutover_canary_messages_sent", "gauge",
+	    "The canary's messages sent.");
+	for (size_t i = 0; i < ps->n; i++)
+		if (num(ps->v[i].canary, NULL, "count", &v))
+			out(b, "cutover_canary_messages_sent{plan=\"%s\"} %.0f\n",
+			    ps->v[i].name, v);
 	family(b, "cutover_canary_messages", "gauge",
 	    "The canary's messages by outcome.");
 	for (size_t i = 0; i < ps->n; i++) {
 		static const char *const o[][2] = {
-			{ "count", "sent" }, { "arrived", "arrived" }, { "early", "early" },
+			{ "arrived", "arrived" }, { "early", "early" },
 			{ "late", "late" }, { "lost", "lost" }, { "wrong_path", "wrong_path" },
 			{ "unconfirmed", "unconfirmed" }
 		};
@@ -461,30 +498,40 @@ render_canary(struct buf *b, const struct plans *ps)
 static void
 render_events(struct buf *b, const struct plans *ps)
 {
-	family(b, "cutover_flag_calls_total", "counter",
-	    "Feature-flag calls recorded in the history, by outcome.");
+	family(b, "cutover_flag_requests_total", "counter",
+	    "Feature-flag calls requested (flip, rollback), recorded in the history.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (size_t k = 0; k < NFLAG; k++)
-			out(b, "cutover_flag_calls_total{plan=\"%s\",outcome=\"%s\"} %lld\n",
-			    ps->v[i].name, flag_events[k][1], (long long)ps->v[i].flag[k]);
+			if (flag_events[k][2] == NULL)
+				out(b, "cutover_flag_requests_total{plan=\"%s\",call=\"%s\"} "
+				    "%lld\n", ps->v[i].name, flag_events[k][1],
+				    (long long)ps->v[i].flag[k]);
+	family(b, "cutover_flag_calls_total", "counter",
+	    "Feature-flag calls by call (flip, rollback) and outcome (confirmed, failed).");
+	for (size_t i = 0; i < ps->n; i++)
+		for (size_t k = 0; k < NFLAG; k++)
+			if (flag_events[k][2] != NULL)
+				out(b, "cutover_flag_calls_total{plan=\"%s\",call=\"%s\","
+				    "outcome=\"%s\"} %lld\n", ps->v[i].name, flag_events[k][1],
+				    flag_events[k][2], (long long)ps->v[i].flag[k]);
 
 	family(b, "cutover_broker_errors_total", "counter",
 	    "Times the watch could not reach the broker (its broker_unreachable alerts).");
 	for (size_t i = 0; i < ps->n; i++)
-		out(b, "cutover_broker_errors_total{plan=\"%s\",outcome=\"unreachable\"} "
-		    "%lld\n", ps->v[i].name, (long long)ps->v[i].alerts_seen[0]);
+		out(b, "cutover_broker_errors_total{plan=\"%s\"} %lld\n", ps->v[i].name,
+		    (long long)ps->v[i].alerts_seen[0]);
 
 	family(b, "cutover_alerts_seen_total", "counter",
-	    "Times each kind of alert (outcome) was raised or seen again.");
+	    "Times each kind of alert was raised or seen again.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; k < NALERT; k++)
-			out(b, "cutover_alerts_seen_total{plan=\"%s\",outcome=\"%s\"} %lld\n",
+			out(b, "cutover_alerts_seen_total{plan=\"%s\",kind=\"%s\"} %lld\n",
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_seen[k]);
 	family(b, "cutover_alerts_open", "gauge",
-	    "Alerts not acknowledged, by kind (outcome).");
+	    "Alerts not acknowledged, by kind.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; k < NALERT; k++)
-			out(b, "cutover_alerts_open{plan=\"%s\",outcome=\"%s\"} %lld\n",
+			out(b, "cutover_alerts_open{plan=\"%s\",kind=\"%s\"} %lld\n",
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_open[k]);
 }
 
@@ -653,6 +700,7 @@ metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errl
 done:
 	for (size_t i = 0; i < ps.n; i++) {
 		free(ps.v[i].steps);
+		free(ps.v[i].waiting);
 		json_decref(ps.v[i].watch);
 		json_decref(ps.v[i].canary);
 	}

@@ -12,12 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <microhttpd.h>
 
 #include "api.h"
 #include "cache.h"
 #include "clock.h"
 #include "deadline.h"
+#include "denied.h"
 #include "log.h"
 #include "page.h"
 #include "server.h"
@@ -30,6 +32,7 @@
 struct server {
 	struct MHD_Daemon *mhd;
 	struct deadline *deadline;	/* requests arrive whole in time */
+	struct denied *denied;		/* refused requests into the history */
 	const struct auth *ops;
 	int reads_need_token;
 	int fd;				/* the listening socket */
@@ -192,7 +195,14 @@ respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
 	} else if ((resp = MHD_create_response_from_buffer(0, (void *)"",
 	    MHD_RESPMEM_PERSISTENT)) == NULL)
 		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type != NULL ?
+	    r->type : "application/json");
+	if (r->filename[0] != '\0') {
+		char cd[sizeof(r->filename) + 32];
+
+		snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", r->filename);
+		MHD_add_response_header(resp, "Content-Disposition", cd);
+	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->allow != NULL)
@@ -244,6 +254,54 @@ answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
 		    r->len);
 }
 
+/* C's peer address as text into OUT, or "" when unknown. */
+static void
+peer(struct MHD_Connection *c, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+
+	out[0] = '\0';
+	if (sa != NULL && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out,
+		    (socklen_t)outlen);
+	else if (sa != NULL && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+		    (socklen_t)outlen);
+}
+
+/* Records RQ's answer R in the history when it is a refusal (denied.h),
+ * with store S; writes the counts of minutes past either way. */
+static void
+note_denied(struct server *sv, struct store *s, struct MHD_Connection *c,
+    const struct request *rq, const char *method, const struct api_response *r)
+{
+	struct denied_request d = { 0 };
+	char from[INET6_ADDRSTRLEN];
+	json_t *body = NULL;
+	int64_t now = clock_now_ms();
+
+	if (r->status == 401 || r->status == 403 || r->status == 409) {
+		if (r->body != NULL)
+			body = json_loadb(r->body, r->len, 0, NULL);
+		peer(c, from, sizeof(from));
+		d.plan_id = rq->target.plan_id;
+		if (d.plan_id == 0 && json_is_integer(json_object_get(body, "id")))
+			d.plan_id = json_integer_value(json_object_get(body, "id"));
+		d.status = r->status;
+		d.method = method;
+		d.route = api_route_name(&rq->target);
+		d.path = rq->path;
+		d.actor = rq->actor[0] != '\0' ? rq->actor : NULL;
+		d.from = from[0] != '\0' ? from : NULL;
+		d.why = json_string_value(json_object_get(body, "error"));
+		denied_note(sv->denied, s, &d, now);
+		json_decref(body);
+	}
+	denied_flush(sv->denied, s, now);
+}
+
 /* Answers the request from the store. */
 static enum MHD_Result
 handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
@@ -262,6 +320,7 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 	}
 	s = borrow(sv, &slot);
 	answer(sv, s, slot, rq, &r);
+	note_denied(sv, s, c, rq, rq->method, &r);
 	give_back(sv, slot);
 	ret = respond(c, rq, &r);
 	api_response_clear(&r);
@@ -346,7 +405,13 @@ begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const cha
 		ar = auth_check(sv->ops, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    MHD_HTTP_HEADER_AUTHORIZATION), rq->actor, sizeof(rq->actor));
 		if (ar != AUTH_OK) {
+			struct store *s;
+			size_t slot;
+
 			api_error(&r, 401, "%s", unauthorized(ar));
+			s = borrow(sv, &slot);
+			note_denied(sv, s, c, rq, method, &r);
+			give_back(sv, slot);
 			goto answer;
 		}
 	}
@@ -578,6 +643,8 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 		goto nomem;
 	}
 	sv->sync_ok = 1;
+	if ((sv->denied = denied_new()) == NULL)
+		goto nomem;
 	if ((sv->stores = calloc(threads, sizeof(*sv->stores))) == NULL ||
 	    (sv->caches = calloc(threads, sizeof(*sv->caches))) == NULL ||
 	    (sv->busy = calloc(threads, 1)) == NULL)
@@ -638,6 +705,7 @@ server_stop(struct server *sv)
 	if (sv->mhd == NULL && sv->fd != -1)
 		close(sv->fd);
 	deadline_stop(sv->deadline);	/* every connection is gone */
+	denied_free(sv->denied, sv->nstores > 0 ? sv->stores[0] : NULL);
 	for (size_t i = 0; i < sv->nstores; i++)
 		store_close(sv->stores[i]);
 	for (size_t i = 0; sv->caches != NULL && i < sv->nstores; i++)

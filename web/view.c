@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "plan.h"
 #include "view.h"
 #include "view_gate.h"
@@ -350,19 +351,31 @@ done:
 	return rc;
 }
 
+/* The history as view_history builds it. */
+struct history {
+	json_t *events;
+	int step;		/* the step the plan is at (export_step_of) */
+};
+
 static int
 history_event(const struct store_event *ev, void *arg)
 {
+	struct history *h = arg;
 	json_t *o = json_object();
+	char utc[EXPORT_TIME_MAX];
+	int step = export_step_of(ev->kind, ev->details_json, &h->step);
 
+	export_time_utc(ev->ts_ms, utc);
 	json_object_set_new(o, "id", json_integer((json_int_t)ev->id));
 	json_object_set_new(o, "ts_ms", json_integer((json_int_t)ev->ts_ms));
+	json_object_set_new(o, "time_utc", json_string(utc));
+	json_object_set_new(o, "step", step > 0 ? json_integer(step) : json_null());
 	json_object_set_new(o, "actor", view_string(ev->actor));
 	json_object_set_new(o, "kind", view_string(ev->kind));
 	json_object_set_new(o, "details", parsed(ev->details_json));
 	json_object_set_new(o, "prev_hash", view_string(ev->prev_hash));
 	json_object_set_new(o, "hash", view_string(ev->hash));
-	json_array_append_new(arg, o);
+	json_array_append_new(h->events, o);
 	return 0;
 }
 
@@ -371,27 +384,34 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 {
 	struct store_verify v = { 0 };
 	struct store_plan p;
-	json_t *events = NULL;
+	struct history h = { NULL, 0 };
+	char *yaml = NULL;
+	size_t ylen = 0;
 	int r, verified;
 
 	*out = NULL;
-	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
+	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0 ||
+	    (r = store_plan_yaml(s, id, &yaml, &ylen, err, errlen)) != 0)
 		return r;
-	if ((events = json_array()) == NULL) {
+	if ((h.events = json_array()) == NULL) {
+		free(yaml);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (store_each_event(s, id, history_event, events, err, errlen) != 0 ||
+	if (store_each_event(s, id, history_event, &h, err, errlen) != 0 ||
 	    (verified = store_verify_events(s, &v, err, errlen)) < 0) {
-		json_decref(events);
+		json_decref(h.events);
+		free(yaml);
 		return -1;
 	}
-	*out = json_pack("{s:I,s:o,s:o,s:o,s:{s:b,s:I,s:o,s:o}}",
+	*out = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:{s:b,s:I,s:o,s:o}}",
 	    "plan", (json_int_t)p.id, "name", view_string(p.name),
-	    "status", view_string(p.status), "events", events,
+	    "status", view_string(p.status), "sha256", view_string(p.sha256),
+	    "yaml", view_string(yaml), "events", h.events,
 	    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
 	    "bad_event", v.bad_id != 0 ? json_integer((json_int_t)v.bad_id) : json_null(),
 	    "reason", verified == 0 ? json_null() : view_string(v.reason));
+	free(yaml);
 	if (*out == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -26,10 +26,12 @@ int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
  * history. Returns 0 and *OUT, 1 when there is no such plan, -1 with ERR. */
 int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
-/* Plan ID's history: {plan,name,status,events:[{id,ts_ms,actor,kind,
- * details,prev_hash,hash}],verification:{verified,checked,bad_event,
- * reason}} — the verification covers the whole chain, which every plan's
- * events share. Returns 0, 1 (no such plan) or -1 with ERR. */
+/* Plan ID's history: {plan,name,status,sha256,yaml,events:[{id,ts_ms,
+ * time_utc,step,actor,kind,details,prev_hash,hash}],verification:{verified,
+ * checked,bad_event,reason}} — step is the step the event belongs to
+ * (export_step_of; null: the plan's own), yaml the plan as submitted; the
+ * verification covers the whole chain, which every plan's events share.
+ * Returns 0, 1 (no such plan) or -1 with ERR. */
 int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Plan ID's samples with ts_ms >= SINCE_MS, oldest first, at most

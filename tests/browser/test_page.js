@@ -18,8 +18,11 @@
  * flip's gate says which flag service, feature and value; remove_old's
  * gate lists what it would delete and leave, and its confirm states the
  * count; the charts have time and value ticks and hover values; one time
- * zone (UTC, labelled). A finished plan's name is refused until archived
- * on the page. Screenshots: BUILD/screenshots/NN-stage-WIDTH.png.
+ * zone (UTC, labelled); the history grouped by step with the removals
+ * folded, filtered, in UTC milliseconds, with the plan's YAML, a refused
+ * request recorded, and its JSON and CSV downloads verified offline. A
+ * finished plan's name is refused until archived on the page.
+ * Screenshots: BUILD/screenshots/NN-stage-WIDTH.png.
  *
  * usage: node test_page.js CUTOVER_BINARY BUILD_DIR
  * Needs CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER,
@@ -207,11 +210,12 @@ async function main() {
   check(/verifies/.test(await page.locator('#verify').innerText()), 'the history says the chain verifies');
   check(/succeeded/.test(await page.locator('#plan-title').innerText()), 'the plan succeeded');
 
-  /* The history as JSON. */
+  /* The history as JSON: the server's export, which verifies offline. */
   const [dl] = await Promise.all([page.waitForEvent('download'), page.locator('#download').click()]);
   const hist = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
-  check(hist.verification && hist.verification.verified === true && hist.events.some((e) => e.kind === 'step.approved' && e.actor === 'alice'),
-    'the downloaded history is the JSON document');
+  check(hist.format === 'cutover.history' && hist.events.some((e) => e.kind === 'step.approved' && e.actor === 'alice'),
+    'the downloaded history is the export, with alice\'s approval');
+  execFileSync(bin, ['history', '--verify', await dl.path()], { encoding: 'utf8' });
 
   fs.mkdirSync(build, { recursive: true });
   await page.screenshot({ path: path.join(build, 'screenshot-plan.png'), fullPage: true });
@@ -222,7 +226,10 @@ async function main() {
   await page.setViewportSize({ width: 360, height: 740 });
   await until('the page laid out at 360 px', async () => (await page.evaluate(() => window.innerWidth)) === 360);
   const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  check(over <= 1, `a 360 px window does not scroll sideways (${over} px over)`);
+  const wide = over <= 1 ? [] : await page.evaluate(() => Array.from(document.querySelectorAll('body *'))
+    .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.scroll'))
+    .slice(0, 5).map((e) => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)));
+  check(over <= 1, `a 360 px window does not scroll sideways (${over} px over${wide.length ? ': ' + wide.join(', ') : ''})`);
   await page.setViewportSize({ width: 1100, height: 900 });
 
   /* /metrics: names, labels and label values from the bounded sets. */
@@ -431,19 +438,20 @@ async function wholePlan(page, base, db, bin, build, problems) {
   check(leave.length === 1 && leave[0].startsWith(full.old[2] + ': ') && /message|publish/.test(leave[0]),
     'and would leave, saying why: ' + leave[0]);
   check(/waiting for your approval of step 7, remove_old/.test(await page.locator('#state-words').innerText()), 'the state says step 7 waits');
-  await atAGlance(page, build, '04-remove-gate', '#glance-action button.approve');
+  await atAGlance(page, build, '06-remove-gate', '#glance-action button.approve');
   await page.locator('#glance-action button.approve').click();
   const okText = await page.locator('#act-ok').innerText();
   check(/Delete 2 queues/.test(okText) && /would delete 2 old queues and leave 1/.test(await page.locator('#act-text').innerText()),
     `remove_old's confirm states the count: "${okText}"`);
-  await page.screenshot({ path: path.join(build, 'screenshots', '05-remove-confirm-1280.png') });
+  await page.screenshot({ path: path.join(build, 'screenshots', '07-remove-confirm-1280.png') });
   await page.locator('#act-ok').click();
 
   /* 4. It leaves the queue and fails, saying so at the top. */
   await until('remove_old to fail', async () => /failed at remove_old/.test(await page.locator('#state-words').innerText()), 60000);
   check(/left/.test(await page.locator('#state-words').innerText()) && !/undefined/.test(await page.locator('#plan-view').innerText()),
     'the failure is in words, naming what was left: ' + (await page.locator('#state-words').innerText()).slice(0, 160));
-  await atAGlance(page, build, '06-failed', '#glance-action button.retry');
+  await atAGlance(page, build, '08-failed', '#glance-action button.retry');
+  await auditHistory(page, base, bin, build, pid, yaml);
   const remaining = [];
   for (const q of full.old) if ((await mgmt('GET', `/api/queues/%2F/${encodeURIComponent(q)}`).catch(() => ({ status: 404 }))).status === 200) remaining.push(q);
   check(remaining.join(',') === full.old[2], 'the broker holds only the old queue that took a message: ' + remaining.join(','));
@@ -460,7 +468,7 @@ async function wholePlan(page, base, db, bin, build, problems) {
   await page.locator('#act-ok').click();
   await until('archived', async () => /archived at/.test(await page.locator('#state-words').innerText()), 15000);
   check((await planDoc(base, pid)).archived_ms > 0, 'the plan is archived, by the page');
-  await atAGlance(page, build, '07-archived', null);
+  await atAGlance(page, build, '09-archived', null);
   const third = await fetch(base + '/api/plans', { method: 'POST', body: yaml, headers: { Authorization: `Bearer ${TOKEN}` } });
   check(third.status === 201, `once archived, the name is free (${third.status})`);
   const pid2 = (await third.json()).id;
@@ -469,7 +477,7 @@ async function wholePlan(page, base, db, bin, build, problems) {
   check(st.includes(`${pid2}`) && !/aborted/.test(st.split('\n')[0]), 'status NAME shows the new plan: ' + st.split('\n')[0]);
   const metrics = await (await fetch(base + '/metrics')).text();
   const states = metrics.split('\n').filter((l) => l.startsWith(`cutover_plan_state{plan="${name}"`) && / 1$/.test(l));
-  check(states.length === 1 && /outcome="running"/.test(states[0]), '/metrics reports one plan of that name, the new one: ' + states[0]);
+  check(states.length === 1 && /state="running"/.test(states[0]), '/metrics reports one plan of that name, the new one: ' + states[0]);
   const ab2 = await fetch(`${base}/api/plans/${pid2}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
   check(ab2.status === 202 || ab2.status === 409, 'the new plan aborted');
   await until('the new plan to stop', async () => (await planDoc(base, pid2)).status !== 'running', 60000);
@@ -486,10 +494,89 @@ async function wholePlan(page, base, db, bin, build, problems) {
   const badText = await page.locator('#plan-view').innerText();
   check(!/undefined/.test(badText) && /Not measured: /.test(badText),
     'a failed measure says why, not "undefined old queues found": ' + (await page.locator('#state-words').innerText()).slice(0, 140));
-  await atAGlance(page, build, '08-failed-measure', '#glance-action button.retry');
+  await atAGlance(page, build, '10-failed-measure', '#glance-action button.retry');
   const ab3 = await fetch(`${base}/api/plans/${badId}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` } });
   check(ab3.status === 202, 'the failed plan aborted');
   check(problems.length === 0, 'no script errors in the whole plan' + (problems.length ? ': ' + problems.join('; ') : ''));
+}
+
+/* Issue 17 item 4 on the whole plan, after remove_old: the history grouped
+ * by step with its removals folded into one row that lists their names,
+ * filtered by step, actor and kind, times in UTC milliseconds, the plan's
+ * YAML shown, a refused request recorded, and both downloads verifying
+ * offline with `cutover history --verify` (and a tampered one not). */
+async function auditHistory(page, base, bin, build, pid, yaml) {
+  /* a wrong token: refused, and recorded without it */
+  const wrong = 'tok-wrong-' + crypto.randomBytes(4).toString('hex');
+  const den = await fetch(`${base}/api/plans/${pid}/abort`, { method: 'POST', headers: { Authorization: `Bearer ${wrong}` } });
+  check(den.status === 401, 'a wrong token is refused (401)');
+  const h = await (await fetch(`${base}/api/plans/${pid}/history`)).json();
+  const removed = h.events.filter((e) => e.kind === 'old.queue_removed').map((e) => e.details.name).sort();
+  check(removed.length === 2, 'the history records 2 removals: ' + removed.join(', '));
+  await page.locator('#refresh').click();
+  await until('the refused request on the page', async () =>
+    (await page.locator('#history tr[data-kind="request.denied"]').count()) === 1, 15000);
+  const denRow = await page.locator('#history tr[data-kind="request.denied"]').innerText();
+  check(/\(none\)/.test(denRow) && /401/.test(denRow) && /abort/.test(denRow) && !denRow.includes(wrong),
+    'the refused request is in the history: status, route, no actor, never the token: ' + denRow.replace(/\s+/g, ' ').slice(0, 160));
+  check(!(await page.content()).includes(wrong), 'the wrong token is nowhere on the page');
+  /* grouped by step, the removals folded */
+  const groups = await page.locator('#history tr.group').allInnerTexts();
+  check(groups.length >= 7 && groups.some((g) => /^Step 7 · remove_old — /.test(g)) && groups.some((g) => /^Plan — /.test(g)),
+    'the history is grouped by step: ' + groups.map((g) => g.split(' — ')[0]).join(' | '));
+  const fold = page.locator('#history tr.folded[data-kind="old.queue_removed"]');
+  check(await fold.count() === 1 && await fold.getAttribute('data-count') === '2',
+    'the removals are one folded row ("2 × old.queue_removed")');
+  await fold.locator('summary').click();
+  const names = (await fold.locator('li').allInnerTexts()).sort();
+  check(names.join(',') === removed.join(','), 'unfolded, it lists their names: ' + names.join(', '));
+  const rows = await page.locator('#history tbody tr:not(.group)').count();
+  check(rows < h.events.length, `folding shows ${h.events.length} events in ${rows} rows`);
+  const time = await page.locator('#history tbody tr:not(.group) td.time').first().innerText();
+  check(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}/.test(time) &&
+    /UTC, ms/.test(await page.locator('#history thead').innerText()), 'times are UTC to the millisecond: ' + time);
+  /* the plan's YAML */
+  await page.locator('#plan-yaml-box summary').click();
+  check((await page.locator('#plan-yaml').innerText()).trim() === yaml.trim() &&
+    (await page.locator('#plan-yaml-box summary').innerText()).includes(h.sha256),
+    'the plan\'s YAML is shown as submitted, with its sha256');
+  await page.locator('#history-box').screenshot({ path: path.join(build, 'screenshots', '04-history-1280.png') });
+  log(`screenshot ${path.join(build, 'screenshots', '04-history-1280.png')}`);
+  /* filters: kind, actor, step */
+  await page.locator('#f-kind').selectOption('step.approved');
+  const kinds = await page.locator('#history tbody tr:not(.group) td:nth-child(3)').allInnerTexts();
+  check(kinds.length === 2 && kinds.every((k) => k === 'step.approved') &&
+    /2 of \d+ events \(filtered\)/.test(await page.locator('#history-count').innerText()),
+    'filtered by kind: the 2 approvals (' + await page.locator('#history-count').innerText() + ')');
+  await page.locator('#f-actor').selectOption('alice');
+  check(await page.locator('#history tbody tr:not(.group)').count() === 2, 'and by actor: alice approved both');
+  await page.locator('#f-kind').selectOption('');
+  await page.locator('#f-step').selectOption('7');
+  const g7 = await page.locator('#history tr.group').allInnerTexts();
+  check(g7.length === 1 && /^Step 7 · remove_old/.test(g7[0]), 'and by step: only step 7, ' + g7[0]);
+  await page.locator('#history-box').screenshot({ path: path.join(build, 'screenshots', '05-history-filtered-1280.png') });
+  log(`screenshot ${path.join(build, 'screenshots', '05-history-filtered-1280.png')}`);
+  await page.locator('#f-step').selectOption('');
+  await page.locator('#f-actor').selectOption('');
+  /* the downloads: the server's export, verified offline */
+  for (const [btn, ext] of [['#download', 'json'], ['#download-csv', 'csv']]) {
+    const [d] = await Promise.all([page.waitForEvent('download'), page.locator(btn).click()]);
+    check(d.suggestedFilename() === `cutover-${full.name}-${pid}-history.${ext}`, 'downloaded ' + d.suggestedFilename());
+    const file = path.join(tmp, 'export.' + ext);
+    await d.saveAs(file);
+    const text = fs.readFileSync(file, 'utf8');
+    check(ext === 'json' ? JSON.parse(text).plan.yaml === yaml : text.includes(yaml.split('\n').slice(0, 3).join('\n')),
+      `the ${ext} export carries the plan's YAML`);
+    const out = execFileSync(bin, ['history', '--verify', file], { encoding: 'utf8' });
+    check(/verifies: plan/.test(out), `cutover history --verify on the ${ext} download: ${out.trim()}`);
+    const at = text.lastIndexOf(removed[0]);        /* in an event, after the YAML */
+    const tampered = text.slice(0, at) + removed[0].replace(/\.old\./, '.odd.') + text.slice(at + removed[0].length);
+    fs.writeFileSync(file + '.bad', tampered);
+    let bad = null;
+    try { execFileSync(bin, ['history', '--verify', file + '.bad'], { encoding: 'utf8' }); } catch (e) { bad = e; }
+    check(bad && bad.status === 1 && /does NOT verify: event \d+/.test(String(bad.stdout)),
+      `a tampered ${ext} export does not: ${String(bad && bad.stdout).trim()}`);
+  }
 }
 
 async function checkMetrics(base, planName) {
@@ -501,7 +588,10 @@ async function checkMetrics(base, planName) {
     step: (v) => ['measure_horizon', 'declare_ladder', 'verify_ladder', 'canary', 'flip', 'watch', 'remove_old'].includes(v),
     level: (v) => /^(0|[1-9]\d?)$/.test(v),
     path: (v) => ['old', 'ladder', 'parking'].includes(v),
-    outcome: (v) => /^[a-z][a-z_]{0,31}$/.test(v),
+    state: (v) => ['running', 'succeeded', 'failed', 'aborted', 'pending', 'waiting_approval'].includes(v),
+    kind: (v) => /^[a-z][a-z_]{0,31}$/.test(v),
+    call: (v) => ['flip', 'rollback'].includes(v),
+    outcome: (v) => ['arrived', 'early', 'late', 'lost', 'wrong_path', 'unconfirmed', 'confirmed', 'failed'].includes(v),
     le: (v) => v === '+Inf' || /^\d+(\.\d+)?$/.test(v),
   };
   const types = {};
@@ -524,7 +614,7 @@ async function checkMetrics(base, planName) {
     }
     series++;
   }
-  check(series > 10 && /cutover_step_state\{plan="[^"]+",step="verify_ladder",outcome="succeeded"\} 1/.test(text),
+  check(series > 10 && /cutover_step_state\{plan="[^"]+",step="verify_ladder",state="succeeded"\} 1/.test(text),
     `/metrics: ${series} series, every label bounded, verify_ladder succeeded`);
 }
 

@@ -7,8 +7,10 @@
  * tokens, limits, hostile requests, a gate approved by an operator and
  * recorded under that name, a failed step retried and a plan aborted
  * through the routes and through the remote verbs, alerts acknowledged
- * through the ack route and the remote ack verb, a clean stop on
- * SIGTERM and a resume after. */
+ * through the ack route and the remote ack verb, the history's export
+ * (JSON and CSV, verified offline) and refused requests recorded in the
+ * history (bounded per minute), a clean stop on SIGTERM and a resume
+ * after. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +37,9 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "denied.h"
+#include "export.h"
+#include "export_verify.h"
 #include "itest_broker.h"
 #include "itest_run.h"
 #include "plan.h"
@@ -55,6 +60,8 @@ struct resp {
 	char allow[128];
 	char www[128];
 	char location[128];
+	char type[128];
+	char disposition[192];
 };
 
 static void
@@ -113,6 +120,9 @@ on_header(char *p, size_t size, size_t n, void *arg)
 	keep_header(p, size * n, "Allow:", r->allow, sizeof(r->allow));
 	keep_header(p, size * n, "WWW-Authenticate:", r->www, sizeof(r->www));
 	keep_header(p, size * n, "Location:", r->location, sizeof(r->location));
+	keep_header(p, size * n, "Content-Type:", r->type, sizeof(r->type));
+	keep_header(p, size * n, "Content-Disposition:", r->disposition,
+	    sizeof(r->disposition));
 	return size * n;
 }
 
@@ -1447,6 +1457,191 @@ teardown(void **state)
 	return rc == 0 ? 0 : -1;
 }
 
+
+/* Plan ID's history, asserting that the chain verifies. */
+static json_t *
+history_of(long long id)
+{
+	char path[64];
+	json_t *h;
+
+	snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
+	h = get(path);
+	assert_true(json_is_true(json_object_get(json_object_get(h, "verification"),
+	    "verified")));
+	return h;
+}
+
+/* How many events of KIND (by ACTOR with details.status STATUS, unless
+ * ACTOR is NULL) plan ID's history holds; the first one into *FIRST (a new
+ * reference) when FIRST is not NULL. */
+static int
+count_by(long long id, const char *kind, const char *actor, int status, json_t **first)
+{
+	json_t *h = history_of(id), *ev;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(json_object_get(h, "events"), i, ev) {
+		if (strcmp(json_string_value(json_object_get(ev, "kind")), kind) != 0 ||
+		    (actor != NULL && (strcmp(json_string_value(json_object_get(ev,
+		    "actor")), actor) != 0 || json_integer_value(json_object_get(
+		    json_object_get(ev, "details"), "status")) != status)))
+			continue;
+		if (n++ == 0 && first != NULL)
+			*first = json_incref(ev);
+	}
+	json_decref(h);
+	return n;
+}
+
+static int
+count_kind(long long id, const char *kind, json_t **first)
+{
+	return count_by(id, kind, NULL, 0, first);
+}
+
+/* How many events plan ID's history holds. */
+static int
+history_size(long long id)
+{
+	json_t *h = history_of(id);
+	int n = (int)json_array_size(json_object_get(h, "events"));
+
+	json_decref(h);
+	return n;
+}
+
+/* GET plan ID's export in FORMAT: asserts its headers and that it
+ * verifies offline, with every one of the plan's events; the check. */
+static void
+export_verifies(long long id, const char *format, const char *type, int events,
+    struct export_check *c)
+{
+	char path[96], want[160], err[256];
+	struct resp r;
+
+	snprintf(path, sizeof(path), "/api/plans/%lld/export?format=%s", id, format);
+	http("GET", path, NULL, NULL, 0, NULL, &r);
+	if (r.status != 200)
+		fail_msg("GET %s: %ld %s", path, r.status, r.body ? r.body : "");
+	assert_true(strncmp(r.type, type, strlen(type)) == 0);
+	snprintf(want, sizeof(want), "-%lld-history.%s\"", id, format);
+	assert_non_null(strstr(r.disposition, "attachment; filename=\"cutover-"));
+	assert_non_null(strstr(r.disposition, want));
+	if (export_verify(r.body, r.len, c, err, sizeof(err)) != 0)
+		fail_msg("%s export does not verify: event %lld: %s %s", format,
+		    (long long)c->bad_id, c->reason, err);
+	assert_int_equal(c->plan_id, id);
+	assert_int_equal(c->plan_events, events);
+	assert_null(strstr(r.body, TOKEN_ALICE));
+	assert_null(strstr(r.body, "tok-wrong"));
+	resp_clear(&r);
+}
+
+static void
+test_export_and_denied_requests(void **state)
+{
+	char name[80], path[160], bad[96];
+	struct export_check c;
+	struct resp r;
+	json_t *ev = NULL, *d;
+	int64_t t0, t1;
+	int n, denied, more, total;
+
+	(void)state;
+	long long id = submit("denied", name, sizeof(name));
+	json_decref(wait_step(id, 2, "waiting_approval"));
+
+	/* the export: both formats verify and carry every event so far */
+	total = history_size(id);
+	export_verifies(id, "json", "application/json", total, &c);
+	export_verifies(id, "csv", "text/csv", total, &c);
+	snprintf(path, sizeof(path), "/api/plans/%lld/export?format=xml", id);
+	http("GET", path, NULL, NULL, 0, NULL, &r);
+	assert_error(&r, 400);
+	resp_clear(&r);
+	http("GET", "/api/plans/999999/export", NULL, NULL, 0, NULL, &r);
+	assert_error(&r, 404);
+	resp_clear(&r);
+
+	/* a wrong token: 401, recorded without the token or an actor */
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/approve", id);
+	http("POST", path, "tok-wrong-0", NULL, 0, NULL, &r);
+	assert_error(&r, 401);
+	resp_clear(&r);
+	assert_int_equal(count_kind(id, "request.denied", &ev), 1);
+	d = json_object_get(ev, "details");
+	assert_string_equal(json_string_value(json_object_get(ev, "actor")), DENIED_ACTOR);
+	assert_int_equal(json_integer_value(json_object_get(d, "status")), 401);
+	assert_string_equal(json_string_value(json_object_get(d, "route")), "approve");
+	assert_string_equal(json_string_value(json_object_get(d, "path")), path);
+	assert_string_equal(json_string_value(json_object_get(d, "from")), "127.0.0.1");
+	assert_non_null(strstr(json_string_value(json_object_get(d, "why")), "token"));
+	json_decref(ev);
+
+	/* an operator's refused command: 409 with the operator */
+	http("POST", "/api/plans/999999/abort", TOKEN_ALICE, NULL, 0, NULL, &r);
+	assert_error(&r, 404);		/* no such plan: nothing to record it in */
+	resp_clear(&r);
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/approve", id);
+	http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
+	assert_error(&r, 409);
+	resp_clear(&r);
+	/* re-submitting the running plan's name: 409, in that plan's history */
+	{
+		const char *yaml = plan_yaml("denied", name, sizeof(name));
+
+		http("POST", "/api/plans", TOKEN_ALICE, yaml, strlen(yaml), NULL, &r);
+		assert_error(&r, 409);
+		resp_clear(&r);
+	}
+	assert_int_equal(count_kind(id, "request.denied", NULL), 3);
+	assert_string_equal(actor_of(id, "request.denied"), DENIED_ACTOR);
+	assert_int_equal(count_by(id, "request.denied", "bob", 409, NULL), 1);
+	assert_int_equal(count_by(id, "request.denied", "alice", 409, NULL), 1);
+
+	/* a burst: past DENIED_PER_MINUTE a minute, only counted, then
+	 * recorded as one request.denied.more (written when the server stops) */
+	t0 = clock_now_ms();
+	for (int i = 0; i < 40; i++) {
+		snprintf(bad, sizeof(bad), "tok-wrong-%d", i);
+		snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+		http("POST", path, bad, NULL, 0, NULL, &r);
+		assert_int_equal(r.status, 401);
+		resp_clear(&r);
+	}
+	t1 = clock_now_ms();
+	denied = count_kind(id, "request.denied", NULL);
+	n = (int)(t1 / 60000 - t0 / 60000) + 1;	/* minutes the burst spanned */
+	assert_true(denied <= 3 + DENIED_PER_MINUTE * n);
+	assert_true(denied >= DENIED_PER_MINUTE);
+	assert_int_equal(stop_server(), 0);
+	start_server(ops);
+	more = 0;
+	{
+		json_t *h = history_of(id), *e;
+		size_t i;
+
+		json_array_foreach(json_object_get(h, "events"), i, e)
+			if (strcmp(json_string_value(json_object_get(e, "kind")),
+			    "request.denied.more") == 0)
+				more += (int)json_integer_value(json_object_get(json_object_get(e,
+				    "details"), "count"));
+		json_decref(h);
+	}
+	/* every refusal is in the history: one by one or counted */
+	assert_int_equal(denied + more, 43);
+	/* and the export, with them, still verifies */
+	total = history_size(id);
+	assert_true(total > denied);
+	export_verifies(id, "csv", "text/csv", total, &c);
+	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
+	json_decref(post_as_alice(path, 202));
+	json_decref(wait_plan(id, "aborted"));
+	cleanup_broker("denied");
+}
+
 int
 main(void)
 {
@@ -1462,6 +1657,7 @@ main(void)
 		cmocka_unit_test(test_retry_and_abort_routes),
 		cmocka_unit_test(test_remote_retry_and_abort),
 		cmocka_unit_test(test_ack_route_and_remote_ack),
+		cmocka_unit_test(test_export_and_denied_requests),
 		cmocka_unit_test(test_idle_connection_times_out),
 		cmocka_unit_test(test_stop_and_resume),
 		cmocka_unit_test(test_without_operators),

@@ -1904,9 +1904,9 @@ test_stuck_level_raises_level_late(void **state)
 	assert_true(metric(f, "cutover_ladder_dead_letters_pending", "level=\"3\"") >= 1);
 	assert_true(metric(f, "cutover_ladder_level_late", "level=\"3\"") == 1);
 	assert_true(metric(f, "cutover_ladder_level_moving", "level=\"1\"") == 1);
-	assert_true(metric(f, "cutover_alerts_open", "outcome=\"level_late\"") == 1);
+	assert_true(metric(f, "cutover_alerts_open", "kind=\"level_late\"") == 1);
 	assert_true(metric(f, "cutover_alerts_open",
-	    "outcome=\"dead_letters_pending\"") == 1);
+	    "kind=\"dead_letters_pending\"") == 1);
 }
 
 /* Client publishes entering at level 2 (500 ms = 5 units = bits 2 and 0)

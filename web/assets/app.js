@@ -615,6 +615,35 @@
       return done.then(function () { return p.status === 'running'; });
     });
   }
+  /* The history: grouped by step, runs of the same kind by the same actor
+   * folded into one row (102 removals: one row listing their names),
+   * filtered by step, actor and kind; times in UTC to the millisecond. */
+  var FOLD = 2;                         /* a run this long or longer is folded */
+  function fmtMs(e) {
+    return e.time_utc ? e.time_utc.replace('T', ' ').replace('Z', '') : fmtTime(e.ts_ms);
+  }
+  function stepName(n) {
+    if (n == null) return 'Plan';
+    var st = lastPlan && (lastPlan.steps || [])[n - 1];
+    return 'Step ' + n + (st ? ' · ' + st.kind : '');
+  }
+  /* What a folded row lists of each event: its name, else its details. */
+  function itemOf(e) {
+    var d = e.details;
+    if (d && typeof d === 'object') {
+      if (typeof d.name === 'string') return d.name;
+      if (typeof d.queue === 'string') return d.queue;
+    }
+    return d == null ? '' : JSON.stringify(d);
+  }
+  function fillSelect(sel, values, label) {
+    var keep = sel.value, have = {};
+    Array.prototype.forEach.call(sel.options, function (o) { have[o.value] = true; });
+    values.forEach(function (v) {
+      if (!have[String(v)]) sel.appendChild(el('option', { value: String(v) }, label ? label(v) : String(v)));
+    });
+    sel.value = keep;
+  }
   function showHistory(h) {
     var tb = $('history').tBodies[0], v = $('verify');
     if (h.status !== 200) {
@@ -624,30 +653,104 @@
       v.className = 'error';
       return;
     }
+    if (lastHistory && lastHistory.plan !== h.body.plan)
+      ['f-step', 'f-actor', 'f-kind'].forEach(function (id) {
+        var sel = $(id);
+        while (sel.options.length > 1) sel.remove(1);
+        sel.value = '';
+      });
     lastHistory = h.body;
     var ver = h.body.verification || {};
     v.textContent = ver.verified ? 'The history chain verifies (' + ver.checked + ' events checked).' :
       'The history chain does NOT verify: event ' + num(ver.bad_event) + ': ' + num(ver.reason);
     v.className = ver.verified ? 'ok' : 'error';
-    /* Events are only ever appended: the same count and newest hash mean
-     * the same rows (10,000 of them after remove_old at that scale). */
-    var evs = h.body.events || [], key = h.body.plan + ':' + evs.length + ':' +
-      (evs.length ? evs[evs.length - 1].hash : '');
-    if (key === historyKey && tb.rows.length === evs.length) return;
+    $('plan-yaml').textContent = h.body.yaml == null ? '' : h.body.yaml;
+    $('plan-yaml-sha').textContent = 'sha256 ' + num(h.body.sha256);
+    /* Events are only ever appended: the same count, newest hash and
+     * filter mean the same rows (10,000 of them after remove_old at that
+     * scale). */
+    var evs = h.body.events || [], f = { step: $('f-step').value, actor: $('f-actor').value, kind: $('f-kind').value };
+    var key = h.body.plan + ':' + evs.length + ':' + (evs.length ? evs[evs.length - 1].hash : '') + ':' +
+      f.step + ':' + f.actor + ':' + f.kind;
+    if (key === historyKey) return;
     historyKey = key;
-    tb = clear(tb);
+    var steps = [], actors = [], kinds = [], seen = {};
     evs.forEach(function (e) {
-      tb.appendChild(el('tr', null, el('td', null, fmtTime(e.ts_ms)), el('td', null, e.actor),
-        el('td', null, e.kind), el('td', { class: 'details' }, e.details == null ? '' : JSON.stringify(e.details))));
+      var s = e.step == null ? 'plan' : e.step;
+      if (!seen['s' + s]) { seen['s' + s] = 1; steps.push(s); }
+      if (!seen['a' + e.actor]) { seen['a' + e.actor] = 1; actors.push(e.actor); }
+      if (!seen['k' + e.kind]) { seen['k' + e.kind] = 1; kinds.push(e.kind); }
     });
+    fillSelect($('f-step'), steps, function (s) { return s === 'plan' ? 'Plan' : stepName(s); });
+    fillSelect($('f-actor'), actors.sort());
+    fillSelect($('f-kind'), kinds.sort());
+    var shown = evs.filter(function (e) {
+      return (!f.step || String(e.step == null ? 'plan' : e.step) === f.step) &&
+        (!f.actor || e.actor === f.actor) && (!f.kind || e.kind === f.kind);
+    });
+    /* Groups in order of first appearance; runs within each. */
+    var groups = [], byStep = {};
+    shown.forEach(function (e) {
+      var s = e.step == null ? 'plan' : e.step, g = byStep[s];
+      if (!g) { g = byStep[s] = { step: e.step, runs: [] }; groups.push(g); }
+      var run = g.runs[g.runs.length - 1];
+      if (run && run[0].kind === e.kind && run[0].actor === e.actor) run.push(e);
+      else g.runs.push([e]);
+    });
+    tb = clear(tb);
+    var rows = 0;
+    groups.forEach(function (g) {
+      var n = g.runs.reduce(function (a, r) { return a + r.length; }, 0);
+      tb.appendChild(el('tr', { class: 'group', 'data-step': g.step == null ? 'plan' : String(g.step) },
+        el('th', { colspan: '4' }, stepName(g.step) + ' — ' + plural(n, 'event'))));
+      g.runs.forEach(function (run) {
+        var runs = run.length >= FOLD ? [run] : run.map(function (e) { return [e]; });
+        runs.forEach(function (r) {
+          var e = r[0], last = r[r.length - 1], tr;
+          rows++;
+          if (r.length === 1) {
+            tr = el('tr', { 'data-kind': e.kind }, el('td', { class: 'time' }, fmtMs(e)), el('td', null, e.actor),
+              el('td', null, e.kind), el('td', { class: 'details' }, e.details == null ? '' : JSON.stringify(e.details)));
+          } else {
+            var list = el('ol', { class: 'qlist' });
+            r.forEach(function (x) { list.appendChild(el('li', { title: fmtMs(x) }, itemOf(x))); });
+            tr = el('tr', { class: 'folded', 'data-kind': e.kind, 'data-count': String(r.length) },
+              el('td', { class: 'time' }, fmtMs(e), el('br'), '… ' + fmtMs(last)), el('td', null, e.actor),
+              el('td', null, r.length + ' × ' + e.kind),
+              el('td', { class: 'details' }, el('details', null, el('summary', null,
+                'Show all ' + r.length + ' (events ' + e.id + '–' + last.id + ')'), list)));
+          }
+          tb.appendChild(tr);
+        });
+      });
+    });
+    $('history-count').textContent = (shown.length === evs.length ? plural(evs.length, 'event') :
+      shown.length + ' of ' + plural(evs.length, 'event') + ' (filtered)') + ' in ' + plural(rows, 'row') +
+      '; times are UTC, to the millisecond.';
   }
-  function download() {
+  /* Downloads the server's own export (FORMAT json or csv), byte for byte:
+   * what `cutover history --verify FILE` checks. */
+  function download(format) {
     if (!lastHistory) return;
-    var blob = new Blob([JSON.stringify(lastHistory, null, 2) + '\n'], { type: 'application/json' });
-    var a = el('a', { href: URL.createObjectURL(blob), download: 'cutover-' + lastHistory.name + '-' + lastHistory.plan + '-history.json' });
-    document.body.appendChild(a);
-    a.click();
-    setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+    var h = {};
+    if (token) h['Authorization'] = 'Bearer ' + token;
+    var name = 'cutover-' + lastHistory.name + '-' + lastHistory.plan + '-history.' + format;
+    fetch('/api/plans/' + lastHistory.plan + '/export?format=' + format, { headers: h, cache: 'no-store',
+      credentials: 'omit' }).then(function (r) {
+      if (r.status !== 200) {
+        return r.text().then(function (t) {
+          var j = null;
+          try { j = JSON.parse(t); } catch (e) { j = null; }
+          notice('Downloading the history failed: ' + errText({ status: r.status, body: j }), true);
+        });
+      }
+      return r.blob().then(function (blob) {
+        var a = el('a', { href: URL.createObjectURL(blob), download: name });
+        document.body.appendChild(a);
+        a.click();
+        setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+      });
+    }, function () { reachable(false); });
   }
 
   /* ---- the watch's charts, from /samples (fetched incrementally) ---- */
@@ -876,7 +979,11 @@
     $('act-cancel').addEventListener('click', function () { closeDialog(false); });
     $('act').addEventListener('cancel', function () { closeDialog(false); });
     $('refresh').addEventListener('click', refresh);
-    $('download').addEventListener('click', download);
+    $('download').addEventListener('click', function () { download('json'); });
+    $('download-csv').addEventListener('click', function () { download('csv'); });
+    ['f-step', 'f-actor', 'f-kind'].forEach(function (id) {
+      $(id).addEventListener('change', function () { if (lastHistory) showHistory({ status: 200, body: lastHistory }); });
+    });
     $('forget').addEventListener('click', function () { token = null; $('forget').hidden = true; notice('Token forgotten.', false); });
     window.addEventListener('hashchange', function () { notice('', false); parseRoute(); refresh(); });
     parseRoute();

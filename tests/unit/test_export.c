@@ -1,0 +1,496 @@
+/* test_export: a plan's history exported as JSON and CSV (web/export.c)
+ * verifies offline (web/export_verify.c), and any edit, removal,
+ * reordering or cut tail of it fails naming the first bad event — on a
+ * real SQLite file whose chain two plans share; and `cutover history
+ * --verify FILE` says the same. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "export_verify.h"
+#include "store.h"
+#include "store_admit.h"
+
+#define REMOVED	102	/* as the demo: one row folded on the page */
+
+static char dir[PATH_MAX], db[PATH_MAX + 16];
+
+static const char plan_a[] =
+    "name: exporta\n"
+    "broker:\n"
+    "  amqp: amqp://127.0.0.1:5672/%2f\n"
+    "  management: http://127.0.0.1:15672\n"
+    "  username: guest\n"
+    "  password: env:RABBIT_PASSWORD\n"
+    "old:\n"
+    "  queues: { match: '^exporta\\.old\\.' }\n"
+    "ladder:\n"
+    "  prefix: exporta\n"
+    "  unit: 1s\n"
+    "  levels: 6\n"
+    "  destinations: [exporta.dest]\n"
+    "canary:\n"
+    "  max_lateness: 3s\n"
+    "flag:\n"
+    "  kind: unleash\n"
+    "  url: http://127.0.0.1:4242\n"
+    "  project: default\n"
+    "  environment: development\n"
+    "  feature: exporta\n"
+    "  token: env:UNLEASH_TOKEN\n"
+    "steps: [measure_horizon, declare_ladder, verify_ladder, canary,"
+    " { step: flip, gate: true }, watch, { step: remove_old, gate: true }]\n";
+
+struct fixture {
+	struct store *s;
+	int64_t a, b;
+	json_t *doc;		/* plan a's export */
+	char *json, *csv;
+	size_t json_len, csv_len;
+};
+
+static void
+event(struct store *s, int64_t plan, int64_t ts, const char *actor, const char *kind,
+    const char *details)
+{
+	char err[512];
+
+	if (store_append_event(s, plan, ts, actor, kind, details, NULL, err, sizeof(err)))
+		fail_msg("append: %s", err);
+}
+
+/* Two plans whose events interleave: a's steps, b's submission between
+ * them, a's 102 removals, and b's events after a's last. */
+static int
+setup(void **state)
+{
+	static struct fixture f;
+	struct plan_errors errs = { 0 };
+	char err[512], name[64], *b_text, details[128];
+	int64_t t = 1764600000123;
+
+	memset(&f, 0, sizeof(f));
+	snprintf(dir, sizeof(dir), "/tmp/cutover-test-export-XXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(db, sizeof(db), "%s/t.db", dir);
+	if (store_open(db, &f.s, err, sizeof(err)) != 0 ||
+	    store_plan_submit(f.s, "a.yaml", plan_a, strlen(plan_a), "alice", &f.a, &errs,
+	    err, sizeof(err)) != 0)
+		fail_msg("setup: %s", errs.n ? errs.v[0].message : err);
+	event(f.s, f.a, t++, "engine", "step.started", "{\"step\":1,\"kind\":\"measure_horizon\"}");
+	b_text = strdup(plan_a);
+	memcpy(strstr(b_text, "exporta"), "exportb", 7);
+	if (store_plan_submit(f.s, "b.yaml", b_text, strlen(b_text), "bob", &f.b, &errs,
+	    err, sizeof(err)) != 0)
+		fail_msg("setup b: %s", errs.n ? errs.v[0].message : err);
+	free(b_text);
+	event(f.s, f.a, t++, "engine", "step.succeeded", "{\"step\":1,\"kind\":\"measure_horizon\"}");
+	event(f.s, f.a, t++, "engine", "step.waiting_approval", "{\"step\":2,\"kind\":\"remove_old\"}");
+	event(f.s, f.a, t++, "carol", "step.approved", "{\"step\":2,\"kind\":\"remove_old\",\"comment\":\"a, \\\"quoted\\\"\\nline\"}");
+	event(f.s, f.a, t++, "engine", "step.started", "{\"step\":2,\"kind\":\"remove_old\"}");
+	for (int i = 0; i < REMOVED; i++) {
+		snprintf(name, sizeof(name), "exporta.old.%ds", i);
+		snprintf(details, sizeof(details), "{\"name\":\"%s\"}", name);
+		event(f.s, f.a, t++, "engine", "old.queue_removed", details);
+		if (i == 50)
+			event(f.s, f.b, t++, "engine", "step.started", "{\"step\":1,\"kind\":\"measure_horizon\"}");
+	}
+	event(f.s, f.a, t++, "engine", "step.succeeded", "{\"step\":2,\"kind\":\"remove_old\"}");
+	event(f.s, f.a, t++, "engine", "plan.succeeded", "{}");
+	event(f.s, f.b, t++, "(none)", "request.denied", "{\"status\":401}");
+	if (export_build(f.s, f.a, &f.doc, err, sizeof(err)) != 0 ||
+	    export_csv(f.doc, &f.csv, &f.csv_len, err, sizeof(err)) != 0)
+		fail_msg("export: %s", err);
+	f.json = json_dumps(f.doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	f.json_len = strlen(f.json);
+	*state = &f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[PATH_MAX + 16];
+
+	if (f == NULL)
+		return 0;
+	store_close(f->s);
+	json_decref(f->doc);
+	free(f->json);
+	free(f->csv);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Verifies TEXT; returns what export_verify did, RES filled. */
+static int
+verify(const char *text, size_t len, struct export_check *res)
+{
+	char err[512];
+	int r = export_verify(text, len, res, err, sizeof(err));
+
+	if (r < 0)
+		fail_msg("verify: %s", err);
+	return r;
+}
+
+/* DOC (a copy the caller changed) as JSON, verified. */
+static int
+verify_doc(json_t *doc, struct export_check *res)
+{
+	char *t = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int r = verify(t, strlen(t), res);
+
+	free(t);
+	json_decref(doc);
+	return r;
+}
+
+/* The index in the export's events of event ID. */
+static size_t
+at_id(const json_t *doc, int64_t id)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "events"), i, e)
+		if (json_integer_value(json_object_get(e, "id")) == id)
+			return i;
+	fail_msg("no event %lld in the export", (long long)id);
+	return 0;
+}
+
+static void
+test_both_verify(void **state)
+{
+	struct fixture *f = *state;
+	struct export_check c;
+
+	assert_int_equal(verify(f->json, f->json_len, &c), 0);
+	assert_string_equal(c.format, "json");
+	assert_string_equal(c.plan_name, "exporta");
+	/* submitted, 5 step events, the removals, 2 after them */
+	assert_int_equal(c.plan_events, 1 + 5 + REMOVED + 2);
+	assert_int_equal(c.links, 3);	/* b: submitted, a step, the denial */
+	assert_int_equal(c.head_id, 1 + 5 + REMOVED + 2 + 3);
+	assert_int_equal(verify(f->csv, f->csv_len, &c), 0);
+	assert_string_equal(c.format, "csv");
+	assert_int_equal(c.plan_events, 1 + 5 + REMOVED + 2);
+	assert_int_equal(c.links, 3);
+	/* the YAML is in both, and the CSV's first line is the header */
+	assert_non_null(strstr(f->json, "exporta.dest"));
+	assert_int_equal(strncmp(f->csv, EXPORT_CSV_HEADER "\r\n",
+	    strlen(EXPORT_CSV_HEADER) + 2), 0);
+	assert_non_null(strstr(f->csv, "\nplan,"));
+}
+
+static void
+test_steps_derived(void **state)
+{
+	struct fixture *f = *state;
+	const json_t *evs = json_object_get(f->doc, "events"), *e;
+	size_t i;
+	int removals_in_2 = 0;
+
+	json_array_foreach(evs, i, e) {
+		const char *k = json_string_value(json_object_get(e, "kind"));
+
+		if (k != NULL && strcmp(k, "old.queue_removed") == 0 &&
+		    json_integer_value(json_object_get(e, "step")) == 2)
+			removals_in_2++;
+		if (k != NULL && strncmp(k, "plan.", 5) == 0)
+			assert_true(json_is_null(json_object_get(e, "step")));
+	}
+	assert_int_equal(removals_in_2, REMOVED);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 1),
+	    "time_utc")), "2025-12-01T14:40:00.123Z");
+}
+
+static void
+test_json_edited(void **state)
+{
+	struct fixture *f = *state;
+	struct export_check c;
+	json_t *d = json_deep_copy(f->doc);
+	json_t *e = json_array_get(json_object_get(d, "events"), at_id(d, 40));
+
+	json_object_set_new(e, "details_json", json_string("{\"name\":\"exporta.old.x\"}"));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 40);
+	assert_non_null(strstr(c.reason, "edited"));
+
+	d = json_deep_copy(f->doc);
+	e = json_array_get(json_object_get(d, "events"), at_id(d, 7));
+	json_object_set_new(e, "actor", json_string("mallory"));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 7);
+
+	d = json_deep_copy(f->doc);
+	e = json_array_get(json_object_get(d, "events"), at_id(d, 9));
+	json_object_set_new(e, "time_utc", json_string("2025-12-01T14:40:00.000Z"));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 9);
+	assert_non_null(strstr(c.reason, "time_utc"));
+
+	d = json_deep_copy(f->doc);
+	e = json_array_get(json_object_get(d, "events"), at_id(d, 20));
+	json_object_set_new(e, "step", json_integer(1));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 20);
+
+	d = json_deep_copy(f->doc);
+	json_object_set_new(json_object_get(d, "plan"), "yaml", json_string("name: x\n"));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_non_null(strstr(c.reason, "YAML"));
+}
+
+static void
+test_json_removed_reordered_cut(void **state)
+{
+	struct fixture *f = *state;
+	struct export_check c;
+	json_t *d = json_deep_copy(f->doc), *evs = json_object_get(d, "events"), *e;
+	size_t n = json_array_size(json_object_get(f->doc, "events"));
+
+	json_array_remove(evs, at_id(d, 30));		/* one of the plan's */
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 30);
+	assert_non_null(strstr(c.reason, "removed"));
+
+	d = json_deep_copy(f->doc);			/* a link */
+	json_array_remove(json_object_get(d, "events"), at_id(d, 3));
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, 3);
+
+	d = json_deep_copy(f->doc);			/* two swapped */
+	evs = json_object_get(d, "events");
+	e = json_incref(json_array_get(evs, 10));
+	json_array_remove(evs, 10);
+	json_array_insert_new(evs, 11, e);
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_non_null(strstr(c.reason, "reordered"));
+
+	d = json_deep_copy(f->doc);			/* the tail cut */
+	evs = json_object_get(d, "events");
+	json_array_remove(evs, n - 1);
+	json_array_remove(evs, n - 2);
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_int_equal(c.bad_id, (int64_t)n - 1);
+	assert_non_null(strstr(c.reason, "truncated"));
+
+	d = json_deep_copy(f->doc);			/* the start cut */
+	json_array_remove(json_object_get(d, "events"), 0);
+	assert_int_equal(verify_doc(d, &c), 1);
+	assert_non_null(strstr(c.reason, "start"));
+
+	d = json_deep_copy(f->doc);			/* the head's count */
+	json_object_set_new(json_object_get(d, "head"), "events", json_integer(1000));
+	assert_int_equal(verify_doc(d, &c), 1);
+}
+
+/* F's CSV with line LINE (1-based) replaced by WITH (NULL: removed), or
+ * swapped with the next when SWAP. */
+static char *
+csv_edit(const struct fixture *f, int line, const char *with, int swap)
+{
+	char *out = malloc(f->csv_len + 4096), *o = out;
+	const char *p = f->csv, *lines[4096];
+	size_t lens[4096];
+	int n = 0;
+
+	/* lines by CRLF: fields hold bare LF only */
+	while (*p != '\0' && n < 4096) {
+		const char *e = strstr(p, "\r\n");
+
+		lines[n] = p;
+		lens[n++] = (size_t)(e - p) + 2;
+		p = e + 2;
+	}
+	for (int i = 0; i < n; i++) {
+		int k = i;
+
+		if (swap && i + 1 == line)
+			k = i + 1;
+		else if (swap && i == line)
+			k = i - 1;
+		if (i + 1 == line && !swap) {
+			if (with != NULL)
+				o += sprintf(o, "%s\r\n", with);
+			continue;
+		}
+		memcpy(o, lines[k], lens[k]);
+		o += lens[k];
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The CSV record (one CRLF line) of event ID, copied. */
+static char *
+csv_line_of(const struct fixture *f, int64_t id, int *line)
+{
+	char want[40];
+	const char *p = f->csv;
+	int n = 1;
+
+	snprintf(want, sizeof(want), "event,%lld,", (long long)id);
+	for (;; n++) {
+		const char *e = strstr(p, "\r\n");
+
+		if (e == NULL)
+			fail_msg("no event %lld in the CSV", (long long)id);
+		if (strncmp(p, want, strlen(want)) == 0) {
+			*line = n;
+			return strndup(p, (size_t)(e - p));
+		}
+		p = e + 2;
+	}
+}
+
+static void
+test_csv_tampered(void **state)
+{
+	struct fixture *f = *state;
+	struct export_check c;
+	char *t, *l, *x;
+	int line;
+
+	l = csv_line_of(f, 60, &line);
+	x = strstr(l, "exporta.old.");
+	x[12] = x[12] == '9' ? '8' : '9';		/* one byte of a removal's name */
+	t = csv_edit(f, line, l, 0);
+	assert_int_equal(verify(t, strlen(t), &c), 1);
+	assert_int_equal(c.bad_id, 60);
+	{
+		long phys = 1;	/* the line in an editor: the YAML spans many */
+		const char *q = strstr(f->csv, "event,60,");
+
+		for (const char *p = f->csv; p < q; p++)
+			phys += *p == '\n';
+		assert_int_equal(c.line, phys);
+	}
+	free(t);
+	free(l);
+
+	l = csv_line_of(f, 61, &line);
+	t = csv_edit(f, line, NULL, 0);			/* a row removed */
+	assert_int_equal(verify(t, strlen(t), &c), 1);
+	assert_int_equal(c.bad_id, 61);
+	free(t);
+	free(l);
+
+	l = csv_line_of(f, 62, &line);
+	t = csv_edit(f, line, NULL, 1);			/* two rows swapped */
+	assert_int_equal(verify(t, strlen(t), &c), 1);
+	assert_int_equal(c.bad_id, 63);
+	assert_non_null(strstr(c.reason, "reordered"));
+	free(t);
+	free(l);
+
+	l = csv_line_of(f, 6, &line);			/* the quoted comment */
+	assert_non_null(strstr(l, "\"\"quoted\\\"\""));
+	free(l);
+
+	/* the tail cut: the head row kept, the last row (b's denial, a link) gone */
+	{
+		int64_t n = json_integer_value(json_object_get(json_object_get(f->doc,
+		    "head"), "last_id"));
+		int records = 0;
+
+		for (const char *p = f->csv; (p = strstr(p, "\r\n")) != NULL; p += 2)
+			records++;
+		t = csv_edit(f, records - 1, NULL, 0);
+		assert_int_equal(verify(t, strlen(t), &c), 1);
+		assert_int_equal(c.bad_id, n);
+		assert_non_null(strstr(c.reason, "truncated"));
+		free(t);
+	}
+	/* the head row gone */
+	{
+		int n = 0;
+
+		for (const char *p = f->csv; (p = strstr(p, "\r\n")) != NULL; p += 2)
+			n++;
+		t = csv_edit(f, n, NULL, 0);
+		assert_int_equal(verify(t, strlen(t), &c), 1);
+		assert_non_null(strstr(c.reason, "head row is missing"));
+		free(t);
+	}
+	/* not an export at all */
+	assert_int_equal(verify("a,b\r\n", 5, &c), 1);
+	assert_int_equal(verify("{\"x\":1}", 7, &c), 1);
+	assert_int_equal(verify("{\"x\":", 5, &c), 1);
+}
+
+/* Runs `cutover history --verify PATH`: its exit status, stdout in OUT. */
+static int
+cli_verify(const char *path, char *out, size_t outlen)
+{
+	char cmd[PATH_MAX * 2];
+	FILE *p;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' history --verify '%s'", getenv("CUTOVER_BINARY"),
+	    path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, outlen - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void
+test_cli(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32], out[2048], *t, *l;
+	FILE *w;
+	int line;
+
+	if (getenv("CUTOVER_BINARY") == NULL)
+		fail_msg("CUTOVER_BINARY is not set (ctest sets it)");
+	snprintf(path, sizeof(path), "%s/a.csv", dir);
+	w = fopen(path, "wb");
+	fwrite(f->csv, 1, f->csv_len, w);
+	fclose(w);
+	assert_int_equal(cli_verify(path, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "verifies: plan 'exporta'"));
+	l = csv_line_of(f, 50, &line);
+	t = csv_edit(f, line, NULL, 0);
+	w = fopen(path, "wb");
+	fputs(t, w);
+	fclose(w);
+	assert_int_equal(cli_verify(path, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "does NOT verify: event 50"));
+	free(t);
+	free(l);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_both_verify),
+		cmocka_unit_test(test_steps_derived),
+		cmocka_unit_test(test_json_edited),
+		cmocka_unit_test(test_json_removed_reordered_cut),
+		cmocka_unit_test(test_csv_tampered),
+		cmocka_unit_test(test_cli),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
