@@ -605,6 +605,12 @@ async function checkMetrics(base, planName) {
     if (!m) fail(`/metrics: not a series line: ${line}`);
     const fam = m[1].replace(/_(bucket|sum|count)$/, (s) => (types[m[1]] ? s : ''));
     if (!types[m[1]] && !types[fam]) fail(`/metrics: ${m[1]} has no TYPE`);
+    if (m[1] === 'cutover_build_info') {
+      // one series per process: its labels are the build's versions
+      check(m[3] === '1' && /^version="[^"]+",commit="[^"]+"/.test(m[2] || ''), `/metrics: ${line} is a build-info gauge`);
+      series++;
+      continue;
+    }
     for (const pair of (m[2] || '').split(',').filter(Boolean)) {
       const lm = /^([a-z]+)="([^"\\]*)"$/.exec(pair);
       if (!lm) fail(`/metrics: bad label ${pair} in ${line}`);
