@@ -27,31 +27,13 @@ flag_options_default(struct flag_options *o)
 
 /* ---- secrets and excerpts ---- */
 
-/* Replaces every occurrence of SECRET in S with "***" in place (a secret
- * of 1 or 2 bytes becomes as many '*'): S never grows. */
-static void
-redact_one(char *s, const char *secret)
-{
-	size_t sl, n;
-	char *p = s;
-
-	if (s == NULL || secret == NULL || (sl = strlen(secret)) == 0)
-		return;
-	while ((p = strstr(p, secret)) != NULL) {
-		n = sl < 3 ? sl : 3;
-		memset(p, '*', n);
-		memmove(p + n, p + sl, strlen(p + sl) + 1);
-		p += n;
-	}
-}
-
 static void
 redact(const struct flag_call *c, char *s)
 {
 	size_t i;
 
 	for (i = 0; i < c->nsecrets; i++)
-		redact_one(s, c->secrets[i]);
+		errbuf_redact(s, c->secrets[i]);
 }
 
 /* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
