@@ -278,39 +278,51 @@ print_removal(const char *label, const struct removal *r,
 	printf("\n");
 }
 
-int
-main(void)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	struct step_ctx c = { 0 };
-	json_t *measured = NULL, *removed = NULL;
-	const char *ctl = getenv("CUTOVER_BENCH_CTL");
-	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
-	int nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
-	int ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
-	int rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
-	int nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
-	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], tw[ROUNDS_MAX], m_med, c_med, t0, cpu0;
-	struct removal rm = { 0 }, curl = { 0 }, keep = { 0 }, admin = { 0 };
-	char yaml[2048], line[512], err[4096], cmd[1200];
-	int i, rc = 1, ok_measure, ok_remove;
-	struct topology_arg none[1];
+/* The run's sizes, from the environment. */
+struct config {
+	const char *ctl;		/* the rabbitmqctl command timed */
+	int nq;				/* old queues */
+	int ncurl;			/* queues the curl loop deletes */
+	int rounds;
+	int nadmin;			/* queues rabbitmqadmin deletes, 0: none */
+};
 
+/* Reads the environment into G. Returns 0, or prints why not and -1. */
+static int
+config_read(struct config *g)
+{
+	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
+
+	g->ctl = getenv("CUTOVER_BENCH_CTL");
+	g->nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
+	g->ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
+	g->rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
+	g->nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
 	if (getenv("CUTOVER_BENCH_AMQP") == NULL || getenv("CUTOVER_BENCH_MGMT") == NULL ||
 	    getenv("CUTOVER_BENCH_USER") == NULL || getenv("CUTOVER_BENCH_PASSWORD") == NULL ||
-	    ctl == NULL) {
+	    g->ctl == NULL) {
 		fprintf(stderr, "bench_old_path: run it through bench/old_path (it sets "
 		    "CUTOVER_BENCH_AMQP, _MGMT, _USER, _PASSWORD and _CTL)\n");
-		return 2;
+		return -1;
 	}
 	if (admin_cmd == NULL || *admin_cmd == '\0')
-		nadmin = 0;
-	if (nq < 2 || ncurl < 1 || nadmin < 0 || rounds < 1 || rounds > ROUNDS_MAX) {
+		g->nadmin = 0;
+	if (g->nq < 2 || g->ncurl < 1 || g->nadmin < 0 || g->rounds < 1 ||
+	    g->rounds > ROUNDS_MAX) {
 		fprintf(stderr, "bench_old_path: bad CUTOVER_BENCH_QUEUES, _SAMPLE or "
 		    "_ROUNDS\n");
-		return 2;
+		return -1;
 	}
+	return 0;
+}
+
+/* Loads the bench's plan (old queues bench.delay.*, a 20-level ladder)
+ * into *P. Returns 0, or prints its errors and returns -1. */
+static int
+plan_make(struct plan **p, struct plan_errors *errs)
+{
+	char yaml[2048], line[512];
+
 	snprintf(yaml, sizeof(yaml),
 	    "name: bench-old-path\n"
 	    "broker:\n"
@@ -325,11 +337,181 @@ main(void)
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_MGMT"),
 	    getenv("CUTOVER_BENCH_USER"));
-	if (plan_load_buffer("bench-old-path.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t k = 0; k < errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, k, line, sizeof(line)));
-		goto done;
+	if (plan_load_buffer("bench-old-path.yaml", yaml, strlen(yaml), p, errs) != 0) {
+		for (size_t k = 0; k < errs->n; k++)
+			fprintf(stderr, "%s\n", plan_error_format(errs, k, line, sizeof(line)));
+		return -1;
 	}
+	return 0;
+}
+
+/* measure_horizon against the broker's own listing, interleaved, G's
+ * rounds of each; the last measure into *MEASURED, rabbitmqctl's median
+ * into *C_MED, whether the floor is met into *OK. Returns 0 or -1. */
+static int
+bench_measure(struct step_ctx *c, const struct config *g, json_t **measured,
+    double *c_med, int *ok)
+{
+	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], m_med, t0;
+	char cmd[1200], err[4096];
+
+	snprintf(cmd, sizeof(cmd), "%s >/dev/null", g->ctl);
+	for (int i = 0; i < g->rounds; i++) {
+		json_decref(*measured);
+		t0 = mono_s();
+		if (step_measure_horizon(c, measured, err, sizeof(err)) != 0) {
+			fprintf(stderr, "bench_old_path: measure_horizon: %s\n", err);
+			return -1;
+		}
+		tm[i] = mono_s() - t0;
+		if (json_integer_value(json_object_get(json_object_get(*measured, "summary"),
+		    "queues")) != g->nq) {
+			fprintf(stderr, "bench_old_path: measure_horizon found %lld queues, "
+			    "not %d\n", (long long)json_integer_value(json_object_get(
+			    json_object_get(*measured, "summary"), "queues")), g->nq);
+			return -1;
+		}
+		t0 = mono_s();
+		if (system(cmd) != 0) {
+			fprintf(stderr, "bench_old_path: '%s' failed\n", g->ctl);
+			return -1;
+		}
+		tc[i] = mono_s() - t0;
+	}
+	printf("\nmeasure, %d queues (%d rounds):\n", g->nq, g->rounds);
+	print_rounds("measure_horizon", tm, g->rounds);
+	print_rounds("rabbitmqctl list_queues", tc, g->rounds);
+	m_med = median(tm, g->rounds);
+	*c_med = median(tc, g->rounds);
+	*ok = m_med <= 2 * *c_med;
+	printf("  median: measure_horizon %.3f s, rabbitmqctl %.3f s: ratio %.2f "
+	    "(floor: <= 2.00) %s\n", m_med, *c_med, m_med / *c_med,
+	    *ok ? "ok" : "BELOW THE FLOOR");
+	return 0;
+}
+
+/* The watch's listing of the same queues, statistics on, as it makes it
+ * each tick (not a floor: how long a tick's read takes here), against
+ * rabbitmqctl's median C_MED. Returns 0 or -1. */
+static int
+bench_watch_listing(struct step_ctx *c, const struct config *g, double c_med)
+{
+	double tw[ROUNDS_MAX], t0;
+	char path[1200], err[4096];
+
+	snprintf(path, sizeof(path), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
+	for (int i = 0; i < g->rounds; i++) {
+		json_t *listing = NULL;
+
+		t0 = mono_s();
+		if (mgmt_request(c->mgmt, "GET", path, NULL, &listing, NULL, err,
+		    sizeof(err)) != 0) {
+			fprintf(stderr, "bench_old_path: the watch's listing: %s\n", err);
+			return -1;
+		}
+		tw[i] = mono_s() - t0;
+		json_decref(listing);
+	}
+	print_rounds("the watch's listing, with stats", tw, g->rounds);
+	printf("  median: %.3f s a tick, %.2fx rabbitmqctl's listing\n",
+	    median(tw, g->rounds), median(tw, g->rounds) / c_med);
+	return 0;
+}
+
+/* remove_old on every old queue of MEASURED, all empty and past their
+ * deadline, timed into RM; its result into *REMOVED. Returns 0 or -1. */
+static int
+bench_remove(struct step_ctx *c, const struct config *g, json_t *measured,
+    json_t **removed, struct removal *rm)
+{
+	char err[4096];
+	double t0, cpu0;
+
+	c->measured = measured;
+	c->old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
+	cpu0 = broker_cpu_s();
+	t0 = mono_s();
+	if (step_remove_old(c, removed, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_old_path: remove_old: %.600s\n", err);
+		return -1;
+	}
+	removal_add(rm, g->nq, t0, cpu0);
+	if (json_integer_value(json_object_get(json_object_get(*removed, "counts"),
+	    "removed")) != g->nq) {
+		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", g->nq);
+		return -1;
+	}
+	return 0;
+}
+
+/* The peers: loops of management DELETEs, one per queue, on a fresh
+ * population of the same size, so that they delete from a broker that
+ * holds what remove_old's did. The keep-alive loop takes all of it, in
+ * two halves; the client-per-queue loops take their samples between the
+ * halves, when the broker holds as many queues as it held on average
+ * during remove_old. Returns 0 or -1. */
+static int
+bench_peers(struct step_ctx *c, const struct config *g, struct removal *curl,
+    struct removal *keep, struct removal *admin)
+{
+	int nq = g->nq;
+
+	if (create_queues(LOOP_PREFIX, nq + g->ncurl + g->nadmin) != 0)
+		return -1;
+	if (delete_keepalive(c, 0, nq / 2, keep) != 0 ||
+	    delete_by_command(CURL_LOOP, nq, g->ncurl, curl) != 0 ||
+	    (g->nadmin > 0 && delete_by_command(ADMIN_LOOP, nq + g->ncurl, g->nadmin,
+	    admin) != 0) ||
+	    delete_keepalive(c, nq / 2, nq, keep) != 0)
+		return -1;
+	return 0;
+}
+
+/* Prints the removals against each other. Returns whether remove_old met
+ * its floor (5x the curl loop). */
+static int
+print_removals(const struct config *g, const json_t *removed,
+    const struct removal *rm, const struct removal *curl,
+    const struct removal *keep, const struct removal *admin)
+{
+	int ok = rate(rm) >= 5 * rate(curl);
+
+	printf("\nremove, %d empty queues:\n", g->nq);
+	print_removal("remove_old", rm, NULL);
+	printf("    (%lld AMQP connections; includes re-reading the selection)\n",
+	    (long long)json_integer_value(json_object_get(removed, "connections")));
+	printf("  a loop of management API DELETEs, one per queue:\n");
+	print_removal("curl per queue (sh loop)", curl, rm);
+	print_removal("keep-alive, in process", keep, rm);
+	if (g->nadmin > 0)
+		print_removal("rabbitmqadmin per queue", admin, rm);
+	printf("  floor: remove_old >= 5x the loop of DELETEs, a client per queue "
+	    "(curl): %.1fx %s\n", rate(rm) / rate(curl), ok ? "ok" :
+	    "BELOW THE FLOOR");
+	printf("  against the keep-alive loop (a program's, not a shell's), the bound "
+	    "is the broker's CPU: %ld here (the CPUs busy above)\n",
+	    sysconf(_SC_NPROCESSORS_ONLN));
+	return ok;
+}
+
+int
+main(void)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	struct step_ctx c = { 0 };
+	struct config g;
+	json_t *measured = NULL, *removed = NULL;
+	struct removal rm = { 0 }, curl = { 0 }, keep = { 0 }, admin = { 0 };
+	struct topology_arg none[1];
+	char err[4096];
+	double c_med;
+	int rc = 1, ok_measure, ok_remove;
+
+	if (config_read(&g) != 0)
+		return 2;
+	if (plan_make(&p, &errs) != 0)
+		goto done;
 	if (step_ctx_open(&c, p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: %s\n", err);
 		goto done;
@@ -340,109 +522,14 @@ main(void)
 		fprintf(stderr, "bench_old_path: %s\n", err);
 		goto done;
 	}
-	if (create_queues("bench.delay.", nq) != 0)
+	if (create_queues("bench.delay.", g.nq) != 0)
 		goto done;
-
-	/* measure_horizon against the broker's own listing, interleaved. */
-	snprintf(cmd, sizeof(cmd), "%s >/dev/null", ctl);
-	for (i = 0; i < rounds; i++) {
-		json_decref(measured);
-		t0 = mono_s();
-		if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0) {
-			fprintf(stderr, "bench_old_path: measure_horizon: %s\n", err);
-			goto done;
-		}
-		tm[i] = mono_s() - t0;
-		if (json_integer_value(json_object_get(json_object_get(measured, "summary"),
-		    "queues")) != nq) {
-			fprintf(stderr, "bench_old_path: measure_horizon found %lld queues, "
-			    "not %d\n", (long long)json_integer_value(json_object_get(
-			    json_object_get(measured, "summary"), "queues")), nq);
-			goto done;
-		}
-		t0 = mono_s();
-		if (system(cmd) != 0) {
-			fprintf(stderr, "bench_old_path: '%s' failed\n", ctl);
-			goto done;
-		}
-		tc[i] = mono_s() - t0;
-	}
-	printf("\nmeasure, %d queues (%d rounds):\n", nq, rounds);
-	print_rounds("measure_horizon", tm, rounds);
-	print_rounds("rabbitmqctl list_queues", tc, rounds);
-	m_med = median(tm, rounds);
-	c_med = median(tc, rounds);
-	ok_measure = m_med <= 2 * c_med;
-	printf("  median: measure_horizon %.3f s, rabbitmqctl %.3f s: ratio %.2f "
-	    "(floor: <= 2.00) %s\n", m_med, c_med, m_med / c_med,
-	    ok_measure ? "ok" : "BELOW THE FLOOR");
-
-	/* The watch's listing of the same queues, statistics on, as it makes
-	 * it each tick (not a floor: how long a tick's read takes here). */
-	snprintf(cmd, sizeof(cmd), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
-	for (i = 0; i < rounds; i++) {
-		json_t *listing = NULL;
-
-		t0 = mono_s();
-		if (mgmt_request(c.mgmt, "GET", cmd, NULL, &listing, NULL, err,
-		    sizeof(err)) != 0) {
-			fprintf(stderr, "bench_old_path: the watch's listing: %s\n", err);
-			goto done;
-		}
-		tw[i] = mono_s() - t0;
-		json_decref(listing);
-	}
-	print_rounds("the watch's listing, with stats", tw, rounds);
-	printf("  median: %.3f s a tick, %.2fx rabbitmqctl's listing\n",
-	    median(tw, rounds), median(tw, rounds) / c_med);
-
-	/* remove_old on every old queue, all empty and past their deadline. */
-	c.measured = measured;
-	c.old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
-	cpu0 = broker_cpu_s();
-	t0 = mono_s();
-	if (step_remove_old(&c, &removed, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_old_path: remove_old: %.600s\n", err);
+	if (bench_measure(&c, &g, &measured, &c_med, &ok_measure) != 0 ||
+	    bench_watch_listing(&c, &g, c_med) != 0 ||
+	    bench_remove(&c, &g, measured, &removed, &rm) != 0 ||
+	    bench_peers(&c, &g, &curl, &keep, &admin) != 0)
 		goto done;
-	}
-	removal_add(&rm, nq, t0, cpu0);
-	if (json_integer_value(json_object_get(json_object_get(removed, "counts"),
-	    "removed")) != nq) {
-		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", nq);
-		goto done;
-	}
-
-	/* The peers: loops of management DELETEs, one per queue, on a fresh
-	 * population of the same size, so that they delete from a broker
-	 * that holds what remove_old's did. The keep-alive loop takes all of
-	 * it, in two halves; the client-per-queue loops take their samples
-	 * between the halves, when the broker holds as many queues as it
-	 * held on average during remove_old. */
-	if (create_queues(LOOP_PREFIX, nq + ncurl + nadmin) != 0)
-		goto done;
-	if (delete_keepalive(&c, 0, nq / 2, &keep) != 0 ||
-	    delete_by_command(CURL_LOOP, nq, ncurl, &curl) != 0 ||
-	    (nadmin > 0 && delete_by_command(ADMIN_LOOP, nq + ncurl, nadmin,
-	    &admin) != 0) ||
-	    delete_keepalive(&c, nq / 2, nq, &keep) != 0)
-		goto done;
-
-	ok_remove = rate(&rm) >= 5 * rate(&curl);
-	printf("\nremove, %d empty queues:\n", nq);
-	print_removal("remove_old", &rm, NULL);
-	printf("    (%lld AMQP connections; includes re-reading the selection)\n",
-	    (long long)json_integer_value(json_object_get(removed, "connections")));
-	printf("  a loop of management API DELETEs, one per queue:\n");
-	print_removal("curl per queue (sh loop)", &curl, &rm);
-	print_removal("keep-alive, in process", &keep, &rm);
-	if (nadmin > 0)
-		print_removal("rabbitmqadmin per queue", &admin, &rm);
-	printf("  floor: remove_old >= 5x the loop of DELETEs, a client per queue "
-	    "(curl): %.1fx %s\n", rate(&rm) / rate(&curl), ok_remove ? "ok" :
-	    "BELOW THE FLOOR");
-	printf("  against the keep-alive loop (a program's, not a shell's), the bound "
-	    "is the broker's CPU: %ld here (the CPUs busy above)\n",
-	    sysconf(_SC_NPROCESSORS_ONLN));
+	ok_remove = print_removals(&g, removed, &rm, &curl, &keep, &admin);
 	rc = ok_measure && ok_remove ? 0 : 1;
 done:
 	if (c.amqp != NULL)

@@ -172,14 +172,13 @@ print_args(FILE *out, json_t *args)
 	}
 }
 
+/* The head of check's report on D: the file and plan, TLS, the ladder. */
 static void
-print_human(FILE *out, json_t *d)
+print_plan_head(FILE *out, json_t *d)
 {
 	json_t *lad = json_object_get(d, "ladder"), *v;
-	bool create = json_is_true(json_object_get(lad, "create_destinations"));
 	char desc[64];
 	const char *k;
-	size_t i, n = 0;
 
 	fprintf(out, "%s: plan %s is valid\n\n", json_string_value(json_object_get(d, "file")),
 	    json_string_value(json_object_get(d, "plan")));
@@ -207,6 +206,16 @@ print_human(FILE *out, json_t *d)
 		fprintf(out, "  publishes   at most %s (ladder.max_delay; longer "
 		    "delays are refused)\n", duration_format(json_integer_value(
 		    json_object_get(lad, "publish_limit_ms")), desc, sizeof(desc)));
+}
+
+/* The exchanges and queues of D's topology. */
+static void
+print_nodes(FILE *out, json_t *d)
+{
+	bool create = json_is_true(json_object_get(json_object_get(d, "ladder"),
+	    "create_destinations"));
+	json_t *v;
+	size_t i;
 
 	fprintf(out, "\nexchanges (%zu)\n", json_array_size(json_object_get(d, "exchanges")));
 	json_array_foreach(json_object_get(d, "exchanges"), i, v) {
@@ -229,6 +238,15 @@ print_human(FILE *out, json_t *d)
 			    "ladder.create_destinations" : "must exist already");
 		fprintf(out, "\n");
 	}
+}
+
+/* The bindings and policies of D's topology. */
+static void
+print_edges(FILE *out, json_t *d)
+{
+	json_t *v;
+	size_t i;
+
 	fprintf(out, "\nbindings (%zu)\n", json_array_size(json_object_get(d, "bindings")));
 	json_array_foreach(json_object_get(d, "bindings"), i, v)
 		fprintf(out, "  %s -> %s %s  key '%s'\n",
@@ -249,6 +267,14 @@ print_human(FILE *out, json_t *d)
 			fprintf(out, "\n");
 		}
 	}
+}
+
+/* D's steps, and the design review's answers. */
+static void
+print_steps_and_review(FILE *out, json_t *d)
+{
+	json_t *v;
+	size_t i, n = 0;
 
 	fprintf(out, "\nsteps\n");
 	json_array_foreach(json_object_get(d, "steps"), i, v)
@@ -270,6 +296,16 @@ print_human(FILE *out, json_t *d)
 		n += app;
 	}
 	fprintf(out, "\n%zu of %d questions need the application's answer.\n", n, REVIEW_QUESTIONS);
+}
+
+/* Prints check's report D for a person. */
+static void
+print_human(FILE *out, json_t *d)
+{
+	print_plan_head(out, d);
+	print_nodes(out, d);
+	print_edges(out, d);
+	print_steps_and_review(out, d);
 }
 
 int

@@ -155,6 +155,52 @@ done:
 	return rc;
 }
 
+/* Plan ID, submitted before and still running, under the same name as
+ * YAML: the same text resumes it (*RESUME true), another is refused
+ * (*RESUME false: the running one must finish or be aborted first, in
+ * database DB); both said on stderr. Returns 0, or -1 with ERR. */
+static int
+resume_check(struct store *s, int64_t id, const char *yaml, size_t len, const char *db,
+    bool *resume, char *err, size_t errlen)
+{
+	struct store_plan sp;
+	char *stored = NULL;
+	size_t slen;
+
+	if (store_plan_get(s, id, &sp, err, errlen) != 0 ||
+	    store_plan_yaml(s, id, &stored, &slen, err, errlen) != 0)
+		return -1;
+	*resume = slen == len && memcmp(stored, yaml, len) == 0;
+	free(stored);
+	if (!*resume) {
+		fprintf(stderr, "cutover run: plan '%s' is already running (id %lld) with "
+		    "a different text; abort it (cutover abort --db %s %s --as NAME) or "
+		    "let it finish\n", sp.name, (long long)id, db, sp.name);
+		return 0;
+	}
+	fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
+	    (long long)id);
+	return 0;
+}
+
+/* Prints how the run of plan ID ended (OUTCOME), as JSON or text, and
+ * returns the exit code that goes with it. */
+static int
+outcome_report(int json, int64_t id, enum engine_outcome outcome)
+{
+	if (json)
+		printf("{\"plan\":%lld,\"outcome\":\"%s\"}\n", (long long)id,
+		    engine_outcome_name(outcome));
+	else
+		printf("plan %lld: %s\n", (long long)id, engine_outcome_name(outcome));
+	switch (outcome) {
+	case ENGINE_SUCCEEDED: return CLI_OK;
+	case ENGINE_WAITING: return CLI_WAITING;
+	case ENGINE_STOPPED: return CLI_STOPPED;
+	default: return CLI_FAIL;
+	}
+}
+
 static const char run_usage[] = "cutover run --db FILE [--json] PLAN.yaml";
 
 int
@@ -201,25 +247,12 @@ cli_run(int argc, char **argv)
 		goto done;
 	}
 	if (r == 2) {
-		char *stored = NULL;
-		size_t slen;
-		int same;
+		bool resume;
 
-		/* The same plan, run again: resume it. Another plan text under that
-		 * name: refuse, the running one must finish or be aborted first. */
-		if (store_plan_get(s, id, &sp, err, sizeof(err)) != 0 ||
-		    store_plan_yaml(s, id, &stored, &slen, err, sizeof(err)) != 0)
+		if (resume_check(s, id, yaml, len, o.db, &resume, err, sizeof(err)) != 0)
 			goto fail;
-		same = slen == len && memcmp(stored, yaml, len) == 0;
-		free(stored);
-		if (!same) {
-			fprintf(stderr, "cutover run: plan '%s' is already running (id %lld) with "
-			    "a different text; abort it (cutover abort --db %s %s --as NAME) or "
-			    "let it finish\n", sp.name, (long long)id, o.db, sp.name);
+		if (!resume)
 			goto done;
-		}
-		fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
-		    (long long)id);
 	} else if (r == 3) {
 		fprintf(stderr, "cutover run: %s\n", err);
 		goto done;
@@ -232,17 +265,7 @@ cli_run(int argc, char **argv)
 	eo.stop = &stop_flag;
 	if (engine_run(s, id, &eo, &outcome, err, sizeof(err)) != 0)
 		goto fail;
-	if (o.json)
-		printf("{\"plan\":%lld,\"outcome\":\"%s\"}\n", (long long)id,
-		    engine_outcome_name(outcome));
-	else
-		printf("plan %lld: %s\n", (long long)id, engine_outcome_name(outcome));
-	switch (outcome) {
-	case ENGINE_SUCCEEDED: rc = CLI_OK; break;
-	case ENGINE_WAITING: rc = CLI_WAITING; break;
-	case ENGINE_STOPPED: rc = CLI_STOPPED; break;
-	default: rc = CLI_FAIL; break;
-	}
+	rc = outcome_report(o.json, id, outcome);
 	goto done;
 fail:
 	fprintf(stderr, "cutover run: %s\n", err);

@@ -151,8 +151,19 @@ print_json(json_t *j)
 	printf("\n");
 }
 
-int
-cli_old(int argc, char **argv)
+/* What the command line asked for. */
+struct old_args {
+	const char *action;		/* "measure" or "remove" */
+	const char *plan;
+	int json, remove;
+	int64_t last_ms;		/* --last-entry, for remove */
+	struct old_remove_opts ro;
+};
+
+/* Reads the command line into A. Returns 0 to go on, or -1 with *RC set
+ * (CLI_OK after --help, else a usage error). */
+static int
+args_parse(int argc, char **argv, struct old_args *a, int *rc)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -161,88 +172,123 @@ cli_old(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct old_remove_opts ro = { 0 };
-	struct step_ctx ctx = { 0 };
-	struct plan *p = NULL;
-	json_t *measured = NULL, *removed = NULL;
-	const char *action, *last_entry = NULL;
+	const char *last_entry = NULL;
 	char err[2048];
-	int64_t last_ms = 0;
-	int c, json = 0, remove, rc = CLI_FAIL;
+	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'n': ro.dry_run = true; break;
+		case 'j': a->json = 1; break;
+		case 'n': a->ro.dry_run = true; break;
 		case 'l': last_entry = optarg; break;
 		case 'h':
 			printf("usage: %s\n", usage_line);
-			return CLI_OK;
+			*rc = CLI_OK;
+			return -1;
 		default:
 			if (optopt == 'l')
-				return cli_usage_error("old", usage_line, "--last-entry needs "
+				*rc = cli_usage_error("old", usage_line, "--last-entry needs "
 				    "a time");
-			return cli_usage_error("old", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
+			else
+				*rc = cli_usage_error("old", usage_line, "unknown option '%s'",
+				    argv[optind - 1]);
+			return -1;
 		}
 	}
-	if (argc - optind != 2)
-		return cli_usage_error("old", usage_line, "expected an action and a plan");
-	action = argv[optind];
-	if (strcmp(action, "measure") == 0)
-		remove = 0;
-	else if (strcmp(action, "remove") == 0)
-		remove = 1;
-	else
-		return cli_usage_error("old", usage_line, "unknown action '%s'", action);
-	if (!remove && (last_entry != NULL || ro.dry_run))
-		return cli_usage_error("old", usage_line, "--last-entry and --dry-run "
+	if (argc - optind != 2) {
+		*rc = cli_usage_error("old", usage_line, "expected an action and a plan");
+		return -1;
+	}
+	a->action = argv[optind];
+	a->plan = argv[optind + 1];
+	if (strcmp(a->action, "measure") == 0)
+		a->remove = 0;
+	else if (strcmp(a->action, "remove") == 0)
+		a->remove = 1;
+	else {
+		*rc = cli_usage_error("old", usage_line, "unknown action '%s'", a->action);
+		return -1;
+	}
+	if (!a->remove && (last_entry != NULL || a->ro.dry_run)) {
+		*rc = cli_usage_error("old", usage_line, "--last-entry and --dry-run "
 		    "are for remove");
-	if (remove && last_entry == NULL)
-		return cli_usage_error("old", usage_line, "remove needs --last-entry TIME: "
+		return -1;
+	}
+	if (a->remove && last_entry == NULL) {
+		*rc = cli_usage_error("old", usage_line, "remove needs --last-entry TIME: "
 		    "the last time a message entered the old path");
-	if (remove && old_time_parse(last_entry, &last_ms, err, sizeof(err)) != 0)
-		return cli_usage_error("old", usage_line, "--last-entry: %s", err);
+		return -1;
+	}
+	if (a->remove && old_time_parse(last_entry, &a->last_ms, err, sizeof(err)) != 0) {
+		*rc = cli_usage_error("old", usage_line, "--last-entry: %s", err);
+		return -1;
+	}
+	return 0;
+}
 
-	if ((p = cli_load_plan(argv[optind + 1])) == NULL)
-		goto done;
-	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover old %s: %s\n", action, err);
-		goto done;
-	}
-	if (step_measure_horizon(&ctx, &measured, err, sizeof(err)) != 0) {
-		if (json && remove) {
-			json_t *m = json_pack("{s:O}", "measure", measured);
+/* Prints measure_horizon's result MEASURED: as JSON (under "measure" for
+ * remove) or as a table. */
+static void
+show_measure(const struct old_args *a, json_t *measured)
+{
+	if (a->json && a->remove) {
+		json_t *m = json_pack("{s:O}", "measure", measured);
 
-			print_json(m);
-			json_decref(m);
-		} else if (json)
-			print_json(measured);
-		else
-			print_measure(measured);
-		fprintf(stderr, "cutover old %s: %s\n", action, err);
-		goto done;
-	}
-	if (!remove) {
-		if (json)
-			print_json(measured);
-		else
-			print_measure(measured);
-		rc = CLI_OK;
-		goto done;
-	}
-	ctx.measured = measured;
-	ctx.old_last_entry_ms = last_ms;
-	rc = old_remove(&ctx, &ro, &removed, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
-	if (json) {
+		print_json(m);
+		json_decref(m);
+	} else if (a->json)
+		print_json(measured);
+	else
+		print_measure(measured);
+}
+
+/* Prints remove's result REMOVED (after MEASURED, for JSON). */
+static void
+show_remove(const struct old_args *a, json_t *measured, json_t *removed)
+{
+	if (a->json) {
 		json_t *both = json_pack("{s:O,s:O}", "measure", measured, "remove", removed);
 
 		print_json(both);
 		json_decref(both);
 	} else
 		print_remove(removed);
+}
+
+int
+cli_old(int argc, char **argv)
+{
+	struct old_args a = { 0 };
+	struct step_ctx ctx = { 0 };
+	struct plan *p = NULL;
+	json_t *measured = NULL, *removed = NULL;
+	char err[2048];
+	int rc = CLI_FAIL;
+
+	if (args_parse(argc, argv, &a, &rc) != 0)
+		return rc;
+	if ((p = cli_load_plan(a.plan)) == NULL)
+		goto done;
+	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover old %s: %s\n", a.action, err);
+		goto done;
+	}
+	if (step_measure_horizon(&ctx, &measured, err, sizeof(err)) != 0) {
+		show_measure(&a, measured);
+		fprintf(stderr, "cutover old %s: %s\n", a.action, err);
+		goto done;
+	}
+	if (!a.remove) {
+		show_measure(&a, measured);
+		rc = CLI_OK;
+		goto done;
+	}
+	ctx.measured = measured;
+	ctx.old_last_entry_ms = a.last_ms;
+	rc = old_remove(&ctx, &a.ro, &removed, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
+	show_remove(&a, measured, removed);
 	if (rc != CLI_OK)
 		fprintf(stderr, "cutover old remove: %s\n", err);
 done:

@@ -99,8 +99,67 @@ reaches(const struct plan *p, const char *dest, char *out, size_t outlen)
 	return out;
 }
 
-int
-cli_publish(int argc, char **argv)
+/* What the command line asked for: the options, the headers to send (HDR
+ * points into HCOPY, one strdup'd "NAME\0VALUE" each) and the dead-letter
+ * headers left out (STRIPPED, their names). args_free releases it. */
+struct pub_args {
+	const char *plan, *delay, *dest, *body, *body_file;
+	int json;
+	struct broker_field hdr[PUBLISH_MAX_HEADERS];
+	char *hcopy[PUBLISH_MAX_HEADERS];
+	size_t nhdr, nstrip;
+	json_t *stripped;
+};
+
+static void
+args_free(struct pub_args *a)
+{
+	json_decref(a->stripped);
+	for (size_t i = 0; i < a->nhdr; i++)
+		free(a->hcopy[i]);
+}
+
+/* Adds --header ARG (NAME=VALUE) to A, or counts it as stripped when it is
+ * a dead-letter header. Returns 0, or -1 with *RC set (a usage error, or
+ * CLI_FAIL when out of memory). */
+static int
+args_header(struct pub_args *a, const char *arg, int *rc)
+{
+	const char *eq = strchr(arg, '=');
+	char *copy;
+
+	if (eq == NULL || eq == arg) {
+		*rc = cli_usage_error("publish", usage_line, "--header '%s': "
+		    "expected NAME=VALUE", arg);
+		return -1;
+	}
+	if (a->nhdr == PUBLISH_MAX_HEADERS) {
+		*rc = cli_usage_error("publish", usage_line, "more than %d "
+		    "--header options", PUBLISH_MAX_HEADERS);
+		return -1;
+	}
+	if ((copy = strdup(arg)) == NULL) {
+		fprintf(stderr, "cutover publish: out of memory\n");
+		return -1;
+	}
+	copy[eq - arg] = '\0';
+	if (is_death_header(copy)) {
+		json_array_append_new(a->stripped, json_string(copy));
+		free(copy);
+		a->nstrip++;
+		return 0;
+	}
+	a->hcopy[a->nhdr] = copy;
+	a->hdr[a->nhdr].key = copy;
+	a->hdr[a->nhdr].str = copy + (eq - arg) + 1;
+	a->nhdr++;
+	return 0;
+}
+
+/* Reads the command line into A. Returns 0 to go on, or -1 with *RC set
+ * (CLI_OK after --help, a usage error, CLI_FAIL). */
+static int
+args_parse(int argc, char **argv, struct pub_args *a, int *rc)
 {
 	static const struct option opts[] = {
 		{ "delay", required_argument, NULL, 'd' },
@@ -112,112 +171,170 @@ cli_publish(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct broker_field hdr[PUBLISH_MAX_HEADERS];
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': a->delay = optarg; break;
+		case 'D': a->dest = optarg; break;
+		case 'b': a->body = optarg; break;
+		case 'f': a->body_file = optarg; break;
+		case 'j': a->json = 1; break;
+		case 'H':
+			if (args_header(a, optarg, rc) != 0)
+				return -1;
+			break;
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			*rc = CLI_OK;
+			return -1;
+		default:
+			*rc = cli_usage_error("publish", usage_line, "unknown or incomplete "
+			    "option '%s'", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (argc - optind != 1) {
+		*rc = cli_usage_error("publish", usage_line, "expected one plan file");
+		return -1;
+	}
+	if (a->delay == NULL || a->dest == NULL) {
+		*rc = cli_usage_error("publish", usage_line, "--delay and --dest are required");
+		return -1;
+	}
+	if (a->body != NULL && a->body_file != NULL) {
+		*rc = cli_usage_error("publish", usage_line, "give --body or --body-file, "
+		    "not both");
+		return -1;
+	}
+	a->plan = argv[optind];
+	return 0;
+}
+
+/* Everything that needs no broker, checked before connecting: the delay
+ * (into *DELAY_MS), that the ladder can carry it to A's destination, and
+ * the body (--body-file read into *FILE_BODY, the caller's to free; its
+ * length, or --body's, into *LEN). Then says on stderr what was stripped
+ * and whether the destination is the plan's. Returns 0, or -1 after
+ * printing the error. */
+static int
+check_offline(const struct plan *p, const struct pub_args *a, int64_t *delay_ms,
+    char **file_body, size_t *len)
+{
+	char err[1024];
+	uint64_t units;
+
+	if (duration_parse(a->delay, delay_ms, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: --delay '%s': %s\n", a->delay, err);
+		return -1;
+	}
+	if (ladder_encode(&p->ladder, *delay_ms, &units, err, sizeof(err)) != 0 ||
+	    ladder_check_destination(&p->ladder, a->dest, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: %s\n", err);
+		return -1;
+	}
+	if (a->body_file != NULL && read_body(a->body_file, file_body, len, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "cutover publish: %s\n", err);
+		return -1;
+	}
+	if (a->body != NULL)
+		*len = strlen(a->body);
+	if (a->nstrip > 0)
+		fprintf(stderr, "cutover publish: stripped %zu dead-letter header%s "
+		    "(x-death, x-first-death-*, x-last-death-*): a message that comes "
+		    "back into the ladder with them can be taken for a dead-letter "
+		    "cycle and dropped by the broker\n", a->nstrip,
+		    a->nstrip == 1 ? "" : "s");
+	if (destination_of(p, a->dest) < 0)
+		fprintf(stderr, "cutover publish: warning: '%s' is not one of the plan's "
+		    "destinations; unless a queue is bound for it on the delivery "
+		    "exchange, it will end in the parking queue\n", a->dest);
+	return 0;
+}
+
+/* Prints O on one line of stdout and releases it. */
+static void
+put_json_line(json_t *o)
+{
+	json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("\n");
+	json_decref(o);
+}
+
+/* Prints the confirmed message R (delay DELAY_MS) as one JSON line. */
+static void
+print_confirmed_json(const struct plan *p, const struct pub_args *a,
+    int64_t delay_ms, const struct publish_receipt *r)
+{
+	char nb[40], to[LADDER_NAME_MAX + 16];
+	json_t *o = json_pack("{s:b,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I,s:I,s:s}",
+	    "confirmed", 1, "plan", p->name, "destination", a->dest,
+	    "reaches", reaches(p, a->dest, to, sizeof(to)),
+	    "delay_ms", (json_int_t)delay_ms, "units", (json_int_t)r->units,
+	    "entry_exchange", r->exchange, "routing_key", r->routing_key,
+	    "message_id", r->message_id, "sent_ms", (json_int_t)r->sent_ms,
+	    "not_before_ms", (json_int_t)r->not_before_ms,
+	    "not_before", format_time(r->not_before_ms, nb, sizeof(nb)));
+
+	if (o != NULL && a->nstrip > 0)
+		json_object_set(o, "stripped_headers", a->stripped);
+	put_json_line(o);
+}
+
+/* Prints the confirmed message R (delay DELAY_MS to DEST) for a person. */
+static void
+print_confirmed_text(const struct plan *p, const char *dest, int64_t delay_ms,
+    const struct publish_receipt *r)
+{
+	char d[32], u[32], nb[40], to[LADDER_NAME_MAX + 16];
+
+	printf("confirmed      %s to %s (plan %s)\n",
+	    duration_format(delay_ms, d, sizeof(d)), dest, p->name);
+	if (*reaches(p, dest, to, sizeof(to)) != '\0')
+		printf("reaches        %s\n", to);
+	printf("units          %" PRIu64 " of %s\n", r->units,
+	    duration_format(p->ladder.unit_ms, u, sizeof(u)));
+	printf("entry exchange %s\n", r->exchange);
+	printf("routing key    %s\n", r->routing_key);
+	printf("message id     %s\n", r->message_id);
+	printf("not before     %s\n", format_time(r->not_before_ms, nb, sizeof(nb)));
+}
+
+/* Prints a publish that failed with status ST and message ERR as JSON. */
+static void
+print_failed_json(int st, const char *err)
+{
+	json_t *o = json_pack("{s:b,s:s,s:s}", "confirmed", 0, "status",
+	    publish_status_name(st), "error", err);
+
+	put_json_line(o);
+}
+
+int
+cli_publish(int argc, char **argv)
+{
+	struct pub_args a;
 	struct publish_request req;
 	struct publish_receipt rc_out;
 	struct broker *b = NULL;
 	struct plan *p = NULL;
-	const char *delay_arg = NULL, *dest = NULL, *body = NULL, *body_file = NULL;
-	char *file_body = NULL, *hcopy[PUBLISH_MAX_HEADERS] = { NULL };
-	char err[1024], d[32], u[32], nb[40], to[LADDER_NAME_MAX + 16];
-	size_t nhdr = 0, len = 0, nstrip = 0;
-	json_t *stripped = json_array();
+	char *file_body = NULL;
+	char err[1024];
+	size_t len = 0;
 	int64_t delay_ms;
-	uint64_t units;
-	int c, json = 0, st, rc = CLI_FAIL;
+	int st, rc = CLI_FAIL;
 
-	optind = 1;
-	opterr = 0;
-	memset(hdr, 0, sizeof(hdr));
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': delay_arg = optarg; break;
-		case 'D': dest = optarg; break;
-		case 'b': body = optarg; break;
-		case 'f': body_file = optarg; break;
-		case 'j': json = 1; break;
-		case 'H': {
-			char *eq = strchr(optarg, '=');
-
-			if (eq == NULL || eq == optarg) {
-				rc = cli_usage_error("publish", usage_line, "--header '%s': "
-				    "expected NAME=VALUE", optarg);
-				goto done;
-			}
-			if (nhdr == PUBLISH_MAX_HEADERS) {
-				rc = cli_usage_error("publish", usage_line, "more than %d "
-				    "--header options", PUBLISH_MAX_HEADERS);
-				goto done;
-			}
-			if ((hcopy[nhdr] = strdup(optarg)) == NULL) {
-				fprintf(stderr, "cutover publish: out of memory\n");
-				goto done;
-			}
-			hcopy[nhdr][eq - optarg] = '\0';
-			if (is_death_header(hcopy[nhdr])) {
-				json_array_append_new(stripped, json_string(hcopy[nhdr]));
-				free(hcopy[nhdr]);
-				hcopy[nhdr] = NULL;
-				nstrip++;
-				break;
-			}
-			hdr[nhdr].key = hcopy[nhdr];
-			hdr[nhdr].str = hcopy[nhdr] + (eq - optarg) + 1;
-			nhdr++;
-			break;
-		}
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			rc = CLI_OK;
-			goto done;
-		default:
-			rc = cli_usage_error("publish", usage_line, "unknown or incomplete "
-			    "option '%s'", argv[optind - 1]);
-			goto done;
-		}
-	}
-	if (argc - optind != 1) {
-		rc = cli_usage_error("publish", usage_line, "expected one plan file");
+	memset(&a, 0, sizeof(a));
+	a.stripped = json_array();
+	if (args_parse(argc, argv, &a, &rc) != 0)
 		goto done;
-	}
-	if (delay_arg == NULL || dest == NULL) {
-		rc = cli_usage_error("publish", usage_line, "--delay and --dest are required");
+	if ((p = cli_load_plan(a.plan)) == NULL)
 		goto done;
-	}
-	if (body != NULL && body_file != NULL) {
-		rc = cli_usage_error("publish", usage_line, "give --body or --body-file, "
-		    "not both");
+	if (check_offline(p, &a, &delay_ms, &file_body, &len) != 0)
 		goto done;
-	}
-
-	if ((p = cli_load_plan(argv[optind])) == NULL)
-		goto done;
-	if (duration_parse(delay_arg, &delay_ms, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover publish: --delay '%s': %s\n", delay_arg, err);
-		goto done;
-	}
-	/* Everything that needs no broker is checked before connecting. */
-	if (ladder_encode(&p->ladder, delay_ms, &units, err, sizeof(err)) != 0 ||
-	    ladder_check_destination(&p->ladder, dest, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover publish: %s\n", err);
-		goto done;
-	}
-	if (body_file != NULL && read_body(body_file, &file_body, &len, err,
-	    sizeof(err)) != 0) {
-		fprintf(stderr, "cutover publish: %s\n", err);
-		goto done;
-	}
-	if (body != NULL)
-		len = strlen(body);
-	if (nstrip > 0)
-		fprintf(stderr, "cutover publish: stripped %zu dead-letter header%s "
-		    "(x-death, x-first-death-*, x-last-death-*): a message that comes "
-		    "back into the ladder with them can be taken for a dead-letter "
-		    "cycle and dropped by the broker\n", nstrip, nstrip == 1 ? "" : "s");
-	if (destination_of(p, dest) < 0)
-		fprintf(stderr, "cutover publish: warning: '%s' is not one of the plan's "
-		    "destinations; unless a queue is bound for it on the delivery "
-		    "exchange, it will end in the parking queue\n", dest);
 
 	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover publish: connecting to the broker: %s\n", err);
@@ -229,61 +346,29 @@ cli_publish(int argc, char **argv)
 	req.purpose = PUBLISH_MANUAL;
 	req.seq = 1;
 	req.delay_ms = delay_ms;
-	req.destination = dest;
-	req.body = file_body != NULL ? file_body : body;
+	req.destination = a.dest;
+	req.body = file_body != NULL ? file_body : a.body;
 	req.len = len;
-	req.headers = nhdr ? hdr : NULL;
-	req.nheaders = nhdr;
+	req.headers = a.nhdr ? a.hdr : NULL;
+	req.nheaders = a.nhdr;
 	st = publish_delayed(b, &p->ladder, &req, &rc_out, err, sizeof(err));
 	if (st != PUBLISH_OK) {
 		fprintf(stderr, "cutover publish: %s\n", err);
 		goto failed;
 	}
-	if (json) {
-		json_t *o = json_pack("{s:b,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:I,s:I,s:s}",
-		    "confirmed", 1, "plan", p->name, "destination", dest,
-		    "reaches", reaches(p, dest, to, sizeof(to)),
-		    "delay_ms", (json_int_t)delay_ms, "units", (json_int_t)rc_out.units,
-		    "entry_exchange", rc_out.exchange, "routing_key", rc_out.routing_key,
-		    "message_id", rc_out.message_id, "sent_ms", (json_int_t)rc_out.sent_ms,
-		    "not_before_ms", (json_int_t)rc_out.not_before_ms,
-		    "not_before", format_time(rc_out.not_before_ms, nb, sizeof(nb)));
-
-		if (o != NULL && nstrip > 0)
-			json_object_set(o, "stripped_headers", stripped);
-		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(o);
-	} else {
-		printf("confirmed      %s to %s (plan %s)\n",
-		    duration_format(delay_ms, d, sizeof(d)), dest, p->name);
-		if (*reaches(p, dest, to, sizeof(to)) != '\0')
-			printf("reaches        %s\n", to);
-		printf("units          %" PRIu64 " of %s\n", rc_out.units,
-		    duration_format(p->ladder.unit_ms, u, sizeof(u)));
-		printf("entry exchange %s\n", rc_out.exchange);
-		printf("routing key    %s\n", rc_out.routing_key);
-		printf("message id     %s\n", rc_out.message_id);
-		printf("not before     %s\n", format_time(rc_out.not_before_ms, nb,
-		    sizeof(nb)));
-	}
+	if (a.json)
+		print_confirmed_json(p, &a, delay_ms, &rc_out);
+	else
+		print_confirmed_text(p, a.dest, delay_ms, &rc_out);
 	rc = CLI_OK;
 	goto done;
 failed:
-	if (json) {
-		json_t *o = json_pack("{s:b,s:s,s:s}", "confirmed", 0, "status",
-		    publish_status_name(st), "error", err);
-
-		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		printf("\n");
-		json_decref(o);
-	}
+	if (a.json)
+		print_failed_json(st, err);
 done:
-	json_decref(stripped);
+	args_free(&a);
 	broker_close(b);
 	free(file_body);
-	for (size_t i = 0; i < nhdr; i++)
-		free(hcopy[i]);
 	plan_free(p);
 	return rc;
 }

@@ -99,32 +99,36 @@ remote_close(struct remote *rm)
 	memset(rm, 0, sizeof(*rm));
 }
 
-/* Prepares calls to SERVER (NULL: $CUTOVER_SERVER, else the default).
- * Returns 0, or prints why not and returns -1. */
+/* Sets rm->base from SERVER (NULL: $CUTOVER_SERVER, else the default),
+ * without trailing slashes, into *SERVER too. Returns 0, or prints why
+ * not and returns -1. */
 static int
-remote_open(struct remote *rm, const char *verb, const char *server)
+remote_base(struct remote *rm, const char *verb, const char **server)
 {
-	const char *token = getenv("CUTOVER_TOKEN");
-	char auth[TOKEN_MAX + 32];
 	size_t n;
-	int rc = -1;
 
-	memset(rm, 0, sizeof(*rm));
-	rm->verb = verb;
-	auth[0] = '\0';
-	if (server == NULL && (server = getenv("CUTOVER_SERVER")) == NULL)
-		server = DEFAULT_SERVER;
-	n = strlen(server);
-	while (n > 0 && server[n - 1] == '/')
+	if (*server == NULL && (*server = getenv("CUTOVER_SERVER")) == NULL)
+		*server = DEFAULT_SERVER;
+	n = strlen(*server);
+	while (n > 0 && (*server)[n - 1] == '/')
 		n--;
-	if ((strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) ||
-	    n >= sizeof(rm->base) || strcspn(server, " \t\r\n") < n) {
+	if ((strncmp(*server, "http://", 7) != 0 && strncmp(*server, "https://", 8) != 0) ||
+	    n >= sizeof(rm->base) || strcspn(*server, " \t\r\n") < n) {
 		fprintf(stderr, "cutover %s: --server must be an http:// or https:// URL, "
 		    "like %s\n", verb, DEFAULT_SERVER);
 		return -1;
 	}
-	memcpy(rm->base, server, n);
+	memcpy(rm->base, *server, n);
 	rm->base[n] = '\0';
+	return 0;
+}
+
+/* Puts --cacert ($CUTOVER_CACERT), --cert and --key on RM, which must go
+ * to an https:// SERVER, the certificate with its key. Returns 0, or
+ * prints why not and returns -1. */
+static int
+remote_tls(struct remote *rm, const char *verb, const char *server)
+{
 	if (tls_ca == NULL && (tls_ca = getenv("CUTOVER_CACERT")) != NULL &&
 	    tls_ca[0] == '\0')
 		tls_ca = NULL;
@@ -134,8 +138,7 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	rm->tls.key_file = (char *)tls_key;
 	if ((tls_ca != NULL || tls_cert != NULL) && strncmp(server, "https://", 8) != 0) {
 		fprintf(stderr, "cutover %s: --%s is for an https:// --server, "
-		    "not %.*s\n", verb, tls_ca != NULL ? "cacert" : "cert", (int)n,
-		    server);
+		    "not %s\n", verb, tls_ca != NULL ? "cacert" : "cert", rm->base);
 		return -1;
 	}
 	if ((tls_cert == NULL) != (tls_key == NULL)) {
@@ -143,26 +146,46 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 		    "and --key\n", verb);
 		return -1;
 	}
-	if (token != NULL && *token != '\0') {
-		size_t tlen = strlen(token);
+	return 0;
+}
 
-		for (size_t i = 0; i < tlen; i++)
-			if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f) {
-				fprintf(stderr, "cutover %s: CUTOVER_TOKEN holds a space or a "
-				    "control character\n", verb);
-				return -1;
-			}
-		if (tlen > TOKEN_MAX) {
-			fprintf(stderr, "cutover %s: CUTOVER_TOKEN is longer than %d bytes\n",
-			    verb, TOKEN_MAX);
+/* Writes the Authorization header for $CUTOVER_TOKEN into AUTH and sets
+ * rm->have_token, when one is set. Returns 0, or prints why the token is
+ * unusable and returns -1. */
+static int
+remote_token(struct remote *rm, const char *verb, char *auth, size_t authlen)
+{
+	const char *token = getenv("CUTOVER_TOKEN");
+	size_t tlen;
+
+	if (token == NULL || *token == '\0')
+		return 0;
+	tlen = strlen(token);
+	for (size_t i = 0; i < tlen; i++)
+		if ((unsigned char)token[i] <= 0x20 || (unsigned char)token[i] >= 0x7f) {
+			fprintf(stderr, "cutover %s: CUTOVER_TOKEN holds a space or a "
+			    "control character\n", verb);
 			return -1;
 		}
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		rm->have_token = 1;
+	if (tlen > TOKEN_MAX) {
+		fprintf(stderr, "cutover %s: CUTOVER_TOKEN is longer than %d bytes\n",
+		    verb, TOKEN_MAX);
+		return -1;
 	}
+	snprintf(auth, authlen, "Authorization: Bearer %s", token);
+	rm->have_token = 1;
+	return 0;
+}
+
+/* Makes RM's libcurl handle and its header lists (with AUTH when it has a
+ * token). Returns 0, or prints why not and returns -1 (the caller closes
+ * RM). */
+static int
+remote_curl(struct remote *rm, const char *verb, const char *auth)
+{
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "cutover %s: libcurl did not initialise\n", verb);
-		goto done;
+		return -1;
 	}
 	rm->global_init = 1;
 	if ((rm->curl = curl_easy_init()) == NULL ||
@@ -172,7 +195,7 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	    (rm->hdr_json = headers(rm->have_token ? auth : NULL,
 	    "Content-Type: application/json")) == NULL) {
 		fprintf(stderr, "cutover %s: out of memory\n", verb);
-		goto done;
+		return -1;
 	}
 	curl_easy_setopt(rm->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(rm->curl, CURLOPT_USERAGENT, "cutover-cli/1");
@@ -184,6 +207,25 @@ remote_open(struct remote *rm, const char *verb, const char *server)
 	curl_easy_setopt(rm->curl, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(rm->curl, CURLOPT_WRITEDATA, &rm->a);
 	curl_easy_setopt(rm->curl, CURLOPT_ERRORBUFFER, rm->curlerr);
+	return 0;
+}
+
+/* Prepares calls to SERVER (NULL: $CUTOVER_SERVER, else the default).
+ * Returns 0, or prints why not and returns -1. */
+static int
+remote_open(struct remote *rm, const char *verb, const char *server)
+{
+	char auth[TOKEN_MAX + 32];
+	int rc = -1;
+
+	memset(rm, 0, sizeof(*rm));
+	rm->verb = verb;
+	auth[0] = '\0';
+	if (remote_base(rm, verb, &server) != 0 || remote_tls(rm, verb, server) != 0 ||
+	    remote_token(rm, verb, auth, sizeof(auth)) != 0)
+		return -1;
+	if (remote_curl(rm, verb, auth) != 0)
+		goto done;
 	rc = 0;
 done:
 	OPENSSL_cleanse(auth, sizeof(auth));	/* a dead store memset may drop */

@@ -48,20 +48,28 @@ gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
-int
-duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
+/* Says in ERR that TEXT is above DURATION_MAX_MS. Returns -1. */
+static int
+too_large(const char *text, char *err, size_t errlen)
 {
-	const char *p, *frac = NULL, *unitname;
-	const struct unit *u = NULL;
-	uint64_t whole = 0, f = 0, pow10 = 1, g, den, mul, fracms = 0;
 	char max[32];
-	size_t i, fdigits = 0;
 
+	duration_format(DURATION_MAX_MS, max, sizeof(max));
+	errbuf_set(err, errlen, "duration \"%s\" is too large; expected at most %s "
+	    "(100 years)", text, max);
+	return -1;
+}
+
+/* Checks TEXT's outline: not empty, no whitespace, no sign, a digit first.
+ * Returns 0, or -1 with ERR. */
+static int
+check_outline(const char *text, char *err, size_t errlen)
+{
 	if (text == NULL || text[0] == '\0') {
 		errbuf_set(err, errlen, "duration is empty; " EXPECTED);
 		return -1;
 	}
-	for (p = text; *p != '\0'; p++) {
+	for (const char *p = text; *p != '\0'; p++) {
 		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
 		    *p == '\v' || *p == '\f') {
 			errbuf_set(err, errlen, "duration \"%s\" contains whitespace; "
@@ -79,13 +87,23 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 		    EXPECTED, text);
 		return -1;
 	}
+	return 0;
+}
+
+/* Reads TEXT's number: the whole part into *WHOLE, the fraction's digits
+ * (trailing zeros dropped) as *FRAC and *FDIGITS (0: none), and points
+ * *END after it. Returns 0, or -1 with ERR. */
+static int
+read_number(const char *text, uint64_t *whole, const char **frac, size_t *fdigits,
+    const char **end, char *err, size_t errlen)
+{
+	const char *p;
 
 	/* Whole part; anything above DURATION_MAX_MS is too large in any unit. */
-	duration_format(DURATION_MAX_MS, max, sizeof(max));
 	for (p = text; isdigitc(*p); p++) {
-		whole = whole * 10 + (uint64_t)(*p - '0');
-		if (whole > (uint64_t)DURATION_MAX_MS)
-			goto toolarge;
+		*whole = *whole * 10 + (uint64_t)(*p - '0');
+		if (*whole > (uint64_t)DURATION_MAX_MS)
+			return too_large(text, err, errlen);
 	}
 	if (*p == '.') {
 		p++;
@@ -94,64 +112,90 @@ duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 			    EXPECTED, text);
 			return -1;
 		}
-		frac = p;
+		*frac = p;
 		while (isdigitc(*p))
 			p++;
-		fdigits = (size_t)(p - frac);
-		while (fdigits > 0 && frac[fdigits - 1] == '0')
-			fdigits--;	/* "1.50s" is "1.5s" */
+		*fdigits = (size_t)(p - *frac);
+		while (*fdigits > 0 && (*frac)[*fdigits - 1] == '0')
+			(*fdigits)--;	/* "1.50s" is "1.5s" */
 	}
+	*end = p;
+	return 0;
+}
 
-	unitname = p;
+/* Finds the unit UNITNAME (the rest of TEXT) into *U. Returns 0, or -1
+ * with ERR. */
+static int
+find_unit(const char *text, const char *unitname, const struct unit **u, char *err,
+    size_t errlen)
+{
 	if (*unitname == '\0') {
 		errbuf_set(err, errlen, "duration \"%s\" has no unit; expected ms, s, m, "
 		    "h or d right after the number", text);
 		return -1;
 	}
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(unitname, units[i].name) == 0) {
-			u = &units[i];
-			break;
+			*u = &units[i];
+			return 0;
 		}
 	}
-	if (u == NULL) {
-		errbuf_set(err, errlen, "duration \"%s\" has unknown unit \"%s\"; "
-		    "expected ms, s, m, h or d right after the number", text, unitname);
-		return -1;
-	}
+	errbuf_set(err, errlen, "duration \"%s\" has unknown unit \"%s\"; "
+	    "expected ms, s, m, h or d right after the number", text, unitname);
+	return -1;
+}
 
-	/* Fraction f / 10^n of a unit is f x unit / 10^n ms; it is whole only if
-	 * 10^n / gcd(unit, 10^n) divides f. Computed that way nothing overflows:
-	 * the result is below one unit. */
-	if (fdigits > 0) {
-		if (fdigits > FRACTION_DIGITS_MAX)
-			goto notwhole;
-		for (i = 0; i < fdigits; i++) {
-			f = f * 10 + (uint64_t)(frac[i] - '0');
-			pow10 *= 10;
-		}
-		g = gcd((uint64_t)u->ms, pow10);
-		den = pow10 / g;
-		mul = (uint64_t)u->ms / g;
-		if (f % den != 0)
-			goto notwhole;
-		fracms = f / den * mul;
-	}
+/* The FDIGITS digits FRAC, a fraction of unit U, as whole milliseconds
+ * into *FRACMS. Fraction f / 10^n of a unit is f x unit / 10^n ms; it is
+ * whole only if 10^n / gcd(unit, 10^n) divides f. Computed that way
+ * nothing overflows: the result is below one unit. Returns 0, or -1 with
+ * ERR (TEXT is not a whole number of milliseconds). */
+static int
+fraction_ms(const char *text, const char *frac, size_t fdigits, const struct unit *u,
+    uint64_t *fracms, char *err, size_t errlen)
+{
+	uint64_t f = 0, pow10 = 1, g, den, mul;
 
-	if (whole > ((uint64_t)DURATION_MAX_MS - fracms) / (uint64_t)u->ms)
-		goto toolarge;
-	if (ms != NULL)
-		*ms = (int64_t)(whole * (uint64_t)u->ms + fracms);
+	*fracms = 0;
+	if (fdigits == 0)
+		return 0;
+	if (fdigits > FRACTION_DIGITS_MAX)
+		goto notwhole;
+	for (size_t i = 0; i < fdigits; i++) {
+		f = f * 10 + (uint64_t)(frac[i] - '0');
+		pow10 *= 10;
+	}
+	g = gcd((uint64_t)u->ms, pow10);
+	den = pow10 / g;
+	mul = (uint64_t)u->ms / g;
+	if (f % den != 0)
+		goto notwhole;
+	*fracms = f / den * mul;
 	return 0;
-
 notwhole:
 	errbuf_set(err, errlen, "duration \"%s\" is not a whole number of "
 	    "milliseconds; expected a multiple of 1ms", text);
 	return -1;
-toolarge:
-	errbuf_set(err, errlen, "duration \"%s\" is too large; expected at most %s "
-	    "(100 years)", text, max);
-	return -1;
+}
+
+int
+duration_parse(const char *text, int64_t *ms, char *err, size_t errlen)
+{
+	const char *frac = NULL, *unitname;
+	const struct unit *u = NULL;
+	uint64_t whole = 0, fracms;
+	size_t fdigits = 0;
+
+	if (check_outline(text, err, errlen) != 0 ||
+	    read_number(text, &whole, &frac, &fdigits, &unitname, err, errlen) != 0 ||
+	    find_unit(text, unitname, &u, err, errlen) != 0 ||
+	    fraction_ms(text, frac, fdigits, u, &fracms, err, errlen) != 0)
+		return -1;
+	if (whole > ((uint64_t)DURATION_MAX_MS - fracms) / (uint64_t)u->ms)
+		return too_large(text, err, errlen);
+	if (ms != NULL)
+		*ms = (int64_t)(whole * (uint64_t)u->ms + fracms);
+	return 0;
 }
 
 char *

@@ -686,74 +686,78 @@ busy_settle(struct run *r, int t)
 		r->busy_since_ms = 0;
 }
 
-/* One turn of the state machine: acts on waiting commands, then, when the
- * plan has work due, does the next piece of it (one transition, one step,
- * one watch tick) without sleeping, and sets r->due_ms to when it next has
- * work. Returns 0 to go on, 1 when the run is over with *OUTCOME set, -1 on
- * failure. */
+/* Reads the plan's steps in order into *ST until the first that has not
+ * succeeded; *I is its index, or nsteps when all have (*ST then holds the
+ * last). Returns 0, or -1 with r->err. */
 static int
-turn(struct run *r, enum engine_outcome *outcome)
+first_unfinished(struct run *r, struct store_step *st, size_t *i)
 {
-	struct store_plan p;
-	struct store_step st = { 0 };
+	for (*i = 0; *i < r->plan->nsteps; (*i)++) {
+		store_step_clear(st);
+		if (store_step_get(r->s, r->id, (int)*i, st, r->err, r->errlen) != 0)
+			return -1;
+		if (strcmp(st->status, "succeeded") != 0)
+			break;
+	}
+	return 0;
+}
+
+/* Step IDX is pending: it reaches its gate, or starts. Returns 0, or -1. */
+static int
+step_begin(struct run *r, int idx)
+{
+	if (r->plan->steps[idx].gate)
+		return reach_gate(r, idx);
+	return transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, ACTOR,
+	    "step.started", NULL);
+}
+
+/* Step IDX waits for approval or has failed (STATUS): its gate's preview
+ * is kept current, then the run returns (*OUTCOME, 1) when the options say
+ * so, or looks again after a poll (0). Returns -1 on failure. */
+static int
+step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *outcome)
+{
+	if (strcmp(status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
+		return -1;
+	if (r->o->return_when_blocked) {
+		*outcome = status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
+		return 1;
+	}
+	r->due_ms = clock_now_ms() + poll_ms(r);
+	return 0;
+}
+
+/* Step IDX failed with r->err and its result TEXT (REMOVED: what it
+ * deleted, or NULL): records the step and the plan as failed. Returns 0,
+ * or -1. */
+static int
+step_failed(struct run *r, int idx, const char *text, const json_t *removed)
+{
+	char error[1024];
+
+	snprintf(error, sizeof(error), "%s", r->err);
+	if (transition_removed(r, idx, "failed", 0, clock_now_ms(), text, error,
+	    ACTOR, "step.failed", json_pack("{s:s}", "error", error), removed) != 0 ||
+	    plan_transition(r, "failed", ACTOR, "plan.failed",
+	    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
+		return -1;
+	return 0;
+}
+
+/* Step IDX is running: starts it, resumes it after a restart from its
+ * persisted state STATE_TEXT (or NULL), or continues the watch; then
+ * records what came of it. Returns 0, or -1. */
+static int
+step_advance(struct run *r, int idx, const char *state_text)
+{
 	json_t *state = NULL, *result = NULL;
 	const json_t *removed;
 	char *text = NULL;
-	int idx, rc = -1, sr;
-	size_t i;
+	int rc = -1, sr;
 
-	r->busy_now = 0;
-	store_transient_clear(r->s);     /* only this turn's failures count */
-	if (handle_commands(r) != 0)
-		return -1;
-	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
-		return -1;
-	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
-		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
-		return 1;
-	}
-	if (clock_now_ms() < r->due_ms)
-		return 0;
-	r->due_ms = 0;
-	for (i = 0; i < r->plan->nsteps; i++) {
-		store_step_clear(&st);
-		if (store_step_get(r->s, r->id, (int)i, &st, r->err, r->errlen) != 0)
-			goto done;
-		if (strcmp(st.status, "succeeded") != 0)
-			break;
-	}
-	if (i == r->plan->nsteps) {
-		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
-			goto done;
-		*outcome = ENGINE_SUCCEEDED;
-		rc = 1;
-		goto done;
-	}
-	idx = (int)i;
-	if (strcmp(st.status, "pending") == 0) {
-		if (r->plan->steps[idx].gate)
-			rc = reach_gate(r, idx);
-		else
-			rc = transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, ACTOR,
-			    "step.started", NULL);
-		goto done;
-	}
-	if (strcmp(st.status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
-		goto done;
-	if (strcmp(st.status, "waiting_approval") == 0 || strcmp(st.status, "failed") == 0) {
-		if (r->o->return_when_blocked) {
-			*outcome = st.status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
-			rc = 1;
-			goto done;
-		}
-		r->due_ms = clock_now_ms() + poll_ms(r);
-		rc = 0;
-		goto done;
-	}
-
-	/* Running: start it, resume it after a restart, or continue the watch. */
-	if (st.result_json != NULL)
-		state = json_loads(st.result_json, 0, NULL);
+	if (state_text != NULL)
+		state = json_loads(state_text, 0, NULL);
 	sr = run_step(r, idx, state, &result);
 	if (sr < 0 && busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
 		/* Not the step's failure: it runs again from its last state. */
@@ -773,26 +777,62 @@ turn(struct run *r, enum engine_outcome *outcome)
 	 * outcomes record each queue deleted or found gone. */
 	removed = step_kind_of(r->plan->steps[idx].kind)->flags & STEP_KIND_RECORDS_REMOVED ?
 	    result : NULL;
-	if (sr == 0) {
+	if (sr == 0)
 		rc = transition_removed(r, idx, "succeeded", 0, clock_now_ms(), text, NULL,
 		    ACTOR, "step.succeeded", NULL, removed);
-		goto done;
-	}
-	{
-		char error[1024];
-
-		snprintf(error, sizeof(error), "%s", r->err);
-		if (transition_removed(r, idx, "failed", 0, clock_now_ms(), text, error,
-		    ACTOR, "step.failed", json_pack("{s:s}", "error", error), removed) != 0 ||
-		    plan_transition(r, "failed", ACTOR, "plan.failed",
-		    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
-			goto done;
-	}
-	rc = 0;
+	else
+		rc = step_failed(r, idx, text, removed);
 done:
 	free(text);
 	json_decref(result);
 	json_decref(state);
+	return rc;
+}
+
+/* One turn of the state machine: acts on waiting commands, then, when the
+ * plan has work due, does the next piece of it (one transition, one step,
+ * one watch tick) without sleeping, and sets r->due_ms to when it next has
+ * work. Returns 0 to go on, 1 when the run is over with *OUTCOME set, -1 on
+ * failure. */
+static int
+turn(struct run *r, enum engine_outcome *outcome)
+{
+	struct store_plan p;
+	struct store_step st = { 0 };
+	int idx, rc = -1;
+	size_t i;
+
+	r->busy_now = 0;
+	store_transient_clear(r->s);     /* only this turn's failures count */
+	if (handle_commands(r) != 0)
+		return -1;
+	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
+		return -1;
+	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
+		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
+		return 1;
+	}
+	if (clock_now_ms() < r->due_ms)
+		return 0;
+	r->due_ms = 0;
+	if (first_unfinished(r, &st, &i) != 0)
+		goto done;
+	if (i == r->plan->nsteps) {
+		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
+			goto done;
+		*outcome = ENGINE_SUCCEEDED;
+		rc = 1;
+		goto done;
+	}
+	idx = (int)i;
+	if (strcmp(st.status, "pending") == 0)
+		rc = step_begin(r, idx);
+	else if (strcmp(st.status, "waiting_approval") == 0 ||
+	    strcmp(st.status, "failed") == 0)
+		rc = step_blocked(r, idx, st.status, outcome);
+	else
+		rc = step_advance(r, idx, st.result_json);
+done:
 	store_step_clear(&st);
 	return rc;
 }

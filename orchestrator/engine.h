@@ -5,7 +5,9 @@
  * Operators act through command rows (approve, retry, abort, ack) that the
  * engine picks up, in order, each checked against the state it finds;
  * nothing else drives it. A database busy or locked past its timeout is
- * retried with backoff rather than failing the step. Killed at any instant, a run
+ * retried with backoff rather than failing the step, for up to
+ * BUSY_BUDGET_MS (engine.c) in a row; busy longer than that, the step
+ * fails as on any other error. Killed at any instant, a run
  * resumes from the store: a running step starts again (each step is
  * written to be run again; flip and rollback read the flag before sending
  * again, step.h says how far that goes), a finished one never runs twice. */

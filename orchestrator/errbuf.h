@@ -15,4 +15,9 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 void errbuf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* Replaces every occurrence of SECRET in the message S with "***", in
+ * place (a secret of 1 or 2 bytes becomes as many '*'): S never grows.
+ * Does nothing when S or SECRET is NULL or SECRET is empty. */
+void errbuf_redact(char *s, const char *secret);
+
 #endif

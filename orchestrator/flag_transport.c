@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "flag_transport.h"
+#include "http_url.h"
 #include "sentences.h"
 
 void
@@ -26,31 +27,13 @@ flag_options_default(struct flag_options *o)
 
 /* ---- secrets and excerpts ---- */
 
-/* Replaces every occurrence of SECRET in S with "***" in place (a secret
- * of 1 or 2 bytes becomes as many '*'): S never grows. */
-static void
-redact_one(char *s, const char *secret)
-{
-	size_t sl, n;
-	char *p = s;
-
-	if (s == NULL || secret == NULL || (sl = strlen(secret)) == 0)
-		return;
-	while ((p = strstr(p, secret)) != NULL) {
-		n = sl < 3 ? sl : 3;
-		memset(p, '*', n);
-		memmove(p + n, p + sl, strlen(p + sl) + 1);
-		p += n;
-	}
-}
-
 static void
 redact(const struct flag_call *c, char *s)
 {
 	size_t i;
 
 	for (i = 0; i < c->nsecrets; i++)
-		redact_one(s, c->secrets[i]);
+		errbuf_redact(s, c->secrets[i]);
 }
 
 /* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
@@ -221,6 +204,22 @@ nomem:
 
 /* ---- HTTP ---- */
 
+/* What is wrong with a flag URL, in the flag client's words: after the
+ * field and the URL quoted, or (QUOTED false: it may carry credentials)
+ * after the field alone. */
+static const struct {
+	bool quoted;
+	const char *text;
+} url_faults[] = {
+	[HTTP_URL_NOMEM] = { false, ": out of memory" },
+	[HTTP_URL_INVALID] = { true, " is not a valid URL" },
+	[HTTP_URL_CREDENTIALS] = { false, " must not carry credentials; give them "
+	    "as env:NAME references (token, headers)" },
+	[HTTP_URL_SCHEME] = { true, ": scheme must be http or https" },
+	[HTTP_URL_FRAGMENT] = { true, " has a fragment" },
+	[HTTP_URL_QUERY] = { true, " has a query" },
+};
+
 /* Checks URL: http or https, no credentials, no fragment, and no query
  * when it is a BASE that paths are appended to. WHAT names the plan field;
  * a URL with credentials is not quoted. */
@@ -228,9 +227,7 @@ int
 flag_check_url(const char *url, const char *what, int base, char *err,
     size_t errlen)
 {
-	CURLU *u = NULL;
-	char *part = NULL;
-	int rc = FLAG_ERR_ARG;
+	enum http_url_fault f;
 
 	if (url == NULL || url[0] == '\0') {
 		errbuf_set(err, errlen, "%s is missing", what);
@@ -241,45 +238,15 @@ flag_check_url(const char *url, const char *what, int base, char *err,
 		    URL_MAX - 1);
 		return FLAG_ERR_ARG;
 	}
-	if ((u = curl_url()) == NULL) {
-		errbuf_set(err, errlen, "%s: out of memory", what);
-		return FLAG_ERR_NOMEM;
-	}
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
-		if (strchr(url, '@') != NULL)
-			errbuf_set(err, errlen, "%s is not a valid URL", what);
-		else
-			errbuf_set(err, errlen, "%s \"%s\" is not a valid URL",
-			    what, url);
-		goto done;
-	}
-	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
-		errbuf_set(err, errlen, "%s must not carry credentials; give them "
-		    "as env:NAME references (token, headers)", what);
-		goto done;
-	}
-	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
-	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
-		errbuf_set(err, errlen, "%s \"%s\": scheme must be http or https",
-		    what, url);
-		goto done;
-	}
-	curl_free(part);
-	part = NULL;
-	if (curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-		errbuf_set(err, errlen, "%s \"%s\" has a fragment", what, url);
-		goto done;
-	}
-	if (base && curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK) {
-		errbuf_set(err, errlen, "%s \"%s\" has a query", what, url);
-		goto done;
-	}
-	rc = 0;
-done:
-	curl_free(part);
-	curl_url_cleanup(u);
-	return rc;
+	if (http_url_check(url, !base, &f, NULL) == 0)
+		return 0;
+	if (f == HTTP_URL_INVALID && strchr(url, '@') != NULL)
+		errbuf_set(err, errlen, "%s is not a valid URL", what);
+	else if (url_faults[f].quoted)
+		errbuf_set(err, errlen, "%s \"%s\"%s", what, url, url_faults[f].text);
+	else
+		errbuf_set(err, errlen, "%s%s", what, url_faults[f].text);
+	return f == HTTP_URL_NOMEM ? FLAG_ERR_NOMEM : FLAG_ERR_ARG;
 }
 
 /* Why the last attempt, to URL, got no answer, into OUT. */

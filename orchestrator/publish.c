@@ -154,27 +154,15 @@ hint(int status, uint64_t units)
 	}
 }
 
-int
-publish_delayed(struct broker *b, const struct ladder *l,
-    const struct publish_request *r, struct publish_receipt *out,
-    char *err, size_t errlen)
+/* Fills RC for request R on ladder L: units, routing key, entry exchange,
+ * the send and not-before times, and the message id (R's, or a new one).
+ * Returns PUBLISH_OK, or PUBLISH_EINPUT with ERR. */
+static int
+receipt_prepare(const struct ladder *l, const struct publish_request *r,
+    struct publish_receipt *rc, char *err, size_t errlen)
 {
-	struct publish_receipt rc_local, *rc = out != NULL ? out : &rc_local;
-	struct broker_field hdr[NSTAMPS + PUBLISH_MAX_HEADERS];
-	struct broker_message m;
-	char why[768], d[32];
-	const char *h;
-	size_t n = 0;
-	int st;
+	char why[768];
 
-	memset(rc, 0, sizeof(*rc));
-	if (b == NULL || l == NULL || r == NULL) {
-		errbuf_set(err, errlen, "publishing: no broker, ladder or request");
-		return PUBLISH_ERR;
-	}
-	if (check_request(r, err, errlen) != 0)
-		return PUBLISH_EINPUT;
-	duration_format(r->delay_ms, d, sizeof(d));
 	if (ladder_encode(l, r->delay_ms, &rc->units, why, sizeof(why)) != 0) {
 		errbuf_set(err, errlen, "publishing to '%.80s': %s",
 		    r->destination ? r->destination : "", why);
@@ -204,8 +192,17 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	} else if (make_id(r, rc->sent_ms, rc->message_id, sizeof(rc->message_id),
 	    err, errlen) != 0)
 		return PUBLISH_EINPUT;
+	return PUBLISH_OK;
+}
 
-	memset(hdr, 0, sizeof(hdr));
+/* Writes the message's headers into HDR (room for NSTAMPS + R's): the
+ * stamps, then R's own. Returns how many. */
+static size_t
+headers_fill(struct broker_field *hdr, const struct publish_request *r,
+    const struct publish_receipt *rc)
+{
+	size_t n = 0;
+
 	hdr[n].key = PUBLISH_HDR_PLAN;
 	hdr[n++].str = r->plan;
 	hdr[n].key = PUBLISH_HDR_PURPOSE;
@@ -221,14 +218,38 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	hdr[n++].num = rc->not_before_ms;
 	for (size_t i = 0; i < r->nheaders; i++)
 		hdr[n++] = r->headers[i];
+	return n;
+}
 
+int
+publish_delayed(struct broker *b, const struct ladder *l,
+    const struct publish_request *r, struct publish_receipt *out,
+    char *err, size_t errlen)
+{
+	struct publish_receipt rc_local, *rc = out != NULL ? out : &rc_local;
+	struct broker_field hdr[NSTAMPS + PUBLISH_MAX_HEADERS];
+	struct broker_message m;
+	char why[768], d[32];
+	const char *h;
+	int st;
+
+	memset(rc, 0, sizeof(*rc));
+	if (b == NULL || l == NULL || r == NULL) {
+		errbuf_set(err, errlen, "publishing: no broker, ladder or request");
+		return PUBLISH_ERR;
+	}
+	if (check_request(r, err, errlen) != 0)
+		return PUBLISH_EINPUT;
+	if ((st = receipt_prepare(l, r, rc, err, errlen)) != PUBLISH_OK)
+		return st;
+	memset(hdr, 0, sizeof(hdr));
 	memset(&m, 0, sizeof(m));
 	m.exchange = rc->exchange;
 	m.routing_key = rc->routing_key;
 	m.body = r->body;
 	m.len = r->len;
 	m.headers = hdr;
-	m.nheaders = n;
+	m.nheaders = headers_fill(hdr, r, rc);
 	m.message_id = rc->message_id;
 	m.content_type = r->content_type;
 	m.mandatory = true;
@@ -238,8 +259,8 @@ publish_delayed(struct broker *b, const struct ladder *l,
 		return PUBLISH_OK;
 	h = hint(st, rc->units);
 	errbuf_set(err, errlen, "%s to '%s' (%" PRIu64 " unit%s) not confirmed: %s%s%s",
-	    d, r->destination, rc->units, rc->units == 1 ? "" : "s", why,
-	    h ? "; " : "", h ? h : "");
+	    duration_format(r->delay_ms, d, sizeof(d)), r->destination, rc->units,
+	    rc->units == 1 ? "" : "s", why, h ? "; " : "", h ? h : "");
 	return st;
 }
 

@@ -32,45 +32,52 @@ add(json_t *a, const char *question, const char *by, const char *warning,
 		json_array_append_new(a, o);
 }
 
-json_t *
-review_answers(const struct plan *p)
+/* Writes into LEAST which levels the watch probes at least (those whose
+ * TTL is within the allowance alone). */
+static void
+probed_least(const struct plan *p, char *least, size_t leastlen)
 {
 	const struct ladder *l = &p->ladder;
-	const struct ladder_style *style = ladder_style(l->naming);
-	char unit[32], max[32], ex[32], dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX];
-	char pq[LADDER_NAME_MAX], dests[512], desc[64], lim[32], ex2[32], least[64];
-	const char *steps_left;
-	json_t *a;
-	size_t off = 0;
-	int probed_min = -1;	/* levels whose TTL is within the allowance alone */
+	int probed_min = -1;
 
-	if (style == NULL || (a = json_array()) == NULL)
-		return NULL;
-	duration_format(l->unit_ms, unit, sizeof(unit));
-	duration_format(ladder_max_delay_ms(l), max, sizeof(max));
-	ladder_delivery_exchange(l, dex, sizeof(dex));
-	ladder_parking_exchange(l, pex, sizeof(pex));
-	ladder_parking_queue(l, pq, sizeof(pq));
 	while (probed_min + 1 < l->levels &&
 	    ladder_level_ttl_ms(l, probed_min + 1) <= p->watch.allowance_ms)
 		probed_min++;
 	if (probed_min >= 0)
-		snprintf(least, sizeof(least), "at least levels 0-%d here", probed_min);
+		snprintf(least, leastlen, "at least levels 0-%d here", probed_min);
 	else
-		snprintf(least, sizeof(least), "here only levels within the largest old TTL");
+		snprintf(least, leastlen, "here only levels within the largest old TTL");
+}
+
+/* Writes P's destinations into DESTS: "a, b (to exchange x)". */
+static void
+destinations_text(const struct plan *p, char *dests, size_t destslen)
+{
+	size_t off = 0;
+
 	dests[0] = '\0';
-	for (size_t i = 0; i < p->ndestinations && off < sizeof(dests); i++) {
+	for (size_t i = 0; i < p->ndestinations && off < destslen; i++) {
 		bool to_exchange;
 		const char *target = plan_destination_target(p, i, &to_exchange);
 
-		off += (size_t)snprintf(dests + off, sizeof(dests) - off, "%s%s",
+		off += (size_t)snprintf(dests + off, destslen - off, "%s%s",
 		    i ? ", " : "", p->destinations[i]);
 		if ((strcmp(target, p->destinations[i]) != 0 || to_exchange) &&
-		    off < sizeof(dests))
-			off += (size_t)snprintf(dests + off, sizeof(dests) - off,
+		    off < destslen)
+			off += (size_t)snprintf(dests + off, destslen - off,
 			    " (to %s %s)", to_exchange ? "exchange" : "queue", target);
 	}
+}
 
+/* The unit, the largest delay, out-of-range delays and rounding. */
+static void
+answer_delays(json_t *a, const struct plan *p, const struct ladder_style *style)
+{
+	const struct ladder *l = &p->ladder;
+	char unit[32], max[32], desc[64], lim[32];
+
+	duration_format(l->unit_ms, unit, sizeof(unit));
+	duration_format(ladder_max_delay_ms(l), max, sizeof(max));
 	add(a, "What is the base time unit?", "plan", NULL,
 	    "%s: every delay is a whole number of %s units; this is the ladder's "
 	    "resolution.", unit, unit);
@@ -86,6 +93,21 @@ review_answers(const struct plan *p)
 	add(a, "Is duration conversion rounded up?", "plan", style->producer_rounding,
 	    "Yes: units = ceil(delay / %s) (%s + 1ms becomes 2 units), so delivery is "
 	    "never before the requested time.", unit, unit);
+}
+
+/* The queue type, the producer's confirms, destination bindings and where
+ * unroutable messages go. */
+static void
+answer_paths(json_t *a, const struct plan *p)
+{
+	const struct ladder *l = &p->ladder;
+	char dex[LADDER_NAME_MAX], pex[LADDER_NAME_MAX], pq[LADDER_NAME_MAX];
+	char dests[512];
+
+	ladder_delivery_exchange(l, dex, sizeof(dex));
+	ladder_parking_exchange(l, pex, sizeof(pex));
+	ladder_parking_queue(l, pq, sizeof(pq));
+	destinations_text(p, dests, sizeof(dests));
 	if (p->queue_type == PLAN_QUEUE_QUORUM)
 		add(a, "Which queue type and dead-letter safety mode are used?", "plan", NULL,
 		    "Quorum level queues with x-dead-letter-strategy=at-least-once and "
@@ -118,6 +140,14 @@ review_answers(const struct plan *p)
 	    "declares the exchange with no arguments. A policy of higher priority "
 	    "matching it would hide that one (only one applies); verify_ladder names it." :
 	    "");
+}
+
+/* How the messages already waiting get through the migration. */
+static void
+answer_migration(json_t *a, const struct plan *p)
+{
+	const char *steps_left;
+	char ex[32];
 
 	if (plan_find_step(p, PLAN_STEP_FLIP) < 0)
 		steps_left = "This plan has no flip step: producers are not switched by it.";
@@ -134,6 +164,12 @@ review_answers(const struct plan *p)
 	    "watch raises broker_restart with how many old-path messages it exposed, "
 	    "and the watch holds until it is acknowledged.",
 	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
+}
+
+/* What only the application can answer: acknowledging, idempotency. */
+static void
+answer_application(json_t *a)
+{
 	add(a, "When does the consumer acknowledge?", "application",
 	    "a consumer that republishes a message it got from the ladder with its "
 	    "headers copied (a retry; Celery's retries copy them) brings back x-death "
@@ -148,6 +184,16 @@ review_answers(const struct plan *p)
 	    "Only the application can answer: every job whose effect must not happen "
 	    "twice (payments, emails, external calls) needs an idempotency key or a "
 	    "durable claim; dead-lettering is at-least-once.");
+}
+
+/* The metrics that show every stage moving. */
+static void
+answer_metrics(json_t *a, const struct plan *p)
+{
+	const struct ladder *l = &p->ladder;
+	char ex[32], ex2[32], least[64];
+
+	probed_least(p, least, sizeof(least));
 	add(a, "Which bounded metrics prove every stage is moving?", "plan", NULL,
 	    "Per level (label: level 0-%d), sampled every %s: depth; %s; client "
 	    "publishes entering the level (its exchange's publish_in: the delay band "
@@ -167,5 +213,20 @@ review_answers(const struct plan *p)
 	    "held longer than the allowance raises dead_letters_pending with the "
 	    "count)" : "pending dead-letters are not reported for classic queues",
 	    duration_format(p->watch.allowance_ms, ex2, sizeof(ex2)), least);
+}
+
+json_t *
+review_answers(const struct plan *p)
+{
+	const struct ladder_style *style = ladder_style(p->ladder.naming);
+	json_t *a;
+
+	if (style == NULL || (a = json_array()) == NULL)
+		return NULL;
+	answer_delays(a, p, style);
+	answer_paths(a, p);
+	answer_migration(a, p);
+	answer_application(a);
+	answer_metrics(a, p);
 	return a;
 }

@@ -75,14 +75,104 @@ add_ae_policy(struct topology *t, const struct topology_exchange *x, const char 
 	snprintf(pol->arg.str, sizeof(pol->arg.str), "%s", parking);
 }
 
+/* Adds level K: its exchange, its queue (the TTL, dead-lettering into the
+ * next exchange down), the wait binding into its queue and the bypass
+ * binding to the next exchange. */
+static void
+add_level(const struct plan *p, struct topology *t, int k)
+{
+	const struct ladder *l = &p->ladder;
+	char next[LADDER_NAME_MAX], key[LADDER_NAME_MAX];
+	struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+	struct topology_queue *q = &t->queues[t->nqueues++];
+
+	ladder_level_exchange(l, k, x->name, sizeof(x->name));
+	snprintf(x->type, sizeof(x->type), "topic");
+	x->role = TOPOLOGY_LEVEL;
+	x->level = k;
+
+	ladder_level_queue(l, k, q->name, sizeof(q->name));
+	q->role = TOPOLOGY_LEVEL;
+	q->level = k;
+	ladder_dead_letter_exchange(l, k, next, sizeof(next));
+	queue_type_args(p, q, true);
+	arg_int(q->args, &q->nargs, "x-message-ttl", ladder_level_ttl_ms(l, k));
+	arg_str(q->args, &q->nargs, "x-dead-letter-exchange", next);
+
+	add_binding(t, x->name, q->name, false,
+	    ladder_wait_pattern(l, k, key, sizeof(key)));
+	add_binding(t, x->name, next, true,
+	    ladder_bypass_pattern(l, k, key, sizeof(key)));
+}
+
+/* Adds the delivery exchange, its alternate exchange PARKING (an argument,
+ * or a policy for a library's naming), and the parking exchange and queue. */
+static void
+add_delivery_and_parking(const struct plan *p, struct topology *t, const char *parking)
+{
+	const struct ladder *l = &p->ladder;
+	struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+	struct topology_queue *q;
+
+	ladder_delivery_exchange(l, x->name, sizeof(x->name));
+	snprintf(x->type, sizeof(x->type), "topic");
+	x->role = TOPOLOGY_DELIVERY;
+	x->level = -1;
+	if (ladder_style(l->naming)->library)
+		add_ae_policy(t, x, parking);
+	else
+		arg_str(x->args, &x->nargs, "alternate-exchange", parking);
+
+	x = &t->exchanges[t->nexchanges++];
+	q = &t->queues[t->nqueues++];
+	snprintf(x->name, sizeof(x->name), "%s", parking);
+	snprintf(x->type, sizeof(x->type), "fanout");
+	x->role = TOPOLOGY_PARKING;
+	x->level = -1;
+	ladder_parking_queue(l, q->name, sizeof(q->name));
+	q->role = TOPOLOGY_PARKING;
+	q->level = -1;
+	queue_type_args(p, q, false);
+	add_binding(t, parking, q->name, false, "");
+}
+
+/* Adds destination I: bound from the delivery exchange DELIVERY with its
+ * exact-word-count key, to its queue or to its owner's exchange (bound,
+ * never declared). */
+static void
+add_destination(const struct plan *p, struct topology *t, const char *delivery,
+    size_t i)
+{
+	char key[LADDER_NAME_MAX];
+	bool exchange;
+	const char *target = plan_destination_target(p, i, &exchange);
+
+	ladder_destination_pattern(&p->ladder, p->destinations[i], key, sizeof(key));
+	if (exchange) {
+		/* Its owner's, of the type it chose: bound, never declared. */
+		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
+
+		snprintf(x->name, sizeof(x->name), "%s", target);
+		x->role = TOPOLOGY_DESTINATION;
+		x->level = -1;
+		add_binding(t, delivery, x->name, true, key);
+		return;
+	}
+	struct topology_queue *q = &t->queues[t->nqueues++];
+
+	snprintf(q->name, sizeof(q->name), "%s", target);
+	q->role = TOPOLOGY_DESTINATION;
+	q->level = -1;
+	queue_type_args(p, q, false);
+	add_binding(t, delivery, q->name, false, key);
+}
+
 int
 topology_build(const struct plan *p, struct topology *t, char *err, size_t errlen)
 {
 	const struct ladder *l = &p->ladder;
-	char name[LADDER_NAME_MAX], next[LADDER_NAME_MAX], key[LADDER_NAME_MAX];
-	char parking[LADDER_NAME_MAX];
+	char name[LADDER_NAME_MAX], parking[LADDER_NAME_MAX];
 	size_t nlev = (size_t)l->levels;
-	int k, rc = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->exchanges = calloc(nlev + 2 + p->ndestinations, sizeof(*t->exchanges));
@@ -92,89 +182,17 @@ topology_build(const struct plan *p, struct topology *t, char *err, size_t errle
 	if (t->exchanges == NULL || t->queues == NULL || t->bindings == NULL ||
 	    t->policies == NULL) {
 		snprintf(err, errlen, "building the ladder topology: out of memory");
-		goto done;
-	}
-
-	for (k = l->levels - 1; k >= 0; k--) {
-		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
-		struct topology_queue *q = &t->queues[t->nqueues++];
-
-		ladder_level_exchange(l, k, x->name, sizeof(x->name));
-		snprintf(x->type, sizeof(x->type), "topic");
-		x->role = TOPOLOGY_LEVEL;
-		x->level = k;
-
-		ladder_level_queue(l, k, q->name, sizeof(q->name));
-		q->role = TOPOLOGY_LEVEL;
-		q->level = k;
-		ladder_dead_letter_exchange(l, k, next, sizeof(next));
-		queue_type_args(p, q, true);
-		arg_int(q->args, &q->nargs, "x-message-ttl", ladder_level_ttl_ms(l, k));
-		arg_str(q->args, &q->nargs, "x-dead-letter-exchange", next);
-
-		add_binding(t, x->name, q->name, false,
-		    ladder_wait_pattern(l, k, key, sizeof(key)));
-		add_binding(t, x->name, next, true,
-		    ladder_bypass_pattern(l, k, key, sizeof(key)));
-	}
-
-	ladder_parking_exchange(l, parking, sizeof(parking));
-	{
-		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
-
-		ladder_delivery_exchange(l, x->name, sizeof(x->name));
-		snprintf(x->type, sizeof(x->type), "topic");
-		x->role = TOPOLOGY_DELIVERY;
-		x->level = -1;
-		if (ladder_style(l->naming)->library)
-			add_ae_policy(t, x, parking);
-		else
-			arg_str(x->args, &x->nargs, "alternate-exchange", parking);
-	}
-	{
-		struct topology_exchange *x = &t->exchanges[t->nexchanges++];
-		struct topology_queue *q = &t->queues[t->nqueues++];
-
-		snprintf(x->name, sizeof(x->name), "%s", parking);
-		snprintf(x->type, sizeof(x->type), "fanout");
-		x->role = TOPOLOGY_PARKING;
-		x->level = -1;
-		ladder_parking_queue(l, q->name, sizeof(q->name));
-		q->role = TOPOLOGY_PARKING;
-		q->level = -1;
-		queue_type_args(p, q, false);
-		add_binding(t, parking, q->name, false, "");
-	}
-
-	ladder_delivery_exchange(l, name, sizeof(name));
-	for (size_t i = 0; i < p->ndestinations; i++) {
-		bool exchange;
-		const char *target = plan_destination_target(p, i, &exchange);
-
-		ladder_destination_pattern(l, p->destinations[i], key, sizeof(key));
-		if (exchange) {
-			/* Its owner's, of the type it chose: bound, never declared. */
-			struct topology_exchange *x = &t->exchanges[t->nexchanges++];
-
-			snprintf(x->name, sizeof(x->name), "%s", target);
-			x->role = TOPOLOGY_DESTINATION;
-			x->level = -1;
-			add_binding(t, name, x->name, true, key);
-			continue;
-		}
-		struct topology_queue *q = &t->queues[t->nqueues++];
-
-		snprintf(q->name, sizeof(q->name), "%s", target);
-		q->role = TOPOLOGY_DESTINATION;
-		q->level = -1;
-		queue_type_args(p, q, false);
-		add_binding(t, name, q->name, false, key);
-	}
-	rc = 0;
-done:
-	if (rc != 0)
 		topology_free(t);
-	return rc;
+		return -1;
+	}
+	for (int k = l->levels - 1; k >= 0; k--)
+		add_level(p, t, k);
+	ladder_parking_exchange(l, parking, sizeof(parking));
+	add_delivery_and_parking(p, t, parking);
+	ladder_delivery_exchange(l, name, sizeof(name));
+	for (size_t i = 0; i < p->ndestinations; i++)
+		add_destination(p, t, name, i);
+	return 0;
 }
 
 void

@@ -309,6 +309,81 @@ target_listed(const struct plan *p, size_t i, const char *name, bool exchange)
 	return -1;
 }
 
+/* Is the destination WHAT (ITEM, its key T at KEYNODE, reaching TARGET)
+ * one the plan lists already, by key or by what it reaches? Then says so
+ * at its place. */
+static bool
+destination_repeated(struct loader *ld, yaml_node_t *item, yaml_node_t *keynode,
+    const char *what, const char *t, const struct plan_target *target)
+{
+	struct plan *p = ld->p;
+	size_t j;
+	bool ex;
+	int dup;
+
+	for (j = 0; j < p->ndestinations; j++)
+		if (strcmp(p->destinations[j], t) == 0)
+			break;
+	if (j < p->ndestinations) {
+		py_err_at(ld, keynode, "%s '%.100s' is listed twice; expected distinct "
+		    "destinations", what, t);
+		return true;
+	}
+	dup = target_listed(p, p->ndestinations, target->name != NULL ? target->name :
+	    t, target->exchange);
+	if (dup >= 0) {
+		(void)plan_destination_target(p, (size_t)dup, &ex);
+		py_err_at(ld, item, "%s reaches %s '%.100s', as the destination at "
+		    "line %d column %d does; expected one routing key per queue or "
+		    "exchange", what, ex ? "exchange" : "queue", target->name != NULL ?
+		    target->name : t, p->destinations_at[dup].line,
+		    p->destinations_at[dup].column);
+		return true;
+	}
+	return false;
+}
+
+/* Reads ladder.destinations[I] (ITEM: a routing suffix, or a map with its
+ * key and its queue or exchange), checked against ladder L, and appends
+ * it to the plan; what is wrong with it is a plan error at its place. */
+static void
+load_destination(struct loader *ld, const struct ladder *l, int ladder_ok,
+    yaml_node_t *item, size_t i)
+{
+	struct plan *p = ld->p;
+	struct plan_target target;
+	yaml_node_t *keynode = item;
+	char what[64], keywhat[72], err[256];
+	const char *t;
+
+	snprintf(what, sizeof(what), "ladder.destinations[%zu]", i);
+	memset(&target, 0, sizeof(target));
+	if (item->type == YAML_MAPPING_NODE && read_destination_map(ld, item, what,
+	    l, ladder_ok, &keynode, &target) != 0)
+		return;
+	snprintf(keywhat, sizeof(keywhat), "%s%s", what, item == keynode ? "" : ".key");
+	if ((t = py_conv_text(ld, keynode, keywhat,
+	    "a routing suffix such as email.delivery")) == NULL)
+		goto skip;
+	if (ladder_check_destination(l, t, err, sizeof(err)) == -1) {
+		py_err_at(ld, keynode, "%s is not valid: %s", keywhat, err);
+		goto skip;
+	}
+	if (destination_repeated(ld, item, keynode, what, t, &target))
+		goto skip;
+	if ((p->destinations[p->ndestinations] = py_copy(ld, t)) != NULL) {
+		p->destination_targets[p->ndestinations] = target;
+		p->destinations_at[p->ndestinations].line =
+		    py_mark_num(item->start_mark.line);
+		p->destinations_at[p->ndestinations].column =
+		    py_mark_num(item->start_mark.column);
+		p->ndestinations++;
+		return;
+	}
+skip:
+	free(target.name);
+}
+
 static void
 load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 {
@@ -318,13 +393,9 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 	struct plan *p = ld->p;
 	struct ladder probe;
 	const struct ladder *l = &p->ladder;
-	struct plan_target target;
-	const char *t;
-	yaml_node_t *n, *item, *keynode;
-	char what[64], keywhat[72], err[256];
-	size_t count, i, j;
-	bool ex;
-	int dup;
+	yaml_node_t *n;
+	char err[256];
+	size_t count;
 
 	if ((n = py_field(ld, s, "destinations", 1, expect)) == NULL)
 		return;
@@ -344,53 +415,8 @@ load_destinations(struct loader *ld, const struct sect *s, int ladder_ok)
 		ld->oom = 1;
 		return;
 	}
-	for (i = 0; i < count; i++) {
-		item = py_seq_item(ld, n, i);
-		snprintf(what, sizeof(what), "ladder.destinations[%zu]", i);
-		memset(&target, 0, sizeof(target));
-		keynode = item;
-		if (item->type == YAML_MAPPING_NODE && read_destination_map(ld, item, what,
-		    l, ladder_ok, &keynode, &target) != 0)
-			continue;
-		snprintf(keywhat, sizeof(keywhat), "%s%s", what, item == keynode ? "" : ".key");
-		if ((t = py_conv_text(ld, keynode, keywhat,
-		    "a routing suffix such as email.delivery")) == NULL)
-			goto skip;
-		if (ladder_check_destination(l, t, err, sizeof(err)) == -1) {
-			py_err_at(ld, keynode, "%s is not valid: %s", keywhat, err);
-			goto skip;
-		}
-		for (j = 0; j < p->ndestinations; j++)
-			if (strcmp(p->destinations[j], t) == 0)
-				break;
-		if (j < p->ndestinations) {
-			py_err_at(ld, keynode, "%s '%.100s' is listed twice; expected distinct "
-			    "destinations", what, t);
-			goto skip;
-		}
-		dup = target_listed(p, p->ndestinations, target.name != NULL ? target.name :
-		    t, target.exchange);
-		if (dup >= 0) {
-			(void)plan_destination_target(p, (size_t)dup, &ex);
-			py_err_at(ld, item, "%s reaches %s '%.100s', as the destination at "
-			    "line %d column %d does; expected one routing key per queue or "
-			    "exchange", what, ex ? "exchange" : "queue", target.name != NULL ?
-			    target.name : t, p->destinations_at[dup].line,
-			    p->destinations_at[dup].column);
-			goto skip;
-		}
-		if ((p->destinations[p->ndestinations] = py_copy(ld, t)) != NULL) {
-			p->destination_targets[p->ndestinations] = target;
-			p->destinations_at[p->ndestinations].line =
-			    py_mark_num(item->start_mark.line);
-			p->destinations_at[p->ndestinations].column =
-			    py_mark_num(item->start_mark.column);
-			p->ndestinations++;
-			continue;
-		}
-skip:
-		free(target.name);
-	}
+	for (size_t i = 0; i < count; i++)
+		load_destination(ld, l, ladder_ok, py_seq_item(ld, n, i), i);
 }
 
 /* The ladder section as load_ladder reads it, field by field. */

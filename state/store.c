@@ -369,58 +369,54 @@ done:
 	return rc;
 }
 
-int
-store_open(const char *path, struct store **out, char *err, size_t errlen)
+/* Opens the SQLite file PATH into s->db and reads it once: tells a
+ * non-database apart, before anything (journal mode included) writes to
+ * it. Returns 0, or -1 with ERR. */
+static int
+open_file(struct store *s, const char *path, char *err, size_t errlen)
 {
-	struct store *s;
-	char mode[16];
-	int64_t v, fk;
-	int rc = -1, src;
-
-	*out = NULL;
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		errbuf_set(err, errlen, "opening database %s: out of memory", path);
-		return -1;
-	}
-	src = sqlite3_open_v2(path, &s->db,
+	int src = sqlite3_open_v2(path, &s->db,
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+
 	if (src != SQLITE_OK) {
 		errbuf_set(err, errlen, "opening database %s: %s", path,
 		    s->db != NULL ? sqlite3_errmsg(s->db) :
 		    sqlite3_errstr(src));
-		goto done;
+		return -1;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-
-	/* The first read of the file: tells a non-database apart, and a newer
-	 * schema, before anything (journal mode included) writes to it. */
 	src = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_schema",
 	    NULL, NULL, NULL);
 	if ((src & 0xff) == SQLITE_NOTADB) {
 		errbuf_set(err, errlen, "database %s: not a SQLite database (%s)",
 		    path, sqlite3_errmsg(s->db));
-		goto done;
+		return -1;
 	}
 	if (src != SQLITE_OK) {
 		errbuf_set(err, errlen, "opening database %s: %s", path,
 		    sqlite3_errmsg(s->db));
-		goto done;
+		return -1;
 	}
-	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
-	    "reading user_version", err, errlen) == -1)
-		goto done;
-	if (check_version(path, v, err, errlen) == -1)
-		goto done;
+	return 0;
+}
+
+/* Sets the connection's modes: WAL, synchronous FULL, foreign keys on
+ * (and checks that they hold). Returns 0, or -1 with ERR. */
+static int
+set_modes(struct store *s, const char *path, char *err, size_t errlen)
+{
+	char mode[16];
+	int64_t fk;
 
 	/* WAL: the web thread reads while the engine writes. */
 	if (pragma(s, "PRAGMA journal_mode = WAL", NULL, mode, sizeof(mode),
 	    "setting journal_mode", err, errlen) == -1)
-		goto done;
+		return -1;
 	if (strcmp(mode, "wal") != 0) {
 		errbuf_set(err, errlen, "database %s: journal_mode is %s, not wal",
 		    path, mode);
-		goto done;
+		return -1;
 	}
 	/*
 	 * FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on
@@ -431,18 +427,43 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 */
 	if (store_exec(s, "PRAGMA synchronous = FULL", "setting synchronous", err,
 	    errlen) == -1)
-		goto done;
+		return -1;
 	if (store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign_keys", err,
 	    errlen) == -1)
-		goto done;
+		return -1;
 	if (pragma(s, "PRAGMA foreign_keys", &fk, NULL, 0,
 	    "reading foreign_keys", err, errlen) == -1)
-		goto done;
+		return -1;
 	if (fk != 1) {
 		errbuf_set(err, errlen, "database %s: this SQLite does not enforce "
 		    "foreign keys", path);
-		goto done;
+		return -1;
 	}
+	return 0;
+}
+
+int
+store_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	struct store *s;
+	int64_t v;
+	int rc = -1;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		errbuf_set(err, errlen, "opening database %s: out of memory", path);
+		return -1;
+	}
+	if (open_file(s, path, err, errlen) != 0)
+		goto done;
+	/* A newer schema is refused before anything writes to the file. */
+	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
+	    "reading user_version", err, errlen) == -1)
+		goto done;
+	if (check_version(path, v, err, errlen) == -1)
+		goto done;
+	if (set_modes(s, path, err, errlen) != 0)
+		goto done;
 	if (v < STORE_SCHEMA_VERSION && migrate(s, path, err, errlen) == -1)
 		goto done;
 	*out = s;

@@ -2,6 +2,7 @@
  * across all plans, with its head (count and last hash), and the chain's
  * verification. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +219,78 @@ done:
 	return rc;
 }
 
+/* Reads the current row of ST (the columns of verify_chain's query): its
+ * id into *ID, its stored prev_hash and hash ("" when NULL), and the hash
+ * its content has after PREV into HASH. Returns 0, or -1 with ERR. */
+static int
+row_hash(sqlite3_stmt *st, const char *prev, int64_t *id, const char **stored_prev,
+    const char **stored_hash, char hash[STORE_HASH_HEX], char *err, size_t errlen)
+{
+	const char *actor, *kind, *details;
+	size_t actor_len, kind_len, details_len;
+
+	/* Text first, then its length: the documented safe order. The
+	 * tables are STRICT, so no column is converted. */
+	*id = sqlite3_column_int64(st, 0);
+	actor = (const char *)sqlite3_column_text(st, 3);
+	actor_len = (size_t)sqlite3_column_bytes(st, 3);
+	kind = (const char *)sqlite3_column_text(st, 4);
+	kind_len = (size_t)sqlite3_column_bytes(st, 4);
+	details = (const char *)sqlite3_column_text(st, 5);
+	details_len = (size_t)sqlite3_column_bytes(st, 5);
+	*stored_prev = (const char *)sqlite3_column_text(st, 6);
+	*stored_hash = (const char *)sqlite3_column_text(st, 7);
+	if (*stored_prev == NULL)
+		*stored_prev = "";
+	if (*stored_hash == NULL)
+		*stored_hash = "";
+	if (event_hash(prev, *id, sqlite3_column_int64(st, 1),
+	    sqlite3_column_int64(st, 2), actor, actor_len, kind,
+	    kind_len, details, details_len, hash) == -1) {
+		errbuf_set(err, errlen, "verifying events: sha256 failed");
+		return -1;
+	}
+	return 0;
+}
+
+/* Does event ID, stored with STORED_PREV and STORED_HASH and hashing to
+ * HASH, follow event PREV_ID (0: none) whose hash is PREV? When not, says
+ * why in res->reason. */
+static bool
+row_follows(struct store_verify *res, int64_t id, int64_t prev_id, const char *prev,
+    const char *stored_prev, const char *stored_hash, const char *hash)
+{
+	if (id != prev_id + 1) {
+		if (prev_id == 0)
+			snprintf(res->reason, sizeof(res->reason),
+			    "the first event has id %" PRId64
+			    ", not 1: earlier events are missing", id);
+		else
+			snprintf(res->reason, sizeof(res->reason),
+			    "event %" PRId64 " follows event %" PRId64
+			    ": events in between are missing",
+			    id, prev_id);
+		return false;
+	}
+	if (strcmp(stored_prev, prev) != 0) {
+		if (prev_id == 0)
+			snprintf(res->reason, sizeof(res->reason),
+			    "prev_hash is not the chain start "
+			    "(64 zeros)");
+		else
+			snprintf(res->reason, sizeof(res->reason),
+			    "prev_hash does not match the hash of "
+			    "event %" PRId64, prev_id);
+		return false;
+	}
+	if (strcmp(stored_hash, hash) != 0) {
+		snprintf(res->reason, sizeof(res->reason),
+		    "hash does not match the event's content");
+		return false;
+	}
+	return true;
+}
+
 /* Walks the chain from its start (one statement: one snapshot). Returns
  * 0 when every event verifies, with the last one's id and hash in LAST_ID
  * and LAST (64 zeros when there is none); 1 when one does not (RES says
@@ -231,8 +304,7 @@ verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
 	    " hash FROM events ORDER BY id";
 	sqlite3_stmt *st = NULL;
 	char prev[STORE_HASH_HEX], hash[STORE_HASH_HEX];
-	const char *actor, *kind, *details, *stored_prev, *stored_hash;
-	size_t actor_len, kind_len, details_len;
+	const char *stored_prev, *stored_hash;
 	int64_t prev_id = 0, id;
 	int rc = -1, src;
 
@@ -240,58 +312,13 @@ verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
 	if (store_prepare(s, sql, &st, "verifying events", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		/* Text first, then its length: the documented safe order. The
-		 * tables are STRICT, so no column is converted. */
-		id = sqlite3_column_int64(st, 0);
-		actor = (const char *)sqlite3_column_text(st, 3);
-		actor_len = (size_t)sqlite3_column_bytes(st, 3);
-		kind = (const char *)sqlite3_column_text(st, 4);
-		kind_len = (size_t)sqlite3_column_bytes(st, 4);
-		details = (const char *)sqlite3_column_text(st, 5);
-		details_len = (size_t)sqlite3_column_bytes(st, 5);
-		stored_prev = (const char *)sqlite3_column_text(st, 6);
-		stored_hash = (const char *)sqlite3_column_text(st, 7);
-		if (stored_prev == NULL)
-			stored_prev = "";
-		if (stored_hash == NULL)
-			stored_hash = "";
-		if (event_hash(prev, id, sqlite3_column_int64(st, 1),
-		    sqlite3_column_int64(st, 2), actor, actor_len, kind,
-		    kind_len, details, details_len, hash) == -1) {
-			errbuf_set(err, errlen, "verifying events: sha256 failed");
+		if (row_hash(st, prev, &id, &stored_prev, &stored_hash, hash, err,
+		    errlen) != 0)
 			goto done;
-		}
 		res->checked++;
 
 		res->bad_id = id;
-		if (id != prev_id + 1) {
-			if (prev_id == 0)
-				snprintf(res->reason, sizeof(res->reason),
-				    "the first event has id %" PRId64
-				    ", not 1: earlier events are missing", id);
-			else
-				snprintf(res->reason, sizeof(res->reason),
-				    "event %" PRId64 " follows event %" PRId64
-				    ": events in between are missing",
-				    id, prev_id);
-			rc = 1;
-			goto done;
-		}
-		if (strcmp(stored_prev, prev) != 0) {
-			if (prev_id == 0)
-				snprintf(res->reason, sizeof(res->reason),
-				    "prev_hash is not the chain start "
-				    "(64 zeros)");
-			else
-				snprintf(res->reason, sizeof(res->reason),
-				    "prev_hash does not match the hash of "
-				    "event %" PRId64, prev_id);
-			rc = 1;
-			goto done;
-		}
-		if (strcmp(stored_hash, hash) != 0) {
-			snprintf(res->reason, sizeof(res->reason),
-			    "hash does not match the event's content");
+		if (!row_follows(res, id, prev_id, prev, stored_prev, stored_hash, hash)) {
 			rc = 1;
 			goto done;
 		}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http_url.h"
 #include "mgmt_int.h"
 
 static int
@@ -20,54 +21,44 @@ valid_env_name(const char *s)
 	return 1;
 }
 
+/* What is wrong with a management URL, in mgmt's words: after the URL
+ * quoted, or (QUOTED false: it may carry credentials) alone. */
+static const struct {
+	bool quoted;
+	const char *text;
+} base_faults[] = {
+	[HTTP_URL_NOMEM] = { false, "out of memory" },
+	[HTTP_URL_INVALID] = { true, " is not a valid URL" },
+	[HTTP_URL_CREDENTIALS] = { false, "the management URL must not carry "
+	    "credentials; give username and password (env:NAME)" },
+	[HTTP_URL_SCHEME] = { true, ": scheme must be http or https" },
+	[HTTP_URL_FRAGMENT] = { true, ": no query or fragment allowed" },
+	[HTTP_URL_QUERY] = { true, ": no query or fragment allowed" },
+};
+
 /* Checks BASE_URL and stores its normalised form in *OUT (the caller
  * frees it). */
 static int
 parse_base(const char *base_url, char **out, char *err, size_t errlen)
 {
-	CURLU *u = NULL;
-	char *part = NULL, *url = NULL;
+	enum http_url_fault f;
+	char *url = NULL;
 	size_t n;
 	int rc = MGMT_ERR_ARG;
 
-	if ((u = curl_url()) == NULL) {
-		rc = MGMT_ERR_NOMEM;
-		errbuf_set(err, errlen, "mgmt: out of memory");
-		goto done;
-	}
-	/* The URL itself is only quoted once known to carry no credentials. */
-	if (curl_url_set(u, CURLUPART_URL, base_url, 0) != CURLUE_OK) {
-		if (strchr(base_url, '@') != NULL)
+	if (http_url_check(base_url, false, &f, &url) != 0) {
+		/* The URL itself is only quoted once known to carry no
+		 * credentials. */
+		if (f == HTTP_URL_INVALID && strchr(base_url, '@') != NULL)
 			errbuf_set(err, errlen, "mgmt: the management URL is not a "
 			    "valid URL");
+		else if (base_faults[f].quoted)
+			errbuf_set(err, errlen, "mgmt: management URL \"%s\"%s",
+			    base_url, base_faults[f].text);
 		else
-			errbuf_set(err, errlen, "mgmt: management URL \"%s\" is "
-			    "not a valid URL", base_url);
-		goto done;
-	}
-	if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK) {
-		errbuf_set(err, errlen, "mgmt: the management URL must not carry "
-		    "credentials; give username and password (env:NAME)");
-		goto done;
-	}
-	if (curl_url_get(u, CURLUPART_SCHEME, &part, 0) != CURLUE_OK ||
-	    (strcmp(part, "http") != 0 && strcmp(part, "https") != 0)) {
-		errbuf_set(err, errlen, "mgmt: management URL \"%s\": scheme must "
-		    "be http or https", base_url);
-		goto done;
-	}
-	curl_free(part);
-	part = NULL;
-	if (curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK) {
-		errbuf_set(err, errlen, "mgmt: management URL \"%s\": no query or "
-		    "fragment allowed", base_url);
-		goto done;
-	}
-	if (curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK) {
-		errbuf_set(err, errlen, "mgmt: management URL \"%s\" is not a "
-		    "valid URL", base_url);
+			errbuf_set(err, errlen, "mgmt: %s", base_faults[f].text);
+		if (f == HTTP_URL_NOMEM)
+			rc = MGMT_ERR_NOMEM;
 		goto done;
 	}
 	n = strlen(url);
@@ -82,9 +73,7 @@ parse_base(const char *base_url, char **out, char *err, size_t errlen)
 	(*out)[n] = '\0';
 	rc = 0;
 done:
-	curl_free(part);
 	curl_free(url);
-	curl_url_cleanup(u);
 	return rc;
 }
 

@@ -24,24 +24,6 @@ describe(char *out, size_t outlen, const char *method, const char *path)
 		    path);
 }
 
-/* Replaces every occurrence of SECRET in S with "***" in place: the
- * result is never longer (a secret of 1 or 2 bytes becomes as many '*'). */
-static void
-redact(char *s, const char *secret)
-{
-	size_t sl, n;
-	char *p = s;
-
-	if (secret == NULL || (sl = strlen(secret)) == 0)
-		return;
-	while ((p = strstr(p, secret)) != NULL) {
-		n = sl < 3 ? sl : 3;
-		memset(p, '*', n);
-		memmove(p + n, p + sl, strlen(p + sl) + 1);
-		p += n;
-	}
-}
-
 /* Copies up to OUTLEN-1 bytes of S into OUT, control characters and runs
  * of white space folded into one space, "..." appended when cut. */
 static void
@@ -416,7 +398,7 @@ done:
 	/* Whatever came back (an answer, libcurl's or jansson's words) is
 	 * quoted in ERR: the password must not be. */
 	if (rc != 0 && password != NULL && err != NULL && errlen > 0)
-		redact(err, password);
+		errbuf_redact(err, password);
 	return rc;
 }
 

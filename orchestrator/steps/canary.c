@@ -75,6 +75,12 @@ struct canary {
 	struct sent probe;		/* the message to the unbound destination */
 	bool probe_in_canary_queue;
 	long stale, foreign, duplicates;
+	/* What this run holds on the broker, for the cleanup. */
+	bool reused;			/* the canary queue was there already */
+	bool declared;			/* the queue is to be deleted at the end */
+	bool bound;			/* its binding is to be removed */
+	bool consuming;			/* its consumer is to be cancelled */
+	bool sent;			/* the messages went out */
 };
 
 static int
@@ -610,18 +616,155 @@ summarise(const struct canary *k, json_t *result, char *why, size_t whylen)
 	return bad;
 }
 
+/* Fills K for C's plan: its delays, the names it uses and a new batch id.
+ * Returns 0, or -1 with ERR. */
+static int
+canary_init(struct canary *k, struct step_ctx *c, char *err, size_t errlen)
+{
+	k->c = c;
+	k->p = c->plan;
+	if (k->p->canary.ndelays == 0) {
+		snprintf(err, errlen, "the plan has no canary delays");
+		return -1;
+	}
+	if ((k->v = calloc(k->p->canary.ndelays, sizeof(*k->v))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	k->n = k->p->canary.ndelays;
+	for (size_t i = 0; i < k->n; i++)
+		k->v[i].delay_ms = k->p->canary.delays_ms[i];
+	if (names(k, err, errlen) != 0 || new_batch(k->batch, sizeof(k->batch),
+	    err, errlen) != 0)
+		return -1;
+	return 0;
+}
+
+/* The canary queue: reused when a crashed run left it (its stale
+ * messages are told apart by batch), else declared to expire by itself
+ * should this run crash too; then bound to the delivery exchange. Sets
+ * K's reused, declared and bound as it goes, for the cleanup. Returns 0,
+ * or -1 with ERR. */
+static int
+canary_queue_open(struct canary *k, char *err, size_t errlen)
+{
+	struct topology_arg qargs[1];
+	char why[1024];
+	int r;
+
+	r = broker_queue_inspect(k->c->amqp, k->queue, NULL, why, sizeof(why));
+	if (r == 0)
+		k->reused = true;
+	else if (r != BROKER_NOT_FOUND) {
+		snprintf(err, errlen, "inspecting the canary queue '%s': %s", k->queue, why);
+		return -1;
+	}
+	k->declared = true;	/* from here on, remove it at the end */
+	if (!k->reused) {
+		memset(qargs, 0, sizeof(qargs));
+		snprintf(qargs[0].key, sizeof(qargs[0].key), "x-expires");
+		qargs[0].is_int = true;
+		qargs[0].num = CANARY_QUEUE_EXPIRES_MS;
+		if (broker_queue_declare(k->c->amqp, k->queue, false, qargs, 1, why,
+		    sizeof(why)) != 0) {
+			snprintf(err, errlen, "declaring the canary queue '%s': %s",
+			    k->queue, why);
+			return -1;
+		}
+	}
+	k->bound = true;
+	if (broker_queue_bind(k->c->amqp, k->queue, k->delivery, k->pattern, why,
+	    sizeof(why)) != 0) {
+		snprintf(err, errlen, "binding the canary queue '%s' to the delivery "
+		    "exchange '%s': %s (is the ladder declared?)", k->queue, k->delivery,
+		    why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Consumes the canary queue, sends every message, takes them as they come
+ * and cancels the consumer. Sets K's consuming and sent as it goes.
+ * Returns 0, or -1 with ERR. */
+static int
+canary_send_and_take(struct canary *k, char *err, size_t errlen)
+{
+	char why[1024];
+
+	if (broker_consume(k->c->amqp, k->queue, CANARY_PREFETCH, why,
+	    sizeof(why)) != 0) {
+		snprintf(err, errlen, "consuming the canary queue '%s': %s", k->queue, why);
+		return -1;
+	}
+	k->consuming = true;
+	if (send_all(k, err, errlen) != 0)
+		return -1;
+	k->sent = true;
+	if (consume(k, err, errlen) != 0)
+		return -1;
+	if (broker_cancel(k->c->amqp, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "cancelling the canary consumer: %s", why);
+		return -1;
+	}
+	k->consuming = false;
+	return 0;
+}
+
+/* Removes what K holds on C's broker (its consumer, the canary queue's
+ * binding, the queue), also after a failure (K may be NULL: nothing), and
+ * records it in CLEANUP ("ok", "purged", "detail"). Returns 0, or -1 with
+ * what could not be removed in WHY. */
+static int
+canary_cleanup(struct step_ctx *c, const struct canary *k, json_t *cleanup,
+    char *why, size_t whylen)
+{
+	char detail[768];
+	uint32_t purged = 0;
+
+	why[0] = '\0';
+	if (k != NULL && k->consuming && broker_cancel(c->amqp, detail,
+	    sizeof(detail)) != 0)
+		sentences_add(why, whylen, "cancelling the consumer: %s", detail);
+	if (k != NULL && k->bound && broker_queue_unbind(c->amqp, k->queue,
+	    k->delivery, k->pattern, detail, sizeof(detail)) != 0)
+		sentences_add(why, whylen, "unbinding the canary queue: %s", detail);
+	if (k != NULL && k->declared && broker_queue_delete(c->amqp, k->queue, 0,
+	    &purged, detail, sizeof(detail)) != 0)
+		sentences_add(why, whylen, "deleting the canary queue '%s': %s",
+		    k->queue, detail);
+	json_object_set_new(cleanup, "ok", json_boolean(why[0] == '\0'));
+	json_object_set_new(cleanup, "purged", json_integer(purged));
+	if (why[0] == '\0')
+		return 0;
+	json_object_set_new(cleanup, "detail", json_string(why));
+	return -1;
+}
+
+/* Adds K's batch, queue and bounds to RESULT, and its summary when the
+ * messages went out and none is there yet. */
+static void
+canary_describe(const struct canary *k, json_t *result)
+{
+	char failed[2048] = "";
+
+	if (json_object_get(result, "summary") == NULL && k->sent)
+		(void)summarise(k, result, failed, sizeof(failed));
+	json_object_set_new(result, "batch", json_string(k->batch));
+	json_object_set_new(result, "queue", json_string(k->queue));
+	json_object_set_new(result, "queue_reused", json_boolean(k->reused));
+	json_object_set_new(result, "max_lateness_ms",
+	    json_integer(k->p->canary.max_lateness_ms));
+	json_object_set_new(result, "grace_ms", json_integer(CANARY_GRACE_MS));
+}
+
 int
 step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
-	struct topology_arg qargs[1];
 	struct canary *k;
 	json_t *parking = json_object(), *cleanup = json_object();
 	char why[1024], pdetail[768], failed[2048] = "";
-	bool reused = false, declared = false, bound = false, consuming = false,
-	    sent = false;
-	uint32_t purged = 0;
 	size_t bad = 0;
-	int rc = -1, r, pr = 1;
+	int rc = -1, pr = 1;
 
 	*result = json_object();
 	err[0] = '\0';
@@ -629,69 +772,12 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto done;
 	}
-	k->c = c;
-	k->p = c->plan;
-	if (k->p->canary.ndelays == 0) {
-		snprintf(err, errlen, "the plan has no canary delays");
+	if (canary_init(k, c, err, errlen) != 0)
 		goto done;
-	}
-	if ((k->v = calloc(k->p->canary.ndelays, sizeof(*k->v))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+	if (canary_queue_open(k, err, errlen) != 0)
 		goto done;
-	}
-	k->n = k->p->canary.ndelays;
-	for (size_t i = 0; i < k->n; i++)
-		k->v[i].delay_ms = k->p->canary.delays_ms[i];
-	if (names(k, err, errlen) != 0 || new_batch(k->batch, sizeof(k->batch),
-	    err, errlen) != 0)
+	if (canary_send_and_take(k, err, errlen) != 0)
 		goto done;
-
-	/* The canary queue: reused when a crashed run left it (its stale
-	 * messages are told apart by batch), else declared to expire by
-	 * itself should this run crash too. */
-	r = broker_queue_inspect(c->amqp, k->queue, NULL, why, sizeof(why));
-	if (r == 0)
-		reused = true;
-	else if (r != BROKER_NOT_FOUND) {
-		snprintf(err, errlen, "inspecting the canary queue '%s': %s", k->queue, why);
-		goto done;
-	}
-	declared = true;	/* from here on, remove it at the end */
-	if (!reused) {
-		memset(qargs, 0, sizeof(qargs));
-		snprintf(qargs[0].key, sizeof(qargs[0].key), "x-expires");
-		qargs[0].is_int = true;
-		qargs[0].num = CANARY_QUEUE_EXPIRES_MS;
-		if (broker_queue_declare(c->amqp, k->queue, false, qargs, 1, why,
-		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring the canary queue '%s': %s",
-			    k->queue, why);
-			goto done;
-		}
-	}
-	bound = true;
-	if (broker_queue_bind(c->amqp, k->queue, k->delivery, k->pattern, why,
-	    sizeof(why)) != 0) {
-		snprintf(err, errlen, "binding the canary queue '%s' to the delivery "
-		    "exchange '%s': %s (is the ladder declared?)", k->queue, k->delivery,
-		    why);
-		goto done;
-	}
-	if (broker_consume(c->amqp, k->queue, CANARY_PREFETCH, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "consuming the canary queue '%s': %s", k->queue, why);
-		goto done;
-	}
-	consuming = true;
-	if (send_all(k, err, errlen) != 0)
-		goto done;
-	sent = true;
-	if (consume(k, err, errlen) != 0)
-		goto done;
-	if (broker_cancel(c->amqp, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "cancelling the canary consumer: %s", why);
-		goto done;
-	}
-	consuming = false;
 	if ((pr = check_parking(k, parking, pdetail, sizeof(pdetail), err,
 	    errlen)) < 0)
 		goto done;
@@ -705,34 +791,14 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	rc = 0;
 done:
 	/* Remove the canary queue and its binding, also after a failure. */
-	why[0] = '\0';
-	if (consuming && broker_cancel(c->amqp, pdetail, sizeof(pdetail)) != 0)
-		sentences_add(why, sizeof(why), "cancelling the consumer: %s", pdetail);
-	if (bound && broker_queue_unbind(c->amqp, k->queue, k->delivery, k->pattern,
-	    pdetail, sizeof(pdetail)) != 0)
-		sentences_add(why, sizeof(why), "unbinding the canary queue: %s", pdetail);
-	if (declared && broker_queue_delete(c->amqp, k->queue, 0, &purged, pdetail,
-	    sizeof(pdetail)) != 0)
-		sentences_add(why, sizeof(why), "deleting the canary queue '%s': %s",
-		    k->queue, pdetail);
-	json_object_set_new(cleanup, "ok", json_boolean(why[0] == '\0'));
-	json_object_set_new(cleanup, "purged", json_integer(purged));
-	if (why[0] != '\0') {
-		json_object_set_new(cleanup, "detail", json_string(why));
+	if (canary_cleanup(c, k, cleanup, why, sizeof(why)) != 0) {
 		if (rc == 0)
 			snprintf(err, errlen, "the canary passed but its queue was not "
 			    "removed: %s", why);
 		rc = -1;
 	}
 	if (k != NULL) {
-		if (json_object_get(*result, "summary") == NULL && sent)
-			(void)summarise(k, *result, failed, sizeof(failed));
-		json_object_set_new(*result, "batch", json_string(k->batch));
-		json_object_set_new(*result, "queue", json_string(k->queue));
-		json_object_set_new(*result, "queue_reused", json_boolean(reused));
-		json_object_set_new(*result, "max_lateness_ms",
-		    json_integer(k->p->canary.max_lateness_ms));
-		json_object_set_new(*result, "grace_ms", json_integer(CANARY_GRACE_MS));
+		canary_describe(k, *result);
 		free(k->v);
 		free(k);
 	}

@@ -124,6 +124,87 @@ check_destination_exchanges(struct step_ctx *c, const struct topology *t,
 	return 0;
 }
 
+/* Declares T's exchanges, in order; a destination exchange (its owner's:
+ * bound, never declared) is listed in EXISTING instead. Returns 0, or -1
+ * with ERR naming the first that failed. */
+static int
+declare_exchanges(struct step_ctx *c, const struct topology *t, json_t *existing,
+    char *err, size_t errlen)
+{
+	char why[512];
+
+	for (size_t i = 0; i < t->nexchanges; i++) {
+		const struct topology_exchange *x = &t->exchanges[i];
+
+		if (x->role == TOPOLOGY_DESTINATION) {
+			json_array_append_new(existing, json_string(x->name));
+			continue;       /* its owner's: bound, never declared */
+		}
+		if (broker_exchange_declare(c->amqp, x->name, x->type, true, x->args,
+		    x->nargs, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "declaring exchange '%s': %s", x->name, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Declares T's queues, in order: a destination queue only when it does
+ * not exist (EXISTS[i] false; listed in CREATED, else in EXISTING).
+ * Returns 0, or -1 with ERR naming the first that failed. */
+static int
+declare_queues(struct step_ctx *c, const struct topology *t, const bool *exists,
+    json_t *created, json_t *existing, char *err, size_t errlen)
+{
+	char why[512];
+
+	for (size_t i = 0; i < t->nqueues; i++) {
+		const struct topology_queue *q = &t->queues[i];
+
+		if (q->role == TOPOLOGY_DESTINATION) {
+			/* Its consumers own it: bind it, never redeclare it; create
+			 * it only when the plan says so (check_destinations). */
+			if (exists[i]) {
+				json_array_append_new(existing, json_string(q->name));
+				continue;
+			}
+			json_array_append_new(created, json_string(q->name));
+		}
+		if (broker_queue_declare(c->amqp, q->name, true, q->args, q->nargs,
+		    why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "declaring queue '%s': %s", q->name, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Declares T's bindings, in order. Returns 0, or -1 with ERR naming the
+ * first that failed. */
+static int
+declare_bindings(struct step_ctx *c, const struct topology *t, char *err,
+    size_t errlen)
+{
+	char why[512];
+
+	for (size_t i = 0; i < t->nbindings; i++) {
+		const struct topology_binding *b = &t->bindings[i];
+		int r = b->to_exchange ?
+		    broker_exchange_bind(c->amqp, b->destination, b->source, b->key,
+		    why, sizeof(why)) :
+		    broker_queue_bind(c->amqp, b->destination, b->source, b->key,
+		    why, sizeof(why));
+
+		if (r != 0) {
+			snprintf(err, errlen, "binding %s '%s' to exchange '%s' with '%s': %s",
+			    b->to_exchange ? "exchange" : "queue", b->destination, b->source,
+			    b->key, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int
 step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
@@ -131,7 +212,6 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 	json_t *created = json_array(), *existing = json_array();
 	json_t *missing = json_array(), *broker = NULL;
 	bool *exists = NULL;
-	char why[512];
 	size_t i;
 	int rc = -1;
 
@@ -150,53 +230,10 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 	if (check_destinations(c, &t, exists, missing, err, errlen) != 0 ||
 	    check_destination_exchanges(c, &t, err, errlen) != 0)
 		goto done;
-
-	for (i = 0; i < t.nexchanges; i++) {
-		const struct topology_exchange *x = &t.exchanges[i];
-
-		if (x->role == TOPOLOGY_DESTINATION) {
-			json_array_append_new(existing, json_string(x->name));
-			continue;       /* its owner's: bound, never declared */
-		}
-		if (broker_exchange_declare(c->amqp, x->name, x->type, true, x->args,
-		    x->nargs, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring exchange '%s': %s", x->name, why);
-			goto done;
-		}
-	}
-	for (i = 0; i < t.nqueues; i++) {
-		const struct topology_queue *q = &t.queues[i];
-
-		if (q->role == TOPOLOGY_DESTINATION) {
-			/* Its consumers own it: bind it, never redeclare it; create
-			 * it only when the plan says so (check_destinations). */
-			if (exists[i]) {
-				json_array_append_new(existing, json_string(q->name));
-				continue;
-			}
-			json_array_append_new(created, json_string(q->name));
-		}
-		if (broker_queue_declare(c->amqp, q->name, true, q->args, q->nargs,
-		    why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring queue '%s': %s", q->name, why);
-			goto done;
-		}
-	}
-	for (i = 0; i < t.nbindings; i++) {
-		const struct topology_binding *b = &t.bindings[i];
-		int r = b->to_exchange ?
-		    broker_exchange_bind(c->amqp, b->destination, b->source, b->key,
-		    why, sizeof(why)) :
-		    broker_queue_bind(c->amqp, b->destination, b->source, b->key,
-		    why, sizeof(why));
-
-		if (r != 0) {
-			snprintf(err, errlen, "binding %s '%s' to exchange '%s' with '%s': %s",
-			    b->to_exchange ? "exchange" : "queue", b->destination, b->source,
-			    b->key, why);
-			goto done;
-		}
-	}
+	if (declare_exchanges(c, &t, existing, err, errlen) != 0 ||
+	    declare_queues(c, &t, exists, created, existing, err, errlen) != 0 ||
+	    declare_bindings(c, &t, err, errlen) != 0)
+		goto done;
 	for (i = 0; i < t.npolicies; i++)
 		if (declare_policy(c, &t.policies[i], err, errlen) != 0)
 			goto done;

@@ -567,45 +567,34 @@ expiring_check(const struct step_ctx *c, const struct old_selection *s,
 	return -1;
 }
 
-int
-step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen)
-{
-	const struct plan *p = c->plan;
-	struct old_selection s = { 0 };
-	struct old_chain chain = { 0 };
-	const struct old_queue *longest = NULL;
-	int64_t max_ttl = -1;
-	bool chain_failed = false;
-	json_t *queues = json_array(), *missing = json_array(), *summary;
-	json_t *warnings = json_array();
-	int64_t total = 0, horizon = -1, allowance = p->watch.allowance_ms;
-	size_t i, non_empty = 0;
-	char reasoning[1024] = "", a[32], b[32], t1[40], t2[40], names[1024];
-	int rc = -1;
+/* What the selected old queues add up to: how many hold messages and how
+ * many, and the one with the largest TTL (its own, or its chain's). */
+struct tally {
+	size_t non_empty;
+	int64_t total;
+	int64_t max_ttl;		/* -1 while no TTL is known */
+	const struct old_queue *longest;	/* NULL likewise */
+};
 
-	*result = NULL;
-	if (old_select(c, &s, err, errlen) != 0)
-		goto done;
-	/* Dead-letter chains among the old queues: a queue fed by others can
-	 * hold a message as long as the whole chain. */
-	if (s.n > 0 && s.nottl == 0 &&
-	    old_chain_compute(c, &s, &chain, err, errlen) != 0)
-		chain_failed = true;
-	for (i = 0; i < s.nmissing; i++)
-		json_array_append_new(missing, json_string(s.missing[i]));
-	for (i = 0; i < s.n; i++) {
-		const struct old_queue *oq = &s.v[i];
+/* Appends one entry per old queue of S to QUEUES (with its part of CHAIN,
+ * when computed) and adds them up into T. */
+static void
+queues_json(const struct old_selection *s, const struct old_chain *chain,
+    json_t *queues, struct tally *t)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct old_queue *oq = &s->v[i];
 		const struct mgmt_queue *q = oq->q;
 
 		if (q->messages > 0) {
-			non_empty++;
-			total += q->messages;
+			t->non_empty++;
+			t->total += q->messages;
 		}
-		int64_t ttl = chain.n > 0 ? chain.ttl_ms[i] : oq->ttl_ms;
+		int64_t ttl = chain->n > 0 ? chain->ttl_ms[i] : oq->ttl_ms;
 
-		if (ttl >= 0 && (longest == NULL || ttl > max_ttl)) {
-			longest = oq;
-			max_ttl = ttl;
+		if (ttl >= 0 && (t->longest == NULL || ttl > t->max_ttl)) {
+			t->longest = oq;
+			t->max_ttl = ttl;
 		}
 		json_array_append_new(queues, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,"
 		    "s:b,s:o,s:o}",
@@ -618,34 +607,122 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    "durable", q->durable,
 		    "policy", str_or_null(q->policy),
 		    "note", str_or_null(oq->note)));
-		if (chain.n > 0) {
-			json_t *part = json_pack_chain(&chain, i);
+		if (chain->n > 0) {
+			json_t *part = json_pack_chain(chain, i);
 
 			json_object_update(json_array_get(queues, i), part);
 			json_decref(part);
 		}
 	}
+}
+
+/* Writes into ERR why an empty selection S (in C's vhost) has no horizon. */
+static void
+empty_selection_err(const struct step_ctx *c, const struct old_selection *s,
+    char *err, size_t errlen)
+{
+	const struct plan *p = c->plan;
+
+	if (p->old.match != NULL)
+		snprintf(err, errlen, "old.queues.match '%s' selects no queue in vhost "
+		    "'%s' (of %zu queues): an empty selection has no horizon; check "
+		    "the pattern and the vhost", p->old.match, mgmt_vhost(c->mgmt),
+		    s->list.n);
+	else
+		snprintf(err, errlen, "none of the %zu queues old.queues.names lists "
+		    "exists in vhost '%s': an empty selection has no horizon",
+		    p->old.nnames, mgmt_vhost(c->mgmt));
+}
+
+/* Writes into ERR and REASONING why S, with old queues that have no TTL,
+ * has no horizon. */
+static void
+no_ttl_err(const struct old_selection *s, char *err, size_t errlen, char *reasoning,
+    size_t rlen)
+{
+	char names[1024];
+
+	list_no_ttl(s, names, sizeof(names));
+	snprintf(err, errlen, "%zu old queue%s no TTL, so %s messages could wait "
+	    "forever and the old path has no horizon: %s; set old.max_message_ttl "
+	    "to the longest per-message TTL its publishers use", s->nottl,
+	    s->nottl == 1 ? " has" : "s have", s->nottl == 1 ? "its" : "their", names);
+	snprintf(reasoning, rlen, "No horizon: %zu of %zu old queues "
+	    "%s no TTL and the plan gives no old.max_message_ttl.", s->nottl, s->n,
+	    s->nottl == 1 ? "has" : "have");
+}
+
+/* Writes into REASONING how HORIZON follows from S and T (ALLOWANCE). */
+static void
+horizon_reasoning(const struct old_selection *s, const struct tally *t,
+    int64_t horizon, int64_t allowance, char *reasoning, size_t rlen)
+{
+	char a[32], b[32], t1[40], t2[40];
+
+	snprintf(reasoning, rlen, "%zu old queue%s, %zu non-empty holding "
+	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
+	    "old path comes out by %s (measured at %s + %s + allowance %s); messages "
+	    "may still enter until the flip, so the final horizon is the last entry "
+	    "into the old path + %s + %s.",
+	    s->n, s->n == 1 ? "" : "s", t->non_empty, (long long)t->total,
+	    t->total == 1 ? "" : "s",
+	    duration_format(t->max_ttl, a, sizeof(a)), t->longest->q->name,
+	    t->max_ttl > t->longest->ttl_ms ? "the sum of the TTLs along the "
+	    "dead-letter chain of old queues that ends in it" : t->longest->ttl_source,
+	    old_time_format(horizon, t1, sizeof(t1)),
+	    old_time_format(s->at_ms, t2, sizeof(t2)), a,
+	    duration_format(allowance, b, sizeof(b)), a, b);
+}
+
+/* The result's "summary" member. */
+static json_t *
+summary_json(const struct old_selection *s, const struct tally *t, int64_t horizon,
+    int64_t allowance, const char *reasoning)
+{
+	return json_pack("{s:i,s:i,s:I,s:o,s:o,s:I,s:I,s:o,s:b,s:s,s:s}",
+	    "queues", (int)s->n, "non_empty", (int)t->non_empty, "total_messages",
+	    (json_int_t)t->total,
+	    "max_ttl_ms", t->longest && s->nottl == 0 ? json_integer(t->max_ttl) :
+	    json_null(),
+	    "max_ttl_queue", t->longest && s->nottl == 0 ?
+	    json_string(t->longest->q->name) : json_null(),
+	    "measured_at_ms", (json_int_t)s->at_ms, "allowance_ms", (json_int_t)allowance,
+	    "horizon_ms", horizon >= 0 ? json_integer(horizon) : json_null(),
+	    "horizon_provisional", 1, "reasoning", reasoning,
+	    "counts_from", "management statistics (they lag by up to 5-10 s)");
+}
+
+int
+step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	const struct plan *p = c->plan;
+	struct old_selection s = { 0 };
+	struct old_chain chain = { 0 };
+	struct tally t = { .max_ttl = -1 };
+	bool chain_failed = false;
+	json_t *queues = json_array(), *missing = json_array(), *summary;
+	json_t *warnings = json_array();
+	int64_t horizon = -1, allowance = p->watch.allowance_ms;
+	char reasoning[1024] = "";
+	int rc = -1;
+
+	*result = NULL;
+	if (old_select(c, &s, err, errlen) != 0)
+		goto done;
+	/* Dead-letter chains among the old queues: a queue fed by others can
+	 * hold a message as long as the whole chain. */
+	if (s.n > 0 && s.nottl == 0 &&
+	    old_chain_compute(c, &s, &chain, err, errlen) != 0)
+		chain_failed = true;
+	for (size_t i = 0; i < s.nmissing; i++)
+		json_array_append_new(missing, json_string(s.missing[i]));
+	queues_json(&s, &chain, queues, &t);
 	if (s.n == 0) {
-		if (p->old.match != NULL)
-			snprintf(err, errlen, "old.queues.match '%s' selects no queue in vhost "
-			    "'%s' (of %zu queues): an empty selection has no horizon; check "
-			    "the pattern and the vhost", p->old.match, mgmt_vhost(c->mgmt),
-			    s.list.n);
-		else
-			snprintf(err, errlen, "none of the %zu queues old.queues.names lists "
-			    "exists in vhost '%s': an empty selection has no horizon",
-			    p->old.nnames, mgmt_vhost(c->mgmt));
+		empty_selection_err(c, &s, err, errlen);
 		goto done;
 	}
 	if (s.nottl > 0) {
-		list_no_ttl(&s, names, sizeof(names));
-		snprintf(err, errlen, "%zu old queue%s no TTL, so %s messages could wait "
-		    "forever and the old path has no horizon: %s; set old.max_message_ttl "
-		    "to the longest per-message TTL its publishers use", s.nottl,
-		    s.nottl == 1 ? " has" : "s have", s.nottl == 1 ? "its" : "their", names);
-		snprintf(reasoning, sizeof(reasoning), "No horizon: %zu of %zu old queues "
-		    "%s no TTL and the plan gives no old.max_message_ttl.", s.nottl, s.n,
-		    s.nottl == 1 ? "has" : "have");
+		no_ttl_err(&s, err, errlen, reasoning, sizeof(reasoning));
 		goto done;
 	}
 	if (chain_failed) {
@@ -658,32 +735,11 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		    "sooner than its horizon and old.allow_expiring is not set.");
 		goto done;
 	}
-	horizon = s.at_ms + max_ttl + allowance;
-	snprintf(reasoning, sizeof(reasoning), "%zu old queue%s, %zu non-empty holding "
-	    "%lld message%s; the largest TTL is %s (%s, %s). A message already in the "
-	    "old path comes out by %s (measured at %s + %s + allowance %s); messages "
-	    "may still enter until the flip, so the final horizon is the last entry "
-	    "into the old path + %s + %s.",
-	    s.n, s.n == 1 ? "" : "s", non_empty, (long long)total, total == 1 ? "" : "s",
-	    duration_format(max_ttl, a, sizeof(a)), longest->q->name,
-	    max_ttl > longest->ttl_ms ? "the sum of the TTLs along the dead-letter chain "
-	    "of old queues that ends in it" : longest->ttl_source,
-	    old_time_format(horizon, t1, sizeof(t1)),
-	    old_time_format(s.at_ms, t2, sizeof(t2)), a,
-	    duration_format(allowance, b, sizeof(b)), a, b);
+	horizon = s.at_ms + t.max_ttl + allowance;
+	horizon_reasoning(&s, &t, horizon, allowance, reasoning, sizeof(reasoning));
 	rc = 0;
 done:
-	summary = json_pack("{s:i,s:i,s:I,s:o,s:o,s:I,s:I,s:o,s:b,s:s,s:s}",
-	    "queues", (int)s.n, "non_empty", (int)non_empty, "total_messages",
-	    (json_int_t)total,
-	    "max_ttl_ms", longest && s.nottl == 0 ? json_integer(max_ttl) :
-	    json_null(),
-	    "max_ttl_queue", longest && s.nottl == 0 ? json_string(longest->q->name) :
-	    json_null(),
-	    "measured_at_ms", (json_int_t)s.at_ms, "allowance_ms", (json_int_t)allowance,
-	    "horizon_ms", horizon >= 0 ? json_integer(horizon) : json_null(),
-	    "horizon_provisional", 1, "reasoning", reasoning,
-	    "counts_from", "management statistics (they lag by up to 5-10 s)");
+	summary = summary_json(&s, &t, horizon, allowance, reasoning);
 	*result = json_pack("{s:b,s:o,s:o,s:o,s:o,s:o}", "ok", rc == 0,
 	    "selector", selector_json(p), "queues", queues, "missing", missing,
 	    "summary", summary, "warnings", warnings);

@@ -279,12 +279,86 @@ add_once(json_t *arr, const char *name)
 	json_array_append_new(arr, json_string(name));
 }
 
+/* Reads what routing a dead-letter needs into R: every queue's arguments
+ * (sorted by name into r->qa), every exchange, and the policies. Returns
+ * 0, or -1 with ERR. */
+static int
+routes_read(struct step_ctx *c, struct routes *r, char *err, size_t errlen)
+{
+	char why[512];
+
+	if (get(c, "queues' arguments", "queues", "?disable_stats=true&"
+	    "enable_queue_totals=true&columns=name,arguments", &r->queues, err, errlen) ||
+	    get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
+	    &r->exchanges, err, errlen))
+		return -1;
+	r->c = c;
+	if ((r->qa = calloc(json_array_size(r->queues) + 1, sizeof(*r->qa))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(r->queues); i++) {
+		const json_t *e = json_array_get(r->queues, i);
+
+		if (json_is_string(json_object_get(e, "name"))) {
+			r->qa[r->nqa].name = json_string_value(json_object_get(e, "name"));
+			r->qa[r->nqa++].arguments = json_object_get(e, "arguments");
+		}
+	}
+	qsort(r->qa, r->nqa, sizeof(*r->qa), qargs_cmp);
+	if (mgmt_list_policies(c->mgmt, &r->pl, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+routes_free(struct routes *r)
+{
+	for (size_t i = 0; i < r->ncache; i++) {
+		free(r->cache[i].exchange);
+		mgmt_binding_list_free(&r->cache[i].bl);
+	}
+	free(r->qa);
+	json_decref(r->queues);
+	json_decref(r->exchanges);
+	mgmt_policy_list_free(&r->pl);
+}
+
+/* Follows each old queue of S's dead-letters through R and records, in
+ * CH, which other old queues it reaches (to) and is reached from (from). */
+static void
+edges_add(struct routes *r, const struct old_selection *s, struct old_chain *ch)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const char *x, *k;
+		json_t *to = json_array();
+		const json_t *t;
+		size_t n;
+
+		dead_letter_of(r, s->v[i].q, &x, &k);
+		if (x != NULL)
+			route(r, s, x, k, 0, to);
+		json_array_foreach(to, n, t) {
+			const char *name = json_string_value(t);
+			const struct old_queue *dst = old_sel_find(s, name);
+
+			if (dst == NULL || dst == &s->v[i])
+				continue;
+			add_once(ch->to[i], name);
+			add_once(ch->from[dst - s->v], s->v[i].q->name);
+		}
+		json_decref(to);
+	}
+}
+
 int
 old_chain_compute(struct step_ctx *c, const struct old_selection *s,
     struct old_chain *ch, char *err, size_t errlen)
 {
 	struct routes r = { 0 };
-	char *mark = NULL, why[512];
+	char *mark = NULL;
 	int rc = -1;
 
 	memset(ch, 0, sizeof(*ch));
@@ -300,49 +374,9 @@ old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 		ch->to[i] = json_array();
 		ch->from[i] = json_array();
 	}
-	if (get(c, "queues' arguments", "queues", "?disable_stats=true&"
-	    "enable_queue_totals=true&columns=name,arguments", &r.queues, err, errlen) ||
-	    get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
-	    &r.exchanges, err, errlen))
+	if (routes_read(c, &r, err, errlen) != 0)
 		goto done;
-	r.c = c;
-	if ((r.qa = calloc(json_array_size(r.queues) + 1, sizeof(*r.qa))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto done;
-	}
-	for (size_t i = 0; i < json_array_size(r.queues); i++) {
-		const json_t *e = json_array_get(r.queues, i);
-
-		if (json_is_string(json_object_get(e, "name"))) {
-			r.qa[r.nqa].name = json_string_value(json_object_get(e, "name"));
-			r.qa[r.nqa++].arguments = json_object_get(e, "arguments");
-		}
-	}
-	qsort(r.qa, r.nqa, sizeof(*r.qa), qargs_cmp);
-	if (mgmt_list_policies(c->mgmt, &r.pl, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
-		goto done;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		const char *x, *k;
-		json_t *to = json_array();
-		const json_t *t;
-		size_t n;
-
-		dead_letter_of(&r, s->v[i].q, &x, &k);
-		if (x != NULL)
-			route(&r, s, x, k, 0, to);
-		json_array_foreach(to, n, t) {
-			const char *name = json_string_value(t);
-			const struct old_queue *dst = old_sel_find(s, name);
-
-			if (dst == NULL || dst == &s->v[i])
-				continue;
-			add_once(ch->to[i], name);
-			add_once(ch->from[dst - s->v], s->v[i].q->name);
-		}
-		json_decref(to);
-	}
+	edges_add(&r, s, ch);
 	if (r.failed) {
 		snprintf(err, errlen, "%s", r.err);
 		goto done;
@@ -353,14 +387,7 @@ old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 	rc = 0;
 done:
 	free(mark);
-	for (size_t i = 0; i < r.ncache; i++) {
-		free(r.cache[i].exchange);
-		mgmt_binding_list_free(&r.cache[i].bl);
-	}
-	free(r.qa);
-	json_decref(r.queues);
-	json_decref(r.exchanges);
-	mgmt_policy_list_free(&r.pl);
+	routes_free(&r);
 	if (rc != 0)
 		old_chain_free(ch);
 	return rc;

@@ -275,8 +275,9 @@ int old_counters_compare(const struct old_counters *base,
     char *why, size_t whylen);
 
 /* remove_old with options: step_remove_old is old_remove(C, NULL, ...).
- * Before anything, it removes the fences (and their markers) a killed run
- * of the plan left. A queue is checked only when past its deadline (its
+ * Unless a dry run, once it has read the baseline counters and the
+ * selection and before checking any queue, it removes the fences (and
+ * their markers) a killed run of the plan left. A queue is checked only when past its deadline (its
  * chain TTL), once every old queue that dead-letters into it is gone, and
  * when its publish counter and depth have not moved since C->watched's
  * last sample (without one: since remove_old's first reading); quorum
@@ -289,8 +290,10 @@ int old_counters_compare(const struct old_counters *base,
  * passive declare's count, or null when not checked), "ttl_ms",
  * "deadline_ms" (or null), "at_ms", "reason", and "purged" for a queue
  * deleted without if-empty}]}, plus "error" when it fails. Returns 0 when
- * nothing is left (in a dry run: nothing would be), otherwise -1 with ERR
- * naming what was left and why. */
+ * nothing is left (in a dry run: nothing would be), no message went with
+ * a deleted quorum queue and every fence came off; otherwise -1 with ERR
+ * naming what was left and why, the messages deleted ("purged") and the
+ * fence that stayed. */
 int old_remove(struct step_ctx *c, const struct old_remove_opts *o,
     json_t **result, char *err, size_t errlen);
 

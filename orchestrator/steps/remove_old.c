@@ -668,55 +668,34 @@ step_remove_old_preview(struct step_ctx *c, json_t **result, char *err, size_t e
 	return old_remove(c, &dry, result, err, errlen);
 }
 
-int
-old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **result,
-    char *err, size_t errlen)
+/* Points *MQ at the measured queues of MEASURED (measure_horizon's
+ * result), which must have succeeded. Returns 0, or -1 with ERR. */
+static int
+measured_queues(const json_t *measured, const json_t **mq, char *err, size_t errlen)
 {
-	static const struct old_remove_opts defaults = { 0 };
-	const struct old_remove_opts *o = opts != NULL ? opts : &defaults;
-	const json_t *measured = c->measured, *mq, *q;
-	struct old_selection s = { 0 };
-	struct item *items = NULL, **todo = NULL;
-	bool *known = NULL;
-	struct old_counters pre = { 0 };
-	char fence_err[600] = "";
-	json_t *entries = json_array();
-	int64_t now = old_now_ms(c), started = old_now_ms(NULL);
-	size_t i, nitems = 0, nmeasured, ntodo = 0, counts[5] = { 0 };
-	size_t off = 0, named = 0;
-	int64_t lost = 0;
-	int rc = -1, nconn = 0;
-
-	*result = NULL;
-	mq = json_object_get(measured, "queues");
-	if (!json_is_array(mq)) {
+	*mq = json_object_get(measured, "queues");
+	if (!json_is_array(*mq)) {
 		snprintf(err, errlen, "remove_old needs measure_horizon's result: it "
 		    "removes only queues that were measured");
-		goto done;
+		return -1;
 	}
 	if (!json_is_true(json_object_get(measured, "ok"))) {
 		snprintf(err, errlen, "measure_horizon did not succeed: nothing is removed "
 		    "on the strength of a failed measure");
-		goto done;
+		return -1;
 	}
-	nmeasured = json_array_size(mq);
-	/* Without the watch's last sample, the counters now are the baseline
-	 * that the reading just before deleting is compared with. */
-	if (c->old_last_entry_ms > 0 && c->watched == NULL &&
-	    old_counters_read(c, &pre, err, errlen) != 0)
-		goto done;
-	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
-		goto done;
-	/* Fences (and their markers) that a run killed mid-way left. */
-	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
-	    errlen) < 0)
-		goto done;
-	if ((items = calloc(nmeasured + s.n + 1, sizeof(*items))) == NULL ||
-	    (todo = calloc(nmeasured + 1, sizeof(*todo))) == NULL ||
-	    (known = calloc(s.n + 1, sizeof(*known))) == NULL) {
-		snprintf(err, errlen, "out of memory for %zu queues", nmeasured);
-		goto done;
-	}
+	return 0;
+}
+
+/* Fills ITEMS with the measured queues MQ (each one's TTL the larger of
+ * its own and its dead-letter chain's), skipping entries without a name.
+ * Returns how many it filled. */
+static size_t
+items_from_measured(const json_t *mq, struct item *items, int64_t now)
+{
+	const json_t *q;
+	size_t i, nitems = 0;
+
 	json_array_foreach(mq, i, q) {
 		struct item *it = &items[nitems];
 
@@ -739,33 +718,40 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		it->at_ms = now;
 		nitems++;
 	}
-	if (c->old_last_entry_ms <= 0) {
-		for (i = 0; i < nitems; i++)
-			set_reason(&items[i], OUT_LEFT, "the last entry into the old path is "
-			    "unknown, so no deadline is known: nothing is removed");
-	} else {
-		ntodo = triage(c, &s, items, nitems, todo, known, now);
-		/* Selected now, but not measured: a new old queue. */
-		for (i = 0; i < s.n; i++) {
-			const struct old_queue *oq = &s.v[i];
+	return nitems;
+}
 
-			if (known[i])
-				continue;
-			items[nitems] = (struct item){ .name = oq->q->name, .type = oq->q->type,
-			    .ttl_ms = oq->ttl_ms, .deadline_ms = -1, .seen = -1, .purged = -1,
-			    .at_ms = now };
-			set_reason(&items[nitems++], OUT_LEFT, "selected now but not measured: "
-			    "not touched; measure again (a new old queue means the old path "
-			    "is still in use)");
-		}
+/* Appends to ITEMS (NITEMS so far) every queue of S that is selected now
+ * but was not measured (KNOWN[i] false), left untouched. Returns the new
+ * count. */
+static size_t
+add_unmeasured(const struct old_selection *s, const bool *known, struct item *items,
+    size_t nitems, int64_t now)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct old_queue *oq = &s->v[i];
+
+		if (known[i])
+			continue;
+		items[nitems] = (struct item){ .name = oq->q->name, .type = oq->q->type,
+		    .ttl_ms = oq->ttl_ms, .deadline_ms = -1, .seen = -1, .purged = -1,
+		    .at_ms = now };
+		set_reason(&items[nitems++], OUT_LEFT, "selected now but not measured: "
+		    "not touched; measure again (a new old queue means the old path "
+		    "is still in use)");
 	}
-	if (ntodo > 0)
-		ntodo = check_counters(c, &pre, todo, ntodo);
-	if (ntodo > 0 && run_waves(c, o, &s, items, nitems, todo, ntodo, &nconn,
-	    fence_err, sizeof(fence_err)) != 0 && fence_err[0] == '\0')
-		snprintf(fence_err, sizeof(fence_err), "out of memory");
-	for (i = 0; i < nitems; i++) {
-		struct item *it = &items[i];
+	return nitems;
+}
+
+/* Appends one entry per item to ENTRIES and counts the outcomes into
+ * COUNTS. Returns the messages deleted with quorum queues ("purged"). */
+static int64_t
+entries_add(json_t *entries, const struct item *items, size_t nitems, size_t *counts)
+{
+	int64_t lost = 0;
+
+	for (size_t i = 0; i < nitems; i++) {
+		const struct item *it = &items[i];
 
 		counts[it->outcome]++;
 		if (it->purged > 0)
@@ -781,23 +767,34 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
 			    "purged", json_integer(it->purged));
 	}
-	counts[OUT_LEFT] += counts[OUT_NONE];
+	return lost;
+}
+
+/* Writes into ERR (emptied first) what went wrong: LOST messages deleted
+ * with their queues, the NLEFT queues left (the first LEFT_IN_ERR named
+ * with their reasons), and FENCE_ERR. ERR stays empty when all is well. */
+static void
+summary_err(char *err, size_t errlen, const struct item *items, size_t nitems,
+    size_t nleft, int64_t lost, bool dry_run, const char *fence_err)
+{
+	size_t off, named = 0;
+
 	err[0] = '\0';
 	if (lost > 0)
 		sentences_add(err, errlen, "%lld message%s entered quorum old "
 		    "queues between the check and the delete and %s deleted with them "
 		    "(see \"purged\")", (long long)lost, lost == 1 ? "" : "s",
 		    lost == 1 ? "was" : "were");
-	if (counts[OUT_LEFT] > 0) {
+	if (nleft > 0) {
 		sentences_add(err, errlen, "%zu of %zu old queues "
-		    "%s left:", counts[OUT_LEFT], nitems, o->dry_run ? "would be" : "are");
+		    "%s left:", nleft, nitems, dry_run ? "would be" : "are");
 		off = strlen(err);
-		for (i = 0; i < nitems && off < errlen; i++) {
+		for (size_t i = 0; i < nitems && off < errlen; i++) {
 			if (items[i].outcome != OUT_LEFT && items[i].outcome != OUT_NONE)
 				continue;
 			if (named == LEFT_IN_ERR) {
 				snprintf(err + off, errlen - off, " and %zu more",
-				    counts[OUT_LEFT] - named);
+				    nleft - named);
 				break;
 			}
 			off += (size_t)snprintf(err + off, errlen - off, "%s %s (%s)",
@@ -807,12 +804,16 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	}
 	if (fence_err[0] != '\0')
 		sentences_add(err, errlen, "%s", fence_err);
-	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0')
-		goto done;
-	rc = 0;
-done:
-	*result = json_pack("{s:b,s:b,s:o,s:I,s:i,s:I,s:{s:i,s:i,s:i,s:i},s:o}",
-	    "ok", rc == 0, "dry_run", o->dry_run,
+}
+
+/* The step's result: OK, the counts, the connections used, the time taken
+ * since STARTED and ENTRIES (stolen). */
+static json_t *
+result_json(const struct step_ctx *c, const struct old_remove_opts *o, bool ok,
+    int nconn, int64_t started, const size_t *counts, json_t *entries)
+{
+	return json_pack("{s:b,s:b,s:o,s:I,s:i,s:I,s:{s:i,s:i,s:i,s:i},s:o}",
+	    "ok", ok, "dry_run", o->dry_run,
 	    "last_entry_ms", int_or_null(c->old_last_entry_ms > 0 ?
 	    c->old_last_entry_ms : -1),
 	    "allowance_ms", (json_int_t)c->plan->watch.allowance_ms,
@@ -820,6 +821,71 @@ done:
 	    "counts", "removed", (int)counts[OUT_REMOVED], "gone", (int)counts[OUT_GONE],
 	    "left", (int)counts[OUT_LEFT], "would_remove", (int)counts[OUT_WOULD],
 	    "entries", entries);
+}
+
+int
+old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **result,
+    char *err, size_t errlen)
+{
+	static const struct old_remove_opts defaults = { 0 };
+	const struct old_remove_opts *o = opts != NULL ? opts : &defaults;
+	const json_t *mq;
+	struct old_selection s = { 0 };
+	struct item *items = NULL, **todo = NULL;
+	bool *known = NULL;
+	struct old_counters pre = { 0 };
+	char fence_err[600] = "";
+	json_t *entries = json_array();
+	int64_t now = old_now_ms(c), started = old_now_ms(NULL);
+	size_t i, nitems = 0, nmeasured, ntodo = 0, counts[5] = { 0 };
+	int64_t lost = 0;
+	int rc = -1, nconn = 0;
+
+	*result = NULL;
+	if (measured_queues(c->measured, &mq, err, errlen) != 0)
+		goto done;
+	nmeasured = json_array_size(mq);
+	/* Without the watch's last sample, the counters now are the baseline
+	 * that the reading just before deleting is compared with. */
+	if (c->old_last_entry_ms > 0 && c->watched == NULL &&
+	    old_counters_read(c, &pre, err, errlen) != 0)
+		goto done;
+	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
+		goto done;
+	/* Fences (and their markers) that a run killed mid-way left. */
+	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
+	    errlen) < 0)
+		goto done;
+	if ((items = calloc(nmeasured + s.n + 1, sizeof(*items))) == NULL ||
+	    (todo = calloc(nmeasured + 1, sizeof(*todo))) == NULL ||
+	    (known = calloc(s.n + 1, sizeof(*known))) == NULL) {
+		snprintf(err, errlen, "out of memory for %zu queues", nmeasured);
+		goto done;
+	}
+	nitems = items_from_measured(mq, items, now);
+	if (c->old_last_entry_ms <= 0) {
+		for (i = 0; i < nitems; i++)
+			set_reason(&items[i], OUT_LEFT, "the last entry into the old path is "
+			    "unknown, so no deadline is known: nothing is removed");
+	} else {
+		ntodo = triage(c, &s, items, nitems, todo, known, now);
+		/* Selected now, but not measured: a new old queue. */
+		nitems = add_unmeasured(&s, known, items, nitems, now);
+	}
+	if (ntodo > 0)
+		ntodo = check_counters(c, &pre, todo, ntodo);
+	if (ntodo > 0 && run_waves(c, o, &s, items, nitems, todo, ntodo, &nconn,
+	    fence_err, sizeof(fence_err)) != 0 && fence_err[0] == '\0')
+		snprintf(fence_err, sizeof(fence_err), "out of memory");
+	lost = entries_add(entries, items, nitems, counts);
+	counts[OUT_LEFT] += counts[OUT_NONE];
+	summary_err(err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
+	    fence_err);
+	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0')
+		goto done;
+	rc = 0;
+done:
+	*result = result_json(c, o, rc == 0, nconn, started, counts, entries);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
 	free(known);

@@ -61,7 +61,9 @@ void step_ctx_close(struct step_ctx *c);
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
  * -1 when it failed or could not be confirmed (ERR says why). In both cases
  * *RESULT is set to a new JSON object describing what was done and seen,
- * which the caller persists and frees. Running a step again is safe. */
+ * which the caller persists and frees. Running a step again is safe.
+ * The watch alone also returns 1: not finished, run it again later with
+ * its result as C->state (step_watch). */
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* The results of a plan's earlier steps, as a step's prepare function reads
@@ -101,7 +103,9 @@ int step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
 /* declare_ladder: declares every object of the plan's topology: exchanges,
- * level and parking queues with their arguments, every binding. Destination
+ * level and parking queues with their arguments, every binding, and last,
+ * for a library's naming, the policy that gives its delivery exchange the
+ * alternate exchange. Destination
  * queues are bound, never redeclared; a missing one fails the step before
  * anything is declared, naming it and where the plan lists it, unless
  * ladder.create_destinations lets it create them. Idempotent. A queue or

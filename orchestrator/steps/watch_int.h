@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -264,6 +265,28 @@ jint(const json_t *o, const char *key, int64_t dflt)
 	const json_t *v = json_object_get(o, key);
 
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/* One integer member of a persisted object: KEY, read into the int64_t
+ * member at OFF of a struct, DFLT when it is absent or not an integer.
+ * JFIELD(T, M, KEY, DFLT) makes a row (the build fails if T's M is not
+ * an int64_t); jint_fields reads a table of them. */
+struct jfield {
+	const char *key;
+	size_t off;
+	int64_t dflt;
+};
+#define JFIELD(T, M, KEY, DFLT) { (KEY), offsetof(T, M) + 0 * sizeof(char[ \
+	sizeof(((T *)0)->M) == sizeof(int64_t) ? 1 : -1]), (DFLT) }
+#define JFIELDS_N(t)	(sizeof(t) / sizeof((t)[0]))
+
+/* Reads the N members F of object O into the struct at BASE. */
+static inline void
+jint_fields(void *base, const json_t *o, const struct jfield *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		*(int64_t *)(void *)((char *)base + f[i].off) =
+		    jint(o, f[i].key, f[i].dflt);
 }
 
 static inline json_t *

@@ -330,6 +330,20 @@ watch_levels_samples(struct tick *t)
 	return 0;
 }
 
+/* A persisted level's integer members. */
+static const struct jfield level_fields[] = {
+	JFIELD(struct wlevel, sent, "sent", 0),
+	JFIELD(struct wlevel, arrived, "arrived", 0),
+	JFIELD(struct wlevel, ontime, "on_time", 0),
+	JFIELD(struct wlevel, late, "late", 0),
+	JFIELD(struct wlevel, stuck, "stuck", 0),
+	JFIELD(struct wlevel, last_late, "last_lateness_ms", 0),
+	JFIELD(struct wlevel, last_late_lo, "last_lateness_min_ms", 0),
+	JFIELD(struct wlevel, proven_sent_ms, "proven_sent_ms", 0),
+	JFIELD(struct wlevel, next_mono, "next_mono_ms", 0),
+	JFIELD(struct wlevel, dlx_since_mono, "dlx_since_mono_ms", 0),
+};
+
 /* Reads the persisted "levels" member J into W. */
 void
 watch_levels_read(struct wstate *w, const json_t *j)
@@ -345,17 +359,8 @@ watch_levels_read(struct wstate *w, const json_t *j)
 
 		lv->in_flight = json_is_true(json_object_get(o, "in_flight"));
 		watch_probe_read(&lv->p, json_object_get(o, "probe"));
-		lv->sent = jint(o, "sent", 0);
-		lv->arrived = jint(o, "arrived", 0);
-		lv->ontime = jint(o, "on_time", 0);
-		lv->late = jint(o, "late", 0);
-		lv->stuck = jint(o, "stuck", 0);
-		lv->last_late = jint(o, "last_lateness_ms", 0);
-		lv->last_late_lo = jint(o, "last_lateness_min_ms", 0);
+		jint_fields(lv, o, level_fields, JFIELDS_N(level_fields));
 		lv->proven = json_is_true(json_object_get(o, "proven"));
-		lv->proven_sent_ms = jint(o, "proven_sent_ms", 0);
-		lv->next_mono = jint(o, "next_mono_ms", 0);
-		lv->dlx_since_mono = jint(o, "dlx_since_mono_ms", 0);
 	}
 }
 

@@ -113,6 +113,51 @@ flag_state_read(struct wstate *w, const json_t *f)
 	snprintf(w->flag_detail, sizeof(w->flag_detail), "%s", detail ? detail : "");
 }
 
+/* The integer members of the persisted state, by the object they are in. */
+#define W(M, KEY, DFLT)	JFIELD(struct wstate, M, KEY, DFLT)
+static const struct jfield clock_fields[] = {
+	W(mono_last_ms, "mono_last_ms", 0), W(elapsed_ms, "elapsed_ms", -1),
+	W(entry_elapsed_ms, "entry_elapsed_ms", 0),
+};
+static const struct jfield parking_fields[] = {
+	W(park_known, "known_depth", 0), W(park_foreign, "foreign", 0),
+	W(park_unread, "unread", 0), W(park_requeues, "requeues", 0),
+	W(park_walks, "walks", 0),
+};
+static const struct jfield own_taken_fields[] = {
+	W(park_canary, "canary", 0), W(park_probe, "probe", 0),
+};
+static const struct jfield amo_fields[] = {
+	W(amo_depth, "depth", -1), W(amo_at_ms, "at_ms", 0),
+};
+static const struct jfield top_fields[] = {
+	W(started_ms, "started_ms", 0), W(flip_ms, "flip_ms", 0),
+	W(max_ttl_ms, "max_ttl_ms", -1), W(allowance_ms, "allowance_ms", 0),
+	W(last_old_entry_ms, "last_old_entry_ms", 0),
+	W(deadline_ms, "deadline_ms", 0), W(ticks, "ticks", 0),
+	W(last_tick_ms, "last_tick_ms", 0),
+	W(ds_last_ms, "downsample_last_ms", 0),
+};
+static const struct jfield old_fields[] = {
+	W(old_publishes, "publishes", -1), W(old_after_flip, "after_flip", 0),
+	W(old_settled, "settled", 0), W(old_resets, "resets", 0),
+	W(unmeasured_seen, "unmeasured_queues", 0),
+};
+static const struct jfield probe_fields[] = {
+	W(probe_delay_ms, "delay_ms", 0), W(probe_seq, "next_seq", 0),
+	W(probe_next_ms, "next_mono_ms", 0),
+	W(probe_checked_ms, "checked_mono_ms", 0),
+	W(sent, "sent", 0), W(arrived, "arrived", 0), W(lost, "lost", 0),
+	W(late, "late", 0), W(early, "early", 0),
+	W(unmeasured, "unmeasured", 0), W(stale, "stale", 0),
+	W(foreign, "foreign", 0), W(last_late, "last_lateness_ms", 0),
+	W(max_late, "max_lateness_ms", 0), W(probe_parked, "parked", 0),
+};
+static const struct jfield verify_fields[] = {
+	W(verify_next_ms, "next_ms", 0), W(verify_last_ms, "last_ms", 0),
+};
+#undef W
+
 /* Reads the parts of a persisted state J that issue 14 added (a state
  * without them reads as a new watch would start them). */
 static void
@@ -125,20 +170,13 @@ state_read_more(struct wstate *w, const json_t *j)
 	size_t i;
 
 	snprintf(w->boot_id, sizeof(w->boot_id), "%s", boot ? boot : "");
-	w->mono_last_ms = jint(clk, "mono_last_ms", 0);
-	w->elapsed_ms = jint(clk, "elapsed_ms", -1);
-	w->entry_elapsed_ms = jint(clk, "entry_elapsed_ms", 0);
-	w->park_known = jint(pk, "known_depth", 0);
-	w->park_foreign = jint(pk, "foreign", 0);
-	w->park_unread = jint(pk, "unread", 0);
-	w->park_requeues = jint(pk, "requeues", 0);
-	w->park_walks = jint(pk, "walks", 0);
-	w->park_canary = jint(json_object_get(pk, "own_taken"), "canary", 0);
-	w->park_probe = jint(json_object_get(pk, "own_taken"), "probe", 0);
+	jint_fields(w, clk, clock_fields, JFIELDS_N(clock_fields));
+	jint_fields(w, pk, parking_fields, JFIELDS_N(parking_fields));
+	jint_fields(w, json_object_get(pk, "own_taken"), own_taken_fields,
+	    JFIELDS_N(own_taken_fields));
 	w->have_nodes = json_is_array(json_object_get(j, "nodes"));
 	watch_nodes_parse(json_object_get(j, "nodes"), &w->nodes);
-	w->amo_depth = jint(amo, "depth", -1);
-	w->amo_at_ms = jint(amo, "at_ms", 0);
+	jint_fields(w, amo, amo_fields, JFIELDS_N(amo_fields));
 	w->have_leaders = json_is_array(json_object_get(j, "level_leaders"));
 	json_array_foreach(json_object_get(j, "level_leaders"), i, o)
 		if (i < LADDER_MAX_LEVELS && json_is_string(o))
@@ -241,57 +279,30 @@ watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 		    WATCH_STATE_VERSION);
 		return -1;
 	}
-	w->started_ms = jint(j, "started_ms", 0);
-	w->flip_ms = jint(j, "flip_ms", 0);
-	w->max_ttl_ms = jint(j, "max_ttl_ms", -1);
+	jint_fields(w, j, top_fields, JFIELDS_N(top_fields));
 	snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
 	    json_string_value(json_object_get(j, "max_ttl_queue")) ?
 	    json_string_value(json_object_get(j, "max_ttl_queue")) : "");
-	w->allowance_ms = jint(j, "allowance_ms", 0);
-	w->last_old_entry_ms = jint(j, "last_old_entry_ms", 0);
-	w->deadline_ms = jint(j, "deadline_ms", 0);
-	w->ticks = jint(j, "ticks", 0);
-	w->last_tick_ms = jint(j, "last_tick_ms", 0);
-	w->old_publishes = jint(old, "publishes", -1);
-	w->old_after_flip = jint(old, "after_flip", 0);
-	w->old_settled = jint(old, "settled", 0);
-	w->old_resets = jint(old, "resets", 0);
-	w->unmeasured_seen = jint(old, "unmeasured_queues", 0);
+	jint_fields(w, old, old_fields, JFIELDS_N(old_fields));
 	json_array_foreach(json_object_get(old, "new_queues"), i, o)
 		if (json_is_string(o) && w->nknown_new < NEW_KNOWN_MAX)
 			snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
 			    json_string_value(o));
 	w->ladder_publishes = jint(lad, "publishes", -1);
-	w->probe_delay_ms = jint(pr, "delay_ms", 0);
-	w->probe_seq = jint(pr, "next_seq", 0);
-	w->probe_next_ms = jint(pr, "next_mono_ms", 0);
-	w->probe_checked_ms = jint(pr, "checked_mono_ms", 0);
+	jint_fields(w, pr, probe_fields, JFIELDS_N(probe_fields));
 	json_array_foreach(json_object_get(pr, "outstanding"), i, o) {
 		if (w->nout == PROBE_OUTSTANDING_MAX)
 			break;
 		watch_probe_read(&w->out[w->nout++], o);
 	}
-	w->sent = jint(pr, "sent", 0);
-	w->arrived = jint(pr, "arrived", 0);
-	w->lost = jint(pr, "lost", 0);
-	w->late = jint(pr, "late", 0);
-	w->early = jint(pr, "early", 0);
-	w->unmeasured = jint(pr, "unmeasured", 0);
-	w->stale = jint(pr, "stale", 0);
-	w->foreign = jint(pr, "foreign", 0);
 	json_array_foreach(json_object_get(pr, "recent_lateness_ms"), i, o)
 		if (json_is_integer(o) && w->nrecent < PROBE_RECENT_MAX)
 			w->recent[w->nrecent++] = json_integer_value(o);
 	w->have_late = json_is_integer(json_object_get(pr, "last_lateness_ms"));
-	w->last_late = jint(pr, "last_lateness_ms", 0);
-	w->max_late = jint(pr, "max_lateness_ms", 0);
-	w->verify_next_ms = jint(ver, "next_ms", 0);
-	w->verify_last_ms = jint(ver, "last_ms", 0);
+	jint_fields(w, ver, verify_fields, JFIELDS_N(verify_fields));
 	ok = json_object_get(ver, "ok");
 	w->verify_ok = json_is_boolean(ok) ? json_is_true(ok) : -1;
-	w->ds_last_ms = jint(j, "downsample_last_ms", 0);
 	flag_state_read(w, json_object_get(j, "flag"));
-	w->probe_parked = jint(pr, "parked", 0);
 	state_read_more(w, j);
 	if (w->started_ms <= 0 || w->max_ttl_ms < 0 || w->deadline_ms <= 0 ||
 	    w->probe_delay_ms <= 0) {

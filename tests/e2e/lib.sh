@@ -1,15 +1,66 @@
 # lib.sh: what the e2e scripts (and bench/load) share; sourced.
 
-# e2e_broker_yaml prints a plan's broker section for the test broker
-# (CUTOVER_TEST_*; the password as the reference env:CUTOVER_TEST_PASSWORD).
+# e2e_require WHO VAR...: exits 1, naming WHO, unless every VAR is set
+# (scripts/test sets them) and jq is there.
+e2e_require() {
+	_who=$1
+	shift
+	for _v in "$@"; do
+		eval "_val=\${$_v:-}"
+		[ -n "$_val" ] || { echo "$_who: $_v is not set (scripts/test sets it)" >&2; exit 1; }
+	done
+	command -v jq >/dev/null || { echo "$_who: jq is missing (scripts/setup)" >&2; exit 1; }
+}
+
+# fail MESSAGE: reports a failed check on stderr and counts it in $failures.
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# e2e_broker_yaml [USER PASSWORD] prints a plan's broker section for the
+# test broker (CUTOVER_TEST_*): as USER (default $CUTOVER_TEST_USER) with
+# the password reference PASSWORD (default env:CUTOVER_TEST_PASSWORD).
 e2e_broker_yaml() {
 	cat <<YAML
 broker:
   amqp: $CUTOVER_TEST_AMQP
   management: $CUTOVER_TEST_MGMT
-  username: $CUTOVER_TEST_USER
-  password: env:CUTOVER_TEST_PASSWORD
+  username: ${1:-$CUTOVER_TEST_USER}
+  password: ${2:-env:CUTOVER_TEST_PASSWORD}
 YAML
+}
+
+# e2e_flag_yaml FEATURE [TOKEN] prints a plan's flag section: the Unleash
+# feature FEATURE of the test Unleash, with the token reference TOKEN
+# (default env:CUTOVER_TEST_UNLEASH_TOKEN).
+e2e_flag_yaml() {
+	cat <<YAML
+flag:
+  kind: unleash
+  url: $CUTOVER_TEST_UNLEASH_URL
+  project: default
+  environment: production
+  feature: $1
+  token: ${2:-env:CUTOVER_TEST_UNLEASH_TOKEN}
+YAML
+}
+
+# e2e_serve_start WHO: starts `$bin serve` on $server's port with the
+# database $tmp/cutover.db, the operators $tmp/operators and the log
+# $tmp/serve.log, sets serve_pid, and waits (up to 30 s) for /healthz;
+# exits 1 (WHO: in the message, the log printed) when it does not answer.
+e2e_serve_start() {
+	"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:${server##*:}" \
+	    --operators "$tmp/operators" 2>"$tmp/serve.log" &
+	serve_pid=$!
+	_i=0
+	until curl -fsS "$server/healthz" >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ $_i -gt 300 ] && { echo "$1: serve did not start within 30 s" >&2;
+		    cat "$tmp/serve.log" >&2; exit 1; }
+		sleep 0.1
+	done
 }
 
 # e2e_free_port prints a TCP port on 127.0.0.1 that nothing listens on,
@@ -121,41 +172,52 @@ e2e_run_id() {
 	printf '%s-%s' "$$" "$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
-# e2e_plan_body NAME FEATURE prints everything after the broker section of
-# the e2e plan: old queues NAME.delay.<n>ms, a 9-level 100 ms ladder
-# (quorum) to NAME.email, a short canary, the Unleash feature FEATURE of
-# the test Unleash, a 500 ms watch, flip and remove_old gated.
+# e2e_plan_body NAME FEATURE [max_lateness=D] [allowance=D] [gates=no]
+# prints everything after the broker section of the e2e plan: old queues
+# NAME.delay.<n>ms, a 9-level 100 ms ladder (quorum) to NAME.email, a
+# short canary (canary.max_lateness D, default the plan's), the Unleash
+# feature FEATURE of the test Unleash, a 500 ms watch (allowance D,
+# default 2s), flip and remove_old gated (not with gates=no).
 e2e_plan_body() {
+	_name=$1 _feature=$2 _late= _allowance=2s _gate=true
+	shift 2
+	for _o in "$@"; do
+		case $_o in
+		max_lateness=*) _late=${_o#*=} ;;
+		allowance=*) _allowance=${_o#*=} ;;
+		gates=no) _gate= ;;
+		*) echo "e2e_plan_body: unknown option '$_o'" >&2; return 1 ;;
+		esac
+	done
 	cat <<PLAN
 old:
-  queues: { match: '^$1\\.delay\\.[0-9]+ms\$' }
+  queues: { match: '^$_name\\.delay\\.[0-9]+ms\$' }
 ladder:
-  prefix: $1
+  prefix: $_name
   unit: 100ms
   levels: 9
-  destinations: [$1.email]
+  destinations: [$_name.email]
 canary:
   delays: [100ms, 700ms, 1500ms]
-flag:
-  kind: unleash
-  url: $CUTOVER_TEST_UNLEASH_URL
-  project: default
-  environment: production
-  feature: $2
-  token: env:CUTOVER_TEST_UNLEASH_TOKEN
+PLAN
+	if [ -n "$_late" ]; then echo "  max_lateness: $_late"; fi
+	e2e_flag_yaml "$_feature"
+	cat <<PLAN
 watch:
   interval: 500ms
-  allowance: 2s
+  allowance: $_allowance
   probe_every: 2s
 steps:
   - measure_horizon
   - declare_ladder
   - verify_ladder
   - canary
-  - { step: flip, gate: true }
-  - watch
-  - { step: remove_old, gate: true }
 PLAN
+	if [ -n "$_gate" ]; then
+		printf '  - { step: flip, gate: true }\n  - watch\n  - { step: remove_old, gate: true }\n'
+	else
+		printf '  - flip\n  - watch\n  - remove_old\n'
+	fi
 }
 
 # e2e_within SECONDS COMMAND...: runs COMMAND every 0.2 s until it

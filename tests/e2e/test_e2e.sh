@@ -15,17 +15,10 @@
 set -u
 build=$1
 bin=$build/cutover
-for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
-    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN; do
-	eval "val=\${$v:-}"
-	if [ -z "$val" ]; then
-		echo "test_e2e: $v is not set (scripts/test sets it)" >&2
-		exit 1
-	fi
-done
-command -v jq >/dev/null || { echo "test_e2e: jq is missing (scripts/setup)" >&2; exit 1; }
-
 . "$(dirname "$0")/lib.sh"
+e2e_require test_e2e CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
+    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
+    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
 tmp=$(mktemp -d)
 name=e2e$$
 feature=cutover-e2e-$(e2e_run_id)
@@ -34,11 +27,6 @@ server=http://127.0.0.1:$port
 serve_pid=
 traffic_pid=
 failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
 
 # Whatever happened: stop what it started, remove the plan's objects from
 # the broker and its feature from Unleash. A signal exits through it too.
@@ -59,38 +47,11 @@ api() { # METHOD PATH
 	curl -sS -X "$1" -H "Authorization: Bearer $token" "$server$2"
 }
 
+# canary.max_lateness 10s: see below.
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
 $(e2e_broker_yaml)
-old:
-  queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
-ladder:
-  prefix: $name
-  unit: 100ms
-  levels: 9
-  destinations: [$name.email]
-canary:
-  delays: [100ms, 700ms, 1500ms]
-  max_lateness: 10s
-flag:
-  kind: unleash
-  url: $CUTOVER_TEST_UNLEASH_URL
-  project: default
-  environment: production
-  feature: $feature
-  token: env:CUTOVER_TEST_UNLEASH_TOKEN
-watch:
-  interval: 500ms
-  allowance: 2s
-  probe_every: 2s
-steps:
-  - measure_horizon
-  - declare_ladder
-  - verify_ladder
-  - canary
-  - { step: flip, gate: true }
-  - watch
-  - { step: remove_old, gate: true }
+$(e2e_plan_body "$name" "$feature" max_lateness=10s)
 PLAN
 
 # The feature of this run starts off: producers on the old path.
@@ -123,15 +84,7 @@ until [ "$(mgmt "/api/queues/%2F?columns=name,messages" | jq "[.[] | select((.na
 	sleep 0.2
 done
 
-"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
-    --operators "$tmp/operators" 2>"$tmp/serve.log" &
-serve_pid=$!
-i=0
-until curl -fsS "$server/healthz" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && { echo "test_e2e: serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
-	sleep 0.1
-done
+e2e_serve_start test_e2e
 id=$(curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
     "$server/api/plans" | jq -r .id)
 [ -n "$id" ] && [ "$id" != null ] || { echo "test_e2e: submit failed" >&2; exit 1; }

@@ -21,22 +21,16 @@
 set -u
 build=$1
 bin=$build/cutover
-for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
-    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN; do
-	eval "val=\${$v:-}"
-	if [ -z "$val" ]; then
-		echo "test_kill: $v is not set (scripts/test sets it)" >&2
-		exit 1
-	fi
-done
-command -v jq >/dev/null || { echo "test_kill: jq is missing (scripts/setup)" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+e2e_require test_kill CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
+    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
+    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
 
 seed=${CUTOVER_KILL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 points=${CUTOVER_KILL_POINTS:-20}
 max_s=${CUTOVER_KILL_MAX_S:-2}
 echo "test_kill: seed $seed ($points kills; replay with CUTOVER_KILL_SEED=$seed)"
 
-. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 name=kill$$
 feature=cutover-kill-$$-$seed
@@ -44,11 +38,6 @@ db=$tmp/cutover.db
 engine_pid=
 traffic_pid=
 failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
 
 # Whatever happened: stop what it started, remove the plan's objects from
 # the broker (what teardown refused, a level or parking still holding
@@ -73,39 +62,8 @@ e2e_feature_create "$feature" || { echo "test_kill: cannot create feature $featu
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
-broker:
-  amqp: $CUTOVER_TEST_AMQP
-  management: $CUTOVER_TEST_MGMT
-  username: $CUTOVER_TEST_USER
-  password: env:CUTOVER_TEST_PASSWORD
-old:
-  queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
-ladder:
-  prefix: $name
-  unit: 100ms
-  levels: 9
-  destinations: [$name.email]
-canary:
-  delays: [100ms, 700ms, 1500ms]
-flag:
-  kind: unleash
-  url: $CUTOVER_TEST_UNLEASH_URL
-  project: default
-  environment: production
-  feature: $feature
-  token: env:CUTOVER_TEST_UNLEASH_TOKEN
-watch:
-  interval: 500ms
-  allowance: 20s
-  probe_every: 2s
-steps:
-  - measure_horizon
-  - declare_ladder
-  - verify_ladder
-  - canary
-  - flip
-  - watch
-  - remove_old
+$(e2e_broker_yaml)
+$(e2e_plan_body "$name" "$feature" allowance=20s gates=no)
 PLAN
 
 # Live traffic: 100 messages a second, delays 1-10 s in 500 ms steps (19

@@ -11,14 +11,9 @@
 # scripts/test (CUTOVER_TEST_*).
 set -u
 bin=$1/cutover
-for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
-    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN; do
-	eval "val=\${$v:-}"
-	[ -n "$val" ] || { echo "test_secrets: $v is not set (scripts/test sets it)" >&2; exit 1; }
-done
-command -v jq >/dev/null || { echo "test_secrets: jq is missing" >&2; exit 1; }
-
 . "$(dirname "$0")/lib.sh"
+e2e_require test_secrets CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
+    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN
 tmp=$(mktemp -d)
 name=secrets$$
 user=secrets$$
@@ -40,7 +35,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # The secrets: the broker password is the broker's real one (guest on the
 # test node, too short to search for), so the test broker gets a user of
@@ -60,11 +54,7 @@ e2e_feature_create "$feature" || { echo "test_secrets: cannot create feature $fe
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
-broker:
-  amqp: $CUTOVER_TEST_AMQP
-  management: $CUTOVER_TEST_MGMT
-  username: $user
-  password: env:SECRET_BROKER
+$(e2e_broker_yaml "$user" env:SECRET_BROKER)
 old:
   queues: { names: [$name.old] }
 ladder:
@@ -75,13 +65,7 @@ ladder:
   create_destinations: true
 canary:
   delays: [100ms, 300ms]
-flag:
-  kind: unleash
-  url: $CUTOVER_TEST_UNLEASH_URL
-  project: default
-  environment: production
-  feature: $feature
-  token: env:SECRET_FLAG
+$(e2e_flag_yaml "$feature" env:SECRET_FLAG)
 steps:
   - measure_horizon
   - declare_ladder
@@ -93,14 +77,7 @@ mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/queues/%
     -d '{"durable":true,"arguments":{"x-message-ttl":1000}}' >/dev/null
 printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
 
-"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
-    --operators "$tmp/operators" 2>"$tmp/serve.log" &
-serve_pid=$!
-i=0
-until curl -fsS "$server/healthz" >/dev/null 2>&1; do
-	i=$((i + 1)); [ $i -gt 300 ] && { echo "serve did not start within 30 s" >&2; exit 1; }
-	sleep 0.1
-done
+e2e_serve_start test_secrets
 curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
     "$server/api/plans" >"$tmp/submit.json"
 id=$(jq -r .id "$tmp/submit.json")
