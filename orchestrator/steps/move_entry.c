@@ -30,17 +30,6 @@ move_from_name(enum move_from f)
 	return (unsigned)f < sizeof(froms) / sizeof(froms[0]) ? froms[f] : "?";
 }
 
-int
-move_from_parse(const char *text, enum move_from *out)
-{
-	for (size_t i = 0; text != NULL && i < sizeof(froms) / sizeof(froms[0]); i++)
-		if (strcmp(text, froms[i]) == 0) {
-			*out = (enum move_from)i;
-			return 0;
-		}
-	return -1;
-}
-
 /* The entry time M gives under FROM, or -1 with WHY. */
 static int64_t
 entry_of(enum move_from from, const struct move_stamp *m, char *why, size_t whylen)

@@ -61,8 +61,7 @@ struct move_decision {
  * "unknown_entry". */
 const char *move_verdict_name(enum move_verdict v);
 
-/* Parses "timestamp", "header" or "unknown". Returns 0, or -1. */
-int move_from_parse(const char *text, enum move_from *out);
+/* "timestamp", "header" or "unknown" (the plan's words). */
 const char *move_from_name(enum move_from f);
 
 /* Decides for a message M of a queue under rule R at NOW_MS (epoch ms,

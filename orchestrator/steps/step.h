@@ -205,6 +205,22 @@ const char *step_flag_describe(const struct plan *p, char *out, size_t outlen);
 int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
     size_t errlen);
 
+/* move_old (issue 18): moves the messages waiting in the old queues into
+ * the ladder with their remaining delay, never early (move_entry.h), each
+ * acked in its old queue only after its publisher confirm; what cannot go
+ * (beyond the ladder, entry unknown over the bound, no destination, not
+ * confirmed) stays in its old queue. Refuses to start, moving nothing,
+ * when a selected queue's dead-letter target maps onto no destination
+ * (naming the queue and the target). Persists its state after each batch;
+ * returns 1 after each pass over the queues (the engine calls it again)
+ * until a pass has begun after flip + move_old.stragglers, then 0 with
+ * "horizon_ms" (what stayed in the old path + watch.allowance),
+ * "old_horizon_ms" and "saved_ms"; -1 when it cannot go on (ERR says
+ * why). The result: {"ok", "pass", "counts": {"moved", "left",
+ * "skipped"}, "queues": [{"name", "ttl_ms", "from", "destination",
+ * "moved", "left", "left_why": {...}, "left_until_ms", "skipped"}], ...}. */
+int step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
 /* watch: one sample of both paths (old queues, ladder levels, parking,
  * probes), persisted as samples; raises alerts. Returns 1 while the watch
  * must go on (*RESULT is its state, which the engine persists and passes
