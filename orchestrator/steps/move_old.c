@@ -483,6 +483,24 @@ horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
 	    json_integer(0));
 }
 
+/* Records in the plan's history what the move did and how much sooner the
+ * old path can be left ("move_old.done"). */
+static void
+record_done(struct step_ctx *c, const json_t *state)
+{
+	json_t *d = json_pack("{s:O,s:O,s:O,s:O}", "counts", json_object_get(state,
+	    "counts"), "horizon_ms", json_object_get(state, "horizon_ms"),
+	    "old_horizon_ms", json_object_get(state, "old_horizon_ms"), "saved_ms",
+	    json_object_get(state, "saved_ms"));
+	char why[256], *text = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
+
+	if (c->store != NULL && text != NULL)
+		(void)store_append_event(c->store, c->plan_id, clock_now_ms(), "engine",
+		    "move_old.done", text, NULL, why, sizeof(why));
+	free(text);
+	json_decref(d);
+}
+
 /* Totals of the queues' counts into STATE's "counts". */
 static void
 totals(json_t *state)
@@ -573,6 +591,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	}
 	horizon(c, state, jint(state, "pass_started_ms"));
 	json_object_set_new(state, "ok", json_true());
+	record_done(c, state);
 	rc = 0;
 done:
 	if (rc < 0 && err[0] != '\0')

@@ -25,6 +25,7 @@ struct step_ctx {
 	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
 	const json_t *watched;     /* borrowed: the watch's last state (its
 	                            * "old_last" sample), or NULL */
+	const json_t *moved;       /* borrowed: move_old's result, or NULL */
 	int64_t old_last_entry_ms; /* last time a message entered the old path
 	                            * (epoch ms), 0 when unknown */
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
@@ -90,7 +91,8 @@ void step_inputs_release(struct step_inputs *in);
 typedef int (*step_prepare_fn)(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
-/* The watch's inputs: measure_horizon's result as C->measured. */
+/* The watch's inputs (and move_old's): measure_horizon's result as
+ * C->measured, move_old's as C->moved. */
 int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen);
 
