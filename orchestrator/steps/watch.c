@@ -106,8 +106,11 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 		}
 	} else {
 		watch_state_init(w, c, t->now, ttl, ttl_queue);
-		if (watch_moved(w, c->moved))
+		if (watch_moved(w, c->moved)) {
+			/* The deadline only grows: begun again from the move's. */
+			w->deadline_ms = 0;
 			watch_update_deadline(w);
+		}
 	}
 	(void)watch_moved(w, c->moved);
 	*prev_deadline = w->deadline_ms;
