@@ -17,10 +17,11 @@
  *
  * Progress. The step's state (its result) is persisted after each batch,
  * so counts survive a kill -9; resumed, it passes again over the queues
- * its pass had not finished. After a pass over every queue it asks the
- * engine to call it again (returns 1, like the watch) until a pass has
- * begun after the stragglers' window (flip + move_old.stragglers), then
- * works out the horizon that is left. */
+ * its pass had not finished. There are two passes over the queues: one at
+ * once, and the last once the stragglers' window (flip +
+ * move_old.stragglers) is over, for what producers still published into
+ * the old path; in between the step returns 1 (like the watch: the engine
+ * calls it again). Then it works out the horizon that is left. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +549,13 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	*result = state;
 	err[0] = '\0';
 	pass = jint(state, "pass");
+	if (pass > 1 && now < jint(state, "stragglers_until_ms")) {
+		/* Between the first pass and the last: every pass returns what
+		 * it leaves to its queue, and a quorum queue counts those
+		 * returns against its delivery-limit, so there are two. */
+		rc = 1;
+		goto done;
+	}
 	if (old_select(c, &sel, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "selecting the old queues: %s", why);
 		goto done;
@@ -583,9 +591,10 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	totals(state);
 	if (jint(state, "pass_started_ms") < jint(state, "stragglers_until_ms")) {
 		/* Producers may still have published into the old path since
-		 * this pass began: another pass, at the engine's next call. */
+		 * this pass began: another pass once the stragglers' window is
+		 * over (the engine calls again each watch.interval). */
 		set_int(state, "pass", pass + 1);
-		set_int(state, "pass_started_ms", old_now_ms(c));
+		set_int(state, "pass_started_ms", jint(state, "stragglers_until_ms"));
 		rc = 1;
 		goto done;
 	}

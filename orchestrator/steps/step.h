@@ -214,8 +214,8 @@ int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
  * confirmed) stays in its old queue. Refuses to start, moving nothing,
  * when a selected queue's dead-letter target maps onto no destination
  * (naming the queue and the target). Persists its state after each batch;
- * returns 1 after each pass over the queues (the engine calls it again)
- * until a pass has begun after flip + move_old.stragglers, then 0 with
+ * passes over the queues twice, at once and once flip + move_old.stragglers
+ * is past, returning 1 (the engine calls it again) until then; then 0 with
  * "horizon_ms" (what stayed in the old path + watch.allowance),
  * "old_horizon_ms" and "saved_ms"; -1 when it cannot go on (ERR says
  * why). The result: {"ok", "pass", "counts": {"moved", "left",
