@@ -260,6 +260,20 @@ send_moved(struct pass *ps, const struct broker_delivery *d,
 	return broker_publish_async(ps->c->amqp, &m, err, errlen);
 }
 
+/* The batch's N messages OUT cannot be settled (the step fails): their
+ * confirms are collected as far as they come and every one is held, to
+ * be returned to its old queue with the rest (one that was confirmed too
+ * is then delivered twice, never lost). */
+static void
+abandon(struct pass *ps, struct broker_delivery *out, int n, const int64_t *nb)
+{
+	char why[256];
+
+	(void)broker_wait_confirms(ps->c->amqp, 1000, NULL, 0, NULL, why, sizeof(why));
+	for (int i = 0; i < n; i++)
+		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
+}
+
 /* Takes up to the plan's prefetch of messages, republishes those that go
  * and acks each after its confirm. Sets *END when the queue has no more
  * to take (or the held limit is reached). Returns 0, or -1 with ERR. */
@@ -292,6 +306,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		if (rc != 0) {
 			snprintf(err, errlen, "taking a message from old queue '%s': %s",
 			    ps->oq->q->name, why);
+			abandon(ps, out, n, nb);
 			goto done;
 		}
 		now = old_now_ms(c);
@@ -316,11 +331,8 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		}
 		nb[n] = dec.not_before_ms;
 		if ((rc = send_moved(ps, &d, &dec, dest, now, err, errlen)) != 0) {
-			out[n++] = d;	/* requeued below with the rest */
-			(void)broker_wait_confirms(c->amqp, 1000, NULL, 0, NULL, why,
-			    sizeof(why));
-			for (int i = 0; i < n; i++)
-				(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
+			out[n++] = d;
+			abandon(ps, out, n, nb);
 			goto done;
 		}
 		out[n++] = d;
@@ -519,6 +531,31 @@ totals(json_t *state)
 	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped));
 }
 
+/* Records in STATE the old queues' publish counters, summed as the watch
+ * sums them, as the last pass begins ("old_publishes"): the watch, which
+ * starts later, tells from them whether anything entered the old path
+ * after the move saw it. Left out when they cannot be read (the watch
+ * then assumes an entry at its first look). */
+static void
+publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
+    json_t *state)
+{
+	struct old_counters oc = { 0 };
+	int64_t total = 0;
+	char why[512];
+
+	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
+		return;
+	for (size_t i = 0; i < sel->n; i++) {
+		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
+
+		if (k != NULL && k->publish > 0)
+			total += k->publish;
+	}
+	set_int(state, "old_publishes", total);
+	old_counters_free(&oc);
+}
+
 /* The step's state: C->state resumed, or a new one. */
 static json_t *
 state_of(struct step_ctx *c, int64_t now)
@@ -574,6 +611,9 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	}
 	if (err[0] != '\0')
 		goto done;
+	if (jint(state, "pass_started_ms") >= jint(state, "stragglers_until_ms") &&
+	    json_object_get(state, "old_publishes") == NULL)
+		publishes_at_last_pass(c, &sel, state);
 	for (size_t i = 0; i < sel.n; i++) {
 		if (jint(ps[i].entry, "pass_done") >= pass)
 			continue;

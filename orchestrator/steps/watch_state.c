@@ -17,11 +17,13 @@ moved_stands(const struct wstate *w)
 bool
 watch_moved(struct wstate *w, const json_t *moved)
 {
+	w->moved_publishes = -1;
 	if (!json_is_true(json_object_get(moved, "ok")) ||
 	    jint(moved, "horizon_ms", 0) <= 0 || jint(moved, "pass_started_ms", 0) <= 0)
 		return false;
 	w->moved_horizon_ms = jint(moved, "horizon_ms", 0);
 	w->moved_at_ms = jint(moved, "pass_started_ms", 0);
+	w->moved_publishes = jint(moved, "old_publishes", -1);
 	return true;
 }
 

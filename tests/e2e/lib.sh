@@ -170,3 +170,60 @@ e2e_within() {
 	done
 	return 0
 }
+
+# e2e_require_env VAR...: exits 1, naming it, when a variable is unset
+# or empty (scripts/test sets them).
+e2e_require_env() {
+	for _v in "$@"; do
+		eval "_val=\${$_v:-}"
+		[ -n "$_val" ] || { echo "$(basename "$0"): $_v is not set (scripts/test sets it)" >&2; exit 1; }
+	done
+	command -v jq >/dev/null || { echo "$(basename "$0"): jq is missing (scripts/setup)" >&2; exit 1; }
+}
+
+# e2e_serve_start BIN TMP PORT: starts `BIN serve` on TMP/cutover.db,
+# 127.0.0.1:PORT, operators TMP/operators, logging to TMP/serve.log (kept
+# across restarts); sets e2e_serve_pid; exits 1 when it does not answer
+# /healthz within 10 s.
+e2e_serve_start() {
+	"$1" serve --db "$2/cutover.db" --listen "127.0.0.1:$3" \
+	    --operators "$2/operators" 2>>"$2/serve.log" &
+	e2e_serve_pid=$!
+	_i=0
+	until curl -fsS "http://127.0.0.1:$3/healthz" >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ $_i -gt 100 ] && { echo "serve did not start" >&2; tail "$2/serve.log" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+# e2e_wait_step SERVER ID N STATUS SECONDS: waits until step N (1-based)
+# of plan ID has STATUS; after SECONDS prints the steps and alerts and
+# returns 1.
+e2e_wait_step() {
+	_t=0
+	while [ "$(curl -fsS "$1/api/plans/$2" | jq -r ".steps[$3 - 1].status")" != "$4" ]; do
+		_t=$((_t + 1))
+		if [ $_t -gt $(($5 * 5)) ]; then
+			echo "step $3 is not $4 after $5 s" >&2
+			curl -fsS "$1/api/plans/$2" | jq -c '.steps[] | {kind, status, error}' >&2
+			curl -fsS "$1/api/plans/$2" | jq -c '.alerts' >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# e2e_cleanup_run: for an EXIT trap of a script that sets traffic_pid,
+# e2e_serve_pid, tmp, bin, name and feature: stops cutover-traffic and
+# serve, tears down the plan's ladder, removes its objects from the
+# broker and its feature from Unleash, removes TMP. Never fails.
+e2e_cleanup_run() {
+	[ -n "${traffic_pid:-}" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
+	[ -n "${e2e_serve_pid:-}" ] && kill "$e2e_serve_pid" 2>/dev/null && wait "$e2e_serve_pid" 2>/dev/null
+	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+	e2e_broker_remove "$name"
+	e2e_feature_delete "$feature"
+	rm -rf "$tmp"
+	return 0
+}
