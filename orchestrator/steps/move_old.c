@@ -274,6 +274,39 @@ abandon(struct pass *ps, struct broker_delivery *out, int n, const int64_t *nb)
 		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
 }
 
+/* Waits for the confirms of the batch's N messages OUT and acks each
+ * confirmed one in its old queue; every other stays, held (*END once the
+ * held limit is reached). Counts the moved into the queue's entry. */
+static void
+settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
+    const int64_t *nb, bool *end)
+{
+	struct step_ctx *c = ps->c;
+	int64_t moved = 0;
+	size_t npub = 0;
+	char why[512];
+
+	if (n > 0)
+		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
+		    (size_t)n, &npub, why, sizeof(why));
+	for (int i = 0; i < n; i++) {
+		/* Acked only after its confirm; everything else stays. */
+		if ((size_t)i < npub && results[i] == 0 &&
+		    broker_ack(c->amqp, &out[i], why, sizeof(why)) == 0) {
+			moved++;
+			broker_delivery_free(&out[i]);
+		} else if ((size_t)i < npub && results[i] == 0) {
+			/* Confirmed, and the ack did not reach the broker: it
+			 * redelivers it in the old queue, so it may come twice. */
+			moved++;
+			broker_delivery_free(&out[i]);
+		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
+			*end = true;
+	}
+	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
+	ps->moved_in_call += moved;
+}
+
 /* Takes up to the plan's prefetch of messages, republishes those that go
  * and acks each after its confirm. Sets *END when the queue has no more
  * to take (or the held limit is reached). Returns 0, or -1 with ERR. */
@@ -283,11 +316,10 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 {
 	struct step_ctx *c = ps->c;
 	int prefetch = c->plan->move_old.prefetch, n = 0, rc, dest;
-	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb)), moved = 0;
+	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
 	struct move_decision dec;
 	struct move_stamp st;
 	char why[512];
-	size_t npub = 0;
 	int ret = -1;
 
 	if (nb == NULL) {
@@ -337,25 +369,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		}
 		out[n++] = d;
 	}
-	if (n > 0)
-		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
-		    (size_t)n, &npub, why, sizeof(why));
-	for (int i = 0; i < n; i++) {
-		/* Acked only after its confirm; everything else stays. */
-		if ((size_t)i < npub && results[i] == 0 &&
-		    broker_ack(c->amqp, &out[i], why, sizeof(why)) == 0) {
-			moved++;
-			broker_delivery_free(&out[i]);
-		} else if ((size_t)i < npub && results[i] == 0) {
-			/* Confirmed, and the ack did not reach the broker: it
-			 * redelivers it in the old queue, so it may come twice. */
-			moved++;
-			broker_delivery_free(&out[i]);
-		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
-			*end = true;
-	}
-	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
-	ps->moved_in_call += moved;
+	settle(ps, out, results, n, nb, end);
 	ret = 0;
 done:
 	free(nb);
