@@ -335,6 +335,7 @@ run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **re
 	c->now_ms = 0;
 	c->measured = NULL;
 	c->watched = NULL;
+	c->moved = NULL;
 	c->old_last_entry_ms = 0;
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &in, result, r->err, r->errlen)) == 0)

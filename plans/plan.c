@@ -160,6 +160,11 @@ plan_free(struct plan *p)
 		free(p->flag.headers[i].value);
 	}
 	free(p->flag.headers);
+	for (i = 0; i < p->move_old.nentries; i++) {
+		free(p->move_old.entries[i].match);
+		free(p->move_old.entries[i].header);
+	}
+	free(p->move_old.entries);
 	free(p->steps);
 	free(p);
 }

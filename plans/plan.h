@@ -121,6 +121,26 @@ struct plan {
 		int64_t probe_every_ms;    /* default 1m */
 	} watch;
 
+	struct {                       /* move_old (issue 18) */
+		int64_t rate_per_s;        /* messages moved per second at most;
+		                            * default 500 */
+		int prefetch;              /* messages taken before their confirms
+		                            * are awaited; default 100 */
+		int64_t unknown_max_lateness_ms; /* an unstamped message is moved
+		                            * with its queue's full TTL only when
+		                            * that TTL is at most this; default 0 */
+		int64_t stragglers_ms;     /* how long after the flip producers may
+		                            * still publish into the old path;
+		                            * default 1m */
+		struct plan_move_entry {   /* first matching entry wins */
+			char *match;           /* PCRE2 over queue names */
+			int from;              /* enum move_from (steps/move_entry.h) */
+			char *header;          /* from: header */
+			int line, column;
+		} *entries;
+		size_t nentries;
+	} move_old;
+
 	struct plan_step *steps;
 	size_t nsteps;
 };

@@ -114,31 +114,38 @@ match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
 	return 0;
 }
 
-static void
-load_match(struct loader *ld, yaml_node_t *n)
+int
+pl_conv_pattern(struct loader *ld, yaml_node_t *n, const char *what, char **out)
 {
 	static const char expect[] = "a PCRE2 pattern over queue names of at most "
 	    "1024 bytes, such as '^delay\\.[0-9]+s$'";
 	struct pattern *pat = NULL;
 	const char *t;
 	char why[256];
+	int rc = -1;
 
-	if ((t = py_conv_text(ld, n, "old.queues.match", expect)) == NULL)
-		return;
+	if ((t = py_conv_text(ld, n, what, expect)) == NULL)
+		return -1;
 	if (pattern_compile(t, &pat, why, sizeof(why)) != 0) {
-		py_err_at(ld, n, "old.queues.match '%.100s%s' is not a valid regex (%s); "
-		    "expected %s", t, strlen(t) > 100 ? "..." : "", why, expect);
-		return;
+		py_err_at(ld, n, "%s '%.100s%s' is not a valid regex (%s); "
+		    "expected %s", what, t, strlen(t) > 100 ? "..." : "", why, expect);
+		return -1;
 	}
 	if (match_cost_ok(pat, t, why, sizeof(why)) != 0)
-		py_err_at(ld, n, "old.queues.match '%.100s%s' costs too much to match (%s); "
-		    "expected a pattern without nested repetition", t,
+		py_err_at(ld, n, "%s '%.100s%s' costs too much to match (%s); "
+		    "expected a pattern without nested repetition", what, t,
 		    strlen(t) > 100 ? "..." : "", why);
-	else {
-		ld->p->old.match = py_copy(ld, t);
-		ld->match = n;
-	}
+	else if ((*out = py_copy(ld, t)) != NULL)
+		rc = 0;
 	pattern_free(pat);
+	return rc;
+}
+
+static void
+load_match(struct loader *ld, yaml_node_t *n)
+{
+	if (pl_conv_pattern(ld, n, "old.queues.match", &ld->p->old.match) == 0)
+		ld->match = n;
 }
 
 static void
@@ -885,7 +892,7 @@ static void
 load_root(struct loader *ld, yaml_node_t *root)
 {
 	static const char *const keys[] = { "name", "broker", "old", "ladder", "canary",
-	    "flag", "watch", "steps", NULL };
+	    "flag", "watch", "move_old", "steps", NULL };
 	static const char expect[] = "a mapping with name, broker, old, ladder and steps";
 	struct sect s = { root, "" };
 
@@ -902,6 +909,7 @@ load_root(struct loader *ld, yaml_node_t *root)
 	load_canary(ld, &s);
 	load_flag(ld, &s);
 	load_watch(ld, &s);
+	pm_load_move_old(ld, &s);
 	load_steps(ld, &s);
 }
 
@@ -923,6 +931,9 @@ plan_new(const char *file)
 	p->watch.interval_ms = 10 * 1000;
 	p->watch.allowance_ms = 30 * 1000;
 	p->watch.probe_every_ms = 60 * 1000;
+	p->move_old.rate_per_s = 500;
+	p->move_old.prefetch = 100;
+	p->move_old.stragglers_ms = 60 * 1000;
 	return p;
 }
 

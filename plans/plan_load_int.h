@@ -118,6 +118,14 @@ void pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
 void pt_check_used(struct loader *ld, const struct sect *parent, const char *path,
     const struct tls_opts *t, const char *const *urls, size_t nurls);
 
+/* plan_load.c: a PCRE2 pattern over queue names at N (WHAT names it),
+ * compiled and its cost bounded; copied into *OUT. Returns 0, or -1
+ * after recording why. */
+int pl_conv_pattern(struct loader *ld, yaml_node_t *n, const char *what, char **out);
+
+/* plan_move_old.c: the move_old section (issue 18). */
+void pm_load_move_old(struct loader *ld, const struct sect *root);
+
 /* plan_check.c: checks across sections, once they are all read. */
 void pc_check_sections(struct loader *ld, const struct sect *root);
 void pc_check_own(struct loader *ld);

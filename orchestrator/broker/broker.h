@@ -112,6 +112,18 @@ struct broker_message {
 	                                * than dropped without a word */
 	bool transient;                /* delivery mode 1; by default messages
 	                                * are persistent (2) */
+	uint64_t timestamp;            /* the timestamp property (seconds since
+	                                * the epoch), or 0: none */
+	const struct broker_delivery *like; /* or NULL. Republishing a received
+	                                * message: its properties and headers as
+	                                * received, except the dead-letter
+	                                * history (x-death, x-first-death-*,
+	                                * x-last-death-*) and the expiration
+	                                * (the broker drops both when it
+	                                * dead-letters), and headers HEADERS
+	                                * names (replaced by HEADERS); MESSAGE_ID,
+	                                * CONTENT_TYPE and TRANSIENT are then
+	                                * not used */
 };
 
 enum broker_kind {
@@ -158,6 +170,10 @@ struct broker_delivery {
 	struct broker_death *deaths;   /* x-death, in the broker's order: the
 	                                * most recent first */
 	size_t ndeaths;
+	bool has_timestamp;            /* the timestamp property was set */
+	uint64_t timestamp;            /* it: seconds since the epoch */
+	void *props;                   /* private: every property as received,
+	                                * for broker_message.like */
 	/* Private: which channel and tag to acknowledge it with. */
 	uint64_t tag;
 	unsigned long epoch;

@@ -182,6 +182,9 @@ void drain(struct broker *b);
 /* Copies the message properties P into D. Returns 0, or -1 out of memory. */
 int convert_properties(const amqp_basic_properties_t *p,
     struct broker_delivery *d);
+/* Every property of D as received (headers included), or NULL. Borrowed
+ * from D. */
+const amqp_basic_properties_t *delivery_properties(const struct broker_delivery *d);
 
 /* ---- broker_conn.c ---- */
 

@@ -96,6 +96,68 @@ convert_death(const amqp_table_t *t, struct broker_death *x)
 	return 0;
 }
 
+/* A deep copy of a message's properties, for republishing it. */
+struct props_copy {
+	amqp_pool_t pool;
+	amqp_basic_properties_t p;
+};
+
+/* The properties' byte fields, by flag. */
+#define PROPS_BYTES(X) \
+	X(AMQP_BASIC_CONTENT_TYPE_FLAG, content_type) \
+	X(AMQP_BASIC_CONTENT_ENCODING_FLAG, content_encoding) \
+	X(AMQP_BASIC_CORRELATION_ID_FLAG, correlation_id) \
+	X(AMQP_BASIC_REPLY_TO_FLAG, reply_to) \
+	X(AMQP_BASIC_EXPIRATION_FLAG, expiration) \
+	X(AMQP_BASIC_MESSAGE_ID_FLAG, message_id) \
+	X(AMQP_BASIC_TYPE_FLAG, type) \
+	X(AMQP_BASIC_USER_ID_FLAG, user_id) \
+	X(AMQP_BASIC_APP_ID_FLAG, app_id) \
+	X(AMQP_BASIC_CLUSTER_ID_FLAG, cluster_id)
+
+static int
+pool_dup(amqp_pool_t *pool, amqp_bytes_t in, amqp_bytes_t *out)
+{
+	if (in.len == 0) {
+		*out = amqp_empty_bytes;
+		return 0;
+	}
+	amqp_pool_alloc_bytes(pool, in.len, out);
+	if (out->bytes == NULL)
+		return -1;
+	memcpy(out->bytes, in.bytes, in.len);
+	return 0;
+}
+
+/* Copies every property of P, headers included, into D->props. Returns 0,
+ * or -1 out of memory. */
+static int
+keep_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
+{
+	struct props_copy *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return -1;
+	init_amqp_pool(&c->pool, 4096);
+	d->props = c;
+	c->p = *p;
+#define COPY_BYTES(flag, field) \
+	if ((p->_flags & flag) && pool_dup(&c->pool, p->field, &c->p.field) != 0) \
+		return -1;
+	PROPS_BYTES(COPY_BYTES)
+#undef COPY_BYTES
+	if ((p->_flags & AMQP_BASIC_HEADERS_FLAG) &&
+	    amqp_table_clone(&p->headers, &c->p.headers, &c->pool) != AMQP_STATUS_OK)
+		return -1;
+	return 0;
+}
+
+const amqp_basic_properties_t *
+delivery_properties(const struct broker_delivery *d)
+{
+	return d->props != NULL ? &((const struct props_copy *)d->props)->p : NULL;
+}
+
 /* Copies the message properties P into D. Returns 0, or -1 out of memory. */
 int
 convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
@@ -103,6 +165,13 @@ convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 	const amqp_table_t *t = &p->headers;
 	const amqp_table_entry_t *e;
 	int i, j;
+
+	if (keep_properties(p, d) != 0)
+		return -1;
+	if (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) {
+		d->has_timestamp = true;
+		d->timestamp = p->timestamp;
+	}
 
 	if ((p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) &&
 	    (d->message_id = dup_bytes(p->message_id)) == NULL)
@@ -183,6 +252,10 @@ broker_delivery_free(struct broker_delivery *d)
 		free(d->deaths[i].routing_keys);
 	}
 	free(d->deaths);
+	if (d->props != NULL) {
+		empty_amqp_pool(&((struct props_copy *)d->props)->pool);
+		free(d->props);
+	}
 	memset(d, 0, sizeof(*d));
 }
 

@@ -51,6 +51,7 @@ pub_record(struct broker *b, const struct broker_message *m,
     const char *exchange, const char *key, const char *what, struct pub **out,
     char *err, size_t errlen)
 {
+	const char *mid = m->like != NULL ? m->like->message_id : m->message_id;
 	struct pub *p;
 
 	if (b->npubs == b->pubcap) {
@@ -70,10 +71,10 @@ pub_record(struct broker *b, const struct broker_message *m,
 	p->mandatory = m->mandatory;
 	p->exchange = strdup(exchange);
 	p->routing_key = strdup(key);
-	if (m->message_id != NULL)
-		p->message_id = strdup(m->message_id);
+	if (mid != NULL)
+		p->message_id = strdup(mid);
 	if (p->exchange == NULL || p->routing_key == NULL ||
-	    (m->message_id != NULL && p->message_id == NULL)) {
+	    (mid != NULL && p->message_id == NULL)) {
 		errbuf_set(err, errlen, "%s: out of memory", what);
 		pub_free(p);
 		return BROKER_ERR;
@@ -82,12 +83,25 @@ pub_record(struct broker *b, const struct broker_message *m,
 	return 0;
 }
 
-/* Fills PROPS with M's delivery mode, content type and message id. */
+/* Fills PROPS with M's delivery mode, content type and message id, or
+ * with M->like's properties as received, less the expiration (the broker
+ * drops it when it dead-letters: kept, it would cut each wait short). */
 static void
 message_properties(const struct broker_message *m,
     amqp_basic_properties_t *props)
 {
+	const amqp_basic_properties_t *like = m->like != NULL ?
+	    delivery_properties(m->like) : NULL;
+
 	memset(props, 0, sizeof(*props));
+	if (like != NULL) {
+		*props = *like;
+		props->_flags &= ~(amqp_flags_t)(AMQP_BASIC_EXPIRATION_FLAG |
+		    AMQP_BASIC_HEADERS_FLAG);
+		props->headers.num_entries = 0;
+		props->headers.entries = NULL;
+		return;
+	}
 	props->_flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
 	props->delivery_mode = m->transient ? 1 : 2;
 	if (m->content_type != NULL) {
@@ -98,27 +112,60 @@ message_properties(const struct broker_message *m,
 		props->_flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
 		props->message_id = amqp_cstring_bytes(m->message_id);
 	}
+	if (m->timestamp != 0) {
+		props->_flags |= AMQP_BASIC_TIMESTAMP_FLAG;
+		props->timestamp = m->timestamp;
+	}
 }
 
-/* Adds M's headers to PROPS; *ENTRIES (free it, also on failure) points
- * into M. Returns 0, or BROKER_ERR with ERR. */
+/* The dead-letter history a republished message must not carry: a
+ * message re-entering with another queue's x-death can be taken for a
+ * dead-letter cycle and dropped. */
+static const char *const death_headers[] = { "x-death", "x-first-death-queue",
+	"x-first-death-reason", "x-first-death-exchange", "x-last-death-queue",
+	"x-last-death-reason", "x-last-death-exchange" };
+
+/* Whether received header KEY stays when M republishes its message. */
+static bool
+kept_header(const struct broker_message *m, amqp_bytes_t key)
+{
+	for (size_t i = 0; i < sizeof(death_headers) / sizeof(death_headers[0]); i++)
+		if (bytes_is(key, death_headers[i]))
+			return false;
+	for (size_t i = 0; i < m->nheaders; i++)
+		if (m->headers[i].key != NULL && bytes_is(key, m->headers[i].key))
+			return false;
+	return true;
+}
+
+/* Adds M's headers to PROPS, after those of M->like that stay; *ENTRIES
+ * (free it, also on failure) points into M and M->like. Returns 0, or
+ * BROKER_ERR with ERR. */
 static int
 message_headers(const struct broker_message *m, amqp_basic_properties_t *props,
     amqp_table_entry_t **entries, const char *what, char *err, size_t errlen)
 {
-	size_t i;
+	const amqp_basic_properties_t *like = m->like != NULL ?
+	    delivery_properties(m->like) : NULL;
+	const amqp_table_t *old = like != NULL &&
+	    (like->_flags & AMQP_BASIC_HEADERS_FLAG) ? &like->headers : NULL;
+	size_t i, n = 0, nold = old != NULL && old->num_entries > 0 ?
+	    (size_t)old->num_entries : 0;
 
 	*entries = NULL;
-	if (m->nheaders == 0)
+	if (m->nheaders == 0 && nold == 0)
 		return 0;
-	if (m->headers == NULL || m->nheaders > 1024 ||
-	    (*entries = calloc(m->nheaders, sizeof(**entries))) == NULL) {
+	if ((m->nheaders > 0 && m->headers == NULL) || m->nheaders > 1024 ||
+	    (*entries = calloc(m->nheaders + nold, sizeof(**entries))) == NULL) {
 		errbuf_set(err, errlen, "%s: bad or too many headers", what);
 		return BROKER_ERR;
 	}
+	for (i = 0; i < nold; i++)
+		if (kept_header(m, old->entries[i].key))
+			(*entries)[n++] = old->entries[i];
 	for (i = 0; i < m->nheaders; i++) {
 		const struct broker_field *h = &m->headers[i];
-		amqp_table_entry_t *e = &(*entries)[i];
+		amqp_table_entry_t *e = &(*entries)[n++];
 
 		if (h->key == NULL || h->key[0] == '\0' ||
 		    strlen(h->key) > 255) {
@@ -136,8 +183,10 @@ message_headers(const struct broker_message *m, amqp_basic_properties_t *props,
 			    amqp_cstring_bytes(h->str ? h->str : "");
 		}
 	}
+	if (n == 0)
+		return 0;
 	props->_flags |= AMQP_BASIC_HEADERS_FLAG;
-	props->headers.num_entries = (int)m->nheaders;
+	props->headers.num_entries = (int)n;
 	props->headers.entries = *entries;
 	return 0;
 }

@@ -134,10 +134,8 @@ topic_match(const char *bk, const char *k)
 	return topic_match(bdot + 1, kdot + 1);
 }
 
-/* Does a binding of an exchange of TYPE with key BK take key K (NULL:
- * unknown, i.e. any)? Exchange types this does not know take everything. */
-static bool
-binding_takes(const char *type, const char *bk, const char *k)
+bool
+old_binding_takes(const char *type, const char *bk, const char *k)
 {
 	if (k == NULL || type == NULL)
 		return true;
@@ -176,7 +174,7 @@ route(struct routes *r, const struct old_selection *s, const char *x,
 		const struct mgmt_binding *b = &bl->v[i];
 
 		if (b->destination == NULL ||
-		    !binding_takes(type, b->routing_key ? b->routing_key : "", k))
+		    !old_binding_takes(type, b->routing_key ? b->routing_key : "", k))
 			continue;
 		if (b->destination_type == MGMT_DEST_QUEUE &&
 		    old_sel_find(s, b->destination) != NULL)

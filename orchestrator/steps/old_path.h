@@ -127,6 +127,11 @@ int old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 
 void old_chain_free(struct old_chain *ch);
 
+/* Does a binding of an exchange of TYPE with key BK take routing key K
+ * (NULL: unknown, i.e. any)? direct: equal; topic: '*' one word, '#'
+ * zero or more; types this does not know take everything. */
+bool old_binding_takes(const char *type, const char *bk, const char *k);
+
 /* The moment after which no message can still come out of an old queue of
  * TTL_MS: LAST_ENTRY_MS (the last time a message entered the old path)
  * + TTL_MS + ALLOWANCE_MS (forwarding). Returns it, or -1 when it cannot

@@ -25,6 +25,7 @@ struct step_ctx {
 	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
 	const json_t *watched;     /* borrowed: the watch's last state (its
 	                            * "old_last" sample), or NULL */
+	const json_t *moved;       /* borrowed: move_old's result, or NULL */
 	int64_t old_last_entry_ms; /* last time a message entered the old path
 	                            * (epoch ms), 0 when unknown */
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
@@ -92,7 +93,8 @@ void step_inputs_release(struct step_inputs *in);
 typedef int (*step_prepare_fn)(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
-/* The watch's inputs: measure_horizon's result as C->measured. */
+/* The watch's inputs (and move_old's): measure_horizon's result as
+ * C->measured, move_old's as C->moved. */
 int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen);
 
@@ -208,6 +210,22 @@ const char *step_flag_describe(const struct plan *p, char *out, size_t outlen);
  * and *RESULT a new {"ok":false,"flag":"off"|"unreadable","error"}. */
 int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
     size_t errlen);
+
+/* move_old (issue 18): moves the messages waiting in the old queues into
+ * the ladder with their remaining delay, never early (move_entry.h), each
+ * acked in its old queue only after its publisher confirm; what cannot go
+ * (beyond the ladder, entry unknown over the bound, no destination, not
+ * confirmed) stays in its old queue. Refuses to start, moving nothing,
+ * when a selected queue's dead-letter target maps onto no destination
+ * (naming the queue and the target). Persists its state after each batch;
+ * passes over the queues twice, at once and once flip + move_old.stragglers
+ * is past, returning 1 (the engine calls it again) until then; then 0 with
+ * "horizon_ms" (what stayed in the old path + watch.allowance),
+ * "old_horizon_ms" and "saved_ms"; -1 when it cannot go on (ERR says
+ * why). The result: {"ok", "pass", "counts": {"moved", "left",
+ * "skipped"}, "queues": [{"name", "ttl_ms", "from", "destination",
+ * "moved", "left", "left_why": {...}, "left_until_ms", "skipped"}], ...}. */
+int step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* watch: one sample of both paths (old queues, ladder levels, parking,
  * probes), persisted as samples; raises alerts. Returns 1 while the watch

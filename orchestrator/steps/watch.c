@@ -104,8 +104,15 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 			snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
 			    ttl_queue ? ttl_queue : "");
 		}
-	} else
+	} else {
 		watch_state_init(w, c, t->now, ttl, ttl_queue);
+		if (watch_moved(w, c->moved)) {
+			/* The deadline only grows: begun again from the move's. */
+			w->deadline_ms = 0;
+			watch_update_deadline(w);
+		}
+	}
+	(void)watch_moved(w, c->moved);
 	*prev_deadline = w->deadline_ms;
 	if (names(t, err, errlen) != 0)
 		return -1;
@@ -252,6 +259,7 @@ step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
 	(void)err;
 	(void)errlen;
 	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
+	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
 	return 0;
 }
 

@@ -134,6 +134,11 @@ struct wlevel {
 /* What persists from tick to tick (the state JSON, as a struct). */
 struct wstate {
 	int64_t started_ms, flip_ms, max_ttl_ms, allowance_ms;
+	int64_t moved_horizon_ms;	/* move_old's horizon (what stayed in the
+					 * old path + the allowance), 0: none */
+	int64_t moved_at_ms;		/* when its last pass began */
+	int64_t moved_publishes;	/* the old path's publish counters then,
+					 * -1: unknown */
 	char max_ttl_queue[LADDER_NAME_MAX];
 	int64_t last_old_entry_ms, deadline_ms, ticks, last_tick_ms;
 	int64_t old_publishes;		/* cumulative, as last seen; -1: not yet */
@@ -324,6 +329,9 @@ int watch_count_open(struct tick *t, char *err, size_t errlen);
 
 /* watch_state.c */
 void watch_update_deadline(struct wstate *w);
+/* Takes move_old's horizon from MOVED (its result, or NULL) into W.
+ * Returns whether it had one. */
+bool watch_moved(struct wstate *w, const json_t *moved);
 json_t *watch_probe_json(const struct probe *p);
 void watch_probe_read(struct probe *p, const json_t *o);
 void watch_probe_rebase(struct probe *p, int64_t wall, int64_t mono);

@@ -218,8 +218,11 @@ count_publishes(struct tick *t, int64_t total)
 		/* The first look. Publishes between the flip and now that the
 		 * statistics show already cannot be told from earlier ones when
 		 * the flip is longer ago than the lag: assume the last came
-		 * just now. */
-		if (t->now > w->flip_ms + OLD_STATS_LAG_MS && w->last_old_entry_ms < t->now) {
+		 * just now — unless move_old's last pass saw the same total. */
+		if (w->moved_publishes >= 0 && total == w->moved_publishes)
+			;
+		else if (t->now > w->flip_ms + OLD_STATS_LAG_MS &&
+		    w->last_old_entry_ms < t->now) {
 			w->last_old_entry_ms = t->now;
 			t->deadline_moved = true;
 			snprintf(t->moved_why, sizeof(t->moved_why), "first look at the "

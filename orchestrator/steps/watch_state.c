@@ -5,12 +5,37 @@
 
 /* ---- state ---- */
 
-/* The deadline the state's figures give, never earlier than the last. */
+/* Whether move_old's horizon stands: it moved or accounted for every
+ * message in the old path when its last pass began, and nothing has
+ * entered the old path since. */
+static bool
+moved_stands(const struct wstate *w)
+{
+	return w->moved_horizon_ms > 0 && w->last_old_entry_ms <= w->moved_at_ms;
+}
+
+bool
+watch_moved(struct wstate *w, const json_t *moved)
+{
+	w->moved_publishes = -1;
+	if (!json_is_true(json_object_get(moved, "ok")) ||
+	    jint(moved, "horizon_ms", 0) <= 0 || jint(moved, "pass_started_ms", 0) <= 0)
+		return false;
+	w->moved_horizon_ms = jint(moved, "horizon_ms", 0);
+	w->moved_at_ms = jint(moved, "pass_started_ms", 0);
+	w->moved_publishes = jint(moved, "old_publishes", -1);
+	return true;
+}
+
+/* The deadline the state's figures give, never earlier than the last:
+ * after move_old, what stayed in the old path (moved_stands), else the
+ * last entry + the largest TTL. */
 void
 watch_update_deadline(struct wstate *w)
 {
 	int64_t from = w->last_old_entry_ms > w->flip_ms ? w->last_old_entry_ms : w->flip_ms;
-	int64_t d = from + w->max_ttl_ms + w->allowance_ms;
+	int64_t d = moved_stands(w) ? w->moved_horizon_ms :
+	    from + w->max_ttl_ms + w->allowance_ms;
 
 	if (d > w->deadline_ms)
 		w->deadline_ms = d;
@@ -258,7 +283,8 @@ watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono)
 int64_t
 watch_mono_deadline(const struct wstate *w)
 {
-	int64_t d = w->entry_elapsed_ms + w->max_ttl_ms + w->allowance_ms;
+	int64_t d = moved_stands(w) ? w->moved_horizon_ms - w->flip_ms :
+	    w->entry_elapsed_ms + w->max_ttl_ms + w->allowance_ms;
 
 	return d > OLD_STATS_LAG_MS ? d : OLD_STATS_LAG_MS;
 }

@@ -48,11 +48,11 @@ YAML
 
 # e2e_serve_start WHO: starts `$bin serve` on $server's port with the
 # database $tmp/cutover.db, the operators $tmp/operators and the log
-# $tmp/serve.log, sets serve_pid, and waits (up to 30 s) for /healthz;
+# $tmp/serve.log (appended: kept across restarts), sets serve_pid, and waits (up to 30 s) for /healthz;
 # exits 1 (WHO: in the message, the log printed) when it does not answer.
 e2e_serve_start() {
 	"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:${server##*:}" \
-	    --operators "$tmp/operators" 2>"$tmp/serve.log" &
+	    --operators "$tmp/operators" 2>>"$tmp/serve.log" &
 	serve_pid=$!
 	_i=0
 	until curl -fsS "$server/healthz" >/dev/null 2>&1; do
@@ -230,5 +230,36 @@ e2e_within() {
 		[ $_n -le 0 ] && return 1
 		sleep 0.2
 	done
+	return 0
+}
+
+# e2e_wait_step SERVER ID N STATUS SECONDS: waits until step N (1-based)
+# of plan ID has STATUS; after SECONDS prints the steps and alerts and
+# returns 1.
+e2e_wait_step() {
+	_t=0
+	while [ "$(curl -fsS "$1/api/plans/$2" | jq -r ".steps[$3 - 1].status")" != "$4" ]; do
+		_t=$((_t + 1))
+		if [ $_t -gt $(($5 * 5)) ]; then
+			echo "step $3 is not $4 after $5 s" >&2
+			curl -fsS "$1/api/plans/$2" | jq -c '.steps[] | {kind, status, error}' >&2
+			curl -fsS "$1/api/plans/$2" | jq -c '.alerts' >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# e2e_cleanup_run: for an EXIT trap of a script that sets traffic_pid,
+# serve_pid, tmp, bin, name and feature: stops cutover-traffic and
+# serve, tears down the plan's ladder, removes its objects from the
+# broker and its feature from Unleash, removes TMP. Never fails.
+e2e_cleanup_run() {
+	[ -n "${traffic_pid:-}" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
+	[ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
+	e2e_broker_remove "$name"
+	e2e_feature_delete "$feature"
+	rm -rf "$tmp"
 	return 0
 }

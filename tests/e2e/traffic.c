@@ -67,6 +67,10 @@ struct options {
 	int64_t progress_ms;		/* 0: none */
 	uint64_t seed;
 	bool seeded;
+	int64_t stamp_percent;		/* --stamp-timestamp: share of messages
+					 * carrying the timestamp property */
+	int64_t unstamped_max_ms;	/* --unstamped-max-delay: longer delays
+					 * are always stamped; 0: no limit */
 	bool json;
 };
 
@@ -142,6 +146,11 @@ usage(FILE *f)
 "  --progress D           a progress line on stderr every D (default 5s;\n"
 "                         0 for none)\n"
 "  --seed N               seed of the delay and destination choices\n"
+"  --stamp-timestamp P    set the AMQP timestamp (publish time, whole\n"
+"                         seconds) on P%% of the messages (default 0)\n"
+"  --unstamped-max-delay D  with --stamp-timestamp, stamp every message of\n"
+"                         a longer delay (a legacy producer of short\n"
+"                         delays only)\n"
 "  --json                 print the report as one JSON object\n"
 "  --help\n"
 "\n"
@@ -255,6 +264,8 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "confirm-timeout", required_argument, NULL, 'c' },
 		{ "progress", required_argument, NULL, 'g' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "stamp-timestamp", required_argument, NULL, 'w' },
+		{ "unstamped-max-delay", required_argument, NULL, 'W' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -369,6 +380,16 @@ parse_options(int argc, char **argv, struct options *o)
 				return usage_error("--seed '%s': expected a "
 				    "whole number", optarg);
 			o->seeded = true;
+			break;
+		case 'w':
+			if (parse_count("--stamp-timestamp", optarg, 100,
+			    &o->stamp_percent) != 0)
+				return EXIT_USAGE;
+			break;
+		case 'W':
+			if (parse_duration("--unstamped-max-delay", optarg, false,
+			    &o->unstamped_max_ms) != 0)
+				return EXIT_USAGE;
 			break;
 		case 'j':
 			o->json = true;
@@ -572,6 +593,9 @@ send_one(struct producer *pr, const struct pick *pk, enum traffic_path path,
 	m.message_id = id;
 	m.content_type = "application/json";
 	m.mandatory = true;
+	if (pr->o->stamp_percent > 0 && ((int64_t)(*seq % 100) < pr->o->stamp_percent ||
+	    (pr->o->unstamped_max_ms > 0 && pk->delay_ms > pr->o->unstamped_max_ms)))
+		m.timestamp = (uint64_t)((not_before - pk->delay_ms) / 1000);
 	return broker_publish_async(pr->b, &m, err, errlen);
 }
 

@@ -225,8 +225,8 @@ test_step_kind_table(void **state)
 
 	(void)state;
 	assert_string_equal(plan_step_kind_names(names, sizeof(names)),
-	    "measure_horizon, declare_ladder, verify_ladder, canary, flip, watch, "
-	    "remove_old");
+	    "measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old, "
+	    "watch, remove_old");
 	for (int i = 0; i < PLAN_STEP_KIND_COUNT; i++)
 		assert_false(plan_step_kind_gated((enum plan_step_kind)i));
 	assert_string_equal(plan_step_kind_section(PLAN_STEP_FLIP, &why), "flag");
@@ -255,7 +255,7 @@ static void
 test_example_orders(void **state)
 {
 	struct plan *p = load_example("orders.yaml");
-	static const int gates[] = { 0, 0, 0, 0, 1, 0, 1 };
+	static const int gates[] = { 0, 0, 0, 0, 1, 0, 0, 1 };
 	size_t i;
 
 	(void)state;

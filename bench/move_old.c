@@ -1,0 +1,265 @@
+/* bench_move_old: messages moved per second by the move_old step (issue
+ * 18) against the move an operator scripts without it, a management-API
+ * get + publish loop (what `rabbitmqadmin get` / `publish` and shovel-style
+ * scripts do: POST .../queues/Q/get with a count, then one POST
+ * .../exchanges/X/publish per message), on the same broker in the same
+ * run. Both move N stamped messages from a 10-minute old queue into the
+ * same ladder; the peer is timed without any of the step's safety (it
+ * acks on get). Prints the brief's BENCH line; exits 1 when the floor
+ * (the step at least as fast as the peer) is missed, 2 when it cannot run.
+ *
+ * Environment: CUTOVER_BENCH_AMQP, CUTOVER_BENCH_MGMT, CUTOVER_BENCH_USER,
+ * CUTOVER_BENCH_PASSWORD (bench/move_old sets them), CUTOVER_BENCH_MESSAGES
+ * (default 5000). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "ladder.h"
+#include "plan.h"
+#include "step.h"
+
+#define OLDQ "bench.mv.old.600s"
+#define DEST "bench.mv.dest"
+#define GET_COUNT 100
+
+static const char *
+env(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	if (v != NULL && *v != '\0')
+		return v;
+	if (dflt == NULL) {
+		fprintf(stderr, "bench_move_old: set %s (bench/move_old does)\n", name);
+		exit(2);
+	}
+	return dflt;
+}
+
+static struct plan *
+load_plan(void)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char yaml[2048], line[512];
+
+	setenv("CUTOVER_BENCH_PASSWORD_REF", env("CUTOVER_BENCH_PASSWORD", NULL), 1);
+	snprintf(yaml, sizeof(yaml),
+	    "name: bench-move\n"
+	    "broker:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_BENCH_PASSWORD_REF\n"
+	    "old:\n"
+	    "  queues: { names: [" OLDQ "] }\n"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: bench.mv\n"
+	    "  unit: 1s\n"
+	    "  levels: 12\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [" DEST "]\n"
+	    "  create_destinations: true\n"
+	    "move_old:\n"
+	    "  rate: 1000000/s\n"
+	    "  prefetch: 200\n"
+	    "  stragglers: 1s\n"
+	    "  entry:\n"
+	    "    - { queues: { match: '^bench' }, from: timestamp }\n"
+	    "steps: [declare_ladder]\n", env("CUTOVER_BENCH_AMQP", NULL),
+	    env("CUTOVER_BENCH_MGMT", NULL), env("CUTOVER_BENCH_USER", NULL));
+	if (plan_load_buffer("bench-move.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		exit(2);
+	}
+	return p;
+}
+
+/* Fills the old queue with N messages stamped now (600 s TTL: each has
+ * about 10 minutes to go, well within the ladder's 68 minutes). */
+static int
+fill(struct step_ctx *c, int n)
+{
+	struct broker_message m;
+	char body[64], err[512];
+
+	memset(&m, 0, sizeof(m));
+	m.exchange = "";
+	m.routing_key = OLDQ;
+	m.body = body;
+	for (int i = 0; i < n; i++) {
+		m.len = (size_t)snprintf(body, sizeof(body), "bench message %d", i);
+		m.timestamp = (uint64_t)(clock_now_ms() / 1000);
+		if (broker_publish_async(c->amqp, &m, err, sizeof(err)) != 0)
+			goto bad;
+		if ((i + 1) % 500 == 0 || i + 1 == n)
+			if (broker_wait_confirms(c->amqp, 30000, NULL, 0, NULL, err,
+			    sizeof(err)) != 0)
+				goto bad;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "bench_move_old: filling %s: %s\n", OLDQ, err);
+	return -1;
+}
+
+static int
+declare_old(struct step_ctx *c)
+{
+	struct topology_arg a[3];
+	char err[512];
+	uint32_t purged;
+
+	memset(a, 0, sizeof(a));
+	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+	a[0].is_int = true;
+	a[0].num = 600000;
+	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+	snprintf(a[2].str, sizeof(a[2].str), DEST);
+	if (broker_queue_delete(c->amqp, OLDQ, 0, &purged, err, sizeof(err)) != 0 ||
+	    broker_queue_declare(c->amqp, OLDQ, true, a, 3, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_old: declaring %s: %s\n", OLDQ, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The peer: management get (count GET_COUNT, acked on get) + one
+ * management publish per message into the ladder, its delay from the
+ * message's timestamp as the step computes it. Returns messages moved. */
+static int64_t
+peer(struct step_ctx *c, int n)
+{
+	const struct plan *p = c->plan;
+	char path[512], ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], why[512];
+	int64_t moved = 0;
+
+	while (moved < n) {
+		json_t *req = json_pack("{s:i,s:s,s:s,s:i}", "count", GET_COUNT,
+		    "ackmode", "ack_requeue_false", "encoding", "auto", "truncate",
+		    50000), *got = NULL, *msg;
+		size_t i;
+
+		snprintf(path, sizeof(path), "/api/queues/%%2F/%s/get", OLDQ);
+		if (mgmt_request(c->mgmt, "POST", path, req, &got, NULL, why,
+		    sizeof(why)) != 0 || !json_is_array(got)) {
+			fprintf(stderr, "bench_move_old: peer get: %s\n", why);
+			json_decref(req);
+			return -1;
+		}
+		json_decref(req);
+		if (json_array_size(got) == 0) {
+			json_decref(got);
+			break;
+		}
+		json_array_foreach(got, i, msg) {
+			const json_t *props = json_object_get(msg, "properties");
+			int64_t ts = json_integer_value(json_object_get(props, "timestamp"));
+			int64_t left = (ts + 1) * 1000 + 600000 - clock_now_ms();
+			uint64_t units;
+			json_t *pub, *ans = NULL;
+
+			if (left < 0)
+				left = 0;
+			if (ladder_encode(&p->ladder, left, &units, why, sizeof(why)) != 0 ||
+			    ladder_routing_key(&p->ladder, units, DEST, key, sizeof(key),
+			    why, sizeof(why)) != 0) {
+				fprintf(stderr, "bench_move_old: peer: %s\n", why);
+				json_decref(got);
+				return -1;
+			}
+			ladder_entry_exchange(&p->ladder, units, ex, sizeof(ex));
+			pub = json_pack("{s:O,s:s,s:O,s:O}", "properties", props,
+			    "routing_key", key, "payload", json_object_get(msg, "payload"),
+			    "payload_encoding", json_object_get(msg, "payload_encoding"));
+			snprintf(path, sizeof(path), "/api/exchanges/%%2F/%s/publish", ex);
+			if (mgmt_request(c->mgmt, "POST", path, pub, &ans, NULL, why,
+			    sizeof(why)) != 0) {
+				fprintf(stderr, "bench_move_old: peer publish: %s\n", why);
+				json_decref(pub);
+				json_decref(got);
+				return -1;
+			}
+			json_decref(pub);
+			json_decref(ans);
+			moved++;
+		}
+		json_decref(got);
+	}
+	return moved;
+}
+
+int
+main(void)
+{
+	int n = atoi(env("CUTOVER_BENCH_MESSAGES", "5000"));
+	struct step_ctx c = { 0 };
+	struct plan *p = load_plan();
+	int64_t t0, ms_step, ms_peer, moved_peer, moved_step;
+	json_t *r = NULL;
+	char err[2048];
+	double a, b, ratio;
+	uint32_t purged;
+	int rc = 2;
+
+	if (n <= 0 || step_ctx_open(&c, p, err, sizeof(err)) != 0 ||
+	    step_declare_ladder(&c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_old: %s\n", n <= 0 ? "bad message count" : err);
+		goto done;
+	}
+	json_decref(r);
+	r = NULL;
+	if (declare_old(&c) != 0 || fill(&c, n) != 0)
+		goto done;
+	c.flip_ms = clock_now_ms() - 10000;
+	t0 = clock_mono_ms();
+	if (step_move_old(&c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_old: move_old: %s\n", err);
+		goto done;
+	}
+	ms_step = clock_mono_ms() - t0;
+	moved_step = json_integer_value(json_object_get(json_object_get(r, "counts"),
+	    "moved"));
+	if (declare_old(&c) != 0 || fill(&c, n) != 0)
+		goto done;
+	t0 = clock_mono_ms();
+	if ((moved_peer = peer(&c, n)) < 0)
+		goto done;
+	ms_peer = clock_mono_ms() - t0;
+	a = moved_step * 1000.0 / (double)(ms_step > 0 ? ms_step : 1);
+	b = moved_peer * 1000.0 / (double)(ms_peer > 0 ? ms_peer : 1);
+	ratio = b > 0 ? a / b : 0;
+	fprintf(stderr, "bench_move_old: move_old moved %" PRId64 " in %" PRId64 " ms; "
+	    "management get+publish moved %" PRId64 " in %" PRId64 " ms\n", moved_step,
+	    ms_step, moved_peer, ms_peer);
+	rc = moved_step == n && ratio >= 1.0 ? 0 : 1;
+	printf("BENCH\tmove_old messages/s\t%.0f msg/s\tmgmt get+publish %.0f msg/s\t%.2f\t>= 1.0\t%s\n",
+	    a, b, ratio, rc == 0 ? "ok" : "MISSED");
+done:
+	json_decref(r);
+	r = NULL;
+	if (c.amqp != NULL) {
+		/* What was moved waits in the levels: emptied with them, then
+		 * the rest of the ladder goes. */
+		char e[256], name[LADDER_NAME_MAX];
+
+		(void)broker_queue_delete(c.amqp, OLDQ, 0, &purged, e, sizeof(e));
+		(void)broker_queue_delete(c.amqp, DEST, 0, &purged, e, sizeof(e));
+		for (int k = 0; k < p->ladder.levels; k++)
+			(void)broker_queue_delete(c.amqp, ladder_level_queue(&p->ladder, k,
+			    name, sizeof(name)), 0, &purged, e, sizeof(e));
+		(void)step_teardown_ladder(&c, &r, e, sizeof(e));
+		json_decref(r);
+	}
+	step_ctx_close(&c);
+	plan_free(p);
+	return rc;
+}

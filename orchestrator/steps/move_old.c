@@ -1,0 +1,667 @@
+/* move_old: the step that takes the messages waiting in the old delay
+ * queues and republishes each into the ladder with its remaining delay
+ * (issue 18), so that the cutover need not wait a whole old horizon.
+ *
+ * Safety. A message is taken with basic.get and manual acknowledgement,
+ * republished with publisher confirms and `mandatory` (its body,
+ * properties and application headers as received, the dead-letter history
+ * and the expiration dropped, x-cutover-* headers added), and acked in the
+ * old queue only after its confirm. One that is left (its remaining delay
+ * beyond the ladder, its entry time unknown over the bound, no
+ * destination, a nack, a return, no confirm) is held unacknowledged until
+ * the queue's pass ends and then rejected with requeue: it stays in the
+ * old queue and drains there. A crash anywhere loses nothing: the broker
+ * requeues what was not acked (a message confirmed but not yet acked is
+ * then delivered twice; its x-cutover-moved-from and x-cutover-not-before
+ * let consumers deduplicate).
+ *
+ * Progress. The step's state (its result) is persisted after each batch,
+ * so counts survive a kill -9; resumed, it passes again over the queues
+ * its pass had not finished. There are two passes over the queues: one at
+ * once, and the last once the stragglers' window (flip +
+ * move_old.stragglers) is over, for what producers still published into
+ * the old path; in between the step returns 1 (like the watch: the engine
+ * calls it again). Then it works out the horizon that is left. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "ladder.h"
+#include "move_old_int.h"
+#include "pattern.h"
+#include "publish.h"
+#include "sentences.h"
+
+#define HELD_MAX 10000		/* messages left unacked in one queue's pass */
+#define MOVE_HDR_FROM "x-cutover-moved-from"
+#define MOVE_HDR_AT "x-cutover-moved-at"
+#define MOVE_HDR_ENTRY "x-cutover-entry"
+
+/* Why a message is left, as the result counts them. */
+enum left_why {
+	LEFT_TOO_LONG, LEFT_UNKNOWN, LEFT_NO_DEST, LEFT_UNCONFIRMED, LEFT_N
+};
+
+static const char *const left_names[LEFT_N] = {
+	"too_long", "unknown_entry", "no_destination", "not_confirmed"
+};
+
+/* One queue's pass. */
+struct pass {
+	struct step_ctx *c;
+	const struct old_queue *oq;
+	struct move_rule rule;
+	struct move_target target;
+	json_t *entry;			/* the queue's entry of the state */
+	json_t *state;			/* the whole state, persisted each batch */
+	struct broker_delivery *held;	/* left, unacked until the pass ends */
+	size_t nheld;
+	int64_t left[LEFT_N];
+	int64_t left_until_ms;		/* latest not-before of what is left */
+	int64_t moved_in_call;
+	int64_t t0_mono;
+	int step_idx;
+};
+
+static int64_t
+jint(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static void
+set_int(json_t *o, const char *key, int64_t v)
+{
+	json_object_set_new(o, key, json_integer(v));
+}
+
+/* The plan's first entry rule matching NAME: its index, or -1 (unknown).
+ * -2 with ERR when a pattern cannot decide. */
+static int
+entry_for(const struct plan *p, const char *name, char *err, size_t errlen)
+{
+	char why[256];
+
+	for (size_t i = 0; i < p->move_old.nentries; i++) {
+		struct pattern *re = NULL;
+		int m;
+
+		if (pattern_compile(p->move_old.entries[i].match, &re, why,
+		    sizeof(why)) != 0) {
+			snprintf(err, errlen, "move_old.entry[%zu].queues.match: %s", i, why);
+			return -2;
+		}
+		m = pattern_match(re, name, why, sizeof(why));
+		pattern_free(re);
+		if (m < 0) {
+			snprintf(err, errlen, "move_old.entry[%zu].queues.match cannot decide "
+			    "for queue '%s' (%s)", i, name, why);
+			return -2;
+		}
+		if (m == 1)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Persists the state (when the engine runs the step). */
+static void
+persist(struct pass *ps)
+{
+	char why[256];
+	char *text;
+
+	if (ps->c->store == NULL || ps->step_idx < 0)
+		return;
+	if ((text = json_dumps(ps->state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
+		return;
+	(void)store_step_update(ps->c->store, ps->c->plan_id, ps->step_idx, NULL, 0, 0,
+	    text, NULL, why, sizeof(why));
+	free(text);
+}
+
+/* Writes the pass's left counts into its entry. */
+static void
+record_left(struct pass *ps)
+{
+	json_t *why = json_object();
+	int64_t n = 0;
+
+	for (int i = 0; i < LEFT_N; i++) {
+		if (ps->left[i] > 0)
+			set_int(why, left_names[i], ps->left[i]);
+		n += ps->left[i];
+	}
+	set_int(ps->entry, "left", n);
+	json_object_set_new(ps->entry, "left_why", why);
+	json_object_set_new(ps->entry, "left_until_ms", n > 0 ?
+	    json_integer(ps->left_until_ms) : json_null());
+}
+
+/* Keeps D unacked until the pass ends (taking it over), counted as left
+ * for WHY. Returns 0, or -1 once HELD_MAX are held: the pass ends there,
+ * and what it has not examined is left too, until now + the queue's TTL
+ * at the latest. */
+static int
+hold(struct pass *ps, struct broker_delivery *d, enum left_why why,
+    int64_t not_before_ms)
+{
+	int64_t rest;
+
+	ps->left[why]++;
+	if (not_before_ms > ps->left_until_ms)
+		ps->left_until_ms = not_before_ms;
+	ps->held[ps->nheld++] = *d;
+	memset(d, 0, sizeof(*d));
+	if (ps->nheld < HELD_MAX)
+		return 0;
+	rest = old_now_ms(ps->c) + ps->rule.ttl_ms;
+	if (rest > ps->left_until_ms)
+		ps->left_until_ms = rest;
+	json_object_set_new(ps->entry, "held_limit", json_true());
+	return -1;
+}
+
+/* Rejects every held message with requeue: they stay in the old queue. */
+static void
+release(struct pass *ps)
+{
+	char e[256];
+
+	for (size_t i = 0; i < ps->nheld; i++) {
+		(void)broker_reject(ps->c->amqp, &ps->held[i], true, e, sizeof(e));
+		broker_delivery_free(&ps->held[i]);
+	}
+	ps->nheld = 0;
+}
+
+/* Waits as long as the plan's rate asks before moving more. */
+static void
+pace(struct pass *ps)
+{
+	int64_t rate = ps->c->plan->move_old.rate_per_s, due, now;
+	struct timespec ts;
+
+	if (rate <= 0)
+		return;
+	due = ps->t0_mono + ps->moved_in_call * 1000 / rate;
+	now = clock_mono_ms();
+	if (due <= now)
+		return;
+	ts.tv_sec = (time_t)((due - now) / 1000);
+	ts.tv_nsec = (long)((due - now) % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* What D says of its entry time under the pass's rule. */
+static void
+stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_stamp *m)
+{
+	const struct plan_move_entry *e;
+	const struct broker_header *h;
+	int idx = (int)jint(ps->entry, "entry_rule");
+
+	memset(m, 0, sizeof(*m));
+	m->has_timestamp = d->has_timestamp;
+	m->timestamp_s = d->timestamp;
+	if (idx < 0 || ps->rule.from != MOVE_FROM_HEADER)
+		return;
+	e = &ps->c->plan->move_old.entries[idx];
+	if ((h = broker_header_find(d, e->header)) == NULL)
+		return;
+	m->has_header = true;
+	m->header_is_int = h->kind == BROKER_KIND_INT;
+	m->header_num = h->num;
+	m->header_str = h->kind == BROKER_KIND_STR ? h->str : NULL;
+}
+
+/* Publishes D into the ladder per decision DEC towards destination DEST,
+ * without waiting. Returns 0, or a negative broker code with ERR. */
+static int
+send_moved(struct pass *ps, const struct broker_delivery *d,
+    const struct move_decision *dec, int dest, int64_t now, char *err, size_t errlen)
+{
+	const struct plan *p = ps->c->plan;
+	struct broker_field hdr[6];
+	struct broker_message m;
+	char ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], why[256];
+	uint64_t units;
+
+	if (ladder_encode(&p->ladder, dec->delay_ms, &units, why, sizeof(why)) != 0 ||
+	    ladder_routing_key(&p->ladder, units, p->destinations[dest], key,
+	    sizeof(key), why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "encoding a delay of %" PRId64 " ms: %s",
+		    dec->delay_ms, why);
+		return BROKER_ERR;
+	}
+	ladder_entry_exchange(&p->ladder, units, ex, sizeof(ex));
+	memset(hdr, 0, sizeof(hdr));
+	hdr[0] = (struct broker_field){ .key = PUBLISH_HDR_PLAN, .str = p->name };
+	hdr[1] = (struct broker_field){ .key = MOVE_HDR_FROM, .str = ps->oq->q->name };
+	hdr[2] = (struct broker_field){ .key = PUBLISH_HDR_NOT_BEFORE, .is_int = true,
+	    .num = dec->not_before_ms };
+	hdr[3] = (struct broker_field){ .key = PUBLISH_HDR_DELAY, .is_int = true,
+	    .num = dec->delay_ms };
+	hdr[4] = (struct broker_field){ .key = MOVE_HDR_AT, .is_int = true, .num = now };
+	hdr[5] = (struct broker_field){ .key = MOVE_HDR_ENTRY,
+	    .str = move_from_name(dec->used) };
+	memset(&m, 0, sizeof(m));
+	m.exchange = ex;
+	m.routing_key = key;
+	m.body = d->body;
+	m.len = d->len;
+	m.headers = hdr;
+	m.nheaders = sizeof(hdr) / sizeof(hdr[0]);
+	m.mandatory = true;
+	m.like = d;
+	return broker_publish_async(ps->c->amqp, &m, err, errlen);
+}
+
+/* The batch's N messages OUT cannot be settled (the step fails): their
+ * confirms are collected as far as they come and every one is held, to
+ * be returned to its old queue with the rest (one that was confirmed too
+ * is then delivered twice, never lost). */
+static void
+abandon(struct pass *ps, struct broker_delivery *out, int n, const int64_t *nb)
+{
+	char why[256];
+
+	(void)broker_wait_confirms(ps->c->amqp, 1000, NULL, 0, NULL, why, sizeof(why));
+	for (int i = 0; i < n; i++)
+		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
+}
+
+/* Waits for the confirms of the batch's N messages OUT and acks each
+ * confirmed one in its old queue; every other stays, held (*END once the
+ * held limit is reached). Counts the moved into the queue's entry. */
+static void
+settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
+    const int64_t *nb, bool *end)
+{
+	struct step_ctx *c = ps->c;
+	int64_t moved = 0;
+	size_t npub = 0;
+	char why[512];
+
+	if (n > 0)
+		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
+		    (size_t)n, &npub, why, sizeof(why));
+	for (int i = 0; i < n; i++) {
+		/* Acked only after its confirm; everything else stays. */
+		if ((size_t)i < npub && results[i] == 0 &&
+		    broker_ack(c->amqp, &out[i], why, sizeof(why)) == 0) {
+			moved++;
+			broker_delivery_free(&out[i]);
+		} else if ((size_t)i < npub && results[i] == 0) {
+			/* Confirmed, and the ack did not reach the broker: it
+			 * redelivers it in the old queue, so it may come twice. */
+			moved++;
+			broker_delivery_free(&out[i]);
+		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
+			*end = true;
+	}
+	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
+	ps->moved_in_call += moved;
+}
+
+/* Takes up to the plan's prefetch of messages, republishes those that go
+ * and acks each after its confirm. Sets *END when the queue has no more
+ * to take (or the held limit is reached). Returns 0, or -1 with ERR. */
+static int
+batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
+    char *err, size_t errlen)
+{
+	struct step_ctx *c = ps->c;
+	int prefetch = c->plan->move_old.prefetch, n = 0, rc, dest;
+	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
+	struct move_decision dec;
+	struct move_stamp st;
+	char why[512];
+	int ret = -1;
+
+	if (nb == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	while (n < prefetch) {
+		struct broker_delivery d = { 0 };
+		int64_t now;
+
+		rc = broker_get(c->amqp, ps->oq->q->name, true, &d, why, sizeof(why));
+		if (rc == BROKER_EMPTY) {
+			*end = true;
+			break;
+		}
+		if (rc != 0) {
+			snprintf(err, errlen, "taking a message from old queue '%s': %s",
+			    ps->oq->q->name, why);
+			abandon(ps, out, n, nb);
+			goto done;
+		}
+		now = old_now_ms(c);
+		stamp_of(ps, &d, &st);
+		(void)move_decide(&ps->rule, &st, now, &dec);
+		if (dec.verdict != MOVE_GO) {
+			if (hold(ps, &d, dec.verdict == MOVE_LEAVE_TOO_LONG ? LEFT_TOO_LONG :
+			    LEFT_UNKNOWN, dec.not_before_ms) != 0) {
+				*end = true;
+				break;
+			}
+			continue;
+		}
+		dest = ps->target.dest >= 0 ? ps->target.dest :
+		    move_target_dest(c, &ps->target, d.routing_key, why, sizeof(why));
+		if (dest < 0) {
+			if (hold(ps, &d, LEFT_NO_DEST, dec.not_before_ms) != 0) {
+				*end = true;
+				break;
+			}
+			continue;
+		}
+		nb[n] = dec.not_before_ms;
+		if ((rc = send_moved(ps, &d, &dec, dest, now, err, errlen)) != 0) {
+			out[n++] = d;
+			abandon(ps, out, n, nb);
+			goto done;
+		}
+		out[n++] = d;
+	}
+	settle(ps, out, results, n, nb, end);
+	ret = 0;
+done:
+	free(nb);
+	return ret;
+}
+
+/* One pass over queue OQ. Returns 0, or -1 with ERR. */
+static int
+pass_queue(struct pass *ps, char *err, size_t errlen)
+{
+	struct step_ctx *c = ps->c;
+	int prefetch = c->plan->move_old.prefetch, rc = -1;
+	struct broker_delivery *out = calloc((size_t)prefetch, sizeof(*out));
+	int *results = calloc((size_t)prefetch, sizeof(*results));
+	bool end = false;
+
+	ps->held = calloc(HELD_MAX + (size_t)prefetch + 1, sizeof(*ps->held));
+	if (out == NULL || results == NULL || ps->held == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	memset(ps->left, 0, sizeof(ps->left));
+	ps->left_until_ms = 0;
+	while (!end) {
+		if (batch(ps, out, results, &end, err, errlen) != 0)
+			goto done;
+		record_left(ps);
+		persist(ps);
+		if (!end)
+			pace(ps);
+	}
+	rc = 0;
+done:
+	release(ps);
+	record_left(ps);
+	free(ps->held);
+	ps->held = NULL;
+	free(out);
+	free(results);
+	return rc;
+}
+
+/* The state's entry for queue NAME, created when missing. */
+static json_t *
+entry_of(json_t *state, const char *name)
+{
+	json_t *qs = json_object_get(state, "queues"), *e;
+
+	if ((e = (json_t *)old_json_by_name(qs, name)) != NULL)
+		return e;
+	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
+	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
+	json_array_append_new(qs, e);
+	return e;
+}
+
+/* Sets up the pass of OQ: its rule and target. Returns 0, or -1 with ERR
+ * (appended to, for the refusal that names every queue). */
+static int
+prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t errlen)
+{
+	const struct plan *p = ps->c->plan;
+	char why[1024];
+	int idx;
+
+	ps->oq = oq;
+	if (oq->ttl_ms < 0) {
+		sentences_add(err, errlen, "old queue '%s' has no TTL: its messages' "
+		    "remaining delay cannot be known", oq->q->name);
+		return -1;
+	}
+	why[0] = '\0';
+	if ((idx = entry_for(p, oq->q->name, why, sizeof(why))) == -2) {
+		sentences_add(err, errlen, "%s", why);
+		return -1;
+	}
+	ps->rule.from = idx >= 0 ? (enum move_from)p->move_old.entries[idx].from :
+	    MOVE_FROM_UNKNOWN;
+	ps->rule.ttl_ms = oq->ttl_ms;
+	ps->rule.unit_ms = p->ladder.unit_ms;
+	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
+	ps->rule.unknown_max_lateness_ms = p->move_old.unknown_max_lateness_ms;
+	if (move_target_read(ps->c, oq->q->name, &ps->target, why, sizeof(why)) != 0) {
+		sentences_add(err, errlen, "%s", why);
+		return -1;
+	}
+	set_int(ps->entry, "ttl_ms", oq->ttl_ms);
+	set_int(ps->entry, "entry_rule", idx);
+	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
+	json_object_set_new(ps->entry, "destination", ps->target.dest >= 0 ?
+	    json_string(p->destinations[ps->target.dest]) :
+	    json_string("(each message's routing key)"));
+	return 0;
+}
+
+/* A queue whose every message is left (entry unknown, TTL over the
+ * bound): not touched; its depth is counted as skipped. */
+static int
+skip_queue(struct pass *ps, char *err, size_t errlen)
+{
+	struct broker_queue_info qi = { 0 };
+	char why[512];
+	int rc = broker_queue_inspect(ps->c->amqp, ps->oq->q->name, &qi, why, sizeof(why));
+
+	if (rc < 0) {
+		snprintf(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
+		return -1;
+	}
+	set_int(ps->entry, "skipped", qi.messages);
+	set_int(ps->entry, "left", 0);
+	json_object_set_new(ps->entry, "left_until_ms", qi.messages > 0 ?
+	    json_integer(old_now_ms(ps->c) + ps->oq->ttl_ms) : json_null());
+	json_object_set_new(ps->entry, "skipped_why", json_string("entry time unknown "
+	    "and its TTL over move_old.unknown_entry_max_lateness"));
+	return 0;
+}
+
+/* The horizon that is left once the last pass is done, and what the old
+ * path alone would have needed: into STATE. */
+static void
+horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
+{
+	const json_t *e;
+	int64_t h = last_pass_ms, old, allow = c->plan->watch.allowance_ms;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e)
+		if (json_is_integer(json_object_get(e, "left_until_ms")) &&
+		    jint(e, "left_until_ms") > h)
+			h = jint(e, "left_until_ms");
+	h += allow;
+	set_int(state, "horizon_ms", h);
+	old = old_horizon_ms(c->measured, c->flip_ms > 0 ? c->flip_ms : last_pass_ms,
+	    allow);
+	json_object_set_new(state, "old_horizon_ms", old > 0 ? json_integer(old) :
+	    json_null());
+	json_object_set_new(state, "saved_ms", old > h ? json_integer(old - h) :
+	    json_integer(0));
+}
+
+/* Records in the plan's history what the move did and how much sooner the
+ * old path can be left ("move_old.done"). */
+static void
+record_done(struct step_ctx *c, const json_t *state)
+{
+	json_t *d = json_pack("{s:O,s:O,s:O,s:O}", "counts", json_object_get(state,
+	    "counts"), "horizon_ms", json_object_get(state, "horizon_ms"),
+	    "old_horizon_ms", json_object_get(state, "old_horizon_ms"), "saved_ms",
+	    json_object_get(state, "saved_ms"));
+	char why[256], *text = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
+
+	if (c->store != NULL && text != NULL)
+		(void)store_append_event(c->store, c->plan_id, clock_now_ms(), "engine",
+		    "move_old.done", text, NULL, why, sizeof(why));
+	free(text);
+	json_decref(d);
+}
+
+/* Totals of the queues' counts into STATE's "counts". */
+static void
+totals(json_t *state)
+{
+	int64_t moved = 0, left = 0, skipped = 0;
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e) {
+		moved += jint(e, "moved");
+		left += jint(e, "left");
+		skipped += jint(e, "skipped");
+	}
+	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I}", "moved",
+	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped));
+}
+
+/* Records in STATE the old queues' publish counters, summed as the watch
+ * sums them, as the last pass begins ("old_publishes"): the watch, which
+ * starts later, tells from them whether anything entered the old path
+ * after the move saw it. Left out when they cannot be read (the watch
+ * then assumes an entry at its first look). */
+static void
+publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
+    json_t *state)
+{
+	struct old_counters oc = { 0 };
+	int64_t total = 0;
+	char why[512];
+
+	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
+		return;
+	for (size_t i = 0; i < sel->n; i++) {
+		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
+
+		if (k != NULL && k->publish > 0)
+			total += k->publish;
+	}
+	set_int(state, "old_publishes", total);
+	old_counters_free(&oc);
+}
+
+/* The step's state: C->state resumed, or a new one. */
+static json_t *
+state_of(struct step_ctx *c, int64_t now)
+{
+	json_t *s = c->state != NULL ? json_deep_copy(c->state) : NULL;
+
+	if (s == NULL || !json_is_array(json_object_get(s, "queues"))) {
+		json_decref(s);
+		s = json_pack("{s:b,s:I,s:I,s:[]}", "ok", 0, "pass", (json_int_t)1,
+		    "pass_started_ms", (json_int_t)now, "queues");
+	}
+	set_int(s, "stragglers_until_ms", (c->flip_ms > 0 ? c->flip_ms : now) +
+	    c->plan->move_old.stragglers_ms);
+	json_object_del(s, "error");
+	return s;
+}
+
+int
+step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
+{
+	struct old_selection sel = { 0 };
+	struct pass *ps = NULL;
+	int64_t now = old_now_ms(c), pass;
+	json_t *state = state_of(c, now);
+	char why[1024];
+	int rc = -1;
+
+	*result = state;
+	err[0] = '\0';
+	pass = jint(state, "pass");
+	if (pass > 1 && now < jint(state, "stragglers_until_ms")) {
+		/* Between the first pass and the last: every pass returns what
+		 * it leaves to its queue, and a quorum queue counts those
+		 * returns against its delivery-limit, so there are two. */
+		rc = 1;
+		goto done;
+	}
+	if (old_select(c, &sel, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "selecting the old queues: %s", why);
+		goto done;
+	}
+	if ((ps = calloc(sel.n + 1, sizeof(*ps))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	/* Every queue's rule and target first: refuse before moving anything. */
+	for (size_t i = 0; i < sel.n; i++) {
+		ps[i].c = c;
+		ps[i].state = state;
+		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
+		ps[i].entry = entry_of(state, sel.v[i].q->name);
+		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
+	}
+	if (err[0] != '\0')
+		goto done;
+	if (jint(state, "pass_started_ms") >= jint(state, "stragglers_until_ms") &&
+	    json_object_get(state, "old_publishes") == NULL)
+		publishes_at_last_pass(c, &sel, state);
+	for (size_t i = 0; i < sel.n; i++) {
+		if (jint(ps[i].entry, "pass_done") >= pass)
+			continue;
+		ps[i].t0_mono = clock_mono_ms();
+		if (ps[i].rule.from == MOVE_FROM_UNKNOWN &&
+		    ps[i].rule.ttl_ms > ps[i].rule.unknown_max_lateness_ms) {
+			if (skip_queue(&ps[i], err, errlen) != 0)
+				goto done;
+		} else if (pass_queue(&ps[i], err, errlen) != 0)
+			goto done;
+		set_int(ps[i].entry, "pass_done", pass);
+		totals(state);
+		persist(&ps[i]);
+	}
+	totals(state);
+	if (jint(state, "pass_started_ms") < jint(state, "stragglers_until_ms")) {
+		/* Producers may still have published into the old path since
+		 * this pass began: another pass once the stragglers' window is
+		 * over (the engine calls again each watch.interval). */
+		set_int(state, "pass", pass + 1);
+		set_int(state, "pass_started_ms", jint(state, "stragglers_until_ms"));
+		rc = 1;
+		goto done;
+	}
+	horizon(c, state, jint(state, "pass_started_ms"));
+	json_object_set_new(state, "ok", json_true());
+	record_done(c, state);
+	rc = 0;
+done:
+	if (rc < 0 && err[0] != '\0')
+		json_object_set_new(state, "error", json_string(err));
+	for (size_t i = 0; ps != NULL && i < sel.n; i++)
+		move_target_free(&ps[i].target);
+	free(ps);
+	old_selection_free(&sel);
+	return rc;
+}

@@ -1,0 +1,42 @@
+/* move_old_int: what the files of the move_old step share (move_old.c:
+ * the step and its passes; move_old_dest.c: where each old queue's
+ * messages go in the ladder). */
+#ifndef CUTOVER_MOVE_OLD_INT_H
+#define CUTOVER_MOVE_OLD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "move_entry.h"
+#include "old_path.h"
+#include "step.h"
+
+/* Where old queue Q would dead-letter its messages: its effective
+ * dead-letter exchange and routing key. */
+struct move_target {
+	char *exchange;		/* "" the default exchange; NULL: none */
+	char *key;		/* NULL: the message's own routing key */
+	int dest;		/* the plan's destination it maps onto when the
+				 * key is fixed, else -1 */
+	char *exchange_type;	/* of EXCHANGE, NULL for the default one */
+	struct mgmt_binding_list bindings; /* of EXCHANGE, when it has a name */
+};
+
+/* Reads queue NAME's dead-letter target (its arguments win over its
+ * effective policy's) and, when its key is fixed, maps it onto one of the
+ * plan's destinations. Returns 0 and fills T (free with
+ * move_target_free), or -1 with ERR naming the queue and its target when
+ * it has no dead-letter exchange or its fixed target maps onto no
+ * destination (or onto more than one). */
+int move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
+    char *err, size_t errlen);
+
+/* The destination T sends a message with routing key KEY to (T's fixed
+ * key, else KEY), or -1 with WHY. */
+int move_target_dest(const struct step_ctx *c, const struct move_target *t,
+    const char *key, char *why, size_t whylen);
+
+void move_target_free(struct move_target *t);
+
+#endif

@@ -1,0 +1,530 @@
+/* test_move_old (integration): the move_old step (issue 18) on a real
+ * RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER,
+ * password env:CUTOVER_TEST_PASSWORD). Old TTL'd queues hold messages
+ * stamped with the AMQP timestamp, with a header (epoch ms and RFC 3339)
+ * and unstamped; after the step every moved message arrives at its
+ * destination never before the moment its old queue would have let it out
+ * (checked against the test's own arithmetic, not the step's stamps), with
+ * its body, properties and application headers and without x-death; the
+ * ones that cannot go stay in their old queue. A queue whose dead-letter
+ * target is no destination stops the step before anything moves; a
+ * returned publish leaves the message in place; a resumed step skips the
+ * queues its pass had finished. Each test has a vhost of its own, deleted
+ * at teardown whatever happens. */
+#define _DEFAULT_SOURCE	/* usleep */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+#include "itest_broker.h"
+#include "itest_run.h"
+#include "ladder.h"
+#include "old_path.h"
+#include "plan.h"
+#include "step.h"
+
+#define DEST "itmv.dest"
+#define SEC 1000LL
+#define MIN (60 * SEC)
+
+static char vhost_url[512];
+static struct plan *plan;
+static struct step_ctx ctx;
+
+static int
+setup(void **state)
+{
+	static int serial;
+	char vhost[128];
+
+	(void)state;
+	itest_cleanup();
+	snprintf(vhost, sizeof(vhost), "%s-mv%d", itest_run_id(), ++serial);
+	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	step_ctx_close(&ctx);
+	memset(&ctx, 0, sizeof(ctx));
+	plan_free(plan);
+	plan = NULL;
+	itest_cleanup();
+	return 0;
+}
+
+/* Loads the test plan (old queues '^old\.', a 1 s ladder of 7 levels: up
+ * to 127 s, destination DEST) with ENTRY as move_old.entry and BOUND as
+ * unknown_entry_max_lateness, opens its context and declares its ladder. */
+static void
+start(const char *entry, const char *bound)
+{
+	char yaml[4096], broker[1024];
+	json_t *r = NULL;
+	char err[1024];
+
+	itest_broker_yaml(vhost_url, broker, sizeof(broker));
+	snprintf(yaml, sizeof(yaml),
+	    "name: itest-move\n"
+	    "%s"
+	    "old:\n"
+	    "  queues: { match: '^old\\.' }\n"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: itmv\n"
+	    "  unit: 1s\n"
+	    "  levels: 7\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [" DEST "]\n"
+	    "  create_destinations: true\n"
+	    "move_old:\n"
+	    "  rate: 1000/s\n"
+	    "  prefetch: 4\n"
+	    "  unknown_entry_max_lateness: %s\n"
+	    "  stragglers: 1s\n"
+	    "  entry:\n%s"
+	    "steps: [measure_horizon, declare_ladder]\n", broker, bound, entry);
+	plan = itest_plan_load("itest.yaml", yaml);
+	itest_ctx_open(&ctx, plan);
+	if (step_declare_ladder(&ctx, &r, err, sizeof(err)) != 0)
+		fail_msg("declare_ladder: %s", err);
+	json_decref(r);
+}
+
+/* Declares classic old queue NAME with TTL_MS dead-lettering through the
+ * default exchange with key DLK (NULL: none). */
+static void
+old_queue(const char *name, int64_t ttl_ms, const char *dlk)
+{
+	struct topology_arg a[3];
+	size_t n = 0;
+	char err[1024];
+
+	memset(a, 0, sizeof(a));
+	snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
+	a[n].is_int = true;
+	a[n++].num = ttl_ms;
+	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
+	snprintf(a[n++].str, sizeof(a[0].str), "%s", "");
+	if (dlk != NULL) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
+		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
+	}
+	if (broker_queue_declare(ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", name, err);
+}
+
+/* One message the test put in an old queue, and what it expects. */
+struct sent {
+	char body[64];
+	const char *queue;
+	int64_t not_before_ms;	/* the test's own: entry + TTL; 0: not moved */
+	bool arrived;
+};
+
+static struct sent sent[64];
+static size_t nsent;
+
+/* Publishes BODY to old queue Q through the default exchange: with
+ * timestamp TS_S (0: none), header x-sent-at HDR_MS (0: none) or HDR_TEXT
+ * (NULL: none), and an application header x-app. NB is what the test
+ * expects as its not-before time (0: it must stay). */
+static void
+put(const char *q, const char *body, uint64_t ts_s, int64_t hdr_ms,
+    const char *hdr_text, int64_t nb)
+{
+	struct broker_field h[2];
+	struct broker_message m;
+	size_t n = 0;
+	char err[1024];
+
+	memset(h, 0, sizeof(h));
+	memset(&m, 0, sizeof(m));
+	h[n].key = "x-app";
+	h[n++].str = body;
+	if (hdr_ms != 0) {
+		h[n].key = "x-sent-at";
+		h[n].is_int = true;
+		h[n++].num = hdr_ms;
+	} else if (hdr_text != NULL) {
+		h[n].key = "x-sent-at";
+		h[n++].str = hdr_text;
+	}
+	m.exchange = "";
+	m.routing_key = q;
+	m.body = body;
+	m.len = strlen(body);
+	m.headers = h;
+	m.nheaders = n;
+	m.content_type = "text/plain";
+	m.message_id = body;
+	m.timestamp = ts_s;
+	if (broker_publish(ctx.amqp, &m, 10000, err, sizeof(err)) != 0)
+		fail_msg("publishing %s to %s: %s", body, q, err);
+	assert_true(nsent < sizeof(sent) / sizeof(sent[0]));
+	snprintf(sent[nsent].body, sizeof(sent[0].body), "%s", body);
+	sent[nsent].queue = q;
+	sent[nsent].not_before_ms = nb;
+	sent[nsent++].arrived = false;
+}
+
+/* Waits (30 s at most) until queue Q holds N ready messages: a message
+ * rejected with requeue is back in its queue once the broker has handled
+ * the reject, which a later request may overtake. */
+static void
+wait_depth(const char *q, uint32_t n)
+{
+	struct broker_queue_info qi = { 0 };
+	int64_t until = clock_mono_ms() + 30 * SEC;
+	char err[1024];
+
+	for (;;) {
+		if (broker_queue_inspect(ctx.amqp, q, &qi, err, sizeof(err)) != 0)
+			fail_msg("inspecting %s: %s", q, err);
+		if (qi.messages == n)
+			return;
+		if (clock_mono_ms() > until)
+			fail_msg("%s holds %u messages; expected %u", q, qi.messages, n);
+		usleep(20 * 1000);
+	}
+}
+
+static uint32_t
+depth(const char *q)
+{
+	struct broker_queue_info qi = { 0 };
+	char err[1024];
+
+	if (broker_queue_inspect(ctx.amqp, q, &qi, err, sizeof(err)) != 0)
+		fail_msg("inspecting %s: %s", q, err);
+	return qi.messages;
+}
+
+/* Runs move_old until it is done (it passes once when the stragglers'
+ * window is over). Returns its result; fails the test when it fails. */
+static json_t *
+move(void)
+{
+	json_t *r = NULL;
+	char err[2048];
+	int rc;
+
+	ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	rc = step_move_old(&ctx, &r, err, sizeof(err));
+	if (rc != 0) {
+		char *t = json_dumps(r, JSON_COMPACT);
+
+		fprintf(stderr, "move_old returned %d: %s\n%s\n", rc, err, t ? t : "");
+		free(t);
+		fail_msg("move_old did not finish");
+	}
+	return r;
+}
+
+static const json_t *
+queue_entry(const json_t *r, const char *name)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "queues"), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			return e;
+	fail_msg("no entry for %s in the result", name);
+	return NULL;
+}
+
+static int64_t
+count_of(const json_t *e, const char *key)
+{
+	return json_integer_value(json_object_get(e, key));
+}
+
+/* Consumes DEST until every message expected to move has arrived (within
+ * CEILING_MS), checking each: expected, never early, intact. */
+static void
+receive_all(int64_t ceiling_ms)
+{
+	int64_t until = clock_mono_ms() + ceiling_ms;
+	size_t want = 0, got = 0;
+	char err[1024];
+
+	for (size_t i = 0; i < nsent; i++)
+		want += sent[i].not_before_ms != 0;
+	assert_int_equal(broker_consume(ctx.amqp, DEST, 0, err, sizeof(err)), 0);
+	while (got < want && clock_mono_ms() < until) {
+		struct broker_delivery d = { 0 };
+		const struct broker_header *h;
+		int64_t at;
+		size_t i;
+
+		if (broker_next(ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
+			continue;
+		at = clock_now_ms();
+		for (i = 0; i < nsent && strcmp(sent[i].body, d.body) != 0; i++)
+			;
+		if (i == nsent || sent[i].arrived)
+			fail_msg("message '%s' arrived and was not expected (or twice)", d.body);
+		if (sent[i].not_before_ms == 0) {
+			/* Left: it drains through its old queue, never moved. */
+			assert_null(broker_header_find(&d, "x-cutover-moved-from"));
+			assert_true(d.ndeaths > 0);
+			assert_string_equal(d.deaths[d.ndeaths - 1].queue, sent[i].queue);
+			sent[i].arrived = true;
+			assert_int_equal(broker_ack(ctx.amqp, &d, err, sizeof(err)), 0);
+			broker_delivery_free(&d);
+			continue;
+		}
+		if (at < sent[i].not_before_ms)
+			fail_msg("message '%s' from %s arrived %lld ms early", d.body,
+			    sent[i].queue, (long long)(sent[i].not_before_ms - at));
+		h = broker_header_find(&d, "x-app");
+		assert_non_null(h);
+		assert_string_equal(h->str, d.body);
+		assert_string_equal(d.message_id, d.body);
+		assert_string_equal(d.content_type, "text/plain");
+		h = broker_header_find(&d, "x-cutover-moved-from");
+		assert_non_null(h);
+		assert_string_equal(h->str, sent[i].queue);
+		/* The step's not-before is the test's (stamped) or later
+		 * (unknown: from the move's own clock). */
+		h = broker_header_find(&d, "x-cutover-not-before");
+		assert_non_null(h);
+		assert_true(h->num >= sent[i].not_before_ms);
+		/* The ladder's own x-death (levels waited in) only: never the
+		 * old queues'. */
+		for (size_t k = 0; k < d.ndeaths; k++) {
+			assert_null(strstr(d.deaths[k].queue, "old."));
+			assert_null(strstr(d.deaths[k].queue, "pre."));
+		}
+		sent[i].arrived = true;
+		got++;
+		assert_int_equal(broker_ack(ctx.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	(void)broker_cancel(ctx.amqp, err, sizeof(err));
+	for (size_t i = 0; i < nsent; i++)
+		if (sent[i].not_before_ms != 0 && !sent[i].arrived)
+			fail_msg("message '%s' from %s never arrived", sent[i].body,
+			    sent[i].queue);
+}
+
+/* Old queues of every kind: what goes arrives never early, what cannot
+ * stays where it was. */
+static void
+test_moves_never_early_and_leaves_the_rest(void **state)
+{
+	int64_t now, t_s;
+	char rfc[40], body[32];
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	start("    - { queues: { match: '^old\\.ts\\.' }, from: timestamp }\n"
+	    "    - { queues: { match: '^old\\.hdr' }, from: header, header: x-sent-at }\n"
+	    "    - { queues: { match: '^old\\.long' }, from: timestamp }\n", "8s");
+	old_queue("old.ts.12s", 12 * SEC, DEST);
+	old_queue("old.hdr.10s", 10 * SEC, DEST);
+	old_queue("old.unk.6s", 6 * SEC, DEST);
+	old_queue("old.unk.10m", 10 * MIN, DEST);
+	old_queue("old.long.10m", 10 * MIN, DEST);
+	/* A pre-queue that dead-letters into old.ts.12s at once: what it
+	 * sends on carries x-death. */
+	{
+		struct topology_arg a[3];
+		char err[512];
+
+		memset(a, 0, sizeof(a));
+		snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+		a[0].is_int = true;
+		a[0].num = 1;
+		snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+		snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+		snprintf(a[2].str, sizeof(a[2].str), "old.ts.12s");
+		assert_int_equal(broker_queue_declare(ctx.amqp, "pre.1ms", true, a, 3,
+		    err, sizeof(err)), 0);
+	}
+	now = clock_now_ms();
+	t_s = now / 1000;
+	/* Stamped with the timestamp: not before the end of its second + TTL. */
+	for (int i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), "ts-%d", i);
+		put("old.ts.12s", body, (uint64_t)t_s, 0, NULL, (t_s + 1) * 1000 + 12 * SEC);
+	}
+	put("pre.1ms", "ts-dead", (uint64_t)t_s, 0, NULL, (t_s + 1) * 1000 + 12 * SEC);
+	sent[nsent - 1].queue = "old.ts.12s";	/* where it waits */
+	/* Unstamped in a timestamp queue whose TTL (12 s) is over the bound (8 s). */
+	put("old.ts.12s", "ts-none", 0, 0, NULL, 0);
+	/* Header stamps, ms and RFC 3339 (2 s ago). */
+	put("old.hdr.10s", "hdr-ms", 0, now - 1500, NULL, now - 1500 + 10 * SEC);
+	old_time_format((now / 1000 - 2) * 1000, rfc, sizeof(rfc));
+	put("old.hdr.10s", "hdr-rfc", 0, 0, rfc, (now / 1000 - 2) * 1000 + 10 * SEC);
+	/* Unknown, TTL within the bound: the full TTL from the move. The
+	 * move's clock is later than NOW: NOW + TTL is a floor. */
+	put("old.unk.6s", "unk-short", 0, 0, NULL, now + 6 * SEC);
+	/* Unknown over the bound: the queue is not touched. */
+	put("old.unk.10m", "unk-long-1", 0, 0, NULL, 0);
+	put("old.unk.10m", "unk-long-2", 0, 0, NULL, 0);
+	/* Beyond the ladder's 127 s: left; one stamped 9 min 50 s ago goes. */
+	put("old.long.10m", "long-1", (uint64_t)t_s, 0, NULL, 0);
+	put("old.long.10m", "long-2", (uint64_t)t_s, 0, NULL, 0);
+	put("old.long.10m", "long-old", (uint64_t)(t_s - 590), 0, NULL,
+	    (t_s - 589) * 1000 + 10 * MIN);
+	/* The pre-queue's message has moved on into old.ts.12s. */
+	for (int64_t until = clock_mono_ms() + 30 * SEC; depth("old.ts.12s") < 5; ) {
+		if (clock_mono_ms() > until)
+			fail_msg("the dead-lettered message never reached old.ts.12s");
+		usleep(50 * 1000);
+	}
+
+	r = move();
+	assert_int_equal(count_of(queue_entry(r, "old.ts.12s"), "moved"), 4);
+	assert_int_equal(count_of(queue_entry(r, "old.ts.12s"), "left"), 1);
+	assert_int_equal(count_of(json_object_get(queue_entry(r, "old.ts.12s"),
+	    "left_why"), "unknown_entry"), 1);
+	assert_int_equal(count_of(queue_entry(r, "old.hdr.10s"), "moved"), 2);
+	assert_int_equal(count_of(queue_entry(r, "old.unk.6s"), "moved"), 1);
+	assert_int_equal(count_of(queue_entry(r, "old.unk.10m"), "skipped"), 2);
+	assert_int_equal(count_of(queue_entry(r, "old.long.10m"), "moved"), 1);
+	assert_int_equal(count_of(json_object_get(queue_entry(r, "old.long.10m"),
+	    "left_why"), "too_long"), 2);
+	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 8);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	/* What stayed is still in its old queue, right away. */
+	wait_depth("old.ts.12s", 1);
+	assert_int_equal(depth("old.hdr.10s"), 0);
+	assert_int_equal(depth("old.unk.6s"), 0);
+	assert_int_equal(depth("old.unk.10m"), 2);
+	wait_depth("old.long.10m", 2);
+	/* The horizon left: the latest of what stayed (10 min from now),
+	 * below the old one. */
+	assert_true(count_of(r, "horizon_ms") >= now + 10 * MIN);
+	json_decref(r);
+	receive_all(60 * SEC);
+}
+
+/* A queue whose dead-letter target no destination reaches: the step
+ * refuses, naming it and its target, and moves nothing anywhere. */
+static void
+test_refuses_a_target_without_destination(void **state)
+{
+	json_t *r = NULL;
+	char err[2048];
+
+	(void)state;
+	nsent = 0;
+	start("    - { queues: { match: '^old\\.' }, from: unknown }\n", "1m");
+	old_queue("old.good.5s", 5 * SEC, DEST);
+	old_queue("old.lost.5s", 5 * SEC, "nowhere.queue");
+	put("old.good.5s", "good", 0, 0, NULL, 0);
+	put("old.lost.5s", "lost", 0, 0, NULL, 0);
+	ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	assert_int_equal(step_move_old(&ctx, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "old.lost.5s"));
+	assert_non_null(strstr(err, "nowhere.queue"));
+	assert_null(strstr(err, "old.good.5s"));
+	assert_int_equal(depth("old.good.5s"), 1);
+	assert_int_equal(depth("old.lost.5s"), 1);
+	json_decref(r);
+}
+
+/* A publish the ladder returns (its level queues gone): the messages stay
+ * in the old queue; once the ladder is back, they move. */
+static void
+test_returned_publish_leaves_the_message(void **state)
+{
+	char name[LADDER_NAME_MAX], err[1024];
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	start("    - { queues: { match: '^old\\.' }, from: unknown }\n", "1m");
+	old_queue("old.ret.20s", 20 * SEC, DEST);
+	put("old.ret.20s", "ret-1", 0, 0, NULL, 0);
+	put("old.ret.20s", "ret-2", 0, 0, NULL, 0);
+	for (int k = 0; k < plan->ladder.levels; k++)
+		assert_int_equal(broker_queue_delete(ctx.amqp, ladder_level_queue(
+		    &plan->ladder, k, name, sizeof(name)), 0, NULL, err, sizeof(err)), 0);
+	r = move();
+	assert_int_equal(count_of(queue_entry(r, "old.ret.20s"), "moved"), 0);
+	assert_int_equal(count_of(json_object_get(queue_entry(r, "old.ret.20s"),
+	    "left_why"), "not_confirmed"), 2);
+	wait_depth("old.ret.20s", 2);
+	json_decref(r);
+	assert_int_equal(step_declare_ladder(&ctx, &r, err, sizeof(err)), 0);
+	json_decref(r);
+	r = move();
+	assert_int_equal(count_of(queue_entry(r, "old.ret.20s"), "moved"), 2);
+	assert_int_equal(depth("old.ret.20s"), 0);
+	json_decref(r);
+}
+
+/* Resumed with the state of a run killed after its pass finished one
+ * queue: that queue is not passed again, its count is kept, the other
+ * queue is moved; resumed before the stragglers' window is over, it asks
+ * to be called again. */
+static void
+test_resumes_where_it_was(void **state)
+{
+	json_t *r = NULL, *st;
+	char err[2048];
+
+	(void)state;
+	nsent = 0;
+	start("    - { queues: { match: '^old\\.' }, from: unknown }\n", "1m");
+	old_queue("old.a.5s", 5 * SEC, DEST);
+	old_queue("old.b.5s", 5 * SEC, DEST);
+	put("old.a.5s", "a-1", 0, 0, NULL, 0);
+	put("old.b.5s", "b-1", 0, 0, NULL, clock_now_ms() + 5 * SEC);
+	st = json_pack("{s:b,s:I,s:I,s:[{s:s,s:I,s:I,s:I,s:I}]}", "ok", 0,
+	    "pass", (json_int_t)1, "pass_started_ms", (json_int_t)clock_now_ms(),
+	    "queues", "name", "old.a.5s", "moved", (json_int_t)7, "left",
+	    (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)1);
+	ctx.state = st;
+	r = move();
+	assert_int_equal(count_of(queue_entry(r, "old.a.5s"), "moved"), 7);
+	assert_int_equal(count_of(queue_entry(r, "old.b.5s"), "moved"), 1);
+	wait_depth("old.a.5s", 1);
+	assert_int_equal(depth("old.b.5s"), 0);
+	json_decref(r);
+	sent[0].not_before_ms = clock_now_ms() + 5 * SEC;
+	/* Within the stragglers' window: one pass, then "call me again". */
+	ctx.flip_ms = clock_now_ms();
+	ctx.state = NULL;
+	assert_int_equal(step_move_old(&ctx, &r, err, sizeof(err)), 1);
+	assert_int_equal(count_of(r, "pass"), 2);
+	assert_int_equal(depth("old.a.5s"), 0);
+	ctx.state = NULL;
+	json_decref(st);
+	json_decref(r);
+	receive_all(30 * SEC);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_moves_never_early_and_leaves_the_rest,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuses_a_target_without_destination,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_returned_publish_leaves_the_message,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resumes_where_it_was, setup,
+		    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

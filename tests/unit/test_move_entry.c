@@ -1,0 +1,248 @@
+/* test_move_entry: move_old's arithmetic (issue 18, item 1). A moved
+ * message must never come out before the moment the old queue would have
+ * let it out: every case checks the delay against that moment, at the
+ * edges where rounding goes wrong (the timestamp's second, the unit, a
+ * message already due, the ladder's largest delay, the lateness bound). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "move_entry.h"
+
+#define NOW 1795003200500LL	/* half a second into a second */
+#define MIN (60 * 1000LL)
+
+static struct move_rule
+rule(enum move_from from, int64_t ttl_ms, int64_t unit_ms)
+{
+	struct move_rule r = { from, ttl_ms, unit_ms, 1000LL * MIN, 2 * MIN };
+
+	return r;
+}
+
+/* The property the whole suite rests on: now + delay >= not before, and
+ * the delay is whole units and less than one unit more than needed. */
+static void
+assert_never_early(const struct move_rule *r, const struct move_decision *d,
+    int64_t now)
+{
+	assert_int_equal(d->verdict, MOVE_GO);
+	assert_true(now + d->delay_ms >= d->not_before_ms);
+	assert_int_equal(d->delay_ms % r->unit_ms, 0);
+	if (d->not_before_ms > now)
+		assert_true(now + d->delay_ms - d->not_before_ms < r->unit_ms);
+	else
+		assert_int_equal(d->delay_ms, 0);
+}
+
+static void
+test_timestamp_counts_the_end_of_its_second(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_TIMESTAMP, 10 * 1000, 1000);
+	struct move_stamp m = { .has_timestamp = true,
+	    .timestamp_s = 1795003200 };	/* NOW's own second */
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	/* It may have entered at .999: not before 1795003211.000. */
+	assert_int_equal(d.entry_ms, 1795003201000LL);
+	assert_int_equal(d.not_before_ms, 1795003211000LL);
+	assert_int_equal(d.used, MOVE_FROM_TIMESTAMP);
+	/* 10.5 s left: 11 units of 1 s, never 10. */
+	assert_int_equal(d.delay_ms, 11000);
+	assert_never_early(&r, &d, NOW);
+	/* Exactly on a second: still the end of that second. */
+	assert_int_equal(move_decide(&r, &m, 1795003201000LL, &d), 0);
+	assert_int_equal(d.delay_ms, 10000);
+	assert_never_early(&r, &d, 1795003201000LL);
+}
+
+static void
+test_rounds_up_to_the_unit(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_HEADER, 90 * 1000, MIN);
+	struct move_stamp m = { .has_header = true, .header_is_int = true,
+	    .header_num = NOW - 1 };
+	struct move_decision d;
+
+	(void)state;
+	/* Entered 1 ms ago: 89.999 s left, two units of a minute. */
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.not_before_ms, NOW - 1 + 90 * 1000);
+	assert_int_equal(d.delay_ms, 2 * MIN);
+	assert_never_early(&r, &d, NOW);
+	/* Exactly one unit left: one unit, not two. */
+	m.header_num = NOW - 30 * 1000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.delay_ms, MIN);
+	assert_never_early(&r, &d, NOW);
+	/* One millisecond more than a unit: two. */
+	m.header_num = NOW - 30 * 1000 + 1;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.delay_ms, 2 * MIN);
+	assert_never_early(&r, &d, NOW);
+}
+
+static void
+test_header_rfc3339(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_HEADER, 60 * 1000, 1000);
+	struct move_stamp m = { .has_header = true,
+	    .header_str = "2026-11-18T11:20:00.250Z" };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, 1795000800000LL + 1000, &d), 0);
+	assert_int_equal(d.entry_ms, 1795000800250LL);
+	assert_int_equal(d.not_before_ms, 1795000860250LL);
+	assert_int_equal(d.delay_ms, 60000);	/* 59.25 s left */
+	assert_never_early(&r, &d, 1795000800000LL + 1000);
+}
+
+static void
+test_already_due_goes_at_once(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_TIMESTAMP, 5000, 1000);
+	struct move_stamp m = { .has_timestamp = true,
+	    .timestamp_s = (NOW - 60 * 1000) / 1000 };
+	struct move_decision d;
+
+	(void)state;
+	/* Due a minute ago (the old queue is late): delay 0, the ladder's
+	 * shortest path, never held back. */
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_true(d.not_before_ms < NOW);
+	assert_int_equal(d.delay_ms, 0);
+	assert_never_early(&r, &d, NOW);
+	/* Due exactly now: 0 as well. */
+	m.timestamp_s = 1795003194;	/* end 1795003195.000 + 5 s = NOW - 500 */
+	r.ttl_ms = 5500;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.not_before_ms, NOW);
+	assert_int_equal(d.delay_ms, 0);
+}
+
+static void
+test_unknown_within_the_bound_takes_the_full_ttl(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_UNKNOWN, 2 * MIN, 1000);
+	struct move_stamp m = { 0 };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
+	assert_int_equal(d.entry_ms, -1);
+	assert_int_equal(d.not_before_ms, NOW + 2 * MIN);
+	assert_int_equal(d.delay_ms, 2 * MIN);
+	assert_never_early(&r, &d, NOW);
+	/* A queue with a timestamp rule and an unstamped message: the same. */
+	r.from = MOVE_FROM_TIMESTAMP;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_GO);
+	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
+	assert_non_null(strstr(d.why, "no timestamp"));
+}
+
+static void
+test_unknown_over_the_bound_is_left(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_TIMESTAMP, 2 * MIN + 1, 1000);
+	struct move_stamp m = { 0 };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_non_null(strstr(d.why, "unknown_entry_max_lateness"));
+	/* The default bound, 0: nothing unknown is moved. */
+	r.unknown_max_lateness_ms = 0;
+	r.ttl_ms = 1000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+}
+
+static void
+test_unreadable_stamps_are_unknown(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_HEADER, 10 * MIN, 1000);
+	struct move_stamp m = { .has_header = true, .header_is_int = true,
+	    .header_num = 1795003200 };	/* seconds, not milliseconds */
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	m.header_is_int = false;
+	m.header_str = "yesterday";
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_non_null(strstr(d.why, "not a time"));
+	m.header_str = NULL;		/* a table or a float */
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	r.from = MOVE_FROM_TIMESTAMP;
+	m.has_timestamp = true;
+	m.timestamp_s = 1795003200500ULL;	/* milliseconds in the property */
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_TOO_LONG);
+	m.timestamp_s = 0;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+}
+
+static void
+test_beyond_the_ladder_is_left(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_HEADER, 20 * MIN, 1000);
+	struct move_stamp m = { .has_header = true, .header_is_int = true,
+	    .header_num = NOW };
+	struct move_decision d;
+
+	(void)state;
+	r.max_delay_ms = 20 * MIN;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.delay_ms, 20 * MIN);	/* exactly the largest */
+	m.header_num = NOW + 1;			/* 1 ms more: over it */
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_TOO_LONG);
+	assert_non_null(strstr(d.why, "beyond"));
+}
+
+static void
+test_bad_rule(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_UNKNOWN, 1000, 0);
+	struct move_stamp m = { 0 };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), -1);
+	r.unit_ms = 1000;
+	r.ttl_ms = -1;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), -1);
+	assert_string_equal(move_from_name(MOVE_FROM_HEADER), "header");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timestamp_counts_the_end_of_its_second),
+		cmocka_unit_test(test_rounds_up_to_the_unit),
+		cmocka_unit_test(test_header_rfc3339),
+		cmocka_unit_test(test_already_due_goes_at_once),
+		cmocka_unit_test(test_unknown_within_the_bound_takes_the_full_ttl),
+		cmocka_unit_test(test_unknown_over_the_bound_is_left),
+		cmocka_unit_test(test_unreadable_stamps_are_unknown),
+		cmocka_unit_test(test_beyond_the_ladder_is_left),
+		cmocka_unit_test(test_bad_rule),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
