@@ -60,6 +60,7 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 	}
 	for (size_t i = 0; i < pl.n; i++) {
 		int markers = 2;	/* a seal publishes at most two */
+		int r;
 
 		if (strncmp(pl.v[i].name, prefix, strlen(prefix)) != 0)
 			continue;
@@ -69,7 +70,8 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 		if (b != NULL && pattern_queue(pl.v[i].pattern, queue, sizeof(queue)) == 0)
 			(void)old_fence_unseal(b, queue, pl.v[i].name, &markers, why,
 			    sizeof(why));
-		if (mgmt_delete_policy(m, pl.v[i].name, why, sizeof(why)) < 0) {
+		r = mgmt_delete_policy(m, pl.v[i].name, why, sizeof(why));
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			snprintf(err, errlen, "removing leftover fence '%s': %s",
 			    pl.v[i].name, why);
 			n = -1;
@@ -219,7 +221,9 @@ old_fence_remove(struct mgmt *m, struct old_fence *f, size_t n, char *err,
 	for (size_t i = 0; i < n; i++) {
 		if (!f[i].put)
 			continue;
-		if (mgmt_delete_policy(m, f[i].policy, why, sizeof(why)) < 0) {
+		int r = mgmt_delete_policy(m, f[i].policy, why, sizeof(why));
+
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			if (rc == 0)
 				snprintf(err, errlen, "removing fence '%s' of queue '%s': %s "
 				    "(the next run removes it)", f[i].policy, f[i].queue, why);

@@ -99,7 +99,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 	for (i = 0; i < t.npolicies; i++) {
 		int r = mgmt_delete_policy(c->mgmt, t.policies[i].name, why, sizeof(why));
 
-		if (r < 0) {
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			snprintf(err, errlen, "deleting policy '%s': %s", t.policies[i].name, why);
 			goto done;
 		}
