@@ -283,7 +283,8 @@ input_of(void *arg, enum plan_step_kind kind)
 }
 
 /* The broker cannot be reached for step IDX, which outlives that (the
- * watch): raises broker_unreachable, and the step goes on from STATE. */
+ * watch): raises broker_unreachable, and the step goes on from STATE
+ * (returns 0 with r->ctx.again set). */
 static int
 step_unreachable(struct run *r, const json_t *state, json_t **result)
 {
@@ -297,13 +298,15 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 		    "broker_unreachable", "message", message, "alert_id",
 		    (json_int_t)alert));
 	*result = state != NULL ? json_deep_copy(state) : json_object();
-	return 1;
+	r->ctx.again = true;
+	return 0;
 }
 
 /* Runs step IDX once, as its row of the step-kind table says: the broker
  * connections first, then its inputs, then the step. STATE is its last
  * persisted result (borrowed, may be NULL). Returns what the step returns
- * (0 done, 1 continue, -1 failed) and its result in *RESULT. */
+ * (0, with r->ctx.again set when it must run again; -1 failed) and its
+ * result in *RESULT. */
 static int
 run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
 {
@@ -315,6 +318,7 @@ run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **re
 	int rc = -1;
 
 	*result = NULL;
+	c->again = false;
 	if (sk == NULL) {
 		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
 		*result = json_object();
@@ -652,14 +656,14 @@ poll_ms(const struct run *r)
 
 /* After a failure of WHAT: when it was the store busy or locked and has
  * not stayed so for BUSY_BUDGET_MS, schedules the next try (r->due_ms,
- * with backoff) and returns 1; otherwise returns 0 (a real failure). */
-static int
+ * with backoff) and returns true; otherwise false (a real failure). */
+static bool
 busy_retry(struct run *r, const char *what)
 {
 	int64_t now = clock_now_ms();
 
 	if (!store_transient(r->s))
-		return 0;
+		return false;
 	store_transient_clear(r->s);
 	if (r->busy_since_ms == 0) {
 		r->busy_since_ms = now;
@@ -668,14 +672,14 @@ busy_retry(struct run *r, const char *what)
 		log_event("error", r->plan->name, NULL, "%s: the database has been busy for "
 		    "%d s: %s", what, BUSY_BUDGET_MS / 1000, r->err);
 		r->busy_since_ms = 0;
-		return 0;
+		return false;
 	} else if ((r->busy_wait_ms *= 2) > BUSY_BACKOFF_MAX_MS)
 		r->busy_wait_ms = BUSY_BACKOFF_MAX_MS;
 	log_event("warn", r->plan->name, NULL, "%s: %s; trying again in %d ms (busy for "
 	    "%lld ms)", what, r->err, r->busy_wait_ms, (long long)(now - r->busy_since_ms));
 	r->due_ms = now + r->busy_wait_ms;
 	r->busy_now = 1;
-	return 1;
+	return true;
 }
 
 /* After a turn: a turn that ended without a busy retry ends the streak. */
@@ -689,10 +693,10 @@ busy_settle(struct run *r, int t)
 /* One turn of the state machine: acts on waiting commands, then, when the
  * plan has work due, does the next piece of it (one transition, one step,
  * one watch tick) without sleeping, and sets r->due_ms to when it next has
- * work. Returns 0 to go on, 1 when the run is over with *OUTCOME set, -1 on
- * failure. */
+ * work. Returns 0, with *OVER set when the run is over and *OUTCOME says
+ * how, or -1 on failure. */
 static int
-turn(struct run *r, enum engine_outcome *outcome)
+turn(struct run *r, enum engine_outcome *outcome, bool *over)
 {
 	struct store_plan p;
 	struct store_step st = { 0 };
@@ -710,7 +714,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 		return -1;
 	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
-		return 1;
+		*over = true;
+		return 0;
 	}
 	if (clock_now_ms() < r->due_ms)
 		return 0;
@@ -726,7 +731,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
 			goto done;
 		*outcome = ENGINE_SUCCEEDED;
-		rc = 1;
+		*over = true;
+		rc = 0;
 		goto done;
 	}
 	idx = (int)i;
@@ -743,7 +749,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 	if (strcmp(st.status, "waiting_approval") == 0 || strcmp(st.status, "failed") == 0) {
 		if (r->o->return_when_blocked) {
 			*outcome = st.status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
-			rc = 1;
+			*over = true;
+			rc = 0;
 			goto done;
 		}
 		r->due_ms = clock_now_ms() + poll_ms(r);
@@ -761,7 +768,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 		goto done;
 	}
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (sr == 1) {
+	if (sr == 0 && r->ctx.again) {
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
@@ -852,16 +859,17 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 		goto done;
 	for (;;) {
 		int64_t wait;
+		bool over = false;
 
 		if (stopping(&r)) {
 			*outcome = ENGINE_STOPPED;
 			break;
 		}
-		t = turn(&r, outcome);
+		t = turn(&r, outcome, &over);
 		if (t < 0 && !busy_retry(&r, "store"))
 			goto done;
 		busy_settle(&r, t);
-		if (t == 1)
+		if (over)
 			break;
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
@@ -892,7 +900,7 @@ collect_active(const struct store_plan *p, void *arg)
 		int64_t *ids = realloc(a->ids, cap * sizeof(*ids));
 
 		if (ids == NULL)
-			return 1;
+			return -1;	/* out of memory: stops the listing */
 		a->ids = ids;
 		a->cap = cap;
 	}
@@ -944,16 +952,17 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 		}
 		for (size_t j = 0; j < nruns; ) {
 			struct run *r = &runs[j];
+			bool over = false;
 			int t;
 
 			/* Each run writes its errors into its own buffer. */
 			r->err = perr;
 			r->errlen = sizeof(perr);
-			t = turn(r, &outcome);
+			t = turn(r, &outcome, &over);
 			if (t < 0 && !busy_retry(r, "store"))
 				log_event("error", r->plan->name, NULL, "%s", perr);
 			busy_settle(r, t);
-			if (t == 1) {
+			if (over) {
 				log_event("info", r->plan->name, NULL, "run ended: %s",
 				    engine_outcome_name(outcome));
 				run_close(r);

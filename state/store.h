@@ -252,7 +252,8 @@ int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *stat
  * sets *VERSION, or -1 with ERR. */
 int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
 
-/* Calls FN for each plan, newest first. Returns 0 or -1. */
+/* Calls FN for each plan, newest first, until FN returns non-zero.
+ * Returns 0 or -1. */
 int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
     void *arg, char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STEP_H
 #define CUTOVER_STEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,10 @@ struct step_ctx {
 	const json_t *state;       /* borrowed: this step's last persisted result
 	                            * when it is resumed or continued, else NULL */
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */
+	bool again;                /* out: set by a step that returned 0 and must
+	                            * be run again (the watch, until its
+	                            * deadline); the engine clears it before
+	                            * each run */
 
 	/* The watch's probes read by its last tick and not yet acknowledged
 	 * (watch.c): settled at the next tick, once the engine has recorded
@@ -59,7 +64,8 @@ int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
 void step_ctx_close(struct step_ctx *c);
 
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
- * -1 when it failed or could not be confirmed (ERR says why). In both cases
+ * -1 when it failed or could not be confirmed (ERR says why); a step that
+ * succeeded this time but is not over sets C->again. In both cases
  * *RESULT is set to a new JSON object describing what was done and seen,
  * which the caller persists and frees. Running a step again is safe. */
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
@@ -206,11 +212,12 @@ int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
     size_t errlen);
 
 /* watch: one sample of both paths (old queues, ladder levels, parking,
- * probes), persisted as samples; raises alerts. Returns 1 while the watch
- * must go on (*RESULT is its state, which the engine persists and passes
- * back as C->state at the next call, one watch.interval later), 0 when the
- * deadline has passed with the old path empty and no alert open, -1 when
- * it cannot go on. */
+ * probes), persisted as samples; raises alerts. Returns 0 and sets
+ * C->again while the watch must go on (*RESULT is its state, which the
+ * engine persists and passes back as C->state at the next call, one
+ * watch.interval later); returns 0 with C->again false when the deadline
+ * has passed with the old path empty and no alert open; -1 when it cannot
+ * go on. */
 int step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* The watch's downsampling policy, applied at most every ten minutes of
