@@ -279,24 +279,27 @@ old_fence_unseal(struct broker *b, const char *queue, const char *id, int *marke
 
 int
 old_fence_seal(struct broker *b, const char *queue, const char *id, int *markers,
-    char *why, size_t whylen)
+    bool *sealed, char *why, size_t whylen)
 {
 	char w2[512];
 	int r;
 
 	*markers = 0;
+	*sealed = false;
 	r = publish_marker(b, queue, id, why, whylen);
 	if (r == BROKER_ENACKED) {
 		snprintf(why, whylen, "the fenced queue refused remove_old's marker: "
 		    "it already holds a message");
-		return 1;
+		return 0;
 	}
 	if (r != 0)
 		return -1;
 	*markers = 1;
 	r = publish_marker(b, queue, id, why, whylen);
-	if (r == BROKER_ENACKED)
-		return 0;	/* refused: the fence is in force */
+	if (r == BROKER_ENACKED) {
+		*sealed = true;	/* refused: the fence is in force */
+		return 0;
+	}
 	if (r == 0)
 		(*markers)++;
 	if (old_fence_unseal(b, queue, id, markers, w2, sizeof(w2)) != 0)
@@ -306,5 +309,5 @@ old_fence_seal(struct broker *b, const char *queue, const char *id, int *markers
 	else if (r == 0)
 		snprintf(why, whylen, "the fence was not yet in force (the broker took "
 		    "a second marker; both taken back)");
-	return r == 0 ? 1 : -1;
+	return r == 0 ? 0 : -1;
 }
