@@ -7,7 +7,7 @@
 
 #include "flag_transport.h"
 
-static int
+static bool
 header_has(const struct plan *p, const char *name)
 {
 	size_t i;
@@ -15,11 +15,11 @@ header_has(const struct plan *p, const char *name)
 	for (i = 0; i < p->flag.nheaders; i++)
 		if (p->flag.headers[i].name != NULL &&
 		    strcasecmp(p->flag.headers[i].name, name) == 0)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
-static int
+static bool
 valid_method(const char *m)
 {
 	return m != NULL && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0 ||
@@ -27,17 +27,17 @@ valid_method(const char *m)
 	    strcmp(m, "DELETE") == 0);
 }
 
-static int
+static bool
 valid_header_name(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	if (s == NULL || *p == '\0')
-		return 0;
+		return false;
 	for (; *p != '\0'; p++)
 		if (*p <= 0x20 || *p >= 0x7f || *p == ':')
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* The headers of kind http: the plan's, env: values resolved now. */
@@ -97,7 +97,7 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 	json_error_t jerr;
 	int rc;
 
-	*state = -1;
+	*state = FLAG_STATE_NEITHER;
 	if ((won = json_loads(p->flag.read_on, JSON_DECODE_ANY, &jerr)) ==
 	    NULL || (woff = json_loads(p->flag.read_off, JSON_DECODE_ANY,
 	    &jerr)) == NULL) {
@@ -132,9 +132,9 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 	    errlen)) < 0)
 		goto done;
 	if (v != NULL && json_equal(v, won))
-		*state = 1;
+		*state = FLAG_STATE_ON;
 	else if (v != NULL && json_equal(v, woff))
-		*state = 0;
+		*state = FLAG_STATE_OFF;
 	if (flag_record_read(c, v, *state, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
 		errbuf_set(err, errlen, "%s: out of memory", label);

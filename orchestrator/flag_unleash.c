@@ -143,7 +143,7 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	json_error_t jerr;
 	int rc;
 
-	*state = -1;
+	*state = FLAG_STATE_NEITHER;
 	if ((url = unleash_url(c, "")) == NULL) {
 		rc = FLAG_ERR_NOMEM;
 		errbuf_set(err, errlen, "%s: out of memory", label);
@@ -187,12 +187,13 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	}
 	free(t);
 	en = json_object_get(env, "enabled");
-	*state = json_is_true(en) ? 1 : json_is_false(en) ? 0 : -1;
+	*state = json_is_true(en) ? FLAG_STATE_ON : json_is_false(en) ? FLAG_STATE_OFF :
+	    FLAG_STATE_NEITHER;
 	if ((rc = flag_record_read(c, en, *state, ex)) != 0) {
 		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
-	if (*state == -1) {
+	if (*state == FLAG_STATE_NEITHER) {
 		rc = FLAG_ERR_ANSWER;
 		errbuf_set(err, errlen, "%s: GET %s: environment \"%s\" has no "
 		    "boolean \"enabled\": %s", label, url, p->flag.environment,
@@ -202,7 +203,7 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	rc = 0;
 done:
 	if (rc != 0)
-		*state = -1;
+		*state = FLAG_STATE_NEITHER;
 	json_decref(j);
 	free(envs);
 	free(url);
