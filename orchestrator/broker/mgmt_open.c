@@ -6,18 +6,18 @@
 
 #include "mgmt_int.h"
 
-static int
+static bool
 valid_env_name(const char *s)
 {
 	const char *p;
 
 	if (s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
+		return false;
 	for (p = s; *p != '\0'; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* Checks BASE_URL and stores its normalised form in *OUT (the caller
