@@ -99,6 +99,7 @@ static int
 match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
 {
 	char subject[QUEUE_NAME_MAX + 1], seen[256] = { 0 }, msg[128];
+	bool matched;
 
 	for (const unsigned char *c = (const unsigned char *)t; *c != '\0'; c++) {
 		if (seen[*c] || *c < 0x20 || *c == 0x7f)
@@ -107,7 +108,7 @@ match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
 		memset(subject, *c, QUEUE_NAME_MAX - 1);
 		subject[QUEUE_NAME_MAX - 1] = '!';
 		subject[QUEUE_NAME_MAX] = '\0';
-		if (pattern_match(pat, subject, msg, sizeof(msg)) < 0) {
+		if (pattern_match(pat, subject, &matched, msg, sizeof(msg)) != 0) {
 			snprintf(why, whylen, "%s on a %d-byte name of '%c' repeated", msg,
 			    QUEUE_NAME_MAX, *c);
 			return -1;

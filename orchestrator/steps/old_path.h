@@ -64,10 +64,11 @@ struct old_selector {
 int old_selector_init(struct old_selector *s, const struct plan *p, char *err,
     size_t errlen);
 
-/* Is queue NAME selected? Returns 1 or 0, or -1 with ERR when the match
- * could not be decided (a PCRE2 limit hit): never a silent "no". */
-int old_selector_test(struct old_selector *s, const char *name, char *err,
-    size_t errlen);
+/* Is queue NAME selected? Returns 0 with the answer in *SELECTED, or -1
+ * with ERR when the match could not be decided (a PCRE2 limit hit): never
+ * a silent "no". */
+int old_selector_test(struct old_selector *s, const char *name, bool *selected,
+    char *err, size_t errlen);
 
 /* Is NAME one of the plan's own queues, which S never selects? */
 bool old_selector_own(const struct old_selector *s, const char *name);
