@@ -122,10 +122,11 @@ read_file(const char *path, size_t *len, char *err, size_t errlen)
 }
 
 /* Is the newest plan named like YAML's the same text and succeeded?
- * Returns 1 (and the plan in *OUT), 0, or -1. Parses only the name. */
+ * Returns 0 with the answer in *SAME (and the plan in *OUT when true), or
+ * -1. Parses only the name. */
 static int
 same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan *out,
-    char *err, size_t errlen)
+    bool *same, char *err, size_t errlen)
 {
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
@@ -133,11 +134,12 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 	size_t slen;
 	int rc = 0, r;
 
+	*same = false;
 	if (plan_load_buffer("plan", yaml, len, &p, &errs) != 0)
 		goto done;                  /* store_plan_submit reports the errors */
 	r = store_plan_find(s, p->name, out, err, errlen);
 	if (r != 0) {
-		rc = r < 0 ? -1 : 0;
+		rc = r == STORE_NOT_FOUND ? 0 : -1;
 		goto done;
 	}
 	if (strcmp(out->status, "succeeded") != 0 || out->archived_ms != 0)
@@ -146,7 +148,7 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 		rc = -1;
 		goto done;
 	}
-	rc = slen == len && memcmp(stored, yaml, len) == 0;
+	*same = slen == len && memcmp(stored, yaml, len) == 0;
 done:
 	free(stored);
 	plan_free(p);
@@ -169,6 +171,7 @@ cli_run(int argc, char **argv)
 	char err[1024], line[512], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
+	bool done_already;
 	int rc = CLI_FAIL, r;
 
 	r = parse_common("run", run_usage, argc, argv, 1, &o);
@@ -183,9 +186,9 @@ cli_run(int argc, char **argv)
 		goto fail;
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	if ((r = same_plan_done(s, yaml, len, &sp, err, sizeof(err))) < 0)
+	if (same_plan_done(s, yaml, len, &sp, &done_already, err, sizeof(err)) != 0)
 		goto fail;
-	if (r == 1) {
+	if (done_already) {
 		/* Running a finished plan again is not a new migration. */
 		printf("plan %lld: %s already (submit it under another name to run it "
 		    "again)\n", (long long)sp.id, sp.status);
@@ -194,12 +197,12 @@ cli_run(int argc, char **argv)
 	}
 	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
-	if (r == 1) {
+	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
 		goto done;
 	}
-	if (r == 2) {
+	if (r == STORE_RUNNING) {
 		char *stored = NULL;
 		size_t slen;
 		int same;
@@ -219,7 +222,7 @@ cli_run(int argc, char **argv)
 		}
 		fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
 		    (long long)id);
-	} else if (r == 3) {
+	} else if (r == STORE_UNARCHIVED) {
 		fprintf(stderr, "cutover run: %s\n", err);
 		goto done;
 	} else if (r != 0)
@@ -308,7 +311,7 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -449,7 +452,7 @@ cli_history(int argc, char **argv)
 		goto done;
 	}
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -506,7 +509,7 @@ status_json(struct store *s, const char *ref, char *err, size_t errlen)
 		r = view_plan_list(s, NULL, &doc, err, errlen);
 	else if ((r = engine_find_plan(s, ref, &p, err, errlen)) == 0)
 		r = view_plan(s, p.id, &doc, err, errlen);
-	if (r == 1)
+	if (r == STORE_NOT_FOUND)
 		snprintf(err, errlen, "no plan '%s'", ref);
 	if (r != 0)
 		return -1;
@@ -551,7 +554,7 @@ cli_status(int argc, char **argv)
 		goto done;
 	}
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -605,7 +608,7 @@ cli_submit(int argc, char **argv)
 		goto fail;
 	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
-	if (r == 1) {
+	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
 		goto done;

@@ -290,10 +290,11 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 {
 	char message[1024];
 	int64_t alert = 0;
+	bool raised = false;
 
 	snprintf(message, sizeof(message), "%s", r->err);
 	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-	    clock_now_ms(), &alert, r->err, r->errlen) == 1)
+	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised)
 		event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
 		    "broker_unreachable", "message", message, "alert_id",
 		    (json_int_t)alert));
@@ -621,16 +622,16 @@ handle_commands(struct run *r)
 			return -1;
 		rf = store_command_refusal(r->s, &p, c.kind, c.step_idx, c.alert_id, why,
 		    sizeof(why), r->err, r->errlen);
-		if (rf < 0)
+		if (rf != 0 && rf != STORE_REFUSED)
 			return -1;
 		for (i = 0; rf == 0 && i < sizeof(command_apply) / sizeof(command_apply[0]) &&
 		    strcmp(command_apply[i].kind, c.kind) != 0; i++)
 			;
 		if (rf == 0 && i == sizeof(command_apply) / sizeof(command_apply[0])) {
 			snprintf(why, sizeof(why), "unknown command '%s'", c.kind);
-			rf = 1;
+			rf = STORE_REFUSED;
 		}
-		if (rf == 1) {
+		if (rf == STORE_REFUSED) {
 			if (refuse_command(r, &c, why) != 0)
 				return -1;
 			continue;
@@ -645,7 +646,7 @@ handle_commands(struct run *r)
 		    r->errlen) != 0)
 			return -1;
 	}
-	return got < 0 ? -1 : 0;
+	return got == STORE_NOT_FOUND ? 0 : -1;
 }
 
 static int
@@ -823,7 +824,7 @@ run_open(struct run *r, struct store *s, int64_t plan_id, const struct engine_op
 	r->err = err;
 	r->errlen = errlen;
 	if ((t = store_plan_yaml(s, plan_id, &yaml, &len, err, errlen)) != 0) {
-		if (t == 1)
+		if (t == STORE_NOT_FOUND)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
 		goto done;
 	}

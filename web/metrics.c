@@ -204,10 +204,11 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 	int r;
 
 	for (int i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) < 0)
-			return -1;
-		if (r == 1)
+		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) ==
+		    STORE_NOT_FOUND)
 			break;
+		if (r != 0)
+			return -1;
 		struct step_m *grown = realloc(pm->steps, (size_t)(i + 1) * sizeof(*grown));
 
 		if (grown == NULL) {

@@ -124,10 +124,10 @@ current_step(struct store *s, int64_t id, char *err, size_t errlen)
 	struct store_step st;
 	int r;
 
-	if ((r = store_step_current(s, id, &st, err, errlen)) < 0)
-		return NULL;
-	if (r == 1)
+	if ((r = store_step_current(s, id, &st, err, errlen)) == STORE_NOT_FOUND)
 		return json_null();
+	if (r != 0)
+		return NULL;
 	return json_pack("{s:i,s:o,s:o,s:o}", "n", st.idx + 1, "kind",
 	    view_string(st.kind), "status", view_string(st.status), "started_ms",
 	    ms_or_null(st.started_ms));
@@ -309,10 +309,11 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	if ((steps = json_array()) == NULL || (alerts = json_array()) == NULL)
 		goto nomem;
 	for (i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) < 0)
-			goto done;
-		if (r == 1)
+		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) ==
+		    STORE_NOT_FOUND)
 			break;
+		if (r != 0)
+			goto done;
 		json_array_append_new(steps, step_object(&st));
 		store_step_clear(&st);
 	}

@@ -1218,12 +1218,13 @@ raise_alert(long long id, const char *kind)
 {
 	struct store *s = NULL;
 	int64_t aid = 0;
+	bool raised = false;
 	char err[512];
 
 	if (store_open(db, &s, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	if (store_alert_raise(s, id, kind, "raised by test_api", clock_now_ms(), &aid,
-	    err, sizeof(err)) != 1)
+	    &raised, err, sizeof(err)) != 0 || !raised)
 		fail_msg("raising a %s alert: %s", kind, err);
 	store_close(s);
 	return (long long)aid;

@@ -438,9 +438,12 @@ test_plan_roundtrip(void **state)
 	assert_string_equal(p.name, "abc.v2_x");
 
 	/* Absent. */
-	assert_int_equal(store_plan_get(fx->s, 999, &p, ERR(fx)), 1);
-	assert_int_equal(store_plan_find(fx->s, "nope", &p, ERR(fx)), 1);
-	assert_int_equal(store_plan_yaml(fx->s, 999, &y, &n, ERR(fx)), 1);
+	assert_int_equal(store_plan_get(fx->s, 999, &p, ERR(fx)),
+	    STORE_NOT_FOUND);
+	assert_int_equal(store_plan_find(fx->s, "nope", &p, ERR(fx)),
+	    STORE_NOT_FOUND);
+	assert_int_equal(store_plan_yaml(fx->s, 999, &y, &n, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_null(y);
 }
 
@@ -555,7 +558,8 @@ test_steps(void **state)
 	assert_int_equal(store_step_update(fx->s, plan, 7, "running", 1, 0,
 	    NULL, NULL, ERR(fx)), -1);
 	assert_string_equal(fx->err, "updating step 7 of plan 1: no such step");
-	assert_int_equal(store_step_get(fx->s, plan, 7, &st, ERR(fx)), 1);
+	assert_int_equal(store_step_get(fx->s, plan, 7, &st, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_null(st.result_json);
 	assert_null(st.error);
 }
@@ -1122,7 +1126,7 @@ test_commands_in_order_and_handled_once(void **state)
 
 	open_store(fx);
 	plan = new_plan(fx, "p", "yaml", 1);
-	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), 1);
+	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), STORE_NOT_FOUND);
 	assert_int_equal(store_command_insert(fx->s, plan, "approve", 4, 0, "alice",
 	    "looks good", 10, &a, ERR(fx)), 0);
 	assert_int_equal(store_command_insert(fx->s, plan, "abort", -1, 0, "bob", NULL,
@@ -1146,7 +1150,7 @@ test_commands_in_order_and_handled_once(void **state)
 	assert_int_equal(c.step_idx, -1);
 	assert_string_equal(c.comment, "");
 	assert_int_equal(store_command_done(fx->s, b, 22, "done", ERR(fx)), 0);
-	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), 1);
+	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), STORE_NOT_FOUND);
 }
 
 static int
@@ -1164,14 +1168,17 @@ test_alerts_raise_update_ack(void **state)
 	struct fx *fx = *state;
 	struct store_alert last;
 	int64_t plan, id = 0, id2 = 0;
+	bool raised = false;
 
 	open_store(fx);
 	plan = new_plan(fx, "p", "yaml", 1);
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "1 message parked",
-	    100, &id, ERR(fx)), 1);
+	    100, &id, &raised, ERR(fx)), 0);
+	assert_true(raised);
 	/* The same condition seen again updates the open alert. */
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "2 messages parked",
-	    200, &id2, ERR(fx)), 0);
+	    200, &id2, &raised, ERR(fx)), 0);
+	assert_false(raised);
 	assert_int_equal(store_each_alert(fx->s, plan, 1, count_alert, &last, ERR(fx)), 1);
 	assert_int_equal(last.id, id);
 	assert_int_equal(last.count, 2);
@@ -1181,7 +1188,8 @@ test_alerts_raise_update_ack(void **state)
 
 	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", "drained by hand", 300,
 	    ERR(fx)), 0);
-	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", NULL, 301, ERR(fx)), 1);
+	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", NULL, 301, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_int_equal(store_each_alert(fx->s, plan, 1, NULL, NULL, ERR(fx)), 0);
 	assert_int_equal(store_each_alert(fx->s, plan, 0, count_alert, &last, ERR(fx)), 1);
 	assert_string_equal(last.acked_by, "carol");
@@ -1189,7 +1197,8 @@ test_alerts_raise_update_ack(void **state)
 
 	/* After an acknowledgement the condition raises a new alert. */
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "again", 400, &id2,
-	    ERR(fx)), 1);
+	    &raised, ERR(fx)), 0);
+	assert_true(raised);
 	assert_true(id2 != id);
 }
 
