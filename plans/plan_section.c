@@ -29,7 +29,7 @@ load_call(struct loader *ld, const struct sect *flag, const char *key, const cha
 	struct sect s;
 
 	if (py_get_map(ld, flag, key, 1, "{ method: PUT, url: http://..., body: '...' }",
-	    path, &s) <= 0)
+	    path, &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	if ((n = py_field(ld, &s, "method", 1, mexpect)) != NULL &&
@@ -62,7 +62,7 @@ load_read(struct loader *ld, const struct sect *flag)
 	struct sect s;
 
 	if (py_get_map(ld, flag, "read", 1, "{ url: http://..., pointer: /enabled, on: "
-	    "true, off: false }", "flag.read", &s) <= 0)
+	    "true, off: false }", "flag.read", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	py_get_url(ld, &s, "url", 1, URL_HTTP, &p->flag.read_url);
@@ -104,7 +104,7 @@ load_read(struct loader *ld, const struct sect *flag)
 }
 
 /* Header names whose values are credentials. */
-static int
+static bool
 secret_header(const char *name)
 {
 	static const char *const words[] = { "auth", "token", "secret", "passw",
@@ -115,9 +115,9 @@ secret_header(const char *name)
 		wl = strlen(words[i]);
 		for (j = 0; j + wl <= len; j++)
 			if (strncasecmp(name + j, words[i], wl) == 0)
-				return 1;
+				return true;
 	}
-	return 0;
+	return false;
 }
 
 static int
