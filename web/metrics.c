@@ -251,16 +251,16 @@ family(struct buf *b, const char *name, const char *type, const char *help)
 }
 
 /* A number of JSON object O's member at PATH ("a.b"), or 0 when absent. */
-static int
+static bool
 num(const json_t *o, const char *a, const char *k, double *v)
 {
 	const json_t *j = a != NULL ? json_object_get(o, a) : o;
 
 	j = json_object_get(j, k);
 	if (!json_is_number(j))
-		return 0;
+		return false;
 	*v = json_number_value(j);
-	return 1;
+	return true;
 }
 
 /* Whether a step after step N of PM is of the same kind. */

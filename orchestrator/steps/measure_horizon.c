@@ -92,7 +92,7 @@ static const char stamp_shape[] = "dddd-dd-ddTdd:dd:dd";
 
 /* Whether the first bytes of P have stamp_shape (strptime alone would take
  * fewer digits, spaces and signs). */
-static int
+static bool
 has_stamp_shape(const char *p)
 {
 	for (size_t i = 0; stamp_shape[i] != '\0'; i++) {
@@ -100,9 +100,9 @@ has_stamp_shape(const char *p)
 
 		if (want == 'd' ? (c < '0' || c > '9') :
 		    want == 'T' ? (c != 'T' && c != 't') : c != want)
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 int
