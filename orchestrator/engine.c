@@ -402,7 +402,8 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	struct store_step rm = { 0 };
 	const char *rollback = "not needed: the flag was never turned on";
 	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
-	int removing = 0, flipped;
+	int removing = 0;
+	bool flipped;
 	json_t *res = NULL;
 
 	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
@@ -410,8 +411,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 		removing = strcmp(rm.status, "running") == 0 ||
 		    strcmp(rm.status, "succeeded") == 0 || strcmp(rm.status, "failed") == 0;
 	store_step_clear(&rm);
-	flipped = step_flip_is_on(r->s, r->id, r->err, r->errlen);
-	if (flipped < 0)
+	if (step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
 		return -2;
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";

@@ -46,15 +46,17 @@ last_intent(struct store *s, int64_t plan_id, int *last, char *err, size_t errle
 }
 
 int
-step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen)
+step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err, size_t errlen)
 {
 	int last;
 
+	*on = false;
 	if (last_intent(s, plan_id, &last, err, errlen) != 0)
 		return -1;
 	/* A rollback requested but not confirmed may or may not have taken:
 	 * believe the flag on until a read-back says otherwise. */
-	return last == 0 || last == 1 || last == 2;
+	*on = last == 0 || last == 1 || last == 2;
+	return 0;
 }
 
 static int

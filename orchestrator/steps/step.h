@@ -181,9 +181,10 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a
- * "flip.requested" not followed by a confirmed rollback. Returns 1, 0, or
- * -1 when the store could not be read. */
-int step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen);
+ * "flip.requested" not followed by a confirmed rollback. Returns 0 with
+ * the answer in *ON, or -1 when the store could not be read. */
+int step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err,
+    size_t errlen);
 
 /* rollback: the same for turning the flag off (abort after the flip),
  * recorded as "rollback.requested" / "rollback.confirmed". */

@@ -6,7 +6,7 @@
 #include "topology.h"
 
 /* Checks that every level queue and the parking queue is empty. Returns 0
- * when they are, 1 when one is not (ERR lists them), -1 on failure. */
+ * when they are, -1 when one is not (ERR lists them) or on failure. */
 static int
 check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
     char *err, size_t errlen)
@@ -39,7 +39,7 @@ check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
 			off += (size_t)snprintf(err + off, errlen - off, " %s (%u)", q->name,
 			    qi.messages);
 	}
-	return off ? 1 : 0;
+	return off ? -1 : 0;
 }
 
 int
