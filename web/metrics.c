@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "metrics.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
@@ -277,7 +277,7 @@ later_of_kind(const struct plan_m *pm, int n)
 static void
 render_plans(struct buf *b, const struct plans *ps)
 {
-	double now = (double)time(NULL);
+	double now = (double)(clock_now_ms() / 1000);	/* whole seconds, as before */
 
 	out(b, "# cutover metrics: one set per plan name (its newest plan)\n");
 	family(b, "cutover_plans", "gauge", "Plan names known to the store.");

@@ -22,6 +22,7 @@
 
 #include "broker/broker.h"
 #include "duration.h"
+#include "hex.h"
 #include "ladder.h"
 #include "log.h"
 #include "plan.h"
@@ -955,12 +956,10 @@ static int
 make_run(struct producer *pr)
 {
 	unsigned char rnd[14];
-	size_t i;
 
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return -1;
-	for (i = 0; i < 6; i++)
-		snprintf(pr->run + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, 6, pr->run);
 	if (pr->o->seeded)
 		pr->rng = pr->o->seed;
 	else

@@ -37,6 +37,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "flag.h"
 #include "itest_broker.h"
 #include "itest_run.h"
@@ -106,10 +107,7 @@ nap(long ms)
 static double
 now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ms() / 1e3;
 }
 
 static enum MHD_Result

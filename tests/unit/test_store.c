@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "hex.h"
 #include "store.h"
 
 #define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -195,7 +196,7 @@ expected_hash(const char *prev, int64_t id, int64_t plan, int64_t ts,
     const char *actor, const char *kind, const char *details, char out[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n, i;
+	unsigned int n;
 	char num[32];
 	EVP_MD_CTX *ctx;
 
@@ -214,8 +215,7 @@ expected_hash(const char *prev, int64_t id, int64_t plan, int64_t ts,
 	assert_int_equal(EVP_DigestFinal_ex(ctx, md, &n), 1);
 	EVP_MD_CTX_free(ctx);
 	assert_int_equal(n, 32);
-	for (i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	hex_encode(md, n, out);
 }
 
 /* Events collected by store_each_event. */
