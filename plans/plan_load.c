@@ -720,7 +720,11 @@ load_flag(struct loader *ld, const struct sect *root)
 	ps.ld = ld;
 	ps.s = &s;
 	py_check_keys(ld, &s, prov->keys);
-	prov->load(&ps);
+	if ((p->flag.settings = calloc(1, prov->size)) == NULL) {
+		ld->oom = 1;
+		return;
+	}
+	prov->load(&ps, p->flag.settings);
 }
 
 static void

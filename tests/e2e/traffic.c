@@ -26,6 +26,7 @@
 #include "ladder.h"
 #include "log.h"
 #include "plan.h"
+#include "plan_flag.h"
 #include "publish.h"
 #include "step.h"
 #include "topology.h"
@@ -922,9 +923,9 @@ check_against_plan(struct options *o, const struct plan *p,
 	}
 	if (p->flag.kind != NULL && strcmp(p->flag.kind, "unleash") == 0) {
 		if (o->flag_url == NULL)
-			o->flag_url = p->flag.url;
+			o->flag_url = plan_flag_unleash(p)->url;
 		if (o->feature == NULL)
-			o->feature = p->flag.feature;
+			o->feature = plan_flag_unleash(p)->feature;
 	}
 	if (o->flag_url == NULL || o->feature == NULL)
 		return usage_error("the plan has no Unleash flag: give "
