@@ -419,7 +419,7 @@ cli_history(int argc, char **argv)
 	struct store *s = NULL;
 	json_t *events = NULL;
 	char err[1024];
-	int rc = CLI_FAIL, r, verified;
+	int rc = CLI_FAIL, r;
 
 	r = parse_common("history", history_usage, argc, argv, 0, &o);
 	if (!o.ok)
@@ -435,20 +435,20 @@ cli_history(int argc, char **argv)
 	}
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	if ((verified = store_verify_events(s, &v, err, sizeof(err))) < 0)
+	if (store_verify_events(s, &v, err, sizeof(err)) != 0)
 		goto fail;
 	if (o.verify) {
 		if (o.json)
 			printf("{\"verified\":%s,\"checked\":%lld,\"bad_event\":%lld,"
-			    "\"reason\":\"%s\"}\n", verified == 0 ? "true" : "false",
+			    "\"reason\":\"%s\"}\n", v.verified ? "true" : "false",
 			    (long long)v.checked, (long long)v.bad_id, v.reason);
-		else if (verified == 0)
+		else if (v.verified)
 			printf("history verifies: %lld events, hash chain intact\n",
 			    (long long)v.checked);
 		else
 			printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 			    v.reason);
-		rc = verified == 0 ? CLI_OK : CLI_FAIL;
+		rc = v.verified ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
@@ -463,19 +463,19 @@ cli_history(int argc, char **argv)
 	if (o.json) {
 		json_t *doc = json_pack("{s:I,s:s,s:s,s:o,s:{s:b,s:I,s:I,s:s}}", "plan",
 		    (json_int_t)p.id, "name", p.name, "status", p.status, "events", events,
-		    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+		    "verification", "verified", v.verified, "checked", (json_int_t)v.checked,
 		    "bad_event", (json_int_t)v.bad_id, "reason", v.reason);
 
 		events = NULL;
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(doc);
-	} else if (verified == 0)
+	} else if (v.verified)
 		printf("history verifies (%lld events in the chain)\n", (long long)v.checked);
 	else
 		printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 		    v.reason);
-	rc = verified == 0 ? CLI_OK : CLI_FAIL;
+	rc = v.verified ? CLI_OK : CLI_FAIL;
 	goto done;
 fail:
 	fprintf(stderr, "cutover history: %s\n", err);

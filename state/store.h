@@ -61,6 +61,7 @@ struct store_event {
 };
 
 struct store_verify {
+	bool verified;                    /* every event verifies, chain whole */
 	int64_t checked;                  /* events whose hash was recomputed */
 	int64_t bad_id;                   /* first event that does not verify, or 0 */
 	char reason[160];
@@ -173,9 +174,9 @@ int store_each_event(struct store *s, int64_t plan_id,
 /* Recomputes the whole chain (every plan's events share one chain) and
  * checks that it ends where its head (the count and last hash each append
  * records) says: events cut off the end are reported as "truncated: …".
- * Returns 0 when every event verifies, 1 when one does not or the chain
- * is cut short (RES says which and why), -1 when the database could not be
- * read. */
+ * Returns 0 with RES->verified true when every event verifies, false
+ * when one does not or the chain is cut short (RES says which and why);
+ * -1 when the database could not be read. */
 int store_verify_events(struct store *s, struct store_verify *res,
     char *err, size_t errlen);
 

@@ -373,7 +373,7 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 	struct store_verify v = { 0 };
 	struct store_plan p;
 	json_t *events = NULL;
-	int r, verified;
+	int r;
 
 	*out = NULL;
 	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
@@ -383,16 +383,16 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 		return -1;
 	}
 	if (store_each_event(s, id, history_event, events, err, errlen) != 0 ||
-	    (verified = store_verify_events(s, &v, err, errlen)) < 0) {
+	    store_verify_events(s, &v, err, errlen) != 0) {
 		json_decref(events);
 		return -1;
 	}
 	*out = json_pack("{s:I,s:o,s:o,s:o,s:{s:b,s:I,s:o,s:o}}",
 	    "plan", (json_int_t)p.id, "name", view_string(p.name),
 	    "status", view_string(p.status), "events", events,
-	    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+	    "verification", "verified", v.verified, "checked", (json_int_t)v.checked,
 	    "bad_event", v.bad_id != 0 ? json_integer((json_int_t)v.bad_id) : json_null(),
-	    "reason", verified == 0 ? json_null() : view_string(v.reason));
+	    "reason", v.verified ? json_null() : view_string(v.reason));
 	if (*out == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

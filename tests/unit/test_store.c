@@ -637,6 +637,7 @@ test_events_append_and_read(void **state)
 	evlist_free(&l);
 
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 5);
 	assert_int_equal(v.bad_id, 0);
 }
@@ -654,6 +655,7 @@ test_events_refused_appends_leave_chain_intact(void **state)
 	open_store(fx);
 	/* An empty history verifies. */
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 0);
 
 	five_events(fx, &p1, &p2);
@@ -688,6 +690,7 @@ test_events_refused_appends_leave_chain_intact(void **state)
 	/* No id was used up, nothing half-written, no transaction left open. */
 	assert_int_equal(append(fx, p2, 200, "engine", "after", NULL), 7);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 7);
 	assert_int_equal(store_begin(fx->s, ERR(fx)), 0);
 	assert_int_equal(store_rollback(fx->s), 0);
@@ -716,6 +719,7 @@ test_events_triggers_refuse_update_and_delete(void **state)
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 5);
 	sqlite3_close(db);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 }
 
 /* Five events, then SQL on a second connection with the triggers dropped;
@@ -736,7 +740,8 @@ tamper(struct fx *fx, const char *sql, int64_t bad_id, const char *why)
 		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
 	sqlite3_close(db);
 
-	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 1);
+	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_false(v.verified);
 	assert_int_equal(v.bad_id, bad_id);
 	if (strstr(v.reason, why) == NULL)
 		fail_msg("reason \"%s\" does not say \"%s\"", v.reason, why);
@@ -827,7 +832,8 @@ test_verify_detects_rehashed_edit(void **state)
 	assert_int_equal(raw_exec(db, sql), SQLITE_OK);
 	sqlite3_close(db);
 
-	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 1);
+	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_false(v.verified);
 	assert_int_equal(v.bad_id, 4);
 	assert_non_null(strstr(v.reason,
 	    "prev_hash does not match the hash of event 3"));
@@ -882,6 +888,7 @@ test_transactions(void **state)
 	store_step_clear(&st);
 	assert_int_equal(nevents(fx->s, plan), 2);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 
 	/* Commit with nothing open fails with a message; rollback is a
 	 * no-op. */
@@ -991,6 +998,7 @@ test_two_connections_read_while_write(void **state)
 	assert_string_equal(p.status, "running");
 	assert_int_equal(nevents(web, plan), 1);
 	assert_int_equal(store_verify_events(web, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 1);
 	assert_int_equal(store_commit(fx->s, ERR(fx)), 0);
 
@@ -1004,6 +1012,7 @@ test_two_connections_read_while_write(void **state)
 	assert_int_equal(append(fx, plan, 4, "engine", "plan.resumed", NULL),
 	    4);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 4);
 	store_close(web);
 }
@@ -1087,7 +1096,7 @@ test_two_connections_concurrent_writers(void **state)
 		    &w[i]), 0);
 	while (n < total && !w[0].failed && !w[1].failed) {
 		if (store_each_event(fx->s, 0, count_event, &n, ERR(fx)) != 0 ||
-		    store_verify_events(fx->s, &v, ERR(fx)) != 0) {
+		    store_verify_events(fx->s, &v, ERR(fx)) != 0 || !v.verified) {
 			snprintf(readerr, sizeof(readerr), "%s (event %" PRId64
 			    ": %s)", fx->err, v.bad_id, v.reason);
 			break;
@@ -1112,6 +1121,7 @@ test_two_connections_concurrent_writers(void **state)
 	assert_int_equal(nevents(fx->s, 0), total);
 	assert_int_equal(nevents(fx->s, plan[0]), total / 2);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, total);
 }
 
