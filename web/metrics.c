@@ -1,6 +1,7 @@
 /* metrics: Prometheus text from the store (plans, steps, the watch's state
  * and samples, the canary's summary, history events, alerts). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,13 +265,13 @@ num(const json_t *o, const char *a, const char *k, double *v)
 }
 
 /* Whether a step after step N of PM is of the same kind. */
-static int
+static bool
 later_of_kind(const struct plan_m *pm, int n)
 {
 	for (int m = n + 1; m < pm->nsteps; m++)
 		if (strcmp(pm->steps[m].kind, pm->steps[n].kind) == 0)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 /* Prometheus families: the plans and their steps' states. */
