@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
@@ -66,10 +67,7 @@ struct create {
 static double
 mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ms() / 1e3;
 }
 
 static const char *

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "duration.h"
 #include "plan.h"
+#include "plan_flag.h"
 #include "review.h"
 #include "topology.h"
 
@@ -68,6 +69,19 @@ is_tls_url(const char *u)
 static bool
 any_tls_url(char *const *urls, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		if (is_tls_url(urls[i]))
+			return true;
+	return false;
+}
+
+/* Whether any URL of P's flag (its kind's, plan_flag.h) is https://. */
+static bool
+flag_tls_url(const struct plan *p)
+{
+	const char *urls[8];
+	size_t n = plan_flag_urls(p, urls, sizeof(urls) / sizeof(urls[0]));
+
 	for (size_t i = 0; i < n; i++)
 		if (is_tls_url(urls[i]))
 			return true;
@@ -138,9 +152,7 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 		    is_tls_url(p->broker.amqp) || is_tls_url(p->broker.management) ||
 		    any_tls_url(p->broker.amqp_urls, p->broker.namqp) ||
 		    any_tls_url(p->broker.management_urls, p->broker.nmanagement));
-		json_t *tf = tls_json(&p->flag.tls, "flag.tls",
-		    is_tls_url(p->flag.url) || is_tls_url(p->flag.on.url) ||
-		    is_tls_url(p->flag.off.url) || is_tls_url(p->flag.read_url));
+		json_t *tf = tls_json(&p->flag.tls, "flag.tls", flag_tls_url(p));
 		json_t *ts = json_object();
 
 		json_object_set_new(json_object_get(o, "ladder"), "create_destinations",

@@ -123,10 +123,11 @@ read_file(const char *path, size_t *len, char *err, size_t errlen)
 }
 
 /* Is the newest plan named like YAML's the same text and succeeded?
- * Returns 1 (and the plan in *OUT), 0, or -1. Parses only the name. */
+ * Returns 0 with the answer in *SAME (and the plan in *OUT when true), or
+ * -1. Parses only the name. */
 static int
 same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan *out,
-    char *err, size_t errlen)
+    bool *same, char *err, size_t errlen)
 {
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
@@ -134,11 +135,12 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 	size_t slen;
 	int rc = 0, r;
 
+	*same = false;
 	if (plan_load_buffer("plan", yaml, len, &p, &errs) != 0)
 		goto done;                  /* store_plan_submit reports the errors */
 	r = store_plan_find(s, p->name, out, err, errlen);
 	if (r != 0) {
-		rc = r < 0 ? -1 : 0;
+		rc = r == STORE_NOT_FOUND ? 0 : -1;
 		goto done;
 	}
 	if (strcmp(out->status, "succeeded") != 0 || out->archived_ms != 0)
@@ -147,7 +149,7 @@ same_plan_done(struct store *s, const char *yaml, size_t len, struct store_plan 
 		rc = -1;
 		goto done;
 	}
-	rc = slen == len && memcmp(stored, yaml, len) == 0;
+	*same = slen == len && memcmp(stored, yaml, len) == 0;
 done:
 	free(stored);
 	plan_free(p);
@@ -216,6 +218,7 @@ cli_run(int argc, char **argv)
 	char err[1024], line[512], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
+	bool done_already;
 	int rc = CLI_FAIL, r;
 
 	r = parse_common("run", run_usage, argc, argv, 1, &o);
@@ -230,9 +233,9 @@ cli_run(int argc, char **argv)
 		goto fail;
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	if ((r = same_plan_done(s, yaml, len, &sp, err, sizeof(err))) < 0)
+	if (same_plan_done(s, yaml, len, &sp, &done_already, err, sizeof(err)) != 0)
 		goto fail;
-	if (r == 1) {
+	if (done_already) {
 		/* Running a finished plan again is not a new migration. */
 		printf("plan %lld: %s already (submit it under another name to run it "
 		    "again)\n", (long long)sp.id, sp.status);
@@ -241,19 +244,19 @@ cli_run(int argc, char **argv)
 	}
 	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
-	if (r == 1) {
+	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
 		goto done;
 	}
-	if (r == 2) {
+	if (r == STORE_RUNNING) {
 		bool resume;
 
 		if (resume_check(s, id, yaml, len, o.db, &resume, err, sizeof(err)) != 0)
 			goto fail;
 		if (!resume)
 			goto done;
-	} else if (r == 3) {
+	} else if (r == STORE_UNARCHIVED) {
 		fprintf(stderr, "cutover run: %s\n", err);
 		goto done;
 	} else if (r != 0)
@@ -332,7 +335,7 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -450,19 +453,19 @@ verify_export(const char *path, int json)
 	free(text);
 	if (json) {
 		json_t *doc = json_pack("{s:s,s:b,s:s,s:I,s:s,s:I,s:I,s:{s:I,s:I,s:s},s:o,"
-		    "s:o,s:o}", "file", path, "verified", r == 0, "format", c.format,
+		    "s:o,s:o}", "file", path, "verified", c.verified, "format", c.format,
 		    "plan", (json_int_t)c.plan_id, "name", c.plan_name, "plan_events",
 		    (json_int_t)c.plan_events, "links", (json_int_t)c.links, "head",
 		    "events", (json_int_t)c.head_events, "last_id", (json_int_t)c.head_id,
 		    "last_hash", c.head_hash, "bad_event", c.bad_id != 0 ?
 		    json_integer((json_int_t)c.bad_id) : json_null(), "line", c.line != 0 ?
-		    json_integer(c.line) : json_null(), "reason", r == 0 ? json_null() :
+		    json_integer(c.line) : json_null(), "reason", c.verified ? json_null() :
 		    json_string(c.reason));
 
 		json_dumpf(doc, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(doc);
-	} else if (r == 0)
+	} else if (c.verified)
 		printf("%s verifies: plan '%s' (id %lld), %lld events of the plan and %lld "
 		    "links, up to the chain head: event %lld, hash %s\n", path, c.plan_name,
 		    (long long)c.plan_id, (long long)c.plan_events, (long long)c.links,
@@ -472,7 +475,7 @@ verify_export(const char *path, int json)
 		    (long long)c.bad_id, c.line != 0 ? ", line " : "", c.line, c.reason);
 	else
 		printf("%s does NOT verify: %s\n", path, c.reason);
-	return r == 0 ? CLI_OK : CLI_FAIL;
+	return c.verified ? CLI_OK : CLI_FAIL;
 }
 
 int
@@ -484,7 +487,7 @@ cli_history(int argc, char **argv)
 	struct store *s = NULL;
 	json_t *events = NULL;
 	char err[1024];
-	int rc = CLI_FAIL, r, verified;
+	int rc = CLI_FAIL, r;
 
 	r = parse_common("history", history_usage, argc, argv, 0, &o);
 	if (!o.ok)
@@ -500,14 +503,14 @@ cli_history(int argc, char **argv)
 	}
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	if ((verified = store_verify_events(s, &v, err, sizeof(err))) < 0)
+	if (store_verify_events(s, &v, err, sizeof(err)) != 0)
 		goto fail;
 	if (o.verify) {
 		if (o.json)
 			printf("{\"verified\":%s,\"checked\":%lld,\"bad_event\":%lld,"
-			    "\"reason\":\"%s\"}\n", verified == 0 ? "true" : "false",
+			    "\"reason\":\"%s\"}\n", v.verified ? "true" : "false",
 			    (long long)v.checked, (long long)v.bad_id, v.reason);
-		else if (verified == 0) {
+		else if (v.verified) {
 			char head[STORE_HASH_HEX] = "";
 			int64_t n = 0, last = 0;
 
@@ -519,11 +522,11 @@ cli_history(int argc, char **argv)
 		else
 			printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 			    v.reason);
-		rc = verified == 0 ? CLI_OK : CLI_FAIL;
+		rc = v.verified ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -534,19 +537,19 @@ cli_history(int argc, char **argv)
 	if (o.json) {
 		json_t *doc = json_pack("{s:I,s:s,s:s,s:o,s:{s:b,s:I,s:I,s:s}}", "plan",
 		    (json_int_t)p.id, "name", p.name, "status", p.status, "events", events,
-		    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+		    "verification", "verified", v.verified, "checked", (json_int_t)v.checked,
 		    "bad_event", (json_int_t)v.bad_id, "reason", v.reason);
 
 		events = NULL;
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
 		json_decref(doc);
-	} else if (verified == 0)
+	} else if (v.verified)
 		printf("history verifies (%lld events in the chain)\n", (long long)v.checked);
 	else
 		printf("history does NOT verify: event %lld: %s\n", (long long)v.bad_id,
 		    v.reason);
-	rc = verified == 0 ? CLI_OK : CLI_FAIL;
+	rc = v.verified ? CLI_OK : CLI_FAIL;
 	goto done;
 fail:
 	fprintf(stderr, "cutover history: %s\n", err);
@@ -580,7 +583,7 @@ status_json(struct store *s, const char *ref, char *err, size_t errlen)
 		r = view_plan_list(s, NULL, &doc, err, errlen);
 	else if ((r = engine_find_plan(s, ref, &p, err, errlen)) == 0)
 		r = view_plan(s, p.id, &doc, err, errlen);
-	if (r == 1)
+	if (r == STORE_NOT_FOUND)
 		snprintf(err, errlen, "no plan '%s'", ref);
 	if (r != 0)
 		return -1;
@@ -625,7 +628,7 @@ cli_status(int argc, char **argv)
 		goto done;
 	}
 	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
 		goto fail;
 	}
@@ -679,7 +682,7 @@ cli_submit(int argc, char **argv)
 		goto fail;
 	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
 	    sizeof(err));
-	if (r == 1) {
+	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
 		goto done;

@@ -283,27 +283,31 @@ input_of(void *arg, enum plan_step_kind kind)
 }
 
 /* The broker cannot be reached for step IDX, which outlives that (the
- * watch): raises broker_unreachable, and the step goes on from STATE. */
+ * watch): raises broker_unreachable, and the step goes on from STATE
+ * (returns 0 with r->ctx.again set). */
 static int
 step_unreachable(struct run *r, const json_t *state, json_t **result)
 {
 	char message[1024];
 	int64_t alert = 0;
+	bool raised = false;
 
 	snprintf(message, sizeof(message), "%s", r->err);
 	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-	    clock_now_ms(), &alert, r->err, r->errlen) == 1)
+	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised)
 		event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
 		    "broker_unreachable", "message", message, "alert_id",
 		    (json_int_t)alert));
 	*result = state != NULL ? json_deep_copy(state) : json_object();
-	return 1;
+	r->ctx.again = true;
+	return 0;
 }
 
 /* Runs step IDX once, as its row of the step-kind table says: the broker
  * connections first, then its inputs, then the step. STATE is its last
  * persisted result (borrowed, may be NULL). Returns what the step returns
- * (0 done, 1 continue, -1 failed) and its result in *RESULT. */
+ * (0, with r->ctx.again set when it must run again; -1 failed) and its
+ * result in *RESULT. */
 static int
 run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
 {
@@ -315,6 +319,7 @@ run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **re
 	int rc = -1;
 
 	*result = NULL;
+	c->again = false;
 	if (sk == NULL) {
 		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
 		*result = json_object();
@@ -398,7 +403,8 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	struct store_step rm = { 0 };
 	const char *rollback = "not needed: the flag was never turned on";
 	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
-	int removing = 0, flipped;
+	int removing = 0;
+	bool flipped;
 	json_t *res = NULL;
 
 	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
@@ -406,8 +412,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 		removing = strcmp(rm.status, "running") == 0 ||
 		    strcmp(rm.status, "succeeded") == 0 || strcmp(rm.status, "failed") == 0;
 	store_step_clear(&rm);
-	flipped = step_flip_is_on(r->s, r->id, r->err, r->errlen);
-	if (flipped < 0)
+	if (step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
 		return -2;
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
@@ -618,16 +623,16 @@ handle_commands(struct run *r)
 			return -1;
 		rf = store_command_refusal(r->s, &p, c.kind, c.step_idx, c.alert_id, why,
 		    sizeof(why), r->err, r->errlen);
-		if (rf < 0)
+		if (rf != 0 && rf != STORE_REFUSED)
 			return -1;
 		for (i = 0; rf == 0 && i < sizeof(command_apply) / sizeof(command_apply[0]) &&
 		    strcmp(command_apply[i].kind, c.kind) != 0; i++)
 			;
 		if (rf == 0 && i == sizeof(command_apply) / sizeof(command_apply[0])) {
 			snprintf(why, sizeof(why), "unknown command '%s'", c.kind);
-			rf = 1;
+			rf = STORE_REFUSED;
 		}
-		if (rf == 1) {
+		if (rf == STORE_REFUSED) {
 			if (refuse_command(r, &c, why) != 0)
 				return -1;
 			continue;
@@ -642,7 +647,7 @@ handle_commands(struct run *r)
 		    r->errlen) != 0)
 			return -1;
 	}
-	return got < 0 ? -1 : 0;
+	return got == STORE_NOT_FOUND ? 0 : -1;
 }
 
 static int
@@ -653,14 +658,14 @@ poll_ms(const struct run *r)
 
 /* After a failure of WHAT: when it was the store busy or locked and has
  * not stayed so for BUSY_BUDGET_MS, schedules the next try (r->due_ms,
- * with backoff) and returns 1; otherwise returns 0 (a real failure). */
-static int
+ * with backoff) and returns true; otherwise false (a real failure). */
+static bool
 busy_retry(struct run *r, const char *what)
 {
 	int64_t now = clock_now_ms();
 
 	if (!store_transient(r->s))
-		return 0;
+		return false;
 	store_transient_clear(r->s);
 	if (r->busy_since_ms == 0) {
 		r->busy_since_ms = now;
@@ -669,14 +674,14 @@ busy_retry(struct run *r, const char *what)
 		log_event("error", r->plan->name, NULL, "%s: the database has been busy for "
 		    "%d s: %s", what, BUSY_BUDGET_MS / 1000, r->err);
 		r->busy_since_ms = 0;
-		return 0;
+		return false;
 	} else if ((r->busy_wait_ms *= 2) > BUSY_BACKOFF_MAX_MS)
 		r->busy_wait_ms = BUSY_BACKOFF_MAX_MS;
 	log_event("warn", r->plan->name, NULL, "%s: %s; trying again in %d ms (busy for "
 	    "%lld ms)", what, r->err, r->busy_wait_ms, (long long)(now - r->busy_since_ms));
 	r->due_ms = now + r->busy_wait_ms;
 	r->busy_now = 1;
-	return 1;
+	return true;
 }
 
 /* After a turn: a turn that ended without a busy retry ends the streak. */
@@ -714,16 +719,18 @@ step_begin(struct run *r, int idx)
 }
 
 /* Step IDX waits for approval or has failed (STATUS): its gate's preview
- * is kept current, then the run returns (*OUTCOME, 1) when the options say
- * so, or looks again after a poll (0). Returns -1 on failure. */
+ * is kept current, then the run is over (*OVER, *OUTCOME) when the options
+ * say so, or looks again after a poll. Returns 0, or -1 on failure. */
 static int
-step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *outcome)
+step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *outcome,
+    bool *over)
 {
 	if (strcmp(status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
 		return -1;
 	if (r->o->return_when_blocked) {
 		*outcome = status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
-		return 1;
+		*over = true;
+		return 0;
 	}
 	r->due_ms = clock_now_ms() + poll_ms(r);
 	return 0;
@@ -766,7 +773,7 @@ step_advance(struct run *r, int idx, const char *state_text)
 		goto done;
 	}
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (sr == 1) {
+	if (sr == 0 && r->ctx.again) {
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
@@ -793,10 +800,10 @@ done:
 /* One turn of the state machine: acts on waiting commands, then, when the
  * plan has work due, does the next piece of it (one transition, one step,
  * one watch tick) without sleeping, and sets r->due_ms to when it next has
- * work. Returns 0 to go on, 1 when the run is over with *OUTCOME set, -1 on
- * failure. */
+ * work. Returns 0, with *OVER set when the run is over and *OUTCOME says
+ * how, or -1 on failure. */
 static int
-turn(struct run *r, enum engine_outcome *outcome)
+turn(struct run *r, enum engine_outcome *outcome, bool *over)
 {
 	struct store_plan p;
 	struct store_step st = { 0 };
@@ -811,7 +818,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 		return -1;
 	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
-		return 1;
+		*over = true;
+		return 0;
 	}
 	if (clock_now_ms() < r->due_ms)
 		return 0;
@@ -822,7 +830,8 @@ turn(struct run *r, enum engine_outcome *outcome)
 		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
 			goto done;
 		*outcome = ENGINE_SUCCEEDED;
-		rc = 1;
+		*over = true;
+		rc = 0;
 		goto done;
 	}
 	idx = (int)i;
@@ -830,7 +839,7 @@ turn(struct run *r, enum engine_outcome *outcome)
 		rc = step_begin(r, idx);
 	else if (strcmp(st.status, "waiting_approval") == 0 ||
 	    strcmp(st.status, "failed") == 0)
-		rc = step_blocked(r, idx, st.status, outcome);
+		rc = step_blocked(r, idx, st.status, outcome, over);
 	else
 		rc = step_advance(r, idx, st.result_json);
 done:
@@ -857,7 +866,7 @@ run_open(struct run *r, struct store *s, int64_t plan_id, const struct engine_op
 	r->err = err;
 	r->errlen = errlen;
 	if ((t = store_plan_yaml(s, plan_id, &yaml, &len, err, errlen)) != 0) {
-		if (t == 1)
+		if (t == STORE_NOT_FOUND)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
 		goto done;
 	}
@@ -893,16 +902,17 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 		goto done;
 	for (;;) {
 		int64_t wait;
+		bool over = false;
 
 		if (stopping(&r)) {
 			*outcome = ENGINE_STOPPED;
 			break;
 		}
-		t = turn(&r, outcome);
+		t = turn(&r, outcome, &over);
 		if (t < 0 && !busy_retry(&r, "store"))
 			goto done;
 		busy_settle(&r, t);
-		if (t == 1)
+		if (over)
 			break;
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
@@ -933,7 +943,7 @@ collect_active(const struct store_plan *p, void *arg)
 		int64_t *ids = realloc(a->ids, cap * sizeof(*ids));
 
 		if (ids == NULL)
-			return 1;
+			return -1;	/* out of memory: stops the listing */
 		a->ids = ids;
 		a->cap = cap;
 	}
@@ -985,16 +995,17 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 		}
 		for (size_t j = 0; j < nruns; ) {
 			struct run *r = &runs[j];
+			bool over = false;
 			int t;
 
 			/* Each run writes its errors into its own buffer. */
 			r->err = perr;
 			r->errlen = sizeof(perr);
-			t = turn(r, &outcome);
+			t = turn(r, &outcome, &over);
 			if (t < 0 && !busy_retry(r, "store"))
 				log_event("error", r->plan->name, NULL, "%s", perr);
 			busy_settle(r, t);
-			if (t == 1) {
+			if (over) {
 				log_event("info", r->plan->name, NULL, "run ended: %s",
 				    engine_outcome_name(outcome));
 				run_close(r);

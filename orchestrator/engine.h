@@ -53,7 +53,7 @@ int engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t
 const char *engine_outcome_name(enum engine_outcome o);
 
 /* Finds a plan by REF: its numeric id, or its name (the newest plan of that
- * name). Returns 0, 1 when there is none, -1 on failure. */
+ * name). Returns 0, STORE_NOT_FOUND when there is none, -1 on failure. */
 int engine_find_plan(struct store *s, const char *ref, struct store_plan *out,
     char *err, size_t errlen);
 

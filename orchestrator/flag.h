@@ -62,6 +62,14 @@
 					 * the read-back failed: whether it
 					 * took is unknown */
 
+/* What a read found, in flag_read's *STATE (an int, so -1 < 0 tests
+ * "neither"): not a return code. */
+enum flag_state {
+	FLAG_STATE_NEITHER = -1,	/* neither value, or absent */
+	FLAG_STATE_OFF = 0,
+	FLAG_STATE_ON = 1
+};
+
 /* Bytes of an answer quoted in results and messages, at most. */
 #define FLAG_EXCERPT_MAX	200
 /* Bytes of an answer read, at most: a larger one is an error. */
@@ -123,12 +131,14 @@ int flag_switch_with(const struct plan *p, bool on,
     const struct flag_options *o, json_t **result, char *err, size_t errlen);
 
 /* Reads P's flag, as flag_switch's read-back does, and stores in *STATE
- * (when STATE is not NULL) 1 when it is on, 0 when off, -1 when the value
- * is neither or, for kind http, absent from the answer. Returns 0 when the
- * flag could be read (whatever *STATE is), else a negative FLAG_ERR_* code
- * with ERR set and *STATE -1; for kind unleash, an answer without the
- * environment or without its boolean "enabled" is FLAG_ERR_ANSWER. *RESULT
- * is set as by flag_switch, without "want" and "confirmed". */
+ * (when STATE is not NULL; an out-parameter, never the return) an enum
+ * flag_state: FLAG_STATE_ON (1), FLAG_STATE_OFF (0), or FLAG_STATE_NEITHER
+ * (-1) when the value is neither or, for kind http, absent from the
+ * answer. Returns 0 when the flag could be read (whatever *STATE is),
+ * else a negative FLAG_ERR_* code with ERR set and *STATE -1; for kind
+ * unleash, an answer without the environment or without its boolean
+ * "enabled" is FLAG_ERR_ANSWER. *RESULT is set as by flag_switch, without
+ * "want" and "confirmed". */
 int flag_read(const struct plan *p, int *state, json_t **result, char *err,
     size_t errlen);
 
@@ -154,9 +164,9 @@ json_t *flag_history(const struct plan *p);
  * each "/token" steps into an object member (with "~1" read as "/" and
  * "~0" as "~") or an array element (a decimal index without leading
  * zeros; "-" names no element). Returns 0 and stores the value in *OUT
- * (borrowed from DOC), 1 when PTR is well formed but names nothing in
- * DOC (*OUT NULL), or FLAG_ERR_ARG when PTR is malformed (it does not
- * start with "/", or has a "~" not followed by 0 or 1), with ERR set. */
+ * (borrowed from DOC; NULL when PTR is well formed but names nothing in
+ * DOC), or FLAG_ERR_ARG when PTR is malformed (it does not start with
+ * "/", or has a "~" not followed by 0 or 1), with ERR set. */
 int flag_json_pointer(const json_t *doc, const char *ptr, json_t **out,
     char *err, size_t errlen);
 

@@ -6,20 +6,21 @@
 #include <strings.h>
 
 #include "flag_transport.h"
+#include "plan_flag.h"
 
-static int
+static bool
 header_has(const struct plan *p, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < p->flag.nheaders; i++)
-		if (p->flag.headers[i].name != NULL &&
-		    strcasecmp(p->flag.headers[i].name, name) == 0)
-			return 1;
-	return 0;
+	for (i = 0; i < plan_flag_http(p)->nheaders; i++)
+		if (plan_flag_http(p)->headers[i].name != NULL &&
+		    strcasecmp(plan_flag_http(p)->headers[i].name, name) == 0)
+			return true;
+	return false;
 }
 
-static int
+static bool
 valid_method(const char *m)
 {
 	return m != NULL && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0 ||
@@ -27,17 +28,17 @@ valid_method(const char *m)
 	    strcmp(m, "DELETE") == 0);
 }
 
-static int
+static bool
 valid_header_name(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	if (s == NULL || *p == '\0')
-		return 0;
+		return false;
 	for (; *p != '\0'; p++)
 		if (*p <= 0x20 || *p >= 0x7f || *p == ':')
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* The headers of kind http: the plan's, env: values resolved now. */
@@ -51,8 +52,8 @@ http_headers(struct flag_call *c, char *err, size_t errlen)
 	size_t i;
 	int rc;
 
-	for (i = 0; i < p->flag.nheaders; i++) {
-		h = &p->flag.headers[i];
+	for (i = 0; i < plan_flag_http(p)->nheaders; i++) {
+		h = &plan_flag_http(p)->headers[i];
 		if (!valid_header_name(h->name) || h->value == NULL) {
 			errbuf_set(err, errlen, "flag.headers: header %zu has no "
 			    "valid name or no value", i + 1);
@@ -97,9 +98,9 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 	json_error_t jerr;
 	int rc;
 
-	*state = -1;
-	if ((won = json_loads(p->flag.read_on, JSON_DECODE_ANY, &jerr)) ==
-	    NULL || (woff = json_loads(p->flag.read_off, JSON_DECODE_ANY,
+	*state = FLAG_STATE_NEITHER;
+	if ((won = json_loads(plan_flag_http(p)->read_on, JSON_DECODE_ANY, &jerr)) ==
+	    NULL || (woff = json_loads(plan_flag_http(p)->read_off, JSON_DECODE_ANY,
 	    &jerr)) == NULL) {
 		rc = FLAG_ERR_ARG;
 		errbuf_set(err, errlen, "%s: flag.read.%s is not JSON: %s", label,
@@ -107,11 +108,11 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 		goto done;
 	}
 	/* The pointer's syntax, checked before anything is sent. */
-	if ((rc = flag_json_pointer(won, p->flag.read_pointer, &v, err,
+	if ((rc = flag_json_pointer(won, plan_flag_http(p)->read_pointer, &v, err,
 	    errlen)) < 0)
 		goto done;
 	v = NULL;
-	if ((rc = flag_send(c, label, "read", "GET", p->flag.read_url, NULL,
+	if ((rc = flag_send(c, label, "read", "GET", plan_flag_http(p)->read_url, NULL,
 	    c->hdr_read, err, errlen)) != 0)
 		goto done;
 	if (flag_excerpt(c, c->answer.p, c->answer.len, 0, ex) != 0) {
@@ -123,18 +124,18 @@ read_http(struct flag_call *c, const char *label, int *state, char *err,
 	    &jerr)) == NULL) {
 		rc = FLAG_ERR_ANSWER;
 		errbuf_set(err, errlen, "%s: GET %s: HTTP %ld but the answer is "
-		    "not JSON (%s): %s", label, p->flag.read_url, c->status,
+		    "not JSON (%s): %s", label, plan_flag_http(p)->read_url, c->status,
 		    jerr.text, ex);
 		flag_record_read(c, NULL, -1, ex);
 		goto done;
 	}
-	if ((rc = flag_json_pointer(j, p->flag.read_pointer, &v, err,
+	if ((rc = flag_json_pointer(j, plan_flag_http(p)->read_pointer, &v, err,
 	    errlen)) < 0)
 		goto done;
 	if (v != NULL && json_equal(v, won))
-		*state = 1;
+		*state = FLAG_STATE_ON;
 	else if (v != NULL && json_equal(v, woff))
-		*state = 0;
+		*state = FLAG_STATE_OFF;
 	if (flag_record_read(c, v, *state, ex) != 0) {
 		rc = FLAG_ERR_NOMEM;
 		errbuf_set(err, errlen, "%s: out of memory", label);
@@ -152,7 +153,7 @@ static int
 http_check(const struct plan *p, bool switching, bool on, char *err,
     size_t errlen)
 {
-	const struct plan_http_call *pc = on ? &p->flag.on : &p->flag.off;
+	const struct plan_http_call *pc = on ? &plan_flag_http(p)->on : &plan_flag_http(p)->off;
 	const char *name = on ? "flag.on" : "flag.off";
 	char what[32];
 	int rc;
@@ -171,11 +172,11 @@ http_check(const struct plan *p, bool switching, bool on, char *err,
 			return FLAG_ERR_ARG;
 		}
 	}
-	if ((rc = flag_check_url(p->flag.read_url, "flag.read.url", 0,
+	if ((rc = flag_check_url(plan_flag_http(p)->read_url, "flag.read.url", 0,
 	    err, errlen)) != 0)
 		return rc;
-	if (p->flag.read_pointer == NULL || p->flag.read_on == NULL ||
-	    p->flag.read_off == NULL) {
+	if (plan_flag_http(p)->read_pointer == NULL || plan_flag_http(p)->read_on == NULL ||
+	    plan_flag_http(p)->read_off == NULL) {
 		errbuf_set(err, errlen, "flag.read needs pointer, on and off");
 		return FLAG_ERR_ARG;
 	}
@@ -186,8 +187,8 @@ static int
 http_set(struct flag_call *c, bool on, const char *label, char *err,
     size_t errlen)
 {
-	const struct plan_http_call *pc = on ? &c->p->flag.on :
-	    &c->p->flag.off;
+	const struct plan_http_call *pc = on ? &plan_flag_http(c->p)->on :
+	    &plan_flag_http(c->p)->off;
 
 	return flag_send(c, label, "write", pc->method, pc->url, pc->body,
 	    c->hdr_write, err, errlen);
@@ -198,22 +199,22 @@ http_mismatch(const struct plan *p, bool on, const char *label,
     const char *found, char *err, size_t errlen)
 {
 	errbuf_set(err, errlen, "%s: read back from GET %s: %s at "
-	    "%s; expected %s (%s)", label, p->flag.read_url,
-	    found, p->flag.read_pointer, on ? p->flag.read_on :
-	    p->flag.read_off, on ? "on" : "off");
+	    "%s; expected %s (%s)", label, plan_flag_http(p)->read_url,
+	    found, plan_flag_http(p)->read_pointer, on ? plan_flag_http(p)->read_on :
+	    plan_flag_http(p)->read_off, on ? "on" : "off");
 }
 
 static void
 http_describe(const struct plan *p, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "the flag read from %s", p->flag.read_url);
+	snprintf(out, outlen, "the flag read from %s", plan_flag_http(p)->read_url);
 }
 
 static json_t *
 http_history(const struct plan *p)
 {
 	return json_pack("{s:s,s:s}", "kind", "http", "read",
-	    p->flag.read_url);
+	    plan_flag_http(p)->read_url);
 }
 
 const struct flag_provider flag_http = {

@@ -85,7 +85,7 @@ flag_json_pointer(const json_t *doc, const char *ptr, json_t **out,
 			cur = NULL;
 	}
 	*out = cur;
-	rc = cur != NULL ? 0 : 1;
+	rc = 0;
 done:
 	free(tok);
 	return rc;

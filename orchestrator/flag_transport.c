@@ -477,18 +477,20 @@ send_failed(struct flag_call *c, const struct schedule *s, const struct attempt 
 }
 
 /* After a write that got no answer or a 5xx (its error in ERR): did it
- * take? Reads the flag back through the provider. Returns 1 when it reads
- * as the switch wants (recorded in the result), 0 when it reads the other
- * way (the write may be sent again), or FLAG_ERR_UNCONFIRMED (or
- * FLAG_ERR_NOMEM) with ERR saying why when it cannot be read or reads
- * neither: whether the write took is then unknown, and sending it again
- * could undo it (a toggle). */
+ * take? Reads the flag back through the provider. Returns 0 with *TOOK
+ * true when it reads as the switch wants (recorded in the result), false
+ * when it reads the other way (the write may be sent again); or
+ * FLAG_ERR_UNCONFIRMED (or FLAG_ERR_NOMEM) with ERR saying why when it
+ * cannot be read or reads neither: whether the write took is then
+ * unknown, and sending it again could undo it (a toggle). */
 static int
-write_took(struct flag_call *c, const char *label, char *err, size_t errlen)
+write_took(struct flag_call *c, const char *label, bool *took, char *err,
+    size_t errlen)
 {
 	char rerr[512];
 	int st = -1, rc;
 
+	*took = false;
 	rerr[0] = '\0';
 	if ((rc = c->prov->read(c, label, &st, rerr, sizeof(rerr))) != 0) {
 		if (rc == FLAG_ERR_NOMEM) {
@@ -506,7 +508,8 @@ write_took(struct flag_call *c, const char *label, char *err, size_t errlen)
 			errbuf_set(err, errlen, "%s: out of memory", label);
 			return FLAG_ERR_NOMEM;
 		}
-		return 1;
+		*took = true;
+		return 0;
 	}
 	if (st < 0) {
 		sentences_add(err, errlen, "read back, the flag reads neither on nor "
@@ -532,7 +535,7 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 {
 	struct schedule s = { clock_mono_ms(), c->o.backoff_ms };
 	struct attempt a;
-	bool write = strcmp(role, "write") == 0;
+	bool write = strcmp(role, "write") == 0, took;
 	int n, rc, code;
 
 	for (n = 1;; n++) {
@@ -546,8 +549,10 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 		if (write && !a.unsent) {
 			/* Did it take? Its error first: the read replaces the answer. */
 			code = send_failed(c, &s, &a, n, label, method, url, err, errlen);
-			if ((rc = write_took(c, label, err, errlen)) != 0)
-				return rc > 0 ? 0 : rc;
+			if ((rc = write_took(c, label, &took, err, errlen)) != 0)
+				return rc;
+			if (took)
+				return 0;
 			if (!schedule_next(c, &s, n)) {
 				sentences_add(err, errlen, "read back: not switched");
 				return code;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "flag_transport.h"
+#include "plan_flag.h"
 
 /* Percent-encodes S as one path segment into a new string, or NULL. */
 static char *
@@ -28,7 +29,7 @@ unleash_headers(struct flag_call *c, char *err, size_t errlen)
 	const char *token;
 	int rc;
 
-	if ((rc = flag_resolve(c, p->flag.token, "flag.token", &token, err,
+	if ((rc = flag_resolve(c, plan_flag_unleash(p)->token, "flag.token", &token, err,
 	    errlen)) != 0)
 		return rc;
 	if (flag_add_header(&c->hdr_write, "Authorization", token) != 0 ||
@@ -50,18 +51,18 @@ unleash_url(struct flag_call *c, const char *suffix)
 	char *proj, *feat, *out = NULL;
 	size_t n, base;
 
-	proj = segment(c, p->flag.project);
-	feat = segment(c, p->flag.feature);
+	proj = segment(c, plan_flag_unleash(p)->project);
+	feat = segment(c, plan_flag_unleash(p)->feature);
 	if (proj == NULL || feat == NULL)
 		goto done;
-	base = strlen(p->flag.url);
-	while (base > 0 && p->flag.url[base - 1] == '/')
+	base = strlen(plan_flag_unleash(p)->url);
+	while (base > 0 && plan_flag_unleash(p)->url[base - 1] == '/')
 		base--;
 	n = base + strlen(proj) + strlen(feat) + strlen(suffix) + 64;
 	if ((out = malloc(n)) == NULL)
 		goto done;
 	snprintf(out, n, "%.*s/api/admin/projects/%s/features/%s%s",
-	    (int)base, p->flag.url, proj, feat, suffix);
+	    (int)base, plan_flag_unleash(p)->url, proj, feat, suffix);
 done:
 	free(proj);
 	free(feat);
@@ -75,7 +76,7 @@ unleash_switch_url(struct flag_call *c, bool on)
 	char *env, *suffix = NULL, *url = NULL;
 	size_t n;
 
-	if ((env = segment(c, c->p->flag.environment)) == NULL)
+	if ((env = segment(c, plan_flag_unleash(c->p)->environment)) == NULL)
 		return NULL;
 	n = strlen(env) + 32;
 	if ((suffix = malloc(n)) != NULL) {
@@ -143,7 +144,7 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	json_error_t jerr;
 	int rc;
 
-	*state = -1;
+	*state = FLAG_STATE_NEITHER;
 	if ((url = unleash_url(c, "")) == NULL) {
 		rc = FLAG_ERR_NOMEM;
 		errbuf_set(err, errlen, "%s: out of memory", label);
@@ -161,11 +162,11 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 		goto done;
 	}
 	arr = json_object_get(j, "environments");
-	if ((env = find_environment(arr, p->flag.environment)) == NULL) {
+	if ((env = find_environment(arr, plan_flag_unleash(p)->environment)) == NULL) {
 		envs = environment_names(arr);
 		errbuf_set(err, errlen, "%s: GET %s: feature \"%s\" has no "
 		    "environment \"%s\" (it has: %s)", label, url,
-		    p->flag.feature, p->flag.environment,
+		    plan_flag_unleash(p)->feature, plan_flag_unleash(p)->environment,
 		    envs != NULL && envs[0] != '\0' ? envs : "none");
 		flag_excerpt(c, c->answer.p, c->answer.len, 0, ex);
 		if (flag_record_read(c, NULL, -1, ex) != 0)
@@ -187,22 +188,23 @@ read_unleash(struct flag_call *c, const char *label, int *state, char *err,
 	}
 	free(t);
 	en = json_object_get(env, "enabled");
-	*state = json_is_true(en) ? 1 : json_is_false(en) ? 0 : -1;
+	*state = json_is_true(en) ? FLAG_STATE_ON : json_is_false(en) ? FLAG_STATE_OFF :
+	    FLAG_STATE_NEITHER;
 	if ((rc = flag_record_read(c, en, *state, ex)) != 0) {
 		errbuf_set(err, errlen, "%s: out of memory", label);
 		goto done;
 	}
-	if (*state == -1) {
+	if (*state == FLAG_STATE_NEITHER) {
 		rc = FLAG_ERR_ANSWER;
 		errbuf_set(err, errlen, "%s: GET %s: environment \"%s\" has no "
-		    "boolean \"enabled\": %s", label, url, p->flag.environment,
+		    "boolean \"enabled\": %s", label, url, plan_flag_unleash(p)->environment,
 		    ex);
 		goto done;
 	}
 	rc = 0;
 done:
 	if (rc != 0)
-		*state = -1;
+		*state = FLAG_STATE_NEITHER;
 	json_decref(j);
 	free(envs);
 	free(url);
@@ -217,13 +219,13 @@ unleash_check(const struct plan *p, bool switching, bool on, char *err,
 
 	(void)switching;
 	(void)on;
-	if ((rc = flag_check_url(p->flag.url, "flag.url", 1, err,
+	if ((rc = flag_check_url(plan_flag_unleash(p)->url, "flag.url", 1, err,
 	    errlen)) != 0)
 		return rc;
-	if (p->flag.project == NULL || p->flag.project[0] == '\0' ||
-	    p->flag.feature == NULL || p->flag.feature[0] == '\0' ||
-	    p->flag.environment == NULL ||
-	    p->flag.environment[0] == '\0') {
+	if (plan_flag_unleash(p)->project == NULL || plan_flag_unleash(p)->project[0] == '\0' ||
+	    plan_flag_unleash(p)->feature == NULL || plan_flag_unleash(p)->feature[0] == '\0' ||
+	    plan_flag_unleash(p)->environment == NULL ||
+	    plan_flag_unleash(p)->environment[0] == '\0') {
 		errbuf_set(err, errlen, "flag: kind unleash needs project, "
 		    "feature and environment");
 		return FLAG_ERR_ARG;
@@ -254,7 +256,7 @@ unleash_mismatch(const struct plan *p, bool on, const char *label,
 {
 	errbuf_set(err, errlen, "%s: read back: feature \"%s\" in "
 	    "environment \"%s\" has enabled %s; expected %s",
-	    label, p->flag.feature, p->flag.environment, found,
+	    label, plan_flag_unleash(p)->feature, plan_flag_unleash(p)->environment, found,
 	    on ? "true" : "false");
 }
 
@@ -262,16 +264,16 @@ static void
 unleash_describe(const struct plan *p, char *out, size_t outlen)
 {
 	snprintf(out, outlen, "Unleash feature '%s' (%s, project %s, "
-	    "environment %s)", p->flag.feature, p->flag.url, p->flag.project,
-	    p->flag.environment);
+	    "environment %s)", plan_flag_unleash(p)->feature, plan_flag_unleash(p)->url, plan_flag_unleash(p)->project,
+	    plan_flag_unleash(p)->environment);
 }
 
 static json_t *
 unleash_history(const struct plan *p)
 {
 	return json_pack("{s:s,s:s,s:s,s:s}", "kind", "unleash", "url",
-	    p->flag.url, "feature", p->flag.feature, "environment",
-	    p->flag.environment);
+	    plan_flag_unleash(p)->url, "feature", plan_flag_unleash(p)->feature, "environment",
+	    plan_flag_unleash(p)->environment);
 }
 
 const struct flag_provider flag_unleash = {

@@ -46,16 +46,16 @@ units_max(int levels)
 
 /* A ladder whose fields ladder_init would accept (callers may build one by
  * hand, so every function re-checks what its arithmetic relies on). */
-static int
+static bool
 valid(const struct ladder *l)
 {
 	if (l == NULL || l->levels < 1 || l->levels > LADDER_MAX_LEVELS)
-		return 0;
+		return false;
 	if (l->unit_ms <= 0)
-		return 0;
+		return false;
 	if ((uint64_t)l->unit_ms > (uint64_t)INT64_MAX / units_max(l->levels))
-		return 0;
-	return 1;
+		return false;
+	return true;
 }
 
 static int

@@ -64,15 +64,19 @@ done:
 }
 
 int
-pattern_match(struct pattern *p, const char *subject, char *err, size_t errlen)
+pattern_match(struct pattern *p, const char *subject, bool *matched, char *err,
+    size_t errlen)
 {
 	PCRE2_UCHAR msg[256];
 	int r;
 
+	*matched = false;
 	r = pcre2_match(p->code, (PCRE2_SPTR)subject, strlen(subject), 0, 0, p->md,
 	    p->mctx);
-	if (r >= 0)
-		return 1;
+	if (r >= 0) {
+		*matched = true;
+		return 0;
+	}
 	if (r == PCRE2_ERROR_NOMATCH)
 		return 0;
 	if (pcre2_get_error_message(r, msg, sizeof(msg)) < 0)

@@ -7,6 +7,7 @@
 #ifndef CUTOVER_PATTERN_H
 #define CUTOVER_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PATTERN_LENGTH_MAX	1024	/* bytes of a pattern */
@@ -24,10 +25,13 @@ struct pattern;
 int pattern_compile(const char *text, struct pattern **out, char *err, size_t errlen);
 
 /* Matches SUBJECT (NUL-terminated) against P, anywhere in it unless the
- * pattern anchors itself. Returns 1 when it matches, 0 when it does not,
- * or -1 with ERR (PCRE2's words, e.g. "match limit exceeded") when the
- * match hit a limit or failed otherwise: the answer is then unknown, and the caller must not take it as either. */
-int pattern_match(struct pattern *p, const char *subject, char *err, size_t errlen);
+ * pattern anchors itself. Returns 0 with *MATCHED true when it matches,
+ * false when it does not; or -1 with ERR (PCRE2's words, e.g. "match
+ * limit exceeded") when the match hit a limit or failed otherwise: the
+ * answer is then unknown (*MATCHED false), and the caller must not take it
+ * as either. */
+int pattern_match(struct pattern *p, const char *subject, bool *matched, char *err,
+    size_t errlen);
 
 /* The pattern's text as compiled. */
 const char *pattern_text(const struct pattern *p);

@@ -117,14 +117,15 @@ policy_for(const struct policy_set *s, const char *name, enum policy_object kind
 	*unknown = NULL;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct policy *p = &s->v[i];
-		int m;
+		bool m = false;
+		int r;
 
 		if (!policy_applies(p->apply_to, kind, queue_type))
 			continue;
-		m = p->re != NULL ? pattern_match(p->re, name, why, sizeof(why)) : -1;
-		if (m < 0 && (*unknown == NULL || p->priority > (*unknown)->priority))
+		r = p->re != NULL ? pattern_match(p->re, name, &m, why, sizeof(why)) : -1;
+		if (r < 0 && (*unknown == NULL || p->priority > (*unknown)->priority))
 			*unknown = p;
-		if (m == 1 && (best == NULL || p->priority > best->priority))
+		if (r == 0 && m && (best == NULL || p->priority > best->priority))
 			best = p;
 	}
 	if (*unknown != NULL && best != NULL && best->priority >= (*unknown)->priority)

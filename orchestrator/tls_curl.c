@@ -107,7 +107,7 @@ tls_curl_release(CURL *curl, struct tls_curl *tc)
 
 /* Whether libcurl's words S say the server refused or required a client
  * certificate (a TLS alert during or just after the handshake). */
-static int
+static bool
 client_cert_refused(const char *s)
 {
 	return strstr(s, "certificate required") != NULL ||
@@ -116,7 +116,7 @@ client_cert_refused(const char *s)
 	    strstr(s, "alert handshake failure") != NULL;
 }
 
-int
+bool
 tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
     const struct tls_opts *t, const char *default_where, const char *url,
     char *out, size_t outlen)
@@ -139,18 +139,18 @@ tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
 			code = 62;	/* X509_V_ERR_HOSTNAME_MISMATCH */
 		snprintf(out, outlen, "TLS handshake: %s [%s]", tls_verify_words(
 		    code, host, t, default_where, words, sizeof(words)), curlerr);
-		return 1;
+		return true;
 	case CURLE_SSL_CACERT_BADFILE:
 		snprintf(out, outlen, "%s: cannot read the CA bundle '%s' (%s)",
 		    where, t != NULL && t->ca_file != NULL ? t->ca_file :
 		    "system default", curlerr);
-		return 1;
+		return true;
 	case CURLE_SSL_CERTPROBLEM:
 		snprintf(out, outlen, "%s: cannot use the client certificate '%s' "
 		    "with the key '%s' (wrong passphrase, or not a pair?): %s",
 		    where, t != NULL && t->cert_file != NULL ? t->cert_file : "",
 		    t != NULL && t->key_file != NULL ? t->key_file : "", curlerr);
-		return 1;
+		return true;
 	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
@@ -158,15 +158,15 @@ tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
 			snprintf(out, outlen, "TLS: the server refused the client "
 			    "certificate (%s): it requires one it trusts; set "
 			    "cert and key in %s", curlerr, where);
-			return 1;
+			return true;
 		}
 		if (cc != CURLE_SSL_CONNECT_ERROR)
-			return 0;
+			return false;
 		snprintf(out, outlen, "TLS handshake failed: %s%s", curlerr,
 		    strstr(curlerr, "wrong version number") != NULL ?
 		    " (is that port a TLS listener?)" : "");
-		return 1;
+		return true;
 	default:
-		return 0;
+		return false;
 	}
 }

@@ -6,6 +6,7 @@
 #ifndef CUTOVER_TLS_CURL_H
 #define CUTOVER_TLS_CURL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <curl/curl.h>
@@ -34,9 +35,9 @@ void tls_curl_release(CURL *curl, struct tls_curl *tc);
 
 /* When CC (with libcurl's error buffer CURLERR) is a TLS failure of a
  * request to URL under T, writes what failed into OUT, naming the plan's
- * settings (T's where, else DEFAULT_WHERE), and returns 1; returns 0 for
- * any other failure. */
-int tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
+ * settings (T's where, else DEFAULT_WHERE), and returns true; returns
+ * false for any other failure. */
+bool tls_curl_error(CURL *curl, CURLcode cc, const char *curlerr,
     const struct tls_opts *t, const char *default_where, const char *url,
     char *out, size_t outlen);
 

@@ -11,6 +11,7 @@
 #include "duration.h"
 #include "ladder.h"
 #include "plan.h"
+#include "plan_flag.h"
 
 /* The plan's columns of the step-kind table (step_kinds.def). */
 static const struct plan_kind_row {
@@ -111,14 +112,6 @@ free_strings(char **v, size_t n)
 	free(v);
 }
 
-static void
-free_call(struct plan_http_call *c)
-{
-	free(c->method);
-	free(c->url);
-	free(c->body);
-}
-
 void
 plan_free(struct plan *p)
 {
@@ -144,22 +137,7 @@ plan_free(struct plan *p)
 	free_strings(p->destinations, p->ndestinations);
 	free(p->destinations_at);
 	free(p->canary.delays_ms);
-	free(p->flag.url);
-	free(p->flag.project);
-	free(p->flag.environment);
-	free(p->flag.feature);
-	free(p->flag.token);
-	free_call(&p->flag.on);
-	free_call(&p->flag.off);
-	free(p->flag.read_url);
-	free(p->flag.read_pointer);
-	free(p->flag.read_on);
-	free(p->flag.read_off);
-	for (i = 0; i < p->flag.nheaders; i++) {
-		free(p->flag.headers[i].name);
-		free(p->flag.headers[i].value);
-	}
-	free(p->flag.headers);
+	plan_flag_free(p);
 	for (i = 0; i < p->move_old.nentries; i++) {
 		free(p->move_old.entries[i].match);
 		free(p->move_old.entries[i].header);

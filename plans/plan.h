@@ -104,14 +104,10 @@ struct plan {
 		const char *kind;          /* the flag provider's name (static, from
 		                            * flag_provider_find); NULL when the
 		                            * plan has no flag */
-		/* unleash */
-		char *url, *project, *environment, *feature, *token;
-		/* http */
-		struct plan_http_call on, off;
-		char *read_url, *read_pointer;
-		char *read_on, *read_off;  /* expected JSON values, as JSON text */
-		struct plan_header *headers;
-		size_t nheaders;
+		void *settings;            /* the provider's own settings, of its
+		                            * kind's struct (plan_flag.h:
+		                            * plan_flag_unleash, plan_flag_http);
+		                            * owned, freed through its kind's row */
 		struct tls_opts tls;       /* flag.tls: for https:// */
 	} flag;
 

@@ -53,17 +53,17 @@ static int
 own_selected(void *arg, const char *name, const char *what)
 {
 	struct own_check *oc = arg;
-	int m;
+	bool m;
 
 	if (oc->re != NULL) {
-		if ((m = pattern_match(oc->re, name, oc->why, sizeof(oc->why))) < 0) {
+		if (pattern_match(oc->re, name, &m, oc->why, sizeof(oc->why)) != 0) {
 			snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
 			oc->failed = 1;
-			return 1;
+			return -1;	/* stops the walk */
 		}
 	} else
 		m = strcmp(oc->name, name) == 0;
-	if (m == 1 && oc->n++ == 0) {
+	if (m && oc->n++ == 0) {
 		snprintf(oc->name_buf, sizeof(oc->name_buf), "%s", name);
 		oc->found = oc->name_buf;
 		oc->what = what;

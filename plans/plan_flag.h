@@ -13,6 +13,21 @@
 /* Keys of all providers' plan sections together, at most. */
 #define PLAN_FLAG_KEYS_MAX	32
 
+/* Each provider's settings, its plan section as loaded: what
+ * p->flag.settings points to when p->flag.kind names it. A new provider
+ * adds its own struct and row here, and no field to plan.h. */
+struct plan_flag_unleash {
+	char *url, *project, *environment, *feature, *token;
+};
+
+struct plan_flag_http {
+	struct plan_http_call on, off;
+	char *read_url, *read_pointer;
+	char *read_on, *read_off;	/* expected JSON values, as JSON text */
+	struct plan_header *headers;
+	size_t nheaders;
+};
+
 struct plan_flag_kind {
 	/* As written in a plan's flag.kind ("unleash"). */
 	const char *name;
@@ -20,10 +35,34 @@ struct plan_flag_kind {
 	/* The keys its section may have, "kind" first; NULL ends. */
 	const char *const *keys;
 
-	/* Reads its section (the keys are checked already) into the plan
-	 * (plan_section_plan), reporting errors with plan_section.h. */
-	void (*load)(const struct plan_section *ps);
+	/* The size of its settings struct, allocated zeroed as
+	 * p->flag.settings before LOAD runs. */
+	size_t size;
+
+	/* Reads its section (the keys are checked already) into SETTINGS,
+	 * reporting errors with plan_section.h. */
+	void (*load)(const struct plan_section *ps, void *settings);
+
+	/* Frees what SETTINGS holds (not SETTINGS itself). */
+	void (*release)(void *settings);
+
+	/* Its URLs (NULL when absent) into OUT, at most MAX. Returns how
+	 * many: what flag.tls is checked against. */
+	size_t (*urls)(const void *settings, const char **out, size_t max);
 };
+
+/* P's settings when its flag is of kind unleash, else NULL. */
+struct plan_flag_unleash *plan_flag_unleash(const struct plan *p);
+
+/* P's settings when its flag is of kind http, else NULL. */
+struct plan_flag_http *plan_flag_http(const struct plan *p);
+
+/* The URLs of P's flag (its kind's urls) into OUT, at most MAX. Returns
+ * how many (0 without a flag). */
+size_t plan_flag_urls(const struct plan *p, const char **out, size_t max);
+
+/* Frees P's flag settings (plan_free does). */
+void plan_flag_free(struct plan *p);
 
 /* The kind named NAME, or NULL when there is none. */
 const struct plan_flag_kind *plan_flag_kind_find(const char *name);

@@ -69,14 +69,15 @@ load_broker(struct loader *ld, const struct sect *root)
 
 	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management "
 	    "(each a URL or a list of a cluster's URLs), username and password",
-	    "broker", &s) <= 0)
+	    "broker", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	if (py_get_urls(ld, &s, "amqp", 1, URL_AMQP, BROKER_URLS_MAX,
-	    &p->broker.amqp_urls, &p->broker.namqp) > 0)
+	    &p->broker.amqp_urls, &p->broker.namqp) == 0 && p->broker.namqp > 0)
 		p->broker.amqp = py_copy(ld, p->broker.amqp_urls[0]);
 	if (py_get_urls(ld, &s, "management", 1, URL_HTTP_BASE, BROKER_URLS_MAX,
-	    &p->broker.management_urls, &p->broker.nmanagement) > 0)
+	    &p->broker.management_urls, &p->broker.nmanagement) == 0 &&
+	    p->broker.nmanagement > 0)
 		p->broker.management = py_copy(ld, p->broker.management_urls[0]);
 	py_get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
 	    &p->broker.username);
@@ -97,6 +98,7 @@ static int
 match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
 {
 	char subject[QUEUE_NAME_MAX + 1], seen[256] = { 0 }, msg[128];
+	bool matched;
 
 	for (const unsigned char *c = (const unsigned char *)t; *c != '\0'; c++) {
 		if (seen[*c] || *c < 0x20 || *c == 0x7f)
@@ -105,7 +107,7 @@ match_cost_ok(struct pattern *pat, const char *t, char *why, size_t whylen)
 		memset(subject, *c, QUEUE_NAME_MAX - 1);
 		subject[QUEUE_NAME_MAX - 1] = '!';
 		subject[QUEUE_NAME_MAX] = '\0';
-		if (pattern_match(pat, subject, msg, sizeof(msg)) < 0) {
+		if (pattern_match(pat, subject, &matched, msg, sizeof(msg)) != 0) {
 			snprintf(why, whylen, "%s on a %d-byte name of '%c' repeated", msg,
 			    QUEUE_NAME_MAX, *c);
 			return -1;
@@ -200,10 +202,11 @@ load_old(struct loader *ld, const struct sect *root)
 	struct sect s, q;
 
 	if (py_get_map(ld, root, "old", 1, "a mapping with queues and optionally "
-	    "max_message_ttl", "old", &s) <= 0)
+	    "max_message_ttl", "old", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
-	if (py_get_map(ld, &s, "queues", 1, qexpect, "old.queues", &q) > 0) {
+	if (py_get_map(ld, &s, "queues", 1, qexpect, "old.queues", &q) == 0 &&
+	    q.map != NULL) {
 		py_check_keys(ld, &q, qkeys);
 		pm = py_find_pair(ld, q.map, "match");
 		pn = py_find_pair(ld, q.map, "names");
@@ -239,14 +242,14 @@ max_delay_text(int levels, int64_t unit_ms, char *out, size_t outlen)
 /* Is NAME one of L's own exchanges or queues (a level's, the delivery
  * exchange, the parking exchange and queue)? A destination reaching one
  * would loop or copy delayed messages. */
-static int
+static bool
 ladder_own_name(const struct ladder *l, const char *name)
 {
 	char own[LADDER_NAME_MAX];
 
 	for (int k = 0; k < l->levels; k++)
 		if (strcmp(ladder_level_exchange(l, k, own, sizeof(own)), name) == 0)
-			return 1;
+			return true;
 	return strcmp(ladder_delivery_exchange(l, own, sizeof(own)), name) == 0 ||
 	    strcmp(ladder_parking_exchange(l, own, sizeof(own)), name) == 0;
 }
@@ -617,31 +620,31 @@ read_queue_type(struct loader *ld, const struct ladder_fields *f)
 		    "quorum or classic", t);
 }
 
-/* Builds the plan's ladder from fields that were all valid. Returns 1 when
- * it is built, 0 otherwise. */
-static int
+/* Builds the plan's ladder from fields that were all valid. Returns true
+ * when it is built, false otherwise. */
+static bool
 init_ladder(struct loader *ld, const struct ladder_fields *f)
 {
 	char err[256], unit[32];
 
 	if (!f->ok)
-		return 0;
+		return false;
 	if (ladder_init(&ld->p->ladder, f->naming, f->prefix != NULL ? f->prefix :
 	    f->style->default_prefix, f->unit_ms, f->levels, err, sizeof(err)) == -1) {
 		py_err_at(ld, f->unit_node != NULL ? f->unit_node : f->s.map, "ladder of "
 		    "%d levels of %s is not valid: %s", f->levels,
 		    duration_format(f->unit_ms, unit, sizeof(unit)), err);
 		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
-		return 0;
+		return false;
 	}
 	/* Publishing holds to the plan's own maximum, not the ladder's. */
 	if (f->max_node != NULL && ladder_set_limit(&ld->p->ladder,
 	    ld->p->max_delay_ms, err, sizeof(err)) == -1) {
 		py_err_at(ld, f->max_node, "ladder.max_delay is not valid: %s", err);
 		memset(&ld->p->ladder, 0, sizeof(ld->p->ladder));
-		return 0;
+		return false;
 	}
-	return 1;
+	return true;
 }
 
 static void
@@ -654,7 +657,7 @@ load_ladder(struct loader *ld, const struct sect *root)
 	yaml_node_t *n;
 
 	if (py_get_map(ld, root, "ladder", 1, "a mapping with unit, max_delay or levels, "
-	    "and destinations", "ladder", &f.s) <= 0)
+	    "and destinations", "ladder", &f.s) != 0 || f.s.map == NULL)
 		return;
 	py_check_keys(ld, &f.s, keys);
 	read_naming(ld, &f);
@@ -682,7 +685,7 @@ load_canary(struct loader *ld, const struct sect *root)
 	struct sect s;
 
 	if (py_get_map(ld, root, "canary", 0, "a mapping with delays, max_lateness "
-	    "and budget", "canary", &s) <= 0)
+	    "and budget", "canary", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	py_get_duration(ld, &s, "budget", 0, &p->canary.budget_ms);
@@ -733,7 +736,7 @@ load_flag(struct loader *ld, const struct sect *root)
 
 	plan_flag_kinds(kinds, sizeof(kinds));
 	snprintf(expect, sizeof(expect), "a mapping with kind %s", kinds);
-	if (py_get_map(ld, root, "flag", 0, expect, "flag", &s) <= 0)
+	if (py_get_map(ld, root, "flag", 0, expect, "flag", &s) != 0 || s.map == NULL)
 		return;
 	if ((n = py_field(ld, &s, "kind", 1, kinds)) != NULL &&
 	    (t = py_conv_text(ld, n, "flag.kind", kinds)) != NULL &&
@@ -748,7 +751,11 @@ load_flag(struct loader *ld, const struct sect *root)
 	ps.ld = ld;
 	ps.s = &s;
 	py_check_keys(ld, &s, prov->keys);
-	prov->load(&ps);
+	if ((p->flag.settings = calloc(1, prov->size)) == NULL) {
+		ld->oom = 1;
+		return;
+	}
+	prov->load(&ps, p->flag.settings);
 }
 
 static void
@@ -759,7 +766,7 @@ load_watch(struct loader *ld, const struct sect *root)
 	struct sect s;
 
 	if (py_get_map(ld, root, "watch", 0, "a mapping with interval, allowance and "
-	    "probe_every", "watch", &s) <= 0)
+	    "probe_every", "watch", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	py_get_duration(ld, &s, "interval", 0, &p->watch.interval_ms);

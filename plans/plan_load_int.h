@@ -81,8 +81,8 @@ int py_get_secret(struct loader *ld, const struct sect *s, const char *key, int 
 int py_get_url(struct loader *ld, const struct sect *s, const char *key, int required,
     enum url_kind kind, char **out);
 /* KEY of S: one URL of KIND, or a list of 1..MAX distinct ones (AMQP: all
- * with one vhost). Sets *OUT (owned by the plan) and *NOUT. Returns 1 when
- * set, 0 when absent (reported when REQUIRED), -1 when invalid. */
+ * with one vhost). Sets *OUT (owned by the plan) and *NOUT. Returns 0 when
+ * set or absent (*NOUT untouched; reported when REQUIRED), -1 when invalid. */
 int py_get_urls(struct loader *ld, const struct sect *s, const char *key, int required,
     enum url_kind kind, size_t max, char ***out, size_t *nout);
 yaml_node_t *py_key_node(struct loader *ld, yaml_node_pair_t *pair);

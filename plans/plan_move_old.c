@@ -81,7 +81,8 @@ load_entry(struct loader *ld, yaml_node_t *n, size_t i, struct plan_move_entry *
 	}
 	py_check_keys(ld, &s, keys);
 	snprintf(qpath, sizeof(qpath), "%s.queues", path);
-	if (py_get_map(ld, &s, "queues", 1, "{ match: REGEX }", qpath, &q) > 0) {
+	if (py_get_map(ld, &s, "queues", 1, "{ match: REGEX }", qpath, &q) == 0 &&
+	    q.map != NULL) {
 		py_check_keys(ld, &q, qkeys);
 		snprintf(what, sizeof(what), "%s.queues.match", path);
 		if ((m = py_field(ld, &q, "match", 1, "a PCRE2 pattern")) != NULL)
@@ -120,7 +121,8 @@ pm_load_move_old(struct loader *ld, const struct sect *root)
 	struct sect s;
 
 	if (py_get_map(ld, root, "move_old", 0, "a mapping with rate, prefetch, "
-	    "unknown_entry_max_lateness, stragglers and entry", "move_old", &s) <= 0)
+	    "unknown_entry_max_lateness, stragglers and entry", "move_old", &s) != 0 ||
+	    s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	load_rate(ld, &s);

@@ -13,6 +13,7 @@
 
 #include "plan.h"
 #include "plan_load_int.h"
+#include "plan_flag.h"
 #include "plan_section.h"
 
 static void
@@ -29,7 +30,7 @@ load_call(struct loader *ld, const struct sect *flag, const char *key, const cha
 	struct sect s;
 
 	if (py_get_map(ld, flag, key, 1, "{ method: PUT, url: http://..., body: '...' }",
-	    path, &s) <= 0)
+	    path, &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	if ((n = py_field(ld, &s, "method", 1, mexpect)) != NULL &&
@@ -50,22 +51,21 @@ load_call(struct loader *ld, const struct sect *flag, const char *key, const cha
 }
 
 static void
-load_read(struct loader *ld, const struct sect *flag)
+load_read(struct loader *ld, const struct sect *flag, struct plan_flag_http *h)
 {
 	static const char *const keys[] = { "url", "pointer", "on", "off", NULL };
 	static const char pexpect[] = "a JSON pointer such as /enabled, or '' for the "
 	    "whole document";
-	struct plan *p = ld->p;
 	yaml_node_t *n, *on, *off;
 	const char *t;
 	size_t i;
 	struct sect s;
 
 	if (py_get_map(ld, flag, "read", 1, "{ url: http://..., pointer: /enabled, on: "
-	    "true, off: false }", "flag.read", &s) <= 0)
+	    "true, off: false }", "flag.read", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
-	py_get_url(ld, &s, "url", 1, URL_HTTP, &p->flag.read_url);
+	py_get_url(ld, &s, "url", 1, URL_HTTP, &h->read_url);
 	if ((n = py_field(ld, &s, "pointer", 1, pexpect)) != NULL) {
 		if (n->type != YAML_SCALAR_NODE)
 			py_err_at(ld, n, "flag.read.pointer is %s; expected %s", py_kind_name(n),
@@ -87,24 +87,24 @@ load_read(struct loader *ld, const struct sect *flag)
 				py_err_at(ld, n, "flag.read.pointer contains a NUL character; "
 				    "expected %s", pexpect);
 			else
-				p->flag.read_pointer = py_copy(ld, t);
+				h->read_pointer = py_copy(ld, t);
 		}
 	}
 	on = py_field(ld, &s, "on", 1, "the JSON value read when the flag is on, such as true");
 	off = py_field(ld, &s, "off", 1, "the JSON value read when the flag is off, such "
 	    "as false");
 	if (on != NULL)
-		py_conv_json(ld, on, "flag.read.on", &p->flag.read_on);
+		py_conv_json(ld, on, "flag.read.on", &h->read_on);
 	if (off != NULL)
-		py_conv_json(ld, off, "flag.read.off", &p->flag.read_off);
-	if (p->flag.read_on != NULL && p->flag.read_off != NULL &&
-	    strcmp(p->flag.read_on, p->flag.read_off) == 0)
+		py_conv_json(ld, off, "flag.read.off", &h->read_off);
+	if (h->read_on != NULL && h->read_off != NULL &&
+	    strcmp(h->read_on, h->read_off) == 0)
 		py_err_at(ld, off, "flag.read.on and flag.read.off are both %.60s; expected "
-		    "two different values", p->flag.read_on);
+		    "two different values", h->read_on);
 }
 
 /* Header names whose values are credentials. */
-static int
+static bool
 secret_header(const char *name)
 {
 	static const char *const words[] = { "auth", "token", "secret", "passw",
@@ -115,9 +115,9 @@ secret_header(const char *name)
 		wl = strlen(words[i]);
 		for (j = 0; j + wl <= len; j++)
 			if (strncasecmp(name + j, words[i], wl) == 0)
-				return 1;
+				return true;
 	}
-	return 0;
+	return false;
 }
 
 static int
@@ -128,11 +128,10 @@ token_char(char c)
 }
 
 static void
-load_headers(struct loader *ld, yaml_node_t *n)
+load_headers(struct loader *ld, yaml_node_t *n, struct plan_flag_http *hs)
 {
 	static const char expect[] = "a mapping of header name to value, such as "
 	    "{ Authorization: env:FLAG_AUTH }";
-	struct plan *p = ld->p;
 	struct plan_header *h;
 	yaml_node_pair_t *pair;
 	yaml_node_t *k, *v;
@@ -149,7 +148,7 @@ load_headers(struct loader *ld, yaml_node_t *n)
 	count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 	if (count == 0)
 		return;
-	if ((p->flag.headers = calloc(count, sizeof(*h))) == NULL) {
+	if ((hs->headers = calloc(count, sizeof(*h))) == NULL) {
 		ld->oom = 1;
 		return;
 	}
@@ -171,14 +170,14 @@ load_headers(struct loader *ld, yaml_node_t *n)
 			    "expected letters, digits and !#$%%&'*+-.^_`|~", name, name[i]);
 			continue;
 		}
-		for (i = 0; i < p->flag.nheaders; i++)
-			if (strcasecmp(p->flag.headers[i].name, name) == 0)
+		for (i = 0; i < hs->nheaders; i++)
+			if (strcasecmp(hs->headers[i].name, name) == 0)
 				break;
-		if (i < p->flag.nheaders) {
-			if (strcmp(p->flag.headers[i].name, name) != 0)
+		if (i < hs->nheaders) {
+			if (strcmp(hs->headers[i].name, name) != 0)
 				py_err_at(ld, k, "header '%.60s' in flag.headers repeats '%.60s' "
 				    "(names are case-insensitive); expected each header once",
-				    name, p->flag.headers[i].name);
+				    name, hs->headers[i].name);
 			continue;
 		}
 		snprintf(what, sizeof(what), "flag.headers.%.60s", name);
@@ -194,7 +193,7 @@ load_headers(struct loader *ld, yaml_node_t *n)
 			    "references, expected e.g. env:FLAG_AUTH", what);
 			continue;
 		}
-		h = &p->flag.headers[p->flag.nheaders];
+		h = &hs->headers[hs->nheaders];
 		h->name = py_copy(ld, name);
 		h->value = py_copy(ld, t);
 		if (h->name == NULL || h->value == NULL) {
@@ -203,7 +202,7 @@ load_headers(struct loader *ld, yaml_node_t *n)
 			h->name = h->value = NULL;
 			continue;
 		}
-		p->flag.nheaders++;
+		hs->nheaders++;
 	}
 }
 
@@ -248,27 +247,27 @@ plan_section_http_call(const struct plan_section *ps, const char *key,
 }
 
 void
-plan_section_flag_read(const struct plan_section *ps)
+plan_section_flag_read(const struct plan_section *ps, struct plan_flag_http *h)
 {
-	load_read(ps->ld, ps->s);
+	load_read(ps->ld, ps->s, h);
 }
 
 void
-plan_section_flag_headers(const struct plan_section *ps)
+plan_section_flag_headers(const struct plan_section *ps, struct plan_flag_http *h)
 {
 	yaml_node_t *n;
 
 	if ((n = py_field(ps->ld, ps->s, "headers", 0, NULL)) != NULL)
-		load_headers(ps->ld, n);
+		load_headers(ps->ld, n, h);
 }
 
 void
 plan_section_flag_tls(const struct plan_section *ps)
 {
 	struct plan *p = ps->ld->p;
-	const char *urls[4] = { p->flag.url, p->flag.on.url, p->flag.off.url,
-	    p->flag.read_url };
+	const char *urls[8];
+	size_t n = plan_flag_urls(p, urls, sizeof(urls) / sizeof(urls[0]));
 
 	pt_load_tls(ps->ld, ps->s, "flag.tls", &p->flag.tls);
-	pt_check_used(ps->ld, ps->s, "flag.tls", &p->flag.tls, urls, 4);
+	pt_check_used(ps->ld, ps->s, "flag.tls", &p->flag.tls, urls, n);
 }

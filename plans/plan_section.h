@@ -43,17 +43,21 @@ void plan_section_url(const struct plan_section *ps, const char *key,
 void plan_section_http_call(const struct plan_section *ps, const char *key,
     const char *path, struct plan_http_call *call);
 
-/* The section's read: { url, pointer, on, off } into the plan's
- * flag.read_url, read_pointer, read_on and read_off. Required. */
-void plan_section_flag_read(const struct plan_section *ps);
+struct plan_flag_http;
 
-/* The section's optional headers: { Name: value or env:NAME } into the
- * plan's flag.headers; a literal credential is an error. */
-void plan_section_flag_headers(const struct plan_section *ps);
+/* The section's read: { url, pointer, on, off } into H's read_url,
+ * read_pointer, read_on and read_off. Required. */
+void plan_section_flag_read(const struct plan_section *ps,
+    struct plan_flag_http *h);
+
+/* The section's optional headers: { Name: value or env:NAME } into H's
+ * headers; a literal credential is an error. */
+void plan_section_flag_headers(const struct plan_section *ps,
+    struct plan_flag_http *h);
 
 /* The section's optional tls map (tls.h) into the plan's flag.tls,
- * refused when none of the flag's URLs (the plan's flag.url, on, off and
- * read URLs, as already loaded) is https://. */
+ * refused when none of the flag's URLs (its kind's urls, as already
+ * loaded) is https://. */
 void plan_section_flag_tls(const struct plan_section *ps);
 
 #endif

@@ -46,7 +46,7 @@ pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
 	bool verify = true;
 	char where[512], what[128];
 
-	if (py_get_map(ld, parent, "tls", 0, expect, path, &s) <= 0)
+	if (py_get_map(ld, parent, "tls", 0, expect, path, &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
 	snprintf(where, sizeof(where), "%s (%s:%d:%d)", path,

@@ -195,8 +195,9 @@ py_field(struct loader *ld, const struct sect *s, const char *key, int required,
 	return NULL;
 }
 
-/* Fills SUB with KEY of S when it is a mapping and returns 1; returns 0
- * when it is absent (reported when REQUIRED), -1 when it is not a mapping. */
+/* Fills SUB with KEY of S when it is a mapping and returns 0; returns 0
+ * with SUB->map NULL when it is absent (reported when REQUIRED), -1 when it
+ * is not a mapping. */
 int
 py_get_map(struct loader *ld, const struct sect *s, const char *key, int required,
     const char *expect, const char *path, struct sect *sub)
@@ -214,7 +215,7 @@ py_get_map(struct loader *ld, const struct sect *s, const char *key, int require
 		return -1;
 	}
 	sub->map = n;
-	return 1;
+	return 0;
 }
 
 /* The text of scalar N, or NULL after reporting that WHAT is not a
@@ -326,18 +327,18 @@ py_conv_bool(struct loader *ld, const yaml_node_t *n, const char *what, bool *ou
 }
 
 /* NAME of env:NAME: [A-Za-z_][A-Za-z0-9_]*. */
-static int
+static bool
 env_name_ok(const char *s)
 {
 	size_t i;
 
 	if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
-		return 0;
+		return false;
 	for (i = 1; s[i] != '\0'; i++)
 		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
 		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* Checks an env:NAME reference written at N. Returns 0 or -1. */
@@ -509,8 +510,8 @@ conv_url(struct loader *ld, const yaml_node_t *n, const char *what, enum url_kin
 	return 0;
 }
 
-/* get_*: KEY of S, converted. Return 1 when set, 0 when absent (reported
- * when REQUIRED), -1 when invalid. */
+/* get_*: KEY of S, converted. Return 0 when set or absent (*OUT then
+ * untouched; reported when REQUIRED), -1 when invalid. */
 
 int
 py_get_text(struct loader *ld, const struct sect *s, const char *key, int required,
@@ -521,7 +522,7 @@ py_get_text(struct loader *ld, const struct sect *s, const char *key, int requir
 
 	if ((n = py_field(ld, s, key, required, expect)) == NULL)
 		return 0;
-	return py_conv_dup(ld, n, py_label(what, sizeof(what), s, key), expect, out) == 0 ? 1 : -1;
+	return py_conv_dup(ld, n, py_label(what, sizeof(what), s, key), expect, out) == 0 ? 0 : -1;
 }
 
 int
@@ -533,7 +534,7 @@ py_get_duration(struct loader *ld, const struct sect *s, const char *key, int re
 
 	if ((n = py_field(ld, s, key, required, "a duration such as 10s")) == NULL)
 		return 0;
-	return py_conv_duration(ld, n, py_label(what, sizeof(what), s, key), out) == 0 ? 1 : -1;
+	return py_conv_duration(ld, n, py_label(what, sizeof(what), s, key), out) == 0 ? 0 : -1;
 }
 
 int
@@ -546,7 +547,7 @@ py_get_secret(struct loader *ld, const struct sect *s, const char *key, int requ
 	if ((n = py_field(ld, s, key, required, example)) == NULL)
 		return 0;
 	return conv_secret(ld, n, py_label(what, sizeof(what), s, key), example, out) == 0 ?
-	    1 : -1;
+	    0 : -1;
 }
 
 int
@@ -558,7 +559,7 @@ py_get_url(struct loader *ld, const struct sect *s, const char *key, int require
 
 	if ((n = py_field(ld, s, key, required, url_expect(kind))) == NULL)
 		return 0;
-	return conv_url(ld, n, py_label(what, sizeof(what), s, key), kind, out) == 0 ? 1 : -1;
+	return conv_url(ld, n, py_label(what, sizeof(what), s, key), kind, out) == 0 ? 0 : -1;
 }
 
 /* The vhost part of an AMQP URL that check_url accepted: what follows the
@@ -630,13 +631,13 @@ py_get_urls(struct loader *ld, const struct sect *s, const char *key, int requir
 	}
 	*nout = 0;
 	if (n->type != YAML_SEQUENCE_NODE)
-		return conv_url_item(ld, n, what, kind, *out, nout) == 0 ? 1 : -1;
+		return conv_url_item(ld, n, what, kind, *out, nout) == 0 ? 0 : -1;
 	for (i = 0; i < count; i++) {
 		snprintf(item, sizeof(item), "%s[%zu]", what, i);
 		if (conv_url_item(ld, py_seq_item(ld, n, i), item, kind, *out, nout) != 0)
 			bad = 1;
 	}
-	return bad ? -1 : 1;
+	return bad ? -1 : 0;
 }
 
 /* The node of KEY itself, for errors about a key that should not be there. */

@@ -233,7 +233,7 @@ load_notifier(struct loader *ld, yaml_node_t *n, size_t i, struct serve_config *
 	if ((k = py_field(ld, &s, "attempts", 0, "")) != NULL)
 		py_conv_int(ld, k, py_label(what, sizeof(what), &s, "attempts"), 1, 20,
 		    &nt->attempts);
-	if (py_get_duration(ld, &s, "backoff", 0, &nt->backoff_ms) == 1 &&
+	if (py_get_duration(ld, &s, "backoff", 0, &nt->backoff_ms) == 0 &&
 	    nt->backoff_ms > 5 * 60 * 1000)
 		py_err_at(ld, py_field(ld, &s, "backoff", 0, ""), "%s.backoff is longer than "
 		    "5m; expected the first retry's delay, at most 5m", path);

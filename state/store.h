@@ -5,10 +5,26 @@
 #ifndef CUTOVER_STORE_H
 #define CUTOVER_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define STORE_SCHEMA_VERSION 5
+
+/* Return codes: every function returns 0 or a negative code; failures
+ * write ERR. The codes below -1 are ordinary answers, not failures (ERR
+ * untouched unless the function says otherwise): a caller tests for them
+ * before it treats a negative code as a failure. */
+#define STORE_ERR		(-1)	/* failure: ERR says why */
+#define STORE_NOT_FOUND		(-2)	/* no such plan, step, command or alert */
+#define STORE_INVALID		(-3)	/* store_plan_submit: the plan is invalid */
+#define STORE_RUNNING		(-4)	/* store_plan_submit: one of that name runs */
+#define STORE_UNARCHIVED	(-5)	/* store_plan_submit: one of that name is
+					 * finished but not archived */
+#define STORE_REFUSED		(-6)	/* an archive or command refused now (ERR
+					 * says why) */
+#define STORE_LOCKED		(-7)	/* store_lock_take: another process holds
+					 * the lock */
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;
@@ -45,6 +61,7 @@ struct store_event {
 };
 
 struct store_verify {
+	bool verified;                    /* every event verifies, chain whole */
 	int64_t checked;                  /* events whose hash was recomputed */
 	int64_t bad_id;                   /* first event that does not verify, or 0 */
 	char reason[160];
@@ -69,8 +86,8 @@ void store_transient_clear(struct store *s);
  * holding it may run plans from that database. An exclusive fcntl lock on
  * DB_PATH.lock, which holds the holder's pid; the kernel releases it when
  * the process dies. Returns 0 with the lock in *OUT (release it with
- * store_lock_release, or let the process end); 1 when another process
- * holds it, ERR naming that pid; -1 on failure with ERR. OUT->fd is -1
+ * store_lock_release, or let the process end); STORE_LOCKED when another
+ * process holds it, ERR naming that pid; -1 on failure with ERR. OUT->fd is -1
  * unless the lock was taken. */
 struct store_lock {
 	int fd;
@@ -94,15 +111,17 @@ int store_rollback(struct store *s);
 int store_plan_insert(struct store *s, const char *name, const char *yaml,
     size_t yaml_len, int64_t now_ms, int64_t *id, char *err, size_t errlen);
 
-/* Reads plan ID into *OUT. Returns 0, 1 when there is no such plan, or -1. */
+/* Reads plan ID into *OUT. Returns 0, STORE_NOT_FOUND when there is no such
+ * plan, or -1. */
 int store_plan_get(struct store *s, int64_t id, struct store_plan *out,
     char *err, size_t errlen);
 
-/* Newest plan called NAME. Returns 0, 1 when none, or -1. */
+/* Newest plan called NAME. Returns 0, STORE_NOT_FOUND when none, or -1. */
 int store_plan_find(struct store *s, const char *name, struct store_plan *out,
     char *err, size_t errlen);
 
-/* The YAML of plan ID, as submitted; the caller frees *YAML. Returns 0, 1, -1. */
+/* The YAML of plan ID, as submitted; the caller frees *YAML. Returns 0,
+ * STORE_NOT_FOUND, or -1. */
 int store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
     char *err, size_t errlen);
 
@@ -125,8 +144,8 @@ int store_step_update(struct store *s, int64_t plan_id, int idx, const char *sta
     int64_t started_ms, int64_t ended_ms, const char *result_json,
     const char *error, char *err, size_t errlen);
 
-/* Reads step IDX of plan PLAN_ID. Returns 0, 1 when absent, or -1. Free
- * with store_step_clear. */
+/* Reads step IDX of plan PLAN_ID. Returns 0, STORE_NOT_FOUND when absent,
+ * or -1. Free with store_step_clear. */
 int store_step_get(struct store *s, int64_t plan_id, int idx, struct store_step *out,
     char *err, size_t errlen);
 void store_step_clear(struct store_step *st);
@@ -134,7 +153,7 @@ void store_step_clear(struct store_step *st);
 /* Reads the step plan PLAN_ID is at: its first step that has not
  * succeeded, or its last one when all have. Without the result and the
  * error (which can be megabytes: OUT's result_json and error stay NULL).
- * Returns 0, 1 when the plan has no steps, or -1. */
+ * Returns 0, STORE_NOT_FOUND when the plan has no steps, or -1. */
 int store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
     char *err, size_t errlen);
 
@@ -155,9 +174,9 @@ int store_each_event(struct store *s, int64_t plan_id,
 /* Recomputes the whole chain (every plan's events share one chain) and
  * checks that it ends where its head (the count and last hash each append
  * records) says: events cut off the end are reported as "truncated: …".
- * Returns 0 when every event verifies, 1 when one does not or the chain
- * is cut short (RES says which and why), -1 when the database could not be
- * read. */
+ * Returns 0 with RES->verified true when every event verifies, false
+ * when one does not or the chain is cut short (RES says which and why);
+ * -1 when the database could not be read. */
 int store_verify_events(struct store *s, struct store_verify *res,
     char *err, size_t errlen);
 
@@ -170,7 +189,8 @@ int store_event_hash(const char *prev_hash, int64_t id, int64_t plan_id, int64_t
     const char *details, size_t details_len, char out[STORE_HASH_HEX]);
 
 /* Reads the chain head: the number of events after the last append, and
- * that event's id and hash. Returns 0, 1 when the head row is gone, -1. */
+ * that event's id and hash. Returns 0, STORE_NOT_FOUND when the head row
+ * is gone, or -1. */
 int store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
     char last[STORE_HASH_HEX], char *err, size_t errlen);
 
@@ -225,12 +245,12 @@ int store_command_insert(struct store *s, int64_t plan_id, const char *kind,
     int64_t now_ms, int64_t *id, char *err, size_t errlen);
 
 /* The oldest command of PLAN_ID not handled yet. Returns 0 and fills OUT,
- * 1 when there is none, -1 on failure. */
+ * STORE_NOT_FOUND when there is none, -1 on failure. */
 int store_command_next(struct store *s, int64_t plan_id, struct store_command *out,
     char *err, size_t errlen);
 
-/* Command ID of PLAN_ID, handled or not. Returns 0 and fills OUT, 1 when
- * there is none, -1 on failure. */
+/* Command ID of PLAN_ID, handled or not. Returns 0 and fills OUT,
+ * STORE_NOT_FOUND when there is none, -1 on failure. */
 int store_command_get(struct store *s, int64_t plan_id, int64_t id,
     struct store_command *out, char *err, size_t errlen);
 
@@ -240,14 +260,15 @@ int store_command_done(struct store *s, int64_t id, int64_t now_ms,
     const char *outcome, char *err, size_t errlen);
 
 /* Raises an alert of KIND for PLAN_ID, or, when one of that kind is still
- * open, updates its message, last time and count. Returns 1 when a new
- * alert was raised (its id in *ID), 0 when an open one was updated, -1 on
- * failure. */
+ * open, updates its message, last time and count. Returns 0 with *RAISED
+ * true when a new alert was raised (its id in *ID), false when an open one
+ * was updated; -1 on failure. */
 int store_alert_raise(struct store *s, int64_t plan_id, const char *kind,
-    const char *message, int64_t now_ms, int64_t *id, char *err, size_t errlen);
+    const char *message, int64_t now_ms, int64_t *id, bool *raised, char *err,
+    size_t errlen);
 
-/* Acknowledges open alert ID of PLAN_ID. Returns 0, 1 when there is no
- * such open alert, -1 on failure. */
+/* Acknowledges open alert ID of PLAN_ID. Returns 0, STORE_NOT_FOUND when
+ * there is no such open alert, -1 on failure. */
 int store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
     const char *comment, int64_t now_ms, char *err, size_t errlen);
 
@@ -270,7 +291,8 @@ int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *stat
  * sets *VERSION, or -1 with ERR. */
 int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
 
-/* Calls FN for each plan, newest first. Returns 0 or -1. */
+/* Calls FN for each plan, newest first, until FN returns non-zero.
+ * Returns 0 or -1. */
 int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
     void *arg, char *err, size_t errlen);
 

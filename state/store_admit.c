@@ -45,18 +45,18 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 	int rc = -1, r;
 
 	if (plan_load_buffer(file, yaml, len, &p, errs) != 0)
-		return 1;
+		return STORE_INVALID;
 	if (store_begin(s, err, errlen) != 0)
 		goto done;
 	r = store_plan_find(s, p->name, &existing, err, errlen);
-	if (r < 0)
+	if (r != 0 && r != STORE_NOT_FOUND)
 		goto fail;
 	if (r == 0 && (strcmp(existing.status, "running") == 0 ||
 	    strcmp(existing.status, "failed") == 0)) {
 		*plan_id = existing.id;
 		snprintf(err, errlen, "plan '%s' is already running (id %lld); abort it or "
 		    "let it finish first", p->name, (long long)existing.id);
-		rc = 2;
+		rc = STORE_RUNNING;
 		goto fail;
 	}
 	/* A finished plan keeps its name until archived: status NAME and
@@ -67,7 +67,7 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 		    "archive it first (cutover archive %s --as NAME), or submit under "
 		    "another name", p->name, (long long)existing.id, existing.status,
 		    p->name);
-		rc = 3;
+		rc = STORE_UNARCHIVED;
 		goto fail;
 	}
 	if (store_plan_insert(s, p->name, yaml, len, clock_now_ms(), plan_id, err,
@@ -103,10 +103,10 @@ store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
 	if (store_begin(s, err, errlen) != 0)
 		return -1;
 	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
 		store_rollback(s);
-		return r < 0 ? -1 : 1;
+		return r == STORE_NOT_FOUND ? STORE_REFUSED : -1;
 	}
 	if (p.archived_ms != 0)
 		snprintf(err, errlen, "plan '%s' (id %lld) is archived already", p.name,
@@ -127,5 +127,5 @@ store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
 		return 0;
 	}
 	store_rollback(s);
-	return 1;
+	return STORE_REFUSED;
 }

@@ -14,27 +14,28 @@
 
 /* Validates the plan in YAML (FILE names it in errors) and records it with
  * its steps, all pending, and the event "plan.submitted" by ACTOR (the
- * operator, or "cli" for a local run), in one transaction. Returns 0 and the new id in *PLAN_ID; 1 when the
- * plan is invalid (ERRS says why; free it with plan_errors_free); 2 when a
- * plan of the same name is still running (its id in *PLAN_ID, ERR says so);
- * 3 when a finished plan of that name is not archived (its id in
- * *PLAN_ID, ERR says so: a name is unique among plans not archived); -1 on
- * failure with ERR. */
+ * operator, or "cli" for a local run), in one transaction. Returns 0 and
+ * the new id in *PLAN_ID; STORE_INVALID when the plan is invalid (ERRS
+ * says why; free it with plan_errors_free); STORE_RUNNING when a plan of
+ * the same name is still running (its id in *PLAN_ID, ERR says so);
+ * STORE_UNARCHIVED when a finished plan of that name is not archived (its
+ * id in *PLAN_ID, ERR says so: a name is unique among plans not
+ * archived); -1 on failure with ERR. */
 int store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
     const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
     size_t errlen);
 
 /* Archives finished plan PLAN_ID (succeeded or aborted) for ACTOR, with
  * the event "plan.archived": its name may then be submitted again, and
- * status NAME and /metrics show the new plan. Returns 0, 1 when refused
+ * status NAME and /metrics show the new plan. Returns 0, STORE_REFUSED
  * (ERR says why: no such plan, not finished, archived already), -1 on
  * failure. */
 int store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
     const char *comment, char *err, size_t errlen);
 
 /* Does command KIND (with STEP_IDX or ALERT_ID) make sense against plan P
- * as the store holds it now? Returns 0 when it does, 1 when not (WHY says
- * why), -1 when the store failed (ERR). */
+ * as the store holds it now? Returns 0 when it does, STORE_REFUSED when
+ * not (WHY says why), -1 when the store failed (ERR). */
 int store_command_refusal(struct store *s, const struct store_plan *p, const char *kind,
     int step_idx, int64_t alert_id, char *why, size_t whylen, char *err, size_t errlen);
 
@@ -47,8 +48,8 @@ int store_command_refusal(struct store *s, const struct store_plan *p, const cha
  * acts on it, against the state the commands before it left (an abort
  * queued first ends the plan), and records one that no longer applies as
  * refused: the event command.refused and the outcome "refused: why"
- * (store_command_get). Returns 0 and the command's id, 1 when refused now
- * (ERR says why, for a 409), -1 on failure. */
+ * (store_command_get). Returns 0 and the command's id, STORE_REFUSED when
+ * refused now (ERR says why, for a 409), -1 on failure. */
 int store_command_record(struct store *s, int64_t plan_id, const char *kind, int step_idx,
     int64_t alert_id, const char *actor, const char *comment, int64_t *id,
     char *err, size_t errlen);

@@ -63,20 +63,21 @@ store_command_refusal(struct store *s, const struct store_plan *p, const char *k
 
 	if (cr == NULL) {
 		snprintf(why, whylen, "unknown command '%s'", kind);
-		return 1;
+		return STORE_REFUSED;
 	}
 	if (cr->plan_ok[0] != NULL && strcmp(p->status, cr->plan_ok[0]) != 0 &&
 	    (cr->plan_ok[1] == NULL || strcmp(p->status, cr->plan_ok[1]) != 0)) {
 		snprintf(why, whylen, "plan '%s' is %s; %s needs it %s", p->name, p->status,
 		    kind, cr->plan_desc);
-		return 1;
+		return STORE_REFUSED;
 	}
 	if (cr->step_want != NULL) {
-		if ((r = store_step_get(s, p->id, step_idx, &st, err, errlen)) < 0)
+		if ((r = store_step_get(s, p->id, step_idx, &st, err, errlen)) != 0 &&
+		    r != STORE_NOT_FOUND)
 			return -1;
-		if (r == 1 || step_idx < 0) {
+		if (r == STORE_NOT_FOUND || step_idx < 0) {
 			snprintf(why, whylen, "plan '%s' has no step %d", p->name, step_idx + 1);
-			return 1;
+			return STORE_REFUSED;
 		}
 		r = strcmp(st.status, cr->step_want) != 0 && !(cr->step_ahead != NULL &&
 		    st.gate && strcmp(st.status, cr->step_ahead) == 0);
@@ -87,7 +88,7 @@ store_command_refusal(struct store *s, const struct store_plan *p, const char *k
 			snprintf(why, whylen, "step %d (%s) of plan '%s' is %s, not %s",
 			    step_idx + 1, st.kind, p->name, st.status, cr->step_desc);
 		store_step_clear(&st);
-		return r;
+		return r ? STORE_REFUSED : 0;
 	}
 	if (cr->alert) {
 		if (store_each_alert(s, p->id, 1, alert_is, &want, err, errlen) < 0)
@@ -95,7 +96,7 @@ store_command_refusal(struct store *s, const struct store_plan *p, const char *k
 		if (want != 0) {
 			snprintf(why, whylen, "plan '%s' has no open alert %lld", p->name,
 			    (long long)alert_id);
-			return 1;
+			return STORE_REFUSED;
 		}
 	}
 	return 0;
@@ -110,9 +111,9 @@ store_command_record(struct store *s, int64_t plan_id, const char *kind, int ste
 	int r;
 
 	if ((r = store_plan_get(s, plan_id, &p, err, errlen)) != 0) {
-		if (r == 1)
+		if (r == STORE_NOT_FOUND)
 			snprintf(err, errlen, "no plan %lld", (long long)plan_id);
-		return r < 0 ? -1 : 1;
+		return r == STORE_NOT_FOUND ? STORE_REFUSED : -1;
 	}
 	if ((r = store_command_refusal(s, &p, kind, step_idx, alert_id, err, errlen, err,
 	    errlen)) != 0)

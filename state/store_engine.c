@@ -39,7 +39,7 @@ done:
 }
 
 /* Reads the one command that WHERE (with ?1 the plan, ?2 ARG) selects.
- * Returns 0, 1 when none, -1 on failure. */
+ * Returns 0, STORE_NOT_FOUND when none, -1 on failure. */
 static int
 command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
     struct store_command *out, char *err, size_t errlen)
@@ -60,7 +60,7 @@ command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
 	case SQLITE_ROW:
 		break;
 	case SQLITE_DONE:
-		rc = 1;
+		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
 		store_dberr(s, err, errlen, "reading commands");
@@ -121,7 +121,7 @@ done:
 
 int
 store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char *message,
-    int64_t now_ms, int64_t *id, char *err, size_t errlen)
+    int64_t now_ms, int64_t *id, bool *raised, char *err, size_t errlen)
 {
 	static const char upd[] =
 	    "UPDATE alerts SET message = ?1, last_ms = ?2, count = count + 1"
@@ -132,6 +132,7 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
+	*raised = false;
 	if (store_prepare(s, upd, &st, "raising alert", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, message, -1, SQLITE_STATIC);
@@ -153,7 +154,8 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	sqlite3_bind_int64(st, 4, now_ms);
 	if (store_run(s, st, "raising alert", id, err, errlen) != 0)
 		goto done;
-	rc = 1;
+	*raised = true;
+	rc = 0;
 done:
 	sqlite3_finalize(st);
 	return rc;
@@ -178,7 +180,7 @@ store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
 	sqlite3_bind_int64(st, 5, plan_id);
 	if (store_run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
 		goto done;
-	rc = sqlite3_changes(s->db) > 0 ? 0 : 1;
+	rc = sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
 done:
 	sqlite3_finalize(st);
 	return rc;

@@ -412,7 +412,9 @@ store_verify_events(struct store *s, struct store_verify *res,
 done:
 	if (own)
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-	return rc;
+	if (rc >= 0)		/* verify_chain's 1: it does not verify */
+		res->verified = rc == 0;
+	return rc < 0 ? -1 : 0;
 }
 
 int
@@ -428,7 +430,9 @@ int
 store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
     char last[STORE_HASH_HEX], char *err, size_t errlen)
 {
-	return read_head(s, events, last_id, last, err, errlen);
+	int r = read_head(s, events, last_id, last, err, errlen);
+
+	return r == 1 ? STORE_NOT_FOUND : r;	/* read_head's 1: the row is gone */
 }
 
 int

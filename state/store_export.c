@@ -63,9 +63,11 @@ store_export_read(struct store *s, int64_t plan_id,
 	}
 	r = store_chain_head(s, &head->events, &head->last_id, head->last_hash, err,
 	    errlen);
-	if (r == 1)
+	if (r == STORE_NOT_FOUND) {
 		errbuf_set(err, errlen, "the chain head is missing: where the history "
 		    "ended cannot be exported");
+		r = -1;
+	}
 	rc = r;
 done:
 	sqlite3_finalize(st);

@@ -61,7 +61,7 @@ store_lock_take(const char *db_path, struct store_lock *out, char *err, size_t e
 		    "lock %s): one engine per database; stop that one first (read-only "
 		    "verbs such as status and history work meanwhile)", db_path,
 		    (long)fl.l_pid, path);
-		rc = 1;
+		rc = STORE_LOCKED;
 		goto done;
 	}
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());

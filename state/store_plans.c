@@ -75,7 +75,7 @@ store_read_plan(sqlite3_stmt *st, struct store_plan *out)
 	out->archived_ms = sqlite3_column_int64(st, 5);
 }
 
-/* Steps ST (bound, one row expected) into OUT: 0, 1 for no row, -1. */
+/* Steps ST (bound, one row expected) into OUT: 0, STORE_NOT_FOUND for no row, -1. */
 static int
 plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
     const char *what, char *err, size_t errlen)
@@ -85,7 +85,7 @@ plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
 		store_read_plan(st, out);
 		return 0;
 	case SQLITE_DONE:
-		return 1;
+		return STORE_NOT_FOUND;
 	default:
 		store_dberr(s, err, errlen, what);
 		return -1;
@@ -148,7 +148,7 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 	case SQLITE_ROW:
 		break;
 	case SQLITE_DONE:
-		rc = 1;
+		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
 		store_dberr(s, err, errlen, "reading plan yaml");
@@ -277,7 +277,7 @@ done:
 /* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
  * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
  * NULL, when IDX < 0: no step has a NULL index), and
- * reads its first row into OUT; WHAT says what is read. Returns 0, 1 when
+ * reads its first row into OUT; WHAT says what is read. Returns 0, STORE_NOT_FOUND when
  * there is no row, or -1 with ERR. */
 static int
 step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
@@ -296,7 +296,7 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 	case SQLITE_ROW:
 		break;
 	case SQLITE_DONE:
-		rc = 1;
+		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
 		store_dberr(s, err, errlen, what);

@@ -158,8 +158,9 @@ healthz(const struct api_call *c)
 	struct api_response *r = c->r;
 	struct store_plan p;
 	char err[512];
+	int rc = store_plan_get(c->s, 0, &p, err, sizeof(err));
 
-	if (store_plan_get(c->s, 0, &p, err, sizeof(err)) < 0) {
+	if (rc != 0 && rc != STORE_NOT_FOUND) {	/* plan 0 never exists */
 		log_event("error", NULL, NULL, "healthz: %s", err);
 		api_error(r, 503, "the database cannot be read: %s", err);
 		return;
@@ -168,13 +169,13 @@ healthz(const struct api_call *c)
 	    "version", build_info_get()->version, "commit", build_info_get()->commit));
 }
 
-/* Answers a read whose view returned RC (0, 1: no such plan, -1). */
+/* Answers a read whose view returned RC (0, STORE_NOT_FOUND, -1). */
 static void
 read_done(struct api_response *r, int rc, json_t *doc, int64_t id, const char *err)
 {
 	if (rc == 0)
 		reply(r, 200, doc);
-	else if (rc == 1)
+	else if (rc == STORE_NOT_FOUND)
 		api_error(r, 404, "no plan %lld", (long long)id);
 	else
 		store_failed(r, err);
@@ -205,7 +206,7 @@ submit(const struct api_call *c)
 	}
 	rc = store_plan_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
 	    sizeof(err));
-	if (rc == 1) {
+	if (rc == STORE_INVALID) {
 		if ((list = json_array()) != NULL)
 			for (size_t i = 0; i < errs.n; i++)
 				json_array_append_new(list, json_pack("{s:i,s:i,s:o}", "line",
@@ -218,7 +219,7 @@ submit(const struct api_call *c)
 		return;
 	}
 	plan_errors_free(&errs);
-	if (rc == 2 || rc == 3) {
+	if (rc == STORE_RUNNING || rc == STORE_UNARCHIVED) {
 		reply(r, 409, json_pack("{s:o,s:I}", "error", view_string(err), "id",
 		    (json_int_t)id));
 		return;
@@ -306,7 +307,7 @@ command(const struct api_call *c)
 	if (t->step != 0) {
 		if (t->step > STEP_MAX ||
 		    (rc = store_step_get(s, t->plan_id, (int)t->step - 1, &st, err,
-		    sizeof(err))) == 1) {
+		    sizeof(err))) == STORE_NOT_FOUND) {
 			api_error(r, 404, "plan '%s' has no step %lld", p.name,
 			    (long long)t->step);
 			return;
@@ -320,7 +321,7 @@ command(const struct api_call *c)
 	}
 	rc = store_command_record(s, t->plan_id, kind, idx, t->alert, actor, comment, &cmd,
 	    err, sizeof(err));
-	if (rc == 1) {
+	if (rc == STORE_REFUSED) {
 		api_error(r, 409, "%s", err);
 		return;
 	}
@@ -350,7 +351,7 @@ archive(const struct api_call *c)
 	if (comment_of(c->body, c->len, comment, r) != 0)
 		return;
 	rc = store_plan_archive(c->s, c->t->plan_id, c->actor, comment, err, sizeof(err));
-	if (rc == 1) {
+	if (rc == STORE_REFUSED) {
 		api_error(r, strncmp(err, "no plan", 7) == 0 ? 404 : 409, "%s", err);
 		return;
 	}
@@ -374,7 +375,7 @@ command_status(const struct api_call *call)
 	char err[1024];
 	int rc = store_command_get(call->s, t->plan_id, t->command, &c, err, sizeof(err));
 
-	if (rc == 1) {
+	if (rc == STORE_NOT_FOUND) {
 		api_error(r, 404, "plan %lld has no command %lld", (long long)t->plan_id,
 		    (long long)t->command);
 		return;
@@ -574,7 +575,7 @@ static const struct {
 };
 
 /* Does route ROW's path take the N segments SEGS? Fills T's ids if so. */
-static int
+static bool
 path_matches(const struct api_row *row, char *const *segs, size_t n,
     struct api_target *t)
 {
@@ -582,11 +583,11 @@ path_matches(const struct api_row *row, char *const *segs, size_t n,
 	size_t i, h;
 
 	if (split(row->path, buf, pat) != n)
-		return 0;
+		return false;
 	for (i = 0; i < n; i++) {
 		if (pat[i][0] != '{') {
 			if (strcmp(pat[i], segs[i]) != 0)
-				return 0;
+				return false;
 			continue;
 		}
 		for (h = 0; h < sizeof(holes) / sizeof(holes[0]) &&
@@ -594,9 +595,9 @@ path_matches(const struct api_row *row, char *const *segs, size_t n,
 			;
 		if (h == sizeof(holes) / sizeof(holes[0]) ||
 		    parse_id(segs[i], (int64_t *)((char *)t + holes[h].off)) != 0)
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 int

@@ -1,6 +1,7 @@
 /* auth: the operators file and constant-time bearer token checks. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,18 +50,18 @@ auth_hash_hex(const char *token, size_t len, char out[65])
 	return 0;
 }
 
-static int
+static bool
 valid_name(const char *s, size_t n)
 {
 	if (n == 0 || n >= AUTH_NAME_MAX)
-		return 0;
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (!isalnum(c) && c != '.' && c != '_' && c != '@' && c != '-')
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 static int

@@ -567,7 +567,7 @@ export_verify(const char *text, size_t len, struct export_check *res, char *err,
 		    JSON_ALLOW_NUL, &je)) == NULL) {
 			why(res, 0, je.line, "malformed JSON: %s (line %d, column %d)",
 			    je.text, je.line, je.column);
-			rc = 1;
+			rc = 0;		/* res->verified stays false */
 			goto done;
 		}
 		r = read_json(root, &d, res);
@@ -588,7 +588,8 @@ export_verify(const char *text, size_t len, struct export_check *res, char *err,
 	res->head_events = d.head_events;
 	res->head_id = d.head_id;
 	cstr(d.head_hash, res->head_hash, sizeof(res->head_hash));
-	rc = r;
+	res->verified = r == 0;	/* the checks' 1: it does not verify */
+	rc = 0;
 	goto done;
 nomem:
 	errbuf_set(err, errlen, "verifying the export: out of memory");

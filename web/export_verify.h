@@ -11,6 +11,7 @@
 #define CUTOVER_EXPORT_VERIFY_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -27,12 +28,13 @@ struct export_check {
 	int64_t bad_id;			/* the first event that fails, or 0 */
 	long line;			/* CSV: the line it is on; JSON: 0 */
 	char reason[320];		/* why it fails; "" when it verifies */
+	bool verified;			/* the export verifies */
 };
 
 /* Checks the export TEXT (LEN bytes; JSON when it starts with '{' after
- * blanks, else CSV). Returns 0 when it verifies, 1 when it does not (RES
- * says which event first and why, or what is malformed), -1 out of memory
- * with ERR. */
+ * blanks, else CSV). Returns 0 with RES->verified true when it verifies,
+ * false when it does not (RES says which event first and why, or what is
+ * malformed); -1 out of memory with ERR. */
 int export_verify(const char *text, size_t len, struct export_check *res,
     char *err, size_t errlen);
 

@@ -1,14 +1,15 @@
 /* metrics: Prometheus text from the store (plans, steps, the watch's state
  * and samples, the canary's summary, history events, alerts). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
 #include "build_info.h"
+#include "clock.h"
 #include "metrics.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
@@ -215,10 +216,11 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 	int r;
 
 	for (int i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) < 0)
-			return -1;
-		if (r == 1)
+		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) ==
+		    STORE_NOT_FOUND)
 			break;
+		if (r != 0)
+			return -1;
 		struct step_m *grown = realloc(pm->steps, (size_t)(i + 1) * sizeof(*grown));
 
 		if (grown == NULL) {
@@ -266,33 +268,33 @@ family(struct buf *b, const char *name, const char *type, const char *help)
 }
 
 /* A number of JSON object O's member at PATH ("a.b"), or 0 when absent. */
-static int
+static bool
 num(const json_t *o, const char *a, const char *k, double *v)
 {
 	const json_t *j = a != NULL ? json_object_get(o, a) : o;
 
 	j = json_object_get(j, k);
 	if (!json_is_number(j))
-		return 0;
+		return false;
 	*v = json_number_value(j);
-	return 1;
+	return true;
 }
 
 /* Whether a step after step N of PM is of the same kind. */
-static int
+static bool
 later_of_kind(const struct plan_m *pm, int n)
 {
 	for (int m = n + 1; m < pm->nsteps; m++)
 		if (strcmp(pm->steps[m].kind, pm->steps[n].kind) == 0)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 /* Prometheus families: the plans and their steps' states. */
 static void
 render_plans(struct buf *b, const struct plans *ps)
 {
-	double now = (double)time(NULL);
+	double now = (double)(clock_now_ms() / 1000);	/* whole seconds, as before */
 
 	out(b, "# cutover metrics: one set per plan name (its newest plan)\n");
 	family(b, "cutover_plans", "gauge", "Plan names known to the store.");

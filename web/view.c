@@ -125,10 +125,10 @@ current_step(struct store *s, int64_t id, char *err, size_t errlen)
 	struct store_step st;
 	int r;
 
-	if ((r = store_step_current(s, id, &st, err, errlen)) < 0)
-		return NULL;
-	if (r == 1)
+	if ((r = store_step_current(s, id, &st, err, errlen)) == STORE_NOT_FOUND)
 		return json_null();
+	if (r != 0)
+		return NULL;
 	return json_pack("{s:i,s:o,s:o,s:o}", "n", st.idx + 1, "kind",
 	    view_string(st.kind), "status", view_string(st.status), "started_ms",
 	    ms_or_null(st.started_ms));
@@ -310,10 +310,11 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	if ((steps = json_array()) == NULL || (alerts = json_array()) == NULL)
 		goto nomem;
 	for (i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) < 0)
-			goto done;
-		if (r == 1)
+		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) ==
+		    STORE_NOT_FOUND)
 			break;
+		if (r != 0)
+			goto done;
 		json_array_append_new(steps, step_object(&st));
 		store_step_clear(&st);
 	}
@@ -387,7 +388,7 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 	struct history h = { NULL, 0 };
 	char *yaml = NULL;
 	size_t ylen = 0;
-	int r, verified;
+	int r;
 
 	*out = NULL;
 	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0 ||
@@ -399,7 +400,7 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 		return -1;
 	}
 	if (store_each_event(s, id, history_event, &h, err, errlen) != 0 ||
-	    (verified = store_verify_events(s, &v, err, errlen)) < 0) {
+	    store_verify_events(s, &v, err, errlen) != 0) {
 		json_decref(h.events);
 		free(yaml);
 		return -1;
@@ -408,9 +409,9 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 	    "plan", (json_int_t)p.id, "name", view_string(p.name),
 	    "status", view_string(p.status), "sha256", view_string(p.sha256),
 	    "yaml", view_string(yaml), "events", h.events,
-	    "verification", "verified", verified == 0, "checked", (json_int_t)v.checked,
+	    "verification", "verified", v.verified, "checked", (json_int_t)v.checked,
 	    "bad_event", v.bad_id != 0 ? json_integer((json_int_t)v.bad_id) : json_null(),
-	    "reason", verified == 0 ? json_null() : view_string(v.reason));
+	    "reason", v.verified ? json_null() : view_string(v.reason));
 	free(yaml);
 	if (*out == NULL) {
 		snprintf(err, errlen, "out of memory");

@@ -23,7 +23,8 @@ int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
  * gate_state,started_ms,ended_ms,result,error,approved_by,approved_ms,
  * approval_comment,retried_by,retried_ms}],alerts:[open alerts]}. The
  * result is the step's recorded JSON, parsed; who approved comes from the
- * history. Returns 0 and *OUT, 1 when there is no such plan, -1 with ERR. */
+ * history. Returns 0 and *OUT, STORE_NOT_FOUND when there is no such plan,
+ * -1 with ERR. */
 int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Plan ID's history: {plan,name,status,sha256,yaml,events:[{id,ts_ms,
@@ -31,12 +32,12 @@ int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errle
  * checked,bad_event,reason}} — step is the step the event belongs to
  * (export_step_of; null: the plan's own), yaml the plan as submitted; the
  * verification covers the whole chain, which every plan's events share.
- * Returns 0, 1 (no such plan) or -1 with ERR. */
+ * Returns 0, STORE_NOT_FOUND or -1 with ERR. */
 int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Plan ID's samples with ts_ms >= SINCE_MS, oldest first, at most
  * VIEW_SAMPLES_MAX: {plan,since,samples:[{ts_ms,metric,label,value}],
- * truncated,next_since}. Returns 0, 1 (no such plan) or -1 with ERR. */
+ * truncated,next_since}. Returns 0, STORE_NOT_FOUND or -1 with ERR. */
 int view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out,
     char *err, size_t errlen);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan_flag.h"
 #include "view.h"
 #include "view_gate.h"
 
@@ -35,23 +36,25 @@ view_url_host(const char *url, char *out, size_t outlen)
 static json_t *
 flip_will_do(const struct plan *p)
 {
+	const struct plan_flag_unleash *u = plan_flag_unleash(p);
+	const struct plan_flag_http *h = plan_flag_http(p);
 	char host[256];
 
-	if (p->flag.kind == NULL)
-		return json_null();
-	if (strcmp(p->flag.kind, "unleash") == 0) {
-		view_url_host(p->flag.url, host, sizeof(host));
+	if (u != NULL) {
+		view_url_host(u->url, host, sizeof(host));
 		return json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:s}", "provider", "unleash",
-		    "host", view_string(host), "feature", view_string(p->flag.feature),
-		    "environment", view_string(p->flag.environment), "project",
-		    view_string(p->flag.project), "value", "enabled (on)", "sentence",
+		    "host", view_string(host), "feature", view_string(u->feature),
+		    "environment", view_string(u->environment), "project",
+		    view_string(u->project), "value", "enabled (on)", "sentence",
 		    "turns the feature on: new delayed publishes go to the ladder");
 	}
-	view_url_host(p->flag.on.url, host, sizeof(host));
+	if (h == NULL)
+		return json_null();
+	view_url_host(h->on.url, host, sizeof(host));
 	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:s}", "provider", "http", "host",
-	    view_string(host), "method", view_string(p->flag.on.method), "body",
-	    view_string(p->flag.on.body), "read", view_string(p->flag.read_pointer),
-	    "value", view_string(p->flag.read_on),
+	    view_string(host), "method", view_string(h->on.method), "body",
+	    view_string(h->on.body), "read", view_string(h->read_pointer),
+	    "value", view_string(h->read_on),
 	    "sentence", "calls the flag service's \"on\" request and reads the flag back");
 }
 

@@ -8,12 +8,13 @@
  *
  * Return codes. Every function returns BROKER_OK (0) or a negative
  * enum broker_status, and on failure writes one readable line into the
- * caller's ERR buffer (ERRLEN bytes, always NUL-terminated). A few return a
- * documented positive value for an ordinary "no": BROKER_NOT_FOUND from a
- * passive declare, BROKER_EMPTY from broker_get. A call that must first
- * reconnect (see Recovery) can also fail as broker_open does. The password
- * never appears in any message. broker_reply_code tells which AMQP reply
- * code, if any, made the last call fail.
+ * caller's ERR buffer (ERRLEN bytes, always NUL-terminated). Two negative
+ * codes are an ordinary "no" rather than a failure, so a caller tests for
+ * them before it treats a negative code as one: BROKER_NOT_FOUND from a
+ * passive declare (ERR untouched), BROKER_EMPTY from broker_get. A call
+ * that must first reconnect (see Recovery) can also fail as broker_open
+ * does. The password never appears in any message. broker_reply_code tells
+ * which AMQP reply code, if any, made the last call fail.
  *
  * Recovery. A channel-level error (403, 404, 405, 406: the broker closes
  * the channel) fails the call that caused it; the next call opens a fresh
@@ -48,8 +49,6 @@
 
 enum broker_status {
 	BROKER_OK = 0,
-	BROKER_NOT_FOUND = 1,       /* passive declare: no such object */
-	BROKER_EMPTY = 2,           /* broker_get: the queue had no message */
 	BROKER_ERR = -1,            /* local: bad argument or URL, unset env
 	                             * variable, out of memory */
 	BROKER_ECONNECT = -2,       /* could not connect: DNS, refused,
@@ -63,7 +62,11 @@ enum broker_status {
 	                             * the outcome is unknown */
 	BROKER_ETIMEOUT = -7,       /* no answer within the timeout */
 	BROKER_ENACKED = -8,        /* publish: the broker nacked it */
-	BROKER_ERETURNED = -9       /* publish: mandatory, no queue took it */
+	BROKER_ERETURNED = -9,      /* publish: mandatory, no queue took it */
+	BROKER_NOT_FOUND = -10,     /* passive declare: no such object (not
+	                             * a failure) */
+	BROKER_EMPTY = -11          /* broker_get: the queue had no message
+	                             * (not a failure) */
 };
 
 #define BROKER_HOST_MAX 256
@@ -264,12 +267,13 @@ int broker_exchange_unbind(struct broker *b, const char *destination,
 
 /* Passive declare of queue NAME: returns 0 and fills INFO (may be NULL)
  * with its exact message and consumer counts, BROKER_NOT_FOUND if there is
- * no such queue (not an error: ERR is untouched), or a negative code. */
+ * no such queue (not an error: ERR is untouched), or another negative
+ * code. */
 int broker_queue_inspect(struct broker *b, const char *name,
     struct broker_queue_info *info, char *err, size_t errlen);
 
 /* Passive declare of exchange NAME: returns 0 if it exists,
- * BROKER_NOT_FOUND if not (ERR untouched), or a negative code. */
+ * BROKER_NOT_FOUND if not (ERR untouched), or another negative code. */
 int broker_exchange_exists(struct broker *b, const char *name, char *err,
     size_t errlen);
 
@@ -315,7 +319,8 @@ int broker_wait_confirms(struct broker *b, int timeout_ms, int *results,
 /* basic.get: takes one message from QUEUE. Unless MANUAL_ACK it is
  * acknowledged at once; with MANUAL_ACK the caller must broker_ack or
  * broker_reject it. Returns 0 and fills OUT (free with
- * broker_delivery_free), BROKER_EMPTY (OUT left empty), or a negative code. */
+ * broker_delivery_free), BROKER_EMPTY (OUT left empty), or another
+ * negative code. */
 int broker_get(struct broker *b, const char *queue, bool manual_ack,
     struct broker_delivery *out, char *err, size_t errlen);
 

@@ -130,8 +130,8 @@ int tls_socket_open(struct broker *b, char *err, size_t errlen);
 /* After a login over amqps:// that failed with the library error STATUS:
  * when the broker ended the TLS session (a client certificate required or
  * refused; said from OpenSSL's alert when it is still queued), writes that
- * into ERR and returns 1; otherwise 0. */
-int tls_login_refused(const struct broker *b, int status, char *err,
+ * into ERR and returns true; otherwise false. */
+bool tls_login_refused(const struct broker *b, int status, char *err,
     size_t errlen);
 
 /* ---- broker_recovery.c: replies, and losing channels and connections ---- */

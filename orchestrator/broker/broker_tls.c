@@ -205,13 +205,13 @@ tls_socket_open(struct broker *b, char *err, size_t errlen)
 	return BROKER_ECONNECT;
 }
 
-int
+bool
 tls_login_refused(const struct broker *b, int status, char *err, size_t errlen)
 {
 	const char *r, *where = tls_where(&b->tls, "broker.tls");
 
 	if (!b->url.tls)
-		return 0;
+		return false;
 	r = ssl_reason();
 	if (strstr(r, "certificate required") != NULL ||
 	    strstr(r, "bad certificate") != NULL ||
@@ -220,11 +220,11 @@ tls_login_refused(const struct broker *b, int status, char *err, size_t errlen)
 		    "cutover's client certificate (%s): it requires one it "
 		    "trusts; set cert and key in %s", b->url.host, b->url.port,
 		    r, where);
-		return 1;
+		return true;
 	}
 	if (status != AMQP_STATUS_SSL_ERROR && status != AMQP_STATUS_SOCKET_ERROR &&
 	    status != AMQP_STATUS_CONNECTION_CLOSED)
-		return 0;
+		return false;
 	/* The alert is not always still in OpenSSL's queue by now. */
 	if (b->tls.cert_file == NULL)
 		errbuf_set(err, errlen, "TLS with %s:%d: the broker ended the "
@@ -238,5 +238,5 @@ tls_login_refused(const struct broker *b, int status, char *err, size_t errlen)
 		    "session during login (%s); does it trust the client "
 		    "certificate in %s?", b->url.host, b->url.port,
 		    r[0] != '\0' ? r : amqp_error_string2(status), where);
-	return 1;
+	return true;
 }

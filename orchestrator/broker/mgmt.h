@@ -11,11 +11,13 @@
  * listings, putting and deleting queues, exchanges and bindings) is in
  * tests/support/mgmt_test.h.
  *
- * Every call returns 0, MGMT_NOT_FOUND (1) where "not found" is a normal
- * answer, or a negative MGMT_ERR_* code with a message in the caller's ERR
- * buffer (ERRLEN bytes; ERR may be NULL) that names the call and says why
- * (method, encoded path, HTTP status and the broker's reason, or what kept
- * the answer from coming, with the base URL); the password is never in it,
+ * Every call returns 0 or a negative code: MGMT_NOT_FOUND where "not
+ * found" is a normal answer (a caller tests for it before it treats a
+ * negative code as a failure), else a MGMT_ERR_* code; either way with a
+ * message in the caller's ERR buffer (ERRLEN bytes; ERR may be NULL) that
+ * names the call and says why (method, encoded path, HTTP status and the
+ * broker's reason, or what kept the answer from coming, with the base
+ * URL); the password is never in it,
  * even where an answer quotes it (it becomes "***"):
  *   GET /api/overview: HTTP 401 (not_authorized: Login failed) as user bob
  *   PUT /api/policies/%2F/p: HTTP 400 (bad_request: Validation failed ...)
@@ -37,13 +39,14 @@
 #include "tls.h"
 
 /* Return codes. */
-#define MGMT_NOT_FOUND	1	/* 404: the object does not exist */
 #define MGMT_ERR_ARG	(-1)	/* bad argument, URL or password ref */
 #define MGMT_ERR_TRANSPORT (-2)	/* no answer: refused, DNS, timeout */
 #define MGMT_ERR_AUTH	(-3)	/* HTTP 401 or 403 */
 #define MGMT_ERR_HTTP	(-4)	/* any other unexpected HTTP status */
 #define MGMT_ERR_ANSWER	(-5)	/* not the JSON answer we expected */
 #define MGMT_ERR_NOMEM	(-6)
+#define MGMT_NOT_FOUND	(-7)	/* 404: the object does not exist (not a
+				 * failure where a call documents it) */
 
 #define MGMT_PAGE_SIZE_MAX 500	/* the broker refuses more (400) */
 #define MGMT_ANSWER_MAX	(256u * 1024 * 1024) /* bytes, at most */

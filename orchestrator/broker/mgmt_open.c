@@ -7,18 +7,18 @@
 #include "http_url.h"
 #include "mgmt_int.h"
 
-static int
+static bool
 valid_env_name(const char *s)
 {
 	const char *p;
 
 	if (s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
+		return false;
 	for (p = s; *p != '\0'; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* What is wrong with a management URL, in mgmt's words: after the URL

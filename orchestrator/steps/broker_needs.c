@@ -38,19 +38,19 @@ version_parse(const char *version, int *major, int *minor)
 }
 
 /* Whether VERSION is at least MAJOR.MINOR. */
-static int
+static bool
 version_at_least(const char *version, int major, int minor)
 {
 	int vmaj, vmin;
 
 	if (version_parse(version, &vmaj, &vmin) != 0)
-		return 0;
+		return false;
 	return vmaj > major || (vmaj == major && vmin >= minor);
 }
 
 /* Checks need N against A; appends its row to ROWS and, when it fails, a
- * sentence to ERR. Returns 1 when met, 0 when not. */
-static int
+ * sentence to ERR. Returns true when met, false when not. */
+static bool
 need_met(const struct need *n, const struct mgmt_about *a, json_t *rows,
     char *err, size_t errlen)
 {

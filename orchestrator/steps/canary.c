@@ -416,22 +416,24 @@ pick_probe(const struct broker_delivery *d, void *arg)
  * once the probe is found, how many other messages the queue held then:
  * those read before it plus those behind it (counted by the broker when
  * it handed the probe over; a passive declare right after the requeue
- * may not count them yet). Returns 1 when the probe was found and
- * removed, 0 when not, -1 with ERR on failure. */
+ * may not count them yet). Returns 0, with *FOUND true when the probe was
+ * found and removed, or -1 with ERR on failure. */
 static int
-walk_parking(struct canary *k, json_t *others, int64_t *nothers, char *err,
-    size_t errlen)
+walk_parking(struct canary *k, json_t *others, int64_t *nothers, bool *found,
+    char *err, size_t errlen)
 {
 	struct probe_pick pp = { k, others };
 	struct parking_walk pw;
 
+	*found = false;
 	json_array_clear(others);
 	if (parking_walk(k->c->amqp, k->parking, PARKING_WALK_MAX, pick_probe, &pp,
 	    &pw, err, errlen) != 0)
 		return -1;
 	if (pw.stopped) {
 		*nothers = (int64_t)pw.left + (pw.behind > 0 ? pw.behind : 0);
-		return 1;
+		*found = true;
+		return 0;
 	}
 	if (!pw.end) {
 		snprintf(err, errlen, "the parking queue '%s' holds more than %d "
@@ -443,19 +445,21 @@ walk_parking(struct canary *k, json_t *others, int64_t *nothers, char *err,
 }
 
 /* Waits for the probe in the parking queue until its bound, removes it,
- * and reports the other parked messages. Fills PARKING; returns 0 when the
- * parking path works, 1 when it does not (DETAIL says why), -1 with ERR
- * when the check itself failed. */
+ * and reports the other parked messages. Fills PARKING; returns 0 with
+ * *WORKS true when the parking path works, false when it does not (DETAIL
+ * says why), or -1 with ERR when the check itself failed. */
 static int
-check_parking(struct canary *k, json_t *parking, char *detail, size_t dlen,
-    char *err, size_t errlen)
+check_parking(struct canary *k, json_t *parking, bool *works, char *detail,
+    size_t dlen, char *err, size_t errlen)
 {
 	struct broker_queue_info qi = { 0 };
 	json_t *others = json_array();
 	int64_t deadline, walked = -1, arrived = 0, nothers = 0;
 	char why[512];
-	int r, found = 0;
+	int r, found = 0;	/* 1 found, 0 not, -1 the check failed */
+	bool got;
 
+	*works = false;
 	detail[0] = '\0';
 	if (k->probe.status != PUBLISH_OK) {
 		snprintf(detail, dlen, "the message to the unbound destination '%s' "
@@ -481,7 +485,8 @@ check_parking(struct canary *k, json_t *parking, char *detail, size_t dlen,
 		}
 		/* Walk only when something new may be there. */
 		if (qi.messages > 0 && (int64_t)qi.messages != walked) {
-			found = walk_parking(k, others, &nothers, err, errlen);
+			r = walk_parking(k, others, &nothers, &got, err, errlen);
+			found = r < 0 ? -1 : got;
 			if (found != 0) {
 				arrived = clock_now_ms();
 				break;
@@ -518,7 +523,8 @@ report:
 		json_object_set_new(parking, "detail", json_string(detail));
 	if (found < 0)
 		return -1;
-	return found == 1 ? 0 : 1;
+	*works = found == 1;
+	return 0;
 }
 
 static int
@@ -763,8 +769,9 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct canary *k;
 	json_t *parking = json_object(), *cleanup = json_object();
 	char why[1024], pdetail[768], failed[2048] = "";
+	bool parking_works = false;
 	size_t bad = 0;
-	int rc = -1, pr = 1;
+	int rc = -1;
 
 	*result = json_object();
 	err[0] = '\0';
@@ -778,13 +785,13 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		goto done;
 	if (canary_send_and_take(k, err, errlen) != 0)
 		goto done;
-	if ((pr = check_parking(k, parking, pdetail, sizeof(pdetail), err,
-	    errlen)) < 0)
+	if (check_parking(k, parking, &parking_works, pdetail, sizeof(pdetail), err,
+	    errlen) < 0)
 		goto done;
 	bad = summarise(k, *result, failed, sizeof(failed));
-	if (pr != 0)
+	if (!parking_works)
 		sentences_add(failed, sizeof(failed), "parking: %s", pdetail);
-	if (bad > 0 || pr != 0) {
+	if (bad > 0 || !parking_works) {
 		snprintf(err, errlen, "canary failed: %s", failed);
 		goto done;
 	}

@@ -46,15 +46,17 @@ last_intent(struct store *s, int64_t plan_id, int *last, char *err, size_t errle
 }
 
 int
-step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen)
+step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err, size_t errlen)
 {
 	int last;
 
+	*on = false;
 	if (last_intent(s, plan_id, &last, err, errlen) != 0)
 		return -1;
 	/* A rollback requested but not confirmed may or may not have taken:
 	 * believe the flag on until a read-back says otherwise. */
-	return last == 0 || last == 1 || last == 2;
+	*on = last == 0 || last == 1 || last == 2;
+	return 0;
 }
 
 static int
@@ -73,16 +75,18 @@ append(struct step_ctx *c, const char *kind, json_t *details)
  * either state whatever the history says last: a kill or a store error
  * can fall between the flag service taking a switch and its record, or
  * between the confirmation and the step's record. Reads the flag: returns
- * 1 when it already is as wanted (*RESULT set), 0 when it is the other way
- * (send), -1 when it cannot be told (an unread flag is never switched
- * blind: a toggle-style service would undo a switch that took). */
+ * 0 with *ALREADY true when it already is as wanted (*RESULT set), false
+ * when it is the other way (send); -1 when it cannot be told (an unread
+ * flag is never switched blind: a toggle-style service would undo a
+ * switch that took). */
 static int
-already_switched(struct step_ctx *c, bool on, json_t **result, char *err,
-    size_t errlen)
+already_switched(struct step_ctx *c, bool on, bool *already, json_t **result,
+    char *err, size_t errlen)
 {
 	json_t *read = NULL;
 	int state;
 
+	*already = false;
 	if (flag_read(c->plan, &state, &read, err, errlen) != 0) {
 		json_decref(read);
 		return -1;
@@ -100,7 +104,8 @@ already_switched(struct step_ctx *c, bool on, json_t **result, char *err,
 	*result = json_pack("{s:b,s:s,s:o,s:o}", "ok", 1, "confirmed_by",
 	    "read-back before sending: the flag was already so", "flag", flag_history(c->plan),
 	    "read_back", read);
-	return 1;
+	*already = true;
+	return 0;
 }
 
 static int
@@ -109,7 +114,8 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	const char *req = on ? "flip.requested" : "rollback.requested";
 	const char *conf = on ? "flip.confirmed" : "rollback.confirmed";
 	const char *failed = on ? "flip.failed" : "rollback.failed";
-	int last, done;
+	bool done;
+	int last;
 
 	*result = NULL;
 	if (!flag_configured(c->plan)) {
@@ -123,7 +129,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 		return -1;
 	if (last >= 0) {
 		/* Read first; send only if it is not yet as wanted. */
-		if ((done = already_switched(c, on, result, err, errlen)) < 0) {
+		if (already_switched(c, on, &done, result, err, errlen) != 0) {
 			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 			return -1;
 		}

@@ -92,7 +92,7 @@ static const char stamp_shape[] = "dddd-dd-ddTdd:dd:dd";
 
 /* Whether the first bytes of P have stamp_shape (strptime alone would take
  * fewer digits, spaces and signs). */
-static int
+static bool
 has_stamp_shape(const char *p)
 {
 	for (size_t i = 0; stamp_shape[i] != '\0'; i++) {
@@ -100,9 +100,9 @@ has_stamp_shape(const char *p)
 
 		if (want == 'd' ? (c < '0' || c > '9') :
 		    want == 'T' ? (c != 'T' && c != 't') : c != want)
-			return 0;
+			return false;
 	}
-	return 1;
+	return true;
 }
 
 int
@@ -378,17 +378,21 @@ old_selector_own(const struct old_selector *s, const char *name)
 }
 
 int
-old_selector_test(struct old_selector *s, const char *name, char *err, size_t errlen)
+old_selector_test(struct old_selector *s, const char *name, bool *selected,
+    char *err, size_t errlen)
 {
 	char why[512];
 	int m;
 
+	*selected = false;
 	if (old_selector_own(s, name))
 		return 0;
-	if (s->re == NULL)
-		return bsearch(&name, s->names, s->nnames, sizeof(*s->names),
+	if (s->re == NULL) {
+		*selected = bsearch(&name, s->names, s->nnames, sizeof(*s->names),
 		    str_cmp) != NULL;
-	if ((m = pattern_match(s->re, name, why, sizeof(why))) < 0)
+		return 0;
+	}
+	if ((m = pattern_match(s->re, name, selected, why, sizeof(why))) < 0)
 		snprintf(err, errlen, "old.queues.match cannot decide whether it selects "
 		    "queue '%.255s' (%s): refusing to guess", name, why);
 	return m;
@@ -403,7 +407,8 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 	struct old_selector sel = { 0 };
 	char why[512];
 	size_t i;
-	int rc = -1, m;
+	bool selected;
+	int rc = -1;
 
 	memset(s, 0, sizeof(*s));
 	if (old_selector_init(&sel, p, err, errlen) != 0)
@@ -428,9 +433,10 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 	}
 	if (sel.re != NULL) {
 		for (i = 0; i < s->list.n; i++) {
-			if ((m = old_selector_test(&sel, s->list.v[i].name, err, errlen)) < 0)
+			if (old_selector_test(&sel, s->list.v[i].name, &selected, err,
+			    errlen) != 0)
 				goto done;
-			if (m == 1)
+			if (selected)
 				s->v[s->n++].q = &s->list.v[i];
 		}
 	} else {

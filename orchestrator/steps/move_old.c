@@ -20,7 +20,7 @@
  * its pass had not finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
- * the old path; in between the step returns 1 (like the watch: the engine
+ * the old path; in between the step sets ctx.again (like the watch: the engine
  * calls it again). Then it works out the horizon that is left. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -87,21 +87,22 @@ entry_for(const struct plan *p, const char *name, char *err, size_t errlen)
 
 	for (size_t i = 0; i < p->move_old.nentries; i++) {
 		struct pattern *re = NULL;
-		int m;
+		bool m;
+		int r;
 
 		if (pattern_compile(p->move_old.entries[i].match, &re, why,
 		    sizeof(why)) != 0) {
 			snprintf(err, errlen, "move_old.entry[%zu].queues.match: %s", i, why);
 			return -2;
 		}
-		m = pattern_match(re, name, why, sizeof(why));
+		r = pattern_match(re, name, &m, why, sizeof(why));
 		pattern_free(re);
-		if (m < 0) {
+		if (r < 0) {
 			snprintf(err, errlen, "move_old.entry[%zu].queues.match cannot decide "
 			    "for queue '%s' (%s)", i, name, why);
 			return -2;
 		}
-		if (m == 1)
+		if (m)
 			return (int)i;
 	}
 	return -1;
@@ -474,7 +475,7 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 	char why[512];
 	int rc = broker_queue_inspect(ps->c->amqp, ps->oq->q->name, &qi, why, sizeof(why));
 
-	if (rc < 0) {
+	if (rc < 0 && rc != BROKER_NOT_FOUND) {	/* gone: nothing to skip */
 		snprintf(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
 		return -1;
 	}
@@ -649,7 +650,8 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		 * over (the engine calls again each watch.interval). */
 		set_int(state, "pass", pass + 1);
 		set_int(state, "pass_started_ms", jint(state, "stragglers_until_ms"));
-		rc = 1;
+		c->again = true;
+		rc = 0;
 		goto done;
 	}
 	horizon(c, state, jint(state, "pass_started_ms"));

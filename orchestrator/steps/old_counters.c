@@ -131,8 +131,8 @@ old_counters_free(struct old_counters *o)
 	memset(o, 0, sizeof(*o));
 }
 
-int
-old_counters_compare(const struct old_counters *base, const struct old_counters *now,
+bool
+old_counters_changed(const struct old_counters *base, const struct old_counters *now,
     const char *name, const char *base_what, char *why, size_t whylen)
 {
 	const struct old_counter *b = old_counters_find(base, name);
@@ -144,33 +144,33 @@ old_counters_compare(const struct old_counters *base, const struct old_counters 
 		snprintf(why, whylen, "%s (%s) has no publish counter for it: a publish "
 		    "since cannot be ruled out (statistics off or reset, or never "
 		    "published)", base_what, t);
-		return 1;
+		return true;
 	}
 	if (n == NULL || n->publish < 0) {
 		snprintf(why, whylen, "its publish counter cannot be read now (it was %lld "
 		    "at %s, %s): statistics off or reset; a publish since cannot be ruled "
 		    "out", (long long)b->publish, base_what, t);
-		return 1;
+		return true;
 	}
 	if (n->publish < b->publish) {
 		snprintf(why, whylen, "its publish counter went backwards, from %lld at %s "
 		    "(%s) to %lld: the statistics were reset, so publishes since cannot be "
 		    "counted", (long long)b->publish, base_what, t, (long long)n->publish);
-		return 1;
+		return true;
 	}
 	if (n->publish > b->publish) {
 		snprintf(why, whylen, "%lld publish%s into it since %s (%s; counter %lld, "
 		    "now %lld): the old path is still in use", (long long)(n->publish -
 		    b->publish), n->publish - b->publish == 1 ? "" : "es", base_what, t,
 		    (long long)b->publish, (long long)n->publish);
-		return 1;
+		return true;
 	}
 	if (base->exact == now->exact && n->messages > b->messages &&
 	    b->messages >= 0) {
 		snprintf(why, whylen, "it holds more messages than at %s (%s): %lld, then "
 		    "%lld; something dead-letters into it", base_what, t,
 		    (long long)b->messages, (long long)n->messages);
-		return 1;
+		return true;
 	}
-	return 0;
+	return false;
 }

@@ -60,6 +60,7 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 	}
 	for (size_t i = 0; i < pl.n; i++) {
 		int markers = 2;	/* a seal publishes at most two */
+		int r;
 
 		if (strncmp(pl.v[i].name, prefix, strlen(prefix)) != 0)
 			continue;
@@ -69,7 +70,8 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 		if (b != NULL && pattern_queue(pl.v[i].pattern, queue, sizeof(queue)) == 0)
 			(void)old_fence_unseal(b, queue, pl.v[i].name, &markers, why,
 			    sizeof(why));
-		if (mgmt_delete_policy(m, pl.v[i].name, why, sizeof(why)) < 0) {
+		r = mgmt_delete_policy(m, pl.v[i].name, why, sizeof(why));
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			snprintf(err, errlen, "removing leftover fence '%s': %s",
 			    pl.v[i].name, why);
 			n = -1;
@@ -219,7 +221,9 @@ old_fence_remove(struct mgmt *m, struct old_fence *f, size_t n, char *err,
 	for (size_t i = 0; i < n; i++) {
 		if (!f[i].put)
 			continue;
-		if (mgmt_delete_policy(m, f[i].policy, why, sizeof(why)) < 0) {
+		int r = mgmt_delete_policy(m, f[i].policy, why, sizeof(why));
+
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			if (rc == 0)
 				snprintf(err, errlen, "removing fence '%s' of queue '%s': %s "
 				    "(the next run removes it)", f[i].policy, f[i].queue, why);
@@ -275,24 +279,27 @@ old_fence_unseal(struct broker *b, const char *queue, const char *id, int *marke
 
 int
 old_fence_seal(struct broker *b, const char *queue, const char *id, int *markers,
-    char *why, size_t whylen)
+    bool *sealed, char *why, size_t whylen)
 {
 	char w2[512];
 	int r;
 
 	*markers = 0;
+	*sealed = false;
 	r = publish_marker(b, queue, id, why, whylen);
 	if (r == BROKER_ENACKED) {
 		snprintf(why, whylen, "the fenced queue refused remove_old's marker: "
 		    "it already holds a message");
-		return 1;
+		return 0;
 	}
 	if (r != 0)
 		return -1;
 	*markers = 1;
 	r = publish_marker(b, queue, id, why, whylen);
-	if (r == BROKER_ENACKED)
-		return 0;	/* refused: the fence is in force */
+	if (r == BROKER_ENACKED) {
+		*sealed = true;	/* refused: the fence is in force */
+		return 0;
+	}
 	if (r == 0)
 		(*markers)++;
 	if (old_fence_unseal(b, queue, id, markers, w2, sizeof(w2)) != 0)
@@ -302,5 +309,5 @@ old_fence_seal(struct broker *b, const char *queue, const char *id, int *markers
 	else if (r == 0)
 		snprintf(why, whylen, "the fence was not yet in force (the broker took "
 		    "a second marker; both taken back)");
-	return r == 0 ? 1 : -1;
+	return r == 0 ? 0 : -1;
 }

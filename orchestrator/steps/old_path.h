@@ -64,10 +64,11 @@ struct old_selector {
 int old_selector_init(struct old_selector *s, const struct plan *p, char *err,
     size_t errlen);
 
-/* Is queue NAME selected? Returns 1 or 0, or -1 with ERR when the match
- * could not be decided (a PCRE2 limit hit): never a silent "no". */
-int old_selector_test(struct old_selector *s, const char *name, char *err,
-    size_t errlen);
+/* Is queue NAME selected? Returns 0 with the answer in *SELECTED, or -1
+ * with ERR when the match could not be decided (a PCRE2 limit hit): never
+ * a silent "no". */
+int old_selector_test(struct old_selector *s, const char *name, bool *selected,
+    char *err, size_t errlen);
 
 /* Is NAME one of the plan's own queues, which S never selects? */
 bool old_selector_own(const struct old_selector *s, const char *name);
@@ -219,13 +220,14 @@ int old_fence_remove(struct mgmt *m, struct old_fence *f, size_t n, char *err,
 
 /* Seals fenced, empty QUEUE: publishes a marker (message id ID, with
  * confirms) that takes it over its zero limit, then a second that the
- * broker must refuse. Returns 0 when sealed (*MARKERS is 1: the marker is
- * in the queue), 1 when it must be left (WHY: it refused the first marker,
- * so it holds something, or took the second, so the fence was not in
- * force; markers taken back as far as possible, *MARKERS says how many
- * remain), or a negative broker code with WHY. */
+ * broker must refuse. Returns 0 with *SEALED true when sealed (*MARKERS
+ * is 1: the marker is in the queue); 0 with *SEALED false when it must be
+ * left (WHY: it refused the first marker, so it holds something, or took
+ * the second, so the fence was not in force; markers taken back as far as
+ * possible, *MARKERS says how many remain); or -1 with WHY (a broker
+ * failure). */
 int old_fence_seal(struct broker *b, const char *queue, const char *id,
-    int *markers, char *why, size_t whylen);
+    int *markers, bool *sealed, char *why, size_t whylen);
 
 /* Takes back *MARKERS markers of ID from the head of QUEUE (another
  * message found there is requeued). Returns 0 when none remain, else -1
@@ -268,14 +270,14 @@ const struct old_counter *old_counters_find(const struct old_counters *o,
 void old_counters_free(struct old_counters *o);
 
 /* Compares queue NAME's counters in NOW with BASE (BASE_WHAT says what
- * BASE is, e.g. "the watch's last sample"). Returns 0 when nothing can
- * have entered it since, or 1 with WHY: a publish since, a counter that
- * went backwards, one missing or unreadable, more messages. Depths are
+ * BASE is, e.g. "the watch's last sample"). Returns false when nothing
+ * can have entered it since, or true with WHY: a publish since, a counter
+ * that went backwards, one missing or unreadable, more messages. Depths are
  * compared only when both are of one kind (both exact, or both from the
  * statistics): a statistics depth is seconds old, so against the watch's
  * exact one it shows messages that have since expired; the exact check
  * remove_old makes next leaves any queue that holds a message. */
-int old_counters_compare(const struct old_counters *base,
+bool old_counters_changed(const struct old_counters *base,
     const struct old_counters *now, const char *name, const char *base_what,
     char *why, size_t whylen);
 

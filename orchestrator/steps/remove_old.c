@@ -96,8 +96,8 @@ failed(struct worker *wk)
 }
 
 /* Checks IT; deletes it when empty and unused if classic (with if-empty
- * and if-unused), or marks it to be fenced first. Returns 1 when a broker
- * call failed on it, else 0. */
+ * and if-unused), or marks it to be fenced first. Returns -1 when a broker
+ * call failed on it (its reason says why), else 0. */
 static int
 check_queue(struct worker *wk, struct item *it)
 {
@@ -117,7 +117,7 @@ check_queue(struct worker *wk, struct item *it)
 	}
 	if (r != 0) {
 		set_reason(it, OUT_LEFT, "checking it failed: %s", why);
-		return 1;
+		return -1;
 	}
 	it->seen = qi.messages;
 	if (qi.messages > 0) {
@@ -170,7 +170,7 @@ check_queue(struct worker *wk, struct item *it)
 		return 0;
 	}
 	set_reason(it, OUT_LEFT, "deleting it failed: %s", why);
-	return 1;
+	return -1;
 }
 
 /* check_queue on IT, counting the queues on which the broker failed in a
@@ -211,6 +211,7 @@ fenced_pass(struct worker *wk, struct item *it)
 	struct broker_queue_info qi;
 	uint32_t purged = 0;
 	char why[512];
+	bool sealed = false;
 	int r;
 
 	it->at_ms = old_now_ms(c);
@@ -219,9 +220,9 @@ fenced_pass(struct worker *wk, struct item *it)
 		    it->fence->why);
 		return;
 	}
-	r = old_fence_seal(wk->b, it->name, it->fence->policy, &it->markers, why,
-	    sizeof(why));
-	if (r != 0) {
+	r = old_fence_seal(wk->b, it->name, it->fence->policy, &it->markers, &sealed,
+	    why, sizeof(why));
+	if (r != 0 || !sealed) {
 		set_reason(it, OUT_LEFT, "fenced (policy '%s'), then not deleted: %s",
 		    it->fence->policy, why);
 		if (r < 0)
@@ -468,7 +469,7 @@ check_counters(struct step_ctx *c, const struct old_counters *pre, struct item *
 		return 0;
 	}
 	for (i = 0; i < ntodo; i++) {
-		if (old_counters_compare(b, &now, todo[i]->name, what, why, sizeof(why)))
+		if (old_counters_changed(b, &now, todo[i]->name, what, why, sizeof(why)))
 			set_reason(todo[i], OUT_LEFT, "%s", why);
 		else
 			todo[n++] = todo[i];

@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STEP_H
 #define CUTOVER_STEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,10 @@ struct step_ctx {
 	const json_t *state;       /* borrowed: this step's last persisted result
 	                            * when it is resumed or continued, else NULL */
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */
+	bool again;                /* out: set by a step that returned 0 and must
+	                            * be run again (the watch, until its
+	                            * deadline); the engine clears it before
+	                            * each run */
 
 	/* The watch's probes read by its last tick and not yet acknowledged
 	 * (watch.c): settled at the next tick, once the engine has recorded
@@ -60,7 +65,8 @@ int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
 void step_ctx_close(struct step_ctx *c);
 
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
- * -1 when it failed or could not be confirmed (ERR says why). In both cases
+ * -1 when it failed or could not be confirmed (ERR says why); a step that
+ * succeeded this time but is not over sets C->again. In both cases
  * *RESULT is set to a new JSON object describing what was done and seen,
  * which the caller persists and frees. Running a step again is safe.
  * The watch alone also returns 1: not finished, run it again later with
@@ -181,9 +187,10 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a
- * "flip.requested" not followed by a confirmed rollback. Returns 1, 0, or
- * -1 when the store could not be read. */
-int step_flip_is_on(struct store *s, int64_t plan_id, char *err, size_t errlen);
+ * "flip.requested" not followed by a confirmed rollback. Returns 0 with
+ * the answer in *ON, or -1 when the store could not be read. */
+int step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err,
+    size_t errlen);
 
 /* rollback: the same for turning the flag off (abort after the flip),
  * recorded as "rollback.requested" / "rollback.confirmed". */
@@ -219,7 +226,8 @@ int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
  * when a selected queue's dead-letter target maps onto no destination
  * (naming the queue and the target). Persists its state after each batch;
  * passes over the queues twice, at once and once flip + move_old.stragglers
- * is past, returning 1 (the engine calls it again) until then; then 0 with
+ * is past, returning 0 with C->again set (the engine calls it again) until
+ * then; then 0 (C->again false) with
  * "horizon_ms" (what stayed in the old path + watch.allowance),
  * "old_horizon_ms" and "saved_ms"; -1 when it cannot go on (ERR says
  * why). The result: {"ok", "pass", "counts": {"moved", "left",
@@ -228,11 +236,12 @@ int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
 int step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* watch: one sample of both paths (old queues, ladder levels, parking,
- * probes), persisted as samples; raises alerts. Returns 1 while the watch
- * must go on (*RESULT is its state, which the engine persists and passes
- * back as C->state at the next call, one watch.interval later), 0 when the
- * deadline has passed with the old path empty and no alert open, -1 when
- * it cannot go on. */
+ * probes), persisted as samples; raises alerts. Returns 0 and sets
+ * C->again while the watch must go on (*RESULT is its state, which the
+ * engine persists and passes back as C->state at the next call, one
+ * watch.interval later); returns 0 with C->again false when the deadline
+ * has passed with the old path empty and no alert open; -1 when it cannot
+ * go on. */
 int step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* The watch's downsampling policy, applied at most every ten minutes of

@@ -11,7 +11,8 @@
 						 * connections before it runs */
 #define STEP_KIND_OUTLIVES_BROKER	0x2	/* an unreachable broker raises
 						 * broker_unreachable and the step
-						 * goes on (it returns 1) */
+						 * goes on (as if it set
+						 * ctx.again) */
 #define STEP_KIND_RECORDS_REMOVED	0x4	/* its result's entries are
 						 * recorded as removals */
 

@@ -6,7 +6,7 @@
 #include "topology.h"
 
 /* Checks that every level queue and the parking queue is empty. Returns 0
- * when they are, 1 when one is not (ERR lists them), -1 on failure. */
+ * when they are, -1 when one is not (ERR lists them) or on failure. */
 static int
 check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
     char *err, size_t errlen)
@@ -39,7 +39,7 @@ check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
 			off += (size_t)snprintf(err + off, errlen - off, " %s (%u)", q->name,
 			    qi.messages);
 	}
-	return off ? 1 : 0;
+	return off ? -1 : 0;
 }
 
 int
@@ -99,7 +99,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 	for (i = 0; i < t.npolicies; i++) {
 		int r = mgmt_delete_policy(c->mgmt, t.policies[i].name, why, sizeof(why));
 
-		if (r < 0) {
+		if (r != 0 && r != MGMT_NOT_FOUND) {
 			snprintf(err, errlen, "deleting policy '%s': %s", t.policies[i].name, why);
 			goto done;
 		}

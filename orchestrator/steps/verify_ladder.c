@@ -458,18 +458,20 @@ library_suffix(const char *key)
  * "#.SUFFIX" binding, sends a message whose key ends in SUFFIX: a queue
  * bound to it with SUFFIX (Kombu: the task's exchange and queue), or any
  * queue when it is a fanout (NServiceBus: the endpoint's exchange). Writes
- * the first such queue (QUEUE set: only QUEUE counts) into OUT. Returns 1
- * when there is one, 0 when EXCH routes SUFFIX to no queue (or does not
- * exist), -1 with ERR. */
+ * the first such queue (QUEUE set: only QUEUE counts) into OUT. Returns 0
+ * with *FOUND true when there is one, false when EXCH routes SUFFIX to no
+ * queue (or does not exist); -1 with ERR. */
 static int
 library_route(struct step_ctx *c, const char *exch, const char *suffix,
-    const char *queue, char *out, size_t outlen, char *err, size_t errlen)
+    const char *queue, bool *found, char *out, size_t outlen, char *err,
+    size_t errlen)
 {
 	struct mgmt_exchange mx;
 	struct mgmt_binding_list bl;
 	char why[512];
-	int r, fanout, found = 0;
+	int r, fanout;
 
+	*found = false;
 	r = mgmt_get_exchange(c->mgmt, exch, &mx, why, sizeof(why));
 	if (r == MGMT_NOT_FOUND)
 		return 0;
@@ -483,17 +485,17 @@ library_route(struct step_ctx *c, const char *exch, const char *suffix,
 		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", exch, why);
 		return -1;
 	}
-	for (size_t j = 0; j < bl.n && !found; j++) {
+	for (size_t j = 0; j < bl.n && !*found; j++) {
 		const struct mgmt_binding *b = &bl.v[j];
 
-		found = b->destination_type == MGMT_DEST_QUEUE &&
+		*found = b->destination_type == MGMT_DEST_QUEUE &&
 		    (fanout || strcmp(b->routing_key, suffix) == 0) &&
 		    (queue == NULL || strcmp(b->destination, queue) == 0);
-		if (found)
+		if (*found)
 			snprintf(out, outlen, "%s", b->destination);
 	}
 	mgmt_binding_list_free(&bl);
-	return found;
+	return 0;
 }
 
 /* Reports the delivery exchange's binding MB to an exchange, named NAME,
@@ -507,17 +509,17 @@ report_library_binding(struct step_ctx *c, struct verify *v, const struct mgmt_b
 {
 	const char *suffix = library_suffix(mb->routing_key);
 	char queue[LADDER_NAME_MAX];
-	int r;
+	bool routed;
 
 	if (suffix == NULL) {
 		report(v, "binding", name, "drift", "unplanned binding: it could misroute or "
 		    "copy delayed messages");
 		return 0;
 	}
-	if ((r = library_route(c, mb->destination, suffix, NULL, queue, sizeof(queue),
-	    err, errlen)) < 0)
+	if (library_route(c, mb->destination, suffix, NULL, &routed, queue,
+	    sizeof(queue), err, errlen) != 0)
 		return -1;
-	if (r == 0)
+	if (!routed)
 		report(v, "binding", name, "drift", "exchange '%s' routes '%s' to no queue: "
 		    "delayed messages for it are dropped there (the delivery exchange's "
 		    "alternate exchange never sees them)", mb->destination, suffix);
@@ -531,15 +533,18 @@ report_library_binding(struct step_ctx *c, struct verify *v, const struct mgmt_b
 
 /* Looks, among the delivery exchange's bindings BL, for the library's
  * route to destination queue B->destination: "#.KEY" (KEY: the
- * destination's routing key) to an exchange that routes KEY to that queue. Writes that exchange into EXCH. Returns 1
- * when there is one, 0 when not, -1 with ERR. */
+ * destination's routing key) to an exchange that routes KEY to that
+ * queue. Writes that exchange into EXCH. Returns 0 with *FOUND true when
+ * there is one, false when not; -1 with ERR. */
 static int
 library_destination(struct step_ctx *c, const struct mgmt_binding_list *bl,
-    const struct topology_binding *b, char *exch, size_t exchlen, char *err, size_t errlen)
+    const struct topology_binding *b, bool *found, char *exch, size_t exchlen,
+    char *err, size_t errlen)
 {
 	char queue[LADDER_NAME_MAX];
 	const char *key = b->key;
 
+	*found = false;
 	/* B's key is one word per level, then the destination's routing key
 	 * (which, in a destination's long form, is not the queue's name). */
 	for (int w = 0; w < c->plan->ladder.levels && key != NULL; w++)
@@ -554,11 +559,13 @@ library_destination(struct step_ctx *c, const struct mgmt_binding_list *bl,
 		if (mb->destination_type != MGMT_DEST_EXCHANGE || suffix == NULL ||
 		    strcmp(suffix, key) != 0)
 			continue;
-		r = library_route(c, mb->destination, suffix, b->destination, queue,
-		    sizeof(queue), err, errlen);
-		if (r != 0) {
-			snprintf(exch, exchlen, "%s", mb->destination);
+		r = library_route(c, mb->destination, suffix, b->destination, found,
+		    queue, sizeof(queue), err, errlen);
+		if (r != 0)
 			return r;
+		if (*found) {
+			snprintf(exch, exchlen, "%s", mb->destination);
+			return 0;
 		}
 	}
 	return 0;
@@ -580,6 +587,7 @@ verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
 	}
 	for (i = 0; i < t->nbindings; i++) {
 		const struct topology_binding *b = &t->bindings[i];
+		bool via_library = false;
 		int found = 0;
 
 		if (strcmp(b->source, x->name) != 0)
@@ -594,10 +602,10 @@ verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
 			report(v, "binding", name, "ok", NULL);
 			continue;
 		}
-		if (lib && !b->to_exchange &&
-		    (found = library_destination(c, &bl, b, exch, sizeof(exch), err,
-		    errlen)) < 0)
+		if (lib && !b->to_exchange && library_destination(c, &bl, b, &via_library,
+		    exch, sizeof(exch), err, errlen) != 0)
 			goto done;
+		found = via_library;
 		if (found)
 			report(v, "binding", name, "warning", "not bound so, but the library's "
 			    "binding through exchange '%s' routes it ('#.' suffix matching)",

@@ -290,8 +290,9 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	}
 	if (tick_record(&t, ready, &open, &done, &status, err, errlen) != 0)
 		goto done;
-	rc = done ? 0 : 1;
+	rc = 0;
 done:
+	c->again = rc == 0 && !done;
 	*result = tick_result(&t, &w, open, status, done, rc, err);
 	topology_free(&t.topo);
 	json_decref(t.held);

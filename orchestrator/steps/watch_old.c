@@ -148,7 +148,7 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 {
 	const json_t *e;
 	size_t i;
-	int m;
+	bool selected;
 
 	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -161,9 +161,9 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 
 		if (name == NULL)
 			continue;
-		if ((m = old_selector_test(sel, name, err, errlen)) < 0)
+		if (old_selector_test(sel, name, &selected, err, errlen) != 0)
 			return -1;
-		if (m == 0)
+		if (!selected)
 			continue;
 		q = &t->q[t->nq++];
 		q->name = name;

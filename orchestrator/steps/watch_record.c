@@ -157,14 +157,15 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 	struct store *s = t->c->store;
 	char tb[40];
 	int64_t id;
+	bool raised;
 	int r;
 
 	for (size_t i = 0; i < t->na; i++) {
 		if (store_begin(s, err, errlen) != 0)
 			return -1;
 		r = store_alert_raise(s, t->c->plan_id, t->a[i].kind, t->a[i].msg, t->now,
-		    &id, err, errlen);
-		if (r < 0 || (r == 1 && event(t, "alert.raised", json_pack("{s:s,s:s,s:I}",
+		    &id, &raised, err, errlen);
+		if (r != 0 || (raised && event(t, "alert.raised", json_pack("{s:s,s:s,s:I}",
 		    "alert", t->a[i].kind, "message", t->a[i].msg, "alert_id",
 		    (json_int_t)id), err, errlen) != 0)) {
 			store_rollback(s);

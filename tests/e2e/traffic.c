@@ -22,9 +22,11 @@
 
 #include "broker/broker.h"
 #include "duration.h"
+#include "hex.h"
 #include "ladder.h"
 #include "log.h"
 #include "plan.h"
+#include "plan_flag.h"
 #include "publish.h"
 #include "step.h"
 #include "topology.h"
@@ -945,9 +947,9 @@ check_against_plan(struct options *o, const struct plan *p,
 	}
 	if (p->flag.kind != NULL && strcmp(p->flag.kind, "unleash") == 0) {
 		if (o->flag_url == NULL)
-			o->flag_url = p->flag.url;
+			o->flag_url = plan_flag_unleash(p)->url;
 		if (o->feature == NULL)
-			o->feature = p->flag.feature;
+			o->feature = plan_flag_unleash(p)->feature;
 	}
 	if (o->flag_url == NULL || o->feature == NULL)
 		return usage_error("the plan has no Unleash flag: give "
@@ -979,12 +981,10 @@ static int
 make_run(struct producer *pr)
 {
 	unsigned char rnd[14];
-	size_t i;
 
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
 		return -1;
-	for (i = 0; i < 6; i++)
-		snprintf(pr->run + 2 * i, 3, "%02x", rnd[i]);
+	hex_encode(rnd, 6, pr->run);
 	if (pr->o->seeded)
 		pr->rng = pr->o->seed;
 	else

@@ -122,12 +122,14 @@ delete_prefixed(struct mgmt *m, const char *kind, const char *prefix)
 	}
 	json_array_foreach(all, i, o) {
 		const char *name = json_string_value(json_object_get(o, "name"));
+		int r;
 
 		if (name == NULL || strncmp(name, prefix, n) != 0 ||
 		    mgmt_escape(name, enc, sizeof(enc)) < 0)
 			continue;
 		snprintf(path, sizeof(path), "/api/%s/%%2F/%s", kind, enc);
-		if (mgmt_request(m, "DELETE", path, NULL, NULL, NULL, err, sizeof(err)) < 0)
+		r = mgmt_request(m, "DELETE", path, NULL, NULL, NULL, err, sizeof(err));
+		if (r != 0 && r != MGMT_NOT_FOUND)
 			fprintf(stderr, "itest: deleting %s: %s\n", name, err);
 	}
 	json_decref(all);

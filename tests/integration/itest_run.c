@@ -270,6 +270,7 @@ itest_read_history(const char *db, const char *name, struct itest_history *h,
 	snprintf(status, statuslen, "%s", p.status);
 	assert_int_equal(store_each_event(s, p.id, take_event, h, err, sizeof(err)), 0);
 	assert_int_equal(store_verify_events(s, &v, err, sizeof(err)), 0);
+	assert_true(v.verified);
 	store_close(s);
 }
 

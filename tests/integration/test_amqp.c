@@ -256,6 +256,17 @@ test_url_parse(void **state)
 	    BROKER_ERR);
 	assert_int_equal(broker_url_parse("amqp://h/v?heartbeat=5", &u, err,
 	    sizeof(err)), BROKER_ERR);
+	/* Where rabbitmq-c's amqp_parse_url reads otherwise (broker_url.c):
+	 * no host is not "localhost", port 0 is no port, and a vhost may hold
+	 * UTF-8. */
+	assert_int_equal(broker_url_parse("amqp://:5672/v", &u, err, sizeof(err)),
+	    BROKER_ERR);
+	assert_non_null(strstr(err, "no host"));
+	assert_int_equal(broker_url_parse("amqp://h:0/v", &u, err, sizeof(err)),
+	    BROKER_ERR);
+	assert_int_equal(broker_url_parse("amqp://h/caf%C3%A9", &u, err,
+	    sizeof(err)), 0);
+	assert_string_equal(u.vhost, "caf\xc3\xa9");
 }
 
 static void

@@ -1228,12 +1228,13 @@ raise_alert(long long id, const char *kind)
 {
 	struct store *s = NULL;
 	int64_t aid = 0;
+	bool raised = false;
 	char err[512];
 
 	if (store_open(db, &s, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	if (store_alert_raise(s, id, kind, "raised by test_api", clock_now_ms(), &aid,
-	    err, sizeof(err)) != 1)
+	    &raised, err, sizeof(err)) != 0 || !raised)
 		fail_msg("raising a %s alert: %s", kind, err);
 	store_close(s);
 	return (long long)aid;
@@ -1529,7 +1530,7 @@ export_verifies(long long id, const char *format, const char *type, int events,
 	snprintf(want, sizeof(want), "-%lld-history.%s\"", id, format);
 	assert_non_null(strstr(r.disposition, "attachment; filename=\"cutover-"));
 	assert_non_null(strstr(r.disposition, want));
-	if (export_verify(r.body, r.len, c, err, sizeof(err)) != 0)
+	if (export_verify(r.body, r.len, c, err, sizeof(err)) != 0 || !c->verified)
 		fail_msg("%s export does not verify: event %lld: %s %s", format,
 		    (long long)c->bad_id, c->reason, err);
 	assert_int_equal(c->plan_id, id);

@@ -37,7 +37,9 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "flag.h"
+#include "plan_flag.h"
 #include "itest_broker.h"
 #include "itest_run.h"
 
@@ -106,10 +108,7 @@ nap(long ms)
 static double
 now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ms() / 1e3;
 }
 
 static enum MHD_Result
@@ -306,22 +305,28 @@ srv_set(struct srv *s, json_t *v)
 
 /* ---- plans ---- */
 
-/* A plan with only its flag section: the unleash one. */
+/* A plan with only its flag section: the unleash one (its settings are
+ * this file's: one such plan at a time). */
 static void
 unleash_plan(struct plan *p, const char *url, const char *feature,
     const char *env, const char *token_ref)
 {
+	static struct plan_flag_unleash u;
+
 	memset(p, 0, sizeof(*p));
+	memset(&u, 0, sizeof(u));
 	p->flag.kind = "unleash";
-	p->flag.url = (char *)url;
-	p->flag.project = "default";
-	p->flag.environment = (char *)env;
-	p->flag.feature = (char *)feature;
-	p->flag.token = (char *)token_ref;
+	p->flag.settings = &u;
+	u.url = (char *)url;
+	u.project = "default";
+	u.environment = (char *)env;
+	u.feature = (char *)feature;
+	u.token = (char *)token_ref;
 }
 
 struct http_plan {
 	struct plan		p;
+	struct plan_flag_http	settings;
 	char			url[128];
 	struct plan_header	h[2];
 };
@@ -333,22 +338,23 @@ http_plan(struct http_plan *hp, const struct srv *s, const char *pointer)
 	memset(hp, 0, sizeof(*hp));
 	snprintf(hp->url, sizeof(hp->url), "%s/flag", s->base);
 	hp->p.flag.kind = "http";
-	hp->p.flag.on.method = "PUT";
-	hp->p.flag.on.url = hp->url;
-	hp->p.flag.on.body = "{\"enabled\":true}";
-	hp->p.flag.off.method = "PUT";
-	hp->p.flag.off.url = hp->url;
-	hp->p.flag.off.body = "{\"enabled\":false}";
-	hp->p.flag.read_url = hp->url;
-	hp->p.flag.read_pointer = (char *)pointer;
-	hp->p.flag.read_on = "true";
-	hp->p.flag.read_off = "false";
+	hp->p.flag.settings = &hp->settings;
+	hp->settings.on.method = "PUT";
+	hp->settings.on.url = hp->url;
+	hp->settings.on.body = "{\"enabled\":true}";
+	hp->settings.off.method = "PUT";
+	hp->settings.off.url = hp->url;
+	hp->settings.off.body = "{\"enabled\":false}";
+	hp->settings.read_url = hp->url;
+	hp->settings.read_pointer = (char *)pointer;
+	hp->settings.read_on = "true";
+	hp->settings.read_off = "false";
 	hp->h[0].name = "Authorization";
 	hp->h[0].value = "env:" AUTH_ENV;
 	hp->h[1].name = "X-Cutover-Test";
 	hp->h[1].value = "flag";
-	hp->p.flag.headers = hp->h;
-	hp->p.flag.nheaders = 2;
+	hp->settings.headers = hp->h;
+	hp->settings.nheaders = 2;
 }
 
 /* Fast retries, for tests. */
@@ -859,7 +865,7 @@ test_http_pointer_escapes(void **state)
 	assert_int_equal(st, 1);
 
 	/* A pointer to nothing: unknown, and a switch cannot confirm. */
-	hp.p.flag.read_pointer = "/flags/1/x~1y/m~0n";
+	hp.settings.read_pointer = "/flags/1/x~1y/m~0n";
 	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
 	    sizeof(err)), 0);
 	assert_int_equal(st, -1);
@@ -868,7 +874,7 @@ test_http_pointer_escapes(void **state)
 	assert_contains(err, "nothing there at /flags/1/x~1y/m~0n");
 
 	/* A malformed pointer fails before anything is sent. */
-	hp.p.flag.read_pointer = "/flags/0/x~2y";
+	hp.settings.read_pointer = "/flags/0/x~2y";
 	s.requests = 0;
 	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
 	    sizeof(err)), FLAG_ERR_ARG);
@@ -990,7 +996,7 @@ test_http_400(void **state)
 	/* A read URL that is not there: 404, not retried either. */
 	s.bad_request = 0;
 	snprintf(hp.url, sizeof(hp.url), "%s/nope", s.base);
-	hp.p.flag.read_url = hp.url;
+	hp.settings.read_url = hp.url;
 	assert_int_equal(flag_read_with(&hp.p, &o, NULL, &r, err, sizeof(err)),
 	    FLAG_ERR_NOT_FOUND);
 	assert_int_equal(nattempts(r, NULL), 1);
@@ -1157,7 +1163,7 @@ test_http_secret_unset(void **state)
 
 	/* Credentials in a URL are refused, and not quoted. */
 	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	hp.p.flag.on.url = "http://user:pa55word@127.0.0.1:1/flag";
+	hp.settings.on.url = "http://user:pa55word@127.0.0.1:1/flag";
 	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
 	    FLAG_ERR_ARG);
 	assert_contains(err, "flag.on.url must not carry credentials");
@@ -1207,7 +1213,7 @@ test_json_pointer(void **state)
 	assert_int_equal(json_array_size(v), 2);
 	for (i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
 		if (flag_json_pointer(doc, absent[i], &v, err,
-		    sizeof(err)) != 1)
+		    sizeof(err)) != 0)
 			fail_msg("%s: expected absent", absent[i]);
 		assert_null(v);
 	}

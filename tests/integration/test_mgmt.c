@@ -23,6 +23,7 @@
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 
+#include "clock.h"
 #include "broker/mgmt.h"
 #include "mgmt_test.h"
 
@@ -47,10 +48,7 @@ struct ctx {
 static double
 now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ms() / 1e3;
 }
 
 static void

@@ -380,12 +380,13 @@ run_two_plans(char *a, char *b, size_t len, int64_t *ida, int64_t *idb)
 	struct store *s = NULL;
 	char path[320], err[512];
 	int64_t alert = 0;
+	bool raised = false;
 
 	submit_gated("a", a, len, PORT_GOOD, "/hook");
 	*ida = plan_id(a);
 	if (store_open(db, &s, err, sizeof(err)) != 0 ||
 	    store_alert_raise(s, *ida, "parking_not_empty", "2 messages in parking",
-	    clock_now_ms(), &alert, err, sizeof(err)) != 1 ||
+	    clock_now_ms(), &alert, &raised, err, sizeof(err)) != 0 || !raised ||
 	    store_append_event(s, *ida, clock_now_ms(), "engine", "alert.raised",
 	    "{\"alert\":\"parking_not_empty\",\"message\":\"2 messages in parking\"}", NULL,
 	    err, sizeof(err)) != 0)

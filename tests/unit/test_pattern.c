@@ -51,7 +51,10 @@ test_pcre_syntax(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pattern *p = compiled(cases[i].re);
 
-		if (pattern_match(p, cases[i].subject, err, sizeof(err)) != cases[i].match)
+		bool m;
+
+		if (pattern_match(p, cases[i].subject, &m, err, sizeof(err)) != 0 ||
+		    m != cases[i].match)
 			fail_msg("'%s' on '%s': expected %d", cases[i].re, cases[i].subject,
 			    cases[i].match);
 		pattern_free(p);
@@ -69,6 +72,7 @@ test_exact(void **state)
 		{ "a+b(c)", "^a\\+b\\(c\\)$", "aab(c)" },
 	};
 	char out[64], err[256];
+	bool m;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -77,8 +81,10 @@ test_exact(void **state)
 		assert_int_equal(pattern_exact(cases[i].name, out, sizeof(out)), 0);
 		assert_string_equal(out, cases[i].pattern);
 		p = compiled(out);
-		assert_int_equal(pattern_match(p, cases[i].name, err, sizeof(err)), 1);
-		assert_int_equal(pattern_match(p, cases[i].other, err, sizeof(err)), 0);
+		assert_int_equal(pattern_match(p, cases[i].name, &m, err, sizeof(err)), 0);
+		assert_true(m);
+		assert_int_equal(pattern_match(p, cases[i].other, &m, err, sizeof(err)), 0);
+		assert_false(m);
 		pattern_free(p);
 	}
 	assert_int_equal(pattern_exact("celery_delayed_delivery", out, 10), -1);
@@ -113,14 +119,17 @@ test_limits_are_errors(void **state)
 {
 	char subject[256], err[256];
 	struct pattern *p = compiled("^(a|aa)+$");
+	bool m = true;
 
 	(void)state;
 	memset(subject, 'a', sizeof(subject) - 2);
 	subject[sizeof(subject) - 2] = '!';
 	subject[sizeof(subject) - 1] = '\0';
-	assert_int_equal(pattern_match(p, subject, err, sizeof(err)), -1);
+	assert_int_equal(pattern_match(p, subject, &m, err, sizeof(err)), -1);
+	assert_false(m);
 	assert_non_null(strstr(err, "limit"));
-	assert_int_equal(pattern_match(p, "aaaa", err, sizeof(err)), 1);
+	assert_int_equal(pattern_match(p, "aaaa", &m, err, sizeof(err)), 0);
+	assert_true(m);
 	pattern_free(p);
 }
 
@@ -231,6 +240,7 @@ test_old_selector(void **state)
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
 	char err[512], subject[256];
+	bool selected;
 
 	(void)state;
 	assert_int_equal(plan_load_buffer("t.yaml", yaml, strlen(yaml), &p, &errs), 0);
@@ -238,8 +248,8 @@ test_old_selector(void **state)
 	assert_non_null(p->old.match = strdup("^(delay|cutover)"));
 	assert_int_equal(old_selector_init(&sel, p, err, sizeof(err)), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (old_selector_test(&sel, cases[i].name, err, sizeof(err)) !=
-		    cases[i].selected)
+		if (old_selector_test(&sel, cases[i].name, &selected, err,
+		    sizeof(err)) != 0 || selected != cases[i].selected)
 			fail_msg("'%s': expected %d", cases[i].name, cases[i].selected);
 	assert_true(old_selector_own(&sel, "delay.level.02"));
 	old_selector_free(&sel);
@@ -250,7 +260,8 @@ test_old_selector(void **state)
 	memset(subject, 'a', sizeof(subject) - 2);
 	subject[sizeof(subject) - 2] = '!';
 	subject[sizeof(subject) - 1] = '\0';
-	assert_int_equal(old_selector_test(&sel, subject, err, sizeof(err)), -1);
+	assert_int_equal(old_selector_test(&sel, subject, &selected, err, sizeof(err)),
+	    -1);
 	assert_non_null(strstr(err, "cannot decide"));
 	old_selector_free(&sel);
 

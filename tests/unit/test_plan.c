@@ -16,6 +16,7 @@
 
 #include "ladder.h"
 #include "plan.h"
+#include "plan_flag.h"
 
 #define S(n)	((int64_t)(n) * 1000)
 
@@ -290,11 +291,11 @@ test_example_orders(void **state)
 	assert_int_equal(p->canary.budget_ms, PLAN_DEFAULT_CANARY_BUDGET_MS);
 
 	assert_string_equal(p->flag.kind, "unleash");
-	assert_string_equal(p->flag.url, "http://127.0.0.1:4242");
-	assert_string_equal(p->flag.project, "default");
-	assert_string_equal(p->flag.environment, "production");
-	assert_string_equal(p->flag.feature, "delay-ladder");
-	assert_string_equal(p->flag.token, "env:UNLEASH_TOKEN");
+	assert_string_equal(plan_flag_unleash(p)->url, "http://127.0.0.1:4242");
+	assert_string_equal(plan_flag_unleash(p)->project, "default");
+	assert_string_equal(plan_flag_unleash(p)->environment, "production");
+	assert_string_equal(plan_flag_unleash(p)->feature, "delay-ladder");
+	assert_string_equal(plan_flag_unleash(p)->token, "env:UNLEASH_TOKEN");
 
 	assert_int_equal(p->watch.interval_ms, S(10));
 	assert_int_equal(p->watch.allowance_ms, S(30));
@@ -376,19 +377,19 @@ test_example_nservicebus(void **state)
 	assert_int_equal(p->canary.budget_ms, S(180));
 
 	assert_string_equal(p->flag.kind, "http");
-	assert_string_equal(p->flag.on.method, "PUT");
-	assert_string_equal(p->flag.on.url, "http://config.prod/api/switches/nsb-native-delays");
-	assert_string_equal(p->flag.on.body, "{\"enabled\":true}");
-	assert_string_equal(p->flag.off.body, "{\"enabled\":false}");
-	assert_string_equal(p->flag.read_url, "http://config.prod/api/switches/nsb-native-delays");
-	assert_string_equal(p->flag.read_pointer, "/enabled");
-	assert_string_equal(p->flag.read_on, "true");
-	assert_string_equal(p->flag.read_off, "false");
-	assert_int_equal(p->flag.nheaders, 2);
-	assert_string_equal(p->flag.headers[0].name, "Authorization");
-	assert_string_equal(p->flag.headers[0].value, "env:CONFIG_SERVICE_AUTH");
-	assert_string_equal(p->flag.headers[1].name, "Accept");
-	assert_null(p->flag.token);
+	assert_string_equal(plan_flag_http(p)->on.method, "PUT");
+	assert_string_equal(plan_flag_http(p)->on.url, "http://config.prod/api/switches/nsb-native-delays");
+	assert_string_equal(plan_flag_http(p)->on.body, "{\"enabled\":true}");
+	assert_string_equal(plan_flag_http(p)->off.body, "{\"enabled\":false}");
+	assert_string_equal(plan_flag_http(p)->read_url, "http://config.prod/api/switches/nsb-native-delays");
+	assert_string_equal(plan_flag_http(p)->read_pointer, "/enabled");
+	assert_string_equal(plan_flag_http(p)->read_on, "true");
+	assert_string_equal(plan_flag_http(p)->read_off, "false");
+	assert_int_equal(plan_flag_http(p)->nheaders, 2);
+	assert_string_equal(plan_flag_http(p)->headers[0].name, "Authorization");
+	assert_string_equal(plan_flag_http(p)->headers[0].value, "env:CONFIG_SERVICE_AUTH");
+	assert_string_equal(plan_flag_http(p)->headers[1].name, "Accept");
+	assert_null(plan_flag_unleash(p));	/* no unleash settings, so no token */
 
 	assert_int_equal(p->watch.interval_ms, S(15));
 	assert_int_equal(p->watch.allowance_ms, S(60));
@@ -735,8 +736,8 @@ test_flag_read_values(void **state)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		t = http_plan(cases[i].on, cases[i].off, "{ Accept: application/json }");
 		p = expect_valid(t);
-		assert_string_equal(p->flag.read_on, cases[i].json_on);
-		assert_string_equal(p->flag.read_off, cases[i].json_off);
+		assert_string_equal(plan_flag_http(p)->read_on, cases[i].json_on);
+		assert_string_equal(plan_flag_http(p)->read_off, cases[i].json_off);
 		plan_free(p);
 		free(t);
 	}
@@ -752,7 +753,7 @@ test_flag_read_values(void **state)
 	t = http_plan("on: true", "off: false", "{}");
 	edit(&t, "pointer: /enabled", "pointer: ''");
 	p = expect_valid(t);
-	assert_string_equal(p->flag.read_pointer, "");
+	assert_string_equal(plan_flag_http(p)->read_pointer, "");
 	plan_free(p);
 	free(t);
 	t = http_plan("on: true", "off: false", "{}");
@@ -790,7 +791,7 @@ test_flag_headers(void **state)
 		t = http_plan("on: true", "off: false", cases[i].headers);
 		if (cases[i].msg == NULL) {
 			p = expect_valid(t);
-			assert_true(p->flag.nheaders > 0);
+			assert_true(plan_flag_http(p)->nheaders > 0);
 			plan_free(p);
 		} else
 			expect_error(t, 18, cases[i].column, cases[i].msg);
@@ -1174,7 +1175,7 @@ test_documents(void **state)
 	t = subst(base_plan, "username: guest", "username: &u guest");
 	edit(&t, "project: default", "project: *u");
 	p = expect_valid(t);
-	assert_string_equal(p->flag.project, "guest");
+	assert_string_equal(plan_flag_unleash(p)->project, "guest");
 	plan_free(p);
 	free(t);
 }

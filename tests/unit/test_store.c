@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "hex.h"
 #include "store.h"
 
 #define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
@@ -195,7 +196,7 @@ expected_hash(const char *prev, int64_t id, int64_t plan, int64_t ts,
     const char *actor, const char *kind, const char *details, char out[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n, i;
+	unsigned int n;
 	char num[32];
 	EVP_MD_CTX *ctx;
 
@@ -214,8 +215,7 @@ expected_hash(const char *prev, int64_t id, int64_t plan, int64_t ts,
 	assert_int_equal(EVP_DigestFinal_ex(ctx, md, &n), 1);
 	EVP_MD_CTX_free(ctx);
 	assert_int_equal(n, 32);
-	for (i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	hex_encode(md, n, out);
 }
 
 /* Events collected by store_each_event. */
@@ -438,9 +438,12 @@ test_plan_roundtrip(void **state)
 	assert_string_equal(p.name, "abc.v2_x");
 
 	/* Absent. */
-	assert_int_equal(store_plan_get(fx->s, 999, &p, ERR(fx)), 1);
-	assert_int_equal(store_plan_find(fx->s, "nope", &p, ERR(fx)), 1);
-	assert_int_equal(store_plan_yaml(fx->s, 999, &y, &n, ERR(fx)), 1);
+	assert_int_equal(store_plan_get(fx->s, 999, &p, ERR(fx)),
+	    STORE_NOT_FOUND);
+	assert_int_equal(store_plan_find(fx->s, "nope", &p, ERR(fx)),
+	    STORE_NOT_FOUND);
+	assert_int_equal(store_plan_yaml(fx->s, 999, &y, &n, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_null(y);
 }
 
@@ -555,7 +558,8 @@ test_steps(void **state)
 	assert_int_equal(store_step_update(fx->s, plan, 7, "running", 1, 0,
 	    NULL, NULL, ERR(fx)), -1);
 	assert_string_equal(fx->err, "updating step 7 of plan 1: no such step");
-	assert_int_equal(store_step_get(fx->s, plan, 7, &st, ERR(fx)), 1);
+	assert_int_equal(store_step_get(fx->s, plan, 7, &st, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_null(st.result_json);
 	assert_null(st.error);
 }
@@ -633,6 +637,7 @@ test_events_append_and_read(void **state)
 	evlist_free(&l);
 
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 5);
 	assert_int_equal(v.bad_id, 0);
 }
@@ -650,6 +655,7 @@ test_events_refused_appends_leave_chain_intact(void **state)
 	open_store(fx);
 	/* An empty history verifies. */
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 0);
 
 	five_events(fx, &p1, &p2);
@@ -684,6 +690,7 @@ test_events_refused_appends_leave_chain_intact(void **state)
 	/* No id was used up, nothing half-written, no transaction left open. */
 	assert_int_equal(append(fx, p2, 200, "engine", "after", NULL), 7);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 7);
 	assert_int_equal(store_begin(fx->s, ERR(fx)), 0);
 	assert_int_equal(store_rollback(fx->s), 0);
@@ -712,6 +719,7 @@ test_events_triggers_refuse_update_and_delete(void **state)
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM events"), 5);
 	sqlite3_close(db);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 }
 
 /* Five events, then SQL on a second connection with the triggers dropped;
@@ -732,7 +740,8 @@ tamper(struct fx *fx, const char *sql, int64_t bad_id, const char *why)
 		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
 	sqlite3_close(db);
 
-	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 1);
+	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_false(v.verified);
 	assert_int_equal(v.bad_id, bad_id);
 	if (strstr(v.reason, why) == NULL)
 		fail_msg("reason \"%s\" does not say \"%s\"", v.reason, why);
@@ -823,7 +832,8 @@ test_verify_detects_rehashed_edit(void **state)
 	assert_int_equal(raw_exec(db, sql), SQLITE_OK);
 	sqlite3_close(db);
 
-	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 1);
+	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_false(v.verified);
 	assert_int_equal(v.bad_id, 4);
 	assert_non_null(strstr(v.reason,
 	    "prev_hash does not match the hash of event 3"));
@@ -878,6 +888,7 @@ test_transactions(void **state)
 	store_step_clear(&st);
 	assert_int_equal(nevents(fx->s, plan), 2);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 
 	/* Commit with nothing open fails with a message; rollback is a
 	 * no-op. */
@@ -987,6 +998,7 @@ test_two_connections_read_while_write(void **state)
 	assert_string_equal(p.status, "running");
 	assert_int_equal(nevents(web, plan), 1);
 	assert_int_equal(store_verify_events(web, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 1);
 	assert_int_equal(store_commit(fx->s, ERR(fx)), 0);
 
@@ -1000,6 +1012,7 @@ test_two_connections_read_while_write(void **state)
 	assert_int_equal(append(fx, plan, 4, "engine", "plan.resumed", NULL),
 	    4);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, 4);
 	store_close(web);
 }
@@ -1083,7 +1096,7 @@ test_two_connections_concurrent_writers(void **state)
 		    &w[i]), 0);
 	while (n < total && !w[0].failed && !w[1].failed) {
 		if (store_each_event(fx->s, 0, count_event, &n, ERR(fx)) != 0 ||
-		    store_verify_events(fx->s, &v, ERR(fx)) != 0) {
+		    store_verify_events(fx->s, &v, ERR(fx)) != 0 || !v.verified) {
 			snprintf(readerr, sizeof(readerr), "%s (event %" PRId64
 			    ": %s)", fx->err, v.bad_id, v.reason);
 			break;
@@ -1108,6 +1121,7 @@ test_two_connections_concurrent_writers(void **state)
 	assert_int_equal(nevents(fx->s, 0), total);
 	assert_int_equal(nevents(fx->s, plan[0]), total / 2);
 	assert_int_equal(store_verify_events(fx->s, &v, ERR(fx)), 0);
+	assert_true(v.verified);
 	assert_int_equal(v.checked, total);
 }
 
@@ -1122,7 +1136,7 @@ test_commands_in_order_and_handled_once(void **state)
 
 	open_store(fx);
 	plan = new_plan(fx, "p", "yaml", 1);
-	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), 1);
+	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), STORE_NOT_FOUND);
 	assert_int_equal(store_command_insert(fx->s, plan, "approve", 4, 0, "alice",
 	    "looks good", 10, &a, ERR(fx)), 0);
 	assert_int_equal(store_command_insert(fx->s, plan, "abort", -1, 0, "bob", NULL,
@@ -1146,7 +1160,7 @@ test_commands_in_order_and_handled_once(void **state)
 	assert_int_equal(c.step_idx, -1);
 	assert_string_equal(c.comment, "");
 	assert_int_equal(store_command_done(fx->s, b, 22, "done", ERR(fx)), 0);
-	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), 1);
+	assert_int_equal(store_command_next(fx->s, plan, &c, ERR(fx)), STORE_NOT_FOUND);
 }
 
 static int
@@ -1164,14 +1178,17 @@ test_alerts_raise_update_ack(void **state)
 	struct fx *fx = *state;
 	struct store_alert last;
 	int64_t plan, id = 0, id2 = 0;
+	bool raised = false;
 
 	open_store(fx);
 	plan = new_plan(fx, "p", "yaml", 1);
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "1 message parked",
-	    100, &id, ERR(fx)), 1);
+	    100, &id, &raised, ERR(fx)), 0);
+	assert_true(raised);
 	/* The same condition seen again updates the open alert. */
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "2 messages parked",
-	    200, &id2, ERR(fx)), 0);
+	    200, &id2, &raised, ERR(fx)), 0);
+	assert_false(raised);
 	assert_int_equal(store_each_alert(fx->s, plan, 1, count_alert, &last, ERR(fx)), 1);
 	assert_int_equal(last.id, id);
 	assert_int_equal(last.count, 2);
@@ -1181,7 +1198,8 @@ test_alerts_raise_update_ack(void **state)
 
 	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", "drained by hand", 300,
 	    ERR(fx)), 0);
-	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", NULL, 301, ERR(fx)), 1);
+	assert_int_equal(store_alert_ack(fx->s, plan, id, "carol", NULL, 301, ERR(fx)),
+	    STORE_NOT_FOUND);
 	assert_int_equal(store_each_alert(fx->s, plan, 1, NULL, NULL, ERR(fx)), 0);
 	assert_int_equal(store_each_alert(fx->s, plan, 0, count_alert, &last, ERR(fx)), 1);
 	assert_string_equal(last.acked_by, "carol");
@@ -1189,7 +1207,8 @@ test_alerts_raise_update_ack(void **state)
 
 	/* After an acknowledgement the condition raises a new alert. */
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "again", 400, &id2,
-	    ERR(fx)), 1);
+	    &raised, ERR(fx)), 0);
+	assert_true(raised);
 	assert_true(id2 != id);
 }
 

@@ -124,15 +124,17 @@ test_name_held_until_archived(void **state)
 
 	(void)state;
 	s = with_plan(&id);
-	assert_int_equal(store_plan_archive(s, id, "alice", "", err, sizeof(err)), 1);
+	assert_int_equal(store_plan_archive(s, id, "alice", "", err, sizeof(err)),
+	    STORE_REFUSED);
 	assert_non_null(strstr(err, "only a finished plan"));
 	assert_int_equal(store_plan_set_status(s, id, "succeeded", err, sizeof(err)), 0);
 	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
-	    "alice", &id2, &errs, err, sizeof(err)), 3);
+	    "alice", &id2, &errs, err, sizeof(err)), STORE_UNARCHIVED);
 	assert_int_equal(id2, id);
 	assert_non_null(strstr(err, "archive it first"));
 	assert_int_equal(store_plan_archive(s, id, "bob", "done", err, sizeof(err)), 0);
-	assert_int_equal(store_plan_archive(s, id, "bob", "", err, sizeof(err)), 1);
+	assert_int_equal(store_plan_archive(s, id, "bob", "", err, sizeof(err)),
+	    STORE_REFUSED);
 	assert_non_null(strstr(err, "archived already"));
 	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
 	    "alice", &id2, &errs, err, sizeof(err)), 0);
