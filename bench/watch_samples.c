@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "step.h"
 #include "store.h"
 
@@ -47,15 +48,6 @@ struct run {
 	double seconds;
 	long long bytes;
 };
-
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A small deterministic generator, so both runs write the same values. */
 static uint64_t
@@ -132,7 +124,7 @@ run(struct run *r, int64_t ticks, int batch)
 	struct store *s = NULL;
 	char err[512];
 	uint64_t rnd = 0x9e3779b97f4a7c15ULL;
-	double ladder_pub = 0, t0 = mono_s();
+	double ladder_pub = 0, t0 = bench_mono_s();
 	int64_t plan_id, ds_last = 0, removed;
 	int rc = -1;
 
@@ -161,14 +153,14 @@ run(struct run *r, int64_t ticks, int batch)
 		r->ticks = i + 1;
 		if ((i + 1) % (DAY_MS / INTERVAL_MS) == 0)
 			fprintf(stderr, "# %s: day %" PRId64 " written, %.0f s\n", r->label,
-			    (i + 1) / (DAY_MS / INTERVAL_MS), mono_s() - t0);
+			    (i + 1) / (DAY_MS / INTERVAL_MS), bench_mono_s() - t0);
 	}
 	rc = 0;
 done:
 	if (rc != 0)
 		fprintf(stderr, "bench_watch_samples: %s: %s\n", r->label, err);
 	store_close(s);	/* checkpoints the WAL into the file */
-	r->seconds = mono_s() - t0;
+	r->seconds = bench_mono_s() - t0;
 	r->bytes = file_bytes(r->path);
 	return rc;
 }
