@@ -1,0 +1,49 @@
+/* bench_util: a monotonic clock in seconds, the median of a few rounds
+ * and the BENCH line, for the benchmark programs (bench_util.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_util.h"
+#include "clock.h"
+
+double
+bench_mono_s(void)
+{
+	return (double)clock_mono_ms() / 1e3;
+}
+
+static int
+dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int
+bench_line(const char *measure, const char *cutover, const char *peer,
+    double ratio, const char *floor)
+{
+	double f = 0;
+	int ok = 1;
+	char r[32] = "-";
+
+	if (ratio >= 0)
+		snprintf(r, sizeof(r), "%.2f", ratio);
+	if (strcmp(floor, "-") != 0) {
+		f = atof(floor + 3);
+		ok = ratio >= 0 && (floor[0] == '<' ? ratio <= f : ratio >= f);
+	}
+	printf("BENCH\t%s\t%s\t%s\t%s\t%s\t%s\n", measure, cutover, peer, r, floor,
+	    strcmp(floor, "-") == 0 ? "-" : ok ? "ok" : "MISSED");
+	return ok;
+}
