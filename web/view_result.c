@@ -31,7 +31,9 @@ ws(struct cut *c)
 static void
 emit(struct cut *c, const char *p, size_t len)
 {
-	memcpy(c->out + c->len, p, len);	/* OUT holds N bytes: never more */
+	/* OUT holds N + 8 bytes: the copy never outgrows the text, but for
+	 * the closing brace of each of the two levels when it is cut short */
+	memcpy(c->out + c->len, p, len);
 	c->len += len;
 }
 
@@ -143,7 +145,7 @@ view_result_brief(const char *text, json_t **result, json_t **elided)
 	if (c.n <= VIEW_RESULT_INLINE)
 		return;
 	ws(&c);
-	if (c.i >= c.n || text[c.i] != '{' || (c.out = malloc(c.n + 1)) == NULL ||
+	if (c.i >= c.n || text[c.i] != '{' || (c.out = malloc(c.n + 8)) == NULL ||
 	    (c.elided = json_array()) == NULL)
 		goto done;
 	cut_object(&c, "", 1);

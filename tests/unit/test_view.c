@@ -208,6 +208,15 @@ test_large_result_without_long_lists(void **state)
 	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "result"),
 	    "queues")), 3);
 	json_decref(doc);
+	/* Text cut short anywhere: no brief (the caller carries it as it is). */
+	for (size_t cut = strlen(text) - 1; cut > strlen(text) - 40; cut--) {
+		json_t *b, *e;
+
+		text[cut] = '\0';
+		view_result_brief(text, &b, &e);
+		assert_null(b);
+		assert_null(e);
+	}
 	json_decref(res);
 	free(text);
 	store_close(s);
