@@ -317,40 +317,55 @@ print_removal(const char *label, const struct removal *r,
 	printf("\n");
 }
 
-int
-main(void)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	struct step_ctx c = { 0 };
-	json_t *measured = NULL, *removed = NULL;
-	const char *ctl = getenv("CUTOVER_BENCH_CTL");
-	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
-	int nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
-	int ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
-	int rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
-	int nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
-	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], tw[ROUNDS_MAX], m_med, c_med, t0, cpu0;
-	struct removal rm = { 0 }, curl = { 0 }, keep = { 0 }, admin = { 0 };
-	char yaml[2048], line[512], err[4096], cmd[1200], m[128], a[128], b[160];
-	int i, rc = 1, ok_measure, ok_remove, ok_bound;
-	double bound;
-	struct topology_arg none[1];
+/* What a run reads from its environment. */
+struct run {
+	const char *ctl;		/* the rabbitmqctl listing to time */
+	int nq, ncurl, rounds, nadmin;
+	struct plan *p;
+	struct plan_errors errs;
+	struct step_ctx c;
+	json_t *measured, *removed;
+	double c_med;			/* rabbitmqctl's median, seconds */
+	struct removal rm, curl, keep, admin;
+};
 
+/* Fills R's sizes from the environment. Returns 0, or -1 (said why). */
+static int
+run_config(struct run *r)
+{
+	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
+
+	r->ctl = getenv("CUTOVER_BENCH_CTL");
+	r->nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
+	r->ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
+	r->rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
+	r->nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
 	if (getenv("CUTOVER_BENCH_AMQP") == NULL || getenv("CUTOVER_BENCH_MGMT") == NULL ||
 	    getenv("CUTOVER_BENCH_USER") == NULL || getenv("CUTOVER_BENCH_PASSWORD") == NULL ||
-	    ctl == NULL) {
+	    r->ctl == NULL) {
 		fprintf(stderr, "bench_old_path: run it through bench/old_path (it sets "
 		    "CUTOVER_BENCH_AMQP, _MGMT, _USER, _PASSWORD and _CTL)\n");
-		return 2;
+		return -1;
 	}
 	if (admin_cmd == NULL || *admin_cmd == '\0')
-		nadmin = 0;
-	if (nq < 2 || ncurl < 1 || nadmin < 0 || rounds < 1 || rounds > ROUNDS_MAX) {
+		r->nadmin = 0;
+	if (r->nq < 2 || r->ncurl < 1 || r->nadmin < 0 || r->rounds < 1 ||
+	    r->rounds > ROUNDS_MAX) {
 		fprintf(stderr, "bench_old_path: bad CUTOVER_BENCH_QUEUES, _SAMPLE or "
 		    "_ROUNDS\n");
-		return 2;
+		return -1;
 	}
+	return 0;
+}
+
+/* Loads the bench's plan, opens its step context, declares the
+ * destination and creates the old queues. Returns 0, or -1 (said why). */
+static int
+run_setup(struct run *r)
+{
+	char yaml[2048], line[512], err[4096];
+	struct topology_arg none[1];
+
 	snprintf(yaml, sizeof(yaml),
 	    "name: bench-old-path\n"
 	    BENCH_PLAN_BROKER
@@ -360,163 +375,249 @@ main(void)
 	    "          queue_type: quorum, destinations: [" DESTINATION "] }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    BENCH_PLAN_BROKER_ARGS);
-	if (plan_load_buffer("bench-old-path.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t k = 0; k < errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, k, line, sizeof(line)));
-		goto done;
+	if (plan_load_buffer("bench-old-path.yaml", yaml, strlen(yaml), &r->p,
+	    &r->errs) != 0) {
+		for (size_t k = 0; k < r->errs.n; k++)
+			fprintf(stderr, "%s\n", plan_error_format(&r->errs, k, line,
+			    sizeof(line)));
+		return -1;
 	}
-	if (step_ctx_open(&c, p, err, sizeof(err)) != 0) {
+	if (step_ctx_open(&r->c, r->p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: %s\n", err);
-		goto done;
+		return -1;
 	}
 	memset(none, 0, sizeof(none));
-	if (broker_queue_declare(c.amqp, DESTINATION, true, none, 0, err,
+	if (broker_queue_declare(r->c.amqp, DESTINATION, true, none, 0, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: %s\n", err);
-		goto done;
+		return -1;
 	}
-	if (create_queues("bench.delay.", nq, true) != 0)
-		goto done;
+	return create_queues("bench.delay.", r->nq, true);
+}
 
-	/* measure_horizon against the broker's own listing, interleaved. */
-	snprintf(cmd, sizeof(cmd), "%s >/dev/null", ctl);
-	for (i = 0; i < rounds; i++) {
-		json_decref(measured);
-		t0 = bench_mono_s();
-		if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0) {
-			fprintf(stderr, "bench_old_path: measure_horizon: %s\n", err);
-			goto done;
-		}
-		tm[i] = bench_mono_s() - t0;
-		if (json_integer_value(json_object_get(json_object_get(measured, "summary"),
-		    "queues")) != nq) {
-			fprintf(stderr, "bench_old_path: measure_horizon found %lld queues, "
-			    "not %d\n", (long long)json_integer_value(json_object_get(
-			    json_object_get(measured, "summary"), "queues")), nq);
-			goto done;
-		}
+/* One round of measure_horizon (its time in *S); checks it found every
+ * queue. Returns 0, or -1 (said why). */
+static int
+measure_once(struct run *r, double *s)
+{
+	char err[4096];
+	double t0 = bench_mono_s();
+	long long found;
+
+	json_decref(r->measured);
+	if (step_measure_horizon(&r->c, &r->measured, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_old_path: measure_horizon: %s\n", err);
+		return -1;
+	}
+	*s = bench_mono_s() - t0;
+	found = (long long)json_integer_value(json_object_get(json_object_get(
+	    r->measured, "summary"), "queues"));
+	if (found != r->nq) {
+		fprintf(stderr, "bench_old_path: measure_horizon found %lld queues, "
+		    "not %d\n", found, r->nq);
+		return -1;
+	}
+	return 0;
+}
+
+/* measure_horizon against the broker's own listing, interleaved; prints
+ * both and the BENCH line. Returns 1 when the floor is met, 0 when not,
+ * -1 on failure (said why). */
+static int
+measure_rounds(struct run *r)
+{
+	double tm[ROUNDS_MAX], tc[ROUNDS_MAX], t0, m_med;
+	char cmd[1200], m[128], a[128], b[160];
+	int ok;
+
+	snprintf(cmd, sizeof(cmd), "%s >/dev/null", r->ctl);
+	for (int i = 0; i < r->rounds; i++) {
+		if (measure_once(r, &tm[i]) != 0)
+			return -1;
 		t0 = bench_mono_s();
 		if (system(cmd) != 0) {
-			fprintf(stderr, "bench_old_path: '%s' failed\n", ctl);
-			goto done;
+			fprintf(stderr, "bench_old_path: '%s' failed\n", r->ctl);
+			return -1;
 		}
 		tc[i] = bench_mono_s() - t0;
 	}
-	printf("\nmeasure, %d queues (%d rounds):\n", nq, rounds);
-	print_rounds("measure_horizon", tm, rounds);
-	print_rounds("rabbitmqctl list_queues", tc, rounds);
-	m_med = bench_median(tm, rounds);
-	c_med = bench_median(tc, rounds);
-	ok_measure = m_med <= c_med;
+	printf("\nmeasure, %d queues (%d rounds):\n", r->nq, r->rounds);
+	print_rounds("measure_horizon", tm, r->rounds);
+	print_rounds("rabbitmqctl list_queues", tc, r->rounds);
+	m_med = bench_median(tm, r->rounds);
+	r->c_med = bench_median(tc, r->rounds);
+	ok = m_med <= r->c_med;
 	printf("  median: measure_horizon %.3f s, rabbitmqctl %.3f s: ratio %.2f "
-	    "(floor: <= 1.00) %s\n", m_med, c_med, m_med / c_med,
-	    ok_measure ? "ok" : "BELOW THE FLOOR");
-	snprintf(m, sizeof(m), "measure %d old queues (median of %d)", nq, rounds);
+	    "(floor: <= 1.00) %s\n", m_med, r->c_med, m_med / r->c_med,
+	    ok ? "ok" : "BELOW THE FLOOR");
+	snprintf(m, sizeof(m), "measure %d old queues (median of %d)", r->nq, r->rounds);
 	snprintf(a, sizeof(a), "%.2f s", m_med);
-	snprintf(b, sizeof(b), "rabbitmqctl list_queues %.2f s", c_med);
-	bench_line(m, a, b, m_med / c_med, "<= 1.0");
+	snprintf(b, sizeof(b), "rabbitmqctl list_queues %.2f s", r->c_med);
+	bench_line(m, a, b, m_med / r->c_med, "<= 1.0");
+	return ok;
+}
 
-	/* The watch's listing of the same queues, statistics on, as it makes
-	 * it each tick (not a floor: how long a tick's read takes here). */
-	snprintf(cmd, sizeof(cmd), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
-	for (i = 0; i < rounds; i++) {
+/* The watch's listing of the same queues, statistics on, as it makes it
+ * each tick (not a floor: how long a tick's read takes here). Returns 0,
+ * or -1 (said why). */
+static int
+watch_listing(struct run *r)
+{
+	double tw[ROUNDS_MAX], t0, med;
+	char path[200], err[4096], m[128], a[128], b[160];
+
+	snprintf(path, sizeof(path), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
+	for (int i = 0; i < r->rounds; i++) {
 		json_t *listing = NULL;
 
 		t0 = bench_mono_s();
-		if (mgmt_request(c.mgmt, "GET", cmd, NULL, &listing, NULL, err,
+		if (mgmt_request(r->c.mgmt, "GET", path, NULL, &listing, NULL, err,
 		    sizeof(err)) != 0) {
 			fprintf(stderr, "bench_old_path: the watch's listing: %s\n", err);
-			goto done;
+			return -1;
 		}
 		tw[i] = bench_mono_s() - t0;
 		json_decref(listing);
 	}
-	print_rounds("the watch's listing, with stats", tw, rounds);
-	printf("  median: %.3f s a tick, %.2fx rabbitmqctl's listing\n",
-	    bench_median(tw, rounds), bench_median(tw, rounds) / c_med);
-	snprintf(m, sizeof(m), "the watch's listing each tick, %d queues", nq);
-	snprintf(a, sizeof(a), "%.2f s", bench_median(tw, rounds));
-	bench_line(m, a, b, bench_median(tw, rounds) / c_med, "-");
+	med = bench_median(tw, r->rounds);
+	print_rounds("the watch's listing, with stats", tw, r->rounds);
+	printf("  median: %.3f s a tick, %.2fx rabbitmqctl's listing\n", med,
+	    med / r->c_med);
+	snprintf(m, sizeof(m), "the watch's listing each tick, %d queues", r->nq);
+	snprintf(a, sizeof(a), "%.2f s", med);
+	snprintf(b, sizeof(b), "rabbitmqctl list_queues %.2f s", r->c_med);
+	bench_line(m, a, b, med / r->c_med, "-");
+	return 0;
+}
 
-	/* remove_old on every old queue, all empty and past their deadline,
-	 * once the statistics show each one's publish counter. */
-	if (wait_counters(&c, nq) != 0)
-		goto done;
-	c.measured = measured;
-	c.old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
+/* remove_old on every old queue, all empty and past their deadline, once
+ * the statistics show each one's publish counter. Returns 0, or -1. */
+static int
+remove_all(struct run *r)
+{
+	char err[4096];
+	double t0, cpu0;
+
+	if (wait_counters(&r->c, r->nq) != 0)
+		return -1;
+	r->c.measured = r->measured;
+	r->c.old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
 	cpu0 = broker_cpu_s();
 	t0 = bench_mono_s();
-	if (step_remove_old(&c, &removed, err, sizeof(err)) != 0) {
+	if (step_remove_old(&r->c, &r->removed, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: remove_old: %.600s\n", err);
-		goto done;
+		return -1;
 	}
-	removal_add(&rm, nq, t0, cpu0);
-	if (json_integer_value(json_object_get(json_object_get(removed, "counts"),
-	    "removed")) != nq) {
-		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", nq);
-		goto done;
+	removal_add(&r->rm, r->nq, t0, cpu0);
+	if (json_integer_value(json_object_get(json_object_get(r->removed, "counts"),
+	    "removed")) != r->nq) {
+		fprintf(stderr, "bench_old_path: remove_old did not remove all %d\n", r->nq);
+		return -1;
 	}
+	return 0;
+}
 
-	/* The peers: loops of management DELETEs, one per queue, on a fresh
-	 * population of the same size, so that they delete from a broker
-	 * that holds what remove_old's did. The keep-alive loop takes all of
-	 * it, in two halves; the client-per-queue loops take their samples
-	 * between the halves, when the broker holds as many queues as it
-	 * held on average during remove_old. */
-	if (create_queues(LOOP_PREFIX, nq + ncurl + nadmin, false) != 0)
-		goto done;
-	if (delete_keepalive(&c, 0, nq / 2, &keep) != 0 ||
-	    delete_by_command(CURL_LOOP, nq, ncurl, &curl) != 0 ||
-	    (nadmin > 0 && delete_by_command(ADMIN_LOOP, nq + ncurl, nadmin,
-	    &admin) != 0) ||
-	    delete_keepalive(&c, nq / 2, nq, &keep) != 0)
-		goto done;
+/* The peers: loops of management DELETEs, one per queue, on a fresh
+ * population of the same size, so that they delete from a broker that
+ * holds what remove_old's did. The keep-alive loop takes all of it, in
+ * two halves; the client-per-queue loops take their samples between the
+ * halves, when the broker holds as many queues as it held on average
+ * during remove_old. Returns 0, or -1. */
+static int
+remove_peers(struct run *r)
+{
+	int nq = r->nq;
 
-	ok_remove = rate(&rm) >= 5 * rate(&curl);
-	printf("\nremove, %d empty queues:\n", nq);
-	print_removal("remove_old", &rm, NULL);
+	if (create_queues(LOOP_PREFIX, nq + r->ncurl + r->nadmin, false) != 0)
+		return -1;
+	if (delete_keepalive(&r->c, 0, nq / 2, &r->keep) != 0 ||
+	    delete_by_command(CURL_LOOP, nq, r->ncurl, &r->curl) != 0 ||
+	    (r->nadmin > 0 && delete_by_command(ADMIN_LOOP, nq + r->ncurl, r->nadmin,
+	    &r->admin) != 0) ||
+	    delete_keepalive(&r->c, nq / 2, nq, &r->keep) != 0)
+		return -1;
+	return 0;
+}
+
+/* Prints the removals against each other. Returns 1 when remove_old is
+ * at least 5x the curl loop, else 0. */
+static int
+print_removals(const struct run *r)
+{
+	int ok = rate(&r->rm) >= 5 * rate(&r->curl);
+
+	printf("\nremove, %d empty queues:\n", r->nq);
+	print_removal("remove_old", &r->rm, NULL);
 	printf("    (%lld AMQP connections; includes re-reading the selection)\n",
-	    (long long)json_integer_value(json_object_get(removed, "connections")));
+	    (long long)json_integer_value(json_object_get(r->removed, "connections")));
 	printf("  a loop of management API DELETEs, one per queue:\n");
-	print_removal("curl per queue (sh loop)", &curl, &rm);
-	print_removal("keep-alive, in process", &keep, &rm);
-	if (nadmin > 0)
-		print_removal("rabbitmqadmin per queue", &admin, &rm);
+	print_removal("curl per queue (sh loop)", &r->curl, &r->rm);
+	print_removal("keep-alive, in process", &r->keep, &r->rm);
+	if (r->nadmin > 0)
+		print_removal("rabbitmqadmin per queue", &r->admin, &r->rm);
 	printf("  floor: remove_old >= 5x the loop of DELETEs, a client per queue "
-	    "(curl): %.1fx %s\n", rate(&rm) / rate(&curl), ok_remove ? "ok" :
+	    "(curl): %.1fx %s\n", rate(&r->rm) / rate(&r->curl), ok ? "ok" :
 	    "BELOW THE FLOOR");
 	printf("  against the keep-alive loop (a program's, not a shell's), the bound "
 	    "is the broker's CPU: %ld here (the CPUs busy above)\n",
 	    sysconf(_SC_NPROCESSORS_ONLN));
+	return ok;
+}
 
-	/* What the broker's CPU allows: all its CPUs, each deletion costing
-	 * what it cost during remove_old. */
-	bound = rm.cpu_s > 0 ? (double)sysconf(_SC_NPROCESSORS_ONLN) * rm.n / rm.cpu_s : -1;
-	snprintf(m, sizeof(m), "remove %d empty queues", nq);
-	if (rm.cpu_s >= 0)
+/* The removal's BENCH lines; the first against what the broker's CPU
+ * allows (all its CPUs, each deletion costing what it cost during
+ * remove_old). Returns 1 when that floor is met, else 0. */
+static int
+removal_lines(const struct run *r)
+{
+	const struct removal *rm = &r->rm;
+	double bound = rm->cpu_s > 0 ?
+	    (double)sysconf(_SC_NPROCESSORS_ONLN) * rm->n / rm->cpu_s : -1;
+	char m[128], a[128], b[160];
+	int ok;
+
+	snprintf(m, sizeof(m), "remove %d empty queues", r->nq);
+	if (rm->cpu_s >= 0)
 		snprintf(a, sizeof(a), "%.0f/s, broker %.2f ms CPU/queue, %.2f CPUs busy",
-		    rate(&rm), 1000 * rm.cpu_s / rm.n, rm.cpu_s / rm.s);
+		    rate(rm), 1000 * rm->cpu_s / rm->n, rm->cpu_s / rm->s);
 	else
-		snprintf(a, sizeof(a), "%.0f/s (broker CPU unknown)", rate(&rm));
+		snprintf(a, sizeof(a), "%.0f/s (broker CPU unknown)", rate(rm));
 	snprintf(b, sizeof(b), "broker CPU bound %ld CPUs / %.2f ms = %.0f/s",
-	    sysconf(_SC_NPROCESSORS_ONLN), rm.cpu_s >= 0 ? 1000 * rm.cpu_s / rm.n : 0,
+	    sysconf(_SC_NPROCESSORS_ONLN), rm->cpu_s >= 0 ? 1000 * rm->cpu_s / rm->n : 0,
 	    bound);
-	ok_bound = bench_line(m, a, b, bound > 0 ? rate(&rm) / bound : -1, ">= 0.75");
-	snprintf(m, sizeof(m), "remove %d empty queues, against curl per queue", nq);
-	snprintf(a, sizeof(a), "%.0f/s", rate(&rm));
-	snprintf(b, sizeof(b), "curl DELETE per queue %.0f/s", rate(&curl));
-	bench_line(m, a, b, rate(&rm) / rate(&curl), ">= 5");
-	snprintf(m, sizeof(m), "remove %d empty queues, against a keep-alive loop", nq);
-	snprintf(b, sizeof(b), "keep-alive DELETE loop %.0f/s", rate(&keep));
-	bench_line(m, a, b, rate(&rm) / rate(&keep), "-");
+	ok = bench_line(m, a, b, bound > 0 ? rate(rm) / bound : -1, ">= 0.75");
+	snprintf(m, sizeof(m), "remove %d empty queues, against curl per queue", r->nq);
+	snprintf(a, sizeof(a), "%.0f/s", rate(rm));
+	snprintf(b, sizeof(b), "curl DELETE per queue %.0f/s", rate(&r->curl));
+	bench_line(m, a, b, rate(rm) / rate(&r->curl), ">= 5");
+	snprintf(m, sizeof(m), "remove %d empty queues, against a keep-alive loop", r->nq);
+	snprintf(b, sizeof(b), "keep-alive DELETE loop %.0f/s", rate(&r->keep));
+	bench_line(m, a, b, rate(rm) / rate(&r->keep), "-");
+	return ok;
+}
+
+int
+main(void)
+{
+	struct run r = { 0 };
+	char err[512];
+	int rc = 1, ok_measure, ok_remove, ok_bound;
+
+	if (run_config(&r) != 0)
+		return 2;
+	if (run_setup(&r) != 0 || (ok_measure = measure_rounds(&r)) < 0 ||
+	    watch_listing(&r) != 0 || remove_all(&r) != 0 || remove_peers(&r) != 0)
+		goto done;
+	ok_remove = print_removals(&r);
+	ok_bound = removal_lines(&r);
 	rc = ok_measure && ok_remove && ok_bound ? 0 : 1;
 done:
-	if (c.amqp != NULL)
-		broker_queue_delete(c.amqp, DESTINATION, 0, NULL, err, sizeof(err));
-	json_decref(removed);
-	json_decref(measured);
-	step_ctx_close(&c);
-	plan_free(p);
-	plan_errors_free(&errs);
+	if (r.c.amqp != NULL)
+		broker_queue_delete(r.c.amqp, DESTINATION, 0, NULL, err, sizeof(err));
+	json_decref(r.removed);
+	json_decref(r.measured);
+	step_ctx_close(&r.c);
+	plan_free(r.p);
+	plan_errors_free(&r.errs);
 	return rc;
 }

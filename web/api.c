@@ -507,6 +507,44 @@ samples(const struct api_call *c)
 	read_done(c->r, rc, doc, c->t->plan_id, err);
 }
 
+/* GET /api/plans/{plan}/steps/{step}/result: the step's recorded result
+ * whole, as the engine wrote it (the plan document leaves a large one's
+ * long lists out): the stored text itself, never parsed, so that serving
+ * megabytes costs serve no more than their copy. */
+static void
+step_result(const struct api_call *c)
+{
+	struct api_response *r = c->r;
+	struct store_step st;
+	char err[1024];
+	size_t n;
+	int rc = c->t->step > STEP_MAX ? STORE_NOT_FOUND :
+	    store_step_get(c->s, c->t->plan_id, (int)c->t->step - 1, &st, err, sizeof(err));
+
+	if (rc == STORE_NOT_FOUND) {
+		api_error(r, 404, "plan %lld has no step %lld", (long long)c->t->plan_id,
+		    (long long)c->t->step);
+		return;
+	}
+	if (rc != 0) {
+		store_failed(r, err);
+		return;
+	}
+	api_response_clear(r);
+	n = st.result_json != NULL ? strlen(st.result_json) : 4;
+	if ((r->body = malloc(n + 2)) == NULL) {
+		store_step_clear(&st);
+		api_error(r, 500, "out of memory");
+		return;
+	}
+	memcpy(r->body, st.result_json != NULL ? st.result_json : "null", n);
+	r->body[n] = '\n';
+	r->body[n + 1] = '\0';
+	r->len = n + 1;
+	r->status = 200;
+	store_step_clear(&st);
+}
+
 static const char *const by_name[] = { "name", NULL };
 static const char *const by_since[] = { "since", NULL };
 static const char *const by_format[] = { "format", NULL };
@@ -516,7 +554,7 @@ static const char *const by_format[] = { "format", NULL };
  * {alert} and {command} are positive ids; GET rows answer HEAD too.
  * submit takes the plan's YAML, a command {"comment": "…"} or nothing.
  * Answers: healthz 200, 503; plans 200; submit 201, 400, 409; plan,
- * history, notifications, command 200, 404; samples, export 200, 400, 404; approve, retry, abort,
+ * history, notifications, command, result 200, 404; samples, export 200, 400, 404; approve, retry, abort,
  * ack 202, 400, 404, 409; archive 200, 400, 404, 409. */
 static const struct api_row routes[] = {
 	/* name      method  path                                 handler         access        cache params */
@@ -529,6 +567,7 @@ static const struct api_row routes[] = {
 	{ "notifications", "GET", "/api/plans/{plan}/notifications", notifications, API_READ,   1, NULL },
 	{ "export",  "GET",  "/api/plans/{plan}/export",          export,         API_READ,     0, by_format },
 	{ "command", "GET",  "/api/plans/{plan}/commands/{command}", command_status, API_READ,  0, NULL },
+	{ "result",  "GET",  "/api/plans/{plan}/steps/{step}/result", step_result, API_READ,    0, NULL },
 	{ "abort",   "POST", "/api/plans/{plan}/abort",           command,        API_OPERATOR, 0, NULL },
 	{ "approve", "POST", "/api/plans/{plan}/steps/{step}/approve", command,   API_OPERATOR, 0, NULL },
 	{ "retry",   "POST", "/api/plans/{plan}/steps/{step}/retry", command,     API_OPERATOR, 0, NULL },

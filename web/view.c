@@ -7,6 +7,7 @@
 #include "export.h"
 #include "plan.h"
 #include "view.h"
+#include "view_result.h"
 #include "view_gate.h"
 
 #define STEPS_MAX	1000	/* as the CLI: no plan has more */
@@ -257,7 +258,7 @@ step_shows(const char *kind)
 static json_t *
 step_object(const struct store_step *st)
 {
-	json_t *o = json_object(), *shows;
+	json_t *o = json_object(), *shows, *brief, *elided;
 
 	json_object_set_new(o, "n", json_integer(st->idx + 1));
 	json_object_set_new(o, "kind", view_string(st->kind));
@@ -266,7 +267,16 @@ step_object(const struct store_step *st)
 	json_object_set_new(o, "gate_state", json_null());
 	json_object_set_new(o, "started_ms", ms_or_null(st->started_ms));
 	json_object_set_new(o, "ended_ms", ms_or_null(st->ended_ms));
-	json_object_set_new(o, "result", parsed(st->result_json));
+	view_result_brief(st->result_json, &brief, &elided);
+	json_object_set_new(o, "result", brief != NULL ? brief : parsed(st->result_json));
+	if (elided != NULL) {
+		char url[96];
+
+		snprintf(url, sizeof(url), "/api/plans/%lld/steps/%d/result",
+		    (long long)st->plan_id, st->idx + 1);
+		json_object_set_new(o, "result_elided", elided);
+		json_object_set_new(o, "result_url", json_string(url));
+	}
 	json_object_set_new(o, "error", view_string(st->error));
 	json_object_set_new(o, "approved_by", json_null());
 	json_object_set_new(o, "approved_ms", json_null());

@@ -240,6 +240,10 @@ struct mgmt_queue {
 	int64_t message_ttl;		/* x-message-ttl argument, ms */
 	int64_t expires;		/* x-expires argument, ms */
 	int64_t policy_message_ttl;	/* message-ttl of the policy, ms */
+	const char *dead_letter_exchange; /* x-dead-letter-exchange argument
+					 * ("" the default exchange), NULL if none */
+	const char *dead_letter_routing_key; /* x-dead-letter-routing-key
+					 * argument, NULL if none */
 };
 
 /* An array of queues sorted by name (strcmp order). V and every string it
@@ -248,7 +252,8 @@ struct mgmt_queue {
 struct mgmt_queue_list {
 	struct mgmt_queue *v;
 	size_t n;
-	char *strings;			/* private: the names and types */
+	char *strings;			/* private: names, types, policies,
+					 * dead-letter arguments */
 };
 
 /* Every queue of the vhost, the way that stays fast at 10,000 queues: one

@@ -23,6 +23,23 @@ stash(char **p, const char *s)
 	return r;
 }
 
+/* S copied at *P (advanced past it), or NULL when S is NULL. */
+static char *
+stash_or_null(char **p, const char *s)
+{
+	return s != NULL ? stash(p, s) : NULL;
+}
+
+/* The bytes ARGS's dead-letter exchange and routing key take in strings. */
+static size_t
+dead_letter_size(const json_t *args)
+{
+	const char *x = str_member(args, "x-dead-letter-exchange");
+	const char *k = str_member(args, "x-dead-letter-routing-key");
+
+	return (x != NULL ? strlen(x) + 1 : 0) + (k != NULL ? strlen(k) + 1 : 0);
+}
+
 /* Builds *OUT from ITEMS, an array of queue objects. With STATS, the
  * objects come from a statistics listing (effective_policy_definition,
  * consumers); otherwise policy_message_ttl and consumers stay -1. */
@@ -50,6 +67,7 @@ queues_from_json(const json_t *items, int stats, const char *what,
 		size += strlen(name) + 1 + (type ? strlen(type) : 0) + 1;
 		if (policy != NULL && policy[0] != '\0')
 			size += strlen(policy) + 1;
+		size += dead_letter_size(json_object_get(it, "arguments"));
 	}
 	if ((n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) ||
 	    (out->strings = malloc(size + 1)) == NULL) {
@@ -74,6 +92,10 @@ queues_from_json(const json_t *items, int stats, const char *what,
 		args = json_object_get(it, "arguments");
 		q->message_ttl = int_member(args, "x-message-ttl");
 		q->expires = int_member(args, "x-expires");
+		q->dead_letter_exchange = stash_or_null(&p, str_member(args,
+		    "x-dead-letter-exchange"));
+		q->dead_letter_routing_key = stash_or_null(&p, str_member(args,
+		    "x-dead-letter-routing-key"));
 		if (stats) {
 			q->consumers = int_member(it, "consumers");
 			q->policy_message_ttl = int_member(json_object_get(it,
@@ -260,6 +282,9 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	q->consumers = int_member(j, "consumers");
 	q->message_ttl = int_member(out->arguments, "x-message-ttl");
 	q->expires = int_member(out->arguments, "x-expires");
+	q->dead_letter_exchange = str_member(out->arguments, "x-dead-letter-exchange");
+	q->dead_letter_routing_key = str_member(out->arguments,
+	    "x-dead-letter-routing-key");
 	q->policy_message_ttl = int_member(out->effective_policy,
 	    "message-ttl");
 	return 0;

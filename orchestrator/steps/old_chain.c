@@ -29,19 +29,12 @@ old_sel_find(const struct old_selection *s, const char *name)
 
 #define BINDINGS_CACHED 256	/* exchanges whose bindings are kept */
 
-/* One queue's arguments, found by name. */
-struct qargs {
-	const char *name;
-	const json_t *arguments;
-};
-
 /* What the routing needs: listings read once, and the bindings of each
- * exchange a dead-letter path goes through, read when first needed. */
+ * exchange a dead-letter path goes through, read when first needed. The
+ * queues' dead-letter arguments come with the selection's own listing
+ * (struct mgmt_queue), read once per step. */
 struct routes {
 	struct step_ctx *c;
-	json_t *queues;			/* name, arguments */
-	struct qargs *qa;		/* QUEUES sorted by name */
-	size_t nqa;
 	json_t *exchanges;		/* name, type, arguments */
 	struct mgmt_policy_list pl;
 	struct {
@@ -52,12 +45,6 @@ struct routes {
 	int failed;			/* a bindings read failed: ERR says */
 	char err[512];
 };
-
-static int
-qargs_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct qargs *)a)->name, ((const struct qargs *)b)->name);
-}
 
 /* The bindings whose source is exchange X (owned by R), or NULL when they
  * cannot be read (R->failed). */
@@ -194,18 +181,15 @@ static void
 dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
     const char **k)
 {
-	struct qargs key = { .name = q->name }, *qa = r->nqa == 0 ? NULL :
-	    bsearch(&key, r->qa, r->nqa, sizeof(*r->qa), qargs_cmp);
-	const json_t *args = qa != NULL ? qa->arguments : NULL;
 	const json_t *def = NULL;
 
 	for (size_t i = 0; q->policy != NULL && i < r->pl.n; i++)
 		if (strcmp(r->pl.v[i].name, q->policy) == 0)
 			def = r->pl.v[i].definition;
-	*x = json_string_value(json_object_get(args, "x-dead-letter-exchange"));
+	*x = q->dead_letter_exchange;
 	if (*x == NULL)
 		*x = json_string_value(json_object_get(def, "dead-letter-exchange"));
-	*k = json_string_value(json_object_get(args, "x-dead-letter-routing-key"));
+	*k = q->dead_letter_routing_key;
 	if (*k == NULL)
 		*k = json_string_value(json_object_get(def, "dead-letter-routing-key"));
 }
@@ -277,33 +261,17 @@ add_once(json_t *arr, const char *name)
 	json_array_append_new(arr, json_string(name));
 }
 
-/* Reads what routing a dead-letter needs into R: every queue's arguments
- * (sorted by name into r->qa), every exchange, and the policies. Returns
- * 0, or -1 with ERR. */
+/* Reads what routing a dead-letter needs into R: every exchange and the
+ * policies. Returns 0, or -1 with ERR. */
 static int
 routes_read(struct step_ctx *c, struct routes *r, char *err, size_t errlen)
 {
 	char why[512];
 
-	if (get(c, "queues' arguments", "queues", "?disable_stats=true&"
-	    "enable_queue_totals=true&columns=name,arguments", &r->queues, err, errlen) ||
-	    get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
+	if (get(c, "exchanges", "exchanges", "?columns=name,type,arguments",
 	    &r->exchanges, err, errlen))
 		return -1;
 	r->c = c;
-	if ((r->qa = calloc(json_array_size(r->queues) + 1, sizeof(*r->qa))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < json_array_size(r->queues); i++) {
-		const json_t *e = json_array_get(r->queues, i);
-
-		if (json_is_string(json_object_get(e, "name"))) {
-			r->qa[r->nqa].name = json_string_value(json_object_get(e, "name"));
-			r->qa[r->nqa++].arguments = json_object_get(e, "arguments");
-		}
-	}
-	qsort(r->qa, r->nqa, sizeof(*r->qa), qargs_cmp);
 	if (mgmt_list_policies(c->mgmt, &r->pl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
 		return -1;
@@ -318,8 +286,6 @@ routes_free(struct routes *r)
 		free(r->cache[i].exchange);
 		mgmt_binding_list_free(&r->cache[i].bl);
 	}
-	free(r->qa);
-	json_decref(r->queues);
 	json_decref(r->exchanges);
 	mgmt_policy_list_free(&r->pl);
 }

@@ -116,7 +116,8 @@ struct old_chain {
 };
 
 /* Reads each selected queue's effective dead-letter exchange and routing
- * key (argument, else its policy's), follows them through the exchanges'
+ * key (argument, as S's own listing carries it, else its policy's;
+ * no second queue listing), follows them through the exchanges'
  * bindings (and exchange-to-exchange bindings and alternate exchanges;
  * a key that is unknown or an exchange type other than direct and topic
  * counts as reaching every bound queue) to the other old queues they

@@ -161,6 +161,27 @@ async function main() {
   check(await page.locator('#timeline li[data-step="1"] details[data-result="1"]').evaluate((d) => d.open) &&
     /"exchanges"/.test(await page.locator('#timeline li[data-step="1"] details[data-result="1"] pre').innerText()),
     'an unfolded result stays unfolded across a refresh');
+  /* A large result (step 1's, rewritten as one with a list as long as a
+   * measure's at 10,000 queues): the plan carries it without the list,
+   * named with its count; the page still says what it said, and the
+   * unfolded result is the whole one, read from its own route. */
+  const names = Array.from({ length: 3000 }, (_, i) => `${id}.delay.${i}ms`);
+  const bigResult = JSON.stringify({ exchanges: 7, queues: 7, bindings: 7, names });
+  execFileSync('sqlite3', [db], { input: `UPDATE steps SET result_json = '${bigResult}' WHERE plan_id = ${planId} AND idx = 0;\n` });
+  const brief = await until('the plan to carry the result without its list', async () => {
+    const st = (await (await fetch(`${base}/api/plans/${planId}`)).json()).steps[0];
+    return st.result_elided ? st : null;
+  });
+  check(brief.result_elided.length === 1 && brief.result_elided[0].pointer === '/names' &&
+    brief.result_elided[0].count === 3000 && brief.result.names.length === 0 && brief.result.exchanges === 7,
+    'the plan names the list it left out, with its count: ' + JSON.stringify(brief.result_elided));
+  const whole = await (await fetch(base + brief.result_url)).json();
+  check(whole.names.length === 3000 && whole.names[2999] === names[2999], 'its result_url serves the whole result');
+  await page.locator('#refresh').click();
+  await until('the page to show the whole result', async () =>
+    (await page.locator('#timeline li[data-step="1"] details[data-result="1"] pre').innerText()).includes(names[2999]));
+  check(/Declared 7 exchanges, 7 queues, 7 bindings/.test(await page.locator('#timeline li[data-step="1"]').innerText()),
+    'step 1 still shows its progress from the brief');
   const alertText = await page.locator('#alerts li').first().innerText();
   check(alertText.includes('<img src=x id=pwned') && (await page.locator('#pwned').count()) === 0 &&
     !(await page.evaluate(() => window.pwned)), 'the alert shows, its markup as text');

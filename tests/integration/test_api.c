@@ -773,7 +773,7 @@ test_gate_approved_by_an_operator(void **state)
 	char name[80], path[128], sha[65];
 	const char *yaml;
 	struct resp r;
-	json_t *j, *st;
+	json_t *j, *st, *res;
 	long long id;
 
 	(void)state;
@@ -875,6 +875,20 @@ test_gate_approved_by_an_operator(void **state)
 	j = get(path);
 	assert_true(json_is_array(json_object_get(j, "samples")));
 	json_decref(j);
+	/* A step's result has its own route: the result the plan carries. */
+	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	j = get(path);
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/result", id);
+	res = get(path);
+	assert_true(json_is_object(res));
+	assert_true(json_equal(res, json_object_get(json_array_get(json_object_get(j,
+	    "steps"), 1), "result")));
+	json_decref(res);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/plans/%lld/steps/99/result", id);
+	http("GET", path, NULL, NULL, 0, NULL, &r);
+	assert_error(&r, 404);
+	resp_clear(&r);
 	cleanup_broker("gate");
 }
 

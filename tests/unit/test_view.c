@@ -1,7 +1,8 @@
 /* test_view: what the API says a plan's gates will do (web/view_gate.c)
  * and the store's name rule (store_admit.c), on a real SQLite file: the
  * flip's flag service is named by its host, never a credential, path or
- * query; a finished plan holds its name until archived. */
+ * query; a finished plan holds its name until archived; a large step
+ * result comes without its long lists (web/view_result.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 #include "store_admit.h"
 #include "view.h"
 #include "view_gate.h"
+#include "view_result.h"
 
 static char dir[PATH_MAX], db[PATH_MAX + 16];
 
@@ -147,6 +149,79 @@ test_name_held_until_archived(void **state)
 	store_close(s);
 }
 
+/* The elided list named POINTER in step ST's result_elided: its count, or -1. */
+static json_int_t
+elided_count(const json_t *st, const char *pointer)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(st, "result_elided"), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "pointer")), pointer) == 0)
+			return json_integer_value(json_object_get(e, "count"));
+	return -1;
+}
+
+/* A large step result goes in the plan document without its long lists
+ * (named with their lengths and the route serving it whole); its other
+ * members, short lists and strings holding brackets, quotes and commas
+ * come through as written; a small result is carried whole. */
+static void
+test_large_result_without_long_lists(void **state)
+{
+	json_t *queues = json_array(), *last = json_array(), *res, *doc = NULL, *st;
+	struct store *s;
+	char err[512], *text, url[64];
+	int64_t id;
+
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		json_array_append_new(queues, json_pack("{s:s,s:i,s:[i,i]}", "name",
+		    i == 7 ? "odd\"],{q" : "bench.delay", "ttl_ms", i, "pair", i, i));
+		json_array_append_new(last, json_pack("{s:i}", "publish", i));
+	}
+	res = json_pack("{s:o,s:{s:i,s:s},s:[i,i],s:{s:I,s:o},s:[]}", "queues", queues,
+	    "summary", "queues", 3000, "note", "a [ , ] { \" }", "warnings", 1, 2,
+	    "old_last", "at_ms", (json_int_t)12345, "queues", last, "empty");
+	text = json_dumps(res, JSON_COMPACT);
+	assert_true(strlen(text) > VIEW_RESULT_INLINE);
+	s = with_plan(&id);
+	assert_int_equal(store_step_update(s, id, 0, "succeeded", 1, 2, text, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(store_step_update(s, id, 1, "succeeded", 1, 2, "{\"queues\":"
+	    "[1,2,3]}", NULL, err, sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	st = json_array_get(json_object_get(doc, "steps"), 0);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "result"),
+	    "queues")), 0);
+	assert_int_equal(elided_count(st, "/queues"), 3000);
+	assert_int_equal(elided_count(st, "/old_last/queues"), 3000);
+	assert_int_equal(elided_count(st, "/warnings"), -1);
+	assert_int_equal(json_array_size(json_object_get(st, "result_elided")), 2);
+	json_object_set_new(res, "queues", json_array());
+	json_object_set_new(json_object_get(res, "old_last"), "queues", json_array());
+	assert_true(json_equal(json_object_get(st, "result"), res));
+	snprintf(url, sizeof(url), "/api/plans/%lld/steps/1/result", (long long)id);
+	assert_string_equal(json_string_value(json_object_get(st, "result_url")), url);
+	st = json_array_get(json_object_get(doc, "steps"), 1);
+	assert_null(json_object_get(st, "result_elided"));
+	assert_int_equal(json_array_size(json_object_get(json_object_get(st, "result"),
+	    "queues")), 3);
+	json_decref(doc);
+	/* Text cut short anywhere: no brief (the caller carries it as it is). */
+	for (size_t cut = strlen(text) - 1; cut > strlen(text) - 40; cut--) {
+		json_t *b, *e;
+
+		text[cut] = '\0';
+		view_result_brief(text, &b, &e);
+		assert_null(b);
+		assert_null(e);
+	}
+	json_decref(res);
+	free(text);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -154,6 +229,7 @@ main(void)
 		cmocka_unit_test(test_url_host),
 		cmocka_unit_test(test_flip_will_do),
 		cmocka_unit_test(test_name_held_until_archived),
+		cmocka_unit_test(test_large_result_without_long_lists),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char wal[PATH_MAX + 32];

@@ -367,9 +367,16 @@
    * megabytes, so its JSON is written out only while it is open, and it
    * stays open across refreshes. */
   function resultDetails(st) {
-    var d = el('details', { 'data-result': st.n }, el('summary', null, 'recorded result'));
+    var d = el('details', { 'data-result': st.n }, el('summary', null, 'recorded result')), asked = false;
     function fill() {
-      if (d.open && !d.querySelector('pre')) d.appendChild(el('pre', null, JSON.stringify(st.result, null, 2)));
+      if (!d.open || d.querySelector('pre') || asked) return;
+      if (!st.result_elided || st.result_whole) { d.appendChild(el('pre', null, JSON.stringify(st.result, null, 2))); return; }
+      /* the plan left its long lists out: the whole result has its own route */
+      asked = true;
+      api('GET', st.result_url).then(function (x) {
+        d.appendChild(el('pre', null, x.status === 200 ? JSON.stringify(x.body, null, 2) :
+          'Reading ' + st.result_url + ' failed: ' + errText(x)));
+      }, function () { asked = false; });
     }
     if (openResults[route.plan + ':' + st.n]) d.open = true;
     fill();
@@ -582,8 +589,27 @@
       box.appendChild(el('p', { class: 'muted', id: 'glance-none' }, 'Nothing waits for you now; the page refreshes every few seconds.'));
   }
 
+  /* A large step result comes in the plan without its long lists
+   * (st.result_elided names them); the steps whose view lists entries get
+   * theirs whole from st.result_url, fetched again only when the brief
+   * changes. */
+  var WHOLE_KINDS = { remove_old: 1, verify_ladder: 1 }, wholeResults = {};
+  function withWholeResults(r) {
+    if (r.status !== 200 || !r.body) return r;
+    return Promise.all((r.body.steps || []).map(function (st) {
+      if (!st.result_elided || !st.result_url || !WHOLE_KINDS[st.kind]) return null;
+      var key = st.result_url + ' ' + JSON.stringify(st.result), w = wholeResults[st.result_url];
+      if (w && w.key === key) { st.result = w.result; st.result_whole = true; return null; }
+      return api('GET', st.result_url).then(function (x) {
+        if (x.status !== 200 || !x.body) return;
+        wholeResults[st.result_url] = { key: key, result: x.body };
+        st.result = x.body;
+        st.result_whole = true;
+      });
+    })).then(function () { return r; });
+  }
   function showPlan(id) {
-    return Promise.all([get('/api/plans/' + id), api('GET', '/api/plans/' + id + '/history')]).then(function (rs) {
+    return Promise.all([get('/api/plans/' + id).then(withWholeResults), api('GET', '/api/plans/' + id + '/history')]).then(function (rs) {
       var r = rs[0], h = rs[1];
       if (r.status !== 200) { notice('Reading plan ' + id + ' failed: ' + errText(r), true); return false; }
       var p = r.body, cur = p.current;
