@@ -58,9 +58,11 @@
  *     and moves the deadline. */
 #define OLD_STATS_LAG_MS	10000
 
-/* Old queues read with an exact passive declare each tick: all of them up
- * to this many, else the non-empty ones (by the listing) up to this many.
- * Before ending, every old queue is read exactly, however many. */
+/* Old queues read with an exact passive declare on a full pass: all of
+ * them up to this many, else the non-empty ones (by the listing) up to
+ * this many; a light pass reads those that held messages, and more than
+ * this many makes the tick a full pass. Before ending, every old queue is
+ * read exactly, however many. */
 #define OLD_EXACT_MAX		1000
 
 /* The old path's two passes (watch_old_pass.c). A full pass is the
