@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
@@ -171,30 +172,11 @@ print_rounds(const char *label, const double *v, int n)
 	printf(" s\n");
 }
 
-/* The broker's CPU time so far (user + system), in seconds, from
- * /proc/CUTOVER_BENCH_BROKER_PID/stat; -1 when unknown. */
+/* The broker's CPU time so far (bench_common.h). */
 static double
 broker_cpu_s(void)
 {
-	const char *pid = getenv("CUTOVER_BENCH_BROKER_PID");
-	char path[64], buf[1024], *p;
-	unsigned long long utime, stime;
-	size_t n;
-	FILE *f;
-
-	if (pid == NULL || *pid == '\0')
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* Fields 14 and 15, counted after the ")" that ends field 2. */
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d "
-	    "%*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-		return -1;
-	return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+	return bench_broker_cpu_s();
 }
 
 static double
@@ -312,14 +294,7 @@ main(void)
 		return 2;
 	}
 	snprintf(yaml, sizeof(yaml),
-	    "name: bench-old-path\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_BENCH_PASSWORD\n"
-	    "old:\n"
-	    "  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
+	    BENCH_PLAN_HEAD("bench-old-path")
 	    "ladder: { naming: cutover, prefix: bench, unit: 1s, levels: 20,\n"
 	    "          queue_type: quorum, destinations: [" DESTINATION "] }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
