@@ -1,6 +1,6 @@
-/* bench_util: what the benchmark programs share — a monotonic clock in
- * seconds, the median of a few rounds and the BENCH line bench/run
- * collects. Not part of cutover. */
+/* bench_util: what the benchmark programs share — their plans' head, the
+ * broker's CPU time, a monotonic clock in seconds, the median of a few
+ * rounds and the BENCH line bench/run collects. Not part of cutover. */
 #ifndef CUTOVER_BENCH_UTIL_H
 #define CUTOVER_BENCH_UTIL_H
 
@@ -12,6 +12,19 @@
 	"  username: %s\n  password: env:CUTOVER_BENCH_PASSWORD\n"
 #define BENCH_PLAN_BROKER_ARGS getenv("CUTOVER_BENCH_AMQP"), \
 	getenv("CUTOVER_BENCH_MGMT"), getenv("CUTOVER_BENCH_USER")
+
+/* A benchmark plan's name, broker (BENCH_PLAN_BROKER: three %s) and old
+ * selection, the benchmarks' old queues bench.delay.<n>ms. */
+#define BENCH_PLAN_HEAD(NAME) \
+	"name: " NAME "\n" \
+	BENCH_PLAN_BROKER \
+	"old:\n" \
+	"  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
+
+/* The broker's CPU time so far (user + system), in seconds, from
+ * /proc/CUTOVER_BENCH_BROKER_PID/stat; -1 when unknown (the variable
+ * unset, the process gone, the file unreadable). */
+double bench_broker_cpu_s(void);
 
 /* Seconds on CLOCK_MONOTONIC. */
 double bench_mono_s(void);

@@ -64,6 +64,28 @@ cmp_place(const void *a, const void *b)
 	    ((const struct mgmt_queue_place *)b)->name);
 }
 
+/* Adds the place of queue IT (an object of a queue listing) to L, whose
+ * V has room; IT stays owned by L's JSON. */
+static void
+place_from(const json_t *it, struct mgmt_queue_place_list *l)
+{
+	struct mgmt_queue_place *q = &l->v[l->n];
+	const char *type = str_member(it, "type");
+
+	if ((q->name = str_member(it, "name")) == NULL)
+		return;
+	q->type = type != NULL ? type : "";
+	if (strcmp(q->type, "classic") == 0) {
+		q->leader = str_member(it, "node");
+		q->members = q->online = 1;
+	} else {
+		q->leader = str_member(it, "leader");
+		q->members = json_array_size(json_object_get(it, "members"));
+		q->online = json_array_size(json_object_get(it, "online"));
+	}
+	l->n++;
+}
+
 int
 mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
     char *err, size_t errlen)
@@ -89,23 +111,53 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 		errbuf_set(err, errlen, "GET /api/queues: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
-	for (i = 0; i < n; i++) {
-		const json_t *it = json_array_get(out->json, i);
-		struct mgmt_queue_place *q = &out->v[out->n];
-		const char *type = str_member(it, "type");
+	for (i = 0; i < n; i++)
+		place_from(json_array_get(out->json, i), out);
+	qsort(out->v, out->n, sizeof(*out->v), cmp_place);
+	return 0;
+}
 
-		if ((q->name = str_member(it, "name")) == NULL)
+int
+mgmt_list_queue_places_of(struct mgmt *m, const char *const *names, size_t n,
+    struct mgmt_queue_place_list *out, char *err, size_t errlen)
+{
+	struct path p;
+	json_t *j;
+	int rc = 0;
+
+	if (out == NULL || m == NULL) {
+		errbuf_set(err, errlen, "mgmt_list_queue_places_of: no client or result");
+		return MGMT_ERR_ARG;
+	}
+	memset(out, 0, sizeof(*out));
+	if ((out->json = json_array()) == NULL ||
+	    (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL)) {
+		mgmt_queue_place_list_free(out);
+		errbuf_set(err, errlen, "GET /api/queues: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		j = NULL;
+		if ((rc = path_object(&p, m, "/api/queues/", names[i], "queue", err,
+		    errlen)) != 0)
+			break;
+		path_add(&p, "?columns=name,type,node,leader,members,online");
+		if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
+			break;
+		rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
+		if (rc == MGMT_NOT_FOUND) {
+			rc = 0;		/* not listed, as in the listing */
 			continue;
-		q->type = type != NULL ? type : "";
-		if (strcmp(q->type, "classic") == 0) {
-			q->leader = str_member(it, "node");
-			q->members = q->online = 1;
-		} else {
-			q->leader = str_member(it, "leader");
-			q->members = json_array_size(json_object_get(it, "members"));
-			q->online = json_array_size(json_object_get(it, "online"));
 		}
-		out->n++;
+		if (rc == 0 && json_is_object(j)) {
+			json_array_append_new(out->json, j);
+			place_from(j, out);
+		} else
+			json_decref(j);
+	}
+	if (rc != 0) {
+		mgmt_queue_place_list_free(out);
+		return rc;
 	}
 	qsort(out->v, out->n, sizeof(*out->v), cmp_place);
 	return 0;

@@ -179,10 +179,9 @@ tick_status(struct tick *t, int open, bool *ready)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->flag_held)
 		status = "waiting: the flag does not read on (see the flag alert)";
-	else if (t->now < w->deadline_ms || t->now < w->flip_ms + OLD_STATS_LAG_MS ||
-	    w->elapsed_ms < watch_mono_deadline(w))
+	else if (!watch_past_deadline(t))
 		status = "waiting for the deadline";
-	else if (watch_old_exact(t, true) != 0)
+	else if (!t->old_full || watch_old_exact(t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->old_depth > 0) {
 		status = "waiting for the old path to drain";
@@ -298,6 +297,7 @@ done:
 	json_decref(t.held);
 	json_decref(t.park_taken);
 	json_decref(t.listing);
+	json_decref(t.exchanges);
 	free(t.q);
 	free(t.s);
 	return rc;

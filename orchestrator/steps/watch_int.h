@@ -59,10 +59,34 @@
  *     and moves the deadline. */
 #define OLD_STATS_LAG_MS	10000
 
-/* Old queues read with an exact passive declare each tick: all of them up
- * to this many, else the non-empty ones (by the listing) up to this many.
- * Before ending, every old queue is read exactly, however many. */
+/* Old queues read with an exact passive declare on a full pass: all of
+ * them up to this many, else the non-empty ones (by the listing) up to
+ * this many; a light pass reads those that held messages, and more than
+ * this many makes the tick a full pass. Before ending, every old queue is
+ * read exactly, however many. */
 #define OLD_EXACT_MAX		1000
+
+/* The old path's two passes (watch_old_pass.c). A full pass is the
+ * listing with statistics (every queue's depth and cumulative publish
+ * counter: at 10,000 queues about 1-1.6 s of broker CPU, whatever the
+ * columns, since RabbitMQ filters them after building every queue's
+ * statistics); a light pass reads exactly, by passive declares, only the
+ * old queues that held messages at the last look and those they
+ * dead-letter into, and watches the publish_in counters of every exchange
+ * that can route into an old queue (all of the vhost's but the ladder's
+ * own: one short listing). A full pass runs on the first tick; once the
+ * deadline has passed (every queue is read before the end); when more
+ * queues hold messages than OLD_EXACT_MAX; when the exchange counters
+ * cannot be read; when they grew (a publish through them may have entered
+ * an old queue), no sooner than FULL_MIN after the last full pass and
+ * again until one ran at least OLD_STATS_LAG_MS after the growth was
+ * last seen (the queue's counter then shows it); and at the latest
+ * FULL_MAX after the last. A publish at time p shows in the exchange
+ * counter by p + lag, is seen by the next tick, and is counted by a full
+ * pass at most FULL_MIN later: within lag + interval + FULL_MIN, one
+ * minute at a 10 s interval. */
+#define PASS_BOUND_MS		60000	/* a publish is counted within this */
+#define PASS_MAX_TICKS		30	/* FULL_MAX: this many intervals */
 
 /* Probes. A probe is due at its not-before time; the watch looks for it
  * until not-before + canary.max_lateness + this grace (the canary's), and
@@ -193,6 +217,17 @@ struct wstate {
 	/* Per level (watch_levels.c). */
 	struct wlevel lv[LADDER_MAX_LEVELS];
 	int64_t park_dlx_since_mono;	/* parking's pending dead-letters */
+	/* The old path's passes (watch_old_pass.c), persisted as old.pass. */
+	struct wpass {
+		int64_t full_ms;	/* step clock of the last full pass, 0 */
+		int64_t xpub;		/* publish_in of the exchanges that can
+					 * route into old queues, -1 unknown */
+		int64_t grow_first_ms;	/* growth not yet counted by a full */
+		int64_t grow_last_ms;	/* pass: first and last seen, 0 none */
+		int64_t nqueues;	/* old queues at the last full pass */
+		int64_t full, light;	/* passes so far */
+		char why[96];		/* why the last full pass ran */
+	} pass;
 };
 
 struct sample {
@@ -236,7 +271,12 @@ struct tick {
 	json_t *listing;
 	struct oldq *q;
 	size_t nq;
-	bool old_seen;			/* the listing answered */
+	bool old_seen;			/* the listing (or, light, every passive
+					 * declare) answered */
+	bool old_full;			/* this tick makes a full pass */
+	int64_t old_queues;		/* old queues, as the last full pass saw */
+	json_t *exchanges;		/* the vhost's exchanges with publish_in,
+					 * NULL until listed (watch_exchanges) */
 	bool old_exact_all;		/* every old queue was read exactly */
 	int64_t old_depth, old_nonempty, old_gone;
 
@@ -340,6 +380,7 @@ void watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now,
     int64_t ttl, const char *ttl_queue);
 void watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono);
 int64_t watch_mono_deadline(const struct wstate *w);
+bool watch_past_deadline(const struct tick *t);
 int watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen);
 json_t *watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done);
@@ -349,10 +390,18 @@ int watch_old_exact(struct tick *t, bool all);
 int watch_old(struct tick *t, char *err, size_t errlen);
 void watch_old_vanished(struct tick *t);
 
+/* watch_old_pass.c */
+bool watch_old_pass_full(struct tick *t);
+int watch_old_light(struct tick *t);
+void watch_old_pass_done(struct tick *t);
+json_t *watch_old_pass_json(const struct wpass *p);
+void watch_old_pass_read(struct wpass *p, const json_t *j);
+
 /* watch_flag.c */
 void watch_flag(struct tick *t);
 
 /* watch_ladder.c */
+int watch_exchanges(struct tick *t, char *why, size_t whylen);
 void watch_ladder(struct tick *t);
 
 /* watch_restart.c */

@@ -93,6 +93,29 @@ parking_sweep(struct tick *t, int64_t depth)
 	    "are", extra[0] ? " (" : "", extra, extra[0] ? ")" : "");
 }
 
+/* Lists the vhost's exchanges with their publish_in into T->exchanges,
+ * once a tick (the ladder's bands and the old path's light pass read it).
+ * Returns 0, or -1 with WHY. */
+int
+watch_exchanges(struct tick *t, char *why, size_t whylen)
+{
+	char path[900];
+
+	if (t->exchanges != NULL)
+		return 0;
+	snprintf(path, sizeof(path), "/api/exchanges/%s?columns=name,"
+	    "message_stats.publish_in", t->vhost);
+	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->exchanges, NULL, why,
+	    whylen) != 0 || !json_is_array(t->exchanges)) {
+		if (t->exchanges != NULL)
+			snprintf(why, whylen, "the answer is not a list");
+		json_decref(t->exchanges);
+		t->exchanges = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* Depth of each level queue and of the parking queue (passive declares,
  * exact), and cumulative publishes into the level exchanges (one
  * exchange listing). Raises parking and ladder_drift (a level queue
@@ -144,15 +167,11 @@ watch_ladder(struct tick *t)
 		ladder_level_exchange(l, k, xs[k], sizeof(xs[k]));
 		t->band[k] = -1;	/* until the listing names it */
 	}
-	snprintf(path, sizeof(path), "/api/exchanges/%s?columns=name,"
-	    "message_stats.publish_in", t->vhost);
-	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &ans, NULL, why,
-	    sizeof(why)) != 0 || !json_is_array(ans)) {
-		watch_unreachable(t, "listing the ladder's exchanges", ans == NULL ? why :
-		    "the answer is not a list");
-		json_decref(ans);
+	if (watch_exchanges(t, why, sizeof(why)) != 0) {
+		watch_unreachable(t, "listing the ladder's exchanges", why);
 		return;
 	}
+	ans = t->exchanges;
 	json_array_foreach(ans, i, e) {
 		const char *n = json_string_value(json_object_get(e, "name"));
 
@@ -163,7 +182,6 @@ watch_ladder(struct tick *t)
 				total += t->band[k];
 			}
 	}
-	json_decref(ans);
 	t->band_seen = true;
 	t->w->ladder_publishes = total;
 }

@@ -1,5 +1,6 @@
-/* watch_old: the watch's look at the old path — one listing with
- * statistics, exact depths by passive declares, publishes into the old
+/* watch_old: the watch's look at the old path — a full pass (one listing
+ * with statistics) or a light one (watch_old_pass.c), exact depths by
+ * passive declares, publishes into the old
  * path, unmeasured and vanished old queues. Internal to the watch
  * (watch_int.h). */
 #include "watch_int.h"
@@ -258,9 +259,11 @@ count_publishes(struct tick *t, int64_t total)
 	watch_update_deadline(w);
 }
 
-/* Samples the old path: one management listing with statistics (depths,
- * cumulative publishes, arguments) restricted to the old selection, then
- * exact depths. Raises old_publish when the publish total grew after the
+/* Samples the old path: on a full pass (watch_old_pass_full), one
+ * management listing with statistics (depths, cumulative publishes,
+ * arguments) restricted to the old selection, then exact depths; on a
+ * light pass, exact depths of the queues that held messages
+ * (watch_old_light). Raises old_publish when the publish total grew after the
  * settle window, and old_new_queue for a selected queue measure_horizon
  * did not measure. Returns 0, or -1 with ERR on a local failure (memory,
  * a selection PCRE2 cannot decide); a broker failure is an alert and returns 0. */
@@ -274,6 +277,11 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	int64_t total = 0;
 	int rc = -1;
 
+	t->old_queues = t->w->pass.nqueues;
+	if (!watch_old_pass_full(t)) {
+		(void)watch_old_light(t);
+		return 0;
+	}
 	if (old_selector_init(&sel, t->p, err, errlen) != 0)
 		goto done;
 	if (measured_names(t->c->measured, &measured, &nmeasured) != 0) {
@@ -287,10 +295,12 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	if (select_listed(t, &sel, measured, nmeasured, &total, &u, err, errlen) != 0)
 		goto done;
 	t->old_seen = true;
+	t->old_queues = (int64_t)t->nq;
 	t->w->unmeasured_seen = (int64_t)u.n;
 	alert_unmeasured(t, &u);
 	count_publishes(t, total);
 	(void)watch_old_exact(t, false);
+	watch_old_pass_done(t);
 	rc = 0;
 done:
 	old_selector_free(&sel);

@@ -61,12 +61,19 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	struct wstate *w = t->w;
 	struct mgmt_queue_place_list pl;
 	const struct mgmt_queue_place *q;
-	char name[LADDER_NAME_MAX], why[512];
+	char name[LADDER_NAME_MAX], why[512], names[LADDER_MAX_LEVELS][LADDER_NAME_MAX];
+	const char *levels[LADDER_MAX_LEVELS];
 	int changes = 0;
 
 	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
 	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
-	if (mgmt_list_queue_places(t->c->mgmt, &pl, why, sizeof(why)) != 0) {
+	for (int k = 0; k < l->levels; k++) {
+		ladder_level_queue(l, k, names[k], sizeof(names[k]));
+		levels[k] = names[k];
+	}
+	/* The level queues one by one: a listing would walk every old queue. */
+	if (mgmt_list_queue_places_of(t->c->mgmt, levels, (size_t)l->levels, &pl, why,
+	    sizeof(why)) != 0) {
 		watch_unreachable(t, "reading where the level queues run", why);
 		return 0;
 	}

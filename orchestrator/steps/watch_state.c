@@ -289,6 +289,17 @@ watch_mono_deadline(const struct wstate *w)
 	return d > OLD_STATS_LAG_MS ? d : OLD_STATS_LAG_MS;
 }
 
+/* Has the deadline passed, on the step clock and in monotonic time, with
+ * the statistics' lag after the flip? (Then the watch may end this tick.) */
+bool
+watch_past_deadline(const struct tick *t)
+{
+	const struct wstate *w = t->w;
+
+	return t->now >= w->deadline_ms && t->now >= w->flip_ms + OLD_STATS_LAG_MS &&
+	    w->elapsed_ms >= watch_mono_deadline(w);
+}
+
 /* Reads a persisted state J into W. Returns 0, or -1 with ERR. */
 int
 watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
@@ -310,6 +321,7 @@ watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	    json_string_value(json_object_get(j, "max_ttl_queue")) ?
 	    json_string_value(json_object_get(j, "max_ttl_queue")) : "");
 	jint_fields(w, old, old_fields, JFIELDS_N(old_fields));
+	watch_old_pass_read(&w->pass, json_object_get(old, "pass"));
 	json_array_foreach(json_object_get(old, "new_queues"), i, o)
 		if (json_is_string(o) && w->nknown_new < NEW_KNOWN_MAX)
 			snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
@@ -451,7 +463,7 @@ summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	    "time_left_ms", (json_int_t)(left > 0 ? left : 0),
 	    "old_depth", int_or_null(t->old_depth, t->old_seen),
 	    "old_nonempty", int_or_null(t->old_nonempty, t->old_seen),
-	    "old_queues", int_or_null((int64_t)t->nq, t->old_seen),
+	    "old_queues", int_or_null(t->old_queues, t->old_seen),
 	    "ladder_depth", t->depth_seen ? depths : json_null(),
 	    "parking_depth", int_or_null(t->parking_depth, t->parking_seen),
 	    "probes_in_flight", json_integer((json_int_t)w->nout),
@@ -523,6 +535,8 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		    w->flag_not_on_ms > 0), "detail", w->flag_detail));
 		json_object_set_new(json_object_get(j, "summary"), "flag",
 		    json_string(flag_state_name(w->flag_state)));
+		json_object_set_new(json_object_get(j, "old"), "pass",
+		    watch_old_pass_json(&w->pass));
 		json_object_set(json_object_get(j, "old"), "held",
 		    t->held != NULL ? t->held : json_object_get(json_object_get(
 		    t->c->state, "old"), "held"));

@@ -52,6 +52,7 @@
 
 static char prefix[64];     /* itest<pid>.<test> */
 static const char *queue_type = "quorum";	/* the ladder's; setup resets it */
+static int64_t old_ttl_ms = OLD_TTL_MS;	/* start()'s old queues; setup resets it */
 static char plan_name[64];  /* itest<pid>-<test> */
 
 static void
@@ -113,6 +114,7 @@ setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	queue_type = "quorum";
+	old_ttl_ms = OLD_TTL_MS;
 	*state = f;
 	return f == NULL ? -1 : 0;
 }
@@ -257,11 +259,11 @@ old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms)
 		fail_msg("declaring old queue '%s': %s", name, err);
 }
 
-/* Declares old queue NAME (classic, durable, OLD_TTL_MS). */
+/* Declares old queue NAME (classic, durable, old_ttl_ms). */
 static void
 old_queue(struct step_ctx *c, const char *name)
 {
-	old_queue_ttl(c, name, OLD_TTL_MS);
+	old_queue_ttl(c, name, old_ttl_ms);
 }
 
 /* Opens the store in a new temporary directory and records the plan with
@@ -767,9 +769,13 @@ test_watch_runs_to_its_deadline(void **state)
 		assert_true(sm.level_late[k].n >= 1);
 		assert_int_equal(sm.band[k].n, ticks);
 		/* Once the statistics show the queue (seconds after its
-		 * declaration): none pending. */
+		 * declaration): none held. A probe crossing a quorum level is
+		 * pending between its expiry and the next queue's confirm, and a
+		 * sample can catch it there (RabbitMQ 4.0's one-queue reads did,
+		 * 4 runs in 20): at most the probes of one round, never stuck
+		 * (above). */
 		assert_true(sm.dlx[k].n >= 1);
-		assert_true(sm.dlx[k].max == 0);
+		assert_true(sm.dlx[k].max <= 2);
 		fprintf(stderr, "# level %d: %lld probes on time, last lateness <= %lld ms\n",
 		    k, (long long)num(st, "on_time"), (long long)num(lv, "lateness_ms"));
 	}
@@ -2058,6 +2064,204 @@ test_held_watch_keeps_proving_short_levels(void **state)
 	assert_false(json_is_true(json_object_get(f->state, "done")));
 }
 
+/* ---- the old path's light and full passes (watch_old_pass.c) ---- */
+
+#define PASS_BOUND_MS	60000	/* a publish is counted within this */
+
+static const json_t *
+pass_of(struct fixture *f)
+{
+	return obj(obj(f->state, "old"), "pass");
+}
+
+static const char *
+pass_why(struct fixture *f)
+{
+	const char *s = json_string_value(json_object_get(pass_of(f), "why"));
+
+	assert_non_null(s);
+	return s;
+}
+
+/* Ticks until a tick makes a light pass (and returns), within the
+ * ceiling. */
+static void
+tick_until_light(struct fixture *f)
+{
+	int64_t until = now_ms() + ALERT_CEILING_MS, light;
+	char err[2048];
+
+	for (;;) {
+		light = f->state != NULL ? num(pass_of(f), "light") : 0;
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		if (num(pass_of(f), "light") > light)
+			return;
+		if (now_ms() > until)
+			fail_msg("no light pass within %d ms (last full pass: %s)",
+			    ALERT_CEILING_MS, pass_why(f));
+		sleep_ms(INTERVAL_MS);
+	}
+}
+
+/* Ticks until no growth of the exchanges' publish counters is left to
+ * count (the test's own publishes before the watch), then until a light
+ * pass. */
+static void
+tick_until_settled(struct fixture *f)
+{
+	int64_t until = now_ms() + 2 * ALERT_CEILING_MS;
+	char err[2048];
+
+	do {
+		if (now_ms() > until)
+			fail_msg("the exchanges' publishes never counted by a full pass");
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	} while (num(pass_of(f), "growth_last_ms") != 0);
+	tick_until_light(f);
+}
+
+/* (a) A publish into an old queue that is empty and past its own deadline,
+ * which light passes do not read: the exchanges' counters show it, a full
+ * pass counts it, and old_publish is raised within the bound, while
+ * another old queue's long TTL keeps the watch's deadline far. */
+static void
+test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct alerts al;
+	char err[2048];
+	int64_t sent, until, light;
+	bool growth = false;
+
+	old_ttl_ms = 600000;
+	start(f, "lightpub", 2, 0, NULL);
+	/* old[1]: 2 s, so that its own deadline passes during the test. */
+	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[1], 0, NULL, err,
+	    sizeof(err)), 0);
+	old_queue_ttl(&f->c, f->old[1], OLD_TTL_MS);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(pass_of(f), "full"), 1);
+	assert_string_equal(pass_why(f), "the first look");
+	assert_int_equal(num(pass_of(f), "queues"), 2);
+	tick_until_settled(f);
+	while (now_ms() <= num(f->state, "last_old_entry_ms") + OLD_TTL_MS + ALLOWANCE_MS)
+		tick_until_light(f);
+	/* Light passes read no queue: every old queue is empty. */
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 0);
+	assert_int_equal(num(obj(f->state, "summary"), "old_queues"), 2);
+	assert_int_equal(json_object_size(obj(obj(f->state, "old"), "held")), 0);
+	light = num(pass_of(f), "light");
+
+	sent = now_ms();
+	publish_to(&f->c, "", f->old[1], 1);
+	until = sent + ALERT_CEILING_MS;
+	for (;;) {
+		const struct store_alert *x;
+
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		growth |= num(pass_of(f), "growth_last_ms") >= sent;
+		open_alerts(f, &al);
+		if ((x = find_alert(&al, "old_publish")) != NULL) {
+			a = *x;
+			break;
+		}
+		if (now_ms() > until)
+			fail_msg("no old_publish within %d ms", ALERT_CEILING_MS);
+	}
+	assert_true(growth);
+	assert_true(a.raised_ms - sent <= PASS_BOUND_MS);
+	assert_int_equal(num(obj(f->state, "old"), "after_flip"), 1);
+	assert_non_null(strstr(a.message, "1 message entered the old path after the flip"));
+	assert_true(num(f->state, "last_old_entry_ms") >= sent);
+	assert_true(num(pass_of(f), "light") >= light);
+	assert_true(num(pass_of(f), "full") >= 2);
+}
+
+/* (b) Queues holding messages are read exactly on every light pass: a
+ * message taken from one, or published into another, shows in the very
+ * next tick's depth, before the statistics could. */
+static void
+test_light_pass_reads_nonempty_queues_exactly(void **state)
+{
+	struct fixture *f = *state;
+	struct broker_delivery d;
+	char err[2048];
+	int64_t depth = 6;
+	int light_checked = 0;
+
+	old_ttl_ms = 600000;
+	start(f, "lightexact", 2, 3, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 6);
+	tick_until_settled(f);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(num(obj(f->state, "summary"), "old_nonempty"), 2);
+	/* Take messages one by one: each next tick says exactly how many are
+	 * left, at least twice on a light pass. */
+	for (int i = 0; i < 5 && light_checked < 2; i++) {
+		int64_t light = num(pass_of(f), "light");
+
+		assert_int_equal(broker_get(f->c.amqp, f->old[i % 2], false, &d, err,
+		    sizeof(err)), 0);
+		broker_delivery_free(&d);
+		depth--;
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+		assert_int_equal(num(obj(f->state, "summary"), "old_depth"), depth);
+		if (num(pass_of(f), "light") > light)
+			light_checked++;
+		sleep_ms(INTERVAL_MS);
+	}
+	assert_int_equal(light_checked, 2);
+	/* Drained: the queue drops out of what light passes read. */
+	while (depth > 0) {
+		assert_int_equal(broker_get(f->c.amqp, f->old[(int)depth % 2], false, &d,
+		    err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+		depth--;
+	}
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	assert_int_equal(num(obj(f->state, "summary"), "old_depth"), 0);
+	assert_int_equal(num(obj(f->state, "summary"), "old_nonempty"), 0);
+	assert_int_equal(json_object_size(obj(obj(f->state, "old"), "held")), 0);
+}
+
+/* (c) However many light passes ran, the watch ends on a full pass, so
+ * that its last sample (what remove_old compares against) has every old
+ * queue's publish counter and exact depth; remove_old then removes them. */
+static void
+test_watch_ends_on_a_full_pass(void **state)
+{
+	struct fixture *f = *state;
+	const json_t *qs, *e;
+	char err[2048];
+	size_t i;
+
+	start(f, "lightend", 2, 1, NULL);
+	f->flip_ms = now_ms();
+	tick_until_light(f);
+	tick_until_done(f, 3 * ALERT_CEILING_MS);
+	assert_true(num(pass_of(f), "light") >= 1);
+	assert_string_equal(pass_why(f), "past the deadline: every old queue is read "
+	    "before the end");
+	qs = json_object_get(obj(f->state, "old_last"), "queues");
+	assert_int_equal(json_array_size(qs), 2);
+	json_array_foreach(qs, i, e) {
+		assert_true(json_is_integer(json_object_get(e, "publish")));
+		assert_int_equal(num(e, "publish"), 1);
+		assert_int_equal(num(e, "messages"), 0);
+	}
+	f->c.watched = f->state;
+	assert_int_equal(remove_old(f, err, sizeof(err)), 0);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[k], NULL, err,
+		    sizeof(err)), BROKER_NOT_FOUND);
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 int
 main(int argc, char **argv)
@@ -2108,6 +2312,12 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_watch_keeps_proving_short_levels,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_light_pass_counts_a_publish_into_an_empty_queue,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_light_pass_reads_nonempty_queues_exactly,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_ends_on_a_full_pass,
 		    setup, teardown),
 	};
 
