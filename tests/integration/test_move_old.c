@@ -522,6 +522,19 @@ test_resumes_where_it_was(void **state)
 	assert_true(ctx.again);
 	assert_int_equal(count_of(r, "pass"), 2);
 	assert_int_equal(depth("old.a.5s"), 0);
+	/* Called again before the window is over (the engine does, each
+	 * watch.interval): nothing yet, and "call me again", not a failure. */
+	ctx.state = r;
+	ctx.again = false;
+	ctx.flip_ms = clock_now_ms();
+	{
+		json_t *r2 = NULL;
+
+		assert_int_equal(step_move_old(&ctx, &r2, err, sizeof(err)), 0);
+		assert_true(ctx.again);
+		assert_int_equal(count_of(r2, "pass"), 2);
+		json_decref(r2);
+	}
 	ctx.state = NULL;
 	json_decref(st);
 	json_decref(r);
@@ -702,6 +715,8 @@ test_remove_after_move_deletes_an_emptied_queue(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(text_of(e, "outcome"), "would_remove");
 	assert_non_null(strstr(text_of(e, "deadline_why"), "move_old's last pass"));
+	assert_non_null(strstr(text_of(e, "reason"), "its deadline: "));
+	assert_non_null(strstr(text_of(e, "reason"), "move_old's last pass"));
 	assert_true(queue_exists("old.ra.10m"));
 	json_decref(rr);
 	rr = remove_after(m, r, w, &rc);
