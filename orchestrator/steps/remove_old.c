@@ -109,7 +109,7 @@ check_queue(struct worker *wk, struct item *it)
 	struct broker_queue_info qi;
 	bool classic = strcmp(it->type, "classic") == 0;
 	uint32_t purged = 0;
-	char why[512];
+	char why[512], when[40];
 	int r;
 
 	r = broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why));
@@ -141,6 +141,8 @@ check_queue(struct worker *wk, struct item *it)
 		    "after fencing it (a policy: max-length 0, reject-publish) and "
 		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
+		sentences_add(it->reason, sizeof(it->reason), "its deadline: %s (%s)",
+		    old_time_format(it->deadline_ms, when, sizeof(when)), it->basis);
 		return 0;
 	}
 	if (!classic) {
