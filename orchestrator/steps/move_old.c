@@ -605,7 +605,8 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		/* Between the first pass and the last: every pass returns what
 		 * it leaves to its queue, and a quorum queue counts those
 		 * returns against its delivery-limit, so there are two. */
-		rc = 1;
+		c->again = true;
+		rc = 0;
 		goto done;
 	}
 	if (old_select(c, &sel, why, sizeof(why)) != 0) {

@@ -1,5 +1,6 @@
 /* remove_old: deletes the old delay queues, each only once it is empty and
- * past its own deadline, nothing has been published into it since the
+ * past its own deadline (last entry + its chain's TTL + allowance, or,
+ * after move_old emptied it, what its last pass left + allowance), nothing has been published into it since the
  * watch's last sample (old_counters.c) and every old queue that
  * dead-letters into it is gone (in waves); a quorum queue, which refuses
  * if-empty, only behind a fence (old_fence.c). Records every decision. A
@@ -22,6 +23,7 @@
 #define QUEUES_PER_CONNECTION 64	/* below this, one connection is enough */
 #define FAILURES_MAX 3			/* broker failures in a row that stop a worker */
 #define LEFT_IN_ERR 5			/* left queues an error message names */
+#define BASIS_MAX 200
 
 enum outcome { OUT_NONE, OUT_REMOVED, OUT_GONE, OUT_LEFT, OUT_WOULD };
 
@@ -35,6 +37,7 @@ struct item {
 	const char *type;		/* "" when unknown */
 	int64_t ttl_ms;			/* -1 unknown */
 	int64_t deadline_ms;		/* -1 unknown */
+	char basis[BASIS_MAX];		/* what the deadline is made of */
 	enum outcome outcome;
 	int64_t seen;			/* depth the passive declare saw, -1: not checked */
 	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
@@ -106,7 +109,7 @@ check_queue(struct worker *wk, struct item *it)
 	struct broker_queue_info qi;
 	bool classic = strcmp(it->type, "classic") == 0;
 	uint32_t purged = 0;
-	char why[512];
+	char why[512], when[40];
 	int r;
 
 	r = broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why));
@@ -138,6 +141,8 @@ check_queue(struct worker *wk, struct item *it)
 		    "after fencing it (a policy: max-length 0, reject-publish) and "
 		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
+		sentences_add(it->reason, sizeof(it->reason), "its deadline: %s (%s)",
+		    old_time_format(it->deadline_ms, when, sizeof(when)), it->basis);
 		return 0;
 	}
 	if (!classic) {
@@ -354,6 +359,71 @@ int_or_null(int64_t v)
 	return v >= 0 ? json_integer(v) : json_null();
 }
 
+static int64_t
+jint(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/* The deadline move_old gives IT, selected as OQ (issue 18): when the
+ * plan's move succeeded, its last pass covered the queue (not skipped),
+ * its TTL is not higher than the move saw, and the watch (whose counters
+ * start from that pass) saw nothing enter the old path after the pass
+ * began, the later of the not-before of what the pass left in it
+ * ("left_until_ms") and the pass's start, + the allowance. A message
+ * entering later is the watch's and the publish counters' to catch (and
+ * the exact empty check's), as ever. Writes what it is made of into
+ * IT->basis. Returns it, or -1 when the old deadline stands. */
+static int64_t
+moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+{
+	const json_t *m = c->moved, *e;
+	int64_t at = jint(m, "pass_started_ms"), from = at;
+	char t1[40], a[32];
+
+	if (m == NULL || c->watched == NULL || !json_is_true(json_object_get(m, "ok")) ||
+	    at <= 0 || c->old_last_entry_ms > at)
+		return -1;
+	e = old_json_by_name(json_object_get(m, "queues"), it->name);
+	if (e == NULL || json_object_get(e, "skipped_why") != NULL ||
+	    jint(e, "skipped") > 0 || jint(e, "pass_done") < jint(m, "pass") ||
+	    !json_is_integer(json_object_get(e, "ttl_ms")) ||
+	    oq->ttl_ms > jint(e, "ttl_ms"))
+		return -1;
+	duration_format(c->plan->watch.allowance_ms, a, sizeof(a));
+	if (jint(e, "left") > 0) {
+		if (!json_is_integer(json_object_get(e, "left_until_ms")))
+			return -1;
+		if (jint(e, "left_until_ms") > from)
+			from = jint(e, "left_until_ms");
+		snprintf(it->basis, sizeof(it->basis), "move_old's last pass left %lld "
+		    "message%s not before %s, + allowance %s", (long long)jint(e, "left"),
+		    jint(e, "left") == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)),
+		    a);
+	} else
+		snprintf(it->basis, sizeof(it->basis), "move_old's last pass, begun %s, "
+		    "left nothing in it and nothing entered the old path since, + "
+		    "allowance %s", old_time_format(at, t1, sizeof(t1)), a);
+	return from + c->plan->watch.allowance_ms;
+}
+
+/* Sets IT's deadline (selected as OQ): move_old's (moved_deadline), else
+ * last entry + its TTL + allowance. */
+static void
+set_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+{
+	char a[32], b[32], t2[40];
+
+	if ((it->deadline_ms = moved_deadline(c, oq, it)) >= 0)
+		return;
+	it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
+	    c->plan->watch.allowance_ms);
+	snprintf(it->basis, sizeof(it->basis), "last entry %s + TTL %s + allowance %s",
+	    old_time_format(c->old_last_entry_ms, t2, sizeof(t2)),
+	    duration_format(it->ttl_ms, a, sizeof(a)),
+	    duration_format(c->plan->watch.allowance_ms, b, sizeof(b)));
+}
+
 /* Decides, without touching the broker, what can be checked: measured and
  * still selected, with a known TTL and past its deadline. Returns how many
  * of ITEMS it put in TODO; MEASURED[i] tells whether selected queue i is
@@ -362,8 +432,7 @@ static size_t
 triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
     size_t nitems, struct item **todo, bool *measured, int64_t now)
 {
-	const struct plan *p = c->plan;
-	char a[32], b[32], d[32], t1[40], t2[40];
+	char d[32], t1[40];
 	size_t i, n = 0;
 
 	for (i = 0; i < nitems; i++) {
@@ -385,20 +454,15 @@ triage(struct step_ctx *c, const struct old_selection *s, struct item *items,
 		/* A TTL raised since the measure moves the deadline later. */
 		if (oq->ttl_ms > it->ttl_ms)
 			it->ttl_ms = oq->ttl_ms;
-		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
-		    p->watch.allowance_ms);
+		set_deadline(c, oq, it);
 		if (it->deadline_ms < 0) {
 			set_reason(it, OUT_LEFT, "no TTL is known for it, so it has no "
 			    "deadline");
 			continue;
 		}
 		if (now < it->deadline_ms) {
-			set_reason(it, OUT_LEFT, "not yet past its deadline %s (last entry %s "
-			    "+ TTL %s + allowance %s): %s to go",
-			    old_time_format(it->deadline_ms, t1, sizeof(t1)),
-			    old_time_format(c->old_last_entry_ms, t2, sizeof(t2)),
-			    duration_format(it->ttl_ms, a, sizeof(a)),
-			    duration_format(p->watch.allowance_ms, b, sizeof(b)),
+			set_reason(it, OUT_LEFT, "not yet past its deadline %s (%s): %s to go",
+			    old_time_format(it->deadline_ms, t1, sizeof(t1)), it->basis,
 			    to_go(it->deadline_ms - now, d, sizeof(d)));
 			continue;
 		}
@@ -638,6 +702,7 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 	const json_t *watch;
 
 	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
+	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
 	watch = step_input(in, PLAN_STEP_WATCH);
 	c->watched = watch;
 	c->old_last_entry_ms = json_integer_value(json_object_get(watch,
@@ -767,6 +832,9 @@ entries_add(json_t *entries, const struct item *items, size_t nitems, size_t *co
 		if (it->purged >= 0)
 			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
 			    "purged", json_integer(it->purged));
+		if (it->basis[0] != '\0')
+			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
+			    "deadline_why", json_string(it->basis));
 	}
 	return lost;
 }

@@ -145,7 +145,11 @@ int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t 
 /* remove_old: deletes each old queue that C->measured lists, that is still
  * selected, empty (an AMQP passive declare: exact and current), past its
  * own deadline (C->old_last_entry_ms + its dead-letter chain's TTL +
- * watch.allowance), not fed by an old queue still there, and whose publish
+ * watch.allowance; or, when move_old's last pass (C->moved) covered it and
+ * the watch saw nothing enter the old path since that pass began, the
+ * not-before of what the pass left there, or the pass's start when it left
+ * nothing, + watch.allowance: each entry's "deadline_why" says which), not
+ * fed by an old queue still there, and whose publish
  * counter has not moved since C->watched's last sample. Classic queues are
  * deleted with if-empty and if-unused; quorum queues cannot be, so they are
  * fenced by a policy, checked again, then deleted (old_path.h). The result

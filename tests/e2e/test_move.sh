@@ -5,7 +5,8 @@
 # 90 s only: a legacy producer of short delays) unstamped. The plan
 # (unknown_entry_max_lateness 30s) flips, moves the waiting messages
 # into the ladder while `cutover serve` is killed -9 once mid-move and
-# started again, and watches only what stayed. It passes only if the plan
+# started again, watches only what stayed and removes the emptied old
+# queues (remove_old, at the move's horizon). It passes only if the plan
 # ends well before the old horizon, every confirmed message was delivered
 # (lost 0), none early, unstamped messages of queues over the bound were
 # left (and drained in place), and the history records the time saved.
@@ -74,6 +75,7 @@ steps:
   - { step: flip, gate: true }
   - move_old
   - watch
+  - remove_old
 PLAN
 
 e2e_feature_create "$feature" || { echo "test_move: cannot create feature $feature in Unleash" >&2; exit 1; }
@@ -131,6 +133,14 @@ serve_pid=
 e2e_serve_start test_move
 wait_for 6 succeeded 300
 wait_for 7 succeeded 400
+wait_for 8 succeeded 120
+# The plan's own status follows its last step's in a later turn.
+t=0
+until [ "$(plan_json | jq -r .status)" = succeeded ]; do
+	t=$((t + 1))
+	[ $t -gt 300 ] && break
+	sleep 0.1
+done
 ended_at=$(date +%s)
 plan_json >"$tmp/plan.json"
 [ "$(jq -r .status "$tmp/plan.json")" = succeeded ] || fail "the plan did not succeed"
@@ -166,11 +176,17 @@ old_sent=$(jq .old.confirmed "$tmp/traffic.json")
 [ $((ended_at - flip_at)) -lt 170 ] || fail "the plan took $((ended_at - flip_at)) s after the flip"
 events=$(curl -fsS "$server/api/plans/$id/history" | jq '[.events[]? | select(.kind == "move_old.done")] | length')
 [ "${events:-0}" -ge 1 ] || fail "the history has no move_old.done event"
+# remove_old deleted the emptied old queues at the move's horizon, not at
+# last entry + the largest TTL (which the saved minute and the plan's
+# length above would not allow).
+removed=$(jq '.steps[7].result.counts.removed // 0' "$tmp/plan.json")
+[ "${removed:-0}" -gt 0 ] || fail "remove_old removed no old queue"
 old_left=$(e2e_mgmt GET "/queues/%2F?columns=name,messages" | jq "[.[] | select((.name | startswith(\"$name.delay.\")) and .messages > 0)] | length")
 [ "$old_left" = 0 ] || fail "$old_left old queues still hold messages"
 
 echo "move: old-path messages confirmed $old_sent; total confirmed $confirmed, delivered $delivered, duplicates $dups"
 echo "move: moved $moved (before kill -9: $moved_before), left $left (unknown entry $unknown_left)"
+echo "move: remove_old removed $removed old queues"
 echo "move: lost $lost, early $early; plan ended $((ended_at - flip_at)) s after the flip;" \
     "old horizon $old_h, horizon left $new_h, saved $saved ms"
 [ "$failures" -eq 0 ] || { echo "move: $failures failure(s)" >&2; exit 1; }

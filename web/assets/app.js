@@ -467,7 +467,8 @@
           l.stay.length + (l.gone.length ? ' (' + l.gone.length + ' already gone)' : '') +
           '. The engine checked this at ' + fmtTime(l.at) + ' and checks each queue again before deleting it.'));
       ul = el('ul', { class: 'qlist', 'data-list': 'delete' });
-      l.go.forEach(function (e) { ul.appendChild(el('li', null, e.name)); });
+      /* Each one's deadline, and what it is made of (move_old's or last entry + TTL), on hover. */
+      l.go.forEach(function (e) { ul.appendChild(el('li', { title: e.deadline_why ? 'deadline: ' + e.deadline_why : null }, e.name)); });
       ul2 = el('ul', { class: 'qlist', 'data-list': 'leave' });
       l.stay.forEach(function (e) { ul2.appendChild(el('li', null, e.name + ': ' + (e.reason || e.outcome))); });
       box.appendChild(el('details', { open: l.go.length + l.stay.length <= 40 ? '' : null },
