@@ -137,10 +137,11 @@ watch_tick(void *arg)
 	int rc;
 
 	b->c.state = b->state;
+	b->c.again = false;
 	rc = step_watch(&b->c, &r, err, sizeof(err));
-	if (rc != 1) {
+	if (rc != 0 || !b->c.again) {
 		fprintf(stderr, "bench_watch_cost: the watch %s: %s\n", rc == 0 ? "ended" :
-		    "failed", err);
+		    "failed", rc == 0 ? "its deadline came before the bench's ticks" : err);
 		json_decref(r);
 		return -1;
 	}

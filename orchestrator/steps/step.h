@@ -69,8 +69,8 @@ void step_ctx_close(struct step_ctx *c);
  * succeeded this time but is not over sets C->again. In both cases
  * *RESULT is set to a new JSON object describing what was done and seen,
  * which the caller persists and frees. Running a step again is safe.
- * The watch alone also returns 1: not finished, run it again later with
- * its result as C->state (step_watch). */
+ * The watch sets C->again every tick until its deadline: run it again
+ * later with its result as C->state (step_watch). */
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* The results of a plan's earlier steps, as a step's prepare function reads
