@@ -249,10 +249,10 @@ delete_by_command(const char *script, int from, int n, struct removal *r)
 }
 
 /* Waits (up to 2 minutes: statistics come every few seconds) until the
- * watch's listing shows a publish counter for each of the N old queues.
- * Returns 0 or -1. */
+ * watch's listing shows a publish counter for each of the N old queues;
+ * that listing is then *LAST (the caller's reference). Returns 0 or -1. */
 static int
-wait_counters(struct step_ctx *c, int n)
+wait_counters(struct step_ctx *c, int n, json_t **last)
 {
 	char path[256], err[512];
 	json_t *l = NULL, *e;
@@ -274,10 +274,12 @@ wait_counters(struct step_ctx *c, int n)
 			    json_integer_value(json_object_get(json_object_get(e,
 			    "message_stats"), "publish")) > 0;
 		}
+		if (counted >= n) {
+			*last = l;
+			return 0;
+		}
 		json_decref(l);
 		l = NULL;
-		if (counted >= n)
-			return 0;
 	}
 	fprintf(stderr, "bench_old_path: after 2 minutes the statistics show a publish "
 	    "counter for %d of the %d old queues\n", counted, n);
@@ -305,7 +307,7 @@ struct run {
 	struct plan *p;
 	struct plan_errors errs;
 	struct step_ctx c;
-	json_t *measured, *removed;
+	json_t *measured, *removed, *watched;	/* watched: the watch's last sample */
 	double c_med;			/* rabbitmqctl's median, seconds */
 	struct removal rm, curl, keep, admin;
 };
@@ -472,15 +474,21 @@ watch_listing(struct run *r)
 }
 
 /* remove_old on every old queue, all empty and past their deadline, once
- * the statistics show each one's publish counter. Returns 0, or -1. */
+ * the statistics show each one's publish counter, as a plan runs it:
+ * after the watch, whose last sample of the old queues is its baseline
+ * (that listing stands in for it). Returns 0, or -1. */
 static int
 remove_all(struct run *r)
 {
 	char err[4096];
 	double t0, cpu0;
+	json_t *last = NULL;
 
-	if (wait_counters(&r->c, r->nq) != 0)
+	if (wait_counters(&r->c, r->nq, &last) != 0)
 		return -1;
+	r->watched = json_pack("{s:{s:I,s:o}}", "old_last", "at_ms",
+	    (json_int_t)old_now_ms(NULL), "queues", last);
+	r->c.watched = r->watched;
 	r->c.measured = r->measured;
 	r->c.old_last_entry_ms = old_now_ms(NULL) - 3600 * 1000;
 	cpu0 = broker_cpu_s();
@@ -597,6 +605,7 @@ done:
 		broker_queue_delete(r.c.amqp, DESTINATION, 0, NULL, err, sizeof(err));
 	json_decref(r.removed);
 	json_decref(r.measured);
+	json_decref(r.watched);
 	step_ctx_close(&r.c);
 	plan_free(r.p);
 	plan_errors_free(&r.errs);

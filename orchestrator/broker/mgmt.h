@@ -252,6 +252,9 @@ struct mgmt_queue {
 					 * ("" the default exchange), NULL if none */
 	const char *dead_letter_routing_key; /* x-dead-letter-routing-key
 					 * argument, NULL if none */
+	int64_t publish;		/* message_stats.publish (statistics,
+					 * cumulative): mgmt_list_queues_counted
+					 * only, -1 otherwise or when absent */
 };
 
 /* An array of queues sorted by name (strcmp order). V and every string it
@@ -283,6 +286,16 @@ struct mgmt_queue_list {
  * Returns 0 and fills *OUT (the caller frees it with mgmt_queue_list_free),
  * or a negative code with *OUT empty. */
 int mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out,
+    char *err, size_t errlen);
+
+/* mgmt_list_queues with the statistics on, so that each queue also
+ * carries its cumulative publish counter (message_stats.publish; -1 for a
+ * queue nothing was published into yet). One listing instead of two for
+ * a caller that needs both the queues and their counters (remove_old):
+ * at 10,000 queues about as long as the statistics listing alone, about
+ * 1.5 times the fast one (bench/old_path). Same return as
+ * mgmt_list_queues. */
+int mgmt_list_queues_counted(struct mgmt *m, struct mgmt_queue_list *out,
     char *err, size_t errlen);
 
 /* Finds NAME in L (binary search). Returns the entry (owned by L) or NULL. */

@@ -1,5 +1,6 @@
 /* mgmt_queues: listing queues (the fast unpaginated listing joined with
  * policies and consumers) and reading one queue (see mgmt.h). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,8 @@ queues_from_json(const json_t *items, int stats, const char *what,
 		    "x-dead-letter-exchange"));
 		q->dead_letter_routing_key = stash_or_null(&p, str_member(args,
 		    "x-dead-letter-routing-key"));
+		q->publish = int_member(json_object_get(it, "message_stats"),
+		    "publish");
 		if (stats) {
 			q->consumers = int_member(it, "consumers");
 			q->policy_message_ttl = int_member(json_object_get(it,
@@ -192,8 +195,10 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 	return 0;
 }
 
-int
-mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out, char *err,
+/* The fast listing (or, with COUNTED, the statistics one with the publish
+ * counters), joined with the policies and the consumers. */
+static int
+list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err,
     size_t errlen)
 {
 	struct path p;
@@ -210,8 +215,8 @@ mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out, char *err,
 		return MGMT_ERR_ARG;
 	}
 	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns="
-	    FAST_COLUMNS);
+	path_add(&p, counted ? "?columns=" FAST_COLUMNS ",message_stats.publish" :
+	    "?disable_stats=true&enable_queue_totals=true&columns=" FAST_COLUMNS);
 	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;
 	if ((rc = get_json(m, p.s, 1, &j, err, errlen)) != 0)
@@ -229,6 +234,20 @@ done:
 	if (rc != 0)
 		mgmt_queue_list_free(out);
 	return rc;
+}
+
+int
+mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out, char *err,
+    size_t errlen)
+{
+	return list_queues(m, false, out, err, errlen);
+}
+
+int
+mgmt_list_queues_counted(struct mgmt *m, struct mgmt_queue_list *out, char *err,
+    size_t errlen)
+{
+	return list_queues(m, true, out, err, errlen);
 }
 
 int
@@ -279,6 +298,7 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	out->operator_policy = s != NULL && s[0] != '\0' ? s : NULL;
 	q->durable = json_is_true(json_object_get(j, "durable"));
 	q->messages = int_member(j, "messages");
+	q->publish = -1;		/* not asked for */
 	q->consumers = int_member(j, "consumers");
 	q->message_ttl = int_member(out->arguments, "x-message-ttl");
 	q->expires = int_member(out->arguments, "x-expires");

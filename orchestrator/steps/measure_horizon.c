@@ -398,8 +398,10 @@ old_selector_test(struct old_selector *s, const char *name, bool *selected,
 	return m;
 }
 
-int
-old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen)
+/* old_select and old_select_counted: COUNTED chooses the listing. */
+static int
+select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err,
+    size_t errlen)
 {
 	const struct plan *p = c->plan;
 	struct mgmt_policy_list pl = { 0 };
@@ -414,7 +416,8 @@ old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen
 	if (old_selector_init(&sel, p, err, errlen) != 0)
 		goto done;
 	s->at_ms = old_now_ms(c);
-	if (mgmt_list_queues(c->mgmt, &s->list, why, sizeof(why)) != 0) {
+	if ((counted ? mgmt_list_queues_counted : mgmt_list_queues)(c->mgmt, &s->list,
+	    why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "listing the queues: %s", why);
 		goto done;
 	}
@@ -466,6 +469,19 @@ done:
 	if (rc != 0)
 		old_selection_free(s);
 	return rc;
+}
+
+int
+old_select(struct step_ctx *c, struct old_selection *s, char *err, size_t errlen)
+{
+	return select_from(c, false, s, err, errlen);
+}
+
+int
+old_select_counted(struct step_ctx *c, struct old_selection *s, char *err,
+    size_t errlen)
+{
+	return select_from(c, true, s, err, errlen);
 }
 
 static json_t *

@@ -113,6 +113,23 @@ old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err
 	return 0;
 }
 
+int
+old_counters_from_selection(const struct old_selection *s, struct old_counters *o,
+    char *err, size_t errlen)
+{
+	memset(o, 0, sizeof(*o));
+	o->at_ms = s->at_ms;
+	if ((o->v = calloc(s->list.n + 1, sizeof(*o->v))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* S->list is sorted by name (strcmp), as the counters are. */
+	for (size_t i = 0; i < s->list.n; i++)
+		o->v[o->n++] = (struct old_counter){ .name = s->list.v[i].name,
+		    .publish = s->list.v[i].publish, .messages = s->list.v[i].messages };
+	return 0;
+}
+
 const struct old_counter *
 old_counters_find(const struct old_counters *o, const char *name)
 {

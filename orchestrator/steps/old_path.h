@@ -94,6 +94,13 @@ int64_t old_now_ms(const struct step_ctx *c);
 int old_select(struct step_ctx *c, struct old_selection *s, char *err,
     size_t errlen);
 
+/* old_select on the statistics listing (mgmt_list_queues_counted): every
+ * queue of S->list also carries its publish counter, read at S->at_ms, so
+ * that old_counters_from_selection serves as a counter reading without a
+ * listing of its own. */
+int old_select_counted(struct step_ctx *c, struct old_selection *s, char *err,
+    size_t errlen);
+
 /* Frees what S holds and empties it. S may be empty. */
 void old_selection_free(struct old_selection *s);
 
@@ -239,7 +246,7 @@ int old_fence_unseal(struct broker *b, const char *queue, const char *id,
 /* ---- publish counters (old_counters.c) ---- */
 
 struct old_counter {
-	const char *name;		/* borrowed from the counters' JSON */
+	const char *name;		/* borrowed: the counters' JSON or a selection */
 	int64_t publish;		/* message_stats.publish, -1 absent */
 	int64_t messages;		/* -1 absent */
 };
@@ -251,7 +258,7 @@ struct old_counters {
 	int64_t at_ms;
 	bool exact;			/* depths by passive declares (the
 					 * watch's), not by the statistics */
-	json_t *json;			/* owns the names */
+	json_t *json;			/* owns the names, or NULL: borrowed */
 };
 
 /* Reads every queue's counters of C's vhost (one listing, statistics on).
@@ -265,6 +272,13 @@ int old_counters_from_watch(const json_t *watched, struct old_counters *o,
     char *err, size_t errlen);
 
 /* The counters of NAME in O, or NULL. */
+/* Fills O with the counters of every queue of S (old_select_counted's:
+ * the vhost's, as old_counters_read reads them), read at S->at_ms; the
+ * names are borrowed from S, which must outlive O. Returns 0, or -1 with
+ * ERR (out of memory). */
+int old_counters_from_selection(const struct old_selection *s, struct old_counters *o,
+    char *err, size_t errlen);
+
 const struct old_counter *old_counters_find(const struct old_counters *o,
     const char *name);
 

@@ -503,12 +503,14 @@ run_pass(struct step_ctx *c, const struct old_remove_opts *o,
 }
 
 /* Leaves every queue of TODO whose publish counter or depth says that
- * something may have entered it since the baseline: the watch's last
- * sample (C->watched), or else PRE, read when remove_old started. Returns
- * how many remain in TODO (compacted). */
+ * something may have entered it since the baseline (the watch's last
+ * sample, C->watched, or else PRE, read when remove_old started), read
+ * now from selection S's listing (old_select_counted), after the
+ * baseline and before any delete. Returns how many remain in TODO
+ * (compacted). */
 static size_t
-check_counters(struct step_ctx *c, const struct old_counters *pre, struct item **todo,
-    size_t ntodo)
+check_counters(struct step_ctx *c, const struct old_counters *pre,
+    const struct old_selection *s, struct item **todo, size_t ntodo)
 {
 	struct old_counters base = { 0 }, now = { 0 };
 	const struct old_counters *b = pre;
@@ -526,7 +528,7 @@ check_counters(struct step_ctx *c, const struct old_counters *pre, struct item *
 		b = &base;
 		what = "the watch's last sample";
 	}
-	if (old_counters_read(c, &now, why, sizeof(why)) != 0) {
+	if (old_counters_from_selection(s, &now, why, sizeof(why)) != 0) {
 		for (i = 0; i < ntodo; i++)
 			set_reason(todo[i], OUT_LEFT, "%s", why);
 		old_counters_free(&base);
@@ -919,7 +921,9 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	if (c->old_last_entry_ms > 0 && c->watched == NULL &&
 	    old_counters_read(c, &pre, err, errlen) != 0)
 		goto done;
-	if (c->old_last_entry_ms > 0 && old_select(c, &s, err, errlen) != 0)
+	/* The selection's listing carries the publish counters compared
+	 * with that baseline (check_counters): one listing, not two. */
+	if (c->old_last_entry_ms > 0 && old_select_counted(c, &s, err, errlen) != 0)
 		goto done;
 	/* Fences (and their markers) that a run killed mid-way left. */
 	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
@@ -942,7 +946,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		nitems = add_unmeasured(&s, known, items, nitems, now);
 	}
 	if (ntodo > 0)
-		ntodo = check_counters(c, &pre, todo, ntodo);
+		ntodo = check_counters(c, &pre, &s, todo, ntodo);
 	if (ntodo > 0 && run_waves(c, o, &s, items, nitems, todo, ntodo, &nconn,
 	    fence_err, sizeof(fence_err)) != 0 && fence_err[0] == '\0')
 		snprintf(fence_err, sizeof(fence_err), "out of memory");
