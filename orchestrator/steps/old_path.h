@@ -186,7 +186,7 @@ struct old_remove_opts {
 	void *arg;
 };
 
-#define OLD_CONNECTIONS_MAX 8
+#define OLD_CONNECTIONS_MAX 12
 
 /* ---- fences (old_fence.c) ---- */
 
