@@ -271,7 +271,6 @@ int old_counters_read(struct step_ctx *c, struct old_counters *o, char *err,
 int old_counters_from_watch(const json_t *watched, struct old_counters *o,
     char *err, size_t errlen);
 
-/* The counters of NAME in O, or NULL. */
 /* Fills O with the counters of every queue of S (old_select_counted's:
  * the vhost's, as old_counters_read reads them), read at S->at_ms; the
  * names are borrowed from S, which must outlive O. Returns 0, or -1 with
@@ -279,6 +278,7 @@ int old_counters_from_watch(const json_t *watched, struct old_counters *o,
 int old_counters_from_selection(const struct old_selection *s, struct old_counters *o,
     char *err, size_t errlen);
 
+/* The counters of NAME in O, or NULL. */
 const struct old_counter *old_counters_find(const struct old_counters *o,
     const char *name);
 
