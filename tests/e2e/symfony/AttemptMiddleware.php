@@ -1,0 +1,34 @@
+<?php
+
+namespace Cutover\E2e;
+
+use Symfony\Component\Messenger\Envelope;
+use Symfony\Component\Messenger\Middleware\MiddlewareInterface;
+use Symfony\Component\Messenger\Middleware\StackInterface;
+use Symfony\Component\Messenger\Stamp\ReceivedStamp;
+use Symfony\Component\Messenger\Stamp\RedeliveryStamp;
+
+/* Logs each received message (its id, its attempt, the wall clock) before
+ * its handler runs, and tells the handler which attempt it is. */
+final class AttemptMiddleware implements MiddlewareInterface
+{
+    private $log;
+    private $handler;
+
+    public function __construct(EventLog $log, PingHandler $handler)
+    {
+        $this->log = $log;
+        $this->handler = $handler;
+    }
+
+    public function handle(Envelope $envelope, StackInterface $stack): Envelope
+    {
+        if (null !== $envelope->last(ReceivedStamp::class)) {
+            $attempt = RedeliveryStamp::getRetryCountFromEnvelope($envelope);
+            $this->log->write('recv', (string) $envelope->getMessage()->id, (string) $attempt, (string) EventLog::nowMs());
+            $this->handler->attempt = $attempt;
+        }
+
+        return $stack->next()->handle($envelope, $stack);
+    }
+}
