@@ -20,10 +20,7 @@ build=$1
 bin=$build/cutover
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/symfony/lib.sh"
-e2e_require test_symfony_sender CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
-    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
-    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
-command -v php >/dev/null || { echo "test_symfony_sender: php is missing (scripts/setup)" >&2; exit 1; }
+sf_require test_symfony_sender
 tmp=$(mktemp -d)
 name=sfs$$
 feature=cutover-sfs-$(e2e_run_id)

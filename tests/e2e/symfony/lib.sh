@@ -6,6 +6,15 @@
 
 sf_dir=$(dirname "$0")/symfony
 
+# sf_require WHO: exits 1, naming WHO, unless the test broker's and
+# Unleash's variables are set and php is there.
+sf_require() {
+	e2e_require "$1" CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
+	    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
+	    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
+	command -v php >/dev/null || { echo "$1: php is missing (scripts/setup)" >&2; exit 1; }
+}
+
 # sf_env: exports what the app reads (bootstrap.php): the broker, the
 # transport's names after $name, a 100 ms ladder of 8 levels (25.5 s),
 # the feature $feature.
