@@ -172,7 +172,7 @@ if [ "$mode" = kill ]; then
 fi
 
 wait_step 6 succeeded 120
-wait_step 8 waiting_approval 180
+wait_step 8 waiting_approval 120
 api POST "/api/plans/$id/steps/8/approve" >/dev/null
 wait_step 8 succeeded 120
 e2e_within 30 plan_succeeded ||

@@ -94,6 +94,7 @@ final class LadderSender implements SenderInterface
         $attributes = $amqpStamp ? $amqpStamp->getAttributes() : [];
         $attributes['headers'] = array_diff_key(array_merge($attributes['headers'] ?? [], $headers),
             array_flip(self::STRIPPED_HEADERS));
+        unset($attributes['expiration']);
         $attributes['delivery_mode'] = $attributes['delivery_mode'] ?? 2;
         $attributes['timestamp'] = $attributes['timestamp'] ?? time();
         $this->publisher->publish($ladder['exchange'], $ladder['routing_key'], $encoded['body'], $attributes);
