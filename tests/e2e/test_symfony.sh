@@ -54,14 +54,13 @@ plan_json() { curl -fsS "$server/api/plans/$id"; }
 # that failed, or the time running out, ends the test: it prints each
 # step with its error, the open alerts and what the engine logged last.
 wait_step() {
-	_t=0
+	_until=$(($(date +%s) + $3))
 	while :; do
 		plan_json >"$tmp/plan.json" 2>/dev/null || { sleep 0.2; continue; }
 		_s=$(jq -r ".steps[$1 - 1].status" "$tmp/plan.json")
 		[ "$_s" = "$2" ] && return 0
-		_t=$((_t + 1))
 		if [ "$_s" = failed ] || [ "$(jq -r .status "$tmp/plan.json")" = failed ] ||
-		    [ $_t -gt $(($3 * 5)) ]; then
+		    [ "$(date +%s)" -gt "$_until" ]; then
 			fail "step $1 ($(jq -r ".steps[$1 - 1].kind" "$tmp/plan.json")) is $_s, not $2" \
 			    "(after $(($(date +%s) - started)) s)"
 			jq -r '.steps[] | "  step \(.n // "") \(.kind): \(.status)\(if .error then ": " + .error else "" end)"' \
