@@ -186,7 +186,7 @@ old_at_end=$(sf_old_queues | wc -l)
 # The app stops producing; every send arrives (the longest delay and a
 # retry), then the worker stops.
 sf_stop_producer
-e2e_within 60 sf_drained || fail "$(sf_pending) sends not received within 60 s of the last dispatch"
+e2e_within 60 sf_drained || fail "$(sf_pending) sends or messages not received or handled within 60 s of the last dispatch"
 sf_stop_worker
 
 sf_report >"$tmp/report"
@@ -200,6 +200,7 @@ not_removed=$(jq -r '.steps[7].result.entries[]? | select(.outcome != "removed" 
 [ -z "$not_removed" ] || fail "remove_old left: $not_removed"
 [ "$sf_lost" = 0 ] || fail "lost $sf_lost"
 [ "$sf_early" = 0 ] || fail "early $sf_early"
+[ "$sf_handled" = "$sf_messages" ] || fail "$sf_handled of $sf_messages messages were handled"
 [ "${sf_old:-0}" -gt 0 ] && [ "${sf_ladder:-0}" -gt 0 ] ||
     fail "both paths must carry sends (old $sf_old, ladder $sf_ladder)"
 [ "${sf_retries:-0}" -gt 0 ] || fail "no retry was sent"

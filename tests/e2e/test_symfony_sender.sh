@@ -66,7 +66,7 @@ sleep 3
 touch "$tmp/late"
 sleep 5
 sf_stop_producer
-e2e_within 40 sf_drained || fail "$(sf_pending) sends not received within 40 s of the last dispatch"
+e2e_within 40 sf_drained || fail "$(sf_pending) sends or messages not received or handled within 40 s of the last dispatch"
 sf_stop_worker
 
 sf_report >"$tmp/report"
@@ -75,6 +75,7 @@ cat "$tmp/report"
 [ "${sf_retries:-0}" -gt 0 ] || fail "no retry was sent"
 [ "$sf_lost" = 0 ] || fail "lost $sf_lost"
 [ "$sf_early" = 0 ] || fail "early $sf_early"
+[ "$sf_handled" = "$sf_messages" ] || fail "$sf_handled of $sf_messages messages were handled"
 [ "$sf_old" = 0 ] || fail "$sf_old sends took Symfony's delay queues with the flag on"
 [ "$sf_ladder" = "$sf_sends" ] || fail "$sf_ladder of $sf_sends sends took the ladder"
 delays=$(awk -F '\t' '$1 == "send" { print $5 }' "$tmp/producer.log" "$tmp/worker.log" | sort -u | wc -l)

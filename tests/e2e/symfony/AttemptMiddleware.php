@@ -9,7 +9,9 @@ use Symfony\Component\Messenger\Stamp\ReceivedStamp;
 use Symfony\Component\Messenger\Stamp\RedeliveryStamp;
 
 /* Logs each received message (its id, its attempt, the wall clock) before
- * its handler runs, and tells the handler which attempt it is. */
+ * its handler runs, and tells the handler which attempt it is; logs it
+ * again as done when the handler succeeded (a failure is retried: the
+ * message is not done until a later attempt is). */
 final class AttemptMiddleware implements MiddlewareInterface
 {
     private $log;
@@ -23,12 +25,16 @@ final class AttemptMiddleware implements MiddlewareInterface
 
     public function handle(Envelope $envelope, StackInterface $stack): Envelope
     {
-        if (null !== $envelope->last(ReceivedStamp::class)) {
-            $attempt = RedeliveryStamp::getRetryCountFromEnvelope($envelope);
-            $this->log->write('recv', (string) $envelope->getMessage()->id, (string) $attempt, (string) EventLog::nowMs());
-            $this->handler->attempt = $attempt;
+        if (null === $envelope->last(ReceivedStamp::class)) {
+            return $stack->next()->handle($envelope, $stack);
         }
+        $id = (string) $envelope->getMessage()->id;
+        $attempt = RedeliveryStamp::getRetryCountFromEnvelope($envelope);
+        $this->log->write('recv', $id, (string) $attempt, (string) EventLog::nowMs());
+        $this->handler->attempt = $attempt;
+        $envelope = $stack->next()->handle($envelope, $stack);
+        $this->log->write('done', $id, (string) $attempt, (string) EventLog::nowMs());
 
-        return $stack->next()->handle($envelope, $stack);
+        return $envelope;
     }
 }

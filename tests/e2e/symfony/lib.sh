@@ -56,12 +56,20 @@ sf_outcomes() {
 	        else print path[k] "\t" (got[k] < due[k] ? "early" : "ok") "\t" got[k] - due[k] } }'
 }
 
-# sf_pending: the count of sends not received yet.
+# sf_pending: how many sends were not received yet, plus how many
+# messages were not handled yet (their last attempt failed, so a retry is
+# coming: between that receive and the retry's send nothing is pending).
 sf_pending() {
-	sf_outcomes | awk '$2 == "lost"' | wc -l
+	cat "$tmp/producer.log" "$tmp/worker.log" 2>/dev/null | awk -F '\t' '
+	    $1 == "send" { sent[$2 ":" $3] = 1; if ($3 == 0) msg[$2] = 1 }
+	    $1 == "recv" { got[$2 ":" $3] = 1 }
+	    $1 == "done" { done[$2] = 1 }
+	    END { n = 0; for (k in sent) if (!(k in got)) n++
+	        for (m in msg) if (!(m in done)) n++
+	        print n }'
 }
 
-# sf_drained: whether every send was received.
+# sf_drained: whether every send was received and every message handled.
 sf_drained() {
 	[ "$(sf_pending)" -eq 0 ]
 }
@@ -82,7 +90,8 @@ sf_stop_worker() {
 
 # sf_report: prints per path (old, ladder, all) the sends, lost, early,
 # duplicates and lateness p50/p99/max (nearest rank) in ms, and sets
-# sf_lost, sf_early, sf_sends, sf_retries, sf_ladder, sf_old, sf_messages.
+# sf_lost, sf_early, sf_sends, sf_retries, sf_ladder, sf_old, sf_messages
+# and sf_handled (messages whose handler succeeded).
 sf_report() {
 	sf_outcomes >"$tmp/outcomes"
 	printf '%-7s %6s %5s %6s %5s %7s %7s %7s\n' path sends lost early dups p50_ms p99_ms max_ms
@@ -109,7 +118,9 @@ sf_report() {
 	done
 	sf_messages=$(awk -F '\t' '$1 == "send" && $3 == 0' "$tmp/producer.log" | wc -l)
 	sf_retries=$(awk -F '\t' '$1 == "send" && $3 > 0' "$tmp/worker.log" | wc -l)
-	echo "messages $sf_messages, retries $sf_retries (sends $sf_sends: old path $sf_old, ladder $sf_ladder)"
+	sf_handled=$(awk -F '\t' '$1 == "done" { print $2 }' "$tmp/worker.log" | sort -u | wc -l)
+	echo "messages $sf_messages (handled $sf_handled), retries $sf_retries" \
+	    "(sends $sf_sends: old path $sf_old, ladder $sf_ladder)"
 }
 
 # sf_old_queues: the names of Symfony's delay queues of this run.
