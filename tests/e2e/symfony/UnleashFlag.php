@@ -20,8 +20,16 @@ final class UnleashFlag
     {
         $this->url = rtrim($baseUrl, '/').'/api/client/features/'.rawurlencode($feature);
         $this->token = $clientToken;
-        if (null === $this->read()) {
-            throw new \RuntimeException("cannot read feature $feature from {$this->url}");
+        // Unleash's client API serves its features from a cache it
+        // refreshes on its own: a feature created a moment ago (as the test
+        // does just before starting the app) can be missing for a while,
+        // longer on a loaded machine.
+        $until = microtime(true) + 20.0;
+        while (null === $this->read()) {
+            if (microtime(true) > $until) {
+                throw new \RuntimeException("cannot read feature $feature from {$this->url} within 20 s");
+            }
+            usleep(200000);
         }
     }
 
