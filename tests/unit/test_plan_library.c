@@ -360,6 +360,68 @@ test_check_prints_what_a_library_implies(void **state)
 	free(t);
 }
 
+/* The whole of file PATH, or NULL. */
+static char *
+slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, n;
+	char chunk[4096];
+	FILE *out;
+
+	if (f == NULL)
+		return NULL;
+	out = open_memstream(&buf, &len);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, out);
+	fclose(f);
+	fclose(out);
+	return buf;
+}
+
+/* docs/LIBRARIES.md and docs/plan-format.txt cannot drift from the table:
+ * every library is named in both, and every kind's name shape and pattern
+ * is in the former as the table has it. */
+static void
+test_docs_say_what_the_table_says(void **state)
+{
+	static const char *const names[] = { "symfony", "laravel", "enqueue",
+	    "easynetq", "machinery" };
+	const char *src = getenv("CUTOVER_SOURCE_DIR");
+	char path[1024], want[600], list[128];
+	char *md, *fmt;
+
+	(void)state;
+	if (src == NULL || src[0] == '\0')
+		fail_msg("CUTOVER_SOURCE_DIR is not set (ctest sets it to the source tree)");
+	snprintf(path, sizeof(path), "%s/docs/LIBRARIES.md", src);
+	assert_non_null(md = slurp(path));
+	snprintf(path, sizeof(path), "%s/docs/plan-format.txt", src);
+	assert_non_null(fmt = slurp(path));
+	plan_library_names(list, sizeof(list));
+	snprintf(want, sizeof(want), "type: %s\n", list);
+	if (strstr(fmt, want) == NULL)
+		fail_msg("docs/plan-format.txt's old.library lacks '%s'", want);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct plan_library *l = plan_library_find(names[i]);
+
+		assert_non_null(l);
+		for (size_t k = 0; k < l->nkinds; k++) {
+			snprintf(want, sizeof(want), "`%s`, pattern `%s`", l->kinds[k].shape,
+			    l->kinds[k].match);
+			if (strstr(md, want) == NULL)
+				fail_msg("docs/LIBRARIES.md lacks '%s' (%s's %s)", want,
+				    l->name, l->kinds[k].what);
+		}
+		snprintf(want, sizeof(want), "| `%s`", names[i]);
+		if (strstr(md, want) == NULL)
+			fail_msg("docs/LIBRARIES.md has no row for %s", names[i]);
+	}
+	free(md);
+	free(fmt);
+}
+
 int
 main(void)
 {
@@ -370,6 +432,7 @@ main(void)
 		cmocka_unit_test(test_retry_queues_never_read_the_timestamp),
 		cmocka_unit_test(test_arrival_verdicts),
 		cmocka_unit_test(test_check_prints_what_a_library_implies),
+		cmocka_unit_test(test_docs_say_what_the_table_says),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
