@@ -299,10 +299,14 @@ print_library(FILE *out, json_t *d)
 		    json_is_array(f) ? json_string_value(json_array_get(f, 1)) : "",
 		    json_string_value(json_object_get(v, "trust")));
 	}
-	fprintf(out, "  selection        %s (%s)\n",
-	    json_string_value(json_object_get(o, "selection")),
-	    strcmp(json_string_value(json_object_get(o, "selection_from")), "plan") == 0 ?
-	    "old.queues: the plan's own" : "the library's; old.queues overrides it");
+	if (json_is_string(json_object_get(o, "selection")))
+		fprintf(out, "  selection        %s (%s)\n",
+		    json_string_value(json_object_get(o, "selection")),
+		    strcmp(json_string_value(json_object_get(o, "selection_from")),
+		    "plan") == 0 ? "old.queues: the plan's own" :
+		    "the library's; old.queues overrides it");
+	else
+		fprintf(out, "  selection        old.queues.names (the plan's own)\n");
 	fprintf(out, "  move_old.entry   %s\n", own_entry ? "the plan's own (the "
 	    "library's rules are not used)" : "the library's, first match wins; "
 	    "move_old.entry overrides them");

@@ -349,6 +349,15 @@ test_check_prints_what_a_library_implies(void **state)
 	free(out);
 	free(t);
 
+	/* A selection by names is the plan's. */
+	t = plan_text("  library: machinery\n  queues: { names: [delay.5000.x.y] }\n",
+	    "");
+	out = check_text(t, 0);
+	assert_non_null(strstr(out, "  selection        old.queues.names (the plan's "
+	    "own)\n"));
+	free(out);
+	free(t);
+
 	/* Without a library, no word of one. */
 	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
 	out = check_text(t, 0);
