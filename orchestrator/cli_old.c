@@ -5,20 +5,26 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli.h"
 #include "duration.h"
+#include "engine.h"
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
+#include "store.h"
 
 static const char usage_line[] =
     "cutover old measure [--json] PLAN.yaml\n"
     "       cutover old remove --last-entry TIME [--dry-run] [--json] PLAN.yaml\n"
+    "       cutover old remove --db FILE [--dry-run] [--json] PLAN.yaml\n"
     "TIME: epoch milliseconds or RFC 3339 UTC (2026-11-30T12:00:00Z), the last "
-    "time a message entered the old path";
+    "time a message entered the old path; --db FILE: the plan's database, whose "
+    "measure, move_old and watch give the queues, the last entry and move_old's "
+    "deadlines";
 
 /* Writes the integer member KEY of O as a duration, or "-" when null. */
 static const char *
@@ -128,16 +134,18 @@ print_remove(const json_t *r)
 		    sizeof(depth)), str_or_dash(o, "reason"));
 	cn = json_object_get(r, "counts");
 	if (json_is_true(json_object_get(r, "dry_run")))
-		printf("\ndry run: %lld would be removed, %lld gone already, %lld would be "
-		    "left; nothing was deleted\n",
+		printf("\ndry run: %lld would be removed, %lld gone already, %lld would "
+		    "wait, %lld would be left; nothing was deleted\n",
 		    (long long)json_integer_value(json_object_get(cn, "would_remove")),
 		    (long long)json_integer_value(json_object_get(cn, "gone")),
+		    (long long)json_integer_value(json_object_get(cn, "waiting")),
 		    (long long)json_integer_value(json_object_get(cn, "left")));
 	else
-		printf("\n%lld removed, %lld gone already, %lld left (%lld ms, %lld AMQP "
-		    "connection%s)\n",
+		printf("\n%lld removed, %lld gone already, %lld waiting, %lld left (%lld "
+		    "ms, %lld AMQP connection%s)\n",
 		    (long long)json_integer_value(json_object_get(cn, "removed")),
 		    (long long)json_integer_value(json_object_get(cn, "gone")),
+		    (long long)json_integer_value(json_object_get(cn, "waiting")),
 		    (long long)json_integer_value(json_object_get(cn, "left")),
 		    (long long)json_integer_value(json_object_get(r, "elapsed_ms")),
 		    (long long)json_integer_value(json_object_get(r, "connections")),
@@ -157,6 +165,7 @@ struct old_args {
 	const char *plan;
 	int json, remove;
 	int64_t last_ms;		/* --last-entry, for remove */
+	const char *db;			/* --db, for remove */
 	struct old_remove_opts ro;
 };
 
@@ -169,6 +178,7 @@ args_parse(int argc, char **argv, struct old_args *a, int *rc)
 		{ "json", no_argument, NULL, 'j' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "last-entry", required_argument, NULL, 'l' },
+		{ "db", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -183,6 +193,7 @@ args_parse(int argc, char **argv, struct old_args *a, int *rc)
 		case 'j': a->json = 1; break;
 		case 'n': a->ro.dry_run = true; break;
 		case 'l': last_entry = optarg; break;
+		case 'd': a->db = optarg; break;
 		case 'h':
 			printf("usage: %s\n", usage_line);
 			*rc = CLI_OK;
@@ -211,16 +222,19 @@ args_parse(int argc, char **argv, struct old_args *a, int *rc)
 		*rc = cli_usage_error("old", usage_line, "unknown action '%s'", a->action);
 		return -1;
 	}
-	if (!a->remove && (last_entry != NULL || a->ro.dry_run)) {
-		*rc = cli_usage_error("old", usage_line, "--last-entry and --dry-run "
-		    "are for remove");
+	if (!a->remove && (last_entry != NULL || a->ro.dry_run || a->db != NULL)) {
+		*rc = cli_usage_error("old", usage_line, "--last-entry, --db and "
+		    "--dry-run are for remove");
 		return -1;
 	}
-	if (a->remove && last_entry == NULL) {
-		*rc = cli_usage_error("old", usage_line, "remove needs --last-entry TIME: "
-		    "the last time a message entered the old path");
+	if (a->remove && (last_entry == NULL) == (a->db == NULL)) {
+		*rc = cli_usage_error("old", usage_line, "remove needs either --db FILE "
+		    "(the plan's database) or --last-entry TIME (the last time a message "
+		    "entered the old path)");
 		return -1;
 	}
+	if (last_entry == NULL)
+		return 0;
 	if (a->remove && old_time_parse(last_entry, &a->last_ms, err, sizeof(err)) != 0) {
 		*rc = cli_usage_error("old", usage_line, "--last-entry: %s", err);
 		return -1;
@@ -257,11 +271,86 @@ show_remove(const struct old_args *a, json_t *measured, json_t *removed)
 		print_remove(removed);
 }
 
+/* The plan's database as step_inputs reads it. */
+struct db_inputs {
+	struct store *s;
+	int64_t plan_id;
+	const struct plan *p;
+};
+
+static json_t *
+db_result_of(void *arg, enum plan_step_kind kind)
+{
+	struct db_inputs *d = arg;
+	struct store_step st;
+	char err[256];
+	json_t *j = NULL;
+	int idx = plan_find_step(d->p, kind);
+
+	if (idx < 0 || store_step_get(d->s, d->plan_id, idx, &st, err, sizeof(err)) != 0)
+		return NULL;
+	if (st.result_json != NULL)
+		j = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	return j;
+}
+
+/* Opens database DB (which must exist: a read never creates one) and finds
+ * plan P's newest run in it, into D. Before any broker is contacted, so a
+ * wrong file says so at once. Returns 0, or -1 with ERR. */
+static int
+db_open(const char *db, const struct plan *p, struct db_inputs *d, char *err,
+    size_t errlen)
+{
+	struct store_plan sp;
+	int r;
+
+	if (access(db, F_OK) != 0) {
+		snprintf(err, errlen, "%s does not exist", db);
+		return -1;
+	}
+	if (store_open(db, &d->s, err, errlen) != 0)
+		return -1;
+	if ((r = engine_find_plan(d->s, p->name, &sp, err, errlen)) != 0) {
+		if (r == STORE_NOT_FOUND)
+			snprintf(err, errlen, "%s holds no plan '%s'", db, p->name);
+		return -1;
+	}
+	d->plan_id = sp.id;
+	d->p = p;
+	return 0;
+}
+
+/* Gives CTX remove_old's inputs from D's plan, as the engine does
+ * (step_remove_old_prepare): the measured queues, move_old's result with
+ * its deadlines, the watch's last state (its joined queues and last
+ * sample) and the last entry into the old path. Returns 0, or -1 with ERR. */
+static int
+db_inputs(struct db_inputs *d, struct step_ctx *ctx, struct step_inputs *in,
+    char *err, size_t errlen)
+{
+	struct store_step st;
+	json_t *ignored = NULL;
+	int idx, r;
+
+	if ((idx = plan_find_step(d->p, PLAN_STEP_FLIP)) >= 0 &&
+	    store_step_get(d->s, d->plan_id, idx, &st, err, errlen) == 0) {
+		ctx->flip_ms = st.ended_ms;
+		store_step_clear(&st);
+	}
+	*in = (struct step_inputs){ .result_of = db_result_of, .arg = d };
+	r = step_remove_old_prepare(ctx, in, &ignored, err, errlen);
+	json_decref(ignored);
+	return r;
+}
+
 int
 cli_old(int argc, char **argv)
 {
 	struct old_args a = { 0 };
 	struct step_ctx ctx = { 0 };
+	struct step_inputs in = { 0 };
+	struct db_inputs d = { 0 };
 	struct plan *p = NULL;
 	json_t *measured = NULL, *removed = NULL;
 	char err[2048];
@@ -271,9 +360,21 @@ cli_old(int argc, char **argv)
 		return rc;
 	if ((p = cli_load_plan(a.plan)) == NULL)
 		goto done;
+	if (a.db != NULL && db_open(a.db, p, &d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover old remove: %s\n", err);
+		goto done;
+	}
 	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover old %s: %s\n", a.action, err);
 		goto done;
+	}
+	if (a.db != NULL) {
+		if (db_inputs(&d, &ctx, &in, err, sizeof(err)) != 0) {
+			fprintf(stderr, "cutover old remove: %s\n", err);
+			goto done;
+		}
+		measured = json_incref((json_t *)ctx.measured);
+		goto remove;
 	}
 	if (step_measure_horizon(&ctx, &measured, err, sizeof(err)) != 0) {
 		show_measure(&a, measured);
@@ -287,13 +388,22 @@ cli_old(int argc, char **argv)
 	}
 	ctx.measured = measured;
 	ctx.old_last_entry_ms = a.last_ms;
+remove:
 	rc = old_remove(&ctx, &a.ro, &removed, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
+	if (rc == CLI_OK && ctx.again) {
+		/* Nothing here runs it again: say what it waits for. */
+		rc = CLI_FAIL;
+		snprintf(err, sizeof(err), "%s; run it again then",
+		    json_string_value(json_object_get(removed, "status")));
+	}
 	show_remove(&a, measured, removed);
 	if (rc != CLI_OK)
 		fprintf(stderr, "cutover old remove: %s\n", err);
 done:
 	json_decref(removed);
 	json_decref(measured);
+	step_inputs_release(&in);
+	store_close(d.s);
 	step_ctx_close(&ctx);
 	plan_free(p);
 	return rc;

@@ -294,10 +294,14 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 
 	snprintf(message, sizeof(message), "%s", r->err);
 	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised)
+	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised) {
 		event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
 		    "broker_unreachable", "message", message, "alert_id",
 		    (json_int_t)alert));
+		log_event("warn", r->plan->name, NULL, "alert broker_unreachable raised "
+		    "(id %lld): %s; once understood: cutover ack PLAN %lld",
+		    (long long)alert, message, (long long)alert);
+	}
 	*result = state != NULL ? json_deep_copy(state) : json_object();
 	r->ctx.again = true;
 	return 0;
@@ -753,6 +757,33 @@ step_failed(struct run *r, int idx, const char *text, const json_t *removed)
 	return 0;
 }
 
+/* A step's own word on what it waits for: its result's "status", or its
+ * summary's (the watch's), or NULL. */
+static const char *
+result_status(const json_t *result)
+{
+	const json_t *st = json_object_get(result, "status");
+
+	if (!json_is_string(st))
+		st = json_object_get(json_object_get(result, "summary"), "status");
+	return json_string_value(st);
+}
+
+/* Logs what step IDX waits for when that changed since STATE (its last
+ * result): `cutover run` on a terminal then says why nothing moves (an
+ * open alert, the deadline, queues that wait), as the page does. */
+static void
+log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
+{
+	const char *now = result_status(result), *before = result_status(state);
+
+	if (now == NULL || strncmp(now, "waiting", 7) != 0 ||
+	    (before != NULL && strcmp(now, before) == 0))
+		return;
+	log_event("info", r->plan->name, plan_step_kind_name(r->plan->steps[idx].kind),
+	    "%s", now);
+}
+
 /* Step IDX is running: starts it, resumes it after a restart from its
  * persisted state STATE_TEXT (or NULL), or continues the watch; then
  * records what came of it. Returns 0, or -1. */
@@ -767,6 +798,7 @@ step_advance(struct run *r, int idx, const char *state_text)
 	if (state_text != NULL)
 		state = json_loads(state_text, 0, NULL);
 	sr = run_step(r, idx, state, &result);
+	log_waiting(r, idx, state, result);
 	if (sr < 0 && busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
 		/* Not the step's failure: it runs again from its last state. */
 		rc = 0;

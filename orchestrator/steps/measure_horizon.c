@@ -539,53 +539,123 @@ list_no_ttl(const struct old_selection *s, char *out, size_t outlen)
 	}
 }
 
-/* An old queue that expires (x-expires, or a policy's expires) sooner than
- * its horizon (its TTL + watch.allowance; with CHAIN_TTL, not NULL, the TTL
- * of its dead-letter chain up to and including it) can be auto-deleted by
- * the broker while messages still wait in it: the ones published last
- * before the flip. Lists each such queue in WARNINGS; without old.allow_expiring that
- * refuses the measure, naming them. Returns 0, or -1 with ERR. */
+/* Why a classic old queue OQ whose expiry is no shorter than its own TTL
+ * (and that no other old queue feeds: CHAIN_TTL is its own TTL) is not
+ * refused: RabbitMQ counts the expiry from the queue's last use, and a
+ * producer that declares the queue at each publish (as the libraries that
+ * make such queues do) renews it then, so the queue outlives its last
+ * message by EXPIRES - TTL. A producer that declares it once and then only
+ * publishes does not renew it; such a queue vanishing with messages in it
+ * is what the watch's old_vanished alert names. */
+static bool
+expires_after_ttl(const struct old_queue *oq, int64_t chain_ttl)
+{
+	return strcmp(oq->q->type, "classic") == 0 && oq->ttl_ms >= 0 &&
+	    chain_ttl == oq->ttl_ms && oq->expires_ms >= oq->ttl_ms;
+}
+
+/* Appends to WARNINGS the old_expiring entry of OQ with MSG and its figures,
+ * and names it in NAMES (the Nth such queue). */
+static void
+expiring_note(const struct old_queue *oq, int64_t horizon, const char *msg,
+    json_t *warnings, char *names, size_t nameslen, size_t n)
+{
+	size_t off = strlen(names);
+	char e[32], h[32];
+
+	json_array_append_new(warnings, json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind",
+	    "old_expiring", "queue", oq->q->name, "expires_ms",
+	    (json_int_t)oq->expires_ms, "horizon_ms", (json_int_t)horizon,
+	    "message", msg));
+	if (n <= NAMES_IN_ERR && off < nameslen)
+		snprintf(names + off, nameslen - off, "%s'%s' (%s%sexpires after %s, "
+		    "horizon %s)", n > 1 ? ", " : "", oq->q->name,
+		    strcmp(oq->q->type, "classic") == 0 ? "" : oq->q->type,
+		    strcmp(oq->q->type, "classic") == 0 ? "" : ", ",
+		    duration_format(oq->expires_ms, e, sizeof(e)),
+		    duration_format(horizon, h, sizeof(h)));
+}
+
+/* Old queues that expire (x-expires, or a policy's expires). A classic
+ * queue whose expiry is no shorter than its TTL is accepted with a note
+ * (expires_after_ttl says why). Refused, unless old.allow_expiring makes
+ * them warnings in WARNINGS: any other queue that expires sooner than its
+ * horizon (its TTL + watch.allowance; with CHAIN_TTL, not NULL, the TTL of
+ * its dead-letter chain up to and including it), which the broker can
+ * delete with the messages published last before the flip still in it;
+ * and any quorum (or stream) queue with an expiry at all, since RabbitMQ
+ * does not renew a quorum queue's expiry when it is declared again: a
+ * producer that declares it at each publish does not keep it alive, and
+ * the broker deletes it with whatever it holds. Returns 0, or -1 with ERR. */
 static int
-expiring_check(const struct step_ctx *c, const struct old_selection *s,
+expiring_check(const struct step_ctx *c, struct old_selection *s,
     const int64_t *chain_ttl, json_t *warnings, char *err, size_t errlen)
 {
 	const struct plan *p = c->plan;
 	int64_t allowance = p->watch.allowance_ms;
-	char names[1024] = "", e[32], h[32], msg[600];
-	size_t n = 0, off = 0;
+	char names[1024] = "", e[32], h[32], t[32], msg[700];
+	size_t n = 0, nquorum = 0;
 
 	for (size_t i = 0; i < s->n; i++) {
-		const struct old_queue *oq = &s->v[i];
+		struct old_queue *oq = &s->v[i];
 		int64_t ttl = chain_ttl != NULL ? chain_ttl[i] : oq->ttl_ms;
 		int64_t horizon = ttl + allowance;
+		bool classic = strcmp(oq->q->type, "classic") == 0;
+		const char *source = oq->q->expires == oq->expires_ms ?
+		    "its x-expires argument" : "a policy's expires";
 
-		if (oq->expires_ms < 0 || ttl < 0 || oq->expires_ms >= horizon)
+		if (oq->expires_ms < 0 || ttl < 0)
 			continue;
-		snprintf(msg, sizeof(msg), "old queue '%s' expires after %s unused (%s), "
-		    "sooner than its horizon of %s (TTL %s + allowance): the broker can "
-		    "delete it with messages still waiting in it", oq->q->name,
-		    duration_format(oq->expires_ms, e, sizeof(e)),
-		    oq->q->expires == oq->expires_ms ? "its x-expires argument" :
-		    "a policy's expires", duration_format(horizon, h, sizeof(h)),
-		    oq->ttl_source);
-		json_array_append_new(warnings, json_pack("{s:s,s:s,s:I,s:I,s:s}", "kind",
-		    "old_expiring", "queue", oq->q->name, "expires_ms",
-		    (json_int_t)oq->expires_ms, "horizon_ms", (json_int_t)horizon,
-		    "message", msg));
-		if (n++ < NAMES_IN_ERR && off < sizeof(names))
-			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s'%s' "
-			    "(expires after %s, horizon %s)", n > 1 ? ", " : "", oq->q->name,
-			    e, h);
+		duration_format(oq->expires_ms, e, sizeof(e));
+		if (classic && expires_after_ttl(oq, ttl)) {
+			if (oq->expires_ms < horizon)
+				add_note(oq, "its expiry (%s) is no shorter than its TTL (%s): "
+				    "declared again at each publish, as libraries do, it "
+				    "outlives its last message; the watch alerts if it "
+				    "vanishes holding messages", e,
+				    duration_format(oq->ttl_ms, t, sizeof(t)));
+			continue;
+		}
+		if (classic && oq->expires_ms >= horizon)
+			continue;
+		duration_format(horizon, h, sizeof(h));
+		if (!classic) {
+			snprintf(msg, sizeof(msg), "old %s queue '%s' expires after %s unused "
+			    "(%s): RabbitMQ does not renew a %s queue's expiry when it is "
+			    "declared again, so it deletes the queue with whatever it holds "
+			    "%s after its first declaration, however its producer uses it",
+			    oq->q->type, oq->q->name, e, source, oq->q->type, e);
+			nquorum++;
+		} else
+			snprintf(msg, sizeof(msg), "old queue '%s' expires after %s unused "
+			    "(%s), sooner than its horizon of %s (TTL %s + allowance): the "
+			    "broker can delete it with messages still waiting in it",
+			    oq->q->name, e, source, h, oq->ttl_source);
+		expiring_note(oq, horizon, msg, warnings, names, sizeof(names), ++n);
 	}
 	if (n == 0 || p->old.allow_expiring)
 		return 0;
-	snprintf(err, errlen, "%zu old queue%s sooner than %s horizon (TTL + "
-	    "watch.allowance), so the broker can delete %s with messages still "
-	    "waiting: %s%s; remove the expiry (x-expires or the policy's expires), "
-	    "or set old.allow_expiring: true to go on with a warning (the watch "
-	    "alerts when an old queue vanishes while holding messages)", n,
-	    n == 1 ? " expires" : "s expire", n == 1 ? "its" : "their",
-	    n == 1 ? "it" : "them", names, n > NAMES_IN_ERR ? " and more" : "");
+	if (nquorum == 0)
+		snprintf(err, errlen, "%zu old queue%s sooner than %s horizon (TTL + "
+		    "watch.allowance), so the broker can delete %s with messages still "
+		    "waiting: %s%s; remove the expiry (x-expires or the policy's "
+		    "expires), or set old.allow_expiring: true to go on with a warning "
+		    "(the watch alerts when an old queue vanishes while holding "
+		    "messages)", n, n == 1 ? " expires" : "s expire", n == 1 ? "its" :
+		    "their", n == 1 ? "it" : "them", names, n > NAMES_IN_ERR ?
+		    " and more" : "");
+	else
+		snprintf(err, errlen, "%zu old queue%s so that the broker can delete %s "
+		    "with messages still waiting: %s%s; %zu %s quorum: RabbitMQ never "
+		    "renews a quorum queue's expiry when it is declared again, so it "
+		    "runs from its first declaration and the queue goes with whatever "
+		    "it holds, with or without cutover (a library declaring its delay "
+		    "queues as quorum, e.g. through a vhost's default queue type, "
+		    "loses messages this way). Remove the expiry (x-expires or the "
+		    "policy's expires) or declare them classic; old.allow_expiring: "
+		    "true goes on with a warning", n, n == 1 ? " expires" : "s expire",
+		    n == 1 ? "it" : "them", names, n > NAMES_IN_ERR ? " and more" : "",
+		    nquorum, nquorum == 1 ? "is" : "are");
 	return -1;
 }
 
@@ -725,8 +795,8 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	json_t *queues = json_array(), *missing = json_array(), *summary;
 	json_t *warnings = json_array();
 	int64_t horizon = -1, allowance = p->watch.allowance_ms;
-	char reasoning[1024] = "";
-	int rc = -1;
+	char reasoning[1024] = "", expiring_err[2048] = "";
+	int rc = -1, expiring_rc = 0;
 
 	*result = NULL;
 	if (old_select(c, &s, err, errlen) != 0)
@@ -738,6 +808,10 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		chain_failed = true;
 	for (size_t i = 0; i < s.nmissing; i++)
 		json_array_append_new(missing, json_string(s.missing[i]));
+	/* Before the queues' entries are written: it adds to their notes. */
+	if (s.n > 0 && s.nottl == 0 && !chain_failed)
+		expiring_rc = expiring_check(c, &s, chain.n > 0 ? chain.ttl_ms : NULL,
+		    warnings, expiring_err, sizeof(expiring_err));
 	queues_json(&s, &chain, queues, &t);
 	if (s.n == 0) {
 		empty_selection_err(c, &s, err, errlen);
@@ -751,8 +825,8 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		snprintf(reasoning, sizeof(reasoning), "No horizon: %s.", err);
 		goto done;
 	}
-	if (expiring_check(c, &s, chain.n > 0 ? chain.ttl_ms : NULL, warnings, err,
-	    errlen) != 0) {
+	if (expiring_rc != 0) {
+		snprintf(err, errlen, "%s", expiring_err);
 		snprintf(reasoning, sizeof(reasoning), "Refused: an old queue expires "
 		    "sooner than its horizon and old.allow_expiring is not set.");
 		goto done;

@@ -91,6 +91,37 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 }
 
 int
+old_counters_from_sample(const json_t *last, struct old_counters *o, char *err,
+    size_t errlen)
+{
+	memset(o, 0, sizeof(*o));
+	if (!json_is_array(json_object_get(last, "queues"))) {
+		snprintf(err, errlen, "the sample has no queues");
+		return -1;
+	}
+	if (from_array(json_incref(json_object_get(last, "queues")),
+	    int_or(json_object_get(last, "at_ms"), 0), o, err, errlen) != 0) {
+		old_counters_free(o);
+		return -1;
+	}
+	o->exact = json_is_true(json_object_get(last, "exact"));
+	return 0;
+}
+
+json_t *
+old_counters_sample(const struct old_counters *o)
+{
+	json_t *qs = json_array();
+
+	for (size_t i = 0; i < o->n; i++)
+		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", o->v[i].name,
+		    "publish", o->v[i].publish >= 0 ? json_integer(o->v[i].publish) :
+		    json_null(), "messages", (json_int_t)o->v[i].messages));
+	return json_pack("{s:I,s:b,s:o}", "at_ms", (json_int_t)o->at_ms, "exact",
+	    o->exact, "queues", qs);
+}
+
+int
 old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err,
     size_t errlen)
 {
@@ -148,46 +179,43 @@ old_counters_free(struct old_counters *o)
 	memset(o, 0, sizeof(*o));
 }
 
-bool
-old_counters_changed(const struct old_counters *base, const struct old_counters *now,
+enum old_use
+old_counters_judge(const struct old_counters *base, const struct old_counters *now,
     const char *name, const char *base_what, char *why, size_t whylen)
 {
 	const struct old_counter *b = old_counters_find(base, name);
 	const struct old_counter *n = old_counters_find(now, name);
+	int64_t bp = b != NULL ? b->publish : -1, np = n != NULL ? n->publish : -1;
 	char t[40];
 
 	old_time_format(base->at_ms, t, sizeof(t));
-	if (b == NULL || b->publish < 0) {
-		snprintf(why, whylen, "%s (%s) has no publish counter for it: a publish "
-		    "since cannot be ruled out (statistics off or reset, or never "
-		    "published)", base_what, t);
-		return true;
+	why[0] = '\0';
+	if (bp >= 0 && np < 0) {
+		snprintf(why, whylen, "its publish counter, %lld at %s (%s), cannot be "
+		    "read now: the statistics were reset or the node restarted",
+		    (long long)bp, base_what, t);
+		return OLD_USE_UNCOUNTED;
 	}
-	if (n == NULL || n->publish < 0) {
-		snprintf(why, whylen, "its publish counter cannot be read now (it was %lld "
-		    "at %s, %s): statistics off or reset; a publish since cannot be ruled "
-		    "out", (long long)b->publish, base_what, t);
-		return true;
+	if (bp >= 0 && np < bp) {
+		snprintf(why, whylen, "its publish counter went backwards, from %lld at "
+		    "%s (%s) to %lld: the statistics were reset or the node restarted",
+		    (long long)bp, base_what, t, (long long)np);
+		return OLD_USE_UNCOUNTED;
 	}
-	if (n->publish < b->publish) {
-		snprintf(why, whylen, "its publish counter went backwards, from %lld at %s "
-		    "(%s) to %lld: the statistics were reset, so publishes since cannot be "
-		    "counted", (long long)b->publish, base_what, t, (long long)n->publish);
-		return true;
+	if (np > (bp > 0 ? bp : 0)) {
+		snprintf(why, whylen, "%lld publish%s into it since %s (%s; counter %s%lld, "
+		    "now %lld)", (long long)(np - (bp > 0 ? bp : 0)),
+		    np - (bp > 0 ? bp : 0) == 1 ? "" : "es", base_what, t,
+		    bp < 0 ? "none, i.e. " : "", (long long)(bp > 0 ? bp : 0),
+		    (long long)np);
+		return OLD_USE_PUBLISHED;
 	}
-	if (n->publish > b->publish) {
-		snprintf(why, whylen, "%lld publish%s into it since %s (%s; counter %lld, "
-		    "now %lld): the old path is still in use", (long long)(n->publish -
-		    b->publish), n->publish - b->publish == 1 ? "" : "es", base_what, t,
-		    (long long)b->publish, (long long)n->publish);
-		return true;
-	}
-	if (base->exact == now->exact && n->messages > b->messages &&
-	    b->messages >= 0) {
+	if (b != NULL && n != NULL && base->exact == now->exact &&
+	    n->messages > b->messages && b->messages >= 0) {
 		snprintf(why, whylen, "it holds more messages than at %s (%s): %lld, then "
 		    "%lld; something dead-letters into it", base_what, t,
 		    (long long)b->messages, (long long)n->messages);
-		return true;
+		return OLD_USE_PUBLISHED;
 	}
-	return false;
+	return OLD_USE_NONE;
 }

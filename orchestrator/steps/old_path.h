@@ -284,17 +284,45 @@ const struct old_counter *old_counters_find(const struct old_counters *o,
 
 void old_counters_free(struct old_counters *o);
 
-/* Compares queue NAME's counters in NOW with BASE (BASE_WHAT says what
- * BASE is, e.g. "the watch's last sample"). Returns false when nothing
- * can have entered it since, or true with WHY: a publish since, a counter
- * that went backwards, one missing or unreadable, more messages. Depths are
- * compared only when both are of one kind (both exact, or both from the
+/* What queue NAME's counters in NOW say of its use since BASE (BASE_WHAT
+ * says what BASE is, e.g. "the watch's last sample"). */
+enum old_use {
+	OLD_USE_NONE,		/* no evidence of use: both counters equal, or
+				 * neither shows one (an idle queue's, or any
+				 * queue's after a restart: the exact empty
+				 * check and the if-empty delete or the fence
+				 * stand for them) */
+	OLD_USE_PUBLISHED,	/* its counter grew, or first shows publishes,
+				 * or (depths of one kind) it holds more */
+	OLD_USE_UNCOUNTED	/* the baseline cannot be compared: the counter
+				 * went backwards or vanished (statistics reset,
+				 * node restarted) */
+};
+
+/* Compares queue NAME's counters in NOW with BASE. Depths are compared
+ * only when both are of one kind (both exact, or both from the
  * statistics): a statistics depth is seconds old, so against the watch's
  * exact one it shows messages that have since expired; the exact check
- * remove_old makes next leaves any queue that holds a message. */
-bool old_counters_changed(const struct old_counters *base,
+ * remove_old makes next leaves any queue that holds a message. Returns
+ * the verdict, with WHY saying what was seen unless OLD_USE_NONE. */
+enum old_use old_counters_judge(const struct old_counters *base,
     const struct old_counters *now, const char *name, const char *base_what,
     char *why, size_t whylen);
+
+/* Fills O from SAMPLE, {"at_ms", "exact", "queues": [{"name", "publish",
+ * "messages"}]} as old_counters_sample writes it (and the watch's
+ * "old_last"). Returns 0, or -1 with ERR. */
+int old_counters_from_sample(const json_t *sample, struct old_counters *o,
+    char *err, size_t errlen);
+
+/* O as a sample old_counters_from_sample reads back (a new object). */
+json_t *old_counters_sample(const struct old_counters *o);
+
+/* How long remove_old waits, with a fresh baseline of the publish
+ * counters, after the old ones stopped being comparable (statistics reset,
+ * a node restarted): twice the statistics' lag, so that a publish made
+ * just before the new baseline shows in the counters by the check after. */
+#define OLD_BASELINE_WINDOW_MS	20000
 
 /* remove_old with options: step_remove_old is old_remove(C, NULL, ...).
  * Unless a dry run, once it has read the baseline counters and the

@@ -139,11 +139,15 @@ int step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t er
  * TTL and no max_message_ttl, a dead-letter cycle, or (unless
  * old.allow_expiring, which records "warnings" instead) a queue that
  * expires sooner than its chain's TTL + watch.allowance, fails the step,
- * naming the queue. */
+ * naming the queue; but a classic queue whose expiry is at least its own
+ * TTL is accepted with a note (declared again at each publish, it outlives
+ * its last message), and a quorum queue with any expiry is refused (its
+ * expiry is never renewed). */
 int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
-/* remove_old: deletes each old queue that C->measured lists, that is still
- * selected, empty (an AMQP passive declare: exact and current), past its
+/* remove_old: deletes each old queue of the old path (C->measured's, the
+ * watch's joined ones in C->watched, and those selected now beyond both,
+ * from when it first saw them) that is still selected, empty (an AMQP passive declare: exact and current), past its
  * own deadline (C->old_last_entry_ms + its dead-letter chain's TTL +
  * watch.allowance; or, when move_old's last pass (C->moved) covered it and
  * the watch saw nothing enter the old path since that pass began, the
@@ -152,9 +156,13 @@ int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t 
  * fed by an old queue still there, and whose publish
  * counter has not moved since C->watched's last sample. Classic queues are
  * deleted with if-empty and if-unused; quorum queues cannot be, so they are
- * fenced by a policy, checked again, then deleted (old_path.h). The result
- * has one entry per queue (removed, gone already, or left with why). Fails
- * while any is left. Before anything, the plan's flag must read on
+ * fenced by a policy, checked again, then deleted (old_path.h). What time
+ * resolves (a deadline not yet passed, a publish or messages seen since
+ * the baseline, counters reset, a node restarted) is a wait: it returns 0
+ * with C->again set, its result ("waiting", "baseline") the state of the
+ * next run (C->state). The result has one entry per queue (removed, gone
+ * already, waiting, or left with why). Fails while any is left: what a
+ * person must act on, said in its reason. Before anything, the plan's flag must read on
  * (step_flag_require_on): while it reads off or cannot be read, nothing is
  * deleted. */
 int step_remove_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);

@@ -298,6 +298,8 @@ done:
 	json_decref(t.park_taken);
 	json_decref(t.listing);
 	json_decref(t.exchanges);
+	json_decref(t.seen);
+	json_decref(t.joined);
 	free(t.q);
 	free(t.s);
 	return rc;

@@ -131,7 +131,10 @@
 #define DS_BUCKET_MS		(10 * 60 * 1000)
 
 #define NAMES_LISTED		5	/* names an alert message lists at most */
-#define NEW_KNOWN_MAX		32	/* unmeasured old queues remembered */
+#define NEW_KNOWN_MAX		32	/* old queues created after the flip,
+					 * named in the state */
+#define JOINED_MAX		10000	/* members beyond the measured, named
+					 * in the state (beyond that, counted) */
 #define ALERTS_MAX		16	/* kinds pending in one tick */
 #define ALERT_MSG_MAX		500
 #define HELD_MAX		10000	/* non-empty old queues remembered */
@@ -168,7 +171,12 @@ struct wstate {
 	int64_t old_publishes;		/* cumulative, as last seen; -1: not yet */
 	int64_t old_after_flip;		/* publishes counted after the settle window */
 	int64_t old_settled;		/* publishes counted within it */
-	int64_t old_resets;		/* times the total went down */
+	int64_t old_resets;		/* counters that went down or vanished */
+	int64_t old_late;		/* publishes counted when a queue's
+					 * counter first showed: stamped as
+					 * entries, never alerted */
+	int64_t old_gone_empty;		/* members that vanished empty */
+	int64_t old_joined_over;	/* members past JOINED_MAX, unnamed */
 	char known_new[NEW_KNOWN_MAX][LADDER_NAME_MAX]; /* unmeasured queues
 					 * alerted already */
 	size_t nknown_new;
@@ -250,6 +258,8 @@ struct oldq {
 	int64_t publish;		/* message_stats.publish, -1 when absent */
 	bool measured;
 	bool gone;			/* the passive declare found no queue */
+	int64_t first_count;		/* publishes its counter shows for the
+					 * first time since the last full pass */
 };
 
 /* One tick. */
@@ -279,6 +289,11 @@ struct tick {
 					 * NULL until listed (watch_exchanges) */
 	bool old_exact_all;		/* every old queue was read exactly */
 	int64_t old_depth, old_nonempty, old_gone;
+	json_t *seen;			/* a full pass's old queues: {name:
+					 * publish counter or null}, or NULL */
+	json_t *joined;			/* the old path's members measure_horizon
+					 * did not measure, {name: TTL ms}, when
+					 * this tick added some, or NULL */
 
 	/* The ladder. */
 	int64_t depth[LADDER_MAX_LEVELS];

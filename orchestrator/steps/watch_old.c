@@ -58,14 +58,31 @@ watch_old_exact(struct tick *t, bool all)
 	return 0;
 }
 
-/* The old queues the watch did not know from measure_horizon, as one
- * listing shows them. */
-struct unmeasured {
-	size_t n;			/* listed now */
-	size_t nnew;			/* new to the watch, to alert */
+/* The old path is the selection, not a snapshot: libraries declare a
+ * delay queue when a delay is first used and let it expire after its last
+ * message, so queues join the old path and leave it as the application
+ * runs. A selected queue that measure_horizon did not measure joins the
+ * old path (its TTL counts in the horizon, remove_old takes it by the same
+ * rules) silently when it was there by the time the watch first looked or
+ * the flip's statistics window was still open; one that appears between
+ * two looks after that window was created after the flip, which only a
+ * publish into the old path does: old_new_queue. A member that vanishes
+ * empty is counted as gone; one holding messages raises old_vanished. */
+struct members {
+	const json_t *prev;		/* the last full pass's "seen", or NULL
+					 * (the first look) */
+	const json_t *joined_prev;	/* members joined so far, or NULL */
+	size_t nnew;			/* created after the flip, to alert */
 	char names[400];		/* the first NAMES_LISTED of those */
-	int64_t ttl;			/* the largest x-message-ttl among them, -1 */
+	int64_t ttl;			/* the largest TTL among the joined, -1 */
 	const char *ttl_queue;		/* whose (borrowed from the listing) */
+	int64_t created;		/* publishes into queues created after
+					 * the flip */
+	int64_t grown;			/* counter growth on queues seen before */
+	int64_t late;			/* counters that first showed now */
+	int64_t deeper;			/* of those, in queues that hold more
+					 * now than at the last tick */
+	int64_t reset;			/* counters that went down or vanished */
 };
 
 /* The names of the queues measure_horizon measured (borrowed from
@@ -107,51 +124,102 @@ old_list(struct tick *t)
 	return 0;
 }
 
-/* Counts the unmeasured old queue NAME (listed as E) in U, and names it
- * for the alert when it is new to the watch. */
+/* Was the last full pass made once the flip's statistics window had
+ * closed? Then whatever the statistics show first since (a publish, a new
+ * queue, a counter that was not there) happened after the flip; until
+ * then it may predate it. */
+static bool
+since_after_window(const struct tick *t)
+{
+	return t->w->pass.full_ms >= t->w->flip_ms + OLD_STATS_LAG_MS;
+}
+
+/* The TTL by which joining old queue E (listed) counts in the horizon: its
+ * x-message-ttl argument, else old.max_message_ttl, else -1. */
+static int64_t
+joined_ttl(const struct tick *t, const json_t *e)
+{
+	int64_t ttl = jint(json_object_get(e, "arguments"), "x-message-ttl", -1);
+
+	return ttl >= 0 ? ttl : (t->p->old.max_message_ttl_ms > 0 ?
+	    t->p->old.max_message_ttl_ms : -1);
+}
+
+/* Old queue NAME (listed as E), not measured, is a member of the old path:
+ * recorded in T->joined (a copy of the members so far, made at the first
+ * joiner) unless it is there already; CREATED: it appeared after the flip
+ * (named for the alert in M). */
 static void
-note_unmeasured(struct tick *t, const json_t *e, const char *name,
-    struct unmeasured *u)
+note_joined(struct tick *t, const json_t *e, const char *name, bool created,
+    struct members *m)
 {
 	struct wstate *w = t->w;
-	int64_t ttl = jint(json_object_get(e, "arguments"), "x-message-ttl", -1);
-	bool known = false;
+	int64_t ttl = joined_ttl(t, e);
 
-	u->n++;
-	if (ttl > u->ttl) {
-		u->ttl = ttl;
-		u->ttl_queue = name;
+	if (ttl > m->ttl) {
+		m->ttl = ttl;
+		m->ttl_queue = name;
 	}
-	for (size_t k = 0; k < w->nknown_new && !known; k++)
-		known = strcmp(w->known_new[k], name) == 0;
-	if (known)
+	if (created) {
+		if (m->nnew++ < NAMES_LISTED)
+			watch_appendf(m->names, sizeof(m->names), "'%s'", name);
+		if (w->nknown_new < NEW_KNOWN_MAX)
+			snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
+			    name);
+	}
+	if (json_object_get(t->joined != NULL ? t->joined : m->joined_prev, name) != NULL)
 		return;
-	/* New to the watch: alerted once (remembered while there is
-	 * room, past that by their count), so that an acknowledged
-	 * alert stays acknowledged while the queue stays. */
-	if (w->nknown_new < NEW_KNOWN_MAX)
-		snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
-		    name);
-	else if (u->n <= (size_t)w->unmeasured_seen)
+	if (t->joined == NULL)
+		t->joined = m->joined_prev != NULL ? json_deep_copy(m->joined_prev) :
+		    json_object();
+	if (t->joined == NULL || json_object_size(t->joined) >= JOINED_MAX) {
+		w->old_joined_over++;
 		return;
-	if (u->nnew < NAMES_LISTED)
-		watch_appendf(u->names, sizeof(u->names), "'%s'", name);
-	u->nnew++;
+	}
+	json_object_set_new(t->joined, name, ttl >= 0 ? json_integer(ttl) : json_null());
+}
+
+/* Compares queue Q's publish counter now with the last full pass's (PV,
+ * NULL when it was not listed then) into M. Returns whether it is new
+ * since that pass. */
+static bool
+compare_counter(struct oldq *q, const json_t *pv, struct members *m)
+{
+	if (pv == NULL) {
+		m->created += q->publish > 0 ? q->publish : 0;
+		return true;
+	}
+	if (!json_is_integer(pv)) {
+		/* No counter then: an idle queue's, or statistics that had not
+		 * caught up (they can lag a minute for a queue published to
+		 * once). What shows now may predate the last look, unless its
+		 * depth says otherwise (late_or_after). */
+		q->first_count = q->publish > 0 ? q->publish : 0;
+		m->late += q->first_count;
+		return false;
+	}
+	if (q->publish > json_integer_value(pv))
+		m->grown += q->publish - json_integer_value(pv);
+	else if (q->publish < json_integer_value(pv))
+		m->reset++;	/* statistics reset or lost (-1): a new baseline */
+	return false;
 }
 
 /* Fills T->q with the listed queues SEL selects (MEASURED, N: the sorted
  * names measure_horizon measured), their publish counters summed into
- * *TOTAL, the unmeasured ones into U. Returns 0, or -1 with ERR (memory,
+ * *TOTAL and recorded in T->seen, each compared with the last full pass
+ * into M, the unmeasured ones joined. Returns 0, or -1 with ERR (memory,
  * a name the selection cannot decide). */
 static int
 select_listed(struct tick *t, struct old_selector *sel, const char **measured,
-    size_t n, int64_t *total, struct unmeasured *u, char *err, size_t errlen)
+    size_t n, int64_t *total, struct members *m, char *err, size_t errlen)
 {
 	const json_t *e;
 	size_t i;
-	bool selected;
+	bool selected, fresh;
 
-	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL) {
+	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL ||
+	    (t->seen = json_object()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -174,89 +242,136 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 		q->measured = bsearch(&name, measured, n, sizeof(*measured),
 		    cmp_str) != NULL;
 		*total += jint(ms, "publish", 0);
+		json_object_set_new(t->seen, name, q->publish >= 0 ?
+		    json_integer(q->publish) : json_null());
+		fresh = m->prev != NULL && compare_counter(q, json_object_get(m->prev,
+		    name), m);
 		if (!q->measured)
-			note_unmeasured(t, e, name, u);
+			note_joined(t, e, name, fresh && since_after_window(t), m);
 	}
 	return 0;
 }
 
-/* Raises old_new_queue for the unmeasured queues new to the watch; the
- * largest TTL among them counts when it is the largest. */
+/* A counter that shows for the first time is after the flip even within
+ * its statistics window when its queue holds more messages now, by exact
+ * reads where made, than at the last tick (whose depths are in the
+ * state's "held"): messages that arrived since a look made after the
+ * flip. Counts those into M's deeper. */
 static void
-alert_unmeasured(struct tick *t, const struct unmeasured *u)
+late_or_after(struct tick *t, struct members *m)
 {
-	struct wstate *w = t->w;
+	const json_t *held = json_object_get(json_object_get(t->c->state, "old"),
+	    "held");
 
-	if (u->nnew == 0)
-		return;
-	watch_alert(t, "old_new_queue", "%zu queue%s matching the old selection %s not "
-	    "measured by measure_horizon: %s%s; a producer still creates old "
-	    "queues? Their publishes and depths are watched, but their TTLs are "
-	    "not in the horizon%s", u->nnew, u->nnew == 1 ? "" : "s",
-	    u->nnew == 1 ? "was" : "were", u->names, u->nnew > NAMES_LISTED ?
-	    " and more" : "", u->ttl > w->max_ttl_ms ?
-	    " (the largest x-message-ttl among them now counts)" : "");
-	if (u->ttl > w->max_ttl_ms) {
-		w->max_ttl_ms = u->ttl;
-		snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s",
-		    u->ttl_queue);
-		t->deadline_moved = true;
-		snprintf(t->moved_why, sizeof(t->moved_why), "unmeasured old "
-		    "queue '%.100s' has a longer TTL", u->ttl_queue);
+	for (size_t i = 0; i < t->nq; i++) {
+		const struct oldq *q = &t->q[i];
+		int64_t d = q->exact >= 0 ? q->exact : q->listed;
+
+		if (q->first_count > 0 &&
+		    d > json_integer_value(json_object_get(held, q->name)))
+			m->deeper += q->first_count;
 	}
 }
 
-/* Publishes into the old path since the last tick: TOTAL is the publish
- * counters' sum now. Moves the last entry (and the deadline) and raises
- * old_publish for those after the settle window. */
+/* Members of the last full pass (M->prev) that this listing no longer
+ * shows: gone (the ones that held messages are watch_old_vanished's). */
 static void
-count_publishes(struct tick *t, int64_t total)
+count_gone(struct tick *t, const struct members *m)
+{
+	const char *name;
+	const json_t *v;
+	const json_t *held = json_object_get(json_object_get(t->c->state, "old"),
+	    "held");
+
+	json_object_foreach((json_t *)m->prev, name, v)
+		if (json_object_get(t->seen, name) == NULL &&
+		    json_integer_value(json_object_get(held, name)) <= 0)
+			t->w->old_gone_empty++;
+}
+
+/* Raises old_new_queue for old queues created after the flip; the largest
+ * TTL among the joined counts when it is the largest. */
+static void
+alert_joined(struct tick *t, const struct members *m)
 {
 	struct wstate *w = t->w;
-	char tbuf[40], d1[32];
 
-	if (w->old_publishes < 0) {
-		/* The first look. Publishes between the flip and now that the
-		 * statistics show already cannot be told from earlier ones when
-		 * the flip is longer ago than the lag: assume the last came
-		 * just now — unless move_old's last pass saw the same total. */
-		if (w->moved_publishes >= 0 && total == w->moved_publishes)
-			;
-		else if (t->now > w->flip_ms + OLD_STATS_LAG_MS &&
-		    w->last_old_entry_ms < t->now) {
-			w->last_old_entry_ms = t->now;
-			t->deadline_moved = true;
-			snprintf(t->moved_why, sizeof(t->moved_why), "first look at the "
-			    "old path's publishes more than %d s after the flip",
-			    OLD_STATS_LAG_MS / 1000);
-		}
-	} else if (total > w->old_publishes) {
-		int64_t n = total - w->old_publishes;
+	if (m->nnew > 0)
+		watch_alert(t, "old_new_queue", "%zu old queue%s appeared after the flip: "
+		    "%s%s; the old path is still in use (a producer not switched to the "
+		    "ladder declares them as it publishes). They are watched and "
+		    "removed like the others, their TTLs count in the deadline",
+		    m->nnew, m->nnew == 1 ? "" : "s", m->names, m->nnew > NAMES_LISTED ?
+		    " and more" : "");
+	if (m->ttl > w->max_ttl_ms) {
+		w->max_ttl_ms = m->ttl;
+		snprintf(w->max_ttl_queue, sizeof(w->max_ttl_queue), "%s", m->ttl_queue);
+		t->deadline_moved = true;
+		snprintf(t->moved_why, sizeof(t->moved_why), "old queue '%.100s', which "
+		    "joined the old path, has a longer TTL", m->ttl_queue);
+	}
+}
 
+/* The first look at the old path's publishes: TOTAL is the counters' sum
+ * now. Publishes between the flip and now that the statistics show
+ * already cannot be told from earlier ones when the flip is longer ago
+ * than the lag: assume the last came just now, unless move_old's last
+ * pass saw the same total. */
+static void
+first_publishes(struct tick *t, int64_t total)
+{
+	struct wstate *w = t->w;
+
+	if (w->moved_publishes >= 0 && total == w->moved_publishes)
+		return;
+	if (t->now >= w->flip_ms + OLD_STATS_LAG_MS && w->last_old_entry_ms < t->now) {
 		w->last_old_entry_ms = t->now;
 		t->deadline_moved = true;
-		if (t->now < w->flip_ms + OLD_STATS_LAG_MS) {
-			w->old_settled += n;
-			snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s counted "
-			    "within %d s of the flip (they may predate it)", (long long)n,
-			    n == 1 ? "" : "es", OLD_STATS_LAG_MS / 1000);
-		} else {
-			w->old_after_flip += n;
-			watch_update_deadline(w);
-			watch_alert(t, "old_publish", "%lld message%s entered the old path after "
-			    "the flip (%lld in all so far): some producer still publishes to "
-			    "old queues; the deadline moves to %s (last entry + largest TTL "
-			    "%s + allowance)", (long long)n, n == 1 ? "" : "s",
-			    (long long)w->old_after_flip,
-			    old_time_format(w->deadline_ms, tbuf, sizeof(tbuf)),
-			    duration_format(w->max_ttl_ms, d1, sizeof(d1)));
-			snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s into "
-			    "the old path after the flip", (long long)n, n == 1 ? "" : "es");
-		}
-	} else if (total < w->old_publishes)
-		w->old_resets++;	/* a queue deleted, or statistics reset */
-	w->old_publishes = total;
+		snprintf(t->moved_why, sizeof(t->moved_why), "first look at the old "
+		    "path's publishes more than %d s after the flip",
+		    OLD_STATS_LAG_MS / 1000);
+	}
+}
+
+/* Publishes into the old path since the last full pass, queue by queue
+ * (M): a queue's counter can only be compared with its own, since queues
+ * come and go and a sum of them moves with every queue that expires. Each
+ * moves the last entry (and the deadline) to now. What the statistics
+ * show first since a pass made within the flip's window may predate the
+ * flip: settled, no alert (unless a queue's depth grew since the last
+ * tick); since a pass made after it, old_publish. */
+static void
+count_publishes(struct tick *t, const struct members *m)
+{
+	struct wstate *w = t->w;
+	int64_t all = m->grown + m->created + m->late;
+	int64_t after = since_after_window(t) ? all : m->deeper;
+	char tbuf[40], d1[32];
+
+	w->old_resets += m->reset;
+	if (all == 0)
+		return;
+	w->last_old_entry_ms = t->now;
+	t->deadline_moved = true;
+	w->old_late += m->late;
+	if (after == 0) {
+		w->old_settled += all;
+		snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s counted "
+		    "within the flip's statistics window (they may predate it)",
+		    (long long)all, all == 1 ? "" : "es");
+		return;
+	}
+	w->old_after_flip += after;
+	w->old_settled += all - after;
 	watch_update_deadline(w);
+	watch_alert(t, "old_publish", "%lld message%s entered the old path after the "
+	    "flip (%lld in all so far): some producer still publishes to old queues; "
+	    "the deadline moves to %s (last entry + largest TTL %s + allowance)",
+	    (long long)after, after == 1 ? "" : "s", (long long)w->old_after_flip,
+	    old_time_format(w->deadline_ms, tbuf, sizeof(tbuf)),
+	    duration_format(w->max_ttl_ms, d1, sizeof(d1)));
+	snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s into the old "
+	    "path after the flip", (long long)after, after == 1 ? "" : "es");
 }
 
 /* Samples the old path: on a full pass (watch_old_pass_full), one
@@ -270,7 +385,8 @@ count_publishes(struct tick *t, int64_t total)
 int
 watch_old(struct tick *t, char *err, size_t errlen)
 {
-	struct unmeasured u = { .ttl = -1 };
+	const json_t *old = json_object_get(t->c->state, "old");
+	struct members m = { .ttl = -1 };
 	struct old_selector sel = { 0 };
 	const char **measured = NULL;
 	size_t nmeasured = 0;
@@ -282,6 +398,10 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		(void)watch_old_light(t);
 		return 0;
 	}
+	m.prev = json_is_object(json_object_get(old, "seen")) ?
+	    json_object_get(old, "seen") : NULL;
+	m.joined_prev = json_is_object(json_object_get(old, "joined")) ?
+	    json_object_get(old, "joined") : NULL;
 	if (old_selector_init(&sel, t->p, err, errlen) != 0)
 		goto done;
 	if (measured_names(t->c->measured, &measured, &nmeasured) != 0) {
@@ -292,14 +412,23 @@ watch_old(struct tick *t, char *err, size_t errlen)
 		rc = 0;
 		goto done;
 	}
-	if (select_listed(t, &sel, measured, nmeasured, &total, &u, err, errlen) != 0)
+	if (select_listed(t, &sel, measured, nmeasured, &total, &m, err, errlen) != 0)
 		goto done;
 	t->old_seen = true;
 	t->old_queues = (int64_t)t->nq;
-	t->w->unmeasured_seen = (int64_t)u.n;
-	alert_unmeasured(t, &u);
-	count_publishes(t, total);
+	t->w->unmeasured_seen = (int64_t)(t->joined != NULL ?
+	    json_object_size(t->joined) : json_object_size(m.joined_prev));
+	alert_joined(t, &m);
 	(void)watch_old_exact(t, false);
+	if (m.prev == NULL || t->w->old_publishes < 0)
+		first_publishes(t, total);
+	else {
+		count_gone(t, &m);
+		late_or_after(t, &m);
+		count_publishes(t, &m);
+	}
+	t->w->old_publishes = total;
+	watch_update_deadline(t->w);
 	watch_old_pass_done(t);
 	rc = 0;
 done:

@@ -1,6 +1,7 @@
 /* watch_record: what a watch tick collects and records — its pending
  * alerts (one per kind and tick), its samples, and writing both, with
  * their events, to the store. Internal to the watch (watch_int.h). */
+#include "log.h"
 #include "watch_int.h"
 
 /* Appends to BUF, separating from what is there with "; ". */
@@ -173,6 +174,13 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 		}
 		if (store_commit(s, err, errlen) != 0)
 			return -1;
+		/* Said where `cutover run` is watched too, not only on the page:
+		 * an open alert holds the watch until someone acknowledges it. */
+		if (raised)
+			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
+			    "%s. The watch cannot end while it is open; once understood: "
+			    "cutover ack PLAN %lld", t->a[i].kind, (long long)id,
+			    t->a[i].msg, (long long)id);
 	}
 	t->na = 0;
 	if (t->deadline_moved) {

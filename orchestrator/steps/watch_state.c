@@ -166,6 +166,8 @@ static const struct jfield top_fields[] = {
 static const struct jfield old_fields[] = {
 	W(old_publishes, "publishes", -1), W(old_after_flip, "after_flip", 0),
 	W(old_settled, "settled", 0), W(old_resets, "resets", 0),
+	W(old_late, "late", 0), W(old_gone_empty, "gone_empty", 0),
+	W(old_joined_over, "joined_unnamed", 0),
 	W(unmeasured_seen, "unmeasured_queues", 0),
 };
 static const struct jfield probe_fields[] = {
@@ -389,6 +391,28 @@ state_json_more(json_t *j, const struct wstate *w)
 	json_object_set_new(j, "levels", watch_levels_json(w));
 }
 
+/* Adds to OLD (the state's "old") what the watch knows of the old path's
+ * members: "seen", the last full pass's queues and their publish
+ * counters; "joined", the members measure_horizon did not measure, with
+ * their TTLs (remove_old takes them as it takes the measured); and their
+ * counts. A light pass carries the last full pass's forward. */
+static void
+old_members_json(json_t *old, const struct tick *t, const struct wstate *w)
+{
+	const json_t *prev = json_object_get(t->c->state, "old");
+	const json_t *seen = t->seen != NULL ? t->seen : json_object_get(prev, "seen");
+	const json_t *joined = t->joined != NULL ? t->joined :
+	    json_object_get(prev, "joined");
+
+	if (json_is_object(seen))
+		json_object_set(old, "seen", (json_t *)seen);
+	json_object_set_new(old, "joined", json_is_object(joined) ?
+	    json_incref((json_t *)joined) : json_object());
+	json_object_set_new(old, "late", json_integer(w->old_late));
+	json_object_set_new(old, "gone_empty", json_integer(w->old_gone_empty));
+	json_object_set_new(old, "joined_unnamed", json_integer(w->old_joined_over));
+}
+
 static int64_t
 p50(const struct wstate *w)
 {
@@ -540,6 +564,7 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		json_object_set(json_object_get(j, "old"), "held",
 		    t->held != NULL ? t->held : json_object_get(json_object_get(
 		    t->c->state, "old"), "held"));
+		old_members_json(json_object_get(j, "old"), t, w);
 		if (done && t->old_seen)
 			json_object_set_new(j, "old_last", last_sample_json(t));
 	}

@@ -467,7 +467,15 @@ async function wholePlan(page, base, db, bin, build, problems) {
   await page.screenshot({ path: path.join(build, 'screenshots', '07-remove-confirm-1280.png') });
   await page.locator('#act-ok').click();
 
-  /* 4. It leaves the queue and fails, saying so at the top. */
+  /* 4. The queue that took a message waits its TTL from then (time
+   * resolves that); published into again while it waits, the producer is
+   * still there, which a person must see to: left, and the step fails,
+   * saying so at the top. */
+  await until('remove_old to wait for the queue that took a message', async () => {
+    const st = (await planDoc(base, pid)).steps[6];
+    return st.status === 'running' && st.result && (st.result.entries || []).some((e) => e.name === full.old[2] && e.outcome === 'waiting');
+  }, 60000);
+  await mgmt('POST', '/api/exchanges/%2F/amq.default/publish', { properties: {}, routing_key: full.old[2], payload: 'later', payload_encoding: 'string' });
   await until('remove_old to fail', async () => /failed at remove_old/.test(await page.locator('#state-words').innerText()), 60000);
   check(/left/.test(await page.locator('#state-words').innerText()) && !/undefined/.test(await page.locator('#plan-view').innerText()),
     'the failure is in words, naming what was left: ' + (await page.locator('#state-words').innerText()).slice(0, 160));

@@ -136,7 +136,20 @@ contains "$tmp/err" "1796040000000"
 expect 2 "$bin" old remove --last-entry 1970-01-01T00:00:00Z "$src/plans/examples/demo.yaml"
 contains "$tmp/err" "before 2000"
 expect 2 "$bin" old remove --dry-run "$src/plans/examples/demo.yaml"
-contains "$tmp/err" "needs --last-entry"
+contains "$tmp/err" "or --last-entry TIME"
+contains "$tmp/err" "needs either --db FILE"
+# Both is one too many: the database says when the last entry was.
+expect 2 "$bin" old remove --db "$tmp/none.db" --last-entry 1796040000000 \
+    "$src/plans/examples/demo.yaml"
+# A database that is not there, or holds no such plan, says so before
+# any broker is contacted, and creates nothing.
+expect 1 "$bin" old remove --db "$tmp/typo.db" --dry-run "$src/plans/examples/demo.yaml"
+contains "$tmp/err" "typo.db does not exist"
+[ ! -e "$tmp/typo.db" ] || fail "old remove --db created the database it was given"
+"$bin" status --db "$tmp/empty.db" >/dev/null 2>&1 || true
+[ -e "$tmp/empty.db" ] || sqlite3 "$tmp/empty.db" 'create table t(x)'
+expect 1 "$bin" old remove --db "$tmp/empty.db" --dry-run "$src/plans/examples/demo.yaml"
+contains "$tmp/err" "holds no plan 'demo'"
 expect 2 "$bin" old measure --last-entry 1796040000000 "$src/plans/examples/demo.yaml"
 
 if [ "$failures" -ne 0 ]; then

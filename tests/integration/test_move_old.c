@@ -743,7 +743,7 @@ test_remove_after_move_keeps_what_was_left(void **state)
 {
 	static const char *const names[] = { "old.rl.10m" };
 	const int64_t pub[] = { 2 };
-	json_t *m, *r, *w, *rr;
+	json_t *m, *r, *w, *rr, *rr2;
 	const json_t *e;
 	int64_t t_s = clock_now_ms() / 1000, until;
 	int rc;
@@ -756,25 +756,39 @@ test_remove_after_move_keeps_what_was_left(void **state)
 	assert_true(until >= (t_s + 1) * 1000 + 10 * MIN - 1000);
 	wait_depth("old.rl.10m", 1);
 	w = watch_sample(names, pub, 1);
+	ctx.again = false;
 	rr = remove_after(m, r, w, &rc);
 	e = removal_of(rr, "old.rl.10m");
-	assert_int_not_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_int_equal(rc, 0);
+	assert_true(ctx.again);		/* a wait time resolves: the step goes on */
+	assert_string_equal(text_of(e, "outcome"), "waiting");
 	assert_int_equal(count_of(e, "deadline_ms"), until + plan->watch.allowance_ms);
 	assert_non_null(strstr(text_of(e, "reason"), "not yet past its deadline"));
 	assert_true(queue_exists("old.rl.10m"));
 	assert_int_equal(depth("old.rl.10m"), 1);
 	json_decref(rr);
 	/* Past that deadline (the step's clock moved on), it still holds the
-	 * message: left. */
+	 * message: it waits its TTL once more, and then, still holding it,
+	 * is left for a person, with the step failing. */
 	ctx.now_ms = until + plan->watch.allowance_ms + SEC;
 	rr = remove_after(m, r, w, &rc);
-	ctx.now_ms = 0;
 	e = removal_of(rr, "old.rl.10m");
-	assert_int_not_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_int_equal(rc, 0);
+	assert_string_equal(text_of(e, "outcome"), "waiting");
 	assert_non_null(strstr(text_of(e, "reason"), "holds 1 message"));
+	ctx.state = rr;
+	ctx.now_ms += 10 * MIN + plan->watch.allowance_ms + SEC;
+	ctx.again = false;
+	rr2 = remove_after(m, r, w, &rc);
+	ctx.now_ms = 0;
+	ctx.state = NULL;
+	e = removal_of(rr2, "old.rl.10m");
+	assert_int_not_equal(rc, 0);
+	assert_false(ctx.again);
+	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_non_null(strstr(text_of(e, "reason"), "after waiting its TTL once more"));
 	assert_int_equal(depth("old.rl.10m"), 1);
+	json_decref(rr2);
 	json_decref(rr);
 	json_decref(w);
 	json_decref(r);
@@ -790,7 +804,7 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 {
 	static const char *const names[] = { "old.rp.10m" };
 	int64_t pub[] = { 1 };
-	json_t *m, *r, *w, *rr;
+	json_t *m, *r, *w, *rr, *rr2;
 	const json_t *e;
 	struct broker_delivery d = { 0 };
 	char err[1024];
@@ -810,20 +824,39 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	await_publishes(names, pub, 1);
 	rr = remove_after(m, r, w, &rc);
 	e = removal_of(rr, "old.rp.10m");
+	assert_int_equal(rc, 0);
+	assert_string_equal(text_of(e, "outcome"), "waiting");
+	assert_non_null(strstr(text_of(e, "reason"), "since the watch's last sample"));
+	assert_non_null(strstr(text_of(e, "reason"), "now + its TTL + allowance"));
+	assert_true(queue_exists("old.rp.10m"));
+	/* Published into again after that wait began: a producer still uses
+	 * it, which a person must see to: left, the step fails. */
+	ctx.state = rr;
+	put("old.rp.10m", "rp-later", (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
+	assert_int_equal(broker_get(ctx.amqp, "old.rp.10m", false, &d, err,
+	    sizeof(err)), 0);
+	broker_delivery_free(&d);
+	pub[0] = 3;
+	await_publishes(names, pub, 1);
+	rr2 = remove_after(m, r, w, &rc);
+	ctx.state = NULL;
+	e = removal_of(rr2, "old.rp.10m");
 	assert_int_not_equal(rc, 0);
 	assert_string_equal(text_of(e, "outcome"), "left");
-	assert_non_null(strstr(text_of(e, "reason"), "since the watch's last sample"));
+	assert_non_null(strstr(text_of(e, "reason"), "switch it to the ladder"));
 	assert_true(queue_exists("old.rp.10m"));
+	json_decref(rr2);
 	json_decref(rr);
 	json_decref(w);
 	/* The watch saw that publish (its last entry after the pass): the
 	 * old deadline again. */
+	pub[0] = 3;
 	w = watch_sample(names, pub, 1);
 	ctx.old_last_entry_ms = clock_now_ms();
 	rr = remove_after(m, r, w, &rc);
 	e = removal_of(rr, "old.rp.10m");
-	assert_int_not_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_int_equal(rc, 0);
+	assert_string_equal(text_of(e, "outcome"), "waiting");
 	assert_int_equal(count_of(e, "deadline_ms"), ctx.old_last_entry_ms + 10 * MIN +
 	    plan->watch.allowance_ms);
 	assert_non_null(strstr(text_of(e, "reason"), "not yet past its deadline"));
@@ -856,14 +889,14 @@ test_remove_after_move_waits_for_the_feeder(void **state)
 	w = watch_sample(names, pub, 2);
 	await_clock(count_of(r, "pass_started_ms") + plan->watch.allowance_ms);
 	rr = remove_after(m, r, w, &rc);
-	assert_int_not_equal(rc, 0);
+	assert_int_equal(rc, 0);
 	e = removal_of(rr, "old.ry.10m");
-	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_string_equal(text_of(e, "outcome"), "waiting");
 	assert_true(queue_exists("old.ry.10m"));
 	e = removal_of(rr, "old.rx.10m");
 	fprintf(stderr, "old.rx.10m: %s: %s\n", text_of(e, "outcome"),
 	    text_of(e, "reason"));
-	assert_string_equal(text_of(e, "outcome"), "left");
+	assert_string_equal(text_of(e, "outcome"), "waiting");
 	assert_non_null(strstr(text_of(e, "reason"), "old.ry.10m"));
 	assert_true(queue_exists("old.rx.10m"));
 	json_decref(rr);

@@ -2263,6 +2263,81 @@ test_watch_ends_on_a_full_pass(void **state)
 }
 
 /* ARGV[1], when given, runs only the tests whose name matches it. */
+/* The old path is the selection, not a snapshot: a queue the selection
+ * takes that appears before the flip (a library declares one when a delay
+ * is first used) joins the old path. The watch raises nothing for it,
+ * counts its TTL in the deadline and records it among the members;
+ * remove_old then removes it like a measured one. */
+static void
+test_queue_joining_before_the_flip_is_a_member(void **state)
+{
+	struct fixture *f = *state;
+	char err[2048];
+	json_t *r = NULL;
+	const json_t *joined;
+	int64_t joined_ttl = OLD_TTL_MS + 1500;
+
+	start(f, "join", 1, 1, NULL);
+	/* After the measure, before the flip: a delay first used now. */
+	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.joined", prefix);
+	f->extra = true;
+	old_queue_ttl(&f->c, f->old[f->nold], joined_ttl);
+	publish_to(&f->c, "", f->old[f->nold], 2);
+	f->flip_ms = now_ms();
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	joined = json_object_get(obj(f->state, "old"), "joined");
+	assert_int_equal(json_integer_value(json_object_get(joined, f->old[f->nold])),
+	    joined_ttl);
+	assert_int_equal(num(f->state, "max_ttl_ms"), joined_ttl);
+	assert_true(num(f->state, "deadline_ms") >= f->flip_ms + joined_ttl +
+	    ALLOWANCE_MS);
+	/* Nothing to acknowledge: it ends by itself once both drained. */
+	tick_until_done(f, 30000);
+	assert_int_equal(events(f, "alert.raised", "old_new_queue"), 0);
+	assert_int_equal(events(f, "alert.raised", NULL), 0);
+
+	/* remove_old takes the member as it takes the measured queue. */
+	f->c.measured = f->measured;
+	f->c.watched = f->state;
+	f->c.old_last_entry_ms = num(f->state, "last_old_entry_ms");
+	f->c.state = NULL;
+	f->c.now_ms = 0;
+	if (step_remove_old(&f->c, &r, err, sizeof(err)) != 0)
+		fail_msg("remove_old: %s", err);
+	assert_false(f->c.again);
+	assert_int_equal(num(obj(r, "counts"), "removed"), 2);
+	assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[f->nold], NULL, err,
+	    sizeof(err)), BROKER_NOT_FOUND);
+	json_decref(r);
+	f->c.watched = NULL;
+}
+
+/* Past the flip's statistics window, a queue that appears between two
+ * looks was created by a publish after the flip: old_new_queue names it,
+ * and it is a member all the same (its TTL counts). */
+static void
+test_queue_created_after_the_flip_is_alerted(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char err[2048];
+
+	start(f, "created", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	assert_int_equal(tick(f, err, sizeof(err)), 1);
+	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.late", prefix);
+	f->extra = true;
+	old_queue_ttl(&f->c, f->old[f->nold], OLD_TTL_MS + 500);
+	tick_until_alert(f, "old_new_queue", ALERT_CEILING_MS, &a);
+	assert_non_null(strstr(a.message, ".old.late'"));
+	assert_non_null(strstr(a.message, "appeared after the flip"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(obj(f->state,
+	    "old"), "joined"), f->old[f->nold])), OLD_TTL_MS + 500);
+	ack_all(f);
+	tick_until_done(f, 30000);
+	assert_int_equal(events(f, "alert.raised", "old_new_queue"), 1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2316,6 +2391,10 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_light_pass_counts_a_publish_into_an_empty_queue,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_light_pass_reads_nonempty_queues_exactly,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_joining_before_the_flip_is_a_member,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_created_after_the_flip_is_alerted,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch_ends_on_a_full_pass,
 		    setup, teardown),

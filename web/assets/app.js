@@ -309,14 +309,16 @@
       var words = null, pairs = [], s;
       if (r.preview) return previewView(r);
       s = r.counts || {};
-      words = num(s.removed) + ' old queues removed, ' + num(s.left) + ' left' +
-        (s.gone ? ', ' + s.gone + ' already gone' : '') + (r.dry_run ? ' (dry run: ' + num(s.would_remove) + ' would go)' : '') + '.';
-      /* The queues left need someone to look; the removed and the gone
-       * are counted above (at 10,000 old queues, listing them would bury
-       * the few that matter). */
-      var left = (r.entries || []).filter(function (e) { return e.outcome === 'left'; });
+      words = num(s.removed) + ' old queues removed, ' + (s.waiting ? num(s.waiting) + ' waiting, ' : '') +
+        num(s.left) + ' left' + (s.gone ? ', ' + s.gone + ' already gone' : '') +
+        (r.dry_run ? ' (dry run: ' + num(s.would_remove) + ' would go)' : '') + '.' +
+        (r.status ? ' ' + r.status + '.' : '');
+      /* The queues left need someone to look, and those that wait say
+       * until when; the removed and the gone are counted above (at 10,000
+       * old queues, listing them would bury the few that matter). */
+      var left = (r.entries || []).filter(function (e) { return e.outcome === 'left' || e.outcome === 'waiting'; });
       left.slice(0, 50).forEach(function (e) {
-        pairs.push([e.name, 'left' + (e.reason ? ': ' + e.reason : '')]);
+        pairs.push([e.name, e.outcome + (e.reason ? ': ' + e.reason : '')]);
       });
       if (left.length > 50) pairs.push(['…', (left.length - 50) + ' more left: see the recorded result']);
       return { words: words, pairs: pairs };

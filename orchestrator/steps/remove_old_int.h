@@ -1,0 +1,115 @@
+/* remove_old_int: what remove_old.c (the checks and deletes) and
+ * remove_old_when.c (which queues, their deadlines, the evidence of use
+ * and the waits) share. Internal to remove_old. */
+#ifndef CUTOVER_REMOVE_OLD_INT_H
+#define CUTOVER_REMOVE_OLD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "old_path.h"
+
+#define REASON_MAX 640
+#define BASIS_MAX 200
+
+/* What became of a queue. OUT_WAIT is a wait that time resolves: the step
+ * runs again (ctx.again) instead of failing. */
+enum outcome { OUT_NONE, OUT_REMOVED, OUT_GONE, OUT_LEFT, OUT_WOULD, OUT_WAIT,
+	OUT_COUNT };
+
+/* Why a queue waits; each kind's deadline and words are a row of
+ * remove_old_when.c's wait table. */
+enum wait_kind {
+	WAIT_NONE,
+	WAIT_DEADLINE,		/* not yet past its deadline */
+	WAIT_NEW,		/* appeared after the watch's last look */
+	WAIT_USED,		/* a publish into it was seen: its own TTL again */
+	WAIT_HELD,		/* held messages past its deadline: TTL again */
+	WAIT_BASELINE		/* counters not comparable: a fresh baseline */
+};
+
+/* One old queue and what became of it. */
+struct item {
+	const char *name;		/* borrowed: measured, the watch's state,
+					 * or the selection */
+	const char *type;		/* "" when unknown */
+	int64_t ttl_ms;			/* -1 unknown */
+	int64_t deadline_ms;		/* -1 unknown */
+	char basis[BASIS_MAX];		/* what the deadline is made of */
+	enum outcome outcome;
+	int64_t seen;			/* depth the passive declare saw, -1: not checked */
+	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
+	int64_t at_ms;
+	char reason[REASON_MAX];
+	bool fence_wanted;		/* checked; to be fenced before the delete */
+	struct old_fence *fence;	/* its fence, or NULL */
+	int markers;			/* remove_old's markers in it */
+	const json_t *fed_by;		/* measured: old queues that dead-letter
+					 * into it (array of names), or NULL */
+	int wave;			/* 0: fed by no old queue; else 1 + its
+					 * feeders' largest wave */
+	enum wait_kind wait;		/* why it waits (OUT_WAIT), or WAIT_NONE */
+	int64_t wait_since_ms;		/* when that wait began */
+	int64_t wait_until_ms;		/* when it is checked again */
+	enum wait_kind waited;		/* the wait an earlier run gave it */
+};
+
+/* One run of old_remove: its inputs and what the waits need. */
+struct rm_run {
+	struct step_ctx *c;
+	const struct old_remove_opts *o;
+	const json_t *prev;		/* this step's last result when it runs
+					 * again (never in a dry run), or NULL */
+	struct old_counters base;	/* the counters compared with */
+	const char *base_what;
+	bool new_baseline;		/* take the selection's counters as the
+					 * next run's baseline */
+	int64_t now;
+};
+
+void rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Makes IT wait (OUT_WAIT) for KIND from R->now, with REASON (printf). */
+void rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Reads R's baseline: this step's own (R->prev "baseline"), else the
+ * watch's last sample, else the counters now (R->c's vhost). Returns 0, or
+ * -1 with ERR. */
+int rm_baseline(struct rm_run *r, char *err, size_t errlen);
+
+/* Makes every item of ITEMS that selection S holds wait with a fresh baseline when a node
+ * of the broker started after R's baseline was read (its counters began
+ * again from zero). Returns true when one did. */
+bool rm_restarted(struct rm_run *r, const struct old_selection *s,
+    struct item *items, size_t nitems);
+
+/* Fills ITEMS with the old path's members: the queues MQ (measured) lists,
+ * those the watch saw join it, and those selection S holds beyond both;
+ * each takes the wait an earlier run gave it. Returns how many. */
+size_t rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
+    struct item *items);
+
+/* Decides, without touching the broker, what can be checked: selected,
+ * with a known TTL, past its deadline (or its wait), and no evidence of use
+ * since the baseline in S's counters. Returns how many of ITEMS it put in
+ * TODO. */
+size_t rm_triage(struct rm_run *r, const struct old_selection *s,
+    struct item *items, size_t nitems, struct item **todo);
+
+/* What a queue found holding messages past its deadline becomes: a wait
+ * for its TTL once, then left. */
+void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
+
+/* Adds to RESULT what the next run needs: "waiting" (the waits, by name)
+ * and "baseline" (S's counters when R took a new one, else the last). */
+void rm_state_json(const struct rm_run *r, const struct old_selection *s,
+    const struct item *items, size_t nitems, json_t *result);
+
+/* Writes MS, rounded up to a second, as "1h21m51s". Returns OUT. */
+char *rm_to_go(int64_t ms, char *out, size_t outlen);
+
+#endif

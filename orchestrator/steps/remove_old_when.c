@@ -1,0 +1,483 @@
+/* remove_old_when: which queues remove_old takes (the old path's members:
+ * measured, joined while the watch looked, or appeared since), when each
+ * may go (its deadline, or the wait an earlier run gave it), and the
+ * evidence of use it weighs before any delete: publish counters against a
+ * baseline, a node's restart, messages still held. Whatever time can
+ * resolve is a wait (the step runs again); only what a person must act on
+ * leaves a queue and fails the step. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "remove_old_int.h"
+#include "sentences.h"
+#include "step.h"
+
+/* The waits, by kind: the name the step's state keeps, and whether the
+ * wait runs one TTL (+ allowance) or one baseline window. */
+static const struct wait_row {
+	enum wait_kind kind;
+	const char *name;
+	bool ttl;
+	const char *basis;	/* what its deadline is made of, with the
+				 * wait's start */
+} waits[] = {
+	{ WAIT_DEADLINE, "deadline", false, "its deadline, as of" },
+	{ WAIT_NEW, "new", true, "first seen by remove_old (it appeared after "
+	    "the watch's last look), + TTL + allowance:" },
+	{ WAIT_USED, "used", true, "a publish into it seen, + TTL + allowance:" },
+	{ WAIT_HELD, "held", true, "messages found in it past its deadline, + TTL "
+	    "+ allowance:" },
+	{ WAIT_BASELINE, "baseline", false, "a fresh baseline of the publish "
+	    "counters, + its window:" },
+};
+
+#define NWAITS (sizeof(waits) / sizeof(waits[0]))
+
+/* The row of wait kind K, or NULL. */
+static const struct wait_row *
+wait_row(enum wait_kind k)
+{
+	for (size_t i = 0; i < NWAITS; i++)
+		if (waits[i].kind == k)
+			return &waits[i];
+	return NULL;
+}
+
+static const char *
+wait_name(enum wait_kind k)
+{
+	return wait_row(k) != NULL ? wait_row(k)->name : "none";
+}
+
+static const char *
+wait_basis(enum wait_kind k)
+{
+	return wait_row(k) != NULL ? wait_row(k)->basis : "";
+}
+
+static bool
+wait_runs_ttl(enum wait_kind k)
+{
+	return wait_row(k) != NULL && wait_row(k)->ttl;
+}
+
+static enum wait_kind
+wait_of(const char *name)
+{
+	for (size_t i = 0; name != NULL && i < NWAITS; i++)
+		if (strcmp(waits[i].name, name) == 0)
+			return waits[i].kind;
+	return WAIT_NONE;
+}
+
+static int64_t
+jint(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+void
+rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
+{
+	va_list ap;
+
+	it->outcome = o;
+	va_start(ap, fmt);
+	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+	va_end(ap);
+}
+
+void
+rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
+    const char *fmt, ...)
+{
+	int64_t allowance = r->c->plan->watch.allowance_ms;
+	char until[40], d[32];
+	va_list ap;
+
+	it->outcome = OUT_WAIT;
+	it->wait = kind;
+	it->wait_since_ms = r->now;
+	if (kind == WAIT_DEADLINE)
+		it->wait_until_ms = it->deadline_ms;
+	else if (wait_runs_ttl(kind)) {
+		/* At least one baseline window too: a publish made while it
+		 * waits then shows in its counter before the wait ends. */
+		it->wait_until_ms = r->now + (it->ttl_ms > 0 ? it->ttl_ms : 0) + allowance;
+		if (it->wait_until_ms < r->now + OLD_BASELINE_WINDOW_MS)
+			it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
+	} else
+		it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
+	va_start(ap, fmt);
+	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+	va_end(ap);
+	if (kind != WAIT_DEADLINE)
+		sentences_add(it->reason, sizeof(it->reason), "checked again from %s "
+		    "(%s)", old_time_format(it->wait_until_ms, until, sizeof(until)),
+		    wait_runs_ttl(kind) ? "now + its TTL + allowance, a baseline window at "
+		    "least" :
+		    duration_format(OLD_BASELINE_WINDOW_MS, d, sizeof(d)));
+}
+
+char *
+rm_to_go(int64_t ms, char *out, size_t outlen)
+{
+	static const struct { const char *unit; int64_t s; } parts[] = {
+		{ "d", 86400 }, { "h", 3600 }, { "m", 60 }, { "s", 1 }
+	};
+	int64_t left = (ms + 999) / 1000;
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < 4 && off < outlen; i++) {
+		if (left < parts[i].s && !(i == 3 && off == 0))
+			continue;
+		off += (size_t)snprintf(out + off, outlen - off, "%lld%s",
+		    (long long)(left / parts[i].s), parts[i].unit);
+		left %= parts[i].s;
+	}
+	return out;
+}
+
+int
+rm_baseline(struct rm_run *r, char *err, size_t errlen)
+{
+	const json_t *own = json_object_get(r->prev, "baseline");
+
+	if (json_is_object(own)) {
+		r->base_what = "remove_old's baseline";
+		return old_counters_from_sample(own, &r->base, err, errlen);
+	}
+	if (r->c->watched != NULL) {
+		r->base_what = "the watch's last sample";
+		return old_counters_from_watch(r->c->watched, &r->base, err, errlen);
+	}
+	r->base_what = "remove_old's first reading";
+	return old_counters_read(r->c, &r->base, err, errlen);
+}
+
+bool
+rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items,
+    size_t nitems)
+{
+	struct mgmt_node_list nodes = { 0 };
+	const struct mgmt_node *n = NULL;
+	char why[256], t1[40], t2[40];
+	int64_t started = 0, wall = old_now_ms(NULL);
+
+	if (r->base.at_ms <= 0 || mgmt_list_nodes(r->c->mgmt, &nodes, why,
+	    sizeof(why)) != 0)
+		return false;	/* the counters' own jumps still show a reset */
+	for (size_t i = 0; i < nodes.n; i++)
+		if (nodes.v[i].uptime_ms >= 0 &&
+		    wall - nodes.v[i].uptime_ms > r->base.at_ms &&
+		    wall - nodes.v[i].uptime_ms > started) {
+			started = wall - nodes.v[i].uptime_ms;
+			n = &nodes.v[i];
+		}
+	if (n != NULL) {
+		old_time_format(started, t1, sizeof(t1));
+		old_time_format(r->base.at_ms, t2, sizeof(t2));
+		for (size_t i = 0; i < nitems; i++)
+			if (items[i].outcome == OUT_NONE &&
+			    old_sel_find(s, items[i].name) != NULL)
+				rm_wait(r, &items[i], WAIT_BASELINE, "node %s started at %s, "
+				    "after %s (%s): its publish counters began again from "
+				    "zero, so a fresh baseline was taken", n->name, t1,
+				    r->base_what, t2);
+		r->new_baseline = true;
+	}
+	mgmt_node_list_free(&nodes);
+	return n != NULL;
+}
+
+/* Gives IT the wait an earlier run recorded for it in R->prev, if any. */
+static void
+prev_wait(const struct rm_run *r, struct item *it)
+{
+	const json_t *w = json_object_get(json_object_get(r->prev, "waiting"), it->name);
+
+	if (!json_is_object(w))
+		return;
+	it->waited = wait_of(json_string_value(json_object_get(w, "kind")));
+	it->wait_since_ms = jint(w, "since_ms");
+	it->wait_until_ms = jint(w, "until_ms");
+}
+
+static void
+item_init(struct rm_run *r, struct item *it, const char *name, const char *type,
+    int64_t ttl)
+{
+	*it = (struct item){ .name = name, .type = type != NULL ? type : "",
+	    .ttl_ms = ttl, .deadline_ms = -1, .seen = -1, .purged = -1,
+	    .at_ms = r->now };
+	prev_wait(r, it);
+}
+
+size_t
+rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
+    struct item *items)
+{
+	const json_t *joined = json_object_get(json_object_get(r->c->watched, "old"),
+	    "joined"), *q, *ttl;
+	json_t *known = json_object();
+	const char *name;
+	size_t i, n = 0;
+
+	json_array_foreach(mq, i, q) {
+		struct item *it = &items[n];
+		int64_t t;
+
+		if ((name = json_string_value(json_object_get(q, "name"))) == NULL)
+			continue;
+		t = json_is_integer(json_object_get(q, "ttl_ms")) ? jint(q, "ttl_ms") : -1;
+		/* Fed by other old queues: its messages can come out as late as
+		 * the whole chain allows. */
+		if (json_is_integer(json_object_get(q, "chain_ttl_ms")) &&
+		    jint(q, "chain_ttl_ms") > t)
+			t = jint(q, "chain_ttl_ms");
+		item_init(r, it, name, json_string_value(json_object_get(q, "type")), t);
+		it->fed_by = json_object_get(q, "fed_by");
+		json_object_set_new(known, name, json_true());
+		n++;
+	}
+	/* Joined while the watch looked: members like the measured. */
+	json_object_foreach((json_t *)joined, name, ttl) {
+		const struct old_queue *oq = old_sel_find(s, name);
+
+		if (json_object_get(known, name) != NULL)
+			continue;
+		item_init(r, &items[n], name, oq != NULL ? oq->q->type : "",
+		    json_is_integer(ttl) ? json_integer_value(ttl) : -1);
+		json_object_set_new(known, name, json_true());
+		n++;
+	}
+	/* Appeared after the watch's last look: members from when remove_old
+	 * first saw them. */
+	for (i = 0; i < s->n; i++) {
+		const struct old_queue *oq = &s->v[i];
+		struct item *it = &items[n];
+
+		if (json_object_get(known, oq->q->name) != NULL)
+			continue;
+		item_init(r, it, oq->q->name, oq->q->type, oq->ttl_ms);
+		if (it->waited == WAIT_NONE) {	/* else its first sighting stands */
+			it->waited = WAIT_NEW;
+			it->wait_since_ms = r->now;
+			it->wait_until_ms = r->now + (oq->ttl_ms > 0 ? oq->ttl_ms : 0) +
+			    r->c->plan->watch.allowance_ms;
+			if (it->wait_until_ms < r->now + OLD_BASELINE_WINDOW_MS)
+				it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
+		}
+		n++;
+	}
+	json_decref(known);
+	return n;
+}
+
+/* The deadline move_old gives IT, selected as OQ: when the
+ * plan's move succeeded, its last pass covered the queue (not skipped),
+ * its TTL is not higher than the move saw, and the watch (whose counters
+ * start from that pass) saw nothing enter the old path after the pass
+ * began, the later of the not-before of what the pass left in it
+ * ("left_until_ms") and the pass's start, + the allowance. A message
+ * entering later is the watch's and the publish counters' to catch (and
+ * the exact empty check's), as ever. Writes what it is made of into
+ * IT->basis. Returns it, or -1 when the old deadline stands. */
+static int64_t
+moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+{
+	const json_t *m = c->moved, *e;
+	int64_t at = jint(m, "pass_started_ms"), from = at;
+	char t1[40], a[32];
+
+	if (m == NULL || c->watched == NULL || !json_is_true(json_object_get(m, "ok")) ||
+	    at <= 0 || c->old_last_entry_ms > at)
+		return -1;
+	e = old_json_by_name(json_object_get(m, "queues"), it->name);
+	if (e == NULL || json_object_get(e, "skipped_why") != NULL ||
+	    jint(e, "skipped") > 0 || jint(e, "pass_done") < jint(m, "pass") ||
+	    !json_is_integer(json_object_get(e, "ttl_ms")) ||
+	    oq->ttl_ms > jint(e, "ttl_ms"))
+		return -1;
+	duration_format(c->plan->watch.allowance_ms, a, sizeof(a));
+	if (jint(e, "left") > 0) {
+		if (!json_is_integer(json_object_get(e, "left_until_ms")))
+			return -1;
+		if (jint(e, "left_until_ms") > from)
+			from = jint(e, "left_until_ms");
+		snprintf(it->basis, sizeof(it->basis), "move_old's last pass left %lld "
+		    "message%s not before %s, + allowance %s", (long long)jint(e, "left"),
+		    jint(e, "left") == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)),
+		    a);
+	} else
+		snprintf(it->basis, sizeof(it->basis), "move_old's last pass, begun %s, "
+		    "left nothing in it and nothing entered the old path since, + "
+		    "allowance %s", old_time_format(at, t1, sizeof(t1)), a);
+	return from + c->plan->watch.allowance_ms;
+}
+
+/* Sets IT's deadline (selected as OQ): move_old's (moved_deadline), else
+ * last entry + its TTL + allowance; an earlier run's wait, when later,
+ * stands. */
+static void
+set_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+{
+	char a[32], b[32], t2[40];
+
+	if ((it->deadline_ms = moved_deadline(c, oq, it)) < 0) {
+		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
+		    c->plan->watch.allowance_ms);
+		snprintf(it->basis, sizeof(it->basis), "last entry %s + TTL %s + "
+		    "allowance %s", old_time_format(c->old_last_entry_ms, t2,
+		    sizeof(t2)), duration_format(it->ttl_ms, a, sizeof(a)),
+		    duration_format(c->plan->watch.allowance_ms, b, sizeof(b)));
+	}
+	if (it->waited != WAIT_NONE && it->deadline_ms >= 0 &&
+	    it->wait_until_ms > it->deadline_ms) {
+		it->deadline_ms = it->wait_until_ms;
+		snprintf(it->basis, sizeof(it->basis), "%s %s", wait_basis(it->waited),
+		    old_time_format(it->wait_since_ms, t2, sizeof(t2)));
+	}
+}
+
+/* Weighs the evidence of use of IT (present in S) since R's baseline: a
+ * publish makes it wait its TTL again from now (a second time, after such
+ * a wait, leaves it: a producer still publishes there); counters that are
+ * no longer comparable make it wait one baseline window. Both take a new
+ * baseline. Returns true when IT may go on to be checked. */
+static bool
+judge(struct rm_run *r, struct old_counters *now, struct item *it)
+{
+	char why[REASON_MAX / 2];
+
+	switch (old_counters_judge(&r->base, now, it->name, r->base_what, why,
+	    sizeof(why))) {
+	case OLD_USE_NONE:
+		return true;
+	case OLD_USE_PUBLISHED:
+		r->new_baseline = true;
+		if (it->waited == WAIT_USED || it->waited == WAIT_HELD) {
+			rm_set_reason(it, OUT_LEFT, "%s, after it had already waited for "
+			    "%s: a producer still publishes into the old "
+			    "path although the flag is on. Find it (the queue's incoming "
+			    "connections in the management UI), switch it to the ladder, "
+			    "then retry this step (cutover retry PLAN remove_old)", why,
+			    it->waited == WAIT_USED ? "an earlier publish" :
+			    "messages found in it");
+			return false;
+		}
+		rm_wait(r, it, WAIT_USED, "%s: the old path was used after the watch; "
+		    "its deadline moves to now + its TTL + allowance", why);
+		return false;
+	case OLD_USE_UNCOUNTED:
+		r->new_baseline = true;
+		rm_wait(r, it, WAIT_BASELINE, "%s: a fresh baseline was taken", why);
+		return false;
+	}
+	return false;
+}
+
+size_t
+rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
+    size_t nitems, struct item **todo)
+{
+	struct old_counters now = { 0 };
+	char d[32], t1[40], why[256];
+	size_t i, n = 0;
+	bool counted = old_counters_from_selection(s, &now, why, sizeof(why)) == 0;
+
+	for (i = 0; i < nitems; i++) {
+		struct item *it = &items[i];
+		const struct old_queue *oq = old_sel_find(s, it->name);
+
+		it->at_ms = r->now;
+		if (it->outcome != OUT_NONE)
+			continue;
+		if (oq == NULL) {
+			if (mgmt_queue_list_find(&s->list, it->name) != NULL)
+				rm_set_reason(it, OUT_LEFT, "no longer selected by old.queues: "
+				    "not touched");
+			else
+				rm_set_reason(it, OUT_GONE, "already gone (not in the queue "
+				    "listing)");
+			continue;
+		}
+		it->type = oq->q->type;
+		/* A TTL raised since the measure moves the deadline later. */
+		if (oq->ttl_ms > it->ttl_ms)
+			it->ttl_ms = oq->ttl_ms;
+		set_deadline(r->c, oq, it);
+		if (it->deadline_ms < 0) {
+			rm_set_reason(it, OUT_LEFT, "no TTL is known for it, so it has no "
+			    "deadline; set old.max_message_ttl to the longest TTL its "
+			    "producers give a message");
+			continue;
+		}
+		if (!counted) {
+			rm_set_reason(it, OUT_LEFT, "its publish counter cannot be read: %s",
+			    why);
+			continue;
+		}
+		if (!judge(r, &now, it))
+			continue;
+		if (r->now < it->deadline_ms) {
+			rm_wait(r, it, WAIT_DEADLINE, "not yet past its deadline %s (%s): "
+			    "%s to go", old_time_format(it->deadline_ms, t1, sizeof(t1)),
+			    it->basis, rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
+			it->wait = it->waited != WAIT_NONE ? it->waited : WAIT_DEADLINE;
+			it->wait_since_ms = it->waited != WAIT_NONE ? it->wait_since_ms :
+			    r->now;
+			continue;
+		}
+		todo[n++] = it;
+	}
+	old_counters_free(&now);
+	return n;
+}
+
+void
+rm_held(struct rm_run *r, struct item *it, uint32_t messages)
+{
+	if (it->waited == WAIT_HELD) {
+		rm_set_reason(it, OUT_LEFT, "holds %u message%s although past its "
+		    "deadline and after waiting its TTL once more: its messages do not "
+		    "expire (a TTL longer than measured, or a policy) or something "
+		    "still publishes into it; see `cutover old` and its policies, then "
+		    "retry this step", messages, messages == 1 ? "" : "s");
+		return;
+	}
+	rm_wait(r, it, WAIT_HELD, "holds %u message%s although past its deadline: "
+	    "something entered it late; it waits for them to come out", messages,
+	    messages == 1 ? "" : "s");
+}
+
+void
+rm_state_json(const struct rm_run *r, const struct old_selection *s,
+    const struct item *items, size_t nitems, json_t *result)
+{
+	json_t *waiting = json_object();
+	struct old_counters now = { 0 };
+	char why[256];
+
+	for (size_t i = 0; i < nitems; i++)
+		if (items[i].outcome == OUT_WAIT)
+			json_object_set_new(waiting, items[i].name, json_pack("{s:s,s:I,s:I}",
+			    "kind", wait_name(items[i].wait),
+			    "since_ms", (json_int_t)items[i].wait_since_ms,
+			    "until_ms", (json_int_t)items[i].wait_until_ms));
+		else if (items[i].waited == WAIT_NEW && items[i].outcome == OUT_NONE)
+			json_object_set_new(waiting, items[i].name, json_pack("{s:s,s:I,s:I}",
+			    "kind", "new", "since_ms", (json_int_t)items[i].wait_since_ms,
+			    "until_ms", (json_int_t)items[i].wait_until_ms));
+	json_object_set_new(result, "waiting", waiting);
+	if (r->new_baseline &&
+	    old_counters_from_selection(s, &now, why, sizeof(why)) == 0) {
+		json_object_set_new(result, "baseline", old_counters_sample(&now));
+		old_counters_free(&now);
+	} else if (json_is_object(json_object_get(r->prev, "baseline")))
+		json_object_set(result, "baseline", json_object_get(r->prev, "baseline"));
+}
