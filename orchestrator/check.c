@@ -127,11 +127,11 @@ library_json(const struct plan *p)
 		json_array_append_new(es, json_pack("{s:s,s:o,s:s?}", "match", e->match,
 		    "from", sources_json(e->from, e->then), "header", e->header));
 	}
-	o = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:o,s:s,s:b}", "library", l->name,
+	o = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:o,s:s}", "library", l->name,
 	    "title", l->title, "kinds", ks, "selection", p->old.match,
 	    "selection_from", p->old.match_from_library ? "library" : "plan",
 	    "entry", es, "entry_from", p->move_old.entries_from_library ? "library" :
-	    "plan", "allow_expiring", p->old.allow_expiring);
+	    "plan");
 	return o;
 }
 
@@ -319,8 +319,6 @@ print_library(FILE *out, json_t *d)
 		    json_is_array(f) ? ", " : "", json_is_array(f) ?
 		    json_string_value(json_array_get(f, 1)) : "", json_is_array(f) ? "]" : "");
 	}
-	fprintf(out, "  allow_expiring   %s\n", json_is_true(json_object_get(o,
-	    "allow_expiring")) ? "true" : "false");
 }
 
 /* The exchanges and queues of D's topology. */

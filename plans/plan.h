@@ -70,9 +70,7 @@ struct plan {
 		int64_t max_message_ttl_ms; /* 0 when not given */
 		bool allow_expiring;       /* old.allow_expiring: an old queue whose
 		                            * x-expires is shorter than its horizon is
-		                            * a warning, not a refusal (default false;
-		                            * true for a library whose queues expire,
-		                            * plan_library.h) */
+		                            * a warning, not a refusal (default false) */
 		const struct plan_library *library; /* old.library's row, or NULL */
 		bool match_from_library;   /* match is the library's selection */
 	} old;

@@ -17,7 +17,7 @@
 	"publish (cutover check --broker says), else unknown"
 
 static const struct plan_library libraries[] = {
-	{ "symfony", "Symfony Messenger 5.4 to 7.x, AMQP transport", true, 2, {
+	{ "symfony", "Symfony Messenger 5.4 to 7.x, AMQP transport", 2, {
 		{ "delay queue", "delay_<exchange>_<routing key>_<ms>_delay",
 		  "^delay_.+_[0-9]+_delay$",
 		  "the transport's exchange, with the message's routing key", true,
@@ -39,14 +39,14 @@ static const struct plan_library libraries[] = {
 		  "stamp where it overwrites one at every publish, else unknown" },
 	} },
 	{ "laravel", "Laravel queue driver vladimir-yuldashev/laravel-queue-rabbitmq",
-	  true, 1, {
+	  1, {
 		{ "delay queue", "<queue>.delay.<ms>", "^.+\\.delay\\.[0-9]+$",
 		  "the connection's exchange (or the default exchange), with the "
 		  "queue's routing key (its name by default)", true,
 		  "2 x TTL, renewed at each publish (declared every time)",
 		  MOVE_FROM_ARRIVAL, MOVE_FROM_UNKNOWN, false, ARRIVAL_ONLY },
 	} },
-	{ "enqueue", "php-enqueue, RabbitMqDlxDelayStrategy", false, 2, {
+	{ "enqueue", "php-enqueue, RabbitMqDlxDelayStrategy", 2, {
 		{ "topic delay queue", "enqueue.<topic>[.<routing key>].<ms>.x.delay",
 		  "^enqueue\\..+\\.[0-9]+\\.x\\.delay$",
 		  "the topic's exchange, with the message's routing key", true, NULL,
@@ -56,7 +56,7 @@ static const struct plan_library libraries[] = {
 		  "the default exchange, with the queue's name as key", true, NULL,
 		  MOVE_FROM_ARRIVAL, MOVE_FROM_UNKNOWN, false, ARRIVAL_ONLY },
 	} },
-	{ "easynetq", "EasyNetQ, DeadLetterExchangeAndMessageTtlScheduler", false, 1, {
+	{ "easynetq", "EasyNetQ, DeadLetterExchangeAndMessageTtlScheduler", 1, {
 		{ "future queue", "<message type>_<dd_hh_mm_ss> (and an exchange "
 		  "<type's exchange>_<dd_hh_mm_ss> per delay)",
 		  "^.+_[0-9]{2,}_[0-9]{2}_[0-9]{2}_[0-9]{2}$",
@@ -64,7 +64,7 @@ static const struct plan_library libraries[] = {
 		  "its own routing key (its topic)", false, NULL,
 		  MOVE_FROM_ARRIVAL, MOVE_FROM_UNKNOWN, false, ARRIVAL_ONLY },
 	} },
-	{ "machinery", "Machinery (Go), AMQP broker", true, 1, {
+	{ "machinery", "Machinery (Go), AMQP broker", 1, {
 		{ "delay queue", "delay.<ms>.<exchange>.<routing key>",
 		  "^delay\\.[0-9]+\\..+$",
 		  "the configured exchange, with the task's routing key", true,

@@ -4,7 +4,11 @@
  * when they entered — one row per library, each with one row per kind of
  * delay queue it makes. A plan that names a library gets its selection
  * (old.queues.match) and its move_old.entry rules from the row unless it
- * writes those keys itself; `cutover check` prints what the row implies. */
+ * writes those keys itself; `cutover check` prints what the row implies.
+ * Expiring queues need nothing of the row: measure_horizon accepts a
+ * classic queue whose expiry is no shorter than its TTL, as every expiring
+ * library's is, and refuses a quorum one, which RabbitMQ deletes with its
+ * messages whatever the library does. */
 #ifndef CUTOVER_PLAN_LIBRARY_H
 #define CUTOVER_PLAN_LIBRARY_H
 
@@ -33,9 +37,6 @@ struct plan_library_kind {
 struct plan_library {
 	const char *name;          /* as old.library writes it */
 	const char *title;         /* the library, and the versions read */
-	bool expires;              /* its queues carry x-expires beyond their TTL,
-	                            * renewed at each publish: old.allow_expiring
-	                            * defaults to true */
 	size_t nkinds;
 	struct plan_library_kind kinds[PLAN_LIBRARY_KINDS_MAX];
 };

@@ -250,8 +250,6 @@ load_old(struct loader *ld, const struct sect *root)
 	py_get_duration(ld, &s, "max_message_ttl", 0, &ld->p->old.max_message_ttl_ms);
 	if ((n = py_field(ld, &s, "allow_expiring", 0, NULL)) != NULL)
 		(void)py_conv_bool(ld, n, "old.allow_expiring", &ld->p->old.allow_expiring);
-	else if (ld->p->old.library != NULL)
-		ld->p->old.allow_expiring = ld->p->old.library->expires;
 }
 
 /* What old.library sets that the plan does not write itself: the

@@ -8,7 +8,8 @@
  * not packaged here: Symfony Messenger, the Laravel driver, php-enqueue,
  * EasyNetQ and Machinery are imitated from their source). The preset's
  * selection takes exactly the delay queues, never the library's other
- * queues nor the ladder's; move_old with the preset's entry rules moves
+ * queues nor the ladder's (and measure_horizon measures Symfony's three,
+ * their expiry accepted as it is); move_old with the preset's entry rules moves
  * each message to the destination the delay queue dead-letters to, never
  * before the moment the test itself puts at its publish + the queue's
  * TTL; what the rules cannot date within the bound stays. A Symfony retry
@@ -368,6 +369,23 @@ test_symfony(void **state)
 	selected(names, sizeof(names));
 	assert_string_equal(names, "delay_messages__3000_retry "
 	    "delay_messages__5000_delay delay_messages__600000_delay");
+	/* measure_horizon takes the same three, their expiry (TTL + 10 s,
+	 * classic) accepted without old.allow_expiring. */
+	{
+		json_t *m = NULL, *q;
+		char err[2048];
+		size_t i, n = 0;
+
+		if (step_measure_horizon(&ctx, &m, err, sizeof(err)) != 0)
+			fail_msg("measure_horizon: %s", err);
+		json_array_foreach(json_object_get(m, "queues"), i, q) {
+			assert_non_null(strstr(names, json_string_value(json_object_get(q,
+			    "name"))));
+			n++;
+		}
+		assert_int_equal(n, 3);
+		json_decref(m);
+	}
 
 	put("delays", "delay_messages__5000_delay", "delay_messages__5000_delay",
 	    "sf-delay-1", (uint64_t)t_s, 5000, "messages", false);

@@ -1,8 +1,8 @@
 /* test_plan_library: old.library's presets. Each library's selection takes
  * exactly the delay queues it declares, named as its source builds them,
  * and none of its destination or consumer queues nor cutover's own; a
- * plan naming a library gets the selection, the entry rules and
- * allow_expiring unless it writes them itself; a Symfony retry queue never
+ * plan naming a library gets the selection and the entry rules unless it
+ * writes them itself; a Symfony retry queue never
  * reads the timestamp; the arrival probe's verdicts; and what `cutover
  * check` prints of a library (and nothing new for a plan without one). */
 #define _GNU_SOURCE	/* open_memstream */
@@ -155,7 +155,8 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	assert_int_equal(plan_library_match(sym, match, sizeof(match)), 0);
 	assert_string_equal(p->old.match, match);
 	assert_true(p->old.match_from_library);
-	assert_true(p->old.allow_expiring);
+	/* Expiring queues are measure_horizon's to judge, library or not. */
+	assert_false(p->old.allow_expiring);
 	assert_true(p->move_old.entries_from_library);
 	assert_int_equal(p->move_old.nentries, 2);
 	assert_string_equal(p->move_old.entries[0].match, "^delay_.+_[0-9]+_delay$");
@@ -169,19 +170,19 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	/* Explicit keys win, each on its own. */
 	t = plan_text("  library: symfony\n  queues: { match: '^delay_app_' }\n"
-	    "  allow_expiring: false\n", "move_old:\n  entry:\n    - { queues: "
+	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: '_delay$' }, from: timestamp }\n");
 	p = load_ok(t);
 	assert_string_equal(p->old.match, "^delay_app_");
 	assert_false(p->old.match_from_library);
-	assert_false(p->old.allow_expiring);
+	assert_true(p->old.allow_expiring);
 	assert_false(p->move_old.entries_from_library);
 	assert_int_equal(p->move_old.nentries, 1);
 	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_TIMESTAMP);
 	plan_free(p);
 	free(t);
 
-	/* Names instead of a pattern; a library whose queues never expire. */
+	/* Names instead of a pattern. */
 	t = plan_text("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
 	p = load_ok(t);
 	assert_null(p->old.match);
@@ -317,7 +318,7 @@ test_check_prints_what_a_library_implies(void **state)
 		"  move_old.entry   the library's, first match wins; move_old.entry "
 		"overrides them\n    1. ^delay_.+_[0-9]+_delay$  from: [arrival, "
 		"timestamp]\n    2. ^delay_.+_[0-9]+_retry$  from: arrival\n"
-		"  allow_expiring   true\n\nexchanges (",
+		"\nexchanges (",
 	};
 	char *t, *out;
 
