@@ -162,7 +162,14 @@ answer_migration(json_t *a, const struct plan *p)
 	    "They are not moved. %s The watch lasts one old horizon plus an allowance of %s. "
 	    "Classic old queues dead-letter at most once: a broker restart during the "
 	    "watch raises broker_restart with how many old-path messages it exposed, "
-	    "and the watch holds until it is acknowledged.",
+	    "and the watch holds until it is acknowledged. The old path is what "
+	    "old.queues selects at each look, not a list: a queue a library declares "
+	    "after the measure joins it (its TTL counts, it is removed by the same "
+	    "rules). An old classic queue that expires is accepted when its expiry is "
+	    "at least its TTL: declared again at each publish, as libraries do, it "
+	    "outlives its last message. A quorum old queue with an expiry is refused: "
+	    "RabbitMQ never renews a quorum queue's expiry, so it is deleted with "
+	    "whatever it holds.",
 	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
 }
 

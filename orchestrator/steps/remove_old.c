@@ -719,7 +719,8 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	    errlen) < 0)
 		goto done;
 	nmembers = json_array_size(mq) + json_object_size(json_object_get(
-	    json_object_get(c->watched, "old"), "joined")) + s.n;
+	    json_object_get(c->watched, "old"), "joined")) + s.n +
+	    json_array_size(json_object_get(r.prev, "entries"));
 	if ((items = calloc(nmembers + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmembers + 1, sizeof(*todo))) == NULL) {
 		snprintf(err, errlen, "out of memory for %zu queues", nmembers);

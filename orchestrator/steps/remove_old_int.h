@@ -88,8 +88,9 @@ bool rm_restarted(struct rm_run *r, const struct old_selection *s,
     struct item *items, size_t nitems);
 
 /* Fills ITEMS with the old path's members: the queues MQ (measured) lists,
- * those the watch saw join it, and those selection S holds beyond both;
- * each takes the wait an earlier run gave it. Returns how many. */
+ * those the watch saw join it, those selection S holds beyond both, and
+ * those an earlier run of the step removed; each takes the wait an earlier
+ * run gave it. Returns how many. */
 size_t rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
     struct item *items);
 

@@ -274,6 +274,19 @@ rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
 		}
 		n++;
 	}
+	/* Removed by an earlier run of this step and no longer listed: kept,
+	 * so that the last result still names every queue it deleted. */
+	json_array_foreach(json_object_get(r->prev, "entries"), i, q) {
+		if ((name = json_string_value(json_object_get(q, "name"))) == NULL ||
+		    json_object_get(known, name) != NULL ||
+		    !json_is_string(json_object_get(q, "outcome")) ||
+		    strcmp(json_string_value(json_object_get(q, "outcome")), "removed") != 0)
+			continue;
+		item_init(r, &items[n], name, json_string_value(json_object_get(q,
+		    "type")), jint(q, "ttl_ms"));
+		json_object_set_new(known, name, json_true());
+		n++;
+	}
 	json_decref(known);
 	return n;
 }

@@ -220,6 +220,25 @@ PLAN
 	fi
 }
 
+# e2e_kill_serve_moving WHO N: once step N (1-based, a move_old) of plan
+# $id runs and has moved a message (waiting up to 60 s; else a failure),
+# kills serve -9 and starts it again on the same database; sets
+# moved_before, what the step had moved at the kill.
+e2e_kill_serve_moving() {
+	_t=0
+	until [ "$(curl -fsS "$server/api/plans/$id" | jq -r ".steps[$2 - 1] |
+	    select(.status == \"running\") | .result.counts.moved // 0")" -gt 0 ] 2>/dev/null; do
+		_t=$((_t + 1))
+		[ $_t -gt 600 ] && { fail "move_old never showed a moved message while running"; break; }
+		sleep 0.1
+	done
+	moved_before=$(curl -fsS "$server/api/plans/$id" | jq -r ".steps[$2 - 1].result.counts.moved // 0")
+	kill -9 "$serve_pid"
+	wait "$serve_pid" 2>/dev/null
+	serve_pid=
+	e2e_serve_start "$1"
+}
+
 # e2e_within SECONDS COMMAND...: runs COMMAND every 0.2 s until it
 # succeeds (0) or SECONDS have passed (1).
 e2e_within() {

@@ -120,17 +120,7 @@ wait_for 5 waiting_approval 120
 api POST "/api/plans/$id/steps/5/approve" >/dev/null
 flip_at=$(date +%s)
 # kill -9 while move_old has moved some and not all: nothing may be lost.
-t=0
-until [ "$(plan_json | jq -r '.steps[5] | select(.status == "running") | .result.counts.moved // 0')" -gt 0 ] 2>/dev/null; do
-	t=$((t + 1))
-	[ $t -gt 600 ] && { fail "move_old never showed a moved message while running"; break; }
-	sleep 0.1
-done
-moved_before=$(plan_json | jq -r '.steps[5].result.counts.moved // 0')
-kill -9 "$serve_pid"
-wait "$serve_pid" 2>/dev/null
-serve_pid=
-e2e_serve_start test_move
+e2e_kill_serve_moving test_move 6
 wait_for 6 succeeded 300
 wait_for 7 succeeded 400
 wait_for 8 succeeded 120

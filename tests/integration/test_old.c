@@ -1079,11 +1079,93 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	assert_string_equal(outcome(r2, "w.03"), "removed");
 	assert_false(exists(c.amqp, "w.00", NULL));
 	assert_false(exists(c.amqp, "w.03", NULL));
+	/* Once more (a resumed engine): every queue it deleted in earlier
+	 * runs is still named removed, none as merely gone. */
+	json_decref(r);
+	r = r2;
+	c.state = r;
+	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(int_of(json_object_get(r2, "counts"), "removed"), 4);
+	assert_int_equal(int_of(json_object_get(r2, "counts"), "gone"), 0);
 	c.state = NULL;
 	c.now_ms = 0;
 	json_decref(r);
 	json_decref(r2);
 
+	json_decref(watched);
+	json_decref(measured);
+	step_ctx_close(&c);
+}
+
+/* A broker node that started after the baseline was read (a restart:
+ * every publish counter begins again from zero, most are missing) makes
+ * every queue wait one baseline window with a fresh baseline, instead of
+ * leaving them; run again past the window, they go. The baseline here is
+ * a watch sample stamped before the test node's own start, read from its
+ * uptime, so the node is not restarted under the other tests. */
+static void
+test_restart_after_the_baseline_waits_one_window(void **state)
+{
+	static const char *const names[] = { "n.00", "n.01" };
+	const int64_t publish[] = { 7, 3 };
+	struct mgmt_node_list nodes = { 0 };
+	struct plan *p;
+	struct step_ctx c;
+	json_t *measured = NULL, *r = NULL, *r2 = NULL, *watched;
+	char err[4096];
+	int64_t started = 0;
+
+	set_prefix();
+	static struct made made = { .queues = { "n.00", "n.01" } };
+
+	p = match_plan("n", NULL, "1s");
+	made.p = p;
+	*state = &made;
+	open_ctx(&c, p);
+	make_queue(c.amqp, "n.00", 1000, -1, false);
+	make_queue(c.amqp, "n.01", 1000, -1, false);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (mgmt_list_nodes(c.mgmt, &nodes, err, sizeof(err)) != 0 || nodes.n == 0 ||
+	    nodes.v[0].uptime_ms < 0)
+		fail_msg("reading the node's uptime: %s", err);
+	for (size_t i = 0; i < nodes.n; i++)
+		if (now_ms() - nodes.v[i].uptime_ms > started)
+			started = now_ms() - nodes.v[i].uptime_ms;
+	mgmt_node_list_free(&nodes);
+	/* The watch's last sample, read before the node started, with
+	 * counters that node no longer has. */
+	watched = watch_sample(names, publish, 2);
+	json_object_set_new(json_object_get(watched, "old_last"), "at_ms",
+	    json_integer(started - 60 * 1000));
+	c.measured = measured;
+	c.watched = watched;
+	c.old_last_entry_ms = started - 30 * MIN_MS;
+	c.again = false;
+	assert_int_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
+	assert_true(c.again);
+	assert_string_equal(outcome(r, "n.00"), "waiting");
+	assert_non_null(strstr(str_of(entry(r, "entries", "n.00"), "reason"),
+	    "its publish counters began again from zero"));
+	assert_string_equal(outcome(r, "n.01"), "waiting");
+	assert_true(exists(c.amqp, "n.00", NULL));
+	assert_true(json_is_object(json_object_get(r, "baseline")));
+
+	/* Past the window, against the fresh baseline: nothing since, both go. */
+	c.state = r;
+	c.now_ms = now_ms() + OLD_BASELINE_WINDOW_MS + 1000;
+	c.again = false;
+	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_false(c.again);
+	assert_string_equal(outcome(r2, "n.00"), "removed");
+	assert_string_equal(outcome(r2, "n.01"), "removed");
+	assert_false(exists(c.amqp, "n.00", NULL));
+	c.state = NULL;
+	c.now_ms = 0;
+	json_decref(r2);
+	json_decref(r);
 	json_decref(watched);
 	json_decref(measured);
 	step_ctx_close(&c);
@@ -1766,6 +1848,8 @@ main(void)
 		cmocka_unit_test_teardown(test_quorum_publish_between_check_and_delete_is_refused,
 		    made_teardown),
 		cmocka_unit_test_teardown(test_publish_after_the_watch_leaves_the_queue,
+		    made_teardown),
+		cmocka_unit_test_teardown(test_restart_after_the_baseline_waits_one_window,
 		    made_teardown),
 		cmocka_unit_test_teardown(test_stale_depth_after_the_watch_is_not_an_arrival,
 		    made_teardown),
