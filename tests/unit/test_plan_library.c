@@ -362,7 +362,7 @@ test_check_prints_what_a_library_implies(void **state)
 	/* Without a library, no word of one. */
 	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
 	out = check_text(t, 0);
-	assert_null(strstr(out, "old path"));
+	assert_null(strstr(out, "\nold path (library"));
 	free(out);
 	out = check_text(t, 1);
 	assert_null(strstr(out, "\"old\""));
