@@ -13,7 +13,9 @@
 #include "duration.h"
 #include "plan.h"
 #include "plan_flag.h"
+#include "plan_library.h"
 #include "review.h"
+#include "steps/move_entry.h"
 #include "topology.h"
 
 static const char *
@@ -88,6 +90,51 @@ flag_tls_url(const struct plan *p)
 	return false;
 }
 
+/* A source of entry times and its fallback, as a plan writes them. */
+static json_t *
+sources_json(int from, int then)
+{
+	return then == MOVE_FROM_UNKNOWN ? json_string(move_from_name(from)) :
+	    json_pack("[s,s]", move_from_name(from), move_from_name(then));
+}
+
+/* What P's old.library implies (NULL without one): the library's kinds of
+ * delay queue with where they dead-letter, their expiry and the trust of
+ * their entry times, the selection and the entry rules in force, and
+ * which of those the plan wrote itself. */
+static json_t *
+library_json(const struct plan *p)
+{
+	const struct plan_library *l = p->old.library;
+	json_t *o, *ks, *es;
+
+	if (l == NULL)
+		return NULL;
+	ks = json_array();
+	for (size_t i = 0; i < l->nkinds; i++) {
+		const struct plan_library_kind *k = &l->kinds[i];
+
+		json_array_append_new(ks, json_pack("{s:s,s:s,s:s,s:s,s:b,s:s?,s:o,s:s}",
+		    "what", k->what, "shape", k->shape, "match", k->match,
+		    "dead_letter", k->dead_letter, "dead_letter_key", k->dead_letter_key,
+		    "expires", k->expiry, "entry", sources_json(k->from, k->then),
+		    "trust", k->trust));
+	}
+	es = json_array();
+	for (size_t i = 0; i < p->move_old.nentries; i++) {
+		const struct plan_move_entry *e = &p->move_old.entries[i];
+
+		json_array_append_new(es, json_pack("{s:s,s:o,s:s?}", "match", e->match,
+		    "from", sources_json(e->from, e->then), "header", e->header));
+	}
+	o = json_pack("{s:s,s:s,s:o,s:s?,s:s,s:o,s:s}", "library", l->name,
+	    "title", l->title, "kinds", ks, "selection", p->old.match,
+	    "selection_from", p->old.match_from_library ? "library" : "plan",
+	    "entry", es, "entry_from", p->move_old.entries_from_library ? "library" :
+	    "plan");
+	return o;
+}
+
 /* The dry run of a valid plan as JSON: what `check --json` prints and what
  * the human form is printed from. */
 static json_t *
@@ -160,6 +207,8 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 		json_object_set_new(json_object_get(o, "ladder"), "publish_limit_ms",
 		    json_integer((json_int_t)ladder_limit_ms(l)));
 		json_object_set_new(o, "policies", ps);
+		if (p->old.library != NULL)
+			json_object_set_new(o, "old", library_json(p));
 		if (tb != NULL)
 			json_object_set_new(ts, "broker", tb);
 		if (tf != NULL)
@@ -218,6 +267,58 @@ print_plan_head(FILE *out, json_t *d)
 		fprintf(out, "  publishes   at most %s (ladder.max_delay; longer "
 		    "delays are refused)\n", duration_format(json_integer_value(
 		    json_object_get(lad, "publish_limit_ms")), desc, sizeof(desc)));
+}
+
+/* What D's old.library implies, when it has one: each kind of delay
+ * queue, then the selection and entry rules in force and whose they are. */
+static void
+print_library(FILE *out, json_t *d)
+{
+	json_t *o = json_object_get(d, "old"), *v, *f;
+	bool own_entry;
+	size_t i;
+
+	if (o == NULL)
+		return;
+	own_entry = strcmp(json_string_value(json_object_get(o, "entry_from")),
+	    "plan") == 0;
+	fprintf(out, "\nold path (library %s: %s)\n",
+	    json_string_value(json_object_get(o, "library")),
+	    json_string_value(json_object_get(o, "title")));
+	json_array_foreach(json_object_get(o, "kinds"), i, v) {
+		f = json_object_get(v, "entry");
+		fprintf(out, "  %s  %s\n    dead-letters to  %s\n    expires          %s\n"
+		    "    entry time       %s%s%s: %s\n",
+		    json_string_value(json_object_get(v, "what")),
+		    json_string_value(json_object_get(v, "shape")),
+		    json_string_value(json_object_get(v, "dead_letter")),
+		    json_is_string(json_object_get(v, "expires")) ?
+		    json_string_value(json_object_get(v, "expires")) : "never",
+		    json_is_array(f) ? json_string_value(json_array_get(f, 0)) :
+		    json_string_value(f), json_is_array(f) ? ", then " : "",
+		    json_is_array(f) ? json_string_value(json_array_get(f, 1)) : "",
+		    json_string_value(json_object_get(v, "trust")));
+	}
+	if (json_is_string(json_object_get(o, "selection")))
+		fprintf(out, "  selection        %s (%s)\n",
+		    json_string_value(json_object_get(o, "selection")),
+		    strcmp(json_string_value(json_object_get(o, "selection_from")),
+		    "plan") == 0 ? "old.queues: the plan's own" :
+		    "the library's; old.queues overrides it");
+	else
+		fprintf(out, "  selection        old.queues.names (the plan's own)\n");
+	fprintf(out, "  move_old.entry   %s\n", own_entry ? "the plan's own (the "
+	    "library's rules are not used)" : "the library's, first match wins; "
+	    "move_old.entry overrides them");
+	json_array_foreach(json_object_get(o, "entry"), i, v) {
+		f = json_object_get(v, "from");
+		fprintf(out, "    %zu. %s  from: %s%s%s%s%s\n", i + 1,
+		    json_string_value(json_object_get(v, "match")),
+		    json_is_array(f) ? "[" : "", json_is_array(f) ?
+		    json_string_value(json_array_get(f, 0)) : json_string_value(f),
+		    json_is_array(f) ? ", " : "", json_is_array(f) ?
+		    json_string_value(json_array_get(f, 1)) : "", json_is_array(f) ? "]" : "");
+	}
 }
 
 /* The exchanges and queues of D's topology. */
@@ -315,6 +416,7 @@ static void
 print_human(FILE *out, json_t *d)
 {
 	print_plan_head(out, d);
+	print_library(out, d);
 	print_nodes(out, d);
 	print_edges(out, d);
 	print_steps_and_review(out, d);

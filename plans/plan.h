@@ -13,6 +13,8 @@
 #include "tls.h"
 
 #define PLAN_NAME_MAX 64
+
+struct plan_library;
 #define PLAN_DEFAULT_CANARY_BUDGET_MS (2 * 60 * 1000)
 
 /* One per row of the step-kind table (steps/step_kinds.def), in its order. */
@@ -69,6 +71,8 @@ struct plan {
 		bool allow_expiring;       /* old.allow_expiring: an old queue whose
 		                            * x-expires is shorter than its horizon is
 		                            * a warning, not a refusal (default false) */
+		const struct plan_library *library; /* old.library's row, or NULL */
+		bool match_from_library;   /* match is the library's selection */
 	} old;
 
 	struct ladder ladder;          /* naming, prefix, unit, levels */
@@ -131,10 +135,14 @@ struct plan {
 		struct plan_move_entry {   /* first matching entry wins */
 			char *match;           /* PCRE2 over queue names */
 			int from;              /* enum move_from (steps/move_entry.h) */
+			int then;              /* the source tried when FROM gives no
+			                        * entry time (from: [a, b]); unknown:
+			                        * none */
 			char *header;          /* from: header */
-			int line, column;
+			int line, column;      /* 0 for the library's */
 		} *entries;
 		size_t nentries;
+		bool entries_from_library; /* entries are old.library's */
 	} move_old;
 
 	struct plan_step *steps;

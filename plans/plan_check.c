@@ -1,5 +1,6 @@
 /* plan_check: the plan loader's checks across sections, once they are all
- * read — each step's section is there, and the old selection takes none of
+ * read — each step's section is there (or old.library stands in for
+ * it), and the old selection takes none of
  * the plan's own queues. The checks on the plan model are plan_validate's,
  * in plan.c. */
 #include <errno.h>
@@ -29,6 +30,10 @@ pc_check_sections(struct loader *ld, const struct sect *root)
 
 		if ((section = plan_step_kind_section(st->kind, &why)) == NULL ||
 		    py_find_pair(ld, root->map, section) != NULL)
+			continue;
+		/* old.library gives move_old what its section would: where
+		 * each old queue's messages carry their entry time. */
+		if (st->kind == PLAN_STEP_MOVE_OLD && p->move_old.entries_from_library)
 			continue;
 		if (plan_errors_add(ld->errs, st->line, st->column, "step '%s' needs a "
 		    "%s section %s", plan_step_kind_name(st->kind), section, why) == -1)
@@ -79,10 +84,15 @@ pc_check_own(struct loader *ld)
 {
 	struct plan *p = ld->p;
 	struct own_check oc;
-	char why[256];
+	char why[256], what[64];
 
 	if (p->ladder.levels <= 0)
 		return;
+	/* A library's selection is named as the library's: the plan does
+	 * not write it, and old.queues is how to replace it. */
+	snprintf(what, sizeof(what), "%s%s", p->old.match_from_library ?
+	    "old.library's selection" : "old.queues.match", p->old.match_from_library ?
+	    " (write old.queues to replace it)" : "");
 	if (ld->match != NULL && p->old.match != NULL) {
 		memset(&oc, 0, sizeof(oc));
 		oc.ld = ld;
@@ -92,15 +102,15 @@ pc_check_own(struct loader *ld)
 		}
 		plan_own_queues(p, own_selected, &oc);
 		if (oc.failed)
-			py_err_at(ld, ld->match, "old.queues.match '%.100s' cannot be decided for "
+			py_err_at(ld, ld->match, "%s '%.100s' cannot be decided for "
 			    "this plan's own queue '%s' (%s); expected a simpler pattern",
-			    p->old.match, oc.name_buf, oc.why);
+			    what, p->old.match, oc.name_buf, oc.why);
 		else if (oc.n > 0)
-			py_err_at(ld, ld->match, "old.queues.match '%.100s' selects %zu of this "
+			py_err_at(ld, ld->match, "%s '%.100s' selects %zu of this "
 			    "plan's own queues, such as the %s '%s'; expected a pattern that "
 			    "selects only the old delay queues, never the ladder, its "
-			    "destinations, the probe or the canary queue", p->old.match, oc.n,
-			    oc.what, oc.found);
+			    "destinations, the probe or the canary queue", what,
+			    p->old.match, oc.n, oc.what, oc.found);
 		pattern_free(oc.re);
 	}
 	if (ld->names == NULL)

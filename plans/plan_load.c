@@ -22,6 +22,7 @@
 #include "ladder.h"
 #include "pattern.h"
 #include "plan.h"
+#include "plan_library.h"
 #include "plan_load_int.h"
 #include "plan_section.h"
 
@@ -190,22 +191,47 @@ load_names(struct loader *ld, yaml_node_t *n)
 	}
 }
 
+/* old.library: a row of the library table (plan_library.h), whose node
+ * is kept for errors about the selection it implies. Returns whether the
+ * key is written at all (valid or not). */
+static bool
+load_library(struct loader *ld, const struct sect *s)
+{
+	char names[128];
+	yaml_node_t *n;
+	const char *t;
+
+	if ((n = py_field(ld, s, "library", 0, NULL)) == NULL)
+		return false;
+	plan_library_names(names, sizeof(names));
+	if ((t = py_conv_text(ld, n, "old.library", names)) == NULL)
+		return true;
+	if ((ld->p->old.library = plan_library_find(t)) == NULL)
+		py_err_at(ld, n, "old.library '%.40s' is unknown; expected %s", t, names);
+	else
+		ld->library = n;
+	return true;
+}
+
 static void
 load_old(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "queues", "max_message_ttl",
-	    "allow_expiring", NULL };
+	    "allow_expiring", "library", NULL };
 	static const char *const qkeys[] = { "match", "names", NULL };
 	static const char qexpect[] = "{ match: REGEX } or { names: [queue, ...] }";
 	yaml_node_pair_t *pm, *pn;
 	yaml_node_t *n;
 	struct sect s, q;
+	bool library;
 
 	if (py_get_map(ld, root, "old", 1, "a mapping with queues and optionally "
 	    "max_message_ttl", "old", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
-	if (py_get_map(ld, &s, "queues", 1, qexpect, "old.queues", &q) == 0 &&
+	/* A library's queues are its selection unless the plan says. */
+	library = load_library(ld, &s);
+	if (py_get_map(ld, &s, "queues", !library, qexpect, "old.queues", &q) == 0 &&
 	    q.map != NULL) {
 		py_check_keys(ld, &q, qkeys);
 		pm = py_find_pair(ld, q.map, "match");
@@ -224,6 +250,44 @@ load_old(struct loader *ld, const struct sect *root)
 	py_get_duration(ld, &s, "max_message_ttl", 0, &ld->p->old.max_message_ttl_ms);
 	if ((n = py_field(ld, &s, "allow_expiring", 0, NULL)) != NULL)
 		(void)py_conv_bool(ld, n, "old.allow_expiring", &ld->p->old.allow_expiring);
+}
+
+/* What old.library sets that the plan does not write itself: the
+ * selection (old.queues) and move_old.entry, one rule per kind of queue in
+ * the table's order. Runs once every section is read. */
+static void
+apply_library(struct loader *ld)
+{
+	const struct plan_library *l = ld->p->old.library;
+	struct plan *p = ld->p;
+	char match[PATTERN_LENGTH_MAX + 1];
+
+	if (l == NULL)
+		return;
+	if (p->old.match == NULL && ld->names == NULL) {
+		if (plan_library_match(l, match, sizeof(match)) != 0 ||
+		    (p->old.match = py_copy(ld, match)) == NULL)
+			return;
+		p->old.match_from_library = true;
+		ld->match = ld->library;
+	}
+	if (p->move_old.nentries > 0 || ld->entries_given)
+		return;
+	if ((p->move_old.entries = calloc(l->nkinds, sizeof(*p->move_old.entries))) ==
+	    NULL) {
+		ld->oom = 1;
+		return;
+	}
+	for (size_t i = 0; i < l->nkinds; i++) {
+		struct plan_move_entry *e = &p->move_old.entries[i];
+
+		if ((e->match = py_copy(ld, l->kinds[i].match)) == NULL)
+			return;
+		e->from = l->kinds[i].from;
+		e->then = l->kinds[i].then;
+		p->move_old.nentries++;
+	}
+	p->move_old.entries_from_library = true;
 }
 
 /* The largest delay of LEVELS levels of UNIT_MS, as text. */
@@ -917,6 +981,7 @@ load_root(struct loader *ld, yaml_node_t *root)
 	load_flag(ld, &s);
 	load_watch(ld, &s);
 	pm_load_move_old(ld, &s);
+	apply_library(ld);
 	load_steps(ld, &s);
 }
 

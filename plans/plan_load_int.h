@@ -26,6 +26,8 @@ struct loader {
 	int			 oom;
 	yaml_node_t		*match;		/* old.queues.match, when valid */
 	yaml_node_t		*names;		/* old.queues.names, when given */
+	yaml_node_t		*library;	/* old.library, when valid */
+	bool			 entries_given;	/* move_old.entry is written */
 	const char		*root_name;	/* the root in messages; NULL: "the plan" */
 };
 

@@ -9,8 +9,11 @@
  *       - { queues: { match: REGEX }, from: timestamp }
  *       - { queues: { match: REGEX }, from: header, header: x-sent-at }
  *       - { queues: { match: REGEX }, from: unknown }
+ *       - { queues: { match: REGEX }, from: [arrival, timestamp] }
  *
- * A selected queue no entry matches is `unknown`. */
+ * A selected queue no entry matches is `unknown`; a list of two sources
+ * tries the second for a message the first gives no time for. Without
+ * entry, old.library's rules apply (plan_load.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@ static const char *const from_names[] = {
 	[MOVE_FROM_UNKNOWN] = "unknown",
 	[MOVE_FROM_TIMESTAMP] = "timestamp",
 	[MOVE_FROM_HEADER] = "header",
+	[MOVE_FROM_ARRIVAL] = "arrival",
 };
 
 #define NFROM (sizeof(from_names) / sizeof(from_names[0]))
@@ -59,24 +63,45 @@ bad:
 	py_err_at(ld, n, "move_old.rate '%.40s' is not a rate; expected %s", t, expect);
 }
 
+#define FROM_EXPECT "timestamp, header, arrival or unknown, or a list of two"
+
+/* The source of entry times written at N (WHAT names it), or -1 after
+ * saying why. */
+static int
+from_of(struct loader *ld, yaml_node_t *n, const char *what)
+{
+	const char *t;
+	size_t k;
+
+	if ((t = py_conv_text(ld, n, what, FROM_EXPECT)) == NULL)
+		return -1;
+	for (k = 0; k < NFROM && strcmp(t, from_names[k]) != 0; k++)
+		;
+	if (k == NFROM) {
+		py_err_at(ld, n, "%s '%.40s' is not a source of entry times; expected "
+		    "timestamp, header, arrival or unknown", what, t);
+		return -1;
+	}
+	return (int)k;
+}
+
 /* One item of move_old.entry at N into E. */
 static void
 load_entry(struct loader *ld, yaml_node_t *n, size_t i, struct plan_move_entry *e)
 {
 	static const char *const keys[] = { "queues", "from", "header", NULL };
 	static const char *const qkeys[] = { "match", NULL };
-	char path[48], qpath[64], what[80];
+	char path[48], qpath[64], what[80], what2[88];
 	struct sect s = { n, path }, q;
 	yaml_node_t *f, *m;
 	const char *t;
-	size_t k;
 
 	snprintf(path, sizeof(path), "move_old.entry[%zu]", i);
 	e->line = py_mark_num(n->start_mark.line);
 	e->column = py_mark_num(n->start_mark.column);
 	if (n->type != YAML_MAPPING_NODE) {
 		py_err_at(ld, n, "%s is not a mapping; expected { queues: { match: REGEX "
-		    "}, from: timestamp|header|unknown }", path);
+		    "}, from: timestamp|header|arrival|unknown }", path);
 		return;
 	}
 	py_check_keys(ld, &s, keys);
@@ -89,18 +114,32 @@ load_entry(struct loader *ld, yaml_node_t *n, size_t i, struct plan_move_entry *
 			(void)pl_conv_pattern(ld, m, what, &e->match);
 	}
 	snprintf(what, sizeof(what), "%s.from", path);
-	if ((f = py_field(ld, &s, "from", 1, "timestamp, header or unknown")) == NULL ||
-	    (t = py_conv_text(ld, f, what, "timestamp, header or unknown")) == NULL)
+	if ((f = py_field(ld, &s, "from", 1, FROM_EXPECT)) == NULL)
 		return;
-	for (k = 0; k < NFROM && strcmp(t, from_names[k]) != 0; k++)
-		;
-	if (k == NFROM) {
-		py_err_at(ld, f, "%s '%.40s' is not a source of entry times; expected "
-		    "timestamp, header or unknown", what, t);
+	if (f->type == YAML_SEQUENCE_NODE) {
+		if (f->data.sequence.items.top - f->data.sequence.items.start != 2) {
+			py_err_at(ld, f, "%s is a list of %d; expected two sources, the "
+			    "second for a message the first gives no time for", what,
+			    (int)(f->data.sequence.items.top - f->data.sequence.items.start));
+			return;
+		}
+		snprintf(what2, sizeof(what2), "%s[0]", what);
+		if ((e->from = from_of(ld, py_seq_item(ld, f, 0), what2)) < 0)
+			return;
+		snprintf(what2, sizeof(what2), "%s[1]", what);
+		if ((e->then = from_of(ld, py_seq_item(ld, f, 1), what2)) < 0)
+			return;
+		if (e->from == MOVE_FROM_UNKNOWN || e->then == MOVE_FROM_UNKNOWN ||
+		    e->from == e->then) {
+			py_err_at(ld, f, "%s lists %s and %s; expected two different "
+			    "sources other than unknown", what, from_names[e->from],
+			    from_names[e->then]);
+			return;
+		}
+	} else if ((e->from = from_of(ld, f, what)) < 0)
 		return;
-	}
-	e->from = (int)k;
-	if (e->from == MOVE_FROM_HEADER)
+	t = from_names[e->from];
+	if (e->from == MOVE_FROM_HEADER || e->then == MOVE_FROM_HEADER)
 		(void)py_get_text(ld, &s, "header", 1, "the header's name, such as "
 		    "x-sent-at", &e->header);
 	else if (py_find_pair(ld, n, "header") != NULL)
@@ -114,7 +153,7 @@ pm_load_move_old(struct loader *ld, const struct sect *root)
 	static const char *const keys[] = { "rate", "prefetch",
 	    "unknown_entry_max_lateness", "stragglers", "entry", NULL };
 	static const char expect[] = "a list of { queues: { match: REGEX }, from: "
-	    "timestamp|header|unknown }";
+	    "timestamp|header|arrival|unknown }";
 	struct plan *p = ld->p;
 	yaml_node_t *n;
 	size_t count;
@@ -132,8 +171,9 @@ pm_load_move_old(struct loader *ld, const struct sect *root)
 	py_get_duration(ld, &s, "unknown_entry_max_lateness", 0,
 	    &p->move_old.unknown_max_lateness_ms);
 	py_get_duration(ld, &s, "stragglers", 0, &p->move_old.stragglers_ms);
-	if ((n = py_field(ld, &s, "entry", 0, NULL)) == NULL ||
-	    (count = py_seq_items(ld, n, "move_old.entry", expect)) == 0)
+	if ((n = py_field(ld, &s, "entry", 0, NULL)) != NULL)
+		ld->entries_given = true;
+	if (n == NULL || (count = py_seq_items(ld, n, "move_old.entry", expect)) == 0)
 		return;
 	if ((p->move_old.entries = calloc(count, sizeof(*p->move_old.entries))) == NULL) {
 		ld->oom = 1;

@@ -16,6 +16,7 @@ static const char *const froms[] = {
 	[MOVE_FROM_UNKNOWN] = "unknown",
 	[MOVE_FROM_TIMESTAMP] = "timestamp",
 	[MOVE_FROM_HEADER] = "header",
+	[MOVE_FROM_ARRIVAL] = "arrival",
 };
 
 const char *
@@ -76,6 +77,17 @@ entry_of(enum move_from from, const struct move_stamp *m, char *why, size_t whyl
 			return -1;
 		}
 		return ms;
+	case MOVE_FROM_ARRIVAL:
+		if (!m->has_arrival) {
+			snprintf(why, whylen, "no arrival stamp the broker overwrites");
+			return -1;
+		}
+		if (m->arrival_ms < OLD_TIME_MIN_MS || m->arrival_ms > INT64_MAX / 4) {
+			snprintf(why, whylen, "arrival stamp %lld is not epoch milliseconds "
+			    "after 2000", (long long)m->arrival_ms);
+			return -1;
+		}
+		return m->arrival_ms;
 	default:
 		return -1;
 	}
@@ -98,6 +110,18 @@ move_decide(const struct move_rule *r, const struct move_stamp *m, int64_t now_m
 	e = r->from == MOVE_FROM_UNKNOWN ? -1 :
 	    entry_of(r->from, m, out->why, sizeof(out->why));
 	out->used = e >= 0 ? r->from : MOVE_FROM_UNKNOWN;
+	if (e < 0 && r->from != MOVE_FROM_UNKNOWN && r->then != MOVE_FROM_UNKNOWN) {
+		/* The second source, and both reasons when it fails too. */
+		char first[sizeof(out->why)], second[sizeof(out->why)];
+
+		snprintf(first, sizeof(first), "%s", out->why);
+		second[0] = '\0';
+		if ((e = entry_of(r->then, m, second, sizeof(second))) >= 0) {
+			out->used = r->then;
+			out->why[0] = '\0';
+		} else
+			snprintf(out->why, sizeof(out->why), "%.90s; %.90s", first, second);
+	}
 	out->entry_ms = e;
 	if (e < 0) {
 		/* It entered at NOW at the latest: NOW + TTL is never early,

@@ -14,7 +14,11 @@
 enum move_from {
 	MOVE_FROM_UNKNOWN,	/* nothing: the full TTL, within a bound */
 	MOVE_FROM_TIMESTAMP,	/* the AMQP timestamp property (seconds) */
-	MOVE_FROM_HEADER	/* a named header: epoch ms or RFC 3339 UTC */
+	MOVE_FROM_HEADER,	/* a named header: epoch ms or RFC 3339 UTC */
+	MOVE_FROM_ARRIVAL	/* the broker's own stamp of the message's
+				 * arrival (its timestamp_in_ms header),
+				 * trusted only from a broker that overwrites
+				 * it at every publish */
 };
 
 /* What to do with one message. */
@@ -33,6 +37,8 @@ struct move_rule {
 	int64_t unit_ms;		/* the ladder's unit, > 0 */
 	int64_t max_delay_ms;		/* the largest delay the ladder takes */
 	int64_t unknown_max_lateness_ms; /* the plan's bound; 0: never */
+	enum move_from then;		/* tried when FROM gives no entry time;
+					 * MOVE_FROM_UNKNOWN: none */
 };
 
 /* What one message says of its entry time. */
@@ -43,6 +49,11 @@ struct move_stamp {
 	bool header_is_int;		/* an integer: epoch milliseconds */
 	int64_t header_num;
 	const char *header_str;		/* else its text (NULL: another type) */
+	bool has_arrival;		/* the broker's arrival stamp, set by the
+					 * caller only from a broker that
+					 * overwrites it at every publish (so it
+					 * cannot be an earlier publish's copy) */
+	int64_t arrival_ms;		/* epoch ms, the broker's clock */
 };
 
 struct move_decision {
@@ -61,15 +72,17 @@ struct move_decision {
  * "unknown_entry". */
 const char *move_verdict_name(enum move_verdict v);
 
-/* "timestamp", "header" or "unknown" (the plan's words). */
+/* "timestamp", "header", "arrival" or "unknown" (the plan's words). */
 const char *move_from_name(enum move_from f);
 
 /* Decides for a message M of a queue under rule R at NOW_MS (epoch ms,
  * read before the message is republished). The entry time e is:
  * timestamp — the end of its second, (ts + 1) s, since the property
  * drops the fraction; header — its epoch milliseconds, or its RFC 3339
- * UTC time (old_time_parse); a missing or unreadable stamp, or one before
- * 2000, makes it unknown (WHY says which). Known: not before e + TTL, and
+ * UTC time (old_time_parse); arrival — the broker's stamp as it is (a
+ * broker's own clock, in ms); a missing or unreadable stamp, or one before
+ * 2000, gives none, and then R->then is tried the same way; with none from
+ * either it is unknown (WHY says why). Known: not before e + TTL, and
  * the delay is that minus NOW rounded UP to whole units; a message
  * already due (e + TTL <= NOW) goes with delay 0, the ladder's shortest
  * path, never held back. Unknown: not before NOW + TTL, moved only when

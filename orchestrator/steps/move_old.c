@@ -28,10 +28,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "arrival_stamp.h"
 #include "clock.h"
 #include "ladder.h"
 #include "move_old_int.h"
 #include "pattern.h"
+#include "plan_library.h"
 #include "publish.h"
 #include "sentences.h"
 
@@ -208,7 +210,15 @@ stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_sta
 	memset(m, 0, sizeof(*m));
 	m->has_timestamp = d->has_timestamp;
 	m->timestamp_s = d->timestamp;
-	if (idx < 0 || ps->rule.from != MOVE_FROM_HEADER)
+	/* Only a broker that overwrites it makes the stamp this publish's. */
+	if (json_is_true(json_object_get(ps->state, "arrival_trusted")) &&
+	    (h = broker_header_find(d, ARRIVAL_HEADER)) != NULL &&
+	    h->kind == BROKER_KIND_INT) {
+		m->has_arrival = true;
+		m->arrival_ms = h->num;
+	}
+	if (idx < 0 || (ps->rule.from != MOVE_FROM_HEADER &&
+	    ps->rule.then != MOVE_FROM_HEADER))
 		return;
 	e = &ps->c->plan->move_old.entries[idx];
 	if ((h = broker_header_find(d, e->header)) == NULL)
@@ -449,6 +459,24 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	}
 	ps->rule.from = idx >= 0 ? (enum move_from)p->move_old.entries[idx].from :
 	    MOVE_FROM_UNKNOWN;
+	ps->rule.then = idx >= 0 ? (enum move_from)p->move_old.entries[idx].then :
+	    MOVE_FROM_UNKNOWN;
+	if (!plan_library_allows(p->old.library, oq->q->name, ps->rule.from, why,
+	    sizeof(why)) || !plan_library_allows(p->old.library, oq->q->name,
+	    ps->rule.then, why, sizeof(why))) {
+		sentences_add(err, errlen, "move_old.entry[%d]: %s", idx, why);
+		return -1;
+	}
+	if (!json_is_true(json_object_get(ps->state, "arrival_trusted"))) {
+		/* An untrusted stamp is no source: the queue is as if the
+		 * rule did not name it (its other source, or unknown). */
+		if (ps->rule.then == MOVE_FROM_ARRIVAL)
+			ps->rule.then = MOVE_FROM_UNKNOWN;
+		if (ps->rule.from == MOVE_FROM_ARRIVAL) {
+			ps->rule.from = ps->rule.then;
+			ps->rule.then = MOVE_FROM_UNKNOWN;
+		}
+	}
 	ps->rule.ttl_ms = oq->ttl_ms;
 	ps->rule.unit_ms = p->ladder.unit_ms;
 	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
@@ -460,6 +488,9 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	set_int(ps->entry, "ttl_ms", oq->ttl_ms);
 	set_int(ps->entry, "entry_rule", idx);
 	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
+	if (ps->rule.then != MOVE_FROM_UNKNOWN)
+		json_object_set_new(ps->entry, "then",
+		    json_string(move_from_name(ps->rule.then)));
 	json_object_set_new(ps->entry, "destination", ps->target.dest >= 0 ?
 	    json_string(p->destinations[ps->target.dest]) :
 	    json_string("(each message's routing key)"));
@@ -571,6 +602,38 @@ publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
 	old_counters_free(&oc);
 }
 
+/* Whether any entry rule of P reads the broker's arrival stamp. */
+static bool
+uses_arrival(const struct plan *p)
+{
+	for (size_t i = 0; i < p->move_old.nentries; i++)
+		if (p->move_old.entries[i].from == MOVE_FROM_ARRIVAL ||
+		    p->move_old.entries[i].then == MOVE_FROM_ARRIVAL)
+			return true;
+	return false;
+}
+
+/* Asks the broker, once a call, whether it overwrites an arrival stamp
+ * at every publish, into STATE ("arrival_stamps", "arrival_trusted"). A
+ * probe that fails trusts nothing and says why. */
+static void
+probe_arrival(struct step_ctx *c, json_t *state)
+{
+	enum arrival_stamping st = ARRIVAL_OFF;
+	char why[512];
+
+	if (!uses_arrival(c->plan))
+		return;
+	if (arrival_probe(c->amqp, c->plan->name, &st, why, sizeof(why)) != 0)
+		json_object_set_new(state, "arrival_error", json_string(why));
+	else
+		json_object_del(state, "arrival_error");
+	json_object_set_new(state, "arrival_stamps",
+	    json_string(arrival_stamping_name(st)));
+	json_object_set_new(state, "arrival_trusted",
+	    json_boolean(st == ARRIVAL_OVERWRITE));
+}
+
 /* The step's state: C->state resumed, or a new one. */
 static json_t *
 state_of(struct step_ctx *c, int64_t now)
@@ -617,6 +680,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto done;
 	}
+	probe_arrival(c, state);
 	/* Every queue's rule and target first: refuse before moving anything. */
 	for (size_t i = 0; i < sel.n; i++) {
 		ps[i].c = c;

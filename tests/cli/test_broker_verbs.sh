@@ -92,6 +92,20 @@ done
 expect 0 "$bin" check --broker "$plan"
 contains "$tmp/out" "broker: RabbitMQ ${CUTOVER_TEST_BROKER_VERSION:-}"
 contains "$tmp/out" "ok      at-least-once dead-lettering: feature flag stream_queue enabled"
+# A plan without move_old is not asked about arrival stamps; one with it
+# is, through a queue of cutover's own that is gone afterwards (3.10 has
+# no stamp; a 4.0 node has none unless rabbitmq.conf sets the interceptor).
+grep -qF "arrival stamps" "$tmp/out" && fail "check --broker asked about arrival stamps for a plan without move_old"
+sed -e 's/^steps: .*/steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old, watch]/' \
+    -e 's/^watch: .*/watch: { allowance: 1s }\nflag: { kind: unleash, url: http:\/\/127.0.0.1:4242, project: default, environment: production, feature: f, token: env:T }\nmove_old: { entry: [ { queues: { match: x }, from: [arrival, timestamp] } ] }/' \
+    "$plan" >"$tmp/move.yaml"
+expect 0 "$bin" check --broker "$tmp/move.yaml"
+contains "$tmp/out" "info    arrival stamps (timestamp_in_ms): off: the broker does not stamp arrivals"
+expect 0 "$bin" check --broker --json "$tmp/move.yaml"
+contains "$tmp/out" '"arrival_stamps": {'
+contains "$tmp/out" '"state": "off"'
+[ "$(mgmt GET '/queues/%2F?columns=name' | grep -c 'cutover.arrival')" -eq 0 ] ||
+    fail "check --broker left its arrival probe's queue"
 
 # ladder declare: the whole ladder; a second time changes nothing.
 expect 0 "$bin" ladder declare "$plan"

@@ -19,7 +19,8 @@
 static struct move_rule
 rule(enum move_from from, int64_t ttl_ms, int64_t unit_ms)
 {
-	struct move_rule r = { from, ttl_ms, unit_ms, 1000LL * MIN, 2 * MIN };
+	struct move_rule r = { from, ttl_ms, unit_ms, 1000LL * MIN, 2 * MIN,
+	    MOVE_FROM_UNKNOWN };
 
 	return r;
 }
@@ -229,6 +230,67 @@ test_bad_rule(void **state)
 	assert_string_equal(move_from_name(MOVE_FROM_HEADER), "header");
 }
 
+/* The broker's arrival stamp is exact to the ms: no second to round. */
+static void
+test_arrival_is_exact(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_ARRIVAL, 10 * 1000, 1000);
+	struct move_stamp m = { .has_arrival = true, .arrival_ms = NOW - 2300,
+	    .has_timestamp = true, .timestamp_s = 1795003100 };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_ARRIVAL);
+	assert_int_equal(d.entry_ms, NOW - 2300);
+	assert_int_equal(d.not_before_ms, NOW + 7700);
+	assert_int_equal(d.delay_ms, 8000);
+	assert_never_early(&r, &d, NOW);
+	/* No stamp the caller trusts: unknown, the timestamp not read. */
+	m.has_arrival = false;
+	r.unknown_max_lateness_ms = 0;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_non_null(strstr(d.why, "no arrival stamp the broker overwrites"));
+	/* One before 2000 is not a time. */
+	m.has_arrival = true;
+	m.arrival_ms = 1;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
+}
+
+/* from: [arrival, timestamp]: the second source only for a message the
+ * first gives no time for, and unknown with both reasons when neither. */
+static void
+test_second_source(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_ARRIVAL, 10 * 1000, 1000);
+	struct move_stamp m = { .has_timestamp = true, .timestamp_s = 1795003198 };
+	struct move_decision d;
+
+	(void)state;
+	r.then = MOVE_FROM_TIMESTAMP;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_TIMESTAMP);
+	assert_int_equal(d.entry_ms, 1795003199000LL);
+	assert_string_equal(d.why, "");
+	assert_never_early(&r, &d, NOW);
+	m.has_arrival = true;
+	m.arrival_ms = 1795003198400LL;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_ARRIVAL);
+	assert_int_equal(d.entry_ms, 1795003198400LL);
+	assert_never_early(&r, &d, NOW);
+	m.has_arrival = false;
+	m.has_timestamp = false;
+	r.unknown_max_lateness_ms = 0;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_non_null(strstr(d.why, "no arrival stamp the broker overwrites; no "
+	    "timestamp property"));
+}
+
 int
 main(void)
 {
@@ -242,6 +304,8 @@ main(void)
 		cmocka_unit_test(test_unreadable_stamps_are_unknown),
 		cmocka_unit_test(test_beyond_the_ladder_is_left),
 		cmocka_unit_test(test_bad_rule),
+		cmocka_unit_test(test_arrival_is_exact),
+		cmocka_unit_test(test_second_source),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

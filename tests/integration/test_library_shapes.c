@@ -1,0 +1,673 @@
+/* test_library_shapes (integration): old.library's presets against the
+ * topologies the libraries declare, on a real RabbitMQ node
+ * (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, password
+ * env:CUTOVER_TEST_PASSWORD). Each test declares exactly what one library
+ * declares — its exchanges, its destination or consumer queues and their
+ * bindings, and delay queues with the names and arguments its source
+ * builds — and publishes into them as it does (the clients themselves are
+ * not packaged here: Symfony Messenger, the Laravel driver, php-enqueue,
+ * EasyNetQ and Machinery are imitated from their source). The preset's
+ * selection takes exactly the delay queues, never the library's other
+ * queues nor the ladder's (and measure_horizon measures Symfony's three,
+ * their expiry accepted as it is); move_old with the preset's entry rules moves
+ * each message to the destination the delay queue dead-letters to, never
+ * before the moment the test itself puts at its publish + the queue's
+ * TTL; what the rules cannot date within the bound stays. A Symfony retry
+ * message whose timestamp is its first publish, an hour ago, is not moved
+ * by that timestamp, and a plan that asks for it is refused. Where the
+ * node overwrites arrival stamps (RabbitMQ 3.12+ with the interceptor),
+ * the last test moves by the broker's stamp; elsewhere it is skipped. Each
+ * test has a vhost of its own, deleted at teardown whatever happens. */
+#define _DEFAULT_SOURCE	/* usleep */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "arrival_stamp.h"
+#include "clock.h"
+#include "itest_broker.h"
+#include "itest_run.h"
+#include "old_path.h"
+#include "plan.h"
+#include "step.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+
+static char vhost_url[512];
+static struct plan *plan;
+static struct step_ctx ctx;
+
+static int
+setup(void **state)
+{
+	static int serial;
+	char vhost[128];
+
+	(void)state;
+	itest_cleanup();
+	snprintf(vhost, sizeof(vhost), "%s-lib%d", itest_run_id(), ++serial);
+	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	step_ctx_close(&ctx);
+	memset(&ctx, 0, sizeof(ctx));
+	plan_free(plan);
+	plan = NULL;
+	itest_cleanup();
+	return 0;
+}
+
+/* Loads a plan for LIBRARY (1 s ladder of 7 levels: up to 127 s) with
+ * DESTS as ladder.destinations and MOVE_EXTRA appended to its move_old
+ * section (no entry: the library's), and opens its context. */
+static void
+load(const char *library, const char *dests, const char *move_extra)
+{
+	char yaml[4096], broker[1024];
+
+	itest_broker_yaml(vhost_url, broker, sizeof(broker));
+	snprintf(yaml, sizeof(yaml),
+	    "name: itest-lib\n"
+	    "%s"
+	    "old:\n"
+	    "  library: %s\n"
+	    "ladder:\n"
+	    "  prefix: itlib\n"
+	    "  unit: 1s\n"
+	    "  levels: 7\n"
+	    "  queue_type: classic\n"
+	    "  destinations: %s\n"
+	    "move_old:\n"
+	    "  rate: 1000/s\n"
+	    "  unknown_entry_max_lateness: 8s\n"
+	    "  stragglers: 1s\n%s"
+	    "watch:\n"
+	    "  allowance: 2s\n"
+	    "steps: [measure_horizon, declare_ladder]\n", broker, library, dests,
+	    move_extra);
+	plan = itest_plan_load("itest.yaml", yaml);
+	itest_ctx_open(&ctx, plan);
+}
+
+/* Declares the ladder once the library's topology is there. */
+static void
+declare_ladder(void)
+{
+	json_t *r = NULL;
+	char err[1024];
+
+	if (step_declare_ladder(&ctx, &r, err, sizeof(err)) != 0)
+		fail_msg("declare_ladder: %s", err);
+	json_decref(r);
+}
+
+static void
+exchange(const char *name, const char *type)
+{
+	char err[1024];
+
+	if (broker_exchange_declare(ctx.amqp, name, type, true, NULL, 0, err,
+	    sizeof(err)) != 0)
+		fail_msg("declaring exchange %s: %s", name, err);
+}
+
+static void
+bind(const char *queue, const char *ex, const char *key)
+{
+	char err[1024];
+
+	if (broker_queue_bind(ctx.amqp, queue, ex, key, err, sizeof(err)) != 0)
+		fail_msg("binding %s to %s: %s", queue, ex, err);
+}
+
+/* Declares durable queue NAME as its library does: with TTL_MS (0: no
+ * arguments at all), x-expires EXPIRES_MS (0: none), dead-lettering to
+ * DLX with key DLK (NULL: no x-dead-letter-routing-key). */
+static void
+queue(const char *name, int64_t ttl_ms, int64_t expires_ms, const char *dlx,
+    const char *dlk)
+{
+	struct topology_arg a[4];
+	size_t n = 0;
+	char err[1024];
+
+	memset(a, 0, sizeof(a));
+	if (ttl_ms > 0) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
+		a[n].is_int = true;
+		a[n++].num = ttl_ms;
+		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
+		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlx);
+	}
+	if (dlk != NULL) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
+		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
+	}
+	if (expires_ms > 0) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-expires");
+		a[n].is_int = true;
+		a[n++].num = expires_ms;
+	}
+	if (broker_queue_declare(ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", name, err);
+}
+
+/* One message the test published, and what it expects of it. */
+struct sent {
+	char body[64];
+	const char *queue;	/* the delay queue it waits in */
+	const char *dest;	/* the queue it must reach */
+	int64_t floor_ms;	/* its publish + the TTL: never before; 0: stays */
+	bool arrived;
+};
+
+static struct sent sent[32];
+static size_t nsent;
+
+/* Publishes BODY into delay queue Q as its library does: to exchange EX
+ * with routing key KEY, with timestamp TS_S (0: none). TTL_MS is the
+ * queue's, DEST where the message must arrive; STAYS: it must not move. */
+static void
+put(const char *ex, const char *key, const char *q, const char *body, uint64_t ts_s,
+    int64_t ttl_ms, const char *dest, bool stays)
+{
+	struct broker_field h = { .key = "x-app", .str = body };
+	struct broker_message m = { 0 };
+	int64_t at = clock_now_ms();
+	char err[1024];
+
+	m.exchange = ex;
+	m.routing_key = key;
+	m.body = body;
+	m.len = strlen(body);
+	m.headers = &h;
+	m.nheaders = 1;
+	m.mandatory = true;
+	m.timestamp = ts_s;
+	if (broker_publish(ctx.amqp, &m, 10000, err, sizeof(err)) != 0)
+		fail_msg("publishing %s into %s: %s", body, q, err);
+	assert_true(nsent < sizeof(sent) / sizeof(sent[0]));
+	snprintf(sent[nsent].body, sizeof(sent[0].body), "%s", body);
+	sent[nsent].queue = q;
+	sent[nsent].dest = dest;
+	sent[nsent].floor_ms = stays ? 0 : at + ttl_ms;
+	sent[nsent++].arrived = false;
+}
+
+/* The names old_select takes, joined by ' ' in name order. */
+static void
+selected(char *out, size_t outlen)
+{
+	struct old_selection sel = { 0 };
+	char err[1024];
+	size_t off = 0;
+
+	if (old_select(&ctx, &sel, err, sizeof(err)) != 0)
+		fail_msg("old_select: %s", err);
+	out[0] = '\0';
+	for (size_t i = 0; i < sel.n && off < outlen; i++)
+		off += (size_t)snprintf(out + off, outlen - off, "%s%s", i ? " " : "",
+		    sel.v[i].q->name);
+	old_selection_free(&sel);
+}
+
+/* Whether the node overwrites arrival stamps, so that move_old trusts
+ * them (RabbitMQ 3.12+ configured so; never 3.10). */
+static bool
+stamps_trusted(void)
+{
+	enum arrival_stamping st = ARRIVAL_OFF;
+	char err[1024];
+
+	if (arrival_probe(ctx.amqp, "itest", &st, err, sizeof(err)) != 0)
+		fail_msg("arrival_probe: %s", err);
+	return st == ARRIVAL_OVERWRITE;
+}
+
+static json_t *
+move(void)
+{
+	json_t *r = NULL;
+	char err[2048];
+	int rc;
+
+	ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	ctx.again = false;
+	rc = step_move_old(&ctx, &r, err, sizeof(err));
+	if (rc != 0 || ctx.again) {
+		char *t = json_dumps(r, JSON_COMPACT);
+
+		fprintf(stderr, "move_old returned %d: %s\n%s\n", rc, err, t ? t : "");
+		free(t);
+		fail_msg("move_old did not finish");
+	}
+	return r;
+}
+
+static const json_t *
+queue_entry(const json_t *r, const char *name)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "queues"), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			return e;
+	fail_msg("no entry for %s in move_old's result", name);
+	return NULL;
+}
+
+static int64_t
+count_of(const json_t *e, const char *key)
+{
+	return json_integer_value(json_object_get(e, key));
+}
+
+static uint32_t
+depth(const char *q)
+{
+	struct broker_queue_info qi = { 0 };
+	char err[1024];
+
+	if (broker_queue_inspect(ctx.amqp, q, &qi, err, sizeof(err)) != 0)
+		fail_msg("inspecting %s: %s", q, err);
+	return qi.messages;
+}
+
+/* Takes from destination DEST, within 60 s, every message expected there,
+ * each moved (x-cutover-moved-from its delay queue) and not before its
+ * floor. */
+static void
+receive(const char *dest)
+{
+	int64_t until = clock_mono_ms() + 60 * SEC;
+	size_t want = 0, got = 0;
+	char err[1024];
+
+	for (size_t i = 0; i < nsent; i++)
+		want += sent[i].floor_ms != 0 && strcmp(sent[i].dest, dest) == 0;
+	while (got < want && clock_mono_ms() < until) {
+		struct broker_delivery d = { 0 };
+		const struct broker_header *h;
+		int64_t at = clock_now_ms();
+		size_t i;
+		int rc = broker_get(ctx.amqp, dest, false, &d, err, sizeof(err));
+
+		if (rc == BROKER_EMPTY) {
+			usleep(100 * 1000);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		for (i = 0; i < nsent && strcmp(sent[i].body, d.body) != 0; i++)
+			;
+		if (i == nsent || sent[i].arrived || sent[i].floor_ms == 0 ||
+		    strcmp(sent[i].dest, dest) != 0)
+			fail_msg("message '%s' reached %s and was not expected there (or "
+			    "twice)", d.body, dest);
+		if (at < sent[i].floor_ms)
+			fail_msg("message '%s' from %s reached %s %lld ms early", d.body,
+			    sent[i].queue, dest, (long long)(sent[i].floor_ms - at));
+		h = broker_header_find(&d, "x-cutover-moved-from");
+		if (h == NULL || strcmp(h->str, sent[i].queue) != 0)
+			fail_msg("message '%s' reached %s without being moved from %s",
+			    d.body, dest, sent[i].queue);
+		sent[i].arrived = true;
+		got++;
+		broker_delivery_free(&d);
+	}
+	for (size_t i = 0; i < nsent; i++)
+		if (sent[i].floor_ms != 0 && strcmp(sent[i].dest, dest) == 0 &&
+		    !sent[i].arrived)
+			fail_msg("message '%s' from %s never reached %s", sent[i].body,
+			    sent[i].queue, dest);
+}
+
+/* Symfony Messenger's AMQP transport (Connection.php): the transport's
+ * fanout exchange "messages" and its queue "messages", the delay exchange
+ * "delays" (direct), a delay queue per delay and routing key bound to it
+ * by its own name, x-expires = TTL + 10 s; retries through
+ * "_retry" queues that dead-letter to the default exchange with the
+ * queue's name; `timestamp` = time() at each publish, a retry keeping
+ * the first. */
+static void
+test_symfony(void **state)
+{
+	char names[1024];
+	int64_t t_s = clock_now_ms() / 1000;
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	load("symfony", "[messages]", "");
+	exchange("messages", "fanout");
+	queue("messages", 0, 0, NULL, NULL);
+	bind("messages", "messages", "");
+	queue("failed", 0, 0, NULL, NULL);
+	exchange("delays", "direct");
+	queue("delay_messages__5000_delay", 5000, 15000, "messages", "");
+	bind("delay_messages__5000_delay", "delays", "delay_messages__5000_delay");
+	queue("delay_messages__600000_delay", 600000, 610000, "messages", "");
+	bind("delay_messages__600000_delay", "delays", "delay_messages__600000_delay");
+	queue("delay_messages__3000_retry", 3000, 13000, "", "messages");
+	bind("delay_messages__3000_retry", "delays", "delay_messages__3000_retry");
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	assert_string_equal(names, "delay_messages__3000_retry "
+	    "delay_messages__5000_delay delay_messages__600000_delay");
+	/* measure_horizon takes the same three, their expiry (TTL + 10 s,
+	 * classic) accepted without old.allow_expiring. */
+	{
+		json_t *m = NULL, *q;
+		char err[2048];
+		size_t i, n = 0;
+
+		if (step_measure_horizon(&ctx, &m, err, sizeof(err)) != 0)
+			fail_msg("measure_horizon: %s", err);
+		json_array_foreach(json_object_get(m, "queues"), i, q) {
+			assert_non_null(strstr(names, json_string_value(json_object_get(q,
+			    "name"))));
+			n++;
+		}
+		assert_int_equal(n, 3);
+		json_decref(m);
+	}
+
+	put("delays", "delay_messages__5000_delay", "delay_messages__5000_delay",
+	    "sf-delay-1", (uint64_t)t_s, 5000, "messages", false);
+	put("delays", "delay_messages__5000_delay", "delay_messages__5000_delay",
+	    "sf-delay-2", (uint64_t)t_s, 5000, "messages", false);
+	/* Ten minutes, stamped now: beyond the 127 s ladder, it stays. */
+	put("delays", "delay_messages__600000_delay", "delay_messages__600000_delay",
+	    "sf-long", (uint64_t)t_s, 600000, "messages", true);
+	/* A retry keeps its first publish's timestamp, an hour ago: read as
+	 * an entry time it would go at once, 3 s early. */
+	put("delays", "delay_messages__3000_retry", "delay_messages__3000_retry",
+	    "sf-retry", (uint64_t)(t_s - 3600), 3000, "messages", false);
+
+	r = move();
+	/* The broker's own stamp first where it is trusted. */
+	assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+	    "delay_messages__5000_delay"), "from")), stamps_trusted() ? "arrival" :
+	    "timestamp");
+	assert_int_equal(count_of(queue_entry(r, "delay_messages__5000_delay"),
+	    "moved"), 2);
+	assert_int_equal(count_of(json_object_get(queue_entry(r,
+	    "delay_messages__600000_delay"), "left_why"), "too_long"), 1);
+	/* No arrival stamp this node overwrites (3.10 has none): unknown,
+	 * moved with the whole TTL (3 s, within the plan's 8 s). */
+	if (strcmp(json_string_value(json_object_get(r, "arrival_stamps")),
+	    "overwrite") != 0)
+		assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+		    "delay_messages__3000_retry"), "from")), "unknown");
+	assert_int_equal(count_of(queue_entry(r, "delay_messages__3000_retry"),
+	    "moved"), 1);
+	json_decref(r);
+	receive("messages");
+	assert_int_equal(depth("delay_messages__600000_delay"), 1);
+	assert_int_equal(depth("failed"), 0);
+}
+
+/* A plan that asks for the timestamp on Symfony's retry queues is refused
+ * before anything moves. */
+static void
+test_symfony_retry_timestamp_refused(void **state)
+{
+	json_t *r = NULL;
+	char err[2048];
+
+	(void)state;
+	nsent = 0;
+	load("symfony", "[messages]", "  entry:\n    - { queues: { match: "
+	    "'^delay_' }, from: timestamp }\n");
+	exchange("messages", "fanout");
+	queue("messages", 0, 0, NULL, NULL);
+	bind("messages", "messages", "");
+	exchange("delays", "direct");
+	queue("delay_messages__3000_retry", 3000, 13000, "", "messages");
+	bind("delay_messages__3000_retry", "delays", "delay_messages__3000_retry");
+	declare_ladder();
+	put("delays", "delay_messages__3000_retry", "delay_messages__3000_retry",
+	    "sf-retry", (uint64_t)(clock_now_ms() / 1000 - 3600), 3000, "messages", true);
+	ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	assert_int_equal(step_move_old(&ctx, &r, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "delay_messages__3000_retry"));
+	assert_non_null(strstr(err, "keep the timestamp of an earlier publish"));
+	assert_int_equal(depth("delay_messages__3000_retry"), 1);
+	json_decref(r);
+}
+
+/* vladimir-yuldashev/laravel-queue-rabbitmq (RabbitMQQueue::laterRaw):
+ * the job queue "default", a delay queue "<queue>.delay.<ms>" published
+ * to through the default exchange, dead-lettering to the exchange (none:
+ * '') with the queue's name, x-expires = 2 x TTL, no timestamp. */
+static void
+test_laravel(void **state)
+{
+	char names[1024];
+	bool dated;
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	load("laravel", "[default, emails]", "");
+	dated = stamps_trusted();
+	queue("default", 0, 0, NULL, NULL);
+	queue("emails", 0, 0, NULL, NULL);
+	queue("default.delay.5000", 5000, 10000, "", "default");
+	queue("emails.delay.4000", 4000, 8000, "", "emails");
+	queue("emails.delay.20000", 20000, 40000, "", "emails");
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	assert_string_equal(names, "default.delay.5000 emails.delay.20000 "
+	    "emails.delay.4000");
+	put("", "default.delay.5000", "default.delay.5000", "lv-1", 0, 5000,
+	    "default", false);
+	put("", "emails.delay.4000", "emails.delay.4000", "lv-2", 0, 4000,
+	    "emails", false);
+	/* 20 s, over the plan's 8 s bound: left undated, moved by a trusted
+	 * arrival stamp. */
+	put("", "emails.delay.20000", "emails.delay.20000", "lv-long", 0, 20000,
+	    "emails", !dated);
+	r = move();
+	assert_int_equal(count_of(queue_entry(r, "default.delay.5000"), "moved"), 1);
+	assert_int_equal(count_of(queue_entry(r, "emails.delay.4000"), "moved"), 1);
+	assert_int_equal(count_of(queue_entry(r, "emails.delay.20000"),
+	    dated ? "moved" : "skipped"), 1);
+	json_decref(r);
+	receive("default");
+	receive("emails");
+	assert_int_equal(depth("emails.delay.20000"), dated ? 0 : 1);
+}
+
+/* php-enqueue (RabbitMqDlxDelayStrategy): a topic's delay queue
+ * "enqueue.<topic>.<key>.<ms>.x.delay" dead-lettering to the topic's
+ * exchange with the key, and a queue's "enqueue.<queue>.<ms>.delayed"
+ * dead-lettering to the default exchange with the queue's name; no
+ * expiry; sent to through the default exchange. */
+static void
+test_enqueue(void **state)
+{
+	char names[1024];
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	load("enqueue", "[enqueue.app.orders, enqueue.app.default]", "");
+	exchange("orders", "topic");
+	queue("enqueue.app.orders", 0, 0, NULL, NULL);
+	bind("enqueue.app.orders", "orders", "orders.created");
+	queue("enqueue.app.default", 0, 0, NULL, NULL);
+	queue("enqueue.orders.orders.created.5000.x.delay", 5000, 0, "orders",
+	    "orders.created");
+	queue("enqueue.enqueue.app.default.4000.delayed", 4000, 0, "",
+	    "enqueue.app.default");
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	assert_string_equal(names, "enqueue.enqueue.app.default.4000.delayed "
+	    "enqueue.orders.orders.created.5000.x.delay");
+	put("", "enqueue.orders.orders.created.5000.x.delay",
+	    "enqueue.orders.orders.created.5000.x.delay", "eq-topic", 0, 5000,
+	    "enqueue.app.orders", false);
+	put("", "enqueue.enqueue.app.default.4000.delayed",
+	    "enqueue.enqueue.app.default.4000.delayed", "eq-queue", 0, 4000,
+	    "enqueue.app.default", false);
+	r = move();
+	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
+	json_decref(r);
+	receive("enqueue.app.orders");
+	receive("enqueue.app.default");
+}
+
+/* EasyNetQ (DeadLetterExchangeAndMessageTtlScheduler): the message type's
+ * topic exchange and a subscriber queue bound with '#'; per delay a
+ * topic exchange "<type's exchange>_<dd_hh_mm_ss>" and a queue
+ * "<type name>_<dd_hh_mm_ss>" bound to it with the topic, dead-lettering
+ * to the type's exchange without a key (each message keeps its own: the
+ * topic, '' by default), no expiry. */
+static void
+test_easynetq(void **state)
+{
+	static const char type[] = "Shop.Messages.OrderPlaced, Shop.Messages";
+	char names[1024], sub[128], fx[128], fq[128], fx2[128], fq2[128];
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	snprintf(sub, sizeof(sub), "%s_billing", type);
+	snprintf(fx, sizeof(fx), "%s_00_00_00_05", type);
+	snprintf(fq, sizeof(fq), "%s_00_00_00_05", type);
+	snprintf(fx2, sizeof(fx2), "%s_00_00_00_04", type);
+	snprintf(fq2, sizeof(fq2), "%s_00_00_00_04", type);
+	load("easynetq", "[{ key: billing, queue: 'Shop.Messages.OrderPlaced, "
+	    "Shop.Messages_billing' }]", "");
+	exchange(type, "topic");
+	queue(sub, 0, 0, NULL, NULL);
+	bind(sub, type, "#");
+	exchange(fx, "topic");
+	queue(fq, 5000, 0, type, NULL);
+	bind(fq, fx, "");
+	exchange(fx2, "topic");
+	queue(fq2, 4000, 0, type, NULL);
+	bind(fq2, fx2, "");
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	{
+		char want[512];
+
+		snprintf(want, sizeof(want), "%s %s", fq2, fq);
+		assert_string_equal(names, want);
+	}
+	put(fx, "", fq, "en-5s", 0, 5000, sub, false);
+	put(fx2, "", fq2, "en-4s", 0, 4000, sub, false);
+	r = move();
+	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
+	assert_string_equal(json_string_value(json_object_get(queue_entry(r, fq),
+	    "destination")), "(each message's routing key)");
+	json_decref(r);
+	receive(sub);
+}
+
+/* Machinery (brokers/amqp delay): the configured exchange (direct) and
+ * its task queue bound with the routing key; a delay queue
+ * "delay.<ms>.<exchange>.<key>" bound to the same exchange by its own
+ * name, dead-lettering to it with the task's key, x-expires = 2 x TTL,
+ * no timestamp. */
+static void
+test_machinery(void **state)
+{
+	char names[1024];
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	load("machinery", "[machinery_tasks]", "");
+	exchange("machinery_exchange", "direct");
+	queue("machinery_tasks", 0, 0, NULL, NULL);
+	bind("machinery_tasks", "machinery_exchange", "machinery_task");
+	queue("delay.5000.machinery_exchange.machinery_task", 5000, 10000,
+	    "machinery_exchange", "machinery_task");
+	bind("delay.5000.machinery_exchange.machinery_task", "machinery_exchange",
+	    "delay.5000.machinery_exchange.machinery_task");
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	assert_string_equal(names, "delay.5000.machinery_exchange.machinery_task");
+	put("machinery_exchange", "delay.5000.machinery_exchange.machinery_task",
+	    "delay.5000.machinery_exchange.machinery_task", "mc-1", 0, 5000,
+	    "machinery_tasks", false);
+	put("machinery_exchange", "delay.5000.machinery_exchange.machinery_task",
+	    "delay.5000.machinery_exchange.machinery_task", "mc-2", 0, 5000,
+	    "machinery_tasks", false);
+	r = move();
+	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
+	json_decref(r);
+	receive("machinery_tasks");
+}
+
+/* Where the node overwrites arrival stamps: a Laravel delay queue of 12 s
+ * (over the plan's 8 s bound for an unknown entry) moves by the broker's
+ * stamp; its message, published 2 s before the move, arrives no earlier
+ * than its publish + 12 s. */
+static void
+test_arrival_stamp_moves(void **state)
+{
+	json_t *r;
+
+	(void)state;
+	nsent = 0;
+	load("laravel", "[default]", "");
+	if (!stamps_trusted()) {
+		print_message("this node does not overwrite arrival stamps; not "
+		    "tested here\n");
+		skip();
+	}
+	queue("default", 0, 0, NULL, NULL);
+	queue("default.delay.12000", 12000, 24000, "", "default");
+	declare_ladder();
+	put("", "default.delay.12000", "default.delay.12000", "ar-1", 0, 12000,
+	    "default", false);
+	sleep(2);
+	r = move();
+	assert_string_equal(json_string_value(json_object_get(r, "arrival_stamps")),
+	    "overwrite");
+	assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+	    "default.delay.12000"), "from")), "arrival");
+	assert_int_equal(count_of(queue_entry(r, "default.delay.12000"), "moved"), 1);
+	json_decref(r);
+	receive("default");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_symfony, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symfony_retry_timestamp_refused,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_laravel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enqueue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_easynetq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_machinery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_arrival_stamp_moves, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
