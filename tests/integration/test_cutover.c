@@ -598,24 +598,28 @@ test_removals_recorded_when_one_is_left(void **state)
 	end(p, &c);
 }
 
-/* Issue 13 item 5, through the engine: the watch ends and records its last
- * sample of each old queue; while remove_old waits at its gate, a message
- * goes into old queue 2 and out again. The queue is empty, but the old path
- * is still in use: remove_old leaves it, saying why, and deletes the other
- * two. */
+/* Through the engine: the watch ends and records its last sample of each
+ * old queue; while remove_old waits at its gate, a message goes into old
+ * queue 2 and out again. The old path was used after the watch: remove_old
+ * deletes the other two and makes that one wait its TTL again from then
+ * (the step's result says so while it runs, and the run says what it waits
+ * for); with nothing more published, it goes too and the plan succeeds,
+ * without anyone acting. */
 static void
-test_publish_at_the_remove_gate_leaves_the_queue(void **state)
+test_publish_at_the_remove_gate_waits_for_the_queue(void **state)
 {
 	struct step_ctx c;
 	struct plan *p;
 	struct itest_history t;
 	struct broker_delivery d;
+	struct broker_queue_info qi;
 	struct store_step st;
-	json_t *j, *q = NULL;
-	const json_t *e, *found;
-	char err[1024], name[160], path[256];
+	json_t *j = NULL, *q = NULL;
+	const json_t *e, *found = NULL;
+	char err[1024], name[160], path[256], status[32];
 	size_t i;
 	int tries;
+	pid_t pid;
 
 	(void)state;
 	begin("gatepub", &p, &c, NULL, "1s");
@@ -639,26 +643,39 @@ test_publish_at_the_remove_gate_leaves_the_queue(void **state)
 		itest_sleep_ms(500);
 	}
 	json_decref(q);
-	remove_old_then_run("approve", 1, "failed", &t);
-	assert_int_equal(itest_count(&t, "old.queue_removed"), 2);
-	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 0);
-	assert_int_equal(read_step(6, &st), 0);
-	assert_non_null(st.result_json);
-	j = json_loads(st.result_json, 0, NULL);
-	store_step_clear(&st);
-	assert_non_null(j);
-	found = NULL;
-	json_array_foreach(json_object_get(j, "entries"), i, e)
-		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
-			found = e;
-	assert_non_null(found);
-	e = found;
-	assert_string_equal(json_string_value(json_object_get(e, "outcome")), "left");
-	assert_non_null(strstr(json_string_value(json_object_get(e, "reason")),
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "remove_old",
+	    "--as", "bob", NULL), 0);
+	pid = itest_start_run(db, planfile, NULL);
+	for (tries = 0; found == NULL; tries++) {
+		if (tries == 600)
+			fail_msg("remove_old never said it waits for %s", name);
+		itest_sleep_ms(100);
+		if (read_step(6, &st) != 0 || st.result_json == NULL ||
+		    strcmp(st.status, "running") != 0) {
+			store_step_clear(&st);
+			continue;
+		}
+		json_decref(j);
+		j = json_loads(st.result_json, 0, NULL);
+		store_step_clear(&st);
+		json_array_foreach(json_object_get(j, "entries"), i, e)
+			if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0 &&
+			    strcmp(json_string_value(json_object_get(e, "outcome")),
+			    "waiting") == 0)
+				found = e;
+	}
+	assert_non_null(strstr(json_string_value(json_object_get(found, "reason")),
 	    "1 publish into it since the watch's last sample"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counts"),
+	    "removed")), 2);
 	json_decref(j);
-	assert_int_equal(broker_queue_inspect(c.amqp, name, &(struct broker_queue_info){ 0 },
-	    err, sizeof(err)), 0);
+	assert_int_equal(itest_wait(pid), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_count(&t, "old.queue_removed"), 3);
+	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 1);
+	assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)),
+	    BROKER_NOT_FOUND);
 	end(p, &c);
 }
 
@@ -1096,7 +1113,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_serve_sigterm_during_watch_resumes),
 		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
 		cmocka_unit_test(test_removals_recorded_when_one_is_left),
-		cmocka_unit_test(test_publish_at_the_remove_gate_leaves_the_queue),
+		cmocka_unit_test(test_publish_at_the_remove_gate_waits_for_the_queue),
 		cmocka_unit_test(test_killed_during_remove_old),
 		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
 		cmocka_unit_test(test_abort_during_the_watch),
