@@ -374,13 +374,15 @@ judge(struct rm_run *r, struct old_counters *now, struct item *it)
 	case OLD_USE_PUBLISHED:
 		r->new_baseline = true;
 		if (it->waited == WAIT_USED || it->waited == WAIT_HELD) {
-			rm_set_reason(it, OUT_LEFT, "%s, after it had already waited for "
-			    "%s: a producer still publishes into the old "
-			    "path although the flag is on. Find it (the queue's incoming "
-			    "connections in the management UI), switch it to the ladder, "
-			    "then retry this step (cutover retry PLAN remove_old)", why,
-			    it->waited == WAIT_USED ? "an earlier publish" :
-			    "messages found in it");
+			const struct old_counter *b = old_counters_find(&r->base, it->name);
+			const struct old_counter *n = old_counters_find(now, it->name);
+
+			/* Short: it heads the page when the step fails. */
+			rm_set_reason(it, OUT_LEFT, "published into again after a wait "
+			    "(counter %lld, now %lld): a producer still uses the old path; "
+			    "switch it to the ladder, then retry",
+			    (long long)(b != NULL && b->publish > 0 ? b->publish : 0),
+			    (long long)(n != NULL ? n->publish : -1));
 			return false;
 		}
 		rm_wait(r, it, WAIT_USED, "%s: the old path was used after the watch; "
@@ -456,11 +458,10 @@ void
 rm_held(struct rm_run *r, struct item *it, uint32_t messages)
 {
 	if (it->waited == WAIT_HELD) {
-		rm_set_reason(it, OUT_LEFT, "holds %u message%s although past its "
-		    "deadline and after waiting its TTL once more: its messages do not "
-		    "expire (a TTL longer than measured, or a policy) or something "
-		    "still publishes into it; see `cutover old` and its policies, then "
-		    "retry this step", messages, messages == 1 ? "" : "s");
+		rm_set_reason(it, OUT_LEFT, "holds %u message%s after waiting its TTL "
+		    "once more: they do not expire (a longer TTL, a policy?) or it is "
+		    "still published to; see `cutover old`, then retry", messages,
+		    messages == 1 ? "" : "s");
 		return;
 	}
 	rm_wait(r, it, WAIT_HELD, "holds %u message%s although past its deadline: "
