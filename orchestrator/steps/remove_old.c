@@ -758,5 +758,6 @@ done:
 	free(items);
 	old_selection_free(&s);
 	old_counters_free(&r.base);
+	old_counters_free(&r.counted);
 	return rc;
 }

@@ -66,6 +66,9 @@ struct rm_run {
 	const char *base_what;
 	bool new_baseline;		/* take the selection's counters as the
 					 * next run's baseline */
+	struct old_counters counted;	/* the selection's counters, read once
+					 * (rm_counted) */
+	bool have_counted;
 	int64_t now;
 };
 
@@ -107,7 +110,7 @@ void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
 
 /* Adds to RESULT what the next run needs: "waiting" (the waits, by name)
  * and "baseline" (S's counters when R took a new one, else the last). */
-void rm_state_json(const struct rm_run *r, const struct old_selection *s,
+void rm_state_json(struct rm_run *r, const struct old_selection *s,
     const struct item *items, size_t nitems, json_t *result);
 
 /* Writes MS, rounded up to a second, as "1h21m51s". Returns OUT. */

@@ -396,14 +396,25 @@ judge(struct rm_run *r, struct old_counters *now, struct item *it)
 	return false;
 }
 
+/* The counters of selection S, as R compares them and keeps them for the
+ * next run's baseline: made once per run. Returns them, or NULL with WHY. */
+static struct old_counters *
+rm_counted(struct rm_run *r, const struct old_selection *s, char *why,
+    size_t whylen)
+{
+	if (!r->have_counted &&
+	    old_counters_from_selection(s, &r->counted, why, whylen) == 0)
+		r->have_counted = true;
+	return r->have_counted ? &r->counted : NULL;
+}
+
 size_t
 rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
     size_t nitems, struct item **todo)
 {
-	struct old_counters now = { 0 };
 	char d[32], t1[40], why[256];
 	size_t i, n = 0;
-	bool counted = old_counters_from_selection(s, &now, why, sizeof(why)) == 0;
+	struct old_counters *now = rm_counted(r, s, why, sizeof(why));
 
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];
@@ -432,12 +443,12 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 			    "producers give a message");
 			continue;
 		}
-		if (!counted) {
+		if (now == NULL) {
 			rm_set_reason(it, OUT_LEFT, "its publish counter cannot be read: %s",
 			    why);
 			continue;
 		}
-		if (!judge(r, &now, it))
+		if (!judge(r, now, it))
 			continue;
 		if (r->now < it->deadline_ms) {
 			rm_wait(r, it, WAIT_DEADLINE, "not yet past its deadline %s (%s): "
@@ -450,7 +461,6 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 		}
 		todo[n++] = it;
 	}
-	old_counters_free(&now);
 	return n;
 }
 
@@ -470,11 +480,11 @@ rm_held(struct rm_run *r, struct item *it, uint32_t messages)
 }
 
 void
-rm_state_json(const struct rm_run *r, const struct old_selection *s,
+rm_state_json(struct rm_run *r, const struct old_selection *s,
     const struct item *items, size_t nitems, json_t *result)
 {
 	json_t *waiting = json_object();
-	struct old_counters now = { 0 };
+	struct old_counters *now;
 	char why[256];
 
 	for (size_t i = 0; i < nitems; i++)
@@ -483,15 +493,9 @@ rm_state_json(const struct rm_run *r, const struct old_selection *s,
 			    "kind", wait_name(items[i].wait),
 			    "since_ms", (json_int_t)items[i].wait_since_ms,
 			    "until_ms", (json_int_t)items[i].wait_until_ms));
-		else if (items[i].waited == WAIT_NEW && items[i].outcome == OUT_NONE)
-			json_object_set_new(waiting, items[i].name, json_pack("{s:s,s:I,s:I}",
-			    "kind", "new", "since_ms", (json_int_t)items[i].wait_since_ms,
-			    "until_ms", (json_int_t)items[i].wait_until_ms));
 	json_object_set_new(result, "waiting", waiting);
-	if (r->new_baseline &&
-	    old_counters_from_selection(s, &now, why, sizeof(why)) == 0) {
-		json_object_set_new(result, "baseline", old_counters_sample(&now));
-		old_counters_free(&now);
-	} else if (json_is_object(json_object_get(r->prev, "baseline")))
+	if (r->new_baseline && (now = rm_counted(r, s, why, sizeof(why))) != NULL)
+		json_object_set_new(result, "baseline", old_counters_sample(now));
+	else if (json_is_object(json_object_get(r->prev, "baseline")))
 		json_object_set(result, "baseline", json_object_get(r->prev, "baseline"));
 }
