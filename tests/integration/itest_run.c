@@ -293,3 +293,31 @@ itest_count_named(const struct itest_history *h, const char *kind, const char *n
 		n += strcmp(h->kinds[i], kind) == 0 && strcmp(h->names[i], name) == 0;
 	return n;
 }
+
+int
+itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
+    CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	const char *part = getenv("CUTOVER_TEST_PART");
+	struct CMUnitTest *kept;
+	unsigned k, m;
+	char extra;
+	size_t i, nkept = 0;
+	int rc;
+
+	if (part == NULL || *part == '\0')
+		return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+	if (sscanf(part, "%u/%u%c", &k, &m, &extra) != 2 || m == 0 || k == 0 || k > m) {
+		fprintf(stderr, "CUTOVER_TEST_PART='%s': expected K/M with 1 <= K <= M\n", part);
+		exit(2);
+	}
+	if ((kept = calloc(n, sizeof(*kept))) == NULL) {
+		fprintf(stderr, "itest_run_part: out of memory\n");
+		exit(2);
+	}
+	for (i = k - 1; i < n; i += m)
+		kept[nkept++] = tests[i];
+	rc = _cmocka_run_group_tests(group, kept, nkept, setup, teardown);
+	free(kept);
+	return rc;
+}

@@ -6,8 +6,12 @@
 #ifndef CUTOVER_ITEST_RUN_H
 #define CUTOVER_ITEST_RUN_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include <cmocka.h>
 
 #define ITEST_EVENTS_MAX 256
 
@@ -64,6 +68,15 @@ void itest_cleanup(void);
 /* Skips the calling test because WHY (its environment is missing). Under
  * CI=true it fails the test instead: a skipped check proves nothing. */
 void itest_skip(const char *why);
+
+/* Runs the group GROUP of the N tests in TESTS as
+ * cmocka_run_group_tests does, or only the part CUTOVER_TEST_PART names
+ * ("K/M": every M-th test from the K-th, 1 <= K <= M): a long test
+ * program is registered as M ctest tests this way, which ctest runs side
+ * by side, each on a node of its own. Returns what cmocka returns; exits 2
+ * on a malformed part. */
+int itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
+    CMFixtureFunction setup, CMFixtureFunction teardown);
 
 /* Reads the newest plan called NAME in DB: its status into STATUS and its
  * events into H; fails the test when the history does not verify. */

@@ -1132,7 +1132,7 @@ main(int argc, char **argv)
 		return 1;
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rc = itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 	itest_cleanup();	/* what the last test left, while its plan file exists */
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0 && rc == 0)

@@ -1864,5 +1864,5 @@ main(void)
 
 	if (getenv("CUTOVER_TEST_FILTER") != NULL)
 		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 }

@@ -2405,5 +2405,5 @@ main(int argc, char **argv)
 	/* CUTOVER_TEST_FILTER=test_own* runs only the tests it matches. */
 	else if (getenv("CUTOVER_TEST_FILTER") != NULL)
 		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 }
