@@ -2,6 +2,7 @@
 # throwaway broker, and the one line each figure bench/run tabulates:
 #   BENCH<TAB>measure<TAB>cutover<TAB>peer<TAB>ratio<TAB>floor<TAB>ok|MISSED|-
 # Needs $root (the repository) set by the script.
+# shellcheck shell=sh
 
 bench_build_dir=${CUTOVER_BENCH_BUILD:-$root/build-bench}
 
