@@ -146,9 +146,10 @@ bench() {
 	    fail "bench/$1: no BENCH line matches '$3' (the size it ran at)"
 }
 
+tab=$(printf '\t')
 bench old_path 3 'measure 10 old queues'
 bench watch_cost 1 'watch broker CPU per tick, 10 old queues'
-bench move_old 1 'move_old'
+bench move_old 1 "move_old messages/s${tab}[1-9][0-9]* msg/s"
 bench scale 3 '2 destinations'
 bench watch_db 2 '10 old queues'
 bench lateness 2 'ladder lateness, 20 msg/s'
