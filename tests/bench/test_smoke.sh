@@ -52,8 +52,8 @@ export CUTOVER_BENCH_MGMT="$CUTOVER_TEST_MGMT" CUTOVER_BENCH_USER="$CUTOVER_TEST
 export CUTOVER_BENCH_PASSWORD="$CUTOVER_TEST_PASSWORD"
 export CUTOVER_BENCH_BUILD="$build" CUTOVER_BENCH_PREBUILT=1
 # watch_cost serves its flag on CUTOVER_BENCH_PORT - 1000.
-CUTOVER_BENCH_PORT=$(($(e2e_free_port 0) + 1000)) || exit 1
-export CUTOVER_BENCH_PORT
+flag_port=$(e2e_free_port 0) || exit 1
+export CUTOVER_BENCH_PORT=$((flag_port + 1000))
 # The tiny sizes, through each bench's own size variables.
 export CUTOVER_BENCH_QUEUES=10 CUTOVER_BENCH_SAMPLE=3 CUTOVER_BENCH_ADMIN_SAMPLE=2 \
     CUTOVER_BENCH_ROUNDS=1 \
