@@ -1,4 +1,4 @@
-/* bench_util: the broker's CPU time from /proc, a monotonic clock in
+/* bench_util: the vhost's path segment, the broker's CPU time from /proc, a monotonic clock in
  * seconds, the median of a few rounds and the BENCH line, for the
  * benchmark programs (bench_util.h). */
 #include <stdio.h>
@@ -9,6 +9,17 @@
 
 #include "bench_util.h"
 #include "clock.h"
+#include "broker/mgmt.h"
+
+const char *
+bench_vhost_enc(const struct mgmt *m)
+{
+	static char enc[3 * 256 + 1];
+
+	if (mgmt_escape(mgmt_vhost(m), enc, sizeof(enc)) < 0)
+		snprintf(enc, sizeof(enc), "%%2F");
+	return enc;
+}
 
 double
 bench_mono_s(void)

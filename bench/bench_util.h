@@ -21,6 +21,13 @@
 	"old:\n" \
 	"  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
 
+struct mgmt;
+
+/* M's vhost percent-encoded as one path segment of the management API
+ * ("%2F" for "/"), in a static buffer: the benches run in the vhost of
+ * CUTOVER_BENCH_AMQP (bench.smoke runs them in one of its own). */
+const char *bench_vhost_enc(const struct mgmt *m);
+
 /* The broker's CPU time so far (user + system), in seconds, from
  * /proc/CUTOVER_BENCH_BROKER_PID/stat; -1 when unknown (the variable
  * unset, the process gone, the file unreadable). */

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "bench_util.h"
 #include "clock.h"
 #include "ladder.h"
 #include "plan.h"
@@ -148,7 +149,8 @@ peer(struct step_ctx *c, int n)
 		    50000), *got = NULL, *msg;
 		size_t i;
 
-		snprintf(path, sizeof(path), "/api/queues/%%2F/%s/get", OLDQ);
+		snprintf(path, sizeof(path), "/api/queues/%s/%s/get",
+		    bench_vhost_enc(c->mgmt), OLDQ);
 		if (mgmt_request(c->mgmt, "POST", path, req, &got, NULL, why,
 		    sizeof(why)) != 0 || !json_is_array(got)) {
 			fprintf(stderr, "bench_move_old: peer get: %s\n", why);
@@ -180,7 +182,8 @@ peer(struct step_ctx *c, int n)
 			pub = json_pack("{s:O,s:s,s:O,s:O}", "properties", props,
 			    "routing_key", key, "payload", json_object_get(msg, "payload"),
 			    "payload_encoding", json_object_get(msg, "payload_encoding"));
-			snprintf(path, sizeof(path), "/api/exchanges/%%2F/%s/publish", ex);
+			snprintf(path, sizeof(path), "/api/exchanges/%s/%s/publish",
+			    bench_vhost_enc(c->mgmt), ex);
 			if (mgmt_request(c->mgmt, "POST", path, pub, &ans, NULL, why,
 			    sizeof(why)) != 0) {
 				fprintf(stderr, "bench_move_old: peer publish: %s\n", why);

@@ -49,7 +49,7 @@
  * of the queues to delete on standard input. */
 #define CURL_LOOP "while read -r q; do curl -fsS -o /dev/null " \
 	"-u \"$CUTOVER_BENCH_USER:$CUTOVER_BENCH_PASSWORD\" -X DELETE " \
-	"\"$CUTOVER_BENCH_MGMT/api/queues/%2F/$q\" || exit 1; done"
+	"\"$CUTOVER_BENCH_MGMT/api/queues/$CUTOVER_BENCH_VHOST_ENC/$q\" || exit 1; done"
 #define ADMIN_LOOP "while read -r q; do $CUTOVER_BENCH_ADMIN delete queue " \
 	"name=\"$q\" >/dev/null || exit 1; done"
 
@@ -259,7 +259,8 @@ wait_counters(struct step_ctx *c, int n, json_t **last)
 	size_t i;
 	int counted = 0;
 
-	snprintf(path, sizeof(path), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS,
+	    bench_vhost_enc(c->mgmt));
 	for (double t0 = bench_mono_s(); bench_mono_s() - t0 < 120; sleep(1)) {
 		counted = 0;
 		if (mgmt_request(c->mgmt, "GET", path, NULL, &l, NULL, err,
@@ -369,6 +370,8 @@ run_setup(struct run *r)
 		fprintf(stderr, "bench_old_path: %s\n", err);
 		return -1;
 	}
+	/* CURL_LOOP's path names the vhost as the management API wants it. */
+	setenv("CUTOVER_BENCH_VHOST_ENC", bench_vhost_enc(r->c.mgmt), 1);
 	memset(none, 0, sizeof(none));
 	if (broker_queue_declare(r->c.amqp, DESTINATION, true, none, 0, err,
 	    sizeof(err)) != 0) {
@@ -449,7 +452,8 @@ watch_listing(struct run *r)
 	double tw[ROUNDS_MAX], t0, med;
 	char path[200], err[4096], m[128], a[128], b[160];
 
-	snprintf(path, sizeof(path), "/api/queues/%%2F?columns=" OLD_WATCH_COLUMNS);
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS,
+	    bench_vhost_enc(r->c.mgmt));
 	for (int i = 0; i < r->rounds; i++) {
 		json_t *listing = NULL;
 

@@ -156,10 +156,11 @@ listing_tick(void *arg)
 {
 	struct bench *b = arg;
 	json_t *j = NULL;
-	char err[1024];
+	char err[1024], path[1024];
 
-	if (mgmt_request(b->c.mgmt, "GET", "/api/queues/%2F?columns=" OLD_WATCH_COLUMNS
-	    ",messages_dlx,head_message_timestamp", NULL, &j, NULL, err,
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS
+	    ",messages_dlx,head_message_timestamp", bench_vhost_enc(b->c.mgmt));
+	if (mgmt_request(b->c.mgmt, "GET", path, NULL, &j, NULL, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "bench_watch_cost: today's listing: %s\n", err);
 		return -1;

@@ -1,5 +1,8 @@
 # cli_lib: what the command-line test scripts share, sourced after they set
 # $tmp (a scratch directory) and failures=0: fail, expect, contains.
+# shellcheck shell=sh
+# $tmp is the sourcing script's (above):
+# shellcheck disable=SC2154
 
 fail() {
 	echo "FAIL: $*" >&2

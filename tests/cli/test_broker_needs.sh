@@ -32,6 +32,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 # Every 3.10 flag but stream_queue (and the three it does not need).

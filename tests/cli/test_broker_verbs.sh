@@ -31,6 +31,7 @@ mgmt() {
 	fi
 }
 
+# shellcheck source=../e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 # Removes every queue, exchange and fence policy of this run, whatever
 # happened; a signal exits through it too.
@@ -41,6 +42,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 # exists KIND NAME: 0 when the broker has it.

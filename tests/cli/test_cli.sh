@@ -11,6 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 # encode: the issue's own example, byte for byte.
@@ -62,7 +63,7 @@ expect 1 "$bin" encode --unit 0s --levels 6 5s d
 contains "$tmp/err" "the unit must be greater than zero"
 # a unit that does not parse is named as such, every time (it was once
 # judged by an unset value).
-for i in 1 2 3 4 5 6 7 8; do
+for _ in 1 2 3 4 5 6 7 8; do
 	expect 1 "$bin" encode --unit 1000000d --levels 6 5s d
 	contains "$tmp/err" '"1000000d" is too large'
 done

@@ -9,6 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 # expect STATUS CMD...: as cli_lib's, and keeps all output in $tmp/all too.

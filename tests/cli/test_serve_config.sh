@@ -19,6 +19,7 @@ cleanup() {
 trap cleanup EXIT
 failures=0
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 lacks() { # FILE TEXT

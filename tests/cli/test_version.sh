@@ -14,7 +14,9 @@ server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 failures=0
 
+# shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
+# shellcheck source=../e2e/lib.sh
 . "$src/tests/e2e/lib.sh"
 
 if commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then :; else

@@ -22,6 +22,7 @@ for c in promtool jq curl; do
 	command -v $c >/dev/null || { echo "FAIL: $c is missing (scripts/setup)" >&2; exit 1; }
 done
 
+# shellcheck source=../e2e/lib.sh
 . "$src/tests/e2e/lib.sh"
 tmp=$(mktemp -d)
 name=dash$$

@@ -1,4 +1,9 @@
 # lib.sh: what the e2e scripts (and bench/load) share; sourced.
+# shellcheck shell=sh
+# The functions read the sourcing script's $tmp, $bin, $server, $id,
+# $name and $feature, as each one's comment says, and set some of its
+# variables for it (moved_before):
+# shellcheck disable=SC2154,SC2034
 
 # e2e_require WHO VAR...: exits 1, naming WHO, unless every VAR is set
 # (scripts/test sets them) and jq is there.
@@ -179,7 +184,7 @@ e2e_run_id() {
 # feature FEATURE of the test Unleash, a 500 ms watch (allowance D,
 # default 2s), flip and remove_old gated (not with gates=no).
 e2e_plan_body() {
-	_name=$1 _feature=$2 _late= _allowance=2s _gate=true
+	_name=$1 _feature=$2 _late='' _allowance=2s _gate=true
 	shift 2
 	for _o in "$@"; do
 		case $_o in

@@ -2,6 +2,9 @@
 # they run through `cutover serve` (declare, verify and canary a ladder of
 # their own) and how long it takes. Needs lib.sh, $tmp, $name, $server,
 # $token, $bin and the CUTOVER_TEST_* broker variables (or the bench's own).
+# shellcheck shell=sh
+# $tmp, $name, $server, $token and $bin are the sourcing script's (above):
+# shellcheck disable=SC2154
 
 load_write_plan() { # SUFFIX: writes $tmp/planSUFFIX.yaml
 	cat >"$tmp/plan$1.yaml" <<PLAN

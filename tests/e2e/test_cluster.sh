@@ -46,6 +46,7 @@ export CUTOVER_TEST_USER=guest CUTOVER_TEST_PASSWORD=guest
 # leader is killed stalls that long, then delivers (late, never lost).
 export CUTOVER_BROKER_DLX_CONFIRM_TIMEOUT_MS=${CUTOVER_BROKER_DLX_CONFIRM_TIMEOUT_MS:-10000}
 
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 name=cl$$

@@ -19,6 +19,7 @@ done
 
 tmp=$(mktemp -d)
 name=load$$
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 port=$(e2e_free_port 4243) || exit 1
 server=http://127.0.0.1:$port
@@ -34,6 +35,7 @@ wrk_pid=
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# shellcheck source=load_plan.sh
 . "$(dirname "$0")/load_plan.sh"
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')

@@ -17,6 +17,7 @@
 set -u
 build=$1
 bin=$build/cutover
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 e2e_require test_move CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD \
     CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN

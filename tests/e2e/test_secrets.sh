@@ -11,6 +11,7 @@
 # scripts/test (CUTOVER_TEST_*).
 set -u
 bin=$1/cutover
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 e2e_require test_secrets CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
     CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN
@@ -111,6 +112,7 @@ for what in SECRET_BROKER SECRET_FLAG; do
 	eval "secret=\$$what"
 	for f in "$tmp"/cutover.db* "$tmp/serve.log" "$tmp/answers.txt"; do
 		[ -f "$f" ] || continue
+		# shellcheck disable=SC2154 # secret: assigned by the eval above
 		if grep -aqF -- "$secret" "$f"; then
 			fail "$what found in $(basename "$f")"
 		fi

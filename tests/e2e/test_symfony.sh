@@ -32,7 +32,9 @@ set -u
 build=$1
 mode=${2:-}
 bin=$build/cutover
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=symfony/lib.sh
 . "$(dirname "$0")/symfony/lib.sh"
 sf_require test_symfony
 tmp=$(mktemp -d)

@@ -18,7 +18,9 @@
 set -u
 build=$1
 bin=$build/cutover
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=symfony/lib.sh
 . "$(dirname "$0")/symfony/lib.sh"
 sf_require test_symfony_sender
 tmp=$(mktemp -d)

@@ -25,6 +25,7 @@ tmp=$(mktemp -d)
 installed=""
 failures=0
 
+# shellcheck source=../cli/cli_lib.sh
 . "$(dirname "$0")/../cli/cli_lib.sh"
 
 apt() {
@@ -124,6 +125,7 @@ fi
 # serve as the unit's user (setpriv execs it: SIGTERM reaches serve), in
 # the state directory systemd would make.
 install -d -o cutover -g cutover -m 0750 /var/lib/cutover
+# shellcheck source=../e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 port=$(e2e_free_port 27)
 setpriv --reuid=cutover --regid=cutover --init-groups -- /usr/bin/cutover serve --db /var/lib/cutover/cutover.db \

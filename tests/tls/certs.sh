@@ -5,6 +5,7 @@
 # with the passphrase in $TLS_TEST_PASSPHRASE (client-enc.key); a second,
 # unrelated CA (wrong-ca.pem); and a server certificate that expired
 # (expired.pem, with server.key). Valid for two days.
+# shellcheck shell=sh
 tls_make_certs() { # DIR
 	_d=$1
 	_q="-loglevel error"

@@ -31,9 +31,12 @@ export CUTOVER_RUN_DIR=$tmp/run
 pids=
 failures=0
 # The secrets of this run: the broker password, the key's passphrase.
-export TLS_TEST_PW=guest TLS_TEST_PASSPHRASE="pp-$$-$(date +%s)"
+TLS_TEST_PASSPHRASE="pp-$$-$(date +%s)"
+export TLS_TEST_PW=guest TLS_TEST_PASSPHRASE
 
+# shellcheck source=../e2e/lib.sh
 . "$src/tests/e2e/lib.sh"
+# shellcheck source=certs.sh
 . "$src/tests/tls/certs.sh"
 
 # register PID: killed by cleanup.

@@ -3,6 +3,7 @@
 # $name, $feature and the CUTOVER_TEST_* variables.
 # The sourcing script sets those and reads the sf_* results:
 # shellcheck disable=SC2154,SC2034
+# shellcheck shell=sh
 
 sf_dir=$(dirname "$0")/symfony
 
