@@ -29,7 +29,7 @@ if [ "${CTEST_RESOURCE_GROUP_COUNT:-0}" -ge 1 ]; then
 		;;
 	esac
 	upper=$(printf '%s' "$type" | tr '[:lower:]' '[:upper:]')
-	eval "lent=\${CTEST_RESOURCE_GROUP_0_$upper:-}"
+	lent=$(printenv "CTEST_RESOURCE_GROUP_0_$upper" || true)
 	port=$(printf '%s' "$lent" | sed -n 's/^id:\([0-9][0-9]*\),.*/\1/p')
 	if [ -z "$port" ]; then
 		echo "on_broker.sh: cannot read a port in" \
