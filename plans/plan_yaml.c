@@ -846,11 +846,13 @@ shape_error(struct loader *ld, const yaml_event_t *e, const char *fmt, ...)
 
 /* Reads BUF as a stream of events and stops at the first one past the
  * bounds of plan_load_int.h: nesting deeper than PY_DEPTH_MAX, a mapping of
- * more than PY_KEYS_MAX keys, more than PY_ANCHORS_MAX anchors and aliases.
- * Each costs libyaml time that grows with its square (every token rescans
- * the simple keys of every open collection; every alias searches the
- * anchors before it; py_check_keys compares each key with those before
- * it), so that a body of a megabyte would hold a thread for minutes; here
+ * more than PY_KEYS_MAX keys, a list of more than PY_ITEMS_MAX items, more
+ * than PY_ANCHORS_MAX anchors and aliases. Each costs time that grows with
+ * its square (libyaml's scanner rescans the simple keys of every open
+ * collection at every token, its loader searches the anchors for every
+ * alias; py_check_keys compares each key with those before it, the loader
+ * each old queue name and destination with those before it), so that a
+ * body of a megabyte would hold a thread for minutes; here
  * the scanner reads no further than the offending event. A syntax error is
  * left to the loader, which reports it. WHAT ("plan") names the file in
  * messages. Returns 0, or -1 after recording the error. */
@@ -904,9 +906,15 @@ bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
 		default:
 			break;
 		}
-		if (node && depth > 0 && is_map[depth] && ++nodes[depth] > 2 * PY_KEYS_MAX) {
+		if (node && depth > 0)
+			nodes[depth]++;
+		if (node && depth > 0 && is_map[depth] && nodes[depth] > 2 * PY_KEYS_MAX) {
 			shape_error(ld, &e, "a mapping holds more than %d keys; expected a %s "
 			    "with a few keys to a mapping", PY_KEYS_MAX, what);
+			rc = -1;
+		} else if (node && depth > 0 && !is_map[depth] && nodes[depth] > PY_ITEMS_MAX) {
+			shape_error(ld, &e, "a list holds more than %d items; expected a %s "
+			    "with shorter lists", PY_ITEMS_MAX, what);
 			rc = -1;
 		} else if (anchors > PY_ANCHORS_MAX) {
 			shape_error(ld, &e, "the file holds more than %d anchors and aliases; "

@@ -1180,8 +1180,8 @@ load_before_plan(const char *head, struct plan_errors *errs)
 
 /* A body whose reading costs libyaml time quadratic in its size is refused
  * at the first event past the bound, in milliseconds (100000 nested lists
- * took 42 s): nesting, keys of one mapping, anchors and aliases. Up to each
- * bound the plan is read as before. */
+ * took 42 s): nesting, keys of one mapping, items of one list, anchors and
+ * aliases. Up to each bound the plan is read as before. */
 static void
 test_shape_bounds(void **state)
 {
@@ -1222,6 +1222,20 @@ test_shape_bounds(void **state)
 	load_before_plan(keys, &errs);
 	assert_false(has_message(&errs, "more than 1024 keys"));
 	assert_true(has_message(&errs, "unknown key 'x'"));
+	plan_errors_free(&errs);
+
+	/* 1025 items in one list; 1024 are read. */
+	off = (size_t)sprintf(keys, "x: [");
+	for (int i = 0; i < 1025; i++)
+		off += (size_t)sprintf(keys + off, "%sq%d", i ? ", " : "", i);
+	strcpy(keys + off, "]\n");
+	load_before_plan(keys, &errs);
+	assert_true(has_error(&errs, 1, (int)(strstr(keys, "q1024") - keys) + 1,
+	    "a list holds more than 1024 items; expected a plan with shorter lists"));
+	plan_errors_free(&errs);
+	strcpy(strstr(keys, ", q1024"), "]\n");
+	load_before_plan(keys, &errs);
+	assert_false(has_message(&errs, "more than 1024 items"));
 	plan_errors_free(&errs);
 
 	/* 257 anchors and aliases: refused at the 257th. */
