@@ -345,6 +345,7 @@ load_begin(struct server *sv)
 	return ok;
 }
 
+/* Gives back the place load_begin took. */
 static void
 load_end(struct server *sv)
 {
@@ -432,9 +433,9 @@ add_header_size(void *cls, enum MHD_ValueKind kind, const char *key, const char 
 	return MHD_YES;
 }
 
-/* The request's headers are in: sizes first, then route, authenticate, check the declared
- * size; refusals are answered at once (libmicrohttpd then drops any body
- * and closes the connection). Otherwise the answer comes once the request
+/* The request's headers are in: check their sizes, route, authenticate,
+ * check the declared size; refusals are answered at once (libmicrohttpd
+ * then drops any body and closes the connection). Otherwise the answer comes once the request
  * is fully read, so that the connection can be kept alive. */
 static enum MHD_Result
 begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const char *url,
