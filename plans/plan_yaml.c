@@ -829,6 +829,9 @@ check_one_document(struct loader *ld, yaml_parser_t *parser, const char *buf,
 	}
 }
 
+static void shape_error(struct loader *, const yaml_event_t *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Records that the file goes past one of its bounds at event E. */
 static void
 shape_error(struct loader *ld, const yaml_event_t *e, const char *fmt, ...)
