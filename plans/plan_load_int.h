@@ -18,6 +18,12 @@
 #define QUEUE_NAME_MAX		255			/* AMQP short string */
 #define BROKER_URLS_MAX		16			/* broker.amqp, broker.management */
 #define PY_FILE_MAX		(4 * 1024 * 1024)	/* a plan or config is a page of text */
+/* The shape of a file, refused before a document is built (py_read_document):
+ * a plan is a few levels deep, with a few keys a mapping and a few anchors. */
+#define PY_DEPTH_MAX		32	/* collections within collections */
+#define PY_KEYS_MAX		1024	/* keys of one mapping */
+#define PY_ITEMS_MAX		1024	/* items of one list (old queue names…) */
+#define PY_ANCHORS_MAX		256	/* anchors and aliases in one file */
 
 struct loader {
 	yaml_document_t		*doc;
@@ -100,7 +106,10 @@ void py_sort_errors(struct plan_errors *errs);
 /* Parses BUF with PARSER (initialized here, *HAVE_PARSER set once it is
  * to be deleted) into DOC (*HAVE_DOC likewise), its root node into *ROOT;
  * an empty file is reported as expecting EMPTY_EXPECT, a second document
- * as one too many per WHAT ("plan"). Returns 0, or -1 after reporting. */
+ * as one too many per WHAT ("plan"). A file deeper than PY_DEPTH_MAX, with
+ * a mapping of more than PY_KEYS_MAX keys, a list of more than PY_ITEMS_MAX
+ * items or more than PY_ANCHORS_MAX anchors and aliases is refused, at the first event past the bound, before
+ * any document is built. Returns 0, or -1 after reporting. */
 int py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
     yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
     const char *empty_expect, const char *what);

@@ -829,11 +829,130 @@ check_one_document(struct loader *ld, yaml_parser_t *parser, const char *buf,
 	}
 }
 
+static void shape_error(struct loader *, const yaml_event_t *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records that the file goes past one of its bounds at event E. */
+static void
+shape_error(struct loader *ld, const yaml_event_t *e, const char *fmt, ...)
+{
+	char msg[sizeof(((struct plan_error *)0)->message)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (plan_errors_add(ld->errs, py_mark_num(e->start_mark.line),
+	    py_mark_num(e->start_mark.column), "%s", msg) == -1)
+		ld->oom = 1;
+}
+
+/* Reads BUF as a stream of events and stops at the first one past the
+ * bounds of plan_load_int.h: nesting deeper than PY_DEPTH_MAX, a mapping of
+ * more than PY_KEYS_MAX keys, a list of more than PY_ITEMS_MAX items, more
+ * than PY_ANCHORS_MAX anchors and aliases. Each costs time that grows with
+ * its square (libyaml's scanner rescans the simple keys of every open
+ * collection at every token, its loader searches the anchors for every
+ * alias; py_check_keys compares each key with those before it, the loader
+ * each old queue name and destination with those before it), so that a
+ * body of a megabyte would hold a thread for minutes; here
+ * the scanner reads no further than the offending event. A syntax error is
+ * left to the loader, which reports it. WHAT ("plan") names the file in
+ * messages. Returns 0, or -1 after recording the error. */
+static int
+bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
+{
+	yaml_parser_t ps;
+	yaml_event_t e;
+	/* Per open collection: whether it is a mapping, and its nodes so far
+	 * (a mapping's keys and values both count). */
+	unsigned char is_map[PY_DEPTH_MAX + 1];
+	size_t nodes[PY_DEPTH_MAX + 1];
+	size_t depth = 0, anchors = 0;
+	int rc = 0, node, more = 1;
+
+	if (!yaml_parser_initialize(&ps)) {
+		ld->oom = 1;
+		return -1;
+	}
+	yaml_parser_set_input_string(&ps, (const unsigned char *)(buf != NULL ? buf : ""),
+	    len);
+	is_map[0] = 0;
+	nodes[0] = 0;
+	while (more && rc == 0 && yaml_parser_parse(&ps, &e)) {
+		node = 0;
+		switch (e.type) {
+		case YAML_STREAM_END_EVENT:
+			more = 0;
+			break;
+		case YAML_ALIAS_EVENT:
+			anchors++;
+			node = 1;
+			break;
+		case YAML_SCALAR_EVENT:
+			anchors += e.data.scalar.anchor != NULL;
+			node = 1;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+			anchors += e.data.sequence_start.anchor != NULL;
+			node = 1;
+			break;
+		case YAML_MAPPING_START_EVENT:
+			anchors += e.data.mapping_start.anchor != NULL;
+			node = 1;
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			if (depth > 0)
+				depth--;
+			break;
+		default:
+			break;
+		}
+		if (node && depth > 0)
+			nodes[depth]++;
+		if (node && depth > 0 && is_map[depth] && nodes[depth] > 2 * PY_KEYS_MAX) {
+			shape_error(ld, &e, "a mapping holds more than %d keys; expected a %s "
+			    "with a few keys to a mapping", PY_KEYS_MAX, what);
+			rc = -1;
+		} else if (node && depth > 0 && !is_map[depth] && nodes[depth] > PY_ITEMS_MAX) {
+			shape_error(ld, &e, "a list holds more than %d items; expected a %s "
+			    "with shorter lists", PY_ITEMS_MAX, what);
+			rc = -1;
+		} else if (anchors > PY_ANCHORS_MAX) {
+			shape_error(ld, &e, "the file holds more than %d anchors and aliases; "
+			    "expected a %s with a few", PY_ANCHORS_MAX, what);
+			rc = -1;
+		} else if (e.type == YAML_SEQUENCE_START_EVENT ||
+		    e.type == YAML_MAPPING_START_EVENT) {
+			if (depth == PY_DEPTH_MAX) {
+				shape_error(ld, &e, "the YAML nests more than %d lists and "
+				    "mappings deep here; expected a %s a few levels deep",
+				    PY_DEPTH_MAX, what);
+				rc = -1;
+			} else {
+				depth++;
+				is_map[depth] = e.type == YAML_MAPPING_START_EVENT;
+				nodes[depth] = 0;
+			}
+		}
+		yaml_event_delete(&e);
+	}
+	if (ps.error == YAML_MEMORY_ERROR) {
+		ld->oom = 1;
+		rc = -1;
+	}
+	yaml_parser_delete(&ps);
+	return rc;
+}
+
 int
 py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
     yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
     const char *empty_expect, const char *what)
 {
+	if (bound_shape(ld, buf, len, what) == -1)
+		return -1;
 	if (!yaml_parser_initialize(parser)) {
 		ld->oom = 1;
 		return -1;

@@ -44,6 +44,7 @@ struct api_response {
 	const char *type;	/* Content-Type, static; NULL: application/json */
 	char filename[128];	/* Content-Disposition: attachment; or "" */
 	char location[64];	/* the Location header of a 201, or "" */
+	int retry_after;	/* seconds for Retry-After (a 503), or 0 */
 };
 
 /* Matches METHOD and the decoded PATH against the routes. Returns 0 and

@@ -6,9 +6,11 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +30,21 @@
 
 #define LOG_PATH_MAX	160		/* bytes of a path a log line shows */
 #define DISCARD_MAX	(8 * 1024 * 1024)	/* past the limit, then hang up */
+#define PEERS_MAX	SERVER_CONNECTIONS_MAX	/* addresses counted at once */
+
+/* The connections one address holds. */
+struct peer_count {
+	int family;			/* AF_INET, AF_INET6; 0: a free slot */
+	unsigned char addr[16];
+	unsigned n;
+};
+
+/* One connection, from its accept to its close (libmicrohttpd's socket
+ * context). */
+struct conn {
+	struct deadline_conn *deadline;	/* NULL: not watched */
+	struct peer_count *peer;	/* its address's count, or NULL */
+};
 
 struct server {
 	struct MHD_Daemon *mhd;
@@ -44,10 +61,15 @@ struct server {
 	struct cache *caches;		/* one per store connection */
 	unsigned char *busy;
 	size_t nstores;
+	unsigned loads;			/* plans being checked; guarded by mu */
+	unsigned loads_max;
+	struct peer_count peers[PEERS_MAX];	/* guarded by mu */
 };
 
 /* One request, from its headers to its completion. */
 struct request {
+	int begun;			/* the handler has seen its headers */
+	size_t uri_len;			/* the request target's bytes */
 	int64_t t0;			/* monotonic ms */
 	char method[12];		/* for the log line */
 	char path[LOG_PATH_MAX];	/* for the log line, made printable */
@@ -68,8 +90,9 @@ conn_deadline(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct conn *k = ci != NULL ? ci->socket_context : NULL;
 
-	return ci != NULL ? ci->socket_context : NULL;
+	return k != NULL ? k->deadline : NULL;
 }
 
 /* Copies S for a log line: printable ASCII only, truncated. */
@@ -212,6 +235,12 @@ respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
 	if (r->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		    "Bearer realm=\"cutover\"");
+	if (r->retry_after > 0) {
+		char ra[16];
+
+		snprintf(ra, sizeof(ra), "%d", r->retry_after);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	ret = MHD_queue_response(c, (unsigned int)r->status, resp);
 	MHD_destroy_response(resp);
 	if (ret == MHD_YES)
@@ -302,7 +331,32 @@ note_denied(struct server *sv, struct store *s, struct MHD_Connection *c,
 	denied_flush(sv->denied, s, now);
 }
 
-/* Answers the request from the store. */
+/* Takes one of SV's places for checking a submitted plan. Returns whether
+ * there was one (then give it back with load_end). */
+static bool
+load_begin(struct server *sv)
+{
+	bool ok;
+
+	pthread_mutex_lock(&sv->mu);
+	if ((ok = sv->loads < sv->loads_max))
+		sv->loads++;
+	pthread_mutex_unlock(&sv->mu);
+	return ok;
+}
+
+/* Gives back the place load_begin took. */
+static void
+load_end(struct server *sv)
+{
+	pthread_mutex_lock(&sv->mu);
+	sv->loads--;
+	pthread_mutex_unlock(&sv->mu);
+}
+
+/* Answers the request from the store; a submitted plan only while fewer
+ * than SERVER_LOADS_MAX threads check one, so that checking plans never
+ * takes every thread from /healthz and the reads. */
 static enum MHD_Result
 handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 {
@@ -310,6 +364,7 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 	struct store *s;
 	enum MHD_Result ret;
 	size_t slot;
+	bool loads;
 
 	if (rq->page.kind != PAGE_NONE) {
 		s = rq->page.kind == PAGE_METRICS ? borrow(sv, &slot) : NULL;
@@ -318,10 +373,20 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 			give_back(sv, slot);
 		return ret;
 	}
+	loads = strcmp(api_route_name(&rq->target), "submit") == 0;
+	if (loads && !load_begin(sv)) {
+		api_error(&r, 503, "%u plans are being checked already, the most at once "
+		    "(SERVER_LOADS_MAX); try again in a second", sv->loads_max);
+		r.retry_after = 1;
+		goto answer;
+	}
 	s = borrow(sv, &slot);
 	answer(sv, s, slot, rq, &r);
 	note_denied(sv, s, c, rq, rq->method, &r);
 	give_back(sv, slot);
+	if (loads)
+		load_end(sv);
+answer:
 	ret = respond(c, rq, &r);
 	api_response_clear(&r);
 	return ret;
@@ -357,9 +422,20 @@ unauthorized(enum auth_result ar)
 	}
 }
 
-/* The request's headers are in: route, authenticate, check the declared
- * size; refusals are answered at once (libmicrohttpd then drops any body
- * and closes the connection). Otherwise the answer comes once the request
+/* Adds a header line's bytes ("KEY: VALUE\r\n") to the count at CLS. */
+static enum MHD_Result
+add_header_size(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	(void)kind;
+	*n += strlen(key) + (value != NULL ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+/* The request's headers are in: check their sizes, route, authenticate,
+ * check the declared size; refusals are answered at once (libmicrohttpd
+ * then drops any body and closes the connection). Otherwise the answer comes once the request
  * is fully read, so that the connection can be kept alive. */
 static enum MHD_Result
 begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const char *url,
@@ -370,7 +446,20 @@ begin(struct server *sv, struct MHD_Connection *c, struct request *rq, const cha
 	const char *cl;
 	enum auth_result ar;
 	enum MHD_Result ret;
+	size_t head;
 
+	if (rq->uri_len > SERVER_URI_MAX) {
+		api_error(&r, 414, "the request target is %zu bytes long; expected at most "
+		    "%d (SERVER_URI_MAX)", rq->uri_len, SERVER_URI_MAX);
+		goto answer;
+	}
+	head = strlen(method) + rq->uri_len + 16;	/* " ", " HTTP/1.1\r\n" */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, add_header_size, &head);
+	if (head > SERVER_HEADERS_MAX) {
+		api_error(&r, 431, "the request line and headers take %zu bytes; expected "
+		    "at most %d (SERVER_HEADERS_MAX)", head, SERVER_HEADERS_MAX);
+		goto answer;
+	}
 	if (uri_decode(url, 0, path, sizeof(path)) != 0) {
 		api_error(&r, 400, "malformed path: escapes must be %%XX and decode to "
 		    "printable characters");
@@ -490,6 +579,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			return MHD_NO;
 		*con_cls = rq;
 		rq->t0 = clock_mono_ms();
+		rq->uri_len = strlen(url);
+	}
+	if (!rq->begun) {
+		rq->begun = 1;
 		log_copy(rq->method, sizeof(rq->method), method);
 		log_copy(rq->path, sizeof(rq->path), url);
 		return begin(sv, c, rq, url, method);
@@ -507,6 +600,27 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		return respond_error(c, rq, 413, msg);
 	}
 	return handle(sv, c, rq);
+}
+
+/* The request line is in: the request begins here, with the length of its
+ * target as it came (the handler's URL has lost its query). Returns the
+ * request's state (NULL when out of memory: on_request makes it then). */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct request *rq;
+
+	(void)cls;
+	(void)c;
+	if ((rq = calloc(1, sizeof(*rq))) == NULL)
+		return NULL;
+	rq->t0 = clock_mono_ms();
+	rq->uri_len = strlen(uri);
+	/* For the log line of a request libmicrohttpd refuses itself. */
+	strcpy(rq->method, "-");
+	log_copy(rq->path, sizeof(rq->path), uri);
+	rq->path[strcspn(rq->path, "?")] = '\0';
+	return rq;
 }
 
 static const char *
@@ -547,22 +661,112 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* A connection opens (watched by the request deadline from now) or closes
- * (forgotten before libmicrohttpd closes its socket). */
+/* The count of connections from SA's address in SV (its mutex held),
+ * taken for one more: a free slot is claimed for a new address. Returns
+ * NULL for an address of no family counted, or when every slot is in use. */
+static struct peer_count *
+peer_take(struct server *sv, const struct sockaddr *sa)
+{
+	struct peer_count *free_slot = NULL;
+	const unsigned char *a;
+	size_t alen;
+
+	if (sa != NULL && sa->sa_family == AF_INET) {
+		a = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+		alen = 4;
+	} else if (sa != NULL && sa->sa_family == AF_INET6) {
+		a = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		alen = 16;
+	} else
+		return NULL;
+	for (size_t i = 0; i < PEERS_MAX; i++) {
+		struct peer_count *p = &sv->peers[i];
+
+		if (p->family == sa->sa_family && memcmp(p->addr, a, alen) == 0) {
+			p->n++;
+			return p;
+		}
+		if (p->family == 0 && free_slot == NULL)
+			free_slot = p;
+	}
+	if (free_slot != NULL) {
+		free_slot->family = sa->sa_family;
+		memcpy(free_slot->addr, a, alen);
+		free_slot->n = 1;
+	}
+	return free_slot;
+}
+
+/* Answers the connection on socket FD at once, before it has asked
+ * anything, with a 503 saying that its address holds SERVER_PER_IP_MAX
+ * connections, and shuts it down; libmicrohttpd then closes it as a client
+ * that went away. What it sent already is read first, so that closing
+ * does not reset the connection before the answer is read. The answer is
+ * a few hundred bytes, which an empty socket buffer always takes. */
+static void
+refuse_connection(int fd)
+{
+	char body[256], msg[512], drain[4096];
+	int blen, mlen;
+
+	blen = snprintf(body, sizeof(body), "{\"error\":\"this address holds %d "
+	    "connections already, the most one address may (SERVER_PER_IP_MAX); "
+	    "close one or try again in a second\"}\n", SERVER_PER_IP_MAX);
+	mlen = snprintf(msg, sizeof(msg), "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: application/json\r\nCache-Control: no-store\r\n"
+	    "X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\n"
+	    "Connection: close\r\nContent-Length: %d\r\n\r\n%s", blen, body);
+	if (send(fd, msg, (size_t)mlen, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_event("warn", NULL, NULL, "http refusing a connection over the per-address "
+		    "limit: %s", strerror(errno));
+	for (int i = 0; i < 16 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
+		;
+	shutdown(fd, SHUT_RDWR);
+}
+
+/* A connection opens (counted for its address, then watched by the request
+ * deadline from now, or answered 503 at once when its address holds
+ * SERVER_PER_IP_MAX already) or closes (forgotten before libmicrohttpd
+ * closes its socket). */
 static void
 on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
     enum MHD_ConnectionNotificationCode code)
 {
 	struct server *sv = cls;
-	const union MHD_ConnectionInfo *ci;
+	const union MHD_ConnectionInfo *ci, *ca;
+	struct conn *k = *socket_context;
+	bool over = false;
+	int fd;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		*socket_context = ci != NULL ? deadline_add(sv->deadline, ci->connect_fd) : NULL;
-	} else {
-		deadline_remove(sv->deadline, *socket_context);
 		*socket_context = NULL;
+		if ((k = calloc(1, sizeof(*k))) == NULL)
+			return;		/* neither counted nor watched */
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		ca = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		fd = ci != NULL ? ci->connect_fd : -1;
+		pthread_mutex_lock(&sv->mu);
+		k->peer = peer_take(sv, ca != NULL ? ca->client_addr : NULL);
+		over = k->peer != NULL && k->peer->n > SERVER_PER_IP_MAX;
+		pthread_mutex_unlock(&sv->mu);
+		if (over && fd != -1)
+			refuse_connection(fd);
+		else if (fd != -1)
+			k->deadline = deadline_add(sv->deadline, fd);
+		*socket_context = k;
+		return;
 	}
+	if (k == NULL)
+		return;
+	if (k->peer != NULL) {
+		pthread_mutex_lock(&sv->mu);
+		if (--k->peer->n == 0)
+			k->peer->family = 0;
+		pthread_mutex_unlock(&sv->mu);
+	}
+	deadline_remove(sv->deadline, k->deadline);
+	free(k);
+	*socket_context = NULL;
 }
 
 /* Leaves every escape as it came: uri.c decodes, strictly, what it needs. */
@@ -596,7 +800,9 @@ listen_socket(const struct sockaddr_storage *ss, socklen_t len, const char *spec
 	return fd;
 }
 
-/* libmicrohttpd on SV's listening socket, with every limit of server.h. */
+/* libmicrohttpd on SV's listening socket, with every limit of server.h.
+ * The per-address limit is on_connection's, not libmicrohttpd's (which
+ * closes the connection without a word). */
 static struct MHD_Daemon *
 start_mhd(struct server *sv, unsigned int flags, unsigned int threads,
     unsigned int timeout)
@@ -605,9 +811,9 @@ start_mhd(struct server *sv, unsigned int flags, unsigned int threads,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)sv->fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_HEADERS_MAX,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_MEMORY_MAX,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)SERVER_CONNECTIONS_MAX,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)SERVER_PER_IP_MAX,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, sv,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
@@ -636,6 +842,7 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 	sv->fd = -1;
 	sv->ops = cfg->operators;
 	sv->reads_need_token = !loopback;
+	sv->loads_max = SERVER_LOADS_MAX(threads);
 	if (pthread_mutex_init(&sv->mu, NULL) != 0)
 		goto nomem;
 	if (pthread_cond_init(&sv->cv, NULL) != 0) {

@@ -1,15 +1,22 @@
 /* server: the HTTP side of `cutover serve` — libmicrohttpd's threads
  * answering the JSON API (api.h) from their own connections to the store,
  * with the limits every request meets before a handler sees it: bodies over
- * API_BODY_MAX are 413, headers beyond SERVER_HEADERS_MAX are refused by
- * libmicrohttpd, paths and queries must decode strictly (uri.h), idle
- * connections time out, a request must arrive whole (line, headers and
- * body) within SERVER_REQUEST_S of its connection's start or of the end of
- * the previous request, one address holds at most SERVER_PER_IP_MAX
- * connections (so slow clients cannot take every slot), and writes (and, away from loopback, reads) need an
- * operator's bearer token (auth.h). One log line per request: method, path,
- * status, milliseconds and, for a write, the operator — never a header
- * value or a body. */
+ * API_BODY_MAX are 413, a request target over SERVER_URI_MAX is 414, a
+ * request line and headers over SERVER_HEADERS_MAX are 431, paths and
+ * queries must decode strictly (uri.h), idle connections time out, a
+ * request must arrive whole (line, headers and body) within
+ * SERVER_REQUEST_S of its connection's start or of the end of the previous
+ * request, one address holds at most SERVER_PER_IP_MAX connections (so
+ * slow clients cannot take every slot: the next is answered 503 at once
+ * and closed), at most SERVER_LOADS_MAX threads check a submitted plan at
+ * a time (the others stay free for /healthz and reads; a submission beyond
+ * is 503), and writes (and, away from loopback, reads) need an operator's
+ * bearer token (auth.h). Every refusal is JSON, {"error": "…"} naming the
+ * limit, except what libmicrohttpd refuses before any callback of ours
+ * runs, with its own HTML page: a request line and headers beyond
+ * SERVER_MEMORY_MAX, a Content-Length that is not a number. One log line
+ * per request: method, path, status, milliseconds and, for a write, the
+ * operator — never a header value or a body. */
 #ifndef CUTOVER_SERVER_H
 #define CUTOVER_SERVER_H
 
@@ -22,9 +29,17 @@
 #define SERVER_THREADS		4	/* libmicrohttpd threads, one store each */
 #define SERVER_TIMEOUT_S	15	/* an idle connection is closed after */
 #define SERVER_HEADERS_MAX	(32 * 1024)	/* request line and headers */
+#define SERVER_URI_MAX		8192	/* the request target, query included */
+/* libmicrohttpd's memory for one connection, where the request line and
+ * headers must fit: above the two limits before, so that what goes past
+ * them is read whole and answered by us, in JSON. */
+#define SERVER_MEMORY_MAX	(64 * 1024)
 #define SERVER_CONNECTIONS_MAX	256
 #define SERVER_PER_IP_MAX	64	/* connections from one address */
 #define SERVER_REQUEST_S	12	/* a request must arrive whole within */
+/* Threads checking a submitted plan at once: one fewer than the threads
+ * (at least 1), so that one is always free to answer /healthz. */
+#define SERVER_LOADS_MAX(threads)	((threads) > 1 ? (threads) - 1 : 1)
 
 struct server;
 

@@ -7,7 +7,11 @@
  * answers while one address trickles 300 connections; a request that keeps
  * trickling is cut although it is never idle; and once the tricklers of
  * thirty addresses have filled every slot, the server is reachable again
- * without them giving up. Needs no broker. */
+ * without them giving up. Hostile bodies and requests are answered too, in
+ * JSON and in time: plans nested 100000 deep, posted five at once, are
+ * refused in milliseconds while /healthz keeps answering; a request line or
+ * headers past their limits are 414 and 431; a connection over the
+ * per-address limit is answered 503 with Retry-After. Needs no broker. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +41,12 @@
  * address hold (server.h's SERVER_PER_IP_MAX), and fewer than main held. */
 #define SERVER_PER_IP_MAX_SEEN	64
 
-static char dir[256], db[300], logfile[300];
+#define TOKEN		"slowloris-operator-token"
+#define TOKEN_SHA256	"5310f6b255d0c14aea179e9176512d5596fe13d7278b1571f4ca3f24308a5c87"
+#define POSTS		5	/* hostile plans posted at once */
+#define NESTING		100000	/* lists within lists in each */
+
+static char dir[256], db[300], logfile[300], ops[300];
 static int port;
 static pid_t server = -1;
 
@@ -305,6 +315,232 @@ test_many_clients_are_waited_out(void **state)
 	healthz_while(&t, "300 connections from 30 addresses", 40000);
 }
 
+/* A blocking socket from loopback address SRC to the server, whose sends
+ * and receives give up after WAIT_MS. */
+static int
+dial_wait(const char *src, int wait_ms)
+{
+	struct timeval tv = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
+	struct sockaddr_in sa = { 0 }, from = { 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	from.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, src, &from.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Sends N bytes of BUF on FD. Returns 0, or -1 when the server stopped
+ * reading or the socket's wait ran out. */
+static int
+send_all(int fd, const char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = send(fd, buf, n, MSG_NOSIGNAL);
+
+		if (r <= 0)
+			return -1;
+		buf += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Reads on FD into OUT (NUL-terminated) until the server closes, OUT is
+ * full or the socket's wait runs out; with ONE, only until a whole answer
+ * (headers and Content-Length bytes) is in. Returns the bytes read. */
+static size_t
+read_answer(int fd, char *out, size_t outlen, int one)
+{
+	size_t got = 0;
+	ssize_t r;
+	const char *end, *cl;
+
+	out[0] = '\0';
+	while (got + 1 < outlen && (r = recv(fd, out + got, outlen - 1 - got, 0)) > 0) {
+		got += (size_t)r;
+		out[got] = '\0';
+		if (one && (end = strstr(out, "\r\n\r\n")) != NULL &&
+		    (cl = strstr(out, "Content-Length: ")) != NULL && cl < end &&
+		    got >= (size_t)(end + 4 - out) + strtoul(cl + 16, NULL, 10))
+			break;
+	}
+	return got;
+}
+
+/* One request (HEAD, then BLEN bytes of BODY) from 127.0.0.1 with a
+ * ceiling of WAIT_MS, its answer into OUT. Returns the milliseconds it
+ * took, or -1 when it was not answered within the ceiling. */
+static int64_t
+exchange(const char *head, const char *body, size_t blen, char *out, size_t outlen,
+    int wait_ms)
+{
+	int64_t t0 = clock_mono_ms();
+	int fd = dial_wait("127.0.0.1", wait_ms), ok;
+
+	ok = send_all(fd, head, strlen(head)) == 0 && send_all(fd, body, blen) == 0 &&
+	    read_answer(fd, out, outlen, 0) > 0 && clock_mono_ms() - t0 < wait_ms;
+	close(fd);
+	return ok ? clock_mono_ms() - t0 : -1;
+}
+
+/* A plan posted by an operator: its status line and error, and the time
+ * its answer took (-1: none within the ceiling). */
+struct post {
+	pthread_t thread;
+	const char *body;
+	size_t len;
+	int64_t ms;
+	char answer[2048];
+};
+
+static void *
+post_plan(void *arg)
+{
+	struct post *p = arg;
+	char head[256];
+
+	snprintf(head, sizeof(head), "POST /api/plans HTTP/1.1\r\nHost: x\r\n"
+	    "Authorization: Bearer " TOKEN "\r\nContent-Type: application/yaml\r\n"
+	    "Connection: close\r\nContent-Length: %zu\r\n\r\n", p->len);
+	p->ms = exchange(head, p->body, p->len, p->answer, sizeof(p->answer), 15000);
+	return NULL;
+}
+
+static void
+test_hostile_plans_are_refused_in_time(void **state)
+{
+	struct post posts[POSTS];
+	char *body = malloc(2 * NESTING + 2);
+	int64_t t0, worst = 0, ms;
+	int asked = 0, answered = 0, busy;
+
+	(void)state;
+	assert_non_null(body);
+	memset(body, '[', NESTING);
+	memset(body + NESTING, ']', NESTING);
+	strcpy(body + 2 * NESTING, "\n");
+	for (int i = 0; i < POSTS; i++) {
+		memset(&posts[i], 0, sizeof(posts[i]));
+		posts[i].body = body;
+		posts[i].len = 2 * NESTING + 1;
+		posts[i].ms = -2;	/* not back yet */
+		assert_int_equal(pthread_create(&posts[i].thread, NULL, post_plan,
+		    &posts[i]), 0);
+	}
+	/* /healthz all along, each try with a ceiling of 2 s, for at least 3 s
+	 * and until every post is back. */
+	t0 = clock_mono_ms();
+	do {
+		int64_t a = clock_mono_ms();
+
+		asked++;
+		if (healthz_once(2000)) {
+			answered++;
+			if ((ms = clock_mono_ms() - a) > worst)
+				worst = ms;
+		}
+		clock_sleep_ms(100);
+		busy = 0;
+		for (int i = 0; i < POSTS; i++)
+			busy |= __atomic_load_n(&posts[i].ms, __ATOMIC_SEQ_CST) == -2;
+	} while ((busy || clock_mono_ms() - t0 < 3000) && clock_mono_ms() - t0 < 20000);
+	for (int i = 0; i < POSTS; i++)
+		pthread_join(posts[i].thread, NULL);
+	free(body);
+	printf("%d plans nested %d deep posted at once; /healthz answered %d of %d "
+	    "times, the slowest in %lld ms\n", POSTS, NESTING, answered, asked,
+	    (long long)worst);
+	for (int i = 0; i < POSTS; i++) {
+		printf("  post %d: %lld ms, %.*s\n", i, (long long)posts[i].ms,
+		    (int)strcspn(posts[i].answer, "\r\n"), posts[i].answer);
+		if (posts[i].ms < 0 || posts[i].ms > 2000)
+			fail_msg("a plan nested %d deep was answered after %lld ms; expected "
+			    "within 2 s", NESTING, (long long)posts[i].ms);
+		assert_int_equal(strncmp(posts[i].answer, "HTTP/1.1 400", 12), 0);
+		assert_non_null(strstr(posts[i].answer, "the YAML nests more than 32 lists "
+		    "and mappings deep here"));
+	}
+	if (answered < asked || worst > 1000)
+		fail_msg("/healthz answered %d of %d times while plans were posted, the "
+		    "slowest in %lld ms; expected every time within 1 s", answered, asked,
+		    (long long)worst);
+}
+
+/* Whether the answer ANSWER is STATUS with a JSON error containing TEXT. */
+static void
+assert_json_refusal(const char *answer, const char *status, const char *text)
+{
+	const char *body = strstr(answer, "\r\n\r\n");
+
+	if (strncmp(answer, status, strlen(status)) != 0 || body == NULL ||
+	    strncmp(body + 4, "{\"error\":\"", 10) != 0 || strstr(body, text) == NULL ||
+	    strstr(answer, "Content-Type: application/json\r\n") == NULL)
+		fail_msg("expected %s with a JSON error naming '%s', got:\n%.600s", status,
+		    text, answer);
+}
+
+static void
+test_refusals_are_json(void **state)
+{
+	static char answer[4096];
+	char *big = malloc(48 * 1024);
+	char *head = malloc(64 * 1024);
+	int held[SERVER_PER_IP_MAX_SEEN], extra[4];
+
+	(void)state;
+	assert_non_null(big);
+	assert_non_null(head);
+	/* Headers over 32 KiB: 431 naming the limit. */
+	memset(big, 'x', 40 * 1024);
+	big[40 * 1024] = '\0';
+	snprintf(head, 64 * 1024, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n"
+	    "Connection: close\r\n\r\n", big);
+	assert_true(exchange(head, "", 0, answer, sizeof(answer), 5000) >= 0);
+	assert_json_refusal(answer, "HTTP/1.1 431", "expected at most 32768 "
+	    "(SERVER_HEADERS_MAX)");
+	/* A request target over 8 KiB: 414 naming the limit. */
+	big[10 * 1024] = '\0';
+	snprintf(head, 64 * 1024, "GET /api/plans?q=%s HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n", big);
+	assert_true(exchange(head, "", 0, answer, sizeof(answer), 5000) >= 0);
+	assert_json_refusal(answer, "HTTP/1.1 414", "expected at most 8192 (SERVER_URI_MAX)");
+	free(big);
+	free(head);
+
+	/* One address holds its 64 connections, each answered and kept alive;
+	 * the next ones are answered 503 at once, with Retry-After. */
+	for (int i = 0; i < SERVER_PER_IP_MAX_SEEN; i++) {
+		static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+		held[i] = dial_wait("127.0.0.4", 5000);
+		assert_int_equal(send_all(held[i], req, sizeof(req) - 1), 0);
+		assert_true(read_answer(held[i], answer, sizeof(answer), 1) > 0);
+		if (strncmp(answer, "HTTP/1.1 200", 12) != 0)
+			fail_msg("connection %d of 127.0.0.4: %.200s", i + 1, answer);
+	}
+	for (int i = 0; i < 4; i++) {
+		extra[i] = dial_wait("127.0.0.4", 5000);
+		read_answer(extra[i], answer, sizeof(answer), 0);
+		assert_json_refusal(answer, "HTTP/1.1 503", "this address holds 64 "
+		    "connections already, the most one address may (SERVER_PER_IP_MAX)");
+		assert_non_null(strstr(answer, "Retry-After: 1\r\n"));
+	}
+	printf("connections %d to %d of one address: %.*s\n", SERVER_PER_IP_MAX_SEEN + 1,
+	    SERVER_PER_IP_MAX_SEEN + 4, (int)strcspn(answer, "\r\n"), answer);
+	for (int i = 0; i < 4; i++)
+		close(extra[i]);
+	for (int i = 0; i < SERVER_PER_IP_MAX_SEEN; i++)
+		close(held[i]);
+}
+
 static int
 free_port(void)
 {
@@ -331,6 +567,7 @@ setup(void **state)
 {
 	const char *tmp = getenv("TMPDIR"), *bin = getenv("CUTOVER_BINARY");
 	char listen[64];
+	FILE *f;
 
 	(void)state;
 	if (bin == NULL) {
@@ -342,6 +579,11 @@ setup(void **state)
 		return -1;
 	snprintf(db, sizeof(db), "%s/slow.db", dir);
 	snprintf(logfile, sizeof(logfile), "%s/serve.log", dir);
+	snprintf(ops, sizeof(ops), "%s/operators", dir);
+	if ((f = fopen(ops, "w")) == NULL)
+		return -1;
+	fprintf(f, "slow:%s\n", TOKEN_SHA256);
+	fclose(f);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	if ((server = fork()) < 0)
 		return -1;
@@ -350,7 +592,8 @@ setup(void **state)
 
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(bin, bin, "serve", "--db", db, "--listen", listen, (char *)NULL);
+		execl(bin, bin, "serve", "--db", db, "--listen", listen, "--operators", ops,
+		    (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 200; i++) {
@@ -385,6 +628,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hostile_plans_are_refused_in_time),
+		cmocka_unit_test(test_refusals_are_json),
 		cmocka_unit_test(test_one_client_cannot_take_every_slot),
 		cmocka_unit_test(test_a_trickled_request_is_cut),
 		cmocka_unit_test(test_many_clients_are_waited_out),

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "clock.h"
 #include "ladder.h"
 #include "plan.h"
 #include "plan_flag.h"
@@ -1134,6 +1135,121 @@ test_error_format(void **state)
 	plan_errors_free(&errs);
 }
 
+/* TEXT made of PREFIX, N times OPEN, then N times CLOSE and SUFFIX. */
+static char *
+nested(const char *prefix, size_t n, const char *open, const char *close,
+    const char *suffix)
+{
+	size_t lp = strlen(prefix), lo = strlen(open), lc = strlen(close);
+	char *t = malloc(lp + n * (lo + lc) + strlen(suffix) + 1), *o;
+
+	assert_non_null(t);
+	o = t + lp;
+	memcpy(t, prefix, lp);
+	for (size_t i = 0; i < n; i++, o += lo)
+		memcpy(o, open, lo);
+	for (size_t i = 0; i < n; i++, o += lc)
+		memcpy(o, close, lc);
+	strcpy(o, suffix);
+	return t;
+}
+
+/* Whether ERRS holds an error whose message contains TEXT. */
+static int
+has_message(const struct plan_errors *errs, const char *text)
+{
+	for (size_t i = 0; i < errs->n; i++)
+		if (strstr(errs->v[i].message, text) != NULL)
+			return 1;
+	return 0;
+}
+
+/* Loads HEAD followed by base_plan, which must fail; ERRS says why. */
+static void
+load_before_plan(const char *head, struct plan_errors *errs)
+{
+	struct plan *p = NULL;
+	char *t = malloc(strlen(head) + strlen(base_plan) + 1);
+
+	assert_non_null(t);
+	sprintf(t, "%s%s", head, base_plan);
+	assert_int_equal(load_text(t, &p, errs), -1);
+	assert_null(p);
+	free(t);
+}
+
+/* A body whose reading costs libyaml time quadratic in its size is refused
+ * at the first event past the bound, in milliseconds (100000 nested lists
+ * took 42 s): nesting, keys of one mapping, items of one list, anchors and
+ * aliases. Up to each bound the plan is read as before. */
+static void
+test_shape_bounds(void **state)
+{
+	struct plan_errors errs = { 0 };
+	char *t, *keys;
+	size_t off;
+	int64_t t0, ms;
+
+	(void)state;
+	/* The plan's own mapping is the first level: the 32nd list is the 33rd. */
+	t = nested("name: ", 100000, "[", "]", "\n");
+	t0 = clock_mono_ms();
+	expect_error(t, 1, 38, "the YAML nests more than 32 lists and mappings deep here; "
+	    "expected a plan a few levels deep");
+	ms = clock_mono_ms() - t0;
+	print_message("100000 nested lists refused in %lld ms\n", (long long)ms);
+	assert_true(ms < 1000);
+	free(t);
+	t = nested("name: ", 20000, "{a: ", "}", "\n");
+	expect_error(t, 1, 131, "the YAML nests more than 32 lists and mappings deep here");
+	free(t);
+	t = nested("name: ", 31, "[", "]", "\n");
+	expect_error(t, 1, 7, "name is a list");
+	free(t);
+
+	/* 1025 keys in one mapping; 1024 are read (and refused one by one). */
+	assert_non_null(keys = malloc(1025 * 16 + 64));
+	off = (size_t)sprintf(keys, "x: {");
+	for (int i = 0; i < 1025; i++)
+		off += (size_t)sprintf(keys + off, "%sk%d: 1", i ? ", " : "", i);
+	strcpy(keys + off, "}\n");
+	load_before_plan(keys, &errs);
+	assert_true(has_error(&errs, 1, (int)(strstr(keys, "k1024:") - keys) + 1,
+	    "a mapping holds more than 1024 keys; expected a plan with a few keys to a "
+	    "mapping"));
+	plan_errors_free(&errs);
+	strcpy(strstr(keys, ", k1024"), "}\n");
+	load_before_plan(keys, &errs);
+	assert_false(has_message(&errs, "more than 1024 keys"));
+	assert_true(has_message(&errs, "unknown key 'x'"));
+	plan_errors_free(&errs);
+
+	/* 1025 items in one list; 1024 are read. */
+	off = (size_t)sprintf(keys, "x: [");
+	for (int i = 0; i < 1025; i++)
+		off += (size_t)sprintf(keys + off, "%sq%d", i ? ", " : "", i);
+	strcpy(keys + off, "]\n");
+	load_before_plan(keys, &errs);
+	assert_true(has_error(&errs, 1, (int)(strstr(keys, "q1024") - keys) + 1,
+	    "a list holds more than 1024 items; expected a plan with shorter lists"));
+	plan_errors_free(&errs);
+	strcpy(strstr(keys, ", q1024"), "]\n");
+	load_before_plan(keys, &errs);
+	assert_false(has_message(&errs, "more than 1024 items"));
+	plan_errors_free(&errs);
+
+	/* 257 anchors and aliases: refused at the 257th. */
+	off = (size_t)sprintf(keys, "x: [");
+	for (int i = 0; i < 257; i++)
+		off += (size_t)sprintf(keys + off, "%s&a%d v", i ? ", " : "", i);
+	strcpy(keys + off, "]\n");
+	load_before_plan(keys, &errs);
+	assert_true(has_message(&errs, "the file holds more than 256 anchors and aliases; "
+	    "expected a plan with a few"));
+	plan_errors_free(&errs);
+	free(keys);
+}
+
 static void
 test_documents(void **state)
 {
@@ -1296,6 +1412,7 @@ main(void)
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_error_format),
 		cmocka_unit_test(test_documents),
+		cmocka_unit_test(test_shape_bounds),
 		cmocka_unit_test(test_null_arguments),
 		cmocka_unit_test(test_old_selection_rules),
 	};
