@@ -503,6 +503,10 @@ cli_history(int argc, char **argv)
 	}
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
+	/* The chain is only as good as the file it is read from: the full
+	 * check (indexes against their tables) before the hashes. */
+	if (o.verify && store_integrity(s, o.db, true, err, sizeof(err)) != 0)
+		goto fail;
 	if (store_verify_events(s, &v, err, sizeof(err)) != 0)
 		goto fail;
 	if (o.verify) {

@@ -443,6 +443,45 @@ set_modes(struct store *s, const char *path, char *err, size_t errlen)
 }
 
 int
+store_integrity(struct store *s, const char *path, bool full, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	const char *sql = full ? "PRAGMA integrity_check(1)" : "PRAGMA quick_check(1)";
+	char first[256] = "";
+	int src, rc = -1;
+
+	if (store_prepare(s, sql, &st, full ? "checking integrity" : "quick check", err,
+	    errlen) == -1)
+		goto corrupt;
+	src = sqlite3_step(st);
+	if (src == SQLITE_ROW)
+		store_copystr(first, sizeof(first), sqlite3_column_text(st, 0));
+	else {
+		store_copystr(first, sizeof(first),
+		    (const unsigned char *)sqlite3_errmsg(s->db));
+		if ((src & 0xff) != SQLITE_CORRUPT && (src & 0xff) != SQLITE_NOTADB) {
+			errbuf_set(err, errlen, "database %s: %s: %s", path, sql, first);
+			goto done;
+		}
+	}
+	if (strcmp(first, "ok") == 0) {
+		rc = 0;
+		goto done;
+	}
+corrupt:
+	if (first[0] == '\0')
+		snprintf(first, sizeof(first), "%s", err);
+	errbuf_set(err, errlen, "database %s is damaged (SQLite's %s: %s): its "
+	    "record cannot be trusted, and cutover takes no action on it; restore "
+	    "the last good backup of this file (or keep this copy aside for "
+	    "analysis) and start again", path, full ? "integrity_check" : "quick_check",
+	    first);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
 store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
 	struct store *s;
@@ -455,6 +494,12 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 		return -1;
 	}
 	if (open_file(s, path, err, errlen) != 0)
+		goto done;
+	/* A damaged file is refused before anything reads a plan from it or
+	 * writes to it: acting on a record that is partly garbage could undo
+	 * a flip or delete what the record no longer shows. The quick check
+	 * reads every page once (milliseconds for a plan's database). */
+	if (store_integrity(s, path, false, err, errlen) != 0)
 		goto done;
 	/* A newer schema is refused before anything writes to the file. */
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,

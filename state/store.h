@@ -72,6 +72,14 @@ struct store_verify {
  * this binary's. Returns 0 and a store the caller closes, or -1 with ERR. */
 int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
+/* Checks the database file of S (opened from PATH) for damage: SQLite's
+ * quick_check, or its full integrity_check (indexes against their tables
+ * too) when FULL. Returns 0 when the file is whole, or -1 with ERR saying
+ * what SQLite found and what to do (restore a backup). store_open runs
+ * the quick one. */
+int store_integrity(struct store *s, const char *path, bool full, char *err,
+    size_t errlen);
+
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
 

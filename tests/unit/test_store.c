@@ -972,6 +972,54 @@ test_samples(void **state)
 	assert_prefix(fx->err, "inserting sample: CHECK constraint failed");
 }
 
+/* ---- a damaged file ---------------------------------------------------- */
+
+/* 16 KiB of garbage in the middle of a database that holds a plan, its
+ * events and a few thousand samples: the file is refused at open, with
+ * SQLite's finding and what to do, and no plan is read from it. */
+static void
+test_damaged_file_is_refused(void **state)
+{
+	struct fx *fx = *state;
+	unsigned char junk[16384];
+	uint32_t x = 2463534242u;	/* xorshift32: the same bytes every run */
+	int64_t p;
+	long size;
+	FILE *fp;
+
+	open_store(fx);
+	p = new_plan(fx, "one", "name: one", 1);
+	append(fx, p, 2, "engine", "plan.started", NULL);
+	assert_int_equal(store_begin(fx->s, ERR(fx)), 0);
+	for (int i = 0; i < 4000; i++)
+		assert_int_equal(store_sample_insert(fx->s, p, 1000 + i, "old.depth",
+		    "", i, ERR(fx)), 0);
+	assert_int_equal(store_commit(fx->s, ERR(fx)), 0);
+	/* Whole before the damage, by the same check. */
+	assert_int_equal(store_integrity(fx->s, fx->path, true, ERR(fx)), 0);
+	store_close(fx->s);	/* the last connection: the WAL goes into the file */
+	fx->s = NULL;
+
+	for (size_t i = 0; i < sizeof(junk); i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		junk[i] = (unsigned char)x;
+	}
+	assert_non_null(fp = fopen(fx->path, "r+b"));
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	size = ftell(fp);
+	assert_true(size >= 4 * (long)sizeof(junk));
+	assert_int_equal(fseek(fp, size / 2, SEEK_SET), 0);
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), fp), sizeof(junk));
+	assert_int_equal(fclose(fp), 0);
+
+	assert_int_equal(store_open(fx->path, &fx->s, ERR(fx)), -1);
+	assert_null(fx->s);
+	assert_non_null(strstr(fx->err, "is damaged"));
+	assert_non_null(strstr(fx->err, "restore the last good backup"));
+}
+
 /* ---- two connections -------------------------------------------------- */
 
 static void
@@ -1361,6 +1409,7 @@ main(void)
 		T(test_verify_detects_rehashed_edit),
 		T(test_transactions),
 		T(test_samples),
+	T(test_damaged_file_is_refused),
 		T(test_two_connections_read_while_write),
 		T(test_two_connections_concurrent_writers),
 		T(test_commands_in_order_and_handled_once),
