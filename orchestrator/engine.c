@@ -940,6 +940,8 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			*outcome = ENGINE_STOPPED;
 			break;
 		}
+		if (store_file_check(s, err, errlen) != 0)
+			goto done;	/* a removed or replaced record: nothing more */
 		t = turn(&r, outcome, &over);
 		if (t < 0 && !busy_retry(&r, "store"))
 			goto done;
@@ -991,6 +993,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 	struct run *runs = NULL;
 	size_t nruns = 0;
 	char perr[1024];
+	bool file_lost = false;
 	int rc = -1;
 
 	so.return_when_blocked = false;
@@ -1000,6 +1003,16 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 
 		if (so.stop != NULL && *so.stop)
 			break;
+		/* A removed or replaced database: no step runs on a record no one
+		 * will read (or on someone else's); said once, and on /healthz. */
+		if (store_file_check(s, perr, sizeof(perr)) != 0) {
+			if (!file_lost)
+				log_event("error", NULL, NULL, "%s; cutover takes no action "
+				    "until it is restarted on a restored file", perr);
+			file_lost = true;
+			clock_sleep_ms(so.poll_ms > 0 ? so.poll_ms : 500);
+			continue;
+		}
 		act.n = 0;
 		if (store_each_plan(s, collect_active, &act, err, errlen) != 0)
 			goto done;

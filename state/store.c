@@ -5,10 +5,12 @@
  * user_version. Plans and steps are in store_plans.c, the event chain in
  * store_events.c, samples in store_samples.c. Nothing in the store logs:
  * errors go back to the caller through its error buffer. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -485,16 +487,25 @@ int
 store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
 	struct store *s;
+	struct stat sb;
 	int64_t v;
 	int rc = -1;
 
 	*out = NULL;
+	errno = 0;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		errbuf_set(err, errlen, "opening database %s: out of memory", path);
 		return -1;
 	}
 	if (open_file(s, path, err, errlen) != 0)
 		goto done;
+	if (stat(path, &sb) != 0 || (s->path = strdup(path)) == NULL) {
+		errbuf_set(err, errlen, "opening database %s: %s", path,
+		    s->path == NULL && errno == 0 ? "out of memory" : strerror(errno));
+		goto done;
+	}
+	s->dev = sb.st_dev;
+	s->ino = sb.st_ino;
 	/* A damaged file is refused before anything reads a plan from it or
 	 * writes to it: acting on a record that is partly garbage could undo
 	 * a flip or delete what the record no longer shows. The quick check
@@ -525,7 +536,27 @@ store_close(struct store *s)
 	if (s == NULL)
 		return;
 	sqlite3_close_v2(s->db);
+	free(s->path);
 	free(s);
+}
+
+int
+store_file_check(struct store *s, char *err, size_t errlen)
+{
+	struct stat sb;
+
+	if (stat(s->path, &sb) != 0) {
+		errbuf_set(err, errlen, "the database file %s is gone (%s) while cutover "
+		    "has it open: what is written now is lost at exit", s->path,
+		    strerror(errno));
+		return -1;
+	}
+	if (sb.st_dev != s->dev || sb.st_ino != s->ino) {
+		errbuf_set(err, errlen, "the database file %s was replaced by another "
+		    "file while cutover has it open", s->path);
+		return -1;
+	}
+	return 0;
 }
 
 int

@@ -80,6 +80,13 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 int store_integrity(struct store *s, const char *path, bool full, char *err,
     size_t errlen);
 
+/* Whether the file S was opened from is still that file: neither removed
+ * nor replaced (another inode at its path). A process that goes on
+ * writing to a removed file writes into nothing anyone will read, and
+ * one whose file was replaced reads a record that is not its own.
+ * Returns 0, or -1 with ERR saying which. */
+int store_file_check(struct store *s, char *err, size_t errlen);
+
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
 

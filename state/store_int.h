@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "errbuf.h"
 #include "store.h"
@@ -17,6 +18,9 @@
 
 struct store {
 	sqlite3 *db;
+	char *path;                       /* the file opened, for store_file_check */
+	dev_t dev;                        /* ... and what it was when opened */
+	ino_t ino;
 	int transient;                    /* a failure since the last clear was
 	                                   * SQLITE_BUSY or SQLITE_LOCKED */
 };

@@ -158,8 +158,14 @@ healthz(const struct api_call *c)
 	struct api_response *r = c->r;
 	struct store_plan p;
 	char err[512];
-	int rc = store_plan_get(c->s, 0, &p, err, sizeof(err));
+	int rc;
 
+	if (store_file_check(c->s, err, sizeof(err)) != 0) {
+		api_error(r, 503, "%s; cutover takes no action on it: stop cutover serve, "
+		    "restore the file from a backup and start it again", err);
+		return;
+	}
+	rc = store_plan_get(c->s, 0, &p, err, sizeof(err));
 	if (rc != 0 && rc != STORE_NOT_FOUND) {	/* plan 0 never exists */
 		log_event("error", NULL, NULL, "healthz: %s", err);
 		api_error(r, 503, "the database cannot be read: %s", err);

@@ -127,6 +127,7 @@ struct plan_m {
 struct plans {
 	struct plan_m *v;
 	size_t n, cap;
+	bool file_ok;		/* the database file is still the one opened */
 };
 
 static int
@@ -666,8 +667,19 @@ render_build(struct buf *b, const struct plans *ps)
 	out(b, "} 1\n");
 }
 
+/* cutover_database_file_ok: 0 once the database file was removed or
+ * replaced under the running service (the engine then takes no action). */
+static void
+render_file(struct buf *b, const struct plans *ps)
+{
+	family(b, "cutover_database_file_ok", "gauge", "1 while the database file "
+	    "is the one cutover opened; 0 once it was removed or replaced (cutover "
+	    "takes no action: restore it from a backup and restart)");
+	out(b, "cutover_database_file_ok %d\n", ps->file_ok ? 1 : 0);
+}
+
 static void (*const sections[])(struct buf *, const struct plans *) = {
-	render_build, render_plans, render_depths, render_probes, render_canary, render_events,
+	render_build, render_file, render_plans, render_depths, render_probes, render_canary, render_events,
 	render_levels,
 };
 
@@ -680,6 +692,7 @@ metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errl
 
 	*text = NULL;
 	*len = 0;
+	ps.file_ok = store_file_check(s, err, errlen) == 0;
 	if (store_each_plan(s, each_plan, &ps, err, errlen) != 0)
 		goto done;
 	for (size_t i = 0; i < ps.n; i++)

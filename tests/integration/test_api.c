@@ -1395,6 +1395,57 @@ test_stop_and_resume(void **state)
 	assert_true(requests > 20);
 }
 
+/* The database file removed under a running serve: /healthz says so (503,
+ * with what to do), /metrics exports it, the log says it once, and the
+ * engine takes no further action; serve still stops cleanly. */
+static void
+test_database_removed_under_serve(void **state)
+{
+	char kept[sizeof(db)], path[sizeof(db) + 8], line[4096];
+	struct resp r;
+	int said = 0, i;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(stop_server(), 0);
+	memcpy(kept, db, sizeof(kept));
+	snprintf(db, sizeof(db), "%s/removed.db", dir);
+	start_server(ops);
+	http("GET", "/healthz", NULL, NULL, 0, NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_clear(&r);
+	unlink(db);
+	snprintf(path, sizeof(path), "%s-wal", db);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s-shm", db);
+	unlink(path);
+	for (i = 0; i < 100; i++) {
+		http("GET", "/healthz", NULL, NULL, 0, NULL, &r);
+		if (r.status == 503)
+			break;
+		resp_clear(&r);
+		sleep_ms(50);
+	}
+	assert_error(&r, 503);
+	assert_non_null(strstr(r.body, "removed.db is gone"));
+	assert_non_null(strstr(r.body, "restore the file from a backup"));
+	resp_clear(&r);
+	http("GET", "/metrics", TOKEN_ALICE, NULL, 0, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\ncutover_database_file_ok 0\n"));
+	resp_clear(&r);
+	sleep_ms(500);	/* a few engine turns (--poll-ms 100): said once */
+	assert_int_equal(stop_server(), 0);
+	assert_non_null(f = fopen(logfile, "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		said += strstr(line, "removed.db is gone") != NULL &&
+		    strstr(line, "takes no action") != NULL && strstr(line, "msg=\"http") == NULL;
+	fclose(f);
+	assert_int_equal(said, 1);
+	memcpy(db, kept, sizeof(db));
+	start_server(ops);
+}
+
 static void
 test_without_operators(void **state)
 {
@@ -1675,6 +1726,7 @@ main(void)
 		cmocka_unit_test(test_export_and_denied_requests),
 		cmocka_unit_test(test_idle_connection_times_out),
 		cmocka_unit_test(test_stop_and_resume),
+		cmocka_unit_test(test_database_removed_under_serve),
 		cmocka_unit_test(test_without_operators),
 	};
 
