@@ -39,6 +39,11 @@ static struct MHD_Daemon *flagd;
 static volatile int flag_on, flag_calls;
 static unsigned flag_port = 1;         /* a valid port while none serves */
 static int slow_mode;                  /* the slow service below serves the flag */
+/* The plan's flag.settle line: the shortest the plan may have, unless a
+ * test wants the default window, the one a plan gets (""). */
+static const char *plan_settle = "  settle: 15s\n";
+
+static enum MHD_Result refuse(struct MHD_Connection *conn);
 
 /* Answers CONN with the flag's state, {"enabled": V}. */
 static enum MHD_Result
@@ -101,15 +106,17 @@ flag_stop(void)
 	flagd = NULL;
 	flag_port = 1;
 	slow_mode = 0;
+	plan_settle = "  settle: 15s\n";
 }
 
 /* ---- a slow flag service: PUT /flag {"enabled": V} is applied, and
- * answered, SLOW_APPLY_MS after it arrived (long after the flag client's
+ * answered, slow_apply_ms after it arrived (long after the flag client's
  * own timeout), GET /flag at once; one thread per connection, so reads
  * are answered while writes hang. It counts the writes it received, the
  * writes of each value, and the most writes in flight at once. ---- */
 
-#define SLOW_APPLY_MS	35000
+static int slow_apply_ms;              /* how late the slow service applies a write */
+static volatile int slow_refuse_n;     /* answer this many writes 500, unapplied */
 
 static volatile int slow_inflight, slow_max_inflight, slow_on_writes, slow_off_writes;
 
@@ -133,6 +140,11 @@ slow_answer(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (strcmp(method, "PUT") == 0 && slow_refuse_n > 0) {
+		__atomic_sub_fetch(&slow_refuse_n, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&flag_calls, 1, __ATOMIC_SEQ_CST);
+		return refuse(conn);
+	}
 	if (strcmp(method, "PUT") == 0) {
 		want = strstr(got, "true") != NULL;
 		__atomic_add_fetch(want ? &slow_on_writes : &slow_off_writes, 1,
@@ -140,11 +152,26 @@ slow_answer(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		n = __atomic_add_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
 		if (n > slow_max_inflight)
 			slow_max_inflight = n;
-		itest_sleep_ms(SLOW_APPLY_MS);
+		itest_sleep_ms(slow_apply_ms);
 		flag_on = want;
 		__atomic_sub_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
 	}
 	return answer_state(conn);
+}
+
+/* Answers CONN 500: the write is not applied. */
+static enum MHD_Result
+refuse(struct MHD_Connection *conn)
+{
+	static const char body[] = "flag store unavailable";
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+	    MHD_RESPMEM_PERSISTENT);
+	ret = MHD_queue_response(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, resp);
+	MHD_destroy_response(resp);
+	return ret;
 }
 
 static void
@@ -156,14 +183,18 @@ slow_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Starts the slow service, applying each write APPLY_MS after it came. */
 static void
-slow_start(void)
+slow_start(int apply_ms)
 {
 	const union MHD_DaemonInfo *info;
 
+	slow_apply_ms = apply_ms;
 	flag_on = 0;
 	slow_mode = 1;
 	slow_inflight = slow_max_inflight = slow_on_writes = slow_off_writes = 0;
+	slow_refuse_n = 0;
+	flag_calls = 0;
 	flagd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL, NULL, slow_answer,
 	    NULL, MHD_OPTION_NOTIFY_COMPLETED, slow_done, NULL,
@@ -233,9 +264,7 @@ write_plan(const char *steps, const char *canary)
 	    "steps: %s\n",
 	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
 	    canary, call, flag_port, path, on, call, flag_port, path, off, flag_port,
-	    /* The slow service's test keeps the default settle window, the
-	     * one a plan gets; the others need no more than the shortest. */
-	    slow_mode ? "" : "  settle: 15s\n", steps);
+	    plan_settle, steps);
 	fclose(f);
 }
 
@@ -724,7 +753,8 @@ test_abort_with_write_in_doubt(void **state)
 
 	(void)state;
 	set_names("doubt");
-	slow_start();
+	slow_start(35000);
+	plan_settle = "";
 	write_plan(flip_steps, "100ms");
 	make_old_path();
 	pid = itest_start_run(db, planfile, NULL);
@@ -768,6 +798,60 @@ test_abort_with_write_in_doubt(void **state)
 	assert_int_equal(itest_count(&t, "flag.settled"), 1);
 }
 
+/* The flip's write lands 14 s after it was sent, 4 s after the client
+ * gave up on its answer: the flip is not confirmed while it is in doubt,
+ * sends nothing more, and is confirmed once the flag reads on. */
+static void
+test_flip_confirmed_when_the_write_lands(void **state)
+{
+	struct itest_history t;
+	char status[32], out[64];
+
+	(void)state;
+	set_names("lands");
+	slow_start(14000);
+	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_true(flag_on);
+	assert_int_equal(slow_on_writes, 1);
+	assert_int_equal(slow_max_inflight, 1);
+	assert_int_equal(itest_count(&t, "flag.in_doubt"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "flip.failed"), 0);
+	assert_int_equal(sql(out, sizeof(out), "SELECT (SELECT id FROM events WHERE kind = "
+	    "'flip.confirmed') > (SELECT id FROM events WHERE kind = 'flag.in_doubt')"), 0);
+	assert_string_equal(out, "1");
+}
+
+/* Writes answered 500 were not applied: the flip sends the next one only
+ * after the last was answered and read back off, one at a time, and the
+ * history holds each write's outcome. */
+static void
+test_flip_after_refused_writes(void **state)
+{
+	char out[64];
+
+	(void)state;
+	set_names("refused");
+	slow_start(0);
+	slow_refuse_n = 2;
+	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_true(flag_on);
+	assert_int_equal(flag_calls, 2);
+	assert_int_equal(slow_on_writes, 1);
+	assert_int_equal(slow_max_inflight, 1);
+	assert_int_equal(sql(out, sizeof(out), "SELECT group_concat(json_extract(a.value, "
+	    "'$.outcome'), ',') FROM events, json_each(events.details_json, '$.attempts') "
+	    "AS a WHERE kind = 'flip.confirmed' AND json_extract(a.value, '$.call') = "
+	    "'write'"), 0);
+	assert_string_equal(out, "refused,refused,accepted");
+}
+
 /* ---- item 9: a history cut short ---- */
 
 static void
@@ -801,6 +885,8 @@ main(void)
 		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
 		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
 		cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
+		cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
+		cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char cmd[300];
