@@ -41,6 +41,8 @@ struct run {
 	int64_t preview_due_ms;        /* when the waiting gate's preview is due */
 	int64_t settle_due_ms;         /* when the settle window is next looked at */
 	bool settle_open;              /* it was open at the last look */
+	bool settle_open_seen;         /* it has been open in this run */
+	bool ended_at_open;            /* the plan had ended when the run began */
 	char *err;
 	size_t errlen;
 };
@@ -758,6 +760,7 @@ settle(struct run *r, bool *open)
 		if (step_flag_settle(&r->ctx, &r->settle_open, r->err, r->errlen) != 0)
 			return -1;
 		r->settle_due_ms = clock_now_ms() + SETTLE_READ_MS;
+		r->settle_open_seen = r->settle_open_seen || r->settle_open;
 	}
 	*open = r->settle_open;
 	if (*open)
@@ -898,10 +901,12 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
 		return -1;
 	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
-		/* The run goes on while the flag's settle window is open. */
-		if (settle(r, &open) != 0)
+		/* The run goes on while the flag's settle window is open; an
+		 * archived plan's ends: the operator has moved on, and the flag
+		 * may be another plan's now. */
+		if (p.archived_ms == 0 && settle(r, &open) != 0)
 			return -1;
-		if (open)
+		if (p.archived_ms == 0 && open)
 			return 0;
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
 		*over = true;
@@ -1015,6 +1020,7 @@ done:
 struct active {
 	int64_t *ids;
 	size_t n, cap;
+	bool ended;                    /* take ended plans too (not archived) */
 };
 
 static int
@@ -1022,7 +1028,9 @@ collect_active(const struct store_plan *p, void *arg)
 {
 	struct active *a = arg;
 
-	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0)
+	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0 &&
+	    (!a->ended || p->archived_ms != 0 || (strcmp(p->status, "aborted") != 0 &&
+	    strcmp(p->status, "succeeded") != 0)))
 		return 0;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 16;
@@ -1048,6 +1056,10 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 	int rc = -1;
 
 	so.return_when_blocked = false;
+	/* The first listing takes the plans that have ended too: one whose
+	 * flag's settle window was open when the last serve stopped goes on
+	 * reading it; the others end at their first turn. */
+	act.ended = true;
 	for (;;) {
 		int64_t next = clock_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
 		enum engine_outcome outcome;
@@ -1057,10 +1069,13 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 		act.n = 0;
 		if (store_each_plan(s, collect_active, &act, err, errlen) != 0)
 			goto done;
+		act.ended = false;
 		/* Start runs for plans submitted since the last turn. */
 		for (size_t i = 0; i < act.n; i++) {
 			size_t j;
 			struct run *grown;
+			struct store_plan sp;
+			bool ended;
 
 			for (j = 0; j < nruns && runs[j].id != act.ids[i]; j++)
 				;
@@ -1071,13 +1086,19 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				goto done;
 			}
 			runs = grown;
+			ended = store_plan_get(s, act.ids[i], &sp, perr, sizeof(perr)) == 0 &&
+			    (strcmp(sp.status, "aborted") == 0 ||
+			    strcmp(sp.status, "succeeded") == 0);
 			if (run_open(&runs[nruns], s, act.ids[i], &so, perr, sizeof(perr)) != 0) {
-				log_event("error", NULL, NULL, "plan %lld cannot run: %s",
-				    (long long)act.ids[i], perr);
+				/* An ended plan is only looked at for its settle
+				 * window: one an older version stored is left. */
+				if (!ended)
+					log_event("error", NULL, NULL, "plan %lld cannot run: %s",
+					    (long long)act.ids[i], perr);
 				run_close(&runs[nruns]);
 				continue;
 			}
-			nruns++;
+			runs[nruns++].ended_at_open = ended;
 		}
 		for (size_t j = 0; j < nruns; ) {
 			struct run *r = &runs[j];
@@ -1092,8 +1113,9 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				log_event("error", r->plan->name, NULL, "%s", perr);
 			busy_settle(r, t);
 			if (over) {
-				log_event("info", r->plan->name, NULL, "run ended: %s",
-				    engine_outcome_name(outcome));
+				if (!r->ended_at_open || r->settle_open_seen)
+					log_event("info", r->plan->name, NULL, "run ended: %s",
+					    engine_outcome_name(outcome));
 				run_close(r);
 				runs[j] = runs[--nruns];
 				continue;

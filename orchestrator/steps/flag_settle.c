@@ -23,6 +23,10 @@ static const char *const window_kinds[] = {
 	"flag.restore_failed", NULL
 };
 
+/* How late after its end a window may still be closed by a look (an
+ * engine busy with other plans' steps looks late): later, it is left. */
+#define SETTLE_GRACE_MS		(60 * 1000)
+
 struct scan {
 	struct step_flag_record *rec;
 	int64_t settle_ms;
@@ -227,7 +231,10 @@ step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen)
 	if (!flag_configured(c->plan) ||
 	    step_flag_record(c->store, c->plan, c->plan_id, &rec, err, errlen) != 0)
 		return flag_configured(c->plan) ? -1 : 0;
-	if (rec.must_be < 0 || rec.settled)
+	/* A window that ended more than a grace ago ended while no engine
+	 * ran: nothing can be told of it now, and a write now could undo
+	 * what was done to the flag since (by another plan on it). */
+	if (rec.must_be < 0 || rec.settled || now >= rec.settle_until_ms + SETTLE_GRACE_MS)
 		return 0;
 	*open = true;
 	st = step_flag_check(c->plan, why, sizeof(why));

@@ -257,11 +257,12 @@ int step_flag_doubt_record(struct step_ctx *c, bool on, const json_t *result,
  * once; one that reads other than it must be raises the alert
  * flag_changed, is recorded (flag.changed) and written back, one write,
  * recorded (flag.restored, flag.restore_failed or flag.in_doubt), unless
- * a write that way is still in doubt. Once the window is over and the
- * flag reads as it must, records flag.settled (and rollback.confirmed
- * after an abort whose rollback was in doubt). *OPEN says whether the
- * window is still open (look again later). Returns 0, or -1 with ERR
- * when the store failed. */
+ * a write that way is still in doubt. A window that ended more than a
+ * minute ago (no engine looked then) is left as it is, unread. Once the
+ * window is over and the flag reads as it must, records flag.settled
+ * (and rollback.confirmed after an abort whose rollback was in doubt).
+ * *OPEN says whether the window is still open (look again later).
+ * Returns 0, or -1 with ERR when the store failed. */
 int step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen);
 
 /* What step_flag_check found. */

@@ -852,6 +852,49 @@ test_flip_after_refused_writes(void **state)
 	assert_string_equal(out, "refused,refused,accepted");
 }
 
+/* An engine stopped while an aborted plan's settle window is open: the
+ * next serve goes on with that window when it starts, and a flag turned
+ * on meanwhile is seen, alerted and turned back off. */
+static void
+test_serve_resumes_the_settle_window(void **state)
+{
+	char out[64];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("resume");
+	flag_start();
+	write_plan(flip_steps, "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_true(flag_on);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	pid = itest_start_run(db, planfile, NULL);
+	for (i = 0; i < 3000; i++) {
+		assert_int_equal(sql(out, sizeof(out), "SELECT status FROM plans"), 0);
+		if (strcmp(out, "aborted") == 0)
+			break;
+		itest_sleep_ms(20);
+	}
+	assert_string_equal(out, "aborted");
+	itest_stop(pid);
+	assert_false(flag_on);
+	/* Turned on while no engine runs, within the window (15 s). */
+	flag_on = 1;
+	serve_start(200);
+	for (i = 0; i < 1500 && flag_on; i++)
+		itest_sleep_ms(20);
+	if (flag_on)
+		fail_msg("the flag turned on after the abort is still on 30 s after serve "
+		    "started");
+	assert_int_equal(flag_calls, 3);
+	assert_int_equal(sql(out, sizeof(out), "SELECT count(*) FROM alerts WHERE "
+	    "kind = 'flag_changed'"), 0);
+	assert_string_equal(out, "1");
+}
+
 /* ---- item 9: a history cut short ---- */
 
 static void
@@ -887,6 +930,7 @@ main(void)
 		cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
 		cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
 		cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
+		cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char cmd[300];
