@@ -750,17 +750,31 @@ step_begin(struct run *r, int idx)
 static int
 settle(struct run *r, bool *open)
 {
-	int64_t now = clock_now_ms();
+	int64_t now = clock_now_ms(), until;
+	bool was = r->settle_open;
+	char when[40];
+	time_t t;
+	struct tm tm;
 
 	if (now >= r->settle_due_ms) {
 		r->ctx.plan = r->plan;
 		r->ctx.store = r->s;
 		r->ctx.plan_id = r->id;
 		r->ctx.state = NULL;
-		if (step_flag_settle(&r->ctx, &r->settle_open, r->err, r->errlen) != 0)
+		if (step_flag_settle(&r->ctx, &r->settle_open, &until, r->err,
+		    r->errlen) != 0)
 			return -1;
 		r->settle_due_ms = clock_now_ms() + SETTLE_READ_MS;
 		r->settle_open_seen = r->settle_open_seen || r->settle_open;
+		if (r->settle_open && !was) {
+			/* Otherwise a finished `cutover run` seems to hang. */
+			t = (time_t)(until / 1000);
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof(when), "%H:%M:%SZ", &tm);
+			log_event("info", r->plan->name, NULL, "settle window: reading the "
+			    "flag every %d ms until about %s (flag.settle %lld s)",
+			    SETTLE_READ_MS, when, (long long)(r->plan->flag.settle_ms / 1000));
+		}
 	}
 	*open = r->settle_open;
 	if (*open)

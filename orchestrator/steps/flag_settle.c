@@ -220,7 +220,8 @@ put_back(struct step_ctx *c, const struct step_flag_record *rec, int st, int64_t
 }
 
 int
-step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen)
+step_flag_settle(struct step_ctx *c, bool *open, int64_t *until_ms, char *err,
+    size_t errlen)
 {
 	struct step_flag_record rec;
 	int64_t now = clock_now_ms();
@@ -228,6 +229,7 @@ step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen)
 	int st;
 
 	*open = false;
+	*until_ms = 0;
 	if (!flag_configured(c->plan) ||
 	    step_flag_record(c->store, c->plan, c->plan_id, &rec, err, errlen) != 0)
 		return flag_configured(c->plan) ? -1 : 0;
@@ -237,6 +239,7 @@ step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen)
 	if (rec.must_be < 0 || rec.settled || now >= rec.settle_until_ms + SETTLE_GRACE_MS)
 		return 0;
 	*open = true;
+	*until_ms = rec.settle_until_ms;
 	st = step_flag_check(c->plan, why, sizeof(why));
 	if (st == STEP_FLAG_UNREADABLE) {
 		if (now < rec.settle_until_ms)

@@ -261,9 +261,11 @@ int step_flag_doubt_record(struct step_ctx *c, bool on, const json_t *result,
  * minute ago (no engine looked then) is left as it is, unread. Once the
  * window is over and the flag reads as it must, records flag.settled
  * (and rollback.confirmed after an abort whose rollback was in doubt).
- * *OPEN says whether the window is still open (look again later).
- * Returns 0, or -1 with ERR when the store failed. */
-int step_flag_settle(struct step_ctx *c, bool *open, char *err, size_t errlen);
+ * *OPEN says whether the window is still open (look again later), and
+ * *UNTIL_MS (epoch ms) when it ends as things stand. Returns 0, or -1
+ * with ERR when the store failed. */
+int step_flag_settle(struct step_ctx *c, bool *open, int64_t *until_ms, char *err,
+    size_t errlen);
 
 /* What step_flag_check found. */
 #define STEP_FLAG_ON		1
