@@ -23,6 +23,10 @@
 #define BUSY_BACKOFF_MIN_MS	250
 #define BUSY_BACKOFF_MAX_MS	5000
 
+/* How often the settle window reads the flag: each read is one bounded
+ * GET, and a write landing late is put back within about this long. */
+#define SETTLE_READ_MS		1000
+
 struct run {
 	struct store *s;
 	int64_t id;
@@ -35,6 +39,10 @@ struct run {
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */
 	int64_t preview_due_ms;        /* when the waiting gate's preview is due */
+	int64_t settle_due_ms;         /* when the settle window is next looked at */
+	bool settle_open;              /* it was open at the last look */
+	bool settle_open_seen;         /* it has been open in this run */
+	bool ended_at_open;            /* the plan had ended when the run began */
 	char *err;
 	size_t errlen;
 };
@@ -407,9 +415,10 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	struct store_step rm = { 0 };
 	const char *rollback = "not needed: the flag was never turned on";
 	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
-	int removing = 0;
+	int removing = 0, rc;
 	bool flipped;
 	json_t *res = NULL;
+	char doubt[512];
 
 	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
 	    r->errlen) == 0)
@@ -424,19 +433,31 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 		r->ctx.plan = r->plan;
 		r->ctx.store = r->s;
 		r->ctx.plan_id = r->id;
-		if (step_rollback(&r->ctx, &res, r->err, r->errlen) != 0) {
+		r->ctx.state = NULL;
+		rc = step_rollback(&r->ctx, &res, r->err, r->errlen);
+		json_decref(res);
+		if (rc == STEP_FLAG_IN_DOUBT) {
+			/* Not confirmed, and not a failure: the settle window reads
+			 * the flag on after the plan ends and confirms it, or puts
+			 * the flag back off. */
+			snprintf(doubt, sizeof(doubt), "in doubt: a write to the flag got no "
+			    "answer and may still land; the engine reads the flag for "
+			    "flag.settle (%lld s) after it and turns it off again if it "
+			    "reads on, and records rollback.confirmed when that window ends",
+			    (long long)(r->plan->flag.settle_ms / 1000));
+			rollback = doubt;
+		} else if (rc != 0) {
 			snprintf(outcome, outlen, "refused: rolling the flag back failed: %s",
 			    r->err);
-			json_decref(res);
 			return store_transient(r->s) ? -2 : -1;
-		}
-		json_decref(res);
-		rollback = "confirmed: the flag is off, producers publish to the old path";
+		} else
+			rollback = "confirmed: the flag is off, producers publish to the old path";
 	}
 	snprintf(outcome, outlen, "aborted; rollback %s", rollback);
+	r->settle_due_ms = 0;           /* the window opens now */
 	return plan_transition(r, "aborted", cmd->actor, "plan.aborted",
-	    json_pack("{s:s,s:s}", "comment", cmd->comment, "rollback", rollback)) == 0 ?
-	    0 : -2;
+	    json_pack("{s:s,s:s,s:I}", "comment", cmd->comment, "rollback", rollback,
+	    "settle_ms", (json_int_t)r->plan->flag.settle_ms)) == 0 ? 0 : -2;
 }
 
 /* apply_*: what each command does once store_command_refusal let it through.
@@ -722,6 +743,45 @@ step_begin(struct run *r, int idx)
 	    "step.started", NULL);
 }
 
+/* The settle window of a plan no step of which reads its flag now (ended,
+ * failed or at a gate): one look (step_flag_settle) every SETTLE_READ_MS.
+ * Sets *OPEN while the window is open, and r->due_ms to the next look.
+ * Returns 0, or -1 when the store failed. */
+static int
+settle(struct run *r, bool *open)
+{
+	int64_t now = clock_now_ms(), until;
+	bool was = r->settle_open;
+	char when[40];
+	time_t t;
+	struct tm tm;
+
+	if (now >= r->settle_due_ms) {
+		r->ctx.plan = r->plan;
+		r->ctx.store = r->s;
+		r->ctx.plan_id = r->id;
+		r->ctx.state = NULL;
+		if (step_flag_settle(&r->ctx, &r->settle_open, &until, r->err,
+		    r->errlen) != 0)
+			return -1;
+		r->settle_due_ms = clock_now_ms() + SETTLE_READ_MS;
+		r->settle_open_seen = r->settle_open_seen || r->settle_open;
+		if (r->settle_open && !was) {
+			/* Otherwise a finished `cutover run` seems to hang. */
+			t = (time_t)(until / 1000);
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof(when), "%H:%M:%SZ", &tm);
+			log_event("info", r->plan->name, NULL, "settle window: reading the "
+			    "flag every %d ms until about %s (flag.settle %lld s)",
+			    SETTLE_READ_MS, when, (long long)(r->plan->flag.settle_ms / 1000));
+		}
+	}
+	*open = r->settle_open;
+	if (*open)
+		r->due_ms = r->settle_due_ms;
+	return 0;
+}
+
 /* Step IDX waits for approval or has failed (STATUS): its gate's preview
  * is kept current, then the run is over (*OVER, *OUTCOME) when the options
  * say so, or looks again after a poll. Returns 0, or -1 on failure. */
@@ -729,14 +789,19 @@ static int
 step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *outcome,
     bool *over)
 {
+	bool open;
+
 	if (strcmp(status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
 		return -1;
-	if (r->o->return_when_blocked) {
+	if (settle(r, &open) != 0)
+		return -1;
+	if (r->o->return_when_blocked && !open) {
 		*outcome = status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
 		*over = true;
 		return 0;
 	}
-	r->due_ms = clock_now_ms() + poll_ms(r);
+	if (r->due_ms == 0 || r->due_ms > clock_now_ms() + poll_ms(r))
+		r->due_ms = clock_now_ms() + poll_ms(r);
 	return 0;
 }
 
@@ -840,6 +905,7 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 	struct store_plan p;
 	struct store_step st = { 0 };
 	int idx, rc = -1;
+	bool open;
 	size_t i;
 
 	r->busy_now = 0;
@@ -849,6 +915,13 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
 		return -1;
 	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
+		/* The run goes on while the flag's settle window is open; an
+		 * archived plan's ends: the operator has moved on, and the flag
+		 * may be another plan's now. */
+		if (p.archived_ms == 0 && settle(r, &open) != 0)
+			return -1;
+		if (p.archived_ms == 0 && open)
+			return 0;
 		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
 		*over = true;
 		return 0;
@@ -963,6 +1036,7 @@ done:
 struct active {
 	int64_t *ids;
 	size_t n, cap;
+	bool ended;                    /* take ended plans too (not archived) */
 };
 
 static int
@@ -970,7 +1044,9 @@ collect_active(const struct store_plan *p, void *arg)
 {
 	struct active *a = arg;
 
-	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0)
+	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0 &&
+	    (!a->ended || p->archived_ms != 0 || (strcmp(p->status, "aborted") != 0 &&
+	    strcmp(p->status, "succeeded") != 0)))
 		return 0;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 16;
@@ -997,6 +1073,10 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 	int rc = -1;
 
 	so.return_when_blocked = false;
+	/* The first listing takes the plans that have ended too: one whose
+	 * flag's settle window was open when the last serve stopped goes on
+	 * reading it; the others end at their first turn. */
+	act.ended = true;
 	for (;;) {
 		int64_t next = clock_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
 		enum engine_outcome outcome;
@@ -1016,10 +1096,13 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 		act.n = 0;
 		if (store_each_plan(s, collect_active, &act, err, errlen) != 0)
 			goto done;
+		act.ended = false;
 		/* Start runs for plans submitted since the last turn. */
 		for (size_t i = 0; i < act.n; i++) {
 			size_t j;
 			struct run *grown;
+			struct store_plan sp;
+			bool ended;
 
 			for (j = 0; j < nruns && runs[j].id != act.ids[i]; j++)
 				;
@@ -1030,13 +1113,19 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				goto done;
 			}
 			runs = grown;
+			ended = store_plan_get(s, act.ids[i], &sp, perr, sizeof(perr)) == 0 &&
+			    (strcmp(sp.status, "aborted") == 0 ||
+			    strcmp(sp.status, "succeeded") == 0);
 			if (run_open(&runs[nruns], s, act.ids[i], &so, perr, sizeof(perr)) != 0) {
-				log_event("error", NULL, NULL, "plan %lld cannot run: %s",
-				    (long long)act.ids[i], perr);
+				/* An ended plan is only looked at for its settle
+				 * window: one an older version stored is left. */
+				if (!ended)
+					log_event("error", NULL, NULL, "plan %lld cannot run: %s",
+					    (long long)act.ids[i], perr);
 				run_close(&runs[nruns]);
 				continue;
 			}
-			nruns++;
+			runs[nruns++].ended_at_open = ended;
 		}
 		for (size_t j = 0; j < nruns; ) {
 			struct run *r = &runs[j];
@@ -1051,8 +1140,9 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				log_event("error", r->plan->name, NULL, "%s", perr);
 			busy_settle(r, t);
 			if (over) {
-				log_event("info", r->plan->name, NULL, "run ended: %s",
-				    engine_outcome_name(outcome));
+				if (!r->ended_at_open || r->settle_open_seen)
+					log_event("info", r->plan->name, NULL, "run ended: %s",
+					    engine_outcome_name(outcome));
 				run_close(r);
 				runs[j] = runs[--nruns];
 				continue;

@@ -6,13 +6,21 @@
  * Every HTTP call has a connect and a whole-request timeout. A read is
  * retried with exponential backoff on connection errors, timeouts and 5xx
  * answers, never on 4xx, within a total time budget (struct flag_options).
- * A write (the switch) is sent again blind only when it cannot have left
- * (no connection); after a timeout, a lost connection or a 5xx it may have
- * taken, so the flag is read back first: reading as wanted, the switch is
- * done ("write_took_by" says so); reading the other way, the write goes
- * again (on a connection of its own); unreadable or neither,
- * FLAG_ERR_UNCONFIRMED, never sent blind (a toggle-style service would be
- * switched twice). Every attempt is recorded in the caller's result JSON:
+ * A write (the switch) is one request in flight at a time. It is sent
+ * again blind only when it cannot have left (no connection). After a 5xx
+ * it may have taken, so the flag is read back first: reading as wanted,
+ * the switch is done ("write_took_by" says so); reading the other way,
+ * the write goes again (on a connection of its own); unreadable or
+ * neither, FLAG_ERR_UNCONFIRMED, never sent blind (a toggle-style service
+ * would be switched twice). A write that left and got no answer (a
+ * timeout, a connection reset or closed) is *in doubt*: a service may
+ * hold it and apply it long after the client gave up, so it is never sent
+ * again; the flag is read back once, and unless it reads as wanted the
+ * switch is FLAG_ERR_UNCONFIRMED with "in_doubt": true in the result (the
+ * caller keeps reading the flag: steps/flag_settle.c). Every write
+ * attempt has an "outcome": "accepted" (2xx), "refused" (another
+ * answer), "not sent" or "in doubt". Every attempt is recorded in the
+ * caller's result JSON:
  *
  *   { "kind": "unleash", "want": "on",
  *     "attempts": [ { "call": "write", "method": "POST",
@@ -58,9 +66,10 @@
 #define FLAG_ERR_ANSWER		(-6)	/* 2xx, but not the JSON expected */
 #define FLAG_ERR_MISMATCH	(-7)	/* read back another value */
 #define FLAG_ERR_NOMEM		(-8)
-#define FLAG_ERR_UNCONFIRMED	(-9)	/* a write got no answer or a 5xx and
-					 * the read-back failed: whether it
-					 * took is unknown */
+#define FLAG_ERR_UNCONFIRMED	(-9)	/* a write got a 5xx and the read-back
+					 * failed, or got no answer and does
+					 * not read as taken ("in_doubt"):
+					 * whether it took is unknown */
 
 /* What a read found, in flag_read's *STATE (an int, so -1 < 0 tests
  * "neither"): not a return code. */
@@ -111,8 +120,9 @@ void flag_options_default(struct flag_options *o);
  * and headers, then GET read_url with the same headers; the value at
  * read_pointer must equal read_on (or read_off) as JSON (json_equal).
  *
- * A write that got no answer or a 5xx is sent again only after a
- * read-back found it not taken (see the top of this file).
+ * A write that got a 5xx is sent again only after a read-back found it
+ * not taken; one that got no answer is never sent again (see the top of
+ * this file).
  *
  * Returns 0 only when the read-back confirmed the value, or a negative
  * FLAG_ERR_* code (FLAG_ERR_UNCONFIRMED: a write may have taken, and the

@@ -297,11 +297,14 @@ transport_phrase(struct flag_call *c, CURLcode cc, const char *url, long tmo,
 	redact(c, out);
 }
 
-/* Records one attempt in the result. Returns 0 or FLAG_ERR_NOMEM. */
+/* Records one attempt in the result; a write's with its OUTCOME
+ * ("accepted", "refused": an answer other than 2xx, "not sent": no
+ * connection, "in doubt": sent and no answer; NULL for a read). Returns 0
+ * or FLAG_ERR_NOMEM. */
 static int
 record_attempt(struct flag_call *c, const char *role, const char *method,
     const char *url, long status, int64_t ms, const char *ex,
-    const char *error)
+    const char *error, const char *outcome)
 {
 	json_t *a;
 
@@ -310,8 +313,10 @@ record_attempt(struct flag_call *c, const char *role, const char *method,
 	    "excerpt", ex);
 	if (a == NULL)
 		return FLAG_ERR_NOMEM;
-	if (error != NULL &&
-	    json_object_set_new(a, "error", json_string(error)) != 0) {
+	if ((error != NULL &&
+	    json_object_set_new(a, "error", json_string(error)) != 0) ||
+	    (outcome != NULL &&
+	    json_object_set_new(a, "outcome", json_string(outcome)) != 0)) {
 		json_decref(a);
 		return FLAG_ERR_NOMEM;
 	}
@@ -432,17 +437,19 @@ attempt_once(struct flag_call *c, const struct schedule *s, const char *label,
 		errbuf_set(err, errlen, "%s: out of memory", label);
 		return FLAG_ERR_NOMEM;
 	}
-	if (record_attempt(c, role, method, url, c->status, ms, a->ex,
-	    a->why[0] != '\0' ? a->why : NULL) != 0) {
-		errbuf_set(err, errlen, "%s: out of memory", label);
-		return FLAG_ERR_NOMEM;
-	}
 	a->ok = a->rc == 0 && c->status >= 200 && c->status <= 299;
 	/* A 4xx says the request itself is wrong: sending it again cannot
 	 * help. A too large answer will be as large again. */
 	a->retry = (a->rc != 0 && !c->answer.toobig) || c->status >= 500;
 	a->unsent = a->rc != 0 && (cc == CURLE_COULDNT_CONNECT ||
 	    cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY);
+	if (record_attempt(c, role, method, url, c->status, ms, a->ex,
+	    a->why[0] != '\0' ? a->why : NULL, strcmp(role, "write") != 0 ? NULL :
+	    a->ok ? "accepted" : a->unsent ? "not sent" : a->rc == 0 ? "refused" :
+	    "in doubt") != 0) {
+		errbuf_set(err, errlen, "%s: out of memory", label);
+		return FLAG_ERR_NOMEM;
+	}
 	return 0;
 }
 
@@ -519,15 +526,58 @@ write_took(struct flag_call *c, const char *label, bool *took, char *err,
 	return 0;
 }
 
+/* A write left and got no answer (its error in ERR): the service may
+ * have taken it, or may take it later (one that holds a write past the
+ * client's timeout applies it when it gets to it), so it is in doubt and
+ * is never sent again. Reads the flag back once: as wanted, the write is
+ * resolved (the flag is where it was to go, and a late landing puts it
+ * there again) and 0 is returned; otherwise FLAG_ERR_UNCONFIRMED (or
+ * FLAG_ERR_NOMEM), the result's "in_doubt" true and ERR saying so. */
+static int
+write_in_doubt(struct flag_call *c, const char *label, char *err, size_t errlen)
+{
+	char rerr[512];
+	int st = -1, rc;
+
+	rerr[0] = '\0';
+	if ((rc = c->prov->read(c, label, &st, rerr, sizeof(rerr))) == FLAG_ERR_NOMEM) {
+		errbuf_set(err, errlen, "%s", rerr);
+		return rc;
+	}
+	if (rc == 0 && st == c->want) {
+		if (json_object_set_new(c->result, "write_took_by", json_string(
+		    "read-back after the write got no answer")) != 0) {
+			errbuf_set(err, errlen, "%s: out of memory", label);
+			return FLAG_ERR_NOMEM;
+		}
+		return 0;
+	}
+	if (json_object_set_new(c->result, "in_doubt", json_true()) != 0) {
+		errbuf_set(err, errlen, "%s: out of memory", label);
+		return FLAG_ERR_NOMEM;
+	}
+	if (rc != 0)
+		sentences_add(err, errlen, "the write is in doubt (it may still be "
+		    "applied) and is not sent again; reading the flag back then failed "
+		    "(%s)", rerr);
+	else
+		sentences_add(err, errlen, "the write is in doubt (it may still be "
+		    "applied) and is not sent again; read back, the flag reads %s",
+		    st == 1 ? "on" : st == 0 ? "off" : "neither on nor off");
+	return FLAG_ERR_UNCONFIRMED;
+}
+
 /* Sends METHOD URL (BODY may be NULL) with HDRS as C's options say; ROLE
  * ("write", "read") and LABEL ("flag on", "flag read") go into the
  * attempts and messages. A read is sent again after no answer or a 5xx.
- * A write is sent again only when it cannot have left (no connection), or
- * when the flag, read back through C's provider, shows that it did not
- * take; one that reads as wanted is done, and one that cannot be read
- * back is FLAG_ERR_UNCONFIRMED, never sent blind. Returns 0 on a 2xx
- * answer (left in C->answer; for a write that was read back, the read's
- * answer), or a negative code with ERR set. */
+ * A write is one request in flight at a time: it is sent again only when
+ * it cannot have left (no connection), or after a 5xx answer when the
+ * flag, read back through C's provider, shows that it did not take (one
+ * that reads as wanted is done, one that cannot be read back is
+ * FLAG_ERR_UNCONFIRMED, never sent blind). A write that left and got no
+ * answer is in doubt and never sent again (write_in_doubt). Returns 0 on
+ * a 2xx answer (left in C->answer; for a write that was read back, the
+ * read's answer), or a negative code with ERR set. */
 int
 flag_send(struct flag_call *c, const char *label, const char *role,
     const char *method, const char *url, const char *body,
@@ -549,6 +599,8 @@ flag_send(struct flag_call *c, const char *label, const char *role,
 		if (write && !a.unsent) {
 			/* Did it take? Its error first: the read replaces the answer. */
 			code = send_failed(c, &s, &a, n, label, method, url, err, errlen);
+			if (a.rc != 0)
+				return write_in_doubt(c, label, err, errlen);
 			if ((rc = write_took(c, label, &took, err, errlen)) != 0)
 				return rc;
 			if (took)

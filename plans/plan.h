@@ -16,6 +16,17 @@
 
 struct plan_library;
 #define PLAN_DEFAULT_CANARY_BUDGET_MS (2 * 60 * 1000)
+/* flag.settle: how long the engine keeps reading the flag after a write
+ * in doubt, a rollback or the end of a plan that switched it. A write the
+ * flag client gave up on (it waits FLAG_TIMEOUT_MS, 10 s, for an answer;
+ * a whole switch call at most FLAG_BUDGET_MS, 30 s) may still be applied
+ * by a service that holds it: one was seen applying writes 45 s after
+ * they were sent. Two minutes is four times the client's whole budget and
+ * over twice that 45 s; the cost is one bounded GET a second meanwhile.
+ * A plan may not go below the client's request timeout plus 5 s: shorter,
+ * a write could still be waiting for its answer when the window ends. */
+#define PLAN_DEFAULT_FLAG_SETTLE_MS (2 * 60 * 1000)
+#define PLAN_MIN_FLAG_SETTLE_MS (15 * 1000)
 
 /* One per row of the step-kind table (steps/step_kinds.def), in its order. */
 enum plan_step_kind {
@@ -113,6 +124,8 @@ struct plan {
 		                            * plan_flag_unleash, plan_flag_http);
 		                            * owned, freed through its kind's row */
 		struct tls_opts tls;       /* flag.tls: for https:// */
+		int64_t settle_ms;         /* flag.settle; default
+		                            * PLAN_DEFAULT_FLAG_SETTLE_MS */
 	} flag;
 
 	struct {

@@ -7,7 +7,7 @@
 #include "plan_flag.h"
 
 static const char *const unleash_keys[] = { "kind", "url", "project",
-    "environment", "feature", "token", "tls", NULL };
+    "environment", "feature", "token", "tls", "settle", NULL };
 
 static void
 unleash_load(const struct plan_section *ps, void *settings)
@@ -23,6 +23,7 @@ unleash_load(const struct plan_section *ps, void *settings)
 	    &u->feature);
 	plan_section_secret(ps, "token", true, "env:UNLEASH_TOKEN", &u->token);
 	plan_section_flag_tls(ps);
+	plan_section_flag_settle(ps);
 }
 
 static void
@@ -49,7 +50,7 @@ unleash_urls(const void *settings, const char **out, size_t max)
 }
 
 static const char *const http_keys[] = { "kind", "on", "off", "read",
-    "headers", "tls", NULL };
+    "headers", "tls", "settle", NULL };
 
 static void
 http_load(const struct plan_section *ps, void *settings)
@@ -61,6 +62,7 @@ http_load(const struct plan_section *ps, void *settings)
 	plan_section_flag_read(ps, h);
 	plan_section_flag_headers(ps, h);
 	plan_section_flag_tls(ps);
+	plan_section_flag_settle(ps);
 }
 
 static void

@@ -1000,6 +1000,7 @@ plan_new(const char *file)
 	p->canary.budget_ms = PLAN_DEFAULT_CANARY_BUDGET_MS;
 	p->canary.max_lateness_ms = 2000;
 	p->flag.kind = NULL;
+	p->flag.settle_ms = PLAN_DEFAULT_FLAG_SETTLE_MS;
 	p->watch.interval_ms = 10 * 1000;
 	p->watch.allowance_ms = 30 * 1000;
 	p->watch.probe_every_ms = 60 * 1000;

@@ -262,6 +262,21 @@ plan_section_flag_headers(const struct plan_section *ps, struct plan_flag_http *
 }
 
 void
+plan_section_flag_settle(const struct plan_section *ps)
+{
+	struct plan *p = ps->ld->p;
+	yaml_node_t *n;
+
+	if ((n = py_field(ps->ld, ps->s, "settle", 0, NULL)) == NULL ||
+	    py_conv_duration(ps->ld, n, "flag.settle", &p->flag.settle_ms) != 0)
+		return;
+	if (p->flag.settle_ms < PLAN_MIN_FLAG_SETTLE_MS)
+		py_err_at(ps->ld, n, "flag.settle must be at least 15s: the flag client "
+		    "waits 10 s for a write's answer, and a write it gave up on may "
+		    "still be applied after that");
+}
+
+void
 plan_section_flag_tls(const struct plan_section *ps)
 {
 	struct plan *p = ps->ld->p;

@@ -60,4 +60,8 @@ void plan_section_flag_headers(const struct plan_section *ps,
  * loaded) is https://. */
 void plan_section_flag_tls(const struct plan_section *ps);
 
+/* The section's optional settle (a duration) into the plan's
+ * flag.settle_ms, refused below PLAN_MIN_FLAG_SETTLE_MS. */
+void plan_section_flag_settle(const struct plan_section *ps);
+
 #endif

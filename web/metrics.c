@@ -30,13 +30,14 @@ static const char *const flag_events[][3] = {
 	{ "rollback.failed", "rollback", "failed" }
 };
 #define NFLAG	(sizeof(flag_events) / sizeof(flag_events[0]))
-/* The watch's alert kinds; any other is counted as "other". */
+/* The alert kinds (the watch's, and flag_changed of the settle window); any
+ * other is counted as "other". */
 static const char *const alert_kinds[] = {
 	"broker_unreachable", "old_new_queue", "old_publish", "ladder_drift", "parking",
-	"probe", "flag_off", "flag_unreadable", "old_vanished", "level_late",
+	"probe", "flag_off", "flag_unreadable", "flag_changed", "old_vanished", "level_late",
 	"dead_letters_pending", "other", NULL
 };
-#define NALERT	12
+#define NALERT	13
 /* Probe lateness buckets, in seconds. */
 static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
 #define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))

@@ -4,11 +4,16 @@
  * once the flag reads as wanted: once any switch is recorded, the flag is
  * read before each send, and a flag already as wanted is not sent again
  * (a toggle-style service would undo it). flag_switch itself repeats a
- * write that got no answer or a 5xx only after reading it back not taken
- * (flag.h). */
+ * write that got a 5xx only after reading it back not taken, and never
+ * one that got no answer (flag.h): that write is in doubt, recorded as
+ * flag.in_doubt, and until its settle window (flag.settle) ends nothing
+ * is confirmed against it and no other write is sent the same way: the
+ * flip waits (runs again) reading the flag, a rollback answers
+ * STEP_FLAG_IN_DOUBT. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "fault.h"
@@ -108,14 +113,43 @@ already_switched(struct step_ctx *c, bool on, bool *already, json_t **result,
 	return 0;
 }
 
+/* The switch to ON waits for a write in doubt (REC): sets C to run
+ * again with a result saying why. Returns 0, or STEP_FLAG_IN_DOUBT for a
+ * rollback (an abort, which does not wait). */
+static int
+wait_doubt(struct step_ctx *c, bool on, const struct step_flag_record *rec,
+    json_t **result, const char *reads)
+{
+	char until[64], status[512];
+	time_t t = (time_t)(rec->doubt_until_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(status, sizeof(status), "waiting: a write turning the flag %s got no "
+	    "answer and may still land until %s (flag.settle %lld s); the flag reads %s, "
+	    "and nothing is sent while the write is in doubt", rec->doubt_want ? "on" : "off",
+	    until, (long long)(c->plan->flag.settle_ms / 1000), reads);
+	json_decref(*result);
+	*result = json_pack("{s:b,s:s,s:b,s:I,s:I,s:o}", "ok", 0, "status", status,
+	    "in_doubt", 1, "doubt_until_ms", (json_int_t)rec->doubt_until_ms, "settle_ms",
+	    (json_int_t)c->plan->flag.settle_ms, "flag", flag_history(c->plan));
+	if (!on)
+		return STEP_FLAG_IN_DOUBT;
+	c->again = true;
+	return 0;
+}
+
 static int
 switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t errlen)
 {
 	const char *req = on ? "flip.requested" : "rollback.requested";
 	const char *conf = on ? "flip.confirmed" : "rollback.confirmed";
 	const char *failed = on ? "flip.failed" : "rollback.failed";
-	bool done;
-	int last;
+	struct step_flag_record rec;
+	int want = on ? STEP_FLAG_ON : STEP_FLAG_OFF;
+	bool done, doubt;
+	int last, rc;
 
 	*result = NULL;
 	if (!flag_configured(c->plan)) {
@@ -125,26 +159,61 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	}
 	if (c->store == NULL)
 		return flag_switch(c->plan, on, result, err, errlen);
-	if (last_intent(c->store, c->plan_id, &last, err, errlen) != 0)
+	if (last_intent(c->store, c->plan_id, &last, err, errlen) != 0 ||
+	    step_flag_record(c->store, c->plan, c->plan_id, &rec, err, errlen) != 0)
 		return -1;
-	if (last >= 0) {
+	doubt = step_flag_in_doubt(&rec, clock_now_ms());
+	if (last >= 0 || doubt) {
 		/* Read first; send only if it is not yet as wanted. */
 		if (already_switched(c, on, &done, result, err, errlen) != 0) {
 			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 			return -1;
 		}
+		/* As wanted, but a write the other way may still land: not
+		 * confirmed until the settle window says. */
+		if (done && doubt && rec.doubt_want != want) {
+			if (last != (on ? 0 : 2) && append(c, req, json_pack("{s:o,s:b}",
+			    "flag", flag_history(c->plan), "on", on)) != 0)
+				return -1;
+			return wait_doubt(c, on, &rec, result, on ? "on" : "off");
+		}
 		if (done && last == (on ? 1 : 3))
 			return 0;               /* confirmed and recorded already */
 		if (done)
 			return append(c, conf, json_deep_copy(*result)) == 0 ? 0 : -1;
+		/* Not as wanted while a write this way is in doubt: another
+		 * would be a second in flight. */
+		if (doubt && rec.doubt_want == want)
+			return wait_doubt(c, on, &rec, result, on ? "off" : "on");
+		if (json_is_true(json_object_get(c->state, "in_doubt"))) {
+			snprintf(err, errlen, "the write turning the flag %s got no answer, and "
+			    "the flag still reads %s at the end of its settle window (%lld s): "
+			    "it did not take. Retry the step to send it again, or abort the plan",
+			    on ? "on" : "off", on ? "off" : "on",
+			    (long long)(c->plan->flag.settle_ms / 1000));
+			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+			append(c, failed, json_pack("{s:s}", "error", err));
+			return -1;
+		}
 	}
 	if (last != (on ? 0 : 2) && append(c, req, json_pack("{s:o,s:b}", "flag",
 	    flag_history(c->plan), "on", on)) != 0) {
 		snprintf(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
 		return -1;
 	}
-	if (flag_switch(c->plan, on, result, err, errlen) != 0) {
-		append(c, failed, json_pack("{s:s}", "error", err));
+	if ((rc = flag_switch(c->plan, on, result, err, errlen)) != 0) {
+		if (rc == FLAG_ERR_UNCONFIRMED &&
+		    json_is_true(json_object_get(*result, "in_doubt"))) {
+			if (step_flag_doubt_record(c, on, *result, err, err, errlen) != 0 ||
+			    step_flag_record(c->store, c->plan, c->plan_id, &rec, err,
+			    errlen) != 0)
+				return -1;
+			return wait_doubt(c, on, &rec, result, on ? "off" : "on");
+		}
+		/* Each write's outcome goes into the history, not only the
+		 * step's result. */
+		append(c, failed, json_pack("{s:s,s:O?}", "error", err, "attempts",
+		    json_object_get(*result, "attempts")));
 		return -1;
 	}
 	json_object_set_new(*result, "flag", flag_history(c->plan));

@@ -191,11 +191,15 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
  * the flag is read before sending: a flag already on is not sent again
  * (only the confirmation is recorded), and one that cannot be read is not
  * switched at all. Within one send, flag_switch sends the write again
- * after no answer or a 5xx only once a read-back shows it did not take
- * (unreadable: FLAG_ERR_UNCONFIRMED, the step fails without another
- * write), so a toggle-style service gets one transition per flip. The
- * plan's first send is not preceded by a read. Without C->store nothing
- * is recorded and nothing read first. */
+ * after a 5xx only once a read-back shows it did not take (unreadable:
+ * FLAG_ERR_UNCONFIRMED, the step fails without another write), so a
+ * toggle-style service gets one transition per flip. A write that got no
+ * answer is in doubt (flag.in_doubt): the step is not confirmed and sends
+ * nothing more while it may land (flag.settle after it); it runs again
+ * (C->again) reading the flag, is confirmed when it reads on, and fails
+ * when the window ends with the flag off. The plan's first send is not
+ * preceded by a read. Without C->store nothing is recorded and nothing
+ * read first. */
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a
@@ -205,8 +209,63 @@ int step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err,
     size_t errlen);
 
 /* rollback: the same for turning the flag off (abort after the flip),
- * recorded as "rollback.requested" / "rollback.confirmed". */
+ * recorded as "rollback.requested" / "rollback.confirmed"; it does not
+ * wait for a write in doubt: when one could still land against it (or
+ * its own write got no answer) it returns STEP_FLAG_IN_DOUBT, unconfirmed,
+ * and the engine's settle window (step_flag_settle) decides. */
 int step_rollback(struct step_ctx *c, json_t **result, char *err, size_t errlen);
+
+/* step_rollback's answer when it could not confirm the flag off because
+ * a write turning it on is in doubt (sent, no answer: it may still land):
+ * not sent, not confirmed, not failed; the settle window decides. */
+#define STEP_FLAG_IN_DOUBT	(-2)
+
+/* What a plan's history records of its flag (flag_settle.c). */
+struct step_flag_record {
+	int must_be;               /* STEP_FLAG_ON or STEP_FLAG_OFF: where the
+	                            * recorded state says the flag must be; -1:
+	                            * the plan never asked for a flip */
+	int doubt_want;            /* a write in doubt: STEP_FLAG_ON or _OFF,
+	                            * what it would set; -1 none */
+	int64_t doubt_until_ms;    /* until when it may still land (epoch ms) */
+	int64_t settle_until_ms;   /* the settle window's end (epoch ms), 0 none */
+	bool settled;              /* flag.settled recorded for that end */
+	bool rollback_unconfirmed; /* aborted with its rollback in doubt, not
+	                            * confirmed since */
+	const char *why;           /* MUST_BE's reason, in words (static) */
+};
+
+/* Reads what the history of PLAN_ID (plan P) records of its flag into
+ * *REC: flip and rollback events, flag.in_doubt (a write without an
+ * answer: open for P's flag.settle_ms after it), the engine's own
+ * flag.changed / flag.restored, and plan.aborted. Returns 0, or -1 with
+ * ERR when the store could not be read. */
+int step_flag_record(struct store *s, const struct plan *p, int64_t plan_id,
+    struct step_flag_record *rec, char *err, size_t errlen);
+
+/* Whether REC has a write in doubt that may still land at NOW_MS. */
+bool step_flag_in_doubt(const struct step_flag_record *rec, int64_t now_ms);
+
+/* Records flag.in_doubt for a switch to ON whose write got no answer
+ * (RESULT: flag_switch's, borrowed; WHY its message): it may land until
+ * now + flag.settle. Returns 0 or -1 with ERR. */
+int step_flag_doubt_record(struct step_ctx *c, bool on, const json_t *result,
+    const char *why, char *err, size_t errlen);
+
+/* One look of the settle window of C's plan (C->plan, store, plan_id):
+ * when the history has a window open (step_flag_record), reads the flag
+ * once; one that reads other than it must be raises the alert
+ * flag_changed, is recorded (flag.changed) and written back, one write,
+ * recorded (flag.restored, flag.restore_failed or flag.in_doubt), unless
+ * a write that way is still in doubt. A window that ended more than a
+ * minute ago (no engine looked then) is left as it is, unread. Once the
+ * window is over and the flag reads as it must, records flag.settled
+ * (and rollback.confirmed after an abort whose rollback was in doubt).
+ * *OPEN says whether the window is still open (look again later), and
+ * *UNTIL_MS (epoch ms) when it ends as things stand. Returns 0, or -1
+ * with ERR when the store failed. */
+int step_flag_settle(struct step_ctx *c, bool *open, int64_t *until_ms, char *err,
+    size_t errlen);
 
 /* What step_flag_check found. */
 #define STEP_FLAG_ON		1

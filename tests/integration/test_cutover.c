@@ -87,6 +87,7 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  environment: production\n"
 	    "  feature: %s\n"
 	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
+	    "  settle: 15s\n"
 	    "watch:\n"
 	    "  interval: 250ms\n"
 	    "  allowance: %s\n"

@@ -6,7 +6,9 @@
  * flag served by this test counts every call), operator commands checked
  * against the state each finds (abort then retry in one poll), a database
  * held locked past the busy timeout during a watch, and a history cut
- * short. */
+ * short; and a flag service that applies each write long after the client
+ * gave up on its answer (a write in doubt) never leaves the flag on after
+ * an abort. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,15 +38,34 @@ static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
 static struct MHD_Daemon *flagd;
 static volatile int flag_on, flag_calls;
 static unsigned flag_port = 1;         /* a valid port while none serves */
+static int slow_mode;                  /* the slow service below serves the flag */
+/* The plan's flag.settle line: the shortest the plan may have, unless a
+ * test wants the default window, the one a plan gets (""). */
+static const char *plan_settle = "  settle: 15s\n";
+
+static enum MHD_Result refuse(struct MHD_Connection *conn);
+
+/* Answers CONN with the flag's state, {"enabled": V}. */
+static enum MHD_Result
+answer_state(struct MHD_Connection *conn)
+{
+	struct MHD_Response *resp;
+	char body[64];
+	enum MHD_Result ret;
+
+	snprintf(body, sizeof(body), "{\"enabled\":%s}", flag_on ? "true" : "false");
+	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
 
 static enum MHD_Result
 flag_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
     const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	static int seen;
-	struct MHD_Response *resp;
-	char body[64];
-	enum MHD_Result ret;
 
 	(void)cls; (void)version; (void)upload;
 	if (*con_cls == NULL) {
@@ -59,12 +80,7 @@ flag_answer(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		__atomic_add_fetch(&flag_calls, 1, __ATOMIC_SEQ_CST);
 		flag_on = !flag_on;
 	}
-	snprintf(body, sizeof(body), "{\"enabled\":%s}", flag_on ? "true" : "false");
-	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return answer_state(conn);
 }
 
 static void
@@ -89,6 +105,104 @@ flag_stop(void)
 		MHD_stop_daemon(flagd);
 	flagd = NULL;
 	flag_port = 1;
+	slow_mode = 0;
+	plan_settle = "  settle: 15s\n";
+}
+
+/* ---- a slow flag service: PUT /flag {"enabled": V} is applied, and
+ * answered, slow_apply_ms after it arrived (long after the flag client's
+ * own timeout), GET /flag at once; one thread per connection, so reads
+ * are answered while writes hang. It counts the writes it received, the
+ * writes of each value, and the most writes in flight at once. ---- */
+
+static int slow_apply_ms;              /* how late the slow service applies a write */
+static volatile int slow_refuse_n;     /* answer this many writes 500, unapplied */
+
+static volatile int slow_inflight, slow_max_inflight, slow_on_writes, slow_off_writes;
+
+static enum MHD_Result
+slow_answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	char *got = *con_cls;
+	int n, want;
+
+	(void)cls; (void)version; (void)url;
+	if (got == NULL) {
+		if ((got = calloc(1, 64)) == NULL)
+			return MHD_NO;
+		*con_cls = got;
+		return MHD_YES;
+	}
+	if (*upload_size != 0) {
+		snprintf(got + strlen(got), 64 - strlen(got), "%.*s", (int)*upload_size,
+		    upload);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, "PUT") == 0 && slow_refuse_n > 0) {
+		__atomic_sub_fetch(&slow_refuse_n, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&flag_calls, 1, __ATOMIC_SEQ_CST);
+		return refuse(conn);
+	}
+	if (strcmp(method, "PUT") == 0) {
+		want = strstr(got, "true") != NULL;
+		__atomic_add_fetch(want ? &slow_on_writes : &slow_off_writes, 1,
+		    __ATOMIC_SEQ_CST);
+		n = __atomic_add_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+		if (n > slow_max_inflight)
+			slow_max_inflight = n;
+		itest_sleep_ms(slow_apply_ms);
+		flag_on = want;
+		__atomic_sub_fetch(&slow_inflight, 1, __ATOMIC_SEQ_CST);
+	}
+	return answer_state(conn);
+}
+
+/* Answers CONN 500: the write is not applied. */
+static enum MHD_Result
+refuse(struct MHD_Connection *conn)
+{
+	static const char body[] = "flag store unavailable";
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(sizeof(body) - 1, (void *)body,
+	    MHD_RESPMEM_PERSISTENT);
+	ret = MHD_queue_response(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void
+slow_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	(void)cls; (void)conn; (void)toe;
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+/* Starts the slow service, applying each write APPLY_MS after it came. */
+static void
+slow_start(int apply_ms)
+{
+	const union MHD_DaemonInfo *info;
+
+	slow_apply_ms = apply_ms;
+	flag_on = 0;
+	slow_mode = 1;
+	slow_inflight = slow_max_inflight = slow_on_writes = slow_off_writes = 0;
+	slow_refuse_n = 0;
+	flag_calls = 0;
+	flagd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL, NULL, slow_answer,
+	    NULL, MHD_OPTION_NOTIFY_COMPLETED, slow_done, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 120U, MHD_OPTION_END);
+	assert_non_null(flagd);
+	info = MHD_get_daemon_info(flagd, MHD_DAEMON_INFO_BIND_PORT);
+	assert_non_null(info);
+	flag_port = info->port;
 }
 
 /* ---- the plan, the old path, cleanup ---- */
@@ -108,6 +222,9 @@ static void
 write_plan(const char *steps, const char *canary)
 {
 	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	const char *call = slow_mode ? "PUT" : "POST", *path = slow_mode ? "flag" : "toggle";
+	const char *on = slow_mode ? "{\"enabled\":true}" : "{}";
+	const char *off = slow_mode ? "{\"enabled\":false}" : "{}";
 	FILE *f;
 
 	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
@@ -135,17 +252,19 @@ write_plan(const char *steps, const char *canary)
 	    "  delays: [%s]\n"
 	    "flag:\n"
 	    "  kind: http\n"
-	    "  on: { method: POST, url: 'http://127.0.0.1:%u/toggle', body: '{}' }\n"
-	    "  off: { method: POST, url: 'http://127.0.0.1:%u/toggle', body: '{}' }\n"
+	    "  on: { method: %s, url: 'http://127.0.0.1:%u/%s', body: '%s' }\n"
+	    "  off: { method: %s, url: 'http://127.0.0.1:%u/%s', body: '%s' }\n"
 	    "  read: { url: 'http://127.0.0.1:%u/flag', pointer: /enabled, on: true, "
 	    "off: false }\n"
+	    "%s"
 	    "watch:\n"
 	    "  interval: 250ms\n"
 	    "  allowance: 1s\n"
 	    "  probe_every: 1s\n"
 	    "steps: %s\n",
 	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
-	    canary, flag_port, flag_port, flag_port, steps);
+	    canary, call, flag_port, path, on, call, flag_port, path, off, flag_port,
+	    plan_settle, steps);
 	fclose(f);
 }
 
@@ -616,6 +735,166 @@ test_watch_survives_locked_database(void **state)
 	assert_int_equal(flag_calls, 1);
 }
 
+/* ---- a write in doubt: no answer, applied later ---- */
+
+/* The flip's write to a flag service that applies it 35 s after it
+ * arrived gets no answer within the flag client's 10 s; an operator
+ * aborts while it hangs. The flag must end off: the write is never sent
+ * again as if not applied (one in flight at a time), the rollback is not
+ * recorded as confirmed while it is in doubt, and when it lands the
+ * engine, still reading the flag, says so and turns the flag back off. */
+static void
+test_abort_with_write_in_doubt(void **state)
+{
+	struct itest_history t;
+	char status[32], out[512];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("doubt");
+	slow_start(35000);
+	plan_settle = "";
+	write_plan(flip_steps, "100ms");
+	make_old_path();
+	pid = itest_start_run(db, planfile, NULL);
+	for (i = 0; i < 6000 && slow_on_writes == 0; i++)
+		itest_sleep_ms(20);
+	assert_int_equal(slow_on_writes, 1);
+	/* Past the flag client's own timeout: the write has no answer. */
+	itest_sleep_ms(11000);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    "--comment", "the flag service hangs", NULL), 0);
+	itest_wait(pid);
+	/* Whatever was sent lands within the service's delay. */
+	for (i = 0; i < 4000 && slow_inflight > 0; i++)
+		itest_sleep_ms(20);
+	assert_int_equal(slow_inflight, 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "aborted");
+	if (flag_on)
+		fail_msg("the flag is on after the abort (%d writes on, %d off, at most %d "
+		    "in flight at once)", slow_on_writes, slow_off_writes, slow_max_inflight);
+	assert_int_equal(slow_max_inflight, 1);
+	assert_int_equal(slow_on_writes, 1);
+	/* The abort did not claim a rollback it could not know. */
+	assert_int_equal(sql(out, sizeof(out), "SELECT json_extract(details_json, "
+	    "'$.rollback') FROM events WHERE kind = 'plan.aborted'"), 0);
+	if (strncmp(out, "confirmed", 9) == 0)
+		fail_msg("the abort recorded '%s' while the flip's write was in doubt", out);
+	/* The change was seen, alerted and undone; the rollback is confirmed
+	 * only after it. */
+	assert_int_equal(sql(out, sizeof(out), "SELECT count(*) FROM alerts WHERE "
+	    "kind = 'flag_changed'"), 0);
+	assert_string_equal(out, "1");
+	assert_true(itest_count(&t, "flag.changed") >= 1);
+	assert_int_equal(sql(out, sizeof(out), "SELECT count(*) FROM events WHERE kind = "
+	    "'alert.raised' AND json_extract(details_json, '$.alert') = 'flag_changed'"), 0);
+	assert_string_equal(out, "1");
+	assert_int_equal(sql(out, sizeof(out), "SELECT (SELECT min(id) FROM events WHERE "
+	    "kind = 'rollback.confirmed') > (SELECT max(id) FROM events WHERE kind = "
+	    "'flag.changed')"), 0);
+	assert_string_equal(out, "1");
+	assert_int_equal(itest_count(&t, "flag.settled"), 1);
+}
+
+/* The flip's write lands 14 s after it was sent, 4 s after the client
+ * gave up on its answer: the flip is not confirmed while it is in doubt,
+ * sends nothing more, and is confirmed once the flag reads on. */
+static void
+test_flip_confirmed_when_the_write_lands(void **state)
+{
+	struct itest_history t;
+	char status[32], out[64];
+
+	(void)state;
+	set_names("lands");
+	slow_start(14000);
+	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_string_equal(status, "succeeded");
+	assert_true(flag_on);
+	assert_int_equal(slow_on_writes, 1);
+	assert_int_equal(slow_max_inflight, 1);
+	assert_int_equal(itest_count(&t, "flag.in_doubt"), 1);
+	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
+	assert_int_equal(itest_count(&t, "flip.failed"), 0);
+	assert_int_equal(sql(out, sizeof(out), "SELECT (SELECT id FROM events WHERE kind = "
+	    "'flip.confirmed') > (SELECT id FROM events WHERE kind = 'flag.in_doubt')"), 0);
+	assert_string_equal(out, "1");
+}
+
+/* Writes answered 500 were not applied: the flip sends the next one only
+ * after the last was answered and read back off, one at a time, and the
+ * history holds each write's outcome. */
+static void
+test_flip_after_refused_writes(void **state)
+{
+	char out[64];
+
+	(void)state;
+	set_names("refused");
+	slow_start(0);
+	slow_refuse_n = 2;
+	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_true(flag_on);
+	assert_int_equal(flag_calls, 2);
+	assert_int_equal(slow_on_writes, 1);
+	assert_int_equal(slow_max_inflight, 1);
+	assert_int_equal(sql(out, sizeof(out), "SELECT group_concat(json_extract(a.value, "
+	    "'$.outcome'), ',') FROM events, json_each(events.details_json, '$.attempts') "
+	    "AS a WHERE kind = 'flip.confirmed' AND json_extract(a.value, '$.call') = "
+	    "'write'"), 0);
+	assert_string_equal(out, "refused,refused,accepted");
+}
+
+/* An engine stopped while an aborted plan's settle window is open: the
+ * next serve goes on with that window when it starts, and a flag turned
+ * on meanwhile is seen, alerted and turned back off. */
+static void
+test_serve_resumes_the_settle_window(void **state)
+{
+	char out[64];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("resume");
+	flag_start();
+	write_plan(flip_steps, "100ms");
+	make_old_path();
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_true(flag_on);
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    NULL), 0);
+	pid = itest_start_run(db, planfile, NULL);
+	for (i = 0; i < 3000; i++) {
+		assert_int_equal(sql(out, sizeof(out), "SELECT status FROM plans"), 0);
+		if (strcmp(out, "aborted") == 0)
+			break;
+		itest_sleep_ms(20);
+	}
+	assert_string_equal(out, "aborted");
+	itest_stop(pid);
+	assert_false(flag_on);
+	/* Turned on while no engine runs, within the window (15 s). */
+	flag_on = 1;
+	serve_start(200);
+	for (i = 0; i < 1500 && flag_on; i++)
+		itest_sleep_ms(20);
+	if (flag_on)
+		fail_msg("the flag turned on after the abort is still on 30 s after serve "
+		    "started");
+	assert_int_equal(flag_calls, 3);
+	assert_int_equal(sql(out, sizeof(out), "SELECT count(*) FROM alerts WHERE "
+	    "kind = 'flag_changed'"), 0);
+	assert_string_equal(out, "1");
+}
+
 /* ---- item 9: a history cut short ---- */
 
 static void
@@ -648,6 +927,10 @@ main(void)
 		cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
 		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
 		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
+		cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
+		cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
+		cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
+		cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char cmd[300];

@@ -1112,14 +1112,19 @@ test_http_write_again_on_a_new_connection(void **state)
 	toggle_end(&t);
 }
 
+/* A write that gets no answer within the timeout is in doubt: the service
+ * may apply it later (this one does, after 4 s), so it is never sent
+ * again as if not applied; the switch is unconfirmed, the result says so,
+ * and the attempt's outcome is recorded. */
 static void
-test_http_slow(void **state)
+test_http_slow_write_in_doubt(void **state)
 {
 	struct http_plan hp;
 	struct flag_options o;
 	char err[512] = "";
 	json_t *r = NULL;
 	struct srv s;
+	int i, rc;
 
 	(void)state;
 	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
@@ -1131,13 +1136,32 @@ test_http_slow(void **state)
 	o.timeout_ms = 1000;
 	s.slow_n = 1;
 	s.slow_ms = 4000;
-	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
-		fail_msg("flag on: %s", err);
-	assert_int_equal(nattempts(r, "write"), 2);
+	rc = flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err));
+	if (rc != FLAG_ERR_UNCONFIRMED)
+		fail_msg("flag on returned %d (%s) with %zu writes: a write without an "
+		    "answer was not left in doubt", rc, err, nattempts(r, "write"));
+	assert_int_equal(nattempts(r, "write"), 1);
 	assert_int_equal(status_of(attempt(r, 0)), 0);
 	assert_contains(json_string_value(json_object_get(attempt(r, 0),
 	    "error")), "timed out after 1000 ms");
-	assert_int_equal(status_of(attempt(r, 1)), 200);
+	assert_string_equal(json_string_value(json_object_get(attempt(r, 0),
+	    "outcome")), "in doubt");
+	assert_true(json_is_true(json_object_get(r, "in_doubt")));
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	assert_contains(err, "in doubt");
+	/* It lands late, once: the service took one write. */
+	for (i = 0; i < 400; i++) {
+		pthread_mutex_lock(&s.mu);
+		rc = s.writes;
+		pthread_mutex_unlock(&s.mu);
+		if (rc > 0)
+			break;
+		nap(20);
+	}
+	pthread_mutex_lock(&s.mu);
+	assert_int_equal(s.writes, 1);
+	assert_true(json_is_true(s.value));
+	pthread_mutex_unlock(&s.mu);
 	json_decref(r);
 	srv_stop(&s);
 }
@@ -1247,7 +1271,7 @@ main(void)
 		cmocka_unit_test(test_http_applied_then_closed),
 		cmocka_unit_test(test_http_applied_then_unreadable),
 		cmocka_unit_test(test_http_write_again_on_a_new_connection),
-		cmocka_unit_test(test_http_slow),
+		cmocka_unit_test(test_http_slow_write_in_doubt),
 		cmocka_unit_test(test_http_secret_unset),
 	};
 	int rc;
