@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "fault.h"
 #include "log.h"
 #include "step.h"
 #include "step_kinds.h"
@@ -30,11 +31,15 @@ struct run {
 	const struct engine_opts *o;
 	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
-	int64_t due_ms;                /* when the state machine next has work */
-	int64_t busy_since_ms;         /* first of consecutive busy failures, or 0 */
+	/* The schedule is kept on the monotonic clock (clock_mono_ms): a wall
+	 * clock stepped back an hour must not hold every step for that hour,
+	 * nor one stepped forward fire them early. Times recorded and shown
+	 * stay wall-clock (clock_now_ms). */
+	int64_t due_ms;                /* mono: when the state machine next has work */
+	int64_t busy_since_ms;         /* mono: first of consecutive busy failures, or 0 */
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */
-	int64_t preview_due_ms;        /* when the waiting gate's preview is due */
+	int64_t preview_due_ms;        /* mono: when the waiting gate's preview is due */
 	char *err;
 	size_t errlen;
 };
@@ -379,13 +384,13 @@ preview_gate(struct run *r, int idx)
 	int64_t now = clock_now_ms(), t0 = clock_mono_ms(), gap;
 	int rc, pr;
 
-	if (fn == NULL || now < r->preview_due_ms)
+	if (fn == NULL || t0 < r->preview_due_ms)
 		return 0;
 	pr = run_step_fn(r, idx, NULL, fn, &res);
 	gap = 20 * (clock_mono_ms() - t0);
 	if (gap < r->plan->watch.interval_ms)
 		gap = r->plan->watch.interval_ms;
-	r->preview_due_ms = clock_now_ms() + (gap > 5000 ? gap : 5000);
+	r->preview_due_ms = clock_mono_ms() + (gap > 5000 ? gap : 5000);
 	doc = json_pack("{s:o,s:I,s:o}", "preview", res, "preview_ms", (json_int_t)now,
 	    "preview_error", pr == 0 ? json_null() : json_string(r->err));
 	text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -666,7 +671,7 @@ poll_ms(const struct run *r)
 static bool
 busy_retry(struct run *r, const char *what)
 {
-	int64_t now = clock_now_ms();
+	int64_t now = clock_mono_ms();
 
 	if (!store_transient(r->s))
 		return false;
@@ -736,7 +741,8 @@ step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *ou
 		*over = true;
 		return 0;
 	}
-	r->due_ms = clock_now_ms() + poll_ms(r);
+	r->due_ms = clock_mono_ms() + poll_ms(r);
+	fault_point("engine.blocked");	/* the next look scheduled, not taken */
 	return 0;
 }
 
@@ -809,7 +815,7 @@ step_advance(struct run *r, int idx, const char *state_text)
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
-		r->due_ms = clock_now_ms() + r->plan->watch.interval_ms;
+		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
 		rc = 0;
 		goto done;
 	}
@@ -853,7 +859,7 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 		*over = true;
 		return 0;
 	}
-	if (clock_now_ms() < r->due_ms)
+	if (clock_mono_ms() < r->due_ms)
 		return 0;
 	r->due_ms = 0;
 	if (first_unfinished(r, &st, &i) != 0)
@@ -948,7 +954,7 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			break;
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
-		wait = r.due_ms - clock_now_ms();
+		wait = r.due_ms - clock_mono_ms();
 		if (wait > 0)
 			clock_sleep_ms((int)(wait < poll_ms(&r) ? wait : poll_ms(&r)));
 	}
@@ -995,7 +1001,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 
 	so.return_when_blocked = false;
 	for (;;) {
-		int64_t next = clock_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
+		int64_t next = clock_mono_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
 		enum engine_outcome outcome;
 
 		if (so.stop != NULL && *so.stop)
@@ -1049,7 +1055,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			j++;
 		}
 		{
-			int64_t wait = next - clock_now_ms();
+			int64_t wait = next - clock_mono_ms();
 
 			if (wait > 0)
 				clock_sleep_ms((int)wait);

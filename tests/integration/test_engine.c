@@ -328,6 +328,78 @@ test_tampered_history_is_detected(void **state)
 	cleanup_broker();
 }
 
+/* Starts `cutover serve --db DB --listen LISTEN` in the background, its
+ * log in OUT, with CUTOVER_FAULT=FAULT when FAULT is not NULL. Returns its
+ * pid. */
+static pid_t
+spawn_serve(const char *out, const char *listen, const char *fault)
+{
+	char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,
+	    "--listen", (char *)listen, NULL };
+	pid_t pid;
+
+	if (fault != NULL)
+		setenv("CUTOVER_FAULT", fault, 1);
+	pid = itest_spawn(out, argv);
+	unsetenv("CUTOVER_FAULT");
+	return pid;
+}
+
+/* How many times FILE (a process's log) holds TEXT. */
+static int
+file_count(const char *file, const char *text)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(file, "r");
+	size_t n;
+	int k = 0;
+
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	for (const char *p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+		k++;
+	return k;
+}
+
+/* The engine schedules on the monotonic clock: a wall clock stepped back
+ * an hour (an NTP step, a `date -s`) while a gated step waits does not
+ * hold the step for that hour once it is approved. The step is produced
+ * inside serve by its clock_back fault (the machine's own clock is left
+ * alone). */
+static void
+test_wall_clock_stepped_back(void **state)
+{
+	char status[32], out[320];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("clock");
+	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	snprintf(out, sizeof(out), "%s/clock.log", dir);
+	pid = spawn_serve(out, "127.0.0.1:0", "clock_back:engine.blocked");
+	for (i = 0; i < 1500 && !file_count(out, "the wall clock stepped back"); i++)
+		itest_sleep_ms(20);	/* up to 30 s */
+	assert_true(file_count(out, "the wall clock stepped back"));
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "verify_ladder",
+	    "--as", "alice", NULL), 0);
+	/* verify_ladder runs at the engine's next turn, not an hour later. */
+	for (i = 0; i < 1000; i++) {	/* up to 20 s */
+		step_status(1, status, sizeof(status));
+		if (strcmp(status, "succeeded") == 0)
+			break;
+		itest_sleep_ms(20);
+	}
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_stop(pid), 0);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	cleanup_broker();
+}
+
 int
 main(void)
 {
@@ -337,6 +409,7 @@ main(void)
 		cmocka_unit_test(test_killed_during_canary_resumes),
 		cmocka_unit_test(test_abort_before_the_flip),
 		cmocka_unit_test(test_tampered_history_is_detected),
+		cmocka_unit_test(test_wall_clock_stepped_back),
 	};
 	const char *tmp = getenv("TMPDIR");
 	int rc;
