@@ -929,6 +929,9 @@ run_close(struct run *r)
 	r->plan = NULL;
 }
 
+struct unrunnable;
+static void plan_can_run(struct store *s, struct unrunnable *u, int64_t id);
+
 int
 engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
     enum engine_outcome *outcome, char *err, size_t errlen)
@@ -938,6 +941,7 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 
 	if (run_open(&r, s, plan_id, o, err, errlen) != 0)
 		goto done;
+	plan_can_run(s, NULL, plan_id);
 	for (;;) {
 		int64_t wait;
 		bool over = false;
@@ -1104,9 +1108,11 @@ done:
 	json_decref(details);
 }
 
-/* Serve runs plan ID (again): what plan_cannot_run said of it is over,
- * and its open plan_cannot_run alert, if any, closes with a word in the
- * history (alert.acked by the engine). */
+/* Plan ID runs (again), under serve (U: what serve said of the plans it
+ * could not run) or `cutover run` (U NULL): what plan_cannot_run said of
+ * it is over, and its open plan_cannot_run alert, if any, closes with a
+ * word in the history (alert.acked by the engine) — commands for the
+ * plan are then taken again. */
 static void
 plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
 {
@@ -1114,9 +1120,9 @@ plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
 	char err[512], details[128];
 	size_t i;
 
-	for (i = 0; i < u->n && u->v[i].id != id; i++)
+	for (i = 0; u != NULL && i < u->n && u->v[i].id != id; i++)
 		;
-	if (i < u->n)
+	if (u != NULL && i < u->n)
 		u->v[i] = u->v[--u->n];
 	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
 		goto failed;

@@ -364,6 +364,23 @@ file_count(const char *file, const char *text)
 	return k;
 }
 
+/* The port serve says in FILE (its log) it serves on, or 0. */
+static unsigned
+file_port(const char *file)
+{
+	char line[2048];
+	const char *at;
+	unsigned port = 0;
+	FILE *f = fopen(file, "r");
+
+	while (f != NULL && port == 0 && fgets(line, sizeof(line), f) != NULL)
+		if ((at = strstr(line, " on port ")) != NULL)
+			port = (unsigned)strtoul(at + 9, NULL, 10);
+	if (f != NULL)
+		fclose(f);
+	return port;
+}
+
 /* The engine schedules on the monotonic clock: a wall clock stepped back
  * an hour (an NTP step, a `date -s`) while a gated step waits does not
  * hold the step for that hour once it is approved. The step is produced
@@ -409,6 +426,7 @@ test_plan_that_no_longer_loads(void **state)
 {
 	struct itest_history t;
 	char status[32], out[320], body[320], url[128], cmd[1200];
+	unsigned port;
 	pid_t pid;
 	int i;
 
@@ -420,13 +438,14 @@ test_plan_that_no_longer_loads(void **state)
 	    "'later_key: 1' || char(10) WHERE name = '%s';\"", db, plan_name);
 	assert_int_equal(system(cmd), 0);
 	snprintf(out, sizeof(out), "%s/noload.log", dir);
-	pid = spawn_serve(out, "127.0.0.1:7531", NULL);
+	pid = spawn_serve(out, "127.0.0.1:0", NULL);
 	for (i = 0; i < 1500 && file_count(out, "cannot run") == 0; i++)
 		itest_sleep_ms(20);	/* up to 30 s */
 	itest_sleep_ms(4000);		/* some eight turns of the engine */
 	assert_int_equal(file_count(out, "cannot run"), 1);
+	assert_true((port = file_port(out)) > 0);
 	snprintf(body, sizeof(body), "%s/noload.metrics", dir);
-	snprintf(url, sizeof(url), "http://127.0.0.1:7531/metrics");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' '%s'", body, url);
 	assert_int_equal(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "cutover_plan_cannot_run{plan=\"%s\"} 1", plan_name);
@@ -436,8 +455,8 @@ test_plan_that_no_longer_loads(void **state)
 	assert_int_equal(file_count(body, cmd), 1);
 	snprintf(body, sizeof(body), "%s/noload.json", dir);
 	/* The test's database holds this one plan: id 1. */
-	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' 'http://127.0.0.1:7531/api/plans/1'",
-	    body);
+	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' 'http://127.0.0.1:%u/api/plans/1'",
+	    body, port);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(file_count(body, "\"kind\":\"plan_cannot_run\""), 1);
 	assert_true(file_count(body, "later_key") > 0);
@@ -453,7 +472,7 @@ test_plan_that_no_longer_loads(void **state)
 	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"UPDATE plans SET yaml = replace(yaml, "
 	    "'later_key: 1' || char(10), '') WHERE name = '%s';\"", db, plan_name);
 	assert_int_equal(system(cmd), 0);
-	pid = spawn_serve(out, "127.0.0.1:7531", NULL);
+	pid = spawn_serve(out, "127.0.0.1:0", NULL);
 	for (i = 0; i < 1500 && file_count(out, "loads again") == 0; i++)
 		itest_sleep_ms(20);
 	assert_int_equal(file_count(out, "loads again"), 1);
