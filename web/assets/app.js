@@ -635,7 +635,7 @@
       $('plan-meta').textContent = 'Plan #' + p.id + ', submitted ' + fmtTime(p.created_ms) +
         (cur && p.status !== 'succeeded' ? '; current step ' + cur.n + '. ' + cur.kind : '') + '; sha256 ' + String(p.sha256).slice(0, 16) + '…';
       var acts = clear($('plan-actions'));
-      if (p.status === 'running' || p.status === 'failed')
+      if ((p.status === 'running' || p.status === 'failed') && !cannotRun(p))
         acts.appendChild(el('button', { type: 'button', class: 'danger abort', onclick: command(
           '/api/plans/' + p.id + '/abort', 'Abort', 'Abort plan ' + p.name + '? ' + rollbackText(p), true) }, 'Abort plan…'));
       var al = clear($('alerts'));
