@@ -210,8 +210,9 @@ read_json(const json_t *root, struct xdoc *d, struct export_check *res)
 #define NCOLS	11
 
 /* Reads one CSV record at *P (END: the text's end) into F, unquoting in
- * place and taking off the formula guard, counting lines in *LINE. Returns the number of fields, 0 at the
- * end, -1 when malformed (a stray quote, too many fields, no CRLF or LF). */
+ * place and taking off the formula guard, counting lines in *LINE.
+ * Returns the number of fields, 0 at the end, -1 when malformed (a stray
+ * quote, too many fields, no CRLF or LF). */
 static int
 csv_record(char **p, char *end, struct str f[NCOLS], long *line)
 {
