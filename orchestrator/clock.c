@@ -1,10 +1,15 @@
 /* clock: wall time, monotonic time and sleeping. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
+
+/* The wall clock's shift (clock_wall_shift_ms): 0 unless a test's fault
+ * set it. */
+static _Atomic int64_t wall_shift_ms;
 
 static int64_t
 ms_of(clockid_t id)
@@ -18,7 +23,13 @@ ms_of(clockid_t id)
 int64_t
 clock_now_ms(void)
 {
-	return ms_of(CLOCK_REALTIME);
+	return ms_of(CLOCK_REALTIME) + atomic_load(&wall_shift_ms);
+}
+
+void
+clock_wall_shift_ms(int64_t delta_ms)
+{
+	atomic_fetch_add(&wall_shift_ms, delta_ms);
 }
 
 int64_t

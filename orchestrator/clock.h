@@ -13,6 +13,13 @@
  * compared with other machines' and the broker's). */
 int64_t clock_now_ms(void);
 
+/* Shifts the wall clock this process reads (clock_now_ms, both threads)
+ * by DELTA_MS from now on. Only fault.c calls it, when CUTOVER_FAULT asks
+ * for a clock step (the tests that prove the engine's schedule ignores a
+ * stepped wall clock: stepping the machine's own clock would disturb
+ * everything else on it); otherwise the shift stays 0. */
+void clock_wall_shift_ms(int64_t delta_ms);
+
 /* Milliseconds on CLOCK_MONOTONIC: only differences mean anything. It
  * counts from the machine's boot, so values compare across processes of
  * one boot (a watch resumed by a restarted engine), never across a reboot

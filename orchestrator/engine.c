@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "fault.h"
 #include "log.h"
 #include "step.h"
 #include "step_kinds.h"
@@ -34,12 +35,16 @@ struct run {
 	const struct engine_opts *o;
 	struct step_ctx ctx;           /* broker connections, kept across watch ticks */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
-	int64_t due_ms;                /* when the state machine next has work */
-	int64_t busy_since_ms;         /* first of consecutive busy failures, or 0 */
+	/* The schedule is kept on the monotonic clock (clock_mono_ms): a wall
+	 * clock stepped back an hour must not hold every step for that hour,
+	 * nor one stepped forward fire them early. Times recorded and shown
+	 * stay wall-clock (clock_now_ms). */
+	int64_t due_ms;                /* mono: when the state machine next has work */
+	int64_t busy_since_ms;         /* mono: first of consecutive busy failures, or 0 */
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */
-	int64_t preview_due_ms;        /* when the waiting gate's preview is due */
-	int64_t settle_due_ms;         /* when the settle window is next looked at */
+	int64_t preview_due_ms;        /* mono: when the waiting gate's preview is due */
+	int64_t settle_due_ms;         /* mono: when the settle window is next looked at */
 	bool settle_open;              /* it was open at the last look */
 	bool settle_open_seen;         /* it has been open in this run */
 	bool ended_at_open;            /* the plan had ended when the run began */
@@ -387,13 +392,13 @@ preview_gate(struct run *r, int idx)
 	int64_t now = clock_now_ms(), t0 = clock_mono_ms(), gap;
 	int rc, pr;
 
-	if (fn == NULL || now < r->preview_due_ms)
+	if (fn == NULL || t0 < r->preview_due_ms)
 		return 0;
 	pr = run_step_fn(r, idx, NULL, fn, &res);
 	gap = 20 * (clock_mono_ms() - t0);
 	if (gap < r->plan->watch.interval_ms)
 		gap = r->plan->watch.interval_ms;
-	r->preview_due_ms = clock_now_ms() + (gap > 5000 ? gap : 5000);
+	r->preview_due_ms = clock_mono_ms() + (gap > 5000 ? gap : 5000);
 	doc = json_pack("{s:o,s:I,s:o}", "preview", res, "preview_ms", (json_int_t)now,
 	    "preview_error", pr == 0 ? json_null() : json_string(r->err));
 	text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -687,7 +692,7 @@ poll_ms(const struct run *r)
 static bool
 busy_retry(struct run *r, const char *what)
 {
-	int64_t now = clock_now_ms();
+	int64_t now = clock_mono_ms();
 
 	if (!store_transient(r->s))
 		return false;
@@ -750,7 +755,7 @@ step_begin(struct run *r, int idx)
 static int
 settle(struct run *r, bool *open)
 {
-	int64_t now = clock_now_ms(), until;
+	int64_t now = clock_mono_ms(), until;
 	bool was = r->settle_open;
 	char when[40];
 	time_t t;
@@ -764,7 +769,7 @@ settle(struct run *r, bool *open)
 		if (step_flag_settle(&r->ctx, &r->settle_open, &until, r->err,
 		    r->errlen) != 0)
 			return -1;
-		r->settle_due_ms = clock_now_ms() + SETTLE_READ_MS;
+		r->settle_due_ms = clock_mono_ms() + SETTLE_READ_MS;
 		r->settle_open_seen = r->settle_open_seen || r->settle_open;
 		if (r->settle_open && !was) {
 			/* Otherwise a finished `cutover run` seems to hang. */
@@ -800,8 +805,9 @@ step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *ou
 		*over = true;
 		return 0;
 	}
-	if (r->due_ms == 0 || r->due_ms > clock_now_ms() + poll_ms(r))
-		r->due_ms = clock_now_ms() + poll_ms(r);
+	if (r->due_ms == 0 || r->due_ms > clock_mono_ms() + poll_ms(r))
+		r->due_ms = clock_mono_ms() + poll_ms(r);
+	fault_point("engine.blocked");	/* the next look scheduled, not taken */
 	return 0;
 }
 
@@ -874,7 +880,7 @@ step_advance(struct run *r, int idx, const char *state_text)
 		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen) != 0)
 			goto done;
-		r->due_ms = clock_now_ms() + r->plan->watch.interval_ms;
+		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
 		rc = 0;
 		goto done;
 	}
@@ -926,7 +932,7 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 		*over = true;
 		return 0;
 	}
-	if (clock_now_ms() < r->due_ms)
+	if (clock_mono_ms() < r->due_ms)
 		return 0;
 	r->due_ms = 0;
 	if (first_unfinished(r, &st, &i) != 0)
@@ -996,6 +1002,9 @@ run_close(struct run *r)
 	r->plan = NULL;
 }
 
+struct unrunnable;
+static void plan_can_run(struct store *s, struct unrunnable *u, int64_t id);
+
 int
 engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
     enum engine_outcome *outcome, char *err, size_t errlen)
@@ -1005,6 +1014,7 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 
 	if (run_open(&r, s, plan_id, o, err, errlen) != 0)
 		goto done;
+	plan_can_run(s, NULL, plan_id);
 	for (;;) {
 		int64_t wait;
 		bool over = false;
@@ -1023,7 +1033,7 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 			break;
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
-		wait = r.due_ms - clock_now_ms();
+		wait = r.due_ms - clock_mono_ms();
 		if (wait > 0)
 			clock_sleep_ms((int)(wait < poll_ms(&r) ? wait : poll_ms(&r)));
 	}
@@ -1061,11 +1071,167 @@ collect_active(const struct store_plan *p, void *arg)
 	return 0;
 }
 
+/* The plans serve could not open, each with why: what was said about
+ * one is not said again until the reason changes. */
+struct unrunnable {
+	struct {
+		int64_t id;
+		char why[1024];
+	} *v;
+	size_t n, cap;
+};
+
+/* The entry of U for plan ID, added empty when there is none; NULL when
+ * out of memory. */
+static char *
+unrunnable_why(struct unrunnable *u, int64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < u->n && u->v[i].id != id; i++)
+		;
+	if (i < u->n)
+		return u->v[i].why;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 8;
+		void *v = realloc(u->v, cap * sizeof(*u->v));
+
+		if (v == NULL)
+			return NULL;
+		u->v = v;
+		u->cap = cap;
+	}
+	u->v[u->n].id = id;
+	u->v[u->n].why[0] = '\0';
+	return u->v[u->n++].why;
+}
+
+/* The open plan_cannot_run alert of a plan, if any. */
+struct cannot_run_alert {
+	int64_t id;
+	char message[512];
+};
+
+static int
+find_cannot_run(const struct store_alert *a, void *arg)
+{
+	struct cannot_run_alert *c = arg;
+
+	if (strcmp(a->kind, STORE_ALERT_CANNOT_RUN) != 0)
+		return 0;
+	c->id = a->id;
+	snprintf(c->message, sizeof(c->message), "%s", a->message);
+	return 1;
+}
+
+/* Serve cannot run plan ID because of WHY: the first time, and whenever
+ * the reason changes, says so once in the log and in the store — the
+ * alert plan_cannot_run with what to do (the page and /metrics show it)
+ * and the event plan.cannot_run — never at every turn. Unless the
+ * process already said it, an open alert with that message (an earlier
+ * process's) is kept as it is. */
+static void
+plan_cannot_run(struct store *s, struct unrunnable *u, int64_t id, const char *why)
+{
+	struct cannot_run_alert open = { 0 };
+	struct store_plan p;
+	char message[512], err[512], *said = unrunnable_why(u, id), *text = NULL;
+	const char *name = NULL;
+	json_t *details = NULL;
+	int64_t alert = 0;
+	bool raised = false;
+	int room;
+
+	if (said != NULL && strcmp(said, why) == 0)
+		return;
+	if (said != NULL)
+		snprintf(said, sizeof(u->v[0].why), "%s", why);
+	if (store_plan_get(s, id, &p, err, sizeof(err)) == 0)
+		name = p.name;
+	log_event("error", name, NULL, "plan %lld cannot run: %s; what to do: %s",
+	    (long long)id, why, STORE_CANNOT_RUN_ACTION);
+	/* An alert's message is at most 511 bytes: the reason is cut to leave
+	 * room for what to do (the event and the log have it whole). */
+	room = (int)(sizeof(message) - 1 - strlen("; what to do: ") -
+	    strlen(STORE_CANNOT_RUN_ACTION));
+	snprintf(message, sizeof(message), "%.*s%s; what to do: %s",
+	    (int)strlen(why) > room ? room - 3 : room, why,
+	    (int)strlen(why) > room ? "..." : "", STORE_CANNOT_RUN_ACTION);
+	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
+		goto failed;
+	if (open.id != 0 && strcmp(open.message, message) == 0)
+		goto done;
+	if ((details = json_pack("{s:s,s:s}", "error", why, "what_to_do",
+	    STORE_CANNOT_RUN_ACTION)) == NULL ||
+	    (text = json_dumps(details, JSON_COMPACT)) == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto failed;
+	}
+	if (store_begin(s, err, sizeof(err)) != 0)
+		goto failed;
+	if (store_alert_raise(s, id, STORE_ALERT_CANNOT_RUN, message, clock_now_ms(),
+	    &alert, &raised, err, sizeof(err)) != 0 ||
+	    store_append_event(s, id, clock_now_ms(), ACTOR, "plan.cannot_run", text, NULL,
+	    err, sizeof(err)) != 0) {
+		store_rollback(s);
+		goto failed;
+	}
+	if (store_commit(s, err, sizeof(err)) == 0)
+		goto done;
+failed:
+	log_event("error", name, NULL, "recording that plan %lld cannot run: %s",
+	    (long long)id, err);
+done:
+	free(text);
+	json_decref(details);
+}
+
+/* Plan ID runs (again), under serve (U: what serve said of the plans it
+ * could not run) or `cutover run` (U NULL): what plan_cannot_run said of
+ * it is over, and its open plan_cannot_run alert, if any, closes with a
+ * word in the history (alert.acked by the engine) — commands for the
+ * plan are then taken again. */
+static void
+plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
+{
+	struct cannot_run_alert open = { 0 };
+	char err[512], details[128];
+	size_t i;
+
+	for (i = 0; u != NULL && i < u->n && u->v[i].id != id; i++)
+		;
+	if (u != NULL && i < u->n)
+		u->v[i] = u->v[--u->n];
+	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
+		goto failed;
+	if (open.id == 0)
+		return;
+	snprintf(details, sizeof(details), "{\"alert\":%lld,\"comment\":\"the stored plan "
+	    "loads again\"}", (long long)open.id);
+	if (store_begin(s, err, sizeof(err)) != 0)
+		goto failed;
+	if (store_alert_ack(s, id, open.id, ACTOR, "the stored plan loads again",
+	    clock_now_ms(), err, sizeof(err)) != 0 ||
+	    store_append_event(s, id, clock_now_ms(), ACTOR, "alert.acked", details,
+	    NULL, err, sizeof(err)) != 0) {
+		store_rollback(s);
+		goto failed;
+	}
+	if (store_commit(s, err, sizeof(err)) == 0) {
+		log_event("info", NULL, NULL, "plan %lld loads again: its %s alert is closed",
+		    (long long)id, STORE_ALERT_CANNOT_RUN);
+		return;
+	}
+failed:
+	log_event("error", NULL, NULL, "closing plan %lld's %s alert: %s", (long long)id,
+	    STORE_ALERT_CANNOT_RUN, err);
+}
 int
 engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen)
 {
 	struct engine_opts so = *o;
 	struct active act = { 0 };
+	struct unrunnable unrun = { 0 };
 	struct run *runs = NULL;
 	size_t nruns = 0;
 	char perr[1024];
@@ -1078,7 +1244,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 	 * reading it; the others end at their first turn. */
 	act.ended = true;
 	for (;;) {
-		int64_t next = clock_now_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
+		int64_t next = clock_mono_ms() + (so.poll_ms > 0 ? so.poll_ms : 500);
 		enum engine_outcome outcome;
 
 		if (so.stop != NULL && *so.stop)
@@ -1120,11 +1286,11 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				/* An ended plan is only looked at for its settle
 				 * window: one an older version stored is left. */
 				if (!ended)
-					log_event("error", NULL, NULL, "plan %lld cannot run: %s",
-					    (long long)act.ids[i], perr);
+					plan_cannot_run(s, &unrun, act.ids[i], perr);
 				run_close(&runs[nruns]);
 				continue;
 			}
+			plan_can_run(s, &unrun, act.ids[i]);
 			runs[nruns++].ended_at_open = ended;
 		}
 		for (size_t j = 0; j < nruns; ) {
@@ -1152,7 +1318,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			j++;
 		}
 		{
-			int64_t wait = next - clock_now_ms();
+			int64_t wait = next - clock_mono_ms();
 
 			if (wait > 0)
 				clock_sleep_ms((int)wait);
@@ -1164,5 +1330,6 @@ done:
 		run_close(&runs[j]);
 	free(runs);
 	free(act.ids);
+	free(unrun.v);
 	return rc;
 }

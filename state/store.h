@@ -274,6 +274,18 @@ int store_command_get(struct store *s, int64_t plan_id, int64_t id,
 int store_command_done(struct store *s, int64_t id, int64_t now_ms,
     const char *outcome, char *err, size_t errlen);
 
+/* The alert serve raises for a plan it cannot run: the plan it stored no
+ * longer loads (a plan written for another version of cutover, or a
+ * database edited by hand). The engine cannot act on such a plan, nor on
+ * the commands given for it, so the alert says what to do instead, and
+ * closes by itself once the plan loads again. */
+#define STORE_ALERT_CANNOT_RUN	"plan_cannot_run"
+#define STORE_CANNOT_RUN_ACTION \
+	"this cutover cannot read the plan it stored, so it neither runs it " \
+	"nor acts on its commands: run the cutover version that submitted it " \
+	"(or one that reads it) to finish or abort it; this alert then closes " \
+	"by itself"
+
 /* Raises an alert of KIND for PLAN_ID, or, when one of that kind is still
  * open, updates its message, last time and count. Returns 0 with *RAISED
  * true when a new alert was raised (its id in *ID), false when an open one

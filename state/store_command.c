@@ -2,6 +2,7 @@
  * state it finds (approve, retry, abort, ack), shared by the API, the CLI
  * and the engine, and the recording of a command that meets them
  * (store_admit.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,17 @@ alert_is(const struct store_alert *a, void *arg)
 		return 1;
 	}
 	return 0;
+}
+
+/* store_each_alert callback: sets *ARG when the alert is an open
+ * plan_cannot_run. */
+static int
+alert_cannot_run(const struct store_alert *a, void *arg)
+{
+	bool *found = arg;
+
+	*found = strcmp(a->kind, STORE_ALERT_CANNOT_RUN) == 0;
+	return *found;
 }
 
 /* What each operator command needs of the state it finds: the plan's
@@ -59,10 +71,20 @@ store_command_refusal(struct store *s, const struct store_plan *p, const char *k
 	const struct command_rule *cr = command_rule(kind);
 	struct store_step st = { 0 };
 	int64_t want = alert_id;
+	bool cannot_run = false;
 	int r;
 
 	if (cr == NULL) {
 		snprintf(why, whylen, "unknown command '%s'", kind);
+		return STORE_REFUSED;
+	}
+	/* No engine would ever answer it: said now, not left waiting. */
+	if (store_each_alert(s, p->id, 1, alert_cannot_run, &cannot_run, err, errlen) < 0)
+		return -1;
+	if (cannot_run) {
+		snprintf(why, whylen, "plan '%s' cannot run: the plan it stored no longer "
+		    "loads (its %s alert says why); %s", p->name, STORE_ALERT_CANNOT_RUN,
+		    STORE_CANNOT_RUN_ACTION);
 		return STORE_REFUSED;
 	}
 	if (cr->plan_ok[0] != NULL && strcmp(p->status, cr->plan_ok[0]) != 0 &&

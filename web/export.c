@@ -1,5 +1,6 @@
 /* export: one plan's history as JSON or CSV that an offline check can
  * verify (export.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,13 @@ export_time_utc(int64_t ms, char out[EXPORT_TIME_MAX])
 		return;
 	}
 	snprintf(out, EXPORT_TIME_MAX, "%s.%03dZ", s, (int)(ms % 1000));
+}
+
+bool
+export_csv_guarded(const char *s, size_t n)
+{
+	return n > 0 && (s[0] == EXPORT_CSV_GUARD ||
+	    (s[0] != '\0' && strchr(EXPORT_CSV_FORMULA, s[0]) != NULL));
 }
 
 int
@@ -144,14 +152,23 @@ put(struct text *t, const char *s, size_t n)
 	t->p[t->n] = '\0';
 }
 
-/* One CSV field (quoted when it holds a comma, quote, CR or LF), then SEP. */
+/* One CSV field (quoted when it holds a comma, quote, CR or LF), then SEP.
+ * A value a spreadsheet would take for a formula (export_csv_guarded) is
+ * written with EXPORT_CSV_GUARD before it, inside the quotes. */
 static void
 field(struct text *t, const char *s, size_t n, const char *sep)
 {
+	static const char guard_char = EXPORT_CSV_GUARD;
+	bool guard = export_csv_guarded(s, n);
+
 	if (strcspn(s, ",\"\r\n") >= n && memchr(s, '\0', n) == NULL) {
+		if (guard)
+			put(t, &guard_char, 1);
 		put(t, s, n);
 	} else {
 		put(t, "\"", 1);
+		if (guard)
+			put(t, &guard_char, 1);
 		for (size_t i = 0; i < n; i++)
 			put(t, s[i] == '"' ? "\"\"" : s + i, s[i] == '"' ? 2 : 1);
 		put(t, "\"", 1);

@@ -16,6 +16,7 @@
 #ifndef CUTOVER_EXPORT_H
 #define CUTOVER_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,21 @@
  * the count of events, hash: the last event's, ts_ms: when exported). */
 #define EXPORT_CSV_HEADER \
 	"record,id,plan_id,ts_ms,time_utc,step,actor,kind,details_json,prev_hash,hash"
+
+/* Spreadsheets run a cell that begins with one of these as a formula
+ * (`=HYPERLINK(…)`, `@SUM(…)`, a tab or CR before one): a CSV value that
+ * begins with one is written with EXPORT_CSV_GUARD, a single quote, before
+ * it — shown as text, never run. So that the guard can be taken off
+ * exactly, a value that begins with the guard itself gets one too: a CSV
+ * cell that begins with the guard followed by one of these or by the
+ * guard lost that first quote when read (export_verify.c), and only then.
+ * JSON exports carry every value as it is. */
+#define EXPORT_CSV_FORMULA	"=+-@\t\r"
+#define EXPORT_CSV_GUARD	'\''
+
+/* Whether the CSV export writes S (N bytes) with EXPORT_CSV_GUARD before
+ * it: it begins with one of EXPORT_CSV_FORMULA or with the guard. */
+bool export_csv_guarded(const char *s, size_t n);
 
 /* MS since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ" into OUT. */
 void export_time_utc(int64_t ms, char out[EXPORT_TIME_MAX]);

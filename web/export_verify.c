@@ -210,8 +210,9 @@ read_json(const json_t *root, struct xdoc *d, struct export_check *res)
 #define NCOLS	11
 
 /* Reads one CSV record at *P (END: the text's end) into F, unquoting in
- * place, counting lines in *LINE. Returns the number of fields, 0 at the
- * end, -1 when malformed (a stray quote, too many fields, no CRLF or LF). */
+ * place and taking off the formula guard, counting lines in *LINE.
+ * Returns the number of fields, 0 at the end, -1 when malformed (a stray
+ * quote, too many fields, no CRLF or LF). */
 static int
 csv_record(char **p, char *end, struct str f[NCOLS], long *line)
 {
@@ -248,6 +249,13 @@ csv_record(char **p, char *end, struct str f[NCOLS], long *line)
 				w++;
 			}
 		f[n].n = (size_t)(w - f[n].p);
+		/* The export's guard against formulas comes off exactly: only
+		 * before what the export guards (export.h). */
+		if (f[n].n > 1 && f[n].p[0] == EXPORT_CSV_GUARD &&
+		    export_csv_guarded(f[n].p + 1, f[n].n - 1)) {
+			f[n].p++;
+			f[n].n--;
+		}
 		n++;
 		if (q < end && *q == ',') {
 			q++;

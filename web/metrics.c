@@ -30,14 +30,16 @@ static const char *const flag_events[][3] = {
 	{ "rollback.failed", "rollback", "failed" }
 };
 #define NFLAG	(sizeof(flag_events) / sizeof(flag_events[0]))
-/* The alert kinds (the watch's, and flag_changed of the settle window); any
+/* The alert kinds (the watch's, flag_changed of the settle window and
+ * serve's plan_cannot_run, kept last but "other": ALERT_CANNOT_RUN); any
  * other is counted as "other". */
 static const char *const alert_kinds[] = {
 	"broker_unreachable", "old_new_queue", "old_publish", "ladder_drift", "parking",
 	"probe", "flag_off", "flag_unreadable", "flag_changed", "old_vanished", "level_late",
-	"dead_letters_pending", "other", NULL
+	"dead_letters_pending", STORE_ALERT_CANNOT_RUN, "other", NULL
 };
-#define NALERT	13
+#define NALERT	14
+#define ALERT_CANNOT_RUN	(NALERT - 2)
 /* Probe lateness buckets, in seconds. */
 static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
 #define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))
@@ -309,6 +311,14 @@ render_plans(struct buf *b, const struct plans *ps)
 			out(b, "cutover_plan_state{plan=\"%s\",state=\"%s\"} %d\n",
 			    ps->v[i].name, plan_states[k],
 			    strcmp(ps->v[i].p.status, plan_states[k]) == 0);
+
+	family(b, "cutover_plan_cannot_run", "gauge",
+	    "1 while serve cannot run the plan: the plan it stored no longer loads. "
+	    "What to do: " STORE_CANNOT_RUN_ACTION ". Its plan_cannot_run alert on "
+	    "the page says why.");
+	for (size_t i = 0; i < ps->n; i++)
+		out(b, "cutover_plan_cannot_run{plan=\"%s\"} %d\n", ps->v[i].name,
+		    ps->v[i].alerts_open[ALERT_CANNOT_RUN] > 0);
 
 	family(b, "cutover_step_state", "gauge",
 	    "1 for the step's state, 0 for the others.");

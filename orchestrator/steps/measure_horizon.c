@@ -39,6 +39,17 @@ old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms, int64_t allowance_ms)
 	return last_entry_ms + ttl_ms + (allowance_ms > 0 ? allowance_ms : 0);
 }
 
+bool
+old_moved_stands(const json_t *moved, int64_t last_entry_ms)
+{
+	const json_t *h = json_object_get(moved, "horizon_ms");
+	const json_t *at = json_object_get(moved, "pass_started_ms");
+
+	return json_is_true(json_object_get(moved, "ok")) && json_is_integer(h) &&
+	    json_integer_value(h) > 0 && json_is_integer(at) &&
+	    json_integer_value(at) > 0 && last_entry_ms <= json_integer_value(at);
+}
+
 int64_t
 old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_ms)
 {

@@ -148,6 +148,16 @@ bool old_binding_takes(const char *type, const char *bk, const char *k);
 int64_t old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms,
     int64_t allowance_ms);
 
+/* Whether move_old's horizon stands, the one rule the watch's deadline
+ * and remove_old's deadlines both follow: MOVED (move_old's result, or
+ * NULL when the plan has no move) says it succeeded ("ok"), with a horizon
+ * ("horizon_ms" > 0) and the start of its last pass ("pass_started_ms" >
+ * 0), and nothing entered the old path after that pass began
+ * (LAST_ENTRY_MS, the last entry the watch saw, <= the pass's start; 0 or
+ * earlier: none since). Otherwise the old deadline (last entry + TTL +
+ * allowance) stands. */
+bool old_moved_stands(const json_t *moved, int64_t last_entry_ms);
+
 /* The horizon of the whole old path given MEASURED (measure_horizon's
  * result): the latest old_deadline_ms of its queues, i.e. LAST_ENTRY_MS +
  * the largest TTL + ALLOWANCE_MS. Returns it, or -1 when it cannot be

@@ -291,11 +291,12 @@ rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
 	return n;
 }
 
-/* The deadline move_old gives IT, selected as OQ: when the
- * plan's move succeeded, its last pass covered the queue (not skipped),
- * its TTL is not higher than the move saw, and the watch (whose counters
- * start from that pass) saw nothing enter the old path after the pass
- * began, the later of the not-before of what the pass left in it
+/* The deadline move_old gives IT, selected as OQ: when the move's
+ * horizon stands (old_moved_stands, as the watch decides it: the move
+ * succeeded and the watch, whose counters start from its last pass, saw
+ * nothing enter the old path after that pass began), that pass covered
+ * the queue (not skipped) and its TTL is not higher than the move saw,
+ * the later of the not-before of what the pass left in it
  * ("left_until_ms") and the pass's start, + the allowance. A message
  * entering later is the watch's and the publish counters' to catch (and
  * the exact empty check's), as ever. Writes what it is made of into
@@ -307,8 +308,8 @@ moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item
 	int64_t at = jint(m, "pass_started_ms"), from = at;
 	char t1[40], a[32];
 
-	if (m == NULL || c->watched == NULL || !json_is_true(json_object_get(m, "ok")) ||
-	    at <= 0 || c->old_last_entry_ms > at)
+	/* The last entry is the watch's: without its result there is none. */
+	if (c->watched == NULL || !old_moved_stands(m, c->old_last_entry_ms))
 		return -1;
 	e = old_json_by_name(json_object_get(m, "queues"), it->name);
 	if (e == NULL || json_object_get(e, "skipped_why") != NULL ||

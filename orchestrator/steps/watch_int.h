@@ -166,6 +166,8 @@ struct wstate {
 	int64_t moved_at_ms;		/* when its last pass began */
 	int64_t moved_publishes;	/* the old path's publish counters then,
 					 * -1: unknown */
+	const json_t *moved;		/* move_old's result this tick (borrowed
+					 * from the step's inputs), or NULL */
 	char max_ttl_queue[LADDER_NAME_MAX];
 	int64_t last_old_entry_ms, deadline_ms, ticks, last_tick_ms;
 	int64_t old_publishes;		/* cumulative, as last seen; -1: not yet */

@@ -7,16 +7,18 @@
 
 /* Whether move_old's horizon stands: it moved or accounted for every
  * message in the old path when its last pass began, and nothing has
- * entered the old path since. */
+ * entered the old path since — old_moved_stands, the rule remove_old's
+ * deadlines follow too. */
 static bool
 moved_stands(const struct wstate *w)
 {
-	return w->moved_horizon_ms > 0 && w->last_old_entry_ms <= w->moved_at_ms;
+	return old_moved_stands(w->moved, w->last_old_entry_ms);
 }
 
 bool
 watch_moved(struct wstate *w, const json_t *moved)
 {
+	w->moved = moved;
 	w->moved_publishes = -1;
 	if (!json_is_true(json_object_get(moved, "ok")) ||
 	    jint(moved, "horizon_ms", 0) <= 0 || jint(moved, "pass_started_ms", 0) <= 0)

@@ -328,6 +328,160 @@ test_tampered_history_is_detected(void **state)
 	cleanup_broker();
 }
 
+/* Starts `cutover serve --db DB --listen LISTEN` in the background, its
+ * log in OUT, with CUTOVER_FAULT=FAULT when FAULT is not NULL. Returns its
+ * pid. */
+static pid_t
+spawn_serve(const char *out, const char *listen, const char *fault)
+{
+	char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,
+	    "--listen", (char *)listen, NULL };
+	pid_t pid;
+
+	if (fault != NULL)
+		setenv("CUTOVER_FAULT", fault, 1);
+	pid = itest_spawn(out, argv);
+	unsetenv("CUTOVER_FAULT");
+	return pid;
+}
+
+/* How many times FILE (a process's log) holds TEXT. */
+static int
+file_count(const char *file, const char *text)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(file, "r");
+	size_t n;
+	int k = 0;
+
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	for (const char *p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+		k++;
+	return k;
+}
+
+/* The port serve says in FILE (its log) it serves on, or 0. */
+static unsigned
+file_port(const char *file)
+{
+	char line[2048];
+	const char *at;
+	unsigned port = 0;
+	FILE *f = fopen(file, "r");
+
+	while (f != NULL && port == 0 && fgets(line, sizeof(line), f) != NULL)
+		if ((at = strstr(line, " on port ")) != NULL)
+			port = (unsigned)strtoul(at + 9, NULL, 10);
+	if (f != NULL)
+		fclose(f);
+	return port;
+}
+
+/* The engine schedules on the monotonic clock: a wall clock stepped back
+ * an hour (an NTP step, a `date -s`) while a gated step waits does not
+ * hold the step for that hour once it is approved. The step is produced
+ * inside serve by its clock_back fault (the machine's own clock is left
+ * alone). */
+static void
+test_wall_clock_stepped_back(void **state)
+{
+	char status[32], out[320];
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("clock");
+	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	snprintf(out, sizeof(out), "%s/clock.log", dir);
+	pid = spawn_serve(out, "127.0.0.1:0", "clock_back:engine.blocked");
+	for (i = 0; i < 1500 && !file_count(out, "the wall clock stepped back"); i++)
+		itest_sleep_ms(20);	/* up to 30 s */
+	assert_true(file_count(out, "the wall clock stepped back"));
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "verify_ladder",
+	    "--as", "alice", NULL), 0);
+	/* verify_ladder runs at the engine's next turn, not an hour later. */
+	for (i = 0; i < 1000; i++) {	/* up to 20 s */
+		step_status(1, status, sizeof(status));
+		if (strcmp(status, "succeeded") == 0)
+			break;
+		itest_sleep_ms(20);
+	}
+	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_stop(pid), 0);
+	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	cleanup_broker();
+}
+
+/* A stored plan this version no longer loads (here a key it does not
+ * know, as a plan written for a later version would have) is said once in
+ * the log, not at every turn; the plan's page, its history and /metrics
+ * show it as needing attention, with what to do. */
+static void
+test_plan_that_no_longer_loads(void **state)
+{
+	struct itest_history t;
+	char status[32], out[320], body[320], url[128], cmd[1200];
+	unsigned port;
+	pid_t pid;
+	int i;
+
+	(void)state;
+	set_names("noload");
+	write_plan("[{ step: declare_ladder, gate: true }]", "100ms");
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"UPDATE plans SET yaml = yaml || "
+	    "'later_key: 1' || char(10) WHERE name = '%s';\"", db, plan_name);
+	assert_int_equal(system(cmd), 0);
+	snprintf(out, sizeof(out), "%s/noload.log", dir);
+	pid = spawn_serve(out, "127.0.0.1:0", NULL);
+	for (i = 0; i < 1500 && file_count(out, "cannot run") == 0; i++)
+		itest_sleep_ms(20);	/* up to 30 s */
+	itest_sleep_ms(4000);		/* some eight turns of the engine */
+	assert_int_equal(file_count(out, "cannot run"), 1);
+	assert_true((port = file_port(out)) > 0);
+	snprintf(body, sizeof(body), "%s/noload.metrics", dir);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' '%s'", body, url);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "cutover_plan_cannot_run{plan=\"%s\"} 1", plan_name);
+	assert_int_equal(file_count(body, cmd), 1);
+	snprintf(cmd, sizeof(cmd), "cutover_alerts_open{plan=\"%s\",kind=\"plan_cannot_run\"} 1",
+	    plan_name);
+	assert_int_equal(file_count(body, cmd), 1);
+	snprintf(body, sizeof(body), "%s/noload.json", dir);
+	/* The test's database holds this one plan: id 1. */
+	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' 'http://127.0.0.1:%u/api/plans/1'",
+	    body, port);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(file_count(body, "\"kind\":\"plan_cannot_run\""), 1);
+	assert_true(file_count(body, "later_key") > 0);
+	assert_true(file_count(body, "what to do: ") > 0);
+	/* A command no engine would answer is refused now, saying why. */
+	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "declare_ladder",
+	    "--as", "alice", NULL), 1);
+	assert_int_equal(itest_stop(pid), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
+
+	/* Once the plan loads again, the alert closes by itself. */
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"UPDATE plans SET yaml = replace(yaml, "
+	    "'later_key: 1' || char(10), '') WHERE name = '%s';\"", db, plan_name);
+	assert_int_equal(system(cmd), 0);
+	pid = spawn_serve(out, "127.0.0.1:0", NULL);
+	for (i = 0; i < 1500 && file_count(out, "loads again") == 0; i++)
+		itest_sleep_ms(20);
+	assert_int_equal(file_count(out, "loads again"), 1);
+	assert_int_equal(itest_stop(pid), 0);
+	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(itest_count(&t, "alert.acked"), 1);
+	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
+}
+
 int
 main(void)
 {
@@ -337,6 +491,8 @@ main(void)
 		cmocka_unit_test(test_killed_during_canary_resumes),
 		cmocka_unit_test(test_abort_before_the_flip),
 		cmocka_unit_test(test_tampered_history_is_detected),
+		cmocka_unit_test(test_wall_clock_stepped_back),
+		cmocka_unit_test(test_plan_that_no_longer_loads),
 	};
 	const char *tmp = getenv("TMPDIR");
 	int rc;

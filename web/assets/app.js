@@ -513,10 +513,19 @@
     return { deadline: dl, total: Math.max(dl - start, 1), left: w.ended_ms ? 0 : Math.max(dl - Date.now(), 0),
       done: !!w.ended_ms, start: start };
   }
+  /* The engine cannot run the plan (its open plan_cannot_run alert):
+   * {why, todo} from the alert's message, or null. */
+  function cannotRun(p) {
+    var a = (p.alerts || []).filter(function (x) { return x.kind === 'plan_cannot_run'; })[0], i;
+    if (!a) return null;
+    i = a.message.indexOf('; what to do: ');
+    return i < 0 ? { why: a.message, todo: '' } : { why: a.message.slice(0, i), todo: a.message.slice(i + 14) };
+  }
   /* The plan's state in words. */
   function stateWords(p) {
-    var cur = p.current, st = cur ? stepOf(p, cur.n) : null, n = (p.steps || []).length, ws;
+    var cur = p.current, st = cur ? stepOf(p, cur.n) : null, n = (p.steps || []).length, ws, cr = cannotRun(p);
     if (p.archived_ms) return 'archived at ' + fmtTime(p.archived_ms) + ' (was ' + p.status + ')';
+    if (cr) return 'needs attention: the engine cannot run this plan: ' + cr.why;
     if (p.status === 'succeeded') return 'succeeded: all ' + n + ' steps done';
     if (p.status === 'aborted') return 'aborted' + (st ? ' at step ' + st.n + ', ' + st.kind : '');
     if (!st) return String(p.status);
@@ -570,9 +579,12 @@
     a = p.alerts || [];
     box.appendChild(el('p', { id: 'glance-alerts', class: a.length ? 'alerts-line bad' : 'alerts-line muted' },
       a.length ? plural(a.length, 'open alert') + ': ' + a.map(function (x) { return x.kind; }).join(', ') + ' (below)' : 'No open alerts.'));
-    var act = el('div', { id: 'glance-action', class: 'actions' });
+    var act = el('div', { id: 'glance-action', class: 'actions' }), cr = cannotRun(p);
     st = cur ? stepOf(p, cur.n) : null;
-    if (st && st.status === 'waiting_approval' && p.status === 'running') {
+    if (cr) {
+      /* Its commands would wait unanswered: no buttons, what to do instead. */
+      box.appendChild(el('p', { id: 'glance-attention', class: 'alerts-line bad' }, 'What to do: ' + cr.todo));
+    } else if (st && st.status === 'waiting_approval' && p.status === 'running') {
       act.appendChild(approveButton(p, st, 'approve primary'));
       box.appendChild(act);
       var wd = willDo(p, st);
@@ -623,7 +635,7 @@
       $('plan-meta').textContent = 'Plan #' + p.id + ', submitted ' + fmtTime(p.created_ms) +
         (cur && p.status !== 'succeeded' ? '; current step ' + cur.n + '. ' + cur.kind : '') + '; sha256 ' + String(p.sha256).slice(0, 16) + '…';
       var acts = clear($('plan-actions'));
-      if (p.status === 'running' || p.status === 'failed')
+      if ((p.status === 'running' || p.status === 'failed') && !cannotRun(p))
         acts.appendChild(el('button', { type: 'button', class: 'danger abort', onclick: command(
           '/api/plans/' + p.id + '/abort', 'Abort', 'Abort plan ' + p.name + '? ' + rollbackText(p), true) }, 'Abort plan…'));
       var al = clear($('alerts'));
@@ -631,6 +643,7 @@
         al.appendChild(el('li', { 'data-alert': a.id }, el('strong', null, a.kind), ': ' + a.message + ' ',
           el('span', { class: 'muted' }, '(since ' + fmtTime(a.raised_ms) + ', seen ' + a.count + '×, last ' +
             fmtTime(a.last_ms) + ') '),
+          a.kind === 'plan_cannot_run' ? el('span', { class: 'muted' }, 'It closes by itself once the plan loads again.') :
           el('button', { type: 'button', class: 'ack', onclick: command('/api/plans/' + p.id + '/alerts/' + a.id + '/ack',
             'Acknowledge', 'Acknowledge alert ' + a.id + ' (' + a.kind + '): ' + a.message, false) }, 'Acknowledge')));
       });
