@@ -117,6 +117,16 @@ k=0
 resumed=0
 last_n=0
 engine
+# The kills start once the plan is recorded: a kill before that leaves
+# nothing to resume (on a loaded machine `run` can take longer than the
+# shortest delay to get there), and each kill must find a plan to resume.
+t=0
+until [ -n "$(status)" ]; do
+	t=$((t + 1))
+	[ $t -gt 600 ] && { echo "test_kill: the plan was not recorded within 30 s" >&2;
+	    cat "$tmp/engine.log" >&2; exit 1; }
+	sleep 0.05
+done
 for d in $delays; do
 	sleep "$d"
 	if ! kill -0 "$engine_pid" 2>/dev/null; then
