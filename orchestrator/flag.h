@@ -7,7 +7,8 @@
  * retried with exponential backoff on connection errors, timeouts and 5xx
  * answers, never on 4xx, within a total time budget (struct flag_options).
  * A write (the switch) is one request in flight at a time. It is sent
- * again blind only when it cannot have left (no connection). After a 5xx
+ * again blind only when it cannot have left (no address, no connection,
+ * or a TLS handshake that did not finish). After a 5xx
  * it may have taken, so the flag is read back first: reading as wanted,
  * the switch is done ("write_took_by" says so); reading the other way,
  * the write goes again (on a connection of its own); unreadable or

@@ -391,10 +391,34 @@ struct attempt {
 	int rc;				/* perform's: 0 when an answer came */
 	bool ok;			/* a 2xx answer */
 	bool retry;			/* no answer, or a 5xx */
-	bool unsent;			/* no connection: the request never left */
+	bool unsent;			/* the request never left (before_request) */
 	char ex[FLAG_EXCERPT_MAX + 1];	/* of the answer, redacted */
 	char why[CURL_ERROR_SIZE + 64];	/* why no answer came */
 };
+
+/* The errors libcurl returns before a request's first byte leaves: no
+ * address, no connection, or a TLS handshake that did not complete (the
+ * request goes only over a finished handshake). A write that failed so
+ * was not sent, and may be sent again; any other failure may have
+ * reached the service. */
+static const CURLcode unsent_codes[] = {
+	CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_COULDNT_RESOLVE_PROXY,
+	CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
+	CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CERTPROBLEM,
+	CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION, CURLE_USE_SSL_FAILED,
+	CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CRL_BADFILE,
+	CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+	CURLE_SSL_INVALIDCERTSTATUS,
+};
+
+static bool
+before_request(CURLcode cc)
+{
+	for (size_t i = 0; i < sizeof(unsent_codes) / sizeof(unsent_codes[0]); i++)
+		if (cc == unsent_codes[i])
+			return true;
+	return false;
+}
 
 /* Sends METHOD URL once (S: the call's schedule, for the time left) and
  * records the attempt in C's result. A write goes on a connection of its
@@ -441,8 +465,7 @@ attempt_once(struct flag_call *c, const struct schedule *s, const char *label,
 	/* A 4xx says the request itself is wrong: sending it again cannot
 	 * help. A too large answer will be as large again. */
 	a->retry = (a->rc != 0 && !c->answer.toobig) || c->status >= 500;
-	a->unsent = a->rc != 0 && (cc == CURLE_COULDNT_CONNECT ||
-	    cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY);
+	a->unsent = a->rc != 0 && before_request(cc);
 	if (record_attempt(c, role, method, url, c->status, ms, a->ex,
 	    a->why[0] != '\0' ? a->why : NULL, strcmp(role, "write") != 0 ? NULL :
 	    a->ok ? "accepted" : a->unsent ? "not sent" : a->rc == 0 ? "refused" :

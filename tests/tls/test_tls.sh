@@ -289,6 +289,13 @@ expect_ok "flag over https + whole run to the flip over amqps" "step=flip msg=.s
 plan "$tmp/flagca.yaml" "$mtls" "" "" "$(flag_yaml "$c/wrong-ca.pem")" "$steps"
 expect_fail "flag over https: unknown CA" "unknown CA" \
     "$bin" run --db "$tmp/flagca.db" "$tmp/flagca.yaml"
+# A handshake that failed sent no request: the flip's record calls each
+# write "not sent", never "in doubt" (which would hold the plan for the
+# flag's settle window).
+grep -a -q '"outcome":"in doubt"' "$tmp/flagca.db" &&
+	fail "flag over https: unknown CA: a failed handshake recorded as in doubt"
+grep -a -q '"outcome":"not sent"' "$tmp/flagca.db" ||
+	fail "flag over https: unknown CA: no write recorded as not sent"
 
 plan "$tmp/flagname.yaml" "$mtls" "" "" "$(flag_yaml "$c/ca.pem" flags.example)" "$steps"
 expect_fail "flag over https: name mismatch (server_name)" "name mismatch: .*'flags.example'" \
