@@ -24,8 +24,9 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 	char msg[ALERT_MSG_MAX + 1];
 	va_list ap;
 
+	msg[0] = '\0';
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	sentences_vadd(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	for (size_t i = 0; i < t->na; i++)
 		if (strcmp(t->a[i].kind, kind) == 0)
