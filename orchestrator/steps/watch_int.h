@@ -300,6 +300,7 @@ struct tick {
 	/* The ladder. */
 	int64_t depth[LADDER_MAX_LEVELS];
 	bool depth_seen, parking_seen;
+	bool parking_missing;		/* the parking queue does not exist */
 	int64_t parking_depth;
 	int64_t band[LADDER_MAX_LEVELS];	/* publish_in per level exchange */
 	bool band_seen;

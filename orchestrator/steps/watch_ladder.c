@@ -151,9 +151,16 @@ watch_ladder(struct tick *t)
 		t->depth[k] = qi.messages;
 	}
 	r = broker_queue_inspect(t->c->amqp, t->parking, &qi, why, sizeof(why));
-	if (r == BROKER_NOT_FOUND)
-		watch_alert(t, "ladder_drift", "the parking queue '%s' does not exist: what "
-		    "no destination takes is dropped", t->parking);
+	if (r == BROKER_NOT_FOUND) {
+		t->parking_missing = true;
+		watch_alert(t, "ladder_drift", "the parking queue '%s' does not exist: %s",
+		    t->parking, t->p->queue_type == PLAN_QUEUE_QUORUM ?
+		    "a delayed message no destination takes is held in the level it "
+		    "expires from (quorum dead-lettering retries until a queue takes "
+		    "it), and the messages behind it there wait" :
+		    "a delayed message no destination takes is dropped when it expires "
+		    "(classic dead-lettering does not retry)");
+	}
 	else if (r != 0) {
 		snprintf(path, sizeof(path), "reading the parking queue '%s'", t->parking);
 		watch_unreachable(t, path, why);

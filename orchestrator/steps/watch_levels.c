@@ -75,13 +75,16 @@ static void
 levels_one_by_one(struct tick *t, char names[][LADDER_NAME_MAX])
 {
 	int64_t head;
+	bool any = false;
 
+	/* Each queue on its own: one missing or unanswered (the parking
+	 * queue deleted) leaves the others' counts known. */
 	for (int k = 0; k < t->p->ladder.levels; k++)
-		if (queue_dlx(t, names[k], &t->dlx[k], &t->head_ts[k]) != 0)
-			return;
-	if (queue_dlx(t, t->parking, &t->parking_dlx, &head) != 0)
-		return;
-	t->dlx_seen = true;
+		if (queue_dlx(t, names[k], &t->dlx[k], &t->head_ts[k]) == 0)
+			any = true;
+	if (queue_dlx(t, t->parking, &t->parking_dlx, &head) == 0)
+		any = true;
+	t->dlx_seen = any;
 }
 
 /* Reads each level queue's and the parking queue's messages_dlx and
@@ -214,6 +217,7 @@ watch_levels_check(struct tick *t)
 	const struct ladder *l = &t->p->ladder;
 	char q[LADDER_NAME_MAX], to[LADDER_NAME_MAX], tb[40], pend[64];
 	int64_t held;
+	bool route_gap = t->parking_missing || w->verify_ok == 0;
 
 	for (int k = 0; k < l->levels; k++) {
 		struct wlevel *lv = &w->lv[k];
@@ -247,8 +251,12 @@ watch_levels_check(struct tick *t)
 		 * messages at each tick), so a count that never reaches 0 is no
 		 * proof of a stuck level. A probed level whose last probe came
 		 * out on time is moving: its pending dead-letters are reported
-		 * as stuck only once a probe is late (level_late). */
-		if (held >= 0 && probed(t, k) && lv->proven)
+		 * as stuck only once a probe is late (level_late). Unless the
+		 * ladder is known not to route everything (the parking queue
+		 * gone, a binding missing): then a dead-letter for a destination
+		 * with no route is held in the level however well the probes
+		 * (whose route stands) come out. */
+		if (held >= 0 && probed(t, k) && lv->proven && !route_gap)
 			held = -1;
 		if (held >= 0)
 			watch_alert(t, "dead_letters_pending", "level %d ('%s') has held %lld "

@@ -2283,6 +2283,50 @@ test_watch_ends_on_a_full_pass(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
+/* A dead-letter that has nowhere to go (a destination nobody binds, and
+ * the parking queue gone): RabbitMQ keeps it in the quorum level's
+ * dead-letter buffer, retrying. The watch reads every level's pending
+ * dead-letters although the parking queue is missing, names level 0 and
+ * its count while level 0's own probes still come out on time, and the
+ * parking queue's drift alert says the message is held, not dropped. */
+static void
+test_unroutable_dead_letter_is_held_and_named(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	char q[LADDER_NAME_MAX], x[LADDER_NAME_MAX], key[128], err[2048];
+	int64_t light, until;
+	const json_t *dl;
+
+	old_ttl_ms = 600000;	/* a watch that does not end meanwhile */
+	start(f, "heldlvl", 1, 0, NULL);
+	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	tick_until_level_proven(f, 0);
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	ladder_level_exchange(&f->p->ladder, 0, x, sizeof(x));
+	snprintf(key, sizeof(key), "0.0.0.0.1.%s.nobody.binds.this", prefix);
+	publish_to(&f->c, x, key, 1);
+	tick_until_alert_says(f, "dead_letters_pending", "level 0 (", &a);
+	fprintf(stderr, "# held dead-letter: %s\n", a.message);
+	assert_non_null(strstr(a.message, "1 pending dead-letter "));
+	assert_open_alert_with(f, "ladder_drift", "is held in the level");
+	/* Read on a light pass too (each queue by its own GET). */
+	light = num(pass_of(f), "light");
+	until = now_ms() + ALERT_CEILING_MS;
+	do {
+		if (now_ms() > until)
+			fail_msg("no light pass within %d ms", ALERT_CEILING_MS);
+		sleep_ms(INTERVAL_MS);
+		assert_int_equal(tick(f, err, sizeof(err)), 1);
+	} while (num(pass_of(f), "light") == light);
+	dl = json_object_get(level_summary(f, 0), "dead_letters");
+	if (!json_is_integer(dl) || json_integer_value(dl) < 1)
+		fail_msg("level 0's dead_letters on a light pass: %s",
+		    json_is_null(dl) ? "null" : "not 1 or more");
+	assert_true(metric(f, "cutover_ladder_dead_letters_pending", "level=\"0\"") >= 1);
+}
+
 /* ARGV[1], when given, runs only the tests whose name matches it. */
 /* The old path is the selection, not a snapshot: a queue the selection
  * takes that appears before the flip (a library declares one when a delay
@@ -2418,6 +2462,8 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_queue_created_after_the_flip_is_alerted,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch_ends_on_a_full_pass,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unroutable_dead_letter_is_held_and_named,
 		    setup, teardown),
 	};
 
