@@ -349,19 +349,11 @@ run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **re
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
 		return -1;
 	}
-	c->plan = r->plan;
-	c->store = r->s;
-	c->plan_id = r->id;
-	c->state = state;
-	c->flip_ms = flip_ms;
-	c->now_ms = 0;
-	c->measured = NULL;
-	c->watched = NULL;
-	c->moved = NULL;
-	c->old_last_entry_ms = 0;
+	step_ctx_begin_run(c, r->plan, r->s, r->id, state, flip_ms);
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &in, result, r->err, r->errlen)) == 0)
 		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);
+	step_ctx_end_run(c);
 	if (*result == NULL)
 		*result = json_object();
 	step_inputs_release(&in);
@@ -435,11 +427,9 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
 	else if (flipped) {
-		r->ctx.plan = r->plan;
-		r->ctx.store = r->s;
-		r->ctx.plan_id = r->id;
-		r->ctx.state = NULL;
+		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL, 0);
 		rc = step_rollback(&r->ctx, &res, r->err, r->errlen);
+		step_ctx_end_run(&r->ctx);
 		json_decref(res);
 		if (rc == STEP_FLAG_IN_DOUBT) {
 			/* Not confirmed, and not a failure: the settle window reads
@@ -758,16 +748,15 @@ settle(struct run *r, bool *open)
 	int64_t now = clock_mono_ms(), until;
 	bool was = r->settle_open;
 	char when[40];
+	int rc;
 	time_t t;
 	struct tm tm;
 
 	if (now >= r->settle_due_ms) {
-		r->ctx.plan = r->plan;
-		r->ctx.store = r->s;
-		r->ctx.plan_id = r->id;
-		r->ctx.state = NULL;
-		if (step_flag_settle(&r->ctx, &r->settle_open, &until, r->err,
-		    r->errlen) != 0)
+		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL, 0);
+		rc = step_flag_settle(&r->ctx, &r->settle_open, &until, r->err, r->errlen);
+		step_ctx_end_run(&r->ctx);
+		if (rc != 0)
 			return -1;
 		r->settle_due_ms = clock_mono_ms() + SETTLE_READ_MS;
 		r->settle_open_seen = r->settle_open_seen || r->settle_open;

@@ -64,6 +64,19 @@ int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
 /* Closes what C holds. Safe on a zeroed or half-opened context. */
 void step_ctx_close(struct step_ctx *c);
 
+/* Begins one run of a step of plan P (id PLAN_ID in store S, S NULL when
+ * run by hand) in C, whose connections stay as they are: STATE (borrowed,
+ * may be NULL) and FLIP_MS as step_ctx says, every input (measured,
+ * watched, moved, old_last_entry_ms, now_ms) zeroed and AGAIN cleared. A
+ * run's inputs are borrowed from JSON that lives only as long as that
+ * run: each run begins with none, so none is read after it was freed. */
+void step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
+    int64_t plan_id, const json_t *state, int64_t flip_ms);
+
+/* Ends a run begun by step_ctx_begin_run: forgets its borrowed inputs and
+ * state, which the caller frees next. */
+void step_ctx_end_run(struct step_ctx *c);
+
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
  * -1 when it failed or could not be confirmed (ERR says why); a step that
  * succeeded this time but is not over sets C->again. In both cases
