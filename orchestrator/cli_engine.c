@@ -199,6 +199,11 @@ outcome_report(int json, int64_t id, enum engine_outcome outcome)
 	case ENGINE_SUCCEEDED: return CLI_OK;
 	case ENGINE_WAITING: return CLI_WAITING;
 	case ENGINE_STOPPED: return CLI_STOPPED;
+	case ENGINE_DISK_FULL:
+		fprintf(stderr, "cutover run: the disk holding the database is full: free "
+		    "space there and run the same command again; the plan resumes where it "
+		    "stopped\n");
+		return CLI_STOPPED;
 	default: return CLI_FAIL;
 	}
 }

@@ -43,6 +43,7 @@ struct run {
 	int64_t busy_since_ms;         /* mono: first of consecutive busy failures, or 0 */
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */
+	bool disk_full;                /* held: the database's disk is full */
 	int64_t preview_due_ms;        /* mono: when the waiting gate's preview is due */
 	int64_t settle_due_ms;         /* mono: when the settle window is next looked at */
 	bool settle_open;              /* it was open at the last look */
@@ -61,6 +62,7 @@ engine_outcome_name(enum engine_outcome o)
 	case ENGINE_ABORTED: return "aborted";
 	case ENGINE_WAITING: return "waiting for approval";
 	case ENGINE_STOPPED: return "stopped";
+	case ENGINE_DISK_FULL: return "stopped: the database's disk is full";
 	}
 	return "?";
 }
@@ -676,6 +678,25 @@ poll_ms(const struct run *r)
 	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
 }
 
+/* WHAT failed because the disk holding the database is full: nothing was
+ * written, so the step holds where it was and runs again when space
+ * returns, with no time limit (a person frees space; cutover cannot).
+ * Said once, loudly, then retried every BUSY_BACKOFF_MAX_MS. Returns
+ * true (the failure is held, not the step's). */
+static bool
+disk_full_hold(struct run *r, const char *what)
+{
+	if (!r->disk_full)
+		log_event("error", r->plan->name, NULL, "%s: %s: the disk holding the "
+		    "database is full; the plan is held where it was and goes on by "
+		    "itself once space is freed there (nothing was recorded that "
+		    "did not happen)", what, r->err);
+	r->disk_full = true;
+	r->due_ms = clock_mono_ms() + BUSY_BACKOFF_MAX_MS;
+	r->busy_now = 1;
+	return true;
+}
+
 /* After a failure of WHAT: when it was the store busy or locked and has
  * not stayed so for BUSY_BUDGET_MS, schedules the next try (r->due_ms,
  * with backoff) and returns true; otherwise false (a real failure). */
@@ -686,6 +707,10 @@ busy_retry(struct run *r, const char *what)
 
 	if (!store_transient(r->s))
 		return false;
+	if (store_disk_full(r->s)) {
+		store_transient_clear(r->s);
+		return disk_full_hold(r, what);
+	}
 	store_transient_clear(r->s);
 	if (r->busy_since_ms == 0) {
 		r->busy_since_ms = now;
@@ -708,8 +733,15 @@ busy_retry(struct run *r, const char *what)
 static void
 busy_settle(struct run *r, int t)
 {
-	if (t >= 0 && !r->busy_now)
+	if (t >= 0 && !r->busy_now) {
 		r->busy_since_ms = 0;
+		if (r->disk_full) {
+			r->disk_full = false;
+			store_disk_full_resolved();
+			log_event("info", r->plan->name, NULL, "the database's disk has "
+			    "space again: the plan goes on");
+		}
+	}
 }
 
 /* Reads the plan's steps in order into *ST until the first that has not
@@ -1020,6 +1052,12 @@ engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 		busy_settle(&r, t);
 		if (over)
 			break;
+		/* A run that returns when blocked (cutover run) stops here, to
+		 * be run again once space is freed: nothing it did is lost. */
+		if (r.disk_full && r.o->return_when_blocked) {
+			*outcome = ENGINE_DISK_FULL;
+			break;
+		}
 		/* Commands are looked at every poll interval, also while a watch
 		 * waits for its next tick. */
 		wait = r.due_ms - clock_mono_ms();

@@ -27,7 +27,9 @@ enum engine_outcome {
 	ENGINE_FAILED,         /* a step failed: waiting for retry or abort */
 	ENGINE_ABORTED,        /* an operator aborted the plan */
 	ENGINE_WAITING,        /* a gated step waits for approval */
-	ENGINE_STOPPED         /* asked to stop; resumes on the next run */
+	ENGINE_STOPPED,        /* asked to stop; resumes on the next run */
+	ENGINE_DISK_FULL       /* the database's disk is full: stopped where it
+	                        * was, resumes on the next run */
 };
 
 struct engine_opts {

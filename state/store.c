@@ -7,6 +7,7 @@
  * errors go back to the caller through its error buffer. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "store.h"
 #include "store_int.h"
 
@@ -194,6 +196,20 @@ static const char *const migrations[] = {
 _Static_assert(NMIGRATIONS == STORE_SCHEMA_VERSION,
     "one migration script per schema version");
 
+static _Atomic int64_t disk_full_since;
+
+int64_t
+store_disk_full_since(void)
+{
+	return disk_full_since;
+}
+
+void
+store_disk_full_resolved(void)
+{
+	disk_full_since = 0;
+}
+
 /* "WHAT: sqlite's message". Call before anything else touches the
  * connection, or the message is lost. */
 void
@@ -203,6 +219,16 @@ store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 
 	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
 		s->transient = 1;
+	/* A full disk passes when space is freed: nothing was written, and
+	 * what failed runs again then. SQLite says SQLITE_FULL, or an I/O
+	 * error whose errno is ENOSPC (a write to the WAL). */
+	if (code == SQLITE_FULL || (code == SQLITE_IOERR &&
+	    (sqlite3_system_errno(s->db) == ENOSPC || sqlite3_system_errno(s->db) == EDQUOT))) {
+		int64_t zero = 0;
+
+		s->transient = s->disk_full = 1;
+		atomic_compare_exchange_strong(&disk_full_since, &zero, clock_now_ms());
+	}
 	errbuf_set(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
 }
 
@@ -216,6 +242,13 @@ void
 store_transient_clear(struct store *s)
 {
 	s->transient = 0;
+	s->disk_full = 0;
+}
+
+int
+store_disk_full(const struct store *s)
+{
+	return s->disk_full;
 }
 
 void
@@ -562,14 +595,20 @@ store_file_check(struct store *s, char *err, size_t errlen)
 int
 store_begin(struct store *s, char *err, size_t errlen)
 {
+	s->changes_at_begin = sqlite3_total_changes64(s->db);
 	return store_exec(s, "BEGIN IMMEDIATE", "beginning transaction", err, errlen);
 }
 
 int
 store_commit(struct store *s, char *err, size_t errlen)
 {
-	if (store_exec(s, "COMMIT", "committing transaction", err, errlen) == 0)
+	if (store_exec(s, "COMMIT", "committing transaction", err, errlen) == 0) {
+		/* A transaction that wrote something reached the disk: there
+		 * is space again. */
+		if (sqlite3_total_changes64(s->db) > s->changes_at_begin)
+			store_disk_full_resolved();
 		return 0;
+	}
 	/* Nothing half-done stays open behind a failed commit. */
 	store_rollback(s);
 	return -1;

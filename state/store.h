@@ -97,6 +97,20 @@ void store_close(struct store *s);
 int store_transient(const struct store *s);
 void store_transient_clear(struct store *s);
 
+/* Whether any failure on S since store_transient_clear was the disk
+ * holding the database full (SQLITE_FULL, or ENOSPC under an I/O error):
+ * store_transient too, but one that lasts until someone frees space, so
+ * it is waited out with no time limit and said loudly. */
+int store_disk_full(const struct store *s);
+
+/* Since when (epoch ms) a write of this process's has found the disk
+ * full with no write succeeding after it (store_disk_full_resolved), or
+ * 0: what /healthz and /metrics say. */
+int64_t store_disk_full_since(void);
+
+/* A write after a full disk succeeded: space has returned. */
+void store_disk_full_resolved(void);
+
 /* The engine's lock on database DB_PATH (store_lock.c): only the process
  * holding it may run plans from that database. An exclusive fcntl lock on
  * DB_PATH.lock, which holds the holder's pid; the kernel releases it when

@@ -22,7 +22,11 @@ struct store {
 	dev_t dev;                        /* ... and what it was when opened */
 	ino_t ino;
 	int transient;                    /* a failure since the last clear was
-	                                   * SQLITE_BUSY or SQLITE_LOCKED */
+	                                   * SQLITE_BUSY or SQLITE_LOCKED, or
+	                                   * the disk full (then disk_full too) */
+	int disk_full;
+	sqlite3_int64 changes_at_begin;   /* sqlite3_total_changes64 at
+	                                   * store_begin */
 };
 
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -149,7 +150,20 @@ only_params(const struct uri_query *q, const char *const *known, struct api_resp
 	return 0;
 }
 
-/* GET /healthz: whether the database can be read, and cutover's version and
+/* MS (epoch) as UTC ISO 8601 to the second into OUT. Returns OUT. */
+static const char *
+time_iso(int64_t ms, char *out, size_t outlen)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, outlen, "%lld ms", (long long)ms);
+	return out;
+}
+
+/* GET /healthz: whether the database can be read (and its file is the one
+ * opened, and its disk not full), and cutover's version and
  * commit (the libraries' versions are in /metrics, which is not open to
  * everyone). */
 static void
@@ -157,12 +171,19 @@ healthz(const struct api_call *c)
 {
 	struct api_response *r = c->r;
 	struct store_plan p;
-	char err[512];
+	char err[512], when[40];
+	int64_t since;
 	int rc;
 
 	if (store_file_check(c->s, err, sizeof(err)) != 0) {
 		api_error(r, 503, "%s; cutover takes no action on it: stop cutover serve, "
 		    "restore the file from a backup and start it again", err);
+		return;
+	}
+	if ((since = store_disk_full_since()) != 0) {
+		api_error(r, 503, "disk full: the disk holding the database has been full "
+		    "since %s; the plans are held where they were and go on by themselves "
+		    "once space is freed there", time_iso(since, when, sizeof(when)));
 		return;
 	}
 	rc = store_plan_get(c->s, 0, &p, err, sizeof(err));

@@ -679,7 +679,8 @@ render_build(struct buf *b, const struct plans *ps)
 }
 
 /* cutover_database_file_ok: 0 once the database file was removed or
- * replaced under the running service (the engine then takes no action). */
+ * replaced under the running service (the engine then takes no action);
+ * cutover_database_disk_full: 1 while writes find the disk full. */
 static void
 render_file(struct buf *b, const struct plans *ps)
 {
@@ -687,6 +688,10 @@ render_file(struct buf *b, const struct plans *ps)
 	    "is the one cutover opened; 0 once it was removed or replaced (cutover "
 	    "takes no action: restore it from a backup and restart)");
 	out(b, "cutover_database_file_ok %d\n", ps->file_ok ? 1 : 0);
+	family(b, "cutover_database_disk_full", "gauge", "1 while the disk holding "
+	    "the database is full: the plans are held where they were and go on by "
+	    "themselves once space is freed there");
+	out(b, "cutover_database_disk_full %d\n", store_disk_full_since() != 0 ? 1 : 0);
 }
 
 static void (*const sections[])(struct buf *, const struct plans *) = {

@@ -5,6 +5,7 @@
  * watch, a flag service that is down (for the flip and for the rollback),
  * and a producer still writing into the old path after the flip.
  * The cutover binary (CUTOVER_BINARY) is run as an operator would. */
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -852,6 +858,172 @@ test_abort_at_each_gate(void **state)
 	}
 }
 
+/* A port on 127.0.0.1 nothing listens on now (the kernel's choice). */
+static unsigned
+free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned port;
+
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+/* GET PATH from a serve on 127.0.0.1:PORT (curl); the body into OUT.
+ * Returns the HTTP status, 0 when nothing answered. */
+static int
+http_get(unsigned port, const char *path, char *out, size_t outlen)
+{
+	char cmd[256], *nl;
+	size_t n;
+	FILE *f;
+	int status = 0;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -m 10 -w '\\n%%{http_code}' "
+	    "http://127.0.0.1:%u%s", port, path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	pclose(f);
+	if ((nl = strrchr(out, '\n')) != NULL) {
+		status = atoi(nl + 1);
+		*nl = '\0';
+	}
+	return status;
+}
+
+/* Fills the filesystem holding PATH's directory with a file PATH until a
+ * write finds it full. Returns 0, or -1 when it could not. */
+static int
+fill_disk(const char *path)
+{
+	static char chunk[65536];
+	FILE *f = fopen(path, "w");
+	int rc = -1;
+
+	if (f == NULL)
+		return -1;
+	setvbuf(f, NULL, _IONBF, 0);
+	for (;;)
+		if (fwrite(chunk, 1, sizeof(chunk), f) != sizeof(chunk)) {
+			rc = errno == ENOSPC ? 0 : -1;
+			break;
+		}
+	for (size_t n = sizeof(chunk) / 2; n >= 1; n /= 2)	/* to the last bytes */
+		while (fwrite(chunk, 1, n, f) == n)
+			;
+	fclose(f);
+	return rc;
+}
+
+/* The disk holding the database fills up during the watch: `cutover run`
+ * stops with 4 ("stopped: run again to resume"), saying the disk is full,
+ * and records nothing false: the plan is still running and the watch is
+ * not failed. With space freed, run again resumes the watch where it was
+ * (the abort that ends the test rolls the flag back). The database lives
+ * on a 4 MB tmpfs this test mounts (it needs root, as the suite has). */
+static void
+test_disk_full_during_the_watch(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store_step st;
+	char mnt[300], filler[340], saved[256], listen[64], out[65536];
+	unsigned port;
+	int64_t until;
+	pid_t pid;
+	int rc, code;
+
+	(void)state;
+	snprintf(mnt, sizeof(mnt), "%s/small", dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m") != 0)
+		fail_msg("mounting a 4 MB tmpfs at %s: %s (the suite runs as root)", mnt,
+		    strerror(errno));
+	snprintf(saved, sizeof(saved), "%s", dir);
+	snprintf(dir, sizeof(dir), "%s", mnt);
+	begin("diskfull", &p, &c, NULL, "10m");
+	snprintf(dir, sizeof(dir), "%s", saved);
+	snprintf(filler, sizeof(filler), "%s/filler", mnt);
+	run_to_the_flip_and_approve();
+	pid = itest_start_run(db, planfile, NULL);
+	assert_true(wait_step(5, "running", 30000));
+	assert_true(wait_ticks(2, 60000));
+	assert_int_equal(fill_disk(filler), 0);
+	rc = itest_wait(pid);
+	if (rc != 4)
+		fail_msg("cutover run exited %d on a full disk, not 4 (stopped, resume me)", rc);
+	assert_true(wait_plan("running", 1000));
+	assert_int_equal(read_step(5, &st), 0);
+	assert_string_equal(st.status, "running");
+	store_step_clear(&st);
+	/* serve on the same full disk: held, and /healthz and /metrics say
+	 * why; once space is freed it goes on by itself. */
+	port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
+	{
+		char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,
+		    "--listen", listen, NULL };
+
+		snprintf(out, sizeof(out), "%s/serve.log", saved);
+		pid = itest_spawn(out, argv);
+	}
+	until = now_ms() + 60000;
+	while ((code = http_get(port, "/healthz", out, sizeof(out))) != 503 ||
+	    strstr(out, "disk full") == NULL) {
+		if (now_ms() > until)
+			fail_msg("/healthz never said disk full: %d %s", code, out);
+		itest_sleep_ms(200);
+	}
+	fprintf(stderr, "# /healthz on a full disk: %s\n", out);
+	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
+	assert_non_null(strstr(out, "cutover_database_disk_full 1"));
+	assert_int_equal(unlink(filler), 0);
+	until = now_ms() + 60000;
+	while ((code = http_get(port, "/healthz", out, sizeof(out))) != 200) {
+		if (now_ms() > until)
+			fail_msg("/healthz after space was freed: %d %s", code, out);
+		itest_sleep_ms(200);
+	}
+	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
+	assert_non_null(strstr(out, "cutover_database_disk_full 0"));
+	assert_int_equal(itest_stop(pid), 0);
+	/* Resumed by run: the watch ticks again, then the abort ends it. */
+	pid = itest_start_run(db, planfile, NULL);
+	assert_true(wait_ticks(2, 60000));
+	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	    "--comment", "the disk filled up", NULL), 0);
+	assert_true(wait_plan("aborted", 60000));
+	assert_int_equal(itest_wait(pid), 1);
+	assert_rolled_back(p);
+	end(p, &c);
+}
+
+/* test_disk_full_during_the_watch's teardown, also when it failed: its
+ * tmpfs unmounted. */
+static int
+unmount_small(void **state)
+{
+	char mnt[300];
+
+	(void)state;
+	snprintf(mnt, sizeof(mnt), "%s/small", dir);
+	if (umount2(mnt, MNT_DETACH) != 0)
+		fprintf(stderr, "unmounting %s: %s\n", mnt, strerror(errno));
+	rmdir(mnt);
+	return 0;
+}
+
 /* Runs `cutover run` on the test's plan with the flag service unreachable
  * from it: its HTTP goes through a proxy that refuses every connection
  * (http_proxy, honoured by libcurl), except to 127.0.0.1 (no_proxy), where
@@ -1162,6 +1334,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_abort_during_the_watch),
 		cmocka_unit_test(test_abort_with_the_flag_service_down),
 		cmocka_unit_test(test_abort_at_each_gate),
+		cmocka_unit_test_teardown(test_disk_full_during_the_watch, unmount_small),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
 		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,

@@ -999,11 +999,21 @@
     $('plans-view').hidden = route.plan != null;
     $('plan-view').hidden = route.plan == null;
   }
+  /* The service's own health (/healthz): a database whose disk is full or
+   * whose file was removed holds every plan; say so until it passes. */
+  var healthBad = false;
+  function showHealth() {
+    return get('/healthz').then(function (r) {
+      if (r.status === 503) { healthBad = true; notice('The service cannot go on: ' + errText(r), true); }
+      else if (healthBad) { healthBad = false; notice('', false); }
+    }, function () {});
+  }
   function refresh() {
     if (busy) return;
     busy = true;
     clearTimeout(timer);
     var p = route.plan != null ? showPlan(route.plan) : showPlans();
+    p = p.then(function (running) { return showHealth().then(function () { return running; }); });
     p.then(function (running) {
       busy = false;
       $('updated').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
