@@ -30,6 +30,7 @@
 
 #include "arrival_stamp.h"
 #include "clock.h"
+#include "fault.h"
 #include "ladder.h"
 #include "move_old_int.h"
 #include "pattern.h"
@@ -300,6 +301,8 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 	if (n > 0)
 		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
 		    (size_t)n, &npub, why, sizeof(why));
+	if (n > 0)
+		fault_point("move_old.confirmed");	/* in the ladder, not acked */
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
 		if ((size_t)i < npub && results[i] == 0 &&
