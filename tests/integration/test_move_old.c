@@ -979,7 +979,7 @@ test_kill_keeps_the_first_sighting_of_what_is_left(void **state)
 	    plan->watch.allowance_ms);
 	assert_true(count_of(r2, "old_horizon_ms") > count_of(r2, "horizon_ms"));
 	assert_true(count_of(r2, "saved_ms") >= 20 * SEC);
-	assert_int_equal(depth("old.k.20s"), 2);
+	wait_depth("old.k.20s", 2);
 	json_decref(r2);
 	json_decref(st);
 	json_decref(r1);
