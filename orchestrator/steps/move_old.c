@@ -12,8 +12,9 @@
  * the queue's pass ends and then rejected with requeue: it stays in the
  * old queue and drains there. A crash anywhere loses nothing: the broker
  * requeues what was not acked (a message confirmed but not yet acked is
- * then delivered twice; its x-cutover-moved-from and x-cutover-not-before
- * let consumers deduplicate).
+ * then moved twice: each copy carries the same x-cutover-move-id for
+ * consumers to deduplicate by, and the result counts them as
+ * may_duplicate).
  *
  * Unknown entry times. A message a look took and gave back (left, or
  * taken by a killed run) comes back marked redelivered; the look recorded
@@ -51,6 +52,7 @@
 #define MOVE_HDR_FROM "x-cutover-moved-from"
 #define MOVE_HDR_AT "x-cutover-moved-at"
 #define MOVE_HDR_ENTRY "x-cutover-entry"
+#define MOVE_HDR_ID "x-cutover-move-id"
 #define MOVE_ID_LEN 32		/* hex digits of a move id */
 #define SEEN_KEY_LEN 16		/* of them, a first sighting's key */
 #define SEEN_MAX 20000		/* first sightings the state keeps */
@@ -377,14 +379,15 @@ record_seen(struct pass *ps, const char *id, int64_t first, int64_t now)
 		json_object_set_new(ps->state, "seen_full", json_true());
 }
 
-/* Publishes D into the ladder per decision DEC towards destination DEST,
- * without waiting. Returns 0, or a negative broker code with ERR. */
+/* Publishes D (move id ID) into the ladder per decision DEC towards
+ * destination DEST, without waiting. Returns 0, or a negative broker code
+ * with ERR. */
 static int
-send_moved(struct pass *ps, const struct broker_delivery *d,
+send_moved(struct pass *ps, const struct broker_delivery *d, const char *id,
     const struct move_decision *dec, int dest, int64_t now, char *err, size_t errlen)
 {
 	const struct plan *p = ps->c->plan;
-	struct broker_field hdr[6];
+	struct broker_field hdr[7];
 	struct broker_message m;
 	char ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], why[256];
 	uint64_t units;
@@ -407,6 +410,7 @@ send_moved(struct pass *ps, const struct broker_delivery *d,
 	hdr[4] = (struct broker_field){ .key = MOVE_HDR_AT, .is_int = true, .num = now };
 	hdr[5] = (struct broker_field){ .key = MOVE_HDR_ENTRY,
 	    .str = move_from_name(dec->used) };
+	hdr[6] = (struct broker_field){ .key = MOVE_HDR_ID, .str = id };
 	memset(&m, 0, sizeof(m));
 	m.exchange = ex;
 	m.routing_key = key;
@@ -419,11 +423,20 @@ send_moved(struct pass *ps, const struct broker_delivery *d,
 	return broker_publish_async(ps->c->amqp, &m, err, errlen);
 }
 
+/* Adds N to the queue's count of messages that may reach the ladder twice
+ * (republished, and not certainly acked in the old queue). */
+static void
+may_duplicate(struct pass *ps, int64_t n)
+{
+	if (n > 0)
+		set_int(ps->entry, "may_duplicate", jint(ps->entry, "may_duplicate") + n);
+}
+
 /* The batch's N messages OUT, of which the first NPUB were published,
  * cannot be settled (the step fails): the confirms are collected as far
  * as they come and every one is held, to be returned to its old queue
  * with the rest (one published and confirmed is then delivered twice,
- * never lost). */
+ * never lost, and counted as such). */
 static void
 abandon(struct pass *ps, struct broker_delivery *out, int n, int npub,
     const int64_t *nb)
@@ -433,6 +446,7 @@ abandon(struct pass *ps, struct broker_delivery *out, int n, int npub,
 	if (npub > 0)
 		(void)broker_wait_confirms(ps->c->amqp, 1000, NULL, 0, NULL, why,
 		    sizeof(why));
+	may_duplicate(ps, npub);
 	for (int i = 0; i < n; i++)
 		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
 }
@@ -464,11 +478,13 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 			/* Confirmed, and the ack did not reach the broker: it
 			 * redelivers it in the old queue, so it may come twice. */
 			moved++;
+			may_duplicate(ps, 1);
 			broker_delivery_free(&out[i]);
 		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
 			*end = true;
 	}
 	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
+	json_object_del(ps->entry, "in_flight");
 	ps->moved_in_call += moved;
 }
 
@@ -487,7 +503,8 @@ struct going {
  * A kill -9 can come anywhere, so what the next run must know is
  * persisted first: that gets are under way ("getting": their first
  * sightings may go unrecorded), then, before anything is published, the
- * sightings. */
+ * sightings and how many are about to be published ("in_flight": each
+ * may end in the ladder and, not acked, back in the old queue). */
 static int
 batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
     char *err, size_t errlen)
@@ -558,17 +575,22 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		out[n++] = d;
 	}
 	json_object_del(ps->entry, "getting");
+	if (n > 0)
+		set_int(ps->entry, "in_flight", n);
 	persist(ps);
 	for (i = 0; i < n; i++)
-		if (send_moved(ps, &out[i], &g[i].dec, g[i].dest, g[i].now, err,
-		    errlen) != 0) {
+		if (send_moved(ps, &out[i], g[i].id, &g[i].dec, g[i].dest, g[i].now,
+		    err, errlen) != 0) {
 			/* Its frame may have gone out before the failure. */
 			abandon(ps, out, n, i + 1, nb);
+			json_object_del(ps->entry, "in_flight");
 			goto done;
 		}
 	settle(ps, out, results, n, nb, end);
 	ret = 0;
 done:
+	/* Whatever was taken is recorded in the state the step returns. */
+	json_object_del(ps->entry, "getting");
 	free(g);
 	free(nb);
 	return ret;
@@ -751,7 +773,7 @@ record_done(struct step_ctx *c, const json_t *state)
 static void
 totals(json_t *state)
 {
-	int64_t moved = 0, left = 0, skipped = 0;
+	int64_t moved = 0, left = 0, skipped = 0, dup = 0;
 	const json_t *e;
 	size_t i;
 
@@ -759,15 +781,19 @@ totals(json_t *state)
 		moved += jint(e, "moved");
 		left += jint(e, "left");
 		skipped += jint(e, "skipped");
+		dup += jint(e, "may_duplicate");
 	}
-	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I}", "moved",
-	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped));
+	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
+	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped,
+	    "may_duplicate", (json_int_t)dup));
 }
 
 /* What a run killed in the middle of a batch left in STATE, taken up by
  * the run that begins at NOW: a queue whose gets were under way may have
  * had messages taken and given back unrecorded, all before NOW
- * ("unrecorded_until_ms", which first_seen never goes below). */
+ * ("unrecorded_until_ms", which first_seen never goes below); a batch in
+ * flight may be in the ladder and back in its old queue both, so moved
+ * twice ("may_duplicate"). */
 static void
 after_kill(json_t *state, int64_t now)
 {
@@ -781,6 +807,10 @@ after_kill(json_t *state, int64_t now)
 		    jint(e, "unrecorded_until_ms") < now)
 			set_int(e, "unrecorded_until_ms", now);
 		json_object_del(e, "getting");
+		if (jint(e, "in_flight") > 0)
+			set_int(e, "may_duplicate", jint(e, "may_duplicate") +
+			    jint(e, "in_flight"));
+		json_object_del(e, "in_flight");
 	}
 }
 

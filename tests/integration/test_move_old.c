@@ -1043,6 +1043,98 @@ test_kill_keeps_the_first_sighting_of_what_moves(void **state)
 	json_decref(r1);
 }
 
+/* A run killed after the ladder confirmed a batch and before the batch
+ * was acked in its old queue (crash point move_old.confirmed, in a child
+ * process): the broker gives the batch back and the run started again
+ * (with the state the killed one persisted before it published: the
+ * batch in flight) moves it a second time. Its result says how many may
+ * be duplicated, and both copies of each message carry the same
+ * x-cutover-move-id, so a consumer can drop the second; neither is early. */
+static void
+test_kill_after_confirm_counts_and_marks_duplicates(void **state)
+{
+	const char *ids[3] = { NULL, NULL, NULL };
+	char body[32], err[1024];
+	int64_t now = clock_now_ms(), t_s = now / 1000, until;
+	int seen[3] = { 0, 0, 0 }, got = 0, status = 0;
+	json_t *st, *r;
+	pid_t pid;
+
+	(void)state;
+	nsent = 0;
+	start("    - { queues: { match: '^old\\.' }, from: timestamp }\n", "1m");
+	old_queue("old.d.8s", 8 * SEC, DEST);
+	for (int i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), "d-%d", i);
+		put("old.d.8s", body, (uint64_t)t_s, 0, NULL, (t_s + 1) * 1000 + 8 * SEC);
+	}
+	if ((pid = fork()) == 0) {
+		struct step_ctx cc;
+		json_t *cr = NULL;
+		char e[1024];
+
+		memset(&cc, 0, sizeof(cc));
+		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
+		if (step_ctx_open(&cc, plan, e, sizeof(e)) != 0)
+			_exit(2);
+		cc.flip_ms = now - 10 * SEC;
+		(void)step_move_old(&cc, &cr, e, sizeof(e));
+		_exit(3);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	wait_depth("old.d.8s", 3);
+	st = json_pack("{s:b,s:I,s:I,s:[{s:s,s:I,s:I,s:I,s:I,s:I}]}", "ok", 0,
+	    "pass", (json_int_t)1, "pass_started_ms", (json_int_t)now, "queues",
+	    "name", "old.d.8s", "moved", (json_int_t)0, "left", (json_int_t)0,
+	    "skipped", (json_int_t)0, "pass_done", (json_int_t)0, "in_flight",
+	    (json_int_t)3);
+	ctx.state = st;
+	r = move();
+	ctx.state = NULL;
+	assert_int_equal(count_of(queue_entry(r, "old.d.8s"), "moved"), 3);
+	assert_int_equal(count_of(queue_entry(r, "old.d.8s"), "may_duplicate"), 3);
+	assert_int_equal(count_of(json_object_get(r, "counts"), "may_duplicate"), 3);
+	assert_int_equal(depth("old.d.8s"), 0);
+	/* Each message twice, with one id. */
+	assert_int_equal(broker_consume(ctx.amqp, DEST, 0, err, sizeof(err)), 0);
+	until = clock_mono_ms() + 40 * SEC;
+	while (got < 6 && clock_mono_ms() < until) {
+		struct broker_delivery d = { 0 };
+		const struct broker_header *h;
+		int i;
+
+		if (broker_next(ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
+			continue;
+		assert_true(clock_now_ms() >= (t_s + 1) * 1000 + 8 * SEC);
+		assert_true(sscanf(d.body, "d-%d", &i) == 1 && i >= 0 && i < 3);
+		h = broker_header_find(&d, "x-cutover-move-id");
+		if (h == NULL || h->str == NULL || h->str[0] == '\0')
+			fail_msg("'%s' arrived without an x-cutover-move-id", d.body);
+		if (ids[i] == NULL)
+			ids[i] = strdup(h->str);
+		else
+			assert_string_equal(ids[i], h->str);
+		for (int k = 0; k < 3; k++)
+			if (k != i && ids[k] != NULL)
+				assert_string_not_equal(ids[k], h->str);
+		seen[i]++;
+		got++;
+		assert_int_equal(broker_ack(ctx.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	(void)broker_cancel(ctx.amqp, err, sizeof(err));
+	fprintf(stderr, "duplicates: %d deliveries of 3 messages (%d, %d, %d)\n", got,
+	    seen[0], seen[1], seen[2]);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(seen[i], 2);
+		free((void *)ids[i]);
+	}
+	json_decref(r);
+	json_decref(st);
+}
+
 int
 main(void)
 {
@@ -1059,6 +1151,8 @@ main(void)
 		    test_kill_keeps_the_first_sighting_of_what_is_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_kill_keeps_the_first_sighting_of_what_moves, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_kill_after_confirm_counts_and_marks_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_remove_after_move_deletes_an_emptied_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(
