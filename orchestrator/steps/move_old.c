@@ -817,11 +817,13 @@ after_kill(json_t *state, int64_t now)
 /* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
  * first_seen and record_seen (each value is the state's own element, so
  * that a change to it is persisted). An element that is not a key and a
- * time is dropped: a sighting is never made up. NULL when out of memory. */
+ * time is dropped, and of two with one key the later stays: a sighting is
+ * never made earlier. NULL when out of memory. */
 static json_t *
 seen_index(json_t *state)
 {
 	json_t *idx = json_object(), *list = json_object_get(state, "seen"), *keep, *v;
+	const char *k;
 	size_t i;
 
 	if (idx == NULL || (keep = json_array()) == NULL) {
@@ -829,14 +831,19 @@ seen_index(json_t *state)
 		return NULL;
 	}
 	json_array_foreach(list, i, v) {
-		const char *k = json_string_value(json_array_get(v, 0));
+		const json_t *had;
 
+		k = json_string_value(json_array_get(v, 0));
 		if (!json_is_array(v) || json_array_size(v) != 2 || k == NULL ||
 		    strlen(k) != SEEN_KEY_LEN || !json_is_integer(json_array_get(v, 1)))
 			continue;
-		json_array_append(keep, v);
-		json_object_set(idx, k, v);
+		if ((had = json_object_get(idx, k)) == NULL ||
+		    json_integer_value(json_array_get(had, 1)) <
+		    json_integer_value(json_array_get(v, 1)))
+			json_object_set(idx, k, v);
 	}
+	json_object_foreach(idx, k, v)
+		json_array_append(keep, v);
 	json_object_set_new(state, "seen", keep);
 	return idx;
 }

@@ -933,7 +933,7 @@ killed_in(const json_t *r, const char *q)
 static void
 test_kill_keeps_the_first_sighting_of_what_is_left(void **state)
 {
-	json_t *m, *r1, *r2, *st;
+	json_t *m, *r1, *r2, *st, *list;
 	const json_t *e;
 	int64_t put_at, t1;
 
@@ -957,6 +957,16 @@ test_kill_keeps_the_first_sighting_of_what_is_left(void **state)
 	wait_depth("old.k.20s", 2);
 	/* Killed as the pass of old.k.20s had taken both (old.a.60s done). */
 	st = killed_in(r1, "old.k.20s");
+	/* One sighting each (a-1's entry is known), and what a damaged state
+	 * might hold besides: an earlier sighting of the same key never wins,
+	 * what is not a sighting is dropped. */
+	list = json_object_get(st, "seen");
+	assert_int_equal(json_array_size(list), 2);
+	for (size_t k = 0; k < 2; k++)
+		json_array_append_new(list, json_pack("[O,I]", json_array_get(
+		    json_array_get(list, k), 0), (json_int_t)(t1 - 50 * SEC)));
+	json_array_append_new(list, json_string("junk"));
+	json_array_append_new(list, json_pack("[s,I]", "short", (json_int_t)t1));
 	ctx.state = st;
 	ctx.now_ms = t1 + 74 * SEC;
 	r2 = move();
