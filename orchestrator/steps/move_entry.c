@@ -124,9 +124,13 @@ move_decide(const struct move_rule *r, const struct move_stamp *m, int64_t now_m
 	}
 	out->entry_ms = e;
 	if (e < 0) {
-		/* It entered at NOW at the latest: NOW + TTL is never early,
-		 * and up to TTL late. */
-		out->not_before_ms = now_ms + r->ttl_ms;
+		/* It entered when it was first seen at the latest (an earlier
+		 * look that took it and gave it back), else at NOW: that + TTL
+		 * is never early, and up to TTL late. */
+		int64_t by = m->seen_ms >= OLD_TIME_MIN_MS && m->seen_ms < now_ms ?
+		    m->seen_ms : now_ms;
+
+		out->not_before_ms = by + r->ttl_ms;
 		if (r->ttl_ms > r->unknown_max_lateness_ms) {
 			out->verdict = MOVE_LEAVE_UNKNOWN;
 			if (out->why[0] == '\0')

@@ -54,6 +54,10 @@ struct move_stamp {
 					 * overwrites it at every publish (so it
 					 * cannot be an earlier publish's copy) */
 	int64_t arrival_ms;		/* epoch ms, the broker's clock */
+	int64_t seen_ms;		/* > 0: the message was already in its
+					 * queue then (an earlier look took it
+					 * and gave it back), so it entered no
+					 * later; 0: not known */
 };
 
 struct move_decision {
@@ -62,7 +66,8 @@ struct move_decision {
 					 * when the rule's stamp was missing or
 					 * unreadable */
 	int64_t entry_ms;		/* -1 when unknown */
-	int64_t not_before_ms;		/* entry + TTL; unknown: now + TTL */
+	int64_t not_before_ms;		/* entry + TTL; unknown: the earlier of
+					 * seen and now, + TTL */
 	int64_t delay_ms;		/* a whole number of units, >= 0 */
 	char why[200];			/* "" or why the stamp was not used /
 					 * why the message is left */
@@ -85,8 +90,10 @@ const char *move_from_name(enum move_from f);
  * either it is unknown (WHY says why). Known: not before e + TTL, and
  * the delay is that minus NOW rounded UP to whole units; a message
  * already due (e + TTL <= NOW) goes with delay 0, the ladder's shortest
- * path, never held back. Unknown: not before NOW + TTL, moved only when
- * TTL <= R->unknown_max_lateness_ms. A delay beyond R->max_delay_ms is
+ * path, never held back. Unknown: it entered no later than the moment it
+ * was first seen in its queue (M->seen_ms, when set and before NOW), else
+ * than NOW: not before that moment + TTL (never early, and late by at most
+ * TTL), moved only when TTL <= R->unknown_max_lateness_ms. A delay beyond R->max_delay_ms is
  * MOVE_LEAVE_TOO_LONG. Returns 0 and fills OUT, or -1 for a rule that
  * is not usable (unit <= 0, TTL < 0) with OUT->why. */
 int move_decide(const struct move_rule *r, const struct move_stamp *m,

@@ -12,8 +12,15 @@
  * the queue's pass ends and then rejected with requeue: it stays in the
  * old queue and drains there. A crash anywhere loses nothing: the broker
  * requeues what was not acked (a message confirmed but not yet acked is
- * then delivered twice; its x-cutover-moved-from and x-cutover-not-before
- * let consumers deduplicate).
+ * then moved twice: each copy carries the same x-cutover-move-id for
+ * consumers to deduplicate by, and the result counts them as
+ * may_duplicate).
+ *
+ * Unknown entry times. A message a look took and gave back (left, or
+ * taken by a killed run) comes back marked redelivered; the look recorded
+ * when it saw it ("seen", by move id), and it entered no later than that,
+ * so it is due at that sighting + TTL (move_decide), not at a later run's
+ * clock + TTL: never early, and never later for a restart.
  *
  * Progress. The step's state (its result) is persisted after each batch,
  * so counts survive a kill -9; resumed, it passes again over the queues
@@ -28,8 +35,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "arrival_stamp.h"
 #include "clock.h"
+#include "fault.h"
+#include "hex.h"
 #include "ladder.h"
 #include "move_old_int.h"
 #include "pattern.h"
@@ -41,6 +52,10 @@
 #define MOVE_HDR_FROM "x-cutover-moved-from"
 #define MOVE_HDR_AT "x-cutover-moved-at"
 #define MOVE_HDR_ENTRY "x-cutover-entry"
+#define MOVE_HDR_ID "x-cutover-move-id"
+#define MOVE_ID_LEN 32		/* hex digits of a move id */
+#define SEEN_KEY_LEN 16		/* of them, a first sighting's key */
+#define SEEN_MAX 20000		/* first sightings the state keeps */
 
 /* Why a message is left, as the result counts them. */
 enum left_why {
@@ -59,6 +74,8 @@ struct pass {
 	struct move_target target;
 	json_t *entry;			/* the queue's entry of the state */
 	json_t *state;			/* the whole state, persisted each batch */
+	json_t *seen;			/* the state's first sightings by key
+					 * (each its "seen" element) */
 	struct broker_delivery *held;	/* left, unacked until the pass ends */
 	size_t nheld;
 	int64_t left[LEFT_N];
@@ -229,14 +246,148 @@ stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_sta
 	m->header_str = h->kind == BROKER_KIND_STR ? h->str : NULL;
 }
 
-/* Publishes D into the ladder per decision DEC towards destination DEST,
- * without waiting. Returns 0, or a negative broker code with ERR. */
+/* Feeds the digest X with N bytes at P, length first, so that no two
+ * sequences of fields give the same input; P NULL is a field apart from
+ * every string. Returns whether it could. */
+static bool
+feed(EVP_MD_CTX *x, const void *p, size_t n)
+{
+	unsigned char len[8];
+	uint64_t v = p != NULL ? (uint64_t)n : UINT64_MAX;
+
+	for (int i = 0; i < 8; i++)
+		len[i] = (unsigned char)(v >> (8 * i));
+	return EVP_DigestUpdate(x, len, sizeof(len)) == 1 &&
+	    (p == NULL || n == 0 || EVP_DigestUpdate(x, p, n) == 1);
+}
+
+static bool
+feed_str(EVP_MD_CTX *x, const char *s)
+{
+	return feed(x, s, s != NULL ? strlen(s) : 0);
+}
+
+static bool
+feed_int(EVP_MD_CTX *x, int64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+	return feed(x, b, sizeof(b));
+}
+
+/* D's move id into OUT: MOVE_ID_LEN hex digits of the SHA-256 of old queue
+ * QUEUE and of all of D that stays the same each time the queue delivers
+ * it (exchange, routing key, message id, content type, timestamp, body
+ * and headers, less the redelivery count a quorum queue adds), so every
+ * copy a crash makes of a message carries the same one. Two messages
+ * alike in all of that share it: nothing tells them apart. Returns 0, or
+ * -1 when the digest fails. */
 static int
-send_moved(struct pass *ps, const struct broker_delivery *d,
+move_id(const char *queue, const struct broker_delivery *d,
+    char out[MOVE_ID_LEN + 1])
+{
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	bool ok;
+
+	ok = x != NULL && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1 &&
+	    feed_str(x, queue) && feed_str(x, d->exchange) &&
+	    feed_str(x, d->routing_key) && feed_str(x, d->message_id) &&
+	    feed_str(x, d->content_type) && feed_int(x, d->has_timestamp) &&
+	    feed_int(x, (int64_t)d->timestamp) && feed(x, d->body, d->len) &&
+	    feed_int(x, (int64_t)d->nheaders);
+	for (size_t i = 0; ok && i < d->nheaders; i++) {
+		const struct broker_header *h = &d->headers[i];
+
+		if (h->key != NULL && strcmp(h->key, "x-delivery-count") == 0)
+			continue;
+		ok = feed_str(x, h->key) && feed_int(x, h->kind) &&
+		    feed_int(x, h->num) && feed_str(x, h->str);
+	}
+	ok = ok && EVP_DigestFinal_ex(x, md, &mdlen) == 1 && mdlen >= MOVE_ID_LEN / 2;
+	EVP_MD_CTX_free(x);
+	if (!ok)
+		return -1;
+	hex_encode(md, MOVE_ID_LEN / 2, out);
+	return 0;
+}
+
+/* The key of move id ID among the first sightings, into KEY: its first
+ * SEEN_KEY_LEN digits (ids that share them are taken for messages alike,
+ * which is never early). Returns KEY. */
+static const char *
+id_key(const char *id, char key[SEEN_KEY_LEN + 1])
+{
+	memcpy(key, id, SEEN_KEY_LEN);
+	key[SEEN_KEY_LEN] = '\0';
+	return key;
+}
+
+/* The moment the message D (move id ID) was first seen in the pass's
+ * queue, as far as the step knows: 0 unless the broker says it delivered
+ * D before (only move_old takes from an old queue) and the step recorded
+ * a message with its id then. Messages alike share an id, so the record
+ * is the latest sighting of any of them; and no earlier than the moment
+ * by which a killed run's unrecorded gets from the queue were over. */
+static int64_t
+first_seen(const struct pass *ps, const struct broker_delivery *d, const char *id)
+{
+	char key[SEEN_KEY_LEN + 1];
+	const json_t *at = json_object_get(ps->seen, id_key(id, key));
+	int64_t t, un = jint(ps->entry, "unrecorded_until_ms");
+
+	if (!d->redelivered || json_is_true(json_object_get(ps->state, "seen_full")) ||
+	    !json_is_array(at) || !json_is_integer(json_array_get(at, 1)))
+		return 0;
+	t = json_integer_value(json_array_get(at, 1));
+	return t > un ? t : un;
+}
+
+/* Records that a message of unknown entry with id ID was in the queue at
+ * NOW, so entered no later (FIRST: first_seen's answer). A message seen
+ * again keeps its record; any other sets its id's record to NOW, the
+ * latest sighting of the messages alike. Once SEEN_MAX ids are kept, a new
+ * one is not and no record is trusted any more ("seen_full"): a message
+ * alike to one recorded could be taken for it. */
+static void
+record_seen(struct pass *ps, const char *id, int64_t first, int64_t now)
+{
+	char key[SEEN_KEY_LEN + 1];
+	json_t *at = json_object_get(ps->seen, id_key(id, key)), *list;
+
+	if (first > 0 || json_is_true(json_object_get(ps->state, "seen_full")))
+		return;
+	if (json_is_array(at)) {
+		if (json_integer_value(json_array_get(at, 1)) < now)
+			json_array_set_new(at, 1, json_integer(now));
+		return;
+	}
+	if (json_object_size(ps->seen) >= SEEN_MAX) {
+		json_object_set_new(ps->state, "seen_full", json_true());
+		return;
+	}
+	if ((list = json_object_get(ps->state, "seen")) == NULL || !json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(ps->state, "seen", list);
+	}
+	at = json_pack("[s,I]", key, (json_int_t)now);
+	if (at == NULL || json_array_append_new(list, at) != 0 ||
+	    json_object_set(ps->seen, key, at) != 0)
+		json_object_set_new(ps->state, "seen_full", json_true());
+}
+
+/* Publishes D (move id ID) into the ladder per decision DEC towards
+ * destination DEST, without waiting. Returns 0, or a negative broker code
+ * with ERR. */
+static int
+send_moved(struct pass *ps, const struct broker_delivery *d, const char *id,
     const struct move_decision *dec, int dest, int64_t now, char *err, size_t errlen)
 {
 	const struct plan *p = ps->c->plan;
-	struct broker_field hdr[6];
+	struct broker_field hdr[7];
 	struct broker_message m;
 	char ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], why[256];
 	uint64_t units;
@@ -259,6 +410,7 @@ send_moved(struct pass *ps, const struct broker_delivery *d,
 	hdr[4] = (struct broker_field){ .key = MOVE_HDR_AT, .is_int = true, .num = now };
 	hdr[5] = (struct broker_field){ .key = MOVE_HDR_ENTRY,
 	    .str = move_from_name(dec->used) };
+	hdr[6] = (struct broker_field){ .key = MOVE_HDR_ID, .str = id };
 	memset(&m, 0, sizeof(m));
 	m.exchange = ex;
 	m.routing_key = key;
@@ -271,16 +423,30 @@ send_moved(struct pass *ps, const struct broker_delivery *d,
 	return broker_publish_async(ps->c->amqp, &m, err, errlen);
 }
 
-/* The batch's N messages OUT cannot be settled (the step fails): their
- * confirms are collected as far as they come and every one is held, to
- * be returned to its old queue with the rest (one that was confirmed too
- * is then delivered twice, never lost). */
+/* Adds N to the queue's count of messages that may reach the ladder twice
+ * (republished, and not certainly acked in the old queue). */
 static void
-abandon(struct pass *ps, struct broker_delivery *out, int n, const int64_t *nb)
+may_duplicate(struct pass *ps, int64_t n)
+{
+	if (n > 0)
+		set_int(ps->entry, "may_duplicate", jint(ps->entry, "may_duplicate") + n);
+}
+
+/* The batch's N messages OUT, of which the first NPUB were published,
+ * cannot be settled (the step fails): the confirms are collected as far
+ * as they come and every one is held, to be returned to its old queue
+ * with the rest (one published and confirmed is then delivered twice,
+ * never lost, and counted as such). */
+static void
+abandon(struct pass *ps, struct broker_delivery *out, int n, int npub,
+    const int64_t *nb)
 {
 	char why[256];
 
-	(void)broker_wait_confirms(ps->c->amqp, 1000, NULL, 0, NULL, why, sizeof(why));
+	if (npub > 0)
+		(void)broker_wait_confirms(ps->c->amqp, 1000, NULL, 0, NULL, why,
+		    sizeof(why));
+	may_duplicate(ps, npub);
 	for (int i = 0; i < n; i++)
 		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
 }
@@ -300,6 +466,8 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 	if (n > 0)
 		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
 		    (size_t)n, &npub, why, sizeof(why));
+	if (n > 0)
+		fault_point("move_old.confirmed");	/* in the ladder, not acked */
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
 		if ((size_t)i < npub && results[i] == 0 &&
@@ -310,36 +478,55 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 			/* Confirmed, and the ack did not reach the broker: it
 			 * redelivers it in the old queue, so it may come twice. */
 			moved++;
+			may_duplicate(ps, 1);
 			broker_delivery_free(&out[i]);
 		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
 			*end = true;
 	}
 	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
+	json_object_del(ps->entry, "in_flight");
 	ps->moved_in_call += moved;
 }
 
+/* What batch() keeps of each message it will publish. */
+struct going {
+	char id[MOVE_ID_LEN + 1];
+	struct move_decision dec;
+	int dest;
+	int64_t now;
+};
+
 /* Takes up to the plan's prefetch of messages, republishes those that go
  * and acks each after its confirm. Sets *END when the queue has no more
- * to take (or the held limit is reached). Returns 0, or -1 with ERR. */
+ * to take (or the held limit is reached). Returns 0, or -1 with ERR.
+ *
+ * A kill -9 can come anywhere, so what the next run must know is
+ * persisted first: that gets are under way ("getting": their first
+ * sightings may go unrecorded), then, before anything is published, the
+ * sightings and how many are about to be published ("in_flight": each
+ * may end in the ladder and, not acked, back in the old queue). */
 static int
 batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
     char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
-	int prefetch = c->plan->move_old.prefetch, n = 0, rc, dest;
+	int prefetch = c->plan->move_old.prefetch, n = 0, rc, i;
 	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
-	struct move_decision dec;
+	struct going *g = calloc((size_t)prefetch, sizeof(*g));
 	struct move_stamp st;
 	char why[512];
 	int ret = -1;
 
-	if (nb == NULL) {
+	if (nb == NULL || g == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		goto done;
 	}
+	json_object_set_new(ps->entry, "getting", json_true());
+	persist(ps);
 	while (n < prefetch) {
 		struct broker_delivery d = { 0 };
-		int64_t now;
+		struct going *o = &g[n];
+		int64_t first;
 
 		rc = broker_get(c->amqp, ps->oq->q->name, true, &d, why, sizeof(why));
 		if (rc == BROKER_EMPTY) {
@@ -349,40 +536,62 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		if (rc != 0) {
 			snprintf(err, errlen, "taking a message from old queue '%s': %s",
 			    ps->oq->q->name, why);
-			abandon(ps, out, n, nb);
+			abandon(ps, out, n, 0, nb);
 			goto done;
 		}
-		now = old_now_ms(c);
+		o->now = old_now_ms(c);
+		if (move_id(ps->oq->q->name, &d, o->id) != 0) {
+			/* No id, so no first sighting either: it stays. */
+			(void)broker_reject(c->amqp, &d, true, why, sizeof(why));
+			broker_delivery_free(&d);
+			snprintf(err, errlen, "no digest for a message of old queue '%s'",
+			    ps->oq->q->name);
+			abandon(ps, out, n, 0, nb);
+			goto done;
+		}
 		stamp_of(ps, &d, &st);
-		(void)move_decide(&ps->rule, &st, now, &dec);
-		if (dec.verdict != MOVE_GO) {
-			if (hold(ps, &d, dec.verdict == MOVE_LEAVE_TOO_LONG ? LEFT_TOO_LONG :
-			    LEFT_UNKNOWN, dec.not_before_ms) != 0) {
+		st.seen_ms = first = first_seen(ps, &d, o->id);
+		(void)move_decide(&ps->rule, &st, o->now, &o->dec);
+		if (o->dec.entry_ms < 0)
+			record_seen(ps, o->id, first, o->now);
+		if (o->dec.verdict != MOVE_GO) {
+			if (hold(ps, &d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
+			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0) {
 				*end = true;
 				break;
 			}
 			continue;
 		}
-		dest = ps->target.dest >= 0 ? ps->target.dest :
+		o->dest = ps->target.dest >= 0 ? ps->target.dest :
 		    move_target_dest(c, &ps->target, d.routing_key, why, sizeof(why));
-		if (dest < 0) {
-			if (hold(ps, &d, LEFT_NO_DEST, dec.not_before_ms) != 0) {
+		if (o->dest < 0) {
+			if (hold(ps, &d, LEFT_NO_DEST, o->dec.not_before_ms) != 0) {
 				*end = true;
 				break;
 			}
 			continue;
 		}
-		nb[n] = dec.not_before_ms;
-		if ((rc = send_moved(ps, &d, &dec, dest, now, err, errlen)) != 0) {
-			out[n++] = d;
-			abandon(ps, out, n, nb);
-			goto done;
-		}
+		nb[n] = o->dec.not_before_ms;
 		out[n++] = d;
 	}
+	json_object_del(ps->entry, "getting");
+	if (n > 0)
+		set_int(ps->entry, "in_flight", n);
+	persist(ps);
+	for (i = 0; i < n; i++)
+		if (send_moved(ps, &out[i], g[i].id, &g[i].dec, g[i].dest, g[i].now,
+		    err, errlen) != 0) {
+			/* Its frame may have gone out before the failure. */
+			abandon(ps, out, n, i + 1, nb);
+			json_object_del(ps->entry, "in_flight");
+			goto done;
+		}
 	settle(ps, out, results, n, nb, end);
 	ret = 0;
 done:
+	/* Whatever was taken is recorded in the state the step returns. */
+	json_object_del(ps->entry, "getting");
+	free(g);
 	free(nb);
 	return ret;
 }
@@ -564,7 +773,7 @@ record_done(struct step_ctx *c, const json_t *state)
 static void
 totals(json_t *state)
 {
-	int64_t moved = 0, left = 0, skipped = 0;
+	int64_t moved = 0, left = 0, skipped = 0, dup = 0;
 	const json_t *e;
 	size_t i;
 
@@ -572,9 +781,71 @@ totals(json_t *state)
 		moved += jint(e, "moved");
 		left += jint(e, "left");
 		skipped += jint(e, "skipped");
+		dup += jint(e, "may_duplicate");
 	}
-	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I}", "moved",
-	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped));
+	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
+	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped,
+	    "may_duplicate", (json_int_t)dup));
+}
+
+/* What a run killed in the middle of a batch left in STATE, taken up by
+ * the run that begins at NOW: a queue whose gets were under way may have
+ * had messages taken and given back unrecorded, all before NOW
+ * ("unrecorded_until_ms", which first_seen never goes below); a batch in
+ * flight may be in the ladder and back in its old queue both, so moved
+ * twice ("may_duplicate"). */
+static void
+after_kill(json_t *state, int64_t now)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e) {
+		if (!json_is_object(e))
+			continue;
+		if (json_is_true(json_object_get(e, "getting")) &&
+		    jint(e, "unrecorded_until_ms") < now)
+			set_int(e, "unrecorded_until_ms", now);
+		json_object_del(e, "getting");
+		if (jint(e, "in_flight") > 0)
+			set_int(e, "may_duplicate", jint(e, "may_duplicate") +
+			    jint(e, "in_flight"));
+		json_object_del(e, "in_flight");
+	}
+}
+
+/* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
+ * first_seen and record_seen (each value is the state's own element, so
+ * that a change to it is persisted). An element that is not a key and a
+ * time is dropped, and of two with one key the later stays: a sighting is
+ * never made earlier. NULL when out of memory. */
+static json_t *
+seen_index(json_t *state)
+{
+	json_t *idx = json_object(), *list = json_object_get(state, "seen"), *keep, *v;
+	const char *k;
+	size_t i;
+
+	if (idx == NULL || (keep = json_array()) == NULL) {
+		json_decref(idx);
+		return NULL;
+	}
+	json_array_foreach(list, i, v) {
+		const json_t *had;
+
+		k = json_string_value(json_array_get(v, 0));
+		if (!json_is_array(v) || json_array_size(v) != 2 || k == NULL ||
+		    strlen(k) != SEEN_KEY_LEN || !json_is_integer(json_array_get(v, 1)))
+			continue;
+		if ((had = json_object_get(idx, k)) == NULL ||
+		    json_integer_value(json_array_get(had, 1)) <
+		    json_integer_value(json_array_get(v, 1)))
+			json_object_set(idx, k, v);
+	}
+	json_object_foreach(idx, k, v)
+		json_array_append(keep, v);
+	json_object_set_new(state, "seen", keep);
+	return idx;
 }
 
 /* Records in STATE the old queues' publish counters, summed as the watch
@@ -657,7 +928,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct old_selection sel = { 0 };
 	struct pass *ps = NULL;
 	int64_t now = old_now_ms(c), pass;
-	json_t *state = state_of(c, now);
+	json_t *state = state_of(c, now), *seen = NULL;
 	char why[1024];
 	int rc = -1;
 
@@ -681,10 +952,16 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		goto done;
 	}
 	probe_arrival(c, state);
+	after_kill(state, now);
+	if ((seen = seen_index(state)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
 	/* Every queue's rule and target first: refuse before moving anything. */
 	for (size_t i = 0; i < sel.n; i++) {
 		ps[i].c = c;
 		ps[i].state = state;
+		ps[i].seen = seen;
 		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
 		ps[i].entry = entry_of(state, sel.v[i].q->name);
 		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
@@ -729,6 +1006,7 @@ done:
 	for (size_t i = 0; ps != NULL && i < sel.n; i++)
 		move_target_free(&ps[i].target);
 	free(ps);
+	json_decref(seen);
 	old_selection_free(&sel);
 	return rc;
 }

@@ -315,8 +315,10 @@ int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
  * "horizon_ms" (what stayed in the old path + watch.allowance),
  * "old_horizon_ms" and "saved_ms"; -1 when it cannot go on (ERR says
  * why). The result: {"ok", "pass", "counts": {"moved", "left",
- * "skipped"}, "queues": [{"name", "ttl_ms", "from", "destination",
- * "moved", "left", "left_why": {...}, "left_until_ms", "skipped"}], ...}. */
+ * "skipped", "may_duplicate"}, "queues": [{"name", "ttl_ms", "from",
+ * "destination", "moved", "left", "left_why": {...}, "left_until_ms",
+ * "skipped", "may_duplicate"}], "seen": [[key, ms], ...] (first
+ * sightings of messages of unknown entry), ...}. */
 int step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* watch: one sample of both paths (old queues, ladder levels, parking,

@@ -150,6 +150,52 @@ test_unknown_within_the_bound_takes_the_full_ttl(void **state)
 	assert_non_null(strstr(d.why, "no timestamp"));
 }
 
+/* Unknown, but first seen by an earlier look of the move (which took it
+ * and gave it back): it entered no later than that, so not before the
+ * sighting + TTL rather than NOW + TTL, and still never early. A sighting
+ * not before NOW, or not a time after 2000, bounds nothing; a known entry
+ * does not use it. */
+static void
+test_unknown_first_seen_earlier(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_UNKNOWN, 90 * 1000, 1000);
+	struct move_stamp m = { .seen_ms = NOW - 30 * 1000 };
+	struct move_decision d;
+
+	(void)state;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.entry_ms, -1);
+	assert_int_equal(d.not_before_ms, NOW - 30 * 1000 + 90 * 1000);
+	assert_int_equal(d.delay_ms, 60 * 1000);
+	assert_never_early(&r, &d, NOW);
+	/* Seen more than its TTL ago: due already, at once. */
+	m.seen_ms = NOW - 91 * 1000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.delay_ms, 0);
+	assert_never_early(&r, &d, NOW);
+	/* Left (over the bound): its not-before is the sighting's too. */
+	r.unknown_max_lateness_ms = 1000;
+	m.seen_ms = NOW - 30 * 1000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(d.not_before_ms, NOW + 60 * 1000);
+	r.unknown_max_lateness_ms = 2 * MIN;
+	/* Not a bound: later than NOW, before 2000, none. */
+	m.seen_ms = NOW + 5000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.not_before_ms, NOW + 90 * 1000);
+	m.seen_ms = 12345;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.not_before_ms, NOW + 90 * 1000);
+	/* A known entry: the sighting plays no part. */
+	r.from = MOVE_FROM_TIMESTAMP;
+	m.has_timestamp = true;
+	m.timestamp_s = (uint64_t)(NOW / 1000);
+	m.seen_ms = NOW - 60 * 1000;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.not_before_ms, (NOW / 1000 + 1) * 1000 + 90 * 1000);
+}
+
 static void
 test_unknown_over_the_bound_is_left(void **state)
 {
@@ -296,6 +342,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timestamp_counts_the_end_of_its_second),
+		cmocka_unit_test(test_unknown_first_seen_earlier),
 		cmocka_unit_test(test_rounds_up_to_the_unit),
 		cmocka_unit_test(test_header_rfc3339),
 		cmocka_unit_test(test_already_due_goes_at_once),
