@@ -1,6 +1,7 @@
 /* test_notify (integration): serve.yaml's notifiers against real HTTP
- * receivers (notify_receiver.py, started by the test on 127.0.0.1:18706-
- * 18709 and stopped by pid) while `cutover serve --config` runs real plans
+ * receivers (notify_receiver.py, started by the test on four ports of
+ * 127.0.0.1 from CUTOVER_TEST_NOTIFY_PORT, 18706 by default, and stopped by
+ * pid) while `cutover serve --config` runs real plans
  * on the real RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT,
  * CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD). A plan that waits at a gate,
  * opens an alert (raised in the database as the watch raises one), is
@@ -41,13 +42,16 @@
 
 #define TOKEN		"tok-notify-4c1d9e0b7a"
 #define WAIT_MS		60000
-#define PORT_GOOD	18706
-#define PORT_FLAKY	18707
-#define PORT_LATE	18708
-#define PORT_DOWN	18709
+/* The receivers' ports: CUTOVER_TEST_NOTIFY_PORT and the three after it
+ * (default 18706), so that runs beside each other do not share them. */
+#define PORT_GOOD	(port_base + 0)
+#define PORT_FLAKY	(port_base + 1)
+#define PORT_LATE	(port_base + 2)
+#define PORT_DOWN	(port_base + 3)
 
 static char dir[256], db[300], ops[300], logfile[300], conf[300], base[64], secret[96];
 static pid_t server = -1;
+static int port_base = 18706;
 
 /* A receiver's log: DIR/recv-PORT.log. */
 static void
@@ -160,16 +164,24 @@ stop_server(void)
 	server = -1;
 }
 
-/* Writes the serve configuration: every notifier the tests use, the
- * Slack one's URL by env: reference. */
+/* Writes the serve configuration: every notifier the tests use (FMT, a
+ * printf format: their URLs name the receivers' ports), the Slack one's
+ * URL by env: reference. */
 static void
-write_config(const char *notifiers)
+write_config(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+write_config(const char *fmt, ...)
 {
 	FILE *f = fopen(conf, "w");
+	va_list ap;
 
 	assert_non_null(f);
 	fprintf(f, "listen: 127.0.0.1:1\t# overridden by --listen\n"
-	    "db: %s\noperators: %s\nlog_level: info\nnotifiers:\n%s", db, ops, notifiers);
+	    "db: %s\noperators: %s\nlog_level: info\nnotifiers:\n", db, ops);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
 	fclose(f);
 }
 
@@ -505,14 +517,15 @@ test_four_events_retries_and_no_secret(void **state)
 	good = start_receiver(PORT_GOOD, "200");
 	flaky = start_receiver(PORT_FLAKY, "500,200");
 	write_config(
-	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:18706/hook',\n"
+	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/hook',\n"
 	    "      events: [gate_waiting, step_failed, alert_opened, plan_finished] }\n"
 	    "  - { name: ops-slack, kind: slack, url: env:ITEST_NOTIFY_SLACK,\n"
 	    "      events: [gate_waiting, step_failed, alert_opened, plan_finished] }\n"
-	    "  - { name: flaky, kind: webhook, url: 'http://127.0.0.1:18707/flaky',\n"
+	    "  - { name: flaky, kind: webhook, url: 'http://127.0.0.1:%d/flaky',\n"
 	    "      events: [plan_finished], backoff: 100ms }\n"
-	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:18709/down',\n"
-	    "      events: [step_failed], attempts: 3, backoff: 100ms }\n");
+	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:%d/down',\n"
+	    "      events: [step_failed], attempts: 3, backoff: 100ms }\n",
+	    PORT_GOOD, PORT_FLAKY, PORT_DOWN);
 	start_server();
 	run_two_plans(a, b, sizeof(a), &ida, &idb);
 	check_bodies(a, b);
@@ -542,10 +555,11 @@ test_restart_neither_resends_nor_loses(void **state)
 	(void)state;
 	good = start_receiver(PORT_GOOD, "200");
 	write_config(
-	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:18706/ok',\n"
+	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:%d/ok',\n"
 	    "      events: [step_failed, plan_finished] }\n"
-	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:18708/late',\n"
-	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n");
+	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:%d/late',\n"
+	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n",
+	    PORT_GOOD, PORT_LATE);
 	start_server();
 	write_plan("c", "absent", "[measure_horizon]", c, sizeof(c));
 	snprintf(path, sizeof(path), "%s/c.yaml", dir);
@@ -558,12 +572,13 @@ test_restart_neither_resends_nor_loses(void **state)
 	late = start_receiver(PORT_LATE, "200");
 	/* A notifier new at this start begins at the newest event. */
 	write_config(
-	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:18706/ok',\n"
+	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:%d/ok',\n"
 	    "      events: [step_failed, plan_finished] }\n"
-	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:18708/late',\n"
+	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:%d/late',\n"
 	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n"
-	    "  - { name: newcomer, kind: webhook, url: 'http://127.0.0.1:18706/new',\n"
-	    "      events: [step_failed, plan_finished] }\n");
+	    "  - { name: newcomer, kind: webhook, url: 'http://127.0.0.1:%d/new',\n"
+	    "      events: [step_failed, plan_finished] }\n",
+	    PORT_GOOD, PORT_LATE, PORT_GOOD);
 	start_server();
 	wait_received(PORT_LATE, "/late", "step_failed", c, NULL, 1);
 	d = wait_delivery(idc, "late", "step_failed", "delivered", 2);
@@ -598,8 +613,9 @@ test_hung_receiver_never_holds_the_engine(void **state)
 	(void)state;
 	hung = start_receiver(PORT_LATE, "hang");
 	write_config(
-	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:18708/hung',\n"
-	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n");
+	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:%d/hung',\n"
+	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n",
+	    PORT_LATE);
 	start_server();
 	/* Then the notifier is inside a POST that will not be answered. */
 	submit_gated("h", a, sizeof(a), PORT_LATE, "/hung");
@@ -636,6 +652,12 @@ setup(void **state)
 	    getenv("CUTOVER_BINARY") == NULL || getenv("CUTOVER_SOURCE_DIR") == NULL) {
 		fprintf(stderr, "set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
 		    "CUTOVER_TEST_PASSWORD, CUTOVER_BINARY and CUTOVER_SOURCE_DIR\n");
+		return -1;
+	}
+	if (getenv("CUTOVER_TEST_NOTIFY_PORT") != NULL)
+		port_base = atoi(getenv("CUTOVER_TEST_NOTIFY_PORT"));
+	if (port_base < 1024 || port_base > 65532) {
+		fprintf(stderr, "CUTOVER_TEST_NOTIFY_PORT: 1024 to 65532\n");
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/itest_notify.XXXXXX", tmp && *tmp ? tmp : "/tmp");
