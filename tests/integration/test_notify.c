@@ -15,7 +15,9 @@
  * the log nor the API. Across a restart of serve, what was delivered is
  * not sent again, what was not is delivered, and a notifier added at the
  * restart is not sent the past. A receiver that takes
- * requests and never answers holds neither the engine nor serve's stop. */
+ * requests and never answers holds neither the engine nor serve's stop,
+ * nor another receiver: a good one gets each notification while the hung
+ * one's first try at it is unanswered. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -638,6 +640,64 @@ test_hung_receiver_never_holds_the_engine(void **state)
 	dump_receiver(PORT_LATE);
 }
 
+/* The attempts recorded so far of PLAN's EVENT to NOTIFIER (-1: no such
+ * delivery). */
+static int
+attempts_of(int64_t plan, const char *notifier, const char *event)
+{
+	json_t *d = delivery(plan, notifier, event);
+	int n = d != NULL ? (int)json_integer_value(json_object_get(d, "attempts")) : -1;
+
+	json_decref(d);
+	return n;
+}
+
+/* A receiver that takes requests and never answers, first in the file,
+ * and a good one: the good one gets each notification while the hung
+ * one's first try at it is still unanswered (no attempt recorded: a try
+ * is recorded when it ends, after the 10 s request timeout), so the hung
+ * one delays it by nothing. */
+static void
+test_hung_receiver_delays_no_other(void **state)
+{
+	char a[96];
+	pid_t hung, good;
+	int64_t ida;
+
+	(void)state;
+	hung = start_receiver(PORT_LATE, "hang");
+	good = start_receiver(PORT_GOOD, "200");
+	write_config(
+	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:%d/hung',\n"
+	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n"
+	    "  - { name: good, kind: webhook, url: 'http://127.0.0.1:%d/good',\n"
+	    "      events: [gate_waiting, plan_finished] }\n", PORT_LATE, PORT_GOOD);
+	start_server();
+	/* The hung receiver has the gate's POST in hand (logged on arrival),
+	 * and the good one got it too. */
+	submit_gated("i", a, sizeof(a), PORT_LATE, "/hung");
+	ida = plan_id(a);
+	wait_received(PORT_GOOD, "/good", "gate_waiting", a, NULL, 1);
+	/* One thread for both would have recorded the hung try (timed out)
+	 * before it posted to the good one. */
+	assert_int_equal(attempts_of(ida, "hung", "gate_waiting"), 0);
+	json_decref(wait_delivery(ida, "good", "gate_waiting", "delivered", 1));
+	assert_int_equal(attempts_of(ida, "hung", "gate_waiting"), 0);
+
+	/* The plan's end too reaches the good one while the hung one still
+	 * sits on the gate's. */
+	verb("approve", a, "2");
+	wait_received(PORT_GOOD, "/good", "plan_finished", a, NULL, 1);
+	json_decref(wait_delivery(ida, "good", "plan_finished", "delivered", 1));
+	assert_int_equal(received(PORT_LATE, "/hung", "plan_finished", a, NULL), 0);
+	assert_true(attempts_of(ida, "hung", "plan_finished") <= 0);
+
+	stop_server();
+	assert_int_equal(itest_stop(hung), 0);
+	assert_int_equal(itest_stop(good), 0);
+	dump_receiver(PORT_LATE);
+}
+
 static int
 setup(void **state)
 {
@@ -705,6 +765,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_restart_neither_resends_nor_loses, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hung_receiver_never_holds_the_engine, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_hung_receiver_delays_no_other, setup,
 		    teardown),
 	};
 
