@@ -17,7 +17,8 @@
  * restart is not sent the past. A receiver that takes
  * requests and never answers holds neither the engine nor serve's stop,
  * nor another receiver: a good one gets each notification while the hung
- * one's first try at it is unanswered. */
+ * one's first try at it is unanswered. The plan's document, the plan
+ * list's and /metrics count each notifier's deliveries by state. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -482,6 +483,72 @@ check_retries(const char *a, const char *b, int64_t ida, int64_t idb)
 	assert_null(delivery(ida, "down", "step_failed"));
 }
 
+/* NOTIFIER's deliveries counted in the page's documents: PLAN's (0: in the
+ * plan list's, every plan's) are PENDING, DELIVERED and FAILED. */
+static void
+check_counts(int64_t plan, const char *notifier, int pending, int delivered, int failed)
+{
+	char path[128];
+	json_t *j, *row, *found = NULL;
+	size_t i;
+
+	if (plan != 0)
+		snprintf(path, sizeof(path), "/api/plans/%lld", (long long)plan);
+	else
+		snprintf(path, sizeof(path), "/api/plans");
+	assert_non_null(j = api_get(path, NULL));
+	json_array_foreach(json_object_get(j, "deliveries"), i, row)
+		if (strcmp(str(row, "notifier"), notifier) == 0)
+			found = row;
+	if (found == NULL)
+		fail_msg("%s: no deliveries counted for %s", path, notifier);
+	if (json_integer_value(json_object_get(found, "pending")) != pending ||
+	    json_integer_value(json_object_get(found, "delivered")) != delivered ||
+	    json_integer_value(json_object_get(found, "failed")) != failed)
+		fail_msg("%s: %s counted %s, not %d pending, %d delivered, %d failed", path,
+		    notifier, json_dumps(found, JSON_COMPACT), pending, delivered, failed);
+	json_decref(j);
+}
+
+/* /metrics (TEXT) counts NOTIFIER's deliveries in STATE as N. */
+static void
+check_metric(const char *text, const char *notifier, const char *state, int n)
+{
+	char line[256];
+
+	assert_non_null(strstr(text, "# TYPE cutover_notify_deliveries gauge\n"));
+	snprintf(line, sizeof(line), "\ncutover_notify_deliveries{notifier=\"%s\","
+	    "state=\"%s\"} %d\n", notifier, state, n);
+	if (strstr(text, line) == NULL)
+		fail_msg("/metrics has no%s", line);
+}
+
+/* What the page and /metrics show once every delivery of plans A (IDA:
+ * gate, alert, finish) and B (IDB: failure, finish) is done: each
+ * notifier's deliveries counted, by plan and in all; /metrics' text into
+ * *METRICS. */
+static void
+check_counted(int64_t ida, int64_t idb, char **metrics)
+{
+	check_counts(ida, "hook", 0, 3, 0);
+	check_counts(ida, "ops-slack", 0, 3, 0);
+	check_counts(ida, "flaky", 0, 1, 0);
+	check_counts(idb, "hook", 0, 2, 0);
+	check_counts(idb, "down", 0, 0, 1);
+	check_counts(0, "hook", 0, 5, 0);
+	check_counts(0, "down", 0, 0, 1);
+	json_decref(api_get("/metrics", metrics));
+	assert_non_null(*metrics);
+	check_metric(*metrics, "hook", "delivered", 5);
+	check_metric(*metrics, "ops-slack", "delivered", 5);
+	check_metric(*metrics, "flaky", "delivered", 2);
+	check_metric(*metrics, "flaky", "pending", 0);
+	check_metric(*metrics, "down", "failed", 1);
+	check_metric(*metrics, "down", "delivered", 0);
+	assert_null(strstr(*metrics, secret));
+	assert_null(strstr(*metrics, "/services/"));
+}
+
 /* The Slack URL is in the environment only: not in the API's answer (which
  * names the notifier), the database (which records it) or the log (which
  * logs its deliveries). Call once serve has stopped. */
@@ -511,7 +578,7 @@ check_no_secret(const char *api_answer)
 static void
 test_four_events_retries_and_no_secret(void **state)
 {
-	char a[96], b[96], path[128], *raw = NULL;
+	char a[96], b[96], path[128], *raw = NULL, *metrics = NULL;
 	pid_t good, flaky;
 	int64_t ida, idb;
 
@@ -532,6 +599,7 @@ test_four_events_retries_and_no_secret(void **state)
 	run_two_plans(a, b, sizeof(a), &ida, &idb);
 	check_bodies(a, b);
 	check_retries(a, b, ida, idb);
+	check_counted(ida, idb, &metrics);
 	snprintf(path, sizeof(path), "/api/plans/%lld/notifications", (long long)ida);
 	json_decref(api_get(path, &raw));
 	fprintf(stderr, "GET %s: %s\n", path, raw);
@@ -542,6 +610,7 @@ test_four_events_retries_and_no_secret(void **state)
 	dump_receiver(PORT_FLAKY);
 	check_no_secret(raw);
 	free(raw);
+	free(metrics);
 }
 
 /* Across a restart: what was delivered is not sent again; what was not
@@ -660,7 +729,7 @@ attempts_of(int64_t plan, const char *notifier, const char *event)
 static void
 test_hung_receiver_delays_no_other(void **state)
 {
-	char a[96];
+	char a[96], *text = NULL;
 	pid_t hung, good;
 	int64_t ida;
 
@@ -692,6 +761,16 @@ test_hung_receiver_delays_no_other(void **state)
 	assert_int_equal(received(PORT_LATE, "/hung", "plan_finished", a, NULL), 0);
 	assert_true(attempts_of(ida, "hung", "plan_finished") <= 0);
 
+	/* The page and /metrics count the hung one's two as pending. */
+	check_counts(ida, "good", 0, 2, 0);
+	check_counts(ida, "hung", 2, 0, 0);
+	json_decref(api_get("/metrics", &text));
+	assert_non_null(text);
+	check_metric(text, "good", "delivered", 2);
+	check_metric(text, "good", "pending", 0);
+	check_metric(text, "hung", "pending", 2);
+	check_metric(text, "hung", "delivered", 0);
+	free(text);
 	stop_server();
 	assert_int_equal(itest_stop(hung), 0);
 	assert_int_equal(itest_stop(good), 0);
