@@ -283,6 +283,18 @@ fail:
 }
 
 int
+store_notify_last_event(struct store *s, int64_t *last_id, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+
+	*last_id = 0;
+	if (store_prepare(s, "SELECT coalesce(max(id), 0) FROM events", &st,
+	    "reading the newest event", err, errlen) != 0)
+		return -1;
+	return one_number(s, st, "reading the newest event", last_id, err, errlen);
+}
+
+int
 store_notify_counts(struct store *s, int64_t plan_id, int limit,
     int (*fn)(const struct store_notify_count *c, void *arg), void *arg, char *err,
     size_t errlen)

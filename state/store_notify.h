@@ -65,6 +65,10 @@ int store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms
     int http_status, const char *error, const char *status, int64_t next_ms, char *err,
     size_t errlen);
 
+/* The id of the newest event into *LAST_ID (0: none). Returns 0 or -1. */
+int store_notify_last_event(struct store *s, int64_t *last_id, char *err,
+    size_t errlen);
+
 /* One notifier's deliveries, counted by status. */
 struct store_notify_count {
 	char notifier[65];

@@ -18,7 +18,8 @@
  * requests and never answers holds neither the engine nor serve's stop,
  * nor another receiver: a good one gets each notification while the hung
  * one's first try at it is unanswered. The plan's document, the plan
- * list's and /metrics count each notifier's deliveries by state. */
+ * list's and /metrics count each notifier's deliveries by state. `cutover
+ * run --config` notifies as serve does, before it exits. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -777,6 +778,53 @@ test_hung_receiver_delays_no_other(void **state)
 	dump_receiver(PORT_LATE);
 }
 
+/* `cutover run --config`: the gate's notification is sent (and recorded
+ * delivered) before run exits waiting for approval; a failed delivery is
+ * recorded as serve records it. */
+static void
+test_run_notifies(void **state)
+{
+	char r[96], file[320];
+	pid_t good;
+	int64_t idr;
+	json_t *d;
+
+	(void)state;
+	good = start_receiver(PORT_GOOD, "200");
+	write_config(
+	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/run',\n"
+	    "      events: [gate_waiting, step_failed, plan_finished] }\n"
+	    "  - { name: ops-slack, kind: slack, url: env:ITEST_NOTIFY_SLACK,\n"
+	    "      events: [gate_waiting] }\n"
+	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:%d/down',\n"
+	    "      events: [gate_waiting], attempts: 1 }\n", PORT_GOOD, PORT_DOWN);
+	write_plan("r", "old", "[declare_ladder, { step: verify_ladder, gate: true }]",
+	    r, sizeof(r));
+	snprintf(file, sizeof(file), "%s/r.yaml", dir);
+	assert_int_equal(itest_cutover("run", "--db", db, "--config", conf, file,
+	    (char *)NULL), 3);
+	/* Sent before run exited: no waiting here. */
+	assert_int_equal(received(PORT_GOOD, "/run", "gate_waiting", r, NULL), 1);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL,
+	    "waits for approval of step 2, verify_ladder"), 1);
+	/* Serve reads what run recorded (the API is serve's). */
+	write_config("  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/run',\n"
+	    "      events: [gate_waiting, step_failed, plan_finished] }\n", PORT_GOOD);
+	idr = plan_id(r);
+	start_server();
+	d = wait_delivery(idr, "hook", "gate_waiting", "delivered", 1);
+	assert_int_equal(json_integer_value(json_object_get(d, "attempts")), 1);
+	json_decref(d);
+	d = wait_delivery(idr, "down", "gate_waiting", "failed", 1);
+	check_try(json_object_get(d, "tries"), 0, 0, "Couldn't connect to server");
+	json_decref(d);
+	stop_server();
+	/* Serve sent nothing again. */
+	assert_int_equal(received(PORT_GOOD, "/run", "gate_waiting", r, NULL), 1);
+	assert_int_equal(itest_stop(good), 0);
+	assert_false(file_holds(db, secret));
+}
+
 static int
 setup(void **state)
 {
@@ -847,6 +895,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hung_receiver_delays_no_other, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_run_notifies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
