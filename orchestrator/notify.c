@@ -173,7 +173,7 @@ wait_nudge(struct notify *n, const unsigned long *counter, unsigned long seen)
 }
 
 /* The filler's thread: every notifier's new events into its deliveries,
- * then a nudge to the senders when any were taken. */
+ * then a nudge to the senders when any were taken or the mark moved. */
 static void *
 fill_all(void *arg)
 {
@@ -198,11 +198,13 @@ fill_all(void *arg)
 				least = n->cursors[i];
 		}
 		pthread_mutex_lock(&n->mu);
-		n->filled = least;
-		if (moved) {
+		/* New deliveries, or a new mark for notify_flush: the senders
+		 * look now rather than at their next poll. */
+		if (moved || least != n->filled) {
 			n->send_nudges++;
 			pthread_cond_broadcast(&n->cv);
 		}
+		n->filled = least;
 		wait_nudge(n, &n->fill_nudges, seen);
 		pthread_mutex_unlock(&n->mu);
 	}
