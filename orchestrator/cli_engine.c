@@ -4,7 +4,8 @@
  * commands from another, SQLite between them. Without --db (all but run)
  * they ask a running `cutover serve` (--server URL) through cli_remote.c,
  * and the server records the operator whose token ($CUTOVER_TOKEN) was
- * presented. */
+ * presented. run --config FILE reads serve.yaml's notifiers and notifies
+ * as serve does (notify.h), waiting for them a bounded time at its end. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,9 +17,13 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "log.h"
+#include "notify.h"
 #include "plan.h"
+#include "serve_config.h"
 #include "store.h"
 #include "store_admit.h"
+#include "store_notify.h"
 #include "view.h"
 #include "export_verify.h"
 
@@ -40,6 +45,7 @@ struct common {
 	const char *server;
 	const char *as;
 	const char *comment;
+	const char *config;
 	int json;
 	int verify;
 	int ok;
@@ -59,6 +65,7 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		{ "key", required_argument, NULL, 'K' },
 		{ "as", required_argument, NULL, 'a' },
 		{ "comment", required_argument, NULL, 'c' },
+		{ "config", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verify", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -78,6 +85,13 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		case 'K': cli_remote_tls('k', optarg); break;
 		case 'a': o->as = optarg; break;
 		case 'c': o->comment = optarg; break;
+		case 'f':
+			/* serve.yaml's notifiers: only run has an engine to notify of. */
+			if (strcmp(verb, "run") != 0)
+				return cli_usage_error(verb, usage, "--config is for run "
+				    "and serve");
+			o->config = optarg;
+			break;
 		case 'j': o->json = 1; break;
 		case 'v': o->verify = 1; break;
 		case 'h':
@@ -88,7 +102,7 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 			    argv[optind - 1]);
 		}
 	}
-	if (o->db == NULL && need_db)
+	if (o->db == NULL && need_db && o->config == NULL)
 		return cli_usage_error(verb, usage, "--db FILE is required");
 	if (o->db != NULL && o->server != NULL)
 		return cli_usage_error(verb, usage, "give --db FILE (this machine's "
@@ -208,7 +222,60 @@ outcome_report(int json, int64_t id, enum engine_outcome outcome)
 	}
 }
 
-static const char run_usage[] = "cutover run --db FILE [--json] PLAN.yaml";
+static const char run_usage[] = "cutover run --db FILE [--config FILE] [--json] PLAN.yaml";
+
+/* run --config FILE: serve.yaml into *CFG; its db and log_level where no
+ * flag gave them (its listen and operators are serve's alone); every
+ * notifier's env:NAME checked as serve checks it. Returns 0, or -1 after
+ * printing the errors. */
+static int
+run_config(struct common *o, struct serve_config **cfg)
+{
+	struct plan_errors errs = { 0 };
+	char line[512], err[1024];
+
+	if (serve_config_load_file(o->config, cfg, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		plan_errors_free(&errs);
+		return -1;
+	}
+	if (o->db == NULL)
+		o->db = (*cfg)->db;
+	if (o->db == NULL) {
+		fprintf(stderr, "cutover run: --db FILE (or db: in --config FILE) is "
+		    "required\n");
+		return -1;
+	}
+	if ((*cfg)->log_level != NULL && log_set_level((*cfg)->log_level) != 0) {
+		fprintf(stderr, "cutover run: %s: log level '%s' is unknown\n", o->config,
+		    (*cfg)->log_level);
+		return -1;
+	}
+	if (serve_config_check_env(*cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover run: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the notifiers of a run still have to send of the events recorded
+ * so far, given NOTIFY_FLUSH_MS at most (or until a signal), then stopped:
+ * what is left pending goes at the next run or serve. */
+static void
+run_notify_end(struct notify *nf, struct store *s)
+{
+	char err[512];
+	int64_t upto;
+
+	if (nf == NULL)
+		return;
+	if (store_notify_last_event(s, &upto, err, sizeof(err)) != 0)
+		log_event("warn", NULL, NULL, "notify: %s", err);
+	else
+		notify_flush(nf, upto, NOTIFY_FLUSH_MS, &stop_flag);
+	notify_stop(nf);
+}
 
 int
 cli_run(int argc, char **argv)
@@ -219,6 +286,8 @@ cli_run(int argc, char **argv)
 	struct common o;
 	struct store *s = NULL;
 	struct store_lock lock = { -1 };
+	struct serve_config *cfg = NULL;
+	struct notify *nf = NULL;
 	enum engine_outcome outcome;
 	char err[1024], line[512], *yaml = NULL;
 	size_t len;
@@ -231,12 +300,19 @@ cli_run(int argc, char **argv)
 		return r;
 	if (argc - optind != 1)
 		return cli_usage_error("run", run_usage, "expected one plan file");
+	if (o.config != NULL && run_config(&o, &cfg) != 0)
+		goto done;
 	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
 		goto fail;
 	/* One engine per database, taken before anything is written. */
 	if (store_lock_take(o.db, &lock, err, sizeof(err)) != 0)
 		goto fail;
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+		goto fail;
+	/* Before the plan is submitted: a notifier new here starts at the
+	 * newest event, so this run's are all its own. */
+	if (cfg != NULL && cfg->nnotifiers > 0 &&
+	    notify_start(o.db, cfg, &nf, err, sizeof(err)) != 0)
 		goto fail;
 	if (same_plan_done(s, yaml, len, &sp, &done_already, err, sizeof(err)) != 0)
 		goto fail;
@@ -278,6 +354,9 @@ cli_run(int argc, char **argv)
 fail:
 	fprintf(stderr, "cutover run: %s\n", err);
 done:
+	/* Whatever the end, what was recorded is an event to notify of. */
+	run_notify_end(nf, s);
+	serve_config_free(cfg);
 	plan_errors_free(&errs);
 	store_close(s);
 	store_lock_release(&lock);

@@ -1,14 +1,19 @@
-/* notify: the notifier thread (notify.h). One loop: take the events each
- * notifier has not looked at yet into pending deliveries (moving its
- * cursor in the same transaction), then send what is due, one delivery at
- * a time, each attempt recorded with its outcome; then wait for the next
- * poll or the stop. A 2xx is delivered; a 4xx other than 408 and 429 fails
- * at once (the receiver refuses it); anything else is tried again after
- * the notifier's backoff, doubled each time (at most 5 min), until its
- * attempts are spent. A delivery whose POST got through but whose record
- * did not (the process killed in between) is sent again on restart: at
- * least once, never lost. */
+/* notify: the notifiers' threads (notify.h). One, the filler, takes the
+ * events each notifier has not looked at yet into pending deliveries
+ * (moving the notifier's cursor in the same transaction): database work
+ * only, so a pending delivery is recorded, and counted, however long its
+ * receiver takes. Then one sender per notifier sends what is due of its
+ * own, one delivery at a time, each attempt recorded with its outcome, and
+ * waits for the next poll, the filler's nudge or the stop. A 2xx is
+ * delivered; a 4xx other than 408 and 429 fails at once (the receiver
+ * refuses it); anything else is tried again after the notifier's backoff,
+ * doubled each time (at most 5 min), until its attempts are spent. A
+ * delivery whose POST got through but whose record did not (the process
+ * killed in between) is sent again on restart: at least once, never lost.
+ * The threads share only the mutex below; each has its own store
+ * connection, and a sender its own libcurl handle per attempt. */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,14 +38,34 @@
 #define BACKOFF_MAX_MS		(5 * 60 * 1000)
 #define URL_MAX			4096
 
+/* One notifier's sender and what it owns. */
+struct worker {
+	struct notify *n;
+	const struct serve_notifier *nt;
+	struct store *s;		/* its own connection */
+	int64_t settled;		/* under n->mu: how far the filler had gone
+					 * when a pass of this sender left nothing due;
+					 * -1 before the first */
+	pthread_t thread;
+	int started;
+};
+
 struct notify {
 	const struct serve_config *c;
-	struct store *s;
-	int64_t *cursors;		/* per notifier: the last event looked at */
-	pthread_t thread;
+	struct worker *w;		/* one sender per notifier */
+	struct store *s;		/* the filler's connection */
+	int64_t *cursors;		/* the filler's, per notifier: the last event
+					 * looked at */
+	pthread_t filler;
+	int filler_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int stop, started;
+	pthread_cond_t cv;		/* the threads wait on it: a nudge, the stop */
+	pthread_cond_t settled_cv;	/* notify_flush waits on it */
+	int64_t filled;			/* every notifier's deliveries are recorded up
+					 * to this event (the least cursor) */
+	unsigned long fill_nudges;	/* bumped by notify_flush, for the filler */
+	unsigned long send_nudges;	/* bumped by the filler and notify_flush */
+	int stop;
 };
 
 static int
@@ -54,9 +79,23 @@ stopping(struct notify *n)
 	return v;
 }
 
+/* REALTIME now plus MS, for pthread_cond_timedwait. */
+static struct timespec
+after_ms(int64_t ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	t.tv_sec += t.tv_nsec / 1000000000L;
+	t.tv_nsec %= 1000000000L;
+	return t;
+}
+
 /* What one event becomes for the notifier being filled. */
 struct fill {
-	struct notify *n;
+	struct store *s;
 	const struct serve_notifier *nt;
 	int64_t last_id;
 	int failed;
@@ -73,7 +112,7 @@ fill_one(const struct store_event *ev, void *arg)
 	f->last_id = ev->id;
 	if (serve_notify_event_of(ev->kind, &e) != 0 || !(f->nt->events & (1u << e)))
 		return 0;
-	if (store_notify_enqueue(f->n->s, f->nt->name, serve_notify_kind_name(f->nt->kind),
+	if (store_notify_enqueue(f->s, f->nt->name, serve_notify_kind_name(f->nt->kind),
 	    ev->id, ev->plan_id, serve_notify_event_name(e), clock_now_ms(), f->err,
 	    f->errlen) != 0) {
 		f->failed = 1;
@@ -94,12 +133,12 @@ any_event(const struct store_event *ev, void *arg)
 /* Takes the events after notifier I's cursor into its deliveries and
  * moves the cursor, in one transaction; nothing is written when there is
  * no new event (a read, so that an idle notifier costs the engine no
- * write lock). */
+ * write lock). *MOVED 1 when the cursor moved. */
 static int
-fill(struct notify *n, size_t i, char *err, size_t errlen)
+fill(struct notify *n, size_t i, int *moved, char *err, size_t errlen)
 {
 	const struct serve_notifier *nt = &n->c->notifiers[i];
-	struct fill f = { n, nt, n->cursors[i], 0, err, errlen };
+	struct fill f = { n->s, nt, n->cursors[i], 0, err, errlen };
 	int any = 0;
 
 	if (store_notify_events_after(n->s, n->cursors[i], 1, any_event, &any, err,
@@ -117,7 +156,59 @@ fill(struct notify *n, size_t i, char *err, size_t errlen)
 		return -1;
 	}
 	n->cursors[i] = f.last_id;
+	*moved = 1;
 	return 0;
+}
+
+/* Waits on N->cv (N->mu held) until *COUNTER moves from SEEN, the stop,
+ * or POLL_MS. */
+static void
+wait_nudge(struct notify *n, const unsigned long *counter, unsigned long seen)
+{
+	struct timespec until = after_ms(POLL_MS);
+
+	while (!n->stop && *counter == seen &&
+	    pthread_cond_timedwait(&n->cv, &n->mu, &until) != ETIMEDOUT)
+		;
+}
+
+/* The filler's thread: every notifier's new events into its deliveries,
+ * then a nudge to the senders when any were taken or the mark moved. */
+static void *
+fill_all(void *arg)
+{
+	struct notify *n = arg;
+	unsigned long seen;
+	char err[1024];
+	int64_t least;
+	int moved;
+
+	while (!stopping(n)) {
+		pthread_mutex_lock(&n->mu);
+		seen = n->fill_nudges;
+		pthread_mutex_unlock(&n->mu);
+		store_transient_clear(n->s);
+		moved = 0;
+		least = INT64_MAX;
+		for (size_t i = 0; i < n->c->nnotifiers && !stopping(n); i++) {
+			if (fill(n, i, &moved, err, sizeof(err)) != 0)
+				log_event(store_transient(n->s) ? "warn" : "error", NULL,
+				    NULL, "notify %s: %s", n->c->notifiers[i].name, err);
+			if (n->cursors[i] < least)
+				least = n->cursors[i];
+		}
+		pthread_mutex_lock(&n->mu);
+		/* New deliveries, or a new mark for notify_flush: the senders
+		 * look now rather than at their next poll. */
+		if (moved || least != n->filled) {
+			n->send_nudges++;
+			pthread_cond_broadcast(&n->cv);
+		}
+		n->filled = least;
+		wait_nudge(n, &n->fill_nudges, seen);
+		pthread_mutex_unlock(&n->mu);
+	}
+	return NULL;
 }
 
 static size_t
@@ -193,11 +284,11 @@ done:
 	return rc;
 }
 
-/* Makes one attempt at delivery D to NT and records it. */
+/* Makes one attempt at delivery D of W's notifier and records it. */
 static int
-attempt(struct notify *n, const struct serve_notifier *nt, const struct store_delivery *d,
-    char *err, size_t errlen)
+attempt(struct worker *w, const struct store_delivery *d, char *err, size_t errlen)
 {
+	const struct serve_notifier *nt = w->nt;
 	char why[256] = "", *body = NULL;
 	const char *status = "pending";
 	int k = d->attempts + 1, permanent = 0, sent, rc = -1;
@@ -206,7 +297,7 @@ attempt(struct notify *n, const struct serve_notifier *nt, const struct store_de
 
 	if (notify_body(nt->kind, d, &body, err, errlen) != 0)
 		return -1;
-	sent = post(n, nt, body, &http, why, sizeof(why));
+	sent = post(w->n, nt, body, &http, why, sizeof(why));
 	if (sent == -2) {
 		rc = 0;		/* stopped: left pending, never recorded as tried */
 		goto done;
@@ -229,7 +320,7 @@ attempt(struct notify *n, const struct serve_notifier *nt, const struct store_de
 			wait *= 2;
 		next = now + (wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS);
 	}
-	if (store_notify_attempt(n->s, d->id, k, now, (int)http, why[0] ? why : NULL, status,
+	if (store_notify_attempt(w->s, d->id, k, now, (int)http, why[0] ? why : NULL, status,
 	    next, err, errlen) != 0)
 		goto done;
 	if (strcmp(status, "delivered") == 0)
@@ -246,18 +337,22 @@ done:
 	return rc;
 }
 
-/* Sends what is due of notifier NT. */
+/* Sends what is due of W's notifier; *SETTLED 1 when it stopped because
+ * nothing more was due (not because of the stop). */
 static int
-deliver_due(struct notify *n, const struct serve_notifier *nt, char *err, size_t errlen)
+deliver_due(struct worker *w, int *settled, char *err, size_t errlen)
 {
 	struct store_delivery d;
 
-	while (!stopping(n)) {
-		if (store_notify_due(n->s, nt->name, clock_now_ms(), &d, err, errlen) != 0)
+	*settled = 0;
+	while (!stopping(w->n)) {
+		if (store_notify_due(w->s, w->nt->name, clock_now_ms(), &d, err, errlen) != 0)
 			return -1;
-		if (d.id == 0)
+		if (d.id == 0) {
+			*settled = 1;
 			return 0;
-		if (attempt(n, nt, &d, err, errlen) != 0) {
+		}
+		if (attempt(w, &d, err, errlen) != 0) {
 			store_delivery_clear(&d);
 			return -1;
 		}
@@ -266,31 +361,34 @@ deliver_due(struct notify *n, const struct serve_notifier *nt, char *err, size_t
 	return 0;
 }
 
+/* One notifier's sender: a pass, then a wait for the next poll (a retry
+ * comes due), the filler's nudge or the stop. A pass that left nothing
+ * due tells notify_flush how far the filler had gone before it began. */
 static void *
-run(void *arg)
+send_own(void *arg)
 {
-	struct notify *n = arg;
-	struct timespec until;
+	struct worker *w = arg;
+	struct notify *n = w->n;
+	unsigned long seen;
+	int64_t filled;
 	char err[1024];
-	size_t i;
+	int settled;
 
 	while (!stopping(n)) {
-		for (i = 0; i < n->c->nnotifiers && !stopping(n); i++) {
-			const struct serve_notifier *nt = &n->c->notifiers[i];
-
-			store_transient_clear(n->s);
-			if (fill(n, i, err, sizeof(err)) != 0 ||
-			    deliver_due(n, nt, err, sizeof(err)) != 0)
-				log_event(store_transient(n->s) ? "warn" : "error", NULL, NULL,
-				    "notify %s: %s", nt->name, err);
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += POLL_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
 		pthread_mutex_lock(&n->mu);
-		while (!n->stop && pthread_cond_timedwait(&n->cv, &n->mu, &until) != ETIMEDOUT)
-			;
+		seen = n->send_nudges;
+		filled = n->filled;
+		pthread_mutex_unlock(&n->mu);
+		store_transient_clear(w->s);
+		if (deliver_due(w, &settled, err, sizeof(err)) != 0)
+			log_event(store_transient(w->s) ? "warn" : "error", NULL, NULL,
+			    "notify %s: %s", w->nt->name, err);
+		pthread_mutex_lock(&n->mu);
+		if (settled) {
+			w->settled = filled;
+			pthread_cond_broadcast(&n->settled_cv);
+		}
+		wait_nudge(n, &n->send_nudges, seen);
 		pthread_mutex_unlock(&n->mu);
 	}
 	return NULL;
@@ -308,30 +406,49 @@ notify_start(const char *db_path, const struct serve_config *c, struct notify **
 		errbuf_set(err, errlen, "notifiers: out of memory");
 		return -1;
 	}
-	/* Counted by libcurl (as mgmt_open's), made before the thread starts. */
+	/* Counted by libcurl (as mgmt_open's), made before any thread starts. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		errbuf_set(err, errlen, "notifiers: curl_global_init failed");
 		free(n);
 		return -1;
 	}
 	n->c = c;
+	n->filled = -1;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
-	if ((n->cursors = calloc(c->nnotifiers + 1, sizeof(*n->cursors))) == NULL) {
+	pthread_cond_init(&n->settled_cv, NULL);
+	if ((n->w = calloc(c->nnotifiers + 1, sizeof(*n->w))) == NULL ||
+	    (n->cursors = calloc(c->nnotifiers + 1, sizeof(*n->cursors))) == NULL) {
 		errbuf_set(err, errlen, "notifiers: out of memory");
 		goto fail;
 	}
+	/* Every cursor is set before any thread runs: a new notifier starts
+	 * at the newest event as of this start. */
 	if (store_open(db_path, &n->s, err, errlen) != 0)
 		goto fail;
-	for (i = 0; i < c->nnotifiers; i++)
-		if (store_notify_cursor(n->s, c->notifiers[i].name, &n->cursors[i], err,
-		    errlen) != 0)
+	for (i = 0; i < c->nnotifiers; i++) {
+		struct worker *w = &n->w[i];
+
+		w->n = n;
+		w->nt = &c->notifiers[i];
+		w->settled = -1;
+		if (store_notify_cursor(n->s, w->nt->name, &n->cursors[i], err, errlen) != 0 ||
+		    store_open(db_path, &w->s, err, errlen) != 0)
 			goto fail;
-	if (pthread_create(&n->thread, NULL, run, n) != 0) {
+	}
+	if (pthread_create(&n->filler, NULL, fill_all, n) != 0) {
 		errbuf_set(err, errlen, "notifiers: cannot start their thread");
 		goto fail;
 	}
-	n->started = 1;
+	n->filler_started = 1;
+	for (i = 0; i < c->nnotifiers; i++) {
+		if (pthread_create(&n->w[i].thread, NULL, send_own, &n->w[i]) != 0) {
+			errbuf_set(err, errlen, "notifiers: cannot start the thread of %s",
+			    c->notifiers[i].name);
+			goto fail;
+		}
+		n->w[i].started = 1;
+	}
 	for (i = 0; i < c->nnotifiers; i++)
 		log_event("info", NULL, NULL, "notify %s: %s, %d attempts, first retry after "
 		    "%lld ms", c->notifiers[i].name, serve_notify_kind_name(c->notifiers[i].kind),
@@ -343,20 +460,75 @@ fail:
 	return -1;
 }
 
+/* How many senders of N have not settled up to event UPTO; N->mu held. */
+static size_t
+unsettled(const struct notify *n, int64_t upto)
+{
+	size_t left = 0;
+
+	for (size_t i = 0; i < n->c->nnotifiers; i++)
+		if (n->w[i].settled < upto)
+			left++;
+	return left;
+}
+
+size_t
+notify_flush(struct notify *n, int64_t upto, int64_t timeout_ms,
+    const volatile sig_atomic_t *stop)
+{
+	int64_t deadline = clock_mono_ms() + timeout_ms, now;
+	int late[SERVE_NOTIFIERS_MAX] = { 0 };
+	struct timespec until;
+	size_t left;
+
+	if (n == NULL)
+		return 0;
+	pthread_mutex_lock(&n->mu);
+	n->fill_nudges++;
+	n->send_nudges++;
+	pthread_cond_broadcast(&n->cv);
+	/* Woken by each settled pass; the slices see *STOP, which a signal
+	 * handler sets without a broadcast. */
+	while ((left = unsettled(n, upto)) > 0 && (stop == NULL || !*stop) &&
+	    (now = clock_mono_ms()) < deadline) {
+		until = after_ms(deadline - now < 100 ? deadline - now : 100);
+		pthread_cond_timedwait(&n->settled_cv, &n->mu, &until);
+	}
+	for (size_t i = 0; i < n->c->nnotifiers && i < SERVE_NOTIFIERS_MAX; i++)
+		late[i] = n->w[i].settled < upto;
+	pthread_mutex_unlock(&n->mu);
+	for (size_t i = 0; left > 0 && i < n->c->nnotifiers && i < SERVE_NOTIFIERS_MAX; i++)
+		if (late[i])
+			log_event("warn", NULL, NULL, "notify %s: still sending; what is "
+			    "pending goes at the next run or serve", n->c->notifiers[i].name);
+	return left;
+}
+
 void
 notify_stop(struct notify *n)
 {
+	size_t i;
+
 	if (n == NULL)
 		return;
-	if (n->started) {
-		pthread_mutex_lock(&n->mu);
-		n->stop = 1;
-		pthread_cond_signal(&n->cv);
-		pthread_mutex_unlock(&n->mu);
-		pthread_join(n->thread, NULL);
-	}
+	pthread_mutex_lock(&n->mu);
+	n->stop = 1;
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+	/* Every thread has been told before the first join: each sender
+	 * abandons its request in flight at once, so the stop waits for no
+	 * receiver's timeout. */
+	if (n->filler_started)
+		pthread_join(n->filler, NULL);
+	for (i = 0; n->w != NULL && i < n->c->nnotifiers; i++)
+		if (n->w[i].started)
+			pthread_join(n->w[i].thread, NULL);
+	for (i = 0; n->w != NULL && i < n->c->nnotifiers; i++)
+		store_close(n->w[i].s);
 	store_close(n->s);
+	free(n->w);
 	free(n->cursors);
+	pthread_cond_destroy(&n->settled_cv);
 	pthread_cond_destroy(&n->cv);
 	pthread_mutex_destroy(&n->mu);
 	free(n);

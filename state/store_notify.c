@@ -56,12 +56,30 @@ read_delivery(sqlite3_stmt *st, struct store_delivery *d)
 	return 0;
 }
 
+/* Steps ST (prepared and bound), whose one row is one number, into *OUT;
+ * finalizes ST. Returns 0, or -1 with ERR saying WHAT failed. */
+static int
+one_number(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out,
+    char *err, size_t errlen)
+{
+	int rc = -1;
+
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		store_dberr(s, err, errlen, what);
+		goto done;
+	}
+	*out = sqlite3_column_int64(st, 0);
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int
 store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
     char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
 	/* The no-op update makes RETURNING answer for a cursor already there. */
 	if (store_prepare(s, "INSERT INTO notify_cursors (notifier, last_event_id)"
@@ -71,15 +89,7 @@ store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
 	    errlen) != 0)
 		return -1;
 	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		store_dberr(s, err, errlen, "reading a notifier's cursor");
-		goto done;
-	}
-	*last_id = sqlite3_column_int64(st, 0);
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return one_number(s, st, "reading a notifier's cursor", last_id, err, errlen);
 }
 
 int
@@ -270,6 +280,57 @@ fail:
 	sqlite3_finalize(st);
 	store_rollback(s);
 	return -1;
+}
+
+int
+store_notify_last_event(struct store *s, int64_t *last_id, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+
+	*last_id = 0;
+	if (store_prepare(s, "SELECT coalesce(max(id), 0) FROM events", &st,
+	    "reading the newest event", err, errlen) != 0)
+		return -1;
+	return one_number(s, st, "reading the newest event", last_id, err, errlen);
+}
+
+int
+store_notify_counts(struct store *s, int64_t plan_id, int limit,
+    int (*fn)(const struct store_notify_count *c, void *arg), void *arg, char *err,
+    size_t errlen)
+{
+	struct store_notify_count c;
+	sqlite3_stmt *st = NULL;
+	int rc = -1, src;
+
+	/* The cursors name the notifiers serve knows (a new one has no
+	 * delivery yet): counted with zeros when all plans are asked for. */
+	if (store_prepare(s, "SELECT notifier, sum(status = 'pending'),"
+	    " sum(status = 'delivered'), sum(status = 'failed') FROM ("
+	    " SELECT notifier, status FROM deliveries WHERE ?1 = 0 OR plan_id = ?1"
+	    " UNION ALL SELECT notifier, NULL FROM notify_cursors WHERE ?1 = 0)"
+	    " GROUP BY notifier ORDER BY notifier LIMIT ?2", &st,
+	    "counting deliveries", err, errlen) != 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int(st, 2, limit);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&c, 0, sizeof(c));
+		store_copystr(c.notifier, sizeof(c.notifier), sqlite3_column_text(st, 0));
+		c.pending = sqlite3_column_int64(st, 1);
+		c.delivered = sqlite3_column_int64(st, 2);
+		c.failed = sqlite3_column_int64(st, 3);
+		if (fn(&c, arg) != 0)
+			break;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		store_dberr(s, err, errlen, "counting deliveries");
+		goto done;
+	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int

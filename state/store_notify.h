@@ -65,6 +65,24 @@ int store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms
     int http_status, const char *error, const char *status, int64_t next_ms, char *err,
     size_t errlen);
 
+/* The id of the newest event into *LAST_ID (0: none). Returns 0 or -1. */
+int store_notify_last_event(struct store *s, int64_t *last_id, char *err,
+    size_t errlen);
+
+/* One notifier's deliveries, counted by status. */
+struct store_notify_count {
+	char notifier[65];
+	int64_t pending, delivered, failed;
+};
+
+/* Calls FN for each notifier, by name, with its deliveries counted: those
+ * of PLAN_ID, or of every plan when PLAN_ID is 0 (then every notifier that
+ * has a cursor, with no delivery yet or none, is counted too). At most
+ * LIMIT notifiers. FN returns non-zero to stop. Returns 0 or -1. */
+int store_notify_counts(struct store *s, int64_t plan_id, int limit,
+    int (*fn)(const struct store_notify_count *c, void *arg), void *arg, char *err,
+    size_t errlen);
+
 /* Calls FN for each delivery of PLAN_ID, oldest first, with its attempts.
  * Returns 0 or -1. */
 int store_notify_each(struct store *s, int64_t plan_id,

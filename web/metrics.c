@@ -1,5 +1,6 @@
 /* metrics: Prometheus text from the store (plans, steps, the watch's state
- * and samples, the canary's summary, history events, alerts). */
+ * and samples, the canary's summary, history events, alerts, the
+ * notifiers' deliveries). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,9 +12,12 @@
 #include "build_info.h"
 #include "clock.h"
 #include "metrics.h"
+#include "store_notify.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
 #define STEPS_MAX	1000
+#define NOTIFIERS_MAX	64	/* notifier names shown: serve has at most 16, the
+				 * rest are ones it had before */
 
 static const char *const plan_states[] = {
 	"running", "succeeded", "failed", "aborted", NULL
@@ -131,6 +135,8 @@ struct plans {
 	struct plan_m *v;
 	size_t n, cap;
 	bool file_ok;		/* the database file is still the one opened */
+	struct store_notify_count notify[NOTIFIERS_MAX];	/* every plan's */
+	size_t nnotify;
 };
 
 static int
@@ -658,7 +664,29 @@ render_levels(struct buf *b, const struct plans *ps)
 	render_oldest(b, ps);
 }
 
-/* The sections of the text, in order. */
+/* Prometheus family: every plan's notifications, counted by notifier (its
+ * name in serve.yaml, never its URL) and state. */
+static void
+render_notify(struct buf *b, const struct plans *ps)
+{
+	char name[160];
+
+	family(b, "cutover_notify_deliveries", "gauge",
+	    "Notifications by notifier and state: pending (not sent yet, or to be "
+	    "tried again), delivered, failed (attempts spent, or refused).");
+	for (size_t i = 0; i < ps->nnotify; i++) {
+		const struct store_notify_count *c = &ps->notify[i];
+
+		esc(c->notifier, name, sizeof(name));
+		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"pending\"} %lld\n",
+		    name, (long long)c->pending);
+		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"delivered\"} %lld\n",
+		    name, (long long)c->delivered);
+		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"failed\"} %lld\n",
+		    name, (long long)c->failed);
+	}
+}
+
 /* cutover_build_info: one series, 1, its labels the version, the commit and
  * the version of each library the binary was compiled against. */
 static void
@@ -694,10 +722,23 @@ render_file(struct buf *b, const struct plans *ps)
 	out(b, "cutover_database_disk_full %d\n", store_disk_full_since() != 0 ? 1 : 0);
 }
 
+/* The sections of the text, in order. */
 static void (*const sections[])(struct buf *, const struct plans *) = {
 	render_build, render_file, render_plans, render_depths, render_probes, render_canary, render_events,
-	render_levels,
+	render_levels, render_notify,
 };
+
+/* store_notify_counts's FN: one notifier into the plans' counts. */
+static int
+each_count(const struct store_notify_count *c, void *arg)
+{
+	struct plans *ps = arg;
+
+	if (ps->nnotify == NOTIFIERS_MAX)
+		return 1;
+	ps->notify[ps->nnotify++] = *c;
+	return 0;
+}
 
 int
 metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errlen)
@@ -714,6 +755,8 @@ metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errl
 	for (size_t i = 0; i < ps.n; i++)
 		if (load(s, &ps.v[i], err, errlen) != 0)
 			goto done;
+	if (store_notify_counts(s, 0, NOTIFIERS_MAX, each_count, &ps, err, errlen) != 0)
+		goto done;
 	if ((b.p = malloc(b.cap = 16384)) == NULL) {
 		b.cap = 0;
 		b.oom = 1;

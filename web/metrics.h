@@ -2,8 +2,9 @@
  * only. One set of series per plan name (its newest plan). Labels come
  * only from bounded sets: plan (a plan's name), step (a step kind), level
  * (a ladder level number), path (old, ladder, parking), outcome (a fixed
- * word per family), and le for the histogram's fixed buckets. Never a
- * routing key, queue name or raw delay. */
+ * word per family), notifier (a notifier's name in serve.yaml, at most 64
+ * of them), and le for the histogram's fixed buckets. Never a routing key,
+ * queue name, raw delay or a notifier's URL. */
 #ifndef CUTOVER_METRICS_H
 #define CUTOVER_METRICS_H
 

@@ -9,6 +9,7 @@
 #include "view.h"
 #include "view_result.h"
 #include "view_gate.h"
+#include "view_notify.h"
 
 #define STEPS_MAX	1000	/* as the CLI: no plan has more */
 
@@ -159,17 +160,19 @@ int
 view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_t errlen)
 {
 	struct list l = { s, name, json_array(), err, errlen, 0 };
+	json_t *counts = NULL;
 
 	*out = NULL;
 	if (l.plans == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (store_each_plan(s, list_plan, &l, err, errlen) != 0 || l.failed) {
+	if (store_each_plan(s, list_plan, &l, err, errlen) != 0 || l.failed ||
+	    view_notify_counts(s, 0, &counts, err, errlen) != 0) {
 		json_decref(l.plans);
 		return -1;
 	}
-	*out = json_pack("{s:o}", "plans", l.plans);
+	*out = json_pack("{s:o,s:o}", "plans", l.plans, "deliveries", counts);
 	return *out != NULL ? 0 : -1;
 }
 
@@ -310,7 +313,7 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	struct store_plan p;
 	struct store_step st;
 	struct decisions d;
-	json_t *doc = NULL, *steps = NULL, *alerts = NULL, *cur = NULL;
+	json_t *doc = NULL, *steps = NULL, *alerts = NULL, *cur = NULL, *deliveries = NULL;
 	int r, rc = -1;
 	size_t i;
 
@@ -338,14 +341,16 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	}
 	if (store_each_alert(s, id, 1, open_alert, alerts, err, errlen) < 0)
 		goto done;
-	if ((cur = current_step(s, id, err, errlen)) == NULL)
+	if ((cur = current_step(s, id, err, errlen)) == NULL ||
+	    view_notify_counts(s, id, &deliveries, err, errlen) != 0)
 		goto done;
 	if ((doc = plan_summary(&p)) == NULL)
 		goto nomem;
 	json_object_set_new(doc, "current", cur);
 	json_object_set_new(doc, "steps", steps);
 	json_object_set_new(doc, "alerts", alerts);
-	steps = alerts = cur = NULL;
+	json_object_set_new(doc, "deliveries", deliveries);
+	steps = alerts = cur = deliveries = NULL;
 	if (view_gate_facts(s, id, doc, err, errlen) != 0) {
 		json_decref(doc);
 		goto done;
@@ -359,6 +364,7 @@ done:
 	json_decref(steps);
 	json_decref(alerts);
 	json_decref(cur);
+	json_decref(deliveries);
 	return rc;
 }
 

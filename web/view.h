@@ -15,14 +15,18 @@
 #define VIEW_SAMPLES_MAX	5000	/* samples per answer; the rest on the next
 					 * (next_since): bounds what one answer costs */
 
-/* {"plans":[{id,name,status,created_ms,sha256}]}, newest first; only those
- * called NAME when NAME is not NULL. Returns 0 and *OUT, or -1 with ERR. */
+/* {"plans":[{id,name,status,created_ms,sha256}],"deliveries":[...]},
+ * newest first; only those called NAME when NAME is not NULL; deliveries
+ * are every plan's counted by notifier (view_notify_counts). Returns 0 and
+ * *OUT, or -1 with ERR. */
 int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
     size_t errlen);
 
 /* Plan ID: {id,name,status,created_ms,sha256,steps:[{n,kind,status,gate,
  * gate_state,started_ms,ended_ms,result,error,approved_by,approved_ms,
- * approval_comment,retried_by,retried_ms}],alerts:[open alerts]}. The
+ * approval_comment,retried_by,retried_ms}],alerts:[open alerts],
+ * deliveries:[{notifier,pending,delivered,failed}]} (the plan's
+ * notifications counted by notifier: view_notify_counts). The
  * result is the step's recorded JSON, parsed; a large one without its long
  * lists (view_result.h), each named in result_elided [{pointer,count}],
  * with result_url, the route that serves it whole. Who approved comes from

@@ -1,4 +1,5 @@
-/* view_notify: GET /api/plans/{plan}/notifications (view_notify.h). */
+/* view_notify: GET /api/plans/{plan}/notifications and the deliveries
+ * counted by notifier (view_notify.h). */
 #include <stdio.h>
 
 #include "store_notify.h"
@@ -43,6 +44,32 @@ view_notifications(struct store *s, int64_t id, json_t **out, char *err, size_t 
 	if ((*out = json_pack("{s:I,s:o,s:o}", "plan", (json_int_t)p.id, "name",
 	    view_string(p.name), "notifications", list)) == NULL) {
 		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+count_one(const struct store_notify_count *c, void *arg)
+{
+	json_t *row = json_pack("{s:o,s:I,s:I,s:I}", "notifier", view_string(c->notifier),
+	    "pending", (json_int_t)c->pending, "delivered", (json_int_t)c->delivered,
+	    "failed", (json_int_t)c->failed);
+
+	return row == NULL || json_array_append_new(arg, row) != 0;
+}
+
+int
+view_notify_counts(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
+{
+	if ((*out = json_array()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (store_notify_counts(s, id, VIEW_NOTIFIERS_MAX, count_one, *out, err,
+	    errlen) != 0) {
+		json_decref(*out);
+		*out = NULL;
 		return -1;
 	}
 	return 0;

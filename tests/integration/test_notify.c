@@ -1,6 +1,7 @@
 /* test_notify (integration): serve.yaml's notifiers against real HTTP
- * receivers (notify_receiver.py, started by the test on 127.0.0.1:18706-
- * 18709 and stopped by pid) while `cutover serve --config` runs real plans
+ * receivers (notify_receiver.py, started by the test on four ports of
+ * 127.0.0.1 from CUTOVER_TEST_NOTIFY_PORT, 18706 by default, and stopped by
+ * pid) while `cutover serve --config` runs real plans
  * on the real RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT,
  * CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD). A plan that waits at a gate,
  * opens an alert (raised in the database as the watch raises one), is
@@ -14,7 +15,11 @@
  * the log nor the API. Across a restart of serve, what was delivered is
  * not sent again, what was not is delivered, and a notifier added at the
  * restart is not sent the past. A receiver that takes
- * requests and never answers holds neither the engine nor serve's stop. */
+ * requests and never answers holds neither the engine nor serve's stop,
+ * nor another receiver: a good one gets each notification while the hung
+ * one's first try at it is unanswered. The plan's document, the plan
+ * list's and /metrics count each notifier's deliveries by state. `cutover
+ * run --config` notifies as serve does, before it exits. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -41,13 +46,16 @@
 
 #define TOKEN		"tok-notify-4c1d9e0b7a"
 #define WAIT_MS		60000
-#define PORT_GOOD	18706
-#define PORT_FLAKY	18707
-#define PORT_LATE	18708
-#define PORT_DOWN	18709
+/* The receivers' ports: CUTOVER_TEST_NOTIFY_PORT and the three after it
+ * (default 18706), so that runs beside each other do not share them. */
+#define PORT_GOOD	(port_base + 0)
+#define PORT_FLAKY	(port_base + 1)
+#define PORT_LATE	(port_base + 2)
+#define PORT_DOWN	(port_base + 3)
 
 static char dir[256], db[300], ops[300], logfile[300], conf[300], base[64], secret[96];
 static pid_t server = -1;
+static int port_base = 18706;
 
 /* A receiver's log: DIR/recv-PORT.log. */
 static void
@@ -160,16 +168,24 @@ stop_server(void)
 	server = -1;
 }
 
-/* Writes the serve configuration: every notifier the tests use, the
- * Slack one's URL by env: reference. */
+/* Writes the serve configuration: every notifier the tests use (FMT, a
+ * printf format: their URLs name the receivers' ports), the Slack one's
+ * URL by env: reference. */
 static void
-write_config(const char *notifiers)
+write_config(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+write_config(const char *fmt, ...)
 {
 	FILE *f = fopen(conf, "w");
+	va_list ap;
 
 	assert_non_null(f);
 	fprintf(f, "listen: 127.0.0.1:1\t# overridden by --listen\n"
-	    "db: %s\noperators: %s\nlog_level: info\nnotifiers:\n%s", db, ops, notifiers);
+	    "db: %s\noperators: %s\nlog_level: info\nnotifiers:\n", db, ops);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
 	fclose(f);
 }
 
@@ -468,6 +484,72 @@ check_retries(const char *a, const char *b, int64_t ida, int64_t idb)
 	assert_null(delivery(ida, "down", "step_failed"));
 }
 
+/* NOTIFIER's deliveries counted in the page's documents: PLAN's (0: in the
+ * plan list's, every plan's) are PENDING, DELIVERED and FAILED. */
+static void
+check_counts(int64_t plan, const char *notifier, int pending, int delivered, int failed)
+{
+	char path[128];
+	json_t *j, *row, *found = NULL;
+	size_t i;
+
+	if (plan != 0)
+		snprintf(path, sizeof(path), "/api/plans/%lld", (long long)plan);
+	else
+		snprintf(path, sizeof(path), "/api/plans");
+	assert_non_null(j = api_get(path, NULL));
+	json_array_foreach(json_object_get(j, "deliveries"), i, row)
+		if (strcmp(str(row, "notifier"), notifier) == 0)
+			found = row;
+	if (found == NULL)
+		fail_msg("%s: no deliveries counted for %s", path, notifier);
+	if (json_integer_value(json_object_get(found, "pending")) != pending ||
+	    json_integer_value(json_object_get(found, "delivered")) != delivered ||
+	    json_integer_value(json_object_get(found, "failed")) != failed)
+		fail_msg("%s: %s counted %s, not %d pending, %d delivered, %d failed", path,
+		    notifier, json_dumps(found, JSON_COMPACT), pending, delivered, failed);
+	json_decref(j);
+}
+
+/* /metrics (TEXT) counts NOTIFIER's deliveries in STATE as N. */
+static void
+check_metric(const char *text, const char *notifier, const char *state, int n)
+{
+	char line[256];
+
+	assert_non_null(strstr(text, "# TYPE cutover_notify_deliveries gauge\n"));
+	snprintf(line, sizeof(line), "\ncutover_notify_deliveries{notifier=\"%s\","
+	    "state=\"%s\"} %d\n", notifier, state, n);
+	if (strstr(text, line) == NULL)
+		fail_msg("/metrics has no%s", line);
+}
+
+/* What the page and /metrics show once every delivery of plans A (IDA:
+ * gate, alert, finish) and B (IDB: failure, finish) is done: each
+ * notifier's deliveries counted, by plan and in all; /metrics' text into
+ * *METRICS. */
+static void
+check_counted(int64_t ida, int64_t idb, char **metrics)
+{
+	check_counts(ida, "hook", 0, 3, 0);
+	check_counts(ida, "ops-slack", 0, 3, 0);
+	check_counts(ida, "flaky", 0, 1, 0);
+	check_counts(idb, "hook", 0, 2, 0);
+	check_counts(idb, "down", 0, 0, 1);
+	check_counts(0, "hook", 0, 5, 0);
+	check_counts(0, "down", 0, 0, 1);
+	json_decref(api_get("/metrics", metrics));
+	assert_non_null(*metrics);
+	check_metric(*metrics, "hook", "delivered", 5);
+	check_metric(*metrics, "ops-slack", "delivered", 5);
+	check_metric(*metrics, "flaky", "delivered", 2);
+	check_metric(*metrics, "flaky", "pending", 0);
+	check_metric(*metrics, "down", "failed", 1);
+	check_metric(*metrics, "down", "delivered", 0);
+	assert_null(strstr(*metrics, secret));
+	assert_null(strstr(*metrics, "/services/"));
+}
+
 /* The Slack URL is in the environment only: not in the API's answer (which
  * names the notifier), the database (which records it) or the log (which
  * logs its deliveries). Call once serve has stopped. */
@@ -497,7 +579,7 @@ check_no_secret(const char *api_answer)
 static void
 test_four_events_retries_and_no_secret(void **state)
 {
-	char a[96], b[96], path[128], *raw = NULL;
+	char a[96], b[96], path[128], *raw = NULL, *metrics = NULL;
 	pid_t good, flaky;
 	int64_t ida, idb;
 
@@ -505,18 +587,20 @@ test_four_events_retries_and_no_secret(void **state)
 	good = start_receiver(PORT_GOOD, "200");
 	flaky = start_receiver(PORT_FLAKY, "500,200");
 	write_config(
-	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:18706/hook',\n"
+	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/hook',\n"
 	    "      events: [gate_waiting, step_failed, alert_opened, plan_finished] }\n"
 	    "  - { name: ops-slack, kind: slack, url: env:ITEST_NOTIFY_SLACK,\n"
 	    "      events: [gate_waiting, step_failed, alert_opened, plan_finished] }\n"
-	    "  - { name: flaky, kind: webhook, url: 'http://127.0.0.1:18707/flaky',\n"
+	    "  - { name: flaky, kind: webhook, url: 'http://127.0.0.1:%d/flaky',\n"
 	    "      events: [plan_finished], backoff: 100ms }\n"
-	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:18709/down',\n"
-	    "      events: [step_failed], attempts: 3, backoff: 100ms }\n");
+	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:%d/down',\n"
+	    "      events: [step_failed], attempts: 3, backoff: 100ms }\n",
+	    PORT_GOOD, PORT_FLAKY, PORT_DOWN);
 	start_server();
 	run_two_plans(a, b, sizeof(a), &ida, &idb);
 	check_bodies(a, b);
 	check_retries(a, b, ida, idb);
+	check_counted(ida, idb, &metrics);
 	snprintf(path, sizeof(path), "/api/plans/%lld/notifications", (long long)ida);
 	json_decref(api_get(path, &raw));
 	fprintf(stderr, "GET %s: %s\n", path, raw);
@@ -527,6 +611,7 @@ test_four_events_retries_and_no_secret(void **state)
 	dump_receiver(PORT_FLAKY);
 	check_no_secret(raw);
 	free(raw);
+	free(metrics);
 }
 
 /* Across a restart: what was delivered is not sent again; what was not
@@ -542,10 +627,11 @@ test_restart_neither_resends_nor_loses(void **state)
 	(void)state;
 	good = start_receiver(PORT_GOOD, "200");
 	write_config(
-	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:18706/ok',\n"
+	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:%d/ok',\n"
 	    "      events: [step_failed, plan_finished] }\n"
-	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:18708/late',\n"
-	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n");
+	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:%d/late',\n"
+	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n",
+	    PORT_GOOD, PORT_LATE);
 	start_server();
 	write_plan("c", "absent", "[measure_horizon]", c, sizeof(c));
 	snprintf(path, sizeof(path), "%s/c.yaml", dir);
@@ -558,12 +644,13 @@ test_restart_neither_resends_nor_loses(void **state)
 	late = start_receiver(PORT_LATE, "200");
 	/* A notifier new at this start begins at the newest event. */
 	write_config(
-	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:18706/ok',\n"
+	    "  - { name: ok, kind: webhook, url: 'http://127.0.0.1:%d/ok',\n"
 	    "      events: [step_failed, plan_finished] }\n"
-	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:18708/late',\n"
+	    "  - { name: late, kind: webhook, url: 'http://127.0.0.1:%d/late',\n"
 	    "      events: [step_failed, plan_finished], attempts: 20, backoff: 100ms }\n"
-	    "  - { name: newcomer, kind: webhook, url: 'http://127.0.0.1:18706/new',\n"
-	    "      events: [step_failed, plan_finished] }\n");
+	    "  - { name: newcomer, kind: webhook, url: 'http://127.0.0.1:%d/new',\n"
+	    "      events: [step_failed, plan_finished] }\n",
+	    PORT_GOOD, PORT_LATE, PORT_GOOD);
 	start_server();
 	wait_received(PORT_LATE, "/late", "step_failed", c, NULL, 1);
 	d = wait_delivery(idc, "late", "step_failed", "delivered", 2);
@@ -598,8 +685,9 @@ test_hung_receiver_never_holds_the_engine(void **state)
 	(void)state;
 	hung = start_receiver(PORT_LATE, "hang");
 	write_config(
-	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:18708/hung',\n"
-	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n");
+	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:%d/hung',\n"
+	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n",
+	    PORT_LATE);
 	start_server();
 	/* Then the notifier is inside a POST that will not be answered. */
 	submit_gated("h", a, sizeof(a), PORT_LATE, "/hung");
@@ -622,6 +710,121 @@ test_hung_receiver_never_holds_the_engine(void **state)
 	dump_receiver(PORT_LATE);
 }
 
+/* The attempts recorded so far of PLAN's EVENT to NOTIFIER (-1: no such
+ * delivery). */
+static int
+attempts_of(int64_t plan, const char *notifier, const char *event)
+{
+	json_t *d = delivery(plan, notifier, event);
+	int n = d != NULL ? (int)json_integer_value(json_object_get(d, "attempts")) : -1;
+
+	json_decref(d);
+	return n;
+}
+
+/* A receiver that takes requests and never answers, first in the file,
+ * and a good one: the good one gets each notification while the hung
+ * one's first try at it is still unanswered (no attempt recorded: a try
+ * is recorded when it ends, after the 10 s request timeout), so the hung
+ * one delays it by nothing. */
+static void
+test_hung_receiver_delays_no_other(void **state)
+{
+	char a[96], *text = NULL;
+	pid_t hung, good;
+	int64_t ida;
+
+	(void)state;
+	hung = start_receiver(PORT_LATE, "hang");
+	good = start_receiver(PORT_GOOD, "200");
+	write_config(
+	    "  - { name: hung, kind: webhook, url: 'http://127.0.0.1:%d/hung',\n"
+	    "      events: [gate_waiting, plan_finished], backoff: 100ms }\n"
+	    "  - { name: good, kind: webhook, url: 'http://127.0.0.1:%d/good',\n"
+	    "      events: [gate_waiting, plan_finished] }\n", PORT_LATE, PORT_GOOD);
+	start_server();
+	/* The hung receiver has the gate's POST in hand (logged on arrival),
+	 * and the good one got it too. */
+	submit_gated("i", a, sizeof(a), PORT_LATE, "/hung");
+	ida = plan_id(a);
+	wait_received(PORT_GOOD, "/good", "gate_waiting", a, NULL, 1);
+	/* One thread for both would have recorded the hung try (timed out)
+	 * before it posted to the good one. */
+	assert_int_equal(attempts_of(ida, "hung", "gate_waiting"), 0);
+	json_decref(wait_delivery(ida, "good", "gate_waiting", "delivered", 1));
+	assert_int_equal(attempts_of(ida, "hung", "gate_waiting"), 0);
+
+	/* The plan's end too reaches the good one while the hung one still
+	 * sits on the gate's. */
+	verb("approve", a, "2");
+	wait_received(PORT_GOOD, "/good", "plan_finished", a, NULL, 1);
+	json_decref(wait_delivery(ida, "good", "plan_finished", "delivered", 1));
+	assert_int_equal(received(PORT_LATE, "/hung", "plan_finished", a, NULL), 0);
+	assert_true(attempts_of(ida, "hung", "plan_finished") <= 0);
+
+	/* The page and /metrics count the hung one's two as pending. */
+	check_counts(ida, "good", 0, 2, 0);
+	check_counts(ida, "hung", 2, 0, 0);
+	json_decref(api_get("/metrics", &text));
+	assert_non_null(text);
+	check_metric(text, "good", "delivered", 2);
+	check_metric(text, "good", "pending", 0);
+	check_metric(text, "hung", "pending", 2);
+	check_metric(text, "hung", "delivered", 0);
+	free(text);
+	stop_server();
+	assert_int_equal(itest_stop(hung), 0);
+	assert_int_equal(itest_stop(good), 0);
+	dump_receiver(PORT_LATE);
+}
+
+/* `cutover run --config`: the gate's notification is sent (and recorded
+ * delivered) before run exits waiting for approval; a failed delivery is
+ * recorded as serve records it. */
+static void
+test_run_notifies(void **state)
+{
+	char r[96], file[320];
+	pid_t good;
+	int64_t idr;
+	json_t *d;
+
+	(void)state;
+	good = start_receiver(PORT_GOOD, "200");
+	write_config(
+	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/run',\n"
+	    "      events: [gate_waiting, step_failed, plan_finished] }\n"
+	    "  - { name: ops-slack, kind: slack, url: env:ITEST_NOTIFY_SLACK,\n"
+	    "      events: [gate_waiting] }\n"
+	    "  - { name: down, kind: webhook, url: 'http://127.0.0.1:%d/down',\n"
+	    "      events: [gate_waiting], attempts: 1 }\n", PORT_GOOD, PORT_DOWN);
+	write_plan("r", "old", "[declare_ladder, { step: verify_ladder, gate: true }]",
+	    r, sizeof(r));
+	snprintf(file, sizeof(file), "%s/r.yaml", dir);
+	assert_int_equal(itest_cutover("run", "--db", db, "--config", conf, file,
+	    (char *)NULL), 3);
+	/* Sent before run exited: no waiting here. */
+	assert_int_equal(received(PORT_GOOD, "/run", "gate_waiting", r, NULL), 1);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL,
+	    "waits for approval of step 2, verify_ladder"), 1);
+	/* Serve reads what run recorded (the API is serve's). */
+	write_config("  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/run',\n"
+	    "      events: [gate_waiting, step_failed, plan_finished] }\n", PORT_GOOD);
+	idr = plan_id(r);
+	start_server();
+	d = wait_delivery(idr, "hook", "gate_waiting", "delivered", 1);
+	assert_int_equal(json_integer_value(json_object_get(d, "attempts")), 1);
+	json_decref(d);
+	d = wait_delivery(idr, "down", "gate_waiting", "failed", 1);
+	check_try(json_object_get(d, "tries"), 0, 0, "Couldn't connect to server");
+	json_decref(d);
+	stop_server();
+	/* Serve sent nothing again. */
+	assert_int_equal(received(PORT_GOOD, "/run", "gate_waiting", r, NULL), 1);
+	assert_int_equal(itest_stop(good), 0);
+	assert_false(file_holds(db, secret));
+}
+
 static int
 setup(void **state)
 {
@@ -636,6 +839,12 @@ setup(void **state)
 	    getenv("CUTOVER_BINARY") == NULL || getenv("CUTOVER_SOURCE_DIR") == NULL) {
 		fprintf(stderr, "set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
 		    "CUTOVER_TEST_PASSWORD, CUTOVER_BINARY and CUTOVER_SOURCE_DIR\n");
+		return -1;
+	}
+	if (getenv("CUTOVER_TEST_NOTIFY_PORT") != NULL)
+		port_base = atoi(getenv("CUTOVER_TEST_NOTIFY_PORT"));
+	if (port_base < 1024 || port_base > 65532) {
+		fprintf(stderr, "CUTOVER_TEST_NOTIFY_PORT: 1024 to 65532\n");
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/itest_notify.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -684,6 +893,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hung_receiver_never_holds_the_engine, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_hung_receiver_delays_no_other, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_run_notifies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

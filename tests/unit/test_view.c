@@ -2,7 +2,9 @@
  * and the store's name rule (store_admit.c), on a real SQLite file: the
  * flip's flag service is named by its host, never a credential, path or
  * query; a finished plan holds its name until archived; a large step
- * result comes without its long lists (web/view_result.c). */
+ * result comes without its long lists (web/view_result.c); each
+ * notifier's deliveries are counted by state in the plan's document, the
+ * plan list's and /metrics (web/view_notify.c, web/metrics.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,8 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "store.h"
 #include "store_admit.h"
+#include "store_notify.h"
 #include "view.h"
 #include "view_gate.h"
 #include "view_result.h"
@@ -222,6 +226,81 @@ test_large_result_without_long_lists(void **state)
 	store_close(s);
 }
 
+/* The count of NOTIFIER in DOC's deliveries: pending, delivered, failed,
+ * into N (all -1 when it is not counted). */
+static void
+counted(const json_t *doc, const char *notifier, json_int_t n[3])
+{
+	const json_t *row;
+	size_t i;
+
+	n[0] = n[1] = n[2] = -1;
+	json_array_foreach(json_object_get(doc, "deliveries"), i, row)
+		if (strcmp(json_string_value(json_object_get(row, "notifier")), notifier) == 0) {
+			n[0] = json_integer_value(json_object_get(row, "pending"));
+			n[1] = json_integer_value(json_object_get(row, "delivered"));
+			n[2] = json_integer_value(json_object_get(row, "failed"));
+		}
+}
+
+/* One notifier (hook) with a delivery in each state, another (quiet) that
+ * serve knows but that has none: the plan's document counts hook's, the
+ * plan list's both, /metrics both by name and state. */
+static void
+test_deliveries_counted(void **state)
+{
+	static const char *const kinds[] = { "step.failed", "alert.raised", "plan.aborted" };
+	int64_t id, ev[3], last = 0;
+	struct store *s;
+	json_t *doc = NULL;
+	json_int_t n[3];
+	char err[512], *text = NULL;
+	size_t len;
+
+	(void)state;
+	s = with_plan(&id);
+	assert_int_equal(store_notify_cursor(s, "quiet", &last, err, sizeof(err)), 0);
+	assert_int_equal(store_notify_cursor(s, "hook", &last, err, sizeof(err)), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(store_append_event(s, id, 1000 + i, "engine", kinds[i], "{}",
+		    &ev[i], err, sizeof(err)), 0);
+		assert_int_equal(store_notify_enqueue(s, "hook", "webhook", ev[i], id,
+		    "step_failed", 1000 + i, err, sizeof(err)), 0);
+	}
+	/* ev[0] stays pending (tried once, to be tried again), ev[1] is
+	 * delivered, ev[2] failed. */
+	assert_int_equal(store_notify_attempt(s, 1, 1, 2000, 500, "HTTP 500", "pending",
+	    3000, err, sizeof(err)), 0);
+	assert_int_equal(store_notify_attempt(s, 2, 1, 2000, 200, NULL, "delivered", 0, err,
+	    sizeof(err)), 0);
+	assert_int_equal(store_notify_attempt(s, 3, 1, 2000, 404, "HTTP 404", "failed", 0,
+	    err, sizeof(err)), 0);
+
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "deliveries")), 1);
+	counted(doc, "hook", n);
+	assert_true(n[0] == 1 && n[1] == 1 && n[2] == 1);
+	json_decref(doc);
+	assert_int_equal(view_plan_list(s, NULL, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "deliveries")), 2);
+	counted(doc, "hook", n);
+	assert_true(n[0] == 1 && n[1] == 1 && n[2] == 1);
+	counted(doc, "quiet", n);
+	assert_true(n[0] == 0 && n[1] == 0 && n[2] == 0);
+	json_decref(doc);
+
+	assert_int_equal(metrics_render(s, &text, &len, err, sizeof(err)), 0);
+	assert_non_null(strstr(text, "# TYPE cutover_notify_deliveries gauge\n"
+	    "cutover_notify_deliveries{notifier=\"hook\",state=\"pending\"} 1\n"
+	    "cutover_notify_deliveries{notifier=\"hook\",state=\"delivered\"} 1\n"
+	    "cutover_notify_deliveries{notifier=\"hook\",state=\"failed\"} 1\n"
+	    "cutover_notify_deliveries{notifier=\"quiet\",state=\"pending\"} 0\n"
+	    "cutover_notify_deliveries{notifier=\"quiet\",state=\"delivered\"} 0\n"
+	    "cutover_notify_deliveries{notifier=\"quiet\",state=\"failed\"} 0\n"));
+	free(text);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -230,6 +309,7 @@ main(void)
 		cmocka_unit_test(test_flip_will_do),
 		cmocka_unit_test(test_name_held_until_archived),
 		cmocka_unit_test(test_large_result_without_long_lists),
+		cmocka_unit_test(test_deliveries_counted),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char wal[PATH_MAX + 32];

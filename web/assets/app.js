@@ -191,6 +191,20 @@
     };
   }
 
+  /* The notifications counted by notifier (the API's "deliveries": names
+   * only, never a URL) into table TABLE, its box BOX hidden when none. */
+  function showDeliveries(rows, table, box) {
+    var tb = clear($(table).tBodies[0]);
+    (rows || []).forEach(function (d) {
+      tb.appendChild(el('tr', { 'data-notifier': d.notifier },
+        el('td', null, d.notifier),
+        el('td', { class: d.pending ? 'warn' : null }, num(d.pending)),
+        el('td', null, num(d.delivered)),
+        el('td', { class: d.failed ? 'bad' : null }, num(d.failed))));
+    });
+    $(box).hidden = !(rows || []).length;
+  }
+
   /* ---- the plans list ---- */
   function showPlans() {
     return get('/api/plans').then(function (r) {
@@ -211,6 +225,7 @@
           el('td', null, fmtTime(p.created_ms)),
           el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
       });
+      showDeliveries(r.body && r.body.deliveries, 'deliveries-all', 'deliveries-all-box');
       return running;
     });
   }
@@ -650,6 +665,7 @@
       $('alerts-box').hidden = !(p.alerts || []).length;
       var tl = clear($('timeline'));
       (p.steps || []).forEach(function (st) { tl.appendChild(stepItem(p, st, cur && st.n === cur.n && p.status === 'running')); });
+      showDeliveries(p.deliveries, 'deliveries', 'deliveries-box');
       showHistory(h);
       var watch = (p.steps || []).filter(function (s) { return s.kind === 'watch' && s.started_ms; })[0];
       $('charts-box').hidden = !watch;
