@@ -434,13 +434,16 @@ test_canary_fails_when_a_policy_changes_a_level_ttl(void **state)
 	ladder_level_queue(&p->ladder, 2, q, sizeof(q));
 
 	/* A policy lowering level 2's 400 ms to 100 ms wins (the lower TTL
-	 * does) and takes effect at once, also on a quorum queue: early. */
+	 * does) and takes effect at once, also on a quorum queue: early, by
+	 * at most the 300 ms the policy took off (how much less depends on
+	 * how fast a loaded broker delivers, so only the sign is asserted). */
 	put_ttl_policy(c, f->policy, q, 100);
 	assert_int_not_equal(run_canary(c, &r, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "400ms (4 units) early"));
 	assert_non_null(strstr(err, "TTL is shorter"));
 	assert_string_equal(str(message(r, 0), "outcome"), "early");
-	assert_true(num(message(r, 0), "lateness_ms") <= -250);
+	assert_true(num(message(r, 0), "lateness_ms") < 0);
+	assert_true(num(message(r, 0), "lateness_ms") >= -300);
 	assert_int_equal(num(json_object_get(r, "summary"), "early"), 1);
 	assert_canary_queue_gone(c, r);
 	json_decref(r);
