@@ -95,17 +95,13 @@ void
 step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
     int64_t plan_id, const json_t *state, int64_t flip_ms)
 {
+	step_ctx_end_run(c);
 	c->plan = p;
 	c->store = s;
 	c->plan_id = plan_id;
 	c->state = state;
 	c->flip_ms = flip_ms;
 	c->again = false;
-	c->measured = NULL;
-	c->watched = NULL;
-	c->moved = NULL;
-	c->old_last_entry_ms = 0;
-	c->now_ms = 0;
 }
 
 void

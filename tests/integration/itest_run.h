@@ -54,6 +54,10 @@ int itest_stop(pid_t pid);
 /* Waits for PID and returns its exit status as itest_cutover does. */
 int itest_wait(pid_t pid);
 
+/* A port on 127.0.0.1 nothing listens on now: bound, read, closed (the
+ * kernel's choice). */
+int itest_free_port(void);
+
 /* Registers FN(ARG) to run at the next itest_cleanup (newest first). FN
  * must not use cmocka's assertions: it may run outside a test. */
 void itest_on_cleanup(void (*fn)(void *), void *arg);

@@ -31,6 +31,7 @@
 
 #include "broker/broker.h"
 #include "clock.h"
+#include "itest_run.h"
 
 #define PWREF "env:CUTOVER_TEST_PASSWORD"
 #define TIMEOUT_MS 5000
@@ -293,25 +294,6 @@ test_env_reference_unset(void **state)
 	assert_non_null(strstr(err, "env:NAME"));
 }
 
-/* A loopback port nothing listens on: bound, noted, closed. */
-static int
-free_port(void)
-{
-	struct sockaddr_in sin;
-	socklen_t sl = sizeof(sin);
-	int fd;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
 static void
 test_connection_refused(void **state)
 {
@@ -320,7 +302,7 @@ test_connection_refused(void **state)
 	int64_t t0;
 
 	(void)state;
-	snprintf(url, sizeof(url), "amqp://127.0.0.1:%d/", free_port());
+	snprintf(url, sizeof(url), "amqp://127.0.0.1:%d/", itest_free_port());
 
 	setenv("CUTOVER_ITEST_PW", "unused", 1);
 	t0 = now_ms();
@@ -342,7 +324,7 @@ test_open_list(void **state)
 	struct broker *b = NULL;
 	char err[1024] = "", dead1[64], dead2[64];
 	const char *urls[2];
-	int p1 = free_port(), p2 = free_port();
+	int p1 = itest_free_port(), p2 = itest_free_port();
 
 	(void)state;
 	need_broker();

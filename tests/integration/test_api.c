@@ -245,23 +245,6 @@ raws(const char *req)
 	return raw(req, strlen(req));
 }
 
-static int
-free_port(void)
-{
-	struct sockaddr_in sa = { 0 };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	assert_true(fd >= 0);
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	p = ntohs(sa.sin_port);
-	close(fd);
-	return p;
-}
-
 /* Starts `cutover serve` on the test database and port, with OPERATORS
  * (NULL: none), its stderr appended to the log file; waits for /healthz. */
 static void
@@ -1501,7 +1484,7 @@ setup(void **state)
 	fprintf(f, "  bob : %s   # the second\n", hash);
 	fclose(f);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	port = free_port();
+	port = itest_free_port();
 	start_server(ops);
 	return 0;
 }

@@ -858,26 +858,6 @@ test_abort_at_each_gate(void **state)
 	}
 }
 
-/* A port on 127.0.0.1 nothing listens on now (the kernel's choice). */
-static unsigned
-free_port(void)
-{
-	struct sockaddr_in sa;
-	socklen_t salen = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned port;
-
-	assert_true(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* GET PATH from a serve on 127.0.0.1:PORT (curl); the body into OUT.
  * Returns the HTTP status, 0 when nothing answered. */
 static int
@@ -969,7 +949,7 @@ test_disk_full_during_the_watch(void **state)
 	store_step_clear(&st);
 	/* serve on the same full disk: held, and /healthz and /metrics say
 	 * why; once space is freed it goes on by itself. */
-	port = free_port();
+	port = itest_free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
 	{
 		char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,

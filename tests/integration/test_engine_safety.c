@@ -580,21 +580,11 @@ static unsigned server_port;
 static void
 serve_start(int poll_ms)
 {
-	struct sockaddr_in sa;
-	socklen_t salen = sizeof(sa);
 	char ops[320], listen[64], poll[16], out[256], cmd[600];
 	FILE *f;
-	int fd, i;
+	int i;
 
-	/* A free port: bound, read, closed. */
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &salen), 0);
-	server_port = ntohs(sa.sin_port);
-	close(fd);
+	server_port = (unsigned)itest_free_port();
 	snprintf(ops, sizeof(ops), "%s/operators", dir);
 	snprintf(cmd, sizeof(cmd), "printf 'alice:%%s\\n' \"$(printf %%s %s | sha256sum | "
 	    "cut -d' ' -f1)\" > '%s'", API_TOKEN, ops);

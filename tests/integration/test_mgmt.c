@@ -24,6 +24,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "clock.h"
+#include "itest_run.h"
 #include "broker/mgmt.h"
 #include "mgmt_test.h"
 
@@ -738,26 +739,6 @@ test_bad_open(void **state)
 	}
 }
 
-/* A loopback port nothing listens on: bound, then closed. */
-static int
-free_port(void)
-{
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd, port;
-
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static void
 test_connection_refused(void **state)
 {
@@ -767,7 +748,7 @@ test_connection_refused(void **state)
 	char err[512], url[64];
 	double t0, dt;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", free_port());
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_free_port());
 	if (mgmt_open(url, "/", c->user, PASSWORD_REF, 2000, &m, err,
 	    sizeof(err)) != 0)
 		fail_msg("%s", err);
@@ -795,8 +776,8 @@ test_failover(void **state)
 	char err[1024], dead1[64], dead2[64];
 	const char *urls[2];
 
-	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", free_port());
-	snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", free_port());
+	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", itest_free_port());
+	snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", itest_free_port());
 	urls[0] = dead1;
 	urls[1] = c->url;
 	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
