@@ -33,6 +33,13 @@ for v in CUTOVER_TEST_CLUSTER_PORT CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH
 done
 command -v jq >/dev/null || { echo "test_cluster: jq is missing (scripts/setup)" >&2; exit 1; }
 
+# The cluster runs RabbitMQ 4.0 (what clusters in production run): on
+# 3.10.8, a quorum queue whose leader moved could be left without its
+# at-least-once dead-letter worker (a RabbitMQ bug fixed in later 3.10
+# releases), and the ladder's levels then stopped moving for minutes after
+# the kill. CUTOVER_TEST_CLUSTER_VERSION=3.10 runs it on this machine's
+# 3.10 instead.
+export CUTOVER_BROKER_VERSION=${CUTOVER_TEST_CLUSTER_VERSION:-4.0}
 pa=$CUTOVER_TEST_CLUSTER_PORT
 pb=$((pa + 1))
 pc=$((pa + 2))
