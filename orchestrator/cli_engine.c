@@ -347,6 +347,8 @@ cli_run(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	eo.return_when_blocked = true;
 	eo.stop = &stop_flag;
+	eo.service = notify_service_cb;
+	eo.service_arg = nf;
 	if (engine_run(s, id, &eo, &outcome, err, sizeof(err)) != 0)
 		goto fail;
 	rc = outcome_report(o.json, id, outcome);

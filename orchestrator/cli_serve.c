@@ -301,6 +301,8 @@ cli_serve(int argc, char **argv)
 
 	eo.poll_ms = (int)a.poll;
 	eo.stop = &stop_flag;
+	eo.service = notify_service_cb;
+	eo.service_arg = nf;
 	if (engine_serve(s, &eo, err, sizeof(err)) != 0) {
 		log_event("error", NULL, NULL, "engine: %s", err);
 		server_stop(sv);

@@ -678,6 +678,14 @@ poll_ms(const struct run *r)
 	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
 }
 
+/* Says EVENT and TEXT through O's service callback, when there is one. */
+static void
+service_say(const struct engine_opts *o, const char *event, const char *text)
+{
+	if (o->service != NULL)
+		o->service(o->service_arg, event, text);
+}
+
 /* WHAT failed because the disk holding the database is full: nothing was
  * written, so the step holds where it was and runs again when space
  * returns, with no time limit (a person frees space; cutover cannot).
@@ -686,11 +694,16 @@ poll_ms(const struct run *r)
 static bool
 disk_full_hold(struct run *r, const char *what)
 {
-	if (!r->disk_full)
-		log_event("error", r->plan->name, NULL, "%s: %s: the disk holding the "
-		    "database is full; the plan is held where it was and goes on by "
-		    "itself once space is freed there (nothing was recorded that "
-		    "did not happen)", what, r->err);
+	char text[1400];
+
+	if (!r->disk_full) {
+		snprintf(text, sizeof(text), "%s: %s: the disk holding the database is "
+		    "full; the plan is held where it was and goes on by itself once "
+		    "space is freed there (nothing was recorded that did not happen)",
+		    what, r->err);
+		log_event("error", r->plan->name, NULL, "%s", text);
+		service_say(r->o, "disk_full", text);
+	}
 	r->disk_full = true;
 	r->due_ms = clock_mono_ms() + BUSY_BACKOFF_MAX_MS;
 	r->busy_now = 1;
@@ -740,6 +753,8 @@ busy_settle(struct run *r, int t)
 			store_disk_full_resolved();
 			log_event("info", r->plan->name, NULL, "the database's disk has "
 			    "space again: the plan goes on");
+			service_say(r->o, "disk_full_resolved", "the database's disk has "
+			    "space again: the plans held by it go on");
 		}
 	}
 }
@@ -1279,9 +1294,14 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 		/* A removed or replaced database: no step runs on a record no one
 		 * will read (or on someone else's); said once, and on /healthz. */
 		if (store_file_check(s, perr, sizeof(perr)) != 0) {
-			if (!file_lost)
-				log_event("error", NULL, NULL, "%s; cutover takes no action "
+			if (!file_lost) {
+				char text[1400];
+
+				snprintf(text, sizeof(text), "%s; cutover takes no action "
 				    "until it is restarted on a restored file", perr);
+				log_event("error", NULL, NULL, "%s", text);
+				service_say(&so, "database_lost", text);
+			}
 			file_lost = true;
 			clock_sleep_ms(so.poll_ms > 0 ? so.poll_ms : 500);
 			continue;

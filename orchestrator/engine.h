@@ -37,6 +37,12 @@ struct engine_opts {
 	bool return_when_blocked;         /* return ENGINE_WAITING / ENGINE_FAILED
 	                                   * instead of waiting for an operator */
 	volatile sig_atomic_t *stop;      /* non-zero: return at the next safe point */
+	/* Called (NULL: never) when the service itself is in trouble its
+	 * database cannot record, and when that ends: EVENT "database_lost",
+	 * "disk_full" or "disk_full_resolved", TEXT what and what to do
+	 * (notify_service). */
+	void (*service)(void *arg, const char *event, const char *text);
+	void *service_arg;
 };
 
 /* Runs plan PLAN_ID until it ends, or, with O->return_when_blocked, until

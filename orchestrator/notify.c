@@ -48,6 +48,14 @@ struct worker {
 					 * -1 before the first */
 	pthread_t thread;
 	int started;
+	/* Under n->mu: the notification of the service itself waiting to go
+	 * (notify_service), its attempts so far, when the next is due
+	 * (monotonic ms) and its generation (a newer one replaces it). */
+	char *svc_body;
+	char svc_event[32];
+	int svc_attempts;
+	int64_t svc_due;
+	unsigned long svc_gen;
 };
 
 struct notify {
@@ -65,6 +73,7 @@ struct notify {
 					 * to this event (the least cursor) */
 	unsigned long fill_nudges;	/* bumped by notify_flush, for the filler */
 	unsigned long send_nudges;	/* bumped by the filler and notify_flush */
+	char svc_said[32];		/* the service event said last ("": none) */
 	int stop;
 };
 
@@ -284,6 +293,18 @@ done:
 	return rc;
 }
 
+/* Backoff after attempt K of notifier NT: its first retry delay,
+ * doubled each attempt, at most BACKOFF_MAX_MS. */
+static int64_t
+backoff_after(const struct serve_notifier *nt, int k)
+{
+	int64_t wait = nt->backoff_ms;
+
+	for (int i = 1; i < k && wait < BACKOFF_MAX_MS; i++)
+		wait *= 2;
+	return wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS;
+}
+
 /* Makes one attempt at delivery D of W's notifier and records it. */
 static int
 attempt(struct worker *w, const struct store_delivery *d, char *err, size_t errlen)
@@ -292,7 +313,7 @@ attempt(struct worker *w, const struct store_delivery *d, char *err, size_t errl
 	char why[256] = "", *body = NULL;
 	const char *status = "pending";
 	int k = d->attempts + 1, permanent = 0, sent, rc = -1;
-	int64_t now, next = 0, wait;
+	int64_t now, next = 0;
 	long http = 0;
 
 	if (notify_body(nt->kind, d, &body, err, errlen) != 0)
@@ -314,12 +335,8 @@ attempt(struct worker *w, const struct store_delivery *d, char *err, size_t errl
 			status = "failed";
 	}
 	now = clock_now_ms();
-	if (strcmp(status, "pending") == 0) {
-		wait = nt->backoff_ms;
-		for (int i = 1; i < k && wait < BACKOFF_MAX_MS; i++)
-			wait *= 2;
-		next = now + (wait < BACKOFF_MAX_MS ? wait : BACKOFF_MAX_MS);
-	}
+	if (strcmp(status, "pending") == 0)
+		next = now + backoff_after(nt, k);
 	if (store_notify_attempt(w->s, d->id, k, now, (int)http, why[0] ? why : NULL, status,
 	    next, err, errlen) != 0)
 		goto done;
@@ -335,6 +352,58 @@ attempt(struct worker *w, const struct store_delivery *d, char *err, size_t errl
 done:
 	free(body);
 	return rc;
+}
+
+/* Makes one attempt at W's notification of the service itself when one
+ * is due: delivered, it is dropped; refused (4xx other than 408 and 429)
+ * or out of attempts, it is dropped and said; otherwise it waits for its
+ * backoff. Nothing is recorded in the database (notify_service says why). */
+static void
+send_service(struct worker *w)
+{
+	struct notify *n = w->n;
+	char *body = NULL, event[32], why[256] = "";
+	unsigned long gen;
+	long http = 0;
+	int k, sent, permanent;
+
+	pthread_mutex_lock(&n->mu);
+	if (w->svc_body != NULL && clock_mono_ms() >= w->svc_due)
+		body = strdup(w->svc_body);
+	gen = w->svc_gen;
+	k = w->svc_attempts + 1;
+	snprintf(event, sizeof(event), "%s", w->svc_event);
+	pthread_mutex_unlock(&n->mu);
+	if (body == NULL)
+		return;
+	sent = post(n, w->nt, body, &http, why, sizeof(why));
+	free(body);
+	if (sent == -2)
+		return;		/* stopped */
+	if (sent == 0 && http >= 200 && http < 300) {
+		log_event("info", NULL, NULL, "notify %s: %s delivered, HTTP %ld, attempt %d",
+		    w->nt->name, event, http, k);
+		permanent = 1;
+	} else {
+		if (sent == 0)
+			snprintf(why, sizeof(why), "HTTP %ld", http);
+		permanent = sent == 0 && http >= 400 && http < 500 && http != 408 &&
+		    http != 429;
+		log_event(permanent || k >= w->nt->attempts ? "error" : "warn", NULL, NULL,
+		    "notify %s: %s attempt %d of %d: %s; %s", w->nt->name, event, k,
+		    w->nt->attempts, why, permanent || k >= w->nt->attempts ? "given up" :
+		    "trying again");
+	}
+	pthread_mutex_lock(&n->mu);
+	if (w->svc_gen == gen) {	/* not replaced meanwhile */
+		w->svc_attempts = k;
+		w->svc_due = clock_mono_ms() + backoff_after(w->nt, k);
+		if (permanent || k >= w->nt->attempts) {
+			free(w->svc_body);
+			w->svc_body = NULL;
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
 }
 
 /* Sends what is due of W's notifier; *SETTLED 1 when it stopped because
@@ -379,6 +448,7 @@ send_own(void *arg)
 		seen = n->send_nudges;
 		filled = n->filled;
 		pthread_mutex_unlock(&n->mu);
+		send_service(w);
 		store_transient_clear(w->s);
 		if (deliver_due(w, &settled, err, sizeof(err)) != 0)
 			log_event(store_transient(w->s) ? "warn" : "error", NULL, NULL,
@@ -505,6 +575,58 @@ notify_flush(struct notify *n, int64_t upto, int64_t timeout_ms,
 }
 
 void
+notify_service(struct notify *n, const char *event, const char *text)
+{
+	const char *cond;
+	size_t clen;
+	int64_t now = clock_now_ms();
+	char err[256];
+
+	if (n == NULL)
+		return;
+	pthread_mutex_lock(&n->mu);
+	/* A "_resolved" event only follows its condition; no event twice. */
+	cond = strstr(event, "_resolved");
+	clen = cond != NULL ? (size_t)(cond - event) : 0;
+	if (strcmp(n->svc_said, event) == 0 || (cond != NULL &&
+	    (strlen(n->svc_said) != clen || strncmp(n->svc_said, event, clen) != 0))) {
+		pthread_mutex_unlock(&n->mu);
+		return;
+	}
+	snprintf(n->svc_said, sizeof(n->svc_said), "%s", event);
+	pthread_mutex_unlock(&n->mu);
+	for (size_t i = 0; i < n->c->nnotifiers; i++) {
+		struct worker *w = &n->w[i];
+		char *body;
+
+		if (notify_service_body(w->nt->kind, event, text, now, &body, err,
+		    sizeof(err)) != 0) {
+			log_event("error", NULL, NULL, "notify %s: %s: %s", w->nt->name, event,
+			    err);
+			continue;
+		}
+		pthread_mutex_lock(&n->mu);
+		free(w->svc_body);
+		w->svc_body = body;
+		snprintf(w->svc_event, sizeof(w->svc_event), "%s", event);
+		w->svc_attempts = 0;
+		w->svc_due = 0;
+		w->svc_gen++;
+		pthread_mutex_unlock(&n->mu);
+	}
+	pthread_mutex_lock(&n->mu);
+	n->send_nudges++;
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+}
+
+void
+notify_service_cb(void *arg, const char *event, const char *text)
+{
+	notify_service(arg, event, text);
+}
+
+void
 notify_stop(struct notify *n)
 {
 	size_t i;
@@ -523,8 +645,10 @@ notify_stop(struct notify *n)
 	for (i = 0; n->w != NULL && i < n->c->nnotifiers; i++)
 		if (n->w[i].started)
 			pthread_join(n->w[i].thread, NULL);
-	for (i = 0; n->w != NULL && i < n->c->nnotifiers; i++)
+	for (i = 0; n->w != NULL && i < n->c->nnotifiers; i++) {
 		store_close(n->w[i].s);
+		free(n->w[i].svc_body);
+	}
 	store_close(n->s);
 	free(n->w);
 	free(n->cursors);

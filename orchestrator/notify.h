@@ -40,6 +40,21 @@ int notify_start(const char *db_path, const struct serve_config *c, struct notif
 size_t notify_flush(struct notify *n, int64_t upto, int64_t timeout_ms,
     const volatile sig_atomic_t *stop);
 
+/* Says EVENT ("database_lost", "disk_full", "disk_full_resolved") with
+ * TEXT (what happened and what to do) to every notifier, whatever events
+ * it takes: a condition of the service itself, which the database cannot
+ * record because it is the database that failed. So it is held in memory
+ * only, one per notifier (a newer one replaces one not yet delivered),
+ * tried with the notifier's attempts and backoff, and each outcome
+ * logged. The event said last is not said again: several plans held by
+ * one full disk make one notification, and a "_resolved" one goes only
+ * after its condition was said. N NULL: nothing. */
+void notify_service(struct notify *n, const char *event, const char *text);
+
+/* notify_service with N as ARG: the engine's service callback
+ * (engine_opts.service). */
+void notify_service_cb(void *arg, const char *event, const char *text);
+
 /* Stops the threads (a request in flight is abandoned, its delivery left
  * pending for the next start), joins them and frees N (NULL is fine). */
 void notify_stop(struct notify *n);

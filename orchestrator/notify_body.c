@@ -170,3 +170,31 @@ done:
 	json_decref(details);
 	return rc;
 }
+
+int
+notify_service_body(enum notify_kind kind, const char *event, const char *text,
+    int64_t ts_ms, char **out, char *err, size_t errlen)
+{
+	char line[1200], when[40], *esc = NULL;
+	json_t *doc = NULL;
+
+	*out = NULL;
+	snprintf(line, sizeof(line), "cutover: %s", text);
+	if (kind == NOTIFY_SLACK) {
+		if ((esc = slack_escape(line)) != NULL)
+			doc = json_pack("{s:s}", "text", esc);
+	} else {
+		utc_text(ts_ms, when, sizeof(when));
+		doc = json_pack("{s:s,s:b,s:s,s:I,s:s}", "event", event, "service", 1,
+		    "time", when, "ts_ms", (json_int_t)ts_ms, "text", line);
+	}
+	if (doc != NULL)
+		*out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	free(esc);
+	json_decref(doc);
+	if (*out == NULL) {
+		errbuf_set(err, errlen, "building the notification: out of memory");
+		return -1;
+	}
+	return 0;
+}

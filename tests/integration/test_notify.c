@@ -19,7 +19,8 @@
  * nor another receiver: a good one gets each notification while the hung
  * one's first try at it is unanswered. The plan's document, the plan
  * list's and /metrics count each notifier's deliveries by state. `cutover
- * run --config` notifies as serve does, before it exits. */
+ * run --config` notifies as serve does, before it exits. The database
+ * file removed under serve is told to every notifier, once. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -883,6 +884,35 @@ teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The database file removed under serve: every notifier is told, whatever
+ * events it takes (the database cannot record this, so it goes from
+ * memory), once, however many turns the engine then makes. */
+static void
+test_database_lost_is_notified(void **state)
+{
+	pid_t good;
+
+	(void)state;
+	good = start_receiver(PORT_GOOD, "200");
+	write_config(
+	    "  - { name: hook, kind: webhook, url: 'http://127.0.0.1:%d/hook',\n"
+	    "      events: [plan_finished] }\n"
+	    "  - { name: ops-slack, kind: slack, url: env:ITEST_NOTIFY_SLACK,\n"
+	    "      events: [gate_waiting] }\n", PORT_GOOD);
+	start_server();
+	assert_int_equal(unlink(db), 0);
+	wait_received(PORT_GOOD, "/hook", "database_lost", "", NULL, 1);
+	wait_received(PORT_GOOD, "/services/", NULL, NULL, "notify.db is gone", 1);
+	/* Twenty more turns of the engine (--poll-ms 100) say it no more. */
+	itest_sleep_ms(2000);
+	assert_int_equal(received(PORT_GOOD, "/hook", "database_lost", "", NULL), 1);
+	assert_int_equal(received(PORT_GOOD, "/services/", NULL, NULL, "is gone"), 1);
+	assert_int_equal(received(PORT_GOOD, "/hook", NULL, NULL, "restored file"), 1);
+	stop_server();
+	assert_int_equal(itest_stop(good), 0);
+	dump_receiver(PORT_GOOD);
+}
+
 int
 main(void)
 {
@@ -896,6 +926,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hung_receiver_delays_no_other, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_run_notifies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_database_lost_is_notified, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
