@@ -53,7 +53,7 @@ int cli_check_broker(const char *file, int json, FILE *out, FILE *errout,
  * unencrypted key). FILE must stay valid until the verb ends. */
 void cli_remote_tls(char which, const char *file);
 int cli_remote_submit(const char *server, const char *file, const char *yaml,
-    size_t len, int json);
+    size_t len, int json, int fresh);
 int cli_remote_command(const char *verb, const char *server, const char *plan,
     const char *arg, const char *comment, int json);
 int cli_remote_status(const char *server, const char *plan, int json);

@@ -48,6 +48,7 @@ struct common {
 	const char *config;
 	int json;
 	int verify;
+	int fresh;	/* --new: the plan starts anew (STORE_SUBMIT_NEW) */
 	int ok;
 };
 
@@ -68,6 +69,7 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		{ "config", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verify", no_argument, NULL, 'v' },
+		{ "new", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -94,6 +96,12 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 			break;
 		case 'j': o->json = 1; break;
 		case 'v': o->verify = 1; break;
+		case 'n':
+			if (strcmp(verb, "run") != 0 && strcmp(verb, "submit") != 0)
+				return cli_usage_error(verb, usage, "--new is for run and "
+				    "submit");
+			o->fresh = 1;
+			break;
 		case 'h':
 			printf("usage: %s\n", usage);
 			return CLI_OK;
@@ -222,7 +230,8 @@ outcome_report(int json, int64_t id, enum engine_outcome outcome)
 	}
 }
 
-static const char run_usage[] = "cutover run --db FILE [--config FILE] [--json] PLAN.yaml";
+static const char run_usage[] =
+    "cutover run --db FILE [--config FILE] [--new] [--json] PLAN.yaml";
 
 /* run --config FILE: serve.yaml into *CFG; its db and log_level where no
  * flag gave them (its listen and operators are serve's alone); every
@@ -323,7 +332,8 @@ cli_run(int argc, char **argv)
 		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
+	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
 	    sizeof(err));
 	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -739,7 +749,8 @@ done:
 }
 
 static const char submit_usage[] =
-    "cutover submit (--db FILE | [--server URL [--cacert FILE]]) [--json] PLAN.yaml";
+    "cutover submit (--db FILE | [--server URL [--cacert FILE]]) [--new] [--json] "
+    "PLAN.yaml";
 
 int
 cli_submit(int argc, char **argv)
@@ -764,13 +775,14 @@ cli_submit(int argc, char **argv)
 	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
 		goto fail;
 	if (o.db == NULL) {
-		rc = cli_remote_submit(o.server, argv[optind], yaml, len, o.json);
+		rc = cli_remote_submit(o.server, argv[optind], yaml, len, o.json, o.fresh);
 		goto done;
 	}
 	/* Locally: recorded for the engine of `cutover serve --db FILE`. */
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli", &id, &errs, err,
+	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
+	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
 	    sizeof(err));
 	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)

@@ -419,17 +419,19 @@ str(const json_t *o, const char *key, const char *dflt)
 
 int
 cli_remote_submit(const char *server, const char *file, const char *yaml, size_t len,
-    int json)
+    int json, int fresh)
 {
 	struct remote rm;
 	json_t *e;
-	char path[32];
+	char path[48];
 	size_t i;
 	int rc = CLI_FAIL;
 
 	if (remote_open(&rm, "submit", server) != 0)
 		return CLI_FAIL;
 	api_path("submit", NULL, path, sizeof(path));
+	if (fresh)
+		strncat(path, "?new=1", sizeof(path) - strlen(path) - 1);
 	if (remote_call(&rm, "POST", path, yaml, len, "yaml") != 0)
 		goto done;
 	if (json)

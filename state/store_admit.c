@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "store_admit.h"
+#include "store_int.h"
 
 /* Appends event KIND by ACTOR with DETAILS (stolen) to plan PLAN_ID and
  * commits the transaction the caller began; rolls it back on failure.
@@ -36,9 +37,10 @@ commit_with_event(struct store *s, int64_t plan_id, const char *actor,
 
 int
 store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
-    size_t errlen)
+    const char *actor, unsigned flags, int64_t *plan_id, struct plan_errors *errs,
+    char *err, size_t errlen)
 {
+	json_t *details;
 	struct store_plan existing;
 	struct plan *p = NULL;
 	char sha[STORE_HASH_HEX];
@@ -78,8 +80,11 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 		if (store_step_insert(s, *plan_id, (int)i,
 		    plan_step_kind_name(p->steps[i].kind), p->steps[i].gate, err, errlen) != 0)
 			goto fail;
-	if (commit_with_event(s, *plan_id, actor, "plan.submitted", json_pack(
-	    "{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256", sha), err,
+	details = json_pack("{s:s,s:i,s:s}", "file", file, "steps", (int)p->nsteps, "sha256",
+	    sha);
+	if (details != NULL && (flags & STORE_SUBMIT_NEW))
+		json_object_set_new(details, "new", json_true());
+	if (commit_with_event(s, *plan_id, actor, "plan.submitted", details, err,
 	    errlen) != 0)
 		goto done;
 	log_event("info", p->name, NULL, "plan.submitted id=%lld steps=%zu",
@@ -128,4 +133,32 @@ store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
 	}
 	store_rollback(s);
 	return STORE_REFUSED;
+}
+
+int
+store_plan_origin(struct store *s, int64_t plan_id, bool *is_new, bool *earlier,
+    char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT coalesce((SELECT json_extract(details_json, '$.new') FROM events"
+	    "   WHERE plan_id = ?1 AND kind = 'plan.submitted' ORDER BY id LIMIT 1), 0),"
+	    " EXISTS (SELECT 1 FROM plans o, plans p WHERE p.id = ?1"
+	    "   AND o.name = p.name AND o.id < p.id)";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	*is_new = *earlier = false;
+	if (store_prepare(s, sql, &st, "reading the plan's origin", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		store_dberr(s, err, errlen, "reading the plan's origin");
+		goto done;
+	}
+	*is_new = sqlite3_column_int(st, 0) != 0;
+	*earlier = sqlite3_column_int(st, 1) != 0;
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
 }

@@ -6,6 +6,7 @@
 #ifndef CUTOVER_STORE_ADMIT_H
 #define CUTOVER_STORE_ADMIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,10 +21,20 @@
  * the same name is still running (its id in *PLAN_ID, ERR says so);
  * STORE_UNARCHIVED when a finished plan of that name is not archived (its
  * id in *PLAN_ID, ERR says so: a name is unique among plans not
- * archived); -1 on failure with ERR. */
+ * archived); -1 on failure with ERR. FLAGS: STORE_SUBMIT_NEW records
+ * (in plan.submitted's details, "new": true) that the operator starts
+ * the plan anew on a broker that may show an earlier run of it which
+ * this database has no record of (prior_run.h). */
+#define STORE_SUBMIT_NEW	1u
 int store_plan_submit(struct store *s, const char *file, const char *yaml, size_t len,
-    const char *actor, int64_t *plan_id, struct plan_errors *errs, char *err,
-    size_t errlen);
+    const char *actor, unsigned flags, int64_t *plan_id, struct plan_errors *errs,
+    char *err, size_t errlen);
+
+/* Whether plan PLAN_ID was submitted with STORE_SUBMIT_NEW (*NEW), and
+ * whether this database holds a plan of the same name older than it
+ * (*EARLIER). Returns 0, or -1 with ERR. */
+int store_plan_origin(struct store *s, int64_t plan_id, bool *is_new, bool *earlier,
+    char *err, size_t errlen);
 
 /* Archives finished plan PLAN_ID (succeeded or aborted) for ACTOR, with
  * the event "plan.archived": its name may then be submitted again, and

@@ -213,7 +213,7 @@ static void
 submit(const struct api_call *c)
 {
 	struct store *s = c->s;
-	const char *body = c->body, *actor = c->actor;
+	const char *body = c->body, *actor = c->actor, *fresh;
 	size_t len = c->len;
 	struct api_response *r = c->r;
 	struct plan_errors errs = { 0 };
@@ -231,8 +231,14 @@ submit(const struct api_call *c)
 		api_error(r, 400, "the body holds a NUL byte: expected the plan's YAML");
 		return;
 	}
-	rc = store_plan_submit(s, SUBMIT_FILE, body, len, actor, &id, &errs, err,
-	    sizeof(err));
+	if ((fresh = uri_query_get(c->q, "new")) != NULL && strcmp(fresh, "1") != 0 &&
+	    strcmp(fresh, "true") != 0) {
+		api_error(r, 400, "new=%s: new takes 1 or true (the plan starts anew on a "
+		    "broker that may show an earlier run of it)", fresh);
+		return;
+	}
+	rc = store_plan_submit(s, SUBMIT_FILE, body, len, actor,
+	    fresh != NULL ? STORE_SUBMIT_NEW : 0, &id, &errs, err, sizeof(err));
 	if (rc == STORE_INVALID) {
 		if ((list = json_array()) != NULL)
 			for (size_t i = 0; i < errs.n; i++)
@@ -575,6 +581,7 @@ step_result(const struct api_call *c)
 static const char *const by_name[] = { "name", NULL };
 static const char *const by_since[] = { "since", NULL };
 static const char *const by_format[] = { "format", NULL };
+static const char *const by_new[] = { "new", NULL };
 
 /* The routes: adding one is a handler above and a row here. NAME is what
  * api_path knows it by (for a command, its kind); PATH's {plan}, {step},
@@ -587,7 +594,7 @@ static const struct api_row routes[] = {
 	/* name      method  path                                 handler         access        cache params */
 	{ "healthz", "GET",  "/healthz",                          healthz,        API_OPEN,     0, NULL },
 	{ "plans",   "GET",  "/api/plans",                        plan_list,      API_READ,     1, by_name },
-	{ "submit",  "POST", "/api/plans",                        submit,         API_OPERATOR, 0, NULL },
+	{ "submit",  "POST", "/api/plans",                        submit,         API_OPERATOR, 0, by_new },
 	{ "plan",    "GET",  "/api/plans/{plan}",                 plan_doc,       API_READ,     1, NULL },
 	{ "history", "GET",  "/api/plans/{plan}/history",         history,        API_READ,     1, NULL },
 	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     0, by_since },

@@ -810,6 +810,8 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	int rc = -1, expiring_rc = 0;
 
 	*result = NULL;
+	if (step_prior_run(c, err, errlen) != 0)
+		goto done;
 	if (old_select(c, &s, err, errlen) != 0)
 		goto done;
 	/* Dead-letter chains among the old queues: a queue fed by others can

@@ -342,4 +342,11 @@ int64_t step_watch_downsample(struct store *s, int64_t plan_id, int64_t now_ms,
  * (their consumers own them). Not a plan step: `cutover ladder teardown`. */
 int step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
+/* prior_run.c: before the plan's first measurement, whether the broker
+ * and the flag service show an earlier run of it that C's database holds
+ * no record of (its flag on, its levels holding messages, its fences set),
+ * for a plan not submitted as new. Returns 0 when not (or C has no
+ * store), or -1 with ERR saying what was found and what to do. */
+int step_prior_run(struct step_ctx *c, char *err, size_t errlen);
+
 #endif

@@ -882,6 +882,22 @@ http_get(unsigned port, const char *path, char *out, size_t outlen)
 	return status;
 }
 
+/* Whether file PATH holds TEXT. */
+static bool
+file_has(const char *path, const char *text)
+{
+	char line[8192];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, text) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* Fills the filesystem holding PATH's directory with a file PATH until a
  * write finds it full. Returns 0, or -1 when it could not. */
 static int
@@ -918,8 +934,11 @@ test_disk_full_during_the_watch(void **state)
 	struct step_ctx c;
 	struct plan *p;
 	struct store_step st;
-	char mnt[300], filler[340], saved[256], listen[64], out[65536];
-	unsigned port;
+	char mnt[300], filler[340], saved[256], listen[64], out[65536], conf[300];
+	char hooklog[300];
+	unsigned port, hook;
+	pid_t receiver;
+	FILE *f;
 	int64_t until;
 	pid_t pid;
 	int rc, code;
@@ -947,13 +966,35 @@ test_disk_full_during_the_watch(void **state)
 	assert_int_equal(read_step(5, &st), 0);
 	assert_string_equal(st.status, "running");
 	store_step_clear(&st);
-	/* serve on the same full disk: held, and /healthz and /metrics say
-	 * why; once space is freed it goes on by itself. */
+	/* serve on the same full disk: held, and /healthz, /metrics and a
+	 * notifier say why; once space is freed it goes on by itself, and
+	 * the notifier is told. */
 	port = itest_free_port();
+	hook = itest_free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
+	snprintf(conf, sizeof(conf), "%s/serve.yaml", saved);
+	snprintf(hooklog, sizeof(hooklog), "%s/hook.log", saved);
+	assert_non_null(f = fopen(conf, "w"));
+	fprintf(f, "listen: %s\ndb: %s\nnotifiers:\n  - { name: hook, kind: webhook, "
+	    "url: 'http://127.0.0.1:%u/hook', events: [plan_finished] }\n", listen, db, hook);
+	fclose(f);
 	{
-		char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,
-		    "--listen", listen, NULL };
+		char script[512], portstr[16], ready[360];
+		char *rargv[] = { "/usr/bin/python3", script, portstr, hooklog, NULL };
+
+		snprintf(script, sizeof(script), "%s/tests/integration/notify_receiver.py",
+		    getenv("CUTOVER_SOURCE_DIR"));
+		snprintf(portstr, sizeof(portstr), "%u", hook);
+		snprintf(out, sizeof(out), "%s/hook.out", saved);
+		snprintf(ready, sizeof(ready), "%s.ready", hooklog);
+		receiver = itest_spawn(out, rargv);
+		for (until = now_ms() + 30000; access(ready, F_OK) != 0; itest_sleep_ms(20))
+			if (now_ms() > until)
+				fail_msg("the webhook receiver on port %u did not start", hook);
+	}
+	{
+		char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--config", conf,
+		    NULL };
 
 		snprintf(out, sizeof(out), "%s/serve.log", saved);
 		pid = itest_spawn(out, argv);
@@ -968,6 +1009,10 @@ test_disk_full_during_the_watch(void **state)
 	fprintf(stderr, "# /healthz on a full disk: %s\n", out);
 	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
 	assert_non_null(strstr(out, "cutover_database_disk_full 1"));
+	for (until = now_ms() + 30000; !file_has(hooklog, "\\\"event\\\":\\\"disk_full\\\"");
+	    itest_sleep_ms(100))
+		if (now_ms() > until)
+			fail_msg("the notifier was not told the disk is full (%s)", hooklog);
 	assert_int_equal(unlink(filler), 0);
 	until = now_ms() + 60000;
 	while ((code = http_get(port, "/healthz", out, sizeof(out))) != 200) {
@@ -977,7 +1022,13 @@ test_disk_full_during_the_watch(void **state)
 	}
 	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
 	assert_non_null(strstr(out, "cutover_database_disk_full 0"));
+	for (until = now_ms() + 30000;
+	    !file_has(hooklog, "\\\"event\\\":\\\"disk_full_resolved\\\""); itest_sleep_ms(100))
+		if (now_ms() > until)
+			fail_msg("the notifier was not told the disk has space again (%s)",
+			    hooklog);
 	assert_int_equal(itest_stop(pid), 0);
+	assert_int_equal(itest_stop(receiver), 0);
 	/* Resumed by run: the watch ticks again, then the abort ends it. */
 	pid = itest_start_run(db, planfile, NULL);
 	assert_true(wait_ticks(2, 60000));
@@ -986,6 +1037,42 @@ test_disk_full_during_the_watch(void **state)
 	assert_true(wait_plan("aborted", 60000));
 	assert_int_equal(itest_wait(pid), 1);
 	assert_rolled_back(p);
+	end(p, &c);
+}
+
+/* The database lost under a plan that had flipped: a fresh database and
+ * the same plan refuse to start it over (step 1 fails naming what the
+ * broker and the flag service show, and --new), and the operator's --new
+ * starts it anew. The flip of the lost run is the flag turned on here. */
+static void
+test_lost_database_is_not_started_over(void **state)
+{
+	struct step_ctx c;
+	struct plan *p;
+	struct store_step st;
+	json_t *r = NULL;
+	char err[512];
+
+	(void)state;
+	begin("lostdb", &p, &c, NULL, "1s");
+	if (flag_switch(p, true, &r, err, sizeof(err)) != 0)
+		fail_msg("turning the flag on (the lost run's flip): %s", err);
+	json_decref(r);
+	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(read_step(0, &st), 0);
+	assert_string_equal(st.status, "failed");
+	fprintf(stderr, "# refused: %s\n", st.error);
+	assert_non_null(strstr(st.error, "has no earlier record in this database"));
+	assert_non_null(strstr(st.error, "reads on"));
+	assert_non_null(strstr(st.error, "--new"));
+	store_step_clear(&st);
+	assert_int_equal(flag_now(p), 1);	/* nothing was switched */
+	assert_int_equal(unlink(db), 0);
+	/* Told to: measured, declared, canaried, and waiting at the flip. */
+	assert_int_equal(itest_cutover("run", "--new", "--db", db, planfile, NULL), 3);
+	assert_int_equal(read_step(0, &st), 0);
+	assert_string_equal(st.status, "succeeded");
+	store_step_clear(&st);
 	end(p, &c);
 }
 
@@ -1315,6 +1402,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_abort_with_the_flag_service_down),
 		cmocka_unit_test(test_abort_at_each_gate),
 		cmocka_unit_test_teardown(test_disk_full_during_the_watch, unmount_small),
+		cmocka_unit_test(test_lost_database_is_not_started_over),
 		cmocka_unit_test(test_flag_service_down_stops_the_plan),
 		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
 		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,

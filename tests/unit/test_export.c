@@ -86,13 +86,13 @@ setup(void **state)
 		return -1;
 	snprintf(db, sizeof(db), "%s/t.db", dir);
 	if (store_open(db, &f.s, err, sizeof(err)) != 0 ||
-	    store_plan_submit(f.s, "a.yaml", plan_a, strlen(plan_a), "alice", &f.a, &errs,
+	    store_plan_submit(f.s, "a.yaml", plan_a, strlen(plan_a), "alice", 0, &f.a, &errs,
 	    err, sizeof(err)) != 0)
 		fail_msg("setup: %s", errs.n ? errs.v[0].message : err);
 	event(f.s, f.a, t++, "engine", "step.started", "{\"step\":1,\"kind\":\"measure_horizon\"}");
 	b_text = strdup(plan_a);
 	memcpy(strstr(b_text, "exporta"), "exportb", 7);
-	if (store_plan_submit(f.s, "b.yaml", b_text, strlen(b_text), "bob", &f.b, &errs,
+	if (store_plan_submit(f.s, "b.yaml", b_text, strlen(b_text), "bob", 0, &f.b, &errs,
 	    err, sizeof(err)) != 0)
 		fail_msg("setup b: %s", errs.n ? errs.v[0].message : err);
 	free(b_text);
@@ -545,7 +545,7 @@ test_csv_formula_cells(void **state)
 	snprintf(yaml, strlen(plan_a) + 5, "---\n%s", plan_a);
 	memcpy(strstr(yaml, "exporta"), "exportf", 7);
 	if (store_open(path, &s, err, sizeof(err)) != 0 ||
-	    store_plan_submit(s, "f.yaml", yaml, strlen(yaml), "-alice", &id, &errs, err,
+	    store_plan_submit(s, "f.yaml", yaml, strlen(yaml), "-alice", 0, &id, &errs, err,
 	    sizeof(err)) != 0)
 		fail_msg("formula setup: %s", errs.n ? errs.v[0].message : err);
 	for (size_t i = 0; i < n; i++)

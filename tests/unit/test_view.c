@@ -64,7 +64,7 @@ with_plan(int64_t *id)
 	unlink(db);
 	if (store_open(db, &s, err, sizeof(err)) != 0)
 		fail_msg("store_open: %s", err);
-	if (store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text), "alice",
+	if (store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text), "alice", 0,
 	    id, &errs, err, sizeof(err)) != 0)
 		fail_msg("submit: %s", errs.n ? errs.v[0].message : err);
 	return s;
@@ -135,7 +135,7 @@ test_name_held_until_archived(void **state)
 	assert_non_null(strstr(err, "only a finished plan"));
 	assert_int_equal(store_plan_set_status(s, id, "succeeded", err, sizeof(err)), 0);
 	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
-	    "alice", &id2, &errs, err, sizeof(err)), STORE_UNARCHIVED);
+	    "alice", 0, &id2, &errs, err, sizeof(err)), STORE_UNARCHIVED);
 	assert_int_equal(id2, id);
 	assert_non_null(strstr(err, "archive it first"));
 	assert_int_equal(store_plan_archive(s, id, "bob", "done", err, sizeof(err)), 0);
@@ -143,7 +143,7 @@ test_name_held_until_archived(void **state)
 	    STORE_REFUSED);
 	assert_non_null(strstr(err, "archived already"));
 	assert_int_equal(store_plan_submit(s, "viewgate.yaml", plan_text, strlen(plan_text),
-	    "alice", &id2, &errs, err, sizeof(err)), 0);
+	    "alice", 0, &id2, &errs, err, sizeof(err)), 0);
 	assert_true(id2 > id);
 	assert_int_equal(store_plan_find(s, "viewgate", &p, err, sizeof(err)), 0);
 	assert_int_equal(p.id, id2);
