@@ -72,6 +72,9 @@ struct plan {
 		char *username;
 		char *password;            /* env:NAME reference, never a literal */
 		struct tls_opts tls;       /* broker.tls: for amqps:// and https:// */
+		int64_t return_after_ms;   /* broker.return_after: on a later node
+		                            * of a list, how long before the
+		                            * earlier ones are tried again */
 	} broker;
 
 	struct {

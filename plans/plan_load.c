@@ -62,7 +62,7 @@ static void
 load_broker(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "amqp", "management", "username",
-	    "password", "tls", NULL };
+	    "password", "tls", "return_after", NULL };
 	struct plan *p = ld->p;
 	struct sect s;
 	const char *urls[2 * BROKER_URLS_MAX];
@@ -84,6 +84,7 @@ load_broker(struct loader *ld, const struct sect *root)
 	    &p->broker.username);
 	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
 	pt_load_tls(ld, &s, "broker.tls", &p->broker.tls);
+	py_get_duration(ld, &s, "return_after", 0, &p->broker.return_after_ms);
 	for (size_t i = 0; i < p->broker.namqp && nurls < 2 * BROKER_URLS_MAX; i++)
 		urls[nurls++] = p->broker.amqp_urls[i];
 	for (size_t i = 0; i < p->broker.nmanagement && nurls < 2 * BROKER_URLS_MAX; i++)
@@ -997,6 +998,7 @@ plan_new(const char *file)
 		return NULL;
 	}
 	p->queue_type = PLAN_QUEUE_QUORUM;
+	p->broker.return_after_ms = 30 * 1000;
 	p->canary.budget_ms = PLAN_DEFAULT_CANARY_BUDGET_MS;
 	p->canary.max_lateness_ms = 2000;
 	p->flag.kind = NULL;

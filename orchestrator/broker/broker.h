@@ -217,10 +217,28 @@ int broker_open_tls(const char *url, const struct tls_opts *tls,
  * cluster; one vhost; TLS applies to each amqps:// one): the connect, and
  * every reconnect after a lost connection, tries them in the order given,
  * starting with the node in use, until one logs in. ERR then says why
- * each failed. */
+ * each failed.
+ *
+ * On a later node than the first, the handle goes back to the list's
+ * order: once BROKER_RETURN_AFTER_MS (broker_set_return_after) have passed
+ * since it moved there or last tried, a call that starts with nothing in
+ * flight (no publish awaiting broker_wait_confirms, no message received
+ * and not yet acknowledged or rejected, no consumer) first tries the
+ * earlier nodes in order, each within 2 s at most; the first that logs in
+ * becomes the node in use, the old connection is closed, and the move is
+ * logged ("AMQP: HOST:PORT answers again; back to it from HOST:PORT"). A
+ * call that starts while something is in flight stays where it is, and
+ * the first call at rest afterwards tries. */
 int broker_open_list(const char *const *urls, size_t nurls, const struct tls_opts *tls,
     const char *username, const char *password_ref, int timeout_ms,
     struct broker **out, char *err, size_t errlen);
+
+#define BROKER_RETURN_AFTER_MS 30000
+
+/* How long B, on a later node than the first of its list, waits before it
+ * tries the earlier ones again (see broker_open_list): MS, or never when
+ * MS <= 0. */
+void broker_set_return_after(struct broker *b, int64_t ms);
 
 /* Closes the connection politely (bounded by the handle's timeout) and
  * frees B and everything it holds. B may be NULL. */

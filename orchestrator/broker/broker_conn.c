@@ -1,7 +1,8 @@
 /* broker_conn: opening and closing the AMQP connection (login with the
  * resolved password, to the first of a cluster's nodes that answers,
  * channel in confirm mode) and begin(), where every call reconnects or
- * reopens what an earlier call lost. */
+ * reopens what an earlier call lost, and moves back to an earlier node of
+ * the list that answers again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +76,12 @@ login_error(struct broker *b, amqp_rpc_reply_t r, char *err, size_t errlen)
 	return rc;
 }
 
+/* Connects to b->url within CONNECT_MS (the TCP connect and the login
+ * handshake; later requests get b->timeout_ms) and logs in. Returns 0
+ * with b->conn (no channel yet), or a negative code with ERR and b->conn
+ * NULL. */
 static int
-connect_broker(struct broker *b, char *err, size_t errlen)
+connect_broker(struct broker *b, int connect_ms, char *err, size_t errlen)
 {
 	amqp_socket_t *sock;
 	amqp_rpc_reply_t r;
@@ -95,13 +100,13 @@ connect_broker(struct broker *b, char *err, size_t errlen)
 			    "memory", b->url.host, b->url.port);
 			return BROKER_ERR;
 		}
-		if ((rc = tls_socket_open(b, err, errlen)) != 0) {
+		if ((rc = tls_socket_open(b, connect_ms, err, errlen)) != 0) {
 			amqp_destroy_connection(b->conn);
 			b->conn = NULL;
 			return rc;
 		}
 	} else {
-		if ((rc = tcp_connect(&b->url, b->timeout_ms, &fd, err,
+		if ((rc = tcp_connect(&b->url, connect_ms, &fd, err,
 		    errlen)) != 0)
 			return rc;
 		if ((b->conn = amqp_new_connection()) == NULL ||
@@ -117,9 +122,11 @@ connect_broker(struct broker *b, char *err, size_t errlen)
 		amqp_tcp_socket_set_sockfd(sock, fd);   /* the connection owns it */
 	}
 
+	tv.tv_sec = connect_ms / 1000;
+	tv.tv_usec = (connect_ms % 1000) * 1000;
+	(void)amqp_set_handshake_timeout(b->conn, &tv);
 	tv.tv_sec = b->timeout_ms / 1000;
 	tv.tv_usec = (b->timeout_ms % 1000) * 1000;
-	(void)amqp_set_handshake_timeout(b->conn, &tv);
 	(void)amqp_set_rpc_timeout(b->conn, &tv);
 
 	/* Ask to be told when the broker cancels our consumer. */
@@ -172,10 +179,12 @@ connect_any(struct broker *b, char *err, size_t errlen)
 
 		b->url = b->urls[i];
 		why[0] = '\0';
-		if ((rc = connect_broker(b, why, sizeof(why))) == 0) {
+		if ((rc = connect_broker(b, b->timeout_ms, why, sizeof(why))) == 0) {
 			if (i != start)
 				log_event("warn", NULL, NULL, "AMQP: %s; connected to "
 				    "%s:%d instead", err, b->url.host, b->url.port);
+			if (i != b->cur && i != 0)
+				b->return_from = clock_mono_ms();
 			b->cur = i;
 			if (errlen > 0)
 				err[0] = '\0';
@@ -201,6 +210,7 @@ open_channel(struct broker *b, char *err, size_t errlen)
 	b->chan = ch;
 	b->epoch++;
 	b->next_tag = 1;
+	b->unsettled = 0;
 	if (amqp_channel_open(b->conn, ch) == NULL)
 		return rpc_result(b, amqp_get_rpc_reply(b->conn),
 		    "opening a channel", err, errlen);
@@ -223,13 +233,72 @@ open_channel(struct broker *b, char *err, size_t errlen)
 	return 0;
 }
 
-/* Every call starts here: reconnect or reopen the channel if an earlier
- * call lost it, then dispatch what arrived in between. */
+/* Whether B is between operations with nothing in flight on its
+ * connection: no publish awaiting its confirm (or its verdict not yet
+ * collected), no delivery awaiting its acknowledgement, no consumer. All
+ * of these belong to the channel they began on: a confirm or an ack
+ * cannot follow them to another connection, and closing it would leave a
+ * publish in doubt or have the broker deliver a message again. */
+static bool
+at_rest(const struct broker *b)
+{
+	return b->conn != NULL && b->npubs == 0 && b->unsettled == 0 &&
+	    b->consume_queue == NULL && b->qhead == NULL;
+}
+
+/* On a later node of the list than the first, once b->return_after_ms have
+ * passed since it moved there (or since the last try) and B is at rest:
+ * tries the earlier nodes in the order given, each bounded by
+ * BROKER_RETURN_CONNECT_MS (a node that does not answer that fast is not
+ * one to go back to yet, and the call under way waits for the try), and
+ * the first that logs in replaces the connection in use, which is closed
+ * politely; begin() then opens the channel on it. Nothing of the old
+ * connection needs carrying over: at rest it holds only the channel, and
+ * a consumer is never running then. When none answers, B stays as it was
+ * and tries again after the interval. */
+static void
+maybe_return(struct broker *b)
+{
+	amqp_connection_state_t old = b->conn;
+	struct broker_url from = b->url;
+	int connect_ms = b->timeout_ms < BROKER_RETURN_CONNECT_MS ?
+	    b->timeout_ms : BROKER_RETURN_CONNECT_MS;
+	char why[WHY_MAX];
+	size_t i;
+
+	if (b->cur == 0 || b->return_after_ms <= 0 || !at_rest(b) ||
+	    clock_mono_ms() - b->return_from < b->return_after_ms)
+		return;
+	for (i = 0; i < b->cur; i++) {
+		b->conn = NULL;
+		b->url = b->urls[i];
+		if (connect_broker(b, connect_ms, why, sizeof(why)) == 0)
+			break;
+	}
+	if (i == b->cur) {
+		b->conn = old;
+		b->url = from;
+		b->return_from = clock_mono_ms();
+		return;
+	}
+	(void)amqp_connection_close(old, AMQP_REPLY_SUCCESS);
+	amqp_destroy_connection(old);
+	chan_lost(b, BROKER_ELOST, "the connection moved to another node");
+	log_event("info", NULL, NULL, "AMQP: %s:%d answers again; back to it "
+	    "from %s:%d", b->url.host, b->url.port, from.host, from.port);
+	b->cur = i;
+	b->return_from = clock_mono_ms();
+}
+
+/* Every call starts here: back to an earlier node that answers again (see
+ * maybe_return), reconnect or reopen the channel if an earlier call lost
+ * it, then dispatch what arrived in between. */
 int
 begin(struct broker *b, char *err, size_t errlen)
 {
 	int tries, rc = BROKER_ELOST;
 
+	maybe_return(b);
 	for (tries = 0; tries < 3; tries++) {
 		if (b->conn == NULL &&
 		    (rc = connect_any(b, err, errlen)) != 0)
@@ -292,6 +361,7 @@ broker_open_list(const char *const *urls, size_t nurls, const struct tls_opts *t
 		    errlen)) != 0)
 			goto done;
 	b->url = b->urls[0];
+	b->return_after_ms = BROKER_RETURN_AFTER_MS;
 	rc = BROKER_ERR;
 	if (tls_opts_copy(&b->tls, tls) != 0) {
 		errbuf_set(err, errlen, "opening the broker connection: out of "
@@ -352,6 +422,12 @@ broker_close(struct broker *b)
 	tls_opts_free(&b->tls);
 	free(b->urls);
 	free(b);
+}
+
+void
+broker_set_return_after(struct broker *b, int64_t ms)
+{
+	b->return_after_ms = ms;
 }
 
 int

@@ -76,6 +76,7 @@ broker_get(struct broker *b, const char *queue, bool manual_ack,
 	}
 	out->epoch = b->epoch;
 	out->unacked = true;
+	b->unsettled++;
 	if (!manual_ack && (rc = broker_ack(b, out, err, errlen)) != 0) {
 		broker_delivery_free(out);
 		return rc;
@@ -139,7 +140,7 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 
 	memset(out, 0, sizeof(*out));
 	if (pop_delivery(b, out))
-		return 0;
+		goto handed;
 	if (b->consume_queue == NULL && b->consumer_error == NULL) {
 		errbuf_set(err, errlen, "waiting for a delivery: no consumer; call "
 		    "broker_consume first");
@@ -149,7 +150,7 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 		return rc;
 	for (;;) {
 		if (pop_delivery(b, out))
-			return 0;
+			goto handed;
 		if (b->consume_queue == NULL) {
 			errbuf_set(err, errlen, "waiting for a delivery: %s",
 			    b->consumer_error != NULL ? b->consumer_error :
@@ -177,6 +178,9 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 			return BROKER_ETIMEOUT;
 		}
 	}
+handed:
+	b->unsettled++;         /* queued deliveries are the channel's own */
+	return 0;
 }
 
 static int
@@ -205,6 +209,8 @@ settle_delivery(struct broker *b, struct broker_delivery *d, bool ack,
 	if (rc < 0)
 		return on_library_error(b, rc, what, err, errlen);
 	d->unacked = false;
+	if (b->unsettled > 0)
+		b->unsettled--;
 	return 0;
 }
 

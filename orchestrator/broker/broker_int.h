@@ -46,6 +46,7 @@
 #define WHAT_MAX 1024   /* "binding queue '...' to exchange '...' ..." */
 #define WHY_MAX 512     /* why a call failed */
 #define TEXT_MAX 400    /* a broker reply text, as kept */
+#define BROKER_RETURN_CONNECT_MS 2000 /* an earlier node's try, at most */
 
 struct pub {
 	uint64_t tag;           /* delivery tag on the channel it went out on */
@@ -68,6 +69,11 @@ struct broker {
 	struct broker_url *urls;        /* every node given, tried in order */
 	size_t nurls;
 	size_t cur;
+	int64_t return_after_ms;        /* on a later node than the first: how
+	                                 * long before an earlier one is tried
+	                                 * again (broker_set_return_after) */
+	int64_t return_from;            /* monotonic ms: when it moved to a
+	                                 * later node, or last tried in vain */
 	struct tls_opts tls;            /* for amqps:// (see tls.h) */
 	char *username;
 	char *password_ref;     /* "env:NAME": resolved at each connect */
@@ -79,6 +85,9 @@ struct broker {
 	int channel_max;
 	unsigned long epoch;            /* counts channel opens */
 	uint64_t next_tag;              /* delivery tag of the next publish */
+	size_t unsettled;               /* deliveries handed out on the
+	                                 * channel and not yet acknowledged or
+	                                 * rejected */
 	int reply_code;                 /* of the reply that failed the */
 	char reply_text[TEXT_MAX];      /* last call, and its text */
 
@@ -121,12 +130,12 @@ int tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp,
 
 /* ---- broker_tls.c ---- */
 
-/* Opens B->conn's TLS socket to B->url under B->tls within B->timeout_ms:
+/* Opens B->conn's TLS socket to B->url under B->tls within CONNECT_MS:
  * TCP connect, handshake, certificate and name checked. Returns 0, or
  * BROKER_ECONNECT (no route, handshake, unknown CA, name mismatch,
  * expired, client certificate required) or BROKER_ERR (a file or the
  * passphrase cannot be used) with ERR. B->conn stays B's to destroy. */
-int tls_socket_open(struct broker *b, char *err, size_t errlen);
+int tls_socket_open(struct broker *b, int connect_ms, char *err, size_t errlen);
 /* After a login over amqps:// that failed with the library error STATUS:
  * when the broker ended the TLS session (a client certificate required or
  * refused; said from OpenSSL's alert when it is still queued), writes that
@@ -188,8 +197,9 @@ const amqp_basic_properties_t *delivery_properties(const struct broker_delivery 
 
 /* ---- broker_conn.c ---- */
 
-/* Every call starts here: reconnect or reopen the channel if an earlier
- * call lost it, then dispatch what arrived in between. */
+/* Every call starts here: back to an earlier node of the list that
+ * answers again, reconnect or reopen the channel if an earlier call lost
+ * it, then dispatch what arrived in between. */
 int begin(struct broker *b, char *err, size_t errlen);
 
 /* ---- broker_publish.c ---- */

@@ -34,6 +34,7 @@ chan_lost(struct broker *b, int result, const char *why)
 		pub_settle(&b->pubs[i], result, "%s", why);
 	queued_free_all(b);
 	b->chan = 0;
+	b->unsettled = 0;               /* the broker takes them back */
 	b->consuming = false;
 	free(b->ctag);
 	b->ctag = NULL;

@@ -135,10 +135,10 @@ set_verify(struct broker *b, amqp_socket_t *sock, SSL_CTX *ctx, char *err,
 	return 0;
 }
 
-/* Says why opening the TLS socket failed with STATUS. */
+/* Says why opening the TLS socket within CONNECT_MS failed with STATUS. */
 static void
-open_error(struct broker *b, int status, const struct seen *s, char *err,
-    size_t errlen)
+open_error(struct broker *b, int status, int connect_ms, const struct seen *s,
+    char *err, size_t errlen)
 {
 	const char *name = b->tls.server_name != NULL ? b->tls.server_name :
 	    b->url.host;
@@ -167,7 +167,7 @@ open_error(struct broker *b, int status, const struct seen *s, char *err,
 		return;
 	}
 	/* Before TLS: say why the TCP connect failed, in tcp_connect's words. */
-	if (tcp_connect(&b->url, b->timeout_ms, &fd, err, errlen) == 0) {
+	if (tcp_connect(&b->url, connect_ms, &fd, err, errlen) == 0) {
 		close(fd);
 		errbuf_set(err, errlen, "connecting to %s:%d over TLS: %s",
 		    b->url.host, b->url.port, amqp_error_string2(status));
@@ -175,7 +175,7 @@ open_error(struct broker *b, int status, const struct seen *s, char *err,
 }
 
 int
-tls_socket_open(struct broker *b, char *err, size_t errlen)
+tls_socket_open(struct broker *b, int connect_ms, char *err, size_t errlen)
 {
 	amqp_socket_t *sock;
 	SSL_CTX *ctx;
@@ -194,14 +194,14 @@ tls_socket_open(struct broker *b, char *err, size_t errlen)
 	    (rc = set_verify(b, sock, ctx, err, errlen)) != 0)
 		return rc;
 	(void)SSL_CTX_set_ex_data(ctx, seen_index, &s);
-	tv.tv_sec = b->timeout_ms / 1000;
-	tv.tv_usec = (b->timeout_ms % 1000) * 1000;
+	tv.tv_sec = connect_ms / 1000;
+	tv.tv_usec = (connect_ms % 1000) * 1000;
 	ERR_clear_error();
 	status = amqp_socket_open_noblock(sock, b->url.host, b->url.port, &tv);
 	(void)SSL_CTX_set_ex_data(ctx, seen_index, NULL);
 	if (status == AMQP_STATUS_OK)
 		return 0;
-	open_error(b, status, &s, err, errlen);
+	open_error(b, status, connect_ms, &s, err, errlen);
 	return BROKER_ECONNECT;
 }
 

@@ -89,11 +89,26 @@ int mgmt_open_tls(const char *base_url, const struct tls_opts *tls,
  * cluster): a request that gets no HTTP answer from the node in use (refused,
  * timed out, closed; GET, PUT and DELETE only, which may be repeated) is made
  * again on the next node in the order given, wrapping round, and the node
- * that answers is used from then on; TLS as for mgmt_open_tls. ERR then says why each node failed. */
+ * that answers is used from then on; TLS as for mgmt_open_tls. ERR then says why each node failed.
+ *
+ * On a later node than the first, the client goes back to the list's
+ * order: once MGMT_RETURN_AFTER_MS (mgmt_set_return_after) have passed
+ * since it moved there or last tried, a GET, PUT or DELETE is sent to the
+ * earlier nodes first, in order, each connect within 2 s at most; the
+ * first that answers is used from then on ("management: URL answers
+ * again; back to it from URL" is logged), and when none does the request
+ * goes to the node in use as before. */
 int mgmt_open_list(const char *const *base_urls, size_t nbases,
     const struct tls_opts *tls, const char *vhost, const char *username,
     const char *password_ref, long timeout_ms, struct mgmt **out, char *err,
     size_t errlen);
+
+#define MGMT_RETURN_AFTER_MS 30000
+
+/* How long M, on a later node than the first of its list, waits before it
+ * tries the earlier ones again (see mgmt_open_list): MS, or never when
+ * MS <= 0. */
+void mgmt_set_return_after(struct mgmt *m, int64_t ms);
 
 /* Closes the connection and frees M. M may be NULL. */
 void mgmt_close(struct mgmt *m);

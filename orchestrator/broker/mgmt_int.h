@@ -20,6 +20,7 @@
 #include "tls_curl.h"
 
 #define CONNECT_TIMEOUT_MS	5000L	/* at most, to connect */
+#define RETURN_CONNECT_MS	2000L	/* at most, to an earlier node again */
 #define PATH_MAX_LEN		4096	/* encoded path and query */
 #define WHAT_MAX		160	/* "METHOD /path" in messages */
 #define EXCERPT_MAX		160	/* bytes of an answer quoted */
@@ -44,6 +45,10 @@ struct mgmt {
 	char			**bases;	/* every node given, tried in order */
 	size_t			 nbases;
 	size_t			 cur;
+	int64_t			 return_after_ms; /* see mgmt_set_return_after */
+	int64_t			 return_from;	/* monotonic ms: moved to a later
+						 * node, or last tried an
+						 * earlier one in vain */
 	char			*vhost;
 	char			*vhost_enc;
 	char			*username;

@@ -219,6 +219,7 @@ mgmt_open_list(const char *const *base_urls, size_t nbases, const struct tls_opt
 			goto done;
 	}
 	m->base = m->bases[0];
+	m->return_after_ms = MGMT_RETURN_AFTER_MS;
 
 	rc = MGMT_ERR_NOMEM;
 	n = 3 * strlen(vhost) + 1;
@@ -262,6 +263,12 @@ mgmt_close(struct mgmt *m)
 	if (m->global_init)
 		curl_global_cleanup();
 	free(m);
+}
+
+void
+mgmt_set_return_after(struct mgmt *m, int64_t ms)
+{
+	m->return_after_ms = ms;
 }
 
 const char *

@@ -4,6 +4,7 @@
  * an error message that names the call and says why, with the password
  * redacted (see mgmt.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,10 +207,11 @@ request_prepare(const struct mgmt *m, const char *path, const json_t *body,
 }
 
 /* Sets the easy handle up for METHOD on URL with PASSWORD and PAYLOAD
- * (NULL: no body), and empties the answer buffer. */
+ * (NULL: no body), the connect within CONNECT_MS, and empties the answer
+ * buffer. */
 static void
 request_setopt(struct mgmt *m, const char *method, const char *url,
-    const char *password, const char *payload)
+    const char *password, const char *payload, long connect_ms)
 {
 	int get = strcmp(method, "GET") == 0;
 
@@ -217,7 +219,7 @@ request_setopt(struct mgmt *m, const char *method, const char *url,
 	m->curlerr[0] = '\0';
 	curl_easy_setopt(m->curl, CURLOPT_URL, url);
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, password);
-	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, m->connect_ms);
+	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	curl_easy_setopt(m->curl, CURLOPT_TIMEOUT_MS, m->total_ms);
 	if (get || (payload == NULL && strcmp(method, "DELETE") == 0)) {
 		curl_easy_setopt(m->curl, CURLOPT_HTTPGET, 1L);
@@ -317,12 +319,14 @@ repeatable(const char *method)
 	    strcmp(method, "DELETE") == 0 || strcmp(method, "HEAD") == 0;
 }
 
-/* One transfer of METHOD PATH to the node in use. Returns what
- * mgmt_request does; MGMT_ERR_TRANSPORT when no answer came. */
+/* One transfer of METHOD PATH to the node in use, its connect within
+ * CONNECT_MS. Returns what mgmt_request does; MGMT_ERR_TRANSPORT when no
+ * answer came. */
 static int
 request_once(struct mgmt *m, const char *method, const char *path,
     const json_t *body, const char *what, const char *password,
-    json_t **answer, long *http_status, char *err, size_t errlen)
+    long connect_ms, json_t **answer, long *http_status, char *err,
+    size_t errlen)
 {
 	char *url = NULL, *payload = NULL;
 	struct tls_curl tc;
@@ -337,7 +341,7 @@ request_once(struct mgmt *m, const char *method, const char *path,
 		rc = MGMT_ERR_ARG;
 		goto done;
 	}
-	request_setopt(m, method, tc.url, password, payload);
+	request_setopt(m, method, tc.url, password, payload, connect_ms);
 	cc = curl_easy_perform(m->curl);
 	/* Keep the secrets in libcurl's memory no longer than needed. */
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, "");
@@ -356,6 +360,52 @@ done:
 	return rc;
 }
 
+/* On a later node than the first, once m->return_after_ms have passed
+ * since it moved there or last tried: sends METHOD PATH (repeatable ones
+ * only) to the earlier nodes in order, each connect within
+ * RETURN_CONNECT_MS (a node slower than that is not one to go back to yet,
+ * and the request waits for the try); the first that answers, whatever
+ * its HTTP status, is the node in use from then on. Sets *ANSWERED and
+ * returns what request_once returned for it (with ERR); otherwise M stays
+ * on its node, *ANSWERED is false and ERR untouched. */
+static int
+request_earlier(struct mgmt *m, const char *method, const char *path,
+    const json_t *body, const char *what, const char *password,
+    json_t **answer, long *http_status, bool *answered, char *err,
+    size_t errlen)
+{
+	size_t from = m->cur;
+	long connect_ms = m->connect_ms < RETURN_CONNECT_MS ? m->connect_ms :
+	    RETURN_CONNECT_MS;
+	char why[1024];
+	int rc;
+
+	*answered = false;
+	if (from == 0 || m->return_after_ms <= 0 || !repeatable(method) ||
+	    clock_mono_ms() - m->return_from < m->return_after_ms)
+		return 0;
+	for (size_t i = 0; i < from; i++) {
+		m->cur = i;
+		m->base = m->bases[i];
+		why[0] = '\0';
+		rc = request_once(m, method, path, body, what, password,
+		    connect_ms, answer, http_status, why, sizeof(why));
+		if (rc != MGMT_ERR_TRANSPORT) {
+			log_event("info", NULL, NULL, "management: %s answers again; "
+			    "back to it from %s", m->base, m->bases[from]);
+			if (rc != 0)
+				errbuf_set(err, errlen, "%s", why);
+			m->return_from = clock_mono_ms();
+			*answered = true;
+			return rc;
+		}
+	}
+	m->cur = from;
+	m->base = m->bases[from];
+	m->return_from = clock_mono_ms();
+	return 0;
+}
+
 int
 mgmt_request(struct mgmt *m, const char *method, const char *path,
     const json_t *body, json_t **answer, long *http_status,
@@ -364,6 +414,7 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 	char what[WHAT_MAX], tried[1024] = "";
 	const char *password = NULL;
 	size_t start, k;
+	bool answered;
 	int rc;
 
 	if (answer != NULL)
@@ -378,21 +429,26 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 	if ((rc = request_check(m, method, path, body, what, &password, err,
 	    errlen)) != 0)
 		goto done;
+	rc = request_earlier(m, method, path, body, what, password, answer,
+	    http_status, &answered, err, errlen);
+	if (answered)
+		goto done;
 	/* The node in use first, then the others in the order given. */
 	start = m->cur;
 	for (k = 0; k < m->nbases; k++) {
 		m->cur = (start + k) % m->nbases;
 		m->base = m->bases[m->cur];
-		rc = request_once(m, method, path, body, what, password, answer,
-		    http_status, err, errlen);
+		rc = request_once(m, method, path, body, what, password,
+		    m->connect_ms, answer, http_status, err, errlen);
 		if (rc != MGMT_ERR_TRANSPORT || !repeatable(method))
 			break;
 		sentences_add(tried, sizeof(tried), "%s", err);
 	}
-	if (k > 0 && k < m->nbases)
+	if (k > 0 && k < m->nbases) {
 		log_event("warn", NULL, NULL, "management: %s; %s answered instead",
 		    tried, m->base);
-	else if (k == m->nbases && m->nbases > 1)
+		m->return_from = clock_mono_ms();
+	} else if (k == m->nbases && m->nbases > 1)
 		errbuf_set(err, errlen, "%s", tried);
 done:
 	/* Whatever came back (an answer, libcurl's or jansson's words) is

@@ -22,9 +22,13 @@ step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
 	size_t n;
 	const char *const *urls = plan_urls(p->broker.amqp_urls, p->broker.namqp,
 	    &p->broker.amqp, &n);
+	int rc;
 
-	return broker_open_list(urls, n, &p->broker.tls, p->broker.username,
+	rc = broker_open_list(urls, n, &p->broker.tls, p->broker.username,
 	    p->broker.password, timeout_ms, out, err, errlen);
+	if (rc == 0)
+		broker_set_return_after(*out, p->broker.return_after_ms);
+	return rc;
 }
 
 int
@@ -55,6 +59,7 @@ step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen
 		snprintf(err, errlen, "opening the management API: %s", why);
 		goto fail;
 	}
+	mgmt_set_return_after(c->mgmt, p->broker.return_after_ms);
 	return 0;
 fail:
 	step_ctx_close(c);

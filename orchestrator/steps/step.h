@@ -56,8 +56,8 @@ struct step_ctx {
 int step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen);
 
 /* Opens an AMQP connection to P's broker: broker_open_list over every
- * URL of broker.amqp, tried in order (see broker.h). Returns what it
- * does. */
+ * URL of broker.amqp, tried in order (see broker.h), back to an earlier
+ * one after broker.return_after. Returns what it does. */
 int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
     char *err, size_t errlen);
 

@@ -801,7 +801,9 @@ test_flag_headers(void **state)
 }
 
 /* broker.amqp and broker.management as a cluster's lists: tried in
- * order, the first is the single field; each URL checked where it is. */
+ * order, the first is the single field; each URL checked where it is;
+ * broker.return_after, how soon an earlier node is tried again, 30 s
+ * unless given. */
 static void
 test_url_lists(void **state)
 {
@@ -832,7 +834,15 @@ test_url_lists(void **state)
 	assert_int_equal(p->broker.nmanagement, 2);
 	assert_string_equal(p->broker.management, "http://127.0.0.1:15706");
 	assert_string_equal(p->broker.management_urls[1], "http://127.0.0.1:15707");
+	assert_int_equal(p->broker.return_after_ms, S(30));
 	plan_free(p);
+	edit(&t, "  username: guest\n", "  username: guest\n  return_after: 5s\n");
+	p = expect_valid(t);
+	assert_int_equal(p->broker.return_after_ms, S(5));
+	plan_free(p);
+	free(t);
+	t = subst(base_plan, "  username: guest\n", "  username: guest\n  return_after: 0s\n");
+	expect_error(t, 6, 17, "expected a duration greater than 0");
 	free(t);
 	/* A single string is a list of one. */
 	p = expect_valid(base_plan);
