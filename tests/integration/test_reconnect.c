@@ -15,7 +15,7 @@
  * is answered by A again (/api/overview names the node that answers).
  *
  * P: CUTOVER_TEST_RECONNECT_PORT, else CUTOVER_TEST_CLUSTER_PORT + 3 (the
- * port after e2e.cluster's three); nothing may answer on P, P+1 or P+2.
+ * port after e2e.cluster@4.0's three); nothing may answer on P, P+1 or P+2.
  * Needs CUTOVER_SOURCE_DIR (scripts/broker) and CUTOVER_TEST_USER with the
  * password in CUTOVER_TEST_PASSWORD. */
 #include <sys/types.h>
