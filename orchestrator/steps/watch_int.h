@@ -262,6 +262,8 @@ struct oldq {
 	bool gone;			/* the passive declare found no queue */
 	int64_t first_count;		/* publishes its counter shows for the
 					 * first time since the last full pass */
+	bool rebased;			/* its counter was reset or lost: what
+					 * it shows is a new baseline */
 };
 
 /* One tick. */
@@ -320,6 +322,9 @@ struct tick {
 					 * name -> depth (persisted as old.held) */
 	json_t *park_taken;		/* own messages taken from parking this
 					 * tick, for the event; NULL when none */
+	char agent_back[400];		/* nodes whose management agent, not
+					 * the node, restarted: for the event,
+					 * "" when none */
 };
 
 static inline int64_t

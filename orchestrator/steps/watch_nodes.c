@@ -109,19 +109,19 @@ watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
 			changes++;
 			continue;
 		}
-		if (a->uptime_ms >= 0 && b->uptime_ms < 0) {
-			/* Running without statistics: they come a few seconds
-			 * after a start. The next look adopts them. */
-			sentences_add(what, whatlen, "broker node '%s' restarted (its statistics "
-			    "are gone: it, or its management agent, has just started)",
-			    b->name);
+		if (!a->running) {
+			/* Back from down: what it shows now is its own. */
+			sentences_add(what, whatlen, "broker node '%s' is running again", b->name);
 			changes++;
 			continue;
 		}
-		if (!a->running) {
-			sentences_add(what, whatlen, "broker node '%s' is running again", b->name);
-			changes++;
-		}
+		if (b->uptime_ms < 0 && (a->uptime_ms >= 0 || a->stats_lost))
+			/* Running without statistics: the node or only its
+			 * management agent started again. The look that has
+			 * them back tells which, against what was known. */
+			b->stats_lost = true;
+		else if (a->stats_lost && b->uptime_ms >= 0)
+			b->agent_restarted = true;
 		/* Some statistics not in: keep the last known. */
 		if (b->uptime_ms < 0)
 			b->uptime_ms = a->uptime_ms;
@@ -140,6 +140,16 @@ watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
 	return changes;
 }
 
+size_t
+watch_nodes_stats_lost(const struct watch_nodes *n)
+{
+	size_t lost = 0;
+
+	for (size_t i = 0; i < n->n; i++)
+		lost += n->v[i].stats_lost;
+	return lost;
+}
+
 json_t *
 watch_nodes_json(const struct watch_nodes *n)
 {
@@ -148,11 +158,12 @@ watch_nodes_json(const struct watch_nodes *n)
 	for (size_t i = 0; a != NULL && i < n->n; i++) {
 		const struct watch_node *w = &n->v[i];
 
-		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:s,s:[I,I,I]}",
+		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:s,s:[I,I,I],s:b}",
 		    "name", w->name, "running", w->running,
 		    "uptime_ms", (json_int_t)w->uptime_ms, "os_pid", w->os_pid,
 		    "counters", (json_int_t)w->counters[0],
-		    (json_int_t)w->counters[1], (json_int_t)w->counters[2]));
+		    (json_int_t)w->counters[1], (json_int_t)w->counters[2],
+		    "stats_lost", w->stats_lost));
 	}
 	return a;
 }
@@ -176,6 +187,7 @@ watch_nodes_parse(const json_t *j, struct watch_nodes *out)
 		w = &out->v[out->n++];
 		snprintf(w->name, sizeof(w->name), "%s", name);
 		w->running = json_is_true(json_object_get(o, "running"));
+		w->stats_lost = json_is_true(json_object_get(o, "stats_lost"));
 		w->uptime_ms = json_is_integer(up) ? json_integer_value(up) : -1;
 		snprintf(w->os_pid, sizeof(w->os_pid), "%s", pid ? pid : "");
 		for (int k = 0; k < WATCH_NODE_COUNTERS; k++) {

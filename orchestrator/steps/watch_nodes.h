@@ -28,6 +28,12 @@ struct watch_node {
 	int64_t uptime_ms;		/* -1: not known */
 	char os_pid[24];		/* "": not known */
 	int64_t counters[WATCH_NODE_COUNTERS]; /* -1: not known */
+	bool stats_lost;		/* running, its statistics gone since a
+					 * look that had them: the figures are
+					 * that look's, until they are back */
+	bool agent_restarted;		/* this look: its statistics are back
+					 * and it did not restart (only its
+					 * management agent did); not kept */
 };
 
 struct watch_nodes {
@@ -44,15 +50,23 @@ int watch_nodes_read(struct mgmt *m, struct watch_nodes *out, char *err,
  * sentence per change into WHAT ("broker node 'rabbit@a' restarted
  * (uptime 3 s, was 2 min)", "... is not running", "... joined the
  * cluster", "... left the cluster") and returns how many changes there
- * were. A running node that had statistics and has none counts as
- * restarted (they come a few seconds after a start). What NOW does not
- * know about a node that did not restart, or is down, is copied from
- * BEFORE, so that the next comparison still has it. */
+ * were. A node that was running with statistics and runs without them is
+ * no change yet: the management agent restarts without the node (a
+ * plugin disabled and enabled, an agent that crashed), and so does the
+ * node; which one it was shows when the statistics are back (its uptime
+ * went on and its process is the same: stats_lost, then
+ * agent_restarted). A node that was down and runs again restarted. What
+ * NOW does not know about a node that did not restart, or is down, is
+ * copied from BEFORE, so that the next comparison still has it. */
 int watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
     char *what, size_t whatlen);
 
+/* How many of N's nodes have their statistics gone (stats_lost). */
+size_t watch_nodes_stats_lost(const struct watch_nodes *n);
+
 /* The nodes as JSON ([{"name","running","uptime_ms","os_pid",
- * "counters"}], a new reference), and back; unusable entries are skipped. */
+ * "counters","stats_lost"}], a new reference), and back; unusable entries
+ * are skipped. */
 json_t *watch_nodes_json(const struct watch_nodes *n);
 void watch_nodes_parse(const json_t *j, struct watch_nodes *out);
 

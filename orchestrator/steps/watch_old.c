@@ -179,15 +179,36 @@ note_joined(struct tick *t, const json_t *e, const char *name, bool created,
 	json_object_set_new(t->joined, name, ttl >= 0 ? json_integer(ttl) : json_null());
 }
 
+/* What "seen" holds for a queue whose counter was there and is gone (the
+ * management agent restarted, its statistics lost), until one shows
+ * again. A queue that never had one holds null. */
+#define COUNTER_LOST "lost"
+
 /* Compares queue Q's publish counter now with the last full pass's (PV,
  * NULL when it was not listed then) into M. Returns whether it is new
- * since that pass. */
+ * since that pass.
+ *
+ * A counter that went down, or vanished and came back, was reset (a
+ * management agent that restarted starts every counter again: from zero,
+ * or from the whole count of a channel that stayed open, published
+ * before the flip as much as after): what it shows is a new baseline,
+ * never publishes. Only the queue's depth can still tell of messages
+ * that entered since (late_or_after). */
 static bool
 compare_counter(struct oldq *q, const json_t *pv, struct members *m)
 {
 	if (pv == NULL) {
 		m->created += q->publish > 0 ? q->publish : 0;
 		return true;
+	}
+	if (json_is_string(pv)) {
+		q->rebased = true;
+		return false;
+	}
+	if (json_is_integer(pv) && q->publish < json_integer_value(pv)) {
+		m->reset++;
+		q->rebased = true;
+		return false;
 	}
 	if (!json_is_integer(pv)) {
 		/* No counter then: an idle queue's, or statistics that had not
@@ -198,11 +219,20 @@ compare_counter(struct oldq *q, const json_t *pv, struct members *m)
 		m->late += q->first_count;
 		return false;
 	}
-	if (q->publish > json_integer_value(pv))
-		m->grown += q->publish - json_integer_value(pv);
-	else if (q->publish < json_integer_value(pv))
-		m->reset++;	/* statistics reset or lost (-1): a new baseline */
+	m->grown += q->publish - json_integer_value(pv);
 	return false;
+}
+
+/* What "seen" records of queue Q (PV: the last full pass's entry): its
+ * counter, or, without one, COUNTER_LOST when it had one (or had lost
+ * it) and null when it never had. */
+static json_t *
+seen_entry(const struct oldq *q, const json_t *pv)
+{
+	if (q->publish >= 0)
+		return json_integer(q->publish);
+	return json_is_integer(pv) || json_is_string(pv) ? json_string(COUNTER_LOST) :
+	    json_null();
 }
 
 /* Fills T->q with the listed queues SEL selects (MEASURED, N: the sorted
@@ -214,7 +244,7 @@ static int
 select_listed(struct tick *t, struct old_selector *sel, const char **measured,
     size_t n, int64_t *total, struct members *m, char *err, size_t errlen)
 {
-	const json_t *e;
+	const json_t *e, *pv;
 	size_t i;
 	bool selected, fresh;
 
@@ -242,10 +272,9 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 		q->measured = bsearch(&name, measured, n, sizeof(*measured),
 		    cmp_str) != NULL;
 		*total += jint(ms, "publish", 0);
-		json_object_set_new(t->seen, name, q->publish >= 0 ?
-		    json_integer(q->publish) : json_null());
-		fresh = m->prev != NULL && compare_counter(q, json_object_get(m->prev,
-		    name), m);
+		pv = m->prev != NULL ? json_object_get(m->prev, name) : NULL;
+		json_object_set_new(t->seen, name, seen_entry(q, pv));
+		fresh = m->prev != NULL && compare_counter(q, pv, m);
 		if (!q->measured)
 			note_joined(t, e, name, fresh && since_after_window(t), m);
 	}
@@ -256,7 +285,9 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
  * its statistics window when its queue holds more messages now, by exact
  * reads where made, than at the last tick (whose depths are in the
  * state's "held"): messages that arrived since a look made after the
- * flip. Counts those into M's deeper. */
+ * flip. Counts those into M's deeper. A reset counter's queue that holds
+ * more now counts that growth, at least what entered, as publishes since
+ * the last look (late, and deeper: after the flip). */
 static void
 late_or_after(struct tick *t, struct members *m)
 {
@@ -266,10 +297,14 @@ late_or_after(struct tick *t, struct members *m)
 	for (size_t i = 0; i < t->nq; i++) {
 		const struct oldq *q = &t->q[i];
 		int64_t d = q->exact >= 0 ? q->exact : q->listed;
+		int64_t before = json_integer_value(json_object_get(held, q->name));
 
-		if (q->first_count > 0 &&
-		    d > json_integer_value(json_object_get(held, q->name)))
+		if (q->first_count > 0 && d > before)
 			m->deeper += q->first_count;
+		if (q->rebased && d > before) {
+			m->late += d - before;
+			m->deeper += d - before;
+		}
 	}
 }
 

@@ -200,6 +200,21 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			return -1;
 		t->deadline_moved = false;
 	}
+	if (t->agent_back[0] != '\0') {
+		if (store_begin(s, err, errlen) != 0)
+			return -1;
+		if (event(t, "watch.statistics_restarted", json_pack("{s:s,s:s}",
+		    "nodes", t->agent_back, "what", "the management agent restarted, "
+		    "not the node (its uptime went on and its process is the same): no "
+		    "broker restart; the old queues' publish counters start again from "
+		    "a new baseline, not counted as publishes"), err, errlen) != 0) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+		t->agent_back[0] = '\0';
+	}
 	if (t->park_taken != NULL) {
 		json_t *taken = t->park_taken;
 

@@ -134,8 +134,10 @@ watch_nodes_down(struct tick *t)
  * run (watch_places): a node that restarted, is down, joined or left, or
  * a level queue's new leader raises broker_restart, saying how many old-path
  * messages were in classic old queues at the last sample before it, all
- * exposed to at-most-once dead-lettering. Then remembers this tick's
- * nodes and old-path figure for the next. */
+ * exposed to at-most-once dead-lettering. A node whose statistics came
+ * back without a restart (only its management agent restarted) is named
+ * in T->agent_back for the history. Then remembers this tick's nodes and
+ * old-path figure for the next. */
 void
 watch_restart(struct tick *t)
 {
@@ -150,6 +152,10 @@ watch_restart(struct tick *t)
 	else {
 		if (w->have_nodes)
 			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
+		for (size_t i = 0; i < now.n; i++)
+			if (now.v[i].agent_restarted)
+				sentences_add(t->agent_back, sizeof(t->agent_back), "'%s'",
+				    now.v[i].name);
 		w->nodes = now;
 		w->have_nodes = true;
 		watch_nodes_down(t);
@@ -173,7 +179,10 @@ watch_restart(struct tick *t)
 			    "at-most-once dead-lettering is not known; compare what "
 			    "the destinations received, then acknowledge", what);
 	}
-	if (amo >= 0) {
+	/* While a node's statistics are gone, whether it restarted is not
+	 * known yet: the figure from before the gap is the one a restart
+	 * exposed, so it is kept. */
+	if (amo >= 0 && watch_nodes_stats_lost(&w->nodes) == 0) {
 		w->amo_depth = amo;
 		w->amo_at_ms = t->now;
 	}

@@ -302,15 +302,17 @@ itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
     CMFixtureFunction setup, CMFixtureFunction teardown)
 {
 	const char *part = getenv("CUTOVER_TEST_PART");
+	const char *only = getenv("CUTOVER_TEST_ONLY");
 	struct CMUnitTest *kept;
-	unsigned k, m;
+	unsigned k = 1, m = 1;
 	char extra;
 	size_t i, nkept = 0;
 	int rc;
 
-	if (part == NULL || *part == '\0')
+	if ((part == NULL || *part == '\0') && (only == NULL || *only == '\0'))
 		return _cmocka_run_group_tests(group, tests, n, setup, teardown);
-	if (sscanf(part, "%u/%u%c", &k, &m, &extra) != 2 || m == 0 || k == 0 || k > m) {
+	if (part != NULL && *part != '\0' && (sscanf(part, "%u/%u%c", &k, &m,
+	    &extra) != 2 || m == 0 || k == 0 || k > m)) {
 		fprintf(stderr, "CUTOVER_TEST_PART='%s': expected K/M with 1 <= K <= M\n", part);
 		exit(2);
 	}
@@ -319,7 +321,8 @@ itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
 		exit(2);
 	}
 	for (i = k - 1; i < n; i += m)
-		kept[nkept++] = tests[i];
+		if (only == NULL || *only == '\0' || strstr(tests[i].name, only) != NULL)
+			kept[nkept++] = tests[i];
 	rc = _cmocka_run_group_tests(group, kept, nkept, setup, teardown);
 	free(kept);
 	return rc;

@@ -77,8 +77,9 @@ void itest_skip(const char *why);
  * cmocka_run_group_tests does, or only the part CUTOVER_TEST_PART names
  * ("K/M": every M-th test from the K-th, 1 <= K <= M): a long test
  * program is registered as M ctest tests this way, which ctest runs side
- * by side, each on a node of its own. Returns what cmocka returns; exits 2
- * on a malformed part. */
+ * by side, each on a node of its own. CUTOVER_TEST_ONLY=TEXT keeps only
+ * the tests whose names contain TEXT (to run one by hand). Returns what
+ * cmocka returns; exits 2 on a malformed part. */
 int itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
     CMFixtureFunction setup, CMFixtureFunction teardown);
 

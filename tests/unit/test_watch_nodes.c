@@ -1,7 +1,8 @@
 /* test_watch_nodes: how the watch tells a broker restart from two looks
  * at the cluster's members (watch_nodes_compare): a VM restart (uptime
  * down, another os pid), an application restart (its counters down), a
- * node gone down and back, statistics not yet in after a start, members
+ * node gone down and back, statistics gone for a while with only the
+ * management agent restarted (no restart) or the node (one), members
  * joining and leaving; nothing when only time passed; and the nodes'
  * JSON round trip, the way the watch persists them. */
 #include <setjmp.h>
@@ -103,8 +104,48 @@ test_down_then_back_without_statistics(void **state)
 	/* ... so that, running again without statistics, it counts as a
 	 * restart, and the look after adopts the new figures quietly. */
 	assert_int_equal(watch_nodes_compare(&down, &back, what, sizeof(what)), 1);
-	assert_non_null(strstr(what, "statistics are gone"));
+	assert_non_null(strstr(what, "'rabbit@a' is running again"));
 	assert_int_equal(watch_nodes_compare(&back, &later, what, sizeof(what)), 0);
+}
+
+/* The management agent restarted (the plugin disabled and enabled): the
+ * node runs on without statistics for a few looks, which is no restart
+ * yet; the figures known before are kept and, once the statistics are
+ * back with the uptime gone on and the same process, it was only the
+ * agent. The same gap ending in a lower uptime is a restart. */
+static void
+test_statistics_gap_is_no_restart(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40));
+	struct watch_nodes gap = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes gap2 = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes back = one(node("rabbit@a", 640000, "100", 40));
+	struct watch_nodes fresh = one(node("rabbit@a", 4000, "200", 1));
+	struct watch_nodes j;
+	json_t *js;
+	char what[512];
+
+	(void)state;
+	assert_int_equal(watch_nodes_compare(&a, &gap, what, sizeof(what)), 0);
+	assert_string_equal(what, "");
+	assert_true(gap.v[0].stats_lost);
+	assert_int_equal(gap.v[0].uptime_ms, 600000);
+	assert_int_equal(watch_nodes_stats_lost(&gap), 1);
+	/* Kept across looks, and across a restart of cutover. */
+	js = watch_nodes_json(&gap);
+	watch_nodes_parse(js, &j);
+	json_decref(js);
+	assert_true(j.v[0].stats_lost);
+	assert_int_equal(watch_nodes_compare(&j, &gap2, what, sizeof(what)), 0);
+	assert_true(gap2.v[0].stats_lost);
+	assert_int_equal(gap2.v[0].uptime_ms, 600000);
+	assert_int_equal(watch_nodes_compare(&gap2, &back, what, sizeof(what)), 0);
+	assert_true(back.v[0].agent_restarted);
+	assert_false(back.v[0].stats_lost);
+	assert_int_equal(watch_nodes_stats_lost(&back), 0);
+	assert_int_equal(watch_nodes_compare(&gap2, &fresh, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "'rabbit@a' restarted (uptime 4s, was 10m"));
+	assert_false(fresh.v[0].agent_restarted);
 }
 
 static void
@@ -152,6 +193,7 @@ main(void)
 		cmocka_unit_test(test_vm_restart),
 		cmocka_unit_test(test_application_restart),
 		cmocka_unit_test(test_down_then_back_without_statistics),
+		cmocka_unit_test(test_statistics_gap_is_no_restart),
 		cmocka_unit_test(test_members_join_and_leave),
 		cmocka_unit_test(test_json_round_trip),
 	};
