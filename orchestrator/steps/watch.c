@@ -165,8 +165,9 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 }
 
 /* May it end? The deadline has passed (and the statistics have had
- * time to show every publish before the flip), nothing failed, and the
- * old path is empty by exact counts, every queue read. Sets *READY when
+ * time to show every publish before the flip), nothing failed, every
+ * broker node shows its statistics (so that a restart is not missed), and
+ * the old path is empty by exact counts, every queue read. Sets *READY when
  * so, and returns the status to show (OPEN: the alerts open now). */
 static const char *
 tick_status(struct tick *t, int open, bool *ready)
@@ -181,6 +182,12 @@ tick_status(struct tick *t, int open, bool *ready)
 		status = "waiting: the flag does not read on (see the flag alert)";
 	else if (!watch_past_deadline(t))
 		status = "waiting for the deadline";
+	else if (watch_nodes_stats_lost(&w->nodes) > 0)
+		/* A restart it cannot rule out yet would expose old-path
+		 * messages (broker_restart): not over before it knows. */
+		status = "waiting: a broker node shows no statistics (its management "
+		    "agent or the node restarted; their return tells which, within "
+		    "a minute)";
 	else if (!t->old_full || watch_old_exact(t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->old_depth > 0) {

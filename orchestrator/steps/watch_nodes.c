@@ -76,7 +76,7 @@ int
 watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
     char *what, size_t whatlen)
 {
-	char why[256];
+	char why[256], d[32];
 	int changes = 0;
 
 	what[0] = '\0';
@@ -115,12 +115,24 @@ watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
 			changes++;
 			continue;
 		}
-		if (b->uptime_ms < 0 && (a->uptime_ms >= 0 || a->stats_lost))
+		if (b->uptime_ms < 0 && (a->uptime_ms >= 0 || a->stats_lost)) {
 			/* Running without statistics: the node or only its
 			 * management agent started again. The look that has
 			 * them back tells which, against what was known. */
 			b->stats_lost = true;
-		else if (a->stats_lost && b->uptime_ms >= 0)
+			b->lost_ms = a->stats_lost ? a->lost_ms : now->at_ms;
+			if (now->at_ms - b->lost_ms >= WATCH_NODE_STATS_WAIT_MS) {
+				sentences_add(what, whatlen, "broker node '%s' restarted, or "
+				    "its management agent did: it has shown no statistics "
+				    "for %s", b->name, duration_format(now->at_ms -
+				    b->lost_ms, d, sizeof(d)));
+				changes++;
+				/* What it shows next is its own. */
+				b->stats_lost = false;
+				b->lost_ms = 0;
+				continue;
+			}
+		} else if (a->stats_lost && b->uptime_ms >= 0)
 			b->agent_restarted = true;
 		/* Some statistics not in: keep the last known. */
 		if (b->uptime_ms < 0)
@@ -158,12 +170,12 @@ watch_nodes_json(const struct watch_nodes *n)
 	for (size_t i = 0; a != NULL && i < n->n; i++) {
 		const struct watch_node *w = &n->v[i];
 
-		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:s,s:[I,I,I],s:b}",
+		json_array_append_new(a, json_pack("{s:s,s:b,s:I,s:s,s:[I,I,I],s:b,s:I}",
 		    "name", w->name, "running", w->running,
 		    "uptime_ms", (json_int_t)w->uptime_ms, "os_pid", w->os_pid,
 		    "counters", (json_int_t)w->counters[0],
 		    (json_int_t)w->counters[1], (json_int_t)w->counters[2],
-		    "stats_lost", w->stats_lost));
+		    "stats_lost", w->stats_lost, "lost_ms", (json_int_t)w->lost_ms));
 	}
 	return a;
 }
@@ -188,6 +200,7 @@ watch_nodes_parse(const json_t *j, struct watch_nodes *out)
 		snprintf(w->name, sizeof(w->name), "%s", name);
 		w->running = json_is_true(json_object_get(o, "running"));
 		w->stats_lost = json_is_true(json_object_get(o, "stats_lost"));
+		w->lost_ms = json_integer_value(json_object_get(o, "lost_ms"));
 		w->uptime_ms = json_is_integer(up) ? json_integer_value(up) : -1;
 		snprintf(w->os_pid, sizeof(w->os_pid), "%s", pid ? pid : "");
 		for (int k = 0; k < WATCH_NODE_COUNTERS; k++) {

@@ -31,6 +31,7 @@ struct watch_node {
 	bool stats_lost;		/* running, its statistics gone since a
 					 * look that had them: the figures are
 					 * that look's, until they are back */
+	int64_t lost_ms;		/* since when (the looks' at_ms) */
 	bool agent_restarted;		/* this look: its statistics are back
 					 * and it did not restart (only its
 					 * management agent did); not kept */
@@ -39,7 +40,14 @@ struct watch_node {
 struct watch_nodes {
 	struct watch_node v[WATCH_NODES_MAX];
 	size_t n;
+	int64_t at_ms;			/* when this look was made (the caller's
+					 * clock); not kept */
 };
+
+/* How long a node may run without its statistics before the watch stops
+ * waiting to tell its agent's restart from its own and takes it for a
+ * restart: an agent's come back within seconds. */
+#define WATCH_NODE_STATS_WAIT_MS 60000
 
 /* Reads the cluster's members through M (mgmt_list_nodes) into OUT.
  * Returns 0, or a negative code with ERR. */
@@ -55,7 +63,9 @@ int watch_nodes_read(struct mgmt *m, struct watch_nodes *out, char *err,
  * plugin disabled and enabled, an agent that crashed), and so does the
  * node; which one it was shows when the statistics are back (its uptime
  * went on and its process is the same: stats_lost, then
- * agent_restarted). A node that was down and runs again restarted. What
+ * agent_restarted); one without them for WATCH_NODE_STATS_WAIT_MS (by
+ * the looks' at_ms) counts as restarted. A node that was down and runs
+ * again restarted. What
  * NOW does not know about a node that did not restart, or is down, is
  * copied from BEFORE, so that the next comparison still has it. */
 int watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *now,
@@ -65,7 +75,7 @@ int watch_nodes_compare(const struct watch_nodes *before, struct watch_nodes *no
 size_t watch_nodes_stats_lost(const struct watch_nodes *n);
 
 /* The nodes as JSON ([{"name","running","uptime_ms","os_pid",
- * "counters","stats_lost"}], a new reference), and back; unusable entries
+ * "counters","stats_lost","lost_ms"}], a new reference), and back; unusable entries
  * are skipped. */
 json_t *watch_nodes_json(const struct watch_nodes *n);
 void watch_nodes_parse(const json_t *j, struct watch_nodes *out);

@@ -150,6 +150,7 @@ watch_restart(struct tick *t)
 	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
 		watch_unreachable(t, "reading the broker's nodes", why);
 	else {
+		now.at_ms = t->now;
 		if (w->have_nodes)
 			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
 		for (size_t i = 0; i < now.n; i++)

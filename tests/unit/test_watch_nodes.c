@@ -148,6 +148,31 @@ test_statistics_gap_is_no_restart(void **state)
 	assert_false(fresh.v[0].agent_restarted);
 }
 
+/* Statistics that stay away a minute: no longer waited for, the node is
+ * taken for restarted (what broker_restart then says is the safe side),
+ * and what it shows next is adopted quietly. */
+static void
+test_statistics_gone_a_minute_is_a_restart(void **state)
+{
+	struct watch_nodes a = one(node("rabbit@a", 600000, "100", 40));
+	struct watch_nodes gap = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes later = one(node("rabbit@a", -1, "", -1));
+	struct watch_nodes back = one(node("rabbit@a", 700000, "100", 40));
+	char what[512];
+
+	(void)state;
+	gap.at_ms = 1000000;
+	later.at_ms = gap.at_ms + WATCH_NODE_STATS_WAIT_MS;
+	assert_int_equal(watch_nodes_compare(&a, &gap, what, sizeof(what)), 0);
+	assert_int_equal(gap.v[0].lost_ms, 1000000);
+	assert_int_equal(watch_nodes_compare(&gap, &later, what, sizeof(what)), 1);
+	assert_non_null(strstr(what, "'rabbit@a' restarted, or its management agent "
+	    "did: it has shown no statistics for 1m"));
+	assert_false(later.v[0].stats_lost);
+	assert_int_equal(watch_nodes_compare(&later, &back, what, sizeof(what)), 0);
+	assert_false(back.v[0].agent_restarted);
+}
+
 static void
 test_members_join_and_leave(void **state)
 {
@@ -194,6 +219,7 @@ main(void)
 		cmocka_unit_test(test_application_restart),
 		cmocka_unit_test(test_down_then_back_without_statistics),
 		cmocka_unit_test(test_statistics_gap_is_no_restart),
+		cmocka_unit_test(test_statistics_gone_a_minute_is_a_restart),
 		cmocka_unit_test(test_members_join_and_leave),
 		cmocka_unit_test(test_json_round_trip),
 	};
