@@ -1,7 +1,7 @@
 /* prior_run: before a plan's first measurement, whether the broker and
  * the flag service show an earlier run of this plan that the database
- * holds no record of: its flag reads on, its ladder's levels hold
- * messages, or fences of its name are set. That is what a database lost
+ * holds no record of: its flag reads on beside its ladder, its ladder's
+ * levels hold messages, or fences of its name are set. That is what a database lost
  * under a plan that had flipped looks like (the file removed, a fresh one
  * started in its place); starting again from an empty record would drop
  * the history of the flip and leave the operator unaware. Refused unless
@@ -17,10 +17,12 @@
 #include "step.h"
 #include "store_admit.h"
 
-/* Adds to S (SLEN bytes) what the ladder's level queues hold (none: nothing). Returns
- * 0, or -1 with ERR when the queues could not be listed. */
+/* Adds to S (SLEN bytes) what the ladder's level queues hold (none:
+ * nothing); *EXIST gets how many of them exist. Returns 0, or -1 with ERR
+ * when the queues could not be listed. */
 static int
-levels_holding(struct step_ctx *c, char *s, size_t slen, char *err, size_t errlen)
+levels_holding(struct step_ctx *c, char *s, size_t slen, int *exist, char *err,
+    size_t errlen)
 {
 	const struct ladder *l = &c->plan->ladder;
 	struct mgmt_queue_list ql = { 0 };
@@ -29,11 +31,14 @@ levels_holding(struct step_ctx *c, char *s, size_t slen, char *err, size_t errle
 	int held = 0;
 	char name[LADDER_NAME_MAX];
 
+	*exist = 0;
 	if (mgmt_list_queues(c->mgmt, &ql, err, errlen) != 0)
 		return -1;
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, name, sizeof(name));
-		if ((q = mgmt_queue_list_find(&ql, name)) != NULL && q->messages > 0) {
+		if ((q = mgmt_queue_list_find(&ql, name)) != NULL)
+			(*exist)++;
+		if (q != NULL && q->messages > 0) {
 			total += q->messages;
 			held++;
 		}
@@ -70,6 +75,7 @@ step_prior_run(struct step_ctx *c, char *err, size_t errlen)
 {
 	bool is_new, earlier;
 	char why[800], desc[400], found[1500] = "";
+	int exist = 0;
 
 	if (c->store == NULL)
 		return 0;	/* by hand: no database to hold a record */
@@ -77,13 +83,19 @@ step_prior_run(struct step_ctx *c, char *err, size_t errlen)
 		return -1;
 	if (is_new || earlier)
 		return 0;
-	if (flag_configured(c->plan) &&
-	    step_flag_check(c->plan, why, sizeof(why)) == STEP_FLAG_ON)
-		sentences_add(found, sizeof(found), "its flag %s reads on",
-		    step_flag_describe(c->plan, desc, sizeof(desc)));
-	if (levels_holding(c, found, sizeof(found), err, errlen) != 0 ||
+	if (levels_holding(c, found, sizeof(found), &exist, err, errlen) != 0 ||
 	    fences_set(c, found, sizeof(found), err, errlen) != 0)
 		return -1;
+	/* A flag that reads on is a run's mark only beside its ladder: a
+	 * flip is made on a verified ladder, and an abort turns the flag
+	 * off. On without one, no run of this plan flipped it (a flag
+	 * shared with something else, or turned on by hand): nothing to
+	 * resume, and the flip will read it back as it is. */
+	if (exist > 0 && flag_configured(c->plan) &&
+	    step_flag_check(c->plan, why, sizeof(why)) == STEP_FLAG_ON)
+		sentences_add(found, sizeof(found), "its flag %s reads on beside its "
+		    "ladder (%d of %d level queues exist)", step_flag_describe(c->plan,
+		    desc, sizeof(desc)), exist, c->plan->ladder.levels);
 	if (found[0] == '\0')
 		return 0;
 	snprintf(err, errlen, "plan '%s' has no earlier record in this database, yet the "

@@ -284,8 +284,10 @@ curl -fsS --cacert "$c/ca.pem" --cert "$c/client.pem" --key "$c/client.key" -u g
     fail "could not declare $p.old.5 over https"
 steps="measure_horizon, declare_ladder, verify_ladder, canary, flip"
 plan "$tmp/flag.yaml" "$mtls" "" "" "$(flag_yaml "$c/ca.pem")" "$steps"
+# --new: the cases above declared this plan's ladder, and the static flag
+# reads on beside it, which is how a run whose database was lost looks.
 expect_ok "flag over https + whole run to the flip over amqps" "step=flip msg=.step.succeeded" \
-    "$bin" run --db "$tmp/flag.db" "$tmp/flag.yaml"
+    "$bin" run --new --db "$tmp/flag.db" "$tmp/flag.yaml"
 plan "$tmp/flagca.yaml" "$mtls" "" "" "$(flag_yaml "$c/wrong-ca.pem")" "$steps"
 expect_fail "flag over https: unknown CA" "unknown CA" \
     "$bin" run --db "$tmp/flagca.db" "$tmp/flagca.yaml"
