@@ -24,7 +24,7 @@ static const struct plan_kind_row {
 #define STEP_KIND(id, name, run, prepare, flags, gate, needs, after, section, why, \
     shows) \
 	[PLAN_STEP_##id] = { #name, gate, needs, after, section, why, shows },
-#include "steps/step_kinds.def"
+#include "step_kinds.def"
 #undef STEP_KIND
 };
 

@@ -28,10 +28,10 @@ struct plan_library;
 #define PLAN_DEFAULT_FLAG_SETTLE_MS (2 * 60 * 1000)
 #define PLAN_MIN_FLAG_SETTLE_MS (15 * 1000)
 
-/* One per row of the step-kind table (steps/step_kinds.def), in its order. */
+/* One per row of the step-kind table (step_kinds.def), in its order. */
 enum plan_step_kind {
 #define STEP_KIND(id, ...) PLAN_STEP_##id,
-#include "steps/step_kinds.def"
+#include "step_kinds.def"
 #undef STEP_KIND
 	PLAN_STEP_KIND_COUNT
 };

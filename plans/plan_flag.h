@@ -1,8 +1,8 @@
 /* plan_flag: the plan side of each flag provider — the keys of its flag
  * section and the loader that reads them — in one table found by the name
  * flag.kind gives. The provider's operations (set, read, ...) are
- * orchestrator/flag_provider.h's, found by the same name; this half lives
- * with the plans so that admitting a plan links no flag client. */
+ * orchestrator/flag/flag_provider.h's, found by the same name; this half
+ * lives with the plans so that admitting a plan links no flag client. */
 #ifndef CUTOVER_PLAN_FLAG_H
 #define CUTOVER_PLAN_FLAG_H
 

@@ -8,7 +8,7 @@
 
 #include "pattern.h"
 #include "plan_library.h"
-#include "steps/move_entry.h"
+#include "move_entry.h"
 
 /* What the arrival stamp is worth, said once for every kind that has no
  * stamp of its own. */

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "plan_load_int.h"
-#include "steps/move_entry.h"
+#include "move_entry.h"
 
 static const char *const from_names[] = {
 	[MOVE_FROM_UNKNOWN] = "unknown",

@@ -20,11 +20,11 @@ failures=0
 
 # The verbs: main.c's rows { "NAME", cli_... }, against "@ NAME" (or
 # "@ NAME SUBVERB") in docs/commands.txt.
-sed -n 's/^[[:space:]]*{ "\([a-z]*\)", cli_.*/\1/p' "$src/orchestrator/main.c" >"$tmp/verbs"
-[ -s "$tmp/verbs" ] || fail "no verbs found in orchestrator/main.c"
+sed -n 's/^[[:space:]]*{ "\([a-z]*\)", cli_.*/\1/p' "$src/orchestrator/cli/main.c" >"$tmp/verbs"
+[ -s "$tmp/verbs" ] || fail "no verbs found in orchestrator/cli/main.c"
 for v in $(cat "$tmp/verbs"); do
 	grep -qE "^@ $v( |\$)" "$src/docs/commands.txt" ||
-	    fail "verb '$v' (orchestrator/main.c) is not in docs/commands.txt"
+	    fail "verb '$v' (orchestrator/cli/main.c) is not in docs/commands.txt"
 done
 
 # The plan's keys: every string of a keys[] table in plans/*.c (but

@@ -15,7 +15,7 @@ namespace Cutover\Ladder;
 
 final class LadderEncoder
 {
-    /* Each naming style's fixed parts, as orchestrator/ladder_naming.c has them. */
+    /* Each naming style's fixed parts, as orchestrator/base/ladder_naming.c has them. */
     private const STYLES = [
         'cutover' => ['prefix' => 'required', 'default_prefix' => 'delay', 'joiner' => '.',
             'level' => 'level.', 'digits' => 2, 'delivery' => 'delivery',

@@ -1,7 +1,10 @@
 /* old_path: what measure_horizon, remove_old, the engine and `cutover old`
  * share about the old delay queues: which queues the plan selects, each
  * one's effective TTL, the deadlines and the horizon that follow from the
- * last entry into the old path, and the removal with its options. */
+ * last entry into the old path, and the removal with its options. The
+ * selection is old_select.c, the times old_time.c, then old_chain.c,
+ * old_counters.c and old_fence.c; old_remove is the remove_old step's
+ * (steps/remove_old.c). */
 #ifndef CUTOVER_OLD_PATH_H
 #define CUTOVER_OLD_PATH_H
 

@@ -1,5 +1,5 @@
-# build_info.cmake (included by CMakeLists.txt, issue 21): writes
-# build_info_gen.h for orchestrator/build_info.c — the project's version,
+# build_info.cmake (included by CMakeLists.txt): writes
+# build_info_gen.h for web/build_info.c — the project's version,
 # the git commit at configure time (-DCUTOVER_COMMIT=... for a tree that is
 # not a git checkout, else "unknown"; configure runs again when HEAD moves)
 # and libyaml's version, which its headers do not carry.
@@ -15,4 +15,4 @@ if(NOT CUTOVER_COMMIT)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${git_dir}/logs/HEAD)
   endif()
 endif()
-configure_file(orchestrator/build_info_gen.h.in ${CMAKE_BINARY_DIR}/build_info_gen.h @ONLY)
+configure_file(web/build_info_gen.h.in ${CMAKE_BINARY_DIR}/build_info_gen.h @ONLY)

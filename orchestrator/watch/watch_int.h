@@ -1,4 +1,4 @@
-/* watch_int: what the watch's files share (internal to steps/watch*.c):
+/* watch_int: what the watch's files share (internal to orchestrator/watch/):
  * its limits, the persisted state (struct wstate), one tick (struct tick),
  * and the functions one file of the watch calls in another. watch.c runs
  * the tick; see its comment for what the watch does. */
