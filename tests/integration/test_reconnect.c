@@ -56,6 +56,8 @@ static char urls[3][64], murls[3][64], nodes[3][64];
 static int cluster_started;
 
 /* Runs "scripts/broker ARGS" and returns its exit status. */
+static int broker_script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static int
 broker_script(const char *fmt, ...)
 {
