@@ -137,7 +137,7 @@ struct plan {
 		int64_t probe_every_ms;    /* default 1m */
 	} watch;
 
-	struct {                       /* move_old (issue 18) */
+	struct {                       /* move_old */
 		int64_t rate_per_s;        /* messages moved per second at most;
 		                            * default 500 */
 		int prefetch;              /* messages taken before their confirms

@@ -134,7 +134,7 @@ void pt_check_used(struct loader *ld, const struct sect *parent, const char *pat
  * after recording why. */
 int pl_conv_pattern(struct loader *ld, yaml_node_t *n, const char *what, char **out);
 
-/* plan_move_old.c: the move_old section (issue 18). */
+/* plan_move_old.c: the move_old section. */
 void pm_load_move_old(struct loader *ld, const struct sect *root);
 
 /* plan_check.c: checks across sections, once they are all read. */

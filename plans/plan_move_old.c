@@ -1,4 +1,4 @@
-/* plan_move_old: the move_old section of a plan (issue 18):
+/* plan_move_old: the move_old section of a plan:
  *
  *   move_old:
  *     rate: 500/s                      # or N/m; at most this many moved

@@ -620,8 +620,8 @@ level_family(struct buf *b, const struct plans *ps, const char *name, const char
 }
 
 /* Prometheus families: each level's proof of movement, pending
- * dead-letters, publishes entering it (its delay band) and oldest age
- * (issue 22). Labels: plan and level only. */
+ * dead-letters, publishes entering it (its delay band) and oldest age.
+ * Labels: plan and level only. */
 static void
 render_levels(struct buf *b, const struct plans *ps)
 {

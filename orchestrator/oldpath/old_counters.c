@@ -8,8 +8,9 @@
  * every old queue empty); a listing's are the statistics, which lag by
  * 5-10 s (DESIGN §3) and, just after the watch, still show the last
  * messages of the longest-TTL queues that have expired since. So depths
- * are compared only kind with kind (issue 23: e2e.cutover's 19 s and 20 s
- * queues left as "holds more messages than at the watch's last sample"). */
+ * are compared only kind with kind (an exact depth against a listing's
+ * once refused e2e.cutover's 19 s and 20 s queues as "holds more messages
+ * than at the watch's last sample"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* move_entry: the pure arithmetic of move_old (issue 18, item 1) — when a
+/* move_entry: the pure arithmetic of move_old — when a
  * message waiting in an old delay queue may come out, and with which delay
  * it is republished into the ladder so that it is never early. No I/O: the
  * step reads the message and the queue, this decides. */

@@ -1,6 +1,6 @@
 /* move_old: the step that takes the messages waiting in the old delay
- * queues and republishes each into the ladder with its remaining delay
- * (issue 18), so that the cutover need not wait a whole old horizon.
+ * queues and republishes each into the ladder with its remaining delay,
+ * so that the cutover need not wait a whole old horizon.
  *
  * Safety. A message is taken with basic.get and manual acknowledgement,
  * republished with publisher confirms and `mandatory` (its body,

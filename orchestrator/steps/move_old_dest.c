@@ -1,5 +1,5 @@
 /* move_old_dest: where a message moved out of an old queue goes in the
- * ladder (issue 18, item 2) — the destination that the old queue's
+ * ladder — the destination that the old queue's
  * dead-lettering would have delivered it to. The old queue's effective
  * dead-letter exchange and routing key (or the message's own key when the
  * queue has none) are followed one hop: the default exchange reaches the

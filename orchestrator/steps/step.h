@@ -302,7 +302,7 @@ const char *step_flag_describe(const struct plan *p, char *out, size_t outlen);
 int step_flag_require_on(struct step_ctx *c, json_t **result, char *err,
     size_t errlen);
 
-/* move_old (issue 18): moves the messages waiting in the old queues into
+/* move_old: moves the messages waiting in the old queues into
  * the ladder with their remaining delay, never early (move_entry.h), each
  * acked in its old queue only after its publisher confirm; what cannot go
  * (beyond the ladder, entry unknown over the bound, no destination, not

@@ -40,7 +40,7 @@
  *     later, never earlier;
  *   - publishes made just before the flip show up to this long after it
  *     and cannot be told apart from publishes just after it, so growth
- *     seen in this window moves the deadline without an watch_alert (the
+ *     seen in this window moves the deadline without an alert (the
  *     deadline then covers them either way); the window also holds the
  *     watch open at least this long after the flip, so every pre-flip
  *     publish has been counted before it can end;

@@ -187,8 +187,10 @@ static const struct jfield verify_fields[] = {
 };
 #undef W
 
-/* Reads the parts of a persisted state J that issue 14 added (a state
- * without them reads as a new watch would start them). */
+/* Reads the parts of a persisted state J added after its first form:
+ * clock, parking, nodes, the at-most-once exposure, level leaders, the
+ * next places pass and levels (a state without them reads as a new watch
+ * would start them). */
 static void
 state_read_more(struct wstate *w, const json_t *j)
 {
@@ -355,7 +357,8 @@ watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	return 0;
 }
 
-/* Adds to J the parts of the state that issue 14 added. */
+/* Adds to J those later parts (state_read_more) and the probe's parked
+ * count. */
 static void
 state_json_more(json_t *j, const struct wstate *w)
 {

@@ -339,7 +339,7 @@
       return { words: words, pairs: pairs };
     }
   };
-  /* The watch's per-level proof (issue 22): which levels a probe proved
+  /* The watch's per-level proof: which levels a probe proved
    * moving, which are late, which are too long to probe; pending
    * dead-letters; each level's oldest age and where it comes from. */
   function levelPairs(s) {
