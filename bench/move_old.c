@@ -1,5 +1,5 @@
-/* bench_move_old: messages moved per second by the move_old step (issue
- * 18) against the move an operator scripts without it, a management-API
+/* bench_move_old: messages moved per second by the move_old step
+ * against the move an operator scripts without it, a management-API
  * get + publish loop (what `rabbitmqadmin get` / `publish` and shovel-style
  * scripts do: POST .../queues/Q/get with a count, then one POST
  * .../exchanges/X/publish per message), on the same broker in the same

@@ -1,8 +1,8 @@
-/* bench_old_path: the old path at the scale the old design reaches (issue
- * 4). Creates 10,000 classic old delay queues, one per distinct delay as
+/* bench_old_path: the old path at the scale the old design reaches.
+ * Creates 10,000 classic old delay queues, one per distinct delay as
  * the old design made them, then times in the same run:
  *   - measure_horizon against `rabbitmqctl list_queues name arguments
- *     messages` (the broker's own listing); floor: no slower (issue 19).
+ *     messages` (the broker's own listing); floor: no slower.
  *     The watch's listing with statistics is timed beside them;
  *   - remove_old on the 10,000 empty queues against loops of management
  *     API DELETEs, one per queue, on a fresh population of the same size:
@@ -13,7 +13,7 @@
  *     rabbitmqadmin once per queue, for the record. Each line gives the
  *     broker's CPU per queue deleted, which is what bounds them all, and
  *     remove_old's rate against that bound (the CPUs / the broker's CPU
- *     per queue) has a floor: 75 % of it (issue 19).
+ *     per queue) has a floor: 75 % of it.
  * Prints each pair and the ratio, and a BENCH line per figure for
  * bench/run (bench/lib.sh); exits 0 when every floor is met.
  *

@@ -1,4 +1,4 @@
-/* bench_scale: the scale of a plan (issue 19, item 3). For ladders of
+/* bench_scale: the scale of a plan. For ladders of
  * several sizes (destinations: 50, 100, 250, 500 by default) on a 20-level
  * quorum ladder, times in the same run the three steps whose work grows
  * with the plan's objects:

@@ -1,8 +1,8 @@
-/* bench_watch_cost: the broker CPU the watch costs at 10,000 old queues
- * (issue 19, item 1). Declares CUTOVER_BENCH_QUEUES classic old delay
- * queues (TTLs spread from 1 s to 24 h, as user input made them), a
- * ladder, then measures the broker's CPU time (/proc/PID/stat of the
- * node) in four windows, one tick every CUTOVER_BENCH_INTERVAL_MS:
+/* bench_watch_cost: the broker CPU the watch costs at 10,000 old queues.
+ * Declares CUTOVER_BENCH_QUEUES classic old delay queues (TTLs spread
+ * from 1 s to 24 h, as user input made them), a ladder, then measures the
+ * broker's CPU time (/proc/PID/stat of the node) in four windows, one
+ * tick every CUTOVER_BENCH_INTERVAL_MS:
  *   - idle: nothing but the node itself (the baseline, per second), just
  *     before and just after the watch;
  *   - the watch: step_watch each tick, as the engine runs it, for

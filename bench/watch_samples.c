@@ -1,5 +1,5 @@
 /* bench_watch_samples: the watch's samples over a 12-day watch at a 10 s
- * interval (issue 6: the database must stay under 100 MB). Writes, into a
+ * interval (the database must stay under 100 MB). Writes, into a
  * real SQLite file through the store, what the watch writes for a 28-level
  * ladder each tick — old.depth, old.nonempty, old.publishes,
  * ladder.depth x 28 (label = level), ladder.publishes, parking.depth, and
@@ -11,7 +11,7 @@
  * not under 100 MB.
  *
  * Beside the samples, each transaction writes what the engine keeps of
- * the plan at that scale (issue 19): measure_horizon's result with
+ * the plan at that scale: measure_horizon's result with
  * --old-queues queues (10,000) once, and the watch step's state at every
  * commit, carrying a last reading of every old queue (as the tick that
  * ends the watch writes it: an upper bound for the ticks before), so
