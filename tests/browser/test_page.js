@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/* The status page in a real browser (issue 8): Debian's headless Chromium,
+/* The status page in a real browser: Debian's headless Chromium,
  * driven by playwright-core, against a real `cutover serve` and the test
  * broker. A plan [declare_ladder, {verify_ladder, gate}] waits at its gate;
  * the page lists it, shows the gate waiting and an alert (acknowledged
@@ -10,7 +10,7 @@
  * says it cannot reach it. Screenshots go to BUILD/screenshot-plan.png and
  * BUILD/screenshot-history.png.
  *
- * Then a whole plan (issue 17): three old queues, measure, declare, verify,
+ * Then a whole plan: three old queues, measure, declare, verify,
  * canary, a gated flip through a real HTTP flag service this test runs, the
  * watch, a gated remove_old. At each stage the top of the page, at 1280×800
  * and at 360 px wide, is measured (bounding boxes within the first screen):
@@ -329,7 +329,9 @@ async function atAGlance(page, build, stage, wantAction) {
 
 async function planDoc(base, id) { return (await fetch(`${base}/api/plans/${id}`)).json(); }
 
-/* Issue 17 items 1, 2, 3, 5 on a whole plan. */
+/* The whole plan, stage by stage: the top of the page, the gates (one
+ * approved ahead), the watch's charts, and the plan's name refused until
+ * archived. */
 async function wholePlan(page, base, db, bin, build, problems) {
   fs.mkdirSync(path.join(build, 'screenshots'), { recursive: true });
   fs.rmSync(path.join(build, 'screenshots', 'failure.png'), { force: true });   /* an earlier run's */
@@ -531,7 +533,7 @@ async function wholePlan(page, base, db, bin, build, problems) {
   check(problems.length === 0, 'no script errors in the whole plan' + (problems.length ? ': ' + problems.join('; ') : ''));
 }
 
-/* Issue 17 item 4 on the whole plan, after remove_old: the history grouped
+/* The whole plan's history, after remove_old: the history grouped
  * by step with its removals folded into one row that lists their names,
  * filtered by step, actor and kind, times in UTC milliseconds, the plan's
  * YAML shown, a refused request recorded, and both downloads verifying

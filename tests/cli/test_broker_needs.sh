@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_broker_needs: a broker that cannot honour a plan is refused before
-# anything is declared, naming the missing feature flag (issue 16, item 3).
+# anything is declared, naming the missing feature flag.
 # Starts its own fresh RabbitMQ 3.10 node (scripts/broker, on a free port,
 # data under a scratch directory) with feature flag stream_queue disabled —
 # on such a node quorum queues silently dead-letter at-most-once — and

@@ -14,7 +14,7 @@ failures=0
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
-# encode: the issue's own example, byte for byte.
+# encode: README's example (and docs/producers.md's), byte for byte.
 expect 0 "$bin" encode --unit 1s --levels 6 --json 42s email.delivery
 [ "$(cat "$tmp/out")" = '{"units":42,"entry_exchange":"delay.level.05","routing_key":"1.0.1.0.1.0.email.delivery","waits":[32,8,2]}' ] ||
     fail "encode --json printed $(cat "$tmp/out")"
@@ -34,7 +34,7 @@ expect 0 "$bin" encode --unit 1s --levels 28 --naming kombu --json 5s celery
 contains "$tmp/out" '"entry_exchange":"celery_delayed_2"'
 expect 0 "$bin" encode --unit 1s --levels 28 --naming nservicebus --json 5s Sales
 contains "$tmp/out" '"entry_exchange":"nsb.v2.delay-level-02"'
-# kombu's prefix (issue 15 item 6): P_celery_delayed_K; a fixed naming
+# kombu's prefix: P_celery_delayed_K; a fixed naming
 # needs neither --unit nor --levels, and refuses others than its own (2),
 # as nservicebus refuses a prefix.
 expect 0 "$bin" encode --naming kombu --prefix p --json 5s celery
@@ -98,7 +98,7 @@ contains "$tmp/out" "x-message-ttl=524288000"
 contains "$tmp/out" "alternate-exchange=delay.parking"
 contains "$tmp/out" "key '*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.email.delivery'"
 contains "$tmp/out" "[gate: waits for approval]"
-# kombu (issue 15 items 4, 5, 6): Kombu's prefix, reject-publish on classic
+# kombu: Kombu's prefix, reject-publish on classic
 # level queues, a destination whose key is not its queue's name.
 sed -e 's/^  queue_type: quorum .*/  queue_type: classic\n  prefix: p/' \
     -e 's/^  destinations: .*/  destinations: [celery, { key: emails.send, queue: emails }]/' \

@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_docs: the documentation cannot drift from the code (issue 21, item
-# 5). README.md's command table is exactly what packaging/gendocs makes of
+# test_docs: the documentation cannot drift from the code. README.md's
+# command table is exactly what packaging/gendocs makes of
 # docs/commands.txt; every verb of main.c's table is in docs/commands.txt;
 # every key the plan loader knows (the keys[] tables of plans/*.c) is in
 # docs/plan-format.txt; and the man pages the build made read without a

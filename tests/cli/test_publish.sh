@@ -65,8 +65,8 @@ expect 1 "$bin" publish "$plan" --delay 3.2s --dest email.delivery
 contains "$tmp/err" "beyond the ladder's maximum of 3100ms"
 expect 1 "$bin" publish "$plan" --delay 3.11s --dest email.delivery
 contains "$tmp/err" "rounds up to 32 units"
-# The plan's own max_delay holds, below what its ladder reaches (issue 15
-# item 7: 2s of 100ms units is a 5-level ladder reaching 3.1s).
+# The plan's own max_delay holds, below what its ladder reaches (2s of
+# 100ms units is a 5-level ladder reaching 3.1s).
 sed 's/^  levels: 5$/  max_delay: 2s/' "$plan" >"$tmp/max.yaml"
 expect 1 "$bin" publish "$tmp/max.yaml" --delay 2.5s --dest email.delivery
 contains "$tmp/err" "beyond max_delay 2s"

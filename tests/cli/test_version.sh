@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_version: `cutover --version` (issue 21, item 1) — cutover's version
+# test_version: `cutover --version` — cutover's version
 # (CMake's project version), the git commit it was configured at (or
 # "unknown" outside a git checkout), each library's version as its headers
 # (pkg-config) and the loaded library say; the same in /healthz (version,

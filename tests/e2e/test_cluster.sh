@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_cluster: a cutover on a 3-node cluster that loses a node mid-watch
-# (issue 16, item 4). The test starts its own cluster (scripts/broker
+# test_cluster: a cutover on a 3-node cluster that loses a node mid-watch.
+# The test starts its own cluster (scripts/broker
 # cluster start: nodes on P, P+1, P+2) and runs the e2e plan with quorum
 # level queues (replicated over the three nodes) under live traffic.
 # cutover's plan lists the three nodes A, B, C in that order, so its AMQP

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_e2e: a whole cutover under live traffic (issue 9). A plan with
+# test_e2e: a whole cutover under live traffic. A plan with
 # unit 100ms over old queues whose horizon is about 20 s is submitted to a
 # running `cutover serve` with a flag of its own (an Unleash feature made for
 # this run, deleted on every exit path); cutover-traffic publishes a few hundred delayed

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_kill: a whole plan under live traffic with its engine killed by
-# SIGKILL at random points (issue 14). A demo-like plan (unit 100ms, a
+# SIGKILL at random points. A demo-like plan (unit 100ms, a
 # horizon of about 30 s, no gates) runs as `cutover run --db` against the
 # real broker and a real Unleash flag (a feature made for this run), while
 # cutover-traffic publishes old-style until the flag flips, then into the

@@ -1,4 +1,4 @@
-/* traffic: `cutover-traffic`, the traffic simulator of issue 9. It plays
+/* traffic: `cutover-traffic`, the traffic simulator of tests/e2e/. It plays
  * the producer a migration is done under: an old-style producer that
  * creates one queue per distinct delay (PREFIX.<n>ms, TTL n, dead-lettering
  * to the destination) and publishes into it, until the feature flag says

@@ -1,5 +1,5 @@
 /* traffic: the internal interfaces of cutover-traffic, the traffic
- * simulator of tests/e2e/ (issue 9). Not a library: traffic.c (options,
+ * simulator of tests/e2e/. Not a library: traffic.c (options,
  * the producer, the drain, the report), traffic_book.c (what was sent and
  * what arrived), traffic_flag.c (the feature-flag poller) and
  * traffic_consume.c (the destination consumers) share these declarations.

@@ -891,7 +891,7 @@ post_as_alice(const char *path, long status)
 	return j;
 }
 
-/* Issue 17 item 2: a gated step not reached yet can be approved ahead of
+/* A gated step not reached yet can be approved ahead of
  * time. The approval is recorded as such (step.approved_ahead, the
  * command done "approved ahead"), the gate opens when the plan gets there
  * without waiting, and the approver is the one who gave it. */
@@ -961,7 +961,7 @@ test_approve_ahead(void **state)
 	cleanup_broker("ahead");
 }
 
-/* Issue 17 item 5: a name is unique among plans not archived. A finished
+/* A name is unique among plans not archived. A finished
  * plan's name submitted again is refused (409, saying to archive it);
  * archiving a running plan is refused; once archived, the name is free,
  * and the plans of that name are two, the new one found by name. */

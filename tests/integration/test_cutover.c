@@ -487,7 +487,7 @@ test_sigterm_during_watch_resumes(void **state)
 }
 
 /* `cutover serve` stopped by SIGTERM mid-watch, as systemd stops
- * cutover.service (issue 21, item 4): a clean exit (0), the watch left
+ * cutover.service: a clean exit (0), the watch left
  * running, and resumed with its start and deadline. */
 static void
 test_serve_sigterm_during_watch_resumes(void **state)

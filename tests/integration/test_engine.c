@@ -296,7 +296,7 @@ test_abort_before_the_flip(void **state)
 	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
 	assert_int_equal(itest_count(&t, "rollback.requested"), 0);
 	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
-	/* The aborted plan holds its name until archived (issue 17 item 5). */
+	/* The aborted plan holds its name until archived. */
 	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
 	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
 	    NULL), 0);

@@ -1,4 +1,4 @@
-/* test_engine_safety (integration): the engine's safety rules of issue 14,
+/* test_engine_safety (integration): the engine's safety rules,
  * each against a real RabbitMQ node and a real SQLite file, with the
  * cutover binary (CUTOVER_BINARY) run as an operator would — one engine
  * per database (a second exits naming the holder; kill -9 frees it), a
@@ -433,7 +433,7 @@ sql(char *out, size_t outlen, const char *query)
 	return st;
 }
 
-/* ---- item 1: one engine per database ---- */
+/* ---- one engine per database ---- */
 
 static void
 test_second_engine_refused(void **state)
@@ -475,7 +475,7 @@ test_second_engine_refused(void **state)
 	assert_int_equal(itest_count(&t, "plan.succeeded"), 1);
 }
 
-/* ---- item 2: a confirmed flip is not sent again ---- */
+/* ---- a confirmed flip is not sent again ---- */
 
 static const char flip_steps[] = "[measure_horizon, declare_ladder, verify_ladder, "
     "canary, flip, { step: watch, gate: true }]";
@@ -517,7 +517,7 @@ test_confirmed_flip_not_resent(void **state)
 	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
 }
 
-/* ---- item 3: commands checked against the state each finds ---- */
+/* ---- commands checked against the state each finds ---- */
 
 /* A plan [declare_ladder, verify_ladder] run once and failed at its first
  * step (a queue with other arguments in the way, removed after), so that a
@@ -567,7 +567,7 @@ test_abort_then_retry_in_one_poll(void **state)
 		    outcome);
 }
 
-/* ---- item 3 through the API: a refused command gets a clear answer ---- */
+/* ---- commands through the API: a refused command gets a clear answer ---- */
 
 #define API_TOKEN "engine-safety-token"
 
@@ -691,7 +691,7 @@ test_api_refused_command_answered(void **state)
 	assert_int_equal(api("GET", "/api/plans/1/commands/999", out, sizeof(out)), 404);
 }
 
-/* ---- item 7: a database locked past the busy timeout mid-watch ---- */
+/* ---- a database locked past the busy timeout mid-watch ---- */
 
 static void
 test_watch_survives_locked_database(void **state)
@@ -888,7 +888,7 @@ test_serve_resumes_the_settle_window(void **state)
 	assert_string_equal(out, "1");
 }
 
-/* ---- item 9: a history cut short ---- */
+/* ---- a history cut short ---- */
 
 static void
 test_truncated_history_detected(void **state)

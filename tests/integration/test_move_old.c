@@ -1,4 +1,4 @@
-/* test_move_old (integration): the move_old step (issue 18) on a real
+/* test_move_old (integration): the move_old step on a real
  * RabbitMQ node (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER,
  * password env:CUTOVER_TEST_PASSWORD). Old TTL'd queues hold messages
  * stamped with the AMQP timestamp, with a header (epoch ms and RFC 3339)

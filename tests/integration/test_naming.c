@@ -119,8 +119,8 @@ await_message(struct step_ctx *c, const char *queue)
 	broker_delivery_free(&d);
 }
 
-/* Issue 15 item 7: a 28-level naming with max_delay 30d confirmed a 31d
- * publish. Publishing refuses anything beyond the plan's own maximum
+/* A 28-level naming with max_delay 30d once confirmed a 31d publish.
+ * Publishing refuses anything beyond the plan's own maximum
  * (before sending: nothing enters the ladder), and takes the maximum. */
 static void
 test_publish_beyond_plan_max_refused(void **state)
@@ -181,7 +181,7 @@ kombu_declare_classic_level(struct step_ctx *c, int k, char *err, size_t errlen)
 	return broker_queue_declare(c->amqp, q, true, args, 4, err, errlen);
 }
 
-/* Issue 15 item 5: Kombu sets x-overflow reject-publish on classic level
+/* Kombu sets x-overflow reject-publish on classic level
  * queues too; cutover's classic kombu levels carry it (read back from the
  * broker), so Kombu's own declare is accepted, level after level. */
 static void
@@ -218,7 +218,7 @@ test_classic_kombu_levels_reject_publish(void **state)
 	itest_cleanup();
 }
 
-/* Issue 15 item 6: Kombu's prefix P names P_celery_delayed_K and
+/* Kombu's prefix P names P_celery_delayed_K and
  * P_celery_delayed_delivery; a ladder of that prefix is declared under
  * those names and routes a delayed message through them. */
 static void
@@ -292,7 +292,7 @@ kombu_routing_key(unsigned countdown, const char *routing_key, char *out, size_t
 	return out;
 }
 
-/* Issue 15 item 4: Kombu's own example routes key destination_route to
+/* Kombu's own example routes key destination_route to
  * queue destination. With the long form { key, queue } a message Celery
  * publishes (to celery_delayed_27, Kombu's routing key layout) reaches that
  * queue, not the parking one; with { key, exchange } one reaches the queue

@@ -880,7 +880,7 @@ made_teardown(void **state)
 
 static const char *const leftover_fence = "cutover.fence=itest-old=77";
 
-/* Issue 13 item 4. A quorum queue cannot be deleted with if-empty: it is
+/* A quorum queue cannot be deleted with if-empty: it is
  * fenced (a policy: max-length 0, reject-publish) and sealed before the
  * delete, so a message published between the check and the delete is
  * refused (the publisher gets a nack and still has it), never deleted with
@@ -1204,7 +1204,7 @@ listed_depth(struct mgmt *m, const char *name, int64_t *messages, int64_t *publi
 	json_decref(l);
 }
 
-/* Issue 23 (the e2e.cutover flake). The watch ends on exact depths (a
+/* A stale depth (what once made e2e.cutover flaky). The watch ends on exact depths (a
  * passive declare: an old queue's last messages expired a moment ago),
  * while the management statistics still show the depth of seconds before
  * (DESIGN §3: they lag 5-10 s): remove_old, approved at once, must not
@@ -1316,7 +1316,7 @@ bind_to_dlx(struct broker *b, const char *name)
 		fail_msg("binding %s: %s", full, err);
 }
 
-/* Issue 13 item 6. Old queue A (TTL 1 s) dead-letters through an exchange
+/* Old queue A (TTL 1 s) dead-letters through an exchange
  * into old queue B (TTL 2 s): a message that entered A comes out of B up
  * to 3 s later, so the horizon counts 3 s, the result records the chain,
  * and B is not deleted while A is there. A cycle has no horizon. */

@@ -303,7 +303,7 @@ stale_measure_dry_run(const char *oldq)
 	json_decref(measured);
 }
 
-/* Issue 13 item 1: a plan whose old selection also matches its own ladder
+/* A plan whose old selection also matches its own ladder
  * (here '^PREFIX\.' over a ladder named PREFIX, with a destination
  * PREFIX.dest), or names its own queues, as a plan stored before `check`
  * refused them could: measure and remove_old select none of them. */
@@ -389,7 +389,7 @@ level_drifts(const char *policy, bool *named)
 	return n;
 }
 
-/* Issue 13 item 2: a policy ^PREFIX\.level\.\d+$ with message-ttl 1 (PCRE,
+/* A policy ^PREFIX\.level\.\d+$ with message-ttl 1 (PCRE,
  * as the broker reads it) over the declared ladder is drift on every level
  * queue, for apply-to queues, quorum_queues and all; applied to
  * classic_queues it does not concern these quorum levels. A broker older
@@ -438,7 +438,7 @@ test_pcre_policy_is_drift(void **state)
 	assert_true(ran >= 2);
 }
 
-/* Issue 13 item 2, measure's side: an operator policy ^PREFIX\.old\.\d+s$
+/* PCRE policies, measure's side: an operator policy ^PREFIX\.old\.\d+s$
  * with a message-ttl lower than the queue's argument sets its TTL. */
 static void
 test_pcre_operator_policy_lowers_ttl(void **state)

@@ -1,11 +1,11 @@
-/* test_slowloris (integration): slow clients cannot starve `cutover serve`
- * (issue 14, item 8). The real binary (CUTOVER_BINARY) runs on a free
- * loopback port with an empty database; tricklers open hundreds of
- * connections from other loopback addresses (127.0.0.0/8 is all local) and
- * send one header line every INTERVAL, never ending their request. Each
- * check waits on its condition with a ceiling: a fresh client's /healthz
- * answers while one address trickles 300 connections; a request that keeps
- * trickling is cut although it is never idle; and once the tricklers of
+/* test_slowloris (integration): slow clients cannot starve `cutover serve`.
+ * The real binary (CUTOVER_BINARY) runs on a free loopback port with an
+ * empty database; tricklers open hundreds of connections from other
+ * loopback addresses (127.0.0.0/8 is all local) and send one header line
+ * every INTERVAL, never ending their request. Each check waits on its
+ * condition with a ceiling: a fresh client's /healthz answers while one
+ * address trickles 300 connections; a request that keeps trickling is cut
+ * although it is never idle; and once the tricklers of
  * thirty addresses have filled every slot, the server is reachable again
  * without them giving up. Hostile bodies and requests are answered too, in
  * JSON and in time: plans nested 100000 deep, posted five at once, are

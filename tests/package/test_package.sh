@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_package: the Debian package (issue 21, items 2 and 4), installed on
+# test_package: the Debian package, installed on
 # this machine as an operator would: CPack builds it from BUILD_DIR into a
 # scratch directory, lintian finds no error or warning in it, `apt-get
 # install ./cutover_*.deb` installs it with the Depends dpkg-shlibdeps

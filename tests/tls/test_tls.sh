@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_tls: TLS everywhere cutover reaches a service (issue 16, item 1),
+# test_tls: TLS everywhere cutover reaches a service,
 # against a real RabbitMQ node this test starts with TLS listeners only and
 # mutual TLS (scripts/broker --tls DIR --tls-peer: amqps on
 # $CUTOVER_TEST_TLS_PORT, https management 10000 above), with certificates

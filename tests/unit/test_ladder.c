@@ -1168,7 +1168,7 @@ test_names_kombu(void **state)
 	    "celery_delayed_26");
 	assert_string_equal(ladder_entry_exchange(&l, 268435455, n, sizeof(n)),
 	    "celery_delayed_27");
-	/* Kombu's prefix P (native_delayed_delivery.py, issue 15 item 6):
+	/* Kombu's prefix P (native_delayed_delivery.py):
 	 * P_celery_delayed_K and P_celery_delayed_delivery. */
 	mkladder(&l, LADDER_NAMING_KOMBU, "p", 1000, 28);
 	assert_string_equal(ladder_level_exchange(&l, 3, n, sizeof(n)), "p_celery_delayed_3");

@@ -1,4 +1,4 @@
-/* test_move_entry: move_old's arithmetic (issue 18, item 1). A moved
+/* test_move_entry: move_old's arithmetic. A moved
  * message must never come out before the moment the old queue would have
  * let it out: every case checks the delay against that moment, at the
  * edges where rounding goes wrong (the timestamp's second, the unit, a

@@ -948,8 +948,8 @@ test_ladder_naming_rules(void **state)
 	assert_int_equal(p->max_delay_ms, S(12 * 86400));
 	plan_free(p);
 
-	/* kombu takes Kombu's prefix (issue 15 item 6); nservicebus no
-	 * classic level queues (item 5), said where queue_type is written. */
+	/* kombu takes Kombu's prefix; nservicebus no classic level queues,
+	 * said where queue_type is written. */
 	p = with_ladder("  naming: kombu\n  prefix: orders\n  levels: 28\n", "flag:\n");
 	assert_string_equal(p->ladder.prefix, "orders");
 	plan_free(p);
@@ -979,7 +979,7 @@ test_ladder_naming_rules(void **state)
 	free(t);
 }
 
-/* The plan's max_delay is the most publishing takes (issue 15 item 7):
+/* The plan's max_delay is the most publishing takes:
  * the ladder holds it as its limit, the default canary stays within it. */
 static void
 test_max_delay_limits(void **state)
@@ -1015,7 +1015,7 @@ test_max_delay_limits(void **state)
 }
 
 /* A destination whose routing key is not its queue's name, or reaches an
- * exchange (issue 15 item 4): the long form beside the short one, each
+ * exchange: the long form beside the short one, each
  * error at its line and column. */
 static void
 test_destination_long_form(void **state)
@@ -1327,7 +1327,7 @@ test_null_arguments(void **state)
 	free(t);
 }
 
-/* Issue 13 items 1 and 9: an old selection that takes one of the plan's
+/* An old selection that takes one of the plan's
  * own queues (a level, the parking queue, a destination, the probe or the
  * canary queue) is refused where it is written, for every naming; the
  * pattern is PCRE2 (\\d, lookahead) and its cost is bounded. */

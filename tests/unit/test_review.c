@@ -96,8 +96,8 @@ test_quorum_levels_are_not(void **state)
 	json_decref(a);
 }
 
-/* What the libraries' own producers do that cutover's do not (issue 15
- * item 8): Celery's int() countdown, NServiceBus's clamped negative delay;
+/* What the libraries' own producers do that cutover's do not: Celery's
+ * int() countdown, NServiceBus's clamped negative delay;
  * cutover's own naming warns of neither. */
 static void
 test_library_producers_are_warned_about(void **state)
@@ -125,7 +125,7 @@ test_library_producers_are_warned_about(void **state)
 	json_decref(a);
 }
 
-/* What the watch measures per level, and nothing more (issue 22): the
+/* What the watch measures per level, and nothing more: the
  * level probes, the budget, pending dead-letters on quorum only, the
  * bands, and the oldest age's two sources; the cycle warning on the
  * consumer's question. */

@@ -206,7 +206,7 @@ test_library_alternate_exchange_is_a_policy(void **state)
 }
 
 /* Kombu declares its classic level queues with x-overflow: reject-publish
- * too (native_delayed_delivery.py; issue 15 item 5): the same arguments
+ * too (native_delayed_delivery.py): the same arguments
  * exactly, or its declare fails with 406 on the first level. */
 static void
 test_classic_kombu_levels_reject_publish(void **state)
@@ -239,7 +239,7 @@ test_classic_kombu_levels_reject_publish(void **state)
 	topology_free(&t);
 }
 
-/* The long form (issue 15 item 4): a destination's key binds the queue,
+/* The long form: a destination's key binds the queue,
  * or the owner's exchange, it names; the exchange is listed, never with a
  * type of the ladder's choosing. */
 static void
