@@ -844,6 +844,15 @@ setup(void **state)
 	}
 	if (getenv("CUTOVER_TEST_NOTIFY_PORT") != NULL)
 		port_base = atoi(getenv("CUTOVER_TEST_NOTIFY_PORT"));
+	else {
+		/* Four ports a node: the 3.10 and 4.0 runs of this test side
+		 * by side, each lent its own node, never share them. */
+		const char *c = strrchr(getenv("CUTOVER_TEST_AMQP"), ':');
+		int amqp = c != NULL ? atoi(c + 1) : 0;
+
+		if (amqp > 0)
+			port_base += (amqp % 100) * 4;
+	}
 	if (port_base < 1024 || port_base > 65532) {
 		fprintf(stderr, "CUTOVER_TEST_NOTIFY_PORT: 1024 to 65532\n");
 		return -1;
