@@ -5,14 +5,14 @@
 #include "watch_int.h"
 
 /* The step clock: C->now_ms when set (tests), else the real time, in epoch
- * milliseconds. The same clock the old-path steps read (old_now_ms), so
- * the deadline the watch persists and the one remove_old works out agree. */
+ * milliseconds. It is the old-path library's (old_now_ms), which the
+ * old-path steps read, so that the deadline the watch persists and the one
+ * remove_old works out are on one clock; the watch's files read it only
+ * here. */
 int64_t
 watch_clock_now(const struct step_ctx *c)
 {
-	if (c != NULL && c->now_ms != 0)
-		return c->now_ms;
-	return clock_now_ms();
+	return old_now_ms(c);
 }
 
 /* A new watch's age: not measured yet (the first tick takes it from the

@@ -26,6 +26,7 @@ watch_levels_budget(const struct wstate *w)
 	return w->max_ttl_ms + w->allowance_ms;
 }
 
+/* Is level K probed: is its TTL within the probe budget? */
 static bool
 probed(const struct tick *t, int k)
 {
@@ -45,7 +46,7 @@ dl_target(const struct tick *t, int k, char *out, size_t outlen)
 
 /* Reads queue NAME's messages_dlx and head_message_timestamp into *DLX
  * and *HEAD by one GET of that queue (-1 when absent, or when the queue
- * does not exist: watch_ladder says so). Returns 0, or -1 when the broker
+ * does not exist: watch_ladder_read says so). Returns 0, or -1 when the broker
  * did not answer. */
 static int
 queue_dlx(struct tick *t, const char *name, int64_t *dlx, int64_t *head)
@@ -267,8 +268,8 @@ watch_levels_check(struct tick *t)
 			    (long long)t->lvl.dlx[k], t->lvl.dlx[k] == 1 ? "" : "s", (long long)held,
 			    (long long)w->allowance_ms, to);
 	}
-	if (t->lvl.dlx_seen && (held = pending_for(&w->levels.park_dlx_since_mono, t->lvl.parking_dlx,
-	    t->mono, w->allowance_ms)) >= 0)
+	if (t->lvl.dlx_seen && (held = pending_for(&w->levels.park_dlx_since_mono,
+	    t->lvl.parking_dlx, t->mono, w->allowance_ms)) >= 0)
 		watch_alert(t, "dead_letters_pending", "the parking queue '%s' has held "
 		    "%lld pending dead-letters for %lld ms", t->parking,
 		    (long long)t->lvl.parking_dlx, (long long)held);
@@ -342,6 +343,8 @@ watch_levels_send(struct tick *t, int64_t *seq)
 	}
 }
 
+/* How many level probes are in flight (the watch does not end while
+ * any is). */
 size_t
 watch_levels_in_flight(const struct wlevels *ls)
 {
@@ -476,7 +479,8 @@ static const char *
 oldest(const struct tick *t, const struct wlevel *lv, int k, int64_t *age)
 {
 	*age = -1;
-	if (t->lad.depth_seen && t->lad.depth[k] == 0 && (!t->lvl.dlx_seen || t->lvl.dlx[k] <= 0)) {
+	if (t->lad.depth_seen && t->lad.depth[k] == 0 &&
+	    (!t->lvl.dlx_seen || t->lvl.dlx[k] <= 0)) {
 		*age = 0;
 		return "empty";
 	}

@@ -104,7 +104,7 @@ measured_names(const json_t *measured, const char ***out, size_t *n)
 	return 0;
 }
 
-/* Lists the vhost's queues into T->listing. Returns 0, or -1 when the
+/* Lists the vhost's queues into T->old.listing. Returns 0, or -1 when the
  * broker did not answer (alerted). */
 static int
 old_list(struct tick *t)
@@ -236,9 +236,9 @@ seen_entry(const struct oldq *q, const json_t *pv)
 	    json_null();
 }
 
-/* Fills T->q with the listed queues SEL selects (MEASURED, N: the sorted
+/* Fills T->old.q with the listed queues SEL selects (MEASURED, N: the sorted
  * names measure_horizon measured), their publish counters summed into
- * *TOTAL and recorded in T->seen, each compared with the last full pass
+ * *TOTAL and recorded in T->old.seen_queues, each compared with the last full pass
  * into M, the unmeasured ones joined. Returns 0, or -1 with ERR (memory,
  * a name the selection cannot decide). */
 static int
@@ -249,7 +249,8 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 	size_t i;
 	bool selected, fresh;
 
-	if ((t->old.q = calloc(json_array_size(t->old.listing) + 1, sizeof(*t->old.q))) == NULL ||
+	if ((t->old.q = calloc(json_array_size(t->old.listing) + 1,
+	    sizeof(*t->old.q))) == NULL ||
 	    (t->old.seen_queues = json_object()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -410,11 +411,13 @@ count_publishes(struct tick *t, const struct members *m)
 	    "path after the flip", (long long)after, after == 1 ? "" : "es");
 }
 
+/* A queue of measure_horizon's result, by name (the light pass's index). */
 struct named {
 	const char *name;
 	const json_t *e;
 };
 
+/* qsort and bsearch order of struct named: by name. */
 static int
 cmp_named(const void *a, const void *b)
 {
@@ -441,6 +444,7 @@ measured_index(const json_t *measured, struct named **out, size_t *n)
 	return 0;
 }
 
+/* The measured entry of queue NAME in V (N of them, sorted), or NULL. */
 static const json_t *
 measured_find(const struct named *v, size_t n, const char *name)
 {
@@ -450,13 +454,13 @@ measured_find(const struct named *v, size_t n, const char *name)
 	return hit != NULL ? hit->e : NULL;
 }
 
-/* The light pass: T->q becomes the old queues that held messages at the
+/* The light pass: T->old.q becomes the old queues that held messages at the
  * last look (old.held) and the old queues they dead-letter into (from
  * measure_horizon), each read exactly by a passive declare. Every other
  * old queue was empty then, and only a publish (the exchanges' counters
  * show it, and a full pass follows) or a dead-letter from one of those
  * can have filled it. Returns 0, or -1 when the broker did not answer
- * (alerted) or memory ran out (T->old_seen stays false). */
+ * (alerted) or memory ran out (T->old.seen stays false). */
 static int
 old_light(struct tick *t)
 {
@@ -495,7 +499,6 @@ old_light(struct tick *t)
 		q->publish = -1;
 		q->measured = measured_find(idx, nidx, names[i]) != NULL;
 	}
-	t->w->old.pass.light++;
 	if (watch_old_exact(t, true) != 0)
 		goto done;
 	t->old.seen = true;

@@ -96,8 +96,8 @@ full_why(const struct tick *t, int64_t x)
 	return NULL;
 }
 
-/* Decides this tick's pass (T->old_full), after noting growth of the
- * feeding exchanges' publish counters. Returns T->old_full. */
+/* Decides this tick's pass (T->old.full), after noting growth of the
+ * feeding exchanges' publish counters; counts a light one. Returns T->old.full. */
 bool
 watch_old_pass_full(struct tick *t)
 {
@@ -117,6 +117,8 @@ watch_old_pass_full(struct tick *t)
 	t->old.full = why != NULL;
 	if (why != NULL)
 		snprintf(p->why, sizeof(p->why), "%s", why);
+	else
+		p->light++;	/* watch_old.c makes it */
 	return t->old.full;
 }
 

@@ -98,18 +98,21 @@ probe_queue(struct tick *t)
 	t->probe_ready = true;
 }
 
+/* Keeps LATE among the recent latenesses (the oldest dropped past
+ * PROBE_RECENT_MAX), as the last and, when larger, the largest. */
 static void
-remember_lateness(struct wstate *w, int64_t late)
+remember_lateness(struct wprobes *pr, int64_t late)
 {
-	if (w->probes.nrecent == PROBE_RECENT_MAX) {
-		memmove(w->probes.recent, w->probes.recent + 1, (PROBE_RECENT_MAX - 1) * sizeof(w->probes.recent[0]));
-		w->probes.nrecent--;
+	if (pr->nrecent == PROBE_RECENT_MAX) {
+		memmove(pr->recent, pr->recent + 1, (PROBE_RECENT_MAX - 1) *
+		    sizeof(pr->recent[0]));
+		pr->nrecent--;
 	}
-	w->probes.recent[w->probes.nrecent++] = late;
-	w->probes.last_late = late;
-	if (!w->probes.have_late || late > w->probes.max_late)
-		w->probes.max_late = late;
-	w->probes.have_late = true;
+	pr->recent[pr->nrecent++] = late;
+	pr->last_late = late;
+	if (!pr->have_late || late > pr->max_late)
+		pr->max_late = late;
+	pr->have_late = true;
 }
 
 /* Takes one probe message D, read at OBS (monotonic), when the probe
@@ -118,7 +121,7 @@ remember_lateness(struct wstate *w, int64_t late)
 static void
 probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	struct publish_info pi;
 	int64_t ml = t->p->canary.max_lateness_ms, lo, up;
 	int64_t wall = clock_now_ms();	/* samples are stamped on the wall clock,
@@ -128,46 +131,46 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 
 	if (publish_read(d, &pi, why, sizeof(why)) != 0 ||
 	    strcmp(pi.plan, t->p->name) != 0 || strcmp(pi.purpose, PUBLISH_PROBE) != 0) {
-		w->probes.foreign++;
+		pr->foreign++;
 		return;
 	}
-	for (i = 0; i < w->probes.nout; i++)
-		if (w->probes.out[i].seq == pi.seq && w->probes.out[i].not_before_ms == pi.not_before_ms)
+	for (i = 0; i < pr->nout; i++)
+		if (pr->out[i].seq == pi.seq && pr->out[i].not_before_ms == pi.not_before_ms)
 			break;
-	if (i == w->probes.nout && watch_levels_take(t, &pi, obs))
+	if (i == pr->nout && watch_levels_take(t, &pi, obs))
 		return;
-	if (i == w->probes.nout) {
+	if (i == pr->nout) {
 		/* A duplicate (at-least-once dead-lettering), one already called
 		 * lost, or one sent by a tick whose state was never saved. */
-		w->probes.stale++;
+		pr->stale++;
 		return;
 	}
-	lo = w->probes.checked_ms > w->probes.out[i].sent_mono ? w->probes.checked_ms :
-	    w->probes.out[i].sent_mono;
-	lo -= w->probes.out[i].not_before_mono;	/* lateness is above this ... */
-	up = obs - w->probes.out[i].not_before_mono;	/* ... and at most this */
-	w->probes.arrived++;
+	lo = pr->checked_ms > pr->out[i].sent_mono ? pr->checked_ms :
+	    pr->out[i].sent_mono;
+	lo -= pr->out[i].not_before_mono;	/* lateness is above this ... */
+	up = obs - pr->out[i].not_before_mono;	/* ... and at most this */
+	pr->arrived++;
 	if (up < 0) {
-		w->probes.early++;
-		remember_lateness(w, up);
+		pr->early++;
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
 		    "not-before time: a level's TTL is shorter than the plan says (a "
 		    "policy? cutover ladder verify)", (long long)pi.seq, (long long)-up);
 	} else if (lo > ml) {
-		w->probes.late++;
-		remember_lateness(w, up);
+		pr->late++;
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
 		    "not-before time, later than canary.max_lateness %lld ms: the "
 		    "ladder is slow (broker load, a queue leader election?)",
 		    (long long)pi.seq, (long long)lo, (long long)up, (long long)ml);
 	} else if (up <= ml) {
-		remember_lateness(w, up);
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 	} else
-		w->probes.unmeasured++;	/* looked at too seldom to tell */
-	w->probes.out[i] = w->probes.out[--w->probes.nout];
+		pr->unmeasured++;	/* looked at too seldom to tell */
+	pr->out[i] = pr->out[--pr->nout];
 }
 
 /* Keeps D (only what acknowledging it needs) to be acknowledged at the
@@ -247,8 +250,10 @@ probe_drain(struct tick *t)
 void
 watch_probe_read(struct tick *t)
 {
-	if (t->w->probes.next_ms == 0)
-		t->w->probes.next_ms = t->mono;	/* the first probe at once */
+	struct wprobes *pr = &t->w->probes;
+
+	if (pr->next_ms == 0)
+		pr->next_ms = t->mono;	/* the first probe at once */
 	probe_settle(t);
 	probe_queue(t);
 	if (t->probe_ready)
@@ -257,12 +262,14 @@ watch_probe_read(struct tick *t)
 
 /* Waits for the probes due within the next moment (or overdue and not yet
  * past their bound; level probes too), reading the probe queue every
- * PROBE_POLL_MS, so that their lateness is measured to within that. Bounded: at most the await
- * window plus max_lateness and the grace, and only while a probe is due. */
+ * PROBE_POLL_MS, so that their lateness is measured to within that.
+ * Bounded: at most the await window plus max_lateness and the grace, and
+ * only while a probe is due. */
 void
 watch_probe_await(struct tick *t)
 {
 	struct wstate *w = t->w;
+	struct wprobes *pr = &w->probes;
 	int64_t ml = t->p->canary.max_lateness_ms, start = clock_mono_ms(), now = start;
 	int64_t window = t->p->ladder.unit_ms > PROBE_AWAIT_MIN_MS ?
 	    t->p->ladder.unit_ms : PROBE_AWAIT_MIN_MS, until;
@@ -271,10 +278,10 @@ watch_probe_await(struct tick *t)
 		window = t->p->watch.interval_ms;
 	for (;;) {
 		until = 0;
-		for (size_t i = 0; i < w->probes.nout; i++) {
-			int64_t bound = w->probes.out[i].not_before_mono + ml + PROBE_GRACE_MS;
+		for (size_t i = 0; i < pr->nout; i++) {
+			int64_t bound = pr->out[i].not_before_mono + ml + PROBE_GRACE_MS;
 
-			if (w->probes.out[i].not_before_mono <= start + window && bound > until)
+			if (pr->out[i].not_before_mono <= start + window && bound > until)
 				until = bound;
 		}
 		for (int k = 0; k < t->p->ladder.levels; k++) {
@@ -303,32 +310,32 @@ watch_probe_await(struct tick *t)
 void
 watch_probe_lost(struct tick *t)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	int64_t ml = t->p->canary.max_lateness_ms;
 	char levels[160], tb[40];
 
-	for (size_t i = 0; i < w->probes.nout;) {
-		struct probe *pr = &w->probes.out[i];
+	for (size_t i = 0; i < pr->nout;) {
+		struct probe *op = &pr->out[i];
 		uint64_t units;
 
-		if (pr->not_before_mono + ml + PROBE_GRACE_MS >= w->probes.checked_ms) {
+		if (op->not_before_mono + ml + PROBE_GRACE_MS >= pr->checked_ms) {
 			i++;
 			continue;
 		}
 		levels[0] = '\0';
-		units = (uint64_t)((w->probes.delay_ms + t->p->ladder.unit_ms - 1) /
+		units = (uint64_t)((pr->delay_ms + t->p->ladder.unit_ms - 1) /
 		    t->p->ladder.unit_ms);
 		for (int k = t->p->ladder.levels - 1; k >= 0; k--)
 			if (units >> k & 1)
 				watch_appendf(levels, sizeof(levels), "%d", k);
-		w->probes.lost++;
+		pr->lost++;
 		watch_alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
 		    "canary.max_lateness %lld ms + %d ms grace: lost or stuck on its "
-		    "path (levels %s, then '%s' to '%s')", (long long)pr->seq,
-		    old_time_format(pr->not_before_ms, tb, sizeof(tb)), (long long)ml,
+		    "path (levels %s, then '%s' to '%s')", (long long)op->seq,
+		    old_time_format(op->not_before_ms, tb, sizeof(tb)), (long long)ml,
 		    PROBE_GRACE_MS, levels[0] ? levels : "none", t->delivery,
 		    t->probe_queue);
-		*pr = w->probes.out[--w->probes.nout];
+		*op = pr->out[--pr->nout];
 	}
 }
 
@@ -336,38 +343,38 @@ watch_probe_lost(struct tick *t)
 void
 watch_probe_send(struct tick *t)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	struct publish_request r;
 	struct publish_receipt rc;
 	int64_t now = clock_mono_ms();
 	char body[96], why[1024];
 	int st;
 
-	if (now < w->probes.next_ms || w->probes.nout == PROBE_OUTSTANDING_MAX)
+	if (now < pr->next_ms || pr->nout == PROBE_OUTSTANDING_MAX)
 		return;
-	snprintf(body, sizeof(body), "{\"probe\":%lld}", (long long)w->probes.seq);
+	snprintf(body, sizeof(body), "{\"probe\":%lld}", (long long)pr->seq);
 	memset(&r, 0, sizeof(r));
 	r.plan = t->p->name;
 	r.purpose = PUBLISH_PROBE;
-	r.seq = w->probes.seq;
-	r.delay_ms = w->probes.delay_ms;
+	r.seq = pr->seq;
+	r.delay_ms = pr->delay_ms;
 	r.destination = t->probe_queue;
 	r.body = body;
 	r.len = strlen(body);
 	r.content_type = "application/json";
 	r.timeout_ms = PROBE_PUBLISH_TIMEOUT_MS;
 	st = publish_delayed(t->c->amqp, &t->p->ladder, &r, &rc, why, sizeof(why));
-	w->probes.seq++;
-	w->probes.next_ms += t->p->watch.probe_every_ms;
-	if (w->probes.next_ms <= now)
-		w->probes.next_ms = now + t->p->watch.probe_every_ms;
+	pr->seq++;
+	pr->next_ms += t->p->watch.probe_every_ms;
+	if (pr->next_ms <= now)
+		pr->next_ms = now + t->p->watch.probe_every_ms;
 	if (st == PUBLISH_OK) {
-		w->probes.sent++;
-		w->probes.out[w->probes.nout].seq = r.seq;
-		w->probes.out[w->probes.nout].sent_ms = rc.sent_ms;
-		w->probes.out[w->probes.nout].not_before_ms = rc.not_before_ms;
-		w->probes.out[w->probes.nout].sent_mono = rc.sent_mono_ms;
-		w->probes.out[w->probes.nout++].not_before_mono = rc.not_before_mono_ms;
+		pr->sent++;
+		pr->out[pr->nout].seq = r.seq;
+		pr->out[pr->nout].sent_ms = rc.sent_ms;
+		pr->out[pr->nout].not_before_ms = rc.not_before_ms;
+		pr->out[pr->nout].sent_mono = rc.sent_mono_ms;
+		pr->out[pr->nout++].not_before_mono = rc.not_before_mono_ms;
 		return;
 	}
 	if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST || st == PUBLISH_ETIMEOUT)

@@ -52,6 +52,8 @@ watch_unreachable(struct tick *t, const char *what, const char *why)
 	watch_alert(t, "broker_unreachable", "%s: %s", what, why);
 }
 
+/* Adds one sample (METRIC, LABEL, V at TS) to the tick's row, written by
+ * watch_write_samples. Returns 0, or -1 when out of memory. */
 int
 watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
     double v)
@@ -217,6 +219,7 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* How many of the plan's alerts are open, or -1 with ERR. */
 int
 watch_count_open(struct tick *t, char *err, size_t errlen)
 {

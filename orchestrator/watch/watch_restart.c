@@ -11,6 +11,7 @@ struct typed {
 	const char *name, *type;
 };
 
+/* qsort and bsearch order of struct typed: by name. */
 static int
 cmp_typed(const void *a, const void *b)
 {
@@ -67,8 +68,9 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	const char *levels[LADDER_MAX_LEVELS];
 	int changes = 0;
 
-	w->nodes.places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
-	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	w->nodes.places_next_ms = t->mono + (t->p->watch.probe_every_ms >
+	    t->p->watch.interval_ms ? t->p->watch.probe_every_ms :
+	    t->p->watch.interval_ms);
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, names[k], sizeof(names[k]));
 		levels[k] = names[k];
@@ -82,7 +84,7 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, name, sizeof(name));
 		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
-			continue;	/* watch_ladder says it is missing */
+			continue;	/* watch_ladder_read says it is missing */
 		if (q->leader == NULL || q->online == 0) {
 			watch_alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
 			    "leader, %zu of %zu members online (a quorum queue can stay "

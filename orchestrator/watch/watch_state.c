@@ -7,6 +7,9 @@
  * Only watch.c calls it. */
 #include "watch_int.h"
 
+/* Starts W, a new watch in C at NOW (the flip's time when C has it) with
+ * measure_horizon's largest TTL and its queue (TTL_QUEUE may be NULL):
+ * the shared figures, then each part as its file starts it. */
 void
 watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_t ttl,
     const char *ttl_queue)
