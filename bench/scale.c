@@ -5,7 +5,7 @@
  *   - declare_ladder (the step: every exchange, queue, binding, policy;
  *     the destinations created, ladder.create_destinations);
  *   - verify_ladder (the step: every object read back and compared);
- *   - the watch's drift check: what watch_verify and watch_places run
+ *   - the watch's drift check: what watch_verify_read and watch_places run
  *     every probe_every (verify_ladder again, and the listing of where
  *     the queues run).
  * Each size runs CUTOVER_BENCH_ROUNDS times (3) on a fresh ladder, torn

@@ -73,7 +73,9 @@ names(struct tick *t, char *err, size_t errlen)
 
 /* Starts tick T of the watch in C: its state W read back from C->state
  * (the largest TTL never shrinks), or begun now; *PREV_DEADLINE is the
- * deadline before this tick. Returns 0 or -1 with ERR. */
+ * deadline before this tick. Brings the watch's clock to this tick; after
+ * a reboot every part whose stamps are monotonic rebases them. Returns 0
+ * or -1 with ERR. */
 static int
 tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
     int64_t *prev_deadline, char *err, size_t errlen)
@@ -84,20 +86,20 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 	t->c = c;
 	t->p = c->plan;
 	t->w = w;
-	t->now = old_now_ms(c);
+	t->now = watch_clock_now(c);
 	t->mono = clock_mono_ms();
 	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL) {
 		snprintf(err, errlen, "the watch needs the store and the broker "
 		    "connections (it is run by the engine)");
 		return -1;
 	}
-	if (watch_measured_ttl(c->measured, &ttl, &ttl_queue) != 0) {
+	if (watch_deadline_measured(c->measured, &ttl, &ttl_queue) != 0) {
 		snprintf(err, errlen, "the watch needs measure_horizon's result with the "
 		    "largest old TTL (summary.max_ttl_ms), and has none");
 		return -1;
 	}
 	if (json_is_object(c->state) && json_object_get(c->state, "version") != NULL) {
-		if (watch_state_read(w, c->state, err, errlen) != 0)
+		if (watch_state_load(w, c->state, err, errlen) != 0)
 			return -1;
 		if (ttl > w->max_ttl_ms) {
 			w->max_ttl_ms = ttl;
@@ -106,56 +108,90 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 		}
 	} else {
 		watch_state_init(w, c, t->now, ttl, ttl_queue);
-		if (watch_moved(w, c->moved)) {
+		if (watch_deadline_moved(w, c->moved)) {
 			/* The deadline only grows: begun again from the move's. */
 			w->deadline_ms = 0;
-			watch_update_deadline(w);
+			watch_deadline_update(w);
 		}
 	}
-	(void)watch_moved(w, c->moved);
+	(void)watch_deadline_moved(w, c->moved);
 	*prev_deadline = w->deadline_ms;
 	if (names(t, err, errlen) != 0)
 		return -1;
-	watch_clock_tick(w, t->now, t->mono);
+	if (!watch_clock_tick(w, t->now, t->mono)) {
+		watch_probe_rebase(&w->probes, t->now, t->mono);
+		watch_restart_rebase(&w->nodes);
+		watch_levels_rebase(&w->levels, t->now, t->mono);
+	}
 	w->ticks++;
 	w->last_tick_ms = t->now;
-	if (w->probe_next_ms == 0)
-		w->probe_next_ms = t->mono;
 	return 0;
 }
 
-/* The tick's looks at both paths, the flag, the broker and the probes;
- * then the deadline (PREV_DEADLINE: before the tick). Returns 0 or -1
- * with ERR (watch_old's local failures). */
+/* The tick's looks, in the order they must run. Each part reads what the
+ * ones before it read or moved this tick (named after each), so the order
+ * is decided here and nowhere else:
+ *
+ *   1. the probes (watch_probe_read): first of all, so that a probe's
+ *      arrival is read closest to when it happened; acknowledges the last
+ *      tick's (recorded by now) and declares the probe queue, whose
+ *      T->probe_ready steps 8 to 10 read;
+ *   2. the old path (watch_old_read): reads nothing of this tick's before
+ *      it; counts publishes into the old path (moving the last entry and
+ *      the largest TTL) and lists the vhost's exchanges for its pass
+ *      schedule (T->exchanges) and, on a full pass, its queues
+ *      (T->old.listing);
+ *   3. the flag (watch_flag_read): after the old path, whose last entry it
+ *      reads: read on again after reading off, it moves the last entry to
+ *      now unless the old path's count already did;
+ *   4. the last entry's monotonic age (watch_clock_entry), when step 2 or
+ *      3 moved the last entry;
+ *   5. the ladder (watch_ladder_read, and parking through it): after the
+ *      old path, whose exchange listing (T->exchanges) gives the level
+ *      exchanges' publishes without a second listing;
+ *   6. the levels' pending dead-letters (watch_levels_read): from the old
+ *      path's queue listing (T->old.listing) on a full pass, one GET per
+ *      queue on a light one (T->old.full);
+ *   7. the nodes (watch_restart_read): after the old path, whose queues'
+ *      depths this tick (T->old.q) are the old-path messages a restart
+ *      would expose;
+ *   8. the ladder's re-verification (watch_verify_read): reads nothing of
+ *      this tick's; before step 10, which reads its verdict;
+ *   9. the probes due now (watch_probe_await, watch_probe_lost), when the
+ *      probe queue is ready (step 1): after every other look, so that
+ *      waiting for them does not delay those; lost reads when await's
+ *      last read found the probe queue empty;
+ *  10. the level probes and pending dead-letters (watch_levels_check):
+ *      reads when the probe queue was last seen empty (step 9), the
+ *      ladder's missing parking queue (5), the levels' dead-letters (6)
+ *      and the ladder's verdict (8);
+ *  11. the deadline (watch_deadline_update): last, from the last entry and
+ *      largest TTL steps 2 and 3 moved (PREV_DEADLINE: before the tick).
+ *
+ * Returns 0 or -1 with ERR (the old path's local failures). */
 static int
 tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 {
 	struct wstate *w = t->w;
 	int64_t entry_before;
 
-	/* Probes that arrived since the last tick, first: their arrival
-	 * is then read closest to when it happened. */
-	watch_probe_settle(t);
-	watch_probe_queue(t);
-	if (t->probe_ready)
-		(void)watch_probe_drain(t);
+	watch_probe_read(t);					/* 1 */
 	entry_before = w->last_old_entry_ms;
-	if (watch_old(t, err, errlen) != 0)
+	if (watch_old_read(t, err, errlen) != 0)		/* 2 */
 		return -1;
-	watch_old_vanished(t);
-	watch_flag(t);
-	if (w->last_old_entry_ms != entry_before)
-		w->entry_elapsed_ms = w->elapsed_ms;
-	watch_ladder(t);
-	watch_levels_listing(t);
-	watch_restart(t);
-	watch_verify(t);
-	if (t->probe_ready) {
+	watch_flag_read(t);					/* 3 */
+	if (w->last_old_entry_ms != entry_before)		/* 4 */
+		watch_clock_entry(&w->clock);
+	watch_ladder_read(t);					/* 5 */
+	watch_levels_read(t);					/* 6 */
+	watch_restart_read(t);					/* 7 */
+	watch_verify_read(t);					/* 8 */
+	if (t->probe_ready) {					/* 9 */
 		watch_probe_await(t);
 		watch_probe_lost(t);
 	}
-	watch_levels_check(t);
-	watch_update_deadline(w);
+	watch_levels_check(t);					/* 10 */
+	watch_deadline_update(w);				/* 11 */
 	if (w->deadline_ms != prev_deadline && !t->deadline_moved) {
 		t->deadline_moved = true;
 		snprintf(t->moved_why, sizeof(t->moved_why), "largest TTL now %lld ms",
@@ -180,34 +216,52 @@ tick_status(struct tick *t, int open, bool *ready)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->flag_held)
 		status = "waiting: the flag does not read on (see the flag alert)";
-	else if (!watch_past_deadline(t))
+	else if (!watch_deadline_past(t))
 		status = "waiting for the deadline";
-	else if (watch_nodes_stats_lost(&w->nodes) > 0)
+	else if (watch_nodes_stats_lost(&w->nodes.last) > 0)
 		/* A restart it cannot rule out yet would expose old-path
 		 * messages (broker_restart): not over before it knows. */
 		status = "waiting: a broker node shows no statistics (its management "
 		    "agent or the node restarted; their return tells which, within "
 		    "a minute)";
-	else if (!t->old_full || watch_old_exact(t, true) != 0)
+	else if (!t->old.full || watch_old_exact(t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
-	else if (t->old_depth > 0) {
+	else if (t->old.depth > 0) {
 		status = "waiting for the old path to drain";
 		if (t->now >= w->deadline_ms + (w->allowance_ms > OLD_STATS_LAG_MS ?
 		    w->allowance_ms : OLD_STATS_LAG_MS))
 			watch_alert(t, "old_not_drained", "%lld message%s still in %lld old "
 			    "queue%s past the deadline: a TTL longer than measured, a "
 			    "policy or a consumer holding them? (cutover old)",
-			    (long long)t->old_depth, t->old_depth == 1 ? "" : "s",
-			    (long long)t->old_nonempty, t->old_nonempty == 1 ? "" : "s");
+			    (long long)t->old.depth, t->old.depth == 1 ? "" : "s",
+			    (long long)t->old.nonempty, t->old.nonempty == 1 ? "" : "s");
 	} else {
 		status = "watching";
 		*ready = true;
 	}
 	if (*ready && (open > 0 || t->na > 0))
 		status = "waiting: an alert is open (acknowledge it once understood)";
-	else if (*ready && (w->nout > 0 || watch_levels_in_flight(w) > 0))
+	else if (*ready && (w->probes.nout > 0 || watch_levels_in_flight(&w->levels) > 0))
 		status = "finishing: waiting for the probes in flight";
 	return status;
+}
+
+/* What each part adds to the tick's sample row, in the row's order (the
+ * probes' and levels' latenesses were added as they arrived, before). */
+static int (*const samplers[])(struct tick *t) = {
+	watch_old_samples, watch_ladder_samples, watch_levels_samples,
+};
+
+/* Adds each part's samples and writes them. Returns 0 or -1 with ERR. */
+static int
+tick_samples(struct tick *t, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(samplers) / sizeof(samplers[0]); i++)
+		if (samplers[i](t) != 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	return watch_write_samples(t, err, errlen);
 }
 
 /* Records the tick (samples, alerts) and ends the watch when READY and
@@ -219,13 +273,13 @@ tick_record(struct tick *t, bool ready, int *open, bool *done,
 {
 	bool alerted = t->na > 0;
 
-	if (watch_write_samples(t, err, errlen) != 0 ||
+	if (tick_samples(t, err, errlen) != 0 ||
 	    watch_write_alerts(t, err, errlen) != 0)
 		return -1;
 	if ((*open = watch_count_open(t, err, errlen)) < 0)
 		return -1;
-	if (ready && *open == 0 && t->w->nout == 0 &&
-	    watch_levels_in_flight(t->w) == 0 && !alerted) {
+	if (ready && *open == 0 && t->w->probes.nout == 0 &&
+	    watch_levels_in_flight(&t->w->levels) == 0 && !alerted) {
 		if (watch_probe_remove(t) == 0) {
 			*done = true;
 			*status = "done";
@@ -292,7 +346,7 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	status = tick_status(&t, open, &ready);
 	if (t.probe_ready && !(ready && open == 0 && t.na == 0)) {
 		watch_probe_send(&t);
-		watch_levels_send(&t);
+		watch_levels_send(&t, &w.probes.seq);
 	}
 	if (tick_record(&t, ready, &open, &done, &status, err, errlen) != 0)
 		goto done;
@@ -301,13 +355,13 @@ done:
 	c->again = rc == 0 && !done;
 	*result = tick_result(&t, &w, open, status, done, rc, err);
 	topology_free(&t.topo);
-	json_decref(t.held);
+	json_decref(t.old.held);
 	json_decref(t.park_taken);
-	json_decref(t.listing);
+	json_decref(t.old.listing);
 	json_decref(t.exchanges);
-	json_decref(t.seen);
-	json_decref(t.joined);
-	free(t.q);
+	json_decref(t.old.seen_queues);
+	json_decref(t.old.joined);
+	free(t.old.q);
 	free(t.s);
 	return rc;
 }

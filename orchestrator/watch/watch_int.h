@@ -139,9 +139,46 @@
 #define ALERT_MSG_MAX		500
 #define HELD_MAX		10000	/* non-empty old queues remembered */
 
+/* ---- the persisted state: one part per file ----
+ *
+ * Each part of the watch keeps its own persisted state in its own struct,
+ * owned by its file: only that file writes it, and that file reads it
+ * back from the state JSON (X_load), writes it out (X_json) and adds its
+ * figures to the tick's sample row (X_samples). What one part needs of
+ * another it reads, never writes; what several parts write (the deadline's
+ * figures) is in struct wstate itself, said there. */
+
+/* One probe's stamps, on both clocks (watch_clock.c persists and rebases
+ * them): the wall clock's, as stamped, and clock_mono_ms's. */
 struct probe {
 	int64_t seq, sent_ms, not_before_ms;	/* wall clock, as stamped */
 	int64_t sent_mono, not_before_mono;	/* clock_mono_ms */
+};
+
+/* The watch's age on the monotonic clock of the boot BOOT_ID
+ * (watch_clock.c, persisted as "clock"): since the flip, at the last
+ * tick, and when the last entry into the old path was seen. */
+struct wclock {
+	char boot_id[40];
+	int64_t mono_last_ms, elapsed_ms, entry_elapsed_ms;
+};
+
+/* The probes through the ladder (watch_probe.c, persisted as "probe").
+ * next_ms, checked_ms and the probes' *_mono are on clock_mono_ms. */
+struct wprobes {
+	int64_t delay_ms;
+	int64_t seq;			/* the next probe's number; the level
+					 * probes draw from it too */
+	int64_t next_ms, checked_ms;	/* next due; the probe queue last seen
+					 * empty */
+	struct probe out[PROBE_OUTSTANDING_MAX];
+	size_t nout;
+	int64_t sent, arrived, lost, late, early, unmeasured, stale, foreign;
+	int64_t recent[PROBE_RECENT_MAX];
+	size_t nrecent;
+	int64_t last_late, max_late;
+	bool have_late;
+	int64_t parked;			/* probes found in parking */
 };
 
 /* One level's proof of movement (watch_levels.c): the probe that waits in
@@ -158,9 +195,102 @@ struct wlevel {
 	int64_t dlx_since_mono;			/* pending dead-letters seen since, 0 */
 };
 
-/* What persists from tick to tick (the state JSON, as a struct). */
+/* Every level's proof, and since when parking has held pending
+ * dead-letters (watch_levels.c, persisted as "levels"). */
+struct wlevels {
+	struct wlevel lv[LADDER_MAX_LEVELS];
+	int64_t park_dlx_since_mono;
+};
+
+/* The plan's flag as the watch last read it back (watch_flag.c,
+ * persisted as "flag"). */
+struct wflag {
+	int state;			/* STEP_FLAG_* as last read */
+	int64_t checked_ms;		/* when (0: not yet) */
+	int64_t not_on_ms;		/* since when it has not read on, 0 */
+	char detail[300];		/* what the last read saw */
+};
+
+/* Parking: what the last walk left, and cutover's own messages taken out
+ * so far (watch_parking.c, persisted as "parking"). */
+struct wparking {
+	int64_t known, foreign, unread, requeues, walks;
+	int64_t canary, probe;		/* own_taken */
+};
+
+/* The broker's nodes at the last look, the old-path messages exposed to
+ * at-most-once dead-lettering (classic old queues) at the last sample,
+ * and the level queues' leaders (classic: nodes) at the last look, with
+ * when to look again, monotonic (watch_restart.c, persisted as "nodes",
+ * "old_at_most_once", "level_leaders" and "places_next_mono_ms"). */
+struct wnodes {
+	struct watch_nodes last;
+	bool have_last;
+	int64_t amo_depth, amo_at_ms;
+	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
+	bool have_leaders;
+	int64_t places_next_ms;
+};
+
+/* The ladder's periodic re-verification (watch_verify.c, persisted as
+ * "verify"). */
+struct wverify {
+	int64_t next_ms, last_ms;
+	int ok;				/* 1, 0, or -1 when not run yet */
+};
+
+/* The ladder's cumulative publishes into the level exchanges
+ * (watch_ladder.c, persisted as "ladder"); -1: not yet. */
+struct wladder {
+	int64_t publishes;
+};
+
+/* The schedule of the old path's passes (watch_old_pass.c, persisted as
+ * old.pass). */
+struct wpass {
+	int64_t full_ms;		/* step clock of the last full pass, 0 */
+	int64_t xpub;			/* publish_in of the exchanges that can
+					 * route into old queues, -1 unknown */
+	int64_t grow_first_ms;		/* growth not yet counted by a full */
+	int64_t grow_last_ms;		/* pass: first and last seen, 0 none */
+	int64_t nqueues;		/* old queues at the last full pass */
+	int64_t full, light;		/* passes so far */
+	char why[96];			/* why the last full pass ran */
+};
+
+/* The old path's counts (watch_old.c, persisted as "old", with the
+ * schedule of its passes as old.pass). */
+struct wold {
+	int64_t publishes;		/* cumulative, as last seen; -1: not yet */
+	int64_t after_flip;		/* publishes counted after the settle window */
+	int64_t settled;		/* publishes counted within it */
+	int64_t resets;			/* counters that went down or vanished */
+	int64_t late;			/* publishes counted when a queue's
+					 * counter first showed: stamped as
+					 * entries, never alerted */
+	int64_t gone_empty;		/* members that vanished empty */
+	int64_t joined_over;		/* members past JOINED_MAX, unnamed */
+	char known_new[NEW_KNOWN_MAX][LADDER_NAME_MAX]; /* unmeasured queues
+					 * alerted already */
+	size_t nknown_new;
+	int64_t unmeasured_seen;	/* unmeasured old queues last seen */
+	struct wpass pass;
+};
+
+/* What persists from tick to tick (the state JSON, as a struct): the
+ * figures the deadline is made of, which several parts move, and one
+ * member per part. Who writes the shared ones:
+ *   - max_ttl_ms, max_ttl_queue: tick_begin (measure_horizon's largest)
+ *     and the old path (an old queue that joined with a longer TTL);
+ *   - last_old_entry_ms: the old path (a publish counted) and the flag
+ *     (read on again after reading off);
+ *   - deadline_ms: watch_deadline.c alone, from the others;
+ *   - moved_*: watch_deadline.c, from move_old's result;
+ *   - ds_last_ms: watch_record.c (the last downsampling). */
 struct wstate {
 	int64_t started_ms, flip_ms, max_ttl_ms, allowance_ms;
+	char max_ttl_queue[LADDER_NAME_MAX];
+	int64_t last_old_entry_ms, deadline_ms;
 	int64_t moved_horizon_ms;	/* move_old's horizon (what stayed in the
 					 * old path + the allowance), 0: none */
 	int64_t moved_at_ms;		/* when its last pass began */
@@ -168,76 +298,17 @@ struct wstate {
 					 * -1: unknown */
 	const json_t *moved;		/* move_old's result this tick (borrowed
 					 * from the step's inputs), or NULL */
-	char max_ttl_queue[LADDER_NAME_MAX];
-	int64_t last_old_entry_ms, deadline_ms, ticks, last_tick_ms;
-	int64_t old_publishes;		/* cumulative, as last seen; -1: not yet */
-	int64_t old_after_flip;		/* publishes counted after the settle window */
-	int64_t old_settled;		/* publishes counted within it */
-	int64_t old_resets;		/* counters that went down or vanished */
-	int64_t old_late;		/* publishes counted when a queue's
-					 * counter first showed: stamped as
-					 * entries, never alerted */
-	int64_t old_gone_empty;		/* members that vanished empty */
-	int64_t old_joined_over;	/* members past JOINED_MAX, unnamed */
-	char known_new[NEW_KNOWN_MAX][LADDER_NAME_MAX]; /* unmeasured queues
-					 * alerted already */
-	size_t nknown_new;
-	int64_t unmeasured_seen;	/* unmeasured old queues last seen */
-	int64_t ladder_publishes;	/* cumulative; -1: not yet */
-	int64_t probe_delay_ms, probe_seq, probe_next_ms, probe_checked_ms;
-	struct probe out[PROBE_OUTSTANDING_MAX];
-	size_t nout;
-	int64_t sent, arrived, lost, late, early, unmeasured, stale, foreign;
-	int64_t recent[PROBE_RECENT_MAX];
-	size_t nrecent;
-	int64_t last_late, max_late;
-	bool have_late;
-	int64_t verify_next_ms, verify_last_ms;
-	int verify_ok;			/* 1, 0, or -1 when not run yet */
-	int64_t ds_last_ms;
-	int flag_state;			/* STEP_FLAG_* as last read */
-	int64_t flag_checked_ms;	/* when (0: not yet) */
-	int64_t flag_not_on_ms;		/* since when it has not read on, 0 */
-	char flag_detail[300];		/* what the last read saw */
+	int64_t ticks, last_tick_ms, ds_last_ms;
 
-	/* Monotonic time (clock_mono_ms) of the boot BOOT_ID: the watch's
-	 * age since the flip, at the last tick, and when the last entry
-	 * into the old path was seen. probe_next_ms, probe_checked_ms and
-	 * the probes' *_mono are on this clock too. */
-	char boot_id[40];
-	int64_t mono_last_ms, elapsed_ms, entry_elapsed_ms;
-	int64_t probe_parked;		/* probes found in parking */
-
-	/* Parking: what the last walk left, and cutover's own messages
-	 * taken out so far. */
-	int64_t park_known, park_foreign, park_unread, park_requeues, park_walks;
-	int64_t park_canary, park_probe;
-
-	/* The broker's nodes at the last look, and the old-path messages
-	 * exposed to at-most-once dead-lettering (classic old queues) at
-	 * the last sample. */
-	struct watch_nodes nodes;
-	bool have_nodes;
-	int64_t amo_depth, amo_at_ms;
-	/* The level queues' leaders (classic: nodes) at the last look, and
-	 * when to look again (monotonic). */
-	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
-	bool have_leaders;
-	int64_t places_next_ms;
-	/* Per level (watch_levels.c). */
-	struct wlevel lv[LADDER_MAX_LEVELS];
-	int64_t park_dlx_since_mono;	/* parking's pending dead-letters */
-	/* The old path's passes (watch_old_pass.c), persisted as old.pass. */
-	struct wpass {
-		int64_t full_ms;	/* step clock of the last full pass, 0 */
-		int64_t xpub;		/* publish_in of the exchanges that can
-					 * route into old queues, -1 unknown */
-		int64_t grow_first_ms;	/* growth not yet counted by a full */
-		int64_t grow_last_ms;	/* pass: first and last seen, 0 none */
-		int64_t nqueues;	/* old queues at the last full pass */
-		int64_t full, light;	/* passes so far */
-		char why[96];		/* why the last full pass ran */
-	} pass;
+	struct wclock clock;
+	struct wold old;
+	struct wladder ladder;
+	struct wparking park;
+	struct wprobes probes;
+	struct wlevels levels;
+	struct wflag flag;
+	struct wnodes nodes;
+	struct wverify verify;
 };
 
 struct sample {
@@ -266,7 +337,51 @@ struct oldq {
 					 * it shows is a new baseline */
 };
 
-/* One tick. */
+/* The old path as this tick sees it (watch_old.c; its schedule,
+ * watch_old_pass.c, decides FULL). */
+struct old_look {
+	json_t *listing;		/* a full pass's listing of the vhost's
+					 * queues (the levels read it too) */
+	struct oldq *q;
+	size_t nq;
+	bool seen;			/* the listing (or, light, every passive
+					 * declare) answered */
+	bool full;			/* this tick makes a full pass */
+	int64_t queues;			/* old queues, as the last full pass saw */
+	bool exact_all;			/* every old queue was read exactly */
+	int64_t depth, nonempty, gone;
+	json_t *seen_queues;		/* a full pass's old queues: {name:
+					 * publish counter or null}, or NULL
+					 * (persisted as old.seen) */
+	json_t *joined;			/* the old path's members measure_horizon
+					 * did not measure, {name: TTL ms}, when
+					 * this tick added some, or NULL */
+	json_t *held;			/* old queues holding messages now:
+					 * name -> depth (persisted as old.held) */
+};
+
+/* The ladder as this tick sees it (watch_ladder.c). */
+struct ladder_look {
+	int64_t depth[LADDER_MAX_LEVELS];
+	bool depth_seen, parking_seen;
+	bool parking_missing;		/* the parking queue does not exist */
+	int64_t parking_depth;
+	int64_t band[LADDER_MAX_LEVELS];	/* publish_in per level exchange */
+	bool band_seen;
+};
+
+/* The levels' and parking's pending dead-letters as this tick sees them
+ * (watch_levels.c). */
+struct levels_look {
+	int64_t dlx[LADDER_MAX_LEVELS];		/* messages_dlx, -1 when absent */
+	int64_t head_ts[LADDER_MAX_LEVELS];	/* head_message_timestamp s, -1 */
+	bool dlx_seen;
+	int64_t parking_dlx;			/* -1 when absent */
+};
+
+/* One tick: what every part shares (the plan, the names, the clocks, the
+ * alerts and samples it collects), and each part's reading of the broker
+ * this tick, written by that part's file alone. */
 struct tick {
 	struct step_ctx *c;
 	const struct plan *p;
@@ -278,38 +393,11 @@ struct tick {
 	char probe_queue[LADDER_NAME_MAX], probe_pattern[LADDER_NAME_MAX];
 	char canary_queue[LADDER_NAME_MAX];
 	char delivery[LADDER_NAME_MAX], parking[LADDER_NAME_MAX];
-	bool probe_ready;		/* the probe queue is declared and bound */
 	struct topology topo;		/* names the old selection must not catch */
-
-	/* The old path. */
-	json_t *listing;
-	struct oldq *q;
-	size_t nq;
-	bool old_seen;			/* the listing (or, light, every passive
-					 * declare) answered */
-	bool old_full;			/* this tick makes a full pass */
-	int64_t old_queues;		/* old queues, as the last full pass saw */
 	json_t *exchanges;		/* the vhost's exchanges with publish_in,
-					 * NULL until listed (watch_exchanges) */
-	bool old_exact_all;		/* every old queue was read exactly */
-	int64_t old_depth, old_nonempty, old_gone;
-	json_t *seen;			/* a full pass's old queues: {name:
-					 * publish counter or null}, or NULL */
-	json_t *joined;			/* the old path's members measure_horizon
-					 * did not measure, {name: TTL ms}, when
-					 * this tick added some, or NULL */
-
-	/* The ladder. */
-	int64_t depth[LADDER_MAX_LEVELS];
-	bool depth_seen, parking_seen;
-	bool parking_missing;		/* the parking queue does not exist */
-	int64_t parking_depth;
-	int64_t band[LADDER_MAX_LEVELS];	/* publish_in per level exchange */
-	bool band_seen;
-	int64_t dlx[LADDER_MAX_LEVELS];		/* messages_dlx, -1 when absent */
-	int64_t head_ts[LADDER_MAX_LEVELS];	/* head_message_timestamp s, -1 */
-	bool dlx_seen;
-	int64_t parking_dlx;			/* -1 when absent */
+					 * NULL until listed (watch_ladder_exchanges:
+					 * the old path's schedule and the
+					 * ladder's bands read it) */
 
 	struct sample *s;
 	size_t ns, scap;
@@ -317,14 +405,22 @@ struct tick {
 	size_t na;
 	bool deadline_moved;
 	char moved_why[200];
-	bool flag_held;			/* the flag did not read on this tick */
-	json_t *held;			/* old queues holding messages now:
-					 * name -> depth (persisted as old.held) */
-	json_t *park_taken;		/* own messages taken from parking this
-					 * tick, for the event; NULL when none */
-	char agent_back[400];		/* nodes whose management agent, not
-					 * the node, restarted: for the event,
-					 * "" when none */
+
+	/* Each part's reading. */
+	bool probe_ready;		/* watch_probe.c: the probe queue is
+					 * declared and bound */
+	struct old_look old;
+	struct ladder_look lad;
+	struct levels_look lvl;
+	bool flag_held;			/* watch_flag.c: the flag did not read
+					 * on this tick */
+	json_t *park_taken;		/* watch_parking.c: own messages taken
+					 * from parking this tick, for the
+					 * event; NULL when none */
+	char agent_back[400];		/* watch_restart.c: nodes whose
+					 * management agent, not the node,
+					 * restarted: for the event, "" when
+					 * none */
 };
 
 static inline int64_t
@@ -378,7 +474,17 @@ cmp_str(const void *a, const void *b)
 }
 
 
-/* watch_record.c */
+/* The files call one another only downwards, never back (none calls
+ * watch.c or watch_state.c, and the leaves call no other file of the
+ * watch):
+ *   watch.c -> watch_state.c -> every part;
+ *   watch_old.c -> watch_old_pass.c -> watch_ladder.c -> watch_parking.c
+ *     -> watch_probe.c -> watch_levels.c;
+ *   watch_restart.c -> watch_nodes.c; watch_flag.c, watch_verify.c;
+ *   the leaves: watch_record.c, watch_clock.c, watch_deadline.c,
+ *   watch_nodes.c. */
+
+/* watch_record.c: alerts, samples and their recording */
 void watch_appendf(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
@@ -390,68 +496,103 @@ int watch_write_samples(struct tick *t, char *err, size_t errlen);
 int watch_write_alerts(struct tick *t, char *err, size_t errlen);
 int watch_count_open(struct tick *t, char *err, size_t errlen);
 
-/* watch_state.c */
-void watch_update_deadline(struct wstate *w);
-/* Takes move_old's horizon from MOVED (its result, or NULL) into W.
- * Returns whether it had one. */
-bool watch_moved(struct wstate *w, const json_t *moved);
-json_t *watch_probe_json(const struct probe *p);
-void watch_probe_read(struct probe *p, const json_t *o);
-void watch_probe_rebase(struct probe *p, int64_t wall, int64_t mono);
-int watch_measured_ttl(const json_t *measured, int64_t *ttl, const char **queue);
+/* watch_clock.c: the watch's time */
+int64_t watch_clock_now(const struct step_ctx *c);
+void watch_clock_init(struct wclock *k);
+bool watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono);
+void watch_clock_entry(struct wclock *k);
+json_t *watch_clock_json(const struct wclock *k);
+void watch_clock_load(struct wclock *k, const json_t *j);
+json_t *watch_clock_stamp_json(const struct probe *p);
+void watch_clock_stamp_load(struct probe *p, const json_t *o);
+void watch_clock_stamp_rebase(struct probe *p, int64_t wall, int64_t mono);
+
+/* watch_deadline.c: the deadline */
+bool watch_deadline_moved(struct wstate *w, const json_t *moved);
+void watch_deadline_update(struct wstate *w);
+int watch_deadline_measured(const json_t *measured, int64_t *ttl, const char **queue);
+int64_t watch_deadline_mono(const struct wstate *w);
+bool watch_deadline_past(const struct tick *t);
+
+/* watch_state.c: the state as a whole */
 void watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now,
     int64_t ttl, const char *ttl_queue);
-void watch_clock_tick(struct wstate *w, int64_t wall, int64_t mono);
-int64_t watch_mono_deadline(const struct wstate *w);
-bool watch_past_deadline(const struct tick *t);
-int watch_state_read(struct wstate *w, const json_t *j, char *err, size_t errlen);
+int watch_state_load(struct wstate *w, const json_t *j, char *err, size_t errlen);
 json_t *watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done);
 
-/* watch_old.c */
+/* watch_old.c: the old path (struct wold) */
+void watch_old_init(struct wold *o);
+int watch_old_read(struct tick *t, char *err, size_t errlen);
 int watch_old_exact(struct tick *t, bool all);
-int watch_old(struct tick *t, char *err, size_t errlen);
-void watch_old_vanished(struct tick *t);
+int watch_old_samples(struct tick *t);
+json_t *watch_old_json(const struct tick *t, const struct wold *o);
+json_t *watch_old_last_json(const struct tick *t);
+void watch_old_load(struct wold *o, const json_t *j);
 
-/* watch_old_pass.c */
+/* watch_old_pass.c: the old path's passes (struct wpass) */
 bool watch_old_pass_full(struct tick *t);
-int watch_old_light(struct tick *t);
 void watch_old_pass_done(struct tick *t);
 json_t *watch_old_pass_json(const struct wpass *p);
-void watch_old_pass_read(struct wpass *p, const json_t *j);
+void watch_old_pass_load(struct wpass *p, const json_t *j);
 
-/* watch_flag.c */
-void watch_flag(struct tick *t);
+/* watch_flag.c: the flag (struct wflag) */
+void watch_flag_init(struct wflag *f);
+void watch_flag_read(struct tick *t);
+const char *watch_flag_name(int state);
+json_t *watch_flag_json(const struct wflag *f);
+void watch_flag_load(struct wflag *f, const json_t *j);
 
-/* watch_ladder.c */
-int watch_exchanges(struct tick *t, char *why, size_t whylen);
-void watch_ladder(struct tick *t);
+/* watch_ladder.c: the ladder (struct wladder) */
+void watch_ladder_init(struct wladder *l);
+int watch_ladder_exchanges(struct tick *t, char *why, size_t whylen);
+void watch_ladder_read(struct tick *t);
+int watch_ladder_samples(struct tick *t);
+json_t *watch_ladder_json(const struct wladder *l);
+void watch_ladder_load(struct wladder *l, const json_t *j);
 
-/* watch_restart.c */
-void watch_restart(struct tick *t);
-void watch_verify(struct tick *t);
+/* watch_parking.c: parking (struct wparking) */
+int64_t watch_parking_read(struct tick *t, int64_t depth);
+json_t *watch_parking_json(const struct wparking *k);
+void watch_parking_load(struct wparking *k, const json_t *j);
 
-/* watch_probe.c */
-void watch_probe_queue(struct tick *t);
-void watch_probe_settle(struct tick *t);
-int watch_probe_drain(struct tick *t);
+/* watch_restart.c: the nodes (struct wnodes) */
+void watch_restart_read(struct tick *t);
+void watch_restart_rebase(struct wnodes *n);
+void watch_restart_json(json_t *j, const struct wnodes *n);
+void watch_restart_load(struct wnodes *n, const json_t *j);
+
+/* watch_verify.c: the ladder's re-verification (struct wverify) */
+void watch_verify_init(struct wverify *v);
+void watch_verify_read(struct tick *t);
+json_t *watch_verify_json(const struct wverify *v);
+void watch_verify_load(struct wverify *v, const json_t *j);
+
+/* watch_probe.c: the probes (struct wprobes) */
+void watch_probe_init(struct wprobes *pr, const struct plan *p);
+void watch_probe_read(struct tick *t);
 void watch_probe_await(struct tick *t);
 void watch_probe_lost(struct tick *t);
 void watch_probe_send(struct tick *t);
 int watch_probe_remove(struct tick *t);
+void watch_probe_parked(struct wprobes *pr, const struct publish_info *pi, bool level);
+void watch_probe_rebase(struct wprobes *pr, int64_t wall, int64_t mono);
+int64_t watch_probe_p50(const struct wprobes *pr);
+json_t *watch_probe_json(const struct tick *t, const struct wprobes *pr);
+void watch_probe_load(struct wprobes *pr, const json_t *j);
 
-/* watch_levels.c */
+/* watch_levels.c: the levels (struct wlevels) */
 int64_t watch_levels_budget(const struct wstate *w);
-void watch_levels_listing(struct tick *t);
+void watch_levels_read(struct tick *t);
 bool watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs);
-bool watch_levels_parked(struct wstate *w, const struct publish_info *pi);
+bool watch_levels_parked(struct wlevels *ls, const struct publish_info *pi);
 void watch_levels_check(struct tick *t);
-void watch_levels_send(struct tick *t);
-size_t watch_levels_in_flight(const struct wstate *w);
-void watch_levels_rebase(struct wstate *w, int64_t wall, int64_t mono);
+void watch_levels_send(struct tick *t, int64_t *seq);
+size_t watch_levels_in_flight(const struct wlevels *ls);
+void watch_levels_rebase(struct wlevels *ls, int64_t wall, int64_t mono);
 int watch_levels_samples(struct tick *t);
-void watch_levels_read(struct wstate *w, const json_t *j);
-json_t *watch_levels_json(const struct wstate *w);
+json_t *watch_levels_json(const struct wlevels *ls);
+void watch_levels_load(struct wlevels *ls, const json_t *j);
 json_t *watch_levels_summary(const struct tick *t, const struct wstate *w);
 
 #endif

@@ -1,103 +1,24 @@
 /* watch_ladder: the watch's look at the ladder — depth per level,
- * publishes into the level exchanges, and the parking queue, from which
- * cutover's own messages are taken out. Internal to the watch
- * (watch_int.h). */
+ * publishes into the level exchanges, and the parking queue's depth
+ * (handed to watch_parking.c, which takes cutover's own messages out) —
+ * and the ladder's part of the state (struct wladder, persisted as
+ * "ladder"). Internal to the watch (watch_int.h). */
 #include "watch_int.h"
 
 /* ---- the ladder ---- */
 
-/* What a walk through parking takes: this plan's own canary and probe
- * messages. A parked probe still in flight is no longer awaited (it
- * came, to parking, because the probe queue was missing). */
-static enum parking_pick
-pick_own(const struct broker_delivery *d, void *arg)
+/* A new watch's: no publishes seen yet. */
+void
+watch_ladder_init(struct wladder *l)
 {
-	struct tick *t = arg;
-	struct wstate *w = t->w;
-	struct publish_info pi;
-
-	if (!parking_own(d, t->p->name, &pi))
-		return PARKING_LEAVE;
-	if (strcmp(pi.purpose, PUBLISH_PROBE) == 0) {
-		w->park_probe++;
-		if (watch_levels_parked(w, &pi))
-			w->probe_parked++;
-		for (size_t i = 0; i < w->nout; i++)
-			if (w->out[i].seq == pi.seq &&
-			    w->out[i].not_before_ms == pi.not_before_ms) {
-				w->out[i] = w->out[--w->nout];
-				w->probe_parked++;
-				break;
-			}
-	} else
-		w->park_canary++;
-	if (t->park_taken == NULL)
-		t->park_taken = json_array();
-	if (json_array_size(t->park_taken) < PARK_LISTED)
-		json_array_append_new(t->park_taken, json_pack("{s:s,s:I,s:s}",
-		    "purpose", pi.purpose, "seq", (json_int_t)pi.seq, "message_id",
-		    d->message_id ? d->message_id : ""));
-	return PARKING_TAKE;
-}
-
-/* The parking queue holds DEPTH messages: takes cutover's own out (a walk
- * when the depth is not what the last walk left), and raises parking for
- * the others, which stay where they are. */
-static void
-parking_sweep(struct tick *t, int64_t depth)
-{
-	struct wstate *w = t->w;
-	struct parking_walk pw;
-	int64_t before = w->park_canary + w->park_probe, left;
-	char why[768], extra[300] = "";
-
-	if (depth == 0) {
-		w->park_known = w->park_foreign = w->park_unread = 0;
-		w->park_requeues = 0;
-		return;
-	}
-	if (depth != w->park_known && w->park_requeues < PARK_REQUEUES_MAX) {
-		w->park_walks++;
-		if (parking_walk(t->c->amqp, t->parking, PARK_WALK_READ, pick_own, t,
-		    &pw, why, sizeof(why)) != 0) {
-			watch_unreachable(t, "looking through the parking queue", why);
-			return;
-		}
-		w->park_foreign = (int64_t)pw.left;
-		w->park_unread = pw.end || pw.behind < 0 ? 0 : pw.behind;
-		w->park_known = w->park_foreign + w->park_unread;
-		w->park_requeues = pw.left > 0 ? w->park_requeues + 1 : 0;
-		t->parking_depth = w->park_known;
-	} else if (depth != w->park_known) {
-		/* Not looked through: all of it may be foreign. */
-		w->park_foreign = 0;
-		w->park_unread = depth;
-	}
-	left = w->park_foreign + w->park_unread;
-	if (left == 0)
-		return;
-	if (w->park_canary + w->park_probe > before)
-		watch_appendf(extra, sizeof(extra), "%lld of cutover's own messages taken "
-		    "out of it this tick", (long long)(w->park_canary + w->park_probe -
-		    before));
-	if (w->park_unread > 0)
-		watch_appendf(extra, sizeof(extra), "%lld not looked through%s", (long long)
-		    w->park_unread, w->park_requeues >= PARK_REQUEUES_MAX ? ": the "
-		    "watch gave the foreign ones back often enough (a quorum queue "
-		    "drops a message past its delivery-limit) and looks again once "
-		    "parking is empty; remove them by hand" : "");
-	watch_alert(t, "parking", "%lld message%s in the parking queue '%s' %s not "
-	    "cutover's own: a delayed message no destination takes (its routing "
-	    "key names the destination); its expected depth is zero%s%s%s",
-	    (long long)left, left == 1 ? "" : "s", t->parking, left == 1 ? "is" :
-	    "are", extra[0] ? " (" : "", extra, extra[0] ? ")" : "");
+	l->publishes = -1;
 }
 
 /* Lists the vhost's exchanges with their publish_in into T->exchanges,
  * once a tick (the ladder's bands and the old path's light pass read it).
  * Returns 0, or -1 with WHY. */
 int
-watch_exchanges(struct tick *t, char *why, size_t whylen)
+watch_ladder_exchanges(struct tick *t, char *why, size_t whylen)
 {
 	char path[900];
 
@@ -121,7 +42,7 @@ watch_exchanges(struct tick *t, char *why, size_t whylen)
  * exchange listing). Raises parking and ladder_drift (a level queue
  * gone). */
 void
-watch_ladder(struct tick *t)
+watch_ladder_read(struct tick *t)
 {
 	const struct ladder *l = &t->p->ladder;
 	struct broker_queue_info qi;
@@ -132,12 +53,12 @@ watch_ladder(struct tick *t)
 	size_t i;
 	int r;
 
-	t->depth_seen = true;
+	t->lad.depth_seen = true;
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, name, sizeof(name));
 		r = broker_queue_inspect(t->c->amqp, name, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
-			t->depth[k] = 0;
+			t->lad.depth[k] = 0;
 			watch_alert(t, "ladder_drift", "level %d's queue '%s' does not exist: "
 			    "messages whose bit %d is 1 have nowhere to wait", k, name, k);
 			continue;
@@ -145,14 +66,14 @@ watch_ladder(struct tick *t)
 		if (r != 0) {
 			snprintf(path, sizeof(path), "reading level queue '%s'", name);
 			watch_unreachable(t, path, why);
-			t->depth_seen = false;
+			t->lad.depth_seen = false;
 			break;
 		}
-		t->depth[k] = qi.messages;
+		t->lad.depth[k] = qi.messages;
 	}
 	r = broker_queue_inspect(t->c->amqp, t->parking, &qi, why, sizeof(why));
 	if (r == BROKER_NOT_FOUND) {
-		t->parking_missing = true;
+		t->lad.parking_missing = true;
 		watch_alert(t, "ladder_drift", "the parking queue '%s' does not exist: %s",
 		    t->parking, t->p->queue_type == PLAN_QUEUE_QUORUM ?
 		    "a delayed message no destination takes is held in the level it "
@@ -165,16 +86,15 @@ watch_ladder(struct tick *t)
 		snprintf(path, sizeof(path), "reading the parking queue '%s'", t->parking);
 		watch_unreachable(t, path, why);
 	} else {
-		t->parking_seen = true;
-		t->parking_depth = qi.messages;
-		parking_sweep(t, qi.messages);
+		t->lad.parking_seen = true;
+		t->lad.parking_depth = watch_parking_read(t, qi.messages);
 	}
 
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_exchange(l, k, xs[k], sizeof(xs[k]));
-		t->band[k] = -1;	/* until the listing names it */
+		t->lad.band[k] = -1;	/* until the listing names it */
 	}
-	if (watch_exchanges(t, why, sizeof(why)) != 0) {
+	if (watch_ladder_exchanges(t, why, sizeof(why)) != 0) {
 		watch_unreachable(t, "listing the ladder's exchanges", why);
 		return;
 	}
@@ -184,11 +104,49 @@ watch_ladder(struct tick *t)
 
 		for (int k = 0; n != NULL && k < l->levels; k++)
 			if (strcmp(n, xs[k]) == 0) {
-				t->band[k] = jint(json_object_get(e, "message_stats"),
+				t->lad.band[k] = jint(json_object_get(e, "message_stats"),
 				    "publish_in", 0);
-				total += t->band[k];
+				total += t->lad.band[k];
 			}
 	}
-	t->band_seen = true;
-	t->w->ladder_publishes = total;
+	t->lad.band_seen = true;
+	t->w->ladder.publishes = total;
+}
+
+/* The ladder's samples this tick: each level's depth (ladder.depth), the
+ * parking queue's (parking.depth) and the publishes into the level
+ * exchanges (ladder.publishes). Returns 0, or -1 when out of memory. */
+int
+watch_ladder_samples(struct tick *t)
+{
+	char label[8];
+
+	for (int k = 0; t->lad.depth_seen && k < t->p->ladder.levels; k++) {
+		snprintf(label, sizeof(label), "%d", k);
+		if (watch_sample(t, t->now, "ladder.depth", label, (double)t->lad.depth[k]))
+			return -1;
+	}
+	if (t->lad.parking_seen && watch_sample(t, t->now, "parking.depth", "",
+	    (double)t->lad.parking_depth))
+		return -1;
+	if (t->w->ladder.publishes >= 0 && watch_sample(t, t->now, "ladder.publishes", "",
+	    (double)t->w->ladder.publishes))
+		return -1;
+	return 0;
+}
+
+/* The persisted "ladder" member: {"publishes"} (null: not yet), a new
+ * reference. */
+json_t *
+watch_ladder_json(const struct wladder *l)
+{
+	return json_pack("{s:o}", "publishes", int_or_null(l->publishes,
+	    l->publishes >= 0));
+}
+
+/* Reads the persisted "ladder" member J into L. */
+void
+watch_ladder_load(struct wladder *l, const json_t *j)
+{
+	l->publishes = jint(j, "publishes", -1);
 }

@@ -13,7 +13,8 @@
  * band [2^k, 2^(k+1)) units), and each level's oldest age as far as it
  * is known. Level probes are probes (x-cutover-purpose "probe", plus
  * x-cutover-probe-level): the parking sweep takes them as cutover's own.
- * Internal to the watch (watch_int.h). */
+ * The levels' part of the state is struct wlevels, persisted as
+ * "levels". Internal to the watch (watch_int.h). */
 #include "watch_int.h"
 
 #define LEVEL_HDR	"x-cutover-probe-level"
@@ -25,6 +26,7 @@ watch_levels_budget(const struct wstate *w)
 	return w->max_ttl_ms + w->allowance_ms;
 }
 
+/* Is level K probed: is its TTL within the probe budget? */
 static bool
 probed(const struct tick *t, int k)
 {
@@ -44,7 +46,7 @@ dl_target(const struct tick *t, int k, char *out, size_t outlen)
 
 /* Reads queue NAME's messages_dlx and head_message_timestamp into *DLX
  * and *HEAD by one GET of that queue (-1 when absent, or when the queue
- * does not exist: watch_ladder says so). Returns 0, or -1 when the broker
+ * does not exist: watch_ladder_read says so). Returns 0, or -1 when the broker
  * did not answer. */
 static int
 queue_dlx(struct tick *t, const char *name, int64_t *dlx, int64_t *head)
@@ -80,11 +82,11 @@ levels_one_by_one(struct tick *t, char names[][LADDER_NAME_MAX])
 	/* Each queue on its own: one missing or unanswered (the parking
 	 * queue deleted) leaves the others' counts known. */
 	for (int k = 0; k < t->p->ladder.levels; k++)
-		if (queue_dlx(t, names[k], &t->dlx[k], &t->head_ts[k]) == 0)
+		if (queue_dlx(t, names[k], &t->lvl.dlx[k], &t->lvl.head_ts[k]) == 0)
 			any = true;
-	if (queue_dlx(t, t->parking, &t->parking_dlx, &head) == 0)
+	if (queue_dlx(t, t->parking, &t->lvl.parking_dlx, &head) == 0)
 		any = true;
-	t->dlx_seen = any;
+	t->lvl.dlx_seen = any;
 }
 
 /* Reads each level queue's and the parking queue's messages_dlx and
@@ -92,7 +94,7 @@ levels_one_by_one(struct tick *t, char names[][LADDER_NAME_MAX])
  * queue of the vhost), or on a light pass one queue at a time. Nothing
  * when the broker did not answer. */
 void
-watch_levels_listing(struct tick *t)
+watch_levels_read(struct tick *t)
 {
 	const struct ladder *l = &t->p->ladder;
 	char names[LADDER_MAX_LEVELS][LADDER_NAME_MAX];
@@ -100,30 +102,30 @@ watch_levels_listing(struct tick *t)
 	json_t *e;
 
 	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
-		t->dlx[k] = t->head_ts[k] = -1;
-	t->parking_dlx = -1;
+		t->lvl.dlx[k] = t->lvl.head_ts[k] = -1;
+	t->lvl.parking_dlx = -1;
 	for (int k = 0; k < l->levels; k++)
 		ladder_level_queue(l, k, names[k], sizeof(names[k]));
-	if (!t->old_full && t->old_seen) {
+	if (!t->old.full && t->old.seen) {
 		levels_one_by_one(t, names);
 		return;
 	}
-	if (!json_is_array(t->listing))
+	if (!json_is_array(t->old.listing))
 		return;
-	json_array_foreach(t->listing, i, e) {
+	json_array_foreach(t->old.listing, i, e) {
 		const char *n = json_string_value(json_object_get(e, "name"));
 
 		if (n == NULL)
 			continue;
 		if (strcmp(n, t->parking) == 0)
-			t->parking_dlx = jint(e, "messages_dlx", -1);
+			t->lvl.parking_dlx = jint(e, "messages_dlx", -1);
 		for (int k = 0; k < l->levels; k++)
 			if (strcmp(n, names[k]) == 0) {
-				t->dlx[k] = jint(e, "messages_dlx", -1);
-				t->head_ts[k] = jint(e, "head_message_timestamp", -1);
+				t->lvl.dlx[k] = jint(e, "messages_dlx", -1);
+				t->lvl.head_ts[k] = jint(e, "head_message_timestamp", -1);
 			}
 	}
-	t->dlx_seen = true;
+	t->lvl.dlx_seen = true;
 }
 
 /* Takes level probe PI read at OBS (monotonic). Returns false when PI is
@@ -137,14 +139,14 @@ watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs)
 	int k;
 
 	for (k = 0; k < t->p->ladder.levels; k++)
-		if (w->lv[k].in_flight && w->lv[k].p.seq == pi->seq &&
-		    w->lv[k].p.not_before_ms == pi->not_before_ms)
+		if (w->levels.lv[k].in_flight && w->levels.lv[k].p.seq == pi->seq &&
+		    w->levels.lv[k].p.not_before_ms == pi->not_before_ms)
 			break;
 	if (k == t->p->ladder.levels)
 		return false;
-	struct wlevel *lv = &w->lv[k];
+	struct wlevel *lv = &w->levels.lv[k];
 
-	lo = w->probe_checked_ms > lv->p.sent_mono ? w->probe_checked_ms : lv->p.sent_mono;
+	lo = w->probes.checked_ms > lv->p.sent_mono ? w->probes.checked_ms : lv->p.sent_mono;
 	lo -= lv->p.not_before_mono;
 	up = obs - lv->p.not_before_mono;
 	lv->in_flight = false;
@@ -179,13 +181,13 @@ watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs)
 /* A level probe PI found in parking is no longer awaited. Returns true
  * when it was one. */
 bool
-watch_levels_parked(struct wstate *w, const struct publish_info *pi)
+watch_levels_parked(struct wlevels *ls, const struct publish_info *pi)
 {
 	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
-		if (w->lv[k].in_flight && w->lv[k].p.seq == pi->seq &&
-		    w->lv[k].p.not_before_ms == pi->not_before_ms) {
-			w->lv[k].in_flight = false;
-			w->lv[k].proven = false;
+		if (ls->lv[k].in_flight && ls->lv[k].p.seq == pi->seq &&
+		    ls->lv[k].p.not_before_ms == pi->not_before_ms) {
+			ls->lv[k].in_flight = false;
+			ls->lv[k].proven = false;
 			return true;
 		}
 	return false;
@@ -217,23 +219,23 @@ watch_levels_check(struct tick *t)
 	const struct ladder *l = &t->p->ladder;
 	char q[LADDER_NAME_MAX], to[LADDER_NAME_MAX], tb[40], pend[64];
 	int64_t held;
-	bool route_gap = t->parking_missing || w->verify_ok == 0;
+	bool route_gap = t->lad.parking_missing || w->verify.ok == 0;
 
 	for (int k = 0; k < l->levels; k++) {
-		struct wlevel *lv = &w->lv[k];
+		struct wlevel *lv = &w->levels.lv[k];
 
 		ladder_level_queue(l, k, q, sizeof(q));
 		dl_target(t, k, to, sizeof(to));
 		if (t->probe_ready && lv->in_flight &&
-		    w->probe_checked_ms > lv->p.not_before_mono + w->allowance_ms) {
+		    w->probes.checked_ms > lv->p.not_before_mono + w->allowance_ms) {
 			lv->in_flight = false;
 			lv->proven = false;
 			lv->stuck++;
 			lv->next_mono = t->mono;
 			pend[0] = '\0';
-			if (t->dlx_seen && t->dlx[k] >= 0)
+			if (t->lvl.dlx_seen && t->lvl.dlx[k] >= 0)
 				snprintf(pend, sizeof(pend), " (pending dead-letters: %lld)",
-				    (long long)t->dlx[k]);
+				    (long long)t->lvl.dlx[k]);
 			watch_alert(t, "level_late", "level %d ('%s') is not moving: its "
 			    "probe #%lld (not before %s) has not come out within "
 			    "watch.allowance %lld ms of its TTL %lld ms; what expires there "
@@ -243,9 +245,9 @@ watch_levels_check(struct tick *t)
 			    (long long)w->allowance_ms, (long long)ladder_level_ttl_ms(l, k),
 			    to, pend);
 		}
-		if (!t->dlx_seen)
+		if (!t->lvl.dlx_seen)
 			continue;
-		held = pending_for(&lv->dlx_since_mono, t->dlx[k], t->mono, w->allowance_ms);
+		held = pending_for(&lv->dlx_since_mono, t->lvl.dlx[k], t->mono, w->allowance_ms);
 		/* Under traffic a quorum level always has a few dead-letters in
 		 * flight (expired, the target's confirm not back yet: other
 		 * messages at each tick), so a count that never reaches 0 is no
@@ -263,30 +265,32 @@ watch_levels_check(struct tick *t)
 			    "pending dead-letter%s for %lld ms, longer than watch.allowance "
 			    "%lld ms: '%s' does not take them (a binding or queue missing? "
 			    "cutover ladder verify), and the level behind them waits", k, q,
-			    (long long)t->dlx[k], t->dlx[k] == 1 ? "" : "s", (long long)held,
+			    (long long)t->lvl.dlx[k], t->lvl.dlx[k] == 1 ? "" : "s", (long long)held,
 			    (long long)w->allowance_ms, to);
 	}
-	if (t->dlx_seen && (held = pending_for(&w->park_dlx_since_mono, t->parking_dlx,
-	    t->mono, w->allowance_ms)) >= 0)
+	if (t->lvl.dlx_seen && (held = pending_for(&w->levels.park_dlx_since_mono,
+	    t->lvl.parking_dlx, t->mono, w->allowance_ms)) >= 0)
 		watch_alert(t, "dead_letters_pending", "the parking queue '%s' has held "
 		    "%lld pending dead-letters for %lld ms", t->parking,
-		    (long long)t->parking_dlx, (long long)held);
+		    (long long)t->lvl.parking_dlx, (long long)held);
 }
 
 /* Sends each probed level's next probe when it is due and none is in
  * flight, if it can come out before the watch's deadline or its TTL is
  * within the allowance: a watch held past its deadline (an old path still
  * draining, an open alert) goes on proving its short levels, and a level
- * probe holds a watch that could end by at most the allowance. */
+ * probe holds a watch that could end by at most the allowance. Each
+ * probe's number is drawn from *SEQ, the probes' sequence (watch_probe.c
+ * keeps it), so that no two probes of the watch share one. */
 void
-watch_levels_send(struct tick *t)
+watch_levels_send(struct tick *t, int64_t *seq)
 {
 	struct wstate *w = t->w;
 	const struct ladder *l = &t->p->ladder;
 	struct publish_request r;
 	struct publish_receipt rc;
 	struct broker_field hdr;
-	int64_t now = clock_mono_ms(), left = watch_mono_deadline(w) - w->elapsed_ms;
+	int64_t now = clock_mono_ms(), left = watch_deadline_mono(w) - w->clock.elapsed_ms;
 	char body[96], why[1024];
 	int st;
 
@@ -295,13 +299,13 @@ watch_levels_send(struct tick *t)
 	if (left < w->allowance_ms)
 		left = w->allowance_ms;
 	for (int k = 0; k < l->levels; k++) {
-		struct wlevel *lv = &w->lv[k];
+		struct wlevel *lv = &w->levels.lv[k];
 		int64_t ttl = ladder_level_ttl_ms(l, k);
 
 		if (!probed(t, k) || lv->in_flight || now < lv->next_mono || ttl > left)
 			continue;
 		snprintf(body, sizeof(body), "{\"probe\":%lld,\"level\":%d}",
-		    (long long)w->probe_seq, k);
+		    (long long)*seq, k);
 		memset(&r, 0, sizeof(r));
 		memset(&hdr, 0, sizeof(hdr));
 		hdr.key = LEVEL_HDR;
@@ -309,7 +313,7 @@ watch_levels_send(struct tick *t)
 		hdr.num = k;
 		r.plan = t->p->name;
 		r.purpose = PUBLISH_PROBE;
-		r.seq = w->probe_seq++;
+		r.seq = (*seq)++;
 		r.delay_ms = ttl;	/* 2^k units: bit k alone */
 		r.destination = t->probe_queue;
 		r.body = body;
@@ -339,27 +343,29 @@ watch_levels_send(struct tick *t)
 	}
 }
 
+/* How many level probes are in flight (the watch does not end while
+ * any is). */
 size_t
-watch_levels_in_flight(const struct wstate *w)
+watch_levels_in_flight(const struct wlevels *ls)
 {
 	size_t n = 0;
 
 	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
-		n += w->lv[k].in_flight;
+		n += ls->lv[k].in_flight;
 	return n;
 }
 
 /* Moves the level probes' monotonic stamps to this boot (see
  * watch_clock_tick): from their wall-clock stamps, WALL and MONO now. */
 void
-watch_levels_rebase(struct wstate *w, int64_t wall, int64_t mono)
+watch_levels_rebase(struct wlevels *ls, int64_t wall, int64_t mono)
 {
 	for (int k = 0; k < LADDER_MAX_LEVELS; k++) {
-		watch_probe_rebase(&w->lv[k].p, wall, mono);
-		w->lv[k].next_mono = 0;
-		w->lv[k].dlx_since_mono = 0;
+		watch_clock_stamp_rebase(&ls->lv[k].p, wall, mono);
+		ls->lv[k].next_mono = 0;
+		ls->lv[k].dlx_since_mono = 0;
 	}
-	w->park_dlx_since_mono = 0;
+	ls->park_dlx_since_mono = 0;
 }
 
 /* The tick's per-level samples: pending dead-letters (ladder.dlx,
@@ -372,15 +378,15 @@ watch_levels_samples(struct tick *t)
 
 	for (int k = 0; k < t->p->ladder.levels; k++) {
 		snprintf(label, sizeof(label), "%d", k);
-		if (t->dlx_seen && t->dlx[k] >= 0 &&
-		    watch_sample(t, t->now, "ladder.dlx", label, (double)t->dlx[k]) != 0)
+		if (t->lvl.dlx_seen && t->lvl.dlx[k] >= 0 &&
+		    watch_sample(t, t->now, "ladder.dlx", label, (double)t->lvl.dlx[k]) != 0)
 			return -1;
-		if (t->band_seen && t->band[k] >= 0 &&
-		    watch_sample(t, t->now, "ladder.band", label, (double)t->band[k]) != 0)
+		if (t->lad.band_seen && t->lad.band[k] >= 0 &&
+		    watch_sample(t, t->now, "ladder.band", label, (double)t->lad.band[k]) != 0)
 			return -1;
 	}
-	if (t->dlx_seen && t->parking_dlx >= 0 &&
-	    watch_sample(t, t->now, "parking.dlx", "", (double)t->parking_dlx) != 0)
+	if (t->lvl.dlx_seen && t->lvl.parking_dlx >= 0 &&
+	    watch_sample(t, t->now, "parking.dlx", "", (double)t->lvl.parking_dlx) != 0)
 		return -1;
 	return 0;
 }
@@ -399,42 +405,42 @@ static const struct jfield level_fields[] = {
 	JFIELD(struct wlevel, dlx_since_mono, "dlx_since_mono_ms", 0),
 };
 
-/* Reads the persisted "levels" member J into W. */
+/* Reads the persisted "levels" member J into LS. */
 void
-watch_levels_read(struct wstate *w, const json_t *j)
+watch_levels_load(struct wlevels *ls, const json_t *j)
 {
 	size_t i;
 	json_t *o;
 
-	w->park_dlx_since_mono = jint(j, "parking_dlx_since_mono_ms", 0);
+	ls->park_dlx_since_mono = jint(j, "parking_dlx_since_mono_ms", 0);
 	json_array_foreach(json_object_get(j, "list"), i, o) {
 		if (i >= LADDER_MAX_LEVELS)
 			break;
-		struct wlevel *lv = &w->lv[i];
+		struct wlevel *lv = &ls->lv[i];
 
 		lv->in_flight = json_is_true(json_object_get(o, "in_flight"));
-		watch_probe_read(&lv->p, json_object_get(o, "probe"));
+		watch_clock_stamp_load(&lv->p, json_object_get(o, "probe"));
 		jint_fields(lv, o, level_fields, JFIELDS_N(level_fields));
 		lv->proven = json_is_true(json_object_get(o, "proven"));
 	}
 }
 
-/* The "levels" member of the persisted state. */
+/* The "levels" member of the persisted state, a new reference. */
 json_t *
-watch_levels_json(const struct wstate *w)
+watch_levels_json(const struct wlevels *ls)
 {
 	json_t *list = json_array();
 	int last = LADDER_MAX_LEVELS - 1;
 
-	while (last >= 0 && w->lv[last].sent == 0 && !w->lv[last].in_flight &&
-	    w->lv[last].dlx_since_mono == 0)
+	while (last >= 0 && ls->lv[last].sent == 0 && !ls->lv[last].in_flight &&
+	    ls->lv[last].dlx_since_mono == 0)
 		last--;
 	for (int k = 0; k <= last; k++) {
-		const struct wlevel *lv = &w->lv[k];
+		const struct wlevel *lv = &ls->lv[k];
 
 		json_array_append_new(list, json_pack("{s:b,s:o,s:I,s:I,"
 		    "s:I,s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:I}",
-		    "in_flight", lv->in_flight, "probe", watch_probe_json(&lv->p),
+		    "in_flight", lv->in_flight, "probe", watch_clock_stamp_json(&lv->p),
 		    "sent", (json_int_t)lv->sent, "arrived", (json_int_t)lv->arrived,
 		    "on_time", (json_int_t)lv->ontime,
 		    "late", (json_int_t)lv->late, "stuck", (json_int_t)lv->stuck,
@@ -445,7 +451,7 @@ watch_levels_json(const struct wstate *w)
 		    "dlx_since_mono_ms", (json_int_t)lv->dlx_since_mono));
 	}
 	return json_pack("{s:o,s:I}", "list", list, "parking_dlx_since_mono_ms",
-	    (json_int_t)w->park_dlx_since_mono);
+	    (json_int_t)ls->park_dlx_since_mono);
 }
 
 /* Level K's status as the page and /metrics show it. */
@@ -473,12 +479,13 @@ static const char *
 oldest(const struct tick *t, const struct wlevel *lv, int k, int64_t *age)
 {
 	*age = -1;
-	if (t->depth_seen && t->depth[k] == 0 && (!t->dlx_seen || t->dlx[k] <= 0)) {
+	if (t->lad.depth_seen && t->lad.depth[k] == 0 &&
+	    (!t->lvl.dlx_seen || t->lvl.dlx[k] <= 0)) {
 		*age = 0;
 		return "empty";
 	}
-	if (t->dlx_seen && t->head_ts[k] >= 0) {
-		*age = t->now - t->head_ts[k] * 1000;
+	if (t->lvl.dlx_seen && t->lvl.head_ts[k] >= 0) {
+		*age = t->now - t->lvl.head_ts[k] * 1000;
 		if (*age < 0)
 			*age = 0;
 		return "head_timestamp";
@@ -503,7 +510,7 @@ watch_levels_summary(const struct tick *t, const struct wstate *w)
 	const char *src;
 
 	for (int k = 0; a != NULL && k < t->p->ladder.levels; k++) {
-		const struct wlevel *lv = &w->lv[k];
+		const struct wlevel *lv = &w->levels.lv[k];
 
 		src = oldest(t, lv, k, &age);
 		json_array_append_new(a, json_pack("{s:i,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:s,"
@@ -512,9 +519,9 @@ watch_levels_summary(const struct tick *t, const struct wstate *w)
 		    "status", level_status(t, lv, k),
 		    "lateness_ms", int_or_null(lv->last_late, lv->proven),
 		    "lateness_min_ms", int_or_null(lv->last_late_lo, lv->proven),
-		    "dead_letters", int_or_null(t->dlx[k], t->dlx_seen && t->dlx[k] >= 0),
-		    "band_publishes", int_or_null(t->band[k], t->band_seen &&
-		    t->band[k] >= 0),
+		    "dead_letters", int_or_null(t->lvl.dlx[k], t->lvl.dlx_seen && t->lvl.dlx[k] >= 0),
+		    "band_publishes", int_or_null(t->lad.band[k], t->lad.band_seen &&
+		    t->lad.band[k] >= 0),
 		    "oldest_age_ms", int_or_null(age, age >= 0), "oldest_age_source", src,
 		    "probes_sent", (json_int_t)lv->sent,
 		    "probes_on_time", (json_int_t)lv->ontime));

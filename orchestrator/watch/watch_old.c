@@ -1,8 +1,9 @@
 /* watch_old: the watch's look at the old path — a full pass (one listing
- * with statistics) or a light one (watch_old_pass.c), exact depths by
- * passive declares, publishes into the old
- * path, unmeasured and vanished old queues. Internal to the watch
- * (watch_int.h). */
+ * with statistics) or a light one (passive declares of the queues that
+ * held messages), as watch_old_pass.c decides, exact depths by passive
+ * declares, publishes into the old path, unmeasured and vanished old
+ * queues — and the old path's part of the state (struct wold, persisted
+ * as "old"). Internal to the watch (watch_int.h). */
 #include "watch_int.h"
 
 /* ---- the old path ---- */
@@ -19,10 +20,10 @@ watch_old_exact(struct tick *t, bool all)
 	char why[512], what[LADDER_NAME_MAX + 64];
 	int r;
 
-	if (t->nq <= OLD_EXACT_MAX)
+	if (t->old.nq <= OLD_EXACT_MAX)
 		all = true;
-	for (size_t i = 0; i < t->nq; i++) {
-		struct oldq *q = &t->q[i];
+	for (size_t i = 0; i < t->old.nq; i++) {
+		struct oldq *q = &t->old.q[i];
 
 		if (q->exact >= 0)
 			continue;
@@ -33,7 +34,7 @@ watch_old_exact(struct tick *t, bool all)
 		if (r == BROKER_NOT_FOUND) {
 			q->exact = 0;
 			q->gone = true;
-			t->old_gone++;
+			t->old.gone++;
 			continue;
 		}
 		if (r != 0) {
@@ -43,16 +44,16 @@ watch_old_exact(struct tick *t, bool all)
 		}
 		q->exact = qi.messages;
 	}
-	t->old_depth = t->old_nonempty = 0;
-	t->old_exact_all = true;
-	for (size_t i = 0; i < t->nq; i++) {
-		int64_t d = t->q[i].exact >= 0 ? t->q[i].exact : t->q[i].listed;
+	t->old.depth = t->old.nonempty = 0;
+	t->old.exact_all = true;
+	for (size_t i = 0; i < t->old.nq; i++) {
+		int64_t d = t->old.q[i].exact >= 0 ? t->old.q[i].exact : t->old.q[i].listed;
 
-		if (t->q[i].exact < 0)
-			t->old_exact_all = false;
+		if (t->old.q[i].exact < 0)
+			t->old.exact_all = false;
 		if (d > 0) {
-			t->old_depth += d;
-			t->old_nonempty++;
+			t->old.depth += d;
+			t->old.nonempty++;
 		}
 	}
 	return 0;
@@ -103,7 +104,7 @@ measured_names(const json_t *measured, const char ***out, size_t *n)
 	return 0;
 }
 
-/* Lists the vhost's queues into T->listing. Returns 0, or -1 when the
+/* Lists the vhost's queues into T->old.listing. Returns 0, or -1 when the
  * broker did not answer (alerted). */
 static int
 old_list(struct tick *t)
@@ -115,9 +116,9 @@ old_list(struct tick *t)
 	 * table, where pages would walk it once per page. */
 	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS
 	    ",messages_dlx,head_message_timestamp", t->vhost);
-	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->listing, NULL, why,
-	    sizeof(why)) != 0 || !json_is_array(t->listing)) {
-		watch_unreachable(t, "listing the old queues", t->listing == NULL ? why :
+	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->old.listing, NULL, why,
+	    sizeof(why)) != 0 || !json_is_array(t->old.listing)) {
+		watch_unreachable(t, "listing the old queues", t->old.listing == NULL ? why :
 		    "the answer is not a list");
 		return -1;
 	}
@@ -131,7 +132,7 @@ old_list(struct tick *t)
 static bool
 since_after_window(const struct tick *t)
 {
-	return t->w->pass.full_ms >= t->w->flip_ms + OLD_STATS_LAG_MS;
+	return t->w->old.pass.full_ms >= t->w->flip_ms + OLD_STATS_LAG_MS;
 }
 
 /* The TTL by which joining old queue E (listed) counts in the horizon: its
@@ -163,20 +164,20 @@ note_joined(struct tick *t, const json_t *e, const char *name, bool created,
 	if (created) {
 		if (m->nnew++ < NAMES_LISTED)
 			watch_appendf(m->names, sizeof(m->names), "'%s'", name);
-		if (w->nknown_new < NEW_KNOWN_MAX)
-			snprintf(w->known_new[w->nknown_new++], LADDER_NAME_MAX, "%s",
+		if (w->old.nknown_new < NEW_KNOWN_MAX)
+			snprintf(w->old.known_new[w->old.nknown_new++], LADDER_NAME_MAX, "%s",
 			    name);
 	}
-	if (json_object_get(t->joined != NULL ? t->joined : m->joined_prev, name) != NULL)
+	if (json_object_get(t->old.joined != NULL ? t->old.joined : m->joined_prev, name) != NULL)
 		return;
-	if (t->joined == NULL)
-		t->joined = m->joined_prev != NULL ? json_deep_copy(m->joined_prev) :
+	if (t->old.joined == NULL)
+		t->old.joined = m->joined_prev != NULL ? json_deep_copy(m->joined_prev) :
 		    json_object();
-	if (t->joined == NULL || json_object_size(t->joined) >= JOINED_MAX) {
-		w->old_joined_over++;
+	if (t->old.joined == NULL || json_object_size(t->old.joined) >= JOINED_MAX) {
+		w->old.joined_over++;
 		return;
 	}
-	json_object_set_new(t->joined, name, ttl >= 0 ? json_integer(ttl) : json_null());
+	json_object_set_new(t->old.joined, name, ttl >= 0 ? json_integer(ttl) : json_null());
 }
 
 /* What "seen" holds for a queue whose counter was there and is gone (the
@@ -235,9 +236,9 @@ seen_entry(const struct oldq *q, const json_t *pv)
 	    json_null();
 }
 
-/* Fills T->q with the listed queues SEL selects (MEASURED, N: the sorted
+/* Fills T->old.q with the listed queues SEL selects (MEASURED, N: the sorted
  * names measure_horizon measured), their publish counters summed into
- * *TOTAL and recorded in T->seen, each compared with the last full pass
+ * *TOTAL and recorded in T->old.seen_queues, each compared with the last full pass
  * into M, the unmeasured ones joined. Returns 0, or -1 with ERR (memory,
  * a name the selection cannot decide). */
 static int
@@ -248,12 +249,13 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 	size_t i;
 	bool selected, fresh;
 
-	if ((t->q = calloc(json_array_size(t->listing) + 1, sizeof(*t->q))) == NULL ||
-	    (t->seen = json_object()) == NULL) {
+	if ((t->old.q = calloc(json_array_size(t->old.listing) + 1,
+	    sizeof(*t->old.q))) == NULL ||
+	    (t->old.seen_queues = json_object()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	json_array_foreach(t->listing, i, e) {
+	json_array_foreach(t->old.listing, i, e) {
 		const char *name = json_string_value(json_object_get(e, "name"));
 		const json_t *ms = json_object_get(e, "message_stats");
 		struct oldq *q;
@@ -264,7 +266,7 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 			return -1;
 		if (!selected)
 			continue;
-		q = &t->q[t->nq++];
+		q = &t->old.q[t->old.nq++];
 		q->name = name;
 		q->listed = jint(e, "messages", 0);
 		q->exact = -1;
@@ -273,7 +275,7 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 		    cmp_str) != NULL;
 		*total += jint(ms, "publish", 0);
 		pv = m->prev != NULL ? json_object_get(m->prev, name) : NULL;
-		json_object_set_new(t->seen, name, seen_entry(q, pv));
+		json_object_set_new(t->old.seen_queues, name, seen_entry(q, pv));
 		fresh = m->prev != NULL && compare_counter(q, pv, m);
 		if (!q->measured)
 			note_joined(t, e, name, fresh && since_after_window(t), m);
@@ -294,8 +296,8 @@ late_or_after(struct tick *t, struct members *m)
 	const json_t *held = json_object_get(json_object_get(t->c->state, "old"),
 	    "held");
 
-	for (size_t i = 0; i < t->nq; i++) {
-		const struct oldq *q = &t->q[i];
+	for (size_t i = 0; i < t->old.nq; i++) {
+		const struct oldq *q = &t->old.q[i];
 		int64_t d = q->exact >= 0 ? q->exact : q->listed;
 		int64_t before = json_integer_value(json_object_get(held, q->name));
 
@@ -309,7 +311,7 @@ late_or_after(struct tick *t, struct members *m)
 }
 
 /* Members of the last full pass (M->prev) that this listing no longer
- * shows: gone (the ones that held messages are watch_old_vanished's). */
+ * shows: gone (the ones that held messages are old_vanished's). */
 static void
 count_gone(struct tick *t, const struct members *m)
 {
@@ -319,9 +321,9 @@ count_gone(struct tick *t, const struct members *m)
 	    "held");
 
 	json_object_foreach((json_t *)m->prev, name, v)
-		if (json_object_get(t->seen, name) == NULL &&
+		if (json_object_get(t->old.seen_queues, name) == NULL &&
 		    json_integer_value(json_object_get(held, name)) <= 0)
-			t->w->old_gone_empty++;
+			t->w->old.gone_empty++;
 }
 
 /* Raises old_new_queue for old queues created after the flip; the largest
@@ -383,42 +385,140 @@ count_publishes(struct tick *t, const struct members *m)
 	int64_t after = since_after_window(t) ? all : m->deeper;
 	char tbuf[40], d1[32];
 
-	w->old_resets += m->reset;
+	w->old.resets += m->reset;
 	if (all == 0)
 		return;
 	w->last_old_entry_ms = t->now;
 	t->deadline_moved = true;
-	w->old_late += m->late;
+	w->old.late += m->late;
 	if (after == 0) {
-		w->old_settled += all;
+		w->old.settled += all;
 		snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s counted "
 		    "within the flip's statistics window (they may predate it)",
 		    (long long)all, all == 1 ? "" : "es");
 		return;
 	}
-	w->old_after_flip += after;
-	w->old_settled += all - after;
-	watch_update_deadline(w);
+	w->old.after_flip += after;
+	w->old.settled += all - after;
+	watch_deadline_update(w);
 	watch_alert(t, "old_publish", "%lld message%s entered the old path after the "
 	    "flip (%lld in all so far): some producer still publishes to old queues; "
 	    "the deadline moves to %s (last entry + largest TTL %s + allowance)",
-	    (long long)after, after == 1 ? "" : "s", (long long)w->old_after_flip,
+	    (long long)after, after == 1 ? "" : "s", (long long)w->old.after_flip,
 	    old_time_format(w->deadline_ms, tbuf, sizeof(tbuf)),
 	    duration_format(w->max_ttl_ms, d1, sizeof(d1)));
 	snprintf(t->moved_why, sizeof(t->moved_why), "%lld publish%s into the old "
 	    "path after the flip", (long long)after, after == 1 ? "" : "es");
 }
 
-/* Samples the old path: on a full pass (watch_old_pass_full), one
+/* A queue of measure_horizon's result, by name (the light pass's index). */
+struct named {
+	const char *name;
+	const json_t *e;
+};
+
+/* qsort and bsearch order of struct named: by name. */
+static int
+cmp_named(const void *a, const void *b)
+{
+	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+}
+
+/* The queues of MEASURED by name, sorted, into a new *OUT (*N of them).
+ * Returns 0 or -1 (out of memory). */
+static int
+measured_index(const json_t *measured, struct named **out, size_t *n)
+{
+	const json_t *mq = json_object_get(measured, "queues"), *e;
+	size_t i;
+
+	*n = 0;
+	if ((*out = calloc(json_array_size(mq) + 1, sizeof(**out))) == NULL)
+		return -1;
+	json_array_foreach(mq, i, e)
+		if (json_is_string(json_object_get(e, "name"))) {
+			(*out)[*n].name = json_string_value(json_object_get(e, "name"));
+			(*out)[(*n)++].e = e;
+		}
+	qsort(*out, *n, sizeof(**out), cmp_named);
+	return 0;
+}
+
+/* The measured entry of queue NAME in V (N of them, sorted), or NULL. */
+static const json_t *
+measured_find(const struct named *v, size_t n, const char *name)
+{
+	struct named key = { name, NULL }, *hit;
+
+	hit = bsearch(&key, v, n, sizeof(*v), cmp_named);
+	return hit != NULL ? hit->e : NULL;
+}
+
+/* The light pass: T->old.q becomes the old queues that held messages at the
+ * last look (old.held) and the old queues they dead-letter into (from
+ * measure_horizon), each read exactly by a passive declare. Every other
+ * old queue was empty then, and only a publish (the exchanges' counters
+ * show it, and a full pass follows) or a dead-letter from one of those
+ * can have filled it. Returns 0, or -1 when the broker did not answer
+ * (alerted) or memory ran out (T->old.seen stays false). */
+static int
+old_light(struct tick *t)
+{
+	const json_t *held = json_object_get(json_object_get(t->c->state, "old"), "held");
+	const json_t *v, *to, *d;
+	struct named *idx = NULL;
+	const char **names = NULL, *name;
+	size_t nidx = 0, n = 0, cap = 0, i, k;
+	int rc = -1;
+
+	if (json_object_size(held) > 0 && measured_index(t->c->measured, &idx, &nidx) != 0)
+		goto done;
+	json_object_foreach((json_t *)held, name, v) {
+		to = json_object_get(measured_find(idx, nidx, name), "dead_letters_to");
+		cap += 1 + json_array_size(to);
+	}
+	if ((names = calloc(cap + 1, sizeof(*names))) == NULL ||
+	    (t->old.q = calloc(cap + 1, sizeof(*t->old.q))) == NULL)
+		goto done;
+	json_object_foreach((json_t *)held, name, v) {
+		names[n++] = name;
+		to = json_object_get(measured_find(idx, nidx, name), "dead_letters_to");
+		json_array_foreach(to, i, d)
+			if (json_is_string(d))
+				names[n++] = json_string_value(d);
+	}
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (i = 0; i < n; i = k) {
+		struct oldq *q = &t->old.q[t->old.nq++];
+
+		for (k = i + 1; k < n && strcmp(names[k], names[i]) == 0; k++)
+			;
+		q->name = names[i];
+		q->listed = jint(held, names[i], 0);
+		q->exact = -1;
+		q->publish = -1;
+		q->measured = measured_find(idx, nidx, names[i]) != NULL;
+	}
+	if (watch_old_exact(t, true) != 0)
+		goto done;
+	t->old.seen = true;
+	rc = 0;
+done:
+	free(names);
+	free(idx);
+	return rc;
+}
+
+/* Looks at the old path: on a full pass (watch_old_pass_full), one
  * management listing with statistics (depths, cumulative publishes,
  * arguments) restricted to the old selection, then exact depths; on a
  * light pass, exact depths of the queues that held messages
- * (watch_old_light). Raises old_publish when the publish total grew after the
+ * (old_light). Raises old_publish when the publish total grew after the
  * settle window, and old_new_queue for a selected queue measure_horizon
  * did not measure. Returns 0, or -1 with ERR on a local failure (memory,
  * a selection PCRE2 cannot decide); a broker failure is an alert and returns 0. */
-int
-watch_old(struct tick *t, char *err, size_t errlen)
+static int
+old_sample(struct tick *t, char *err, size_t errlen)
 {
 	const json_t *old = json_object_get(t->c->state, "old");
 	struct members m = { .ttl = -1 };
@@ -428,9 +528,9 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	int64_t total = 0;
 	int rc = -1;
 
-	t->old_queues = t->w->pass.nqueues;
+	t->old.queues = t->w->old.pass.nqueues;
 	if (!watch_old_pass_full(t)) {
-		(void)watch_old_light(t);
+		(void)old_light(t);
 		return 0;
 	}
 	m.prev = json_is_object(json_object_get(old, "seen")) ?
@@ -449,21 +549,21 @@ watch_old(struct tick *t, char *err, size_t errlen)
 	}
 	if (select_listed(t, &sel, measured, nmeasured, &total, &m, err, errlen) != 0)
 		goto done;
-	t->old_seen = true;
-	t->old_queues = (int64_t)t->nq;
-	t->w->unmeasured_seen = (int64_t)(t->joined != NULL ?
-	    json_object_size(t->joined) : json_object_size(m.joined_prev));
+	t->old.seen = true;
+	t->old.queues = (int64_t)t->old.nq;
+	t->w->old.unmeasured_seen = (int64_t)(t->old.joined != NULL ?
+	    json_object_size(t->old.joined) : json_object_size(m.joined_prev));
 	alert_joined(t, &m);
 	(void)watch_old_exact(t, false);
-	if (m.prev == NULL || t->w->old_publishes < 0)
+	if (m.prev == NULL || t->w->old.publishes < 0)
 		first_publishes(t, total);
 	else {
 		count_gone(t, &m);
 		late_or_after(t, &m);
 		count_publishes(t, &m);
 	}
-	t->w->old_publishes = total;
-	watch_update_deadline(t->w);
+	t->w->old.publishes = total;
+	watch_deadline_update(t->w);
 	watch_old_pass_done(t);
 	rc = 0;
 done:
@@ -476,8 +576,8 @@ done:
  * are gone now (not listed, or not found by a passive declare): deleted by
  * hand, or by their x-expires, with those messages. Raises old_vanished
  * naming them, then remembers the queues that hold messages now. */
-void
-watch_old_vanished(struct tick *t)
+static void
+old_vanished(struct tick *t)
 {
 	const json_t *prev = json_object_get(json_object_get(t->c->state, "old"), "held");
 	const char **present = NULL, *name;
@@ -486,23 +586,23 @@ watch_old_vanished(struct tick *t)
 	size_t np = 0, n = 0;
 	int64_t lost = 0;
 
-	if (!t->old_seen) {
+	if (!t->old.seen) {
 		/* Nothing seen this tick: keep what was known. */
-		t->held = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+		t->old.held = json_is_object(prev) ? json_deep_copy(prev) : json_object();
 		return;
 	}
-	t->held = json_object();
-	if ((present = calloc(t->nq + 1, sizeof(*present))) == NULL)
+	t->old.held = json_object();
+	if ((present = calloc(t->old.nq + 1, sizeof(*present))) == NULL)
 		return;
-	for (size_t i = 0; i < t->nq; i++) {
-		const struct oldq *q = &t->q[i];
+	for (size_t i = 0; i < t->old.nq; i++) {
+		const struct oldq *q = &t->old.q[i];
 		int64_t d = q->exact >= 0 ? q->exact : q->listed;
 
 		if (q->gone)
 			continue;
 		present[np++] = q->name;
-		if (d > 0 && json_object_size(t->held) < HELD_MAX)
-			json_object_set_new(t->held, q->name, json_integer(d));
+		if (d > 0 && json_object_size(t->old.held) < HELD_MAX)
+			json_object_set_new(t->old.held, q->name, json_integer(d));
 	}
 	qsort(present, np, sizeof(*present), cmp_str);
 	json_object_foreach((json_t *)prev, name, v) {
@@ -521,4 +621,126 @@ watch_old_vanished(struct tick *t)
 		    "its x-expires (or a policy's expires), its messages are gone "
 		    "unless someone moved them", n, n == 1 ? "" : "s", (long long)lost,
 		    names, n > NAMES_LISTED ? " and more" : "");
+}
+
+/* This tick's reading of the old path (old_sample), then the queues that
+ * vanished holding messages (old_vanished). Returns 0, or -1 with ERR on
+ * a local failure (memory, a selection PCRE2 cannot decide); a broker
+ * failure is an alert and returns 0. */
+int
+watch_old_read(struct tick *t, char *err, size_t errlen)
+{
+	if (old_sample(t, err, errlen) != 0)
+		return -1;
+	old_vanished(t);
+	return 0;
+}
+
+/* A new watch's: no publishes counted yet. */
+void
+watch_old_init(struct wold *o)
+{
+	o->publishes = -1;
+}
+
+/* The old path's samples this tick, when it was seen: its depth
+ * (old.depth), its non-empty queues (old.nonempty) and the publishes into
+ * it (old.publishes). Returns 0, or -1 when out of memory. */
+int
+watch_old_samples(struct tick *t)
+{
+	if (t->old.seen && (watch_sample(t, t->now, "old.depth", "",
+	    (double)t->old.depth) ||
+	    watch_sample(t, t->now, "old.nonempty", "", (double)t->old.nonempty) ||
+	    watch_sample(t, t->now, "old.publishes", "", (double)t->w->old.publishes)))
+		return -1;
+	return 0;
+}
+
+/* The persisted "old" member, a new reference: the counts, the unmeasured
+ * queues alerted already (new_queues), the passes' schedule (pass); the
+ * queues that hold messages (held), the last full pass's queues and their
+ * publish counters (seen) and the members measure_horizon did not measure,
+ * with their TTLs (joined: remove_old takes them as it takes the
+ * measured), each from this tick or, when it did not read them, carried
+ * forward from the last state; and those members' counts. */
+json_t *
+watch_old_json(const struct tick *t, const struct wold *o)
+{
+	const json_t *prev = json_object_get(t->c->state, "old");
+	const json_t *seen = t->old.seen_queues != NULL ? t->old.seen_queues :
+	    json_object_get(prev, "seen");
+	const json_t *joined = t->old.joined != NULL ? t->old.joined :
+	    json_object_get(prev, "joined");
+	json_t *j, *known = json_array();
+
+	for (size_t i = 0; i < o->nknown_new; i++)
+		json_array_append_new(known, json_string(o->known_new[i]));
+	j = json_pack("{s:o,s:I,s:I,s:I,s:I,s:o}",
+	    "publishes", int_or_null(o->publishes, o->publishes >= 0),
+	    "after_flip", (json_int_t)o->after_flip,
+	    "settled", (json_int_t)o->settled,
+	    "resets", (json_int_t)o->resets,
+	    "unmeasured_queues", (json_int_t)o->unmeasured_seen,
+	    "new_queues", known);
+	if (j == NULL)
+		return NULL;
+	json_object_set_new(j, "pass", watch_old_pass_json(&o->pass));
+	json_object_set(j, "held", t->old.held != NULL ? t->old.held :
+	    json_object_get(prev, "held"));
+	if (json_is_object(seen))
+		json_object_set(j, "seen", (json_t *)seen);
+	json_object_set_new(j, "joined", json_is_object(joined) ?
+	    json_incref((json_t *)joined) : json_object());
+	json_object_set_new(j, "late", json_integer(o->late));
+	json_object_set_new(j, "gone_empty", json_integer(o->gone_empty));
+	json_object_set_new(j, "joined_unnamed", json_integer(o->joined_over));
+	return j;
+}
+
+/* The last tick's reading of each old queue, which remove_old compares
+ * with its own before deleting (the state's "old_last", a new reference):
+ * {"at_ms", "queues": [{"name", "publish" (message_stats.publish, null
+ * when the statistics had none), "messages" (exact when read so)}]}. */
+json_t *
+watch_old_last_json(const struct tick *t)
+{
+	json_t *qs = json_array();
+
+	for (size_t i = 0; i < t->old.nq; i++) {
+		const struct oldq *q = &t->old.q[i];
+
+		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", q->name,
+		    "publish", int_or_null(q->publish, q->publish >= 0),
+		    "messages", (json_int_t)(q->exact >= 0 ? q->exact : q->listed)));
+	}
+	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
+}
+
+/* The integer members of the persisted "old". */
+static const struct jfield old_fields[] = {
+	JFIELD(struct wold, publishes, "publishes", -1),
+	JFIELD(struct wold, after_flip, "after_flip", 0),
+	JFIELD(struct wold, settled, "settled", 0),
+	JFIELD(struct wold, resets, "resets", 0),
+	JFIELD(struct wold, late, "late", 0),
+	JFIELD(struct wold, gone_empty, "gone_empty", 0),
+	JFIELD(struct wold, joined_over, "joined_unnamed", 0),
+	JFIELD(struct wold, unmeasured_seen, "unmeasured_queues", 0),
+};
+
+/* Reads the persisted "old" member J into O (held, seen and joined stay
+ * in the JSON, where this tick's look reads them: watch_old_read). */
+void
+watch_old_load(struct wold *o, const json_t *j)
+{
+	const json_t *e;
+	size_t i;
+
+	jint_fields(o, j, old_fields, JFIELDS_N(old_fields));
+	watch_old_pass_load(&o->pass, json_object_get(j, "pass"));
+	json_array_foreach(json_object_get(j, "new_queues"), i, e)
+		if (json_is_string(e) && o->nknown_new < NEW_KNOWN_MAX)
+			snprintf(o->known_new[o->nknown_new++], LADDER_NAME_MAX, "%s",
+			    json_string_value(e));
 }

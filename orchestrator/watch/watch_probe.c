@@ -1,9 +1,48 @@
 /* watch_probe: the watch's probes — the probe queue, sending probes
- * through the ladder, collecting them, their lateness, the lost ones.
- * Internal to the watch (watch_int.h). */
+ * through the ladder, collecting them (a level probe is handed to
+ * watch_levels.c), their lateness, the lost ones — and the probes' part
+ * of the state (struct wprobes, persisted as "probe"). Internal to the
+ * watch (watch_int.h). */
 #include "watch_int.h"
 
+static int probe_drain(struct tick *t);
+
 /* ---- probes ---- */
+
+/* The probe's delay: one watch.interval rounded up to whole units (at
+ * least one unit, at most the ladder's largest delay). Sent at the end of
+ * a tick, a probe is then due about when the next tick starts, which
+ * reads it within the tick's own latency of its arrival (or waits a
+ * moment for it): its lateness is measured, not blurred by a whole
+ * interval between looks. One interval is short (few probes in flight,
+ * a lost one known within an interval and the lateness bound) and still
+ * crosses the levels of the bits of interval / unit (10 s on a 1 s
+ * ladder: levels 3 and 1), through waiting and bypass bindings down to
+ * the delivery exchange, as every delayed message ends; the canary
+ * checked the other paths before the flip, and verify_ladder re-checks
+ * every binding each probe_every. */
+static int64_t
+probe_delay(const struct plan *p)
+{
+	const struct ladder *l = &p->ladder;
+	uint64_t units = (uint64_t)((p->watch.interval_ms + l->unit_ms - 1) / l->unit_ms);
+
+	if (units < 1)
+		units = 1;
+	if (units > ladder_max_units(l))
+		units = ladder_max_units(l);
+	/* Never beyond the plan's max_delay, which publishing refuses. */
+	if ((int64_t)units * l->unit_ms > ladder_limit_ms(l))
+		return ladder_limit_ms(l);
+	return (int64_t)units * l->unit_ms;
+}
+
+/* A new watch's probes: none sent yet, each one interval long. */
+void
+watch_probe_init(struct wprobes *pr, const struct plan *p)
+{
+	pr->delay_ms = probe_delay(p);
+}
 
 /* Declares the probe queue and binds it to the delivery exchange like a
  * destination. Durable, of the plan's queue type (like the destination
@@ -15,8 +54,8 @@
  * nothing behind for long. A probe queue of another shape (a
  * non-durable one, from before) is read out, deleted if empty and
  * declared again. Idempotent; every tick. */
-void
-watch_probe_queue(struct tick *t)
+static void
+probe_queue(struct tick *t)
 {
 	struct topology_arg qargs[2];
 	int64_t expires = 10 * t->p->watch.interval_ms;
@@ -36,7 +75,7 @@ watch_probe_queue(struct tick *t)
 	    sizeof(why));
 	if (r == BROKER_EPRECONDITION) {
 		t->probe_ready = true;	/* to read it out */
-		(void)watch_probe_drain(t);
+		(void)probe_drain(t);
 		t->probe_ready = false;
 		if (broker_queue_delete(t->c->amqp, t->probe_queue, BROKER_IF_EMPTY,
 		    NULL, why, sizeof(why)) == 0)
@@ -59,18 +98,21 @@ watch_probe_queue(struct tick *t)
 	t->probe_ready = true;
 }
 
+/* Keeps LATE among the recent latenesses (the oldest dropped past
+ * PROBE_RECENT_MAX), as the last and, when larger, the largest. */
 static void
-remember_lateness(struct wstate *w, int64_t late)
+remember_lateness(struct wprobes *pr, int64_t late)
 {
-	if (w->nrecent == PROBE_RECENT_MAX) {
-		memmove(w->recent, w->recent + 1, (PROBE_RECENT_MAX - 1) * sizeof(w->recent[0]));
-		w->nrecent--;
+	if (pr->nrecent == PROBE_RECENT_MAX) {
+		memmove(pr->recent, pr->recent + 1, (PROBE_RECENT_MAX - 1) *
+		    sizeof(pr->recent[0]));
+		pr->nrecent--;
 	}
-	w->recent[w->nrecent++] = late;
-	w->last_late = late;
-	if (!w->have_late || late > w->max_late)
-		w->max_late = late;
-	w->have_late = true;
+	pr->recent[pr->nrecent++] = late;
+	pr->last_late = late;
+	if (!pr->have_late || late > pr->max_late)
+		pr->max_late = late;
+	pr->have_late = true;
 }
 
 /* Takes one probe message D, read at OBS (monotonic), when the probe
@@ -79,7 +121,7 @@ remember_lateness(struct wstate *w, int64_t late)
 static void
 probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	struct publish_info pi;
 	int64_t ml = t->p->canary.max_lateness_ms, lo, up;
 	int64_t wall = clock_now_ms();	/* samples are stamped on the wall clock,
@@ -89,46 +131,46 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 
 	if (publish_read(d, &pi, why, sizeof(why)) != 0 ||
 	    strcmp(pi.plan, t->p->name) != 0 || strcmp(pi.purpose, PUBLISH_PROBE) != 0) {
-		w->foreign++;
+		pr->foreign++;
 		return;
 	}
-	for (i = 0; i < w->nout; i++)
-		if (w->out[i].seq == pi.seq && w->out[i].not_before_ms == pi.not_before_ms)
+	for (i = 0; i < pr->nout; i++)
+		if (pr->out[i].seq == pi.seq && pr->out[i].not_before_ms == pi.not_before_ms)
 			break;
-	if (i == w->nout && watch_levels_take(t, &pi, obs))
+	if (i == pr->nout && watch_levels_take(t, &pi, obs))
 		return;
-	if (i == w->nout) {
+	if (i == pr->nout) {
 		/* A duplicate (at-least-once dead-lettering), one already called
 		 * lost, or one sent by a tick whose state was never saved. */
-		w->stale++;
+		pr->stale++;
 		return;
 	}
-	lo = w->probe_checked_ms > w->out[i].sent_mono ? w->probe_checked_ms :
-	    w->out[i].sent_mono;
-	lo -= w->out[i].not_before_mono;	/* lateness is above this ... */
-	up = obs - w->out[i].not_before_mono;	/* ... and at most this */
-	w->arrived++;
+	lo = pr->checked_ms > pr->out[i].sent_mono ? pr->checked_ms :
+	    pr->out[i].sent_mono;
+	lo -= pr->out[i].not_before_mono;	/* lateness is above this ... */
+	up = obs - pr->out[i].not_before_mono;	/* ... and at most this */
+	pr->arrived++;
 	if (up < 0) {
-		w->early++;
-		remember_lateness(w, up);
+		pr->early++;
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived at least %lld ms before its "
 		    "not-before time: a level's TTL is shorter than the plan says (a "
 		    "policy? cutover ladder verify)", (long long)pi.seq, (long long)-up);
 	} else if (lo > ml) {
-		w->late++;
-		remember_lateness(w, up);
+		pr->late++;
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 		watch_alert(t, "probe", "probe #%lld arrived %lld to %lld ms after its "
 		    "not-before time, later than canary.max_lateness %lld ms: the "
 		    "ladder is slow (broker load, a queue leader election?)",
 		    (long long)pi.seq, (long long)lo, (long long)up, (long long)ml);
 	} else if (up <= ml) {
-		remember_lateness(w, up);
+		remember_lateness(pr, up);
 		(void)watch_sample(t, wall, "probe.lateness_ms", "", (double)up);
 	} else
-		w->unmeasured++;	/* looked at too seldom to tell */
-	w->out[i] = w->out[--w->nout];
+		pr->unmeasured++;	/* looked at too seldom to tell */
+	pr->out[i] = pr->out[--pr->nout];
 }
 
 /* Keeps D (only what acknowledging it needs) to be acknowledged at the
@@ -158,8 +200,8 @@ probe_hold(struct tick *t, const struct broker_delivery *d)
 /* Acknowledges the probes the last tick read: its state, which accounts
  * for them, is recorded by now. One whose channel closed since comes back
  * and is read again as a duplicate. */
-void
-watch_probe_settle(struct tick *t)
+static void
+probe_settle(struct tick *t)
 {
 	struct step_ctx *c = t->c;
 	char why[256];
@@ -173,8 +215,8 @@ watch_probe_settle(struct tick *t)
  * at the next tick: a kill before the engine records this tick leaves
  * them in the queue for the restarted watch, which still waits for them,
  * instead of gone. Returns 0, or -1 when the broker failed (alerted). */
-int
-watch_probe_drain(struct tick *t)
+static int
+probe_drain(struct tick *t)
 {
 	struct broker_delivery d;
 	char why[768];
@@ -184,7 +226,7 @@ watch_probe_drain(struct tick *t)
 		memset(&d, 0, sizeof(d));
 		r = broker_get(t->c->amqp, t->probe_queue, true, &d, why, sizeof(why));
 		if (r == BROKER_EMPTY) {
-			t->w->probe_checked_ms = clock_mono_ms();
+			t->w->probes.checked_ms = clock_mono_ms();
 			return 0;
 		}
 		if (r != 0) {
@@ -200,14 +242,34 @@ watch_probe_drain(struct tick *t)
 	return 0;
 }
 
+/* This tick's first reading: the first probe due now when none is due
+ * yet (a new watch, or after a reboot); acknowledges what the last tick read
+ * (recorded by now), declares the probe queue (T->probe_ready) and reads
+ * the probes that arrived since, first of all the looks, so that their
+ * arrival is read closest to when it happened. */
+void
+watch_probe_read(struct tick *t)
+{
+	struct wprobes *pr = &t->w->probes;
+
+	if (pr->next_ms == 0)
+		pr->next_ms = t->mono;	/* the first probe at once */
+	probe_settle(t);
+	probe_queue(t);
+	if (t->probe_ready)
+		(void)probe_drain(t);
+}
+
 /* Waits for the probes due within the next moment (or overdue and not yet
  * past their bound; level probes too), reading the probe queue every
- * PROBE_POLL_MS, so that their lateness is measured to within that. Bounded: at most the await
- * window plus max_lateness and the grace, and only while a probe is due. */
+ * PROBE_POLL_MS, so that their lateness is measured to within that.
+ * Bounded: at most the await window plus max_lateness and the grace, and
+ * only while a probe is due. */
 void
 watch_probe_await(struct tick *t)
 {
 	struct wstate *w = t->w;
+	struct wprobes *pr = &w->probes;
 	int64_t ml = t->p->canary.max_lateness_ms, start = clock_mono_ms(), now = start;
 	int64_t window = t->p->ladder.unit_ms > PROBE_AWAIT_MIN_MS ?
 	    t->p->ladder.unit_ms : PROBE_AWAIT_MIN_MS, until;
@@ -216,16 +278,16 @@ watch_probe_await(struct tick *t)
 		window = t->p->watch.interval_ms;
 	for (;;) {
 		until = 0;
-		for (size_t i = 0; i < w->nout; i++) {
-			int64_t bound = w->out[i].not_before_mono + ml + PROBE_GRACE_MS;
+		for (size_t i = 0; i < pr->nout; i++) {
+			int64_t bound = pr->out[i].not_before_mono + ml + PROBE_GRACE_MS;
 
-			if (w->out[i].not_before_mono <= start + window && bound > until)
+			if (pr->out[i].not_before_mono <= start + window && bound > until)
 				until = bound;
 		}
 		for (int k = 0; k < t->p->ladder.levels; k++) {
 			/* The level probes due now too: their lateness read as
 			 * closely. */
-			const struct wlevel *lv = &w->lv[k];
+			const struct wlevel *lv = &w->levels.lv[k];
 			int64_t bound = lv->p.not_before_mono + ml + PROBE_GRACE_MS;
 
 			if (lv->in_flight && lv->p.not_before_mono <= start + window &&
@@ -237,7 +299,7 @@ watch_probe_await(struct tick *t)
 		if (until == 0 || now >= until)
 			return;
 		clock_sleep_ms(PROBE_POLL_MS);
-		if (watch_probe_drain(t) != 0)
+		if (probe_drain(t) != 0)
 			return;
 		now = clock_mono_ms();
 	}
@@ -248,32 +310,32 @@ watch_probe_await(struct tick *t)
 void
 watch_probe_lost(struct tick *t)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	int64_t ml = t->p->canary.max_lateness_ms;
 	char levels[160], tb[40];
 
-	for (size_t i = 0; i < w->nout;) {
-		struct probe *pr = &w->out[i];
+	for (size_t i = 0; i < pr->nout;) {
+		struct probe *op = &pr->out[i];
 		uint64_t units;
 
-		if (pr->not_before_mono + ml + PROBE_GRACE_MS >= w->probe_checked_ms) {
+		if (op->not_before_mono + ml + PROBE_GRACE_MS >= pr->checked_ms) {
 			i++;
 			continue;
 		}
 		levels[0] = '\0';
-		units = (uint64_t)((w->probe_delay_ms + t->p->ladder.unit_ms - 1) /
+		units = (uint64_t)((pr->delay_ms + t->p->ladder.unit_ms - 1) /
 		    t->p->ladder.unit_ms);
 		for (int k = t->p->ladder.levels - 1; k >= 0; k--)
 			if (units >> k & 1)
 				watch_appendf(levels, sizeof(levels), "%d", k);
-		w->lost++;
+		pr->lost++;
 		watch_alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
 		    "canary.max_lateness %lld ms + %d ms grace: lost or stuck on its "
-		    "path (levels %s, then '%s' to '%s')", (long long)pr->seq,
-		    old_time_format(pr->not_before_ms, tb, sizeof(tb)), (long long)ml,
+		    "path (levels %s, then '%s' to '%s')", (long long)op->seq,
+		    old_time_format(op->not_before_ms, tb, sizeof(tb)), (long long)ml,
 		    PROBE_GRACE_MS, levels[0] ? levels : "none", t->delivery,
 		    t->probe_queue);
-		*pr = w->out[--w->nout];
+		*op = pr->out[--pr->nout];
 	}
 }
 
@@ -281,38 +343,38 @@ watch_probe_lost(struct tick *t)
 void
 watch_probe_send(struct tick *t)
 {
-	struct wstate *w = t->w;
+	struct wprobes *pr = &t->w->probes;
 	struct publish_request r;
 	struct publish_receipt rc;
 	int64_t now = clock_mono_ms();
 	char body[96], why[1024];
 	int st;
 
-	if (now < w->probe_next_ms || w->nout == PROBE_OUTSTANDING_MAX)
+	if (now < pr->next_ms || pr->nout == PROBE_OUTSTANDING_MAX)
 		return;
-	snprintf(body, sizeof(body), "{\"probe\":%lld}", (long long)w->probe_seq);
+	snprintf(body, sizeof(body), "{\"probe\":%lld}", (long long)pr->seq);
 	memset(&r, 0, sizeof(r));
 	r.plan = t->p->name;
 	r.purpose = PUBLISH_PROBE;
-	r.seq = w->probe_seq;
-	r.delay_ms = w->probe_delay_ms;
+	r.seq = pr->seq;
+	r.delay_ms = pr->delay_ms;
 	r.destination = t->probe_queue;
 	r.body = body;
 	r.len = strlen(body);
 	r.content_type = "application/json";
 	r.timeout_ms = PROBE_PUBLISH_TIMEOUT_MS;
 	st = publish_delayed(t->c->amqp, &t->p->ladder, &r, &rc, why, sizeof(why));
-	w->probe_seq++;
-	w->probe_next_ms += t->p->watch.probe_every_ms;
-	if (w->probe_next_ms <= now)
-		w->probe_next_ms = now + t->p->watch.probe_every_ms;
+	pr->seq++;
+	pr->next_ms += t->p->watch.probe_every_ms;
+	if (pr->next_ms <= now)
+		pr->next_ms = now + t->p->watch.probe_every_ms;
 	if (st == PUBLISH_OK) {
-		w->sent++;
-		w->out[w->nout].seq = r.seq;
-		w->out[w->nout].sent_ms = rc.sent_ms;
-		w->out[w->nout].not_before_ms = rc.not_before_ms;
-		w->out[w->nout].sent_mono = rc.sent_mono_ms;
-		w->out[w->nout++].not_before_mono = rc.not_before_mono_ms;
+		pr->sent++;
+		pr->out[pr->nout].seq = r.seq;
+		pr->out[pr->nout].sent_ms = rc.sent_ms;
+		pr->out[pr->nout].not_before_ms = rc.not_before_ms;
+		pr->out[pr->nout].sent_mono = rc.sent_mono_ms;
+		pr->out[pr->nout++].not_before_mono = rc.not_before_mono_ms;
 		return;
 	}
 	if (st == PUBLISH_ECONNECT || st == PUBLISH_ELOST || st == PUBLISH_ETIMEOUT)
@@ -336,4 +398,106 @@ watch_probe_remove(struct tick *t)
 		return -1;
 	}
 	return 0;
+}
+
+/* A probe PI found in parking is no longer awaited: LEVEL, when
+ * watch_levels_parked knew it as a level probe, or one in flight here.
+ * Counts it as parked. */
+void
+watch_probe_parked(struct wprobes *pr, const struct publish_info *pi, bool level)
+{
+	if (level)
+		pr->parked++;
+	for (size_t i = 0; i < pr->nout; i++)
+		if (pr->out[i].seq == pi->seq && pr->out[i].not_before_ms == pi->not_before_ms) {
+			pr->out[i] = pr->out[--pr->nout];
+			pr->parked++;
+			break;
+		}
+}
+
+/* Moves the probes' monotonic times to this boot (see watch_clock_tick):
+ * those in flight from their wall-clock stamps (WALL and MONO now); the
+ * next one is due at once, and the probe queue not seen empty yet. */
+void
+watch_probe_rebase(struct wprobes *pr, int64_t wall, int64_t mono)
+{
+	pr->next_ms = 0;
+	pr->checked_ms = 0;
+	for (size_t i = 0; i < pr->nout; i++)
+		watch_clock_stamp_rebase(&pr->out[i], wall, mono);
+}
+
+/* The median of the recent latenesses (PR->nrecent > 0). */
+int64_t
+watch_probe_p50(const struct wprobes *pr)
+{
+	int64_t v[PROBE_RECENT_MAX];
+
+	memcpy(v, pr->recent, pr->nrecent * sizeof(v[0]));
+	qsort(v, pr->nrecent, sizeof(v[0]), cmp_i64);
+	return v[(50 * pr->nrecent + 99) / 100 - 1];
+}
+
+/* The persisted "probe" member: the probe queue (T's), the next probe,
+ * those in flight, the counts and the latenesses, a new reference. */
+json_t *
+watch_probe_json(const struct tick *t, const struct wprobes *pr)
+{
+	json_t *outs = json_array(), *recent = json_array(), *j;
+
+	for (size_t i = 0; i < pr->nout; i++)
+		json_array_append_new(outs, watch_clock_stamp_json(&pr->out[i]));
+	for (size_t i = 0; i < pr->nrecent; i++)
+		json_array_append_new(recent, json_integer(pr->recent[i]));
+	j = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+	    "s:o,s:o,s:o}",
+	    "queue", t->probe_queue,
+	    "delay_ms", (json_int_t)pr->delay_ms,
+	    "next_seq", (json_int_t)pr->seq,
+	    "next_mono_ms", (json_int_t)pr->next_ms,
+	    "checked_mono_ms", (json_int_t)pr->checked_ms,
+	    "outstanding", outs,
+	    "sent", (json_int_t)pr->sent, "arrived", (json_int_t)pr->arrived,
+	    "lost", (json_int_t)pr->lost, "late", (json_int_t)pr->late,
+	    "early", (json_int_t)pr->early, "unmeasured", (json_int_t)pr->unmeasured,
+	    "stale", (json_int_t)pr->stale, "foreign", (json_int_t)pr->foreign,
+	    "recent_lateness_ms", recent,
+	    "last_lateness_ms", int_or_null(pr->last_late, pr->have_late),
+	    "max_lateness_ms", int_or_null(pr->max_late, pr->have_late));
+	if (j != NULL)
+		json_object_set_new(j, "parked", json_integer(pr->parked));
+	return j;
+}
+
+/* The integer members of the persisted "probe". */
+#define P(M, KEY)	JFIELD(struct wprobes, M, KEY, 0)
+static const struct jfield probe_fields[] = {
+	P(delay_ms, "delay_ms"), P(seq, "next_seq"), P(next_ms, "next_mono_ms"),
+	P(checked_ms, "checked_mono_ms"),
+	P(sent, "sent"), P(arrived, "arrived"), P(lost, "lost"),
+	P(late, "late"), P(early, "early"),
+	P(unmeasured, "unmeasured"), P(stale, "stale"),
+	P(foreign, "foreign"), P(last_late, "last_lateness_ms"),
+	P(max_late, "max_lateness_ms"), P(parked, "parked"),
+};
+#undef P
+
+/* Reads the persisted "probe" member J into PR. */
+void
+watch_probe_load(struct wprobes *pr, const json_t *j)
+{
+	const json_t *o;
+	size_t i;
+
+	jint_fields(pr, j, probe_fields, JFIELDS_N(probe_fields));
+	json_array_foreach(json_object_get(j, "outstanding"), i, o) {
+		if (pr->nout == PROBE_OUTSTANDING_MAX)
+			break;
+		watch_clock_stamp_load(&pr->out[pr->nout++], o);
+	}
+	json_array_foreach(json_object_get(j, "recent_lateness_ms"), i, o)
+		if (json_is_integer(o) && pr->nrecent < PROBE_RECENT_MAX)
+			pr->recent[pr->nrecent++] = json_integer_value(o);
+	pr->have_late = json_is_integer(json_object_get(j, "last_lateness_ms"));
 }

@@ -1,6 +1,7 @@
 /* watch_record: what a watch tick collects and records — its pending
  * alerts (one per kind and tick), its samples, and writing both, with
- * their events, to the store. Internal to the watch (watch_int.h). */
+ * their events, to the store. A leaf: every part calls it, and it calls
+ * no other file of the watch (watch_int.h). */
 #include "log.h"
 #include "watch_int.h"
 
@@ -51,6 +52,8 @@ watch_unreachable(struct tick *t, const char *what, const char *why)
 	watch_alert(t, "broker_unreachable", "%s: %s", what, why);
 }
 
+/* Adds one sample (METRIC, LABEL, V at TS) to the tick's row, written by
+ * watch_write_samples. Returns 0, or -1 when out of memory. */
 int
 watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
     double v)
@@ -90,30 +93,13 @@ step_watch_downsample(struct store *s, int64_t plan_id, int64_t now_ms,
 	return n;
 }
 
-/* Writes the tick's samples (and downsamples) in one transaction. */
+/* Writes the tick's samples, those each part added (watch_sample), and
+ * downsamples, in one transaction. Returns 0 or -1 with ERR. */
 int
 watch_write_samples(struct tick *t, char *err, size_t errlen)
 {
 	struct step_ctx *c = t->c;
-	char label[8];
 
-	if (t->old_seen && (watch_sample(t, t->now, "old.depth", "", (double)t->old_depth) ||
-	    watch_sample(t, t->now, "old.nonempty", "", (double)t->old_nonempty) ||
-	    watch_sample(t, t->now, "old.publishes", "", (double)t->w->old_publishes)))
-		goto nomem;
-	for (int k = 0; t->depth_seen && k < t->p->ladder.levels; k++) {
-		snprintf(label, sizeof(label), "%d", k);
-		if (watch_sample(t, t->now, "ladder.depth", label, (double)t->depth[k]))
-			goto nomem;
-	}
-	if (t->parking_seen && watch_sample(t, t->now, "parking.depth", "",
-	    (double)t->parking_depth))
-		goto nomem;
-	if (t->w->ladder_publishes >= 0 && watch_sample(t, t->now, "ladder.publishes", "",
-	    (double)t->w->ladder_publishes))
-		goto nomem;
-	if (watch_levels_samples(t) != 0)
-		goto nomem;
 	if (store_begin(c->store, err, errlen) != 0)
 		return -1;
 	for (size_t i = 0; i < t->ns; i++)
@@ -124,9 +110,6 @@ watch_write_samples(struct tick *t, char *err, size_t errlen)
 	    errlen) < 0)
 		goto fail;
 	return store_commit(c->store, err, errlen);
-nomem:
-	snprintf(err, errlen, "out of memory");
-	return -1;
 fail:
 	store_rollback(c->store);
 	return -1;
@@ -224,9 +207,9 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			return -1;
 		}
 		if (event(t, "watch.parking_taken", json_pack("{s:o,s:{s:I,s:I},s:I}",
-		    "taken", taken, "own_taken", "canary", (json_int_t)t->w->park_canary,
-		    "probe", (json_int_t)t->w->park_probe, "foreign",
-		    (json_int_t)t->w->park_foreign), err, errlen) != 0) {
+		    "taken", taken, "own_taken", "canary", (json_int_t)t->w->park.canary,
+		    "probe", (json_int_t)t->w->park.probe, "foreign",
+		    (json_int_t)t->w->park.foreign), err, errlen) != 0) {
 			store_rollback(s);
 			return -1;
 		}
@@ -236,6 +219,7 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* How many of the plan's alerts are open, or -1 with ERR. */
 int
 watch_count_open(struct tick *t, char *err, size_t errlen)
 {

@@ -1,6 +1,8 @@
 /* watch_restart: broker restarts seen by the watch (a node restarted, a
- * level queue's new leader) and the periodic re-verification of the
- * ladder. Internal to the watch (watch_int.h). */
+ * level queue's new leader), and the nodes' part of the state (struct
+ * wnodes: the last look at the nodes and the level queues' leaders, the
+ * old-path messages a restart would expose). Internal to the watch
+ * (watch_int.h). */
 #include "watch_int.h"
 
 /* ---- broker restarts ---- */
@@ -9,6 +11,7 @@ struct typed {
 	const char *name, *type;
 };
 
+/* qsort and bsearch order of struct typed: by name. */
 static int
 cmp_typed(const void *a, const void *b)
 {
@@ -27,7 +30,7 @@ old_at_most_once(const struct tick *t)
 	size_t n = 0, i;
 	int64_t total = 0;
 
-	if (!t->old_seen || (v = calloc(json_array_size(mq) + 1, sizeof(*v))) == NULL)
+	if (!t->old.seen || (v = calloc(json_array_size(mq) + 1, sizeof(*v))) == NULL)
 		return -1;
 	json_array_foreach(mq, i, e)
 		if (json_is_string(json_object_get(e, "name"))) {
@@ -35,12 +38,12 @@ old_at_most_once(const struct tick *t)
 			v[n++].type = json_string_value(json_object_get(e, "type"));
 		}
 	qsort(v, n, sizeof(*v), cmp_typed);
-	for (size_t k = 0; k < t->nq; k++) {
-		int64_t d = t->q[k].exact >= 0 ? t->q[k].exact : t->q[k].listed;
+	for (size_t k = 0; k < t->old.nq; k++) {
+		int64_t d = t->old.q[k].exact >= 0 ? t->old.q[k].exact : t->old.q[k].listed;
 
 		if (d <= 0)
 			continue;
-		key.name = t->q[k].name;
+		key.name = t->old.q[k].name;
 		hit = bsearch(&key, v, n, sizeof(*v), cmp_typed);
 		if (hit == NULL || hit->type == NULL || strcmp(hit->type, "classic") == 0)
 			total += d;
@@ -65,8 +68,9 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	const char *levels[LADDER_MAX_LEVELS];
 	int changes = 0;
 
-	w->places_next_ms = t->mono + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
-	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
+	w->nodes.places_next_ms = t->mono + (t->p->watch.probe_every_ms >
+	    t->p->watch.interval_ms ? t->p->watch.probe_every_ms :
+	    t->p->watch.interval_ms);
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, names[k], sizeof(names[k]));
 		levels[k] = names[k];
@@ -80,7 +84,7 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, name, sizeof(name));
 		if ((q = mgmt_queue_place_find(&pl, name)) == NULL)
-			continue;	/* watch_ladder says it is missing */
+			continue;	/* watch_ladder_read says it is missing */
 		if (q->leader == NULL || q->online == 0) {
 			watch_alert(t, "ladder_drift", "level %d's queue '%s' is down: no "
 			    "leader, %zu of %zu members online (a quorum queue can stay "
@@ -89,15 +93,15 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 			    "is 1 cannot wait there", k, name, q->online, q->members, k);
 			continue;
 		}
-		if (w->have_leaders && w->leaders[k][0] != '\0' &&
-		    strcmp(w->leaders[k], q->leader) != 0) {
+		if (w->nodes.have_leaders && w->nodes.leaders[k][0] != '\0' &&
+		    strcmp(w->nodes.leaders[k], q->leader) != 0) {
 			sentences_add(what, whatlen, "level queue '%s' has a new leader "
-			    "'%s' (was '%s')", name, q->leader, w->leaders[k]);
+			    "'%s' (was '%s')", name, q->leader, w->nodes.leaders[k]);
 			changes++;
 		}
-		snprintf(w->leaders[k], sizeof(w->leaders[k]), "%s", q->leader);
+		snprintf(w->nodes.leaders[k], sizeof(w->nodes.leaders[k]), "%s", q->leader);
 	}
-	w->have_leaders = true;
+	w->nodes.have_leaders = true;
 	mgmt_queue_place_list_free(&pl);
 	return changes;
 }
@@ -111,7 +115,7 @@ watch_places(struct tick *t, char *what, size_t whatlen)
 static void
 watch_nodes_down(struct tick *t)
 {
-	const struct watch_nodes *n = &t->w->nodes;
+	const struct watch_nodes *n = &t->w->nodes.last;
 	char names[ALERT_MSG_MAX / 2] = "";
 	size_t down = 0;
 
@@ -139,7 +143,7 @@ watch_nodes_down(struct tick *t)
  * in T->agent_back for the history. Then remembers this tick's nodes and
  * old-path figure for the next. */
 void
-watch_restart(struct tick *t)
+watch_restart_read(struct tick *t)
 {
 	struct wstate *w = t->w;
 	struct watch_nodes now;
@@ -151,29 +155,29 @@ watch_restart(struct tick *t)
 		watch_unreachable(t, "reading the broker's nodes", why);
 	else {
 		now.at_ms = t->now;
-		if (w->have_nodes)
-			changes = watch_nodes_compare(&w->nodes, &now, what, sizeof(what));
+		if (w->nodes.have_last)
+			changes = watch_nodes_compare(&w->nodes.last, &now, what, sizeof(what));
 		for (size_t i = 0; i < now.n; i++)
 			if (now.v[i].agent_restarted)
 				sentences_add(t->agent_back, sizeof(t->agent_back), "'%s'",
 				    now.v[i].name);
-		w->nodes = now;
-		w->have_nodes = true;
+		w->nodes.last = now;
+		w->nodes.have_last = true;
 		watch_nodes_down(t);
 	}
-	if (changes > 0 || t->mono >= w->places_next_ms)
+	if (changes > 0 || t->mono >= w->nodes.places_next_ms)
 		changes += watch_places(t, what, sizeof(what));
 	if (changes > 0) {
-		if (w->amo_depth >= 0)
+		if (w->nodes.amo_depth >= 0)
 			watch_alert(t, "broker_restart", "%s: %lld old-path message%s %s "
 			    "in classic old queues at the last sample before it "
 			    "(%s), exposed to at-most-once dead-lettering: any that "
 			    "expired while the node was down or recovering may be "
 			    "lost, although the old path still drains to 0; compare "
 			    "what the destinations received, then acknowledge", what,
-			    (long long)w->amo_depth, w->amo_depth == 1 ? "" : "s",
-			    w->amo_depth == 1 ? "was" : "were",
-			    old_time_format(w->amo_at_ms, tb, sizeof(tb)));
+			    (long long)w->nodes.amo_depth, w->nodes.amo_depth == 1 ? "" : "s",
+			    w->nodes.amo_depth == 1 ? "was" : "were",
+			    old_time_format(w->nodes.amo_at_ms, tb, sizeof(tb)));
 		else
 			watch_alert(t, "broker_restart", "%s: the old path was not seen "
 			    "before it, so how many of its messages were exposed to "
@@ -183,57 +187,61 @@ watch_restart(struct tick *t)
 	/* While a node's statistics are gone, whether it restarted is not
 	 * known yet: the figure from before the gap is the one a restart
 	 * exposed, so it is kept. */
-	if (amo >= 0 && watch_nodes_stats_lost(&w->nodes) == 0) {
-		w->amo_depth = amo;
-		w->amo_at_ms = t->now;
+	if (amo >= 0 && watch_nodes_stats_lost(&w->nodes.last) == 0) {
+		w->nodes.amo_depth = amo;
+		w->nodes.amo_at_ms = t->now;
 	}
 }
 
-/* Re-verifies the whole ladder every probe_every (and at the first tick).
- * Raises ladder_drift naming what differs. */
+/* After a reboot (watch_clock_tick): the next look at where the level
+ * queues run, a monotonic time, is due at once. */
 void
-watch_verify(struct tick *t)
+watch_restart_rebase(struct wnodes *n)
 {
-	struct wstate *w = t->w;
-	const json_t *o, *counts;
-	json_t *r = NULL;
-	char why[1024], list[ALERT_MSG_MAX] = "";
-	int64_t missing, drift;
-	size_t i, n = 0;
+	n->places_next_ms = 0;
+}
 
-	if (w->verify_next_ms != 0 && t->now < w->verify_next_ms)
-		return;
-	w->verify_next_ms = t->now + (t->p->watch.probe_every_ms > t->p->watch.interval_ms ?
-	    t->p->watch.probe_every_ms : t->p->watch.interval_ms);
-	if (step_verify_ladder(t->c, &r, why, sizeof(why)) == 0) {
-		w->verify_ok = 1;
-		w->verify_last_ms = t->now;
-		json_decref(r);
-		return;
-	}
-	counts = json_object_get(r, "counts");
-	missing = jint(counts, "missing", 0);
-	drift = jint(counts, "drift", 0);
-	if (missing + drift == 0) {
-		watch_unreachable(t, "verifying the ladder", why);
-		json_decref(r);
-		return;
-	}
-	w->verify_ok = 0;
-	w->verify_last_ms = t->now;
-	json_array_foreach(json_object_get(r, "objects"), i, o) {
-		const char *st = json_string_value(json_object_get(o, "status"));
+/* Adds the nodes' part N to the persisted state J: "nodes" (null before
+ * the first look), "old_at_most_once" {"depth" (null: not seen), "at_ms"},
+ * "level_leaders" (once looked at) and "places_next_mono_ms". */
+void
+watch_restart_json(json_t *j, const struct wnodes *n)
+{
+	json_t *leaders;
 
-		if (st == NULL || strcmp(st, "ok") == 0)
-			continue;
-		if (n++ < NAMES_LISTED)
-			watch_appendf(list, sizeof(list), "%s %s: %s (%s)",
-			    json_string_value(json_object_get(o, "kind")),
-			    json_string_value(json_object_get(o, "name")), st,
-			    json_string_value(json_object_get(o, "detail")));
+	json_object_set_new(j, "nodes", n->have_last ? watch_nodes_json(&n->last) :
+	    json_null());
+	json_object_set_new(j, "old_at_most_once", json_pack("{s:o,s:I}",
+	    "depth", int_or_null(n->amo_depth, n->amo_depth >= 0),
+	    "at_ms", (json_int_t)n->amo_at_ms));
+	if (n->have_leaders && (leaders = json_array()) != NULL) {
+		int last = LADDER_MAX_LEVELS - 1;
+
+		while (last >= 0 && n->leaders[last][0] == '\0')
+			last--;
+		for (int k = 0; k <= last; k++)
+			json_array_append_new(leaders, json_string(n->leaders[k]));
+		json_object_set_new(j, "level_leaders", leaders);
 	}
-	watch_alert(t, "ladder_drift", "the ladder no longer verifies (%lld missing, %lld "
-	    "drifted): %s%s", (long long)missing, (long long)drift, list,
-	    n > NAMES_LISTED ? "; and more (cutover ladder verify)" : "");
-	json_decref(r);
+	json_object_set_new(j, "places_next_mono_ms", json_integer(n->places_next_ms));
+}
+
+/* Reads the nodes' part from the persisted state J (its members above; a
+ * state without them reads as a new watch starts them). */
+void
+watch_restart_load(struct wnodes *n, const json_t *j)
+{
+	const json_t *amo = json_object_get(j, "old_at_most_once"), *o;
+	size_t i;
+
+	n->have_last = json_is_array(json_object_get(j, "nodes"));
+	watch_nodes_parse(json_object_get(j, "nodes"), &n->last);
+	n->amo_depth = jint(amo, "depth", -1);
+	n->amo_at_ms = jint(amo, "at_ms", 0);
+	n->have_leaders = json_is_array(json_object_get(j, "level_leaders"));
+	json_array_foreach(json_object_get(j, "level_leaders"), i, o)
+		if (i < LADDER_MAX_LEVELS && json_is_string(o))
+			snprintf(n->leaders[i], sizeof(n->leaders[i]), "%s",
+			    json_string_value(o));
+	n->places_next_ms = jint(j, "places_next_mono_ms", 0);
 }
