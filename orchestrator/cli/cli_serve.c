@@ -289,15 +289,20 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	catch_signals();
 
+	/* The notifiers' connections before the HTTP server's answers: once
+	 * /healthz answers, every connection serve makes is open on the file
+	 * it locked, so a file removed from then on is one serve notices (a
+	 * connection opened later would create an empty database in its
+	 * place). */
+	if (a.cfg != NULL && a.cfg->nnotifiers > 0 && notify_start(a.db, a.cfg, &nf, err,
+	    sizeof(err)) != 0)
+		goto fail;
 	cfg.db = a.db;
 	cfg.listen = a.listen;
 	cfg.operators = ops;
 	if (server_start(&cfg, &sv, err, sizeof(err)) != 0)
 		goto fail;
 	log_serving(sv, ops, &a);
-	if (a.cfg != NULL && a.cfg->nnotifiers > 0 && notify_start(a.db, a.cfg, &nf, err,
-	    sizeof(err)) != 0)
-		goto fail;
 
 	eo.poll_ms = (int)a.poll;
 	eo.stop = &stop_flag;
