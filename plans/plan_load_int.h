@@ -8,7 +8,7 @@
  * the flag kinds). Errors are recorded in the loader with FILE:LINE:COL
  * (plan_errors.c). The files call one another in one direction only:
  * plan_load.c on top, then the section files, plan_section.c, plan_tls.c,
- * plan_yaml.c, plan_yaml_read.c and the error list at the bottom. */
+ * plan_yaml_read.c, plan_yaml.c and the error list at the bottom. */
 #ifndef CUTOVER_PLAN_LOAD_INT_H
 #define CUTOVER_PLAN_LOAD_INT_H
 

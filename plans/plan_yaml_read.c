@@ -2,8 +2,8 @@
  * file read whole (bounded in size), parsed into exactly one YAML document
  * whose shape (depth, keys, items, anchors) is bounded before it is built,
  * libyaml's syntax errors recorded where it says, and the errors sorted as
- * a reader goes through the file. Below plan_yaml.c's reader, with which it
- * shares plan_load_int.h. */
+ * a reader goes through the file. It uses plan_yaml.c's positions, and
+ * shares plan_load_int.h with it. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
