@@ -20,7 +20,10 @@ set -u
 allow=${1:?usage: circles.sh ALLOWLIST OBJECT...}
 shift
 [ -r "$allow" ] || { echo "circles: cannot read the allow-list $allow" >&2; exit 2; }
-[ $# -ge 20 ] || { echo "circles: only $# object files given" >&2; exit 2; }
+# Fewer objects than the product has means a wrong list, not a clean one
+# (CIRCLES_MIN_OBJECTS: the test of this script, on a few objects).
+[ $# -ge "${CIRCLES_MIN_OBJECTS:-20}" ] ||
+	{ echo "circles: only $# object files given" >&2; exit 2; }
 for o in "$@"; do
 	[ -r "$o" ] || { echo "circles: $o is missing (build first)" >&2; exit 2; }
 done
