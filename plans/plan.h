@@ -218,7 +218,8 @@ int plan_load_buffer(const char *file, const char *buf, size_t len,
 /* Frees a plan from plan_load_*. NULL is fine. */
 void plan_free(struct plan *p);
 
-/* Frees what ERRS holds and leaves it empty. */
+/* The error list (plan_errors.c). Frees what ERRS holds and leaves it
+ * empty. */
 void plan_errors_free(struct plan_errors *errs);
 
 /* Writes one error as "FILE:LINE:COLUMN: message" into OUT. Returns OUT. */
@@ -258,7 +259,7 @@ char *plan_probe_queue(const struct plan *p, char *out, size_t outlen);
 char *plan_canary_queue(const struct plan *p, char *out, size_t outlen);
 
 /* Internal to plans/: the loader (plan_load_int.h) reports through these,
- * plan.c defines them. */
+ * plan_errors.c defines them. */
 
 /* Appends an error at LINE:COLUMN (1-based; 0 for none) to ERRS. Returns 0,
  * or -1 when out of memory (the error is then lost). */

@@ -6,6 +6,21 @@
 
 #include "plan_flag.h"
 
+/* The section's tls map, checked against the URLs its kind's URLS reads
+ * out of SETTINGS (as loaded so far): the kind hands them over, so that
+ * plan_section.c needs nothing of this table. */
+static void
+urls_tls(const struct plan_section *ps, const void *settings,
+    size_t (*urls)(const void *settings, const char **out, size_t max))
+{
+	const char *v[8];
+
+	plan_section_flag_tls(ps, v, urls(settings, v, sizeof(v) / sizeof(v[0])));
+}
+
+static size_t unleash_urls(const void *settings, const char **out, size_t max);
+static size_t http_urls(const void *settings, const char **out, size_t max);
+
 static const char *const unleash_keys[] = { "kind", "url", "project",
     "environment", "feature", "token", "tls", "settle", NULL };
 
@@ -22,7 +37,7 @@ unleash_load(const struct plan_section *ps, void *settings)
 	plan_section_text(ps, "feature", true, "the feature toggle's name",
 	    &u->feature);
 	plan_section_secret(ps, "token", true, "env:UNLEASH_TOKEN", &u->token);
-	plan_section_flag_tls(ps);
+	urls_tls(ps, settings, unleash_urls);
 	plan_section_flag_settle(ps);
 }
 
@@ -61,7 +76,7 @@ http_load(const struct plan_section *ps, void *settings)
 	plan_section_http_call(ps, "off", "flag.off", &h->off);
 	plan_section_flag_read(ps, h);
 	plan_section_flag_headers(ps, h);
-	plan_section_flag_tls(ps);
+	urls_tls(ps, settings, http_urls);
 	plan_section_flag_settle(ps);
 }
 

@@ -1,9 +1,14 @@
 /* plan_load_int: what the parts of the plan loader share, and nothing
  * outside plans/ includes — the loader's state, a mapping being read, and
- * the functions of plan_yaml.c (py_: the YAML reader and scalar conversions),
- * plan_check.c (pc_: checks across sections) used by plan_load.c (the section
+ * the functions of plan_yaml.c and plan_yaml_read.c (py_: the YAML reader,
+ * scalar conversions, the file and its one document), plan_check.c (pc_:
+ * checks across sections), plan_load_old.c and plan_load_ladder.c (pl_:
+ * the old and ladder sections) used by plan_load.c (the other section
  * loaders and plan_load_buffer/file) and plan_section.c (plan_section.h for
- * the flag kinds). Errors are recorded in the loader with FILE:LINE:COL. */
+ * the flag kinds). Errors are recorded in the loader with FILE:LINE:COL
+ * (plan_errors.c). The files call one another in one direction only:
+ * plan_load.c on top, then the section files, plan_section.c, plan_tls.c,
+ * plan_yaml_read.c, plan_yaml.c and the error list at the bottom. */
 #ifndef CUTOVER_PLAN_LOAD_INT_H
 #define CUTOVER_PLAN_LOAD_INT_H
 
@@ -56,7 +61,8 @@ struct plan_section {
 };
 
 /* plan_yaml.c: the YAML reader — nodes, positions and errors, keys of a
- * mapping, and scalars converted into what the plan holds. */
+ * mapping, and scalars converted into what the plan holds; from
+ * py_syntax_error on, plan_yaml_read.c's: the file and its document. */
 int py_mark_num(size_t v);
 void py_err_at(struct loader *, const yaml_node_t *, const char *, ...)
     __attribute__((format(printf, 3, 4)));
@@ -129,10 +135,20 @@ void pt_load_tls(struct loader *ld, const struct sect *parent, const char *path,
 void pt_check_used(struct loader *ld, const struct sect *parent, const char *path,
     const struct tls_opts *t, const char *const *urls, size_t nurls);
 
-/* plan_load.c: a PCRE2 pattern over queue names at N (WHAT names it),
+/* plan_load_old.c: a PCRE2 pattern over queue names at N (WHAT names it),
  * compiled and its cost bounded; copied into *OUT. Returns 0, or -1
  * after recording why. */
 int pl_conv_pattern(struct loader *ld, yaml_node_t *n, const char *what, char **out);
+/* The old section of ROOT (old.queues, old.library, max_message_ttl,
+ * allow_expiring) into the plan. */
+void pl_load_old(struct loader *ld, const struct sect *root);
+/* What old.library sets that the plan does not write itself: the
+ * selection and move_old.entry. Once every section is read. */
+void pl_apply_library(struct loader *ld);
+
+/* plan_load_ladder.c: the ladder section of ROOT into the plan's ladder
+ * and destinations. */
+void pl_load_ladder(struct loader *ld, const struct sect *root);
 
 /* plan_move_old.c: the move_old section. */
 void pm_load_move_old(struct loader *ld, const struct sect *root);

@@ -277,11 +277,10 @@ plan_section_flag_settle(const struct plan_section *ps)
 }
 
 void
-plan_section_flag_tls(const struct plan_section *ps)
+plan_section_flag_tls(const struct plan_section *ps, const char *const *urls,
+    size_t n)
 {
 	struct plan *p = ps->ld->p;
-	const char *urls[8];
-	size_t n = plan_flag_urls(p, urls, sizeof(urls) / sizeof(urls[0]));
 
 	pt_load_tls(ps->ld, ps->s, "flag.tls", &p->flag.tls);
 	pt_check_used(ps->ld, ps->s, "flag.tls", &p->flag.tls, urls, n);

@@ -56,9 +56,10 @@ void plan_section_flag_headers(const struct plan_section *ps,
     struct plan_flag_http *h);
 
 /* The section's optional tls map (tls.h) into the plan's flag.tls,
- * refused when none of the flag's URLs (its kind's urls, as already
- * loaded) is https://. */
-void plan_section_flag_tls(const struct plan_section *ps);
+ * refused when none of URLS (N of them, NULLs skipped: the kind's own, as
+ * already loaded) is https://. */
+void plan_section_flag_tls(const struct plan_section *ps,
+    const char *const *urls, size_t n);
 
 /* The section's optional settle (a duration) into the plan's
  * flag.settle_ms, refused below PLAN_MIN_FLAG_SETTLE_MS. */

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "store.h"
+#include "view_json.h"	/* view_string, for the API's own documents */
 
 #define VIEW_SAMPLES_MAX	5000	/* samples per answer; the rest on the next
 					 * (next_since): bounds what one answer costs */
@@ -47,9 +48,5 @@ int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t er
  * truncated,next_since}. Returns 0, STORE_NOT_FOUND or -1 with ERR. */
 int view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out,
     char *err, size_t errlen);
-
-/* A JSON string of S, with any byte that is not valid UTF-8 replaced by
- * '?', or JSON null when S is NULL. Never returns NULL but out of memory. */
-json_t *view_string(const char *s);
 
 #endif

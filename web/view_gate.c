@@ -8,7 +8,7 @@
 
 #include "plan.h"
 #include "plan_flag.h"
-#include "view.h"
+#include "view_json.h"
 #include "view_gate.h"
 
 void

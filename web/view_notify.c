@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "store_notify.h"
-#include "view.h"
+#include "view_json.h"
 #include "view_notify.h"
 
 static int

@@ -7,35 +7,6 @@
 #include "broker_int.h"
 
 int
-subscribe(struct broker *b, char *err, size_t errlen)
-{
-	amqp_basic_consume_ok_t *ok;
-	char what[WHAT_MAX];
-	int rc;
-
-	snprintf(what, sizeof(what), "consuming from queue '%s'",
-	    b->consume_queue);
-	if (b->prefetch > 0 &&
-	    amqp_basic_qos(b->conn, b->chan, 0, b->prefetch, 0) == NULL &&
-	    (rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
-	    errlen)) != 0)
-		return rc;
-	ok = amqp_basic_consume(b->conn, b->chan,
-	    amqp_cstring_bytes(b->consume_queue), amqp_empty_bytes, 0, 0, 0,
-	    amqp_empty_table);
-	if (ok == NULL)
-		return rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
-		    errlen);
-	free(b->ctag);
-	if ((b->ctag = dup_bytes(ok->consumer_tag)) == NULL) {
-		errbuf_set(err, errlen, "%s: out of memory", what);
-		return BROKER_ERR;
-	}
-	b->consuming = true;
-	return 0;
-}
-
-int
 broker_get(struct broker *b, const char *queue, bool manual_ack,
     struct broker_delivery *out, char *err, size_t errlen)
 {
@@ -45,15 +16,15 @@ broker_get(struct broker *b, const char *queue, bool manual_ack,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = check_name("getting a message", queue, false, err,
+	if ((rc = broker__check_name("getting a message", queue, false, err,
 	    errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "getting a message from queue '%s'",
 	    queue);
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	r = amqp_basic_get(b->conn, b->chan, amqp_cstring_bytes(queue), 0);
-	if ((rc = rpc_result(b, r, what, err, errlen)) != 0)
+	if ((rc = broker__rpc_result(b, r, what, err, errlen)) != 0)
 		return rc;
 	if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
 		return BROKER_EMPTY;
@@ -61,15 +32,15 @@ broker_get(struct broker *b, const char *queue, bool manual_ack,
 	out->tag = ok->delivery_tag;
 	out->redelivered = ok->redelivered;
 	out->remaining = ok->message_count;
-	out->exchange = dup_bytes(ok->exchange);
-	out->routing_key = dup_bytes(ok->routing_key);
+	out->exchange = broker__dup_bytes(ok->exchange);
+	out->routing_key = broker__dup_bytes(ok->routing_key);
 	if (out->exchange == NULL || out->routing_key == NULL) {
 		broker_delivery_free(out);
-		conn_lost(b, BROKER_ELOST, "out of memory");
+		broker__conn_lost(b, BROKER_ELOST, "out of memory");
 		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
 	}
-	if ((rc = read_content(b, clock_mono_ms() + b->timeout_ms, out, what, err,
+	if ((rc = broker__read_content(b, clock_mono_ms() + b->timeout_ms, out, what, err,
 	    errlen)) != 0) {
 		broker_delivery_free(out);
 		return rc;
@@ -90,7 +61,7 @@ broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
 {
 	int rc;
 
-	if ((rc = check_name("consuming", queue, false, err, errlen)) != 0)
+	if ((rc = broker__check_name("consuming", queue, false, err, errlen)) != 0)
 		return rc;
 	if (b->consume_queue != NULL) {
 		errbuf_set(err, errlen, "consuming from queue '%s': this handle "
@@ -98,7 +69,7 @@ broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
 		    queue, b->consume_queue);
 		return BROKER_ERR;
 	}
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	free(b->consumer_error);
 	b->consumer_error = NULL;
@@ -108,7 +79,7 @@ broker_consume(struct broker *b, const char *queue, uint16_t prefetch,
 		return BROKER_ERR;
 	}
 	b->prefetch = prefetch;
-	if ((rc = subscribe(b, err, errlen)) != 0) {
+	if ((rc = broker__subscribe(b, err, errlen)) != 0) {
 		free(b->consume_queue);
 		b->consume_queue = NULL;
 	}
@@ -146,7 +117,7 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 		    "broker_consume first");
 		return BROKER_ERR;
 	}
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	for (;;) {
 		if (pop_delivery(b, out))
@@ -161,15 +132,15 @@ broker_next(struct broker *b, int timeout_ms, struct broker_delivery *out,
 		}
 		snprintf(what, sizeof(what), "waiting for a delivery from "
 		    "queue '%s'", b->consume_queue);
-		rc = next_frame(b, deadline, &f);
+		rc = broker__next_frame(b, deadline, &f);
 		if (rc == AMQP_STATUS_TIMEOUT) {
 			errbuf_set(err, errlen, "%s: nothing arrived within %d ms",
 			    what, timeout_ms);
 			return BROKER_ETIMEOUT;
 		}
 		if (rc != AMQP_STATUS_OK)
-			return on_library_error(b, rc, what, err, errlen);
-		if ((rc = dispatch(b, &f, clock_mono_ms() + b->timeout_ms, what, err,
+			return broker__on_library_error(b, rc, what, err, errlen);
+		if ((rc = broker__dispatch(b, &f, clock_mono_ms() + b->timeout_ms, what, err,
 		    errlen)) != 0)
 			return rc;
 		if (b->qhead == NULL && clock_mono_ms() > deadline) {
@@ -207,7 +178,7 @@ settle_delivery(struct broker *b, struct broker_delivery *d, bool ack,
 	rc = ack ? amqp_basic_ack(b->conn, b->chan, d->tag, 0) :
 	    amqp_basic_reject(b->conn, b->chan, d->tag, requeue);
 	if (rc < 0)
-		return on_library_error(b, rc, what, err, errlen);
+		return broker__on_library_error(b, rc, what, err, errlen);
 	d->unacked = false;
 	if (b->unsettled > 0)
 		b->unsettled--;
@@ -244,7 +215,7 @@ broker_cancel(struct broker *b, char *err, size_t errlen)
 	if (b->conn != NULL && b->chan != 0 && b->consuming &&
 	    b->ctag != NULL && amqp_basic_cancel(b->conn, b->chan,
 	    amqp_cstring_bytes(b->ctag)) == NULL)
-		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 	free(b->consume_queue);
 	b->consume_queue = NULL;

@@ -61,18 +61,18 @@ convert_death(const amqp_table_t *t, struct broker_death *x)
 		if (field_is_str(&e->value)) {
 			char **dst = NULL;
 
-			if (bytes_is(e->key, "queue"))
+			if (broker__bytes_is(e->key, "queue"))
 				dst = &x->queue;
-			else if (bytes_is(e->key, "reason"))
+			else if (broker__bytes_is(e->key, "reason"))
 				dst = &x->reason;
-			else if (bytes_is(e->key, "exchange"))
+			else if (broker__bytes_is(e->key, "exchange"))
 				dst = &x->exchange;
 			if (dst != NULL && *dst == NULL &&
-			    (*dst = dup_bytes(e->value.value.bytes)) == NULL)
+			    (*dst = broker__dup_bytes(e->value.value.bytes)) == NULL)
 				return -1;
-		} else if (bytes_is(e->key, "count"))
+		} else if (broker__bytes_is(e->key, "count"))
 			(void)field_int(&e->value, &x->count);
-		else if (bytes_is(e->key, "routing-keys") &&
+		else if (broker__bytes_is(e->key, "routing-keys") &&
 		    e->value.kind == AMQP_FIELD_KIND_ARRAY &&
 		    x->routing_keys == NULL) {
 			const amqp_array_t *a = &e->value.value.array;
@@ -87,7 +87,7 @@ convert_death(const amqp_table_t *t, struct broker_death *x)
 				if (!field_is_str(&a->entries[j]))
 					continue;
 				x->routing_keys[x->nrouting_keys] =
-				    dup_bytes(a->entries[j].value.bytes);
+				    broker__dup_bytes(a->entries[j].value.bytes);
 				if (x->routing_keys[x->nrouting_keys++] == NULL)
 					return -1;
 			}
@@ -153,14 +153,14 @@ keep_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 }
 
 const amqp_basic_properties_t *
-delivery_properties(const struct broker_delivery *d)
+broker__delivery_properties(const struct broker_delivery *d)
 {
 	return d->props != NULL ? &((const struct props_copy *)d->props)->p : NULL;
 }
 
 /* Copies the message properties P into D. Returns 0, or -1 out of memory. */
 int
-convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
+broker__convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 {
 	const amqp_table_t *t = &p->headers;
 	const amqp_table_entry_t *e;
@@ -174,10 +174,10 @@ convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 	}
 
 	if ((p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) &&
-	    (d->message_id = dup_bytes(p->message_id)) == NULL)
+	    (d->message_id = broker__dup_bytes(p->message_id)) == NULL)
 		return -1;
 	if ((p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) &&
-	    (d->content_type = dup_bytes(p->content_type)) == NULL)
+	    (d->content_type = broker__dup_bytes(p->content_type)) == NULL)
 		return -1;
 	if (p->_flags & AMQP_BASIC_DELIVERY_MODE_FLAG)
 		d->delivery_mode = p->delivery_mode;
@@ -191,11 +191,11 @@ convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 		struct broker_header *h = &d->headers[d->nheaders++];
 
 		e = &t->entries[i];
-		if ((h->key = dup_bytes(e->key)) == NULL)
+		if ((h->key = broker__dup_bytes(e->key)) == NULL)
 			return -1;
 		if (field_is_str(&e->value)) {
 			h->kind = BROKER_KIND_STR;
-			if ((h->str = dup_bytes(e->value.value.bytes)) == NULL)
+			if ((h->str = broker__dup_bytes(e->value.value.bytes)) == NULL)
 				return -1;
 		} else if (e->value.kind == AMQP_FIELD_KIND_BOOLEAN) {
 			h->kind = BROKER_KIND_BOOL;
@@ -205,7 +205,7 @@ convert_properties(const amqp_basic_properties_t *p, struct broker_delivery *d)
 		else
 			h->kind = BROKER_KIND_OTHER;
 
-		if (bytes_is(e->key, "x-death") && d->deaths == NULL &&
+		if (broker__bytes_is(e->key, "x-death") && d->deaths == NULL &&
 		    e->value.kind == AMQP_FIELD_KIND_ARRAY &&
 		    e->value.value.array.num_entries > 0) {
 			const amqp_array_t *a = &e->value.value.array;

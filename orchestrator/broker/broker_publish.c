@@ -18,31 +18,6 @@ exchange_label(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-void
-pub_free(struct pub *p)
-{
-	free(p->exchange);
-	free(p->routing_key);
-	free(p->message_id);
-	free(p->detail);
-}
-
-void
-pub_settle(struct pub *p, int result, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[WHY_MAX];
-
-	if (p->result != PUB_PENDING)
-		return;
-	p->result = result;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	free(p->detail);
-	p->detail = strdup(buf);
-}
-
 /* Appends a pending publish of M (to EXCHANGE with KEY) to B->pubs; it is
  * counted in B->npubs once sent. Returns 0 and sets *OUT, or BROKER_ERR
  * with ERR. */
@@ -76,7 +51,7 @@ pub_record(struct broker *b, const struct broker_message *m,
 	if (p->exchange == NULL || p->routing_key == NULL ||
 	    (mid != NULL && p->message_id == NULL)) {
 		errbuf_set(err, errlen, "%s: out of memory", what);
-		pub_free(p);
+		broker__pub_free(p);
 		return BROKER_ERR;
 	}
 	*out = p;
@@ -91,7 +66,7 @@ message_properties(const struct broker_message *m,
     amqp_basic_properties_t *props)
 {
 	const amqp_basic_properties_t *like = m->like != NULL ?
-	    delivery_properties(m->like) : NULL;
+	    broker__delivery_properties(m->like) : NULL;
 
 	memset(props, 0, sizeof(*props));
 	if (like != NULL) {
@@ -130,10 +105,10 @@ static bool
 kept_header(const struct broker_message *m, amqp_bytes_t key)
 {
 	for (size_t i = 0; i < sizeof(death_headers) / sizeof(death_headers[0]); i++)
-		if (bytes_is(key, death_headers[i]))
+		if (broker__bytes_is(key, death_headers[i]))
 			return false;
 	for (size_t i = 0; i < m->nheaders; i++)
-		if (m->headers[i].key != NULL && bytes_is(key, m->headers[i].key))
+		if (m->headers[i].key != NULL && broker__bytes_is(key, m->headers[i].key))
 			return false;
 	return true;
 }
@@ -146,7 +121,7 @@ message_headers(const struct broker_message *m, amqp_basic_properties_t *props,
     amqp_table_entry_t **entries, const char *what, char *err, size_t errlen)
 {
 	const amqp_basic_properties_t *like = m->like != NULL ?
-	    delivery_properties(m->like) : NULL;
+	    broker__delivery_properties(m->like) : NULL;
 	const amqp_table_t *old = like != NULL &&
 	    (like->_flags & AMQP_BASIC_HEADERS_FLAG) ? &like->headers : NULL;
 	size_t i, n = 0, nold = old != NULL && old->num_entries > 0 ?
@@ -206,8 +181,8 @@ publish_send(struct broker *b, const struct broker_message *m, char *err,
 
 	exchange_label(exchange, xl, sizeof(xl));
 	snprintf(what, sizeof(what), "publishing to %s with key '%s'", xl, key);
-	if ((rc = check_name("publishing", exchange, true, err, errlen)) != 0 ||
-	    (rc = check_name("publishing with routing key", key, true, err,
+	if ((rc = broker__check_name("publishing", exchange, true, err, errlen)) != 0 ||
+	    (rc = broker__check_name("publishing with routing key", key, true, err,
 	    errlen)) != 0)
 		return rc;
 	if (m->len > 0 && m->body == NULL) {
@@ -225,7 +200,7 @@ publish_send(struct broker *b, const struct broker_message *m, char *err,
 	rc = amqp_basic_publish(b->conn, b->chan, amqp_cstring_bytes(exchange),
 	    amqp_cstring_bytes(key), m->mandatory, 0, &props, body);
 	if (rc < 0) {
-		rc = on_library_error(b, rc, what, err, errlen);
+		rc = broker__on_library_error(b, rc, what, err, errlen);
 		goto fail;
 	}
 	p->tag = b->next_tag++;
@@ -234,7 +209,7 @@ publish_send(struct broker *b, const struct broker_message *m, char *err,
 	return 0;
 fail:
 	free(entries);
-	pub_free(p);
+	broker__pub_free(p);
 	return rc;
 }
 
@@ -248,7 +223,7 @@ broker_publish_async(struct broker *b, const struct broker_message *m,
 		errbuf_set(err, errlen, "publishing: no message");
 		return BROKER_ERR;
 	}
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	return publish_send(b, m, err, errlen);
 }
@@ -271,7 +246,7 @@ pubs_timed_out(struct broker *b, int timeout_ms)
 	size_t i;
 
 	for (i = 0; i < b->npubs; i++)
-		pub_settle(&b->pubs[i], BROKER_ETIMEOUT, "no confirm within %d "
+		broker__pub_settle(&b->pubs[i], BROKER_ETIMEOUT, "no confirm within %d "
 		    "ms", timeout_ms);
 }
 
@@ -287,21 +262,21 @@ wait_verdicts(struct broker *b, int64_t deadline, int timeout_ms)
 
 	while (pending_count(b) > 0) {
 		if (b->conn == NULL || b->chan == 0) {
-			chan_lost(b, BROKER_ELOST, "the connection was lost");
+			broker__chan_lost(b, BROKER_ELOST, "the connection was lost");
 			break;
 		}
-		rc = next_frame(b, deadline, &f);
+		rc = broker__next_frame(b, deadline, &f);
 		if (rc == AMQP_STATUS_TIMEOUT) {
 			pubs_timed_out(b, timeout_ms);
 			break;
 		}
 		if (rc != AMQP_STATUS_OK) {
-			(void)on_library_error(b, rc,
+			(void)broker__on_library_error(b, rc,
 			    "waiting for publisher confirms", scratch,
 			    sizeof(scratch));
 			continue;
 		}
-		(void)dispatch(b, &f, clock_mono_ms() + b->timeout_ms,
+		(void)broker__dispatch(b, &f, clock_mono_ms() + b->timeout_ms,
 		    "waiting for publisher confirms", scratch, sizeof(scratch));
 		if (clock_mono_ms() > deadline) {
 			pubs_timed_out(b, timeout_ms);
@@ -358,7 +333,7 @@ broker_wait_confirms(struct broker *b, int timeout_ms, int *results,
 	wait_verdicts(b, deadline, timeout_ms);
 	rc = verdicts(b, results, nresults, err, errlen);
 	for (i = 0; i < b->npubs; i++)
-		pub_free(&b->pubs[i]);
+		broker__pub_free(&b->pubs[i]);
 	b->npubs = 0;
 	return rc;
 }

@@ -75,7 +75,7 @@ wait_connected(int fd, int64_t deadline)
 /* Connects to U within TIMEOUT_MS. Returns 0 and sets *FDP to a connected,
  * non-blocking socket, or BROKER_ECONNECT with ERR. */
 int
-tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp, char *err,
+broker__tcp_connect(const struct broker_url *u, int timeout_ms, int *fdp, char *err,
     size_t errlen)
 {
 	struct addrinfo hints, *res = NULL, *ai;

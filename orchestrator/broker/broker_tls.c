@@ -167,7 +167,7 @@ open_error(struct broker *b, int status, int connect_ms, const struct seen *s,
 		return;
 	}
 	/* Before TLS: say why the TCP connect failed, in tcp_connect's words. */
-	if (tcp_connect(&b->url, connect_ms, &fd, err, errlen) == 0) {
+	if (broker__tcp_connect(&b->url, connect_ms, &fd, err, errlen) == 0) {
 		close(fd);
 		errbuf_set(err, errlen, "connecting to %s:%d over TLS: %s",
 		    b->url.host, b->url.port, amqp_error_string2(status));
@@ -175,7 +175,7 @@ open_error(struct broker *b, int status, int connect_ms, const struct seen *s,
 }
 
 int
-tls_socket_open(struct broker *b, int connect_ms, char *err, size_t errlen)
+broker__tls_socket_open(struct broker *b, int connect_ms, char *err, size_t errlen)
 {
 	amqp_socket_t *sock;
 	SSL_CTX *ctx;
@@ -206,7 +206,7 @@ tls_socket_open(struct broker *b, int connect_ms, char *err, size_t errlen)
 }
 
 bool
-tls_login_refused(const struct broker *b, int status, char *err, size_t errlen)
+broker__tls_login_refused(const struct broker *b, int status, char *err, size_t errlen)
 {
 	const char *r, *where = tls_where(&b->tls, "broker.tls");
 

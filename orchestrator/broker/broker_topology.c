@@ -65,7 +65,7 @@ broker_exchange_declare(struct broker *b, const char *name, const char *type,
 	char what[WHAT_MAX];
 	int rc;
 
-	if ((rc = check_name("declaring exchange", name, false, err,
+	if ((rc = broker__check_name("declaring exchange", name, false, err,
 	    errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "declaring exchange '%s'", name);
@@ -76,11 +76,11 @@ broker_exchange_declare(struct broker *b, const char *name, const char *type,
 	if ((rc = make_table(args, nargs, &entries, &t, what, err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		goto done;
 	if (amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),
 	    amqp_cstring_bytes(type), 0, durable, 0, 0, t) == NULL)
-		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 done:
 	free(entries);
@@ -96,17 +96,17 @@ broker_queue_declare(struct broker *b, const char *name, bool durable,
 	char what[WHAT_MAX];
 	int rc;
 
-	if ((rc = check_name("declaring queue", name, false, err, errlen)) != 0)
+	if ((rc = broker__check_name("declaring queue", name, false, err, errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "declaring queue '%s'", name);
 	if ((rc = make_table(args, nargs, &entries, &t, what, err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		goto done;
 	if (amqp_queue_declare(b->conn, b->chan, amqp_cstring_bytes(name), 0,
 	    durable, 0, 0, t) == NULL)
-		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 done:
 	free(entries);
@@ -128,15 +128,15 @@ bind_op(struct broker *b, enum bind_op op, const char *dest, const char *source,
 	void *ok = NULL;
 	int rc;
 
-	if ((rc = check_name(verb, dest, false, err, errlen)) != 0 ||
-	    (rc = check_name(verb, source, false, err, errlen)) != 0 ||
-	    (rc = check_name(verb, key == NULL ? "" : key, true, err,
+	if ((rc = broker__check_name(verb, dest, false, err, errlen)) != 0 ||
+	    (rc = broker__check_name(verb, source, false, err, errlen)) != 0 ||
+	    (rc = broker__check_name(verb, key == NULL ? "" : key, true, err,
 	    errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "%s %s '%s' %s exchange '%s' with key '%s'"
 	    , verb, kind, dest, op == BIND_QUEUE || op == BIND_EXCHANGE ? "to"
 	    : "from", source, key == NULL ? "" : key);
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	d = amqp_cstring_bytes(dest);
 	s = amqp_cstring_bytes(source);
@@ -160,7 +160,7 @@ bind_op(struct broker *b, enum bind_op op, const char *dest, const char *source,
 		break;
 	}
 	if (ok == NULL)
-		return rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		return broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 	return 0;
 }
@@ -204,15 +204,15 @@ broker_queue_inspect(struct broker *b, const char *name,
 
 	if (info != NULL)
 		memset(info, 0, sizeof(*info));
-	if ((rc = check_name("checking queue", name, false, err, errlen)) != 0)
+	if ((rc = broker__check_name("checking queue", name, false, err, errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "checking queue '%s'", name);
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	ok = amqp_queue_declare(b->conn, b->chan, amqp_cstring_bytes(name), 1,
 	    0, 0, 0, amqp_empty_table);
 	if (ok == NULL) {
-		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, scratch,
+		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, scratch,
 		    sizeof(scratch));
 		if (b->reply_code == AMQP_NOT_FOUND && rc == BROKER_EREFUSED)
 			return BROKER_NOT_FOUND;
@@ -233,16 +233,16 @@ broker_exchange_exists(struct broker *b, const char *name, char *err,
 	char what[WHAT_MAX], scratch[WHY_MAX];
 	int rc;
 
-	if ((rc = check_name("checking exchange", name, false, err,
+	if ((rc = broker__check_name("checking exchange", name, false, err,
 	    errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "checking exchange '%s'", name);
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	if (amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),
 	    amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table) != NULL)
 		return 0;
-	rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, scratch,
+	rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, scratch,
 	    sizeof(scratch));
 	if (b->reply_code == AMQP_NOT_FOUND && rc == BROKER_EREFUSED)
 		return BROKER_NOT_FOUND;
@@ -261,7 +261,7 @@ broker_queue_delete(struct broker *b, const char *name, int flags,
 
 	if (purged != NULL)
 		*purged = 0;
-	if ((rc = check_name("deleting queue", name, false, err, errlen)) != 0)
+	if ((rc = broker__check_name("deleting queue", name, false, err, errlen)) != 0)
 		return rc;
 	if ((flags & BROKER_IF_EMPTY) && (flags & BROKER_IF_UNUSED))
 		cond = " if empty and unused";
@@ -272,12 +272,12 @@ broker_queue_delete(struct broker *b, const char *name, int flags,
 	else
 		cond = "";
 	snprintf(what, sizeof(what), "deleting queue '%s'%s", name, cond);
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	ok = amqp_queue_delete(b->conn, b->chan, amqp_cstring_bytes(name),
 	    (flags & BROKER_IF_UNUSED) != 0, (flags & BROKER_IF_EMPTY) != 0);
 	if (ok == NULL) {
-		rc = rpc_result(b, amqp_get_rpc_reply(b->conn), what, text,
+		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, text,
 		    sizeof(text));
 		if (b->reply_code == AMQP_NOT_IMPLEMENTED && flags != 0)
 			errbuf_set(err, errlen, "%s: quorum queues do not support "
@@ -302,16 +302,16 @@ broker_exchange_delete(struct broker *b, const char *name, bool if_unused,
 	char what[WHAT_MAX];
 	int rc;
 
-	if ((rc = check_name("deleting exchange", name, false, err,
+	if ((rc = broker__check_name("deleting exchange", name, false, err,
 	    errlen)) != 0)
 		return rc;
 	snprintf(what, sizeof(what), "deleting exchange '%s'%s", name,
 	    if_unused ? " if unused" : "");
-	if ((rc = begin(b, err, errlen)) != 0)
+	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	if (amqp_exchange_delete(b->conn, b->chan, amqp_cstring_bytes(name),
 	    if_unused) == NULL)
-		return rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
+		return broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 	return 0;
 }

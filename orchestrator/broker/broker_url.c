@@ -194,7 +194,7 @@ broker_url_parse(const char *url, struct broker_url *u, char *err,
 /* Resolves REF ("env:NAME"). Returns 0 and sets *OUT to the value (owned
  * by the environment), or BROKER_ERR. Never puts the value in ERR. */
 int
-resolve_password(const char *ref, const char **out, char *err, size_t errlen)
+broker__resolve_password(const char *ref, const char **out, char *err, size_t errlen)
 {
 	const char *name, *c, *v;
 

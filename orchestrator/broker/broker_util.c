@@ -8,7 +8,7 @@
 #include "broker_int.h"
 
 char *
-dup_bytes(amqp_bytes_t b)
+broker__dup_bytes(amqp_bytes_t b)
 {
 	char *s;
 
@@ -22,7 +22,7 @@ dup_bytes(amqp_bytes_t b)
 
 /* Copies B, text from the broker, into BUF as a C string. */
 const char *
-bytes_text(amqp_bytes_t b, char *buf, size_t len)
+broker__bytes_text(amqp_bytes_t b, char *buf, size_t len)
 {
 	if (b.len == 0 || b.bytes == NULL)
 		buf[0] = '\0';
@@ -33,7 +33,7 @@ bytes_text(amqp_bytes_t b, char *buf, size_t len)
 }
 
 bool
-bytes_is(amqp_bytes_t b, const char *s)
+broker__bytes_is(amqp_bytes_t b, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -42,7 +42,7 @@ bytes_is(amqp_bytes_t b, const char *s)
 
 /* AMQP short strings (names, keys) hold at most 255 bytes. */
 int
-check_name(const char *kind, const char *name, bool empty_ok, char *err,
+broker__check_name(const char *kind, const char *name, bool empty_ok, char *err,
     size_t errlen)
 {
 	if (name == NULL || (!empty_ok && name[0] == '\0')) {

@@ -21,15 +21,15 @@ mgmt_read_about(struct mgmt *m, bool flags_too, struct mgmt_about *out, char *er
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = get_json(m, overview, 0, &out->overview, err, errlen)) != 0 ||
-	    (flags_too && (rc = get_json(m, flags, 1, &out->flags, err, errlen)) != 0)) {
+	if ((rc = mgmt__get_json(m, overview, 0, &out->overview, err, errlen)) != 0 ||
+	    (flags_too && (rc = mgmt__get_json(m, flags, 1, &out->flags, err, errlen)) != 0)) {
 		mgmt_about_free(out);
 		return rc;
 	}
-	out->version = str_member(out->overview, "rabbitmq_version");
+	out->version = mgmt__str_member(out->overview, "rabbitmq_version");
 	if (out->version == NULL)
-		out->version = str_member(out->overview, "product_version");
-	out->erlang = str_member(out->overview, "erlang_version");
+		out->version = mgmt__str_member(out->overview, "product_version");
+	out->erlang = mgmt__str_member(out->overview, "erlang_version");
 	if (out->version == NULL) {
 		errbuf_set(err, errlen, "GET /api/overview: the answer has no "
 		    "rabbitmq_version");
@@ -48,7 +48,7 @@ mgmt_about_flag(const struct mgmt_about *a, const char *name)
 		return NULL;
 	for (i = 0; i < json_array_size(a->flags); i++) {
 		const json_t *f = json_array_get(a->flags, i);
-		const char *n = str_member(f, "name"), *state = str_member(f, "state");
+		const char *n = mgmt__str_member(f, "name"), *state = mgmt__str_member(f, "state");
 
 		if (n != NULL && strcmp(n, name) == 0)
 			return state != NULL ? state : "unknown";

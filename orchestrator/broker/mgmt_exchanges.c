@@ -19,32 +19,32 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
 	rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
 	if (rc != 0)
 		return rc;
-	if (!json_is_object(j) || str_member(j, "name") == NULL) {
+	if (!json_is_object(j) || mgmt__str_member(j, "name") == NULL) {
 		errbuf_set(err, errlen, "GET %s: answer is not an exchange", p.s);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
 	}
-	if ((out->arguments = object_member(j, "arguments")) == NULL) {
+	if ((out->arguments = mgmt__object_member(j, "arguments")) == NULL) {
 		json_decref(j);
 		memset(out, 0, sizeof(*out));
 		errbuf_set(err, errlen, "mgmt_get_exchange: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
 	out->json = j;
-	out->name = str_member(j, "name");
-	out->type = (s = str_member(j, "type")) != NULL ? s : "";
+	out->name = mgmt__str_member(j, "name");
+	out->type = (s = mgmt__str_member(j, "type")) != NULL ? s : "";
 	out->durable = json_is_true(json_object_get(j, "durable"));
 	out->auto_delete = json_is_true(json_object_get(j, "auto_delete"));
 	out->internal = json_is_true(json_object_get(j, "internal"));
-	out->policy = (s = str_member(j, "policy")) != NULL && *s != '\0' ? s : NULL;
+	out->policy = (s = mgmt__str_member(j, "policy")) != NULL && *s != '\0' ? s : NULL;
 	return 0;
 }
 
@@ -75,7 +75,7 @@ get_list(struct mgmt *m, const char *path, size_t size, fill_fn fill,
 	size_t i, len;
 	int rc;
 
-	if ((rc = get_json(m, path, 1, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_json(m, path, 1, &j, err, errlen)) != 0)
 		return rc;
 	len = json_array_size(j);
 	if (len > 0 && (a = calloc(len, size)) == NULL) {
@@ -107,11 +107,11 @@ fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
 	struct mgmt_binding *b = elem;
 	const char *dt;
 
-	b->source = str_member(it, "source");
-	b->destination = str_member(it, "destination");
-	b->routing_key = str_member(it, "routing_key");
-	b->properties_key = str_member(it, "properties_key");
-	dt = str_member(it, "destination_type");
+	b->source = mgmt__str_member(it, "source");
+	b->destination = mgmt__str_member(it, "destination");
+	b->routing_key = mgmt__str_member(it, "routing_key");
+	b->properties_key = mgmt__str_member(it, "properties_key");
+	dt = mgmt__str_member(it, "destination_type");
 	if (b->source == NULL || b->destination == NULL ||
 	    b->routing_key == NULL || b->properties_key == NULL ||
 	    dt == NULL) {
@@ -128,7 +128,7 @@ fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
 		    "destination_type \"%s\"", path, i, dt);
 		return MGMT_ERR_ANSWER;
 	}
-	if ((b->arguments = object_member(it, "arguments")) == NULL) {
+	if ((b->arguments = mgmt__object_member(it, "arguments")) == NULL) {
 		errbuf_set(err, errlen, "GET %s: out of memory", path);
 		return MGMT_ERR_NOMEM;
 	}
@@ -149,11 +149,11 @@ mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = path_object(&p, m, "/api/exchanges/", exchange, "exchange",
+	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", exchange, "exchange",
 	    err, errlen)) != 0)
 		return rc;
-	path_add(&p, "/bindings/source");
-	if ((rc = path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
+	mgmt__path_add(&p, "/bindings/source");
+	if ((rc = mgmt__path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
 	rc = get_list(m, p.s, sizeof(*out->v), fill_binding, &v, &out->n,
 	    &out->json, err, errlen);
@@ -179,9 +179,9 @@ fill_policy(json_t *it, size_t i, void *elem, const char *path, char *err,
 	struct mgmt_policy *pol = elem;
 	const char *s;
 
-	pol->name = str_member(it, "name");
-	pol->pattern = str_member(it, "pattern");
-	pol->apply_to = (s = str_member(it, "apply-to")) != NULL ? s :
+	pol->name = mgmt__str_member(it, "name");
+	pol->pattern = mgmt__str_member(it, "pattern");
+	pol->apply_to = (s = mgmt__str_member(it, "apply-to")) != NULL ? s :
 	    "all";
 	pol->priority = (int)json_integer_value(json_object_get(it,
 	    "priority"));
@@ -190,7 +190,7 @@ fill_policy(json_t *it, size_t i, void *elem, const char *path, char *err,
 		    "has no name or pattern", path, i);
 		return MGMT_ERR_ANSWER;
 	}
-	if ((pol->definition = object_member(it, "definition")) ==
+	if ((pol->definition = mgmt__object_member(it, "definition")) ==
 	    NULL) {
 		errbuf_set(err, errlen, "GET %s: out of memory", path);
 		return MGMT_ERR_NOMEM;
@@ -211,8 +211,8 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	path_vhost(&p, m, "/api/policies/");
-	if ((rc = path_check(&p, "GET /api/policies", err, errlen)) != 0)
+	mgmt__path_vhost(&p, m, "/api/policies/");
+	if ((rc = mgmt__path_check(&p, "GET /api/policies", err, errlen)) != 0)
 		return rc;
 	rc = get_list(m, p.s, sizeof(*out->v), fill_policy, &v, &out->n,
 	    &out->json, err, errlen);
@@ -244,10 +244,10 @@ mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
 		    "definition object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/policies/", name, "policy", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/policies/", name, "policy", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "PUT /api/policies", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "PUT /api/policies", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
 	    json_object_set_new(body, "pattern", json_string(pattern)) != 0 ||
@@ -258,7 +258,7 @@ mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
 	    json_object_set_new(body, "priority",
 	    json_integer(priority)) != 0) {
 		json_decref(body);
-		return body_error("PUT", &p, err, errlen);
+		return mgmt__body_error("PUT", &p, err, errlen);
 	}
 	rc = mgmt_request(m, "PUT", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
@@ -278,10 +278,10 @@ mgmt_delete_policy(struct mgmt *m, const char *name, char *err,
 		errbuf_set(err, errlen, "mgmt_delete_policy: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/policies/", name, "policy", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/policies/", name, "policy", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "DELETE /api/policies", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "DELETE /api/policies", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
 }

@@ -2,7 +2,8 @@
  * the client struct, the path builder, the request's helpers and the JSON
  * readers. Included only by orchestrator/broker/mgmt_*.c and by
  * tests/support/mgmt_test.c (the calls only tests and bench make); the
- * public contract is mgmt.h. */
+ * public contract is mgmt.h. The functions shared across files are named
+ * mgmt__, so that none of them can be taken for another module's. */
 #ifndef CUTOVER_MGMT_INT_H
 #define CUTOVER_MGMT_INT_H
 
@@ -80,37 +81,37 @@ check_name(const char *name, const char *kind, char *err, size_t errlen)
 
 /* ---- mgmt_path.c: building an encoded path ---- */
 
-void path_add(struct path *p, const char *lit);
-void path_seg(struct path *p, const char *seg);
+void mgmt__path_add(struct path *p, const char *lit);
+void mgmt__path_seg(struct path *p, const char *seg);
 /* Starts P as PREFIX followed by the encoded vhost, e.g. "/api/queues/%2F". */
-void path_vhost(struct path *p, const struct mgmt *m, const char *prefix);
-int path_check(const struct path *p, const char *what, char *err,
+void mgmt__path_vhost(struct path *p, const struct mgmt *m, const char *prefix);
+int mgmt__path_check(const struct path *p, const char *what, char *err,
     size_t errlen);
 /* Starts P as PREFIX, the encoded vhost, "/" and the encoded NAME, e.g.
  * "/api/queues/%2F/q". Returns 0, or MGMT_ERR_ARG with ERR when NAME is
  * empty (KIND says what it names). */
-int path_object(struct path *p, const struct mgmt *m, const char *prefix,
+int mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
     const char *name, const char *kind, char *err, size_t errlen);
 
 /* ---- mgmt_request.c ---- */
 
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
-void describe(char *out, size_t outlen, const char *method, const char *path);
+void mgmt__describe(char *out, size_t outlen, const char *method, const char *path);
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
  * error (a listing of a vhost that does not exist). */
-int get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
+int mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
     char *err, size_t errlen);
 
 /* ---- mgmt_json.c: reading answers, building bodies ---- */
 
 /* A non-negative integer member, or -1 (absent, null, not a number). */
-int64_t int_member(const json_t *obj, const char *key);
+int64_t mgmt__int_member(const json_t *obj, const char *key);
 /* A string member, or NULL (absent, null, not a string). */
-const char *str_member(const json_t *obj, const char *key);
+const char *mgmt__str_member(const json_t *obj, const char *key);
 /* Makes OBJ[KEY] an object (an empty one when absent or not an object)
  * and returns it, borrowed from OBJ. NULL when out of memory. */
-json_t *object_member(json_t *obj, const char *key);
-int body_error(const char *method, const struct path *p, char *err,
+json_t *mgmt__object_member(json_t *obj, const char *key);
+int mgmt__body_error(const char *method, const struct path *p, char *err,
     size_t errlen);
 
 /* ---- mgmt_queues.c ---- */
@@ -118,7 +119,7 @@ int body_error(const char *method, const struct path *p, char *err,
 /* Builds *OUT from ITEMS, an array of queue objects. With STATS, the
  * objects come from a statistics listing (effective_policy_definition,
  * consumers); otherwise policy_message_ttl and consumers stay -1. */
-int queues_from_json(const json_t *items, int stats, const char *what,
+int mgmt__queues_from_json(const json_t *items, int stats, const char *what,
     struct mgmt_queue_list *out, char *err, size_t errlen);
 
 #endif

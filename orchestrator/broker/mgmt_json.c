@@ -4,7 +4,7 @@
 
 /* A non-negative integer member, or -1 (absent, null, not a number). */
 int64_t
-int_member(const json_t *obj, const char *key)
+mgmt__int_member(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 	double d;
@@ -22,7 +22,7 @@ int_member(const json_t *obj, const char *key)
 
 /* A string member, or NULL (absent, null, not a string). */
 const char *
-str_member(const json_t *obj, const char *key)
+mgmt__str_member(const json_t *obj, const char *key)
 {
 	const json_t *v = json_object_get(obj, key);
 
@@ -32,7 +32,7 @@ str_member(const json_t *obj, const char *key)
 /* Makes OBJ[KEY] an object (an empty one when absent or not an object)
  * and returns it, borrowed from OBJ. NULL when out of memory. */
 json_t *
-object_member(json_t *obj, const char *key)
+mgmt__object_member(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -44,7 +44,7 @@ object_member(json_t *obj, const char *key)
 }
 
 int
-body_error(const char *method, const struct path *p, char *err,
+mgmt__body_error(const char *method, const struct path *p, char *err,
     size_t errlen)
 {
 	errbuf_set(err, errlen, "%s %s: cannot build the request body (out of "

@@ -19,7 +19,7 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = get_json(m, path, 1, &out->json, err, errlen)) != 0)
+	if ((rc = mgmt__get_json(m, path, 1, &out->json, err, errlen)) != 0)
 		return rc;
 	n = json_array_size(out->json);
 	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
@@ -31,18 +31,18 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 		const json_t *it = json_array_get(out->json, out->n);
 		struct mgmt_node *nd = &out->v[out->n];
 
-		if ((nd->name = str_member(it, "name")) == NULL) {
+		if ((nd->name = mgmt__str_member(it, "name")) == NULL) {
 			errbuf_set(err, errlen, "GET /api/nodes: node %zu of the answer "
 			    "has no name", out->n);
 			mgmt_node_list_free(out);
 			return MGMT_ERR_ANSWER;
 		}
 		nd->running = json_is_true(json_object_get(it, "running"));
-		nd->uptime_ms = int_member(it, "uptime");
-		nd->os_pid = str_member(it, "os_pid");
-		nd->connection_created = int_member(it, "connection_created");
-		nd->channel_created = int_member(it, "channel_created");
-		nd->queue_declared = int_member(it, "queue_declared");
+		nd->uptime_ms = mgmt__int_member(it, "uptime");
+		nd->os_pid = mgmt__str_member(it, "os_pid");
+		nd->connection_created = mgmt__int_member(it, "connection_created");
+		nd->channel_created = mgmt__int_member(it, "channel_created");
+		nd->queue_declared = mgmt__int_member(it, "queue_declared");
 	}
 	return 0;
 }
@@ -70,16 +70,16 @@ static void
 place_from(const json_t *it, struct mgmt_queue_place_list *l)
 {
 	struct mgmt_queue_place *q = &l->v[l->n];
-	const char *type = str_member(it, "type");
+	const char *type = mgmt__str_member(it, "type");
 
-	if ((q->name = str_member(it, "name")) == NULL)
+	if ((q->name = mgmt__str_member(it, "name")) == NULL)
 		return;
 	q->type = type != NULL ? type : "";
 	if (strcmp(q->type, "classic") == 0) {
-		q->leader = str_member(it, "node");
+		q->leader = mgmt__str_member(it, "node");
 		q->members = q->online = 1;
 	} else {
-		q->leader = str_member(it, "leader");
+		q->leader = mgmt__str_member(it, "leader");
 		q->members = json_array_size(json_object_get(it, "members"));
 		q->online = json_array_size(json_object_get(it, "online"));
 	}
@@ -99,11 +99,11 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns=name,"
+	mgmt__path_vhost(&p, m, "/api/queues/");
+	mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns=name,"
 	    "type,node,leader,members,online");
-	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0 ||
-	    (rc = get_json(m, p.s, 1, &out->json, err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0 ||
+	    (rc = mgmt__get_json(m, p.s, 1, &out->json, err, errlen)) != 0)
 		return rc;
 	n = json_array_size(out->json);
 	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
@@ -138,11 +138,11 @@ mgmt_list_queue_places_of(struct mgmt *m, const char *const *names, size_t n,
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		j = NULL;
-		if ((rc = path_object(&p, m, "/api/queues/", names[i], "queue", err,
+		if ((rc = mgmt__path_object(&p, m, "/api/queues/", names[i], "queue", err,
 		    errlen)) != 0)
 			break;
-		path_add(&p, "?columns=name,type,node,leader,members,online");
-		if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
+		mgmt__path_add(&p, "?columns=name,type,node,leader,members,online");
+		if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 			break;
 		rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
 		if (rc == MGMT_NOT_FOUND) {

@@ -45,7 +45,7 @@ toolong:
 }
 
 void
-path_add(struct path *p, const char *lit)
+mgmt__path_add(struct path *p, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -58,7 +58,7 @@ path_add(struct path *p, const char *lit)
 }
 
 void
-path_seg(struct path *p, const char *seg)
+mgmt__path_seg(struct path *p, const char *seg)
 {
 	int n;
 
@@ -75,17 +75,17 @@ path_seg(struct path *p, const char *seg)
 
 /* Starts P as PREFIX followed by the encoded vhost, e.g. "/api/queues/%2F". */
 void
-path_vhost(struct path *p, const struct mgmt *m, const char *prefix)
+mgmt__path_vhost(struct path *p, const struct mgmt *m, const char *prefix)
 {
 	p->len = 0;
 	p->overflow = 0;
 	p->s[0] = '\0';
-	path_add(p, prefix);
-	path_add(p, m->vhost_enc);
+	mgmt__path_add(p, prefix);
+	mgmt__path_add(p, m->vhost_enc);
 }
 
 int
-path_check(const struct path *p, const char *what, char *err, size_t errlen)
+mgmt__path_check(const struct path *p, const char *what, char *err, size_t errlen)
 {
 	if (p->overflow) {
 		errbuf_set(err, errlen, "%s: path longer than %d bytes once "
@@ -99,15 +99,15 @@ path_check(const struct path *p, const char *what, char *err, size_t errlen)
  * "/api/queues/%2F/q". Returns 0, or MGMT_ERR_ARG with ERR when NAME is
  * empty (KIND says what it names). */
 int
-path_object(struct path *p, const struct mgmt *m, const char *prefix,
+mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
     const char *name, const char *kind, char *err, size_t errlen)
 {
 	int rc;
 
 	if ((rc = check_name(name, kind, err, errlen)) != 0)
 		return rc;
-	path_vhost(p, m, prefix);
-	path_add(p, "/");
-	path_seg(p, name);
+	mgmt__path_vhost(p, m, prefix);
+	mgmt__path_add(p, "/");
+	mgmt__path_seg(p, name);
 	return 0;
 }

@@ -35,8 +35,8 @@ stash_or_null(char **p, const char *s)
 static size_t
 dead_letter_size(const json_t *args)
 {
-	const char *x = str_member(args, "x-dead-letter-exchange");
-	const char *k = str_member(args, "x-dead-letter-routing-key");
+	const char *x = mgmt__str_member(args, "x-dead-letter-exchange");
+	const char *k = mgmt__str_member(args, "x-dead-letter-routing-key");
 
 	return (x != NULL ? strlen(x) + 1 : 0) + (k != NULL ? strlen(k) + 1 : 0);
 }
@@ -45,7 +45,7 @@ dead_letter_size(const json_t *args)
  * objects come from a statistics listing (effective_policy_definition,
  * consumers); otherwise policy_message_ttl and consumers stay -1. */
 int
-queues_from_json(const json_t *items, int stats, const char *what,
+mgmt__queues_from_json(const json_t *items, int stats, const char *what,
     struct mgmt_queue_list *out, char *err, size_t errlen)
 {
 	const json_t *it, *args;
@@ -58,13 +58,13 @@ queues_from_json(const json_t *items, int stats, const char *what,
 	n = json_array_size(items);
 	for (i = 0; i < n; i++) {
 		it = json_array_get(items, i);
-		if ((name = str_member(it, "name")) == NULL) {
+		if ((name = mgmt__str_member(it, "name")) == NULL) {
 			errbuf_set(err, errlen, "%s: queue %zu of the answer has "
 			    "no name", what, i);
 			return MGMT_ERR_ANSWER;
 		}
-		type = str_member(it, "type");
-		policy = str_member(it, "policy");
+		type = mgmt__str_member(it, "type");
+		policy = mgmt__str_member(it, "policy");
 		size += strlen(name) + 1 + (type ? strlen(type) : 0) + 1;
 		if (policy != NULL && policy[0] != '\0')
 			size += strlen(policy) + 1;
@@ -82,26 +82,26 @@ queues_from_json(const json_t *items, int stats, const char *what,
 	for (i = 0; i < n; i++) {
 		it = json_array_get(items, i);
 		q = &out->v[i];
-		q->name = stash(&p, str_member(it, "name"));
-		type = str_member(it, "type");
+		q->name = stash(&p, mgmt__str_member(it, "name"));
+		type = mgmt__str_member(it, "type");
 		q->type = stash(&p, type != NULL ? type : "");
-		policy = str_member(it, "policy");
+		policy = mgmt__str_member(it, "policy");
 		q->policy = policy != NULL && policy[0] != '\0' ?
 		    stash(&p, policy) : NULL;
 		q->durable = json_is_true(json_object_get(it, "durable"));
-		q->messages = int_member(it, "messages");
+		q->messages = mgmt__int_member(it, "messages");
 		args = json_object_get(it, "arguments");
-		q->message_ttl = int_member(args, "x-message-ttl");
-		q->expires = int_member(args, "x-expires");
-		q->dead_letter_exchange = stash_or_null(&p, str_member(args,
+		q->message_ttl = mgmt__int_member(args, "x-message-ttl");
+		q->expires = mgmt__int_member(args, "x-expires");
+		q->dead_letter_exchange = stash_or_null(&p, mgmt__str_member(args,
 		    "x-dead-letter-exchange"));
-		q->dead_letter_routing_key = stash_or_null(&p, str_member(args,
+		q->dead_letter_routing_key = stash_or_null(&p, mgmt__str_member(args,
 		    "x-dead-letter-routing-key"));
-		q->publish = int_member(json_object_get(it, "message_stats"),
+		q->publish = mgmt__int_member(json_object_get(it, "message_stats"),
 		    "publish");
 		if (stats) {
-			q->consumers = int_member(it, "consumers");
-			q->policy_message_ttl = int_member(json_object_get(it,
+			q->consumers = mgmt__int_member(it, "consumers");
+			q->policy_message_ttl = mgmt__int_member(json_object_get(it,
 			    "effective_policy_definition"), "message-ttl");
 		} else {
 			q->consumers = -1;
@@ -158,7 +158,7 @@ join_policies(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 			continue;
 		for (k = 0; k < pl.n; k++)
 			if (strcmp(pl.v[k].name, l->v[i].policy) == 0) {
-				l->v[i].policy_message_ttl = int_member(
+				l->v[i].policy_message_ttl = mgmt__int_member(
 				    pl.v[k].definition, "message-ttl");
 				break;
 			}
@@ -179,14 +179,14 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 	size_t i;
 	int rc;
 
-	path_vhost(&p, m, "/api/consumers/");
-	path_add(&p, "?columns=queue.name");
-	if ((rc = get_json(m, p.s, 1, &j, err, errlen)) != 0)
+	mgmt__path_vhost(&p, m, "/api/consumers/");
+	mgmt__path_add(&p, "?columns=queue.name");
+	if ((rc = mgmt__get_json(m, p.s, 1, &j, err, errlen)) != 0)
 		return rc;
 	for (i = 0; i < l->n; i++)
 		l->v[i].consumers = 0;
 	for (i = 0; i < json_array_size(j); i++) {
-		name = str_member(json_object_get(json_array_get(j, i),
+		name = mgmt__str_member(json_object_get(json_array_get(j, i),
 		    "queue"), "name");
 		if ((q = find_queue(l, name)) != NULL)
 			q->consumers++;
@@ -214,14 +214,14 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		errbuf_set(err, errlen, "mgmt_list_queues: no client");
 		return MGMT_ERR_ARG;
 	}
-	path_vhost(&p, m, "/api/queues/");
-	path_add(&p, counted ? "?columns=" FAST_COLUMNS ",message_stats.publish" :
+	mgmt__path_vhost(&p, m, "/api/queues/");
+	mgmt__path_add(&p, counted ? "?columns=" FAST_COLUMNS ",message_stats.publish" :
 	    "?disable_stats=true&enable_queue_totals=true&columns=" FAST_COLUMNS);
-	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;
-	if ((rc = get_json(m, p.s, 1, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_json(m, p.s, 1, &j, err, errlen)) != 0)
 		goto done;
-	if ((rc = queues_from_json(j, 0, "GET /api/queues", out, err,
+	if ((rc = mgmt__queues_from_json(j, 0, "GET /api/queues", out, err,
 	    errlen)) != 0)
 		goto done;
 	json_decref(j);
@@ -265,23 +265,23 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
 	    errlen)) != 0)
 		return rc;
-	path_add(&p, "?columns=" QUEUE_COLUMNS);
-	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
+	mgmt__path_add(&p, "?columns=" QUEUE_COLUMNS);
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;
 	rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
 	if (rc != 0)
 		return rc;
-	if (!json_is_object(j) || str_member(j, "name") == NULL) {
+	if (!json_is_object(j) || mgmt__str_member(j, "name") == NULL) {
 		errbuf_set(err, errlen, "GET %.*s: answer is not a queue",
 		    (int)strcspn(p.s, "?"), p.s);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
 	}
-	if ((out->arguments = object_member(j, "arguments")) == NULL ||
-	    (out->effective_policy = object_member(j,
+	if ((out->arguments = mgmt__object_member(j, "arguments")) == NULL ||
+	    (out->effective_policy = mgmt__object_member(j,
 	    "effective_policy_definition")) == NULL) {
 		json_decref(j);
 		memset(out, 0, sizeof(*out));
@@ -290,22 +290,22 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	}
 	out->json = j;
 	q = &out->q;
-	q->name = str_member(j, "name");
-	q->type = (s = str_member(j, "type")) != NULL ? s : "";
-	s = str_member(j, "policy");
+	q->name = mgmt__str_member(j, "name");
+	q->type = (s = mgmt__str_member(j, "type")) != NULL ? s : "";
+	s = mgmt__str_member(j, "policy");
 	q->policy = s != NULL && s[0] != '\0' ? s : NULL;
-	s = str_member(j, "operator_policy");
+	s = mgmt__str_member(j, "operator_policy");
 	out->operator_policy = s != NULL && s[0] != '\0' ? s : NULL;
 	q->durable = json_is_true(json_object_get(j, "durable"));
-	q->messages = int_member(j, "messages");
+	q->messages = mgmt__int_member(j, "messages");
 	q->publish = -1;		/* not asked for */
-	q->consumers = int_member(j, "consumers");
-	q->message_ttl = int_member(out->arguments, "x-message-ttl");
-	q->expires = int_member(out->arguments, "x-expires");
-	q->dead_letter_exchange = str_member(out->arguments, "x-dead-letter-exchange");
-	q->dead_letter_routing_key = str_member(out->arguments,
+	q->consumers = mgmt__int_member(j, "consumers");
+	q->message_ttl = mgmt__int_member(out->arguments, "x-message-ttl");
+	q->expires = mgmt__int_member(out->arguments, "x-expires");
+	q->dead_letter_exchange = mgmt__str_member(out->arguments, "x-dead-letter-exchange");
+	q->dead_letter_routing_key = mgmt__str_member(out->arguments,
 	    "x-dead-letter-routing-key");
-	q->policy_message_ttl = int_member(out->effective_policy,
+	q->policy_message_ttl = mgmt__int_member(out->effective_policy,
 	    "message-ttl");
 	return 0;
 }

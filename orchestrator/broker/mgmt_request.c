@@ -14,7 +14,7 @@
 
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void
-describe(char *out, size_t outlen, const char *method, const char *path)
+mgmt__describe(char *out, size_t outlen, const char *method, const char *path)
 {
 	const char *q = strchr(path, '?');
 
@@ -425,7 +425,7 @@ mgmt_request(struct mgmt *m, const char *method, const char *path,
 		errbuf_set(err, errlen, "mgmt_request: no client, method or path");
 		return MGMT_ERR_ARG;
 	}
-	describe(what, sizeof(what), method, path);
+	mgmt__describe(what, sizeof(what), method, path);
 	if ((rc = request_check(m, method, path, body, what, &password, err,
 	    errlen)) != 0)
 		goto done;
@@ -461,7 +461,7 @@ done:
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
  * error (a listing of a vhost that does not exist). */
 int
-get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
+mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
     char *err, size_t errlen)
 {
 	char what[WHAT_MAX];
@@ -470,7 +470,7 @@ get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 	*out = NULL;
 	rc = mgmt_request(m, "GET", path, NULL, out, NULL, err, errlen);
 	if (rc == MGMT_NOT_FOUND) {
-		describe(what, sizeof(what), "GET", path);
+		mgmt__describe(what, sizeof(what), "GET", path);
 		errbuf_set(err, errlen, "%s: not found (HTTP 404; does virtual "
 		    "host \"%s\" exist?)", what, m->vhost);
 		return MGMT_ERR_HTTP;
@@ -478,7 +478,7 @@ get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 	if (rc != 0)
 		return rc;
 	if (is_array ? !json_is_array(*out) : !json_is_object(*out)) {
-		describe(what, sizeof(what), "GET", path);
+		mgmt__describe(what, sizeof(what), "GET", path);
 		errbuf_set(err, errlen, "%s: answer is not a JSON %s", what,
 		    is_array ? "array" : "object");
 		json_decref(*out);

@@ -1,9 +1,11 @@
-/* cli_file: a file a verb reads whole (a message body, an export), with a
- * bound on its size. */
+/* cli_file: the files a verb reads: a plan (loaded and validated, its
+ * errors printed) and a file read whole (a message body, an export), with
+ * a bound on its size. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
+#include "plan.h"
 
 int
 cli_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
@@ -57,4 +59,18 @@ done:
 	free(buf);
 	fclose(f);
 	return rc;
+}
+
+struct plan *
+cli_load_plan(const char *path)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char line[512];
+
+	if (plan_load_file(path, &p, &errs) != 0)
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	plan_errors_free(&errs);
+	return p;
 }

@@ -1,5 +1,6 @@
-/* main: the `cutover` command — dispatches to one verb per subcommand. */
-#include <stdarg.h>
+/* main: the `cutover` command — dispatches to one verb per subcommand.
+ * The verbs call nothing here: what they share is cli_usage.c's and
+ * cli_file.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,6 @@
 
 #include "build_info.h"
 #include "cli.h"
-#include "plan.h"
 
 static const struct verb {
 	const char *name;
@@ -44,33 +44,6 @@ usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", v->name, v->summary);
 	fprintf(f, "\n`cutover VERB --help` describes a verb. Exit status: 0 done, "
 	    "1 wrong input or failed check, 2 usage error.\n");
-}
-
-int
-cli_usage_error(const char *verb, const char *usage_line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "cutover %s: ", verb);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nusage: %s\n", usage_line);
-	return CLI_USAGE;
-}
-
-struct plan *
-cli_load_plan(const char *path)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char line[512];
-
-	if (plan_load_file(path, &p, &errs) != 0)
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-	plan_errors_free(&errs);
-	return p;
 }
 
 /* `cutover --version [--json]`: the version, the commit, and each library's

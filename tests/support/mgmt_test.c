@@ -36,17 +36,17 @@ mgmt_overview(struct mgmt *m, struct mgmt_overview *ov, char *err,
 		return MGMT_ERR_ARG;
 	}
 	memset(ov, 0, sizeof(*ov));
-	if ((rc = get_json(m, "/api/overview", 0, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_json(m, "/api/overview", 0, &j, err, errlen)) != 0)
 		return rc;
 	copy_str(ov->rabbitmq_version, sizeof(ov->rabbitmq_version),
-	    str_member(j, "rabbitmq_version"));
+	    mgmt__str_member(j, "rabbitmq_version"));
 	copy_str(ov->management_version, sizeof(ov->management_version),
-	    str_member(j, "management_version"));
+	    mgmt__str_member(j, "management_version"));
 	copy_str(ov->erlang_version, sizeof(ov->erlang_version),
-	    str_member(j, "erlang_version"));
+	    mgmt__str_member(j, "erlang_version"));
 	copy_str(ov->cluster_name, sizeof(ov->cluster_name),
-	    str_member(j, "cluster_name"));
-	copy_str(ov->node, sizeof(ov->node), str_member(j, "node"));
+	    mgmt__str_member(j, "cluster_name"));
+	copy_str(ov->node, sizeof(ov->node), mgmt__str_member(j, "node"));
 	json_decref(j);
 	if (ov->rabbitmq_version[0] == '\0') {
 		errbuf_set(err, errlen, "GET /api/overview: the answer has no "
@@ -73,33 +73,33 @@ get_page(struct mgmt *m, const char *name_regex, int page, int page_size,
 		    MGMT_PAGE_SIZE_MAX);
 		return MGMT_ERR_ARG;
 	}
-	path_vhost(&p, m, "/api/queues/");
+	mgmt__path_vhost(&p, m, "/api/queues/");
 	snprintf(num, sizeof(num), "?page=%d&page_size=%d", page, page_size);
-	path_add(&p, num);
+	mgmt__path_add(&p, num);
 	if (name_regex != NULL && name_regex[0] != '\0') {
-		path_add(&p, "&name=");
-		path_seg(&p, name_regex);
-		path_add(&p, "&use_regex=true");
+		mgmt__path_add(&p, "&name=");
+		mgmt__path_seg(&p, name_regex);
+		mgmt__path_add(&p, "&use_regex=true");
 	}
-	path_add(&p, "&columns=" PAGE_COLUMNS);
-	if ((rc = path_check(&p, "GET /api/queues", err, errlen)) != 0)
+	mgmt__path_add(&p, "&columns=" PAGE_COLUMNS);
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;
-	if ((rc = get_json(m, p.s, 0, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_json(m, p.s, 0, &j, err, errlen)) != 0)
 		return rc;
 	if (!json_is_array(json_object_get(j, "items"))) {
-		describe(what, sizeof(what), "GET", p.s);
+		mgmt__describe(what, sizeof(what), "GET", p.s);
 		errbuf_set(err, errlen, "%s: answer has no items array (not a "
 		    "paginated answer)", what);
 		json_decref(j);
 		return MGMT_ERR_ANSWER;
 	}
 	if (pg != NULL) {
-		pg->page = (int)int_member(j, "page");
-		pg->page_size = (int)int_member(j, "page_size");
-		pg->page_count = (int)int_member(j, "page_count");
-		pg->item_count = (long)int_member(j, "item_count");
-		pg->filtered_count = (long)int_member(j, "filtered_count");
-		pg->total_count = (long)int_member(j, "total_count");
+		pg->page = (int)mgmt__int_member(j, "page");
+		pg->page_size = (int)mgmt__int_member(j, "page_size");
+		pg->page_count = (int)mgmt__int_member(j, "page_count");
+		pg->item_count = (long)mgmt__int_member(j, "item_count");
+		pg->filtered_count = (long)mgmt__int_member(j, "filtered_count");
+		pg->total_count = (long)mgmt__int_member(j, "total_count");
 	}
 	*answer = j;
 	return 0;
@@ -124,7 +124,7 @@ mgmt_list_queues_page(struct mgmt *m, const char *name_regex, int page,
 	if ((rc = get_page(m, name_regex, page, page_size, &j, pg, err,
 	    errlen)) != 0)
 		return rc;
-	rc = queues_from_json(json_object_get(j, "items"), 1,
+	rc = mgmt__queues_from_json(json_object_get(j, "items"), 1,
 	    "GET /api/queues (page)", out, err, errlen);
 	json_decref(j);
 	return rc;
@@ -163,7 +163,7 @@ mgmt_list_queues_paged(struct mgmt *m, const char *name_regex,
 		if (page >= pg.page_count)
 			break;
 	}
-	rc = queues_from_json(all, 1, "GET /api/queues (pages)", out, err,
+	rc = mgmt__queues_from_json(all, 1, "GET /api/queues (pages)", out, err,
 	    errlen);
 done:
 	json_decref(j);
@@ -193,11 +193,11 @@ binding_path(struct path *p, struct mgmt *m, const char *source,
 		    (int)kind);
 		return MGMT_ERR_ARG;
 	}
-	path_vhost(p, m, "/api/bindings/");
-	path_add(p, "/e/");
-	path_seg(p, source);
-	path_add(p, kind == MGMT_DEST_QUEUE ? "/q/" : "/e/");
-	path_seg(p, dest);
+	mgmt__path_vhost(p, m, "/api/bindings/");
+	mgmt__path_add(p, "/e/");
+	mgmt__path_seg(p, source);
+	mgmt__path_add(p, kind == MGMT_DEST_QUEUE ? "/q/" : "/e/");
+	mgmt__path_seg(p, dest);
 	return 0;
 }
 
@@ -221,7 +221,7 @@ mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 		return MGMT_ERR_ARG;
 	}
 	if ((rc = binding_path(&p, m, source, kind, dest, err, errlen)) != 0 ||
-	    (rc = path_check(&p, "POST /api/bindings", err, errlen)) != 0)
+	    (rc = mgmt__path_check(&p, "POST /api/bindings", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
 	    json_object_set_new(body, "routing_key",
@@ -229,7 +229,7 @@ mgmt_add_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	    json_object_set_new(body, "arguments",
 	    copy_or_empty(arguments)) != 0) {
 		json_decref(body);
-		return body_error("POST", &p, err, errlen);
+		return mgmt__body_error("POST", &p, err, errlen);
 	}
 	rc = mgmt_request(m, "POST", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
@@ -256,9 +256,9 @@ mgmt_delete_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	}
 	if ((rc = binding_path(&p, m, source, kind, dest, err, errlen)) != 0)
 		return rc;
-	path_add(&p, "/");
-	path_seg(&p, properties_key);
-	if ((rc = path_check(&p, "DELETE /api/bindings", err, errlen)) != 0)
+	mgmt__path_add(&p, "/");
+	mgmt__path_seg(&p, properties_key);
+	if ((rc = mgmt__path_check(&p, "DELETE /api/bindings", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
 }
@@ -276,10 +276,10 @@ mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
 		    "not an object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "PUT /api/queues", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "PUT /api/queues", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
 	    json_object_set_new(body, "durable", json_boolean(durable)) != 0 ||
@@ -287,7 +287,7 @@ mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
 	    json_object_set_new(body, "arguments",
 	    copy_or_empty(arguments)) != 0) {
 		json_decref(body);
-		return body_error("PUT", &p, err, errlen);
+		return mgmt__body_error("PUT", &p, err, errlen);
 	}
 	rc = mgmt_request(m, "PUT", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
@@ -307,15 +307,15 @@ mgmt_delete_queue(struct mgmt *m, const char *name, int flags, char *err,
 		errbuf_set(err, errlen, "mgmt_delete_queue: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/queues/", name, "queue", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
 	    errlen)) != 0)
 		return rc;
 	if (flags & MGMT_IF_EMPTY)
-		path_add(&p, (flags & MGMT_IF_UNUSED) ?
+		mgmt__path_add(&p, (flags & MGMT_IF_UNUSED) ?
 		    "?if-empty=true&if-unused=true" : "?if-empty=true");
 	else if (flags & MGMT_IF_UNUSED)
-		path_add(&p, "?if-unused=true");
-	if ((rc = path_check(&p, "DELETE /api/queues", err, errlen)) != 0)
+		mgmt__path_add(&p, "?if-unused=true");
+	if ((rc = mgmt__path_check(&p, "DELETE /api/queues", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
 }
@@ -334,10 +334,10 @@ mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
 		    "arguments not an object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "PUT /api/exchanges", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "PUT /api/exchanges", err, errlen)) != 0)
 		return rc;
 	if ((body = json_object()) == NULL ||
 	    json_object_set_new(body, "type", json_string(type)) != 0 ||
@@ -347,7 +347,7 @@ mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
 	    json_object_set_new(body, "arguments",
 	    copy_or_empty(arguments)) != 0) {
 		json_decref(body);
-		return body_error("PUT", &p, err, errlen);
+		return mgmt__body_error("PUT", &p, err, errlen);
 	}
 	rc = mgmt_request(m, "PUT", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
@@ -367,10 +367,10 @@ mgmt_delete_exchange(struct mgmt *m, const char *name, char *err,
 		errbuf_set(err, errlen, "mgmt_delete_exchange: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = path_object(&p, m, "/api/exchanges/", name, "exchange", err,
+	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
 	    errlen)) != 0)
 		return rc;
-	if ((rc = path_check(&p, "DELETE /api/exchanges", err, errlen)) != 0)
+	if ((rc = mgmt__path_check(&p, "DELETE /api/exchanges", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
 }
