@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "fault.h"
 #include "log.h"
+#include "status.h"
 #include "step.h"
 #include "step_kinds.h"
 #include "store_admit.h"
@@ -176,7 +177,7 @@ done:
  * (remove_old's result, or NULL), the deletions it made are recorded in
  * that same transaction, before KIND. Returns 0 or -1. */
 static int
-transition_removed(struct run *r, int idx, const char *status, int64_t started,
+transition_removed(struct run *r, int idx, enum step_status status, int64_t started,
     int64_t ended, const char *result, const char *error, const char *actor,
     const char *kind, json_t *details, const json_t *removed)
 {
@@ -190,8 +191,8 @@ transition_removed(struct run *r, int idx, const char *status, int64_t started,
 		json_decref(details);
 		return -1;
 	}
-	if (store_step_update(r->s, r->id, idx, status, started, ended, result, error,
-	    r->err, r->errlen) != 0 ||
+	if (store_step_update(r->s, r->id, idx, step_status_name(status), started, ended,
+	    result, error, r->err, r->errlen) != 0 ||
 	    (removed != NULL && record_removals(r, removed) != 0)) {
 		json_decref(details);
 		store_rollback(r->s);
@@ -203,7 +204,7 @@ transition_removed(struct run *r, int idx, const char *status, int64_t started,
 	}
 	if (store_commit(r->s, r->err, r->errlen) != 0)
 		return -1;
-	log_event(strcmp(status, "failed") == 0 ? "error" : "info", r->plan->name,
+	log_event(status == STEP_STATUS_FAILED ? "error" : "info", r->plan->name,
 	    plan_step_kind_name(ps->kind), "%s%s%s", kind, error ? ": " : "",
 	    error ? error : "");
 	return 0;
@@ -211,7 +212,8 @@ transition_removed(struct run *r, int idx, const char *status, int64_t started,
 
 /* transition_removed with nothing removed. */
 static int
-transition(struct run *r, int idx, const char *status, int64_t started, int64_t ended,
+transition(struct run *r, int idx, enum step_status status, int64_t started,
+    int64_t ended,
     const char *result, const char *error, const char *actor, const char *kind,
     json_t *details)
 {
@@ -221,15 +223,15 @@ transition(struct run *r, int idx, const char *status, int64_t started, int64_t 
 
 /* Sets the plan's status and appends event KIND, in one transaction. */
 static int
-plan_transition(struct run *r, const char *status, const char *actor, const char *kind,
-    json_t *details)
+plan_transition(struct run *r, enum plan_status status, const char *actor,
+    const char *kind, json_t *details)
 {
 	if (store_begin(r->s, r->err, r->errlen) != 0) {
 		json_decref(details);
 		return -1;
 	}
-	if (store_plan_set_status(r->s, r->id, status, r->err, r->errlen) != 0 ||
-	    event(r, actor, kind, details) != 0) {
+	if (store_plan_set_status(r->s, r->id, plan_status_name(status), r->err,
+	    r->errlen) != 0 || event(r, actor, kind, details) != 0) {
 		store_rollback(r->s);
 		return -1;
 	}
@@ -414,15 +416,19 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	struct store_step rm = { 0 };
 	const char *rollback = "not needed: the flag was never turned on";
 	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
-	int removing = 0, rc;
+	enum step_status rs;
+	bool removing = false;
+	int rc;
 	bool flipped;
 	json_t *res = NULL;
 	char doubt[512];
 
 	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
-	    r->errlen) == 0)
-		removing = strcmp(rm.status, "running") == 0 ||
-		    strcmp(rm.status, "succeeded") == 0 || strcmp(rm.status, "failed") == 0;
+	    r->errlen) == 0) {
+		rs = step_status_of(rm.status);
+		removing = rs == STEP_STATUS_RUNNING || rs == STEP_STATUS_SUCCEEDED ||
+		    rs == STEP_STATUS_FAILED;
+	}
 	store_step_clear(&rm);
 	if (step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
 		return -2;
@@ -452,7 +458,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	}
 	snprintf(outcome, outlen, "aborted; rollback %s", rollback);
 	r->settle_due_ms = 0;           /* the window opens now */
-	return plan_transition(r, "aborted", cmd->actor, "plan.aborted",
+	return plan_transition(r, PLAN_STATUS_ABORTED, cmd->actor, "plan.aborted",
 	    json_pack("{s:s,s:s,s:I}", "comment", cmd->comment, "rollback", rollback,
 	    "settle_ms", (json_int_t)r->plan->flag.settle_ms)) == 0 ? 0 : -2;
 }
@@ -491,11 +497,11 @@ static int
 apply_approve(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
 	struct store_step st;
-	int pending;
+	bool pending;
 
 	if (store_step_get(r->s, r->id, c->step_idx, &st, r->err, r->errlen) != 0)
 		return -1;
-	pending = strcmp(st.status, "pending") == 0;
+	pending = step_status_of(st.status) == STEP_STATUS_PENDING;
 	store_step_clear(&st);
 	if (pending) {
 		snprintf(outcome, outlen, "done: approved ahead; the gate opens when the "
@@ -505,7 +511,7 @@ apply_approve(struct run *r, const struct store_command *c, char *outcome, size_
 		    r->plan->steps[c->step_idx].kind), "comment", c->comment, "command",
 		    (json_int_t)c->id));
 	}
-	return transition(r, c->step_idx, "running", clock_now_ms(), 0, NULL, NULL, c->actor,
+	return transition(r, c->step_idx, STEP_STATUS_RUNNING, clock_now_ms(), 0, NULL, NULL, c->actor,
 	    "step.approved", json_pack("{s:s}", "comment", c->comment));
 }
 
@@ -551,9 +557,9 @@ reach_gate(struct run *r, int idx)
 	if (store_each_event(r->s, r->id, ahead_event, &a, r->err, r->errlen) != 0)
 		return -1;
 	if (!a.found)
-		return transition(r, idx, "waiting_approval", 0, 0, NULL, NULL, ACTOR,
+		return transition(r, idx, STEP_STATUS_WAITING_APPROVAL, 0, 0, NULL, NULL, ACTOR,
 		    "step.waiting_approval", NULL);
-	return transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, a.actor,
+	return transition(r, idx, STEP_STATUS_RUNNING, clock_now_ms(), 0, NULL, NULL, a.actor,
 	    "step.approved", json_pack("{s:s,s:b,s:I}", "comment", a.comment, "ahead", 1,
 	    "given_ms", (json_int_t)a.given_ms));
 }
@@ -575,10 +581,12 @@ apply_retry(struct run *r, const struct store_command *c, char *outcome, size_t 
 		return -1;
 	keep = strcmp(st.kind, "watch") == 0 ? st.result_json : NULL;
 	if (store_begin(r->s, r->err, r->errlen) != 0 ||
-	    store_step_reset(r->s, r->id, c->step_idx, "running", r->err, r->errlen) != 0 ||
+	    store_step_reset(r->s, r->id, c->step_idx, step_status_name(STEP_STATUS_RUNNING),
+	    r->err, r->errlen) != 0 ||
 	    store_step_update(r->s, r->id, c->step_idx, NULL, now, 0, keep, NULL, r->err,
 	    r->errlen) != 0 ||
-	    store_plan_set_status(r->s, r->id, "running", r->err, r->errlen) != 0 ||
+	    store_plan_set_status(r->s, r->id, plan_status_name(PLAN_STATUS_RUNNING), r->err,
+	    r->errlen) != 0 ||
 	    event(r, c->actor, "step.retry", json_pack("{s:i,s:s,s:s}", "step",
 	    c->step_idx + 1, "kind", st.kind, "comment", c->comment)) != 0 ||
 	    store_commit(r->s, r->err, r->errlen) != 0) {
@@ -769,7 +777,7 @@ first_unfinished(struct run *r, struct store_step *st, size_t *i)
 		store_step_clear(st);
 		if (store_step_get(r->s, r->id, (int)*i, st, r->err, r->errlen) != 0)
 			return -1;
-		if (strcmp(st->status, "succeeded") != 0)
+		if (step_status_of(st->status) != STEP_STATUS_SUCCEEDED)
 			break;
 	}
 	return 0;
@@ -781,7 +789,7 @@ step_begin(struct run *r, int idx)
 {
 	if (r->plan->steps[idx].gate)
 		return reach_gate(r, idx);
-	return transition(r, idx, "running", clock_now_ms(), 0, NULL, NULL, ACTOR,
+	return transition(r, idx, STEP_STATUS_RUNNING, clock_now_ms(), 0, NULL, NULL, ACTOR,
 	    "step.started", NULL);
 }
 
@@ -827,17 +835,18 @@ settle(struct run *r, bool *open)
  * is kept current, then the run is over (*OVER, *OUTCOME) when the options
  * say so, or looks again after a poll. Returns 0, or -1 on failure. */
 static int
-step_blocked(struct run *r, int idx, const char *status, enum engine_outcome *outcome,
-    bool *over)
+step_blocked(struct run *r, int idx, enum step_status status,
+    enum engine_outcome *outcome, bool *over)
 {
 	bool open;
 
-	if (strcmp(status, "waiting_approval") == 0 && preview_gate(r, idx) != 0)
+	if (status == STEP_STATUS_WAITING_APPROVAL && preview_gate(r, idx) != 0)
 		return -1;
 	if (settle(r, &open) != 0)
 		return -1;
 	if (r->o->return_when_blocked && !open) {
-		*outcome = status[0] == 'w' ? ENGINE_WAITING : ENGINE_FAILED;
+		*outcome = status == STEP_STATUS_WAITING_APPROVAL ? ENGINE_WAITING :
+		    ENGINE_FAILED;
 		*over = true;
 		return 0;
 	}
@@ -856,9 +865,9 @@ step_failed(struct run *r, int idx, const char *text, const json_t *removed)
 	char error[1024];
 
 	snprintf(error, sizeof(error), "%s", r->err);
-	if (transition_removed(r, idx, "failed", 0, clock_now_ms(), text, error,
+	if (transition_removed(r, idx, STEP_STATUS_FAILED, 0, clock_now_ms(), text, error,
 	    ACTOR, "step.failed", json_pack("{s:s}", "error", error), removed) != 0 ||
-	    plan_transition(r, "failed", ACTOR, "plan.failed",
+	    plan_transition(r, PLAN_STATUS_FAILED, ACTOR, "plan.failed",
 	    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
 		return -1;
 	return 0;
@@ -925,7 +934,7 @@ step_advance(struct run *r, int idx, const char *state_text)
 	removed = step_kind_of(r->plan->steps[idx].kind)->flags & STEP_KIND_RECORDS_REMOVED ?
 	    result : NULL;
 	if (sr == 0)
-		rc = transition_removed(r, idx, "succeeded", 0, clock_now_ms(), text, NULL,
+		rc = transition_removed(r, idx, STEP_STATUS_SUCCEEDED, 0, clock_now_ms(), text, NULL,
 		    ACTOR, "step.succeeded", NULL, removed);
 	else
 		rc = step_failed(r, idx, text, removed);
@@ -946,6 +955,8 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 {
 	struct store_plan p;
 	struct store_step st = { 0 };
+	enum plan_status ps;
+	enum step_status ss;
 	int idx, rc = -1;
 	bool open;
 	size_t i;
@@ -956,7 +967,8 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 		return -1;
 	if (store_plan_get(r->s, r->id, &p, r->err, r->errlen) != 0)
 		return -1;
-	if (strcmp(p.status, "aborted") == 0 || strcmp(p.status, "succeeded") == 0) {
+	ps = plan_status_of(p.status);
+	if (ps == PLAN_STATUS_ABORTED || ps == PLAN_STATUS_SUCCEEDED) {
 		/* The run goes on while the flag's settle window is open; an
 		 * archived plan's ends: the operator has moved on, and the flag
 		 * may be another plan's now. */
@@ -964,7 +976,7 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 			return -1;
 		if (p.archived_ms == 0 && open)
 			return 0;
-		*outcome = p.status[0] == 'a' ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
+		*outcome = ps == PLAN_STATUS_ABORTED ? ENGINE_ABORTED : ENGINE_SUCCEEDED;
 		*over = true;
 		return 0;
 	}
@@ -974,7 +986,7 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 	if (first_unfinished(r, &st, &i) != 0)
 		goto done;
 	if (i == r->plan->nsteps) {
-		if (plan_transition(r, "succeeded", ACTOR, "plan.succeeded", NULL) != 0)
+		if (plan_transition(r, PLAN_STATUS_SUCCEEDED, ACTOR, "plan.succeeded", NULL) != 0)
 			goto done;
 		*outcome = ENGINE_SUCCEEDED;
 		*over = true;
@@ -982,11 +994,11 @@ turn(struct run *r, enum engine_outcome *outcome, bool *over)
 		goto done;
 	}
 	idx = (int)i;
-	if (strcmp(st.status, "pending") == 0)
+	ss = step_status_of(st.status);
+	if (ss == STEP_STATUS_PENDING)
 		rc = step_begin(r, idx);
-	else if (strcmp(st.status, "waiting_approval") == 0 ||
-	    strcmp(st.status, "failed") == 0)
-		rc = step_blocked(r, idx, st.status, outcome, over);
+	else if (ss == STEP_STATUS_WAITING_APPROVAL || ss == STEP_STATUS_FAILED)
+		rc = step_blocked(r, idx, ss, outcome, over);
 	else
 		rc = step_advance(r, idx, st.result_json);
 done:
@@ -1095,10 +1107,11 @@ static int
 collect_active(const struct store_plan *p, void *arg)
 {
 	struct active *a = arg;
+	enum plan_status st = plan_status_of(p->status);
 
-	if (strcmp(p->status, "running") != 0 && strcmp(p->status, "failed") != 0 &&
-	    (!a->ended || p->archived_ms != 0 || (strcmp(p->status, "aborted") != 0 &&
-	    strcmp(p->status, "succeeded") != 0)))
+	if (st != PLAN_STATUS_RUNNING && st != PLAN_STATUS_FAILED && (!a->ended ||
+	    p->archived_ms != 0 || (st != PLAN_STATUS_ABORTED &&
+	    st != PLAN_STATUS_SUCCEEDED)))
 		return 0;
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 16;
@@ -1327,8 +1340,8 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 			}
 			runs = grown;
 			ended = store_plan_get(s, act.ids[i], &sp, perr, sizeof(perr)) == 0 &&
-			    (strcmp(sp.status, "aborted") == 0 ||
-			    strcmp(sp.status, "succeeded") == 0);
+			    (plan_status_of(sp.status) == PLAN_STATUS_ABORTED ||
+			    plan_status_of(sp.status) == PLAN_STATUS_SUCCEEDED);
 			if (run_open(&runs[nruns], s, act.ids[i], &so, perr, sizeof(perr)) != 0) {
 				/* An ended plan is only looked at for its settle
 				 * window: one an older version stored is left. */
