@@ -90,96 +90,33 @@ event(struct run *r, const char *actor, const char *kind, json_t *details)
 	return rc;
 }
 
-/* The names of the old queues a plan's history already records as
- * removed, sorted. */
-struct removed_names {
-	char **v;
-	size_t n, cap;
-};
-
+/* Records, inside the open transaction, the events step IDX's run handed
+ * over (r->ctx.events), after adding those its kind's EVENTS hook finds in
+ * RESULT (the run's result) when the step has ENDED. Returns 0 or -1. */
 static int
-take_removed(const struct store_event *ev, void *arg)
+record_step_events(struct run *r, int idx, const json_t *result, bool ended)
 {
-	struct removed_names *rn = arg;
-	json_t *d;
-	const char *name;
-	char **v;
+	const struct step_kind *sk = step_kind_of(r->plan->steps[idx].kind);
+	const struct step_events *ev = &r->ctx.events;
 
-	if (strcmp(ev->kind, "old.queue_removed") != 0)
-		return 0;
-	if ((d = json_loads(ev->details_json, 0, NULL)) == NULL)
-		return 0;
-	if ((name = json_string_value(json_object_get(d, "name"))) == NULL)
-		goto done;
-	if (rn->n == rn->cap) {
-		if ((v = realloc(rn->v, (rn->cap ? 2 * rn->cap : 64) * sizeof(*v))) == NULL)
-			goto done;
-		rn->v = v;
-		rn->cap = rn->cap ? 2 * rn->cap : 64;
-	}
-	if ((rn->v[rn->n] = strdup(name)) != NULL)
-		rn->n++;
-done:
-	json_decref(d);
+	if (ended && sk != NULL && sk->events != NULL &&
+	    sk->events(&r->ctx, result, r->err, r->errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < ev->n; i++)
+		if (event(r, ACTOR, ev->v[i].kind, json_incref(ev->v[i].details)) != 0)
+			return -1;
 	return 0;
 }
 
-static int
-cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Appends one event per old queue that REMOVED (remove_old's result) says
- * is gone, with its entry (name, depth seen, time, reason) as the details:
- * old.queue_removed for each it deleted; old.queue_gone for each it found
- * already deleted, unless the history records its removal already (a
- * retried step) — by an earlier run of the step killed before it could
- * record its deletions, or by someone else. Every measured queue that no
- * longer exists is thus accounted for once. Returns 0 or -1. */
-static int
-record_removals(struct run *r, const json_t *removed)
-{
-	struct removed_names rn = { 0 };
-	const json_t *e;
-	const char *outcome, *kind, *name;
-	size_t i;
-	int rc = -1;
-
-	if (store_each_event(r->s, r->id, take_removed, &rn, r->err, r->errlen) != 0)
-		goto done;
-	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
-	json_array_foreach(json_object_get(removed, "entries"), i, e) {
-		outcome = json_string_value(json_object_get(e, "outcome"));
-		name = json_string_value(json_object_get(e, "name"));
-		if (outcome == NULL || name == NULL)
-			continue;
-		if (strcmp(outcome, "removed") == 0)
-			kind = "old.queue_removed";
-		else if (strcmp(outcome, "gone") == 0 && (rn.n == 0 ||
-		    bsearch(&name, rn.v, rn.n, sizeof(*rn.v), cmp_name) == NULL))
-			kind = "old.queue_gone";
-		else
-			continue;
-		if (event(r, ACTOR, kind, json_deep_copy(e)) != 0)
-			goto done;
-	}
-	rc = 0;
-done:
-	for (i = 0; i < rn.n; i++)
-		free(rn.v[i]);
-	free(rn.v);
-	return rc;
-}
-
 /* Sets step IDX's status (times, result, error as store_step_update) and
- * appends event KIND with DETAILS, in one transaction; with REMOVED
- * (remove_old's result, or NULL), the deletions it made are recorded in
- * that same transaction, before KIND. Returns 0 or -1. */
+ * appends event KIND with DETAILS, in one transaction; with RAN (the
+ * result of the run of the step that ended it, or NULL), the events that
+ * run hands over are recorded in that same transaction, before KIND.
+ * Returns 0 or -1. */
 static int
-transition_removed(struct run *r, int idx, enum step_status status, int64_t started,
+transition_ran(struct run *r, int idx, enum step_status status, int64_t started,
     int64_t ended, const char *result, const char *error, const char *actor,
-    const char *kind, json_t *details, const json_t *removed)
+    const char *kind, json_t *details, const json_t *ran)
 {
 	const struct plan_step *ps = &r->plan->steps[idx];
 
@@ -193,7 +130,7 @@ transition_removed(struct run *r, int idx, enum step_status status, int64_t star
 	}
 	if (store_step_update(r->s, r->id, idx, step_status_name(status), started, ended,
 	    result, error, r->err, r->errlen) != 0 ||
-	    (removed != NULL && record_removals(r, removed) != 0)) {
+	    (ran != NULL && record_step_events(r, idx, ran, true) != 0)) {
 		json_decref(details);
 		store_rollback(r->s);
 		return -1;
@@ -210,14 +147,14 @@ transition_removed(struct run *r, int idx, enum step_status status, int64_t star
 	return 0;
 }
 
-/* transition_removed with nothing removed. */
+/* transition_ran for a transition no run of the step made. */
 static int
 transition(struct run *r, int idx, enum step_status status, int64_t started,
     int64_t ended,
     const char *result, const char *error, const char *actor, const char *kind,
     json_t *details)
 {
-	return transition_removed(r, idx, status, started, ended, result, error, actor,
+	return transition_ran(r, idx, status, started, ended, result, error, actor,
 	    kind, details, NULL);
 }
 
@@ -257,7 +194,7 @@ engine_find_plan(struct store *s, const char *ref, struct store_plan *out, char 
 }
 
 /* The persisted result of the plan's step of KIND (a new reference), or
- * NULL; *ENDED_MS (may be NULL) gets when that step ended. */
+ * NULL; *ENDED_MS gets when that step ended (0: it has not). */
 static json_t *
 step_result(struct run *r, enum plan_step_kind kind, int64_t *ended_ms)
 {
@@ -265,14 +202,12 @@ step_result(struct run *r, enum plan_step_kind kind, int64_t *ended_ms)
 	json_t *j = NULL;
 	int idx = plan_find_step(r->plan, kind);
 
-	if (ended_ms != NULL)
-		*ended_ms = 0;
+	*ended_ms = 0;
 	if (idx < 0 || store_step_get(r->s, r->id, idx, &st, r->err, r->errlen) != 0)
 		return NULL;
 	if (st.result_json != NULL)
 		j = json_loads(st.result_json, 0, NULL);
-	if (ended_ms != NULL)
-		*ended_ms = st.ended_ms;
+	*ended_ms = st.ended_ms;
 	store_step_clear(&st);
 	return j;
 }
@@ -296,7 +231,19 @@ open_ctx(struct run *r, int idx)
 static json_t *
 input_of(void *arg, enum plan_step_kind kind)
 {
-	return step_result(arg, kind, NULL);
+	int64_t ended;
+
+	return step_result(arg, kind, &ended);
+}
+
+/* step_inputs' ENDED_OF: when R's step of KIND ended, 0 if it has not. */
+static int64_t
+input_ended(void *arg, enum plan_step_kind kind)
+{
+	int64_t ended;
+
+	json_decref(step_result(arg, kind, &ended));
+	return ended;
 }
 
 /* The broker cannot be reached for step IDX, which outlives that (the
@@ -325,50 +272,43 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 }
 
 /* Runs step IDX once, as its row of the step-kind table says: the broker
- * connections first, then its inputs, then the step. STATE is its last
- * persisted result (borrowed, may be NULL). Returns what the step returns
- * (0, with r->ctx.again set when it must run again; -1 failed) and its
- * result in *RESULT. */
+ * connections first, then its inputs, then the step (FN, or its run
+ * function when NULL). STATE is its last persisted result (borrowed, may
+ * be NULL). Returns what the step returns (0, with r->ctx.again set when
+ * it must run again; -1 failed) and its result in *RESULT; the run stays
+ * begun in r->ctx (what it hands over, r->ctx.events) until the caller
+ * ends it (step_ctx_end_run), after recording what came of it and before
+ * freeing STATE. */
 static int
 run_step_fn(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
 {
 	enum plan_step_kind kind = r->plan->steps[idx].kind;
 	const struct step_kind *sk = step_kind_of(kind);
-	struct step_inputs in = { .result_of = input_of, .arg = r };
 	struct step_ctx *c = &r->ctx;
-	int64_t flip_ms = 0;
 	int rc = -1;
 
 	*result = NULL;
-	c->again = false;
+	step_ctx_end_run(c);
 	if (sk == NULL) {
 		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
 		*result = json_object();
 		return -1;
 	}
-	json_decref(step_result(r, PLAN_STEP_FLIP, &flip_ms));
 	if ((sk->flags & STEP_KIND_BROKER) && open_ctx(r, idx) != 0) {
 		if (sk->flags & STEP_KIND_OUTLIVES_BROKER)
 			return step_unreachable(r, state, result);
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
 		return -1;
 	}
-	step_ctx_begin_run(c, r->plan, r->s, r->id, state, flip_ms);
+	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
+	c->inputs = (struct step_inputs){ .result_of = input_of, .ended_of = input_ended,
+	    .arg = r };
 	if (sk->prepare == NULL ||
-	    (rc = sk->prepare(c, &in, result, r->err, r->errlen)) == 0)
+	    (rc = sk->prepare(c, &c->inputs, result, r->err, r->errlen)) == 0)
 		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);
-	step_ctx_end_run(c);
 	if (*result == NULL)
 		*result = json_object();
-	step_inputs_release(&in);
 	return rc;
-}
-
-/* Runs step IDX from STATE (its run function); as run_step_fn. */
-static int
-run_step(struct run *r, int idx, const json_t *state, json_t **result)
-{
-	return run_step_fn(r, idx, state, NULL, result);
 }
 
 /* Step IDX waits at its gate: when its kind has a preview and one is due,
@@ -382,7 +322,8 @@ run_step(struct run *r, int idx, const json_t *state, json_t **result)
 static int
 preview_gate(struct run *r, int idx)
 {
-	step_fn fn = step_kind_preview(r->plan->steps[idx].kind);
+	const struct step_kind *sk = step_kind_of(r->plan->steps[idx].kind);
+	step_fn fn = sk != NULL ? sk->preview : NULL;
 	json_t *res = NULL, *doc;
 	char *text;
 	int64_t now = clock_now_ms(), t0 = clock_mono_ms(), gap;
@@ -391,6 +332,7 @@ preview_gate(struct run *r, int idx)
 	if (fn == NULL || t0 < r->preview_due_ms)
 		return 0;
 	pr = run_step_fn(r, idx, NULL, fn, &res);
+	step_ctx_end_run(&r->ctx);	/* a preview changes nothing: it hands over nothing */
 	gap = 20 * (clock_mono_ms() - t0);
 	if (gap < r->plan->watch.interval_ms)
 		gap = r->plan->watch.interval_ms;
@@ -435,7 +377,7 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
 	else if (flipped) {
-		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL, 0);
+		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL);
 		rc = step_rollback(&r->ctx, &res, r->err, r->errlen);
 		step_ctx_end_run(&r->ctx);
 		json_decref(res);
@@ -565,13 +507,15 @@ reach_gate(struct run *r, int idx)
 }
 
 /* A retry starts the step again from its beginning; the operator's
- * command stands for the gate's approval. The watch alone keeps its
- * state: its start, the last entry into the old path and so its deadline
- * must survive. */
+ * command stands for the gate's approval. A kind that keeps its state
+ * across a retry (STEP_KIND_KEEPS_STATE: the watch, whose start, last
+ * entry into the old path and so deadline must survive) starts from its
+ * last result. */
 static int
 apply_retry(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
 	struct store_step st;
+	const struct step_kind *sk = step_kind_of(r->plan->steps[c->step_idx].kind);
 	const char *keep;
 	int64_t now = clock_now_ms();
 
@@ -579,7 +523,7 @@ apply_retry(struct run *r, const struct store_command *c, char *outcome, size_t 
 	(void)outlen;
 	if (store_step_get(r->s, r->id, c->step_idx, &st, r->err, r->errlen) != 0)
 		return -1;
-	keep = strcmp(st.kind, "watch") == 0 ? st.result_json : NULL;
+	keep = sk != NULL && (sk->flags & STEP_KIND_KEEPS_STATE) ? st.result_json : NULL;
 	if (store_begin(r->s, r->err, r->errlen) != 0 ||
 	    store_step_reset(r->s, r->id, c->step_idx, step_status_name(STEP_STATUS_RUNNING),
 	    r->err, r->errlen) != 0 ||
@@ -808,7 +752,7 @@ settle(struct run *r, bool *open)
 	struct tm tm;
 
 	if (now >= r->settle_due_ms) {
-		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL, 0);
+		step_ctx_begin_run(&r->ctx, r->plan, r->s, r->id, NULL);
 		rc = step_flag_settle(&r->ctx, &r->settle_open, &until, r->err, r->errlen);
 		step_ctx_end_run(&r->ctx);
 		if (rc != 0)
@@ -856,17 +800,17 @@ step_blocked(struct run *r, int idx, enum step_status status,
 	return 0;
 }
 
-/* Step IDX failed with r->err and its result TEXT (REMOVED: what it
- * deleted, or NULL): records the step and the plan as failed. Returns 0,
- * or -1. */
+/* Step IDX failed with r->err and its result RESULT (TEXT as stored):
+ * records the step, with the events its run hands over, and the plan as
+ * failed. Returns 0, or -1. */
 static int
-step_failed(struct run *r, int idx, const char *text, const json_t *removed)
+step_failed(struct run *r, int idx, const json_t *result, const char *text)
 {
 	char error[1024];
 
 	snprintf(error, sizeof(error), "%s", r->err);
-	if (transition_removed(r, idx, STEP_STATUS_FAILED, 0, clock_now_ms(), text, error,
-	    ACTOR, "step.failed", json_pack("{s:s}", "error", error), removed) != 0 ||
+	if (transition_ran(r, idx, STEP_STATUS_FAILED, 0, clock_now_ms(), text, error,
+	    ACTOR, "step.failed", json_pack("{s:s}", "error", error), result) != 0 ||
 	    plan_transition(r, PLAN_STATUS_FAILED, ACTOR, "plan.failed",
 	    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
 		return -1;
@@ -900,20 +844,39 @@ log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
 	    "%s", now);
 }
 
+/* Step IDX runs again later: its result TEXT is stored as its state,
+ * with the events its run (RESULT) handed over in the same transaction.
+ * Returns 0 or -1. */
+static int
+step_continues(struct run *r, int idx, const json_t *result, const char *text)
+{
+	if (r->ctx.events.n == 0)
+		return store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
+		    r->errlen);
+	if (store_begin(r->s, r->err, r->errlen) != 0)
+		return -1;
+	if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
+	    r->errlen) != 0 || record_step_events(r, idx, result, false) != 0 ||
+	    store_commit(r->s, r->err, r->errlen) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	return 0;
+}
+
 /* Step IDX is running: starts it, resumes it after a restart from its
  * persisted state STATE_TEXT (or NULL), or continues the watch; then
- * records what came of it. Returns 0, or -1. */
+ * records what came of it and ends the run. Returns 0, or -1. */
 static int
 step_advance(struct run *r, int idx, const char *state_text)
 {
 	json_t *state = NULL, *result = NULL;
-	const json_t *removed;
 	char *text = NULL;
 	int rc = -1, sr;
 
 	if (state_text != NULL)
 		state = json_loads(state_text, 0, NULL);
-	sr = run_step(r, idx, state, &result);
+	sr = run_step_fn(r, idx, state, NULL, &result);
 	log_waiting(r, idx, state, result);
 	if (sr < 0 && busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
 		/* Not the step's failure: it runs again from its last state. */
@@ -922,23 +885,19 @@ step_advance(struct run *r, int idx, const char *state_text)
 	}
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 0 && r->ctx.again) {
-		if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
-		    r->errlen) != 0)
+		if (step_continues(r, idx, result, text) != 0)
 			goto done;
 		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
 		rc = 0;
 		goto done;
 	}
-	/* A remove_old that left some queues still deleted the others: both
-	 * outcomes record each queue deleted or found gone. */
-	removed = step_kind_of(r->plan->steps[idx].kind)->flags & STEP_KIND_RECORDS_REMOVED ?
-	    result : NULL;
 	if (sr == 0)
-		rc = transition_removed(r, idx, STEP_STATUS_SUCCEEDED, 0, clock_now_ms(), text, NULL,
-		    ACTOR, "step.succeeded", NULL, removed);
+		rc = transition_ran(r, idx, STEP_STATUS_SUCCEEDED, 0, clock_now_ms(), text,
+		    NULL, ACTOR, "step.succeeded", NULL, result);
 	else
-		rc = step_failed(r, idx, text, removed);
+		rc = step_failed(r, idx, result, text);
 done:
+	step_ctx_end_run(&r->ctx);
 	free(text);
 	json_decref(result);
 	json_decref(state);

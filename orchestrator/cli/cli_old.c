@@ -295,6 +295,23 @@ db_result_of(void *arg, enum plan_step_kind kind)
 	return j;
 }
 
+/* step_inputs' ENDED_OF: when D's step of KIND ended, 0 if it has not. */
+static int64_t
+db_ended_of(void *arg, enum plan_step_kind kind)
+{
+	struct db_inputs *d = arg;
+	struct store_step st;
+	char err[256];
+	int64_t ended;
+	int idx = plan_find_step(d->p, kind);
+
+	if (idx < 0 || store_step_get(d->s, d->plan_id, idx, &st, err, sizeof(err)) != 0)
+		return 0;
+	ended = st.ended_ms;
+	store_step_clear(&st);
+	return ended;
+}
+
 /* Opens database DB (which must exist: a read never creates one) and finds
  * plan P's newest run in it, into D. Before any broker is contacted, so a
  * wrong file says so at once. Returns 0, or -1 with ERR. */
@@ -329,16 +346,11 @@ static int
 db_inputs(struct db_inputs *d, struct step_ctx *ctx, struct step_inputs *in,
     char *err, size_t errlen)
 {
-	struct store_step st;
 	json_t *ignored = NULL;
-	int idx, r;
+	int r;
 
-	if ((idx = plan_find_step(d->p, PLAN_STEP_FLIP)) >= 0 &&
-	    store_step_get(d->s, d->plan_id, idx, &st, err, errlen) == 0) {
-		ctx->flip_ms = st.ended_ms;
-		store_step_clear(&st);
-	}
-	*in = (struct step_inputs){ .result_of = db_result_of, .arg = d };
+	*in = (struct step_inputs){ .result_of = db_result_of, .ended_of = db_ended_of,
+	    .arg = d };
 	r = step_remove_old_prepare(ctx, in, &ignored, err, errlen);
 	json_decref(ignored);
 	return r;

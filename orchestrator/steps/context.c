@@ -1,6 +1,9 @@
-/* context: opens and closes the broker connections a step runs with, and
- * holds the earlier steps' results a step's prepare function reads. */
+/* context: opens and closes the broker connections a step runs with,
+ * begins and ends each run's part of the context, holds the earlier steps'
+ * results a step's prepare function reads and the events a step hands the
+ * engine. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -69,6 +72,7 @@ fail:
 void
 step_ctx_close(struct step_ctx *c)
 {
+	step_ctx_end_run(c);
 	broker_close(c->amqp);		/* unacknowledged probes go back */
 	mgmt_close(c->mgmt);
 	free(c->held);
@@ -83,10 +87,17 @@ step_input(struct step_inputs *in, enum plan_step_kind kind)
 {
 	json_t *j;
 
-	if (in->nheld == STEP_INPUTS_MAX || (j = in->result_of(in->arg, kind)) == NULL)
+	if (in->nheld == STEP_INPUTS_MAX || in->result_of == NULL ||
+	    (j = in->result_of(in->arg, kind)) == NULL)
 		return NULL;
 	in->held[in->nheld++] = j;
 	return j;
+}
+
+int64_t
+step_input_ended(struct step_inputs *in, enum plan_step_kind kind)
+{
+	return in->ended_of != NULL ? in->ended_of(in->arg, kind) : 0;
 }
 
 void
@@ -96,26 +107,56 @@ step_inputs_release(struct step_inputs *in)
 		json_decref(in->held[--in->nheld]);
 }
 
+int
+step_events_add(struct step_events *ev, const char *kind, json_t *details)
+{
+	struct step_event *v;
+	size_t cap;
+
+	if (details == NULL)
+		details = json_object();
+	if (ev->n == ev->cap) {
+		cap = ev->cap ? 2 * ev->cap : 16;
+		if ((v = realloc(ev->v, cap * sizeof(*v))) == NULL)
+			goto fail;
+		ev->v = v;
+		ev->cap = cap;
+	}
+	if ((ev->v[ev->n].kind = strdup(kind)) == NULL)
+		goto fail;
+	ev->v[ev->n++].details = details;
+	return 0;
+fail:
+	json_decref(details);
+	return -1;
+}
+
+void
+step_events_clear(struct step_events *ev)
+{
+	for (size_t i = 0; i < ev->n; i++) {
+		free(ev->v[i].kind);
+		json_decref(ev->v[i].details);
+	}
+	free(ev->v);
+	*ev = (struct step_events){ 0 };
+}
+
 void
 step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
-    int64_t plan_id, const json_t *state, int64_t flip_ms)
+    int64_t plan_id, const json_t *state)
 {
 	step_ctx_end_run(c);
 	c->plan = p;
 	c->store = s;
 	c->plan_id = plan_id;
 	c->state = state;
-	c->flip_ms = flip_ms;
-	c->again = false;
 }
 
 void
 step_ctx_end_run(struct step_ctx *c)
 {
-	c->measured = NULL;
-	c->watched = NULL;
-	c->moved = NULL;
-	c->old_last_entry_ms = 0;
-	c->now_ms = 0;
-	c->state = NULL;
+	step_inputs_release(&c->run.inputs);
+	step_events_clear(&c->run.events);
+	c->run = (struct step_run){ 0 };
 }
