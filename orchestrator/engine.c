@@ -238,6 +238,8 @@ engine__run_open(struct run *r, struct store *s, int64_t plan_id, const struct e
 		    errs.n ? plan_error_format(&errs, 0, line, sizeof(line)) : "?");
 		goto done;
 	}
+	r->inputs = (struct step_store_inputs){ .s = s, .plan_id = plan_id,
+	    .p = r->plan };
 	rc = 0;
 done:
 	plan_errors_free(&errs);

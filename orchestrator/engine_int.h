@@ -30,6 +30,8 @@ struct run {
 	                                * ticks; the run's part between a step's
 	                                * run and the record of what came of it */
 	int ctx_step;                  /* the step CTX was opened for, or -1 */
+	struct step_store_inputs inputs; /* where a step's prepare reads the
+	                                * earlier steps: this plan's store */
 	/* The schedule is kept on the monotonic clock (clock_mono_ms): a wall
 	 * clock stepped back an hour must not hold every step for that hour,
 	 * nor one stepped forward fire them early. Times recorded and shown

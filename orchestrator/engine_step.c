@@ -12,25 +12,6 @@
 #include "step_kinds.h"
 #include "store_admit.h"
 
-/* The persisted result of the plan's step of KIND (a new reference), or
- * NULL; *ENDED_MS gets when that step ended (0: it has not). */
-static json_t *
-step_result(struct run *r, enum plan_step_kind kind, int64_t *ended_ms)
-{
-	struct store_step st;
-	json_t *j = NULL;
-	int idx = plan_find_step(r->plan, kind);
-
-	*ended_ms = 0;
-	if (idx < 0 || store_step_get(r->s, r->id, idx, &st, r->err, r->errlen) != 0)
-		return NULL;
-	if (st.result_json != NULL)
-		j = json_loads(st.result_json, 0, NULL);
-	*ended_ms = st.ended_ms;
-	store_step_clear(&st);
-	return j;
-}
-
 /* Opens the broker connections for step IDX, reusing them when they were
  * opened for it already (the watch's ticks). Returns 0 or -1 with ERR. */
 static int
@@ -44,25 +25,6 @@ open_ctx(struct run *r, int idx)
 		return -1;
 	r->ctx_step = idx;
 	return 0;
-}
-
-/* step_inputs' RESULT_OF: the persisted result of R's step of KIND. */
-static json_t *
-input_of(void *arg, enum plan_step_kind kind)
-{
-	int64_t ended;
-
-	return step_result(arg, kind, &ended);
-}
-
-/* step_inputs' ENDED_OF: when R's step of KIND ended, 0 if it has not. */
-static int64_t
-input_ended(void *arg, enum plan_step_kind kind)
-{
-	int64_t ended;
-
-	json_decref(step_result(arg, kind, &ended));
-	return ended;
 }
 
 /* The broker cannot be reached for step IDX, which outlives that (the
@@ -120,8 +82,7 @@ engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t
 		return -1;
 	}
 	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
-	c->inputs = (struct step_inputs){ .result_of = input_of, .ended_of = input_ended,
-	    .arg = r };
+	c->inputs = step_inputs_of_store(&r->inputs);
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &c->inputs, result, r->err, r->errlen)) == 0)
 		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);

@@ -94,6 +94,54 @@ step_input(struct step_inputs *in, enum plan_step_kind kind)
 	return j;
 }
 
+/* The persisted result of SRC's step of KIND (a new reference), or NULL;
+ * *ENDED_MS gets when that step ended (0: it has not). */
+static json_t *
+store_result(struct step_store_inputs *src, enum plan_step_kind kind,
+    int64_t *ended_ms)
+{
+	struct store_step st;
+	char err[256];
+	json_t *j = NULL;
+	int idx = plan_find_step(src->p, kind);
+
+	*ended_ms = 0;
+	if (idx < 0 || store_step_get(src->s, src->plan_id, idx, &st, err,
+	    sizeof(err)) != 0)
+		return NULL;
+	if (st.result_json != NULL)
+		j = json_loads(st.result_json, 0, NULL);
+	*ended_ms = st.ended_ms;
+	store_step_clear(&st);
+	return j;
+}
+
+/* step_inputs_of_store's RESULT_OF. */
+static json_t *
+store_result_of(void *arg, enum plan_step_kind kind)
+{
+	int64_t ended;
+
+	return store_result(arg, kind, &ended);
+}
+
+/* step_inputs_of_store's ENDED_OF. */
+static int64_t
+store_ended_of(void *arg, enum plan_step_kind kind)
+{
+	int64_t ended;
+
+	json_decref(store_result(arg, kind, &ended));
+	return ended;
+}
+
+struct step_inputs
+step_inputs_of_store(struct step_store_inputs *src)
+{
+	return (struct step_inputs){ .result_of = store_result_of,
+	    .ended_of = store_ended_of, .arg = src };
+}
+
 int64_t
 step_input_ended(struct step_inputs *in, enum plan_step_kind kind)
 {

@@ -145,6 +145,19 @@ typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t er
  * step_inputs_release, or NULL when there is none. */
 const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
 
+/* Where step_inputs_of_store reads the earlier steps: run PLAN_ID of plan
+ * P in store S (each borrowed). */
+struct step_store_inputs {
+	struct store *s;
+	int64_t plan_id;
+	const struct plan *p;
+};
+
+/* Step inputs (RESULT_OF and ENDED_OF) read from SRC's store, as the
+ * engine and `cutover old remove --db` give them; SRC must outlive their
+ * use. A step the store cannot read counts as one with no result. */
+struct step_inputs step_inputs_of_store(struct step_store_inputs *src);
+
 /* When the plan's step of KIND ended (epoch ms), 0 when it has not or IN
  * cannot say. */
 int64_t step_input_ended(struct step_inputs *in, enum plan_step_kind kind);
