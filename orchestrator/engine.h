@@ -6,7 +6,7 @@
  * engine picks up, in order, each checked against the state it finds;
  * nothing else drives it. A database busy or locked past its timeout is
  * retried with backoff rather than failing the step, for up to
- * BUSY_BUDGET_MS (engine.c) in a row; busy longer than that, the step
+ * BUSY_BUDGET_MS (engine_busy.c) in a row; busy longer than that, the step
  * fails as on any other error. Killed at any instant, a run
  * resumes from the store: a running step starts again (each step is
  * written to be run again; flip and rollback read the flag before sending

@@ -20,8 +20,8 @@ static const struct plan_kind_row {
 	const char *section, *why;
 	const char *shows;		/* "LABEL=/pointer, ..." or NULL */
 } kinds[PLAN_STEP_KIND_COUNT] = {
-#define STEP_KIND(id, name, run, prepare, flags, gate, needs, after, section, why, \
-    shows) \
+#define STEP_KIND(id, name, run, prepare, preview, events, flags, gate, needs, \
+    after, section, why, shows) \
 	[PLAN_STEP_##id] = { #name, gate, needs, after, section, why, shows },
 #include "step_kinds.def"
 #undef STEP_KIND

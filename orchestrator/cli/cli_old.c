@@ -271,35 +271,11 @@ show_remove(const struct old_args *a, json_t *measured, json_t *removed)
 		print_remove(removed);
 }
 
-/* The plan's database as step_inputs reads it. */
-struct db_inputs {
-	struct store *s;
-	int64_t plan_id;
-	const struct plan *p;
-};
-
-static json_t *
-db_result_of(void *arg, enum plan_step_kind kind)
-{
-	struct db_inputs *d = arg;
-	struct store_step st;
-	char err[256];
-	json_t *j = NULL;
-	int idx = plan_find_step(d->p, kind);
-
-	if (idx < 0 || store_step_get(d->s, d->plan_id, idx, &st, err, sizeof(err)) != 0)
-		return NULL;
-	if (st.result_json != NULL)
-		j = json_loads(st.result_json, 0, NULL);
-	store_step_clear(&st);
-	return j;
-}
-
 /* Opens database DB (which must exist: a read never creates one) and finds
  * plan P's newest run in it, into D. Before any broker is contacted, so a
  * wrong file says so at once. Returns 0, or -1 with ERR. */
 static int
-db_open(const char *db, const struct plan *p, struct db_inputs *d, char *err,
+db_open(const char *db, const struct plan *p, struct step_store_inputs *d, char *err,
     size_t errlen)
 {
 	struct store_plan sp;
@@ -326,19 +302,13 @@ db_open(const char *db, const struct plan *p, struct db_inputs *d, char *err,
  * its deadlines, the watch's last state (its joined queues and last
  * sample) and the last entry into the old path. Returns 0, or -1 with ERR. */
 static int
-db_inputs(struct db_inputs *d, struct step_ctx *ctx, struct step_inputs *in,
+db_inputs(struct step_store_inputs *d, struct step_ctx *ctx, struct step_inputs *in,
     char *err, size_t errlen)
 {
-	struct store_step st;
 	json_t *ignored = NULL;
-	int idx, r;
+	int r;
 
-	if ((idx = plan_find_step(d->p, PLAN_STEP_FLIP)) >= 0 &&
-	    store_step_get(d->s, d->plan_id, idx, &st, err, errlen) == 0) {
-		ctx->flip_ms = st.ended_ms;
-		store_step_clear(&st);
-	}
-	*in = (struct step_inputs){ .result_of = db_result_of, .arg = d };
+	*in = step_inputs_of_store(d);
 	r = step_remove_old_prepare(ctx, in, &ignored, err, errlen);
 	json_decref(ignored);
 	return r;
@@ -350,7 +320,7 @@ cli_old(int argc, char **argv)
 	struct old_args a = { 0 };
 	struct step_ctx ctx = { 0 };
 	struct step_inputs in = { 0 };
-	struct db_inputs d = { 0 };
+	struct step_store_inputs d = { 0 };
 	struct plan *p = NULL;
 	json_t *measured = NULL, *removed = NULL;
 	char err[2048];

@@ -1,6 +1,9 @@
-/* context: opens and closes the broker connections a step runs with, and
- * holds the earlier steps' results a step's prepare function reads. */
+/* context: opens and closes the broker connections a step runs with,
+ * begins and ends each run's part of the context, holds the earlier steps'
+ * results a step's prepare function reads and the events a step hands the
+ * engine. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -69,6 +72,7 @@ fail:
 void
 step_ctx_close(struct step_ctx *c)
 {
+	step_ctx_end_run(c);
 	broker_close(c->amqp);		/* unacknowledged probes go back */
 	mgmt_close(c->mgmt);
 	free(c->held);
@@ -83,10 +87,65 @@ step_input(struct step_inputs *in, enum plan_step_kind kind)
 {
 	json_t *j;
 
-	if (in->nheld == STEP_INPUTS_MAX || (j = in->result_of(in->arg, kind)) == NULL)
+	if (in->nheld == STEP_INPUTS_MAX || in->result_of == NULL ||
+	    (j = in->result_of(in->arg, kind)) == NULL)
 		return NULL;
 	in->held[in->nheld++] = j;
 	return j;
+}
+
+/* The persisted result of SRC's step of KIND (a new reference), or NULL;
+ * *ENDED_MS gets when that step ended (0: it has not). */
+static json_t *
+store_result(struct step_store_inputs *src, enum plan_step_kind kind,
+    int64_t *ended_ms)
+{
+	struct store_step st;
+	char err[256];
+	json_t *j = NULL;
+	int idx = plan_find_step(src->p, kind);
+
+	*ended_ms = 0;
+	if (idx < 0 || store_step_get(src->s, src->plan_id, idx, &st, err,
+	    sizeof(err)) != 0)
+		return NULL;
+	if (st.result_json != NULL)
+		j = json_loads(st.result_json, 0, NULL);
+	*ended_ms = st.ended_ms;
+	store_step_clear(&st);
+	return j;
+}
+
+/* step_inputs_of_store's RESULT_OF. */
+static json_t *
+store_result_of(void *arg, enum plan_step_kind kind)
+{
+	int64_t ended;
+
+	return store_result(arg, kind, &ended);
+}
+
+/* step_inputs_of_store's ENDED_OF. */
+static int64_t
+store_ended_of(void *arg, enum plan_step_kind kind)
+{
+	int64_t ended;
+
+	json_decref(store_result(arg, kind, &ended));
+	return ended;
+}
+
+struct step_inputs
+step_inputs_of_store(struct step_store_inputs *src)
+{
+	return (struct step_inputs){ .result_of = store_result_of,
+	    .ended_of = store_ended_of, .arg = src };
+}
+
+int64_t
+step_input_ended(struct step_inputs *in, enum plan_step_kind kind)
+{
+	return in->ended_of != NULL ? in->ended_of(in->arg, kind) : 0;
 }
 
 void
@@ -96,26 +155,56 @@ step_inputs_release(struct step_inputs *in)
 		json_decref(in->held[--in->nheld]);
 }
 
+int
+step_events_add(struct step_events *ev, const char *kind, json_t *details)
+{
+	struct step_event *v;
+	size_t cap;
+
+	if (details == NULL)
+		details = json_object();
+	if (ev->n == ev->cap) {
+		cap = ev->cap ? 2 * ev->cap : 16;
+		if ((v = realloc(ev->v, cap * sizeof(*v))) == NULL)
+			goto fail;
+		ev->v = v;
+		ev->cap = cap;
+	}
+	if ((ev->v[ev->n].kind = strdup(kind)) == NULL)
+		goto fail;
+	ev->v[ev->n++].details = details;
+	return 0;
+fail:
+	json_decref(details);
+	return -1;
+}
+
+void
+step_events_clear(struct step_events *ev)
+{
+	for (size_t i = 0; i < ev->n; i++) {
+		free(ev->v[i].kind);
+		json_decref(ev->v[i].details);
+	}
+	free(ev->v);
+	*ev = (struct step_events){ 0 };
+}
+
 void
 step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
-    int64_t plan_id, const json_t *state, int64_t flip_ms)
+    int64_t plan_id, const json_t *state)
 {
 	step_ctx_end_run(c);
 	c->plan = p;
 	c->store = s;
 	c->plan_id = plan_id;
 	c->state = state;
-	c->flip_ms = flip_ms;
-	c->again = false;
 }
 
 void
 step_ctx_end_run(struct step_ctx *c)
 {
-	c->measured = NULL;
-	c->watched = NULL;
-	c->moved = NULL;
-	c->old_last_entry_ms = 0;
-	c->now_ms = 0;
-	c->state = NULL;
+	step_inputs_release(&c->run.inputs);
+	step_events_clear(&c->run.events);
+	c->run = (struct step_run){ 0 };
 }

@@ -1,6 +1,6 @@
 /* move_old_int: what the files of the move_old step share (move_old.c:
  * the step and its passes; move_old_dest.c: where each old queue's
- * messages go in the ladder). */
+ * messages go in the ladder; move_old_id.c: each message's move id). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
 
@@ -38,5 +38,13 @@ int move_target_dest(const struct step_ctx *c, const struct move_target *t,
     const char *key, char *why, size_t whylen);
 
 void move_target_free(struct move_target *t);
+
+#define MOVE_ID_LEN 32		/* hex digits of a move id */
+
+/* D's move id into OUT (move_old_id.c): MOVE_ID_LEN hex digits, the same
+ * each time old queue QUEUE delivers D. Returns 0, or -1 when the digest
+ * fails. */
+int move_old__id(const char *queue, const struct broker_delivery *d,
+    char out[MOVE_ID_LEN + 1]);
 
 #endif

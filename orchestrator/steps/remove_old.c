@@ -500,6 +500,7 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 {
 	const json_t *watch;
 
+	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
 	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
 	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
 	watch = step_input(in, PLAN_STEP_WATCH);

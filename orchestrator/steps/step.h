@@ -17,36 +17,91 @@
 
 #define STEP_BROKER_TIMEOUT_MS 10000
 
+/* The results of a plan's earlier steps, as a step's prepare function reads
+ * them: RESULT_OF(ARG, KIND) gives the persisted result of the plan's step
+ * of KIND (a new reference) or NULL; ENDED_OF(ARG, KIND) (NULL: never
+ * known) when that step ended (epoch ms), 0 when it has not. */
+#define STEP_INPUTS_MAX 4
+struct step_inputs {
+	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
+	int64_t (*ended_of)(void *arg, enum plan_step_kind kind);
+	void *arg;
+	json_t *held[STEP_INPUTS_MAX];	/* fetched by step_input */
+	size_t nheld;
+};
+
+/* One event a step hands the engine for the plan's history: KIND and its
+ * DETAILS (owned). The engine records them, in the order handed, in the
+ * same transaction as the store write that follows the run (the step's
+ * state, or its end), before that transition's own event. */
+struct step_event {
+	char *kind;
+	json_t *details;
+};
+
+struct step_events {
+	struct step_event *v;
+	size_t n, cap;
+};
+
+/* Appends event KIND with DETAILS (stolen; NULL: {}) to EV. Returns 0, or
+ * -1 when out of memory (DETAILS freed). */
+int step_events_add(struct step_events *ev, const char *kind, json_t *details);
+
+/* Frees what EV holds and empties it. */
+void step_events_clear(struct step_events *ev);
+
+/* What one run of a step reads and hands back: zeroed, released and freed
+ * as one (struct step_run) by step_ctx_begin_run and step_ctx_end_run, and
+ * reached by name in struct step_ctx (C->measured, C->again…). A run's
+ * inputs are borrowed from JSON that lives only as long as that run: each
+ * run begins with none, so none is read after it was freed. */
+#define STEP_RUN_FIELDS \
+	/* Inputs the engine (or the command line) gives later steps, set by \
+	 * the step's prepare function (step_kinds.def's PREPARE). */ \
+	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */ \
+	const json_t *watched;     /* borrowed: the watch's last state (its \
+	                            * "old_last" sample), or NULL */ \
+	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
+	int64_t old_last_entry_ms; /* last time a message entered the old path \
+	                            * (epoch ms), 0 when unknown */ \
+	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */ \
+	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */ \
+	const json_t *state;       /* borrowed: this step's last persisted result \
+	                            * when it is resumed or continued, else NULL */ \
+	bool again;                /* out: set by a step that returned 0 and must \
+	                            * be run again (the watch, until its \
+	                            * deadline) */ \
+	struct step_events events; /* out: events for the history (owned) */ \
+	struct step_inputs inputs; /* what the engine's prepare call reads: \
+	                            * the references it fetched are released \
+	                            * with the run */
+
+struct step_run {
+	STEP_RUN_FIELDS
+};
+
 struct step_ctx {
+	/* What lives across runs: the plan, its broker connections and the
+	 * store the steps that record as they go (flip, watch) write to. */
 	const struct plan *plan;   /* borrowed */
 	struct broker *amqp;       /* owned; opened by step_ctx_open */
 	struct mgmt *mgmt;         /* owned; opened by step_ctx_open */
-
-	/* Inputs the engine (or the command line) gives later steps. */
-	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */
-	const json_t *watched;     /* borrowed: the watch's last state (its
-	                            * "old_last" sample), or NULL */
-	const json_t *moved;       /* borrowed: move_old's result, or NULL */
-	int64_t old_last_entry_ms; /* last time a message entered the old path
-	                            * (epoch ms), 0 when unknown */
-	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */
-
-	/* What the engine gives steps that record as they go (flip, watch). */
 	struct store *store;       /* borrowed; NULL when run by hand */
 	int64_t plan_id;
-	const json_t *state;       /* borrowed: this step's last persisted result
-	                            * when it is resumed or continued, else NULL */
-	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */
-	bool again;                /* out: set by a step that returned 0 and must
-	                            * be run again (the watch, until its
-	                            * deadline); the engine clears it before
-	                            * each run */
-
 	/* The watch's probes read by its last tick and not yet acknowledged
 	 * (watch.c): settled at the next tick, once the engine has recorded
 	 * the state that accounts for them. Freed by step_ctx_close. */
 	struct broker_delivery *held;
 	size_t nheld, capheld;
+
+	/* The current run's part: RUN as one, or its fields by name. */
+	union {
+		struct step_run run;
+		struct {
+			STEP_RUN_FIELDS
+		};
+	};
 };
 
 /* Opens the AMQP connection and the management API client of P's broker
@@ -65,16 +120,16 @@ int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
 void step_ctx_close(struct step_ctx *c);
 
 /* Begins one run of a step of plan P (id PLAN_ID in store S, S NULL when
- * run by hand) in C, whose connections stay as they are: STATE (borrowed,
- * may be NULL) and FLIP_MS as step_ctx says, every input (measured,
- * watched, moved, old_last_entry_ms, now_ms) zeroed and AGAIN cleared. A
- * run's inputs are borrowed from JSON that lives only as long as that
- * run: each run begins with none, so none is read after it was freed. */
+ * run by hand) in C, whose connections stay as they are: the run's part
+ * (struct step_run) ends as step_ctx_end_run ends it, then STATE
+ * (borrowed, may be NULL) is set. */
 void step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
-    int64_t plan_id, const json_t *state, int64_t flip_ms);
+    int64_t plan_id, const json_t *state);
 
-/* Ends a run begun by step_ctx_begin_run: forgets its borrowed inputs and
- * state, which the caller frees next. */
+/* Ends the current run of C in one: releases the inputs its prepare
+ * fetched (C->inputs), frees the events not taken (C->events) and zeroes
+ * the rest of the run's part; what the run borrowed (its state) the caller
+ * frees next. Safe on a run never begun. */
 void step_ctx_end_run(struct step_ctx *c);
 
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
@@ -86,20 +141,26 @@ void step_ctx_end_run(struct step_ctx *c);
  * later with its result as C->state (step_watch). */
 typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
-/* The results of a plan's earlier steps, as a step's prepare function reads
- * them: RESULT_OF(ARG, KIND) gives the persisted result of the plan's step
- * of KIND (a new reference) or NULL. */
-#define STEP_INPUTS_MAX 4
-struct step_inputs {
-	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
-	void *arg;
-	json_t *held[STEP_INPUTS_MAX];	/* fetched by step_input */
-	size_t nheld;
-};
-
 /* The result of the plan's step of KIND, borrowed from IN until
  * step_inputs_release, or NULL when there is none. */
 const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
+
+/* Where step_inputs_of_store reads the earlier steps: run PLAN_ID of plan
+ * P in store S (each borrowed). */
+struct step_store_inputs {
+	struct store *s;
+	int64_t plan_id;
+	const struct plan *p;
+};
+
+/* Step inputs (RESULT_OF and ENDED_OF) read from SRC's store, as the
+ * engine and `cutover old remove --db` give them; SRC must outlive their
+ * use. A step the store cannot read counts as one with no result. */
+struct step_inputs step_inputs_of_store(struct step_store_inputs *src);
+
+/* When the plan's step of KIND ended (epoch ms), 0 when it has not or IN
+ * cannot say. */
+int64_t step_input_ended(struct step_inputs *in, enum plan_step_kind kind);
 
 /* Releases what IN holds. */
 void step_inputs_release(struct step_inputs *in);
@@ -112,16 +173,37 @@ void step_inputs_release(struct step_inputs *in);
 typedef int (*step_prepare_fn)(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
+/* The signature of a step kind's EVENTS hook (step_kinds.def): called by
+ * the engine once a step of its kind has ended (succeeded or failed),
+ * inside the transaction that records that end, with the step's RESULT
+ * (borrowed) and C still in the run (C->store, C->plan_id): appends to
+ * C->events the events RESULT stands for, reading the history as that
+ * transaction sees it. Returns 0, or -1 with ERR (the transaction is then
+ * rolled back and the step runs again). */
+typedef int (*step_events_fn)(struct step_ctx *c, const json_t *result, char *err,
+    size_t errlen);
+
 /* The watch's inputs (and move_old's): measure_horizon's result as
- * C->measured, move_old's as C->moved. */
+ * C->measured, move_old's as C->moved, the flip's end as C->flip_ms. */
 int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen);
 
-/* remove_old's inputs: measure_horizon's result, the watch's last state
- * and the last entry into the old path (the watch's, never before the
- * flip); -1 when measure_horizon or the flip has recorded none. */
+/* remove_old's inputs: measure_horizon's result, the watch's last state,
+ * the flip's end and the last entry into the old path (the watch's, never
+ * before the flip); -1 when measure_horizon or the flip has recorded none. */
 int step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
+
+/* remove_old's EVENTS hook: one event per old queue its RESULT says is
+ * gone, with its entry (name, depth seen, time, reason) as the details:
+ * old.queue_removed for each it deleted; old.queue_gone for each it found
+ * already deleted, unless the history records its removal already (a
+ * retried step): by an earlier run of the step killed before it could
+ * record its deletions, or by someone else. Every measured queue that no
+ * longer exists is thus accounted for once. A remove_old that left some
+ * queues still deleted the others: both ends record them. */
+int step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
+    size_t errlen);
 
 /* declare_ladder: declares every object of the plan's topology: exchanges,
  * level and parking queues with their arguments, every binding, and last,

@@ -11,8 +11,8 @@
 #undef STEP_KIND
 
 static const struct step_kind kinds[PLAN_STEP_KIND_COUNT] = {
-#define STEP_KIND(id, name, run, prepare, flags, ...) \
-	[PLAN_STEP_##id] = { #name, run, prepare, flags },
+#define STEP_KIND(id, name, run, prepare, preview, events, flags, ...) \
+	[PLAN_STEP_##id] = { #name, run, prepare, preview, events, flags },
 #include "step_kinds.def"
 #undef STEP_KIND
 };
@@ -23,21 +23,4 @@ step_kind_of(enum plan_step_kind kind)
 	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
 		return NULL;
 	return &kinds[kind];
-}
-
-/* The kinds that can say, before approval, what they would do now. */
-static const struct {
-	enum plan_step_kind kind;
-	step_fn preview;
-} previews[] = {
-	{ PLAN_STEP_REMOVE_OLD, step_remove_old_preview },
-};
-
-step_fn
-step_kind_preview(enum plan_step_kind kind)
-{
-	for (size_t i = 0; i < sizeof(previews) / sizeof(previews[0]); i++)
-		if (previews[i].kind == kind)
-			return previews[i].preview;
-	return NULL;
 }

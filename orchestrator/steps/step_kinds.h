@@ -1,6 +1,7 @@
 /* step_kinds: the engine's columns of the step-kind table (step_kinds.def):
- * how to run a step of each kind, what inputs to prepare for it, and how
- * the engine treats it. */
+ * how to run a step of each kind, what inputs to prepare for it, what it
+ * shows at its gate, what it records when it ends, and how the engine
+ * treats it. */
 #ifndef CUTOVER_STEP_KINDS_H
 #define CUTOVER_STEP_KINDS_H
 
@@ -13,22 +14,22 @@
 						 * broker_unreachable and the step
 						 * goes on (as if it set
 						 * ctx.again) */
-#define STEP_KIND_RECORDS_REMOVED	0x4	/* its result's entries are
-						 * recorded as removals */
+#define STEP_KIND_KEEPS_STATE		0x4	/* a retry keeps its last result
+						 * as the state it starts from
+						 * (the watch: its start and the
+						 * last entry into the old path,
+						 * so its deadline, survive) */
 
 struct step_kind {
 	const char *name;
 	step_fn run;
 	step_prepare_fn prepare;	/* NULL: nothing to prepare */
+	step_fn preview;		/* NULL: nothing to show at its gate */
+	step_events_fn events;		/* NULL: its result records no events */
 	unsigned flags;			/* STEP_KIND_* */
 };
 
 /* The row of KIND. Returns NULL for a value that is not a kind. */
 const struct step_kind *step_kind_of(enum plan_step_kind kind);
-
-/* What a step of KIND would do now, run by the engine while the step waits
- * at its gate (its result's "preview"): a step_fn that changes nothing, or
- * NULL when the kind has none. */
-step_fn step_kind_preview(enum plan_step_kind kind);
 
 #endif

@@ -318,6 +318,7 @@ step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
 	(void)result;
 	(void)err;
 	(void)errlen;
+	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
 	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
 	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
 	return 0;

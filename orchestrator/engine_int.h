@@ -1,0 +1,93 @@
+/* engine_int: what the engine's files share: one plan's run (struct run)
+ * and the engine's internal calls, each defined (with its contract) in the
+ * file named above it. engine.c: the turn and the run loop;
+ * engine_transition.c: the store writes, each with its event;
+ * engine_step.c: running a step as its row of the step-kind table says;
+ * engine_gate.c: a gated step's approval given ahead and its preview;
+ * engine_command.c: the operators' commands; engine_busy.c: a database
+ * busy or its disk full; engine_serve.c: every plan of a store. */
+#ifndef CUTOVER_ENGINE_INT_H
+#define CUTOVER_ENGINE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "engine.h"
+#include "status.h"
+#include "step.h"
+
+#define ACTOR "engine"
+
+struct run {
+	struct store *s;
+	int64_t id;
+	struct plan *plan;
+	const struct engine_opts *o;
+	struct step_ctx ctx;           /* broker connections, kept across watch
+	                                * ticks; the run's part between a step's
+	                                * run and the record of what came of it */
+	int ctx_step;                  /* the step CTX was opened for, or -1 */
+	struct step_store_inputs inputs; /* where a step's prepare reads the
+	                                * earlier steps: this plan's store */
+	/* The schedule is kept on the monotonic clock (clock_mono_ms): a wall
+	 * clock stepped back an hour must not hold every step for that hour,
+	 * nor one stepped forward fire them early. Times recorded and shown
+	 * stay wall-clock (clock_now_ms). */
+	int64_t due_ms;                /* mono: when the state machine next has work */
+	int64_t busy_since_ms;         /* mono: first of consecutive busy failures, or 0 */
+	int busy_wait_ms;              /* the backoff after the latest one */
+	int busy_now;                  /* this turn ended in a busy retry */
+	bool disk_full;                /* held: the database's disk is full */
+	int64_t preview_due_ms;        /* mono: when the waiting gate's preview is due */
+	int64_t settle_due_ms;         /* mono: when the settle window is next looked at */
+	bool settle_open;              /* it was open at the last look */
+	bool settle_open_seen;         /* it has been open in this run */
+	bool ended_at_open;            /* the plan had ended when the run began */
+	char *err;
+	size_t errlen;
+};
+
+/* engine.c */
+int engine__turn(struct run *r, enum engine_outcome *outcome, bool *over);
+int engine__run_open(struct run *r, struct store *s, int64_t plan_id,
+    const struct engine_opts *o, char *err, size_t errlen);
+void engine__run_close(struct run *r);
+
+/* engine_transition.c */
+int engine__event(struct run *r, const char *actor, const char *kind, json_t *details);
+int engine__record_step_events(struct run *r, int idx, const json_t *result, bool ended);
+int engine__transition_ran(struct run *r, int idx, enum step_status status,
+    int64_t started, int64_t ended, const char *result, const char *error,
+    const char *actor, const char *kind, json_t *details, const json_t *ran);
+int engine__transition(struct run *r, int idx, enum step_status status, int64_t started,
+    int64_t ended, const char *result, const char *error, const char *actor,
+    const char *kind, json_t *details);
+int engine__plan_transition(struct run *r, enum plan_status status, const char *actor,
+    const char *kind, json_t *details);
+
+/* engine_step.c */
+int engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn,
+    json_t **result);
+int engine__step_advance(struct run *r, int idx, const char *state_text);
+
+/* engine_gate.c */
+int engine__preview_gate(struct run *r, int idx);
+int engine__reach_gate(struct run *r, int idx);
+
+/* engine_command.c */
+int engine__handle_commands(struct run *r);
+
+/* engine_busy.c */
+void engine__service_say(const struct engine_opts *o, const char *event,
+    const char *text);
+bool engine__busy_retry(struct run *r, const char *what);
+void engine__busy_settle(struct run *r, int t);
+
+/* engine_serve.c */
+struct unrunnable;
+void engine__plan_can_run(struct store *s, struct unrunnable *u, int64_t id);
+
+#endif

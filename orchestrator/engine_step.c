@@ -1,0 +1,196 @@
+/* engine_step: runs a step as its row of the step-kind table says (broker
+ * connections, inputs, the step) and records what came of it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "engine_int.h"
+#include "log.h"
+#include "step_kinds.h"
+#include "store_admit.h"
+
+/* Opens the broker connections for step IDX, reusing them when they were
+ * opened for it already (the watch's ticks). Returns 0 or -1 with ERR. */
+static int
+open_ctx(struct run *r, int idx)
+{
+	if (r->ctx_step == idx && r->ctx.amqp != NULL)
+		return 0;
+	step_ctx_close(&r->ctx);
+	r->ctx_step = -1;
+	if (step_ctx_open(&r->ctx, r->plan, r->err, r->errlen) != 0)
+		return -1;
+	r->ctx_step = idx;
+	return 0;
+}
+
+/* The broker cannot be reached for step IDX, which outlives that (the
+ * watch): raises broker_unreachable, and the step goes on from STATE
+ * (returns 0 with r->ctx.again set). */
+static int
+step_unreachable(struct run *r, const json_t *state, json_t **result)
+{
+	char message[1024];
+	int64_t alert = 0;
+	bool raised = false;
+
+	snprintf(message, sizeof(message), "%s", r->err);
+	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
+	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised) {
+		engine__event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
+		    "broker_unreachable", "message", message, "alert_id",
+		    (json_int_t)alert));
+		log_event("warn", r->plan->name, NULL, "alert broker_unreachable raised "
+		    "(id %lld): %s; once understood: cutover ack PLAN %lld",
+		    (long long)alert, message, (long long)alert);
+	}
+	*result = state != NULL ? json_deep_copy(state) : json_object();
+	r->ctx.again = true;
+	return 0;
+}
+
+/* Runs step IDX once, as its row of the step-kind table says: the broker
+ * connections first, then its inputs, then the step (FN, or its run
+ * function when NULL). STATE is its last persisted result (borrowed, may
+ * be NULL). Returns what the step returns (0, with r->ctx.again set when
+ * it must run again; -1 failed) and its result in *RESULT; the run stays
+ * begun in r->ctx (what it hands over, r->ctx.events) until the caller
+ * ends it (step_ctx_end_run), after recording what came of it and before
+ * freeing STATE. */
+int
+engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
+{
+	enum plan_step_kind kind = r->plan->steps[idx].kind;
+	const struct step_kind *sk = step_kind_of(kind);
+	struct step_ctx *c = &r->ctx;
+	int rc = -1;
+
+	*result = NULL;
+	step_ctx_end_run(c);
+	if (sk == NULL) {
+		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
+		*result = json_object();
+		return -1;
+	}
+	if ((sk->flags & STEP_KIND_BROKER) && open_ctx(r, idx) != 0) {
+		if (sk->flags & STEP_KIND_OUTLIVES_BROKER)
+			return step_unreachable(r, state, result);
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
+		return -1;
+	}
+	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
+	c->inputs = step_inputs_of_store(&r->inputs);
+	if (sk->prepare == NULL ||
+	    (rc = sk->prepare(c, &c->inputs, result, r->err, r->errlen)) == 0)
+		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);
+	if (*result == NULL)
+		*result = json_object();
+	return rc;
+}
+
+/* Step IDX failed with r->err and its result RESULT (TEXT as stored):
+ * records the step, with the events its run hands over, and the plan as
+ * failed. Returns 0, or -1. */
+static int
+step_failed(struct run *r, int idx, const json_t *result, const char *text)
+{
+	char error[1024];
+
+	snprintf(error, sizeof(error), "%s", r->err);
+	if (engine__transition_ran(r, idx, STEP_STATUS_FAILED, 0, clock_now_ms(), text, error,
+	    ACTOR, "step.failed", json_pack("{s:s}", "error", error), result) != 0 ||
+	    engine__plan_transition(r, PLAN_STATUS_FAILED, ACTOR, "plan.failed",
+	    json_pack("{s:i,s:s}", "step", idx + 1, "error", error)) != 0)
+		return -1;
+	return 0;
+}
+
+/* A step's own word on what it waits for: its result's "status", or its
+ * summary's (the watch's), or NULL. */
+static const char *
+result_status(const json_t *result)
+{
+	const json_t *st = json_object_get(result, "status");
+
+	if (!json_is_string(st))
+		st = json_object_get(json_object_get(result, "summary"), "status");
+	return json_string_value(st);
+}
+
+/* Logs what step IDX waits for when that changed since STATE (its last
+ * result): `cutover run` on a terminal then says why nothing moves (an
+ * open alert, the deadline, queues that wait), as the page does. */
+static void
+log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
+{
+	const char *now = result_status(result), *before = result_status(state);
+
+	if (now == NULL || strncmp(now, "waiting", 7) != 0 ||
+	    (before != NULL && strcmp(now, before) == 0))
+		return;
+	log_event("info", r->plan->name, plan_step_kind_name(r->plan->steps[idx].kind),
+	    "%s", now);
+}
+
+/* Step IDX runs again later: its result TEXT is stored as its state,
+ * with the events its run (RESULT) handed over in the same transaction.
+ * Returns 0 or -1. */
+static int
+step_continues(struct run *r, int idx, const json_t *result, const char *text)
+{
+	if (r->ctx.events.n == 0)
+		return store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
+		    r->errlen);
+	if (store_begin(r->s, r->err, r->errlen) != 0)
+		return -1;
+	if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
+	    r->errlen) != 0 || engine__record_step_events(r, idx, result, false) != 0 ||
+	    store_commit(r->s, r->err, r->errlen) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	return 0;
+}
+
+/* Step IDX is running: starts it, resumes it after a restart from its
+ * persisted state STATE_TEXT (or NULL), or continues the watch; then
+ * records what came of it and ends the run. Returns 0, or -1. */
+int
+engine__step_advance(struct run *r, int idx, const char *state_text)
+{
+	json_t *state = NULL, *result = NULL;
+	char *text = NULL;
+	int rc = -1, sr;
+
+	if (state_text != NULL)
+		state = json_loads(state_text, 0, NULL);
+	sr = engine__run_step(r, idx, state, NULL, &result);
+	log_waiting(r, idx, state, result);
+	if (sr < 0 && engine__busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
+		/* Not the step's failure: it runs again from its last state. */
+		rc = 0;
+		goto done;
+	}
+	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (sr == 0 && r->ctx.again) {
+		if (step_continues(r, idx, result, text) != 0)
+			goto done;
+		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
+		rc = 0;
+		goto done;
+	}
+	if (sr == 0)
+		rc = engine__transition_ran(r, idx, STEP_STATUS_SUCCEEDED, 0, clock_now_ms(), text,
+		    NULL, ACTOR, "step.succeeded", NULL, result);
+	else
+		rc = step_failed(r, idx, result, text);
+done:
+	step_ctx_end_run(&r->ctx);
+	free(text);
+	json_decref(result);
+	json_decref(state);
+	return rc;
+}

@@ -1,0 +1,115 @@
+/* engine_transition: the engine's writes to the store: an event, a step's
+ * or the plan's status with its event, each in one transaction with the
+ * events a step's run handed over. */
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "engine_int.h"
+#include "log.h"
+#include "step_kinds.h"
+
+/* Appends an event with DETAILS (stolen; NULL: {}). Returns 0 or -1. */
+int
+engine__event(struct run *r, const char *actor, const char *kind, json_t *details)
+{
+	char *text = NULL;
+	int rc;
+
+	if (details != NULL)
+		text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = store_append_event(r->s, r->id, clock_now_ms(), actor, kind,
+	    text != NULL ? text : "{}", NULL, r->err, r->errlen);
+	free(text);
+	json_decref(details);
+	return rc;
+}
+
+/* Records, inside the open transaction, the events step IDX's run handed
+ * over (r->ctx.events), after adding those its kind's EVENTS hook finds in
+ * RESULT (the run's result) when the step has ENDED. Returns 0 or -1. */
+int
+engine__record_step_events(struct run *r, int idx, const json_t *result, bool ended)
+{
+	const struct step_kind *sk = step_kind_of(r->plan->steps[idx].kind);
+	const struct step_events *ev = &r->ctx.events;
+
+	if (ended && sk != NULL && sk->events != NULL &&
+	    sk->events(&r->ctx, result, r->err, r->errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < ev->n; i++)
+		if (engine__event(r, ACTOR, ev->v[i].kind, json_incref(ev->v[i].details)) != 0)
+			return -1;
+	return 0;
+}
+
+/* Sets step IDX's status (times, result, error as store_step_update) and
+ * appends event KIND with DETAILS, in one transaction; with RAN (the
+ * result of the run of the step that ended it, or NULL), the events that
+ * run hands over are recorded in that same transaction, before KIND.
+ * Returns 0 or -1. */
+int
+engine__transition_ran(struct run *r, int idx, enum step_status status, int64_t started,
+    int64_t ended, const char *result, const char *error, const char *actor,
+    const char *kind, json_t *details, const json_t *ran)
+{
+	const struct plan_step *ps = &r->plan->steps[idx];
+
+	if (details == NULL)
+		details = json_object();
+	json_object_set_new(details, "step", json_integer(idx + 1));
+	json_object_set_new(details, "kind", json_string(plan_step_kind_name(ps->kind)));
+	if (store_begin(r->s, r->err, r->errlen) != 0) {
+		json_decref(details);
+		return -1;
+	}
+	if (store_step_update(r->s, r->id, idx, step_status_name(status), started, ended,
+	    result, error, r->err, r->errlen) != 0 ||
+	    (ran != NULL && engine__record_step_events(r, idx, ran, true) != 0)) {
+		json_decref(details);
+		store_rollback(r->s);
+		return -1;
+	}
+	if (engine__event(r, actor, kind, details) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	if (store_commit(r->s, r->err, r->errlen) != 0)
+		return -1;
+	log_event(status == STEP_STATUS_FAILED ? "error" : "info", r->plan->name,
+	    plan_step_kind_name(ps->kind), "%s%s%s", kind, error ? ": " : "",
+	    error ? error : "");
+	return 0;
+}
+
+/* transition_ran for a transition no run of the step made. */
+int
+engine__transition(struct run *r, int idx, enum step_status status, int64_t started,
+    int64_t ended,
+    const char *result, const char *error, const char *actor, const char *kind,
+    json_t *details)
+{
+	return engine__transition_ran(r, idx, status, started, ended, result, error, actor,
+	    kind, details, NULL);
+}
+
+/* Sets the plan's status and appends event KIND, in one transaction. */
+int
+engine__plan_transition(struct run *r, enum plan_status status, const char *actor,
+    const char *kind, json_t *details)
+{
+	if (store_begin(r->s, r->err, r->errlen) != 0) {
+		json_decref(details);
+		return -1;
+	}
+	if (store_plan_set_status(r->s, r->id, plan_status_name(status), r->err,
+	    r->errlen) != 0 || engine__event(r, actor, kind, details) != 0) {
+		store_rollback(r->s);
+		return -1;
+	}
+	if (store_commit(r->s, r->err, r->errlen) != 0)
+		return -1;
+	log_event("info", r->plan->name, NULL, "%s", kind);
+	return 0;
+}

@@ -1,0 +1,80 @@
+/* move_old_id: the move id move_old gives each message it moves
+ * (x-cutover-move-id): the same for every copy a crash makes of a
+ * message, for consumers to deduplicate by. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "hex.h"
+#include "move_old_int.h"
+
+/* Feeds the digest X with N bytes at P, length first, so that no two
+ * sequences of fields give the same input; P NULL is a field apart from
+ * every string. Returns whether it could. */
+static bool
+feed(EVP_MD_CTX *x, const void *p, size_t n)
+{
+	unsigned char len[8];
+	uint64_t v = p != NULL ? (uint64_t)n : UINT64_MAX;
+
+	for (int i = 0; i < 8; i++)
+		len[i] = (unsigned char)(v >> (8 * i));
+	return EVP_DigestUpdate(x, len, sizeof(len)) == 1 &&
+	    (p == NULL || n == 0 || EVP_DigestUpdate(x, p, n) == 1);
+}
+
+static bool
+feed_str(EVP_MD_CTX *x, const char *s)
+{
+	return feed(x, s, s != NULL ? strlen(s) : 0);
+}
+
+static bool
+feed_int(EVP_MD_CTX *x, int64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+	return feed(x, b, sizeof(b));
+}
+
+/* D's move id into OUT: MOVE_ID_LEN hex digits of the SHA-256 of old queue
+ * QUEUE and of all of D that stays the same each time the queue delivers
+ * it (exchange, routing key, message id, content type, timestamp, body
+ * and headers, less the redelivery count a quorum queue adds), so every
+ * copy a crash makes of a message carries the same one. Two messages
+ * alike in all of that share it: nothing tells them apart. Returns 0, or
+ * -1 when the digest fails. */
+int
+move_old__id(const char *queue, const struct broker_delivery *d,
+    char out[MOVE_ID_LEN + 1])
+{
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	bool ok;
+
+	ok = x != NULL && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1 &&
+	    feed_str(x, queue) && feed_str(x, d->exchange) &&
+	    feed_str(x, d->routing_key) && feed_str(x, d->message_id) &&
+	    feed_str(x, d->content_type) && feed_int(x, d->has_timestamp) &&
+	    feed_int(x, (int64_t)d->timestamp) && feed(x, d->body, d->len) &&
+	    feed_int(x, (int64_t)d->nheaders);
+	for (size_t i = 0; ok && i < d->nheaders; i++) {
+		const struct broker_header *h = &d->headers[i];
+
+		if (h->key != NULL && strcmp(h->key, "x-delivery-count") == 0)
+			continue;
+		ok = feed_str(x, h->key) && feed_int(x, h->kind) &&
+		    feed_int(x, h->num) && feed_str(x, h->str);
+	}
+	ok = ok && EVP_DigestFinal_ex(x, md, &mdlen) == 1 && mdlen >= MOVE_ID_LEN / 2;
+	EVP_MD_CTX_free(x);
+	if (!ok)
+		return -1;
+	hex_encode(md, MOVE_ID_LEN / 2, out);
+	return 0;
+}

@@ -1,0 +1,92 @@
+/* remove_old_events: what remove_old hands the engine for the plan's
+ * history once it has ended: one event per old queue it removed or found
+ * gone (step_remove_old_events, step.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "errbuf.h"
+#include "step.h"
+
+/* The names of the old queues a plan's history already records as
+ * removed, sorted. */
+struct removed_names {
+	char **v;
+	size_t n, cap;
+};
+
+/* store_each_event's callback: takes the name of each old.queue_removed
+ * into ARG (a struct removed_names). Returns 0 (never stops the walk; a
+ * name that cannot be kept is left out). */
+static int
+take_removed(const struct store_event *ev, void *arg)
+{
+	struct removed_names *rn = arg;
+	json_t *d;
+	const char *name;
+	char **v;
+
+	if (strcmp(ev->kind, "old.queue_removed") != 0)
+		return 0;
+	if ((d = json_loads(ev->details_json, 0, NULL)) == NULL)
+		return 0;
+	if ((name = json_string_value(json_object_get(d, "name"))) == NULL)
+		goto done;
+	if (rn->n == rn->cap) {
+		if ((v = realloc(rn->v, (rn->cap ? 2 * rn->cap : 64) * sizeof(*v))) == NULL)
+			goto done;
+		rn->v = v;
+		rn->cap = rn->cap ? 2 * rn->cap : 64;
+	}
+	if ((rn->v[rn->n] = strdup(name)) != NULL)
+		rn->n++;
+done:
+	json_decref(d);
+	return 0;
+}
+
+/* qsort's and bsearch's order of two names. */
+static int
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
+    size_t errlen)
+{
+	struct removed_names rn = { 0 };
+	const json_t *e;
+	const char *outcome, *kind, *name;
+	size_t i;
+	int rc = -1;
+
+	if (store_each_event(c->store, c->plan_id, take_removed, &rn, err, errlen) != 0)
+		goto done;
+	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
+	json_array_foreach(json_object_get(result, "entries"), i, e) {
+		outcome = json_string_value(json_object_get(e, "outcome"));
+		name = json_string_value(json_object_get(e, "name"));
+		if (outcome == NULL || name == NULL)
+			continue;
+		if (strcmp(outcome, "removed") == 0)
+			kind = "old.queue_removed";
+		else if (strcmp(outcome, "gone") == 0 && (rn.n == 0 ||
+		    bsearch(&name, rn.v, rn.n, sizeof(*rn.v), cmp_name) == NULL))
+			kind = "old.queue_gone";
+		else
+			continue;
+		if (step_events_add(&c->events, kind, json_deep_copy(e)) != 0) {
+			errbuf_set(err, errlen, "out of memory");
+			goto done;
+		}
+	}
+	rc = 0;
+done:
+	for (i = 0; i < rn.n; i++)
+		free(rn.v[i]);
+	free(rn.v);
+	return rc;
+}
