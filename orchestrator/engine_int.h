@@ -86,8 +86,21 @@ void engine__service_say(const struct engine_opts *o, const char *event,
 bool engine__busy_retry(struct run *r, const char *what);
 void engine__busy_settle(struct run *r, int t);
 
-/* engine_serve.c */
-struct unrunnable;
+/* engine_cannot_run.c */
+/* The plans serve could not open, each with why: what was said about
+ * one is not said again until the reason changes. */
+struct unrunnable {
+	struct {
+		int64_t id;
+		char why[1024];
+	} *v;
+	size_t n, cap;
+};
+
+void engine__plan_cannot_run(struct store *s, struct unrunnable *u, int64_t id,
+    const char *why);
 void engine__plan_can_run(struct store *s, struct unrunnable *u, int64_t id);
+/* Frees what U holds; U is empty again. */
+void engine__unrunnable_free(struct unrunnable *u);
 
 #endif

@@ -41,162 +41,6 @@ collect_active(const struct store_plan *p, void *arg)
 	return 0;
 }
 
-/* The plans serve could not open, each with why: what was said about
- * one is not said again until the reason changes. */
-struct unrunnable {
-	struct {
-		int64_t id;
-		char why[1024];
-	} *v;
-	size_t n, cap;
-};
-
-/* The entry of U for plan ID, added empty when there is none; NULL when
- * out of memory. */
-static char *
-unrunnable_why(struct unrunnable *u, int64_t id)
-{
-	size_t i;
-
-	for (i = 0; i < u->n && u->v[i].id != id; i++)
-		;
-	if (i < u->n)
-		return u->v[i].why;
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? 2 * u->cap : 8;
-		void *v = realloc(u->v, cap * sizeof(*u->v));
-
-		if (v == NULL)
-			return NULL;
-		u->v = v;
-		u->cap = cap;
-	}
-	u->v[u->n].id = id;
-	u->v[u->n].why[0] = '\0';
-	return u->v[u->n++].why;
-}
-
-/* The open plan_cannot_run alert of a plan, if any. */
-struct cannot_run_alert {
-	int64_t id;
-	char message[512];
-};
-
-static int
-find_cannot_run(const struct store_alert *a, void *arg)
-{
-	struct cannot_run_alert *c = arg;
-
-	if (strcmp(a->kind, STORE_ALERT_CANNOT_RUN) != 0)
-		return 0;
-	c->id = a->id;
-	snprintf(c->message, sizeof(c->message), "%s", a->message);
-	return 1;
-}
-
-/* Serve cannot run plan ID because of WHY: the first time, and whenever
- * the reason changes, says so once in the log and in the store — the
- * alert plan_cannot_run with what to do (the page and /metrics show it)
- * and the event plan.cannot_run — never at every turn. Unless the
- * process already said it, an open alert with that message (an earlier
- * process's) is kept as it is. */
-static void
-plan_cannot_run(struct store *s, struct unrunnable *u, int64_t id, const char *why)
-{
-	struct cannot_run_alert open = { 0 };
-	struct store_plan p;
-	char message[512], err[512], *said = unrunnable_why(u, id), *text = NULL;
-	const char *name = NULL;
-	json_t *details = NULL;
-	int64_t alert = 0;
-	bool raised = false;
-	int room;
-
-	if (said != NULL && strcmp(said, why) == 0)
-		return;
-	if (said != NULL)
-		snprintf(said, sizeof(u->v[0].why), "%s", why);
-	if (store_plan_get(s, id, &p, err, sizeof(err)) == 0)
-		name = p.name;
-	log_event("error", name, NULL, "plan %lld cannot run: %s; what to do: %s",
-	    (long long)id, why, STORE_CANNOT_RUN_ACTION);
-	/* An alert's message is at most 511 bytes: the reason is cut to leave
-	 * room for what to do (the event and the log have it whole). */
-	room = (int)(sizeof(message) - 1 - strlen("; what to do: ") -
-	    strlen(STORE_CANNOT_RUN_ACTION));
-	snprintf(message, sizeof(message), "%.*s%s; what to do: %s",
-	    (int)strlen(why) > room ? room - 3 : room, why,
-	    (int)strlen(why) > room ? "..." : "", STORE_CANNOT_RUN_ACTION);
-	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
-		goto failed;
-	if (open.id != 0 && strcmp(open.message, message) == 0)
-		goto done;
-	if ((details = json_pack("{s:s,s:s}", "error", why, "what_to_do",
-	    STORE_CANNOT_RUN_ACTION)) == NULL ||
-	    (text = json_dumps(details, JSON_COMPACT)) == NULL) {
-		snprintf(err, sizeof(err), "out of memory");
-		goto failed;
-	}
-	if (store_begin(s, err, sizeof(err)) != 0)
-		goto failed;
-	if (store_alert_raise(s, id, STORE_ALERT_CANNOT_RUN, message, clock_now_ms(),
-	    &alert, &raised, err, sizeof(err)) != 0 ||
-	    store_append_event(s, id, clock_now_ms(), ACTOR, "plan.cannot_run", text, NULL,
-	    err, sizeof(err)) != 0) {
-		store_rollback(s);
-		goto failed;
-	}
-	if (store_commit(s, err, sizeof(err)) == 0)
-		goto done;
-failed:
-	log_event("error", name, NULL, "recording that plan %lld cannot run: %s",
-	    (long long)id, err);
-done:
-	free(text);
-	json_decref(details);
-}
-
-/* Plan ID runs (again), under serve (U: what serve said of the plans it
- * could not run) or `cutover run` (U NULL): what plan_cannot_run said of
- * it is over, and its open plan_cannot_run alert, if any, closes with a
- * word in the history (alert.acked by the engine) — commands for the
- * plan are then taken again. */
-void
-engine__plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
-{
-	struct cannot_run_alert open = { 0 };
-	char err[512], details[128];
-	size_t i;
-
-	for (i = 0; u != NULL && i < u->n && u->v[i].id != id; i++)
-		;
-	if (u != NULL && i < u->n)
-		u->v[i] = u->v[--u->n];
-	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
-		goto failed;
-	if (open.id == 0)
-		return;
-	snprintf(details, sizeof(details), "{\"alert\":%lld,\"comment\":\"the stored plan "
-	    "loads again\"}", (long long)open.id);
-	if (store_begin(s, err, sizeof(err)) != 0)
-		goto failed;
-	if (store_alert_ack(s, id, open.id, ACTOR, "the stored plan loads again",
-	    clock_now_ms(), err, sizeof(err)) != 0 ||
-	    store_append_event(s, id, clock_now_ms(), ACTOR, "alert.acked", details,
-	    NULL, err, sizeof(err)) != 0) {
-		store_rollback(s);
-		goto failed;
-	}
-	if (store_commit(s, err, sizeof(err)) == 0) {
-		log_event("info", NULL, NULL, "plan %lld loads again: its %s alert is closed",
-		    (long long)id, STORE_ALERT_CANNOT_RUN);
-		return;
-	}
-failed:
-	log_event("error", NULL, NULL, "closing plan %lld's %s alert: %s", (long long)id,
-	    STORE_ALERT_CANNOT_RUN, err);
-}
-
 int
 engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen)
 {
@@ -262,7 +106,7 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				/* An ended plan is only looked at for its settle
 				 * window: one an older version stored is left. */
 				if (!ended)
-					plan_cannot_run(s, &unrun, act.ids[i], perr);
+					engine__plan_cannot_run(s, &unrun, act.ids[i], perr);
 				engine__run_close(&runs[nruns]);
 				continue;
 			}
@@ -306,6 +150,6 @@ done:
 		engine__run_close(&runs[j]);
 	free(runs);
 	free(act.ids);
-	free(unrun.v);
+	engine__unrunnable_free(&unrun);
 	return rc;
 }
