@@ -1,10 +1,12 @@
 /* store: the SQLite database shared by the engine and the web thread (each
- * with its own connection) — opening it, its schema migrations, transactions
- * and the small SQLite helpers the store's files share (store_int.h).
- * Schema versions are an ordered list of SQL scripts applied through PRAGMA
- * user_version. Plans and steps are in store_plans.c, the event chain in
- * store_events.c, samples in store_samples.c. Nothing in the store logs:
- * errors go back to the caller through its error buffer. */
+ * with its own connection) — opening it, its schema migrations, transactions,
+ * the data version readers cache by, and the small SQLite helpers the
+ * store's files share (store_int.h). Schema versions are an ordered list of
+ * SQL scripts applied through PRAGMA user_version. Each table's functions
+ * are a file of their own: store_plans.c, store_steps.c, store_events.c,
+ * store_samples.c, store_commands.c, store_alerts.c and store_notify.c (the
+ * deliveries). Nothing in the store logs: errors go back to the caller
+ * through its error buffer. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -96,7 +98,8 @@ static const char *const migrations[] = {
 	") STRICT;"
 	"CREATE INDEX samples_plan_ts ON samples (plan_id, ts_ms);",
 
-	/* 1 -> 2: operator commands and alerts (store_engine.c). */
+	/* 1 -> 2: operator commands and alerts (store_commands.c,
+	 * store_alerts.c). */
 	"CREATE TABLE commands ("
 	"  id INTEGER PRIMARY KEY,"
 	"  plan_id INTEGER NOT NULL REFERENCES plans (id),"
@@ -622,4 +625,25 @@ store_rollback(struct store *s)
 		return 0;
 	return sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK ?
 	    0 : -1;
+}
+
+int
+store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, "PRAGMA data_version", &st, "reading the data version", err,
+	    errlen) == -1)
+		goto done;
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		store_dberr(s, err, errlen, "reading the data version");
+		goto done;
+	}
+	*version = (uint64_t)sqlite3_column_int64(st, 0) << 32 ^
+	    (uint64_t)sqlite3_total_changes64(s->db);
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
 }

@@ -67,6 +67,8 @@ struct store_verify {
 	char reason[160];
 };
 
+/* ---- the connection and its transactions (store.c) ---- */
+
 /* Opens (creating if absent) the database at PATH and migrates it to
  * STORE_SCHEMA_VERSION. Refuses a database whose user_version is newer than
  * this binary's. Returns 0 and a store the caller closes, or -1 with ERR. */
@@ -111,6 +113,23 @@ int64_t store_disk_full_since(void);
 /* A write after a full disk succeeded: space has returned. */
 void store_disk_full_resolved(void);
 
+/* Explicit transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK), so that a
+ * state change and its event land together. Return 0 or -1 with ERR; a
+ * failed commit rolls the transaction back, and rolling back when none is
+ * open is a no-op. */
+int store_begin(struct store *s, char *err, size_t errlen);
+int store_commit(struct store *s, char *err, size_t errlen);
+int store_rollback(struct store *s);
+
+/* A number that changes whenever the database may have changed since the
+ * last call on this connection, by this connection or any other (PRAGMA
+ * data_version with this connection's own change count): readers use it to
+ * keep what they built from the database until it changes. Returns 0 and
+ * sets *VERSION, or -1 with ERR. */
+int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
+
+/* ---- the engine's lock (store_lock.c) ---- */
+
 /* The engine's lock on database DB_PATH (store_lock.c): only the process
  * holding it may run plans from that database. An exclusive fcntl lock on
  * DB_PATH.lock, which holds the holder's pid; the kernel releases it when
@@ -127,13 +146,7 @@ int store_lock_take(const char *db_path, struct store_lock *out, char *err,
 /* Releases L if held (again is fine). */
 void store_lock_release(struct store_lock *l);
 
-/* Explicit transactions (BEGIN IMMEDIATE / COMMIT / ROLLBACK), so that a
- * state change and its event land together. Return 0 or -1 with ERR; a
- * failed commit rolls the transaction back, and rolling back when none is
- * open is a no-op. */
-int store_begin(struct store *s, char *err, size_t errlen);
-int store_commit(struct store *s, char *err, size_t errlen);
-int store_rollback(struct store *s);
+/* ---- plans (store_plans.c) ---- */
 
 /* Inserts a plan: NAME, the YAML verbatim, its sha256 computed here, status
  * "running". Returns 0 and the new id in *ID, or -1 with ERR. */
@@ -163,6 +176,13 @@ int store_plan_set_archived(struct store *s, int64_t id, int64_t now_ms,
 int store_plan_set_status(struct store *s, int64_t id, const char *status,
     char *err, size_t errlen);
 
+/* Calls FN for each plan, newest first, until FN returns non-zero.
+ * Returns 0 or -1. */
+int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
+    void *arg, char *err, size_t errlen);
+
+/* ---- steps (store_steps.c) ---- */
+
 /* Inserts step IDX of plan PLAN_ID with status "pending". Returns 0 or -1. */
 int store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
     int gate, char *err, size_t errlen);
@@ -185,6 +205,13 @@ void store_step_clear(struct store_step *st);
  * Returns 0, STORE_NOT_FOUND when the plan has no steps, or -1. */
 int store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
     char *err, size_t errlen);
+
+/* Puts step IDX of PLAN_ID back to STATUS with no times, result or error
+ * (a retry starts it from the beginning). Returns 0 or -1. */
+int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
+    char *err, size_t errlen);
+
+/* ---- the event history (store_events.c) ---- */
 
 /* Appends an event to the history: its hash is sha256 over the previous
  * event's hash and this event's content (id, plan, time, actor, kind,
@@ -228,6 +255,8 @@ int store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
 int store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
     int64_t *n, char *err, size_t errlen);
 
+/* ---- samples (store_samples.c) ---- */
+
 /* Records one sample of a bounded metric (METRIC like "old.depth",
  * "ladder.depth", "parking.depth"; LABEL bounded, like a level number, or
  * ""). Returns 0 or -1. */
@@ -239,7 +268,15 @@ int store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
     int (*fn)(int64_t ts_ms, const char *metric, const char *label, double value, void *arg),
     void *arg, char *err, size_t errlen);
 
-/* ---- the engine's tables (store_engine.c) ---- */
+/* Folds PLAN_ID's samples older than BEFORE_MS into one sample per metric,
+ * label and BUCKET_MS-wide bucket, keeping the largest value (depths,
+ * lateness and cumulative counts all read right as a maximum), so a long
+ * watch keeps its shape in bounded space. Returns the number of rows
+ * removed, or -1. */
+int64_t store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
+    int64_t bucket_ms, char *err, size_t errlen);
+
+/* ---- operator commands (store_commands.c) ---- */
 
 struct store_command {
 	int64_t id;
@@ -252,18 +289,6 @@ struct store_command {
 	int64_t created_ms;
 	int64_t handled_ms;               /* 0 while the engine has not acted on it */
 	char outcome[1200];               /* "done", "refused: why", ...; "" until then */
-};
-
-struct store_alert {
-	int64_t id;
-	int64_t plan_id;
-	char kind[48];
-	char message[512];
-	int64_t raised_ms, last_ms;       /* first and latest time it was seen */
-	int64_t count;                    /* how many times it was seen */
-	int64_t acked_ms;                 /* 0 while open */
-	char acked_by[65];
-	char ack_comment[256];
 };
 
 /* Records an operator command for plan PLAN_ID: KIND is approve or retry
@@ -287,6 +312,20 @@ int store_command_get(struct store *s, int64_t plan_id, int64_t id,
  * Returns 0 or -1. */
 int store_command_done(struct store *s, int64_t id, int64_t now_ms,
     const char *outcome, char *err, size_t errlen);
+
+/* ---- alerts (store_alerts.c) ---- */
+
+struct store_alert {
+	int64_t id;
+	int64_t plan_id;
+	char kind[48];
+	char message[512];
+	int64_t raised_ms, last_ms;       /* first and latest time it was seen */
+	int64_t count;                    /* how many times it was seen */
+	int64_t acked_ms;                 /* 0 while open */
+	char acked_by[65];
+	char ack_comment[256];
+};
 
 /* The alert serve raises for a plan it cannot run: the plan it stored no
  * longer loads (a plan written for another version of cutover, or a
@@ -319,30 +358,5 @@ int store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *ac
 int store_each_alert(struct store *s, int64_t plan_id, int open_only,
     int (*fn)(const struct store_alert *a, void *arg), void *arg,
     char *err, size_t errlen);
-
-/* Puts step IDX of PLAN_ID back to STATUS with no times, result or error
- * (a retry starts it from the beginning). Returns 0 or -1. */
-int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
-    char *err, size_t errlen);
-
-/* A number that changes whenever the database may have changed since the
- * last call on this connection, by this connection or any other (PRAGMA
- * data_version with this connection's own change count): readers use it to
- * keep what they built from the database until it changes. Returns 0 and
- * sets *VERSION, or -1 with ERR. */
-int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
-
-/* Calls FN for each plan, newest first, until FN returns non-zero.
- * Returns 0 or -1. */
-int store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
-    void *arg, char *err, size_t errlen);
-
-/* Folds PLAN_ID's samples older than BEFORE_MS into one sample per metric,
- * label and BUCKET_MS-wide bucket, keeping the largest value (depths,
- * lateness and cumulative counts all read right as a maximum), so a long
- * watch keeps its shape in bounded space. Returns the number of rows
- * removed, or -1. */
-int64_t store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
-    int64_t bucket_ms, char *err, size_t errlen);
 
 #endif

@@ -37,10 +37,6 @@ void store_dberr(struct store *s, char *err, size_t errlen, const char *what);
 /* Copies a column's text (NULL reads "") into DST, truncating to fit. */
 void store_copystr(char *dst, size_t dstlen, const unsigned char *src);
 
-/* Reads a plans row selected as (id, name, sha256, status, created_ms,
- * archived_ms) into OUT. */
-void store_read_plan(sqlite3_stmt *st, struct store_plan *out);
-
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
 char *store_dupcol(sqlite3_stmt *st, int col);
 

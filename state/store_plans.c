@@ -1,5 +1,6 @@
-/* store_plans: plans as submitted (name, YAML, sha256, status) and their
- * steps (status, times, result, error). */
+/* store_plans: the plans table — plans as submitted (name, YAML, sha256,
+ * status, archived), read one at a time or listed newest first. Their
+ * steps are store_steps.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +64,10 @@ done:
 	return rc;
 }
 
-void
-store_read_plan(sqlite3_stmt *st, struct store_plan *out)
+/* Reads a plans row selected as (id, name, sha256, status, created_ms,
+ * archived_ms) into OUT. */
+static void
+read_plan(sqlite3_stmt *st, struct store_plan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = sqlite3_column_int64(st, 0);
@@ -82,7 +85,7 @@ plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
 {
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
-		store_read_plan(st, out);
+		read_plan(st, out);
 		return 0;
 	case SQLITE_DONE:
 		return STORE_NOT_FOUND;
@@ -209,158 +212,28 @@ done:
 }
 
 int
-store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
-    int gate, char *err, size_t errlen)
+store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
+    void *arg, char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "INSERT INTO steps (plan_id, idx, kind, gate, status)"
-	    " VALUES (?1, ?2, ?3, ?4, 'pending')";
+	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans ORDER BY id DESC";
+	struct store_plan p;
 	sqlite3_stmt *st = NULL;
-	char what[80];
-	int rc = -1;
+	int rc = -1, src;
 
-	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
-	    idx, plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store_prepare(s, sql, &st, "listing plans", err, errlen) == -1)
 		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int(st, 2, idx);
-	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 4, gate != 0);
-	if (store_run(s, st, what, NULL, err, errlen) != 0)
-		goto done;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int
-store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
-    int64_t started_ms, int64_t ended_ms, const char *result_json,
-    const char *error, char *err, size_t errlen)
-{
-	static const char sql[] =
-	    "UPDATE steps SET status = coalesce(?1, status),"
-	    " started_ms = coalesce(?2, started_ms),"
-	    " ended_ms = coalesce(?3, ended_ms),"
-	    " result_json = coalesce(?4, result_json),"
-	    " error = coalesce(?5, error)"
-	    " WHERE plan_id = ?6 AND idx = ?7";
-	sqlite3_stmt *st = NULL;
-	char what[80];
-	int rc = -1;
-
-	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
-	    idx, plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	/* Unbound parameters are NULL: "leave unchanged". */
-	if (status != NULL)
-		sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
-	if (started_ms != 0)
-		sqlite3_bind_int64(st, 2, started_ms);
-	if (ended_ms != 0)
-		sqlite3_bind_int64(st, 3, ended_ms);
-	if (result_json != NULL)
-		sqlite3_bind_text(st, 4, result_json, -1, SQLITE_STATIC);
-	if (error != NULL)
-		sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 6, plan_id);
-	sqlite3_bind_int(st, 7, idx);
-	rc = store_update_one(s, st, what, "no such step", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
- * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
- * NULL, when IDX < 0: no step has a NULL index), and
- * reads its first row into OUT; WHAT says what is read. Returns 0, STORE_NOT_FOUND when
- * there is no row, or -1 with ERR. */
-static int
-step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
-    const char *what, struct store_step *out, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-
-	memset(out, 0, sizeof(*out));
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	if (idx >= 0)
-		sqlite3_bind_int(st, 2, idx);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		break;
-	case SQLITE_DONE:
-		rc = STORE_NOT_FOUND;
-		goto done;
-	default:
-		store_dberr(s, err, errlen, what);
-		goto done;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		read_plan(st, &p);
+		if (fn(&p, arg))
+			break;
 	}
-	out->plan_id = plan_id;
-	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
-	out->gate = sqlite3_column_int(st, 1);
-	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
-	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
-	out->ended_ms = sqlite3_column_int64(st, 4);
-	out->idx = sqlite3_column_int(st, 5);
-	if ((sqlite3_column_type(st, 6) != SQLITE_NULL &&
-	    (out->result_json = store_dupcol(st, 6)) == NULL) ||
-	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
-	    (out->error = store_dupcol(st, 7)) == NULL)) {
-		errbuf_set(err, errlen, "%s: out of memory", what);
-		store_step_clear(out);
+	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		store_dberr(s, err, errlen, "listing plans");
 		goto done;
 	}
 	rc = 0;
 done:
 	sqlite3_finalize(st);
 	return rc;
-}
-
-int
-store_step_get(struct store *s, int64_t plan_id, int idx,
-    struct store_step *out, char *err, size_t errlen)
-{
-	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx, result_json,"
-	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
-	char what[80];
-
-	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
-	    idx, plan_id);
-	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
-}
-
-int
-store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
-    char *err, size_t errlen)
-{
-	/* Steps not yet succeeded first, lowest first; then the succeeded
-	 * ones, highest first. No result or error. */
-	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
-	    " FROM steps WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
-	    " CASE WHEN status = 'succeeded' THEN -idx ELSE idx END LIMIT 1";
-	char what[80];
-
-	snprintf(what, sizeof(what), "reading the current step of plan %" PRId64,
-	    plan_id);
-	return step_read(s, sql, plan_id, -1, what, out, err, errlen);
-}
-
-void
-store_step_clear(struct store_step *st)
-{
-	if (st == NULL)
-		return;
-	free(st->result_json);
-	free(st->error);
-	st->result_json = NULL;
-	st->error = NULL;
 }

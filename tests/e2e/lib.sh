@@ -1,15 +1,28 @@
-# lib.sh: what the e2e scripts (and bench/load) share; sourced.
+# lib.sh: what the e2e scripts (and bench/load) share; sourced. A run is
+# e2e_require and e2e_setup, a plan written with e2e_broker_yaml,
+# e2e_plan_body or e2e_flag_yaml and e2e_steps_yaml, e2e_feature_new,
+# e2e_operator, e2e_traffic_start, e2e_old_ready, e2e_serve_start and
+# e2e_submit; then e2e_step and e2e_api to move the plan along,
+# e2e_plan_done, e2e_traffic_stop and e2e_traffic_check; e2e_cleanup_run
+# in the EXIT trap.
 # shellcheck shell=sh
 # The functions read the sourcing script's $tmp, $bin, $server, $id,
-# $name and $feature, as each one's comment says, and set some of its
-# variables for it (moved_before):
+# $name, $feature and $token, as each one's comment says, and set some of
+# its variables for it (e2e_setup's, id, token, traffic_rc and the
+# traffic figures, moved_before):
 # shellcheck disable=SC2154,SC2034
 
-# e2e_require WHO VAR...: exits 1, naming WHO, unless every VAR is set
-# (scripts/test sets them) and jq is there.
+# The variables an e2e run needs of scripts/test: the test broker and the
+# test Unleash.
+e2e_env="CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD
+    CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN"
+
+# e2e_require WHO [VAR...]: exits 1, naming WHO, unless every VAR (default
+# $e2e_env) is set (scripts/test sets them) and jq is there.
 e2e_require() {
 	_who=$1
 	shift
+	[ $# -gt 0 ] || set -- $e2e_env
 	for _v in "$@"; do
 		eval "_val=\${$_v:-}"
 		[ -n "$_val" ] || { echo "$_who: $_v is not set (scripts/test sets it)" >&2; exit 1; }
@@ -171,6 +184,18 @@ e2e_feature_enabled() {
 	    jq -r '.environments[] | select(.name == "production") | .enabled'
 }
 
+# e2e_steps_yaml STEP...: prints a plan's steps section, the STEPs in
+# order; a STEP ending in ! is gated (flip! is { step: flip, gate: true }).
+e2e_steps_yaml() {
+	echo "steps:"
+	for _s in "$@"; do
+		case $_s in
+		*!) echo "  - { step: ${_s%!}, gate: true }" ;;
+		*) echo "  - $_s" ;;
+		esac
+	done
+}
+
 # e2e_run_id: a name part unique to this run (the pid and 4 random bytes),
 # so that a reused pid does not meet a leftover of an earlier run.
 e2e_run_id() {
@@ -184,7 +209,7 @@ e2e_run_id() {
 # feature FEATURE of the test Unleash, a 500 ms watch (allowance D,
 # default 2s), flip and remove_old gated (not with gates=no).
 e2e_plan_body() {
-	_name=$1 _feature=$2 _late='' _allowance=2s _gate=true
+	_name=$1 _feature=$2 _late='' _allowance=2s _gate=!
 	shift 2
 	for _o in "$@"; do
 		case $_o in
@@ -212,17 +237,9 @@ watch:
   interval: 500ms
   allowance: $_allowance
   probe_every: 2s
-steps:
-  - measure_horizon
-  - declare_ladder
-  - verify_ladder
-  - canary
 PLAN
-	if [ -n "$_gate" ]; then
-		printf '  - { step: flip, gate: true }\n  - watch\n  - { step: remove_old, gate: true }\n'
-	else
-		printf '  - flip\n  - watch\n  - remove_old\n'
-	fi
+	e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary "flip$_gate" watch \
+	    "remove_old$_gate"
 }
 
 # e2e_kill_serve_moving WHO N: once step N (1-based, a move_old) of plan
@@ -274,16 +291,232 @@ e2e_wait_step() {
 	done
 }
 
-# e2e_cleanup_run: for an EXIT trap of a script that sets traffic_pid,
-# serve_pid, tmp, bin, name and feature: stops cutover-traffic and
-# serve, tears down the plan's ladder, removes its objects from the
-# broker and its feature from Unleash, removes TMP. Never fails.
+# e2e_cleanup_run: for an EXIT trap of a script that sets tmp, bin, name
+# and feature (e2e_setup) and the pids it started: kills `cutover run`
+# (engine_pid) and cutover-traffic, stops serve, tears down the plan's
+# ladder, removes its objects from the broker and its feature from
+# Unleash, and removes $tmp (kept, and named, when CUTOVER_TEST_KEEP is
+# set). Never fails.
 e2e_cleanup_run() {
+	[ -n "${engine_pid:-}" ] && kill -9 "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null
 	[ -n "${traffic_pid:-}" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
 	[ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
 	e2e_broker_remove "$name"
-	e2e_feature_delete "$feature"
-	rm -rf "$tmp"
+	[ -n "${feature:-}" ] && e2e_feature_delete "$feature"
+	if [ -n "${CUTOVER_TEST_KEEP:-}" ]; then
+		echo "kept $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+	return 0
+}
+
+# e2e_setup NAME FEATURE [PORT_BASE]: the run's state, for the functions
+# here and e2e_cleanup_run: tmp (a new directory), name (the plan's, NAME),
+# feature (the Unleash feature's, FEATURE, or empty), with PORT_BASE a
+# free port for serve (e2e_free_port PORT_BASE) and server (its URL); no
+# pid started yet, no failure counted. Exits 1 when no port is free.
+e2e_setup() {
+	tmp=$(mktemp -d)
+	name=$1
+	feature=$2
+	if [ -n "${3:-}" ]; then
+		port=$(e2e_free_port "$3") || exit 1
+		server=http://127.0.0.1:$port
+	fi
+	serve_pid=
+	traffic_pid=
+	engine_pid=
+	failures=0
+}
+
+# e2e_operator: a random operator token in token, and $tmp/operators, the
+# file `serve --operators` reads, naming it "tester".
+e2e_operator() {
+	token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+}
+
+# e2e_feature_new WHO [on]: creates the run's feature ($feature), off, or
+# on with `on`, and checks that Unleash says so; exits 1 naming WHO when
+# it cannot.
+e2e_feature_new() {
+	_want=false
+	e2e_feature_create "$feature" || { echo "$1: cannot create feature $feature in Unleash" >&2; exit 1; }
+	if [ "${2:-}" = on ]; then
+		_want=true
+		e2e_unleash POST "/api/admin/projects/default/features/$feature/environments/production/on" \
+		    >/dev/null || { echo "$1: cannot turn feature $feature on in Unleash" >&2; exit 1; }
+	fi
+	[ "$(e2e_feature_enabled "$feature")" = $_want ] ||
+	    { echo "$1: feature $feature is not $(if [ $_want = true ]; then echo on; else echo off; fi)" >&2; exit 1; }
+}
+
+# e2e_api METHOD PATH [BODY]: one call to serve's API at $server as the
+# operator ($token), with BODY as JSON; prints the answer.
+e2e_api() {
+	curl -sS -X "$1" -H "Authorization: Bearer $token" \
+	    ${3:+-H 'Content-Type: application/json' --data "$3"} "$server$2"
+}
+
+# e2e_plan_json: plan $id as the API shows it.
+e2e_plan_json() {
+	curl -fsS "$server/api/plans/$id"
+}
+
+# e2e_submit WHO: submits $tmp/plan.yaml to serve and sets id; exits 1
+# naming WHO, with serve's answer, when serve refuses it.
+e2e_submit() {
+	curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
+	    "$server/api/plans" >"$tmp/submit.json"
+	id=$(jq -r .id "$tmp/submit.json" 2>/dev/null)
+	[ -n "$id" ] && [ "$id" != null ] ||
+	    { echo "$1: submit failed: $(cat "$tmp/submit.json")" >&2; exit 1; }
+}
+
+# e2e_show_plan: prints plan $id's steps with their errors, its alerts,
+# what the watch says and the last lines serve and cutover-traffic logged,
+# on stderr: what a failure is read from.
+e2e_show_plan() {
+	e2e_plan_json >"$tmp/shown.json" 2>/dev/null || return 0
+	jq -c '.steps[] | {kind, status, error}' "$tmp/shown.json" >&2
+	jq -c '.alerts[]? | {kind, message}' "$tmp/shown.json" >&2
+	jq -c '.steps[] | select(.kind == "watch") | .result.summary // .summary // .result' \
+	    "$tmp/shown.json" >&2
+	[ -f "$tmp/serve.log" ] && grep -v 'msg="http ' "$tmp/serve.log" | tail -n 20 >&2
+	[ -f "$tmp/traffic.log" ] && tail -n 5 "$tmp/traffic.log" >&2
+	return 0
+}
+
+# e2e_step N STATUS SECONDS: waits until step N (1-based) of plan $id has
+# STATUS, keeping the plan's last answer in $tmp/plan.json. The step or
+# the plan failing (when STATUS is not failed) or SECONDS passing is a
+# failure that ends the script: it shows the plan (e2e_show_plan) and
+# exits 1.
+e2e_step() {
+	_t=0
+	while :; do
+		if e2e_plan_json >"$tmp/plan.json" 2>/dev/null; then
+			_s=$(jq -r ".steps[$1 - 1].status" "$tmp/plan.json")
+			[ "$_s" = "$2" ] && return 0
+			if [ "$2" != failed ] && { [ "$_s" = failed ] ||
+			    [ "$(jq -r .status "$tmp/plan.json")" = failed ]; }; then
+				_t=$(($3 * 5))
+			fi
+		fi
+		_t=$((_t + 1))
+		if [ $_t -gt $(($3 * 5)) ]; then
+			fail "step $1 ($(jq -r ".steps[$1 - 1].kind" "$tmp/plan.json" 2>/dev/null)) is" \
+			    "${_s:-unknown}, not $2 (waited up to $3 s)"
+			e2e_show_plan
+			exit 1
+		fi
+		sleep 0.2
+	done
+}
+
+# e2e_plan_done SECONDS: waits until plan $id has succeeded (its status
+# follows its last step's in a later turn), keeping its last answer in
+# $tmp/plan.json. Returns 0; 1 when it failed or SECONDS passed, after
+# counting a failure and showing the plan and every old queue remove_old
+# left, with why.
+e2e_plan_done() {
+	_t=0
+	while :; do
+		_s=$(e2e_plan_json | tee "$tmp/plan.json" | jq -r .status)
+		[ "$_s" = succeeded ] && return 0
+		_t=$((_t + 1))
+		if [ "$_s" = failed ] || [ $_t -gt $(($1 * 5)) ]; then
+			fail "the plan did not succeed (status $_s)"
+			e2e_show_plan
+			jq -c '.steps[] | select(.kind == "remove_old") | .result.entries[]? |
+			    select(.outcome != "removed" and .outcome != "gone") |
+			    {name, outcome, messages_seen, reason}' "$tmp/plan.json" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# e2e_old_count [messages]: how many of the plan's old queues
+# ($name.delay.*) the broker holds (only those holding messages, with
+# `messages`).
+e2e_old_count() {
+	e2e_mgmt GET "/queues/%2F?columns=name,messages" | jq --arg p "$name.delay." --arg m "${1:-}" \
+	    '[.[] | select((.name | startswith($p)) and ($m == "" or .messages > 0))] | length'
+}
+
+# e2e_old_ready WHO N [messages]: waits up to 60 s until the broker holds
+# N old queues (e2e_old_count [messages]): the old path carries traffic
+# before the plan starts. Exits 1 naming WHO, with cutover-traffic's log,
+# when it does not.
+e2e_old_ready() {
+	_t=0
+	until [ "$(e2e_old_count "${3:-}")" -ge "$2" ] 2>/dev/null; do
+		_t=$((_t + 1))
+		[ $_t -gt 300 ] && {
+			echo "$1: the old path never held $2 queues${3:+ with messages}" >&2
+			cat "$tmp/traffic.log" >&2
+			exit 1
+		}
+		sleep 0.2
+	done
+}
+
+# e2e_traffic_start PLAN OPTION...: starts cutover-traffic (beside $bin)
+# on PLAN, old-style on $name.delay.* until the flag flips, with the
+# OPTIONs (rate, delays), a JSON report in $tmp/traffic.json and its log
+# in $tmp/traffic.log; sets traffic_pid.
+e2e_traffic_start() {
+	_plan=$1
+	shift
+	UNLEASH_CLIENT_TOKEN=$CUTOVER_TEST_UNLEASH_CLIENT_TOKEN \
+	    "${bin%/*}/cutover-traffic" --plan "$_plan" --old-prefix "$name.delay" \
+	    "$@" --progress 0 --json >"$tmp/traffic.json" 2>"$tmp/traffic.log" &
+	traffic_pid=$!
+}
+
+# e2e_traffic_stop: stops cutover-traffic with one signal (it drains what
+# is in flight, waits for what it must, then reports) and reads its
+# report: traffic_rc, confirmed, delivered, lost, early, dups, old_sent,
+# ladder_sent, p99 and lmax (lateness, ms).
+e2e_traffic_stop() {
+	kill -TERM "$traffic_pid"
+	wait "$traffic_pid"
+	traffic_rc=$?
+	traffic_pid=
+	confirmed=$(jq .total.confirmed "$tmp/traffic.json")
+	delivered=$(jq .total.delivered "$tmp/traffic.json")
+	lost=$(jq .total.lost "$tmp/traffic.json")
+	early=$(jq .total.early "$tmp/traffic.json")
+	dups=$(jq .total.duplicates "$tmp/traffic.json")
+	old_sent=$(jq .old.confirmed "$tmp/traffic.json")
+	ladder_sent=$(jq .ladder.confirmed "$tmp/traffic.json")
+	p99=$(jq .total.lateness_ms.p99 "$tmp/traffic.json")
+	lmax=$(jq .total.lateness_ms.max "$tmp/traffic.json")
+}
+
+# e2e_traffic_check [both]: what every run's traffic must show (after
+# e2e_traffic_stop): cutover-traffic ended well, no message lost, none
+# early; with `both`, both paths carried traffic. Counts each failure.
+e2e_traffic_check() {
+	[ "$traffic_rc" -eq 0 ] || fail "cutover-traffic exited $traffic_rc"
+	[ "$lost" = 0 ] || fail "lost $lost"
+	[ "$early" = 0 ] || fail "early $early"
+	if [ "${1:-}" = both ]; then
+		[ "${old_sent:-0}" -gt 0 ] && [ "${ladder_sent:-0}" -gt 0 ] ||
+		    fail "both paths must carry traffic (old $old_sent, ladder $ladder_sent)"
+	fi
+	return 0
+}
+
+# e2e_ladder_verifies: `ladder verify` on $tmp/plan.yaml passes, or a
+# failure is counted with what did not verify.
+e2e_ladder_verifies() {
+	"$bin" ladder verify "$tmp/plan.yaml" >"$tmp/verify.txt" 2>&1 || {
+		fail "the ladder does not verify"
+		grep -v '^ok' "$tmp/verify.txt" >&2
+	}
 	return 0
 }

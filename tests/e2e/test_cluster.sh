@@ -23,15 +23,10 @@ set -u
 build=$1
 bin=$build/cutover
 root=$(cd "$(dirname "$0")/../.." && pwd)
-for v in CUTOVER_TEST_CLUSTER_PORT CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
-    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN; do
-	eval "val=\${$v:-}"
-	if [ -z "$val" ]; then
-		echo "test_cluster: $v is not set (scripts/test sets it)" >&2
-		exit 1
-	fi
-done
-command -v jq >/dev/null || { echo "test_cluster: jq is missing (scripts/setup)" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+e2e_require test_cluster CUTOVER_TEST_CLUSTER_PORT CUTOVER_TEST_UNLEASH_URL \
+    CUTOVER_TEST_UNLEASH_TOKEN CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
 
 # The cluster runs RabbitMQ 4.0 (what clusters in production run): on
 # 3.10.8, a quorum queue whose leader moved could be left without its
@@ -53,43 +48,19 @@ export CUTOVER_TEST_USER=guest CUTOVER_TEST_PASSWORD=guest
 # leader is killed stalls that long, then delivers (late, never lost).
 export CUTOVER_BROKER_DLX_CONFIRM_TIMEOUT_MS=${CUTOVER_BROKER_DLX_CONFIRM_TIMEOUT_MS:-10000}
 
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
-tmp=$(mktemp -d)
-name=cl$$
-feature=cutover-cluster-$(e2e_run_id)
-port=$(e2e_free_port 7) || exit 1
-server=http://127.0.0.1:$port
-serve_pid=
-traffic_pid=
+e2e_setup "cl$$" "cutover-cluster-$(e2e_run_id)" 7
 started=
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # Whatever happened: stop what it started (the producer, serve, the plan's
 # objects, the feature, and every node of the cluster, the killed one
-# included). A signal exits through it too.
+# included; CUTOVER_TEST_KEEP keeps the logs and the plan's JSON). A
+# signal exits through it too.
 cleanup() {
-	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
-	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-	if [ -n "$started" ]; then
-		[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-		e2e_broker_remove "$name"
-		"$root/scripts/broker" cluster stop --port "$pa" >/dev/null 2>&1
-	fi
-	e2e_feature_delete "$feature"
-	# CUTOVER_TEST_KEEP=DIR: keep the logs and the plan's JSON there.
-	if [ -n "${CUTOVER_TEST_KEEP:-}" ]; then
-		mkdir -p "$CUTOVER_TEST_KEEP" && cp "$tmp"/*.log "$tmp"/*.json "$tmp"/*.yaml \
-		    "$CUTOVER_TEST_KEEP"/ 2>/dev/null
-	fi
-	rm -rf "$tmp"
+	e2e_cleanup_run
+	[ -n "$started" ] && "$root/scripts/broker" cluster stop --port "$pa" >/dev/null 2>&1
+	return 0
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
@@ -111,12 +82,6 @@ t0=$(now_ms)
 }
 echo "cluster: three nodes running after $(( ($(now_ms) - t0) / 1000 )) s"
 
-mgmt() { e2e_mgmt GET "${1#/api}"; }
-
-api() { # METHOD PATH [BODY]
-	curl -sS -X "$1" -H "Authorization: Bearer $token" ${3:+-H 'Content-Type: application/json' --data "$3"} \
-	    "$server$2"
-}
 
 # plan_yaml AMQP_LIST MGMT_LIST: the e2e plan (quorum level queues, the
 # plan's default) with those broker URL lists.
@@ -140,58 +105,18 @@ plan_yaml "[$b, $c, $a]" "[$mb, $mc, $ma]" >"$tmp/traffic.yaml"
 	exit 1
 }
 
-e2e_feature_create "$feature" || { echo "test_cluster: cannot create feature $feature in Unleash" >&2; exit 1; }
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+e2e_feature_new test_cluster
+e2e_operator
 
 # Live traffic, as in e2e.cutover but lighter (the cluster is three nodes
 # on a shared machine): 150 a second, delays 1-12 s in 500 ms steps.
-UNLEASH_CLIENT_TOKEN=$CUTOVER_TEST_UNLEASH_CLIENT_TOKEN \
-    "$build/cutover-traffic" --plan "$tmp/traffic.yaml" --old-prefix "$name.delay" \
-    --rate 150 --min-delay 1s --max-delay 12s --delay-step 500ms --progress 0 \
-    --json >"$tmp/traffic.json" 2>"$tmp/traffic.log" &
-traffic_pid=$!
-old_full() {
-	[ "$(mgmt "/api/queues/%2F?columns=name,messages" | jq "[.[] | select((.name |
-	    startswith(\"$name.delay.\")) and .messages > 0)] | length")" -ge 23 ]
-}
-e2e_within 60 old_full || {
-	echo "test_cluster: the old path never held 23 queues with messages" >&2
-	cat "$tmp/traffic.log" >&2
-	exit 1
-}
+e2e_traffic_start "$tmp/traffic.yaml" --rate 150 --min-delay 1s --max-delay 12s --delay-step 500ms
+e2e_old_ready test_cluster 23 messages
 
-"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
-    --operators "$tmp/operators" 2>"$tmp/serve.log" &
-serve_pid=$!
-serving() { curl -fsS "$server/healthz" >/dev/null 2>&1; }
-e2e_within 20 serving || { echo "test_cluster: serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
-id=$(curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
-    "$server/api/plans" | jq -r .id)
-[ -n "$id" ] && [ "$id" != null ] || { echo "test_cluster: submit failed" >&2; exit 1; }
+e2e_serve_start test_cluster
+e2e_submit test_cluster
 
-plan_json() { curl -fsS "$server/api/plans/$id"; }
-step_status() { plan_json | jq -r ".steps[$1 - 1].status"; }
-show_plan() {
-	plan_json | jq -c '.steps[] | {kind, status, error}' >&2
-	plan_json | jq -c '.alerts[] | {kind, message}' >&2
-	grep -v 'msg="http ' "$tmp/serve.log" | tail -n 20 >&2
-	tail -n 5 "$tmp/traffic.log" >&2
-}
-
-# wait_for N STATUS SECONDS
-wait_for() {
-	t=0
-	while [ "$(step_status "$1")" != "$2" ]; do
-		t=$((t + 1))
-		if [ $t -gt $(($3 * 5)) ]; then
-			fail "step $1 is $(step_status "$1") after $3 s, expected $2"
-			show_plan
-			exit 1
-		fi
-		sleep 0.2
-	done
-}
+step_status() { e2e_plan_json | jq -r ".steps[$1 - 1].status"; }
 
 # samples_after MS METRIC: how many samples of METRIC were taken after MS.
 samples_after() {
@@ -201,16 +126,16 @@ samples_after() {
 
 # open_down: the id of the open broker_node_down alert naming the victim.
 open_down() {
-	plan_json | jq -r --arg n "'$victim'" \
+	e2e_plan_json | jq -r --arg n "'$victim'" \
 	    '[.alerts[] | select(.kind == "broker_node_down" and (.message | contains($n)))][0].id // empty'
 }
 
-wait_for 5 waiting_approval 120
-api POST "/api/plans/$id/steps/5/approve" >/dev/null
-wait_for 6 running 60
+e2e_step 5 waiting_approval 120
+e2e_api POST "/api/plans/$id/steps/5/approve" >/dev/null
+e2e_step 6 running 60
 # A few ticks of the watch on the whole cluster first.
 watch_sampled() { [ "$(samples_after 0 old.depth)" -ge 3 ]; }
-e2e_within 30 watch_sampled || { fail "the watch recorded no samples"; show_plan; exit 1; }
+e2e_within 30 watch_sampled || { fail "the watch recorded no samples"; e2e_show_plan; exit 1; }
 
 # Kill A, the node cutover's AMQP connection and management client use.
 pid=$("$root/scripts/broker" pid --port "$pa") || { fail "no pid for $victim"; exit 1; }
@@ -221,14 +146,14 @@ echo "cluster: killed $victim (pid $pid) in the watch"
 
 # The alert names it (ceiling 60 s).
 down_alerted() { [ -n "$(open_down)" ]; }
-e2e_within 60 down_alerted || { fail "no broker_node_down alert naming $victim"; show_plan; exit 1; }
+e2e_within 60 down_alerted || { fail "no broker_node_down alert naming $victim"; e2e_show_plan; exit 1; }
 alert_ms=$(($(now_ms) - killed_ms))
 # cutover goes on through B and C: samples from the management API and
 # probes over AMQP taken after the kill (ceiling 60 s).
 sampled_since_kill() { [ "$(samples_after "$killed_ms" old.depth)" -gt 0 ]; }
 e2e_within 60 sampled_since_kill || {
 	fail "no sample after the kill: the management API was not reached through the other nodes"
-	show_plan
+	e2e_show_plan
 	exit 1
 }
 mgmt_ms=$(($(now_ms) - killed_ms))
@@ -237,7 +162,7 @@ mgmt_ms=$(($(now_ms) - killed_ms))
 # for the dead-letter worker to send again (CUTOVER_BROKER_DLX_CONFIRM_
 # TIMEOUT_MS, per round); under load that took over 53 s once: ceiling 180 s.
 probed_since_kill() { [ "$(samples_after 0 probe.lateness_ms)" -gt "$probes_before" ]; }
-e2e_within 180 probed_since_kill || { fail "no probe arrived after the kill: AMQP did not fail over"; show_plan; exit 1; }
+e2e_within 180 probed_since_kill || { fail "no probe arrived after the kill: AMQP did not fail over"; e2e_show_plan; exit 1; }
 probe_ms=$(($(now_ms) - killed_ms))
 [ "$(step_status 6)" = running ] || fail "the watch is $(step_status 6) with $victim down, expected running"
 grep -E 'AMQP: .*connected to|management: .*answered instead' "$tmp/serve.log" | head -n 4
@@ -245,9 +170,9 @@ grep -E 'AMQP: .*connected to|management: .*answered instead' "$tmp/serve.log" |
 # While A is down the watch waits: an acknowledged broker_node_down comes
 # back (ceiling 30 s).
 first=$(open_down)
-api POST "/api/plans/$id/alerts/$first/ack" '{"comment":"seen; restarting the node"}' >/dev/null
+e2e_api POST "/api/plans/$id/alerts/$first/ack" '{"comment":"seen; restarting the node"}' >/dev/null
 down_again() { again=$(open_down) && [ -n "$again" ] && [ "$again" != "$first" ]; }
-e2e_within 30 down_again || { fail "broker_node_down did not come back while $victim was down"; show_plan; }
+e2e_within 30 down_again || { fail "broker_node_down did not come back while $victim was down"; e2e_show_plan; }
 [ "$(step_status 6)" = running ] || fail "the watch is $(step_status 6) with $victim down, expected running"
 
 # A comes back (its data kept: it rejoins the cluster).
@@ -259,51 +184,32 @@ back_ms=$(($(now_ms) - killed_ms))
 # Every alert acknowledged (after the node is back none comes again),
 # the watch ends, remove_old is approved, the plan succeeds (ceiling 180 s).
 t=0
-until [ "$(plan_json | jq -r .status)" = succeeded ]; do
-	for al in $(plan_json | jq -r '.alerts[] | "\(.id):\(.kind)"'); do
+until [ "$(e2e_plan_json | jq -r .status)" = succeeded ]; do
+	for al in $(e2e_plan_json | jq -r '.alerts[] | "\(.id):\(.kind)"'); do
 		echo "$al" >>"$tmp/alerts.txt"
-		api POST "/api/plans/$id/alerts/${al%%:*}/ack" '{"comment":"node back"}' >/dev/null
+		e2e_api POST "/api/plans/$id/alerts/${al%%:*}/ack" '{"comment":"node back"}' >/dev/null
 	done
 	[ "$(step_status 7)" = waiting_approval ] &&
-	    api POST "/api/plans/$id/steps/7/approve" >/dev/null
+	    e2e_api POST "/api/plans/$id/steps/7/approve" >/dev/null
 	t=$((t + 1))
 	if [ $t -gt 180 ]; then
 		fail "the plan did not succeed after $victim came back"
-		show_plan
+		e2e_show_plan
 		break
 	fi
 	sleep 1
 done
 
-kill -TERM "$traffic_pid"
-wait "$traffic_pid"
-traffic_rc=$?
-traffic_pid=
-
-confirmed=$(jq .total.confirmed "$tmp/traffic.json")
-delivered=$(jq .total.delivered "$tmp/traffic.json")
-lost=$(jq .total.lost "$tmp/traffic.json")
-early=$(jq .total.early "$tmp/traffic.json")
-old_sent=$(jq .old.confirmed "$tmp/traffic.json")
-ladder_sent=$(jq .ladder.confirmed "$tmp/traffic.json")
-p99=$(jq .total.lateness_ms.p99 "$tmp/traffic.json")
-lmax=$(jq .total.lateness_ms.max "$tmp/traffic.json")
-[ "$traffic_rc" -eq 0 ] || fail "cutover-traffic exited $traffic_rc"
+e2e_traffic_stop
 if [ "$lost" != 0 ]; then
 	echo "test_cluster: the plan's queues now (name, messages, messages_dlx, leader, online):" >&2
-	mgmt "/api/queues/%2F?columns=name,messages,messages_dlx,leader,online,members,state" |
+	e2e_mgmt GET "/queues/%2F?columns=name,messages,messages_dlx,leader,online,members,state" |
 	    jq -r --arg n "$name." '.[] | select(.name | startswith($n)) |
 		select((.name | contains(".delay.")) | not) |
 		"\(.name) \(.messages) \(.messages_dlx) \(.leader) \(.online) \(.state)"' >&2
 fi
-[ "$lost" = 0 ] || fail "lost $lost"
-[ "$early" = 0 ] || fail "early $early"
-[ "${old_sent:-0}" -gt 0 ] && [ "${ladder_sent:-0}" -gt 0 ] ||
-    fail "both paths must carry traffic (old $old_sent, ladder $ladder_sent)"
-"$bin" ladder verify "$tmp/plan.yaml" >"$tmp/verify.txt" 2>&1 || {
-	fail "the ladder does not verify"
-	grep -v '^ok' "$tmp/verify.txt" >&2
-}
+e2e_traffic_check both
+e2e_ladder_verifies
 
 echo "cluster: confirmed $confirmed (old $old_sent, ladder $ladder_sent), delivered $delivered"
 echo "cluster: lost $lost, early $early, lateness p99 ${p99} ms, max ${lmax} ms"

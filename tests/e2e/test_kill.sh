@@ -23,43 +23,24 @@ build=$1
 bin=$build/cutover
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-e2e_require test_kill CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
-    CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN \
-    CUTOVER_TEST_UNLEASH_CLIENT_TOKEN
+e2e_require test_kill
 
 seed=${CUTOVER_KILL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 points=${CUTOVER_KILL_POINTS:-20}
 max_s=${CUTOVER_KILL_MAX_S:-2}
 echo "test_kill: seed $seed ($points kills; replay with CUTOVER_KILL_SEED=$seed)"
 
-tmp=$(mktemp -d)
-name=kill$$
-feature=cutover-kill-$$-$seed
+e2e_setup "kill$$" "cutover-kill-$$-$seed"
 db=$tmp/cutover.db
-engine_pid=
-traffic_pid=
-failures=0
 
 # Whatever happened: stop what it started, remove the plan's objects from
 # the broker (what teardown refused, a level or parking still holding
 # messages, too) and the feature from Unleash. A signal exits through it too.
-cleanup() {
-	[ -n "$engine_pid" ] && kill -9 "$engine_pid" 2>/dev/null && wait "$engine_pid" 2>/dev/null
-	[ -n "$traffic_pid" ] && kill -9 "$traffic_pid" 2>/dev/null && wait "$traffic_pid" 2>/dev/null
-	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-	e2e_broker_remove "$name"
-	e2e_feature_delete "$feature"
-	if [ "$failures" -gt 0 ] && [ -n "${CUTOVER_TEST_KEEP:-}" ]; then
-		echo "test_kill: kept $tmp" >&2
-	else
-		rm -rf "$tmp"
-	fi
-}
-trap cleanup EXIT
+trap e2e_cleanup_run EXIT
 trap 'exit 1' HUP INT TERM
 
 # The feature of this run, off.
-e2e_feature_create "$feature" || { echo "test_kill: cannot create feature $feature in Unleash" >&2; exit 1; }
+e2e_feature_new test_kill
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
@@ -69,21 +50,9 @@ PLAN
 
 # Live traffic: 100 messages a second, delays 1-10 s in 500 ms steps (19
 # old queues, a horizon of about 30 s), until told to stop.
-UNLEASH_CLIENT_TOKEN=$CUTOVER_TEST_UNLEASH_CLIENT_TOKEN \
-    "$build/cutover-traffic" --plan "$tmp/plan.yaml" --old-prefix "$name.delay" \
-    --rate 100 --min-delay 1s --max-delay 10s --delay-step 500ms --progress 0 \
-    --json >"$tmp/traffic.json" 2>"$tmp/traffic.log" &
-traffic_pid=$!
+e2e_traffic_start "$tmp/plan.yaml" --rate 100 --min-delay 1s --max-delay 10s --delay-step 500ms
 # The old queues exist before the plan measures them.
-t=0
-until [ "$(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-    "$CUTOVER_TEST_MGMT/api/queues/%2F?columns=name" |
-    jq "[.[] | select(.name | startswith(\"$name.delay.\"))] | length")" -ge 19 ]; do
-	t=$((t + 1))
-	[ $t -gt 300 ] && { echo "test_kill: cutover-traffic declared no old queues" >&2;
-	    cat "$tmp/traffic.log" >&2; exit 1; }
-	sleep 0.2
-done
+e2e_old_ready test_kill 19
 
 # status: "N KIND STATUS PLAN_STATUS" of the plan's current step.
 status() {
@@ -186,20 +155,8 @@ plan_status=$("$bin" status --db "$db" "$name" --json | jq -r .status)
     fail "the plan ended $plan_status (run exit $run_rc)"
 
 # Stop the producer (one signal: it drains what is in flight, then reports).
-kill -TERM "$traffic_pid"
-wait "$traffic_pid"
-traffic_rc=$?
-traffic_pid=
-lost=$(jq .total.lost "$tmp/traffic.json")
-early=$(jq .total.early "$tmp/traffic.json")
-confirmed=$(jq .total.confirmed "$tmp/traffic.json")
-old_sent=$(jq .old.confirmed "$tmp/traffic.json")
-ladder_sent=$(jq .ladder.confirmed "$tmp/traffic.json")
-[ "$traffic_rc" -eq 0 ] || fail "cutover-traffic exited $traffic_rc"
-[ "$lost" = 0 ] || fail "lost $lost"
-[ "$early" = 0 ] || fail "early $early"
-[ "${old_sent:-0}" -gt 0 ] && [ "${ladder_sent:-0}" -gt 0 ] ||
-    fail "both paths must carry traffic (old $old_sent, ladder $ladder_sent)"
+e2e_traffic_stop
+e2e_traffic_check both
 
 # One flag call per switch: Unleash logged one transition to on and none
 # to off for this run's feature, and the history one flip request.
@@ -219,9 +176,7 @@ flips=$(jq '[.events[] | select(.kind == "flip.confirmed")] | length' "$tmp/hist
 	fail "history --verify failed"
 	cat "$tmp/verify.txt" >&2
 }
-old_left=$(curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" \
-    "$CUTOVER_TEST_MGMT/api/queues/%2F?columns=name" |
-    jq "[.[] | select(.name | startswith(\"$name.delay.\"))] | length")
+old_left=$(e2e_old_count)
 [ "$old_left" = 0 ] || fail "$old_left old queues are left"
 [ "$resumed" = "$k" ] && [ "$k" = "$points" ] ||
     fail "resumed $resumed of $k kills ($points planned)"

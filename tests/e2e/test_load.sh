@@ -9,45 +9,26 @@
 # Usage: test_load.sh BUILD_DIR. Needs the broker of scripts/test.
 set -u
 bin=$1/cutover
-for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD; do
-	eval "val=\${$v:-}"
-	[ -n "$val" ] || { echo "test_load: $v is not set (scripts/test sets it)" >&2; exit 1; }
-done
-for t in jq wrk; do
-	command -v $t >/dev/null || { echo "test_load: $t is missing (scripts/setup)" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-name=load$$
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-port=$(e2e_free_port 4243) || exit 1
-server=http://127.0.0.1:$port
-serve_pid=
-failures=0
+e2e_require test_load CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASSWORD
+command -v wrk >/dev/null || { echo "test_load: wrk is missing (scripts/setup)" >&2; exit 1; }
+
+e2e_setup "load$$" "" 4243
+wrk_pid=
 cleanup() {
 	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	[ -n "$wrk_pid" ] && kill "$wrk_pid" 2>/dev/null && wait "$wrk_pid" 2>/dev/null
 	load_cleanup_broker
 	rm -rf "$tmp"
 }
-wrk_pid=
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 # shellcheck source=load_plan.sh
 . "$(dirname "$0")/load_plan.sh"
 
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
-"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
-    --operators "$tmp/operators" 2>"$tmp/serve.log" &
-serve_pid=$!
-i=0
-until curl -fsS "$server/healthz" >/dev/null 2>&1; do
-	i=$((i + 1)); [ $i -gt 300 ] && { echo "serve did not start within 30 s" >&2; exit 1; }
-	sleep 0.1
-done
+e2e_operator
+e2e_serve_start test_load
 
 # Under load: wrk from a second process for the whole run.
 load_write_plan b

@@ -15,26 +15,12 @@ bin=$1/cutover
 . "$(dirname "$0")/lib.sh"
 e2e_require test_secrets CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER \
     CUTOVER_TEST_PASSWORD CUTOVER_TEST_UNLEASH_URL CUTOVER_TEST_UNLEASH_TOKEN
-tmp=$(mktemp -d)
-name=secrets$$
 user=secrets$$
-feature=cutover-secrets-$(e2e_run_id)
-port=$(e2e_free_port 7919) || exit 1
-server=http://127.0.0.1:$port
-serve_pid=
-failures=0
+e2e_setup "secrets$$" "cutover-secrets-$(e2e_run_id)" 7919
 # Whatever happened: stop the server, remove the plan's objects (the ladder
 # torn down with the plan's user, so the user goes last) and the feature.
 # A signal exits through it too.
-cleanup() {
-	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
-	e2e_broker_remove "$name"
-	e2e_mgmt DELETE "/users/$user" >/dev/null 2>&1
-	e2e_feature_delete "$feature"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'e2e_cleanup_run; e2e_mgmt DELETE "/users/$user" >/dev/null 2>&1' EXIT
 trap 'exit 1' HUP INT TERM
 
 # The secrets: the broker password is the broker's real one (guest on the
@@ -42,7 +28,6 @@ trap 'exit 1' HUP INT TERM
 # its own with a long random password for this run.
 SECRET_BROKER=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SECRET_FLAG="*:*.$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 export SECRET_BROKER SECRET_FLAG
 mgmt() { curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" "$@"; }
 mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$user" \
@@ -51,7 +36,7 @@ mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/users/$u
 mgmt -X PUT -H 'content-type: application/json' \
     "$CUTOVER_TEST_MGMT/api/permissions/%2F/$user" \
     -d '{"configure":".*","write":".*","read":".*"}' >/dev/null
-e2e_feature_create "$feature" || { echo "test_secrets: cannot create feature $feature in Unleash" >&2; exit 1; }
+e2e_feature_new test_secrets
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
@@ -67,39 +52,20 @@ ladder:
 canary:
   delays: [100ms, 300ms]
 $(e2e_flag_yaml "$feature" env:SECRET_FLAG)
-steps:
-  - measure_horizon
-  - declare_ladder
-  - verify_ladder
-  - canary
-  - { step: flip, gate: true }
+$(e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary flip!)
 PLAN
 mgmt -X PUT -H 'content-type: application/json' "$CUTOVER_TEST_MGMT/api/queues/%2F/$name.old" \
     -d '{"durable":true,"arguments":{"x-message-ttl":1000}}' >/dev/null
-printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+e2e_operator
 
 e2e_serve_start test_secrets
-curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
-    "$server/api/plans" >"$tmp/submit.json"
-id=$(jq -r .id "$tmp/submit.json")
-[ -n "$id" ] && [ "$id" != null ] || { echo "test_secrets: submit failed: $(cat "$tmp/submit.json")" >&2; exit 1; }
-t=0
-until [ "$(curl -fsS "$server/api/plans/$id" | jq -r '.steps[4].status')" = waiting_approval ]; do
-	t=$((t + 1))
-	[ $t -gt 300 ] && { fail "the plan did not reach its gate"; break; }
-	sleep 0.2
-done
-curl -sS -X POST -H "Authorization: Bearer $token" \
-    "$server/api/plans/$id/steps/5/approve" >/dev/null
+e2e_submit test_secrets
+e2e_step 5 waiting_approval 60
+e2e_api POST "/api/plans/$id/steps/5/approve" >/dev/null
 # The flag service refuses the token: the flip fails after one attempt.
-t=0
-until [ "$(curl -fsS "$server/api/plans/$id" | jq -r '.steps[4].status')" = failed ]; do
-	t=$((t + 1))
-	[ $t -gt 300 ] && { fail "the flip did not fail with a refused token"; break; }
-	sleep 0.2
-done
+e2e_step 5 failed 60
 
-curl -fsS "$server/api/plans/$id" >"$tmp/plan.json"
+e2e_plan_json >"$tmp/plan.json"
 curl -fsS "$server/api/plans/$id/history" >"$tmp/history.json"
 # Every answer the API gives about the plan.
 for path in /api/plans "/api/plans/$id" "/api/plans/$id/history" \

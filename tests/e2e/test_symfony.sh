@@ -37,49 +37,11 @@ bin=$build/cutover
 # shellcheck source=symfony/lib.sh
 . "$(dirname "$0")/symfony/lib.sh"
 sf_require test_symfony
-tmp=$(mktemp -d)
-name=sf$$
-feature=cutover-sf-$(e2e_run_id)
-port=$(e2e_free_port 11) || exit 1
-server=http://127.0.0.1:$port
-serve_pid=
-failures=0
+e2e_setup "sf$$" "cutover-sf-$(e2e_run_id)" 11
 started=$(date +%s)
 
 trap 'sf_cleanup; e2e_cleanup_run' EXIT
 trap 'exit 1' HUP INT TERM
-
-api() { curl -sS -X "$1" -H "Authorization: Bearer $token" "$server$2"; }
-plan_json() { curl -fsS "$server/api/plans/$id"; }
-
-# wait_step N STATUS SECONDS: waits until step N has STATUS. A step or plan
-# that failed, or the time running out, ends the test: it prints each
-# step with its error, the open alerts and what the engine logged last.
-wait_step() {
-	_until=$(($(date +%s) + $3))
-	while :; do
-		plan_json >"$tmp/plan.json" 2>/dev/null || { sleep 0.2; continue; }
-		_s=$(jq -r ".steps[$1 - 1].status" "$tmp/plan.json")
-		[ "$_s" = "$2" ] && return 0
-		if [ "$_s" = failed ] || [ "$(jq -r .status "$tmp/plan.json")" = failed ] ||
-		    [ "$(date +%s)" -gt "$_until" ]; then
-			fail "step $1 ($(jq -r ".steps[$1 - 1].kind" "$tmp/plan.json")) is $_s, not $2" \
-			    "(after $(($(date +%s) - started)) s)"
-			jq -r '.steps[] | "  step \(.n // "") \(.kind): \(.status)\(if .error then ": " + .error else "" end)"' \
-			    "$tmp/plan.json" >&2
-			jq -r '(.alerts // [])[] | "  alert \(.kind): \(.message // "")"' "$tmp/plan.json" >&2
-			grep -v 'msg="http ' "$tmp/serve.log" | tail -n 10 >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
-}
-
-# plan_succeeded: whether the plan's own status is succeeded (it follows
-# its last step's in a later turn).
-plan_succeeded() {
-	[ "$(plan_json | jq -r .status)" = succeeded ]
-}
 
 # old_delays N: whether the broker holds N _delay queues of this run and
 # a _retry queue.
@@ -93,9 +55,8 @@ count_old() {
 	sf_old_queues | grep -c -- "$1\$"
 }
 
-e2e_feature_create "$feature" || { echo "test_symfony: cannot create feature $feature in Unleash" >&2; exit 1; }
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+e2e_feature_new test_symfony
+e2e_operator
 
 # The old path is whatever the selection takes: both kinds of Symfony's
 # delay queues. move_old reads _delay queues' timestamps; a _retry queue's
@@ -127,15 +88,7 @@ move_old:
   entry:
     - { queues: { match: '_delay\$' }, from: timestamp }
     - { queues: { match: '_retry\$' }, from: unknown }
-steps:
-  - measure_horizon
-  - declare_ladder
-  - verify_ladder
-  - canary
-  - { step: flip, gate: true }
-  - move_old
-  - watch
-  - { step: remove_old, gate: true }
+$(e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary flip! move_old watch remove_old!)
 PLAN
 
 # The app: its worker, then its producer on the 18 first delays; the old
@@ -151,19 +104,17 @@ e2e_within 60 old_delays 18 || {
 }
 
 e2e_serve_start test_symfony
-id=$(curl -sS -X POST -H "Authorization: Bearer $token" --data-binary @"$tmp/plan.yaml" \
-    "$server/api/plans" | jq -r .id)
-[ -n "$id" ] && [ "$id" != null ] || { echo "test_symfony: submit failed" >&2; exit 1; }
+e2e_submit test_symfony
 
-wait_step 1 succeeded 60
+e2e_step 1 succeeded 60
 measured=$(jq '.steps[0].result.queues | length' "$tmp/plan.json")
 # Delays first used now: queues the selection takes after the measure.
 touch "$tmp/late"
-wait_step 5 waiting_approval 120
+e2e_step 5 waiting_approval 120
 e2e_within 30 old_delays 24 ||
     fail "the late delays made no queues before the flip ($(count_old _delay) _delay queues)"
 old_at_flip=$(sf_old_queues | wc -l)
-api POST "/api/plans/$id/steps/5/approve" >/dev/null
+e2e_api POST "/api/plans/$id/steps/5/approve" >/dev/null
 flip_at=$(date +%s)
 
 if [ "$mode" = kill ]; then
@@ -172,14 +123,13 @@ if [ "$mode" = kill ]; then
 	echo "symfony: serve killed -9 in move_old after $moved_before moved, started again"
 fi
 
-wait_step 6 succeeded 120
-wait_step 8 waiting_approval 120
-api POST "/api/plans/$id/steps/8/approve" >/dev/null
-wait_step 8 succeeded 120
-e2e_within 30 plan_succeeded ||
-    fail "the plan is $(plan_json | jq -r .status) after its last step"
+e2e_step 6 succeeded 120
+e2e_step 8 waiting_approval 120
+e2e_api POST "/api/plans/$id/steps/8/approve" >/dev/null
+e2e_step 8 succeeded 120
+# The plan's own status follows its last step's in a later turn.
+e2e_plan_done 30
 ended_at=$(date +%s)
-plan_json >"$tmp/plan.json"
 # At the plan's end, before Symfony's queues could expire on their own
 # (10 s after their last use): none is left, and remove_old removed or
 # found gone every one it selected.

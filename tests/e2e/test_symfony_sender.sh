@@ -23,10 +23,7 @@ bin=$build/cutover
 # shellcheck source=symfony/lib.sh
 . "$(dirname "$0")/symfony/lib.sh"
 sf_require test_symfony_sender
-tmp=$(mktemp -d)
-name=sfs$$
-feature=cutover-sfs-$(e2e_run_id)
-failures=0
+e2e_setup "sfs$$" "cutover-sfs-$(e2e_run_id)"
 
 trap 'sf_cleanup; e2e_cleanup_run' EXIT
 trap 'exit 1' HUP INT TERM
@@ -45,10 +42,7 @@ $(e2e_flag_yaml "$feature")
 steps: [declare_ladder]
 PLAN
 
-e2e_feature_create "$feature" &&
-    e2e_unleash POST "/api/admin/projects/default/features/$feature/environments/production/on" >/dev/null ||
-    { echo "test_symfony_sender: cannot make feature $feature on in Unleash" >&2; exit 1; }
-[ "$(e2e_feature_enabled "$feature")" = true ] || { echo "test_symfony_sender: feature $feature is not on" >&2; exit 1; }
+e2e_feature_new test_symfony_sender on
 
 # The worker sets up the transport (exchange, queue), which the ladder
 # binds as its destinations.

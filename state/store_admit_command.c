@@ -1,4 +1,4 @@
-/* store_command: the rules an operator command must meet against the
+/* store_admit_command: the rules an operator command must meet against the
  * state it finds (approve, retry, abort, ack), shared by the API, the CLI
  * and the engine, and the recording of a command that meets them
  * (store_admit.h). */

@@ -1,0 +1,117 @@
+/* store_alerts: the alerts table — what the engine raises for the
+ * operators to see (one open alert per plan and kind, counted as it
+ * recurs) and their acknowledgements. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "store.h"
+#include "store_int.h"
+
+int
+store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char *message,
+    int64_t now_ms, int64_t *id, bool *raised, char *err, size_t errlen)
+{
+	static const char upd[] =
+	    "UPDATE alerts SET message = ?1, last_ms = ?2, count = count + 1"
+	    " WHERE plan_id = ?3 AND kind = ?4 AND acked_ms IS NULL";
+	static const char ins[] =
+	    "INSERT INTO alerts (plan_id, kind, message, raised_ms, last_ms)"
+	    " VALUES (?1, ?2, ?3, ?4, ?4)";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	*raised = false;
+	if (store_prepare(s, upd, &st, "raising alert", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_text(st, 1, message, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	sqlite3_bind_int64(st, 3, plan_id);
+	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
+	if (store_run(s, st, "raising alert", NULL, err, errlen) != 0)
+		goto done;
+	if (sqlite3_changes(s->db) > 0) {
+		rc = 0;
+		goto done;
+	}
+	sqlite3_finalize(st);
+	if (store_prepare(s, ins, &st, "raising alert", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, message, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	if (store_run(s, st, "raising alert", id, err, errlen) != 0)
+		goto done;
+	*raised = true;
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
+    const char *comment, int64_t now_ms, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "UPDATE alerts SET acked_ms = ?1, acked_by = ?2, ack_comment = ?3"
+	    " WHERE id = ?4 AND plan_id = ?5 AND acked_ms IS NULL";
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store_prepare(s, sql, &st, "acknowledging alert", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, comment != NULL ? comment : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, id);
+	sqlite3_bind_int64(st, 5, plan_id);
+	if (store_run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
+		goto done;
+	rc = sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_each_alert(struct store *s, int64_t plan_id, int open_only,
+    int (*fn)(const struct store_alert *a, void *arg), void *arg, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT id, kind, message, raised_ms, last_ms, count, coalesce(acked_ms, 0),"
+	    " coalesce(acked_by, ''), coalesce(ack_comment, '') FROM alerts"
+	    " WHERE plan_id = ?1 AND (?2 = 0 OR acked_ms IS NULL) ORDER BY id";
+	struct store_alert a;
+	sqlite3_stmt *st = NULL;
+	int rc = -1, n = 0, src;
+
+	if (store_prepare(s, sql, &st, "reading alerts", err, errlen) == -1)
+		goto done;
+	sqlite3_bind_int64(st, 1, plan_id);
+	sqlite3_bind_int(st, 2, open_only != 0);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&a, 0, sizeof(a));
+		a.id = sqlite3_column_int64(st, 0);
+		a.plan_id = plan_id;
+		store_copystr(a.kind, sizeof(a.kind), sqlite3_column_text(st, 1));
+		store_copystr(a.message, sizeof(a.message), sqlite3_column_text(st, 2));
+		a.raised_ms = sqlite3_column_int64(st, 3);
+		a.last_ms = sqlite3_column_int64(st, 4);
+		a.count = sqlite3_column_int64(st, 5);
+		a.acked_ms = sqlite3_column_int64(st, 6);
+		store_copystr(a.acked_by, sizeof(a.acked_by), sqlite3_column_text(st, 7));
+		store_copystr(a.ack_comment, sizeof(a.ack_comment), sqlite3_column_text(st, 8));
+		n++;
+		if (fn != NULL && fn(&a, arg))
+			break;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		store_dberr(s, err, errlen, "reading alerts");
+		goto done;
+	}
+	rc = n;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}

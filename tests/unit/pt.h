@@ -1,0 +1,38 @@
+/* pt: the plan tests' plan texts — a valid plan the tests change a line
+ * of, the edits that change it, and loading a text that must be valid or
+ * must fail with a given error. */
+#ifndef CUTOVER_TEST_PT_H
+#define CUTOVER_TEST_PT_H
+
+#include "plan.h"
+
+/* A valid plan the tests change one line of; each line's number is noted
+ * beside it, for the positions the errors name. */
+extern const char pt_base_plan[];
+
+/* pt_base_plan's flag section (lines 13 to 19). */
+extern const char pt_unleash_flag[];
+
+/* TEXT with the first FROM replaced by TO; the test fails if FROM is not
+ * there. The caller frees the result. */
+char *pt_subst(const char *text, const char *from, const char *to);
+
+/* Replaces *TEXT (malloc'ed) by pt_subst(*TEXT, FROM, TO). */
+void pt_edit(char **text, const char *from, const char *to);
+
+/* plan_load_buffer on TEXT as the file "t.yaml": returns its code. */
+int pt_load(const char *text, struct plan **p, struct plan_errors *errs);
+
+/* Prints every error of ERRS, indented, through cmocka. */
+void pt_print_errors(const struct plan_errors *errs);
+
+/* Whether ERRS has an error at LINE:COLUMN whose message contains TEXT. */
+int pt_has_error(const struct plan_errors *errs, int line, int column, const char *text);
+
+/* Loads TEXT, which must fail with an error at LINE:COLUMN containing MSG. */
+void pt_expect_error(const char *text, int line, int column, const char *msg);
+
+/* Loads TEXT, which must be valid. The caller frees the plan. */
+struct plan *pt_expect_valid(const char *text);
+
+#endif

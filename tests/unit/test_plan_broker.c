@@ -1,0 +1,161 @@
+/* test_plan_broker: the broker section — its URLs, single and as a
+ * cluster's lists, and secrets that no error message repeats. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plan.h"
+#include "pt.h"
+
+#define S(n)	((int64_t)(n) * 1000)
+
+/* broker.amqp and broker.management as a cluster's lists: tried in
+ * order, the first is the single field; each URL checked where it is;
+ * broker.return_after, how soon an earlier node is tried again, 30 s
+ * unless given. */
+static void
+test_url_lists(void **state)
+{
+	static const struct {
+		const char *amqp;
+		int column;
+		const char *msg;
+	} bad[] = {
+		{ "[amqp://a:5672/%2f, amqp://a:5672/%2f]", 29, "broker.amqp[1] 'amqp://a:5672/%2f' is listed twice" },
+		{ "[amqp://a:5672/%2f, amqp://b:5672/orders]", 29, "names vhost 'orders', the first URL '%2f'" },
+		{ "[amqp://a:5672/%2f, amqp://u@b/v]", 29, "broker.amqp[1] carries credentials" },
+		{ "[]", 9, "broker.amqp is empty" },
+		{ "{ a: b }", 9, "expected amqp://host[:port]/vhost" },
+	};
+	struct plan *p;
+	char *t;
+	size_t i;
+
+	(void)state;
+	t = pt_subst(pt_base_plan, "amqp://127.0.0.1:5672/%2f",
+	    "[amqp://127.0.0.1:5706/%2f, amqp://127.0.0.1:5707/%2f, amqp://127.0.0.1:5708/%2f]");
+	pt_edit(&t, "http://127.0.0.1:15672", "[http://127.0.0.1:15706, http://127.0.0.1:15707]");
+	p = pt_expect_valid(t);
+	assert_int_equal(p->broker.namqp, 3);
+	assert_string_equal(p->broker.amqp, "amqp://127.0.0.1:5706/%2f");
+	assert_string_equal(p->broker.amqp_urls[0], "amqp://127.0.0.1:5706/%2f");
+	assert_string_equal(p->broker.amqp_urls[2], "amqp://127.0.0.1:5708/%2f");
+	assert_int_equal(p->broker.nmanagement, 2);
+	assert_string_equal(p->broker.management, "http://127.0.0.1:15706");
+	assert_string_equal(p->broker.management_urls[1], "http://127.0.0.1:15707");
+	assert_int_equal(p->broker.return_after_ms, S(30));
+	plan_free(p);
+	pt_edit(&t, "  username: guest\n", "  username: guest\n  return_after: 5s\n");
+	p = pt_expect_valid(t);
+	assert_int_equal(p->broker.return_after_ms, S(5));
+	plan_free(p);
+	free(t);
+	t = pt_subst(pt_base_plan, "  username: guest\n", "  username: guest\n  return_after: 0s\n");
+	pt_expect_error(t, 6, 17, "expected a duration greater than 0");
+	free(t);
+	/* A single string is a list of one. */
+	p = pt_expect_valid(pt_base_plan);
+	assert_int_equal(p->broker.namqp, 1);
+	assert_string_equal(p->broker.amqp_urls[0], p->broker.amqp);
+	assert_int_equal(p->broker.nmanagement, 1);
+	plan_free(p);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = pt_subst(pt_base_plan, "amqp://127.0.0.1:5672/%2f", bad[i].amqp);
+		pt_expect_error(t, 3, bad[i].column, bad[i].msg);
+		free(t);
+	}
+	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672",
+	    "[http://127.0.0.1:15706, ftp://127.0.0.1:15707]");
+	pt_expect_error(t, 4, 40, "broker.management[1] 'ftp://127.0.0.1:15707' is not an http");
+	free(t);
+}
+
+static void
+test_urls(void **state)
+{
+	static const struct {
+		const char *amqp;
+		const char *msg;	/* NULL: valid */
+	} cases[] = {
+		{ "amqp://rabbit:5672/%2f", NULL },
+		{ "amqps://rabbit.example.com/orders", NULL },
+		{ "amqp://[::1]:5672/v", NULL },
+		{ "amqp://rabbit_1/v", NULL },
+		{ "amqp://user@rabbit/v", "carries credentials" },
+		{ "amqp://rabbit/", "has an empty vhost" },
+		{ "amqp://rabbit:0/v", "has an invalid port" },
+		{ "amqp://rabbit:abc/v", "has an invalid port" },
+		{ "amqp:///v", "has no host" },
+		{ "amqp://rab!bit/v", "has an invalid character in its host" },
+		{ "amqp://rabbit/a%zz", "not followed by two hex digits" },
+		{ "amqp://rabbit/v#x", "has a fragment" },
+		{ "rabbit:5672", "is not an amqp:// or amqps:// URL" },
+	};
+	struct plan *p;
+	char line[32];
+	char *t;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(line, sizeof(line), "%s", "amqp://127.0.0.1:5672/%2f");
+		t = pt_subst(pt_base_plan, line, cases[i].amqp);
+		if (cases[i].msg == NULL) {
+			p = pt_expect_valid(t);
+			assert_string_equal(p->broker.amqp, cases[i].amqp);
+			plan_free(p);
+		} else
+			pt_expect_error(t, 3, 9, cases[i].msg);
+		free(t);
+	}
+	/* Management URLs may have a path, not a query; never credentials. */
+	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672", "https://mq.example.com/rabbitmq/");
+	p = pt_expect_valid(t);
+	plan_free(p);
+	free(t);
+	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672", "http://127.0.0.1:15672/?x=1");
+	pt_expect_error(t, 4, 15, "has a query");
+	free(t);
+	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672", "http://admin:hunter2@127.0.0.1:15672");
+	pt_expect_error(t, 4, 15, "carries credentials");
+	free(t);
+}
+
+static void
+test_secrets_not_echoed(void **state)
+{
+	struct plan_errors errs = { 0 };
+	struct plan *p = NULL;
+	char *t = pt_subst(pt_base_plan, "env:RABBIT_PASSWORD", "hunter2");
+	size_t i;
+
+	(void)state;
+	pt_edit(&t, "amqp://127.0.0.1", "amqp://guest:s3cr3t@127.0.0.1");
+	assert_int_equal(pt_load(t, &p, &errs), -1);
+	assert_int_equal(errs.n, 2);
+	for (i = 0; i < errs.n; i++) {
+		assert_null(strstr(errs.v[i].message, "hunter2"));
+		assert_null(strstr(errs.v[i].message, "s3cr3t"));
+	}
+	plan_errors_free(&errs);
+	free(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_url_lists),
+		cmocka_unit_test(test_secrets_not_echoed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
