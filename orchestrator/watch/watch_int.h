@@ -123,7 +123,7 @@
  * One fold, not a finer one for the last day and a coarser one beyond:
  * store_samples_downsample reads every row of the plan older than its
  * limit (samples_plan_ts), folded or not, and looks each one's bucket up
- * in its temporary table's index (temp.fold_key, store_engine.c), so each
+ * in its temporary table's index (temp.fold_key, store_samples.c), so each
  * run costs about the rows older than the limit; a second tier would add
  * a second such pass over the past at its own, shorter period. */
 #define DS_EVERY_MS		(10 * 60 * 1000)
