@@ -1,6 +1,7 @@
-/* itest_amqp: what the AMQP client tests share: a connection to the test
- * node, names under the run's prefix, and queues declared and removed.
- * Names from here are prefixed iamqp_.
+/* itest_amqp: what the AMQP client tests share: the test node's URL and
+ * user, names under the run's prefix, queue arguments, the per-test setup
+ * and teardown on the broker, publishes and depths. Names from here are
+ * prefixed iamqp_.
  *
  * test_amqp_*.c: the AMQP broker layer against a real RabbitMQ node.
  *

@@ -1,7 +1,7 @@
 /* itest_flag: what the feature-flag client tests share: the small HTTP flag
- * service they run with libmicrohttpd (its answers scripted per test), and
- * the plans pointing the client at it or at the real Unleash. Names from
- * here are prefixed iflag_.
+ * service they run with libmicrohttpd (its answers scripted per test, the
+ * attempts it saw read back), the http plans pointing the client at it, and
+ * the checks that no secret leaked. Names from here are prefixed iflag_.
  *
  * test_flag_*.c: the feature-flag client (flag.h).
  *

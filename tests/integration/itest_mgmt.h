@@ -1,6 +1,6 @@
-/* itest_mgmt: what the management API client tests share: a client open on
- * the test node, the run's names, and the objects declared and removed.
- * Names from here are prefixed imgmt_.
+/* itest_mgmt: what the management API client tests share: the group's setup
+ * and teardown on the test node, short naps, queue TTL arguments and
+ * publishes. Names from here are prefixed imgmt_.
  *
  * test_mgmt_*.c: the management API client (mgmt.h) against a real RabbitMQ
  * node: CUTOVER_TEST_MGMT (e.g. http://127.0.0.1:15672), CUTOVER_TEST_USER,
