@@ -127,3 +127,23 @@ iamqp_depth(struct broker *b, const char *queue)
 		fail_msg("inspect %s: %s", queue, err);
 	return info.messages;
 }
+
+int
+iamqp_main(const struct CMUnitTest *tests, size_t n)
+{
+	int rc;
+
+	iamqp_amqp_url = getenv("CUTOVER_TEST_AMQP");
+	iamqp_amqp_user = getenv("CUTOVER_TEST_USER");
+	if (iamqp_amqp_url != NULL && iamqp_amqp_url[0] == '\0')
+		iamqp_amqp_url = NULL;
+	if (iamqp_amqp_user == NULL || iamqp_amqp_user[0] == '\0')
+		iamqp_amqp_user = "guest";
+	iamqp_mgmt_url = getenv("CUTOVER_TEST_MGMT");
+	if (iamqp_mgmt_url != NULL && iamqp_mgmt_url[0] == '\0')
+		iamqp_mgmt_url = NULL;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = itest_run_part("tests", tests, n, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

@@ -85,4 +85,8 @@ void iamqp_publish_to_queue(struct broker *b, const char *queue, const char *bod
 
 uint32_t iamqp_depth(struct broker *b, const char *queue);
 
+/* Runs the N tests in TESTS as a test_amqp_*.c program's main does, and
+ * returns its exit status. */
+int iamqp_main(const struct CMUnitTest *tests, size_t n);
+
 #endif

@@ -273,3 +273,14 @@ iflag_assert_contains(const char *s, const char *part)
 		fail_msg("\"%s\" does not contain \"%s\"",
 		    s != NULL ? s : "(null)", part);
 }
+
+int
+iflag_main(const struct CMUnitTest *tests, size_t n)
+{
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = itest_run_part("tests", tests, n, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

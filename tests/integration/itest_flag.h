@@ -120,4 +120,8 @@ long iflag_status_of(const json_t *a);
 
 void iflag_assert_contains(const char *s, const char *part);
 
+/* Runs the N tests in TESTS as a test_flag_*.c program's main does, and
+ * returns its exit status. */
+int iflag_main(const struct CMUnitTest *tests, size_t n);
+
 #endif

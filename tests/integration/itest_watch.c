@@ -513,3 +513,14 @@ iwatch_pass_of(struct fixture *f)
 {
 	return iwatch_obj(iwatch_obj(f->state, "old"), "pass");
 }
+
+int
+iwatch_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	/* CUTOVER_TEST_FILTER=test_own* runs only the tests it matches. */
+	else if (getenv("CUTOVER_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
+	return itest_run_part("tests", tests, n, NULL, NULL);
+}

@@ -440,19 +440,6 @@ main(void)
 		WITH_BROKER(test_consumer_survives_channel_error),
 		WITH_BROKER(test_connection_forced),
 	};
-	int rc;
 
-	iamqp_amqp_url = getenv("CUTOVER_TEST_AMQP");
-	iamqp_amqp_user = getenv("CUTOVER_TEST_USER");
-	if (iamqp_amqp_url != NULL && iamqp_amqp_url[0] == '\0')
-		iamqp_amqp_url = NULL;
-	if (iamqp_amqp_user == NULL || iamqp_amqp_user[0] == '\0')
-		iamqp_amqp_user = "guest";
-	iamqp_mgmt_url = getenv("CUTOVER_TEST_MGMT");
-	if (iamqp_mgmt_url != NULL && iamqp_mgmt_url[0] == '\0')
-		iamqp_mgmt_url = NULL;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
+	return iamqp_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

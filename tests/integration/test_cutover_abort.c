@@ -178,19 +178,6 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_abort_with_the_flag_service_down),
 		cmocka_unit_test(test_abort_at_each_gate),
 	};
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
 
-	snprintf(icut_dir, sizeof(icut_dir), "%s/itest_cutover.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(icut_dir) == NULL)
-		return 1;
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	rc = itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-	itest_cleanup();	/* what the last test left, while its plan file exists */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", icut_dir);
-	if (system(cmd) != 0 && rc == 0)
-		rc = 1;
-	return rc;
+	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -191,10 +191,6 @@ main(void)
 		cmocka_unit_test(test_http_write_again_on_a_new_connection),
 		cmocka_unit_test(test_http_slow_write_in_doubt),
 	};
-	int rc;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
+	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

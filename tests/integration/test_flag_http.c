@@ -363,10 +363,6 @@ main(void)
 		cmocka_unit_test(test_http_ignored_write),
 		cmocka_unit_test(test_http_secret_unset),
 	};
-	int rc;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
+	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

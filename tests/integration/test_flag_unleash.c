@@ -379,10 +379,6 @@ main(void)
 		cmocka_unit_test(test_unleash_token_unset),
 		cmocka_unit_test(test_unleash_stopped),
 	};
-	int rc;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
+	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -194,10 +194,5 @@ main(int argc, char **argv)
 		    iwatch_setup, iwatch_teardown),
 	};
 
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	/* CUTOVER_TEST_FILTER=test_own* runs only the tests it matches. */
-	else if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
