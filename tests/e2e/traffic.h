@@ -1,8 +1,9 @@
 /* traffic: the internal interfaces of cutover-traffic, the traffic
- * simulator of tests/e2e/. Not a library: traffic.c (options,
- * the producer, the drain, the report), traffic_book.c (what was sent and
- * what arrived), traffic_flag.c (the feature-flag poller) and
- * traffic_consume.c (the destination consumers) share these declarations.
+ * simulator of tests/e2e/. Not a library: traffic.c (the producer, the
+ * drain, the report), traffic_options.c (the command line),
+ * traffic_book.c (what was sent and what arrived), traffic_flag.c (the
+ * feature-flag poller) and traffic_consume.c (the destination consumers)
+ * share these declarations.
  *
  * Threads: the main thread produces; one thread polls the flag; one
  * thread per destination consumes, each with its own broker connection
@@ -213,5 +214,49 @@ int64_t traffic_wall_ms(void);
 
 /* Sleeps MS milliseconds; a signal may cut it short. */
 void traffic_sleep_ms(int64_t ms);
+
+/* cutover-traffic's exit statuses. */
+#define TRAFFIC_EXIT_PASS	0
+#define TRAFFIC_EXIT_FAIL	1	/* lost or early, or it could not run */
+#define TRAFFIC_EXIT_USAGE	2
+
+#define TRAFFIC_DESTS_MAX	64	/* --dest options */
+
+/* The command line (traffic_options.c). */
+struct traffic_options {
+	const char *plan_file;
+	int64_t rate;			/* messages per second */
+	int64_t duration_ms;		/* 0: until a signal */
+	int64_t min_delay_ms;
+	int64_t max_delay_ms;
+	int64_t step_ms;
+	const char *old_prefix;
+	const char *dests[TRAFFIC_DESTS_MAX];
+	size_t ndests;
+	enum traffic_flag_mode mode;
+	const char *flag_url;
+	const char *feature;
+	const char *client_token;
+	int64_t flag_interval_ms;
+	int64_t drain_timeout_ms;	/* -1: max delay + 30 s */
+	int64_t confirm_timeout_ms;
+	int64_t progress_ms;		/* 0: none */
+	uint64_t seed;
+	bool seeded;
+	int64_t stamp_percent;		/* --stamp-timestamp: share of messages
+					 * carrying the timestamp property */
+	int64_t unstamped_max_ms;	/* --unstamped-max-delay: longer delays
+					 * are always stamped; 0: no limit */
+	bool json;
+};
+
+/* Parses the command line into O (traffic_options.c). Returns 0, 1 after --help, or
+ * TRAFFIC_EXIT_USAGE with a message. */
+int traffic_options_parse(int argc, char **argv, struct traffic_options *o);
+
+/* Checks the options against the plan and fills in what the plan gives.
+ * Returns 0, or TRAFFIC_EXIT_USAGE / TRAFFIC_EXIT_FAIL with a message. */
+int traffic_options_check(struct traffic_options *o, const struct plan *p,
+    struct traffic_flag *f);
 
 #endif

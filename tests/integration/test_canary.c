@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "ladder.h"
 #include "plan.h"
 #include "publish.h"
@@ -64,14 +65,11 @@ need_env(const char *name)
 static void
 plan_yaml(char *out, size_t outlen, const char *amqp, const char *canary)
 {
+	struct itest_plan b;
+
 	need_env("CUTOVER_TEST_PASSWORD");
-	snprintf(out, outlen,
-	    "name: %s\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	itest_plan_begin(&b, plan_name, amqp);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: { names: [itest.none] }\n"
 	    "ladder:\n"
@@ -85,8 +83,9 @@ plan_yaml(char *out, size_t outlen, const char *amqp, const char *canary)
 	    "canary:\n"
 	    "%s"
 	    "steps: [declare_ladder, verify_ladder, canary]\n",
-	    plan_name, amqp, need_env("CUTOVER_TEST_MGMT"),
-	    need_env("CUTOVER_TEST_USER"), prefix, prefix, canary);
+	    prefix, prefix, canary);
+	assert_true(b.len < outlen);
+	memcpy(out, b.text, b.len + 1);
 }
 
 static struct plan *

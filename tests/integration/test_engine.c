@@ -19,6 +19,7 @@
 
 #include "engine.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"
@@ -44,21 +45,14 @@ static void
 write_plan(const char *steps, const char *canary)
 {
 	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
-	FILE *f;
+	struct itest_plan b;
 
 	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
 	    getenv("CUTOVER_BINARY") == NULL)
 		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
 		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
-	f = fopen(planfile, "w");
-	assert_non_null(f);
-	fprintf(f,
-	    "name: %s\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	itest_plan_begin(&b, plan_name, amqp);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: { names: [%s.old] }\n"
 	    "ladder:\n"
@@ -70,9 +64,9 @@ write_plan(const char *steps, const char *canary)
 	    "canary:\n"
 	    "  delays: [%s]\n"
 	    "steps: %s\n",
-	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
+	    prefix, prefix, prefix,
 	    canary, steps);
-	fclose(f);
+	itest_plan_write(&b, planfile);
 }
 
 /* The status of step IDX (0-based) of the test's plan, read from the db. */

@@ -27,6 +27,7 @@
 #include <microhttpd.h>
 #include <sqlite3.h>
 
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"
@@ -222,24 +223,17 @@ static void
 write_plan(const char *steps, const char *canary)
 {
 	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	struct itest_plan b;
 	const char *call = slow_mode ? "PUT" : "POST", *path = slow_mode ? "flag" : "toggle";
 	const char *on = slow_mode ? "{\"enabled\":true}" : "{}";
 	const char *off = slow_mode ? "{\"enabled\":false}" : "{}";
-	FILE *f;
 
 	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
 	    getenv("CUTOVER_BINARY") == NULL)
 		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
 		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
-	f = fopen(planfile, "w");
-	assert_non_null(f);
-	fprintf(f,
-	    "name: %s\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	itest_plan_begin(&b, plan_name, amqp);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: { names: [%s.old] }\n"
 	    "ladder:\n"
@@ -262,10 +256,10 @@ write_plan(const char *steps, const char *canary)
 	    "  allowance: 1s\n"
 	    "  probe_every: 1s\n"
 	    "steps: %s\n",
-	    plan_name, amqp, mgmt, getenv("CUTOVER_TEST_USER"), prefix, prefix, prefix,
+	    prefix, prefix, prefix,
 	    canary, call, flag_port, path, on, call, flag_port, path, off, flag_port,
 	    plan_settle, steps);
-	fclose(f);
+	itest_plan_write(&b, planfile);
 }
 
 /* Opens broker connections for the test's plan. */

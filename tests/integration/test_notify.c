@@ -41,6 +41,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "store.h"
 #include "store_notify.h"
@@ -196,20 +197,17 @@ static void
 write_plan(const char *test, const char *old, const char *steps, char *name, size_t len)
 {
 	char file[320], stem[96];
-	FILE *f;
+	struct itest_plan b;
 
 	snprintf(name, len, "itestnotify%ld-%s", (long)getpid(), test);
 	snprintf(stem, sizeof(stem), "itestnotify%ld.%s", (long)getpid(), test);
 	itest_plan_cleanup(stem, name);
 	snprintf(file, sizeof(file), "%s/%s.yaml", dir, test);
-	assert_non_null(f = fopen(file, "w"));
-	fprintf(f, "name: %s\nbroker:\n  amqp: %s\n  management: %s\n  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\nold:\n  queues: { names: [%s.%s] }\n"
+	itest_plan_begin(&b, name, NULL);
+	itest_plan_addf(&b, "old:\n  queues: { names: [%s.%s] }\n"
 	    "ladder:\n  prefix: %s\n  unit: 100ms\n  levels: 6\n  destinations: [%s.dest]\n"
-	    "  create_destinations: true\nsteps: %s\n", name, getenv("CUTOVER_TEST_AMQP"),
-	    getenv("CUTOVER_TEST_MGMT"), getenv("CUTOVER_TEST_USER"), stem, old, stem, stem,
-	    steps);
-	fclose(f);
+	    "  create_destinations: true\nsteps: %s\n", stem, old, stem, stem, steps);
+	itest_plan_write(&b, file);
 }
 
 /* Runs a remote verb of the cutover binary against serve as the operator. */

@@ -1,0 +1,149 @@
+/* itest_amqp: the AMQP tests' connections and queues (itest_amqp.h). */
+#include "itest_amqp.h"
+
+const char *iamqp_amqp_url;
+const char *iamqp_amqp_user;
+const char *iamqp_mgmt_url;            /* CUTOVER_TEST_MGMT, optional */
+
+const char *
+iamqp_queue_name(struct ctx *c, const char *what)
+{
+	char *n;
+
+	assert_true(c->nqueues < MAX_OBJECTS);
+	n = c->queues[c->nqueues++];
+	snprintf(n, sizeof(c->queues[0]), "itest.amqp.%ld.%s", (long)getpid(),
+	    what);
+	return n;
+}
+
+const char *
+iamqp_exchange_name(struct ctx *c, const char *what)
+{
+	char *n;
+
+	assert_true(c->nexchanges < MAX_OBJECTS);
+	n = c->exchanges[c->nexchanges++];
+	snprintf(n, sizeof(c->exchanges[0]), "itest.amqp.%ld.%s",
+	    (long)getpid(), what);
+	return n;
+}
+
+struct topology_arg
+iamqp_arg_int(const char *key, int64_t num)
+{
+	struct topology_arg a;
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.key, sizeof(a.key), "%s", key);
+	a.is_int = true;
+	a.num = num;
+	return a;
+}
+
+struct topology_arg
+iamqp_arg_str(const char *key, const char *str)
+{
+	struct topology_arg a;
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.key, sizeof(a.key), "%s", key);
+	snprintf(a.str, sizeof(a.str), "%s", str);
+	return a;
+}
+
+void
+iamqp_need_broker(void)
+{
+	if (iamqp_amqp_url == NULL)
+		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_USER and CUTOVER_TEST_PASSWORD "
+		    "(scripts/test starts a broker and does)");
+}
+
+int
+iamqp_setup(void **state)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+	char err[512] = "";
+
+	assert_non_null(c);
+	*state = c;
+	if (iamqp_amqp_url == NULL)
+		return 0;
+	if (broker_open(iamqp_amqp_url, iamqp_amqp_user, PWREF, TIMEOUT_MS, &c->b, err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "test_amqp: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+iamqp_teardown(void **state)
+{
+	struct ctx *c = *state;
+	char err[512];
+	size_t i;
+
+	if (c->b != NULL) {
+		(void)broker_cancel(c->b, err, sizeof(err));
+		for (i = 0; i < c->nqueues; i++)
+			if (broker_queue_delete(c->b, c->queues[i], 0, NULL,
+			    err, sizeof(err)) != 0)
+				fprintf(stderr, "test_amqp: cleanup: %s\n",
+				    err);
+		for (i = 0; i < c->nexchanges; i++)
+			if (broker_exchange_delete(c->b, c->exchanges[i], false,
+			    err, sizeof(err)) != 0)
+				fprintf(stderr, "test_amqp: cleanup: %s\n",
+				    err);
+		broker_close(c->b);
+	}
+	free(c);
+	return 0;
+}
+
+void
+iamqp_publish_to_queue(struct broker *b, const char *queue, const char *body)
+{
+	struct broker_message m;
+	char err[512] = "";
+
+	memset(&m, 0, sizeof(m));
+	m.routing_key = queue;
+	m.body = body;
+	m.len = strlen(body);
+	if (broker_publish(b, &m, TIMEOUT_MS, err, sizeof(err)) != 0)
+		fail_msg("publish: %s", err);
+}
+
+uint32_t
+iamqp_depth(struct broker *b, const char *queue)
+{
+	struct broker_queue_info info;
+	char err[512] = "";
+
+	if (broker_queue_inspect(b, queue, &info, err, sizeof(err)) != 0)
+		fail_msg("inspect %s: %s", queue, err);
+	return info.messages;
+}
+
+int
+iamqp_main(const struct CMUnitTest *tests, size_t n)
+{
+	int rc;
+
+	iamqp_amqp_url = getenv("CUTOVER_TEST_AMQP");
+	iamqp_amqp_user = getenv("CUTOVER_TEST_USER");
+	if (iamqp_amqp_url != NULL && iamqp_amqp_url[0] == '\0')
+		iamqp_amqp_url = NULL;
+	if (iamqp_amqp_user == NULL || iamqp_amqp_user[0] == '\0')
+		iamqp_amqp_user = "guest";
+	iamqp_mgmt_url = getenv("CUTOVER_TEST_MGMT");
+	if (iamqp_mgmt_url != NULL && iamqp_mgmt_url[0] == '\0')
+		iamqp_mgmt_url = NULL;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = itest_run_part("tests", tests, n, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

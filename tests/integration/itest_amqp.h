@@ -1,0 +1,92 @@
+/* itest_amqp: what the AMQP client tests share: the test node's URL and
+ * user, names under the run's prefix, queue arguments, the per-test setup
+ * and teardown on the broker, publishes and depths. Names from here are
+ * prefixed iamqp_.
+ *
+ * test_amqp_*.c: the AMQP broker layer against a real RabbitMQ node.
+ *
+ * The node comes from the environment: CUTOVER_TEST_AMQP (amqp://host:port/
+ * vhost), CUTOVER_TEST_USER, and the password in CUTOVER_TEST_PASSWORD
+ * (passed as the reference env:CUTOVER_TEST_PASSWORD), and
+ * CUTOVER_TEST_MGMT (http://host:port of the management API, used only to
+ * force-close a connection). Without them the broker tests fail: a suite
+ * that silently skips proves nothing. Every object is named
+ * itest.amqp.<pid>.<what> and deleted by the test's teardown. */
+#ifndef CUTOVER_ITEST_AMQP_H
+#define CUTOVER_ITEST_AMQP_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "broker/broker.h"
+#include "clock.h"
+#include "itest_run.h"
+
+#define PWREF "env:CUTOVER_TEST_PASSWORD"
+#define TIMEOUT_MS 5000
+#define MAX_OBJECTS 16
+
+struct ctx {
+	struct broker *b;
+	char queues[MAX_OBJECTS][128];
+	size_t nqueues;
+	char exchanges[MAX_OBJECTS][128];
+	size_t nexchanges;
+};
+
+/* The shared clock (clock.h), under the name this file calls it by. */
+#define now_ms() clock_mono_ms()
+
+/* A test with a broker handle of its own, and the objects it names
+ * deleted afterwards. */
+#define WITH_BROKER(t) cmocka_unit_test_setup_teardown(t, iamqp_setup, iamqp_teardown)
+
+extern const char *iamqp_amqp_url;
+extern const char *iamqp_amqp_user;
+extern const char *iamqp_mgmt_url;	/* CUTOVER_TEST_MGMT, optional */
+
+/* Names an object of this run and remembers it for the teardown. */
+const char *iamqp_queue_name(struct ctx *c, const char *what);
+
+const char *iamqp_exchange_name(struct ctx *c, const char *what);
+
+struct topology_arg iamqp_arg_int(const char *key, int64_t num);
+
+struct topology_arg iamqp_arg_str(const char *key, const char *str);
+
+void iamqp_need_broker(void);
+
+int iamqp_setup(void **state);
+
+int iamqp_teardown(void **state);
+
+/* Publishes BODY to the default exchange, routed to QUEUE, and expects a
+ * confirm. */
+void iamqp_publish_to_queue(struct broker *b, const char *queue, const char *body);
+
+uint32_t iamqp_depth(struct broker *b, const char *queue);
+
+/* Runs the N tests in TESTS as a test_amqp_*.c program's main does, and
+ * returns its exit status. */
+int iamqp_main(const struct CMUnitTest *tests, size_t n);
+
+#endif

@@ -1,0 +1,217 @@
+/* itest_move_old: the move_old tests' plan, old queues, runs and readers
+ * (itest_move_old.h). */
+#include "itest_move_old.h"
+
+static char vhost_url[512];
+struct plan *imove_plan;
+struct step_ctx imove_ctx;
+
+int
+imove_setup(void **state)
+{
+	static int serial;
+	char vhost[128];
+
+	(void)state;
+	itest_cleanup();
+	snprintf(vhost, sizeof(vhost), "%s-mv%d", itest_run_id(), ++serial);
+	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
+	return 0;
+}
+
+int
+imove_teardown(void **state)
+{
+	(void)state;
+	step_ctx_close(&imove_ctx);
+	memset(&imove_ctx, 0, sizeof(imove_ctx));
+	plan_free(imove_plan);
+	imove_plan = NULL;
+	itest_cleanup();
+	return 0;
+}
+
+void
+imove_start(const char *entry, const char *bound)
+{
+	char yaml[4096], broker[1024];
+	json_t *r = NULL;
+	char err[1024];
+
+	itest_broker_yaml(vhost_url, broker, sizeof(broker));
+	snprintf(yaml, sizeof(yaml),
+	    "name: itest-move\n"
+	    "%s"
+	    "old:\n"
+	    "  queues: { match: '^old\\.' }\n"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: itmv\n"
+	    "  unit: 1s\n"
+	    "  levels: 7\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [" DEST "]\n"
+	    "  create_destinations: true\n"
+	    "move_old:\n"
+	    "  rate: 1000/s\n"
+	    "  prefetch: 4\n"
+	    "  unknown_entry_max_lateness: %s\n"
+	    "  stragglers: 1s\n"
+	    "  entry:\n%s"
+	    "watch:\n"
+	    "  allowance: 2s\n"
+	    "steps: [measure_horizon, declare_ladder]\n", broker, bound, entry);
+	imove_plan = itest_plan_load("itest.yaml", yaml);
+	itest_ctx_open(&imove_ctx, imove_plan);
+	if (step_declare_ladder(&imove_ctx, &r, err, sizeof(err)) != 0)
+		fail_msg("declare_ladder: %s", err);
+	json_decref(r);
+}
+
+void
+imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk)
+{
+	struct topology_arg a[3];
+	size_t n = 0;
+	char err[1024];
+
+	memset(a, 0, sizeof(a));
+	snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
+	a[n].is_int = true;
+	a[n++].num = ttl_ms;
+	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
+	snprintf(a[n++].str, sizeof(a[0].str), "%s", "");
+	if (dlk != NULL) {
+		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
+		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
+	}
+	if (broker_queue_declare(imove_ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", name, err);
+}
+
+struct sent imove_sent[64];
+size_t imove_nsent;
+
+void
+imove_put(const char *q, const char *body, uint64_t ts_s, int64_t hdr_ms,
+    const char *hdr_text, int64_t nb)
+{
+	struct broker_field h[2];
+	struct broker_message m;
+	size_t n = 0;
+	char err[1024];
+
+	memset(h, 0, sizeof(h));
+	memset(&m, 0, sizeof(m));
+	h[n].key = "x-app";
+	h[n++].str = body;
+	if (hdr_ms != 0) {
+		h[n].key = "x-sent-at";
+		h[n].is_int = true;
+		h[n++].num = hdr_ms;
+	} else if (hdr_text != NULL) {
+		h[n].key = "x-sent-at";
+		h[n++].str = hdr_text;
+	}
+	m.exchange = "";
+	m.routing_key = q;
+	m.body = body;
+	m.len = strlen(body);
+	m.headers = h;
+	m.nheaders = n;
+	m.content_type = "text/plain";
+	m.message_id = body;
+	m.timestamp = ts_s;
+	if (broker_publish(imove_ctx.amqp, &m, 10000, err, sizeof(err)) != 0)
+		fail_msg("publishing %s to %s: %s", body, q, err);
+	assert_true(imove_nsent < sizeof(imove_sent) / sizeof(imove_sent[0]));
+	snprintf(imove_sent[imove_nsent].body, sizeof(imove_sent[0].body), "%s", body);
+	imove_sent[imove_nsent].queue = q;
+	imove_sent[imove_nsent].not_before_ms = nb;
+	imove_sent[imove_nsent++].arrived = false;
+}
+
+void
+imove_wait_depth(const char *q, uint32_t n)
+{
+	struct broker_queue_info qi = { 0 };
+	int64_t until = clock_mono_ms() + 30 * SEC;
+	char err[1024];
+
+	for (;;) {
+		if (broker_queue_inspect(imove_ctx.amqp, q, &qi, err, sizeof(err)) != 0)
+			fail_msg("inspecting %s: %s", q, err);
+		if (qi.messages == n)
+			return;
+		if (clock_mono_ms() > until)
+			fail_msg("%s holds %u messages; expected %u", q, qi.messages, n);
+		usleep(20 * 1000);
+	}
+}
+
+uint32_t
+imove_depth(const char *q)
+{
+	struct broker_queue_info qi = { 0 };
+	char err[1024];
+
+	if (broker_queue_inspect(imove_ctx.amqp, q, &qi, err, sizeof(err)) != 0)
+		fail_msg("inspecting %s: %s", q, err);
+	return qi.messages;
+}
+
+json_t *
+imove_move(void)
+{
+	json_t *r = NULL;
+	char err[2048];
+	int rc;
+
+	imove_ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	imove_ctx.again = false;
+	rc = step_move_old(&imove_ctx, &r, err, sizeof(err));
+	if (rc != 0 || imove_ctx.again) {
+		char *t = json_dumps(r, JSON_COMPACT);
+
+		fprintf(stderr, "move_old returned %d: %s\n%s\n", rc, err, t ? t : "");
+		free(t);
+		fail_msg("move_old did not finish");
+	}
+	return r;
+}
+
+const json_t *
+imove_entry_in(const json_t *r, const char *list, const char *name)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, list), i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			return e;
+	fail_msg("no entry for %s in the result's %s", name, list);
+	return NULL;
+}
+
+const json_t *
+imove_queue_entry(const json_t *r, const char *name)
+{
+	return imove_entry_in(r, "queues", name);
+}
+
+int64_t
+imove_count_of(const json_t *e, const char *key)
+{
+	return json_integer_value(json_object_get(e, key));
+}
+
+json_t *
+imove_measure(void)
+{
+	json_t *m = NULL;
+	char err[2048];
+
+	if (step_measure_horizon(&imove_ctx, &m, err, sizeof(err)) != 0)
+		fail_msg("measure_horizon: %s", err);
+	return m;
+}

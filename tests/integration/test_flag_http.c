@@ -1,0 +1,368 @@
+/* test_flag_http (integration): the flag client, kind http, against a flag
+ * service of the test's own: on and off, pointer escapes, a 500 then ok, a
+ * 500 forever, a 400, a write ignored, the secret unset, and JSON pointers
+ * (RFC 6901). */
+#include "itest_flag.h"
+
+static void
+srv_set(struct srv *s, json_t *v)
+{
+	pthread_mutex_lock(&s->mu);
+	json_decref(s->value);
+	s->value = v;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- kind http ---- */
+
+static void
+test_http_on_off(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+	int st = -2;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	iflag_quick(&o);
+	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(iflag_nattempts(r, "write"), 1);
+	assert_int_equal(iflag_nattempts(r, "read"), 1);
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 0),
+	    "method")), "PUT");
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 0),
+	    "url")), hp.url);
+	assert_true(json_is_true(json_object_get(json_object_get(r,
+	    "read_back"), "value")));
+	/* The header reached the service, resolved; it is nowhere else. */
+	assert_string_equal(s.auth, AUTH_SECRET);
+	assert_string_equal(s.method, "PUT");
+	assert_string_equal(s.ctype, "application/json");
+	assert_true(json_is_true(s.value));
+	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	json_decref(r);
+	r = NULL;
+
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
+	    0);
+	assert_int_equal(st, 1);
+	json_decref(r);
+	r = NULL;
+
+	if (flag_switch_with(&hp.p, false, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag off: %s", err);
+	assert_true(json_is_false(s.value));
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, 0);
+	json_decref(r);
+
+	/* Neither on nor off. */
+	srv_set(&s, json_string("maybe"));
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
+	    0);
+	assert_int_equal(st, -1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "read_back"), "state")), "unknown");
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_pointer_escapes(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	struct srv s;
+	int st = -2;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/flags/0/x~1y/m~0n");
+	iflag_quick(&o);
+	if (flag_switch_with(&hp.p, true, &o, NULL, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, 1);
+
+	/* A pointer to nothing: unknown, and a switch cannot confirm. */
+	hp.settings.read_pointer = "/flags/1/x~1y/m~0n";
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(st, -1);
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, NULL, err,
+	    sizeof(err)), FLAG_ERR_MISMATCH);
+	iflag_assert_contains(err, "nothing there at /flags/1/x~1y/m~0n");
+
+	/* A malformed pointer fails before anything is sent. */
+	hp.settings.read_pointer = "/flags/0/x~2y";
+	s.requests = 0;
+	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
+	    sizeof(err)), FLAG_ERR_ARG);
+	assert_int_equal(s.requests, 0);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_500_then_ok(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	iflag_quick(&o);
+	s.write_fail_n = 2;
+	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("flag on: %s", err);
+	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	/* Each 500 is followed by a read-back that finds the flag off, so
+	 * the write goes again; then the switch's own read-back. */
+	assert_int_equal(iflag_nattempts(r, "write"), 3);
+	assert_int_equal(iflag_status_of(iflag_attempt(r, 0)), 500);
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 1),
+	    "call")), "read");
+	assert_int_equal(iflag_status_of(iflag_attempt(r, 2)), 500);
+	assert_int_equal(iflag_status_of(iflag_attempt(r, 4)), 200);
+	assert_int_equal(iflag_nattempts(r, "read"), 3);
+	assert_int_equal(s.writes, 1);
+	/* The 500 answers quoted the header: redacted in the excerpts. */
+	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(r, 0),
+	    "excerpt")), "flag store unavailable (request had ***)");
+	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	assert_true(json_is_true(s.value));
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_500_forever(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	iflag_quick(&o);
+	s.write_fail_forever = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	/* Each write answered 500, each read-back after it found the flag
+	 * off: four writes, four reads, alternating. */
+	assert_int_equal(iflag_nattempts(r, "write"), 4);
+	assert_int_equal(iflag_nattempts(r, "read"), 4);
+	for (i = 0; i < 8; i += 2)
+		assert_int_equal(iflag_status_of(iflag_attempt(r, i)), 500);
+	iflag_assert_contains(err, "flag on: PUT ");
+	iflag_assert_contains(err, hp.url);
+	iflag_assert_contains(err, "HTTP 500");
+	iflag_assert_contains(err, "flag store unavailable");
+	iflag_assert_contains(err, "4 attempts");
+	iflag_assert_contains(err, "read back: not switched");
+	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	assert_int_equal(s.requests, 8);
+	json_decref(r);
+	r = NULL;
+
+	/* The budget bounds the attempts: 50 ms leaves room for two. */
+	o.attempts = 10;
+	o.backoff_ms = 30;
+	o.backoff_max_ms = 30;
+	o.budget_ms = 50;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_true(iflag_nattempts(r, "write") == 1 || iflag_nattempts(r, "write") == 2);
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_400(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	iflag_quick(&o);
+	s.bad_request = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_HTTP);
+	assert_int_equal(iflag_nattempts(r, NULL), 1);
+	assert_int_equal(iflag_status_of(iflag_attempt(r, 0)), 400);
+	assert_int_equal(s.requests, 1);
+	iflag_assert_contains(err, "HTTP 400 (BadRequest: refusing ***)");
+	iflag_assert_contains(err, "not retried");
+	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
+	json_decref(r);
+	r = NULL;
+
+	/* A read URL that is not there: 404, not retried either. */
+	s.bad_request = 0;
+	snprintf(hp.url, sizeof(hp.url), "%s/nope", s.base);
+	hp.settings.read_url = hp.url;
+	assert_int_equal(flag_read_with(&hp.p, &o, NULL, &r, err, sizeof(err)),
+	    FLAG_ERR_NOT_FOUND);
+	assert_int_equal(iflag_nattempts(r, NULL), 1);
+	iflag_assert_contains(err, "HTTP 404 (no such flag)");
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_ignored_write(void **state)
+{
+	struct http_plan hp;
+	struct flag_options o;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	iflag_quick(&o);
+	s.ignore_write = 1;
+	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
+	    sizeof(err)), FLAG_ERR_MISMATCH);
+	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	assert_int_equal(iflag_nattempts(r, "write"), 1);
+	assert_int_equal(iflag_nattempts(r, "read"), 1);
+	iflag_assert_contains(err, "false at /enabled; expected true (on)");
+	assert_true(json_is_false(json_object_get(json_object_get(r,
+	    "read_back"), "value")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "read_back"), "state")), "off");
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+static void
+test_http_secret_unset(void **state)
+{
+	struct http_plan hp;
+	char err[512] = "";
+	json_t *r = NULL;
+	struct srv s;
+
+	(void)state;
+	unsetenv(AUTH_ENV);
+	iflag_srv_start(&s);
+	iflag_http_plan(&hp, &s, "/enabled");
+	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	iflag_assert_contains(err, "flag.headers.Authorization: env:" AUTH_ENV
+	    ": variable " AUTH_ENV " is not set");
+	assert_int_equal(s.requests, 0);
+	json_decref(r);
+	r = NULL;
+
+	/* Credentials in a URL are refused, and not quoted. */
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	hp.settings.on.url = "http://user:pa55word@127.0.0.1:1/flag";
+	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	    FLAG_ERR_ARG);
+	iflag_assert_contains(err, "flag.on.url must not carry credentials");
+	iflag_assert_not_leaked(r, err, "pa55word");
+	json_decref(r);
+	iflag_srv_stop(&s);
+}
+
+/* ---- JSON pointer (RFC 6901 §5's examples) ---- */
+
+static void
+test_json_pointer(void **state)
+{
+	static const char *doc_text = "{\"foo\": [\"bar\", \"baz\"], \"\": 0, "
+	    "\"a/b\": 1, \"c%d\": 2, \"e^f\": 3, \"g|h\": 4, \"i\\\\j\": 5, "
+	    "\"k\\\"l\": 6, \" \": 7, \"m~n\": 8, \"~1\": 9, "
+	    "\"arr\": [[10, 11], {\"x\": 12}]}";
+	static const struct { const char *ptr; long v; } cases[] = {
+		{ "/foo/0", -1 }, { "/", 0 }, { "/a~1b", 1 }, { "/c%d", 2 },
+		{ "/e^f", 3 }, { "/g|h", 4 }, { "/i\\j", 5 }, { "/k\"l", 6 },
+		{ "/ ", 7 }, { "/m~0n", 8 }, { "/~01", 9 },
+		{ "/arr/0/1", 11 }, { "/arr/1/x", 12 },
+	};
+	static const char *absent[] = { "/nope", "/foo/2", "/foo/-",
+	    "/foo/01", "/foo/x", "/arr/0/1/2", "/a~1b/c", "/~1",
+	    "/foo/99999999999999999999999" };
+	static const char *bad[] = { "foo", "/m~2n", "/m~", "/~" };
+	json_t *doc, *v;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	assert_non_null(doc = json_loads(doc_text, 0, NULL));
+	assert_int_equal(flag_json_pointer(doc, "", &v, err, sizeof(err)), 0);
+	assert_ptr_equal(v, doc);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (flag_json_pointer(doc, cases[i].ptr, &v, err,
+		    sizeof(err)) != 0)
+			fail_msg("%s: not found", cases[i].ptr);
+		if (cases[i].v < 0)
+			assert_string_equal(json_string_value(v), "bar");
+		else
+			assert_int_equal(json_integer_value(v), cases[i].v);
+	}
+	assert_int_equal(flag_json_pointer(doc, "/foo", &v, err, sizeof(err)),
+	    0);
+	assert_int_equal(json_array_size(v), 2);
+	for (i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+		if (flag_json_pointer(doc, absent[i], &v, err,
+		    sizeof(err)) != 0)
+			fail_msg("%s: expected absent", absent[i]);
+		assert_null(v);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (flag_json_pointer(doc, bad[i], &v, err, sizeof(err)) !=
+		    FLAG_ERR_ARG)
+			fail_msg("%s: expected malformed", bad[i]);
+		iflag_assert_contains(err, bad[i]);
+	}
+	json_decref(doc);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_pointer),
+		cmocka_unit_test(test_http_on_off),
+		cmocka_unit_test(test_http_pointer_escapes),
+		cmocka_unit_test(test_http_500_then_ok),
+		cmocka_unit_test(test_http_500_forever),
+		cmocka_unit_test(test_http_400),
+		cmocka_unit_test(test_http_ignored_write),
+		cmocka_unit_test(test_http_secret_unset),
+	};
+
+	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
+}
