@@ -144,6 +144,19 @@ itest_wait(pid_t pid)
 }
 
 int
+itest_exited(pid_t pid)
+{
+	int st;
+	pid_t w = waitpid(pid, &st, WNOHANG);
+
+	assert_true(w == 0 || w == pid);
+	if (w == 0)
+		return -1;
+	forget_pid(pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int
 itest_cutover(const char *arg, ...)
 {
 	const char *argv[24];

@@ -54,6 +54,11 @@ int itest_stop(pid_t pid);
 /* Waits for PID and returns its exit status as itest_cutover does. */
 int itest_wait(pid_t pid);
 
+/* Whether PID (from itest_spawn) has exited, without waiting: -1 while
+ * it runs, else its exit status as itest_wait returns it (and it is
+ * waited for). */
+int itest_exited(pid_t pid);
+
 /* A port on 127.0.0.1 nothing listens on now: bound, read, closed (the
  * kernel's choice). */
 int itest_free_port(void);
