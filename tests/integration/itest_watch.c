@@ -524,3 +524,26 @@ iwatch_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	return itest_run_part("tests", tests, n, NULL, NULL);
 }
+
+/* Old queue NAME's message_stats.publish by the management API, -1 when
+ * it shows none. */
+int64_t
+iwatch_api_publishes(struct fixture *f, const char *name)
+{
+	char vh[800], qn[800], path[2048], err[512];
+	json_t *a = NULL;
+	int64_t n = -1;
+
+	assert_true(mgmt_escape(mgmt_vhost(f->c.mgmt), vh, sizeof(vh)) >= 0);
+	assert_true(mgmt_escape(name, qn, sizeof(qn)) >= 0);
+	snprintf(path, sizeof(path), "/api/queues/%s/%s?columns=message_stats", vh, qn);
+	if (mgmt_request(f->c.mgmt, "GET", path, NULL, &a, NULL, err, sizeof(err)) == 0) {
+		const json_t *v = json_object_get(json_object_get(a, "message_stats"),
+		    "publish");
+
+		if (json_is_integer(v))
+			n = json_integer_value(v);
+	}
+	json_decref(a);
+	return n;
+}

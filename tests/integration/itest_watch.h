@@ -170,6 +170,10 @@ double iwatch_metric(struct fixture *f, const char *name, const char *label);
 
 const json_t *iwatch_pass_of(struct fixture *f);
 
+/* Old queue NAME's message_stats.publish by the management API, -1 when
+ * it shows none. */
+int64_t iwatch_api_publishes(struct fixture *f, const char *name);
+
 /* Runs the N tests in TESTS as a test_watch_*.c program's main does
  * (ARGV[1], when given, a cmocka filter), and returns its exit status. */
 int iwatch_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);

@@ -525,12 +525,22 @@ test_watch_ends_on_a_full_pass(void **state)
 	struct fixture *f = *state;
 	const json_t *qs, *e;
 	char err[2048];
+	int64_t until;
 	size_t i;
 
-	/* Light passes happen before the deadline only: TTLs long enough
-	 * that a slow first look on a loaded machine leaves time for one. */
+	/* Light passes happen before the deadline only, and none while the
+	 * feeding exchanges' counters still grow: the flip once the
+	 * statistics count the test's own publishes, or their late count
+	 * (on a loaded machine) holds full passes past the deadline. */
 	iwatch_old_ttl_ms = 8000;
 	iwatch_start(f, "lightend", 2, 1, NULL);
+	until = now_ms() + ALERT_CEILING_MS;
+	while (iwatch_api_publishes(f, f->old[0]) != 1 ||
+	    iwatch_api_publishes(f, f->old[1]) != 1) {
+		if (now_ms() > until)
+			fail_msg("the statistics never showed the test's publishes");
+		iwatch_sleep_ms(INTERVAL_MS);
+	}
 	f->flip_ms = now_ms();
 	tick_until_light(f);
 	iwatch_tick_until_done(f, 3 * ALERT_CEILING_MS);

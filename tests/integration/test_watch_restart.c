@@ -184,29 +184,6 @@ restart_management_start(void)
 	return itest_spawn(log, argv);
 }
 
-/* Old queue NAME's message_stats.publish by the management API, -1 when
- * it shows none. */
-static int64_t
-api_publishes(struct fixture *f, const char *name)
-{
-	char vh[800], qn[800], path[2048], err[512];
-	json_t *a = NULL;
-	int64_t n = -1;
-
-	assert_true(mgmt_escape(mgmt_vhost(f->c.mgmt), vh, sizeof(vh)) >= 0);
-	assert_true(mgmt_escape(name, qn, sizeof(qn)) >= 0);
-	snprintf(path, sizeof(path), "/api/queues/%s/%s?columns=message_stats", vh, qn);
-	if (mgmt_request(f->c.mgmt, "GET", path, NULL, &a, NULL, err, sizeof(err)) == 0) {
-		const json_t *v = json_object_get(json_object_get(a, "message_stats"),
-		    "publish");
-
-		if (json_is_integer(v))
-			n = json_integer_value(v);
-	}
-	json_decref(a);
-	return n;
-}
-
 /* Old queue NAME's entry in the last full pass's "seen". */
 static const json_t *
 seen_of(struct fixture *f, const char *name)
@@ -237,7 +214,7 @@ test_management_restart_is_no_publish(void **state)
 	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
 	/* Published before the watch's first look: counted there. */
 	until = now_ms() + ALERT_CEILING_MS;
-	while (api_publishes(f, f->old[0]) != 20) {
+	while (iwatch_api_publishes(f, f->old[0]) != 20) {
 		if (now_ms() > until)
 			fail_msg("the statistics never showed the 20 publishes");
 		iwatch_sleep_ms(INTERVAL_MS);
