@@ -46,16 +46,25 @@ test_broker_unreachable_is_an_alert(void **state)
 /* Runs scripts/broker VERB ... --port P for the test node (P from
  * CUTOVER_TEST_AMQP); THEN, when not NULL, runs after it as a second
  * verb; fails the test when either fails. */
-static void
-broker_script(const char *verb, const char *then)
+/* The test node's AMQP port, from CUTOVER_TEST_AMQP. */
+static int
+node_port(void)
 {
-	const char *src = iwatch_need_env("CUTOVER_SOURCE_DIR");
 	const char *url = iwatch_need_env("CUTOVER_TEST_AMQP"), *c = strrchr(url, ':');
-	char cmd[2048];
 	int port = c != NULL ? atoi(c + 1) : 0;
 
 	if (port <= 0)
 		fail_msg("no port in CUTOVER_TEST_AMQP '%s'", url);
+	return port;
+}
+
+static void
+broker_script(const char *verb, const char *then)
+{
+	const char *src = iwatch_need_env("CUTOVER_SOURCE_DIR");
+	char cmd[2048];
+	int port = node_port();
+
 	snprintf(cmd, sizeof(cmd), "'%s/scripts/broker' %s --port %d >&2", src, verb, port);
 	if (then != NULL)
 		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " && '%s/scripts/broker' "
@@ -173,12 +182,11 @@ static pid_t
 restart_management_start(void)
 {
 	const char *src = iwatch_need_env("CUTOVER_SOURCE_DIR");
-	const char *url = iwatch_need_env("CUTOVER_TEST_AMQP"), *c = strrchr(url, ':');
 	char script[PATH_MAX], port[16], log[PATH_MAX];
 	char *argv[] = { script, "management-restart", "--port", port, NULL };
 
 	snprintf(script, sizeof(script), "%s/scripts/broker", src);
-	snprintf(port, sizeof(port), "%d", c != NULL ? atoi(c + 1) : 0);
+	snprintf(port, sizeof(port), "%d", node_port());
 	snprintf(log, sizeof(log), "%s/management-restart.log", getenv("TMPDIR") != NULL &&
 	    *getenv("TMPDIR") != '\0' ? getenv("TMPDIR") : "/tmp");
 	return itest_spawn(log, argv);
