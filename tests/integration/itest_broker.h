@@ -34,6 +34,11 @@ void itest_prefix_cleanup(const char *prefix);
  * broker. */
 void itest_user_cleanup(const char *name);
 
+/* Runs "scripts/broker VERB ARGS --port P" (CUTOVER_SOURCE_DIR's) for the
+ * test's node (P from CUTOVER_TEST_AMQP), its output on stderr, and fails
+ * the test unless it exits 0. ARGS may be "". */
+void itest_broker_script(const char *verb, const char *args);
+
 struct broker;
 struct mgmt;
 struct plan;

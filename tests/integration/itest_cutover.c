@@ -196,8 +196,17 @@ icut_step_number(int idx, const char *key)
 	if (icut_read_step(idx, &st) != 0)
 		return -1;
 	if (st.result_json != NULL && (j = json_loads(st.result_json, 0, NULL)) != NULL) {
-		if (json_is_integer(json_object_get(j, key)))
-			v = json_integer_value(json_object_get(j, key));
+		const json_t *o = j;
+		const char *k = key, *dot;
+		char part[64];
+
+		while (o != NULL && (dot = strchr(k, '.')) != NULL) {
+			snprintf(part, sizeof(part), "%.*s", (int)(dot - k), k);
+			o = json_object_get(o, part);
+			k = dot + 1;
+		}
+		if (json_is_integer(json_object_get(o, k)))
+			v = json_integer_value(json_object_get(o, k));
 		json_decref(j);
 	}
 	store_step_clear(&st);

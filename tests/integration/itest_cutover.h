@@ -74,7 +74,8 @@ int icut_wait_step(int idx, const char *status, int timeout_ms);
  * it did. */
 int icut_wait_plan(const char *status, int timeout_ms);
 
-/* A number from step IDX's persisted result, or -1. */
+/* A number from step IDX's persisted result, or -1. KEY may name a
+ * member of a member: "stats.counted_to_ms". */
 int64_t icut_step_number(int idx, const char *key);
 
 /* Waits until the watch (step 6) has ticked N times (up to TIMEOUT_MS).
