@@ -332,6 +332,20 @@ plan_probe_queue(const struct plan *p, char *out, size_t outlen)
 }
 
 char *
+plan_stats_exchange(const struct plan *p, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "cutover.stats.%s", p->name);
+	return out;
+}
+
+char *
+plan_stats_queue(const struct plan *p, int64_t gen, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "cutover.stats.%s.%lld", p->name, (long long)gen);
+	return out;
+}
+
+char *
 plan_canary_queue(const struct plan *p, char *out, size_t outlen)
 {
 	snprintf(out, outlen, "cutover.canary.%s", p->name);
@@ -360,6 +374,9 @@ plan_own_queues(const struct plan *p,
 			return r;
 	}
 	if ((r = fn(arg, plan_probe_queue(p, name, sizeof(name)), "probe queue")) != 0)
+		return r;
+	if ((r = fn(arg, plan_stats_queue(p, 0, name, sizeof(name)),
+	    "statistics queue")) != 0)
 		return r;
 	return fn(arg, plan_canary_queue(p, name, sizeof(name)), "canary queue");
 }

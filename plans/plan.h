@@ -245,7 +245,8 @@ int plan_find_step(const struct plan *p, enum plan_step_kind kind);
 
 /* The queues of P's own: every level queue, the parking queue, each
  * destination (what its ladder consists of and feeds), the watch's probe
- * queue and the canary's queue (what the service itself uses), which no
+ * and statistics queues and the canary's queue (what the service itself
+ * uses), which no
  * old selection may ever select. Calls FN(ARG, NAME, WHAT) for each, WHAT
  * saying which it is ("level queue", "parking queue", ...), and stops at
  * the first call that returns non-zero. Returns that value, or 0. */
@@ -254,6 +255,14 @@ int plan_own_queues(const struct plan *p,
 
 /* The watch's probe queue of P ("cutover.probe.NAME") into OUT. Returns OUT. */
 char *plan_probe_queue(const struct plan *p, char *out, size_t outlen);
+
+/* The watch's statistics exchange of P ("cutover.stats.NAME") into OUT,
+ * and its queue of generation GEN ("cutover.stats.NAME.GEN": a new
+ * generation is a queue whose counter starts from nothing). Every name
+ * that starts with the exchange's name and a dot is the plan's own.
+ * Return OUT. */
+char *plan_stats_exchange(const struct plan *p, char *out, size_t outlen);
+char *plan_stats_queue(const struct plan *p, int64_t gen, char *out, size_t outlen);
 
 /* The canary's queue of P ("cutover.canary.NAME") into OUT. Returns OUT. */
 char *plan_canary_queue(const struct plan *p, char *out, size_t outlen);

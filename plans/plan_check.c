@@ -109,7 +109,7 @@ pc_check_own(struct loader *ld)
 			py_err_at(ld, ld->match, "%s '%.100s' selects %zu of this "
 			    "plan's own queues, such as the %s '%s'; expected a pattern that "
 			    "selects only the old delay queues, never the ladder, its "
-			    "destinations, the probe or the canary queue", what,
+			    "destinations, the probe, statistics or canary queue", what,
 			    p->old.match, oc.n, oc.what, oc.found);
 		pattern_free(oc.re);
 	}
@@ -128,6 +128,6 @@ pc_check_own(struct loader *ld)
 		if (oc.n > 0)
 			py_err_at(ld, item, "old.queues.names[%zu] '%s' is this plan's own %s; "
 			    "expected only old delay queues, never the ladder, its "
-			    "destinations, the probe or the canary queue", i, oc.found, oc.what);
+			    "destinations, the probe, statistics or canary queue", i, oc.found, oc.what);
 	}
 }

@@ -258,6 +258,13 @@ int broker_exchange_declare(struct broker *b, const char *name,
     const char *type, bool durable, const struct topology_arg *args,
     size_t nargs, char *err, size_t errlen);
 
+/* Declares exchange NAME of TYPE, transient and auto-deleted: the broker
+ * deletes it once the last binding from it goes (its queue expired or was
+ * deleted), so a process that dies leaves nothing behind for long.
+ * Idempotent like broker_exchange_declare. */
+int broker_exchange_declare_auto_delete(struct broker *b, const char *name,
+    const char *type, char *err, size_t errlen);
+
 /* Declares queue NAME, durable or not, with ARGS (integers go out as
  * signed 64-bit longs, strings as UTF-8 long strings); idempotent when the
  * queue exists with the same arguments. Returns 0, or a negative code;

@@ -55,10 +55,13 @@ make_table(const struct topology_arg *args, size_t nargs,
 	return 0;
 }
 
-int
-broker_exchange_declare(struct broker *b, const char *name, const char *type,
-    bool durable, const struct topology_arg *args, size_t nargs, char *err,
-    size_t errlen)
+/* Declares exchange NAME of TYPE, durable or not, deleted with its last
+ * binding when AUTO_DELETE (broker_exchange_declare and
+ * broker_exchange_declare_auto_delete). */
+static int
+exchange_declare(struct broker *b, const char *name, const char *type,
+    bool durable, bool auto_delete, const struct topology_arg *args,
+    size_t nargs, char *err, size_t errlen)
 {
 	amqp_table_entry_t *entries = NULL;
 	amqp_table_t t;
@@ -79,12 +82,28 @@ broker_exchange_declare(struct broker *b, const char *name, const char *type,
 	if ((rc = broker__begin(b, err, errlen)) != 0)
 		goto done;
 	if (amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),
-	    amqp_cstring_bytes(type), 0, durable, 0, 0, t) == NULL)
+	    amqp_cstring_bytes(type), 0, durable, auto_delete, 0, t) == NULL)
 		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 done:
 	free(entries);
 	return rc;
+}
+
+int
+broker_exchange_declare(struct broker *b, const char *name, const char *type,
+    bool durable, const struct topology_arg *args, size_t nargs, char *err,
+    size_t errlen)
+{
+	return exchange_declare(b, name, type, durable, false, args, nargs, err,
+	    errlen);
+}
+
+int
+broker_exchange_declare_auto_delete(struct broker *b, const char *name,
+    const char *type, char *err, size_t errlen)
+{
+	return exchange_declare(b, name, type, false, true, NULL, 0, err, errlen);
 }
 
 int

@@ -60,6 +60,8 @@ struct old_selector {
 	size_t nnames;
 	char **own;			/* the plan's own queues, sorted */
 	size_t nown;
+	char stats_prefix[LADDER_NAME_MAX];	/* the watch's statistics queues:
+					 * every generation's name starts so */
 };
 
 /* Prepares S for plan P. Returns 0, or -1 with ERR (a pattern that does

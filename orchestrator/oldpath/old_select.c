@@ -184,8 +184,8 @@ old_selector_init(struct old_selector *s, const struct plan *p, char *err, size_
 		    "pattern: %s", p->old.match, why);
 		return -1;
 	}
-	/* Levels, parking, destinations, probe and canary. */
-	if ((s->own = calloc((size_t)p->ladder.levels + p->ndestinations + 3,
+	/* Levels, parking, destinations, probe, statistics and canary. */
+	if ((s->own = calloc((size_t)p->ladder.levels + p->ndestinations + 4,
 	    sizeof(*s->own))) == NULL ||
 	    (s->names = calloc(p->old.nnames + 1, sizeof(*s->names))) == NULL ||
 	    plan_own_queues(p, add_own, s) != 0) {
@@ -194,6 +194,8 @@ old_selector_init(struct old_selector *s, const struct plan *p, char *err, size_
 		return -1;
 	}
 	qsort(s->own, s->nown, sizeof(*s->own), str_cmp);
+	plan_stats_exchange(p, s->stats_prefix, sizeof(s->stats_prefix) - 1);
+	strcat(s->stats_prefix, ".");
 	if (s->re == NULL) {
 		memcpy(s->names, p->old.names, p->old.nnames * sizeof(*s->names));
 		s->nnames = p->old.nnames;
@@ -205,7 +207,8 @@ old_selector_init(struct old_selector *s, const struct plan *p, char *err, size_
 bool
 old_selector_own(const struct old_selector *s, const char *name)
 {
-	return bsearch(&name, s->own, s->nown, sizeof(*s->own), str_cmp) != NULL;
+	return bsearch(&name, s->own, s->nown, sizeof(*s->own), str_cmp) != NULL ||
+	    strncmp(name, s->stats_prefix, strlen(s->stats_prefix)) == 0;
 }
 
 int

@@ -118,6 +118,7 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 	*prev_deadline = w->deadline_ms;
 	if (names(t, err, errlen) != 0)
 		return -1;
+	watch_stats_names(t);
 	if (!watch_clock_tick(w, t->now, t->mono)) {
 		watch_probe_rebase(&w->probes, t->now, t->mono);
 		watch_restart_rebase(&w->nodes);
@@ -132,6 +133,8 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
  * ones before it read or moved this tick (named after each), so the order
  * is decided here and nowhere else:
  *
+ *   0. the statistics marker (watch_stats_mark): before the old path's
+ *      listing, which a later tick's will count it in;
  *   1. the probes (watch_probe_read): first of all, so that a probe's
  *      arrival is read closest to when it happened; acknowledges the last
  *      tick's (recorded by now) and declares the probe queue, whose
@@ -175,6 +178,7 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 	struct wstate *w = t->w;
 	int64_t entry_before;
 
+	watch_stats_mark(t);					/* 0 */
 	watch_probe_read(t);					/* 1 */
 	entry_before = w->last_old_entry_ms;
 	if (watch_old_read(t, err, errlen) != 0)		/* 2 */
@@ -201,7 +205,8 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 }
 
 /* May it end? The deadline has passed (and the statistics have had
- * time to show every publish before the flip), nothing failed, every
+ * time to show every publish before the flip, and are seen to count
+ * every publish up to about now: watch_stats_current), nothing failed, every
  * broker node shows its statistics (so that a restart is not missed), and
  * the old path is empty by exact counts, every queue read. Sets *READY when
  * so, and returns the status to show (OPEN: the alerts open now). */
@@ -226,6 +231,11 @@ tick_status(struct tick *t, int open, bool *ready)
 		    "a minute)";
 	else if (!t->old.full || watch_old_exact(t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
+	else if (!watch_stats_current(t))
+		/* A publish the statistics do not show yet may have passed
+		 * through an old queue: they must count up to about now. */
+		status = "waiting: the management statistics lag (they do not count "
+		    "the watch's own recent publishes yet; see statistics_lag_ms)";
 	else if (t->old.depth > 0) {
 		status = "waiting for the old path to drain";
 		if (t->now >= w->deadline_ms + (w->allowance_ms > OLD_STATS_LAG_MS ?
@@ -280,7 +290,7 @@ tick_record(struct tick *t, bool ready, int *open, bool *done,
 		return -1;
 	if (ready && *open == 0 && t->w->probes.nout == 0 &&
 	    watch_levels_in_flight(&t->w->levels) == 0 && !alerted) {
-		if (watch_probe_remove(t) == 0) {
+		if (watch_probe_remove(t) == 0 && watch_stats_remove(t) == 0) {
 			*done = true;
 			*status = "done";
 		} else if (watch_write_alerts(t, err, errlen) != 0 ||

@@ -59,6 +59,14 @@
  *     and moves the deadline. */
 #define OLD_STATS_LAG_MS	10000
 
+/* The lag is measured too (watch_stats.c): the watch does not take a
+ * listing as counting every publish up to OLD_STATS_LAG_MS before it
+ * unless its own markers show that it does, and holds its end until they
+ * show it (a busy node's collectors have been seen a minute behind). It
+ * remembers the times of this many markers; a counter further behind
+ * than that counts as not current. */
+#define STATS_MARKS		64
+
 /* Old queues read with an exact passive declare on a full pass: all of
  * them up to this many, else the non-empty ones (by the listing) up to
  * this many; a light pass reads those that held messages, and more than
@@ -245,10 +253,27 @@ struct wladder {
 	int64_t publishes;
 };
 
+/* How current the management statistics are (watch_stats.c, persisted as
+ * "stats"): the markers sent into this generation's statistics queue, the
+ * step-clock time of each of the last STATS_MARKS, the counter the last
+ * full pass saw, and the time up to which the statistics have been seen to
+ * count every publish (the newest marker counted). */
+struct wstats {
+	int64_t gen;			/* the queue's generation */
+	int64_t sent;			/* markers sent into it */
+	int64_t marks[STATS_MARKS];	/* marker k (0-based) at [k % STATS_MARKS] */
+	int64_t counted;		/* its counter at the last full pass, -1 */
+	int64_t fresh_ms;		/* step clock; 0: not yet measured */
+	int64_t restarts;		/* counters that did not match, so far */
+	bool restart;			/* the next tick starts a new generation */
+};
+
 /* The schedule of the old path's passes (watch_old_pass.c, persisted as
  * old.pass). */
 struct wpass {
 	int64_t full_ms;		/* step clock of the last full pass, 0 */
+	int64_t fresh_ms;		/* what the statistics had counted to
+					 * then (struct wstats), 0 */
 	int64_t xpub;			/* publish_in of the exchanges that can
 					 * route into old queues, -1 unknown */
 	int64_t grow_first_ms;		/* growth not yet counted by a full */
@@ -309,6 +334,7 @@ struct wstate {
 	struct wflag flag;
 	struct wnodes nodes;
 	struct wverify verify;
+	struct wstats stats;
 };
 
 struct sample {
@@ -392,6 +418,7 @@ struct tick {
 	char vhost[3 * 256 + 1];	/* escaped for paths */
 	char probe_queue[LADDER_NAME_MAX], probe_pattern[LADDER_NAME_MAX];
 	char canary_queue[LADDER_NAME_MAX];
+	char stats_exchange[LADDER_NAME_MAX], stats_queue[LADDER_NAME_MAX];
 	char delivery[LADDER_NAME_MAX], parking[LADDER_NAME_MAX];
 	struct topology topo;		/* names the old selection must not catch */
 	json_t *exchanges;		/* the vhost's exchanges with publish_in,
@@ -481,6 +508,7 @@ cmp_str(const void *a, const void *b)
  *   watch_old.c -> watch_old_pass.c -> watch_ladder.c -> watch_parking.c
  *     -> watch_probe.c -> watch_levels.c;
  *   watch_restart.c -> watch_nodes.c; watch_flag.c, watch_verify.c;
+ *   watch_stats.c -> watch_record.c;
  *   the leaves: watch_record.c, watch_clock.c, watch_deadline.c,
  *   watch_nodes.c. */
 
@@ -535,6 +563,32 @@ bool watch_old_pass_full(struct tick *t);
 void watch_old_pass_done(struct tick *t);
 json_t *watch_old_pass_json(const struct wpass *p);
 void watch_old_pass_load(struct wpass *p, const json_t *j);
+
+/* watch_stats.c: how current the statistics are (struct wstats) */
+void watch_stats_init(struct wstats *s);
+/* T's statistics exchange and queue names, from the state's generation. */
+void watch_stats_names(struct tick *t);
+/* Declares the statistics exchange and queue (a new generation first when
+ * the last counter did not match) and sends this tick's marker, stamped
+ * with T->now; a broker failure is watch_unreachable's. */
+void watch_stats_mark(struct tick *t);
+/* Reads the statistics queue's counter in a full pass's LISTING: the
+ * newest marker it counts moves the time the statistics are current to;
+ * a counter that does not match the markers sent asks for a new
+ * generation. */
+void watch_stats_read(struct tick *t, const json_t *listing);
+/* Have the statistics been seen to count every publish up to
+ * OLD_STATS_LAG_MS and one interval before T->now? (The markers go out
+ * once a tick, so that is the nearest a marker can show it.) */
+bool watch_stats_current(const struct tick *t);
+/* The time up to which the statistics count every publish, at best: the
+ * measured one, never later than OLD_STATS_LAG_MS before T->now. */
+int64_t watch_stats_counted_to(const struct tick *t);
+/* Deletes the statistics queue and exchange (the watch's end). Returns 0,
+ * or -1 (watch_unreachable's). */
+int watch_stats_remove(struct tick *t);
+json_t *watch_stats_json(const struct tick *t, const struct wstats *s);
+void watch_stats_load(struct wstats *s, const json_t *j);
 
 /* watch_flag.c: the flag (struct wflag) */
 void watch_flag_init(struct wflag *f);

@@ -126,13 +126,17 @@ old_list(struct tick *t)
 }
 
 /* Was the last full pass made once the flip's statistics window had
- * closed? Then whatever the statistics show first since (a publish, a new
- * queue, a counter that was not there) happened after the flip; until
- * then it may predate it. */
+ * closed, and did its listing count the watch's own markers from after
+ * the flip (watch_stats.c)? Then whatever the statistics show first since
+ * (a publish, a new queue, a counter that was not there) happened after
+ * the flip; until then it may predate it. */
 static bool
 since_after_window(const struct tick *t)
 {
-	return t->w->old.pass.full_ms >= t->w->flip_ms + OLD_STATS_LAG_MS;
+	const struct wpass *p = &t->w->old.pass;
+
+	return p->full_ms >= t->w->flip_ms + OLD_STATS_LAG_MS &&
+	    p->fresh_ms >= t->w->flip_ms;
 }
 
 /* The TTL by which joining old queue E (listed) counts in the horizon: its
@@ -547,6 +551,7 @@ old_sample(struct tick *t, char *err, size_t errlen)
 		rc = 0;
 		goto done;
 	}
+	watch_stats_read(t, t->old.listing);
 	if (select_listed(t, &sel, measured, nmeasured, &total, &m, err, errlen) != 0)
 		goto done;
 	t->old.seen = true;

@@ -51,7 +51,7 @@ ladder_own(const struct tick *t, const char *name)
 
 /* The client publishes into every exchange that can route into an old
  * queue: all of the vhost's (the default one included) but the ladder's
- * own. Returns the sum, or -1 when the exchanges could not be listed. */
+ * own and the watch's statistics exchange (its markers). Returns the sum, or -1 when the exchanges could not be listed. */
 static int64_t
 feeding_publishes(struct tick *t)
 {
@@ -65,7 +65,7 @@ feeding_publishes(struct tick *t)
 	json_array_foreach(t->exchanges, i, e) {
 		const char *n = json_string_value(json_object_get(e, "name"));
 
-		if (n != NULL && !ladder_own(t, n))
+		if (n != NULL && !ladder_own(t, n) && strcmp(n, t->stats_exchange) != 0)
 			total += jint(json_object_get(e, "message_stats"), "publish_in", 0);
 	}
 	return total;
@@ -122,18 +122,21 @@ watch_old_pass_full(struct tick *t)
 	return t->old.full;
 }
 
-/* After a full pass that answered: growth seen at least the statistics'
- * lag ago is counted now; later growth needs another full pass. */
+/* After a full pass that answered: growth seen by the time the
+ * statistics count every publish to (watch_stats_counted_to) is counted
+ * now; later growth needs another full pass. */
 void
 watch_old_pass_done(struct tick *t)
 {
 	struct wpass *p = &t->w->old.pass;
+	int64_t to = watch_stats_counted_to(t);
 
 	p->full_ms = t->now;
+	p->fresh_ms = t->w->stats.fresh_ms;
 	p->nqueues = (int64_t)t->old.nq;
 	p->full++;
-	if (p->grow_last_ms != 0 && p->grow_last_ms > t->now - OLD_STATS_LAG_MS)
-		p->grow_first_ms = t->now - OLD_STATS_LAG_MS + 1;
+	if (p->grow_last_ms != 0 && p->grow_last_ms > to)
+		p->grow_first_ms = to + 1;
 	else
 		p->grow_first_ms = p->grow_last_ms = 0;
 }
@@ -146,6 +149,7 @@ static const struct {
 	int64_t dflt;			/* when absent; -1 is written as null */
 } pass_fields[] = {
 	{ "full_ms", offsetof(struct wpass, full_ms), 0 },
+	{ "counted_to_ms", offsetof(struct wpass, fresh_ms), 0 },
 	{ "exchange_publishes", offsetof(struct wpass, xpub), -1 },
 	{ "growth_first_ms", offsetof(struct wpass, grow_first_ms), 0 },
 	{ "growth_last_ms", offsetof(struct wpass, grow_last_ms), 0 },

@@ -28,6 +28,7 @@ watch_state_init(struct wstate *w, const struct step_ctx *c, int64_t now, int64_
 	watch_verify_init(&w->verify);
 	watch_flag_init(&w->flag);
 	watch_clock_init(&w->clock);
+	watch_stats_init(&w->stats);
 	watch_deadline_update(w);
 }
 
@@ -70,6 +71,7 @@ watch_state_load(struct wstate *w, const json_t *j, char *err, size_t errlen)
 	watch_parking_load(&w->park, json_object_get(j, "parking"));
 	watch_restart_load(&w->nodes, j);
 	watch_levels_load(&w->levels, json_object_get(j, "levels"));
+	watch_stats_load(&w->stats, json_object_get(j, "stats"));
 	if (w->started_ms <= 0 || w->max_ttl_ms < 0 || w->deadline_ms <= 0 ||
 	    w->probes.delay_ms <= 0) {
 		snprintf(err, errlen, "the persisted watch state lacks its start, "
@@ -118,6 +120,8 @@ summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
 		json_object_set_new(sum, "parking_dead_letters", int_or_null(t->lvl.parking_dlx,
 		    t->lvl.dlx_seen && t->lvl.parking_dlx >= 0));
 		json_object_set_new(sum, "flag", json_string(watch_flag_name(w->flag.state)));
+		json_object_set_new(sum, "statistics_lag_ms", int_or_null(t->now -
+		    w->stats.fresh_ms, w->stats.fresh_ms > 0));
 	}
 	return sum;
 }
@@ -157,6 +161,7 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	watch_restart_json(j, &w->nodes);
 	json_object_set_new(j, "levels", watch_levels_json(&w->levels));
 	json_object_set_new(j, "flag", watch_flag_json(&w->flag));
+	json_object_set_new(j, "stats", watch_stats_json(t, &w->stats));
 	if (done && t->old.seen)
 		json_object_set_new(j, "old_last", watch_old_last_json(t));
 	return j;

@@ -2,9 +2,11 @@
  * middle of a watch. tests/unit/watch_state_v1.json is a state as the
  * watch wrote it before each of its parts owned its own (every member
  * set, the summary of the tick below); read back and written out again it
- * must come out byte for byte the same, every key in its place. A state
- * from before the later members (clock, parking, nodes, levels, flag)
- * reads as a new watch starts them, and another version is refused. */
+ * must come out byte for byte the same, every key in its place (the
+ * members added since, such as the statistics' markers, set too). A
+ * state from before the later members (clock, parking, nodes, levels,
+ * flag, stats) reads as a new watch starts them, and another version is
+ * refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,6 +98,9 @@ test_state_round_trips_unchanged(void **unused)
 	assert_int_equal(f->w.old.pass.xpub, 77);
 	assert_int_equal(f->w.park.canary, 2);
 	assert_int_equal(f->w.clock.entry_elapsed_ms, 4900);
+	assert_int_equal(f->w.stats.counted, 2);
+	assert_int_equal(f->w.stats.marks[1], 1795000160000);
+	assert_int_equal(f->w.old.pass.fresh_ms, 1795000159000);
 	out = watch_state_json(&f->t, &f->w, 2, "watching", false);
 	assert_non_null(out);
 	a = json_dumps(in, DUMP_FLAGS);
@@ -131,6 +136,9 @@ test_sparse_state_reads_as_new_parts(void **unused)
 	assert_false(f->w.nodes.have_last);
 	assert_int_equal(f->w.verify.ok, -1);
 	assert_int_equal(f->w.flag.state, STEP_FLAG_ON);
+	assert_int_equal(f->w.stats.counted, -1);
+	assert_int_equal(f->w.stats.fresh_ms, 0);
+	assert_int_equal(f->w.old.pass.fresh_ms, 0);
 	json_decref(in);
 	plan_free(f->plan);
 	free(f);
