@@ -13,6 +13,7 @@
 
 #include <yaml.h>
 
+#include "file_read.h"
 #include "plan.h"
 #include "plan_load_int.h"
 
@@ -272,52 +273,26 @@ int
 py_read_file(const char *path, const char *what, const char *size_expect, char **out,
     size_t *outlen, struct plan_errors *errs)
 {
-	FILE *f = NULL;
-	char *buf = NULL, *nbuf;
-	size_t len = 0, cap = 0, got;
-	int rc = -1;
+	int rc;
 
-	*out = NULL;
-	*outlen = 0;
 	if (path == NULL)
 		path = "(null)";
-	if ((f = fopen(path, "rb")) == NULL) {
-		rc = load_fail(path, errs, "cannot open the %s: %s; expected a "
+	/* PY_FILE_MAX - 1: a file of PY_FILE_MAX bytes has always been too
+	 * large. */
+	switch ((rc = file_read(path, PY_FILE_MAX - 1, out, outlen))) {
+	case FILE_READ_OK:
+		return 0;
+	case FILE_READ_EOPEN:
+		return load_fail(path, errs, "cannot open the %s: %s; expected a "
 		    "readable YAML file", what, strerror(errno));
-		goto done;
+	case FILE_READ_EREAD:
+		return load_fail(path, errs, "cannot read the %s: %s; expected a "
+		    "readable YAML file", what, strerror(errno));
+	case FILE_READ_EBIG:
+		return load_fail(path, errs, "the file is larger than %d bytes; "
+		    "expected %s", PY_FILE_MAX, size_expect);
+	default:
+		return load_fail(path, errs, "%s reading the %s", file_read_strerror(rc),
+		    what);
 	}
-	for (;;) {
-		if (len == cap) {
-			if (cap >= PY_FILE_MAX) {
-				rc = load_fail(path, errs, "the file is larger than %d "
-				    "bytes; expected %s", PY_FILE_MAX, size_expect);
-				goto done;
-			}
-			cap = cap ? cap * 2 : 8192;
-			if ((nbuf = realloc(buf, cap)) == NULL) {
-				rc = load_fail(path, errs, "out of memory reading the %s", what);
-				goto done;
-			}
-			buf = nbuf;
-		}
-		got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0) {
-			if (ferror(f)) {
-				rc = load_fail(path, errs, "cannot read the %s: %s; "
-				    "expected a readable YAML file", what, strerror(errno));
-				goto done;
-			}
-			break;
-		}
-	}
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	rc = 0;
-done:
-	if (f != NULL)
-		fclose(f);
-	free(buf);
-	return rc;
 }

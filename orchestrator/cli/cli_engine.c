@@ -119,30 +119,9 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 	return CLI_OK;
 }
 
-static char *
-read_file(const char *path, size_t *len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL) {
-		snprintf(err, errlen, "%s: cannot open", path);
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > 4 * 1024 * 1024 ||
-	    fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)n + 1)) == NULL ||
-	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		snprintf(err, errlen, "%s: cannot read (or larger than 4 MiB)", path);
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = (size_t)n;
-	fclose(f);
-	return buf;
-}
+/* A plan file read whole for `run` and `submit` (the loader reads it
+ * again, checking it; this is the text that is stored). */
+#define PLAN_TEXT_MAX	(4u * 1024 * 1024)
 
 /* Is the newest plan named like YAML's the same text and succeeded?
  * Returns 0 with the answer in *SAME (and the plan in *OUT when true), or
@@ -311,7 +290,8 @@ cli_run(int argc, char **argv)
 		return cli_usage_error("run", run_usage, "expected one plan file");
 	if (o.config != NULL && run_config(&o, &cfg) != 0)
 		goto done;
-	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
+	if (cli_read_file(argv[optind], argv[optind], PLAN_TEXT_MAX, &yaml, &len, err,
+	    sizeof(err)) != 0)
 		goto fail;
 	/* One engine per database, taken before anything is written. */
 	if (store_lock_take(o.db, &lock, err, sizeof(err)) != 0)
@@ -772,7 +752,8 @@ cli_submit(int argc, char **argv)
 	if (o.as != NULL || o.comment != NULL || o.verify)
 		return cli_usage_error("submit", submit_usage, "submit takes --db or "
 		    "--server, and --json");
-	if ((yaml = read_file(argv[optind], &len, err, sizeof(err))) == NULL)
+	if (cli_read_file(argv[optind], argv[optind], PLAN_TEXT_MAX, &yaml, &len, err,
+	    sizeof(err)) != 0)
 		goto fail;
 	if (o.db == NULL) {
 		rc = cli_remote_submit(o.server, argv[optind], yaml, len, o.json, o.fresh);

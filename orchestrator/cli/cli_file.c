@@ -5,60 +5,21 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "errbuf.h"
+#include "file_read.h"
 #include "plan.h"
 
 int
 cli_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
     char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, got;
-	int rc = -1;
+	int rc = file_read(path, max, out, len);
 
-	*out = NULL;
-	*len = 0;
-	if (f == NULL) {
-		snprintf(err, errlen, "%s: cannot open it", what);
-		return -1;
-	}
-	for (;;) {
-		if (n == cap) {
-			char *nb;
-
-			if (cap >= max) {
-				snprintf(err, errlen, "%s: larger than %zu bytes", what, max);
-				goto done;
-			}
-			cap = cap ? cap * 2 : 4096;
-			if ((nb = realloc(buf, cap + 1)) == NULL) {
-				snprintf(err, errlen, "%s: out of memory", what);
-				goto done;
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error", what);
-		goto done;
-	}
-	if (buf == NULL && (buf = malloc(1)) == NULL) {
-		snprintf(err, errlen, "%s: out of memory", what);
-		goto done;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-	rc = 0;
-done:
-	free(buf);
-	fclose(f);
-	return rc;
+	if (rc == FILE_READ_EBIG)
+		errbuf_set(err, errlen, "%s: larger than %zu bytes", what, max);
+	else if (rc != FILE_READ_OK)
+		errbuf_set(err, errlen, "%s: %s", what, file_read_strerror(rc));
+	return rc == FILE_READ_OK ? 0 : -1;
 }
 
 struct plan *
