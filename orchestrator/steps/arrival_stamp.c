@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "arrival_stamp.h"
+#include "errbuf.h"
 #include "topology.h"
 
 #define PROBE_TIMEOUT_MS 10000
@@ -56,7 +57,7 @@ take(struct broker *b, const char *queue, bool *has, int64_t *ms, char *err,
 	int rc = broker_get(b, queue, false, &d, err, errlen);
 
 	if (rc == BROKER_EMPTY) {
-		snprintf(err, errlen, "the probe's message did not come back from "
+		errbuf_set(err, errlen, "the probe's message did not come back from "
 		    "queue '%s'", queue);
 		return BROKER_ERR;
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "broker_needs.h"
+#include "errbuf.h"
 #include "sentences.h"
 
 /* One thing a plan may need of its broker: feature flag FLAG enabled, or
@@ -119,7 +120,7 @@ needs_check(struct mgmt *m, const struct plan *p, json_t **report, char *err,
 	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		flags |= needs[i].queue_type == p->queue_type && needs[i].flag != NULL;
 	if ((r = mgmt_read_about(m, flags, &a, why, sizeof(why))) != 0) {
-		snprintf(err, errlen, "checking the broker's version and feature flags: %s%s",
+		errbuf_set(err, errlen, "checking the broker's version and feature flags: %s%s",
 		    why, r == MGMT_ERR_AUTH ? "; RabbitMQ 3.x shows feature flags only "
 		    "to users with the administrator tag, and without them cutover "
 		    "cannot confirm that the broker has the feature flags this plan "

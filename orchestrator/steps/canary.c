@@ -19,6 +19,7 @@
 #include <openssl/rand.h>
 
 #include "duration.h"
+#include "errbuf.h"
 #include "hex.h"
 #include "parking.h"
 #include "publish.h"
@@ -90,7 +91,7 @@ new_batch(char *out, size_t outlen, char *err, size_t errlen)
 	char hex[17];
 
 	if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
-		snprintf(err, errlen, "no random bytes for a canary batch id");
+		errbuf_set(err, errlen, "no random bytes for a canary batch id");
 		return -1;
 	}
 	hex_encode(rnd, sizeof(rnd), hex);
@@ -110,14 +111,14 @@ names(struct canary *k, char *err, size_t errlen)
 	    k->p->name);
 	if (ladder_check_destination(l, k->queue, why, sizeof(why)) != 0 ||
 	    ladder_check_destination(l, k->unbound, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "the canary destination of plan '%s': %s",
+		errbuf_set(err, errlen, "the canary destination of plan '%s': %s",
 		    k->p->name, why);
 		return -1;
 	}
 	/* As a routing key or as what one reaches. */
 	if (plan_names_destination(k->p, k->queue) ||
 	    plan_names_destination(k->p, k->unbound)) {
-		snprintf(err, errlen, "ladder.destinations lists '%s', which the canary "
+		errbuf_set(err, errlen, "ladder.destinations lists '%s', which the canary "
 		    "needs for itself; rename that destination",
 		    plan_names_destination(k->p, k->queue) ? k->queue : k->unbound);
 		return -1;
@@ -177,7 +178,7 @@ send_all(struct canary *k, char *err, size_t errlen)
 	int64_t unit = k->p->ladder.unit_ms;
 
 	if ((order = calloc(k->n, sizeof(*order))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < k->n; i++)
@@ -347,7 +348,7 @@ consume(struct canary *k, char *err, size_t errlen)
 		if (r == BROKER_ELOST && ++retries <= CANARY_RETRIES)
 			continue;   /* the next call reconnects and resubscribes */
 		if (r != 0) {
-			snprintf(err, errlen, "consuming the canary queue '%s': %s",
+			errbuf_set(err, errlen, "consuming the canary queue '%s': %s",
 			    k->queue, why);
 			return -1;
 		}
@@ -436,7 +437,7 @@ walk_parking(struct canary *k, json_t *others, int64_t *nothers, bool *found,
 		return 0;
 	}
 	if (!pw.end) {
-		snprintf(err, errlen, "the parking queue '%s' holds more than %d "
+		errbuf_set(err, errlen, "the parking queue '%s' holds more than %d "
 		    "other messages; the canary's was not among the first %d and "
 		    "is left there", k->parking, PARKING_WALK_MAX, PARKING_WALK_MAX);
 		return -1;
@@ -478,7 +479,7 @@ check_parking(struct canary *k, json_t *parking, bool *works, char *detail,
 			goto report;
 		}
 		if (r != 0) {
-			snprintf(err, errlen, "inspecting the parking queue '%s': %s",
+			errbuf_set(err, errlen, "inspecting the parking queue '%s': %s",
 			    k->parking, why);
 			found = -1;
 			goto report;
@@ -630,11 +631,11 @@ canary_init(struct canary *k, struct step_ctx *c, char *err, size_t errlen)
 	k->c = c;
 	k->p = c->plan;
 	if (k->p->canary.ndelays == 0) {
-		snprintf(err, errlen, "the plan has no canary delays");
+		errbuf_set(err, errlen, "the plan has no canary delays");
 		return -1;
 	}
 	if ((k->v = calloc(k->p->canary.ndelays, sizeof(*k->v))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	k->n = k->p->canary.ndelays;
@@ -662,7 +663,7 @@ canary_queue_open(struct canary *k, char *err, size_t errlen)
 	if (r == 0)
 		k->reused = true;
 	else if (r != BROKER_NOT_FOUND) {
-		snprintf(err, errlen, "inspecting the canary queue '%s': %s", k->queue, why);
+		errbuf_set(err, errlen, "inspecting the canary queue '%s': %s", k->queue, why);
 		return -1;
 	}
 	k->declared = true;	/* from here on, remove it at the end */
@@ -673,7 +674,7 @@ canary_queue_open(struct canary *k, char *err, size_t errlen)
 		qargs[0].num = CANARY_QUEUE_EXPIRES_MS;
 		if (broker_queue_declare(k->c->amqp, k->queue, false, qargs, 1, why,
 		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring the canary queue '%s': %s",
+			errbuf_set(err, errlen, "declaring the canary queue '%s': %s",
 			    k->queue, why);
 			return -1;
 		}
@@ -681,7 +682,7 @@ canary_queue_open(struct canary *k, char *err, size_t errlen)
 	k->bound = true;
 	if (broker_queue_bind(k->c->amqp, k->queue, k->delivery, k->pattern, why,
 	    sizeof(why)) != 0) {
-		snprintf(err, errlen, "binding the canary queue '%s' to the delivery "
+		errbuf_set(err, errlen, "binding the canary queue '%s' to the delivery "
 		    "exchange '%s': %s (is the ladder declared?)", k->queue, k->delivery,
 		    why);
 		return -1;
@@ -699,7 +700,7 @@ canary_send_and_take(struct canary *k, char *err, size_t errlen)
 
 	if (broker_consume(k->c->amqp, k->queue, CANARY_PREFETCH, why,
 	    sizeof(why)) != 0) {
-		snprintf(err, errlen, "consuming the canary queue '%s': %s", k->queue, why);
+		errbuf_set(err, errlen, "consuming the canary queue '%s': %s", k->queue, why);
 		return -1;
 	}
 	k->consuming = true;
@@ -709,7 +710,7 @@ canary_send_and_take(struct canary *k, char *err, size_t errlen)
 	if (consume(k, err, errlen) != 0)
 		return -1;
 	if (broker_cancel(k->c->amqp, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "cancelling the canary consumer: %s", why);
+		errbuf_set(err, errlen, "cancelling the canary consumer: %s", why);
 		return -1;
 	}
 	k->consuming = false;
@@ -776,7 +777,7 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	*result = json_object();
 	err[0] = '\0';
 	if ((k = calloc(1, sizeof(*k))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	if (canary_init(k, c, err, errlen) != 0)
@@ -792,7 +793,7 @@ step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	if (!parking_works)
 		sentences_add(failed, sizeof(failed), "parking: %s", pdetail);
 	if (bad > 0 || !parking_works) {
-		snprintf(err, errlen, "canary failed: %s", failed);
+		errbuf_set(err, errlen, "canary failed: %s", failed);
 		goto done;
 	}
 	rc = 0;
@@ -800,7 +801,7 @@ done:
 	/* Remove the canary queue and its binding, also after a failure. */
 	if (canary_cleanup(c, k, cleanup, why, sizeof(why)) != 0) {
 		if (rc == 0)
-			snprintf(err, errlen, "the canary passed but its queue was not "
+			errbuf_set(err, errlen, "the canary passed but its queue was not "
 			    "removed: %s", why);
 		rc = -1;
 	}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "log.h"
 #include "step.h"
 
@@ -47,19 +48,19 @@ step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen
 	if (tls_insecure_warning(&p->broker.tls, "broker.tls", why, sizeof(why)) != NULL)
 		log_event("warn", p->name, NULL, "%s", why);
 	if (broker_url_parse(p->broker.amqp, &u, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "broker.amqp: %s", why);
+		errbuf_set(err, errlen, "broker.amqp: %s", why);
 		goto fail;
 	}
 	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &c->amqp, why,
 	    sizeof(why)) != 0) {
-		snprintf(err, errlen, "connecting to the broker over AMQP: %s", why);
+		errbuf_set(err, errlen, "connecting to the broker over AMQP: %s", why);
 		goto fail;
 	}
 	murls = plan_urls(p->broker.management_urls, p->broker.nmanagement,
 	    &p->broker.management, &n);
 	if (mgmt_open_list(murls, n, &p->broker.tls, u.vhost, p->broker.username,
 	    p->broker.password, STEP_BROKER_TIMEOUT_MS, &c->mgmt, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "opening the management API: %s", why);
+		errbuf_set(err, errlen, "opening the management API: %s", why);
 		goto fail;
 	}
 	mgmt_set_return_after(c->mgmt, p->broker.return_after_ms);

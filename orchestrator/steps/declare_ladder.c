@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "broker_needs.h"
+#include "errbuf.h"
 #include "sentences.h"
 #include "step.h"
 #include "topology.h"
@@ -40,7 +41,7 @@ check_destinations(struct step_ctx *c, const struct topology *t, bool *exists,
 			continue;
 		}
 		if (r != BROKER_NOT_FOUND) {
-			snprintf(err, errlen, "inspecting destination queue '%s': %s",
+			errbuf_set(err, errlen, "inspecting destination queue '%s': %s",
 			    q->name, why);
 			return -1;
 		}
@@ -54,7 +55,7 @@ check_destinations(struct step_ctx *c, const struct topology *t, bool *exists,
 	}
 	if (n == 0)
 		return 0;
-	snprintf(err, errlen, "destination queue%s %s%s %s not exist: "
+	errbuf_set(err, errlen, "destination queue%s %s%s %s not exist: "
 	    "ladder.destinations names queues their consumers own, and a typo would "
 	    "make a queue nobody consumes; declare %s first, fix the name, or set "
 	    "ladder.create_destinations: true to have declare_ladder create missing "
@@ -75,14 +76,14 @@ declare_policy(struct step_ctx *c, const struct topology_policy *pol, char *err,
 	int r;
 
 	if (def == NULL) {
-		snprintf(err, errlen, "declaring policy '%s': out of memory", pol->name);
+		errbuf_set(err, errlen, "declaring policy '%s': out of memory", pol->name);
 		return -1;
 	}
 	r = mgmt_put_policy(c->mgmt, pol->name, pol->pattern, pol->apply_to, pol->priority,
 	    def, why, sizeof(why));
 	json_decref(def);
 	if (r != 0) {
-		snprintf(err, errlen, "declaring policy '%s' (%s = %s on exchange '%s'): %s",
+		errbuf_set(err, errlen, "declaring policy '%s' (%s = %s on exchange '%s'): %s",
 		    pol->name, pol->arg.key, pol->arg.str, pol->target, why);
 		return -1;
 	}
@@ -108,7 +109,7 @@ check_destination_exchanges(struct step_ctx *c, const struct topology *t,
 			continue;
 		r = broker_exchange_exists(c->amqp, x->name, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
-			snprintf(err, errlen, "destination exchange '%s' (%s) does not exist: "
+			errbuf_set(err, errlen, "destination exchange '%s' (%s) does not exist: "
 			    "its owner declares it, of its own type, and binds its queues to "
 			    "it; declare it first or fix the name (ladder.create_destinations "
 			    "creates queues, never exchanges). Nothing was declared", x->name,
@@ -116,7 +117,7 @@ check_destination_exchanges(struct step_ctx *c, const struct topology *t,
 			return -1;
 		}
 		if (r != 0) {
-			snprintf(err, errlen, "inspecting destination exchange '%s': %s",
+			errbuf_set(err, errlen, "inspecting destination exchange '%s': %s",
 			    x->name, why);
 			return -1;
 		}
@@ -142,7 +143,7 @@ declare_exchanges(struct step_ctx *c, const struct topology *t, json_t *existing
 		}
 		if (broker_exchange_declare(c->amqp, x->name, x->type, true, x->args,
 		    x->nargs, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring exchange '%s': %s", x->name, why);
+			errbuf_set(err, errlen, "declaring exchange '%s': %s", x->name, why);
 			return -1;
 		}
 	}
@@ -172,7 +173,7 @@ declare_queues(struct step_ctx *c, const struct topology *t, const bool *exists,
 		}
 		if (broker_queue_declare(c->amqp, q->name, true, q->args, q->nargs,
 		    why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "declaring queue '%s': %s", q->name, why);
+			errbuf_set(err, errlen, "declaring queue '%s': %s", q->name, why);
 			return -1;
 		}
 	}
@@ -196,7 +197,7 @@ declare_bindings(struct step_ctx *c, const struct topology *t, char *err,
 		    why, sizeof(why));
 
 		if (r != 0) {
-			snprintf(err, errlen, "binding %s '%s' to exchange '%s' with '%s': %s",
+			errbuf_set(err, errlen, "binding %s '%s' to exchange '%s' with '%s': %s",
 			    b->to_exchange ? "exchange" : "queue", b->destination, b->source,
 			    b->key, why);
 			return -1;
@@ -224,7 +225,7 @@ step_declare_ladder(struct step_ctx *c, json_t **result, char *err, size_t errle
 	if (topology_build(c->plan, &t, err, errlen) != 0)
 		goto done;
 	if ((exists = calloc(t.nqueues + 1, sizeof(*exists))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	if (check_destinations(c, &t, exists, missing, err, errlen) != 0 ||

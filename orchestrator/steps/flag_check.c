@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "flag.h"
 #include "step.h"
 
@@ -63,7 +64,7 @@ step_flag_require_on(struct step_ctx *c, json_t **result, char *err, size_t errl
 	if (st == STEP_FLAG_ON)
 		return 0;
 	step_flag_describe(c->plan, desc, sizeof(desc));
-	snprintf(err, errlen, "remove_old deletes nothing: %s %s, so producers may "
+	errbuf_set(err, errlen, "remove_old deletes nothing: %s %s, so producers may "
 	    "still publish into the old queues; %s and retry this step, or abort "
 	    "the plan", desc, st == STEP_FLAG_OFF ? "reads off" :
 	    "cannot be read", st == STEP_FLAG_OFF ? "turn it on again" :

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "errbuf.h"
 #include "fault.h"
 #include "flag.h"
 #include "step.h"
@@ -97,7 +98,7 @@ already_switched(struct step_ctx *c, bool on, bool *already, json_t **result,
 		return -1;
 	}
 	if (state < 0) {
-		snprintf(err, errlen, "the flag reads neither on nor off; it is not switched "
+		errbuf_set(err, errlen, "the flag reads neither on nor off; it is not switched "
 		    "%s blind", on ? "on" : "off");
 		json_decref(read);
 		return -1;
@@ -153,7 +154,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 
 	*result = NULL;
 	if (!flag_configured(c->plan)) {
-		snprintf(err, errlen, "the plan has no flag to switch");
+		errbuf_set(err, errlen, "the plan has no flag to switch");
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
 	}
@@ -186,7 +187,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 		if (doubt && rec.doubt_want == want)
 			return wait_doubt(c, on, &rec, result, on ? "off" : "on");
 		if (json_is_true(json_object_get(c->state, "in_doubt"))) {
-			snprintf(err, errlen, "the write turning the flag %s got no answer, and "
+			errbuf_set(err, errlen, "the write turning the flag %s got no answer, and "
 			    "the flag still reads %s at the end of its settle window (%lld s): "
 			    "it did not take. Retry the step to send it again, or abort the plan",
 			    on ? "on" : "off", on ? "off" : "on",
@@ -198,7 +199,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	}
 	if (last != (on ? 0 : 2) && append(c, req, json_pack("{s:o,s:b}", "flag",
 	    flag_history(c->plan), "on", on)) != 0) {
-		snprintf(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
+		errbuf_set(err, errlen, "recording the %s request failed", on ? "flip" : "rollback");
 		return -1;
 	}
 	if ((rc = flag_switch(c->plan, on, result, err, errlen)) != 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "errbuf.h"
 #include "old_path.h"
 #include "sentences.h"
 #include "step.h"
@@ -165,7 +166,7 @@ expiring_check(const struct step_ctx *c, struct old_selection *s,
 	if (n == 0 || p->old.allow_expiring)
 		return 0;
 	if (nquorum == 0)
-		snprintf(err, errlen, "%zu old queue%s sooner than %s horizon (TTL + "
+		errbuf_set(err, errlen, "%zu old queue%s sooner than %s horizon (TTL + "
 		    "watch.allowance), so the broker can delete %s with messages still "
 		    "waiting: %s%s; remove the expiry (x-expires or the policy's "
 		    "expires), or set old.allow_expiring: true to go on with a warning "
@@ -174,7 +175,7 @@ expiring_check(const struct step_ctx *c, struct old_selection *s,
 		    "their", n == 1 ? "it" : "them", names, n > NAMES_IN_ERR ?
 		    " and more" : "");
 	else
-		snprintf(err, errlen, "%zu old queue%s so that the broker can delete %s "
+		errbuf_set(err, errlen, "%zu old queue%s so that the broker can delete %s "
 		    "with messages still waiting: %s%s; %zu %s quorum: RabbitMQ never "
 		    "renews a quorum queue's expiry when it is declared again, so it "
 		    "runs from its first declaration and the queue goes with whatever "
@@ -245,12 +246,12 @@ empty_selection_err(const struct step_ctx *c, const struct old_selection *s,
 	const struct plan *p = c->plan;
 
 	if (p->old.match != NULL)
-		snprintf(err, errlen, "old.queues.match '%s' selects no queue in vhost "
+		errbuf_set(err, errlen, "old.queues.match '%s' selects no queue in vhost "
 		    "'%s' (of %zu queues): an empty selection has no horizon; check "
 		    "the pattern and the vhost", p->old.match, mgmt_vhost(c->mgmt),
 		    s->list.n);
 	else
-		snprintf(err, errlen, "none of the %zu queues old.queues.names lists "
+		errbuf_set(err, errlen, "none of the %zu queues old.queues.names lists "
 		    "exists in vhost '%s': an empty selection has no horizon",
 		    p->old.nnames, mgmt_vhost(c->mgmt));
 }
@@ -264,7 +265,7 @@ no_ttl_err(const struct old_selection *s, char *err, size_t errlen, char *reason
 	char names[1024];
 
 	list_no_ttl(s, names, sizeof(names));
-	snprintf(err, errlen, "%zu old queue%s no TTL, so %s messages could wait "
+	errbuf_set(err, errlen, "%zu old queue%s no TTL, so %s messages could wait "
 	    "forever and the old path has no horizon: %s; set old.max_message_ttl "
 	    "to the longest per-message TTL its publishers use", s->nottl,
 	    s->nottl == 1 ? " has" : "s have", s->nottl == 1 ? "its" : "their", names);
@@ -357,7 +358,7 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		goto done;
 	}
 	if (expiring_rc != 0) {
-		snprintf(err, errlen, "%s", expiring_err);
+		errbuf_set(err, errlen, "%s", expiring_err);
 		snprintf(reasoning, sizeof(reasoning), "Refused: an old queue expires "
 		    "sooner than its horizon and old.allow_expiring is not set.");
 		goto done;

@@ -37,6 +37,7 @@
 
 #include "arrival_stamp.h"
 #include "clock.h"
+#include "errbuf.h"
 #include "fault.h"
 #include "ladder.h"
 #include "move_old_int.h"
@@ -107,13 +108,13 @@ entry_for(const struct plan *p, const char *name, char *err, size_t errlen)
 
 		if (pattern_compile(p->move_old.entries[i].match, &re, why,
 		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "move_old.entry[%zu].queues.match: %s", i, why);
+			errbuf_set(err, errlen, "move_old.entry[%zu].queues.match: %s", i, why);
 			return -2;
 		}
 		r = pattern_match(re, name, &m, why, sizeof(why));
 		pattern_free(re);
 		if (r < 0) {
-			snprintf(err, errlen, "move_old.entry[%zu].queues.match cannot decide "
+			errbuf_set(err, errlen, "move_old.entry[%zu].queues.match cannot decide "
 			    "for queue '%s' (%s)", i, name, why);
 			return -2;
 		}
@@ -322,7 +323,7 @@ send_moved(struct pass *ps, const struct broker_delivery *d, const char *id,
 	if (ladder_encode(&p->ladder, dec->delay_ms, &units, why, sizeof(why)) != 0 ||
 	    ladder_routing_key(&p->ladder, units, p->destinations[dest], key,
 	    sizeof(key), why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "encoding a delay of %" PRId64 " ms: %s",
+		errbuf_set(err, errlen, "encoding a delay of %" PRId64 " ms: %s",
 		    dec->delay_ms, why);
 		return BROKER_ERR;
 	}
@@ -445,7 +446,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 	int ret = -1;
 
 	if (nb == NULL || g == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	json_object_set_new(ps->entry, "getting", json_true());
@@ -461,7 +462,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			break;
 		}
 		if (rc != 0) {
-			snprintf(err, errlen, "taking a message from old queue '%s': %s",
+			errbuf_set(err, errlen, "taking a message from old queue '%s': %s",
 			    ps->oq->q->name, why);
 			abandon(ps, out, n, 0, nb);
 			goto done;
@@ -471,7 +472,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			/* No id, so no first sighting either: it stays. */
 			(void)broker_reject(c->amqp, &d, true, why, sizeof(why));
 			broker_delivery_free(&d);
-			snprintf(err, errlen, "no digest for a message of old queue '%s'",
+			errbuf_set(err, errlen, "no digest for a message of old queue '%s'",
 			    ps->oq->q->name);
 			abandon(ps, out, n, 0, nb);
 			goto done;
@@ -535,7 +536,7 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 
 	ps->held = calloc(HELD_MAX + (size_t)prefetch + 1, sizeof(*ps->held));
 	if (out == NULL || results == NULL || ps->held == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	memset(ps->left, 0, sizeof(ps->left));
@@ -643,7 +644,7 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 	int rc = broker_queue_inspect(ps->c->amqp, ps->oq->q->name, &qi, why, sizeof(why));
 
 	if (rc < 0 && rc != BROKER_NOT_FOUND) {	/* gone: nothing to skip */
-		snprintf(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
+		errbuf_set(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
 		return -1;
 	}
 	set_int(ps->entry, "skipped", qi.messages);
@@ -871,17 +872,17 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		goto done;
 	}
 	if (old_select(c, &sel, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "selecting the old queues: %s", why);
+		errbuf_set(err, errlen, "selecting the old queues: %s", why);
 		goto done;
 	}
 	if ((ps = calloc(sel.n + 1, sizeof(*ps))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	probe_arrival(c, state);
 	after_kill(state, now);
 	if ((seen = seen_index(state)) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	/* Every queue's rule and target first: refuse before moving anything. */

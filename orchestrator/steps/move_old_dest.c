@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "move_old_int.h"
 
 void
@@ -119,7 +120,7 @@ move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
 	memset(t, 0, sizeof(*t));
 	t->dest = -1;
 	if (mgmt_get_queue(c->mgmt, name, &qi, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "reading old queue '%s': %s", name, why);
+		errbuf_set(err, errlen, "reading old queue '%s': %s", name, why);
 		goto done;
 	}
 	/* RabbitMQ resolves these two keys so: the argument wins. */
@@ -129,7 +130,7 @@ move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
 		dk = str_of(qi.effective_policy, "dead-letter-routing-key");
 	if ((dx != NULL && (t->exchange = strdup(dx)) == NULL) ||
 	    (dk != NULL && (t->key = strdup(dk)) == NULL)) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	if (dx != NULL && dx[0] != '\0') {
@@ -137,14 +138,14 @@ move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
 		    (t->exchange_type = strdup(x.type ? x.type : "")) == NULL ||
 		    mgmt_list_bindings_from(c->mgmt, dx, &t->bindings, why,
 		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "old queue '%s': reading its dead-letter "
+			errbuf_set(err, errlen, "old queue '%s': reading its dead-letter "
 			    "exchange '%s': %s", name, dx, why);
 			goto done;
 		}
 	}
 	if (t->exchange == NULL || t->key != NULL) {
 		if ((t->dest = move_target_dest(c, t, NULL, why, sizeof(why))) < 0) {
-			snprintf(err, errlen, "old queue '%s' (dead-letter exchange '%s', "
+			errbuf_set(err, errlen, "old queue '%s' (dead-letter exchange '%s', "
 			    "routing key '%s'): %s", name, dx ? dx : "(none)",
 			    dk ? dk : "(the message's own)", why);
 			goto done;

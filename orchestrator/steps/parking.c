@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "parking.h"
 
 int
@@ -20,7 +21,7 @@ parking_walk(struct broker *b, const char *queue, size_t max,
 	if (max == 0 || max > PARKING_WALK_MAX)
 		max = PARKING_WALK_MAX;
 	if ((held = calloc(max, sizeof(*held))) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	while (out->taken + out->left < max) {
@@ -33,7 +34,7 @@ parking_walk(struct broker *b, const char *queue, size_t max,
 			break;
 		}
 		if (r != 0) {
-			snprintf(err, errlen, "reading the parking queue '%s': %s",
+			errbuf_set(err, errlen, "reading the parking queue '%s': %s",
 			    queue, why);
 			goto done;
 		}
@@ -46,7 +47,7 @@ parking_walk(struct broker *b, const char *queue, size_t max,
 		r = broker_ack(b, &d, why, sizeof(why));
 		broker_delivery_free(&d);
 		if (r != 0) {
-			snprintf(err, errlen, "removing a message from the parking "
+			errbuf_set(err, errlen, "removing a message from the parking "
 			    "queue '%s': %s", queue, why);
 			goto done;
 		}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "flag.h"
 #include "ladder.h"
 #include "old_path.h"
@@ -98,7 +99,7 @@ step_prior_run(struct step_ctx *c, char *err, size_t errlen)
 		    desc, sizeof(desc)), exist, c->plan->ladder.levels);
 	if (found[0] == '\0')
 		return 0;
-	snprintf(err, errlen, "plan '%s' has no earlier record in this database, yet the "
+	errbuf_set(err, errlen, "plan '%s' has no earlier record in this database, yet the "
 	    "broker and the flag service show a run of it: %s. Its database may have been "
 	    "lost: to resume that run, restore the database it ran from and run cutover "
 	    "on it; to start this plan anew on purpose, abort and archive it (cutover "

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "errbuf.h"
 #include "fault.h"
 #include "old_path.h"
 #include "sentences.h"
@@ -510,7 +511,7 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 	if (c->old_last_entry_ms < c->flip_ms)
 		c->old_last_entry_ms = c->flip_ms;
 	if (c->measured == NULL || c->old_last_entry_ms == 0) {
-		snprintf(err, errlen, "remove_old needs the results of "
+		errbuf_set(err, errlen, "remove_old needs the results of "
 		    "measure_horizon and the flip, and this plan has none recorded");
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
@@ -541,12 +542,12 @@ measured_queues(const json_t *measured, const json_t **mq, char *err, size_t err
 {
 	*mq = json_object_get(measured, "queues");
 	if (!json_is_array(*mq)) {
-		snprintf(err, errlen, "remove_old needs measure_horizon's result: it "
+		errbuf_set(err, errlen, "remove_old needs measure_horizon's result: it "
 		    "removes only queues that were measured");
 		return -1;
 	}
 	if (!json_is_true(json_object_get(measured, "ok"))) {
-		snprintf(err, errlen, "measure_horizon did not succeed: nothing is removed "
+		errbuf_set(err, errlen, "measure_horizon did not succeed: nothing is removed "
 		    "on the strength of a failed measure");
 		return -1;
 	}
@@ -679,7 +680,7 @@ waiting_end(struct step_ctx *c, const struct old_remove_opts *o, size_t nwait,
 	    nwait == 1 ? "" : "s");
 	json_object_set_new(result, "status", json_string(what));
 	if (o->dry_run) {
-		snprintf(err, errlen, "%s", what);
+		errbuf_set(err, errlen, "%s", what);
 		return -1;
 	}
 	c->again = true;
@@ -724,7 +725,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	    json_array_size(json_object_get(r.prev, "entries"));
 	if ((items = calloc(nmembers + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmembers + 1, sizeof(*todo))) == NULL) {
-		snprintf(err, errlen, "out of memory for %zu queues", nmembers);
+		errbuf_set(err, errlen, "out of memory for %zu queues", nmembers);
 		goto done;
 	}
 	nitems = rm_items(&r, mq, &s, items);

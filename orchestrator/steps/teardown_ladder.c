@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "step.h"
 #include "topology.h"
 
@@ -25,7 +26,7 @@ check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
 		if (r == BROKER_NOT_FOUND)
 			continue;
 		if (r != 0) {
-			snprintf(err, errlen, "inspecting queue '%s': %s", q->name, why);
+			errbuf_set(err, errlen, "inspecting queue '%s': %s", q->name, why);
 			return -1;
 		}
 		if (qi.messages == 0)
@@ -64,7 +65,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 			continue;
 		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
 		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+			errbuf_set(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
 			goto done;
 		}
 		json_array_append_new(removed, json_string(t.exchanges[i].name));
@@ -79,7 +80,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 		if (q->role == TOPOLOGY_DESTINATION)
 			continue;
 		if (broker_queue_delete(c->amqp, q->name, flags, NULL, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "deleting queue '%s': %s", q->name, why);
+			errbuf_set(err, errlen, "deleting queue '%s': %s", q->name, why);
 			goto done;
 		}
 		json_array_append_new(removed, json_string(q->name));
@@ -91,7 +92,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 			continue;
 		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
 		    sizeof(why)) != 0) {
-			snprintf(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+			errbuf_set(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
 			goto done;
 		}
 		json_array_append_new(removed, json_string(t.exchanges[i].name));
@@ -100,7 +101,7 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 		int r = mgmt_delete_policy(c->mgmt, t.policies[i].name, why, sizeof(why));
 
 		if (r != 0 && r != MGMT_NOT_FOUND) {
-			snprintf(err, errlen, "deleting policy '%s': %s", t.policies[i].name, why);
+			errbuf_set(err, errlen, "deleting policy '%s': %s", t.policies[i].name, why);
 			goto done;
 		}
 		if (r == 0)

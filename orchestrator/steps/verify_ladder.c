@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "broker_needs.h"
+#include "errbuf.h"
 #include "policy.h"
 #include "sentences.h"
 #include "step.h"
@@ -192,7 +193,7 @@ verify_queue(struct step_ctx *c, struct verify *v, const struct topology_queue *
 		return 0;
 	}
 	if (r != 0) {
-		snprintf(err, errlen, "reading queue '%s': %s", q->name, why);
+		errbuf_set(err, errlen, "reading queue '%s': %s", q->name, why);
 		return -1;
 	}
 	if (q->role == TOPOLOGY_DESTINATION) {
@@ -377,7 +378,7 @@ verify_exchange(struct step_ctx *c, struct verify *v, const struct topology *t,
 		return 0;
 	}
 	if (r != 0) {
-		snprintf(err, errlen, "reading exchange '%s': %s", x->name, why);
+		errbuf_set(err, errlen, "reading exchange '%s': %s", x->name, why);
 		return -1;
 	}
 	if (x->role == TOPOLOGY_DESTINATION) {
@@ -476,13 +477,13 @@ library_route(struct step_ctx *c, const char *exch, const char *suffix,
 	if (r == MGMT_NOT_FOUND)
 		return 0;
 	if (r != 0) {
-		snprintf(err, errlen, "reading exchange '%s': %s", exch, why);
+		errbuf_set(err, errlen, "reading exchange '%s': %s", exch, why);
 		return -1;
 	}
 	fanout = strcmp(mx.type, "fanout") == 0;
 	mgmt_exchange_free(&mx);
 	if (mgmt_list_bindings_from(c->mgmt, exch, &bl, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", exch, why);
+		errbuf_set(err, errlen, "reading the bindings of exchange '%s': %s", exch, why);
 		return -1;
 	}
 	for (size_t j = 0; j < bl.n && !*found; j++) {
@@ -582,7 +583,7 @@ verify_bindings(struct step_ctx *c, struct verify *v, const struct topology *t,
 	int rc = -1;
 
 	if (mgmt_list_bindings_from(c->mgmt, x->name, &bl, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "reading the bindings of exchange '%s': %s", x->name, why);
+		errbuf_set(err, errlen, "reading the bindings of exchange '%s': %s", x->name, why);
 		return -1;
 	}
 	for (i = 0; i < t->nbindings; i++) {
@@ -681,7 +682,7 @@ step_verify_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen
 			goto done;
 	failed = 0;
 	if (v.missing || v.drift) {
-		snprintf(err, errlen, "the ladder differs from the plan: %d missing, %d drifted "
+		errbuf_set(err, errlen, "the ladder differs from the plan: %d missing, %d drifted "
 		    "(of %d objects)", v.missing, v.drift, v.ok + v.missing + v.drift);
 		goto done;
 	}
