@@ -268,25 +268,9 @@ const char *
 publish_status_name(int status)
 {
 	switch (status) {
-	case PUBLISH_OK:
-		return "confirmed";
-	case PUBLISH_EINPUT:
-		return "refused input";
-	case PUBLISH_ENACKED:
-		return "nacked";
-	case PUBLISH_ERETURNED:
-		return "returned";
-	case PUBLISH_EREFUSED:
-		return "refused by the broker";
-	case PUBLISH_ECONNECT:
-		return "no connection";
-	case PUBLISH_ELOST:
-		return "connection lost";
-	case PUBLISH_ETIMEOUT:
-		return "timeout";
-	default:
-		return "failed";
+	PUBLISH_STATUS_MAP(ERRBUF_CASE)
 	}
+	return "failed";
 }
 
 static int

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "broker/broker.h"
+#include "errbuf.h"
 #include "ladder.h"
 
 #define PUBLISH_HDR_PLAN         "x-cutover-plan"
@@ -41,19 +42,29 @@
 #define PUBLISH_MAX_HEADERS      32     /* extra headers a request may add */
 #define PUBLISH_ID_MAX           160    /* message id buffer, NUL included */
 
-/* What publish_delayed returns. */
-enum publish_status {
-	PUBLISH_OK = 0,          /* confirmed by the broker */
-	PUBLISH_EINPUT = -1,     /* refused before sending: delay beyond the
-	                          * ladder, bad destination, purpose or header */
-	PUBLISH_ENACKED = -2,    /* the broker nacked it: not taken */
-	PUBLISH_ERETURNED = -3,  /* returned: no route (no queue took it) */
-	PUBLISH_EREFUSED = -4,   /* the broker refused it, e.g. no such exchange */
-	PUBLISH_ECONNECT = -5,   /* no connection: refused, unreachable, login */
-	PUBLISH_ELOST = -6,      /* connection lost: outcome unknown */
-	PUBLISH_ETIMEOUT = -7,   /* no confirm in time: outcome unknown */
-	PUBLISH_ERR = -8         /* local failure (memory, bad handle) */
-};
+/* What publish_delayed returns: X(NAME, CODE, WHAT), WHAT as
+ * publish_status_name gives it. */
+#define PUBLISH_STATUS_MAP(X)						\
+	X(PUBLISH_OK, 0, "confirmed")					\
+	/* refused before sending: delay beyond the ladder, bad		\
+	 * destination, purpose or header */				\
+	X(PUBLISH_EINPUT, -1, "refused input")				\
+	/* the broker nacked it: not taken */				\
+	X(PUBLISH_ENACKED, -2, "nacked")				\
+	/* no route: no queue took it */				\
+	X(PUBLISH_ERETURNED, -3, "returned")				\
+	/* e.g. no such exchange */					\
+	X(PUBLISH_EREFUSED, -4, "refused by the broker")		\
+	/* refused, unreachable, login */				\
+	X(PUBLISH_ECONNECT, -5, "no connection")			\
+	/* the outcome is unknown */					\
+	X(PUBLISH_ELOST, -6, "connection lost")				\
+	/* no confirm in time: the outcome is unknown */		\
+	X(PUBLISH_ETIMEOUT, -7, "timeout")				\
+	/* local failure (memory, bad handle) */			\
+	X(PUBLISH_ERR, -8, "failed")
+
+enum publish_status { PUBLISH_STATUS_MAP(ERRBUF_ENUM) };
 
 /* One delayed message to publish. Zero-initialise, then fill in. All
  * pointers are borrowed for the duration of the call. */

@@ -1,7 +1,7 @@
 /* store: the SQLite database shared by the engine and the web thread (each
  * with its own connection) — opening it, its schema migrations, transactions,
- * the data version readers cache by, and the small SQLite helpers the
- * store's files share (store_int.h). Schema versions are an ordered list of
+ * the data version readers cache by, the words for each code, and the
+ * small SQLite helpers the store's files share (store_int.h). Schema versions are an ordered list of
  * SQL scripts applied through PRAGMA user_version. Each table's functions
  * are a file of their own: store_plans.c, store_steps.c, store_events.c,
  * store_samples.c, store_commands.c, store_alerts.c and store_notify.c (the
@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "clock.h"
+#include "errbuf.h"
 #include "store.h"
 #include "store_int.h"
 
@@ -646,4 +647,13 @@ store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
 done:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+const char *
+store_status_name(int rc)
+{
+	switch (rc) {
+	STORE_STATUS_MAP(ERRBUF_CASE)
+	}
+	return "unknown";
 }

@@ -9,22 +9,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errbuf.h"
+
 #define STORE_SCHEMA_VERSION 5
 
 /* Return codes: every function returns 0 or a negative code; failures
  * write ERR. The codes below -1 are ordinary answers, not failures (ERR
  * untouched unless the function says otherwise): a caller tests for them
  * before it treats a negative code as a failure. */
-#define STORE_ERR		(-1)	/* failure: ERR says why */
-#define STORE_NOT_FOUND		(-2)	/* no such plan, step, command or alert */
-#define STORE_INVALID		(-3)	/* store_plan_submit: the plan is invalid */
-#define STORE_RUNNING		(-4)	/* store_plan_submit: one of that name runs */
-#define STORE_UNARCHIVED	(-5)	/* store_plan_submit: one of that name is
-					 * finished but not archived */
-#define STORE_REFUSED		(-6)	/* an archive or command refused now (ERR
-					 * says why) */
-#define STORE_LOCKED		(-7)	/* store_lock_take: another process holds
-					 * the lock */
+#define STORE_STATUS_MAP(X)						\
+	X(STORE_OK, 0, "done")						\
+	/* failure: ERR says why */					\
+	X(STORE_ERR, -1, "failed")					\
+	/* no such plan, step, command or alert */			\
+	X(STORE_NOT_FOUND, -2, "not found")				\
+	/* store_plan_submit: the plan is invalid */			\
+	X(STORE_INVALID, -3, "invalid plan")				\
+	/* store_plan_submit: one of that name runs */			\
+	X(STORE_RUNNING, -4, "running")					\
+	/* store_plan_submit: one of that name is finished but not	\
+	 * archived */							\
+	X(STORE_UNARCHIVED, -5, "not archived")				\
+	/* an archive or command refused now (ERR says why) */		\
+	X(STORE_REFUSED, -6, "refused")					\
+	/* store_lock_take: another process holds the lock */		\
+	X(STORE_LOCKED, -7, "locked")
+
+enum store_status { STORE_STATUS_MAP(ERRBUF_ENUM) };
+
+/* What store code RC means, in a word or two; "unknown" for any other
+ * value. */
+const char *store_status_name(int rc);
+
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 
 struct store;

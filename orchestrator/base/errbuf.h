@@ -15,6 +15,12 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 void errbuf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* A module's table of return codes is X(NAME, CODE, WHAT) rows
+ * (BROKER_STATUS_MAP): its enum is enum m_status { MAP(ERRBUF_ENUM) }, its
+ * name function's body switch (rc) { MAP(ERRBUF_CASE) }. */
+#define ERRBUF_ENUM(name, code, what) name = code,
+#define ERRBUF_CASE(name, code, what) case code: return what;
+
 /* Replaces every occurrence of SECRET in the message S with "***", in
  * place (a secret of 1 or 2 bytes becomes as many '*'): S never grows.
  * Does nothing when S or SECRET is NULL or SECRET is empty. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "errbuf.h"
 #include "file_read.h"
 
 int
@@ -62,9 +63,7 @@ const char *
 file_read_strerror(int rc)
 {
 	switch (rc) {
-#define FILE_READ_WHAT(name, code, what) case code: return what;
-	FILE_READ_MAP(FILE_READ_WHAT)
-#undef FILE_READ_WHAT
+	FILE_READ_MAP(ERRBUF_CASE)
 	}
 	return "unknown";
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "errbuf.h"
+
 /* file_read's return codes: X(NAME, CODE, WHAT). */
 #define FILE_READ_MAP(X)						\
 	X(FILE_READ_OK, 0, "read")					\
@@ -15,11 +17,7 @@
 	X(FILE_READ_EBIG, -3, "larger than the bound")			\
 	X(FILE_READ_ENOMEM, -4, "out of memory")
 
-enum file_read_status {
-#define FILE_READ_ENUM(name, code, what) name = code,
-	FILE_READ_MAP(FILE_READ_ENUM)
-#undef FILE_READ_ENUM
-};
+enum file_read_status { FILE_READ_MAP(ERRBUF_ENUM) };
 
 /* Reads file PATH whole into a new NUL-terminated *OUT (its length, the
  * NUL not counted, in *LEN; free with free()). Returns FILE_READ_OK, or

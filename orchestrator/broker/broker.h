@@ -44,30 +44,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errbuf.h"
 #include "tls.h"
 #include "topology.h"
 
-enum broker_status {
-	BROKER_OK = 0,
-	BROKER_ERR = -1,            /* local: bad argument or URL, unset env
-	                             * variable, out of memory */
-	BROKER_ECONNECT = -2,       /* could not connect: DNS, refused,
-	                             * unreachable, timeout */
-	BROKER_EAUTH = -3,          /* login (403) or vhost (530) refused */
-	BROKER_EREFUSED = -4,       /* the broker refused the operation: 404,
-	                             * 403, 405, 540, ... */
-	BROKER_EPRECONDITION = -5,  /* 406: exists with other arguments, not
-	                             * empty, in use */
-	BROKER_ELOST = -6,          /* connection lost or forced closed (320):
-	                             * the outcome is unknown */
-	BROKER_ETIMEOUT = -7,       /* no answer within the timeout */
-	BROKER_ENACKED = -8,        /* publish: the broker nacked it */
-	BROKER_ERETURNED = -9,      /* publish: mandatory, no queue took it */
-	BROKER_NOT_FOUND = -10,     /* passive declare: no such object (not
-	                             * a failure) */
-	BROKER_EMPTY = -11          /* broker_get: the queue had no message
-	                             * (not a failure) */
-};
+/* The return codes: X(NAME, CODE, WHAT), WHAT as broker_status_name
+ * gives it. */
+#define BROKER_STATUS_MAP(X)						\
+	X(BROKER_OK, 0, "done")						\
+	/* local: bad argument or URL, unset env variable, memory */	\
+	X(BROKER_ERR, -1, "local failure")				\
+	/* DNS, refused, unreachable, timeout */			\
+	X(BROKER_ECONNECT, -2, "could not connect")			\
+	/* login (403) or vhost (530) refused */			\
+	X(BROKER_EAUTH, -3, "login refused")				\
+	/* 404, 403, 405, 540, ... */					\
+	X(BROKER_EREFUSED, -4, "refused by the broker")			\
+	/* 406: exists with other arguments, not empty, in use */	\
+	X(BROKER_EPRECONDITION, -5, "precondition failed")		\
+	/* lost or forced closed (320): the outcome is unknown */	\
+	X(BROKER_ELOST, -6, "connection lost")				\
+	X(BROKER_ETIMEOUT, -7, "no answer in time")			\
+	/* publish: the broker did not take it */			\
+	X(BROKER_ENACKED, -8, "nacked")					\
+	/* publish: mandatory, and no queue took it */			\
+	X(BROKER_ERETURNED, -9, "returned")				\
+	/* passive declare: no such object (not a failure) */		\
+	X(BROKER_NOT_FOUND, -10, "not found")				\
+	/* broker_get: the queue had no message (not a failure) */	\
+	X(BROKER_EMPTY, -11, "empty")
+
+enum broker_status { BROKER_STATUS_MAP(ERRBUF_ENUM) };
+
+/* What broker code RC means, in a word or three ("connection lost");
+ * "unknown" for any other value. */
+const char *broker_status_name(int rc);
 
 #define BROKER_HOST_MAX 256
 #define BROKER_VHOST_MAX 256

@@ -1,10 +1,12 @@
 /* broker_reply: what a broker's reply means: the status a reply code
  * maps to, and RabbitMQ's "inequivalent arg" text turned into a sentence
- * that says what exists and what the plan wants. Pure: no connection. */
+ * that says what exists and what the plan wants; the words for each
+ * status (broker_status_name). Pure: no connection. */
 #include <stdio.h>
 #include <string.h>
 
 #include "broker_int.h"
+#include "errbuf.h"
 
 /* The status for the AMQP reply CODE. */
 int
@@ -92,4 +94,13 @@ broker__explain_inequivalent(const char *text, char *err, size_t errlen)
 		    "wants %s: it cannot be redeclared; delete it or change "
 		    "the plan", kind, name, arg, have, want);
 	return true;
+}
+
+const char *
+broker_status_name(int rc)
+{
+	switch (rc) {
+	BROKER_STATUS_MAP(ERRBUF_CASE)
+	}
+	return "unknown";
 }

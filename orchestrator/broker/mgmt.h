@@ -36,17 +36,33 @@
 
 #include <jansson.h>
 
+#include "errbuf.h"
 #include "tls.h"
 
-/* Return codes. */
-#define MGMT_ERR_ARG	(-1)	/* bad argument, URL or password ref */
-#define MGMT_ERR_TRANSPORT (-2)	/* no answer: refused, DNS, timeout */
-#define MGMT_ERR_AUTH	(-3)	/* HTTP 401 or 403 */
-#define MGMT_ERR_HTTP	(-4)	/* any other unexpected HTTP status */
-#define MGMT_ERR_ANSWER	(-5)	/* not the JSON answer we expected */
-#define MGMT_ERR_NOMEM	(-6)
-#define MGMT_NOT_FOUND	(-7)	/* 404: the object does not exist (not a
-				 * failure where a call documents it) */
+/* The return codes: X(NAME, CODE, WHAT), WHAT as mgmt_status_name gives
+ * it. */
+#define MGMT_STATUS_MAP(X)						\
+	X(MGMT_OK, 0, "done")						\
+	/* bad argument, URL or password reference */			\
+	X(MGMT_ERR_ARG, -1, "bad argument")				\
+	/* refused, DNS, timeout */					\
+	X(MGMT_ERR_TRANSPORT, -2, "no answer")				\
+	/* HTTP 401 or 403 */						\
+	X(MGMT_ERR_AUTH, -3, "not authorised")				\
+	/* any other unexpected HTTP status */				\
+	X(MGMT_ERR_HTTP, -4, "unexpected HTTP status")			\
+	/* not the JSON answer expected */				\
+	X(MGMT_ERR_ANSWER, -5, "unexpected answer")			\
+	X(MGMT_ERR_NOMEM, -6, "out of memory")				\
+	/* 404: the object does not exist (not a failure where a call	\
+	 * documents it) */						\
+	X(MGMT_NOT_FOUND, -7, "not found")
+
+enum mgmt_status { MGMT_STATUS_MAP(ERRBUF_ENUM) };
+
+/* What mgmt code RC means, in a word or three; "unknown" for any other
+ * value. */
+const char *mgmt_status_name(int rc);
 
 #define MGMT_PAGE_SIZE_MAX 500	/* the broker refuses more (400) */
 #define MGMT_ANSWER_MAX	(256u * 1024 * 1024) /* bytes, at most */

@@ -2,12 +2,13 @@
  * the handle's libcurl easy handle (made again on a cluster's next node
  * when no answer came, see mgmt_open_list), its answer parsed as JSON, and
  * an error message that names the call and says why, with the password
- * redacted (see mgmt.h). */
+ * redacted (see mgmt.h); the words for each of the client's codes. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "mgmt_int.h"
 #include "log.h"
 #include "sentences.h"
@@ -486,4 +487,13 @@ mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 		return MGMT_ERR_ANSWER;
 	}
 	return 0;
+}
+
+const char *
+mgmt_status_name(int rc)
+{
+	switch (rc) {
+	MGMT_STATUS_MAP(ERRBUF_CASE)
+	}
+	return "unknown";
 }

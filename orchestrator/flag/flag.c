@@ -1,6 +1,6 @@
 /* flag: the feature-flag client behind the flip: the table of flag
  * providers (flag_provider.h), its public calls, a call's set-up and the
- * read-back's verdict. See flag.h for the contract of each function; the
+ * read-back's verdict, the words for each code. See flag.h for the contract of each function; the
  * transport is in flag_transport.c, the providers in flag_unleash.c and
  * flag_http.c. */
 #include <stdbool.h>
@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "errbuf.h"
 #include "flag_transport.h"
 #include "log.h"
 
@@ -230,4 +231,13 @@ flag_history(const struct plan *p)
 	if (p == NULL || (prov = flag_provider_find(p->flag.kind)) == NULL)
 		return json_pack("{s:n}", "kind");
 	return prov->history(p);
+}
+
+const char *
+flag_status_name(int rc)
+{
+	switch (rc) {
+	FLAG_STATUS_MAP(ERRBUF_CASE)
+	}
+	return "unknown";
 }

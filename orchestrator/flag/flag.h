@@ -56,21 +56,37 @@
 
 #include <jansson.h>
 
+#include "errbuf.h"
 #include "plan.h"
 
-/* Return codes: 0, or one of these (all negative). */
-#define FLAG_ERR_ARG		(-1)	/* no flag; bad URL, pointer, env: */
-#define FLAG_ERR_TRANSPORT	(-2)	/* no answer, after every retry */
-#define FLAG_ERR_AUTH		(-3)	/* HTTP 401 or 403 */
-#define FLAG_ERR_NOT_FOUND	(-4)	/* HTTP 404: no feature, env, URL */
-#define FLAG_ERR_HTTP		(-5)	/* other non-2xx (5xx: after retries) */
-#define FLAG_ERR_ANSWER		(-6)	/* 2xx, but not the JSON expected */
-#define FLAG_ERR_MISMATCH	(-7)	/* read back another value */
-#define FLAG_ERR_NOMEM		(-8)
-#define FLAG_ERR_UNCONFIRMED	(-9)	/* a write got a 5xx and the read-back
-					 * failed, or got no answer and does
-					 * not read as taken ("in_doubt"):
-					 * whether it took is unknown */
+/* The return codes: X(NAME, CODE, WHAT), WHAT as flag_status_name gives
+ * it. */
+#define FLAG_STATUS_MAP(X)						\
+	X(FLAG_OK, 0, "done")						\
+	/* no flag; bad URL, pointer, env: */				\
+	X(FLAG_ERR_ARG, -1, "bad argument")				\
+	/* no answer, after every retry */				\
+	X(FLAG_ERR_TRANSPORT, -2, "no answer")				\
+	/* HTTP 401 or 403 */						\
+	X(FLAG_ERR_AUTH, -3, "not authorised")				\
+	/* HTTP 404: no feature, environment or URL */			\
+	X(FLAG_ERR_NOT_FOUND, -4, "not found")				\
+	/* other non-2xx (5xx: after retries) */			\
+	X(FLAG_ERR_HTTP, -5, "unexpected HTTP status")			\
+	/* 2xx, but not the JSON expected */				\
+	X(FLAG_ERR_ANSWER, -6, "unexpected answer")			\
+	/* read back another value */					\
+	X(FLAG_ERR_MISMATCH, -7, "read back another value")		\
+	X(FLAG_ERR_NOMEM, -8, "out of memory")				\
+	/* a write got a 5xx and the read-back failed, or got no answer	\
+	 * and does not read as taken: whether it took is unknown */	\
+	X(FLAG_ERR_UNCONFIRMED, -9, "in doubt")
+
+enum flag_status { FLAG_STATUS_MAP(ERRBUF_ENUM) };
+
+/* What flag code RC means, in a word or three; "unknown" for any other
+ * value. */
+const char *flag_status_name(int rc);
 
 /* What a read found, in flag_read's *STATE (an int, so -1 < 0 tests
  * "neither"): not a return code. */
