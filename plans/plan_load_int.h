@@ -70,7 +70,7 @@ char *py_copy(struct loader *ld, const char *s);
 yaml_node_t *py_node_at(struct loader *ld, int i);
 const char *py_text(const yaml_node_t *n);
 const char *py_kind_name(const yaml_node_t *n);
-int py_is_null(const yaml_node_t *n);
+bool py_is_null(const yaml_node_t *n);
 const char *py_label(char *buf, size_t len, const struct sect *s, const char *key);
 yaml_node_pair_t *py_find_pair(struct loader *ld, yaml_node_t *map, const char *key);
 void py_check_keys(struct loader *ld, const struct sect *s, const char *const *keys);

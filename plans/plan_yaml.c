@@ -65,7 +65,7 @@ py_text(const yaml_node_t *n)
 	return (const char *)n->data.scalar.value;
 }
 
-static int
+static bool
 plain(const yaml_node_t *n)
 {
 	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
@@ -87,13 +87,13 @@ py_kind_name(const yaml_node_t *n)
 }
 
 /* YAML's null: an unquoted empty value, ~ or null. */
-int
+bool
 py_is_null(const yaml_node_t *n)
 {
 	const char *t;
 
 	if (n->type != YAML_SCALAR_NODE || !plain(n))
-		return 0;
+		return false;
 	t = py_text(n);
 	return t[0] == '\0' || strcmp(t, "~") == 0 || strcmp(t, "null") == 0 ||
 	    strcmp(t, "Null") == 0 || strcmp(t, "NULL") == 0;
@@ -376,13 +376,13 @@ conv_secret(struct loader *ld, const yaml_node_t *n, const char *what,
 	return 0;
 }
 
-static int
+static bool
 is_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-static int
+static bool
 host_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -236,7 +237,7 @@ store_dberr(struct store *s, char *err, size_t errlen, const char *what)
 	errbuf_set(err, errlen, "%s: %s", what, sqlite3_errmsg(s->db));
 }
 
-int
+bool
 store_transient(const struct store *s)
 {
 	return s->transient;
@@ -249,7 +250,7 @@ store_transient_clear(struct store *s)
 	s->disk_full = 0;
 }
 
-int
+bool
 store_disk_full(const struct store *s)
 {
 	return s->disk_full;

@@ -112,14 +112,14 @@ void store_close(struct store *s);
  * busy or locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it
  * past the busy timeout), a condition that passes and is worth retrying
  * rather than failing a step for. */
-int store_transient(const struct store *s);
+bool store_transient(const struct store *s);
 void store_transient_clear(struct store *s);
 
 /* Whether any failure on S since store_transient_clear was the disk
  * holding the database full (SQLITE_FULL, or ENOSPC under an I/O error):
  * store_transient too, but one that lasts until someone frees space, so
  * it is waited out with no time limit and said loudly. */
-int store_disk_full(const struct store *s);
+bool store_disk_full(const struct store *s);
 
 /* Since when (epoch ms) a write of this process's has found the disk
  * full with no write succeeding after it (store_disk_full_resolved), or

@@ -2,6 +2,7 @@
  * then the chain walked through them (export_verify.h). */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ malformed:
 	return -1;
 }
 
-static int
+static bool
 eq(struct str s, const char *c)
 {
 	return s.n == strlen(c) && (s.n == 0 || memcmp(s.p, c, s.n) == 0);

@@ -1,4 +1,5 @@
 /* duration: parse and print durations ("500ms", "1.2s", "12d") as whole milliseconds. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <inttypes.h>
@@ -29,7 +30,7 @@ static const struct unit units[] = {	/* largest first, for duration_format */
 	{ "ms", 1 },
 };
 
-static int
+static bool
 isdigitc(char c)
 {
 	return c >= '0' && c <= '9';

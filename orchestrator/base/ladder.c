@@ -1,5 +1,6 @@
 /* ladder: levels, encoding, routing keys, object names and binding patterns of the delay ladder. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <inttypes.h>
@@ -85,7 +86,7 @@ ladder_levels_for(uint64_t max_units)
 	return bits;
 }
 
-static int
+static bool
 prefixchar(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -1,11 +1,12 @@
 /* mgmt_path: percent-encoding (mgmt_escape, see mgmt.h) and building the
  * encoded request paths of the management API client. */
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "mgmt_int.h"
 
-static int
+static bool
 unreserved(unsigned char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

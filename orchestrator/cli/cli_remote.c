@@ -3,6 +3,7 @@
  * API (libcurl + jansson). cli_engine.c parses each verb's options and comes
  * here when no --db is given. The token comes from $CUTOVER_TOKEN and goes
  * only into the Authorization header: never printed, never in a message. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,7 +309,7 @@ pass_through(const struct remote *rm)
 	}
 }
 
-static int
+static bool
 all_digits(const char *s)
 {
 	size_t n = strspn(s, "0123456789");
