@@ -218,7 +218,7 @@ store_disk_full_resolved(void)
 /* "WHAT: sqlite's message". Call before anything else touches the
  * connection, or the message is lost. */
 void
-store_dberr(struct store *s, char *err, size_t errlen, const char *what)
+store__dberr(struct store *s, char *err, size_t errlen, const char *what)
 {
 	int code = sqlite3_extended_errcode(s->db) & 0xff;
 
@@ -257,13 +257,13 @@ store_disk_full(const struct store *s)
 }
 
 void
-store_copystr(char *dst, size_t dstlen, const unsigned char *src)
+store__copystr(char *dst, size_t dstlen, const unsigned char *src)
 {
 	snprintf(dst, dstlen, "%s", src != NULL ? (const char *)src : "");
 }
 
 char *
-store_dupcol(sqlite3_stmt *st, int col)
+store__dupcol(sqlite3_stmt *st, int col)
 {
 	const unsigned char *p;
 	char *c;
@@ -280,11 +280,11 @@ store_dupcol(sqlite3_stmt *st, int col)
 }
 
 int
-store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, const char *what,
+store__prepare(struct store *s, const char *sql, sqlite3_stmt **st, const char *what,
     char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		*st = NULL;
 		return -1;
 	}
@@ -292,22 +292,22 @@ store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, const char *w
 }
 
 int
-store_exec(struct store *s, const char *sql, const char *what, char *err,
+store__exec(struct store *s, const char *sql, const char *what, char *err,
     size_t errlen)
 {
 	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		return -1;
 	}
 	return 0;
 }
 
 int
-store_run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id, char *err,
+store__run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id, char *err,
     size_t errlen)
 {
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		return -1;
 	}
 	if (id != NULL)
@@ -317,10 +317,10 @@ store_run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id, char
 
 /* Steps a bound UPDATE; no row changed is an error naming MISSING. */
 int
-store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
+store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
     const char *missing, char *err, size_t errlen)
 {
-	if (store_run(s, st, what, NULL, err, errlen) != 0)
+	if (store__run(s, st, what, NULL, err, errlen) != 0)
 		return -1;
 	if (sqlite3_changes(s->db) == 0) {
 		errbuf_set(err, errlen, "%s: %s", what, missing);
@@ -337,16 +337,16 @@ pragma(struct store *s, const char *sql, int64_t *num, char *text,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		goto done;
 	}
 	if (num != NULL)
 		*num = sqlite3_column_int64(st, 0);
 	if (text != NULL)
-		store_copystr(text, textlen, sqlite3_column_text(st, 0));
+		store__copystr(text, textlen, sqlite3_column_text(st, 0));
 	rc = 0;
 done:
 	sqlite3_finalize(st);
@@ -380,7 +380,7 @@ migrate(struct store *s, const char *path, char *err, size_t errlen)
 	int64_t v;
 	int rc = -1;
 
-	if (store_exec(s, "BEGIN IMMEDIATE", "migrating schema: begin", err,
+	if (store__exec(s, "BEGIN IMMEDIATE", "migrating schema: begin", err,
 	    errlen) == -1)
 		return -1;
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
@@ -391,16 +391,16 @@ migrate(struct store *s, const char *path, char *err, size_t errlen)
 	for (; v < STORE_SCHEMA_VERSION; v++) {
 		snprintf(what, sizeof(what),
 		    "migrating schema to version %" PRId64, v + 1);
-		if (store_exec(s, migrations[v], what, err, errlen) == -1)
+		if (store__exec(s, migrations[v], what, err, errlen) == -1)
 			goto done;
 	}
 	/* PRAGMA takes no parameters; the number is ours. */
 	snprintf(what, sizeof(what), "PRAGMA user_version = %d",
 	    STORE_SCHEMA_VERSION);
-	if (store_exec(s, what, "migrating schema: setting user_version", err,
+	if (store__exec(s, what, "migrating schema: setting user_version", err,
 	    errlen) == -1)
 		goto done;
-	if (store_exec(s, "COMMIT", "migrating schema: commit", err, errlen) == -1)
+	if (store__exec(s, "COMMIT", "migrating schema: commit", err, errlen) == -1)
 		goto done;
 	rc = 0;
 done:
@@ -465,10 +465,10 @@ set_modes(struct store *s, const char *path, char *err, size_t errlen)
 	 * history is the audit trail; the engine commits a few times per watch
 	 * interval, so one fsync per commit costs nothing that matters.
 	 */
-	if (store_exec(s, "PRAGMA synchronous = FULL", "setting synchronous", err,
+	if (store__exec(s, "PRAGMA synchronous = FULL", "setting synchronous", err,
 	    errlen) == -1)
 		return -1;
-	if (store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign_keys", err,
+	if (store__exec(s, "PRAGMA foreign_keys = ON", "enabling foreign_keys", err,
 	    errlen) == -1)
 		return -1;
 	if (pragma(s, "PRAGMA foreign_keys", &fk, NULL, 0,
@@ -490,14 +490,14 @@ store_integrity(struct store *s, const char *path, bool full, char *err, size_t 
 	char first[256] = "";
 	int src, rc = -1;
 
-	if (store_prepare(s, sql, &st, full ? "checking integrity" : "quick check", err,
+	if (store__prepare(s, sql, &st, full ? "checking integrity" : "quick check", err,
 	    errlen) == -1)
 		goto corrupt;
 	src = sqlite3_step(st);
 	if (src == SQLITE_ROW)
-		store_copystr(first, sizeof(first), sqlite3_column_text(st, 0));
+		store__copystr(first, sizeof(first), sqlite3_column_text(st, 0));
 	else {
-		store_copystr(first, sizeof(first),
+		store__copystr(first, sizeof(first),
 		    (const unsigned char *)sqlite3_errmsg(s->db));
 		if ((src & 0xff) != SQLITE_CORRUPT && (src & 0xff) != SQLITE_NOTADB) {
 			errbuf_set(err, errlen, "database %s: %s: %s", path, sql, first);
@@ -601,13 +601,13 @@ int
 store_begin(struct store *s, char *err, size_t errlen)
 {
 	s->changes_at_begin = sqlite3_total_changes64(s->db);
-	return store_exec(s, "BEGIN IMMEDIATE", "beginning transaction", err, errlen);
+	return store__exec(s, "BEGIN IMMEDIATE", "beginning transaction", err, errlen);
 }
 
 int
 store_commit(struct store *s, char *err, size_t errlen)
 {
-	if (store_exec(s, "COMMIT", "committing transaction", err, errlen) == 0) {
+	if (store__exec(s, "COMMIT", "committing transaction", err, errlen) == 0) {
 		/* A transaction that wrote something reached the disk: there
 		 * is space again. */
 		if (sqlite3_total_changes64(s->db) > s->changes_at_begin)
@@ -635,11 +635,11 @@ store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, "PRAGMA data_version", &st, "reading the data version", err,
+	if (store__prepare(s, "PRAGMA data_version", &st, "reading the data version", err,
 	    errlen) == -1)
 		goto done;
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		store_dberr(s, err, errlen, "reading the data version");
+		store__dberr(s, err, errlen, "reading the data version");
 		goto done;
 	}
 	*version = (uint64_t)sqlite3_column_int64(st, 0) << 32 ^

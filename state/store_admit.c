@@ -148,11 +148,11 @@ store_plan_origin(struct store *s, int64_t plan_id, bool *is_new, bool *earlier,
 	int rc = -1;
 
 	*is_new = *earlier = false;
-	if (store_prepare(s, sql, &st, "reading the plan's origin", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading the plan's origin", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		store_dberr(s, err, errlen, "reading the plan's origin");
+		store__dberr(s, err, errlen, "reading the plan's origin");
 		goto done;
 	}
 	*is_new = sqlite3_column_int(st, 0) != 0;

@@ -21,26 +21,26 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	int rc = -1;
 
 	*raised = false;
-	if (store_prepare(s, upd, &st, "raising alert", err, errlen) == -1)
+	if (store__prepare(s, upd, &st, "raising alert", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, message, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
 	sqlite3_bind_int64(st, 3, plan_id);
 	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-	if (store_run(s, st, "raising alert", NULL, err, errlen) != 0)
+	if (store__run(s, st, "raising alert", NULL, err, errlen) != 0)
 		goto done;
 	if (sqlite3_changes(s->db) > 0) {
 		rc = 0;
 		goto done;
 	}
 	sqlite3_finalize(st);
-	if (store_prepare(s, ins, &st, "raising alert", err, errlen) == -1)
+	if (store__prepare(s, ins, &st, "raising alert", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, message, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
-	if (store_run(s, st, "raising alert", id, err, errlen) != 0)
+	if (store__run(s, st, "raising alert", id, err, errlen) != 0)
 		goto done;
 	*raised = true;
 	rc = 0;
@@ -59,14 +59,14 @@ store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "acknowledging alert", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "acknowledging alert", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, comment != NULL ? comment : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, id);
 	sqlite3_bind_int64(st, 5, plan_id);
-	if (store_run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
+	if (store__run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
 		goto done;
 	rc = sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
 done:
@@ -86,7 +86,7 @@ store_each_alert(struct store *s, int64_t plan_id, int open_only,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, n = 0, src;
 
-	if (store_prepare(s, sql, &st, "reading alerts", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading alerts", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int(st, 2, open_only != 0);
@@ -94,20 +94,20 @@ store_each_alert(struct store *s, int64_t plan_id, int open_only,
 		memset(&a, 0, sizeof(a));
 		a.id = sqlite3_column_int64(st, 0);
 		a.plan_id = plan_id;
-		store_copystr(a.kind, sizeof(a.kind), sqlite3_column_text(st, 1));
-		store_copystr(a.message, sizeof(a.message), sqlite3_column_text(st, 2));
+		store__copystr(a.kind, sizeof(a.kind), sqlite3_column_text(st, 1));
+		store__copystr(a.message, sizeof(a.message), sqlite3_column_text(st, 2));
 		a.raised_ms = sqlite3_column_int64(st, 3);
 		a.last_ms = sqlite3_column_int64(st, 4);
 		a.count = sqlite3_column_int64(st, 5);
 		a.acked_ms = sqlite3_column_int64(st, 6);
-		store_copystr(a.acked_by, sizeof(a.acked_by), sqlite3_column_text(st, 7));
-		store_copystr(a.ack_comment, sizeof(a.ack_comment), sqlite3_column_text(st, 8));
+		store__copystr(a.acked_by, sizeof(a.acked_by), sqlite3_column_text(st, 7));
+		store__copystr(a.ack_comment, sizeof(a.ack_comment), sqlite3_column_text(st, 8));
 		n++;
 		if (fn != NULL && fn(&a, arg))
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "reading alerts");
+		store__dberr(s, err, errlen, "reading alerts");
 		goto done;
 	}
 	rc = n;

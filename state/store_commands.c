@@ -18,7 +18,7 @@ store_command_insert(struct store *s, int64_t plan_id, const char *kind, int ste
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "recording command", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "recording command", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
@@ -29,7 +29,7 @@ store_command_insert(struct store *s, int64_t plan_id, const char *kind, int ste
 	sqlite3_bind_text(st, 5, actor, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, comment != NULL ? comment : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, now_ms);
-	if (store_run(s, st, "recording command", id, err, errlen) != 0)
+	if (store__run(s, st, "recording command", id, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -51,7 +51,7 @@ command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
 	    " coalesce(alert_id, 0), actor, comment, created_ms, coalesce(handled_ms, 0),"
 	    " coalesce(outcome, '') FROM commands WHERE %s", where);
 	memset(out, 0, sizeof(*out));
-	if (store_prepare(s, sql, &st, "reading commands", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading commands", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, arg);
@@ -62,19 +62,19 @@ command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
 		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
-		store_dberr(s, err, errlen, "reading commands");
+		store__dberr(s, err, errlen, "reading commands");
 		goto done;
 	}
 	out->id = sqlite3_column_int64(st, 0);
 	out->plan_id = plan_id;
-	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 1));
+	store__copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 1));
 	out->step_idx = sqlite3_column_int(st, 2);
 	out->alert_id = sqlite3_column_int64(st, 3);
-	store_copystr(out->actor, sizeof(out->actor), sqlite3_column_text(st, 4));
-	store_copystr(out->comment, sizeof(out->comment), sqlite3_column_text(st, 5));
+	store__copystr(out->actor, sizeof(out->actor), sqlite3_column_text(st, 4));
+	store__copystr(out->comment, sizeof(out->comment), sqlite3_column_text(st, 5));
 	out->created_ms = sqlite3_column_int64(st, 6);
 	out->handled_ms = sqlite3_column_int64(st, 7);
-	store_copystr(out->outcome, sizeof(out->outcome), sqlite3_column_text(st, 8));
+	store__copystr(out->outcome, sizeof(out->outcome), sqlite3_column_text(st, 8));
 	rc = 0;
 done:
 	sqlite3_finalize(st);
@@ -106,12 +106,12 @@ store_command_done(struct store *s, int64_t id, int64_t now_ms, const char *outc
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "marking command handled", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "marking command handled", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, outcome, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, id);
-	rc = store_update_one(s, st, "marking command handled",
+	rc = store__update_one(s, st, "marking command handled",
 	    "no such command waiting", err, errlen);
 done:
 	sqlite3_finalize(st);

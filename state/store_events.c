@@ -107,20 +107,20 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 		return -1;
 	}
 	nested = !sqlite3_get_autocommit(s->db);
-	if (store_exec(s, nested ? "SAVEPOINT store_event" : "BEGIN IMMEDIATE",
+	if (store__exec(s, nested ? "SAVEPOINT store_event" : "BEGIN IMMEDIATE",
 	    "appending event: begin", err, errlen) == -1)
 		return -1;
 
-	if (store_prepare(s, last_sql, &st, "appending event: reading last event",
+	if (store__prepare(s, last_sql, &st, "appending event: reading last event",
 	    err, errlen) == -1)
 		goto done;
 	snprintf(prev, sizeof(prev), "%s", ZERO_HASH);
 	src = sqlite3_step(st);
 	if (src == SQLITE_ROW) {
 		next = sqlite3_column_int64(st, 0) + 1;
-		store_copystr(prev, sizeof(prev), sqlite3_column_text(st, 1));
+		store__copystr(prev, sizeof(prev), sqlite3_column_text(st, 1));
 	} else if (src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "appending event: reading last event");
+		store__dberr(s, err, errlen, "appending event: reading last event");
 		goto done;
 	}
 	sqlite3_finalize(st);
@@ -131,7 +131,7 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 		errbuf_set(err, errlen, "appending event: sha256 failed");
 		goto done;
 	}
-	if (store_prepare(s, insert_sql, &st, "appending event", err, errlen) == -1)
+	if (store__prepare(s, insert_sql, &st, "appending event", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, next);
 	sqlite3_bind_int64(st, 2, plan_id);
@@ -141,11 +141,11 @@ store_append_event(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_bind_text(st, 6, details_json, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 7, prev, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 8, hash, -1, SQLITE_STATIC);
-	if (store_run(s, st, "appending event", NULL, err, errlen) != 0)
+	if (store__run(s, st, "appending event", NULL, err, errlen) != 0)
 		goto done;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (store_exec(s, nested ? "RELEASE store_event" : "COMMIT",
+	if (store__exec(s, nested ? "RELEASE store_event" : "COMMIT",
 	    "appending event: commit", err, errlen) == -1)
 		goto done;
 	if (id != NULL)
@@ -166,17 +166,17 @@ done:
 }
 
 int
-store_read_event(sqlite3_stmt *st, struct store_event *ev)
+store__read_event(sqlite3_stmt *st, struct store_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->id = sqlite3_column_int64(st, 0);
 	ev->plan_id = sqlite3_column_int64(st, 1);
 	ev->ts_ms = sqlite3_column_int64(st, 2);
-	store_copystr(ev->actor, sizeof(ev->actor), sqlite3_column_text(st, 3));
-	store_copystr(ev->kind, sizeof(ev->kind), sqlite3_column_text(st, 4));
-	store_copystr(ev->prev_hash, sizeof(ev->prev_hash), sqlite3_column_text(st, 6));
-	store_copystr(ev->hash, sizeof(ev->hash), sqlite3_column_text(st, 7));
-	return (ev->details_json = store_dupcol(st, 5)) == NULL ? -1 : 0;
+	store__copystr(ev->actor, sizeof(ev->actor), sqlite3_column_text(st, 3));
+	store__copystr(ev->kind, sizeof(ev->kind), sqlite3_column_text(st, 4));
+	store__copystr(ev->prev_hash, sizeof(ev->prev_hash), sqlite3_column_text(st, 6));
+	store__copystr(ev->hash, sizeof(ev->hash), sqlite3_column_text(st, 7));
+	return (ev->details_json = store__dupcol(st, 5)) == NULL ? -1 : 0;
 }
 
 int
@@ -194,13 +194,13 @@ store_each_event(struct store *s, int64_t plan_id,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src, stop;
 
-	if (store_prepare(s, plan_id == 0 ? all_sql : plan_sql, &st, "reading events",
+	if (store__prepare(s, plan_id == 0 ? all_sql : plan_sql, &st, "reading events",
 	    err, errlen) == -1)
 		goto done;
 	if (plan_id != 0)
 		sqlite3_bind_int64(st, 1, plan_id);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		if (store_read_event(st, &ev) != 0) {
+		if (store__read_event(st, &ev) != 0) {
 			errbuf_set(err, errlen, "reading events: out of memory");
 			goto done;
 		}
@@ -210,7 +210,7 @@ store_each_event(struct store *s, int64_t plan_id,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "reading events");
+		store__dberr(s, err, errlen, "reading events");
 		goto done;
 	}
 	rc = 0;
@@ -309,7 +309,7 @@ verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
 	int rc = -1, src;
 
 	snprintf(prev, sizeof(prev), "%s", ZERO_HASH);
-	if (store_prepare(s, sql, &st, "verifying events", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "verifying events", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		if (row_hash(st, prev, &id, &stored_prev, &stored_hash, hash, err,
@@ -327,7 +327,7 @@ verify_chain(struct store *s, struct store_verify *res, int64_t *last_id,
 		memcpy(prev, hash, sizeof(prev));
 	}
 	if (src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "verifying events");
+		store__dberr(s, err, errlen, "verifying events");
 		goto done;
 	}
 	*last_id = prev_id;
@@ -350,21 +350,21 @@ read_head(struct store *s, int64_t *events, int64_t *last_id,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "verifying events: reading the chain head",
+	if (store__prepare(s, sql, &st, "verifying events: reading the chain head",
 	    err, errlen) == -1)
 		return -1;
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
 		*events = sqlite3_column_int64(st, 0);
 		*last_id = sqlite3_column_int64(st, 1);
-		store_copystr(last, STORE_HASH_HEX, sqlite3_column_text(st, 2));
+		store__copystr(last, STORE_HASH_HEX, sqlite3_column_text(st, 2));
 		rc = 0;
 		break;
 	case SQLITE_DONE:
 		rc = 1;
 		break;
 	default:
-		store_dberr(s, err, errlen, "verifying events: reading the chain head");
+		store__dberr(s, err, errlen, "verifying events: reading the chain head");
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -384,7 +384,7 @@ store_verify_events(struct store *s, struct store_verify *res,
 	int own = sqlite3_get_autocommit(s->db), rc = -1, hr;
 
 	memset(res, 0, sizeof(*res));
-	if (own && store_exec(s, "BEGIN", "verifying events: begin", err, errlen) == -1)
+	if (own && store__exec(s, "BEGIN", "verifying events: begin", err, errlen) == -1)
 		return -1;
 	if ((hr = read_head(s, &head_events, &head_id, head_hash, err, errlen)) < 0)
 		goto done;
@@ -446,7 +446,7 @@ store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
 	int rc = -1;
 
 	*n = 0;
-	if (store_prepare(s, sql, &st, "counting events", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "counting events", err, errlen) == -1)
 		return -1;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_text(st, 2, kind_prefix, -1, SQLITE_STATIC);
@@ -454,7 +454,7 @@ store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
 		*n = sqlite3_column_int64(st, 0);
 		rc = 0;
 	} else
-		store_dberr(s, err, errlen, "counting events");
+		store__dberr(s, err, errlen, "counting events");
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -20,7 +20,7 @@ walk(struct store *s, sqlite3_stmt *st, int64_t plan_id,
 	int src, stop;
 
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		if (store_read_event(st, &ev) != 0) {
+		if (store__read_event(st, &ev) != 0) {
 			errbuf_set(err, errlen, "reading the export: out of memory");
 			return 1;
 		}
@@ -32,7 +32,7 @@ walk(struct store *s, sqlite3_stmt *st, int64_t plan_id,
 		}
 	}
 	if (src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "reading the export");
+		store__dberr(s, err, errlen, "reading the export");
 		return -1;
 	}
 	return 0;
@@ -52,9 +52,9 @@ store_export_read(struct store *s, int64_t plan_id,
 	int own = sqlite3_get_autocommit(s->db), rc = -1, r;
 
 	memset(head, 0, sizeof(*head));
-	if (own && store_exec(s, "BEGIN", "reading the export: begin", err, errlen) == -1)
+	if (own && store__exec(s, "BEGIN", "reading the export: begin", err, errlen) == -1)
 		return -1;
-	if (store_prepare(s, sql, &st, "reading the export", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading the export", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	if ((r = walk(s, st, plan_id, fn, arg, err, errlen)) != 0) {

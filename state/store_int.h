@@ -1,5 +1,6 @@
 /* store_int: what the store's source files share and nothing else sees —
- * the connection and the small helpers around the SQLite API. */
+ * the connection and the small helpers around the SQLite API, named
+ * store__ as internal (store_ is the public API). */
 #ifndef CUTOVER_STORE_INT_H
 #define CUTOVER_STORE_INT_H
 
@@ -32,34 +33,34 @@ struct store {
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was
  * the database busy or locked (store_transient). Call before anything else
  * touches the connection, or the message is lost. */
-void store_dberr(struct store *s, char *err, size_t errlen, const char *what);
+void store__dberr(struct store *s, char *err, size_t errlen, const char *what);
 
 /* Copies a column's text (NULL reads "") into DST, truncating to fit. */
-void store_copystr(char *dst, size_t dstlen, const unsigned char *src);
+void store__copystr(char *dst, size_t dstlen, const unsigned char *src);
 
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
-char *store_dupcol(sqlite3_stmt *st, int col);
+char *store__dupcol(sqlite3_stmt *st, int col);
 
 /* Reads an events row selected as (id, plan_id, ts_ms, actor, kind,
  * details_json, prev_hash, hash) into EV; EV->details_json is malloc'ed
  * (the caller frees it). Returns 0, or -1 out of memory. */
-int store_read_event(sqlite3_stmt *st, struct store_event *ev);
+int store__read_event(sqlite3_stmt *st, struct store_event *ev);
 
 /* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
-int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st,
+int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st,
     const char *what, char *err, size_t errlen);
 
 /* Runs SQL (no rows). Returns 0, or -1 with ERR naming WHAT. */
-int store_exec(struct store *s, const char *sql, const char *what, char *err,
+int store__exec(struct store *s, const char *sql, const char *what, char *err,
     size_t errlen);
 
 /* Steps ST, bound, which returns no row. *ID (may be NULL) gets the rowid
  * the connection inserted last. Returns 0, or -1 with ERR naming WHAT. */
-int store_run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id,
+int store__run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id,
     char *err, size_t errlen);
 
 /* Steps a bound UPDATE; no row changed is an error naming MISSING. */
-int store_update_one(struct store *s, sqlite3_stmt *st, const char *what,
+int store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
     const char *missing, char *err, size_t errlen);
 
 #endif

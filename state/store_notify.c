@@ -36,19 +36,19 @@ read_delivery(sqlite3_stmt *st, struct store_delivery *d)
 	d->id = sqlite3_column_int64(st, 0);
 	d->event_id = sqlite3_column_int64(st, 1);
 	d->plan_id = sqlite3_column_int64(st, 2);
-	store_copystr(d->notifier, sizeof(d->notifier), sqlite3_column_text(st, 3));
-	store_copystr(d->kind, sizeof(d->kind), sqlite3_column_text(st, 4));
-	store_copystr(d->event, sizeof(d->event), sqlite3_column_text(st, 5));
-	store_copystr(d->status, sizeof(d->status), sqlite3_column_text(st, 6));
+	store__copystr(d->notifier, sizeof(d->notifier), sqlite3_column_text(st, 3));
+	store__copystr(d->kind, sizeof(d->kind), sqlite3_column_text(st, 4));
+	store__copystr(d->event, sizeof(d->event), sqlite3_column_text(st, 5));
+	store__copystr(d->status, sizeof(d->status), sqlite3_column_text(st, 6));
 	d->attempts = sqlite3_column_int(st, 7);
 	d->next_ms = sqlite3_column_int64(st, 8);
 	d->created_ms = sqlite3_column_int64(st, 9);
 	d->done_ms = sqlite3_column_int64(st, 10);
-	store_copystr(d->plan_name, sizeof(d->plan_name), sqlite3_column_text(st, 11));
-	store_copystr(d->history_kind, sizeof(d->history_kind), sqlite3_column_text(st, 12));
+	store__copystr(d->plan_name, sizeof(d->plan_name), sqlite3_column_text(st, 11));
+	store__copystr(d->history_kind, sizeof(d->history_kind), sqlite3_column_text(st, 12));
 	d->event_ts_ms = sqlite3_column_int64(st, 13);
-	d->details_json = store_dupcol(st, 14);
-	d->attempts_json = store_dupcol(st, 15);
+	d->details_json = store__dupcol(st, 14);
+	d->attempts_json = store__dupcol(st, 15);
 	if (d->details_json == NULL || d->attempts_json == NULL) {
 		store_delivery_clear(d);
 		return -1;
@@ -65,7 +65,7 @@ one_number(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out,
 	int rc = -1;
 
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		goto done;
 	}
 	*out = sqlite3_column_int64(st, 0);
@@ -82,7 +82,7 @@ store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
 	sqlite3_stmt *st = NULL;
 
 	/* The no-op update makes RETURNING answer for a cursor already there. */
-	if (store_prepare(s, "INSERT INTO notify_cursors (notifier, last_event_id)"
+	if (store__prepare(s, "INSERT INTO notify_cursors (notifier, last_event_id)"
 	    " SELECT ?1, coalesce(max(id), 0) FROM events WHERE true"
 	    " ON CONFLICT (notifier) DO UPDATE SET notifier = excluded.notifier"
 	    " RETURNING last_event_id", &st, "reading a notifier's cursor", err,
@@ -101,7 +101,7 @@ store_notify_events_after(struct store *s, int64_t after_id, int limit,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src;
 
-	if (store_prepare(s, "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
+	if (store__prepare(s, "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
 	    " ORDER BY id LIMIT ?2", &st, "reading new events", err, errlen) != 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, after_id);
@@ -111,12 +111,12 @@ store_notify_events_after(struct store *s, int64_t after_id, int limit,
 		ev.id = sqlite3_column_int64(st, 0);
 		ev.plan_id = sqlite3_column_int64(st, 1);
 		ev.ts_ms = sqlite3_column_int64(st, 2);
-		store_copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
+		store__copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
 		if (fn(&ev, arg) != 0)
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "reading new events");
+		store__dberr(s, err, errlen, "reading new events");
 		goto done;
 	}
 	rc = 0;
@@ -133,7 +133,7 @@ store_notify_enqueue(struct store *s, const char *notifier, const char *kind,
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (store_prepare(s, "INSERT INTO deliveries (notifier, kind, event_id, plan_id,"
+	if (store__prepare(s, "INSERT INTO deliveries (notifier, kind, event_id, plan_id,"
 	    " event, status, next_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'pending',"
 	    " ?6, ?6) ON CONFLICT (notifier, event_id) DO NOTHING", &st,
 	    "recording a delivery", err, errlen) != 0)
@@ -144,7 +144,7 @@ store_notify_enqueue(struct store *s, const char *notifier, const char *kind,
 	sqlite3_bind_int64(st, 4, plan_id);
 	sqlite3_bind_text(st, 5, event, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, now_ms);
-	rc = store_run(s, st, "recording a delivery", NULL, err, errlen);
+	rc = store__run(s, st, "recording a delivery", NULL, err, errlen);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -156,12 +156,12 @@ store_notify_cursor_set(struct store *s, const char *notifier, int64_t last_id,
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (store_prepare(s, "UPDATE notify_cursors SET last_event_id = ?2"
+	if (store__prepare(s, "UPDATE notify_cursors SET last_event_id = ?2"
 	    " WHERE notifier = ?1", &st, "moving a notifier's cursor", err, errlen) != 0)
 		return -1;
 	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, last_id);
-	rc = store_update_one(s, st, "moving a notifier's cursor", "no such notifier", err,
+	rc = store__update_one(s, st, "moving a notifier's cursor", "no such notifier", err,
 	    errlen);
 	sqlite3_finalize(st);
 	return rc;
@@ -188,7 +188,7 @@ each_row(struct store *s, sqlite3_stmt *st, const char *what,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		goto done;
 	}
 	rc = 0;
@@ -216,7 +216,7 @@ store_notify_due(struct store *s, const char *notifier, int64_t now_ms,
 	sqlite3_stmt *st = NULL;
 
 	memset(out, 0, sizeof(*out));
-	if (store_prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.notifier = ?1"
+	if (store__prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.notifier = ?1"
 	    " AND d.status = 'pending' AND d.next_ms <= ?2 ORDER BY d.next_ms, d.id LIMIT 1",
 	    &st, "reading due deliveries", err, errlen) != 0)
 		return -1;
@@ -244,7 +244,7 @@ store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
 		snprintf(cut, sizeof(cut), "%s", error);
 	if (store_begin(s, err, errlen) != 0)
 		return -1;
-	if (store_prepare(s, "INSERT INTO delivery_attempts (delivery_id, attempt, ts_ms,"
+	if (store__prepare(s, "INSERT INTO delivery_attempts (delivery_id, attempt, ts_ms,"
 	    " http_status, error) VALUES (?1, ?2, ?3, nullif(?4, 0), ?5)", &st,
 	    "recording a delivery attempt", err, errlen) != 0)
 		goto fail;
@@ -254,11 +254,11 @@ store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
 	sqlite3_bind_int(st, 4, http_status);
 	if (error != NULL)
 		sqlite3_bind_text(st, 5, cut, -1, SQLITE_STATIC);
-	if (store_run(s, st, "recording a delivery attempt", NULL, err, errlen) != 0)
+	if (store__run(s, st, "recording a delivery attempt", NULL, err, errlen) != 0)
 		goto fail;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (store_prepare(s, "UPDATE deliveries SET status = ?2, attempts = ?3, next_ms = ?4,"
+	if (store__prepare(s, "UPDATE deliveries SET status = ?2, attempts = ?3, next_ms = ?4,"
 	    " done_ms = CASE WHEN ?2 = 'pending' THEN NULL ELSE ?5 END,"
 	    " last_http = nullif(?6, 0), last_error = ?7 WHERE id = ?1", &st,
 	    "recording a delivery", err, errlen) != 0)
@@ -271,7 +271,7 @@ store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
 	sqlite3_bind_int(st, 6, http_status);
 	if (error != NULL)
 		sqlite3_bind_text(st, 7, cut, -1, SQLITE_STATIC);
-	if (store_update_one(s, st, "recording a delivery", "no such delivery", err,
+	if (store__update_one(s, st, "recording a delivery", "no such delivery", err,
 	    errlen) != 0)
 		goto fail;
 	sqlite3_finalize(st);
@@ -288,7 +288,7 @@ store_notify_last_event(struct store *s, int64_t *last_id, char *err, size_t err
 	sqlite3_stmt *st = NULL;
 
 	*last_id = 0;
-	if (store_prepare(s, "SELECT coalesce(max(id), 0) FROM events", &st,
+	if (store__prepare(s, "SELECT coalesce(max(id), 0) FROM events", &st,
 	    "reading the newest event", err, errlen) != 0)
 		return -1;
 	return one_number(s, st, "reading the newest event", last_id, err, errlen);
@@ -305,7 +305,7 @@ store_notify_counts(struct store *s, int64_t plan_id, int limit,
 
 	/* The cursors name the notifiers serve knows (a new one has no
 	 * delivery yet): counted with zeros when all plans are asked for. */
-	if (store_prepare(s, "SELECT notifier, sum(status = 'pending'),"
+	if (store__prepare(s, "SELECT notifier, sum(status = 'pending'),"
 	    " sum(status = 'delivered'), sum(status = 'failed') FROM ("
 	    " SELECT notifier, status FROM deliveries WHERE ?1 = 0 OR plan_id = ?1"
 	    " UNION ALL SELECT notifier, NULL FROM notify_cursors WHERE ?1 = 0)"
@@ -316,7 +316,7 @@ store_notify_counts(struct store *s, int64_t plan_id, int limit,
 	sqlite3_bind_int(st, 2, limit);
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		memset(&c, 0, sizeof(c));
-		store_copystr(c.notifier, sizeof(c.notifier), sqlite3_column_text(st, 0));
+		store__copystr(c.notifier, sizeof(c.notifier), sqlite3_column_text(st, 0));
 		c.pending = sqlite3_column_int64(st, 1);
 		c.delivered = sqlite3_column_int64(st, 2);
 		c.failed = sqlite3_column_int64(st, 3);
@@ -324,7 +324,7 @@ store_notify_counts(struct store *s, int64_t plan_id, int limit,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "counting deliveries");
+		store__dberr(s, err, errlen, "counting deliveries");
 		goto done;
 	}
 	rc = 0;
@@ -340,7 +340,7 @@ store_notify_each(struct store *s, int64_t plan_id,
 {
 	sqlite3_stmt *st = NULL;
 
-	if (store_prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.plan_id = ?1 ORDER BY d.id",
+	if (store__prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.plan_id = ?1 ORDER BY d.id",
 	    &st, "reading deliveries", err, errlen) != 0)
 		return -1;
 	sqlite3_bind_int64(st, 1, plan_id);

@@ -46,17 +46,17 @@ store_plan_insert(struct store *s, const char *name, const char *yaml,
 		errbuf_set(err, errlen, "inserting plan %s: sha256 failed", name);
 		return -1;
 	}
-	if (store_prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "inserting plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	if (sqlite3_bind_text64(st, 2, yaml, yaml_len, SQLITE_STATIC,
 	    SQLITE_UTF8) != SQLITE_OK) {
-		store_dberr(s, err, errlen, "inserting plan: binding yaml");
+		store__dberr(s, err, errlen, "inserting plan: binding yaml");
 		goto done;
 	}
 	sqlite3_bind_text(st, 3, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
-	if (store_run(s, st, "inserting plan", id, err, errlen) != 0)
+	if (store__run(s, st, "inserting plan", id, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -71,9 +71,9 @@ read_plan(sqlite3_stmt *st, struct store_plan *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = sqlite3_column_int64(st, 0);
-	store_copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
-	store_copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
-	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
+	store__copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
+	store__copystr(out->sha256, sizeof(out->sha256), sqlite3_column_text(st, 2));
+	store__copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
 	out->created_ms = sqlite3_column_int64(st, 4);
 	out->archived_ms = sqlite3_column_int64(st, 5);
 }
@@ -90,7 +90,7 @@ plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
 	case SQLITE_DONE:
 		return STORE_NOT_FOUND;
 	default:
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		return -1;
 	}
 }
@@ -105,7 +105,7 @@ store_plan_get(struct store *s, int64_t id, struct store_plan *out,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "reading plan", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, id);
 	rc = plan_row(s, st, out, "reading plan", err, errlen);
@@ -124,7 +124,7 @@ store_plan_find(struct store *s, const char *name, struct store_plan *out,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "finding plan", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "finding plan", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	rc = plan_row(s, st, out, "finding plan", err, errlen);
@@ -144,7 +144,7 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 	*yaml = NULL;
 	if (len != NULL)
 		*len = 0;
-	if (store_prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, id);
 	switch (sqlite3_step(st)) {
@@ -154,10 +154,10 @@ store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
 		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
-		store_dberr(s, err, errlen, "reading plan yaml");
+		store__dberr(s, err, errlen, "reading plan yaml");
 		goto done;
 	}
-	if ((*yaml = store_dupcol(st, 0)) == NULL) {
+	if ((*yaml = store__dupcol(st, 0)) == NULL) {
 		errbuf_set(err, errlen, "reading plan yaml: out of memory");
 		goto done;
 	}
@@ -180,11 +180,11 @@ store_plan_set_archived(struct store *s, int64_t id, int64_t now_ms, char *err,
 	int rc = -1;
 
 	snprintf(what, sizeof(what), "archiving plan %" PRId64, id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_int64(st, 2, id);
-	rc = store_update_one(s, st, what, "no such plan, or archived already", err,
+	rc = store__update_one(s, st, what, "no such plan, or archived already", err,
 	    errlen);
 done:
 	sqlite3_finalize(st);
@@ -201,11 +201,11 @@ store_plan_set_status(struct store *s, int64_t id, const char *status,
 	int rc = -1;
 
 	snprintf(what, sizeof(what), "setting status of plan %" PRId64, id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, id);
-	rc = store_update_one(s, st, what, "no such plan", err, errlen);
+	rc = store__update_one(s, st, what, "no such plan", err, errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;
@@ -221,7 +221,7 @@ store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src;
 
-	if (store_prepare(s, sql, &st, "listing plans", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "listing plans", err, errlen) == -1)
 		goto done;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		read_plan(st, &p);
@@ -229,7 +229,7 @@ store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "listing plans");
+		store__dberr(s, err, errlen, "listing plans");
 		goto done;
 	}
 	rc = 0;

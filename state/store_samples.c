@@ -17,14 +17,14 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
-	if (store_prepare(s, sql, &st, "inserting sample", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "inserting sample", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, ts_ms);
 	sqlite3_bind_text(st, 3, metric, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, label != NULL ? label : "", -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 5, value);
-	if (store_run(s, st, "inserting sample", NULL, err, errlen) != 0)
+	if (store__run(s, st, "inserting sample", NULL, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -43,7 +43,7 @@ store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, src;
 
-	if (store_prepare(s, sql, &st, "reading samples", err, errlen) == -1)
+	if (store__prepare(s, sql, &st, "reading samples", err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int64(st, 2, since_ms);
@@ -55,7 +55,7 @@ store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store_dberr(s, err, errlen, "reading samples");
+		store__dberr(s, err, errlen, "reading samples");
 		goto done;
 	}
 	rc = 0;
@@ -96,12 +96,12 @@ store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
 		return -1;
 	}
 	before_ms = before_ms / bucket_ms * bucket_ms;
-	if (store_exec(s, "SAVEPOINT downsample", "downsampling", err, errlen) == -1)
+	if (store__exec(s, "SAVEPOINT downsample", "downsampling", err, errlen) == -1)
 		return -1;
-	if (store_exec(s, agg, "downsampling", err, errlen) == -1)
+	if (store__exec(s, agg, "downsampling", err, errlen) == -1)
 		goto done;
 	for (size_t i = 0; i < 3; i++) {
-		if (store_prepare(s, sqls[i], &st, "downsampling", err, errlen) == -1)
+		if (store__prepare(s, sqls[i], &st, "downsampling", err, errlen) == -1)
 			goto done;
 		sqlite3_bind_int64(st, 1, plan_id);
 		if (i < 2) {
@@ -109,7 +109,7 @@ store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
 			sqlite3_bind_int64(st, 3, before_ms);
 		}
 		if (sqlite3_step(st) != SQLITE_DONE) {
-			store_dberr(s, err, errlen, "downsampling");
+			store__dberr(s, err, errlen, "downsampling");
 			goto done;
 		}
 		if (i == 1)
@@ -123,7 +123,7 @@ store_samples_downsample(struct store *s, int64_t plan_id, int64_t before_ms,
 done:
 	sqlite3_finalize(st);
 	if (rc == 0)
-		rc = store_exec(s, "RELEASE downsample", "downsampling", err, errlen);
+		rc = store__exec(s, "RELEASE downsample", "downsampling", err, errlen);
 	else {
 		sqlite3_exec(s->db, "ROLLBACK TO downsample; RELEASE downsample", NULL, NULL,
 		    NULL);

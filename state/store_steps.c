@@ -23,13 +23,13 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 
 	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	sqlite3_bind_int(st, 2, idx);
 	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 4, gate != 0);
-	if (store_run(s, st, what, NULL, err, errlen) != 0)
+	if (store__run(s, st, what, NULL, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -55,7 +55,7 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 
 	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	/* Unbound parameters are NULL: "leave unchanged". */
 	if (status != NULL)
@@ -70,7 +70,7 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 		sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, plan_id);
 	sqlite3_bind_int(st, 7, idx);
-	rc = store_update_one(s, st, what, "no such step", err, errlen);
+	rc = store__update_one(s, st, what, "no such step", err, errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;
@@ -89,7 +89,7 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_int64(st, 1, plan_id);
 	if (idx >= 0)
@@ -101,20 +101,20 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 		rc = STORE_NOT_FOUND;
 		goto done;
 	default:
-		store_dberr(s, err, errlen, what);
+		store__dberr(s, err, errlen, what);
 		goto done;
 	}
 	out->plan_id = plan_id;
-	store_copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
+	store__copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
 	out->gate = sqlite3_column_int(st, 1);
-	store_copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
+	store__copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
 	out->started_ms = sqlite3_column_int64(st, 3);     /* NULL reads 0 */
 	out->ended_ms = sqlite3_column_int64(st, 4);
 	out->idx = sqlite3_column_int(st, 5);
 	if ((sqlite3_column_type(st, 6) != SQLITE_NULL &&
-	    (out->result_json = store_dupcol(st, 6)) == NULL) ||
+	    (out->result_json = store__dupcol(st, 6)) == NULL) ||
 	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
-	    (out->error = store_dupcol(st, 7)) == NULL)) {
+	    (out->error = store__dupcol(st, 7)) == NULL)) {
 		errbuf_set(err, errlen, "%s: out of memory", what);
 		store_step_clear(out);
 		goto done;
@@ -179,12 +179,12 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 	int rc = -1;
 
 	snprintf(what, sizeof(what), "resetting step %d of plan %" PRId64, idx, plan_id);
-	if (store_prepare(s, sql, &st, what, err, errlen) == -1)
+	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
 		goto done;
 	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, plan_id);
 	sqlite3_bind_int(st, 3, idx);
-	rc = store_update_one(s, st, what, "no such step", err, errlen);
+	rc = store__update_one(s, st, what, "no such step", err, errlen);
 done:
 	sqlite3_finalize(st);
 	return rc;

@@ -69,8 +69,9 @@ struct path {
 	int	overflow;
 };
 
+/* 0, or MGMT_ERR_ARG with ERR when NAME (a KIND's) is empty. */
 static inline int
-check_name(const char *name, const char *kind, char *err, size_t errlen)
+mgmt__check_name(const char *name, const char *kind, char *err, size_t errlen)
 {
 	if (name == NULL || name[0] == '\0') {
 		errbuf_set(err, errlen, "mgmt: %s name is empty", kind);

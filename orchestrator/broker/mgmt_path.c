@@ -105,7 +105,7 @@ mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
 {
 	int rc;
 
-	if ((rc = check_name(name, kind, err, errlen)) != 0)
+	if ((rc = mgmt__check_name(name, kind, err, errlen)) != 0)
 		return rc;
 	mgmt__path_vhost(p, m, prefix);
 	mgmt__path_add(p, "/");

@@ -185,8 +185,8 @@ binding_path(struct path *p, struct mgmt *m, const char *source,
 {
 	int rc;
 
-	if ((rc = check_name(source, "source exchange", err, errlen)) != 0 ||
-	    (rc = check_name(dest, "destination", err, errlen)) != 0)
+	if ((rc = mgmt__check_name(source, "source exchange", err, errlen)) != 0 ||
+	    (rc = mgmt__check_name(dest, "destination", err, errlen)) != 0)
 		return rc;
 	if (kind != MGMT_DEST_QUEUE && kind != MGMT_DEST_EXCHANGE) {
 		errbuf_set(err, errlen, "mgmt: binding destination kind %d",
