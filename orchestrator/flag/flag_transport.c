@@ -13,6 +13,7 @@
 #include "flag_transport.h"
 #include "http_url.h"
 #include "sentences.h"
+#include "utf8.h"
 
 void
 flag_options_default(struct flag_options *o)
@@ -34,39 +35,6 @@ redact(const struct flag_call *c, char *s)
 
 	for (i = 0; i < c->nsecrets; i++)
 		errbuf_redact(s, c->secrets[i]);
-}
-
-/* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
 }
 
 /* Copies S into OUT (OUTLEN > 4 bytes) as valid UTF-8 of at most OUTLEN-1
