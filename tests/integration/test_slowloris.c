@@ -384,10 +384,17 @@ exchange(const char *head, const char *body, size_t blen, char *out, size_t outl
     int wait_ms)
 {
 	int64_t t0 = clock_mono_ms();
-	int fd = dial_wait("127.0.0.1", wait_ms), ok;
+	int fd = dial_wait("127.0.0.1", wait_ms), ok = 0;
 
-	ok = send_all(fd, head, strlen(head)) == 0 && send_all(fd, body, blen) == 0 &&
-	    read_answer(fd, out, outlen, 0) > 0 && clock_mono_ms() - t0 < wait_ms;
+	/* Why it failed, in place of an answer, so that a failure says. */
+	if (send_all(fd, head, strlen(head)) != 0 || send_all(fd, body, blen) != 0)
+		snprintf(out, outlen, "(no answer: sending failed after %lld ms: %s)",
+		    (long long)(clock_mono_ms() - t0), strerror(errno));
+	else if ((errno = 0, read_answer(fd, out, outlen, 0)) == 0)
+		snprintf(out, outlen, "(no answer: nothing read after %lld ms: %s)",
+		    (long long)(clock_mono_ms() - t0), errno != 0 ? strerror(errno) : "closed");
+	else
+		ok = clock_mono_ms() - t0 < wait_ms;
 	close(fd);
 	return ok ? clock_mono_ms() - t0 : -1;
 }
