@@ -205,10 +205,11 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
 }
 
 /* May it end? The deadline has passed (and the statistics have had
- * time to show every publish before the flip, and are seen to count
- * every publish up to about now: watch_stats_current), nothing failed, every
- * broker node shows its statistics (so that a restart is not missed), and
- * the old path is empty by exact counts, every queue read. Sets *READY when
+ * time to show every publish before the flip), nothing failed, every
+ * broker node shows its statistics (so that a restart is not missed), the
+ * old path is empty by exact counts, every queue read, and the statistics
+ * are seen to count every publish up to about now (watch_stats_current,
+ * the last: what else it waits for says more). Sets *READY when
  * so, and returns the status to show (OPEN: the alerts open now). */
 static const char *
 tick_status(struct tick *t, int open, bool *ready)
@@ -231,11 +232,6 @@ tick_status(struct tick *t, int open, bool *ready)
 		    "a minute)";
 	else if (!t->old.full || watch_old_exact(t, true) != 0)
 		status = "waiting: the broker did not answer every question this tick";
-	else if (!watch_stats_current(t))
-		/* A publish the statistics do not show yet may have passed
-		 * through an old queue: they must count up to about now. */
-		status = "waiting: the management statistics lag (they do not count "
-		    "the watch's own recent publishes yet; see statistics_lag_ms)";
 	else if (t->old.depth > 0) {
 		status = "waiting for the old path to drain";
 		if (t->now >= w->deadline_ms + (w->allowance_ms > OLD_STATS_LAG_MS ?
@@ -245,7 +241,13 @@ tick_status(struct tick *t, int open, bool *ready)
 			    "policy or a consumer holding them? (cutover old)",
 			    (long long)t->old.depth, t->old.depth == 1 ? "" : "s",
 			    (long long)t->old.nonempty, t->old.nonempty == 1 ? "" : "s");
-	} else {
+	} else if (!watch_stats_current(t))
+		/* Drained by exact reads, but a publish the statistics do not
+		 * show yet may have passed through an old queue: they must
+		 * count up to about now. */
+		status = "waiting: the management statistics lag (they do not count "
+		    "the watch's own recent publishes yet; see statistics_lag_ms)";
+	else {
 		status = "watching";
 		*ready = true;
 	}

@@ -81,6 +81,9 @@ struct fixture {
 	char feature[64];           /* the test's Unleash feature, "" when none */
 	int64_t jump_ms;            /* added to the step clock (c.now_ms): a
 	                             * wall clock that jumped */
+	bool seen_at_flip;          /* iwatch_flip_long_ago: the next tick's
+	                             * state says the statistics were seen
+	                             * counting up to the flip */
 };
 
 /* Open alerts of the plan. */
@@ -114,6 +117,13 @@ void iwatch_old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms);
 
 /* Declares old queue NAME (classic, durable, old_ttl_ms). */
 void iwatch_old_queue(struct step_ctx *c, const char *name);
+
+/* The flip was STATS_LAG_MS + 1 s ago, and the watch (ticked next) is
+ * taken to have seen the statistics count every publish up to it, as one
+ * that starts at the flip sees within seconds of its first markers
+ * (watch_stats.c): what its statistics show first from its second look on
+ * happened after the flip. Its end still waits for markers of its own. */
+void iwatch_flip_long_ago(struct fixture *f);
 
 /* Sets up test TEST: the plan, NOLD old queues, the ladder,
  * measure_horizon's result, the store, and MSGS messages in each old

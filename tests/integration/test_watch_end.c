@@ -267,7 +267,7 @@ test_old_publish_moves_the_deadline(void **state)
 
 	iwatch_start(f, "late", 2, 0, NULL);
 	/* The flip was confirmed a while ago: the settle window is over. */
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	d0 = iwatch_num(f->state, "deadline_ms");
 	/* First look long after the flip: as if the last entry were now. */
@@ -427,7 +427,7 @@ test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
 	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[1], 0, NULL, err,
 	    sizeof(err)), 0);
 	iwatch_old_queue_ttl(&f->c, f->old[1], OLD_TTL_MS);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_int_equal(iwatch_num(iwatch_pass_of(f), "full"), 1);
 	assert_string_equal(pass_why(f), "the first look");
@@ -481,7 +481,7 @@ test_light_pass_reads_nonempty_queues_exactly(void **state)
 
 	iwatch_old_ttl_ms = 600000;
 	iwatch_start(f, "lightexact", 2, 3, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	tick_until_settled(f);

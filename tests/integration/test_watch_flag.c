@@ -76,7 +76,7 @@ test_flag_off_holds_the_watch(void **state)
 	int64_t d0, off_at, on_at;
 
 	iwatch_start(f, "flagoff", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	d0 = iwatch_num(f->state, "deadline_ms");
 
@@ -135,7 +135,7 @@ test_unreadable_flag_holds_the_watch(void **state)
 	int64_t d0;
 
 	iwatch_start(f, "flaggone", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	d0 = iwatch_num(f->state, "deadline_ms");
 	itest_feature_delete(f->feature);

@@ -280,7 +280,7 @@ test_unroutable_dead_letter_is_held_and_named(void **state)
 
 	iwatch_old_ttl_ms = 600000;	/* a watch that does not end meanwhile */
 	iwatch_start(f, "heldlvl", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	tick_until_level_proven(f, 0);
 	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
 	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);

@@ -15,7 +15,7 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	int64_t until;
 
 	iwatch_start(f, "vanish", 2, 3, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
@@ -175,7 +175,7 @@ test_queue_created_after_the_flip_is_alerted(void **state)
 	char err[2048];
 
 	iwatch_start(f, "created", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.late", iwatch_prefix);
 	f->extra = true;

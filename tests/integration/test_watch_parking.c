@@ -18,7 +18,7 @@ test_parking_holds_the_watch(void **state)
 	int64_t until;
 
 	iwatch_start(f, "park", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
 	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
 	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
@@ -118,7 +118,7 @@ test_own_messages_leave_parking(void **state)
 	const json_t *pk;
 
 	iwatch_start(f, "own", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
 	publish_own(f, PUBLISH_CANARY, 2, dest);
 	/* The probe queue does not exist before the first tick. */
@@ -151,7 +151,7 @@ test_foreign_parked_message_stays(void **state)
 	int64_t until;
 
 	iwatch_start(f, "foreign", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
 	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
 	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);

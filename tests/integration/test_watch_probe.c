@@ -41,7 +41,7 @@ test_lost_probe_raises_probe_alert(void **state)
 	int r;
 
 	iwatch_start(f, "lost", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_int_equal(json_array_size(json_object_get(iwatch_obj(f->state, "probe"),
 	    "outstanding")), 1);
@@ -78,7 +78,7 @@ test_early_probe_raises_probe_alert(void **state)
 	int r;
 
 	iwatch_start(f, "early", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	snprintf(pol, sizeof(pol), "%s.fast", iwatch_prefix);
 	itest_policy_cleanup(pol);
 	snprintf(pattern, sizeof(pattern), "^itest%ld\\.early\\.level\\.", (long)getpid());
@@ -179,7 +179,7 @@ test_late_probe_raises_probe_alert(void **state)
 
 	memset(&l, 0, sizeof(l));
 	iwatch_start(f, "lateprobe", 1, 0, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
 	r = get_path_probe(f, q, &l.d);

@@ -140,7 +140,7 @@ test_broker_restart_mid_watch(void **state)
 	int probe_after;
 
 	iwatch_start(f, "restart", 2, 5, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 10);
 	restart_broker();
@@ -219,7 +219,7 @@ test_management_restart_is_no_publish(void **state)
 
 	iwatch_old_ttl_ms = 120000;	/* the messages wait through the test */
 	iwatch_start(f, "agent", 1, 20, NULL);
-	f->flip_ms = now_ms() - STATS_LAG_MS - 1000;
+	iwatch_flip_long_ago(f);
 	/* Published before the watch's first look: counted there. */
 	until = now_ms() + ALERT_CEILING_MS;
 	while (iwatch_api_publishes(f, f->old[0]) != 20) {
