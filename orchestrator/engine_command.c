@@ -12,6 +12,31 @@
 #include "step_kinds.h"
 #include "store_admit.h"
 
+/* Has a step that takes the old path away (STEP_KIND_ENDS_OLD_PATH)
+ * started? Sets *GOING. Returns 0, or -1 when the store could not say:
+ * the abort then waits rather than rolling producers back onto queues
+ * that may be going. */
+static int
+old_path_going(struct run *r, bool *going)
+{
+	*going = false;
+	for (size_t i = 0; i < r->plan->nsteps && !*going; i++) {
+		const struct step_kind *sk = step_kind_of(r->plan->steps[i].kind);
+		struct store_step st = { 0 };
+		enum step_status rs;
+
+		if (sk == NULL || !(sk->flags & STEP_KIND_ENDS_OLD_PATH))
+			continue;
+		if (store_step_get(r->s, r->id, (int)i, &st, r->err, r->errlen) != 0)
+			return -1;
+		rs = step_status_of(st.status);
+		*going = rs == STEP_STATUS_RUNNING || rs == STEP_STATUS_SUCCEEDED ||
+		    rs == STEP_STATUS_FAILED;
+		store_step_clear(&st);
+	}
+	return 0;
+}
+
 /* Handles an abort by ACTOR: flips producers back when the flag was
  * turned on and the old queues still exist, then marks the plan aborted.
  * Writes what happened into OUTCOME. Returns 0, -1 when the rollback
@@ -21,24 +46,15 @@
 static int
 do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t outlen)
 {
-	struct store_step rm = { 0 };
 	const char *rollback = "not needed: the flag was never turned on";
-	int remove_idx = plan_find_step(r->plan, PLAN_STEP_REMOVE_OLD);
-	enum step_status rs;
-	bool removing = false;
+	bool removing;
 	int rc;
 	bool flipped;
 	json_t *res = NULL;
 	char doubt[512];
 
-	if (remove_idx >= 0 && store_step_get(r->s, r->id, remove_idx, &rm, r->err,
-	    r->errlen) == 0) {
-		rs = step_status_of(rm.status);
-		removing = rs == STEP_STATUS_RUNNING || rs == STEP_STATUS_SUCCEEDED ||
-		    rs == STEP_STATUS_FAILED;
-	}
-	store_step_clear(&rm);
-	if (step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
+	if (old_path_going(r, &removing) != 0 ||
+	    step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
 		return -2;
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";

@@ -19,6 +19,11 @@
 						 * (the watch: its start and the
 						 * last entry into the old path,
 						 * so its deadline, survive) */
+#define STEP_KIND_ENDS_OLD_PATH		0x8	/* once it has started, an abort
+						 * leaves producers on the
+						 * ladder: it takes away the old
+						 * path a rollback would send
+						 * them back to (remove_old) */
 
 struct step_kind {
 	const char *name;
