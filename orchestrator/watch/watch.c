@@ -208,8 +208,8 @@ tick_look(struct tick *t, int64_t prev_deadline, char *err, size_t errlen)
  * time to show every publish before the flip), nothing failed, every
  * broker node shows its statistics (so that a restart is not missed), the
  * old path is empty by exact counts, every queue read, and the statistics
- * are seen to count every publish up to about now (watch_stats_current,
- * the last: what else it waits for says more). Sets *READY when
+ * are seen to count every publish up to the deadline and about now
+ * (watch_stats_current, the last: what else it waits for says more). Sets *READY when
  * so, and returns the status to show (OPEN: the alerts open now). */
 static const char *
 tick_status(struct tick *t, int open, bool *ready)

@@ -577,9 +577,10 @@ void watch_stats_mark(struct tick *t);
  * a counter that does not match the markers sent asks for a new
  * generation. */
 void watch_stats_read(struct tick *t, const json_t *listing);
-/* Have the statistics been seen to count every publish up to
- * OLD_STATS_LAG_MS and one interval before T->now? (The markers go out
- * once a tick, so that is the nearest a marker can show it.) */
+/* Have the statistics been seen to count every publish up to the
+ * deadline (from which the old path must be quiet: a publish after it
+ * that they do not show yet would be missed), and up to OLD_STATS_LAG_MS
+ * and one interval before T->now? (The markers go out once a tick.) */
 bool watch_stats_current(const struct tick *t);
 /* The time up to which the statistics count every publish, at best: the
  * measured one, never later than OLD_STATS_LAG_MS before T->now. */

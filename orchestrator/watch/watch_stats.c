@@ -162,7 +162,10 @@ watch_stats_read(struct tick *t, const json_t *listing)
 bool
 watch_stats_current(const struct tick *t)
 {
-	return t->w->stats.fresh_ms >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms;
+	int64_t fresh = t->w->stats.fresh_ms;
+
+	return fresh >= t->w->deadline_ms &&
+	    fresh >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms;
 }
 
 int64_t

@@ -39,6 +39,10 @@ void itest_user_cleanup(const char *name);
  * the test unless it exits 0. ARGS may be "". */
 void itest_broker_script(const char *verb, const char *args);
 
+/* The same without failing the test (for cleanups): the script's exit
+ * status as system() gives it, or -1 without the environment. */
+int itest_broker_script_rc(const char *verb, const char *args);
+
 struct broker;
 struct mgmt;
 struct plan;

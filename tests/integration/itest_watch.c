@@ -252,6 +252,21 @@ iwatch_flip_long_ago(struct fixture *f)
 	f->seen_at_flip = true;
 }
 
+void
+iwatch_tick_past_stats_lag(struct fixture *f)
+{
+	int64_t until = now_ms() + ALERT_CEILING_MS;
+	char err[2048];
+
+	while (strstr(json_string_value(json_object_get(iwatch_obj(f->state, "summary"),
+	    "status")), "management statistics lag") != NULL) {
+		if (now_ms() > until)
+			fail_msg("the statistics never counted up to the deadline");
+		iwatch_sleep_ms(INTERVAL_MS);
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	}
+}
+
 int
 iwatch_tick(struct fixture *f, char *err, size_t errlen)
 {

@@ -125,6 +125,12 @@ void iwatch_old_queue(struct step_ctx *c, const char *name);
  * happened after the flip. Its end still waits for markers of its own. */
 void iwatch_flip_long_ago(struct fixture *f);
 
+/* Ticks on (one interval apart) while the watch's status says it waits
+ * for the statistics to count up to its deadline (watch_stats.c), so
+ * that the status asserted next is what it waits for besides; fails the
+ * test after ALERT_CEILING_MS. */
+void iwatch_tick_past_stats_lag(struct fixture *f);
+
 /* Sets up test TEST: the plan, NOLD old queues, the ladder,
  * measure_horizon's result, the store, and MSGS messages in each old
  * queue. */
