@@ -265,6 +265,8 @@ struct wstats {
 	int64_t counted;		/* its counter at the last full pass, -1 */
 	int64_t fresh_ms;		/* step clock; 0: not yet measured */
 	int64_t restarts;		/* counters that did not match, so far */
+	int64_t behind_ms;		/* step clock since when they have been
+					 * behind (watch_stats_read), 0 */
 	bool restart;			/* the next tick starts a new generation */
 };
 

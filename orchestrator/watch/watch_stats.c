@@ -18,6 +18,14 @@
  * the next. A marker counted vouches for what came this long before it. */
 #define STATS_FOLD_MS	1000
 
+/* Statistics behind by more than the lag and an interval for this long
+ * start a new generation: markers that a queue out of reach did not take
+ * (its node down, the connection moved to another) leave its counter
+ * short of the markers sent, and every marker it counts after is taken
+ * for an older one, so the lag it shows never closes. A new queue counts
+ * from nothing; statistics that are truly behind stay so in it. */
+#define STATS_REGEN_MS	30000
+
 /* The statistics queue's arguments: it drops each marker at once (the
  * counter is what is read, never the message) and expires when unused, so
  * a watch that never ends leaves nothing behind for long; its exchange
@@ -136,14 +144,33 @@ listed_count(const struct tick *t, const json_t *listing)
 	return -1;
 }
 
+/* Notes since when the statistics have been behind by more than the lag
+ * and an interval, and asks for a new generation once that has lasted
+ * STATS_REGEN_MS. */
+static void
+stats_behind(const struct tick *t, struct wstats *s)
+{
+	if (s->fresh_ms >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms)
+		s->behind_ms = 0;
+	else if (s->behind_ms == 0 || s->behind_ms > t->now)
+		s->behind_ms = t->now;
+	else if (t->now - s->behind_ms >= STATS_REGEN_MS) {
+		s->restart = true;
+		s->restarts++;
+		s->behind_ms = 0;
+	}
+}
+
 void
 watch_stats_read(struct tick *t, const json_t *listing)
 {
 	struct wstats *s = &t->w->stats;
 	int64_t n = listed_count(t, listing);
 
-	if (n < 0)
-		return;		/* not listed yet: nothing counted */
+	if (n < 0) {
+		stats_behind(t, s);	/* not listed yet: nothing counted */
+		return;
+	}
 	if (n > s->sent || n < s->counted) {
 		/* More than was sent, or fewer than before: someone else
 		 * publishes there, or the counter was reset (a restarted
@@ -157,6 +184,7 @@ watch_stats_read(struct tick *t, const json_t *listing)
 	if (n > 0 && n > s->sent - STATS_MARKS &&
 	    s->marks[(n - 1) % STATS_MARKS] - STATS_FOLD_MS > s->fresh_ms)
 		s->fresh_ms = s->marks[(n - 1) % STATS_MARKS] - STATS_FOLD_MS;
+	stats_behind(t, s);
 }
 
 bool
@@ -196,6 +224,7 @@ watch_stats_remove(struct tick *t)
 static const struct jfield stats_fields[] = {
 	S(gen, "generation", 0), S(sent, "sent", 0), S(counted, "counted", -1),
 	S(fresh_ms, "counted_to_ms", 0), S(restarts, "restarts", 0),
+	S(behind_ms, "behind_since_ms", 0),
 };
 #undef S
 
