@@ -144,13 +144,21 @@ listed_count(const struct tick *t, const json_t *listing)
 	return -1;
 }
 
+/* Do the statistics count every publish up to OLD_STATS_LAG_MS and one
+ * interval before T->now? (The markers go out once a tick.) */
+static bool
+near_now(const struct tick *t)
+{
+	return t->w->stats.fresh_ms >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms;
+}
+
 /* Notes since when the statistics have been behind by more than the lag
  * and an interval, and asks for a new generation once that has lasted
  * STATS_REGEN_MS. */
 static void
 stats_behind(const struct tick *t, struct wstats *s)
 {
-	if (s->fresh_ms >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms)
+	if (near_now(t))
 		s->behind_ms = 0;
 	else if (s->behind_ms == 0 || s->behind_ms > t->now)
 		s->behind_ms = t->now;
@@ -190,10 +198,7 @@ watch_stats_read(struct tick *t, const json_t *listing)
 bool
 watch_stats_current(const struct tick *t)
 {
-	int64_t fresh = t->w->stats.fresh_ms;
-
-	return fresh >= t->w->deadline_ms &&
-	    fresh >= t->now - OLD_STATS_LAG_MS - t->p->watch.interval_ms;
+	return t->w->stats.fresh_ms >= t->w->deadline_ms && near_now(t);
 }
 
 int64_t
