@@ -78,6 +78,18 @@ any_tls_url(char *const *urls, size_t n)
 }
 
 /* Whether any URL of P's flag (its kind's, plan_flag.h) is https://. */
+/* tls_json of broker section B ("broker.tls", "target.tls"). */
+static json_t *
+broker_tls_json(const struct plan_broker *b)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "%s.tls", b->section);
+	return tls_json(&b->tls, path, is_tls_url(b->amqp) ||
+	    is_tls_url(b->management) || any_tls_url(b->amqp_urls, b->namqp) ||
+	    any_tls_url(b->management_urls, b->nmanagement));
+}
+
 static bool
 flag_tls_url(const struct plan *p)
 {
@@ -195,10 +207,8 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 	    "exchanges", xs, "queues", qs, "bindings", bs, "steps", ss,
 	    "review", review_answers(p));
 	if (o != NULL) {
-		json_t *tb = tls_json(&p->broker.tls, "broker.tls",
-		    is_tls_url(p->broker.amqp) || is_tls_url(p->broker.management) ||
-		    any_tls_url(p->broker.amqp_urls, p->broker.namqp) ||
-		    any_tls_url(p->broker.management_urls, p->broker.nmanagement));
+		json_t *tb = broker_tls_json(&p->broker);
+		json_t *tt = p->has_target ? broker_tls_json(&p->target) : NULL;
 		json_t *tf = tls_json(&p->flag.tls, "flag.tls", flag_tls_url(p));
 		json_t *ts = json_object();
 
@@ -211,6 +221,11 @@ describe(const char *file, const struct plan *p, const struct topology *t)
 			json_object_set_new(o, "old", library_json(p));
 		if (tb != NULL)
 			json_object_set_new(ts, "broker", tb);
+		if (tt != NULL)
+			json_object_set_new(ts, "target", tt);
+		if (p->has_target)
+			json_object_set_new(o, "brokers", json_pack("{s:s,s:s}",
+			    "old_path", p->broker.amqp, "ladder", p->target.amqp));
 		if (tf != NULL)
 			json_object_set_new(ts, "flag", tf);
 		json_object_set_new(o, "tls", ts);
@@ -251,6 +266,11 @@ print_plan_head(FILE *out, json_t *d)
 	}
 	if (json_object_size(json_object_get(d, "tls")) > 0)
 		fprintf(out, "\n");
+	if ((v = json_object_get(d, "brokers")) != NULL)
+		fprintf(out, "brokers\n  old path    %s (measured, moved out of, removed)\n"
+		    "  ladder      %s (the target: declared, verified, canaried, "
+		    "flipped to)\n\n", json_string_value(json_object_get(v, "old_path")),
+		    json_string_value(json_object_get(v, "ladder")));
 	fprintf(out, "ladder\n  naming      %s", json_string_value(json_object_get(lad, "naming")));
 	if (*json_string_value(json_object_get(lad, "prefix")) != '\0')
 		fprintf(out, " (prefix %s)", json_string_value(json_object_get(lad, "prefix")));

@@ -111,6 +111,25 @@ free_strings(char **v, size_t n)
 	free(v);
 }
 
+/* Frees what B holds. */
+static void
+plan_broker_free(struct plan_broker *b)
+{
+	free(b->amqp);
+	free(b->management);
+	free_strings(b->amqp_urls, b->namqp);
+	free_strings(b->management_urls, b->nmanagement);
+	free(b->username);
+	free(b->password);
+	tls_opts_free(&b->tls);
+}
+
+const struct plan_broker *
+plan_ladder_broker(const struct plan *p)
+{
+	return p->has_target ? &p->target : &p->broker;
+}
+
 void
 plan_free(struct plan *p)
 {
@@ -119,13 +138,8 @@ plan_free(struct plan *p)
 	if (p == NULL)
 		return;
 	free(p->file);
-	free(p->broker.amqp);
-	free(p->broker.management);
-	free_strings(p->broker.amqp_urls, p->broker.namqp);
-	free_strings(p->broker.management_urls, p->broker.nmanagement);
-	free(p->broker.username);
-	free(p->broker.password);
-	tls_opts_free(&p->broker.tls);
+	plan_broker_free(&p->broker);
+	plan_broker_free(&p->target);
 	tls_opts_free(&p->flag.tls);
 	free(p->old.match);
 	free_strings(p->old.names, p->old.nnames);

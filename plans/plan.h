@@ -44,6 +44,27 @@ struct plan_step {
 	int line, column;              /* where the step is written */
 };
 
+/* A broker as a plan names it (broker:, target:). */
+struct plan_broker {
+	char *amqp;                /* amqp://host:port/vhost (no credentials) */
+	char *management;          /* http(s)://host:port */
+	/* broker.amqp and broker.management as lists (a cluster's
+	 * nodes), tried in order: [0] equals amqp / management. A
+	 * single string is a list of one. */
+	char **amqp_urls;
+	size_t namqp;
+	char **management_urls;
+	size_t nmanagement;
+	char *username;
+	char *password;            /* env:NAME reference, never a literal */
+	struct tls_opts tls;       /* broker.tls: for amqps:// and https:// */
+	int64_t return_after_ms;   /* broker.return_after: on a later node
+	                            * of a list, how long before the
+	                            * earlier ones are tried again */
+	const char *section;       /* "broker" or "target" (static): names
+	                            * it in messages */
+};
+
 struct plan_header {               /* one HTTP header; value may be env:NAME */
 	char *name;
 	char *value;
@@ -59,23 +80,12 @@ struct plan {
 	char *file;                    /* as given to the loader */
 	char name[PLAN_NAME_MAX + 1];  /* [a-z0-9._-]{1,64} */
 
-	struct {
-		char *amqp;                /* amqp://host:port/vhost (no credentials) */
-		char *management;          /* http(s)://host:port */
-		/* broker.amqp and broker.management as lists (a cluster's
-		 * nodes), tried in order: [0] equals amqp / management. A
-		 * single string is a list of one. */
-		char **amqp_urls;
-		size_t namqp;
-		char **management_urls;
-		size_t nmanagement;
-		char *username;
-		char *password;            /* env:NAME reference, never a literal */
-		struct tls_opts tls;       /* broker.tls: for amqps:// and https:// */
-		int64_t return_after_ms;   /* broker.return_after: on a later node
-		                            * of a list, how long before the
-		                            * earlier ones are tried again */
-	} broker;
+	struct plan_broker broker;     /* broker: the old path's, and the
+	                                * ladder's too when there is no target */
+	struct plan_broker target;     /* target: the broker the ladder is built
+	                                * on and producers are flipped to, when
+	                                * it is another (has_target) */
+	bool has_target;
 
 	struct {
 		char *match;               /* PCRE2 pattern over queue names, or NULL */
@@ -239,6 +249,10 @@ bool plan_names_destination(const struct plan *p, const char *name);
  * NAME is not listed). Returns OUT. */
 char *plan_destination_where(const struct plan *p, const char *name, char *out,
     size_t outlen);
+
+/* The broker P's ladder is built on and its producers are flipped to:
+ * its target when it names one, else its broker. */
+const struct plan_broker *plan_ladder_broker(const struct plan *p);
 
 /* Index of the first step of KIND in P, or -1. */
 int plan_find_step(const struct plan *p, enum plan_step_kind kind);

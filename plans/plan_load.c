@@ -61,38 +61,68 @@ load_name(struct loader *ld, const struct sect *root)
 	memcpy(ld->p->name, t, len + 1);
 }
 
+/* A target is another broker: one of its AMQP URLs that is one of the
+ * broker's would build the ladder beside the old path, as a plan without
+ * a target does, while the plan says otherwise. Errs at the target's
+ * amqp (S: the target section). */
 static void
-load_broker(struct loader *ld, const struct sect *root)
+check_target_apart(struct loader *ld, const struct sect *s)
+{
+	const struct plan *p = ld->p;
+	yaml_node_pair_t *at = py_find_pair(ld, s->map, "amqp");
+
+	for (size_t i = 0; i < p->target.namqp; i++)
+		for (size_t j = 0; j < p->broker.namqp; j++)
+			if (strcmp(p->target.amqp_urls[i], p->broker.amqp_urls[j]) == 0) {
+				py_err_at(ld, at != NULL ? py_node_at(ld, at->value) :
+				    s->map, "target.amqp '%s' is broker.amqp's too; a "
+				    "target is another broker (leave target out to "
+				    "build the ladder beside the old path)",
+				    p->target.amqp_urls[i]);
+				return;
+			}
+}
+
+/* Reads broker section KEY of ROOT ("broker", or "target": the broker
+ * the ladder is built on when it is another) into B; REQUIRED says
+ * whether the plan must have it. Returns whether ROOT has it. */
+static bool
+load_broker(struct loader *ld, const struct sect *root, const char *key,
+    int required, struct plan_broker *b)
 {
 	static const char *const keys[] = { "amqp", "management", "username",
 	    "password", "tls", "return_after", NULL };
-	struct plan *p = ld->p;
 	struct sect s;
 	const char *urls[2 * BROKER_URLS_MAX];
+	char tls[32];
 	size_t nurls = 0;
 
-	if (py_get_map(ld, root, "broker", 1, "a mapping with amqp, management "
+	b->section = key;
+	if (py_get_map(ld, root, key, required, "a mapping with amqp, management "
 	    "(each a URL or a list of a cluster's URLs), username and password",
-	    "broker", &s) != 0 || s.map == NULL)
-		return;
+	    key, &s) != 0 || s.map == NULL)
+		return false;
+	snprintf(tls, sizeof(tls), "%s.tls", key);
 	py_check_keys(ld, &s, keys);
 	if (py_get_urls(ld, &s, "amqp", 1, URL_AMQP, BROKER_URLS_MAX,
-	    &p->broker.amqp_urls, &p->broker.namqp) == 0 && p->broker.namqp > 0)
-		p->broker.amqp = py_copy(ld, p->broker.amqp_urls[0]);
+	    &b->amqp_urls, &b->namqp) == 0 && b->namqp > 0)
+		b->amqp = py_copy(ld, b->amqp_urls[0]);
 	if (py_get_urls(ld, &s, "management", 1, URL_HTTP_BASE, BROKER_URLS_MAX,
-	    &p->broker.management_urls, &p->broker.nmanagement) == 0 &&
-	    p->broker.nmanagement > 0)
-		p->broker.management = py_copy(ld, p->broker.management_urls[0]);
+	    &b->management_urls, &b->nmanagement) == 0 && b->nmanagement > 0)
+		b->management = py_copy(ld, b->management_urls[0]);
 	py_get_text(ld, &s, "username", 1, "the user for AMQP and the management API",
-	    &p->broker.username);
-	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &p->broker.password);
-	pt_load_tls(ld, &s, "broker.tls", &p->broker.tls);
-	py_get_duration(ld, &s, "return_after", 0, &p->broker.return_after_ms);
-	for (size_t i = 0; i < p->broker.namqp && nurls < 2 * BROKER_URLS_MAX; i++)
-		urls[nurls++] = p->broker.amqp_urls[i];
-	for (size_t i = 0; i < p->broker.nmanagement && nurls < 2 * BROKER_URLS_MAX; i++)
-		urls[nurls++] = p->broker.management_urls[i];
-	pt_check_used(ld, &s, "broker.tls", &p->broker.tls, urls, nurls);
+	    &b->username);
+	py_get_secret(ld, &s, "password", 1, "env:RABBIT_PASSWORD", &b->password);
+	pt_load_tls(ld, &s, tls, &b->tls);
+	py_get_duration(ld, &s, "return_after", 0, &b->return_after_ms);
+	for (size_t i = 0; i < b->namqp && nurls < 2 * BROKER_URLS_MAX; i++)
+		urls[nurls++] = b->amqp_urls[i];
+	for (size_t i = 0; i < b->nmanagement && nurls < 2 * BROKER_URLS_MAX; i++)
+		urls[nurls++] = b->management_urls[i];
+	pt_check_used(ld, &s, tls, &b->tls, urls, nurls);
+	if (b == &ld->p->target)
+		check_target_apart(ld, &s);
+	return true;
 }
 
 static void
@@ -322,8 +352,8 @@ load_steps(struct loader *ld, const struct sect *root)
 static void
 load_root(struct loader *ld, yaml_node_t *root)
 {
-	static const char *const keys[] = { "name", "broker", "old", "ladder", "canary",
-	    "flag", "watch", "move_old", "steps", NULL };
+	static const char *const keys[] = { "name", "broker", "target", "old",
+	    "ladder", "canary", "flag", "watch", "move_old", "steps", NULL };
 	static const char expect[] = "a mapping with name, broker, old, ladder and steps";
 	struct sect s = { root, "" };
 
@@ -334,7 +364,8 @@ load_root(struct loader *ld, yaml_node_t *root)
 	}
 	py_check_keys(ld, &s, keys);
 	load_name(ld, &s);
-	load_broker(ld, &s);
+	(void)load_broker(ld, &s, "broker", 1, &ld->p->broker);
+	ld->p->has_target = load_broker(ld, &s, "target", 0, &ld->p->target);
 	pl_load_old(ld, &s);
 	pl_load_ladder(ld, &s);
 	load_canary(ld, &s);
@@ -358,6 +389,7 @@ plan_new(const char *file)
 	}
 	p->queue_type = PLAN_QUEUE_QUORUM;
 	p->broker.return_after_ms = 30 * 1000;
+	p->target.return_after_ms = 30 * 1000;
 	p->canary.budget_ms = PLAN_DEFAULT_CANARY_BUDGET_MS;
 	p->canary.max_lateness_ms = 2000;
 	p->flag.kind = NULL;

@@ -1,8 +1,9 @@
 /* cli_check_broker: `cutover check --broker` — after a plan passes check,
- * contacts its broker read-only through the management API and reports
- * the RabbitMQ version and whether the feature flags the plan needs are
- * enabled (broker_needs.c); a broker that cannot honour the plan fails
- * the check, naming the missing flag. For a plan that moves old messages
+ * contacts its broker (and its target, when it names one) read-only
+ * through the management API and reports each one's RabbitMQ version and
+ * whether the feature flags the plan needs are enabled (broker_needs.c);
+ * a broker that cannot honour the plan fails the check, naming the
+ * missing flag. For a plan that moves old messages
  * it also says whether the broker stamps arrivals, which move_old's
  * `from: arrival` needs (arrival_stamp.c: the one write, a queue of its
  * own for two messages, deleted at once). */
@@ -21,14 +22,14 @@
 
 #define CHECK_BROKER_TIMEOUT_MS 10000
 
-/* Prints REPORT (needs_check's) for a person. */
+/* Prints REPORT (needs_check's) of broker section SECTION for a person. */
 static void
-print_report(const json_t *report, FILE *out)
+print_report(const char *section, const json_t *report, FILE *out)
 {
 	const json_t *row;
 	size_t i;
 
-	fprintf(out, "broker: RabbitMQ %s", json_string_value(json_object_get(report,
+	fprintf(out, "%s: RabbitMQ %s", section, json_string_value(json_object_get(report,
 	    "version")));
 	if (json_is_string(json_object_get(report, "erlang")))
 		fprintf(out, " (Erlang %s)", json_string_value(json_object_get(report,
@@ -64,7 +65,8 @@ arrival_report(const struct plan *p, json_t *report, int json, FILE *out)
 
 	if (report == NULL || plan_find_step(p, PLAN_STEP_MOVE_OLD) < 0)
 		return;
-	if (step_broker_open(p, CHECK_BROKER_TIMEOUT_MS, &b, why, sizeof(why)) != 0 ||
+	if (step_broker_open(&p->broker, CHECK_BROKER_TIMEOUT_MS, &b, why,
+	    sizeof(why)) != 0 ||
 	    arrival_probe(b, p->name, &st, why, sizeof(why)) != 0) {
 		a = json_pack("{s:s}", "error", why);
 		if (!json)
@@ -81,53 +83,94 @@ arrival_report(const struct plan *p, json_t *report, int json, FILE *out)
 	broker_close(b);
 }
 
+/* Checks broker B of plan P (its broker or its target; FILE names the
+ * plan): *REPORT gets needs_check's report (NULL when the broker could not
+ * be asked), ERR the reason it fails. Returns 0 or -1. */
+static int
+check_one(const char *file, const struct plan *p, const struct plan_broker *b,
+    json_t **report, char *err, size_t errlen)
+{
+	struct broker_url u;
+	struct mgmt *m = NULL;
+	char why[512];
+	int rc = -1;
+
+	*report = NULL;
+	if (broker_url_parse(b->amqp, &u, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s: %s.amqp: %s", file, b->section, why);
+		goto done;
+	}
+	if (mgmt_open(b->management, u.vhost, b->username, b->password,
+	    CHECK_BROKER_TIMEOUT_MS, &m, why, sizeof(why)) != 0) {
+		if (b == &p->target)
+			snprintf(err, errlen, "%s: opening the target broker's "
+			    "management API: %s", file, why);
+		else
+			snprintf(err, errlen, "%s: opening the management API: %s",
+			    file, why);
+		goto done;
+	}
+	rc = needs_check(m, p, report, why, sizeof(why));
+	if (rc != 0 && b == &p->target)
+		snprintf(err, errlen, "%s: the target broker: %s", file, why);
+	else if (rc != 0)
+		snprintf(err, errlen, "%s: %s", file, why);
+done:
+	mgmt_close(m);
+	return rc;
+}
+
+/* Sets ENTRY's member KEY to REPORT (or {"ok":false}) with ERR when RC
+ * says it failed. */
+static void
+entry_report(json_t *entry, const char *key, json_t *report, int rc,
+    const char *err)
+{
+	if (entry == NULL)
+		return;
+	report = report != NULL ? json_incref(report) : json_pack("{s:b}", "ok", 0);
+	if (rc != 0)
+		json_object_set_new(report, "error", json_string(err));
+	json_object_set_new(entry, key, report);
+	if (rc != 0)
+		json_object_set_new(entry, "valid", json_false());
+}
+
 int
 cli_check_broker(const char *file, int json, FILE *out, FILE *errout,
     json_t *entry)
 {
 	struct plan *p = NULL;
 	struct plan_errors errs = { 0 };
-	struct broker_url u;
-	struct mgmt *m = NULL;
-	json_t *report = NULL;
-	char err[1024] = "", why[512];
-	int rc = -1;
+	json_t *report = NULL, *treport = NULL;
+	char err[1024] = "", terr[1024] = "";
+	int rc = -1, trc = 0;
 
 	if (plan_load_file(file, &p, &errs) != 0) {
 		snprintf(err, sizeof(err), "%s: the plan does not load", file);
 		goto done;
 	}
-	if (broker_url_parse(p->broker.amqp, &u, why, sizeof(why)) != 0) {
-		snprintf(err, sizeof(err), "%s: broker.amqp: %s", file, why);
-		goto done;
-	}
-	if (mgmt_open(p->broker.management, u.vhost, p->broker.username,
-	    p->broker.password, CHECK_BROKER_TIMEOUT_MS, &m, why, sizeof(why)) != 0) {
-		snprintf(err, sizeof(err), "%s: opening the management API: %s", file, why);
-		goto done;
-	}
-	rc = needs_check(m, p, &report, why, sizeof(why));
-	if (rc != 0)
-		snprintf(err, sizeof(err), "%s: %s", file, why);
+	rc = check_one(file, p, &p->broker, &report, err, sizeof(err));
 	if (!json && json_is_string(json_object_get(report, "version")))
-		print_report(report, out);
+		print_report("broker", report, out);
 	if (json_is_string(json_object_get(report, "version")))
 		arrival_report(p, report, json, out);
+	if (p->has_target) {
+		trc = check_one(file, p, &p->target, &treport, terr, sizeof(terr));
+		if (!json && json_is_string(json_object_get(treport, "version")))
+			print_report("target", treport, out);
+	}
 done:
 	if (rc != 0 && !json)
 		fprintf(errout, "cutover check: %s\n", err);
-	if (entry != NULL) {
-		if (report == NULL)
-			report = json_pack("{s:b}", "ok", 0);
-		if (rc != 0)
-			json_object_set_new(report, "error", json_string(err));
-		json_object_set(entry, "broker", report);
-		if (rc != 0)
-			json_object_set_new(entry, "valid", json_false());
-	}
+	if (trc != 0 && !json)
+		fprintf(errout, "cutover check: %s\n", terr);
+	entry_report(entry, "broker", report, rc, err);
+	if (p != NULL && p->has_target)
+		entry_report(entry, "target", treport, trc, terr);
 	json_decref(report);
-	mgmt_close(m);
+	json_decref(treport);
 	plan_free(p);
 	plan_errors_free(&errs);
-	return rc;
+	return rc != 0 ? rc : trc;
 }

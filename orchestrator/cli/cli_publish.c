@@ -336,7 +336,7 @@ cli_publish(int argc, char **argv)
 	if (check_offline(p, &a, &delay_ms, &file_body, &len) != 0)
 		goto done;
 
-	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
+	if (step_broker_open(plan_ladder_broker(p), STEP_BROKER_TIMEOUT_MS, &b, err, sizeof(err)) != 0) {
 		fprintf(stderr, "cutover publish: connecting to the broker: %s\n", err);
 		st = PUBLISH_ECONNECT;
 		goto failed;

@@ -63,7 +63,7 @@ bindings_of(struct routes *r, const char *x)
 		    "%d exchanges", BINDINGS_CACHED);
 		return NULL;
 	}
-	if (mgmt_list_bindings_from(r->c->mgmt, x, &bl, why, sizeof(why)) != 0 ||
+	if (mgmt_list_bindings_from(r->c->old_mgmt, x, &bl, why, sizeof(why)) != 0 ||
 	    (r->cache[r->ncache].exchange = strdup(x)) == NULL) {
 		mgmt_binding_list_free(&bl);
 		r->failed = 1;
@@ -200,12 +200,12 @@ get(struct step_ctx *c, const char *what, const char *kind, const char *query,
 {
 	char vhost[3 * 256 + 1], path[200 + sizeof(vhost)], why[768];
 
-	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
+	if (mgmt_escape(mgmt_vhost(c->old_mgmt), vhost, sizeof(vhost)) < 0) {
 		snprintf(err, errlen, "the vhost name is too long");
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/api/%s/%s%s", kind, vhost, query);
-	if (mgmt_request(c->mgmt, "GET", path, NULL, out, NULL, why, sizeof(why)) != 0 ||
+	if (mgmt_request(c->old_mgmt, "GET", path, NULL, out, NULL, why, sizeof(why)) != 0 ||
 	    !json_is_array(*out)) {
 		snprintf(err, errlen, "reading the %s for dead-letter chains: %s", what,
 		    *out == NULL ? why : "the answer is not a list");
@@ -272,7 +272,7 @@ routes_read(struct step_ctx *c, struct routes *r, char *err, size_t errlen)
 	    &r->exchanges, err, errlen))
 		return -1;
 	r->c = c;
-	if (mgmt_list_policies(c->mgmt, &r->pl, why, sizeof(why)) != 0) {
+	if (mgmt_list_policies(c->old_mgmt, &r->pl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the policies for dead-letter chains: %s", why);
 		return -1;
 	}

@@ -74,13 +74,13 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 	int64_t at = old_now_ms(c);
 
 	memset(o, 0, sizeof(*o));
-	if (mgmt_escape(mgmt_vhost(c->mgmt), vhost, sizeof(vhost)) < 0) {
+	if (mgmt_escape(mgmt_vhost(c->old_mgmt), vhost, sizeof(vhost)) < 0) {
 		snprintf(err, errlen, "the vhost name is too long");
 		return -1;
 	}
 	/* Statistics on: message_stats needs them. */
 	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS, vhost);
-	if (mgmt_request(c->mgmt, "GET", path, NULL, &arr, NULL, why, sizeof(why)) != 0) {
+	if (mgmt_request(c->old_mgmt, "GET", path, NULL, &arr, NULL, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the publish counters: %s", why);
 		return -1;
 	}

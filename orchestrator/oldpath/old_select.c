@@ -250,16 +250,16 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 	if (old_selector_init(&sel, p, err, errlen) != 0)
 		goto done;
 	s->at_ms = old_now_ms(c);
-	if ((counted ? mgmt_list_queues_counted : mgmt_list_queues)(c->mgmt, &s->list,
+	if ((counted ? mgmt_list_queues_counted : mgmt_list_queues)(c->old_mgmt, &s->list,
 	    why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "listing the queues: %s", why);
 		goto done;
 	}
-	if (mgmt_list_policies(c->mgmt, &pl, why, sizeof(why)) != 0) {
+	if (mgmt_list_policies(c->old_mgmt, &pl, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the policies: %s", why);
 		goto done;
 	}
-	if (policy_set_read(c->mgmt, "operator-policies", &ops, why, sizeof(why)) != 0) {
+	if (policy_set_read(c->old_mgmt, "operator-policies", &ops, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the operator policies: %s", why);
 		goto done;
 	}

@@ -20,50 +20,72 @@ plan_urls(char *const *list, size_t n, char *const *single, size_t *count)
 }
 
 int
-step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
+step_broker_open(const struct plan_broker *b, int timeout_ms, struct broker **out,
     char *err, size_t errlen)
 {
 	size_t n;
-	const char *const *urls = plan_urls(p->broker.amqp_urls, p->broker.namqp,
-	    &p->broker.amqp, &n);
+	const char *const *urls = plan_urls(b->amqp_urls, b->namqp, &b->amqp, &n);
 	int rc;
 
-	rc = broker_open_list(urls, n, &p->broker.tls, p->broker.username,
-	    p->broker.password, timeout_ms, out, err, errlen);
+	rc = broker_open_list(urls, n, &b->tls, b->username, b->password,
+	    timeout_ms, out, err, errlen);
 	if (rc == 0)
-		broker_set_return_after(*out, p->broker.return_after_ms);
+		broker_set_return_after(*out, b->return_after_ms);
 	return rc;
+}
+
+/* Opens B's AMQP connection into *AMQP and its management API client into
+ * *MGMT for plan P. Returns 0, or -1 with ERR (what opened stays in *AMQP
+ * and *MGMT for the caller to close). */
+static int
+open_broker(const struct plan *p, const struct plan_broker *b,
+    struct broker **amqp, struct mgmt **mgmt, char *err, size_t errlen)
+{
+	struct broker_url u;
+	const char *const *murls;
+	const char *whose = b == &p->target ? "the target broker" : "the broker";
+	char tls[32], why[1024];
+	size_t n;
+
+	snprintf(tls, sizeof(tls), "%s.tls", b->section);
+	if (tls_insecure_warning(&b->tls, tls, why, sizeof(why)) != NULL)
+		log_event("warn", p->name, NULL, "%s", why);
+	if (broker_url_parse(b->amqp, &u, why, sizeof(why)) != 0) {
+		errbuf_set(err, errlen, "%s.amqp: %s", b->section, why);
+		return -1;
+	}
+	if (step_broker_open(b, STEP_BROKER_TIMEOUT_MS, amqp, why, sizeof(why)) != 0) {
+		errbuf_set(err, errlen, "connecting to %s over AMQP: %s", whose, why);
+		return -1;
+	}
+	murls = plan_urls(b->management_urls, b->nmanagement, &b->management, &n);
+	if (mgmt_open_list(murls, n, &b->tls, u.vhost, b->username, b->password,
+	    STEP_BROKER_TIMEOUT_MS, mgmt, why, sizeof(why)) != 0) {
+		if (b == &p->target)
+			errbuf_set(err, errlen, "opening the target broker's management "
+			    "API: %s", why);
+		else
+			errbuf_set(err, errlen, "opening the management API: %s", why);
+		return -1;
+	}
+	mgmt_set_return_after(*mgmt, b->return_after_ms);
+	return 0;
 }
 
 int
 step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen)
 {
-	struct broker_url u;
-	const char *const *murls;
-	size_t n;
-	char why[1024];
-
 	memset(c, 0, sizeof(*c));
 	c->plan = p;
-	if (tls_insecure_warning(&p->broker.tls, "broker.tls", why, sizeof(why)) != NULL)
-		log_event("warn", p->name, NULL, "%s", why);
-	if (broker_url_parse(p->broker.amqp, &u, why, sizeof(why)) != 0) {
-		errbuf_set(err, errlen, "broker.amqp: %s", why);
+	if (open_broker(p, &p->broker, &c->old_amqp, &c->old_mgmt, err, errlen) != 0)
 		goto fail;
+	if (!p->has_target) {
+		c->amqp = c->old_amqp;
+		c->mgmt = c->old_mgmt;
+		return 0;
 	}
-	if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &c->amqp, why,
-	    sizeof(why)) != 0) {
-		errbuf_set(err, errlen, "connecting to the broker over AMQP: %s", why);
+	if (open_broker(p, &p->target, &c->amqp, &c->mgmt, err, errlen) != 0)
 		goto fail;
-	}
-	murls = plan_urls(p->broker.management_urls, p->broker.nmanagement,
-	    &p->broker.management, &n);
-	if (mgmt_open_list(murls, n, &p->broker.tls, u.vhost, p->broker.username,
-	    p->broker.password, STEP_BROKER_TIMEOUT_MS, &c->mgmt, why, sizeof(why)) != 0) {
-		errbuf_set(err, errlen, "opening the management API: %s", why);
-		goto fail;
-	}
-	mgmt_set_return_after(c->mgmt, p->broker.return_after_ms);
 	return 0;
 fail:
 	step_ctx_close(c);
@@ -74,11 +96,16 @@ void
 step_ctx_close(struct step_ctx *c)
 {
 	step_ctx_end_run(c);
-	broker_close(c->amqp);		/* unacknowledged probes go back */
+	/* Unacknowledged probes go back. */
+	if (c->old_amqp != c->amqp)
+		broker_close(c->old_amqp);
+	if (c->old_mgmt != c->mgmt)
+		mgmt_close(c->old_mgmt);
+	broker_close(c->amqp);
 	mgmt_close(c->mgmt);
 	free(c->held);
-	c->amqp = NULL;
-	c->mgmt = NULL;
+	c->amqp = c->old_amqp = NULL;
+	c->mgmt = c->old_mgmt = NULL;
 	c->held = NULL;
 	c->nheld = c->capheld = 0;
 }

@@ -248,12 +248,12 @@ empty_selection_err(const struct step_ctx *c, const struct old_selection *s,
 	if (p->old.match != NULL)
 		errbuf_set(err, errlen, "old.queues.match '%s' selects no queue in vhost "
 		    "'%s' (of %zu queues): an empty selection has no horizon; check "
-		    "the pattern and the vhost", p->old.match, mgmt_vhost(c->mgmt),
+		    "the pattern and the vhost", p->old.match, mgmt_vhost(c->old_mgmt),
 		    s->list.n);
 	else
 		errbuf_set(err, errlen, "none of the %zu queues old.queues.names lists "
 		    "exists in vhost '%s': an empty selection has no horizon",
-		    p->old.nnames, mgmt_vhost(c->mgmt));
+		    p->old.nnames, mgmt_vhost(c->old_mgmt));
 }
 
 /* Writes into ERR and REASONING why S, with old queues that have no TTL,

@@ -189,7 +189,7 @@ release(struct pass *ps)
 	char e[256];
 
 	for (size_t i = 0; i < ps->nheld; i++) {
-		(void)broker_reject(ps->c->amqp, &ps->held[i], true, e, sizeof(e));
+		(void)broker_reject(ps->c->old_amqp, &ps->held[i], true, e, sizeof(e));
 		broker_delivery_free(&ps->held[i]);
 	}
 	ps->nheld = 0;
@@ -399,7 +399,7 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
 		if ((size_t)i < npub && results[i] == 0 &&
-		    broker_ack(c->amqp, &out[i], why, sizeof(why)) == 0) {
+		    broker_ack(c->old_amqp, &out[i], why, sizeof(why)) == 0) {
 			moved++;
 			broker_delivery_free(&out[i]);
 		} else if ((size_t)i < npub && results[i] == 0) {
@@ -456,7 +456,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		struct going *o = &g[n];
 		int64_t first;
 
-		rc = broker_get(c->amqp, ps->oq->q->name, true, &d, why, sizeof(why));
+		rc = broker_get(c->old_amqp, ps->oq->q->name, true, &d, why, sizeof(why));
 		if (rc == BROKER_EMPTY) {
 			*end = true;
 			break;
@@ -470,7 +470,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		o->now = old_now_ms(c);
 		if (move_old__id(ps->oq->q->name, &d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
-			(void)broker_reject(c->amqp, &d, true, why, sizeof(why));
+			(void)broker_reject(c->old_amqp, &d, true, why, sizeof(why));
 			broker_delivery_free(&d);
 			errbuf_set(err, errlen, "no digest for a message of old queue '%s'",
 			    ps->oq->q->name);
@@ -641,7 +641,7 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 {
 	struct broker_queue_info qi = { 0 };
 	char why[512];
-	int rc = broker_queue_inspect(ps->c->amqp, ps->oq->q->name, &qi, why, sizeof(why));
+	int rc = broker_queue_inspect(ps->c->old_amqp, ps->oq->q->name, &qi, why, sizeof(why));
 
 	if (rc < 0 && rc != BROKER_NOT_FOUND) {	/* gone: nothing to skip */
 		errbuf_set(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
@@ -823,7 +823,7 @@ probe_arrival(struct step_ctx *c, json_t *state)
 
 	if (!uses_arrival(c->plan))
 		return;
-	if (arrival_probe(c->amqp, c->plan->name, &st, why, sizeof(why)) != 0)
+	if (arrival_probe(c->old_amqp, c->plan->name, &st, why, sizeof(why)) != 0)
 		json_object_set_new(state, "arrival_error", json_string(why));
 	else
 		json_object_del(state, "arrival_error");

@@ -119,7 +119,7 @@ move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
 
 	memset(t, 0, sizeof(*t));
 	t->dest = -1;
-	if (mgmt_get_queue(c->mgmt, name, &qi, why, sizeof(why)) != 0) {
+	if (mgmt_get_queue(c->old_mgmt, name, &qi, why, sizeof(why)) != 0) {
 		errbuf_set(err, errlen, "reading old queue '%s': %s", name, why);
 		goto done;
 	}
@@ -134,9 +134,9 @@ move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
 		goto done;
 	}
 	if (dx != NULL && dx[0] != '\0') {
-		if (mgmt_get_exchange(c->mgmt, dx, &x, why, sizeof(why)) != 0 ||
+		if (mgmt_get_exchange(c->old_mgmt, dx, &x, why, sizeof(why)) != 0 ||
 		    (t->exchange_type = strdup(x.type ? x.type : "")) == NULL ||
-		    mgmt_list_bindings_from(c->mgmt, dx, &t->bindings, why,
+		    mgmt_list_bindings_from(c->old_mgmt, dx, &t->bindings, why,
 		    sizeof(why)) != 0) {
 			errbuf_set(err, errlen, "old queue '%s': reading its dead-letter "
 			    "exchange '%s': %s", name, dx, why);

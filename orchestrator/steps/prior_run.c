@@ -60,7 +60,7 @@ fences_set(struct step_ctx *c, char *s, size_t slen, char *err, size_t errlen)
 	size_t n = 0;
 
 	snprintf(prefix, sizeof(prefix), "%s%s=", OLD_FENCE_PREFIX, c->plan->name);
-	if (mgmt_list_policies(c->mgmt, &pl, err, errlen) != 0)
+	if (mgmt_list_policies(c->old_mgmt, &pl, err, errlen) != 0)
 		return -1;
 	for (size_t i = 0; i < pl.n; i++)
 		n += strncmp(pl.v[i].name, prefix, strlen(prefix)) == 0;

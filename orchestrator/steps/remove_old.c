@@ -251,7 +251,7 @@ work_loop(void *arg)
 	size_t i;
 
 	if (wk->b == NULL) {
-		if (step_broker_open(p, STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
+		if (step_broker_open(&p->broker, STEP_BROKER_TIMEOUT_MS, &wk->b, why, sizeof(why)) != 0)
 			return NULL;	/* the other connections do its share */
 		wk->own = true;
 	}
@@ -277,7 +277,7 @@ run_workers(struct work *w, int n)
 	}
 	for (i = 0; i < n; i++)
 		wk[i].w = w;
-	wk[0].b = w->c->amqp;
+	wk[0].b = w->c->old_amqp;
 	for (i = 1; i < n; i++) {
 		if (pthread_create(&wk[i].th, NULL, work_loop, &wk[i]) != 0)
 			break;
@@ -442,13 +442,13 @@ fence_and_delete(struct rm_run *r, const struct old_selection *s,
 	}
 	if (nf == 0)
 		goto done;
-	if (old_fence_put(c->mgmt, c->plan->name, f, own, nf, why, sizeof(why)) != 0) {
+	if (old_fence_put(c->old_mgmt, c->plan->name, f, own, nf, why, sizeof(why)) != 0) {
 		for (size_t i = 0; i < nf; i++)
 			rm_set_reason(fl[i], OUT_LEFT, "checked empty, but not fenced: %s", why);
 		goto done;
 	}
 	nconn = run_pass(r, fenced_pass, fl, nf);
-	if (old_fence_remove(c->mgmt, f, nf, why, sizeof(why)) != 0)
+	if (old_fence_remove(c->old_mgmt, f, nf, why, sizeof(why)) != 0)
 		snprintf(fence_err, felen, "%s", why);
 done:
 	for (size_t i = 0; i < nf; i++)
@@ -717,7 +717,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	if (c->old_last_entry_ms > 0 && old_select_counted(c, &s, err, errlen) != 0)
 		goto done;
 	/* Fences (and their markers) that a run killed mid-way left. */
-	if (!o->dry_run && old_fence_sweep(c->mgmt, c->amqp, c->plan->name, err,
+	if (!o->dry_run && old_fence_sweep(c->old_mgmt, c->old_amqp, c->plan->name, err,
 	    errlen) < 0)
 		goto done;
 	nmembers = json_array_size(mq) + json_object_size(json_object_get(

@@ -168,7 +168,7 @@ rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items
 	char why[256], t1[40], t2[40];
 	int64_t started = 0, wall = old_now_ms(NULL);
 
-	if (r->base.at_ms <= 0 || mgmt_list_nodes(r->c->mgmt, &nodes, why,
+	if (r->base.at_ms <= 0 || mgmt_list_nodes(r->c->old_mgmt, &nodes, why,
 	    sizeof(why)) != 0)
 		return false;	/* the counters' own jumps still show a reset */
 	for (size_t i = 0; i < nodes.n; i++)

@@ -85,8 +85,16 @@ struct step_ctx {
 	/* What lives across runs: the plan, its broker connections and the
 	 * store the steps that record as they go (flip, watch) write to. */
 	const struct plan *plan;   /* borrowed */
-	struct broker *amqp;       /* owned; opened by step_ctx_open */
-	struct mgmt *mgmt;         /* owned; opened by step_ctx_open */
+	/* The ladder's broker (plan_ladder_broker: the plan's target when it
+	 * names one, else its broker): the ladder, its probes, the canary,
+	 * what move_old publishes. Owned; opened by step_ctx_open. */
+	struct broker *amqp;
+	struct mgmt *mgmt;
+	/* The old path's broker (the plan's broker): what is measured,
+	 * watched, moved out of and removed there. The same objects as amqp
+	 * and mgmt when the plan has no target; else owned as well. */
+	struct broker *old_amqp;
+	struct mgmt *old_mgmt;
 	struct store *store;       /* borrowed; NULL when run by hand */
 	int64_t plan_id;
 	/* The watch's probes read by its last tick and not yet acknowledged
@@ -104,17 +112,18 @@ struct step_ctx {
 	};
 };
 
-/* Opens the AMQP connection and the management API client of P's broker
- * (credentials resolved from their env: references now). Returns 0, or -1
- * with ERR naming which of the two failed and why; nothing stays open on
- * failure. */
+/* Opens the AMQP connection and the management API client of P's broker,
+ * and of its target when it names one (credentials resolved from their
+ * env: references now). Returns 0, or -1 with ERR naming which failed and
+ * why; nothing stays open on failure. */
 int step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen);
 
-/* Opens an AMQP connection to P's broker: broker_open_list over every
- * URL of broker.amqp, tried in order (see broker.h), back to an earlier
- * one after broker.return_after. Returns what it does. */
-int step_broker_open(const struct plan *p, int timeout_ms, struct broker **out,
-    char *err, size_t errlen);
+/* Opens an AMQP connection to broker B of a plan (its broker, its target):
+ * broker_open_list over every URL of its amqp, tried in order (see
+ * broker.h), back to an earlier one after its return_after. Returns what
+ * it does. */
+int step_broker_open(const struct plan_broker *b, int timeout_ms,
+    struct broker **out, char *err, size_t errlen);
 
 /* Closes what C holds. Safe on a zeroed or half-opened context. */
 void step_ctx_close(struct step_ctx *c);

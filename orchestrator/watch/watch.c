@@ -44,7 +44,9 @@ names(struct tick *t, char *err, size_t errlen)
 	const struct ladder *l = &t->p->ladder;
 	char why[512];
 
-	if (mgmt_escape(mgmt_vhost(t->c->mgmt), t->vhost, sizeof(t->vhost)) < 0) {
+	if (mgmt_escape(mgmt_vhost(t->c->mgmt), t->vhost, sizeof(t->vhost)) < 0 ||
+	    mgmt_escape(mgmt_vhost(t->c->old_mgmt), t->old_vhost,
+	    sizeof(t->old_vhost)) < 0) {
 		snprintf(err, errlen, "the vhost name is too long");
 		return -1;
 	}
@@ -88,7 +90,8 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 	t->w = w;
 	t->now = watch_clock_now(c);
 	t->mono = clock_mono_ms();
-	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL) {
+	if (c->store == NULL || c->amqp == NULL || c->mgmt == NULL ||
+	    c->old_amqp == NULL || c->old_mgmt == NULL) {
 		snprintf(err, errlen, "the watch needs the store and the broker "
 		    "connections (it is run by the engine)");
 		return -1;
@@ -372,6 +375,8 @@ done:
 	json_decref(t.park_taken);
 	json_decref(t.old.listing);
 	json_decref(t.exchanges);
+	if (t.old_exchanges != t.exchanges)
+		json_decref(t.old_exchanges);
 	json_decref(t.old.seen_queues);
 	json_decref(t.old.joined);
 	free(t.old.q);

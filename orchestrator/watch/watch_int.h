@@ -417,7 +417,9 @@ struct tick {
 	int64_t now;			/* the step clock (deadline, samples) */
 	int64_t mono;			/* clock_mono_ms at the tick's start */
 	bool failed;			/* a broker call failed: never done */
-	char vhost[3 * 256 + 1];	/* escaped for paths */
+	char vhost[3 * 256 + 1];	/* the ladder's, escaped for paths */
+	char old_vhost[3 * 256 + 1];	/* the old path's (the same vhost
+					 * unless the plan has a target) */
 	char probe_queue[LADDER_NAME_MAX], probe_pattern[LADDER_NAME_MAX];
 	char canary_queue[LADDER_NAME_MAX];
 	char stats_exchange[LADDER_NAME_MAX], stats_queue[LADDER_NAME_MAX];
@@ -425,8 +427,11 @@ struct tick {
 	struct topology topo;		/* names the old selection must not catch */
 	json_t *exchanges;		/* the vhost's exchanges with publish_in,
 					 * NULL until listed (watch_ladder_exchanges:
-					 * the old path's schedule and the
-					 * ladder's bands read it) */
+					 * the ladder's bands read it) */
+	json_t *old_exchanges;		/* the old path's vhost's, for its pass
+					 * schedule: the same listing as
+					 * EXCHANGES unless the plan has a
+					 * target (watch_old_exchanges) */
 
 	struct sample *s;
 	size_t ns, scap;
@@ -603,6 +608,7 @@ void watch_flag_load(struct wflag *f, const json_t *j);
 /* watch_ladder.c: the ladder (struct wladder) */
 void watch_ladder_init(struct wladder *l);
 int watch_ladder_exchanges(struct tick *t, char *why, size_t whylen);
+int watch_old_exchanges(struct tick *t, char *why, size_t whylen);
 void watch_ladder_read(struct tick *t);
 int watch_ladder_samples(struct tick *t);
 json_t *watch_ladder_json(const struct wladder *l);

@@ -14,27 +14,52 @@ watch_ladder_init(struct wladder *l)
 	l->publishes = -1;
 }
 
-/* Lists the vhost's exchanges with their publish_in into T->exchanges,
- * once a tick (the ladder's bands and the old path's light pass read it).
- * Returns 0, or -1 with WHY. */
-int
-watch_ladder_exchanges(struct tick *t, char *why, size_t whylen)
+/* Lists VHOST's exchanges with their publish_in through M into *OUT,
+ * unless listed already this tick. Returns 0, or -1 with WHY. */
+static int
+list_exchanges(struct mgmt *m, const char *vhost, json_t **out, char *why,
+    size_t whylen)
 {
 	char path[900];
 
-	if (t->exchanges != NULL)
+	if (*out != NULL)
 		return 0;
 	snprintf(path, sizeof(path), "/api/exchanges/%s?columns=name,"
-	    "message_stats.publish_in", t->vhost);
-	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->exchanges, NULL, why,
-	    whylen) != 0 || !json_is_array(t->exchanges)) {
-		if (t->exchanges != NULL)
+	    "message_stats.publish_in", vhost);
+	if (mgmt_request(m, "GET", path, NULL, out, NULL, why, whylen) != 0 ||
+	    !json_is_array(*out)) {
+		if (*out != NULL)
 			snprintf(why, whylen, "the answer is not a list");
-		json_decref(t->exchanges);
-		t->exchanges = NULL;
+		json_decref(*out);
+		*out = NULL;
 		return -1;
 	}
 	return 0;
+}
+
+/* Lists the ladder's vhost's exchanges with their publish_in into
+ * T->exchanges, once a tick (the ladder's bands read it). Returns 0, or
+ * -1 with WHY. */
+int
+watch_ladder_exchanges(struct tick *t, char *why, size_t whylen)
+{
+	return list_exchanges(t->c->mgmt, t->vhost, &t->exchanges, why, whylen);
+}
+
+/* The same for the old path's vhost into T->old_exchanges (the old
+ * path's pass schedule reads it): one listing for both when they share a
+ * broker. */
+int
+watch_old_exchanges(struct tick *t, char *why, size_t whylen)
+{
+	if (!t->p->has_target) {
+		if (watch_ladder_exchanges(t, why, whylen) != 0)
+			return -1;
+		t->old_exchanges = t->exchanges;
+		return 0;
+	}
+	return list_exchanges(t->c->old_mgmt, t->old_vhost, &t->old_exchanges, why,
+	    whylen);
 }
 
 /* Depth of each level queue and of the parking queue (passive declares,

@@ -91,7 +91,8 @@ levels_one_by_one(struct tick *t, char names[][LADDER_NAME_MAX])
 
 /* Reads each level queue's and the parking queue's messages_dlx and
  * head_message_timestamp from the tick's listing (the old path's; every
- * queue of the vhost), or on a light pass one queue at a time. Nothing
+ * queue of the vhost), or on a light pass (or with the ladder on a target
+ * broker) one queue at a time. Nothing
  * when the broker did not answer. */
 void
 watch_levels_read(struct tick *t)
@@ -106,7 +107,9 @@ watch_levels_read(struct tick *t)
 	t->lvl.parking_dlx = -1;
 	for (int k = 0; k < l->levels; k++)
 		ladder_level_queue(l, k, names[k], sizeof(names[k]));
-	if (!t->old.full && t->old.seen) {
+	/* The old path's listing holds the levels only when they share its
+	 * broker. */
+	if ((!t->old.full && t->old.seen) || t->p->has_target) {
 		levels_one_by_one(t, names);
 		return;
 	}

@@ -30,7 +30,7 @@ watch_old_exact(struct tick *t, bool all)
 		if (!all && (q->listed <= 0 || budget == 0))
 			continue;
 		budget -= budget > 0;
-		r = broker_queue_inspect(t->c->amqp, q->name, &qi, why, sizeof(why));
+		r = broker_queue_inspect(t->c->old_amqp, q->name, &qi, why, sizeof(why));
 		if (r == BROKER_NOT_FOUND) {
 			q->exact = 0;
 			q->gone = true;
@@ -115,8 +115,8 @@ old_list(struct tick *t)
 	 * only the columns used: at 10,000 queues one walk of the queue
 	 * table, where pages would walk it once per page. */
 	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS
-	    ",messages_dlx,head_message_timestamp", t->vhost);
-	if (mgmt_request(t->c->mgmt, "GET", path, NULL, &t->old.listing, NULL, why,
+	    ",messages_dlx,head_message_timestamp", t->old_vhost);
+	if (mgmt_request(t->c->old_mgmt, "GET", path, NULL, &t->old.listing, NULL, why,
 	    sizeof(why)) != 0 || !json_is_array(t->old.listing)) {
 		watch_unreachable(t, "listing the old queues", t->old.listing == NULL ? why :
 		    "the answer is not a list");

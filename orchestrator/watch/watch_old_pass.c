@@ -60,9 +60,9 @@ feeding_publishes(struct tick *t)
 	int64_t total = 0;
 	size_t i;
 
-	if (watch_ladder_exchanges(t, why, sizeof(why)) != 0)
+	if (watch_old_exchanges(t, why, sizeof(why)) != 0)
 		return -1;
-	json_array_foreach(t->exchanges, i, e) {
+	json_array_foreach(t->old_exchanges, i, e) {
 		const char *n = json_string_value(json_object_get(e, "name"));
 
 		if (n != NULL && !ladder_own(t, n) && strcmp(n, t->stats_exchange) != 0)

@@ -151,7 +151,7 @@ watch_restart_read(struct tick *t)
 	int64_t amo = old_at_most_once(t);
 	int changes = 0;
 
-	if (watch_nodes_read(t->c->mgmt, &now, why, sizeof(why)) != 0)
+	if (watch_nodes_read(t->c->old_mgmt, &now, why, sizeof(why)) != 0)
 		watch_unreachable(t, "reading the broker's nodes", why);
 	else {
 		now.at_ms = t->now;

@@ -62,7 +62,7 @@ static int
 stats_declare(struct tick *t, struct wstats *s, char *what, size_t whatlen,
     char *why, size_t whylen)
 {
-	struct broker *b = t->c->amqp;
+	struct broker *b = t->c->old_amqp;
 	struct topology_arg a[3];
 
 	stats_args(t, a);
@@ -115,7 +115,7 @@ watch_stats_mark(struct tick *t)
 	m.routing_key = "";
 	m.body = "cutover statistics marker";
 	m.len = strlen(m.body);
-	if (broker_publish(t->c->amqp, &m, PROBE_PUBLISH_TIMEOUT_MS, why,
+	if (broker_publish(t->c->old_amqp, &m, PROBE_PUBLISH_TIMEOUT_MS, why,
 	    sizeof(why)) != 0) {
 		/* Perhaps taken, perhaps not: the counter may now run one
 		 * ahead of what is stamped, so a new generation. */
@@ -214,9 +214,9 @@ watch_stats_remove(struct tick *t)
 {
 	char why[768];
 
-	if (broker_queue_delete(t->c->amqp, t->stats_queue, 0, NULL, why,
+	if (broker_queue_delete(t->c->old_amqp, t->stats_queue, 0, NULL, why,
 	    sizeof(why)) != 0 ||
-	    broker_exchange_delete(t->c->amqp, t->stats_exchange, false, why,
+	    broker_exchange_delete(t->c->old_amqp, t->stats_exchange, false, why,
 	    sizeof(why)) != 0) {
 		watch_unreachable(t, "removing the statistics queue", why);
 		return -1;

@@ -634,6 +634,13 @@ main(int argc, char **argv)
 		exit_code = rc;
 		goto done;
 	}
+	if (p->has_target) {
+		/* One connection publishes both ways, so both paths must be
+		 * on one broker. */
+		fprintf(stderr, "cutover-traffic: %s: the plan names a target broker; "
+		    "this producer publishes to one broker only\n", o.plan_file);
+		goto done;
+	}
 	if ((pr = calloc(1, sizeof(*pr))) == NULL) {
 		fprintf(stderr, "cutover-traffic: out of memory\n");
 		goto done;
@@ -674,7 +681,7 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
-	if ((rc = step_broker_open(p, OPEN_TIMEOUT_MS, &pr->b, err, sizeof(err))) != 0 ||
+	if ((rc = step_broker_open(&p->broker, OPEN_TIMEOUT_MS, &pr->b, err, sizeof(err))) != 0 ||
 	    ensure_destinations(pr, err, sizeof(err)) != 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "cutover-traffic: %s\n", err);

@@ -124,7 +124,7 @@ traffic_consumer_start(struct traffic_consumer *c, char *err, size_t errlen)
 
 	atomic_init(&c->stop, false);
 	c->started = false;
-	if (step_broker_open(p, CONSUME_TIMEOUT_MS, &c->broker, why, sizeof(why)) != 0 ||
+	if (step_broker_open(plan_ladder_broker(p), CONSUME_TIMEOUT_MS, &c->broker, why, sizeof(why)) != 0 ||
 	    broker_consume(c->broker, c->queue, CONSUME_PREFETCH, why,
 	    sizeof(why)) != 0) {
 		snprintf(err, errlen, "consuming from %s: %s", c->queue, why);

@@ -1,5 +1,6 @@
 /* test_plan_broker: the broker section — its URLs, single and as a
- * cluster's lists, and secrets that no error message repeats. */
+ * cluster's lists, and secrets that no error message repeats — and the
+ * target section, another broker read the same way. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +149,61 @@ test_secrets_not_echoed(void **state)
 	free(t);
 }
 
+/* target: a broker section of its own (its URLs, user, password and
+ * TLS read as broker's are, its errors named target.*); the ladder's
+ * broker is then the target, the old path's still broker. A target that
+ * is the broker itself is refused where its amqp is written. */
+static void
+test_target(void **state)
+{
+	static const char target[] =
+	    "target:\n"
+	    "  amqp: [amqp://10.0.0.2:5671/%2f, amqp://10.0.0.3:5671/%2f]\n"
+	    "  management: https://10.0.0.2:15671\n"
+	    "  username: cutover\n"
+	    "  password: env:TARGET_PASSWORD\n"
+	    "  tls: { server_name: rabbit.internal }\n"
+	    "old:\n";
+	struct plan *p;
+	char *t;
+
+	(void)state;
+	p = pt_expect_valid(pt_base_plan);
+	assert_false(p->has_target);
+	assert_ptr_equal(plan_ladder_broker(p), &p->broker);
+	plan_free(p);
+
+	t = pt_subst(pt_base_plan, "old:\n", target);
+	p = pt_expect_valid(t);
+	assert_true(p->has_target);
+	assert_ptr_equal(plan_ladder_broker(p), &p->target);
+	assert_string_equal(p->target.amqp, "amqp://10.0.0.2:5671/%2f");
+	assert_int_equal(p->target.namqp, 2);
+	assert_string_equal(p->target.management, "https://10.0.0.2:15671");
+	assert_string_equal(p->target.username, "cutover");
+	assert_string_equal(p->target.password, "env:TARGET_PASSWORD");
+	assert_string_equal(p->target.tls.server_name, "rabbit.internal");
+	assert_string_equal(p->target.section, "target");
+	assert_int_equal(p->target.return_after_ms, S(30));
+	assert_string_equal(p->broker.amqp, "amqp://127.0.0.1:5672/%2f");
+	assert_null(p->broker.tls.server_name);
+	plan_free(p);
+	free(t);
+
+	t = pt_subst(pt_base_plan, "old:\n", "target:\n  amqp: amqp://10.0.0.2/%2f\n"
+	    "  username: cutover\n  password: env:P\nold:\n");
+	pt_expect_error(t, 8, 3, "missing required key 'management' in target");
+	free(t);
+	t = pt_subst(pt_base_plan, "old:\n", "target:\n"
+	    "  amqp: amqp://127.0.0.1:5672/%2f\n  management: http://127.0.0.1:15672\n"
+	    "  username: guest\n  password: env:RABBIT_PASSWORD\nold:\n");
+	pt_expect_error(t, 8, 9, "target.amqp 'amqp://127.0.0.1:5672/%2f' is broker.amqp's too");
+	free(t);
+	t = pt_subst(pt_base_plan, "old:\n", "target: amqp://10.0.0.2/%2f\nold:\n");
+	pt_expect_error(t, 7, 9, "target");
+	free(t);
+}
+
 int
 main(void)
 {
@@ -155,6 +211,7 @@ main(void)
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_url_lists),
 		cmocka_unit_test(test_secrets_not_echoed),
+		cmocka_unit_test(test_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
