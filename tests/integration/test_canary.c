@@ -59,17 +59,15 @@ need_env(const char *name)
 	return v;
 }
 
-/* The YAML of a plan for the test broker (AMQP URL AMQP): a cutover
+/* Builds in B a plan for the test broker (AMQP URL AMQP): a cutover
  * ladder of 100 ms units and 5 levels (up to 3.1 s), one destination, and
  * the canary lines CANARY. */
 static void
-plan_yaml(char *out, size_t outlen, const char *amqp, const char *canary)
+plan_yaml(struct itest_plan *b, const char *amqp, const char *canary)
 {
-	struct itest_plan b;
-
 	need_env("CUTOVER_TEST_PASSWORD");
-	itest_plan_begin(&b, plan_name, amqp);
-	itest_plan_addf(&b,
+	itest_plan_begin(b, plan_name, amqp);
+	itest_plan_addf(b,
 	    "old:\n"
 	    "  queues: { names: [itest.none] }\n"
 	    "ladder:\n"
@@ -84,25 +82,15 @@ plan_yaml(char *out, size_t outlen, const char *amqp, const char *canary)
 	    "%s"
 	    "steps: [declare_ladder, verify_ladder, canary]\n",
 	    prefix, prefix, canary);
-	assert_true(b.len < outlen);
-	memcpy(out, b.text, b.len + 1);
 }
 
 static struct plan *
 load_plan(const char *canary)
 {
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char yaml[4096], line[512];
+	struct itest_plan b;
 
-	plan_yaml(yaml, sizeof(yaml), need_env("CUTOVER_TEST_AMQP"), canary);
-	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail_msg("test plan does not load");
-	}
-	return p;
+	plan_yaml(&b, need_env("CUTOVER_TEST_AMQP"), canary);
+	return itest_plan_load("itest.yaml", b.text);
 }
 
 #define open_ctx itest_ctx_open
@@ -548,13 +536,13 @@ run_cutover(char *const argv[], char *out, size_t outlen, char *errout,
 static void
 write_plan(char *path, const char *amqp)
 {
-	char yaml[4096];
+	struct itest_plan b;
 	int fd = mkstemp(path);
 
 	assert_true(fd >= 0);
-	plan_yaml(yaml, sizeof(yaml), amqp, "  max_lateness: 1s\n");
-	assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
 	close(fd);
+	plan_yaml(&b, amqp, "  max_lateness: 1s\n");
+	itest_plan_write(&b, path);
 }
 
 /* An amqp:// URL on a loopback port where nothing listens. */

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "ladder.h"
 #include "plan.h"
@@ -39,26 +40,15 @@ set_prefix(const char *test)
 /* The shared clock (clock.h), under the name this file calls it by. */
 #define now_ms() clock_now_ms()
 
-/* Loads a plan for the test broker with the given ladder lines. */
+/* Loads a plan for the test broker (the test's vhost when it has one)
+ * with the given ladder lines. */
 static struct plan *
 load_plan(const char *ladder_yaml, const char *queue_type)
 {
-	char yaml[4096];
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	struct itest_plan b;
 
-	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL) {
-		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
-		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
-	}
-	if (vhost_url[0] != '\0')
-		amqp = vhost_url;
-	snprintf(yaml, sizeof(yaml),
-	    "name: itest-ladder\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	itest_plan_begin(&b, "itest-ladder", vhost_url[0] != '\0' ? vhost_url : NULL);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: { names: [itest.none] }\n"
 	    "ladder:\n"
@@ -66,8 +56,8 @@ load_plan(const char *ladder_yaml, const char *queue_type)
 	    "  queue_type: %s\n"
 	    "  destinations: [%s.email.delivery, %s.billing.retry]\n"
 	    "steps: [declare_ladder, verify_ladder]\n",
-	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), ladder_yaml, queue_type, prefix, prefix);
-	return itest_plan_load("itest.yaml", yaml);
+	    ladder_yaml, queue_type, prefix, prefix);
+	return itest_plan_load("itest.yaml", b.text);
 }
 
 static struct plan *

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "ladder.h"
 #include "plan.h"
@@ -77,15 +78,15 @@ vhost_teardown(void **state)
 	return 0;
 }
 
+/* Loads a plan on the test's vhost: LIB's naming, 28 levels, the one
+ * destination DEST. */
 static struct plan *
 lib_plan(const struct library *lib)
 {
-	char yaml[2048], broker[1024];
+	struct itest_plan b;
 
-	itest_broker_yaml(vhost_url, broker, sizeof(broker));
-	snprintf(yaml, sizeof(yaml),
-	    "name: itest-library\n"
-	    "%s"
+	itest_plan_begin(&b, "itest-library", vhost_url);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: { names: [itest.none] }\n"
 	    "ladder:\n"
@@ -93,8 +94,8 @@ lib_plan(const struct library *lib)
 	    "  levels: 28\n"
 	    "  queue_type: quorum\n"
 	    "  destinations: [" DEST "]\n"
-	    "steps: [declare_ladder, verify_ladder]\n", broker, lib->naming);
-	return itest_plan_load("itest.yaml", yaml);
+	    "steps: [declare_ladder, verify_ladder]\n", lib->naming);
+	return itest_plan_load("itest.yaml", b.text);
 }
 
 static void

@@ -34,6 +34,7 @@
 #include "arrival_stamp.h"
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "old_path.h"
 #include "plan.h"
@@ -77,12 +78,10 @@ teardown(void **state)
 static void
 load(const char *library, const char *dests, const char *move_extra)
 {
-	char yaml[4096], broker[1024];
+	struct itest_plan b;
 
-	itest_broker_yaml(vhost_url, broker, sizeof(broker));
-	snprintf(yaml, sizeof(yaml),
-	    "name: itest-lib\n"
-	    "%s"
+	itest_plan_begin(&b, "itest-lib", vhost_url);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  library: %s\n"
 	    "ladder:\n"
@@ -97,9 +96,8 @@ load(const char *library, const char *dests, const char *move_extra)
 	    "  stragglers: 1s\n%s"
 	    "watch:\n"
 	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n", broker, library, dests,
-	    move_extra);
-	plan = itest_plan_load("itest.yaml", yaml);
+	    "steps: [measure_horizon, declare_ladder]\n", library, dests, move_extra);
+	plan = itest_plan_load("itest.yaml", b.text);
 	itest_ctx_open(&ctx, plan);
 }
 

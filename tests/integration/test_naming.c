@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "itest_run.h"
 #include "ladder.h"
 #include "plan.h"
@@ -28,17 +29,6 @@
 #define DAY_MS (86400LL * 1000)
 
 static char vhost_url[512];
-
-static const char *
-need_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (v == NULL || *v == '\0')
-		fail_msg("set %s (and CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, "
-		    "CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD; scripts/test does)", name);
-	return v;
-}
 
 /* A vhost of this run's own for TEST, its URL in vhost_url. */
 static void
@@ -55,16 +45,13 @@ own_vhost(const char *test)
 static struct plan *
 load_plan(const char *ladder)
 {
-	char yaml[4096];
+	struct itest_plan b;
 
-	need_env("CUTOVER_TEST_PASSWORD");
-	snprintf(yaml, sizeof(yaml), "name: itest-naming\nbroker:\n  amqp: %s\n"
-	    "  management: %s\n  username: %s\n  password: env:CUTOVER_TEST_PASSWORD\n"
-	    "old: { queues: { names: [itest.none] } }\nladder:\n%s"
+	itest_plan_begin(&b, "itest-naming", vhost_url);
+	itest_plan_addf(&b, "old: { queues: { names: [itest.none] } }\nladder:\n%s"
 	    "  create_destinations: true\nsteps: [declare_ladder, verify_ladder]\n",
-	    vhost_url, need_env("CUTOVER_TEST_MGMT"), need_env("CUTOVER_TEST_USER"),
 	    ladder);
-	return itest_plan_load("naming.yaml", yaml);
+	return itest_plan_load("naming.yaml", b.text);
 }
 
 /* Publishes DELAY_MS to DEST through the plan's ladder as `cutover

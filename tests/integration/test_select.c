@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "itest_broker.h"
+#include "itest_plan.h"
 #include "ladder.h"
 #include "old_path.h"
 #include "plan.h"
@@ -60,22 +61,10 @@ set_names(void)
 static struct plan *
 load_plan(const char *old_yaml)
 {
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char yaml[4096], line[512];
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	struct itest_plan b;
 
-	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
-	    getenv("CUTOVER_TEST_PASSWORD") == NULL)
-		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
-		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
-	snprintf(yaml, sizeof(yaml),
-	    "name: %s\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	itest_plan_begin(&b, planname, NULL);
+	itest_plan_addf(&b,
 	    "old:\n"
 	    "  queues: %s\n"
 	    "  max_message_ttl: 1h\n"
@@ -88,14 +77,8 @@ load_plan(const char *old_yaml)
 	    "  destinations: [%s.dest]\n"
 	    "  create_destinations: true\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
-	    planname, amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, prefix, prefix);
-	if (plan_load_buffer("itest-select.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail_msg("test plan does not load");
-	}
-	return p;
+	    old_yaml, prefix, prefix);
+	return itest_plan_load("itest-select.yaml", b.text);
 }
 
 /* Loads the plan, opens its context and declares its ladder. */

@@ -43,9 +43,6 @@ test_broker_unreachable_is_an_alert(void **state)
 	json_decref(r);
 }
 
-/* Runs scripts/broker VERB ... --port P for the test node (P from
- * CUTOVER_TEST_AMQP); THEN, when not NULL, runs after it as a second
- * verb; fails the test when either fails. */
 /* The test node's AMQP port, from CUTOVER_TEST_AMQP. */
 static int
 node_port(void)
@@ -58,27 +55,12 @@ node_port(void)
 	return port;
 }
 
-static void
-broker_script(const char *verb, const char *then)
-{
-	const char *src = iwatch_need_env("CUTOVER_SOURCE_DIR");
-	char cmd[2048];
-	int port = node_port();
-
-	snprintf(cmd, sizeof(cmd), "'%s/scripts/broker' %s --port %d >&2", src, verb, port);
-	if (then != NULL)
-		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " && '%s/scripts/broker' "
-		    "%s --port %d >&2", src, then, port);
-	if (system(cmd) != 0)
-		fail_msg("scripts/broker %s%s%s on port %d failed", verb, then ? " and " : "",
-		    then ? then : "", port);
-}
-
 /* Restarts the test's own broker node with scripts/broker stop and start. */
 static void
 restart_broker(void)
 {
-	broker_script("stop", "start");
+	itest_broker_script("stop", "");
+	itest_broker_script("start", "");
 }
 
 /* Whether the node declares (and deletes) a quorum queue of its own. */
