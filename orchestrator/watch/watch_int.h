@@ -437,6 +437,9 @@ struct tick {
 	size_t ns, scap;
 	struct pending a[ALERTS_MAX];
 	size_t na;
+	struct pending over[ALERTS_MAX]; /* kinds whose cause this tick saw
+					 * gone (watch_alert_over) */
+	size_t nover;
 	bool deadline_moved;
 	char moved_why[200];
 
@@ -525,6 +528,7 @@ void watch_appendf(char *buf, size_t len, const char *fmt, ...)
 void watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void watch_unreachable(struct tick *t, const char *what, const char *why);
+void watch_alert_over(struct tick *t, const char *kind, const char *why);
 int watch_sample(struct tick *t, int64_t ts, const char *metric, const char *label,
     double v);
 int watch_write_samples(struct tick *t, char *err, size_t errlen);

@@ -223,6 +223,7 @@ watch_levels_check(struct tick *t)
 	char q[LADDER_NAME_MAX], to[LADDER_NAME_MAX], tb[40], pend[64];
 	int64_t held;
 	bool route_gap = t->lad.parking_missing || w->verify.ok == 0;
+	bool pending = false;
 
 	for (int k = 0; k < l->levels; k++) {
 		struct wlevel *lv = &w->levels.lv[k];
@@ -263,6 +264,7 @@ watch_levels_check(struct tick *t)
 		 * (whose route stands) come out. */
 		if (held >= 0 && probed(t, k) && lv->proven && !route_gap)
 			held = -1;
+		pending |= held >= 0;
 		if (held >= 0)
 			watch_alert(t, "dead_letters_pending", "level %d ('%s') has held %lld "
 			    "pending dead-letter%s for %lld ms, longer than watch.allowance "
@@ -272,10 +274,21 @@ watch_levels_check(struct tick *t)
 			    (long long)w->allowance_ms, to);
 	}
 	if (t->lvl.dlx_seen && (held = pending_for(&w->levels.park_dlx_since_mono,
-	    t->lvl.parking_dlx, t->mono, w->allowance_ms)) >= 0)
+	    t->lvl.parking_dlx, t->mono, w->allowance_ms)) >= 0) {
+		pending = true;
 		watch_alert(t, "dead_letters_pending", "the parking queue '%s' has held "
 		    "%lld pending dead-letters for %lld ms", t->parking,
 		    (long long)t->lvl.parking_dlx, (long long)held);
+	}
+	/* Dead-letters that went on (a broker too busy to move them for a
+	 * while, a binding put back) leave nothing for a person to do: what
+	 * they cost in lateness the probes measure. One still held keeps
+	 * the alert open. */
+	if (t->lvl.dlx_seen && !pending)
+		watch_alert_over(t, "dead_letters_pending", "no pending dead-letter is "
+		    "held longer than watch.allowance now in a level that is not moving: "
+		    "they went on, or their route is back and the level's probes come "
+		    "out on time (the broker retries what it still holds)");
 }
 
 /* Sends each probed level's next probe when it is due and none is in

@@ -43,6 +43,22 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 	snprintf(pa->msg, sizeof(pa->msg), "%s", msg);
 }
 
+/* The cause of alert KIND is gone this tick (WHY says how it cleared):
+ * its open alert, if any, closes at watch_write_alerts with the reason in
+ * the history, unless this tick raises KIND again. Only for what clears
+ * without a person and leaves nothing for one to do. */
+void
+watch_alert_over(struct tick *t, const char *kind, const char *why)
+{
+	struct pending *po;
+
+	if (t->nover == ALERTS_MAX)
+		return;
+	po = &t->over[t->nover++];
+	snprintf(po->kind, sizeof(po->kind), "%s", kind);
+	snprintf(po->msg, sizeof(po->msg), "%s", why);
+}
+
 /* A broker or management call failed: alert, and the watch cannot end
  * this tick. */
 void
@@ -133,6 +149,64 @@ event(struct tick *t, const char *kind, json_t *details, char *err, size_t errle
 	return rc;
 }
 
+/* An open alert looked for by kind (find_open). */
+struct open_alert {
+	const char *kind;
+	int64_t id;			/* 0: none open */
+};
+
+/* store_each_alert's callback: stops at the open alert of ARG's kind. */
+static int
+find_open(const struct store_alert *a, void *arg)
+{
+	struct open_alert *o = arg;
+
+	if (strcmp(a->kind, o->kind) != 0)
+		return 0;
+	o->id = a->id;
+	return 1;
+}
+
+/* Closes the open alerts of the kinds T->over names and this tick did not
+ * raise: acknowledged by the engine with the reason, recorded as
+ * alert.acked. Returns 0 or -1 with ERR. */
+static int
+close_over(struct tick *t, char *err, size_t errlen)
+{
+	struct store *s = t->c->store;
+	struct open_alert open;
+	size_t i, j;
+
+	for (i = 0; i < t->nover; i++) {
+		for (j = 0; j < t->na && strcmp(t->a[j].kind, t->over[i].kind) != 0; j++)
+			;
+		if (j < t->na)
+			continue;
+		open.kind = t->over[i].kind;
+		open.id = 0;
+		if (store_each_alert(s, t->c->plan_id, 1, find_open, &open, err,
+		    errlen) < 0)
+			return -1;
+		if (open.id == 0)
+			continue;
+		if (store_begin(s, err, errlen) != 0)
+			return -1;
+		if (store_alert_ack(s, t->c->plan_id, open.id, ACTOR, t->over[i].msg,
+		    t->now, err, errlen) != 0 || event(t, "alert.acked",
+		    json_pack("{s:I,s:s,s:s}", "alert", (json_int_t)open.id, "kind",
+		    open.kind, "comment", t->over[i].msg), err, errlen) != 0) {
+			store_rollback(s);
+			return -1;
+		}
+		if (store_commit(s, err, errlen) != 0)
+			return -1;
+		log_event("info", t->p->name, "watch", "alert %s (id %lld) closed: %s",
+		    open.kind, (long long)open.id, t->over[i].msg);
+	}
+	t->nover = 0;
+	return 0;
+}
+
 /* Raises the tick's pending alerts, each with its "alert.raised" event
  * when it is new, and records a moved deadline; then forgets them (a later
  * call writes only what was added since). Returns 0 or -1 with ERR. */
@@ -166,6 +240,8 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			    "cutover ack PLAN %lld", t->a[i].kind, (long long)id,
 			    t->a[i].msg, (long long)id);
 	}
+	if (close_over(t, err, errlen) != 0)
+		return -1;
 	t->na = 0;
 	if (t->deadline_moved) {
 		if (store_begin(s, err, errlen) != 0)

@@ -307,11 +307,63 @@ test_unroutable_dead_letter_is_held_and_named(void **state)
 	assert_true(iwatch_metric(f, "cutover_ladder_dead_letters_pending", "level=\"0\"") >= 1);
 }
 
+/* A dead-letter held in a level (the parking queue deleted: what no
+ * destination takes has nowhere to go) raises dead_letters_pending; once
+ * it can move on (the parking queue declared again, the level's probes
+ * on time), the watch closes that alert itself, recorded as alert.acked by the engine with
+ * the reason, so a watch held only by it can end without a person. */
+static void
+test_pending_dead_letters_that_move_on_close_their_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct store_alert a;
+	struct alerts al;
+	char q[LADDER_NAME_MAX], x[LADDER_NAME_MAX], key[128], err[2048];
+	int64_t until;
+	json_t *r = NULL;
+
+	iwatch_old_ttl_ms = 600000;	/* a watch that does not end meanwhile */
+	iwatch_start(f, "dlpover", 1, 0, NULL);
+	iwatch_flip_long_ago(f);
+	tick_until_level_proven(f, 0);
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	ladder_level_exchange(&f->p->ladder, 0, x, sizeof(x));
+	snprintf(key, sizeof(key), "0.0.0.0.1.%s.nobody.binds.this", iwatch_prefix);
+	iwatch_publish_to(&f->c, x, key, 1);
+	tick_until_alert_says(f, "dead_letters_pending", "level 0 (", &a);
+	assert_int_equal(iwatch_events(f, "alert.acked", NULL), 0);
+
+	if (step_declare_ladder(&f->c, &r, err, sizeof(err)) != 0)
+		fail_msg("declare_ladder: %s", err);
+	json_decref(r);
+	until = now_ms() + ALERT_CEILING_MS;
+	for (;;) {
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+		iwatch_open_alerts(f, &al);
+		if (iwatch_find_alert(&al, "dead_letters_pending") == NULL)
+			break;
+		if (now_ms() > until)
+			fail_msg("dead_letters_pending still open %d ms after the parking "
+			    "queue came back", ALERT_CEILING_MS);
+		iwatch_sleep_ms(INTERVAL_MS);
+	}
+	assert_int_equal(iwatch_events(f, "alert.acked", NULL), 1);
+	assert_int_equal(iwatch_events(f, "alert.raised", "dead_letters_pending"), 1);
+	/* With its route back the level is moving (its probes come out on
+	 * time): what it still holds is retried by the broker. */
+	assert_string_equal(json_string_value(json_object_get(level_summary(f, 0),
+	    "status")), "moving");
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stuck_level_raises_level_late,
+		    iwatch_setup, iwatch_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_pending_dead_letters_that_move_on_close_their_alert,
 		    iwatch_setup, iwatch_teardown),
 		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
 		    iwatch_setup, iwatch_teardown),
