@@ -225,8 +225,12 @@ test_lagging_statistics_hold_the_end(void **state)
 	bool said = false;
 
 	(void)state;
-	/* The deadline (flip + largest TTL 3 s + 10 s) passes while frozen. */
-	icut_begin("frozen", &p, &c, NULL, "10s");
+	/* The deadline (flip + largest TTL 3 s + 30 s) passes while frozen:
+	 * the freeze begins once the flip's window is over (11 s at least,
+	 * more on a busy machine) and lasts 45 s. With 10 s the deadline fell
+	 * 2 s after the window: on a busy machine the watch had ended before
+	 * the freeze began. */
+	icut_begin("frozen", &p, &c, NULL, "30s");
 	icut_run_to_the_flip_and_approve();
 	pid = itest_start_run(icut_db, icut_planfile, NULL);
 	assert_true(icut_wait_step(5, "running", 30000));
@@ -234,6 +238,9 @@ test_lagging_statistics_hold_the_end(void **state)
 	itest_on_cleanup(thaw, NULL);	/* the node's next test sees them move */
 	itest_broker_script("stats-freeze", "--seconds 45");
 	frozen_until = icut_now_ms() + 45000;
+	if (icut_now_ms() >= icut_step_number(5, "deadline_ms"))
+		fail_msg("the statistics froze only after the watch's deadline: the "
+		    "test proves nothing on a machine this slow");
 	snprintf(name, sizeof(name), "%s.old.3", icut_prefix);
 	icut_publish_old(&c, name);
 	/* Frozen past the deadline: still watching, and saying why. */
