@@ -26,6 +26,7 @@ static const char *const from_names[] = {
 	[MOVE_FROM_TIMESTAMP] = "timestamp",
 	[MOVE_FROM_HEADER] = "header",
 	[MOVE_FROM_ARRIVAL] = "arrival",
+	[MOVE_FROM_DEATH] = "death",
 };
 
 #define NFROM (sizeof(from_names) / sizeof(from_names[0]))
@@ -63,7 +64,7 @@ bad:
 	py_err_at(ld, n, "move_old.rate '%.40s' is not a rate; expected %s", t, expect);
 }
 
-#define FROM_EXPECT "timestamp, header, arrival or unknown, or a list of two"
+#define FROM_EXPECT "timestamp, header, arrival, death or unknown, or a list of two"
 
 /* The source of entry times written at N (WHAT names it), or -1 after
  * saying why. */
@@ -79,7 +80,7 @@ from_of(struct loader *ld, yaml_node_t *n, const char *what)
 		;
 	if (k == NFROM) {
 		py_err_at(ld, n, "%s '%.40s' is not a source of entry times; expected "
-		    "timestamp, header, arrival or unknown", what, t);
+		    "timestamp, header, arrival, death or unknown", what, t);
 		return -1;
 	}
 	return (int)k;

@@ -162,6 +162,9 @@ struct broker_death {
 	                                * "delivery_limit" */
 	char *exchange;
 	int64_t count;
+	int64_t time_s;                /* when it was first dead-lettered from
+	                                * QUEUE for REASON (whole seconds: the
+	                                * AMQP timestamp), 0 when absent */
 	char **routing_keys;
 	size_t nrouting_keys;
 };

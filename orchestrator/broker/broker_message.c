@@ -72,6 +72,10 @@ convert_death(const amqp_table_t *t, struct broker_death *x)
 				return -1;
 		} else if (broker__bytes_is(e->key, "count"))
 			(void)field_int(&e->value, &x->count);
+		else if (broker__bytes_is(e->key, "time") &&
+		    e->value.kind == AMQP_FIELD_KIND_TIMESTAMP &&
+		    e->value.value.u64 <= (uint64_t)INT64_MAX)
+			x->time_s = (int64_t)e->value.value.u64;
 		else if (broker__bytes_is(e->key, "routing-keys") &&
 		    e->value.kind == AMQP_FIELD_KIND_ARRAY &&
 		    x->routing_keys == NULL) {

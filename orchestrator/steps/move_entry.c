@@ -17,6 +17,7 @@ static const char *const froms[] = {
 	[MOVE_FROM_TIMESTAMP] = "timestamp",
 	[MOVE_FROM_HEADER] = "header",
 	[MOVE_FROM_ARRIVAL] = "arrival",
+	[MOVE_FROM_DEATH] = "death",
 };
 
 const char *
@@ -88,6 +89,23 @@ entry_of(enum move_from from, const struct move_stamp *m, char *why, size_t whyl
 			return -1;
 		}
 		return m->arrival_ms;
+	case MOVE_FROM_DEATH:
+		if (!m->has_death) {
+			snprintf(why, whylen, "no x-death time");
+			return -1;
+		}
+		if (m->death_count != 1) {
+			snprintf(why, whylen, "x-death count %lld: the time is its first "
+			    "death there", (long long)m->death_count);
+			return -1;
+		}
+		if (m->death_s < OLD_TIME_MIN_MS / 1000 || m->death_s > INT64_MAX / 4000) {
+			snprintf(why, whylen, "x-death time %lld is not a time after 2000 "
+			    "in seconds", (long long)m->death_s);
+			return -1;
+		}
+		/* Whole seconds, as the timestamp property: the end of it. */
+		return (m->death_s + 1) * 1000;
 	default:
 		return -1;
 	}
@@ -102,6 +120,7 @@ move_decide(const struct move_rule *r, const struct move_stamp *m, int64_t now_m
 	memset(out, 0, sizeof(*out));
 	out->entry_ms = -1;
 	if (r->unit_ms <= 0 || r->ttl_ms < 0 || r->ttl_ms > INT64_MAX / 4 ||
+	    r->rest_ms < 0 || r->rest_ms > INT64_MAX / 4 ||
 	    now_ms <= 0 || now_ms > INT64_MAX / 4) {
 		snprintf(out->why, sizeof(out->why), "no usable rule (unit %lld ms, TTL "
 		    "%lld ms)", (long long)r->unit_ms, (long long)r->ttl_ms);
@@ -130,7 +149,7 @@ move_decide(const struct move_rule *r, const struct move_stamp *m, int64_t now_m
 		int64_t by = m->seen_ms >= OLD_TIME_MIN_MS && m->seen_ms < now_ms ?
 		    m->seen_ms : now_ms;
 
-		out->not_before_ms = by + r->ttl_ms;
+		out->not_before_ms = by + r->ttl_ms + r->rest_ms;
 		if (r->ttl_ms > r->unknown_max_lateness_ms) {
 			out->verdict = MOVE_LEAVE_UNKNOWN;
 			if (out->why[0] == '\0')
@@ -142,7 +161,7 @@ move_decide(const struct move_rule *r, const struct move_stamp *m, int64_t now_m
 			return 0;
 		}
 	} else
-		out->not_before_ms = e + r->ttl_ms;
+		out->not_before_ms = e + r->ttl_ms + r->rest_ms;
 	left = out->not_before_ms - now_ms;
 	/* Already due: the shortest path, never held back. */
 	units = left <= 0 ? 0 : (left - 1) / r->unit_ms + 1;

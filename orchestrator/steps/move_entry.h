@@ -15,10 +15,14 @@ enum move_from {
 	MOVE_FROM_UNKNOWN,	/* nothing: the full TTL, within a bound */
 	MOVE_FROM_TIMESTAMP,	/* the AMQP timestamp property (seconds) */
 	MOVE_FROM_HEADER,	/* a named header: epoch ms or RFC 3339 UTC */
-	MOVE_FROM_ARRIVAL	/* the broker's own stamp of the message's
+	MOVE_FROM_ARRIVAL,	/* the broker's own stamp of the message's
 				 * arrival (its timestamp_in_ms header),
 				 * trusted only from a broker that overwrites
 				 * it at every publish */
+	MOVE_FROM_DEATH		/* its newest x-death entry: when the broker
+				 * dead-lettered it into this queue from the
+				 * one before (whole seconds), trusted only
+				 * when it left that queue once */
 };
 
 /* What to do with one message. */
@@ -39,6 +43,9 @@ struct move_rule {
 	int64_t unknown_max_lateness_ms; /* the plan's bound; 0: never */
 	enum move_from then;		/* tried when FROM gives no entry time;
 					 * MOVE_FROM_UNKNOWN: none */
+	int64_t rest_ms;		/* what the message still owes once out
+					 * of this queue (the lower levels of a
+					 * ladder it waits in), >= 0 */
 };
 
 /* What one message says of its entry time. */
@@ -54,6 +61,9 @@ struct move_stamp {
 					 * overwrites it at every publish (so it
 					 * cannot be an earlier publish's copy) */
 	int64_t arrival_ms;		/* epoch ms, the broker's clock */
+	bool has_death;			/* its newest x-death entry has a time */
+	int64_t death_s;		/* that time: whole seconds */
+	int64_t death_count;		/* that entry's count */
 	int64_t seen_ms;		/* > 0: the message was already in its
 					 * queue then (an earlier look took it
 					 * and gave it back), so it entered no
@@ -66,8 +76,8 @@ struct move_decision {
 					 * when the rule's stamp was missing or
 					 * unreadable */
 	int64_t entry_ms;		/* -1 when unknown */
-	int64_t not_before_ms;		/* entry + TTL; unknown: the earlier of
-					 * seen and now, + TTL */
+	int64_t not_before_ms;		/* entry + TTL + rest; unknown: the
+					 * earlier of seen and now, + TTL + rest */
 	int64_t delay_ms;		/* a whole number of units, >= 0 */
 	char why[200];			/* "" or why the stamp was not used /
 					 * why the message is left */
@@ -77,7 +87,8 @@ struct move_decision {
  * "unknown_entry". */
 const char *move_verdict_name(enum move_verdict v);
 
-/* "timestamp", "header", "arrival" or "unknown" (the plan's words). */
+/* "timestamp", "header", "arrival", "death" or "unknown" (the plan's
+ * words). */
 const char *move_from_name(enum move_from f);
 
 /* Decides for a message M of a queue under rule R at NOW_MS (epoch ms,
@@ -85,9 +96,13 @@ const char *move_from_name(enum move_from f);
  * timestamp — the end of its second, (ts + 1) s, since the property
  * drops the fraction; header — its epoch milliseconds, or its RFC 3339
  * UTC time (old_time_parse); arrival — the broker's stamp as it is (a
- * broker's own clock, in ms); a missing or unreadable stamp, or one before
+ * broker's own clock, in ms); death — the end of the second of its newest
+ * x-death entry, used only when its count is 1 (a message dead-lettered
+ * from the same queue again keeps the first time there, which would be
+ * too early); a missing or unreadable stamp, or one before
  * 2000, gives none, and then R->then is tried the same way; with none from
- * either it is unknown (WHY says why). Known: not before e + TTL, and
+ * either it is unknown (WHY says why). Known: not before e + TTL (+ the
+ * rule's rest, as everywhere below), and
  * the delay is that minus NOW rounded UP to whole units; a message
  * already due (e + TTL <= NOW) goes with delay 0, the ladder's shortest
  * path, never held back. Unknown: it entered no later than the moment it

@@ -224,6 +224,12 @@ stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_sta
 	memset(m, 0, sizeof(*m));
 	m->has_timestamp = d->has_timestamp;
 	m->timestamp_s = d->timestamp;
+	/* The newest entry comes first: when it came into this queue. */
+	if (d->ndeaths > 0 && d->deaths[0].time_s > 0) {
+		m->has_death = true;
+		m->death_s = d->deaths[0].time_s;
+		m->death_count = d->deaths[0].count;
+	}
 	/* Only a broker that overwrites it makes the stamp this publish's. */
 	if (json_is_true(json_object_get(ps->state, "arrival_trusted")) &&
 	    (h = broker_header_find(d, ARRIVAL_HEADER)) != NULL &&

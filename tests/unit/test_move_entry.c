@@ -20,7 +20,7 @@ static struct move_rule
 rule(enum move_from from, int64_t ttl_ms, int64_t unit_ms)
 {
 	struct move_rule r = { from, ttl_ms, unit_ms, 1000LL * MIN, 2 * MIN,
-	    MOVE_FROM_UNKNOWN };
+	    MOVE_FROM_UNKNOWN, 0 };
 
 	return r;
 }
@@ -337,6 +337,45 @@ test_second_source(void **state)
 	    "timestamp property"));
 }
 
+/* death: the end of the second of the newest x-death entry, only when it
+ * is the message's first death there; the rule's rest (the lower levels
+ * of a ladder) comes after the queue's TTL, known or not. */
+static void
+test_death_and_rest(void **state)
+{
+	struct move_rule r = rule(MOVE_FROM_DEATH, 4000, 1000);
+	struct move_stamp m = { 0 };
+	struct move_decision d;
+
+	(void)state;
+	r.rest_ms = 3000;		/* bits 1 and 0 below level 2 */
+	m.has_death = true;
+	m.death_s = NOW / 1000 - 2;	/* 2.5 s ago, at the latest 1.5 s ago */
+	m.death_count = 1;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_DEATH);
+	assert_int_equal(d.entry_ms, (NOW / 1000 - 1) * 1000);
+	assert_int_equal(d.not_before_ms, (NOW / 1000 - 1) * 1000 + 4000 + 3000);
+	assert_never_early(&r, &d, NOW);
+
+	/* Dead-lettered from there before: its time is the first one. */
+	m.death_count = 2;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
+	assert_non_null(strstr(d.why, "count 2"));
+
+	/* Unknown: from now, the whole TTL and the rest. */
+	r.unknown_max_lateness_ms = 4000;
+	m.has_death = false;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	assert_int_equal(d.verdict, MOVE_GO);
+	assert_int_equal(d.not_before_ms, NOW + 4000 + 3000);
+	assert_never_early(&r, &d, NOW);
+
+	r.rest_ms = -1;
+	assert_int_equal(move_decide(&r, &m, NOW, &d), -1);
+}
+
 int
 main(void)
 {
@@ -353,6 +392,7 @@ main(void)
 		cmocka_unit_test(test_bad_rule),
 		cmocka_unit_test(test_arrival_is_exact),
 		cmocka_unit_test(test_second_source),
+		cmocka_unit_test(test_death_and_rest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
