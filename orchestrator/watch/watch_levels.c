@@ -223,7 +223,7 @@ watch_levels_check(struct tick *t)
 	char q[LADDER_NAME_MAX], to[LADDER_NAME_MAX], tb[40], pend[64];
 	int64_t held;
 	bool route_gap = t->lad.parking_missing || w->verify.ok == 0;
-	bool pending = false;
+	bool pending = false, late = false;
 
 	for (int k = 0; k < l->levels; k++) {
 		struct wlevel *lv = &w->levels.lv[k];
@@ -284,6 +284,17 @@ watch_levels_check(struct tick *t)
 	 * while, a binding put back) leave nothing for a person to do: what
 	 * they cost in lateness the probes measure. One still held keeps
 	 * the alert open. */
+	/* A level late or stuck once whose probe has come out on time
+	 * since forwards in time again: what it cost the probes' lateness
+	 * samples and the alert's record keep. */
+	for (int k = 0; k < l->levels; k++) {
+		struct wlevel *lv = &w->levels.lv[k];
+
+		late |= (lv->late > 0 || lv->stuck > 0) && !lv->proven;
+	}
+	if (!late)
+		watch_alert_over(t, "level_late", "every level that was late has had "
+		    "a probe come out on time since: it forwards in time again");
 	if (t->lvl.dlx_seen && !pending)
 		watch_alert_over(t, "dead_letters_pending", "no pending dead-letter is "
 		    "held longer than watch.allowance now in a level that is not moving: "
@@ -318,7 +329,13 @@ watch_levels_send(struct tick *t, int64_t *seq)
 		struct wlevel *lv = &w->levels.lv[k];
 		int64_t ttl = ladder_level_ttl_ms(l, k);
 
-		if (!probed(t, k) || lv->in_flight || now < lv->next_mono || ttl > left)
+		/* A level late or stuck since its last on-time probe is
+		 * probed whatever its TTL: only a probe on time closes its
+		 * alert, which holds the watch meanwhile anyway. */
+		bool owed = (lv->late > 0 || lv->stuck > 0) && !lv->proven;
+
+		if (!probed(t, k) || lv->in_flight || now < lv->next_mono ||
+		    (ttl > left && !owed))
 			continue;
 		snprintf(body, sizeof(body), "{\"probe\":%lld,\"level\":%d}",
 		    (long long)*seq, k);

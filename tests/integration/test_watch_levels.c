@@ -55,7 +55,9 @@ tick_until_level_proven(struct fixture *f, int k)
  * come out: level_late names level 3 (the time from the deletion to the
  * alert is printed: its TTL 800 ms + allowance 1 s + ticks); the pending
  * dead-letters held longer than the allowance raise dead_letters_pending
- * with their count; the level reads "late", and the watch holds. */
+ * with their count; the level reads "late", and the watch holds. Once
+ * the binding is back and level 3's probes come out on time, both alerts
+ * close by themselves. */
 static void
 test_stuck_level_raises_level_late(void **state)
 {
@@ -102,6 +104,26 @@ test_stuck_level_raises_level_late(void **state)
 	assert_true(iwatch_metric(f, "cutover_alerts_open", "kind=\"level_late\"") == 1);
 	assert_true(iwatch_metric(f, "cutover_alerts_open",
 	    "kind=\"dead_letters_pending\"") == 1);
+
+	/* The binding put back: level 3's probes come out on time again and
+	 * both alerts close by themselves, each with its record. */
+	assert_int_equal(broker_exchange_bind(f->c.amqp, x1, x2, key, err,
+	    sizeof(err)), 0);
+	for (int64_t until = now_ms() + 2 * ALERT_CEILING_MS; ; iwatch_sleep_ms(INTERVAL_MS)) {
+		struct alerts al;
+
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+		iwatch_open_alerts(f, &al);
+		if (iwatch_find_alert(&al, "level_late") == NULL &&
+		    iwatch_find_alert(&al, "dead_letters_pending") == NULL)
+			break;
+		if (now_ms() > until)
+			fail_msg("level_late or dead_letters_pending still open %d ms "
+			    "after the binding came back", 2 * ALERT_CEILING_MS);
+	}
+	assert_int_equal(iwatch_events(f, "alert.acked", NULL), 2);
+	assert_string_equal(json_string_value(json_object_get(level_summary(f, 3),
+	    "status")), "moving");
 }
 
 /* Client publishes entering at level 2 (500 ms = 5 units = bits 2 and 0)
