@@ -97,6 +97,9 @@ struct plan {
 		                            * a warning, not a refusal (default false) */
 		const struct plan_library *library; /* old.library's row, or NULL */
 		bool match_from_library;   /* match is the library's selection */
+		bool from_ladder;          /* old.ladder: the old path is a ladder,
+		                            * its level queues the selection */
+		struct ladder ladder;      /* that ladder, when from_ladder */
 	} old;
 
 	struct ladder ladder;          /* naming, prefix, unit, levels */

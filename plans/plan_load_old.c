@@ -140,15 +140,79 @@ load_library(struct loader *ld, const struct sect *s)
 	return true;
 }
 
+/* old.ladder: the old path is a delay ladder (cutover's, Kombu's or
+ * NServiceBus's naming), whose level queues are the selection: N is the
+ * section's node. Its naming, prefix, unit and levels as ladder's are
+ * (a style with fixed ones gives them). */
+static void
+load_old_ladder(struct loader *ld, const struct sect *s, yaml_node_t *n)
+{
+	static const char *const keys[] = { "naming", "prefix", "unit", "levels", NULL };
+	struct plan *p = ld->p;
+	const struct ladder_style *style;
+	enum ladder_naming naming = LADDER_NAMING_CUTOVER;
+	char *naming_text = NULL, *prefix = NULL, names[64], err[256];
+	int64_t unit_ms = 0;
+	int levels = 0;
+	yaml_node_t *ln;
+	struct sect ls;
+
+	if (py_get_map(ld, s, "ladder", 0, "a mapping with naming, prefix, unit and "
+	    "levels", "old.ladder", &ls) != 0 || ls.map == NULL)
+		return;
+	py_check_keys(ld, &ls, keys);
+	ladder_naming_list(", ", " or ", names, sizeof(names));
+	if (py_get_text(ld, &ls, "naming", 0, names, &naming_text) == 0 &&
+	    naming_text != NULL && ladder_naming_parse(naming_text, &naming) != 0) {
+		py_err_at(ld, n, "old.ladder.naming '%.40s' is unknown; expected %s",
+		    naming_text, names);
+		goto done;
+	}
+	style = ladder_style(naming);
+	(void)py_get_text(ld, &ls, "prefix", 0, "a name prefix", &prefix);
+	(void)py_get_duration(ld, &ls, "unit", style->fixed_levels == 0, &unit_ms);
+	if ((ln = py_field(ld, &ls, "levels", style->fixed_levels == 0, NULL)) != NULL)
+		(void)py_conv_int(ld, ln, "old.ladder.levels", 1, LADDER_MAX_LEVELS, &levels);
+	if (style->fixed_levels != 0) {
+		unit_ms = unit_ms != 0 ? unit_ms : style->fixed_unit_ms;
+		levels = levels != 0 ? levels : style->fixed_levels;
+	}
+	if (unit_ms <= 0 || levels <= 0)
+		goto done;	/* said where they are written */
+	if (ladder_init(&p->old.ladder, naming, prefix != NULL ? prefix :
+	    style->default_prefix != NULL ? style->default_prefix : "", unit_ms,
+	    levels, err, sizeof(err)) != 0) {
+		py_err_at(ld, n, "old.ladder is not a ladder: %s", err);
+		goto done;
+	}
+	p->old.from_ladder = true;
+	if ((p->old.names = calloc((size_t)levels, sizeof(char *))) == NULL) {
+		ld->oom = 1;
+		goto done;
+	}
+	for (int k = 0; k < levels; k++) {
+		char q[LADDER_NAME_MAX];
+
+		ladder_level_queue(&p->old.ladder, k, q, sizeof(q));
+		if ((p->old.names[k] = py_copy(ld, q)) == NULL)
+			goto done;
+		p->old.nnames++;
+	}
+	ld->names = n;
+done:
+	free(naming_text);
+	free(prefix);
+}
+
 /* The old section of ROOT into the plan. */
 void
 pl_load_old(struct loader *ld, const struct sect *root)
 {
 	static const char *const keys[] = { "queues", "max_message_ttl",
-	    "allow_expiring", "library", NULL };
+	    "allow_expiring", "library", "ladder", NULL };
 	static const char *const qkeys[] = { "match", "names", NULL };
 	static const char qexpect[] = "{ match: REGEX } or { names: [queue, ...] }";
-	yaml_node_pair_t *pm, *pn;
+	yaml_node_pair_t *pm, *pn, *pl;
 	yaml_node_t *n;
 	struct sect s, q;
 	bool library;
@@ -157,8 +221,17 @@ pl_load_old(struct loader *ld, const struct sect *root)
 	    "max_message_ttl", "old", &s) != 0 || s.map == NULL)
 		return;
 	py_check_keys(ld, &s, keys);
-	/* A library's queues are its selection unless the plan says. */
+	/* A library's queues are its selection unless the plan says; a
+	 * ladder's are its level queues. */
 	library = load_library(ld, &s);
+	if ((pl = py_find_pair(ld, s.map, "ladder")) != NULL) {
+		if (library || py_find_pair(ld, s.map, "queues") != NULL)
+			py_err_at(ld, py_key_node(ld, pl), "old.ladder selects its own "
+			    "level queues; expected no old.queues or old.library with it");
+		else
+			load_old_ladder(ld, &s, py_node_at(ld, pl->value));
+		library = true;	/* old.queues is not required */
+	}
 	if (py_get_map(ld, &s, "queues", !library, qexpect, "old.queues", &q) == 0 &&
 	    q.map != NULL) {
 		py_check_keys(ld, &q, qkeys);

@@ -80,6 +80,8 @@ struct pass {
 	int64_t moved_in_call;
 	int64_t t0_mono;
 	int step_idx;
+	int level;			/* the old ladder's level the queue is
+					 * (old.ladder), else -1 */
 };
 
 static int64_t
@@ -422,6 +424,35 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 	ps->moved_in_call += moved;
 }
 
+/* For a message with routing KEY in level queue LEVEL of the old ladder:
+ * what it owes after that level (the lower levels its key's bits name)
+ * into *REST_MS, and the plan's destination its key ends with. Returns
+ * that destination's index, or -1 with WHY (a key that is no ladder key,
+ * or a destination the plan does not list). */
+static int
+level_key(const struct plan *p, int level, const char *key, int64_t *rest_ms,
+    char *why, size_t whylen)
+{
+	char dest[LADDER_KEY_MAX + 1], err[256];
+	uint64_t units;
+
+	*rest_ms = 0;
+	if (ladder_parse_key(&p->old.ladder, key != NULL ? key : "", &units, dest,
+	    sizeof(dest), err, sizeof(err)) != 0) {
+		snprintf(why, whylen, "routing key '%.200s' is no key of old.ladder: %s",
+		    key != NULL ? key : "", err);
+		return -1;
+	}
+	*rest_ms = (int64_t)(units & (((uint64_t)1 << level) - 1)) *
+	    p->old.ladder.unit_ms;
+	for (size_t i = 0; i < p->ndestinations; i++)
+		if (strcmp(p->destinations[i], dest) == 0)
+			return (int)i;
+	snprintf(why, whylen, "its destination '%.200s' is not in ladder.destinations",
+	    dest);
+	return -1;
+}
+
 /* What batch() keeps of each message it will publish. */
 struct going {
 	char id[MOVE_ID_LEN + 1];
@@ -448,8 +479,9 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
 	struct going *g = calloc((size_t)prefetch, sizeof(*g));
 	struct move_stamp st;
+	struct move_rule rule;
 	char why[512];
-	int ret = -1;
+	int ret = -1, ldest;
 
 	if (nb == NULL || g == NULL) {
 		errbuf_set(err, errlen, "out of memory");
@@ -485,7 +517,19 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		}
 		stamp_of(ps, &d, &st);
 		st.seen_ms = first = first_seen(ps, &d, o->id);
-		(void)move_decide(&ps->rule, &st, o->now, &o->dec);
+		rule = ps->rule;
+		ldest = -1;
+		if (ps->level >= 0 && (ldest = level_key(c->plan, ps->level, d.routing_key,
+		    &rule.rest_ms, why, sizeof(why))) < 0) {
+			/* Out of the old ladder by its level's TTL and every
+			 * level below it at the latest: under twice the TTL. */
+			if (hold(ps, &d, LEFT_NO_DEST, o->now + 2 * ps->rule.ttl_ms) != 0) {
+				*end = true;
+				break;
+			}
+			continue;
+		}
+		(void)move_decide(&rule, &st, o->now, &o->dec);
 		if (o->dec.entry_ms < 0)
 			record_seen(ps, o->id, first, o->now);
 		if (o->dec.verdict != MOVE_GO) {
@@ -496,7 +540,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			}
 			continue;
 		}
-		o->dest = ps->target.dest >= 0 ? ps->target.dest :
+		o->dest = ldest >= 0 ? ldest : ps->target.dest >= 0 ? ps->target.dest :
 		    move_target_dest(c, &ps->target, d.routing_key, why, sizeof(why));
 		if (o->dest < 0) {
 			if (hold(ps, &d, LEFT_NO_DEST, o->dec.not_before_ms) != 0) {
@@ -582,6 +626,45 @@ entry_of(json_t *state, const char *name)
 
 /* Sets up the pass of OQ: its rule and target. Returns 0, or -1 with ERR
  * (appended to, for the refusal that names every queue). */
+/* prepare_queue for a level queue of the old ladder (old.ladder): a
+ * message entered it when the level above dead-lettered it there (its
+ * newest x-death), else when it was published (its timestamp), else it
+ * is taken to have just entered (the whole level, never early); after the
+ * level it owes the lower levels its routing key's bits name, and goes to
+ * the destination the key ends with. */
+static int
+prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t errlen)
+{
+	const struct plan *p = ps->c->plan;
+	char name[LADDER_NAME_MAX];
+
+	for (int k = 0; k < p->old.ladder.levels && ps->level < 0; k++)
+		if (strcmp(ladder_level_queue(&p->old.ladder, k, name, sizeof(name)),
+		    oq->q->name) == 0)
+			ps->level = k;
+	if (ps->level < 0) {
+		sentences_add(err, errlen, "old queue '%s' is no level of old.ladder",
+		    oq->q->name);
+		return -1;
+	}
+	memset(&ps->rule, 0, sizeof(ps->rule));
+	ps->rule.from = MOVE_FROM_DEATH;
+	ps->rule.then = MOVE_FROM_TIMESTAMP;
+	ps->rule.ttl_ms = ladder_level_ttl_ms(&p->old.ladder, ps->level);
+	ps->rule.unit_ms = p->ladder.unit_ms;
+	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
+	ps->rule.unknown_max_lateness_ms = ps->rule.ttl_ms;
+	move_target_free(&ps->target);
+	set_int(ps->entry, "ttl_ms", ps->rule.ttl_ms);
+	set_int(ps->entry, "entry_rule", -1);
+	set_int(ps->entry, "level", ps->level);
+	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
+	json_object_set_new(ps->entry, "then", json_string(move_from_name(ps->rule.then)));
+	json_object_set_new(ps->entry, "destination",
+	    json_string("(each message's routing key)"));
+	return 0;
+}
+
 static int
 prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t errlen)
 {
@@ -590,6 +673,9 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	int idx;
 
 	ps->oq = oq;
+	ps->level = -1;
+	if (p->old.from_ladder)
+		return prepare_level(ps, oq, err, errlen);
 	if (oq->ttl_ms < 0) {
 		sentences_add(err, errlen, "old queue '%s' has no TTL: its messages' "
 		    "remaining delay cannot be known", oq->q->name);
