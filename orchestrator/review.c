@@ -146,7 +146,7 @@ answer_paths(json_t *a, const struct plan *p)
 static void
 answer_migration(json_t *a, const struct plan *p)
 {
-	const char *steps_left;
+	const char *steps_left, *moved;
 	char ex[32];
 
 	if (plan_find_step(p, PLAN_STEP_FLIP) < 0)
@@ -158,8 +158,21 @@ answer_migration(json_t *a, const struct plan *p)
 		steps_left = "New publishes switch to the ladder at the flip; messages already in "
 		    "old queues drain through them; each old queue is deleted only when empty "
 		    "and past its own horizon.";
+	if (plan_find_step(p, PLAN_STEP_MOVE_OLD) < 0)
+		moved = "They are not moved.";
+	else if (p->has_target)
+		moved = "move_old moves those waiting in the old path to the ladder on "
+		    "the target broker with what each still owes, rounded up to the "
+		    "ladder's unit (never early), each acknowledged on the old broker "
+		    "only after the target confirmed it; what cannot go drains where "
+		    "it is.";
+	else
+		moved = "move_old moves those waiting in the old path into the ladder "
+		    "with what each still owes, rounded up to the ladder's unit (never "
+		    "early), each acknowledged in its old queue only after the ladder "
+		    "confirmed it; what cannot go drains where it is.";
 	add(a, "How are delayed messages moved during a broker migration?", "plan", NULL,
-	    "They are not moved. %s The watch lasts one old horizon plus an allowance of %s. "
+	    "%s %s The watch lasts one old horizon plus an allowance of %s. "
 	    "Classic old queues dead-letter at most once: a broker restart during the "
 	    "watch raises broker_restart with how many old-path messages it exposed, "
 	    "and the watch holds until it is acknowledged. The old path is what "
@@ -170,7 +183,7 @@ answer_migration(json_t *a, const struct plan *p)
 	    "outlives its last message. A quorum old queue with an expiry is refused: "
 	    "RabbitMQ never renews a quorum queue's expiry, so it is deleted with "
 	    "whatever it holds.",
-	    steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
+	    moved, steps_left, duration_format(p->watch.allowance_ms, ex, sizeof(ex)));
 }
 
 /* What only the application can answer: acknowledging, idempotency. */
