@@ -19,6 +19,12 @@ imove_setup(void **state)
 	return 0;
 }
 
+const char *
+imove_vhost_url(void)
+{
+	return vhost_url;
+}
+
 int
 imove_teardown(void **state)
 {

@@ -64,6 +64,9 @@ extern struct step_ctx imove_ctx;
 
 int imove_setup(void **state);
 
+/* The AMQP URL of the vhost imove_setup made for the test. */
+const char *imove_vhost_url(void);
+
 int imove_teardown(void **state);
 
 /* Loads the test plan (old queues '^old\.', a 1 s ladder of 7 levels: up

@@ -8,14 +8,13 @@
  * destination its key ends with; every one arrives once, never before the
  * moment the test computed when it published it (publish time + delay),
  * and one for a destination the new ladder does not list stays in the
- * old ladder, which delivers it. The test has a vhost of its own, deleted at teardown. */
+ * old ladder, which delivers it. The test has a vhost of its own, deleted
+ * at teardown. */
 #include "itest_move_old.h"
 #include "itest_plan.h"
 
 #define LDEST	"itml.dest"
 #define NDELAY	6
-
-static char vhost_url[512];
 
 /* One message the test published into the old ladder. */
 static struct {
@@ -24,32 +23,13 @@ static struct {
 	int arrived;
 } msgs[NDELAY];
 
-static int
-setup(void **state)
-{
-	static int serial;
-	char vhost[128];
-
-	(void)state;
-	itest_cleanup();
-	snprintf(vhost, sizeof(vhost), "%s-ml%d", itest_run_id(), ++serial);
-	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	return imove_teardown(state);
-}
-
 /* Loads a plan of the test's vhost: BODY after its broker section. */
 static struct plan *
 load(const char *name, const char *body)
 {
 	struct itest_plan b;
 
-	itest_plan_begin(&b, name, vhost_url);
+	itest_plan_begin(&b, name, imove_vhost_url());
 	itest_plan_addf(&b, "%s", body);
 	return itest_plan_load("itest.yaml", b.text);
 }
@@ -185,8 +165,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_ladder_rebuilt_never_early, setup,
-		    teardown),
+		cmocka_unit_test_setup_teardown(test_ladder_rebuilt_never_early,
+		    imove_setup, imove_teardown),
 	};
 
 	return itest_run_part("move_old_ladder", tests, 1, NULL, NULL);

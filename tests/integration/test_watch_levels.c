@@ -285,6 +285,27 @@ test_held_watch_keeps_proving_short_levels(void **state)
 	assert_false(json_is_true(json_object_get(f->state, "done")));
 }
 
+/* Starts watch TEST whose old path does not end meanwhile, then holds a
+ * dead-letter in level 0: the parking queue deleted, a message for a
+ * destination nobody binds expires there and has nowhere to go. Ticks
+ * until dead_letters_pending names level 0 (into *A). */
+static void
+hold_a_dead_letter(struct fixture *f, const char *test, struct store_alert *a)
+{
+	char q[LADDER_NAME_MAX], x[LADDER_NAME_MAX], key[128], err[2048];
+
+	iwatch_old_ttl_ms = 600000;
+	iwatch_start(f, test, 1, 0, NULL);
+	iwatch_flip_long_ago(f);
+	tick_until_level_proven(f, 0);
+	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
+	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
+	ladder_level_exchange(&f->p->ladder, 0, x, sizeof(x));
+	snprintf(key, sizeof(key), "0.0.0.0.1.%s.nobody.binds.this", iwatch_prefix);
+	iwatch_publish_to(&f->c, x, key, 1);
+	tick_until_alert_says(f, "dead_letters_pending", "level 0 (", a);
+}
+
 /* A dead-letter that has nowhere to go (a destination nobody binds, and
  * the parking queue gone): RabbitMQ keeps it in the quorum level's
  * dead-letter buffer, retrying. The watch reads every level's pending
@@ -296,20 +317,11 @@ test_unroutable_dead_letter_is_held_and_named(void **state)
 {
 	struct fixture *f = *state;
 	struct store_alert a;
-	char q[LADDER_NAME_MAX], x[LADDER_NAME_MAX], key[128], err[2048];
+	char err[2048];
 	int64_t light, until;
 	const json_t *dl;
 
-	iwatch_old_ttl_ms = 600000;	/* a watch that does not end meanwhile */
-	iwatch_start(f, "heldlvl", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	tick_until_level_proven(f, 0);
-	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
-	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
-	ladder_level_exchange(&f->p->ladder, 0, x, sizeof(x));
-	snprintf(key, sizeof(key), "0.0.0.0.1.%s.nobody.binds.this", iwatch_prefix);
-	iwatch_publish_to(&f->c, x, key, 1);
-	tick_until_alert_says(f, "dead_letters_pending", "level 0 (", &a);
+	hold_a_dead_letter(f, "heldlvl", &a);
 	fprintf(stderr, "# held dead-letter: %s\n", a.message);
 	assert_non_null(strstr(a.message, "1 pending dead-letter "));
 	iwatch_assert_open_alert_with(f, "ladder_drift", "is held in the level");
@@ -340,20 +352,11 @@ test_pending_dead_letters_that_move_on_close_their_alert(void **state)
 	struct fixture *f = *state;
 	struct store_alert a;
 	struct alerts al;
-	char q[LADDER_NAME_MAX], x[LADDER_NAME_MAX], key[128], err[2048];
+	char err[2048];
 	int64_t until;
 	json_t *r = NULL;
 
-	iwatch_old_ttl_ms = 600000;	/* a watch that does not end meanwhile */
-	iwatch_start(f, "dlpover", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	tick_until_level_proven(f, 0);
-	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
-	assert_int_equal(broker_queue_delete(f->c.amqp, q, 0, NULL, err, sizeof(err)), 0);
-	ladder_level_exchange(&f->p->ladder, 0, x, sizeof(x));
-	snprintf(key, sizeof(key), "0.0.0.0.1.%s.nobody.binds.this", iwatch_prefix);
-	iwatch_publish_to(&f->c, x, key, 1);
-	tick_until_alert_says(f, "dead_letters_pending", "level 0 (", &a);
+	hold_a_dead_letter(f, "dlpover", &a);
 	assert_int_equal(iwatch_events(f, "alert.acked", NULL), 0);
 
 	if (step_declare_ladder(&f->c, &r, err, sizeof(err)) != 0)
