@@ -128,6 +128,17 @@ iamqp_depth(struct broker *b, const char *queue)
 	return info.messages;
 }
 
+uint32_t
+iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n)
+{
+	int64_t until = clock_mono_ms() + 30000;
+	uint32_t depth;
+
+	while ((depth = iamqp_depth(b, queue)) != n && clock_mono_ms() < until)
+		itest_sleep_ms(50);
+	return depth;
+}
+
 int
 iamqp_main(const struct CMUnitTest *tests, size_t n)
 {

@@ -85,6 +85,12 @@ void iamqp_publish_to_queue(struct broker *b, const char *queue, const char *bod
 
 uint32_t iamqp_depth(struct broker *b, const char *queue);
 
+/* Waits (30 s at most) until QUEUE holds N ready messages, and returns
+ * its depth then: a message returned by a closed channel is back in its
+ * queue once the broker has handled the close, which a later request may
+ * overtake. */
+uint32_t iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n);
+
 /* Runs the N tests in TESTS as a test_amqp_*.c program's main does, and
  * returns its exit status. */
 int iamqp_main(const struct CMUnitTest *tests, size_t n);

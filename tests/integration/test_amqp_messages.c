@@ -240,7 +240,7 @@ test_get(void **state)
 	assert_int_equal(broker_ack(c->b, &d, err, sizeof(err)), BROKER_ELOST);
 	assert_non_null(strstr(err, "deliver it again"));
 	broker_delivery_free(&d);
-	assert_int_equal(iamqp_depth(c->b, q), 1);
+	assert_int_equal(iamqp_wait_depth(c->b, q, 1), 1);
 }
 
 static void
