@@ -82,11 +82,19 @@ e2e_serve_start() {
 }
 
 # e2e_free_port prints a TCP port on 127.0.0.1 that nothing listens on,
-# starting from one derived from the script's pid (so concurrent runs start
-# apart) and moving on from any port that answers: curl's exit status 7 is
-# "could not connect". Exits 1 when no port of 200 is free.
-e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % 20000
-	_p=$((20000 + ($$ + $1) % 20000))
+# between 20000 and the kernel's ephemeral range (a port of that range may
+# be any client socket's by the time a server binds it: openssl s_server
+# then fails with "Address already in use"), starting from one derived from
+# the script's pid (so concurrent runs start apart) and moving on from any
+# port that answers: curl's exit status 7 is "could not connect". Exits 1
+# when no port of 200 is free. The C tests' itest_free_port uses the same
+# range.
+e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % span
+	_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	case $_hi in '' | *[!0-9]*) _hi=32768 ;; esac
+	[ "$_hi" -gt 21000 ] || _hi=32768
+	_span=$((_hi - 20000))
+	_p=$((20000 + ($$ + $1) % _span))
 	_n=0
 	while [ $_n -lt 200 ]; do
 		# Exit 7: nothing listens there. (|| keeps a caller's set -e.)
@@ -95,10 +103,10 @@ e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % 20000
 		    >/dev/null 2>&1 || _rc=$?
 		[ $_rc -eq 7 ] && { echo "$_p"; return 0; }
 		_p=$((_p + 1))
-		[ $_p -ge 40000 ] && _p=20000
+		[ $_p -ge "$_hi" ] && _p=20000
 		_n=$((_n + 1))
 	done
-	echo "e2e_free_port: no free port near $((20000 + ($$ + $1) % 20000))" >&2
+	echo "e2e_free_port: no free port near $((20000 + ($$ + $1) % _span))" >&2
 	exit 1
 }
 

@@ -341,21 +341,47 @@ itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
 	return rc;
 }
 
+/* The first port of the kernel's ephemeral range (32768 when unreadable). */
+static int
+itest__ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int lo = 32768;
+
+	if (f != NULL) {
+		if (fscanf(f, "%d", &lo) != 1)
+			lo = 32768;
+		fclose(f);
+	}
+	return lo;
+}
+
 int
 itest_free_port(void)
 {
+	static unsigned next;
 	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd, port;
+	int lo = itest__ephemeral_low(), span, i, port, fd, ok;
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
+	/* Below the ephemeral range no outgoing connection takes the port
+	 * between this check and the server's bind; the pid and a counter
+	 * keep concurrent tests apart. */
+	span = lo - ITEST_PORT_LOW;
+	assert_true(span >= 1000);
+	for (i = 0; i < span; i++) {
+		port = ITEST_PORT_LOW +
+		    (int)(((unsigned)getpid() * 7919u + next++) % (unsigned)span);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_port = htons((uint16_t)port);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+		if (ok)
+			return port;
+	}
+	fail_msg("no free port in %d..%d", ITEST_PORT_LOW, lo - 1);
+	return -1;
 }

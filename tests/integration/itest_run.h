@@ -59,8 +59,12 @@ int itest_wait(pid_t pid);
  * waited for). */
 int itest_exited(pid_t pid);
 
-/* A port on 127.0.0.1 nothing listens on now: bound, read, closed (the
- * kernel's choice). */
+/* Test servers' ports start here; tests/e2e/lib.sh uses the same range. */
+#define ITEST_PORT_LOW	20000
+
+/* A port on 127.0.0.1 nothing holds now (a bind to it succeeded and was
+ * closed), between ITEST_PORT_LOW and the kernel's ephemeral range: a port
+ * of that range may be any client socket's by the time a server binds it. */
 int itest_free_port(void);
 
 /* Registers FN(ARG) to run at the next itest_cleanup (newest first). FN

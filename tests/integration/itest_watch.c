@@ -413,14 +413,37 @@ iwatch_tick_until_done(struct fixture *f, int64_t timeout_ms)
 		if (rc < 0)
 			fail_msg("the watch failed: %s", err);
 		if (now_ms() > until) {
-			char *s = json_dumps(iwatch_obj(f->state, "summary"), JSON_COMPACT);
-
-			fprintf(stderr, "# summary: %s\n", s ? s : "");
-			free(s);
+			iwatch_dump(f);
 			fail_msg("the watch did not end within %lld ms", (long long)timeout_ms);
 		}
 		iwatch_sleep_ms(INTERVAL_MS);
 	}
+}
+
+/* Prints an alert event EV of the watch (why a watch did not end). */
+static int
+print_alert_event(const struct store_event *ev, void *arg)
+{
+	(void)arg;
+	if (strncmp(ev->kind, "alert.", 6) == 0)
+		fprintf(stderr, "# %lld %s %s\n", (long long)ev->ts_ms, ev->kind,
+		    ev->details_json);
+	return 0;
+}
+
+void
+iwatch_dump(struct fixture *f)
+{
+	char err[512], *s;
+
+	s = json_dumps(iwatch_obj(f->state, "summary"), JSON_COMPACT);
+	fprintf(stderr, "# summary: %s\n", s ? s : "");
+	free(s);
+	s = json_dumps(json_object_get(f->state, "levels"), JSON_COMPACT);
+	fprintf(stderr, "# levels: %s\n", s ? s : "");
+	free(s);
+	fprintf(stderr, "# now %lld\n", (long long)now_ms());
+	(void)store_each_event(f->s, f->plan_id, print_alert_event, NULL, err, sizeof(err));
 }
 
 static int

@@ -157,6 +157,10 @@ void iwatch_ack_all(struct fixture *f);
 void iwatch_tick_until_alert(struct fixture *f, const char *kind, int64_t timeout_ms,
     struct store_alert *a);
 
+/* Prints the watch's summary, its levels and its alert events to stderr:
+ * what a test that gives up on the watch shows of why. */
+void iwatch_dump(struct fixture *);
+
 /* Ticks until the watch ends (returns the time) or TIMEOUT_MS passes. */
 int64_t iwatch_tick_until_done(struct fixture *f, int64_t timeout_ms);
 

@@ -92,23 +92,6 @@ start_receiver(int port, const char *statuses)
 	return pid;
 }
 
-/* A free loopback port for serve. */
-static int
-free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* GET PATH of serve into a new JSON document (NULL when not 200). */
 static json_t *
 api_get(const char *path, char **raw)
@@ -152,7 +135,7 @@ start_server(void)
 	int64_t until = clock_mono_ms() + WAIT_MS;
 	json_t *j;
 
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", itest_free_port());
 	snprintf(base, sizeof(base), "http://%s", listen);
 	server = itest_spawn(logfile, argv);
 	while ((j = api_get("/healthz", NULL)) == NULL) {

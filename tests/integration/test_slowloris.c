@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
+#include "itest_run.h"
 #include "server.h"
 
 #define TRICKLE_MAX	300
@@ -563,27 +564,6 @@ test_refusals_are_json(void **state)
 }
 
 static int
-free_port(void)
-{
-	struct sockaddr_in sa = { 0 };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	if (fd < 0)
-		return -1;
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-		close(fd);
-		return -1;
-	}
-	p = ntohs(sa.sin_port);
-	close(fd);
-	return p;
-}
-
-static int
 setup(void **state)
 {
 	const char *tmp = getenv("TMPDIR"), *bin = getenv("CUTOVER_BINARY");
@@ -596,7 +576,7 @@ setup(void **state)
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/itest_slowloris.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(dir) == NULL || (port = free_port()) < 0)
+	if (mkdtemp(dir) == NULL || (port = itest_free_port()) < 0)
 		return -1;
 	snprintf(db, sizeof(db), "%s/slow.db", dir);
 	snprintf(logfile, sizeof(logfile), "%s/serve.log", dir);
