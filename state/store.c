@@ -329,6 +329,94 @@ store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
 	return 0;
 }
 
+/* Binds the arguments AP to ST's parameters ?1, ?2, ... as TYPES says,
+ * one letter each (store_int.h's STORE_BIND letters). Returns 0, or -1
+ * with ERR on a letter it does not know (a caller's mistake). */
+static int
+store__bindv(sqlite3_stmt *st, const char *types, va_list ap, char *err,
+    size_t errlen)
+{
+	for (int i = 1; types[i - 1] != '\0'; i++) {
+		const char *t;
+		int64_t n;
+		int k;
+
+		switch (types[i - 1]) {
+		case 'i':
+			sqlite3_bind_int(st, i, va_arg(ap, int));
+			break;
+		case 'n':
+			if ((k = va_arg(ap, int)) >= 0)
+				sqlite3_bind_int(st, i, k);
+			break;
+		case 'I':
+			sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+			break;
+		case 'p':
+			if ((n = va_arg(ap, int64_t)) > 0)
+				sqlite3_bind_int64(st, i, n);
+			break;
+		case 'd':
+			sqlite3_bind_double(st, i, va_arg(ap, double));
+			break;
+		case 't':
+			if ((t = va_arg(ap, const char *)) != NULL)
+				sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
+			break;
+		default:
+			errbuf_set(err, errlen, "store: no bind type '%c'", types[i - 1]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* store__write and store__write_one: MISSING NULL is the former. */
+static int
+store__writev(struct store *s, const char *what, const char *missing, int64_t *id,
+    char *err, size_t errlen, const char *sql, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (store__prepare(s, sql, &st, what, err, errlen) != 0 ||
+	    store__bindv(st, types, ap, err, errlen) != 0)
+		goto done;
+	if (missing != NULL)
+		rc = store__update_one(s, st, what, missing, err, errlen);
+	else
+		rc = store__run(s, st, what, id, err, errlen);
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store__write(struct store *s, const char *what, int64_t *id, char *err,
+    size_t errlen, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = store__writev(s, what, NULL, id, err, errlen, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+store__write_one(struct store *s, const char *what, const char *missing, char *err,
+    size_t errlen, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = store__writev(s, what, missing, NULL, err, errlen, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* Runs a pragma that returns one integer (or text when TEXT is not NULL). */
 static int
 pragma(struct store *s, const char *sql, int64_t *num, char *text,

@@ -17,36 +17,18 @@ store_alert_raise(struct store *s, int64_t plan_id, const char *kind, const char
 	static const char ins[] =
 	    "INSERT INTO alerts (plan_id, kind, message, raised_ms, last_ms)"
 	    " VALUES (?1, ?2, ?3, ?4, ?4)";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
 	*raised = false;
-	if (store__prepare(s, upd, &st, "raising alert", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_text(st, 1, message, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, now_ms);
-	sqlite3_bind_int64(st, 3, plan_id);
-	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-	if (store__run(s, st, "raising alert", NULL, err, errlen) != 0)
-		goto done;
-	if (sqlite3_changes(s->db) > 0) {
-		rc = 0;
-		goto done;
-	}
-	sqlite3_finalize(st);
-	if (store__prepare(s, ins, &st, "raising alert", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, message, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, now_ms);
-	if (store__run(s, st, "raising alert", id, err, errlen) != 0)
-		goto done;
+	if (store__write(s, "raising alert", NULL, err, errlen, upd, "tIIt", message,
+	    now_ms, plan_id, kind) != 0)
+		return -1;
+	if (sqlite3_changes(s->db) > 0)
+		return 0;
+	if (store__write(s, "raising alert", id, err, errlen, ins, "IttI",
+	    plan_id, kind, message, now_ms) != 0)
+		return -1;
 	*raised = true;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
 }
 
 int
@@ -56,22 +38,11 @@ store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
 	static const char sql[] =
 	    "UPDATE alerts SET acked_ms = ?1, acked_by = ?2, ack_comment = ?3"
 	    " WHERE id = ?4 AND plan_id = ?5 AND acked_ms IS NULL";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
-	if (store__prepare(s, sql, &st, "acknowledging alert", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, comment != NULL ? comment : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, id);
-	sqlite3_bind_int64(st, 5, plan_id);
-	if (store__run(s, st, "acknowledging alert", NULL, err, errlen) != 0)
-		goto done;
-	rc = sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	if (store__write(s, "acknowledging alert", NULL, err, errlen, sql, "IttII", now_ms,
+	    actor, comment != NULL ? comment : "", id, plan_id) != 0)
+		return -1;
+	return sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
 }
 
 int

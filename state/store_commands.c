@@ -15,26 +15,10 @@ store_command_insert(struct store *s, int64_t plan_id, const char *kind, int ste
 	static const char sql[] =
 	    "INSERT INTO commands (plan_id, kind, step_idx, alert_id, actor, comment,"
 	    " created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
-	if (store__prepare(s, sql, &st, "recording command", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-	if (step_idx >= 0)
-		sqlite3_bind_int(st, 3, step_idx);
-	if (alert_id > 0)
-		sqlite3_bind_int64(st, 4, alert_id);
-	sqlite3_bind_text(st, 5, actor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, comment != NULL ? comment : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, now_ms);
-	if (store__run(s, st, "recording command", id, err, errlen) != 0)
-		goto done;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write(s, "recording command", id, err, errlen, sql, "ItnpttI",
+	    plan_id, kind, step_idx, alert_id, actor, comment != NULL ? comment : "",
+	    now_ms);
 }
 
 /* Reads the one command that WHERE (with ?1 the plan, ?2 ARG) selects.
@@ -103,17 +87,7 @@ store_command_done(struct store *s, int64_t id, int64_t now_ms, const char *outc
 	static const char sql[] =
 	    "UPDATE commands SET handled_ms = ?1, outcome = ?2"
 	    " WHERE id = ?3 AND handled_ms IS NULL";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
-	if (store__prepare(s, sql, &st, "marking command handled", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_text(st, 2, outcome, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, id);
-	rc = store__update_one(s, st, "marking command handled",
-	    "no such command waiting", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, "marking command handled", "no such command waiting",
+	    err, errlen, sql, "ItI", now_ms, outcome, id);
 }

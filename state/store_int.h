@@ -63,4 +63,21 @@ int store__run(struct store *s, sqlite3_stmt *st, const char *what, int64_t *id,
 int store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
     const char *missing, char *err, size_t errlen);
 
+/*
+ * Prepares SQL, binds the arguments after TYPES to ?1, ?2, ... (one letter
+ * each: 'i' int, 'n' int bound only when >= 0, 'I' int64_t, 'p' int64_t
+ * bound only when > 0, 'd' double, 't' const char * bound only when not
+ * NULL; a parameter left unbound is NULL), steps it (no row) and
+ * finalizes it. *ID (may be NULL) gets the rowid inserted last;
+ * sqlite3_changes tells how many rows it changed. Returns 0, or -1 with
+ * ERR naming WHAT.
+ */
+int store__write(struct store *s, const char *what, int64_t *id, char *err,
+    size_t errlen, const char *sql, const char *types, ...);
+
+/* As store__write, for an UPDATE that must change a row: none changed is
+ * an error naming MISSING. */
+int store__write_one(struct store *s, const char *what, const char *missing,
+    char *err, size_t errlen, const char *sql, const char *types, ...);
+
 #endif

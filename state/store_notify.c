@@ -130,41 +130,20 @@ store_notify_enqueue(struct store *s, const char *notifier, const char *kind,
     int64_t event_id, int64_t plan_id, const char *event, int64_t now_ms, char *err,
     size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (store__prepare(s, "INSERT INTO deliveries (notifier, kind, event_id, plan_id,"
-	    " event, status, next_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'pending',"
-	    " ?6, ?6) ON CONFLICT (notifier, event_id) DO NOTHING", &st,
-	    "recording a delivery", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, event_id);
-	sqlite3_bind_int64(st, 4, plan_id);
-	sqlite3_bind_text(st, 5, event, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 6, now_ms);
-	rc = store__run(s, st, "recording a delivery", NULL, err, errlen);
-	sqlite3_finalize(st);
-	return rc;
+	return store__write(s, "recording a delivery", NULL, err, errlen,
+	    "INSERT INTO deliveries (notifier, kind, event_id, plan_id, event, status,"
+	    " next_ms, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6)"
+	    " ON CONFLICT (notifier, event_id) DO NOTHING", "ttIItI", notifier, kind,
+	    event_id, plan_id, event, now_ms);
 }
 
 int
 store_notify_cursor_set(struct store *s, const char *notifier, int64_t last_id,
     char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (store__prepare(s, "UPDATE notify_cursors SET last_event_id = ?2"
-	    " WHERE notifier = ?1", &st, "moving a notifier's cursor", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, last_id);
-	rc = store__update_one(s, st, "moving a notifier's cursor", "no such notifier", err,
-	    errlen);
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, "moving a notifier's cursor", "no such notifier", err,
+	    errlen, "UPDATE notify_cursors SET last_event_id = ?2 WHERE notifier = ?1",
+	    "tI", notifier, last_id);
 }
 
 /* Steps ST (prepared and bound: DELIVERY_COLUMNS), calling FN for each
@@ -237,49 +216,25 @@ store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
     int http_status, const char *error, const char *status, int64_t next_ms, char *err,
     size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
 	char cut[201];
 
 	if (error != NULL)
 		snprintf(cut, sizeof(cut), "%s", error);
 	if (store_begin(s, err, errlen) != 0)
 		return -1;
-	if (store__prepare(s, "INSERT INTO delivery_attempts (delivery_id, attempt, ts_ms,"
-	    " http_status, error) VALUES (?1, ?2, ?3, nullif(?4, 0), ?5)", &st,
-	    "recording a delivery attempt", err, errlen) != 0)
-		goto fail;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int(st, 2, attempt);
-	sqlite3_bind_int64(st, 3, ts_ms);
-	sqlite3_bind_int(st, 4, http_status);
-	if (error != NULL)
-		sqlite3_bind_text(st, 5, cut, -1, SQLITE_STATIC);
-	if (store__run(s, st, "recording a delivery attempt", NULL, err, errlen) != 0)
-		goto fail;
-	sqlite3_finalize(st);
-	st = NULL;
-	if (store__prepare(s, "UPDATE deliveries SET status = ?2, attempts = ?3, next_ms = ?4,"
+	if (store__write(s, "recording a delivery attempt", NULL, err, errlen,
+	    "INSERT INTO delivery_attempts (delivery_id, attempt, ts_ms, http_status,"
+	    " error) VALUES (?1, ?2, ?3, nullif(?4, 0), ?5)", "IiIit", id, attempt,
+	    ts_ms, http_status, error != NULL ? cut : NULL) != 0 ||
+	    store__write_one(s, "recording a delivery", "no such delivery", err, errlen,
+	    "UPDATE deliveries SET status = ?2, attempts = ?3, next_ms = ?4,"
 	    " done_ms = CASE WHEN ?2 = 'pending' THEN NULL ELSE ?5 END,"
-	    " last_http = nullif(?6, 0), last_error = ?7 WHERE id = ?1", &st,
-	    "recording a delivery", err, errlen) != 0)
-		goto fail;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, attempt);
-	sqlite3_bind_int64(st, 4, next_ms);
-	sqlite3_bind_int64(st, 5, ts_ms);
-	sqlite3_bind_int(st, 6, http_status);
-	if (error != NULL)
-		sqlite3_bind_text(st, 7, cut, -1, SQLITE_STATIC);
-	if (store__update_one(s, st, "recording a delivery", "no such delivery", err,
-	    errlen) != 0)
-		goto fail;
-	sqlite3_finalize(st);
+	    " last_http = nullif(?6, 0), last_error = ?7 WHERE id = ?1", "ItiIIit", id,
+	    status, attempt, next_ms, ts_ms, http_status, error != NULL ? cut : NULL) != 0) {
+		store_rollback(s);
+		return -1;
+	}
 	return store_commit(s, err, errlen);
-fail:
-	sqlite3_finalize(st);
-	store_rollback(s);
-	return -1;
 }
 
 int

@@ -175,20 +175,11 @@ store_plan_set_archived(struct store *s, int64_t id, int64_t now_ms, char *err,
 {
 	static const char sql[] =
 	    "UPDATE plans SET archived_ms = ?1 WHERE id = ?2 AND archived_ms IS NULL";
-	sqlite3_stmt *st = NULL;
 	char what[64];
-	int rc = -1;
 
 	snprintf(what, sizeof(what), "archiving plan %" PRId64, id);
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_int64(st, 2, id);
-	rc = store__update_one(s, st, what, "no such plan, or archived already", err,
-	    errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, what, "no such plan, or archived already", err, errlen,
+	    sql, "II", now_ms, id);
 }
 
 int
@@ -196,19 +187,10 @@ store_plan_set_status(struct store *s, int64_t id, const char *status,
     char *err, size_t errlen)
 {
 	static const char sql[] = "UPDATE plans SET status = ?1 WHERE id = ?2";
-	sqlite3_stmt *st = NULL;
 	char what[64];
-	int rc = -1;
 
 	snprintf(what, sizeof(what), "setting status of plan %" PRId64, id);
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, id);
-	rc = store__update_one(s, st, what, "no such plan", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, what, "no such plan", err, errlen, sql, "tI", status, id);
 }
 
 int

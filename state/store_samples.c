@@ -14,22 +14,9 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	static const char sql[] =
 	    "INSERT INTO samples (plan_id, ts_ms, metric, label, value)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5)";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
 
-	if (store__prepare(s, sql, &st, "inserting sample", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int64(st, 2, ts_ms);
-	sqlite3_bind_text(st, 3, metric, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, label != NULL ? label : "", -1, SQLITE_STATIC);
-	sqlite3_bind_double(st, 5, value);
-	if (store__run(s, st, "inserting sample", NULL, err, errlen) != 0)
-		goto done;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write(s, "inserting sample", NULL, err, errlen, sql, "IIttd", plan_id,
+	    ts_ms, metric, label != NULL ? label : "", value);
 }
 
 int

@@ -17,24 +17,12 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 	static const char sql[] =
 	    "INSERT INTO steps (plan_id, idx, kind, gate, status)"
 	    " VALUES (?1, ?2, ?3, ?4, 'pending')";
-	sqlite3_stmt *st = NULL;
 	char what[80];
-	int rc = -1;
 
 	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int(st, 2, idx);
-	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 4, gate != 0);
-	if (store__run(s, st, what, NULL, err, errlen) != 0)
-		goto done;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write(s, what, NULL, err, errlen, sql, "Iiti", plan_id, idx, kind,
+	    gate != 0);
 }
 
 int
@@ -49,31 +37,13 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " result_json = coalesce(?4, result_json),"
 	    " error = coalesce(?5, error)"
 	    " WHERE plan_id = ?6 AND idx = ?7";
-	sqlite3_stmt *st = NULL;
 	char what[80];
-	int rc = -1;
 
 	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
 	    idx, plan_id);
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
 	/* Unbound parameters are NULL: "leave unchanged". */
-	if (status != NULL)
-		sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
-	if (started_ms != 0)
-		sqlite3_bind_int64(st, 2, started_ms);
-	if (ended_ms != 0)
-		sqlite3_bind_int64(st, 3, ended_ms);
-	if (result_json != NULL)
-		sqlite3_bind_text(st, 4, result_json, -1, SQLITE_STATIC);
-	if (error != NULL)
-		sqlite3_bind_text(st, 5, error, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 6, plan_id);
-	sqlite3_bind_int(st, 7, idx);
-	rc = store__update_one(s, st, what, "no such step", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, what, "no such step", err, errlen, sql, "tppttIi",
+	    status, started_ms, ended_ms, result_json, error, plan_id, idx);
 }
 
 /* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
@@ -174,18 +144,9 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 	static const char sql[] =
 	    "UPDATE steps SET status = ?1, started_ms = NULL, ended_ms = NULL,"
 	    " result_json = NULL, error = NULL WHERE plan_id = ?2 AND idx = ?3";
-	sqlite3_stmt *st = NULL;
 	char what[80];
-	int rc = -1;
 
 	snprintf(what, sizeof(what), "resetting step %d of plan %" PRId64, idx, plan_id);
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, plan_id);
-	sqlite3_bind_int(st, 3, idx);
-	rc = store__update_one(s, st, what, "no such step", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__write_one(s, what, "no such step", err, errlen, sql, "tIi", status,
+	    plan_id, idx);
 }
