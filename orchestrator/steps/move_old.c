@@ -41,7 +41,6 @@
 #include "fault.h"
 #include "ladder.h"
 #include "move_old_int.h"
-#include "pattern.h"
 #include "plan_library.h"
 #include "publish.h"
 #include "sentences.h"
@@ -94,36 +93,6 @@ static void
 set_int(json_t *o, const char *key, int64_t v)
 {
 	json_object_set_new(o, key, json_integer(v));
-}
-
-/* The plan's first entry rule matching NAME: its index, or -1 (unknown).
- * -2 with ERR when a pattern cannot decide. */
-static int
-entry_for(const struct plan *p, const char *name, char *err, size_t errlen)
-{
-	char why[256];
-
-	for (size_t i = 0; i < p->move_old.nentries; i++) {
-		struct pattern *re = NULL;
-		bool m;
-		int r;
-
-		if (pattern_compile(p->move_old.entries[i].match, &re, why,
-		    sizeof(why)) != 0) {
-			errbuf_set(err, errlen, "move_old.entry[%zu].queues.match: %s", i, why);
-			return -2;
-		}
-		r = pattern_match(re, name, &m, why, sizeof(why));
-		pattern_free(re);
-		if (r < 0) {
-			errbuf_set(err, errlen, "move_old.entry[%zu].queues.match cannot decide "
-			    "for queue '%s' (%s)", i, name, why);
-			return -2;
-		}
-		if (m)
-			return (int)i;
-	}
-	return -1;
 }
 
 /* Persists the state (when the engine runs the step). */
@@ -424,35 +393,6 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 	ps->moved_in_call += moved;
 }
 
-/* For a message with routing KEY in level queue LEVEL of the old ladder:
- * what it owes after that level (the lower levels its key's bits name)
- * into *REST_MS, and the plan's destination its key ends with. Returns
- * that destination's index, or -1 with WHY (a key that is no ladder key,
- * or a destination the plan does not list). */
-static int
-level_key(const struct plan *p, int level, const char *key, int64_t *rest_ms,
-    char *why, size_t whylen)
-{
-	char dest[LADDER_KEY_MAX + 1], err[256];
-	uint64_t units;
-
-	*rest_ms = 0;
-	if (ladder_parse_key(&p->old.ladder, key != NULL ? key : "", &units, dest,
-	    sizeof(dest), err, sizeof(err)) != 0) {
-		snprintf(why, whylen, "routing key '%.200s' is no key of old.ladder: %s",
-		    key != NULL ? key : "", err);
-		return -1;
-	}
-	*rest_ms = (int64_t)(units & (((uint64_t)1 << level) - 1)) *
-	    p->old.ladder.unit_ms;
-	for (size_t i = 0; i < p->ndestinations; i++)
-		if (strcmp(p->destinations[i], dest) == 0)
-			return (int)i;
-	snprintf(why, whylen, "its destination '%.200s' is not in ladder.destinations",
-	    dest);
-	return -1;
-}
-
 /* What batch() keeps of each message it will publish. */
 struct going {
 	char id[MOVE_ID_LEN + 1];
@@ -519,7 +459,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		st.seen_ms = first = first_seen(ps, &d, o->id);
 		rule = ps->rule;
 		ldest = -1;
-		if (ps->level >= 0 && (ldest = level_key(c->plan, ps->level, d.routing_key,
+		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level, d.routing_key,
 		    &rule.rest_ms, why, sizeof(why))) < 0) {
 			/* Out of the old ladder by its level's TTL and every
 			 * level below it at the latest: under twice the TTL. */
@@ -682,7 +622,7 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 		return -1;
 	}
 	why[0] = '\0';
-	if ((idx = entry_for(p, oq->q->name, why, sizeof(why))) == -2) {
+	if ((idx = move_old__entry_for(p, oq->q->name, why, sizeof(why))) == -2) {
 		sentences_add(err, errlen, "%s", why);
 		return -1;
 	}
@@ -893,17 +833,6 @@ publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
 	old_counters_free(&oc);
 }
 
-/* Whether any entry rule of P reads the broker's arrival stamp. */
-static bool
-uses_arrival(const struct plan *p)
-{
-	for (size_t i = 0; i < p->move_old.nentries; i++)
-		if (p->move_old.entries[i].from == MOVE_FROM_ARRIVAL ||
-		    p->move_old.entries[i].then == MOVE_FROM_ARRIVAL)
-			return true;
-	return false;
-}
-
 /* Asks the broker, once a call, whether it overwrites an arrival stamp
  * at every publish, into STATE ("arrival_stamps", "arrival_trusted"). A
  * probe that fails trusts nothing and says why. */
@@ -913,7 +842,7 @@ probe_arrival(struct step_ctx *c, json_t *state)
 	enum arrival_stamping st = ARRIVAL_OFF;
 	char why[512];
 
-	if (!uses_arrival(c->plan))
+	if (!move_old__uses_arrival(c->plan))
 		return;
 	if (arrival_probe(c->old_amqp, c->plan->name, &st, why, sizeof(why)) != 0)
 		json_object_set_new(state, "arrival_error", json_string(why));
@@ -977,7 +906,10 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
-	/* Every queue's rule and target first: refuse before moving anything. */
+	/* Every queue's rule and target first, and every destination an old
+	 * ladder delivers to: refuse before moving anything. */
+	if (c->plan->old.from_ladder && move_old__ladder_dests(c, err, errlen) != 0)
+		goto done;
 	for (size_t i = 0; i < sel.n; i++) {
 		ps[i].c = c;
 		ps[i].state = state;

@@ -1,6 +1,8 @@
 /* move_old_int: what the files of the move_old step share (move_old.c:
  * the step and its passes; move_old_dest.c: where each old queue's
- * messages go in the ladder; move_old_id.c: each message's move id). */
+ * messages go in the ladder; move_old_id.c: each message's move id;
+ * move_old_ladder.c: an old path that is a ladder; move_old_rule.c: the
+ * entry rules). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
 
@@ -46,5 +48,29 @@ void move_target_free(struct move_target *t);
  * fails. */
 int move_old__id(const char *queue, const struct broker_delivery *d,
     char out[MOVE_ID_LEN + 1]);
+
+/* The plan's first move_old.entry rule matching queue NAME
+ * (move_old_rule.c): its index, or -1 (none: the entry is unknown); -2
+ * with ERR when a pattern cannot decide. */
+int move_old__entry_for(const struct plan *p, const char *name, char *err,
+    size_t errlen);
+
+/* Whether any entry rule of P reads the broker's arrival stamp. */
+bool move_old__uses_arrival(const struct plan *p);
+
+/* For a message with routing KEY in level queue LEVEL of the old ladder
+ * (move_old_ladder.c): what it owes after that level (the lower levels its
+ * key's bits name) into *REST_MS, and the plan's destination its key ends
+ * with. Returns that destination's index, or -1 with WHY (a key that is no
+ * ladder key, or a destination the plan does not list). */
+int move_old__level_key(const struct plan *p, int level, const char *key,
+    int64_t *rest_ms, char *why, size_t whylen);
+
+/* Checks that every destination old.ladder's delivery exchange delivers
+ * to (its bindings, on the old path's broker) is one of the plan's
+ * destinations, so that nothing is moved when some of its messages could
+ * not be. Returns 0, or -1 with ERR naming each one that is not, and what
+ * to do. */
+int move_old__ladder_dests(struct step_ctx *c, char *err, size_t errlen);
 
 #endif

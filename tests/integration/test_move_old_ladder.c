@@ -6,10 +6,10 @@
  * owes the rest of the level it waits in (from its x-death entry, else its
  * timestamp) plus the lower levels its key names, and goes to the
  * destination its key ends with; every one arrives once, never before the
- * moment the test computed when it published it (publish time + delay),
- * and one for a destination the new ladder does not list stays in the
- * old ladder, which delivers it. The test has a vhost of its own, deleted
- * at teardown. */
+ * moment the test computed when it published it (publish time + delay).
+ * First, a new ladder that lacks one of the old ladder's destinations is
+ * refused before anything moves, naming it. The test has a vhost of its
+ * own, deleted at teardown. */
 #include "itest_move_old.h"
 #include "itest_plan.h"
 
@@ -60,6 +60,61 @@ put(struct broker *b, const struct ladder *l, const char *body, int64_t delay_ms
 	return at + (int64_t)units * l->unit_ms;
 }
 
+/* The new ladder's plan (prefix newl, 100 ms units, quorum), with
+ * DESTINATIONS. */
+static struct plan *
+new_ladder(const char *destinations)
+{
+	char body[1024];
+
+	snprintf(body, sizeof(body),
+	    "old:\n"
+	    "  ladder: { naming: cutover, prefix: oldl, unit: 1s, levels: 6 }\n"
+	    "ladder:\n"
+	    "  prefix: newl\n"
+	    "  unit: 100ms\n"
+	    "  levels: 10\n"
+	    "  queue_type: quorum\n"
+	    "  destinations: [%s]\n"
+	    "move_old:\n"
+	    "  rate: 1000/s\n"
+	    "  prefetch: 4\n"
+	    "  stragglers: 1s\n"
+	    "watch:\n"
+	    "  allowance: 2s\n"
+	    "steps: [measure_horizon, declare_ladder]\n", destinations);
+	return load("itest-newl", body);
+}
+
+/* A new ladder without 'other.dest', which the old ladder delivers to:
+ * move_old refuses before it moves anything, and says what to do. */
+static void
+refused_for_a_missing_destination(void)
+{
+	struct plan *p = new_ladder(LDEST);
+	struct step_ctx c;
+	char err[2048], name[LADDER_NAME_MAX];
+	json_t *r = NULL;
+
+	itest_ctx_open(&c, p);
+	itest_step_ok(step_declare_ladder, &c);
+	c.flip_ms = clock_now_ms() - 10 * SEC;
+	assert_int_not_equal(step_move_old(&c, &r, err, sizeof(err)), 0);
+	fprintf(stderr, "# refused: %s\n", err);
+	assert_non_null(strstr(err, "queue 'other.dest'"));
+	assert_non_null(strstr(err, "add that destination to ladder.destinations"));
+	json_decref(r);
+	for (int k = 0; k < p->ladder.levels; k++) {
+		struct broker_queue_info qi = { 0 };
+
+		assert_int_equal(broker_queue_inspect(c.amqp, ladder_level_queue(&p->ladder,
+		    k, name, sizeof(name)), &qi, err, sizeof(err)), 0);
+		assert_int_equal(qi.messages, 0);
+	}
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
 static void
 test_ladder_rebuilt_never_early(void **state)
 {
@@ -70,6 +125,7 @@ test_ladder_rebuilt_never_early(void **state)
 	int64_t until;
 	json_t *r;
 	const json_t *e;
+	int64_t other_nb;
 	size_t got = 0;
 
 	(void)state;
@@ -91,35 +147,21 @@ test_ladder_rebuilt_never_early(void **state)
 		msgs[i].not_before_ms = put(oc.amqp, &old->ladder, msgs[i].body,
 		    delays_s[i] * SEC, LDEST);
 	}
-	(void)put(oc.amqp, &old->ladder, "ml-other", 40 * SEC, "other.dest");
+	/* Due after all of them, so that it is read last. */
+	other_nb = put(oc.amqp, &old->ladder, "ml-other", 55 * SEC, "other.dest");
 	/* Long enough for the 3 s one to come out and others to fall a level. */
 	usleep(4500 * 1000);
 
-	imove_plan = load("itest-newl",
-	    "old:\n"
-	    "  ladder: { naming: cutover, prefix: oldl, unit: 1s, levels: 6 }\n"
-	    "ladder:\n"
-	    "  prefix: newl\n"
-	    "  unit: 100ms\n"
-	    "  levels: 10\n"
-	    "  queue_type: quorum\n"
-	    "  destinations: [" LDEST "]\n"
-	    "move_old:\n"
-	    "  rate: 1000/s\n"
-	    "  prefetch: 4\n"
-	    "  stragglers: 1s\n"
-	    "watch:\n"
-	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n");
+	refused_for_a_missing_destination();
+	imove_plan = new_ladder(LDEST ", other.dest");
 	assert_true(imove_plan->old.from_ladder);
 	assert_int_equal(imove_plan->old.nnames, 6);
 	itest_ctx_open(&imove_ctx, imove_plan);
 	itest_step_ok(step_declare_ladder, &imove_ctx);
 	r = imove_move();
-	/* Every level that held one of the test's messages moved it; the one
-	 * for a destination the new ladder lacks stayed. */
-	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"),
-	    NDELAY - 1);
+	/* Every level that held one of the test's messages moved it (the
+	 * 3 s one had come out). */
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), NDELAY);
 	ladder_level_queue(&old->ladder, 5, name, sizeof(name));
 	e = imove_queue_entry(r, name);
 	assert_string_equal(json_string_value(json_object_get(e, "from")), "death");
@@ -154,9 +196,27 @@ test_ladder_rebuilt_never_early(void **state)
 		if (msgs[i].arrived != 1)
 			fail_msg("message '%s' arrived %d times", msgs[i].body,
 			    msgs[i].arrived);
-	/* The other destination's message stayed in the old ladder, which
-	 * has delivered it by now (40 s). */
-	imove_wait_depth("other.dest", 1);
+	/* The other destination's, moved too, and not early either. */
+	assert_int_equal(broker_consume(imove_ctx.amqp, "other.dest", 0, err,
+	    sizeof(err)), 0);
+	for (until = clock_mono_ms() + 30 * SEC; clock_mono_ms() < until; ) {
+		struct broker_delivery d = { 0 };
+		int64_t at;
+
+		if (broker_next(imove_ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
+			continue;
+		at = clock_now_ms();
+		assert_string_equal(d.body, "ml-other");
+		assert_non_null(broker_header_find(&d, "x-cutover-moved-from"));
+		if (at < other_nb)
+			fail_msg("ml-other arrived %lld ms early", (long long)(other_nb - at));
+		assert_int_equal(broker_ack(imove_ctx.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+		other_nb = 0;
+		break;
+	}
+	(void)broker_cancel(imove_ctx.amqp, err, sizeof(err));
+	assert_int_equal(other_nb, 0);	/* it came */
 	step_ctx_close(&oc);
 	plan_free(old);
 }
