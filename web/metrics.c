@@ -1,6 +1,6 @@
 /* metrics: Prometheus text from the store (plans, steps, the watch's state
- * and samples, the canary's summary, history events, alerts, the
- * notifiers' deliveries). */
+ * and samples, the canary's summary, move_old's progress, history events,
+ * alerts, the notifiers' deliveries). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -123,6 +123,8 @@ struct plan_m {
 	int nsteps;
 	json_t *watch;			/* the watch step's state, or NULL */
 	json_t *canary;			/* the canary's summary, or NULL */
+	json_t *move;			/* the last move_old's counts, progress
+					 * and pass, or NULL */
 	int64_t flag[NFLAG];
 	int64_t *waiting;		/* per step: when it last began waiting, or 0 */
 	int64_t alerts_seen[NALERT], alerts_open[NALERT];
@@ -245,12 +247,19 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 		pm->steps[i].ended = st.ended_ms;
 		pm->nsteps = i + 1;
 		if (st.result_json != NULL && (strcmp(st.kind, "watch") == 0 ||
-		    strcmp(st.kind, "canary") == 0)) {
+		    strcmp(st.kind, "canary") == 0 || strcmp(st.kind, "move_old") == 0)) {
 			json_t *j = json_loads(st.result_json, 0, NULL);
 
 			if (strcmp(st.kind, "watch") == 0) {
 				json_decref(pm->watch);
 				pm->watch = j;
+			} else if (strcmp(st.kind, "move_old") == 0) {
+				json_decref(pm->move);
+				pm->move = json_pack("{s:O?,s:O?,s:O?}", "counts",
+				    json_object_get(j, "counts"), "progress",
+				    json_object_get(j, "progress"), "pass",
+				    json_object_get(j, "pass"));
+				json_decref(j);
 			} else {
 				json_decref(pm->canary);
 				pm->canary = json_incref(json_object_get(j, "summary"));
@@ -514,6 +523,55 @@ render_canary(struct buf *b, const struct plans *ps)
 			    ps->v[i].name, v / 1000.0);
 }
 
+/* move_old's one-number families: where each is in the step's result,
+ * and the scale and decimals it is given in. */
+static const struct move_family {
+	const char *name, *help, *obj, *key;
+	double scale;
+	int decimals;
+} move_families[] = {
+	{ "cutover_move_old_remaining_messages", "Messages move_old's pass has still to "
+	    "take from the old queues", "progress", "remaining", 1, 0 },
+	{ "cutover_move_old_messages_per_second", "Messages move_old takes from the old "
+	    "queues a second, since its run began", "progress", "per_s", 1, 3 },
+	{ "cutover_move_old_eta_seconds", "Seconds until move_old's pass has taken every "
+	    "remaining message at its pace (absent until the pace is measured)", "progress",
+	    "eta_ms", 1000, 3 },
+	{ "cutover_move_old_may_duplicate_messages", "Messages move_old moved that may "
+	    "arrive twice: published into the ladder by a run killed before it acked them "
+	    "in their old queue (each carries its x-cutover-move-id)", "counts",
+	    "may_duplicate", 1, 0 },
+	{ "cutover_move_old_pass", "move_old's pass: 1 at once, 2 once the stragglers' "
+	    "window is over", NULL, "pass", 1, 0 },
+};
+
+/* Prometheus families: move_old's counts, what it has still to take, its
+ * pace and the time to go at that pace. */
+static void
+render_move(struct buf *b, const struct plans *ps)
+{
+	static const char *const o[] = { "moved", "left", "skipped" };
+	double v;
+
+	family(b, "cutover_move_old_messages", "gauge", "move_old's messages by "
+	    "outcome: moved into the ladder, left in their old queue, skipped (their "
+	    "queue not touched)");
+	for (size_t i = 0; i < ps->n; i++)
+		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
+			if (num(ps->v[i].move, "counts", o[k], &v))
+				out(b, "cutover_move_old_messages{plan=\"%s\",outcome=\"%s\"} "
+				    "%.0f\n", ps->v[i].name, o[k], v);
+	for (size_t f = 0; f < sizeof(move_families) / sizeof(move_families[0]); f++) {
+		const struct move_family *m = &move_families[f];
+
+		family(b, m->name, "gauge", m->help);
+		for (size_t i = 0; i < ps->n; i++)
+			if (num(ps->v[i].move, m->obj, m->key, &v))
+				out(b, "%s{plan=\"%s\"} %.*f\n", m->name, ps->v[i].name,
+				    m->decimals, v / m->scale);
+	}
+}
+
 /* Prometheus families: flag calls and alerts from the history. */
 static void
 render_events(struct buf *b, const struct plans *ps)
@@ -724,7 +782,8 @@ render_file(struct buf *b, const struct plans *ps)
 
 /* The sections of the text, in order. */
 static void (*const sections[])(struct buf *, const struct plans *) = {
-	render_build, render_file, render_plans, render_depths, render_probes, render_canary, render_events,
+	render_build, render_file, render_plans, render_depths, render_probes, render_canary,
+	render_move, render_events,
 	render_levels, render_notify,
 };
 
@@ -777,6 +836,7 @@ done:
 		free(ps.v[i].waiting);
 		json_decref(ps.v[i].watch);
 		json_decref(ps.v[i].canary);
+		json_decref(ps.v[i].move);
 	}
 	free(ps.v);
 	return rc;

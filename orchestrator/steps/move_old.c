@@ -81,6 +81,8 @@ struct pass {
 	int step_idx;
 	int level;			/* the old ladder's level the queue is
 					 * (old.ladder), else -1 */
+	struct move_progress *pg;	/* the run's, shared by every queue */
+	int64_t had;			/* what PG counts as still in the queue */
 };
 
 static int64_t
@@ -104,6 +106,7 @@ persist(struct pass *ps)
 
 	if (ps->c->store == NULL || ps->step_idx < 0)
 		return;
+	move_old__progress_write(ps->pg, ps->state);
 	if ((text = json_dumps(ps->state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 		return;
 	(void)store_step_update(ps->c->store, ps->c->plan_id, ps->step_idx, NULL, 0, 0,
@@ -436,6 +439,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 
 		rc = broker_get(c->old_amqp, ps->oq->q->name, true, &d, why, sizeof(why));
 		if (rc == BROKER_EMPTY) {
+			move_old__progress_queue(ps->pg, &ps->had, 0);
 			*end = true;
 			break;
 		}
@@ -445,6 +449,8 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			abandon(ps, out, n, 0, nb);
 			goto done;
 		}
+		ps->pg->taken++;
+		move_old__progress_queue(ps->pg, &ps->had, d.remaining);
 		o->now = old_now_ms(c);
 		if (move_old__id(ps->oq->q->name, &d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
@@ -541,6 +547,8 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 	}
 	rc = 0;
 done:
+	/* Over, or failed: what it still holds is the next pass's. */
+	move_old__progress_queue(ps->pg, &ps->had, 0);
 	release(ps);
 	record_left(ps);
 	free(ps->held);
@@ -679,6 +687,7 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 		errbuf_set(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
 		return -1;
 	}
+	move_old__progress_queue(ps->pg, &ps->had, 0);
 	set_int(ps->entry, "skipped", qi.messages);
 	set_int(ps->entry, "left", 0);
 	json_object_set_new(ps->entry, "left_until_ms", qi.messages > 0 ?
@@ -875,6 +884,7 @@ int
 step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct old_selection sel = { 0 };
+	struct move_progress pg;
 	struct pass *ps = NULL;
 	int64_t now = old_now_ms(c), pass;
 	json_t *state = state_of(c, now), *seen = NULL;
@@ -910,13 +920,17 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	 * ladder delivers to: refuse before moving anything. */
 	if (c->plan->old.from_ladder && move_old__ladder_dests(c, err, errlen) != 0)
 		goto done;
+	move_old__progress_start(&pg);
 	for (size_t i = 0; i < sel.n; i++) {
 		ps[i].c = c;
+		ps[i].pg = &pg;
 		ps[i].state = state;
 		ps[i].seen = seen;
 		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
 		ps[i].entry = entry_of(state, sel.v[i].q->name);
 		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
+		if (jint(ps[i].entry, "pass_done") < pass)
+			move_old__progress_queue(&pg, &ps[i].had, sel.v[i].q->messages);
 	}
 	if (err[0] != '\0')
 		goto done;
@@ -938,6 +952,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		persist(&ps[i]);
 	}
 	totals(state);
+	move_old__progress_write(&pg, state);
 	if (jint(state, "pass_started_ms") < jint(state, "stragglers_until_ms")) {
 		/* Producers may still have published into the old path since
 		 * this pass began: another pass once the stragglers' window is

@@ -1,14 +1,17 @@
 /* move_old_int: what the files of the move_old step share (move_old.c:
  * the step and its passes; move_old_dest.c: where each old queue's
  * messages go in the ladder; move_old_id.c: each message's move id;
- * move_old_ladder.c: an old path that is a ladder; move_old_rule.c: the
- * entry rules). */
+ * move_old_ladder.c: an old path that is a ladder; move_old_progress.c:
+ * what is left to take and when it will be; move_old_rule.c: the entry
+ * rules). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "move_entry.h"
 #include "old_path.h"
@@ -72,5 +75,27 @@ int move_old__level_key(const struct plan *p, int level, const char *key,
  * not be. Returns 0, or -1 with ERR naming each one that is not, and what
  * to do. */
 int move_old__ladder_dests(struct step_ctx *c, char *err, size_t errlen);
+
+/* How far a run of move_old has come with its pass (move_old_progress.c). */
+struct move_progress {
+	int64_t remaining;	/* messages still to take, over every queue */
+	int64_t taken;		/* messages taken by this run */
+	int64_t t0_mono;	/* when this run began */
+};
+
+/* Starts PG at nothing remaining, the pace counted from now. */
+void move_old__progress_start(struct move_progress *pg);
+
+/* A queue the pass had counted as holding *HAD messages to take now holds
+ * NOW_HOLDS (what a basic.get says it left; 0 once its pass is over):
+ * corrects the remaining count and *HAD. */
+void move_old__progress_queue(struct move_progress *pg, int64_t *had,
+    int64_t now_holds);
+
+/* Writes PG into STATE's "progress": remaining, taken, per_s (taken a
+ * second by this run), eta_ms (from now until every remaining message is
+ * taken at that pace: 0 when none remains, null until the pace is
+ * measured) and updated_ms. */
+void move_old__progress_write(const struct move_progress *pg, json_t *state);
 
 #endif

@@ -154,6 +154,11 @@ test_moves_never_early_and_leaves_the_rest(void **state)
 	    "left_why"), "too_long"), 2);
 	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 8);
 	assert_true(json_is_true(json_object_get(r, "ok")));
+	/* Every message of the queues it passed was taken once (the skipped
+	 * queue's two were not), and nothing remains to take. */
+	assert_int_equal(imove_count_of(json_object_get(r, "progress"), "taken"), 11);
+	assert_int_equal(imove_count_of(json_object_get(r, "progress"), "remaining"), 0);
+	assert_int_equal(imove_count_of(json_object_get(r, "progress"), "eta_ms"), 0);
 	/* What stayed is still in its old queue, right away. */
 	imove_wait_depth("old.ts.12s", 1);
 	assert_int_equal(imove_depth("old.hdr.10s"), 0);

@@ -4,7 +4,8 @@
  * query; a finished plan holds its name until archived; a large step
  * result comes without its long lists (web/view_result.c); each
  * notifier's deliveries are counted by state in the plan's document, the
- * plan list's and /metrics (web/view_notify.c, web/metrics.c). */
+ * plan list's and /metrics (web/view_notify.c, web/metrics.c); move_old's
+ * counts, what it has still to take, its pace and time to go in /metrics. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -308,6 +309,57 @@ test_deliveries_counted(void **state)
 	store_close(s);
 }
 
+/* A plan with a move_old step mid-pass: /metrics gives its counts by
+ * outcome, what it has still to take, its pace, the time to go and the
+ * pass, from the step's stored result. */
+static void
+test_move_progress_in_metrics(void **state)
+{
+	static const char moving[] =
+	    "{\"pass\":1,\"counts\":{\"moved\":40,\"left\":2,\"skipped\":3,"
+	    "\"may_duplicate\":1},\"progress\":{\"remaining\":120,\"taken\":42,"
+	    "\"per_s\":21.0,\"eta_ms\":5714,\"updated_ms\":1000}}";
+	struct plan_errors errs = { 0 };
+	struct store *s = NULL;
+	char err[512], *text = NULL, *p;
+	size_t len, idx;
+	int64_t id;
+
+	(void)state;
+	unlink(db);
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	p = malloc(sizeof(plan_text) + 128);
+	assert_non_null(p);
+	/* The same plan with a move_old step after the flip. */
+	idx = (size_t)(strstr(plan_text, " watch,") - plan_text);
+	snprintf(p, sizeof(plan_text) + 128, "%.*s move_old,%s", (int)idx, plan_text,
+	    plan_text + idx);
+	len = strlen(p);
+	snprintf(p + len - 1, 128, "\nmove_old: { entry: [ { queues: { match: '.' }, "
+	    "from: timestamp } ] }\n");
+	if (store_plan_submit(s, "viewgate.yaml", p, strlen(p), "alice", 0, &id, &errs,
+	    err, sizeof(err)) != 0)
+		fail_msg("submit: %s", errs.n ? errs.v[0].message : err);
+	free(p);
+	assert_int_equal(store_step_update(s, id, 5, "running", 1000, 0, moving, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(metrics_render(s, &text, &len, err, sizeof(err)), 0);
+	assert_non_null(strstr(text, "# TYPE cutover_move_old_messages gauge\n"
+	    "cutover_move_old_messages{plan=\"viewgate\",outcome=\"moved\"} 40\n"
+	    "cutover_move_old_messages{plan=\"viewgate\",outcome=\"left\"} 2\n"
+	    "cutover_move_old_messages{plan=\"viewgate\",outcome=\"skipped\"} 3\n"));
+	assert_non_null(strstr(text,
+	    "cutover_move_old_may_duplicate_messages{plan=\"viewgate\"} 1\n"));
+	assert_non_null(strstr(text,
+	    "cutover_move_old_remaining_messages{plan=\"viewgate\"} 120\n"));
+	assert_non_null(strstr(text,
+	    "cutover_move_old_messages_per_second{plan=\"viewgate\"} 21.000\n"));
+	assert_non_null(strstr(text, "cutover_move_old_eta_seconds{plan=\"viewgate\"} 5.714\n"));
+	assert_non_null(strstr(text, "cutover_move_old_pass{plan=\"viewgate\"} 1\n"));
+	free(text);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -317,6 +369,7 @@ main(void)
 		cmocka_unit_test(test_name_held_until_archived),
 		cmocka_unit_test(test_large_result_without_long_lists),
 		cmocka_unit_test(test_deliveries_counted),
+		cmocka_unit_test(test_move_progress_in_metrics),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char wal[PATH_MAX + 32];

@@ -253,6 +253,28 @@
         r.read_back !== undefined ? ['read back', JSON.stringify(r.read_back)] : null];
       return { words: words, pairs: pairs };
     },
+    /* The move: what it has done, what it has still to take and when
+     * it will have taken it at this run's pace, and what it saved. */
+    move_old: function (st, r) {
+      var c = r.counts || {}, g = r.progress || {}, words, done = c.moved != null ?
+        num(c.moved) + ' moved, ' + num(c.left) + ' left in their old queues, ' + num(c.skipped) + ' skipped' :
+        'Nothing moved yet';
+      var between = !r.ok && r.pass > 1 && st.status === 'running' && !g.remaining;
+      if (r.error) words = 'Stopped: ' + r.error;
+      else if (r.ok) words = done + '; the old path can be left at ' + fmtTime(r.horizon_ms) +
+        (r.saved_ms ? ', ' + fmtDur(r.saved_ms) + ' sooner than without the move' : '') + '.';
+      else if (between) words = done + '; the last pass, for what producers still sent to the old path, begins at ' +
+        fmtTime(r.stragglers_until_ms) + '.';
+      else words = done + '; ' + num(g.remaining) + ' still to take' + (g.eta_ms != null ?
+        ', about ' + fmtDur(g.eta_ms) + ' to go at ' + (g.per_s || 0).toFixed(0) + ' a second' : '') + '.';
+      return { words: words, pairs: [['pass', num(r.pass) + ' of 2'],
+        ['still to take', num(g.remaining)],
+        ['pace', g.per_s != null ? (g.per_s || 0).toFixed(1) + ' messages a second' : '—'],
+        ['time to go', g.eta_ms != null ? fmtDur(g.eta_ms) : '—'],
+        c.may_duplicate ? ['may arrive twice', num(c.may_duplicate) + ' (same x-cutover-move-id)'] : null,
+        r.ok ? ['old path left at', fmtTime(r.horizon_ms)] : null,
+        r.ok && r.old_horizon_ms ? ['without the move', fmtTime(r.old_horizon_ms)] : null] };
+    },
     watch: function (st, r) {
       var words = null, pairs = [], s;
       s = r.summary || {};
