@@ -50,8 +50,8 @@ auth_hash_hex(const char *token, size_t len, char out[65])
 	return 0;
 }
 
-static bool
-valid_name(const char *s, size_t n)
+bool
+auth_name_valid(const char *s, size_t n)
 {
 	if (n == 0 || n >= AUTH_NAME_MAX)
 		return false;
@@ -99,7 +99,7 @@ parse_line(char *line, struct operator *op, const char **why)
 	while (isspace((unsigned char)*hex))
 		hex++;
 	hlen = strlen(hex);
-	if (!valid_name(line, nlen)) {
+	if (!auth_name_valid(line, nlen)) {
 		*why = "the name must be 1 to 64 of A-Z a-z 0-9 . _ @ -";
 		return -1;
 	}
@@ -208,6 +208,12 @@ size_t
 auth_count(const struct auth *a)
 {
 	return a != NULL ? a->n : 0;
+}
+
+const char *
+auth_name(const struct auth *a, size_t i)
+{
+	return a != NULL && i < a->n ? a->v[i].name : NULL;
 }
 
 enum auth_result

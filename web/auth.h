@@ -6,6 +6,7 @@
 #ifndef CUTOVER_AUTH_H
 #define CUTOVER_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define AUTH_NAME_MAX	65		/* operator name, NUL included */
@@ -24,6 +25,13 @@ void auth_free(struct auth *a);
 
 /* How many operators A holds (0 for NULL). */
 size_t auth_count(const struct auth *a);
+
+/* The name of operator I of A, in the file's order, or NULL past the end. */
+const char *auth_name(const struct auth *a, size_t i);
+
+/* Whether the N bytes at S are an operator's name: 1 to 64 of A-Z a-z
+ * 0-9 . _ @ -. */
+bool auth_name_valid(const char *s, size_t n);
 
 enum auth_result {
 	AUTH_OK,		/* an operator's token: NAME holds who */

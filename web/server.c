@@ -410,15 +410,21 @@ unauthorized(enum auth_result ar)
 {
 	switch (ar) {
 	case AUTH_UNCONFIGURED:
-		return "no operators are configured, so nothing can be changed: start "
-		    "cutover serve with --operators FILE (lines name:sha256hex-of-token) "
+		return "no operators are configured, so nothing can be changed: make one "
+		    "with `cutover operators add NAME --file FILE` on this server's machine "
+		    "(it prints their token once), start cutover serve with --operators FILE "
 		    "and send Authorization: Bearer TOKEN";
 	case AUTH_NONE:
-		return "this needs an operator's token: Authorization: Bearer TOKEN";
+		return "this needs an operator's token: Authorization: Bearer TOKEN (an "
+		    "operator's token comes from `cutover operators add NAME` on this "
+		    "server's machine)";
 	case AUTH_MALFORMED:
 		return "the Authorization header must be Bearer TOKEN";
 	default:
-		return "the token is not an operator's";
+		return "the token is not an operator's: the token `cutover operators add "
+		    "NAME` printed for you, with no space or line break in it (serve "
+		    "reads the operators file when it starts: one added since needs a "
+		    "restart)";
 	}
 }
 

@@ -33,6 +33,7 @@ static const struct verb {
 	{ "archive", cli_archive, "archive a finished plan, so that its name can be used again" },
 	{ "status", cli_status, "list plans, or one plan's steps" },
 	{ "history", cli_history, "print a plan's recorded history, or verify the hash chain" },
+	{ "operators", cli_operators, "add, list or remove the operators who may act through serve's API" },
 	{ NULL, NULL, NULL }
 };
 

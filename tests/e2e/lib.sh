@@ -339,11 +339,12 @@ e2e_setup() {
 	failures=0
 }
 
-# e2e_operator: a random operator token in token, and $tmp/operators, the
+# e2e_operator: a new operator token in token (`cutover operators add`, as
+# on a server), and $tmp/operators, the
 # file `serve --operators` reads, naming it "tester".
 e2e_operator() {
-	token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+	rm -f "$tmp/operators"
+	token=$("$bin" operators add tester --file "$tmp/operators" 2>/dev/null)
 }
 
 # e2e_feature_new WHO [on]: creates the run's feature ($feature), off, or
