@@ -74,6 +74,25 @@ struct plan *cli_load_plan(const char *path);
 int cli_read_file(const char *path, const char *what, size_t max, char **out,
     size_t *len, char *err, size_t errlen);
 
+struct store;
+
+/* Opens the database DB for a verb that reads or changes what is in it:
+ * one that is not there is an error (a mistyped path must not leave an
+ * empty database behind), never created. Returns 0 with *OUT, or -1 with
+ * ERR. */
+int cli_store_open_existing(const char *db, struct store **out, char *err,
+    size_t errlen);
+
+/* More steps than a plan can have: each step kind at most once. */
+#define CLI_STEPS_MAX	64
+
+/* cli_step_ref.c: the step REF names among the N step KINDS of plan PLAN
+ * (its number from 1, or its kind, '-' for '_' and any case accepted).
+ * Returns its 0-based index, or -1 with ERR listing the plan's steps and
+ * naming the kind most likely meant. */
+int cli_step_ref(const char *plan, const char *const *kinds, size_t n, const char *ref,
+    char *err, size_t errlen);
+
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)

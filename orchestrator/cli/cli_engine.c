@@ -17,6 +17,8 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "errbuf.h"
+#include "near.h"
 #include "log.h"
 #include "notify.h"
 #include "plan.h"
@@ -29,6 +31,7 @@
 
 #define CLI_WAITING 3      /* cutover run: a gated step waits for approval */
 #define CLI_STOPPED 4      /* cutover run: stopped by a signal; run again to resume */
+#define CLI_PLANS_NEAR_MAX 1000	/* plans a suggestion looks through */
 
 static volatile sig_atomic_t stop_flag;
 
@@ -356,29 +359,76 @@ done:
 	return rc;
 }
 
-/* Resolves a step reference: its number (1-based) or its kind's name.
- * Returns the 0-based index, or -1. */
+/* The names of the plans a database holds, for a suggestion. */
+struct plan_names {
+	char *v[CLI_PLANS_NEAR_MAX];
+	size_t n;
+};
+
 static int
-step_ref(struct store *s, int64_t plan_id, const char *ref)
+plan_name_add(const struct store_plan *p, void *arg)
+{
+	struct plan_names *pn = arg;
+
+	if (pn->n < CLI_PLANS_NEAR_MAX && (pn->v[pn->n] = strdup(p->name)) != NULL)
+		pn->n++;
+	return 0;
+}
+
+/* Finds plan REF (an id or a name) in S, the database DB. Returns 0 with
+ * *P, or -1 with ERR: one that is not there is named with the plan most
+ * likely meant. */
+static int
+find_plan(struct store *s, const char *ref, const char *db, struct store_plan *p,
+    char *err, size_t errlen)
+{
+	struct plan_names pn = { .n = 0 };
+	const char *near;
+	int r = engine_find_plan(s, ref, p, err, errlen);
+
+	if (r != STORE_NOT_FOUND)
+		return r == 0 ? 0 : -1;
+	(void)store_each_plan(s, plan_name_add, &pn, err, errlen);
+	near = near_word(ref, (const char *const *)pn.v, pn.n);
+	errbuf_set(err, errlen, "no plan '%s' in %s%s%s%s", ref, db,
+	    near != NULL ? " (did you mean '" : "", near != NULL ? near : "",
+	    near != NULL ? "'?)" : "");
+	for (size_t i = 0; i < pn.n; i++)
+		free(pn.v[i]);
+	return -1;
+}
+
+/* Resolves a step reference of plan P (its number from 1 or its kind,
+ * cli_step_ref). Returns the 0-based index, or -1 with ERR. */
+static int
+step_ref(struct store *s, const struct store_plan *p, const char *ref, char *err,
+    size_t errlen)
 {
 	struct store_step st;
-	char *end;
-	long n = strtol(ref, &end, 10);
+	char *kinds[CLI_STEPS_MAX];
+	size_t n = 0;
+	int r = -1;
 
-	if (*ref != '\0' && *end == '\0')
-		return n >= 1 && n <= 1000 ? (int)n - 1 : -1;
-	for (int i = 0; i < 1000; i++) {
-		char err[256];
-		int r = store_step_get(s, plan_id, i, &st, err, sizeof(err));
+	while (n < CLI_STEPS_MAX) {
+		int g = store_step_get(s, p->id, (int)n, &st, err, errlen);
 
-		if (r != 0)
-			return -1;
-		r = strcmp(st.kind, ref) == 0;
+		if (g == STORE_NOT_FOUND)
+			break;
+		if (g != 0)
+			goto done;
+		kinds[n] = strdup(st.kind);
 		store_step_clear(&st);
-		if (r)
-			return i;
+		if (kinds[n] == NULL) {
+			errbuf_set(err, errlen, "out of memory");
+			goto done;
+		}
+		n++;
 	}
-	return -1;
+	r = cli_step_ref(p->name, (const char *const *)kinds, n, ref, err, errlen);
+done:
+	for (size_t i = 0; i < n; i++)
+		free(kinds[i]);
+	return r;
 }
 
 /* approve, retry, abort, ack: one operator command, recorded for the engine. */
@@ -408,21 +458,15 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 	if (o.as == NULL || *o.as == '\0')
 		return cli_usage_error(verb, usage, "--as NAME is required: the history "
 		    "records who decided");
-	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+	if (cli_store_open_existing(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == STORE_NOT_FOUND)
-			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+	if (find_plan(s, argv[optind], o.db, &p, err, sizeof(err)) != 0)
 		goto fail;
-	}
 	if (want_args == 2 && strcmp(verb, "ack") == 0)
 		alert = strtoll(argv[optind + 1], NULL, 10);
 	else if (want_args == 2 &&
-	    (idx = step_ref(s, p.id, argv[optind + 1])) < 0) {
-		snprintf(err, sizeof(err), "plan '%s' has no step '%s'", p.name,
-		    argv[optind + 1]);
+	    (idx = step_ref(s, &p, argv[optind + 1], err, sizeof(err))) < 0)
 		goto fail;
-	}
 	if (strcmp(verb, "archive") == 0) {
 		/* Not a command for the engine: the name is freed at once. */
 		if (store_plan_archive(s, p.id, o.as, o.comment, err, sizeof(err)) != 0)
@@ -577,7 +621,7 @@ cli_history(int argc, char **argv)
 			return verify_export(argv[optind], o.json);
 		return cli_remote_history(o.server, argv[optind], o.json);
 	}
-	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+	if (cli_store_open_existing(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
 	/* The chain is only as good as the file it is read from: the full
 	 * check (indexes against their tables) before the hashes. */
@@ -605,11 +649,8 @@ cli_history(int argc, char **argv)
 		rc = v.verified ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == STORE_NOT_FOUND)
-			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+	if (find_plan(s, argv[optind], o.db, &p, err, sizeof(err)) != 0)
 		goto fail;
-	}
 	if (o.json)
 		events = json_array();
 	if (store_each_event(s, p.id, history_event, events, err, sizeof(err)) != 0)
@@ -661,10 +702,8 @@ status_json(struct store *s, const char *ref, char *err, size_t errlen)
 
 	if (ref == NULL)
 		r = view_plan_list(s, NULL, &doc, err, errlen);
-	else if ((r = engine_find_plan(s, ref, &p, err, errlen)) == 0)
+	else if ((r = find_plan(s, ref, "the database", &p, err, errlen)) == 0)
 		r = view_plan(s, p.id, &doc, err, errlen);
-	if (r == STORE_NOT_FOUND)
-		snprintf(err, errlen, "no plan '%s'", ref);
 	if (r != 0)
 		return -1;
 	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -691,7 +730,7 @@ cli_status(int argc, char **argv)
 	if (o.db == NULL)
 		return cli_remote_status(o.server, argc == optind ? NULL : argv[optind],
 		    o.json);
-	if (store_open(o.db, &s, err, sizeof(err)) != 0)
+	if (cli_store_open_existing(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
 	if (o.json) {
 		if (status_json(s, argc == optind ? NULL : argv[optind], err,
@@ -707,11 +746,8 @@ cli_status(int argc, char **argv)
 		rc = CLI_OK;
 		goto done;
 	}
-	if ((r = engine_find_plan(s, argv[optind], &p, err, sizeof(err))) != 0) {
-		if (r == STORE_NOT_FOUND)
-			snprintf(err, sizeof(err), "no plan '%s' in %s", argv[optind], o.db);
+	if (find_plan(s, argv[optind], o.db, &p, err, sizeof(err)) != 0)
 		goto fail;
-	}
 	printf("plan %s (id %lld): %s%s\n", p.name, (long long)p.id, p.status,
 	    p.archived_ms != 0 ? " (archived)" : "");
 	for (int i = 0; store_step_get(s, p.id, i, &st, err, sizeof(err)) == 0; i++) {

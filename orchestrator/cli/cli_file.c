@@ -1,13 +1,15 @@
 /* cli_file: the files a verb reads: a plan (loaded and validated, its
- * errors printed) and a file read whole (a message body, an export), with
- * a bound on its size. */
+ * errors printed), a file read whole (a message body, an export), with
+ * a bound on its size, and a database that must already be there. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "errbuf.h"
 #include "file_read.h"
 #include "plan.h"
+#include "store.h"
 
 int
 cli_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
@@ -34,4 +36,16 @@ cli_load_plan(const char *path)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
 	plan_errors_free(&errs);
 	return p;
+}
+
+int
+cli_store_open_existing(const char *db, struct store **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (access(db, F_OK) != 0) {
+		errbuf_set(err, errlen, "%s does not exist: give the database cutover serve or "
+		    "cutover run uses (--db FILE), or talk to a server without --db", db);
+		return -1;
+	}
+	return store_open(db, out, err, errlen);
 }

@@ -281,11 +281,7 @@ db_open(const char *db, const struct plan *p, struct step_store_inputs *d, char 
 	struct store_plan sp;
 	int r;
 
-	if (access(db, F_OK) != 0) {
-		snprintf(err, errlen, "%s does not exist", db);
-		return -1;
-	}
-	if (store_open(db, &d->s, err, errlen) != 0)
+	if (cli_store_open_existing(db, &d->s, err, errlen) != 0)
 		return -1;
 	if ((r = engine_find_plan(d->s, p->name, &sp, err, errlen)) != 0) {
 		if (r == STORE_NOT_FOUND)

@@ -363,18 +363,16 @@ resolve_plan(struct remote *rm, const char *plan, long long *id)
 	return 0;
 }
 
-/* Resolves STEP (its number or its kind's name) in plan ID. */
+/* Resolves STEP (its number or its kind, cli_step_ref) in plan ID. */
 static int
 resolve_step(struct remote *rm, long long id, const char *step, long long *n)
 {
-	char path[128];
+	const char *kinds[CLI_STEPS_MAX];
+	char path[128], err[1024];
 	json_t *steps, *st;
-	size_t i;
+	size_t i, nk = 0;
+	int idx;
 
-	if (all_digits(step)) {
-		*n = strtoll(step, NULL, 10);
-		return 0;
-	}
 	plan_path("plan", id, NULL, path, sizeof(path));
 	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
 		return -1;
@@ -386,13 +384,17 @@ resolve_step(struct remote *rm, long long id, const char *step, long long *n)
 	json_array_foreach(steps, i, st) {
 		const char *kind = json_string_value(json_object_get(st, "kind"));
 
-		if (kind != NULL && strcmp(kind, step) == 0) {
-			*n = (long long)i + 1;
-			return 0;
-		}
+		if (nk < CLI_STEPS_MAX)
+			kinds[nk++] = kind != NULL ? kind : "?";
 	}
-	fprintf(stderr, "cutover %s: plan %lld has no step '%s'\n", rm->verb, id, step);
-	return -1;
+	idx = cli_step_ref(json_string_value(json_object_get(rm->doc, "name")) != NULL ?
+	    json_string_value(json_object_get(rm->doc, "name")) : "?", kinds, nk, step, err, sizeof(err));
+	if (idx < 0) {
+		fprintf(stderr, "cutover %s: %s\n", rm->verb, err);
+		return -1;
+	}
+	*n = (long long)idx + 1;
+	return 0;
 }
 
 /* A time in ms since the epoch as UTC, or "-" for null. */

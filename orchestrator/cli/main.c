@@ -11,6 +11,7 @@
 
 #include "build_info.h"
 #include "cli.h"
+#include "near.h"
 
 static const struct verb {
 	const char *name;
@@ -102,6 +103,18 @@ main(int argc, char **argv)
 	for (const struct verb *v = verbs; v->name != NULL; v++)
 		if (strcmp(argv[1], v->name) == 0)
 			return v->run(argc - 1, argv + 1);
+	{
+		const char *names[sizeof(verbs) / sizeof(verbs[0])], *near;
+		size_t n = 0;
+
+		for (const struct verb *v = verbs; v->name != NULL; v++)
+			names[n++] = v->name;
+		if ((near = near_word(argv[1], names, n)) != NULL) {
+			fprintf(stderr, "cutover: unknown verb '%s'; did you mean '%s'? "
+			    "(cutover --help lists them)\n", argv[1], near);
+			return CLI_USAGE;
+		}
+	}
 	fprintf(stderr, "cutover: unknown verb '%s'\n", argv[1]);
 	usage(stderr);
 	return CLI_USAGE;

@@ -147,8 +147,32 @@ expect 2 "$bin" old remove --db "$tmp/none.db" --last-entry 1796040000000 \
 expect 1 "$bin" old remove --db "$tmp/typo.db" --dry-run "$src/plans/examples/demo.yaml"
 contains "$tmp/err" "typo.db does not exist"
 [ ! -e "$tmp/typo.db" ] || fail "old remove --db created the database it was given"
-"$bin" status --db "$tmp/empty.db" >/dev/null 2>&1 || true
-[ -e "$tmp/empty.db" ] || sqlite3 "$tmp/empty.db" 'create table t(x)'
+# The verbs that read or change what a database holds refuse one that
+# is not there, and leave nothing behind.
+for v in "status" "history --verify" "history demo" "approve --as me demo flip" \
+    "ack --as me demo 1" "archive --as me demo"; do
+	# shellcheck disable=SC2086 # the verb and its arguments are words
+	expect 1 "$bin" $v --db "$tmp/typo.db"
+	contains "$tmp/err" "typo.db does not exist"
+	[ ! -e "$tmp/typo.db" ] || { fail "$v --db created the database it was given"; rm -f "$tmp/typo.db"; }
+done
+sqlite3 "$tmp/empty.db" 'create table t(x)'
+# Mistakes answered with what was meant: a verb, a plan, a step (its kind
+# with '-' for '_' is taken as it is), a step with no gate.
+expect 2 "$bin" stauts --db "$tmp/empty.db"
+contains "$tmp/err" "unknown verb 'stauts'; did you mean 'status'?"
+expect 0 "$bin" submit --db "$tmp/near.db" "$src/plans/examples/demo.yaml"
+expect 1 "$bin" status --db "$tmp/near.db" dmeo
+contains "$tmp/err" "no plan 'dmeo' in $tmp/near.db (did you mean 'demo'?)"
+expect 1 "$bin" approve --db "$tmp/near.db" --as me demo remove_olf
+contains "$tmp/err" "plan 'demo' has no step 'remove_olf' (did you mean 'remove_old'?); its steps: 1 measure_horizon,"
+contains "$tmp/err" "7 remove_old"
+expect 1 "$bin" approve --db "$tmp/near.db" --as me demo 9
+contains "$tmp/err" "plan 'demo' has no step '9'; its steps:"
+expect 1 "$bin" approve --db "$tmp/near.db" --as me demo measure_horizon
+contains "$tmp/err" "has no gate"
+expect 0 "$bin" approve --db "$tmp/near.db" --as me demo remove-old
+contains "$tmp/out" "approve recorded"
 expect 1 "$bin" old remove --db "$tmp/empty.db" --dry-run "$src/plans/examples/demo.yaml"
 contains "$tmp/err" "holds no plan 'demo'"
 expect 2 "$bin" old measure --last-entry 1796040000000 "$src/plans/examples/demo.yaml"
