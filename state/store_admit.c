@@ -66,9 +66,8 @@ store_plan_submit(struct store *s, const char *file, const char *yaml, size_t le
 	if (r == 0 && existing.archived_ms == 0) {
 		*plan_id = existing.id;
 		snprintf(err, errlen, "plan '%s' (id %lld) is %s and still holds its name; "
-		    "archive it first (cutover archive %s --as NAME), or submit under "
-		    "another name", p->name, (long long)existing.id, existing.status,
-		    p->name);
+		    "archive it first, or submit under another name", p->name,
+		    (long long)existing.id, existing.status);
 		rc = STORE_UNARCHIVED;
 		goto fail;
 	}

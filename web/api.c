@@ -253,8 +253,9 @@ submit(const struct api_call *c)
 	}
 	plan_errors_free(&errs);
 	if (rc == STORE_RUNNING || rc == STORE_UNARCHIVED) {
-		reply(r, 409, json_pack("{s:o,s:I}", "error", view_string(err), "id",
-		    (json_int_t)id));
+		/* Which refusal, for a client to say what to do next. */
+		reply(r, 409, json_pack("{s:o,s:I,s:s}", "error", view_string(err), "id",
+		    (json_int_t)id, "reason", rc == STORE_RUNNING ? "running" : "unarchived"));
 		return;
 	}
 	if (rc != 0 || store_plan_get(s, id, &p, err, sizeof(err)) != 0) {

@@ -93,6 +93,10 @@ int cli_store_open_existing(const char *db, struct store **out, char *err,
 int cli_step_ref(const char *plan, const char *const *kinds, size_t n, const char *ref,
     char *err, size_t errlen);
 
+/* The user's login name, for the --as of a hint printed to be run as it
+ * is ($USER, else the password file's, else "operator"). */
+const char *cli_user_name(void);
+
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)

@@ -180,8 +180,8 @@ resume_check(struct store *s, int64_t id, const char *yaml, size_t len, const ch
 	free(stored);
 	if (!*resume) {
 		fprintf(stderr, "cutover run: plan '%s' is already running (id %lld) with "
-		    "a different text; abort it (cutover abort --db %s %s --as NAME) or "
-		    "let it finish\n", sp.name, (long long)id, db, sp.name);
+		    "a different text; abort it (cutover abort --db %s --as %s %s) or "
+		    "let it finish\n", sp.name, (long long)id, db, cli_user_name(), sp.name);
 		return 0;
 	}
 	fprintf(stderr, "cutover run: resuming plan '%s' (id %lld)\n", sp.name,
@@ -331,7 +331,8 @@ cli_run(int argc, char **argv)
 		if (!resume)
 			goto done;
 	} else if (r == STORE_UNARCHIVED) {
-		fprintf(stderr, "cutover run: %s\n", err);
+		fprintf(stderr, "cutover run: %s\n  to archive it: cutover archive --db %s "
+		    "--as %s %lld\n", err, o.db, cli_user_name(), (long long)id);
 		goto done;
 	} else if (r != 0)
 		goto fail;
@@ -804,6 +805,11 @@ cli_submit(int argc, char **argv)
 	if (r == STORE_INVALID) {
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	if (r == STORE_UNARCHIVED) {
+		fprintf(stderr, "cutover submit: %s\n  to archive it: cutover archive --db "
+		    "%s --as %s %lld\n", err, o.db, cli_user_name(), (long long)id);
 		goto done;
 	}
 	if (r != 0 || store_plan_get(s, id, &p, err, sizeof(err)) != 0)

@@ -449,6 +449,10 @@ cli_remote_submit(const char *server, const char *file, const char *yaml, size_t
 	}
 	if (rm.status != 201) {
 		refused(&rm);
+		if (rm.status == 409 && strcmp(str(rm.doc, "reason", ""), "unarchived") == 0)
+			fprintf(stderr, "  to archive it: cutover archive%s%s %lld\n",
+			    server != NULL ? " --server " : "", server != NULL ? server : "",
+			    (long long)json_integer_value(json_object_get(rm.doc, "id")));
 		goto done;
 	}
 	if (!json)

@@ -224,8 +224,10 @@ iapi_cli(char *out, size_t outlen, const char *token, const char *arg, ...)
 	if ((pid = fork()) == 0) {
 		int fd = open(outfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-		if (fd >= 0)
+		if (fd >= 0) {
 			dup2(fd, 1);
+			dup2(fd, 2);
+		}
 		if (token != NULL)
 			setenv("CUTOVER_TOKEN", token, 1);
 		else

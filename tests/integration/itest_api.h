@@ -101,8 +101,8 @@ void iapi_start_server(const char *operators);
 int iapi_stop_server(void);
 
 /* Runs the cutover binary with the args (NULL-terminated), with TOKEN in
- * CUTOVER_TOKEN (NULL: unset); its stdout into OUT (may be NULL). Returns
- * the exit status. */
+ * CUTOVER_TOKEN (NULL: unset); its stdout and stderr into OUT (may be
+ * NULL). Returns the exit status. */
 int iapi_cli(char *out, size_t outlen, const char *token, const char *arg, ...);
 
 /* A plan named itestapiPID-TEST whose ladder is itestapiPID.TEST, with a

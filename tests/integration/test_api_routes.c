@@ -250,8 +250,22 @@ test_names_and_archive(void **state)
 	j = iapi_body_json(&r);
 	assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "archive it"));
 	assert_int_equal(json_integer_value(json_object_get(j, "id")), id);
+	assert_string_equal(json_string_value(json_object_get(j, "reason")), "unarchived");
 	json_decref(j);
 	iapi_resp_clear(&r);
+	/* The remote verb says how to archive it, in a form that runs as
+	 * printed against this server. */
+	{
+		char out[2048], file[320], want[512];
+
+		snprintf(file, sizeof(file), "%s/names.yaml", iapi_dir);
+		assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_ALICE, "submit", "--server",
+		    iapi_base, file, NULL), 1);
+		snprintf(want, sizeof(want), "to archive it: cutover archive --server %s %lld\n",
+		    iapi_base, id);
+		if (strstr(out, want) == NULL)
+			fail_msg("submit's hint is not '%s': %s", want, out);
+	}
 	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
 	j = iapi_get(path);
 	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
