@@ -45,7 +45,9 @@ int cli_check_broker(const char *file, int json, FILE *out, FILE *errout,
  * SERVER (NULL: $CUTOVER_SERVER, else http://127.0.0.1:8080), with the
  * operator's token from $CUTOVER_TOKEN. PLAN is an id or a name; STEP a
  * number (1-based) or a step kind; with JSON the API's answer is printed
- * as it came, else a readable table. Each prints what went wrong (the
+ * as it came, else a readable table. A command with WAIT is followed
+ * until the engine has done or refused it (a minute at most), and that
+ * outcome printed (with JSON, the command's document) and returned. Each prints what went wrong (the
  * API's error) and returns the exit status: CLI_OK, or CLI_FAIL when the
  * server refused or could not be reached. */
 /* TLS for an https:// --server: WHICH 'C' (--cacert FILE: the CA bundle
@@ -56,7 +58,7 @@ void cli_remote_tls(char which, const char *file);
 int cli_remote_submit(const char *server, const char *file, const char *yaml,
     size_t len, int json, int fresh);
 int cli_remote_command(const char *verb, const char *server, const char *plan,
-    const char *arg, const char *comment, int json);
+    const char *arg, const char *comment, int json, int wait);
 int cli_remote_status(const char *server, const char *plan, int json);
 int cli_remote_history(const char *server, const char *plan, int json);
 

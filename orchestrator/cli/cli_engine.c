@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -52,6 +53,7 @@ struct common {
 	int json;
 	int verify;
 	int fresh;	/* --new: the plan starts anew (STORE_SUBMIT_NEW) */
+	int wait;	/* --wait / --no-wait: follow a command to its outcome */
 	int ok;
 };
 
@@ -73,12 +75,16 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		{ "json", no_argument, NULL, 'j' },
 		{ "verify", no_argument, NULL, 'v' },
 		{ "new", no_argument, NULL, 'n' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "no-wait", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	/* A person at a terminal wants to see what their command did. */
+	o->wait = isatty(STDOUT_FILENO);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -98,6 +104,8 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 			o->config = optarg;
 			break;
 		case 'j': o->json = 1; break;
+		case 'w': o->wait = 1; break;
+		case 'W': o->wait = 0; break;
 		case 'v': o->verify = 1; break;
 		case 'n':
 			if (strcmp(verb, "run") != 0 && strcmp(verb, "submit") != 0)
@@ -121,6 +129,12 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 	o->ok = 1;
 	return CLI_OK;
 }
+
+/* The usage lines' forms: against a server first, where most people are
+ * (the token in CUTOVER_TOKEN, the server in CUTOVER_SERVER or --server);
+ * a command followed to its outcome at a terminal. */
+#define REMOTE_FORM	"[--server URL [--cacert FILE]]"
+#define WAIT_FORM	"[--wait | --no-wait] [--json]"
 
 /* A plan file read whole for `run` and `submit` (the loader reads it
  * again, checking it; this is the text that is stored). */
@@ -454,7 +468,7 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 			return cli_usage_error(verb, usage, "--as is for --db: the server "
 			    "records the operator whose token CUTOVER_TOKEN holds");
 		return cli_remote_command(verb, o.server, argv[optind],
-		    want_args == 2 ? argv[optind + 1] : NULL, o.comment, o.json);
+		    want_args == 2 ? argv[optind + 1] : NULL, o.comment, o.json, o.wait);
 	}
 	if (o.as == NULL || *o.as == '\0')
 		return cli_usage_error(verb, usage, "--as NAME is required: the history "
@@ -495,36 +509,41 @@ done:
 int
 cli_approve(int argc, char **argv)
 {
-	return command("approve", "cutover approve (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
+	return command("approve", "cutover approve " REMOTE_FORM " PLAN STEP [--comment TEXT] "
+	    WAIT_FORM "\n   or: cutover approve --db FILE --as NAME PLAN STEP [--comment TEXT] "
+	    "[--json]", argc, argv, 2);
 }
 
 int
 cli_retry(int argc, char **argv)
 {
-	return command("retry", "cutover retry (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
+	return command("retry", "cutover retry " REMOTE_FORM " PLAN STEP [--comment TEXT] "
+	    WAIT_FORM "\n   or: cutover retry --db FILE --as NAME PLAN STEP [--comment TEXT] "
+	    "[--json]", argc, argv, 2);
 }
 
 int
 cli_abort(int argc, char **argv)
 {
-	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
+	return command("abort", "cutover abort " REMOTE_FORM " PLAN [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover abort --db FILE --as NAME PLAN [--comment TEXT] [--json]", argc,
+	    argv, 1);
 }
 
 int
 cli_archive(int argc, char **argv)
 {
-	return command("archive", "cutover archive (--db FILE --as NAME | [--server URL]) "
-	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
+	return command("archive", "cutover archive " REMOTE_FORM " PLAN [--comment TEXT] [--json]"
+	    "\n   or: cutover archive --db FILE --as NAME PLAN [--comment TEXT] [--json]", argc,
+	    argv, 1);
 }
 
 int
 cli_ack(int argc, char **argv)
 {
-	return command("ack", "cutover ack (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN ALERT [--comment TEXT] [--json]", argc, argv, 2);
+	return command("ack", "cutover ack " REMOTE_FORM " PLAN ALERT [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover ack --db FILE --as NAME PLAN ALERT [--comment TEXT] [--json]", argc,
+	    argv, 2);
 }
 
 static int
@@ -553,8 +572,9 @@ history_event(const struct store_event *ev, void *arg)
 }
 
 static const char history_usage[] =
-    "cutover history (--db FILE (PLAN | --verify) | --verify EXPORT | [--server URL "
-    "[--cacert FILE]] PLAN) [--json]";
+    "cutover history " REMOTE_FORM " PLAN [--json]\n"
+    "   or: cutover history --db FILE (PLAN | --verify) [--json]\n"
+    "   or: cutover history --verify EXPORT [--json]";
 
 /* history --verify EXPORT: the offline check of a downloaded export. */
 static int
@@ -691,7 +711,8 @@ status_plan(const struct store_plan *p, void *arg)
 }
 
 static const char status_usage[] =
-    "cutover status (--db FILE | [--server URL [--cacert FILE]]) [PLAN] [--json]";
+    "cutover status " REMOTE_FORM " [PLAN] [--json]\n"
+    "   or: cutover status --db FILE [PLAN] [--json]";
 
 /* status --json with --db: the documents the API serves. */
 static int
@@ -766,8 +787,8 @@ done:
 }
 
 static const char submit_usage[] =
-    "cutover submit (--db FILE | [--server URL [--cacert FILE]]) [--new] [--json] "
-    "PLAN.yaml";
+    "cutover submit " REMOTE_FORM " [--new] [--json] PLAN.yaml\n"
+    "   or: cutover submit --db FILE [--new] [--json] PLAN.yaml";
 
 int
 cli_submit(int argc, char **argv)

@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "cli.h"
+#include "clock.h"
 #include "httpbody.h"
 #include "tls_curl.h"
 
@@ -25,6 +26,8 @@
 #define TIMEOUT_MS		60000L
 #define TOKEN_MAX		1024
 #define TLS_WHERE		"the remote CLI (--cacert, --cert, --key)"
+#define WAIT_MAX_MS		60000	/* --wait: how long the outcome is waited for */
+#define WAIT_POLL_MS		250	/* the engine turns every 500 ms */
 
 /* --cacert, --cert and --key FILE, or NULL. */
 static const char *tls_ca, *tls_cert, *tls_key;
@@ -465,14 +468,70 @@ done:
 	return rc;
 }
 
+/* Follows command CMD of plan ID until the engine has done or refused
+ * it, or WAIT_MAX_MS has passed: prints the outcome (with JSON, the
+ * command's last document). Returns CLI_OK when done or still pending at
+ * the end (it stays recorded: the engine acts on it later), CLI_FAIL when
+ * refused or the server could not say. */
+static int
+wait_command(struct remote *rm, long long id, long long cmd, int json)
+{
+	char path[128], num[24];
+	int64_t until = clock_mono_ms() + WAIT_MAX_MS;
+	const char *state = "pending";
+
+	snprintf(num, sizeof(num), "%lld", cmd);
+	plan_path("command", id, num, path, sizeof(path));
+	for (;;) {
+		if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+			return CLI_FAIL;
+		if (rm->status != 200)
+			return refused(rm);
+		state = str(rm->doc, "state", "pending");
+		if (strcmp(state, "pending") != 0 || clock_mono_ms() >= until)
+			break;
+		clock_sleep_ms(WAIT_POLL_MS);
+	}
+	if (json) {
+		pass_through(rm);
+		return strcmp(state, "refused") == 0 ? CLI_FAIL : CLI_OK;
+	}
+	if (strcmp(state, "pending") == 0) {
+		printf("%s still pending after %d s: the engine acts on it at its next turn "
+		    "(a step in flight finishes first); cutover status %lld shows what it "
+		    "did\n", rm->verb, WAIT_MAX_MS / 1000, id);
+		return CLI_OK;
+	}
+	if (strcmp(state, "refused") == 0) {
+		printf("%s refused by the engine: %s\n", rm->verb, str(rm->doc, "outcome", "?"));
+		return CLI_FAIL;
+	}
+	/* Done: where the plan now is, which is what the person asked for. */
+	plan_path("plan", id, NULL, path, sizeof(path));
+	if (remote_call(rm, "GET", path, NULL, 0, NULL) == 0 && rm->status == 200) {
+		const json_t *cur = json_object_get(rm->doc, "current");
+
+		printf("%s done: plan '%s' is %s", rm->verb, str(rm->doc, "name", "?"),
+		    str(rm->doc, "status", "?"));
+		if (json_is_object(cur))
+			printf(", at step %lld (%s): %s",
+			    (long long)json_integer_value(json_object_get(cur, "n")),
+			    str(cur, "kind", "?"), str(cur, "status", "?"));
+		printf("\n");
+	} else {
+		printf("%s done\n", rm->verb);
+	}
+	return CLI_OK;
+}
+
 int
 cli_remote_command(const char *verb, const char *server, const char *plan,
-    const char *arg, const char *comment, int json)
+    const char *arg, const char *comment, int json, int wait)
 {
 	struct remote rm;
 	json_t *body = NULL;
 	char path[256], num[24], *text = NULL;
-	long long id, n = 0;
+	long long id, n = 0, cmd;
 	int rc = CLI_FAIL;
 
 	if (remote_open(&rm, verb, server) != 0)
@@ -502,21 +561,23 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 	if (remote_call(&rm, "POST", path, text, text != NULL ? strlen(text) : 0,
 	    text != NULL ? "json" : NULL) != 0)
 		goto done;
-	if (json)
+	wait = wait && strcmp(verb, "archive") != 0;
+	if (json && (!wait || rm.status != 202))
 		pass_through(&rm);
 	if (rm.status != (strcmp(verb, "archive") == 0 ? 200 : 202)) {
 		refused(&rm);
 		goto done;
 	}
+	cmd = (long long)json_integer_value(json_object_get(rm.doc, "command"));
 	if (!json && strcmp(verb, "archive") == 0)
 		printf("plan %lld archived by %s; its name may be submitted again\n", id,
 		    str(rm.doc, "actor", "?"));
 	else if (!json)
-		printf("%s recorded (command %lld, by %s); the engine acts on it at its "
-		    "next turn\n", verb,
-		    (long long)json_integer_value(json_object_get(rm.doc, "command")),
-		    str(rm.doc, "actor", "?"));
-	rc = CLI_OK;
+		printf("%s recorded (command %lld, by %s); %s\n", verb, cmd,
+		    str(rm.doc, "actor", "?"), wait ? "waiting for the engine to act on it" :
+		    "the engine acts on it at its next turn");
+	fflush(stdout);
+	rc = wait ? wait_command(&rm, id, cmd, json) : CLI_OK;
 done:
 	free(text);
 	json_decref(body);

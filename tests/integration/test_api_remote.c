@@ -58,10 +58,14 @@ test_remote_cli(void **state)
 	    "verify_ladder", NULL), 1);
 	assert_int_equal(iapi_cli(NULL, 0, TOKEN_BOB, "approve", "--server", iapi_base, name,
 	    "declare_ladder", NULL), 1);
+	/* --wait follows the command until the engine has acted on it, and
+	 * says what it did. */
 	assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_BOB, "approve", "--server", iapi_base,
 	    name,
-	    "verify_ladder", "--comment", "from the CLI", NULL), 0);
+	    "verify_ladder", "--comment", "from the CLI", "--wait", NULL), 0);
 	assert_non_null(strstr(out, "bob"));
+	if (strstr(out, "approve done: plan '") == NULL)
+		fail_msg("approve --wait did not say what was done: %s", out);
 	for (i = 0; i < WAIT_MS / 100; i++) {
 		assert_int_equal(iapi_cli(out, sizeof(out), NULL, "status", "--server", iapi_base,
 		    name,
@@ -138,11 +142,13 @@ retry_and_abort(const char *test, bool via_cli)
 	id = iapi_submit(test, name, sizeof(name));
 	json_decref(iapi_wait_plan(id, "failed"));
 	conflicting_level(test, true);
-	if (via_cli)
+	if (via_cli) {
 		assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_BOB, "retry", "--server",
 		    iapi_base,
 		    name, "declare_ladder", "--comment", "conflict removed", NULL), 0);
-	else {
+		/* Not a terminal, no --wait: recorded, not followed. */
+		assert_non_null(strstr(out, "the engine acts on it at its next turn"));
+	} else {
 		snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/retry", id);
 		iapi_http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
 		if (r.status != 202)
@@ -155,11 +161,18 @@ retry_and_abort(const char *test, bool via_cli)
 	json_decref(iapi_wait_step(id, 2, "waiting_approval"));
 	assert_non_null(iapi_actor_of(id, "step.retry"));
 	assert_string_equal(iapi_actor_of(id, "step.retry"), "bob");
-	if (via_cli)
+	if (via_cli) {
+		/* --wait --json: the command's last document, done. */
 		assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_ALICE, "abort", "--server",
 		    iapi_base,
-		    name, NULL), 0);
-	else {
+		    name, "--wait", "--json", NULL), 0);
+		j = json_loads(out, 0, NULL);
+		if (j == NULL)
+			fail_msg("abort --wait --json printed no JSON: %s", out);
+		assert_string_equal(json_string_value(json_object_get(j, "state")), "done");
+		assert_string_equal(json_string_value(json_object_get(j, "kind")), "abort");
+		json_decref(j);
+	} else {
 		snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
 		iapi_http("POST", path, TOKEN_ALICE, "{\"comment\":\"not today\"}", 23,
 		    "Content-Type: application/json", &r);
