@@ -4,6 +4,7 @@
 #define CUTOVER_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -88,7 +89,23 @@ int cli_store_open_existing(const char *db, struct store **out, char *err,
 /* More steps than a plan can have: each step kind at most once. */
 #define CLI_STEPS_MAX	64
 
-/* cli_step_ref.c: the step REF names among the N step KINDS of plan PLAN
+/* An open alert, as a reference to one is resolved against. */
+struct cli_alert {
+	long long id;
+	const char *kind;
+};
+
+/* More open alerts than a reference is looked for among. */
+#define CLI_ALERTS_MAX	256
+
+/* cli_ref.c: the open alert REF names among the N OPEN alerts of plan
+ * PLAN: its number, or its kind ('-' for '_' and any case accepted) when
+ * exactly one open alert is of that kind. Returns its id, or -1 with ERR
+ * listing the open alerts and naming the kind most likely meant. */
+int64_t cli_alert_ref(const char *plan, const struct cli_alert *open, size_t n,
+    const char *ref, char *err, size_t errlen);
+
+/* cli_ref.c: the step REF names among the N step KINDS of plan PLAN
  * (its number from 1, or its kind, '-' for '_' and any case accepted).
  * Returns its 0-based index, or -1 with ERR listing the plan's steps and
  * naming the kind most likely meant. */

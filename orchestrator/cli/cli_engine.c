@@ -446,6 +446,44 @@ done:
 	return r;
 }
 
+/* The open alerts of a plan, as alert_ref reads them. */
+struct open_alerts {
+	struct cli_alert v[CLI_ALERTS_MAX];
+	size_t n;
+};
+
+static int
+open_alert_add(const struct store_alert *a, void *arg)
+{
+	struct open_alerts *oa = arg;
+
+	if (oa->n < CLI_ALERTS_MAX && (oa->v[oa->n].kind = strdup(a->kind)) != NULL)
+		oa->v[oa->n++].id = a->id;
+	return 0;
+}
+
+/* Resolves an alert reference of plan P (its number, or the kind of its
+ * one open alert of that kind: cli_alert_ref). Returns the alert's id, or
+ * -1 with ERR. */
+static int64_t
+alert_ref(struct store *s, const struct store_plan *p, const char *ref, char *err,
+    size_t errlen)
+{
+	struct open_alerts *oa = calloc(1, sizeof(*oa));
+	int64_t id = -1;
+
+	if (oa == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	if (store_each_alert(s, p->id, 1, open_alert_add, oa, err, errlen) >= 0)
+		id = cli_alert_ref(p->name, oa->v, oa->n, ref, err, errlen);
+	for (size_t i = 0; i < oa->n; i++)
+		free((char *)oa->v[i].kind);
+	free(oa);
+	return id;
+}
+
 /* approve, retry, abort, ack: one operator command, recorded for the engine. */
 static int
 command(const char *verb, const char *usage, int argc, char **argv, int want_args)
@@ -477,9 +515,10 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 		goto fail;
 	if (find_plan(s, argv[optind], o.db, &p, err, sizeof(err)) != 0)
 		goto fail;
-	if (want_args == 2 && strcmp(verb, "ack") == 0)
-		alert = strtoll(argv[optind + 1], NULL, 10);
-	else if (want_args == 2 &&
+	if (want_args == 2 && strcmp(verb, "ack") == 0) {
+		if ((alert = alert_ref(s, &p, argv[optind + 1], err, sizeof(err))) < 0)
+			goto fail;
+	} else if (want_args == 2 &&
 	    (idx = step_ref(s, &p, argv[optind + 1], err, sizeof(err))) < 0)
 		goto fail;
 	if (strcmp(verb, "archive") == 0) {

@@ -366,15 +366,12 @@ resolve_plan(struct remote *rm, const char *plan, long long *id)
 	return 0;
 }
 
-/* Resolves STEP (its number or its kind, cli_step_ref) in plan ID. */
+/* Reads plan ID's document into rm->doc. Returns 0, or -1 after saying
+ * why. */
 static int
-resolve_step(struct remote *rm, long long id, const char *step, long long *n)
+get_plan(struct remote *rm, long long id)
 {
-	const char *kinds[CLI_STEPS_MAX];
-	char path[128], err[1024];
-	json_t *steps, *st;
-	size_t i, nk = 0;
-	int idx;
+	char path[128];
 
 	plan_path("plan", id, NULL, path, sizeof(path));
 	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
@@ -383,6 +380,21 @@ resolve_step(struct remote *rm, long long id, const char *step, long long *n)
 		refused(rm);
 		return -1;
 	}
+	return 0;
+}
+
+/* Resolves STEP (its number or its kind, cli_step_ref) in plan ID. */
+static int
+resolve_step(struct remote *rm, long long id, const char *step, long long *n)
+{
+	const char *kinds[CLI_STEPS_MAX];
+	char err[1024];
+	json_t *steps, *st;
+	size_t i, nk = 0;
+	int idx;
+
+	if (get_plan(rm, id) != 0)
+		return -1;
 	steps = json_object_get(rm->doc, "steps");
 	json_array_foreach(steps, i, st) {
 		const char *kind = json_string_value(json_object_get(st, "kind"));
@@ -397,6 +409,42 @@ resolve_step(struct remote *rm, long long id, const char *step, long long *n)
 		return -1;
 	}
 	*n = (long long)idx + 1;
+	return 0;
+}
+
+/* Resolves ALERT (its number, or the kind of the plan's one open alert of
+ * that kind: cli_alert_ref) in plan ID. */
+static int
+resolve_alert(struct remote *rm, long long id, const char *alert, long long *n)
+{
+	struct cli_alert open[CLI_ALERTS_MAX];
+	char err[1024];
+	json_t *a;
+	size_t i, na = 0;
+	int64_t got;
+
+	if (all_digits(alert)) {
+		*n = strtoll(alert, NULL, 10);
+		return 0;
+	}
+	if (get_plan(rm, id) != 0)
+		return -1;
+	json_array_foreach(json_object_get(rm->doc, "alerts"), i, a) {
+		const char *kind = json_string_value(json_object_get(a, "kind"));
+
+		if (na < CLI_ALERTS_MAX && kind != NULL) {
+			open[na].id = (long long)json_integer_value(json_object_get(a, "id"));
+			open[na++].kind = kind;
+		}
+	}
+	got = cli_alert_ref(json_string_value(json_object_get(rm->doc, "name")) != NULL ?
+	    json_string_value(json_object_get(rm->doc, "name")) : "?", open, na, alert, err,
+	    sizeof(err));
+	if (got < 0) {
+		fprintf(stderr, "cutover %s: %s\n", rm->verb, err);
+		return -1;
+	}
+	*n = (long long)got;
 	return 0;
 }
 
@@ -544,11 +592,10 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 		snprintf(num, sizeof(num), "%lld", n);
 		plan_path(verb, id, num, path, sizeof(path));
 	} else if (strcmp(verb, "ack") == 0) {
-		if (!all_digits(arg)) {
-			fprintf(stderr, "cutover ack: ALERT is the alert's number\n");
+		if (resolve_alert(&rm, id, arg, &n) != 0)
 			goto done;
-		}
-		plan_path("ack", id, arg, path, sizeof(path));
+		snprintf(num, sizeof(num), "%lld", n);
+		plan_path("ack", id, num, path, sizeof(path));
 	} else
 		plan_path(verb, id, NULL, path, sizeof(path));
 	if (comment != NULL) {

@@ -272,9 +272,16 @@ test_ack_route_and_remote_ack(void **state)
 	iapi_http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
 	iapi_assert_error(&r, 409);
 	iapi_resp_clear(&r);
-	snprintf(aid_s, sizeof(aid_s), "%lld", a2);
+	/* By its kind, as approve takes a step's: a mistyped one is answered
+	 * with the open alerts and the one meant. */
 	assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_ALICE, "ack", "--server", iapi_base, name,
-	    aid_s, NULL), 0);
+	    "prbe", NULL), 1);
+	snprintf(aid_s, sizeof(aid_s), "#%lld probe", a2);
+	if (strstr(out, "(did you mean 'probe'?); its open alerts: ") == NULL ||
+	    strstr(out, aid_s) == NULL)
+		fail_msg("ack of a mistyped kind said: %s", out);
+	assert_int_equal(iapi_cli(out, sizeof(out), TOKEN_ALICE, "ack", "--server", iapi_base, name,
+	    "probe", NULL), 0);
 	wait_acked(id, a2);
 	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
 	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
