@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "broker/broker.h"
 #include "itest_engine.h"
 #include "store.h"
 
@@ -60,6 +61,16 @@ ieng_open_ctx(struct step_ctx *c, struct plan **p)
 		fail_msg("the test plan does not load");
 	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
+}
+
+void
+ieng_queue_in_the_way(struct step_ctx *c, char *name, size_t namelen)
+{
+	char err[1024];
+
+	snprintf(name, namelen, "%s.level.02", ieng_prefix);
+	if (broker_queue_declare(c->amqp, name, true, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", name, err);
 }
 
 void

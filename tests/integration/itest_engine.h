@@ -34,6 +34,11 @@ void ieng_plan_begin(struct itest_plan *b, const char *canary);
  * fails the test when either fails. The caller closes C and frees *P. */
 void ieng_open_ctx(struct step_ctx *c, struct plan **p);
 
+/* Declares the test's level queue 2 (its name into NAME) without the
+ * ladder's arguments, through C: a queue in the way, on which
+ * declare_ladder fails. Fails the test when it cannot. */
+void ieng_queue_in_the_way(struct step_ctx *c, char *name, size_t namelen);
+
 /* The status of step IDX (0-based) of the test's plan into OUT, "(none)"
  * while the database, the plan or the step is not there (or the database
  * cannot be opened). */

@@ -150,9 +150,7 @@ test_failed_step_retried(void **state)
 	/* A queue in the way, with other arguments: declare_ladder fails,
 	 * naming it, and the plan stops there. */
 	ieng_open_ctx(&c, &p);
-	snprintf(name, sizeof(name), "%s.level.02", ieng_prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
-	    sizeof(err)), 0);
+	ieng_queue_in_the_way(&c, name, sizeof(name));
 	assert_int_equal(ieng_run(), 1);
 	ieng_step_status(0, status, sizeof(status));
 	assert_string_equal(status, "failed");

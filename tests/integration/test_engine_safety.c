@@ -462,9 +462,7 @@ failed_plan(void)
 
 	write_plan("[declare_ladder, verify_ladder]", "100ms");
 	ieng_open_ctx(&c, &p);
-	snprintf(name, sizeof(name), "%s.level.02", ieng_prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
-	    sizeof(err)), 0);
+	ieng_queue_in_the_way(&c, name, sizeof(name));
 	assert_int_equal(ieng_run(), 1);
 	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
 	step_ctx_close(&c);
