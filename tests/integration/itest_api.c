@@ -136,6 +136,17 @@ iapi_assert_error(const struct resp *r, long status)
 	json_decref(j);
 }
 
+void
+iapi_expect_error(const char *method, const char *path, const char *token,
+    const char *body, size_t len, const char *extra, long status)
+{
+	struct resp r;
+
+	iapi_http(method, path, token, body, len, extra, &r);
+	iapi_assert_error(&r, status);
+	iapi_resp_clear(&r);
+}
+
 json_t *
 iapi_get(const char *path)
 {

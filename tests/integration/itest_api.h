@@ -90,6 +90,12 @@ json_t *iapi_body_json(const struct resp *r);
 /* Asserts that R is STATUS with an {"error": "..."} body. */
 void iapi_assert_error(const struct resp *r, long status);
 
+/* METHOD PATH with TOKEN, BODY of LEN bytes and EXTRA as iapi_http
+ * takes them; fails the test unless the answer is STATUS with an
+ * {"error": "..."} body (iapi_assert_error). */
+void iapi_expect_error(const char *method, const char *path, const char *token,
+    const char *body, size_t len, const char *extra, long status);
+
 /* GET PATH, asserting 200; the JSON answer. */
 json_t *iapi_get(const char *path);
 

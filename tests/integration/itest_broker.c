@@ -23,6 +23,7 @@
 #include "itest_unleash.h"
 #include "itest_run.h"
 #include "step.h"
+#include "topology.h"
 
 const char *
 itest_run_id(void)
@@ -361,6 +362,23 @@ itest_broker_yaml(const char *amqp, char *out, size_t outlen)
 		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
 	snprintf(out, outlen, "broker:\n  amqp: %s\n  management: %s\n  username: %s\n"
 	    "  password: env:CUTOVER_TEST_PASSWORD\n", amqp, mgmt, user);
+}
+
+void
+itest_delete_topology(struct broker *b, const struct plan *p)
+{
+	struct topology t;
+	char err[512];
+
+	if (topology_build(p, &t, err, sizeof(err)) != 0)
+		return;
+	for (size_t i = 0; i < t.nexchanges; i++)
+		(void)broker_exchange_delete(b, t.exchanges[i].name, false, err,
+		    sizeof(err));
+	for (size_t i = 0; i < t.nqueues; i++)
+		(void)broker_queue_delete(b, t.queues[i].name, 0, NULL, err,
+		    sizeof(err));
+	topology_free(&t);
 }
 
 struct plan *

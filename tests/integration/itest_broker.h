@@ -54,6 +54,11 @@ struct step_ctx;
  * Fails the test when those are not set. */
 void itest_broker_yaml(const char *amqp, char *out, size_t outlen);
 
+/* Deletes every exchange and queue plan P declares (its topology_build)
+ * through AMQP connection B; what is not there, or cannot be listed or
+ * deleted, is passed over (for teardowns). */
+void itest_delete_topology(struct broker *b, const struct plan *p);
+
 /* Loads plan text YAML as file NAME (plan_load_buffer). Returns the plan
  * (free with plan_free); prints every error and fails the test when it
  * does not load. */

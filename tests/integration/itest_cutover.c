@@ -54,22 +54,17 @@ write_plan(const char *flag_url, const char *allowance)
 	    "  levels: 8\n"
 	    "  destinations: [%s.dest]\n"
 	    "canary:\n"
-	    "  delays: [100ms, 300ms]\n"
-	    "flag:\n"
-	    "  kind: unleash\n"
-	    "  url: %s\n"
-	    "  project: default\n"
-	    "  environment: production\n"
-	    "  feature: %s\n"
-	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
+	    "  delays: [100ms, 300ms]\n",
+	    icut_prefix, icut_prefix, icut_prefix);
+	itest_plan_unleash_flag(&b, flag_url, icut_feature);
+	itest_plan_addf(&b,
 	    "  settle: 15s\n"
 	    "watch:\n"
 	    "  interval: 250ms\n"
 	    "  allowance: %s\n"
 	    "  probe_every: 1s\n"
 	    "steps:\n",
-	    icut_prefix, icut_prefix, icut_prefix,
-	    flag_url != NULL ? flag_url : unleash, icut_feature, allowance);
+	    allowance);
 	for (size_t i = 0; i < sizeof(icut_step_names) / sizeof(icut_step_names[0]); i++)
 		itest_plan_addf(&b, "  - { step: %s, gate: %s }\n", icut_step_names[i],
 		    icut_gates & (1u << i) ? "true" : "false");

@@ -229,6 +229,30 @@ iflag_quick(struct flag_options *o)
 }
 
 void
+iflag_http_begin(struct iflag_http *t, const char *pointer)
+{
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
+	iflag_srv_start(&t->s);
+	iflag_http_plan(&t->hp, &t->s, pointer);
+	iflag_quick(&t->o);
+}
+
+void
+iflag_http_clear(struct iflag_http *t)
+{
+	json_decref(t->r);
+	t->r = NULL;
+}
+
+void
+iflag_http_end(struct iflag_http *t)
+{
+	iflag_http_clear(t);
+	iflag_srv_stop(&t->s);
+}
+
+void
 iflag_assert_not_leaked(const json_t *j, const char *err, const char *needle)
 {
 	char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;

@@ -109,6 +109,30 @@ void iflag_http_plan(struct http_plan *hp, const struct srv *s, const char *poin
 /* Fast retries, for tests. */
 void iflag_quick(struct flag_options *o);
 
+/* What a kind http test works with: its flag service, the http plan
+ * pointing the client at it, fast retries, and the last call's result and
+ * message. */
+struct iflag_http {
+	struct srv		 s;
+	struct http_plan	 hp;
+	struct flag_options	 o;
+	json_t			*r;	/* the last call's result, or NULL */
+	char			 err[512];
+};
+
+/* Sets AUTH_ENV to AUTH_SECRET (the plan's Authorization header reads it),
+ * starts T's flag service, points T's http plan at it reading POINTER,
+ * and gives T fast retries (iflag_quick); T's result is NULL and its
+ * message empty. Fails the test when the variable cannot be set or the
+ * service does not start. iflag_http_end releases T. */
+void iflag_http_begin(struct iflag_http *t, const char *pointer);
+
+/* Frees T's result and sets it to NULL, for the next call's. */
+void iflag_http_clear(struct iflag_http *t);
+
+/* Frees T's result and stops its flag service. */
+void iflag_http_end(struct iflag_http *t);
+
 /* Fails if NEEDLE (non-empty) is anywhere in the text of J or in ERR. */
 void iflag_assert_not_leaked(const json_t *j, const char *err, const char *needle);
 

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -34,6 +35,22 @@ itest_plan_addf(struct itest_plan *b, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(b->text) - b->len)
 		fail_msg("the test's plan is longer than %d bytes", ITEST_PLAN_MAX);
 	b->len += (size_t)n;
+}
+
+void
+itest_plan_unleash_flag(struct itest_plan *b, const char *url, const char *feature)
+{
+	if (url == NULL && (url = getenv("CUTOVER_TEST_UNLEASH_URL")) == NULL)
+		fail_msg("set CUTOVER_TEST_UNLEASH_URL (scripts/test does)");
+	itest_plan_addf(b,
+	    "flag:\n"
+	    "  kind: unleash\n"
+	    "  url: %s\n"
+	    "  project: default\n"
+	    "  environment: production\n"
+	    "  feature: %s\n"
+	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n",
+	    url, feature);
 }
 
 void

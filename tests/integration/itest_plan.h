@@ -25,6 +25,13 @@ void itest_plan_begin(struct itest_plan *b, const char *name, const char *amqp);
 void itest_plan_addf(struct itest_plan *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Appends the flag section of an Unleash flag to B: FEATURE of project
+ * default in environment production at URL (NULL: the test Unleash,
+ * CUTOVER_TEST_UNLEASH_URL), its admin token env:CUTOVER_TEST_UNLEASH_TOKEN.
+ * The caller may add more of the section (settle) after it. Fails the test
+ * when URL is NULL and CUTOVER_TEST_UNLEASH_URL is not set. */
+void itest_plan_unleash_flag(struct itest_plan *b, const char *url, const char *feature);
+
 /* Writes B's text to PATH (created or replaced); fails the test when it
  * cannot. */
 void itest_plan_write(const struct itest_plan *b, const char *path);

@@ -356,6 +356,16 @@ itest__ephemeral_low(void)
 	return lo;
 }
 
+/* 127.0.0.1:PORT into SA. */
+static void
+loopback(struct sockaddr_in *sa, int port)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
 int
 itest_free_port(void)
 {
@@ -373,10 +383,7 @@ itest_free_port(void)
 		    (int)(((unsigned)getpid() * 7919u + next++) % (unsigned)span);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		assert_true(fd >= 0);
-		memset(&sa, 0, sizeof(sa));
-		sa.sin_family = AF_INET;
-		sa.sin_port = htons((uint16_t)port);
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		loopback(&sa, port);
 		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 		close(fd);
 		if (ok)
@@ -384,4 +391,23 @@ itest_free_port(void)
 	}
 	fail_msg("no free port in %d..%d", ITEST_PORT_LOW, lo - 1);
 	return -1;
+}
+
+int
+itest_connect(int port, int recv_timeout_s)
+{
+	struct sockaddr_in sa;
+	struct timeval tv = { recv_timeout_s, 0 };
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	loopback(&sa, port);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (recv_timeout_s > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
 }

@@ -67,6 +67,12 @@ int itest_exited(pid_t pid);
  * of that range may be any client socket's by the time a server binds it. */
 int itest_free_port(void);
 
+/* A TCP connection to 127.0.0.1:PORT whose receives time out after
+ * RECV_TIMEOUT_S seconds (0: they wait). Returns the socket (the caller
+ * closes it), or -1 when nothing accepts there; fails the test when no
+ * socket can be made. */
+int itest_connect(int port, int recv_timeout_s);
+
 /* Registers FN(ARG) to run at the next itest_cleanup (newest first). FN
  * must not use cmocka's assertions: it may run outside a test. */
 void itest_on_cleanup(void (*fn)(void *), void *arg);

@@ -1,5 +1,6 @@
 /* itest_watch: the watch tests' fixture, ticks and readers (itest_watch.h). */
 #include "itest_watch.h"
+#include "itest_plan.h"
 
 char iwatch_prefix[64];     /* itest<pid>.<test> */
 const char *iwatch_queue_type = "quorum";	/* the ladder's; setup resets it */
@@ -51,19 +52,10 @@ int
 iwatch_teardown(void **state)
 {
 	struct fixture *f = *state;
-	struct topology t;
 	char name[LADDER_NAME_MAX], err[512];
 
 	if (f->p != NULL && f->c.amqp != NULL) {
-		if (topology_build(f->p, &t, err, sizeof(err)) == 0) {
-			for (size_t i = 0; i < t.nexchanges; i++)
-				(void)broker_exchange_delete(f->c.amqp, t.exchanges[i].name,
-				    false, err, sizeof(err));
-			for (size_t i = 0; i < t.nqueues; i++)
-				(void)broker_queue_delete(f->c.amqp, t.queues[i].name, 0,
-				    NULL, err, sizeof(err));
-			topology_free(&t);
-		}
+		itest_delete_topology(f->c.amqp, f->p);
 		snprintf(name, sizeof(name), "cutover.probe.%s", f->p->name);
 		(void)broker_queue_delete(f->c.amqp, name, 0, NULL, err, sizeof(err));
 		for (int i = 0; i < f->nold + (f->extra ? 1 : 0); i++)
@@ -98,9 +90,8 @@ iwatch_teardown(void **state)
 static struct plan *
 load_plan(const char *management, const char *feature)
 {
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char yaml[4096], line[512], re[128];
+	struct itest_plan b = { .len = 0 };
+	char re[128];
 	size_t j = 0;
 
 	/* The old selection as a regex: the prefix with its dots escaped. */
@@ -111,7 +102,7 @@ load_plan(const char *management, const char *feature)
 	}
 	re[j] = '\0';
 	iwatch_need_env("CUTOVER_TEST_PASSWORD");
-	snprintf(yaml, sizeof(yaml),
+	itest_plan_addf(&b,
 	    "name: %s\n"
 	    "broker:\n"
 	    "  amqp: %s\n"
@@ -130,32 +121,20 @@ load_plan(const char *management, const char *feature)
 	    "  create_destinations: true\n"
 	    "canary:\n"
 	    "  delays: [100ms, 300ms]\n"
-	    "  max_lateness: 1s\n"
-	    "flag:\n"
-	    "  kind: unleash\n"
-	    "  url: %s\n"
-	    "  project: default\n"
-	    "  environment: production\n"
-	    "  feature: %s\n"
-	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
+	    "  max_lateness: 1s\n",
+	    plan_name, iwatch_need_env("CUTOVER_TEST_AMQP"),
+	    management ? management : iwatch_need_env("CUTOVER_TEST_MGMT"),
+	    iwatch_need_env("CUTOVER_TEST_USER"), re, iwatch_prefix, iwatch_queue_type,
+	    iwatch_prefix);
+	itest_plan_unleash_flag(&b, iwatch_need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
+	itest_plan_addf(&b,
 	    "watch:\n"
 	    "  interval: 200ms\n"
 	    "  allowance: 1s\n"
 	    "  probe_every: 1s\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
-	    "watch]\n",
-	    plan_name, iwatch_need_env("CUTOVER_TEST_AMQP"),
-	    management ? management : iwatch_need_env("CUTOVER_TEST_MGMT"),
-	    iwatch_need_env("CUTOVER_TEST_USER"), re, iwatch_prefix, iwatch_queue_type,
-	    iwatch_prefix,
-	    iwatch_need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
-	if (plan_load_buffer("itest.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail_msg("test plan does not load");
-	}
-	return p;
+	    "watch]\n");
+	return itest_plan_load("itest.yaml", b.text);
 }
 
 void

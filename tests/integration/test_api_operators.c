@@ -17,18 +17,12 @@ test_writes_need_an_operator(void **state)
 	iapi_assert_error(&r, 401);
 	assert_string_equal(r.www, "Bearer realm=\"cutover\"");
 	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans", "not-a-token", yaml, strlen(yaml), NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans", NULL, yaml, strlen(yaml),
-	    "Authorization: Basic YWxpY2U6eA==", &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", "not-a-token", yaml, strlen(yaml), NULL, 401);
+	iapi_expect_error("POST", "/api/plans", NULL, yaml, strlen(yaml),
+	    "Authorization: Basic YWxpY2U6eA==", 401);
 	/* A token's hash is not a token. */
-	iapi_http("POST", "/api/plans/1/abort", "dde96f5b27b2298476b272c037dfd2cb5438e3495510"
-	    "c51035db1ef55f2994a4", NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans/1/abort", "dde96f5b27b2298476b272c037dfd2cb5438e3495510"
+	    "c51035db1ef55f2994a4", NULL, 0, NULL, 401);
 	/* Nothing was recorded. */
 	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
 	j = iapi_get(path);
@@ -89,9 +83,7 @@ test_gate_approved_by_an_operator(void **state)
 	json_decref(j);
 
 	/* The same name again while it runs: 409. */
-	iapi_http("POST", "/api/plans", TOKEN_BOB, yaml, strlen(yaml), NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", TOKEN_BOB, yaml, strlen(yaml), NULL, 409);
 
 	/* The engine reaches the gate; the first step's result is there. */
 	j = iapi_wait_step(id, 2, "waiting_approval");
@@ -108,30 +100,18 @@ test_gate_approved_by_an_operator(void **state)
 
 	/* Approving a step that is not waiting, or that does not exist. */
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/approve", id);
-	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 409);
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/3/approve", id);
-	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 404);
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/retry", id);
-	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 409);
 	snprintf(path, sizeof(path), "/api/plans/%lld/alerts/77/ack", id);
-	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 409);
 
 	/* Without a token, or with a wrong one: 401 and nothing recorded. */
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/approve", id);
-	iapi_http("POST", path, NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
-	iapi_http("POST", path, TOKEN_ALICE "x", NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, NULL, NULL, 0, NULL, 401);
+	iapi_expect_error("POST", path, TOKEN_ALICE "x", NULL, 0, NULL, 401);
 
 	/* Bob approves; the history says bob. */
 	iapi_http("POST", path, TOKEN_BOB, "{\"comment\":\"ladder looks right\"}", 32,
@@ -157,9 +137,7 @@ test_gate_approved_by_an_operator(void **state)
 
 	/* A finished plan: abort is refused; the samples answer (none here). */
 	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
-	iapi_http("POST", path, TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 409);
 	snprintf(path, sizeof(path), "/api/plans/%lld/samples?since=0", id);
 	j = iapi_get(path);
 	assert_true(json_is_array(json_object_get(j, "samples")));
@@ -175,9 +153,7 @@ test_gate_approved_by_an_operator(void **state)
 	json_decref(res);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/99/result", id);
-	iapi_http("GET", path, NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
+	iapi_expect_error("GET", path, NULL, NULL, 0, NULL, 404);
 	iapi_cleanup_broker("gate");
 }
 
@@ -377,18 +353,12 @@ test_export_and_denied_requests(void **state)
 	export_verifies(id, "json", "application/json", total, &c);
 	export_verifies(id, "csv", "text/csv", total, &c);
 	snprintf(path, sizeof(path), "/api/plans/%lld/export?format=xml", id);
-	iapi_http("GET", path, NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/999999/export", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
+	iapi_expect_error("GET", path, NULL, NULL, 0, NULL, 400);
+	iapi_expect_error("GET", "/api/plans/999999/export", NULL, NULL, 0, NULL, 404);
 
 	/* a wrong token: 401, recorded without the token or an actor */
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/approve", id);
-	iapi_http("POST", path, "tok-wrong-0", NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, "tok-wrong-0", NULL, 0, NULL, 401);
 	assert_int_equal(count_kind(id, "request.denied", &ev), 1);
 	d = json_object_get(ev, "details");
 	assert_string_equal(json_string_value(json_object_get(ev, "actor")), DENIED_ACTOR);
@@ -400,20 +370,15 @@ test_export_and_denied_requests(void **state)
 	json_decref(ev);
 
 	/* an operator's refused command: 409 with the operator */
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);		/* no such plan: nothing to record it in */
-	iapi_resp_clear(&r);
+	/* no such plan: nothing to record it in */
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, NULL, 0, NULL, 404);
 	snprintf(path, sizeof(path), "/api/plans/%lld/steps/1/approve", id);
-	iapi_http("POST", path, TOKEN_BOB, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 409);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, TOKEN_BOB, NULL, 0, NULL, 409);
 	/* re-submitting the running plan's name: 409, in that plan's history */
 	{
 		const char *yaml = iapi_plan_yaml("denied", name, sizeof(name));
 
-		iapi_http("POST", "/api/plans", TOKEN_ALICE, yaml, strlen(yaml), NULL, &r);
-		iapi_assert_error(&r, 409);
-		iapi_resp_clear(&r);
+		iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, yaml, strlen(yaml), NULL, 409);
 	}
 	assert_int_equal(count_kind(id, "request.denied", NULL), 3);
 	assert_string_equal(iapi_actor_of(id, "request.denied"), DENIED_ACTOR);

@@ -8,19 +8,11 @@
 static int
 raw(const char *req, size_t len)
 {
-	struct sockaddr_in sa = { 0 };
-	struct timeval tv = { 5, 0 };
 	char buf[512];
 	ssize_t n;
 	int fd, st = 0;
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)iapi_port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_true((fd = itest_connect(iapi_port, 5)) >= 0);
 	assert_int_equal(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
 	n = recv(fd, buf, sizeof(buf) - 1, 0);
 	if (n > 0) {
@@ -42,9 +34,27 @@ static void
 test_reads_and_routes(void **state)
 {
 	static const char nul[] = "GET /api/pl\0ans HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const struct {
+		const char *method, *path, *token, *body;	/* body: of 0 bytes */
+		long status;
+		const char *allow;	/* NULL: not checked */
+	} refused[] = {
+		{ "GET", "/api/nothing", NULL, NULL, 404, NULL },
+		{ "GET", "/api/plans/", NULL, NULL, 404, NULL },
+		{ "GET", "/api/plans/999999", NULL, NULL, 404, NULL },
+		{ "GET", "/api/plans/999999/history", NULL, NULL, 404, NULL },
+		{ "GET", "/api/plans/abc", NULL, NULL, 404, NULL },
+		{ "DELETE", "/api/plans", TOKEN_ALICE, NULL, 405, "GET, HEAD, POST" },
+		{ "GET", "/api/plans/1/abort", NULL, NULL, 405, "POST" },
+		{ "POST", "/api/plans/1", TOKEN_ALICE, "", 405, "GET, HEAD" },
+		{ "PUT", "/healthz", NULL, NULL, 405, NULL },
+		{ "GET", "/api/plans?nmae=x", NULL, NULL, 400, NULL },
+		{ "GET", "/api/plans/1/samples?since=soon", NULL, NULL, 400, NULL },
+	};
 	struct resp r;
 	json_t *j;
 	char big[40000 + 32];
+	size_t i;
 
 	(void)state;
 	j = iapi_get("/healthz");
@@ -57,47 +67,16 @@ test_reads_and_routes(void **state)
 	assert_int_equal(r.status, 200);
 	iapi_resp_clear(&r);
 
-	/* Unknown routes and unknown plans. */
-	iapi_http("GET", "/api/nothing", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/999999", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/999999/history", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/abc", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-
-	/* Wrong methods: 405 with what is allowed. */
-	iapi_http("DELETE", "/api/plans", TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 405);
-	assert_string_equal(r.allow, "GET, HEAD, POST");
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/1/abort", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 405);
-	assert_string_equal(r.allow, "POST");
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/1", TOKEN_ALICE, "", 0, NULL, &r);
-	iapi_assert_error(&r, 405);
-	assert_string_equal(r.allow, "GET, HEAD");
-	iapi_resp_clear(&r);
-	iapi_http("PUT", "/healthz", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 405);
-	iapi_resp_clear(&r);
-
-	/* Query parameters: known ones only, well formed. */
-	iapi_http("GET", "/api/plans?nmae=x", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("GET", "/api/plans/1/samples?since=soon", NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
+	/* Unknown routes and unknown plans; wrong methods: 405 with what is
+	 * allowed; query parameters: known ones only, well formed. */
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		iapi_http(refused[i].method, refused[i].path, refused[i].token,
+		    refused[i].body, 0, NULL, &r);
+		iapi_assert_error(&r, refused[i].status);
+		if (refused[i].allow != NULL)
+			assert_string_equal(r.allow, refused[i].allow);
+		iapi_resp_clear(&r);
+	}
 
 	/* Hostile requests: a 4xx each, and the server still answers. */
 	assert_int_equal(raws("GET /api/pl%zzans HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
@@ -163,12 +142,8 @@ test_invalid_plans(void **state)
 	json_decref(j);
 	iapi_resp_clear(&r);
 
-	iapi_http("POST", "/api/plans", TOKEN_ALICE, "", 0, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans", TOKEN_ALICE, "name: a\0b\n", 10, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, "", 0, NULL, 400);
+	iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, "name: a\0b\n", 10, NULL, 400);
 }
 
 static void
@@ -176,46 +151,29 @@ test_limits_and_malformed_bodies(void **state)
 {
 	size_t n = 1024 * 1024 + 1;
 	char *big = malloc(n);
-	struct resp r;
 
 	(void)state;
 	assert_non_null(big);
 	memset(big, '#', n);
 	/* Declared too large: refused before the body is read. */
-	iapi_http("POST", "/api/plans", TOKEN_ALICE, big, n, NULL, &r);
-	iapi_assert_error(&r, 413);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, big, n, NULL, 413);
 	/* Streamed (chunked, no length) past the limit. */
-	iapi_http("POST", "/api/plans", TOKEN_ALICE, big, n, "Transfer-Encoding: chunked", &r);
-	iapi_assert_error(&r, 413);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, big, n, "Transfer-Encoding: chunked",
+	    413);
 	/* Exactly the limit is read (and is not a plan). */
-	iapi_http("POST", "/api/plans", TOKEN_ALICE, big, n - 1, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans", TOKEN_ALICE, big, n - 1, NULL, 400);
 	free(big);
 
 	/* Command bodies: optional, JSON, {"comment": string}. */
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{bad", 4, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, "[1]", 3, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"coment\":\"x\"}", 14, NULL,
-	    &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"comment\":5}", 13, NULL, &r);
-	iapi_assert_error(&r, 400);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"comment\":\"ok\"}", 16,
-	    NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
-	iapi_http("POST", "/api/plans/999999/abort", TOKEN_ALICE, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 404);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{bad", 4, NULL, 400);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, "[1]", 3, NULL, 400);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"coment\":\"x\"}", 14,
+	    NULL, 400);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"comment\":5}", 13, NULL,
+	    400);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, "{\"comment\":\"ok\"}", 16,
+	    NULL, 404);
+	iapi_expect_error("POST", "/api/plans/999999/abort", TOKEN_ALICE, NULL, 0, NULL, 404);
 }
 
 /* A name is unique among plans not archived. A finished
@@ -272,9 +230,7 @@ test_names_and_archive(void **state)
 	json_decref(j);
 	/* Without a token: 401. Archived by alice; a second archive: 409. */
 	snprintf(path, sizeof(path), "/api/plans/%lld/archive", id);
-	iapi_http("POST", path, NULL, NULL, 0, NULL, &r);
-	iapi_assert_error(&r, 401);
-	iapi_resp_clear(&r);
+	iapi_expect_error("POST", path, NULL, NULL, 0, NULL, 401);
 	j = iapi_post_as_alice(path, 200);
 	assert_string_equal(json_string_value(json_object_get(j, "actor")), "alice");
 	json_decref(j);

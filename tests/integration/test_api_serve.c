@@ -6,8 +6,6 @@ static void
 test_idle_connection_times_out(void **state)
 {
 	static const char partial[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
-	struct sockaddr_in sa = { 0 };
-	struct timeval tv = { 40, 0 };
 	struct timespec t0, t1;
 	char buf[256];
 	ssize_t n;
@@ -17,13 +15,7 @@ test_idle_connection_times_out(void **state)
 	(void)state;
 	/* Half a request, then nothing: the server hangs up after its idle
 	 * timeout (15 s), without an answer. */
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)iapi_port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_true((fd = itest_connect(iapi_port, 40)) >= 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	assert_int_equal(send(fd, partial, sizeof(partial) - 1, MSG_NOSIGNAL),
 	    (ssize_t)sizeof(partial) - 1);

@@ -178,21 +178,12 @@ static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
-	struct topology t;
 	char name[LADDER_NAME_MAX], err[512];
 
 	if (f->p != NULL && f->c.amqp != NULL) {
 		if (f->policy[0] != '\0')
 			(void)mgmt_delete_policy(f->c.mgmt, f->policy, err, sizeof(err));
-		if (topology_build(f->p, &t, err, sizeof(err)) == 0) {
-			for (size_t i = 0; i < t.nexchanges; i++)
-				(void)broker_exchange_delete(f->c.amqp, t.exchanges[i].name,
-				    false, err, sizeof(err));
-			for (size_t i = 0; i < t.nqueues; i++)
-				(void)broker_queue_delete(f->c.amqp, t.queues[i].name, 0,
-				    NULL, err, sizeof(err));
-			topology_free(&t);
-		}
+		itest_delete_topology(f->c.amqp, f->p);
 		snprintf(name, sizeof(name), "cutover.canary.%s", f->p->name);
 		(void)broker_queue_delete(f->c.amqp, name, 0, NULL, err, sizeof(err));
 	}

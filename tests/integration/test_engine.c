@@ -19,12 +19,11 @@
 
 #include "engine.h"
 #include "itest_broker.h"
+#include "itest_engine.h"
 #include "itest_plan.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"
-
-static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
 
 /* Names the test's objects and files. What an earlier test left (it
  * failed half-way) is cleaned up first; this test's broker objects and
@@ -33,73 +32,19 @@ static void
 set_names(const char *test)
 {
 	itest_cleanup();
-	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
-	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
-	itest_plan_cleanup(prefix, plan_name);
-	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
-	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
+	ieng_set_names(test);
+	itest_plan_cleanup(ieng_prefix, ieng_plan_name);
 }
 
 /* Writes the test's plan with STEPS (a YAML flow list) to planfile. */
 static void
 write_plan(const char *steps, const char *canary)
 {
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
 	struct itest_plan b;
 
-	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
-	    getenv("CUTOVER_BINARY") == NULL)
-		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
-		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
-	itest_plan_begin(&b, plan_name, amqp);
-	itest_plan_addf(&b,
-	    "old:\n"
-	    "  queues: { names: [%s.old] }\n"
-	    "ladder:\n"
-	    "  prefix: %s\n"
-	    "  unit: 100ms\n"
-	    "  levels: 6\n"
-	    "  destinations: [%s.dest]\n"
-	    "  create_destinations: true\n"
-	    "canary:\n"
-	    "  delays: [%s]\n"
-	    "steps: %s\n",
-	    prefix, prefix, prefix,
-	    canary, steps);
-	itest_plan_write(&b, planfile);
-}
-
-/* The status of step IDX (0-based) of the test's plan, read from the db. */
-static void
-step_status(int idx, char *out, size_t outlen)
-{
-	struct store *s = NULL;
-	struct store_plan p;
-	struct store_step st;
-	char err[512];
-
-	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
-	if (store_plan_find(s, plan_name, &p, err, sizeof(err)) != 0 ||
-	    store_step_get(s, p.id, idx, &st, err, sizeof(err)) != 0)
-		snprintf(out, outlen, "(none)");
-	else {
-		snprintf(out, outlen, "%s", st.status);
-		store_step_clear(&st);
-	}
-	store_close(s);
-}
-
-/* Loads the test's plan and opens its broker connections. */
-static void
-open_plan_ctx(struct step_ctx *c, struct plan **p)
-{
-	struct plan_errors errs = { 0 };
-	char err[1024];
-
-	if (plan_load_file(planfile, p, &errs) != 0)
-		fail_msg("the test plan does not load");
-	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	ieng_plan_begin(&b, canary);
+	itest_plan_addf(&b, "steps: %s\n", steps);
+	itest_plan_write(&b, ieng_planfile);
 }
 
 /* Removes the test's ladder and destination. */
@@ -112,14 +57,14 @@ cleanup_broker(void)
 	json_t *r = NULL;
 	char err[1024], dest[128];
 
-	if (plan_load_file(planfile, &p, &errs) != 0) {
+	if (plan_load_file(ieng_planfile, &p, &errs) != 0) {
 		plan_errors_free(&errs);
 		return;
 	}
 	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
 		step_teardown_ladder(&c, &r, err, sizeof(err));
 		json_decref(r);
-		snprintf(dest, sizeof(dest), "%s.dest", prefix);
+		snprintf(dest, sizeof(dest), "%s.dest", ieng_prefix);
 		broker_queue_delete(c.amqp, dest, 0, NULL, err, sizeof(err));
 		step_ctx_close(&c);
 	}
@@ -137,7 +82,7 @@ wait_ladder_holds(int timeout_ms)
 	char name[160], err[512];
 	int held = 0;
 
-	open_plan_ctx(&c, &p);
+	ieng_open_ctx(&c, &p);
 	for (int t = 0; !held && t < timeout_ms / 20; t++) {
 		for (int k = 0; !held && k < p->ladder.levels; k++) {
 			ladder_level_queue(&p->ladder, k, name, sizeof(name));
@@ -163,19 +108,18 @@ test_gate_approved_from_another_process(void **state)
 	set_names("gate");
 	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
 	/* The engine stops at the gate and says so. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	step_status(1, status, sizeof(status));
+	assert_int_equal(ieng_run(), 3);
+	ieng_step_status(1, status, sizeof(status));
 	assert_string_equal(status, "waiting_approval");
 	/* Approving needs a name; approving a step not waiting is refused. */
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "2", NULL), 2);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "1", "--as", "alice",
+	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "2", NULL), 2);
+	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "1", "--as", "alice",
 	    NULL), 1);
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "verify_ladder", "--as",
+	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "verify_ladder", "--as",
 	    "alice", "--comment", "ladder looks right", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(ieng_run(), 0);
 
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	ieng_history(&t, "succeeded");
 	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
 	assert_int_equal(itest_count(&t, "step.waiting_approval"), 1);
 	assert_int_equal(itest_count(&t, "step.approved"), 1);
@@ -184,10 +128,10 @@ test_gate_approved_from_another_process(void **state)
 	for (i = 0; i < t.n; i++)
 		if (strcmp(t.kinds[i], "step.approved") == 0)
 			assert_string_equal(t.actors[i], "alice");
-	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	/* A finished plan runs nothing again. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	assert_int_equal(ieng_run(), 0);
+	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
 	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
 	cleanup_broker();
 }
@@ -205,28 +149,25 @@ test_failed_step_retried(void **state)
 	write_plan("[declare_ladder, verify_ladder]", "100ms");
 	/* A queue in the way, with other arguments: declare_ladder fails,
 	 * naming it, and the plan stops there. */
-	open_plan_ctx(&c, &p);
-	snprintf(name, sizeof(name), "%s.level.02", prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
-	    sizeof(err)), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	step_status(0, status, sizeof(status));
+	ieng_open_ctx(&c, &p);
+	ieng_queue_in_the_way(&c, name, sizeof(name));
+	assert_int_equal(ieng_run(), 1);
+	ieng_step_status(0, status, sizeof(status));
 	assert_string_equal(status, "failed");
-	step_status(1, status, sizeof(status));
+	ieng_step_status(1, status, sizeof(status));
 	assert_string_equal(status, "pending");
 	/* Running again does not go past the failed step. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	step_status(1, status, sizeof(status));
+	assert_int_equal(ieng_run(), 1);
+	ieng_step_status(1, status, sizeof(status));
 	assert_string_equal(status, "pending");
 
 	/* Remove the queue in the way, then retry: the step starts again. */
 	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
 	step_ctx_close(&c);
 	plan_free(p);
-	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "1", "--as", "bob", NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	assert_int_equal(itest_cutover("retry", "--db", ieng_db, ieng_plan_name, "1", "--as", "bob", NULL), 0);
+	assert_int_equal(ieng_run(), 0);
+	ieng_history(&t, "succeeded");
 	assert_int_equal(itest_count(&t, "step.failed"), 1);
 	assert_int_equal(itest_count(&t, "plan.failed"), 1);
 	assert_int_equal(itest_count(&t, "step.retry"), 1);
@@ -245,10 +186,10 @@ test_killed_during_canary_resumes(void **state)
 	(void)state;
 	set_names("kill");
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
-	pid = itest_start_run(db, planfile, NULL);
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	/* Kill it while the canary's messages are in the ladder. */
 	for (i = 0; i < 3000; i++) {	/* up to 60 s */
-		step_status(2, status, sizeof(status));
+		ieng_step_status(2, status, sizeof(status));
 		if (strcmp(status, "running") == 0)
 			break;
 		itest_sleep_ms(20);
@@ -257,17 +198,16 @@ test_killed_during_canary_resumes(void **state)
 	assert_true(wait_ladder_holds(30000));
 	kill(pid, SIGKILL);
 	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
-	step_status(2, status, sizeof(status));
+	ieng_step_status(2, status, sizeof(status));
 	assert_string_equal(status, "running");
 
 	/* The restarted engine runs the canary again (a new batch) and ends. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	assert_int_equal(ieng_run(), 0);
+	ieng_history(&t, "succeeded");
 	/* The steps that had finished did not run again. */
 	assert_int_equal(itest_count(&t, "step.started"), 3);
 	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
-	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	cleanup_broker();
 }
 
@@ -280,26 +220,25 @@ test_abort_before_the_flip(void **state)
 	(void)state;
 	set_names("abort");
 	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(ieng_run(), 3);
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    "--comment", "wrong window", NULL), 0);
 	/* The engine acts on the abort at its next turn: no rollback needed. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "aborted");
+	assert_int_equal(ieng_run(), 1);
+	ieng_history(&t, "aborted");
 	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
 	assert_int_equal(itest_count(&t, "rollback.requested"), 0);
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol", NULL), 1);
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol", NULL), 1);
 	/* The aborted plan holds its name until archived. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(ieng_run(), 1);
+	assert_int_equal(itest_cutover("archive", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    NULL), 0);
-	assert_int_equal(itest_cutover("archive", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("archive", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    NULL), 1);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
 	assert_int_equal(itest_count(&t, "plan.archived"), 1);
 	/* A new plan of the same name may now be submitted. */
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(ieng_run(), 3);
 	cleanup_broker();
 }
 
@@ -311,14 +250,14 @@ test_tampered_history_is_detected(void **state)
 	(void)state;
 	set_names("tamper");
 	write_plan("[declare_ladder]", "100ms");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(ieng_run(), 0);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	/* Someone with the file and sqlite3 drops the guard and edits an event. */
 	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"DROP TRIGGER events_no_update; "
-	    "UPDATE events SET actor = 'mallory' WHERE id = 2;\"", db);
+	    "UPDATE events SET actor = 'mallory' WHERE id = 2;\"", ieng_db);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 1);
-	assert_int_equal(itest_cutover("history", "--db", db, plan_name, NULL), 1);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 1);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, ieng_plan_name, NULL), 1);
 	cleanup_broker();
 }
 
@@ -328,7 +267,7 @@ test_tampered_history_is_detected(void **state)
 static pid_t
 spawn_serve(const char *out, const char *listen, const char *fault)
 {
-	char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", db,
+	char *argv[] = { (char *)getenv("CUTOVER_BINARY"), "serve", "--db", ieng_db,
 	    "--listen", (char *)listen, NULL };
 	pid_t pid;
 
@@ -390,24 +329,24 @@ test_wall_clock_stepped_back(void **state)
 	(void)state;
 	set_names("clock");
 	write_plan("[declare_ladder, { step: verify_ladder, gate: true }]", "100ms");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
-	snprintf(out, sizeof(out), "%s/clock.log", dir);
+	assert_int_equal(ieng_run(), 3);
+	snprintf(out, sizeof(out), "%s/clock.log", ieng_dir);
 	pid = spawn_serve(out, "127.0.0.1:0", "clock_back:engine.blocked");
 	for (i = 0; i < 1500 && !file_count(out, "the wall clock stepped back"); i++)
 		itest_sleep_ms(20);	/* up to 30 s */
 	assert_true(file_count(out, "the wall clock stepped back"));
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "verify_ladder",
+	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "verify_ladder",
 	    "--as", "alice", NULL), 0);
 	/* verify_ladder runs at the engine's next turn, not an hour later. */
 	for (i = 0; i < 1000; i++) {	/* up to 20 s */
-		step_status(1, status, sizeof(status));
+		ieng_step_status(1, status, sizeof(status));
 		if (strcmp(status, "succeeded") == 0)
 			break;
 		itest_sleep_ms(20);
 	}
 	assert_string_equal(status, "succeeded");
 	assert_int_equal(itest_stop(pid), 0);
-	assert_int_equal(itest_cutover("history", "--db", db, "--verify", NULL), 0);
+	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	cleanup_broker();
 }
 
@@ -427,27 +366,27 @@ test_plan_that_no_longer_loads(void **state)
 	(void)state;
 	set_names("noload");
 	write_plan("[{ step: declare_ladder, gate: true }]", "100ms");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(ieng_run(), 3);
 	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"UPDATE plans SET yaml = yaml || "
-	    "'later_key: 1' || char(10) WHERE name = '%s';\"", db, plan_name);
+	    "'later_key: 1' || char(10) WHERE name = '%s';\"", ieng_db, ieng_plan_name);
 	assert_int_equal(system(cmd), 0);
-	snprintf(out, sizeof(out), "%s/noload.log", dir);
+	snprintf(out, sizeof(out), "%s/noload.log", ieng_dir);
 	pid = spawn_serve(out, "127.0.0.1:0", NULL);
 	for (i = 0; i < 1500 && file_count(out, "cannot run") == 0; i++)
 		itest_sleep_ms(20);	/* up to 30 s */
 	itest_sleep_ms(4000);		/* some eight turns of the engine */
 	assert_int_equal(file_count(out, "cannot run"), 1);
 	assert_true((port = file_port(out)) > 0);
-	snprintf(body, sizeof(body), "%s/noload.metrics", dir);
+	snprintf(body, sizeof(body), "%s/noload.metrics", ieng_dir);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' '%s'", body, url);
 	assert_int_equal(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd), "cutover_plan_cannot_run{plan=\"%s\"} 1", plan_name);
+	snprintf(cmd, sizeof(cmd), "cutover_plan_cannot_run{plan=\"%s\"} 1", ieng_plan_name);
 	assert_int_equal(file_count(body, cmd), 1);
 	snprintf(cmd, sizeof(cmd), "cutover_alerts_open{plan=\"%s\",kind=\"plan_cannot_run\"} 1",
-	    plan_name);
+	    ieng_plan_name);
 	assert_int_equal(file_count(body, cmd), 1);
-	snprintf(body, sizeof(body), "%s/noload.json", dir);
+	snprintf(body, sizeof(body), "%s/noload.json", ieng_dir);
 	/* The test's database holds this one plan: id 1. */
 	snprintf(cmd, sizeof(cmd), "curl -sf -o '%s' 'http://127.0.0.1:%u/api/plans/1'",
 	    body, port);
@@ -456,22 +395,22 @@ test_plan_that_no_longer_loads(void **state)
 	assert_true(file_count(body, "later_key") > 0);
 	assert_true(file_count(body, "what to do: ") > 0);
 	/* A command no engine would answer is refused now, saying why. */
-	assert_int_equal(itest_cutover("approve", "--db", db, plan_name, "declare_ladder",
+	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "declare_ladder",
 	    "--as", "alice", NULL), 1);
 	assert_int_equal(itest_stop(pid), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
 	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
 
 	/* Once the plan loads again, the alert closes by itself. */
 	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"UPDATE plans SET yaml = replace(yaml, "
-	    "'later_key: 1' || char(10), '') WHERE name = '%s';\"", db, plan_name);
+	    "'later_key: 1' || char(10), '') WHERE name = '%s';\"", ieng_db, ieng_plan_name);
 	assert_int_equal(system(cmd), 0);
 	pid = spawn_serve(out, "127.0.0.1:0", NULL);
 	for (i = 0; i < 1500 && file_count(out, "loads again") == 0; i++)
 		itest_sleep_ms(20);
 	assert_int_equal(file_count(out, "loads again"), 1);
 	assert_int_equal(itest_stop(pid), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
+	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
 	assert_int_equal(itest_count(&t, "alert.acked"), 1);
 	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
 }
@@ -491,15 +430,15 @@ main(void)
 	const char *tmp = getenv("TMPDIR");
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(dir) == NULL)
+	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(ieng_dir) == NULL)
 		return 1;
 	if (getenv("CUTOVER_TEST_FILTER") != NULL)
 		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	itest_cleanup();	/* what the last test left, while its plan file exists */
-	snprintf(planfile, sizeof(planfile), "rm -rf '%s'", dir);
-	if (system(planfile) != 0)
+	snprintf(ieng_planfile, sizeof(ieng_planfile), "rm -rf '%s'", ieng_dir);
+	if (system(ieng_planfile) != 0)
 		rc = rc ? rc : 1;
 	return rc;
 }

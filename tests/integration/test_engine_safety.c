@@ -27,12 +27,11 @@
 #include <microhttpd.h>
 #include <sqlite3.h>
 
+#include "itest_engine.h"
 #include "itest_plan.h"
 #include "itest_run.h"
 #include "step.h"
 #include "store.h"
-
-static char dir[256], db[300], planfile[300], plan_name[64], prefix[64];
 
 /* ---- a toggle-style flag service: every POST /toggle flips it ---- */
 
@@ -208,42 +207,18 @@ slow_start(int apply_ms)
 
 /* ---- the plan, the old path, cleanup ---- */
 
-static void
-set_names(const char *test)
-{
-	snprintf(prefix, sizeof(prefix), "itest%ld.%s", (long)getpid(), test);
-	snprintf(plan_name, sizeof(plan_name), "itest%ld-%s", (long)getpid(), test);
-	snprintf(db, sizeof(db), "%s/%s.db", dir, test);
-	snprintf(planfile, sizeof(planfile), "%s/%s.yaml", dir, test);
-}
-
 /* Writes the test's plan with STEPS (YAML flow list) and the test's flag
  * service (flag_start first when STEPS flips). */
 static void
 write_plan(const char *steps, const char *canary)
 {
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
 	struct itest_plan b;
 	const char *call = slow_mode ? "PUT" : "POST", *path = slow_mode ? "flag" : "toggle";
 	const char *on = slow_mode ? "{\"enabled\":true}" : "{}";
 	const char *off = slow_mode ? "{\"enabled\":false}" : "{}";
 
-	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
-	    getenv("CUTOVER_BINARY") == NULL)
-		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER, "
-		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)");
-	itest_plan_begin(&b, plan_name, amqp);
+	ieng_plan_begin(&b, canary);
 	itest_plan_addf(&b,
-	    "old:\n"
-	    "  queues: { names: [%s.old] }\n"
-	    "ladder:\n"
-	    "  prefix: %s\n"
-	    "  unit: 100ms\n"
-	    "  levels: 6\n"
-	    "  destinations: [%s.dest]\n"
-	    "  create_destinations: true\n"
-	    "canary:\n"
-	    "  delays: [%s]\n"
 	    "flag:\n"
 	    "  kind: http\n"
 	    "  on: { method: %s, url: 'http://127.0.0.1:%u/%s', body: '%s' }\n"
@@ -256,23 +231,9 @@ write_plan(const char *steps, const char *canary)
 	    "  allowance: 1s\n"
 	    "  probe_every: 1s\n"
 	    "steps: %s\n",
-	    prefix, prefix, prefix,
-	    canary, call, flag_port, path, on, call, flag_port, path, off, flag_port,
+	    call, flag_port, path, on, call, flag_port, path, off, flag_port,
 	    plan_settle, steps);
-	itest_plan_write(&b, planfile);
-}
-
-/* Opens broker connections for the test's plan. */
-static void
-open_ctx(struct step_ctx *c, struct plan **p)
-{
-	struct plan_errors errs = { 0 };
-	char err[1024];
-
-	if (plan_load_file(planfile, p, &errs) != 0)
-		fail_msg("the test plan does not load");
-	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	itest_plan_write(&b, ieng_planfile);
 }
 
 /* The old path: one classic delay queue of 1 s into the destination. */
@@ -284,8 +245,8 @@ make_old_path(void)
 	struct topology_arg a[3];
 	char name[160], dest[160], err[1024];
 
-	open_ctx(&c, &p);
-	snprintf(dest, sizeof(dest), "%s.dest", prefix);
+	ieng_open_ctx(&c, &p);
+	snprintf(dest, sizeof(dest), "%s.dest", ieng_prefix);
 	assert_int_equal(broker_queue_declare(c.amqp, dest, true, NULL, 0, err,
 	    sizeof(err)), 0);
 	memset(a, 0, sizeof(a));
@@ -295,7 +256,7 @@ make_old_path(void)
 	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
 	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
 	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
-	snprintf(name, sizeof(name), "%s.old", prefix);
+	snprintf(name, sizeof(name), "%s.old", ieng_prefix);
 	assert_int_equal(broker_queue_declare(c.amqp, name, true, a, 3, err,
 	    sizeof(err)), 0);
 	step_ctx_close(&c);
@@ -319,48 +280,27 @@ cleanup(void **state)
 
 	(void)state;
 	flag_stop();
-	if (plan_load_file(planfile, &p, &errs) != 0) {
+	if (plan_load_file(ieng_planfile, &p, &errs) != 0) {
 		plan_errors_free(&errs);
 		return 0;
 	}
 	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
 		for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
-			snprintf(name, sizeof(name), "%s.%s", prefix, queues[i]);
+			snprintf(name, sizeof(name), "%s.%s", ieng_prefix, queues[i]);
 			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
 		}
-		snprintf(name, sizeof(name), "cutover.probe.%s", plan_name);
+		snprintf(name, sizeof(name), "cutover.probe.%s", ieng_plan_name);
 		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
 		step_teardown_ladder(&c, &r, err, sizeof(err));
 		json_decref(r);
 		step_ctx_close(&c);
 	}
 	plan_free(p);
-	planfile[0] = '\0';
+	ieng_planfile[0] = '\0';
 	return 0;
 }
 
 /* ---- helpers reading the database and the binary's output ---- */
-
-/* The status of step IDX (0-based) of the test's plan ("(none)" when the
- * plan or the step is not there yet). */
-static void
-step_status(int idx, char *out, size_t outlen)
-{
-	struct store *s = NULL;
-	struct store_plan p;
-	struct store_step st;
-	char err[512];
-
-	snprintf(out, outlen, "(none)");
-	if (access(db, F_OK) != 0 || store_open(db, &s, err, sizeof(err)) != 0)
-		return;
-	if (store_plan_find(s, plan_name, &p, err, sizeof(err)) == 0 &&
-	    store_step_get(s, p.id, idx, &st, err, sizeof(err)) == 0) {
-		snprintf(out, outlen, "%s", st.status);
-		store_step_clear(&st);
-	}
-	store_close(s);
-}
 
 /* Waits (up to 120 s) until step IDX is STATUS; fails the test otherwise. */
 static void
@@ -369,7 +309,7 @@ wait_step(int idx, const char *status)
 	char now[32];
 
 	for (int i = 0; i < 6000; i++) {
-		step_status(idx, now, sizeof(now));
+		ieng_step_status(idx, now, sizeof(now));
 		if (strcmp(now, status) == 0)
 			return;
 		itest_sleep_ms(20);
@@ -415,7 +355,7 @@ sql(char *out, size_t outlen, const char *query)
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", db, query);
+	snprintf(cmd, sizeof(cmd), "sqlite3 '%s' \"%s\"", ieng_db, query);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	if (fgets(buf, sizeof(buf), p) == NULL)
@@ -433,36 +373,35 @@ static void
 test_second_engine_refused(void **state)
 {
 	struct itest_history t;
-	char out[8192], pidtext[32], status[32];
+	char out[8192], pidtext[32];
 	pid_t holder;
 
 	(void)state;
-	set_names("owner");
+	ieng_set_names("owner");
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
-	holder = itest_start_run(db, planfile, NULL);
+	holder = itest_start_run(ieng_db, ieng_planfile, NULL);
 	wait_step(2, "running");
 	/* A second engine on the same database exits at once, naming the
 	 * holder; read-only verbs still work. */
-	assert_int_equal(run_captured(out, sizeof(out), "run --db '%s' '%s'", db,
-	    planfile), 1);
+	assert_int_equal(run_captured(out, sizeof(out), "run --db '%s' '%s'", ieng_db,
+	    ieng_planfile), 1);
 	snprintf(pidtext, sizeof(pidtext), "pid %ld", (long)holder);
 	if (strstr(out, pidtext) == NULL)
 		fail_msg("the second engine did not name the holder (%s)", pidtext);
 	/* So does a serve: it would run the same plans. */
 	assert_int_equal(run_captured(out, sizeof(out), "serve --db '%s' --listen "
-	    "127.0.0.1:1", db), 1);
+	    "127.0.0.1:1", ieng_db), 1);
 	if (strstr(out, pidtext) == NULL)
 		fail_msg("serve did not name the holder (%s)", pidtext);
-	assert_int_equal(run_captured(out, sizeof(out), "status --db '%s' '%s'", db,
-	    plan_name), 0);
-	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	assert_int_equal(run_captured(out, sizeof(out), "status --db '%s' '%s'", ieng_db,
+	    ieng_plan_name), 0);
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", ieng_db),
 	    0);
 	/* Killed, the holder leaves no stale lock: a new engine resumes. */
 	kill(holder, SIGKILL);
 	assert_int_equal(itest_wait(holder), 128 + SIGKILL);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	assert_int_equal(ieng_run(), 0);
+	ieng_history(&t, "succeeded");
 	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
 	assert_int_equal(itest_count(&t, "step.started"), 3);
 	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
@@ -478,34 +417,32 @@ static void
 test_confirmed_flip_not_resent(void **state)
 {
 	struct itest_history t;
-	char status[32];
 	pid_t pid;
 	int rc;
 
 	(void)state;
-	set_names("flip");
+	ieng_set_names("flip");
 	flag_start();
 	write_plan(flip_steps, "100ms");
 	make_old_path();
 	/* Killed after the flag service took the flip and the confirmation
 	 * was recorded, before the step's own record. */
-	pid = itest_start_run(db, planfile, "crash:flip.confirmed.recorded");
+	pid = itest_start_run(ieng_db, ieng_planfile, "crash:flip.confirmed.recorded");
 	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
 	assert_int_equal(flag_calls, 1);
 	assert_true(flag_on);
 	/* The resumed flip reads the flag back and does not send again. */
-	rc = itest_cutover("run", "--db", db, planfile, NULL);
+	rc = ieng_run();
 	assert_int_equal(flag_calls, 1);
 	assert_true(flag_on);
 	assert_int_equal(rc, 3);
 	/* The rollback is one call too. */
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	assert_int_equal(ieng_run(), 1);
 	assert_int_equal(flag_calls, 2);
 	assert_false(flag_on);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "aborted");
+	ieng_history(&t, "aborted");
 	assert_int_equal(itest_count(&t, "flip.requested"), 1);
 	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
 	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
@@ -524,11 +461,9 @@ failed_plan(void)
 	char name[160], err[1024];
 
 	write_plan("[declare_ladder, verify_ladder]", "100ms");
-	open_ctx(&c, &p);
-	snprintf(name, sizeof(name), "%s.level.02", prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, name, true, NULL, 0, err,
-	    sizeof(err)), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
+	ieng_open_ctx(&c, &p);
+	ieng_queue_in_the_way(&c, name, sizeof(name));
+	assert_int_equal(ieng_run(), 1);
 	assert_int_equal(broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err)), 0);
 	step_ctx_close(&c);
 	plan_free(p);
@@ -538,19 +473,18 @@ static void
 test_abort_then_retry_in_one_poll(void **state)
 {
 	struct itest_history t;
-	char status[32], outcome[256];
+	char outcome[256];
 
 	(void)state;
-	set_names("cmds");
+	ieng_set_names("cmds");
 	failed_plan();
 	/* Both queued while no engine runs: one poll sees both. */
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    NULL), 0);
-	assert_int_equal(itest_cutover("retry", "--db", db, plan_name, "1", "--as", "bob",
+	assert_int_equal(itest_cutover("retry", "--db", ieng_db, ieng_plan_name, "1", "--as", "bob",
 	    NULL), 0);
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 1);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "aborted");
+	assert_int_equal(ieng_run(), 1);
+	ieng_history(&t, "aborted");
 	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
 	assert_int_equal(itest_count(&t, "step.retry"), 0);
 	assert_int_equal(itest_count(&t, "command.refused"), 1);
@@ -579,7 +513,7 @@ serve_start(int poll_ms)
 	int i;
 
 	server_port = (unsigned)itest_free_port();
-	snprintf(ops, sizeof(ops), "%s/operators", dir);
+	snprintf(ops, sizeof(ops), "%s/operators", ieng_dir);
 	snprintf(cmd, sizeof(cmd), "printf 'alice:%%s\\n' \"$(printf %%s %s | sha256sum | "
 	    "cut -d' ' -f1)\" > '%s'", API_TOKEN, ops);
 	assert_int_equal(system(cmd), 0);
@@ -588,7 +522,7 @@ serve_start(int poll_ms)
 	server_pid = fork();
 	assert_true(server_pid >= 0);
 	if (server_pid == 0) {
-		execl(getenv("CUTOVER_BINARY"), "cutover", "serve", "--db", db, "--listen",
+		execl(getenv("CUTOVER_BINARY"), "cutover", "serve", "--db", ieng_db, "--listen",
 		    listen, "--operators", ops, "--poll-ms", poll, (char *)NULL);
 		_exit(127);
 	}
@@ -656,7 +590,7 @@ test_api_refused_command_answered(void **state)
 	int64_t cmd;
 
 	(void)state;
-	set_names("apicmds");
+	ieng_set_names("apicmds");
 	failed_plan();
 	/* The engine looks for commands every 3 s: both land in one poll. */
 	serve_start(3000);
@@ -692,28 +626,26 @@ test_watch_survives_locked_database(void **state)
 {
 	struct itest_history t;
 	sqlite3 *h = NULL;
-	char status[32];
 	pid_t pid;
 
 	(void)state;
-	set_names("busy");
+	ieng_set_names("busy");
 	flag_start();
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip, watch]",
 	    "100ms");
 	make_old_path();
-	pid = itest_start_run(db, planfile, NULL);
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	wait_step(5, "running");
 	/* Another writer holds the database for twice the busy timeout (5 s):
 	 * the fault itself, not a wait for something. */
-	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_open(ieng_db, &h), SQLITE_OK);
 	sqlite3_busy_timeout(h, 30000);
 	assert_int_equal(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
 	itest_sleep_ms(11000);
 	assert_int_equal(sqlite3_exec(h, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(h);
 	assert_int_equal(itest_wait(pid), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	ieng_history(&t, "succeeded");
 	assert_int_equal(itest_count(&t, "step.failed"), 0);
 	assert_int_equal(itest_count(&t, "flip.requested"), 1);
 	assert_int_equal(flag_calls, 1);
@@ -731,12 +663,12 @@ static void
 test_abort_with_write_in_doubt(void **state)
 {
 	struct itest_history t;
-	char status[32], out[512];
+	char out[512];
 	pid_t pid;
 	int i;
 
 	(void)state;
-	set_names("doubt");
+	ieng_set_names("doubt");
 	slow_start(35000);
 	/* 45 s: the window opens when the write times out (10 s after it was
 	 * sent) and the write lands 25 s later; the default 2 minutes would
@@ -744,21 +676,20 @@ test_abort_with_write_in_doubt(void **state)
 	plan_settle = "  settle: 45s\n";
 	write_plan(flip_steps, "100ms");
 	make_old_path();
-	pid = itest_start_run(db, planfile, NULL);
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	for (i = 0; i < 6000 && slow_on_writes == 0; i++)
 		itest_sleep_ms(20);
 	assert_int_equal(slow_on_writes, 1);
 	/* Past the flag client's own timeout: the write has no answer. */
 	itest_sleep_ms(11000);
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    "--comment", "the flag service hangs", NULL), 0);
 	itest_wait(pid);
 	/* Whatever was sent lands within the service's delay. */
 	for (i = 0; i < 4000 && slow_inflight > 0; i++)
 		itest_sleep_ms(20);
 	assert_int_equal(slow_inflight, 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "aborted");
+	ieng_history(&t, "aborted");
 	if (flag_on)
 		fail_msg("the flag is on after the abort (%d writes on, %d off, at most %d "
 		    "in flight at once)", slow_on_writes, slow_off_writes, slow_max_inflight);
@@ -792,16 +723,15 @@ static void
 test_flip_confirmed_when_the_write_lands(void **state)
 {
 	struct itest_history t;
-	char status[32], out[64];
+	char out[64];
 
 	(void)state;
-	set_names("lands");
+	ieng_set_names("lands");
 	slow_start(14000);
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
 	make_old_path();
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	itest_read_history(db, plan_name, &t, status, sizeof(status));
-	assert_string_equal(status, "succeeded");
+	assert_int_equal(ieng_run(), 0);
+	ieng_history(&t, "succeeded");
 	assert_true(flag_on);
 	assert_int_equal(slow_on_writes, 1);
 	assert_int_equal(slow_max_inflight, 1);
@@ -822,12 +752,12 @@ test_flip_after_refused_writes(void **state)
 	char out[64];
 
 	(void)state;
-	set_names("refused");
+	ieng_set_names("refused");
 	slow_start(0);
 	slow_refuse_n = 2;
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
 	make_old_path();
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
+	assert_int_equal(ieng_run(), 0);
 	assert_true(flag_on);
 	assert_int_equal(flag_calls, 2);
 	assert_int_equal(slow_on_writes, 1);
@@ -850,15 +780,15 @@ test_serve_resumes_the_settle_window(void **state)
 	int i;
 
 	(void)state;
-	set_names("resume");
+	ieng_set_names("resume");
 	flag_start();
 	write_plan(flip_steps, "100ms");
 	make_old_path();
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 3);
+	assert_int_equal(ieng_run(), 3);
 	assert_true(flag_on);
-	assert_int_equal(itest_cutover("abort", "--db", db, plan_name, "--as", "carol",
+	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",
 	    NULL), 0);
-	pid = itest_start_run(db, planfile, NULL);
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	for (i = 0; i < 3000; i++) {
 		assert_int_equal(sql(out, sizeof(out), "SELECT status FROM plans"), 0);
 		if (strcmp(out, "aborted") == 0)
@@ -890,15 +820,15 @@ test_truncated_history_detected(void **state)
 	char out[8192];
 
 	(void)state;
-	set_names("trunc");
+	ieng_set_names("trunc");
 	write_plan("[declare_ladder]", "100ms");
-	assert_int_equal(itest_cutover("run", "--db", db, planfile, NULL), 0);
-	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	assert_int_equal(ieng_run(), 0);
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", ieng_db),
 	    0);
 	/* Someone with the file drops the guard and cuts the last two events. */
 	assert_int_equal(sql(NULL, 0, "DROP TRIGGER events_no_delete; DELETE FROM events "
 	    "WHERE id > (SELECT max(id) - 2 FROM events);"), 0);
-	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", db),
+	assert_int_equal(run_captured(out, sizeof(out), "history --db '%s' --verify", ieng_db),
 	    1);
 	if (strstr(out, "truncated") == NULL)
 		fail_msg("verify did not name the truncation");
@@ -923,13 +853,13 @@ main(void)
 	char cmd[300];
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/itest_safety.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(dir) == NULL)
+	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_safety.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(ieng_dir) == NULL)
 		return 1;
 	if (getenv("ITEST_FILTER") != NULL)     /* one test: ITEST_FILTER=test_x */
 		cmocka_set_test_filter(getenv("ITEST_FILTER"));
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ieng_dir);
 	if (system(cmd) != 0)
 		rc = rc ? rc : 1;
 	return rc;

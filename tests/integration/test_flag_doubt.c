@@ -4,50 +4,32 @@
  * written again blind. */
 #include "itest_flag.h"
 
-/* A switch on against a toggle-style flag service (each write flips the
- * flag) with some of its faults set. */
-struct toggle {
-	struct srv		 s;
-	struct http_plan	 hp;	/* reads /enabled */
-	struct flag_options	 o;	/* fast retries */
-	json_t			*r;	/* the switch's result */
-	char			 err[512];
-	int			 rc;
-};
-
 struct faults {
 	int write_fail_n, applied_fail_n, applied_close_n, reads_fail_after;
 };
 
-/* Starts T's service with faults F and switches its flag on; fails unless
- * the service took exactly one write (a second would have switched the
- * toggle back). toggle_end releases T. */
-static void
-toggle_on(struct toggle *t, struct faults f)
+/* Starts T's service as a toggle-style one (each write flips the flag)
+ * with faults F and switches its flag on; returns what the switch
+ * returned. Fails unless the service took exactly one write (a second
+ * would have switched the toggle back). iflag_http_end releases T. */
+static int
+toggle_on(struct iflag_http *t, struct faults f)
 {
-	memset(t, 0, sizeof(*t));
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&t->s);
-	iflag_http_plan(&t->hp, &t->s, "/enabled");
-	iflag_quick(&t->o);
+	int rc;
+
+	iflag_http_begin(t, "/enabled");
 	t->s.toggle = 1;
 	t->s.write_fail_n = f.write_fail_n;
 	t->s.applied_fail_n = f.applied_fail_n;
 	t->s.applied_close_n = f.applied_close_n;
 	t->s.reads_fail_after = f.reads_fail_after;
-	t->rc = flag_switch_with(&t->hp.p, true, &t->o, &t->r, t->err,
+	rc = flag_switch_with(&t->hp.p, true, &t->o, &t->r, t->err,
 	    sizeof(t->err));
 	if (t->s.writes != 1)
 		fail_msg("the service took %d writes for one switch on (a toggle "
 		    "now reads %s): %s", t->s.writes, json_is_true(t->s.value) ?
 		    "on" : "off", t->err);
-}
-
-static void
-toggle_end(struct toggle *t)
-{
-	json_decref(t->r);
-	iflag_srv_stop(&t->s);
+	return rc;
 }
 
 /* A toggle-style service that applies the write and then answers 500
@@ -57,11 +39,10 @@ toggle_end(struct toggle *t)
 static void
 applied_then_lost(int close)
 {
-	struct toggle t;
+	struct iflag_http t;
 
-	toggle_on(&t, (struct faults){ .applied_fail_n = !close,
-	    .applied_close_n = close });
-	if (t.rc != 0)
+	if (toggle_on(&t, (struct faults){ .applied_fail_n = !close,
+	    .applied_close_n = close }) != 0)
 		fail_msg("flag on: %s", t.err);
 	assert_true(json_is_true(t.s.value));
 	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
@@ -69,7 +50,7 @@ applied_then_lost(int close)
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), close ? 0 : 500);
 	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 1),
 	    "call")), "read");
-	toggle_end(&t);
+	iflag_http_end(&t);
 }
 
 static void
@@ -91,11 +72,11 @@ test_http_applied_then_closed(void **state)
 static void
 test_http_applied_then_unreadable(void **state)
 {
-	struct toggle t;
+	struct iflag_http t;
 
 	(void)state;
-	toggle_on(&t, (struct faults){ .applied_fail_n = 1, .reads_fail_after = 1 });
-	assert_int_equal(t.rc, FLAG_ERR_UNCONFIRMED);
+	assert_int_equal(toggle_on(&t, (struct faults){ .applied_fail_n = 1,
+	    .reads_fail_after = 1 }), FLAG_ERR_UNCONFIRMED);
 	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
 	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
 	assert_int_equal(iflag_nattempts(t.r, "read"), t.o.attempts);
@@ -103,7 +84,7 @@ test_http_applied_then_unreadable(void **state)
 	iflag_assert_contains(t.err, "HTTP 500");
 	iflag_assert_contains(t.err, "unconfirmed");
 	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
-	toggle_end(&t);
+	iflag_http_end(&t);
 }
 
 /* A write that answered 500 without taking, read back off, is sent again
@@ -114,17 +95,17 @@ test_http_applied_then_unreadable(void **state)
 static void
 test_http_write_again_on_a_new_connection(void **state)
 {
-	struct toggle t;
+	struct iflag_http t;
 
 	(void)state;
-	toggle_on(&t, (struct faults){ .write_fail_n = 1, .applied_close_n = 1 });
-	if (t.rc != 0)
+	if (toggle_on(&t, (struct faults){ .write_fail_n = 1,
+	    .applied_close_n = 1 }) != 0)
 		fail_msg("flag on: %s", t.err);
 	assert_true(json_is_true(t.s.value));
 	assert_int_equal(iflag_nattempts(t.r, "write"), 2);
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), 500);
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 2)), 0);
-	toggle_end(&t);
+	iflag_http_end(&t);
 }
 
 /* A write that gets no answer within the timeout is in doubt: the service
@@ -134,51 +115,44 @@ test_http_write_again_on_a_new_connection(void **state)
 static void
 test_http_slow_write_in_doubt(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 	int i, rc;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
+	iflag_http_begin(&t, "/enabled");
 	/* The slow answer takes four times the timeout; the quick one has a
 	 * whole second on a loaded machine. */
-	o.timeout_ms = 1000;
-	s.slow_n = 1;
-	s.slow_ms = 4000;
-	rc = flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err));
+	t.o.timeout_ms = 1000;
+	t.s.slow_n = 1;
+	t.s.slow_ms = 4000;
+	rc = flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
+	    sizeof(t.err));
 	if (rc != FLAG_ERR_UNCONFIRMED)
 		fail_msg("flag on returned %d (%s) with %zu writes: a write without an "
-		    "answer was not left in doubt", rc, err, iflag_nattempts(r, "write"));
-	assert_int_equal(iflag_nattempts(r, "write"), 1);
-	assert_int_equal(iflag_status_of(iflag_attempt(r, 0)), 0);
-	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(r, 0),
+		    "answer was not left in doubt", rc, t.err, iflag_nattempts(t.r, "write"));
+	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
+	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), 0);
+	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(t.r, 0),
 	    "error")), "timed out after 1000 ms");
-	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 0),
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 0),
 	    "outcome")), "in doubt");
-	assert_true(json_is_true(json_object_get(r, "in_doubt")));
-	assert_false(json_is_true(json_object_get(r, "confirmed")));
-	iflag_assert_contains(err, "in doubt");
+	assert_true(json_is_true(json_object_get(t.r, "in_doubt")));
+	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
+	iflag_assert_contains(t.err, "in doubt");
 	/* It lands late, once: the service took one write. */
 	for (i = 0; i < 400; i++) {
-		pthread_mutex_lock(&s.mu);
-		rc = s.writes;
-		pthread_mutex_unlock(&s.mu);
+		pthread_mutex_lock(&t.s.mu);
+		rc = t.s.writes;
+		pthread_mutex_unlock(&t.s.mu);
 		if (rc > 0)
 			break;
 		iflag_nap(20);
 	}
-	pthread_mutex_lock(&s.mu);
-	assert_int_equal(s.writes, 1);
-	assert_true(json_is_true(s.value));
-	pthread_mutex_unlock(&s.mu);
-	json_decref(r);
-	iflag_srv_stop(&s);
+	pthread_mutex_lock(&t.s.mu);
+	assert_int_equal(t.s.writes, 1);
+	assert_true(json_is_true(t.s.value));
+	pthread_mutex_unlock(&t.s.mu);
+	iflag_http_end(&t);
 }
 
 int

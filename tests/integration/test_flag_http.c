@@ -18,290 +18,235 @@ srv_set(struct srv *s, json_t *v)
 static void
 test_http_on_off(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 	int st = -2;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
-	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
-		fail_msg("flag on: %s", err);
-	assert_true(json_is_true(json_object_get(r, "confirmed")));
-	assert_int_equal(iflag_nattempts(r, "write"), 1);
-	assert_int_equal(iflag_nattempts(r, "read"), 1);
-	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 0),
+	iflag_http_begin(&t, "/enabled");
+	if (flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
+		fail_msg("flag on: %s", t.err);
+	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
+	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
+	assert_int_equal(iflag_nattempts(t.r, "read"), 1);
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 0),
 	    "method")), "PUT");
-	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 0),
-	    "url")), hp.url);
-	assert_true(json_is_true(json_object_get(json_object_get(r,
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 0),
+	    "url")), t.hp.url);
+	assert_true(json_is_true(json_object_get(json_object_get(t.r,
 	    "read_back"), "value")));
 	/* The header reached the service, resolved; it is nowhere else. */
-	assert_string_equal(s.auth, AUTH_SECRET);
-	assert_string_equal(s.method, "PUT");
-	assert_string_equal(s.ctype, "application/json");
-	assert_true(json_is_true(s.value));
-	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
-	json_decref(r);
-	r = NULL;
+	assert_string_equal(t.s.auth, AUTH_SECRET);
+	assert_string_equal(t.s.method, "PUT");
+	assert_string_equal(t.s.ctype, "application/json");
+	assert_true(json_is_true(t.s.value));
+	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
+	iflag_http_clear(&t);
 
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
-	    0);
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, &t.r, t.err,
+	    sizeof(t.err)), 0);
 	assert_int_equal(st, 1);
-	json_decref(r);
-	r = NULL;
+	iflag_http_clear(&t);
 
-	if (flag_switch_with(&hp.p, false, &o, &r, err, sizeof(err)) != 0)
-		fail_msg("flag off: %s", err);
-	assert_true(json_is_false(s.value));
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
-	    sizeof(err)), 0);
+	if (flag_switch_with(&t.hp.p, false, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
+		fail_msg("flag off: %s", t.err);
+	assert_true(json_is_false(t.s.value));
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
+	    sizeof(t.err)), 0);
 	assert_int_equal(st, 0);
-	json_decref(r);
+	iflag_http_clear(&t);
 
 	/* Neither on nor off. */
-	srv_set(&s, json_string("maybe"));
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, &r, err, sizeof(err)),
-	    0);
+	srv_set(&t.s, json_string("maybe"));
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, &t.r, t.err,
+	    sizeof(t.err)), 0);
 	assert_int_equal(st, -1);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	assert_string_equal(json_string_value(json_object_get(json_object_get(t.r,
 	    "read_back"), "state")), "unknown");
-	json_decref(r);
-	iflag_srv_stop(&s);
+	iflag_http_end(&t);
 }
 
 static void
 test_http_pointer_escapes(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	struct srv s;
+	struct iflag_http t;
 	int st = -2;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/flags/0/x~1y/m~0n");
-	iflag_quick(&o);
-	if (flag_switch_with(&hp.p, true, &o, NULL, err, sizeof(err)) != 0)
-		fail_msg("flag on: %s", err);
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
-	    sizeof(err)), 0);
+	iflag_http_begin(&t, "/flags/0/x~1y/m~0n");
+	if (flag_switch_with(&t.hp.p, true, &t.o, NULL, t.err, sizeof(t.err)) != 0)
+		fail_msg("flag on: %s", t.err);
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
+	    sizeof(t.err)), 0);
 	assert_int_equal(st, 1);
 
 	/* A pointer to nothing: unknown, and a switch cannot confirm. */
-	hp.settings.read_pointer = "/flags/1/x~1y/m~0n";
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
-	    sizeof(err)), 0);
+	t.hp.settings.read_pointer = "/flags/1/x~1y/m~0n";
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
+	    sizeof(t.err)), 0);
 	assert_int_equal(st, -1);
-	assert_int_equal(flag_switch_with(&hp.p, true, &o, NULL, err,
-	    sizeof(err)), FLAG_ERR_MISMATCH);
-	iflag_assert_contains(err, "nothing there at /flags/1/x~1y/m~0n");
+	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, NULL, t.err,
+	    sizeof(t.err)), FLAG_ERR_MISMATCH);
+	iflag_assert_contains(t.err, "nothing there at /flags/1/x~1y/m~0n");
 
 	/* A malformed pointer fails before anything is sent. */
-	hp.settings.read_pointer = "/flags/0/x~2y";
-	s.requests = 0;
-	assert_int_equal(flag_read_with(&hp.p, &o, &st, NULL, err,
-	    sizeof(err)), FLAG_ERR_ARG);
-	assert_int_equal(s.requests, 0);
-	iflag_srv_stop(&s);
+	t.hp.settings.read_pointer = "/flags/0/x~2y";
+	t.s.requests = 0;
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
+	    sizeof(t.err)), FLAG_ERR_ARG);
+	assert_int_equal(t.s.requests, 0);
+	iflag_http_end(&t);
 }
 
 static void
 test_http_500_then_ok(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
-	s.write_fail_n = 2;
-	if (flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err)) != 0)
-		fail_msg("flag on: %s", err);
-	assert_true(json_is_true(json_object_get(r, "confirmed")));
+	iflag_http_begin(&t, "/enabled");
+	t.s.write_fail_n = 2;
+	if (flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
+		fail_msg("flag on: %s", t.err);
+	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
 	/* Each 500 is followed by a read-back that finds the flag off, so
 	 * the write goes again; then the switch's own read-back. */
-	assert_int_equal(iflag_nattempts(r, "write"), 3);
-	assert_int_equal(iflag_status_of(iflag_attempt(r, 0)), 500);
-	assert_string_equal(json_string_value(json_object_get(iflag_attempt(r, 1),
+	assert_int_equal(iflag_nattempts(t.r, "write"), 3);
+	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), 500);
+	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 1),
 	    "call")), "read");
-	assert_int_equal(iflag_status_of(iflag_attempt(r, 2)), 500);
-	assert_int_equal(iflag_status_of(iflag_attempt(r, 4)), 200);
-	assert_int_equal(iflag_nattempts(r, "read"), 3);
-	assert_int_equal(s.writes, 1);
+	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 2)), 500);
+	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 4)), 200);
+	assert_int_equal(iflag_nattempts(t.r, "read"), 3);
+	assert_int_equal(t.s.writes, 1);
 	/* The 500 answers quoted the header: redacted in the excerpts. */
-	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(r, 0),
+	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(t.r, 0),
 	    "excerpt")), "flag store unavailable (request had ***)");
-	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
-	assert_true(json_is_true(s.value));
-	json_decref(r);
-	iflag_srv_stop(&s);
+	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
+	assert_true(json_is_true(t.s.value));
+	iflag_http_end(&t);
 }
 
 static void
 test_http_500_forever(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 	size_t i;
 	int rc;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
-	s.write_fail_forever = 1;
-	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
-	    sizeof(err)), FLAG_ERR_HTTP);
-	assert_false(json_is_true(json_object_get(r, "confirmed")));
+	iflag_http_begin(&t, "/enabled");
+	t.s.write_fail_forever = 1;
+	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
+	    sizeof(t.err)), FLAG_ERR_HTTP);
+	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
 	/* Each write answered 500, each read-back after it found the flag
 	 * off: four writes, four reads, alternating. */
-	assert_int_equal(iflag_nattempts(r, "write"), 4);
-	assert_int_equal(iflag_nattempts(r, "read"), 4);
+	assert_int_equal(iflag_nattempts(t.r, "write"), 4);
+	assert_int_equal(iflag_nattempts(t.r, "read"), 4);
 	for (i = 0; i < 8; i += 2)
-		assert_int_equal(iflag_status_of(iflag_attempt(r, i)), 500);
-	iflag_assert_contains(err, "flag on: PUT ");
-	iflag_assert_contains(err, hp.url);
-	iflag_assert_contains(err, "HTTP 500");
-	iflag_assert_contains(err, "flag store unavailable");
-	iflag_assert_contains(err, "4 attempts");
-	iflag_assert_contains(err, "read back: not switched");
-	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
-	assert_int_equal(s.requests, 8);
-	json_decref(r);
-	r = NULL;
+		assert_int_equal(iflag_status_of(iflag_attempt(t.r, i)), 500);
+	iflag_assert_contains(t.err, "flag on: PUT ");
+	iflag_assert_contains(t.err, t.hp.url);
+	iflag_assert_contains(t.err, "HTTP 500");
+	iflag_assert_contains(t.err, "flag store unavailable");
+	iflag_assert_contains(t.err, "4 attempts");
+	iflag_assert_contains(t.err, "read back: not switched");
+	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
+	assert_int_equal(t.s.requests, 8);
+	iflag_http_clear(&t);
 
 	/* The budget bounds the attempts: 50 ms leaves room for two. A
 	 * write read back off is a plain HTTP failure; one whose read-back
 	 * the budget left no time to answer (1 ms on a busy machine) is in
 	 * doubt: it may have taken, and it is not sent again. */
-	o.attempts = 10;
-	o.backoff_ms = 30;
-	o.backoff_max_ms = 30;
-	o.budget_ms = 50;
-	rc = flag_switch_with(&hp.p, true, &o, &r, err, sizeof(err));
-	assert_true(iflag_nattempts(r, "write") == 1 || iflag_nattempts(r, "write") == 2);
-	assert_int_equal(iflag_nattempts(r, "read"), iflag_nattempts(r, "write"));
-	if (iflag_status_of(iflag_attempt(r, iflag_nattempts(r, NULL) - 1)) == 200)
+	t.o.attempts = 10;
+	t.o.backoff_ms = 30;
+	t.o.backoff_max_ms = 30;
+	t.o.budget_ms = 50;
+	rc = flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err, sizeof(t.err));
+	assert_true(iflag_nattempts(t.r, "write") == 1 ||
+	    iflag_nattempts(t.r, "write") == 2);
+	assert_int_equal(iflag_nattempts(t.r, "read"), iflag_nattempts(t.r, "write"));
+	if (iflag_status_of(iflag_attempt(t.r, iflag_nattempts(t.r, NULL) - 1)) == 200)
 		assert_int_equal(rc, FLAG_ERR_HTTP);
 	else
 		assert_int_equal(rc, FLAG_ERR_UNCONFIRMED);
-	json_decref(r);
-	iflag_srv_stop(&s);
+	iflag_http_end(&t);
 }
 
 static void
 test_http_400(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
-	s.bad_request = 1;
-	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
-	    sizeof(err)), FLAG_ERR_HTTP);
-	assert_int_equal(iflag_nattempts(r, NULL), 1);
-	assert_int_equal(iflag_status_of(iflag_attempt(r, 0)), 400);
-	assert_int_equal(s.requests, 1);
-	iflag_assert_contains(err, "HTTP 400 (BadRequest: refusing ***)");
-	iflag_assert_contains(err, "not retried");
-	iflag_assert_not_leaked(r, err, "flag-secret-7f3a9c");
-	json_decref(r);
-	r = NULL;
+	iflag_http_begin(&t, "/enabled");
+	t.s.bad_request = 1;
+	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
+	    sizeof(t.err)), FLAG_ERR_HTTP);
+	assert_int_equal(iflag_nattempts(t.r, NULL), 1);
+	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), 400);
+	assert_int_equal(t.s.requests, 1);
+	iflag_assert_contains(t.err, "HTTP 400 (BadRequest: refusing ***)");
+	iflag_assert_contains(t.err, "not retried");
+	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
+	iflag_http_clear(&t);
 
 	/* A read URL that is not there: 404, not retried either. */
-	s.bad_request = 0;
-	snprintf(hp.url, sizeof(hp.url), "%s/nope", s.base);
-	hp.settings.read_url = hp.url;
-	assert_int_equal(flag_read_with(&hp.p, &o, NULL, &r, err, sizeof(err)),
-	    FLAG_ERR_NOT_FOUND);
-	assert_int_equal(iflag_nattempts(r, NULL), 1);
-	iflag_assert_contains(err, "HTTP 404 (no such flag)");
-	json_decref(r);
-	iflag_srv_stop(&s);
+	t.s.bad_request = 0;
+	snprintf(t.hp.url, sizeof(t.hp.url), "%s/nope", t.s.base);
+	t.hp.settings.read_url = t.hp.url;
+	assert_int_equal(flag_read_with(&t.hp.p, &t.o, NULL, &t.r, t.err,
+	    sizeof(t.err)), FLAG_ERR_NOT_FOUND);
+	assert_int_equal(iflag_nattempts(t.r, NULL), 1);
+	iflag_assert_contains(t.err, "HTTP 404 (no such flag)");
+	iflag_http_end(&t);
 }
 
 static void
 test_http_ignored_write(void **state)
 {
-	struct http_plan hp;
-	struct flag_options o;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 
 	(void)state;
-	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	iflag_quick(&o);
-	s.ignore_write = 1;
-	assert_int_equal(flag_switch_with(&hp.p, true, &o, &r, err,
-	    sizeof(err)), FLAG_ERR_MISMATCH);
-	assert_false(json_is_true(json_object_get(r, "confirmed")));
-	assert_int_equal(iflag_nattempts(r, "write"), 1);
-	assert_int_equal(iflag_nattempts(r, "read"), 1);
-	iflag_assert_contains(err, "false at /enabled; expected true (on)");
-	assert_true(json_is_false(json_object_get(json_object_get(r,
+	iflag_http_begin(&t, "/enabled");
+	t.s.ignore_write = 1;
+	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
+	    sizeof(t.err)), FLAG_ERR_MISMATCH);
+	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
+	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
+	assert_int_equal(iflag_nattempts(t.r, "read"), 1);
+	iflag_assert_contains(t.err, "false at /enabled; expected true (on)");
+	assert_true(json_is_false(json_object_get(json_object_get(t.r,
 	    "read_back"), "value")));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	assert_string_equal(json_string_value(json_object_get(json_object_get(t.r,
 	    "read_back"), "state")), "off");
-	json_decref(r);
-	iflag_srv_stop(&s);
+	iflag_http_end(&t);
 }
 
 static void
 test_http_secret_unset(void **state)
 {
-	struct http_plan hp;
-	char err[512] = "";
-	json_t *r = NULL;
-	struct srv s;
+	struct iflag_http t;
 
 	(void)state;
+	iflag_http_begin(&t, "/enabled");
 	unsetenv(AUTH_ENV);
-	iflag_srv_start(&s);
-	iflag_http_plan(&hp, &s, "/enabled");
-	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	assert_int_equal(flag_switch(&t.hp.p, true, &t.r, t.err, sizeof(t.err)),
 	    FLAG_ERR_ARG);
-	iflag_assert_contains(err, "flag.headers.Authorization: env:" AUTH_ENV
+	iflag_assert_contains(t.err, "flag.headers.Authorization: env:" AUTH_ENV
 	    ": variable " AUTH_ENV " is not set");
-	assert_int_equal(s.requests, 0);
-	json_decref(r);
-	r = NULL;
+	assert_int_equal(t.s.requests, 0);
+	iflag_http_clear(&t);
 
 	/* Credentials in a URL are refused, and not quoted. */
 	assert_int_equal(setenv(AUTH_ENV, AUTH_SECRET, 1), 0);
-	hp.settings.on.url = "http://user:pa55word@127.0.0.1:1/flag";
-	assert_int_equal(flag_switch(&hp.p, true, &r, err, sizeof(err)),
+	t.hp.settings.on.url = "http://user:pa55word@127.0.0.1:1/flag";
+	assert_int_equal(flag_switch(&t.hp.p, true, &t.r, t.err, sizeof(t.err)),
 	    FLAG_ERR_ARG);
-	iflag_assert_contains(err, "flag.on.url must not carry credentials");
-	iflag_assert_not_leaked(r, err, "pa55word");
-	json_decref(r);
-	iflag_srv_stop(&s);
+	iflag_assert_contains(t.err, "flag.on.url must not carry credentials");
+	iflag_assert_not_leaked(t.r, t.err, "pa55word");
+	iflag_http_end(&t);
 }
 
 /* ---- JSON pointer (RFC 6901 §5's examples) ---- */

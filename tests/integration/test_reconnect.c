@@ -87,16 +87,12 @@ stop_cluster(void *arg)
 static bool
 answers(int p)
 {
-	struct sockaddr_in sa;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+	int fd = itest_connect(p, 0);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)p);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd < 0)
+		return false;
 	close(fd);
-	return ok;
+	return true;
 }
 
 /* The pid of A's Erlang VM. */

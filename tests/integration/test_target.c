@@ -261,14 +261,10 @@ write_plan(void)
 	    "  queue_type: quorum\n"
 	    "  destinations: [" DEST "]\n"
 	    "canary:\n"
-	    "  delays: [1s, 2s]\n"
-	    "flag:\n"
-	    "  kind: unleash\n"
-	    "  url: %s\n"
-	    "  project: default\n"
-	    "  environment: production\n"
-	    "  feature: %s\n"
-	    "  token: env:CUTOVER_TEST_UNLEASH_TOKEN\n"
+	    "  delays: [1s, 2s]\n",
+	    target.vhost_url, target.mgmt, getenv("CUTOVER_TEST_USER"));
+	itest_plan_unleash_flag(&b, NULL, plan_name);
+	itest_plan_addf(&b,
 	    "  settle: 15s\n"
 	    "watch:\n"
 	    "  interval: 250ms\n"
@@ -281,9 +277,7 @@ write_plan(void)
 	    "  entry:\n"
 	    "    - { queues: { match: '^tg\\.old\\.' }, from: timestamp }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
-	    "move_old, watch, remove_old]\n",
-	    target.vhost_url, target.mgmt, getenv("CUTOVER_TEST_USER"),
-	    getenv("CUTOVER_TEST_UNLEASH_URL"), plan_name);
+	    "move_old, watch, remove_old]\n");
 	itest_plan_write(&b, planfile);
 }
 

@@ -263,114 +263,117 @@ mgmt_delete_binding(struct mgmt *m, const char *source, enum mgmt_dest kind,
 	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
 }
 
-int
-mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
-    const json_t *arguments, char *err, size_t errlen)
+/* The paths and the words of the objects put and deleted below. */
+struct object_kind {
+	const char *prefix, *kind, *put, *del;
+};
+
+static const struct object_kind queue_kind = { "/api/queues/", "queue",
+	"PUT /api/queues", "DELETE /api/queues" };
+static const struct object_kind exchange_kind = { "/api/exchanges/",
+	"exchange", "PUT /api/exchanges", "DELETE /api/exchanges" };
+
+/* PUTs BODY (taken, released here; NULL: building it failed) as object
+ * NAME of kind K in M's vhost. Returns 0, or a MGMT_ code with ERR: a bad
+ * name or path, the body, or the request (a 404, no such vhost, is
+ * MGMT_ERR_HTTP). */
+static int
+put_object(struct mgmt *m, const struct object_kind *k, const char *name,
+    json_t *body, char *err, size_t errlen)
 {
 	struct path p;
-	json_t *body = NULL;
 	int rc;
 
-	if (m == NULL || (arguments != NULL && !json_is_object(arguments))) {
-		errbuf_set(err, errlen, "mgmt_put_queue: no client, or arguments "
-		    "not an object");
-		return MGMT_ERR_ARG;
-	}
-	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
-	    errlen)) != 0)
-		return rc;
-	if ((rc = mgmt__path_check(&p, "PUT /api/queues", err, errlen)) != 0)
-		return rc;
-	if ((body = json_object()) == NULL ||
-	    json_object_set_new(body, "durable", json_boolean(durable)) != 0 ||
-	    json_object_set_new(body, "auto_delete", json_false()) != 0 ||
-	    json_object_set_new(body, "arguments",
-	    copy_or_empty(arguments)) != 0) {
+	if ((rc = mgmt__path_object(&p, m, k->prefix, name, k->kind, err,
+	    errlen)) != 0 || (rc = mgmt__path_check(&p, k->put, err,
+	    errlen)) != 0) {
 		json_decref(body);
-		return mgmt__body_error("PUT", &p, err, errlen);
+		return rc;
 	}
+	if (body == NULL)
+		return mgmt__body_error("PUT", &p, err, errlen);
 	rc = mgmt_request(m, "PUT", p.s, body, NULL, NULL, err, errlen);
 	json_decref(body);
 	if (rc == MGMT_NOT_FOUND)
 		rc = MGMT_ERR_HTTP;
 	return rc;
+}
+
+/* DELETEs object NAME of kind K in M's vhost, QUERY ("" or "?...")
+ * appended to its path. Returns 0, MGMT_NOT_FOUND when it is not there,
+ * or a MGMT_ code with ERR. */
+static int
+delete_object(struct mgmt *m, const struct object_kind *k, const char *name,
+    const char *query, char *err, size_t errlen)
+{
+	struct path p;
+	int rc;
+
+	if ((rc = mgmt__path_object(&p, m, k->prefix, name, k->kind, err,
+	    errlen)) != 0)
+		return rc;
+	if (query[0] != '\0')
+		mgmt__path_add(&p, query);
+	if ((rc = mgmt__path_check(&p, k->del, err, errlen)) != 0)
+		return rc;
+	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
+}
+
+int
+mgmt_put_queue(struct mgmt *m, const char *name, bool durable,
+    const json_t *arguments, char *err, size_t errlen)
+{
+	if (m == NULL || (arguments != NULL && !json_is_object(arguments))) {
+		errbuf_set(err, errlen, "mgmt_put_queue: no client, or arguments "
+		    "not an object");
+		return MGMT_ERR_ARG;
+	}
+	return put_object(m, &queue_kind, name, json_pack("{s:b, s:b, s:o}",
+	    "durable", durable, "auto_delete", 0, "arguments",
+	    copy_or_empty(arguments)), err, errlen);
 }
 
 int
 mgmt_delete_queue(struct mgmt *m, const char *name, int flags, char *err,
     size_t errlen)
 {
-	struct path p;
-	int rc;
+	const char *query = "";
 
 	if (m == NULL) {
 		errbuf_set(err, errlen, "mgmt_delete_queue: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
-	    errlen)) != 0)
-		return rc;
 	if (flags & MGMT_IF_EMPTY)
-		mgmt__path_add(&p, (flags & MGMT_IF_UNUSED) ?
-		    "?if-empty=true&if-unused=true" : "?if-empty=true");
+		query = (flags & MGMT_IF_UNUSED) ?
+		    "?if-empty=true&if-unused=true" : "?if-empty=true";
 	else if (flags & MGMT_IF_UNUSED)
-		mgmt__path_add(&p, "?if-unused=true");
-	if ((rc = mgmt__path_check(&p, "DELETE /api/queues", err, errlen)) != 0)
-		return rc;
-	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
+		query = "?if-unused=true";
+	return delete_object(m, &queue_kind, name, query, err, errlen);
 }
 
 int
 mgmt_put_exchange(struct mgmt *m, const char *name, const char *type,
     bool durable, const json_t *arguments, char *err, size_t errlen)
 {
-	struct path p;
-	json_t *body = NULL;
-	int rc;
-
 	if (m == NULL || type == NULL ||
 	    (arguments != NULL && !json_is_object(arguments))) {
 		errbuf_set(err, errlen, "mgmt_put_exchange: no client or type, or "
 		    "arguments not an object");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
-	    errlen)) != 0)
-		return rc;
-	if ((rc = mgmt__path_check(&p, "PUT /api/exchanges", err, errlen)) != 0)
-		return rc;
-	if ((body = json_object()) == NULL ||
-	    json_object_set_new(body, "type", json_string(type)) != 0 ||
-	    json_object_set_new(body, "durable", json_boolean(durable)) != 0 ||
-	    json_object_set_new(body, "auto_delete", json_false()) != 0 ||
-	    json_object_set_new(body, "internal", json_false()) != 0 ||
-	    json_object_set_new(body, "arguments",
-	    copy_or_empty(arguments)) != 0) {
-		json_decref(body);
-		return mgmt__body_error("PUT", &p, err, errlen);
-	}
-	rc = mgmt_request(m, "PUT", p.s, body, NULL, NULL, err, errlen);
-	json_decref(body);
-	if (rc == MGMT_NOT_FOUND)
-		rc = MGMT_ERR_HTTP;
-	return rc;
+	return put_object(m, &exchange_kind, name, json_pack(
+	    "{s:s, s:b, s:b, s:b, s:o}", "type", type, "durable", durable,
+	    "auto_delete", 0, "internal", 0, "arguments",
+	    copy_or_empty(arguments)), err, errlen);
 }
 
 int
 mgmt_delete_exchange(struct mgmt *m, const char *name, char *err,
     size_t errlen)
 {
-	struct path p;
-	int rc;
-
 	if (m == NULL) {
 		errbuf_set(err, errlen, "mgmt_delete_exchange: no client");
 		return MGMT_ERR_ARG;
 	}
-	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
-	    errlen)) != 0)
-		return rc;
-	if ((rc = mgmt__path_check(&p, "DELETE /api/exchanges", err, errlen)) != 0)
-		return rc;
-	return mgmt_request(m, "DELETE", p.s, NULL, NULL, NULL, err, errlen);
+	return delete_object(m, &exchange_kind, name, "", err, errlen);
 }

@@ -85,6 +85,13 @@ fx_plan(struct fx *fx, const char *name, const char *yaml, int64_t now)
 }
 
 int64_t
+fx_open_plan(struct fx *fx, const char *yaml)
+{
+	fx_open(fx);
+	return fx_plan(fx, "p", yaml, 1);
+}
+
+int64_t
 fx_append(struct fx *fx, int64_t plan, int64_t ts, const char *actor,
     const char *kind, const char *details)
 {

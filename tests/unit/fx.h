@@ -41,6 +41,11 @@ void fx_open(struct fx *fx);
  * its id. */
 int64_t fx_plan(struct fx *fx, const char *name, const char *yaml, int64_t now);
 
+/* Opens the store (fx_open) and inserts a plan "p" with YAML at time 1
+ * (fx_plan), as most store tests begin; fails the test on error. Returns
+ * the plan's id. */
+int64_t fx_open_plan(struct fx *fx, const char *yaml);
+
 /* Appends an event to PLAN's history; fails the test on error. Returns its
  * id. */
 int64_t fx_append(struct fx *fx, int64_t plan, int64_t ts, const char *actor,

@@ -206,8 +206,7 @@ test_transactions(void **state)
 	struct store_step st;
 	int64_t plan, id = 0;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "abc", 1);
+	plan = fx_open_plan(fx, "abc");
 	assert_int_equal(store_step_insert(fx->s, plan, 0, "canary", 0,
 	    FX_ERR(fx)), 0);
 

@@ -29,8 +29,7 @@ test_alerts_raise_update_ack(void **state)
 	int64_t plan, id = 0, id2 = 0;
 	bool raised = false;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "yaml", 1);
+	plan = fx_open_plan(fx, "yaml");
 	assert_int_equal(store_alert_raise(fx->s, plan, "parking", "1 message parked",
 	    100, &id, &raised, FX_ERR(fx)), 0);
 	assert_true(raised);

@@ -17,8 +17,7 @@ test_commands_in_order_and_handled_once(void **state)
 	struct store_command c;
 	int64_t plan, a, b;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "yaml", 1);
+	plan = fx_open_plan(fx, "yaml");
 	assert_int_equal(store_command_next(fx->s, plan, &c, FX_ERR(fx)), STORE_NOT_FOUND);
 	assert_int_equal(store_command_insert(fx->s, plan, "approve", 4, 0, "alice",
 	    "looks good", 10, &a, FX_ERR(fx)), 0);

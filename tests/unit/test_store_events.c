@@ -224,17 +224,27 @@ test_events_refused_appends_leave_chain_intact(void **state)
 	assert_int_equal(store_rollback(fx->s), 0);
 }
 
+/* Opens the store, writes five_events, and returns a second connection
+ * to the file, as a tamperer would have (the caller closes it); fails the
+ * test when any of it fails. */
+static sqlite3 *
+five_events_raw(struct fx *fx)
+{
+	int64_t p1, p2;
+
+	fx_open(fx);
+	five_events(fx, &p1, &p2);
+	return fx_raw_open(fx->path);
+}
+
 static void
 test_events_triggers_refuse_update_and_delete(void **state)
 {
 	struct fx *fx = *state;
 	struct store_verify v;
-	int64_t p1, p2;
 	sqlite3 *db;
 
-	fx_open(fx);
-	five_events(fx, &p1, &p2);
-	db = fx_raw_open(fx->path);
+	db = five_events_raw(fx);
 	assert_int_equal(fx_raw_exec(db,
 	    "UPDATE events SET details_json = '{\"forged\":1}' WHERE id = 3")
 	    & 0xff, SQLITE_CONSTRAINT);
@@ -256,12 +266,9 @@ static void
 tamper(struct fx *fx, const char *sql, int64_t bad_id, const char *why)
 {
 	struct store_verify v;
-	int64_t p1, p2;
 	sqlite3 *db;
 
-	fx_open(fx);
-	five_events(fx, &p1, &p2);
-	db = fx_raw_open(fx->path);
+	db = five_events_raw(fx);
 	assert_int_equal(fx_raw_exec(db, "DROP TRIGGER events_no_update;"
 	    "DROP TRIGGER events_no_delete"), SQLITE_OK);
 	if (fx_raw_exec(db, sql) != SQLITE_OK)

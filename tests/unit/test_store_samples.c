@@ -115,8 +115,7 @@ test_downsample_keeps_the_maximum_per_bucket(void **state)
 	struct series all = { 0 }, after = { 0 };
 	int64_t plan, removed;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "yaml", 1);
+	plan = fx_open_plan(fx, "yaml");
 	/* Ten minutes of 10 s samples of two series. */
 	assert_int_equal(store_begin(fx->s, FX_ERR(fx)), 0);
 	for (int i = 0; i < 60; i++) {

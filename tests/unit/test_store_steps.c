@@ -19,8 +19,7 @@ test_steps(void **state)
 	struct store_step st;
 	int64_t plan;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "abc", 1);
+	plan = fx_open_plan(fx, "abc");
 	assert_int_equal(store_step_insert(fx->s, plan, 0, "measure_horizon", 0,
 	    FX_ERR(fx)), 0);
 	assert_int_equal(store_step_insert(fx->s, plan, 1, "flip", 1,
@@ -95,8 +94,7 @@ test_step_reset_clears_the_attempt(void **state)
 	struct store_step st;
 	int64_t plan;
 
-	fx_open(fx);
-	plan = fx_plan(fx, "p", "yaml", 1);
+	plan = fx_open_plan(fx, "yaml");
 	assert_int_equal(store_step_insert(fx->s, plan, 0, "canary", 0, FX_ERR(fx)), 0);
 	assert_int_equal(store_step_update(fx->s, plan, 0, "failed", 10, 20, "{\"lost\":1}",
 	    "1 message lost", FX_ERR(fx)), 0);
