@@ -2,9 +2,11 @@
  * one, a dry run (the ladder, every object declare_ladder would create, the
  * steps and gates) and the design review (check.c). Contacts nothing,
  * unless --broker: then it also reads each valid plan's broker version and
- * feature flags (cli_check_broker.c), read-only. */
+ * feature flags (cli_check_broker.c), read-only, and says so right after
+ * the plan's verdict, before the long dry run. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -13,6 +15,36 @@
 #include "cli.h"
 
 static const char usage_line[] = "cutover check [--json] [--broker] PLAN.yaml...";
+
+/* check --broker for a person: the plan's own verdict line, then what its
+ * broker says (the part that can fail for reasons outside the file), then
+ * the dry run and the review, which run long. Returns 0 when both pass. */
+static int
+check_broker_first(const char *file, json_t *results)
+{
+	char *text = NULL, *nl;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int rc;
+
+	if (mem == NULL)
+		return check_plan(file, NULL, 0, 0, stdout, stderr, results) != 0 ? -1 :
+		    cli_check_broker(file, 0, stdout, stderr, NULL);
+	rc = check_plan(file, NULL, 0, 0, mem, stderr, results);
+	fclose(mem);
+	nl = text != NULL ? memchr(text, '\n', len) : NULL;
+	if (rc != 0 || nl == NULL) {
+		fwrite(text, 1, len, stdout);
+		free(text);
+		return -1;
+	}
+	fwrite(text, 1, (size_t)(nl - text) + 1, stdout);
+	fflush(stdout);
+	rc = cli_check_broker(file, 0, stdout, stderr, NULL);
+	fwrite(nl + 1, 1, len - (size_t)(nl + 1 - text), stdout);
+	free(text);
+	return rc;
+}
 
 int
 cli_check(int argc, char **argv)
@@ -47,11 +79,13 @@ cli_check(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		if (!json && i > optind)
 			printf("\n");
-		if (check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0)
+		if (broker && !json)
+			bad += check_broker_first(argv[i], results) != 0;
+		else if (check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0)
 			bad++;
 		else if (broker)
-			bad += cli_check_broker(argv[i], json, stdout, stderr, json ?
-			    json_array_get(results, json_array_size(results) - 1) : NULL) != 0;
+			bad += cli_check_broker(argv[i], json, stdout, stderr,
+			    json_array_get(results, json_array_size(results) - 1)) != 0;
 	}
 	if (json) {
 		json_t *o = json_pack("{s:b,s:O}", "valid", bad == 0, "plans", results);

@@ -94,6 +94,9 @@ done
 expect 0 "$bin" check --broker "$plan"
 contains "$tmp/out" "broker: RabbitMQ ${CUTOVER_TEST_BROKER_VERSION:-}"
 contains "$tmp/out" "ok      at-least-once dead-lettering: feature flag stream_queue enabled"
+# The broker's verdict right after the plan's, before the long dry run.
+sed -n 2p "$tmp/out" | grep -q "^broker: RabbitMQ" ||
+    fail "check --broker's second line is '$(sed -n 2p "$tmp/out")', not the broker's verdict"
 # A plan without move_old is not asked about arrival stamps; one with it
 # is, through a queue of cutover's own that is gone afterwards (3.10 has
 # no stamp; a 4.0 node has none unless rabbitmq.conf sets the interceptor).
