@@ -90,6 +90,14 @@ struct store_verify {
  * this binary's. Returns 0 and a store the caller closes, or -1 with ERR. */
 int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
+/* ---- backups (store_backup.c) ---- */
+
+/* Writes a consistent copy of S's database into OUT, a new file (one that
+ * exists is refused): one read transaction, so that the engine and the
+ * API go on writing meanwhile; the copy is whole and on the disk when
+ * this returns 0, and absent after -1 (with ERR). */
+int store_backup(struct store *s, const char *out, char *err, size_t errlen);
+
 /* Checks the database file of S (opened from PATH) for damage: SQLite's
  * quick_check, or its full integrity_check (indexes against their tables
  * too) when FULL. Returns 0 when the file is whole, or -1 with ERR saying

@@ -12,6 +12,7 @@
 #include "build_info.h"
 #include "cli.h"
 #include "near.h"
+#include "store.h"
 
 static const struct verb {
 	const char *name;
@@ -33,6 +34,7 @@ static const struct verb {
 	{ "ack", cli_ack, "acknowledge an open alert" },
 	{ "archive", cli_archive, "archive a finished plan, so that its name can be used again" },
 	{ "status", cli_status, "list plans, or one plan's steps" },
+	{ "backup", cli_backup, "make a checked copy of a database while serve or run holds it" },
 	{ "history", cli_history, "print a plan's recorded history, or verify the hash chain" },
 	{ "operators", cli_operators, "add, list or remove the operators who may act through serve's API" },
 	{ NULL, NULL, NULL }
@@ -48,8 +50,8 @@ usage(FILE *f)
 	    "1 wrong input or failed check, 2 usage error.\n");
 }
 
-/* `cutover --version [--json]`: the version, the commit, and each library's
- * version built against and running. */
+/* `cutover --version [--json]`: the version, the commit, each library's
+ * version built against and running, and the database schema it writes. */
 static int
 version(int argc, char **argv)
 {
@@ -66,14 +68,16 @@ version(int argc, char **argv)
 		for (size_t i = 0; i < BUILD_LIBS; i++)
 			printf("%-14s %-10s %s\n", bi->libs[i].name, bi->libs[i].built,
 			    bi->libs[i].running[0] != '\0' ? bi->libs[i].running : "unknown");
+		printf("database schema %d (it opens databases of this schema and older)\n",
+		    STORE_SCHEMA_VERSION);
 		return CLI_OK;
 	}
 	libs = json_object();
 	for (size_t i = 0; i < BUILD_LIBS; i++)
 		json_object_set_new(libs, bi->libs[i].name, json_pack("{s:s,s:s}",
 		    "built", bi->libs[i].built, "running", bi->libs[i].running));
-	doc = json_pack("{s:s,s:s,s:o}", "version", bi->version, "commit", bi->commit,
-	    "libraries", libs);
+	doc = json_pack("{s:s,s:s,s:i,s:o}", "version", bi->version, "commit", bi->commit,
+	    "schema", STORE_SCHEMA_VERSION, "libraries", libs);
 	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (text == NULL) {

@@ -44,6 +44,10 @@ for l in $libs; do
 done
 [ "$(jq -r '"\(.version) \(.commit)"' "$tmp/out")" = "$version $commit" ] ||
     fail "--version --json: $(cat "$tmp/out")"
+# The schema it writes: the one state/store.h names.
+schema=$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)$/\1/p' "$src/state/store.h")
+[ -n "$schema" ] && [ "$(jq -r .schema "$tmp/out")" = "$schema" ] ||
+    fail "--version --json names schema '$(jq -r .schema "$tmp/out")', store.h $schema"
 expect 0 "$bin" version
 expect 2 "$bin" --version --yaml
 contains "$tmp/err" "unexpected argument '--yaml'"

@@ -1,0 +1,167 @@
+/* cli_backup: `cutover backup --db FILE OUT` — a consistent copy of the
+ * database while serve or run holds it (store_backup), then the copy
+ * checked as a restore would need it: SQLite's full integrity check and
+ * the whole history chain; and what it holds, said: each plan with its
+ * state, and the last event recorded. A copy that does not check is
+ * removed and the verb fails: a backup nobody can restore is worse than
+ * none, because it is trusted. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "errbuf.h"
+#include "store.h"
+
+static const char usage_line[] = "cutover backup --db FILE [--json] OUT";
+
+/* What a checked copy holds: its plans and its last event. */
+struct held {
+	json_t *plans;
+	int64_t last_id, last_ts, last_plan;
+	char last_kind[48];
+};
+
+static int
+plan_seen(const struct store_plan *p, void *arg)
+{
+	struct held *h = arg;
+
+	json_array_append_new(h->plans, json_pack("{s:I,s:s,s:s,s:b}", "id",
+	    (json_int_t)p->id, "name", p->name, "status", p->status, "archived",
+	    p->archived_ms != 0));
+	return 0;
+}
+
+static int
+event_seen(const struct store_event *ev, void *arg)
+{
+	struct held *h = arg;
+
+	h->last_id = ev->id;
+	h->last_ts = ev->ts_ms;
+	h->last_plan = ev->plan_id;
+	snprintf(h->last_kind, sizeof(h->last_kind), "%s", ev->kind);
+	return 0;
+}
+
+/* Opens the copy OUT and checks it whole; fills H. Returns 0, or -1 with
+ * ERR. */
+static int
+check_copy(const char *out, struct held *h, char *err, size_t errlen)
+{
+	struct store_verify v = { 0 };
+	struct store *c = NULL;
+	int rc = -1;
+
+	if (store_open(out, &c, err, errlen) != 0 ||
+	    store_integrity(c, out, true, err, errlen) != 0 ||
+	    store_verify_events(c, &v, err, errlen) != 0)
+		goto done;
+	if (!v.verified) {
+		errbuf_set(err, errlen, "the copy's history does not verify: %s", v.reason);
+		goto done;
+	}
+	if (store_each_plan(c, plan_seen, h, err, errlen) != 0 ||
+	    store_each_event(c, 0, event_seen, h, err, errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	store_close(c);
+	return rc;
+}
+
+int
+cli_backup(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct held h = { .plans = json_array() };
+	struct store *s = NULL;
+	const char *db = NULL, *out;
+	char err[1024], when[32];
+	int c, json = 0, rc = CLI_FAIL;
+	struct timespec t0, t1;
+	size_t i;
+	json_t *p;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db = optarg; break;
+		case 'j': json = 1; break;
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			json_decref(h.plans);
+			return CLI_OK;
+		default:
+			json_decref(h.plans);
+			return cli_usage_error("backup", usage_line, "unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (db == NULL || argc - optind != 1) {
+		json_decref(h.plans);
+		return cli_usage_error("backup", usage_line, db == NULL ?
+		    "--db FILE is required" : "expected the backup's file name, OUT");
+	}
+	out = argv[optind];
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (cli_store_open_existing(db, &s, err, sizeof(err)) != 0 ||
+	    store_backup(s, out, err, sizeof(err)) != 0)
+		goto fail;
+	store_close(s);
+	s = NULL;
+	if (check_copy(out, &h, err, sizeof(err)) != 0) {
+		(void)unlink(out);
+		fprintf(stderr, "cutover backup: the copy %s did not check, and is removed: %s\n",
+		    out, err);
+		goto done;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (json) {
+		json_t *o = json_pack("{s:s,s:s,s:b,s:O,s:{s:I,s:I,s:I,s:s},s:I}", "backup", out,
+		    "db", db, "verified", 1, "plans", h.plans, "last_event", "id",
+		    (json_int_t)h.last_id, "ts_ms", (json_int_t)h.last_ts, "plan",
+		    (json_int_t)h.last_plan, "kind", h.last_kind, "took_ms",
+		    (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000));
+
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(o);
+	} else {
+		time_t t = (time_t)(h.last_ts / 1000);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm);
+		printf("%s: a checked copy of %s (integrity and history verified)\n", out, db);
+		json_array_foreach(h.plans, i, p)
+			printf("  plan %-4lld %-32s %s%s\n",
+			    (long long)json_integer_value(json_object_get(p, "id")),
+			    json_string_value(json_object_get(p, "name")),
+			    json_string_value(json_object_get(p, "status")),
+			    json_is_true(json_object_get(p, "archived")) ? " (archived)" : "");
+		printf("  last event #%" PRId64 " %s at %s\n", h.last_id, h.last_kind,
+		    h.last_id != 0 ? when : "-");
+	}
+	rc = CLI_OK;
+	goto done;
+fail:
+	fprintf(stderr, "cutover backup: %s\n", err);
+done:
+	store_close(s);
+	json_decref(h.plans);
+	return rc;
+}
