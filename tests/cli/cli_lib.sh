@@ -1,5 +1,7 @@
 # cli_lib: what the command-line test scripts share, sourced after they set
-# $tmp (a scratch directory) and failures=0: fail, expect, contains.
+# $tmp (a scratch directory) and failures=0: fail, expect, contains, and
+# serve started and stopped for a test (cli_serve_start, cli_serve_stop,
+# cli_cleanup).
 # shellcheck shell=sh
 # $tmp is the sourcing script's (above):
 # shellcheck disable=SC2154
@@ -20,4 +22,30 @@ expect() {
 
 contains() { # FILE TEXT
 	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+
+# cli_serve_start DB OPERATORS PORT: `cutover serve` on DB with the
+# operators file OPERATORS on 127.0.0.1:PORT, its log in $tmp/serve.log;
+# waits for /healthz (30 s at most, else fails and exits). Sets serve_pid.
+cli_serve_start() {
+	"$bin" serve --db "$1" --listen "127.0.0.1:$3" --operators "$2" 2>>"$tmp/serve.log" &
+	serve_pid=$!
+	_i=0
+	until curl -fsS "http://127.0.0.1:$3/healthz" >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ $_i -gt 300 ] && { fail "serve did not start: $(cat "$tmp/serve.log")"; exit 1; }
+		sleep 0.1
+	done
+}
+
+# cli_serve_stop: stops the serve cli_serve_start started, and waits for it.
+cli_serve_stop() {
+	[ -z "${serve_pid:-}" ] || { kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; }
+	serve_pid=
+}
+
+# cli_cleanup: the EXIT trap of a test that may have started serve.
+cli_cleanup() {
+	cli_serve_stop
+	rm -rf "$tmp"
 }

@@ -12,30 +12,18 @@ bin=$1
 src=$2
 tmp=$(mktemp -d)
 serve_pid=
-cleanup() {
-	[ -z "$serve_pid" ] || { kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 failures=0
 
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
+trap cli_cleanup EXIT
 # shellcheck source=../e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 
 expect 0 "$bin" operators add tester --file "$tmp/operators"
 token=$(cat "$tmp/out")
 port=$(e2e_free_port 43) || { fail "no free port"; exit 1; }
-"$bin" serve --db "$tmp/live.db" --listen "127.0.0.1:$port" --operators "$tmp/operators" \
-    2>"$tmp/serve.log" &
-serve_pid=$!
-i=0
-until curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -gt 300 ] && { fail "serve did not start: $(cat "$tmp/serve.log")"; exit 1; }
-	sleep 0.1
-done
+cli_serve_start "$tmp/live.db" "$tmp/operators" "$port"
 
 # submit N: plan demo-N through the API (its broker is nowhere: the engine
 # records its steps failing, which is writing too).

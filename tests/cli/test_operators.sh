@@ -12,15 +12,11 @@ set -u
 bin=$1
 tmp=$(mktemp -d)
 serve_pid=
-cleanup() {
-	[ -z "$serve_pid" ] || { kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 failures=0
 
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
+trap cli_cleanup EXIT
 # shellcheck source=../e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 
@@ -69,32 +65,16 @@ contains "$tmp/out" "bob"
 # serve on that file: alice may act (the plan is unknown: 404, not 401),
 # a token nobody holds is refused, saying where tokens come from.
 port=$(e2e_free_port 41) || { fail "no free port"; exit 1; }
-start_serve() {
-	"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" --operators "$ops" \
-	    2>>"$tmp/serve.log" &
-	serve_pid=$!
-	_i=0
-	until curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
-		_i=$((_i + 1))
-		[ $_i -gt 300 ] && { fail "serve did not start: $(cat "$tmp/serve.log")"; exit 1; }
-		sleep 0.1
-	done
-}
-stop_serve() {
-	kill "$serve_pid"
-	wait "$serve_pid"
-	serve_pid=
-}
 abort_as() { # TOKEN: the HTTP status of an abort of plan 999
 	curl -s -o "$tmp/answer" -w '%{http_code}' -X POST -H "Authorization: Bearer $1" \
 	    "http://127.0.0.1:$port/api/plans/999/abort"
 }
-start_serve
+cli_serve_start "$tmp/cutover.db" "$ops" "$port"
 [ "$(abort_as "$alice")" = 404 ] || fail "alice's token: $(cat "$tmp/answer")"
 [ "$(abort_as "$bob")" = 404 ] || fail "bob's token: $(cat "$tmp/answer")"
 [ "$(abort_as 0123abcd)" = 401 ] || fail "a stranger's token: $(cat "$tmp/answer")"
 contains "$tmp/answer" "cutover operators add NAME"
-stop_serve
+cli_serve_stop
 # remove: alice's line gone, the comment and bob's line as they were.
 expect 0 "$bin" operators remove alice --file "$ops"
 grep -q '^alice:' "$ops" && fail "alice is still in the file"
@@ -102,10 +82,10 @@ contains "$ops" "# the payments team"
 contains "$ops" "bob:"
 expect 1 "$bin" operators remove alice --file "$ops"
 contains "$tmp/err" "no operator 'alice'"
-start_serve
+cli_serve_start "$tmp/cutover.db" "$ops" "$port"
 [ "$(abort_as "$alice")" = 401 ] || fail "removed alice's token: $(cat "$tmp/answer")"
 [ "$(abort_as "$bob")" = 404 ] || fail "bob's token after alice left: $(cat "$tmp/answer")"
-stop_serve
+cli_serve_stop
 
 [ "$failures" -eq 0 ] || { echo "test_operators: $failures failures" >&2; exit 1; }
 echo "test_operators: ok"
