@@ -447,39 +447,34 @@ done:
 	return rc;
 }
 
-int
-cli_approve(int argc, char **argv)
-{
-	return command("approve", "cutover approve (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
-}
+/* The verbs command() records, with their usage lines and how many
+ * arguments each takes (PLAN, or PLAN and STEP or ALERT). */
+static const struct command_verb {
+	const char *verb;
+	const char *usage;
+	int want_args;
+} command_verbs[] = {
+	{ "approve", "cutover approve (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
+	    "PLAN STEP [--comment TEXT] [--json]", 2 },
+	{ "retry", "cutover retry (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
+	    "PLAN STEP [--comment TEXT] [--json]", 2 },
+	{ "abort", "cutover abort (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
+	    "PLAN [--comment TEXT] [--json]", 1 },
+	{ "archive", "cutover archive (--db FILE --as NAME | [--server URL]) "
+	    "PLAN [--comment TEXT] [--json]", 1 },
+	{ "ack", "cutover ack (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
+	    "PLAN ALERT [--comment TEXT] [--json]", 2 },
+};
 
 int
-cli_retry(int argc, char **argv)
+cli_command(int argc, char **argv)
 {
-	return command("retry", "cutover retry (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN STEP [--comment TEXT] [--json]", argc, argv, 2);
-}
-
-int
-cli_abort(int argc, char **argv)
-{
-	return command("abort", "cutover abort (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
-}
-
-int
-cli_archive(int argc, char **argv)
-{
-	return command("archive", "cutover archive (--db FILE --as NAME | [--server URL]) "
-	    "PLAN [--comment TEXT] [--json]", argc, argv, 1);
-}
-
-int
-cli_ack(int argc, char **argv)
-{
-	return command("ack", "cutover ack (--db FILE --as NAME | [--server URL [--cacert FILE]]) "
-	    "PLAN ALERT [--comment TEXT] [--json]", argc, argv, 2);
+	for (size_t i = 0; i < sizeof(command_verbs) / sizeof(command_verbs[0]); i++)
+		if (strcmp(argv[0], command_verbs[i].verb) == 0)
+			return command(command_verbs[i].verb, command_verbs[i].usage, argc,
+			    argv, command_verbs[i].want_args);
+	fprintf(stderr, "cutover: '%s' is not an operator's command\n", argv[0]);
+	return CLI_USAGE;
 }
 
 static int
