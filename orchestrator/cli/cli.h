@@ -75,6 +75,12 @@ int cli_step_run(const char *what, const char *path,
     int (*fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen),
     int json, void (*print)(json_t *result, int ok));
 
+struct plan_errors;
+
+/* Prints every error of ERRS, "FILE:LINE:COLUMN: message", to stderr, and
+ * frees them (ERRS is empty again). */
+void cli_plan_errors(struct plan_errors *errs);
+
 /* Loads and validates the plan in PATH. Returns it (free with plan_free),
  * or NULL after printing every error, "FILE:LINE:COLUMN: message", to
  * stderr. */

@@ -209,6 +209,24 @@ outcome_report(int json, int64_t id, enum engine_outcome outcome)
 	}
 }
 
+/* Submits the plan YAML (LEN bytes, read from PATH) to the store S as the
+ * CLI (FRESH: it starts anew, STORE_SUBMIT_NEW) into *ID; a plan that
+ * does not validate has its errors printed. Returns store_plan_submit's
+ * answer. */
+static int
+submit_plan(struct store *s, const char *path, const char *yaml, size_t len, int fresh,
+    int64_t *id, char *err, size_t errlen)
+{
+	struct plan_errors errs = { 0 };
+	int r = store_plan_submit(s, path, yaml, len, "cli", fresh ? STORE_SUBMIT_NEW : 0,
+	    id, &errs, err, errlen);
+
+	if (r == STORE_INVALID)
+		cli_plan_errors(&errs);
+	plan_errors_free(&errs);
+	return r;
+}
+
 static const char run_usage[] =
     "cutover run --db FILE [--config FILE] [--new] [--json] PLAN.yaml";
 
@@ -220,12 +238,10 @@ static int
 run_config(struct common *o, struct serve_config **cfg)
 {
 	struct plan_errors errs = { 0 };
-	char line[512], err[1024];
+	char err[1024];
 
 	if (serve_config_load_file(o->config, cfg, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
+		cli_plan_errors(&errs);
 		return -1;
 	}
 	if (o->db == NULL)
@@ -268,7 +284,6 @@ run_notify_end(struct notify *nf, struct store *s)
 int
 cli_run(int argc, char **argv)
 {
-	struct plan_errors errs = { 0 };
 	struct engine_opts eo = { 0 };
 	struct store_plan sp;
 	struct common o;
@@ -277,7 +292,7 @@ cli_run(int argc, char **argv)
 	struct serve_config *cfg = NULL;
 	struct notify *nf = NULL;
 	enum engine_outcome outcome;
-	char err[1024], line[512], *yaml = NULL;
+	char err[1024], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
 	bool done_already;
@@ -312,14 +327,9 @@ cli_run(int argc, char **argv)
 		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
-	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
-	    sizeof(err));
-	if (r == STORE_INVALID) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	r = submit_plan(s, argv[optind], yaml, len, o.fresh, &id, err, sizeof(err));
+	if (r == STORE_INVALID)
 		goto done;
-	}
 	if (r == STORE_RUNNING) {
 		bool resume;
 
@@ -349,7 +359,6 @@ done:
 	/* Whatever the end, what was recorded is an event to notify of. */
 	run_notify_end(nf, s);
 	serve_config_free(cfg);
-	plan_errors_free(&errs);
 	store_close(s);
 	store_lock_release(&lock);
 	free(yaml);
@@ -730,11 +739,10 @@ static const char submit_usage[] =
 int
 cli_submit(int argc, char **argv)
 {
-	struct plan_errors errs = { 0 };
 	struct store_plan p;
 	struct common o;
 	struct store *s = NULL;
-	char err[1024], line[512], *yaml = NULL;
+	char err[1024], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
 	int rc = CLI_FAIL, r;
@@ -757,14 +765,9 @@ cli_submit(int argc, char **argv)
 	/* Locally: recorded for the engine of `cutover serve --db FILE`. */
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
-	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
-	    sizeof(err));
-	if (r == STORE_INVALID) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	r = submit_plan(s, argv[optind], yaml, len, o.fresh, &id, err, sizeof(err));
+	if (r == STORE_INVALID)
 		goto done;
-	}
 	if (r != 0 || store_plan_get(s, id, &p, err, sizeof(err)) != 0)
 		goto fail;
 	if (o.json)
@@ -778,7 +781,6 @@ cli_submit(int argc, char **argv)
 fail:
 	fprintf(stderr, "cutover submit: %s\n", err);
 done:
-	plan_errors_free(&errs);
 	store_close(s);
 	free(yaml);
 	return rc;
