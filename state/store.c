@@ -417,6 +417,69 @@ store__write_one(struct store *s, const char *what, const char *missing, char *e
 	return rc;
 }
 
+/* store__read and store__read_one: ONE stops after the first row and
+ * answers STORE_NOT_FOUND when there is none. */
+static int
+store__readv(struct store *s, const char *what, int one, store__row_fn fn, void *arg,
+    char *err, size_t errlen, const char *sql, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1, rows = 0, stop = 0, src = SQLITE_DONE;
+
+	if (store__prepare(s, sql, &st, what, err, errlen) != 0 ||
+	    store__bindv(st, types, ap, err, errlen) != 0)
+		goto done;
+	while (!stop && (src = sqlite3_step(st)) == SQLITE_ROW) {
+		rows++;
+		if ((stop = fn(st, arg)) < 0) {
+			errbuf_set(err, errlen, "%s: out of memory", what);
+			goto done;
+		}
+		stop |= one;
+	}
+	if (!stop && src != SQLITE_DONE) {
+		store__dberr(s, err, errlen, what);
+		goto done;
+	}
+	rc = !one ? rows : rows == 0 ? STORE_NOT_FOUND : 0;
+done:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store__read(struct store *s, const char *what, store__row_fn fn, void *arg,
+    char *err, size_t errlen, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = store__readv(s, what, 0, fn, arg, err, errlen, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+store__read_one(struct store *s, const char *what, store__row_fn fn, void *arg,
+    char *err, size_t errlen, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = store__readv(s, what, 1, fn, arg, err, errlen, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+store__row_int64(sqlite3_stmt *st, void *arg)
+{
+	*(int64_t *)arg = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
 /* Runs a pragma that returns one integer (or text when TEXT is not NULL). */
 static int
 pragma(struct store *s, const char *sql, int64_t *num, char *text,

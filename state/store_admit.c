@@ -134,30 +134,32 @@ store_plan_archive(struct store *s, int64_t plan_id, const char *actor,
 	return STORE_REFUSED;
 }
 
+/* A plan's origin as store_plan_origin reads it. */
+struct origin {
+	bool *is_new, *earlier;
+};
+
+/* store__read's FN for store_plan_origin. */
+static int
+read_origin(sqlite3_stmt *st, void *arg)
+{
+	const struct origin *o = arg;
+
+	*o->is_new = sqlite3_column_int(st, 0) != 0;
+	*o->earlier = sqlite3_column_int(st, 1) != 0;
+	return 0;
+}
+
 int
 store_plan_origin(struct store *s, int64_t plan_id, bool *is_new, bool *earlier,
     char *err, size_t errlen)
 {
-	static const char sql[] =
+	struct origin o = { is_new, earlier };
+
+	*is_new = *earlier = false;
+	return store__read_one(s, "reading the plan's origin", read_origin, &o, err, errlen,
 	    "SELECT coalesce((SELECT json_extract(details_json, '$.new') FROM events"
 	    "   WHERE plan_id = ?1 AND kind = 'plan.submitted' ORDER BY id LIMIT 1), 0),"
 	    " EXISTS (SELECT 1 FROM plans o, plans p WHERE p.id = ?1"
-	    "   AND o.name = p.name AND o.id < p.id)";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-
-	*is_new = *earlier = false;
-	if (store__prepare(s, sql, &st, "reading the plan's origin", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		store__dberr(s, err, errlen, "reading the plan's origin");
-		goto done;
-	}
-	*is_new = sqlite3_column_int(st, 0) != 0;
-	*earlier = sqlite3_column_int(st, 1) != 0;
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	    "   AND o.name = p.name AND o.id < p.id)", "I", plan_id) == 0 ? 0 : -1;
 }

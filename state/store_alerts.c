@@ -45,44 +45,37 @@ store_alert_ack(struct store *s, int64_t plan_id, int64_t id, const char *actor,
 	return sqlite3_changes(s->db) > 0 ? 0 : STORE_NOT_FOUND;
 }
 
+/* store__read's FN for store_each_alert: the alert handed to the walk's
+ * FN, when there is one. */
+static int
+alert_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+	struct store_alert a;
+
+	memset(&a, 0, sizeof(a));
+	a.id = sqlite3_column_int64(st, 0);
+	a.plan_id = w->plan_id;
+	store__copystr(a.kind, sizeof(a.kind), sqlite3_column_text(st, 1));
+	store__copystr(a.message, sizeof(a.message), sqlite3_column_text(st, 2));
+	a.raised_ms = sqlite3_column_int64(st, 3);
+	a.last_ms = sqlite3_column_int64(st, 4);
+	a.count = sqlite3_column_int64(st, 5);
+	a.acked_ms = sqlite3_column_int64(st, 6);
+	store__copystr(a.acked_by, sizeof(a.acked_by), sqlite3_column_text(st, 7));
+	store__copystr(a.ack_comment, sizeof(a.ack_comment), sqlite3_column_text(st, 8));
+	return w->fn.alert != NULL && w->fn.alert(&a, w->arg) != 0;
+}
+
 int
 store_each_alert(struct store *s, int64_t plan_id, int open_only,
     int (*fn)(const struct store_alert *a, void *arg), void *arg, char *err, size_t errlen)
 {
-	static const char sql[] =
+	struct store__walk w = { .fn.alert = fn, .arg = arg, .plan_id = plan_id };
+
+	return store__read(s, "reading alerts", alert_row, &w, err, errlen,
 	    "SELECT id, kind, message, raised_ms, last_ms, count, coalesce(acked_ms, 0),"
 	    " coalesce(acked_by, ''), coalesce(ack_comment, '') FROM alerts"
-	    " WHERE plan_id = ?1 AND (?2 = 0 OR acked_ms IS NULL) ORDER BY id";
-	struct store_alert a;
-	sqlite3_stmt *st = NULL;
-	int rc = -1, n = 0, src;
-
-	if (store__prepare(s, sql, &st, "reading alerts", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int(st, 2, open_only != 0);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&a, 0, sizeof(a));
-		a.id = sqlite3_column_int64(st, 0);
-		a.plan_id = plan_id;
-		store__copystr(a.kind, sizeof(a.kind), sqlite3_column_text(st, 1));
-		store__copystr(a.message, sizeof(a.message), sqlite3_column_text(st, 2));
-		a.raised_ms = sqlite3_column_int64(st, 3);
-		a.last_ms = sqlite3_column_int64(st, 4);
-		a.count = sqlite3_column_int64(st, 5);
-		a.acked_ms = sqlite3_column_int64(st, 6);
-		store__copystr(a.acked_by, sizeof(a.acked_by), sqlite3_column_text(st, 7));
-		store__copystr(a.ack_comment, sizeof(a.ack_comment), sqlite3_column_text(st, 8));
-		n++;
-		if (fn != NULL && fn(&a, arg))
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "reading alerts");
-		goto done;
-	}
-	rc = n;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	    " WHERE plan_id = ?1 AND (?2 = 0 OR acked_ms IS NULL) ORDER BY id", "Ii",
+	    plan_id, open_only != 0);
 }

@@ -21,36 +21,13 @@ store_command_insert(struct store *s, int64_t plan_id, const char *kind, int ste
 	    now_ms);
 }
 
-/* Reads the one command that WHERE (with ?1 the plan, ?2 ARG) selects.
- * Returns 0, STORE_NOT_FOUND when none, -1 on failure. */
+/* store__read's FN for command_row: the command into ARG. */
 static int
-command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
-    struct store_command *out, char *err, size_t errlen)
+read_command(sqlite3_stmt *st, void *arg)
 {
-	char sql[512];
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	struct store_command *out = arg;
 
-	snprintf(sql, sizeof(sql), "SELECT id, kind, coalesce(step_idx, -1),"
-	    " coalesce(alert_id, 0), actor, comment, created_ms, coalesce(handled_ms, 0),"
-	    " coalesce(outcome, '') FROM commands WHERE %s", where);
-	memset(out, 0, sizeof(*out));
-	if (store__prepare(s, sql, &st, "reading commands", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int64(st, 2, arg);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		break;
-	case SQLITE_DONE:
-		rc = STORE_NOT_FOUND;
-		goto done;
-	default:
-		store__dberr(s, err, errlen, "reading commands");
-		goto done;
-	}
 	out->id = sqlite3_column_int64(st, 0);
-	out->plan_id = plan_id;
 	store__copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 1));
 	out->step_idx = sqlite3_column_int(st, 2);
 	out->alert_id = sqlite3_column_int64(st, 3);
@@ -59,10 +36,27 @@ command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
 	out->created_ms = sqlite3_column_int64(st, 6);
 	out->handled_ms = sqlite3_column_int64(st, 7);
 	store__copystr(out->outcome, sizeof(out->outcome), sqlite3_column_text(st, 8));
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
+}
+
+/* Reads the one command that WHERE (with ?1 the plan, ?2 ARG) selects.
+ * Returns 0, STORE_NOT_FOUND when none, -1 on failure. */
+static int
+command_row(struct store *s, const char *where, int64_t plan_id, int64_t arg,
+    struct store_command *out, char *err, size_t errlen)
+{
+	char sql[512];
+	int r;
+
+	snprintf(sql, sizeof(sql), "SELECT id, kind, coalesce(step_idx, -1),"
+	    " coalesce(alert_id, 0), actor, comment, created_ms, coalesce(handled_ms, 0),"
+	    " coalesce(outcome, '') FROM commands WHERE %s", where);
+	memset(out, 0, sizeof(*out));
+	r = store__read_one(s, "reading commands", read_command, out, err, errlen, sql,
+	    "II", plan_id, arg);
+	if (r == 0)
+		out->plan_id = plan_id;
+	return r;
 }
 
 int

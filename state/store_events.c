@@ -179,6 +179,22 @@ store__read_event(sqlite3_stmt *st, struct store_event *ev)
 	return (ev->details_json = store__dupcol(st, 5)) == NULL ? -1 : 0;
 }
 
+/* store__read's FN for store_each_event: the event handed to the walk's
+ * FN. */
+static int
+event_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+	struct store_event ev;
+	int stop;
+
+	if (store__read_event(st, &ev) != 0)
+		return -1;
+	stop = w->fn.event(&ev, w->arg) != 0;
+	free(ev.details_json);
+	return stop;
+}
+
 int
 store_each_event(struct store *s, int64_t plan_id,
     int (*fn)(const struct store_event *ev, void *arg), void *arg,
@@ -190,33 +206,11 @@ store_each_event(struct store *s, int64_t plan_id,
 	static const char plan_sql[] =
 	    "SELECT id, plan_id, ts_ms, actor, kind, details_json, prev_hash,"
 	    " hash FROM events WHERE plan_id = ?1 ORDER BY id";
-	struct store_event ev;
-	sqlite3_stmt *st = NULL;
-	int rc = -1, src, stop;
+	struct store__walk w = { .fn.event = fn, .arg = arg };
 
-	if (store__prepare(s, plan_id == 0 ? all_sql : plan_sql, &st, "reading events",
-	    err, errlen) == -1)
-		goto done;
-	if (plan_id != 0)
-		sqlite3_bind_int64(st, 1, plan_id);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		if (store__read_event(st, &ev) != 0) {
-			errbuf_set(err, errlen, "reading events: out of memory");
-			goto done;
-		}
-		stop = fn(&ev, arg);
-		free(ev.details_json);
-		if (stop)
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "reading events");
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read(s, "reading events", event_row, &w, err, errlen,
+	    plan_id == 0 ? all_sql : plan_sql, plan_id == 0 ? "" : "I", plan_id) < 0 ?
+	    -1 : 0;
 }
 
 /* Reads the current row of ST (the columns of verify_chain's query): its
@@ -338,6 +332,24 @@ done:
 	return rc;
 }
 
+/* The chain head as read_head reads it. */
+struct head {
+	int64_t *events, *last_id;
+	char *last;
+};
+
+/* store__read's FN for read_head. */
+static int
+head_row(sqlite3_stmt *st, void *arg)
+{
+	const struct head *h = arg;
+
+	*h->events = sqlite3_column_int64(st, 0);
+	*h->last_id = sqlite3_column_int64(st, 1);
+	store__copystr(h->last, STORE_HASH_HEX, sqlite3_column_text(st, 2));
+	return 0;
+}
+
 /* Reads the chain head: how many events the chain held after the last
  * append, and that event's id and hash. Returns 0, 1 when the head row
  * is gone, -1 on failure. */
@@ -345,29 +357,12 @@ static int
 read_head(struct store *s, int64_t *events, int64_t *last_id,
     char last[STORE_HASH_HEX], char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT events, last_id, last_hash FROM chain_head WHERE id = 1";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	struct head h = { events, last_id, last };
+	int r = store__read_one(s, "verifying events: reading the chain head", head_row,
+	    &h, err, errlen, "SELECT events, last_id, last_hash FROM chain_head WHERE id = 1",
+	    "");
 
-	if (store__prepare(s, sql, &st, "verifying events: reading the chain head",
-	    err, errlen) == -1)
-		return -1;
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		*events = sqlite3_column_int64(st, 0);
-		*last_id = sqlite3_column_int64(st, 1);
-		store__copystr(last, STORE_HASH_HEX, sqlite3_column_text(st, 2));
-		rc = 0;
-		break;
-	case SQLITE_DONE:
-		rc = 1;
-		break;
-	default:
-		store__dberr(s, err, errlen, "verifying events: reading the chain head");
-	}
-	sqlite3_finalize(st);
-	return rc;
+	return r == STORE_NOT_FOUND ? 1 : r;
 }
 
 /*
@@ -439,22 +434,9 @@ int
 store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
     int64_t *n, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT count(*) FROM events WHERE plan_id = ?1"
-	    " AND substr(kind, 1, length(?2)) = ?2";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-
 	*n = 0;
-	if (store__prepare(s, sql, &st, "counting events", err, errlen) == -1)
-		return -1;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_text(st, 2, kind_prefix, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*n = sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else
-		store__dberr(s, err, errlen, "counting events");
-	sqlite3_finalize(st);
-	return rc;
+	return store__read_one(s, "counting events", store__row_int64, n, err, errlen,
+	    "SELECT count(*) FROM events WHERE plan_id = ?1"
+	    " AND substr(kind, 1, length(?2)) = ?2", "It", plan_id, kind_prefix) == 0 ?
+	    0 : -1;
 }

@@ -80,4 +80,44 @@ int store__write(struct store *s, const char *what, int64_t *id, char *err,
 int store__write_one(struct store *s, const char *what, const char *missing,
     char *err, size_t errlen, const char *sql, const char *types, ...);
 
+/* Reads the current row of ST into ARG, for store__read. Returns 0 for
+ * the next row, 1 to stop after this one, -1 when out of memory. */
+typedef int (*store__row_fn)(sqlite3_stmt *st, void *arg);
+
+/*
+ * Prepares SQL, binds as store__write does, and calls FN for each row it
+ * selects, until FN stops; finalizes it. Returns how many rows FN read,
+ * or -1 with ERR naming WHAT (a failed step, or FN out of memory).
+ */
+int store__read(struct store *s, const char *what, store__row_fn fn, void *arg,
+    char *err, size_t errlen, const char *sql, const char *types, ...);
+
+/* As store__read, for the first row only: returns 0 when FN read it,
+ * STORE_NOT_FOUND when there is none (ERR untouched), or -1. */
+int store__read_one(struct store *s, const char *what, store__row_fn fn, void *arg,
+    char *err, size_t errlen, const char *sql, const char *types, ...);
+
+struct store_delivery;
+struct store_notify_count;
+
+/* A walk over rows that hands each, read into its struct, to a caller's
+ * FN (the member for the rows walked) with ARG: what a store__row_fn
+ * that calls back gets as its ARG. */
+struct store__walk {
+	union {
+		int (*event)(const struct store_event *ev, void *arg);
+		int (*delivery)(const struct store_delivery *d, void *arg);
+		int (*count)(const struct store_notify_count *c, void *arg);
+		int (*plan)(const struct store_plan *p, void *arg);
+		int (*alert)(const struct store_alert *a, void *arg);
+		int (*sample)(int64_t ts_ms, const char *metric, const char *label,
+		    double value, void *arg);
+	} fn;
+	void *arg;
+	int64_t plan_id;	/* the plan walked, for rows that do not say */
+};
+
+/* A store__row_fn: column 0 as an integer into the int64_t at ARG. */
+int store__row_int64(sqlite3_stmt *st, void *arg);
+
 #endif

@@ -56,40 +56,32 @@ read_delivery(sqlite3_stmt *st, struct store_delivery *d)
 	return 0;
 }
 
-/* Steps ST (prepared and bound), whose one row is one number, into *OUT;
- * finalizes ST. Returns 0, or -1 with ERR saying WHAT failed. */
-static int
-one_number(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out,
-    char *err, size_t errlen)
-{
-	int rc = -1;
-
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		store__dberr(s, err, errlen, what);
-		goto done;
-	}
-	*out = sqlite3_column_int64(st, 0);
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int
 store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
     char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-
 	/* The no-op update makes RETURNING answer for a cursor already there. */
-	if (store__prepare(s, "INSERT INTO notify_cursors (notifier, last_event_id)"
+	return store__read_one(s, "reading a notifier's cursor", store__row_int64,
+	    last_id, err, errlen, "INSERT INTO notify_cursors (notifier, last_event_id)"
 	    " SELECT ?1, coalesce(max(id), 0) FROM events WHERE true"
 	    " ON CONFLICT (notifier) DO UPDATE SET notifier = excluded.notifier"
-	    " RETURNING last_event_id", &st, "reading a notifier's cursor", err,
-	    errlen) != 0)
-		return -1;
-	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
-	return one_number(s, st, "reading a notifier's cursor", last_id, err, errlen);
+	    " RETURNING last_event_id", "t", notifier) == 0 ? 0 : -1;
+}
+
+/* store__read's FN for store_notify_events_after: an event's id, plan,
+ * time and kind. */
+static int
+event_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+	struct store_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.id = sqlite3_column_int64(st, 0);
+	ev.plan_id = sqlite3_column_int64(st, 1);
+	ev.ts_ms = sqlite3_column_int64(st, 2);
+	store__copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
+	return w->fn.event(&ev, w->arg) != 0;
 }
 
 int
@@ -97,32 +89,11 @@ store_notify_events_after(struct store *s, int64_t after_id, int limit,
     int (*fn)(const struct store_event *ev, void *arg), void *arg, char *err,
     size_t errlen)
 {
-	struct store_event ev;
-	sqlite3_stmt *st = NULL;
-	int rc = -1, src;
+	struct store__walk w = { .fn.event = fn, .arg = arg };
 
-	if (store__prepare(s, "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
-	    " ORDER BY id LIMIT ?2", &st, "reading new events", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_int64(st, 1, after_id);
-	sqlite3_bind_int(st, 2, limit);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&ev, 0, sizeof(ev));
-		ev.id = sqlite3_column_int64(st, 0);
-		ev.plan_id = sqlite3_column_int64(st, 1);
-		ev.ts_ms = sqlite3_column_int64(st, 2);
-		store__copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
-		if (fn(&ev, arg) != 0)
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "reading new events");
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read(s, "reading new events", event_row, &w, err, errlen,
+	    "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
+	    " ORDER BY id LIMIT ?2", "Ii", after_id, limit) < 0 ? -1 : 0;
 }
 
 int
@@ -146,37 +117,23 @@ store_notify_cursor_set(struct store *s, const char *notifier, int64_t last_id,
 	    "tI", notifier, last_id);
 }
 
-/* Steps ST (prepared and bound: DELIVERY_COLUMNS), calling FN for each
- * delivery until it returns non-zero; finalizes ST. Returns 0 or -1. */
+/* store__read's FN for DELIVERY_COLUMNS: the delivery handed to the
+ * walk's FN. */
 static int
-each_row(struct store *s, sqlite3_stmt *st, const char *what,
-    int (*fn)(const struct store_delivery *d, void *arg), void *arg, char *err,
-    size_t errlen)
+delivery_row(sqlite3_stmt *st, void *arg)
 {
+	const struct store__walk *w = arg;
 	struct store_delivery d;
-	int rc = -1, src, stop;
+	int stop;
 
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		if (read_delivery(st, &d) != 0) {
-			errbuf_set(err, errlen, "%s: out of memory", what);
-			goto done;
-		}
-		stop = fn(&d, arg);
-		store_delivery_clear(&d);
-		if (stop)
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, what);
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	if (read_delivery(st, &d) != 0)
+		return -1;
+	stop = w->fn.delivery(&d, w->arg) != 0;
+	store_delivery_clear(&d);
+	return stop;
 }
 
-/* each_row's FN for store_notify_due: a copy of the first into ARG. */
+/* delivery_row's FN for store_notify_due: a copy of the first into ARG. */
 static int
 take_first(const struct store_delivery *d, void *arg)
 {
@@ -192,16 +149,13 @@ int
 store_notify_due(struct store *s, const char *notifier, int64_t now_ms,
     struct store_delivery *out, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	struct store__walk w = { .fn.delivery = take_first, .arg = out };
 
 	memset(out, 0, sizeof(*out));
-	if (store__prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.notifier = ?1"
-	    " AND d.status = 'pending' AND d.next_ms <= ?2 ORDER BY d.next_ms, d.id LIMIT 1",
-	    &st, "reading due deliveries", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_text(st, 1, notifier, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, now_ms);
-	if (each_row(s, st, "reading due deliveries", take_first, out, err, errlen) != 0)
+	if (store__read(s, "reading due deliveries", delivery_row, &w, err, errlen,
+	    "SELECT " DELIVERY_COLUMNS " WHERE d.notifier = ?1 AND d.status = 'pending'"
+	    " AND d.next_ms <= ?2 ORDER BY d.next_ms, d.id LIMIT 1", "tI", notifier,
+	    now_ms) < 0)
 		return -1;
 	if (out->id != 0 && (out->details_json == NULL || out->attempts_json == NULL)) {
 		store_delivery_clear(out);
@@ -240,13 +194,24 @@ store_notify_attempt(struct store *s, int64_t id, int attempt, int64_t ts_ms,
 int
 store_notify_last_event(struct store *s, int64_t *last_id, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-
 	*last_id = 0;
-	if (store__prepare(s, "SELECT coalesce(max(id), 0) FROM events", &st,
-	    "reading the newest event", err, errlen) != 0)
-		return -1;
-	return one_number(s, st, "reading the newest event", last_id, err, errlen);
+	return store__read_one(s, "reading the newest event", store__row_int64, last_id,
+	    err, errlen, "SELECT coalesce(max(id), 0) FROM events", "") == 0 ? 0 : -1;
+}
+
+/* store__read's FN for store_notify_counts: one notifier's counts. */
+static int
+count_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+	struct store_notify_count c;
+
+	memset(&c, 0, sizeof(c));
+	store__copystr(c.notifier, sizeof(c.notifier), sqlite3_column_text(st, 0));
+	c.pending = sqlite3_column_int64(st, 1);
+	c.delivered = sqlite3_column_int64(st, 2);
+	c.failed = sqlite3_column_int64(st, 3);
+	return w->fn.count(&c, w->arg) != 0;
 }
 
 int
@@ -254,38 +219,17 @@ store_notify_counts(struct store *s, int64_t plan_id, int limit,
     int (*fn)(const struct store_notify_count *c, void *arg), void *arg, char *err,
     size_t errlen)
 {
-	struct store_notify_count c;
-	sqlite3_stmt *st = NULL;
-	int rc = -1, src;
+	struct store__walk w = { .fn.count = fn, .arg = arg };
 
 	/* The cursors name the notifiers serve knows (a new one has no
 	 * delivery yet): counted with zeros when all plans are asked for. */
-	if (store__prepare(s, "SELECT notifier, sum(status = 'pending'),"
+	return store__read(s, "counting deliveries", count_row, &w, err, errlen,
+	    "SELECT notifier, sum(status = 'pending'),"
 	    " sum(status = 'delivered'), sum(status = 'failed') FROM ("
 	    " SELECT notifier, status FROM deliveries WHERE ?1 = 0 OR plan_id = ?1"
 	    " UNION ALL SELECT notifier, NULL FROM notify_cursors WHERE ?1 = 0)"
-	    " GROUP BY notifier ORDER BY notifier LIMIT ?2", &st,
-	    "counting deliveries", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int(st, 2, limit);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&c, 0, sizeof(c));
-		store__copystr(c.notifier, sizeof(c.notifier), sqlite3_column_text(st, 0));
-		c.pending = sqlite3_column_int64(st, 1);
-		c.delivered = sqlite3_column_int64(st, 2);
-		c.failed = sqlite3_column_int64(st, 3);
-		if (fn(&c, arg) != 0)
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "counting deliveries");
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	    " GROUP BY notifier ORDER BY notifier LIMIT ?2", "Ii", plan_id, limit) < 0 ?
+	    -1 : 0;
 }
 
 int
@@ -293,11 +237,9 @@ store_notify_each(struct store *s, int64_t plan_id,
     int (*fn)(const struct store_delivery *d, void *arg), void *arg, char *err,
     size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	struct store__walk w = { .fn.delivery = fn, .arg = arg };
 
-	if (store__prepare(s, "SELECT " DELIVERY_COLUMNS " WHERE d.plan_id = ?1 ORDER BY d.id",
-	    &st, "reading deliveries", err, errlen) != 0)
-		return -1;
-	sqlite3_bind_int64(st, 1, plan_id);
-	return each_row(s, st, "reading deliveries", fn, arg, err, errlen);
+	return store__read(s, "reading deliveries", delivery_row, &w, err, errlen,
+	    "SELECT " DELIVERY_COLUMNS " WHERE d.plan_id = ?1 ORDER BY d.id", "I",
+	    plan_id) < 0 ? -1 : 0;
 }

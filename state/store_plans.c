@@ -64,11 +64,16 @@ done:
 	return rc;
 }
 
-/* Reads a plans row selected as (id, name, sha256, status, created_ms,
- * archived_ms) into OUT. */
-static void
-read_plan(sqlite3_stmt *st, struct store_plan *out)
+/* The columns read_plan reads, in its order. */
+#define PLAN_COLUMNS	"id, name, sha256, status, created_ms, archived_ms"
+
+/* store__read's FN: a plans row selected as PLAN_COLUMNS into the struct
+ * store_plan at ARG. */
+static int
+read_plan(sqlite3_stmt *st, void *arg)
 {
+	struct store_plan *out = arg;
+
 	memset(out, 0, sizeof(*out));
 	out->id = sqlite3_column_int64(st, 0);
 	store__copystr(out->name, sizeof(out->name), sqlite3_column_text(st, 1));
@@ -76,97 +81,57 @@ read_plan(sqlite3_stmt *st, struct store_plan *out)
 	store__copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 3));
 	out->created_ms = sqlite3_column_int64(st, 4);
 	out->archived_ms = sqlite3_column_int64(st, 5);
-}
-
-/* Steps ST (bound, one row expected) into OUT: 0, STORE_NOT_FOUND for no row, -1. */
-static int
-plan_row(struct store *s, sqlite3_stmt *st, struct store_plan *out,
-    const char *what, char *err, size_t errlen)
-{
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		read_plan(st, out);
-		return 0;
-	case SQLITE_DONE:
-		return STORE_NOT_FOUND;
-	default:
-		store__dberr(s, err, errlen, what);
-		return -1;
-	}
+	return 0;
 }
 
 int
 store_plan_get(struct store *s, int64_t id, struct store_plan *out,
     char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans"
-	    " WHERE id = ?1";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-
-	if (store__prepare(s, sql, &st, "reading plan", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, id);
-	rc = plan_row(s, st, out, "reading plan", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read_one(s, "reading plan", read_plan, out, err, errlen,
+	    "SELECT " PLAN_COLUMNS " FROM plans WHERE id = ?1", "I", id);
 }
 
 int
 store_plan_find(struct store *s, const char *name, struct store_plan *out,
     char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans"
-	    " WHERE name = ?1 ORDER BY id DESC LIMIT 1";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	return store__read_one(s, "finding plan", read_plan, out, err, errlen,
+	    "SELECT " PLAN_COLUMNS " FROM plans WHERE name = ?1 ORDER BY id DESC LIMIT 1",
+	    "t", name);
+}
 
-	if (store__prepare(s, sql, &st, "finding plan", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = plan_row(s, st, out, "finding plan", err, errlen);
-done:
-	sqlite3_finalize(st);
-	return rc;
+/* A plan's text as store_plan_yaml reads it. */
+struct yaml_text {
+	char **yaml;
+	size_t *len;
+};
+
+/* store__read's FN for store_plan_yaml: a malloc'ed copy of the text,
+ * and its length. */
+static int
+read_yaml(sqlite3_stmt *st, void *arg)
+{
+	const struct yaml_text *y = arg;
+
+	if ((*y->yaml = store__dupcol(st, 0)) == NULL)
+		return -1;
+	if (y->len != NULL)
+		*y->len = (size_t)sqlite3_column_bytes(st, 0);
+	return 0;
 }
 
 int
 store_plan_yaml(struct store *s, int64_t id, char **yaml, size_t *len,
     char *err, size_t errlen)
 {
-	static const char sql[] = "SELECT yaml FROM plans WHERE id = ?1";
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	struct yaml_text y = { yaml, len };
 
 	*yaml = NULL;
 	if (len != NULL)
 		*len = 0;
-	if (store__prepare(s, sql, &st, "reading plan yaml", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, id);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		break;
-	case SQLITE_DONE:
-		rc = STORE_NOT_FOUND;
-		goto done;
-	default:
-		store__dberr(s, err, errlen, "reading plan yaml");
-		goto done;
-	}
-	if ((*yaml = store__dupcol(st, 0)) == NULL) {
-		errbuf_set(err, errlen, "reading plan yaml: out of memory");
-		goto done;
-	}
-	if (len != NULL)
-		*len = (size_t)sqlite3_column_bytes(st, 0);
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read_one(s, "reading plan yaml", read_yaml, &y, err, errlen,
+	    "SELECT yaml FROM plans WHERE id = ?1", "I", id);
 }
 
 int
@@ -193,29 +158,23 @@ store_plan_set_status(struct store *s, int64_t id, const char *status,
 	return store__write_one(s, what, "no such plan", err, errlen, sql, "tI", status, id);
 }
 
+/* store__read's FN for store_each_plan: the plan handed to the walk's FN. */
+static int
+plan_walk_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+	struct store_plan p;
+
+	read_plan(st, &p);
+	return w->fn.plan(&p, w->arg) != 0;
+}
+
 int
 store_each_plan(struct store *s, int (*fn)(const struct store_plan *p, void *arg),
     void *arg, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT id, name, sha256, status, created_ms, archived_ms FROM plans ORDER BY id DESC";
-	struct store_plan p;
-	sqlite3_stmt *st = NULL;
-	int rc = -1, src;
+	struct store__walk w = { .fn.plan = fn, .arg = arg };
 
-	if (store__prepare(s, sql, &st, "listing plans", err, errlen) == -1)
-		goto done;
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		read_plan(st, &p);
-		if (fn(&p, arg))
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "listing plans");
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read(s, "listing plans", plan_walk_row, &w, err, errlen,
+	    "SELECT " PLAN_COLUMNS " FROM plans ORDER BY id DESC", "") < 0 ? -1 : 0;
 }

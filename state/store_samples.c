@@ -19,36 +19,30 @@ store_sample_insert(struct store *s, int64_t plan_id, int64_t ts_ms,
 	    ts_ms, metric, label != NULL ? label : "", value);
 }
 
+/* store__read's FN for store_each_sample: the sample handed to the walk's
+ * FN. */
+static int
+sample_row(sqlite3_stmt *st, void *arg)
+{
+	const struct store__walk *w = arg;
+
+	return w->fn.sample(sqlite3_column_int64(st, 0),
+	    (const char *)sqlite3_column_text(st, 1),
+	    (const char *)sqlite3_column_text(st, 2),
+	    sqlite3_column_double(st, 3), w->arg) != 0;
+}
+
 int
 store_each_sample(struct store *s, int64_t plan_id, int64_t since_ms,
     int (*fn)(int64_t ts_ms, const char *metric, const char *label,
     double value, void *arg), void *arg, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT ts_ms, metric, label, value FROM samples"
-	    " WHERE plan_id = ?1 AND ts_ms >= ?2 ORDER BY ts_ms, rowid";
-	sqlite3_stmt *st = NULL;
-	int rc = -1, src;
+	struct store__walk w = { .fn.sample = fn, .arg = arg };
 
-	if (store__prepare(s, sql, &st, "reading samples", err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	sqlite3_bind_int64(st, 2, since_ms);
-	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		if (fn(sqlite3_column_int64(st, 0),
-		    (const char *)sqlite3_column_text(st, 1),
-		    (const char *)sqlite3_column_text(st, 2),
-		    sqlite3_column_double(st, 3), arg))
-			break;
-	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "reading samples");
-		goto done;
-	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return store__read(s, "reading samples", sample_row, &w, err, errlen,
+	    "SELECT ts_ms, metric, label, value FROM samples"
+	    " WHERE plan_id = ?1 AND ts_ms >= ?2 ORDER BY ts_ms, rowid", "II", plan_id,
+	    since_ms) < 0 ? -1 : 0;
 }
 
 int64_t

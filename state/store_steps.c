@@ -46,35 +46,13 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    status, started_ms, ended_ms, result_json, error, plan_id, idx);
 }
 
-/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
- * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
- * NULL, when IDX < 0: no step has a NULL index), and
- * reads its first row into OUT; WHAT says what is read. Returns 0, STORE_NOT_FOUND when
- * there is no row, or -1 with ERR. */
+/* store__read's FN for step_read: the row into the struct store_step at
+ * ARG (its result and error malloc'ed, freed again when out of memory). */
 static int
-step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
-    const char *what, struct store_step *out, char *err, size_t errlen)
+read_step(sqlite3_stmt *st, void *arg)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	struct store_step *out = arg;
 
-	memset(out, 0, sizeof(*out));
-	if (store__prepare(s, sql, &st, what, err, errlen) == -1)
-		goto done;
-	sqlite3_bind_int64(st, 1, plan_id);
-	if (idx >= 0)
-		sqlite3_bind_int(st, 2, idx);
-	switch (sqlite3_step(st)) {
-	case SQLITE_ROW:
-		break;
-	case SQLITE_DONE:
-		rc = STORE_NOT_FOUND;
-		goto done;
-	default:
-		store__dberr(s, err, errlen, what);
-		goto done;
-	}
-	out->plan_id = plan_id;
 	store__copystr(out->kind, sizeof(out->kind), sqlite3_column_text(st, 0));
 	out->gate = sqlite3_column_int(st, 1);
 	store__copystr(out->status, sizeof(out->status), sqlite3_column_text(st, 2));
@@ -85,14 +63,28 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 	    (out->result_json = store__dupcol(st, 6)) == NULL) ||
 	    (sqlite3_column_type(st, 7) != SQLITE_NULL &&
 	    (out->error = store__dupcol(st, 7)) == NULL)) {
-		errbuf_set(err, errlen, "%s: out of memory", what);
 		store_step_clear(out);
-		goto done;
+		return -1;
 	}
-	rc = 0;
-done:
-	sqlite3_finalize(st);
-	return rc;
+	return 0;
+}
+
+/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
+ * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
+ * NULL, when IDX < 0: no step has a NULL index), and
+ * reads its first row into OUT; WHAT says what is read. Returns 0, STORE_NOT_FOUND when
+ * there is no row, or -1 with ERR. */
+static int
+step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
+    const char *what, struct store_step *out, char *err, size_t errlen)
+{
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = store__read_one(s, what, read_step, out, err, errlen, sql, "In", plan_id, idx);
+	if (r == 0)
+		out->plan_id = plan_id;
+	return r;
 }
 
 int

@@ -9,7 +9,6 @@ int
 mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
     char *err, size_t errlen)
 {
-	struct path p;
 	json_t *j = NULL;
 	const char *s;
 	int rc;
@@ -19,19 +18,9 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", name, "exchange", err,
-	    errlen)) != 0)
+	if ((rc = mgmt__get_object(m, "/api/exchanges/", name, "an exchange", NULL, &j,
+	    err, errlen)) != 0)
 		return rc;
-	if ((rc = mgmt__path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
-		return rc;
-	rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
-	if (rc != 0)
-		return rc;
-	if (!json_is_object(j) || mgmt__str_member(j, "name") == NULL) {
-		errbuf_set(err, errlen, "GET %s: answer is not an exchange", p.s);
-		json_decref(j);
-		return MGMT_ERR_ANSWER;
-	}
 	if ((out->arguments = mgmt__object_member(j, "arguments")) == NULL) {
 		json_decref(j);
 		memset(out, 0, sizeof(*out));

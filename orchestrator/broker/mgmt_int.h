@@ -103,6 +103,12 @@ void mgmt__describe(char *out, size_t outlen, const char *method, const char *pa
 int mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
     char *err, size_t errlen);
 
+/* GET one object: NAME, A_KIND ("a queue") under PREFIX ("/api/queues/"),
+ * with QUERY (NULL: none, else "?columns=..."), into *OUT: an object with
+ * a name. Returns 0, MGMT_NOT_FOUND (404), or another code with ERR. */
+int mgmt__get_object(struct mgmt *m, const char *prefix, const char *name,
+    const char *a_kind, const char *query, json_t **out, char *err, size_t errlen);
+
 /* ---- mgmt_json.c: reading answers, building bodies ---- */
 
 /* A non-negative integer member, or -1 (absent, null, not a number). */

@@ -255,7 +255,6 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
     char *err, size_t errlen)
 {
 	struct mgmt_queue *q;
-	struct path p;
 	json_t *j = NULL;
 	const char *s;
 	int rc;
@@ -265,21 +264,9 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 		return MGMT_ERR_ARG;
 	}
 	memset(out, 0, sizeof(*out));
-	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
-	    errlen)) != 0)
+	if ((rc = mgmt__get_object(m, "/api/queues/", name, "a queue",
+	    "?columns=" QUEUE_COLUMNS, &j, err, errlen)) != 0)
 		return rc;
-	mgmt__path_add(&p, "?columns=" QUEUE_COLUMNS);
-	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
-		return rc;
-	rc = mgmt_request(m, "GET", p.s, NULL, &j, NULL, err, errlen);
-	if (rc != 0)
-		return rc;
-	if (!json_is_object(j) || mgmt__str_member(j, "name") == NULL) {
-		errbuf_set(err, errlen, "GET %.*s: answer is not a queue",
-		    (int)strcspn(p.s, "?"), p.s);
-		json_decref(j);
-		return MGMT_ERR_ANSWER;
-	}
 	if ((out->arguments = mgmt__object_member(j, "arguments")) == NULL ||
 	    (out->effective_policy = mgmt__object_member(j,
 	    "effective_policy_definition")) == NULL) {

@@ -5,6 +5,7 @@
  * redacted (see mgmt.h); the words for each of the client's codes. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +483,37 @@ mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 		mgmt__describe(what, sizeof(what), "GET", path);
 		errbuf_set(err, errlen, "%s: answer is not a JSON %s", what,
 		    is_array ? "array" : "object");
+		json_decref(*out);
+		*out = NULL;
+		return MGMT_ERR_ANSWER;
+	}
+	return 0;
+}
+
+int
+mgmt__get_object(struct mgmt *m, const char *prefix, const char *name,
+    const char *a_kind, const char *query, json_t **out, char *err, size_t errlen)
+{
+	char what[WHAT_MAX];
+	struct path p;
+	int rc;
+
+	*out = NULL;
+	/* An empty NAME is said by its kind ("queue"), a path too long by
+	 * the listing ("GET /api/queues"). */
+	if ((rc = mgmt__path_object(&p, m, prefix, name, strchr(a_kind, ' ') + 1, err,
+	    errlen)) != 0)
+		return rc;
+	if (query != NULL)
+		mgmt__path_add(&p, query);
+	snprintf(what, sizeof(what), "GET %.*s", (int)strlen(prefix) - 1, prefix);
+	if ((rc = mgmt__path_check(&p, what, err, errlen)) != 0)
+		return rc;
+	if ((rc = mgmt_request(m, "GET", p.s, NULL, out, NULL, err, errlen)) != 0)
+		return rc;
+	if (!json_is_object(*out) || mgmt__str_member(*out, "name") == NULL) {
+		errbuf_set(err, errlen, "GET %.*s: answer is not %s",
+		    (int)strcspn(p.s, "?"), p.s, a_kind);
 		json_decref(*out);
 		*out = NULL;
 		return MGMT_ERR_ANSWER;

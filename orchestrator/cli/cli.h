@@ -12,7 +12,8 @@
 enum cli_exit {
 	CLI_OK = 0,        /* done, or the check passed */
 	CLI_FAIL = 1,      /* the input is wrong or a check failed */
-	CLI_USAGE = 2      /* the command line itself is wrong */
+	CLI_USAGE = 2,     /* the command line itself is wrong */
+	CLI_GO_ON = -1     /* not an exit status: the verb goes on */
 };
 
 int cli_encode(int argc, char **argv);
@@ -22,11 +23,9 @@ int cli_old(int argc, char **argv);
 int cli_publish(int argc, char **argv);
 int cli_canary(int argc, char **argv);
 int cli_run(int argc, char **argv);
-int cli_approve(int argc, char **argv);
-int cli_retry(int argc, char **argv);
-int cli_abort(int argc, char **argv);
-int cli_archive(int argc, char **argv);
-int cli_ack(int argc, char **argv);
+/* approve, retry, abort, archive and ack: the operator's command named by
+ * ARGV[0] (the verb), recorded for the engine. */
+int cli_command(int argc, char **argv);
 int cli_history(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_submit(int argc, char **argv);
@@ -65,6 +64,27 @@ int cli_remote_status(const char *server, const char *plan, int json);
 int cli_remote_history(const char *server, const char *plan, int json);
 
 struct plan;
+
+/* cli_step.c: the verbs that run one step by hand. */
+/* Reads ARGV's options, [--json] [--help], into *JSON. Returns CLI_GO_ON,
+ * or the exit status after --help (usage printed) or a usage error. */
+int cli_step_options(const char *verb, const char *usage, int argc, char **argv,
+    int *json);
+/* Runs FN, a step (step.h's step_fn), on the plan in PATH with the code the
+ * engine runs: prints its result as JSON (with JSON), else with PRINT (OK:
+ * the step succeeded), and what failed to stderr as "cutover WHAT: ...".
+ * Returns CLI_OK, or CLI_FAIL when the plan does not load, the broker
+ * cannot be reached or the step fails. */
+struct step_ctx;
+int cli_step_run(const char *what, const char *path,
+    int (*fn)(struct step_ctx *c, json_t **result, char *err, size_t errlen),
+    int json, void (*print)(json_t *result, int ok));
+
+struct plan_errors;
+
+/* Prints every error of ERRS, "FILE:LINE:COLUMN: message", to stderr, and
+ * frees them (ERRS is empty again). */
+void cli_plan_errors(struct plan_errors *errs);
 
 /* Loads and validates the plan in PATH. Returns it (free with plan_free),
  * or NULL after printing every error, "FILE:LINE:COLUMN: message", to

@@ -11,7 +11,6 @@
 
 #include "cli.h"
 #include "duration.h"
-#include "plan.h"
 #include "step.h"
 
 static const char usage_line[] = "cutover canary [--json] PLAN.yaml";
@@ -44,12 +43,16 @@ clock_text(json_t *v, char *out, size_t outlen)
 	return out;
 }
 
+/* cli_step_run's PRINT: the messages, the summary and the parking check,
+ * as far as the canary came. */
 static void
-print_human(json_t *r)
+print_human(json_t *r, int ok)
 {
 	json_t *m, *v, *s, *pk;
 	size_t i, j;
 	char d[32], sent[16], arr[16], lv[128], late[24];
+
+	(void)ok;
 
 	if (json_array_size(json_object_get(r, "messages")) > 0)
 		printf("%4s %-8s %6s %-16s %-12s %-12s %9s  %s\n", "seq", "delay",
@@ -114,50 +117,11 @@ print_human(json_t *r)
 int
 cli_canary(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct step_ctx ctx = { 0 };
-	struct plan *p = NULL;
-	json_t *result = NULL;
-	char err[2048];
-	int c, json = 0, rc = CLI_FAIL;
+	int json, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			return CLI_OK;
-		default:
-			return cli_usage_error("canary", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_step_options("canary", usage_line, argc, argv, &json)) != CLI_GO_ON)
+		return rc;
 	if (argc - optind != 1)
 		return cli_usage_error("canary", usage_line, "expected one plan file");
-
-	if ((p = cli_load_plan(argv[optind])) == NULL)
-		goto done;
-	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover canary: %s\n", err);
-		goto done;
-	}
-	rc = step_canary(&ctx, &result, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
-	if (json) {
-		json_dumpf(result, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		printf("\n");
-	} else
-		print_human(result);
-	if (rc != CLI_OK)
-		fprintf(stderr, "cutover canary: %s\n", err);
-done:
-	json_decref(result);
-	step_ctx_close(&ctx);
-	plan_free(p);
-	return rc;
+	return cli_step_run("canary", argv[optind], step_canary, json, print_human);
 }

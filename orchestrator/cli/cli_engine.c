@@ -226,6 +226,24 @@ outcome_report(int json, int64_t id, enum engine_outcome outcome)
 	}
 }
 
+/* Submits the plan YAML (LEN bytes, read from PATH) to the store S as the
+ * CLI (FRESH: it starts anew, STORE_SUBMIT_NEW) into *ID; a plan that
+ * does not validate has its errors printed. Returns store_plan_submit's
+ * answer. */
+static int
+submit_plan(struct store *s, const char *path, const char *yaml, size_t len, int fresh,
+    int64_t *id, char *err, size_t errlen)
+{
+	struct plan_errors errs = { 0 };
+	int r = store_plan_submit(s, path, yaml, len, "cli", fresh ? STORE_SUBMIT_NEW : 0,
+	    id, &errs, err, errlen);
+
+	if (r == STORE_INVALID)
+		cli_plan_errors(&errs);
+	plan_errors_free(&errs);
+	return r;
+}
+
 static const char run_usage[] =
     "cutover run --db FILE [--config FILE] [--new] [--json] PLAN.yaml";
 
@@ -237,12 +255,10 @@ static int
 run_config(struct common *o, struct serve_config **cfg)
 {
 	struct plan_errors errs = { 0 };
-	char line[512], err[1024];
+	char err[1024];
 
 	if (serve_config_load_file(o->config, cfg, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
+		cli_plan_errors(&errs);
 		return -1;
 	}
 	if (o->db == NULL)
@@ -285,7 +301,6 @@ run_notify_end(struct notify *nf, struct store *s)
 int
 cli_run(int argc, char **argv)
 {
-	struct plan_errors errs = { 0 };
 	struct engine_opts eo = { 0 };
 	struct store_plan sp;
 	struct common o;
@@ -294,7 +309,7 @@ cli_run(int argc, char **argv)
 	struct serve_config *cfg = NULL;
 	struct notify *nf = NULL;
 	enum engine_outcome outcome;
-	char err[1024], line[512], *yaml = NULL;
+	char err[1024], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
 	bool done_already;
@@ -329,14 +344,9 @@ cli_run(int argc, char **argv)
 		rc = strcmp(sp.status, "succeeded") == 0 ? CLI_OK : CLI_FAIL;
 		goto done;
 	}
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
-	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
-	    sizeof(err));
-	if (r == STORE_INVALID) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	r = submit_plan(s, argv[optind], yaml, len, o.fresh, &id, err, sizeof(err));
+	if (r == STORE_INVALID)
 		goto done;
-	}
 	if (r == STORE_RUNNING) {
 		bool resume;
 
@@ -367,7 +377,6 @@ done:
 	/* Whatever the end, what was recorded is an event to notify of. */
 	run_notify_end(nf, s);
 	serve_config_free(cfg);
-	plan_errors_free(&errs);
 	store_close(s);
 	store_lock_release(&lock);
 	free(yaml);
@@ -545,44 +554,35 @@ done:
 	return rc;
 }
 
-int
-cli_approve(int argc, char **argv)
-{
-	return command("approve", "cutover approve " REMOTE_FORM " PLAN STEP [--comment TEXT] "
-	    WAIT_FORM "\n   or: cutover approve --db FILE --as NAME PLAN STEP [--comment TEXT] "
-	    "[--json]", argc, argv, 2);
-}
+/* The verbs command() records, with their usage lines and how many
+ * arguments each takes (PLAN, or PLAN and STEP or ALERT). */
+static const struct command_verb {
+	const char *verb;
+	const char *usage;
+	int want_args;
+} command_verbs[] = {
+	{ "approve", "cutover approve " REMOTE_FORM " PLAN STEP [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover approve --db FILE --as NAME PLAN STEP [--comment TEXT] [--json]",
+	    2 },
+	{ "retry", "cutover retry " REMOTE_FORM " PLAN STEP [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover retry --db FILE --as NAME PLAN STEP [--comment TEXT] [--json]", 2 },
+	{ "abort", "cutover abort " REMOTE_FORM " PLAN [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover abort --db FILE --as NAME PLAN [--comment TEXT] [--json]", 1 },
+	{ "archive", "cutover archive " REMOTE_FORM " PLAN [--comment TEXT] [--json]"
+	    "\n   or: cutover archive --db FILE --as NAME PLAN [--comment TEXT] [--json]", 1 },
+	{ "ack", "cutover ack " REMOTE_FORM " PLAN ALERT [--comment TEXT] " WAIT_FORM
+	    "\n   or: cutover ack --db FILE --as NAME PLAN ALERT [--comment TEXT] [--json]", 2 },
+};
 
 int
-cli_retry(int argc, char **argv)
+cli_command(int argc, char **argv)
 {
-	return command("retry", "cutover retry " REMOTE_FORM " PLAN STEP [--comment TEXT] "
-	    WAIT_FORM "\n   or: cutover retry --db FILE --as NAME PLAN STEP [--comment TEXT] "
-	    "[--json]", argc, argv, 2);
-}
-
-int
-cli_abort(int argc, char **argv)
-{
-	return command("abort", "cutover abort " REMOTE_FORM " PLAN [--comment TEXT] " WAIT_FORM
-	    "\n   or: cutover abort --db FILE --as NAME PLAN [--comment TEXT] [--json]", argc,
-	    argv, 1);
-}
-
-int
-cli_archive(int argc, char **argv)
-{
-	return command("archive", "cutover archive " REMOTE_FORM " PLAN [--comment TEXT] [--json]"
-	    "\n   or: cutover archive --db FILE --as NAME PLAN [--comment TEXT] [--json]", argc,
-	    argv, 1);
-}
-
-int
-cli_ack(int argc, char **argv)
-{
-	return command("ack", "cutover ack " REMOTE_FORM " PLAN ALERT [--comment TEXT] " WAIT_FORM
-	    "\n   or: cutover ack --db FILE --as NAME PLAN ALERT [--comment TEXT] [--json]", argc,
-	    argv, 2);
+	for (size_t i = 0; i < sizeof(command_verbs) / sizeof(command_verbs[0]); i++)
+		if (strcmp(argv[0], command_verbs[i].verb) == 0)
+			return command(command_verbs[i].verb, command_verbs[i].usage, argc,
+			    argv, command_verbs[i].want_args);
+	fprintf(stderr, "cutover: '%s' is not an operator's command\n", argv[0]);
+	return CLI_USAGE;
 }
 
 static int
@@ -832,11 +832,10 @@ static const char submit_usage[] =
 int
 cli_submit(int argc, char **argv)
 {
-	struct plan_errors errs = { 0 };
 	struct store_plan p;
 	struct common o;
 	struct store *s = NULL;
-	char err[1024], line[512], *yaml = NULL;
+	char err[1024], *yaml = NULL;
 	size_t len;
 	int64_t id = 0;
 	int rc = CLI_FAIL, r;
@@ -859,14 +858,9 @@ cli_submit(int argc, char **argv)
 	/* Locally: recorded for the engine of `cutover serve --db FILE`. */
 	if (store_open(o.db, &s, err, sizeof(err)) != 0)
 		goto fail;
-	r = store_plan_submit(s, argv[optind], yaml, len, "cli",
-	    o.fresh ? STORE_SUBMIT_NEW : 0, &id, &errs, err,
-	    sizeof(err));
-	if (r == STORE_INVALID) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	r = submit_plan(s, argv[optind], yaml, len, o.fresh, &id, err, sizeof(err));
+	if (r == STORE_INVALID)
 		goto done;
-	}
 	if (r == STORE_UNARCHIVED) {
 		fprintf(stderr, "cutover submit: %s\n  to archive it: cutover archive --db "
 		    "%s --as %s %lld\n", err, o.db, cli_user_name(), (long long)id);
@@ -885,7 +879,6 @@ cli_submit(int argc, char **argv)
 fail:
 	fprintf(stderr, "cutover submit: %s\n", err);
 done:
-	plan_errors_free(&errs);
 	store_close(s);
 	free(yaml);
 	return rc;

@@ -24,16 +24,24 @@ cli_read_file(const char *path, const char *what, size_t max, char **out, size_t
 	return rc == FILE_READ_OK ? 0 : -1;
 }
 
+void
+cli_plan_errors(struct plan_errors *errs)
+{
+	char line[512];
+
+	for (size_t i = 0; i < errs->n; i++)
+		fprintf(stderr, "%s\n", plan_error_format(errs, i, line, sizeof(line)));
+	plan_errors_free(errs);
+}
+
 struct plan *
 cli_load_plan(const char *path)
 {
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
-	char line[512];
 
 	if (plan_load_file(path, &p, &errs) != 0)
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		cli_plan_errors(&errs);
 	plan_errors_free(&errs);
 	return p;
 }

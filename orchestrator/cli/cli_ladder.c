@@ -8,18 +8,20 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "plan.h"
 #include "step.h"
 
 static const char usage_line[] =
     "cutover ladder declare|verify|teardown [--json] PLAN.yaml";
 
+/* cli_step_run's PRINT for verify_ladder: every object's status and the
+ * counts, whether or not the ladder verified. */
 static void
-print_verify(json_t *r)
+print_verify(json_t *r, int ok)
 {
 	json_t *o;
 	size_t i;
 
+	(void)ok;
 	json_array_foreach(json_object_get(r, "objects"), i, o) {
 		const char *detail = json_string_value(json_object_get(o, "detail"));
 
@@ -50,76 +52,59 @@ print_names(const char *label, json_t *a)
 	printf("\n");
 }
 
+/* cli_step_run's PRINT for declare_ladder: what it declared, when it
+ * succeeded. */
+static void
+print_declare(json_t *result, int ok)
+{
+	if (!ok)
+		return;
+	printf("declared %lld exchanges, %lld queues, %lld bindings, %lld policies\n",
+	    (long long)json_integer_value(json_object_get(result, "exchanges")),
+	    (long long)json_integer_value(json_object_get(result, "queues")),
+	    (long long)json_integer_value(json_object_get(result, "bindings")),
+	    (long long)json_integer_value(json_object_get(result, "policies")));
+	print_names("destination queues created", json_object_get(result,
+	    "destinations_created"));
+	print_names("destination queues already there (bound only)",
+	    json_object_get(result, "destinations_existing"));
+}
+
+/* cli_step_run's PRINT for teardown_ladder: what it removed. */
+static void
+print_teardown(json_t *result, int ok)
+{
+	(void)ok;
+	print_names("removed", json_object_get(result, "removed"));
+}
+
+/* The actions, the step each runs and how its result is printed. */
+static const struct ladder_action {
+	const char *name;
+	step_fn fn;
+	void (*print)(json_t *result, int ok);
+} actions[] = {
+	{ "declare", step_declare_ladder, print_declare },
+	{ "verify", step_verify_ladder, print_verify },
+	{ "teardown", step_teardown_ladder, print_teardown },
+};
+
 int
 cli_ladder(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct step_ctx ctx = { 0 };
-	struct plan *p = NULL;
-	json_t *result = NULL;
-	step_fn fn;
-	const char *action;
-	char err[1024];
-	int c, json = 0, rc = CLI_FAIL;
+	char what[64];
+	int json, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			return CLI_OK;
-		default:
-			return cli_usage_error("ladder", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_step_options("ladder", usage_line, argc, argv, &json)) != CLI_GO_ON)
+		return rc;
 	if (argc - optind != 2)
 		return cli_usage_error("ladder", usage_line, "expected an action and a plan");
-	action = argv[optind];
-	if (strcmp(action, "declare") == 0)
-		fn = step_declare_ladder;
-	else if (strcmp(action, "verify") == 0)
-		fn = step_verify_ladder;
-	else if (strcmp(action, "teardown") == 0)
-		fn = step_teardown_ladder;
-	else
-		return cli_usage_error("ladder", usage_line, "unknown action '%s'", action);
-
-	if ((p = cli_load_plan(argv[optind + 1])) == NULL)
-		goto done;
-	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "cutover ladder %s: %s\n", action, err);
-		goto done;
+	for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+		if (strcmp(argv[optind], actions[i].name) != 0)
+			continue;
+		snprintf(what, sizeof(what), "ladder %s", actions[i].name);
+		return cli_step_run(what, argv[optind + 1], actions[i].fn, json,
+		    actions[i].print);
 	}
-	rc = fn(&ctx, &result, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
-	if (json) {
-		json_dumpf(result, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		printf("\n");
-	} else if (fn == step_verify_ladder)
-		print_verify(result);
-	else if (fn == step_declare_ladder && rc == CLI_OK) {
-		printf("declared %lld exchanges, %lld queues, %lld bindings, %lld policies\n",
-		    (long long)json_integer_value(json_object_get(result, "exchanges")),
-		    (long long)json_integer_value(json_object_get(result, "queues")),
-		    (long long)json_integer_value(json_object_get(result, "bindings")),
-		    (long long)json_integer_value(json_object_get(result, "policies")));
-		print_names("destination queues created", json_object_get(result,
-		    "destinations_created"));
-		print_names("destination queues already there (bound only)",
-		    json_object_get(result, "destinations_existing"));
-	} else if (fn == step_teardown_ladder)
-		print_names("removed", json_object_get(result, "removed"));
-	if (rc != CLI_OK)
-		fprintf(stderr, "cutover ladder %s: %s\n", action, err);
-done:
-	json_decref(result);
-	step_ctx_close(&ctx);
-	plan_free(p);
-	return rc;
+	return cli_usage_error("ladder", usage_line, "unknown action '%s'", argv[optind]);
 }

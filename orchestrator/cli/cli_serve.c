@@ -76,12 +76,9 @@ static int
 read_config(struct serve_args *a)
 {
 	struct plan_errors errs = { 0 };
-	char line[512];
 
 	if (serve_config_load_file(a->config, &a->cfg, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
+		cli_plan_errors(&errs);
 		return -1;
 	}
 	if (a->db == NULL)

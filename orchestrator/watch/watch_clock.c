@@ -76,10 +76,11 @@ static const struct jfield clock_fields[] = {
 json_t *
 watch_clock_json(const struct wclock *k)
 {
-	return json_pack("{s:s,s:I,s:I,s:I}", "boot_id", k->boot_id,
-	    "mono_last_ms", (json_int_t)k->mono_last_ms,
-	    "elapsed_ms", (json_int_t)k->elapsed_ms,
-	    "entry_elapsed_ms", (json_int_t)k->entry_elapsed_ms);
+	json_t *j = json_pack("{s:s}", "boot_id", k->boot_id);
+
+	if (j != NULL)
+		jint_fields_put(j, k, clock_fields, JFIELDS_N(clock_fields));
+	return j;
 }
 
 /* Reads the persisted "clock" member J (NULL: a state from before it was

@@ -471,7 +471,8 @@ jint(const json_t *o, const char *key, int64_t dflt)
 /* One integer member of a persisted object: KEY, read into the int64_t
  * member at OFF of a struct, DFLT when it is absent or not an integer.
  * JFIELD(T, M, KEY, DFLT) makes a row (the build fails if T's M is not
- * an int64_t); jint_fields reads a table of them. */
+ * an int64_t); jint_fields reads a table of them, jint_fields_put writes
+ * it, so that what is persisted and what is read back are one list. */
 struct jfield {
 	const char *key;
 	size_t off;
@@ -488,6 +489,16 @@ jint_fields(void *base, const json_t *o, const struct jfield *f, size_t n)
 	for (size_t i = 0; i < n; i++)
 		*(int64_t *)(void *)((char *)base + f[i].off) =
 		    jint(o, f[i].key, f[i].dflt);
+}
+
+/* Sets the N members F of object O from the struct at BASE, in F's order
+ * (a member O has already keeps its place). */
+static inline void
+jint_fields_put(json_t *o, const void *base, const struct jfield *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(o, f[i].key, json_integer(*(const int64_t *)
+		    (const void *)((const char *)base + f[i].off)));
 }
 
 static inline json_t *
@@ -523,8 +534,6 @@ cmp_str(const void *a, const void *b)
  *   watch_nodes.c. */
 
 /* watch_record.c: alerts, samples and their recording */
-void watch_appendf(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void watch_unreachable(struct tick *t, const char *what, const char *why);

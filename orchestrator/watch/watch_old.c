@@ -167,7 +167,7 @@ note_joined(struct tick *t, const json_t *e, const char *name, bool created,
 	}
 	if (created) {
 		if (m->nnew++ < NAMES_LISTED)
-			watch_appendf(m->names, sizeof(m->names), "'%s'", name);
+			sentences_add(m->names, sizeof(m->names), "'%s'", name);
 		if (w->old.nknown_new < NEW_KNOWN_MAX)
 			snprintf(w->old.known_new[w->old.nknown_new++], LADDER_NAME_MAX, "%s",
 			    name);
@@ -616,7 +616,7 @@ old_vanished(struct tick *t)
 			continue;
 		lost += json_integer_value(v);
 		if (n++ < NAMES_LISTED)
-			watch_appendf(names, sizeof(names), "'%s' (%lld)", name,
+			sentences_add(names, sizeof(names), "'%s' (%lld)", name,
 			    (long long)json_integer_value(v));
 	}
 	free(present);

@@ -71,11 +71,11 @@ watch_parking_read(struct tick *t, int64_t depth)
 	if (left == 0)
 		return depth;
 	if (w->park.canary + w->park.probe > before)
-		watch_appendf(extra, sizeof(extra), "%lld of cutover's own messages taken "
+		sentences_add(extra, sizeof(extra), "%lld of cutover's own messages taken "
 		    "out of it this tick", (long long)(w->park.canary + w->park.probe -
 		    before));
 	if (w->park.unread > 0)
-		watch_appendf(extra, sizeof(extra), "%lld not looked through%s", (long long)
+		sentences_add(extra, sizeof(extra), "%lld not looked through%s", (long long)
 		    w->park.unread, w->park.requeues >= PARK_REQUEUES_MAX ? ": the "
 		    "watch gave the foreign ones back often enough (a quorum queue "
 		    "drops a message past its delivery-limit) and looks again once "
@@ -88,27 +88,11 @@ watch_parking_read(struct tick *t, int64_t depth)
 	return depth;
 }
 
-/* The persisted "parking" member: {"own_taken": {"canary", "probe"},
- * "foreign", "unread", "known_depth", "requeues", "walks"}, a new
- * reference. */
-json_t *
-watch_parking_json(const struct wparking *k)
-{
-	return json_pack("{s:{s:I,s:I},s:I,s:I,s:I,s:I,s:I}",
-	    "own_taken", "canary", (json_int_t)k->canary,
-	    "probe", (json_int_t)k->probe,
-	    "foreign", (json_int_t)k->foreign,
-	    "unread", (json_int_t)k->unread,
-	    "known_depth", (json_int_t)k->known,
-	    "requeues", (json_int_t)k->requeues,
-	    "walks", (json_int_t)k->walks);
-}
-
 /* The integer members of the persisted "parking" and its "own_taken". */
 static const struct jfield parking_fields[] = {
-	JFIELD(struct wparking, known, "known_depth", 0),
 	JFIELD(struct wparking, foreign, "foreign", 0),
 	JFIELD(struct wparking, unread, "unread", 0),
+	JFIELD(struct wparking, known, "known_depth", 0),
 	JFIELD(struct wparking, requeues, "requeues", 0),
 	JFIELD(struct wparking, walks, "walks", 0),
 };
@@ -116,6 +100,21 @@ static const struct jfield own_taken_fields[] = {
 	JFIELD(struct wparking, canary, "canary", 0),
 	JFIELD(struct wparking, probe, "probe", 0),
 };
+
+/* The persisted "parking" member: {"own_taken": {"canary", "probe"},
+ * "foreign", "unread", "known_depth", "requeues", "walks"}, a new
+ * reference. */
+json_t *
+watch_parking_json(const struct wparking *k)
+{
+	json_t *own = json_object(), *j = json_pack("{s:o}", "own_taken", own);
+
+	if (j == NULL)
+		return NULL;
+	jint_fields_put(own, k, own_taken_fields, JFIELDS_N(own_taken_fields));
+	jint_fields_put(j, k, parking_fields, JFIELDS_N(parking_fields));
+	return j;
+}
 
 /* Reads the persisted "parking" member J into K. */
 void

@@ -327,7 +327,7 @@ watch_probe_lost(struct tick *t)
 		    t->p->ladder.unit_ms);
 		for (int k = t->p->ladder.levels - 1; k >= 0; k--)
 			if (units >> k & 1)
-				watch_appendf(levels, sizeof(levels), "%d", k);
+				sentences_add(levels, sizeof(levels), "%d", k);
 		pr->lost++;
 		watch_alert(t, "probe", "probe #%lld (not before %s) did not arrive within "
 		    "canary.max_lateness %lld ms + %d ms grace: lost or stuck on its "

@@ -5,17 +5,6 @@
 #include "log.h"
 #include "watch_int.h"
 
-/* Appends to BUF, separating from what is there with "; ". */
-void
-watch_appendf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	sentences_vadd(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 /* Queues an alert of KIND for this tick; a second one of the same kind in
  * the same tick is appended to the first (one raise per kind and tick). */
 void
@@ -33,7 +22,7 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 		if (strcmp(t->a[i].kind, kind) == 0)
 			pa = &t->a[i];
 	if (pa != NULL) {
-		watch_appendf(pa->msg, sizeof(pa->msg), "%s", msg);
+		sentences_add(pa->msg, sizeof(pa->msg), "%s", msg);
 		return;
 	}
 	if (t->na == ALERTS_MAX)

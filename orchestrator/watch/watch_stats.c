@@ -243,9 +243,7 @@ watch_stats_json(const struct tick *t, const struct wstats *s)
 		json_decref(marks);
 		return j;
 	}
-	for (size_t i = 0; i < JFIELDS_N(stats_fields); i++)
-		json_object_set_new(j, stats_fields[i].key, json_integer(*(const int64_t *)
-		    (const void *)((const char *)s + stats_fields[i].off)));
+	jint_fields_put(j, s, stats_fields, JFIELDS_N(stats_fields));
 	for (int64_t k = first; k < s->sent; k++)
 		json_array_append_new(marks, json_integer(s->marks[k % STATS_MARKS]));
 	json_object_set_new(j, "marks", marks);

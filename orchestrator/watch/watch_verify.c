@@ -48,7 +48,7 @@ watch_verify_read(struct tick *t)
 		if (st == NULL || strcmp(st, "ok") == 0)
 			continue;
 		if (n++ < NAMES_LISTED)
-			watch_appendf(list, sizeof(list), "%s %s: %s (%s)",
+			sentences_add(list, sizeof(list), "%s %s: %s (%s)",
 			    json_string_value(json_object_get(o, "kind")),
 			    json_string_value(json_object_get(o, "name")), st,
 			    json_string_value(json_object_get(o, "detail")));

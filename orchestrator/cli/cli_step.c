@@ -1,0 +1,71 @@
+/* cli_step: what the verbs that run one step by hand (canary, ladder)
+ * share: their one option, --json, and the run itself — the plan loaded,
+ * its connections opened, the step run with the code the engine runs, its
+ * result printed. A leaf: it calls no verb. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "plan.h"
+#include "step.h"
+
+int
+cli_step_options(const char *verb, const char *usage, int argc, char **argv,
+    int *json)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	*json = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': *json = 1; break;
+		case 'h':
+			printf("usage: %s\n", usage);
+			return CLI_OK;
+		default:
+			return cli_usage_error(verb, usage, "unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	return CLI_GO_ON;
+}
+
+int
+cli_step_run(const char *what, const char *path, step_fn fn, int json,
+    void (*print)(json_t *result, int ok))
+{
+	struct step_ctx ctx = { 0 };
+	struct plan *p = NULL;
+	json_t *result = NULL;
+	char err[2048];
+	int rc = CLI_FAIL;
+
+	if ((p = cli_load_plan(path)) == NULL)
+		goto done;
+	if (step_ctx_open(&ctx, p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cutover %s: %s\n", what, err);
+		goto done;
+	}
+	rc = fn(&ctx, &result, err, sizeof(err)) == 0 ? CLI_OK : CLI_FAIL;
+	if (json) {
+		json_dumpf(result, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+	} else
+		print(result, rc == CLI_OK);
+	if (rc != CLI_OK)
+		fprintf(stderr, "cutover %s: %s\n", what, err);
+done:
+	json_decref(result);
+	step_ctx_close(&ctx);
+	plan_free(p);
+	return rc;
+}
