@@ -83,6 +83,8 @@ struct pass {
 					 * (old.ladder), else -1 */
 	struct move_progress *pg;	/* the run's, shared by every queue */
 	int64_t had;			/* what PG counts as still in the queue */
+	bool owes_rest;			/* the batch holds a message that owes
+					 * lower levels of the old ladder */
 };
 
 static int64_t
@@ -376,6 +378,10 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 		    (size_t)n, &npub, why, sizeof(why));
 	if (n > 0)
 		fault_point("move_old.confirmed");	/* in the ladder, not acked */
+	if (n > 0 && ps->owes_rest)
+		/* The same, with messages that the old ladder, given back,
+		 * may pass down to a lower level before the next run. */
+		fault_point("move_old.confirmed_rest");
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
 		if ((size_t)i < npub && results[i] == 0 &&
@@ -432,6 +438,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 	}
 	json_object_set_new(ps->entry, "getting", json_true());
 	persist(ps);
+	ps->owes_rest = false;
 	while (n < prefetch) {
 		struct broker_delivery d = { 0 };
 		struct going *o = &g[n];
@@ -497,6 +504,8 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		}
 		nb[n] = o->dec.not_before_ms;
 		out[n++] = d;
+		if (rule.rest_ms > 0)
+			ps->owes_rest = true;
 	}
 	json_object_del(ps->entry, "getting");
 	if (n > 0)
