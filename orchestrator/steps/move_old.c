@@ -81,6 +81,8 @@ struct pass {
 	int step_idx;
 	int level;			/* the old ladder's level the queue is
 					 * (old.ladder), else -1 */
+	char scope[LADDER_NAME_MAX];	/* then the ladder's delivery exchange:
+					 * what its move ids are of */
 	struct move_progress *pg;	/* the run's, shared by every queue */
 	int64_t had;			/* what PG counts as still in the queue */
 	bool owes_rest;			/* the batch holds a message that owes
@@ -459,7 +461,8 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 		ps->pg->taken++;
 		move_old__progress_queue(ps->pg, &ps->had, d.remaining);
 		o->now = old_now_ms(c);
-		if (move_old__id(ps->oq->q->name, &d, o->id) != 0) {
+		if (move_old__id(ps->level >= 0 ? ps->scope : ps->oq->q->name,
+		    ps->level >= 0, &d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
 			(void)broker_reject(c->old_amqp, &d, true, why, sizeof(why));
 			broker_delivery_free(&d);
@@ -604,6 +607,7 @@ prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 		    oq->q->name);
 		return -1;
 	}
+	ladder_delivery_exchange(&p->old.ladder, ps->scope, sizeof(ps->scope));
 	memset(&ps->rule, 0, sizeof(ps->rule));
 	ps->rule.from = MOVE_FROM_DEATH;
 	ps->rule.then = MOVE_FROM_TIMESTAMP;
