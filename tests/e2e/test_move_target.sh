@@ -11,14 +11,16 @@
 # stamped). `cutover serve` runs the whole plan; during move_old it is
 # killed twice with SIGKILL and started again on the same database: first
 # by its own fault point between a batch's confirms on the target and its
-# acks on the source (so that batch reaches the ladder twice), then from
-# outside once it has moved another batch.
+# acks on the source (so that batch is in the ladder and back in the old
+# path; from the old ladder, a batch that owes lower levels), then from
+# outside once it has moved a third of what waited.
 #
 # It passes only if the plan succeeds, no confirmed message is lost, none
 # arrives before the time it was first published plus its delay (each
 # checked by cutover-traffic), every moved message (one carrying
 # x-cutover-move-id) arrives on the target and under one move id, the
-# duplicates are at least one (the first kill's batch), no more than
+# duplicates are at least one (the first kill's batch: moved again, or
+# delivered by the old path when its time there ran out), no more than
 # move_old's may_duplicate and no more than move_old.prefetch per kill,
 # and the old path holds nothing at the end. It prints the moved
 # messages' lateness after their not-before (min, p50, p99, max).
@@ -161,9 +163,14 @@ done
 wait "$serve_pid" 2>/dev/null
 serve_pid=
 e2e_serve_start "$who"
-# Kill 2, from outside, once the resumed step has moved another batch.
+# Kill 2, from outside, once the resumed step has moved another batch and
+# a third of what waited at the start: in the queues (or levels) that hold
+# the most and the longest, where a batch given back may stay long enough
+# (or, in a ladder, be passed down a level) to be moved again.
 moved_1=$(e2e_plan_json | jq -r '[.steps[5].result.queues[]?.moved // 0] | add // 0')
-e2e_kill_serve_moving "$who" 6 "$((${moved_1:-0} + prefetch))"
+at=$((${moved_1:-0} + prefetch))
+[ "$at" -ge $((depth_at_start / 3)) ] || at=$((depth_at_start / 3))
+e2e_kill_serve_moving "$who" 6 "$at"
 moved_2=$moved_before
 e2e_step 6 succeeded 120
 t_moved=$(date +%s)
