@@ -3,11 +3,12 @@
  * creates one queue per distinct delay (PREFIX.<n>ms, TTL n, dead-lettering
  * to the destination) and publishes into it (or, with --old-ladder, into
  * the plan's old.ladder), until the feature flag says to publish into the
- * plan's ladder instead, on the target broker when the plan names one. Consumers on the destination
- * queues record every arrival; at the end it reports, per path and in
- * total, what was sent, confirmed, delivered, duplicated, lost and early,
- * and the lateness, and exits 0 only when nothing confirmed was lost and
- * nothing came early. See usage() in traffic_options.c and
+ * plan's ladder instead (on the target broker when the plan names one).
+ * Consumers on the destination queues (on both brokers then) record every
+ * arrival; at the end it reports, per path and in total, what was sent,
+ * confirmed, delivered, duplicated, lost and early, and the lateness (and
+ * what arrived moved by move_old), and exits 0 only when nothing confirmed
+ * was lost and nothing came early. See usage() in traffic_options.c and
  * tests/e2e/README.md. */
 #include <errno.h>
 #include <getopt.h>
