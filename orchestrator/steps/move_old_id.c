@@ -41,15 +41,18 @@ feed_int(EVP_MD_CTX *x, int64_t v)
 	return feed(x, b, sizeof(b));
 }
 
-/* D's move id into OUT: MOVE_ID_LEN hex digits of the SHA-256 of old queue
- * QUEUE and of all of D that stays the same each time the queue delivers
- * it (exchange, routing key, message id, content type, timestamp, body
- * and headers, less the redelivery count a quorum queue adds), so every
- * copy a crash makes of a message carries the same one. Two messages
- * alike in all of that share it: nothing tells them apart. Returns 0, or
- * -1 when the digest fails. */
+/* Whether header KEY is one the broker writes when it dead-letters a
+ * message: it changes each time an old ladder passes the message down a
+ * level. */
+static bool
+is_death_header(const char *key)
+{
+	return strcmp(key, "x-death") == 0 || strncmp(key, "x-first-death-", 14) == 0 ||
+	    strncmp(key, "x-last-death-", 13) == 0;
+}
+
 int
-move_old__id(const char *queue, const struct broker_delivery *d,
+move_old__id(const char *queue, bool levels, const struct broker_delivery *d,
     char out[MOVE_ID_LEN + 1])
 {
 	EVP_MD_CTX *x = EVP_MD_CTX_new();
@@ -57,16 +60,19 @@ move_old__id(const char *queue, const struct broker_delivery *d,
 	unsigned int mdlen = 0;
 	bool ok;
 
+	/* An old ladder's level dead-letters through an exchange of its own:
+	 * the exchange a message comes by differs from level to level. */
 	ok = x != NULL && EVP_DigestInit_ex(x, EVP_sha256(), NULL) == 1 &&
-	    feed_str(x, queue) && feed_str(x, d->exchange) &&
+	    feed_str(x, queue) && feed_str(x, levels ? NULL : d->exchange) &&
 	    feed_str(x, d->routing_key) && feed_str(x, d->message_id) &&
 	    feed_str(x, d->content_type) && feed_int(x, d->has_timestamp) &&
 	    feed_int(x, (int64_t)d->timestamp) && feed(x, d->body, d->len) &&
-	    feed_int(x, (int64_t)d->nheaders);
+	    (levels || feed_int(x, (int64_t)d->nheaders));
 	for (size_t i = 0; ok && i < d->nheaders; i++) {
 		const struct broker_header *h = &d->headers[i];
 
-		if (h->key != NULL && strcmp(h->key, "x-delivery-count") == 0)
+		if (h->key != NULL && (strcmp(h->key, "x-delivery-count") == 0 ||
+		    (levels && is_death_header(h->key))))
 			continue;
 		ok = feed_str(x, h->key) && feed_int(x, h->kind) &&
 		    feed_int(x, h->num) && feed_str(x, h->str);

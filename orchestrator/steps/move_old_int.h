@@ -46,10 +46,18 @@ void move_target_free(struct move_target *t);
 
 #define MOVE_ID_LEN 32		/* hex digits of a move id */
 
-/* D's move id into OUT (move_old_id.c): MOVE_ID_LEN hex digits, the same
- * each time old queue QUEUE delivers D. Returns 0, or -1 when the digest
- * fails. */
-int move_old__id(const char *queue, const struct broker_delivery *d,
+/* D's move id into OUT (move_old_id.c): MOVE_ID_LEN hex digits of the
+ * SHA-256 of QUEUE and of all of D that stays the same each time old queue
+ * QUEUE delivers it (exchange, routing key, message id, content type,
+ * timestamp, body and headers, less the redelivery count a quorum queue
+ * adds), so that every copy a crash makes of a message carries the same
+ * one. With LEVELS, QUEUE names an old ladder rather than one of its
+ * levels, and the exchange and the headers dead-lettering adds are left
+ * out: the same id wherever in that ladder the message is taken, for a
+ * copy given back by a crash may be passed down a level before the next
+ * run moves it again. Two messages alike in all of that share it: nothing
+ * tells them apart. Returns 0, or -1 when the digest fails. */
+int move_old__id(const char *queue, bool levels, const struct broker_delivery *d,
     char out[MOVE_ID_LEN + 1]);
 
 /* The plan's first move_old.entry rule matching queue NAME

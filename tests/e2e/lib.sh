@@ -49,6 +49,19 @@ broker:
 YAML
 }
 
+# e2e_target_yaml prints a plan's target section: the 4.0 node ctest lent
+# a test beside its 3.10 one (CUTOVER_TEST_TARGET_AMQP, _MGMT; see
+# tests/support/on_broker.sh), as the test user.
+e2e_target_yaml() {
+	cat <<YAML
+target:
+  amqp: $CUTOVER_TEST_TARGET_AMQP
+  management: $CUTOVER_TEST_TARGET_MGMT
+  username: $CUTOVER_TEST_USER
+  password: env:CUTOVER_TEST_PASSWORD
+YAML
+}
+
 # e2e_flag_yaml FEATURE [TOKEN] prints a plan's flag section: the Unleash
 # feature FEATURE of the test Unleash, with the token reference TOKEN
 # (default env:CUTOVER_TEST_UNLEASH_TOKEN).
@@ -110,33 +123,36 @@ e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % span
 	exit 1
 }
 
-# e2e_mgmt METHOD PATH: one call to the test broker's management API
-# (PATH after /api); prints the answer, fails on an HTTP error.
+# e2e_mgmt METHOD PATH [MGMT]: one call to the test broker's management
+# API (PATH after /api), or to the one at URL MGMT (the target's); prints
+# the answer, fails on an HTTP error.
 e2e_mgmt() {
-	curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X "$1" "$CUTOVER_TEST_MGMT/api$2"
+	curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X "$1" \
+	    "${3:-$CUTOVER_TEST_MGMT}/api$2"
 }
 
-# e2e_broker_names KIND NAME: the names (one a line) of the objects of plan
-# NAME in vhost / that KIND (queues, exchanges, policies) lists: queues and
+# e2e_broker_names KIND NAME [MGMT]: the names (one a line) of the objects
+# of plan NAME in vhost / of the test broker (or the one at MGMT) that KIND
+# (queues, exchanges, policies) lists: queues and
 # exchanges named NAME.*, the probe queue cutover.probe.NAME, the canary's
 # queues cutover.canary.NAME[.unbound] (left when a run stops mid-canary)
 # and the old path's fences cutover.fence=NAME=*.
 e2e_broker_names() {
-	e2e_mgmt GET "/$1/%2F?columns=name" 2>/dev/null | jq -r --arg n "$2" \
+	e2e_mgmt GET "/$1/%2F?columns=name" "${3:-}" 2>/dev/null | jq -r --arg n "$2" \
 	    '.[] | select((.name | startswith($n + ".")) or .name == "cutover.probe." + $n
 		or .name == "cutover.canary." + $n or .name == "cutover.canary." + $n + ".unbound"
 		or (.name | startswith("cutover.fence=" + $n + "="))) | .name'
 }
 
-# e2e_broker_remove NAME: deletes every object of plan NAME from the test
-# broker (after `ladder teardown`, what it refused or never knew: old
-# queues, the probe queue, destinations, fences). For an EXIT trap: never
-# fails.
+# e2e_broker_remove NAME [MGMT]: deletes every object of plan NAME from the
+# test broker, or the one at MGMT (after `ladder teardown`, what it refused
+# or never knew: old queues, the probe queue, destinations, fences). For an
+# EXIT trap: never fails.
 e2e_broker_remove() {
 	for _kind in policies queues exchanges; do
-		for _o in $(e2e_broker_names "$_kind" "$1"); do
+		for _o in $(e2e_broker_names "$_kind" "$1" "${2:-}"); do
 			e2e_mgmt DELETE "/$_kind/%2F/$(printf '%s' "$_o" | jq -sRr @uri)" \
-			    >/dev/null 2>&1
+			    "${2:-}" >/dev/null 2>&1
 		done
 	done
 	return 0
@@ -250,19 +266,26 @@ PLAN
 	    "remove_old$_gate"
 }
 
-# e2e_kill_serve_moving WHO N: once step N (1-based, a move_old) of plan
-# $id runs and has moved a message (waiting up to 60 s; else a failure),
-# kills serve -9 and starts it again on the same database; sets
-# moved_before, what the step had moved at the kill.
+# e2e_moving N: what step N (1-based, a move_old) of plan $id has moved so
+# far, its queues' counts summed (persisted after each batch; its total
+# only after each queue), while it runs; nothing when it does not run.
+e2e_moving() {
+	curl -fsS "$server/api/plans/$id" | jq -r ".steps[$1 - 1] |
+	    select(.status == \"running\") | [.result.queues[]?.moved // 0] | add // 0"
+}
+
+# e2e_kill_serve_moving WHO N [MIN]: once step N (1-based, a move_old) of
+# plan $id runs and has moved MIN messages (default 1; waiting up to 60 s,
+# else a failure), kills serve -9 and starts it again on the same
+# database; sets moved_before, what the step had moved at the kill.
 e2e_kill_serve_moving() {
 	_t=0
-	until [ "$(curl -fsS "$server/api/plans/$id" | jq -r ".steps[$2 - 1] |
-	    select(.status == \"running\") | .result.counts.moved // 0")" -gt 0 ] 2>/dev/null; do
+	until [ "$(e2e_moving "$2")" -ge "${3:-1}" ] 2>/dev/null; do
 		_t=$((_t + 1))
-		[ $_t -gt 600 ] && { fail "move_old never showed a moved message while running"; break; }
+		[ $_t -gt 600 ] && { fail "move_old never showed ${3:-1} moved messages while running"; break; }
 		sleep 0.1
 	done
-	moved_before=$(curl -fsS "$server/api/plans/$id" | jq -r ".steps[$2 - 1].result.counts.moved // 0")
+	moved_before=$(curl -fsS "$server/api/plans/$id" | jq -r "[.steps[$2 - 1].result.queues[]?.moved // 0] | add // 0")
 	kill -9 "$serve_pid"
 	wait "$serve_pid" 2>/dev/null
 	serve_pid=
@@ -311,6 +334,7 @@ e2e_cleanup_run() {
 	[ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
 	[ -f "$tmp/plan.yaml" ] && "$bin" ladder teardown "$tmp/plan.yaml" >/dev/null 2>&1
 	e2e_broker_remove "$name"
+	[ -n "${CUTOVER_TEST_TARGET_MGMT:-}" ] && e2e_broker_remove "$name" "$CUTOVER_TEST_TARGET_MGMT"
 	[ -n "${feature:-}" ] && e2e_feature_delete "$feature"
 	if [ -n "${CUTOVER_TEST_KEEP:-}" ]; then
 		echo "kept $tmp" >&2
@@ -486,12 +510,13 @@ e2e_traffic_start() {
 	traffic_pid=$!
 }
 
-# e2e_traffic_stop: stops cutover-traffic with one signal (it drains what
-# is in flight, waits for what it must, then reports) and reads its
-# report: traffic_rc, confirmed, delivered, lost, early, dups, old_sent,
-# ladder_sent, p99 and lmax (lateness, ms).
+# e2e_traffic_stop [signalled]: stops cutover-traffic with one signal
+# (it drains what is in flight, waits for what it must, then reports; with
+# `signalled` the caller sent it already: a second one would end the
+# drain) and reads its report: traffic_rc, confirmed, delivered, lost,
+# early, dups, old_sent, ladder_sent, p99 and lmax (lateness, ms).
 e2e_traffic_stop() {
-	kill -TERM "$traffic_pid"
+	[ "${1:-}" = signalled ] || kill -TERM "$traffic_pid"
 	wait "$traffic_pid"
 	traffic_rc=$?
 	traffic_pid=

@@ -1,12 +1,14 @@
 /* traffic: `cutover-traffic`, the traffic simulator of tests/e2e/. It plays
  * the producer a migration is done under: an old-style producer that
  * creates one queue per distinct delay (PREFIX.<n>ms, TTL n, dead-lettering
- * to the destination) and publishes into it, until the feature flag says
- * to publish into the plan's ladder instead. Consumers on the destination
- * queues record every arrival; at the end it reports, per path and in
- * total, what was sent, confirmed, delivered, duplicated, lost and early,
- * and the lateness, and exits 0 only when nothing confirmed was lost and
- * nothing came early. See usage() in traffic_options.c and
+ * to the destination) and publishes into it (or, with --old-ladder, into
+ * the plan's old.ladder), until the feature flag says to publish into the
+ * plan's ladder instead (on the target broker when the plan names one).
+ * Consumers on the destination queues (on both brokers then) record every
+ * arrival; at the end it reports, per path and in total, what was sent,
+ * confirmed, delivered, duplicated, lost and early, and the lateness (and
+ * what arrived moved by move_old), and exits 0 only when nothing confirmed
+ * was lost and nothing came early. See usage() in traffic_options.c and
  * tests/e2e/README.md. */
 #include <errno.h>
 #include <getopt.h>
@@ -55,7 +57,9 @@ struct pick {
 struct producer {
 	const struct traffic_options *o;
 	const struct plan *p;
-	struct broker *b;
+	struct broker *b;		/* the old path's broker */
+	struct broker *lb;		/* the ladder's: B unless the plan has
+					 * a target */
 	struct traffic_book *book;
 	struct traffic_flag *flag;
 	char run[TRAFFIC_RUN_MAX];
@@ -227,7 +231,8 @@ static int
 send_one(struct producer *pr, const struct pick *pk, enum traffic_path path,
     uint64_t *seq, char *err, size_t errlen)
 {
-	const struct ladder *l = &pr->p->ladder;
+	const struct ladder *l = path == TRAFFIC_LADDER ? &pr->p->ladder :
+	    &pr->p->old.ladder;
 	const char *dest = pr->o->dests[pk->dest];
 	struct broker_field hdr[7];
 	struct broker_message m;
@@ -238,7 +243,7 @@ send_one(struct producer *pr, const struct pick *pk, enum traffic_path path,
 	int n;
 
 	*seq = UINT64_MAX;
-	if (path == TRAFFIC_LADDER) {
+	if (path == TRAFFIC_LADDER || pr->o->old_ladder) {
 		if (ladder_encode(l, pk->delay_ms, &units, err, errlen) != 0 ||
 		    ladder_routing_key(l, units, dest, key, sizeof(key), err,
 		    errlen) != 0)
@@ -286,7 +291,8 @@ send_one(struct producer *pr, const struct pick *pk, enum traffic_path path,
 	if (pr->o->stamp_percent > 0 && ((int64_t)(*seq % 100) < pr->o->stamp_percent ||
 	    (pr->o->unstamped_max_ms > 0 && pk->delay_ms > pr->o->unstamped_max_ms)))
 		m.timestamp = (uint64_t)((not_before - pk->delay_ms) / 1000);
-	return broker_publish_async(pr->b, &m, err, errlen);
+	return broker_publish_async(path == TRAFFIC_LADDER ? pr->lb : pr->b, &m,
+	    err, errlen);
 }
 
 /* Sends N messages (N <= BATCH_MAX) on the path the flag says, then waits
@@ -313,7 +319,7 @@ produce_batch(struct producer *pr, size_t n)
 	/* Declares first: no request while publishes await their confirms.
 	 * A queue the broker refuses is skipped; a lost connection skips the
 	 * rest of the batch. */
-	for (i = 0; path == TRAFFIC_OLD && i < n; i++) {
+	for (i = 0; path == TRAFFIC_OLD && !pr->o->old_ladder && i < n; i++) {
 		rc = declare_old(pr, &pr->picks[i]);
 		pr->picks[i].skip = rc != 0;
 		if (is_connection_failure(rc)) {
@@ -346,7 +352,8 @@ produce_batch(struct producer *pr, size_t n)
 	}
 	if (npub == 0)
 		return;
-	rc = broker_wait_confirms(pr->b, (int)pr->o->confirm_timeout_ms,
+	rc = broker_wait_confirms(path == TRAFFIC_LADDER ? pr->lb : pr->b,
+	    (int)pr->o->confirm_timeout_ms,
 	    pr->results, npub, &np, err, sizeof(err));
 	if (np != npub)
 		log_failure(pr, "%zu messages awaited confirms, %zu expected",
@@ -357,7 +364,8 @@ produce_batch(struct producer *pr, size_t n)
 		traffic_book_settle(pr->book, pr->seqs[i], state_of(r));
 		if (r != 0)
 			nbad++;
-		if (r == BROKER_ERETURNED && path == TRAFFIC_OLD) {
+		if (r == BROKER_ERETURNED && path == TRAFFIC_OLD &&
+		    !pr->o->old_ladder) {
 			/* Its queue is gone (deleted under us): declare it
 			 * again next time. */
 			pk = &pr->picks[pr->pidx[i]];
@@ -374,11 +382,13 @@ produce_batch(struct producer *pr, size_t n)
 		    "confirmed: %s", nbad, npub, traffic_path_name(path), err);
 }
 
-/* Makes sure every destination queue exists, declaring a missing one as
- * the plan's ladder would (never touching an existing one), so that what
- * the old queues dead-letter has somewhere to go. Returns 0 or -1. */
+/* Makes sure every destination queue exists on broker B, declaring a
+ * missing one as the plan's ladder would (never touching an existing one),
+ * so that what the old queues dead-letter has somewhere to go. Returns 0
+ * or -1. */
 static int
-ensure_destinations(struct producer *pr, char *err, size_t errlen)
+ensure_destinations(struct producer *pr, struct broker *b, char *err,
+    size_t errlen)
 {
 	struct topology t;
 	char why[1024];
@@ -401,11 +411,11 @@ ensure_destinations(struct producer *pr, char *err, size_t errlen)
 			    "topology", pr->o->dests[i]);
 			goto done;
 		}
-		st = broker_queue_inspect(pr->b, q->name, NULL, why, sizeof(why));
+		st = broker_queue_inspect(b, q->name, NULL, why, sizeof(why));
 		if (st == 0)
 			continue;
 		if (st == BROKER_NOT_FOUND)
-			st = broker_queue_declare(pr->b, q->name, true, q->args,
+			st = broker_queue_declare(b, q->name, true, q->args,
 			    q->nargs, why, sizeof(why));
 		if (st != 0) {
 			snprintf(err, errlen, "destination queue %.255s: %.700s",
@@ -413,7 +423,8 @@ ensure_destinations(struct producer *pr, char *err, size_t errlen)
 			goto done;
 		}
 		log_event("info", pr->p->name, "traffic", "declared destination "
-		    "queue %s, which did not exist", q->name);
+		    "queue %s%s, which did not exist", q->name, b != pr->lb ?
+		    " on the source broker" : "");
 	}
 	rc = 0;
 done:
@@ -524,6 +535,23 @@ print_text(const json_t *r, FILE *f)
 	    "connection_losses"), "producer")),
 	    json_integer_value(json_object_get(json_object_get(r,
 	    "connection_losses"), "consumers")));
+	lat = json_object_get(json_object_get(r, "moved"), "lateness_ms");
+	if (json_is_object(lat))
+		fprintf(f, "moved (a move id): %" PRIu64 " messages, %" PRIu64
+		    " duplicates (%" PRIu64 " also delivered unmoved), %" PRIu64
+		    " early, %" PRIu64 " read on the "
+		    "source, %" PRIu64 " under two ids; lateness min %"
+		    JSON_INTEGER_FORMAT " p50 %" JSON_INTEGER_FORMAT " p99 %"
+		    JSON_INTEGER_FORMAT " max %" JSON_INTEGER_FORMAT " ms\n",
+		    get_u(r, "moved", "delivered"),
+		    get_u(r, "moved", "duplicates"),
+		    get_u(r, "moved", "unmoved_copies"), get_u(r, "moved", "early"),
+		    get_u(r, "moved", "on_source"),
+		    get_u(r, "moved", "id_changed"),
+		    json_integer_value(json_object_get(lat, "min")),
+		    json_integer_value(json_object_get(lat, "p50")),
+		    json_integer_value(json_object_get(lat, "p99")),
+		    json_integer_value(json_object_get(lat, "max")));
 	fprintf(f, "%s: lost %" PRIu64 ", early %" PRIu64 ", confirmed %"
 	    PRIu64 "\n", json_is_true(json_object_get(r, "ok")) ? "PASS" :
 	    "FAIL", get_u(r, "total", "lost"), get_u(r, "total", "early"),
@@ -606,7 +634,7 @@ main(int argc, char **argv)
 	struct plan *p = NULL;
 	struct traffic_book book;
 	struct traffic_flag flag;
-	struct traffic_consumer cons[TRAFFIC_DESTS_MAX];
+	struct traffic_consumer cons[2 * TRAFFIC_DESTS_MAX];
 	struct producer *pr = NULL;
 	struct sigaction sa;
 	sigset_t block, old;
@@ -632,13 +660,6 @@ main(int argc, char **argv)
 	}
 	if ((rc = traffic_options_check(&o, p, &flag)) != 0) {
 		exit_code = rc;
-		goto done;
-	}
-	if (p->has_target) {
-		/* One connection publishes both ways, so both paths must be
-		 * on one broker. */
-		fprintf(stderr, "cutover-traffic: %s: the plan names a target broker; "
-		    "this producer publishes to one broker only\n", o.plan_file);
 		goto done;
 	}
 	if ((pr = calloc(1, sizeof(*pr))) == NULL) {
@@ -681,8 +702,21 @@ main(int argc, char **argv)
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
+	/* With a target, the old path is on the source and the ladder on
+	 * the target: a connection each, and the destinations on both (the
+	 * old path delivers on the source what comes due before the move). */
 	if ((rc = step_broker_open(&p->broker, OPEN_TIMEOUT_MS, &pr->b, err, sizeof(err))) != 0 ||
-	    ensure_destinations(pr, err, sizeof(err)) != 0) {
+	    (p->has_target && (rc = step_broker_open(&p->target, OPEN_TIMEOUT_MS,
+	    &pr->lb, err, sizeof(err))) != 0)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		fprintf(stderr, "cutover-traffic: %s\n", err);
+		goto done;
+	}
+	if (!p->has_target)
+		pr->lb = pr->b;
+	if (ensure_destinations(pr, pr->lb, err, sizeof(err)) != 0 ||
+	    (p->has_target && ensure_destinations(pr, pr->b, err,
+	    sizeof(err)) != 0)) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "cutover-traffic: %s\n", err);
 		goto done;
@@ -692,10 +726,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "cutover-traffic: %s\n", err);
 		goto done;
 	}
-	for (i = 0; i < o.ndests; i++) {
+	for (i = 0; i < (p->has_target ? 2 : 1) * o.ndests; i++) {
 		cons[i].book = &book;
 		cons[i].plan = p;
-		cons[i].queue = o.dests[i];
+		cons[i].source = i >= o.ndests;
+		cons[i].broker_at = cons[i].source ? &p->broker :
+		    plan_ladder_broker(p);
+		cons[i].queue = o.dests[i % o.ndests];
 		cons[i].run = pr->run;
 		if (traffic_consumer_start(&cons[i], err, sizeof(err)) != 0) {
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -816,6 +853,8 @@ done:
 	for (i = 0; i < ncons; i++)
 		traffic_consumer_stop(&cons[i]);
 	if (pr != NULL) {
+		if (pr->lb != pr->b)
+			broker_close(pr->lb);
 		broker_close(pr->b);
 		free(pr->declared);
 		free(pr);

@@ -26,6 +26,7 @@
 /* Message headers, beside publish.h's x-cutover-* stamps. */
 #define TRAFFIC_HDR_PATH	"x-cutover-path"	/* "old" or "ladder" */
 #define TRAFFIC_HDR_RUN		"x-cutover-run"		/* the run's id */
+#define TRAFFIC_HDR_MOVE_ID	"x-cutover-move-id"	/* set by move_old */
 #define TRAFFIC_PURPOSE		"traffic"		/* x-cutover-purpose */
 #define TRAFFIC_RUN_MAX		40
 
@@ -66,8 +67,17 @@ struct traffic_rec {
 	int64_t not_before_ms;		/* wall clock: sent + requested delay */
 	int64_t arrived_ms;		/* first arrival, wall clock */
 	uint32_t deliveries;
+	uint32_t moved;			/* deliveries carrying a move id */
+	uint32_t move_id;		/* the first one's first 8 hex digits */
 	uint8_t path;			/* enum traffic_path */
 	uint8_t state;			/* enum traffic_state */
+};
+
+/* Where a delivery came from, besides its message. */
+struct traffic_arrival {
+	const char *move_id;		/* x-cutover-move-id, or NULL */
+	bool on_source;			/* read on the old path's broker of a
+					 * plan with a target */
 };
 
 /* Everything the producer sent and the consumers saw. */
@@ -84,6 +94,10 @@ struct traffic_book {
 	uint64_t producer_losses;	/* connection (or channel) losses seen */
 	uint64_t consumer_losses;
 	uint64_t old_queues;		/* distinct old queues declared */
+	uint64_t on_source;		/* deliveries read on the source */
+	uint64_t on_target;		/* and on the target (with a target) */
+	uint64_t moved_on_source;	/* moved copies read on the source */
+	uint64_t move_id_changed;	/* a message moved under two ids */
 };
 
 /* Initialises B, empty. Returns 0, or -1 with ERR. */
@@ -104,11 +118,12 @@ void traffic_book_settle(struct traffic_book *b, uint64_t seq,
     enum traffic_state state);
 
 /* Records an arrival of message SEQ, sent on PATH (as its header says), at
- * ARRIVED_MS (wall clock). Returns 0 for its first arrival, 1 for a
- * duplicate, -1 when this run sent no such message on that path (it is
- * counted as foreign). */
+ * ARRIVED_MS (wall clock), as A says it came (NULL: on the only broker,
+ * not moved). Returns 0 for its first arrival, 1 for a duplicate, -1 when
+ * this run sent no such message on that path (it is counted as foreign). */
 int traffic_book_deliver(struct traffic_book *b, uint64_t seq,
-    enum traffic_path path, int64_t arrived_ms);
+    enum traffic_path path, int64_t arrived_ms,
+    const struct traffic_arrival *a);
 
 /* Adds N to the losses of the producer or of the consumers. */
 void traffic_book_loss(struct traffic_book *b, bool consumer, uint64_t n);
@@ -118,8 +133,12 @@ void traffic_book_tally(struct traffic_book *b, struct traffic_tally *out);
 
 /* Builds the per-path part of the report, with lost (confirmed, never
  * delivered) and lateness (arrival minus not-before, ms; nearest-rank p50
- * and p99, min and max) for each path and for the total:
- * { "old": {...}, "ladder": {...}, "total": {...} }. Returns a new object,
+ * and p99, min and max) for each path and for the total, and what arrived
+ * moved (a delivery with a move id: how many messages, their duplicates,
+ * early and lateness by their first arrival, moved copies read on the
+ * source, messages moved under two ids) and on which broker:
+ * { "old": {...}, "ladder": {...}, "total": {...}, "moved": {...},
+ *   "arrivals": { "source": N, "target": N } }. Returns a new object,
  * or NULL when out of memory. Stores the total lost and early counts in
  * *LOST and *EARLY. */
 json_t *traffic_book_report(struct traffic_book *b, uint64_t *lost,
@@ -187,7 +206,10 @@ void traffic_flag_free(struct traffic_flag *f);
 struct traffic_consumer {
 	/* Set before traffic_consumer_start. */
 	struct traffic_book *book;
-	const struct plan *plan;	/* broker URL, user, password ref */
+	const struct plan *plan;	/* its name for logs */
+	const struct plan_broker *broker_at; /* where QUEUE is */
+	bool source;			/* BROKER is the source of a plan with
+					 * a target */
 	const char *queue;
 	const char *run;		/* deliveries of other runs are foreign */
 
@@ -247,6 +269,8 @@ struct traffic_options {
 					 * carrying the timestamp property */
 	int64_t unstamped_max_ms;	/* --unstamped-max-delay: longer delays
 					 * are always stamped; 0: no limit */
+	bool old_ladder;		/* --old-ladder: the old path is the
+					 * plan's old.ladder */
 	bool json;
 };
 

@@ -2,6 +2,7 @@
  * not-before, the broker's verdict) and every arrival, and the figures the
  * report is made of. Guarded by one mutex: the producer and the consumers
  * write to it from their own threads. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,20 +151,49 @@ done:
 	pthread_mutex_unlock(&b->mu);
 }
 
+/* The first 8 hex digits of move id ID as a number (0 when it has none):
+ * enough to tell two ids of one message apart. */
+static uint32_t
+id_prefix(const char *id)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 8 && isxdigit((unsigned char)id[i]); i++)
+		v = v << 4 | (uint32_t)(isdigit((unsigned char)id[i]) ? id[i] - '0' :
+		    (tolower((unsigned char)id[i]) - 'a' + 10));
+	return v;
+}
+
 int
 traffic_book_deliver(struct traffic_book *b, uint64_t seq,
-    enum traffic_path path, int64_t arrived_ms)
+    enum traffic_path path, int64_t arrived_ms,
+    const struct traffic_arrival *a)
 {
 	struct traffic_rec *r;
 	struct traffic_tally *t;
+	const char *id = a != NULL ? a->move_id : NULL;
 	int rc;
 
 	pthread_mutex_lock(&b->mu);
+	if (a != NULL && a->on_source)
+		b->on_source++;
+	else
+		b->on_target++;
 	if ((r = rec_at(b, seq)) == NULL || r->path != (uint8_t)path ||
 	    r->state == TRAFFIC_NOT_SENT) {
 		b->foreign++;
 		rc = -1;
 		goto done;
+	}
+	if (id != NULL) {
+		/* move_old gives every copy of a message one id: consumers
+		 * drop the second by it. */
+		if (r->moved++ == 0)
+			r->move_id = id_prefix(id);
+		else if (r->move_id != id_prefix(id))
+			b->move_id_changed++;
+		if (a->on_source)
+			b->moved_on_source++;
 	}
 	t = &b->tally[r->path];
 	if (r->deliveries++ > 0) {
@@ -254,10 +284,46 @@ path_object(const struct traffic_tally *t, uint64_t lost, int64_t *v, size_t n)
 	return o;
 }
 
+/* The "moved" object: messages of which a delivery carried a move id
+ * (N of them, their first arrivals' lateness in V, sorted here), their
+ * DUPS deliveries after the first, UNMOVED of them also delivered without
+ * a move id, EARLY first arrivals before not-before, and the book's counts
+ * of moved copies on the source and of messages moved under two ids. NULL
+ * when out of memory. */
+static json_t *
+moved_object(const struct traffic_book *b, int64_t *v, size_t n, uint64_t dups,
+    uint64_t unmoved, uint64_t early)
+{
+	json_t *o, *lat;
+
+	if ((o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "delivered", (json_int_t)n,
+	    "duplicates", (json_int_t)dups, "unmoved_copies", (json_int_t)unmoved,
+	    "early", (json_int_t)early,
+	    "on_source", (json_int_t)b->moved_on_source,
+	    "id_changed", (json_int_t)b->move_id_changed)) == NULL)
+		return NULL;
+	if (n == 0)
+		lat = json_null();
+	else {
+		qsort(v, n, sizeof(*v), cmp_i64);
+		lat = json_pack("{s:I,s:I,s:I,s:I}", "min", (json_int_t)v[0],
+		    "p50", (json_int_t)rank(v, n, 50), "p99", (json_int_t)rank(v, n, 99),
+		    "max", (json_int_t)v[n - 1]);
+	}
+	if (lat == NULL || json_object_set_new(o, "lateness_ms", lat) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *
 traffic_book_report(struct traffic_book *b, uint64_t *lost_out,
     uint64_t *early_out)
 {
+	int64_t *mv = NULL;
+	size_t nmv = 0;
+	uint64_t mdups = 0, munmoved = 0, mearly = 0;
 	struct traffic_tally total;
 	uint64_t lost[TRAFFIC_NPATHS] = { 0 };
 	int64_t *lat[TRAFFIC_NPATHS] = { NULL }, *all = NULL;
@@ -272,6 +338,8 @@ traffic_book_report(struct traffic_book *b, uint64_t *lost_out,
 		    (size_t)b->tally[p].delivered, sizeof(int64_t))) == NULL)
 			goto done;
 	if ((all = calloc((size_t)(b->tally[0].delivered +
+	    b->tally[1].delivered) + 1, sizeof(int64_t))) == NULL ||
+	    (mv = calloc((size_t)(b->tally[0].delivered +
 	    b->tally[1].delivered) + 1, sizeof(int64_t))) == NULL)
 		goto done;
 	for (i = 0; i < b->nrecs; i++) {
@@ -286,6 +354,12 @@ traffic_book_report(struct traffic_book *b, uint64_t *lost_out,
 			lat[r->path][nlat[r->path]++] = r->arrived_ms -
 			    r->not_before_ms;
 		all[nall++] = r->arrived_ms - r->not_before_ms;
+		if (r->moved > 0) {
+			mv[nmv++] = r->arrived_ms - r->not_before_ms;
+			mdups += r->deliveries - 1;
+			munmoved += r->deliveries > r->moved;
+			mearly += r->arrived_ms < r->not_before_ms;
+		}
 	}
 	memset(&total, 0, sizeof(total));
 	for (p = 0; p < TRAFFIC_NPATHS; p++) {
@@ -309,7 +383,12 @@ traffic_book_report(struct traffic_book *b, uint64_t *lost_out,
 		    NULL || json_object_set_new(out, traffic_path_name(p), o) != 0)
 			goto fail;
 	if ((o = path_object(&total, lost[0] + lost[1], all, nall)) == NULL ||
-	    json_object_set_new(out, "total", o) != 0)
+	    json_object_set_new(out, "total", o) != 0 ||
+	    (o = moved_object(b, mv, nmv, mdups, munmoved, mearly)) == NULL ||
+	    json_object_set_new(out, "moved", o) != 0 ||
+	    (o = json_pack("{s:I,s:I}", "source", (json_int_t)b->on_source,
+	    "target", (json_int_t)b->on_target)) == NULL ||
+	    json_object_set_new(out, "arrivals", o) != 0)
 		goto fail;
 	*lost_out = lost[0] + lost[1];
 	*early_out = total.early;
@@ -322,5 +401,6 @@ done:
 	for (p = 0; p < TRAFFIC_NPATHS; p++)
 		free(lat[p]);
 	free(all);
+	free(mv);
 	return out;
 }

@@ -1,8 +1,10 @@
 /* traffic_consume: cutover-traffic's consumers, one thread and one broker
  * connection per destination queue. Each delivery is recorded in the book
  * (its id, path and arrival time against the not-before time it was sent
- * with), then acknowledged: a message whose acknowledgement is lost with
- * its connection comes again and counts as a duplicate, never as lost. */
+ * with, its move id when move_old moved it, and whether it was read on the
+ * source of a plan with a target), then acknowledged: a message whose
+ * acknowledgement is lost with its connection comes again and counts as a
+ * duplicate, never as lost. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +59,8 @@ consume_main(void *arg)
 {
 	struct traffic_consumer *c = arg;
 	struct broker_delivery d;
+	struct traffic_arrival a;
+	const struct broker_header *mh;
 	enum traffic_path path;
 	uint64_t seq, nforeign = 0;
 	int64_t arrived, backoff = CONSUME_BACKOFF_MS;
@@ -87,9 +91,13 @@ consume_main(void *arg)
 		arrived = traffic_wall_ms();
 		down = false;
 		backoff = CONSUME_BACKOFF_MS;
+		mh = broker_header_find(&d, TRAFFIC_HDR_MOVE_ID);
+		a.move_id = mh != NULL && mh->kind == BROKER_KIND_STR ? mh->str :
+		    NULL;
+		a.on_source = c->source;
 		if (identify(c, &d, &seq, &path, why, sizeof(why)) != 0) {
 			(void)traffic_book_deliver(c->book, UINT64_MAX,
-			    TRAFFIC_OLD, arrived);
+			    TRAFFIC_OLD, arrived, &a);
 			if (nforeign++ < LOGGED_FOREIGN)
 				log_event("warn", c->plan->name, "traffic", "queue %s: "
 				    "message %s is not one of this run's, "
@@ -97,7 +105,8 @@ consume_main(void *arg)
 				    c->queue, d.message_id ? d.message_id :
 				    "(no id)", why);
 		} else
-			(void)traffic_book_deliver(c->book, seq, path, arrived);
+			(void)traffic_book_deliver(c->book, seq, path, arrived,
+			    &a);
 		rc = broker_ack(c->broker, &d, err, sizeof(err));
 		broker_delivery_free(&d);
 		if (rc == 0)
@@ -119,15 +128,16 @@ failed:
 int
 traffic_consumer_start(struct traffic_consumer *c, char *err, size_t errlen)
 {
-	const struct plan *p = c->plan;
 	char why[1024];
 
 	atomic_init(&c->stop, false);
 	c->started = false;
-	if (step_broker_open(plan_ladder_broker(p), CONSUME_TIMEOUT_MS, &c->broker, why, sizeof(why)) != 0 ||
+	if (step_broker_open(c->broker_at, CONSUME_TIMEOUT_MS, &c->broker, why,
+	    sizeof(why)) != 0 ||
 	    broker_consume(c->broker, c->queue, CONSUME_PREFETCH, why,
 	    sizeof(why)) != 0) {
-		snprintf(err, errlen, "consuming from %s: %s", c->queue, why);
+		snprintf(err, errlen, "consuming from %s%s: %s", c->queue,
+		    c->source ? " on the source broker" : "", why);
 		goto fail;
 	}
 	if (pthread_create(&c->thread, NULL, consume_main, c) != 0) {

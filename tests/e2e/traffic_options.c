@@ -27,7 +27,9 @@ usage(FILE *f)
 "distinct delay, declared on demand) until the feature flag turns on, then\n"
 "into the plan's ladder; consumes the plan's destinations and reports what\n"
 "was lost or early. The plan gives the broker (amqp, username, password),\n"
-"the ladder, the destinations and the flag (Unleash url and feature).\n"
+"the ladder, the destinations and the flag (Unleash url and feature). With\n"
+"a target broker in the plan, the old path is on the broker, the ladder on\n"
+"the target, and the destinations are consumed on both.\n"
 "\n"
 "options:\n"
 "  --plan FILE            the migration plan (required)\n"
@@ -40,6 +42,9 @@ usage(FILE *f)
 "  --delay-step D         delays are min + k x step (default 100ms): with\n"
 "                         the defaults 51 distinct delays, so 51 old queues\n"
 "                         per destination\n"
+"  --old-ladder           the old path is the plan's old.ladder (declared\n"
+"                         beforehand): old-path messages go into its entry\n"
+"                         exchange, no old queue is declared\n"
 "  --old-prefix P         old queues are P.<n>ms (P.<dest>.<n>ms when there\n"
 "                         is more than one destination); default \"delay\"\n"
 "                         (match them with '^delay\\.[0-9]+ms$')\n"
@@ -69,6 +74,8 @@ usage(FILE *f)
 "Every message carries its id (traffic.RUN.SEQ), x-cutover-seq,\n"
 "x-cutover-delay-ms, x-cutover-not-before (ms since the epoch: publish time\n"
 "+ the requested delay), x-cutover-path (old or ladder) and x-cutover-run.\n"
+"The report counts apart the messages that arrived moved (with the\n"
+"x-cutover-move-id move_old adds): their duplicates and lateness.\n"
 "\n"
 "Exit status: 0 when no confirmed message was lost, none arrived early and\n"
 "at least one was confirmed; 1 otherwise or when it could not run; 2 usage.\n");
@@ -127,6 +134,7 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 		{ "max-delay", required_argument, NULL, 'M' },
 		{ "delay-step", required_argument, NULL, 's' },
 		{ "old-prefix", required_argument, NULL, 'o' },
+		{ "old-ladder", no_argument, NULL, 'L' },
 		{ "dest", required_argument, NULL, 'D' },
 		{ "path", required_argument, NULL, 'P' },
 		{ "flag-url", required_argument, NULL, 'u' },
@@ -191,6 +199,9 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 			break;
 		case 'o':
 			o->old_prefix = optarg;
+			break;
+		case 'L':
+			o->old_ladder = true;
 			break;
 		case 'D':
 			if (o->ndests == TRAFFIC_DESTS_MAX)
@@ -323,6 +334,13 @@ traffic_options_check(struct traffic_options *o, const struct plan *p,
 			return usage_error("destination %s: %s", o->dests[i],
 			    why);
 	}
+	if (o->old_ladder && !p->old.from_ladder)
+		return usage_error("--old-ladder: the plan has no old.ladder");
+	if (o->old_ladder && o->mode != TRAFFIC_FLAG_LADDER &&
+	    o->max_delay_ms > ladder_max_delay_ms(&p->old.ladder))
+		return usage_error("--max-delay %" PRId64 " ms is beyond old.ladder's "
+		    "largest delay, %" PRId64 " ms", o->max_delay_ms,
+		    ladder_max_delay_ms(&p->old.ladder));
 	if (o->mode != TRAFFIC_FLAG_OLD &&
 	    o->max_delay_ms > ladder_max_delay_ms(l))
 		return usage_error("--max-delay %" PRId64 " ms is beyond the "

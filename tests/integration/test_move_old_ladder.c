@@ -8,8 +8,10 @@
  * destination its key ends with; every one arrives once, never before the
  * moment the test computed when it published it (publish time + delay).
  * First, a new ladder that lacks one of the old ladder's destinations is
- * refused before anything moves, naming it. The test has a vhost of its
- * own, deleted at teardown. */
+ * refused before anything moves, naming it. And a run killed between a
+ * batch's confirms and its acks, whose messages the old ladder passes
+ * down a level before the next run moves them again: both copies carry
+ * one move id. Each test has a vhost of its own, deleted at teardown. */
 #include "itest_move_old.h"
 #include "itest_plan.h"
 
@@ -221,13 +223,148 @@ test_ladder_rebuilt_never_early(void **state)
 	plan_free(old);
 }
 
+/* A run killed after the new ladder confirmed a batch taken from level 2
+ * of a 1 s old ladder and before the batch was acked there (crash point
+ * move_old.confirmed, in a child process): the broker gives the batch
+ * back, the old ladder passes it down to level 1 as its TTL runs out, and
+ * the run started again moves it from there. Each message reaches the
+ * destination twice, never early, and both copies carry the same
+ * x-cutover-move-id, though taken from two levels (another queue, another
+ * exchange, dead-letter headers), so that a consumer can drop the
+ * second. */
+static void
+test_ladder_kill_after_confirm_one_id_across_levels(void **state)
+{
+	const char *ids[3] = { NULL, NULL, NULL };
+	int64_t nb[3], now, until;
+	int seen[3] = { 0, 0, 0 }, got = 0, status = 0;
+	char body[32], err[1024], l1[LADDER_NAME_MAX], l2[LADDER_NAME_MAX];
+	struct plan *old;
+	struct step_ctx oc;
+	json_t *st, *r;
+	pid_t pid;
+
+	(void)state;
+	old = load("itest-oldk",
+	    "old:\n"
+	    "  queues: { names: [nothing.here] }\n"
+	    "ladder:\n"
+	    "  prefix: oldk\n"
+	    "  unit: 1s\n"
+	    "  levels: 4\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [" LDEST "]\n"
+	    "  create_destinations: true\n"
+	    "steps: [measure_horizon, declare_ladder]\n");
+	itest_ctx_open(&oc, old);
+	itest_step_ok(step_declare_ladder, &oc);
+	imove_plan = load("itest-newk",
+	    "old:\n"
+	    "  ladder: { naming: cutover, prefix: oldk, unit: 1s, levels: 4 }\n"
+	    "ladder:\n"
+	    "  prefix: newk\n"
+	    "  unit: 100ms\n"
+	    "  levels: 10\n"
+	    "  queue_type: quorum\n"
+	    "  destinations: [" LDEST "]\n"
+	    "move_old:\n"
+	    "  rate: 1000/s\n"
+	    "  prefetch: 4\n"
+	    "  stragglers: 1s\n"
+	    "watch:\n"
+	    "  allowance: 2s\n"
+	    "steps: [measure_horizon, declare_ladder]\n");
+	itest_ctx_open(&imove_ctx, imove_plan);
+	itest_step_ok(step_declare_ladder, &imove_ctx);
+	ladder_level_queue(&old->ladder, 1, l1, sizeof(l1));
+	ladder_level_queue(&old->ladder, 2, l2, sizeof(l2));
+	/* 6 s: 4 s in level 2, then 2 s in level 1. */
+	for (int i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), "k-%d", i);
+		nb[i] = put(oc.amqp, &old->ladder, body, 6 * SEC, LDEST);
+	}
+	now = clock_now_ms();
+	if ((pid = fork()) == 0) {
+		struct step_ctx cc;
+		json_t *cr = NULL;
+		char e[1024];
+
+		memset(&cc, 0, sizeof(cc));
+		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
+		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0)
+			_exit(2);
+		cc.flip_ms = now - 10 * SEC;
+		(void)step_move_old(&cc, &cr, e, sizeof(e));
+		_exit(3);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* Given back to level 2, then down to level 1 (its 2 s there). */
+	imove_wait_depth(l1, 3);
+	assert_int_equal(imove_depth(l2), 0);
+	st = json_pack("{s:b,s:I,s:I,s:[{s:s,s:I,s:I,s:I,s:I,s:I}]}", "ok", 0,
+	    "pass", (json_int_t)1, "pass_started_ms", (json_int_t)clock_now_ms(),
+	    "queues", "name", l2, "moved", (json_int_t)0, "left", (json_int_t)0,
+	    "skipped", (json_int_t)0, "pass_done", (json_int_t)0, "in_flight",
+	    (json_int_t)3);
+	imove_ctx.state = st;
+	r = imove_move();
+	imove_ctx.state = NULL;
+	assert_int_equal(imove_count_of(imove_queue_entry(r, l1), "moved"), 3);
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "may_duplicate"), 3);
+	assert_int_equal(broker_consume(imove_ctx.amqp, LDEST, 0, err, sizeof(err)), 0);
+	until = clock_mono_ms() + 40 * SEC;
+	while (got < 6 && clock_mono_ms() < until) {
+		struct broker_delivery d = { 0 };
+		const struct broker_header *h, *from;
+		int i;
+
+		if (broker_next(imove_ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
+			continue;
+		assert_true(sscanf(d.body, "k-%d", &i) == 1 && i >= 0 && i < 3);
+		if (clock_now_ms() < nb[i])
+			fail_msg("'%s' arrived %lld ms early", d.body,
+			    (long long)(nb[i] - clock_now_ms()));
+		h = broker_header_find(&d, "x-cutover-move-id");
+		from = broker_header_find(&d, "x-cutover-moved-from");
+		if (h == NULL || h->str == NULL || h->str[0] == '\0')
+			fail_msg("'%s' arrived without an x-cutover-move-id", d.body);
+		fprintf(stderr, "# %s from %s: move id %s\n", d.body,
+		    from != NULL && from->str != NULL ? from->str : "?", h->str);
+		if (ids[i] == NULL)
+			ids[i] = strdup(h->str);
+		else
+			assert_string_equal(ids[i], h->str);
+		for (int k = 0; k < 3; k++)
+			if (k != i && ids[k] != NULL)
+				assert_string_not_equal(ids[k], h->str);
+		seen[i]++;
+		got++;
+		assert_int_equal(broker_ack(imove_ctx.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	(void)broker_cancel(imove_ctx.amqp, err, sizeof(err));
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(seen[i], 2);
+		free((void *)ids[i]);
+	}
+	json_decref(r);
+	json_decref(st);
+	step_ctx_close(&oc);
+	plan_free(old);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ladder_rebuilt_never_early,
 		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_ladder_kill_after_confirm_one_id_across_levels, imove_setup,
+		    imove_teardown),
 	};
 
-	return itest_run_part("move_old_ladder", tests, 1, NULL, NULL);
+	return itest_run_part("move_old_ladder", tests, 2, NULL, NULL);
 }
