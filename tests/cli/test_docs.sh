@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_docs: the documentation cannot drift from the code. README.md's
+# test_docs: the documentation cannot drift from the code. docs/commands.md's
 # command table is exactly what packaging/gendocs makes of
 # docs/commands.txt; every verb of main.c's table is in docs/commands.txt;
 # every key the plan loader knows (the keys[] tables of plans/*.c) is in
@@ -15,8 +15,8 @@ failures=0
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
-"$src/packaging/gendocs" check-readme "$src/README.md" "$src/docs/commands.txt" \
-    >"$tmp/diff" 2>&1 || fail "README.md's command table is not docs/commands.txt's: $(cat "$tmp/diff")"
+"$src/packaging/gendocs" check-page "$src/docs/commands.md" "$src/docs/commands.txt" \
+    >"$tmp/diff" 2>&1 || fail "docs/commands.md's command table is not docs/commands.txt's: $(cat "$tmp/diff")"
 
 # The verbs: main.c's rows { "NAME", cli_... }, against "@ NAME" (or
 # "@ NAME SUBVERB") in docs/commands.txt.
@@ -28,7 +28,7 @@ for v in $(cat "$tmp/verbs"); do
 done
 
 # The plan's keys: every string of a keys[] table in plans/*.c (but
-# serve_config.c: serve.yaml's keys, README's "Serve configuration"), against
+# serve_config.c: serve.yaml's keys, docs/operating.md's "serve.yaml"), against
 # the last word of the "@ KEY" lines of docs/plan-format.txt.
 set --
 for f in "$src"/plans/*.c; do
