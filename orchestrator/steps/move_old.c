@@ -404,9 +404,24 @@ struct going {
 	int64_t now;
 };
 
-/* Takes up to the plan's prefetch of messages, republishes those that go
- * and acks each after its confirm. Sets *END when the queue has no more
- * to take (or the held limit is reached). Returns 0, or -1 with ERR.
+/* Returns TAKEN[FROM..TO-1], taken and not examined, to their old queue
+ * at once: as if never taken (the broker marks them redelivered, and no
+ * sighting was recorded for them). */
+static void
+give_back(struct pass *ps, struct broker_delivery *taken, size_t from, size_t to)
+{
+	char why[256];
+
+	for (size_t k = from; k < to; k++) {
+		(void)broker_reject(ps->c->old_amqp, &taken[k], true, why, sizeof(why));
+		broker_delivery_free(&taken[k]);
+	}
+}
+
+/* Takes up to the plan's prefetch of messages (every get sent at once:
+ * one round trip for the batch), republishes those that go and acks each
+ * after its confirm. Sets *END when the queue has no more to take (or the
+ * held limit is reached). Returns 0, or -1 with ERR.
  *
  * A kill -9 can come anywhere, so what the next run must know is
  * persisted first: that gets are under way ("getting": their first
@@ -421,82 +436,85 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 	int prefetch = c->plan->move_old.prefetch, n = 0, rc, i;
 	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
 	struct going *g = calloc((size_t)prefetch, sizeof(*g));
+	struct broker_delivery *taken = calloc((size_t)prefetch, sizeof(*taken));
 	struct move_stamp st;
 	struct move_rule rule;
 	char why[512];
 	int ret = -1, ldest;
+	size_t ntaken = 0, k;
+	bool empty = false;
 
-	if (nb == NULL || g == NULL) {
+	if (nb == NULL || g == NULL || taken == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	json_object_set_new(ps->entry, "getting", json_true());
 	persist(ps);
-	while (n < prefetch) {
-		struct broker_delivery d = { 0 };
+	rc = broker_get_many(c->old_amqp, ps->oq->q->name, (size_t)prefetch, taken,
+	    &ntaken, &empty, why, sizeof(why));
+	if (rc != 0) {
+		give_back(ps, taken, 0, ntaken);
+		errbuf_set(err, errlen, "taking messages from old queue '%s': %s",
+		    ps->oq->q->name, why);
+		goto done;
+	}
+	for (k = 0; k < ntaken; k++) {
+		struct broker_delivery *d = &taken[k];
 		struct going *o = &g[n];
 		int64_t first;
 
-		rc = broker_get(c->old_amqp, ps->oq->q->name, true, &d, why, sizeof(why));
-		if (rc == BROKER_EMPTY) {
-			move_old__progress_queue(ps->pg, &ps->had, 0);
-			*end = true;
-			break;
-		}
-		if (rc != 0) {
-			errbuf_set(err, errlen, "taking a message from old queue '%s': %s",
-			    ps->oq->q->name, why);
-			abandon(ps, out, n, 0, nb);
-			goto done;
-		}
 		ps->pg->taken++;
-		move_old__progress_queue(ps->pg, &ps->had, d.remaining);
+		move_old__progress_queue(ps->pg, &ps->had, d->remaining);
 		o->now = old_now_ms(c);
-		if (move_old__id(ps->oq->q->name, &d, o->id) != 0) {
+		if (move_old__id(ps->oq->q->name, d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
-			(void)broker_reject(c->old_amqp, &d, true, why, sizeof(why));
-			broker_delivery_free(&d);
+			give_back(ps, taken, k, ntaken);
 			errbuf_set(err, errlen, "no digest for a message of old queue '%s'",
 			    ps->oq->q->name);
 			abandon(ps, out, n, 0, nb);
 			goto done;
 		}
-		stamp_of(ps, &d, &st);
-		st.seen_ms = first = first_seen(ps, &d, o->id);
+		stamp_of(ps, d, &st);
+		st.seen_ms = first = first_seen(ps, d, o->id);
 		rule = ps->rule;
 		ldest = -1;
-		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level, d.routing_key,
-		    &rule.rest_ms, why, sizeof(why))) < 0) {
+		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level,
+		    d->routing_key, &rule.rest_ms, why, sizeof(why))) < 0) {
 			/* Out of the old ladder by its level's TTL and every
 			 * level below it at the latest: under twice the TTL. */
-			if (hold(ps, &d, LEFT_NO_DEST, o->now + 2 * ps->rule.ttl_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, LEFT_NO_DEST, o->now + 2 * ps->rule.ttl_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		(void)move_decide(&rule, &st, o->now, &o->dec);
 		if (o->dec.entry_ms < 0)
 			record_seen(ps, o->id, first, o->now);
 		if (o->dec.verdict != MOVE_GO) {
-			if (hold(ps, &d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
-			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
+			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		o->dest = ldest >= 0 ? ldest : ps->target.dest >= 0 ? ps->target.dest :
-		    move_target_dest(c, &ps->target, d.routing_key, why, sizeof(why));
+		    move_target_dest(c, &ps->target, d->routing_key, why, sizeof(why));
 		if (o->dest < 0) {
-			if (hold(ps, &d, LEFT_NO_DEST, o->dec.not_before_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, LEFT_NO_DEST, o->dec.not_before_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		nb[n] = o->dec.not_before_ms;
-		out[n++] = d;
+		out[n++] = *d;
+		memset(d, 0, sizeof(*d));
+	}
+	if (k < ntaken) {
+		/* The held limit: the pass ends, and what it has not examined
+		 * goes back. */
+		give_back(ps, taken, k + 1, ntaken);
+		*end = true;
+	}
+	if (empty) {
+		move_old__progress_queue(ps->pg, &ps->had, 0);
+		*end = true;
 	}
 	json_object_del(ps->entry, "getting");
 	if (n > 0)
@@ -515,6 +533,7 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 done:
 	/* Whatever was taken is recorded in the state the step returns. */
 	json_object_del(ps->entry, "getting");
+	free(taken);
 	free(g);
 	free(nb);
 	return ret;
