@@ -418,23 +418,38 @@ give_back(struct pass *ps, struct broker_delivery *taken, size_t from, size_t to
 	}
 }
 
-/* Takes up to the plan's prefetch of messages (every get sent at once:
- * one round trip for the batch), republishes those that go and acks each
- * after its confirm. Sets *END when the queue has no more to take (or the
- * held limit is reached). Returns 0, or -1 with ERR.
+/* A batch published and not settled yet: its messages in the order they
+ * were published, and each one's not-before (for what is left). */
+struct flight {
+	struct broker_delivery *out;
+	int64_t *nb;
+	int n;
+};
+
+/* Takes up to the plan's prefetch of messages into CUR (every get sent at
+ * once: one round trip for the batch), settles PREV (the batch before:
+ * its confirms awaited, each confirmed one acked) and publishes those of
+ * CUR that go, leaving them to the next call (or the pass's end) to
+ * settle. So the source answers the gets while the target routes, stores
+ * and confirms the batch before; what is published and not acked is
+ * never more than one batch. Sets *END when the queue has no more to take
+ * (or the held limit is reached). Returns 0, or -1 with ERR (PREV settled
+ * and nothing of CUR in flight: the step fails).
  *
  * A kill -9 can come anywhere, so what the next run must know is
  * persisted first: that gets are under way ("getting": their first
- * sightings may go unrecorded), then, before anything is published, the
- * sightings and how many are about to be published ("in_flight": each
- * may end in the ladder and, not acked, back in the old queue). */
+ * sightings may go unrecorded) with PREV still in flight, then, before
+ * anything of CUR is published, the sightings and how many are about to
+ * be published ("in_flight": each may end in the ladder and, not acked,
+ * back in the old queue). */
 static int
-batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
-    char *err, size_t errlen)
+batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
+    bool *end, char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
 	int prefetch = c->plan->move_old.prefetch, n = 0, rc, i;
-	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
+	struct broker_delivery *out = cur->out;
+	int64_t *nb = cur->nb;
 	struct going *g = calloc((size_t)prefetch, sizeof(*g));
 	struct broker_delivery *taken = calloc((size_t)prefetch, sizeof(*taken));
 	struct move_stamp st;
@@ -444,19 +459,30 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 	size_t ntaken = 0, k;
 	bool empty = false;
 
-	if (nb == NULL || g == NULL || taken == NULL) {
+	cur->n = 0;
+	if (g == NULL || taken == NULL) {
 		errbuf_set(err, errlen, "out of memory");
+		settle(ps, prev->out, results, prev->n, prev->nb, end);
+		prev->n = 0;
 		goto done;
 	}
 	json_object_set_new(ps->entry, "getting", json_true());
 	persist(ps);
 	rc = broker_get_many(c->old_amqp, ps->oq->q->name, (size_t)prefetch, taken,
 	    &ntaken, &empty, why, sizeof(why));
+	/* Whatever the gets did: the batch before is settled first. */
+	settle(ps, prev->out, results, prev->n, prev->nb, end);
+	prev->n = 0;
 	if (rc != 0) {
 		give_back(ps, taken, 0, ntaken);
 		errbuf_set(err, errlen, "taking messages from old queue '%s': %s",
 		    ps->oq->q->name, why);
 		goto done;
+	}
+	if (*end) {
+		/* The held limit, reached by what the batch before left. */
+		give_back(ps, taken, 0, ntaken);
+		ntaken = 0;
 	}
 	for (k = 0; k < ntaken; k++) {
 		struct broker_delivery *d = &taken[k];
@@ -528,51 +554,65 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			json_object_del(ps->entry, "in_flight");
 			goto done;
 		}
-	settle(ps, out, results, n, nb, end);
+	cur->n = n;
 	ret = 0;
 done:
 	/* Whatever was taken is recorded in the state the step returns. */
 	json_object_del(ps->entry, "getting");
 	free(taken);
 	free(g);
-	free(nb);
 	return ret;
 }
 
-/* One pass over queue OQ. Returns 0, or -1 with ERR. */
+/* One pass over queue OQ: batches one after another, each settling the
+ * one before, the last settled once the queue has no more. Returns 0, or
+ * -1 with ERR. */
 static int
 pass_queue(struct pass *ps, char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
-	int prefetch = c->plan->move_old.prefetch, rc = -1;
-	struct broker_delivery *out = calloc((size_t)prefetch, sizeof(*out));
+	int prefetch = c->plan->move_old.prefetch, rc = -1, cur = 0;
+	struct flight fl[2];
 	int *results = calloc((size_t)prefetch, sizeof(*results));
 	bool end = false;
 
+	memset(fl, 0, sizeof(fl));
+	for (int k = 0; k < 2; k++) {
+		fl[k].out = calloc((size_t)prefetch, sizeof(*fl[k].out));
+		fl[k].nb = calloc((size_t)prefetch, sizeof(*fl[k].nb));
+	}
 	ps->held = calloc(HELD_MAX + (size_t)prefetch + 1, sizeof(*ps->held));
-	if (out == NULL || results == NULL || ps->held == NULL) {
+	if (fl[0].out == NULL || fl[1].out == NULL || fl[0].nb == NULL ||
+	    fl[1].nb == NULL || results == NULL || ps->held == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	memset(ps->left, 0, sizeof(ps->left));
 	ps->left_until_ms = 0;
 	while (!end) {
-		if (batch(ps, out, results, &end, err, errlen) != 0)
+		if (batch(ps, &fl[cur], &fl[!cur], results, &end, err, errlen) != 0)
 			goto done;
 		record_left(ps);
-		persist(ps);
+		cur = !cur;
 		if (!end)
 			pace(ps);
 	}
 	rc = 0;
 done:
+	/* The last batch published: settled (on a failure nothing is in
+	 * flight). */
+	settle(ps, fl[!cur].out, results, fl[!cur].n, fl[!cur].nb, &end);
+	fl[!cur].n = 0;
 	/* Over, or failed: what it still holds is the next pass's. */
 	move_old__progress_queue(ps->pg, &ps->had, 0);
 	release(ps);
 	record_left(ps);
 	free(ps->held);
 	ps->held = NULL;
-	free(out);
+	for (int k = 0; k < 2; k++) {
+		free(fl[k].out);
+		free(fl[k].nb);
+	}
 	free(results);
 	return rc;
 }
