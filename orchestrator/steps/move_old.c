@@ -359,30 +359,43 @@ abandon(struct pass *ps, struct broker_delivery *out, int n, int npub,
 		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
 }
 
-/* Waits for the confirms of the batch's N messages OUT and acks each
- * confirmed one in its old queue; every other stays, held (*END once the
+/* The verdicts of the batch's N messages, published since the last wait,
+ * into RESULTS (0: confirmed; one never published, or whose verdict did
+ * not come, is not). */
+static void
+confirms(struct pass *ps, int *results, int n)
+{
+	size_t npub = 0;
+	char why[512];
+
+	if (n <= 0)
+		return;
+	(void)broker_wait_confirms(ps->c->amqp, PUBLISH_TIMEOUT_MS, results,
+	    (size_t)n, &npub, why, sizeof(why));
+	for (int i = (int)npub; i < n; i++)
+		results[i] = BROKER_ERR;
+}
+
+/* Acks in its old queue each of the batch's N messages OUT that RESULTS
+ * (confirms) says was confirmed; every other stays, held (*END once the
  * held limit is reached). Counts the moved into the queue's entry. */
 static void
-settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
+settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
     const int64_t *nb, bool *end)
 {
 	struct step_ctx *c = ps->c;
 	int64_t moved = 0;
-	size_t npub = 0;
 	char why[512];
 
-	if (n > 0)
-		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
-		    (size_t)n, &npub, why, sizeof(why));
 	if (n > 0)
 		fault_point("move_old.confirmed");	/* in the ladder, not acked */
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
-		if ((size_t)i < npub && results[i] == 0 &&
+		if (results[i] == 0 &&
 		    broker_ack(c->old_amqp, &out[i], why, sizeof(why)) == 0) {
 			moved++;
 			broker_delivery_free(&out[i]);
-		} else if ((size_t)i < npub && results[i] == 0) {
+		} else if (results[i] == 0) {
 			/* Confirmed, and the ack did not reach the broker: it
 			 * redelivers it in the old queue, so it may come twice. */
 			moved++;
@@ -428,26 +441,28 @@ struct flight {
 
 /* Takes up to the plan's prefetch of messages into CUR (every get sent at
  * once: one round trip for the batch), settles PREV (the batch before:
- * its confirms awaited, each confirmed one acked) and publishes those of
- * CUR that go, leaving them to the next call (or the pass's end) to
- * settle. So the source answers the gets while the target routes, stores
- * and confirms the batch before; what is published and not acked is
- * never more than one batch. Sets *END when the queue has no more to take
- * (or the held limit is reached). Returns 0, or -1 with ERR (PREV settled
- * and nothing of CUR in flight: the step fails).
+ * its confirms, then an ack for each confirmed one) and publishes those
+ * of CUR that go, leaving them to the next call (or the pass's end) to
+ * settle: the source answers the gets while the ladder's broker routes,
+ * stores and confirms PREV. What is published and not acked is never
+ * more than one batch. Sets *END when
+ * the queue has no more to take (or the held limit is reached). Returns 0,
+ * or -1 with ERR (PREV settled and nothing of CUR in flight: the step
+ * fails).
  *
  * A kill -9 can come anywhere, so what the next run must know is
- * persisted first: that gets are under way ("getting": their first
- * sightings may go unrecorded) with PREV still in flight, then, before
- * anything of CUR is published, the sightings and how many are about to
- * be published ("in_flight": each may end in the ladder and, not acked,
- * back in the old queue). */
+ * persisted first, once a batch, before CUR is published: the sightings,
+ * how many are about to be published ("in_flight": each may end in the
+ * ladder and, not acked, back in the old queue) and, unless the pass
+ * ends, that the next batch's gets are under way ("getting": their first
+ * sightings may go unrecorded). The pass persisted "getting" before its
+ * first batch. */
 static int
 batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
     bool *end, char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
-	int prefetch = c->plan->move_old.prefetch, n = 0, rc, i;
+	int prefetch = c->plan->move_old.prefetch, n = 0, rc = 0, i;
 	struct broker_delivery *out = cur->out;
 	int64_t *nb = cur->nb;
 	struct going *g = calloc((size_t)prefetch, sizeof(*g));
@@ -462,15 +477,15 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	cur->n = 0;
 	if (g == NULL || taken == NULL) {
 		errbuf_set(err, errlen, "out of memory");
+		confirms(ps, results, prev->n);
 		settle(ps, prev->out, results, prev->n, prev->nb, end);
 		prev->n = 0;
 		goto done;
 	}
-	json_object_set_new(ps->entry, "getting", json_true());
-	persist(ps);
 	rc = broker_get_many(c->old_amqp, ps->oq->q->name, (size_t)prefetch, taken,
 	    &ntaken, &empty, why, sizeof(why));
 	/* Whatever the gets did: the batch before is settled first. */
+	confirms(ps, results, prev->n);
 	settle(ps, prev->out, results, prev->n, prev->nb, end);
 	prev->n = 0;
 	if (rc != 0) {
@@ -542,9 +557,13 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		move_old__progress_queue(ps->pg, &ps->had, 0);
 		*end = true;
 	}
-	json_object_del(ps->entry, "getting");
 	if (n > 0)
 		set_int(ps->entry, "in_flight", n);
+	if (*end)
+		json_object_del(ps->entry, "getting");
+	else
+		json_object_set_new(ps->entry, "getting", json_true());
+	record_left(ps);
 	persist(ps);
 	for (i = 0; i < n; i++)
 		if (send_moved(ps, &out[i], g[i].id, &g[i].dec, g[i].dest, g[i].now,
@@ -557,8 +576,8 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	cur->n = n;
 	ret = 0;
 done:
-	/* Whatever was taken is recorded in the state the step returns. */
-	json_object_del(ps->entry, "getting");
+	if (ret != 0)
+		json_object_del(ps->entry, "getting");
 	free(taken);
 	free(g);
 	return ret;
@@ -589,10 +608,13 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 	}
 	memset(ps->left, 0, sizeof(ps->left));
 	ps->left_until_ms = 0;
+	/* The first batch's gets are under way from here (each batch says
+	 * so of the next). */
+	json_object_set_new(ps->entry, "getting", json_true());
+	persist(ps);
 	while (!end) {
 		if (batch(ps, &fl[cur], &fl[!cur], results, &end, err, errlen) != 0)
 			goto done;
-		record_left(ps);
 		cur = !cur;
 		if (!end)
 			pace(ps);
@@ -601,8 +623,11 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 done:
 	/* The last batch published: settled (on a failure nothing is in
 	 * flight). */
+	confirms(ps, results, fl[!cur].n);
 	settle(ps, fl[!cur].out, results, fl[!cur].n, fl[!cur].nb, &end);
 	fl[!cur].n = 0;
+	/* Whatever was taken is recorded in the state the step returns. */
+	json_object_del(ps->entry, "getting");
 	/* Over, or failed: what it still holds is the next pass's. */
 	move_old__progress_queue(ps->pg, &ps->had, 0);
 	release(ps);
