@@ -22,9 +22,9 @@
  * so it is due at that sighting + TTL (move_decide), not at a later run's
  * clock + TTL: never early, and never later for a restart.
  *
- * Progress. The step's state (its result) is persisted after each batch,
- * so counts survive a kill -9; resumed, it passes again over the queues
- * its pass had not finished. There are two passes over the queues: one at
+ * Progress. The step's state (its result) is persisted once a batch,
+ * before the batch is published, so counts survive a kill -9; resumed, it
+ * passes again over the queues its pass had not finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
  * the old path; in between the step sets ctx.again (like the watch: the engine
