@@ -1,6 +1,7 @@
 /* bench_util: what the benchmark programs share — their plans' head, the
  * broker's CPU time, a monotonic clock in seconds, the median of a few
- * rounds and the BENCH line bench/run collects. Not part of cutover. */
+ * rounds, the old queue the move benches fill and the BENCH line bench/run
+ * collects. Not part of cutover. */
 #ifndef CUTOVER_BENCH_UTIL_H
 #define CUTOVER_BENCH_UTIL_H
 
@@ -21,7 +22,22 @@
 	"old:\n" \
 	"  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
 
+struct broker;
 struct mgmt;
+
+/* Deletes and declares again QUEUE on B: a classic old delay queue of 10
+ * minutes (x-message-ttl 600000) dead-lettering through the default
+ * exchange to DEST, as the move benches' old path. Returns 0, or -1 with
+ * ERR. */
+int bench_old_queue(struct broker *b, const char *queue, const char *dest,
+    char *err, size_t errlen);
+
+/* Publishes N persistent messages into QUEUE on B through the default
+ * exchange, each stamped with the AMQP timestamp of its publish (so a move
+ * knows the delay it still owes), confirmed 500 at a time. Returns 0, or
+ * -1 with ERR. */
+int bench_fill_stamped(struct broker *b, const char *queue, int n, char *err,
+    size_t errlen);
 
 /* M's vhost percent-encoded as one path segment of the management API
  * ("%2F" for "/"), in a static buffer: the benches run in the vhost of

@@ -83,51 +83,16 @@ load_plan(void)
 	return p;
 }
 
-/* Fills the old queue with N messages stamped now (600 s TTL: each has
- * about 10 minutes to go, well within the ladder's 68 minutes). */
+/* The old queue of 10 minutes, filled with N messages stamped now (each
+ * has about 10 minutes to go, well within the ladder's 68 minutes). */
 static int
-fill(struct step_ctx *c, int n)
+old_filled(struct step_ctx *c, int n)
 {
-	struct broker_message m;
-	char body[64], err[512];
+	char err[1024];
 
-	memset(&m, 0, sizeof(m));
-	m.exchange = "";
-	m.routing_key = OLDQ;
-	m.body = body;
-	for (int i = 0; i < n; i++) {
-		m.len = (size_t)snprintf(body, sizeof(body), "bench message %d", i);
-		m.timestamp = (uint64_t)(clock_now_ms() / 1000);
-		if (broker_publish_async(c->amqp, &m, err, sizeof(err)) != 0)
-			goto bad;
-		if ((i + 1) % 500 == 0 || i + 1 == n)
-			if (broker_wait_confirms(c->amqp, 30000, NULL, 0, NULL, err,
-			    sizeof(err)) != 0)
-				goto bad;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "bench_move_old: filling %s: %s\n", OLDQ, err);
-	return -1;
-}
-
-static int
-declare_old(struct step_ctx *c)
-{
-	struct topology_arg a[3];
-	char err[512];
-	uint32_t purged;
-
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	a[0].num = 600000;
-	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-	snprintf(a[2].str, sizeof(a[2].str), DEST);
-	if (broker_queue_delete(c->amqp, OLDQ, 0, &purged, err, sizeof(err)) != 0 ||
-	    broker_queue_declare(c->amqp, OLDQ, true, a, 3, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_move_old: declaring %s: %s\n", OLDQ, err);
+	if (bench_old_queue(c->amqp, OLDQ, DEST, err, sizeof(err)) != 0 ||
+	    bench_fill_stamped(c->amqp, OLDQ, n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_old: %s\n", err);
 		return -1;
 	}
 	return 0;
@@ -220,7 +185,7 @@ main(void)
 	}
 	json_decref(r);
 	r = NULL;
-	if (declare_old(&c) != 0 || fill(&c, n) != 0)
+	if (old_filled(&c, n) != 0)
 		goto done;
 	c.flip_ms = clock_now_ms() - 10000;
 	t0 = clock_mono_ms();
@@ -231,7 +196,7 @@ main(void)
 	ms_step = clock_mono_ms() - t0;
 	moved_step = json_integer_value(json_object_get(json_object_get(r, "counts"),
 	    "moved"));
-	if (declare_old(&c) != 0 || fill(&c, n) != 0)
+	if (old_filled(&c, n) != 0)
 		goto done;
 	t0 = clock_mono_ms();
 	if ((moved_peer = peer(&c, n)) < 0)

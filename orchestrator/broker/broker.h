@@ -363,6 +363,19 @@ int broker_wait_confirms(struct broker *b, int timeout_ms, int *results,
 int broker_get(struct broker *b, const char *queue, bool manual_ack,
     struct broker_delivery *out, char *err, size_t errlen);
 
+/* N basic.gets at once: sends them all on the channel without waiting,
+ * then reads their N answers, so that taking N messages costs one round
+ * trip rather than N. Each message taken is as broker_get's with
+ * MANUAL_ACK, to broker_ack or broker_reject. Returns 0 with the messages
+ * in OUT[0..*GOT-1] (OUT holds N) and *EMPTY true when at least one
+ * answer was get-empty (the queue held nothing at that moment; a later
+ * get may still have taken one published since), or a negative code with
+ * ERR: then OUT[0..*GOT-1] holds those taken before the failure, to
+ * reject or free (on a channel gone, the broker has requeued them). */
+int broker_get_many(struct broker *b, const char *queue, size_t n,
+    struct broker_delivery *out, size_t *got, bool *empty, char *err,
+    size_t errlen);
+
 /* Starts the handle's one consumer on QUEUE with at most PREFETCH
  * unacknowledged deliveries (0: no limit). Deliveries are read with
  * broker_next and must be acknowledged. Returns 0, or a negative code. */

@@ -1,17 +1,49 @@
-/* broker_consume: receiving: basic.get, the handle's one consumer (kept
- * across channel reopens), acknowledging and rejecting. */
+/* broker_consume: receiving: basic.get (one, or several at once), the
+ * handle's one consumer (kept across channel reopens), acknowledging and
+ * rejecting. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "broker_int.h"
 
+/* One get-ok just read (method OK), with its content, into OUT. Returns
+ * 0, or a negative code with ERR. */
+static int
+got_one(struct broker *b, const amqp_basic_get_ok_t *ok, int64_t deadline,
+    struct broker_delivery *out, const char *what, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->tag = ok->delivery_tag;
+	out->redelivered = ok->redelivered;
+	out->remaining = ok->message_count;
+	/* Copied before the content is read: reading recycles the frame's
+	 * memory. */
+	out->exchange = broker__dup_bytes(ok->exchange);
+	out->routing_key = broker__dup_bytes(ok->routing_key);
+	if (out->exchange == NULL || out->routing_key == NULL) {
+		broker_delivery_free(out);
+		broker__conn_lost(b, BROKER_ELOST, "out of memory");
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		return BROKER_ERR;
+	}
+	if ((rc = broker__read_content(b, deadline, out, what, err, errlen)) != 0) {
+		broker_delivery_free(out);
+		return rc;
+	}
+	out->epoch = b->epoch;
+	out->unacked = true;
+	b->unsettled++;
+	return 0;
+}
+
 int
 broker_get(struct broker *b, const char *queue, bool manual_ack,
     struct broker_delivery *out, char *err, size_t errlen)
 {
 	amqp_rpc_reply_t r;
-	const amqp_basic_get_ok_t *ok;
 	char what[WHAT_MAX];
 	int rc;
 
@@ -28,29 +60,79 @@ broker_get(struct broker *b, const char *queue, bool manual_ack,
 		return rc;
 	if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
 		return BROKER_EMPTY;
-	ok = r.reply.decoded;
-	out->tag = ok->delivery_tag;
-	out->redelivered = ok->redelivered;
-	out->remaining = ok->message_count;
-	out->exchange = broker__dup_bytes(ok->exchange);
-	out->routing_key = broker__dup_bytes(ok->routing_key);
-	if (out->exchange == NULL || out->routing_key == NULL) {
-		broker_delivery_free(out);
-		broker__conn_lost(b, BROKER_ELOST, "out of memory");
-		errbuf_set(err, errlen, "%s: out of memory", what);
-		return BROKER_ERR;
-	}
-	if ((rc = broker__read_content(b, clock_mono_ms() + b->timeout_ms, out, what, err,
-	    errlen)) != 0) {
-		broker_delivery_free(out);
+	if ((rc = got_one(b, r.reply.decoded, clock_mono_ms() + b->timeout_ms, out,
+	    what, err, errlen)) != 0)
 		return rc;
-	}
-	out->epoch = b->epoch;
-	out->unacked = true;
-	b->unsettled++;
 	if (!manual_ack && (rc = broker_ack(b, out, err, errlen)) != 0) {
 		broker_delivery_free(out);
 		return rc;
+	}
+	return 0;
+}
+
+int
+broker_get_many(struct broker *b, const char *queue, size_t n,
+    struct broker_delivery *out, size_t *got, bool *empty, char *err,
+    size_t errlen)
+{
+	amqp_basic_get_t req;
+	amqp_frame_t f;
+	char what[WHAT_MAX];
+	size_t answered = 0;
+	int rc;
+
+	*got = 0;
+	*empty = false;
+	if ((rc = broker__check_name("getting messages", queue, false, err,
+	    errlen)) != 0)
+		return rc;
+	snprintf(what, sizeof(what), "getting messages from queue '%s'", queue);
+	if ((rc = broker__begin(b, err, errlen)) != 0)
+		return rc;
+	memset(&req, 0, sizeof(req));
+	req.queue = amqp_cstring_bytes(queue);
+	for (size_t i = 0; i < n; i++)
+		if ((rc = amqp_send_method(b->conn, b->chan, AMQP_BASIC_GET_METHOD,
+		    &req)) != AMQP_STATUS_OK)
+			/* The answers to the gets already sent would come
+			 * unread: the connection goes (its deliveries return to
+			 * the queue). */
+			return broker__on_library_error(b, rc, what, err, errlen);
+	/* The answers come in the order of the gets, among whatever else
+	 * the broker sends (confirms, returns, a close), dispatched as usual. */
+	while (answered < n) {
+		int64_t deadline = clock_mono_ms() + b->timeout_ms;
+
+		if ((rc = broker__next_frame(b, deadline, &f)) != AMQP_STATUS_OK) {
+			if (rc == AMQP_STATUS_TIMEOUT) {
+				broker__conn_lost(b, BROKER_ETIMEOUT, "no answer to a get");
+				errbuf_set(err, errlen, "%s: no answer within the timeout "
+				    "(the connection is reopened on the next call)", what);
+				return BROKER_ETIMEOUT;
+			}
+			return broker__on_library_error(b, rc, what, err, errlen);
+		}
+		if (f.channel == b->chan && f.frame_type == AMQP_FRAME_METHOD &&
+		    f.payload.method.id == AMQP_BASIC_GET_EMPTY_METHOD) {
+			answered++;
+			*empty = true;
+			continue;
+		}
+		if (f.channel == b->chan && f.frame_type == AMQP_FRAME_METHOD &&
+		    f.payload.method.id == AMQP_BASIC_GET_OK_METHOD) {
+			answered++;
+			if ((rc = got_one(b, f.payload.method.decoded, deadline,
+			    &out[*got], what, err, errlen)) != 0)
+				return rc;
+			(*got)++;
+			continue;
+		}
+		if ((rc = broker__dispatch(b, &f, deadline, what, err, errlen)) != 0)
+			return rc;
+		if (b->conn == NULL || b->chan == 0) {
+			errbuf_set(err, errlen, "%s: the channel closed", what);
+			return BROKER_ELOST;
+		}
 	}
 	return 0;
 }

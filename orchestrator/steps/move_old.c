@@ -22,9 +22,9 @@
  * so it is due at that sighting + TTL (move_decide), not at a later run's
  * clock + TTL: never early, and never later for a restart.
  *
- * Progress. The step's state (its result) is persisted after each batch,
- * so counts survive a kill -9; resumed, it passes again over the queues
- * its pass had not finished. There are two passes over the queues: one at
+ * Progress. The step's state (its result) is persisted once a batch,
+ * before the batch is published, so counts survive a kill -9; resumed, it
+ * passes again over the queues its pass had not finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
  * the old path; in between the step sets ctx.again (like the watch: the engine
@@ -363,21 +363,34 @@ abandon(struct pass *ps, struct broker_delivery *out, int n, int npub,
 		(void)hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]);
 }
 
-/* Waits for the confirms of the batch's N messages OUT and acks each
- * confirmed one in its old queue; every other stays, held (*END once the
+/* The verdicts of the batch's N messages, published since the last wait,
+ * into RESULTS (0: confirmed; one never published, or whose verdict did
+ * not come, is not). */
+static void
+confirms(struct pass *ps, int *results, int n)
+{
+	size_t npub = 0;
+	char why[512];
+
+	if (n <= 0)
+		return;
+	(void)broker_wait_confirms(ps->c->amqp, PUBLISH_TIMEOUT_MS, results,
+	    (size_t)n, &npub, why, sizeof(why));
+	for (int i = (int)npub; i < n; i++)
+		results[i] = BROKER_ERR;
+}
+
+/* Acks in its old queue each of the batch's N messages OUT that RESULTS
+ * (confirms) says was confirmed; every other stays, held (*END once the
  * held limit is reached). Counts the moved into the queue's entry. */
 static void
-settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
+settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
     const int64_t *nb, bool *end)
 {
 	struct step_ctx *c = ps->c;
 	int64_t moved = 0;
-	size_t npub = 0;
 	char why[512];
 
-	if (n > 0)
-		(void)broker_wait_confirms(c->amqp, PUBLISH_TIMEOUT_MS, results,
-		    (size_t)n, &npub, why, sizeof(why));
 	if (n > 0)
 		fault_point("move_old.confirmed");	/* in the ladder, not acked */
 	if (n > 0 && ps->owes_rest)
@@ -386,11 +399,11 @@ settle(struct pass *ps, struct broker_delivery *out, int *results, int n,
 		fault_point("move_old.confirmed_rest");
 	for (int i = 0; i < n; i++) {
 		/* Acked only after its confirm; everything else stays. */
-		if ((size_t)i < npub && results[i] == 0 &&
+		if (results[i] == 0 &&
 		    broker_ack(c->old_amqp, &out[i], why, sizeof(why)) == 0) {
 			moved++;
 			broker_delivery_free(&out[i]);
-		} else if ((size_t)i < npub && results[i] == 0) {
+		} else if (results[i] == 0) {
 			/* Confirmed, and the ack did not reach the broker: it
 			 * redelivers it in the old queue, so it may come twice. */
 			moved++;
@@ -412,107 +425,158 @@ struct going {
 	int64_t now;
 };
 
-/* Takes up to the plan's prefetch of messages, republishes those that go
- * and acks each after its confirm. Sets *END when the queue has no more
- * to take (or the held limit is reached). Returns 0, or -1 with ERR.
+/* Returns TAKEN[FROM..TO-1], taken and not examined, to their old queue
+ * at once: as if never taken (the broker marks them redelivered, and no
+ * sighting was recorded for them). */
+static void
+give_back(struct pass *ps, struct broker_delivery *taken, size_t from, size_t to)
+{
+	char why[256];
+
+	for (size_t k = from; k < to; k++) {
+		(void)broker_reject(ps->c->old_amqp, &taken[k], true, why, sizeof(why));
+		broker_delivery_free(&taken[k]);
+	}
+}
+
+/* A batch published and not settled yet: its messages in the order they
+ * were published, and each one's not-before (for what is left). */
+struct flight {
+	struct broker_delivery *out;
+	int64_t *nb;
+	int n;
+};
+
+/* Takes up to the plan's prefetch of messages into CUR (every get sent at
+ * once: one round trip for the batch), settles PREV (the batch before:
+ * its confirms, then an ack for each confirmed one) and publishes those
+ * of CUR that go, leaving them to the next call (or the pass's end) to
+ * settle: the source answers the gets while the ladder's broker routes,
+ * stores and confirms PREV. What is published and not acked is never
+ * more than one batch. Sets *END when
+ * the queue has no more to take (or the held limit is reached). Returns 0,
+ * or -1 with ERR (PREV settled and nothing of CUR in flight: the step
+ * fails).
  *
  * A kill -9 can come anywhere, so what the next run must know is
- * persisted first: that gets are under way ("getting": their first
- * sightings may go unrecorded), then, before anything is published, the
- * sightings and how many are about to be published ("in_flight": each
- * may end in the ladder and, not acked, back in the old queue). */
+ * persisted first, once a batch, before CUR is published: the sightings,
+ * how many are about to be published ("in_flight": each may end in the
+ * ladder and, not acked, back in the old queue) and, unless the pass
+ * ends, that the next batch's gets are under way ("getting": their first
+ * sightings may go unrecorded). The pass persisted "getting" before its
+ * first batch. */
 static int
-batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
-    char *err, size_t errlen)
+batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
+    bool *end, char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
-	int prefetch = c->plan->move_old.prefetch, n = 0, rc, i;
-	int64_t *nb = calloc((size_t)prefetch, sizeof(*nb));
+	int prefetch = c->plan->move_old.prefetch, n = 0, rc = 0, i;
+	struct broker_delivery *out = cur->out;
+	int64_t *nb = cur->nb;
 	struct going *g = calloc((size_t)prefetch, sizeof(*g));
+	struct broker_delivery *taken = calloc((size_t)prefetch, sizeof(*taken));
 	struct move_stamp st;
 	struct move_rule rule;
 	char why[512];
 	int ret = -1, ldest;
+	size_t ntaken = 0, k;
+	bool empty = false;
 
-	if (nb == NULL || g == NULL) {
+	cur->n = 0;
+	if (g == NULL || taken == NULL) {
 		errbuf_set(err, errlen, "out of memory");
+		confirms(ps, results, prev->n);
+		settle(ps, prev->out, results, prev->n, prev->nb, end);
+		prev->n = 0;
 		goto done;
 	}
-	json_object_set_new(ps->entry, "getting", json_true());
-	persist(ps);
+	rc = broker_get_many(c->old_amqp, ps->oq->q->name, (size_t)prefetch, taken,
+	    &ntaken, &empty, why, sizeof(why));
+	/* Whatever the gets did: the batch before is settled first. */
+	confirms(ps, results, prev->n);
+	settle(ps, prev->out, results, prev->n, prev->nb, end);
+	prev->n = 0;
+	if (rc != 0) {
+		give_back(ps, taken, 0, ntaken);
+		errbuf_set(err, errlen, "taking messages from old queue '%s': %s",
+		    ps->oq->q->name, why);
+		goto done;
+	}
+	if (*end) {
+		/* The held limit, reached by what the batch before left. */
+		give_back(ps, taken, 0, ntaken);
+		ntaken = 0;
+	}
+	/* What the fault point after the next confirms asks: this batch's. */
 	ps->owes_rest = false;
-	while (n < prefetch) {
-		struct broker_delivery d = { 0 };
+	for (k = 0; k < ntaken; k++) {
+		struct broker_delivery *d = &taken[k];
 		struct going *o = &g[n];
 		int64_t first;
 
-		rc = broker_get(c->old_amqp, ps->oq->q->name, true, &d, why, sizeof(why));
-		if (rc == BROKER_EMPTY) {
-			move_old__progress_queue(ps->pg, &ps->had, 0);
-			*end = true;
-			break;
-		}
-		if (rc != 0) {
-			errbuf_set(err, errlen, "taking a message from old queue '%s': %s",
-			    ps->oq->q->name, why);
-			abandon(ps, out, n, 0, nb);
-			goto done;
-		}
 		ps->pg->taken++;
-		move_old__progress_queue(ps->pg, &ps->had, d.remaining);
+		move_old__progress_queue(ps->pg, &ps->had, d->remaining);
 		o->now = old_now_ms(c);
 		if (move_old__id(ps->level >= 0 ? ps->scope : ps->oq->q->name,
-		    ps->level >= 0, &d, o->id) != 0) {
+		    ps->level >= 0, d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
-			(void)broker_reject(c->old_amqp, &d, true, why, sizeof(why));
-			broker_delivery_free(&d);
+			give_back(ps, taken, k, ntaken);
 			errbuf_set(err, errlen, "no digest for a message of old queue '%s'",
 			    ps->oq->q->name);
 			abandon(ps, out, n, 0, nb);
 			goto done;
 		}
-		stamp_of(ps, &d, &st);
-		st.seen_ms = first = first_seen(ps, &d, o->id);
+		stamp_of(ps, d, &st);
+		st.seen_ms = first = first_seen(ps, d, o->id);
 		rule = ps->rule;
 		ldest = -1;
-		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level, d.routing_key,
-		    &rule.rest_ms, why, sizeof(why))) < 0) {
+		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level,
+		    d->routing_key, &rule.rest_ms, why, sizeof(why))) < 0) {
 			/* Out of the old ladder by its level's TTL and every
 			 * level below it at the latest: under twice the TTL. */
-			if (hold(ps, &d, LEFT_NO_DEST, o->now + 2 * ps->rule.ttl_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, LEFT_NO_DEST, o->now + 2 * ps->rule.ttl_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		(void)move_decide(&rule, &st, o->now, &o->dec);
 		if (o->dec.entry_ms < 0)
 			record_seen(ps, o->id, first, o->now);
 		if (o->dec.verdict != MOVE_GO) {
-			if (hold(ps, &d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
-			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
+			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		o->dest = ldest >= 0 ? ldest : ps->target.dest >= 0 ? ps->target.dest :
-		    move_target_dest(c, &ps->target, d.routing_key, why, sizeof(why));
+		    move_target_dest(c, &ps->target, d->routing_key, why, sizeof(why));
 		if (o->dest < 0) {
-			if (hold(ps, &d, LEFT_NO_DEST, o->dec.not_before_ms) != 0) {
-				*end = true;
+			if (hold(ps, d, LEFT_NO_DEST, o->dec.not_before_ms) != 0)
 				break;
-			}
 			continue;
 		}
 		nb[n] = o->dec.not_before_ms;
-		out[n++] = d;
+		out[n++] = *d;
+		memset(d, 0, sizeof(*d));
 		if (rule.rest_ms > 0)
 			ps->owes_rest = true;
 	}
-	json_object_del(ps->entry, "getting");
+	if (k < ntaken) {
+		/* The held limit: the pass ends, and what it has not examined
+		 * goes back. */
+		give_back(ps, taken, k + 1, ntaken);
+		*end = true;
+	}
+	if (empty) {
+		move_old__progress_queue(ps->pg, &ps->had, 0);
+		*end = true;
+	}
 	if (n > 0)
 		set_int(ps->entry, "in_flight", n);
+	if (*end)
+		json_object_del(ps->entry, "getting");
+	else
+		json_object_set_new(ps->entry, "getting", json_true());
+	record_left(ps);
 	persist(ps);
 	for (i = 0; i < n; i++)
 		if (send_moved(ps, &out[i], g[i].id, &g[i].dec, g[i].dest, g[i].now,
@@ -522,50 +586,71 @@ batch(struct pass *ps, struct broker_delivery *out, int *results, bool *end,
 			json_object_del(ps->entry, "in_flight");
 			goto done;
 		}
-	settle(ps, out, results, n, nb, end);
+	cur->n = n;
 	ret = 0;
 done:
-	/* Whatever was taken is recorded in the state the step returns. */
-	json_object_del(ps->entry, "getting");
+	if (ret != 0)
+		json_object_del(ps->entry, "getting");
+	free(taken);
 	free(g);
-	free(nb);
 	return ret;
 }
 
-/* One pass over queue OQ. Returns 0, or -1 with ERR. */
+/* One pass over queue OQ: batches one after another, each settling the
+ * one before, the last settled once the queue has no more. Returns 0, or
+ * -1 with ERR. */
 static int
 pass_queue(struct pass *ps, char *err, size_t errlen)
 {
 	struct step_ctx *c = ps->c;
-	int prefetch = c->plan->move_old.prefetch, rc = -1;
-	struct broker_delivery *out = calloc((size_t)prefetch, sizeof(*out));
+	int prefetch = c->plan->move_old.prefetch, rc = -1, cur = 0;
+	struct flight fl[2];
 	int *results = calloc((size_t)prefetch, sizeof(*results));
 	bool end = false;
 
+	memset(fl, 0, sizeof(fl));
+	for (int k = 0; k < 2; k++) {
+		fl[k].out = calloc((size_t)prefetch, sizeof(*fl[k].out));
+		fl[k].nb = calloc((size_t)prefetch, sizeof(*fl[k].nb));
+	}
 	ps->held = calloc(HELD_MAX + (size_t)prefetch + 1, sizeof(*ps->held));
-	if (out == NULL || results == NULL || ps->held == NULL) {
+	if (fl[0].out == NULL || fl[1].out == NULL || fl[0].nb == NULL ||
+	    fl[1].nb == NULL || results == NULL || ps->held == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	memset(ps->left, 0, sizeof(ps->left));
 	ps->left_until_ms = 0;
+	/* The first batch's gets are under way from here (each batch says
+	 * so of the next). */
+	json_object_set_new(ps->entry, "getting", json_true());
+	persist(ps);
 	while (!end) {
-		if (batch(ps, out, results, &end, err, errlen) != 0)
+		if (batch(ps, &fl[cur], &fl[!cur], results, &end, err, errlen) != 0)
 			goto done;
-		record_left(ps);
-		persist(ps);
+		cur = !cur;
 		if (!end)
 			pace(ps);
 	}
 	rc = 0;
 done:
+	/* The last batch published: settled (on a failure nothing is in
+	 * flight). */
+	confirms(ps, results, fl[!cur].n);
+	settle(ps, fl[!cur].out, results, fl[!cur].n, fl[!cur].nb, &end);
+	fl[!cur].n = 0;
+	/* Whatever was taken is recorded in the state the step returns. */
+	json_object_del(ps->entry, "getting");
 	/* Over, or failed: what it still holds is the next pass's. */
 	move_old__progress_queue(ps->pg, &ps->had, 0);
 	release(ps);
 	record_left(ps);
 	free(ps->held);
 	ps->held = NULL;
-	free(out);
+	for (int k = 0; k < 2; k++) {
+		free(fl[k].out);
+		free(fl[k].nb);
+	}
 	free(results);
 	return rc;
 }

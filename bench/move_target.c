@@ -1,0 +1,393 @@
+/* bench_move_target: messages moved per second from one RabbitMQ node to
+ * another by the move_old step of a plan with `target:` against
+ * RabbitMQ's own shovel (a dynamic shovel of the rabbitmq_shovel plugin,
+ * ack-mode on-confirm, deleting itself after the source queue's length)
+ * moving the same number of stamped messages between the same two nodes,
+ * in the same run. Prints one BENCH line; exits 1 when the floor (the
+ * step at least 0.8 of the shovel's messages per second) is missed, 2 when
+ * it cannot run.
+ *
+ * Environment: CUTOVER_BENCH_AMQP, CUTOVER_BENCH_MGMT (the source node,
+ * where the shovel runs), CUTOVER_BENCH_TARGET_AMQP,
+ * CUTOVER_BENCH_TARGET_MGMT (the target node), CUTOVER_BENCH_USER and
+ * CUTOVER_BENCH_PASSWORD (both nodes'), CUTOVER_BENCH_MESSAGES (default
+ * 10000), CUTOVER_BENCH_PREFETCH (move_old.prefetch, default the plan's
+ * own default, 100). bench/move_target sets them. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "ladder.h"
+#include "plan.h"
+#include "store.h"
+#include "step.h"
+#include "broker/mgmt.h"
+
+#define OLDQ "bench.mt.old.600s"
+#define DEST "bench.mt.dest"
+#define SHOVELQ "bench.mt.shovelled"
+#define SHOVEL "bench-mt-shovel"
+#define WAIT_MS (10 * 60 * 1000)	/* the longest the shovel is waited for */
+
+/* What the bench holds: the plan, its step context (c.old_amqp and
+ * c.old_mgmt the source node, c.amqp the target), the store move_old
+ * persists its progress in, as under the engine. */
+struct bench {
+	struct plan *p;
+	struct step_ctx c;
+	struct store *s;
+	char dir[64], db[96];
+};
+
+static const char *
+env(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	if (v != NULL && *v != '\0')
+		return v;
+	if (dflt == NULL) {
+		fprintf(stderr, "bench_move_target: set %s (bench/move_target does)\n", name);
+		exit(2);
+	}
+	return dflt;
+}
+
+/* Loads the plan: the old queue on the source node, a 12-level ladder of
+ * 1 s units on the target, move_old unpaced with PREFETCH. Returns 0, or
+ * -1 having said why. */
+static int
+load_plan(struct bench *b, int prefetch)
+{
+	struct plan_errors errs = { 0 };
+	char yaml[4096], line[512];
+	int rc = -1;
+
+	snprintf(yaml, sizeof(yaml),
+	    BENCH_PLAN_BROKER
+	    "name: bench-move-target\n"
+	    "target:\n"
+	    "  amqp: %s\n"
+	    "  management: %s\n"
+	    "  username: %s\n"
+	    "  password: env:CUTOVER_BENCH_PASSWORD\n"
+	    "old:\n"
+	    "  queues: { names: [" OLDQ "] }\n"
+	    "ladder:\n"
+	    "  naming: cutover\n"
+	    "  prefix: bench.mt\n"
+	    "  unit: 1s\n"
+	    "  levels: 12\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [" DEST "]\n"
+	    "  create_destinations: true\n"
+	    "move_old:\n"
+	    "  rate: 1000000/s\n"
+	    "  prefetch: %d\n"
+	    "  stragglers: 1s\n"
+	    "  entry:\n"
+	    "    - { queues: { match: '^bench' }, from: timestamp }\n"
+	    /* The steps before move_old that a plan must have: the bench
+	     * runs only declare_ladder and move_old (the flip as if made, so
+	     * the flag is never called). */
+	    "canary: { delays: [1s], max_lateness: 2s }\n"
+	    "flag:\n"
+	    "  kind: http\n"
+	    "  on: { method: PUT, url: 'http://127.0.0.1:9/f', body: '{\"on\":true}' }\n"
+	    "  off: { method: PUT, url: 'http://127.0.0.1:9/f', body: '{\"on\":false}' }\n"
+	    "  read: { url: 'http://127.0.0.1:9/f', pointer: /on, on: true, off: false }\n"
+	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old]\n", BENCH_PLAN_BROKER_ARGS,
+	    env("CUTOVER_BENCH_TARGET_AMQP", NULL), env("CUTOVER_BENCH_TARGET_MGMT", NULL),
+	    env("CUTOVER_BENCH_USER", NULL), prefetch);
+	if (plan_load_buffer("bench-move-target.yaml", yaml, strlen(yaml), &b->p,
+	    &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	rc = 0;
+done:
+	plan_errors_free(&errs);
+	return rc;
+}
+
+/* Opens the plan's brokers and a store in a temporary directory holding
+ * the plan and its steps, so that move_old persists as the engine runs
+ * it. Returns 0, or -1 having said why. */
+static int
+bench_open(struct bench *b)
+{
+	char err[2048];
+	int64_t id;
+
+	if (step_ctx_open(&b->c, b->p, err, sizeof(err)) != 0)
+		goto bad;
+	snprintf(b->dir, sizeof(b->dir), "/tmp/bench-move-target.XXXXXX");
+	if (mkdtemp(b->dir) == NULL) {
+		snprintf(err, sizeof(err), "no temporary directory");
+		b->dir[0] = '\0';
+		goto bad;
+	}
+	snprintf(b->db, sizeof(b->db), "%s/cutover.db", b->dir);
+	if (store_open(b->db, &b->s, err, sizeof(err)) != 0 ||
+	    store_plan_insert(b->s, b->p->name, "{}", 2, clock_now_ms(), &id, err,
+	    sizeof(err)) != 0)
+		goto bad;
+	for (size_t i = 0; i < b->p->nsteps; i++)
+		if (store_step_insert(b->s, id, (int)i,
+		    plan_step_kind_name(b->p->steps[i].kind), 0, err, sizeof(err)) != 0)
+			goto bad;
+	b->c.store = b->s;
+	b->c.plan_id = id;
+	return 0;
+bad:
+	fprintf(stderr, "bench_move_target: %s\n", err);
+	return -1;
+}
+
+/* The old queue on the source node, filled with N messages stamped now:
+ * each owes about 10 minutes, within the ladder's 68. */
+static int
+old_filled(struct bench *b, int n)
+{
+	char err[1024];
+
+	if (bench_old_queue(b->c.old_amqp, OLDQ, DEST, err, sizeof(err)) != 0 ||
+	    bench_fill_stamped(b->c.old_amqp, OLDQ, n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_target: source: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* move_old moving the old queue's N messages into the target's ladder,
+ * timed from the step's call to its return (its listing of the old
+ * queues, its persists and its last acks included). Returns the messages
+ * it moved and *MS, or -1. */
+static int64_t
+run_move_old(struct bench *b, int64_t *ms)
+{
+	json_t *r = NULL;
+	char err[2048];
+	int64_t t0, moved = -1;
+
+	/* The flip ten seconds ago, the stragglers' window (1 s) over: the
+	 * step's last pass, at once. */
+	b->c.flip_ms = clock_now_ms() - 10000;
+	t0 = clock_mono_ms();
+	if (step_move_old(&b->c, &r, err, sizeof(err)) != 0)
+		fprintf(stderr, "bench_move_target: move_old: %s\n", err);
+	else if (b->c.again)
+		fprintf(stderr, "bench_move_target: move_old asked to be called again\n");
+	else
+		moved = json_integer_value(json_object_get(json_object_get(r, "counts"),
+		    "moved"));
+	*ms = clock_mono_ms() - t0;
+	json_decref(r);
+	return moved;
+}
+
+/* amqp://USER:PASSWORD@HOST:PORT/VHOST for the shovel, from URL (an
+ * amqp://HOST:PORT/VHOST of the bench) into OUT. Returns 0, or -1. */
+static int
+shovel_uri(const char *url, char *out, size_t outlen)
+{
+	char u[256], pw[256];
+	const char *rest = strstr(url, "://");
+	int n;
+
+	if (rest == NULL || mgmt_escape(env("CUTOVER_BENCH_USER", NULL), u, sizeof(u)) < 0 ||
+	    mgmt_escape(env("CUTOVER_BENCH_PASSWORD", NULL), pw, sizeof(pw)) < 0)
+		return -1;
+	n = snprintf(out, outlen, "%.*s://%s:%s@%s", (int)(rest - url), url, u, pw,
+	    rest + 3);
+	return n > 0 && (size_t)n < outlen ? 0 : -1;
+}
+
+/* Whether the shovel's parameter is still on the source node: 1, 0 (it
+ * deleted itself), or -1 when the API cannot say. */
+static int
+shovel_there(struct bench *b, const char *path)
+{
+	char why[512];
+	long status = 0;
+
+	if (mgmt_request(b->c.old_mgmt, "GET", path, NULL, NULL, &status, why,
+	    sizeof(why)) == 0)
+		return 1;
+	return status == 404 ? 0 : -1;
+}
+
+/* The shovel moving the old queue's N messages to SHOVELQ on the target:
+ * a dynamic shovel on the source node, ack-mode on-confirm (acked at the
+ * source after the target's confirm, as move_old does), deleting itself
+ * once it has moved the queue's length. Timed from its declaration until
+ * the target's queue holds N (*MS, the figure), and until the shovel is
+ * gone (*GONE_MS). Returns the messages the target's queue holds, or -1. */
+static int64_t
+run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
+{
+	struct broker_queue_info qi = { 0 };
+	char path[512], src[1024], dst[1024], why[1024];
+	json_t *def = NULL;
+	int64_t t0, held = -1;
+	uint32_t purged;
+	int there = 1, polls = 0;
+
+	*ms = *gone_ms = -1;
+	snprintf(path, sizeof(path), "/api/parameters/shovel/%s/" SHOVEL,
+	    bench_vhost_enc(b->c.old_mgmt));
+	if (shovel_uri(env("CUTOVER_BENCH_AMQP", NULL), src, sizeof(src)) != 0 ||
+	    shovel_uri(env("CUTOVER_BENCH_TARGET_AMQP", NULL), dst, sizeof(dst)) != 0) {
+		fprintf(stderr, "bench_move_target: the shovel's URIs do not fit\n");
+		return -1;
+	}
+	if (broker_queue_delete(b->c.amqp, SHOVELQ, 0, &purged, why, sizeof(why)) != 0 ||
+	    broker_queue_declare(b->c.amqp, SHOVELQ, true, NULL, 0, why, sizeof(why)) != 0) {
+		fprintf(stderr, "bench_move_target: target: declaring %s: %s\n", SHOVELQ, why);
+		return -1;
+	}
+	def = json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}}", "value",
+	    "src-protocol", "amqp091", "src-uri", src, "src-queue", OLDQ,
+	    "dest-protocol", "amqp091", "dest-uri", dst, "dest-queue", SHOVELQ,
+	    "ack-mode", "on-confirm", "src-delete-after", "queue-length");
+	t0 = clock_mono_ms();
+	if (def == NULL || mgmt_request(b->c.old_mgmt, "PUT", path, def, NULL, NULL, why,
+	    sizeof(why)) != 0) {
+		fprintf(stderr, "bench_move_target: declaring the shovel: %s\n",
+		    def == NULL ? "out of memory" : why);
+		goto done;
+	}
+	while (clock_mono_ms() - t0 < WAIT_MS) {
+		if (*ms < 0) {
+			if (broker_queue_inspect(b->c.amqp, SHOVELQ, &qi, why,
+			    sizeof(why)) != 0) {
+				fprintf(stderr, "bench_move_target: target: %s\n", why);
+				goto done;
+			}
+			if ((int64_t)qi.messages >= n)
+				*ms = clock_mono_ms() - t0;
+		}
+		/* The parameter's GET costs the source node more than a
+		 * passive declare costs the target: every 20th poll until the
+		 * queue is full, then every one. */
+		if (*ms >= 0 || ++polls % 20 == 0) {
+			if ((there = shovel_there(b, path)) < 0) {
+				fprintf(stderr, "bench_move_target: reading the shovel\n");
+				goto done;
+			}
+			if (there == 0 && *gone_ms < 0)
+				*gone_ms = clock_mono_ms() - t0;
+		}
+		if (*ms >= 0 && *gone_ms >= 0)
+			break;
+		if (there == 0 && *ms < 0) {
+			/* Gone: it moved what it will; the queue has it all. */
+			if (broker_queue_inspect(b->c.amqp, SHOVELQ, &qi, why,
+			    sizeof(why)) == 0 && (int64_t)qi.messages >= n)
+				continue;
+			fprintf(stderr, "bench_move_target: the shovel went, %u of %d "
+			    "moved\n", qi.messages, n);
+			goto done;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 2000000L }, NULL);
+	}
+	if (*ms < 0 || *gone_ms < 0)
+		fprintf(stderr, "bench_move_target: the shovel did not finish in %d s\n",
+		    WAIT_MS / 1000);
+	else
+		held = qi.messages;
+done:
+	if (there != 0)
+		(void)mgmt_request(b->c.old_mgmt, "DELETE", path, NULL, NULL, NULL, why,
+		    sizeof(why));
+	json_decref(def);
+	return held;
+}
+
+/* Removes what the bench made on both nodes, its store and its plan. */
+static void
+bench_close(struct bench *b)
+{
+	char e[512], name[LADDER_NAME_MAX];
+	json_t *r = NULL;
+	uint32_t purged;
+
+	if (b->c.old_amqp != NULL)
+		(void)broker_queue_delete(b->c.old_amqp, OLDQ, 0, &purged, e, sizeof(e));
+	if (b->c.amqp != NULL) {
+		/* What was moved waits in the levels: emptied with them, then
+		 * the rest of the ladder goes. */
+		(void)broker_queue_delete(b->c.amqp, SHOVELQ, 0, &purged, e, sizeof(e));
+		(void)broker_queue_delete(b->c.amqp, DEST, 0, &purged, e, sizeof(e));
+		for (int k = 0; k < b->p->ladder.levels; k++)
+			(void)broker_queue_delete(b->c.amqp, ladder_level_queue(&b->p->ladder,
+			    k, name, sizeof(name)), 0, &purged, e, sizeof(e));
+		(void)step_teardown_ladder(&b->c, &r, e, sizeof(e));
+		json_decref(r);
+	}
+	step_ctx_close(&b->c);
+	store_close(b->s);
+	if (b->dir[0] != '\0') {
+		snprintf(name, sizeof(name), "%s-wal", b->db);
+		(void)unlink(name);
+		snprintf(name, sizeof(name), "%s-shm", b->db);
+		(void)unlink(name);
+		(void)unlink(b->db);
+		(void)rmdir(b->dir);
+	}
+	plan_free(b->p);
+}
+
+int
+main(void)
+{
+	int n = atoi(env("CUTOVER_BENCH_MESSAGES", "10000"));
+	int prefetch = atoi(env("CUTOVER_BENCH_PREFETCH", "100"));
+	struct bench b;
+	json_t *r = NULL;
+	int64_t ms_step, ms_shovel, gone_ms, moved, shovelled;
+	char err[2048], measure[128], fig[64], peer[96];
+	double x, y;
+	int rc = 2;
+
+	memset(&b, 0, sizeof(b));
+	if (n <= 0 || prefetch <= 0) {
+		fprintf(stderr, "bench_move_target: bad message count or prefetch\n");
+		return 2;
+	}
+	if (load_plan(&b, prefetch) != 0)
+		return 2;
+	if (bench_open(&b) != 0)
+		goto done;
+	if (step_declare_ladder(&b.c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_move_target: declare_ladder: %s\n", err);
+		goto done;
+	}
+	if (old_filled(&b, n) != 0 || (moved = run_move_old(&b, &ms_step)) < 0 ||
+	    old_filled(&b, n) != 0 ||
+	    (shovelled = run_shovel(&b, n, &ms_shovel, &gone_ms)) < 0)
+		goto done;
+	x = (double)moved * 1000.0 / (double)(ms_step > 0 ? ms_step : 1);
+	y = (double)shovelled * 1000.0 / (double)(ms_shovel > 0 ? ms_shovel : 1);
+	fprintf(stderr, "bench_move_target: move_old (prefetch %d) moved %" PRId64 " of %d "
+	    "in %" PRId64 " ms; the shovel %" PRId64 " in %" PRId64 " ms (gone after %"
+	    PRId64 " ms)\n", prefetch, moved, n, ms_step, shovelled, ms_shovel, gone_ms);
+	snprintf(measure, sizeof(measure), "move_old to another node, %d messages, "
+	    "msg/s vs rabbitmq_shovel", n);
+	snprintf(fig, sizeof(fig), "%.0f msg/s", x);
+	snprintf(peer, sizeof(peer), "rabbitmq_shovel on-confirm %.0f msg/s", y);
+	rc = bench_line(measure, fig, peer, moved == n && y > 0 ? x / y : -1,
+	    ">= 0.8") ? 0 : 1;
+done:
+	json_decref(r);
+	bench_close(&b);
+	return rc;
+}
