@@ -50,7 +50,6 @@
 #define MOVE_HDR_AT "x-cutover-moved-at"
 #define MOVE_HDR_ENTRY "x-cutover-entry"
 #define MOVE_HDR_ID "x-cutover-move-id"
-#define SEEN_KEY_LEN 16		/* digits of a move id keying a first sighting */
 #define SEEN_MAX 20000		/* first sightings the state keeps */
 
 /* Why a message is left, as the result counts them. */
@@ -89,18 +88,6 @@ struct pass {
 					 * lower levels of the old ladder */
 };
 
-static int64_t
-jint(const json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
-static void
-set_int(json_t *o, const char *key, int64_t v)
-{
-	json_object_set_new(o, key, json_integer(v));
-}
-
 /* Persists the state (when the engine runs the step). */
 static void
 persist(struct pass *ps)
@@ -127,10 +114,10 @@ record_left(struct pass *ps)
 
 	for (int i = 0; i < LEFT_N; i++) {
 		if (ps->left[i] > 0)
-			set_int(why, left_names[i], ps->left[i]);
+			move_old__set_int(why, left_names[i], ps->left[i]);
 		n += ps->left[i];
 	}
-	set_int(ps->entry, "left", n);
+	move_old__set_int(ps->entry, "left", n);
 	json_object_set_new(ps->entry, "left_why", why);
 	json_object_set_new(ps->entry, "left_until_ms", n > 0 ?
 	    json_integer(ps->left_until_ms) : json_null());
@@ -197,7 +184,7 @@ stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_sta
 {
 	const struct plan_move_entry *e;
 	const struct broker_header *h;
-	int idx = (int)jint(ps->entry, "entry_rule");
+	int idx = (int)move_old__jint(ps->entry, "entry_rule");
 
 	memset(m, 0, sizeof(*m));
 	m->has_timestamp = d->has_timestamp;
@@ -249,7 +236,7 @@ first_seen(const struct pass *ps, const struct broker_delivery *d, const char *i
 {
 	char key[SEEN_KEY_LEN + 1];
 	const json_t *at = json_object_get(ps->seen, id_key(id, key));
-	int64_t t, un = jint(ps->entry, "unrecorded_until_ms");
+	int64_t t, un = move_old__jint(ps->entry, "unrecorded_until_ms");
 
 	if (!d->redelivered || json_is_true(json_object_get(ps->state, "seen_full")) ||
 	    !json_is_array(at) || !json_is_integer(json_array_get(at, 1)))
@@ -341,7 +328,7 @@ static void
 may_duplicate(struct pass *ps, int64_t n)
 {
 	if (n > 0)
-		set_int(ps->entry, "may_duplicate", jint(ps->entry, "may_duplicate") + n);
+		move_old__set_int(ps->entry, "may_duplicate", move_old__jint(ps->entry, "may_duplicate") + n);
 }
 
 /* The batch's N messages OUT, of which the first NPUB were published,
@@ -412,7 +399,7 @@ settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
 		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
 			*end = true;
 	}
-	set_int(ps->entry, "moved", jint(ps->entry, "moved") + moved);
+	move_old__set_int(ps->entry, "moved", move_old__jint(ps->entry, "moved") + moved);
 	json_object_del(ps->entry, "in_flight");
 	ps->moved_in_call += moved;
 }
@@ -571,7 +558,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		*end = true;
 	}
 	if (n > 0)
-		set_int(ps->entry, "in_flight", n);
+		move_old__set_int(ps->entry, "in_flight", n);
 	if (*end)
 		json_object_del(ps->entry, "getting");
 	else
@@ -701,9 +688,9 @@ prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
 	ps->rule.unknown_max_lateness_ms = ps->rule.ttl_ms;
 	move_target_free(&ps->target);
-	set_int(ps->entry, "ttl_ms", ps->rule.ttl_ms);
-	set_int(ps->entry, "entry_rule", -1);
-	set_int(ps->entry, "level", ps->level);
+	move_old__set_int(ps->entry, "ttl_ms", ps->rule.ttl_ms);
+	move_old__set_int(ps->entry, "entry_rule", -1);
+	move_old__set_int(ps->entry, "level", ps->level);
 	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
 	json_object_set_new(ps->entry, "then", json_string(move_from_name(ps->rule.then)));
 	json_object_set_new(ps->entry, "destination",
@@ -760,8 +747,8 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 		sentences_add(err, errlen, "%s", why);
 		return -1;
 	}
-	set_int(ps->entry, "ttl_ms", oq->ttl_ms);
-	set_int(ps->entry, "entry_rule", idx);
+	move_old__set_int(ps->entry, "ttl_ms", oq->ttl_ms);
+	move_old__set_int(ps->entry, "entry_rule", idx);
 	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
 	if (ps->rule.then != MOVE_FROM_UNKNOWN)
 		json_object_set_new(ps->entry, "then",
@@ -786,196 +773,13 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 		return -1;
 	}
 	move_old__progress_queue(ps->pg, &ps->had, 0);
-	set_int(ps->entry, "skipped", qi.messages);
-	set_int(ps->entry, "left", 0);
+	move_old__set_int(ps->entry, "skipped", qi.messages);
+	move_old__set_int(ps->entry, "left", 0);
 	json_object_set_new(ps->entry, "left_until_ms", qi.messages > 0 ?
 	    json_integer(old_now_ms(ps->c) + ps->oq->ttl_ms) : json_null());
 	json_object_set_new(ps->entry, "skipped_why", json_string("entry time unknown "
 	    "and its TTL over move_old.unknown_entry_max_lateness"));
 	return 0;
-}
-
-/* The horizon that is left once the last pass is done, and what the old
- * path alone would have needed: into STATE. */
-static void
-horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
-{
-	const json_t *e;
-	int64_t h = last_pass_ms, old, allow = c->plan->watch.allowance_ms;
-	size_t i;
-
-	json_array_foreach(json_object_get(state, "queues"), i, e)
-		if (json_is_integer(json_object_get(e, "left_until_ms")) &&
-		    jint(e, "left_until_ms") > h)
-			h = jint(e, "left_until_ms");
-	h += allow;
-	set_int(state, "horizon_ms", h);
-	old = old_horizon_ms(c->measured, c->flip_ms > 0 ? c->flip_ms : last_pass_ms,
-	    allow);
-	json_object_set_new(state, "old_horizon_ms", old > 0 ? json_integer(old) :
-	    json_null());
-	json_object_set_new(state, "saved_ms", old > h ? json_integer(old - h) :
-	    json_integer(0));
-}
-
-/* Records in the plan's history what the move did and how much sooner the
- * old path can be left ("move_old.done"). */
-static void
-record_done(struct step_ctx *c, const json_t *state)
-{
-	json_t *d = json_pack("{s:O,s:O,s:O,s:O}", "counts", json_object_get(state,
-	    "counts"), "horizon_ms", json_object_get(state, "horizon_ms"),
-	    "old_horizon_ms", json_object_get(state, "old_horizon_ms"), "saved_ms",
-	    json_object_get(state, "saved_ms"));
-	char why[256], *text = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
-
-	if (c->store != NULL && text != NULL)
-		(void)store_append_event(c->store, c->plan_id, clock_now_ms(), "engine",
-		    "move_old.done", text, NULL, why, sizeof(why));
-	free(text);
-	json_decref(d);
-}
-
-/* Totals of the queues' counts into STATE's "counts". */
-static void
-totals(json_t *state)
-{
-	int64_t moved = 0, left = 0, skipped = 0, dup = 0;
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(json_object_get(state, "queues"), i, e) {
-		moved += jint(e, "moved");
-		left += jint(e, "left");
-		skipped += jint(e, "skipped");
-		dup += jint(e, "may_duplicate");
-	}
-	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
-	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped,
-	    "may_duplicate", (json_int_t)dup));
-}
-
-/* What a run killed in the middle of a batch left in STATE, taken up by
- * the run that begins at NOW: a queue whose gets were under way may have
- * had messages taken and given back unrecorded, all before NOW
- * ("unrecorded_until_ms", which first_seen never goes below); a batch in
- * flight may be in the ladder and back in its old queue both, so moved
- * twice ("may_duplicate"). */
-static void
-after_kill(json_t *state, int64_t now)
-{
-	json_t *e;
-	size_t i;
-
-	json_array_foreach(json_object_get(state, "queues"), i, e) {
-		if (!json_is_object(e))
-			continue;
-		if (json_is_true(json_object_get(e, "getting")) &&
-		    jint(e, "unrecorded_until_ms") < now)
-			set_int(e, "unrecorded_until_ms", now);
-		json_object_del(e, "getting");
-		if (jint(e, "in_flight") > 0)
-			set_int(e, "may_duplicate", jint(e, "may_duplicate") +
-			    jint(e, "in_flight"));
-		json_object_del(e, "in_flight");
-	}
-}
-
-/* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
- * first_seen and record_seen (each value is the state's own element, so
- * that a change to it is persisted). An element that is not a key and a
- * time is dropped, and of two with one key the later stays: a sighting is
- * never made earlier. NULL when out of memory. */
-static json_t *
-seen_index(json_t *state)
-{
-	json_t *idx = json_object(), *list = json_object_get(state, "seen"), *keep, *v;
-	const char *k;
-	size_t i;
-
-	if (idx == NULL || (keep = json_array()) == NULL) {
-		json_decref(idx);
-		return NULL;
-	}
-	json_array_foreach(list, i, v) {
-		const json_t *had;
-
-		k = json_string_value(json_array_get(v, 0));
-		if (!json_is_array(v) || json_array_size(v) != 2 || k == NULL ||
-		    strlen(k) != SEEN_KEY_LEN || !json_is_integer(json_array_get(v, 1)))
-			continue;
-		if ((had = json_object_get(idx, k)) == NULL ||
-		    json_integer_value(json_array_get(had, 1)) <
-		    json_integer_value(json_array_get(v, 1)))
-			json_object_set(idx, k, v);
-	}
-	json_object_foreach(idx, k, v)
-		json_array_append(keep, v);
-	json_object_set_new(state, "seen", keep);
-	return idx;
-}
-
-/* Records in STATE the old queues' publish counters, summed as the watch
- * sums them, as the last pass begins ("old_publishes"): the watch, which
- * starts later, tells from them whether anything entered the old path
- * after the move saw it. Left out when they cannot be read (the watch
- * then assumes an entry at its first look). */
-static void
-publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
-    json_t *state)
-{
-	struct old_counters oc = { 0 };
-	int64_t total = 0;
-	char why[512];
-
-	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
-		return;
-	for (size_t i = 0; i < sel->n; i++) {
-		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
-
-		if (k != NULL && k->publish > 0)
-			total += k->publish;
-	}
-	set_int(state, "old_publishes", total);
-	old_counters_free(&oc);
-}
-
-/* Asks the broker, once a call, whether it overwrites an arrival stamp
- * at every publish, into STATE ("arrival_stamps", "arrival_trusted"). A
- * probe that fails trusts nothing and says why. */
-static void
-probe_arrival(struct step_ctx *c, json_t *state)
-{
-	enum arrival_stamping st = ARRIVAL_OFF;
-	char why[512];
-
-	if (!move_old__uses_arrival(c->plan))
-		return;
-	if (arrival_probe(c->old_amqp, c->plan->name, &st, why, sizeof(why)) != 0)
-		json_object_set_new(state, "arrival_error", json_string(why));
-	else
-		json_object_del(state, "arrival_error");
-	json_object_set_new(state, "arrival_stamps",
-	    json_string(arrival_stamping_name(st)));
-	json_object_set_new(state, "arrival_trusted",
-	    json_boolean(st == ARRIVAL_OVERWRITE));
-}
-
-/* The step's state: C->state resumed, or a new one. */
-static json_t *
-state_of(struct step_ctx *c, int64_t now)
-{
-	json_t *s = c->state != NULL ? json_deep_copy(c->state) : NULL;
-
-	if (s == NULL || !json_is_array(json_object_get(s, "queues"))) {
-		json_decref(s);
-		s = json_pack("{s:b,s:I,s:I,s:[]}", "ok", 0, "pass", (json_int_t)1,
-		    "pass_started_ms", (json_int_t)now, "queues");
-	}
-	set_int(s, "stragglers_until_ms", (c->flip_ms > 0 ? c->flip_ms : now) +
-	    c->plan->move_old.stragglers_ms);
-	json_object_del(s, "error");
-	return s;
 }
 
 int
@@ -985,14 +789,14 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct move_progress pg;
 	struct pass *ps = NULL;
 	int64_t now = old_now_ms(c), pass;
-	json_t *state = state_of(c, now), *seen = NULL;
+	json_t *state = move_old__state_of(c, now), *seen = NULL;
 	char why[1024];
 	int rc = -1;
 
 	*result = state;
 	err[0] = '\0';
-	pass = jint(state, "pass");
-	if (pass > 1 && now < jint(state, "stragglers_until_ms")) {
+	pass = move_old__jint(state, "pass");
+	if (pass > 1 && now < move_old__jint(state, "stragglers_until_ms")) {
 		/* Between the first pass and the last: every pass returns what
 		 * it leaves to its queue, and a quorum queue counts those
 		 * returns against its delivery-limit, so there are two. */
@@ -1008,9 +812,9 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
-	probe_arrival(c, state);
-	after_kill(state, now);
-	if ((seen = seen_index(state)) == NULL) {
+	move_old__probe_arrival(c, state);
+	move_old__after_kill(state, now);
+	if ((seen = move_old__seen_index(state)) == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
@@ -1027,16 +831,16 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
 		ps[i].entry = entry_of(state, sel.v[i].q->name);
 		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
-		if (jint(ps[i].entry, "pass_done") < pass)
+		if (move_old__jint(ps[i].entry, "pass_done") < pass)
 			move_old__progress_queue(&pg, &ps[i].had, sel.v[i].q->messages);
 	}
 	if (err[0] != '\0')
 		goto done;
-	if (jint(state, "pass_started_ms") >= jint(state, "stragglers_until_ms") &&
+	if (move_old__jint(state, "pass_started_ms") >= move_old__jint(state, "stragglers_until_ms") &&
 	    json_object_get(state, "old_publishes") == NULL)
-		publishes_at_last_pass(c, &sel, state);
+		move_old__publishes_at_last_pass(c, &sel, state);
 	for (size_t i = 0; i < sel.n; i++) {
-		if (jint(ps[i].entry, "pass_done") >= pass)
+		if (move_old__jint(ps[i].entry, "pass_done") >= pass)
 			continue;
 		ps[i].t0_mono = clock_mono_ms();
 		if (ps[i].rule.from == MOVE_FROM_UNKNOWN &&
@@ -1045,25 +849,25 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 				goto done;
 		} else if (pass_queue(&ps[i], err, errlen) != 0)
 			goto done;
-		set_int(ps[i].entry, "pass_done", pass);
-		totals(state);
+		move_old__set_int(ps[i].entry, "pass_done", pass);
+		move_old__totals(state);
 		persist(&ps[i]);
 	}
-	totals(state);
+	move_old__totals(state);
 	move_old__progress_write(&pg, state);
-	if (jint(state, "pass_started_ms") < jint(state, "stragglers_until_ms")) {
+	if (move_old__jint(state, "pass_started_ms") < move_old__jint(state, "stragglers_until_ms")) {
 		/* Producers may still have published into the old path since
 		 * this pass began: another pass once the stragglers' window is
 		 * over (the engine calls again each watch.interval). */
-		set_int(state, "pass", pass + 1);
-		set_int(state, "pass_started_ms", jint(state, "stragglers_until_ms"));
+		move_old__set_int(state, "pass", pass + 1);
+		move_old__set_int(state, "pass_started_ms", move_old__jint(state, "stragglers_until_ms"));
 		c->again = true;
 		rc = 0;
 		goto done;
 	}
-	horizon(c, state, jint(state, "pass_started_ms"));
+	move_old__horizon(c, state, move_old__jint(state, "pass_started_ms"));
 	json_object_set_new(state, "ok", json_true());
-	record_done(c, state);
+	move_old__record_done(c, state);
 	rc = 0;
 done:
 	if (rc < 0 && err[0] != '\0')

@@ -3,7 +3,7 @@
  * messages go in the ladder; move_old_id.c: each message's move id;
  * move_old_ladder.c: an old path that is a ladder; move_old_progress.c:
  * what is left to take and when it will be; move_old_rule.c: the entry
- * rules). */
+ * rules; move_old_state.c: the step's state across runs). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
 
@@ -105,5 +105,42 @@ void move_old__progress_queue(struct move_progress *pg, int64_t *had,
  * taken at that pace: 0 when none remains, null until the pace is
  * measured) and updated_ms. */
 void move_old__progress_write(const struct move_progress *pg, json_t *state);
+
+#define SEEN_KEY_LEN 16		/* digits of a move id keying a first sighting */
+
+/* The step's state across runs (move_old_state.c). */
+
+/* The integer at KEY of O (0 when absent); sets it to V. */
+int64_t move_old__jint(const json_t *o, const char *key);
+void move_old__set_int(json_t *o, const char *key, int64_t v);
+
+/* The step's state: C->state resumed, or a new one begun at NOW. */
+json_t *move_old__state_of(struct step_ctx *c, int64_t now);
+
+/* Totals of the queues' counts into STATE's "counts". */
+void move_old__totals(json_t *state);
+
+/* The horizon left once the last pass (begun at LAST_PASS_MS) is done,
+ * and what the old path alone would have needed: into STATE. */
+void move_old__horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms);
+
+/* Records in the plan's history what the move did ("move_old.done"). */
+void move_old__record_done(struct step_ctx *c, const json_t *state);
+
+/* Takes up what a run killed mid-batch left in STATE, for the run that
+ * begins at NOW: unrecorded gets and batches that may be moved twice. */
+void move_old__after_kill(json_t *state, int64_t now);
+
+/* The first sightings of STATE by key (each value the state's own
+ * element); NULL when out of memory. */
+json_t *move_old__seen_index(json_t *state);
+
+/* The old queues' publish counters of SEL, summed as the watch sums them,
+ * into STATE's "old_publishes" as the last pass begins. */
+void move_old__publishes_at_last_pass(struct step_ctx *c,
+    const struct old_selection *sel, json_t *state);
+
+/* Whether the broker stamps arrivals, asked once a call, into STATE. */
+void move_old__probe_arrival(struct step_ctx *c, json_t *state);
 
 #endif

@@ -1,0 +1,211 @@
+/* move_old_state: move_old's state across runs and what it leaves: the
+ * totals, the horizon the old path is left with, what a kill in the middle
+ * of a batch left, the first sightings' index, the old path's publish
+ * counters as the last pass begins, and the step's state itself, resumed
+ * or new. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "arrival_stamp.h"
+#include "clock.h"
+#include "move_old_int.h"
+#include "old_path.h"
+#include "store.h"
+
+int64_t
+move_old__jint(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+void
+move_old__set_int(json_t *o, const char *key, int64_t v)
+{
+	json_object_set_new(o, key, json_integer(v));
+}
+
+/* The horizon that is left once the last pass is done, and what the old
+ * path alone would have needed: into STATE. */
+void
+move_old__horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
+{
+	const json_t *e;
+	int64_t h = last_pass_ms, old, allow = c->plan->watch.allowance_ms;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e)
+		if (json_is_integer(json_object_get(e, "left_until_ms")) &&
+		    move_old__jint(e, "left_until_ms") > h)
+			h = move_old__jint(e, "left_until_ms");
+	h += allow;
+	move_old__set_int(state, "horizon_ms", h);
+	old = old_horizon_ms(c->measured, c->flip_ms > 0 ? c->flip_ms : last_pass_ms,
+	    allow);
+	json_object_set_new(state, "old_horizon_ms", old > 0 ? json_integer(old) :
+	    json_null());
+	json_object_set_new(state, "saved_ms", old > h ? json_integer(old - h) :
+	    json_integer(0));
+}
+
+/* Records in the plan's history what the move did and how much sooner the
+ * old path can be left ("move_old.done"). */
+void
+move_old__record_done(struct step_ctx *c, const json_t *state)
+{
+	json_t *d = json_pack("{s:O,s:O,s:O,s:O}", "counts", json_object_get(state,
+	    "counts"), "horizon_ms", json_object_get(state, "horizon_ms"),
+	    "old_horizon_ms", json_object_get(state, "old_horizon_ms"), "saved_ms",
+	    json_object_get(state, "saved_ms"));
+	char why[256], *text = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
+
+	if (c->store != NULL && text != NULL)
+		(void)store_append_event(c->store, c->plan_id, clock_now_ms(), "engine",
+		    "move_old.done", text, NULL, why, sizeof(why));
+	free(text);
+	json_decref(d);
+}
+
+/* Totals of the queues' counts into STATE's "counts". */
+void
+move_old__totals(json_t *state)
+{
+	int64_t moved = 0, left = 0, skipped = 0, dup = 0;
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e) {
+		moved += move_old__jint(e, "moved");
+		left += move_old__jint(e, "left");
+		skipped += move_old__jint(e, "skipped");
+		dup += move_old__jint(e, "may_duplicate");
+	}
+	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
+	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped,
+	    "may_duplicate", (json_int_t)dup));
+}
+
+/* What a run killed in the middle of a batch left in STATE, taken up by
+ * the run that begins at NOW: a queue whose gets were under way may have
+ * had messages taken and given back unrecorded, all before NOW
+ * ("unrecorded_until_ms", which first_seen never goes below); a batch in
+ * flight may be in the ladder and back in its old queue both, so moved
+ * twice ("may_duplicate"). */
+void
+move_old__after_kill(json_t *state, int64_t now)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(state, "queues"), i, e) {
+		if (!json_is_object(e))
+			continue;
+		if (json_is_true(json_object_get(e, "getting")) &&
+		    move_old__jint(e, "unrecorded_until_ms") < now)
+			move_old__set_int(e, "unrecorded_until_ms", now);
+		json_object_del(e, "getting");
+		if (move_old__jint(e, "in_flight") > 0)
+			move_old__set_int(e, "may_duplicate", move_old__jint(e, "may_duplicate") +
+			    move_old__jint(e, "in_flight"));
+		json_object_del(e, "in_flight");
+	}
+}
+
+/* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
+ * first_seen and record_seen (each value is the state's own element, so
+ * that a change to it is persisted). An element that is not a key and a
+ * time is dropped, and of two with one key the later stays: a sighting is
+ * never made earlier. NULL when out of memory. */
+json_t *
+move_old__seen_index(json_t *state)
+{
+	json_t *idx = json_object(), *list = json_object_get(state, "seen"), *keep, *v;
+	const char *k;
+	size_t i;
+
+	if (idx == NULL || (keep = json_array()) == NULL) {
+		json_decref(idx);
+		return NULL;
+	}
+	json_array_foreach(list, i, v) {
+		const json_t *had;
+
+		k = json_string_value(json_array_get(v, 0));
+		if (!json_is_array(v) || json_array_size(v) != 2 || k == NULL ||
+		    strlen(k) != SEEN_KEY_LEN || !json_is_integer(json_array_get(v, 1)))
+			continue;
+		if ((had = json_object_get(idx, k)) == NULL ||
+		    json_integer_value(json_array_get(had, 1)) <
+		    json_integer_value(json_array_get(v, 1)))
+			json_object_set(idx, k, v);
+	}
+	json_object_foreach(idx, k, v)
+		json_array_append(keep, v);
+	json_object_set_new(state, "seen", keep);
+	return idx;
+}
+
+/* Records in STATE the old queues' publish counters, summed as the watch
+ * sums them, as the last pass begins ("old_publishes"): the watch, which
+ * starts later, tells from them whether anything entered the old path
+ * after the move saw it. Left out when they cannot be read (the watch
+ * then assumes an entry at its first look). */
+void
+move_old__publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
+    json_t *state)
+{
+	struct old_counters oc = { 0 };
+	int64_t total = 0;
+	char why[512];
+
+	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
+		return;
+	for (size_t i = 0; i < sel->n; i++) {
+		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
+
+		if (k != NULL && k->publish > 0)
+			total += k->publish;
+	}
+	move_old__set_int(state, "old_publishes", total);
+	old_counters_free(&oc);
+}
+
+/* Asks the broker, once a call, whether it overwrites an arrival stamp
+ * at every publish, into STATE ("arrival_stamps", "arrival_trusted"). A
+ * probe that fails trusts nothing and says why. */
+void
+move_old__probe_arrival(struct step_ctx *c, json_t *state)
+{
+	enum arrival_stamping st = ARRIVAL_OFF;
+	char why[512];
+
+	if (!move_old__uses_arrival(c->plan))
+		return;
+	if (arrival_probe(c->old_amqp, c->plan->name, &st, why, sizeof(why)) != 0)
+		json_object_set_new(state, "arrival_error", json_string(why));
+	else
+		json_object_del(state, "arrival_error");
+	json_object_set_new(state, "arrival_stamps",
+	    json_string(arrival_stamping_name(st)));
+	json_object_set_new(state, "arrival_trusted",
+	    json_boolean(st == ARRIVAL_OVERWRITE));
+}
+
+/* The step's state: C->state resumed, or a new one. */
+json_t *
+move_old__state_of(struct step_ctx *c, int64_t now)
+{
+	json_t *s = c->state != NULL ? json_deep_copy(c->state) : NULL;
+
+	if (s == NULL || !json_is_array(json_object_get(s, "queues"))) {
+		json_decref(s);
+		s = json_pack("{s:b,s:I,s:I,s:[]}", "ok", 0, "pass", (json_int_t)1,
+		    "pass_started_ms", (json_int_t)now, "queues");
+	}
+	move_old__set_int(s, "stragglers_until_ms", (c->flip_ms > 0 ? c->flip_ms : now) +
+	    c->plan->move_old.stragglers_ms);
+	json_object_del(s, "error");
+	return s;
+}
+
