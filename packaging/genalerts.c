@@ -11,7 +11,7 @@
 static const char *const closes_short[] = {
 	[ALERT_CLOSES_NEVER] = "no: a person acknowledges it",
 	[ALERT_CLOSES_SELF] = "yes",
-	[ALERT_CLOSES_AFTER_ACK] = "yes, once acknowledged",
+	[ALERT_CLOSES_FOLLOWED] = "no: a person acknowledges it; says whether the cause is there",
 };
 
 int
@@ -32,10 +32,10 @@ main(void)
 	    "An alert whose cause the engine follows says whether the cause is still "
 	    "there (`cause_present`). Acknowledged while it is, the alert returns at the "
 	    "engine's next look (its `alert.raised` names the one it returns after, "
-	    "`returns_after`), and the acknowledgement's answer says so; once the cause "
-	    "is gone it closes by itself (`alert.acked` by the engine, with the reason). "
-	    "A first alert whose cause goes before anyone acknowledged it stays open for "
-	    "a person, its cause recorded gone (`alert.cause_gone`).\n\n"
+	    "`returns_after`), and the acknowledgement's answer says so. Once the cause "
+	    "is gone, a kind the engine closes closes (`alert.acked` by the engine, "
+	    "with the reason); any other records it (`alert.cause_gone`, "
+	    "`cause_present` false) and waits for a person's acknowledgement.\n\n"
 	    "| kind | closes by itself when the cause goes | means |\n"
 	    "|---|---|---|\n");
 	for (i = 0; (k = alert_kind_at(i)) != NULL; i++)

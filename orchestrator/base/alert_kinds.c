@@ -42,10 +42,11 @@ static const char *const closes_text[] = {
 	    "does not close it",
 	[ALERT_CLOSES_SELF] = "the engine closes it by itself once it sees the cause "
 	    "gone (alert.acked by the engine, with the reason)",
-	[ALERT_CLOSES_AFTER_ACK] = "the first alert waits for a person; acknowledged "
-	    "while the cause is still there, it returns at the watch's next look, and "
-	    "then closes by itself once the cause is gone (alert.acked by the engine, "
-	    "with the reason)",
+	[ALERT_CLOSES_FOLLOWED] = "a person acknowledges it; the engine follows its "
+	    "cause: acknowledged while the cause is still there, it returns at the "
+	    "watch's next look, saying so, until the cause is cleared; once the cause "
+	    "is gone it says so (alert.cause_gone in the history, cause_present false) "
+	    "and waits for an acknowledgement",
 };
 
 const char *
@@ -59,7 +60,9 @@ char *
 alert_still_there(const struct alert_kind *k, long long id, char *buf, size_t len)
 {
 	snprintf(buf, len, "the cause of alert %lld (%s) is still there: acknowledged, "
-	    "it returns at the engine's next look and stays until the cause is cleared "
-	    "(%s); then it closes by itself", id, k->name, k->clear);
+	    "it returns while the engine still sees it, until the cause is cleared "
+	    "(%s); %s", id, k->name, k->clear, k->closes == ALERT_CLOSES_SELF ?
+	    "then it closes by itself" : "once it is cleared, acknowledge the alert "
+	    "that returned");
 	return buf;
 }

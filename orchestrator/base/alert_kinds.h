@@ -13,9 +13,9 @@
 enum alert_closes {
 	ALERT_CLOSES_NEVER,	/* one occurrence: a person acknowledges it */
 	ALERT_CLOSES_SELF,	/* once the engine sees its cause gone */
-	ALERT_CLOSES_AFTER_ACK,	/* the first waits for a person; one that
-				 * returns after an acknowledgement closes
-				 * once the cause is gone */
+	ALERT_CLOSES_FOLLOWED,	/* the engine follows its cause (still
+				 * there, gone) and a person acknowledges
+				 * it */
 };
 
 struct alert_kind {

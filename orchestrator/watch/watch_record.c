@@ -48,8 +48,8 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
  * the part that looks for it has just seen: at watch_write_alerts, unless
  * this tick raises KIND again, no alert of KIND has its cause present any
  * more, and its open alert closes with the reason in the history when the
- * kind's row (alert_kinds.def) says the engine closes it — by itself, or
- * after a person acknowledged it while the cause was still there. Only
+ * kind's row (alert_kinds.def) says the engine closes it, else records
+ * that its cause is gone and stays for a person. Only
  * from a look that saw the cause gone, never from one that could not look. */
 void
 watch_alert_over(struct tick *t, const char *kind, const char *why)
@@ -181,16 +181,16 @@ find_open(const struct store_alert *a, void *arg)
 	return 0;
 }
 
-/* Does the open alert O close now that its cause is gone? As its kind's
- * row says; a kind the table lacks closes, as before the table. */
+/* Does the open alert O close now that its cause is gone? When its
+ * kind's row says the engine closes it; a kind the table lacks closes, as
+ * before the table. Any other waits for a person, who may want to know why
+ * the cause went (messages dropped rather than moved, say). */
 static bool
 closes_now(const struct open_alert *o)
 {
 	const struct alert_kind *k = alert_kind_find(o->kind);
 
-	if (k == NULL || k->closes == ALERT_CLOSES_SELF)
-		return true;
-	return k->closes == ALERT_CLOSES_AFTER_ACK && o->returns_after != 0;
+	return k == NULL || k->closes == ALERT_CLOSES_SELF;
 }
 
 /* What the cause of T->over[I] being gone does, in one transaction: no
@@ -296,8 +296,7 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 		if (raised && a.returns_after != 0)
 			log_event("warn", t->p->name, "watch", "alert %s raised again (id %lld): "
 			    "%s. Its cause is still there after alert %lld was acknowledged: "
-			    "the watch cannot end until it is cleared (%s); then it closes by "
-			    "itself", t->a[i].kind, (long long)id, t->a[i].msg,
+			    "the watch cannot end until it is cleared (%s)", t->a[i].kind, (long long)id, t->a[i].msg,
 			    (long long)a.returns_after, alert_kind_find(t->a[i].kind) != NULL ?
 			    alert_kind_find(t->a[i].kind)->clear : "see docs/alerts.md");
 		else if (raised)
