@@ -143,6 +143,7 @@ engine__plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
 		goto failed;
 	if (store_alert_ack(s, id, open.id, ACTOR, "the stored plan loads again",
 	    clock_now_ms(), err, sizeof(err)) != 0 ||
+	    store_alert_cause_gone(s, id, STORE_ALERT_CANNOT_RUN, err, sizeof(err)) != 0 ||
 	    store_append_event(s, id, clock_now_ms(), ACTOR, "alert.acked", details,
 	    NULL, err, sizeof(err)) != 0) {
 		store_rollback(s);

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "alert_kinds.h"
 #include "clock.h"
 #include "engine_int.h"
 #include "log.h"
@@ -102,16 +103,29 @@ apply_abort(struct run *r, const struct store_command *c, char *outcome, size_t 
 	return 0;
 }
 
+/* An acknowledged alert whose cause the engine saw last and not gone
+ * since is not over: the outcome says so, and what clears it, so that its
+ * return at the next look is no surprise. */
 static int
 apply_ack(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
-	if (store_alert_ack(r->s, r->id, c->alert_id, c->actor, c->comment, clock_now_ms(),
-	    r->err, r->errlen) != 0) {
+	struct store_alert a = { 0 };
+	const struct alert_kind *k;
+
+	if (store_alert_get(r->s, r->id, c->alert_id, &a, r->err, r->errlen) != 0 ||
+	    a.acked_ms != 0 || store_alert_ack(r->s, r->id, c->alert_id, c->actor,
+	    c->comment, clock_now_ms(), r->err, r->errlen) != 0) {
 		snprintf(outcome, outlen, "refused: no open alert %lld", (long long)c->alert_id);
 		return 0;
 	}
-	return engine__event(r, c->actor, "alert.acked", json_pack("{s:I,s:s}", "alert",
-	    (json_int_t)c->alert_id, "comment", c->comment));
+	if (a.cause_present && (k = alert_kind_find(a.kind)) != NULL) {
+		snprintf(outcome, outlen, "done; ");
+		alert_still_there(k, (long long)a.id, outcome + strlen(outcome),
+		    outlen - strlen(outcome));
+	}
+	return engine__event(r, c->actor, "alert.acked", json_pack("{s:I,s:s,s:b}", "alert",
+	    (json_int_t)c->alert_id, "comment", c->comment, "cause_present",
+	    a.cause_present));
 }
 
 /* An approval of a step waiting at its gate starts it; one of a gated

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "alert_kinds.h"
 #include "errbuf.h"
 #include "notify_body.h"
 
@@ -30,10 +31,20 @@ say_failed(const struct facts *f, char *buf, size_t len)
 	    f->step_kind, f->error);
 }
 
+/* An alert's sentence, then what its kind's row (alert_kinds.def) says to
+ * do: the person notified can act without the page. */
 static void
 say_alert(const struct facts *f, char *buf, size_t len)
 {
-	snprintf(buf, len, "cutover: plan %s: alert %s: %s", f->plan, f->alert, f->message);
+	const struct alert_kind *k = alert_kind_find(f->alert);
+
+	if (k == NULL)
+		snprintf(buf, len, "cutover: plan %s: alert %s: %s", f->plan, f->alert,
+		    f->message);
+	else
+		snprintf(buf, len, "cutover: plan %s: alert %s: %s. It means: %s. Check: "
+		    "%s. Clear: %s", f->plan, f->alert, f->message, k->means, k->check,
+		    k->clear);
 }
 
 static void
@@ -134,12 +145,27 @@ utc_text(int64_t ms, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03dZ", s, (int)(ms % 1000));
 }
 
+/* A webhook body of alert_opened gains its kind's "means", "check" and
+ * "clear" (as the API's alerts have them); nothing for a kind the table
+ * lacks. */
+static void
+alert_fields(json_t *doc, const json_t *details)
+{
+	const struct alert_kind *k = alert_kind_find(str_or(details, "alert", ""));
+
+	if (k == NULL)
+		return;
+	json_object_set_new(doc, "means", json_string(k->means));
+	json_object_set_new(doc, "check", json_string(k->check));
+	json_object_set_new(doc, "clear", json_string(k->clear));
+}
+
 int
 notify_body(enum notify_kind kind, const struct store_delivery *d, char **out,
     char *err, size_t errlen)
 {
 	json_t *details = NULL, *doc = NULL;
-	char text[1200], when[40], *esc = NULL;
+	char text[2400], when[40], *esc = NULL;
 	int rc = -1;
 
 	*out = NULL;
@@ -157,6 +183,8 @@ notify_body(enum notify_kind kind, const struct store_delivery *d, char **out,
 		    "plan", d->plan_name, "plan_id", (json_int_t)d->plan_id, "event_id",
 		    (json_int_t)d->event_id, "history_kind", d->history_kind, "time", when,
 		    "ts_ms", (json_int_t)d->event_ts_ms, "text", text, "details", details);
+		if (doc != NULL && strcmp(d->event, "alert_opened") == 0)
+			alert_fields(doc, details);
 	}
 	if (doc != NULL)
 		*out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -194,6 +194,15 @@ static const char *const migrations[] = {
 	"  error TEXT CHECK (length(error) <= 200),"
 	"  PRIMARY KEY (delivery_id, attempt)"
 	") STRICT;",
+
+	/* 5 -> 6: whether an alert's cause is still there (store_alerts.c):
+	 * cause is 1 from the raise of a kind whose cause the engine looks
+	 * for (alert_kinds.def) until the engine sees it gone; returns_after
+	 * is the alert acknowledged while its cause was still there that
+	 * this one returns after. */
+	"ALTER TABLE alerts ADD COLUMN cause INTEGER NOT NULL DEFAULT 0"
+	" CHECK (cause IN (0, 1));"
+	"ALTER TABLE alerts ADD COLUMN returns_after INTEGER;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -11,7 +11,7 @@
 
 #include "errbuf.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* Return codes: every function returns 0 or a negative code; failures
  * write ERR. The codes below -1 are ordinary answers, not failures (ERR
@@ -349,6 +349,11 @@ struct store_alert {
 	int64_t acked_ms;                 /* 0 while open */
 	char acked_by[65];
 	char ack_comment[256];
+	bool cause_present;               /* the engine saw its cause last,
+					   * and not gone since */
+	int64_t returns_after;            /* 0, or the alert acknowledged
+					   * while its cause was there that
+					   * this one returns after */
 };
 
 /* The alert serve raises for a plan it cannot run: the plan it stored no
@@ -366,10 +371,25 @@ struct store_alert {
 /* Raises an alert of KIND for PLAN_ID, or, when one of that kind is still
  * open, updates its message, last time and count. Returns 0 with *RAISED
  * true when a new alert was raised (its id in *ID), false when an open one
- * was updated; -1 on failure. */
+ * was updated; -1 on failure. For a kind whose cause the engine looks for
+ * (alert_kind_tracks_cause), the alert's cause is marked present, and a
+ * new one records the alert acknowledged while that cause was still there
+ * that it returns after (store_alert.returns_after). */
 int store_alert_raise(struct store *s, int64_t plan_id, const char *kind,
     const char *message, int64_t now_ms, int64_t *id, bool *raised, char *err,
     size_t errlen);
+
+/* The engine looked and the cause of alert KIND of PLAN_ID is gone: none
+ * of the plan's alerts of that kind, open or acknowledged, has its cause
+ * present any more (a later one of that kind is a new occurrence, not a
+ * return). Returns 0 or -1 on failure. */
+int store_alert_cause_gone(struct store *s, int64_t plan_id, const char *kind,
+    char *err, size_t errlen);
+
+/* Alert ID of PLAN_ID, open or not, into *OUT. Returns 0, STORE_NOT_FOUND,
+ * or -1 on failure. */
+int store_alert_get(struct store *s, int64_t plan_id, int64_t id, struct store_alert *out,
+    char *err, size_t errlen);
 
 /* Acknowledges open alert ID of PLAN_ID. Returns 0, STORE_NOT_FOUND when
  * there is no such open alert, -1 on failure. */

@@ -331,6 +331,7 @@ command(const struct api_call *c)
 	char comment[API_COMMENT_MAX + 1], err[1024];
 	int64_t cmd = 0;
 	int idx = -1, rc;
+	json_t *doc;
 
 	if (comment_of(c->body, c->len, comment, r) != 0)
 		return;
@@ -363,14 +364,17 @@ command(const struct api_call *c)
 		store_failed(r, err);
 		return;
 	}
-	reply(r, 202, json_pack("{s:I,s:I,s:s,s:o,s:o,s:s,s:o,s:s}", "command",
+	doc = json_pack("{s:I,s:I,s:s,s:o,s:o,s:s,s:o,s:s}", "command",
 	    (json_int_t)cmd, "plan", (json_int_t)t->plan_id, "kind", kind,
 	    "step", idx >= 0 ? json_integer(idx + 1) : json_null(),
 	    "alert", t->alert != 0 ? json_integer((json_int_t)t->alert) : json_null(),
 	    "actor", actor, "comment", view_string(comment),
 	    "message", "recorded; the engine acts on it at its next turn, against the "
 	    "state it then finds: GET /api/plans/ID/commands/COMMAND says whether it "
-	    "was done or refused, and why"));
+	    "was done or refused, and why");
+	if (doc != NULL && t->alert != 0)
+		view_ack_cause(s, t->plan_id, t->alert, doc);
+	reply(r, 202, doc);
 }
 
 /* POST /api/plans/{plan}/archive: a finished plan gives up its name

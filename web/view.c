@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert_kinds.h"
 #include "export.h"
 #include "plan.h"
 #include "view.h"
@@ -241,8 +242,36 @@ open_alert(const struct store_alert *a, void *arg)
 	json_object_set_new(o, "raised_ms", json_integer((json_int_t)a->raised_ms));
 	json_object_set_new(o, "last_ms", json_integer((json_int_t)a->last_ms));
 	json_object_set_new(o, "count", json_integer((json_int_t)a->count));
+	view_alert_facts(o, a->kind, a->cause_present);
 	json_array_append_new(arg, o);
 	return 0;
+}
+
+void
+view_alert_facts(json_t *o, const char *kind, bool cause)
+{
+	const struct alert_kind *k = alert_kind_find(kind);
+
+	json_object_set_new(o, "means", view_string(k != NULL ? k->means : ""));
+	json_object_set_new(o, "check", view_string(k != NULL ? k->check : ""));
+	json_object_set_new(o, "clear", view_string(k != NULL ? k->clear : ""));
+	json_object_set_new(o, "cause_present", json_boolean(cause));
+}
+
+void
+view_ack_cause(struct store *s, int64_t plan, int64_t alert, json_t *doc)
+{
+	struct store_alert a;
+	const struct alert_kind *k;
+	char err[256], text[1024];
+
+	if (store_alert_get(s, plan, alert, &a, err, sizeof(err)) != 0)
+		return;
+	json_object_set_new(doc, "cause_present", json_boolean(a.cause_present));
+	if (!a.cause_present || (k = alert_kind_find(a.kind)) == NULL)
+		return;
+	json_object_set_new(doc, "cause", view_string(alert_still_there(k, (long long)a.id,
+	    text, sizeof(text))));
 }
 
 int

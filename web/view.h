@@ -5,6 +5,7 @@
 #ifndef CUTOVER_VIEW_H
 #define CUTOVER_VIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,18 @@ int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
  * the history. Returns 0 and *OUT, STORE_NOT_FOUND when there is no such plan,
  * -1 with ERR. */
 int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
+
+/* Adds to alert object O what the alert kinds' table says of KIND
+ * (alert_kinds.def): "means", "check" and "clear" (strings, "" for a kind
+ * the table lacks), and "cause_present" (CAUSE: the engine saw its cause
+ * last, and not gone since). Every alert of a plan's "alerts" has them. */
+void view_alert_facts(json_t *o, const char *kind, bool cause);
+
+/* The answer DOC to an acknowledgement of alert ALERT of plan PLAN: adds
+ * "cause_present" and, when the cause is still there, "cause", the
+ * sentence that says the alert returns until the cause is cleared (and
+ * how). Nothing when the store cannot say (the answer stands without). */
+void view_ack_cause(struct store *s, int64_t plan, int64_t alert, json_t *doc);
 
 /* Plan ID's history: {plan,name,status,sha256,yaml,events:[{id,ts_ms,
  * time_utc,step,actor,kind,details,prev_hash,hash}],verification:{verified,

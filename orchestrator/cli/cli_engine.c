@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "alert_kinds.h"
 #include "cli.h"
 #include "engine.h"
 #include "errbuf.h"
@@ -56,6 +57,53 @@ struct common {
 	int wait;	/* --wait / --no-wait: follow a command to its outcome */
 	int ok;
 };
+
+/* Prints TEXT in lines of at most WIDTH columns, each indented by
+ * INDENT, broken at spaces (a word longer than a line stands alone). */
+static void
+help_wrap(const char *text, int indent, int width)
+{
+	const char *p = text;
+
+	while (*p != '\0') {
+		int room = width - indent, n = (int)strlen(p);
+
+		if (n > room) {
+			for (n = room; n > 0 && p[n] != ' '; n--)
+				;
+			if (n == 0)
+				n = (int)strcspn(p, " ");
+		}
+		printf("%*s%.*s\n", indent, "", n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+/* `cutover ack --help`'s list of the alert kinds (alert_kinds.def): each
+ * with what it means and whether the engine closes it by itself. */
+static void
+alert_kinds_help(void)
+{
+	static const char *const closes[] = {
+		[ALERT_CLOSES_NEVER] = "acknowledge once understood",
+		[ALERT_CLOSES_SELF] = "closes by itself once its cause is gone",
+		[ALERT_CLOSES_FOLLOWED] = "acknowledge it; it returns while its "
+		    "cause is there",
+	};
+	const struct alert_kind *k;
+
+	printf("\nALERT is the alert's number or its kind ('-' for '_', any case).\n"
+	    "The kinds (docs/alerts.md says how to check and clear each):\n");
+	char text[1024];
+
+	for (size_t i = 0; (k = alert_kind_at(i)) != NULL; i++) {
+		snprintf(text, sizeof(text), "%s (%s)", k->means, closes[k->closes]);
+		printf("  %s\n", k->name);
+		help_wrap(text, 6, 78);
+	}
+}
 
 /* Parses the options; NEED_DB: the verb has no remote form. Sets o->ok
  * when the verb should go on, else returns its exit status. */
@@ -115,6 +163,8 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 			break;
 		case 'h':
 			printf("usage: %s\n", usage);
+			if (strcmp(verb, "ack") == 0)
+				alert_kinds_help();
 			return CLI_OK;
 		default:
 			return cli_usage_error(verb, usage, "unknown or incomplete option '%s'",
@@ -493,6 +543,22 @@ alert_ref(struct store *s, const struct store_plan *p, const char *ref, char *er
 	return id;
 }
 
+/* An acknowledgement of alert ALERT of plan PLAN was recorded: when the
+ * engine saw the alert's cause last, and not gone since, says that the
+ * alert returns until that cause is cleared, and how to clear it. */
+static void
+ack_cause_say(struct store *s, int64_t plan, int64_t alert)
+{
+	struct store_alert a;
+	const struct alert_kind *k;
+	char err[256], text[1024];
+
+	if (store_alert_get(s, plan, alert, &a, err, sizeof(err)) != 0 || !a.cause_present ||
+	    (k = alert_kind_find(a.kind)) == NULL)
+		return;
+	printf("note: %s\n", alert_still_there(k, (long long)a.id, text, sizeof(text)));
+}
+
 /* approve, retry, abort, ack: one operator command, recorded for the engine. */
 static int
 command(const char *verb, const char *usage, int argc, char **argv, int want_args)
@@ -545,6 +611,8 @@ command(const char *verb, const char *usage, int argc, char **argv, int want_arg
 		goto fail;
 	printf("%s recorded (command %lld); the engine acts on it at its next turn\n", verb,
 	    (long long)id);
+	if (alert > 0)
+		ack_cause_say(s, p.id, alert);
 	rc = CLI_OK;
 	goto done;
 fail:

@@ -554,6 +554,10 @@ wait_command(struct remote *rm, long long id, long long cmd, int json)
 		printf("%s refused by the engine: %s\n", rm->verb, str(rm->doc, "outcome", "?"));
 		return CLI_FAIL;
 	}
+	/* Done, with more to say than that (an acknowledged alert whose cause
+	 * is still there): said first. */
+	if (strcmp(str(rm->doc, "outcome", "done"), "done") != 0)
+		printf("%s %s\n", rm->verb, str(rm->doc, "outcome", ""));
 	/* Done: where the plan now is, which is what the person asked for. */
 	plan_path("plan", id, NULL, path, sizeof(path));
 	if (remote_call(rm, "GET", path, NULL, 0, NULL) == 0 && rm->status == 200) {
@@ -623,6 +627,8 @@ cli_remote_command(const char *verb, const char *server, const char *plan,
 		printf("%s recorded (command %lld, by %s); %s\n", verb, cmd,
 		    str(rm.doc, "actor", "?"), wait ? "waiting for the engine to act on it" :
 		    "the engine acts on it at its next turn");
+	if (!json && json_is_string(json_object_get(rm.doc, "cause")))
+		printf("note: %s\n", str(rm.doc, "cause", ""));
 	fflush(stdout);
 	rc = wait ? wait_command(&rm, id, cmd, json) : CLI_OK;
 done:

@@ -244,15 +244,22 @@ tick_status(struct tick *t, int open, bool *ready)
 			    "policy or a consumer holding them? (cutover old)",
 			    (long long)t->old.depth, t->old.depth == 1 ? "" : "s",
 			    (long long)t->old.nonempty, t->old.nonempty == 1 ? "" : "s");
-	} else if (!watch_stats_current(t))
-		/* Drained by exact reads, but a publish the statistics do not
-		 * show yet may have passed through an old queue: they must
-		 * count up to about now. */
-		status = "waiting: the management statistics lag (they do not count "
-		    "the watch's own recent publishes yet; see statistics_lag_ms)";
-	else {
-		status = "watching";
-		*ready = true;
+	} else {
+		/* Empty by exact reads of every old queue: what old_not_drained
+		 * said is over. */
+		watch_alert_over(t, "old_not_drained", "the old path is empty by "
+		    "exact reads of every old queue");
+		if (!watch_stats_current(t))
+			/* Drained by exact reads, but a publish the statistics do
+			 * not show yet may have passed through an old queue: they
+			 * must count up to about now. */
+			status = "waiting: the management statistics lag (they do not "
+			    "count the watch's own recent publishes yet; see "
+			    "statistics_lag_ms)";
+		else {
+			status = "watching";
+			*ready = true;
+		}
 	}
 	if (*ready && (open > 0 || t->na > 0))
 		status = "waiting: an alert is open (acknowledge it once understood)";

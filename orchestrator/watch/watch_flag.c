@@ -53,7 +53,10 @@ watch_flag_read(struct tick *t)
 	w->flag.state = st;
 	w->flag.checked_ms = t->now;
 	snprintf(w->flag.detail, sizeof(w->flag.detail), "%s", why);
+	if (st != STEP_FLAG_UNREADABLE)
+		watch_alert_over(t, "flag_unreadable", "the flag reads again");
 	if (st == STEP_FLAG_ON) {
+		watch_alert_over(t, "flag_off", "the flag reads on again");
 		w->flag.not_on_ms = 0;
 		if (was_off && w->last_old_entry_ms < t->now) {
 			w->last_old_entry_ms = t->now;

@@ -5,6 +5,11 @@
  * Internal to the watch (watch_int.h). */
 #include "watch_int.h"
 
+/* Why an alert parking closes (or says its cause is gone): only cutover's
+ * own messages, or none, are in the parking queue now. */
+#define PARKING_GONE "the parking queue holds none of others' messages now: they " \
+	"were moved or removed"
+
 /* What a walk through parking takes: this plan's own canary and probe
  * messages. A parked probe still in flight is no longer awaited (it
  * came, to parking, because the probe queue was missing). */
@@ -48,6 +53,7 @@ watch_parking_read(struct tick *t, int64_t depth)
 	if (depth == 0) {
 		w->park.known = w->park.foreign = w->park.unread = 0;
 		w->park.requeues = 0;
+		watch_alert_over(t, "parking", PARKING_GONE);
 		return depth;
 	}
 	if (depth != w->park.known && w->park.requeues < PARK_REQUEUES_MAX) {
@@ -68,8 +74,10 @@ watch_parking_read(struct tick *t, int64_t depth)
 		w->park.unread = depth;
 	}
 	left = w->park.foreign + w->park.unread;
-	if (left == 0)
+	if (left == 0) {
+		watch_alert_over(t, "parking", PARKING_GONE);
 		return depth;
+	}
 	if (w->park.canary + w->park.probe > before)
 		sentences_add(extra, sizeof(extra), "%lld of cutover's own messages taken "
 		    "out of it this tick", (long long)(w->park.canary + w->park.probe -

@@ -2,6 +2,7 @@
  * alerts (one per kind and tick), its samples, and writing both, with
  * their events, to the store. A leaf: every part calls it, and it calls
  * no other file of the watch (watch_int.h). */
+#include "alert_kinds.h"
 #include "log.h"
 #include "watch_int.h"
 
@@ -32,10 +33,13 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 	snprintf(pa->msg, sizeof(pa->msg), "%s", msg);
 }
 
-/* The cause of alert KIND is gone this tick (WHY says how it cleared):
- * its open alert, if any, closes at watch_write_alerts with the reason in
- * the history, unless this tick raises KIND again. Only for what clears
- * without a person and leaves nothing for one to do. */
+/* The cause of alert KIND is gone this tick (WHY says how it cleared), as
+ * the part that looks for it has just seen: at watch_write_alerts, unless
+ * this tick raises KIND again, no alert of KIND has its cause present any
+ * more, and its open alert closes with the reason in the history when the
+ * kind's row (alert_kinds.def) says the engine closes it, else records
+ * that its cause is gone and stays for a person. Only
+ * from a look that saw the cause gone, never from one that could not look. */
 void
 watch_alert_over(struct tick *t, const char *kind, const char *why)
 {
@@ -138,13 +142,18 @@ event(struct tick *t, const char *kind, json_t *details, char *err, size_t errle
 	return rc;
 }
 
-/* An open alert looked for by kind (find_open). */
+/* The alerts of one kind, as find_open reads them. */
 struct open_alert {
 	const char *kind;
-	int64_t id;			/* 0: none open */
+	int64_t id;			/* the open one; 0: none open */
+	bool cause;			/* its cause was present */
+	int64_t returns_after;		/* it returns after an acknowledgement */
+	bool any_cause;			/* one of the kind, open or not, has
+					 * its cause present */
 };
 
-/* store_each_alert's callback: stops at the open alert of ARG's kind. */
+/* store_each_alert's callback: notes the open alert of ARG's kind and
+ * whether one of that kind has its cause present. */
 static int
 find_open(const struct store_alert *a, void *arg)
 {
@@ -152,18 +161,78 @@ find_open(const struct store_alert *a, void *arg)
 
 	if (strcmp(a->kind, o->kind) != 0)
 		return 0;
-	o->id = a->id;
-	return 1;
+	o->any_cause |= a->cause_present;
+	if (a->acked_ms == 0) {
+		o->id = a->id;
+		o->cause = a->cause_present;
+		o->returns_after = a->returns_after;
+	}
+	return 0;
 }
 
-/* Closes the open alerts of the kinds T->over names and this tick did not
- * raise: acknowledged by the engine with the reason, recorded as
- * alert.acked. Returns 0 or -1 with ERR. */
+/* Does the open alert O close now that its cause is gone? When its
+ * kind's row says the engine closes it; a kind the table lacks closes, as
+ * before the table. Any other waits for a person, who may want to know why
+ * the cause went (messages dropped rather than moved, say). */
+static bool
+closes_now(const struct open_alert *o)
+{
+	const struct alert_kind *k = alert_kind_find(o->kind);
+
+	return k == NULL || k->closes == ALERT_CLOSES_SELF;
+}
+
+/* What the cause of T->over[I] being gone does, in one transaction: no
+ * alert of its kind has its cause present any more; its open alert, if
+ * any, closes (acknowledged by the engine with the reason, recorded as
+ * alert.acked) when closes_now says so, else stays for a person, its
+ * cause recorded gone (alert.cause_gone, once). Returns 0 or -1 with ERR. */
+static int
+cause_gone(struct tick *t, size_t i, char *err, size_t errlen)
+{
+	struct store *s = t->c->store;
+	struct open_alert open = { .kind = t->over[i].kind };
+	const char *why = t->over[i].msg;
+	bool close;
+
+	if (store_each_alert(s, t->c->plan_id, 0, find_open, &open, err, errlen) < 0)
+		return -1;
+	close = open.id != 0 && closes_now(&open);
+	if (!close && !open.any_cause)
+		return 0;		/* said already: nothing to write */
+	if (store_begin(s, err, errlen) != 0)
+		return -1;
+	if (store_alert_cause_gone(s, t->c->plan_id, open.kind, err, errlen) != 0)
+		goto fail;
+	if (close && (store_alert_ack(s, t->c->plan_id, open.id, ACTOR, why, t->now, err,
+	    errlen) != 0 || event(t, "alert.acked", json_pack("{s:I,s:s,s:s}", "alert",
+	    (json_int_t)open.id, "kind", open.kind, "comment", why), err, errlen) != 0))
+		goto fail;
+	if (!close && open.id != 0 && open.cause && event(t, "alert.cause_gone",
+	    json_pack("{s:I,s:s,s:s,s:s}", "alert", (json_int_t)open.id, "kind", open.kind,
+	    "why", why, "what", "the alert stays open until a person acknowledges it"),
+	    err, errlen) != 0)
+		goto fail;
+	if (store_commit(s, err, errlen) != 0)
+		return -1;
+	if (close)
+		log_event("info", t->p->name, "watch", "alert %s (id %lld) closed: %s",
+		    open.kind, (long long)open.id, why);
+	else if (open.id != 0 && open.cause)
+		log_event("info", t->p->name, "watch", "alert %s (id %lld): its cause is "
+		    "gone (%s); it stays open until acknowledged", open.kind,
+		    (long long)open.id, why);
+	return 0;
+fail:
+	store_rollback(s);
+	return -1;
+}
+
+/* The kinds T->over names and this tick did not raise: their causes are
+ * gone (cause_gone). Returns 0 or -1 with ERR. */
 static int
 close_over(struct tick *t, char *err, size_t errlen)
 {
-	struct store *s = t->c->store;
-	struct open_alert open;
 	size_t i, j;
 
 	for (i = 0; i < t->nover; i++) {
@@ -171,26 +240,8 @@ close_over(struct tick *t, char *err, size_t errlen)
 			;
 		if (j < t->na)
 			continue;
-		open.kind = t->over[i].kind;
-		open.id = 0;
-		if (store_each_alert(s, t->c->plan_id, 1, find_open, &open, err,
-		    errlen) < 0)
+		if (cause_gone(t, i, err, errlen) != 0)
 			return -1;
-		if (open.id == 0)
-			continue;
-		if (store_begin(s, err, errlen) != 0)
-			return -1;
-		if (store_alert_ack(s, t->c->plan_id, open.id, ACTOR, t->over[i].msg,
-		    t->now, err, errlen) != 0 || event(t, "alert.acked",
-		    json_pack("{s:I,s:s,s:s}", "alert", (json_int_t)open.id, "kind",
-		    open.kind, "comment", t->over[i].msg), err, errlen) != 0) {
-			store_rollback(s);
-			return -1;
-		}
-		if (store_commit(s, err, errlen) != 0)
-			return -1;
-		log_event("info", t->p->name, "watch", "alert %s (id %lld) closed: %s",
-		    open.kind, (long long)open.id, t->over[i].msg);
 	}
 	t->nover = 0;
 	return 0;
@@ -209,13 +260,21 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 	int r;
 
 	for (size_t i = 0; i < t->na; i++) {
+		struct store_alert a = { 0 };
+
 		if (store_begin(s, err, errlen) != 0)
 			return -1;
 		r = store_alert_raise(s, t->c->plan_id, t->a[i].kind, t->a[i].msg, t->now,
 		    &id, &raised, err, errlen);
-		if (r != 0 || (raised && event(t, "alert.raised", json_pack("{s:s,s:s,s:I}",
+		if (r == 0 && raised)
+			r = store_alert_get(s, t->c->plan_id, id, &a, err, errlen);
+		/* One that returns after an acknowledgement says so: its cause
+		 * was never gone. */
+		if (r != 0 || (raised && event(t, "alert.raised", json_pack("{s:s,s:s,s:I,s:o}",
 		    "alert", t->a[i].kind, "message", t->a[i].msg, "alert_id",
-		    (json_int_t)id), err, errlen) != 0)) {
+		    (json_int_t)id, "returns_after", a.returns_after != 0 ?
+		    json_integer((json_int_t)a.returns_after) : json_null()), err,
+		    errlen) != 0)) {
 			store_rollback(s);
 			return -1;
 		}
@@ -223,7 +282,13 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			return -1;
 		/* Said where `cutover run` is watched too, not only on the page:
 		 * an open alert holds the watch until someone acknowledges it. */
-		if (raised)
+		if (raised && a.returns_after != 0)
+			log_event("warn", t->p->name, "watch", "alert %s raised again (id %lld): "
+			    "%s. Its cause is still there after alert %lld was acknowledged: "
+			    "the watch cannot end until it is cleared (%s)", t->a[i].kind, (long long)id, t->a[i].msg,
+			    (long long)a.returns_after, alert_kind_find(t->a[i].kind) != NULL ?
+			    alert_kind_find(t->a[i].kind)->clear : "see docs/alerts.md");
+		else if (raised)
 			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
 			    "%s. The watch cannot end while it is open; once understood: "
 			    "cutover ack PLAN %lld", t->a[i].kind, (long long)id,

@@ -244,28 +244,83 @@ wait_acked(long long id, long long aid)
 	fail_msg("alert %lld of plan %lld was never acknowledged", aid, id);
 }
 
+/* Each of plan ID's open alerts says what its kind means, how to check and
+ * clear it (the alert kinds' table), and whether its cause is still there:
+ * a parking alert's is, as the watch raised it; a probe's is one
+ * occurrence. */
+static void
+assert_alert_fields(long long id)
+{
+	char path[64];
+	json_t *j, *a;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/api/plans/%lld", id);
+	j = iapi_get(path);
+	assert_int_equal(json_array_size(json_object_get(j, "alerts")), 2);
+	json_array_foreach(json_object_get(j, "alerts"), i, a) {
+		const char *kind = json_string_value(json_object_get(a, "kind"));
+
+		assert_true(strlen(json_string_value(json_object_get(a, "means"))) > 20);
+		assert_true(strlen(json_string_value(json_object_get(a, "check"))) > 20);
+		assert_true(strlen(json_string_value(json_object_get(a, "clear"))) > 20);
+		assert_true(json_is_boolean(json_object_get(a, "cause_present")));
+		assert_int_equal(json_is_true(json_object_get(a, "cause_present")),
+		    strcmp(kind, "parking") == 0);
+	}
+	json_decref(j);
+}
+
 /* Open alerts acknowledged through the ack route (bob) and the remote ack
  * verb (alice): each leaves the plan's open alerts, and the history
- * records alert.acked by that operator. */
+ * records alert.acked by that operator. One whose cause is still there
+ * (parking) is acknowledged with the words that say it returns until the
+ * cause is cleared, in the route's answer and in the command's outcome. */
 static void
 test_ack_route_and_remote_ack(void **state)
 {
 	char name[80], path[128], out[4096], aid_s[32];
 	struct resp r;
-	long long id, a1, a2;
+	long long id, a1, a2, cmd;
+	json_t *j;
 
 	(void)state;
 	id = iapi_submit("ack", name, sizeof(name));
 	json_decref(iapi_wait_step(id, 2, "waiting_approval"));
 	a1 = raise_alert(id, "parking");
 	a2 = raise_alert(id, "probe");
+	assert_alert_fields(id);
 	snprintf(path, sizeof(path), "/api/plans/%lld/alerts/%lld/ack", id, a1);
 	iapi_http("POST", path, TOKEN_BOB, "{\"comment\":\"seen\"}", 18,
 	    "Content-Type: application/json", &r);
 	if (r.status != 202)
 		fail_msg("ack: %ld %s", r.status, r.body ? r.body : "");
+	if ((j = json_loads(r.body, 0, NULL)) == NULL)
+		fail_msg("ack's answer is not JSON: %s", r.body);
+	assert_true(json_is_true(json_object_get(j, "cause_present")));
+	if (strstr(json_string_value(json_object_get(j, "cause")), "is still there") == NULL)
+		fail_msg("ack's answer does not say the cause is still there: %s", r.body);
+	cmd = (long long)json_integer_value(json_object_get(j, "command"));
+	json_decref(j);
 	iapi_resp_clear(&r);
 	wait_acked(id, a1);
+	snprintf(path, sizeof(path), "/api/plans/%lld/commands/%lld", id, cmd);
+	/* The alert is acknowledged just before the command is marked done. */
+	for (int t = 0; t < WAIT_MS / 100; t++) {
+		j = iapi_get(path);
+		if (strcmp(json_string_value(json_object_get(j, "state")), "pending") != 0)
+			break;
+		json_decref(j);
+		j = NULL;
+		iapi_sleep_ms(100);
+	}
+	if (j == NULL)
+		fail_msg("the ack (command %lld) was never handled", cmd);
+	if (strstr(json_string_value(json_object_get(j, "outcome")), "is still there") == NULL)
+		fail_msg("the ack's outcome does not say the cause is still there: %s",
+		    json_string_value(json_object_get(j, "outcome")));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/api/plans/%lld/alerts/%lld/ack", id, a1);
 	assert_non_null(iapi_actor_of(id, "alert.acked"));
 	assert_string_equal(iapi_actor_of(id, "alert.acked"), "bob");
 	/* The other is still open; the CLI acknowledges it. */

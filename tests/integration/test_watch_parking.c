@@ -5,8 +5,10 @@
 
 /* A message in the parking queue raises "parking"; the watch does not end
  * past its deadline while the alert is open, nor after an acknowledgement
- * while parking still holds it (the alert comes back); once parking is
- * empty and the alert acknowledged, it ends. */
+ * while parking still holds it (the alert comes back, saying that its cause
+ * is still there and which alert it returns after); once parking is empty
+ * the alert says its cause is gone (alert.cause_gone), and once it is
+ * acknowledged the watch ends. */
 static void
 test_parking_holds_the_watch(void **state)
 {
@@ -26,6 +28,8 @@ test_parking_holds_the_watch(void **state)
 	assert_non_null(strstr(a.message, "1 message in the parking queue"));
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 1);
+	assert_true(a.cause_present);
+	assert_int_equal(a.returns_after, 0);
 
 	until = iwatch_num(f->state, "deadline_ms") + 500;
 	while (now_ms() < until) {
@@ -37,6 +41,9 @@ test_parking_holds_the_watch(void **state)
 	iwatch_tick_until_alert(f, "parking", ALERT_CEILING_MS, &b);
 	assert_true(b.id != a.id);
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 2);
+	assert_true(b.cause_present);
+	assert_int_equal(b.returns_after, a.id);
+	assert_int_equal(iwatch_events(f, "alert.cause_gone", NULL), 0);
 
 	/* Parking emptied: still held until acknowledged. */
 	assert_int_equal(broker_get(f->c.amqp, q, false, &d, err, sizeof(err)), 0);
@@ -48,6 +55,8 @@ test_parking_holds_the_watch(void **state)
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 0);
 	iwatch_open_alerts(f, &al);
 	assert_int_equal(al.n, 1);
+	assert_false(al.v[0].cause_present);
+	assert_int_equal(iwatch_events(f, "alert.cause_gone", NULL), 1);
 	/* The watch also waits for the statistics to count up to its
 	 * deadline (up to one collection interval, 5 s by default): past
 	 * that, only the acknowledgement holds it. */
