@@ -22,6 +22,15 @@
  * folded, filtered, in UTC milliseconds, with the plan's YAML, a refused
  * request recorded, and its JSON and CSV downloads verified offline. A
  * finished plan's name is refused until archived on the page.
+ * What holds a plan (the API's holds) is said at the top and in the list,
+ * whose badge says "waiting for approval" or "alert open", not "running",
+ * and which puts the plan that needs a person first: the gate by step and
+ * kind, two alerts holding the watch by number and kind. A command given
+ * on the page is followed to done (a refusal, worded as the API words it,
+ * given through the browser). The alerts' help lines show when the API
+ * gives them and nothing breaks when it does not; the watch's levels are a
+ * strip (delay, state, depth); a finished plan opens with what it did; the
+ * history reads as words with the JSON behind a toggle.
  * Screenshots: BUILD/screenshots/NN-stage-WIDTH.png.
  *
  * usage: node test_page.js CUTOVER_BINARY BUILD_DIR
@@ -635,7 +644,7 @@ async function wholePlan(page, base, db, bin, build, problems) {
   await page.locator('#act-ok').click();
   await until('archived', async () => /archived at/.test(await page.locator('#state-words').innerText()), 15000);
   check((await planDoc(base, pid)).archived_ms > 0, 'the plan is archived, by the page');
-  await atAGlance(page, build, '09-archived', '#finished-summary');
+  await atAGlance(page, build, '09-archived', '#finished-summary .strip-title');
   const fin = await page.locator('#finished-summary').innerText();
   check(/took/.test(fin) && /aborted at step 7, remove_old/.test(fin) && /2 old queues removed, 1 left/.test(fin) &&
     /nothing moved/.test(fin) && /lateness\s+.*at most .+ — (within|OVER) its bound of 2\.0 s/.test(fin),

@@ -682,8 +682,6 @@
       box.appendChild(el('p', { class: 'holds-title' }, 'Waiting for you:'));
       box.appendChild(holdsList(p, true));
     }
-    var fin = finishedSummary(p);
-    if (fin) box.appendChild(fin);
     steps.forEach(function (s) { if (s.status === 'succeeded') done++; });
     b = bar('steps', 'steps done');
     b.setAttribute('aria-valuemin', 0); b.setAttribute('aria-valuemax', steps.length); b.setAttribute('aria-valuenow', done);
@@ -717,6 +715,8 @@
         num(sm.old_nonempty) + ' of ' + num(sm.old_queues) + ' queues · ladder ' + tot + ' · parking ' + num(sm.parking_depth) +
         ' · probe lateness last ' + fmtDur((sm.probe_lateness_ms || {}).last) + ' (bound ' + fmtDur((p.facts || {}).max_lateness_ms) + ')'));
     }
+    var fin = finishedSummary(p);
+    if (fin) box.appendChild(fin);
     a = p.alerts || [];
     box.appendChild(el('p', { id: 'glance-alerts', class: a.length ? 'alerts-line bad' : 'alerts-line muted' },
       a.length ? plural(a.length, 'open alert') + ': ' + a.map(function (x) { return x.kind; }).join(', ') + ' (below)' : 'No open alerts.'));
@@ -833,7 +833,11 @@
   function eventWords(e) {
     var d = e.details, head = EVENT_WORDS[e.kind] || e.kind.replace(/[._]/g, ' ');
     if (d == null || typeof d !== 'object') return head + (d == null ? '' : ': ' + String(d));
-    var pairs = Object.keys(d).filter(function (k) { return d[k] !== '' && !(k === 'step' && e.step === d[k]); }).map(function (k) {
+    /* the group's heading already names the step and its kind */
+    var st = e.step != null && lastPlan ? (lastPlan.steps || [])[e.step - 1] : null;
+    var pairs = Object.keys(d).filter(function (k) {
+      return d[k] !== '' && !(k === 'step' && e.step === d[k]) && !(k === 'kind' && st && st.kind === d[k]);
+    }).map(function (k) {
       return k.replace(/_ms$/, '').replace(/_/g, ' ') + ' ' + detailText(k, d[k]);
     });
     return head + (pairs.length ? ': ' + pairs.join(' · ') : '');
