@@ -11,6 +11,7 @@
 #include "view_result.h"
 #include "view_gate.h"
 #include "view_notify.h"
+#include "view_holds.h"
 
 #define STEPS_MAX	1000	/* as the CLI: no plan has more */
 
@@ -75,13 +76,17 @@ current_step(struct store *s, int64_t id, char *err, size_t errlen)
 	    ms_or_null(st.started_ms));
 }
 
+/* Adds open alert A to the JSON array ARG (defined with the plan's
+ * document, below). */
+static int open_alert(const struct store_alert *a, void *arg);
+
 /* Adds P to the list with "current", so that a list of plans never needs
  * their documents. */
 static int
 list_plan(const struct store_plan *p, void *arg)
 {
 	struct list *l = arg;
-	json_t *o, *cur;
+	json_t *o, *cur, *alerts = NULL;
 
 	if (l->name != NULL && strcmp(l->name, p->name) != 0)
 		return 0;
@@ -91,15 +96,47 @@ list_plan(const struct store_plan *p, void *arg)
 	}
 	o = plan_summary(p);
 	json_object_set_new(o, "current", cur);
+	if ((alerts = json_array()) == NULL ||
+	    store_each_alert(l->s, p->id, 1, open_alert, alerts, l->err, l->errlen) < 0) {
+		json_decref(alerts);
+		json_decref(o);
+		l->failed = 1;
+		return 1;
+	}
+	/* The holds read the alerts; the list carries only their count. */
+	json_object_set_new(o, "alerts", alerts);
+	if (view_holds(o) != 0) {
+		json_decref(o);
+		snprintf(l->err, l->errlen, "out of memory");
+		l->failed = 1;
+		return 1;
+	}
+	json_object_set_new(o, "alerts_open", json_integer((json_int_t)json_array_size(alerts)));
+	json_object_del(o, "alerts");
 	json_array_append_new(l->plans, o);
 	return 0;
+}
+
+/* PLANS (newest first) in the order a person should look at them
+ * (view_holds_rank), newest first within each rank: a new reference. */
+static json_t *
+by_need(json_t *plans)
+{
+	json_t *sorted = json_array(), *o;
+	size_t i;
+
+	for (int rank = VIEW_HOLD_GATE; sorted != NULL && rank <= VIEW_HOLD_NONE; rank++)
+		json_array_foreach(plans, i, o)
+			if ((int)view_holds_rank(o) == rank)
+				json_array_append(sorted, o);
+	return sorted;
 }
 
 int
 view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_t errlen)
 {
 	struct list l = { s, name, json_array(), err, errlen, 0 };
-	json_t *counts = NULL;
+	json_t *counts = NULL, *sorted;
 
 	*out = NULL;
 	if (l.plans == NULL) {
@@ -111,7 +148,11 @@ view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_
 		json_decref(l.plans);
 		return -1;
 	}
-	*out = json_pack("{s:o,s:o}", "plans", l.plans, "deliveries", counts);
+	sorted = by_need(l.plans);
+	json_decref(l.plans);
+	*out = json_pack("{s:o,s:o}", "plans", sorted, "deliveries", counts);
+	if (*out == NULL)
+		snprintf(err, errlen, "out of memory");
 	return *out != NULL ? 0 : -1;
 }
 
@@ -252,10 +293,15 @@ view_alert_facts(json_t *o, const char *kind, bool cause)
 {
 	const struct alert_kind *k = alert_kind_find(kind);
 
-	json_object_set_new(o, "means", view_string(k != NULL ? k->means : ""));
-	json_object_set_new(o, "check", view_string(k != NULL ? k->check : ""));
-	json_object_set_new(o, "clear", view_string(k != NULL ? k->clear : ""));
-	json_object_set_new(o, "cause_present", json_boolean(cause));
+	/* A kind the table lacks (an older cutover's) has nothing to say;
+	 * one the engine does not follow has no cause to say gone. */
+	if (k == NULL)
+		return;
+	json_object_set_new(o, "means", view_string(k->means));
+	json_object_set_new(o, "check", view_string(k->check));
+	json_object_set_new(o, "clear", view_string(k->clear));
+	if (k->closes != ALERT_CLOSES_NEVER)
+		json_object_set_new(o, "cause_present", json_boolean(cause));
 }
 
 void
@@ -318,6 +364,11 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	json_object_set_new(doc, "alerts", alerts);
 	json_object_set_new(doc, "deliveries", deliveries);
 	steps = alerts = cur = deliveries = NULL;
+	if (view_holds(doc) != 0) {
+		snprintf(err, errlen, "out of memory");
+		json_decref(doc);
+		goto done;
+	}
 	if (view_gate_facts(s, id, doc, err, errlen) != 0) {
 		json_decref(doc);
 		goto done;

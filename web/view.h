@@ -17,8 +17,11 @@
 #define VIEW_SAMPLES_MAX	5000	/* samples per answer; the rest on the next
 					 * (next_since): bounds what one answer costs */
 
-/* {"plans":[{id,name,status,created_ms,sha256}],"deliveries":[...]},
- * newest first; only those called NAME when NAME is not NULL; deliveries
+/* {"plans":[{id,name,status,created_ms,sha256,archived_ms,current,
+ * alerts_open,holds,needs_person}],"deliveries":[...]}, in the order a
+ * person should look at them (a gate waiting for approval, failed, alerts
+ * open, the rest: view_holds.h), newest first within each; only those
+ * called NAME when NAME is not NULL; deliveries
  * are every plan's counted by notifier (view_notify_counts). Returns 0 and
  * *OUT, or -1 with ERR. */
 int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
@@ -27,6 +30,7 @@ int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
 /* Plan ID: {id,name,status,created_ms,sha256,steps:[{n,kind,status,gate,
  * gate_state,started_ms,ended_ms,result,error,approved_by,approved_ms,
  * approval_comment,retried_by,retried_ms}],alerts:[open alerts],
+ * holds:[what holds it for a person],needs_person (view_holds.h),
  * deliveries:[{notifier,pending,delivered,failed}]} (the plan's
  * notifications counted by notifier: view_notify_counts). The
  * result is the step's recorded JSON, parsed; a large one without its long
@@ -37,9 +41,10 @@ int view_plan_list(struct store *s, const char *name, json_t **out, char *err,
 int view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Adds to alert object O what the alert kinds' table says of KIND
- * (alert_kinds.def): "means", "check" and "clear" (strings, "" for a kind
- * the table lacks), and "cause_present" (CAUSE: the engine saw its cause
- * last, and not gone since). Every alert of a plan's "alerts" has them. */
+ * (alert_kinds.def): "means", "check" and "clear" (none for a kind the
+ * table lacks), and, for a kind whose cause the engine follows,
+ * "cause_present" (CAUSE: the engine saw its cause last, and not gone
+ * since). Every alert of a plan's "alerts" has them. */
 void view_alert_facts(json_t *o, const char *kind, bool cause);
 
 /* The answer DOC to an acknowledgement of alert ALERT of plan PLAN: adds

@@ -5,7 +5,9 @@
  * result comes without its long lists (web/view_result.c); each
  * notifier's deliveries are counted by state in the plan's document, the
  * plan list's and /metrics (web/view_notify.c, web/metrics.c); move_old's
- * counts, what it has still to take, its pace and time to go in /metrics. */
+ * counts, what it has still to take, its pace and time to go in /metrics;
+ * what holds a plan for a person, in its document and the plan list, and
+ * the list's order by it (web/view_holds.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -24,6 +26,7 @@
 #include "store_notify.h"
 #include "view.h"
 #include "view_gate.h"
+#include "view_holds.h"
 #include "view_result.h"
 
 static char dir[PATH_MAX], db[PATH_MAX + 16];
@@ -360,6 +363,212 @@ test_move_progress_in_metrics(void **state)
 	store_close(s);
 }
 
+/* Hold I of DOC: its what, step, kind, alert and todo as one line. */
+static void
+hold_is(const json_t *doc, size_t i, const char *want)
+{
+	const json_t *h = json_array_get(json_object_get(doc, "holds"), i);
+	char got[512];
+
+	assert_non_null(h);
+	snprintf(got, sizeof(got), "%s|%lld|%s|%lld|%s",
+	    json_string_value(json_object_get(h, "what")),
+	    (long long)json_integer_value(json_object_get(h, "step")),
+	    json_string_value(json_object_get(h, "kind")),
+	    (long long)json_integer_value(json_object_get(h, "alert")),
+	    json_string_value(json_object_get(h, "todo")));
+	assert_string_equal(got, want);
+	assert_non_null(json_string_value(json_object_get(h, "says")));
+}
+
+/* A plan nothing holds needs no one; a gate waiting for approval holds it
+ * (step and kind), and so does each open alert (number and kind): the
+ * document says so while the plan's status still reads "running". */
+static void
+test_holds_gate_and_alerts(void **state)
+{
+	struct store *s;
+	json_t *doc;
+	char err[512];
+	int64_t id, a1, a2;
+	bool raised;
+
+	(void)state;
+	s = with_plan(&id);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 0);
+	assert_true(json_is_false(json_object_get(doc, "needs_person")));
+	json_decref(doc);
+
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(store_step_update(s, id, i, "succeeded", 1, 2, "{}", NULL,
+		    err, sizeof(err)), 0);
+	assert_int_equal(store_step_update(s, id, 4, "waiting_approval", 3, 0, NULL, NULL,
+	    err, sizeof(err)), 0);
+	assert_int_equal(store_alert_raise(s, id, "parking", "3 messages in the parking "
+	    "queue", 10, &a1, &raised, err, sizeof(err)), 0);
+	assert_int_equal(store_alert_raise(s, id, "probe_late", "a probe came 9 s late",
+	    11, &a2, &raised, err, sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_string_equal(json_string_value(json_object_get(doc, "status")), "running");
+	assert_true(json_is_true(json_object_get(doc, "needs_person")));
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 3);
+	hold_is(doc, 0, "gate|5|flip|0|approve step 5 (flip)");
+	{
+		char w1[128], w2[128];
+
+		snprintf(w1, sizeof(w1), "alert|0|parking|%lld|acknowledge alert %lld "
+		    "(parking) once understood", (long long)a1, (long long)a1);
+		snprintf(w2, sizeof(w2), "alert|0|probe_late|%lld|acknowledge alert %lld "
+		    "(probe_late) once understood", (long long)a2, (long long)a2);
+		hold_is(doc, 1, w1);
+		hold_is(doc, 2, w2);
+	}
+	assert_int_equal(view_holds_rank(doc), VIEW_HOLD_GATE);
+	json_decref(doc);
+
+	/* The watch running with an alert open: the alert holds it. */
+	assert_int_equal(store_step_update(s, id, 4, "succeeded", 3, 4, "{}", NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(store_step_update(s, id, 5, "running", 5, 0, NULL, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+	    json_object_get(doc, "holds"), 0), "step")), 6);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(
+	    json_object_get(doc, "holds"), 0), "says")), "the watch does not end"));
+	assert_int_equal(view_holds_rank(doc), VIEW_HOLD_ALERT);
+	json_decref(doc);
+
+	/* Archived: filed away, nothing holds it. */
+	assert_int_equal(store_plan_set_status(s, id, "aborted", err, sizeof(err)), 0);
+	assert_int_equal(store_plan_set_archived(s, id, 99, err, sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 0);
+	assert_true(json_is_false(json_object_get(doc, "needs_person")));
+	json_decref(doc);
+	store_close(s);
+}
+
+/* A failed step holds its plan with its error and what to do; a plan the
+ * engine cannot run is held by that alone (its gate would wait unanswered),
+ * with the alert's "what to do". */
+static void
+test_holds_failed_and_cannot_run(void **state)
+{
+	struct store *s;
+	json_t *doc, *h;
+	char err[512], want[256];
+	int64_t id, a;
+	bool raised;
+
+	(void)state;
+	s = with_plan(&id);
+	assert_int_equal(store_step_update(s, id, 0, "failed", 1, 2, NULL, "no such queue",
+	    err, sizeof(err)), 0);
+	assert_int_equal(store_plan_set_status(s, id, "failed", err, sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 1);
+	hold_is(doc, 0, "failed|1|measure_horizon|0|retry step 1 (measure_horizon) once "
+	    "the cause is fixed, or abort the plan");
+	h = json_array_get(json_object_get(doc, "holds"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(h, "says")), "no such queue"));
+	assert_int_equal(view_holds_rank(doc), VIEW_HOLD_FAILED);
+	json_decref(doc);
+
+	assert_int_equal(store_plan_set_status(s, id, "running", err, sizeof(err)), 0);
+	assert_int_equal(store_step_update(s, id, 0, "waiting_approval", 1, 0, NULL, NULL,
+	    err, sizeof(err)), 0);
+	assert_int_equal(store_alert_raise(s, id, "plan_cannot_run", "its YAML no longer "
+	    "loads; what to do: run the version that submitted it", 10, &a, &raised, err,
+	    sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	assert_int_equal(json_array_size(json_object_get(doc, "holds")), 1);
+	snprintf(want, sizeof(want), "cannot_run|0|plan_cannot_run|%lld|run the version "
+	    "that submitted it", (long long)a);
+	hold_is(doc, 0, want);
+	json_decref(doc);
+	store_close(s);
+}
+
+/* A plan of NAME at step state STEP (NULL: none run yet) with STATUS. */
+static int64_t
+listed(struct store *s, const char *name, const char *status, const char *step,
+    int64_t now)
+{
+	char err[512];
+	int64_t id;
+
+	assert_int_equal(store_plan_insert(s, name, plan_text, strlen(plan_text), now, &id,
+	    err, sizeof(err)), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(store_step_insert(s, id, i, i == 1 ? "declare_ladder" :
+		    i == 2 ? "flip" : "measure_horizon", i == 2, err, sizeof(err)), 0);
+	if (step != NULL) {
+		assert_int_equal(store_step_update(s, id, 0, "succeeded", 1, 2, "{}", NULL,
+		    err, sizeof(err)), 0);
+		assert_int_equal(store_step_update(s, id, 1, "succeeded", 1, 2, "{}", NULL,
+		    err, sizeof(err)), 0);
+		assert_int_equal(store_step_update(s, id, 2, step, 3, 0, NULL, NULL, err,
+		    sizeof(err)), 0);
+	}
+	assert_int_equal(store_plan_set_status(s, id, status, err, sizeof(err)), 0);
+	return id;
+}
+
+/* The plan list says what holds each plan and puts them in the order a
+ * person should look: waiting for approval, failed, alerts open, the rest
+ * (newest first within each), not newest first. */
+static void
+test_list_by_need(void **state)
+{
+	struct store *s = NULL;
+	json_t *doc, *plans, *o;
+	char err[512];
+	const char *order[4];
+	int64_t gate, failed, alert, quiet, a;
+	bool raised;
+
+	(void)state;
+	unlink(db);
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	gate = listed(s, "p-gate", "running", "waiting_approval", 100);
+	failed = listed(s, "p-failed", "failed", "failed", 200);
+	alert = listed(s, "p-alert", "running", NULL, 300);
+	quiet = listed(s, "p-quiet", "running", NULL, 400);
+	assert_int_equal(store_alert_raise(s, alert, "parking", "1 message parked", 10, &a,
+	    &raised, err, sizeof(err)), 0);
+	assert_int_equal(view_plan_list(s, NULL, &doc, err, sizeof(err)), 0);
+	plans = json_object_get(doc, "plans");
+	assert_int_equal(json_array_size(plans), 4);
+	for (size_t i = 0; i < 4; i++)
+		order[i] = json_string_value(json_object_get(json_array_get(plans, i), "name"));
+	assert_string_equal(order[0], "p-gate");
+	assert_string_equal(order[1], "p-failed");
+	assert_string_equal(order[2], "p-alert");
+	assert_string_equal(order[3], "p-quiet");
+	o = json_array_get(plans, 0);
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), gate);
+	assert_true(json_is_true(json_object_get(o, "needs_person")));
+	hold_is(o, 0, "gate|3|flip|0|approve step 3 (flip)");
+	o = json_array_get(plans, 1);
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), failed);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(o, "holds"), 0), "what")), "failed");
+	o = json_array_get(plans, 2);
+	assert_int_equal(json_integer_value(json_object_get(o, "alerts_open")), 1);
+	assert_null(json_object_get(o, "alerts"));	/* the list carries the count */
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+	    json_object_get(o, "holds"), 0), "alert")), a);
+	o = json_array_get(plans, 3);
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), quiet);
+	assert_true(json_is_false(json_object_get(o, "needs_person")));
+	assert_int_equal(json_array_size(json_object_get(o, "holds")), 0);
+	json_decref(doc);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -370,6 +579,9 @@ main(void)
 		cmocka_unit_test(test_large_result_without_long_lists),
 		cmocka_unit_test(test_deliveries_counted),
 		cmocka_unit_test(test_move_progress_in_metrics),
+		cmocka_unit_test(test_holds_gate_and_alerts),
+		cmocka_unit_test(test_holds_failed_and_cannot_run),
+		cmocka_unit_test(test_list_by_need),
 	};
 	const char *tmp = getenv("TMPDIR");
 	char wal[PATH_MAX + 32];

@@ -117,10 +117,15 @@
     $('act-ok').disabled = true;
     dlg.run($('act-comment').value).then(function (r) {
       $('act-ok').disabled = false;
+      if (r.status === 202 && r.body && r.body.command != null) {
+        closeDialog(true);
+        track(r.body);
+        schedule(700);
+        return;
+      }
       if (r.status === 202 || r.status === 200) {
         closeDialog(true);
-        notice(r.body && r.body.message ? 'Recorded: ' + r.body.kind + ' by ' + r.body.actor +
-          '; ' + r.body.message : 'Recorded.', false);
+        notice(r.body && r.body.message ? 'Done: ' + r.body.kind + ' by ' + r.body.actor + '; ' + r.body.message : 'Done.', false);
         schedule(700);
         return;
       }
@@ -146,6 +151,56 @@
     };
   }
 
+  /* ---- what became of a command: pending, then done or refused ----
+   * The API records a command (202) and the engine acts on it at its next
+   * turn, against the state it then finds; its answer is read from
+   * GET /api/plans/ID/commands/C until it is no longer pending. */
+  var tracked = [], POLL = 700, GIVE_UP = 10 * 60000, DONE_SHOWN = 20000;
+  function commandLabel(b) {
+    return (b.kind === 'ack' ? 'Acknowledge' : b.kind.charAt(0).toUpperCase() + b.kind.slice(1)) +
+      (b.step != null ? ' step ' + b.step : '') + (b.alert != null ? ' alert ' + b.alert : '') + ' of plan #' + b.plan;
+  }
+  function track(b) {
+    var c = { id: b.command, plan: b.plan, label: commandLabel(b), actor: b.actor, state: 'pending', outcome: null, since: Date.now() };
+    tracked.unshift(c);
+    tracked = tracked.slice(0, 6);
+    showCommands();
+    pollCommand(c);
+  }
+  function pollCommand(c) {
+    api('GET', '/api/plans/' + c.plan + '/commands/' + c.id).then(function (r) {
+      if (r.status === 200 && r.body) {
+        c.state = r.body.state; c.outcome = r.body.outcome; c.handled_ms = r.body.handled_ms; c.error = null;
+        if (c.state !== 'pending') c.ended = Date.now();
+      }
+      else c.error = 'reading its state failed: ' + errText(r);
+      showCommands();
+      if (c.state !== 'pending') { schedule(50); return; }      /* the page shows what it did */
+      if (Date.now() - c.since < GIVE_UP) setTimeout(function () { pollCommand(c); }, POLL);
+    }, function () { setTimeout(function () { pollCommand(c); }, 3000); });
+  }
+  /* The commands of the plan shown (all of them on the list): pending
+   * ones, done ones for DONE_SHOWN (the page then shows what they did),
+   * refused ones until dismissed (the why needs reading). */
+  function showCommands() {
+    var ul = clear($('commands-list')), now = Date.now();
+    tracked = tracked.filter(function (c) { return !c.dismissed && !(c.state === 'done' && now - c.ended > DONE_SHOWN); });
+    tracked.filter(function (c) { return route.plan == null || c.plan === route.plan; }).forEach(function (c) {
+      var waited = Date.now() - c.since, words;
+      if (c.state === 'pending')
+        words = waited < GIVE_UP ? 'recorded; waiting for the engine to act on it at its next turn…' :
+          'still not acted on after ' + fmtSpan(waited) + ': is the engine (cutover serve) running?';
+      else if (c.state === 'done') words = 'done at ' + fmtTime(c.handled_ms) + (c.outcome && c.outcome !== 'done' ? ': ' + c.outcome : '');
+      else words = 'refused at ' + fmtTime(c.handled_ms) + ': ' + String(c.outcome).replace(/^refused:\s*/, '');
+      ul.appendChild(el('li', { 'data-command': c.id, 'data-state': c.state, class: 'cmd cmd-' + c.state },
+        el('span', { class: 'cmd-state' }, c.state), ' ', el('strong', null, c.label), ' (by ' + c.actor + '): ', words,
+        c.error ? el('span', { class: 'muted' }, ' (' + c.error + ')') : null,
+        c.state === 'refused' ? el('button', { type: 'button', class: 'dismiss', onclick: function () { c.dismissed = true; showCommands(); } },
+          'Dismiss') : null));
+    });
+    $('commands').hidden = !ul.firstChild;
+  }
+
   /* The notifications counted by notifier (the API's "deliveries": names
    * only, never a URL) into table TABLE, its box BOX hidden when none. */
   function showDeliveries(rows, table, box) {
@@ -160,6 +215,37 @@
     $(box).hidden = !(rows || []).length;
   }
 
+  /* ---- what holds a plan for a person (the API's "holds", said once
+   * by the server: web/view_holds.c) ---- */
+  /* The plan's badge: a running plan that a gate or an alert holds says
+   * so, not "running". */
+  var HOLD_BADGE = { gate: ['waiting_approval', 'waiting for approval'], alert: ['alert', 'alert open'],
+    cannot_run: ['failed', 'cannot run'] };
+  function planBadge(p) {
+    var h = (p.holds || [])[0], b = h && HOLD_BADGE[h.what];
+    if (!b || p.status !== 'running') return stateBadge(p.status);
+    return el('span', { class: 'state s-' + b[0], title: 'plan status: ' + p.status, 'data-hold': h.what }, b[1]);
+  }
+  /* The holds as a list, each with what holds the plan and what to do;
+   * at the top of a plan's page (GLANCE) with the ack buttons, and a gate's
+   * or a failure's what to do alone: the state in words above says what. */
+  function holdsList(p, glance) {
+    var ul = el('ul', { class: 'holds', id: glance ? 'glance-holds' : null }), buttons = glance;
+    (p.holds || []).forEach(function (h) {
+      var a = h.what === 'alert' ? (p.alerts || []).filter(function (x) { return x.id === h.alert; })[0] : null;
+      var says = glance && h.what !== 'alert' ? null : [el('span', { class: 'hold-says' }, h.says), el('br')];
+      ul.appendChild(el('li', { class: 'hold h-' + h.what, 'data-hold': h.what, 'data-step': h.step != null ? String(h.step) : null,
+        'data-alert': h.alert != null ? String(h.alert) : null },
+        says && says[0], says && says[1], el('span', { class: 'hold-todo' }, 'To do: ' + h.todo),
+        buttons && a ? el('span', null, ' ', ackButton(p, a)) : null));
+    });
+    return ul;
+  }
+  function ackButton(p, a) {
+    return el('button', { type: 'button', class: 'ack', onclick: command('/api/plans/' + p.id + '/alerts/' + a.id + '/ack',
+      'Acknowledge', 'Acknowledge alert ' + a.id + ' (' + a.kind + '): ' + a.message, false) }, 'Acknowledge');
+  }
+
   /* ---- the plans list ---- */
   function showPlans() {
     return get('/api/plans').then(function (r) {
@@ -168,14 +254,17 @@
       var tb = clear($('plans').tBodies[0]);
       $('plans-empty').hidden = plans.length > 0;
       var running = false;
-      /* The list says which step each plan is at: no plan document (its
+      /* The list says which step each plan is at and what holds it, in the
+       * server's order (what needs a person first): no plan document (its
        * results can be megabytes at 10,000 old queues) is fetched here. */
       plans.forEach(function (p) {
         var cur = p.current;
         if (p.status === 'running') running = true;
-        tb.appendChild(el('tr', { 'data-plan': p.id },
+        tb.appendChild(el('tr', { 'data-plan': p.id, class: p.needs_person ? 'needs-person' : null },
           el('td', null, el('a', { href: '#/plans/' + p.id }, p.name), el('span', { class: 'muted' }, ' #' + p.id)),
-          el('td', null, stateBadge(p.status), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
+          el('td', null, planBadge(p), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
+          el('td', { class: 'needs' }, (p.holds || []).length ? (p.holds || []).map(function (h) { return h.todo; }).join('; ') :
+            el('span', { class: 'muted' }, 'nothing')),
           el('td', null, cur ? cur.n + '. ' + cur.kind + ' (' + String(cur.status).replace('_', ' ') + ')' : '—'),
           el('td', null, fmtTime(p.created_ms)),
           el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
@@ -287,15 +376,14 @@
       pairs = [st.ended_ms ? null : ['time left', fmtDur(s.time_left_ms)], ['deadline', fmtTime(r.deadline_ms)],
         ['old-path depth', num(s.old_depth)],
         ['non-empty old queues', num(s.old_nonempty) + ' of ' + num(s.old_queues)],
-        ['ladder depth by level', lad.length ? lad.map(function (v, k) { return k + ':' + num(v); }).join('  ') : '—'],
         ['parking depth', num(s.parking_depth)],
         ['probe lateness', 'last ' + fmtDur(pl.last) + ', max ' + fmtDur(pl.max)],
         ['probes in flight', num(s.probes_in_flight)],
         r.probe ? ['probes', num(r.probe.sent) + ' sent, ' + num(r.probe.arrived) + ' arrived, ' +
           num(r.probe.late) + ' late, ' + num(r.probe.early) + ' early, ' + num(r.probe.lost) + ' lost'] : null,
         r.old ? ['old publishes after flip', num(r.old.after_flip)] : null,
-        ['open alerts', num(s.open_alerts)]].concat(levelPairs(s));
-      return { words: words, pairs: pairs };
+        ['open alerts', num(s.open_alerts)]];
+      return { words: words, pairs: pairs, extra: ladderStrip(s, null) };
     },
     remove_old: function (st, r) {
       var words = null, pairs = [], s;
@@ -316,25 +404,36 @@
       return { words: words, pairs: pairs };
     }
   };
-  /* The watch's per-level proof: which levels a probe proved
-   * moving, which are late, which are too long to probe; pending
-   * dead-letters; each level's oldest age and where it comes from. */
-  function levelPairs(s) {
-    var lv = s.levels || [], by = {};
-    if (!lv.length) return [];
-    lv.forEach(function (l) { (by[l.status] = by[l.status] || []).push(l.level); });
-    function list(st) { return (by[st] || []).join(', ') || 'none'; }
-    var dl = lv.filter(function (l) { return l.dead_letters > 0; });
-    return [['levels moving (probe on time)', list('moving')],
-      ['levels late or stuck', list('late')],
-      ['levels not yet proven', list('probing') + (by.unproven ? '; waiting: ' + list('unproven') : '')],
-      ['levels not probed (TTL beyond ' + fmtDur(s.probe_budget_ms) + ')', list('not_probed')],
-      ['pending dead-letters', dl.length ? dl.map(function (l) { return l.level + ':' + l.dead_letters; }).join('  ') : 'none' +
-        (s.parking_dead_letters > 0 ? '; parking ' + s.parking_dead_letters : '')],
-      ['oldest age by level', lv.filter(function (l) { return l.oldest_age_source !== 'empty'; }).map(function (l) {
-        return l.level + ':' + (l.oldest_age_ms == null ? '?' : (l.oldest_age_source === 'probe_bound' ? '≤' : '') +
-          fmtDur(l.oldest_age_ms));
-      }).join('  ') || 'every level empty']];
+  /* The ladder at a glance, from the watch's summary S: a box per level
+   * with its delay, whether its last probe came out on time (moving),
+   * did not (late), is on its way or cannot be probed (its TTL is beyond
+   * the probe budget), its depth and the dead-letters it holds. */
+  var LEVEL_WORDS = { moving: 'moving', late: 'late', not_probed: 'not probed', probing: 'probing', unproven: 'not yet proven' };
+  function ladderStrip(s, id) {
+    var lv = s.levels || [], depth = s.ladder_depth || [], box, row, counts = {};
+    if (!lv.length) return null;
+    row = el('div', { class: 'strip' });
+    lv.forEach(function (l) {
+      counts[l.status] = (counts[l.status] || 0) + 1;
+      var held = l.dead_letters > 0;
+      row.appendChild(el('div', { class: 'lv lv-' + l.status + (held ? ' held' : ''), 'data-level': String(l.level), 'data-status': l.status,
+        title: 'level ' + l.level + ': delay ' + fmtDur(l.ttl_ms) + '; ' + (LEVEL_WORDS[l.status] || l.status) +
+          (l.lateness_ms != null ? '; last probe ' + fmtDur(l.lateness_ms) + ' late' : '') +
+          (l.oldest_age_ms != null && l.oldest_age_source !== 'empty' ? '; oldest message ' + (l.oldest_age_source === 'probe_bound' ? '≤ ' : '') + fmtDur(l.oldest_age_ms) : '') +
+          '; ' + num(l.probes_on_time) + ' of ' + num(l.probes_sent) + ' probes on time' },
+        el('span', { class: 'lv-delay' }, fmtDur(l.ttl_ms)),
+        el('span', { class: 'lv-state' }, LEVEL_WORDS[l.status] || l.status),
+        el('span', { class: 'lv-depth' }, depth[l.level] != null ? plural(depth[l.level], 'msg') : '—'),
+        held ? el('span', { class: 'lv-dl' }, plural(l.dead_letters, 'held dead-letter')) : null));
+    });
+    var held = lv.filter(function (l) { return l.dead_letters > 0; }).length;
+    box = el('div', { class: 'ladder-strip', id: id },
+      el('p', { class: 'strip-title' }, 'Ladder, ' + plural(lv.length, 'level') + ': ' +
+        ['moving', 'late', 'probing', 'unproven', 'not_probed'].filter(function (k) { return counts[k]; })
+          .map(function (k) { return counts[k] + ' ' + LEVEL_WORDS[k]; }).join(', ') +
+        (held ? '; ' + plural(held, 'level holds', 'levels hold') + ' dead-letters' : '; no held dead-letters') +
+        (s.probe_budget_ms != null ? ' (levels longer than ' + fmtDur(s.probe_budget_ms) + ' are not probed)' : '')), row);
+    return box;
   }
   function pointerValue(r, ptr) {
     return String(ptr).split('/').slice(1).reduce(function (v, k) {
@@ -354,6 +453,7 @@
       { words: null, pairs: shownPairs(st, r) };
     if (view.words) box.appendChild(el('p', { class: 'progress-words' }, view.words));
     if (view.pairs.length) box.appendChild(kv(view.pairs));
+    if (view.extra) box.appendChild(view.extra);
     box.appendChild(resultDetails(st));
     return box;
   }
@@ -496,6 +596,20 @@
       st.kind === 'remove_old') }, (ahead ? 'Approve step ' + st.n + ' ahead' : 'Approve step ' + st.n + ' (' + st.kind + ')…'));
   }
 
+  /* What an alert means, how to check it and how to clear it, and whether
+   * its cause is still there, when the API says (older servers do not):
+   * a line each, nothing when absent. */
+  function alertHelp(a) {
+    var lines = [['means', 'What it means: '], ['check', 'How to check: '], ['clear', 'How to clear: ']], box = el('div', { class: 'alert-help' });
+    lines.forEach(function (l) {
+      if (typeof a[l[0]] === 'string' && a[l[0]]) box.appendChild(el('div', { 'data-field': l[0] }, el('span', { class: 'muted' }, l[1]), a[l[0]]));
+    });
+    if (typeof a.cause_present === 'boolean')
+      box.appendChild(el('div', { 'data-field': 'cause_present', class: a.cause_present ? 'bad' : 'good' }, a.cause_present ?
+        'The cause is still there.' : 'The cause is gone: acknowledging it closes it for good.'));
+    return box.firstChild ? box : null;
+  }
+
   /* ---- at a glance: the top of a plan's page ---- */
   function watchOf(p) { return (p.steps || []).filter(function (s) { return s.kind === 'watch'; })[0] || null; }
   /* {left, total, deadline, done} of the watch, or null before it starts. */
@@ -533,12 +647,41 @@
     }
     return 'running step ' + st.n + ' of ' + n + ', ' + st.kind;
   }
+  /* A finished plan's page opens with what it did: how long it took, what
+   * moved, what was removed, and its lateness against its bound. */
+  function finishedSummary(p) {
+    if (p.status !== 'succeeded' && p.status !== 'aborted') return null;
+    var steps = p.steps || [], by = {}, end = p.created_ms, pairs = [], f = p.facts || {}, bound = f.max_lateness_ms;
+    steps.forEach(function (st) { by[st.kind] = by[st.kind] || st; if (st.ended_ms && st.ended_ms > end) end = st.ended_ms; });
+    var done = steps.filter(function (st) { return st.status === 'succeeded'; }).length;
+    pairs.push(['took', fmtSpan(end - p.created_ms) + ' (submitted ' + fmtTime(p.created_ms) + ', last step ended ' + fmtTime(end) + ')']);
+    pairs.push(['steps', done + ' of ' + steps.length + ' succeeded' + (p.status === 'aborted' && p.current ? '; aborted at step ' +
+      p.current.n + ', ' + p.current.kind : '')]);
+    var mv = by.move_old, mc = mv && mv.result && mv.result.counts;
+    pairs.push(['moved', mc ? num(mc.moved) + ' messages moved from the old queues to the ladder' + (mc.left ? ', ' + num(mc.left) + ' left' : '') :
+      mv ? 'move_old did not finish' : 'nothing moved: the plan has no move_old step (old messages expired from the old queues by their TTL)']);
+    var rm = by.remove_old, rc = rm && rm.result && !rm.result.preview && rm.result.counts;
+    pairs.push(['removed', rc ? plural(rc.removed || 0, 'old queue') + ' removed' + (rc.left ? ', ' + rc.left + ' left' : '') +
+      (rc.gone ? ', ' + rc.gone + ' already gone' : '') : rm ? 'no old queue removed (remove_old did not run)' : 'no old queue removed: the plan has no remove_old step']);
+    var w = by.watch, ws = w && w.result && w.result.summary, wl = ws && ws.probe_lateness_ms, cs = by.canary && by.canary.result && by.canary.result.summary;
+    var late = [];
+    if (wl && wl.max != null) late.push('watch probes at most ' + fmtDur(wl.max) + ' late');
+    if (cs && cs.max_ms != null) late.push('canary at most ' + fmtDur(cs.max_ms));
+    var worst = Math.max(wl && wl.max != null ? wl.max : -1, cs && cs.max_ms != null ? cs.max_ms : -1);
+    pairs.push(['lateness', late.length ? late.join('; ') + (bound != null ? ' — ' + (worst <= bound ? 'within' : 'OVER') +
+      ' its bound of ' + fmtDur(bound) : '') : 'not measured (no canary or watch ran)']);
+    return el('div', { id: 'finished-summary', class: 'finished' }, el('p', { class: 'strip-title' }, 'What this plan did'), kv(pairs));
+  }
   function bar(cls, label) {
     return el('div', { class: 'bar ' + cls, role: 'progressbar', 'aria-label': label });
   }
   function glance(p) {
     var box = clear($('glance-body')), cur = p.current, steps = p.steps || [], done = 0, b, ws, w, st, a;
     box.appendChild(el('p', { id: 'state-words', class: 'state-words s-' + p.status }, stateWords(p)));
+    if ((p.holds || []).length) {
+      box.appendChild(el('p', { class: 'holds-title' }, 'Waiting for you:'));
+      box.appendChild(holdsList(p, true));
+    }
     steps.forEach(function (s) { if (s.status === 'succeeded') done++; });
     b = bar('steps', 'steps done');
     b.setAttribute('aria-valuemin', 0); b.setAttribute('aria-valuemax', steps.length); b.setAttribute('aria-valuenow', done);
@@ -561,6 +704,10 @@
         ws.done ? 'watch done: ' + fmtSpan(w.ended_ms - w.started_ms) + ', ended ' + fmtTime(w.ended_ms) :
         (ws.left > 0 ? fmtSpan(ws.left) + ' left of ' + fmtSpan(ws.total) : 'deadline passed') + '; deadline ' + fmtTime(ws.deadline))));
     }
+    if (w && w.started_ms && p.status === 'running' && w.result && w.result.summary) {
+      var strip = ladderStrip(w.result.summary, 'glance-ladder');
+      if (strip) box.appendChild(strip);
+    }
     if (w && w.status === 'running' && w.result && w.result.summary) {
       var sm = w.result.summary, tot = 0;
       (sm.ladder_depth || []).forEach(function (v) { tot += v || 0; });
@@ -568,6 +715,8 @@
         num(sm.old_nonempty) + ' of ' + num(sm.old_queues) + ' queues · ladder ' + tot + ' · parking ' + num(sm.parking_depth) +
         ' · probe lateness last ' + fmtDur((sm.probe_lateness_ms || {}).last) + ' (bound ' + fmtDur((p.facts || {}).max_lateness_ms) + ')'));
     }
+    var fin = finishedSummary(p);
+    if (fin) box.appendChild(fin);
     a = p.alerts || [];
     box.appendChild(el('p', { id: 'glance-alerts', class: a.length ? 'alerts-line bad' : 'alerts-line muted' },
       a.length ? plural(a.length, 'open alert') + ': ' + a.map(function (x) { return x.kind; }).join(', ') + ' (below)' : 'No open alerts.'));
@@ -592,7 +741,7 @@
         false, 'Archive') }, 'Archive plan…'));
       box.appendChild(el('p', { class: 'muted' }, 'Nothing waits for you. Archive the plan to use its name again.'));
       box.appendChild(act);
-    } else if (p.status === 'running')
+    } else if (p.status === 'running' && !(p.holds || []).length)
       box.appendChild(el('p', { class: 'muted', id: 'glance-none' }, 'Nothing waits for you now; the page refreshes every few seconds.'));
   }
 
@@ -622,7 +771,7 @@
       var p = r.body, cur = p.current;
       lastPlan = p;
       $('plan-title').textContent = p.name + ' ';
-      $('plan-title').appendChild(stateBadge(p.status));
+      $('plan-title').appendChild(planBadge(p));
       glance(p);
       $('plan-meta').textContent = 'Plan #' + p.id + ', submitted ' + fmtTime(p.created_ms) +
         (cur && p.status !== 'succeeded' ? '; current step ' + cur.n + '. ' + cur.kind : '') + '; sha256 ' + String(p.sha256).slice(0, 16) + '…';
@@ -632,12 +781,11 @@
           '/api/plans/' + p.id + '/abort', 'Abort', 'Abort plan ' + p.name + '? ' + rollbackText(p), true) }, 'Abort plan…'));
       var al = clear($('alerts'));
       (p.alerts || []).forEach(function (a) {
-        al.appendChild(el('li', { 'data-alert': a.id }, el('strong', null, a.kind), ': ' + a.message + ' ',
+        al.appendChild(el('li', { 'data-alert': a.id }, el('strong', null, 'Alert ' + a.id + ', ' + a.kind), ': ' + a.message + ' ',
           el('span', { class: 'muted' }, '(since ' + fmtTime(a.raised_ms) + ', seen ' + a.count + '×, last ' +
             fmtTime(a.last_ms) + ') '),
           a.kind === 'plan_cannot_run' ? el('span', { class: 'muted' }, 'It closes by itself once the plan loads again.') :
-          el('button', { type: 'button', class: 'ack', onclick: command('/api/plans/' + p.id + '/alerts/' + a.id + '/ack',
-            'Acknowledge', 'Acknowledge alert ' + a.id + ' (' + a.kind + '): ' + a.message, false) }, 'Acknowledge')));
+          ackButton(p, a), alertHelp(a)));
       });
       $('alerts-box').hidden = !(p.alerts || []).length;
       var tl = clear($('timeline'));
@@ -661,6 +809,43 @@
     if (n == null) return 'Plan';
     var st = lastPlan && (lastPlan.steps || [])[n - 1];
     return 'Step ' + n + (st ? ' · ' + st.kind : '');
+  }
+  /* An event in words: what happened, then its details as "key value"
+   * pairs; the JSON itself sits behind a toggle. */
+  var EVENT_WORDS = {
+    'plan.submitted': 'plan submitted', 'plan.succeeded': 'plan succeeded', 'plan.failed': 'plan failed',
+    'plan.aborted': 'plan aborted', 'plan.archived': 'plan archived', 'plan.cannot_run': 'the engine cannot run the plan',
+    'step.started': 'step started', 'step.succeeded': 'step succeeded', 'step.failed': 'step failed',
+    'step.waiting_approval': 'step waits for approval', 'step.approved': 'step approved',
+    'step.approved_ahead': 'step approved ahead of time', 'step.retry': 'step retried',
+    'alert.raised': 'alert raised', 'alert.acked': 'alert acknowledged', 'old.queue_removed': 'old queue removed',
+    'old.queue_gone': 'old queue already gone', 'request.denied': 'request refused', 'command.refused': 'command refused',
+    'rollback.requested': 'rollback requested', 'rollback.confirmed': 'rollback confirmed', 'rollback.failed': 'rollback failed',
+    'flag.changed': 'the flag changed', 'flag.in_doubt': 'a flag write is in doubt', 'flag.settled': 'the flag settled'
+  };
+  function detailText(k, v) {
+    if (v == null) return 'none';
+    if (typeof v === 'object') { var t = JSON.stringify(v); return t.length > 80 ? t.slice(0, 77) + '…' : t; }
+    if (typeof v === 'number' && /_ms$/.test(k) && v > 1e12) return fmtTime(v);
+    if (typeof v === 'number' && /_ms$/.test(k)) return fmtDur(v);
+    return String(v);
+  }
+  function eventWords(e) {
+    var d = e.details, head = EVENT_WORDS[e.kind] || e.kind.replace(/[._]/g, ' ');
+    if (d == null || typeof d !== 'object') return head + (d == null ? '' : ': ' + String(d));
+    /* the group's heading already names the step and its kind */
+    var st = e.step != null && lastPlan ? (lastPlan.steps || [])[e.step - 1] : null;
+    var pairs = Object.keys(d).filter(function (k) {
+      return d[k] !== '' && !(k === 'step' && e.step === d[k]) && !(k === 'kind' && st && st.kind === d[k]);
+    }).map(function (k) {
+      return k.replace(/_ms$/, '').replace(/_/g, ' ') + ' ' + detailText(k, d[k]);
+    });
+    return head + (pairs.length ? ': ' + pairs.join(' · ') : '');
+  }
+  function eventDetails(e) {
+    if (e.details == null) return '';
+    return el('div', null, el('span', { class: 'ev-words' }, eventWords(e)),
+      el('details', { class: 'ev-json' }, el('summary', null, 'JSON'), el('pre', null, JSON.stringify(e.details, null, 2))));
   }
   /* What a folded row lists of each event: its name, else its details. */
   function itemOf(e) {
@@ -745,7 +930,7 @@
           rows++;
           if (r.length === 1) {
             tr = el('tr', { 'data-kind': e.kind }, el('td', { class: 'time' }, fmtMs(e)), el('td', null, e.actor),
-              el('td', null, e.kind), el('td', { class: 'details' }, e.details == null ? '' : JSON.stringify(e.details)));
+              el('td', null, e.kind), el('td', { class: 'details' }, eventDetails(e)));
           } else {
             var list = el('ol', { class: 'qlist' });
             r.forEach(function (x) { list.appendChild(el('li', { title: fmtMs(x) }, itemOf(x))); });
@@ -864,6 +1049,7 @@
     if (busy) return;
     busy = true;
     clearTimeout(timer);
+    showCommands();
     var p = route.plan != null ? showPlan(route.plan) : showPlans();
     p = p.then(function (running) { return showHealth().then(function () { return running; }); });
     p.then(function (running) {
