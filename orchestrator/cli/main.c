@@ -46,8 +46,10 @@ usage(FILE *f)
 	fprintf(f, "usage: cutover VERB [OPTIONS] [ARGS]\n\nverbs:\n");
 	for (const struct verb *v = verbs; v->name != NULL; v++)
 		fprintf(f, "  %-10s %s\n", v->name, v->summary);
-	fprintf(f, "\n`cutover VERB --help` describes a verb. Exit status: 0 done, "
-	    "1 wrong input or failed check, 2 usage error.\n");
+	fprintf(f, "\n`cutover VERB --help` gives a verb's usage; man cutover (and "
+	    "docs/commands.md, from the same words) describes each, man cutover-plan "
+	    "every plan key, docs/alerts.md every alert. Exit status: 0 done, 1 wrong "
+	    "input or failed check, 2 usage error.\n");
 }
 
 /* `cutover --version [--json]`: the version, the commit, each library's
