@@ -44,8 +44,8 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 		    "broker_unreachable", "message", message, "alert_id",
 		    (json_int_t)alert));
 		log_event("warn", r->plan->name, NULL, "alert broker_unreachable raised "
-		    "(id %lld): %s; once understood: cutover ack PLAN %lld",
-		    (long long)alert, message, (long long)alert);
+		    "(id %lld): %s; once understood: cutover ack %s %lld",
+		    (long long)alert, message, r->plan->name, (long long)alert);
 	}
 	*result = state != NULL ? json_deep_copy(state) : json_object();
 	r->ctx.again = true;

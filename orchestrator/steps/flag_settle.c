@@ -174,7 +174,8 @@ alert_changed(struct step_ctx *c, const char *msg, char *err, size_t errlen)
 	if (!raised)
 		return 0;
 	log_event("warn", c->plan->name, NULL, "alert flag_changed raised (id %lld): %s; "
-	    "once understood: cutover ack PLAN %lld", (long long)id, msg, (long long)id);
+	    "once understood: cutover ack %s %lld", (long long)id, msg, c->plan->name,
+	    (long long)id);
 	return append(c, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert", "flag_changed",
 	    "message", msg, "alert_id", (json_int_t)id), err, errlen);
 }

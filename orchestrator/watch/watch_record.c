@@ -291,8 +291,8 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 		else if (raised)
 			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
 			    "%s. The watch cannot end while it is open; once understood: "
-			    "cutover ack PLAN %lld", t->a[i].kind, (long long)id,
-			    t->a[i].msg, (long long)id);
+			    "cutover ack %s %lld", t->a[i].kind, (long long)id,
+			    t->a[i].msg, t->p->name, (long long)id);
 	}
 	if (close_over(t, err, errlen) != 0)
 		return -1;
