@@ -89,8 +89,7 @@ alert_kinds_help(void)
 	static const char *const closes[] = {
 		[ALERT_CLOSES_NEVER] = "acknowledge once understood",
 		[ALERT_CLOSES_SELF] = "closes by itself once its cause is gone",
-		[ALERT_CLOSES_FOLLOWED] = "acknowledge it; it returns while its "
-		    "cause is there",
+		[ALERT_CLOSES_FOLLOWED] = "acknowledge it; it returns while its cause is there",
 	};
 	const struct alert_kind *k;
 
