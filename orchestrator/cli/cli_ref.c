@@ -62,8 +62,13 @@ cli_alert_ref(const char *plan, const struct cli_alert *open, size_t n, const ch
 	long long id = strtoll(ref, &end, 10);
 	size_t i, used = 0, found = 0, at = 0;
 
-	if (*ref >= '0' && *ref <= '9' && *end == '\0')
-		return id > 0 ? id : -1;
+	if (*ref >= '0' && *ref <= '9' && *end == '\0') {
+		if (id > 0)
+			return id;
+		errbuf_set(err, errlen, "plan '%s' has no alert %s: alerts are numbered from 1",
+		    plan, ref);
+		return -1;
+	}
 	for (i = 0; i < n; i++)
 		if (same_kind(open[i].kind, ref)) {
 			found++;

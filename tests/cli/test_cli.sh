@@ -173,6 +173,10 @@ expect 1 "$bin" approve --db "$tmp/near.db" --as me demo measure_horizon
 contains "$tmp/err" "has no gate"
 expect 0 "$bin" approve --db "$tmp/near.db" --as me demo remove-old
 contains "$tmp/out" "approve recorded"
+expect 1 "$bin" ack --db "$tmp/near.db" --as me demo 0
+contains "$tmp/err" "has no alert 0: alerts are numbered from 1"
+expect 1 "$bin" ack --db "$tmp/near.db" --as me demo parking
+contains "$tmp/err" "plan 'demo' has no open alert 'parking'; it has no open alert"
 expect 1 "$bin" old remove --db "$tmp/empty.db" --dry-run "$src/plans/examples/demo.yaml"
 contains "$tmp/err" "holds no plan 'demo'"
 expect 2 "$bin" old measure --last-entry 1796040000000 "$src/plans/examples/demo.yaml"
