@@ -43,16 +43,42 @@ sf_producer() {
 }
 
 # sf_outcomes: one line per send (id and attempt) that was logged:
-# PATH STATUS LATENESS_MS, STATUS ok, early or lost; a second receive of
-# an attempt is a line "dup". Sends are in both logs (the worker sends
-# the retries), receives in the worker's.
+# PATH STATUS LATENESS_MS, STATUS ok, early or lost; a receive beyond the
+# sends of its attempt is a line "dup". Sends are in both logs (the worker
+# sends the retries), receives in the worker's. One attempt may be sent
+# twice: a message delivered twice (a move that a kill cut between the
+# ladder's confirm and the old queue's ack) is handled twice, and a failed
+# handling sends its retry again. So each attempt's receives are matched
+# to its sends in time order (copies of one attempt wait the same delay,
+# so they come out in the order they went in), each receive against the
+# due time of its own send; an early one is named on stderr with every
+# send and receive of its attempt.
 sf_outcomes() {
 	cat "$tmp/producer.log" "$tmp/worker.log" 2>/dev/null | awk -F '\t' '
-	    $1 == "send" { due[$2 ":" $3] = $4 + $5; path[$2 ":" $3] = $6 }
-	    $1 == "recv" { k = $2 ":" $3; if (k in got) print "dup"; else got[k] = $4 }
-	    END { for (k in due) {
-	        if (!(k in got)) print path[k] "\tlost\t-"
-	        else print path[k] "\t" (got[k] < due[k] ? "early" : "ok") "\t" got[k] - due[k] } }'
+	    function sort(a, k, n, b,    i, j, v, w) {
+	        for (i = 2; i <= n; i++) {
+	            v = a[k, i]; w = b[k, i]
+	            for (j = i - 1; j >= 1 && a[k, j] > v; j--) { a[k, j + 1] = a[k, j]; b[k, j + 1] = b[k, j] }
+	            a[k, j + 1] = v; b[k, j + 1] = w
+	        }
+	    }
+	    $1 == "send" { k = $2 ":" $3; n = ++ns[k]; due[k, n] = $4 + $5; path[k, n] = $6 }
+	    $1 == "recv" { k = $2 ":" $3; n = ++nr[k]; got[k, n] = $4; none[k, n] = "" }
+	    END { for (k in ns) {
+	        sort(due, k, ns[k], path); sort(got, k, nr[k] + 0, none)
+	        for (i = 1; i <= ns[k]; i++) {
+	            if (i > nr[k]) { print path[k, i] "\tlost\t-"; continue }
+	            print path[k, i] "\t" (got[k, i] < due[k, i] ? "early" : "ok") "\t" got[k, i] - due[k, i]
+	            if (got[k, i] < due[k, i]) {
+	                printf "early: %s, sends due", k > "/dev/stderr"
+	                for (j = 1; j <= ns[k]; j++) printf " %s (%s)", due[k, j], path[k, j] > "/dev/stderr"
+	                printf ", received" > "/dev/stderr"
+	                for (j = 1; j <= nr[k]; j++) printf " %s", got[k, j] > "/dev/stderr"
+	                printf "\n" > "/dev/stderr"
+	            }
+	        }
+	        for (i = ns[k] + 1; i <= nr[k]; i++) print "dup"
+	    } }'
 }
 
 # sf_pending: how many sends were not received yet, plus how many
