@@ -9,6 +9,7 @@
 #include "alert_kinds.h"
 #include "clock.h"
 #include "engine_int.h"
+#include "flag.h"
 #include "log.h"
 #include "step_kinds.h"
 #include "store_admit.h"
@@ -57,6 +58,8 @@ do_abort(struct run *r, const struct store_command *cmd, char *outcome, size_t o
 	if (old_path_going(r, &removing) != 0 ||
 	    step_flip_is_on(r->s, r->id, &flipped, r->err, r->errlen) != 0)
 		return -2;
+	/* A plan without a flag has none to roll back, restored or not. */
+	flipped = flipped && flag_configured(r->plan);
 	if (flipped && removing)
 		rollback = "skipped: old queues are being removed, producers stay on the ladder";
 	else if (flipped) {

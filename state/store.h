@@ -279,6 +279,16 @@ int store_chain_head(struct store *s, int64_t *events, int64_t *last_id,
 int store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
     int64_t *n, char *err, size_t errlen);
 
+/* The event `cutover restore` records in each plan's history: the
+ * database was restored from a backup, and whatever happened after the
+ * backup's last event (up to this one) is not recorded. */
+#define STORE_EVENT_RESTORED "state.restored"
+
+/* When the latest event of PLAN_ID of kind KIND was recorded (epoch ms),
+ * into *TS_MS; 0 when there is none. Returns 0 or -1 with ERR. */
+int store_last_event_ms(struct store *s, int64_t plan_id, const char *kind,
+    int64_t *ts_ms, char *err, size_t errlen);
+
 /* ---- samples (store_samples.c) ---- */
 
 /* Records one sample of a bounded metric (METRIC like "old.depth",

@@ -440,3 +440,13 @@ store_count_events(struct store *s, int64_t plan_id, const char *kind_prefix,
 	    " AND substr(kind, 1, length(?2)) = ?2", "It", plan_id, kind_prefix) == 0 ?
 	    0 : -1;
 }
+
+int
+store_last_event_ms(struct store *s, int64_t plan_id, const char *kind,
+    int64_t *ts_ms, char *err, size_t errlen)
+{
+	*ts_ms = 0;
+	return store__read_one(s, "reading the last event of a kind", store__row_int64,
+	    ts_ms, err, errlen, "SELECT coalesce(max(ts_ms), 0) FROM events"
+	    " WHERE plan_id = ?1 AND kind = ?2", "It", plan_id, kind) == 0 ? 0 : -1;
+}

@@ -32,6 +32,7 @@ int cli_submit(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_operators(int argc, char **argv);
 int cli_backup(int argc, char **argv);
+int cli_restore(int argc, char **argv);
 
 /* cli_check_broker.c: `check --broker` for plan FILE (already checked
  * valid): reads its broker's version and feature flags read-only and

@@ -35,6 +35,7 @@ static const struct verb {
 	{ "archive", cli_command, "archive a finished plan, so that its name can be used again" },
 	{ "status", cli_status, "list plans, or one plan's steps" },
 	{ "backup", cli_backup, "make a checked copy of a database while serve or run holds it" },
+	{ "restore", cli_restore, "make a new database from a backup, for serve or run to resume" },
 	{ "history", cli_history, "print a plan's recorded history, or verify the hash chain" },
 	{ "operators", cli_operators, "add, list or remove the operators who may act through serve's API" },
 	{ NULL, NULL, NULL }

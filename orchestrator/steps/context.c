@@ -236,3 +236,13 @@ step_ctx_end_run(struct step_ctx *c)
 	step_events_clear(&c->run.events);
 	c->run = (struct step_run){ 0 };
 }
+
+int
+step_restored(struct step_ctx *c, char *err, size_t errlen)
+{
+	c->restored_ms = 0;
+	if (c->store == NULL)
+		return 0;	/* by hand: no history */
+	return store_last_event_ms(c->store, c->plan_id, STORE_EVENT_RESTORED,
+	    &c->restored_ms, err, errlen);
+}

@@ -1,8 +1,9 @@
 /* flip: turns the plan's feature flag on (flip) or off (rollback) with the
  * intent recorded before the call and the confirmation after, so that a
  * transition is never recorded without a read-back and not sent again
- * once the flag reads as wanted: once any switch is recorded, the flag is
- * read before each send, and a flag already as wanted is not sent again
+ * once the flag reads as wanted: once any switch is recorded, or the
+ * database was restored from a backup (a switch may have been made after
+ * the backup's last event), the flag is read before each send, and a flag already as wanted is not sent again
  * (a toggle-style service would undo it). flag_switch itself repeats a
  * write that got a 5xx only after reading it back not taken, and never
  * one that got no answer (flag.h): that write is in doubt, recorded as
@@ -24,6 +25,8 @@
 struct intent {
 	const char *names[4];      /* the event kinds looked for */
 	int last;                  /* index into NAMES of the latest, or -1 */
+	bool restored;             /* a restore is recorded after it (or with
+	                            * none of them) */
 };
 
 static int
@@ -31,23 +34,31 @@ scan_event(const struct store_event *ev, void *arg)
 {
 	struct intent *in = arg;
 
+	if (strcmp(ev->kind, STORE_EVENT_RESTORED) == 0)
+		in->restored = true;
 	for (int i = 0; i < 4; i++)
-		if (strcmp(ev->kind, in->names[i]) == 0)
+		if (strcmp(ev->kind, in->names[i]) == 0) {
 			in->last = i;
+			in->restored = false;
+		}
 	return 0;
 }
 
 /* The latest of the four flag events of PLAN_ID: 0 flip.requested,
- * 1 flip.confirmed, 2 rollback.requested, 3 rollback.confirmed; -1 none. */
+ * 1 flip.confirmed, 2 rollback.requested, 3 rollback.confirmed; -1 none.
+ * *RESTORED: the database was restored from a backup after it (or with
+ * none recorded), so the flag may have been switched since. */
 static int
-last_intent(struct store *s, int64_t plan_id, int *last, char *err, size_t errlen)
+last_intent(struct store *s, int64_t plan_id, int *last, bool *restored, char *err,
+    size_t errlen)
 {
 	struct intent in = { { "flip.requested", "flip.confirmed", "rollback.requested",
-	    "rollback.confirmed" }, -1 };
+	    "rollback.confirmed" }, -1, false };
 
 	if (store_each_event(s, plan_id, scan_event, &in, err, errlen) != 0)
 		return -1;
 	*last = in.last;
+	*restored = in.restored;
 	return 0;
 }
 
@@ -55,13 +66,15 @@ int
 step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err, size_t errlen)
 {
 	int last;
+	bool restored;
 
 	*on = false;
-	if (last_intent(s, plan_id, &last, err, errlen) != 0)
+	if (last_intent(s, plan_id, &last, &restored, err, errlen) != 0)
 		return -1;
-	/* A rollback requested but not confirmed may or may not have taken:
-	 * believe the flag on until a read-back says otherwise. */
-	*on = last == 0 || last == 1 || last == 2;
+	/* A rollback requested but not confirmed may or may not have taken,
+	 * and a flip may have been made after the backup a restore came
+	 * from: believe the flag on until a read-back says otherwise. */
+	*on = last == 0 || last == 1 || last == 2 || restored;
 	return 0;
 }
 
@@ -149,7 +162,7 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	const char *failed = on ? "flip.failed" : "rollback.failed";
 	struct step_flag_record rec;
 	int want = on ? STEP_FLAG_ON : STEP_FLAG_OFF;
-	bool done, doubt;
+	bool done, doubt, restored;
 	int last, rc;
 
 	*result = NULL;
@@ -160,11 +173,11 @@ switch_recorded(struct step_ctx *c, bool on, json_t **result, char *err, size_t 
 	}
 	if (c->store == NULL)
 		return flag_switch(c->plan, on, result, err, errlen);
-	if (last_intent(c->store, c->plan_id, &last, err, errlen) != 0 ||
+	if (last_intent(c->store, c->plan_id, &last, &restored, err, errlen) != 0 ||
 	    step_flag_record(c->store, c->plan, c->plan_id, &rec, err, errlen) != 0)
 		return -1;
 	doubt = step_flag_in_doubt(&rec, clock_now_ms());
-	if (last >= 0 || doubt) {
+	if (last >= 0 || doubt || restored) {
 		/* Read first; send only if it is not yet as wanted. */
 		if (already_switched(c, on, &done, result, err, errlen) != 0) {
 			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);

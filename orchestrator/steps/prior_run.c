@@ -5,8 +5,10 @@
  * under a plan that had flipped looks like (the file removed, a fresh one
  * started in its place); starting again from an empty record would drop
  * the history of the flip and leave the operator unaware. Refused unless
- * the plan was submitted as new (--new, ?new=1) or this database holds an
- * earlier plan of the same name (then the record of that run is here). */
+ * the plan was submitted as new (--new, ?new=1), this database holds an
+ * earlier plan of the same name (then the record of that run is here), or
+ * it was restored from a backup (then the run is this plan's own, gone on
+ * after the backup: the flip reads the flag before any switch). */
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +85,10 @@ step_prior_run(struct step_ctx *c, char *err, size_t errlen)
 	if (store_plan_origin(c->store, c->plan_id, &is_new, &earlier, err, errlen) != 0)
 		return -1;
 	if (is_new || earlier)
+		return 0;
+	if (step_restored(c, err, errlen) != 0)
+		return -1;
+	if (c->restored_ms > 0)
 		return 0;
 	if (levels_holding(c, found, sizeof(found), &exist, err, errlen) != 0 ||
 	    fences_set(c, found, sizeof(found), err, errlen) != 0)

@@ -506,6 +506,10 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
 	watch = step_input(in, PLAN_STEP_WATCH);
 	c->watched = watch;
+	if (step_restored(c, err, errlen) != 0) {
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
 	c->old_last_entry_ms = json_integer_value(json_object_get(watch,
 	    "last_old_entry_ms"));
 	if (c->old_last_entry_ms < c->flip_ms)

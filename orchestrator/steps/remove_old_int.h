@@ -84,9 +84,12 @@ void rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
  * -1 with ERR. */
 int rm_baseline(struct rm_run *r, char *err, size_t errlen);
 
-/* Makes every item of ITEMS that selection S holds wait with a fresh baseline when a node
- * of the broker started after R's baseline was read (its counters began
- * again from zero). Returns true when one did. */
+/* Makes every item of ITEMS that selection S holds wait with a fresh
+ * baseline when R's baseline is not to be trusted: the database was
+ * restored from a backup after it was read (what happened between the
+ * backup and the restore is not recorded), or a node of the broker
+ * started after it (its counters began again from zero). Returns true
+ * when either did. */
 bool rm_restarted(struct rm_run *r, const struct old_selection *s,
     struct item *items, size_t nitems);
 

@@ -168,6 +168,19 @@ rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items
 	char why[256], t1[40], t2[40];
 	int64_t started = 0, wall = old_now_ms(NULL);
 
+	if (r->c->restored_ms > r->base.at_ms) {
+		old_time_format(r->c->restored_ms, t1, sizeof(t1));
+		old_time_format(r->base.at_ms, t2, sizeof(t2));
+		for (size_t i = 0; i < nitems; i++)
+			if (items[i].outcome == OUT_NONE &&
+			    old_sel_find(s, items[i].name) != NULL)
+				rm_wait(r, &items[i], WAIT_BASELINE, "the database was "
+				    "restored from a backup at %s, after %s (%s): nothing is "
+				    "deleted on readings older than the restore, so a fresh "
+				    "baseline was taken", t1, r->base_what, t2);
+		r->new_baseline = true;
+		return true;
+	}
 	if (r->base.at_ms <= 0 || mgmt_list_nodes(r->c->old_mgmt, &nodes, why,
 	    sizeof(why)) != 0)
 		return false;	/* the counters' own jumps still show a reset */

@@ -67,6 +67,10 @@ void step_events_clear(struct step_events *ev);
 	                            * (epoch ms), 0 when unknown */ \
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */ \
 	int64_t now_ms;            /* the step's clock (epoch ms), 0: the real one */ \
+	int64_t restored_ms;       /* when the plan's database was last restored \
+	                            * from a backup (epoch ms), 0: never; set by \
+	                            * step_restored for the steps that weigh \
+	                            * what they read before it */ \
 	const json_t *state;       /* borrowed: this step's last persisted result \
 	                            * when it is resumed or continued, else NULL */ \
 	bool again;                /* out: set by a step that returned 0 and must \
@@ -140,6 +144,12 @@ void step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *
  * the rest of the run's part; what the run borrowed (its state) the caller
  * frees next. Safe on a run never begun. */
 void step_ctx_end_run(struct step_ctx *c);
+
+/* Sets C->restored_ms from the plan's history (its latest
+ * state.restored event): what was recorded before it may be older than
+ * what happened on the broker and the flag service, which went on while
+ * the backup aged. Returns 0, or -1 with ERR when the store fails. */
+int step_restored(struct step_ctx *c, char *err, size_t errlen);
 
 /* The signature of a step: runs it in C and returns 0 when it succeeded or
  * -1 when it failed or could not be confirmed (ERR says why); a step that
@@ -302,12 +312,15 @@ int step_canary(struct step_ctx *c, json_t **result, char *err, size_t errlen);
  * nothing more while it may land (flag.settle after it); it runs again
  * (C->again) reading the flag, is confirmed when it reads on, and fails
  * when the window ends with the flag off. The plan's first send is not
- * preceded by a read. Without C->store nothing is recorded and nothing
- * read first. */
+ * preceded by a read, unless the database was restored from a backup
+ * (state.restored): the flag may have been switched after the backup.
+ * Without C->store nothing is recorded and nothing read first. */
 int step_flip(struct step_ctx *c, json_t **result, char *err, size_t errlen);
 
 /* Whether the flag is believed on from the recorded history: a
- * "flip.requested" not followed by a confirmed rollback. Returns 0 with
+ * "flip.requested" not followed by a confirmed rollback, or a restore
+ * from a backup after the last switch recorded (or with none: the flag may
+ * have been switched after the backup). Returns 0 with
  * the answer in *ON, or -1 when the store could not be read. */
 int step_flip_is_on(struct store *s, int64_t plan_id, bool *on, char *err,
     size_t errlen);

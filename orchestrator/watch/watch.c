@@ -73,6 +73,32 @@ names(struct tick *t, char *err, size_t errlen)
 
 /* ---- the step ---- */
 
+/* The first tick on a state older than a restore of the database from a
+ * backup: what happened between the backup and the restore is not
+ * recorded. The probes in flight then were read by the process that went
+ * on after the backup, so they are forgotten rather than called lost;
+ * the old path is read as on every tick (its counters against the last
+ * recorded ones count every publish since as an entry, moving the
+ * deadline later, never earlier). Hands the engine a watch.restored
+ * event. Returns 0, or -1 when out of memory. */
+static int
+tick_restored(struct tick *t)
+{
+	size_t probes = watch_probe_forget(&t->w->probes);
+	size_t levels = watch_levels_forget(&t->w->levels);
+	char when[40];
+
+	return step_events_add(&t->c->events, "watch.restored", json_pack(
+	    "{s:I,s:s,s:I,s:I,s:s}", "restored_ms", (json_int_t)t->c->restored_ms,
+	    "restored", old_time_format(t->c->restored_ms, when, sizeof(when)),
+	    "probes_forgotten", (json_int_t)probes, "level_probes_forgotten",
+	    (json_int_t)levels, "what", "the watch resumed from a state older than the "
+	    "restore: probes in flight at the backup are not waited for (one arriving "
+	    "now counts as stale), and the old path's counters since the last "
+	    "recorded ones count as entries, moving the deadline later, never "
+	    "earlier"));
+}
+
 /* Starts tick T of the watch in C: its state W read back from C->state
  * (the largest TTL never shrinks), or begun now; *PREV_DEADLINE is the
  * deadline before this tick. Brings the watch's clock to this tick; after
@@ -126,6 +152,10 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 		watch_probe_rebase(&w->probes, t->now, t->mono);
 		watch_restart_rebase(&w->nodes);
 		watch_levels_rebase(&w->levels, t->now, t->mono);
+	}
+	if (w->ticks > 0 && c->restored_ms > w->last_tick_ms && tick_restored(t) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
 	w->ticks++;
 	w->last_tick_ms = t->now;
@@ -337,12 +367,13 @@ int
 step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen)
 {
-	(void)result;
-	(void)err;
-	(void)errlen;
 	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
 	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
 	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
+	if (step_restored(c, err, errlen) != 0) {
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
 	return 0;
 }
 

@@ -401,6 +401,21 @@ watch_levels_rebase(struct wlevels *ls, int64_t wall, int64_t mono)
 	ls->park_dlx_since_mono = 0;
 }
 
+/* Forgets the level probes in flight, as watch_probe_forget does; each
+ * level sends its next one at once. Returns how many. */
+size_t
+watch_levels_forget(struct wlevels *ls)
+{
+	size_t n = 0;
+
+	for (int k = 0; k < LADDER_MAX_LEVELS; k++) {
+		n += ls->lv[k].in_flight;
+		ls->lv[k].in_flight = false;
+		ls->lv[k].next_mono = 0;
+	}
+	return n;
+}
+
 /* The tick's per-level samples: pending dead-letters (ladder.dlx,
  * parking.dlx) and publishes entering each level (ladder.band). Returns
  * 0, or -1 when out of memory. */

@@ -428,6 +428,20 @@ watch_probe_rebase(struct wprobes *pr, int64_t wall, int64_t mono)
 		watch_clock_stamp_rebase(&pr->out[i], wall, mono);
 }
 
+/* Forgets the probes in flight (a state restored from a backup: the
+ * process that went on after the backup read them, and would be taken
+ * for lost). A straggler among them arrives as stale. Returns how many. */
+size_t
+watch_probe_forget(struct wprobes *pr)
+{
+	size_t n = pr->nout;
+
+	pr->nout = 0;
+	pr->next_ms = 0;
+	pr->checked_ms = 0;
+	return n;
+}
+
 /* The median of the recent latenesses (PR->nrecent > 0). */
 int64_t
 watch_probe_p50(const struct wprobes *pr)

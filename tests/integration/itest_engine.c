@@ -106,3 +106,59 @@ ieng_history(struct itest_history *t, const char *status)
 	itest_read_history(ieng_db, ieng_plan_name, t, now, sizeof(now));
 	assert_string_equal(now, status);
 }
+
+void
+ieng_make_old_path(void)
+{
+	struct step_ctx c;
+	struct plan *p = NULL;
+	struct topology_arg a[3];
+	char name[160], dest[160], err[1024];
+
+	ieng_open_ctx(&c, &p);
+	snprintf(dest, sizeof(dest), "%s.dest", ieng_prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, dest, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	memset(a, 0, sizeof(a));
+	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+	a[0].is_int = true;
+	a[0].num = 1000;
+	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
+	snprintf(name, sizeof(name), "%s.old", ieng_prefix);
+	assert_int_equal(broker_queue_declare(c.amqp, name, true, a, 3, err,
+	    sizeof(err)), 0);
+	step_ctx_close(&c);
+	plan_free(p);
+}
+
+void
+ieng_cleanup_broker(void)
+{
+	static const char *const queues[] = { "dest", "old", "parking", "level.00",
+	    "level.01", "level.02", "level.03", "level.04", "level.05" };
+	struct plan_errors errs = { 0 };
+	struct step_ctx c;
+	struct plan *p = NULL;
+	json_t *r = NULL;
+	char err[1024], name[160];
+
+	if (plan_load_file(ieng_planfile, &p, &errs) != 0) {
+		plan_errors_free(&errs);
+		return;
+	}
+	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
+			snprintf(name, sizeof(name), "%s.%s", ieng_prefix, queues[i]);
+			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
+		}
+		snprintf(name, sizeof(name), "cutover.probe.%s", ieng_plan_name);
+		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
+		step_teardown_ladder(&c, &r, err, sizeof(err));
+		json_decref(r);
+		step_ctx_close(&c);
+	}
+	plan_free(p);
+	ieng_planfile[0] = '\0';
+}

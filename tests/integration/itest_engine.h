@@ -44,6 +44,17 @@ void ieng_queue_in_the_way(struct step_ctx *c, char *name, size_t namelen);
  * cannot be opened). */
 void ieng_step_status(int idx, char *out, size_t outlen);
 
+/* The test's old path: one classic delay queue PREFIX.old of 1 s into
+ * PREFIX.dest, both declared through the test's plan's broker. Fails the
+ * test when it cannot. */
+void ieng_make_old_path(void);
+
+/* Removes what the test made on the broker: its queues first, whatever
+ * they hold (a run killed mid-canary leaves messages in the ladder, which
+ * teardown refuses), then the ladder's exchanges; forgets the plan file.
+ * Safe to call when some of it is not there, or no plan was written. */
+void ieng_cleanup_broker(void);
+
 /* Runs `cutover run --db DB PLANFILE` on the test's database and plan
  * file. Returns its exit status. */
 int ieng_run(void);

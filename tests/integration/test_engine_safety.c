@@ -236,67 +236,13 @@ write_plan(const char *steps, const char *canary)
 	itest_plan_write(&b, ieng_planfile);
 }
 
-/* The old path: one classic delay queue of 1 s into the destination. */
-static void
-make_old_path(void)
-{
-	struct step_ctx c;
-	struct plan *p = NULL;
-	struct topology_arg a[3];
-	char name[160], dest[160], err[1024];
-
-	ieng_open_ctx(&c, &p);
-	snprintf(dest, sizeof(dest), "%s.dest", ieng_prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, dest, true, NULL, 0, err,
-	    sizeof(err)), 0);
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	a[0].num = 1000;
-	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
-	snprintf(name, sizeof(name), "%s.old", ieng_prefix);
-	assert_int_equal(broker_queue_declare(c.amqp, name, true, a, 3, err,
-	    sizeof(err)), 0);
-	step_ctx_close(&c);
-	plan_free(p);
-}
-
-/* Removes what the test made on the broker: its queues first, whatever
- * they hold (a run killed mid-canary leaves messages in the ladder, which
- * teardown refuses), then the ladder's exchanges. Safe to call when some
- * of it is not there. */
+/* Stops the flag service and removes what the test made on the broker. */
 static int
 cleanup(void **state)
 {
-	static const char *const queues[] = { "dest", "old", "parking", "level.00",
-	    "level.01", "level.02", "level.03", "level.04", "level.05" };
-	struct plan_errors errs = { 0 };
-	struct step_ctx c;
-	struct plan *p = NULL;
-	json_t *r = NULL;
-	char err[1024], name[160];
-
 	(void)state;
 	flag_stop();
-	if (plan_load_file(ieng_planfile, &p, &errs) != 0) {
-		plan_errors_free(&errs);
-		return 0;
-	}
-	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
-		for (size_t i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
-			snprintf(name, sizeof(name), "%s.%s", ieng_prefix, queues[i]);
-			broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		}
-		snprintf(name, sizeof(name), "cutover.probe.%s", ieng_plan_name);
-		broker_queue_delete(c.amqp, name, 0, NULL, err, sizeof(err));
-		step_teardown_ladder(&c, &r, err, sizeof(err));
-		json_decref(r);
-		step_ctx_close(&c);
-	}
-	plan_free(p);
-	ieng_planfile[0] = '\0';
+	ieng_cleanup_broker();
 	return 0;
 }
 
@@ -424,7 +370,7 @@ test_confirmed_flip_not_resent(void **state)
 	ieng_set_names("flip");
 	flag_start();
 	write_plan(flip_steps, "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	/* Killed after the flag service took the flip and the confirmation
 	 * was recorded, before the step's own record. */
 	pid = itest_start_run(ieng_db, ieng_planfile, "crash:flip.confirmed.recorded");
@@ -633,7 +579,7 @@ test_watch_survives_locked_database(void **state)
 	flag_start();
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip, watch]",
 	    "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	wait_step(5, "running");
 	/* Another writer holds the database for twice the busy timeout (5 s):
@@ -675,7 +621,7 @@ test_abort_with_write_in_doubt(void **state)
 	 * prove nothing more and cost the suite 75 s. */
 	plan_settle = "  settle: 45s\n";
 	write_plan(flip_steps, "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	for (i = 0; i < 6000 && slow_on_writes == 0; i++)
 		itest_sleep_ms(20);
@@ -729,7 +675,7 @@ test_flip_confirmed_when_the_write_lands(void **state)
 	ieng_set_names("lands");
 	slow_start(14000);
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	assert_int_equal(ieng_run(), 0);
 	ieng_history(&t, "succeeded");
 	assert_true(flag_on);
@@ -756,7 +702,7 @@ test_flip_after_refused_writes(void **state)
 	slow_start(0);
 	slow_refuse_n = 2;
 	write_plan("[measure_horizon, declare_ladder, verify_ladder, canary, flip]", "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	assert_int_equal(ieng_run(), 0);
 	assert_true(flag_on);
 	assert_int_equal(flag_calls, 2);
@@ -783,7 +729,7 @@ test_serve_resumes_the_settle_window(void **state)
 	ieng_set_names("resume");
 	flag_start();
 	write_plan(flip_steps, "100ms");
-	make_old_path();
+	ieng_make_old_path();
 	assert_int_equal(ieng_run(), 3);
 	assert_true(flag_on);
 	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol",

@@ -662,7 +662,9 @@
     'alert.raised': 'alert raised', 'alert.acked': 'alert acknowledged', 'old.queue_removed': 'old queue removed',
     'old.queue_gone': 'old queue already gone', 'request.denied': 'request refused', 'command.refused': 'command refused',
     'rollback.requested': 'rollback requested', 'rollback.confirmed': 'rollback confirmed', 'rollback.failed': 'rollback failed',
-    'flag.changed': 'the flag changed', 'flag.in_doubt': 'a flag write is in doubt', 'flag.settled': 'the flag settled'
+    'flag.changed': 'the flag changed', 'flag.in_doubt': 'a flag write is in doubt', 'flag.settled': 'the flag settled',
+    'state.restored': 'the database was restored from a backup; what happened between its last event and now is not recorded',
+    'watch.restored': 'the watch resumed from before the restore'
   };
   function detailText(k, v) {
     if (v == null) return 'none';

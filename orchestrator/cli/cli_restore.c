@@ -1,0 +1,344 @@
+/* cli_restore: `cutover restore BACKUP --db FILE` — a backup made by
+ * `cutover backup` made into a new database FILE that serve or run then
+ * resumes from. The backup is checked first (SQLite's full integrity
+ * check and the whole history chain) and never changed: it is copied,
+ * the copy migrated to this binary's schema, and each plan's history
+ * given a state.restored event naming the backup's last event, so that
+ * the gap between the backup and the restore is in the record and the
+ * engine treats what happened in it as unknown (the flag read before any
+ * switch, probes in flight forgotten, remove_old on a fresh baseline).
+ * FILE appears whole or not at all; an existing FILE is refused. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "errbuf.h"
+#include "store.h"
+
+static const char usage_line[] = "cutover restore --db FILE [--json] BACKUP";
+
+/* What the backup holds: its plans and its last event. */
+struct held {
+	json_t *plans;
+	int64_t last_id, last_ts;
+	char last_kind[48];
+	char last_hash[STORE_HASH_HEX];
+};
+
+static int
+plan_seen(const struct store_plan *p, void *arg)
+{
+	struct held *h = arg;
+
+	json_array_append_new(h->plans, json_pack("{s:I,s:s,s:s,s:b}", "id",
+	    (json_int_t)p->id, "name", p->name, "status", p->status, "archived",
+	    p->archived_ms != 0));
+	return 0;
+}
+
+static int
+event_seen(const struct store_event *ev, void *arg)
+{
+	struct held *h = arg;
+
+	h->last_id = ev->id;
+	h->last_ts = ev->ts_ms;
+	snprintf(h->last_kind, sizeof(h->last_kind), "%s", ev->kind);
+	return 0;
+}
+
+/* Copies the file FROM into TO, a new file, and forces it to the disk.
+ * Returns 0, or -1 with ERR (TO may be left half written: the caller
+ * removes it). */
+static int
+copy_file(const char *from, const char *to, char *err, size_t errlen)
+{
+	char buf[65536];
+	int in = -1, out = -1, rc = -1;
+	ssize_t n;
+
+	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0) {
+		errbuf_set(err, errlen, "reading %s: %s", from, strerror(errno));
+		goto done;
+	}
+	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+		errbuf_set(err, errlen, "writing %s: %s", to, strerror(errno));
+		goto done;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, (size_t)n) != n) {
+			errbuf_set(err, errlen, "copying %s to %s: %s", from, to,
+			    strerror(errno));
+			goto done;
+		}
+	}
+	if (fsync(out) != 0) {
+		errbuf_set(err, errlen, "syncing %s: %s", to, strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) != 0 && rc == 0) {
+		errbuf_set(err, errlen, "writing %s: %s", to, strerror(errno));
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Whether FILE's write-ahead log (FILE-wal) is absent or empty. */
+static bool
+log_empty(const char *file)
+{
+	char wal[4200];
+	struct stat st;
+
+	snprintf(wal, sizeof(wal), "%s-wal", file);
+	return stat(wal, &st) != 0 || st.st_size == 0;
+}
+
+/* Removes FILE and what SQLite keeps beside it. */
+static void
+remove_db(const char *file)
+{
+	static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+	char name[4200];
+
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", file, sides[i]);
+		(void)unlink(name);
+	}
+}
+
+/* Refuses a BACKUP that is not one file standing alone: a write-ahead log
+ * beside it holds pages the file lacks (a live database, or a copy taken
+ * without `cutover backup`). Returns 0, or -1 with ERR. */
+static int
+standalone(const char *backup, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(backup, &st) != 0) {
+		errbuf_set(err, errlen, "%s: %s", backup, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf_set(err, errlen, "%s is not a file", backup);
+		return -1;
+	}
+	if (!log_empty(backup)) {
+		errbuf_set(err, errlen, "%s has a write-ahead log beside it (%s-wal): it is "
+		    "a database in use, or a copy of one taken without cutover backup; "
+		    "restore from a copy `cutover backup` made", backup, backup);
+		return -1;
+	}
+	return 0;
+}
+
+/* Records state.restored in the history of each plan of H not archived,
+ * in one transaction. Returns 0, or -1 with ERR. */
+static int
+record_restored(struct store *s, const char *backup, const struct held *h,
+    char *err, size_t errlen)
+{
+	char when[32], gap[512], *text;
+	time_t t = (time_t)(h->last_ts / 1000);
+	int64_t now = clock_now_ms();
+	struct tm tm;
+	json_t *p, *d;
+	size_t i;
+	int rc = 0;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(gap, sizeof(gap), "what happened after event #%" PRId64 " (%s, %s) "
+	    "until this restore is not recorded: the flag is read before any switch, "
+	    "the watch forgets the probes it had in flight, remove_old takes a fresh "
+	    "baseline", h->last_id, h->last_kind, when);
+	if (store_begin(s, err, errlen) != 0)
+		return -1;
+	json_array_foreach(h->plans, i, p) {
+		if (json_is_true(json_object_get(p, "archived")))
+			continue;
+		d = json_pack("{s:s,s:{s:I,s:I,s:s,s:s},s:s}", "backup", backup,
+		    "backup_last_event", "id", (json_int_t)h->last_id, "ts_ms",
+		    (json_int_t)h->last_ts, "kind", h->last_kind, "hash", h->last_hash,
+		    "gap", gap);
+		text = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_decref(d);
+		rc = text == NULL ? -1 : store_append_event(s, (int64_t)json_integer_value(
+		    json_object_get(p, "id")), now, "cutover restore", STORE_EVENT_RESTORED,
+		    text, NULL, err, errlen);
+		free(text);
+		if (rc != 0)
+			break;
+	}
+	if (rc != 0) {
+		if (err[0] == '\0')
+			errbuf_set(err, errlen, "out of memory");
+		store_rollback(s);
+		return -1;
+	}
+	return store_commit(s, err, errlen);
+}
+
+/* Makes the checked, migrated and marked copy of BACKUP at TMP; fills H.
+ * Returns 0, or -1 with ERR. */
+static int
+restore_into(const char *backup, const char *tmp, struct held *h, char *err,
+    size_t errlen)
+{
+	struct store_verify v = { 0 };
+	struct store *s = NULL;
+	int64_t nevents;
+	int rc = -1;
+
+	if (standalone(backup, err, errlen) != 0 || copy_file(backup, tmp, err, errlen) != 0)
+		return -1;
+	/* Opening migrates the copy, never the backup; a newer schema is
+	 * refused before anything is written. */
+	if (store_open(tmp, &s, err, errlen) != 0 ||
+	    store_integrity(s, tmp, true, err, errlen) != 0 ||
+	    store_verify_events(s, &v, err, errlen) != 0)
+		goto done;
+	if (!v.verified) {
+		errbuf_set(err, errlen, "the backup's history does not verify: %s", v.reason);
+		goto done;
+	}
+	if (store_each_plan(s, plan_seen, h, err, errlen) != 0 ||
+	    store_each_event(s, 0, event_seen, h, err, errlen) != 0 ||
+	    store_chain_head(s, &nevents, &h->last_id, h->last_hash, err, errlen) != 0 ||
+	    record_restored(s, backup, h, err, errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	store_close(s);
+	/* Closing checkpoints the log into the file; a log left behind
+	 * would hold pages the file that is named FILE lacks. */
+	if (rc == 0 && !log_empty(tmp)) {
+		errbuf_set(err, errlen, "the restored copy %s kept a write-ahead log after "
+		    "closing", tmp);
+		rc = -1;
+	}
+	return rc;
+}
+
+static void
+print_held(const char *backup, const char *db, const struct held *h, int json)
+{
+	char when[32];
+	time_t t = (time_t)(h->last_ts / 1000);
+	struct tm tm;
+	json_t *p;
+	size_t i;
+
+	if (json) {
+		json_t *o = json_pack("{s:s,s:s,s:b,s:O,s:{s:I,s:I,s:s}}", "db", db,
+		    "backup", backup, "verified", 1, "plans", h->plans, "last_event", "id",
+		    (json_int_t)h->last_id, "ts_ms", (json_int_t)h->last_ts, "kind",
+		    h->last_kind);
+
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("\n");
+		json_decref(o);
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm);
+	printf("%s: restored from %s (integrity and history verified)\n", db, backup);
+	json_array_foreach(h->plans, i, p)
+		printf("  plan %-4lld %-32s %s%s\n",
+		    (long long)json_integer_value(json_object_get(p, "id")),
+		    json_string_value(json_object_get(p, "name")),
+		    json_string_value(json_object_get(p, "status")),
+		    json_is_true(json_object_get(p, "archived")) ? " (archived)" : "");
+	printf("  the backup's last event: #%" PRId64 " %s at %s\n", h->last_id,
+	    h->last_kind, h->last_id != 0 ? when : "-");
+	printf("What happened after it is unknown to the record: each plan's history "
+	    "says so (state.restored). Start `cutover serve` or `cutover run` on %s: "
+	    "each plan resumes where the backup left it, reading the flag before any "
+	    "switch, forgetting the watch's probes in flight and taking a fresh baseline "
+	    "before remove_old deletes anything.\n", db);
+}
+
+int
+cli_restore(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct held h = { .plans = json_array() };
+	const char *db = NULL, *backup;
+	char err[1024] = "", tmp[4096];
+	int c, json = 0, rc = CLI_FAIL;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db = optarg; break;
+		case 'j': json = 1; break;
+		case 'h':
+			printf("usage: %s\n", usage_line);
+			json_decref(h.plans);
+			return CLI_OK;
+		default:
+			json_decref(h.plans);
+			return cli_usage_error("restore", usage_line, "unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (db == NULL || argc - optind != 1) {
+		json_decref(h.plans);
+		return cli_usage_error("restore", usage_line, db == NULL ?
+		    "--db FILE is required (the new database to restore into)" :
+		    "expected the backup's file name, BACKUP");
+	}
+	backup = argv[optind];
+	if (access(db, F_OK) == 0) {
+		errbuf_set(err, sizeof(err), "%s exists: a restore never replaces a "
+		    "database; give a new file", db);
+		goto fail;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.restoring", db) >= sizeof(tmp)) {
+		errbuf_set(err, sizeof(err), "%s: the name is too long", db);
+		goto fail;
+	}
+	remove_db(tmp);
+	/* link() fails on a FILE made meanwhile, where rename() would
+	 * replace it. */
+	if (restore_into(backup, tmp, &h, err, sizeof(err)) != 0 || link(tmp, db) != 0) {
+		if (err[0] == '\0')
+			errbuf_set(err, sizeof(err), "naming the restored database %s: %s",
+			    db, strerror(errno));
+		remove_db(tmp);
+		goto fail;
+	}
+	remove_db(tmp);
+	print_held(backup, db, &h, json);
+	rc = CLI_OK;
+	goto done;
+fail:
+	fprintf(stderr, "cutover restore: %s\n", err);
+done:
+	json_decref(h.plans);
+	return rc;
+}
