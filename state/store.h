@@ -98,6 +98,12 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
  * this returns 0, and absent after -1 (with ERR). */
 int store_backup(struct store *s, const char *out, char *err, size_t errlen);
 
+/* Checks a copy store_backup made, C (opened from PATH), as a restore
+ * would need it: SQLite's full integrity check and the whole history
+ * chain. A copy that fails this is worse than none, because it is
+ * trusted: the caller removes it. Returns 0, or -1 with ERR. */
+int store_backup_verify(struct store *c, const char *path, char *err, size_t errlen);
+
 /* Checks the database file of S (opened from PATH) for damage: SQLite's
  * quick_check, or its full integrity_check (indexes against their tables
  * too) when FULL. Returns 0 when the file is whole, or -1 with ERR saying
