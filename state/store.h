@@ -5,6 +5,7 @@
 #ifndef CUTOVER_STORE_H
 #define CUTOVER_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -121,6 +122,12 @@ int store_file_check(struct store *s, char *err, size_t errlen);
 
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
+
+/* From now on, a statement running on S stops with an error ("interrupted")
+ * soon after *STOP becomes non-zero (SQLite's progress handler, looked at
+ * every few thousand steps), so that another thread can end a long read (a
+ * backup, its check) promptly at shutdown. STOP NULL: never. */
+void store_stop_on(struct store *s, const atomic_int *stop);
 
 /* Whether any failure on S since store_transient_clear was the database
  * busy or locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it
