@@ -2,12 +2,17 @@
  * YAML reader (plan_yaml.c, through plan_load_int.h), so that its errors
  * read as a plan's: FILE:LINE:COL, what was found, what was expected, and
  * every unknown key refused. The events a notifier can name, and the
- * history events each stands for, are one table (events[]). */
+ * history events each stands for, are one table (events[]). The backup
+ * directory is looked at on the disk as the file is read, so that a typo
+ * there is refused with its line rather than found an interval later. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/crypto.h>
 #include <yaml.h>
 
@@ -264,16 +269,75 @@ load_notifiers(struct loader *ld, const struct sect *root, struct serve_config *
 		load_notifier(ld, py_seq_item(ld, n, i), i, c);
 }
 
+/* backup.directory: an existing directory this process may write in (and
+ * search: the copies are named in it). */
+static void
+load_backup_directory(struct loader *ld, const struct sect *s, struct serve_backup *b)
+{
+	static const char expect[] = "an existing directory serve can write in";
+	yaml_node_t *n;
+	struct stat st;
+	const char *t;
+
+	if ((n = py_field(ld, s, "directory", 1, expect)) == NULL)
+		return;
+	if ((t = py_conv_text(ld, n, "backup.directory", expect)) == NULL)
+		return;
+	if (stat(t, &st) != 0) {
+		py_err_at(ld, n, "backup.directory %s %s; expected %s", t, errno == ENOENT ?
+		    "does not exist" : strerror(errno), expect);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		py_err_at(ld, n, "backup.directory %s is not a directory; expected %s", t,
+		    expect);
+		return;
+	}
+	if (access(t, W_OK | X_OK) != 0) {
+		py_err_at(ld, n, "backup.directory %s is not writable by this user (uid %u): "
+		    "%s; expected %s", t, (unsigned)geteuid(), strerror(errno), expect);
+		return;
+	}
+	b->directory = py_copy(ld, t);
+}
+
+/* backup: a mapping of directory (required), interval and keep. */
+static void
+load_backup(struct loader *ld, const struct sect *root, struct serve_config *c)
+{
+	static const char *const keys[] = { "directory", "interval", "keep", NULL };
+	static const char expect[] = "a mapping of directory, interval and keep";
+	struct serve_backup *b = &c->backup;
+	struct sect s;
+	yaml_node_t *n;
+
+	b->interval_ms = SERVE_BACKUP_INTERVAL_MS;
+	b->keep = SERVE_BACKUP_KEEP;
+	if (py_get_map(ld, root, "backup", 0, expect, "backup", &s) != 0 || s.map == NULL)
+		return;
+	b->line = py_mark_num(s.map->start_mark.line);
+	b->column = py_mark_num(s.map->start_mark.column);
+	py_check_keys(ld, &s, keys);
+	load_backup_directory(ld, &s, b);
+	if (py_get_duration(ld, &s, "interval", 0, &b->interval_ms) == 0 &&
+	    b->interval_ms < SERVE_BACKUP_INTERVAL_MIN_MS)
+		py_err_at(ld, py_field(ld, &s, "interval", 0, ""), "backup.interval is shorter "
+		    "than %ds; expected a duration of at least %ds, such as 1h",
+		    SERVE_BACKUP_INTERVAL_MIN_MS / 1000, SERVE_BACKUP_INTERVAL_MIN_MS / 1000);
+	if ((n = py_field(ld, &s, "keep", 0, "")) != NULL)
+		py_conv_int(ld, n, "backup.keep", 1, SERVE_BACKUP_KEEP_MAX, &b->keep);
+}
+
 static void
 load_root(struct loader *ld, yaml_node_t *root, struct serve_config *c)
 {
 	static const char *const keys[] = { "listen", "db", "operators", "log_level",
-	    "notifiers", NULL };
+	    "notifiers", "backup", NULL };
 	struct sect s = { root, "" };
 
 	if (root->type != YAML_MAPPING_NODE) {
 		py_err_at(ld, root, "the configuration is %s; expected a mapping of listen, "
-		    "db, operators, log_level and notifiers", py_kind_name(root));
+		    "db, operators, log_level, notifiers and backup", py_kind_name(root));
 		return;
 	}
 	py_check_keys(ld, &s, keys);
@@ -282,6 +346,7 @@ load_root(struct loader *ld, yaml_node_t *root, struct serve_config *c)
 	py_get_text(ld, &s, "operators", 0, "the operators file's path", &c->operators);
 	load_log_level(ld, &s, c);
 	load_notifiers(ld, &s, c);
+	load_backup(ld, &s, c);
 }
 
 int
@@ -311,7 +376,7 @@ serve_config_load_buffer(const char *file, const char *buf, size_t len,
 		goto done;
 	}
 	if (py_read_document(&ld, &parser, &have_parser, &doc, &have_doc, buf, len, &root,
-	    "a YAML mapping of listen, db, operators, log_level and notifiers",
+	    "a YAML mapping of listen, db, operators, log_level, notifiers and backup",
 	    "configuration") == -1)
 		goto done;
 	load_root(&ld, root, c);
@@ -364,6 +429,7 @@ serve_config_free(struct serve_config *c)
 	free(c->db);
 	free(c->operators);
 	free(c->log_level);
+	free(c->backup.directory);
 	free(c);
 }
 

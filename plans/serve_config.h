@@ -1,7 +1,7 @@
 /* serve_config: the configuration of `cutover serve` (serve.yaml): where it
- * listens, its database, its operators file, its log level and its
- * notifiers (webhooks for gate waiting, step failed, alert opened, plan
- * finished). Read with the plan loader's YAML reader: every error names
+ * listens, its database, its operators file, its log level, its notifiers
+ * (webhooks for gate waiting, step failed, alert opened, plan finished) and
+ * its scheduled backups (a directory, how often, how many kept). Read with the plan loader's YAML reader: every error names
  * FILE:LINE:COL and unknown keys are errors. A notifier's URL is a secret
  * (a Slack webhook's is its credential): it is held as written, an env:NAME
  * reference resolved at use or a literal, and never echoed. */
@@ -41,6 +41,19 @@ struct serve_notifier {
 	int line, column;		/* where the notifier is written */
 };
 
+#define SERVE_BACKUP_INTERVAL_MS	(60 * 60 * 1000)	/* default: hourly */
+#define SERVE_BACKUP_INTERVAL_MIN_MS	(10 * 1000)
+#define SERVE_BACKUP_KEEP		24
+#define SERVE_BACKUP_KEEP_MAX		100000
+
+/* backup: checked copies of the database made by serve at each interval. */
+struct serve_backup {
+	char *directory;		/* NULL: no backup section */
+	int64_t interval_ms;		/* at least SERVE_BACKUP_INTERVAL_MIN_MS */
+	int keep;			/* checked copies kept, 1..SERVE_BACKUP_KEEP_MAX */
+	int line, column;		/* where the section is written */
+};
+
 struct serve_config {
 	char *file;
 	char *listen, *db, *operators;	/* NULL when not given */
@@ -48,10 +61,12 @@ struct serve_config {
 	int listen_line, listen_column;
 	struct serve_notifier *notifiers;
 	size_t nnotifiers;
+	struct serve_backup backup;	/* backup.directory NULL: none */
 };
 
 /* Reads the serve configuration at PATH into *OUT (freed with
- * serve_config_free). Returns 0, or -1 with ERRS (freed with
+ * serve_config_free). A backup section's directory is looked at now: it
+ * must be a directory this process can write in. Returns 0, or -1 with ERRS (freed with
  * plan_errors_free; may be NULL) holding every error in file order, each
  * formatted by plan_error_format as FILE:LINE:COL: message. */
 int serve_config_load_file(const char *path, struct serve_config **out,

@@ -738,6 +738,20 @@ store_close(struct store *s)
 	free(s);
 }
 
+/* store_stop_on's progress handler: non-zero ends the statement. */
+static int
+stop_asked(void *arg)
+{
+	return atomic_load((const atomic_int *)arg) != 0;
+}
+
+void
+store_stop_on(struct store *s, const atomic_int *stop)
+{
+	sqlite3_progress_handler(s->db, stop != NULL ? 4096 : 0, stop != NULL ? stop_asked :
+	    NULL, (void *)(uintptr_t)stop);
+}
+
 int
 store_file_check(struct store *s, char *err, size_t errlen)
 {

@@ -5,6 +5,7 @@
 #ifndef CUTOVER_STORE_H
 #define CUTOVER_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +99,12 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
  * this returns 0, and absent after -1 (with ERR). */
 int store_backup(struct store *s, const char *out, char *err, size_t errlen);
 
+/* Checks a copy store_backup made, C (opened from PATH), as a restore
+ * would need it: SQLite's full integrity check and the whole history
+ * chain. A copy that fails this is worse than none, because it is
+ * trusted: the caller removes it. Returns 0, or -1 with ERR. */
+int store_backup_verify(struct store *c, const char *path, char *err, size_t errlen);
+
 /* Checks the database file of S (opened from PATH) for damage: SQLite's
  * quick_check, or its full integrity_check (indexes against their tables
  * too) when FULL. Returns 0 when the file is whole, or -1 with ERR saying
@@ -115,6 +122,12 @@ int store_file_check(struct store *s, char *err, size_t errlen);
 
 /* Closes S (NULL is fine). */
 void store_close(struct store *s);
+
+/* From now on, a statement running on S stops with an error ("interrupted")
+ * soon after *STOP becomes non-zero (SQLite's progress handler, looked at
+ * every few thousand steps), so that another thread can end a long read (a
+ * backup, its check) promptly at shutdown. STOP NULL: never. */
+void store_stop_on(struct store *s, const atomic_int *stop);
 
 /* Whether any failure on S since store_transient_clear was the database
  * busy or locked (SQLITE_BUSY, SQLITE_LOCKED: another connection holds it

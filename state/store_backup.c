@@ -1,8 +1,10 @@
 /* store_backup: a consistent copy of the database while serve or run
- * holds it. VACUUM INTO reads the whole database in one read transaction
- * (with WAL, writers go on meanwhile: neither the engine nor the API
- * waits) and writes a compact new file; it is written beside OUT and
- * renamed over nothing, so that a copy is either whole or absent. */
+ * holds it, and the copy's check. VACUUM INTO reads the whole database in
+ * one read transaction (with WAL, writers go on meanwhile: neither the
+ * engine nor the API waits) and writes a compact new file; it is written
+ * beside OUT and linked into place over nothing, so that a copy is either
+ * whole or absent. The check is the one `cutover backup` and serve's
+ * scheduled backups both make: what a restore needs of the copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,7 +52,10 @@ store_backup(struct store *s, const char *out, char *err, size_t errlen)
 		goto done;
 	sqlite3_bind_text(st, 1, tmp, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		store__dberr(s, err, errlen, "backing up (VACUUM INTO)");
+		/* Not store__dberr: a full disk here is the copy's, and must
+		 * not be taken for the database's (held plans, /healthz 503). */
+		errbuf_set(err, errlen, "backing up (VACUUM INTO %s): %s", tmp,
+		    sqlite3_errmsg(s->db));
 		goto done;
 	}
 	if (sync_file(tmp) != 0) {
@@ -71,4 +76,19 @@ done:
 		(void)unlink(tmp);
 	free(tmp);
 	return rc;
+}
+
+int
+store_backup_verify(struct store *c, const char *path, char *err, size_t errlen)
+{
+	struct store_verify v = { 0 };
+
+	if (store_integrity(c, path, true, err, errlen) != 0 ||
+	    store_verify_events(c, &v, err, errlen) != 0)
+		return -1;
+	if (!v.verified) {
+		errbuf_set(err, errlen, "the copy's history does not verify: %s", v.reason);
+		return -1;
+	}
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* metrics: Prometheus text from the store (plans, steps, the watch's state
  * and samples, the canary's summary, move_old's progress, history events,
- * alerts, the notifiers' deliveries). */
+ * alerts, the notifiers' deliveries), and serve's scheduled backups. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "backup_schedule.h"
 #include "build_info.h"
 #include "clock.h"
 #include "metrics.h"
@@ -780,10 +781,49 @@ render_file(struct buf *b, const struct plans *ps)
 	out(b, "cutover_database_disk_full %d\n", store_disk_full_since() != 0 ? 1 : 0);
 }
 
+/* serve's scheduled backups (backup_schedule.h), only while a backup
+ * section runs them: a missing family says no schedule, where a 0 would
+ * read as a backup that never succeeded. */
+static void
+render_backup(struct buf *b, const struct plans *ps)
+{
+	struct backup_figures f;
+
+	(void)ps;
+	if (!backup_schedule_figures(&f))
+		return;
+	const struct {
+		const char *name, *type, *help;
+		double v;
+	} rows[] = {
+		{ "cutover_backup_interval_seconds", "gauge", "serve.yaml's backup.interval: "
+		    "a checked copy of the database is made this often",
+		    (double)f.interval_ms / 1000 },
+		{ "cutover_backup_last_success_timestamp_seconds", "gauge", "When the last "
+		    "checked copy was made (Unix time); 0 before the first",
+		    (double)f.last_success_ms / 1000 },
+		{ "cutover_backup_age_seconds", "gauge", "Seconds since the last checked copy "
+		    "was made; before the first, since serve started", (double)f.age_ms / 1000 },
+		{ "cutover_backup_failures_total", "counter", "Backups that failed or whose "
+		    "copy did not check (and was removed), since serve started",
+		    (double)f.failures },
+		{ "cutover_backup_duration_seconds", "gauge", "How long the last backup took, "
+		    "copy and check, whether it checked or not; 0 before the first",
+		    (double)f.last_duration_ms / 1000 },
+		{ "cutover_backup_size_bytes", "gauge", "The size of the last checked copy; 0 "
+		    "before the first", (double)f.last_size },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		family(b, rows[i].name, rows[i].type, rows[i].help);
+		out(b, "%s %.15g\n", rows[i].name, rows[i].v);
+	}
+}
+
 /* The sections of the text, in order. */
 static void (*const sections[])(struct buf *, const struct plans *) = {
-	render_build, render_file, render_plans, render_depths, render_probes, render_canary,
-	render_move, render_events,
+	render_build, render_file, render_backup, render_plans, render_depths, render_probes,
+	render_canary, render_move, render_events,
 	render_levels, render_notify,
 };
 

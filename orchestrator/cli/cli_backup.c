@@ -50,23 +50,17 @@ event_seen(const struct store_event *ev, void *arg)
 	return 0;
 }
 
-/* Opens the copy OUT and checks it whole; fills H. Returns 0, or -1 with
- * ERR. */
+/* Opens the copy OUT and checks it whole (store_backup_verify, as serve's
+ * scheduled backups do); fills H. Returns 0, or -1 with ERR. */
 static int
 check_copy(const char *out, struct held *h, char *err, size_t errlen)
 {
-	struct store_verify v = { 0 };
 	struct store *c = NULL;
 	int rc = -1;
 
 	if (store_open(out, &c, err, errlen) != 0 ||
-	    store_integrity(c, out, true, err, errlen) != 0 ||
-	    store_verify_events(c, &v, err, errlen) != 0)
+	    store_backup_verify(c, out, err, errlen) != 0)
 		goto done;
-	if (!v.verified) {
-		errbuf_set(err, errlen, "the copy's history does not verify: %s", v.reason);
-		goto done;
-	}
 	if (store_each_plan(c, plan_seen, h, err, errlen) != 0 ||
 	    store_each_event(c, 0, event_seen, h, err, errlen) != 0)
 		goto done;

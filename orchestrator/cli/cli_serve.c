@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "backup_schedule.h"
 #include "cli.h"
 #include "engine.h"
 #include "errbuf.h"
@@ -47,7 +48,8 @@ static const char serve_help[] =
     "  Runs every plan in FILE and serves the JSON API on HOST:PORT (default "
     DEFAULT_LISTEN ").\n"
     "  --config FILE     serve.yaml: listen, db, operators, log_level, notifiers\n"
-    "                    (webhooks); a flag given as well overrides its key\n"
+    "                    (webhooks), backup (checked copies of the database at an\n"
+    "                    interval); a flag given as well overrides its key\n"
     "  --check-config    validate the configuration (with the flags) and exit:\n"
     "                    0 when serve would start with it, 1 with FILE:LINE:COL errors\n"
     "  --operators FILE  lines `name:sha256hex` — the sha256 of each operator's token,\n"
@@ -216,6 +218,11 @@ check_config(const struct serve_args *a)
 				printf(" %s", serve_notify_event_name((enum notify_event)e));
 		printf("\n");
 	}
+	if (a->cfg->backup.directory != NULL)
+		printf("  backup     %s every %lld s, keeping %d\n", a->cfg->backup.directory,
+		    (long long)(a->cfg->backup.interval_ms / 1000), a->cfg->backup.keep);
+	else
+		printf("  backup     (none)\n");
 	auth_free(ops);
 	return CLI_OK;
 }
@@ -257,6 +264,7 @@ cli_serve(int argc, char **argv)
 	struct engine_opts eo = { 0 };
 	struct server *sv = NULL;
 	struct notify *nf = NULL;
+	struct backup_schedule *bs = NULL;
 	struct auth *ops = NULL;
 	struct store *s = NULL;
 	struct store_lock lock = { -1 };
@@ -286,13 +294,17 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	catch_signals();
 
-	/* The notifiers' connections before the HTTP server's answers: once
-	 * /healthz answers, every connection serve makes is open on the file
-	 * it locked, so a file removed from then on is one serve notices (a
-	 * connection opened later would create an empty database in its
-	 * place). */
+	/* The notifiers' and the backups' connections before the HTTP
+	 * server's answers: once /healthz answers, every connection serve
+	 * makes is open on the file it locked, so a file removed from then on
+	 * is one serve notices (a connection opened later would create an
+	 * empty database in its place). */
 	if (a.cfg != NULL && a.cfg->nnotifiers > 0 && notify_start(a.db, a.cfg, &nf, err,
 	    sizeof(err)) != 0)
+		goto fail;
+	if (a.cfg != NULL && a.cfg->backup.directory != NULL &&
+	    backup_schedule_start(a.db, a.cfg->backup.directory, a.cfg->backup.interval_ms,
+	    a.cfg->backup.keep, &bs, err, sizeof(err)) != 0)
 		goto fail;
 	cfg.db = a.db;
 	cfg.listen = a.listen;
@@ -317,12 +329,15 @@ cli_serve(int argc, char **argv)
 	sv = NULL;
 	notify_stop(nf);
 	nf = NULL;
+	backup_schedule_stop(bs);
+	bs = NULL;
 	log_event("info", NULL, NULL, "stopped");
 	rc = CLI_OK;
 	goto done;
 fail:
 	fprintf(stderr, "cutover serve: %s\n", err);
 done:
+	backup_schedule_stop(bs);
 	notify_stop(nf);
 	server_stop(sv);
 	store_close(s);

@@ -1,10 +1,23 @@
 # cli_lib: what the command-line test scripts share, sourced after they set
-# $tmp (a scratch directory) and failures=0: fail, expect, contains, and
-# serve started and stopped for a test (cli_serve_start, cli_serve_stop,
+# $tmp (a scratch directory) and failures=0, or followed by cli_begin which
+# sets them: fail, expect, contains, and serve started and stopped for a
+# test (cli_serve_start, cli_serve_operator, cli_submit, cli_serve_stop,
 # cli_cleanup).
 # shellcheck shell=sh
 # $tmp is the sourcing script's (above):
 # shellcheck disable=SC2154
+
+# cli_begin: $tmp (a scratch directory), failures=0, no serve yet, the
+# EXIT trap that stops serve and removes $tmp, and tests/e2e/lib.sh's
+# helpers (e2e_free_port, e2e_within).
+cli_begin() {
+	tmp=$(mktemp -d)
+	failures=0
+	serve_pid=
+	trap cli_cleanup EXIT
+	# shellcheck source=../e2e/lib.sh
+	. "$(dirname "$0")/../e2e/lib.sh"
+}
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -24,11 +37,13 @@ contains() { # FILE TEXT
 	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
 }
 
-# cli_serve_start DB OPERATORS PORT: `cutover serve` on DB with the
-# operators file OPERATORS on 127.0.0.1:PORT, its log in $tmp/serve.log;
-# waits for /healthz (30 s at most, else fails and exits). Sets serve_pid.
+# cli_serve_start DB OPERATORS PORT [CONFIG]: `cutover serve` on DB with the
+# operators file OPERATORS on 127.0.0.1:PORT (and the serve.yaml CONFIG),
+# its log in $tmp/serve.log; waits for /healthz (30 s at most, else fails
+# and exits). Sets serve_pid.
 cli_serve_start() {
-	"$bin" serve --db "$1" --listen "127.0.0.1:$3" --operators "$2" 2>>"$tmp/serve.log" &
+	"$bin" serve --db "$1" --listen "127.0.0.1:$3" --operators "$2" ${4:+--config "$4"} \
+	    2>>"$tmp/serve.log" &
 	serve_pid=$!
 	_i=0
 	until curl -fsS "http://127.0.0.1:$3/healthz" >/dev/null 2>&1; do
@@ -36,6 +51,25 @@ cli_serve_start() {
 		[ $_i -gt 300 ] && { fail "serve did not start: $(cat "$tmp/serve.log")"; exit 1; }
 		sleep 0.1
 	done
+}
+
+# cli_serve_operator BASE [CONFIG]: an operator (the token in $token) and
+# `cutover serve` on $tmp/live.db on a free port (from BASE, e2e_free_port:
+# the caller sources tests/e2e/lib.sh) in $port, its URL in $server.
+cli_serve_operator() {
+	expect 0 "$bin" operators add tester --file "$tmp/operators"
+	token=$(cat "$tmp/out")
+	port=$(e2e_free_port "$1") || { fail "no free port"; exit 1; }
+	server=http://127.0.0.1:$port
+	cli_serve_start "$tmp/live.db" "$tmp/operators" "$port" ${2:+"$2"}
+}
+
+# cli_submit N: the demo plan as demo-N through the API of cli_serve_operator.
+cli_submit() {
+	sed "s/^name: demo\$/name: demo-$1/" "$src/plans/examples/demo.yaml" >"$tmp/p$1.yaml"
+	curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $token" \
+	    -H 'Content-Type: application/yaml' --data-binary "@$tmp/p$1.yaml" \
+	    "$server/api/plans" || fail "submitting demo-$1"
 }
 
 # cli_serve_stop: stops the serve cli_serve_start started, and waits for it.

@@ -10,32 +10,16 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-serve_pid=
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
-trap cli_cleanup EXIT
-# shellcheck source=../e2e/lib.sh
-. "$(dirname "$0")/../e2e/lib.sh"
+cli_begin
+cli_serve_operator 43
 
-expect 0 "$bin" operators add tester --file "$tmp/operators"
-token=$(cat "$tmp/out")
-port=$(e2e_free_port 43) || { fail "no free port"; exit 1; }
-cli_serve_start "$tmp/live.db" "$tmp/operators" "$port"
-
-# submit N: plan demo-N through the API (its broker is nowhere: the engine
-# records its steps failing, which is writing too).
-submit() {
-	sed "s/^name: demo\$/name: demo-$1/" "$src/plans/examples/demo.yaml" >"$tmp/p$1.yaml"
-	curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $token" \
-	    -H 'Content-Type: application/yaml' --data-binary "@$tmp/p$1.yaml" \
-	    "http://127.0.0.1:$port/api/plans" || fail "submitting demo-$1"
-}
+# Plans demo-N through the API (their broker is nowhere: the engine
+# records their steps failing, which is writing too).
 n=1
 while [ $n -le 6 ]; do
-	submit $n
+	cli_submit $n
 	expect 0 "$bin" backup --db "$tmp/live.db" --json "$tmp/b$n.db"
 	[ "$(jq -r .verified "$tmp/out")" = true ] || fail "backup $n: $(cat "$tmp/out")"
 	# The copy holds at least the plans submitted before it was taken.

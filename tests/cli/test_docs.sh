@@ -3,7 +3,8 @@
 # command table is exactly what packaging/gendocs makes of
 # docs/commands.txt; every verb of main.c's table is in docs/commands.txt;
 # every key the plan loader knows (the keys[] tables of plans/*.c) is in
-# docs/plan-format.txt; and the man pages the build made read without a
+# docs/plan-format.txt; every serve.yaml key (plans/serve_config.c) is in
+# docs/operating.md's serve.yaml; and the man pages the build made read without a
 # warning from groff or man. Usage: test_docs.sh SOURCE_DIR MAN_DIR
 set -u
 src=$1
@@ -41,6 +42,18 @@ on && /};/ { on = 0 }' "$@" | sort -u >"$tmp/keys"
 sed -n 's/^@ //p' "$src/docs/plan-format.txt" | sed 's/.*[].]//' | sort -u >"$tmp/documented"
 for k in $(comm -23 "$tmp/keys" "$tmp/documented"); do
 	fail "plan key '$k' (plans/*.c) is not in docs/plan-format.txt"
+done
+
+# serve.yaml's keys: every string of a keys[] table in plans/serve_config.c,
+# against the keys of the example under docs/operating.md's "## serve.yaml".
+awk '/keys\[\] = \{/ { on = 1 }
+on { s = $0; while (match(s, /"[^"]*"/)) { print substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH) } }
+on && /};/ { on = 0 }' "$src/plans/serve_config.c" | sort -u >"$tmp/serve_keys"
+[ "$(wc -l <"$tmp/serve_keys")" -gt 10 ] || fail "only $(wc -l <"$tmp/serve_keys") serve.yaml keys found in plans/serve_config.c"
+awk '/^## serve.yaml/ { on = 1; next } on && /^## / { on = 0 } on' "$src/docs/operating.md" |
+    sed -n 's/^[ -]*\([a-z_]*\):.*/\1/p' | sort -u >"$tmp/serve_documented"
+for k in $(comm -23 "$tmp/serve_keys" "$tmp/serve_documented"); do
+	fail "serve.yaml key '$k' (plans/serve_config.c) is not in docs/operating.md's serve.yaml"
 done
 
 # The man pages, as lintian and man read them.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_dashboards: dashboards/ against the real thing. `promtool check
 # rules` on the alert rules and `promtool test rules` on their unit tests;
-# then a real plan through `cutover serve` against the test broker and
-# Unleash, to its gated flip and on into the watch, whose /metrics must
+# then a real plan through `cutover serve` (with a backup section) against
+# the test broker and Unleash, to its gated flip and on into the watch, whose /metrics must
 # pass `promtool check metrics` at both points; every metric the Grafana
 # dashboard (well-formed JSON) and the alert rules name must be a family
 # that /metrics exports, and every series of the rules' unit tests must
@@ -76,8 +76,11 @@ curl -fsS -u "$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD" -X PUT \
     { echo "FAIL: cannot declare the old queue" >&2; exit 1; }
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 printf 'tester:%s\n' "$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)" >"$tmp/operators"
+# A backup section, so that /metrics has the backup families the rules name.
+mkdir "$tmp/backups"
+printf 'backup:\n  directory: %s\n  interval: 10s\n' "$tmp/backups" >"$tmp/serve.yaml"
 "$bin" serve --db "$tmp/c.db" --listen "127.0.0.1:$port" --operators "$tmp/operators" \
-    2>"$tmp/serve.log" &
+    --config "$tmp/serve.yaml" 2>"$tmp/serve.log" &
 serve_pid=$!
 e2e_within 30 curl -fs -o /dev/null "$server/healthz" || { echo "FAIL: serve did not start" >&2; exit 1; }
 api() { # METHOD PATH [BODY-FILE]

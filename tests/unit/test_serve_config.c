@@ -1,6 +1,7 @@
 /* test_serve_config: serve.yaml's loader (plans/serve_config.c) and the
  * notifiers' bodies (orchestrator/notify_body.c). A full configuration
- * loads with the values it says and the defaults serve_config.h promises;
+ * loads with the values it says and the defaults serve_config.h promises
+ * (a backup section's too);
  * several mistakes are all reported in file order; a literal URL is never
  * repeated in a message; each history event maps to the notifier event
  * its row says; each event kind's webhook and Slack bodies say what
@@ -82,7 +83,45 @@ test_empty_mapping_has_no_values(void **state)
 	assert_null(c->db);
 	assert_null(c->operators);
 	assert_int_equal(c->nnotifiers, 0);
+	assert_null(c->backup.directory);
 	serve_config_free(c);
+}
+
+/* A backup section: its values, else the defaults; several mistakes in it
+ * reported together, each where it is written. */
+static void
+test_backup_section(void **state)
+{
+	static const struct {
+		int line;
+		const char *says;
+	} want[] = {
+		{ 2, "/nonexistent/b does not exist" }, { 3, "shorter than 10s" },
+		{ 4, "backup.keep -1 is out of range" }, { 5, "unknown key 'every'" },
+	};
+	struct plan_errors errs = { 0 };
+	struct serve_config *c = NULL;
+
+	(void)state;
+	assert_int_equal(load("backup:\n  directory: /tmp\n  interval: 15m\n  keep: 7\n", &c,
+	    &errs), 0);
+	assert_string_equal(c->backup.directory, "/tmp");
+	assert_int_equal(c->backup.interval_ms, 15 * 60 * 1000);
+	assert_int_equal(c->backup.keep, 7);
+	assert_int_equal(c->backup.line, 2);
+	serve_config_free(c);
+	assert_int_equal(load("backup: { directory: /tmp }\n", &c, &errs), 0);
+	assert_int_equal(c->backup.interval_ms, SERVE_BACKUP_INTERVAL_MS);
+	assert_int_equal(c->backup.keep, SERVE_BACKUP_KEEP);
+	serve_config_free(c);
+	assert_int_equal(load("backup:\n  directory: /nonexistent/b\n  interval: 9s\n"
+	    "  keep: -1\n  every: 1h\n", &c, &errs), -1);
+	assert_int_equal(errs.n, 4);
+	for (size_t i = 0; i < errs.n; i++) {
+		assert_int_equal(errs.v[i].line, want[i].line);
+		assert_non_null(strstr(errs.v[i].message, want[i].says));
+	}
+	plan_errors_free(&errs);
 }
 
 static void
@@ -243,6 +282,7 @@ main(void)
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_empty_mapping_has_no_values),
 		cmocka_unit_test(test_every_mistake_in_order),
+		cmocka_unit_test(test_backup_section),
 		cmocka_unit_test(test_env_reference_checked_by_name_only),
 		cmocka_unit_test(test_history_events_map_to_notifier_events),
 		cmocka_unit_test(test_bodies),
