@@ -16,11 +16,8 @@ mgmt_read_about(struct mgmt *m, bool flags_too, struct mgmt_about *out, char *er
 
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_read_about: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_read_about", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((rc = mgmt__get_json(m, overview, 0, &out->overview, err, errlen)) != 0 ||
 	    (flags_too && (rc = mgmt__get_json(m, flags, 1, &out->flags, err, errlen)) != 0)) {
 		mgmt_about_free(out);

@@ -13,11 +13,8 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 	const char *s;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_get_exchange: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_get_exchange", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((rc = mgmt__get_object(m, "/api/exchanges/", name, "an exchange", NULL, &j,
 	    err, errlen)) != 0)
 		return rc;
@@ -132,12 +129,8 @@ mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
 	void *v = NULL;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_bindings_from: no client or "
-		    "result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_list_bindings_from", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", exchange, "exchange",
 	    err, errlen)) != 0)
 		return rc;
@@ -195,11 +188,8 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 	void *v = NULL;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_policies: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_list_policies", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	mgmt__path_vhost(&p, m, "/api/policies/");
 	if ((rc = mgmt__path_check(&p, "GET /api/policies", err, errlen)) != 0)
 		return rc;

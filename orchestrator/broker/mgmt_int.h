@@ -96,6 +96,12 @@ int mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
 
 /* ---- mgmt_request.c ---- */
 
+/* A public call's start: refuses a NULL client M or result OUT (ERR
+ * names CALL), else empties OUT (SIZE bytes), so that a failure leaves
+ * nothing for the caller to free. Returns 0 or MGMT_ERR_ARG. */
+int mgmt__begin(const char *call, const struct mgmt *m, void *out, size_t size,
+    char *err, size_t errlen);
+
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void mgmt__describe(char *out, size_t outlen, const char *method, const char *path);
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an

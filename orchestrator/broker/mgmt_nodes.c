@@ -14,11 +14,8 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 	size_t n;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_nodes: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_list_nodes", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((rc = mgmt__get_json(m, path, 1, &out->json, err, errlen)) != 0)
 		return rc;
 	n = json_array_size(out->json);
@@ -94,11 +91,8 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 	size_t n, i;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_queue_places: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_list_queue_places", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	mgmt__path_vhost(&p, m, "/api/queues/");
 	mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns=name,"
 	    "type,node,leader,members,online");
@@ -125,11 +119,8 @@ mgmt_list_queue_places_of(struct mgmt *m, const char *const *names, size_t n,
 	json_t *j;
 	int rc = 0;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_queue_places_of: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_list_queue_places_of", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((out->json = json_array()) == NULL ||
 	    (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL)) {
 		mgmt_queue_place_list_free(out);

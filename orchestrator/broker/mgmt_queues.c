@@ -259,11 +259,8 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	const char *s;
 	int rc;
 
-	if (out == NULL || m == NULL) {
-		errbuf_set(err, errlen, "mgmt_get_queue: no client or result");
-		return MGMT_ERR_ARG;
-	}
-	memset(out, 0, sizeof(*out));
+	if ((rc = mgmt__begin("mgmt_get_queue", m, out, sizeof(*out), err, errlen)) != 0)
+		return rc;
 	if ((rc = mgmt__get_object(m, "/api/queues/", name, "a queue",
 	    "?columns=" QUEUE_COLUMNS, &j, err, errlen)) != 0)
 		return rc;

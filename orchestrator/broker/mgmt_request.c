@@ -14,6 +14,20 @@
 #include "log.h"
 #include "sentences.h"
 
+/* A public call's start: no client or no result is the caller's mistake,
+ * named by CALL; OUT is emptied. Returns 0 or MGMT_ERR_ARG. */
+int
+mgmt__begin(const char *call, const struct mgmt *m, void *out, size_t size,
+    char *err, size_t errlen)
+{
+	if (out == NULL || m == NULL) {
+		errbuf_set(err, errlen, "%s: no client or result", call);
+		return MGMT_ERR_ARG;
+	}
+	memset(out, 0, size);
+	return 0;
+}
+
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void
 mgmt__describe(char *out, size_t outlen, const char *method, const char *path)

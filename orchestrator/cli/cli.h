@@ -138,6 +138,32 @@ int cli_step_ref(const char *plan, const char *const *kinds, size_t n, const cha
  * is ($USER, else the password file's, else "operator"). */
 const char *cli_user_name(void);
 
+struct option;
+
+/* One verb's options, as cli_options_read reads them. */
+struct cli_options {
+	const char *verb;
+	const char *usage;		/* the usage line */
+	const struct option *opts;	/* getopt_long's table, "help" as 'h' */
+	/* Takes option C (not 'h') with its value ARG (NULL for one that
+	 * takes none) into DATA. Returns CLI_GO_ON, or the exit status once
+	 * it has said what was wrong. */
+	int (*take)(int c, char *arg, void *data);
+	/* Prints what --help says after the usage line; NULL: nothing. */
+	void (*help)(void *data);
+	/* The usage error for option C given without its value; NULL, or
+	 * NULL returned: the one for an unknown option. */
+	const char *(*incomplete)(int c);
+	void *data;
+};
+
+/* Reads ARGV's options with O, leaving optind at the first operand.
+ * Returns CLI_GO_ON; CLI_OK after --help ("usage: USAGE", then O->help);
+ * what O->take returned other than CLI_GO_ON; or CLI_USAGE after an
+ * option O does not know or one without its value ("unknown or incomplete
+ * option" where some option of O takes a value, else "unknown option"). */
+int cli_options_read(const struct cli_options *o, int argc, char **argv);
+
 /* Prints "cutover VERB: MESSAGE" and the verb's usage line to stderr;
  * returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *usage, const char *fmt, ...)

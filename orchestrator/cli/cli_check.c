@@ -46,6 +46,25 @@ check_broker_first(const char *file, json_t *results)
 	return rc;
 }
 
+/* What the command line asked for. */
+struct check_args {
+	int json, broker;
+};
+
+/* cli_options' take: --json or --broker into DATA, a struct check_args. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct check_args *a = data;
+
+	(void)arg;
+	if (c == 'j')
+		a->json = 1;
+	else
+		a->broker = 1;
+	return CLI_GO_ON;
+}
+
 int
 cli_check(int argc, char **argv)
 {
@@ -55,44 +74,35 @@ cli_check(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	struct check_args a = { 0 };
+	const struct cli_options o = { .verb = "check", .usage = usage_line,
+	    .opts = opts, .take = take_option, .data = &a };
 	json_t *results;
-	int c, json = 0, broker = 0, bad = 0;
+	int bad = 0, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'b': broker = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			return CLI_OK;
-		default:
-			return cli_usage_error("check", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON)
+		return rc;
 	if (optind >= argc)
 		return cli_usage_error("check", usage_line, "expected at least one plan file");
 
 	results = json_array();
 	for (int i = optind; i < argc; i++) {
-		if (!json && i > optind)
+		if (!a.json && i > optind)
 			printf("\n");
-		if (broker && !json)
+		if (a.broker && !a.json)
 			bad += check_broker_first(argv[i], results) != 0;
-		else if (check_plan(argv[i], NULL, 0, json, stdout, stderr, results) != 0)
+		else if (check_plan(argv[i], NULL, 0, a.json, stdout, stderr, results) != 0)
 			bad++;
-		else if (broker)
-			bad += cli_check_broker(argv[i], json, stdout, stderr,
+		else if (a.broker)
+			bad += cli_check_broker(argv[i], a.json, stdout, stderr,
 			    json_array_get(results, json_array_size(results) - 1)) != 0;
 	}
-	if (json) {
-		json_t *o = json_pack("{s:b,s:O}", "valid", bad == 0, "plans", results);
+	if (a.json) {
+		json_t *doc = json_pack("{s:b,s:O}", "valid", bad == 0, "plans", results);
 
-		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		printf("\n");
-		json_decref(o);
+		json_decref(doc);
 	}
 	json_decref(results);
 	return bad ? CLI_FAIL : CLI_OK;

@@ -94,13 +94,38 @@ struct encode_args {
 	const char *unit, *levels, *max_delay;
 	const char *prefix;		/* NULL: the style's default */
 	const char *delay, *dest;
-	int json, help;
+	int json;
+	const char *usage;		/* the usage line, for errors */
 };
 
-/* Reads ARGV into A, stopping at --help (A->help set). Returns CLI_OK, or
- * CLI_USAGE after printing the error and USAGE. */
+/* cli_options' take: option C with its value ARG into DATA, a struct
+ * encode_args. */
 static int
-parse_args(int argc, char **argv, const char *usage, struct encode_args *a)
+take_option(int c, char *arg, void *data)
+{
+	struct encode_args *a = data;
+	char names[128];
+
+	switch (c) {
+	case 'u': a->unit = arg; break;
+	case 'l': a->levels = arg; break;
+	case 'm': a->max_delay = arg; break;
+	case 'p': a->prefix = arg; break;
+	case 'j': a->json = 1; break;
+	case 'n':
+		if (ladder_naming_parse(arg, &a->naming) != 0)
+			return cli_usage_error("encode", a->usage,
+			    "--naming '%s': expected %s", arg,
+			    ladder_naming_list(", ", " or ", names, sizeof(names)));
+		break;
+	}
+	return CLI_GO_ON;
+}
+
+/* Reads ARGV into A. Returns CLI_GO_ON, or the exit status after --help
+ * or a usage error (printed with A->usage). */
+static int
+parse_args(int argc, char **argv, struct encode_args *a)
 {
 	static const struct option opts[] = {
 		{ "unit", required_argument, NULL, 'u' },
@@ -112,32 +137,13 @@ parse_args(int argc, char **argv, const char *usage, struct encode_args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char names[128];
-	int c;
+	const struct cli_options o = { .verb = "encode", .usage = a->usage,
+	    .opts = opts, .take = take_option, .data = a };
+	const char *usage = a->usage;
+	int rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u': a->unit = optarg; break;
-		case 'l': a->levels = optarg; break;
-		case 'm': a->max_delay = optarg; break;
-		case 'p': a->prefix = optarg; break;
-		case 'j': a->json = 1; break;
-		case 'n':
-			if (ladder_naming_parse(optarg, &a->naming) != 0)
-				return cli_usage_error("encode", usage,
-				    "--naming '%s': expected %s", optarg,
-				    ladder_naming_list(", ", " or ", names, sizeof(names)));
-			break;
-		case 'h':
-			a->help = 1;
-			return CLI_OK;
-		default:
-			return cli_usage_error("encode", usage, "unknown or incomplete option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON)
+		return rc;
 	if (argc - optind != 2)
 		return cli_usage_error("encode", usage, "expected DELAY and DESTINATION");
 	if (a->levels != NULL && a->max_delay != NULL)
@@ -152,7 +158,7 @@ parse_args(int argc, char **argv, const char *usage, struct encode_args *a)
 	}
 	a->delay = argv[optind];
 	a->dest = argv[optind + 1];
-	return CLI_OK;
+	return CLI_GO_ON;
 }
 
 /* Refuses what A asks of a style that does not have it: a prefix for
@@ -276,12 +282,9 @@ cli_encode(int argc, char **argv)
 	int rc;
 
 	usage_line(usage, sizeof(usage));
-	if ((rc = parse_args(argc, argv, usage, &a)) != CLI_OK)
+	a.usage = usage;
+	if ((rc = parse_args(argc, argv, &a)) != CLI_GO_ON)
 		return rc;
-	if (a.help) {
-		printf("usage: %s\n", usage);
-		return CLI_OK;
-	}
 	if ((rc = args_fit_style(&a, usage)) != CLI_OK ||
 	    (rc = args_ladder(&a, &l)) != CLI_OK)
 		return rc;

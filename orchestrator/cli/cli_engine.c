@@ -46,6 +46,8 @@ on_signal(int sig)
 
 /* Options every verb here shares. */
 struct common {
+	const char *verb;	/* the verb read for, and its usage line */
+	const char *usage;
 	const char *db;
 	const char *server;
 	const char *as;
@@ -104,6 +106,52 @@ alert_kinds_help(void)
 	}
 }
 
+/* cli_options' take: option C with its value ARG into DATA, a struct
+ * common (its verb and usage set). */
+static int
+take_common(int c, char *arg, void *data)
+{
+	struct common *o = data;
+
+	switch (c) {
+	case 'd': o->db = arg; break;
+	case 's': o->server = arg; break;
+	case 'C': cli_remote_tls('C', arg); break;
+	case 'E': cli_remote_tls('c', arg); break;
+	case 'K': cli_remote_tls('k', arg); break;
+	case 'a': o->as = arg; break;
+	case 'c': o->comment = arg; break;
+	case 'f':
+		/* serve.yaml's notifiers: only run has an engine to notify of. */
+		if (strcmp(o->verb, "run") != 0)
+			return cli_usage_error(o->verb, o->usage, "--config is for run "
+			    "and serve");
+		o->config = arg;
+		break;
+	case 'j': o->json = 1; break;
+	case 'w': o->wait = 1; break;
+	case 'W': o->wait = 0; break;
+	case 'v': o->verify = 1; break;
+	case 'n':
+		if (strcmp(o->verb, "run") != 0 && strcmp(o->verb, "submit") != 0)
+			return cli_usage_error(o->verb, o->usage, "--new is for run and "
+			    "submit");
+		o->fresh = 1;
+		break;
+	}
+	return CLI_GO_ON;
+}
+
+/* cli_options' help: ack's also lists the alert kinds. */
+static void
+help_common(void *data)
+{
+	const struct common *o = data;
+
+	if (strcmp(o->verb, "ack") == 0)
+		alert_kinds_help();
+}
+
 /* Parses the options; NEED_DB: the verb has no remote form. Sets o->ok
  * when the verb should go on, else returns its exit status. */
 static int
@@ -127,49 +175,17 @@ parse_common(const char *verb, const char *usage, int argc, char **argv, int nee
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cli_options opt = { .verb = verb, .usage = usage, .opts = opts,
+	    .take = take_common, .help = help_common, .data = o };
+	int rc;
 
 	memset(o, 0, sizeof(*o));
+	o->verb = verb;
+	o->usage = usage;
 	/* A person at a terminal wants to see what their command did. */
 	o->wait = isatty(STDOUT_FILENO);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': o->db = optarg; break;
-		case 's': o->server = optarg; break;
-		case 'C': cli_remote_tls('C', optarg); break;
-		case 'E': cli_remote_tls('c', optarg); break;
-		case 'K': cli_remote_tls('k', optarg); break;
-		case 'a': o->as = optarg; break;
-		case 'c': o->comment = optarg; break;
-		case 'f':
-			/* serve.yaml's notifiers: only run has an engine to notify of. */
-			if (strcmp(verb, "run") != 0)
-				return cli_usage_error(verb, usage, "--config is for run "
-				    "and serve");
-			o->config = optarg;
-			break;
-		case 'j': o->json = 1; break;
-		case 'w': o->wait = 1; break;
-		case 'W': o->wait = 0; break;
-		case 'v': o->verify = 1; break;
-		case 'n':
-			if (strcmp(verb, "run") != 0 && strcmp(verb, "submit") != 0)
-				return cli_usage_error(verb, usage, "--new is for run and "
-				    "submit");
-			o->fresh = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n", usage);
-			if (strcmp(verb, "ack") == 0)
-				alert_kinds_help();
-			return CLI_OK;
-		default:
-			return cli_usage_error(verb, usage, "unknown or incomplete option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_options_read(&opt, argc, argv)) != CLI_GO_ON)
+		return rc;
 	if (o->db == NULL && need_db && o->config == NULL)
 		return cli_usage_error(verb, usage, "--db FILE is required");
 	if (o->db != NULL && o->server != NULL)

@@ -164,10 +164,34 @@ struct old_args {
 	const char *action;		/* "measure" or "remove" */
 	const char *plan;
 	int json, remove;
-	int64_t last_ms;		/* --last-entry, for remove */
+	const char *last_entry;		/* --last-entry, for remove */
+	int64_t last_ms;		/* what it says */
 	const char *db;			/* --db, for remove */
 	struct old_remove_opts ro;
 };
+
+/* cli_options' take: option C with its value ARG into DATA, a struct
+ * old_args. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct old_args *a = data;
+
+	switch (c) {
+	case 'j': a->json = 1; break;
+	case 'n': a->ro.dry_run = true; break;
+	case 'l': a->last_entry = arg; break;
+	case 'd': a->db = arg; break;
+	}
+	return CLI_GO_ON;
+}
+
+/* cli_options' incomplete: --last-entry says what it needs. */
+static const char *
+incomplete(int c)
+{
+	return c == 'l' ? "--last-entry needs a time" : NULL;
+}
 
 /* Reads the command line into A. Returns 0 to go on, or -1 with *RC set
  * (CLI_OK after --help, else a usage error). */
@@ -182,31 +206,14 @@ args_parse(int argc, char **argv, struct old_args *a, int *rc)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *last_entry = NULL;
+	const struct cli_options o = { .verb = "old", .usage = usage_line,
+	    .opts = opts, .take = take_option, .incomplete = incomplete, .data = a };
 	char err[2048];
-	int c;
+	int r;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': a->json = 1; break;
-		case 'n': a->ro.dry_run = true; break;
-		case 'l': last_entry = optarg; break;
-		case 'd': a->db = optarg; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			*rc = CLI_OK;
-			return -1;
-		default:
-			if (optopt == 'l')
-				*rc = cli_usage_error("old", usage_line, "--last-entry needs "
-				    "a time");
-			else
-				*rc = cli_usage_error("old", usage_line, "unknown option '%s'",
-				    argv[optind - 1]);
-			return -1;
-		}
+	if ((r = cli_options_read(&o, argc, argv)) != CLI_GO_ON) {
+		*rc = r;
+		return -1;
 	}
 	if (argc - optind != 2) {
 		*rc = cli_usage_error("old", usage_line, "expected an action and a plan");
@@ -222,20 +229,20 @@ args_parse(int argc, char **argv, struct old_args *a, int *rc)
 		*rc = cli_usage_error("old", usage_line, "unknown action '%s'", a->action);
 		return -1;
 	}
-	if (!a->remove && (last_entry != NULL || a->ro.dry_run || a->db != NULL)) {
+	if (!a->remove && (a->last_entry != NULL || a->ro.dry_run || a->db != NULL)) {
 		*rc = cli_usage_error("old", usage_line, "--last-entry, --db and "
 		    "--dry-run are for remove");
 		return -1;
 	}
-	if (a->remove && (last_entry == NULL) == (a->db == NULL)) {
+	if (a->remove && (a->last_entry == NULL) == (a->db == NULL)) {
 		*rc = cli_usage_error("old", usage_line, "remove needs either --db FILE "
 		    "(the plan's database) or --last-entry TIME (the last time a message "
 		    "entered the old path)");
 		return -1;
 	}
-	if (last_entry == NULL)
+	if (a->last_entry == NULL)
 		return 0;
-	if (a->remove && old_time_parse(last_entry, &a->last_ms, err, sizeof(err)) != 0) {
+	if (a->remove && old_time_parse(a->last_entry, &a->last_ms, err, sizeof(err)) != 0) {
 		*rc = cli_usage_error("old", usage_line, "--last-entry: %s", err);
 		return -1;
 	}

@@ -309,6 +309,38 @@ done:
 	return rc;
 }
 
+/* Where the command line says the operators file is. */
+struct where {
+	const char *file, *config;
+};
+
+/* cli_options' take: --file or --config ARG into DATA, a struct where. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct where *w = data;
+
+	if (c == 'f')
+		w->file = arg;
+	else
+		w->config = arg;
+	return CLI_GO_ON;
+}
+
+/* cli_options' help: the subcommands and where the file is. */
+static void
+help(void *data)
+{
+	(void)data;
+	printf("\n"
+	    "  add NAME     make a token for NAME, print it once, write its sha256\n"
+	    "  list         the operators' names\n"
+	    "  remove NAME  take NAME's line out\n"
+	    "  --file FILE  the operators file (default %s)\n"
+	    "  --config F   the operators file serve.yaml F names\n\n"
+	    "cutover serve reads the file when it starts.\n", OPERATORS_DEFAULT);
+}
+
 int
 cli_operators(int argc, char **argv)
 {
@@ -318,31 +350,17 @@ cli_operators(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *file = NULL, *config = NULL, *sub;
+	struct where w = { 0 };
+	const struct cli_options o = { .verb = "operators", .usage = usage_line,
+	    .opts = opts, .take = take_option, .help = help, .data = &w };
+	const char *file, *config, *sub;
 	char *path = NULL;
-	int c, rc;
+	int rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'c': config = optarg; break;
-		case 'h':
-			printf("usage: %s\n\n"
-			    "  add NAME     make a token for NAME, print it once, write its sha256\n"
-			    "  list         the operators' names\n"
-			    "  remove NAME  take NAME's line out\n"
-			    "  --file FILE  the operators file (default %s)\n"
-			    "  --config F   the operators file serve.yaml F names\n\n"
-			    "cutover serve reads the file when it starts.\n", usage_line,
-			    OPERATORS_DEFAULT);
-			return CLI_OK;
-		default:
-			return cli_usage_error("operators", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON)
+		return rc;
+	file = w.file;
+	config = w.config;
 	if (file != NULL && config != NULL)
 		return cli_usage_error("operators", usage_line, "--file and --config both name "
 		    "the file: give one");

@@ -156,6 +156,28 @@ args_header(struct pub_args *a, const char *arg, int *rc)
 	return 0;
 }
 
+/* cli_options' take: option C with its value ARG into DATA, a struct
+ * pub_args. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct pub_args *a = data;
+	int rc = CLI_FAIL;
+
+	switch (c) {
+	case 'd': a->delay = arg; break;
+	case 'D': a->dest = arg; break;
+	case 'b': a->body = arg; break;
+	case 'f': a->body_file = arg; break;
+	case 'j': a->json = 1; break;
+	case 'H':
+		if (args_header(a, arg, &rc) != 0)
+			return rc;
+		break;
+	}
+	return CLI_GO_ON;
+}
+
 /* Reads the command line into A. Returns 0 to go on, or -1 with *RC set
  * (CLI_OK after --help, a usage error, CLI_FAIL). */
 static int
@@ -171,30 +193,13 @@ args_parse(int argc, char **argv, struct pub_args *a, int *rc)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cli_options o = { .verb = "publish", .usage = usage_line,
+	    .opts = opts, .take = take_option, .data = a };
+	int r;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': a->delay = optarg; break;
-		case 'D': a->dest = optarg; break;
-		case 'b': a->body = optarg; break;
-		case 'f': a->body_file = optarg; break;
-		case 'j': a->json = 1; break;
-		case 'H':
-			if (args_header(a, optarg, rc) != 0)
-				return -1;
-			break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			*rc = CLI_OK;
-			return -1;
-		default:
-			*rc = cli_usage_error("publish", usage_line, "unknown or incomplete "
-			    "option '%s'", argv[optind - 1]);
-			return -1;
-		}
+	if ((r = cli_options_read(&o, argc, argv)) != CLI_GO_ON) {
+		*rc = r;
+		return -1;
 	}
 	if (argc - optind != 1) {
 		*rc = cli_usage_error("publish", usage_line, "expected one plan file");

@@ -11,6 +11,16 @@
 #include "plan.h"
 #include "step.h"
 
+/* cli_options' take for --json, the one option: DATA is the verb's int. */
+static int
+take_json(int c, char *arg, void *data)
+{
+	(void)c;
+	(void)arg;
+	*(int *)data = 1;
+	return CLI_GO_ON;
+}
+
 int
 cli_step_options(const char *verb, const char *usage, int argc, char **argv,
     int *json)
@@ -20,23 +30,11 @@ cli_step_options(const char *verb, const char *usage, int argc, char **argv,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	const struct cli_options o = { .verb = verb, .usage = usage, .opts = opts,
+	    .take = take_json, .data = json };
 
 	*json = 0;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': *json = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage);
-			return CLI_OK;
-		default:
-			return cli_usage_error(verb, usage, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
-	return CLI_GO_ON;
+	return cli_options_read(&o, argc, argv);
 }
 
 int

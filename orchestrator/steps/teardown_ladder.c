@@ -43,6 +43,22 @@ check_empty(struct step_ctx *c, const struct topology *t, json_t *held,
 	return off ? -1 : 0;
 }
 
+/* Deletes exchange NAME and adds it to REMOVED. Returns 0, or -1 with
+ * ERR. */
+static int
+delete_exchange(struct step_ctx *c, const char *name, json_t *removed, char *err,
+    size_t errlen)
+{
+	char why[512];
+
+	if (broker_exchange_delete(c->amqp, name, false, why, sizeof(why)) != 0) {
+		errbuf_set(err, errlen, "deleting exchange '%s': %s", name, why);
+		return -1;
+	}
+	json_array_append_new(removed, json_string(name));
+	return 0;
+}
+
 int
 step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
@@ -63,12 +79,8 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 	for (i = 0; i < t.nexchanges; i++) {
 		if (t.exchanges[i].role != TOPOLOGY_LEVEL)
 			continue;
-		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
-		    sizeof(why)) != 0) {
-			errbuf_set(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+		if (delete_exchange(c, t.exchanges[i].name, removed, err, errlen) != 0)
 			goto done;
-		}
-		json_array_append_new(removed, json_string(t.exchanges[i].name));
 	}
 	/* Something may have entered between the check and the deletions. */
 	if (check_empty(c, &t, held, err, errlen) != 0)
@@ -90,12 +102,8 @@ step_teardown_ladder(struct step_ctx *c, json_t **result, char *err, size_t errl
 		if (t.exchanges[i].role == TOPOLOGY_LEVEL ||
 		    t.exchanges[i].role == TOPOLOGY_DESTINATION)
 			continue;
-		if (broker_exchange_delete(c->amqp, t.exchanges[i].name, false, why,
-		    sizeof(why)) != 0) {
-			errbuf_set(err, errlen, "deleting exchange '%s': %s", t.exchanges[i].name, why);
+		if (delete_exchange(c, t.exchanges[i].name, removed, err, errlen) != 0)
 			goto done;
-		}
-		json_array_append_new(removed, json_string(t.exchanges[i].name));
 	}
 	for (i = 0; i < t.npolicies; i++) {
 		int r = mgmt_delete_policy(c->mgmt, t.policies[i].name, why, sizeof(why));
