@@ -34,6 +34,19 @@ int cli_operators(int argc, char **argv);
 int cli_backup(int argc, char **argv);
 int cli_restore(int argc, char **argv);
 
+struct store;
+
+/* cli_file.c: what a database copy holds, as backup and restore say it:
+ * its plans ({id, name, status, archived} each) and its last event. */
+struct cli_held {
+	json_t *plans;             /* owned; json_array() before the read */
+	int64_t last_id, last_ts, last_plan;
+	char last_kind[48];
+};
+
+/* Reads S's plans and last event into H. Returns 0, or -1 with ERR. */
+int cli_held_read(struct store *s, struct cli_held *h, char *err, size_t errlen);
+
 /* cli_check_broker.c: `check --broker` for plan FILE (already checked
  * valid): reads its broker's version and feature flags read-only and
  * prints them (unless JSON) or why the broker cannot honour the plan (on

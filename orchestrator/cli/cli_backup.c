@@ -20,40 +20,10 @@
 
 static const char usage_line[] = "cutover backup --db FILE [--json] OUT";
 
-/* What a checked copy holds: its plans and its last event. */
-struct held {
-	json_t *plans;
-	int64_t last_id, last_ts, last_plan;
-	char last_kind[48];
-};
-
-static int
-plan_seen(const struct store_plan *p, void *arg)
-{
-	struct held *h = arg;
-
-	json_array_append_new(h->plans, json_pack("{s:I,s:s,s:s,s:b}", "id",
-	    (json_int_t)p->id, "name", p->name, "status", p->status, "archived",
-	    p->archived_ms != 0));
-	return 0;
-}
-
-static int
-event_seen(const struct store_event *ev, void *arg)
-{
-	struct held *h = arg;
-
-	h->last_id = ev->id;
-	h->last_ts = ev->ts_ms;
-	h->last_plan = ev->plan_id;
-	snprintf(h->last_kind, sizeof(h->last_kind), "%s", ev->kind);
-	return 0;
-}
-
 /* Opens the copy OUT and checks it whole (store_backup_verify, as serve's
  * scheduled backups do); fills H. Returns 0, or -1 with ERR. */
 static int
-check_copy(const char *out, struct held *h, char *err, size_t errlen)
+check_copy(const char *out, struct cli_held *h, char *err, size_t errlen)
 {
 	struct store *c = NULL;
 	int rc = -1;
@@ -61,8 +31,7 @@ check_copy(const char *out, struct held *h, char *err, size_t errlen)
 	if (store_open(out, &c, err, errlen) != 0 ||
 	    store_backup_verify(c, out, err, errlen) != 0)
 		goto done;
-	if (store_each_plan(c, plan_seen, h, err, errlen) != 0 ||
-	    store_each_event(c, 0, event_seen, h, err, errlen) != 0)
+	if (cli_held_read(c, h, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -79,7 +48,7 @@ cli_backup(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct held h = { .plans = json_array() };
+	struct cli_held h = { .plans = json_array() };
 	struct store *s = NULL;
 	const char *db = NULL, *out;
 	char err[1024], when[32];

@@ -57,3 +57,33 @@ cli_store_open_existing(const char *db, struct store **out, char *err, size_t er
 	}
 	return store_open(db, out, err, errlen);
 }
+
+static int
+held_plan(const struct store_plan *p, void *arg)
+{
+	struct cli_held *h = arg;
+
+	json_array_append_new(h->plans, json_pack("{s:I,s:s,s:s,s:b}", "id",
+	    (json_int_t)p->id, "name", p->name, "status", p->status, "archived",
+	    p->archived_ms != 0));
+	return 0;
+}
+
+static int
+held_event(const struct store_event *ev, void *arg)
+{
+	struct cli_held *h = arg;
+
+	h->last_id = ev->id;
+	h->last_ts = ev->ts_ms;
+	h->last_plan = ev->plan_id;
+	snprintf(h->last_kind, sizeof(h->last_kind), "%s", ev->kind);
+	return 0;
+}
+
+int
+cli_held_read(struct store *s, struct cli_held *h, char *err, size_t errlen)
+{
+	return store_each_plan(s, held_plan, h, err, errlen) != 0 ||
+	    store_each_event(s, 0, held_event, h, err, errlen) != 0 ? -1 : 0;
+}

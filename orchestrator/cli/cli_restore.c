@@ -29,36 +29,6 @@
 
 static const char usage_line[] = "cutover restore --db FILE [--json] BACKUP";
 
-/* What the backup holds: its plans and its last event. */
-struct held {
-	json_t *plans;
-	int64_t last_id, last_ts;
-	char last_kind[48];
-	char last_hash[STORE_HASH_HEX];
-};
-
-static int
-plan_seen(const struct store_plan *p, void *arg)
-{
-	struct held *h = arg;
-
-	json_array_append_new(h->plans, json_pack("{s:I,s:s,s:s,s:b}", "id",
-	    (json_int_t)p->id, "name", p->name, "status", p->status, "archived",
-	    p->archived_ms != 0));
-	return 0;
-}
-
-static int
-event_seen(const struct store_event *ev, void *arg)
-{
-	struct held *h = arg;
-
-	h->last_id = ev->id;
-	h->last_ts = ev->ts_ms;
-	snprintf(h->last_kind, sizeof(h->last_kind), "%s", ev->kind);
-	return 0;
-}
-
 /* Copies the file FROM into TO, a new file, and forces it to the disk.
  * Returns 0, or -1 with ERR (TO may be left half written: the caller
  * removes it). */
@@ -150,11 +120,12 @@ standalone(const char *backup, char *err, size_t errlen)
 	return 0;
 }
 
-/* Records state.restored in the history of each plan of H not archived,
- * in one transaction. Returns 0, or -1 with ERR. */
+/* Records state.restored in the history of each plan of H not archived
+ * (HASH: the chain's hash at the backup's last event), in one
+ * transaction. Returns 0, or -1 with ERR. */
 static int
-record_restored(struct store *s, const char *backup, const struct held *h,
-    char *err, size_t errlen)
+record_restored(struct store *s, const char *backup, const struct cli_held *h,
+    const char *hash, char *err, size_t errlen)
 {
 	char when[32], gap[512], *text;
 	time_t t = (time_t)(h->last_ts / 1000);
@@ -177,7 +148,7 @@ record_restored(struct store *s, const char *backup, const struct held *h,
 			continue;
 		d = json_pack("{s:s,s:{s:I,s:I,s:s,s:s},s:s}", "backup", backup,
 		    "backup_last_event", "id", (json_int_t)h->last_id, "ts_ms",
-		    (json_int_t)h->last_ts, "kind", h->last_kind, "hash", h->last_hash,
+		    (json_int_t)h->last_ts, "kind", h->last_kind, "hash", hash,
 		    "gap", gap);
 		text = json_dumps(d, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		json_decref(d);
@@ -200,11 +171,11 @@ record_restored(struct store *s, const char *backup, const struct held *h,
 /* Makes the checked, migrated and marked copy of BACKUP at TMP; fills H.
  * Returns 0, or -1 with ERR. */
 static int
-restore_into(const char *backup, const char *tmp, struct held *h, char *err,
+restore_into(const char *backup, const char *tmp, struct cli_held *h, char *err,
     size_t errlen)
 {
-	struct store_verify v = { 0 };
 	struct store *s = NULL;
+	char hash[STORE_HASH_HEX];
 	int64_t nevents;
 	int rc = -1;
 
@@ -213,17 +184,11 @@ restore_into(const char *backup, const char *tmp, struct held *h, char *err,
 	/* Opening migrates the copy, never the backup; a newer schema is
 	 * refused before anything is written. */
 	if (store_open(tmp, &s, err, errlen) != 0 ||
-	    store_integrity(s, tmp, true, err, errlen) != 0 ||
-	    store_verify_events(s, &v, err, errlen) != 0)
+	    store_backup_verify(s, tmp, err, errlen) != 0)
 		goto done;
-	if (!v.verified) {
-		errbuf_set(err, errlen, "the backup's history does not verify: %s", v.reason);
-		goto done;
-	}
-	if (store_each_plan(s, plan_seen, h, err, errlen) != 0 ||
-	    store_each_event(s, 0, event_seen, h, err, errlen) != 0 ||
-	    store_chain_head(s, &nevents, &h->last_id, h->last_hash, err, errlen) != 0 ||
-	    record_restored(s, backup, h, err, errlen) != 0)
+	if (cli_held_read(s, h, err, errlen) != 0 ||
+	    store_chain_head(s, &nevents, &h->last_id, hash, err, errlen) != 0 ||
+	    record_restored(s, backup, h, hash, err, errlen) != 0)
 		goto done;
 	rc = 0;
 done:
@@ -239,7 +204,7 @@ done:
 }
 
 static void
-print_held(const char *backup, const char *db, const struct held *h, int json)
+print_held(const char *backup, const char *db, const struct cli_held *h, int json)
 {
 	char when[32];
 	time_t t = (time_t)(h->last_ts / 1000);
@@ -285,7 +250,7 @@ cli_restore(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct held h = { .plans = json_array() };
+	struct cli_held h = { .plans = json_array() };
 	const char *db = NULL, *backup;
 	char err[1024] = "", tmp[4096];
 	int c, json = 0, rc = CLI_FAIL;

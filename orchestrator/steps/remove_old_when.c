@@ -159,26 +159,34 @@ rm_baseline(struct rm_run *r, char *err, size_t errlen)
 	return old_counters_read(r->c, &r->base, err, errlen);
 }
 
+/* Makes every item of ITEMS not yet decided that selection S holds wait
+ * one baseline window, for WHY, with a fresh baseline taken now. */
+static void
+wait_baseline(struct rm_run *r, const struct old_selection *s, struct item *items,
+    size_t nitems, const char *why)
+{
+	for (size_t i = 0; i < nitems; i++)
+		if (items[i].outcome == OUT_NONE && old_sel_find(s, items[i].name) != NULL)
+			rm_wait(r, &items[i], WAIT_BASELINE, "%s", why);
+	r->new_baseline = true;
+}
+
 bool
 rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items,
     size_t nitems)
 {
 	struct mgmt_node_list nodes = { 0 };
 	const struct mgmt_node *n = NULL;
-	char why[256], t1[40], t2[40];
+	char why[REASON_MAX], t1[40], t2[40];
 	int64_t started = 0, wall = old_now_ms(NULL);
 
 	if (r->c->restored_ms > r->base.at_ms) {
 		old_time_format(r->c->restored_ms, t1, sizeof(t1));
 		old_time_format(r->base.at_ms, t2, sizeof(t2));
-		for (size_t i = 0; i < nitems; i++)
-			if (items[i].outcome == OUT_NONE &&
-			    old_sel_find(s, items[i].name) != NULL)
-				rm_wait(r, &items[i], WAIT_BASELINE, "the database was "
-				    "restored from a backup at %s, after %s (%s): nothing is "
-				    "deleted on readings older than the restore, so a fresh "
-				    "baseline was taken", t1, r->base_what, t2);
-		r->new_baseline = true;
+		snprintf(why, sizeof(why), "the database was restored from a backup at "
+		    "%s, after %s (%s): nothing is deleted on readings older than the "
+		    "restore, so a fresh baseline was taken", t1, r->base_what, t2);
+		wait_baseline(r, s, items, nitems, why);
 		return true;
 	}
 	if (r->base.at_ms <= 0 || mgmt_list_nodes(r->c->old_mgmt, &nodes, why,
@@ -194,14 +202,10 @@ rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items
 	if (n != NULL) {
 		old_time_format(started, t1, sizeof(t1));
 		old_time_format(r->base.at_ms, t2, sizeof(t2));
-		for (size_t i = 0; i < nitems; i++)
-			if (items[i].outcome == OUT_NONE &&
-			    old_sel_find(s, items[i].name) != NULL)
-				rm_wait(r, &items[i], WAIT_BASELINE, "node %s started at %s, "
-				    "after %s (%s): its publish counters began again from "
-				    "zero, so a fresh baseline was taken", n->name, t1,
-				    r->base_what, t2);
-		r->new_baseline = true;
+		snprintf(why, sizeof(why), "node %s started at %s, after %s (%s): its "
+		    "publish counters began again from zero, so a fresh baseline was "
+		    "taken", n->name, t1, r->base_what, t2);
+		wait_baseline(r, s, items, nitems, why);
 	}
 	mgmt_node_list_free(&nodes);
 	return n != NULL;
