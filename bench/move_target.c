@@ -409,6 +409,26 @@ bench_close(struct bench *b)
 	plan_free(b->p);
 }
 
+/* The old queue filled again with N messages and the shovel run to D
+ * (run_shovel: *MS, *GONE_MS), its CPU time per 10,000 messages into
+ * CPU (cpu_text). Returns what it moved, or -1. */
+static int64_t
+shovel_phase(struct bench *b, const struct shovel_dest *d, int n, int64_t *ms,
+    int64_t *gone_ms, char *cpu, size_t cpulen)
+{
+	struct cpu a, z;
+	int64_t moved;
+
+	if (old_filled(b, n) != 0)
+		return -1;
+	cpu_now(&a);
+	if ((moved = run_shovel(b, d, n, ms, gone_ms)) < 0)
+		return -1;
+	cpu_now(&z);
+	cpu_text(&a, &z, n, cpu, cpulen);
+	return moved;
+}
+
 /* The like-for-like peer's destination into D: the entry exchange and
  * routing key of the delay the old messages owe (600 s, rounded up as
  * move_old does) towards DEST, and the level queue they enter, written
@@ -443,7 +463,7 @@ main(void)
 	struct bench b;
 	json_t *r = NULL;
 	int64_t ms_step, ms_shovel, gone_ms, moved, shovelled, ms_like, gone_like, liked;
-	struct cpu c0, c1, c2, c3, c4, c5;
+	struct cpu c0, c1;
 	struct shovel_dest plain = { NULL, NULL, SHOVELQ }, like;
 	char err[2048], measure[160], fig[64], peer[128], cpu_step[96], cpu_shovel[96],
 	    cpu_like[96], ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], lq[LADDER_NAME_MAX];
@@ -471,23 +491,15 @@ main(void)
 	if ((moved = run_move_old(&b, &ms_step)) < 0)
 		goto done;
 	cpu_now(&c1);
-	if (old_filled(&b, n) != 0)
-		goto done;
-	cpu_now(&c2);
-	if ((shovelled = run_shovel(&b, &plain, n, &ms_shovel, &gone_ms)) < 0)
-		goto done;
-	cpu_now(&c3);
-	/* The like-for-like peer: the same shovel publishing into the
-	 * ladder's entry exchange, paying its routing as move_old does. */
-	if (old_filled(&b, n) != 0)
-		goto done;
-	cpu_now(&c4);
-	if ((liked = run_shovel(&b, &like, n, &ms_like, &gone_like)) < 0)
-		goto done;
-	cpu_now(&c5);
 	cpu_text(&c0, &c1, n, cpu_step, sizeof(cpu_step));
-	cpu_text(&c2, &c3, n, cpu_shovel, sizeof(cpu_shovel));
-	cpu_text(&c4, &c5, n, cpu_like, sizeof(cpu_like));
+	/* Then the peers: the shovel into a plain queue (the floor's), and
+	 * the same shovel publishing into the ladder's entry exchange,
+	 * paying its routing as move_old and producers do. */
+	if ((shovelled = shovel_phase(&b, &plain, n, &ms_shovel, &gone_ms,
+	    cpu_shovel, sizeof(cpu_shovel))) < 0 ||
+	    (liked = shovel_phase(&b, &like, n, &ms_like, &gone_like, cpu_like,
+	    sizeof(cpu_like))) < 0)
+		goto done;
 	x = (double)moved * 1000.0 / (double)(ms_step > 0 ? ms_step : 1);
 	y = (double)shovelled * 1000.0 / (double)(ms_shovel > 0 ? ms_shovel : 1);
 	z = (double)liked * 1000.0 / (double)(ms_like > 0 ? ms_like : 1);
