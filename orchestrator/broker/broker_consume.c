@@ -452,7 +452,8 @@ broker_next_many(struct broker *b, size_t max, int wait_ms, int gap_ms,
 			return rc;
 	}
 	deadline = clock_mono_ms() + (*got == 0 ? wait_ms : gap_ms);
-	while (*got < max && b->consume_queue != NULL) {
+	while (*got < max && b->consume_queue != NULL && b->conn != NULL &&
+	    b->chan != 0) {
 		snprintf(what, sizeof(what), "waiting for deliveries from queue '%s'",
 		    b->consume_queue);
 		rc = broker__next_frame(b, deadline, &f);
