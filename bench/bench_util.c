@@ -118,7 +118,12 @@ bench_line(const char *measure, const char *cutover, const char *peer,
 double
 bench_broker_cpu_s(void)
 {
-	const char *pid = getenv("CUTOVER_BENCH_BROKER_PID");
+	return bench_pid_cpu_s(getenv("CUTOVER_BENCH_BROKER_PID"));
+}
+
+double
+bench_pid_cpu_s(const char *pid)
+{
 	char path[64], buf[1024], *p;
 	unsigned long long utime, stime;
 	size_t n;

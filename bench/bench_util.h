@@ -49,6 +49,9 @@ const char *bench_vhost_enc(const struct mgmt *m);
  * unset, the process gone, the file unreadable). */
 double bench_broker_cpu_s(void);
 
+/* The same for the process PID (a decimal string; NULL or empty: -1). */
+double bench_pid_cpu_s(const char *pid);
+
 /* Seconds on CLOCK_MONOTONIC. */
 double bench_mono_s(void);
 

@@ -12,13 +12,18 @@
  * CUTOVER_BENCH_TARGET_MGMT (the target node), CUTOVER_BENCH_USER and
  * CUTOVER_BENCH_PASSWORD (both nodes'), CUTOVER_BENCH_MESSAGES (default
  * 10000), CUTOVER_BENCH_PREFETCH (move_old.prefetch, default the plan's
- * own default, 100). bench/move_target sets them. */
+ * own default, 100). bench/move_target sets them, and, when it started
+ * the nodes, CUTOVER_BENCH_SOURCE_PID and CUTOVER_BENCH_TARGET_PID (their
+ * Erlang VMs): then each move's CPU time on both nodes and in this
+ * process is printed beside the figures, for on two shared cores the
+ * brokers' CPU sets the pace. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include <jansson.h>
 
@@ -167,6 +172,41 @@ old_filled(struct bench *b, int n)
 	return 0;
 }
 
+/* CPU seconds so far of the source node, the target node (-1 each when
+ * its pid is not given) and this process. */
+struct cpu {
+	double src, tgt, self;
+};
+
+static void
+cpu_now(struct cpu *c)
+{
+	struct rusage ru;
+
+	c->src = bench_pid_cpu_s(getenv("CUTOVER_BENCH_SOURCE_PID"));
+	c->tgt = bench_pid_cpu_s(getenv("CUTOVER_BENCH_TARGET_PID"));
+	c->self = -1;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		c->self = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* "source S s, target T s, bench B s" per 10,000 messages of N, from A to
+ * Z, into OUT ("?" for a node whose pid is not given). */
+static void
+cpu_text(const struct cpu *a, const struct cpu *z, int n, char *out, size_t outlen)
+{
+	double per = 10000.0 / (double)(n > 0 ? n : 1);
+	char s[32] = "?", t[32] = "?";
+
+	if (a->src >= 0 && z->src >= 0)
+		snprintf(s, sizeof(s), "%.2f", (z->src - a->src) * per);
+	if (a->tgt >= 0 && z->tgt >= 0)
+		snprintf(t, sizeof(t), "%.2f", (z->tgt - a->tgt) * per);
+	snprintf(out, outlen, "source %s s, target %s s, bench %.2f s", s, t,
+	    (z->self - a->self) * per);
+}
+
 /* move_old moving the old queue's N messages into the target's ladder,
  * timed from the step's call to its return (its listing of the old
  * queues, its persists and its last acks included). Returns the messages
@@ -225,19 +265,31 @@ shovel_there(struct bench *b, const char *path)
 	return status == 404 ? 0 : -1;
 }
 
-/* The shovel moving the old queue's N messages to SHOVELQ on the target:
- * a dynamic shovel on the source node, ack-mode on-confirm (acked at the
+/* Where the shovel publishes on the target: into a plain queue of its
+ * own (SHOVELQ, declared afresh: the floor's peer), or into the ladder
+ * (EXCHANGE with KEY: the entry exchange of the delay the old messages
+ * owe, as a producer publishes, the like-for-like peer), its arrivals
+ * counted in QUEUE (the level queue the messages wait in). */
+struct shovel_dest {
+	const char *exchange;		/* NULL: SHOVELQ */
+	const char *key;
+	const char *queue;		/* where its messages are counted */
+};
+
+/* The shovel moving the old queue's N messages to D on the target: a
+ * dynamic shovel on the source node, ack-mode on-confirm (acked at the
  * source after the target's confirm, as move_old does), deleting itself
  * once it has moved the queue's length. Timed from its declaration until
- * the target's queue holds N (*MS, the figure), and until the shovel is
- * gone (*GONE_MS). Returns the messages the target's queue holds, or -1. */
+ * D's queue holds N more than before (*MS, the figure), and until the
+ * shovel is gone (*GONE_MS). Returns the messages it moved there, or -1. */
 static int64_t
-run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
+run_shovel(struct bench *b, const struct shovel_dest *d, int n, int64_t *ms,
+    int64_t *gone_ms)
 {
 	struct broker_queue_info qi = { 0 };
 	char path[512], src[1024], dst[1024], why[1024];
 	json_t *def = NULL;
-	int64_t t0, held = -1;
+	int64_t t0, held = -1, base = 0;
 	uint32_t purged;
 	int there = 1, polls = 0;
 
@@ -249,15 +301,26 @@ run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
 		fprintf(stderr, "bench_move_target: the shovel's URIs do not fit\n");
 		return -1;
 	}
-	if (broker_queue_delete(b->c.amqp, SHOVELQ, 0, &purged, why, sizeof(why)) != 0 ||
-	    broker_queue_declare(b->c.amqp, SHOVELQ, true, NULL, 0, why, sizeof(why)) != 0) {
+	if (d->exchange == NULL && (broker_queue_delete(b->c.amqp, SHOVELQ, 0, &purged,
+	    why, sizeof(why)) != 0 || broker_queue_declare(b->c.amqp, SHOVELQ, true, NULL,
+	    0, why, sizeof(why)) != 0)) {
 		fprintf(stderr, "bench_move_target: target: declaring %s: %s\n", SHOVELQ, why);
 		return -1;
 	}
-	def = json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}}", "value",
-	    "src-protocol", "amqp091", "src-uri", src, "src-queue", OLDQ,
+	if (broker_queue_inspect(b->c.amqp, d->queue, &qi, why, sizeof(why)) != 0) {
+		fprintf(stderr, "bench_move_target: target: %s\n", why);
+		return -1;
+	}
+	base = qi.messages;
+	def = d->exchange == NULL ? json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}}",
+	    "value", "src-protocol", "amqp091", "src-uri", src, "src-queue", OLDQ,
 	    "dest-protocol", "amqp091", "dest-uri", dst, "dest-queue", SHOVELQ,
-	    "ack-mode", "on-confirm", "src-delete-after", "queue-length");
+	    "ack-mode", "on-confirm", "src-delete-after", "queue-length") :
+	    json_pack("{s:{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}}", "value",
+	    "src-protocol", "amqp091", "src-uri", src, "src-queue", OLDQ,
+	    "dest-protocol", "amqp091", "dest-uri", dst, "dest-exchange", d->exchange,
+	    "dest-exchange-key", d->key, "ack-mode", "on-confirm",
+	    "src-delete-after", "queue-length");
 	t0 = clock_mono_ms();
 	if (def == NULL || mgmt_request(b->c.old_mgmt, "PUT", path, def, NULL, NULL, why,
 	    sizeof(why)) != 0) {
@@ -267,12 +330,12 @@ run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
 	}
 	while (clock_mono_ms() - t0 < WAIT_MS) {
 		if (*ms < 0) {
-			if (broker_queue_inspect(b->c.amqp, SHOVELQ, &qi, why,
+			if (broker_queue_inspect(b->c.amqp, d->queue, &qi, why,
 			    sizeof(why)) != 0) {
 				fprintf(stderr, "bench_move_target: target: %s\n", why);
 				goto done;
 			}
-			if ((int64_t)qi.messages >= n)
+			if ((int64_t)qi.messages - base >= n)
 				*ms = clock_mono_ms() - t0;
 		}
 		/* The parameter's GET costs the source node more than a
@@ -290,11 +353,11 @@ run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
 			break;
 		if (there == 0 && *ms < 0) {
 			/* Gone: it moved what it will; the queue has it all. */
-			if (broker_queue_inspect(b->c.amqp, SHOVELQ, &qi, why,
-			    sizeof(why)) == 0 && (int64_t)qi.messages >= n)
+			if (broker_queue_inspect(b->c.amqp, d->queue, &qi, why,
+			    sizeof(why)) == 0 && (int64_t)qi.messages - base >= n)
 				continue;
-			fprintf(stderr, "bench_move_target: the shovel went, %u of %d "
-			    "moved\n", qi.messages, n);
+			fprintf(stderr, "bench_move_target: the shovel went, %" PRId64
+			    " of %d moved\n", (int64_t)qi.messages - base, n);
 			goto done;
 		}
 		nanosleep(&(struct timespec){ .tv_nsec = 2000000L }, NULL);
@@ -303,7 +366,7 @@ run_shovel(struct bench *b, int n, int64_t *ms, int64_t *gone_ms)
 		fprintf(stderr, "bench_move_target: the shovel did not finish in %d s\n",
 		    WAIT_MS / 1000);
 	else
-		held = qi.messages;
+		held = (int64_t)qi.messages - base;
 done:
 	if (there != 0)
 		(void)mgmt_request(b->c.old_mgmt, "DELETE", path, NULL, NULL, NULL, why,
@@ -346,6 +409,52 @@ bench_close(struct bench *b)
 	plan_free(b->p);
 }
 
+/* The old queue filled again with N messages and the shovel run to D
+ * (run_shovel: *MS, *GONE_MS), its CPU time per 10,000 messages into
+ * CPU (cpu_text). Returns what it moved, or -1. */
+static int64_t
+shovel_phase(struct bench *b, const struct shovel_dest *d, int n, int64_t *ms,
+    int64_t *gone_ms, char *cpu, size_t cpulen)
+{
+	struct cpu a, z;
+	int64_t moved;
+
+	if (old_filled(b, n) != 0)
+		return -1;
+	cpu_now(&a);
+	if ((moved = run_shovel(b, d, n, ms, gone_ms)) < 0)
+		return -1;
+	cpu_now(&z);
+	cpu_text(&a, &z, n, cpu, cpulen);
+	return moved;
+}
+
+/* The like-for-like peer's destination into D: the entry exchange and
+ * routing key of the delay the old messages owe (600 s, rounded up as
+ * move_old does) towards DEST, and the level queue they enter, written
+ * into the caller's buffers. Returns 0, or -1 having said why. */
+static int
+ladder_dest(const struct bench *b, struct shovel_dest *d, char *ex, char *key,
+    char *queue)
+{
+	const struct ladder *l = &b->p->ladder;
+	uint64_t units;
+	char why[256];
+
+	if (ladder_encode(l, 600000, &units, why, sizeof(why)) != 0 ||
+	    ladder_routing_key(l, units, DEST, key, LADDER_KEY_MAX + 1, why,
+	    sizeof(why)) != 0) {
+		fprintf(stderr, "bench_move_target: the ladder's key: %s\n", why);
+		return -1;
+	}
+	ladder_entry_exchange(l, units, ex, LADDER_NAME_MAX);
+	ladder_level_queue(l, ladder_entry_level(units), queue, LADDER_NAME_MAX);
+	d->exchange = ex;
+	d->key = key;
+	d->queue = queue;
+	return 0;
+}
+
 int
 main(void)
 {
@@ -353,9 +462,12 @@ main(void)
 	int prefetch = atoi(env("CUTOVER_BENCH_PREFETCH", "100"));
 	struct bench b;
 	json_t *r = NULL;
-	int64_t ms_step, ms_shovel, gone_ms, moved, shovelled;
-	char err[2048], measure[128], fig[64], peer[96];
-	double x, y;
+	int64_t ms_step, ms_shovel, gone_ms, moved, shovelled, ms_like, gone_like, liked;
+	struct cpu c0, c1;
+	struct shovel_dest plain = { NULL, NULL, SHOVELQ }, like;
+	char err[2048], measure[160], fig[64], peer[128], cpu_step[96], cpu_shovel[96],
+	    cpu_like[96], ex[LADDER_NAME_MAX], key[LADDER_KEY_MAX + 1], lq[LADDER_NAME_MAX];
+	double x, y, z;
 	int rc = 2;
 
 	memset(&b, 0, sizeof(b));
@@ -371,21 +483,46 @@ main(void)
 		fprintf(stderr, "bench_move_target: declare_ladder: %s\n", err);
 		goto done;
 	}
-	if (old_filled(&b, n) != 0 || (moved = run_move_old(&b, &ms_step)) < 0 ||
-	    old_filled(&b, n) != 0 ||
-	    (shovelled = run_shovel(&b, n, &ms_shovel, &gone_ms)) < 0)
+	if (ladder_dest(&b, &like, ex, key, lq) != 0)
+		goto done;
+	if (old_filled(&b, n) != 0)
+		goto done;
+	cpu_now(&c0);
+	if ((moved = run_move_old(&b, &ms_step)) < 0)
+		goto done;
+	cpu_now(&c1);
+	cpu_text(&c0, &c1, n, cpu_step, sizeof(cpu_step));
+	/* Then the peers: the shovel into a plain queue (the floor's), and
+	 * the same shovel publishing into the ladder's entry exchange,
+	 * paying its routing as move_old and producers do. */
+	if ((shovelled = shovel_phase(&b, &plain, n, &ms_shovel, &gone_ms,
+	    cpu_shovel, sizeof(cpu_shovel))) < 0 ||
+	    (liked = shovel_phase(&b, &like, n, &ms_like, &gone_like, cpu_like,
+	    sizeof(cpu_like))) < 0)
 		goto done;
 	x = (double)moved * 1000.0 / (double)(ms_step > 0 ? ms_step : 1);
 	y = (double)shovelled * 1000.0 / (double)(ms_shovel > 0 ? ms_shovel : 1);
+	z = (double)liked * 1000.0 / (double)(ms_like > 0 ? ms_like : 1);
 	fprintf(stderr, "bench_move_target: move_old (prefetch %d) moved %" PRId64 " of %d "
 	    "in %" PRId64 " ms; the shovel %" PRId64 " in %" PRId64 " ms (gone after %"
 	    PRId64 " ms)\n", prefetch, moved, n, ms_step, shovelled, ms_shovel, gone_ms);
+	fprintf(stderr, "bench_move_target: the shovel into the ladder (%s, key %s) %"
+	    PRId64 " in %" PRId64 " ms (gone after %" PRId64 " ms)\n", ex, key, liked,
+	    ms_like, gone_like);
+	fprintf(stderr, "bench_move_target: CPU per 10,000 messages: move_old %s; "
+	    "the shovel %s; the shovel into the ladder %s (each until it is gone)\n",
+	    cpu_step, cpu_shovel, cpu_like);
 	snprintf(measure, sizeof(measure), "move_old to another node, %d messages, "
 	    "msg/s vs rabbitmq_shovel", n);
 	snprintf(fig, sizeof(fig), "%.0f msg/s", x);
 	snprintf(peer, sizeof(peer), "rabbitmq_shovel on-confirm %.0f msg/s", y);
 	rc = bench_line(measure, fig, peer, moved == n && y > 0 ? x / y : -1,
 	    ">= 0.8") ? 0 : 1;
+	snprintf(measure, sizeof(measure), "move_old to another node, %d messages, "
+	    "msg/s vs rabbitmq_shovel into the ladder", n);
+	snprintf(peer, sizeof(peer), "rabbitmq_shovel on-confirm into the ladder's "
+	    "entry exchange %.0f msg/s", z);
+	(void)bench_line(measure, fig, peer, moved == n && z > 0 ? x / z : -1, "-");
 done:
 	json_decref(r);
 	bench_close(&b);

@@ -4,7 +4,7 @@
  * publisher-confirm mode. Through it the engine declares, inspects and
  * deletes exchanges, queues and bindings (declare_ladder, verify_ladder,
  * remove_old), publishes with confirms and `mandatory` (canary, probes),
- * and receives with basic.get or a simple consumer (canary).
+ * and receives with basic.get or a simple consumer (canary, move_old).
  *
  * Return codes. Every function returns BROKER_OK (0) or a negative
  * enum broker_status, and on failure writes one readable line into the
@@ -398,10 +398,44 @@ int broker_ack(struct broker *b, struct broker_delivery *d, char *err,
 int broker_reject(struct broker *b, struct broker_delivery *d, bool requeue,
     char *err, size_t errlen);
 
+/* Acknowledges the N messages D[0..N-1], each as broker_ack would, in as
+ * few frames as it can: one basic.ack with `multiple` for the longest
+ * run, from the oldest, of the channel's unsettled deliveries (taken with
+ * a get or from the consumer, handed out or not) that are all among D,
+ * then one frame for each of the rest. A multiple ack never reaches a
+ * message the caller still holds: every delivery the channel has sent up
+ * to the last one it covers has been read, and is counted unless settled.
+ * RESULTS[i] gets each one's status (0, BROKER_ELOST when its channel has
+ * closed since, BROKER_ERR when it needs no acknowledgement). Returns 0,
+ * or the first failure with ERR. */
+int broker_ack_many(struct broker *b, struct broker_delivery *const *d, size_t n,
+    int *results, char *err, size_t errlen);
+
 /* Stops the consumer; deliveries received but not yet returned by
- * broker_next go back to the queue. Returns 0 (also when none is running),
- * or a negative code. */
+ * broker_next (or kept by broker_cancel_keep) go back to the queue.
+ * Returns 0 (also when none is running), or a negative code. */
 int broker_cancel(struct broker *b, char *err, size_t errlen);
+
+/* Stops the consumer, keeping what it delivered: the deliveries received
+ * and not handed out stay queued, and those it sent before the broker
+ * took the cancel (they may follow the cancel-ok) are queued as they
+ * arrive, all for broker_next_many; they come before the answer to any
+ * later request on the channel (a broker_get_many's get-empty among
+ * them). broker_cancel gives back what is still queued then. Returns 0 (also when none is running), or a negative code. */
+int broker_cancel_keep(struct broker *b, char *err, size_t errlen);
+
+/* Whether deliveries are queued on B, received and not handed out. */
+bool broker_has_queued(const struct broker *b);
+
+/* Hands out up to MAX deliveries into OUT (*GOT of them), each as
+ * broker_next's: first those already queued; then, with a consumer
+ * running, waits up to WAIT_MS for the first when none was queued, and
+ * for more until MAX or until GAP_MS pass without one. Without a consumer
+ * it only hands out what is queued (after broker_cancel_keep). Returns 0,
+ * also with fewer than MAX or none, or a negative code with ERR (then
+ * OUT[0..*GOT-1] are handed out all the same). */
+int broker_next_many(struct broker *b, size_t max, int wait_ms, int gap_ms,
+    struct broker_delivery *out, size_t *got, char *err, size_t errlen);
 
 /* Frees what D holds and leaves it empty. D may be NULL. */
 void broker_delivery_free(struct broker_delivery *d);

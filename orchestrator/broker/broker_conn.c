@@ -101,8 +101,10 @@ broker_close(struct broker *b)
 		broker__pub_free(&b->pubs[i]);
 	free(b->pubs);
 	broker__queued_free_all(b);
+	free(b->open);
 	free(b->consume_queue);
 	free(b->ctag);
+	free(b->kept_ctag);
 	free(b->consumer_error);
 	free(b->username);
 	free(b->password_ref);

@@ -94,6 +94,17 @@ struct broker {
 	size_t unsettled;               /* deliveries handed out on the
 	                                 * channel and not yet acknowledged or
 	                                 * rejected */
+	uint64_t *open;                 /* the delivery tags of every message
+	                                 * read on the channel and not yet
+	                                 * settled (handed out or queued), in
+	                                 * ascending order from open_head; a
+	                                 * settled one keeps its place with
+	                                 * OPEN_SETTLED set until the head
+	                                 * passes it (broker_ack_many) */
+	size_t nopen, open_head, opencap;
+	bool open_lost;                 /* one was not recorded (out of
+	                                 * memory): no multiple ack on this
+	                                 * channel any more */
 	int reply_code;                 /* of the reply that failed the */
 	char reply_text[TEXT_MAX];      /* last call, and its text */
 
@@ -104,6 +115,9 @@ struct broker {
 	char *consume_queue;            /* the consumer, kept across reopens */
 	uint16_t prefetch;
 	char *ctag;
+	char *kept_ctag;                /* a consumer broker_cancel_keep
+	                                 * cancelled: what it still delivers
+	                                 * is queued too, not given back */
 	bool consuming;                 /* subscribed on the current channel */
 	char *consumer_error;           /* why it ended, for broker_next */
 	struct queued *qhead;
@@ -235,6 +249,19 @@ int broker__rpc_result(struct broker *b, amqp_rpc_reply_t r, const char *what,
     char *err, size_t errlen);
 /* Frees what P holds (not P). */
 void broker__pub_free(struct pub *p);
+/* The channel's unsettled deliveries (b->open): TAG, just read with
+ * manual acknowledgement, joins them (returns 0, or -1 out of memory:
+ * then it is not counted, and broker_ack_many never covers what a
+ * multiple ack would reach past it); TAG was settled; the channel is new
+ * or gone, and they with it. */
+#define OPEN_SETTLED (UINT64_C(1) << 63)
+#define OPEN_ACKING (UINT64_C(1) << 62)	/* broker_ack_many's mark */
+#define OPEN_FLAGS (OPEN_SETTLED | OPEN_ACKING)
+int broker__open_add(struct broker *b, uint64_t tag);
+/* The index of TAG in b->open, or b->nopen when it is not there. */
+size_t broker__open_find(const struct broker *b, uint64_t tag);
+void broker__open_settled(struct broker *b, uint64_t tag);
+void broker__open_clear(struct broker *b);
 /* Gives the pending publish P its verdict RESULT, with the detail FMT;
  * a publish already settled keeps its verdict. */
 void broker__pub_settle(struct pub *p, int result, const char *fmt, ...)

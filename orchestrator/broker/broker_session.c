@@ -34,6 +34,77 @@ broker__queued_free_all(struct broker *b)
 	b->qhead = b->qtail = NULL;
 }
 
+/* The channel's unsettled deliveries: see broker_int.h. Tags come in
+ * ascending order on a channel (the broker numbers them as it sends them,
+ * and they are read in that order), so each joins at the end. */
+int
+broker__open_add(struct broker *b, uint64_t tag)
+{
+	if (b->nopen > 0 && (b->open[b->nopen - 1] & ~OPEN_FLAGS) >= tag) {
+		/* Out of order: nothing a multiple ack may rely on. */
+		b->open_lost = true;
+		return -1;
+	}
+	if (b->open_head > 0 && b->open_head >= b->nopen / 2) {
+		memmove(b->open, b->open + b->open_head,
+		    (b->nopen - b->open_head) * sizeof(*b->open));
+		b->nopen -= b->open_head;
+		b->open_head = 0;
+	}
+	if (b->nopen == b->opencap) {
+		size_t cap = b->opencap == 0 ? 256 : b->opencap * 2;
+		uint64_t *n = realloc(b->open, cap * sizeof(*n));
+
+		if (n == NULL) {
+			b->open_lost = true;
+			return -1;
+		}
+		b->open = n;
+		b->opencap = cap;
+	}
+	b->open[b->nopen++] = tag;
+	return 0;
+}
+
+size_t
+broker__open_find(const struct broker *b, uint64_t tag)
+{
+	size_t lo = b->open_head, hi = b->nopen;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t t = b->open[mid] & ~OPEN_FLAGS;
+
+		if (t == tag)
+			return mid;
+		if (t < tag)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return b->nopen;
+}
+
+void
+broker__open_settled(struct broker *b, uint64_t tag)
+{
+	size_t i = broker__open_find(b, tag);
+
+	if (i < b->nopen)
+		b->open[i] |= OPEN_SETTLED;
+	while (b->open_head < b->nopen && (b->open[b->open_head] & OPEN_SETTLED))
+		b->open_head++;
+	if (b->open_head == b->nopen)
+		b->open_head = b->nopen = 0;
+}
+
+void
+broker__open_clear(struct broker *b)
+{
+	b->nopen = b->open_head = 0;
+	b->open_lost = false;
+}
+
 /* The channel is gone: unconfirmed publishes get RESULT, deliveries not yet
  * handed out are dropped (the broker redelivers them). */
 void
@@ -46,9 +117,12 @@ broker__chan_lost(struct broker *b, int result, const char *why)
 	broker__queued_free_all(b);
 	b->chan = 0;
 	b->unsettled = 0;               /* the broker takes them back */
+	broker__open_clear(b);
 	b->consuming = false;
 	free(b->ctag);
 	b->ctag = NULL;
+	free(b->kept_ctag);
+	b->kept_ctag = NULL;
 }
 
 /* The connection is gone: as broker__chan_lost, and b->conn destroyed. */
@@ -409,8 +483,9 @@ on_deliver(struct broker *b, amqp_frame_t *f, int64_t deadline,
 	bool ours;
 	int rc;
 
-	ours = b->consuming && b->ctag != NULL && broker__bytes_is(m->consumer_tag,
-	    b->ctag);
+	ours = (b->consuming && b->ctag != NULL && broker__bytes_is(m->consumer_tag,
+	    b->ctag)) || (b->kept_ctag != NULL && broker__bytes_is(m->consumer_tag,
+	    b->kept_ctag));
 	if ((q = calloc(1, sizeof(*q))) == NULL) {
 		errbuf_set(err, errlen, "%s: out of memory", what);
 		return BROKER_ERR;
@@ -435,6 +510,7 @@ on_deliver(struct broker *b, amqp_frame_t *f, int64_t deadline,
 	}
 	q->d.epoch = b->epoch;
 	q->d.unacked = true;
+	(void)broker__open_add(b, q->d.tag);
 	if (b->qtail != NULL)
 		b->qtail->next = q;
 	else
@@ -611,6 +687,7 @@ broker__open_channel(struct broker *b, char *err, size_t errlen)
 	b->epoch++;
 	b->next_tag = 1;
 	b->unsettled = 0;
+	broker__open_clear(b);
 	if (amqp_channel_open(b->conn, ch) == NULL)
 		return broker__rpc_result(b, amqp_get_rpc_reply(b->conn),
 		    "opening a channel", err, errlen);

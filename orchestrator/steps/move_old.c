@@ -2,8 +2,10 @@
  * queues and republishes each into the ladder with its remaining delay,
  * so that the cutover need not wait a whole old horizon.
  *
- * Safety. A message is taken with basic.get and manual acknowledgement,
- * republished with publisher confirms and `mandatory` (its body,
+ * Safety. A message is taken with manual acknowledgement (with basic.get,
+ * and from a consumer while a queue holds more than two batches; only a
+ * get-empty ends a pass: take), republished with publisher confirms and
+ * `mandatory` (its body,
  * properties and application headers as received, the dead-letter history
  * and the expiration dropped, x-cutover-* headers added), and acked in the
  * old queue only after its confirm. One that is left (its remaining delay
@@ -46,6 +48,12 @@
 #include "sentences.h"
 
 #define HELD_MAX 10000		/* messages left unacked in one queue's pass */
+#define CONSUME_WAIT_MS 50	/* the longest a batch waits for its first
+				 * delivery (the consumer sends it as soon as
+				 * the batch before last is acked), */
+#define CONSUME_GAP_MS 25	/* and for the next one: longer, and the
+				 * queue is taken to be draining (the gets
+				 * then say whether it is) */
 #define MOVE_HDR_FROM "x-cutover-moved-from"
 #define MOVE_HDR_AT "x-cutover-moved-at"
 #define MOVE_HDR_ENTRY "x-cutover-entry"
@@ -86,6 +94,8 @@ struct pass {
 	int64_t had;			/* what PG counts as still in the queue */
 	bool owes_rest;			/* the batch holds a message that owes
 					 * lower levels of the old ladder */
+	bool consuming;			/* the pass's consumer runs */
+	bool consumed;			/* it ran: the pass goes on with gets */
 };
 
 /* Persists the state (when the engine runs the step). */
@@ -368,14 +378,18 @@ confirms(struct pass *ps, int *results, int n)
 }
 
 /* Acks in its old queue each of the batch's N messages OUT that RESULTS
- * (confirms) says was confirmed; every other stays, held (*END once the
+ * (confirms) says was confirmed (a multiple ack for as many as no message
+ * still held lies among: broker_ack_many); every other stays, held (*END once the
  * held limit is reached). Counts the moved into the queue's entry. */
 static void
 settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
     const int64_t *nb, bool *end)
 {
 	struct step_ctx *c = ps->c;
+	struct broker_delivery **acking = calloc((size_t)(n > 0 ? n : 1), sizeof(*acking));
+	int *acked = calloc((size_t)(n > 0 ? n : 1), sizeof(*acked));
 	int64_t moved = 0;
+	size_t nack = 0;
 	char why[512];
 
 	if (n > 0)
@@ -384,17 +398,22 @@ settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
 		/* The same, with messages that the old ladder, given back,
 		 * may pass down to a lower level before the next run. */
 		fault_point("move_old.confirmed_rest");
-	for (int i = 0; i < n; i++) {
-		/* Acked only after its confirm; everything else stays. */
-		if (results[i] == 0 &&
-		    broker_ack(c->old_amqp, &out[i], why, sizeof(why)) == 0) {
+	for (int i = 0; i < n && acking != NULL; i++)
+		if (results[i] == 0)
+			acking[nack++] = &out[i];
+	/* Acked only after its confirm, the batch in as few frames as the
+	 * messages still held allow (one at a time when out of memory);
+	 * everything else stays. */
+	if (nack > 0 && acked != NULL)
+		(void)broker_ack_many(c->old_amqp, acking, nack, acked, why, sizeof(why));
+	for (int i = 0, k = 0; i < n; i++) {
+		if (results[i] == 0) {
 			moved++;
-			broker_delivery_free(&out[i]);
-		} else if (results[i] == 0) {
 			/* Confirmed, and the ack did not reach the broker: it
 			 * redelivers it in the old queue, so it may come twice. */
-			moved++;
-			may_duplicate(ps, 1);
+			if (acking == NULL || acked == NULL ? broker_ack(c->old_amqp,
+			    &out[i], why, sizeof(why)) != 0 : acked[k++] != 0)
+				may_duplicate(ps, 1);
 			broker_delivery_free(&out[i]);
 		} else if (hold(ps, &out[i], LEFT_UNCONFIRMED, nb[i]) != 0)
 			*end = true;
@@ -402,6 +421,8 @@ settle(struct pass *ps, struct broker_delivery *out, const int *results, int n,
 	move_old__set_int(ps->entry, "moved", move_old__jint(ps->entry, "moved") + moved);
 	json_object_del(ps->entry, "in_flight");
 	ps->moved_in_call += moved;
+	free(acking);
+	free(acked);
 }
 
 /* What batch() keeps of each message it will publish. */
@@ -424,6 +445,86 @@ give_back(struct pass *ps, struct broker_delivery *taken, size_t from, size_t to
 		(void)broker_reject(ps->c->old_amqp, &taken[k], true, why, sizeof(why));
 		broker_delivery_free(&taken[k]);
 	}
+}
+
+/* Stops the pass's consumer, keeping what it delivered for the batches
+ * to come: from here the pass takes with basic.get, and only a get-empty
+ * with nothing kept still to hand out ends it. Returns 0, or a negative
+ * broker code with WHY. */
+static int
+stop_consuming(struct pass *ps, char *why, size_t whylen)
+{
+	if (!ps->consuming)
+		return 0;
+	ps->consuming = false;
+	return broker_cancel_keep(ps->c->old_amqp, why, whylen);
+}
+
+/* After a batch of gets that left more than two batches in the queue
+ * (LAST: the batch's last get; a get says exactly what its queue still
+ * holds), and while the pass holds nothing, a consumer for the rest: it
+ * sends the next batch while the ladder confirms the one before (two
+ * batches in its window: never more than one published and not acked)
+ * and costs the old broker less than a get for each message. One that
+ * cannot start leaves the pass to the gets. */
+static void
+start_consuming(struct pass *ps, const struct broker_delivery *last)
+{
+	int prefetch = ps->c->plan->move_old.prefetch;
+	char why[512];
+
+	if (ps->consumed || ps->nheld > 0 || last->remaining <= 2 * (uint32_t)prefetch)
+		return;
+	ps->consumed = true;
+	ps->consuming = broker_consume(ps->c->old_amqp, ps->oq->q->name,
+	    (uint16_t)(2 * prefetch), why, sizeof(why)) == 0;
+}
+
+/* Takes up to the plan's prefetch of messages into TAKEN (*NTAKEN; the
+ * first *NDELIVERED of them delivered, the rest from gets, which say what
+ * the queue still holds): with gets, and from the consumer
+ * (start_consuming) while it runs and delivers whole batches; once it
+ * does not (the queue draining, or its window filled by messages the pass
+ * holds), what it delivered is handed out first and gets take the rest. *EMPTY when a get found the queue empty
+ * and nothing delivered waits to be handed out: the pass has seen every
+ * message. Returns 0, or a negative broker code with WHY (TAKEN[0..
+ * *NTAKEN-1] then to give back). */
+static int
+take(struct pass *ps, struct broker_delivery *taken, size_t *ntaken,
+    size_t *ndelivered, bool *empty, char *why, size_t whylen)
+{
+	struct broker *b = ps->c->old_amqp;
+	size_t max = (size_t)ps->c->plan->move_old.prefetch, got = 0, more = 0;
+	int rc;
+
+	*ntaken = *ndelivered = 0;
+	*empty = false;
+	/* A message held keeps its place in the consumer's window. */
+	if (ps->nheld > 0 && (rc = stop_consuming(ps, why, whylen)) != 0)
+		return rc;
+	rc = broker_next_many(b, max, CONSUME_WAIT_MS, CONSUME_GAP_MS, taken, &got, why,
+	    whylen);
+	*ntaken = *ndelivered = got;
+	if (rc != 0 || got == max)
+		return rc;
+	if (ps->consuming) {
+		if ((rc = stop_consuming(ps, why, whylen)) != 0)
+			return rc;
+		rc = broker_next_many(b, max - got, 0, 0, taken + got, &more, why, whylen);
+		*ntaken = *ndelivered = got += more;
+		if (rc != 0 || got == max)
+			return rc;
+	}
+	rc = broker_get_many(b, ps->oq->q->name, max - got, taken + got, &more, empty,
+	    why, whylen);
+	*ntaken = got + more;
+	/* What the consumer sent before its cancel came before the answers
+	 * to the gets: anything still queued is the next batch's. */
+	if (*empty && broker_has_queued(b))
+		*empty = false;
+	if (rc == 0 && !*empty && more > 0)
+		start_consuming(ps, &taken[got + more - 1]);
+	return rc;
 }
 
 /* A batch published and not settled yet: its messages in the order they
@@ -466,7 +567,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	struct move_rule rule;
 	char why[512];
 	int ret = -1, ldest;
-	size_t ntaken = 0, k;
+	size_t ntaken = 0, ndelivered = 0, k;
 	bool empty = false;
 
 	cur->n = 0;
@@ -477,8 +578,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		prev->n = 0;
 		goto done;
 	}
-	rc = broker_get_many(c->old_amqp, ps->oq->q->name, (size_t)prefetch, taken,
-	    &ntaken, &empty, why, sizeof(why));
+	rc = take(ps, taken, &ntaken, &ndelivered, &empty, why, sizeof(why));
 	/* Whatever the gets did: the batch before is settled first. */
 	confirms(ps, results, prev->n);
 	settle(ps, prev->out, results, prev->n, prev->nb, end);
@@ -502,7 +602,9 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		int64_t first;
 
 		ps->pg->taken++;
-		move_old__progress_queue(ps->pg, &ps->had, d->remaining);
+		/* A get says what its queue still holds; a delivery does not. */
+		move_old__progress_queue(ps->pg, &ps->had, k < ndelivered ? ps->had - 1 :
+		    d->remaining);
 		o->now = old_now_ms(c);
 		if (move_old__id(ps->level >= 0 ? ps->scope : ps->oq->q->name,
 		    ps->level >= 0, d, o->id) != 0) {
@@ -593,6 +695,7 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 	int prefetch = c->plan->move_old.prefetch, rc = -1, cur = 0;
 	struct flight fl[2];
 	int *results = calloc((size_t)prefetch, sizeof(*results));
+	char why[512];
 	bool end = false;
 
 	memset(fl, 0, sizeof(fl));
@@ -626,6 +729,12 @@ done:
 	confirms(ps, results, fl[!cur].n);
 	settle(ps, fl[!cur].out, results, fl[!cur].n, fl[!cur].nb, &end);
 	fl[!cur].n = 0;
+	/* Before the held messages go back (a consumer would have them
+	 * again), the consumer stops, and what it delivered and the pass did
+	 * not hand out goes back too (only after a failure or at the held
+	 * limit: else a pass ends with nothing kept). */
+	ps->consuming = ps->consumed = false;
+	(void)broker_cancel(c->old_amqp, why, sizeof(why));
 	/* Whatever was taken is recorded in the state the step returns. */
 	json_object_del(ps->entry, "getting");
 	/* Over, or failed: what it still holds is the next pass's. */

@@ -1,7 +1,8 @@
 /* test_move_old_move (integration): move_old moving old queues onto the
  * ladder: never early, what cannot go left where it was, a target no
- * destination reaches refused, a returned publish leaving the message, and
- * a resume where it was. */
+ * destination reaches refused, a returned publish leaving the message, a
+ * queue taken from a consumer keeping what stays, and a resume where it
+ * was. */
 #include "itest_move_old.h"
 
 /* Consumes DEST until every message expected to move has arrived (within
@@ -228,6 +229,52 @@ test_returned_publish_leaves_the_message(void **state)
 	json_decref(r);
 }
 
+/* A queue of more than two batches (move_old.prefetch 4): taken with gets,
+ * then from a consumer (a window of 8), messages that stay among those
+ * that go. Each that stays is held unacked until the pass ends: a batch's
+ * acks, one multiple ack where they can, never reach it; the consumer
+ * stops at the first one held, and what it had delivered is examined, not
+ * given back. Every message is taken once, what goes moves, what stays is
+ * still in its old queue. */
+static void
+test_consumer_keeps_what_stays(void **state)
+{
+	int64_t t_s = clock_now_ms() / 1000;
+	int left = 0, go = 0;
+	char body[32];
+	const json_t *e;
+	json_t *r;
+
+	(void)state;
+	imove_nsent = 0;
+	imove_start("    - { queues: { match: '^old\\.long' }, from: timestamp }\n", "8s");
+	imove_old_queue("old.long.10m", 10 * MIN, DEST);
+	for (int i = 0; i < 30; i++) {
+		/* Stamped now, it owes 10 min, beyond the ladder's 127 s. */
+		if (i >= 8 && i % 3 == 0) {
+			snprintf(body, sizeof(body), "stay-%d", i);
+			imove_put("old.long.10m", body, (uint64_t)t_s, 0, NULL, 0);
+			left++;
+			continue;
+		}
+		snprintf(body, sizeof(body), "go-%d", i);
+		imove_put("old.long.10m", body, (uint64_t)(t_s - 590), 0, NULL,
+		    (t_s - 589) * 1000 + 10 * MIN);
+		go++;
+	}
+	imove_wait_depth("old.long.10m", 30);
+	r = imove_move();
+	e = imove_queue_entry(r, "old.long.10m");
+	assert_int_equal(imove_count_of(e, "moved"), go);
+	assert_int_equal(imove_count_of(e, "left"), left);
+	assert_int_equal(imove_count_of(json_object_get(e, "left_why"), "too_long"), left);
+	assert_int_equal(imove_count_of(e, "may_duplicate"), 0);
+	assert_int_equal(imove_count_of(json_object_get(r, "progress"), "taken"), 30);
+	imove_wait_depth("old.long.10m", (uint32_t)left);
+	json_decref(r);
+	receive_all(60 * SEC);
+}
+
 /* Resumed with the state of a run killed after its pass finished one
  * queue: that queue is not passed again, its count is kept, the other
  * queue is moved; resumed before the stragglers' window is over, it asks
@@ -293,6 +340,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refuses_a_target_without_destination,
 		    imove_setup, imove_teardown),
 		cmocka_unit_test_setup_teardown(test_returned_publish_leaves_the_message,
+		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_consumer_keeps_what_stays,
 		    imove_setup, imove_teardown),
 		cmocka_unit_test_setup_teardown(test_resumes_where_it_was, imove_setup,
 		    imove_teardown),
