@@ -246,6 +246,18 @@ iwatch_tick_past_stats_lag(struct fixture *f)
 	}
 }
 
+void
+iwatch_tick_past_deadline(struct fixture *f, int64_t past_ms)
+{
+	int64_t until = iwatch_num(f->state, "deadline_ms") + past_ms;
+	char err[2048];
+
+	while (now_ms() < until) {
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+		iwatch_sleep_ms(INTERVAL_MS);
+	}
+}
+
 int
 iwatch_tick(struct fixture *f, char *err, size_t errlen)
 {

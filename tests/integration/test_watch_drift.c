@@ -69,17 +69,7 @@ test_deleted_parking_queue_raises_ladder_drift(void **state)
 	delete_under_the_watch(*state, "nopark", true);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_deleted_binding_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_deleted_level_queue_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_deleted_binding_raises_ladder_drift),
+	IWATCH_TEST(test_deleted_level_queue_raises_ladder_drift),
+	IWATCH_TEST(test_deleted_parking_queue_raises_ladder_drift))

@@ -263,7 +263,7 @@ test_old_publish_moves_the_deadline(void **state)
 	struct store_alert a, n;
 	struct alerts al;
 	char err[2048];
-	int64_t d0, sent, entry, until;
+	int64_t d0, sent, entry;
 
 	iwatch_start(f, "late", 2, 0, NULL);
 	/* The flip was confirmed a while ago: the settle window is over. */
@@ -305,11 +305,7 @@ test_old_publish_moves_the_deadline(void **state)
 	/* Past the new deadline, the old queue drained: it still waits, and
 	 * once the statistics count up to the deadline (watch_stats.c), for
 	 * the alert alone. */
-	until = iwatch_num(f->state, "deadline_ms") + 1000;
-	while (now_ms() < until) {
-		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		iwatch_sleep_ms(INTERVAL_MS);
-	}
+	iwatch_tick_past_deadline(f, 1000);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	iwatch_tick_past_stats_lag(f);
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 0);
@@ -564,23 +560,10 @@ test_watch_ends_on_a_full_pass(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_watch_runs_to_its_deadline,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_old_publish_moves_the_deadline,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_clock_jump_does_not_end_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_light_pass_counts_a_publish_into_an_empty_queue,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_light_pass_reads_nonempty_queues_exactly,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_watch_ends_on_a_full_pass,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_watch_runs_to_its_deadline),
+	IWATCH_TEST(test_old_publish_moves_the_deadline),
+	IWATCH_TEST(test_clock_jump_does_not_end_the_watch),
+	IWATCH_TEST(test_light_pass_counts_a_publish_into_an_empty_queue),
+	IWATCH_TEST(test_light_pass_reads_nonempty_queues_exactly),
+	IWATCH_TEST(test_watch_ends_on_a_full_pass))

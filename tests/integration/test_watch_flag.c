@@ -181,17 +181,7 @@ test_remove_old_refuses_while_the_flag_is_off(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_flag_off_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_unreadable_flag_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_flag_off_holds_the_watch),
+	IWATCH_TEST(test_unreadable_flag_holds_the_watch),
+	IWATCH_TEST(test_remove_old_refuses_while_the_flag_is_off))

@@ -381,24 +381,10 @@ test_pending_dead_letters_that_move_on_close_their_alert(void **state)
 	    "status")), "moving");
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_stuck_level_raises_level_late,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_pending_dead_letters_that_move_on_close_their_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_held_watch_keeps_proving_short_levels,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_unroutable_dead_letter_is_held_and_named,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_stuck_level_raises_level_late),
+	IWATCH_TEST(test_pending_dead_letters_that_move_on_close_their_alert),
+	IWATCH_TEST(test_band_counts_publishes_entering_each_level),
+	IWATCH_TEST(test_oldest_age_from_the_head_timestamp),
+	IWATCH_TEST(test_held_watch_keeps_proving_short_levels),
+	IWATCH_TEST(test_unroutable_dead_letter_is_held_and_named))

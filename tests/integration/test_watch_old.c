@@ -191,19 +191,8 @@ test_queue_created_after_the_flip_is_alerted(void **state)
 	assert_int_equal(iwatch_events(f, "alert.raised", "old_new_queue"), 1);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_old_not_drained_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_queue_joining_before_the_flip_is_a_member,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_queue_created_after_the_flip_is_alerted,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_vanished_old_queue_raises_an_alert),
+	IWATCH_TEST(test_old_not_drained_holds_the_watch),
+	IWATCH_TEST(test_queue_joining_before_the_flip_is_a_member),
+	IWATCH_TEST(test_queue_created_after_the_flip_is_alerted))

@@ -207,17 +207,7 @@ test_late_probe_raises_probe_alert(void **state)
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "probe"), "lost"), 0);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lost_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_early_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_late_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_lost_probe_raises_probe_alert),
+	IWATCH_TEST(test_early_probe_raises_probe_alert),
+	IWATCH_TEST(test_late_probe_raises_probe_alert))

@@ -259,17 +259,7 @@ test_management_restart_is_no_publish(void **state)
 	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 3);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_broker_unreachable_is_an_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_broker_restart_mid_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_management_restart_is_no_publish,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_broker_unreachable_is_an_alert),
+	IWATCH_TEST(test_broker_restart_mid_watch),
+	IWATCH_TEST(test_management_restart_is_no_publish))
