@@ -42,6 +42,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_json.h"
 #include "itest_run.h"
 #include "itest_unleash.h"
 #include "ladder.h"
@@ -145,8 +146,6 @@ void iwatch_start(struct fixture *f, const char *test, int nold, int msgs, const
  * Returns -1 when step_watch failed, 1 when it goes on (it returned 0 and
  * set ctx.again), 0 when it is over: the tests' shorthand. */
 int iwatch_tick(struct fixture *f, char *err, size_t errlen);
-
-int64_t iwatch_num(const json_t *o, const char *key);
 
 const json_t *iwatch_obj(const json_t *o, const char *key);
 

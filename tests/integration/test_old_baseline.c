@@ -114,8 +114,8 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	c.state = r;
 	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
-	assert_int_equal(iold_int_of(json_object_get(r2, "counts"), "removed"), 4);
-	assert_int_equal(iold_int_of(json_object_get(r2, "counts"), "gone"), 0);
+	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "removed"), 4);
+	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "gone"), 0);
 	c.state = NULL;
 	c.now_ms = 0;
 	json_decref(r);
@@ -295,7 +295,7 @@ test_stale_depth_after_the_watch_is_not_an_arrival(void **state)
 		    (long long)listed, err);
 	e = iold_entry(r, "entries", "s.00");
 	assert_string_equal(iold_str_of(e, "outcome"), "removed");
-	assert_int_equal(iold_int_of(e, "messages_seen"), 0);
+	assert_int_equal(ijson_int(e, "messages_seen"), 0);
 	assert_false(iold_exists(c.amqp, "s.00", NULL));
 	json_decref(r);
 	json_decref(watched);

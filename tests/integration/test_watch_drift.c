@@ -26,7 +26,7 @@ test_deleted_binding_raises_ladder_drift(void **state)
 	assert_non_null(strstr(a.message, "missing"));
 	assert_true(json_is_false(json_object_get(iwatch_obj(f->state, "verify"), "ok")));
 	assert_int_equal(iwatch_events(f, "alert.raised", "ladder_drift"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "probe"), "lost"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "probe"), "lost"), 0);
 }
 
 /* Deletes level 3's queue (PARKING: the parking queue) under a running

@@ -36,7 +36,7 @@ test_parking_holds_the_watch(void **state)
 	start_with_a_parked_message(f, "park", q);
 	iwatch_tick_until_alert(f, "parking", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "1 message in the parking queue"));
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "parking_depth"), 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 1);
 	assert_true(a.cause_present);
 	assert_int_equal(a.returns_after, 0);
@@ -58,7 +58,7 @@ test_parking_holds_the_watch(void **state)
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 		iwatch_sleep_ms(INTERVAL_MS);
 	}
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "parking_depth"), 0);
 	iwatch_open_alerts(f, &al);
 	assert_int_equal(al.n, 1);
 	assert_false(al.v[0].cause_present);
@@ -149,9 +149,9 @@ test_own_messages_leave_parking(void **state)
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 0);
 	assert_int_equal(parking_depth(f), 0);
 	pk = iwatch_obj(f->state, "parking");
-	assert_int_equal(iwatch_num(iwatch_obj(pk, "own_taken"), "canary"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(pk, "own_taken"), "probe"), 1);
-	assert_int_equal(iwatch_num(pk, "foreign"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(pk, "own_taken"), "canary"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(pk, "own_taken"), "probe"), 1);
+	assert_int_equal(ijson_int(pk, "foreign"), 0);
 	assert_true(iwatch_events(f, "watch.parking_taken", NULL) >= 1);
 	iwatch_assert_probe_queue_gone(f);
 }
@@ -178,9 +178,9 @@ test_foreign_parked_message_stays(void **state)
 	assert_non_null(strstr(a.message, "is not cutover's own"));
 	iwatch_tick_past_deadline(f, 1000);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(iwatch_obj(f->state, "parking"), "own_taken"),
+	assert_int_equal(ijson_int(iwatch_obj(iwatch_obj(f->state, "parking"), "own_taken"),
 	    "canary"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "parking"), "foreign"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "parking"), "foreign"), 1);
 	/* Still there, and it is the foreign one. */
 	assert_int_equal(parking_depth(f), 1);
 	assert_int_equal(broker_get(f->c.amqp, q, false, &d, err, sizeof(err)), 0);
