@@ -1,10 +1,17 @@
-# cli_lib: what the command-line test scripts share, sourced after they set
-# $tmp (a scratch directory) and failures=0: fail, expect, contains, and
-# serve started and stopped for a test (cli_serve_start, cli_serve_stop,
-# cli_cleanup).
+# cli_lib: what the command-line test scripts share, sourced first (after
+# set -u and their arguments): a scratch directory $tmp, removed at exit
+# (the EXIT trap cli_cleanup, which a script with more to clean up replaces
+# by one of its own that calls cli_cleanup), the failure count failures;
+# fail, expect, contains, and serve started and stopped for a test
+# (cli_serve_start, cli_serve_stop).
 # shellcheck shell=sh
-# $tmp is the sourcing script's (above):
+# $bin is the sourcing script's:
 # shellcheck disable=SC2154
+
+tmp=$(mktemp -d)
+failures=0
+serve_pid=
+trap cli_cleanup EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -44,7 +51,8 @@ cli_serve_stop() {
 	serve_pid=
 }
 
-# cli_cleanup: the EXIT trap of a test that may have started serve.
+# cli_cleanup: the EXIT trap: stops the serve a test started, if any, and
+# removes $tmp.
 cli_cleanup() {
 	cli_serve_stop
 	rm -rf "$tmp"
