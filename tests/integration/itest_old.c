@@ -348,10 +348,3 @@ iold_expiring_teardown(void **state)
 	return 0;
 }
 
-int
-iold_cleanup_teardown(void **state)
-{
-	(void)state;
-	itest_cleanup();
-	return 0;
-}

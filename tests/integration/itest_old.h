@@ -116,7 +116,5 @@ int iold_made_teardown(void **state);
 /* Removes what test_expiring_old_queues_are_refused made, passed or not. */
 int iold_expiring_teardown(void **state);
 
-/* Runs what a test registered with itest_on_cleanup, passed or not. */
-int iold_cleanup_teardown(void **state);
 
 #endif

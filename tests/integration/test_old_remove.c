@@ -473,11 +473,11 @@ main(void)
 		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
 		cmocka_unit_test(test_remove_in_parallel),
 		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_teardown(test_remove_stops_after_repeated_broker_failures,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 	};
 
 	if (getenv("CUTOVER_TEST_FILTER") != NULL)
