@@ -1,23 +1,17 @@
-# cli_lib: what the command-line test scripts share, sourced after they set
-# $tmp (a scratch directory) and failures=0, or followed by cli_begin which
-# sets them: fail, expect, contains, and serve started and stopped for a
-# test (cli_serve_start, cli_serve_operator, cli_submit, cli_serve_stop,
-# cli_cleanup).
+# cli_lib: what the command-line test scripts share, sourced first (after
+# set -u and their arguments): a scratch directory $tmp, removed at exit
+# (the EXIT trap cli_cleanup, which a script with more to clean up replaces
+# by one of its own that calls cli_cleanup), the failure count failures;
+# fail, expect, contains, and serve started and stopped for a test
+# (cli_serve_start, cli_serve_operator, cli_submit, cli_serve_stop).
 # shellcheck shell=sh
-# $tmp is the sourcing script's (above):
+# $bin is the sourcing script's:
 # shellcheck disable=SC2154
 
-# cli_begin: $tmp (a scratch directory), failures=0, no serve yet, the
-# EXIT trap that stops serve and removes $tmp, and tests/e2e/lib.sh's
-# helpers (e2e_free_port, e2e_within).
-cli_begin() {
-	tmp=$(mktemp -d)
-	failures=0
-	serve_pid=
-	trap cli_cleanup EXIT
-	# shellcheck source=../e2e/lib.sh
-	. "$(dirname "$0")/../e2e/lib.sh"
-}
+tmp=$(mktemp -d)
+failures=0
+serve_pid=
+trap cli_cleanup EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -78,7 +72,8 @@ cli_serve_stop() {
 	serve_pid=
 }
 
-# cli_cleanup: the EXIT trap of a test that may have started serve.
+# cli_cleanup: the EXIT trap: stops the serve a test started, if any, and
+# removes $tmp.
 cli_cleanup() {
 	cli_serve_stop
 	rm -rf "$tmp"

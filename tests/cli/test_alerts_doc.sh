@@ -6,10 +6,6 @@
 set -u
 src=$1
 gen=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 

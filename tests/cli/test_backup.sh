@@ -12,7 +12,8 @@ bin=$1
 src=$2
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
-cli_begin
+# shellcheck source=../e2e/lib.sh
+. "$(dirname "$0")/../e2e/lib.sh"
 cli_serve_operator 43
 
 # Plans demo-N through the API (their broker is nowhere: the engine

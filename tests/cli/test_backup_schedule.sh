@@ -18,7 +18,8 @@ bin=$1
 src=$2
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
-cli_begin
+# shellcheck source=../e2e/lib.sh
+. "$(dirname "$0")/../e2e/lib.sh"
 dir=$tmp/backups
 mkdir "$dir"
 # What is not one of this database's copies stays: another file, another

@@ -14,9 +14,9 @@ set -u
 bin=$1
 src=$2
 command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/setup)" >&2; exit 1; }
-tmp=$(mktemp -d)
+# shellcheck source=cli_lib.sh
+. "$(dirname "$0")/cli_lib.sh"
 p=itestneeds$$
-failures=0
 export CUTOVER_RUN_DIR="$tmp/run"
 unset CUTOVER_BROKER_VERSION
 # AMQP P, management P + 10000 and distribution P + 20000, all below the
@@ -27,13 +27,10 @@ started=0
 
 cleanup() {
 	[ $started -eq 1 ] && "$src/scripts/broker" stop --port "$port" >/dev/null 2>&1
-	rm -rf "$tmp"
+	cli_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-
-# shellcheck source=cli_lib.sh
-. "$(dirname "$0")/cli_lib.sh"
 
 # Every 3.10 flag but stream_queue (and the three it does not need).
 started=1

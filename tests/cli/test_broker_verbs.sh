@@ -16,11 +16,11 @@ for v in CUTOVER_TEST_AMQP CUTOVER_TEST_MGMT CUTOVER_TEST_USER CUTOVER_TEST_PASS
 	[ -n "$val" ] || { echo "FAIL: set $v (scripts/test does)" >&2; exit 1; }
 done
 command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/setup)" >&2; exit 1; }
-tmp=$(mktemp -d)
+# shellcheck source=cli_lib.sh
+. "$(dirname "$0")/cli_lib.sh"
 p=itestcli$$
 auth="$CUTOVER_TEST_USER:$CUTOVER_TEST_PASSWORD"
 api=$CUTOVER_TEST_MGMT/api
-failures=0
 
 # mgmt METHOD PATH [BODY]: one management API call; prints the body.
 mgmt() {
@@ -37,13 +37,10 @@ mgmt() {
 # happened; a signal exits through it too.
 cleanup() {
 	e2e_broker_remove "$p"
-	rm -rf "$tmp"
+	cli_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-
-# shellcheck source=cli_lib.sh
-. "$(dirname "$0")/cli_lib.sh"
 
 # exists KIND NAME: 0 when the broker has it.
 exists() {

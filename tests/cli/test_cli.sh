@@ -7,10 +7,6 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 

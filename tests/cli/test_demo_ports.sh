@@ -8,17 +8,14 @@
 # is not a port is refused. Usage: test_demo_ports.sh SOURCE_DIR
 set -u
 src=$1
-tmp=$(mktemp -d)
+# shellcheck source=cli_lib.sh
+. "$(dirname "$0")/cli_lib.sh"
 holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
-	rm -rf "$tmp"
+	cli_cleanup
 }
 trap cleanup EXIT
-failures=0
-
-# shellcheck source=cli_lib.sh
-. "$(dirname "$0")/cli_lib.sh"
 
 command -v python3 >/dev/null || { echo "test_demo_ports: python3 is missing (scripts/setup)" >&2; exit 1; }
 export CUTOVER_RUN_DIR="$tmp/run"

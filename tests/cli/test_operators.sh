@@ -10,13 +10,8 @@
 # Usage: test_operators.sh CUTOVER
 set -u
 bin=$1
-tmp=$(mktemp -d)
-serve_pid=
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
-trap cli_cleanup EXIT
 # shellcheck source=../e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 

@@ -5,10 +5,6 @@
 # message, and the password never shows. Usage: test_publish.sh CUTOVER
 set -u
 bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 

@@ -10,17 +10,14 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
+# shellcheck source=cli_lib.sh
+. "$(dirname "$0")/cli_lib.sh"
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$tmp"
+	cli_cleanup
 }
 trap cleanup EXIT
-failures=0
-
-# shellcheck source=cli_lib.sh
-. "$(dirname "$0")/cli_lib.sh"
 
 lacks() { # FILE TEXT
 	! grep -qF -- "$2" "$1" || fail "$1 holds '$2'"

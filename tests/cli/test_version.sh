@@ -9,13 +9,10 @@ set -u
 bin=$1
 src=$2
 version=$3
-tmp=$(mktemp -d)
-server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
-failures=0
-
 # shellcheck source=cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; cli_cleanup' EXIT
 # shellcheck source=../e2e/lib.sh
 . "$src/tests/e2e/lib.sh"
 

@@ -229,6 +229,17 @@ itest_vhost(const char *name, char *url, size_t urllen)
 	snprintf(url, urllen, "%.*s/%s", (int)(slash - amqp), amqp, enc);
 }
 
+void
+itest_vhost_next(const char *tag, char *url, size_t urllen)
+{
+	static int serial;
+	char vhost[128];
+
+	itest_cleanup();
+	snprintf(vhost, sizeof(vhost), "%s-%s%d", itest_run_id(), tag, ++serial);
+	itest_vhost(vhost, url, urllen);
+}
+
 /* METHOD PATH (under /api/admin/) on the test Unleash with BODY (JSON or
  * NULL). Returns the HTTP status, 0 when there was no answer. */
 static long

@@ -21,6 +21,11 @@ const char *itest_run_id(void);
  * nsb.v2.*). Fails the test when the broker refuses. */
 void itest_vhost(const char *name, char *url, size_t urllen);
 
+/* The setup of a test on a vhost of its own: runs what the test before it
+ * left (itest_cleanup), then makes vhost "<run id>-TAG<n>" (n counts the
+ * calls) with itest_vhost, its AMQP URL into URL. */
+void itest_vhost_next(const char *tag, char *url, size_t urllen);
+
 /* Register, with itest_on_cleanup, the deletion on the test broker's
  * vhost "/" of policy NAME, of queue NAME, or of every queue, exchange,
  * policy and operator policy whose name starts with PREFIX and a dot

@@ -9,13 +9,8 @@ struct step_ctx imove_ctx;
 int
 imove_setup(void **state)
 {
-	static int serial;
-	char vhost[128];
-
 	(void)state;
-	itest_cleanup();
-	snprintf(vhost, sizeof(vhost), "%s-mv%d", itest_run_id(), ++serial);
-	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
+	itest_vhost_next("mv", vhost_url, sizeof(vhost_url));
 	return 0;
 }
 

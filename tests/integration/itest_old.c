@@ -282,16 +282,6 @@ iold_entry(const json_t *r, const char *key, const char *name)
 	return NULL;
 }
 
-int64_t
-iold_int_of(const json_t *o, const char *key)
-{
-	const json_t *v = json_object_get(o, key);
-
-	if (!json_is_integer(v))
-		fail_msg("'%s' is not an integer", key);
-	return json_integer_value(v);
-}
-
 const char *
 iold_str_of(const json_t *o, const char *key)
 {
@@ -358,10 +348,3 @@ iold_expiring_teardown(void **state)
 	return 0;
 }
 
-int
-iold_cleanup_teardown(void **state)
-{
-	(void)state;
-	itest_cleanup();
-	return 0;
-}

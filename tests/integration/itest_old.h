@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_json.h"
 #include "itest_run.h"
 #include "old_path.h"
 #include "plan.h"
@@ -106,8 +107,6 @@ void iold_drop_policies(struct mgmt *m);
 /* The entry named PREFIX NAME in the array KEY of R, or NULL. */
 const json_t *iold_entry(const json_t *r, const char *key, const char *name);
 
-int64_t iold_int_of(const json_t *o, const char *key);
-
 const char *iold_str_of(const json_t *o, const char *key);
 
 const char *iold_outcome(const json_t *r, const char *name);
@@ -117,7 +116,5 @@ int iold_made_teardown(void **state);
 /* Removes what test_expiring_old_queues_are_refused made, passed or not. */
 int iold_expiring_teardown(void **state);
 
-/* Runs what a test registered with itest_on_cleanup, passed or not. */
-int iold_cleanup_teardown(void **state);
 
 #endif

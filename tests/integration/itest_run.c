@@ -104,6 +104,14 @@ itest_cleanup(void)
 	}
 }
 
+int
+itest_cleanup_teardown(void **state)
+{
+	(void)state;
+	itest_cleanup();
+	return 0;
+}
+
 void
 itest_skip(const char *why)
 {

@@ -84,6 +84,9 @@ void itest_on_cleanup(void (*fn)(void *), void *arg);
  * also die with the test process (PR_SET_PDEATHSIG). */
 void itest_cleanup(void);
 
+/* A cmocka teardown that runs itest_cleanup; STATE is not used. */
+int itest_cleanup_teardown(void **state);
+
 /* Skips the calling test because WHY (its environment is missing). Under
  * CI=true it fails the test instead: a skipped check proves nothing. */
 void itest_skip(const char *why);

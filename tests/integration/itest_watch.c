@@ -246,6 +246,18 @@ iwatch_tick_past_stats_lag(struct fixture *f)
 	}
 }
 
+void
+iwatch_tick_past_deadline(struct fixture *f, int64_t past_ms)
+{
+	int64_t until = ijson_int(f->state, "deadline_ms") + past_ms;
+	char err[2048];
+
+	while (now_ms() < until) {
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+		iwatch_sleep_ms(INTERVAL_MS);
+	}
+}
+
 int
 iwatch_tick(struct fixture *f, char *err, size_t errlen)
 {
@@ -291,16 +303,6 @@ iwatch_tick(struct fixture *f, char *err, size_t errlen)
 	json_decref(f->state);
 	f->state = back;
 	return rc;
-}
-
-int64_t
-iwatch_num(const json_t *o, const char *key)
-{
-	const json_t *v = json_object_get(o, key);
-
-	if (!json_is_integer(v))
-		fail_msg("'%s' is not an integer", key);
-	return (int64_t)json_integer_value(v);
 }
 
 const json_t *

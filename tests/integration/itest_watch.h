@@ -42,6 +42,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_json.h"
 #include "itest_run.h"
 #include "itest_unleash.h"
 #include "ladder.h"
@@ -131,6 +132,10 @@ void iwatch_flip_long_ago(struct fixture *f);
  * test after ALERT_CEILING_MS. */
 void iwatch_tick_past_stats_lag(struct fixture *f);
 
+/* Ticks one interval apart, each tick going on, until PAST_MS after the
+ * deadline the state holds now. */
+void iwatch_tick_past_deadline(struct fixture *f, int64_t past_ms);
+
 /* Sets up test TEST: the plan, NOLD old queues, the ladder,
  * measure_horizon's result, the store, and MSGS messages in each old
  * queue. */
@@ -141,8 +146,6 @@ void iwatch_start(struct fixture *f, const char *test, int nold, int msgs, const
  * Returns -1 when step_watch failed, 1 when it goes on (it returned 0 and
  * set ctx.again), 0 when it is over: the tests' shorthand. */
 int iwatch_tick(struct fixture *f, char *err, size_t errlen);
-
-int64_t iwatch_num(const json_t *o, const char *key);
 
 const json_t *iwatch_obj(const json_t *o, const char *key);
 
@@ -194,8 +197,23 @@ const json_t *iwatch_pass_of(struct fixture *f);
  * it shows none. */
 int64_t iwatch_api_publishes(struct fixture *f, const char *name);
 
+/* One test of a test_watch_*.c program, FN run between iwatch_setup and
+ * iwatch_teardown: every watch test starts from that fixture. */
+#define IWATCH_TEST(fn) cmocka_unit_test_setup_teardown(fn, iwatch_setup, iwatch_teardown)
+
 /* Runs the N tests in TESTS as a test_watch_*.c program's main does
  * (ARGV[1], when given, a cmocka filter), and returns its exit status. */
 int iwatch_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
+
+/* The main of a test_watch_*.c program: the tests given (IWATCH_TEST
+ * entries), run by iwatch_main. */
+#define IWATCH_MAIN(...)							\
+	int								\
+	main(int argc, char **argv)					\
+	{								\
+		const struct CMUnitTest tests[] = { __VA_ARGS__ };	\
+									\
+		return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv); \
+	}
 
 #endif

@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "itest_broker.h"
+#include "itest_json.h"
 #include "itest_plan.h"
 #include "ladder.h"
 #include "plan.h"
@@ -112,16 +113,6 @@ run_canary(struct step_ctx *c, json_t **r, char *err, size_t errlen)
 	return rc;
 }
 
-static int64_t
-num(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!json_is_integer(v))
-		fail_msg("'%s' is not an integer", key);
-	return (int64_t)json_integer_value(v);
-}
-
 static const char *
 str(json_t *o, const char *key)
 {
@@ -138,7 +129,7 @@ message(json_t *r, size_t seq)
 	json_t *m = json_array_get(json_object_get(r, "messages"), seq);
 
 	assert_non_null(m);
-	assert_int_equal(num(m, "seq"), (int64_t)seq);
+	assert_int_equal(ijson_int(m, "seq"), (int64_t)seq);
 	return m;
 }
 
@@ -272,7 +263,7 @@ test_canary_passes_on_a_100ms_ladder(void **state)
 	t1 = now_ms();
 	assert_true(json_is_true(json_object_get(r, "ok")));
 	assert_true(json_is_true(json_object_get(r, "queue_reused")));
-	assert_int_equal(num(r, "max_lateness_ms"), 1000);
+	assert_int_equal(ijson_int(r, "max_lateness_ms"), 1000);
 
 	/* Each message as sent: delay, units (ceiling), levels (its 1 bits,
 	 * highest first), times, and an arrival no earlier than not-before. */
@@ -282,45 +273,45 @@ test_canary_passes_on_a_100ms_ladder(void **state)
 		int64_t units = (delays[i] + 99) / 100, sent, nb, at;
 		size_t nl = 0;
 
-		assert_int_equal(num(msg, "delay_ms"), delays[i]);
-		assert_int_equal(num(msg, "units"), units);
+		assert_int_equal(ijson_int(msg, "delay_ms"), delays[i]);
+		assert_int_equal(ijson_int(msg, "units"), units);
 		for (int k = 4; k >= 0; k--)
 			if (units >> k & 1)
 				assert_int_equal(json_integer_value(json_array_get(lv, nl++)), k);
 		assert_int_equal(json_array_size(lv), nl);
-		sent = num(msg, "sent_ms");
-		nb = num(msg, "not_before_ms");
-		at = num(msg, "arrived_ms");
+		sent = ijson_int(msg, "sent_ms");
+		nb = ijson_int(msg, "not_before_ms");
+		at = ijson_int(msg, "arrived_ms");
 		assert_true(sent >= t0 && sent <= t1);
 		assert_int_equal(nb, sent + units * 100);
 		assert_true(at >= nb && at <= t1);
-		assert_int_equal(num(msg, "lateness_ms"), at - nb);
-		assert_true(at - nb <= num(r, "max_lateness_ms"));	/* the plan's */
+		assert_int_equal(ijson_int(msg, "lateness_ms"), at - nb);
+		assert_true(at - nb <= ijson_int(r, "max_lateness_ms"));	/* the plan's */
 		assert_string_equal(str(msg, "outcome"), "ok");
 		late[i] = at - nb;
 	}
 	/* The summary agrees with the messages. */
 	sum = json_object_get(r, "summary");
-	assert_int_equal(num(sum, "count"), n);
-	assert_int_equal(num(sum, "arrived"), n);
-	assert_int_equal(num(sum, "lost"), 0);
-	assert_int_equal(num(sum, "early"), 0);
-	assert_int_equal(num(sum, "late"), 0);
-	assert_int_equal(num(sum, "wrong_path"), 0);
-	assert_int_equal(num(sum, "stale_discarded"), 1);
+	assert_int_equal(ijson_int(sum, "count"), n);
+	assert_int_equal(ijson_int(sum, "arrived"), n);
+	assert_int_equal(ijson_int(sum, "lost"), 0);
+	assert_int_equal(ijson_int(sum, "early"), 0);
+	assert_int_equal(ijson_int(sum, "late"), 0);
+	assert_int_equal(ijson_int(sum, "wrong_path"), 0);
+	assert_int_equal(ijson_int(sum, "stale_discarded"), 1);
 	qsort(late, n, sizeof(late[0]), cmp_i64);
-	assert_int_equal(num(sum, "p50_ms"), late[(50 * n + 99) / 100 - 1]);
-	assert_int_equal(num(sum, "p99_ms"), late[(99 * n + 99) / 100 - 1]);
-	assert_int_equal(num(sum, "max_ms"), late[n - 1]);
+	assert_int_equal(ijson_int(sum, "p50_ms"), late[(50 * n + 99) / 100 - 1]);
+	assert_int_equal(ijson_int(sum, "p99_ms"), late[(99 * n + 99) / 100 - 1]);
+	assert_int_equal(ijson_int(sum, "max_ms"), late[n - 1]);
 	fprintf(stderr, "# canary on a 100 ms ladder: lateness p50 %lld ms, p99 %lld ms, "
-	    "max %lld ms, whole step %lld ms\n", (long long)num(sum, "p50_ms"),
-	    (long long)num(sum, "p99_ms"), (long long)num(sum, "max_ms"),
+	    "max %lld ms, whole step %lld ms\n", (long long)ijson_int(sum, "p50_ms"),
+	    (long long)ijson_int(sum, "p99_ms"), (long long)ijson_int(sum, "max_ms"),
 	    (long long)(t1 - t0));
 
 	/* The parking check removed its own message and only that one. */
 	pk = json_object_get(r, "parking");
 	assert_true(json_is_true(json_object_get(pk, "ok")));
-	assert_int_equal(num(pk, "other_messages"), 1);
+	assert_int_equal(ijson_int(pk, "other_messages"), 1);
 	assert_string_equal(str(json_array_get(json_object_get(pk, "others"), 0),
 	    "message_id"), "itest-foreign");
 	/* The step requeued it; a quorum queue applies the return through its
@@ -372,9 +363,9 @@ test_canary_fails_when_a_level_binding_is_missing(void **state)
 	assert_string_equal(str(message(r, 1), "outcome"), "lost");
 	assert_true(json_is_null(json_object_get(message(r, 1), "arrived_ms")));
 	sum = json_object_get(r, "summary");
-	assert_int_equal(num(sum, "count"), 2);
-	assert_int_equal(num(sum, "arrived"), 1);
-	assert_int_equal(num(sum, "lost"), 1);
+	assert_int_equal(ijson_int(sum, "count"), 2);
+	assert_int_equal(ijson_int(sum, "arrived"), 1);
+	assert_int_equal(ijson_int(sum, "lost"), 1);
 	assert_true(json_is_false(json_object_get(r, "ok")));
 	assert_true(json_is_true(json_object_get(json_object_get(r, "parking"), "ok")));
 	assert_canary_queue_gone(c, r);
@@ -420,9 +411,9 @@ test_canary_fails_when_a_policy_changes_a_level_ttl(void **state)
 	assert_non_null(strstr(err, "400ms (4 units) early"));
 	assert_non_null(strstr(err, "TTL is shorter"));
 	assert_string_equal(str(message(r, 0), "outcome"), "early");
-	assert_true(num(message(r, 0), "lateness_ms") < 0);
-	assert_true(num(message(r, 0), "lateness_ms") >= -300);
-	assert_int_equal(num(json_object_get(r, "summary"), "early"), 1);
+	assert_true(ijson_int(message(r, 0), "lateness_ms") < 0);
+	assert_true(ijson_int(message(r, 0), "lateness_ms") >= -300);
+	assert_int_equal(ijson_int(json_object_get(r, "summary"), "early"), 1);
 	assert_canary_queue_gone(c, r);
 	json_decref(r);
 

@@ -60,21 +60,8 @@ static char vhost_url[512];
 static int
 vhost_setup(void **state)
 {
-	static int serial;
-	char vhost[128];
-
 	(void)state;
-	itest_cleanup();
-	snprintf(vhost, sizeof(vhost), "%s-lib%d", itest_run_id(), ++serial);
-	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
-	return 0;
-}
-
-static int
-vhost_teardown(void **state)
-{
-	(void)state;
-	itest_cleanup();
+	itest_vhost_next("lib", vhost_url, sizeof(vhost_url));
 	return 0;
 }
 
@@ -489,19 +476,19 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_kombu_cutover_first, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_kombu_library_first, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_nservicebus_cutover_first, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_nservicebus_library_first, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_hiding_policy_is_named, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_binding_to_nowhere_is_drift, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_setup_teardown(test_unroutable_parks, vhost_setup,
-		    vhost_teardown),
+		    itest_cleanup_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,59 +18,11 @@
  * node overwrites arrival stamps (RabbitMQ 3.12+ with the interceptor),
  * the last test moves by the broker's stamp; elsewhere it is skipped. Each
  * test has a vhost of its own, deleted at teardown whatever happens. */
-#define _DEFAULT_SOURCE	/* usleep */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cmocka.h>
+#include "itest_move_old.h"
 
 #include "arrival_stamp.h"
-#include "clock.h"
-#include "itest_broker.h"
 #include "itest_plan.h"
-#include "itest_run.h"
-#include "old_path.h"
-#include "plan.h"
 #include "step.h"
-
-#define SEC 1000LL
-#define MIN (60 * SEC)
-
-static char vhost_url[512];
-static struct plan *plan;
-static struct step_ctx ctx;
-
-static int
-setup(void **state)
-{
-	static int serial;
-	char vhost[128];
-
-	(void)state;
-	itest_cleanup();
-	snprintf(vhost, sizeof(vhost), "%s-lib%d", itest_run_id(), ++serial);
-	itest_vhost(vhost, vhost_url, sizeof(vhost_url));
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	step_ctx_close(&ctx);
-	memset(&ctx, 0, sizeof(ctx));
-	plan_free(plan);
-	plan = NULL;
-	itest_cleanup();
-	return 0;
-}
 
 /* Loads a plan for LIBRARY (1 s ladder of 7 levels: up to 127 s) with
  * DESTS as ladder.destinations and MOVE_EXTRA appended to its move_old
@@ -80,7 +32,7 @@ load(const char *library, const char *dests, const char *move_extra)
 {
 	struct itest_plan b;
 
-	itest_plan_begin(&b, "itest-lib", vhost_url);
+	itest_plan_begin(&b, "itest-lib", imove_vhost_url());
 	itest_plan_addf(&b,
 	    "old:\n"
 	    "  library: %s\n"
@@ -97,8 +49,8 @@ load(const char *library, const char *dests, const char *move_extra)
 	    "watch:\n"
 	    "  allowance: 2s\n"
 	    "steps: [measure_horizon, declare_ladder]\n", library, dests, move_extra);
-	plan = itest_plan_load("itest.yaml", b.text);
-	itest_ctx_open(&ctx, plan);
+	imove_plan = itest_plan_load("itest.yaml", b.text);
+	itest_ctx_open(&imove_ctx, imove_plan);
 }
 
 /* Declares the ladder once the library's topology is there. */
@@ -108,7 +60,7 @@ declare_ladder(void)
 	json_t *r = NULL;
 	char err[1024];
 
-	if (step_declare_ladder(&ctx, &r, err, sizeof(err)) != 0)
+	if (step_declare_ladder(&imove_ctx, &r, err, sizeof(err)) != 0)
 		fail_msg("declare_ladder: %s", err);
 	json_decref(r);
 }
@@ -118,7 +70,7 @@ exchange(const char *name, const char *type)
 {
 	char err[1024];
 
-	if (broker_exchange_declare(ctx.amqp, name, type, true, NULL, 0, err,
+	if (broker_exchange_declare(imove_ctx.amqp, name, type, true, NULL, 0, err,
 	    sizeof(err)) != 0)
 		fail_msg("declaring exchange %s: %s", name, err);
 }
@@ -128,7 +80,7 @@ bind(const char *queue, const char *ex, const char *key)
 {
 	char err[1024];
 
-	if (broker_queue_bind(ctx.amqp, queue, ex, key, err, sizeof(err)) != 0)
+	if (broker_queue_bind(imove_ctx.amqp, queue, ex, key, err, sizeof(err)) != 0)
 		fail_msg("binding %s to %s: %s", queue, ex, err);
 }
 
@@ -160,12 +112,12 @@ queue(const char *name, int64_t ttl_ms, int64_t expires_ms, const char *dlx,
 		a[n].is_int = true;
 		a[n++].num = expires_ms;
 	}
-	if (broker_queue_declare(ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
+	if (broker_queue_declare(imove_ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
 		fail_msg("declaring %s: %s", name, err);
 }
 
 /* One message the test published, and what it expects of it. */
-struct sent {
+struct lib_sent {
 	char body[64];
 	const char *queue;	/* the delay queue it waits in */
 	const char *dest;	/* the queue it must reach */
@@ -173,7 +125,7 @@ struct sent {
 	bool arrived;
 };
 
-static struct sent sent[32];
+static struct lib_sent sent[32];
 static size_t nsent;
 
 /* Publishes BODY into delay queue Q as its library does: to exchange EX
@@ -201,7 +153,7 @@ put(const char *ex, const char *key, const char *q, const char *body, uint64_t t
 	m.nheaders = 1;
 	m.mandatory = true;
 	m.timestamp = ts_s == STAMP_NOW ? (uint64_t)(at / 1000) : ts_s;
-	if (broker_publish(ctx.amqp, &m, 10000, err, sizeof(err)) != 0)
+	if (broker_publish(imove_ctx.amqp, &m, 10000, err, sizeof(err)) != 0)
 		fail_msg("publishing %s into %s: %s", body, q, err);
 	assert_true(nsent < sizeof(sent) / sizeof(sent[0]));
 	snprintf(sent[nsent].body, sizeof(sent[0].body), "%s", body);
@@ -219,7 +171,7 @@ selected(char *out, size_t outlen)
 	char err[1024];
 	size_t off = 0;
 
-	if (old_select(&ctx, &sel, err, sizeof(err)) != 0)
+	if (old_select(&imove_ctx, &sel, err, sizeof(err)) != 0)
 		fail_msg("old_select: %s", err);
 	out[0] = '\0';
 	for (size_t i = 0; i < sel.n && off < outlen; i++)
@@ -236,59 +188,9 @@ stamps_trusted(void)
 	enum arrival_stamping st = ARRIVAL_OFF;
 	char err[1024];
 
-	if (arrival_probe(ctx.amqp, "itest", &st, err, sizeof(err)) != 0)
+	if (arrival_probe(imove_ctx.amqp, "itest", &st, err, sizeof(err)) != 0)
 		fail_msg("arrival_probe: %s", err);
 	return st == ARRIVAL_OVERWRITE;
-}
-
-static json_t *
-move(void)
-{
-	json_t *r = NULL;
-	char err[2048];
-	int rc;
-
-	ctx.flip_ms = clock_now_ms() - 10 * SEC;
-	ctx.again = false;
-	rc = step_move_old(&ctx, &r, err, sizeof(err));
-	if (rc != 0 || ctx.again) {
-		char *t = json_dumps(r, JSON_COMPACT);
-
-		fprintf(stderr, "move_old returned %d: %s\n%s\n", rc, err, t ? t : "");
-		free(t);
-		fail_msg("move_old did not finish");
-	}
-	return r;
-}
-
-static const json_t *
-queue_entry(const json_t *r, const char *name)
-{
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(json_object_get(r, "queues"), i, e)
-		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
-			return e;
-	fail_msg("no entry for %s in move_old's result", name);
-	return NULL;
-}
-
-static int64_t
-count_of(const json_t *e, const char *key)
-{
-	return json_integer_value(json_object_get(e, key));
-}
-
-static uint32_t
-depth(const char *q)
-{
-	struct broker_queue_info qi = { 0 };
-	char err[1024];
-
-	if (broker_queue_inspect(ctx.amqp, q, &qi, err, sizeof(err)) != 0)
-		fail_msg("inspecting %s: %s", q, err);
-	return qi.messages;
 }
 
 /* Takes from destination DEST, within 60 s, every message expected there,
@@ -308,7 +210,7 @@ receive(const char *dest)
 		const struct broker_header *h;
 		int64_t at = clock_now_ms();
 		size_t i;
-		int rc = broker_get(ctx.amqp, dest, false, &d, err, sizeof(err));
+		int rc = broker_get(imove_ctx.amqp, dest, false, &d, err, sizeof(err));
 
 		if (rc == BROKER_EMPTY) {
 			usleep(100 * 1000);
@@ -379,7 +281,7 @@ test_symfony(void **state)
 		char err[2048];
 		size_t i, n = 0;
 
-		if (step_measure_horizon(&ctx, &m, err, sizeof(err)) != 0)
+		if (step_measure_horizon(&imove_ctx, &m, err, sizeof(err)) != 0)
 			fail_msg("measure_horizon: %s", err);
 		json_array_foreach(json_object_get(m, "queues"), i, q) {
 			assert_non_null(strstr(names, json_string_value(json_object_get(q,
@@ -402,27 +304,27 @@ test_symfony(void **state)
 	put("delays", "delay_messages__3000_retry", "delay_messages__3000_retry",
 	    "sf-retry", (uint64_t)(t_s - 3600), 3000, "messages", false);
 
-	r = move();
+	r = imove_move();
 	/* The broker's own stamp first where it is trusted. */
-	assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+	assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r,
 	    "delay_messages__5000_delay"), "from")), stamps_trusted() ? "arrival" :
 	    "timestamp");
-	assert_int_equal(count_of(queue_entry(r, "delay_messages__5000_delay"),
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "delay_messages__5000_delay"),
 	    "moved"), 2);
-	assert_int_equal(count_of(json_object_get(queue_entry(r,
+	assert_int_equal(imove_count_of(json_object_get(imove_queue_entry(r,
 	    "delay_messages__600000_delay"), "left_why"), "too_long"), 1);
 	/* No arrival stamp this node overwrites (3.10 has none): unknown,
 	 * moved with the whole TTL (3 s, within the plan's 8 s). */
 	if (strcmp(json_string_value(json_object_get(r, "arrival_stamps")),
 	    "overwrite") != 0)
-		assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+		assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r,
 		    "delay_messages__3000_retry"), "from")), "unknown");
-	assert_int_equal(count_of(queue_entry(r, "delay_messages__3000_retry"),
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "delay_messages__3000_retry"),
 	    "moved"), 1);
 	json_decref(r);
 	receive("messages");
-	assert_int_equal(depth("delay_messages__600000_delay"), 1);
-	assert_int_equal(depth("failed"), 0);
+	assert_int_equal(imove_depth("delay_messages__600000_delay"), 1);
+	assert_int_equal(imove_depth("failed"), 0);
 }
 
 /* A plan that asks for the timestamp on Symfony's retry queues is refused
@@ -446,11 +348,11 @@ test_symfony_retry_timestamp_refused(void **state)
 	declare_ladder();
 	put("delays", "delay_messages__3000_retry", "delay_messages__3000_retry",
 	    "sf-retry", (uint64_t)(clock_now_ms() / 1000 - 3600), 3000, "messages", true);
-	ctx.flip_ms = clock_now_ms() - 10 * SEC;
-	assert_int_equal(step_move_old(&ctx, &r, err, sizeof(err)), -1);
+	imove_ctx.flip_ms = clock_now_ms() - 10 * SEC;
+	assert_int_equal(step_move_old(&imove_ctx, &r, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "delay_messages__3000_retry"));
 	assert_non_null(strstr(err, "keep the timestamp of an earlier publish"));
-	assert_int_equal(depth("delay_messages__3000_retry"), 1);
+	assert_int_equal(imove_depth("delay_messages__3000_retry"), 1);
 	json_decref(r);
 }
 
@@ -487,15 +389,15 @@ test_laravel(void **state)
 	 * arrival stamp. */
 	put("", "emails.delay.20000", "emails.delay.20000", "lv-long", 0, 20000,
 	    "emails", !dated);
-	r = move();
-	assert_int_equal(count_of(queue_entry(r, "default.delay.5000"), "moved"), 1);
-	assert_int_equal(count_of(queue_entry(r, "emails.delay.4000"), "moved"), 1);
-	assert_int_equal(count_of(queue_entry(r, "emails.delay.20000"),
+	r = imove_move();
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "default.delay.5000"), "moved"), 1);
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "emails.delay.4000"), "moved"), 1);
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "emails.delay.20000"),
 	    dated ? "moved" : "skipped"), 1);
 	json_decref(r);
 	receive("default");
 	receive("emails");
-	assert_int_equal(depth("emails.delay.20000"), dated ? 0 : 1);
+	assert_int_equal(imove_depth("emails.delay.20000"), dated ? 0 : 1);
 }
 
 /* php-enqueue (RabbitMqDlxDelayStrategy): a topic's delay queue
@@ -531,8 +433,8 @@ test_enqueue(void **state)
 	put("", "enqueue.enqueue.app.default.4000.delayed",
 	    "enqueue.enqueue.app.default.4000.delayed", "eq-queue", 0, 4000,
 	    "enqueue.app.default", false);
-	r = move();
-	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
+	r = imove_move();
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
 	json_decref(r);
 	receive("enqueue.app.orders");
 	receive("enqueue.app.default");
@@ -580,9 +482,9 @@ test_easynetq(void **state)
 	}
 	put(fx, "", fq, "en-5s", 0, 5000, sub, false);
 	put(fx2, "", fq2, "en-4s", 0, 4000, sub, false);
-	r = move();
-	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
-	assert_string_equal(json_string_value(json_object_get(queue_entry(r, fq),
+	r = imove_move();
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
+	assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r, fq),
 	    "destination")), "(each message's routing key)");
 	json_decref(r);
 	receive(sub);
@@ -619,8 +521,8 @@ test_machinery(void **state)
 	put("machinery_exchange", "delay.5000.machinery_exchange.machinery_task",
 	    "delay.5000.machinery_exchange.machinery_task", "mc-2", 0, 5000,
 	    "machinery_tasks", false);
-	r = move();
-	assert_int_equal(count_of(json_object_get(r, "counts"), "moved"), 2);
+	r = imove_move();
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
 	json_decref(r);
 	receive("machinery_tasks");
 }
@@ -648,12 +550,12 @@ test_arrival_stamp_moves(void **state)
 	put("", "default.delay.12000", "default.delay.12000", "ar-1", 0, 12000,
 	    "default", false);
 	sleep(2);
-	r = move();
+	r = imove_move();
 	assert_string_equal(json_string_value(json_object_get(r, "arrival_stamps")),
 	    "overwrite");
-	assert_string_equal(json_string_value(json_object_get(queue_entry(r,
+	assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r,
 	    "default.delay.12000"), "from")), "arrival");
-	assert_int_equal(count_of(queue_entry(r, "default.delay.12000"), "moved"), 1);
+	assert_int_equal(imove_count_of(imove_queue_entry(r, "default.delay.12000"), "moved"), 1);
 	json_decref(r);
 	receive("default");
 }
@@ -662,14 +564,15 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_symfony, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symfony, imove_setup, imove_teardown),
 		cmocka_unit_test_setup_teardown(test_symfony_retry_timestamp_refused,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_laravel, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_enqueue, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_easynetq, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_machinery, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_arrival_stamp_moves, setup, teardown),
+		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_laravel, imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_enqueue, imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_easynetq, imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_machinery, imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_arrival_stamp_moves,
+		    imove_setup, imove_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

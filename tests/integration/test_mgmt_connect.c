@@ -9,6 +9,40 @@ now(void)
 	return (double)clock_mono_ms() / 1e3;
 }
 
+/* Writes into URL (64 bytes) a management URL on a local port nothing
+ * listens on. */
+static void
+dead_url(char *url)
+{
+	snprintf(url, 64, "http://127.0.0.1:%d", itest_free_port());
+}
+
+/* The test user's management client on the N URLS (tried in order), each
+ * request bounded by TIMEOUT_MS; fails the test when it cannot be made. */
+static struct mgmt *
+open_urls(const struct ctx *c, const char *const *urls, size_t n, long timeout_ms)
+{
+	struct mgmt *m = NULL;
+	char err[1024];
+
+	if (mgmt_open_list(urls, n, NULL, "/", c->user, PASSWORD_REF, timeout_ms, &m,
+	    err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	return m;
+}
+
+/* Asks M for the overview, which must fail on the transport (its message
+ * in ERR); returns how long that took, in seconds. */
+static double
+overview_fails_after(struct mgmt *m, char *err, size_t errlen)
+{
+	struct mgmt_overview ov;
+	double t0 = now();
+
+	assert_int_equal(mgmt_overview(m, &ov, err, errlen), MGMT_ERR_TRANSPORT);
+	return now() - t0;
+}
+
 static void
 test_wrong_password(void **state)
 {
@@ -89,19 +123,14 @@ static void
 test_connection_refused(void **state)
 {
 	struct ctx *c = *state;
-	struct mgmt_overview ov;
-	struct mgmt *m = NULL;
+	struct mgmt *m;
 	char err[512], url[64];
-	double t0, dt;
+	const char *urls[1] = { url };
+	double dt;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", itest_free_port());
-	if (mgmt_open(url, "/", c->user, PASSWORD_REF, 2000, &m, err,
-	    sizeof(err)) != 0)
-		fail_msg("%s", err);
-	t0 = now();
-	assert_int_equal(mgmt_overview(m, &ov, err, sizeof(err)),
-	    MGMT_ERR_TRANSPORT);
-	dt = now() - t0;
+	dead_url(url);
+	m = open_urls(c, urls, 1, 2000);
+	dt = overview_fails_after(m, err, sizeof(err));
 	print_message("refused (%.3f s): %s\n", dt, err);
 	assert_true(dt < 2.5);
 	assert_non_null(strstr(err, "GET /api/overview: connection refused"));
@@ -122,33 +151,24 @@ test_failover(void **state)
 	char err[1024], dead1[64], dead2[64];
 	const char *urls[2];
 
-	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", itest_free_port());
-	snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", itest_free_port());
+	dead_url(dead1);
+	dead_url(dead2);
 	urls[0] = dead1;
 	urls[1] = c->url;
-	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
-	    sizeof(err)) != 0)
-		fail_msg("%s", err);
+	m = open_urls(c, urls, 2, 2000);
 	if (mgmt_overview(m, &ov, err, sizeof(err)) != 0)
 		fail_msg("the second node did not answer: %s", err);
 	mgmt_close(m);
 
-	m = NULL;
-	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
-	    sizeof(err)) != 0)
-		fail_msg("%s", err);
+	m = open_urls(c, urls, 2, 2000);
 	assert_int_equal(mgmt_request(m, "POST", "/api/overview", NULL, NULL,
 	    NULL, err, sizeof(err)), MGMT_ERR_TRANSPORT);
 	assert_non_null(strstr(err, dead1));
 	mgmt_close(m);
 
-	m = NULL;
 	urls[1] = dead2;
-	if (mgmt_open_list(urls, 2, NULL, "/", c->user, PASSWORD_REF, 2000, &m, err,
-	    sizeof(err)) != 0)
-		fail_msg("%s", err);
-	assert_int_equal(mgmt_overview(m, &ov, err, sizeof(err)),
-	    MGMT_ERR_TRANSPORT);
+	m = open_urls(c, urls, 2, 2000);
+	overview_fails_after(m, err, sizeof(err));
 	print_message("no node answers: %s\n", err);
 	assert_non_null(strstr(err, dead1));
 	assert_non_null(strstr(err, dead2));
@@ -160,11 +180,11 @@ test_timeout(void **state)
 {
 	struct ctx *c = *state;
 	struct sockaddr_in sa;
-	struct mgmt_overview ov;
-	struct mgmt *m = NULL;
+	struct mgmt *m;
 	socklen_t len = sizeof(sa);
 	char err[512], url[64];
-	double t0, dt;
+	const char *urls[1] = { url };
+	double dt;
 	int fd;
 
 	/* A server that accepts connections (the kernel does, through the
@@ -178,13 +198,8 @@ test_timeout(void **state)
 	assert_int_equal(listen(fd, 8), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(sa.sin_port));
-	if (mgmt_open(url, "/", c->user, PASSWORD_REF, 600, &m, err,
-	    sizeof(err)) != 0)
-		fail_msg("%s", err);
-	t0 = now();
-	assert_int_equal(mgmt_overview(m, &ov, err, sizeof(err)),
-	    MGMT_ERR_TRANSPORT);
-	dt = now() - t0;
+	m = open_urls(c, urls, 1, 600);
+	dt = overview_fails_after(m, err, sizeof(err));
 	print_message("no answer (%.3f s): %s\n", dt, err);
 	assert_true(dt >= 0.5 && dt < 2.0);
 	assert_non_null(strstr(err, "GET /api/overview: timed out"));

@@ -362,24 +362,16 @@ test_missing_destination_exchange_refused(void **state)
 	itest_cleanup();
 }
 
-static int
-teardown(void **state)
-{
-	(void)state;
-	itest_cleanup();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_publish_beyond_plan_max_refused, teardown),
-		cmocka_unit_test_teardown(test_classic_kombu_levels_reject_publish, teardown),
-		cmocka_unit_test_teardown(test_kombu_prefix, teardown),
-		cmocka_unit_test_teardown(test_canary_within_max_delay, teardown),
-		cmocka_unit_test_teardown(test_destination_key_is_not_the_queue, teardown),
-		cmocka_unit_test_teardown(test_missing_destination_exchange_refused, teardown),
+		cmocka_unit_test_teardown(test_publish_beyond_plan_max_refused, itest_cleanup_teardown),
+		cmocka_unit_test_teardown(test_classic_kombu_levels_reject_publish, itest_cleanup_teardown),
+		cmocka_unit_test_teardown(test_kombu_prefix, itest_cleanup_teardown),
+		cmocka_unit_test_teardown(test_canary_within_max_delay, itest_cleanup_teardown),
+		cmocka_unit_test_teardown(test_destination_key_is_not_the_queue, itest_cleanup_teardown),
+		cmocka_unit_test_teardown(test_missing_destination_exchange_refused, itest_cleanup_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

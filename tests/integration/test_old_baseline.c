@@ -21,6 +21,24 @@ watch_sample(const char *const *names, const int64_t *publish, size_t n)
 	    "queues", qs);
 }
 
+/* Runs remove_old in C again, on its earlier result LAST, with its clock
+ * past the baseline window; fails the test unless the step succeeds and is
+ * over. Returns its result (the caller frees it). */
+static json_t *
+remove_past_the_window(struct step_ctx *c, json_t *last)
+{
+	json_t *r = NULL;
+	char err[4096];
+
+	c->state = last;
+	c->now_ms = now_ms() + OLD_BASELINE_WINDOW_MS + 1000;
+	c->again = false;
+	if (step_remove_old(c, &r, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_false(c->again);
+	return r;
+}
+
 /* remove_old compares each queue's publish counter with the watch's last
  * sample. A message in and out of an old queue after the watch ended (the
  * gate can wait for days) makes it wait its TTL again from then, with a
@@ -96,12 +114,7 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	/* Run again past both waits (the step's clock moved on), with its
 	 * own last result: the fresh baseline shows nothing since, so both
 	 * go, and the earlier run's deletes stay recorded as removed. */
-	c.state = r;
-	c.now_ms = now_ms() + OLD_BASELINE_WINDOW_MS + 1000;
-	c.again = false;
-	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-	assert_false(c.again);
+	r2 = remove_past_the_window(&c, r);
 	assert_string_equal(iold_outcome(r2, "w.00"), "removed");
 	assert_string_equal(iold_outcome(r2, "w.01"), "removed");
 	assert_string_equal(iold_outcome(r2, "w.03"), "removed");
@@ -114,8 +127,8 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	c.state = r;
 	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
-	assert_int_equal(iold_int_of(json_object_get(r2, "counts"), "removed"), 4);
-	assert_int_equal(iold_int_of(json_object_get(r2, "counts"), "gone"), 0);
+	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "removed"), 4);
+	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "gone"), 0);
 	c.state = NULL;
 	c.now_ms = 0;
 	json_decref(r);
@@ -181,12 +194,7 @@ test_restart_after_the_baseline_waits_one_window(void **state)
 	assert_true(json_is_object(json_object_get(r, "baseline")));
 
 	/* Past the window, against the fresh baseline: nothing since, both go. */
-	c.state = r;
-	c.now_ms = now_ms() + OLD_BASELINE_WINDOW_MS + 1000;
-	c.again = false;
-	if (step_remove_old(&c, &r2, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-	assert_false(c.again);
+	r2 = remove_past_the_window(&c, r);
 	assert_string_equal(iold_outcome(r2, "n.00"), "removed");
 	assert_string_equal(iold_outcome(r2, "n.01"), "removed");
 	assert_false(iold_exists(c.amqp, "n.00", NULL));
@@ -295,7 +303,7 @@ test_stale_depth_after_the_watch_is_not_an_arrival(void **state)
 		    (long long)listed, err);
 	e = iold_entry(r, "entries", "s.00");
 	assert_string_equal(iold_str_of(e, "outcome"), "removed");
-	assert_int_equal(iold_int_of(e, "messages_seen"), 0);
+	assert_int_equal(ijson_int(e, "messages_seen"), 0);
 	assert_false(iold_exists(c.amqp, "s.00", NULL));
 	json_decref(r);
 	json_decref(watched);

@@ -14,9 +14,9 @@ check_queue(const json_t *r, const char *name, const char *type, int64_t ttl_ms,
 	if (q == NULL)
 		fail_msg("queue %s%s not measured", iold_prefix, name);
 	assert_string_equal(iold_str_of(q, "type"), type);
-	if (iold_int_of(q, "ttl_ms") != ttl_ms)
+	if (ijson_int(q, "ttl_ms") != ttl_ms)
 		fail_msg("%s: ttl_ms %lld, expected %lld", name,
-		    (long long)iold_int_of(q, "ttl_ms"),
+		    (long long)ijson_int(q, "ttl_ms"),
 		    (long long)ttl_ms);
 	if (strncmp(source, "policy:", 7) == 0 || strncmp(source, "operator-policy:", 16) == 0)
 		snprintf(want, sizeof(want), "%.*s%s%s", (int)(strchr(source, ':') - source + 1),
@@ -26,8 +26,8 @@ check_queue(const json_t *r, const char *name, const char *type, int64_t ttl_ms,
 	if (strcmp(iold_str_of(q, "ttl_source"), want) != 0)
 		fail_msg("%s: ttl_source '%s', expected '%s'", name, iold_str_of(q, "ttl_source"),
 		    want);
-	assert_int_equal(iold_int_of(q, "messages"), messages);
-	assert_int_equal(iold_int_of(q, "consumers"), consumers);
+	assert_int_equal(ijson_int(q, "messages"), messages);
+	assert_int_equal(ijson_int(q, "consumers"), consumers);
 }
 
 /* The sixty old queues m.00 .. m.59 (see test_measure_sixty_old_queues). */
@@ -121,8 +121,8 @@ test_measure_sixty_old_queues(void **state)
 		after = now_ms();
 		sum = json_object_get(r, "summary");
 		q = iold_entry(r, "queues", "m.45");
-		if (iold_int_of(sum, "total_messages") == total && q != NULL &&
-		    iold_int_of(q, "consumers") == 1)
+		if (ijson_int(sum, "total_messages") == total && q != NULL &&
+		    ijson_int(q, "consumers") == 1)
 			break;
 		if (tries == 40)
 			fail_msg("statistics never showed %lld messages and the consumer",
@@ -156,7 +156,7 @@ test_measure_sixty_old_queues(void **state)
 		check_queue(r, name, type, ttl, src, msgs, i == 45 ? 1 : 0);
 		q = iold_entry(r, "queues", name);
 		if (i == 37)
-			assert_int_equal(iold_int_of(q, "expires_ms"), HOUR_MS);
+			assert_int_equal(ijson_int(q, "expires_ms"), HOUR_MS);
 		else
 			assert_true(json_is_null(json_object_get(q, "expires_ms")));
 	}
@@ -174,16 +174,16 @@ test_measure_sixty_old_queues(void **state)
 	assert_true(json_is_null(json_object_get(iold_entry(r, "queues", "m.00"), "note")));
 	/* The summary and the horizon. */
 	sum = json_object_get(r, "summary");
-	assert_int_equal(iold_int_of(sum, "queues"), 60);
-	assert_int_equal(iold_int_of(sum, "non_empty"), 5);
-	assert_int_equal(iold_int_of(sum, "total_messages"), total);
-	assert_int_equal(iold_int_of(sum, "max_ttl_ms"), 3 * HOUR_MS);
+	assert_int_equal(ijson_int(sum, "queues"), 60);
+	assert_int_equal(ijson_int(sum, "non_empty"), 5);
+	assert_int_equal(ijson_int(sum, "total_messages"), total);
+	assert_int_equal(ijson_int(sum, "max_ttl_ms"), 3 * HOUR_MS);
 	snprintf(name, sizeof(name), "%sm.55", iold_prefix);
 	assert_string_equal(iold_str_of(sum, "max_ttl_queue"), name);
-	assert_true(iold_int_of(sum, "measured_at_ms") >= before &&
-	    iold_int_of(sum, "measured_at_ms") <= after);
-	assert_int_equal(iold_int_of(sum, "allowance_ms"), 45 * 1000);
-	assert_int_equal(iold_int_of(sum, "horizon_ms"), iold_int_of(sum, "measured_at_ms") +
+	assert_true(ijson_int(sum, "measured_at_ms") >= before &&
+	    ijson_int(sum, "measured_at_ms") <= after);
+	assert_int_equal(ijson_int(sum, "allowance_ms"), 45 * 1000);
+	assert_int_equal(ijson_int(sum, "horizon_ms"), ijson_int(sum, "measured_at_ms") +
 	    3 * HOUR_MS + 45 * 1000);
 	assert_non_null(strstr(iold_str_of(sum, "reasoning"), "60 old queues, 5 non-empty "
 	    "holding 15 messages; the largest TTL is 3h"));
@@ -284,23 +284,23 @@ test_dead_letter_chain(void **state)
 	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	sum = json_object_get(measured, "summary");
-	if (iold_int_of(sum, "max_ttl_ms") != 3000)
+	if (ijson_int(sum, "max_ttl_ms") != 3000)
 		fail_msg("the horizon counts %lld ms of TTL, not the 3000 of the chain "
-		    "d.00 -> d.01", (long long)iold_int_of(sum, "max_ttl_ms"));
+		    "d.00 -> d.01", (long long)ijson_int(sum, "max_ttl_ms"));
 	snprintf(full, sizeof(full), "%sd.01", iold_prefix);
 	assert_string_equal(iold_str_of(sum, "max_ttl_queue"), full);
-	assert_int_equal(iold_int_of(sum, "horizon_ms"), iold_int_of(sum, "measured_at_ms") +
+	assert_int_equal(ijson_int(sum, "horizon_ms"), ijson_int(sum, "measured_at_ms") +
 	    3000 + 30 * 1000);
 	assert_int_equal(old_horizon_ms(measured, 1000000, 30 * 1000),
 	    1000000 + 3000 + 30 * 1000);
 	e = iold_entry(measured, "queues", "d.01");
-	assert_int_equal(iold_int_of(e, "chain_ttl_ms"), 3000);
+	assert_int_equal(ijson_int(e, "chain_ttl_ms"), 3000);
 	assert_int_equal(json_array_size(json_object_get(e, "fed_by")), 1);
 	snprintf(full, sizeof(full), "%sd.00", iold_prefix);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(e,
 	    "fed_by"), 0)), full);
 	e = iold_entry(measured, "queues", "d.00");
-	assert_int_equal(iold_int_of(e, "chain_ttl_ms"), 1000);
+	assert_int_equal(ijson_int(e, "chain_ttl_ms"), 1000);
 	assert_int_equal(json_array_size(json_object_get(e, "dead_letters_to")), 1);
 
 	/* A stays (it has a consumer): B is not deleted while A can feed it. */

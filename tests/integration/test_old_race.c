@@ -88,7 +88,7 @@ test_message_between_check_and_delete_survives(void **state)
 	assert_int_equal(l.published, 1);
 	e = iold_entry(r, "entries", "x.00");
 	assert_string_equal(iold_str_of(e, "outcome"), "left");
-	assert_int_equal(iold_int_of(e, "messages_seen"), 0);
+	assert_int_equal(ijson_int(e, "messages_seen"), 0);
 	assert_non_null(strstr(iold_str_of(e, "reason"), "between the check and the delete"));
 	assert_non_null(strstr(iold_str_of(e, "reason"), "now 1 message"));
 	assert_string_equal(iold_outcome(r, "x.01"), "removed");
@@ -193,7 +193,7 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	/* The leftover marker was taken back first: f.00 was checked empty. */
 	e = iold_entry(r, "entries", "f.00");
 	assert_non_null(e);
-	assert_int_equal(iold_int_of(e, "messages_seen"), 0);
+	assert_int_equal(ijson_int(e, "messages_seen"), 0);
 	/* The late message was published once; it is either refused (and the
 	 * queue deleted with nothing in it) or still in the queue: never
 	 * deleted with it. */
@@ -210,12 +210,12 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 		assert_string_equal(iold_str_of(e, "outcome"), "left");
 	} else {
 		assert_string_equal(iold_str_of(e, "outcome"), "removed");
-		assert_int_equal(iold_int_of(e, "purged"), 0);
+		assert_int_equal(ijson_int(e, "purged"), 0);
 		assert_non_null(strstr(iold_str_of(e, "reason"), "fenced"));
 		assert_false(iold_exists(c.amqp, "f.00", NULL));
 	}
 	assert_string_equal(iold_outcome(r, "f.01"), "removed");
-	assert_int_equal(iold_int_of(iold_entry(r, "entries", "f.01"), "purged"), 0);
+	assert_int_equal(ijson_int(iold_entry(r, "entries", "f.01"), "purged"), 0);
 	e = iold_entry(r, "entries", "f.02");
 	assert_string_equal(iold_str_of(e, "outcome"), "left");
 	assert_non_null(strstr(iold_str_of(e, "reason"), "cannot be fenced"));

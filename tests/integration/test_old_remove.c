@@ -43,7 +43,7 @@ test_remove_refuses_what_is_unsafe(void **state)
 	/* The last entry into the old path unknown: nothing is removed. */
 	c.old_last_entry_ms = 0;
 	assert_int_not_equal(step_remove_old(&c, &r, err, sizeof(err)), 0);
-	assert_int_equal(iold_int_of(json_object_get(r, "counts"), "left"), 10);
+	assert_int_equal(ijson_int(json_object_get(r, "counts"), "left"), 10);
 	assert_non_null(strstr(iold_str_of(iold_entry(r, "entries", "r.00"), "reason"),
 	    "the last entry into the old path is unknown"));
 	json_decref(r);
@@ -56,9 +56,9 @@ test_remove_refuses_what_is_unsafe(void **state)
 	c.now_ms = now_ms();
 	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
 	assert_int_not_equal(old_remove(&c, &dry, &r, err, sizeof(err)), 0);
-	assert_int_equal(iold_int_of(json_object_get(r, "counts"), "would_remove"), 8);
-	assert_int_equal(iold_int_of(json_object_get(r, "counts"), "waiting"), 2);
-	assert_int_equal(iold_int_of(json_object_get(r, "counts"), "left"), 0);
+	assert_int_equal(ijson_int(json_object_get(r, "counts"), "would_remove"), 8);
+	assert_int_equal(ijson_int(json_object_get(r, "counts"), "waiting"), 2);
+	assert_int_equal(ijson_int(json_object_get(r, "counts"), "left"), 0);
 	assert_string_equal(iold_outcome(r, "r.06"), "would_remove");
 	assert_string_equal(iold_outcome(r, "r.07"), "waiting");
 	assert_non_null(strstr(err, "waiting: 2 old queues"));
@@ -87,9 +87,9 @@ test_remove_refuses_what_is_unsafe(void **state)
 			continue;
 		e = iold_entry(r, "entries", name);
 		assert_string_equal(iold_outcome(r, name), "removed");
-		assert_int_equal(iold_int_of(e, "messages_seen"), 0);
-		assert_int_equal(iold_int_of(e, "at_ms"), c.now_ms);
-		assert_int_equal(iold_int_of(e, "deadline_ms"), c.old_last_entry_ms +
+		assert_int_equal(ijson_int(e, "messages_seen"), 0);
+		assert_int_equal(ijson_int(e, "at_ms"), c.now_ms);
+		assert_int_equal(ijson_int(e, "deadline_ms"), c.old_last_entry_ms +
 		    (i + 1) * 1000 + 30 * 1000);
 		assert_false(iold_exists(c.amqp, name, NULL));
 	}
@@ -101,12 +101,12 @@ test_remove_refuses_what_is_unsafe(void **state)
 	    "unused, fenced"));
 	assert_non_null(strstr(iold_str_of(e, "reason"), "then deleted without "
 	    "if-empty/if-unused"));
-	assert_int_equal(iold_int_of(e, "purged"), 0);
+	assert_int_equal(ijson_int(e, "purged"), 0);
 	/* Not empty: it waits for its messages to come out (its TTL), with
 	 * its depth. */
 	e = iold_entry(r, "entries", "r.07");
 	assert_string_equal(iold_str_of(e, "outcome"), "waiting");
-	assert_int_equal(iold_int_of(e, "messages_seen"), 3);
+	assert_int_equal(ijson_int(e, "messages_seen"), 3);
 	assert_non_null(strstr(iold_str_of(e, "reason"), "holds 3 messages"));
 	assert_true(iold_exists(c.amqp, "r.07", &depth));
 	assert_int_equal(depth, 3);
@@ -114,7 +114,7 @@ test_remove_refuses_what_is_unsafe(void **state)
 	e = iold_entry(r, "entries", "r.08");
 	assert_string_equal(iold_str_of(e, "outcome"), "waiting");
 	assert_true(json_is_null(json_object_get(e, "messages_seen")));
-	assert_int_equal(iold_int_of(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
+	assert_int_equal(ijson_int(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
 	    30 * 1000);
 	assert_non_null(strstr(iold_str_of(e, "reason"), "not yet past its deadline"));
 	assert_non_null(strstr(iold_str_of(e, "reason"), "1h50m30s to go"));
@@ -133,10 +133,10 @@ test_remove_refuses_what_is_unsafe(void **state)
 	    "first seen by remove_old"));
 	assert_true(iold_exists(c.amqp, "r.10", NULL));
 	e = json_object_get(r, "counts");
-	assert_int_equal(iold_int_of(e, "removed"), 6);
-	assert_int_equal(iold_int_of(e, "gone"), 1);
-	assert_int_equal(iold_int_of(e, "left"), 1);
-	assert_int_equal(iold_int_of(e, "waiting"), 3);
+	assert_int_equal(ijson_int(e, "removed"), 6);
+	assert_int_equal(ijson_int(e, "gone"), 1);
+	assert_int_equal(ijson_int(e, "left"), 1);
+	assert_int_equal(ijson_int(e, "waiting"), 3);
 	assert_non_null(strstr(err, "1 of 11 old queues are left"));
 	json_decref(r);
 	/* Similar names outside the selection are untouched. */
@@ -229,20 +229,20 @@ test_remove_in_parallel(void **state)
 	o.arg = &rc;
 
 	assert_int_not_equal(old_remove(&c, &o, &r, err, sizeof(err)), 0);
-	assert_int_equal(iold_int_of(r, "connections"), PAR_CONNECTIONS);
+	assert_int_equal(ijson_int(r, "connections"), PAR_CONNECTIONS);
 	assert_int_equal(json_array_size(json_object_get(r, "entries")), PAR_QUEUES);
 	e = json_object_get(r, "counts");
-	assert_int_equal(iold_int_of(e, "removed"), PAR_QUEUES - nonempty - 1);
-	assert_int_equal(iold_int_of(e, "left"), 1);
-	assert_int_equal(iold_int_of(e, "waiting"), nonempty);
-	assert_int_equal(iold_int_of(e, "gone"), 0);
+	assert_int_equal(ijson_int(e, "removed"), PAR_QUEUES - nonempty - 1);
+	assert_int_equal(ijson_int(e, "left"), 1);
+	assert_int_equal(ijson_int(e, "waiting"), nonempty);
+	assert_int_equal(ijson_int(e, "gone"), 0);
 	assert_int_equal(rc.stray, 0);
 	for (i = 0; i < PAR_QUEUES; i++) {
 		snprintf(name, sizeof(name), "p.%03d", i);
 		e = iold_entry(r, "entries", name);
 		if (i % 40 == 0) {
 			assert_string_equal(iold_str_of(e, "outcome"), "waiting");
-			assert_int_equal(iold_int_of(e, "messages_seen"), 1);
+			assert_int_equal(ijson_int(e, "messages_seen"), 1);
 			assert_non_null(strstr(iold_str_of(e, "reason"), "holds 1 message"));
 			assert_int_equal(rc.count[i], 0);
 			assert_true(iold_exists(c.amqp, name, NULL));
@@ -253,7 +253,7 @@ test_remove_in_parallel(void **state)
 			assert_true(iold_exists(c.amqp, name, NULL));
 		} else {
 			assert_string_equal(iold_str_of(e, "outcome"), "removed");
-			assert_int_equal(iold_int_of(e, "messages_seen"), 0);
+			assert_int_equal(ijson_int(e, "messages_seen"), 0);
 			assert_int_equal(rc.count[i], 1);
 			assert_false(iold_exists(c.amqp, name, NULL));
 		}
@@ -366,7 +366,7 @@ test_remove_leaves_a_queue_whose_ttl_was_raised(void **state)
 	e = iold_entry(r, "entries", "t.00");
 	assert_non_null(e);
 	assert_string_equal(iold_str_of(e, "outcome"), "waiting");
-	assert_int_equal(iold_int_of(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
+	assert_int_equal(ijson_int(e, "deadline_ms"), c.old_last_entry_ms + 2 * HOUR_MS +
 	    30 * 1000);
 	assert_non_null(strstr(iold_str_of(e, "reason"), "not yet past its deadline"));
 	assert_true(iold_exists(c.amqp, "t.00", NULL));
@@ -444,7 +444,7 @@ test_remove_stops_after_repeated_broker_failures(void **state)
 	c.now_ms = now_ms();
 	c.old_last_entry_ms = c.now_ms - 10 * MIN_MS;
 	assert_int_not_equal(old_remove(&c, &one, &r, err, sizeof(err)), 0);
-	assert_int_equal(iold_int_of(json_object_get(r, "counts"), "left"), 6);
+	assert_int_equal(ijson_int(json_object_get(r, "counts"), "left"), 6);
 	json_array_foreach(json_object_get(r, "entries"), i, e) {
 		fprintf(stderr, "# %s: %s\n", iold_str_of(e, "name"), iold_str_of(e, "reason"));
 		if (strstr(iold_str_of(e, "reason"), "not attempted: the broker failed") != NULL)
@@ -473,11 +473,11 @@ main(void)
 		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
 		cmocka_unit_test(test_remove_in_parallel),
 		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 		cmocka_unit_test_teardown(test_remove_stops_after_repeated_broker_failures,
-		    iold_cleanup_teardown),
+		    itest_cleanup_teardown),
 	};
 
 	if (getenv("CUTOVER_TEST_FILTER") != NULL)

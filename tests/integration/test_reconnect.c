@@ -379,19 +379,11 @@ test_return_to_first(void **state)
 	mgmt_close(observer);
 }
 
-static int
-teardown(void **state)
-{
-	(void)state;
-	itest_cleanup();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_return_to_first, teardown),
+		cmocka_unit_test_teardown(test_return_to_first, itest_cleanup_teardown),
 	};
 	const char *p = getenv("CUTOVER_TEST_RECONNECT_PORT");
 	const char *cp = getenv("CUTOVER_TEST_CLUSTER_PORT");

@@ -26,7 +26,7 @@ test_deleted_binding_raises_ladder_drift(void **state)
 	assert_non_null(strstr(a.message, "missing"));
 	assert_true(json_is_false(json_object_get(iwatch_obj(f->state, "verify"), "ok")));
 	assert_int_equal(iwatch_events(f, "alert.raised", "ladder_drift"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "probe"), "lost"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "probe"), "lost"), 0);
 }
 
 /* Deletes level 3's queue (PARKING: the parking queue) under a running
@@ -69,17 +69,7 @@ test_deleted_parking_queue_raises_ladder_drift(void **state)
 	delete_under_the_watch(*state, "nopark", true);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_deleted_binding_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_deleted_level_queue_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_deleted_parking_queue_raises_ladder_drift,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_deleted_binding_raises_ladder_drift),
+	IWATCH_TEST(test_deleted_level_queue_raises_ladder_drift),
+	IWATCH_TEST(test_deleted_parking_queue_raises_ladder_drift))

@@ -96,42 +96,42 @@ test_watch_runs_to_its_deadline(void **state)
 		if (rc < 0)
 			fail_msg("the watch failed: %s", err);
 		if (ticks == 1) {
-			started = iwatch_num(f->state, "started_ms");
-			deadline0 = iwatch_num(f->state, "deadline_ms");
+			started = ijson_int(f->state, "started_ms");
+			deadline0 = ijson_int(f->state, "deadline_ms");
 			assert_int_equal(started, f->flip_ms);
-			assert_int_equal(iwatch_num(f->state, "flip_ms"), f->flip_ms);
-			assert_int_equal(iwatch_num(f->state, "max_ttl_ms"), OLD_TTL_MS);
-			assert_int_equal(iwatch_num(f->state, "last_old_entry_ms"), f->flip_ms);
+			assert_int_equal(ijson_int(f->state, "flip_ms"), f->flip_ms);
+			assert_int_equal(ijson_int(f->state, "max_ttl_ms"), OLD_TTL_MS);
+			assert_int_equal(ijson_int(f->state, "last_old_entry_ms"), f->flip_ms);
 			assert_int_equal(deadline0, f->flip_ms + OLD_TTL_MS + ALLOWANCE_MS);
 			sum = iwatch_obj(f->state, "summary");
-			assert_int_equal(iwatch_num(sum, "old_depth"), 9);
-			assert_int_equal(iwatch_num(sum, "old_nonempty"), 3);
-			assert_int_equal(iwatch_num(sum, "old_queues"), 3);
+			assert_int_equal(ijson_int(sum, "old_depth"), 9);
+			assert_int_equal(ijson_int(sum, "old_nonempty"), 3);
+			assert_int_equal(ijson_int(sum, "old_queues"), 3);
 			assert_int_equal(json_array_size(json_object_get(sum, "ladder_depth")), 5);
-			assert_int_equal(iwatch_num(sum, "parking_depth"), 0);
-			assert_int_equal(iwatch_num(sum, "open_alerts"), 0);
+			assert_int_equal(ijson_int(sum, "parking_depth"), 0);
+			assert_int_equal(ijson_int(sum, "open_alerts"), 0);
 			pr = iwatch_obj(f->state, "probe");
-			assert_int_equal(iwatch_num(pr, "delay_ms"), INTERVAL_MS);
+			assert_int_equal(ijson_int(pr, "delay_ms"), INTERVAL_MS);
 			assert_int_equal(json_array_size(json_object_get(pr, "outstanding")), 1);
 			assert_true(json_is_true(json_object_get(iwatch_obj(f->state, "verify"),
 			    "ok")));
 		}
 		if (ticks == restart_at + 1) {
 			/* Resumed where it was: same start, deadline not earlier. */
-			assert_int_equal(iwatch_num(f->state, "started_ms"),
-			    iwatch_num(before, "started_ms"));
-			assert_true(iwatch_num(f->state, "deadline_ms") >= iwatch_num(before,
+			assert_int_equal(ijson_int(f->state, "started_ms"),
+			    ijson_int(before, "started_ms"));
+			assert_true(ijson_int(f->state, "deadline_ms") >= ijson_int(before,
 			    "deadline_ms"));
-			assert_int_equal(iwatch_num(f->state, "ticks"),
-			    iwatch_num(before, "ticks") + 1);
+			assert_int_equal(ijson_int(f->state, "ticks"),
+			    ijson_int(before, "ticks") + 1);
 			json_decref(before);
 			before = NULL;
 		}
 		/* The deadline never moves earlier; it moves only when the
 		 * statistics count the publishes made before the flip, and never
 		 * past that time + TTL + allowance. */
-		assert_true(iwatch_num(f->state, "deadline_ms") >= last_deadline);
-		last_deadline = iwatch_num(f->state, "deadline_ms");
+		assert_true(ijson_int(f->state, "deadline_ms") >= last_deadline);
+		last_deadline = ijson_int(f->state, "deadline_ms");
 		/* A level holding a probe in flight after an earlier one came
 		 * out on time: its oldest age is the bound that probe gives. */
 		for (size_t k = 0; k < json_array_size(json_object_get(iwatch_obj(f->state,
@@ -143,12 +143,12 @@ test_watch_runs_to_its_deadline(void **state)
 
 			assert_non_null(src);
 			if (strcmp(src, "probe_bound") == 0) {
-				assert_true(iwatch_num(lv, "oldest_age_ms") >= 0);
+				assert_true(ijson_int(lv, "oldest_age_ms") >= 0);
 				bounded++;
 			}
 			assert_true(strcmp(src, "head_timestamp") != 0);	/* quorum */
 		}
-		assert_true(last_deadline <= iwatch_num(f->state,
+		assert_true(last_deadline <= ijson_int(f->state,
 		    "last_old_entry_ms") + OLD_TTL_MS +
 		    ALLOWANCE_MS);
 		if (rc == 0) {
@@ -168,24 +168,24 @@ test_watch_runs_to_its_deadline(void **state)
 	assert_true(done_at >= f->flip_ms + STATS_LAG_MS);
 	assert_true(json_is_true(json_object_get(f->state, "done")));
 	assert_true(json_is_true(json_object_get(f->state, "ok")));
-	assert_int_equal(iwatch_num(f->state, "started_ms"), f->flip_ms);
-	assert_true(iwatch_num(f->state, "last_old_entry_ms") >= f->flip_ms);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 0);
+	assert_int_equal(ijson_int(f->state, "started_ms"), f->flip_ms);
+	assert_true(ijson_int(f->state, "last_old_entry_ms") >= f->flip_ms);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "old"), "after_flip"), 0);
 	sum = iwatch_obj(f->state, "summary");
 	assert_string_equal(json_string_value(json_object_get(sum, "status")), "done");
-	assert_int_equal(iwatch_num(sum, "old_depth"), 0);
-	assert_int_equal(iwatch_num(sum, "time_left_ms"), 0);
+	assert_int_equal(ijson_int(sum, "old_depth"), 0);
+	assert_int_equal(ijson_int(sum, "time_left_ms"), 0);
 	iwatch_open_alerts(f, &al);
 	assert_int_equal(al.n, 0);
 
 	/* Probes: sent about every second, every one arrived, none lost, and
 	 * the lateness figures agree with the samples. */
 	pr = iwatch_obj(f->state, "probe");
-	assert_true(iwatch_num(pr, "sent") >= 8);
-	assert_int_equal(iwatch_num(pr, "arrived"), iwatch_num(pr, "sent"));
-	assert_int_equal(iwatch_num(pr, "lost"), 0);
-	assert_int_equal(iwatch_num(pr, "early"), 0);
-	assert_int_equal(iwatch_num(pr, "late"), 0);
+	assert_true(ijson_int(pr, "sent") >= 8);
+	assert_int_equal(ijson_int(pr, "arrived"), ijson_int(pr, "sent"));
+	assert_int_equal(ijson_int(pr, "lost"), 0);
+	assert_int_equal(ijson_int(pr, "early"), 0);
+	assert_int_equal(ijson_int(pr, "late"), 0);
 	assert_int_equal(json_array_size(json_object_get(pr, "outstanding")), 0);
 
 	memset(&sm, 0, sizeof(sm));
@@ -208,7 +208,7 @@ test_watch_runs_to_its_deadline(void **state)
 	 * 3 s: all five, up to 1.6 s) proven by a probe that waited in it
 	 * alone, on time; pending dead-letters and band counters sampled per
 	 * level at every tick. */
-	assert_int_equal(iwatch_num(sum, "probe_budget_ms"), OLD_TTL_MS + ALLOWANCE_MS);
+	assert_int_equal(ijson_int(sum, "probe_budget_ms"), OLD_TTL_MS + ALLOWANCE_MS);
 	for (int k = 0; k < 5; k++) {
 		const json_t *lv = json_array_get(json_object_get(sum, "levels"), (size_t)k);
 		const json_t *st = json_array_get(json_object_get(iwatch_obj(f->state, "levels"),
@@ -217,9 +217,9 @@ test_watch_runs_to_its_deadline(void **state)
 		assert_non_null(lv);
 		assert_string_equal(json_string_value(json_object_get(lv, "status")),
 		    "moving");
-		assert_true(iwatch_num(st, "on_time") >= 1);
-		assert_int_equal(iwatch_num(st, "stuck"), 0);
-		assert_int_equal(iwatch_num(st, "late"), 0);
+		assert_true(ijson_int(st, "on_time") >= 1);
+		assert_int_equal(ijson_int(st, "stuck"), 0);
+		assert_int_equal(ijson_int(st, "late"), 0);
 		assert_true(sm.level_late[k].n >= 1);
 		assert_int_equal(sm.band[k].n, ticks);
 		/* Once the statistics show the queue (seconds after its
@@ -231,23 +231,23 @@ test_watch_runs_to_its_deadline(void **state)
 		assert_true(sm.dlx[k].n >= 1);
 		assert_true(sm.dlx[k].max <= 2);
 		fprintf(stderr, "# level %d: %lld probes on time, last lateness <= %lld ms\n",
-		    k, (long long)iwatch_num(st, "on_time"),
-		    (long long)iwatch_num(lv, "lateness_ms"));
+		    k, (long long)ijson_int(st, "on_time"),
+		    (long long)ijson_int(lv, "lateness_ms"));
 	}
-	assert_int_equal(sm.lateness.n, iwatch_num(pr, "arrived") - iwatch_num(pr, "unmeasured"));
+	assert_int_equal(sm.lateness.n, ijson_int(pr, "arrived") - ijson_int(pr, "unmeasured"));
 	assert_true(sm.lateness.n >= 5);
 	/* The plan's own bound (canary.max_lateness), not a tighter one. */
 	assert_true(sm.lateness.max <= (double)f->p->canary.max_lateness_ms);
-	assert_true(sm.lateness.last == (double)iwatch_num(pr, "last_lateness_ms"));
-	assert_true(sm.lateness.max == (double)iwatch_num(pr, "max_lateness_ms"));
-	assert_true(iwatch_num(iwatch_obj(sum, "probe_lateness_ms"), "p50") <= iwatch_num(pr,
+	assert_true(sm.lateness.last == (double)ijson_int(pr, "last_lateness_ms"));
+	assert_true(sm.lateness.max == (double)ijson_int(pr, "max_lateness_ms"));
+	assert_true(ijson_int(iwatch_obj(sum, "probe_lateness_ms"), "p50") <= ijson_int(pr,
 	    "max_lateness_ms"));
 	fprintf(stderr, "# watch: %d ticks, ended %lld ms after the flip (deadline "
 	    "+%lld ms); %lld probes, lateness p50 %lld ms, max %lld ms, %lld "
 	    "unmeasured\n", ticks, (long long)(done_at - f->flip_ms),
-	    (long long)(last_deadline - f->flip_ms), (long long)iwatch_num(pr, "sent"),
-	    (long long)iwatch_num(iwatch_obj(sum, "probe_lateness_ms"), "p50"),
-	    (long long)iwatch_num(pr, "max_lateness_ms"), (long long)iwatch_num(pr, "unmeasured"));
+	    (long long)(last_deadline - f->flip_ms), (long long)ijson_int(pr, "sent"),
+	    (long long)ijson_int(iwatch_obj(sum, "probe_lateness_ms"), "p50"),
+	    (long long)ijson_int(pr, "max_lateness_ms"), (long long)ijson_int(pr, "unmeasured"));
 	assert_true(bounded >= 1);
 	iwatch_assert_probe_queue_gone(f);
 }
@@ -263,21 +263,21 @@ test_old_publish_moves_the_deadline(void **state)
 	struct store_alert a, n;
 	struct alerts al;
 	char err[2048];
-	int64_t d0, sent, entry, until;
+	int64_t d0, sent, entry;
 
 	iwatch_start(f, "late", 2, 0, NULL);
 	/* The flip was confirmed a while ago: the settle window is over. */
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	d0 = iwatch_num(f->state, "deadline_ms");
+	d0 = ijson_int(f->state, "deadline_ms");
 	/* First look long after the flip: as if the last entry were now. */
-	assert_true(iwatch_num(f->state, "last_old_entry_ms") > f->flip_ms);
-	assert_int_equal(d0, iwatch_num(f->state, "last_old_entry_ms") + OLD_TTL_MS +
+	assert_true(ijson_int(f->state, "last_old_entry_ms") > f->flip_ms);
+	assert_int_equal(d0, ijson_int(f->state, "last_old_entry_ms") + OLD_TTL_MS +
 	    ALLOWANCE_MS);
 
 	/* A producer that was not flipped, and one still creating queues,
 	 * strictly after the entry the deadline was computed from. */
-	while (now_ms() <= iwatch_num(f->state, "last_old_entry_ms"))
+	while (now_ms() <= ijson_int(f->state, "last_old_entry_ms"))
 		iwatch_sleep_ms(1);
 	sent = now_ms();
 	iwatch_publish_to(&f->c, "", f->old[1], 2);
@@ -286,11 +286,11 @@ test_old_publish_moves_the_deadline(void **state)
 	iwatch_old_queue(&f->c, f->old[f->nold]);
 
 	iwatch_tick_until_alert(f, "old_publish", ALERT_CEILING_MS, &a);
-	entry = iwatch_num(f->state, "last_old_entry_ms");
+	entry = ijson_int(f->state, "last_old_entry_ms");
 	assert_true(entry >= sent);
-	assert_int_equal(iwatch_num(f->state, "deadline_ms"), entry + OLD_TTL_MS + ALLOWANCE_MS);
-	assert_true(iwatch_num(f->state, "deadline_ms") > d0);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 2);
+	assert_int_equal(ijson_int(f->state, "deadline_ms"), entry + OLD_TTL_MS + ALLOWANCE_MS);
+	assert_true(ijson_int(f->state, "deadline_ms") > d0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "old"), "after_flip"), 2);
 	assert_non_null(strstr(a.message, "2 messages entered the old path after the flip"));
 	assert_non_null(strstr(a.message, "the deadline moves to"));
 	assert_true(iwatch_events(f, "alert.raised", "old_publish") == 1);
@@ -305,14 +305,10 @@ test_old_publish_moves_the_deadline(void **state)
 	/* Past the new deadline, the old queue drained: it still waits, and
 	 * once the statistics count up to the deadline (watch_stats.c), for
 	 * the alert alone. */
-	until = iwatch_num(f->state, "deadline_ms") + 1000;
-	while (now_ms() < until) {
-		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		iwatch_sleep_ms(INTERVAL_MS);
-	}
+	iwatch_tick_past_deadline(f, 1000);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	iwatch_tick_past_stats_lag(f);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 0);
 	assert_non_null(strstr(json_string_value(json_object_get(iwatch_obj(f->state, "summary"),
 	    "status")), "alert is open"));
 
@@ -321,7 +317,7 @@ test_old_publish_moves_the_deadline(void **state)
 	iwatch_tick_until_done(f, 5000);
 	assert_true(iwatch_events(f, "alert.raised", "old_new_queue") == 1);
 	assert_true(json_is_true(json_object_get(f->state, "done")));
-	assert_int_equal(iwatch_num(f->state, "last_old_entry_ms"), entry);
+	assert_int_equal(ijson_int(f->state, "last_old_entry_ms"), entry);
 	iwatch_assert_probe_queue_gone(f);
 }
 
@@ -371,7 +367,7 @@ tick_until_light(struct fixture *f)
 	char err[2048];
 
 	for (;;) {
-		light = f->state != NULL ? iwatch_num(iwatch_pass_of(f), "light") : 0;
+		light = f->state != NULL ? ijson_int(iwatch_pass_of(f), "light") : 0;
 		switch (iwatch_tick(f, err, sizeof(err))) {
 		case 1:
 			break;
@@ -383,7 +379,7 @@ tick_until_light(struct fixture *f)
 		default:
 			fail_msg("the watch failed: %s", err);
 		}
-		if (iwatch_num(iwatch_pass_of(f), "light") > light)
+		if (ijson_int(iwatch_pass_of(f), "light") > light)
 			return;
 		if (now_ms() > until)
 			fail_msg("no light pass within %d ms (last full pass: %s)",
@@ -406,7 +402,7 @@ tick_until_settled(struct fixture *f)
 			fail_msg("the exchanges' publishes never counted by a full pass");
 		iwatch_sleep_ms(INTERVAL_MS);
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	} while (iwatch_num(iwatch_pass_of(f), "growth_last_ms") != 0);
+	} while (ijson_int(iwatch_pass_of(f), "growth_last_ms") != 0);
 	tick_until_light(f);
 }
 
@@ -432,17 +428,17 @@ test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
 	iwatch_old_queue_ttl(&f->c, f->old[1], OLD_TTL_MS);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_pass_of(f), "full"), 1);
+	assert_int_equal(ijson_int(iwatch_pass_of(f), "full"), 1);
 	assert_string_equal(pass_why(f), "the first look");
-	assert_int_equal(iwatch_num(iwatch_pass_of(f), "queues"), 2);
+	assert_int_equal(ijson_int(iwatch_pass_of(f), "queues"), 2);
 	tick_until_settled(f);
-	while (now_ms() <= iwatch_num(f->state, "last_old_entry_ms") + OLD_TTL_MS + ALLOWANCE_MS)
+	while (now_ms() <= ijson_int(f->state, "last_old_entry_ms") + OLD_TTL_MS + ALLOWANCE_MS)
 		tick_until_light(f);
 	/* Light passes read no queue: every old queue is empty. */
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 0);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_queues"), 2);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_queues"), 2);
 	assert_int_equal(json_object_size(iwatch_obj(iwatch_obj(f->state, "old"), "held")), 0);
-	light = iwatch_num(iwatch_pass_of(f), "light");
+	light = ijson_int(iwatch_pass_of(f), "light");
 
 	sent = now_ms();
 	iwatch_publish_to(&f->c, "", f->old[1], 1);
@@ -452,7 +448,7 @@ test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
 
 		iwatch_sleep_ms(INTERVAL_MS);
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		growth |= iwatch_num(iwatch_pass_of(f), "growth_last_ms") >= sent;
+		growth |= ijson_int(iwatch_pass_of(f), "growth_last_ms") >= sent;
 		iwatch_open_alerts(f, &al);
 		if ((x = iwatch_find_alert(&al, "old_publish")) != NULL) {
 			a = *x;
@@ -463,11 +459,11 @@ test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
 	}
 	assert_true(growth);
 	assert_true(a.raised_ms - sent <= PASS_BOUND_MS);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "old"), "after_flip"), 1);
 	assert_non_null(strstr(a.message, "1 message entered the old path after the flip"));
-	assert_true(iwatch_num(f->state, "last_old_entry_ms") >= sent);
-	assert_true(iwatch_num(iwatch_pass_of(f), "light") >= light);
-	assert_true(iwatch_num(iwatch_pass_of(f), "full") >= 2);
+	assert_true(ijson_int(f->state, "last_old_entry_ms") >= sent);
+	assert_true(ijson_int(iwatch_pass_of(f), "light") >= light);
+	assert_true(ijson_int(iwatch_pass_of(f), "full") >= 2);
 }
 
 /* (b) Queues holding messages are read exactly on every light pass: a
@@ -486,22 +482,22 @@ test_light_pass_reads_nonempty_queues_exactly(void **state)
 	iwatch_start(f, "lightexact", 2, 3, NULL);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	tick_until_settled(f);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 6);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_nonempty"), 2);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_nonempty"), 2);
 	/* Take messages one by one: each next tick says exactly how many are
 	 * left, at least twice on a light pass. */
 	for (int i = 0; i < 5 && light_checked < 2; i++) {
-		int64_t light = iwatch_num(iwatch_pass_of(f), "light");
+		int64_t light = ijson_int(iwatch_pass_of(f), "light");
 
 		assert_int_equal(broker_get(f->c.amqp, f->old[i % 2], false, &d, err,
 		    sizeof(err)), 0);
 		broker_delivery_free(&d);
 		depth--;
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), depth);
-		if (iwatch_num(iwatch_pass_of(f), "light") > light)
+		assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), depth);
+		if (ijson_int(iwatch_pass_of(f), "light") > light)
 			light_checked++;
 		iwatch_sleep_ms(INTERVAL_MS);
 	}
@@ -514,8 +510,8 @@ test_light_pass_reads_nonempty_queues_exactly(void **state)
 		depth--;
 	}
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 0);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_nonempty"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_nonempty"), 0);
 	assert_int_equal(json_object_size(iwatch_obj(iwatch_obj(f->state, "old"), "held")), 0);
 }
 
@@ -547,15 +543,15 @@ test_watch_ends_on_a_full_pass(void **state)
 	f->flip_ms = now_ms();
 	tick_until_light(f);
 	iwatch_tick_until_done(f, 3 * ALERT_CEILING_MS);
-	assert_true(iwatch_num(iwatch_pass_of(f), "light") >= 1);
+	assert_true(ijson_int(iwatch_pass_of(f), "light") >= 1);
 	assert_string_equal(pass_why(f), "past the deadline: every old queue is read "
 	    "before the end");
 	qs = json_object_get(iwatch_obj(f->state, "old_last"), "queues");
 	assert_int_equal(json_array_size(qs), 2);
 	json_array_foreach(qs, i, e) {
 		assert_true(json_is_integer(json_object_get(e, "publish")));
-		assert_int_equal(iwatch_num(e, "publish"), 1);
-		assert_int_equal(iwatch_num(e, "messages"), 0);
+		assert_int_equal(ijson_int(e, "publish"), 1);
+		assert_int_equal(ijson_int(e, "messages"), 0);
 	}
 	f->c.watched = f->state;
 	assert_int_equal(iwatch_remove_old(f, err, sizeof(err)), 0);
@@ -564,23 +560,10 @@ test_watch_ends_on_a_full_pass(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_watch_runs_to_its_deadline,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_old_publish_moves_the_deadline,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_clock_jump_does_not_end_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_light_pass_counts_a_publish_into_an_empty_queue,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_light_pass_reads_nonempty_queues_exactly,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_watch_ends_on_a_full_pass,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_watch_runs_to_its_deadline),
+	IWATCH_TEST(test_old_publish_moves_the_deadline),
+	IWATCH_TEST(test_clock_jump_does_not_end_the_watch),
+	IWATCH_TEST(test_light_pass_counts_a_publish_into_an_empty_queue),
+	IWATCH_TEST(test_light_pass_reads_nonempty_queues_exactly),
+	IWATCH_TEST(test_watch_ends_on_a_full_pass))

@@ -78,14 +78,14 @@ test_flag_off_holds_the_watch(void **state)
 	iwatch_start(f, "flagoff", 1, 0, NULL);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	d0 = iwatch_num(f->state, "deadline_ms");
+	d0 = ijson_int(f->state, "deadline_ms");
 
 	itest_feature_set(f->feature, false);
 	off_at = now_ms();
 	iwatch_tick_until_alert(f, "flag_off", 5000, &a);
 	assert_non_null(strstr(a.message, f->feature));
 	assert_string_equal(flag_seen(f), "off");
-	assert_true(iwatch_num(iwatch_obj(f->state, "flag"), "not_on_since_ms") >= off_at);
+	assert_true(ijson_int(iwatch_obj(f->state, "flag"), "not_on_since_ms") >= off_at);
 	tick_held_until(f, d0 + 1000, "the flag reads off");
 
 	/* Acknowledged while still off: raised again, still held. */
@@ -110,8 +110,8 @@ test_flag_off_holds_the_watch(void **state)
 	on_at = now_ms();
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	assert_string_equal(flag_seen(f), "on");
-	assert_true(iwatch_num(f->state, "last_old_entry_ms") >= on_at);
-	assert_true(iwatch_num(f->state, "deadline_ms") >= on_at + OLD_TTL_MS + ALLOWANCE_MS);
+	assert_true(ijson_int(f->state, "last_old_entry_ms") >= on_at);
+	assert_true(ijson_int(f->state, "deadline_ms") >= on_at + OLD_TTL_MS + ALLOWANCE_MS);
 	iwatch_ack_all(f);
 	iwatch_tick_until_done(f, 20000);
 	assert_true(iwatch_events(f, "alert.raised", "flag_off") >= 2);
@@ -137,7 +137,7 @@ test_unreadable_flag_holds_the_watch(void **state)
 	iwatch_start(f, "flaggone", 1, 0, NULL);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	d0 = iwatch_num(f->state, "deadline_ms");
+	d0 = ijson_int(f->state, "deadline_ms");
 	itest_feature_delete(f->feature);
 	iwatch_tick_until_alert(f, "flag_unreadable", 5000, &a);
 	assert_non_null(strstr(a.message, "404"));
@@ -181,17 +181,7 @@ test_remove_old_refuses_while_the_flag_is_off(void **state)
 		    sizeof(err)), BROKER_NOT_FOUND);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_flag_off_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_unreadable_flag_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_remove_old_refuses_while_the_flag_is_off,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_flag_off_holds_the_watch),
+	IWATCH_TEST(test_unreadable_flag_holds_the_watch),
+	IWATCH_TEST(test_remove_old_refuses_while_the_flag_is_off))

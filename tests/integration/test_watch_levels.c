@@ -40,7 +40,7 @@ tick_until_level_proven(struct fixture *f, int k)
 		if (iwatch_tick(f, err, sizeof(err)) != 1)
 			fail_msg("the watch stopped before level %d was proven: %s", k, err);
 		if (json_array_size(json_object_get(iwatch_obj(f->state, "levels"), "list")) >
-		    (size_t)k && iwatch_num(level_state(f, k), "on_time") >= 1)
+		    (size_t)k && ijson_int(level_state(f, k), "on_time") >= 1)
 			return;
 		if (now_ms() > until)
 			fail_msg("level %d not proven within %d ms", k, ALERT_CEILING_MS);
@@ -90,11 +90,11 @@ test_stuck_level_raises_level_late(void **state)
 	fprintf(stderr, "# pending dead-letters: %lld ms after the deletion: %s\n",
 	    (long long)(now_ms() - cut), b.message);
 	assert_non_null(strstr(b.message, "pending dead-letter"));
-	assert_true(iwatch_num(level_summary(f, 3), "dead_letters") >= 1);
+	assert_true(ijson_int(level_summary(f, 3), "dead_letters") >= 1);
 	/* Pending dead-letters are not in the depth: the level is not empty. */
 	assert_true(strcmp(json_string_value(json_object_get(level_summary(f, 3),
 	    "oldest_age_source")), "empty") != 0);
-	assert_true(iwatch_num(level_state(f, 3), "stuck") >= 1);
+	assert_true(ijson_int(level_state(f, 3), "stuck") >= 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "level_late"), 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 0);
 	/* /metrics: by level only. */
@@ -180,11 +180,11 @@ test_band_counts_publishes_entering_each_level(void **state)
 	}
 	fprintf(stderr, "# bands: level 2 %lld (200 + %lld level probes sent), level 3 "
 	    "%lld (%lld level probes sent)\n", (long long)band2,
-	    (long long)iwatch_num(level_state(f, 2), "sent"), (long long)band3,
-	    (long long)iwatch_num(level_state(f, 3), "sent"));
-	assert_true(band2 <= 200 + iwatch_num(level_state(f, 2), "sent"));
+	    (long long)ijson_int(level_state(f, 2), "sent"), (long long)band3,
+	    (long long)ijson_int(level_state(f, 3), "sent"));
+	assert_true(band2 <= 200 + ijson_int(level_state(f, 2), "sent"));
 	assert_true(band3 >= 0);
-	assert_true(band3 <= iwatch_num(level_state(f, 3), "sent"));
+	assert_true(band3 <= ijson_int(level_state(f, 3), "sent"));
 	assert_true(iwatch_metric(f, "cutover_ladder_band_publishes_total", "level=\"2\"") ==
 	    (double)band2);
 }
@@ -214,11 +214,11 @@ test_oldest_age_from_the_head_timestamp(void **state)
 	iwatch_start_undrained(f, "oldest", 1);
 	/* Past the deadline (which the publish moves when the statistics
 	 * count it), the probe sent before it has come out. */
-	while (now_ms() <= iwatch_num(f->state, "deadline_ms") + STATS_LAG_MS) {
+	while (now_ms() <= ijson_int(f->state, "deadline_ms") + STATS_LAG_MS) {
 		iwatch_sleep_ms(INTERVAL_MS);
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	}
-	sent4 = iwatch_num(level_summary(f, 4), "probes_sent");
+	sent4 = ijson_int(level_summary(f, 4), "probes_sent");
 	ladder_level_exchange(&f->p->ladder, 4, x, sizeof(x));
 	assert_true(mgmt_escape(mgmt_vhost(f->c.mgmt), vh, sizeof(vh)) >= 0);
 	snprintf(path, sizeof(path), "/api/exchanges/%s/%s/publish", vh, x);
@@ -243,9 +243,9 @@ test_oldest_age_from_the_head_timestamp(void **state)
 		iwatch_sleep_ms(INTERVAL_MS);
 	}
 	fprintf(stderr, "# oldest age of level 4 by its head timestamp: %lld ms\n",
-	    (long long)iwatch_num(lv, "oldest_age_ms"));
-	assert_int_equal(iwatch_num(lv, "probes_sent"), sent4);
-	assert_true(iwatch_num(lv, "oldest_age_ms") >= 100000);
+	    (long long)ijson_int(lv, "oldest_age_ms"));
+	assert_int_equal(ijson_int(lv, "probes_sent"), sent4);
+	assert_true(ijson_int(lv, "oldest_age_ms") >= 100000);
 	/* Classic: no pending dead-letters reported, none claimed. */
 	assert_true(json_is_null(json_object_get(lv, "dead_letters")));
 	assert_true(iwatch_metric(f, "cutover_ladder_oldest_age_ms", "level=\"4\"") >= 100000);
@@ -265,14 +265,14 @@ test_held_watch_keeps_proving_short_levels(void **state)
 	iwatch_start_undrained(f, "held", 1);
 	/* Past the deadline (which the publish moves when the statistics
 	 * count it). */
-	while (now_ms() <= iwatch_num(f->state, "deadline_ms") + STATS_LAG_MS) {
+	while (now_ms() <= ijson_int(f->state, "deadline_ms") + STATS_LAG_MS) {
 		iwatch_sleep_ms(INTERVAL_MS);
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 	}
-	sent4 = iwatch_num(level_summary(f, 4), "probes_sent");
-	on3 = iwatch_num(level_summary(f, 3), "probes_on_time");
+	sent4 = ijson_int(level_summary(f, 4), "probes_sent");
+	on3 = ijson_int(level_summary(f, 3), "probes_on_time");
 	until = now_ms() + ALERT_CEILING_MS;
-	while (iwatch_num(level_summary(f, 3), "probes_on_time") < on3 + 2) {
+	while (ijson_int(level_summary(f, 3), "probes_on_time") < on3 + 2) {
 		if (now_ms() > until)
 			fail_msg("level 3 not proven again past the deadline");
 		iwatch_sleep_ms(INTERVAL_MS);
@@ -281,7 +281,7 @@ test_held_watch_keeps_proving_short_levels(void **state)
 	for (int k = 0; k < 4; k++)
 		assert_string_equal(json_string_value(json_object_get(level_summary(f, k),
 		    "status")), "moving");
-	assert_int_equal(iwatch_num(level_summary(f, 4), "probes_sent"), sent4);
+	assert_int_equal(ijson_int(level_summary(f, 4), "probes_sent"), sent4);
 	assert_false(json_is_true(json_object_get(f->state, "done")));
 }
 
@@ -326,14 +326,14 @@ test_unroutable_dead_letter_is_held_and_named(void **state)
 	assert_non_null(strstr(a.message, "1 pending dead-letter "));
 	iwatch_assert_open_alert_with(f, "ladder_drift", "is held in the level");
 	/* Read on a light pass too (each queue by its own GET). */
-	light = iwatch_num(iwatch_pass_of(f), "light");
+	light = ijson_int(iwatch_pass_of(f), "light");
 	until = now_ms() + ALERT_CEILING_MS;
 	do {
 		if (now_ms() > until)
 			fail_msg("no light pass within %d ms", ALERT_CEILING_MS);
 		iwatch_sleep_ms(INTERVAL_MS);
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	} while (iwatch_num(iwatch_pass_of(f), "light") == light);
+	} while (ijson_int(iwatch_pass_of(f), "light") == light);
 	dl = json_object_get(level_summary(f, 0), "dead_letters");
 	if (!json_is_integer(dl) || json_integer_value(dl) < 1)
 		fail_msg("level 0's dead_letters on a light pass: %s",
@@ -381,24 +381,10 @@ test_pending_dead_letters_that_move_on_close_their_alert(void **state)
 	    "status")), "moving");
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_stuck_level_raises_level_late,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_pending_dead_letters_that_move_on_close_their_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_band_counts_publishes_entering_each_level,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_oldest_age_from_the_head_timestamp,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_held_watch_keeps_proving_short_levels,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_unroutable_dead_letter_is_held_and_named,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_stuck_level_raises_level_late),
+	IWATCH_TEST(test_pending_dead_letters_that_move_on_close_their_alert),
+	IWATCH_TEST(test_band_counts_publishes_entering_each_level),
+	IWATCH_TEST(test_oldest_age_from_the_head_timestamp),
+	IWATCH_TEST(test_held_watch_keeps_proving_short_levels),
+	IWATCH_TEST(test_unroutable_dead_letter_is_held_and_named))

@@ -17,7 +17,7 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	iwatch_start(f, "vanish", 2, 3, NULL);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 6);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
 	    sizeof(err)), 0);
 	iwatch_tick_until_alert(f, "old_vanished", 3000, &a);
@@ -29,7 +29,7 @@ test_vanished_old_queue_raises_an_alert(void **state)
 
 	/* The other drains (its TTL), then goes: no second alert. */
 	until = now_ms() + 20000;
-	while (iwatch_num(iwatch_obj(f->state, "summary"), "old_depth") > 0) {
+	while (ijson_int(iwatch_obj(f->state, "summary"), "old_depth") > 0) {
 		if (now_ms() > until)
 			fail_msg("old queue '%s' did not drain", f->old[1]);
 		iwatch_sleep_ms(INTERVAL_MS);
@@ -62,7 +62,7 @@ test_old_not_drained_holds_the_watch(void **state)
 	const char *status;
 
 	iwatch_start_undrained(f, "undrained", 2);
-	assert_int_equal(iwatch_num(f->state, "max_ttl_ms"), OLD_TTL_MS);
+	assert_int_equal(ijson_int(f->state, "max_ttl_ms"), OLD_TTL_MS);
 
 	/* Past the deadline, the messages still there: it goes on. The two
 	 * publishes may still move the deadline when the statistics count
@@ -82,12 +82,12 @@ test_old_not_drained_holds_the_watch(void **state)
 			fail_msg("still waiting for the deadline %lld ms after the flip",
 			    (long long)(now_ms() - f->flip_ms));
 	}
-	assert_true(now_ms() > iwatch_num(f->state, "deadline_ms"));
-	assert_int_equal(iwatch_num(f->state, "max_ttl_ms"), OLD_TTL_MS);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 2);
+	assert_true(now_ms() > ijson_int(f->state, "deadline_ms"));
+	assert_int_equal(ijson_int(f->state, "max_ttl_ms"), OLD_TTL_MS);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 2);
 	assert_string_equal(status, "waiting for the old path to drain");
 	iwatch_tick_until_alert(f, "old_not_drained", ALERT_CEILING_MS, &a);
-	deadline = iwatch_num(f->state, "deadline_ms");
+	deadline = ijson_int(f->state, "deadline_ms");
 	assert_true(a.raised_ms >= deadline);
 	assert_non_null(strstr(a.message, "2 messages still in 1 old queue past the "
 	    "deadline"));
@@ -106,7 +106,7 @@ test_old_not_drained_holds_the_watch(void **state)
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 		if (now_ms() > until)
 			fail_msg("the watch never saw the old queue empty");
-	} while (iwatch_num(iwatch_obj(f->state, "summary"), "old_depth") != 0);
+	} while (ijson_int(iwatch_obj(f->state, "summary"), "old_depth") != 0);
 	iwatch_tick_past_stats_lag(f);
 	assert_non_null(strstr(json_string_value(json_object_get(iwatch_obj(f->state,
 	    "summary"), "status")), "alert is open"));
@@ -141,8 +141,8 @@ test_queue_joining_before_the_flip_is_a_member(void **state)
 	joined = json_object_get(iwatch_obj(f->state, "old"), "joined");
 	assert_int_equal(json_integer_value(json_object_get(joined, f->old[f->nold])),
 	    joined_ttl);
-	assert_int_equal(iwatch_num(f->state, "max_ttl_ms"), joined_ttl);
-	assert_true(iwatch_num(f->state, "deadline_ms") >= f->flip_ms + joined_ttl +
+	assert_int_equal(ijson_int(f->state, "max_ttl_ms"), joined_ttl);
+	assert_true(ijson_int(f->state, "deadline_ms") >= f->flip_ms + joined_ttl +
 	    ALLOWANCE_MS);
 	/* Nothing to acknowledge: it ends by itself once both drained. */
 	iwatch_tick_until_done(f, 30000);
@@ -152,13 +152,13 @@ test_queue_joining_before_the_flip_is_a_member(void **state)
 	/* remove_old takes the member as it takes the measured queue. */
 	f->c.measured = f->measured;
 	f->c.watched = f->state;
-	f->c.old_last_entry_ms = iwatch_num(f->state, "last_old_entry_ms");
+	f->c.old_last_entry_ms = ijson_int(f->state, "last_old_entry_ms");
 	f->c.state = NULL;
 	f->c.now_ms = 0;
 	if (step_remove_old(&f->c, &r, err, sizeof(err)) != 0)
 		fail_msg("remove_old: %s", err);
 	assert_false(f->c.again);
-	assert_int_equal(iwatch_num(iwatch_obj(r, "counts"), "removed"), 2);
+	assert_int_equal(ijson_int(iwatch_obj(r, "counts"), "removed"), 2);
 	assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[f->nold], NULL, err,
 	    sizeof(err)), BROKER_NOT_FOUND);
 	json_decref(r);
@@ -191,19 +191,8 @@ test_queue_created_after_the_flip_is_alerted(void **state)
 	assert_int_equal(iwatch_events(f, "alert.raised", "old_new_queue"), 1);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_vanished_old_queue_raises_an_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_old_not_drained_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_queue_joining_before_the_flip_is_a_member,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_queue_created_after_the_flip_is_alerted,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_vanished_old_queue_raises_an_alert),
+	IWATCH_TEST(test_old_not_drained_holds_the_watch),
+	IWATCH_TEST(test_queue_joining_before_the_flip_is_a_member),
+	IWATCH_TEST(test_queue_created_after_the_flip_is_alerted))

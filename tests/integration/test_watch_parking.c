@@ -3,6 +3,21 @@
  * foreign message stays parked and is alerted. */
 #include "itest_watch.h"
 
+/* Starts test TEST, its flip long ago, with one foreign message (one no
+ * destination takes) published into the parking exchange; the parking
+ * queue's name into Q. */
+static void
+start_with_a_parked_message(struct fixture *f, const char *test, char q[LADDER_NAME_MAX])
+{
+	char x[LADDER_NAME_MAX];
+
+	iwatch_start(f, test, 1, 0, NULL);
+	iwatch_flip_long_ago(f);
+	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
+	ladder_parking_queue(&f->p->ladder, q, LADDER_NAME_MAX);
+	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+}
+
 /* A message in the parking queue raises "parking"; the watch does not end
  * past its deadline while the alert is open, nor after an acknowledgement
  * while parking still holds it (the alert comes back, saying that its cause
@@ -16,26 +31,17 @@ test_parking_holds_the_watch(void **state)
 	struct store_alert a, b;
 	struct broker_delivery d;
 	struct alerts al;
-	char x[LADDER_NAME_MAX], q[LADDER_NAME_MAX], err[2048];
-	int64_t until;
+	char q[LADDER_NAME_MAX], err[2048];
 
-	iwatch_start(f, "park", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
-	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
-	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+	start_with_a_parked_message(f, "park", q);
 	iwatch_tick_until_alert(f, "parking", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "1 message in the parking queue"));
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "parking_depth"), 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 1);
 	assert_true(a.cause_present);
 	assert_int_equal(a.returns_after, 0);
 
-	until = iwatch_num(f->state, "deadline_ms") + 500;
-	while (now_ms() < until) {
-		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		iwatch_sleep_ms(INTERVAL_MS);
-	}
+	iwatch_tick_past_deadline(f, 500);
 	/* Acknowledged, but parking still holds it: raised again. */
 	iwatch_ack_all(f);
 	iwatch_tick_until_alert(f, "parking", ALERT_CEILING_MS, &b);
@@ -52,7 +58,7 @@ test_parking_holds_the_watch(void **state)
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 		iwatch_sleep_ms(INTERVAL_MS);
 	}
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "parking_depth"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "parking_depth"), 0);
 	iwatch_open_alerts(f, &al);
 	assert_int_equal(al.n, 1);
 	assert_false(al.v[0].cause_present);
@@ -143,9 +149,9 @@ test_own_messages_leave_parking(void **state)
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 0);
 	assert_int_equal(parking_depth(f), 0);
 	pk = iwatch_obj(f->state, "parking");
-	assert_int_equal(iwatch_num(iwatch_obj(pk, "own_taken"), "canary"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(pk, "own_taken"), "probe"), 1);
-	assert_int_equal(iwatch_num(pk, "foreign"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(pk, "own_taken"), "canary"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(pk, "own_taken"), "probe"), 1);
+	assert_int_equal(ijson_int(pk, "foreign"), 0);
 	assert_true(iwatch_events(f, "watch.parking_taken", NULL) >= 1);
 	iwatch_assert_probe_queue_gone(f);
 }
@@ -160,14 +166,9 @@ test_foreign_parked_message_stays(void **state)
 	struct store_alert a;
 	struct broker_delivery d;
 	struct publish_info pi;
-	char x[LADDER_NAME_MAX], q[LADDER_NAME_MAX], dest[LADDER_NAME_MAX], err[2048];
-	int64_t until;
+	char q[LADDER_NAME_MAX], dest[LADDER_NAME_MAX], err[2048];
 
-	iwatch_start(f, "foreign", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	ladder_parking_exchange(&f->p->ladder, x, sizeof(x));
-	ladder_parking_queue(&f->p->ladder, q, sizeof(q));
-	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
+	start_with_a_parked_message(f, "foreign", q);
 	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
 	publish_own(f, PUBLISH_CANARY, 2, dest);
 	wait_parking(f, 2);
@@ -175,15 +176,11 @@ test_foreign_parked_message_stays(void **state)
 	iwatch_tick_until_alert(f, "parking", 5000, &a);
 	assert_non_null(strstr(a.message, "1 message in the parking queue"));
 	assert_non_null(strstr(a.message, "is not cutover's own"));
-	until = iwatch_num(f->state, "deadline_ms") + 1000;
-	while (now_ms() < until) {
-		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-		iwatch_sleep_ms(INTERVAL_MS);
-	}
+	iwatch_tick_past_deadline(f, 1000);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(iwatch_obj(f->state, "parking"), "own_taken"),
+	assert_int_equal(ijson_int(iwatch_obj(iwatch_obj(f->state, "parking"), "own_taken"),
 	    "canary"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "parking"), "foreign"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "parking"), "foreign"), 1);
 	/* Still there, and it is the foreign one. */
 	assert_int_equal(parking_depth(f), 1);
 	assert_int_equal(broker_get(f->c.amqp, q, false, &d, err, sizeof(err)), 0);
@@ -197,17 +194,7 @@ test_foreign_parked_message_stays(void **state)
 	assert_int_equal(iwatch_events(f, "alert.raised", "parking"), 1);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_parking_holds_the_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_own_messages_leave_parking,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_foreign_parked_message_stays,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_parking_holds_the_watch),
+	IWATCH_TEST(test_own_messages_leave_parking),
+	IWATCH_TEST(test_foreign_parked_message_stays))

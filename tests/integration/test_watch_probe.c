@@ -57,7 +57,7 @@ test_lost_probe_raises_probe_alert(void **state)
 	iwatch_tick_until_alert(f, "probe", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "probe #0"));
 	assert_non_null(strstr(a.message, "did not arrive"));
-	assert_true(iwatch_num(iwatch_obj(f->state, "probe"), "lost") >= 1);
+	assert_true(ijson_int(iwatch_obj(f->state, "probe"), "lost") >= 1);
 	assert_int_equal(iwatch_events(f, "alert.raised", "probe"), 1);
 }
 
@@ -99,7 +99,7 @@ test_early_probe_raises_probe_alert(void **state)
 		for (int i = 0; i < al.n && a == NULL; i++)
 			if (strcmp(al.v[i].kind, "probe") == 0)
 				a = &al.v[i];
-		if (a != NULL && iwatch_num(iwatch_obj(f->state, "probe"), "early") >= 1)
+		if (a != NULL && ijson_int(iwatch_obj(f->state, "probe"), "early") >= 1)
 			break;
 		if (now_ms() > until)
 			fail_msg("no early end-to-end probe within %d ms (a probe alert: %s)",
@@ -108,7 +108,7 @@ test_early_probe_raises_probe_alert(void **state)
 	}
 	fprintf(stderr, "# early probe: %s\n", a->message);
 	assert_non_null(strstr(a->message, "before its not-before time"));
-	assert_true(iwatch_num(iwatch_obj(f->state, "probe"), "early") >= 1);
+	assert_true(ijson_int(iwatch_obj(f->state, "probe"), "early") >= 1);
 	assert_false(json_is_true(json_object_get(f->state, "done")));
 }
 
@@ -203,21 +203,11 @@ test_late_probe_raises_probe_alert(void **state)
 	assert_non_null(a);
 	fprintf(stderr, "# late probe: %s\n", a->message);
 	assert_non_null(strstr(a->message, "later than canary.max_lateness"));
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "probe"), "late"), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "probe"), "lost"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "probe"), "late"), 1);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "probe"), "lost"), 0);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lost_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_early_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_late_probe_raises_probe_alert,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_lost_probe_raises_probe_alert),
+	IWATCH_TEST(test_early_probe_raises_probe_alert),
+	IWATCH_TEST(test_late_probe_raises_probe_alert))

@@ -30,7 +30,7 @@ test_broker_unreachable_is_an_alert(void **state)
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
 		assert_true(json_is_false(json_object_get(f->state, "done")));
-		assert_int_equal(iwatch_num(f->state, "started_ms"), f->flip_ms);
+		assert_int_equal(ijson_int(f->state, "started_ms"), f->flip_ms);
 	}
 
 	/* No horizon: it cannot go on. */
@@ -124,7 +124,7 @@ test_broker_restart_mid_watch(void **state)
 	iwatch_start(f, "restart", 2, 5, NULL);
 	iwatch_flip_long_ago(f);
 	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "summary"), "old_depth"), 10);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 10);
 	restart_broker();
 	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
 	probe_after = broker_queue_inspect(f->c.amqp, q, NULL, err, sizeof(err));
@@ -138,7 +138,7 @@ test_broker_restart_mid_watch(void **state)
 	assert_int_equal(probe_after, 0);
 
 	/* Held past the deadline while the alert is open. */
-	until = iwatch_num(f->state, "deadline_ms") + 1000;
+	until = ijson_int(f->state, "deadline_ms") + 1000;
 	while (now_ms() < until) {
 		ack_all_but(f, "broker_restart");
 		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
@@ -249,27 +249,17 @@ test_management_restart_is_no_publish(void **state)
 	}
 	assert_int_equal(iwatch_events(f, "alert.raised", "old_publish"), 0);
 	assert_int_equal(iwatch_events(f, "alert.raised", "broker_restart"), 0);
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 0);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "old"), "after_flip"), 0);
 	assert_int_equal(iwatch_events(f, "watch.statistics_restarted", NULL), 1);
 
 	/* A publish after the new baseline is one. */
 	iwatch_publish_to(&f->c, "", f->old[0], 3);
 	iwatch_tick_until_alert(f, "old_publish", ALERT_CEILING_MS, &a);
 	assert_non_null(strstr(a.message, "3 messages entered the old path after the flip"));
-	assert_int_equal(iwatch_num(iwatch_obj(f->state, "old"), "after_flip"), 3);
+	assert_int_equal(ijson_int(iwatch_obj(f->state, "old"), "after_flip"), 3);
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_broker_unreachable_is_an_alert,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_broker_restart_mid_watch,
-		    iwatch_setup, iwatch_teardown),
-		cmocka_unit_test_setup_teardown(test_management_restart_is_no_publish,
-		    iwatch_setup, iwatch_teardown),
-	};
-
-	return iwatch_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+IWATCH_MAIN(
+	IWATCH_TEST(test_broker_unreachable_is_an_alert),
+	IWATCH_TEST(test_broker_restart_mid_watch),
+	IWATCH_TEST(test_management_restart_is_no_publish))
