@@ -47,6 +47,24 @@ struct cli_held {
 /* Reads S's plans and last event into H. Returns 0, or -1 with ERR. */
 int cli_held_read(struct store *s, struct cli_held *h, char *err, size_t errlen);
 
+/* Prints H for a person: a line per plan (id, name, status, archived),
+ * then "LAST_LABEL #id kind at time". */
+void cli_held_print(const struct cli_held *h, const char *last_label);
+
+/* The command line of a verb on a database and one file: "--db FILE
+ * [--json] OPERAND". VERB, USAGE, DB_WHAT (added to "--db FILE is
+ * required") and FILE_WHAT (the operand's name) are the caller's; DB,
+ * FILE and JSON are what the command line said. */
+struct cli_db_file {
+	const char *verb, *usage, *db_what, *file_what;
+	const char *db, *file;
+	int json;
+};
+
+/* Reads ARGV into A. Returns CLI_GO_ON, or the exit status once it has
+ * said what was wrong (or printed --help). */
+int cli_db_file_args(struct cli_db_file *a, int argc, char **argv);
+
 /* cli_check_broker.c: `check --broker` for plan FILE (already checked
  * valid): reads its broker's version and feature flags read-only and
  * prints them (unless JSON) or why the broker cannot honour the plan (on

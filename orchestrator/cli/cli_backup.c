@@ -5,8 +5,6 @@
  * state, and the last event recorded. A copy that does not check is
  * removed and the verb fails: a backup nobody can restore is worse than
  * none, because it is trusted. */
-#include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -42,43 +40,21 @@ done:
 int
 cli_backup(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct cli_held h = { .plans = json_array() };
+	struct cli_db_file a = { .verb = "backup", .usage = usage_line, .db_what = "",
+	    .file_what = "OUT" };
+	struct cli_held h = { 0 };
 	struct store *s = NULL;
-	const char *db = NULL, *out;
-	char err[1024], when[32];
-	int c, json = 0, rc = CLI_FAIL;
+	const char *db, *out;
+	char err[1024];
+	int rc;
 	struct timespec t0, t1;
-	size_t i;
-	json_t *p;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': db = optarg; break;
-		case 'j': json = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			json_decref(h.plans);
-			return CLI_OK;
-		default:
-			json_decref(h.plans);
-			return cli_usage_error("backup", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
-	if (db == NULL || argc - optind != 1) {
-		json_decref(h.plans);
-		return cli_usage_error("backup", usage_line, db == NULL ?
-		    "--db FILE is required" : "expected the backup's file name, OUT");
-	}
-	out = argv[optind];
+	if ((rc = cli_db_file_args(&a, argc, argv)) != CLI_GO_ON)
+		return rc;
+	rc = CLI_FAIL;
+	db = a.db;
+	out = a.file;
+	h.plans = json_array();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (cli_store_open_existing(db, &s, err, sizeof(err)) != 0 ||
 	    store_backup(s, out, err, sizeof(err)) != 0)
@@ -92,7 +68,7 @@ cli_backup(int argc, char **argv)
 		goto done;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (json) {
+	if (a.json) {
 		json_t *o = json_pack("{s:s,s:s,s:b,s:O,s:{s:I,s:I,s:I,s:s},s:I}", "backup", out,
 		    "db", db, "verified", 1, "plans", h.plans, "last_event", "id",
 		    (json_int_t)h.last_id, "ts_ms", (json_int_t)h.last_ts, "plan",
@@ -104,20 +80,8 @@ cli_backup(int argc, char **argv)
 		printf("\n");
 		json_decref(o);
 	} else {
-		time_t t = (time_t)(h.last_ts / 1000);
-		struct tm tm;
-
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm);
 		printf("%s: a checked copy of %s (integrity and history verified)\n", out, db);
-		json_array_foreach(h.plans, i, p)
-			printf("  plan %-4lld %-32s %s%s\n",
-			    (long long)json_integer_value(json_object_get(p, "id")),
-			    json_string_value(json_object_get(p, "name")),
-			    json_string_value(json_object_get(p, "status")),
-			    json_is_true(json_object_get(p, "archived")) ? " (archived)" : "");
-		printf("  last event #%" PRId64 " %s at %s\n", h.last_id, h.last_kind,
-		    h.last_id != 0 ? when : "-");
+		cli_held_print(&h, "last event");
 	}
 	rc = CLI_OK;
 	goto done;

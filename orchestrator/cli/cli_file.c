@@ -1,8 +1,12 @@
 /* cli_file: the files a verb reads: a plan (loaded and validated, its
  * errors printed), a file read whole (a message body, an export), with
- * a bound on its size, and a database that must already be there. */
+ * a bound on its size, a database that must already be there, and what a
+ * database copy holds (backup and restore). */
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -86,4 +90,73 @@ cli_held_read(struct store *s, struct cli_held *h, char *err, size_t errlen)
 {
 	return store_each_plan(s, held_plan, h, err, errlen) != 0 ||
 	    store_each_event(s, 0, held_event, h, err, errlen) != 0 ? -1 : 0;
+}
+
+void
+cli_held_print(const struct cli_held *h, const char *last_label)
+{
+	time_t t = (time_t)(h->last_ts / 1000);
+	char when[32] = "-";
+	struct tm tm;
+	json_t *p;
+	size_t i;
+
+	if (h->last_id != 0 && gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm);
+	json_array_foreach(h->plans, i, p)
+		printf("  plan %-4lld %-32s %s%s\n",
+		    (long long)json_integer_value(json_object_get(p, "id")),
+		    json_string_value(json_object_get(p, "name")),
+		    json_string_value(json_object_get(p, "status")),
+		    json_is_true(json_object_get(p, "archived")) ? " (archived)" : "");
+	printf("  %s #%" PRId64 " %s at %s\n", last_label, h->last_id, h->last_kind, when);
+}
+
+/* cli_options' take for cli_db_file_args: --db or --json into DATA. */
+static int
+take_db_file(int c, char *arg, void *data)
+{
+	struct cli_db_file *a = data;
+
+	if (c == 'd')
+		a->db = arg;
+	else
+		a->json = 1;
+	return CLI_GO_ON;
+}
+
+/* cli_options' incomplete for cli_db_file_args: only --db takes a value. */
+static const char *
+db_without_file(int c)
+{
+	(void)c;
+	return "--db needs the database's file name";
+}
+
+int
+cli_db_file_args(struct cli_db_file *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const struct cli_options o = { .verb = a->verb, .usage = a->usage,
+	    .opts = opts, .take = take_db_file, .incomplete = db_without_file,
+	    .data = a };
+	int rc;
+
+	a->db = NULL;
+	a->json = 0;
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON)
+		return rc;
+	if (a->db == NULL)
+		return cli_usage_error(a->verb, a->usage, "--db FILE is required%s",
+		    a->db_what);
+	if (argc - optind != 1)
+		return cli_usage_error(a->verb, a->usage, "expected the backup's file name, %s",
+		    a->file_what);
+	a->file = argv[optind];
+	return CLI_GO_ON;
 }

@@ -10,7 +10,6 @@
  * FILE appears whole or not at all; an existing FILE is refused. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -206,12 +205,6 @@ done:
 static void
 print_held(const char *backup, const char *db, const struct cli_held *h, int json)
 {
-	char when[32];
-	time_t t = (time_t)(h->last_ts / 1000);
-	struct tm tm;
-	json_t *p;
-	size_t i;
-
 	if (json) {
 		json_t *o = json_pack("{s:s,s:s,s:b,s:O,s:{s:I,s:I,s:s}}", "db", db,
 		    "backup", backup, "verified", 1, "plans", h->plans, "last_event", "id",
@@ -223,17 +216,8 @@ print_held(const char *backup, const char *db, const struct cli_held *h, int jso
 		json_decref(o);
 		return;
 	}
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%SZ", &tm);
 	printf("%s: restored from %s (integrity and history verified)\n", db, backup);
-	json_array_foreach(h->plans, i, p)
-		printf("  plan %-4lld %-32s %s%s\n",
-		    (long long)json_integer_value(json_object_get(p, "id")),
-		    json_string_value(json_object_get(p, "name")),
-		    json_string_value(json_object_get(p, "status")),
-		    json_is_true(json_object_get(p, "archived")) ? " (archived)" : "");
-	printf("  the backup's last event: #%" PRId64 " %s at %s\n", h->last_id,
-	    h->last_kind, h->last_id != 0 ? when : "-");
+	cli_held_print(h, "the backup's last event:");
 	printf("What happened after it is unknown to the record: each plan's history "
 	    "says so (state.restored). Start `cutover serve` or `cutover run` on %s: "
 	    "each plan resumes where the backup left it, reading the flag before any "
@@ -244,40 +228,19 @@ print_held(const char *backup, const char *db, const struct cli_held *h, int jso
 int
 cli_restore(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	struct cli_held h = { .plans = json_array() };
-	const char *db = NULL, *backup;
+	struct cli_db_file a = { .verb = "restore", .usage = usage_line,
+	    .db_what = " (the new database to restore into)", .file_what = "BACKUP" };
+	struct cli_held h = { 0 };
+	const char *db, *backup;
 	char err[1024] = "", tmp[4096];
-	int c, json = 0, rc = CLI_FAIL;
+	int rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': db = optarg; break;
-		case 'j': json = 1; break;
-		case 'h':
-			printf("usage: %s\n", usage_line);
-			json_decref(h.plans);
-			return CLI_OK;
-		default:
-			json_decref(h.plans);
-			return cli_usage_error("restore", usage_line, "unknown option '%s'",
-			    argv[optind - 1]);
-		}
-	}
-	if (db == NULL || argc - optind != 1) {
-		json_decref(h.plans);
-		return cli_usage_error("restore", usage_line, db == NULL ?
-		    "--db FILE is required (the new database to restore into)" :
-		    "expected the backup's file name, BACKUP");
-	}
-	backup = argv[optind];
+	if ((rc = cli_db_file_args(&a, argc, argv)) != CLI_GO_ON)
+		return rc;
+	rc = CLI_FAIL;
+	h.plans = json_array();
+	db = a.db;
+	backup = a.file;
 	if (access(db, F_OK) == 0) {
 		errbuf_set(err, sizeof(err), "%s exists: a restore never replaces a "
 		    "database; give a new file", db);
@@ -298,7 +261,7 @@ cli_restore(int argc, char **argv)
 		goto fail;
 	}
 	remove_db(tmp);
-	print_held(backup, db, &h, json);
+	print_held(backup, db, &h, a.json);
 	rc = CLI_OK;
 	goto done;
 fail:
