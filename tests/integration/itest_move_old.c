@@ -181,6 +181,30 @@ imove_move(void)
 	return r;
 }
 
+void
+imove_crash_after_confirm(int64_t now_ms)
+{
+	int status;
+	pid_t pid;
+
+	if ((pid = fork()) == 0) {
+		struct step_ctx cc;
+		json_t *cr = NULL;
+		char e[1024];
+
+		memset(&cc, 0, sizeof(cc));
+		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
+		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0)
+			_exit(2);
+		cc.flip_ms = now_ms - 10 * SEC;
+		(void)step_move_old(&cc, &cr, e, sizeof(e));
+		_exit(3);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 const json_t *
 imove_entry_in(const json_t *r, const char *list, const char *name)
 {

@@ -105,6 +105,12 @@ const json_t *imove_entry_in(const json_t *r, const char *list, const char *name
 
 const json_t *imove_queue_entry(const json_t *r, const char *name);
 
+/* Runs move_old once in a child process on a fresh context of the plan,
+ * flipped 10 s before NOW_MS, with the fault that kills it between the
+ * target's confirms and the old queue's acks; fails the test unless the
+ * child died of SIGKILL there. */
+void imove_crash_after_confirm(int64_t now_ms);
+
 int64_t imove_count_of(const json_t *e, const char *key);
 
 /* measure_horizon's result for the queues there now. */

@@ -160,9 +160,8 @@ test_kill_after_confirm_counts_and_marks_duplicates(void **state)
 	const char *ids[3] = { NULL, NULL, NULL };
 	char body[32], err[1024];
 	int64_t now = clock_now_ms(), t_s = now / 1000, until;
-	int seen[3] = { 0, 0, 0 }, got = 0, status = 0;
+	int seen[3] = { 0, 0, 0 }, got = 0;
 	json_t *st, *r;
-	pid_t pid;
 
 	(void)state;
 	imove_nsent = 0;
@@ -172,22 +171,7 @@ test_kill_after_confirm_counts_and_marks_duplicates(void **state)
 		snprintf(body, sizeof(body), "d-%d", i);
 		imove_put("old.d.8s", body, (uint64_t)t_s, 0, NULL, (t_s + 1) * 1000 + 8 * SEC);
 	}
-	if ((pid = fork()) == 0) {
-		struct step_ctx cc;
-		json_t *cr = NULL;
-		char e[1024];
-
-		memset(&cc, 0, sizeof(cc));
-		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
-		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0)
-			_exit(2);
-		cc.flip_ms = now - 10 * SEC;
-		(void)step_move_old(&cc, &cr, e, sizeof(e));
-		_exit(3);
-	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	imove_crash_after_confirm(now);
 	imove_wait_depth("old.d.8s", 3);
 	st = json_pack("{s:b,s:I,s:I,s:[{s:s,s:I,s:I,s:I,s:I,s:I}]}", "ok", 0,
 	    "pass", (json_int_t)1, "pass_started_ms", (json_int_t)now, "queues",
