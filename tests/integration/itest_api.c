@@ -71,9 +71,10 @@ on_header(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-void
-iapi_http(const char *method, const char *path, const char *token, const char *body,
-    size_t len, const char *extra, struct resp *r)
+/* iapi_http on the server at BASE ("http://127.0.0.1:PORT"). */
+static void
+http_at(const char *base, const char *method, const char *path, const char *token,
+    const char *body, size_t len, const char *extra, struct resp *r)
 {
 	struct curl_slist *h = NULL;
 	char url[512], auth[256];
@@ -81,7 +82,7 @@ iapi_http(const char *method, const char *path, const char *token, const char *b
 
 	memset(r, 0, sizeof(*r));
 	assert_non_null(c);
-	snprintf(url, sizeof(url), "%s%s", iapi_base, path);
+	snprintf(url, sizeof(url), "%s%s", base, path);
 	h = curl_slist_append(h, "Expect:");
 	if (token != NULL) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
@@ -109,6 +110,30 @@ iapi_http(const char *method, const char *path, const char *token, const char *b
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
+}
+
+void
+iapi_http(const char *method, const char *path, const char *token, const char *body,
+    size_t len, const char *extra, struct resp *r)
+{
+	http_at(iapi_base, method, path, token, body, len, extra, r);
+}
+
+int
+iapi_fetch(unsigned port, const char *method, const char *path, const char *token,
+    char *out, size_t outlen)
+{
+	char base[64];
+	struct resp r;
+	int status;
+
+	snprintf(base, sizeof(base), "http://127.0.0.1:%u", port);
+	http_at(base, method, path, token, NULL, 0, NULL, &r);
+	snprintf(out, outlen, "%.*s", r.body != NULL ? (int)r.len : 0,
+	    r.body != NULL ? r.body : "");
+	status = (int)r.status;
+	iapi_resp_clear(&r);
+	return status;
 }
 
 json_t *

@@ -84,6 +84,12 @@ void iapi_resp_clear(struct resp *r);
 void iapi_http(const char *method, const char *path, const char *token, const char *body,
     size_t len, const char *extra, struct resp *r);
 
+/* METHOD PATH, without a body, on the serve at 127.0.0.1:PORT with TOKEN
+ * (NULL: none): the answer's body into OUT (cut to OUTLEN), its HTTP
+ * status returned, 0 when nothing answered. */
+int iapi_fetch(unsigned port, const char *method, const char *path, const char *token,
+    char *out, size_t outlen);
+
 /* The answer's JSON (asserting it is JSON). */
 json_t *iapi_body_json(const struct resp *r);
 

@@ -1,31 +1,8 @@
 /* test_cutover_storage (integration): the database under a plan: the disk
  * full during the watch, and the database lost after the flip (not started
  * over). */
+#include "itest_api.h"
 #include "itest_cutover.h"
-
-/* GET PATH from a serve on 127.0.0.1:PORT (curl); the body into OUT.
- * Returns the HTTP status, 0 when nothing answered. */
-static int
-http_get(unsigned port, const char *path, char *out, size_t outlen)
-{
-	char cmd[256], *nl;
-	size_t n;
-	FILE *f;
-	int status = 0;
-
-	snprintf(cmd, sizeof(cmd), "curl -s -m 10 -w '\\n%%{http_code}' "
-	    "http://127.0.0.1:%u%s", port, path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	pclose(f);
-	if ((nl = strrchr(out, '\n')) != NULL) {
-		status = atoi(nl + 1);
-		*nl = '\0';
-	}
-	return status;
-}
 
 /* Whether file PATH holds TEXT. */
 static bool
@@ -145,14 +122,14 @@ test_disk_full_during_the_watch(void **state)
 		pid = itest_spawn(out, argv);
 	}
 	until = icut_now_ms() + 60000;
-	while ((code = http_get(port, "/healthz", out, sizeof(out))) != 503 ||
+	while ((code = iapi_fetch(port, "GET", "/healthz", NULL, out, sizeof(out))) != 503 ||
 	    strstr(out, "disk full") == NULL) {
 		if (icut_now_ms() > until)
 			fail_msg("/healthz never said disk full: %d %s", code, out);
 		itest_sleep_ms(200);
 	}
 	fprintf(stderr, "# /healthz on a full disk: %s\n", out);
-	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
+	assert_int_equal(iapi_fetch(port, "GET", "/metrics", NULL, out, sizeof(out)), 200);
 	assert_non_null(strstr(out, "cutover_database_disk_full 1"));
 	for (until = icut_now_ms() + 30000; !file_has(hooklog, "\\\"event\\\":\\\"disk_full\\\"");
 	    itest_sleep_ms(100))
@@ -160,12 +137,12 @@ test_disk_full_during_the_watch(void **state)
 			fail_msg("the notifier was not told the disk is full (%s)", hooklog);
 	assert_int_equal(unlink(filler), 0);
 	until = icut_now_ms() + 60000;
-	while ((code = http_get(port, "/healthz", out, sizeof(out))) != 200) {
+	while ((code = iapi_fetch(port, "GET", "/healthz", NULL, out, sizeof(out))) != 200) {
 		if (icut_now_ms() > until)
 			fail_msg("/healthz after space was freed: %d %s", code, out);
 		itest_sleep_ms(200);
 	}
-	assert_int_equal(http_get(port, "/metrics", out, sizeof(out)), 200);
+	assert_int_equal(iapi_fetch(port, "GET", "/metrics", NULL, out, sizeof(out)), 200);
 	assert_non_null(strstr(out, "cutover_database_disk_full 0"));
 	for (until = icut_now_ms() + 30000;
 	    !file_has(hooklog, "\\\"event\\\":\\\"disk_full_resolved\\\""); itest_sleep_ms(100))

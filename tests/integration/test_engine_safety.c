@@ -27,6 +27,7 @@
 #include <microhttpd.h>
 #include <sqlite3.h>
 
+#include "itest_api.h"
 #include "itest_engine.h"
 #include "itest_plan.h"
 #include "itest_run.h"
@@ -504,24 +505,8 @@ serve_stop(void **state)
 static int
 api(const char *method, const char *path, char *out, size_t outlen)
 {
-	char cmd[700];
-	size_t n;
-	FILE *f;
-	int status = 0;
-	char *nl;
+	int status = iapi_fetch(server_port, method, path, API_TOKEN, out, outlen);
 
-	snprintf(cmd, sizeof(cmd), "curl -s -X %s -H 'Authorization: Bearer %s' "
-	    "-w '\\n%%{http_code}' http://127.0.0.1:%u%s", method, API_TOKEN, server_port,
-	    path);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	pclose(f);
-	if ((nl = strrchr(out, '\n')) != NULL) {
-		status = atoi(nl + 1);
-		*nl = '\0';
-	}
 	if (strcmp(method, "GET") != 0 || strstr(out, "\"pending\"") == NULL)
 		fprintf(stderr, "%s %s: %d %s\n", method, path, status, out);
 	return status;
