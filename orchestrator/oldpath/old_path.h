@@ -183,7 +183,7 @@ char *old_time_format(int64_t ms, char *out, size_t outlen);
  * ("2026-11-30T12:00:00Z", optionally with a fraction of a second of up
  * to 3 digits), no earlier than OLD_TIME_MIN_MS. Returns 0 and stores
  * *MS, or -1 with ERR saying what is expected (and, for a number that
- * reads as a time before 2000, that it looks like seconds). */
+ * reads as a time before 2000, that it looks like seconds), *MS untouched. */
 int old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen);
 
 /* How remove_old runs; zero-initialised means the step's defaults. */

@@ -114,6 +114,7 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	struct tm tm, back;
 	time_t secs;
 	int frac = 0, nfrac = 0;
+	int64_t v;
 	size_t i;
 
 	if (text == NULL || *text == '\0')
@@ -123,15 +124,16 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	if (text[i] == '\0') {
 		if (i > 15)		/* past year 33658: not a time */
 			goto bad;
-		*ms = strtoll(text, NULL, 10);
-		if (*ms <= 0)
+		v = strtoll(text, NULL, 10);
+		if (v <= 0)
 			goto bad;
-		if (*ms < OLD_TIME_MIN_MS) {
+		if (v < OLD_TIME_MIN_MS) {
 			snprintf(err, errlen, "'%s' is %s as epoch milliseconds, before "
 			    "2000: an epoch in seconds? expected milliseconds (e.g. "
-			    "%s000)", text, old_time_format(*ms, when, sizeof(when)), text);
+			    "%s000)", text, old_time_format(v, when, sizeof(when)), text);
 			return -1;
 		}
+		*ms = v;
 		return 0;
 	}
 	if (!has_stamp_shape(text))
@@ -169,12 +171,13 @@ old_time_parse(const char *text, int64_t *ms, char *err, size_t errlen)
 	    back.tm_hour != tm.tm_hour || back.tm_min != tm.tm_min ||
 	    back.tm_sec != tm.tm_sec)
 		goto bad;
-	*ms = (int64_t)secs * 1000 + frac;
-	if (*ms < OLD_TIME_MIN_MS) {
+	v = (int64_t)secs * 1000 + frac;
+	if (v < OLD_TIME_MIN_MS) {
 		snprintf(err, errlen, "'%.80s' is before 2000: no message entered "
 		    "the old path then, and every deadline from it is long past", text);
 		return -1;
 	}
+	*ms = v;
 	return 0;
 bad:
 	snprintf(err, errlen, "'%.80s' is not a time: expected epoch milliseconds "

@@ -11,22 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ct.h"
 #include "old_path.h"
-
-struct good {
-	const char *text;
-	int64_t ms;
-};
-
-struct bad {
-	const char *text;
-	const char *why;	/* a piece the message must contain */
-};
 
 static void
 test_time_parse_good(void **state)
 {
-	static const struct good cases[] = {
+	static const struct ct_good cases[] = {
 		{ "1795003200000", 1795003200000LL },
 		{ "2026-11-30T12:00:00Z", 1796040000000LL },
 		{ "2026-11-30t12:00:00.5z", 1796040000500LL },
@@ -34,18 +25,9 @@ test_time_parse_good(void **state)
 		{ "2000-01-01T00:00:00Z", 946684800000LL },
 		{ "2024-02-29T23:59:59Z", 1709251199000LL },
 	};
-	char err[256];
-	int64_t ms;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ms = -1;
-		if (old_time_parse(cases[i].text, &ms, err, sizeof(err)) != 0)
-			fail_msg("\"%s\" refused: %s", cases[i].text, err);
-		if (ms != cases[i].ms)
-			fail_msg("\"%s\" read as %lld, expected %lld", cases[i].text,
-			    (long long)ms, (long long)cases[i].ms);
-	}
+	ct_good(old_time_parse, cases, CT_COUNT(cases));
 }
 
 /* An epoch in seconds, read as milliseconds, is a time in January 1970:
@@ -53,7 +35,7 @@ test_time_parse_good(void **state)
 static void
 test_time_parse_bad(void **state)
 {
-	static const struct bad cases[] = {
+	static const struct ct_bad cases[] = {
 		{ "1796040000", "seconds" },		/* 2026 in seconds */
 		{ "1795003200.5", "not a time" },
 		{ "1970-01-01T00:00:01Z", "before 2000" },
@@ -67,19 +49,9 @@ test_time_parse_bad(void **state)
 		{ "2026-11-30T12:00:00.1234Z", "not a time" },
 		{ "9999999999999999", "not a time" },
 	};
-	char err[256];
-	int64_t ms;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ms = -1;
-		err[0] = '\0';
-		if (old_time_parse(cases[i].text, &ms, err, sizeof(err)) == 0)
-			fail_msg("\"%s\" accepted as %lld", cases[i].text, (long long)ms);
-		if (strstr(err, cases[i].why) == NULL)
-			fail_msg("\"%s\": message \"%s\" lacks \"%s\"", cases[i].text, err,
-			    cases[i].why);
-	}
+	ct_bad(old_time_parse, cases, CT_COUNT(cases), NULL);
 }
 
 static void
