@@ -134,6 +134,9 @@ async function main() {
     viewport: { width: 1100, height: 900 }, args: [
       '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  /* Two cores shared with the rest of the suite can take longer than
+   * Playwright's 30 s default to render a full-page screenshot. */
+  browser.setDefaultTimeout(90000);
   const page = browser.pages()[0] || await browser.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push('page error: ' + e.message));

@@ -71,8 +71,11 @@ old_age=$(metric cutover_backup_age_seconds)
 below 6 "$old_age" || fail "cutover_backup_age_seconds is $old_age 7 s after a copy"
 e2e_within 8 ncopies 2 || fail "no second copy an interval after the first: $(ls "$dir")"
 second=$(copies | tail -n 1)
-new_age=$(metric cutover_backup_age_seconds)
-below "$new_age" 3 || fail "cutover_backup_age_seconds did not drop after a copy: $old_age, then $new_age"
+# The copy is in the directory a moment before serve has checked it and
+# counts it: the age drops then.
+age_dropped() { new_age=$(metric cutover_backup_age_seconds); below "$new_age" 3; }
+e2e_within 10 age_dropped ||
+    fail "cutover_backup_age_seconds did not drop after a copy: $old_age, then $new_age"
 verify "$second" 3
 [ ! -e "$dir/live-20200101T000000Z.db" ] || fail "the oldest copy is still there beyond keep 2"
 cli_submit 4
@@ -80,8 +83,9 @@ cli_submit 4
 # The third: keep 2 removes the first, and nothing else.
 ncopies_after() { [ "$(copies | tail -n 1)" != "$1" ]; }
 e2e_within 13 ncopies_after "$second" || fail "no third copy: $(ls "$dir")"
-sleep 0.5
-[ "$(copies | head -n 1)" = "$second" ] && [ "$(copies | wc -l)" -eq 2 ] ||
+# The older ones go after the new copy has checked.
+kept_two() { [ "$(copies | head -n 1)" = "$second" ] && [ "$(copies | wc -l)" -eq 2 ]; }
+e2e_within 10 kept_two ||
     fail "keep 2: expected $second and one newer, found $(copies | tr '\n' ' ')"
 third=$(copies | tail -n 1)
 verify "$third" 4
