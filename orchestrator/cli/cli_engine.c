@@ -5,7 +5,8 @@
  * they ask a running `cutover serve` (--server URL) through cli_remote.c,
  * and the server records the operator whose token ($CUTOVER_TOKEN) was
  * presented. run --config FILE reads serve.yaml's notifiers and notifies
- * as serve does (notify.h), waiting for them a bounded time at its end. */
+ * as serve does (notify.h), waiting for them a bounded time at its end,
+ * and its backup section, backing the database up as serve does. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <jansson.h>
 
 #include "alert_kinds.h"
+#include "backup_schedule.h"
 #include "cli.h"
 #include "engine.h"
 #include "errbuf.h"
@@ -373,6 +375,7 @@ cli_run(int argc, char **argv)
 	struct store_lock lock = { -1 };
 	struct serve_config *cfg = NULL;
 	struct notify *nf = NULL;
+	struct backup_schedule *bs = NULL;
 	enum engine_outcome outcome;
 	char err[1024], *yaml = NULL;
 	size_t len;
@@ -399,6 +402,11 @@ cli_run(int argc, char **argv)
 	 * newest event, so this run's are all its own. */
 	if (cfg != NULL && cfg->nnotifiers > 0 &&
 	    notify_start(o.db, cfg, &nf, err, sizeof(err)) != 0)
+		goto fail;
+	/* A plan run for a whole horizon is backed up as serve's would be. */
+	if (cfg != NULL && cfg->backup.directory != NULL &&
+	    backup_schedule_start(o.db, cfg->backup.directory, cfg->backup.interval_ms,
+	    cfg->backup.keep, &bs, err, sizeof(err)) != 0)
 		goto fail;
 	if (same_plan_done(s, yaml, len, &sp, &done_already, err, sizeof(err)) != 0)
 		goto fail;
@@ -441,6 +449,7 @@ fail:
 done:
 	/* Whatever the end, what was recorded is an event to notify of. */
 	run_notify_end(nf, s);
+	backup_schedule_stop(bs);
 	serve_config_free(cfg);
 	store_close(s);
 	store_lock_release(&lock);
