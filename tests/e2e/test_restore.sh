@@ -21,9 +21,11 @@
 # It passes only if the plan succeeds on the new machine, lost 0 and
 # early 0 (cutover-traffic), the flag was written exactly once (the
 # flip's), no old queue is left, `history --verify` passes on the restored
-# database and its history has one state.restored naming the backup's
-# last event. It prints the backups' size and time, how long the restore
-# and the new serve took to resume, and lost, early and duplicates.
+# database and on the history downloaded from the new serve (its export,
+# checked offline), and that history has one state.restored naming the
+# backup's last event. It prints the backups' size and time, how long the
+# restore and the new serve took to resume, and lost, early and
+# duplicates.
 #
 # Usage: test_restore.sh BUILD_DIR watch|move_old. Needs the broker and
 # Unleash of scripts/test (CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT,
@@ -255,6 +257,11 @@ restored=$(jq -c '[.events[] | select(.kind == "state.restored")]' "$tmp/history
 gap_id=$(printf '%s' "$restored" | jq '.[0].details.backup_last_event.id')
 [ "$gap_id" = "$backup_last" ] ||
     fail "state.restored names event $gap_id; the backup's last is $backup_last"
+# The history as an operator downloads it from the new serve checks
+# offline too.
+curl -fsS "$server/api/plans/$id/export?format=json" >"$tmp/export.json" &&
+    "$bin" history --verify "$tmp/export.json" >"$tmp/export-verify.txt" 2>&1 ||
+    { fail "the new serve's export of the history does not verify"; cat "$tmp/export-verify.txt" >&2; }
 count() {
 	jq "[.events[] | select(.kind == \"$1\")] | length" "$tmp/history.json"
 }
@@ -295,6 +302,7 @@ echo "$who: flag writes $writes (before the kill $writes_before); flip requested
     "$flip_requested, confirmed $flip_confirmed"
 echo "$who: confirmed $confirmed (old $old_sent, ladder $ladder_sent), delivered $delivered," \
     "lost $lost, early $early, duplicates $dups, lateness p99 $p99 ms max $lmax ms"
+echo "$who: $(cat "$tmp/verify.txt")"
 echo "$who: gap: $(printf '%s' "$restored" | jq -r '.[0].details.gap // .[0].details.what // empty')"
 [ "$failures" -eq 0 ] || { echo "$who: $failures failure(s)" >&2; exit 1; }
 echo "$who: passed"
