@@ -145,9 +145,15 @@ backup_wait() {
 }
 
 # moving_or_late: whether move_old (step 6) runs and has moved a
-# message, or 8 s have passed since $backup_seen_ms.
+# message, or 7 s have passed since $backup_seen_ms.
 moving_or_late() {
-	[ "$(e2e_moving 6)" -ge 1 ] 2>/dev/null || [ $(($(ms) - backup_seen_ms)) -ge 8000 ]
+	[ "$(e2e_moving 6)" -ge 1 ] 2>/dev/null || [ $(($(ms) - backup_seen_ms)) -ge 7000 ]
+}
+
+# backup_figures: serve's /metrics, its backups' figures among them, into
+# $tmp/metrics1.txt.
+backup_figures() {
+	curl -fsS "$server/metrics" >"$tmp/metrics1.txt"
 }
 
 # The lost machine: serve with its backups.
@@ -155,6 +161,8 @@ serve_yaml "$old_dir"
 e2e_serve_start "$who" "$old_dir/cutover.db" --config "$old_dir/serve.yaml"
 e2e_submit "$who"
 e2e_step "$n_flip" waiting_approval 120
+# The new machine's port, one that neither this serve nor the counter has.
+new_port=$(e2e_free_port 17)
 
 if [ "$trial" = watch ]; then
 	e2e_api POST "/api/plans/$id/steps/$n_flip/approve" >/dev/null
@@ -165,29 +173,29 @@ if [ "$trial" = watch ]; then
 	sleep 1
 	seen=$(backups "$old_dir")
 	backup_wait "$old_dir" "$seen"
+	backup_figures
 	sleep 2
 else
 	# The flip approved just after a backup at its gate; the kill once
-	# move_old has moved some, or 8 s after that backup at the latest:
+	# move_old has moved some, or 7 s after that backup at the latest:
 	# before the next one, due 10 s after it began.
 	seen=$(backups "$old_dir")
 	backup_wait "$old_dir" "$seen"
 	backup_seen_ms=$(ms)
+	backup_figures
 	e2e_api POST "/api/plans/$id/steps/$n_flip/approve" >/dev/null
 	e2e_within 10 moving_or_late
 	moved_before=$(e2e_moving 6)
 fi
 at_kill=$(e2e_plan_json | jq -c '[.steps[] | "\(.kind):\(.status)"]')
-curl -fsS "$server/metrics" >"$tmp/metrics1.txt"
-writes_before=$(wc -l <"$tmp/flag-writes.log")
 
 # The machine is lost: serve killed, its database gone. The backups were
 # shipped off it; the new machine restores the newest checked one.
-new_port=$(e2e_free_port 17)
 kill -9 "$serve_pid"
 wait "$serve_pid" 2>/dev/null
 serve_pid=
 killed_ms=$(ms)
+writes_before=$(wc -l <"$tmp/flag-writes.log")
 newest=$(grep "msg=\"backup: $old_dir/backups/[^ ]* checked" "$tmp/serve.log" | tail -n 1 |
     sed 's/.*msg="backup: \([^ ]*\) checked.*/\1/')
 [ -f "$newest" ] || { fail "the newest checked backup '$newest' is not there"; exit 1; }
@@ -287,9 +295,11 @@ old_left=$(e2e_old_count)
 metric() {
 	awk -v m="$1" '$1 == m { print $2 }' "$tmp/metrics1.txt"
 }
-echo "$who: backups every 10 s: last $(metric cutover_backup_size_bytes) bytes in" \
+# The figures /metrics gave just after the backup restored from was made.
+echo "$who: backups every 10 s: the one restored, $(metric cutover_backup_size_bytes) bytes," \
+    "made and checked in" \
     "$(awk -v s="$(metric cutover_backup_duration_seconds)" 'BEGIN { printf "%d", s * 1000 }') ms" \
-    "(made and checked), $(backups "$new_dir") more on the new machine"
+    "($(wc -c <"$backup") bytes shipped); $(backups "$new_dir") more on the new machine"
 echo "$who: killed at $at_kill"
 echo "$who: backup $(basename "$backup") held $held (its last event $backup_last)"
 # What the new engine recorded first, after the restore.
