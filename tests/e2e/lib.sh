@@ -77,18 +77,22 @@ flag:
 YAML
 }
 
-# e2e_serve_start WHO: starts `$bin serve` on $server's port with the
-# database $tmp/cutover.db, the operators $tmp/operators and the log
+# e2e_serve_start WHO [DB [ARG...]]: starts `$bin serve` on $server's port
+# with the database DB (default $tmp/cutover.db), the operators
+# $tmp/operators, the ARGs (such as --config FILE) and the log
 # $tmp/serve.log (appended: kept across restarts), sets serve_pid, and waits (up to 30 s) for /healthz;
 # exits 1 (WHO: in the message, the log printed) when it does not answer.
 e2e_serve_start() {
-	"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:${server##*:}" \
-	    --operators "$tmp/operators" 2>>"$tmp/serve.log" &
+	_who=$1 _db=${2:-$tmp/cutover.db}
+	shift
+	if [ $# -gt 0 ]; then shift; fi
+	"$bin" serve --db "$_db" --listen "127.0.0.1:${server##*:}" \
+	    --operators "$tmp/operators" "$@" 2>>"$tmp/serve.log" &
 	serve_pid=$!
 	_i=0
 	until curl -fsS "$server/healthz" >/dev/null 2>&1; do
 		_i=$((_i + 1))
-		[ $_i -gt 300 ] && { echo "$1: serve did not start within 30 s" >&2;
+		[ $_i -gt 300 ] && { echo "$_who: serve did not start within 30 s" >&2;
 		    cat "$tmp/serve.log" >&2; exit 1; }
 		sleep 0.1
 	done
@@ -101,13 +105,15 @@ e2e_serve_start() {
 # the script's pid (so concurrent runs start apart) and moving on from any
 # port that answers: curl's exit status 7 is "could not connect". Exits 1
 # when no port of 200 is free. The C tests' itest_free_port uses the same
-# range.
+# range. CUTOVER_TEST_E2E_PORT=P starts from P + BASE instead (on a machine
+# shared with others, the ports one was given).
 e2e_free_port() { # BASE: the first port tried is 20000 + (pid + BASE) % span
 	_hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
 	case $_hi in '' | *[!0-9]*) _hi=32768 ;; esac
 	[ "$_hi" -gt 21000 ] || _hi=32768
 	_span=$((_hi - 20000))
 	_p=$((20000 + ($$ + $1) % _span))
+	[ -n "${CUTOVER_TEST_E2E_PORT:-}" ] && _p=$((CUTOVER_TEST_E2E_PORT + $1))
 	_n=0
 	while [ $_n -lt 200 ]; do
 		# Exit 7: nothing listens there. (|| keeps a caller's set -e.)
@@ -135,12 +141,16 @@ e2e_mgmt() {
 # of plan NAME in vhost / of the test broker (or the one at MGMT) that KIND
 # (queues, exchanges, policies) lists: queues and
 # exchanges named NAME.*, the probe queue cutover.probe.NAME, the canary's
-# queues cutover.canary.NAME[.unbound] (left when a run stops mid-canary)
-# and the old path's fences cutover.fence=NAME=*.
+# queues cutover.canary.NAME[.unbound] (left when a run stops mid-canary),
+# the watch's statistics marker cutover.stats.NAME (exchange) and
+# cutover.stats.NAME.N (queues: they expire after an hour, but a run that
+# stops mid-watch should not leave them that long) and the old path's
+# fences cutover.fence=NAME=*.
 e2e_broker_names() {
 	e2e_mgmt GET "/$1/%2F?columns=name" "${3:-}" 2>/dev/null | jq -r --arg n "$2" \
 	    '.[] | select((.name | startswith($n + ".")) or .name == "cutover.probe." + $n
 		or .name == "cutover.canary." + $n or .name == "cutover.canary." + $n + ".unbound"
+		or .name == "cutover.stats." + $n or (.name | startswith("cutover.stats." + $n + "."))
 		or (.name | startswith("cutover.fence=" + $n + "="))) | .name'
 }
 
@@ -227,19 +237,23 @@ e2e_run_id() {
 }
 
 # e2e_plan_body NAME FEATURE [max_lateness=D] [allowance=D] [gates=no]
-# prints everything after the broker section of the e2e plan: old queues
-# NAME.delay.<n>ms, a 9-level 100 ms ladder (quorum) to NAME.email, a
-# short canary (canary.max_lateness D, default the plan's), the Unleash
-# feature FEATURE of the test Unleash, a 500 ms watch (allowance D,
-# default 2s), flip and remove_old gated (not with gates=no).
+# [move_old] prints everything after the broker section of the e2e plan:
+# old queues NAME.delay.<n>ms, a 9-level 100 ms ladder (quorum) to
+# NAME.email, a short canary (canary.max_lateness D, default the plan's),
+# the Unleash feature FEATURE of the test Unleash (at
+# CUTOVER_TEST_UNLEASH_URL), a 500 ms watch (allowance D, default 2s),
+# flip and remove_old gated (not with gates=no); with move_old, a
+# move_old step after the flip that moves every message by its AMQP
+# timestamp (200/s, batches of 50, stragglers 5s).
 e2e_plan_body() {
-	_name=$1 _feature=$2 _late='' _allowance=2s _gate=!
+	_name=$1 _feature=$2 _late='' _allowance=2s _gate=! _move=
 	shift 2
 	for _o in "$@"; do
 		case $_o in
 		max_lateness=*) _late=${_o#*=} ;;
 		allowance=*) _allowance=${_o#*=} ;;
 		gates=no) _gate= ;;
+		move_old) _move=move_old ;;
 		*) echo "e2e_plan_body: unknown option '$_o'" >&2; return 1 ;;
 		esac
 	done
@@ -262,8 +276,18 @@ watch:
   allowance: $_allowance
   probe_every: 2s
 PLAN
-	e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary "flip$_gate" watch \
-	    "remove_old$_gate"
+	if [ -n "$_move" ]; then
+		cat <<PLAN
+move_old:
+  rate: 200/s
+  prefetch: 50
+  stragglers: 5s
+  entry:
+    - { queues: { match: '^$_name\\.delay\\.' }, from: timestamp }
+PLAN
+	fi
+	e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary "flip$_gate" \
+	    ${_move:+"$_move"} watch "remove_old$_gate"
 }
 
 # e2e_moving N: what step N (1-based, a move_old) of plan $id has moved so

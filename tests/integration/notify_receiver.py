@@ -6,11 +6,13 @@ appends what it got, one JSON line per request (path, content_type,
 status answered, body), to LOG. STATUSES "hang": it records each request
 (status null) and never answers. Writes LOG.ready once it listens; stops
 on SIGTERM. Usage: notify_receiver.py PORT LOG [STATUSES]"""
-import http.server
 import json
-import signal
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from http_fixture import QuietHandler, serve  # noqa: E402 (after the path)
 
 port = int(sys.argv[1])
 log = sys.argv[2]
@@ -19,7 +21,7 @@ statuses = [] if spec == "hang" else [int(s) for s in spec.split(",")]
 served = 0
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(QuietHandler):
     def do_POST(self):
         global served
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -37,11 +39,5 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"ok")
 
-    def log_message(self, *args):
-        pass
 
-
-server = http.server.HTTPServer(("127.0.0.1", port), Handler)
-signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-open(log + ".ready", "w").close()
-server.serve_forever()
+serve(port, Handler, log)
