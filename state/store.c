@@ -9,6 +9,7 @@
  * through its error buffer. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -681,6 +682,78 @@ done:
 	return rc;
 }
 
+/* The files this process has quick-checked and holds open, by device and
+ * inode, with how many connections it holds on each: serve opens a
+ * connection per thread, and reading every page of a large database once
+ * per connection made it slow to start. A file is checked again once its
+ * last connection is closed, and a file replaced since (a restore) is
+ * another inode. */
+#define CHECKED_MAX 16
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int open;
+} checked[CHECKED_MAX];
+static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The entry of S's file in checked, or -1; with checked_lock held. */
+static int
+checked_find(const struct store *s)
+{
+	for (int i = 0; i < CHECKED_MAX; i++)
+		if (checked[i].open > 0 && checked[i].dev == s->dev &&
+		    checked[i].ino == s->ino)
+			return i;
+	return -1;
+}
+
+/* Whether S's file checked and is held open by another connection. */
+static bool
+was_checked(const struct store *s)
+{
+	bool found;
+
+	pthread_mutex_lock(&checked_lock);
+	found = checked_find(s) >= 0;
+	pthread_mutex_unlock(&checked_lock);
+	return found;
+}
+
+/* Counts S among its checked file's open connections (when there is room
+ * to: else its file is simply checked again next time). */
+static void
+checked_hold(struct store *s)
+{
+	int i;
+
+	pthread_mutex_lock(&checked_lock);
+	if ((i = checked_find(s)) < 0)
+		for (i = 0; i < CHECKED_MAX && checked[i].open > 0; i++)
+			;
+	if (i < CHECKED_MAX) {
+		checked[i].dev = s->dev;
+		checked[i].ino = s->ino;
+		checked[i].open++;
+		s->held = true;
+	}
+	pthread_mutex_unlock(&checked_lock);
+}
+
+/* Uncounts S, held by checked_hold. */
+static void
+checked_release(struct store *s)
+{
+	int i;
+
+	if (!s->held)
+		return;
+	pthread_mutex_lock(&checked_lock);
+	if ((i = checked_find(s)) >= 0)
+		checked[i].open--;
+	pthread_mutex_unlock(&checked_lock);
+	s->held = false;
+}
+
 int
 store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
@@ -707,8 +780,9 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	/* A damaged file is refused before anything reads a plan from it or
 	 * writes to it: acting on a record that is partly garbage could undo
 	 * a flip or delete what the record no longer shows. The quick check
-	 * reads every page once (milliseconds for a plan's database). */
-	if (store_integrity(s, path, false, err, errlen) != 0)
+	 * reads every page once (milliseconds for a plan's database), not
+	 * again for a connection opened beside one still open (checked). */
+	if (!was_checked(s) && store_integrity(s, path, false, err, errlen) != 0)
 		goto done;
 	/* A newer schema is refused before anything writes to the file. */
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
@@ -720,6 +794,7 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 		goto done;
 	if (v < STORE_SCHEMA_VERSION && migrate(s, path, err, errlen) == -1)
 		goto done;
+	checked_hold(s);
 	*out = s;
 	rc = 0;
 done:
@@ -733,6 +808,7 @@ store_close(struct store *s)
 {
 	if (s == NULL)
 		return;
+	checked_release(s);
 	sqlite3_close_v2(s->db);
 	free(s->path);
 	free(s);

@@ -22,6 +22,8 @@ struct store {
 	char *path;                       /* the file opened, for store_file_check */
 	dev_t dev;                        /* ... and what it was when opened */
 	ino_t ino;
+	bool held;                        /* counted among the file's open
+	                                   * connections (store.c's checked) */
 	int transient;                    /* a failure since the last clear was
 	                                   * SQLITE_BUSY or SQLITE_LOCKED, or
 	                                   * the disk full (then disk_full too) */
