@@ -1,12 +1,13 @@
 /* store: the SQLite database shared by the engine and the web thread (each
  * with its own connection) — opening it, its schema migrations, transactions,
  * the data version readers cache by, the words for each code, and the
- * small SQLite helpers the store's files share (store_int.h). Schema versions are an ordered list of
- * SQL scripts applied through PRAGMA user_version. Each table's functions
- * are a file of their own: store_plans.c, store_steps.c, store_events.c,
- * store_samples.c, store_commands.c, store_alerts.c and store_notify.c (the
- * deliveries). Nothing in the store logs: errors go back to the caller
- * through its error buffer. */
+ * small SQLite helpers the store's files share (store_int.h); the version a
+ * file names before SQLite opens it is store_version.c's. Schema versions
+ * are an ordered list of SQL scripts applied through PRAGMA user_version.
+ * Each table's functions are a file of their own: store_plans.c,
+ * store_steps.c, store_events.c, store_samples.c, store_commands.c,
+ * store_alerts.c and store_notify.c (the deliveries). Nothing in the store
+ * logs: errors go back to the caller through its error buffer. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -763,6 +764,11 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	int rc = -1;
 
 	*out = NULL;
+	/* A newer schema is refused before SQLite opens the file: opening
+	 * and closing a database in WAL mode changes it (store_version.c). */
+	if (store__file_version(path, &v, err, errlen) != 0 ||
+	    check_version(path, v, err, errlen) != 0)
+		return -1;
 	errno = 0;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		errbuf_set(err, errlen, "opening database %s: out of memory", path);
@@ -784,7 +790,7 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 * again for a connection opened beside one still open (checked). */
 	if (!was_checked(s) && store_integrity(s, path, false, err, errlen) != 0)
 		goto done;
-	/* A newer schema is refused before anything writes to the file. */
+	/* Read again through SQLite: what the connection will migrate. */
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
 	    "reading user_version", err, errlen) == -1)
 		goto done;

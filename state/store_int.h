@@ -32,6 +32,13 @@ struct store {
 	                                   * store_begin */
 };
 
+/* The schema version the database at PATH names, read from its bytes
+ * and its WAL's without SQLite (store_version.c): the largest user_version
+ * of its header and of the frames of its header page in the WAL's current
+ * generation. *VERSION is 0 for a file that is absent or not a SQLite
+ * database. Returns 0, or -1 with ERR when a file cannot be read. */
+int store__file_version(const char *path, int64_t *version, char *err, size_t errlen);
+
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was
  * the database busy or locked (store_transient). Call before anything else
  * touches the connection, or the message is lost. */

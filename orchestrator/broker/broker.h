@@ -325,6 +325,16 @@ int broker_exchange_exists(struct broker *b, const char *name, char *err,
 int broker_queue_delete(struct broker *b, const char *name, int flags,
     uint32_t *purged, char *err, size_t errlen);
 
+/* Closes B's channel and opens a fresh one, for a queue deleted and
+ * declared again under its name with another type: RabbitMQ 3.10 keeps
+ * in a channel the state of each classic queue it read from, past the
+ * queue's deletion, and a basic.get there on the quorum queue of that name
+ * fails with INTERNAL_ERROR, which closes the connection. Call it at
+ * rest: a publish awaiting its confirm is lost (BROKER_ELOST), a delivery
+ * not acknowledged goes back to its queue. Returns 0, or a negative code
+ * when no channel could be opened. */
+int broker_channel_renew(struct broker *b, char *err, size_t errlen);
+
 /* Deletes exchange NAME, if IF_UNUSED only when nothing is bound to it.
  * Deleting a missing exchange succeeds. Returns 0, or a negative code. */
 int broker_exchange_delete(struct broker *b, const char *name, bool if_unused,

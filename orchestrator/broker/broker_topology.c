@@ -1,5 +1,6 @@
 /* broker_topology: declaring, binding, inspecting and deleting exchanges
- * and queues (see broker.h). */
+ * and queues, and the channel renewed for a queue declared again with
+ * another type (see broker.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,22 @@ broker_queue_delete(struct broker *b, const char *name, int flags,
 	if (purged != NULL)
 		*purged = ok->message_count;
 	return 0;
+}
+
+int
+broker_channel_renew(struct broker *b, char *err, size_t errlen)
+{
+	amqp_rpc_reply_t r;
+
+	if (b->conn != NULL && b->chan != 0) {
+		r = amqp_channel_close(b->conn, b->chan, AMQP_REPLY_SUCCESS);
+		if (r.reply_type == AMQP_RESPONSE_NORMAL)
+			broker__chan_lost(b, BROKER_ELOST, "the channel was renewed");
+		else
+			broker__conn_lost(b, BROKER_ELOST, "the connection closed "
+			    "while its channel was renewed");
+	}
+	return broker__begin(b, err, errlen);
 }
 
 int

@@ -77,8 +77,11 @@ probe_queue(struct tick *t)
 		t->probe_ready = true;	/* to read it out */
 		(void)probe_drain(t);
 		t->probe_ready = false;
+		/* On a fresh channel: the one that read the old queue would
+		 * fail reading the new one (broker_channel_renew). */
 		if (broker_queue_delete(t->c->amqp, t->probe_queue, BROKER_IF_EMPTY,
-		    NULL, why, sizeof(why)) == 0)
+		    NULL, why, sizeof(why)) == 0 &&
+		    broker_channel_renew(t->c->amqp, why, sizeof(why)) == 0)
 			r = broker_queue_declare(t->c->amqp, t->probe_queue, true, qargs,
 			    2, why, sizeof(why));
 	}

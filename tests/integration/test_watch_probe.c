@@ -1,6 +1,7 @@
 /* test_watch_probe (integration): the watch's probes through the ladder:
  * one lost, one late and one early (under a policy that shortens the
- * levels) each raise the probe alert. */
+ * levels) each raise the probe alert; a probe queue of an earlier
+ * version's shape is replaced, and read without an alert. */
 #include "itest_watch.h"
 
 /* Takes the next message of probe queue Q that is the watch's own probe
@@ -207,7 +208,57 @@ test_late_probe_raises_probe_alert(void **state)
 	assert_int_equal(ijson_int(iwatch_obj(f->state, "probe"), "lost"), 0);
 }
 
+/* A probe queue as schema 2's cutover declared it (not durable, classic),
+ * a message in it, is read out, deleted and declared again durable and of
+ * the plan's type (quorum), and the watch reads its probes there with no
+ * alert: on the channel that had read the classic queue, RabbitMQ 3.10
+ * closed the connection at the first get from the quorum one
+ * (INTERNAL_ERROR, broker_unreachable) before broker_channel_renew. */
+static void
+test_probe_queue_of_an_earlier_shape_replaced(void **state)
+{
+	struct fixture *f = *state;
+	struct topology_arg expires;
+	struct broker_message m = { 0 };
+	struct alerts al;
+	char q[LADDER_NAME_MAX], err[2048];
+	const json_t *pr;
+	int i;
+
+	iwatch_start(f, "reshape", 1, 0, NULL);
+	iwatch_flip_long_ago(f);
+	snprintf(q, sizeof(q), "cutover.probe.%s", f->p->name);
+	memset(&expires, 0, sizeof(expires));
+	snprintf(expires.key, sizeof(expires.key), "x-expires");
+	expires.is_int = true;
+	expires.num = 3600000;
+	if (broker_queue_declare(f->c.amqp, q, false, &expires, 1, err, sizeof(err)) != 0)
+		fail_msg("declaring the old probe queue: %s", err);
+	m.routing_key = q;
+	m.body = "from before";
+	m.len = strlen(m.body);
+	if (broker_publish(f->c.amqp, &m, 5000, err, sizeof(err)) != 0)
+		fail_msg("publishing into the old probe queue: %s", err);
+	/* Until two probes came out of the new queue (each one interval). */
+	for (i = 0; i < 50; i++) {
+		assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+		pr = iwatch_obj(f->state, "probe");
+		if (ijson_int(pr, "arrived") >= 2)
+			break;
+		iwatch_sleep_ms(INTERVAL_MS);
+	}
+	iwatch_open_alerts(f, &al);
+	for (i = 0; i < al.n; i++)
+		fprintf(stderr, "# alert %s: %s\n", al.v[i].kind, al.v[i].message);
+	assert_int_equal(al.n, 0);
+	pr = iwatch_obj(f->state, "probe");
+	assert_true(ijson_int(pr, "arrived") >= 2);
+	/* The old queue's message was read out as not the watch's. */
+	assert_int_equal(ijson_int(pr, "foreign"), 1);
+}
+
 IWATCH_MAIN(
 	IWATCH_TEST(test_lost_probe_raises_probe_alert),
 	IWATCH_TEST(test_early_probe_raises_probe_alert),
-	IWATCH_TEST(test_late_probe_raises_probe_alert))
+	IWATCH_TEST(test_late_probe_raises_probe_alert),
+	IWATCH_TEST(test_probe_queue_of_an_earlier_shape_replaced))

@@ -135,6 +135,39 @@ test_open_refuses_newer_schema(void **state)
 	sqlite3_close(db);
 }
 
+/* The version read before SQLite opens the file is the WAL's current
+ * generation's: frames an earlier one left past its end (here page 1 at
+ * version 99, then set back and checkpointed) are not the database's, and
+ * it opens; a frame of the current generation at 99 is refused. */
+static void
+test_open_reads_the_current_wal_generation(void **state)
+{
+	struct fx *fx = *state;
+	char want[PATH_MAX + 256];
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	/* The raw connection stays open: its close would checkpoint the WAL
+	 * and remove it. */
+	assert_int_equal(fx_raw_exec(db, "PRAGMA journal_mode = WAL;"
+	    "PRAGMA wal_autocheckpoint = 0; CREATE TABLE t (x);"
+	    "PRAGMA user_version = 99; PRAGMA user_version = 6;"
+	    "PRAGMA wal_checkpoint(PASSIVE);"
+	    /* The next write starts the WAL over, with new salts, over the
+	     * first frame only. */
+	    "INSERT INTO t VALUES (1);"), SQLITE_OK);
+	assert_int_equal(store_open(fx->path, &fx->s, FX_ERR(fx)), 0);
+	store_close(fx->s);
+	fx->s = NULL;
+
+	assert_int_equal(fx_raw_exec(db, "PRAGMA user_version = 99"), SQLITE_OK);
+	assert_int_equal(store_open(fx->path, &fx->s, FX_ERR(fx)), -1);
+	snprintf(want, sizeof(want), "database %s has schema version 99; "
+	    "this cutover knows up to %d: upgrade cutover", fx->path, STORE_SCHEMA_VERSION);
+	assert_string_equal(fx->err, want);
+	sqlite3_close(db);
+}
+
 static void
 test_open_refuses_non_database(void **state)
 {
@@ -462,6 +495,7 @@ main(void)
 		T(test_open_creates_schema),
 		T(test_open_enforces_foreign_keys),
 		T(test_open_refuses_newer_schema),
+		T(test_open_reads_the_current_wal_generation),
 		T(test_open_refuses_non_database),
 		T(test_open_refuses_unopenable_path),
 		T(test_transactions),
