@@ -32,8 +32,14 @@ enum engine_outcome {
 	                        * was, resumes on the next run */
 };
 
+/* serve's workers: how many plans' turns run at once (engine_serve). */
+#define ENGINE_WORKERS_DEFAULT	8
+#define ENGINE_WORKERS_MAX	64
+
 struct engine_opts {
 	int poll_ms;                      /* command polling while blocked; 0: 500 */
+	int workers;                      /* engine_serve: its workers, at most
+	                                   * ENGINE_WORKERS_MAX; 0: the default */
 	bool return_when_blocked;         /* return ENGINE_WAITING / ENGINE_FAILED
 	                                   * instead of waiting for an operator */
 	volatile sig_atomic_t *stop;      /* non-zero: return at the next safe point */
@@ -53,8 +59,13 @@ int engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
 
 /* Runs every plan of the store that is running (or failed, waiting for a
  * retry or an abort), picking up plans submitted meanwhile, until *O->stop:
- * the engine of `cutover serve`. A plan that cannot run is logged and left;
- * the others go on. Returns 0 when stopped, -1 when the store failed. */
+ * the engine of `cutover serve`. O->workers threads, each with its own
+ * connection to S's database (store_open_again), turn the plans: each
+ * plan is turned by one worker at a time, so its steps never run twice at
+ * once, and a plan whose broker or flag service is slow to answer holds
+ * up only the worker turning it. A plan that cannot run is logged and
+ * left; the others go on. Returns 0 when stopped, -1 when the store
+ * failed. */
 int engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen);
 
 /* The outcome's name ("succeeded", "waiting for approval", ...). */
