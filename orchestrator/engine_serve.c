@@ -167,7 +167,9 @@ wait_until(struct pool *p, int64_t wake)
 	(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 }
 
-/* A worker's thread: turns the plans due, one at a time, until the stop. */
+/* A worker's thread: turns the plans due, one at a time, until the stop
+ * (pool_stop; the signal's flag is the scheduler's to read: a
+ * sig_atomic_t is safe only in the thread the handler interrupts). */
 static void *
 worker_main(void *arg)
 {
@@ -175,7 +177,7 @@ worker_main(void *arg)
 	struct pool *p = w->p;
 
 	pthread_mutex_lock(&p->mu);
-	while (!p->stop && !(p->o->stop != NULL && *p->o->stop)) {
+	while (!p->stop) {
 		int64_t now = clock_mono_ms(), wake = now + poll_of(p->o);
 		struct slot *sl = due_slot(p, now, &wake);
 
