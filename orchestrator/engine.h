@@ -33,7 +33,7 @@ enum engine_outcome {
 };
 
 /* serve's workers: how many plans' turns run at once (engine_serve). */
-#define ENGINE_WORKERS_DEFAULT	8
+#define ENGINE_WORKERS_DEFAULT	32
 #define ENGINE_WORKERS_MAX	64
 
 struct engine_opts {

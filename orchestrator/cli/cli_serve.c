@@ -62,7 +62,7 @@ static const char serve_help[] =
     "  --log-level LEVEL debug, info (default), warn or error\n"
     "  --poll-ms N       how often the engine looks for commands and new plans (500)\n"
     "  --workers N       how many plans' steps and watch ticks run at once, 1 to 64\n"
-    "                    (8): a plan whose broker is slow holds up one worker";
+    "                    (32): a plan whose broker is slow holds up one worker";
 
 /* What the command line and the configuration file asked for. */
 struct serve_args {
