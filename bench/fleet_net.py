@@ -65,15 +65,17 @@ class FlagHandler(BaseHTTPRequestHandler):
 
 def pump_delayed(src, dst, delay_file, delay_s):
     """Copies src to dst, each chunk DELAY_S after it arrived while
-    DELAY_FILE exists: a reader thread stamps chunks, this one sends them
-    when due, so a long answer is late by DELAY_S, not by DELAY_S a chunk."""
+    DELAY_FILE exists (None: never): a reader thread stamps chunks, this
+    one sends them when due, so a long answer is late by DELAY_S, not by
+    DELAY_S a chunk."""
     chunks = queue.Queue()
 
     def reader():
         try:
             while True:
                 data = src.recv(65536)
-                due = time.monotonic() + (delay_s if os.path.exists(delay_file) else 0)
+                slow = delay_file is not None and os.path.exists(delay_file)
+                due = time.monotonic() + (delay_s if slow else 0)
                 chunks.put((due, data))
                 if not data:
                     return
@@ -87,19 +89,6 @@ def pump_delayed(src, dst, delay_file, delay_s):
             wait = due - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    shut_both(src, dst)
-
-
-def pump(src, dst):
-    """Copies src to dst as it comes."""
-    try:
-        while True:
-            data = src.recv(65536)
             if not data:
                 break
             dst.sendall(data)
@@ -135,7 +124,8 @@ def proxy(listen_port, target_port, delay_file, delay_s):
                 continue
             for s in (client, upstream):
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=pump_delayed, args=(client, upstream, None, 0),
+                             daemon=True).start()
             threading.Thread(target=pump_delayed, args=(upstream, client, delay_file, delay_s),
                              daemon=True).start()
 

@@ -51,12 +51,12 @@ struct slot {
 	bool busy;                     /* a worker is turning it: no other may */
 };
 
-struct pool;
+struct engine_pool;
 
 /* One worker: its thread, its own connection to the database (a SQLite
  * connection is one thread's at a time) and its own error buffer. */
 struct worker {
-	struct pool *p;
+	struct engine_pool *p;
 	struct store *s;
 	pthread_t thread;
 	bool started;
@@ -69,7 +69,7 @@ struct worker {
  * its run is over. So a plan's turns never overlap (one engine per plan),
  * and a plan whose broker is slow to answer holds up one worker, not the
  * others' plans, until every worker is held. */
-struct pool {
+struct engine_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;             /* a plan added, or the stop */
 	struct slot **slots;
@@ -78,7 +78,9 @@ struct pool {
 	int nworkers;
 	bool held;                     /* the database file is lost: no turns */
 	bool stop;
-	const struct engine_opts *o;
+	const struct engine_opts *o;   /* &opts */
+	struct engine_opts opts;
+	struct store *s;               /* the scheduler's connection */
 };
 
 static int
@@ -124,7 +126,7 @@ turn_slot(struct worker *w, struct slot *sl)
 /* The slot due first that no worker has, or NULL; *WAKE is when the
  * earliest of the others is due, if sooner than it was. Under the lock. */
 static struct slot *
-due_slot(struct pool *p, int64_t now, int64_t *wake)
+due_slot(struct engine_pool *p, int64_t now, int64_t *wake)
 {
 	struct slot *best = NULL;
 
@@ -146,7 +148,7 @@ due_slot(struct pool *p, int64_t now, int64_t *wake)
 
 /* Removes slot SL from the pool. Under the lock. */
 static void
-slot_remove(struct pool *p, struct slot *sl)
+slot_remove(struct engine_pool *p, struct slot *sl)
 {
 	for (size_t i = 0; i < p->nslots; i++)
 		if (p->slots[i] == sl) {
@@ -158,7 +160,7 @@ slot_remove(struct pool *p, struct slot *sl)
 /* Waits on P's condition until mono time WAKE at the latest. Under the
  * lock. */
 static void
-wait_until(struct pool *p, int64_t wake)
+wait_until(struct engine_pool *p, int64_t wake)
 {
 	struct timespec ts;
 
@@ -174,7 +176,7 @@ static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct pool *p = w->p;
+	struct engine_pool *p = w->p;
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
@@ -205,35 +207,53 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* Starts P's NWORKERS workers, each with a connection of its own to S's
- * database. Returns 0, or -1 with ERR (the workers started are stopped
- * by pool_stop). */
-static int
-pool_start(struct pool *p, struct store *s, int nworkers, char *err, size_t errlen)
+int
+engine_serve_open(struct store *s, const struct engine_opts *o, struct engine_pool **out,
+    char *err, size_t errlen)
 {
 	pthread_condattr_t ca;
+	struct engine_pool *p;
+	int n = o->workers > 0 ? o->workers : ENGINE_WORKERS_DEFAULT;
 
+	*out = NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->w = calloc((size_t)n, sizeof(*p->w))) == NULL) {
+		free(p);
+		snprintf(err, errlen, "opening the engine's workers: out of memory");
+		return -1;
+	}
+	p->opts = *o;
+	p->opts.return_when_blocked = false;
+	p->o = &p->opts;
+	p->s = s;
+	p->nworkers = n;
 	pthread_condattr_init(&ca);
 	/* Deadlines are monotonic, as the schedule is (clock_mono_ms). */
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&p->mu, NULL);
-	if ((p->w = calloc((size_t)nworkers, sizeof(*p->w))) == NULL) {
-		snprintf(err, errlen, "starting the engine's workers: out of memory");
-		return -1;
+	*out = p;
+	for (int i = 0; i < n; i++) {
+		p->w[i].p = p;
+		if (store_open_again(s, &p->w[i].s, err, errlen) != 0)
+			return -1;
 	}
-	p->nworkers = nworkers;
-	for (int i = 0; i < nworkers; i++) {
+	return 0;
+}
+
+/* Starts P's workers. Returns 0, or -1 with ERR (those started are
+ * stopped by engine_serve_close). */
+static int
+pool_start(struct engine_pool *p, char *err, size_t errlen)
+{
+	for (int i = 0; i < p->nworkers; i++) {
 		struct worker *w = &p->w[i];
 		int e;
 
-		w->p = p;
-		if (store_open_again(s, &w->s, err, errlen) != 0)
-			return -1;
 		if ((e = pthread_create(&w->thread, NULL, worker_main, w)) != 0) {
 			snprintf(err, errlen, "starting the engine's worker %d of %d: %s",
-			    i + 1, nworkers, strerror(e));
+			    i + 1, p->nworkers, strerror(e));
 			return -1;
 		}
 		w->started = true;
@@ -241,12 +261,11 @@ pool_start(struct pool *p, struct store *s, int nworkers, char *err, size_t errl
 	return 0;
 }
 
-/* Stops P's workers once each has ended the turn it is in (a step in
- * flight runs to its end, or resumes on the next start), then closes every
- * run and connection. */
-static void
-pool_stop(struct pool *p)
+void
+engine_serve_close(struct engine_pool *p)
 {
+	if (p == NULL)
+		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
@@ -254,7 +273,9 @@ pool_stop(struct pool *p)
 	for (int i = 0; i < p->nworkers; i++) {
 		if (p->w[i].started)
 			pthread_join(p->w[i].thread, NULL);
+		p->w[i].started = false;
 		store_close(p->w[i].s);
+		p->w[i].s = NULL;
 	}
 	for (size_t i = 0; i < p->nslots; i++) {
 		engine__run_close(&p->slots[i]->r);
@@ -264,11 +285,12 @@ pool_stop(struct pool *p)
 	free(p->w);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
+	free(p);
 }
 
 /* Whether plan ID has a slot. Under the lock. */
 static bool
-has_slot(const struct pool *p, int64_t id)
+has_slot(const struct engine_pool *p, int64_t id)
 {
 	for (size_t i = 0; i < p->nslots; i++)
 		if (p->slots[i]->r.id == id)
@@ -280,7 +302,7 @@ has_slot(const struct pool *p, int64_t id)
  * What cannot run is said (U) and left. Returns 0, or -1 when out of
  * memory (ERR). */
 static int
-pool_add(struct pool *p, struct store *s, struct unrunnable *u, int64_t id,
+pool_add(struct engine_pool *p, struct store *s, struct unrunnable *u, int64_t id,
     char *err, size_t errlen)
 {
 	struct slot *sl, **grown;
@@ -333,7 +355,7 @@ pool_add(struct pool *p, struct store *s, struct unrunnable *u, int64_t id,
  * either still there or no longer listed, never opened twice. Returns 0,
  * or -1 with ERR. */
 static int
-new_plans(struct pool *p, struct store *s, struct active *act, char *err, size_t errlen)
+new_plans(struct engine_pool *p, struct store *s, struct active *act, char *err, size_t errlen)
 {
 	size_t k = 0;
 	int rc;
@@ -350,26 +372,23 @@ new_plans(struct pool *p, struct store *s, struct active *act, char *err, size_t
 }
 
 int
-engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen)
+engine_serve(struct engine_pool *p, char *err, size_t errlen)
 {
-	struct engine_opts so = *o;
+	const struct engine_opts *so = p->o;
+	struct store *s = p->s;
 	struct active act = { 0 };
 	struct unrunnable unrun = { 0 };
-	struct pool p = { 0 };
 	char perr[1024];
 	bool file_lost = false;
 	int rc = -1;
 
-	so.return_when_blocked = false;
-	p.o = &so;
-	if (pool_start(&p, s, so.workers > 0 ? so.workers : ENGINE_WORKERS_DEFAULT, err,
-	    errlen) != 0)
+	if (pool_start(p, err, errlen) != 0)
 		goto done;
 	/* The first listing takes the plans that have ended too: one whose
 	 * flag's settle window was open when the last serve stopped goes on
 	 * reading it; the others end at their first turn. */
 	act.ended = true;
-	while (!(so.stop != NULL && *so.stop)) {
+	while (!(so->stop != NULL && *so->stop)) {
 		/* A removed or replaced database: no step runs on a record no one
 		 * will read (or on someone else's); said once, and on /healthz. */
 		if (store_file_check(s, perr, sizeof(perr)) != 0) {
@@ -379,26 +398,25 @@ engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t err
 				snprintf(text, sizeof(text), "%s; cutover takes no action "
 				    "until it is restarted on a restored file", perr);
 				log_event("error", NULL, NULL, "%s", text);
-				engine__service_say(&so, "database_lost", text);
-				pthread_mutex_lock(&p.mu);
-				p.held = true;
-				pthread_mutex_unlock(&p.mu);
+				engine__service_say(so, "database_lost", text);
+				pthread_mutex_lock(&p->mu);
+				p->held = true;
+				pthread_mutex_unlock(&p->mu);
 			}
 			file_lost = true;
-			clock_sleep_ms(poll_of(&so));
+			clock_sleep_ms(poll_of(so));
 			continue;
 		}
-		if (new_plans(&p, s, &act, err, errlen) != 0)
+		if (new_plans(p, s, &act, err, errlen) != 0)
 			goto done;
 		act.ended = false;
 		for (size_t i = 0; i < act.n; i++)
-			if (pool_add(&p, s, &unrun, act.ids[i], err, errlen) != 0)
+			if (pool_add(p, s, &unrun, act.ids[i], err, errlen) != 0)
 				goto done;
-		clock_sleep_ms(poll_of(&so));
+		clock_sleep_ms(poll_of(so));
 	}
 	rc = 0;
 done:
-	pool_stop(&p);
 	free(act.ids);
 	engine__unrunnable_free(&unrun);
 	return rc;

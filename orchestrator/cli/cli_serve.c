@@ -276,6 +276,7 @@ cli_serve(int argc, char **argv)
 	struct serve_args a;
 	struct server_config cfg = { 0 };
 	struct engine_opts eo = { 0 };
+	struct engine_pool *engine = NULL;
 	struct server *sv = NULL;
 	struct notify *nf = NULL;
 	struct backup_schedule *bs = NULL;
@@ -308,7 +309,7 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	catch_signals();
 
-	/* The notifiers' and the backups' connections before the HTTP
+	/* The notifiers', the backups' and the engine's connections before the HTTP
 	 * server's answers: once /healthz answers, every connection serve
 	 * makes is open on the file it locked, so a file removed from then on
 	 * is one serve notices (a connection opened later would create an
@@ -320,6 +321,13 @@ cli_serve(int argc, char **argv)
 	    backup_schedule_start(a.db, a.cfg->backup.directory, a.cfg->backup.interval_ms,
 	    a.cfg->backup.keep, &bs, err, sizeof(err)) != 0)
 		goto fail;
+	eo.poll_ms = (int)a.poll;
+	eo.workers = (int)a.workers;
+	eo.stop = &stop_flag;
+	eo.service = notify_service_cb;
+	eo.service_arg = nf;
+	if (engine_serve_open(s, &eo, &engine, err, sizeof(err)) != 0)
+		goto fail;
 	cfg.db = a.db;
 	cfg.listen = a.listen;
 	cfg.operators = ops;
@@ -327,17 +335,16 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	log_serving(sv, ops, &a);
 
-	eo.poll_ms = (int)a.poll;
-	eo.workers = (int)a.workers;
-	eo.stop = &stop_flag;
-	eo.service = notify_service_cb;
-	eo.service_arg = nf;
-	if (engine_serve(s, &eo, err, sizeof(err)) != 0) {
+	if (engine_serve(engine, err, sizeof(err)) != 0) {
 		log_event("error", NULL, NULL, "engine: %s", err);
+		engine_serve_close(engine);
+		engine = NULL;
 		server_stop(sv);
 		sv = NULL;
 		goto fail;
 	}
+	engine_serve_close(engine);
+	engine = NULL;
 	log_event("info", NULL, NULL, "stopping: the engine is stopped; closing the "
 	    "HTTP server");
 	server_stop(sv);
@@ -352,6 +359,7 @@ cli_serve(int argc, char **argv)
 fail:
 	fprintf(stderr, "cutover serve: %s\n", err);
 done:
+	engine_serve_close(engine);
 	backup_schedule_stop(bs);
 	notify_stop(nf);
 	server_stop(sv);
