@@ -32,8 +32,14 @@ enum engine_outcome {
 	                        * was, resumes on the next run */
 };
 
+/* serve's workers: how many plans' turns run at once (engine_serve). */
+#define ENGINE_WORKERS_DEFAULT	32
+#define ENGINE_WORKERS_MAX	64
+
 struct engine_opts {
 	int poll_ms;                      /* command polling while blocked; 0: 500 */
+	int workers;                      /* engine_serve: its workers, at most
+	                                   * ENGINE_WORKERS_MAX; 0: the default */
 	bool return_when_blocked;         /* return ENGINE_WAITING / ENGINE_FAILED
 	                                   * instead of waiting for an operator */
 	volatile sig_atomic_t *stop;      /* non-zero: return at the next safe point */
@@ -51,11 +57,32 @@ struct engine_opts {
 int engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
     enum engine_outcome *outcome, char *err, size_t errlen);
 
+/* The engine of `cutover serve` (engine_serve.c): a scheduler and a
+ * bounded pool of workers. */
+struct engine_pool;
+
+/* Opens serve's engine on S: one connection to S's database for each of
+ * O->workers workers (store_open_again), before the HTTP server answers,
+ * so that every connection serve makes is open on the file it locked.
+ * Returns 0 and *OUT (engine_serve_close frees it, also after -1), or -1
+ * with ERR. */
+int engine_serve_open(struct store *s, const struct engine_opts *o, struct engine_pool **out,
+    char *err, size_t errlen);
+
 /* Runs every plan of the store that is running (or failed, waiting for a
- * retry or an abort), picking up plans submitted meanwhile, until *O->stop:
- * the engine of `cutover serve`. A plan that cannot run is logged and left;
- * the others go on. Returns 0 when stopped, -1 when the store failed. */
-int engine_serve(struct store *s, const struct engine_opts *o, char *err, size_t errlen);
+ * retry or an abort), picking up plans submitted meanwhile, until *O->stop
+ * (O as given to engine_serve_open). The workers, each on its own
+ * connection, turn the plans: each plan is turned by one worker at a
+ * time, so its steps never run twice at once, and a plan whose broker or
+ * flag service is slow to answer holds up only the worker turning it. A
+ * plan that cannot run is logged and left; the others go on. Returns 0
+ * when stopped, -1 when the store failed. */
+int engine_serve(struct engine_pool *p, char *err, size_t errlen);
+
+/* Stops P's workers once each has ended the turn it is in (a step in
+ * flight runs to its end, or resumes on the next start), then closes
+ * every run and connection and frees P (NULL is fine). */
+void engine_serve_close(struct engine_pool *p);
 
 /* The outcome's name ("succeeded", "waiting for approval", ...). */
 const char *engine_outcome_name(enum engine_outcome o);

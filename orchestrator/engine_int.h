@@ -37,6 +37,9 @@ struct run {
 	 * nor one stepped forward fire them early. Times recorded and shown
 	 * stay wall-clock (clock_now_ms). */
 	int64_t due_ms;                /* mono: when the state machine next has work */
+	int64_t tick_due_ms;           /* mono: when step TICK_STEP, run again (the
+	                                * watch's ticks), was due to run next, or 0 */
+	int tick_step;
 	int64_t busy_since_ms;         /* mono: first of consecutive busy failures, or 0 */
 	int busy_wait_ms;              /* the backoff after the latest one */
 	int busy_now;                  /* this turn ended in a busy retry */

@@ -12,6 +12,11 @@
 #include "step_kinds.h"
 #include "store_admit.h"
 
+/* The sample of how late each run of a step that runs again (the watch's
+ * ticks) began against when it was due, in ms: what shows that one plan
+ * of a serve does not hold up another's ticks (bench/fleet reads it). */
+#define TICK_LAG_METRIC		"tick.lag_ms"
+
 /* Opens the broker connections for step IDX, reusing them when they were
  * opened for it already (the watch's ticks). Returns 0 or -1 with ERR. */
 static int
@@ -136,18 +141,22 @@ log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
 }
 
 /* Step IDX runs again later: its result TEXT is stored as its state,
- * with the events its run (RESULT) handed over in the same transaction.
- * Returns 0 or -1. */
+ * with the events its run (RESULT) handed over and, when LAG_MS >= 0, how
+ * late this run began against when it was due (TICK_LAG_METRIC at
+ * STARTED_MS, wall clock), in the same transaction. Returns 0 or -1. */
 static int
-step_continues(struct run *r, int idx, const json_t *result, const char *text)
+step_continues(struct run *r, int idx, const json_t *result, const char *text,
+    int64_t lag_ms, int64_t started_ms)
 {
-	if (r->ctx.events.n == 0)
+	if (r->ctx.events.n == 0 && lag_ms < 0)
 		return store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 		    r->errlen);
 	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
 	if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
 	    r->errlen) != 0 || engine__record_step_events(r, idx, result, false) != 0 ||
+	    (lag_ms >= 0 && store_sample_insert(r->s, r->id, started_ms, TICK_LAG_METRIC,
+	    "", (double)lag_ms, r->err, r->errlen) != 0) ||
 	    store_commit(r->s, r->err, r->errlen) != 0) {
 		store_rollback(r->s);
 		return -1;
@@ -163,22 +172,34 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 {
 	json_t *state = NULL, *result = NULL;
 	char *text = NULL;
+	int64_t started_ms = clock_now_ms(), lag_ms = -1;
 	int rc = -1, sr;
 
+	/* Due only when this step's last run asked to run again: not on its
+	 * first run, nor on the first after serve started. */
+	if (r->tick_due_ms > 0 && r->tick_step == idx) {
+		lag_ms = clock_mono_ms() - r->tick_due_ms;
+		if (lag_ms < 0)
+			lag_ms = 0;
+	}
 	if (state_text != NULL)
 		state = json_loads(state_text, 0, NULL);
 	sr = engine__run_step(r, idx, state, NULL, &result);
 	log_waiting(r, idx, state, result);
 	if (sr < 0 && engine__busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
-		/* Not the step's failure: it runs again from its last state. */
+		/* Not the step's failure: it runs again from its last state, and
+		 * its lag is still counted from when it was due. */
 		rc = 0;
 		goto done;
 	}
+	r->tick_due_ms = 0;
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 0 && r->ctx.again) {
-		if (step_continues(r, idx, result, text) != 0)
+		if (step_continues(r, idx, result, text, lag_ms, started_ms) != 0)
 			goto done;
 		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
+		r->tick_due_ms = r->due_ms;
+		r->tick_step = idx;
 		rc = 0;
 		goto done;
 	}

@@ -809,6 +809,39 @@ done:
 	return rc;
 }
 
+int
+store_open_again(const struct store *s, struct store **out, char *err, size_t errlen)
+{
+	struct store *c;
+	int rc = -1;
+
+	*out = NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL || (c->path = strdup(s->path)) == NULL) {
+		errbuf_set(err, errlen, "opening database %s again: out of memory", s->path);
+		goto done;
+	}
+	c->dev = s->dev;
+	c->ino = s->ino;
+	/* Without CREATE: a file removed meanwhile is not made again, empty. */
+	if (sqlite3_open_v2(s->path, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		errbuf_set(err, errlen, "opening database %s again: %s", s->path,
+		    c->db != NULL ? sqlite3_errmsg(c->db) : "out of memory");
+		goto done;
+	}
+	sqlite3_extended_result_codes(c->db, 1);
+	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	/* The file at the path is the one S opened, checked after the open: a
+	 * file put in its place before it would be another record. */
+	if (store_file_check(c, err, errlen) != 0 || set_modes(c, s->path, err, errlen) != 0)
+		goto done;
+	*out = c;
+	rc = 0;
+done:
+	if (rc == -1)
+		store_close(c);
+	return rc;
+}
+
 void
 store_close(struct store *s)
 {

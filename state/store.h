@@ -91,6 +91,13 @@ struct store_verify {
  * this binary's. Returns 0 and a store the caller closes, or -1 with ERR. */
 int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
+/* Opens another connection to the database S has open, for another
+ * thread: without S's checks and migration (its open ran them), in the
+ * same modes. Refuses (-1 with ERR) when the file at S's path is gone or
+ * is no longer the one S opened. Returns 0 and a store the caller closes. */
+int store_open_again(const struct store *s, struct store **out, char *err,
+    size_t errlen);
+
 /* ---- backups (store_backup.c) ---- */
 
 /* Writes a consistent copy of S's database into OUT, a new file (one that

@@ -1,7 +1,8 @@
 /* cli_serve: `cutover serve` — the service. Its settings come from the
  * flags and --config's serve.yaml (serve_config.h; a flag wins), checked
  * alone by --check-config. The engine runs every active plan of the
- * database in this thread; libmicrohttpd's threads answer the JSON API,
+ * database: this thread picks them up, --workers threads turn them
+ * (engine_serve); libmicrohttpd's threads answer the JSON API,
  * and the notifiers' thread (notify.h) delivers webhooks, each from its
  * own connection to the same database (WAL); SQLite is all they share.
  * SIGTERM or SIGINT stops the engine at its next safe point (a step in
@@ -42,7 +43,7 @@ on_signal(int sig)
 
 static const char serve_usage[] =
     "cutover serve [--config FILE] [--check-config] [--db FILE] [--listen HOST:PORT]\n"
-    "    [--operators FILE] [--log-level LEVEL] [--poll-ms N]";
+    "    [--operators FILE] [--log-level LEVEL] [--poll-ms N] [--workers N]";
 
 static const char serve_help[] =
     "  Runs every plan in FILE and serves the JSON API on HOST:PORT (default "
@@ -59,13 +60,16 @@ static const char serve_help[] =
     "  Reads are open on a loopback address; on any other address every request\n"
     "  but /healthz needs a token, and --operators is required.\n"
     "  --log-level LEVEL debug, info (default), warn or error\n"
-    "  --poll-ms N       how often the engine looks for commands and new plans (500)";
+    "  --poll-ms N       how often the engine looks for commands and new plans (500)\n"
+    "  --workers N       how many plans' steps and watch ticks run at once, 1 to 64\n"
+    "                    (32): a plan whose broker is slow holds up one worker";
 
 /* What the command line and the configuration file asked for. */
 struct serve_args {
 	const char *db, *listen, *operators, *log_level, *config;
 	int check;
 	long poll;
+	long workers;
 	struct serve_config *cfg;	/* owned; NULL without --config */
 	struct sockaddr_storage ss;
 	socklen_t sslen;
@@ -104,6 +108,7 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "operators", required_argument, NULL, 'o' },
 		{ "poll-ms", required_argument, NULL, 'p' },
+		{ "workers", required_argument, NULL, 'w' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'k' },
 		{ "log-level", required_argument, NULL, 'v' },
@@ -128,6 +133,15 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 			a->poll = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
 				goto usage_poll;
+			break;
+		case 'w':
+			a->workers = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || a->workers < 1 ||
+			    a->workers > ENGINE_WORKERS_MAX) {
+				*exit_code = cli_usage_error("serve", serve_usage, "--workers "
+				    "takes 1 to %d", ENGINE_WORKERS_MAX);
+				return -1;
+			}
 			break;
 		case 'h':
 			printf("usage: %s\n\n%s\n", serve_usage, serve_help);
@@ -262,6 +276,7 @@ cli_serve(int argc, char **argv)
 	struct serve_args a;
 	struct server_config cfg = { 0 };
 	struct engine_opts eo = { 0 };
+	struct engine_pool *engine = NULL;
 	struct server *sv = NULL;
 	struct notify *nf = NULL;
 	struct backup_schedule *bs = NULL;
@@ -294,7 +309,7 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	catch_signals();
 
-	/* The notifiers' and the backups' connections before the HTTP
+	/* The notifiers', the backups' and the engine's connections before the HTTP
 	 * server's answers: once /healthz answers, every connection serve
 	 * makes is open on the file it locked, so a file removed from then on
 	 * is one serve notices (a connection opened later would create an
@@ -306,6 +321,13 @@ cli_serve(int argc, char **argv)
 	    backup_schedule_start(a.db, a.cfg->backup.directory, a.cfg->backup.interval_ms,
 	    a.cfg->backup.keep, &bs, err, sizeof(err)) != 0)
 		goto fail;
+	eo.poll_ms = (int)a.poll;
+	eo.workers = (int)a.workers;
+	eo.stop = &stop_flag;
+	eo.service = notify_service_cb;
+	eo.service_arg = nf;
+	if (engine_serve_open(s, &eo, &engine, err, sizeof(err)) != 0)
+		goto fail;
 	cfg.db = a.db;
 	cfg.listen = a.listen;
 	cfg.operators = ops;
@@ -313,16 +335,16 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	log_serving(sv, ops, &a);
 
-	eo.poll_ms = (int)a.poll;
-	eo.stop = &stop_flag;
-	eo.service = notify_service_cb;
-	eo.service_arg = nf;
-	if (engine_serve(s, &eo, err, sizeof(err)) != 0) {
+	if (engine_serve(engine, err, sizeof(err)) != 0) {
 		log_event("error", NULL, NULL, "engine: %s", err);
+		engine_serve_close(engine);
+		engine = NULL;
 		server_stop(sv);
 		sv = NULL;
 		goto fail;
 	}
+	engine_serve_close(engine);
+	engine = NULL;
 	log_event("info", NULL, NULL, "stopping: the engine is stopped; closing the "
 	    "HTTP server");
 	server_stop(sv);
@@ -337,6 +359,7 @@ cli_serve(int argc, char **argv)
 fail:
 	fprintf(stderr, "cutover serve: %s\n", err);
 done:
+	engine_serve_close(engine);
 	backup_schedule_stop(bs);
 	notify_stop(nf);
 	server_stop(sv);

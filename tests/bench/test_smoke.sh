@@ -3,7 +3,8 @@
 # at tiny sizes (10 old queues, a 3 s watch, 1 s wrk windows, a few
 # hundred messages) against the test suite's node, in four vhosts of its
 # own (removed afterwards, with whatever a bench left in them;
-# bench/move_target moves between its vhost and one more it makes), on the
+# bench/move_target moves between its vhost and one more it makes,
+# bench/fleet runs 3 plans in 3 more), on the
 # suite's build; each must exit 0 or 1 (1: a floor missed, which at these sizes
 # says nothing) and print its BENCH lines, well formed, naming the size
 # it ran at. It checks that the benches work, never how fast.
@@ -35,6 +36,10 @@ cleanup() {
 		e2e_mgmt DELETE "/vhosts/$vhost-$_g" >/dev/null 2>&1
 		# bench/move_target's second vhost, when it could not remove it.
 		e2e_mgmt DELETE "/vhosts/$vhost-$_g-target" >/dev/null 2>&1
+		# bench/fleet's, one a plan, likewise.
+		for _i in 1 2 3; do
+			e2e_mgmt DELETE "/vhosts/$vhost-$_g-fleet-$_i" >/dev/null 2>&1
+		done
 	done
 	rm -rf "$tmp"
 }
@@ -66,7 +71,9 @@ export CUTOVER_BENCH_QUEUES=10 CUTOVER_BENCH_SAMPLE=3 CUTOVER_BENCH_ADMIN_SAMPLE
     CUTOVER_BENCH_DURATION=1s CUTOVER_BENCH_API_MARGIN=8 \
     CUTOVER_BENCH_WATCH_DAYS=0.05 CUTOVER_BENCH_OLD_QUEUES=10 \
     CUTOVER_BENCH_RATES=20 CUTOVER_BENCH_LATENESS_DURATION=1s \
-    CUTOVER_BENCH_LATENESS_DELAYS="300ms 600ms"
+    CUTOVER_BENCH_LATENESS_DELAYS="300ms 600ms" \
+    CUTOVER_BENCH_FLEET_PLANS=3 CUTOVER_BENCH_FLEET_INTERVAL=1s CUTOVER_BENCH_FLEET_TICKS=2 \
+    CUTOVER_BENCH_FLEET_DELAY_MS=1000
 
 # Every bench bench/run knows; bench/api only with its nginx peer.
 names=$(sed -n 's/^all="\(.*\)"$/\1/p' "$root/bench/run")
@@ -111,7 +118,7 @@ for n in $names; do
 	[ "$n" != "$skipped" ] || continue
 	case $n in
 	old_path | move_old) ga="$ga $n" ;;
-	api | scale) gb="$gb $n" ;;
+	api | scale | fleet) gb="$gb $n" ;;
 	watch_cost | watch_db) gd="$gd $n" ;;
 	*) gc="$gc $n" ;;
 	esac
@@ -161,6 +168,7 @@ bench scale 3 '2 destinations'
 bench watch_db 2 '10 old queues'
 bench lateness 2 'ladder lateness, 20 msg/s'
 bench load 1 'under API load'
+bench fleet 3 '3 plans at 1s'
 [ -n "$skipped" ] || bench api 2 '64 clients'
 
 echo "bench.smoke: $(($(date +%s) - t0)) s"
