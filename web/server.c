@@ -269,9 +269,11 @@ answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
 {
 	struct cache *c = &sv->caches[slot];
 	uint64_t version = 0;
-	int use = api_cacheable(&rq->target, &rq->query) && store_version(s, &version, NULL, 0) == 0;
+	char key[CACHE_KEY_MAX];
+	int use = api_cache_key(&rq->target, &rq->query, key, sizeof(key)) &&
+	    store_version(s, &version, NULL, 0) == 0;
 
-	if (use && (r->body = cache_get(c, (int)rq->target.route, rq->target.plan_id,
+	if (use && (r->body = cache_get(c, (int)rq->target.route, rq->target.plan_id, key,
 	    version, &r->len)) != NULL) {
 		r->status = 200;
 		return;
@@ -279,7 +281,7 @@ answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
 	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
 	    rq->actor[0] != '\0' ? rq->actor : NULL, r);
 	if (use && r->status == 200 && r->body != NULL)
-		cache_put(c, (int)rq->target.route, rq->target.plan_id, version, r->body,
+		cache_put(c, (int)rq->target.route, rq->target.plan_id, key, version, r->body,
 		    r->len);
 }
 
@@ -862,9 +864,15 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 	    (sv->caches = calloc(threads, sizeof(*sv->caches))) == NULL ||
 	    (sv->busy = calloc(threads, 1)) == NULL)
 		goto nomem;
-	for (; sv->nstores < threads; sv->nstores++)
+	for (; sv->nstores < threads; sv->nstores++) {
 		if (store_open(cfg->db, &sv->stores[sv->nstores], err, errlen) != 0)
 			goto fail;
+		if (store_cache_limit(sv->stores[sv->nstores], SERVER_STORE_CACHE_KIB, err,
+		    errlen) != 0) {
+			sv->nstores++;		/* closed by server_stop */
+			goto fail;
+		}
+	}
 	if ((sv->fd = listen_socket(&ss, len, cfg->listen, err, errlen)) == -1)
 		goto fail;
 	if (getsockname(sv->fd, (struct sockaddr *)&bound, &blen) == 0)

@@ -62,9 +62,12 @@ void view_ack_cause(struct store *s, int64_t plan, int64_t alert, json_t *doc);
 int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Plan ID's samples with ts_ms >= SINCE_MS, oldest first, at most
- * VIEW_SAMPLES_MAX: {plan,since,samples:[{ts_ms,metric,label,value}],
- * truncated,next_since}. Returns 0, STORE_NOT_FOUND or -1 with ERR. */
-int view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out,
-    char *err, size_t errlen);
+ * VIEW_SAMPLES_MAX, as the API's JSON text with its final newline:
+ * {plan,since,samples:[{ts_ms,metric,label,value}],truncated,next_since}
+ * (view_samples.c writes it from the rows, without a jansson document).
+ * Returns 0 with *OUT (malloc'd, *OUTLEN bytes, NUL-terminated), or
+ * STORE_NOT_FOUND, or -1 with ERR. */
+int view_samples_text(struct store *s, int64_t id, int64_t since_ms, char **out,
+    size_t *outlen, char *err, size_t errlen);
 
 #endif
