@@ -112,6 +112,8 @@ list_plan(const struct store_plan *p, void *arg)
 	}
 	json_object_set_new(o, "alerts_open", json_integer((json_int_t)json_array_size(alerts)));
 	json_object_del(o, "alerts");
+	json_object_set_new(o, "attention", json_string(view_holds_rank_name(
+	    view_holds_rank(o))));
 	json_array_append_new(l->plans, o);
 	return 0;
 }
@@ -124,7 +126,7 @@ by_need(json_t *plans)
 	json_t *sorted = json_array(), *o;
 	size_t i;
 
-	for (int rank = VIEW_HOLD_GATE; sorted != NULL && rank <= VIEW_HOLD_NONE; rank++)
+	for (int rank = VIEW_HOLD_GATE; sorted != NULL && rank < VIEW_HOLD_RANKS; rank++)
 		json_array_foreach(plans, i, o)
 			if ((int)view_holds_rank(o) == rank)
 				json_array_append(sorted, o);

@@ -18,9 +18,10 @@
 					 * (next_since): bounds what one answer costs */
 
 /* {"plans":[{id,name,status,created_ms,sha256,archived_ms,current,
- * alerts_open,holds,needs_person}],"deliveries":[...]}, in the order a
- * person should look at them (a gate waiting for approval, failed, alerts
- * open, the rest: view_holds.h), newest first within each; only those
+ * alerts_open,holds,needs_person,attention}],"deliveries":[...]}, in the
+ * order a person should look at them (a gate waiting for approval, failed,
+ * alerts open, running, finished: view_holds.h; "attention" names which),
+ * newest first within each; only those
  * called NAME when NAME is not NULL; deliveries
  * are every plan's counted by notifier (view_notify_counts). Returns 0 and
  * *OUT, or -1 with ERR. */
