@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,44 +146,79 @@ test_pages(void **state)
 	assert_null(text);
 }
 
+/* A body of LEN bytes of C, with one reference. */
+static struct cache_body *
+body(char c, size_t len)
+{
+	char *data = malloc(len + 1);
+	struct cache_body *b;
+
+	assert_non_null(data);
+	memset(data, c, len);
+	data[len] = '\0';
+	assert_non_null(b = cache_body_new(data, len));
+	return b;
+}
+
+/* Puts a new body of LEN bytes of C into the cache as ROUTE 5 of plan 1
+ * at version 7 with KEY, keeping no reference of its own. */
+static void
+put(struct cache *c, const char *key, char fill, size_t len)
+{
+	struct cache_body *b = body(fill, len);
+
+	cache_put(c, 5, 1, key, 7, b);
+	cache_body_release(b);
+}
+
+/* Whether the cache has ROUTE 5/plan 1/KEY at VERSION, of LEN bytes of
+ * FILL. */
+static bool
+has(struct cache *c, const char *key, uint64_t version, char fill, size_t len)
+{
+	struct cache_body *b = cache_get(c, 5, 1, key, version);
+	bool yes = b != NULL && b->len == len && b->data[0] == fill && b->data[len - 1] == fill;
+
+	cache_body_release(b);
+	return yes;
+}
+
 /* The cache answers a route, plan and query it kept, at the version it
  * was built at, and nothing else; it keeps its bodies under
- * CACHE_BYTES_MAX, dropping the oldest, and never one larger. */
+ * CACHE_BYTES_MAX, dropping the oldest, and never one larger; a body it
+ * drops lives on while a response still sends it. */
 static void
 test_cache_keys_and_bytes(void **state)
 {
 	struct cache c = { 0 };
-	size_t len = 0, page = CACHE_BYTES_MAX / 3 + 1;
-	char *body = malloc(CACHE_BYTES_MAX + 1), *got;
+	size_t page = CACHE_BYTES_MAX / 3 + 1;
+	struct cache_body *held;
 
 	(void)state;
-	assert_non_null(body);
-	memset(body, 'x', CACHE_BYTES_MAX + 1);
-	cache_put(&c, 5, 1, "since=0\n", 7, "first", 5);
-	cache_put(&c, 5, 1, "since=9\n", 7, "second", 6);
-	assert_non_null(got = cache_get(&c, 5, 1, "since=0\n", 7, &len));
-	assert_int_equal(len, 5);
-	assert_memory_equal(got, "first", 5);
-	free(got);
-	assert_null(cache_get(&c, 5, 1, "since=0\n", 8, &len));	/* changed since */
-	assert_null(cache_get(&c, 5, 1, "", 7, &len));
-	assert_null(cache_get(&c, 5, 2, "since=0\n", 7, &len));
-	assert_null(cache_get(&c, 4, 1, "since=0\n", 7, &len));
-	cache_put(&c, 5, 1, "since=1\n", 7, body, page);
-	cache_put(&c, 5, 1, "since=2\n", 7, body, page);
+	put(&c, "since=0\n", 'a', 5);
+	put(&c, "since=9\n", 'b', 6);
+	assert_true(has(&c, "since=0\n", 7, 'a', 5));
+	assert_true(has(&c, "since=9\n", 7, 'b', 6));
+	assert_false(has(&c, "since=0\n", 8, 'a', 5));	/* changed since */
+	assert_null(cache_get(&c, 5, 1, "", 7));
+	assert_null(cache_get(&c, 5, 2, "since=0\n", 7));
+	assert_null(cache_get(&c, 4, 1, "since=0\n", 7));
+	assert_non_null(held = cache_get(&c, 5, 1, "since=0\n", 7));	/* being sent */
+	put(&c, "since=1\n", 'c', page);
+	put(&c, "since=2\n", 'd', page);
 	assert_true(c.bytes <= CACHE_BYTES_MAX);
-	cache_put(&c, 5, 1, "since=3\n", 7, body, page);	/* the oldest go */
+	put(&c, "since=3\n", 'e', page);	/* the oldest go */
 	assert_true(c.bytes <= CACHE_BYTES_MAX);
-	assert_null(cache_get(&c, 5, 1, "since=0\n", 7, &len));
-	assert_non_null(got = cache_get(&c, 5, 1, "since=3\n", 7, &len));
-	assert_int_equal(len, page);
-	free(got);
-	cache_put(&c, 5, 1, "big\n", 7, body, CACHE_BYTES_MAX + 1);
-	assert_null(cache_get(&c, 5, 1, "big\n", 7, &len));
+	assert_null(cache_get(&c, 5, 1, "since=0\n", 7));
+	assert_int_equal(held->len, 5);	/* dropped, still whole for its sender */
+	assert_memory_equal(held->data, "aaaaa", 5);
+	cache_body_release(held);
+	assert_true(has(&c, "since=3\n", 7, 'e', page));
+	put(&c, "big\n", 'f', CACHE_BYTES_MAX + 1);
+	assert_null(cache_get(&c, 5, 1, "big\n", 7));
 	assert_true(c.bytes <= CACHE_BYTES_MAX);
 	cache_clear(&c);
 	assert_int_equal(c.bytes, 0);
-	free(body);
 }
 
 int
