@@ -59,7 +59,7 @@ put(struct text *t, const char *s, size_t n)
 
 /* Appends the C string S to T. */
 static void
-puts_(struct text *t, const char *s)
+put_text(struct text *t, const char *s)
 {
 	put(t, s, strlen(s));
 }
@@ -155,13 +155,13 @@ sample(int64_t ts_ms, const char *metric, const char *label, double value, void 
 		t->next = ts_ms;
 		return 1;
 	}
-	puts_(t, t->n == 0 ? "{\"ts_ms\":" : ",{\"ts_ms\":");
+	put_text(t, t->n == 0 ? "{\"ts_ms\":" : ",{\"ts_ms\":");
 	put_int(t, ts_ms);
-	puts_(t, ",\"metric\":");
+	put_text(t, ",\"metric\":");
 	put_string(t, metric);
-	puts_(t, ",\"label\":");
+	put_text(t, ",\"label\":");
 	put_string(t, label != NULL ? label : "");
-	puts_(t, ",\"value\":");
+	put_text(t, ",\"value\":");
 	put_real(t, value);
 	put(t, "}", 1);
 	t->n++;
@@ -180,18 +180,18 @@ view_samples_text(struct store *s, int64_t id, int64_t since_ms, char **out,
 	*outlen = 0;
 	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
 		return r;
-	puts_(&t, "{\"plan\":");
+	put_text(&t, "{\"plan\":");
 	put_int(&t, id);
-	puts_(&t, ",\"since\":");
+	put_text(&t, ",\"since\":");
 	put_int(&t, since_ms);
-	puts_(&t, ",\"samples\":[");
+	put_text(&t, ",\"samples\":[");
 	if (store_each_sample(s, id, since_ms, sample, &t, err, errlen) != 0 && !t.failed)
 		goto done;
-	puts_(&t, t.next != 0 ? "],\"truncated\":true,\"next_since\":" :
+	put_text(&t, t.next != 0 ? "],\"truncated\":true,\"next_since\":" :
 	    "],\"truncated\":false,\"next_since\":null");
 	if (t.next != 0)
 		put_int(&t, t.next);
-	puts_(&t, "}\n");
+	put_text(&t, "}\n");
 	if (t.failed) {
 		snprintf(err, errlen, "reading samples of plan %lld: out of memory",
 		    (long long)id);
