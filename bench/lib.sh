@@ -65,6 +65,18 @@ bench_line() {
 	[ "$_ok" != MISSED ]
 }
 
+# bench_http_port N: the port for the bench's Nth HTTP server (serve 0,
+# its peer 1): CUTOVER_BENCH_HTTP_PORT + N when that is set (a machine
+# shared with other work hands each person their own ports), else a free
+# one (e2e_free_port, tests/e2e/lib.sh, which the script sources).
+bench_http_port() {
+	if [ -n "${CUTOVER_BENCH_HTTP_PORT:-}" ]; then
+		echo $((CUTOVER_BENCH_HTTP_PORT + $1))
+	else
+		e2e_free_port "$1"
+	fi
+}
+
 # bench_ratio A B: A / B with two decimals ("-" when B is 0 or missing).
 bench_ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'

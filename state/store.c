@@ -790,6 +790,10 @@ store_open(const char *path, struct store **out, char *err, size_t errlen)
 	 * again for a connection opened beside one still open (checked). */
 	if (!was_checked(s) && store_integrity(s, path, false, err, errlen) != 0)
 		goto done;
+	/* The check filled this connection's page cache with pages it will
+	 * mostly never read again; serve opens one connection per thread,
+	 * and each kept its 2 MB of them. */
+	sqlite3_db_release_memory(s->db);
 	/* Read again through SQLite: what the connection will migrate. */
 	if (pragma(s, "PRAGMA user_version", &v, NULL, 0,
 	    "reading user_version", err, errlen) == -1)
@@ -937,6 +941,16 @@ store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
 done:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int
+store_cache_limit(struct store *s, int kib, char *err, size_t errlen)
+{
+	char sql[48];
+
+	/* PRAGMA takes no parameters; the number is ours. */
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", kib);
+	return store__exec(s, sql, "bounding the page cache", err, errlen) == -1 ? -1 : 0;
 }
 
 const char *

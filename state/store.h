@@ -172,6 +172,12 @@ int store_rollback(struct store *s);
  * sets *VERSION, or -1 with ERR. */
 int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
 
+/* Bounds S's page cache to KIB kibibytes (SQLite's own is 2 MB a
+ * connection): for connections that read rows larger than that (a step's
+ * result of megabytes) but rarely the same pages twice, which the
+ * operating system's file cache keeps anyway. Returns 0 or -1 with ERR. */
+int store_cache_limit(struct store *s, int kib, char *err, size_t errlen);
+
 /* ---- the engine's lock (store_lock.c) ---- */
 
 /* The engine's lock on database DB_PATH (store_lock.c): only the process

@@ -526,23 +526,32 @@ export(const struct api_call *c)
 		snprintf(r->filename, sizeof(r->filename), "%s", filename);
 }
 
-/* GET /api/plans/{plan}/samples[?since=MS]: the watch's samples. */
+/* GET /api/plans/{plan}/samples[?since=MS]: the watch's samples, as text
+ * written from the rows (view_samples_text). */
 static void
 samples(const struct api_call *c)
 {
-	json_t *doc = NULL;
-	char err[1024];
+	struct api_response *r = c->r;
+	char err[1024], *text = NULL;
 	const char *v;
 	int64_t since = 0;
+	size_t len = 0;
 	int rc;
 
 	if ((v = uri_query_get(c->q, "since")) != NULL && strcmp(v, "0") != 0 &&
 	    parse_id(v, &since) != 0) {
-		api_error(c->r, 400, "since must be a time in milliseconds since the epoch");
+		api_error(r, 400, "since must be a time in milliseconds since the epoch");
 		return;
 	}
-	rc = view_samples(c->s, c->t->plan_id, since, &doc, err, sizeof(err));
-	read_done(c->r, rc, doc, c->t->plan_id, err);
+	rc = view_samples_text(c->s, c->t->plan_id, since, &text, &len, err, sizeof(err));
+	if (rc != 0) {
+		read_done(r, rc, NULL, c->t->plan_id, err);
+		return;
+	}
+	api_response_clear(r);
+	r->status = 200;
+	r->body = text;
+	r->len = len;
 }
 
 /* GET /api/plans/{plan}/steps/{step}/result: the step's recorded result
@@ -602,7 +611,7 @@ static const struct api_row routes[] = {
 	{ "submit",  "POST", "/api/plans",                        submit,         API_OPERATOR, 0, by_new },
 	{ "plan",    "GET",  "/api/plans/{plan}",                 plan_doc,       API_READ,     1, NULL },
 	{ "history", "GET",  "/api/plans/{plan}/history",         history,        API_READ,     1, NULL },
-	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     0, by_since },
+	{ "samples", "GET",  "/api/plans/{plan}/samples",         samples,        API_READ,     1, by_since },
 	{ "notifications", "GET", "/api/plans/{plan}/notifications", notifications, API_READ,   1, NULL },
 	{ "export",  "GET",  "/api/plans/{plan}/export",          export,         API_READ,     0, by_format },
 	{ "command", "GET",  "/api/plans/{plan}/commands/{command}", command_status, API_READ,  0, NULL },
@@ -730,9 +739,28 @@ api_needs_token(const struct api_target *t, int reads_need_token)
 }
 
 int
-api_cacheable(const struct api_target *t, const struct uri_query *q)
+api_cache_key(const struct api_target *t, const struct uri_query *q, char *key,
+    size_t keylen)
 {
-	return routes[t->route].cacheable && q->n == 0;
+	const struct api_row *row = &routes[t->route];
+	size_t n = 0, known = 0;
+	const char *v;
+	int w;
+
+	if (!row->cacheable || keylen == 0)
+		return 0;
+	key[0] = '\0';
+	for (size_t i = 0; row->params != NULL && row->params[i] != NULL; i++) {
+		if ((v = uri_query_get(q, row->params[i])) == NULL)
+			continue;
+		known++;
+		w = snprintf(key + n, keylen - n, "%s=%s\n", row->params[i], v);
+		if (w < 0 || (size_t)w >= keylen - n)
+			return 0;
+		n += (size_t)w;
+	}
+	/* A parameter the route does not take is answered 400, never kept. */
+	return known == q->n;
 }
 
 int

@@ -61,9 +61,14 @@ const char *api_route_name(const struct api_target *t);
 int api_needs_token(const struct api_target *t, int reads_need_token);
 
 /* Whether the answer to T with the query Q may come from, and go into, the
- * cache (cache.h): reads of the plan list, one plan's document or its
- * history, without query parameters. */
-int api_cacheable(const struct api_target *t, const struct uri_query *q);
+ * cache (cache.h): reads of the plan list, one plan's document, its
+ * history, notifications or samples. When it may, writes the query's part
+ * of the cache's key into KEY (KEYLEN bytes: the route's parameters
+ * present, in the route's order, "name=value\n" each; "" without), and
+ * returns 1; else 0 (a query the route does not take, or a key that does
+ * not fit). */
+int api_cache_key(const struct api_target *t, const struct uri_query *q, char *key,
+    size_t keylen);
 
 /* Writes the path of the route NAME ("plan", "approve", …) into OUT, its
  * placeholders filled in order from ARGS (as given: not escaped). Returns

@@ -3,9 +3,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,7 @@ struct server {
 	unsigned loads;			/* plans being checked; guarded by mu */
 	unsigned loads_max;
 	struct peer_count peers[PEERS_MAX];	/* guarded by mu */
+	atomic_llong trimmed_ms;	/* when malloc_trim last ran (monotonic) */
 };
 
 /* One request, from its headers to its completion. */
@@ -82,6 +85,7 @@ struct request {
 	size_t len, cap, discarded;
 	int toobig;
 	int status;			/* answered with, 0 while not */
+	bool built;			/* answered with what it built, not the cache's */
 };
 
 /* C's registration with the request deadline (deadline.h), or NULL. */
@@ -202,14 +206,30 @@ give_back(struct server *sv, size_t slot)
 	pthread_mutex_unlock(&sv->mu);
 }
 
-/* Queues R's answer on C (taking R's body). */
+/* The response's reference to a shared body goes back once it is sent. */
+static void
+shared_sent(void *cls)
+{
+	cache_body_release(cls);
+}
+
+/* Queues R's answer on C: its body SHARED (a reference, given to the
+ * response) when not NULL, else R's own (taken). */
 static enum MHD_Result
-respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
+respond_shared(struct MHD_Connection *c, struct request *rq, struct api_response *r,
+    struct cache_body *shared)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	if (r->body != NULL) {
+	if (shared != NULL) {
+		resp = MHD_create_response_from_buffer_with_free_callback_cls(shared->len,
+		    shared->data, shared_sent, shared);
+		if (resp == NULL) {
+			cache_body_release(shared);
+			return MHD_NO;
+		}
+	} else if (r->body != NULL) {
 		resp = MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE);
 		if (resp == NULL)
 			return MHD_NO;
@@ -248,6 +268,13 @@ respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
 	return ret;
 }
 
+/* Queues R's answer on C (taking R's body). */
+static enum MHD_Result
+respond(struct MHD_Connection *c, struct request *rq, struct api_response *r)
+{
+	return respond_shared(c, rq, r, NULL);
+}
+
 static enum MHD_Result
 respond_error(struct MHD_Connection *c, struct request *rq, int status,
     const char *msg)
@@ -261,26 +288,40 @@ respond_error(struct MHD_Connection *c, struct request *rq, int status,
 	return ret;
 }
 
-/* Answers RQ from store S (pool slot SLOT) into R: from the cache when the
- * database has not changed since the same answer was built. */
-static void
+/* Answers RQ from store S (pool slot SLOT) into R, or into *SHARED (a
+ * reference, R then has no body) when the answer is kept: from the cache
+ * when the database has not changed since the same answer was built, or
+ * built now and kept for the next. Returns whether it was built now. */
+static bool
 answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
-    struct api_response *r)
+    struct api_response *r, struct cache_body **shared)
 {
 	struct cache *c = &sv->caches[slot];
 	uint64_t version = 0;
-	int use = api_cacheable(&rq->target, &rq->query) && store_version(s, &version, NULL, 0) == 0;
+	char key[CACHE_KEY_MAX];
+	int use = api_cache_key(&rq->target, &rq->query, key, sizeof(key)) &&
+	    store_version(s, &version, NULL, 0) == 0;
 
-	if (use && (r->body = cache_get(c, (int)rq->target.route, rq->target.plan_id,
-	    version, &r->len)) != NULL) {
+	*shared = NULL;
+	if (use && (*shared = cache_get(c, (int)rq->target.route, rq->target.plan_id, key,
+	    version)) != NULL) {
 		r->status = 200;
-		return;
+		return false;
 	}
 	api_handle(s, &rq->target, &rq->query, rq->body, rq->len,
 	    rq->actor[0] != '\0' ? rq->actor : NULL, r);
-	if (use && r->status == 200 && r->body != NULL)
-		cache_put(c, (int)rq->target.route, rq->target.plan_id, version, r->body,
-		    r->len);
+	if (!use || r->status != 200 || r->body == NULL)
+		return true;
+	/* The cache and this response share the body: no copy of it. */
+	if ((*shared = cache_body_new(r->body, r->len)) == NULL) {
+		r->body = NULL;
+		api_error(r, 500, "out of memory");
+		return true;
+	}
+	r->body = NULL;
+	r->len = 0;
+	cache_put(c, (int)rq->target.route, rq->target.plan_id, key, version, *shared);
+	return true;
 }
 
 /* C's peer address as text into OUT, or "" when unknown. */
@@ -354,6 +395,21 @@ load_end(struct server *sv)
 	pthread_mutex_unlock(&sv->mu);
 }
 
+/* Gives the memory an answer built anew left free back to the system, at
+ * most every SERVER_TRIM_MS: building one (a plan's document at 10,000
+ * old queues, /metrics) allocates megabytes for a moment, and each
+ * libmicrohttpd thread's malloc arena kept its high-water mark for good,
+ * which made serve's memory depend on what readers had asked for. */
+static void
+trim(struct server *sv)
+{
+	long long now = (long long)clock_mono_ms(), last = atomic_load(&sv->trimmed_ms);
+
+	if (now - last >= SERVER_TRIM_MS &&
+	    atomic_compare_exchange_strong(&sv->trimmed_ms, &last, now))
+		malloc_trim(0);
+}
+
 /* Answers the request from the store; a submitted plan only while fewer
  * than SERVER_LOADS_MAX threads check one, so that checking plans never
  * takes every thread from /healthz and the reads. */
@@ -361,16 +417,19 @@ static enum MHD_Result
 handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 {
 	struct api_response r = { 0 };
+	struct cache_body *shared = NULL;
 	struct store *s;
 	enum MHD_Result ret;
 	size_t slot;
-	bool loads;
+	bool loads, built = false;
 
 	if (rq->page.kind != PAGE_NONE) {
 		s = rq->page.kind == PAGE_METRICS ? borrow(sv, &slot) : NULL;
 		ret = page_respond(c, &rq->page, s, &rq->status);
-		if (s != NULL)
+		if (s != NULL) {
 			give_back(sv, slot);
+			rq->built = true;
+		}
 		return ret;
 	}
 	loads = strcmp(api_route_name(&rq->target), "submit") == 0;
@@ -381,14 +440,15 @@ handle(struct server *sv, struct MHD_Connection *c, struct request *rq)
 		goto answer;
 	}
 	s = borrow(sv, &slot);
-	answer(sv, s, slot, rq, &r);
+	built = answer(sv, s, slot, rq, &r, &shared);
 	note_denied(sv, s, c, rq, rq->method, &r);
 	give_back(sv, slot);
 	if (loads)
 		load_end(sv);
 answer:
-	ret = respond(c, rq, &r);
+	ret = respond_shared(c, rq, &r, shared);
 	api_response_clear(&r);
+	rq->built = built;
 	return ret;
 }
 
@@ -662,6 +722,8 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	else
 		log_event("warn", NULL, NULL, "http %s %s status=none ms=%lld (%s)",
 		    rq->method, rq->path, ms, termination(toe));
+	if (rq->built)
+		trim(sv);
 	free(rq->body);
 	free(rq);
 	*con_cls = NULL;
@@ -862,9 +924,15 @@ server_start(const struct server_config *cfg, struct server **out, char *err,
 	    (sv->caches = calloc(threads, sizeof(*sv->caches))) == NULL ||
 	    (sv->busy = calloc(threads, 1)) == NULL)
 		goto nomem;
-	for (; sv->nstores < threads; sv->nstores++)
+	for (; sv->nstores < threads; sv->nstores++) {
 		if (store_open(cfg->db, &sv->stores[sv->nstores], err, errlen) != 0)
 			goto fail;
+		if (store_cache_limit(sv->stores[sv->nstores], SERVER_STORE_CACHE_KIB, err,
+		    errlen) != 0) {
+			sv->nstores++;		/* closed by server_stop */
+			goto fail;
+		}
+	}
 	if ((sv->fd = listen_socket(&ss, len, cfg->listen, err, errlen)) == -1)
 		goto fail;
 	if (getsockname(sv->fd, (struct sockaddr *)&bound, &blen) == 0)

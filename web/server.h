@@ -27,6 +27,14 @@
 #include "auth.h"
 
 #define SERVER_THREADS		4	/* libmicrohttpd threads, one store each */
+/* Each thread's store connection keeps at most this much of the database
+ * (KiB): its answers are cached (cache.h), and a step's result of
+ * megabytes read once would otherwise stay in every thread's. */
+#define SERVER_STORE_CACHE_KIB	256
+/* At most this often (ms), memory freed after an answer built anew goes
+ * back to the system (malloc_trim): its cost, under a millisecond, is
+ * paid only by answers that cost more to build. */
+#define SERVER_TRIM_MS		250
 #define SERVER_TIMEOUT_S	15	/* an idle connection is closed after */
 #define SERVER_HEADERS_MAX	(32 * 1024)	/* request line and headers */
 #define SERVER_URI_MAX		8192	/* the request target, query included */

@@ -1,5 +1,4 @@
 /* view: JSON documents of the store's plans, steps, history and samples. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +112,8 @@ list_plan(const struct store_plan *p, void *arg)
 	}
 	json_object_set_new(o, "alerts_open", json_integer((json_int_t)json_array_size(alerts)));
 	json_object_del(o, "alerts");
+	json_object_set_new(o, "attention", json_string(view_holds_rank_name(
+	    view_holds_rank(o))));
 	json_array_append_new(l->plans, o);
 	return 0;
 }
@@ -125,7 +126,7 @@ by_need(json_t *plans)
 	json_t *sorted = json_array(), *o;
 	size_t i;
 
-	for (int rank = VIEW_HOLD_GATE; sorted != NULL && rank <= VIEW_HOLD_NONE; rank++)
+	for (int rank = VIEW_HOLD_GATE; sorted != NULL && rank < VIEW_HOLD_RANKS; rank++)
 		json_array_foreach(plans, i, o)
 			if ((int)view_holds_rank(o) == rank)
 				json_array_append(sorted, o);
@@ -447,61 +448,6 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 	    "bad_event", v.bad_id != 0 ? json_integer((json_int_t)v.bad_id) : json_null(),
 	    "reason", v.verified ? json_null() : view_string(v.reason));
 	free(yaml);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	return 0;
-}
-
-struct samples {
-	json_t *a;
-	size_t n;
-	int64_t next;
-};
-
-static int
-sample(int64_t ts_ms, const char *metric, const char *label, double value, void *arg)
-{
-	struct samples *sm = arg;
-	json_t *o;
-
-	if (sm->n == VIEW_SAMPLES_MAX) {
-		sm->next = ts_ms;
-		return 1;
-	}
-	o = json_object();
-	json_object_set_new(o, "ts_ms", json_integer((json_int_t)ts_ms));
-	json_object_set_new(o, "metric", view_string(metric));
-	json_object_set_new(o, "label", view_string(label != NULL ? label : ""));
-	json_object_set_new(o, "value", isfinite(value) ? json_real(value) : json_null());
-	json_array_append_new(sm->a, o);
-	sm->n++;
-	return 0;
-}
-
-int
-view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out, char *err,
-    size_t errlen)
-{
-	struct store_plan p;
-	struct samples sm = { NULL, 0, 0 };
-	int r;
-
-	*out = NULL;
-	if ((r = store_plan_get(s, id, &p, err, errlen)) != 0)
-		return r;
-	if ((sm.a = json_array()) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (store_each_sample(s, id, since_ms, sample, &sm, err, errlen) != 0) {
-		json_decref(sm.a);
-		return -1;
-	}
-	*out = json_pack("{s:I,s:I,s:o,s:b,s:o}", "plan", (json_int_t)id,
-	    "since", (json_int_t)since_ms, "samples", sm.a, "truncated", sm.next != 0,
-	    "next_since", sm.next != 0 ? json_integer((json_int_t)sm.next) : json_null());
 	if (*out == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -18,9 +18,10 @@
 					 * (next_since): bounds what one answer costs */
 
 /* {"plans":[{id,name,status,created_ms,sha256,archived_ms,current,
- * alerts_open,holds,needs_person}],"deliveries":[...]}, in the order a
- * person should look at them (a gate waiting for approval, failed, alerts
- * open, the rest: view_holds.h), newest first within each; only those
+ * alerts_open,holds,needs_person,attention}],"deliveries":[...]}, in the
+ * order a person should look at them (a gate waiting for approval, failed,
+ * alerts open, running, finished: view_holds.h; "attention" names which),
+ * newest first within each; only those
  * called NAME when NAME is not NULL; deliveries
  * are every plan's counted by notifier (view_notify_counts). Returns 0 and
  * *OUT, or -1 with ERR. */
@@ -62,9 +63,12 @@ void view_ack_cause(struct store *s, int64_t plan, int64_t alert, json_t *doc);
 int view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen);
 
 /* Plan ID's samples with ts_ms >= SINCE_MS, oldest first, at most
- * VIEW_SAMPLES_MAX: {plan,since,samples:[{ts_ms,metric,label,value}],
- * truncated,next_since}. Returns 0, STORE_NOT_FOUND or -1 with ERR. */
-int view_samples(struct store *s, int64_t id, int64_t since_ms, json_t **out,
-    char *err, size_t errlen);
+ * VIEW_SAMPLES_MAX, as the API's JSON text with its final newline:
+ * {plan,since,samples:[{ts_ms,metric,label,value}],truncated,next_since}
+ * (view_samples.c writes it from the rows, without a jansson document).
+ * Returns 0 with *OUT (malloc'd, *OUTLEN bytes, NUL-terminated), or
+ * STORE_NOT_FOUND, or -1 with ERR. */
+int view_samples_text(struct store *s, int64_t id, int64_t since_ms, char **out,
+    size_t *outlen, char *err, size_t errlen);
 
 #endif

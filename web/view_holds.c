@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "status.h"
 #include "view_holds.h"
 #include "view_json.h"
 
@@ -135,15 +136,30 @@ enum view_hold_rank
 view_holds_rank(const json_t *doc)
 {
 	const json_t *holds = json_object_get(doc, "holds");
+	const json_t *archived = json_object_get(doc, "archived_ms");
 	const char *what = json_string_value(json_object_get(json_array_get(holds, 0),
 	    "what"));
 
 	/* view_holds puts the most pressing first */
 	if (what == NULL)
-		return VIEW_HOLD_NONE;
+		return plan_status_of(str(doc, "status")) == PLAN_STATUS_RUNNING &&
+		    (archived == NULL || json_is_null(archived)) ?
+		    VIEW_HOLD_RUNNING : VIEW_HOLD_FINISHED;
 	if (strcmp(what, "gate") == 0)
 		return VIEW_HOLD_GATE;
 	if (strcmp(what, "alert") == 0)
 		return VIEW_HOLD_ALERT;
 	return VIEW_HOLD_FAILED;
+}
+
+const char *
+view_holds_rank_name(enum view_hold_rank rank)
+{
+	static const char *const names[VIEW_HOLD_RANKS] = {
+		[VIEW_HOLD_GATE] = "approval", [VIEW_HOLD_FAILED] = "failed",
+		[VIEW_HOLD_ALERT] = "alert", [VIEW_HOLD_RUNNING] = "running",
+		[VIEW_HOLD_FINISHED] = "finished",
+	};
+
+	return (unsigned)rank < VIEW_HOLD_RANKS ? names[rank] : "finished";
 }

@@ -40,7 +40,6 @@
 const { spawn, execFileSync } = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 
@@ -51,29 +50,8 @@ let server = null, browser = null, tmp = null, planFile = null, destQueue = null
 let flagServer = null, full = null, lastPage = null;   /* the whole plan's flag service and names */
 const FLAG_SECRET = 'Bearer s3cr3t-' + crypto.randomBytes(6).toString('hex');
 
-function log(msg) { console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`); }
-function fail(msg) { throw new Error(msg); }
-function check(cond, msg) { if (!cond) fail(msg); log('ok: ' + msg); }
+const { log, fail, check, sleep, until, freePort } = require('./lib.js');
 function sql(db, query) { return execFileSync('sqlite3', [db, query], { encoding: 'utf8' }).trim(); }
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn, ms = 20000) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) fail(`timed out waiting for ${what}` + (last instanceof Error ? `: ${last.message}` : ''));
-    await sleep(200);
-  }
-}
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  });
-}
 
 async function main() {
   const [bin, build] = process.argv.slice(2);
@@ -272,7 +250,10 @@ async function main() {
   check(recorded.events.filter((e) => e.kind === 'step.approved' && e.actor === 'alice').length === 1,
     'the history table shows alice\'s approval, the one the API records');
   check(/verifies/.test(await page.locator('#verify').innerText()), 'the history says the chain verifies');
-  check(/succeeded/.test(await page.locator('#plan-title').innerText()), 'the plan succeeded');
+  /* The plan's own status is written after its last step's: the page
+   * shows it at its next refresh. */
+  await until('the plan to succeed', async () => /succeeded/.test(await page.locator('#plan-title').innerText()));
+  check(true, 'the plan succeeded');
   await until('the finished summary', async () => (await page.locator('#finished-summary').count()) === 1);
   const fin1 = await page.locator('#finished-summary').innerText();
   check(/took/.test(fin1) && /2 of 2 succeeded/.test(fin1) && /nothing moved/.test(fin1) && /no old queue removed/.test(fin1),

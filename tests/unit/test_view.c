@@ -518,36 +518,47 @@ listed(struct store *s, const char *name, const char *status, const char *step,
 }
 
 /* The plan list says what holds each plan and puts them in the order a
- * person should look: waiting for approval, failed, alerts open, the rest
- * (newest first within each), not newest first. */
+ * person should look: waiting for approval, failed, alerts open, running,
+ * finished (newest first within each), not newest first; "attention"
+ * names each plan's place, which the page filters on. */
 static void
 test_list_by_need(void **state)
 {
+	static const char *const want[][2] = {
+		{ "p-gate", "approval" }, { "p-failed", "failed" }, { "p-alert-done", "alert" },
+		{ "p-alert", "alert" }, { "p-quiet-new", "running" }, { "p-quiet", "running" },
+		{ "p-aborted", "finished" }, { "p-done", "finished" },
+	};
 	struct store *s = NULL;
 	json_t *doc, *plans, *o;
 	char err[512];
-	const char *order[4];
 	int64_t gate, failed, alert, quiet, a;
 	bool raised;
 
 	(void)state;
 	unlink(db);
 	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	(void)listed(s, "p-done", "succeeded", "succeeded", 50);
 	gate = listed(s, "p-gate", "running", "waiting_approval", 100);
+	quiet = listed(s, "p-quiet", "running", NULL, 150);
 	failed = listed(s, "p-failed", "failed", "failed", 200);
+	(void)listed(s, "p-aborted", "aborted", NULL, 250);
 	alert = listed(s, "p-alert", "running", NULL, 300);
-	quiet = listed(s, "p-quiet", "running", NULL, 400);
+	(void)listed(s, "p-quiet-new", "running", NULL, 400);
+	/* an alert open on a plan that has ended still needs a person */
+	a = listed(s, "p-alert-done", "succeeded", "succeeded", 500);
+	assert_int_equal(store_alert_raise(s, a, "parking", "1 message parked", 10, &a,
+	    &raised, err, sizeof(err)), 0);
 	assert_int_equal(store_alert_raise(s, alert, "parking", "1 message parked", 10, &a,
 	    &raised, err, sizeof(err)), 0);
 	assert_int_equal(view_plan_list(s, NULL, &doc, err, sizeof(err)), 0);
 	plans = json_object_get(doc, "plans");
-	assert_int_equal(json_array_size(plans), 4);
-	for (size_t i = 0; i < 4; i++)
-		order[i] = json_string_value(json_object_get(json_array_get(plans, i), "name"));
-	assert_string_equal(order[0], "p-gate");
-	assert_string_equal(order[1], "p-failed");
-	assert_string_equal(order[2], "p-alert");
-	assert_string_equal(order[3], "p-quiet");
+	assert_int_equal(json_array_size(plans), 8);
+	for (size_t i = 0; i < 8; i++) {
+		o = json_array_get(plans, i);
+		assert_string_equal(json_string_value(json_object_get(o, "name")), want[i][0]);
+		assert_string_equal(json_string_value(json_object_get(o, "attention")), want[i][1]);
+	}
 	o = json_array_get(plans, 0);
 	assert_int_equal(json_integer_value(json_object_get(o, "id")), gate);
 	assert_true(json_is_true(json_object_get(o, "needs_person")));
@@ -556,12 +567,12 @@ test_list_by_need(void **state)
 	assert_int_equal(json_integer_value(json_object_get(o, "id")), failed);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    json_object_get(o, "holds"), 0), "what")), "failed");
-	o = json_array_get(plans, 2);
+	o = json_array_get(plans, 3);
 	assert_int_equal(json_integer_value(json_object_get(o, "alerts_open")), 1);
 	assert_null(json_object_get(o, "alerts"));	/* the list carries the count */
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(
 	    json_object_get(o, "holds"), 0), "alert")), a);
-	o = json_array_get(plans, 3);
+	o = json_array_get(plans, 5);
 	assert_int_equal(json_integer_value(json_object_get(o, "id")), quiet);
 	assert_true(json_is_false(json_object_get(o, "needs_person")));
 	assert_int_equal(json_array_size(json_object_get(o, "holds")), 0);

@@ -249,31 +249,67 @@
   }
 
   /* ---- the plans list ---- */
+  /* The list's filter, from the address (#/?name=PART&state=ATTENTION), so
+   * that a filtered list can be linked: a part of the name, and the
+   * server's "attention" (approval, failed, alert, running, finished). */
+  function listFilter() {
+    var q = /^#\/?\?(.*)$/.exec(location.hash), f = { name: '', state: '' };
+    (q ? q[1].split('&') : []).forEach(function (kv) {
+      var i = kv.indexOf('='), k = i < 0 ? kv : kv.slice(0, i), v = i < 0 ? '' : kv.slice(i + 1);
+      try { v = decodeURIComponent(v.replace(/\+/g, ' ')); } catch (e) { v = ''; }
+      if (k === 'name' || k === 'state') f[k] = v;
+    });
+    return f;
+  }
+  /* The address for filter F: #/ when it filters nothing. */
+  function filterHash(f) {
+    var q = [];
+    if (f.name) q.push('name=' + encodeURIComponent(f.name));
+    if (f.state) q.push('state=' + encodeURIComponent(f.state));
+    return '#/' + (q.length ? '?' + q.join('&') : '');
+  }
+  function onFilter() {
+    var h = filterHash({ name: $('f-name').value.trim(), state: $('f-state').value });
+    if (h !== (location.hash || '#/')) history.replaceState(null, '', h);
+    if (lastList) drawPlans(lastList);
+  }
+  var lastList = null;
   function showPlans() {
     return get('/api/plans').then(function (r) {
       if (r.status !== 200) { notice('Listing the plans failed: ' + errText(r), true); return false; }
-      var plans = (r.body && r.body.plans) || [];
-      var tb = clear($('plans').tBodies[0]);
-      $('plans-empty').hidden = plans.length > 0;
-      var running = false;
-      /* The list says which step each plan is at and what holds it, in the
-       * server's order (what needs a person first): no plan document (its
-       * results can be megabytes at 10,000 old queues) is fetched here. */
-      plans.forEach(function (p) {
-        var cur = p.current;
-        if (p.status === 'running') running = true;
-        tb.appendChild(el('tr', { 'data-plan': p.id, class: p.needs_person ? 'needs-person' : null },
-          el('td', null, el('a', { href: '#/plans/' + p.id }, p.name), el('span', { class: 'muted' }, ' #' + p.id)),
-          el('td', null, planBadge(p), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
-          el('td', { class: 'needs' }, (p.holds || []).length ? (p.holds || []).map(function (h) { return h.todo; }).join('; ') :
-            el('span', { class: 'muted' }, 'nothing')),
-          el('td', null, cur ? cur.n + '. ' + cur.kind + ' (' + String(cur.status).replace('_', ' ') + ')' : '—'),
-          el('td', null, fmtTime(p.created_ms)),
-          el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
-      });
-      showDeliveries(r.body && r.body.deliveries, 'deliveries-all', 'deliveries-all-box');
-      return running;
+      lastList = r.body || {};
+      showDeliveries(lastList.deliveries, 'deliveries-all', 'deliveries-all-box');
+      return drawPlans(lastList);
     });
+  }
+  /* The list LIST (the API's), filtered; says whether a plan runs. */
+  function drawPlans(list) {
+    var plans = list.plans || [], f = listFilter(), name = f.name.toLowerCase(), shown = 0;
+    var tb = clear($('plans').tBodies[0]);
+    var running = plans.some(function (p) { return p.status === 'running'; });
+    if (document.activeElement !== $('f-name')) $('f-name').value = f.name;
+    $('f-state').value = f.state;
+    $('plans-empty').hidden = plans.length > 0;
+    /* The list says which step each plan is at and what holds it, in the
+     * server's order (what needs a person first): no plan document (its
+     * results can be megabytes at 10,000 old queues) is fetched here. */
+    plans.forEach(function (p) {
+      var cur = p.current, needs;
+      if (name && String(p.name).toLowerCase().indexOf(name) < 0) return;
+      if (f.state && p.attention !== f.state) return;
+      shown++;
+      needs = (p.holds || []).map(function (h) { return h.todo; }).join('; ');
+      tb.appendChild(el('tr', { 'data-plan': p.id, 'data-attention': p.attention || null, class: p.needs_person ? 'needs-person' : null },
+        el('td', null, el('a', { href: '#/plans/' + p.id }, p.name), el('span', { class: 'muted' }, ' #' + p.id)),
+        el('td', null, planBadge(p), p.archived_ms ? el('span', { class: 'muted' }, ' archived') : null),
+        el('td', { class: 'needs', title: needs || null }, needs || el('span', { class: 'muted' }, 'nothing')),
+        el('td', null, cur ? cur.n + '. ' + cur.kind + ' (' + String(cur.status).replace('_', ' ') + ')' : '—'),
+        el('td', null, fmtTime(p.created_ms)),
+        el('td', null, cur ? fmtTime(cur.started_ms) : '—')));
+    });
+    $('plans-none').hidden = !plans.length || shown > 0;
+    $('list-count').textContent = f.name || f.state ? shown + ' of ' + plural(plans.length, 'plan') : plural(plans.length, 'plan');
+    return running;
   }
 
   /* ---- one plan ---- */
@@ -912,6 +948,9 @@
     $('act-cancel').addEventListener('click', function () { closeDialog(false); });
     $('act').addEventListener('cancel', function () { closeDialog(false); });
     $('refresh').addEventListener('click', refresh);
+    $('f-name').addEventListener('input', onFilter);
+    $('f-state').addEventListener('change', onFilter);
+    $('list-filter').addEventListener('submit', function (e) { e.preventDefault(); onFilter(); });
     $('download').addEventListener('click', function () { download('json'); });
     $('download-csv').addEventListener('click', function () { download('csv'); });
     ['f-step', 'f-actor', 'f-kind'].forEach(function (id) {
