@@ -194,6 +194,20 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	e = iold_entry(r, "entries", "f.00");
 	assert_non_null(e);
 	assert_int_equal(ijson_int(e, "messages_seen"), 0);
+	/* A broker slow to put the fence in force (a loaded machine) makes
+	 * the step take its markers back and leave the queue for its next
+	 * run, before the late publish: then run it again, as the engine
+	 * would. */
+	for (int again = 0; again < 3 && l.calls == 0 &&
+	    strstr(iold_str_of(e, "reason"), "not yet in force") != NULL; again++) {
+		assert_true(iold_exists(c.amqp, "f.00", &depth));
+		fprintf(stderr, "# the fence was not yet in force; running again\n");
+		json_decref(r);
+		r = NULL;
+		(void)old_remove(&c, &o, &r, err, sizeof(err));
+		e = iold_entry(r, "entries", "f.00");
+		assert_non_null(e);
+	}
 	/* The late message was published once; it is either refused (and the
 	 * queue deleted with nothing in it) or still in the queue: never
 	 * deleted with it. */
