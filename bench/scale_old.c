@@ -22,8 +22,10 @@
  *
  * Environment (bench/scale sets it): CUTOVER_BENCH_AMQP, _MGMT, _USER,
  * _PASSWORD, CUTOVER_BENCH_BROKER_PID (optional: no CPU figures without
- * it); optionally CUTOVER_BENCH_SCALE_OLD_SIZES ("10000 100000") and
- * CUTOVER_BENCH_SCALE_TICKS (light ticks timed, 5). */
+ * it); optionally CUTOVER_BENCH_SCALE_OLD_SIZES ("10000 100000"),
+ * CUTOVER_BENCH_SCALE_TICKS (light ticks timed, 5) and
+ * CUTOVER_BENCH_SCALE_MOVE_MAX (no move_old, and no messages, at larger
+ * sizes: move_old's pass still costs each queue more as they grow). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -73,7 +75,15 @@ struct size_run {
 	double rss[NSTEPS];		/* its peak in each step, MB */
 	double broker_mb;		/* the node's memory with N old queues */
 	long long moved, removed, full_passes, light_passes;
+	bool move;			/* move_old runs at this size */
 };
+
+/* The messages R's old queues hold for move_old. */
+static long long
+held(const struct size_run *r)
+{
+	return r->move ? (long long)((r->n + SHARE_EVERY - 1) / SHARE_EVERY * FILL) : 0;
+}
 
 /* The plan's flag, served from a thread of this process: the watch reads
  * it each tick, and a flag service's work is not the broker's. */
@@ -140,35 +150,37 @@ ttl_of(int i, int n)
 	return 1000 + (int64_t)i * (DAY_MS - 1000) / n;
 }
 
-/* Declares old queue I of N (*ARG, a bench_item_fn); one in SHARE_EVERY
- * is filled with FILL stamped messages. */
+/* Declares old queue I of R's N (ARG, a bench_item_fn); when R runs
+ * move_old, one in SHARE_EVERY is filled with FILL stamped messages. */
 static int
 create_one(struct broker *b, int i, void *arg, char *err, size_t errlen)
 {
-	int n = *(const int *)arg;
+	const struct size_run *r = arg;
+	int n = r->n;
 	struct topology_arg a[3];
 	char name[128];
 
 	bench_old_args(a, ttl_of(i, n), DESTINATION);
 	snprintf(name, sizeof(name), "bench.delay.%lldms", (long long)ttl_of(i, n));
 	if (broker_queue_declare(b, name, true, a, 3, err, errlen) != 0 ||
-	    (i % SHARE_EVERY == SHARE_EVERY / 2 &&
+	    (r->move && i % SHARE_EVERY == SHARE_EVERY / 2 &&
 	    bench_fill_stamped(b, name, FILL, err, errlen) != 0))
 		return -1;
 	return 0;
 }
 
-/* Declares the N old queues over CREATE_THREADS connections. Returns 0
- * or -1. */
+/* Declares R's old queues over CREATE_THREADS connections. Returns 0 or
+ * -1. */
 static int
-create_old(int n)
+create_old(const struct size_run *r)
 {
 	double t0 = bench_mono_s();
 
-	if (bench_parallel(n, CREATE_THREADS, create_one, &n, "bench_scale_old") != 0)
+	if (bench_parallel(r->n, CREATE_THREADS, create_one, (void *)r,
+	    "bench_scale_old") != 0)
 		return -1;
-	printf("%d old queues: declared in %.1f s (%d of them hold %d messages)\n", n,
-	    bench_mono_s() - t0, (n + SHARE_EVERY - 1) / SHARE_EVERY, FILL);
+	printf("%d old queues: declared in %.1f s (%lld of them hold %d messages)\n", r->n,
+	    bench_mono_s() - t0, held(r) / FILL, FILL);
 	fflush(stdout);
 	return 0;
 }
@@ -427,7 +439,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 
 	memset(&b, 0, sizeof(b));
 	rss_mark(r, -1);
-	if (bench_open(&b, flag_port) != 0 || create_old(n) != 0)
+	if (bench_open(&b, flag_port) != 0 || create_old(r) != 0)
 		goto done;
 	r->broker_mb = broker_mem_mb(&b);
 	/* In the plan's order: the ladder after the measure, which refuses
@@ -448,7 +460,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	idle_rate(&b, n >= 10000 ? 5 : 1);
 	if (run_watch(&b, r, ticks) != 0)
 		goto done;
-	if (timed_step(&b, step_move_old, "move_old", &b.moved, r, MOVE) != 0)
+	if (r->move && timed_step(&b, step_move_old, "move_old", &b.moved, r, MOVE) != 0)
 		goto done;
 	r->moved = (long long)json_integer_value(json_object_get(json_object_get(b.moved,
 	    "counts"), "moved"));
@@ -469,8 +481,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		goto done;
 	r->removed = (long long)json_integer_value(json_object_get(json_object_get(
 	    b.removed, "counts"), "removed"));
-	if (r->removed != n || r->moved != (long long)((n + SHARE_EVERY - 1) /
-	    SHARE_EVERY * FILL)) {
+	if (r->removed != n || r->moved != held(r)) {
 		char *mj = json_dumps(json_object_get(b.moved, "counts"), JSON_COMPACT),
 		    *rj = json_dumps(json_object_get(b.removed, "counts"), JSON_COMPACT);
 
@@ -496,19 +507,28 @@ print_size(const struct size_run *r)
 	printf("%7d old queues (broker %.0f MB, peak RSS here %.1f MB; the watch: %lld "
 	    "full, %lld light passes):\n", r->n, r->broker_mb, r->rss_mb, r->full_passes,
 	    r->light_passes);
-	for (int k = 0; k < NSTEPS; k++)
-		printf("  %-46s %8.3f s  %8.2f us/queue  peak RSS %6.1f MB\n", step_names[k],
-		    r->s[k], 1e6 * r->s[k] / r->n, r->rss[k]);
+	for (int k = 0; k < NSTEPS; k++) {
+		if (k == MOVE && !r->move) {
+			printf("  %-46s not run (CUTOVER_BENCH_SCALE_MOVE_MAX)\n", step_names[k]);
+			continue;
+		}
+		printf("  %-46s %8.3f s  %8.2f us/queue", step_names[k], r->s[k],
+		    1e6 * r->s[k] / r->n);
+		/* The listing is the bench's, not a step's. */
+		printf(k == LISTING ? "\n" : "  peak RSS %6.1f MB\n", r->rss[k]);
+	}
 	printf("  broker CPU (net of idle): full tick %.3f s, light tick %.3f s, "
 	    "listing %.3f s\n", r->cpu_full, r->cpu_light, r->cpu_listing);
 	fflush(stdout);
 }
 
-/* The BENCH lines of the sizes LO and HI. Returns 1 when every floor is
- * met, else 0. */
+/* The BENCH lines of the NRUNS sizes of RUNS, the smallest against the
+ * largest (for move_old, the largest that ran it). Returns 1 when every
+ * floor is met, else 0. */
 static int
-print_lines(const struct size_run *lo, const struct size_run *hi)
+print_lines(const struct size_run *runs, int nruns)
 {
+	const struct size_run *lo = &runs[0], *hi = &runs[nruns - 1];
 	static const int per_queue[] = { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE,
 	    LISTING };
 	char m[192], a[160], b[160];
@@ -516,15 +536,22 @@ print_lines(const struct size_run *lo, const struct size_run *hi)
 	double tick, ratio;
 
 	for (size_t i = 0; i < sizeof(per_queue) / sizeof(*per_queue); i++) {
-		int k = per_queue[i];
-		double ph = hi->s[k] / hi->n, pl = lo->s[k] / lo->n;
+		int k = per_queue[i], h = nruns - 1;
+		double ph, pl = lo->s[k] / lo->n;
 
+		while (k == MOVE && h > 0 && !runs[h].move)
+			h--;
+		hi = &runs[h];
+		ph = hi->s[k] / hi->n;
+		if (h == 0)	/* move_old ran at one size only */
+			continue;
 		snprintf(m, sizeof(m), "%s, %d old queues, per queue", step_names[k], hi->n);
 		snprintf(a, sizeof(a), "%.2f us/queue (%.2f s)", 1e6 * ph, hi->s[k]);
 		snprintf(b, sizeof(b), "%d old queues: %.2f us/queue", lo->n, 1e6 * pl);
 		/* The broker's own listing has no floor: it is the peer. */
 		ok &= bench_line(m, a, b, ph / pl, k == LISTING ? "-" : "<= 1.2");
 	}
+	hi = &runs[nruns - 1];
 	/* The steady state: a full pass every FULL_EVERY ticks, light ones
 	 * between. */
 	tick = hi->cpu_full < 0 || hi->cpu_light < 0 ? -1 :
@@ -552,6 +579,7 @@ main(void)
 {
 	const char *sizes_env = getenv("CUTOVER_BENCH_SCALE_OLD_SIZES");
 	const char *ticks_env = getenv("CUTOVER_BENCH_SCALE_TICKS");
+	const char *move_max = getenv("CUTOVER_BENCH_SCALE_MOVE_MAX");
 	struct size_run runs[SIZES_MAX];
 	struct flag_server flag;
 	char buf[256], *tok, *save = NULL;
@@ -566,8 +594,11 @@ main(void)
 	}
 	snprintf(buf, sizeof(buf), "%s", sizes_env ? sizes_env : "10000 100000");
 	for (tok = strtok_r(buf, " ,", &save); tok != NULL && nsizes < SIZES_MAX;
-	    tok = strtok_r(NULL, " ,", &save))
-		runs[nsizes++].n = atoi(tok);
+	    tok = strtok_r(NULL, " ,", &save)) {
+		runs[nsizes].n = atoi(tok);
+		runs[nsizes].move = move_max == NULL || runs[nsizes].n <= atoi(move_max);
+		nsizes++;
+	}
 	if (nsizes < 2 || ticks < 1 || ticks > TICKS_MAX) {
 		fprintf(stderr, "bench_scale_old: CUTOVER_BENCH_SCALE_OLD_SIZES needs 2 to "
 		    "%d sizes, CUTOVER_BENCH_SCALE_TICKS 1 to %d\n", SIZES_MAX, TICKS_MAX);
@@ -580,7 +611,7 @@ main(void)
 			goto done;
 		print_size(&runs[s]);
 	}
-	rc = print_lines(&runs[0], &runs[nsizes - 1]) ? 0 : 1;
+	rc = print_lines(runs, nsizes) ? 0 : 1;
 done:
 	flag_stop(&flag);
 	return rc;
