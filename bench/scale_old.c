@@ -56,6 +56,7 @@
 #define RSS_LIMIT_MB 64.0
 #define DESTINATION "bench.destination"
 #define DAY_MS 86400000LL
+#define HOUR_MS 3600000LL
 
 enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE, LISTING, NSTEPS };
 
@@ -78,11 +79,31 @@ struct size_run {
 	bool move;			/* move_old runs at this size */
 };
 
+/* The TTL of old queue I of N: spread from 1 s to about a day. */
+static int64_t
+ttl_of(int i, int n)
+{
+	return 1000 + (int64_t)i * (DAY_MS - 1000) / n;
+}
+
+/* Does old queue I of R hold messages for move_old? One in SHARE_EVERY
+ * when move_old runs, of those whose TTL outlasts the bench (an hour):
+ * a shorter one could let its messages expire before the pass. */
+static bool
+holds(const struct size_run *r, int i)
+{
+	return r->move && i % SHARE_EVERY == SHARE_EVERY / 2 && ttl_of(i, r->n) >= HOUR_MS;
+}
+
 /* The messages R's old queues hold for move_old. */
 static long long
 held(const struct size_run *r)
 {
-	return r->move ? (long long)((r->n + SHARE_EVERY - 1) / SHARE_EVERY * FILL) : 0;
+	long long n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += holds(r, i) ? FILL : 0;
+	return n;
 }
 
 /* The plan's flag, served from a thread of this process: the watch reads
@@ -143,15 +164,10 @@ flag_stop(struct flag_server *f)
 	close(f->fd);
 }
 
-/* The TTL of old queue I of N: spread from 1 s to about a day. */
-static int64_t
-ttl_of(int i, int n)
-{
-	return 1000 + (int64_t)i * (DAY_MS - 1000) / n;
-}
 
 /* Declares old queue I of R's N (ARG, a bench_item_fn); when R runs
- * move_old, one in SHARE_EVERY is filled with FILL stamped messages. */
+ * move_old, those that holds() names are filled with FILL stamped
+ * messages. */
 static int
 create_one(struct broker *b, int i, void *arg, char *err, size_t errlen)
 {
@@ -163,8 +179,7 @@ create_one(struct broker *b, int i, void *arg, char *err, size_t errlen)
 	bench_old_args(a, ttl_of(i, n), DESTINATION);
 	snprintf(name, sizeof(name), "bench.delay.%lldms", (long long)ttl_of(i, n));
 	if (broker_queue_declare(b, name, true, a, 3, err, errlen) != 0 ||
-	    (r->move && i % SHARE_EVERY == SHARE_EVERY / 2 &&
-	    bench_fill_stamped(b, name, FILL, err, errlen) != 0))
+	    (holds(r, i) && bench_fill_stamped(b, name, FILL, err, errlen) != 0))
 		return -1;
 	return 0;
 }
