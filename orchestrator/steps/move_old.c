@@ -507,7 +507,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	char why[512];
 	int ret = -1, ldest;
 	size_t ntaken = 0, ndelivered = 0, k;
-	bool empty;
+	bool empty = false;
 
 	cur->n = 0;
 	if (g == NULL || taken == NULL) {
