@@ -1,6 +1,11 @@
 /* bench_util: the vhost's path segment, the broker's CPU time from /proc, a monotonic clock in
- * seconds, the median of a few rounds, the move benches' old queue and the
- * BENCH line, for the benchmark programs (bench_util.h). */
+ * seconds, the median of a few rounds, the old queues' arguments, the
+ * bench's broker connections (in parallel too), a plan's store and what
+ * its steps declared, a watch tick and the BENCH line, for the
+ * benchmark programs (bench_util.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +18,9 @@
 #include "broker/broker.h"
 #include "broker/mgmt.h"
 #include "errbuf.h"
+#include "plan.h"
+#include "step.h"
+#include "store.h"
 #include "topology.h"
 
 const char *
@@ -25,6 +33,157 @@ bench_vhost_enc(const struct mgmt *m)
 	return enc;
 }
 
+void
+bench_old_args(struct topology_arg *a, int64_t ttl_ms, const char *dest)
+{
+	memset(a, 0, 3 * sizeof(*a));
+	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
+	a[0].is_int = true;
+	a[0].num = ttl_ms;
+	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
+	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
+	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
+}
+
+int
+bench_broker_open(struct broker **b, char *err, size_t errlen)
+{
+	return broker_open(getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_USER"),
+	    "env:CUTOVER_BENCH_PASSWORD", 30000, b, err, errlen);
+}
+
+int
+bench_store_open(const struct plan *p, const char *yaml, char *dir, char *db,
+    struct store **s, int64_t *plan_id, char *err, size_t errlen)
+{
+	snprintf(dir, 64, "/tmp/bench-cutover.XXXXXX");
+	db[0] = '\0';
+	if (mkdtemp(dir) == NULL) {
+		errbuf_set(err, errlen, "mkdtemp %s: %s", dir, strerror(errno));
+		dir[0] = '\0';
+		return -1;
+	}
+	snprintf(db, 128, "%s/cutover.db", dir);
+	if (store_open(db, s, err, errlen) != 0 ||
+	    store_plan_insert(*s, p->name, yaml, strlen(yaml), clock_now_ms(), plan_id,
+	    err, errlen) != 0)
+		return -1;
+	for (size_t i = 0; i < p->nsteps; i++)
+		if (store_step_insert(*s, *plan_id, (int)i,
+		    plan_step_kind_name(p->steps[i].kind), 0, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
+void
+bench_store_remove(struct store *s, const char *dir, const char *db)
+{
+	static const char *const ext[] = { "", "-wal", "-shm" };
+	char name[160];
+
+	store_close(s);
+	for (size_t k = 0; db[0] != '\0' && k < 3; k++) {
+		snprintf(name, sizeof(name), "%s%s", db, ext[k]);
+		unlink(name);
+	}
+	if (dir[0] != '\0')
+		rmdir(dir);
+}
+
+void
+bench_plan_objects_delete(struct broker *b, const struct plan *p, bool exchanges)
+{
+	char err[512], name[LADDER_NAME_MAX + 32];
+	struct topology t;
+
+	if (b == NULL || p == NULL)
+		return;
+	if (topology_build(p, &t, err, sizeof(err)) == 0) {
+		for (size_t i = 0; i < t.nqueues; i++)
+			(void)broker_queue_delete(b, t.queues[i].name, 0, NULL, err,
+			    sizeof(err));
+		for (size_t i = 0; exchanges && i < t.nexchanges; i++)
+			(void)broker_exchange_delete(b, t.exchanges[i].name, false, err,
+			    sizeof(err));
+		topology_free(&t);
+	}
+	snprintf(name, sizeof(name), "cutover.probe.%s", p->name);
+	(void)broker_queue_delete(b, name, 0, NULL, err, sizeof(err));
+}
+
+/* What bench_parallel's threads share. */
+struct parallel {
+	int n;
+	bench_item_fn fn;
+	void *arg;
+	const char *who;
+	atomic_int next;
+	atomic_int failed;
+};
+
+/* Takes the next item until none is left, over its own connection. */
+static void *
+parallel_loop(void *arg)
+{
+	struct parallel *pl = arg;
+	struct broker *b = NULL;
+	char err[1024];
+	int i;
+
+	if (bench_broker_open(&b, err, sizeof(err)) != 0)
+		goto failed;
+	while ((i = atomic_fetch_add(&pl->next, 1)) < pl->n)
+		if (pl->fn(b, i, pl->arg, err, sizeof(err)) != 0)
+			goto failed;
+	broker_close(b);
+	return NULL;
+failed:
+	fprintf(stderr, "%s: %s\n", pl->who, err);
+	atomic_fetch_add(&pl->failed, 1);
+	broker_close(b);
+	return NULL;
+}
+
+int
+bench_parallel(int n, int threads, bench_item_fn fn, void *arg, const char *who)
+{
+	struct parallel pl = { .n = n, .fn = fn, .arg = arg, .who = who };
+	pthread_t th[64];
+	int started = 0;
+
+	atomic_init(&pl.next, 0);
+	atomic_init(&pl.failed, 0);
+	for (int i = 0; i < threads && i < 64; i++)
+		if (pthread_create(&th[i], NULL, parallel_loop, &pl) == 0)
+			started++;
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (started == 0)
+		fprintf(stderr, "%s: no thread started\n", who);
+	return started == 0 || atomic_load(&pl.failed) > 0 ? -1 : 0;
+}
+
+int
+bench_watch_tick(struct step_ctx *c, json_t **state, const char *who)
+{
+	json_t *r = NULL;
+	char err[2048];
+	int rc;
+
+	c->state = *state;
+	c->again = false;
+	rc = step_watch(c, &r, err, sizeof(err));
+	if (rc != 0 || !c->again) {
+		fprintf(stderr, "%s: the watch %s: %s\n", who, rc == 0 ? "ended" :
+		    "failed", rc == 0 ? "its deadline came before the bench's ticks" : err);
+		json_decref(r);
+		return -1;
+	}
+	json_decref(*state);
+	*state = r;
+	return 0;
+}
+
 int
 bench_old_queue(struct broker *b, const char *queue, const char *dest,
     char *err, size_t errlen)
@@ -33,13 +192,7 @@ bench_old_queue(struct broker *b, const char *queue, const char *dest,
 	char why[512];
 	uint32_t purged;
 
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	a[0].num = 600000;
-	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
+	bench_old_args(a, 600000, dest);
 	if (broker_queue_delete(b, queue, 0, &purged, why, sizeof(why)) != 0 ||
 	    broker_queue_declare(b, queue, true, a, 3, why, sizeof(why)) != 0) {
 		errbuf_set(err, errlen, "declaring %s: %s", queue, why);

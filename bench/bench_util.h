@@ -5,6 +5,12 @@
 #ifndef CUTOVER_BENCH_UTIL_H
 #define CUTOVER_BENCH_UTIL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
 /* A plan's broker section for the bench's broker (CUTOVER_BENCH_AMQP,
  * _MGMT, _USER; the password by reference to CUTOVER_BENCH_PASSWORD), as
  * a printf format and its arguments: printf(BENCH_PLAN_BROKER,
@@ -22,8 +28,65 @@
 	"old:\n" \
 	"  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
 
+/* A plan's flag section for a static flag the bench serves at a URL
+ * (three %s, the same URL: the watch reads it each tick), and its canary,
+ * which the plan needs beside its flip. */
+#define BENCH_PLAN_FLAG "flag:\n" \
+	"  kind: http\n" \
+	"  on: { method: PUT, url: '%s', body: '{\"enabled\":true}' }\n" \
+	"  off: { method: PUT, url: '%s', body: '{\"enabled\":false}' }\n" \
+	"  read: { url: '%s', pointer: /enabled, on: true, off: false }\n" \
+	"canary: { delays: [1s], max_lateness: 2s }\n"
+
 struct broker;
 struct mgmt;
+
+struct topology_arg;
+struct step_ctx;
+
+/* Fills A[0..2] with an old delay queue's arguments: x-message-ttl TTL_MS,
+ * dead-lettering through the default exchange to DEST (the benches' old
+ * queues). A holds 3. */
+void bench_old_args(struct topology_arg *a, int64_t ttl_ms, const char *dest);
+
+/* Opens a connection to the bench's broker (CUTOVER_BENCH_AMQP, _USER,
+ * the password by reference to CUTOVER_BENCH_PASSWORD) into *B. Returns
+ * 0, or -1 with ERR. */
+int bench_broker_open(struct broker **b, char *err, size_t errlen);
+
+struct plan;
+struct store;
+
+/* A store as the engine has it for plan P (YAML, its text): a SQLite file
+ * in a fresh directory (DIR, 64 bytes; its file DB, 128 bytes), the plan
+ * and its steps inserted, into *S and *PLAN_ID. Returns 0, or -1 with ERR
+ * (what was made is bench_store_remove's to remove). */
+int bench_store_open(const struct plan *p, const char *yaml, char *dir, char *db,
+    struct store **s, int64_t *plan_id, char *err, size_t errlen);
+
+/* Closes S and removes its file DB (with its -wal and -shm) and DIR, each
+ * only when made (an empty string: not). */
+void bench_store_remove(struct store *s, const char *dir, const char *db);
+
+/* Deletes on B what plan P's steps declared: the ladder's queues (and
+ * its exchanges when EXCHANGES), and the watch's probe queue. */
+void bench_plan_objects_delete(struct broker *b, const struct plan *p, bool exchanges);
+
+/* Does the work of item I (of N) on B, a connection of
+ * bench_parallel's; ARG is the caller's. Returns 0, or -1 with ERR. */
+typedef int (*bench_item_fn)(struct broker *b, int i, void *arg, char *err,
+    size_t errlen);
+
+/* Runs FN for every item 0..N-1 over THREADS connections of their own
+ * (bench_broker_open), each taking the next item left: declaring 100,000
+ * queues one after another would take the broker's round trips one at a
+ * time. WHO names the bench in a failure. Returns 0, or -1 (said why). */
+int bench_parallel(int n, int threads, bench_item_fn fn, void *arg, const char *who);
+
+/* One tick of the watch on C as the engine runs it, its state carried
+ * from *STATE (NULL before the first) to the next. WHO names the bench in
+ * a failure. Returns 0, or -1 (said why) when it failed or ended. */
+int bench_watch_tick(struct step_ctx *c, json_t **state, const char *who);
 
 /* Deletes and declares again QUEUE on B: a classic old delay queue of 10
  * minutes (x-message-ttl 600000) dead-lettering through the default

@@ -60,13 +60,11 @@ struct removal {
 	double cpu_s;			/* the broker's CPU seconds, -1 unknown */
 };
 
+/* The old queues create_queues declares. */
 struct create {
 	const char *prefix;		/* queue names: PREFIX<delay>ms */
-	int n;
 	bool used;			/* one message in and out of each, so
 					 * that it has a publish counter */
-	atomic_int next;
-	atomic_int failed;
 };
 
 static const char *
@@ -104,41 +102,20 @@ use_queue(struct broker *b, const char *name, char *err, size_t errlen)
 	return 0;
 }
 
-/* Declares old queues until none is left, over its own connection. */
-static void *
-create_loop(void *arg)
+/* Declares old queue I of CR (a bench_item_fn). */
+static int
+create_one(struct broker *b, int i, void *arg, char *err, size_t errlen)
 {
-	struct create *cr = arg;
-	struct broker *b = NULL;
+	const struct create *cr = arg;
 	struct topology_arg a[3];
-	char name[128], err[512];
-	int i;
+	char name[128];
 
-	if (broker_open(getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_USER"),
-	    "env:CUTOVER_BENCH_PASSWORD", 30000, &b, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_old_path: %s\n", err);
-		atomic_fetch_add(&cr->failed, 1);
-		return NULL;
-	}
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-	snprintf(a[2].str, sizeof(a[2].str), DESTINATION);
-	while ((i = atomic_fetch_add(&cr->next, 1)) < cr->n) {
-		a[0].num = delay_of(i);
-		snprintf(name, sizeof(name), "%s%lldms", cr->prefix,
-		    (long long)delay_of(i));
-		if (broker_queue_declare(b, name, true, a, 3, err, sizeof(err)) != 0 ||
-		    (cr->used && use_queue(b, name, err, sizeof(err)) != 0)) {
-			fprintf(stderr, "bench_old_path: %s\n", err);
-			atomic_fetch_add(&cr->failed, 1);
-			break;
-		}
-	}
-	broker_close(b);
-	return NULL;
+	bench_old_args(a, delay_of(i), DESTINATION);
+	snprintf(name, sizeof(name), "%s%lldms", cr->prefix, (long long)delay_of(i));
+	if (broker_queue_declare(b, name, true, a, 3, err, errlen) != 0 ||
+	    (cr->used && use_queue(b, name, err, errlen) != 0))
+		return -1;
+	return 0;
 }
 
 /* Declares N old queues PREFIX<delay>ms, each USED (use_queue) if so.
@@ -146,19 +123,10 @@ create_loop(void *arg)
 static int
 create_queues(const char *prefix, int n, bool used)
 {
-	struct create cr = { .prefix = prefix, .n = n, .used = used };
-	pthread_t th[CREATE_THREADS];
-	int i, started = 0;
+	struct create cr = { .prefix = prefix, .used = used };
 	double t0 = bench_mono_s();
 
-	atomic_init(&cr.next, 0);
-	atomic_init(&cr.failed, 0);
-	for (i = 0; i < CREATE_THREADS; i++)
-		if (pthread_create(&th[i], NULL, create_loop, &cr) == 0)
-			started++;
-	for (i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	if (started == 0 || atomic_load(&cr.failed) > 0)
+	if (bench_parallel(n, CREATE_THREADS, create_one, &cr, "bench_old_path") != 0)
 		return -1;
 	printf("created %d classic old delay queues (%s<delay>ms) in %.1f s\n", n,
 	    prefix, bench_mono_s() - t0);

@@ -132,22 +132,8 @@ static int
 watch_tick(void *arg)
 {
 	struct bench *b = arg;
-	json_t *r = NULL;
-	char err[2048];
-	int rc;
 
-	b->c.state = b->state;
-	b->c.again = false;
-	rc = step_watch(&b->c, &r, err, sizeof(err));
-	if (rc != 0 || !b->c.again) {
-		fprintf(stderr, "bench_watch_cost: the watch %s: %s\n", rc == 0 ? "ended" :
-		    "failed", rc == 0 ? "its deadline came before the bench's ticks" : err);
-		json_decref(r);
-		return -1;
-	}
-	json_decref(b->state);
-	b->state = r;
-	return 0;
+	return bench_watch_tick(&b->c, &b->state, "bench_watch_cost");
 }
 
 /* Today's listing: what the watch asked every tick before light passes. */
@@ -223,13 +209,8 @@ bench_open(struct bench *b, int nq, int interval_ms)
 	    "ladder: { naming: cutover, prefix: bench, unit: 1s, levels: 20,\n"
 	    "          queue_type: quorum, destinations: [" DESTINATION "],\n"
 	    "          create_destinations: true }\n"
-	    "flag:\n"
-	    "  kind: http\n"
-	    "  on: { method: PUT, url: '%s', body: '{\"enabled\":true}' }\n"
-	    "  off: { method: PUT, url: '%s', body: '{\"enabled\":false}' }\n"
-	    "  read: { url: '%s', pointer: /enabled, on: true, off: false }\n"
+	    BENCH_PLAN_FLAG
 	    "watch: { interval: %dms, allowance: 30s, probe_every: 1m }\n"
-	    "canary: { delays: [1s], max_lateness: 2s }\n"
     "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, watch]\n",
 	    getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_MGMT"),
 	    getenv("CUTOVER_BENCH_USER"), getenv("CUTOVER_BENCH_FLAG"),
@@ -247,22 +228,11 @@ bench_open(struct bench *b, int nq, int interval_ms)
 		fprintf(stderr, "bench_watch_cost: %s\n", err);
 		goto done;
 	}
-	snprintf(b->dir, sizeof(b->dir), "/tmp/bench-watch-cost.XXXXXX");
-	if (mkdtemp(b->dir) == NULL)
-		goto done;
-	snprintf(b->db, sizeof(b->db), "%s/cutover.db", b->dir);
-	if (store_open(b->db, &b->s, err, sizeof(err)) != 0 ||
-	    store_plan_insert(b->s, b->p->name, "{}", 2, clock_now_ms(), &b->plan_id, err,
+	if (bench_store_open(b->p, yaml, b->dir, b->db, &b->s, &b->plan_id, err,
 	    sizeof(err)) != 0) {
 		fprintf(stderr, "bench_watch_cost: %s\n", err);
 		goto done;
 	}
-	for (size_t i = 0; i < b->p->nsteps; i++)
-		if (store_step_insert(b->s, b->plan_id, (int)i,
-		    plan_step_kind_name(b->p->steps[i].kind), 0, err, sizeof(err)) != 0) {
-			fprintf(stderr, "bench_watch_cost: %s\n", err);
-			goto done;
-		}
 	b->c.store = b->s;
 	b->c.plan_id = b->plan_id;
 	b->c.measured = b->measured;
@@ -277,35 +247,18 @@ done:
 static void
 bench_close(struct bench *b)
 {
-	char err[512], name[LADDER_NAME_MAX + 32];
+	char err[512];
 	const json_t *mq = json_object_get(b->measured, "queues"), *e;
-	struct topology t;
 	size_t i;
 
 	if (b->c.amqp != NULL) {
 		json_array_foreach(mq, i, e)
 			(void)broker_queue_delete(b->c.amqp, json_string_value(json_object_get(e,
 			    "name")), 0, NULL, err, sizeof(err));
-		if (b->p != NULL && topology_build(b->p, &t, err, sizeof(err)) == 0) {
-			for (i = 0; i < t.nqueues; i++)
-				(void)broker_queue_delete(b->c.amqp, t.queues[i].name, 0, NULL,
-				    err, sizeof(err));
-			topology_free(&t);
-		}
-		snprintf(name, sizeof(name), "cutover.probe.%s", "bench-watch-cost");
-		(void)broker_queue_delete(b->c.amqp, name, 0, NULL, err, sizeof(err));
+		bench_plan_objects_delete(b->c.amqp, b->p, false);
 	}
 	step_ctx_close(&b->c);
-	store_close(b->s);
-	if (b->db[0] != '\0') {
-		static const char *const ext[] = { "", "-wal", "-shm" };
-
-		for (size_t k = 0; k < 3; k++) {
-			snprintf(name, sizeof(name), "%s%s", b->db, ext[k]);
-			unlink(name);
-		}
-		rmdir(b->dir);
-	}
+	bench_store_remove(b->s, b->dir, b->db);
 	json_decref(b->measured);
 	json_decref(b->state);
 	plan_free(b->p);

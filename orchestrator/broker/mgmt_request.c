@@ -145,7 +145,7 @@ transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
 		break;
 	case CURLE_OPERATION_TIMEDOUT:
 		errbuf_set(err, errlen, "%s: timed out (connect %ld ms, request "
-		    "%ld ms): %s (%s)", what, m->connect_ms, m->total_ms,
+		    "%ld ms): %s (%s)", what, m->connect_ms, m->request_ms,
 		    detail, m->base);
 		break;
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -222,12 +222,25 @@ request_prepare(const struct mgmt *m, const char *path, const json_t *body,
 	return 0;
 }
 
-/* Sets the easy handle up for METHOD on URL with PASSWORD and PAYLOAD
- * (NULL: no body), the connect within CONNECT_MS, and empties the answer
- * buffer. */
+long
+mgmt__timeout_ms(const struct mgmt *m, const char *path)
+{
+	static const char prefix[] = "/api/queues";
+	size_t end = strcspn(path, "?"), len = sizeof(prefix) - 1;
+
+	/* "/api/queues" or "/api/queues/VHOST", nothing after. */
+	if (strncmp(path, prefix, len) != 0 || (end > len && (path[len] != '/' ||
+	    memchr(path + len + 1, '/', end - len - 1) != NULL)))
+		return m->total_ms;
+	return m->total_ms > LISTING_TIMEOUT_MS ? m->total_ms : LISTING_TIMEOUT_MS;
+}
+
+/* Sets the easy handle up for METHOD on URL (of PATH) with PASSWORD and
+ * PAYLOAD (NULL: no body), the connect within CONNECT_MS, the whole
+ * request within mgmt__timeout_ms, and empties the answer buffer. */
 static void
 request_setopt(struct mgmt *m, const char *method, const char *url,
-    const char *password, const char *payload, long connect_ms)
+    const char *path, const char *password, const char *payload, long connect_ms)
 {
 	int get = strcmp(method, "GET") == 0;
 
@@ -236,7 +249,8 @@ request_setopt(struct mgmt *m, const char *method, const char *url,
 	curl_easy_setopt(m->curl, CURLOPT_URL, url);
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, password);
 	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-	curl_easy_setopt(m->curl, CURLOPT_TIMEOUT_MS, m->total_ms);
+	m->request_ms = mgmt__timeout_ms(m, path);
+	curl_easy_setopt(m->curl, CURLOPT_TIMEOUT_MS, m->request_ms);
 	if (get || (payload == NULL && strcmp(method, "DELETE") == 0)) {
 		curl_easy_setopt(m->curl, CURLOPT_HTTPGET, 1L);
 		curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST,
@@ -357,7 +371,7 @@ request_once(struct mgmt *m, const char *method, const char *path,
 		rc = MGMT_ERR_ARG;
 		goto done;
 	}
-	request_setopt(m, method, tc.url, password, payload, connect_ms);
+	request_setopt(m, method, tc.url, path, password, payload, connect_ms);
 	cc = curl_easy_perform(m->curl);
 	/* Keep the secrets in libcurl's memory no longer than needed. */
 	curl_easy_setopt(m->curl, CURLOPT_PASSWORD, "");

@@ -88,6 +88,25 @@ old_json_by_name(const json_t *arr, const char *name)
 	return NULL;
 }
 
+json_t *
+old_json_index(const json_t *arr)
+{
+	json_t *idx = json_object(), *e;
+	const char *name;
+	size_t i;
+
+	if (idx == NULL)
+		return NULL;
+	/* The first of a name wins, as old_json_by_name finds it. */
+	json_array_foreach(arr, i, e)
+		if ((name = json_string_value(json_object_get(e, "name"))) != NULL &&
+		    json_object_get(idx, name) == NULL && json_object_set(idx, name, e) != 0) {
+			json_decref(idx);
+			return NULL;
+		}
+	return idx;
+}
+
 /* Does topic binding key BK match routing key K ('*' one word, '#' zero
  * or more)? */
 static bool

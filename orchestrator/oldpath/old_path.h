@@ -117,6 +117,12 @@ const struct old_queue *old_sel_find(const struct old_selection *s,
  * scan: for listings read once per step). */
 const json_t *old_json_by_name(const json_t *arr, const char *name);
 
+/* The objects of array ARR by their "name" (a new object whose members
+ * are ARR's own elements, the first of a name; the caller releases it),
+ * or NULL when out of memory: for a lookup per queue, where a scan of a
+ * listing the selection's size would cost each queue that size. */
+json_t *old_json_index(const json_t *arr);
+
 /* Dead-letter chains among the selected old queues (old_chain.c). */
 struct old_chain {
 	size_t n;			/* S->n */

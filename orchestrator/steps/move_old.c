@@ -25,8 +25,10 @@
  * clock + TTL: never early, and never later for a restart.
  *
  * Progress. The step's state (its result) is persisted once a batch,
- * before the batch is published, so counts survive a kill -9; resumed, it
- * passes again over the queues its pass had not finished. There are two passes over the queues: one at
+ * before the batch is published, so counts survive a kill -9 (a queue
+ * found empty by a passive declare, nothing taken, is written with a later
+ * one); resumed, it passes again over the queues its pass had not
+ * finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
  * the old path; in between the step sets ctx.again (like the watch: the engine
@@ -58,7 +60,8 @@
 #define MOVE_HDR_AT "x-cutover-moved-at"
 #define MOVE_HDR_ENTRY "x-cutover-entry"
 #define MOVE_HDR_ID "x-cutover-move-id"
-#define SEEN_MAX 20000		/* first sightings the state keeps */
+#define PERSIST_EMPTY_MS 2000	/* the longest empty queues' passes go
+				 * unwritten */
 
 /* Why a message is left, as the result counts them. */
 enum left_why {
@@ -222,70 +225,6 @@ stamp_of(const struct pass *ps, const struct broker_delivery *d, struct move_sta
 	m->header_is_int = h->kind == BROKER_KIND_INT;
 	m->header_num = h->num;
 	m->header_str = h->kind == BROKER_KIND_STR ? h->str : NULL;
-}
-
-/* The key of move id ID among the first sightings, into KEY: its first
- * SEEN_KEY_LEN digits (ids that share them are taken for messages alike,
- * which is never early). Returns KEY. */
-static const char *
-id_key(const char *id, char key[SEEN_KEY_LEN + 1])
-{
-	memcpy(key, id, SEEN_KEY_LEN);
-	key[SEEN_KEY_LEN] = '\0';
-	return key;
-}
-
-/* The moment the message D (move id ID) was first seen in the pass's
- * queue, as far as the step knows: 0 unless the broker says it delivered
- * D before (only move_old takes from an old queue) and the step recorded
- * a message with its id then. Messages alike share an id, so the record
- * is the latest sighting of any of them; and no earlier than the moment
- * by which a killed run's unrecorded gets from the queue were over. */
-static int64_t
-first_seen(const struct pass *ps, const struct broker_delivery *d, const char *id)
-{
-	char key[SEEN_KEY_LEN + 1];
-	const json_t *at = json_object_get(ps->seen, id_key(id, key));
-	int64_t t, un = move_old__jint(ps->entry, "unrecorded_until_ms");
-
-	if (!d->redelivered || json_is_true(json_object_get(ps->state, "seen_full")) ||
-	    !json_is_array(at) || !json_is_integer(json_array_get(at, 1)))
-		return 0;
-	t = json_integer_value(json_array_get(at, 1));
-	return t > un ? t : un;
-}
-
-/* Records that a message of unknown entry with id ID was in the queue at
- * NOW, so entered no later (FIRST: first_seen's answer). A message seen
- * again keeps its record; any other sets its id's record to NOW, the
- * latest sighting of the messages alike. Once SEEN_MAX ids are kept, a new
- * one is not and no record is trusted any more ("seen_full"): a message
- * alike to one recorded could be taken for it. */
-static void
-record_seen(struct pass *ps, const char *id, int64_t first, int64_t now)
-{
-	char key[SEEN_KEY_LEN + 1];
-	json_t *at = json_object_get(ps->seen, id_key(id, key)), *list;
-
-	if (first > 0 || json_is_true(json_object_get(ps->state, "seen_full")))
-		return;
-	if (json_is_array(at)) {
-		if (json_integer_value(json_array_get(at, 1)) < now)
-			json_array_set_new(at, 1, json_integer(now));
-		return;
-	}
-	if (json_object_size(ps->seen) >= SEEN_MAX) {
-		json_object_set_new(ps->state, "seen_full", json_true());
-		return;
-	}
-	if ((list = json_object_get(ps->state, "seen")) == NULL || !json_is_array(list)) {
-		list = json_array();
-		json_object_set_new(ps->state, "seen", list);
-	}
-	at = json_pack("[s,I]", key, (json_int_t)now);
-	if (at == NULL || json_array_append_new(list, at) != 0 ||
-	    json_object_set(ps->seen, key, at) != 0)
-		json_object_set_new(ps->state, "seen_full", json_true());
 }
 
 /* Publishes D (move id ID) into the ladder per decision DEC towards
@@ -616,7 +555,8 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 			goto done;
 		}
 		stamp_of(ps, d, &st);
-		st.seen_ms = first = first_seen(ps, d, o->id);
+		st.seen_ms = first = move_old__first_seen(ps->state, ps->seen, ps->entry, d,
+		    o->id);
 		rule = ps->rule;
 		ldest = -1;
 		if (ps->level >= 0 && (ldest = move_old__level_key(c->plan, ps->level,
@@ -629,7 +569,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		}
 		(void)move_decide(&rule, &st, o->now, &o->dec);
 		if (o->dec.entry_ms < 0)
-			record_seen(ps, o->id, first, o->now);
+			move_old__record_seen(ps->state, ps->seen, o->id, first, o->now);
 		if (o->dec.verdict != MOVE_GO) {
 			if (hold(ps, d, o->dec.verdict == MOVE_LEAVE_TOO_LONG ?
 			    LEFT_TOO_LONG : LEFT_UNKNOWN, o->dec.not_before_ms) != 0)
@@ -751,20 +691,6 @@ done:
 	return rc;
 }
 
-/* The state's entry for queue NAME, created when missing. */
-static json_t *
-entry_of(json_t *state, const char *name)
-{
-	json_t *qs = json_object_get(state, "queues"), *e;
-
-	if ((e = (json_t *)old_json_by_name(qs, name)) != NULL)
-		return e;
-	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
-	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
-	json_array_append_new(qs, e);
-	return e;
-}
-
 /* Sets up the pass of OQ: its rule and target. Returns 0, or -1 with ERR
  * (appended to, for the refusal that names every queue). */
 /* prepare_queue for a level queue of the old ladder (old.ladder): a
@@ -868,6 +794,36 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	return 0;
 }
 
+/* Whether the pass of PS may end at once: the queue holds no message
+ * ready now (a passive declare, exact), which is all a pass through it
+ * would find (its gets say "empty"; what enters it later is the next
+ * pass's, as after any pass). Then its entry says what such a pass says,
+ * and *EMPTY is set. Most old queues are empty; this spares each a round
+ * of gets, a consumer's cancel and two writes of the whole state. A queue
+ * gone, or one that holds messages, is left to pass_queue. Returns 0, or
+ * -1 with ERR. */
+static int
+pass_if_empty(struct pass *ps, bool *empty, char *err, size_t errlen)
+{
+	struct broker_queue_info qi = { 0 };
+	char why[512];
+	int rc = broker_queue_inspect(ps->c->old_amqp, ps->oq->q->name, &qi, why,
+	    sizeof(why));
+
+	*empty = false;
+	if (rc == BROKER_NOT_FOUND || (rc == 0 && qi.messages > 0))
+		return 0;
+	if (rc < 0) {
+		errbuf_set(err, errlen, "counting old queue '%s': %s", ps->oq->q->name, why);
+		return -1;
+	}
+	*empty = true;
+	move_old__progress_queue(ps->pg, &ps->had, 0);
+	memset(ps->left, 0, sizeof(ps->left));
+	record_left(ps);
+	return 0;
+}
+
 /* A queue whose every message is left (entry unknown, TTL over the
  * bound): not touched; its depth is counted as skipped. */
 static int
@@ -898,9 +854,11 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct move_progress pg;
 	struct pass *ps = NULL;
 	int64_t now = old_now_ms(c), pass;
-	json_t *state = move_old__state_of(c, now), *seen = NULL;
+	json_t *state = move_old__state_of(c, now), *seen = NULL, *entries = NULL;
 	char why[1024];
 	int rc = -1;
+	int64_t persisted = clock_mono_ms();
+	bool empty;
 
 	*result = state;
 	err[0] = '\0';
@@ -923,7 +881,8 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	}
 	move_old__probe_arrival(c, state);
 	move_old__after_kill(state, now);
-	if ((seen = move_old__seen_index(state)) == NULL) {
+	if ((seen = move_old__seen_index(state)) == NULL ||
+	    (entries = old_json_index(json_object_get(state, "queues"))) == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
@@ -938,7 +897,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		ps[i].state = state;
 		ps[i].seen = seen;
 		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
-		ps[i].entry = entry_of(state, sel.v[i].q->name);
+		ps[i].entry = move_old__entry_of(state, entries, sel.v[i].q->name);
 		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
 		if (move_old__jint(ps[i].entry, "pass_done") < pass)
 			move_old__progress_queue(&pg, &ps[i].had, sel.v[i].q->messages);
@@ -952,15 +911,25 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		if (move_old__jint(ps[i].entry, "pass_done") >= pass)
 			continue;
 		ps[i].t0_mono = clock_mono_ms();
+		empty = false;
 		if (ps[i].rule.from == MOVE_FROM_UNKNOWN &&
 		    ps[i].rule.ttl_ms > ps[i].rule.unknown_max_lateness_ms) {
 			if (skip_queue(&ps[i], err, errlen) != 0)
 				goto done;
-		} else if (pass_queue(&ps[i], err, errlen) != 0)
+		} else if (pass_if_empty(&ps[i], &empty, err, errlen) != 0 ||
+		    (!empty && pass_queue(&ps[i], err, errlen) != 0))
 			goto done;
 		move_old__set_int(ps[i].entry, "pass_done", pass);
-		move_old__totals(state);
-		persist(&ps[i]);
+		/* The state is the size of the selection: written after every
+		 * queue it would cost each queue the selection's size. An
+		 * empty queue's pass, which a kill only makes the next run
+		 * repeat, is written with the next queue's, or after
+		 * PERSIST_EMPTY_MS for the page's progress. */
+		if (!empty || clock_mono_ms() - persisted >= PERSIST_EMPTY_MS) {
+			move_old__totals(state);
+			persist(&ps[i]);
+			persisted = clock_mono_ms();
+		}
 	}
 	move_old__totals(state);
 	move_old__progress_write(&pg, state);
@@ -985,6 +954,7 @@ done:
 		move_target_free(&ps[i].target);
 	free(ps);
 	json_decref(seen);
+	json_decref(entries);
 	old_selection_free(&sel);
 	return rc;
 }

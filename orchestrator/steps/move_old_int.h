@@ -107,6 +107,7 @@ void move_old__progress_queue(struct move_progress *pg, int64_t *had,
 void move_old__progress_write(const struct move_progress *pg, json_t *state);
 
 #define SEEN_KEY_LEN 16		/* digits of a move id keying a first sighting */
+#define SEEN_MAX 20000		/* first sightings the state keeps */
 
 /* The step's state across runs (move_old_state.c). */
 
@@ -134,6 +135,30 @@ void move_old__after_kill(json_t *state, int64_t now);
 /* The first sightings of STATE by key (each value the state's own
  * element); NULL when out of memory. */
 json_t *move_old__seen_index(json_t *state);
+
+/* The moment the message D (move id ID) was first seen in its queue (its
+ * ENTRY of STATE), as far as the step knows: 0 unless the broker says it
+ * delivered D before (only move_old takes from an old queue) and the step
+ * recorded a message with its id then (in SEEN, move_old__seen_index).
+ * Messages alike share an id, so the record is the latest sighting of any
+ * of them; and no earlier than the moment by which a killed run's
+ * unrecorded gets from the queue were over. */
+int64_t move_old__first_seen(const json_t *state, const json_t *seen,
+    const json_t *entry, const struct broker_delivery *d, const char *id);
+
+/* Records in STATE and SEEN that a message of unknown entry with id ID was
+ * in its queue at NOW, so entered no later (FIRST: move_old__first_seen's
+ * answer). A message seen again keeps its record; any other sets its id's
+ * record to NOW, the latest sighting of the messages alike. Once
+ * SEEN_MAX ids are kept, a new one is not and no record is trusted any
+ * more ("seen_full"): a message alike to one recorded could be taken for
+ * it. */
+void move_old__record_seen(json_t *state, json_t *seen, const char *id,
+    int64_t first, int64_t now);
+
+/* The state's entry for queue NAME (through INDEX, old_json_index of
+ * its "queues"), created, appended and indexed when missing. */
+json_t *move_old__entry_of(json_t *state, json_t *index, const char *name);
 
 /* The old queues' publish counters of SEL, summed as the watch sums them,
  * into STATE's "old_publishes" as the last pass begins. */

@@ -1,8 +1,8 @@
 /* move_old_state: move_old's state across runs and what it leaves: the
  * totals, the horizon the old path is left with, what a kill in the middle
  * of a batch left, the first sightings' index, the old path's publish
- * counters as the last pass begins, and the step's state itself, resumed
- * or new. */
+ * counters as the last pass begins, the step's state itself, resumed
+ * or new, its entries by queue, and the first sightings themselves. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +118,20 @@ move_old__after_kill(json_t *state, int64_t now)
  * time is dropped, and of two with one key the later stays: a sighting is
  * never made earlier. NULL when out of memory. */
 json_t *
+move_old__entry_of(json_t *state, json_t *index, const char *name)
+{
+	json_t *e = json_object_get(index, name);
+
+	if (e != NULL)
+		return e;
+	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
+	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
+	json_array_append_new(json_object_get(state, "queues"), e);
+	json_object_set(index, name, e);
+	return e;
+}
+
+json_t *
 move_old__seen_index(json_t *state)
 {
 	json_t *idx = json_object(), *list = json_object_get(state, "seen"), *keep, *v;
@@ -209,3 +223,56 @@ move_old__state_of(struct step_ctx *c, int64_t now)
 	return s;
 }
 
+/* The key of move id ID among the first sightings, into KEY: its first
+ * SEEN_KEY_LEN digits (ids that share them are taken for messages alike,
+ * which is never early). Returns KEY. */
+static const char *
+id_key(const char *id, char key[SEEN_KEY_LEN + 1])
+{
+	memcpy(key, id, SEEN_KEY_LEN);
+	key[SEEN_KEY_LEN] = '\0';
+	return key;
+}
+
+int64_t
+move_old__first_seen(const json_t *state, const json_t *seen, const json_t *entry,
+    const struct broker_delivery *d, const char *id)
+{
+	char key[SEEN_KEY_LEN + 1];
+	const json_t *at = json_object_get(seen, id_key(id, key));
+	int64_t t, un = move_old__jint(entry, "unrecorded_until_ms");
+
+	if (!d->redelivered || json_is_true(json_object_get(state, "seen_full")) ||
+	    !json_is_array(at) || !json_is_integer(json_array_get(at, 1)))
+		return 0;
+	t = json_integer_value(json_array_get(at, 1));
+	return t > un ? t : un;
+}
+
+void
+move_old__record_seen(json_t *state, json_t *seen, const char *id, int64_t first,
+    int64_t now)
+{
+	char key[SEEN_KEY_LEN + 1];
+	json_t *at = json_object_get(seen, id_key(id, key)), *list;
+
+	if (first > 0 || json_is_true(json_object_get(state, "seen_full")))
+		return;
+	if (json_is_array(at)) {
+		if (json_integer_value(json_array_get(at, 1)) < now)
+			json_array_set_new(at, 1, json_integer(now));
+		return;
+	}
+	if (json_object_size(seen) >= SEEN_MAX) {
+		json_object_set_new(state, "seen_full", json_true());
+		return;
+	}
+	if ((list = json_object_get(state, "seen")) == NULL || !json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(state, "seen", list);
+	}
+	at = json_pack("[s,I]", key, (json_int_t)now);
+	if (at == NULL || json_array_append_new(list, at) != 0 ||
+	    json_object_set(seen, key, at) != 0)
+		json_object_set_new(state, "seen_full", json_true());
+}

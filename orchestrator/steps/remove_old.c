@@ -765,5 +765,6 @@ done:
 	old_selection_free(&s);
 	old_counters_free(&r.base);
 	old_counters_free(&r.counted);
+	json_decref(r.moved_by_name);
 	return rc;
 }

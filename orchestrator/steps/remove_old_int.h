@@ -70,6 +70,9 @@ struct rm_run {
 					 * (rm_counted) */
 	bool have_counted;
 	int64_t now;
+	json_t *moved_by_name;		/* move_old's "queues" by name, made by
+					 * rm_triage (old_json_index); the
+					 * step releases it */
 };
 
 void rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)

@@ -319,8 +319,9 @@ rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
  * the exact empty check's), as ever. Writes what it is made of into
  * IT->basis. Returns it, or -1 when the old deadline stands. */
 static int64_t
-moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+moved_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it)
 {
+	const struct step_ctx *c = r->c;
 	const json_t *m = c->moved, *e;
 	int64_t at = jint(m, "pass_started_ms"), from = at;
 	char t1[40], a[32];
@@ -328,7 +329,7 @@ moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item
 	/* The last entry is the watch's: without its result there is none. */
 	if (c->watched == NULL || !old_moved_stands(m, c->old_last_entry_ms))
 		return -1;
-	e = old_json_by_name(json_object_get(m, "queues"), it->name);
+	e = json_object_get(r->moved_by_name, it->name);
 	if (e == NULL || json_object_get(e, "skipped_why") != NULL ||
 	    jint(e, "skipped") > 0 || jint(e, "pass_done") < jint(m, "pass") ||
 	    !json_is_integer(json_object_get(e, "ttl_ms")) ||
@@ -355,11 +356,12 @@ moved_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item
  * last entry + its TTL + allowance; an earlier run's wait, when later,
  * stands. */
 static void
-set_deadline(const struct step_ctx *c, const struct old_queue *oq, struct item *it)
+set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it)
 {
+	const struct step_ctx *c = r->c;
 	char a[32], b[32], t2[40];
 
-	if ((it->deadline_ms = moved_deadline(c, oq, it)) < 0) {
+	if ((it->deadline_ms = moved_deadline(r, oq, it)) < 0) {
 		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
 		    c->plan->watch.allowance_ms);
 		snprintf(it->basis, sizeof(it->basis), "last entry %s + TTL %s + "
@@ -434,6 +436,11 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 	size_t i, n = 0;
 	struct old_counters *now = rm_counted(r, s, why, sizeof(why));
 
+	/* Without it (out of memory) no queue takes move_old's deadline: the
+	 * later one, from the last entry, stands. */
+	if (r->moved_by_name == NULL && r->c->moved != NULL)
+		r->moved_by_name = old_json_index(json_object_get(r->c->moved, "queues"));
+
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];
 		const struct old_queue *oq = old_sel_find(s, it->name);
@@ -454,7 +461,7 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 		/* A TTL raised since the measure moves the deadline later. */
 		if (oq->ttl_ms > it->ttl_ms)
 			it->ttl_ms = oq->ttl_ms;
-		set_deadline(r->c, oq, it);
+		set_deadline(r, oq, it);
 		if (it->deadline_ms < 0) {
 			rm_set_reason(it, OUT_LEFT, "no TTL is known for it, so it has no "
 			    "deadline; set old.max_message_ttl to the longest TTL its "

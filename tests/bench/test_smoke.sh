@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_smoke: every benchmark still runs. bench/run runs each bench/NAME
-# at tiny sizes (10 old queues, a 3 s watch, 1 s wrk windows, a few
-# hundred messages) against the test suite's node, in four vhosts of its
-# own (removed afterwards, with whatever a bench left in them;
+# at tiny sizes (10 old queues, 20 and 200 for bench/scale's old path, a
+# 3 s watch, 1 s wrk windows, a few hundred messages) against the test
+# suite's node, in four vhosts of its own (removed afterwards, with whatever a bench left in them;
 # bench/move_target moves between its vhost and one more it makes,
 # bench/fleet runs 3 plans in 3 more), on the
 # suite's build; each must exit 0 or 1 (1: a floor missed, which at these sizes
@@ -67,7 +67,8 @@ export CUTOVER_BENCH_QUEUES=10 CUTOVER_BENCH_SAMPLE=3 CUTOVER_BENCH_ADMIN_SAMPLE
     CUTOVER_BENCH_ROUNDS=1 \
     CUTOVER_BENCH_WATCH_SECONDS=3 CUTOVER_BENCH_REF_SECONDS=1 CUTOVER_BENCH_INTERVAL_MS=1000 \
     CUTOVER_BENCH_MESSAGES=200 \
-    CUTOVER_BENCH_SCALE_SIZES="1 2" \
+    CUTOVER_BENCH_SCALE_SIZES="1 2" CUTOVER_BENCH_SCALE_OLD_SIZES="20 200" \
+    CUTOVER_BENCH_SCALE_TICKS=1 \
     CUTOVER_BENCH_DURATION=1s CUTOVER_BENCH_API_MARGIN=8 \
     CUTOVER_BENCH_WATCH_DAYS=0.05 CUTOVER_BENCH_OLD_QUEUES=10 \
     CUTOVER_BENCH_RATES=20 CUTOVER_BENCH_LATENESS_DURATION=1s \
@@ -165,6 +166,7 @@ bench watch_cost 1 'watch broker CPU per tick, 10 old queues'
 bench move_old 1 "move_old messages/s${tab}[1-9][0-9]* msg/s"
 bench move_target 1 'move_old to another node, 200 messages'
 bench scale 3 '2 destinations'
+bench scale 8 '200 old queues'
 bench watch_db 2 '10 old queues'
 bench lateness 2 'ladder lateness, 20 msg/s'
 bench load 1 'under API load'

@@ -1,0 +1,633 @@
+/* bench_scale_old: the old path's steps at several numbers of old queues
+ * (bench/scale runs it after bench_scale). For each size (10,000 and
+ * 100,000 classic old delay queues by default, TTLs spread over a day,
+ * one queue in SHARE_EVERY holding FILL stamped messages so that move_old
+ * has work), on one broker, in one run, times as the engine runs them
+ * (a plan in a real SQLite store, so that the steps persist as they do
+ * under the engine):
+ *   - measure_horizon;
+ *   - one watch tick over the old path: its first tick (a full pass, the
+ *     vhost listed) and its light ticks after it, and the broker CPU a
+ *     tick costs in the steady state (a full pass every 30 ticks) against
+ *     one full listing's (the node's Erlang VM, /proc/PID/stat, less its
+ *     idle rate);
+ *   - move_old's pass over every old queue;
+ *   - remove_old on every old queue (then empty and past its deadline).
+ * Prints each step's time per queue at each size, one BENCH line per step
+ * with the cost per queue at the largest size against the smallest's
+ * (floor: <= 1.2), the watch's broker CPU per tick against a full
+ * listing's (floor: <= 0.1), the peak RSS of this process (the steps run
+ * in it as in serve's engine) against 64 MB, and the broker's memory at
+ * each size. Exits 1 when a floor is missed, 2 on failure.
+ *
+ * Environment (bench/scale sets it): CUTOVER_BENCH_AMQP, _MGMT, _USER,
+ * _PASSWORD, CUTOVER_BENCH_BROKER_PID (optional: no CPU figures without
+ * it); optionally CUTOVER_BENCH_SCALE_OLD_SIZES ("10000 100000"),
+ * CUTOVER_BENCH_SCALE_TICKS (light ticks timed, 5) and
+ * CUTOVER_BENCH_SCALE_MOVE_MAX (no move_old, and no messages, at larger
+ * sizes: move_old's pass still costs each queue more as they grow). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "old_path.h"
+#include "plan.h"
+#include "step.h"
+#include "store.h"
+#include "topology.h"
+
+#define SIZES_MAX 6
+#define TICKS_MAX 20
+#define CREATE_THREADS 8
+#define SHARE_EVERY 100		/* one old queue in 100 holds messages */
+#define FILL 3			/* messages in each of those */
+#define FULL_EVERY 30		/* the watch's ticks between full passes */
+#define FLOOR_PER_QUEUE 1.2
+#define FLOOR_WATCH_CPU 0.1
+#define RSS_LIMIT_MB 64.0
+#define DESTINATION "bench.destination"
+#define DAY_MS 86400000LL
+#define HOUR_MS 3600000LL
+
+enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE, LISTING, NSTEPS };
+
+static const char *const step_names[NSTEPS] = {
+	"measure_horizon", "the watch's first tick (full pass)",
+	"a watch tick (light pass)", "move_old's pass", "remove_old",
+	"a full listing (GET /api/queues, statistics)"
+};
+
+/* What one size measured. */
+struct size_run {
+	int n;				/* old queues */
+	double s[NSTEPS];		/* wall seconds of each step */
+	double cpu_full, cpu_light, cpu_listing;	/* broker CPU s, net of idle;
+					 * -1 unknown */
+	double rss_mb;			/* this process's peak RSS in the size */
+	double rss[NSTEPS];		/* its peak in each step, MB */
+	double broker_mb;		/* the node's memory with N old queues */
+	long long moved, removed, full_passes, light_passes;
+	bool move;			/* move_old runs at this size */
+};
+
+/* The TTL of old queue I of N: spread from 1 s to about a day. */
+static int64_t
+ttl_of(int i, int n)
+{
+	return 1000 + (int64_t)i * (DAY_MS - 1000) / n;
+}
+
+/* Does old queue I of R hold messages for move_old? One in SHARE_EVERY
+ * when move_old runs, of those whose TTL outlasts the bench (an hour):
+ * a shorter one could let its messages expire before the pass. */
+static bool
+holds(const struct size_run *r, int i)
+{
+	return r->move && i % SHARE_EVERY == SHARE_EVERY / 2 && ttl_of(i, r->n) >= HOUR_MS;
+}
+
+/* The messages R's old queues hold for move_old. */
+static long long
+held(const struct size_run *r)
+{
+	long long n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += holds(r, i) ? FILL : 0;
+	return n;
+}
+
+/* The plan's flag, served from a thread of this process: the watch reads
+ * it each tick, and a flag service's work is not the broker's. */
+struct flag_server {
+	int fd;
+	int port;
+	pthread_t th;
+	atomic_bool stop;
+};
+
+static void *
+flag_serve(void *arg)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 17\r\nConnection: close\r\n\r\n{\"enabled\":true}\n";
+	struct flag_server *f = arg;
+	char req[2048];
+
+	while (!atomic_load(&f->stop)) {
+		int cfd = accept(f->fd, NULL, NULL);
+
+		if (cfd < 0)
+			continue;
+		(void)!read(cfd, req, sizeof(req));
+		(void)!write(cfd, answer, sizeof(answer) - 1);
+		close(cfd);
+	}
+	return NULL;
+}
+
+/* Starts F on an ephemeral port of 127.0.0.1. Returns 0 or -1. */
+static int
+flag_start(struct flag_server *f)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	atomic_init(&f->stop, false);
+	if ((f->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+	    bind(f->fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(f->fd, 16) != 0 ||
+	    getsockname(f->fd, (struct sockaddr *)&a, &len) != 0 ||
+	    pthread_create(&f->th, NULL, flag_serve, f) != 0) {
+		perror("bench_scale_old: the flag's server");
+		return -1;
+	}
+	f->port = ntohs(a.sin_port);
+	return 0;
+}
+
+static void
+flag_stop(struct flag_server *f)
+{
+	atomic_store(&f->stop, true);
+	shutdown(f->fd, SHUT_RDWR);
+	pthread_join(f->th, NULL);
+	close(f->fd);
+}
+
+
+/* Declares old queue I of R's N (ARG, a bench_item_fn); when R runs
+ * move_old, those that holds() names are filled with FILL stamped
+ * messages. */
+static int
+create_one(struct broker *b, int i, void *arg, char *err, size_t errlen)
+{
+	const struct size_run *r = arg;
+	int n = r->n;
+	struct topology_arg a[3];
+	char name[128];
+
+	bench_old_args(a, ttl_of(i, n), DESTINATION);
+	snprintf(name, sizeof(name), "bench.delay.%lldms", (long long)ttl_of(i, n));
+	if (broker_queue_declare(b, name, true, a, 3, err, errlen) != 0 ||
+	    (holds(r, i) && bench_fill_stamped(b, name, FILL, err, errlen) != 0))
+		return -1;
+	return 0;
+}
+
+/* Declares R's old queues over CREATE_THREADS connections. Returns 0 or
+ * -1. */
+static int
+create_old(const struct size_run *r)
+{
+	double t0 = bench_mono_s();
+
+	if (bench_parallel(r->n, CREATE_THREADS, create_one, (void *)r,
+	    "bench_scale_old") != 0)
+		return -1;
+	printf("%d old queues: declared in %.1f s (%lld of them hold %d messages)\n", r->n,
+	    bench_mono_s() - t0, held(r) / FILL, FILL);
+	fflush(stdout);
+	return 0;
+}
+
+/* This process's peak RSS in MB since the last reset (VmHWM), -1 unknown;
+ * RESET starts a new peak (clear_refs 5). */
+static double
+peak_rss_mb(bool reset)
+{
+	char line[256];
+	double kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (reset && (f = fopen("/proc/self/clear_refs", "w")) != NULL) {
+		fputs("5", f);
+		fclose(f);
+	}
+	return kb < 0 ? -1 : kb / 1024;
+}
+
+/* Ends R's peak RSS reading since the last (into R->rss[K] when K >= 0,
+ * and R's peak of the size) and begins the next. */
+static void
+rss_mark(struct size_run *r, int k)
+{
+	double mb = peak_rss_mb(true);
+
+	if (k >= 0)
+		r->rss[k] = mb;
+	if (mb > r->rss_mb)
+		r->rss_mb = mb;
+}
+
+/* A run of one size: its plan, steps' context and store. */
+struct bench {
+	struct plan *p;
+	struct plan_errors errs;
+	struct step_ctx c;
+	struct store *s;
+	json_t *measured, *state, *moved, *watched, *removed;
+	char dir[64], db[128];
+	double idle_rate;		/* the node's CPU s/s with nothing running */
+};
+
+/* Loads the plan (flag on FLAG_PORT), opens the steps' context and a
+ * store in a fresh directory, as the engine has them. Returns 0 or -1. */
+static int
+bench_open(struct bench *b, int flag_port)
+{
+	char yaml[3072], line[512], err[4096], url[128];
+	int64_t id;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/flag", flag_port);
+	snprintf(yaml, sizeof(yaml),
+	    BENCH_PLAN_HEAD("bench-scale-old")
+	    "ladder: { naming: cutover, prefix: bench.so, unit: 1s, levels: 17,\n"
+	    "          queue_type: classic, destinations: [" DESTINATION "],\n"
+	    "          create_destinations: true }\n"
+	    BENCH_PLAN_FLAG
+	    "watch: { interval: 10s, allowance: 1s, probe_every: 1h }\n"
+	    "move_old: { rate: 1000000/s, stragglers: 1m,\n"
+	    "            entry: [ { queues: { match: '^bench\\.delay\\.' }, from: timestamp } ] }\n"
+	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old,\n"
+	    "        watch, remove_old]\n",
+	    BENCH_PLAN_BROKER_ARGS, url, url, url);
+	if (plan_load_buffer("bench-scale-old.yaml", yaml, strlen(yaml), &b->p,
+	    &b->errs) != 0) {
+		for (size_t k = 0; k < b->errs.n; k++)
+			fprintf(stderr, "%s\n", plan_error_format(&b->errs, k, line,
+			    sizeof(line)));
+		return -1;
+	}
+	if (step_ctx_open(&b->c, b->p, err, sizeof(err)) != 0 ||
+	    bench_store_open(b->p, yaml, b->dir, b->db, &b->s, &id, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_scale_old: %s\n", err);
+		return -1;
+	}
+	b->c.store = b->s;
+	b->c.plan_id = id;
+	/* Long enough ago that move_old's stragglers' window is over: one
+	 * pass. */
+	b->c.flip_ms = clock_now_ms() - 3600 * 1000;
+	return 0;
+}
+
+/* Removes what B left on the broker (the ladder, its destination, the
+ * watch's probe queue, any old queue remove_old did not delete) and its
+ * store. */
+static void
+bench_close(struct bench *b, int n)
+{
+	char err[512], name[LADDER_NAME_MAX + 32];
+
+	if (b->c.amqp != NULL) {
+		/* remove_old deleted them all when the run got that far. */
+		for (int i = 0; b->removed == NULL && i < n; i++) {
+			snprintf(name, sizeof(name), "bench.delay.%lldms",
+			    (long long)ttl_of(i, n));
+			(void)broker_queue_delete(b->c.amqp, name, 0, NULL, err, sizeof(err));
+		}
+		bench_plan_objects_delete(b->c.amqp, b->p, true);
+		(void)broker_queue_delete(b->c.amqp, DESTINATION, 0, NULL, err, sizeof(err));
+	}
+	step_ctx_close(&b->c);
+	bench_store_remove(b->s, b->dir, b->db);
+	json_decref(b->measured);
+	json_decref(b->state);
+	json_decref(b->moved);
+	json_decref(b->watched);
+	json_decref(b->removed);
+	plan_free(b->p);
+	plan_errors_free(&b->errs);
+}
+
+/* The watch's full listing of the vhost, statistics on, into *OUT (or
+ * dropped when OUT is NULL). Returns 0 or -1. */
+static int
+full_listing(struct bench *b, json_t **out)
+{
+	char path[256], err[1024];
+	json_t *l = NULL;
+
+	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS,
+	    bench_vhost_enc(b->c.mgmt));
+	if (mgmt_request(b->c.mgmt, "GET", path, NULL, &l, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_scale_old: the listing: %s\n", err);
+		return -1;
+	}
+	if (out != NULL)
+		*out = l;
+	else
+		json_decref(l);
+	return 0;
+}
+
+/* The node's memory in MB (GET /api/nodes: mem_used), -1 unknown. */
+static double
+broker_mem_mb(struct bench *b)
+{
+	json_t *l = NULL;
+	char err[512];
+	double mb = -1;
+
+	if (mgmt_request(b->c.mgmt, "GET", "/api/nodes?columns=mem_used", NULL, &l, NULL,
+	    err, sizeof(err)) == 0 && json_array_size(l) > 0)
+		mb = (double)json_integer_value(json_object_get(json_array_get(l, 0),
+		    "mem_used")) / (1024.0 * 1024.0);
+	json_decref(l);
+	return mb;
+}
+
+/* The node's CPU seconds beyond its idle rate since CPU0 (at T0), -1
+ * unknown. */
+static double
+net_cpu(const struct bench *b, double cpu0, double t0)
+{
+	double cpu = bench_broker_cpu_s();
+
+	if (cpu0 < 0 || cpu < 0 || b->idle_rate < 0)
+		return -1;
+	return cpu - cpu0 - b->idle_rate * (bench_mono_s() - t0);
+}
+
+/* The watch: its first tick, then TICKS light ones (the median counts),
+ * each with the broker's CPU; then one full listing alone. Returns 0 or
+ * -1. */
+static int
+run_watch(struct bench *b, struct size_run *r, int ticks)
+{
+	double t[TICKS_MAX], cpu[TICKS_MAX], t0, c0;
+	const json_t *pass;
+
+	b->c.measured = b->measured;
+	rss_mark(r, -1);
+	t0 = bench_mono_s();
+	c0 = bench_broker_cpu_s();
+	if (bench_watch_tick(&b->c, &b->state, "bench_scale_old") != 0)
+		return -1;
+	r->s[WATCH_FULL] = bench_mono_s() - t0;
+	r->cpu_full = net_cpu(b, c0, t0);
+	rss_mark(r, WATCH_FULL);
+	for (int k = 0; k < ticks; k++) {
+		t0 = bench_mono_s();
+		c0 = bench_broker_cpu_s();
+		if (bench_watch_tick(&b->c, &b->state, "bench_scale_old") != 0)
+			return -1;
+		t[k] = bench_mono_s() - t0;
+		cpu[k] = net_cpu(b, c0, t0);
+	}
+	r->s[WATCH_LIGHT] = bench_median(t, ticks);
+	rss_mark(r, WATCH_LIGHT);
+	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
+	pass = json_object_get(json_object_get(b->state, "old"), "pass");
+	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
+	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));
+	t0 = bench_mono_s();
+	c0 = bench_broker_cpu_s();
+	if (full_listing(b, NULL) != 0)
+		return -1;
+	r->s[LISTING] = bench_mono_s() - t0;
+	r->cpu_listing = net_cpu(b, c0, t0);
+	return 0;
+}
+
+/* Runs STEP into *OUT, timed into R->s[K] (K < 0: not kept) with its
+ * peak RSS. Returns 0 or -1 (said why). */
+static int
+timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
+    struct size_run *r, int k)
+{
+	char err[4096];
+	double t0 = bench_mono_s();
+
+	rss_mark(r, -1);
+	b->c.state = NULL;
+	b->c.again = false;
+	if (step(&b->c, out, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_scale_old: %s: %.2000s\n", what, err);
+		return -1;
+	}
+	if (k >= 0)
+		r->s[k] = bench_mono_s() - t0;
+	rss_mark(r, k);
+	return 0;
+}
+
+/* The node's idle CPU rate over SECONDS, into B. */
+static void
+idle_rate(struct bench *b, double seconds)
+{
+	double c0 = bench_broker_cpu_s(), t0 = bench_mono_s(), c1;
+
+	struct timespec ts = { .tv_sec = (time_t)seconds,
+	    .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+	nanosleep(&ts, NULL);
+	c1 = bench_broker_cpu_s();
+	b->idle_rate = c0 < 0 || c1 < 0 ? -1 : (c1 - c0) / (bench_mono_s() - t0);
+}
+
+/* One size: N old queues declared, the steps timed, everything removed.
+ * Returns 0 or -1. */
+static int
+one_size(struct size_run *r, int ticks, int flag_port)
+{
+	struct bench b;
+	json_t *lad = NULL;
+	int rc = -1, n = r->n;
+	long long found;
+
+	memset(&b, 0, sizeof(b));
+	rss_mark(r, -1);
+	if (bench_open(&b, flag_port) != 0 || create_old(r) != 0)
+		goto done;
+	r->broker_mb = broker_mem_mb(&b);
+	/* In the plan's order: the ladder after the measure, which refuses
+	 * a ladder that exists beside a flag that reads on. */
+	if (timed_step(&b, step_measure_horizon, "measure_horizon", &b.measured, r,
+	    MEASURE) != 0 ||
+	    timed_step(&b, step_declare_ladder, "declare_ladder", &lad, r, -1) != 0)
+		goto done;
+	json_decref(lad);
+	lad = NULL;
+	found = (long long)json_integer_value(json_object_get(json_object_get(b.measured,
+	    "summary"), "queues"));
+	if (found != n) {
+		fprintf(stderr, "bench_scale_old: measure_horizon found %lld old queues, "
+		    "not %d\n", found, n);
+		goto done;
+	}
+	idle_rate(&b, n >= 10000 ? 5 : 1);
+	if (run_watch(&b, r, ticks) != 0)
+		goto done;
+	if (r->move && timed_step(&b, step_move_old, "move_old", &b.moved, r, MOVE) != 0)
+		goto done;
+	r->moved = (long long)json_integer_value(json_object_get(json_object_get(b.moved,
+	    "counts"), "moved"));
+	/* remove_old as a plan runs it after the watch: the watch's last
+	 * listing is its baseline, the last entry into the old path two
+	 * days ago, so that every queue is past its deadline (move_old's
+	 * horizon, its pass's start + the allowance, 1 s, once it is over). */
+	idle_rate(&b, 1.5);
+	if (full_listing(&b, &lad) != 0)
+		goto done;
+	b.watched = json_pack("{s:{s:I,s:o}}", "old_last", "at_ms",
+	    (json_int_t)old_now_ms(NULL), "queues", lad);
+	lad = NULL;
+	b.c.watched = b.watched;
+	b.c.moved = b.moved;
+	b.c.old_last_entry_ms = old_now_ms(NULL) - 2 * DAY_MS;
+	if (timed_step(&b, step_remove_old, "remove_old", &b.removed, r, REMOVE) != 0)
+		goto done;
+	r->removed = (long long)json_integer_value(json_object_get(json_object_get(
+	    b.removed, "counts"), "removed"));
+	if (r->removed != n || r->moved != held(r)) {
+		char *mj = json_dumps(json_object_get(b.moved, "counts"), JSON_COMPACT),
+		    *rj = json_dumps(json_object_get(b.removed, "counts"), JSON_COMPACT);
+
+		fprintf(stderr, "bench_scale_old: %d old queues: move_old moved %lld "
+		    "messages (%s), remove_old removed %lld queues (%s)\n", n, r->moved,
+		    mj ? mj : "?", r->removed, rj ? rj : "?");
+		free(mj);
+		free(rj);
+		goto done;
+	}
+	rss_mark(r, -1);
+	rc = 0;
+done:
+	json_decref(lad);
+	bench_close(&b, n);
+	return rc;
+}
+
+/* Prints the figures of R at its size. */
+static void
+print_size(const struct size_run *r)
+{
+	printf("%7d old queues (broker %.0f MB, peak RSS here %.1f MB; the watch: %lld "
+	    "full, %lld light passes):\n", r->n, r->broker_mb, r->rss_mb, r->full_passes,
+	    r->light_passes);
+	for (int k = 0; k < NSTEPS; k++) {
+		if (k == MOVE && !r->move) {
+			printf("  %-46s not run (CUTOVER_BENCH_SCALE_MOVE_MAX)\n", step_names[k]);
+			continue;
+		}
+		printf("  %-46s %8.3f s  %8.2f us/queue", step_names[k], r->s[k],
+		    1e6 * r->s[k] / r->n);
+		/* The listing is the bench's, not a step's. */
+		printf(k == LISTING ? "\n" : "  peak RSS %6.1f MB\n", r->rss[k]);
+	}
+	printf("  broker CPU (net of idle): full tick %.3f s, light tick %.3f s, "
+	    "listing %.3f s\n", r->cpu_full, r->cpu_light, r->cpu_listing);
+	fflush(stdout);
+}
+
+/* The BENCH lines of the NRUNS sizes of RUNS, the smallest against the
+ * largest (for move_old, the largest that ran it). Returns 1 when every
+ * floor is met, else 0. */
+static int
+print_lines(const struct size_run *runs, int nruns)
+{
+	const struct size_run *lo = &runs[0], *hi = &runs[nruns - 1];
+	static const int per_queue[] = { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE,
+	    LISTING };
+	char m[192], a[160], b[160];
+	int ok = 1;
+	double tick, ratio;
+
+	for (size_t i = 0; i < sizeof(per_queue) / sizeof(*per_queue); i++) {
+		int k = per_queue[i], h = nruns - 1;
+		double ph, pl = lo->s[k] / lo->n;
+
+		while (k == MOVE && h > 0 && !runs[h].move)
+			h--;
+		hi = &runs[h];
+		ph = hi->s[k] / hi->n;
+		if (h == 0)	/* move_old ran at one size only */
+			continue;
+		snprintf(m, sizeof(m), "%s, %d old queues, per queue", step_names[k], hi->n);
+		snprintf(a, sizeof(a), "%.2f us/queue (%.2f s)", 1e6 * ph, hi->s[k]);
+		snprintf(b, sizeof(b), "%d old queues: %.2f us/queue", lo->n, 1e6 * pl);
+		/* The broker's own listing has no floor: it is the peer. */
+		ok &= bench_line(m, a, b, ph / pl, k == LISTING ? "-" : "<= 1.2");
+	}
+	hi = &runs[nruns - 1];
+	/* The steady state: a full pass every FULL_EVERY ticks, light ones
+	 * between. */
+	tick = hi->cpu_full < 0 || hi->cpu_light < 0 ? -1 :
+	    (hi->cpu_full + (FULL_EVERY - 1) * (hi->cpu_light > 0 ? hi->cpu_light : 0)) /
+	    FULL_EVERY;
+	ratio = tick < 0 || hi->cpu_listing <= 0 ? -1 : tick / hi->cpu_listing;
+	snprintf(m, sizeof(m), "watch broker CPU per tick, %d old queues", hi->n);
+	snprintf(a, sizeof(a), "%.3f s (light %.3f, full %.3f every %d)", tick,
+	    hi->cpu_light, hi->cpu_full, FULL_EVERY);
+	snprintf(b, sizeof(b), "one full listing %.3f s", hi->cpu_listing);
+	ok &= bench_line(m, a, b, ratio, "<= 0.1");
+	snprintf(m, sizeof(m), "peak RSS of the steps' process, %d old queues", hi->n);
+	snprintf(a, sizeof(a), "%.1f MB", hi->rss_mb);
+	snprintf(b, sizeof(b), "limit %.0f MB", RSS_LIMIT_MB);
+	ok &= bench_line(m, a, b, hi->rss_mb / RSS_LIMIT_MB, "<= 1.0");
+	snprintf(m, sizeof(m), "broker memory with %d old queues", hi->n);
+	snprintf(a, sizeof(a), "%.0f MB", hi->broker_mb);
+	snprintf(b, sizeof(b), "%d old queues: %.0f MB", lo->n, lo->broker_mb);
+	bench_line(m, a, b, lo->broker_mb > 0 ? hi->broker_mb / lo->broker_mb : -1, "-");
+	return ok;
+}
+
+int
+main(void)
+{
+	const char *sizes_env = getenv("CUTOVER_BENCH_SCALE_OLD_SIZES");
+	const char *ticks_env = getenv("CUTOVER_BENCH_SCALE_TICKS");
+	const char *move_max = getenv("CUTOVER_BENCH_SCALE_MOVE_MAX");
+	struct size_run runs[SIZES_MAX];
+	struct flag_server flag;
+	char buf[256], *tok, *save = NULL;
+	int nsizes = 0, ticks = ticks_env != NULL ? atoi(ticks_env) : 5, rc = 2;
+
+	memset(runs, 0, sizeof(runs));
+	if (getenv("CUTOVER_BENCH_AMQP") == NULL || getenv("CUTOVER_BENCH_MGMT") == NULL ||
+	    getenv("CUTOVER_BENCH_USER") == NULL || getenv("CUTOVER_BENCH_PASSWORD") == NULL) {
+		fprintf(stderr, "bench_scale_old: run it through bench/scale (it sets "
+		    "CUTOVER_BENCH_AMQP, _MGMT, _USER and _PASSWORD)\n");
+		return 2;
+	}
+	snprintf(buf, sizeof(buf), "%s", sizes_env ? sizes_env : "10000 100000");
+	for (tok = strtok_r(buf, " ,", &save); tok != NULL && nsizes < SIZES_MAX;
+	    tok = strtok_r(NULL, " ,", &save)) {
+		runs[nsizes].n = atoi(tok);
+		runs[nsizes].move = move_max == NULL || runs[nsizes].n <= atoi(move_max);
+		nsizes++;
+	}
+	if (nsizes < 2 || ticks < 1 || ticks > TICKS_MAX) {
+		fprintf(stderr, "bench_scale_old: CUTOVER_BENCH_SCALE_OLD_SIZES needs 2 to "
+		    "%d sizes, CUTOVER_BENCH_SCALE_TICKS 1 to %d\n", SIZES_MAX, TICKS_MAX);
+		return 2;
+	}
+	if (flag_start(&flag) != 0)
+		return 2;
+	for (int s = 0; s < nsizes; s++) {
+		if (runs[s].n < 1 || one_size(&runs[s], ticks, flag.port) != 0)
+			goto done;
+		print_size(&runs[s]);
+	}
+	rc = print_lines(runs, nsizes) ? 0 : 1;
+done:
+	flag_stop(&flag);
+	return rc;
+}
