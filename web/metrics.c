@@ -132,6 +132,8 @@ struct plan_m {
 	int have_hist;
 	int64_t hist[NBUCKET + 1];	/* the last is +Inf */
 	double hist_sum;
+	int64_t lag_ts;			/* the latest tick-lag sample's time, 0: none */
+	double lag_ms;			/* ... and how late that tick started */
 };
 
 struct plans {
@@ -208,8 +210,14 @@ each_sample(int64_t ts, const char *metric, const char *label, double v, void *a
 	double s = v / 1000.0;
 	size_t k;
 
-	(void)ts;
 	(void)label;
+	if (strcmp(metric, "tick.lag_ms") == 0) {
+		if (ts >= pm->lag_ts) {
+			pm->lag_ts = ts;
+			pm->lag_ms = v;
+		}
+		return 0;
+	}
 	if (strcmp(metric, "probe.lateness_ms") != 0)
 		return 0;
 	pm->have_hist = 1;
@@ -442,6 +450,13 @@ render_depths(struct buf *b, const struct plans *ps)
 		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "time_left_ms", &v))
 			out(b, "cutover_watch_time_left_seconds{plan=\"%s\"} %.3f\n",
 			    ps->v[i].name, v / 1000.0);
+	family(b, "cutover_watch_tick_lag_seconds", "gauge",
+	    "How late the plan's latest watch tick started against when it was due "
+	    "(serve's workers all busy, or the engine held up).");
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].lag_ts != 0)
+			out(b, "cutover_watch_tick_lag_seconds{plan=\"%s\"} %.3f\n",
+			    ps->v[i].name, ps->v[i].lag_ms / 1000.0);
 }
 
 /* Prometheus families: the watch's probes. */

@@ -346,7 +346,14 @@ test_move_progress_in_metrics(void **state)
 	free(p);
 	assert_int_equal(store_step_update(s, id, 5, "running", 1000, 0, moving, NULL, err,
 	    sizeof(err)), 0);
+	/* Two ticks' lag, the later one written first: the latest tick's. */
+	assert_int_equal(store_sample_insert(s, id, 2000, "tick.lag_ms", "", 1500, err,
+	    sizeof(err)), 0);
+	assert_int_equal(store_sample_insert(s, id, 1000, "tick.lag_ms", "", 250, err,
+	    sizeof(err)), 0);
 	assert_int_equal(metrics_render(s, &text, &len, err, sizeof(err)), 0);
+	assert_non_null(strstr(text, "# TYPE cutover_watch_tick_lag_seconds gauge\n"
+	    "cutover_watch_tick_lag_seconds{plan=\"viewgate\"} 1.500\n"));
 	assert_non_null(strstr(text, "# TYPE cutover_move_old_messages gauge\n"
 	    "cutover_move_old_messages{plan=\"viewgate\",outcome=\"moved\"} 40\n"
 	    "cutover_move_old_messages{plan=\"viewgate\",outcome=\"left\"} 2\n"
