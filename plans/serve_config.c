@@ -332,12 +332,13 @@ static void
 load_root(struct loader *ld, yaml_node_t *root, struct serve_config *c)
 {
 	static const char *const keys[] = { "listen", "db", "operators", "log_level",
-	    "notifiers", "backup", NULL };
+	    "notifiers", "backup", "workers", NULL };
 	struct sect s = { root, "" };
+	yaml_node_t *n;
 
 	if (root->type != YAML_MAPPING_NODE) {
 		py_err_at(ld, root, "the configuration is %s; expected a mapping of listen, "
-		    "db, operators, log_level, notifiers and backup", py_kind_name(root));
+		    "db, operators, log_level, notifiers, backup and workers", py_kind_name(root));
 		return;
 	}
 	py_check_keys(ld, &s, keys);
@@ -347,6 +348,8 @@ load_root(struct loader *ld, yaml_node_t *root, struct serve_config *c)
 	load_log_level(ld, &s, c);
 	load_notifiers(ld, &s, c);
 	load_backup(ld, &s, c);
+	if ((n = py_field(ld, &s, "workers", 0, "")) != NULL)
+		py_conv_int(ld, n, "workers", 1, SERVE_WORKERS_MAX, &c->workers);
 }
 
 int
@@ -376,7 +379,8 @@ serve_config_load_buffer(const char *file, const char *buf, size_t len,
 		goto done;
 	}
 	if (py_read_document(&ld, &parser, &have_parser, &doc, &have_doc, buf, len, &root,
-	    "a YAML mapping of listen, db, operators, log_level, notifiers and backup",
+	    "a YAML mapping of listen, db, operators, log_level, notifiers, backup and "
+	    "workers",
 	    "configuration") == -1)
 		goto done;
 	load_root(&ld, root, c);

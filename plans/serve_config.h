@@ -54,6 +54,9 @@ struct serve_backup {
 	int line, column;		/* where the section is written */
 };
 
+/* The most workers serve runs plans on (engine.h's ENGINE_WORKERS_MAX). */
+#define SERVE_WORKERS_MAX 64
+
 struct serve_config {
 	char *file;
 	char *listen, *db, *operators;	/* NULL when not given */
@@ -62,6 +65,8 @@ struct serve_config {
 	struct serve_notifier *notifiers;
 	size_t nnotifiers;
 	struct serve_backup backup;	/* backup.directory NULL: none */
+	int workers;			/* serve's workers, 1 to SERVE_WORKERS_MAX;
+					 * 0 when not given */
 };
 
 /* Reads the serve configuration at PATH into *OUT (freed with

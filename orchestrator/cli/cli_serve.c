@@ -27,6 +27,9 @@
 
 #define DEFAULT_LISTEN	"127.0.0.1:8080"
 
+_Static_assert(SERVE_WORKERS_MAX == ENGINE_WORKERS_MAX,
+    "serve.yaml's workers and the engine's bound are one bound");
+
 static volatile sig_atomic_t stop_flag;
 
 static void
@@ -95,6 +98,8 @@ read_config(struct serve_args *a)
 		a->operators = a->cfg->operators;
 	if (a->log_level == NULL)
 		a->log_level = a->cfg->log_level;
+	if (a->workers == 0)
+		a->workers = a->cfg->workers;
 	return 0;
 }
 
@@ -232,6 +237,8 @@ check_config(const struct serve_args *a)
 				printf(" %s", serve_notify_event_name((enum notify_event)e));
 		printf("\n");
 	}
+	printf("  workers    %ld\n", a->workers != 0 ? a->workers :
+	    (long)ENGINE_WORKERS_DEFAULT);
 	if (a->cfg->backup.directory != NULL)
 		printf("  backup     %s every %lld s, keeping %d\n", a->cfg->backup.directory,
 		    (long long)(a->cfg->backup.interval_ms / 1000), a->cfg->backup.keep);

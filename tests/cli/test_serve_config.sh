@@ -44,31 +44,35 @@ contains "$tmp/err" "$tmp/absent.yaml: cannot open the configuration"
 expect 0 "$bin" serve --check-config --config "$src/packaging/serve.yaml"
 contains "$tmp/out" "listen     127.0.0.1:8080"
 contains "$tmp/out" "db         /var/lib/cutover/cutover.db"
+contains "$tmp/out" "workers    32"
 
 # Flags override the file.
 cat >"$tmp/serve.yaml" <<YAML
 listen: 127.0.0.1:18709
 db: $tmp/from-file.db
 log_level: warn
+workers: 4
 notifiers:
   - { name: ops-slack, kind: slack, url: env:TEST_SC_SLACK, events: [step_failed] }
   - { name: hook, kind: webhook, url: 'http://127.0.0.1:18708/hook?token=sekrit',
       events: [plan_finished, gate_waiting], attempts: 2 }
 YAML
 expect 1 env -u TEST_SC_SLACK "$bin" serve --check-config --config "$tmp/serve.yaml"
-contains "$tmp/err" "$tmp/serve.yaml:5:5: notifier ops-slack: env:TEST_SC_SLACK is not set"
+contains "$tmp/err" "$tmp/serve.yaml:6:5: notifier ops-slack: env:TEST_SC_SLACK is not set"
 TEST_SC_SLACK='https://hooks.slack.com/services/T0/B0/sekrit'
 export TEST_SC_SLACK
 expect 0 "$bin" serve --check-config --config "$tmp/serve.yaml"
 contains "$tmp/out" "listen     127.0.0.1:18709"
 contains "$tmp/out" "db         $tmp/from-file.db"
 contains "$tmp/out" "log_level  warn"
+contains "$tmp/out" "workers    4"
 contains "$tmp/out" "ops-slack (slack, 5 attempts): step_failed"
 contains "$tmp/out" "hook (webhook, 2 attempts): gate_waiting plan_finished"
 lacks "$tmp/out" "sekrit"
 expect 0 "$bin" serve --check-config --config "$tmp/serve.yaml" --listen 127.0.0.1:18708 \
-    --db "$tmp/from-flag.db" --log-level debug
+    --db "$tmp/from-flag.db" --log-level debug --workers 7
 contains "$tmp/out" "listen     127.0.0.1:18708"
+contains "$tmp/out" "workers    7"
 contains "$tmp/out" "db         $tmp/from-flag.db"
 contains "$tmp/out" "log_level  debug"
 # What the flags and the file say together is checked as serve would.
