@@ -47,30 +47,6 @@ write_plan(const char *steps, const char *canary)
 	itest_plan_write(&b, ieng_planfile);
 }
 
-/* Removes the test's ladder and destination. */
-static void
-cleanup_broker(void)
-{
-	struct plan_errors errs = { 0 };
-	struct step_ctx c;
-	struct plan *p = NULL;
-	json_t *r = NULL;
-	char err[1024], dest[128];
-
-	if (plan_load_file(ieng_planfile, &p, &errs) != 0) {
-		plan_errors_free(&errs);
-		return;
-	}
-	if (step_ctx_open(&c, p, err, sizeof(err)) == 0) {
-		step_teardown_ladder(&c, &r, err, sizeof(err));
-		json_decref(r);
-		snprintf(dest, sizeof(dest), "%s.dest", ieng_prefix);
-		broker_queue_delete(c.amqp, dest, 0, NULL, err, sizeof(err));
-		step_ctx_close(&c);
-	}
-	plan_free(p);
-}
-
 /* Waits until some level queue of the test's ladder holds a message (up
  * to TIMEOUT_MS). Returns 1 if one did. */
 static int
@@ -133,7 +109,7 @@ test_gate_approved_from_another_process(void **state)
 	assert_int_equal(ieng_run(), 0);
 	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
 	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 static void
@@ -172,7 +148,7 @@ test_failed_step_retried(void **state)
 	assert_int_equal(itest_count(&t, "plan.failed"), 1);
 	assert_int_equal(itest_count(&t, "step.retry"), 1);
 	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 static void
@@ -208,7 +184,7 @@ test_killed_during_canary_resumes(void **state)
 	assert_int_equal(itest_count(&t, "step.started"), 3);
 	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 static void
@@ -239,7 +215,7 @@ test_abort_before_the_flip(void **state)
 	assert_int_equal(itest_count(&t, "plan.archived"), 1);
 	/* A new plan of the same name may now be submitted. */
 	assert_int_equal(ieng_run(), 3);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 static void
@@ -258,7 +234,7 @@ test_tampered_history_is_detected(void **state)
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 1);
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, ieng_plan_name, NULL), 1);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 /* Starts `cutover serve --db DB --listen LISTEN` in the background, its
@@ -347,7 +323,7 @@ test_wall_clock_stepped_back(void **state)
 	assert_string_equal(status, "succeeded");
 	assert_int_equal(itest_stop(pid), 0);
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
-	cleanup_broker();
+	ieng_cleanup_broker();
 }
 
 /* A stored plan this version no longer loads (here a key it does not
