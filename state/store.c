@@ -27,6 +27,8 @@
 #include "store_int.h"
 
 #define BUSY_TIMEOUT_MS 5000
+/* SQLite's own WAL checkpoint threshold (frames), kept by on_wal_commit. */
+#define WAL_CHECKPOINT_FRAMES 1000
 
 
 /*
@@ -603,6 +605,24 @@ open_file(struct store *s, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Commits by this process's connections, counted once each is in the WAL
+ * (store_version). */
+static _Atomic uint64_t process_commits;
+
+/* SQLite's call after each commit of a connection, its write lock
+ * released: counts the commit, then checkpoints as SQLite's own hook
+ * does (a hook set replaces it) once the WAL holds
+ * SQLITE_DEFAULT_WAL_AUTOCHECKPOINT frames. */
+static int
+on_wal_commit(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	(void)arg;
+	atomic_fetch_add_explicit(&process_commits, 1, memory_order_release);
+	if (frames >= WAL_CHECKPOINT_FRAMES)
+		(void)sqlite3_wal_checkpoint(db, name);
+	return SQLITE_OK;
+}
+
 /* Sets the connection's modes: WAL, synchronous FULL, foreign keys on
  * (and checks that they hold). Returns 0, or -1 with ERR. */
 static int
@@ -620,6 +640,7 @@ set_modes(struct store *s, const char *path, char *err, size_t errlen)
 		    path, mode);
 		return -1;
 	}
+	sqlite3_wal_hook(s->db, on_wal_commit, NULL);
 	/*
 	 * FULL, not NORMAL: in WAL mode NORMAL may lose the last commits on
 	 * power loss. Those commits record actions on other systems that
@@ -852,6 +873,7 @@ store_close(struct store *s)
 	if (s == NULL)
 		return;
 	checked_release(s);
+	sqlite3_finalize(s->data_version);
 	sqlite3_close_v2(s->db);
 	free(s->path);
 	free(s);
@@ -925,21 +947,35 @@ store_rollback(struct store *s)
 int
 store_version(struct store *s, uint64_t *version, char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
+	uint64_t commits = atomic_load_explicit(&process_commits, memory_order_acquire);
+	int64_t now = clock_mono_ms(), dv;
 	int rc = -1;
 
-	if (store__prepare(s, "PRAGMA data_version", &st, "reading the data version", err,
-	    errlen) == -1)
-		goto done;
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	if (commits == s->commits_seen && s->version != 0 &&
+	    now - s->version_asked_ms < STORE_VERSION_ASK_MS) {
+		*version = s->version;
+		return 0;
+	}
+	if (s->data_version == NULL && sqlite3_prepare_v3(s->db, "PRAGMA data_version",
+	    -1, SQLITE_PREPARE_PERSISTENT, &s->data_version, NULL) != SQLITE_OK) {
+		store__dberr(s, err, errlen, "reading the data version");
+		s->data_version = NULL;
+		return -1;
+	}
+	if (sqlite3_step(s->data_version) != SQLITE_ROW) {
 		store__dberr(s, err, errlen, "reading the data version");
 		goto done;
 	}
-	*version = (uint64_t)sqlite3_column_int64(st, 0) << 32 ^
-	    (uint64_t)sqlite3_total_changes64(s->db);
+	dv = sqlite3_column_int64(s->data_version, 0);
+	if (s->version == 0 || dv != s->data_version_seen || commits != s->commits_seen)
+		s->version++;
+	s->data_version_seen = dv;
+	s->commits_seen = commits;
+	s->version_asked_ms = now;
+	*version = s->version;
 	rc = 0;
 done:
-	sqlite3_finalize(st);
+	sqlite3_reset(s->data_version);
 	return rc;
 }
 

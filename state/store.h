@@ -166,10 +166,13 @@ int store_commit(struct store *s, char *err, size_t errlen);
 int store_rollback(struct store *s);
 
 /* A number that changes whenever the database may have changed since the
- * last call on this connection, by this connection or any other (PRAGMA
- * data_version with this connection's own change count): readers use it to
- * keep what they built from the database until it changes. Returns 0 and
- * sets *VERSION, or -1 with ERR. */
+ * last call on this connection: at once for a commit by any connection of
+ * this process (counted after the commit, by SQLite's WAL hook), within
+ * STORE_VERSION_ASK_MS for one by another process (PRAGMA data_version,
+ * asked at most that often: asking takes SQLite's file locks, which every
+ * thread of the process shares). Readers keep what they built from the
+ * database until it changes. Returns 0 and sets *VERSION, or -1 with ERR. */
+#define STORE_VERSION_ASK_MS	2
 int store_version(struct store *s, uint64_t *version, char *err, size_t errlen);
 
 /* Bounds S's page cache to KIB kibibytes (SQLite's own is 2 MB a

@@ -30,6 +30,13 @@ struct store {
 	int disk_full;
 	sqlite3_int64 changes_at_begin;   /* sqlite3_total_changes64 at
 	                                   * store_begin */
+	/* store_version's: what it last saw and when (clock_mono_ms), and
+	 * the number it answers, which moves on whenever either changes. */
+	sqlite3_stmt *data_version;       /* kept prepared */
+	int64_t version_asked_ms;
+	int64_t data_version_seen;
+	uint64_t commits_seen;
+	uint64_t version;
 };
 
 /* The schema version the database at PATH names, read from its bytes

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "fx.h"
 #include "store.h"
 
@@ -227,6 +230,37 @@ test_version_changes_with_any_writer(void **state)
 	assert_int_equal(store_version(fx->s, &v3, FX_ERR(fx)), 0);
 	assert_true(v3 != v2);
 	store_close(other);
+}
+
+/* Another process's commit is not counted by this one's WAL hook: it shows
+ * once PRAGMA data_version is asked again, STORE_VERSION_ASK_MS later. */
+static void
+test_version_changes_with_another_process(void **state)
+{
+	struct fx *fx = *state;
+	uint64_t v0, v1;
+	int64_t t0;
+	pid_t pid;
+	int status;
+
+	fx_open(fx);
+	fx_plan(fx, "p", "yaml", 1);
+	assert_int_equal(store_version(fx->s, &v0, FX_ERR(fx)), 0);
+	if ((pid = fork()) == 0) {
+		struct store *child = NULL;
+		char err[256];
+
+		_exit(store_open(fx->path, &child, err, sizeof(err)) != 0 ||
+		    store_plan_insert(child, "q", "y", 1, 2, NULL, err, sizeof(err)) != 0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	t0 = clock_mono_ms();
+	while (clock_mono_ms() - t0 <= STORE_VERSION_ASK_MS)
+		nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
+	assert_int_equal(store_version(fx->s, &v1, FX_ERR(fx)), 0);
+	assert_true(v1 != v0);
 }
 
 /* ---- transactions ----------------------------------------------------- */
@@ -503,6 +537,7 @@ main(void)
 		T(test_two_connections_read_while_write),
 		T(test_two_connections_concurrent_writers),
 		T(test_version_changes_with_any_writer),
+		T(test_version_changes_with_another_process),
 	};
 #undef T
 
