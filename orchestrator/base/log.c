@@ -1,8 +1,10 @@
 /* log: one event per line on stderr, logfmt style. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -34,7 +36,11 @@ log_set_level(const char *level)
 void
 log_event(const char *level, const char *plan, const char *step, const char *fmt, ...)
 {
-	char msg[1024], line[1400], ts[32];
+	/* The second's text, made once a second a thread: gmtime_r takes
+	 * the C library's time zone lock, which every thread shares. */
+	static _Thread_local time_t ts_sec = -1;
+	static _Thread_local char ts[32];
+	char msg[1024], line[1400];
 	struct timespec now;
 	struct tm tm;
 	va_list ap;
@@ -47,8 +53,11 @@ log_event(const char *level, const char *plan, const char *step, const char *fmt
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (now.tv_sec != ts_sec) {
+		gmtime_r(&now.tv_sec, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+		ts_sec = now.tv_sec;
+	}
 	o = (size_t)snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s", ts,
 	    now.tv_nsec / 1000000, level);
 	if (plan != NULL && o < sizeof(line))
@@ -71,5 +80,16 @@ log_event(const char *level, const char *plan, const char *step, const char *fmt
 	line[o++] = '"';
 	line[o++] = '\n';
 	line[o] = '\0';
-	fputs(line, stderr);
+	/* write, not stdio: a line goes out in one call, whole among other
+	 * threads' lines, without their waiting on stderr's lock. A line that
+	 * cannot be written has nowhere else to go. */
+	for (size_t off = 0; off < o;) {
+		ssize_t n = write(STDERR_FILENO, line + off, o - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
 }
