@@ -520,13 +520,13 @@ test_refusals_are_json(void **state)
 	(void)state;
 	assert_non_null(big);
 	assert_non_null(head);
-	/* Headers over 32 KiB: 431 naming the limit. */
-	memset(big, 'x', 40 * 1024);
-	big[40 * 1024] = '\0';
+	/* Headers over 16 KiB: 431 naming the limit. */
+	memset(big, 'x', 20 * 1024);
+	big[20 * 1024] = '\0';
 	snprintf(head, 64 * 1024, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n"
 	    "Connection: close\r\n\r\n", big);
 	assert_true(exchange(head, "", 0, answer, sizeof(answer), 5000) >= 0);
-	assert_json_refusal(answer, "HTTP/1.1 431", "expected at most 32768 "
+	assert_json_refusal(answer, "HTTP/1.1 431", "expected at most 16384 "
 	    "(SERVER_HEADERS_MAX)");
 	/* A request target over 8 KiB: 414 naming the limit. */
 	big[10 * 1024] = '\0';
