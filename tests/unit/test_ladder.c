@@ -4,17 +4,12 @@
  * keys. The names are test_ladder_naming.c's, the routing
  * test_ladder_routing.c's. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "duration.h"
 #include "ladder.h"
 #include "lt.h"
@@ -580,23 +575,16 @@ test_parse_malformed(void **state)
 	assert_string_equal(dest, "email");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_levels_for),
-		cmocka_unit_test(test_levels_for_12d),
-		cmocka_unit_test(test_limit),
-		cmocka_unit_test(test_init_checks),
-		cmocka_unit_test(test_overflow_guards),
-		cmocka_unit_test(test_max_and_ttl),
-		cmocka_unit_test(test_encode_boundaries),
-		cmocka_unit_test(test_entry_level_and_exchange),
-		cmocka_unit_test(test_round_trip_all),
-		cmocka_unit_test(test_routing_key_examples),
-		cmocka_unit_test(test_destinations),
-		cmocka_unit_test(test_parse_malformed),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_levels_for),
+	cmocka_unit_test(test_levels_for_12d),
+	cmocka_unit_test(test_limit),
+	cmocka_unit_test(test_init_checks),
+	cmocka_unit_test(test_overflow_guards),
+	cmocka_unit_test(test_max_and_ttl),
+	cmocka_unit_test(test_encode_boundaries),
+	cmocka_unit_test(test_entry_level_and_exchange),
+	cmocka_unit_test(test_round_trip_all),
+	cmocka_unit_test(test_routing_key_examples),
+	cmocka_unit_test(test_destinations),
+	cmocka_unit_test(test_parse_malformed))

@@ -2,17 +2,12 @@
  * styles' names and their list, and the level, delivery and parking names
  * each style gives. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "duration.h"
 #include "ladder.h"
 #include "lt.h"
@@ -162,16 +157,9 @@ test_names_nservicebus(void **state)
 	    "nsb.v2.delay-level-09");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_naming_names),
-		cmocka_unit_test(test_naming_list),
-		cmocka_unit_test(test_names_cutover),
-		cmocka_unit_test(test_names_kombu),
-		cmocka_unit_test(test_names_nservicebus),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_naming_names),
+	cmocka_unit_test(test_naming_list),
+	cmocka_unit_test(test_names_cutover),
+	cmocka_unit_test(test_names_kombu),
+	cmocka_unit_test(test_names_nservicebus))

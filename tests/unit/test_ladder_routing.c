@@ -4,17 +4,12 @@
  * style, that a destination no binding reaches parks, and that the
  * ladder's binding patterns match the keys they must. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "duration.h"
 #include "ladder.h"
 #include "lt.h"
@@ -539,17 +534,10 @@ test_patterns(void **state)
 	assert_false(topic_match(p, "0.0.0.0.0.0.email.delivery"));
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_topic_matcher),
-		cmocka_unit_test(test_naming_rows),
-		cmocka_unit_test(test_patterns),
-		cmocka_unit_test(test_routing_cutover_12),
-		cmocka_unit_test(test_routing_other_styles),
-		cmocka_unit_test(test_unbound_destination_parks),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_topic_matcher),
+	cmocka_unit_test(test_naming_rows),
+	cmocka_unit_test(test_patterns),
+	cmocka_unit_test(test_routing_cutover_12),
+	cmocka_unit_test(test_routing_other_styles),
+	cmocka_unit_test(test_unbound_destination_parks))

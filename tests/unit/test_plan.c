@@ -5,7 +5,6 @@
  * and plan.h promise. Each section's rules have a file of their own
  * (test_plan_*.c). Run under valgrind for leaks. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "clock.h"
 #include "ladder.h"
 #include "plan.h"
@@ -370,19 +368,12 @@ test_null_arguments(void **state)
 	free(t);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_three_mistakes),
-		cmocka_unit_test(test_errors_everywhere),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_types),
-		cmocka_unit_test(test_error_format),
-		cmocka_unit_test(test_documents),
-		cmocka_unit_test(test_shape_bounds),
-		cmocka_unit_test(test_null_arguments),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_three_mistakes),
+	cmocka_unit_test(test_errors_everywhere),
+	cmocka_unit_test(test_defaults),
+	cmocka_unit_test(test_types),
+	cmocka_unit_test(test_error_format),
+	cmocka_unit_test(test_documents),
+	cmocka_unit_test(test_shape_bounds),
+	cmocka_unit_test(test_null_arguments))

@@ -2,7 +2,6 @@
  * cluster's lists, and secrets that no error message repeats — and the
  * target section, another broker read the same way. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "pt.h"
 
@@ -204,15 +202,8 @@ test_target(void **state)
 	free(t);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_urls),
-		cmocka_unit_test(test_url_lists),
-		cmocka_unit_test(test_secrets_not_echoed),
-		cmocka_unit_test(test_target),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_urls),
+	cmocka_unit_test(test_url_lists),
+	cmocka_unit_test(test_secrets_not_echoed),
+	cmocka_unit_test(test_target))

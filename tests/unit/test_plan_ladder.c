@@ -2,7 +2,6 @@
  * max_delay and its limits, the canary's defaults, the naming styles' rules
  * and a destination's long form. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "ladder.h"
 #include "plan.h"
 #include "pt.h"
@@ -246,16 +244,9 @@ test_destination_long_form(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_canary_defaults),
-		cmocka_unit_test(test_levels_from_max_delay),
-		cmocka_unit_test(test_max_delay_limits),
-		cmocka_unit_test(test_destination_long_form),
-		cmocka_unit_test(test_ladder_naming_rules),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_canary_defaults),
+	cmocka_unit_test(test_levels_from_max_delay),
+	cmocka_unit_test(test_max_delay_limits),
+	cmocka_unit_test(test_destination_long_form),
+	cmocka_unit_test(test_ladder_naming_rules))

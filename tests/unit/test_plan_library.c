@@ -6,16 +6,12 @@
  * reads the timestamp; the arrival probe's verdicts; and what `cutover
  * check` prints of a library (and nothing new for a plan without one). */
 #define _GNU_SOURCE	/* open_memstream */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "check.h"
 #include "pattern.h"
 #include "plan.h"
@@ -432,18 +428,11 @@ test_docs_say_what_the_table_says(void **state)
 	free(fmt);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_selections_take_the_delay_queues_only),
-		cmocka_unit_test(test_library_sets_what_the_plan_does_not_write),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_retry_queues_never_read_the_timestamp),
-		cmocka_unit_test(test_arrival_verdicts),
-		cmocka_unit_test(test_check_prints_what_a_library_implies),
-		cmocka_unit_test(test_docs_say_what_the_table_says),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_selections_take_the_delay_queues_only),
+	cmocka_unit_test(test_library_sets_what_the_plan_does_not_write),
+	cmocka_unit_test(test_errors),
+	cmocka_unit_test(test_retry_queues_never_read_the_timestamp),
+	cmocka_unit_test(test_arrival_verdicts),
+	cmocka_unit_test(test_check_prints_what_a_library_implies),
+	cmocka_unit_test(test_docs_say_what_the_table_says))
