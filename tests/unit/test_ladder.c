@@ -326,11 +326,8 @@ test_encode_boundaries(void **state)
 }
 
 static void
-test_entry_level_and_exchange(void **state)
+test_entry_level(void **state)
 {
-	char name[LADDER_NAME_MAX];
-	struct ladder l;
-
 	(void)state;
 	assert_int_equal(ladder_entry_level(0), -1);
 	assert_int_equal(ladder_entry_level(1), 0);
@@ -340,17 +337,6 @@ test_entry_level_and_exchange(void **state)
 	assert_int_equal(ladder_entry_level(4095), 11);
 	assert_int_equal(ladder_entry_level(4096), 12);
 	assert_int_equal(ladder_entry_level(UINT64_MAX), 63);
-
-	lt_ladder(&l, LADDER_NAMING_CUTOVER, "delay", 1000, 12);
-	assert_string_equal(ladder_entry_exchange(&l, 0, name, sizeof(name)),
-	    "delay.delivery");
-	assert_string_equal(ladder_entry_exchange(&l, 1, name, sizeof(name)),
-	    "delay.level.00");
-	assert_string_equal(ladder_entry_exchange(&l, 42, name, sizeof(name)),
-	    "delay.level.05");
-	assert_string_equal(ladder_entry_exchange(&l, 4095, name, sizeof(name)),
-	    "delay.level.11");
-	assert_string_equal(ladder_entry_exchange(&l, 4096, name, sizeof(name)), "");
 }
 
 static void
@@ -583,7 +569,7 @@ CM_MAIN(NULL, NULL,
 	cmocka_unit_test(test_overflow_guards),
 	cmocka_unit_test(test_max_and_ttl),
 	cmocka_unit_test(test_encode_boundaries),
-	cmocka_unit_test(test_entry_level_and_exchange),
+	cmocka_unit_test(test_entry_level),
 	cmocka_unit_test(test_round_trip_all),
 	cmocka_unit_test(test_routing_key_examples),
 	cmocka_unit_test(test_destinations),

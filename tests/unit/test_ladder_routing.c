@@ -501,13 +501,6 @@ test_patterns(void **state)
 
 	(void)state;
 	lt_ladder(&l, LADDER_NAMING_CUTOVER, "delay", 1000, 6);
-	assert_string_equal(ladder_wait_pattern(&l, 5, p, sizeof(p)), "1.#");
-	assert_string_equal(ladder_wait_pattern(&l, 4, p, sizeof(p)), "*.1.#");
-	assert_string_equal(ladder_wait_pattern(&l, 0, p, sizeof(p)), "*.*.*.*.*.1.#");
-	assert_string_equal(ladder_bypass_pattern(&l, 5, p, sizeof(p)), "0.#");
-	assert_string_equal(ladder_bypass_pattern(&l, 0, p, sizeof(p)), "*.*.*.*.*.0.#");
-	assert_string_equal(ladder_wait_pattern(&l, 6, p, sizeof(p)), "");
-	assert_string_equal(ladder_bypass_pattern(&l, -1, p, sizeof(p)), "");
 	assert_string_equal(ladder_destination_pattern(&l, "email.delivery", p,
 	    sizeof(p)), "*.*.*.*.*.*.email.delivery");
 	assert_string_equal(ladder_destination_pattern(&l, "q", p, sizeof(p)),
