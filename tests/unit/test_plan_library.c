@@ -16,6 +16,7 @@
 #include "pattern.h"
 #include "plan.h"
 #include "plan_library.h"
+#include "pt.h"
 #include "steps/arrival_stamp.h"
 #include "steps/move_entry.h"
 
@@ -43,22 +44,6 @@ plan_text(const char *old, const char *move)
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
 	    "move_old, watch, remove_old]\n", old, move) > 0);
 	return t;
-}
-
-static struct plan *
-load_ok(const char *text)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char line[512];
-
-	if (plan_load_buffer("t.yaml", text, strlen(text), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			print_error("%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail();
-	}
-	return p;
 }
 
 /* Whether the selection of library NAME takes queue Q. */
@@ -146,7 +131,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	(void)state;
 	t = plan_text("  library: symfony\n", "");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_ptr_equal(p->old.library, sym);
 	assert_int_equal(plan_library_match(sym, match, sizeof(match)), 0);
 	assert_string_equal(p->old.match, match);
@@ -168,7 +153,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	t = plan_text("  library: symfony\n  queues: { match: '^delay_app_' }\n"
 	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: '_delay$' }, from: timestamp }\n");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_string_equal(p->old.match, "^delay_app_");
 	assert_false(p->old.match_from_library);
 	assert_true(p->old.allow_expiring);
@@ -180,7 +165,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	/* Names instead of a pattern. */
 	t = plan_text("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_null(p->old.match);
 	assert_int_equal(p->old.nnames, 1);
 	assert_false(p->old.allow_expiring);
@@ -191,7 +176,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	/* No library: nothing changes. */
 	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_null(p->old.library);
 	assert_false(p->old.allow_expiring);
 	assert_int_equal(p->move_old.nentries, 0);
