@@ -246,17 +246,13 @@ iapi_cli(char *out, size_t outlen, const char *token, const char *arg, ...)
 	char outfile[320];
 	va_list ap;
 	pid_t pid;
-	int n = 0, st;
+	int st;
 	FILE *f;
 
 	snprintf(outfile, sizeof(outfile), "%s/cli.out", iapi_dir);
-	argv[n++] = getenv("CUTOVER_BINARY");
-	argv[n++] = arg;
 	va_start(ap, arg);
-	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
-		n++;
+	itest_argv(argv, getenv("CUTOVER_BINARY"), arg, ap);
 	va_end(ap);
-	argv[n] = NULL;
 	if ((pid = fork()) == 0) {
 		int fd = open(outfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
@@ -414,6 +410,24 @@ iapi_wait_plan(long long id, const char *status)
 	return NULL;
 }
 
+json_t *
+iapi_wait_command(long long id, long long cmd)
+{
+	char path[96];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/plans/%lld/commands/%lld", id, cmd);
+	for (int t = 0; t < WAIT_MS / 100; t++) {
+		j = iapi_get(path);
+		if (strcmp(json_string_value(json_object_get(j, "state")), "pending") != 0)
+			return j;
+		json_decref(j);
+		iapi_sleep_ms(100);
+	}
+	fail_msg("command %lld of plan %lld was never handled", cmd, id);
+	return NULL;
+}
+
 const char *
 iapi_actor_of(long long id, const char *kind)
 {
@@ -456,7 +470,6 @@ iapi_post_as_alice(const char *path, long status)
 int
 iapi_setup(void **state)
 {
-	const char *tmp = getenv("TMPDIR");
 	char hash[65];
 	FILE *f;
 
@@ -468,8 +481,7 @@ iapi_setup(void **state)
 		    "CUTOVER_TEST_PASSWORD and CUTOVER_BINARY (scripts/test and ctest do)\n");
 		return -1;
 	}
-	snprintf(iapi_dir, sizeof(iapi_dir), "%s/itest_api.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(iapi_dir) == NULL)
+	if (itest_temp_dir(iapi_dir, sizeof(iapi_dir), "itest_api") != 0)
 		return -1;
 	snprintf(iapi_db, sizeof(iapi_db), "%s/api.db", iapi_dir);
 	snprintf(iapi_ops, sizeof(iapi_ops), "%s/operators", iapi_dir);
@@ -503,4 +515,10 @@ iapi_teardown(void **state)
 	}
 	curl_global_cleanup();
 	return rc == 0 ? 0 : -1;
+}
+
+int
+iapi_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
+{
+	return itest_main_group(tests, n, argc, argv, iapi_setup, iapi_teardown);
 }

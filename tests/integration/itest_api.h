@@ -136,6 +136,10 @@ json_t *iapi_wait_step(long long id, int n, const char *status);
 
 json_t *iapi_wait_plan(long long id, const char *status);
 
+/* Waits until command CMD of plan ID is no longer pending; the command's
+ * document. */
+json_t *iapi_wait_command(long long id, long long cmd);
+
 /* The actor of the first event of KIND in plan ID's history (static), or
  * NULL; asserts the chain verifies. */
 const char *iapi_actor_of(long long id, const char *kind);
@@ -146,5 +150,9 @@ json_t *iapi_post_as_alice(const char *path, long status);
 int iapi_setup(void **state);
 
 int iapi_teardown(void **state);
+
+/* Runs the N tests in TESTS as a test_api_*.c program's main does:
+ * itest_main_group with iapi_setup and iapi_teardown. */
+int iapi_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

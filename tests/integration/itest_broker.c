@@ -307,10 +307,8 @@ itest_unleash_feature(const char *name)
 		fail_msg("a strategy for Unleash feature %s: HTTP %ld", name, st);
 }
 
-/* The publish counter LISTING (name, message_stats.publish) shows for
- * QUEUE, or -1. */
-static int64_t
-publish_counter(const json_t *listing, const char *queue)
+int64_t
+itest_publish_counter(const json_t *listing, const char *queue)
 {
 	const json_t *e;
 	size_t i;
@@ -349,7 +347,7 @@ itest_give_publish_counter(struct broker *b, struct mgmt *m, const char *queue)
 	for (int tries = 0; ; tries++) {
 		if (mgmt_request(m, "GET", path, NULL, &l, NULL, err, sizeof(err)) != 0)
 			fail_msg("%s", err);
-		if (publish_counter(l, queue) >= 1)
+		if (itest_publish_counter(l, queue) >= 1)
 			break;
 		json_decref(l);
 		l = NULL;
@@ -432,4 +430,33 @@ itest_step_ok(step_fn fn, struct step_ctx *c)
 		fail();
 	}
 	json_decref(r);
+}
+
+void
+itest_arg_int(struct topology_arg *a, const char *key, int64_t num)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->key, sizeof(a->key), "%s", key);
+	a->is_int = true;
+	a->num = num;
+}
+
+void
+itest_arg_str(struct topology_arg *a, const char *key, const char *str)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->key, sizeof(a->key), "%s", key);
+	snprintf(a->str, sizeof(a->str), "%s", str);
+}
+
+const char *
+itest_need_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (v == NULL || *v == '\0')
+		fail_msg("set %s (and CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, "
+		    "CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD, CUTOVER_BINARY; "
+		    "scripts/test and ctest do)", name);
+	return v;
 }

@@ -4,8 +4,11 @@
 #define CUTOVER_ITEST_BROKER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
+
+struct topology_arg;
 
 /* This run's unique name, "itest<pid>x<8 hex digits>" (the same for the
  * whole process): the start of the names of the policies, vhosts and other
@@ -77,6 +80,10 @@ void itest_ctx_open(struct step_ctx *c, struct plan *p);
 void itest_step_ok(int (*fn)(struct step_ctx *, json_t **, char *, size_t),
     struct step_ctx *c);
 
+/* The publish counter LISTING (a management queue listing: name,
+ * message_stats.publish) shows for QUEUE, or -1 when it shows none. */
+int64_t itest_publish_counter(const json_t *listing, const char *queue);
+
 /* Gives queue QUEUE (vhost of B and M) a publish counter, as any queue
  * that ever took traffic has: one message in through the default
  * exchange and taken back out, then waits (60 s at most) until the
@@ -96,5 +103,18 @@ void itest_plan_cleanup(const char *prefix, const char *plan_name);
  * deletion with itest_on_cleanup: a test flips a feature of its own, not
  * one the whole suite shares. Fails the test when Unleash refuses. */
 void itest_unleash_feature(const char *name);
+
+/* The value of environment variable NAME, which the broker tests need;
+ * fails the test, naming it and the others they need, when it is unset or
+ * empty. */
+const char *itest_need_env(const char *name);
+
+/* Sets queue argument A, cleared first, to KEY = the integer NUM
+ * (x-message-ttl, x-expires). */
+void itest_arg_int(struct topology_arg *a, const char *key, int64_t num);
+
+/* Sets queue argument A, cleared first, to KEY = the string STR
+ * (x-queue-type, x-dead-letter-exchange; "" for the default exchange). */
+void itest_arg_str(struct topology_arg *a, const char *key, const char *str);
 
 #endif

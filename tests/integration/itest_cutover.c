@@ -339,9 +339,7 @@ icut_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 	snprintf(icut_dir, sizeof(icut_dir), "%s/itest_cutover.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (mkdtemp(icut_dir) == NULL)
 		return 1;
-	if (argc > 1)
-		cmocka_set_test_filter(argv[1]);
-	rc = itest_run_part("tests", tests, n, NULL, NULL);
+	rc = itest_main(tests, n, argc, argv);
 	itest_cleanup();	/* what the last test left, while its plan file exists */
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", icut_dir);
 	if (system(cmd) != 0 && rc == 0)

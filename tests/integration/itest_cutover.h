@@ -115,8 +115,9 @@ extern pid_t icut_flagoff_pid;
  * test_flag_turned_off_during_the_watch, passed or not. */
 int icut_flagoff_teardown(void **state);
 
-/* Runs the N tests in TESTS as a test_cutover_*.c program's main does
- * (ARGV[1], when given, a cmocka filter), and returns its exit status. */
+/* Runs the N tests in TESTS as a test_cutover_*.c program's main does:
+ * itest_main in a temporary directory of their own, removed after; returns
+ * its exit status. */
 int icut_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

@@ -240,3 +240,55 @@ imove_measure(void)
 		fail_msg("measure_horizon: %s", err);
 	return m;
 }
+
+void
+imove_expect_twice_one_id(const char *dest, const char *prefix,
+    const int64_t not_before_ms[3])
+{
+	size_t plen = strlen(prefix);
+	const char *ids[3] = { NULL, NULL, NULL };
+	int seen[3] = { 0, 0, 0 }, got = 0;
+	char err[1024];
+	int64_t until;
+
+	assert_int_equal(broker_consume(imove_ctx.amqp, dest, 0, err, sizeof(err)), 0);
+	until = clock_mono_ms() + 40 * 1000;
+	while (got < 6 && clock_mono_ms() < until) {
+		struct broker_delivery d = { 0 };
+		const struct broker_header *h, *from;
+		int i;
+
+		if (broker_next(imove_ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
+			continue;
+		if (strncmp(d.body, prefix, plen) != 0 || sscanf(d.body + plen, "%d", &i) != 1 ||
+		    i < 0 || i > 2)
+			fail_msg("'%s' arrived in %s, not one of the three sent", d.body, dest);
+		if (clock_now_ms() < not_before_ms[i])
+			fail_msg("'%s' arrived %lld ms early", d.body,
+			    (long long)(not_before_ms[i] - clock_now_ms()));
+		h = broker_header_find(&d, "x-cutover-move-id");
+		from = broker_header_find(&d, "x-cutover-moved-from");
+		if (h == NULL || h->str == NULL || h->str[0] == '\0')
+			fail_msg("'%s' arrived without an x-cutover-move-id", d.body);
+		fprintf(stderr, "# %s from %s: move id %s\n", d.body,
+		    from != NULL && from->str != NULL ? from->str : "?", h->str);
+		if (ids[i] == NULL)
+			ids[i] = strdup(h->str);
+		else
+			assert_string_equal(ids[i], h->str);
+		for (int k = 0; k < 3; k++)
+			if (k != i && ids[k] != NULL)
+				assert_string_not_equal(ids[k], h->str);
+		seen[i]++;
+		got++;
+		assert_int_equal(broker_ack(imove_ctx.amqp, &d, err, sizeof(err)), 0);
+		broker_delivery_free(&d);
+	}
+	(void)broker_cancel(imove_ctx.amqp, err, sizeof(err));
+	fprintf(stderr, "duplicates: %d deliveries of 3 messages (%d, %d, %d)\n", got,
+	    seen[0], seen[1], seen[2]);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(seen[i], 2);
+		free((void *)ids[i]);
+	}
+}

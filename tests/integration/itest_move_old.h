@@ -111,6 +111,15 @@ const json_t *imove_queue_entry(const json_t *r, const char *name);
  * child died of SIGKILL there. */
 void imove_crash_after_confirm(int64_t now_ms);
 
+/* After a run killed between confirm and ack: consumes DEST (40 s at the
+ * most) until each of the three messages whose bodies are PREFIX and their
+ * number I, 0 to 2 ("d-0"), has arrived twice, and acks them. Fails the
+ * test unless each copy of message I comes no earlier than
+ * NOT_BEFORE_MS[I] with an x-cutover-move-id, the same for both copies of
+ * one message and another for each other message. */
+void imove_expect_twice_one_id(const char *dest, const char *prefix,
+    const int64_t not_before_ms[3]);
+
 int64_t imove_count_of(const json_t *e, const char *key);
 
 /* measure_horizon's result for the queues there now. */

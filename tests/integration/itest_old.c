@@ -70,15 +70,6 @@ iold_match_plan(const char *group, const char *max_ttl, const char *allowance)
 }
 
 void
-iold_open_ctx(struct step_ctx *c, struct plan *p)
-{
-	char err[1024];
-
-	if (step_ctx_open(c, p, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-}
-
-void
 iold_make_queue(struct broker *b, const char *name, int64_t ttl_ms, int64_t expires_ms,
     bool quorum)
 {
@@ -166,19 +157,10 @@ iold_touch(struct broker *b, const char *name)
 int64_t
 iold_counter_in(const json_t *listing, const char *name)
 {
-	const json_t *e;
 	char full[128];
-	size_t i;
 
 	snprintf(full, sizeof(full), "%s%s", iold_prefix, name);
-	json_array_foreach(listing, i, e)
-		if (strcmp(json_string_value(json_object_get(e, "name")), full) == 0) {
-			const json_t *v = json_object_get(json_object_get(e,
-			    "message_stats"), "publish");
-
-			return json_is_integer(v) ? json_integer_value(v) : -1;
-		}
-	return -1;
+	return itest_publish_counter(listing, full);
 }
 
 json_t *
@@ -309,7 +291,7 @@ iold_made_teardown(void **state)
 
 	if (m == NULL || m->p == NULL)
 		return 0;
-	iold_open_ctx(&c, m->p);
+	itest_ctx_open(&c, m->p);
 	for (size_t i = 0; i < 8 && m->queues[i] != NULL; i++)
 		iold_drop_queue(c.amqp, m->queues[i]);
 	if (m->policy != NULL)

@@ -66,8 +66,6 @@ struct plan *iold_load_plan(const char *old_yaml, const char *allowance);
 /* A plan selecting ^PREFIX GROUP\.[0-9]{2}$, with MAX_TTL (or none). */
 struct plan *iold_match_plan(const char *group, const char *max_ttl, const char *allowance);
 
-void iold_open_ctx(struct step_ctx *c, struct plan *p);
-
 /* Declares durable queue PREFIX NAME: TTL_MS (< 0: none), EXPIRES_MS
  * (< 0: none), quorum or classic, dead-lettering to the destination queue
  * as the old design did. */

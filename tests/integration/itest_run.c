@@ -170,15 +170,10 @@ itest_cutover(const char *arg, ...)
 	const char *argv[24];
 	va_list ap;
 	pid_t pid, parent;
-	int n = 0;
 
-	argv[n++] = binary();
-	argv[n++] = arg;
 	va_start(ap, arg);
-	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
-		n++;
+	itest_argv(argv, binary(), arg, ap);
 	va_end(ap);
-	argv[n] = NULL;
 	parent = getpid();
 	if ((pid = fork()) == 0) {
 		die_with_parent(parent);
@@ -347,6 +342,48 @@ itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
 	rc = _cmocka_run_group_tests(group, kept, nkept, setup, teardown);
 	free(kept);
 	return rc;
+}
+
+int
+itest_temp_dir(char *dir, size_t dirlen, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if ((size_t)snprintf(dir, dirlen, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp",
+	    name) >= dirlen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+void
+itest_argv(const char **argv, const char *bin, const char *arg, va_list ap)
+{
+	int n = 0;
+
+	argv[n++] = bin;
+	argv[n++] = arg;
+	while (n < 23 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	argv[n] = NULL;
+}
+
+int
+itest_main_group(const struct CMUnitTest *tests, size_t n, int argc, char **argv,
+    CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	const char *filter = argc > 1 ? argv[1] : getenv("CUTOVER_TEST_FILTER");
+
+	if (filter != NULL)
+		cmocka_set_test_filter(filter);
+	return itest_run_part("tests", tests, n, setup, teardown);
+}
+
+int
+itest_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
+{
+	return itest_main_group(tests, n, argc, argv, NULL, NULL);
 }
 
 /* The first port of the kernel's ephemeral range (32768 when unreadable). */

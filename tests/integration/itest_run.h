@@ -101,6 +101,37 @@ void itest_skip(const char *why);
 int itest_run_part(const char *group, const struct CMUnitTest *tests, size_t n,
     CMFixtureFunction setup, CMFixtureFunction teardown);
 
+/* Makes a new directory NAME.XXXXXX under TMPDIR (/tmp without it) and
+ * writes its path into DIR (DIRLEN bytes). Returns 0, or -1 with errno
+ * set when it cannot. */
+int itest_temp_dir(char *dir, size_t dirlen, const char *name);
+
+/* Fills ARGV (room for 24) with BIN, ARG and the further arguments in AP
+ * up to their NULL (22 at the most), and ends it with NULL. */
+void itest_argv(const char **argv, const char *bin, const char *arg, va_list ap);
+
+/* Runs the N tests in TESTS as an integration test program's main does:
+ * only those ARGV[1] matches, when given, or else CUTOVER_TEST_FILTER (a
+ * cmocka filter: test_own*), through itest_run_part with the group's SETUP
+ * and TEARDOWN (NULL for none). Returns what cmocka returns. */
+int itest_main_group(const struct CMUnitTest *tests, size_t n, int argc, char **argv,
+    CMFixtureFunction setup, CMFixtureFunction teardown);
+
+/* itest_main_group without a group setup or teardown. */
+int itest_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
+
+/* ITEST_MAIN(RUN, TEST...): main() of an integration test program — its
+ * TESTs (a cmocka_unit_test or one of its kin), in order, handed with the
+ * command line to RUN (itest_main, or a feature's own runner of the same
+ * arguments: icut_main, iapi_main), whose status it returns. */
+#define ITEST_MAIN(run, ...)                                                   \
+	int main(int argc, char **argv)                                        \
+	{                                                                      \
+		const struct CMUnitTest itest_tests[] = { __VA_ARGS__ };        \
+		return run(itest_tests, sizeof(itest_tests) / sizeof(itest_tests[0]), \
+		    argc, argv);                                               \
+	}
+
 /* Reads the newest plan called NAME in DB: its status into STATUS and its
  * events into H; fails the test when the history does not verify. */
 void itest_read_history(const char *db, const char *name, struct itest_history *h,

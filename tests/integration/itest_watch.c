@@ -25,18 +25,6 @@ iwatch_sleep_ms(int64_t ms)
 		nanosleep(&ts, NULL);
 }
 
-const char *
-iwatch_need_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (v == NULL || *v == '\0')
-		fail_msg("set %s (and CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, "
-		    "CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD; scripts/test and "
-		    "ctest do)", name);
-	return v;
-}
-
 int
 iwatch_setup(void **state)
 {
@@ -101,7 +89,7 @@ load_plan(const char *management, const char *feature)
 		re[j++] = *s;
 	}
 	re[j] = '\0';
-	iwatch_need_env("CUTOVER_TEST_PASSWORD");
+	itest_need_env("CUTOVER_TEST_PASSWORD");
 	itest_plan_addf(&b,
 	    "name: %s\n"
 	    "broker:\n"
@@ -122,11 +110,11 @@ load_plan(const char *management, const char *feature)
 	    "canary:\n"
 	    "  delays: [100ms, 300ms]\n"
 	    "  max_lateness: 1s\n",
-	    plan_name, iwatch_need_env("CUTOVER_TEST_AMQP"),
-	    management ? management : iwatch_need_env("CUTOVER_TEST_MGMT"),
-	    iwatch_need_env("CUTOVER_TEST_USER"), re, iwatch_prefix, iwatch_queue_type,
+	    plan_name, itest_need_env("CUTOVER_TEST_AMQP"),
+	    management ? management : itest_need_env("CUTOVER_TEST_MGMT"),
+	    itest_need_env("CUTOVER_TEST_USER"), re, iwatch_prefix, iwatch_queue_type,
 	    iwatch_prefix);
-	itest_plan_unleash_flag(&b, iwatch_need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
+	itest_plan_unleash_flag(&b, itest_need_env("CUTOVER_TEST_UNLEASH_URL"), feature);
 	itest_plan_addf(&b,
 	    "watch:\n"
 	    "  interval: 200ms\n"

@@ -105,8 +105,6 @@ extern int64_t iwatch_old_ttl_ms;	/* start()'s old queues; setup resets it */
 
 void iwatch_sleep_ms(int64_t ms);
 
-const char *iwatch_need_env(const char *name);
-
 int iwatch_setup(void **state);
 
 int iwatch_teardown(void **state);

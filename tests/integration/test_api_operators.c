@@ -179,16 +179,7 @@ test_approve_ahead(void **state)
 	j = iapi_post_as_alice(path, 202);
 	c = (long long)json_integer_value(json_object_get(j, "command"));
 	json_decref(j);
-	snprintf(path, sizeof(path), "/api/plans/%lld/commands/%lld", id, c);
-	for (int t = 0; t < WAIT_MS / 100; t++) {
-		cmd = iapi_get(path);
-		if (strcmp(json_string_value(json_object_get(cmd, "state")), "pending") != 0)
-			break;
-		json_decref(cmd);
-		cmd = NULL;
-		iapi_sleep_ms(100);
-	}
-	assert_non_null(cmd);
+	cmd = iapi_wait_command(id, c);
 	assert_string_equal(json_string_value(json_object_get(cmd, "state")), "done");
 	assert_non_null(strstr(json_string_value(json_object_get(cmd, "outcome")),
 	    "approved ahead"));
@@ -426,18 +417,9 @@ test_export_and_denied_requests(void **state)
 	iapi_cleanup_broker("denied");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_writes_need_an_operator),
-		cmocka_unit_test(test_gate_approved_by_an_operator),
-		cmocka_unit_test(test_approve_ahead),
-		cmocka_unit_test(test_export_and_denied_requests),
-		cmocka_unit_test(test_without_operators),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, iapi_setup, iapi_teardown);
-}
+ITEST_MAIN(iapi_main,
+	cmocka_unit_test(test_writes_need_an_operator),
+	cmocka_unit_test(test_gate_approved_by_an_operator),
+	cmocka_unit_test(test_approve_ahead),
+	cmocka_unit_test(test_export_and_denied_requests),
+	cmocka_unit_test(test_without_operators))

@@ -307,18 +307,8 @@ test_ack_route_and_remote_ack(void **state)
 	json_decref(j);
 	iapi_resp_clear(&r);
 	wait_acked(id, a1);
-	snprintf(path, sizeof(path), "/api/plans/%lld/commands/%lld", id, cmd);
 	/* The alert is acknowledged just before the command is marked done. */
-	for (int t = 0; t < WAIT_MS / 100; t++) {
-		j = iapi_get(path);
-		if (strcmp(json_string_value(json_object_get(j, "state")), "pending") != 0)
-			break;
-		json_decref(j);
-		j = NULL;
-		iapi_sleep_ms(100);
-	}
-	if (j == NULL)
-		fail_msg("the ack (command %lld) was never handled", cmd);
+	j = iapi_wait_command(id, cmd);
 	if (strstr(json_string_value(json_object_get(j, "outcome")), "is still there") == NULL)
 		fail_msg("the ack's outcome does not say the cause is still there: %s",
 		    json_string_value(json_object_get(j, "outcome")));
@@ -392,18 +382,9 @@ test_stop_and_resume(void **state)
 	assert_true(requests > 20);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_remote_cli),
-		cmocka_unit_test(test_retry_and_abort_routes),
-		cmocka_unit_test(test_remote_retry_and_abort),
-		cmocka_unit_test(test_ack_route_and_remote_ack),
-		cmocka_unit_test(test_stop_and_resume),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, iapi_setup, iapi_teardown);
-}
+ITEST_MAIN(iapi_main,
+	cmocka_unit_test(test_remote_cli),
+	cmocka_unit_test(test_retry_and_abort_routes),
+	cmocka_unit_test(test_remote_retry_and_abort),
+	cmocka_unit_test(test_ack_route_and_remote_ack),
+	cmocka_unit_test(test_stop_and_resume))

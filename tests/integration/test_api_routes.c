@@ -271,17 +271,8 @@ test_names_and_archive(void **state)
 	iapi_cleanup_broker("names");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reads_and_routes),
-		cmocka_unit_test(test_invalid_plans),
-		cmocka_unit_test(test_limits_and_malformed_bodies),
-		cmocka_unit_test(test_names_and_archive),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, iapi_setup, iapi_teardown);
-}
+ITEST_MAIN(iapi_main,
+	cmocka_unit_test(test_reads_and_routes),
+	cmocka_unit_test(test_invalid_plans),
+	cmocka_unit_test(test_limits_and_malformed_bodies),
+	cmocka_unit_test(test_names_and_archive))

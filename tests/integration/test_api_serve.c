@@ -79,15 +79,6 @@ test_database_removed_under_serve(void **state)
 	iapi_start_server(iapi_ops);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_idle_connection_times_out),
-		cmocka_unit_test(test_database_removed_under_serve),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, iapi_setup, iapi_teardown);
-}
+ITEST_MAIN(iapi_main,
+	cmocka_unit_test(test_idle_connection_times_out),
+	cmocka_unit_test(test_database_removed_under_serve))

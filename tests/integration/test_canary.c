@@ -48,25 +48,13 @@ set_names(const char *test)
 /* The shared clock (clock.h), under the name this file calls it by. */
 #define now_ms() clock_now_ms()
 
-static const char *
-need_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	if (v == NULL || *v == '\0')
-		fail_msg("set %s (and CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, "
-		    "CUTOVER_TEST_USER, CUTOVER_TEST_PASSWORD, CUTOVER_BINARY; "
-		    "scripts/test and ctest do)", name);
-	return v;
-}
-
 /* Builds in B a plan for the test broker (AMQP URL AMQP): a cutover
  * ladder of 100 ms units and 5 levels (up to 3.1 s), one destination, and
  * the canary lines CANARY. */
 static void
 plan_yaml(struct itest_plan *b, const char *amqp, const char *canary)
 {
-	need_env("CUTOVER_TEST_PASSWORD");
+	itest_need_env("CUTOVER_TEST_PASSWORD");
 	itest_plan_begin(b, plan_name, amqp);
 	itest_plan_addf(b,
 	    "old:\n"
@@ -90,7 +78,7 @@ load_plan(const char *canary)
 {
 	struct itest_plan b;
 
-	plan_yaml(&b, need_env("CUTOVER_TEST_AMQP"), canary);
+	plan_yaml(&b, itest_need_env("CUTOVER_TEST_AMQP"), canary);
 	return itest_plan_load("itest.yaml", b.text);
 }
 
@@ -476,7 +464,7 @@ static int
 run_cutover(char *const argv[], char *out, size_t outlen, char *errout,
     size_t errlen)
 {
-	const char *bin = need_env("CUTOVER_BINARY");
+	const char *bin = itest_need_env("CUTOVER_BINARY");
 	char of[] = "/tmp/itest-canary-outXXXXXX", ef[] = "/tmp/itest-canary-errXXXXXX";
 	int ofd = mkstemp(of), efd = mkstemp(ef), status;
 	const char *args[24];
@@ -514,15 +502,17 @@ run_cutover(char *const argv[], char *out, size_t outlen, char *errout,
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Writes a plan whose broker is at AMQP into a new temporary file PATH. */
+/* Writes a plan whose broker is at AMQP into a new temporary file PATH,
+ * which the teardown removes (F's plan file SLOT). */
 static void
-write_plan(char *path, const char *amqp)
+write_plan(struct fixture *f, int slot, char *path, const char *amqp)
 {
 	struct itest_plan b;
 	int fd = mkstemp(path);
 
 	assert_true(fd >= 0);
 	close(fd);
+	snprintf(f->files[slot], sizeof(f->files[slot]), "%s", path);
 	plan_yaml(&b, amqp, "  max_lateness: 1s\n");
 	itest_plan_write(&b, path);
 }
@@ -555,11 +545,9 @@ test_publish_refuses_and_confirms(void **state)
 	struct step_ctx *c;
 
 	set_names("publish");
-	write_plan(plan, need_env("CUTOVER_TEST_AMQP"));
-	snprintf(f->files[0], sizeof(f->files[0]), "%s", plan);
+	write_plan(f, 0, plan, itest_need_env("CUTOVER_TEST_AMQP"));
 	closed_port_url(url, sizeof(url));
-	write_plan(down, url);
-	snprintf(f->files[1], sizeof(f->files[1]), "%s", down);
+	write_plan(f, 1, down, url);
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 
 	/* Past the horizon: 5 levels of 100 ms hold at most 3.1 s. */
@@ -618,8 +606,7 @@ test_publish_strips_x_death(void **state)
 	struct step_ctx *c;
 
 	set_names("strip");
-	write_plan(plan, need_env("CUTOVER_TEST_AMQP"));
-	snprintf(f->files[0], sizeof(f->files[0]), "%s", plan);
+	write_plan(f, 0, plan, itest_need_env("CUTOVER_TEST_AMQP"));
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 	start(f, "  max_lateness: 1s\n");
 	c = &f->c;

@@ -168,16 +168,8 @@ test_abort_with_the_flag_service_down(void **state)
 	icut_end(p, &c);
 }
 
-/* ARGV[1], when given, runs only the tests whose name matches it. */
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_abort_after_the_flip_rolls_back),
-		cmocka_unit_test(test_abort_during_the_watch),
-		cmocka_unit_test(test_abort_with_the_flag_service_down),
-		cmocka_unit_test(test_abort_at_each_gate),
-	};
-
-	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+ITEST_MAIN(icut_main,
+	cmocka_unit_test(test_abort_after_the_flip_rolls_back),
+	cmocka_unit_test(test_abort_during_the_watch),
+	cmocka_unit_test(test_abort_with_the_flag_service_down),
+	cmocka_unit_test(test_abort_at_each_gate))

@@ -207,18 +207,10 @@ test_killed_during_remove_old(void **state)
 	icut_end(p, &c);
 }
 
-/* ARGV[1], when given, runs only the tests whose name matches it. */
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crash_between_flip_and_its_record),
-		cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
-		cmocka_unit_test(test_sigterm_during_watch_resumes),
-		cmocka_unit_test(test_serve_sigterm_during_watch_resumes),
-		cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
-		cmocka_unit_test(test_killed_during_remove_old),
-	};
-
-	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+ITEST_MAIN(icut_main,
+	cmocka_unit_test(test_crash_between_flip_and_its_record),
+	cmocka_unit_test(test_killed_during_watch_keeps_its_deadline),
+	cmocka_unit_test(test_sigterm_during_watch_resumes),
+	cmocka_unit_test(test_serve_sigterm_during_watch_resumes),
+	cmocka_unit_test(test_killed_after_the_watch_read_a_probe),
+	cmocka_unit_test(test_killed_during_remove_old))

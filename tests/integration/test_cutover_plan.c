@@ -391,18 +391,10 @@ test_flag_turned_off_during_the_watch(void **state)
 	plan_free(p);
 }
 
-/* ARGV[1], when given, runs only the tests whose name matches it. */
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_whole_plan_with_gates),
-		cmocka_unit_test(test_flag_service_down_stops_the_plan),
-		cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
-		cmocka_unit_test(test_lagging_statistics_hold_the_end),
-		cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,
-		    icut_flagoff_teardown),
-	};
-
-	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+ITEST_MAIN(icut_main,
+	cmocka_unit_test(test_whole_plan_with_gates),
+	cmocka_unit_test(test_flag_service_down_stops_the_plan),
+	cmocka_unit_test(test_old_publish_after_the_flip_moves_the_deadline),
+	cmocka_unit_test(test_lagging_statistics_hold_the_end),
+	cmocka_unit_test_teardown(test_flag_turned_off_during_the_watch,
+	    icut_flagoff_teardown))

@@ -140,14 +140,6 @@ test_publish_at_the_remove_gate_waits_for_the_queue(void **state)
 	icut_end(p, &c);
 }
 
-/* ARGV[1], when given, runs only the tests whose name matches it. */
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_removals_recorded_when_one_is_left),
-		cmocka_unit_test(test_publish_at_the_remove_gate_waits_for_the_queue),
-	};
-
-	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+ITEST_MAIN(icut_main,
+	cmocka_unit_test(test_removals_recorded_when_one_is_left),
+	cmocka_unit_test(test_publish_at_the_remove_gate_waits_for_the_queue))

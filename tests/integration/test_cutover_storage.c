@@ -207,14 +207,6 @@ test_lost_database_is_not_started_over(void **state)
 	icut_end(p, &c);
 }
 
-/* ARGV[1], when given, runs only the tests whose name matches it. */
-int
-main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_disk_full_during_the_watch, icut_unmount_small),
-		cmocka_unit_test(test_lost_database_is_not_started_over),
-	};
-
-	return icut_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+ITEST_MAIN(icut_main,
+	cmocka_unit_test_teardown(test_disk_full_during_the_watch, icut_unmount_small),
+	cmocka_unit_test(test_lost_database_is_not_started_over))

@@ -357,6 +357,25 @@ kombu_adopted(struct step_ctx *c)
 	return p;
 }
 
+/* Puts policy itest-hides-ae, priority 500, with definition DEF (taken)
+ * for APPLY_TO on the delivery exchange of C's kombu ladder; verify must
+ * then find that one exchange wrong, naming the policy and saying SAYS. */
+static void
+expect_hidden_by(struct step_ctx *c, const char *apply_to, json_t *def, const char *says)
+{
+	char err[1024], detail[1024];
+
+	if (mgmt_put_policy(c->mgmt, "itest-hides-ae", "^celery_delayed_delivery$", apply_to,
+	    500, def, err, sizeof(err)) != 0)
+		fail_msg("putting the hiding policy: %s", err);
+	json_decref(def);
+	assert_int_equal(verify_count(c, NULL, "celery_delayed_delivery", detail, sizeof(detail)), 1);
+	fprintf(stderr, "# %s\n", detail);
+	assert_non_null(strstr(detail, "policy 'itest-hides-ae' (priority 500)"));
+	if (strstr(detail, says) == NULL)
+		fail_msg("verify does not say '%s': %s", says, detail);
+}
+
 /* A policy of higher priority that matches the delivery exchange hides
  * cutover's alternate-exchange policy (only one policy applies): verify
  * names it. */
@@ -365,31 +384,16 @@ test_hiding_policy_is_named(void **state)
 {
 	struct plan *p;
 	struct step_ctx c;
-	json_t *def;
 	char err[1024], detail[1024];
 
 	(void)state;
 	p = kombu_adopted(&c);
 	/* One that sets no alternate exchange at all (a length limit, for
 	 * whatever it matches), and one that sets another. */
-	def = json_pack("{s:i}", "max-length", 100000);
-	if (mgmt_put_policy(c.mgmt, "itest-hides-ae", "^celery_delayed_delivery$", "all",
-	    500, def, err, sizeof(err)) != 0)
-		fail_msg("putting the hiding policy: %s", err);
-	json_decref(def);
-	assert_int_equal(verify_count(&c, NULL, "celery_delayed_delivery", detail, sizeof(detail)), 1);
-	fprintf(stderr, "# %s\n", detail);
-	assert_non_null(strstr(detail, "policy 'itest-hides-ae' (priority 500)"));
-	assert_non_null(strstr(detail, "sets no alternate-exchange"));
-	def = json_pack("{s:s}", "alternate-exchange", "itest-elsewhere");
-	if (mgmt_put_policy(c.mgmt, "itest-hides-ae", "^celery_delayed_delivery$",
-	    "exchanges", 500, def, err, sizeof(err)) != 0)
-		fail_msg("putting the hiding policy: %s", err);
-	json_decref(def);
-	assert_int_equal(verify_count(&c, NULL, "celery_delayed_delivery", detail, sizeof(detail)), 1);
-	fprintf(stderr, "# %s\n", detail);
-	assert_non_null(strstr(detail, "policy 'itest-hides-ae' (priority 500)"));
-	assert_non_null(strstr(detail, "alternate-exchange = itest-elsewhere"));
+	expect_hidden_by(&c, "all", json_pack("{s:i}", "max-length", 100000),
+	    "sets no alternate-exchange");
+	expect_hidden_by(&c, "exchanges", json_pack("{s:s}", "alternate-exchange",
+	    "itest-elsewhere"), "alternate-exchange = itest-elsewhere");
 	assert_int_equal(mgmt_delete_policy(c.mgmt, "itest-hides-ae", err, sizeof(err)), 0);
 	/* Without cutover's own policy, nothing gives it one. */
 	assert_int_equal(mgmt_delete_policy(c.mgmt, "cutover.ae.celery_delayed_delivery",

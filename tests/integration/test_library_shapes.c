@@ -400,45 +400,98 @@ test_laravel(void **state)
 	assert_int_equal(imove_depth("emails.delay.20000"), dated ? 0 : 1);
 }
 
+/* A library whose delay queues all move within the plan's bound: the
+ * topology it declares (exchanges first, then queues, then bindings), the
+ * names the preset must select, the messages it publishes (no timestamp)
+ * and the destinations each must reach. */
+struct lib_shape {
+	const char *library, *dests;	/* load()'s */
+	struct { const char *name, *type; } exchanges[4];
+	struct {
+		const char *name;
+		int64_t ttl_ms, expires_ms;	/* queue()'s */
+		const char *dlx, *dlk;
+	} queues[4];
+	struct { const char *queue, *exchange, *key; } binds[4];
+	const char *selected;		/* as selected() joins them */
+	struct {
+		const char *exchange, *key, *queue, *body;
+		int64_t ttl_ms;
+		const char *dest;
+	} puts[2];
+	/* move_old's "destination" for puts[0].queue; NULL: not looked at. */
+	const char *destination_says;
+	const char *receive[2];		/* NULL: no second */
+};
+
+/* Declares SHAPE's topology, the ladder beside it, checks the selection,
+ * publishes its messages, moves them and takes each from its destination,
+ * not before its time; a failure names the library and the object. */
+static void
+run_shape(const struct lib_shape *shape)
+{
+	char names[1024];
+	json_t *r;
+
+	nsent = 0;
+	load(shape->library, shape->dests, "");
+	for (size_t i = 0; i < 4 && shape->exchanges[i].name != NULL; i++)
+		exchange(shape->exchanges[i].name, shape->exchanges[i].type);
+	for (size_t i = 0; i < 4 && shape->queues[i].name != NULL; i++)
+		queue(shape->queues[i].name, shape->queues[i].ttl_ms,
+		    shape->queues[i].expires_ms, shape->queues[i].dlx, shape->queues[i].dlk);
+	for (size_t i = 0; i < 4 && shape->binds[i].queue != NULL; i++)
+		bind(shape->binds[i].queue, shape->binds[i].exchange, shape->binds[i].key);
+	declare_ladder();
+
+	selected(names, sizeof(names));
+	if (strcmp(names, shape->selected) != 0)
+		fail_msg("%s: the preset selects '%s', not '%s'", shape->library, names,
+		    shape->selected);
+	for (size_t i = 0; i < 2 && shape->puts[i].body != NULL; i++)
+		put(shape->puts[i].exchange, shape->puts[i].key, shape->puts[i].queue,
+		    shape->puts[i].body, 0, shape->puts[i].ttl_ms, shape->puts[i].dest, false);
+	r = imove_move();
+	if (imove_count_of(json_object_get(r, "counts"), "moved") != (int64_t)nsent)
+		fail_msg("%s: move_old moved %lld, not the %zu sent", shape->library,
+		    (long long)imove_count_of(json_object_get(r, "counts"), "moved"), nsent);
+	if (shape->destination_says != NULL)
+		assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r,
+		    shape->puts[0].queue), "destination")), shape->destination_says);
+	json_decref(r);
+	for (size_t i = 0; i < 2 && shape->receive[i] != NULL; i++)
+		receive(shape->receive[i]);
+}
+
 /* php-enqueue (RabbitMqDlxDelayStrategy): a topic's delay queue
  * "enqueue.<topic>.<key>.<ms>.x.delay" dead-lettering to the topic's
  * exchange with the key, and a queue's "enqueue.<queue>.<ms>.delayed"
  * dead-lettering to the default exchange with the queue's name; no
  * expiry; sent to through the default exchange. */
-static void
-test_enqueue(void **state)
-{
-	char names[1024];
-	json_t *r;
-
-	(void)state;
-	nsent = 0;
-	load("enqueue", "[enqueue.app.orders, enqueue.app.default]", "");
-	exchange("orders", "topic");
-	queue("enqueue.app.orders", 0, 0, NULL, NULL);
-	bind("enqueue.app.orders", "orders", "orders.created");
-	queue("enqueue.app.default", 0, 0, NULL, NULL);
-	queue("enqueue.orders.orders.created.5000.x.delay", 5000, 0, "orders",
-	    "orders.created");
-	queue("enqueue.enqueue.app.default.4000.delayed", 4000, 0, "",
-	    "enqueue.app.default");
-	declare_ladder();
-
-	selected(names, sizeof(names));
-	assert_string_equal(names, "enqueue.enqueue.app.default.4000.delayed "
-	    "enqueue.orders.orders.created.5000.x.delay");
-	put("", "enqueue.orders.orders.created.5000.x.delay",
-	    "enqueue.orders.orders.created.5000.x.delay", "eq-topic", 0, 5000,
-	    "enqueue.app.orders", false);
-	put("", "enqueue.enqueue.app.default.4000.delayed",
-	    "enqueue.enqueue.app.default.4000.delayed", "eq-queue", 0, 4000,
-	    "enqueue.app.default", false);
-	r = imove_move();
-	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
-	json_decref(r);
-	receive("enqueue.app.orders");
-	receive("enqueue.app.default");
-}
+static const struct lib_shape enqueue = {
+	"enqueue", "[enqueue.app.orders, enqueue.app.default]",
+	.exchanges = { { "orders", "topic" } },
+	.queues = {
+		{ "enqueue.app.orders", 0, 0, NULL, NULL },
+		{ "enqueue.app.default", 0, 0, NULL, NULL },
+		{ "enqueue.orders.orders.created.5000.x.delay", 5000, 0, "orders",
+		  "orders.created" },
+		{ "enqueue.enqueue.app.default.4000.delayed", 4000, 0, "",
+		  "enqueue.app.default" },
+	},
+	.binds = { { "enqueue.app.orders", "orders", "orders.created" } },
+	.selected = "enqueue.enqueue.app.default.4000.delayed "
+	    "enqueue.orders.orders.created.5000.x.delay",
+	.puts = {
+		{ "", "enqueue.orders.orders.created.5000.x.delay",
+		  "enqueue.orders.orders.created.5000.x.delay", "eq-topic", 5000,
+		  "enqueue.app.orders" },
+		{ "", "enqueue.enqueue.app.default.4000.delayed",
+		  "enqueue.enqueue.app.default.4000.delayed", "eq-queue", 4000,
+		  "enqueue.app.default" },
+	},
+	.receive = { "enqueue.app.orders", "enqueue.app.default" },
+};
 
 /* EasyNetQ (DeadLetterExchangeAndMessageTtlScheduler): the message type's
  * topic exchange and a subscriber queue bound with '#'; per delay a
@@ -446,85 +499,79 @@ test_enqueue(void **state)
  * "<type name>_<dd_hh_mm_ss>" bound to it with the topic, dead-lettering
  * to the type's exchange without a key (each message keeps its own: the
  * topic, '' by default), no expiry. */
-static void
-test_easynetq(void **state)
-{
-	static const char type[] = "Shop.Messages.OrderPlaced, Shop.Messages";
-	char names[1024], sub[128], fx[128], fq[128], fx2[128], fq2[128];
-	json_t *r;
-
-	(void)state;
-	nsent = 0;
-	snprintf(sub, sizeof(sub), "%s_billing", type);
-	snprintf(fx, sizeof(fx), "%s_00_00_00_05", type);
-	snprintf(fq, sizeof(fq), "%s_00_00_00_05", type);
-	snprintf(fx2, sizeof(fx2), "%s_00_00_00_04", type);
-	snprintf(fq2, sizeof(fq2), "%s_00_00_00_04", type);
-	load("easynetq", "[{ key: billing, queue: 'Shop.Messages.OrderPlaced, "
-	    "Shop.Messages_billing' }]", "");
-	exchange(type, "topic");
-	queue(sub, 0, 0, NULL, NULL);
-	bind(sub, type, "#");
-	exchange(fx, "topic");
-	queue(fq, 5000, 0, type, NULL);
-	bind(fq, fx, "");
-	exchange(fx2, "topic");
-	queue(fq2, 4000, 0, type, NULL);
-	bind(fq2, fx2, "");
-	declare_ladder();
-
-	selected(names, sizeof(names));
-	{
-		char want[512];
-
-		snprintf(want, sizeof(want), "%s %s", fq2, fq);
-		assert_string_equal(names, want);
-	}
-	put(fx, "", fq, "en-5s", 0, 5000, sub, false);
-	put(fx2, "", fq2, "en-4s", 0, 4000, sub, false);
-	r = imove_move();
-	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
-	assert_string_equal(json_string_value(json_object_get(imove_queue_entry(r, fq),
-	    "destination")), "(each message's routing key)");
-	json_decref(r);
-	receive(sub);
-}
+#define ENQ_TYPE "Shop.Messages.OrderPlaced, Shop.Messages"
+static const struct lib_shape easynetq = {
+	"easynetq", "[{ key: billing, queue: '" ENQ_TYPE "_billing' }]",
+	.exchanges = {
+		{ ENQ_TYPE, "topic" },
+		{ ENQ_TYPE "_00_00_00_05", "topic" },
+		{ ENQ_TYPE "_00_00_00_04", "topic" },
+	},
+	.queues = {
+		{ ENQ_TYPE "_billing", 0, 0, NULL, NULL },
+		{ ENQ_TYPE "_00_00_00_05", 5000, 0, ENQ_TYPE, NULL },
+		{ ENQ_TYPE "_00_00_00_04", 4000, 0, ENQ_TYPE, NULL },
+	},
+	.binds = {
+		{ ENQ_TYPE "_billing", ENQ_TYPE, "#" },
+		{ ENQ_TYPE "_00_00_00_05", ENQ_TYPE "_00_00_00_05", "" },
+		{ ENQ_TYPE "_00_00_00_04", ENQ_TYPE "_00_00_00_04", "" },
+	},
+	.selected = ENQ_TYPE "_00_00_00_04 " ENQ_TYPE "_00_00_00_05",
+	.puts = {
+		{ ENQ_TYPE "_00_00_00_05", "", ENQ_TYPE "_00_00_00_05", "en-5s", 5000,
+		  ENQ_TYPE "_billing" },
+		{ ENQ_TYPE "_00_00_00_04", "", ENQ_TYPE "_00_00_00_04", "en-4s", 4000,
+		  ENQ_TYPE "_billing" },
+	},
+	.destination_says = "(each message's routing key)",
+	.receive = { ENQ_TYPE "_billing" },
+};
 
 /* Machinery (brokers/amqp delay): the configured exchange (direct) and
  * its task queue bound with the routing key; a delay queue
  * "delay.<ms>.<exchange>.<key>" bound to the same exchange by its own
  * name, dead-lettering to it with the task's key, x-expires = 2 x TTL,
  * no timestamp. */
+#define MCH_DELAY "delay.5000.machinery_exchange.machinery_task"
+static const struct lib_shape machinery = {
+	"machinery", "[machinery_tasks]",
+	.exchanges = { { "machinery_exchange", "direct" } },
+	.queues = {
+		{ "machinery_tasks", 0, 0, NULL, NULL },
+		{ MCH_DELAY, 5000, 10000, "machinery_exchange", "machinery_task" },
+	},
+	.binds = {
+		{ "machinery_tasks", "machinery_exchange", "machinery_task" },
+		{ MCH_DELAY, "machinery_exchange", MCH_DELAY },
+	},
+	.selected = MCH_DELAY,
+	.puts = {
+		{ "machinery_exchange", MCH_DELAY, MCH_DELAY, "mc-1", 5000, "machinery_tasks" },
+		{ "machinery_exchange", MCH_DELAY, MCH_DELAY, "mc-2", 5000, "machinery_tasks" },
+	},
+	.receive = { "machinery_tasks" },
+};
+
+static void
+test_enqueue(void **state)
+{
+	(void)state;
+	run_shape(&enqueue);
+}
+
+static void
+test_easynetq(void **state)
+{
+	(void)state;
+	run_shape(&easynetq);
+}
+
 static void
 test_machinery(void **state)
 {
-	char names[1024];
-	json_t *r;
-
 	(void)state;
-	nsent = 0;
-	load("machinery", "[machinery_tasks]", "");
-	exchange("machinery_exchange", "direct");
-	queue("machinery_tasks", 0, 0, NULL, NULL);
-	bind("machinery_tasks", "machinery_exchange", "machinery_task");
-	queue("delay.5000.machinery_exchange.machinery_task", 5000, 10000,
-	    "machinery_exchange", "machinery_task");
-	bind("delay.5000.machinery_exchange.machinery_task", "machinery_exchange",
-	    "delay.5000.machinery_exchange.machinery_task");
-	declare_ladder();
-
-	selected(names, sizeof(names));
-	assert_string_equal(names, "delay.5000.machinery_exchange.machinery_task");
-	put("machinery_exchange", "delay.5000.machinery_exchange.machinery_task",
-	    "delay.5000.machinery_exchange.machinery_task", "mc-1", 0, 5000,
-	    "machinery_tasks", false);
-	put("machinery_exchange", "delay.5000.machinery_exchange.machinery_task",
-	    "delay.5000.machinery_exchange.machinery_task", "mc-2", 0, 5000,
-	    "machinery_tasks", false);
-	r = imove_move();
-	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), 2);
-	json_decref(r);
-	receive("machinery_tasks");
+	run_shape(&machinery);
 }
 
 /* Where the node overwrites arrival stamps: a Laravel delay queue of 12 s

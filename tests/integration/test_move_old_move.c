@@ -99,13 +99,9 @@ test_moves_never_early_and_leaves_the_rest(void **state)
 		struct topology_arg a[3];
 		char err[512];
 
-		memset(a, 0, sizeof(a));
-		snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-		a[0].is_int = true;
-		a[0].num = 1;
-		snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-		snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-		snprintf(a[2].str, sizeof(a[2].str), "old.ts.12s");
+		itest_arg_int(&a[0], "x-message-ttl", 1);
+		itest_arg_str(&a[1], "x-dead-letter-exchange", "");
+		itest_arg_str(&a[2], "x-dead-letter-routing-key", "old.ts.12s");
 		assert_int_equal(broker_queue_declare(imove_ctx.amqp, "pre.1ms", true, a, 3,
 		    err, sizeof(err)), 0);
 	}

@@ -154,15 +154,10 @@ kombu_declare_classic_level(struct step_ctx *c, int k, char *err, size_t errlen)
 	struct topology_arg args[4];
 	char q[LADDER_NAME_MAX];
 
-	memset(args, 0, sizeof(args));
-	snprintf(args[0].key, sizeof(args[0].key), "x-queue-type");
-	snprintf(args[0].str, sizeof(args[0].str), "classic");
-	snprintf(args[1].key, sizeof(args[1].key), "x-overflow");
-	snprintf(args[1].str, sizeof(args[1].str), "reject-publish");
-	snprintf(args[2].key, sizeof(args[2].key), "x-message-ttl");
-	args[2].is_int = true;
-	args[2].num = (int64_t)1000 << k;
-	snprintf(args[3].key, sizeof(args[3].key), "x-dead-letter-exchange");
+	itest_arg_str(&args[0], "x-queue-type", "classic");
+	itest_arg_str(&args[1], "x-overflow", "reject-publish");
+	itest_arg_int(&args[2], "x-message-ttl", (int64_t)1000 << k);
+	itest_arg_str(&args[3], "x-dead-letter-exchange", "");
 	ladder_dead_letter_exchange(&c->plan->ladder, k, args[3].str, sizeof(args[3].str));
 	ladder_level_queue(&c->plan->ladder, k, q, sizeof(q));
 	return broker_queue_declare(c->amqp, q, true, args, 4, err, errlen);

@@ -21,6 +21,21 @@ watch_sample(const char *const *names, const int64_t *publish, size_t n)
 	    "queues", qs);
 }
 
+/* Ends a test's runs of remove_old in C: the context lets go of the
+ * state and clock it was given, the two results R and R2, the watch's
+ * sample WATCHED and the measurement MEASURED are freed, and C closed. */
+static void
+end_runs(struct step_ctx *c, json_t *r, json_t *r2, json_t *watched, json_t *measured)
+{
+	c->state = NULL;
+	c->now_ms = 0;
+	json_decref(r);
+	json_decref(r2);
+	json_decref(watched);
+	json_decref(measured);
+	step_ctx_close(c);
+}
+
 /* Runs remove_old in C again, on its earlier result LAST, with its clock
  * past the baseline window; fails the test unless the step succeeds and is
  * over. Returns its result (the caller frees it). */
@@ -65,7 +80,7 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	p = iold_match_plan("w", NULL, "1s");
 	made.p = p;
 	*state = &made;
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	for (i = 0; i < 4; i++)
 		iold_make_queue(c.amqp, names[i], 1000, -1, false);
 	iold_touch(c.amqp, "w.00");
@@ -129,14 +144,7 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 		fail_msg("%s", err);
 	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "removed"), 4);
 	assert_int_equal(ijson_int(json_object_get(r2, "counts"), "gone"), 0);
-	c.state = NULL;
-	c.now_ms = 0;
-	json_decref(r);
-	json_decref(r2);
-
-	json_decref(watched);
-	json_decref(measured);
-	step_ctx_close(&c);
+	end_runs(&c, r, r2, watched, measured);
 }
 
 /* A broker node that started after the baseline was read (a restart:
@@ -163,7 +171,7 @@ test_restart_after_the_baseline_waits_one_window(void **state)
 	p = iold_match_plan("n", NULL, "1s");
 	made.p = p;
 	*state = &made;
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "n.00", 1000, -1, false);
 	iold_make_queue(c.amqp, "n.01", 1000, -1, false);
 	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
@@ -198,13 +206,7 @@ test_restart_after_the_baseline_waits_one_window(void **state)
 	assert_string_equal(iold_outcome(r2, "n.00"), "removed");
 	assert_string_equal(iold_outcome(r2, "n.01"), "removed");
 	assert_false(iold_exists(c.amqp, "n.00", NULL));
-	c.state = NULL;
-	c.now_ms = 0;
-	json_decref(r2);
-	json_decref(r);
-	json_decref(watched);
-	json_decref(measured);
-	step_ctx_close(&c);
+	end_runs(&c, r2, r, watched, measured);
 }
 
 /* The depth and publish counter the management statistics show for
@@ -260,7 +262,7 @@ test_stale_depth_after_the_watch_is_not_an_arrival(void **state)
 	p = iold_match_plan("s", NULL, "1s");
 	made.p = p;
 	*state = &made;
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "s.00", 10000, -1, false);
 	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
@@ -311,19 +313,10 @@ test_stale_depth_after_the_watch_is_not_an_arrival(void **state)
 	step_ctx_close(&c);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_publish_after_the_watch_leaves_the_queue,
-		    iold_made_teardown),
-		cmocka_unit_test_teardown(test_restart_after_the_baseline_waits_one_window,
-		    iold_made_teardown),
-		cmocka_unit_test_teardown(test_stale_depth_after_the_watch_is_not_an_arrival,
-		    iold_made_teardown),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-}
+ITEST_MAIN(itest_main,
+	cmocka_unit_test_teardown(test_publish_after_the_watch_leaves_the_queue,
+	    iold_made_teardown),
+	cmocka_unit_test_teardown(test_restart_after_the_baseline_waits_one_window,
+	    iold_made_teardown),
+	cmocka_unit_test_teardown(test_stale_depth_after_the_watch_is_not_an_arrival,
+	    iold_made_teardown))

@@ -69,7 +69,7 @@ test_measure_sixty_old_queues(void **state)
 	(void)state;
 	iold_set_prefix();
 	p = iold_match_plan("m", NULL, "45s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_drop_policies(c.mgmt);
 	for (i = 0; i < 60; i++) {
 		snprintf(name, sizeof(name), "m.%02d", i);
@@ -271,7 +271,7 @@ test_dead_letter_chain(void **state)
 	p = iold_match_plan("d", NULL, "30s");
 	made.p = p;
 	*state = &made;
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	snprintf(x, sizeof(x), "%sd-dlx", iold_prefix);
 	if (broker_exchange_declare(c.amqp, x, "direct", true, NULL, 0, err,
 	    sizeof(err)) != 0)
@@ -357,7 +357,7 @@ test_expiring_old_queues_are_refused(void **state)
 	(void)state;
 	iold_set_prefix();
 	p = iold_match_plan("x", NULL, "1s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "x.00", 10000, 5000, false);	/* expires first */
 	iold_make_queue(c.amqp, "x.01", 10000, -1, false);	/* a policy's expires */
 	iold_make_queue(c.amqp, "x.02", 10000, 60000, false); /* expires later: fine */
@@ -433,17 +433,8 @@ test_expiring_old_queues_are_refused(void **state)
 	plan_free(p);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_measure_sixty_old_queues),
-		cmocka_unit_test_teardown(test_expiring_old_queues_are_refused,
-		    iold_expiring_teardown),
-		cmocka_unit_test_teardown(test_dead_letter_chain, iold_made_teardown),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-}
+ITEST_MAIN(itest_main,
+	cmocka_unit_test(test_measure_sixty_old_queues),
+	cmocka_unit_test_teardown(test_expiring_old_queues_are_refused,
+	    iold_expiring_teardown),
+	cmocka_unit_test_teardown(test_dead_letter_chain, iold_made_teardown))

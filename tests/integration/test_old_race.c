@@ -78,7 +78,7 @@ test_message_between_check_and_delete_survives(void **state)
 	(void)state;
 	iold_set_prefix();
 	p = iold_match_plan("x", NULL, "1s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "x.00", MIN_MS, -1, false);
 	iold_make_queue(c.amqp, "x.01", 1000, -1, false);
 	iold_touch_all(&c, "x", 2, 2);
@@ -153,19 +153,14 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	made.p = p;
 	made.policy = leftover_fence;
 	*state = &made;
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "f.00", MIN_MS, -1, true);
 	iold_make_queue(c.amqp, "f.01", 1000, -1, true);
 	/* Its x-overflow argument would win over a fence's reject-publish
 	 * (drop-head at max-length 0 would drop what enters): not fenced. */
-	memset(qa, 0, sizeof(qa));
-	snprintf(qa[0].key, sizeof(qa[0].key), "x-queue-type");
-	snprintf(qa[0].str, sizeof(qa[0].str), "quorum");
-	snprintf(qa[1].key, sizeof(qa[1].key), "x-overflow");
-	snprintf(qa[1].str, sizeof(qa[1].str), "drop-head");
-	snprintf(qa[2].key, sizeof(qa[2].key), "x-message-ttl");
-	qa[2].is_int = true;
-	qa[2].num = 1000;
+	itest_arg_str(&qa[0], "x-queue-type", "quorum");
+	itest_arg_str(&qa[1], "x-overflow", "drop-head");
+	itest_arg_int(&qa[2], "x-message-ttl", 1000);
 	snprintf(pattern, sizeof(pattern), "%sf.02", iold_prefix);
 	if (broker_queue_declare(c.amqp, pattern, true, qa, 3, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
@@ -243,16 +238,7 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	step_ctx_close(&c);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_message_between_check_and_delete_survives),
-		cmocka_unit_test_teardown(test_quorum_publish_between_check_and_delete_is_refused,
-		    iold_made_teardown),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-}
+ITEST_MAIN(itest_main,
+	cmocka_unit_test(test_message_between_check_and_delete_survives),
+	cmocka_unit_test_teardown(test_quorum_publish_between_check_and_delete_is_refused,
+	    iold_made_teardown))

@@ -24,7 +24,7 @@ test_remove_refuses_what_is_unsafe(void **state)
 	 * (max_message_ttl 1m) and holds 3 messages; r.08 waits 2h; r.09 is
 	 * deleted by hand after the measure. */
 	p = iold_match_plan("r", "1m", "30s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	for (i = 0; i <= 9; i++) {
 		snprintf(name, sizeof(name), "r.%02d", i);
 		iold_make_queue(c.amqp, name, i == 7 ? -1 : i == 8 ? 2 * HOUR_MS : (i + 1) * 1000,
@@ -203,7 +203,7 @@ test_remove_in_parallel(void **state)
 	iold_set_prefix();
 	snprintf(old, sizeof(old), "  queues: { match: '^%sp\\.[0-9]{3}$' }\n", iold_rprefix);
 	p = iold_load_plan(old, "1s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	/* Every 40th holds a message (a TTL long enough to keep it). */
 	for (i = 0; i < PAR_QUEUES; i++) {
 		snprintf(name, sizeof(name), "p.%03d", i);
@@ -284,7 +284,7 @@ test_remove_refuses_after_a_failed_measure(void **state)
 	(void)state;
 	iold_set_prefix();
 	p = iold_match_plan("f", NULL, "1s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "f.00", 1000, -1, false);
 	iold_make_queue(c.amqp, "f.01", -1, -1, false);
 	iold_touch_all(&c, "f", 2, 2);
@@ -348,7 +348,7 @@ test_remove_leaves_a_queue_whose_ttl_was_raised(void **state)
 	(void)state;
 	iold_set_prefix();
 	p = iold_match_plan("t", NULL, "30s");
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	iold_make_queue(c.amqp, "t.00", -1, -1, false);
 	iold_put_policy(c.mgmt, false, "pol-a", "t\\.", 1000);
 	await_policy_ttl(c.mgmt, "t.00", 1000);
@@ -425,7 +425,7 @@ test_remove_stops_after_repeated_broker_failures(void **state)
 	(void)state;
 	iold_set_prefix();
 	p0 = iold_match_plan("b", NULL, "1s");
-	iold_open_ctx(&c0, p0);
+	itest_ctx_open(&c0, p0);
 	for (i = 0; i < 6; i++) {
 		snprintf(name, sizeof(name), "b.%02zu", i);
 		iold_make_queue(c0.amqp, name, 1000, -1, false);
@@ -437,7 +437,7 @@ test_remove_stops_after_repeated_broker_failures(void **state)
 	setenv("CUTOVER_TEST_USER", user, 1);
 	p = iold_match_plan("b", NULL, "1s");
 	setenv("CUTOVER_TEST_USER", guest, 1);
-	iold_open_ctx(&c, p);
+	itest_ctx_open(&c, p);
 	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	c.measured = measured;
@@ -466,21 +466,12 @@ test_remove_stops_after_repeated_broker_failures(void **state)
 	plan_free(p0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_remove_refuses_what_is_unsafe),
-		cmocka_unit_test(test_remove_in_parallel),
-		cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
-		    itest_cleanup_teardown),
-		cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
-		    itest_cleanup_teardown),
-		cmocka_unit_test_teardown(test_remove_stops_after_repeated_broker_failures,
-		    itest_cleanup_teardown),
-	};
-
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	return itest_run_part("tests", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-}
+ITEST_MAIN(itest_main,
+	cmocka_unit_test(test_remove_refuses_what_is_unsafe),
+	cmocka_unit_test(test_remove_in_parallel),
+	cmocka_unit_test_teardown(test_remove_refuses_after_a_failed_measure,
+	    itest_cleanup_teardown),
+	cmocka_unit_test_teardown(test_remove_leaves_a_queue_whose_ttl_was_raised,
+	    itest_cleanup_teardown),
+	cmocka_unit_test_teardown(test_remove_stops_after_repeated_broker_failures,
+	    itest_cleanup_teardown))

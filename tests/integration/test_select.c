@@ -105,10 +105,7 @@ make_queue(const char *name, int64_t ttl_ms)
 	struct topology_arg a[1];
 	char err[1024];
 
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	a[0].num = ttl_ms;
+	itest_arg_int(&a[0], "x-message-ttl", ttl_ms);
 	assert_true(made.nqueues < sizeof(made.queues) / sizeof(made.queues[0]));
 	snprintf(made.queues[made.nqueues++], sizeof(made.queues[0]), "%s", name);
 	if (broker_queue_declare(made.c.amqp, name, true, a, 1, err, sizeof(err)) != 0)

@@ -121,13 +121,9 @@ old_queue(const char *name, int64_t ttl_ms)
 	struct topology_arg a[3];
 	char err[1024];
 
-	memset(a, 0, sizeof(a));
-	snprintf(a[0].key, sizeof(a[0].key), "x-message-ttl");
-	a[0].is_int = true;
-	a[0].num = ttl_ms;
-	snprintf(a[1].key, sizeof(a[1].key), "x-dead-letter-exchange");
-	snprintf(a[2].key, sizeof(a[2].key), "x-dead-letter-routing-key");
-	snprintf(a[2].str, sizeof(a[2].str), DEST);
+	itest_arg_int(&a[0], "x-message-ttl", ttl_ms);
+	itest_arg_str(&a[1], "x-dead-letter-exchange", "");
+	itest_arg_str(&a[2], "x-dead-letter-routing-key", DEST);
 	assert_int_equal(broker_queue_declare(source.b, name, true, a, 3, err,
 	    sizeof(err)), 0);
 }

@@ -20,7 +20,7 @@ event_quotes(const struct store_event *ev, void *arg)
 static void
 assert_token_nowhere(struct fixture *f)
 {
-	const char *needle[2] = { iwatch_need_env("CUTOVER_TEST_UNLEASH_TOKEN"), NULL };
+	const char *needle[2] = { itest_need_env("CUTOVER_TEST_UNLEASH_TOKEN"), NULL };
 	struct alerts al;
 	char *text = json_dumps(f->state, JSON_COMPACT), err[512];
 

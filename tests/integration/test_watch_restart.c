@@ -47,7 +47,7 @@ test_broker_unreachable_is_an_alert(void **state)
 static int
 node_port(void)
 {
-	const char *url = iwatch_need_env("CUTOVER_TEST_AMQP"), *c = strrchr(url, ':');
+	const char *url = itest_need_env("CUTOVER_TEST_AMQP"), *c = strrchr(url, ':');
 	int port = c != NULL ? atoi(c + 1) : 0;
 
 	if (port <= 0)
@@ -164,7 +164,7 @@ test_broker_restart_mid_watch(void **state)
 static pid_t
 restart_management_start(void)
 {
-	const char *src = iwatch_need_env("CUTOVER_SOURCE_DIR");
+	const char *src = itest_need_env("CUTOVER_SOURCE_DIR");
 	char script[PATH_MAX], port[16], log[PATH_MAX];
 	char *argv[] = { script, "management-restart", "--port", port, NULL };
 

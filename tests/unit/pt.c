@@ -123,6 +123,16 @@ pt_expect_error(const char *text, int line, int column, const char *msg)
 	plan_errors_free(&errs);
 }
 
+void
+pt_expect_edit_error(const char *from, const char *to, int line, int column,
+    const char *msg)
+{
+	char *t = pt_subst(pt_base_plan, from, to);
+
+	pt_expect_error(t, line, column, msg);
+	free(t);
+}
+
 struct plan *
 pt_expect_valid(const char *text)
 {

@@ -32,6 +32,11 @@ int pt_has_error(const struct plan_errors *errs, int line, int column, const cha
 /* Loads TEXT, which must fail with an error at LINE:COLUMN containing MSG. */
 void pt_expect_error(const char *text, int line, int column, const char *msg);
 
+/* pt_base_plan with the first FROM replaced by TO, which must fail to
+ * load with an error at LINE:COLUMN containing MSG. */
+void pt_expect_edit_error(const char *from, const char *to, int line, int column,
+    const char *msg);
+
 /* Loads TEXT, which must be valid. The caller frees the plan. */
 struct plan *pt_expect_valid(const char *text);
 

@@ -4,11 +4,6 @@
  * the sources); the store keeps whether an alert's cause is still there
  * and which alert one returns after; and the API's alerts carry the row's
  * "means", "check" and "clear" and "cause_present". */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -16,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "alert_kinds.h"
 #include "fx.h"
 #include "store.h"
@@ -282,15 +278,8 @@ test_api_fields(void **state)
 	json_decref(doc);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rows_complete),
-		cmocka_unit_test(test_every_raised_kind_in_table),
-		cmocka_unit_test_setup_teardown(test_cause_and_return, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_api_fields, fx_setup, fx_teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_rows_complete),
+	cmocka_unit_test(test_every_raised_kind_in_table),
+	cmocka_unit_test_setup_teardown(test_cause_and_return, fx_setup, fx_teardown),
+	cmocka_unit_test_setup_teardown(test_api_fields, fx_setup, fx_teardown))

@@ -3,15 +3,13 @@
  * them: a quorum plan needs quorum_queue and stream_queue enabled and
  * RabbitMQ 3.10 or later, a classic plan nothing; an unlisted flag counts
  * as enabled from 4.0 only; every refusal names what is missing. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "broker_needs.h"
 #include "plan.h"
 
@@ -124,17 +122,10 @@ test_classic_plan_needs_nothing(void **state)
 	assert_string_equal(err, "");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_quorum_plan_on_a_full_broker),
-		cmocka_unit_test(test_stream_queue_disabled_is_named),
-		cmocka_unit_test(test_changing_flag_is_not_enabled),
-		cmocka_unit_test(test_old_broker_lacks_at_least_once),
-		cmocka_unit_test(test_unlisted_flag_counts_only_from_4_0),
-		cmocka_unit_test(test_classic_plan_needs_nothing),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_quorum_plan_on_a_full_broker),
+	cmocka_unit_test(test_stream_queue_disabled_is_named),
+	cmocka_unit_test(test_changing_flag_is_not_enabled),
+	cmocka_unit_test(test_old_broker_lacks_at_least_once),
+	cmocka_unit_test(test_unlisted_flag_counts_only_from_4_0),
+	cmocka_unit_test(test_classic_plan_needs_nothing))

@@ -1,14 +1,10 @@
 /* test_duration: parsing and printing plan durations, exactly and without rounding. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cm.h"
 #include "ct.h"
 #include "duration.h"
 
@@ -201,16 +197,9 @@ test_round_trip(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_good),
-		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_format),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_describe),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_parse_good),
+	cmocka_unit_test(test_parse_bad),
+	cmocka_unit_test(test_format),
+	cmocka_unit_test(test_round_trip),
+	cmocka_unit_test(test_describe))

@@ -3,11 +3,6 @@
  * reordering or cut tail of it fails naming the first bad event — on a
  * real SQLite file whose chain two plans share; and `cutover history
  * --verify FILE` says the same. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <limits.h>
 #include <stdbool.h>
@@ -17,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cm.h"
 #include "export.h"
 #include "export_verify.h"
 #include "store.h"
@@ -583,18 +579,11 @@ test_csv_formula_cells(void **state)
 	store_close(s);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_both_verify),
-		cmocka_unit_test(test_steps_derived),
-		cmocka_unit_test(test_json_edited),
-		cmocka_unit_test(test_json_removed_reordered_cut),
-		cmocka_unit_test(test_csv_tampered),
-		cmocka_unit_test(test_cli),
-		cmocka_unit_test(test_csv_formula_cells),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+CM_MAIN(setup, teardown,
+	cmocka_unit_test(test_both_verify),
+	cmocka_unit_test(test_steps_derived),
+	cmocka_unit_test(test_json_edited),
+	cmocka_unit_test(test_json_removed_reordered_cut),
+	cmocka_unit_test(test_csv_tampered),
+	cmocka_unit_test(test_cli),
+	cmocka_unit_test(test_csv_formula_cells))

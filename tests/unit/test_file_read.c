@@ -1,10 +1,5 @@
 /* test_file_read: the one file reader — a file read whole up to its
  * bound and not a byte past it, each failure told apart by its code. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cm.h"
 #include "file_read.h"
 
 /* Writes N bytes of 'x' into a new temporary file, its name into PATH. */
@@ -99,15 +95,8 @@ test_codes_have_words(void **state)
 	assert_string_equal(file_read_strerror(-99), "unknown");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_the_bound_is_exact),
-		cmocka_unit_test(test_empty_file),
-		cmocka_unit_test(test_open_and_read_failures),
-		cmocka_unit_test(test_codes_have_words),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_the_bound_is_exact),
+	cmocka_unit_test(test_empty_file),
+	cmocka_unit_test(test_open_and_read_failures),
+	cmocka_unit_test(test_codes_have_words))

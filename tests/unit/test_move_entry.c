@@ -3,14 +3,10 @@
  * let it out: every case checks the delay against that moment, at the
  * edges where rounding goes wrong (the timestamp's second, the unit, a
  * message already due, the ladder's largest delay, the lateness bound). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <string.h>
 
+#include "cm.h"
 #include "move_entry.h"
 
 #define NOW 1795003200500LL	/* half a second into a second */
@@ -376,24 +372,17 @@ test_death_and_rest(void **state)
 	assert_int_equal(move_decide(&r, &m, NOW, &d), -1);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_timestamp_counts_the_end_of_its_second),
-		cmocka_unit_test(test_unknown_first_seen_earlier),
-		cmocka_unit_test(test_rounds_up_to_the_unit),
-		cmocka_unit_test(test_header_rfc3339),
-		cmocka_unit_test(test_already_due_goes_at_once),
-		cmocka_unit_test(test_unknown_within_the_bound_takes_the_full_ttl),
-		cmocka_unit_test(test_unknown_over_the_bound_is_left),
-		cmocka_unit_test(test_unreadable_stamps_are_unknown),
-		cmocka_unit_test(test_beyond_the_ladder_is_left),
-		cmocka_unit_test(test_bad_rule),
-		cmocka_unit_test(test_arrival_is_exact),
-		cmocka_unit_test(test_second_source),
-		cmocka_unit_test(test_death_and_rest),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_timestamp_counts_the_end_of_its_second),
+	cmocka_unit_test(test_unknown_first_seen_earlier),
+	cmocka_unit_test(test_rounds_up_to_the_unit),
+	cmocka_unit_test(test_header_rfc3339),
+	cmocka_unit_test(test_already_due_goes_at_once),
+	cmocka_unit_test(test_unknown_within_the_bound_takes_the_full_ttl),
+	cmocka_unit_test(test_unknown_over_the_bound_is_left),
+	cmocka_unit_test(test_unreadable_stamps_are_unknown),
+	cmocka_unit_test(test_beyond_the_ladder_is_left),
+	cmocka_unit_test(test_bad_rule),
+	cmocka_unit_test(test_arrival_is_exact),
+	cmocka_unit_test(test_second_source),
+	cmocka_unit_test(test_death_and_rest))

@@ -1,14 +1,10 @@
 /* test_near: the word a mistyped one most likely meant (base/near.c):
  * distances with swaps, case and '-' for '_', the bound a third of the
  * word, no guess on a tie or past the bound. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <string.h>
 
+#include "cm.h"
 #include "near.h"
 
 static void
@@ -80,13 +76,6 @@ test_word(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_distance),
-		cmocka_unit_test(test_word),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_distance),
+	cmocka_unit_test(test_word))

@@ -2,15 +2,11 @@
  * --last-entry time and the deadlines that follow from it. A time read
  * wrongly puts deadlines in the past, and remove_old then deletes queues
  * that can still hold messages, so every misreading must be refused. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cm.h"
 #include "ct.h"
 #include "old_path.h"
 
@@ -94,15 +90,8 @@ test_moved_stands(void **state)
 	json_decref(no_horizon);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_time_parse_good),
-		cmocka_unit_test(test_time_parse_bad),
-		cmocka_unit_test(test_deadline),
-		cmocka_unit_test(test_moved_stands),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_time_parse_good),
+	cmocka_unit_test(test_time_parse_bad),
+	cmocka_unit_test(test_deadline),
+	cmocka_unit_test(test_moved_stands))

@@ -3,15 +3,13 @@
  * selector built on them: PCRE syntax the broker accepts, a limit hit is
  * an error and never a non-match, the policy of the highest priority whose
  * apply-to and pattern fit, and no selection of the plan's own queues. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "old_path.h"
 #include "pattern.h"
 #include "plan.h"
@@ -273,18 +271,11 @@ test_old_selector(void **state)
 	plan_free(p);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pcre_syntax),
-		cmocka_unit_test(test_exact),
-		cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_limits_are_errors),
-		cmocka_unit_test(test_apply_to_table),
-		cmocka_unit_test(test_policy_for),
-		cmocka_unit_test(test_old_selector),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_pcre_syntax),
+	cmocka_unit_test(test_exact),
+	cmocka_unit_test(test_refused),
+	cmocka_unit_test(test_limits_are_errors),
+	cmocka_unit_test(test_apply_to_table),
+	cmocka_unit_test(test_policy_for),
+	cmocka_unit_test(test_old_selector))

@@ -5,7 +5,6 @@
  * and plan.h promise. Each section's rules have a file of their own
  * (test_plan_*.c). Run under valgrind for leaks. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "clock.h"
 #include "ladder.h"
 #include "plan.h"
@@ -144,15 +142,12 @@ test_types(void **state)
 		{ "'^delay\\.[0-9]+s$'", "''", 8, 20, "old.queues.match is empty" },
 		{ "  queues: { match: '^delay\\.[0-9]+s$' }\n", "  queues:\n    names: [a, 7, '']\n", 9, 19, "old.queues.names[2] is empty" },
 	};
-	char *t;
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		t = pt_subst(pt_base_plan, cases[i].from, cases[i].to);
-		pt_expect_error(t, cases[i].line, cases[i].column, cases[i].msg);
-		free(t);
-	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		pt_expect_edit_error(cases[i].from, cases[i].to, cases[i].line, cases[i].column,
+		    cases[i].msg);
 }
 
 static void
@@ -254,7 +249,8 @@ test_shape_bounds(void **state)
 	assert_true(ms < 1000);
 	free(t);
 	t = nested("name: ", 20000, "{a: ", "}", "\n");
-	pt_expect_error(t, 1, 131, "the YAML nests more than 32 lists and mappings deep here");
+	pt_expect_error(t,
+	1, 131, "the YAML nests more than 32 lists and mappings deep here");
 	free(t);
 	t = nested("name: ", 31, "[", "]", "\n");
 	pt_expect_error(t, 1, 7, "name is a list");
@@ -316,8 +312,10 @@ test_documents(void **state)
 	pt_expect_error("---\n", 2, 1, "the plan is empty");
 	pt_expect_error("hello\n", 1, 1, "the plan is a scalar");
 	pt_expect_error("name: [unclosed\n", 2, 1, "YAML syntax error");
-	pt_expect_error("name: *nothing\n", 1, 7, "YAML syntax error: found undefined alias");
-	pt_expect_error("name: \"a\\xffb\"\nname: x\xff\n", 2, 8, "YAML syntax error: invalid");
+	pt_expect_error("name: *nothing\n",
+	1, 7, "YAML syntax error: found undefined alias");
+	pt_expect_error("name: \"a\\xffb\"\nname: x\xff\n",
+	2, 8, "YAML syntax error: invalid");
 	/* A syntax error after a valid first document is still reported. */
 	t = malloc(strlen(pt_base_plan) + 32);
 	strcpy(t, pt_base_plan);
@@ -370,19 +368,12 @@ test_null_arguments(void **state)
 	free(t);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_three_mistakes),
-		cmocka_unit_test(test_errors_everywhere),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_types),
-		cmocka_unit_test(test_error_format),
-		cmocka_unit_test(test_documents),
-		cmocka_unit_test(test_shape_bounds),
-		cmocka_unit_test(test_null_arguments),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_three_mistakes),
+	cmocka_unit_test(test_errors_everywhere),
+	cmocka_unit_test(test_defaults),
+	cmocka_unit_test(test_types),
+	cmocka_unit_test(test_error_format),
+	cmocka_unit_test(test_documents),
+	cmocka_unit_test(test_shape_bounds),
+	cmocka_unit_test(test_null_arguments))

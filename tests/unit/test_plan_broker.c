@@ -2,7 +2,6 @@
  * cluster's lists, and secrets that no error message repeats — and the
  * target section, another broker read the same way. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "pt.h"
 
@@ -58,24 +56,20 @@ test_url_lists(void **state)
 	assert_int_equal(p->broker.return_after_ms, S(5));
 	plan_free(p);
 	free(t);
-	t = pt_subst(pt_base_plan, "  username: guest\n", "  username: guest\n  return_after: 0s\n");
-	pt_expect_error(t, 6, 17, "expected a duration greater than 0");
-	free(t);
+	pt_expect_edit_error("  username: guest\n", "  username: guest\n  return_after: 0s\n",
+	    6, 17, "expected a duration greater than 0");
 	/* A single string is a list of one. */
 	p = pt_expect_valid(pt_base_plan);
 	assert_int_equal(p->broker.namqp, 1);
 	assert_string_equal(p->broker.amqp_urls[0], p->broker.amqp);
 	assert_int_equal(p->broker.nmanagement, 1);
 	plan_free(p);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		t = pt_subst(pt_base_plan, "amqp://127.0.0.1:5672/%2f", bad[i].amqp);
-		pt_expect_error(t, 3, bad[i].column, bad[i].msg);
-		free(t);
-	}
-	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672",
-	    "[http://127.0.0.1:15706, ftp://127.0.0.1:15707]");
-	pt_expect_error(t, 4, 40, "broker.management[1] 'ftp://127.0.0.1:15707' is not an http");
-	free(t);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		pt_expect_edit_error("amqp://127.0.0.1:5672/%2f", bad[i].amqp,
+		    3, bad[i].column, bad[i].msg);
+	pt_expect_edit_error("http://127.0.0.1:15672",
+	    "[http://127.0.0.1:15706, ftp://127.0.0.1:15707]",
+	    4, 40, "broker.management[1] 'ftp://127.0.0.1:15707' is not an http");
 }
 
 static void
@@ -121,12 +115,10 @@ test_urls(void **state)
 	p = pt_expect_valid(t);
 	plan_free(p);
 	free(t);
-	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672", "http://127.0.0.1:15672/?x=1");
-	pt_expect_error(t, 4, 15, "has a query");
-	free(t);
-	t = pt_subst(pt_base_plan, "http://127.0.0.1:15672", "http://admin:hunter2@127.0.0.1:15672");
-	pt_expect_error(t, 4, 15, "carries credentials");
-	free(t);
+	pt_expect_edit_error("http://127.0.0.1:15672", "http://127.0.0.1:15672/?x=1",
+	    4, 15, "has a query");
+	pt_expect_edit_error("http://127.0.0.1:15672", "http://admin:hunter2@127.0.0.1:15672",
+	    4, 15, "carries credentials");
 }
 
 static void
@@ -190,29 +182,19 @@ test_target(void **state)
 	plan_free(p);
 	free(t);
 
-	t = pt_subst(pt_base_plan, "old:\n", "target:\n  amqp: amqp://10.0.0.2/%2f\n"
-	    "  username: cutover\n  password: env:P\nold:\n");
-	pt_expect_error(t, 8, 3, "missing required key 'management' in target");
-	free(t);
-	t = pt_subst(pt_base_plan, "old:\n", "target:\n"
+	pt_expect_edit_error("old:\n", "target:\n  amqp: amqp://10.0.0.2/%2f\n"
+	    "  username: cutover\n  password: env:P\nold:\n",
+	    8, 3, "missing required key 'management' in target");
+	pt_expect_edit_error("old:\n", "target:\n"
 	    "  amqp: amqp://127.0.0.1:5672/%2f\n  management: http://127.0.0.1:15672\n"
-	    "  username: guest\n  password: env:RABBIT_PASSWORD\nold:\n");
-	pt_expect_error(t, 8, 9, "target.amqp 'amqp://127.0.0.1:5672/%2f' is broker.amqp's too");
-	free(t);
-	t = pt_subst(pt_base_plan, "old:\n", "target: amqp://10.0.0.2/%2f\nold:\n");
-	pt_expect_error(t, 7, 9, "target");
-	free(t);
+	    "  username: guest\n  password: env:RABBIT_PASSWORD\nold:\n",
+	    8, 9, "target.amqp 'amqp://127.0.0.1:5672/%2f' is broker.amqp's too");
+	pt_expect_edit_error("old:\n", "target: amqp://10.0.0.2/%2f\nold:\n",
+	    7, 9, "target");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_urls),
-		cmocka_unit_test(test_url_lists),
-		cmocka_unit_test(test_secrets_not_echoed),
-		cmocka_unit_test(test_target),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_urls),
+	cmocka_unit_test(test_url_lists),
+	cmocka_unit_test(test_secrets_not_echoed),
+	cmocka_unit_test(test_target))

@@ -2,7 +2,6 @@
  * the values they say, and every malformed plan under tests/plans/bad fails
  * with the error its first line announces ("# expect: LINE:COLUMN: text"). */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "ladder.h"
 #include "plan.h"
 #include "plan_flag.h"
@@ -280,15 +278,8 @@ test_bad_plans(void **state)
 	assert_int_equal(failed, 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_example_orders),
-		cmocka_unit_test(test_example_celery),
-		cmocka_unit_test(test_example_nservicebus),
-		cmocka_unit_test(test_bad_plans),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_example_orders),
+	cmocka_unit_test(test_example_celery),
+	cmocka_unit_test(test_example_nservicebus),
+	cmocka_unit_test(test_bad_plans))

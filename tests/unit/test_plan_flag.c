@@ -1,7 +1,6 @@
 /* test_plan_flag: the flag section of kind http — the values its read
  * compares with and the headers it sends. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "plan_flag.h"
 #include "pt.h"
@@ -124,13 +122,6 @@ test_flag_headers(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flag_read_values),
-		cmocka_unit_test(test_flag_headers),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_flag_read_values),
+	cmocka_unit_test(test_flag_headers))

@@ -2,7 +2,6 @@
  * max_delay and its limits, the canary's defaults, the naming styles' rules
  * and a destination's long form. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "ladder.h"
 #include "plan.h"
 #include "pt.h"
@@ -104,7 +102,6 @@ static void
 test_ladder_naming_rules(void **state)
 {
 	struct plan *p;
-	char *t;
 
 	(void)state;
 	/* kombu: unit 1s and levels 28 may be written; max_delay within 28 levels. */
@@ -124,27 +121,23 @@ test_ladder_naming_rules(void **state)
 	p = with_ladder("  naming: kombu\n  queue_type: classic\n", "flag:\n");
 	assert_int_equal(p->queue_type, PLAN_QUEUE_CLASSIC);
 	plan_free(p);
-	t = pt_subst(pt_base_plan, "  unit: 1s\n  max_delay: 12d\n",
-	    "  naming: nservicebus\n  queue_type: classic\n");
-	pt_expect_error(t, 11, 15, "ladder.queue_type classic is not used with "
+	pt_expect_edit_error("  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: nservicebus\n  queue_type: classic\n",
+	    11, 15, "ladder.queue_type classic is not used with "
 	    "nservicebus naming");
-	free(t);
-	t = pt_subst(pt_base_plan, "  unit: 1s\n  max_delay: 12d\n",
-	    "  naming: kombu\n  prefix: 'a b'\n");
-	pt_expect_error(t, 11, 11, "ladder.prefix is not valid");
-	free(t);
+	pt_expect_edit_error("  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  prefix: 'a b'\n", 11, 11, "ladder.prefix is not valid");
 
 	/* 3200 days is more than 2^28 - 1 seconds (about 3106 days). */
-	t = pt_subst(pt_base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  max_delay: 3200d\n");
-	pt_expect_error(t, 11, 14, "needs more than 28 levels of 1s");
-	free(t);
-	t = pt_subst(pt_base_plan, "  unit: 1s\n  max_delay: 12d\n", "  naming: kombu\n  levels: 28\n  max_delay: 1d\n");
-	pt_expect_error(t, 12, 3, "ladder has both max_delay and levels");
-	free(t);
+	pt_expect_edit_error("  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  max_delay: 3200d\n",
+	    11, 14, "needs more than 28 levels of 1s");
+	pt_expect_edit_error("  unit: 1s\n  max_delay: 12d\n",
+	    "  naming: kombu\n  levels: 28\n  max_delay: 1d\n",
+	    12, 3, "ladder has both max_delay and levels");
 	/* A unit so large the ladder overflows 64-bit milliseconds. */
-	t = pt_subst(pt_base_plan, "  unit: 1s\n  max_delay: 12d\n", "  unit: 36500d\n  levels: 32\n");
-	pt_expect_error(t, 10, 9, "is not valid");
-	free(t);
+	pt_expect_edit_error("  unit: 1s\n  max_delay: 12d\n", "  unit: 36500d\n  levels: 32\n",
+	    10, 9, "is not valid");
 }
 
 /* The plan's max_delay is the most publishing takes:
@@ -177,9 +170,8 @@ test_max_delay_limits(void **state)
 	pt_expect_error(t, 14, 16, "canary.delays[1] 11s is beyond the ladder's largest "
 	    "delay 10s");
 	free(t);
-	t = pt_subst(pt_base_plan, "  max_delay: 12d\n", "  max_delay: 0s\n");
-	pt_expect_error(t, 11, 14, "ladder.max_delay is 0s; expected a duration greater than 0");
-	free(t);
+	pt_expect_edit_error("  max_delay: 12d\n", "  max_delay: 0s\n",
+	    11, 14, "ladder.max_delay is 0s; expected a duration greater than 0");
 }
 
 /* A destination whose routing key is not its queue's name, or reaches an
@@ -239,23 +231,13 @@ test_destination_long_form(void **state)
 	assert_true(plan_names_destination(p, "destination_route"));
 	assert_false(plan_names_destination(p, "k"));
 	plan_free(p);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		t = pt_subst(pt_base_plan, from, bad[i].to);
-		pt_expect_error(t, bad[i].line, bad[i].column, bad[i].msg);
-		free(t);
-	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		pt_expect_edit_error(from, bad[i].to, bad[i].line, bad[i].column, bad[i].msg);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_canary_defaults),
-		cmocka_unit_test(test_levels_from_max_delay),
-		cmocka_unit_test(test_max_delay_limits),
-		cmocka_unit_test(test_destination_long_form),
-		cmocka_unit_test(test_ladder_naming_rules),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_canary_defaults),
+	cmocka_unit_test(test_levels_from_max_delay),
+	cmocka_unit_test(test_max_delay_limits),
+	cmocka_unit_test(test_destination_long_form),
+	cmocka_unit_test(test_ladder_naming_rules))

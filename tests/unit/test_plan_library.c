@@ -6,20 +6,17 @@
  * reads the timestamp; the arrival probe's verdicts; and what `cutover
  * check` prints of a library (and nothing new for a plan without one). */
 #define _GNU_SOURCE	/* open_memstream */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "check.h"
 #include "pattern.h"
 #include "plan.h"
 #include "plan_library.h"
+#include "pt.h"
 #include "steps/arrival_stamp.h"
 #include "steps/move_entry.h"
 
@@ -47,22 +44,6 @@ plan_text(const char *old, const char *move)
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, "
 	    "move_old, watch, remove_old]\n", old, move) > 0);
 	return t;
-}
-
-static struct plan *
-load_ok(const char *text)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char line[512];
-
-	if (plan_load_buffer("t.yaml", text, strlen(text), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			print_error("%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail();
-	}
-	return p;
 }
 
 /* Whether the selection of library NAME takes queue Q. */
@@ -150,7 +131,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	(void)state;
 	t = plan_text("  library: symfony\n", "");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_ptr_equal(p->old.library, sym);
 	assert_int_equal(plan_library_match(sym, match, sizeof(match)), 0);
 	assert_string_equal(p->old.match, match);
@@ -172,7 +153,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	t = plan_text("  library: symfony\n  queues: { match: '^delay_app_' }\n"
 	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: '_delay$' }, from: timestamp }\n");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_string_equal(p->old.match, "^delay_app_");
 	assert_false(p->old.match_from_library);
 	assert_true(p->old.allow_expiring);
@@ -184,7 +165,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	/* Names instead of a pattern. */
 	t = plan_text("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_null(p->old.match);
 	assert_int_equal(p->old.nnames, 1);
 	assert_false(p->old.allow_expiring);
@@ -195,7 +176,7 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 
 	/* No library: nothing changes. */
 	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	p = load_ok(t);
+	p = pt_expect_valid(t);
 	assert_null(p->old.library);
 	assert_false(p->old.allow_expiring);
 	assert_int_equal(p->move_old.nentries, 0);
@@ -432,18 +413,11 @@ test_docs_say_what_the_table_says(void **state)
 	free(fmt);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_selections_take_the_delay_queues_only),
-		cmocka_unit_test(test_library_sets_what_the_plan_does_not_write),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_retry_queues_never_read_the_timestamp),
-		cmocka_unit_test(test_arrival_verdicts),
-		cmocka_unit_test(test_check_prints_what_a_library_implies),
-		cmocka_unit_test(test_docs_say_what_the_table_says),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_selections_take_the_delay_queues_only),
+	cmocka_unit_test(test_library_sets_what_the_plan_does_not_write),
+	cmocka_unit_test(test_errors),
+	cmocka_unit_test(test_retry_queues_never_read_the_timestamp),
+	cmocka_unit_test(test_arrival_verdicts),
+	cmocka_unit_test(test_check_prints_what_a_library_implies),
+	cmocka_unit_test(test_docs_say_what_the_table_says))

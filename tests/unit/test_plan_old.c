@@ -2,7 +2,6 @@
  * would take one of the plan's own queues, or cost too much to match, are
  * refused. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "pt.h"
 
@@ -83,12 +81,5 @@ test_old_selection_rules(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_old_selection_rules),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_old_selection_rules))

@@ -1,7 +1,6 @@
 /* test_plan_steps: the plan's steps — the step-kind table's names and
  * columns, and the order rules a plan's steps must follow. */
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "pt.h"
 
@@ -108,14 +106,7 @@ test_step_order(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_step_kind_names),
-		cmocka_unit_test(test_step_kind_table),
-		cmocka_unit_test(test_step_order),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_step_kind_names),
+	cmocka_unit_test(test_step_kind_table),
+	cmocka_unit_test(test_step_order))

@@ -3,14 +3,12 @@
  * dead-letter at most once and that a broker restart loses what expires
  * then; quorum ones get none. The old-path answer says the watch raises
  * broker_restart. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "review.h"
 
@@ -157,15 +155,8 @@ test_metrics_answer_says_what_is_measured(void **state)
 	json_decref(c);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classic_levels_are_warned_about),
-		cmocka_unit_test(test_quorum_levels_are_not),
-		cmocka_unit_test(test_library_producers_are_warned_about),
-		cmocka_unit_test(test_metrics_answer_says_what_is_measured),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_classic_levels_are_warned_about),
+	cmocka_unit_test(test_quorum_levels_are_not),
+	cmocka_unit_test(test_library_producers_are_warned_about),
+	cmocka_unit_test(test_metrics_answer_says_what_is_measured))

@@ -1,12 +1,8 @@
 /* test_sentences: messages built a clause at a time into a fixed buffer. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <string.h>
 
+#include "cm.h"
 #include "sentences.h"
 
 static void
@@ -60,14 +56,7 @@ test_tiny_buffer(void **state)
 	assert_string_equal(buf, "ab");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clauses_joined),
-		cmocka_unit_test(test_cut_is_marked),
-		cmocka_unit_test(test_tiny_buffer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_clauses_joined),
+	cmocka_unit_test(test_cut_is_marked),
+	cmocka_unit_test(test_tiny_buffer))

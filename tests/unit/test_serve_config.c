@@ -7,7 +7,6 @@
  * its row says; each event kind's webhook and Slack bodies say what
  * happened. tests/cli/test_serve_config.sh checks tests/serve/bad/ one
  * error at a time. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
 #include <jansson.h>
 
+#include "cm.h"
 #include "notify_body.h"
 #include "serve_config.h"
 #include "store_notify.h"
@@ -275,18 +274,11 @@ test_bodies(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full_config),
-		cmocka_unit_test(test_empty_mapping_has_no_values),
-		cmocka_unit_test(test_every_mistake_in_order),
-		cmocka_unit_test(test_backup_section),
-		cmocka_unit_test(test_env_reference_checked_by_name_only),
-		cmocka_unit_test(test_history_events_map_to_notifier_events),
-		cmocka_unit_test(test_bodies),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_full_config),
+	cmocka_unit_test(test_empty_mapping_has_no_values),
+	cmocka_unit_test(test_every_mistake_in_order),
+	cmocka_unit_test(test_backup_section),
+	cmocka_unit_test(test_env_reference_checked_by_name_only),
+	cmocka_unit_test(test_history_events_map_to_notifier_events),
+	cmocka_unit_test(test_bodies))

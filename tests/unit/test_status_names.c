@@ -2,14 +2,10 @@
  * has words of its own within the module (a log or a message tells them
  * apart), 0 is the module's success, and a value outside the table reads
  * as unknown rather than as one of them. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <string.h>
 
+#include "cm.h"
 #include "broker/broker.h"
 #include "broker/mgmt.h"
 #include "file_read.h"
@@ -77,12 +73,5 @@ test_each_code_has_its_own_words(void **state)
 	}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_each_code_has_its_own_words),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_each_code_has_its_own_words))

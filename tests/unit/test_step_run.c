@@ -2,14 +2,10 @@
  * the status name tables (the names the database stores), the step-kind
  * table's columns that stood for "watch" and remove_old in the engine, and
  * a step context's run part, ended in one call. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <string.h>
 
+#include "cm.h"
 #include "status.h"
 #include "step.h"
 #include "step_kinds.h"
@@ -117,14 +113,7 @@ test_end_run_in_one(void **state)
 	json_decref(st);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_status_names),
-		cmocka_unit_test(test_kind_columns),
-		cmocka_unit_test(test_end_run_in_one),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_status_names),
+	cmocka_unit_test(test_kind_columns),
+	cmocka_unit_test(test_end_run_in_one))

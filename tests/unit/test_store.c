@@ -3,12 +3,6 @@
  * and two connections (threads) on one file; each table's functions have
  * a test file of their own (test_store_*.c). */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "clock.h"
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -551,26 +546,18 @@ test_two_connections_concurrent_writers(void **state)
 	assert_int_equal(v.checked, total);
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_open_creates_schema),
-		T(test_open_enforces_foreign_keys),
-		T(test_open_refuses_newer_schema),
-		T(test_open_reads_the_current_wal_generation),
-		T(test_open_refuses_non_database),
-		T(test_open_refuses_unopenable_path),
-		T(test_transactions),
-		T(test_damaged_file_is_refused),
-		T(test_two_connections_read_while_write),
-		T(test_two_connections_concurrent_writers),
-		T(test_version_changes_with_any_writer),
-		T(test_version_changes_with_another_process),
-		T(test_wal_is_checkpointed),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_open_creates_schema),
+	T(test_open_enforces_foreign_keys),
+	T(test_open_refuses_newer_schema),
+	T(test_open_reads_the_current_wal_generation),
+	T(test_open_refuses_non_database),
+	T(test_open_refuses_unopenable_path),
+	T(test_transactions),
+	T(test_damaged_file_is_refused),
+	T(test_two_connections_read_while_write),
+	T(test_two_connections_concurrent_writers),
+	T(test_version_changes_with_any_writer),
+	T(test_version_changes_with_another_process),
+	T(test_wal_is_checkpointed))

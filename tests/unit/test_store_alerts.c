@@ -1,14 +1,9 @@
 /* test_store_alerts: the alerts table — an alert raised once per kind
  * while open, counted as it recurs, and acknowledged. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <stdbool.h>
 
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -60,14 +55,6 @@ test_alerts_raise_update_ack(void **state)
 	assert_true(id2 != id);
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_alerts_raise_update_ack),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_alerts_raise_update_ack))

@@ -1,12 +1,7 @@
 /* test_store_commands: the commands table — operators' commands read in
  * the order given and marked handled once. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -45,14 +40,6 @@ test_commands_in_order_and_handled_once(void **state)
 	assert_int_equal(store_command_next(fx->s, plan, &c, FX_ERR(fx)), STORE_NOT_FOUND);
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_commands_in_order_and_handled_once),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_commands_in_order_and_handled_once))

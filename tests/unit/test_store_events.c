@@ -3,12 +3,6 @@
  * edits that leave the chain whole, and every kind of tampering the
  * verification must detect. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +11,7 @@
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "cm.h"
 #include "fx.h"
 #include "hex.h"
 #include "store.h"
@@ -374,25 +369,17 @@ test_verify_detects_rehashed_edit(void **state)
 	    "prev_hash does not match the hash of event 3"));
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_events_append_and_read),
-		T(test_events_refused_appends_leave_chain_intact),
-		T(test_events_triggers_refuse_update_and_delete),
-		T(test_verify_detects_edited_details),
-		T(test_verify_detects_edited_actor),
-		T(test_verify_detects_edited_time),
-		T(test_verify_detects_changed_hash),
-		T(test_verify_detects_changed_prev_hash),
-		T(test_verify_detects_deleted_middle_row),
-		T(test_verify_detects_deleted_first_row),
-		T(test_verify_detects_reordered_rows),
-		T(test_verify_detects_rehashed_edit),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_events_append_and_read),
+	T(test_events_refused_appends_leave_chain_intact),
+	T(test_events_triggers_refuse_update_and_delete),
+	T(test_verify_detects_edited_details),
+	T(test_verify_detects_edited_actor),
+	T(test_verify_detects_edited_time),
+	T(test_verify_detects_changed_hash),
+	T(test_verify_detects_changed_prev_hash),
+	T(test_verify_detects_deleted_middle_row),
+	T(test_verify_detects_deleted_first_row),
+	T(test_verify_detects_reordered_rows),
+	T(test_verify_detects_rehashed_edit))

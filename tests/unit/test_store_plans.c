@@ -2,15 +2,10 @@
  * and by name, its status and the schema's constraints, and plans listed
  * newest first. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -131,16 +126,8 @@ test_plans_listed_newest_first(void **state)
 	assert_string_equal(names, "second first ");
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_plan_roundtrip),
-		T(test_plan_status_and_constraints),
-		T(test_plans_listed_newest_first),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_plan_roundtrip),
+	T(test_plan_status_and_constraints),
+	T(test_plans_listed_newest_first))

@@ -2,15 +2,10 @@
  * per plan and from a time on, the schema's bounds on metric and label, and
  * the downsampling that keeps the largest value of each bucket. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
 
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -141,15 +136,7 @@ test_downsample_keeps_the_maximum_per_bucket(void **state)
 	    FX_ERR(fx)), 0);
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_samples),
-		T(test_downsample_keeps_the_maximum_per_bucket),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_samples),
+	T(test_downsample_keeps_the_maximum_per_bucket))

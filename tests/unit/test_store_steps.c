@@ -1,14 +1,9 @@
 /* test_store_steps: the steps table — a plan's steps inserted, updated,
  * read back, refused when wrong, and reset for a retry. */
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <string.h>
 
+#include "cm.h"
 #include "fx.h"
 #include "store.h"
 
@@ -108,15 +103,7 @@ test_step_reset_clears_the_attempt(void **state)
 	store_step_clear(&st);
 }
 
-int
-main(void)
-{
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
-	const struct CMUnitTest tests[] = {
-		T(test_steps),
-		T(test_step_reset_clears_the_attempt),
-	};
-#undef T
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	T(test_steps),
+	T(test_step_reset_clears_the_attempt))

@@ -1,17 +1,13 @@
 /* test_tls: the plan's TLS settings (tls.h): the words for each refused
  * certificate, the places they name, the passphrase reference (never its
  * value in a message) and the loud warning of verify: false. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/x509_vfy.h>
 
+#include "cm.h"
 #include "tls.h"
 
 static void
@@ -91,14 +87,7 @@ test_copy_and_warning(void **state)
 	assert_null(b.where);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_verify_words),
-		cmocka_unit_test(test_passphrase),
-		cmocka_unit_test(test_copy_and_warning),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_verify_words),
+	cmocka_unit_test(test_passphrase),
+	cmocka_unit_test(test_copy_and_warning))

@@ -1,11 +1,9 @@
 /* test_topology: the object list declare_ladder creates, from a plan. */
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
-#include <cmocka.h>
-
+#include "cm.h"
 #include "topology.h"
 
 static char *dests[] = { "email.delivery", "billing.retry" };
@@ -290,17 +288,10 @@ test_destination_long_form(void **state)
 	topology_free(&t);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counts_and_levels),
-		cmocka_unit_test(test_exchanges_and_bindings),
-		cmocka_unit_test(test_classic_has_no_quorum_arguments),
-		cmocka_unit_test(test_library_alternate_exchange_is_a_policy),
-		cmocka_unit_test(test_classic_kombu_levels_reject_publish),
-		cmocka_unit_test(test_destination_long_form),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_counts_and_levels),
+	cmocka_unit_test(test_exchanges_and_bindings),
+	cmocka_unit_test(test_classic_has_no_quorum_arguments),
+	cmocka_unit_test(test_library_alternate_exchange_is_a_policy),
+	cmocka_unit_test(test_classic_kombu_levels_reject_publish),
+	cmocka_unit_test(test_destination_long_form))

@@ -5,11 +5,6 @@
  * exponent, an infinite value, labels to escape or with bytes that are
  * not UTF-8, paging by next_since; and the read cache (web/cache.c) that
  * keeps such pages: keyed by the query, bounded in bytes. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include <math.h>
 #include <stdbool.h>
@@ -19,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "cm.h"
 #include "cache.h"
 #include "fx.h"
 #include "store.h"
@@ -221,14 +217,7 @@ test_cache_keys_and_bytes(void **state)
 	assert_int_equal(c.bytes, 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_text_is_janssons, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_pages, fx_setup, fx_teardown),
-		cmocka_unit_test(test_cache_keys_and_bytes),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test_setup_teardown(test_text_is_janssons, fx_setup, fx_teardown),
+	cmocka_unit_test_setup_teardown(test_pages, fx_setup, fx_teardown),
+	cmocka_unit_test(test_cache_keys_and_bytes))

@@ -5,15 +5,13 @@
  * management agent restarted (no restart) or the node (one), members
  * joining and leaving; nothing when only time passed; and the nodes'
  * JSON round trip, the way the watch persists them. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "watch_nodes.h"
 
 static struct watch_node
@@ -210,19 +208,12 @@ test_json_round_trip(void **state)
 	assert_int_equal(watch_nodes_compare(&a, &b, what, sizeof(what)), 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_time_passing_is_no_change),
-		cmocka_unit_test(test_vm_restart),
-		cmocka_unit_test(test_application_restart),
-		cmocka_unit_test(test_down_then_back_without_statistics),
-		cmocka_unit_test(test_statistics_gap_is_no_restart),
-		cmocka_unit_test(test_statistics_gone_a_minute_is_a_restart),
-		cmocka_unit_test(test_members_join_and_leave),
-		cmocka_unit_test(test_json_round_trip),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_time_passing_is_no_change),
+	cmocka_unit_test(test_vm_restart),
+	cmocka_unit_test(test_application_restart),
+	cmocka_unit_test(test_down_then_back_without_statistics),
+	cmocka_unit_test(test_statistics_gap_is_no_restart),
+	cmocka_unit_test(test_statistics_gone_a_minute_is_a_restart),
+	cmocka_unit_test(test_members_join_and_leave),
+	cmocka_unit_test(test_json_round_trip))

@@ -7,7 +7,6 @@
  * state from before the later members (clock, parking, nodes, levels,
  * flag, stats) reads as a new watch starts them, and another version is
  * refused. */
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
+#include "cm.h"
 #include "plan.h"
 #include "watch_int.h"
 
@@ -163,14 +161,7 @@ test_other_version_refused(void **unused)
 	free(w);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_state_round_trips_unchanged),
-		cmocka_unit_test(test_sparse_state_reads_as_new_parts),
-		cmocka_unit_test(test_other_version_refused),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+CM_MAIN(NULL, NULL,
+	cmocka_unit_test(test_state_round_trips_unchanged),
+	cmocka_unit_test(test_sparse_state_reads_as_new_parts),
+	cmocka_unit_test(test_other_version_refused))
