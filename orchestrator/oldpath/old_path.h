@@ -147,6 +147,12 @@ int old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 
 void old_chain_free(struct old_chain *ch);
 
+/* Queue Q's effective dead-letter exchange: its x-dead-letter-exchange
+ * argument, else its policy's "dead-letter-exchange" (the policy Q names,
+ * looked up in PL); NULL when it has none. */
+const char *old_dead_letter_exchange(const struct mgmt_policy_list *pl,
+    const struct mgmt_queue *q);
+
 /* Does a binding of an exchange of TYPE with key BK take routing key K
  * (NULL: unknown, i.e. any)? direct: equal; topic: '*' one word, '#'
  * zero or more; types this does not know take everything. */
