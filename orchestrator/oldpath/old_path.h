@@ -366,7 +366,9 @@ json_t *old_counters_sample(const struct old_counters *o);
  * "gone", "left", or "would_remove" in a dry run), "messages_seen" (the
  * passive declare's count, or null when not checked), "ttl_ms",
  * "deadline_ms" (or null), "at_ms", "reason", and "purged" for a queue
- * deleted without if-empty}]}, plus "error" when it fails. Returns 0 when
+ * deleted without if-empty}]}, with an old ladder (old.ladder) its
+ * exchanges' "exchanges" and "exchange_counts" (remove_old_exchanges.c),
+ * plus "error" when it fails. Returns 0 when
  * nothing is left (in a dry run: nothing would be), no message went with
  * a deleted quorum queue and every fence came off; otherwise -1 with ERR
  * naming what was left and why, the messages deleted ("purged") and the

@@ -1,0 +1,310 @@
+/* test_remove_old_ladder (integration): remove_old when the old path is a
+ * ladder (old.ladder) rebuilt on the same broker: once its level queues
+ * are gone, its level and delivery exchanges go too (cutover's naming and
+ * Kombu's), while the new ladder's exchanges, the destinations' (a queue,
+ * and an exchange of the owner's) and the old parking exchange stay; an
+ * old exchange still bound to a user's queue, or that a user's queue
+ * dead-letters into, is left and named; and a rebuild that keeps some of
+ * the old ladder's names (fewer levels, same prefix) keeps those. Each
+ * test has a vhost of its own, deleted at teardown. */
+#include "itest_move_old.h"
+#include "topology.h"
+
+#define RDEST	"itrl.dest"
+#define RDX	"itrl.dx"	/* a destination's exchange, of its owner's */
+#define RDXQ	"itrl.dxq"	/* the queue bound to it */
+
+static bool
+exchange_exists(const char *name)
+{
+	char err[1024];
+	int r = broker_exchange_exists(imove_ctx.amqp, name, err, sizeof(err));
+
+	if (r != 0 && r != BROKER_NOT_FOUND)
+		fail_msg("checking exchange %s: %s", name, err);
+	return r == 0;
+}
+
+static bool
+queue_exists(const char *name)
+{
+	char err[1024];
+	int r = broker_queue_inspect(imove_ctx.amqp, name, NULL, err, sizeof(err));
+
+	if (r != 0 && r != BROKER_NOT_FOUND)
+		fail_msg("checking queue %s: %s", name, err);
+	return r == 0;
+}
+
+/* Declares, on the test's vhost, ladder L (classic) with plan P's
+ * destinations: the old ladder as it stood before the cutover, made by
+ * declare_ladder on a copy of P whose ladder is L. */
+static void
+declare_old(const struct plan *p, const struct ladder *l)
+{
+	struct plan as_old = *p;
+	struct step_ctx c;
+
+	as_old.ladder = *l;
+	as_old.queue_type = PLAN_QUEUE_CLASSIC;
+	itest_ctx_open(&c, &as_old);
+	itest_step_ok(step_declare_ladder, &c);
+	step_ctx_close(&c);
+}
+
+/* The new plan: old.ladder OLD, the new ladder NEW (classic) with
+ * DESTINATIONS (RDX, a destination's exchange, declared first); its
+ * context opened, the old ladder declared, then the new one. */
+static void
+start(const char *old, const char *new_ladder, const char *destinations)
+{
+	char body[2048];
+
+	snprintf(body, sizeof(body),
+	    "old:\n"
+	    "  ladder: %s\n"
+	    "ladder:\n"
+	    "%s"
+	    "  queue_type: classic\n"
+	    "  destinations: [%s]\n"
+	    "  create_destinations: true\n"
+	    "watch:\n"
+	    "  allowance: 1s\n"
+	    "steps: [measure_horizon, declare_ladder]\n", old, new_ladder, destinations);
+	imove_plan = imove_load("itest-rmladder", body);
+	assert_true(imove_plan->old.from_ladder);
+	itest_ctx_open(&imove_ctx, imove_plan);
+	assert_int_equal(broker_exchange_declare(imove_ctx.amqp, RDX, "topic", true, NULL,
+	    0, body, sizeof(body)), 0);
+	declare_old(imove_plan, &imove_plan->old.ladder);
+	itest_step_ok(step_declare_ladder, &imove_ctx);
+}
+
+/* remove_old (old_remove: the step less its flag check; a dry run when
+ * DRY) with the flip a minute ago, past every old level's TTL. Returns its
+ * result; fails the test when it fails. */
+static json_t *
+remove_ladder(const json_t *measured, bool dry)
+{
+	const struct old_remove_opts o = { .dry_run = dry };
+	json_t *r = NULL;
+	char err[4096];
+
+	imove_ctx.measured = measured;
+	imove_ctx.flip_ms = clock_now_ms() - MIN;
+	imove_ctx.old_last_entry_ms = imove_ctx.flip_ms;
+	if (old_remove(&imove_ctx, &o, &r, err, sizeof(err)) != 0)
+		fail_msg("remove_old: %s", err);
+	return r;
+}
+
+/* The outcome remove_old's result R gives exchange NAME, and its reason
+ * in *WHY (may be NULL). */
+static const char *
+outcome_of(const json_t *r, const char *name, const char **why)
+{
+	const json_t *e = imove_entry_in(r, "exchanges", name);
+
+	if (why != NULL)
+		*why = json_string_value(json_object_get(e, "reason"));
+	return json_string_value(json_object_get(e, "outcome"));
+}
+
+/* Every exchange of plan P's ladder exists. */
+static void
+assert_ladder_there(const struct plan *p)
+{
+	struct topology t;
+	char err[512];
+
+	assert_int_equal(topology_build(p, &t, err, sizeof(err)), 0);
+	for (size_t i = 0; i < t.nexchanges; i++)
+		if (!exchange_exists(t.exchanges[i].name))
+			fail_msg("exchange '%s' of the new ladder is gone",
+			    t.exchanges[i].name);
+	topology_free(&t);
+}
+
+/* A cutover-named ladder rebuilt under another prefix: the preview says
+ * which exchanges would go; remove_old deletes the old level queues, then
+ * the old level and delivery exchanges, and nothing else. */
+static void
+test_cutover_ladder_exchanges_go(void **state)
+{
+	char name[LADDER_NAME_MAX];
+	json_t *m, *r;
+
+	(void)state;
+	start("{ naming: cutover, prefix: oldl, unit: 1s, levels: 3 }",
+	    "  prefix: newl\n  unit: 100ms\n  levels: 5\n",
+	    RDEST ", { key: itrl.k, exchange: " RDX " }");
+	m = imove_measure();
+
+	r = remove_ladder(m, true);
+	for (int k = 0; k < 3; k++)
+		assert_string_equal(outcome_of(r, ladder_level_exchange(
+		    &imove_plan->old.ladder, k, name, sizeof(name)), NULL), "would_remove");
+	assert_string_equal(outcome_of(r, "oldl.delivery", NULL), "would_remove");
+	assert_true(exchange_exists("oldl.level.02"));
+	json_decref(r);
+
+	r = remove_ladder(m, false);
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "removed"), 3);
+	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "removed"), 4);
+	for (int k = 0; k < 3; k++) {
+		ladder_level_exchange(&imove_plan->old.ladder, k, name, sizeof(name));
+		assert_string_equal(outcome_of(r, name, NULL), "removed");
+		assert_false(exchange_exists(name));
+		assert_false(queue_exists(name));
+	}
+	assert_false(exchange_exists("oldl.delivery"));
+	/* Its parking queue may hold what the old ladder parked: kept. */
+	assert_true(exchange_exists("oldl.parking"));
+	assert_ladder_there(imove_plan);
+	assert_true(exchange_exists(RDX));
+	assert_true(queue_exists(RDEST));
+	json_decref(r);
+
+	/* Again (a retry): found gone. */
+	r = remove_ladder(m, false);
+	assert_string_equal(outcome_of(r, "oldl.delivery", NULL), "gone");
+	json_decref(r);
+	json_decref(m);
+}
+
+/* Kombu's naming (celery_delayed_K, celery_delayed_delivery), its
+ * destination bound the library's way ("#.KEY" to the destination's own
+ * exchange): the old exchanges go, the destination's exchange and its
+ * queue's binding stay. */
+static void
+test_kombu_ladder_exchanges_go(void **state)
+{
+	char err[1024];
+	json_t *m, *r;
+	struct mgmt_binding_list bl = { 0 };
+
+	(void)state;
+	start("{ naming: kombu, unit: 1s, levels: 3 }",
+	    "  prefix: newk\n  unit: 1s\n  levels: 4\n",
+	    "{ key: itrl.k, exchange: " RDX " }");
+	assert_int_equal(broker_queue_declare(imove_ctx.amqp, RDXQ, true, NULL, 0, err,
+	    sizeof(err)), 0);
+	assert_int_equal(broker_queue_bind(imove_ctx.amqp, RDXQ, RDX, "#.itrl.k", err,
+	    sizeof(err)), 0);
+	assert_int_equal(broker_exchange_bind(imove_ctx.amqp, RDX,
+	    "celery_delayed_delivery", "#.itrl.k", err, sizeof(err)), 0);
+	m = imove_measure();
+
+	r = remove_ladder(m, false);
+	assert_string_equal(outcome_of(r, "celery_delayed_2", NULL), "removed");
+	assert_string_equal(outcome_of(r, "celery_delayed_0", NULL), "removed");
+	assert_string_equal(outcome_of(r, "celery_delayed_delivery", NULL), "removed");
+	for (int k = 0; k < 3; k++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "celery_delayed_%d", k);
+		assert_false(exchange_exists(name));
+	}
+	assert_false(exchange_exists("celery_delayed_delivery"));
+	assert_ladder_there(imove_plan);
+	assert_true(exchange_exists(RDX));
+	assert_int_equal(mgmt_list_bindings_from(imove_ctx.mgmt, RDX, &bl, err,
+	    sizeof(err)), 0);
+	assert_int_equal(bl.n, 1);
+	assert_string_equal(bl.v[0].destination, RDXQ);
+	mgmt_binding_list_free(&bl);
+	json_decref(r);
+	json_decref(m);
+}
+
+/* A user's queue bound to old level 1's exchange, and another that
+ * dead-letters into the old delivery exchange: those two exchanges are
+ * left, each named with why, the step still succeeds, the other level
+ * exchanges go. */
+static void
+test_old_exchange_in_use_is_left(void **state)
+{
+	struct topology_arg dlx = { .key = "x-dead-letter-exchange", .str = "oldu.delivery" };
+	char err[1024];
+	const char *why;
+	json_t *m, *r;
+
+	(void)state;
+	start("{ naming: cutover, prefix: oldu, unit: 1s, levels: 3 }",
+	    "  prefix: newu\n  unit: 1s\n  levels: 4\n", RDEST);
+	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.user", true, NULL, 0,
+	    err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_bind(imove_ctx.amqp, "itrl.user", "oldu.level.01",
+	    "#", err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.retry", true, &dlx, 1,
+	    err, sizeof(err)), 0);
+	m = imove_measure();
+
+	r = remove_ladder(m, false);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_string_equal(outcome_of(r, "oldu.level.01", &why), "left");
+	fprintf(stderr, "# oldu.level.01: %s\n", why);
+	assert_non_null(strstr(why, "queue 'itrl.user'"));
+	assert_string_equal(outcome_of(r, "oldu.delivery", &why), "left");
+	fprintf(stderr, "# oldu.delivery: %s\n", why);
+	assert_non_null(strstr(why, "queue 'itrl.retry' dead-letters into it"));
+	assert_true(exchange_exists("oldu.level.01"));
+	assert_true(exchange_exists("oldu.delivery"));
+	assert_string_equal(outcome_of(r, "oldu.level.02", NULL), "removed");
+	assert_string_equal(outcome_of(r, "oldu.level.00", NULL), "removed");
+	assert_false(exchange_exists("oldu.level.02"));
+	assert_false(exchange_exists("oldu.level.00"));
+	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "left"), 2);
+	assert_ladder_there(imove_plan);
+	json_decref(r);
+	json_decref(m);
+}
+
+/* The old ladder rebuilt in place with fewer levels (same prefix and
+ * unit): its lower levels and its delivery exchange are the new ladder's
+ * too and stay; only the levels above go. */
+static void
+test_rebuild_sharing_names_keeps_them(void **state)
+{
+	char name[LADDER_NAME_MAX];
+	const char *why;
+	json_t *m, *r;
+
+	(void)state;
+	start("{ naming: cutover, prefix: shr, unit: 1s, levels: 5 }",
+	    "  prefix: shr\n  unit: 1s\n  levels: 3\n", RDEST);
+	m = imove_measure();
+
+	r = remove_ladder(m, false);
+	assert_string_equal(outcome_of(r, "shr.level.04", NULL), "removed");
+	assert_string_equal(outcome_of(r, "shr.level.03", NULL), "removed");
+	assert_false(exchange_exists("shr.level.04"));
+	assert_false(exchange_exists("shr.level.03"));
+	for (int k = 0; k < 3; k++) {
+		ladder_level_exchange(&imove_plan->ladder, k, name, sizeof(name));
+		assert_string_equal(outcome_of(r, name, &why), "kept");
+		assert_non_null(strstr(why, "new ladder"));
+		assert_true(queue_exists(name));
+	}
+	assert_string_equal(outcome_of(r, "shr.delivery", NULL), "kept");
+	assert_ladder_there(imove_plan);
+	json_decref(r);
+	json_decref(m);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_cutover_ladder_exchanges_go,
+		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_kombu_ladder_exchanges_go,
+		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_old_exchange_in_use_is_left,
+		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_rebuild_sharing_names_keeps_them,
+		    imove_setup, imove_teardown),
+	};
+
+	return itest_run_part("remove_old_ladder", tests, 4, NULL, NULL);
+}
