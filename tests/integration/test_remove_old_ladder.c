@@ -5,8 +5,10 @@
  * and an exchange of the owner's) and the old parking exchange stay; an
  * old exchange still bound to a user's queue, or that a user's queue
  * dead-letters into, is left and named; and a rebuild that keeps some of
- * the old ladder's names (fewer levels, same prefix) keeps those. Each
- * test has a vhost of its own, deleted at teardown. */
+ * the old ladder's names (fewer levels, same prefix) keeps those. A
+ * straggler's message waiting in an old level keeps them all; one
+ * published after they went is refused (404). Each test has a vhost of
+ * its own, deleted at teardown. */
 #include "itest_move_old.h"
 #include "topology.h"
 
@@ -110,6 +112,24 @@ outcome_of(const json_t *r, const char *name, const char **why)
 	return json_string_value(json_object_get(e, "outcome"));
 }
 
+/* Publishes a message of UNITS into ladder L's entry exchange towards
+ * RDEST, as a producer left on the old ladder would. Returns what
+ * broker_publish returned. */
+static int
+straggle(const struct ladder *l, uint64_t units)
+{
+	struct broker_message msg = { 0 };
+	char key[LADDER_KEY_MAX + 1], x[LADDER_NAME_MAX], err[512];
+
+	assert_int_equal(ladder_routing_key(l, units, RDEST, key, sizeof(key), err,
+	    sizeof(err)), 0);
+	msg.exchange = ladder_entry_exchange(l, units, x, sizeof(x));
+	msg.routing_key = key;
+	msg.body = "straggler";
+	msg.len = strlen(msg.body);
+	return broker_publish(imove_ctx.amqp, &msg, 10000, err, sizeof(err));
+}
+
 /* Every exchange of plan P's ladder exists. */
 static void
 assert_ladder_there(const struct plan *p)
@@ -164,6 +184,10 @@ test_cutover_ladder_exchanges_go(void **state)
 	assert_true(exchange_exists(RDX));
 	assert_true(queue_exists(RDEST));
 	json_decref(r);
+
+	/* A straggler publishing into the old ladder now fails loudly. */
+	assert_int_equal(straggle(&imove_plan->old.ladder, 7), BROKER_EREFUSED);
+	assert_int_equal(broker_reply_code(imove_ctx.amqp), 404);
 
 	/* Again (a retry): found gone. */
 	r = remove_ladder(m, false);
@@ -260,6 +284,39 @@ test_old_exchange_in_use_is_left(void **state)
 	json_decref(m);
 }
 
+/* A straggler's message waiting in an old level queue: that queue waits
+ * its TTL again, and so does every exchange of the old ladder (what it
+ * holds goes down through them); nothing is deleted but the empty
+ * levels. */
+static void
+test_straggler_keeps_the_exchanges(void **state)
+{
+	char name[LADDER_NAME_MAX];
+	const json_t *e;
+	json_t *m, *r;
+
+	(void)state;
+	start("{ naming: cutover, prefix: olds, unit: 1s, levels: 3 }",
+	    "  prefix: news\n  unit: 1s\n  levels: 4\n", RDEST);
+	m = imove_measure();
+	assert_int_equal(straggle(&imove_plan->old.ladder, 7), 0);	/* 4 s in level 2 */
+	r = remove_ladder(m, false);
+	e = imove_entry_in(r, "entries", "olds.level.02");
+	assert_string_equal(json_string_value(json_object_get(e, "outcome")), "waiting");
+	for (int k = 0; k < 3; k++) {
+		const char *why;
+
+		ladder_level_exchange(&imove_plan->old.ladder, k, name, sizeof(name));
+		assert_string_equal(outcome_of(r, name, &why), "waiting");
+		assert_non_null(strstr(why, "is still there"));
+		assert_true(exchange_exists(name));
+	}
+	assert_string_equal(outcome_of(r, "olds.delivery", NULL), "waiting");
+	assert_true(exchange_exists("olds.delivery"));
+	json_decref(r);
+	json_decref(m);
+}
+
 /* The old ladder rebuilt in place with fewer levels (same prefix and
  * unit): its lower levels and its delivery exchange are the new ladder's
  * too and stay; only the levels above go. */
@@ -304,7 +361,9 @@ main(void)
 		    imove_setup, imove_teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_sharing_names_keeps_them,
 		    imove_setup, imove_teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_keeps_the_exchanges,
+		    imove_setup, imove_teardown),
 	};
 
-	return itest_run_part("remove_old_ladder", tests, 4, NULL, NULL);
+	return itest_run_part("remove_old_ladder", tests, 5, NULL, NULL);
 }
