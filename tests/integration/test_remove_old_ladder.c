@@ -56,8 +56,9 @@ declare_old(const struct plan *p, const struct ladder *l)
 
 /* The new plan: old.ladder OLD, the new ladder NEW (classic) with
  * DESTINATIONS (RDX, a destination's exchange, declared first); its
- * context opened, the old ladder declared, then the new one. */
-static void
+ * context opened, the old ladder declared, then the new one. Returns
+ * measure_horizon's result. */
+static json_t *
 start(const char *old, const char *new_ladder, const char *destinations)
 {
 	char body[2048];
@@ -80,13 +81,43 @@ start(const char *old, const char *new_ladder, const char *destinations)
 	    0, body, sizeof(body)), 0);
 	declare_old(imove_plan, &imove_plan->old.ladder);
 	itest_step_ok(step_declare_ladder, &imove_ctx);
+	return imove_measure();
+}
+
+/* One test's ladders: old.ladder, the new ladder's section, its
+ * destinations (start's arguments). */
+struct ladders {
+	const char *old, *new_ladder, *destinations;
+};
+
+static json_t *measured;	/* the test's measure_horizon result */
+
+/* cmocka setup: the test's vhost, then start with the test's ladders
+ * (*STATE, a struct ladders). */
+static int
+started(void **state)
+{
+	struct ladders *l = *state;
+
+	imove_setup(state);
+	measured = start(l->old, l->new_ladder, l->destinations);
+	return 0;
+}
+
+static int
+stopped(void **state)
+{
+	json_decref(measured);
+	measured = NULL;
+	return imove_teardown(state);
 }
 
 /* remove_old (old_remove: the step less its flag check; a dry run when
- * DRY) with the flip a minute ago, past every old level's TTL. Returns its
- * result; fails the test when it fails. */
+ * DRY) on the test's measured queues, with the flip a minute ago, past
+ * every old level's TTL. Returns its result; fails the test when it
+ * fails. */
 static json_t *
-remove_ladder(const json_t *measured, bool dry)
+remove_ladder(bool dry)
 {
 	const struct old_remove_opts o = { .dry_run = dry };
 	json_t *r = NULL;
@@ -152,15 +183,10 @@ static void
 test_cutover_ladder_exchanges_go(void **state)
 {
 	char name[LADDER_NAME_MAX];
-	json_t *m, *r;
-
 	(void)state;
-	start("{ naming: cutover, prefix: oldl, unit: 1s, levels: 3 }",
-	    "  prefix: newl\n  unit: 100ms\n  levels: 5\n",
-	    RDEST ", { key: itrl.k, exchange: " RDX " }");
-	m = imove_measure();
+	json_t *r;
 
-	r = remove_ladder(m, true);
+	r = remove_ladder(true);
 	for (int k = 0; k < 3; k++)
 		assert_string_equal(outcome_of(r, ladder_level_exchange(
 		    &imove_plan->old.ladder, k, name, sizeof(name)), NULL), "would_remove");
@@ -168,7 +194,7 @@ test_cutover_ladder_exchanges_go(void **state)
 	assert_true(exchange_exists("oldl.level.02"));
 	json_decref(r);
 
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "removed"), 3);
 	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "removed"), 4);
 	for (int k = 0; k < 3; k++) {
@@ -190,10 +216,9 @@ test_cutover_ladder_exchanges_go(void **state)
 	assert_int_equal(broker_reply_code(imove_ctx.amqp), 404);
 
 	/* Again (a retry): found gone. */
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	assert_string_equal(outcome_of(r, "oldl.delivery", NULL), "gone");
 	json_decref(r);
-	json_decref(m);
 }
 
 /* Kombu's naming (celery_delayed_K, celery_delayed_delivery), its
@@ -204,22 +229,18 @@ static void
 test_kombu_ladder_exchanges_go(void **state)
 {
 	char err[1024];
-	json_t *m, *r;
+	(void)state;
+	json_t *r;
 	struct mgmt_binding_list bl = { 0 };
 
-	(void)state;
-	start("{ naming: kombu, unit: 1s, levels: 3 }",
-	    "  prefix: newk\n  unit: 1s\n  levels: 4\n",
-	    "{ key: itrl.k, exchange: " RDX " }");
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, RDXQ, true, NULL, 0, err,
 	    sizeof(err)), 0);
 	assert_int_equal(broker_queue_bind(imove_ctx.amqp, RDXQ, RDX, "#.itrl.k", err,
 	    sizeof(err)), 0);
 	assert_int_equal(broker_exchange_bind(imove_ctx.amqp, RDX,
 	    "celery_delayed_delivery", "#.itrl.k", err, sizeof(err)), 0);
-	m = imove_measure();
 
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	assert_string_equal(outcome_of(r, "celery_delayed_2", NULL), "removed");
 	assert_string_equal(outcome_of(r, "celery_delayed_0", NULL), "removed");
 	assert_string_equal(outcome_of(r, "celery_delayed_delivery", NULL), "removed");
@@ -238,7 +259,6 @@ test_kombu_ladder_exchanges_go(void **state)
 	assert_string_equal(bl.v[0].destination, RDXQ);
 	mgmt_binding_list_free(&bl);
 	json_decref(r);
-	json_decref(m);
 }
 
 /* A user's queue bound to old level 1's exchange, and another that
@@ -251,20 +271,17 @@ test_old_exchange_in_use_is_left(void **state)
 	struct topology_arg dlx = { .key = "x-dead-letter-exchange", .str = "oldu.delivery" };
 	char err[1024];
 	const char *why;
-	json_t *m, *r;
-
 	(void)state;
-	start("{ naming: cutover, prefix: oldu, unit: 1s, levels: 3 }",
-	    "  prefix: newu\n  unit: 1s\n  levels: 4\n", RDEST);
+	json_t *r;
+
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.user", true, NULL, 0,
 	    err, sizeof(err)), 0);
 	assert_int_equal(broker_queue_bind(imove_ctx.amqp, "itrl.user", "oldu.level.01",
 	    "#", err, sizeof(err)), 0);
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.retry", true, &dlx, 1,
 	    err, sizeof(err)), 0);
-	m = imove_measure();
 
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	assert_true(json_is_true(json_object_get(r, "ok")));
 	assert_string_equal(outcome_of(r, "oldu.level.01", &why), "left");
 	fprintf(stderr, "# oldu.level.01: %s\n", why);
@@ -281,7 +298,6 @@ test_old_exchange_in_use_is_left(void **state)
 	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "left"), 2);
 	assert_ladder_there(imove_plan);
 	json_decref(r);
-	json_decref(m);
 }
 
 /* A straggler's message waiting in an old level queue: that queue waits
@@ -293,14 +309,11 @@ test_straggler_keeps_the_exchanges(void **state)
 {
 	char name[LADDER_NAME_MAX];
 	const json_t *e;
-	json_t *m, *r;
-
 	(void)state;
-	start("{ naming: cutover, prefix: olds, unit: 1s, levels: 3 }",
-	    "  prefix: news\n  unit: 1s\n  levels: 4\n", RDEST);
-	m = imove_measure();
+	json_t *r;
+
 	assert_int_equal(straggle(&imove_plan->old.ladder, 7), 0);	/* 4 s in level 2 */
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	e = imove_entry_in(r, "entries", "olds.level.02");
 	assert_string_equal(json_string_value(json_object_get(e, "outcome")), "waiting");
 	for (int k = 0; k < 3; k++) {
@@ -314,7 +327,6 @@ test_straggler_keeps_the_exchanges(void **state)
 	assert_string_equal(outcome_of(r, "olds.delivery", NULL), "waiting");
 	assert_true(exchange_exists("olds.delivery"));
 	json_decref(r);
-	json_decref(m);
 }
 
 /* The old ladder rebuilt in place with fewer levels (same prefix and
@@ -325,14 +337,10 @@ test_rebuild_sharing_names_keeps_them(void **state)
 {
 	char name[LADDER_NAME_MAX];
 	const char *why;
-	json_t *m, *r;
-
 	(void)state;
-	start("{ naming: cutover, prefix: shr, unit: 1s, levels: 5 }",
-	    "  prefix: shr\n  unit: 1s\n  levels: 3\n", RDEST);
-	m = imove_measure();
+	json_t *r;
 
-	r = remove_ladder(m, false);
+	r = remove_ladder(false);
 	assert_string_equal(outcome_of(r, "shr.level.04", NULL), "removed");
 	assert_string_equal(outcome_of(r, "shr.level.03", NULL), "removed");
 	assert_false(exchange_exists("shr.level.04"));
@@ -346,23 +354,36 @@ test_rebuild_sharing_names_keeps_them(void **state)
 	assert_string_equal(outcome_of(r, "shr.delivery", NULL), "kept");
 	assert_ladder_there(imove_plan);
 	json_decref(r);
-	json_decref(m);
 }
 
 int
 main(void)
 {
+	static struct ladders ladders[] = {
+		{ "{ naming: cutover, prefix: oldl, unit: 1s, levels: 3 }",
+		  "  prefix: newl\n  unit: 100ms\n  levels: 5\n",
+		  RDEST ", { key: itrl.k, exchange: " RDX " }" },
+		{ "{ naming: kombu, unit: 1s, levels: 3 }",
+		  "  prefix: newk\n  unit: 1s\n  levels: 4\n",
+		  "{ key: itrl.k, exchange: " RDX " }" },
+		{ "{ naming: cutover, prefix: oldu, unit: 1s, levels: 3 }",
+		  "  prefix: newu\n  unit: 1s\n  levels: 4\n", RDEST },
+		{ "{ naming: cutover, prefix: shr, unit: 1s, levels: 5 }",
+		  "  prefix: shr\n  unit: 1s\n  levels: 3\n", RDEST },
+		{ "{ naming: cutover, prefix: olds, unit: 1s, levels: 3 }",
+		  "  prefix: news\n  unit: 1s\n  levels: 4\n", RDEST },
+	};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_cutover_ladder_exchanges_go,
-		    imove_setup, imove_teardown),
-		cmocka_unit_test_setup_teardown(test_kombu_ladder_exchanges_go,
-		    imove_setup, imove_teardown),
-		cmocka_unit_test_setup_teardown(test_old_exchange_in_use_is_left,
-		    imove_setup, imove_teardown),
-		cmocka_unit_test_setup_teardown(test_rebuild_sharing_names_keeps_them,
-		    imove_setup, imove_teardown),
-		cmocka_unit_test_setup_teardown(test_straggler_keeps_the_exchanges,
-		    imove_setup, imove_teardown),
+		cmocka_unit_test_prestate_setup_teardown(test_cutover_ladder_exchanges_go,
+		    started, stopped, &ladders[0]),
+		cmocka_unit_test_prestate_setup_teardown(test_kombu_ladder_exchanges_go,
+		    started, stopped, &ladders[1]),
+		cmocka_unit_test_prestate_setup_teardown(test_old_exchange_in_use_is_left,
+		    started, stopped, &ladders[2]),
+		cmocka_unit_test_prestate_setup_teardown(test_rebuild_sharing_names_keeps_them,
+		    started, stopped, &ladders[3]),
+		cmocka_unit_test_prestate_setup_teardown(test_straggler_keeps_the_exchanges,
+		    started, stopped, &ladders[4]),
 	};
 
 	return itest_run_part("remove_old_ladder", tests, 5, NULL, NULL);
