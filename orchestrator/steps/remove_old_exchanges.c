@@ -30,7 +30,10 @@ struct xrun {
 	struct topology old;		/* the old ladder's objects */
 	struct topology now;		/* the new ladder's, when on the same
 					 * broker; else empty */
-	struct mgmt_policy_list pl;	/* for queues' dead-letter exchanges */
+	struct mgmt_policy_list pl;	/* for queues' dead-letter exchanges and
+					 * exchanges' alternate exchanges */
+	json_t *xlist;			/* the vhost's exchanges: name,
+					 * arguments, policy */
 	json_t *entries;
 	size_t counts[XO_COUNT];
 };
@@ -146,17 +149,45 @@ own_binding(const struct xrun *xr, const char *src, const struct mgmt_binding *b
 	return false;
 }
 
+/* Member KEY of E as text, "" when it is none. */
+static const char *
+text_of(const json_t *e, const char *key)
+{
+	const char *s = json_string_value(json_object_get(e, key));
+
+	return s != NULL ? s : "";
+}
+
+/* Exchange X's (an object of the vhost's listing) alternate exchange:
+ * its argument, else its policy's; NULL when it has none. */
+static const char *
+alternate_of(const struct xrun *xr, const json_t *x)
+{
+	const char *ae = json_string_value(json_object_get(json_object_get(x,
+	    "arguments"), "alternate-exchange"));
+	const char *policy = json_string_value(json_object_get(x, "policy"));
+
+	for (size_t i = 0; ae == NULL && policy != NULL && i < xr->pl.n; i++)
+		if (strcmp(xr->pl.v[i].name, policy) == 0)
+			ae = json_string_value(json_object_get(xr->pl.v[i].definition,
+			    "alternate-exchange"));
+	return ae;
+}
+
 /* Why exchange NAME is still in use by something other than the old
  * ladder, or NULL: a binding from it or into it that is not the old
- * ladder's, or a queue (not an old level queue) that dead-letters into it.
+ * ladder's, another exchange whose alternate exchange it is, or a queue
+ * (not an old level queue) that dead-letters into it.
  * FROM and TO are its bindings. WHY holds the words. */
 static const char *
 used_why(const struct xrun *xr, const char *name, const struct mgmt_binding_list *from,
     const struct mgmt_binding_list *to, char *why, size_t whylen)
 {
 	const struct mgmt_queue_list *ql = &xr->s->list;
+	const json_t *x;
+	size_t i;
 
-	for (size_t i = 0; i < from->n; i++)
+	for (i = 0; i < from->n; i++)
 		if (!own_binding(xr, name, &from->v[i])) {
 			snprintf(why, whylen, "still bound: it routes to %s '%s' with key "
 			    "'%s', which is no binding of the old ladder (unbind it, or leave "
@@ -165,7 +196,7 @@ used_why(const struct xrun *xr, const char *name, const struct mgmt_binding_list
 			    from->v[i].routing_key);
 			return why;
 		}
-	for (size_t i = 0; i < to->n; i++)
+	for (i = 0; i < to->n; i++)
 		if (!own_binding(xr, to->v[i].source, &to->v[i])) {
 			snprintf(why, whylen, "still bound: exchange '%s' routes into it with "
 			    "key '%s', which is no binding of the old ladder (what is "
@@ -173,7 +204,18 @@ used_why(const struct xrun *xr, const char *name, const struct mgmt_binding_list
 			    to->v[i].source, to->v[i].routing_key);
 			return why;
 		}
-	for (size_t i = 0; i < ql->n; i++) {
+	json_array_foreach(xr->xlist, i, x) {
+		const char *ae = alternate_of(xr, x);
+
+		if (ae != NULL && strcmp(ae, name) == 0 && strcmp(text_of(x, "name"),
+		    name) != 0) {
+			snprintf(why, whylen, "exchange '%s' names it as its alternate "
+			    "exchange: what that one cannot route would be dropped without "
+			    "a word", text_of(x, "name"));
+			return why;
+		}
+	}
+	for (i = 0; i < ql->n; i++) {
 		const char *dlx = old_dead_letter_exchange(&xr->pl, &ql->v[i]);
 		bool level = false;
 
@@ -235,15 +277,6 @@ read_exchange(struct xrun *xr, const char *name, struct mgmt_binding_list *from,
 	    mgmt_list_bindings_to(m, name, to, why, whylen) != 0)
 		return -1;
 	return 0;
-}
-
-/* Member KEY of E as text, "" when it is none. */
-static const char *
-text_of(const json_t *e, const char *key)
-{
-	const char *s = json_string_value(json_object_get(e, key));
-
-	return s != NULL ? s : "";
 }
 
 /* The entry of exchange NAME in this step's previous result (a run
@@ -327,6 +360,29 @@ done:
 	return rc;
 }
 
+/* Reads the vhost's exchanges (name, arguments, the policy that applies)
+ * into XR->xlist. Returns 0, or -1 with WHY. */
+static int
+list_exchanges(struct xrun *xr, char *why, size_t whylen)
+{
+	struct mgmt *m = xr->r->c->old_mgmt;
+	char vhost[3 * LADDER_NAME_MAX + 1], path[sizeof(vhost) + 64];
+
+	if (mgmt_escape(mgmt_vhost(m), vhost, sizeof(vhost)) < 0) {
+		snprintf(why, whylen, "the vhost's name is too long");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/api/exchanges/%s?columns=name,arguments,policy",
+	    vhost);
+	if (mgmt_request(m, "GET", path, NULL, &xr->xlist, NULL, why, whylen) != 0)
+		return -1;
+	if (!json_is_array(xr->xlist)) {
+		snprintf(why, whylen, "GET %s: the answer is not a list", path);
+		return -1;
+	}
+	return 0;
+}
+
 int
 rm_exchanges(struct rm_run *r, const struct old_selection *s,
     const struct item *items, size_t nitems, json_t *result, char *err,
@@ -353,10 +409,10 @@ rm_exchanges(struct rm_run *r, const struct old_selection *s,
 	    (!p->has_target && topology_build(p, &xr.now, err, errlen) != 0))
 		goto done;
 	waits = level_left(&xr, items, nitems);
-	if (waits == NULL && mgmt_list_policies(r->c->old_mgmt, &xr.pl, why,
-	    sizeof(why)) != 0) {
-		errbuf_set(err, errlen, "reading the policies for the old ladder's "
-		    "exchanges: %s", why);
+	if (waits == NULL && (mgmt_list_policies(r->c->old_mgmt, &xr.pl, why,
+	    sizeof(why)) != 0 || list_exchanges(&xr, why, sizeof(why)) != 0)) {
+		errbuf_set(err, errlen, "reading the policies and exchanges for the old "
+		    "ladder's exchanges: %s", why);
 		goto done;
 	}
 	/* Level exchanges highest first, then the delivery exchange: each is
@@ -393,5 +449,6 @@ done:
 	topology_free(&xr.old);
 	topology_free(&xr.now);
 	mgmt_policy_list_free(&xr.pl);
+	json_decref(xr.xlist);
 	return rc;
 }

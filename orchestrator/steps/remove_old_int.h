@@ -121,7 +121,9 @@ void rm_state_json(struct rm_run *r, const struct old_selection *s,
 
 /* When the old path is a ladder (old.ladder) and every old level queue of
  * ITEMS is gone: deletes the old ladder's level and delivery exchanges
- * that nothing but the old ladder uses (its own bindings taken off first,
+ * that nothing but the old ladder uses (no other binding from or into
+ * it, no queue dead-lettering into it, no exchange naming it as its
+ * alternate exchange; its own bindings taken off first,
  * then exchange.delete with if-unused; put back when refused), never the
  * default or an amq.* exchange, a destination's exchange or, on the same
  * broker, one the new ladder's topology names. S is the run's selection

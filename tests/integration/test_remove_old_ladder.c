@@ -3,8 +3,9 @@
  * are gone, its level and delivery exchanges go too (cutover's naming and
  * Kombu's), while the new ladder's exchanges, the destinations' (a queue,
  * and an exchange of the owner's) and the old parking exchange stay; an
- * old exchange still bound to a user's queue, or that a user's queue
- * dead-letters into, is left and named; and a rebuild that keeps some of
+ * old exchange still bound to a user's queue, that a user's queue
+ * dead-letters into, or that a user's exchange names as its alternate
+ * exchange, is left and named; and a rebuild that keeps some of
  * the old ladder's names (fewer levels, same prefix) keeps those. A
  * straggler's message waiting in an old level keeps them all; one
  * published after they went is refused (404). Each test has a vhost of
@@ -183,8 +184,9 @@ static void
 test_cutover_ladder_exchanges_go(void **state)
 {
 	char name[LADDER_NAME_MAX];
-	(void)state;
 	json_t *r;
+
+	(void)state;
 
 	r = remove_ladder(true);
 	for (int k = 0; k < 3; k++)
@@ -229,9 +231,10 @@ static void
 test_kombu_ladder_exchanges_go(void **state)
 {
 	char err[1024];
-	(void)state;
 	json_t *r;
 	struct mgmt_binding_list bl = { 0 };
+
+	(void)state;
 
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, RDXQ, true, NULL, 0, err,
 	    sizeof(err)), 0);
@@ -261,18 +264,20 @@ test_kombu_ladder_exchanges_go(void **state)
 	json_decref(r);
 }
 
-/* A user's queue bound to old level 1's exchange, and another that
- * dead-letters into the old delivery exchange: those two exchanges are
- * left, each named with why, the step still succeeds, the other level
- * exchanges go. */
+/* A user's queue bound to old level 1's exchange, another that
+ * dead-letters into the old delivery exchange, and a user's exchange
+ * whose alternate exchange is old level 0's: those three exchanges are
+ * left, each named with why, the step still succeeds, level 2's goes. */
 static void
 test_old_exchange_in_use_is_left(void **state)
 {
 	struct topology_arg dlx = { .key = "x-dead-letter-exchange", .str = "oldu.delivery" };
+	struct topology_arg ae = { .key = "alternate-exchange", .str = "oldu.level.00" };
 	char err[1024];
 	const char *why;
-	(void)state;
 	json_t *r;
+
+	(void)state;
 
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.user", true, NULL, 0,
 	    err, sizeof(err)), 0);
@@ -280,6 +285,8 @@ test_old_exchange_in_use_is_left(void **state)
 	    "#", err, sizeof(err)), 0);
 	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.retry", true, &dlx, 1,
 	    err, sizeof(err)), 0);
+	assert_int_equal(broker_exchange_declare(imove_ctx.amqp, "itrl.ux", "topic", true,
+	    &ae, 1, err, sizeof(err)), 0);
 
 	r = remove_ladder(false);
 	assert_true(json_is_true(json_object_get(r, "ok")));
@@ -291,11 +298,13 @@ test_old_exchange_in_use_is_left(void **state)
 	assert_non_null(strstr(why, "queue 'itrl.retry' dead-letters into it"));
 	assert_true(exchange_exists("oldu.level.01"));
 	assert_true(exchange_exists("oldu.delivery"));
+	assert_string_equal(outcome_of(r, "oldu.level.00", &why), "left");
+	fprintf(stderr, "# oldu.level.00: %s\n", why);
+	assert_non_null(strstr(why, "exchange 'itrl.ux' names it as its alternate"));
+	assert_true(exchange_exists("oldu.level.00"));
 	assert_string_equal(outcome_of(r, "oldu.level.02", NULL), "removed");
-	assert_string_equal(outcome_of(r, "oldu.level.00", NULL), "removed");
 	assert_false(exchange_exists("oldu.level.02"));
-	assert_false(exchange_exists("oldu.level.00"));
-	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "left"), 2);
+	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "left"), 3);
 	assert_ladder_there(imove_plan);
 	json_decref(r);
 }
@@ -309,8 +318,9 @@ test_straggler_keeps_the_exchanges(void **state)
 {
 	char name[LADDER_NAME_MAX];
 	const json_t *e;
-	(void)state;
 	json_t *r;
+
+	(void)state;
 
 	assert_int_equal(straggle(&imove_plan->old.ladder, 7), 0);	/* 4 s in level 2 */
 	r = remove_ladder(false);
@@ -337,8 +347,9 @@ test_rebuild_sharing_names_keeps_them(void **state)
 {
 	char name[LADDER_NAME_MAX];
 	const char *why;
-	(void)state;
 	json_t *r;
+
+	(void)state;
 
 	r = remove_ladder(false);
 	assert_string_equal(outcome_of(r, "shr.level.04", NULL), "removed");
