@@ -414,6 +414,12 @@ struct mgmt_binding_list {
 int mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
     struct mgmt_binding_list *out, char *err, size_t errlen);
 
+/* Every binding whose destination is EXCHANGE (GET /api/exchanges/
+ * {vhost}/{name}/bindings/destination: exchanges that route into it),
+ * like mgmt_list_bindings_from. */
+int mgmt_list_bindings_to(struct mgmt *m, const char *exchange,
+    struct mgmt_binding_list *out, char *err, size_t errlen);
+
 /* Frees what L holds and empties it. L may be empty or NULL. */
 void mgmt_binding_list_free(struct mgmt_binding_list *l);
 

@@ -121,26 +121,46 @@ fill_binding(json_t *it, size_t i, void *elem, const char *path, char *err,
 	return 0;
 }
 
-int
-mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
+/* The bindings of EXCHANGE on SIDE ("source": from it, "destination":
+ * into it), for WHO (the public call's name, in messages). Returns 0 and
+ * fills *OUT, or a negative code. */
+static int
+list_bindings(const char *who, struct mgmt *m, const char *exchange, const char *side,
     struct mgmt_binding_list *out, char *err, size_t errlen)
 {
 	struct path p;
 	void *v = NULL;
 	int rc;
 
-	if ((rc = mgmt__begin("mgmt_list_bindings_from", m, out, sizeof(*out), err, errlen)) != 0)
+	if ((rc = mgmt__begin(who, m, out, sizeof(*out), err, errlen)) != 0)
 		return rc;
 	if ((rc = mgmt__path_object(&p, m, "/api/exchanges/", exchange, "exchange",
 	    err, errlen)) != 0)
 		return rc;
-	mgmt__path_add(&p, "/bindings/source");
+	mgmt__path_add(&p, "/bindings/");
+	mgmt__path_add(&p, side);
 	if ((rc = mgmt__path_check(&p, "GET /api/exchanges", err, errlen)) != 0)
 		return rc;
 	rc = get_list(m, p.s, sizeof(*out->v), fill_binding, &v, &out->n,
 	    &out->json, err, errlen);
 	out->v = v;
 	return rc;
+}
+
+int
+mgmt_list_bindings_from(struct mgmt *m, const char *exchange,
+    struct mgmt_binding_list *out, char *err, size_t errlen)
+{
+	return list_bindings("mgmt_list_bindings_from", m, exchange, "source", out,
+	    err, errlen);
+}
+
+int
+mgmt_list_bindings_to(struct mgmt *m, const char *exchange,
+    struct mgmt_binding_list *out, char *err, size_t errlen)
+{
+	return list_bindings("mgmt_list_bindings_to", m, exchange, "destination", out,
+	    err, errlen);
 }
 
 void

@@ -194,23 +194,37 @@ route(struct routes *r, const struct old_selection *s, const char *x,
 		route(r, s, ae, k, depth + 1, to);
 }
 
+/* The definition of policy NAME in PL, or NULL (no such policy, or NAME
+ * NULL). */
+static const json_t *
+policy_definition(const struct mgmt_policy_list *pl, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < pl->n; i++)
+		if (strcmp(pl->v[i].name, name) == 0)
+			return pl->v[i].definition;
+	return NULL;
+}
+
+const char *
+old_dead_letter_exchange(const struct mgmt_policy_list *pl, const struct mgmt_queue *q)
+{
+	if (q->dead_letter_exchange != NULL)
+		return q->dead_letter_exchange;
+	return json_string_value(json_object_get(policy_definition(pl, q->policy),
+	    "dead-letter-exchange"));
+}
+
 /* Q's effective dead-letter exchange and key: its arguments win over its
  * policy's definition (RabbitMQ resolves these two keys so). */
 static void
 dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
     const char **k)
 {
-	const json_t *def = NULL;
-
-	for (size_t i = 0; q->policy != NULL && i < r->pl.n; i++)
-		if (strcmp(r->pl.v[i].name, q->policy) == 0)
-			def = r->pl.v[i].definition;
-	*x = q->dead_letter_exchange;
-	if (*x == NULL)
-		*x = json_string_value(json_object_get(def, "dead-letter-exchange"));
+	*x = old_dead_letter_exchange(&r->pl, q);
 	*k = q->dead_letter_routing_key;
 	if (*k == NULL)
-		*k = json_string_value(json_object_get(def, "dead-letter-routing-key"));
+		*k = json_string_value(json_object_get(policy_definition(&r->pl,
+		    q->policy), "dead-letter-routing-key"));
 }
 
 static int

@@ -147,6 +147,12 @@ int old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 
 void old_chain_free(struct old_chain *ch);
 
+/* Queue Q's effective dead-letter exchange: its x-dead-letter-exchange
+ * argument, else its policy's "dead-letter-exchange" (the policy Q names,
+ * looked up in PL); NULL when it has none. */
+const char *old_dead_letter_exchange(const struct mgmt_policy_list *pl,
+    const struct mgmt_queue *q);
+
 /* Does a binding of an exchange of TYPE with key BK take routing key K
  * (NULL: unknown, i.e. any)? direct: equal; topic: '*' one word, '#'
  * zero or more; types this does not know take everything. */
@@ -360,7 +366,9 @@ json_t *old_counters_sample(const struct old_counters *o);
  * "gone", "left", or "would_remove" in a dry run), "messages_seen" (the
  * passive declare's count, or null when not checked), "ttl_ms",
  * "deadline_ms" (or null), "at_ms", "reason", and "purged" for a queue
- * deleted without if-empty}]}, plus "error" when it fails. Returns 0 when
+ * deleted without if-empty}]}, with an old ladder (old.ladder) its
+ * exchanges' "exchanges" and "exchange_counts" (remove_old_exchanges.c),
+ * plus "error" when it fails. Returns 0 when
  * nothing is left (in a dry run: nothing would be), no message went with
  * a deleted quorum queue and every fence came off; otherwise -1 with ERR
  * naming what was left and why, the messages deleted ("purged") and the

@@ -5,7 +5,8 @@
  * dead-letters into it is gone (in waves); a quorum queue, which refuses
  * if-empty, only behind a fence (old_fence.c). Records every decision. A
  * handful of AMQP connections work through the queues in parallel, so that
- * ten thousand old queues go in seconds, not minutes. */
+ * ten thousand old queues go in seconds, not minutes. An old ladder's
+ * exchanges go after its level queues (remove_old_exchanges.c). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -702,8 +703,8 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	const json_t *mq;
 	struct old_selection s = { 0 };
 	struct item *items = NULL, **todo = NULL;
-	char fence_err[600] = "";
-	json_t *entries = json_array();
+	char fence_err[600] = "", xerr[1024] = "";
+	json_t *entries = json_array(), *xs = json_object();
 	int64_t started = old_now_ms(NULL), lost = 0;
 	size_t i, nitems = 0, nmembers, ntodo = 0, counts[OUT_COUNT] = { 0 };
 	int rc = -1, nconn = 0;
@@ -749,11 +750,15 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	lost = entries_add(entries, items, nitems, counts);
 	summary_err(err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
 	    fence_err);
-	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0')
+	if (rm_exchanges(&r, &s, items, nitems, xs, xerr, sizeof(xerr)) != 0)
+		sentences_add(err, errlen, "%s", xerr);
+	if (lost > 0 || counts[OUT_LEFT] > 0 || fence_err[0] != '\0' || xerr[0] != '\0')
 		goto done;
 	rc = 0;
 done:
 	*result = result_json(c, o, rc == 0, nconn, started, counts, entries);
+	json_object_update(*result, xs);
+	json_decref(xs);
 	if (nitems > 0)
 		rm_state_json(&r, &s, items, nitems, *result);
 	if (rc == 0 && counts[OUT_WAIT] > 0)

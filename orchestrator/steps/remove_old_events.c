@@ -1,6 +1,7 @@
 /* remove_old_events: what remove_old hands the engine for the plan's
  * history once it has ended: one event per old queue it removed or found
- * gone (step_remove_old_events, step.h). */
+ * gone, and per old ladder's exchange it removed, found gone or left in
+ * use (step_remove_old_events, step.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,15 +10,16 @@
 #include "errbuf.h"
 #include "step.h"
 
-/* The names of the old queues a plan's history already records as
- * removed, sorted. */
+/* The names of the old queues, or of the old ladder's exchanges, a
+ * plan's history already records as removed (KIND), sorted. */
 struct removed_names {
+	const char *kind;
 	char **v;
 	size_t n, cap;
 };
 
-/* store_each_event's callback: takes the name of each old.queue_removed
- * into ARG (a struct removed_names). Returns 0 (never stops the walk; a
+/* store_each_event's callback: takes the name of each event of ARG's kind
+ * (a struct removed_names) into ARG. Returns 0 (never stops the walk; a
  * name that cannot be kept is left out). */
 static int
 take_removed(const struct store_event *ev, void *arg)
@@ -27,7 +29,7 @@ take_removed(const struct store_event *ev, void *arg)
 	const char *name;
 	char **v;
 
-	if (strcmp(ev->kind, "old.queue_removed") != 0)
+	if (strcmp(ev->kind, rn->kind) != 0)
 		return 0;
 	if ((d = json_loads(ev->details_json, 0, NULL)) == NULL)
 		return 0;
@@ -53,29 +55,37 @@ cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int
-step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
-    size_t errlen)
+/* Hands the engine an event for each entry of LIST (remove_old's
+ * "entries" or "exchanges") whose outcome has one: REMOVED, GONE (unless
+ * the history records it as removed) and, when not NULL, LEFT. Returns
+ * 0, or -1 with ERR. */
+static int
+add_events(struct step_ctx *c, const json_t *list, const char *removed,
+    const char *gone, const char *left, char *err, size_t errlen)
 {
-	struct removed_names rn = { 0 };
+	struct removed_names rn = { .kind = removed };
 	const json_t *e;
 	const char *outcome, *kind, *name;
 	size_t i;
 	int rc = -1;
 
+	if (json_array_size(list) == 0)
+		return 0;
 	if (store_each_event(c->store, c->plan_id, take_removed, &rn, err, errlen) != 0)
 		goto done;
 	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
-	json_array_foreach(json_object_get(result, "entries"), i, e) {
+	json_array_foreach(list, i, e) {
 		outcome = json_string_value(json_object_get(e, "outcome"));
 		name = json_string_value(json_object_get(e, "name"));
 		if (outcome == NULL || name == NULL)
 			continue;
 		if (strcmp(outcome, "removed") == 0)
-			kind = "old.queue_removed";
+			kind = removed;
 		else if (strcmp(outcome, "gone") == 0 && (rn.n == 0 ||
 		    bsearch(&name, rn.v, rn.n, sizeof(*rn.v), cmp_name) == NULL))
-			kind = "old.queue_gone";
+			kind = gone;
+		else if (left != NULL && strcmp(outcome, "left") == 0)
+			kind = left;
 		else
 			continue;
 		if (step_events_add(&c->events, kind, json_deep_copy(e)) != 0) {
@@ -89,4 +99,16 @@ done:
 		free(rn.v[i]);
 	free(rn.v);
 	return rc;
+}
+
+int
+step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
+    size_t errlen)
+{
+	if (add_events(c, json_object_get(result, "entries"), "old.queue_removed",
+	    "old.queue_gone", NULL, err, errlen) != 0)
+		return -1;
+	return add_events(c, json_object_get(result, "exchanges"),
+	    "old.exchange_removed", "old.exchange_gone", "old.exchange_left", err,
+	    errlen);
 }

@@ -119,6 +119,23 @@ void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
 void rm_state_json(struct rm_run *r, const struct old_selection *s,
     const struct item *items, size_t nitems, json_t *result);
 
+/* When the old path is a ladder (old.ladder) and every old level queue of
+ * ITEMS is gone: deletes the old ladder's level and delivery exchanges
+ * that nothing but the old ladder uses (no other binding from or into
+ * it, no queue dead-lettering into it, no exchange naming it as its
+ * alternate exchange; its own bindings taken off first,
+ * then exchange.delete with if-unused; put back when refused), never the
+ * default or an amq.* exchange, a destination's exchange or, on the same
+ * broker, one the new ladder's topology names. S is the run's selection
+ * (the vhost's queues: none may dead-letter into a deleted exchange).
+ * Adds to RESULT "exchanges" (an entry per exchange: name, role, level,
+ * outcome (removed, gone, left, kept, would_remove, waiting), at_ms,
+ * reason) and "exchange_counts". An exchange left in use fails nothing.
+ * Returns 0, or -1 with ERR when the broker failed on one. */
+int rm_exchanges(struct rm_run *r, const struct old_selection *s,
+    const struct item *items, size_t nitems, json_t *result, char *err,
+    size_t errlen);
+
 /* Writes MS, rounded up to a second, as "1h21m51s". Returns OUT. */
 char *rm_to_go(int64_t ms, char *out, size_t outlen);
 

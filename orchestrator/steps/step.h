@@ -220,7 +220,10 @@ int step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in,
  * retried step): by an earlier run of the step killed before it could
  * record its deletions, or by someone else. Every measured queue that no
  * longer exists is thus accounted for once. A remove_old that left some
- * queues still deleted the others: both ends record them. */
+ * queues still deleted the others: both ends record them. An old ladder's
+ * exchanges (RESULT's "exchanges") are recorded alike, as
+ * old.exchange_removed and old.exchange_gone, and one left in use as
+ * old.exchange_left. */
 int step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
     size_t errlen);
 

@@ -257,7 +257,8 @@ tick_status(struct tick *t, int open, bool *ready)
 		status = "waiting: the flag does not read on (see the flag alert)";
 	else if (!watch_deadline_past(t))
 		status = "waiting for the deadline";
-	else if (watch_nodes_stats_lost(&w->nodes.last) > 0)
+	else if (watch_nodes_stats_lost(&w->nodes.last) +
+	    watch_nodes_stats_lost(&w->nodes.target_last) > 0)
 		/* A restart it cannot rule out yet would expose old-path
 		 * messages (broker_restart): not over before it knows. */
 		status = "waiting: a broker node shows no statistics (its management "

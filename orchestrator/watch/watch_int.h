@@ -234,6 +234,9 @@ struct wparking {
 struct wnodes {
 	struct watch_nodes last;
 	bool have_last;
+	struct watch_nodes target_last;	/* the target broker's, when the plan
+					 * has one (persisted as "target_nodes") */
+	bool have_target_last;
 	int64_t amo_depth, amo_at_ms;
 	char leaders[LADDER_MAX_LEVELS][WATCH_NODE_NAME_MAX];
 	bool have_leaders;

@@ -216,6 +216,13 @@ events=$(curl -fsS "$server/api/plans/$id/history" |
 [ "${events:-0}" -ge 1 ] || fail "the history has no move_old.done event"
 old_left=$(old_depth)
 [ "$old_left" = 0 ] || fail "the old path still holds $old_left messages"
+if [ "$kind" = ladder ]; then
+	# The old ladder's 8 level exchanges and its delivery exchange went
+	# with it, each recorded once.
+	gone_x=$(curl -fsS "$server/api/plans/$id/history" |
+	    jq '[.events[]? | select(.kind == "old.exchange_removed")] | length')
+	[ "${gone_x:-0}" = 9 ] || fail "the history records ${gone_x:-0} old exchanges removed, not 9"
+fi
 
 echo "move_target($kind): old path held $depth_at_start at the start; move_old moved $moved" \
     "(at the kills: $moved_1, $moved_2), left $left, may_duplicate $may_dup (prefetch $prefetch, $kills kills)"

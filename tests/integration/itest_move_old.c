@@ -1,6 +1,7 @@
 /* itest_move_old: the move_old tests' plan, old queues, runs and readers
  * (itest_move_old.h). */
 #include "itest_move_old.h"
+#include "itest_plan.h"
 
 static char vhost_url[512];
 struct plan *imove_plan;
@@ -18,6 +19,16 @@ const char *
 imove_vhost_url(void)
 {
 	return vhost_url;
+}
+
+struct plan *
+imove_load(const char *name, const char *body)
+{
+	struct itest_plan b;
+
+	itest_plan_begin(&b, name, vhost_url);
+	itest_plan_addf(&b, "%s", body);
+	return itest_plan_load("itest.yaml", b.text);
 }
 
 int

@@ -69,6 +69,10 @@ const char *imove_vhost_url(void);
 
 int imove_teardown(void **state);
 
+/* Loads a plan of the test's vhost named NAME: BODY after its broker
+ * section. */
+struct plan *imove_load(const char *name, const char *body);
+
 /* Loads the test plan (old queues '^old\.', a 1 s ladder of 7 levels: up
  * to 127 s, destination DEST) with ENTRY as move_old.entry and BOUND as
  * unknown_entry_max_lateness, opens its context and declares its ladder. */

@@ -13,7 +13,6 @@
  * down a level before the next run moves them again: both copies carry
  * one move id. Each test has a vhost of its own, deleted at teardown. */
 #include "itest_move_old.h"
-#include "itest_plan.h"
 
 #define LDEST	"itml.dest"
 #define NDELAY	6
@@ -25,17 +24,6 @@ static struct {
 	int arrived;
 	bool moved;		/* it arrived with x-cutover-moved-from */
 } msgs[NDELAY];
-
-/* Loads a plan of the test's vhost: BODY after its broker section. */
-static struct plan *
-load(const char *name, const char *body)
-{
-	struct itest_plan b;
-
-	itest_plan_begin(&b, name, imove_vhost_url());
-	itest_plan_addf(&b, "%s", body);
-	return itest_plan_load("itest.yaml", b.text);
-}
 
 /* Publishes BODY into ladder L's entry with DELAY_MS towards DEST on B,
  * stamped with the AMQP timestamp; returns when it may come out at the
@@ -86,7 +74,7 @@ new_ladder(const char *destinations)
 	    "watch:\n"
 	    "  allowance: 2s\n"
 	    "steps: [measure_horizon, declare_ladder]\n", destinations);
-	return load("itest-newl", body);
+	return imove_load("itest-newl", body);
 }
 
 /* A new ladder without 'other.dest', which the old ladder delivers to:
@@ -132,7 +120,7 @@ test_ladder_rebuilt_never_early(void **state)
 	size_t got = 0, moved_got = 0;
 
 	(void)state;
-	old = load("itest-oldl",
+	old = imove_load("itest-oldl",
 	    "old:\n"
 	    "  queues: { names: [nothing.here] }\n"
 	    "ladder:\n"
@@ -251,7 +239,7 @@ test_ladder_kill_after_confirm_one_id_across_levels(void **state)
 	json_t *st, *r;
 
 	(void)state;
-	old = load("itest-oldk",
+	old = imove_load("itest-oldk",
 	    "old:\n"
 	    "  queues: { names: [nothing.here] }\n"
 	    "ladder:\n"
@@ -264,7 +252,7 @@ test_ladder_kill_after_confirm_one_id_across_levels(void **state)
 	    "steps: [measure_horizon, declare_ladder]\n");
 	itest_ctx_open(&oc, old);
 	itest_step_ok(step_declare_ladder, &oc);
-	imove_plan = load("itest-newk",
+	imove_plan = imove_load("itest-newk",
 	    "old:\n"
 	    "  ladder: { naming: cutover, prefix: oldk, unit: 1s, levels: 4 }\n"
 	    "ladder:\n"

@@ -142,6 +142,16 @@ window.cutoverSteps = (function () {
         pairs.push([e.name, e.outcome + (e.reason ? ': ' + e.reason : '')]);
       });
       if (left.length > 50) pairs.push(['…', (left.length - 50) + ' more left: see the recorded result']);
+      /* An old ladder's exchanges: the ones left in use are named, with
+       * what still uses them. */
+      var x = r.exchange_counts;
+      if (x) {
+        words += ' Old ladder\'s exchanges: ' + num(x.removed) + ' removed, ' + num(x.left) + ' left in use' +
+          (x.kept ? ', ' + num(x.kept) + ' kept (the new ladder\'s or a destination\'s)' : '') + '.';
+        (r.exchanges || []).filter(function (e) { return e.outcome === 'left'; }).forEach(function (e) {
+          pairs.push([e.name, 'exchange left: ' + e.reason]);
+        });
+      }
       return { words: words, pairs: pairs };
     }
   };
