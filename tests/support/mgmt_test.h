@@ -17,6 +17,16 @@
  * other values leave that timeout as it was). */
 void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
 
+/* The page size of M's paged listings (mgmt_list_queues_all): SIZE
+ * 1..MGMT_PAGE_SIZE_MAX, or 0 for the default (MGMT_PAGE_SIZE_MAX). */
+void mgmt_set_page_size(struct mgmt *m, int size);
+
+/* Calls HOOK(ARG, PAGE, SIZE) after each page of M's paged listings has
+ * been read (NULL: none): what a test does there happens between two
+ * pages. */
+void mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page,
+    int size), void *arg);
+
 /* ---- overview ---- */
 
 struct mgmt_overview {
