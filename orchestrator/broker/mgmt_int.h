@@ -62,6 +62,7 @@ struct mgmt {
 	long			 request_ms;	/* the bound of the request under
 						 * way (mgmt__timeout_ms) */
 	int			 global_init;
+	long			 one_listing_max; /* see MGMT_ONE_LISTING_MAX */
 	int			 page_size;	/* of the paged listing; 0:
 						 * MGMT_PAGE_SIZE_MAX (tests set
 						 * it: mgmt_test.h) */

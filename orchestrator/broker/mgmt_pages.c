@@ -2,9 +2,11 @@
  * each page joined to the one before so that queues created or deleted
  * between requests never make the listing skip one (mgmt_list_queues_all,
  * mgmt.h). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "mgmt_int.h"
 
 /* How many queues before the last name read a page is chosen to start,
@@ -46,6 +48,21 @@ choose_page(long target, int max, int *page, int *size)
 	}
 }
 
+/* Starts P as the vhost's queue listing with QUERY ("?page=1&...&",
+ * ending where the columns go) and COLUMNS, the name among them: the
+ * pages are joined by it, whether the caller asked for it or not. */
+static void
+listing_path(struct path *p, struct mgmt *m, const char *query,
+    const char *columns)
+{
+	mgmt__path_vhost(p, m, "/api/queues/");
+	mgmt__path_add(p, query);
+	mgmt__path_add(p, "columns=");
+	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
+		mgmt__path_add(p, "name,");
+	mgmt__path_add(p, columns);
+}
+
 /* GET page PAGE of size SIZE of the queues, COLUMNS and the name, into
  * *ANSWER (its items array checked). Returns 0, MGMT_ERR_HTTP with
  * *STATUS 400 for a page past the end, or another code with ERR. */
@@ -57,13 +74,8 @@ get_page(struct mgmt *m, const char *columns, int page, int size,
 	char num[64], what[WHAT_MAX];
 	int rc;
 
-	mgmt__path_vhost(&p, m, "/api/queues/");
-	snprintf(num, sizeof(num), "?page=%d&page_size=%d&columns=", page, size);
-	mgmt__path_add(&p, num);
-	/* The name, which the pages are joined by, whether asked for or not. */
-	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
-		mgmt__path_add(&p, "name,");
-	mgmt__path_add(&p, columns);
+	snprintf(num, sizeof(num), "?page=%d&page_size=%d&", page, size);
+	listing_path(&p, m, num, columns);
 	if ((rc = mgmt__path_check(&p, "GET /api/queues (page)", err, errlen)) != 0)
 		return rc;
 	m->pages.requests++;
@@ -123,6 +135,32 @@ take_page(struct pager *pg, const json_t *items, long start, size_t *took,
 	return 0;
 }
 
+/* Every queue with COLUMNS in one request, statistics on, into PG->all
+ * (emptied first; sorted, each name once, checked). Returns 0,
+ * MGMT_ERR_TRANSPORT when no answer came (the caller goes on in pages),
+ * or another code with ERR. */
+static int
+one_listing(struct mgmt *m, struct pager *pg, const char *columns, char *err,
+    size_t errlen)
+{
+	struct path p;
+	json_t *j = NULL;
+	size_t took;
+	int rc;
+
+	listing_path(&p, m, "?", columns);
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
+		return rc;
+	m->pages.requests++;
+	if ((rc = mgmt__get_json(m, p.s, 1, &j, err, errlen)) != 0)
+		return rc;
+	json_array_clear(pg->all);
+	pg->last = NULL;
+	rc = take_page(pg, j, 0, &took, err, errlen);
+	json_decref(j);
+	return rc;
+}
+
 /* The page just asked for cannot be taken (WHY): ask again further back.
  * Returns 0, or MGMT_ERR_ANSWER with ERR after PAGE_REPEATS_MAX. */
 static int
@@ -149,6 +187,7 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 	const char *first;
 	long status, start, total;
 	size_t n, took;
+	bool tried_one = false;
 	int rc, page, size, max;
 
 	if ((rc = mgmt__begin("mgmt_list_queues_all", m, out, sizeof(*out), err,
@@ -205,6 +244,25 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 		/* The last page: nothing after it when it was cut. */
 		if (start + (long)n >= total)
 			break;
+		/* Up to a size the broker answers in one request well within
+		 * its listener's idle timeout, one listing costs it one walk of
+		 * the queues rather than one a page. */
+		if (page == 1 && !tried_one && total <= m->one_listing_max) {
+			tried_one = true;
+			rc = one_listing(m, &pg, columns, err, errlen);
+			if (rc == 0) {
+				m->pages.whole = true;
+				break;
+			}
+			if (rc != MGMT_ERR_TRANSPORT)
+				goto done;
+			log_event("warn", NULL, NULL, "management: one listing of %ld "
+			    "queues got no answer (%s): reading them page by page", total,
+			    err);
+			json_array_clear(pg.all);
+			pg.last = NULL;
+			continue;
+		}
 		if (took > 0) {
 			pg.repeats = 0;
 			pg.margin = PAGE_MARGIN;

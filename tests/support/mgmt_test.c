@@ -26,6 +26,13 @@ mgmt_set_page_size(struct mgmt *m, int size)
 }
 
 void
+mgmt_set_one_listing_max(struct mgmt *m, long max)
+{
+	if (m != NULL && max >= 0)
+		m->one_listing_max = max;
+}
+
+void
 mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page, int size),
     void *arg)
 {

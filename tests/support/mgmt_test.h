@@ -21,6 +21,10 @@ void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
  * 1..MGMT_PAGE_SIZE_MAX, or 0 for the default (MGMT_PAGE_SIZE_MAX). */
 void mgmt_set_page_size(struct mgmt *m, int size);
 
+/* Up to how many queues M's paged listings read them in one request
+ * after the first page (MGMT_ONE_LISTING_MAX; 0: never). */
+void mgmt_set_one_listing_max(struct mgmt *m, long max);
+
 /* Calls HOOK(ARG, PAGE, SIZE) after each page of M's paged listings has
  * been read (NULL: none): what a test does there happens between two
  * pages. */
