@@ -337,20 +337,20 @@ struct mgmt_pages {
 					 * deleted between them) or was past the
 					 * end (HTTP 400) */
 	size_t queues;			/* in the listing */
-	bool whole;			/* read in one request after the first
-					 * page (MGMT_ONE_LISTING_MAX) */
+	bool whole;			/* read in one request
+					 * (MGMT_ONE_LISTING_MAX) */
 };
 
-/* Up to this many queues in the vhost, mgmt_list_queues_all reads them
- * in one request once the first page has said how many there are: the
+/* Up to this many queues in the broker (all its vhosts, as its overview
+ * counts them), mgmt_list_queues_all reads them in one request: the
  * broker walks its queue list once, not once a page (at 10,000 queues
  * 1 s of its CPU against 3.5 s in pages), and answers within about 10 s
  * even on a loaded node, far from the 60 s its listener waits. */
 #define MGMT_ONE_LISTING_MAX 20000
 
 /* Every queue of the vhost with statistics on, read page by page (or,
- * when the first page says the vhost holds at most MGMT_ONE_LISTING_MAX
- * queues, in one request, and in pages again if that gets no answer):
+ * when the broker's overview counts at most MGMT_ONE_LISTING_MAX queues,
+ * in one request, and in pages when that gets no answer):
  * GET /api/queues/{vhost}?page=N&page_size=S&columns=COLUMNS, into
  * *OUT: a new JSON array of the queue objects (the caller releases it),
  * sorted by name (strcmp order), no name twice. COLUMNS is the comma

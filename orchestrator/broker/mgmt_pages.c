@@ -1,7 +1,7 @@
-/* mgmt_pages: every queue of the vhost with statistics, read page by page,
- * each page joined to the one before so that queues created or deleted
- * between requests never make the listing skip one (mgmt_list_queues_all,
- * mgmt.h). */
+/* mgmt_pages: every queue of the vhost with statistics, in one listing
+ * up to MGMT_ONE_LISTING_MAX queues, else page by page, each page joined
+ * to the one before so that queues created or deleted between requests
+ * never make the listing skip one (mgmt_list_queues_all, mgmt.h). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +161,24 @@ one_listing(struct mgmt *m, struct pager *pg, const char *columns, char *err,
 	return rc;
 }
 
+/* How many queues the broker holds in all its vhosts (GET /api/overview:
+ * object_totals.queues, counted without walking them), or -1 when it
+ * does not say. */
+static long
+queues_in_all(struct mgmt *m)
+{
+	json_t *j = NULL;
+	char why[512];
+	long n;
+
+	if (mgmt__get_json(m, "/api/overview?columns=object_totals.queues", 0, &j, why,
+	    sizeof(why)) != 0)
+		return -1;
+	n = (long)mgmt__int_member(json_object_get(j, "object_totals"), "queues");
+	json_decref(j);
+	return n;
+}
+
 /* The page just asked for cannot be taken (WHY): ask again further back.
  * Returns 0, or MGMT_ERR_ANSWER with ERR after PAGE_REPEATS_MAX. */
 static int
@@ -187,7 +205,6 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 	const char *first;
 	long status, start, total;
 	size_t n, took;
-	bool tried_one = false;
 	int rc, page, size, max;
 
 	if ((rc = mgmt__begin("mgmt_list_queues_all", m, out, sizeof(*out), err,
@@ -198,6 +215,24 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 	if ((pg.all = json_array()) == NULL) {
 		errbuf_set(err, errlen, "mgmt_list_queues_all: out of memory");
 		return MGMT_ERR_NOMEM;
+	}
+	/* Up to a size the broker answers in one request well within its
+	 * listener's idle timeout, one listing costs it one walk of its
+	 * queues rather than one a page. The overview counts every vhost's:
+	 * more than this one holds, never fewer. */
+	total = m->one_listing_max > 0 ? queues_in_all(m) : -1;
+	if (total >= 0 && total <= m->one_listing_max) {
+		rc = one_listing(m, &pg, columns, err, errlen);
+		if (rc == 0) {
+			m->pages.whole = true;
+			goto listed;
+		}
+		if (rc != MGMT_ERR_TRANSPORT)
+			goto done;
+		log_event("warn", NULL, NULL, "management: one listing of up to %ld "
+		    "queues got no answer (%s): reading them page by page", total, err);
+		json_array_clear(pg.all);
+		pg.last = NULL;
 	}
 	for (;;) {
 		page = 1;
@@ -244,25 +279,6 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 		/* The last page: nothing after it when it was cut. */
 		if (start + (long)n >= total)
 			break;
-		/* Up to a size the broker answers in one request well within
-		 * its listener's idle timeout, one listing costs it one walk of
-		 * the queues rather than one a page. */
-		if (page == 1 && !tried_one && total <= m->one_listing_max) {
-			tried_one = true;
-			rc = one_listing(m, &pg, columns, err, errlen);
-			if (rc == 0) {
-				m->pages.whole = true;
-				break;
-			}
-			if (rc != MGMT_ERR_TRANSPORT)
-				goto done;
-			log_event("warn", NULL, NULL, "management: one listing of %ld "
-			    "queues got no answer (%s): reading them page by page", total,
-			    err);
-			json_array_clear(pg.all);
-			pg.last = NULL;
-			continue;
-		}
 		if (took > 0) {
 			pg.repeats = 0;
 			pg.margin = PAGE_MARGIN;
@@ -276,6 +292,7 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 			pg.margin = 0;
 		}
 	}
+listed:
 	m->pages.queues = json_array_size(pg.all);
 	*out = pg.all;
 	pg.all = NULL;
