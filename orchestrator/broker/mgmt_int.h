@@ -62,6 +62,15 @@ struct mgmt {
 	long			 request_ms;	/* the bound of the request under
 						 * way (mgmt__timeout_ms) */
 	int			 global_init;
+	long			 one_listing_max; /* see MGMT_ONE_LISTING_MAX */
+	int			 page_size;	/* of the paged listing; 0:
+						 * MGMT_PAGE_SIZE_MAX (tests set
+						 * it: mgmt_test.h) */
+	/* Tests only (mgmt_test.h): called after each page of a paged
+	 * listing was read, with its number and size. */
+	void			(*page_hook)(void *arg, int page, int size);
+	void			*page_hook_arg;
+	struct mgmt_pages	 pages;		/* the last paged listing's */
 	struct httpbody		 answer;
 	char			 curlerr[CURL_ERROR_SIZE];
 };

@@ -206,6 +206,7 @@ mgmt_open_list(const char *const *base_urls, size_t nbases, const struct tls_opt
 	}
 	m->global_init = 1;
 	m->total_ms = timeout_ms;
+	m->one_listing_max = MGMT_ONE_LISTING_MAX;
 	m->connect_ms = timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms :
 	    CONNECT_TIMEOUT_MS;
 	for (m->nbases = 0; m->nbases < nbases; m->nbases++) {

@@ -196,7 +196,7 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 }
 
 /* The fast listing (or, with COUNTED, the statistics one with the publish
- * counters), joined with the policies and the consumers. */
+ * counters, in pages), joined with the policies and the consumers. */
 static int
 list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err,
     size_t errlen)
@@ -214,12 +214,18 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		errbuf_set(err, errlen, "mgmt_list_queues: no client");
 		return MGMT_ERR_ARG;
 	}
-	mgmt__path_vhost(&p, m, "/api/queues/");
-	mgmt__path_add(&p, counted ? "?columns=" FAST_COLUMNS ",message_stats.publish" :
-	    "?disable_stats=true&enable_queue_totals=true&columns=" FAST_COLUMNS);
-	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
-		return rc;
-	if ((rc = mgmt__get_json(m, p.s, 1, &j, err, errlen)) != 0)
+	if (counted)
+		rc = mgmt_list_queues_all(m, FAST_COLUMNS ",message_stats.publish", &j,
+		    err, errlen);
+	else {
+		mgmt__path_vhost(&p, m, "/api/queues/");
+		mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns="
+		    FAST_COLUMNS);
+		if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
+			return rc;
+		rc = mgmt__get_json(m, p.s, 1, &j, err, errlen);
+	}
+	if (rc != 0)
 		goto done;
 	if ((rc = mgmt__queues_from_json(j, 0, "GET /api/queues", out, err,
 	    errlen)) != 0)

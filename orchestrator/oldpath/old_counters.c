@@ -69,18 +69,16 @@ from_array(json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
 int
 old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t errlen)
 {
-	char vhost[3 * 256 + 1], path[64 + sizeof(vhost)], why[768];
+	char why[768];
 	json_t *arr = NULL;
 	int64_t at = old_now_ms(c);
 
 	memset(o, 0, sizeof(*o));
-	if (mgmt_escape(mgmt_vhost(c->old_mgmt), vhost, sizeof(vhost)) < 0) {
-		snprintf(err, errlen, "the vhost name is too long");
-		return -1;
-	}
-	/* Statistics on: message_stats needs them. */
-	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS, vhost);
-	if (mgmt_request(c->old_mgmt, "GET", path, NULL, &arr, NULL, why, sizeof(why)) != 0) {
+	/* Statistics on (message_stats needs them), page by page: see
+	 * mgmt_list_queues_all for why, and why no queue there throughout
+	 * is missed. */
+	if (mgmt_list_queues_all(c->old_mgmt, OLD_WATCH_COLUMNS, &arr, why,
+	    sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the publish counters: %s", why);
 		return -1;
 	}

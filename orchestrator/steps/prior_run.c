@@ -21,32 +21,37 @@
 #include "store_admit.h"
 
 /* Adds to S (SLEN bytes) what the ladder's level queues hold (none:
- * nothing); *EXIST gets how many of them exist. Returns 0, or -1 with ERR
- * when the queues could not be listed. */
+ * nothing); *EXIST gets how many of them exist. Each level is read by a
+ * passive declare (exact, current), not from a listing of the vhost:
+ * where the old path's thousands of queues share it, a listing would
+ * cost measure_horizon as much again as its own. Returns 0, or -1 with
+ * ERR when a level could not be read. */
 static int
 levels_holding(struct step_ctx *c, char *s, size_t slen, int *exist, char *err,
     size_t errlen)
 {
 	const struct ladder *l = &c->plan->ladder;
-	struct mgmt_queue_list ql = { 0 };
-	const struct mgmt_queue *q;
+	struct broker_queue_info qi;
 	int64_t total = 0;
-	int held = 0;
-	char name[LADDER_NAME_MAX];
+	int held = 0, r;
+	char name[LADDER_NAME_MAX], why[512];
 
 	*exist = 0;
-	if (mgmt_list_queues(c->mgmt, &ql, err, errlen) != 0)
-		return -1;
 	for (int k = 0; k < l->levels; k++) {
 		ladder_level_queue(l, k, name, sizeof(name));
-		if ((q = mgmt_queue_list_find(&ql, name)) != NULL)
-			(*exist)++;
-		if (q != NULL && q->messages > 0) {
-			total += q->messages;
+		r = broker_queue_inspect(c->amqp, name, &qi, why, sizeof(why));
+		if (r == BROKER_NOT_FOUND)
+			continue;
+		if (r != 0) {
+			errbuf_set(err, errlen, "reading level queue '%s': %s", name, why);
+			return -1;
+		}
+		(*exist)++;
+		if (qi.messages > 0) {
+			total += qi.messages;
 			held++;
 		}
 	}
-	mgmt_queue_list_free(&ql);
 	if (held > 0)
 		sentences_add(s, slen, "%d of its ladder's %d level queues hold %lld messages "
 		    "(producers publish into the ladder)", held, l->levels, (long long)total);

@@ -18,6 +18,30 @@ mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms)
 		m->total_ms = total_ms;
 }
 
+void
+mgmt_set_page_size(struct mgmt *m, int size)
+{
+	if (m != NULL && size >= 0 && size <= MGMT_PAGE_SIZE_MAX)
+		m->page_size = size;
+}
+
+void
+mgmt_set_one_listing_max(struct mgmt *m, long max)
+{
+	if (m != NULL && max >= 0)
+		m->one_listing_max = max;
+}
+
+void
+mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page, int size),
+    void *arg)
+{
+	if (m == NULL)
+		return;
+	m->page_hook = hook;
+	m->page_hook_arg = arg;
+}
+
 static void
 copy_str(char *dst, size_t dstlen, const char *src)
 {

@@ -17,6 +17,20 @@
  * other values leave that timeout as it was). */
 void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
 
+/* The page size of M's paged listings (mgmt_list_queues_all): SIZE
+ * 1..MGMT_PAGE_SIZE_MAX, or 0 for the default (MGMT_PAGE_SIZE_MAX). */
+void mgmt_set_page_size(struct mgmt *m, int size);
+
+/* Up to how many queues in the broker M's paged listings read them in
+ * one request (MGMT_ONE_LISTING_MAX; 0: never). */
+void mgmt_set_one_listing_max(struct mgmt *m, long max);
+
+/* Calls HOOK(ARG, PAGE, SIZE) after each page of M's paged listings has
+ * been read (NULL: none): what a test does there happens between two
+ * pages. */
+void mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page,
+    int size), void *arg);
+
 /* ---- overview ---- */
 
 struct mgmt_overview {
@@ -52,13 +66,13 @@ struct mgmt_page {
  * come per queue, but lag, and a queue too new to have statistics has
  * messages and consumers -1.
  *
- * Slower at scale, and not what cutover uses for thousands of queues:
- * every page request makes the broker read, filter and sort the whole
- * queue list of the vhost before it cuts out its page, so reading all N
- * queues costs N / page_size full walks plus statistics (measured on
- * 3.10.8 with 10,000 queues: about 9 s in pages of 500, against 1 s for
- * mgmt_list_queues). The broker honours name and use_regex only together
- * with page.
+ * Slower at scale: every page request makes the broker read, filter and
+ * sort the whole queue list of the vhost before it cuts out its page, so
+ * reading all N queues costs N / page_size full walks plus statistics
+ * (measured on 3.10.8 with 10,000 queues: about 9 s in pages of 500,
+ * against 1 s for mgmt_list_queues); cutover reads in pages only past
+ * MGMT_ONE_LISTING_MAX queues, and joins them (mgmt_list_queues_all).
+ * The broker honours name and use_regex only together with page.
  *
  * Returns 0, fills *OUT (free with mgmt_queue_list_free) and, if PG is
  * not NULL, *PG; a page past the last is an HTTP 400 error from the
