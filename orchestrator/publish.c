@@ -264,14 +264,7 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	return st;
 }
 
-const char *
-publish_status_name(int status)
-{
-	switch (status) {
-	PUBLISH_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "failed";
-}
+ERRBUF_NAME_FUNCTION(publish_status_name, PUBLISH_STATUS_MAP, "failed")
 
 static int
 read_str(const struct broker_delivery *d, const char *key, const char **out,
