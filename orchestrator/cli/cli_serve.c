@@ -103,6 +103,47 @@ read_config(struct serve_args *a)
 	return 0;
 }
 
+/* Prints what `serve --help` says after the usage line. */
+static void
+print_help(void *data)
+{
+	(void)data;
+	printf("\n%s\n", serve_help);
+}
+
+/* Takes option C with its value ARG into the struct serve_args DATA (a
+ * cli_options take). Returns CLI_GO_ON, or CLI_USAGE once it has said
+ * which value is out of range. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct serve_args *a = data;
+	char *end;
+
+	switch (c) {
+	case 'd': a->db = arg; break;
+	case 'l': a->listen = arg; break;
+	case 'o': a->operators = arg; break;
+	case 'c': a->config = arg; break;
+	case 'k': a->check = 1; break;
+	case 'v': a->log_level = arg; break;
+	case 'p':
+		a->poll = strtol(arg, &end, 10);
+		if (*arg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
+			return cli_usage_error("serve", serve_usage,
+			    "--poll-ms takes 10 to 60000");
+		break;
+	case 'w':
+		a->workers = strtol(arg, &end, 10);
+		if (*arg == '\0' || *end != '\0' || a->workers < 1 ||
+		    a->workers > ENGINE_WORKERS_MAX)
+			return cli_usage_error("serve", serve_usage, "--workers "
+			    "takes 1 to %d", ENGINE_WORKERS_MAX);
+		break;
+	}
+	return CLI_GO_ON;
+}
+
 /* Reads the options into A. Returns 0 to go on, or -1 with *EXIT_CODE
  * what cutover serve exits with (--help, or a usage error said). */
 static int
@@ -120,43 +161,14 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char *end;
-	int c;
+	const struct cli_options o = { .verb = "serve", .usage = serve_usage,
+	    .opts = opts, .take = take_option, .help = print_help, .data = a };
+	int rc;
 
 	memset(a, 0, sizeof(*a));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': a->db = optarg; break;
-		case 'l': a->listen = optarg; break;
-		case 'o': a->operators = optarg; break;
-		case 'c': a->config = optarg; break;
-		case 'k': a->check = 1; break;
-		case 'v': a->log_level = optarg; break;
-		case 'p':
-			a->poll = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
-				goto usage_poll;
-			break;
-		case 'w':
-			a->workers = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || a->workers < 1 ||
-			    a->workers > ENGINE_WORKERS_MAX) {
-				*exit_code = cli_usage_error("serve", serve_usage, "--workers "
-				    "takes 1 to %d", ENGINE_WORKERS_MAX);
-				return -1;
-			}
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s\n", serve_usage, serve_help);
-			*exit_code = CLI_OK;
-			return -1;
-		default:
-			*exit_code = cli_usage_error("serve", serve_usage,
-			    "unknown or incomplete option '%s'", argv[optind - 1]);
-			return -1;
-		}
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON) {
+		*exit_code = rc;
+		return -1;
 	}
 	if (optind != argc)
 		*exit_code = cli_usage_error("serve", serve_usage, "unexpected argument '%s'",
@@ -166,9 +178,6 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		    "--config FILE");
 	else
 		return 0;
-	return -1;
-usage_poll:
-	*exit_code = cli_usage_error("serve", serve_usage, "--poll-ms takes 10 to 60000");
 	return -1;
 }
 
