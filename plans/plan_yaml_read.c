@@ -216,33 +216,46 @@ bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
 }
 
 int
-py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
-    yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
-    const char *empty_expect, const char *what)
+py_read_document(struct loader *ld, struct py_document *d, const char *buf,
+    size_t len, yaml_node_t **root, const char *empty_expect, const char *what)
 {
 	if (bound_shape(ld, buf, len, what) == -1)
 		return -1;
-	if (!yaml_parser_initialize(parser)) {
+	if (!yaml_parser_initialize(&d->parser)) {
 		ld->oom = 1;
 		return -1;
 	}
-	*have_parser = 1;
-	yaml_parser_set_input_string(parser, (const unsigned char *)(buf != NULL ? buf : ""),
-	    len);
-	if (!yaml_parser_load(parser, doc)) {
-		py_syntax_error(ld, parser, buf, len);
+	d->have_parser = true;
+	yaml_parser_set_input_string(&d->parser,
+	    (const unsigned char *)(buf != NULL ? buf : ""), len);
+	if (!yaml_parser_load(&d->parser, &d->doc)) {
+		py_syntax_error(ld, &d->parser, buf, len);
 		return -1;
 	}
-	*have_doc = 1;
-	ld->doc = doc;
-	if ((*root = yaml_document_get_root_node(doc)) == NULL) {
+	d->have_doc = true;
+	ld->doc = &d->doc;
+	if ((*root = yaml_document_get_root_node(&d->doc)) == NULL) {
 		if (plan_errors_add(ld->errs, 1, 1, "the file is empty; expected %s",
 		    empty_expect) == -1)
 			ld->oom = 1;
 		return -1;
 	}
-	check_one_document(ld, parser, buf, len, what);
+	check_one_document(ld, &d->parser, buf, len, what);
 	return 0;
+}
+
+bool
+py_load_end(struct loader *ld, struct py_document *d, const char *what)
+{
+	if (ld->oom)
+		plan_errors_add(ld->errs, 0, 0, "out of memory while loading the %s", what);
+	py_sort_errors(ld->errs);
+	if (d->have_doc)
+		yaml_document_delete(&d->doc);
+	if (d->have_parser)
+		yaml_parser_delete(&d->parser);
+	d->have_doc = d->have_parser = false;
+	return ld->errs->n == 0 && !ld->oom;
 }
 
 static int load_fail(const char *, struct plan_errors *, const char *, ...)
