@@ -111,35 +111,26 @@ print_help(void *data)
 	printf("\n%s\n", serve_help);
 }
 
-/* Takes option C with its value ARG into the struct serve_args DATA (a
- * cli_options take). Returns CLI_GO_ON, or CLI_USAGE once it has said
- * which value is out of range. */
+/* cli_options' take: --poll-ms's or --workers's ARG into DATA, a struct
+ * serve_args. Returns CLI_GO_ON, or CLI_USAGE once it has said that the
+ * value is out of range. */
 static int
 take_option(int c, char *arg, void *data)
 {
 	struct serve_args *a = data;
 	char *end;
 
-	switch (c) {
-	case 'd': a->db = arg; break;
-	case 'l': a->listen = arg; break;
-	case 'o': a->operators = arg; break;
-	case 'c': a->config = arg; break;
-	case 'k': a->check = 1; break;
-	case 'v': a->log_level = arg; break;
-	case 'p':
+	if (c == 'p') {
 		a->poll = strtol(arg, &end, 10);
 		if (*arg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
 			return cli_usage_error("serve", serve_usage,
 			    "--poll-ms takes 10 to 60000");
-		break;
-	case 'w':
+	} else {
 		a->workers = strtol(arg, &end, 10);
 		if (*arg == '\0' || *end != '\0' || a->workers < 1 ||
 		    a->workers > ENGINE_WORKERS_MAX)
 			return cli_usage_error("serve", serve_usage, "--workers "
 			    "takes 1 to %d", ENGINE_WORKERS_MAX);
-		break;
 	}
 	return CLI_GO_ON;
 }
@@ -149,17 +140,16 @@ take_option(int c, char *arg, void *data)
 static int
 parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "operators", required_argument, NULL, 'o' },
-		{ "poll-ms", required_argument, NULL, 'p' },
-		{ "workers", required_argument, NULL, 'w' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "check-config", no_argument, NULL, 'k' },
-		{ "log-level", required_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("db", 'd', struct serve_args, db),
+		CLI_TEXT("listen", 'l', struct serve_args, listen),
+		CLI_TEXT("operators", 'o', struct serve_args, operators),
+		CLI_TAKE("poll-ms", 'p', true),
+		CLI_TAKE("workers", 'w', true),
+		CLI_TEXT("config", 'c', struct serve_args, config),
+		CLI_FLAG("check-config", 'k', struct serve_args, check),
+		CLI_TEXT("log-level", 'v', struct serve_args, log_level),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = "serve", .usage = serve_usage,
 	    .opts = opts, .take = take_option, .help = print_help, .data = a };
