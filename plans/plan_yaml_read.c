@@ -115,6 +115,32 @@ shape_error(struct loader *ld, const yaml_event_t *e, const char *fmt, ...)
 	    py_mark_num(e->start_mark.column), "%s", msg) == -1)
 		ld->oom = 1;
 }
+/* Whether event E is a node (an alias, a scalar, a list's or a mapping's
+ * start), counting in *ANCHORS an alias or a node that names an anchor. */
+static int
+node_event(const yaml_event_t *e, size_t *anchors)
+{
+	const yaml_char_t *anchor;
+
+	switch (e->type) {
+	case YAML_ALIAS_EVENT:
+		(*anchors)++;
+		return 1;
+	case YAML_SCALAR_EVENT:
+		anchor = e->data.scalar.anchor;
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		anchor = e->data.sequence_start.anchor;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		anchor = e->data.mapping_start.anchor;
+		break;
+	default:
+		return 0;
+	}
+	*anchors += anchor != NULL;
+	return 1;
+}
 
 /* Reads BUF as a stream of events and stops at the first one past the
  * bounds of plan_load_int.h: nesting deeper than PY_DEPTH_MAX, a mapping of
@@ -149,35 +175,12 @@ bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
 	is_map[0] = 0;
 	nodes[0] = 0;
 	while (more && rc == 0 && yaml_parser_parse(&ps, &e)) {
-		node = 0;
-		switch (e.type) {
-		case YAML_STREAM_END_EVENT:
+		node = node_event(&e, &anchors);
+		if (e.type == YAML_STREAM_END_EVENT)
 			more = 0;
-			break;
-		case YAML_ALIAS_EVENT:
-			anchors++;
-			node = 1;
-			break;
-		case YAML_SCALAR_EVENT:
-			anchors += e.data.scalar.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-			anchors += e.data.sequence_start.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			anchors += e.data.mapping_start.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			if (depth > 0)
-				depth--;
-			break;
-		default:
-			break;
-		}
+		else if ((e.type == YAML_SEQUENCE_END_EVENT ||
+		    e.type == YAML_MAPPING_END_EVENT) && depth > 0)
+			depth--;
 		if (node && depth > 0)
 			nodes[depth]++;
 		if (node && depth > 0 && is_map[depth] && nodes[depth] > 2 * PY_KEYS_MAX) {
