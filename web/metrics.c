@@ -278,6 +278,45 @@ later_of_kind(const struct plan_m *pm, int n)
 	return false;
 }
 
+/* Which step's result a one-number family reads. */
+enum number_doc { DOC_WATCH, DOC_CANARY, DOC_MOVE };
+
+/* A family with one number per plan: its name, type and help, where the
+ * number is (the document DOC, its object OBJ (NULL: the document itself)
+ * and KEY), and the scale and decimals it is given in. */
+struct number_family {
+	const char *name, *type, *help;
+	enum number_doc doc;
+	const char *obj, *key;
+	double scale;
+	int decimals;
+};
+
+/* The document DOC of PM: the watch's result, the canary's summary or
+ * move_old's counts, progress and pass; NULL until the step has one. */
+static const json_t *
+doc_of(const struct plan_m *pm, enum number_doc doc)
+{
+	return doc == DOC_WATCH ? pm->watch : doc == DOC_CANARY ? pm->canary : pm->move;
+}
+
+/* Prometheus families: the N of F, a line per plan that has the number. */
+static void
+render_numbers(struct textbuf *b, const struct plans *ps, const struct number_family *f,
+    size_t n)
+{
+	double v;
+
+	for (size_t k = 0; k < n; k++) {
+		family(b, f[k].name, f[k].type, f[k].help);
+		for (size_t i = 0; i < ps->n; i++)
+			if (num(doc_of(&ps->v[i], f[k].doc), f[k].obj, f[k].key, &v))
+				textbuf_printf(b, "%s{plan=\"%s\"} %.*f\n", f[k].name, ps->v[i].name,
+				    f[k].decimals, v / f[k].scale);
+	}
+}
+#define RENDER_NUMBERS(b, ps, f) render_numbers(b, ps, f, sizeof(f) / sizeof(f[0]))
+
 /* Prometheus families: the plans and their steps' states. */
 static void
 render_plans(struct textbuf *b, const struct plans *ps)
@@ -346,6 +385,16 @@ render_plans(struct textbuf *b, const struct plans *ps)
 		}
 }
 
+/* The watch's one-number families after its depths. */
+static const struct number_family watch_numbers[] = {
+	{ "cutover_old_nonempty_queues", "gauge", "Old-path queues still holding "
+	    "messages, at the latest sample.", DOC_WATCH, "summary", "old_nonempty", 1, 0 },
+	{ "cutover_old_publishes_after_flip_total", "counter", "Client publishes into the "
+	    "old path seen after the flip.", DOC_WATCH, "old", "after_flip", 1, 0 },
+	{ "cutover_watch_time_left_seconds", "gauge", "Time left until the watch's "
+	    "deadline.", DOC_WATCH, "summary", "time_left_ms", 1000, 3 },
+};
+
 /* Prometheus families: the watch's latest depths. */
 static void
 render_depths(struct textbuf *b, const struct plans *ps)
@@ -390,26 +439,7 @@ render_depths(struct textbuf *b, const struct plans *ps)
 				    "%.0f\n", ps->v[i].name, k, json_number_value(d));
 	}
 
-	family(b, "cutover_old_nonempty_queues", "gauge",
-	    "Old-path queues still holding messages, at the latest sample.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "old_nonempty", &v))
-			textbuf_printf(b, "cutover_old_nonempty_queues{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
-
-	family(b, "cutover_old_publishes_after_flip_total", "counter",
-	    "Client publishes into the old path seen after the flip.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].watch, "old", "after_flip", &v))
-			textbuf_printf(b, "cutover_old_publishes_after_flip_total{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
-
-	family(b, "cutover_watch_time_left_seconds", "gauge",
-	    "Time left until the watch's deadline.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "time_left_ms", &v))
-			textbuf_printf(b, "cutover_watch_time_left_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
+	RENDER_NUMBERS(b, ps, watch_numbers);
 	family(b, "cutover_watch_tick_lag_seconds", "gauge",
 	    "How late the plan's latest watch tick started against when it was due "
 	    "(serve's workers all busy, or the engine held up).");
@@ -418,6 +448,12 @@ render_depths(struct textbuf *b, const struct plans *ps)
 			textbuf_printf(b, "cutover_watch_tick_lag_seconds{plan=\"%s\"} %.3f\n",
 			    ps->v[i].name, ps->v[i].lag_ms / 1000.0);
 }
+
+/* The probes' one-number family. */
+static const struct number_family probe_numbers[] = {
+	{ "cutover_probes_sent_total", "counter", "Watch probes sent.", DOC_WATCH, "probe",
+	    "sent", 1, 0 },
+};
 
 /* Prometheus families: the watch's probes. */
 static void
@@ -443,10 +479,7 @@ render_probes(struct textbuf *b, const struct plans *ps)
 		    (long long)pm->hist[NBUCKET]);
 	}
 
-	family(b, "cutover_probes_sent_total", "counter", "Watch probes sent.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].watch, "probe", "sent", &v))
-			textbuf_printf(b, "cutover_probes_sent_total{plan=\"%s\"} %.0f\n", ps->v[i].name, v);
+	RENDER_NUMBERS(b, ps, probe_numbers);
 	family(b, "cutover_probes_total", "counter",
 	    "Watch probes by outcome (arrived, late, early, lost).");
 	for (size_t i = 0; i < ps->n; i++) {
@@ -459,18 +492,25 @@ render_probes(struct textbuf *b, const struct plans *ps)
 	}
 }
 
+/* The canary's one-number families: before its outcomes, and after. */
+static const struct number_family canary_sent[] = {
+	{ "cutover_canary_messages_sent", "gauge", "The canary's messages sent.", DOC_CANARY,
+	    NULL, "count", 1, 0 },
+};
+static const struct number_family canary_lateness[] = {
+	{ "cutover_canary_lateness_p50_seconds", "gauge", "Median lateness of the canary's "
+	    "messages.", DOC_CANARY, NULL, "p50_ms", 1000, 3 },
+	{ "cutover_canary_lateness_p99_seconds", "gauge", "99th percentile lateness of the "
+	    "canary's messages.", DOC_CANARY, NULL, "p99_ms", 1000, 3 },
+};
+
 /* Prometheus families: the canary's summary. */
 static void
 render_canary(struct textbuf *b, const struct plans *ps)
 {
 	double v;
 
-	family(b, "cutover_canary_messages_sent", "gauge",
-	    "The canary's messages sent.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "count", &v))
-			textbuf_printf(b, "cutover_canary_messages_sent{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
+	RENDER_NUMBERS(b, ps, canary_sent);
 	family(b, "cutover_canary_messages", "gauge",
 	    "The canary's messages by outcome.");
 	for (size_t i = 0; i < ps->n; i++) {
@@ -485,40 +525,25 @@ render_canary(struct textbuf *b, const struct plans *ps)
 				textbuf_printf(b, "cutover_canary_messages{plan=\"%s\",outcome=\"%s\"} %.0f\n",
 				    ps->v[i].name, o[k][1], v);
 	}
-	family(b, "cutover_canary_lateness_p50_seconds", "gauge",
-	    "Median lateness of the canary's messages.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "p50_ms", &v))
-			textbuf_printf(b, "cutover_canary_lateness_p50_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
-	family(b, "cutover_canary_lateness_p99_seconds", "gauge",
-	    "99th percentile lateness of the canary's messages.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "p99_ms", &v))
-			textbuf_printf(b, "cutover_canary_lateness_p99_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
+	RENDER_NUMBERS(b, ps, canary_lateness);
 }
 
-/* move_old's one-number families: where each is in the step's result,
- * and the scale and decimals it is given in. */
-static const struct move_family {
-	const char *name, *help, *obj, *key;
-	double scale;
-	int decimals;
-} move_families[] = {
-	{ "cutover_move_old_remaining_messages", "Messages move_old's pass has still to "
-	    "take from the old queues", "progress", "remaining", 1, 0 },
-	{ "cutover_move_old_messages_per_second", "Messages move_old takes from the old "
-	    "queues a second, since its run began", "progress", "per_s", 1, 3 },
-	{ "cutover_move_old_eta_seconds", "Seconds until move_old's pass has taken every "
-	    "remaining message at its pace (absent until the pace is measured)", "progress",
-	    "eta_ms", 1000, 3 },
-	{ "cutover_move_old_may_duplicate_messages", "Messages move_old moved that may "
-	    "arrive twice: published into the ladder by a run killed before it acked them "
-	    "in their old queue (each carries its x-cutover-move-id)", "counts",
-	    "may_duplicate", 1, 0 },
-	{ "cutover_move_old_pass", "move_old's pass: 1 at once, 2 once the stragglers' "
-	    "window is over", NULL, "pass", 1, 0 },
+/* move_old's one-number families. */
+static const struct number_family move_numbers[] = {
+	{ "cutover_move_old_remaining_messages", "gauge", "Messages move_old's pass has "
+	    "still to take from the old queues", DOC_MOVE, "progress", "remaining", 1, 0 },
+	{ "cutover_move_old_messages_per_second", "gauge", "Messages move_old takes from "
+	    "the old queues a second, since its run began", DOC_MOVE, "progress", "per_s",
+	    1, 3 },
+	{ "cutover_move_old_eta_seconds", "gauge", "Seconds until move_old's pass has taken "
+	    "every remaining message at its pace (absent until the pace is measured)",
+	    DOC_MOVE, "progress", "eta_ms", 1000, 3 },
+	{ "cutover_move_old_may_duplicate_messages", "gauge", "Messages move_old moved that "
+	    "may arrive twice: published into the ladder by a run killed before it acked "
+	    "them in their old queue (each carries its x-cutover-move-id)", DOC_MOVE,
+	    "counts", "may_duplicate", 1, 0 },
+	{ "cutover_move_old_pass", "gauge", "move_old's pass: 1 at once, 2 once the "
+	    "stragglers' window is over", DOC_MOVE, NULL, "pass", 1, 0 },
 };
 
 /* Prometheus families: move_old's counts, what it has still to take, its
@@ -537,15 +562,7 @@ render_move(struct textbuf *b, const struct plans *ps)
 			if (num(ps->v[i].move, "counts", o[k], &v))
 				textbuf_printf(b, "cutover_move_old_messages{plan=\"%s\",outcome=\"%s\"} "
 				    "%.0f\n", ps->v[i].name, o[k], v);
-	for (size_t f = 0; f < sizeof(move_families) / sizeof(move_families[0]); f++) {
-		const struct move_family *m = &move_families[f];
-
-		family(b, m->name, "gauge", m->help);
-		for (size_t i = 0; i < ps->n; i++)
-			if (num(ps->v[i].move, m->obj, m->key, &v))
-				textbuf_printf(b, "%s{plan=\"%s\"} %.*f\n", m->name, ps->v[i].name,
-				    m->decimals, v / m->scale);
-	}
+	RENDER_NUMBERS(b, ps, move_numbers);
 }
 
 /* Prometheus families: flag calls and alerts from the history. */
