@@ -1,15 +1,14 @@
 /* httpbody: gathering an HTTP answer's body with a limit. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "httpbody.h"
+#include "textbuf.h"
 
 size_t
 httpbody_write(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct httpbody *b = arg;
-	size_t n = size * nmemb, cap;
-	char *p;
+	size_t n = size * nmemb;
 
 	if (nmemb != 0 && n / nmemb != size)
 		return 0;
@@ -17,16 +16,9 @@ httpbody_write(char *data, size_t size, size_t nmemb, void *arg)
 		b->toobig = 1;
 		return 0;
 	}
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 8192;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->nomem = 1;
-			return 0;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (textbuf_grow(&b->p, &b->cap, b->len + n + 1, 8192, 0) != 0) {
+		b->nomem = 1;
+		return 0;
 	}
 	memcpy(b->p + b->len, data, n);
 	b->len += n;

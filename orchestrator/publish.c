@@ -264,58 +264,52 @@ publish_delayed(struct broker *b, const struct ladder *l,
 	return st;
 }
 
-const char *
-publish_status_name(int status)
-{
-	switch (status) {
-	PUBLISH_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "failed";
-}
+ERRBUF_NAME_FUNCTION(publish_status_name, PUBLISH_STATUS_MAP, "failed")
 
-static int
-read_str(const struct broker_delivery *d, const char *key, const char **out,
-    char *err, size_t errlen)
+/* The header KEY of D, a string (TEXT) or an integer. Returns it, or NULL
+ * with ERR saying it is missing or of the other type. */
+static const struct broker_header *
+header_of(const struct broker_delivery *d, const char *key, bool text, char *err,
+    size_t errlen)
 {
 	const struct broker_header *h = broker_header_find(d, key);
 
-	if (h == NULL || h->kind != BROKER_KIND_STR) {
-		errbuf_set(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
-		    "not a string");
-		return -1;
-	}
-	*out = h->str;
-	return 0;
-}
-
-static int
-read_int(const struct broker_delivery *d, const char *key, int64_t *out,
-    char *err, size_t errlen)
-{
-	const struct broker_header *h = broker_header_find(d, key);
-
-	if (h == NULL || h->kind != BROKER_KIND_INT) {
-		errbuf_set(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
-		    "not an integer");
-		return -1;
-	}
-	*out = h->num;
-	return 0;
+	if (h != NULL && h->kind == (text ? BROKER_KIND_STR : BROKER_KIND_INT))
+		return h;
+	errbuf_set(err, errlen, "header %s is %s", key, h == NULL ? "missing" :
+	    text ? "not a string" : "not an integer");
+	return NULL;
 }
 
 int
 publish_read(const struct broker_delivery *d, struct publish_info *out,
     char *err, size_t errlen)
 {
+	/* Where each header goes: a string's into TEXT, an integer's NUM. */
+	const struct {
+		const char *key;
+		const char **text;
+		int64_t *num;
+	} fields[] = {
+		{ PUBLISH_HDR_PLAN, &out->plan, NULL },
+		{ PUBLISH_HDR_PURPOSE, &out->purpose, NULL },
+		{ PUBLISH_HDR_SEQ, NULL, &out->seq },
+		{ PUBLISH_HDR_DELAY, NULL, &out->delay_ms },
+		{ PUBLISH_HDR_NOT_BEFORE, NULL, &out->not_before_ms },
+	};
+	const struct broker_header *h;
+
 	memset(out, 0, sizeof(*out));
-	if (read_str(d, PUBLISH_HDR_PLAN, &out->plan, err, errlen) != 0 ||
-	    read_str(d, PUBLISH_HDR_PURPOSE, &out->purpose, err, errlen) != 0 ||
-	    read_int(d, PUBLISH_HDR_SEQ, &out->seq, err, errlen) != 0 ||
-	    read_int(d, PUBLISH_HDR_DELAY, &out->delay_ms, err, errlen) != 0 ||
-	    read_int(d, PUBLISH_HDR_NOT_BEFORE, &out->not_before_ms, err,
-	    errlen) != 0) {
-		memset(out, 0, sizeof(*out));
-		return -1;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if ((h = header_of(d, fields[i].key, fields[i].text != NULL, err,
+		    errlen)) == NULL) {
+			memset(out, 0, sizeof(*out));
+			return -1;
+		}
+		if (fields[i].text != NULL)
+			*fields[i].text = h->str;
+		else
+			*fields[i].num = h->num;
 	}
 	return 0;
 }

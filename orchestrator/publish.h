@@ -64,7 +64,11 @@
 	/* local failure (memory, bad handle) */			\
 	X(PUBLISH_ERR, -8, "failed")
 
-enum publish_status { PUBLISH_STATUS_MAP(ERRBUF_ENUM) };
+/* enum publish_status, and publish_status_name(RC): what publish code RC
+ * means ("confirmed", "refused input", "nacked", ...: the table's WHAT);
+ * "failed" for any other value, as callers print a failure it did not
+ * name. */
+ERRBUF_CODES(publish_status, PUBLISH_STATUS_MAP, publish_status_name);
 
 /* One delayed message to publish. Zero-initialise, then fill in. All
  * pointers are borrowed for the duration of the call. */
@@ -113,11 +117,6 @@ struct publish_receipt {
 int publish_delayed(struct broker *b, const struct ladder *l,
     const struct publish_request *r, struct publish_receipt *out,
     char *err, size_t errlen);
-
-/* Names a publish_status: "confirmed", "refused input", "nacked",
- * "returned", "refused by the broker", "no connection", "connection lost",
- * "timeout", "failed". */
-const char *publish_status_name(int status);
 
 /* The cutover headers of a received message. Strings are borrowed from
  * the delivery and live as long as it does. */

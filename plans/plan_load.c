@@ -436,12 +436,11 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
     struct plan_errors *errs)
 {
 	struct plan_errors local;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct py_document d = { 0 };
 	yaml_node_t *root;
 	struct loader ld;
 	struct plan *p;
-	int have_parser = 0, have_doc = 0, rc = -1;
+	int rc = -1;
 
 	if (out != NULL)
 		*out = NULL;
@@ -449,8 +448,8 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 		errs = &local;
 	if (load_begin(&ld, file, buf, len, out, errs) == -1)
 		goto done;
-	if (py_read_document(&ld, &parser, &have_parser, &doc, &have_doc, buf, len, &root,
-	    "a YAML mapping with name, broker, old, ladder and steps", "plan") == -1)
+	if (py_read_document(&ld, &d, buf, len, &root, "a YAML mapping with name, "
+	    "broker, old, ladder and steps", "plan") == -1)
 		goto done;
 	load_root(&ld, root);
 	pc_check_own(&ld);
@@ -458,20 +457,13 @@ plan_load_buffer(const char *file, const char *buf, size_t len, struct plan **ou
 		ld.oom = 1;
 
 done:
-	if (ld.oom)
-		plan_errors_add(errs, 0, 0, "out of memory while loading the plan");
-	py_sort_errors(errs);
 	p = ld.p;
-	if (errs->n == 0 && !ld.oom && p != NULL) {
+	if (py_load_end(&ld, &d, "plan") && p != NULL) {
 		*out = p;
 		p = NULL;
 		plan_errors_free(errs);
 		rc = 0;
 	}
-	if (have_doc)
-		yaml_document_delete(&doc);
-	if (have_parser)
-		yaml_parser_delete(&parser);
 	plan_free(p);
 	if (errs == &local)
 		plan_errors_free(&local);

@@ -109,16 +109,25 @@ void py_syntax_error(struct loader *ld, const yaml_parser_t *ps, const char *buf
 const char *py_url_problem(const char *url, enum url_kind kind, int *secret);
 /* Sorts ERRS by position, as a reader goes through the file (stable). */
 void py_sort_errors(struct plan_errors *errs);
-/* Parses BUF with PARSER (initialized here, *HAVE_PARSER set once it is
- * to be deleted) into DOC (*HAVE_DOC likewise), its root node into *ROOT;
- * an empty file is reported as expecting EMPTY_EXPECT, a second document
+/* A YAML document as the loaders read it: the parser and the document,
+ * each with whether it is there to delete. Zero-initialise. */
+struct py_document {
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	bool have_parser, have_doc;
+};
+/* Parses BUF with D's parser (initialized here) into D's document, its
+ * root node into *ROOT; an empty file is reported as expecting EMPTY_EXPECT, a second document
  * as one too many per WHAT ("plan"). A file deeper than PY_DEPTH_MAX, with
  * a mapping of more than PY_KEYS_MAX keys, a list of more than PY_ITEMS_MAX
  * items or more than PY_ANCHORS_MAX anchors and aliases is refused, at the first event past the bound, before
  * any document is built. Returns 0, or -1 after reporting. */
-int py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
-    yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
-    const char *empty_expect, const char *what);
+int py_read_document(struct loader *ld, struct py_document *d, const char *buf,
+    size_t len, yaml_node_t **root, const char *empty_expect, const char *what);
+/* Ends a load of the WHAT ("plan") read into D: reports running out of
+ * memory, sorts the errors by position and deletes D's document and
+ * parser. Returns whether the load is whole (no error, memory enough). */
+bool py_load_end(struct loader *ld, struct py_document *d, const char *what);
 /* Reads the file PATH (at most PY_FILE_MAX bytes) into *OUT (the caller
  * frees it) and *OUTLEN. Returns 0, or -1 with ERRS (named PATH) saying
  * why the WHAT ("plan") cannot be read; SIZE_EXPECT is what a file should

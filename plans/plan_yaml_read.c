@@ -115,6 +115,32 @@ shape_error(struct loader *ld, const yaml_event_t *e, const char *fmt, ...)
 	    py_mark_num(e->start_mark.column), "%s", msg) == -1)
 		ld->oom = 1;
 }
+/* Whether event E is a node (an alias, a scalar, a list's or a mapping's
+ * start), counting in *ANCHORS an alias or a node that names an anchor. */
+static int
+node_event(const yaml_event_t *e, size_t *anchors)
+{
+	const yaml_char_t *anchor;
+
+	switch (e->type) {
+	case YAML_ALIAS_EVENT:
+		(*anchors)++;
+		return 1;
+	case YAML_SCALAR_EVENT:
+		anchor = e->data.scalar.anchor;
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		anchor = e->data.sequence_start.anchor;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		anchor = e->data.mapping_start.anchor;
+		break;
+	default:
+		return 0;
+	}
+	*anchors += anchor != NULL;
+	return 1;
+}
 
 /* Reads BUF as a stream of events and stops at the first one past the
  * bounds of plan_load_int.h: nesting deeper than PY_DEPTH_MAX, a mapping of
@@ -149,35 +175,12 @@ bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
 	is_map[0] = 0;
 	nodes[0] = 0;
 	while (more && rc == 0 && yaml_parser_parse(&ps, &e)) {
-		node = 0;
-		switch (e.type) {
-		case YAML_STREAM_END_EVENT:
+		node = node_event(&e, &anchors);
+		if (e.type == YAML_STREAM_END_EVENT)
 			more = 0;
-			break;
-		case YAML_ALIAS_EVENT:
-			anchors++;
-			node = 1;
-			break;
-		case YAML_SCALAR_EVENT:
-			anchors += e.data.scalar.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-			anchors += e.data.sequence_start.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			anchors += e.data.mapping_start.anchor != NULL;
-			node = 1;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			if (depth > 0)
-				depth--;
-			break;
-		default:
-			break;
-		}
+		else if ((e.type == YAML_SEQUENCE_END_EVENT ||
+		    e.type == YAML_MAPPING_END_EVENT) && depth > 0)
+			depth--;
 		if (node && depth > 0)
 			nodes[depth]++;
 		if (node && depth > 0 && is_map[depth] && nodes[depth] > 2 * PY_KEYS_MAX) {
@@ -216,33 +219,46 @@ bound_shape(struct loader *ld, const char *buf, size_t len, const char *what)
 }
 
 int
-py_read_document(struct loader *ld, yaml_parser_t *parser, int *have_parser,
-    yaml_document_t *doc, int *have_doc, const char *buf, size_t len, yaml_node_t **root,
-    const char *empty_expect, const char *what)
+py_read_document(struct loader *ld, struct py_document *d, const char *buf,
+    size_t len, yaml_node_t **root, const char *empty_expect, const char *what)
 {
 	if (bound_shape(ld, buf, len, what) == -1)
 		return -1;
-	if (!yaml_parser_initialize(parser)) {
+	if (!yaml_parser_initialize(&d->parser)) {
 		ld->oom = 1;
 		return -1;
 	}
-	*have_parser = 1;
-	yaml_parser_set_input_string(parser, (const unsigned char *)(buf != NULL ? buf : ""),
-	    len);
-	if (!yaml_parser_load(parser, doc)) {
-		py_syntax_error(ld, parser, buf, len);
+	d->have_parser = true;
+	yaml_parser_set_input_string(&d->parser,
+	    (const unsigned char *)(buf != NULL ? buf : ""), len);
+	if (!yaml_parser_load(&d->parser, &d->doc)) {
+		py_syntax_error(ld, &d->parser, buf, len);
 		return -1;
 	}
-	*have_doc = 1;
-	ld->doc = doc;
-	if ((*root = yaml_document_get_root_node(doc)) == NULL) {
+	d->have_doc = true;
+	ld->doc = &d->doc;
+	if ((*root = yaml_document_get_root_node(&d->doc)) == NULL) {
 		if (plan_errors_add(ld->errs, 1, 1, "the file is empty; expected %s",
 		    empty_expect) == -1)
 			ld->oom = 1;
 		return -1;
 	}
-	check_one_document(ld, parser, buf, len, what);
+	check_one_document(ld, &d->parser, buf, len, what);
 	return 0;
+}
+
+bool
+py_load_end(struct loader *ld, struct py_document *d, const char *what)
+{
+	if (ld->oom)
+		plan_errors_add(ld->errs, 0, 0, "out of memory while loading the %s", what);
+	py_sort_errors(ld->errs);
+	if (d->have_doc)
+		yaml_document_delete(&d->doc);
+	if (d->have_parser)
+		yaml_parser_delete(&d->parser);
+	d->have_doc = d->have_parser = false;
+	return ld->errs->n == 0 && !ld->oom;
 }
 
 static int load_fail(const char *, struct plan_errors *, const char *, ...)

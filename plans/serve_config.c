@@ -118,6 +118,19 @@ load_log_level(struct loader *ld, const struct sect *root, struct serve_config *
 		c->log_level = py_copy(ld, log_levels[i]);
 }
 
+/* The text of a notifier's required KEY in S, with its node in *N and its
+ * label ("notifiers[0].url") in WHAT (64 bytes). Returns it, or NULL once
+ * it is reported missing or not text (EXPECT says what it should be). */
+static const char *
+required_text(struct loader *ld, const struct sect *s, const char *key,
+    const char *expect, yaml_node_t **n, char what[64])
+{
+	if ((*n = py_field(ld, s, key, 1, expect)) == NULL)
+		return NULL;
+	py_label(what, 64, s, key);
+	return py_conv_text(ld, *n, what, expect);
+}
+
 static void
 load_name(struct loader *ld, const struct sect *s, const struct serve_config *c,
     struct serve_notifier *nt)
@@ -128,10 +141,7 @@ load_name(struct loader *ld, const struct sect *s, const struct serve_config *c,
 	const char *t;
 	size_t len;
 
-	if ((n = py_field(ld, s, "name", 1, expect)) == NULL)
-		return;
-	py_label(what, sizeof(what), s, "name");
-	if ((t = py_conv_text(ld, n, what, expect)) == NULL)
+	if ((t = required_text(ld, s, "name", expect, &n, what)) == NULL)
 		return;
 	len = strlen(t);
 	if (len > 64 || strspn(t, NAME_CHARS) != len) {
@@ -157,10 +167,7 @@ load_url(struct loader *ld, const struct sect *s, struct serve_notifier *nt)
 	yaml_node_t *n;
 	int secret;
 
-	if ((n = py_field(ld, s, "url", 1, URL_EXPECT)) == NULL)
-		return;
-	py_label(what, sizeof(what), s, "url");
-	if ((t = py_conv_text(ld, n, what, URL_EXPECT)) == NULL)
+	if ((t = required_text(ld, s, "url", URL_EXPECT, &n, what)) == NULL)
 		return;
 	if (strncmp(t, "env:", 4) == 0) {
 		if (py_check_env_ref(ld, n, what, t) != 0)
@@ -358,11 +365,10 @@ serve_config_load_buffer(const char *file, const char *buf, size_t len,
 {
 	struct plan_errors local;
 	struct serve_config *c = NULL;
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct py_document d = { 0 };
 	yaml_node_t *root;
 	struct loader ld;
-	int have_parser = 0, have_doc = 0, rc = -1;
+	int rc = -1;
 
 	*out = NULL;
 	if (errs == NULL)
@@ -378,25 +384,16 @@ serve_config_load_buffer(const char *file, const char *buf, size_t len,
 		ld.oom = 1;
 		goto done;
 	}
-	if (py_read_document(&ld, &parser, &have_parser, &doc, &have_doc, buf, len, &root,
-	    "a YAML mapping of listen, db, operators, log_level, notifiers, backup and "
-	    "workers",
-	    "configuration") == -1)
+	if (py_read_document(&ld, &d, buf, len, &root, "a YAML mapping of listen, db, "
+	    "operators, log_level, notifiers, backup and workers", "configuration") == -1)
 		goto done;
 	load_root(&ld, root, c);
 done:
-	if (ld.oom)
-		plan_errors_add(errs, 0, 0, "out of memory while loading the configuration");
-	py_sort_errors(errs);
-	if (errs->n == 0 && !ld.oom) {
+	if (py_load_end(&ld, &d, "configuration")) {
 		*out = c;
 		c = NULL;
 		rc = 0;
 	}
-	if (have_doc)
-		yaml_document_delete(&doc);
-	if (have_parser)
-		yaml_parser_delete(&parser);
 	serve_config_free(c);
 	if (errs == &local || rc == 0)
 		plan_errors_free(errs);

@@ -989,11 +989,4 @@ store_cache_limit(struct store *s, int kib, char *err, size_t errlen)
 	return store__exec(s, sql, "bounding the page cache", err, errlen) == -1 ? -1 : 0;
 }
 
-const char *
-store_status_name(int rc)
-{
-	switch (rc) {
-	STORE_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(store_status_name, STORE_STATUS_MAP, "unknown")

@@ -36,11 +36,9 @@
 	/* store_lock_take: another process holds the lock */		\
 	X(STORE_LOCKED, -7, "locked")
 
-enum store_status { STORE_STATUS_MAP(ERRBUF_ENUM) };
-
-/* What store code RC means, in a word or two; "unknown" for any other
- * value. */
-const char *store_status_name(int rc);
+/* enum store_status, and store_status_name(RC): what store code RC means,
+ * in a word or two; "unknown" for any other value. */
+ERRBUF_CODES(store_status, STORE_STATUS_MAP, store_status_name);
 
 #define STORE_HASH_HEX 65             /* sha256 as lowercase hex, NUL included */
 

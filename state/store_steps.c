@@ -10,6 +10,14 @@
 #include "store.h"
 #include "store_int.h"
 
+/* Writes what a call does to step IDX of plan PLAN_ID ("DOING step 2 of
+ * plan 7") into WHAT, for its errors. */
+static void
+step_what(char *what, size_t len, const char *doing, int idx, int64_t plan_id)
+{
+	snprintf(what, len, "%s step %d of plan %" PRId64, doing, idx, plan_id);
+}
+
 int
 store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
     int gate, char *err, size_t errlen)
@@ -19,8 +27,7 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 	    " VALUES (?1, ?2, ?3, ?4, 'pending')";
 	char what[80];
 
-	snprintf(what, sizeof(what), "inserting step %d of plan %" PRId64,
-	    idx, plan_id);
+	step_what(what, sizeof(what), "inserting", idx, plan_id);
 	return store__write(s, what, NULL, err, errlen, sql, "Iiti", plan_id, idx, kind,
 	    gate != 0);
 }
@@ -39,8 +46,7 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " WHERE plan_id = ?6 AND idx = ?7";
 	char what[80];
 
-	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64,
-	    idx, plan_id);
+	step_what(what, sizeof(what), "updating", idx, plan_id);
 	/* Unbound parameters are NULL: "leave unchanged". */
 	return store__write_one(s, what, "no such step", err, errlen, sql, "tppttIi",
 	    status, started_ms, ended_ms, result_json, error, plan_id, idx);
@@ -96,8 +102,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 
-	snprintf(what, sizeof(what), "reading step %d of plan %" PRId64,
-	    idx, plan_id);
+	step_what(what, sizeof(what), "reading", idx, plan_id);
 	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
 }
 
@@ -138,7 +143,7 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " result_json = NULL, error = NULL WHERE plan_id = ?2 AND idx = ?3";
 	char what[80];
 
-	snprintf(what, sizeof(what), "resetting step %d of plan %" PRId64, idx, plan_id);
+	step_what(what, sizeof(what), "resetting", idx, plan_id);
 	return store__write_one(s, what, "no such step", err, errlen, sql, "tIi", status,
 	    plan_id, idx);
 }

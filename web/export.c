@@ -10,6 +10,7 @@
 #include "errbuf.h"
 #include "export.h"
 #include "store_export.h"
+#include "textbuf.h"
 
 void
 export_time_utc(int64_t ms, char out[EXPORT_TIME_MAX])
@@ -124,62 +125,34 @@ done:
 	return rc;
 }
 
-/* A growing text. */
-struct text {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void
-put(struct text *t, const char *s, size_t n)
-{
-	if (t->oom)
-		return;
-	if (t->n + n + 1 > t->cap) {
-		size_t cap = (t->cap ? t->cap * 2 : 4096) + n;
-		char *grown = realloc(t->p, cap);
-
-		if (grown == NULL) {
-			t->oom = 1;
-			return;
-		}
-		t->p = grown;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->n, s, n);
-	t->n += n;
-	t->p[t->n] = '\0';
-}
-
 /* One CSV field (quoted when it holds a comma, quote, CR or LF), then SEP.
  * A value a spreadsheet would take for a formula (export_csv_guarded) is
  * written with EXPORT_CSV_GUARD before it, inside the quotes. */
 static void
-field(struct text *t, const char *s, size_t n, const char *sep)
+field(struct textbuf *t, const char *s, size_t n, const char *sep)
 {
 	static const char guard_char = EXPORT_CSV_GUARD;
 	bool guard = export_csv_guarded(s, n);
 
 	if (strcspn(s, ",\"\r\n") >= n && memchr(s, '\0', n) == NULL) {
 		if (guard)
-			put(t, &guard_char, 1);
-		put(t, s, n);
+			textbuf_put(t, &guard_char, 1);
+		textbuf_put(t, s, n);
 	} else {
-		put(t, "\"", 1);
+		textbuf_put(t, "\"", 1);
 		if (guard)
-			put(t, &guard_char, 1);
+			textbuf_put(t, &guard_char, 1);
 		for (size_t i = 0; i < n; i++)
-			put(t, s[i] == '"' ? "\"\"" : s + i, s[i] == '"' ? 2 : 1);
-		put(t, "\"", 1);
+			textbuf_put(t, s[i] == '"' ? "\"\"" : s + i, s[i] == '"' ? 2 : 1);
+		textbuf_put(t, "\"", 1);
 	}
-	put(t, sep, strlen(sep));
+	textbuf_put(t, sep, strlen(sep));
 }
 
 /* Member KEY of O as CSV text: a string as is, an integer in decimal,
  * null or absent as empty. */
 static void
-member(struct text *t, const json_t *o, const char *key, const char *sep)
+member(struct textbuf *t, const json_t *o, const char *key, const char *sep)
 {
 	const json_t *v = json_object_get(o, key);
 	char num[32];
@@ -196,7 +169,7 @@ member(struct text *t, const json_t *o, const char *key, const char *sep)
 /* One row: RECORD, then each column's member of O (NULL: empty), with the
  * overrides given for id, ts_ms, actor, kind, details_json and hash. */
 static void
-row(struct text *t, const char *record, const json_t *o, const char *const keys[10])
+row(struct textbuf *t, const char *record, const json_t *o, const char *const keys[10])
 {
 	field(t, record, strlen(record), ",");
 	for (int k = 0; k < 10; k++)
@@ -212,7 +185,7 @@ export_csv(const json_t *doc, char **text, size_t *len, char *err, size_t errlen
 		NULL, "status", "name", "yaml", NULL, "sha256" };
 	static const char *const head_keys[10] = { "last_id", NULL, "exported_ms",
 		"exported_utc", NULL, NULL, NULL, "events", NULL, "last_hash" };
-	struct text t = { 0 };
+	struct textbuf t = { 0 };
 	const json_t *plan = json_object_get(doc, "plan"), *ev;
 	json_t *p2 = json_deep_copy(plan), *h2 = json_deep_copy(json_object_get(doc, "head"));
 	char utc[EXPORT_TIME_MAX], num[32];
@@ -229,18 +202,18 @@ export_csv(const json_t *doc, char **text, size_t *len, char *err, size_t errlen
 	snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
 	    json_integer_value(json_object_get(h2, "events")));
 	json_object_set_new(h2, "events", json_string(num));
-	put(&t, EXPORT_CSV_HEADER "\r\n", strlen(EXPORT_CSV_HEADER) + 2);
+	textbuf_put(&t, EXPORT_CSV_HEADER "\r\n", strlen(EXPORT_CSV_HEADER) + 2);
 	row(&t, "plan", p2, plan_keys);
 	json_array_foreach(json_object_get(doc, "events"), i, ev)
 		row(&t, json_is_true(json_object_get(ev, "link")) ? "link" : "event", ev,
 		    ev_keys);
 	row(&t, "head", h2, head_keys);
-	if (t.oom)
+	if (t.failed)
 		goto nomem;
 	json_decref(p2);
 	json_decref(h2);
 	*text = t.p;
-	*len = t.n;
+	*len = t.len;
 	return 0;
 nomem:
 	json_decref(p2);

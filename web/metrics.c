@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "metrics.h"
 #include "store_notify.h"
+#include "textbuf.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
 #define STEPS_MAX	1000
@@ -48,47 +49,6 @@ static const char *const alert_kinds[] = {
 /* Probe lateness buckets, in seconds. */
 static const double buckets[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
 #define NBUCKET	(sizeof(buckets) / sizeof(buckets[0]))
-
-struct buf {
-	char *p;
-	size_t n, cap;
-	int oom;
-};
-
-static void
-out(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-out(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	for (;;) {
-		if (b->oom)
-			return;
-		va_start(ap, fmt);
-		k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
-		va_end(ap);
-		if (k < 0) {
-			b->oom = 1;
-			return;
-		}
-		if ((size_t)k < b->cap - b->n) {
-			b->n += (size_t)k;
-			return;
-		}
-		size_t cap = b->cap * 2 + (size_t)k + 1;
-		char *grown = realloc(b->p, cap);
-
-		if (grown == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = grown;
-		b->cap = cap;
-	}
-}
 
 /* A plan name as a label value, escaped (names are [a-z0-9._-], but the
  * format's escapes cost nothing). */
@@ -290,9 +250,9 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 }
 
 static void
-family(struct buf *b, const char *name, const char *type, const char *help)
+family(struct textbuf *b, const char *name, const char *type, const char *help)
 {
-	out(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	textbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* A number of JSON object O's member at PATH ("a.b"), or 0 when absent. */
@@ -318,21 +278,60 @@ later_of_kind(const struct plan_m *pm, int n)
 	return false;
 }
 
+/* Which step's result a one-number family reads. */
+enum number_doc { DOC_WATCH, DOC_CANARY, DOC_MOVE };
+
+/* A family with one number per plan: its name, type and help, where the
+ * number is (the document DOC, its object OBJ (NULL: the document itself)
+ * and KEY), and the scale and decimals it is given in. */
+struct number_family {
+	const char *name, *type, *help;
+	enum number_doc doc;
+	const char *obj, *key;
+	double scale;
+	int decimals;
+};
+
+/* The document DOC of PM: the watch's result, the canary's summary or
+ * move_old's counts, progress and pass; NULL until the step has one. */
+static const json_t *
+doc_of(const struct plan_m *pm, enum number_doc doc)
+{
+	return doc == DOC_WATCH ? pm->watch : doc == DOC_CANARY ? pm->canary : pm->move;
+}
+
+/* Prometheus families: the N of F, a line per plan that has the number. */
+static void
+render_numbers(struct textbuf *b, const struct plans *ps, const struct number_family *f,
+    size_t n)
+{
+	double v;
+
+	for (size_t k = 0; k < n; k++) {
+		family(b, f[k].name, f[k].type, f[k].help);
+		for (size_t i = 0; i < ps->n; i++)
+			if (num(doc_of(&ps->v[i], f[k].doc), f[k].obj, f[k].key, &v))
+				textbuf_printf(b, "%s{plan=\"%s\"} %.*f\n", f[k].name, ps->v[i].name,
+				    f[k].decimals, v / f[k].scale);
+	}
+}
+#define RENDER_NUMBERS(b, ps, f) render_numbers(b, ps, f, sizeof(f) / sizeof(f[0]))
+
 /* Prometheus families: the plans and their steps' states. */
 static void
-render_plans(struct buf *b, const struct plans *ps)
+render_plans(struct textbuf *b, const struct plans *ps)
 {
 	double now = (double)(clock_now_ms() / 1000);	/* whole seconds, as before */
 
-	out(b, "# cutover metrics: one set per plan name (its newest plan)\n");
+	textbuf_printf(b, "# cutover metrics: one set per plan name (its newest plan)\n");
 	family(b, "cutover_plans", "gauge", "Plan names known to the store.");
-	out(b, "cutover_plans %zu\n", ps->n);
+	textbuf_printf(b, "cutover_plans %zu\n", ps->n);
 
 	family(b, "cutover_plan_state", "gauge",
 	    "1 for the plan's state, 0 for the others.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; plan_states[k] != NULL; k++)
-			out(b, "cutover_plan_state{plan=\"%s\",state=\"%s\"} %d\n",
+			textbuf_printf(b, "cutover_plan_state{plan=\"%s\",state=\"%s\"} %d\n",
 			    ps->v[i].name, plan_states[k],
 			    strcmp(ps->v[i].p.status, plan_states[k]) == 0);
 
@@ -341,7 +340,7 @@ render_plans(struct buf *b, const struct plans *ps)
 	    "What to do: " STORE_CANNOT_RUN_ACTION ". Its plan_cannot_run alert on "
 	    "the page says why.");
 	for (size_t i = 0; i < ps->n; i++)
-		out(b, "cutover_plan_cannot_run{plan=\"%s\"} %d\n", ps->v[i].name,
+		textbuf_printf(b, "cutover_plan_cannot_run{plan=\"%s\"} %d\n", ps->v[i].name,
 		    ps->v[i].alerts_open[ALERT_CANNOT_RUN] > 0);
 
 	family(b, "cutover_step_state", "gauge",
@@ -353,7 +352,7 @@ render_plans(struct buf *b, const struct plans *ps)
 			if (later_of_kind(&ps->v[i], n))
 				continue;	/* the last step of a kind speaks */
 			for (int k = 0; step_states[k] != NULL; k++)
-				out(b, "cutover_step_state{plan=\"%s\",step=\"%s\","
+				textbuf_printf(b, "cutover_step_state{plan=\"%s\",step=\"%s\","
 				    "state=\"%s\"} %d\n", ps->v[i].name, st->kind,
 				    step_states[k], strcmp(st->status, step_states[k]) == 0);
 		}
@@ -366,7 +365,7 @@ render_plans(struct buf *b, const struct plans *ps)
 
 			if (later_of_kind(&ps->v[i], n) || st->started == 0)
 				continue;
-			out(b, "cutover_step_duration_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
+			textbuf_printf(b, "cutover_step_duration_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
 			    ps->v[i].name, st->kind, st->ended != 0 ?
 			    (double)(st->ended - st->started) / 1000.0 :
 			    now - (double)st->started / 1000.0);
@@ -381,14 +380,24 @@ render_plans(struct buf *b, const struct plans *ps)
 			if (strcmp(st->status, "waiting_approval") != 0 ||
 			    ps->v[i].waiting == NULL || ps->v[i].waiting[n] == 0)
 				continue;
-			out(b, "cutover_gate_waiting_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
+			textbuf_printf(b, "cutover_gate_waiting_seconds{plan=\"%s\",step=\"%s\"} %.3f\n",
 			    ps->v[i].name, st->kind, now - (double)ps->v[i].waiting[n] / 1000.0);
 		}
 }
 
+/* The watch's one-number families after its depths. */
+static const struct number_family watch_numbers[] = {
+	{ "cutover_old_nonempty_queues", "gauge", "Old-path queues still holding "
+	    "messages, at the latest sample.", DOC_WATCH, "summary", "old_nonempty", 1, 0 },
+	{ "cutover_old_publishes_after_flip_total", "counter", "Client publishes into the "
+	    "old path seen after the flip.", DOC_WATCH, "old", "after_flip", 1, 0 },
+	{ "cutover_watch_time_left_seconds", "gauge", "Time left until the watch's "
+	    "deadline.", DOC_WATCH, "summary", "time_left_ms", 1000, 3 },
+};
+
 /* Prometheus families: the watch's latest depths. */
 static void
-render_depths(struct buf *b, const struct plans *ps)
+render_depths(struct textbuf *b, const struct plans *ps)
 {
 	double v;
 
@@ -400,7 +409,7 @@ render_depths(struct buf *b, const struct plans *ps)
 		double total = 0;
 
 		if (num(sum, NULL, "old_depth", &v))
-			out(b, "cutover_depth_messages{plan=\"%s\",path=\"old\"} %.0f\n",
+			textbuf_printf(b, "cutover_depth_messages{plan=\"%s\",path=\"old\"} %.0f\n",
 			    ps->v[i].name, v);
 		if (json_is_array(lad)) {
 			size_t k;
@@ -408,11 +417,11 @@ render_depths(struct buf *b, const struct plans *ps)
 
 			json_array_foreach(lad, k, d)
 				total += json_is_number(d) ? json_number_value(d) : 0;
-			out(b, "cutover_depth_messages{plan=\"%s\",path=\"ladder\"} %.0f\n",
+			textbuf_printf(b, "cutover_depth_messages{plan=\"%s\",path=\"ladder\"} %.0f\n",
 			    ps->v[i].name, total);
 		}
 		if (num(sum, NULL, "parking_depth", &v))
-			out(b, "cutover_depth_messages{plan=\"%s\",path=\"parking\"} %.0f\n",
+			textbuf_printf(b, "cutover_depth_messages{plan=\"%s\",path=\"parking\"} %.0f\n",
 			    ps->v[i].name, v);
 	}
 
@@ -426,42 +435,29 @@ render_depths(struct buf *b, const struct plans *ps)
 
 		json_array_foreach(lad, k, d)
 			if (json_is_number(d))
-				out(b, "cutover_ladder_depth_messages{plan=\"%s\",level=\"%zu\"} "
+				textbuf_printf(b, "cutover_ladder_depth_messages{plan=\"%s\",level=\"%zu\"} "
 				    "%.0f\n", ps->v[i].name, k, json_number_value(d));
 	}
 
-	family(b, "cutover_old_nonempty_queues", "gauge",
-	    "Old-path queues still holding messages, at the latest sample.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "old_nonempty", &v))
-			out(b, "cutover_old_nonempty_queues{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
-
-	family(b, "cutover_old_publishes_after_flip_total", "counter",
-	    "Client publishes into the old path seen after the flip.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].watch, "old", "after_flip", &v))
-			out(b, "cutover_old_publishes_after_flip_total{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
-
-	family(b, "cutover_watch_time_left_seconds", "gauge",
-	    "Time left until the watch's deadline.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(json_object_get(ps->v[i].watch, "summary"), NULL, "time_left_ms", &v))
-			out(b, "cutover_watch_time_left_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
+	RENDER_NUMBERS(b, ps, watch_numbers);
 	family(b, "cutover_watch_tick_lag_seconds", "gauge",
 	    "How late the plan's latest watch tick started against when it was due "
 	    "(serve's workers all busy, or the engine held up).");
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->v[i].lag_ts != 0)
-			out(b, "cutover_watch_tick_lag_seconds{plan=\"%s\"} %.3f\n",
+			textbuf_printf(b, "cutover_watch_tick_lag_seconds{plan=\"%s\"} %.3f\n",
 			    ps->v[i].name, ps->v[i].lag_ms / 1000.0);
 }
 
+/* The probes' one-number family. */
+static const struct number_family probe_numbers[] = {
+	{ "cutover_probes_sent_total", "counter", "Watch probes sent.", DOC_WATCH, "probe",
+	    "sent", 1, 0 },
+};
+
 /* Prometheus families: the watch's probes. */
 static void
-render_probes(struct buf *b, const struct plans *ps)
+render_probes(struct textbuf *b, const struct plans *ps)
 {
 	double v;
 
@@ -473,20 +469,17 @@ render_probes(struct buf *b, const struct plans *ps)
 		if (!pm->have_hist)
 			continue;
 		for (size_t k = 0; k < NBUCKET; k++)
-			out(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"%g\"} "
+			textbuf_printf(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"%g\"} "
 			    "%lld\n", pm->name, buckets[k], (long long)pm->hist[k]);
-		out(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"+Inf\"} "
+		textbuf_printf(b, "cutover_probe_lateness_seconds_bucket{plan=\"%s\",le=\"+Inf\"} "
 		    "%lld\n", pm->name, (long long)pm->hist[NBUCKET]);
-		out(b, "cutover_probe_lateness_seconds_sum{plan=\"%s\"} %.3f\n", pm->name,
+		textbuf_printf(b, "cutover_probe_lateness_seconds_sum{plan=\"%s\"} %.3f\n", pm->name,
 		    pm->hist_sum);
-		out(b, "cutover_probe_lateness_seconds_count{plan=\"%s\"} %lld\n", pm->name,
+		textbuf_printf(b, "cutover_probe_lateness_seconds_count{plan=\"%s\"} %lld\n", pm->name,
 		    (long long)pm->hist[NBUCKET]);
 	}
 
-	family(b, "cutover_probes_sent_total", "counter", "Watch probes sent.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].watch, "probe", "sent", &v))
-			out(b, "cutover_probes_sent_total{plan=\"%s\"} %.0f\n", ps->v[i].name, v);
+	RENDER_NUMBERS(b, ps, probe_numbers);
 	family(b, "cutover_probes_total", "counter",
 	    "Watch probes by outcome (arrived, late, early, lost).");
 	for (size_t i = 0; i < ps->n; i++) {
@@ -494,23 +487,30 @@ render_probes(struct buf *b, const struct plans *ps)
 
 		for (int k = 0; o[k] != NULL; k++)
 			if (num(ps->v[i].watch, "probe", o[k], &v))
-				out(b, "cutover_probes_total{plan=\"%s\",outcome=\"%s\"} %.0f\n",
+				textbuf_printf(b, "cutover_probes_total{plan=\"%s\",outcome=\"%s\"} %.0f\n",
 				    ps->v[i].name, o[k], v);
 	}
 }
 
+/* The canary's one-number families: before its outcomes, and after. */
+static const struct number_family canary_sent[] = {
+	{ "cutover_canary_messages_sent", "gauge", "The canary's messages sent.", DOC_CANARY,
+	    NULL, "count", 1, 0 },
+};
+static const struct number_family canary_lateness[] = {
+	{ "cutover_canary_lateness_p50_seconds", "gauge", "Median lateness of the canary's "
+	    "messages.", DOC_CANARY, NULL, "p50_ms", 1000, 3 },
+	{ "cutover_canary_lateness_p99_seconds", "gauge", "99th percentile lateness of the "
+	    "canary's messages.", DOC_CANARY, NULL, "p99_ms", 1000, 3 },
+};
+
 /* Prometheus families: the canary's summary. */
 static void
-render_canary(struct buf *b, const struct plans *ps)
+render_canary(struct textbuf *b, const struct plans *ps)
 {
 	double v;
 
-	family(b, "cutover_canary_messages_sent", "gauge",
-	    "The canary's messages sent.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "count", &v))
-			out(b, "cutover_canary_messages_sent{plan=\"%s\"} %.0f\n",
-			    ps->v[i].name, v);
+	RENDER_NUMBERS(b, ps, canary_sent);
 	family(b, "cutover_canary_messages", "gauge",
 	    "The canary's messages by outcome.");
 	for (size_t i = 0; i < ps->n; i++) {
@@ -522,49 +522,34 @@ render_canary(struct buf *b, const struct plans *ps)
 
 		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
 			if (num(ps->v[i].canary, NULL, o[k][0], &v))
-				out(b, "cutover_canary_messages{plan=\"%s\",outcome=\"%s\"} %.0f\n",
+				textbuf_printf(b, "cutover_canary_messages{plan=\"%s\",outcome=\"%s\"} %.0f\n",
 				    ps->v[i].name, o[k][1], v);
 	}
-	family(b, "cutover_canary_lateness_p50_seconds", "gauge",
-	    "Median lateness of the canary's messages.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "p50_ms", &v))
-			out(b, "cutover_canary_lateness_p50_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
-	family(b, "cutover_canary_lateness_p99_seconds", "gauge",
-	    "99th percentile lateness of the canary's messages.");
-	for (size_t i = 0; i < ps->n; i++)
-		if (num(ps->v[i].canary, NULL, "p99_ms", &v))
-			out(b, "cutover_canary_lateness_p99_seconds{plan=\"%s\"} %.3f\n",
-			    ps->v[i].name, v / 1000.0);
+	RENDER_NUMBERS(b, ps, canary_lateness);
 }
 
-/* move_old's one-number families: where each is in the step's result,
- * and the scale and decimals it is given in. */
-static const struct move_family {
-	const char *name, *help, *obj, *key;
-	double scale;
-	int decimals;
-} move_families[] = {
-	{ "cutover_move_old_remaining_messages", "Messages move_old's pass has still to "
-	    "take from the old queues", "progress", "remaining", 1, 0 },
-	{ "cutover_move_old_messages_per_second", "Messages move_old takes from the old "
-	    "queues a second, since its run began", "progress", "per_s", 1, 3 },
-	{ "cutover_move_old_eta_seconds", "Seconds until move_old's pass has taken every "
-	    "remaining message at its pace (absent until the pace is measured)", "progress",
-	    "eta_ms", 1000, 3 },
-	{ "cutover_move_old_may_duplicate_messages", "Messages move_old moved that may "
-	    "arrive twice: published into the ladder by a run killed before it acked them "
-	    "in their old queue (each carries its x-cutover-move-id)", "counts",
-	    "may_duplicate", 1, 0 },
-	{ "cutover_move_old_pass", "move_old's pass: 1 at once, 2 once the stragglers' "
-	    "window is over", NULL, "pass", 1, 0 },
+/* move_old's one-number families. */
+static const struct number_family move_numbers[] = {
+	{ "cutover_move_old_remaining_messages", "gauge", "Messages move_old's pass has "
+	    "still to take from the old queues", DOC_MOVE, "progress", "remaining", 1, 0 },
+	{ "cutover_move_old_messages_per_second", "gauge", "Messages move_old takes from "
+	    "the old queues a second, since its run began", DOC_MOVE, "progress", "per_s",
+	    1, 3 },
+	{ "cutover_move_old_eta_seconds", "gauge", "Seconds until move_old's pass has taken "
+	    "every remaining message at its pace (absent until the pace is measured)",
+	    DOC_MOVE, "progress", "eta_ms", 1000, 3 },
+	{ "cutover_move_old_may_duplicate_messages", "gauge", "Messages move_old moved that "
+	    "may arrive twice: published into the ladder by a run killed before it acked "
+	    "them in their old queue (each carries its x-cutover-move-id)", DOC_MOVE,
+	    "counts", "may_duplicate", 1, 0 },
+	{ "cutover_move_old_pass", "gauge", "move_old's pass: 1 at once, 2 once the "
+	    "stragglers' window is over", DOC_MOVE, NULL, "pass", 1, 0 },
 };
 
 /* Prometheus families: move_old's counts, what it has still to take, its
  * pace and the time to go at that pace. */
 static void
-render_move(struct buf *b, const struct plans *ps)
+render_move(struct textbuf *b, const struct plans *ps)
 {
 	static const char *const o[] = { "moved", "left", "skipped" };
 	double v;
@@ -575,29 +560,21 @@ render_move(struct buf *b, const struct plans *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		for (size_t k = 0; k < sizeof(o) / sizeof(o[0]); k++)
 			if (num(ps->v[i].move, "counts", o[k], &v))
-				out(b, "cutover_move_old_messages{plan=\"%s\",outcome=\"%s\"} "
+				textbuf_printf(b, "cutover_move_old_messages{plan=\"%s\",outcome=\"%s\"} "
 				    "%.0f\n", ps->v[i].name, o[k], v);
-	for (size_t f = 0; f < sizeof(move_families) / sizeof(move_families[0]); f++) {
-		const struct move_family *m = &move_families[f];
-
-		family(b, m->name, "gauge", m->help);
-		for (size_t i = 0; i < ps->n; i++)
-			if (num(ps->v[i].move, m->obj, m->key, &v))
-				out(b, "%s{plan=\"%s\"} %.*f\n", m->name, ps->v[i].name,
-				    m->decimals, v / m->scale);
-	}
+	RENDER_NUMBERS(b, ps, move_numbers);
 }
 
 /* Prometheus families: flag calls and alerts from the history. */
 static void
-render_events(struct buf *b, const struct plans *ps)
+render_events(struct textbuf *b, const struct plans *ps)
 {
 	family(b, "cutover_flag_requests_total", "counter",
 	    "Feature-flag calls requested (flip, rollback), recorded in the history.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (size_t k = 0; k < NFLAG; k++)
 			if (flag_events[k][2] == NULL)
-				out(b, "cutover_flag_requests_total{plan=\"%s\",call=\"%s\"} "
+				textbuf_printf(b, "cutover_flag_requests_total{plan=\"%s\",call=\"%s\"} "
 				    "%lld\n", ps->v[i].name, flag_events[k][1],
 				    (long long)ps->v[i].flag[k]);
 	family(b, "cutover_flag_calls_total", "counter",
@@ -605,27 +582,27 @@ render_events(struct buf *b, const struct plans *ps)
 	for (size_t i = 0; i < ps->n; i++)
 		for (size_t k = 0; k < NFLAG; k++)
 			if (flag_events[k][2] != NULL)
-				out(b, "cutover_flag_calls_total{plan=\"%s\",call=\"%s\","
+				textbuf_printf(b, "cutover_flag_calls_total{plan=\"%s\",call=\"%s\","
 				    "outcome=\"%s\"} %lld\n", ps->v[i].name, flag_events[k][1],
 				    flag_events[k][2], (long long)ps->v[i].flag[k]);
 
 	family(b, "cutover_broker_errors_total", "counter",
 	    "Times the watch could not reach the broker (its broker_unreachable alerts).");
 	for (size_t i = 0; i < ps->n; i++)
-		out(b, "cutover_broker_errors_total{plan=\"%s\"} %lld\n", ps->v[i].name,
+		textbuf_printf(b, "cutover_broker_errors_total{plan=\"%s\"} %lld\n", ps->v[i].name,
 		    (long long)ps->v[i].alerts_seen[0]);
 
 	family(b, "cutover_alerts_seen_total", "counter",
 	    "Times each kind of alert was raised or seen again.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; k < NALERT; k++)
-			out(b, "cutover_alerts_seen_total{plan=\"%s\",kind=\"%s\"} %lld\n",
+			textbuf_printf(b, "cutover_alerts_seen_total{plan=\"%s\",kind=\"%s\"} %lld\n",
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_seen[k]);
 	family(b, "cutover_alerts_open", "gauge",
 	    "Alerts not acknowledged, by kind.");
 	for (size_t i = 0; i < ps->n; i++)
 		for (int k = 0; k < NALERT; k++)
-			out(b, "cutover_alerts_open{plan=\"%s\",kind=\"%s\"} %lld\n",
+			textbuf_printf(b, "cutover_alerts_open{plan=\"%s\",kind=\"%s\"} %lld\n",
 			    ps->v[i].name, alert_kinds[k], (long long)ps->v[i].alerts_open[k]);
 }
 
@@ -633,7 +610,7 @@ render_events(struct buf *b, const struct plans *ps)
  * from: the head message's timestamp, or at most the age of the last
  * on-time level probe (an upper bound). */
 static void
-render_oldest(struct buf *b, const struct plans *ps)
+render_oldest(struct textbuf *b, const struct plans *ps)
 {
 	static const char *const fam[2][3] = {
 		{ "cutover_ladder_oldest_age_ms", "head_timestamp", "Age of the level's "
@@ -656,7 +633,7 @@ render_oldest(struct buf *b, const struct plans *ps)
 
 				if (src != NULL && strcmp(src, fam[f][1]) == 0 &&
 				    json_is_number(v))
-					out(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", fam[f][0],
+					textbuf_printf(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", fam[f][0],
 					    ps->v[i].name, k, json_number_value(v));
 			}
 		}
@@ -668,7 +645,7 @@ render_oldest(struct buf *b, const struct plans *ps)
  * not a number); when STATUS is set, 1 for entries whose status is it and
  * 0 for the others instead. */
 static void
-level_family(struct buf *b, const struct plans *ps, const char *name, const char *type,
+level_family(struct textbuf *b, const struct plans *ps, const char *name, const char *type,
     const char *help, const char *key, const char *status)
 {
 	family(b, name, type, help);
@@ -687,7 +664,7 @@ level_family(struct buf *b, const struct plans *ps, const char *name, const char
 				x = json_number_value(v);
 			else
 				continue;
-			out(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", name, ps->v[i].name,
+			textbuf_printf(b, "%s{plan=\"%s\",level=\"%zu\"} %.0f\n", name, ps->v[i].name,
 			    k, x);
 		}
 	}
@@ -697,7 +674,7 @@ level_family(struct buf *b, const struct plans *ps, const char *name, const char
  * dead-letters, publishes entering it (its delay band) and oldest age.
  * Labels: plan and level only. */
 static void
-render_levels(struct buf *b, const struct plans *ps)
+render_levels(struct textbuf *b, const struct plans *ps)
 {
 	static const struct {
 		const char *name, *type, *help, *key, *status;
@@ -732,7 +709,7 @@ render_levels(struct buf *b, const struct plans *ps)
 
 		if (num(json_object_get(ps->v[i].watch, "summary"), NULL,
 		    "parking_dead_letters", &v))
-			out(b, "cutover_parking_dead_letters_pending{plan=\"%s\"} %.0f\n",
+			textbuf_printf(b, "cutover_parking_dead_letters_pending{plan=\"%s\"} %.0f\n",
 			    ps->v[i].name, v);
 	}
 	render_oldest(b, ps);
@@ -741,7 +718,7 @@ render_levels(struct buf *b, const struct plans *ps)
 /* Prometheus family: every plan's notifications, counted by notifier (its
  * name in serve.yaml, never its URL) and state. */
 static void
-render_notify(struct buf *b, const struct plans *ps)
+render_notify(struct textbuf *b, const struct plans *ps)
 {
 	char name[160];
 
@@ -752,11 +729,11 @@ render_notify(struct buf *b, const struct plans *ps)
 		const struct store_notify_count *c = &ps->notify[i];
 
 		esc(c->notifier, name, sizeof(name));
-		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"pending\"} %lld\n",
+		textbuf_printf(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"pending\"} %lld\n",
 		    name, (long long)c->pending);
-		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"delivered\"} %lld\n",
+		textbuf_printf(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"delivered\"} %lld\n",
 		    name, (long long)c->delivered);
-		out(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"failed\"} %lld\n",
+		textbuf_printf(b, "cutover_notify_deliveries{notifier=\"%s\",state=\"failed\"} %lld\n",
 		    name, (long long)c->failed);
 	}
 }
@@ -764,7 +741,7 @@ render_notify(struct buf *b, const struct plans *ps)
 /* cutover_build_info: one series, 1, its labels the version, the commit and
  * the version of each library the binary was compiled against. */
 static void
-render_build(struct buf *b, const struct plans *ps)
+render_build(struct textbuf *b, const struct plans *ps)
 {
 	const struct build_info *bi = build_info_get();
 	char v[3][64];
@@ -772,35 +749,35 @@ render_build(struct buf *b, const struct plans *ps)
 	(void)ps;
 	family(b, "cutover_build_info", "gauge", "cutover's version, commit and the "
 	    "versions of the libraries it was built with");
-	out(b, "cutover_build_info{version=\"%s\",commit=\"%s\"", esc(bi->version, v[0],
+	textbuf_printf(b, "cutover_build_info{version=\"%s\",commit=\"%s\"", esc(bi->version, v[0],
 	    sizeof(v[0])), esc(bi->commit, v[1], sizeof(v[1])));
 	for (size_t i = 0; i < BUILD_LIBS; i++)
-		out(b, ",%s=\"%s\"", bi->libs[i].name, esc(bi->libs[i].built, v[2],
+		textbuf_printf(b, ",%s=\"%s\"", bi->libs[i].name, esc(bi->libs[i].built, v[2],
 		    sizeof(v[2])));
-	out(b, "} 1\n");
+	textbuf_printf(b, "} 1\n");
 }
 
 /* cutover_database_file_ok: 0 once the database file was removed or
  * replaced under the running service (the engine then takes no action);
  * cutover_database_disk_full: 1 while writes find the disk full. */
 static void
-render_file(struct buf *b, const struct plans *ps)
+render_file(struct textbuf *b, const struct plans *ps)
 {
 	family(b, "cutover_database_file_ok", "gauge", "1 while the database file "
 	    "is the one cutover opened; 0 once it was removed or replaced (cutover "
 	    "takes no action: restore it from a backup and restart)");
-	out(b, "cutover_database_file_ok %d\n", ps->file_ok ? 1 : 0);
+	textbuf_printf(b, "cutover_database_file_ok %d\n", ps->file_ok ? 1 : 0);
 	family(b, "cutover_database_disk_full", "gauge", "1 while the disk holding "
 	    "the database is full: the plans are held where they were and go on by "
 	    "themselves once space is freed there");
-	out(b, "cutover_database_disk_full %d\n", store_disk_full_since() != 0 ? 1 : 0);
+	textbuf_printf(b, "cutover_database_disk_full %d\n", store_disk_full_since() != 0 ? 1 : 0);
 }
 
 /* serve's scheduled backups (backup_schedule.h), only while a backup
  * section runs them: a missing family says no schedule, where a 0 would
  * read as a backup that never succeeded. */
 static void
-render_backup(struct buf *b, const struct plans *ps)
+render_backup(struct textbuf *b, const struct plans *ps)
 {
 	struct backup_figures f;
 
@@ -831,12 +808,12 @@ render_backup(struct buf *b, const struct plans *ps)
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		family(b, rows[i].name, rows[i].type, rows[i].help);
-		out(b, "%s %.15g\n", rows[i].name, rows[i].v);
+		textbuf_printf(b, "%s %.15g\n", rows[i].name, rows[i].v);
 	}
 }
 
 /* The sections of the text, in order. */
-static void (*const sections[])(struct buf *, const struct plans *) = {
+static void (*const sections[])(struct textbuf *, const struct plans *) = {
 	render_build, render_file, render_backup, render_plans, render_depths, render_probes,
 	render_canary, render_move, render_events,
 	render_levels, render_notify,
@@ -858,7 +835,7 @@ int
 metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct plans ps = { 0 };
-	struct buf b = { 0 };
+	struct textbuf b = { .first = 16384 };
 	int rc = -1;
 
 	*text = NULL;
@@ -871,19 +848,15 @@ metrics_render(struct store *s, char **text, size_t *len, char *err, size_t errl
 			goto done;
 	if (store_notify_counts(s, 0, NOTIFIERS_MAX, each_count, &ps, err, errlen) != 0)
 		goto done;
-	if ((b.p = malloc(b.cap = 16384)) == NULL) {
-		b.cap = 0;
-		b.oom = 1;
-	}
 	for (size_t k = 0; k < sizeof(sections) / sizeof(sections[0]); k++)
 		sections[k](&b, &ps);
-	if (b.oom) {
+	if (b.failed) {
 		snprintf(err, errlen, "out of memory");
 		free(b.p);
 		goto done;
 	}
 	*text = b.p;
-	*len = b.n;
+	*len = b.len;
 	rc = 0;
 done:
 	for (size_t i = 0; i < ps.n; i++) {

@@ -28,6 +28,7 @@
 #include "page.h"
 #include "server.h"
 #include "store.h"
+#include "textbuf.h"
 #include "uri.h"
 
 #define LOG_PATH_MAX	160		/* bytes of a path a log line shows */
@@ -546,19 +547,8 @@ take_body(struct request *rq, const char *data, size_t n)
 		rq->len = rq->cap = 0;
 		return rq->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
 	}
-	if (rq->len + n + 1 > rq->cap) {
-		size_t cap = rq->cap ? rq->cap : 4096;
-		char *grown;
-
-		while (cap < rq->len + n + 1)
-			cap *= 2;
-		if (cap > API_BODY_MAX + 1)
-			cap = API_BODY_MAX + 1;
-		if ((grown = realloc(rq->body, cap)) == NULL)
-			return MHD_NO;
-		rq->body = grown;
-		rq->cap = cap;
-	}
+	if (textbuf_grow(&rq->body, &rq->cap, rq->len + n + 1, 4096, API_BODY_MAX + 1) != 0)
+		return MHD_NO;
 	memcpy(rq->body + rq->len, data, n);
 	rq->len += n;
 	rq->body[rq->len] = '\0';

@@ -9,59 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "textbuf.h"
 #include "utf8.h"
 #include "view.h"
 
 #define TEXT_FIRST	(64 * 1024)	/* the buffer's first size; it doubles */
 #define NUMBER_MAX	40		/* "%.17g" of a double, and ".0" */
 
-/* The text being written; FAILED once out of memory. */
+/* The text being written, and where the samples' page ends. */
 struct text {
-	char *buf;
-	size_t len, cap;
-	int failed;
+	struct textbuf b;
 	size_t n;		/* samples written */
 	int64_t next;		/* the first sample's time not written, or 0 */
 };
-
-/* Makes room for N more bytes in T. Returns 0, or -1 (T failed). */
-static int
-room(struct text *t, size_t n)
-{
-	size_t cap = t->cap != 0 ? t->cap : TEXT_FIRST;
-	char *grown;
-
-	if (t->failed)
-		return -1;
-	if (t->len + n + 1 <= t->cap)
-		return 0;
-	while (cap < t->len + n + 1)
-		cap *= 2;
-	if ((grown = realloc(t->buf, cap)) == NULL) {
-		t->failed = 1;
-		return -1;
-	}
-	t->buf = grown;
-	t->cap = cap;
-	return 0;
-}
-
-/* Appends N bytes of S to T. */
-static void
-put(struct text *t, const char *s, size_t n)
-{
-	if (room(t, n) != 0)
-		return;
-	memcpy(t->buf + t->len, s, n);
-	t->len += n;
-	t->buf[t->len] = '\0';
-}
 
 /* Appends the C string S to T. */
 static void
 put_text(struct text *t, const char *s)
 {
-	put(t, s, strlen(s));
+	textbuf_put(&t->b, s, strlen(s));
 }
 
 /* Appends S as a JSON string, as view_string and jansson's dump make it:
@@ -78,30 +44,30 @@ put_string(struct text *t, const char *s)
 	size_t n = strlen(s), i = 0, k;
 	char esc[8];
 
-	put(t, "\"", 1);
+	textbuf_put(&t->b, "\"", 1);
 	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
 
 		if ((k = utf8_seq((const unsigned char *)s + i, n - i)) == 0) {
-			put(t, "?", 1);
+			textbuf_put(&t->b, "?", 1);
 			i++;
 		} else if (c == '"' || c == '\\') {
-			put(t, c == '"' ? "\\\"" : "\\\\", 2);
+			textbuf_put(&t->b, c == '"' ? "\\\"" : "\\\\", 2);
 			i++;
 		} else if (c < 0x20) {
 			if (c < sizeof(shorts) / sizeof(shorts[0]) && shorts[c][0] != '\0')
-				put(t, shorts[c], 2);
+				textbuf_put(&t->b, shorts[c], 2);
 			else {
 				snprintf(esc, sizeof(esc), "\\u%04X", c);
-				put(t, esc, 6);
+				textbuf_put(&t->b, esc, 6);
 			}
 			i++;
 		} else {
-			put(t, s + i, k);
+			textbuf_put(&t->b, s + i, k);
 			i += k;
 		}
 	}
-	put(t, "\"", 1);
+	textbuf_put(&t->b, "\"", 1);
 }
 
 /* Appends V as jansson writes a real (jsonp_dtostr, its default precision
@@ -115,7 +81,7 @@ put_real(struct text *t, double v)
 	size_t n;
 
 	if (!isfinite(v)) {
-		put(t, "null", 4);
+		textbuf_put(&t->b, "null", 4);
 		return;
 	}
 	n = (size_t)snprintf(num, sizeof(num) - 2, "%.17g", v);
@@ -132,7 +98,7 @@ put_real(struct text *t, double v)
 		memmove(e, from, strlen(from) + 1);
 		n = strlen(num);
 	}
-	put(t, num, n);
+	textbuf_put(&t->b, num, n);
 }
 
 /* Appends the integer V. */
@@ -141,7 +107,7 @@ put_int(struct text *t, int64_t v)
 {
 	char num[24];
 
-	put(t, num, (size_t)snprintf(num, sizeof(num), "%lld", (long long)v));
+	textbuf_put(&t->b, num, (size_t)snprintf(num, sizeof(num), "%lld", (long long)v));
 }
 
 /* store_each_sample's FN: one sample into the text at ARG, or, once
@@ -163,9 +129,9 @@ sample(int64_t ts_ms, const char *metric, const char *label, double value, void 
 	put_string(t, label != NULL ? label : "");
 	put_text(t, ",\"value\":");
 	put_real(t, value);
-	put(t, "}", 1);
+	textbuf_put(&t->b, "}", 1);
 	t->n++;
-	return t->failed ? -1 : 0;
+	return t->b.failed ? -1 : 0;
 }
 
 int
@@ -173,7 +139,7 @@ view_samples_text(struct store *s, int64_t id, int64_t since_ms, char **out,
     size_t *outlen, char *err, size_t errlen)
 {
 	struct store_plan p;
-	struct text t = { 0 };
+	struct text t = { .b.first = TEXT_FIRST };
 	int r, rc = -1;
 
 	*out = NULL;
@@ -185,23 +151,23 @@ view_samples_text(struct store *s, int64_t id, int64_t since_ms, char **out,
 	put_text(&t, ",\"since\":");
 	put_int(&t, since_ms);
 	put_text(&t, ",\"samples\":[");
-	if (store_each_sample(s, id, since_ms, sample, &t, err, errlen) != 0 && !t.failed)
+	if (store_each_sample(s, id, since_ms, sample, &t, err, errlen) != 0 && !t.b.failed)
 		goto done;
 	put_text(&t, t.next != 0 ? "],\"truncated\":true,\"next_since\":" :
 	    "],\"truncated\":false,\"next_since\":null");
 	if (t.next != 0)
 		put_int(&t, t.next);
 	put_text(&t, "}\n");
-	if (t.failed) {
+	if (t.b.failed) {
 		snprintf(err, errlen, "reading samples of plan %lld: out of memory",
 		    (long long)id);
 		goto done;
 	}
-	*out = t.buf;
-	*outlen = t.len;
-	t.buf = NULL;
+	*out = t.b.p;
+	*outlen = t.b.len;
+	t.b.p = NULL;
 	rc = 0;
 done:
-	free(t.buf);
+	free(t.b.p);
 	return rc;
 }

@@ -16,10 +16,26 @@ void errbuf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
 /* A module's table of return codes is X(NAME, CODE, WHAT) rows
- * (BROKER_STATUS_MAP): its enum is enum m_status { MAP(ERRBUF_ENUM) }, its
- * name function's body switch (rc) { MAP(ERRBUF_CASE) }. */
+ * (BROKER_STATUS_MAP), written once in its header; the rest is made from
+ * it. ERRBUF_CODES(TAG, MAP, NAME_FN), in the header, declares the enum
+ * TAG (a NAME = CODE each row) and the name function, const char
+ * *NAME_FN(int rc); ERRBUF_NAME_FUNCTION(NAME_FN, MAP, UNKNOWN), in one
+ * .c file of the module, defines it: the WHAT of the row whose CODE is
+ * RC, UNKNOWN for any other value. */
 #define ERRBUF_ENUM(name, code, what) name = code,
 #define ERRBUF_CASE(name, code, what) case code: return what;
+#define ERRBUF_CODES(tag, map, name_fn)					\
+	enum tag { map(ERRBUF_ENUM) };					\
+	const char *name_fn(int rc)
+#define ERRBUF_NAME_FUNCTION(name_fn, map, unknown)			\
+	const char *							\
+	name_fn(int rc)							\
+	{								\
+		switch (rc) {						\
+		map(ERRBUF_CASE)					\
+		}							\
+		return unknown;						\
+	}
 
 /* Replaces every occurrence of SECRET in the message S with "***", in
  * place (a secret of 1 or 2 bytes becomes as many '*'): S never grows.

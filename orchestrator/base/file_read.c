@@ -59,11 +59,4 @@ done:
 	return FILE_READ_OK;
 }
 
-const char *
-file_read_strerror(int rc)
-{
-	switch (rc) {
-	FILE_READ_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(file_read_strerror, FILE_READ_MAP, "unknown")

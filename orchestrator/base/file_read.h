@@ -17,7 +17,10 @@
 	X(FILE_READ_EBIG, -3, "larger than the bound")			\
 	X(FILE_READ_ENOMEM, -4, "out of memory")
 
-enum file_read_status { FILE_READ_MAP(ERRBUF_ENUM) };
+/* enum file_read_status, and file_read_strerror(RC): what code RC means,
+ * in a few words ("cannot open it"); "unknown" for a code that is not
+ * file_read's. */
+ERRBUF_CODES(file_read_status, FILE_READ_MAP, file_read_strerror);
 
 /* Reads file PATH whole into a new NUL-terminated *OUT (its length, the
  * NUL not counted, in *LEN; free with free()). Returns FILE_READ_OK, or
@@ -25,9 +28,5 @@ enum file_read_status { FILE_READ_MAP(ERRBUF_ENUM) };
  * errno as the failing call set it; FILE_READ_EBIG when the file holds
  * more than MAX bytes (nothing past MAX + 4096 is read). */
 int file_read(const char *path, size_t max, char **out, size_t *len);
-
-/* What code RC means, in a few words ("cannot open it"); "unknown" for a
- * code that is not file_read's. */
-const char *file_read_strerror(int rc);
 
 #endif

@@ -74,11 +74,10 @@
 	/* broker_get: the queue had no message (not a failure) */	\
 	X(BROKER_EMPTY, -11, "empty")
 
-enum broker_status { BROKER_STATUS_MAP(ERRBUF_ENUM) };
-
-/* What broker code RC means, in a word or three ("connection lost");
- * "unknown" for any other value. */
-const char *broker_status_name(int rc);
+/* enum broker_status, and broker_status_name(RC): what broker code RC
+ * means, in a word or three ("connection lost"); "unknown" for any other
+ * value. */
+ERRBUF_CODES(broker_status, BROKER_STATUS_MAP, broker_status_name);
 
 #define BROKER_HOST_MAX 256
 #define BROKER_VHOST_MAX 256

@@ -137,6 +137,11 @@ bool broker__bytes_is(amqp_bytes_t b, const char *s);
  * EMPTY_OK). */
 int broker__check_name(const char *kind, const char *name, bool empty_ok,
     char *err, size_t errlen);
+/* As broker__check_name for the object NAME a call acts on (not empty),
+ * then writes what the call says of it, "KIND 'NAME'", into WHAT
+ * (WHATLEN bytes). Returns 0, or BROKER_ERR with ERR. */
+int broker__named(const char *kind, const char *name, char *what, size_t whatlen,
+    char *err, size_t errlen);
 
 /* ---- broker_url.c ---- */
 

@@ -96,11 +96,4 @@ broker__explain_inequivalent(const char *text, char *err, size_t errlen)
 	return true;
 }
 
-const char *
-broker_status_name(int rc)
-{
-	switch (rc) {
-	BROKER_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(broker_status_name, BROKER_STATUS_MAP, "unknown")

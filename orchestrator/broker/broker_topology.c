@@ -69,10 +69,9 @@ exchange_declare(struct broker *b, const char *name, const char *type,
 	char what[WHAT_MAX];
 	int rc;
 
-	if ((rc = broker__check_name("declaring exchange", name, false, err,
+	if ((rc = broker__named("declaring exchange", name, what, sizeof(what), err,
 	    errlen)) != 0)
 		return rc;
-	snprintf(what, sizeof(what), "declaring exchange '%s'", name);
 	if (type == NULL || type[0] == '\0' || strlen(type) > 255) {
 		errbuf_set(err, errlen, "%s: an exchange type is required", what);
 		return BROKER_ERR;
@@ -116,9 +115,9 @@ broker_queue_declare(struct broker *b, const char *name, bool durable,
 	char what[WHAT_MAX];
 	int rc;
 
-	if ((rc = broker__check_name("declaring queue", name, false, err, errlen)) != 0)
+	if ((rc = broker__named("declaring queue", name, what, sizeof(what), err,
+	    errlen)) != 0)
 		return rc;
-	snprintf(what, sizeof(what), "declaring queue '%s'", name);
 	if ((rc = make_table(args, nargs, &entries, &t, what, err,
 	    errlen)) != 0)
 		return rc;
@@ -224,9 +223,9 @@ broker_queue_inspect(struct broker *b, const char *name,
 
 	if (info != NULL)
 		memset(info, 0, sizeof(*info));
-	if ((rc = broker__check_name("checking queue", name, false, err, errlen)) != 0)
+	if ((rc = broker__named("checking queue", name, what, sizeof(what), err,
+	    errlen)) != 0)
 		return rc;
-	snprintf(what, sizeof(what), "checking queue '%s'", name);
 	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	ok = amqp_queue_declare(b->conn, b->chan, amqp_cstring_bytes(name), 1,
@@ -253,10 +252,9 @@ broker_exchange_exists(struct broker *b, const char *name, char *err,
 	char what[WHAT_MAX], scratch[WHY_MAX];
 	int rc;
 
-	if ((rc = broker__check_name("checking exchange", name, false, err,
+	if ((rc = broker__named("checking exchange", name, what, sizeof(what), err,
 	    errlen)) != 0)
 		return rc;
-	snprintf(what, sizeof(what), "checking exchange '%s'", name);
 	if ((rc = broker__begin(b, err, errlen)) != 0)
 		return rc;
 	if (amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),

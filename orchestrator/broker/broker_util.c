@@ -56,3 +56,15 @@ broker__check_name(const char *kind, const char *name, bool empty_ok, char *err,
 	}
 	return 0;
 }
+
+int
+broker__named(const char *kind, const char *name, char *what, size_t whatlen,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = broker__check_name(kind, name, false, err, errlen)) != 0)
+		return rc;
+	snprintf(what, whatlen, "%s '%s'", kind, name);
+	return 0;
+}

@@ -3,6 +3,7 @@
 #ifndef CUTOVER_CLI_H
 #define CUTOVER_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -169,16 +170,42 @@ int cli_step_ref(const char *plan, const char *const *kinds, size_t n, const cha
  * is ($USER, else the password file's, else "operator"). */
 const char *cli_user_name(void);
 
-struct option;
+/* Where an option's value goes: a cli_option's STORE. */
+enum cli_store {
+	CLI_STORE_TAKE,		/* to the verb's take */
+	CLI_STORE_TEXT,		/* the value into the const char * at AT */
+	CLI_STORE_FLAG		/* 1 into the int at AT (no value) */
+};
+
+/* One option of a verb: --NAME, its CODE (as getopt_long's val; 'h' is
+ * --help), whether it takes a VALUE, and where that goes in the verb's
+ * DATA (STORE, at offset AT). A verb's table is a row per option made
+ * with the macros below (which check the field's type), ended by
+ * CLI_OPTIONS_END. */
+struct cli_option {
+	const char *name;
+	int code;
+	bool value;
+	enum cli_store store;
+	size_t at;
+};
+#define CLI_TEXT(name, code, type, field) { name, code, true, CLI_STORE_TEXT,	\
+	_Generic(((type *)0)->field, const char *: offsetof(type, field)) }
+#define CLI_FLAG(name, code, type, field) { name, code, false, CLI_STORE_FLAG,	\
+	_Generic(((type *)0)->field, int: offsetof(type, field)) }
+#define CLI_TAKE(name, code, value) { name, code, value, CLI_STORE_TAKE, 0 }
+#define CLI_OPTIONS_END CLI_TAKE("help", 'h', false), { NULL, 0, false, 0, 0 }
+#define CLI_OPTIONS_MAX	32	/* options a verb may have, --help included */
 
 /* One verb's options, as cli_options_read reads them. */
 struct cli_options {
 	const char *verb;
 	const char *usage;		/* the usage line */
-	const struct option *opts;	/* getopt_long's table, "help" as 'h' */
-	/* Takes option C (not 'h') with its value ARG (NULL for one that
-	 * takes none) into DATA. Returns CLI_GO_ON, or the exit status once
-	 * it has said what was wrong. */
+	const struct cli_option *opts;	/* the verb's table */
+	/* Takes option C (a CLI_TAKE row's, not 'h') with its value ARG
+	 * (NULL for one that takes none) into DATA. Returns CLI_GO_ON, or the
+	 * exit status once it has said what was wrong. NULL: the table has
+	 * no such row. */
 	int (*take)(int c, char *arg, void *data);
 	/* Prints what --help says after the usage line; NULL: nothing. */
 	void (*help)(void *data);
@@ -188,9 +215,10 @@ struct cli_options {
 	void *data;
 };
 
-/* Reads ARGV's options with O, leaving optind at the first operand.
- * Returns CLI_GO_ON; CLI_OK after --help ("usage: USAGE", then O->help);
- * what O->take returned other than CLI_GO_ON; or CLI_USAGE after an
+/* Reads ARGV's options with O, leaving optind at the first operand:
+ * stores each CLI_TEXT and CLI_FLAG option's value in O->data, hands the
+ * others to O->take. Returns CLI_GO_ON; CLI_OK after --help ("usage:
+ * USAGE", then O->help); what O->take returned other than CLI_GO_ON; or CLI_USAGE after an
  * option O does not know or one without its value ("unknown or incomplete
  * option" where some option of O takes a value, else "unknown option"). */
 int cli_options_read(const struct cli_options *o, int argc, char **argv);

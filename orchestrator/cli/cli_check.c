@@ -51,32 +51,17 @@ struct check_args {
 	int json, broker;
 };
 
-/* cli_options' take: --json or --broker into DATA, a struct check_args. */
-static int
-take_option(int c, char *arg, void *data)
-{
-	struct check_args *a = data;
-
-	(void)arg;
-	if (c == 'j')
-		a->json = 1;
-	else
-		a->broker = 1;
-	return CLI_GO_ON;
-}
-
 int
 cli_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "broker", no_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_FLAG("json", 'j', struct check_args, json),
+		CLI_FLAG("broker", 'b', struct check_args, broker),
+		CLI_OPTIONS_END
 	};
 	struct check_args a = { 0 };
 	const struct cli_options o = { .verb = "check", .usage = usage_line,
-	    .opts = opts, .take = take_option, .data = &a };
+	    .opts = opts, .data = &a };
 	json_t *results;
 	int bad = 0, rc;
 

@@ -98,27 +98,17 @@ struct encode_args {
 	const char *usage;		/* the usage line, for errors */
 };
 
-/* cli_options' take: option C with its value ARG into DATA, a struct
- * encode_args. */
+/* cli_options' take: --naming's ARG into DATA, a struct encode_args. */
 static int
 take_option(int c, char *arg, void *data)
 {
 	struct encode_args *a = data;
 	char names[128];
 
-	switch (c) {
-	case 'u': a->unit = arg; break;
-	case 'l': a->levels = arg; break;
-	case 'm': a->max_delay = arg; break;
-	case 'p': a->prefix = arg; break;
-	case 'j': a->json = 1; break;
-	case 'n':
-		if (ladder_naming_parse(arg, &a->naming) != 0)
-			return cli_usage_error("encode", a->usage,
-			    "--naming '%s': expected %s", arg,
-			    ladder_naming_list(", ", " or ", names, sizeof(names)));
-		break;
-	}
+	(void)c;
+	if (ladder_naming_parse(arg, &a->naming) != 0)
+		return cli_usage_error("encode", a->usage, "--naming '%s': expected %s",
+		    arg, ladder_naming_list(", ", " or ", names, sizeof(names)));
 	return CLI_GO_ON;
 }
 
@@ -127,15 +117,14 @@ take_option(int c, char *arg, void *data)
 static int
 parse_args(int argc, char **argv, struct encode_args *a)
 {
-	static const struct option opts[] = {
-		{ "unit", required_argument, NULL, 'u' },
-		{ "levels", required_argument, NULL, 'l' },
-		{ "max-delay", required_argument, NULL, 'm' },
-		{ "naming", required_argument, NULL, 'n' },
-		{ "prefix", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("unit", 'u', struct encode_args, unit),
+		CLI_TEXT("levels", 'l', struct encode_args, levels),
+		CLI_TEXT("max-delay", 'm', struct encode_args, max_delay),
+		CLI_TAKE("naming", 'n', true),
+		CLI_TEXT("prefix", 'p', struct encode_args, prefix),
+		CLI_FLAG("json", 'j', struct encode_args, json),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = "encode", .usage = a->usage,
 	    .opts = opts, .take = take_option, .data = a };

@@ -108,21 +108,17 @@ alert_kinds_help(void)
 	}
 }
 
-/* cli_options' take: option C with its value ARG into DATA, a struct
- * common (its verb and usage set). */
+/* cli_options' take: option C (one the table does not store) with its
+ * value ARG into DATA, a struct common (its verb and usage set). */
 static int
 take_common(int c, char *arg, void *data)
 {
 	struct common *o = data;
 
 	switch (c) {
-	case 'd': o->db = arg; break;
-	case 's': o->server = arg; break;
 	case 'C': cli_remote_tls('C', arg); break;
 	case 'E': cli_remote_tls('c', arg); break;
 	case 'K': cli_remote_tls('k', arg); break;
-	case 'a': o->as = arg; break;
-	case 'c': o->comment = arg; break;
 	case 'f':
 		/* serve.yaml's notifiers: only run has an engine to notify of. */
 		if (strcmp(o->verb, "run") != 0)
@@ -130,10 +126,7 @@ take_common(int c, char *arg, void *data)
 			    "and serve");
 		o->config = arg;
 		break;
-	case 'j': o->json = 1; break;
-	case 'w': o->wait = 1; break;
 	case 'W': o->wait = 0; break;
-	case 'v': o->verify = 1; break;
 	case 'n':
 		if (strcmp(o->verb, "run") != 0 && strcmp(o->verb, "submit") != 0)
 			return cli_usage_error(o->verb, o->usage, "--new is for run and "
@@ -160,22 +153,21 @@ static int
 parse_common(const char *verb, const char *usage, int argc, char **argv, int need_db,
     struct common *o)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "server", required_argument, NULL, 's' },
-		{ "cacert", required_argument, NULL, 'C' },
-		{ "cert", required_argument, NULL, 'E' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "as", required_argument, NULL, 'a' },
-		{ "comment", required_argument, NULL, 'c' },
-		{ "config", required_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ "new", no_argument, NULL, 'n' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "no-wait", no_argument, NULL, 'W' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("db", 'd', struct common, db),
+		CLI_TEXT("server", 's', struct common, server),
+		CLI_TAKE("cacert", 'C', true),
+		CLI_TAKE("cert", 'E', true),
+		CLI_TAKE("key", 'K', true),
+		CLI_TEXT("as", 'a', struct common, as),
+		CLI_TEXT("comment", 'c', struct common, comment),
+		CLI_TAKE("config", 'f', true),
+		CLI_FLAG("json", 'j', struct common, json),
+		CLI_FLAG("verify", 'v', struct common, verify),
+		CLI_TAKE("new", 'n', false),
+		CLI_FLAG("wait", 'w', struct common, wait),
+		CLI_TAKE("no-wait", 'W', false),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options opt = { .verb = verb, .usage = usage, .opts = opts,
 	    .take = take_common, .help = help_common, .data = o };

@@ -112,19 +112,6 @@ cli_held_print(const struct cli_held *h, const char *last_label)
 	printf("  %s #%" PRId64 " %s at %s\n", last_label, h->last_id, h->last_kind, when);
 }
 
-/* cli_options' take for cli_db_file_args: --db or --json into DATA. */
-static int
-take_db_file(int c, char *arg, void *data)
-{
-	struct cli_db_file *a = data;
-
-	if (c == 'd')
-		a->db = arg;
-	else
-		a->json = 1;
-	return CLI_GO_ON;
-}
-
 /* cli_options' incomplete for cli_db_file_args: only --db takes a value. */
 static const char *
 db_without_file(int c)
@@ -136,14 +123,13 @@ db_without_file(int c)
 int
 cli_db_file_args(struct cli_db_file *a, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("db", 'd', struct cli_db_file, db),
+		CLI_FLAG("json", 'j', struct cli_db_file, json),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = a->verb, .usage = a->usage,
-	    .opts = opts, .take = take_db_file, .incomplete = db_without_file,
+	    .opts = opts, .incomplete = db_without_file,
 	    .data = a };
 	int rc;
 

@@ -170,19 +170,16 @@ struct old_args {
 	struct old_remove_opts ro;
 };
 
-/* cli_options' take: option C with its value ARG into DATA, a struct
- * old_args. */
+/* cli_options' take: --dry-run (a bool of the remove options) into DATA,
+ * a struct old_args. */
 static int
 take_option(int c, char *arg, void *data)
 {
 	struct old_args *a = data;
 
-	switch (c) {
-	case 'j': a->json = 1; break;
-	case 'n': a->ro.dry_run = true; break;
-	case 'l': a->last_entry = arg; break;
-	case 'd': a->db = arg; break;
-	}
+	(void)c;
+	(void)arg;
+	a->ro.dry_run = true;
 	return CLI_GO_ON;
 }
 
@@ -198,13 +195,12 @@ incomplete(int c)
 static int
 args_parse(int argc, char **argv, struct old_args *a, int *rc)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "last-entry", required_argument, NULL, 'l' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_FLAG("json", 'j', struct old_args, json),
+		CLI_TAKE("dry-run", 'n', false),
+		CLI_TEXT("last-entry", 'l', struct old_args, last_entry),
+		CLI_TEXT("db", 'd', struct old_args, db),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = "old", .usage = usage_line,
 	    .opts = opts, .take = take_option, .incomplete = incomplete, .data = a };

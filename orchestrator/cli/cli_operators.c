@@ -314,19 +314,6 @@ struct where {
 	const char *file, *config;
 };
 
-/* cli_options' take: --file or --config ARG into DATA, a struct where. */
-static int
-take_option(int c, char *arg, void *data)
-{
-	struct where *w = data;
-
-	if (c == 'f')
-		w->file = arg;
-	else
-		w->config = arg;
-	return CLI_GO_ON;
-}
-
 /* cli_options' help: the subcommands and where the file is. */
 static void
 help(void *data)
@@ -344,15 +331,14 @@ help(void *data)
 int
 cli_operators(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "file", required_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("file", 'f', struct where, file),
+		CLI_TEXT("config", 'c', struct where, config),
+		CLI_OPTIONS_END
 	};
 	struct where w = { 0 };
 	const struct cli_options o = { .verb = "operators", .usage = usage_line,
-	    .opts = opts, .take = take_option, .help = help, .data = &w };
+	    .opts = opts, .help = help, .data = &w };
 	const char *file, *config, *sub;
 	char *path = NULL;
 	int rc;

@@ -156,25 +156,16 @@ args_header(struct pub_args *a, const char *arg, int *rc)
 	return 0;
 }
 
-/* cli_options' take: option C with its value ARG into DATA, a struct
- * pub_args. */
+/* cli_options' take: a --header's ARG into DATA, a struct pub_args. */
 static int
 take_option(int c, char *arg, void *data)
 {
 	struct pub_args *a = data;
 	int rc = CLI_FAIL;
 
-	switch (c) {
-	case 'd': a->delay = arg; break;
-	case 'D': a->dest = arg; break;
-	case 'b': a->body = arg; break;
-	case 'f': a->body_file = arg; break;
-	case 'j': a->json = 1; break;
-	case 'H':
-		if (args_header(a, arg, &rc) != 0)
-			return rc;
-		break;
-	}
+	(void)c;
+	if (args_header(a, arg, &rc) != 0)
+		return rc;
 	return CLI_GO_ON;
 }
 
@@ -183,15 +174,14 @@ take_option(int c, char *arg, void *data)
 static int
 args_parse(int argc, char **argv, struct pub_args *a, int *rc)
 {
-	static const struct option opts[] = {
-		{ "delay", required_argument, NULL, 'd' },
-		{ "dest", required_argument, NULL, 'D' },
-		{ "body", required_argument, NULL, 'b' },
-		{ "body-file", required_argument, NULL, 'f' },
-		{ "header", required_argument, NULL, 'H' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("delay", 'd', struct pub_args, delay),
+		CLI_TEXT("dest", 'D', struct pub_args, dest),
+		CLI_TEXT("body", 'b', struct pub_args, body),
+		CLI_TEXT("body-file", 'f', struct pub_args, body_file),
+		CLI_TAKE("header", 'H', true),
+		CLI_FLAG("json", 'j', struct pub_args, json),
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = "publish", .usage = usage_line,
 	    .opts = opts, .take = take_option, .data = a };

@@ -301,6 +301,20 @@ refused(struct remote *rm)
 	return CLI_FAIL;
 }
 
+/* GETs PATH into rm->doc. Returns 0 when the server answered 200, or -1
+ * after saying why not (no answer, or the server's refusal). */
+static int
+remote_get(struct remote *rm, const char *path)
+{
+	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+		return -1;
+	if (rm->status != 200) {
+		refused(rm);
+		return -1;
+	}
+	return 0;
+}
+
 /* Writes the answer as it came (--json). */
 static void
 pass_through(const struct remote *rm)
@@ -351,12 +365,8 @@ resolve_plan(struct remote *rm, const char *plan, long long *id)
 	api_path("plans", NULL, path, sizeof(path));
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "?name=%s", esc);
 	curl_free(esc);
-	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+	if (remote_get(rm, path) != 0)
 		return -1;
-	if (rm->status != 200) {
-		refused(rm);
-		return -1;
-	}
 	first = json_array_get(json_object_get(rm->doc, "plans"), 0);
 	if (!json_is_integer(json_object_get(first, "id"))) {
 		fprintf(stderr, "cutover %s: no plan '%s' on %s\n", rm->verb, plan, rm->base);
@@ -374,13 +384,7 @@ get_plan(struct remote *rm, long long id)
 	char path[128];
 
 	plan_path("plan", id, NULL, path, sizeof(path));
-	if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
-		return -1;
-	if (rm->status != 200) {
-		refused(rm);
-		return -1;
-	}
-	return 0;
+	return remote_get(rm, path);
 }
 
 /* Resolves STEP (its number or its kind, cli_step_ref) in plan ID. */
@@ -531,10 +535,8 @@ wait_command(struct remote *rm, long long id, long long cmd, int json)
 	snprintf(num, sizeof(num), "%lld", cmd);
 	plan_path("command", id, num, path, sizeof(path));
 	for (;;) {
-		if (remote_call(rm, "GET", path, NULL, 0, NULL) != 0)
+		if (remote_get(rm, path) != 0)
 			return CLI_FAIL;
-		if (rm->status != 200)
-			return refused(rm);
 		state = str(rm->doc, "state", "pending");
 		if (strcmp(state, "pending") != 0 || clock_mono_ms() >= until)
 			break;
@@ -705,12 +707,8 @@ cli_remote_status(const char *server, const char *plan, int json)
 		goto done;
 	else
 		plan_path("plan", id, NULL, path, sizeof(path));
-	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
+	if (remote_get(&rm, path) != 0)
 		goto done;
-	if (rm.status != 200) {
-		refused(&rm);
-		goto done;
-	}
 	if (json)
 		pass_through(&rm);
 	else if (plan == NULL)
@@ -738,12 +736,8 @@ cli_remote_history(const char *server, const char *plan, int json)
 	if (resolve_plan(&rm, plan, &id) != 0)
 		goto done;
 	plan_path("history", id, NULL, path, sizeof(path));
-	if (remote_call(&rm, "GET", path, NULL, 0, NULL) != 0)
+	if (remote_get(&rm, path) != 0)
 		goto done;
-	if (rm.status != 200) {
-		refused(&rm);
-		goto done;
-	}
 	v = json_object_get(rm.doc, "verification");
 	if (json)
 		pass_through(&rm);

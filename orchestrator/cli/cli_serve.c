@@ -103,60 +103,62 @@ read_config(struct serve_args *a)
 	return 0;
 }
 
+/* Prints what `serve --help` says after the usage line. */
+static void
+print_help(void *data)
+{
+	(void)data;
+	printf("\n%s\n", serve_help);
+}
+
+/* cli_options' take: --poll-ms's or --workers's ARG into DATA, a struct
+ * serve_args. Returns CLI_GO_ON, or CLI_USAGE once it has said that the
+ * value is out of range. */
+static int
+take_option(int c, char *arg, void *data)
+{
+	struct serve_args *a = data;
+	char *end;
+
+	if (c == 'p') {
+		a->poll = strtol(arg, &end, 10);
+		if (*arg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
+			return cli_usage_error("serve", serve_usage,
+			    "--poll-ms takes 10 to 60000");
+	} else {
+		a->workers = strtol(arg, &end, 10);
+		if (*arg == '\0' || *end != '\0' || a->workers < 1 ||
+		    a->workers > ENGINE_WORKERS_MAX)
+			return cli_usage_error("serve", serve_usage, "--workers "
+			    "takes 1 to %d", ENGINE_WORKERS_MAX);
+	}
+	return CLI_GO_ON;
+}
+
 /* Reads the options into A. Returns 0 to go on, or -1 with *EXIT_CODE
  * what cutover serve exits with (--help, or a usage error said). */
 static int
 parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 {
-	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "operators", required_argument, NULL, 'o' },
-		{ "poll-ms", required_argument, NULL, 'p' },
-		{ "workers", required_argument, NULL, 'w' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "check-config", no_argument, NULL, 'k' },
-		{ "log-level", required_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	static const struct cli_option opts[] = {
+		CLI_TEXT("db", 'd', struct serve_args, db),
+		CLI_TEXT("listen", 'l', struct serve_args, listen),
+		CLI_TEXT("operators", 'o', struct serve_args, operators),
+		CLI_TAKE("poll-ms", 'p', true),
+		CLI_TAKE("workers", 'w', true),
+		CLI_TEXT("config", 'c', struct serve_args, config),
+		CLI_FLAG("check-config", 'k', struct serve_args, check),
+		CLI_TEXT("log-level", 'v', struct serve_args, log_level),
+		CLI_OPTIONS_END
 	};
-	char *end;
-	int c;
+	const struct cli_options o = { .verb = "serve", .usage = serve_usage,
+	    .opts = opts, .take = take_option, .help = print_help, .data = a };
+	int rc;
 
 	memset(a, 0, sizeof(*a));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': a->db = optarg; break;
-		case 'l': a->listen = optarg; break;
-		case 'o': a->operators = optarg; break;
-		case 'c': a->config = optarg; break;
-		case 'k': a->check = 1; break;
-		case 'v': a->log_level = optarg; break;
-		case 'p':
-			a->poll = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || a->poll < 10 || a->poll > 60000)
-				goto usage_poll;
-			break;
-		case 'w':
-			a->workers = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || a->workers < 1 ||
-			    a->workers > ENGINE_WORKERS_MAX) {
-				*exit_code = cli_usage_error("serve", serve_usage, "--workers "
-				    "takes 1 to %d", ENGINE_WORKERS_MAX);
-				return -1;
-			}
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s\n", serve_usage, serve_help);
-			*exit_code = CLI_OK;
-			return -1;
-		default:
-			*exit_code = cli_usage_error("serve", serve_usage,
-			    "unknown or incomplete option '%s'", argv[optind - 1]);
-			return -1;
-		}
+	if ((rc = cli_options_read(&o, argc, argv)) != CLI_GO_ON) {
+		*exit_code = rc;
+		return -1;
 	}
 	if (optind != argc)
 		*exit_code = cli_usage_error("serve", serve_usage, "unexpected argument '%s'",
@@ -166,9 +168,6 @@ parse_args(int argc, char **argv, struct serve_args *a, int *exit_code)
 		    "--config FILE");
 	else
 		return 0;
-	return -1;
-usage_poll:
-	*exit_code = cli_usage_error("serve", serve_usage, "--poll-ms takes 10 to 60000");
 	return -1;
 }
 

@@ -11,27 +11,17 @@
 #include "plan.h"
 #include "step.h"
 
-/* cli_options' take for --json, the one option: DATA is the verb's int. */
-static int
-take_json(int c, char *arg, void *data)
-{
-	(void)c;
-	(void)arg;
-	*(int *)data = 1;
-	return CLI_GO_ON;
-}
-
 int
 cli_step_options(const char *verb, const char *usage, int argc, char **argv,
     int *json)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	/* DATA is the verb's int itself: --json's is at offset 0. */
+	static const struct cli_option opts[] = {
+		{ "json", 'j', false, CLI_STORE_FLAG, 0 },
+		CLI_OPTIONS_END
 	};
 	const struct cli_options o = { .verb = verb, .usage = usage, .opts = opts,
-	    .take = take_json, .data = json };
+	    .data = json };
 
 	*json = 0;
 	return cli_options_read(&o, argc, argv);

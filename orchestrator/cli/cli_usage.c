@@ -12,26 +12,48 @@
 
 #include "cli.h"
 
-/* Whether an option of OPTS takes a value: then what getopt_long refuses
- * may be one given without it. */
-static bool
-takes_values(const struct option *opts)
+/* Stores option C's value ARG as O's table says, or hands it to O->take.
+ * Returns CLI_GO_ON, or what O->take returned. */
+static int
+store(const struct cli_options *o, int c, char *arg)
 {
-	for (; opts->name != NULL; opts++)
-		if (opts->has_arg != no_argument)
-			return true;
-	return false;
+	const struct cli_option *op = o->opts;
+
+	while (op->name != NULL && op->code != c)
+		op++;
+	switch (op->store) {
+	case CLI_STORE_TEXT:
+		*(const char **)(void *)((char *)o->data + op->at) = arg;
+		return CLI_GO_ON;
+	case CLI_STORE_FLAG:
+		*(int *)(void *)((char *)o->data + op->at) = 1;
+		return CLI_GO_ON;
+	case CLI_STORE_TAKE:
+		break;
+	}
+	return o->take(c, arg, o->data);
 }
 
 int
 cli_options_read(const struct cli_options *o, int argc, char **argv)
 {
+	struct option opts[CLI_OPTIONS_MAX + 1] = { { 0 } };
+	bool values = false;
 	const char *missing;
+	size_t n;
 	int c, rc;
 
+	/* getopt_long's table, from the verb's (a longer one is cut: the
+	 * bound is far above any verb's). */
+	for (n = 0; n < CLI_OPTIONS_MAX && o->opts[n].name != NULL; n++) {
+		opts[n].name = o->opts[n].name;
+		opts[n].has_arg = o->opts[n].value ? required_argument : no_argument;
+		opts[n].val = o->opts[n].code;
+		values |= o->opts[n].value;
+	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", o->opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("usage: %s\n", o->usage);
 			if (o->help != NULL)
@@ -39,7 +61,7 @@ cli_options_read(const struct cli_options *o, int argc, char **argv)
 			return CLI_OK;
 		}
 		if (c != '?') {
-			if ((rc = o->take(c, optarg, o->data)) != CLI_GO_ON)
+			if ((rc = store(o, c, optarg)) != CLI_GO_ON)
 				return rc;
 			continue;
 		}
@@ -48,7 +70,7 @@ cli_options_read(const struct cli_options *o, int argc, char **argv)
 		if (optopt != 0 && o->incomplete != NULL &&
 		    (missing = o->incomplete(optopt)) != NULL)
 			return cli_usage_error(o->verb, o->usage, "%s", missing);
-		return cli_usage_error(o->verb, o->usage, takes_values(o->opts) ?
+		return cli_usage_error(o->verb, o->usage, values ?
 		    "unknown or incomplete option '%s'" : "unknown option '%s'",
 		    argv[optind - 1]);
 	}

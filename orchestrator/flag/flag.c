@@ -233,11 +233,4 @@ flag_history(const struct plan *p)
 	return prov->history(p);
 }
 
-const char *
-flag_status_name(int rc)
-{
-	switch (rc) {
-	FLAG_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(flag_status_name, FLAG_STATUS_MAP, "unknown")

@@ -82,11 +82,9 @@
 	 * and does not read as taken: whether it took is unknown */	\
 	X(FLAG_ERR_UNCONFIRMED, -9, "in doubt")
 
-enum flag_status { FLAG_STATUS_MAP(ERRBUF_ENUM) };
-
-/* What flag code RC means, in a word or three; "unknown" for any other
- * value. */
-const char *flag_status_name(int rc);
+/* enum flag_status, and flag_status_name(RC): what flag code RC means, in
+ * a word or three; "unknown" for any other value. */
+ERRBUF_CODES(flag_status, FLAG_STATUS_MAP, flag_status_name);
 
 /* What a read found, in flag_read's *STATE (an int, so -1 < 0 tests
  * "neither"): not a return code. */

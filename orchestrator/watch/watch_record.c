@@ -6,6 +6,18 @@
 #include "log.h"
 #include "watch_int.h"
 
+/* Adds alert KIND with MSG to the N pending ones in V (ALERTS_MAX at
+ * most: a tick that raises more keeps the first). */
+static void
+pending_add(struct pending *v, size_t *n, const char *kind, const char *msg)
+{
+	if (*n == ALERTS_MAX)
+		return;
+	snprintf(v[*n].kind, sizeof(v[*n].kind), "%s", kind);
+	snprintf(v[*n].msg, sizeof(v[*n].msg), "%s", msg);
+	(*n)++;
+}
+
 /* Queues an alert of KIND for this tick; a second one of the same kind in
  * the same tick is appended to the first (one raise per kind and tick). */
 void
@@ -26,11 +38,7 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 		sentences_add(pa->msg, sizeof(pa->msg), "%s", msg);
 		return;
 	}
-	if (t->na == ALERTS_MAX)
-		return;
-	pa = &t->a[t->na++];
-	snprintf(pa->kind, sizeof(pa->kind), "%s", kind);
-	snprintf(pa->msg, sizeof(pa->msg), "%s", msg);
+	pending_add(t->a, &t->na, kind, msg);
 }
 
 /* The cause of alert KIND is gone this tick (WHY says how it cleared), as
@@ -43,13 +51,7 @@ watch_alert(struct tick *t, const char *kind, const char *fmt, ...)
 void
 watch_alert_over(struct tick *t, const char *kind, const char *why)
 {
-	struct pending *po;
-
-	if (t->nover == ALERTS_MAX)
-		return;
-	po = &t->over[t->nover++];
-	snprintf(po->kind, sizeof(po->kind), "%s", kind);
-	snprintf(po->msg, sizeof(po->msg), "%s", why);
+	pending_add(t->over, &t->nover, kind, why);
 }
 
 /* A broker or management call failed: alert, and the watch cannot end
