@@ -240,10 +240,11 @@ void move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord);
 void move_old__rows_write(struct move_rows *r, json_t *state, json_t *entry,
     int64_t ord);
 
-/* The old queues' publish counters of SEL, summed as the watch sums them,
- * into STATE's "old_publishes" as the last pass begins. */
-void move_old__publishes_at_last_pass(struct step_ctx *c,
-    const struct old_selection *sel, json_t *state);
+/* The old queues' publish counters of SEL (a selection on the statistics
+ * listing: old_select_counted), summed as the watch sums them, into
+ * STATE's "old_publishes" as the last pass begins. */
+void move_old__publishes_at_last_pass(const struct old_selection *sel,
+    json_t *state);
 
 /* Whether the broker stamps arrivals, asked once a call, into STATE. */
 void move_old__probe_arrival(struct step_ctx *c, json_t *state);

@@ -183,28 +183,20 @@ move_old__seen_index(json_t *state)
 }
 
 /* Records in STATE the old queues' publish counters, summed as the watch
- * sums them, as the last pass begins ("old_publishes"): the watch, which
- * starts later, tells from them whether anything entered the old path
- * after the move saw it. Left out when they cannot be read (the watch
- * then assumes an entry at its first look). */
+ * sums them, as the last pass begins ("old_publishes"), from SEL's
+ * statistics listing (old_select_counted): the watch, which starts later,
+ * tells from them whether anything entered the old path after the move
+ * saw it. A queue whose counter the listing lacks adds nothing, as the
+ * watch has it. */
 void
-move_old__publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
-    json_t *state)
+move_old__publishes_at_last_pass(const struct old_selection *sel, json_t *state)
 {
-	struct old_counters oc = { 0 };
 	int64_t total = 0;
-	char why[512];
 
-	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
-		return;
-	for (size_t i = 0; i < sel->n; i++) {
-		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
-
-		if (k != NULL && k->publish > 0)
-			total += k->publish;
-	}
+	for (size_t i = 0; i < sel->n; i++)
+		if (sel->v[i].q->publish > 0)
+			total += sel->v[i].q->publish;
 	move_old__set_int(state, "old_publishes", total);
-	old_counters_free(&oc);
 }
 
 /* Asks the broker, once a call, whether it overwrites an arrival stamp
