@@ -35,6 +35,12 @@ imove_teardown(void **state)
 void
 imove_start(const char *entry, const char *bound)
 {
+	imove_start_with(entry, bound, "steps: [measure_horizon, declare_ladder]\n");
+}
+
+void
+imove_start_with(const char *entry, const char *bound, const char *rest)
+{
 	char yaml[4096], broker[1024];
 	json_t *r = NULL;
 	char err[1024];
@@ -61,7 +67,7 @@ imove_start(const char *entry, const char *bound)
 	    "  entry:\n%s"
 	    "watch:\n"
 	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n", broker, bound, entry);
+	    "%s", broker, bound, entry, rest);
 	imove_plan = itest_plan_load("itest.yaml", yaml);
 	itest_ctx_open(&imove_ctx, imove_plan);
 	if (step_declare_ladder(&imove_ctx, &r, err, sizeof(err)) != 0)

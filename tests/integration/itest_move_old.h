@@ -74,6 +74,10 @@ int imove_teardown(void **state);
  * unknown_entry_max_lateness, opens its context and declares its ladder. */
 void imove_start(const char *entry, const char *bound);
 
+/* imove_start with REST as the plan's last sections (its steps, and what
+ * they need) instead of "steps: [measure_horizon, declare_ladder]". */
+void imove_start_with(const char *entry, const char *bound, const char *rest);
+
 /* Declares classic old queue NAME with TTL_MS dead-lettering through the
  * default exchange with key DLK (NULL: none). */
 void imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk);
