@@ -1,6 +1,7 @@
 /* itest_move_old: the move_old tests' plan, old queues, runs and readers
  * (itest_move_old.h). */
 #include "itest_move_old.h"
+#include "store.h"
 
 static char vhost_url[512];
 struct plan *imove_plan;
@@ -190,6 +191,12 @@ imove_move(void)
 void
 imove_crash_after_confirm(int64_t now_ms)
 {
+	imove_crash_after_confirm_in(now_ms, NULL, 0);
+}
+
+void
+imove_crash_after_confirm_in(int64_t now_ms, const char *db, int64_t plan_id)
+{
 	int status;
 	pid_t pid;
 
@@ -200,8 +207,10 @@ imove_crash_after_confirm(int64_t now_ms)
 
 		memset(&cc, 0, sizeof(cc));
 		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
-		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0)
+		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0 ||
+		    (db != NULL && store_open(db, &cc.store, e, sizeof(e)) != 0))
 			_exit(2);
+		cc.plan_id = plan_id;
 		cc.flip_ms = now_ms - 10 * SEC;
 		(void)step_move_old(&cc, &cr, e, sizeof(e));
 		_exit(3);

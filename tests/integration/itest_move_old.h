@@ -115,6 +115,11 @@ const json_t *imove_queue_entry(const json_t *r, const char *name);
  * child died of SIGKILL there. */
 void imove_crash_after_confirm(int64_t now_ms);
 
+/* imove_crash_after_confirm with the step's state written, as the engine
+ * has it written, into plan PLAN_ID of the store at DB (a connection of
+ * the child's own). */
+void imove_crash_after_confirm_in(int64_t now_ms, const char *db, int64_t plan_id);
+
 int64_t imove_count_of(const json_t *e, const char *key);
 
 /* measure_horizon's result for the queues there now. */

@@ -94,36 +94,6 @@ stored_result(int64_t id)
 	return j;
 }
 
-/* Runs move_old in a child process with its own connection to plan ID's
- * store, as the engine would, flipped 10 s before NOW, with the fault
- * that kills it once the ladder confirmed its first batch, before the old
- * queue's ack; fails the test unless it died of SIGKILL there. */
-static void
-crash_after_confirm(int64_t id, int64_t now)
-{
-	int status;
-	pid_t pid;
-
-	if ((pid = fork()) == 0) {
-		struct step_ctx cc;
-		json_t *cr = NULL;
-		char e[1024];
-
-		memset(&cc, 0, sizeof(cc));
-		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
-		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0 ||
-		    store_open(db, &cc.store, e, sizeof(e)) != 0)
-			_exit(2);
-		cc.plan_id = id;
-		cc.flip_ms = now - 10 * SEC;
-		(void)step_move_old(&cc, &cr, e, sizeof(e));
-		_exit(3);
-	}
-	assert_true(pid > 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-}
-
 /* Consumes DEST for WANT deliveries at most (40 s), acking each; checks
  * that none arrived before the test's own not-before for it; counts each
  * body's deliveries into imove_sent[].arrived (any) and *TWICE. Returns
@@ -205,7 +175,7 @@ test_kill_between_row_and_ack_resumes_without_loss(void **state)
 		}
 	}
 	imove_ctx.measured = m = imove_measure();
-	crash_after_confirm(id, now);
+	imove_crash_after_confirm_in(now, db, id);
 	imove_wait_depth(names[FIRST_MOVED], 5);
 
 	/* What the killed run left in the store: one moment's. */
