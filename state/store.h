@@ -248,21 +248,22 @@ int store_step_update(struct store *s, int64_t plan_id, int idx, const char *sta
 /* One element of a step's result kept as a row of its own
  * (store_step_save_entries). */
 struct store_entry {
-	const char *name;                 /* its key among the step's: the
-	                                   * element's "name" */
-	int64_t ord;                      /* its position in the list, >= 0 */
+	const char *name;                 /* the element's "name" */
+	int64_t ord;                      /* its place in the list, >= 0: its
+	                                   * key among the step's rows */
 	const char *json;                 /* the element, valid JSON */
 };
 
 /* A step whose result holds a long list under "queues" (move_old's: an
  * entry per old queue) writes its result as RESULT_JSON, with "queues"
  * empty, and the elements that changed, V[0..N-1], each as a row keyed by
- * its name (a new one inserted, one there replaced, the rest kept), in one
+ * its place (a new one inserted, one there replaced, the rest kept), in one
  * transaction (the caller's when one is open): a write costs what changed,
  * not the list's length, and a kill -9 leaves the result and its rows of
  * one moment. Until the next store_step_update or store_step_reset of the
  * step, store_step_get gives its result with "queues" made of the rows in
- * their order. Returns 0, or -1 with ERR. */
+ * their order (RESULT_JSON must have a top-level "queues" array to put
+ * them in). Returns 0, or -1 with ERR. */
 int store_step_save_entries(struct store *s, int64_t plan_id, int idx,
     const char *result_json, const struct store_entry *v, size_t n, char *err,
     size_t errlen);

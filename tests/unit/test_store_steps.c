@@ -148,7 +148,9 @@ rows_held(struct fx *fx)
  * their order, the list in its elements' order, whatever order the rows
  * were written in); a later write of one element changes that one only;
  * a write that fails (an element that is not JSON) leaves result and
- * rows as they were; a whole result takes the rows away, as does a reset. */
+ * rows as they were; a whole result takes the rows away, as does a reset;
+ * the rows go into the top-level "queues" only, whatever the text around
+ * it holds, and a result with none cannot be read with rows. */
 static void
 test_entries_read_as_one_result(void **state)
 {
@@ -167,6 +169,7 @@ test_entries_read_as_one_result(void **state)
 	struct store_entry one = { "old.b", 0, "{\"name\":\"old.b\",\"moved\":4}" };
 	struct store_entry bad = { "old.a", 1, "{not json" };
 	struct fx *fx = *state;
+	struct store_step st;
 	int64_t plan;
 	char *r;
 
@@ -206,6 +209,21 @@ test_entries_read_as_one_result(void **state)
 	    FX_ERR(fx)), 0);
 	assert_int_equal(rows_held(fx), 0);
 	assert_null(result_of(fx, plan));
+	/* The top-level "queues" takes the rows, not one nested before it nor
+	 * one inside a string; a result without one cannot take them. */
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0,
+	    "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[]\\\\\","
+	    " \"queues\" : [ ] ,\"z\":[\"]\"]}", &one, 1, FX_ERR(fx)), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[]\\\\\","
+	    " \"queues\" : [{\"name\":\"old.b\",\"moved\":4}] ,\"z\":[\"]\"]}");
+	free(r);
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0, "{\"a\":{\"queues\":[]}}",
+	    &one, 1, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), -1);
+	assert_string_equal(fx->err, "reading step 0 of plan 1: its result has no "
+	    "\"queues\" for its 1 rows");
+	assert_int_equal(store_step_reset(fx->s, plan, 0, "pending", FX_ERR(fx)), 0);
 	/* Rows of a step that is not there are refused. */
 	assert_int_equal(store_step_save_entries(fx->s, plan, 5, rest, v, 3,
 	    FX_ERR(fx)), -1);
