@@ -28,8 +28,8 @@
  * before the batch is published, so counts survive a kill -9 (a queue
  * found empty by a passive declare, nothing taken, is written with a later
  * one); each queue's entry is a row of its own, and a batch writes only
- * the entries that changed (move_old_rows.c); resumed, it passes again over the queues its pass had not
- * finished. There are two passes over the queues: one at
+ * the entries that changed (move_old_rows.c); resumed, it passes again
+ * over the queues its pass had not finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
  * the old path; in between the step sets ctx.again (like the watch: the engine
@@ -856,7 +856,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	char why[1024];
 	int rc = -1;
 	int64_t persisted = clock_mono_ms();
-	bool empty, last;
+	bool empty, counted;
 
 	*result = state;
 	err[0] = '\0';
@@ -871,10 +871,14 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	}
 	/* As the last pass begins, the old queues' publish counters come with
 	 * the selection's listing (statistics on), not a listing of their
-	 * own: at 10,000 old queues a listing costs seconds. */
-	last = move_old__jint(state, "pass_started_ms") >= move_old__jint(state,
-	    "stragglers_until_ms") && json_object_get(state, "old_publishes") == NULL;
-	if ((last ? old_select_counted : old_select)(c, &sel, why, sizeof(why)) != 0) {
+	 * own: at 10,000 old queues a listing costs seconds. A broker that
+	 * does not answer that listing (one with 100,000 queues may not) is
+	 * listed without them, and the watch then assumes an entry at its
+	 * first look, as when they cannot be read. */
+	counted = move_old__jint(state, "pass_started_ms") >= move_old__jint(state,
+	    "stragglers_until_ms") && json_object_get(state, "old_publishes") == NULL &&
+	    old_select_counted(c, &sel, why, sizeof(why)) == 0;
+	if (!counted && old_select(c, &sel, why, sizeof(why)) != 0) {
 		errbuf_set(err, errlen, "selecting the old queues: %s", why);
 		goto done;
 	}
@@ -910,7 +914,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	if (err[0] != '\0')
 		goto done;
 	move_old__totals(state, &counts);
-	if (last)
+	if (counted)
 		move_old__publishes_at_last_pass(&sel, state);
 	for (size_t i = 0; i < sel.n; i++) {
 		if (move_old__jint(ps[i].entry, "pass_done") >= pass)
