@@ -48,14 +48,17 @@ move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord)
 }
 
 /* ENTRY (at ORD) as a row into V[*N], its text malloc'ed into TEXTS[*N].
- * Returns 0, or -1 (out of memory, or an entry with no name). */
+ * Returns 0, or -1 out of memory. */
 static int
 row_of(const json_t *entry, int64_t ord, struct store_entry *v, char **texts, size_t *n)
 {
 	const char *name = json_string_value(json_object_get(entry, "name"));
 
-	if (name == NULL || (texts[*n] = json_dumps(entry, JSON_COMPACT |
-	    JSON_PRESERVE_ORDER)) == NULL)
+	/* The row is keyed by its place: a name is only for a reader of the
+	 * table, and an entry a damaged state left without one is kept. */
+	if (name == NULL || name[0] == '\0')
+		name = "(none)";
+	if ((texts[*n] = json_dumps(entry, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 		return -1;
 	v[*n] = (struct store_entry){ .name = name, .ord = ord, .json = texts[*n] };
 	(*n)++;
