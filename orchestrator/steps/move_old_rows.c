@@ -55,10 +55,12 @@ row_of(const json_t *entry, int64_t ord, struct store_entry *v, char **texts, si
 	const char *name = json_string_value(json_object_get(entry, "name"));
 
 	/* The row is keyed by its place: a name is only for a reader of the
-	 * table, and an entry a damaged state left without one is kept. */
+	 * table, and an entry a damaged state left without one (or one that
+	 * is no object) is kept as the whole state's write kept it. */
 	if (name == NULL || name[0] == '\0')
 		name = "(none)";
-	if ((texts[*n] = json_dumps(entry, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
+	if ((texts[*n] = json_dumps(entry, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_ENCODE_ANY)) == NULL)
 		return -1;
 	v[*n] = (struct store_entry){ .name = name, .ord = ord, .json = texts[*n] };
 	(*n)++;
