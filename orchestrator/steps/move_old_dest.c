@@ -49,9 +49,10 @@ void
 move_targets_free(struct move_targets *ts)
 {
 	for (size_t i = 0; i < ts->nx; i++) {
-		free(ts->x[i].name);
-		free(ts->x[i].type);
-		mgmt_binding_list_free(&ts->x[i].bindings);
+		free(ts->x[i]->name);
+		free(ts->x[i]->type);
+		mgmt_binding_list_free(&ts->x[i]->bindings);
+		free(ts->x[i]);
 	}
 	free(ts->x);
 	mgmt_policy_list_free(&ts->pl);
@@ -59,18 +60,20 @@ move_targets_free(struct move_targets *ts)
 }
 
 /* Dead-letter exchange NAME's type and bindings, read the first time a
- * queue names it and kept in TS. Returns its slot, or NULL with ERR (the
- * exchange or its bindings cannot be read, or out of memory). */
+ * queue names it and kept in TS (each in an allocation of its own: the
+ * targets worked out before point into it while TS grows). Returns it, or
+ * NULL with ERR (the exchange or its bindings cannot be read, or out of
+ * memory). */
 static const struct move_exchange *
 exchange_of(struct step_ctx *c, struct move_targets *ts, const char *name,
     char *err, size_t errlen)
 {
 	struct mgmt_exchange x = { 0 };
-	struct move_exchange *e, *grown;
+	struct move_exchange *e, **grown;
 
 	for (size_t i = 0; i < ts->nx; i++)
-		if (strcmp(ts->x[i].name, name) == 0)
-			return &ts->x[i];
+		if (strcmp(ts->x[i]->name, name) == 0)
+			return ts->x[i];
 	if (ts->nx == ts->cap) {
 		size_t cap = ts->cap ? 2 * ts->cap : 8;
 
@@ -81,8 +84,10 @@ exchange_of(struct step_ctx *c, struct move_targets *ts, const char *name,
 		ts->x = grown;
 		ts->cap = cap;
 	}
-	e = &ts->x[ts->nx];
-	memset(e, 0, sizeof(*e));
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		return NULL;
+	}
 	if (mgmt_get_exchange(c->old_mgmt, name, &x, err, errlen) != 0 ||
 	    mgmt_list_bindings_from(c->old_mgmt, name, &e->bindings, err, errlen) != 0)
 		goto fail;
@@ -92,13 +97,14 @@ exchange_of(struct step_ctx *c, struct move_targets *ts, const char *name,
 		goto fail;
 	}
 	mgmt_exchange_free(&x);
-	ts->nx++;
+	ts->x[ts->nx++] = e;
 	return e;
 fail:
 	mgmt_exchange_free(&x);
 	free(e->name);
 	free(e->type);
 	mgmt_binding_list_free(&e->bindings);
+	free(e);
 	return NULL;
 }
 

@@ -30,7 +30,8 @@ struct move_exchange {
  * when a queue first names it. */
 struct move_targets {
 	struct mgmt_policy_list pl;
-	struct move_exchange *x;
+	struct move_exchange **x;	/* each its own allocation: targets
+					 * point into it */
 	size_t nx, cap;
 };
 

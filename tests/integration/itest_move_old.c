@@ -79,6 +79,12 @@ imove_start_with(const char *entry, const char *bound, const char *rest)
 void
 imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk)
 {
+	imove_old_queue_to(name, ttl_ms, "", dlk);
+}
+
+void
+imove_old_queue_to(const char *name, int64_t ttl_ms, const char *dlx, const char *dlk)
+{
 	struct topology_arg a[3];
 	size_t n = 0;
 	char err[1024];
@@ -88,7 +94,7 @@ imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk)
 	a[n].is_int = true;
 	a[n++].num = ttl_ms;
 	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
-	snprintf(a[n++].str, sizeof(a[0].str), "%s", "");
+	snprintf(a[n++].str, sizeof(a[0].str), "%s", dlx);
 	if (dlk != NULL) {
 		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
 		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);

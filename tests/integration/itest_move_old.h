@@ -82,6 +82,10 @@ void imove_start_with(const char *entry, const char *bound, const char *rest);
  * default exchange with key DLK (NULL: none). */
 void imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk);
 
+/* The same dead-lettering through exchange DLX ("" the default). */
+void imove_old_queue_to(const char *name, int64_t ttl_ms, const char *dlx,
+    const char *dlk);
+
 extern struct sent imove_sent[64];
 extern size_t imove_nsent;
 

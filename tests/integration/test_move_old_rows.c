@@ -5,7 +5,8 @@
  * in flight), and the run started from it, as the engine starts it (the
  * result read back from the store), moves everything without loss, counts
  * the batch that may come twice, and leaves a result that reads back as
- * the one it returned. */
+ * the one it returned; and old queues dead-lettering through many
+ * exchanges, each read once. */
 #include "itest_move_old.h"
 #include "store.h"
 
@@ -238,6 +239,49 @@ test_kill_between_row_and_ack_resumes_without_loss(void **state)
 	db_remove();
 }
 
+/* Old queues dead-lettering each through an exchange of its own (a
+ * fanout bound to the destination, the message's own key): the step reads
+ * each exchange once, when the first queue names it, and keeps them all
+ * while it works out the rest (more than it first makes room for), then
+ * finds each message's destination through its queue's exchange as it
+ * moves it: every message arrives, none early. */
+static void
+test_many_dead_letter_exchanges(void **state)
+{
+	enum { NX = 20 };
+	char x[NX][32], err[1024], body[32];
+	int64_t ts, nb;
+	json_t *r, *m;
+	int twice;
+
+	(void)state;
+	imove_nsent = 0;
+	imove_start("    - { queues: { match: '^old\\.' }, from: timestamp }\n", "5s");
+	ts = clock_now_ms() / 1000;
+	nb = (ts + 1) * 1000 + MOVE_TTL;
+	for (int i = 0; i < NX; i++) {
+		snprintf(x[i], sizeof(x[i]), "itmv.dlx.%02d", i);
+		snprintf(names[i], sizeof(names[i]), "old.x.%02d", i);
+		if (broker_exchange_declare(imove_ctx.amqp, x[i], "fanout", true, NULL, 0, err,
+		    sizeof(err)) != 0 || broker_queue_bind(imove_ctx.amqp, DEST, x[i], "",
+		    err, sizeof(err)) != 0)
+			fail_msg("exchange %s: %s", x[i], err);
+		imove_old_queue_to(names[i], MOVE_TTL, x[i], NULL);
+		snprintf(body, sizeof(body), "x-%02d", i);
+		imove_put(names[i], body, (uint64_t)ts, 0, NULL, nb);
+	}
+	imove_ctx.measured = m = imove_measure();
+	r = imove_move();
+	assert_int_equal(imove_count_of(json_object_get(r, "counts"), "moved"), NX);
+	assert_int_equal(drain_dest(NX, &twice), NX);
+	assert_int_equal(twice, 0);
+	for (int i = 0; i < NX; i++)
+		assert_true(imove_sent[i].arrived);
+	imove_ctx.measured = NULL;
+	json_decref(m);
+	json_decref(r);
+}
+
 int
 main(void)
 {
@@ -245,6 +289,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_kill_between_row_and_ack_resumes_without_loss, imove_setup,
 		    imove_teardown),
+		cmocka_unit_test_setup_teardown(test_many_dead_letter_exchanges,
+		    imove_setup, imove_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
