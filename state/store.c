@@ -207,6 +207,21 @@ static const char *const migrations[] = {
 	"ALTER TABLE alerts ADD COLUMN cause INTEGER NOT NULL DEFAULT 0"
 	" CHECK (cause IN (0, 1));"
 	"ALTER TABLE alerts ADD COLUMN returns_after INTEGER;",
+
+	/* 6 -> 7: the elements of a step's long result list, a row each
+	 * (store_steps.c: store_step_save_entries), so that a step writes what
+	 * changed rather than the whole list (move_old's entry per old queue,
+	 * once a batch); keyed by their place in the list, so that they are
+	 * read back in its order without a sort. */
+	"CREATE TABLE step_entries ("
+	"  plan_id INTEGER NOT NULL,"
+	"  step_idx INTEGER NOT NULL,"
+	"  name TEXT NOT NULL CHECK (length(CAST(name AS BLOB)) BETWEEN 1 AND 1024),"
+	"  ord INTEGER NOT NULL CHECK (ord >= 0),"
+	"  entry_json TEXT NOT NULL CHECK (json_valid(entry_json)),"
+	"  PRIMARY KEY (plan_id, step_idx, ord),"
+	"  FOREIGN KEY (plan_id, step_idx) REFERENCES steps (plan_id, idx)"
+	") STRICT, WITHOUT ROWID;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -12,7 +12,7 @@
 
 #include "errbuf.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* Return codes: every function returns 0 or a negative code; failures
  * write ERR. The codes below -1 are ordinary answers, not failures (ERR
@@ -239,13 +239,39 @@ int store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kin
     int gate, char *err, size_t errlen);
 
 /* Sets a step's status and times (a time of 0 leaves it unchanged), and
- * its result and error (NULL leaves it unchanged). Returns 0 or -1. */
+ * its result and error (NULL leaves it unchanged). A result given is the
+ * whole result: the rows store_step_save_entries kept for the step go, in
+ * the same transaction. Returns 0 or -1. */
 int store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
     int64_t started_ms, int64_t ended_ms, const char *result_json,
     const char *error, char *err, size_t errlen);
 
-/* Reads step IDX of plan PLAN_ID. Returns 0, STORE_NOT_FOUND when absent,
- * or -1. Free with store_step_clear. */
+/* One element of a step's result kept as a row of its own
+ * (store_step_save_entries). */
+struct store_entry {
+	const char *name;                 /* the element's "name" */
+	int64_t ord;                      /* its place in the list, >= 0: its
+	                                   * key among the step's rows */
+	const char *json;                 /* the element, valid JSON */
+};
+
+/* A step whose result holds a long list under "queues" (move_old's: an
+ * entry per old queue) writes its result as RESULT_JSON, with "queues"
+ * empty, and the elements that changed, V[0..N-1], each as a row keyed by
+ * its place (a new one inserted, one there replaced, the rest kept), in one
+ * transaction (the caller's when one is open): a write costs what changed,
+ * not the list's length, and a kill -9 leaves the result and its rows of
+ * one moment. Until the next store_step_update or store_step_reset of the
+ * step, store_step_get gives its result with "queues" made of the rows in
+ * their order (RESULT_JSON must have a top-level "queues" array to put
+ * them in). Returns 0, or -1 with ERR. */
+int store_step_save_entries(struct store *s, int64_t plan_id, int idx,
+    const char *result_json, const struct store_entry *v, size_t n, char *err,
+    size_t errlen);
+
+/* Reads step IDX of plan PLAN_ID (its result with the rows
+ * store_step_save_entries kept put back in). Returns 0, STORE_NOT_FOUND
+ * when absent, or -1. Free with store_step_clear. */
 int store_step_get(struct store *s, int64_t plan_id, int idx, struct store_step *out,
     char *err, size_t errlen);
 void store_step_clear(struct store_step *st);
@@ -257,8 +283,9 @@ void store_step_clear(struct store_step *st);
 int store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
     char *err, size_t errlen);
 
-/* Puts step IDX of PLAN_ID back to STATUS with no times, result or error
- * (a retry starts it from the beginning). Returns 0 or -1. */
+/* Puts step IDX of PLAN_ID back to STATUS with no times, result (nor
+ * the result's rows) or error (a retry starts it from the beginning).
+ * Returns 0 or -1. */
 int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
     char *err, size_t errlen);
 

@@ -1,6 +1,8 @@
 /* store_steps: the steps table — each step of a plan with its status,
- * times, result and error, and the reset a retry starts from. */
+ * times, result and error, and the reset a retry starts from — and the
+ * rows a long result list is kept in (step_entries). */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,44 @@ store_step_insert(struct store *s, int64_t plan_id, int idx, const char *kind,
 	    gate != 0);
 }
 
+/* Deletes the rows store_step_save_entries kept for step IDX of PLAN_ID
+ * (its result is written whole, or reset). Returns 0, or -1 with ERR. */
+static int
+entries_drop(struct store *s, int64_t plan_id, int idx, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "DELETE FROM step_entries WHERE plan_id = ?1 AND step_idx = ?2";
+	char what[80];
+
+	snprintf(what, sizeof(what), "deleting the result rows of step %d of plan %"
+	    PRId64, idx, plan_id);
+	return store__write(s, what, NULL, err, errlen, sql, "Ii", plan_id, idx);
+}
+
+/* Begins a transaction when none is open (*OWN then set: the caller ends
+ * it with own_end); inside the caller's, its writes are the caller's to
+ * commit or roll back. Returns 0, or -1 with ERR. */
+static int
+own_begin(struct store *s, bool *own, char *err, size_t errlen)
+{
+	*own = sqlite3_get_autocommit(s->db) != 0;
+	return *own ? store_begin(s, err, errlen) : 0;
+}
+
+/* Ends the transaction own_begin began (OWN): committed when RC is 0,
+ * else rolled back. Returns RC, or -1 when the commit fails (ERR). */
+static int
+own_end(struct store *s, bool own, int rc, char *err, size_t errlen)
+{
+	if (!own)
+		return rc;
+	if (rc != 0) {
+		store_rollback(s);
+		return rc;
+	}
+	return store_commit(s, err, errlen);
+}
+
 int
 store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
     int64_t started_ms, int64_t ended_ms, const char *result_json,
@@ -45,11 +85,61 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " error = coalesce(?5, error)"
 	    " WHERE plan_id = ?6 AND idx = ?7";
 	char what[80];
+	bool own = false;
+	int rc;
 
 	step_what(what, sizeof(what), "updating", idx, plan_id);
+	/* A whole result replaces the rows, in one transaction with them. */
+	if (result_json != NULL && own_begin(s, &own, err, errlen) != 0)
+		return -1;
 	/* Unbound parameters are NULL: "leave unchanged". */
-	return store__write_one(s, what, "no such step", err, errlen, sql, "tppttIi",
+	rc = store__write_one(s, what, "no such step", err, errlen, sql, "tppttIi",
 	    status, started_ms, ended_ms, result_json, error, plan_id, idx);
+	if (rc == 0 && result_json != NULL)
+		rc = entries_drop(s, plan_id, idx, err, errlen);
+	return result_json != NULL ? own_end(s, own, rc, err, errlen) : rc;
+}
+
+int
+store_step_save_entries(struct store *s, int64_t plan_id, int idx,
+    const char *result_json, const struct store_entry *v, size_t n, char *err,
+    size_t errlen)
+{
+	static const char sql[] =
+	    "INSERT INTO step_entries (plan_id, step_idx, name, ord, entry_json)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (plan_id, step_idx, ord)"
+	    " DO UPDATE SET name = excluded.name, entry_json = excluded.entry_json";
+	sqlite3_stmt *st = NULL;
+	char what[120];
+	bool own = false;
+	int rc = -1;
+
+	if (own_begin(s, &own, err, errlen) != 0)
+		return -1;
+	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64, idx, plan_id);
+	if (store__write_one(s, what, "no such step", err, errlen,
+	    "UPDATE steps SET result_json = ?1 WHERE plan_id = ?2 AND idx = ?3", "tIi",
+	    result_json, plan_id, idx) != 0)
+		goto done;
+	snprintf(what, sizeof(what), "writing the result rows of step %d of plan %"
+	    PRId64, idx, plan_id);
+	if (store__prepare(s, sql, &st, what, err, errlen) != 0)
+		goto done;
+	/* One statement for every row: a batch's few, or a whole list. */
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, plan_id);
+		sqlite3_bind_int(st, 2, idx);
+		sqlite3_bind_text(st, 3, v[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, v[i].ord);
+		sqlite3_bind_text(st, 5, v[i].json, -1, SQLITE_STATIC);
+		if (store__run(s, st, what, NULL, err, errlen) != 0)
+			goto done;
+	}
+	rc = 0;
+done:
+	sqlite3_finalize(st);
+	return own_end(s, own, rc, err, errlen);
 }
 
 /* store__read's FN for step_read: the row into the struct store_step at
@@ -93,6 +183,140 @@ step_read(struct store *s, const char *sql, int64_t plan_id, int idx,
 	return r;
 }
 
+/* The rows' elements joined by commas, in their order (join_row). */
+struct joined {
+	char *text;
+	size_t len, cap;
+	int64_t n;
+};
+
+/* store__read's FN for entries_join: appends the row's element to the
+ * struct joined at ARG. Returns 0, or -1 out of memory. */
+static int
+join_row(sqlite3_stmt *st, void *arg)
+{
+	struct joined *j = arg;
+	const void *t = sqlite3_column_text(st, 0);
+	size_t n = (size_t)sqlite3_column_bytes(st, 0);
+	char *grown;
+
+	if (j->len + n + 2 > j->cap) {
+		size_t cap = j->cap * 2 > j->len + n + 2 ? j->cap * 2 : j->len + n + 4096;
+
+		if ((grown = realloc(j->text, cap)) == NULL)
+			return -1;
+		j->text = grown;
+		j->cap = cap;
+	}
+	if (j->n++ > 0)
+		j->text[j->len++] = ',';
+	memcpy(j->text + j->len, t != NULL ? t : "null", t != NULL ? n : 4);
+	j->len += t != NULL ? n : 4;
+	return 0;
+}
+
+/* The index just past the JSON string that starts at R[I] (a '"'), or 0
+ * when it does not end. */
+static size_t
+string_end(const char *r, size_t i)
+{
+	for (i++; r[i] != '\0'; i++) {
+		if (r[i] == '"')
+			return i + 1;
+		if (r[i] == '\\' && r[i + 1] != '\0')
+			i++;
+	}
+	return 0;
+}
+
+/* Where valid JSON object R has its top-level member "queues", an array:
+ * the offset of the array's '[' into *AT and the offset just past its ']'
+ * into *END. A scan of the text, strings skipped whole: no parse of a
+ * result that may be megabytes. Returns 0, or -1 when it has none. */
+static int
+queues_member(const char *r, size_t *at, size_t *end)
+{
+	size_t i = 0, e, v;
+	int depth = 0, from = -1;
+
+	while (r[i] != '\0') {
+		if (r[i] == '"') {
+			if ((e = string_end(r, i)) == 0)
+				return -1;
+			for (v = e; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' || r[v] == '\r'; v++)
+				;
+			/* A string followed by ':' is a key. */
+			if (from < 0 && depth == 1 && r[v] == ':' && e - i == 8 &&
+			    memcmp(r + i, "\"queues\"", 8) == 0) {
+				for (v++; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' ||
+				    r[v] == '\r'; v++)
+					;
+				if (r[v] != '[')
+					return -1;
+				*at = v;
+				from = depth;
+				i = v;
+				continue;
+			}
+			i = e;
+			continue;
+		}
+		if (r[i] == '{' || r[i] == '[')
+			depth++;
+		else if ((r[i] == '}' || r[i] == ']') && --depth == from) {
+			*end = i + 1;
+			return 0;
+		}
+		i++;
+	}
+	return -1;
+}
+
+/* Puts the rows store_step_save_entries kept for OUT's step into its
+ * result, as its "queues", in their order (none kept: the result as it
+ * is). Returns 0, or -1 with ERR. */
+static int
+entries_join(struct store *s, struct store_step *out, const char *what, char *err,
+    size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT entry_json FROM step_entries WHERE plan_id = ?1 AND step_idx = ?2"
+	    " ORDER BY ord";
+	struct joined j = { 0 };
+	size_t at = 0, end = 0, rlen;
+	char *whole = NULL;
+	int rc = -1;
+
+	if (store__read(s, what, join_row, &j, err, errlen, sql, "Ii", out->plan_id,
+	    out->idx) < 0)
+		goto done;
+	rc = 0;
+	if (j.n == 0)
+		goto done;
+	rc = -1;
+	if (out->result_json == NULL || queues_member(out->result_json, &at, &end) != 0) {
+		errbuf_set(err, errlen, "%s: its result has no \"queues\" for its %" PRId64
+		    " rows", what, j.n);
+		goto done;
+	}
+	rlen = strlen(out->result_json);
+	if ((whole = malloc(rlen - (end - at) + j.len + 3)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		goto done;
+	}
+	memcpy(whole, out->result_json, at);
+	whole[at] = '[';
+	memcpy(whole + at + 1, j.text, j.len);
+	whole[at + 1 + j.len] = ']';
+	memcpy(whole + at + 2 + j.len, out->result_json + end, rlen - end + 1);
+	free(out->result_json);
+	out->result_json = whole;
+	rc = 0;
+done:
+	free(j.text);
+	return rc;
+}
+
 int
 store_step_get(struct store *s, int64_t plan_id, int idx,
     struct store_step *out, char *err, size_t errlen)
@@ -101,9 +325,21 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	    "SELECT kind, gate, status, started_ms, ended_ms, idx, result_json,"
 	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
+	bool own = sqlite3_get_autocommit(s->db) != 0;
+	int r;
 
 	step_what(what, sizeof(what), "reading", idx, plan_id);
-	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+	/* The step and its rows of one moment. */
+	if (own && store__exec(s, "BEGIN", what, err, errlen) != 0)
+		return -1;
+	r = step_read(s, sql, plan_id, idx, what, out, err, errlen);
+	if (r == 0 && entries_join(s, out, what, err, errlen) != 0) {
+		store_step_clear(out);
+		r = -1;
+	}
+	if (own)
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	return r;
 }
 
 int
@@ -143,7 +379,15 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " result_json = NULL, error = NULL WHERE plan_id = ?2 AND idx = ?3";
 	char what[80];
 
+	bool own = false;
+	int rc;
+
 	step_what(what, sizeof(what), "resetting", idx, plan_id);
-	return store__write_one(s, what, "no such step", err, errlen, sql, "tIi", status,
+	if (own_begin(s, &own, err, errlen) != 0)
+		return -1;
+	rc = store__write_one(s, what, "no such step", err, errlen, sql, "tIi", status,
 	    plan_id, idx);
+	if (rc == 0)
+		rc = entries_drop(s, plan_id, idx, err, errlen);
+	return own_end(s, own, rc, err, errlen);
 }

@@ -88,8 +88,11 @@ old_json_by_name(const json_t *arr, const char *name)
 	return NULL;
 }
 
-json_t *
-old_json_index(const json_t *arr)
+/* ARR's objects by their "name" (the first of a name, as old_json_by_name
+ * finds it): each its place in ARR when AT, else the object itself; NULL
+ * when out of memory. */
+static json_t *
+index_by_name(const json_t *arr, bool at)
 {
 	json_t *idx = json_object(), *e;
 	const char *name;
@@ -97,14 +100,26 @@ old_json_index(const json_t *arr)
 
 	if (idx == NULL)
 		return NULL;
-	/* The first of a name wins, as old_json_by_name finds it. */
 	json_array_foreach(arr, i, e)
 		if ((name = json_string_value(json_object_get(e, "name"))) != NULL &&
-		    json_object_get(idx, name) == NULL && json_object_set(idx, name, e) != 0) {
+		    json_object_get(idx, name) == NULL && json_object_set_new(idx, name,
+		    at ? json_integer((json_int_t)i) : json_incref(e)) != 0) {
 			json_decref(idx);
 			return NULL;
 		}
 	return idx;
+}
+
+json_t *
+old_json_index(const json_t *arr)
+{
+	return index_by_name(arr, false);
+}
+
+json_t *
+old_json_positions(const json_t *arr)
+{
+	return index_by_name(arr, true);
 }
 
 /* Does topic binding key BK match routing key K ('*' one word, '#' zero
@@ -214,16 +229,14 @@ old_dead_letter_exchange(const struct mgmt_policy_list *pl, const struct mgmt_qu
 	    "dead-letter-exchange"));
 }
 
-/* Q's effective dead-letter exchange and key: its arguments win over its
- * policy's definition (RabbitMQ resolves these two keys so). */
-static void
-dead_letter_of(const struct routes *r, const struct mgmt_queue *q, const char **x,
-    const char **k)
+void
+old_dead_letter_of(const struct mgmt_policy_list *pl, const struct mgmt_queue *q,
+    const char **x, const char **k)
 {
-	*x = old_dead_letter_exchange(&r->pl, q);
+	*x = old_dead_letter_exchange(pl, q);
 	*k = q->dead_letter_routing_key;
 	if (*k == NULL)
-		*k = json_string_value(json_object_get(policy_definition(&r->pl,
+		*k = json_string_value(json_object_get(policy_definition(pl,
 		    q->policy), "dead-letter-routing-key"));
 }
 
@@ -334,7 +347,7 @@ edges_add(struct routes *r, const struct old_selection *s, struct old_chain *ch)
 		const json_t *t;
 		size_t n;
 
-		dead_letter_of(r, s->v[i].q, &x, &k);
+		old_dead_letter_of(&r->pl, s->v[i].q, &x, &k);
 		if (x != NULL)
 			route(r, s, x, k, 0, to);
 		json_array_foreach(to, n, t) {

@@ -123,6 +123,18 @@ const json_t *old_json_by_name(const json_t *arr, const char *name);
  * listing the selection's size would cost each queue that size. */
 json_t *old_json_index(const json_t *arr);
 
+/* As old_json_index, each name's place in ARR instead of its object: for
+ * a list whose elements are written by their place. */
+json_t *old_json_positions(const json_t *arr);
+
+/* Queue Q's effective dead-letter exchange and routing key (old_chain.c)
+ * into *X and *K (NULL: none), from its listing's arguments and, where
+ * they name none, its policy's definition in PL (RabbitMQ resolves these
+ * two keys so: the argument wins; an operator policy cannot set them).
+ * The strings are Q's or PL's. */
+void old_dead_letter_of(const struct mgmt_policy_list *pl, const struct mgmt_queue *q,
+    const char **x, const char **k);
+
 /* Dead-letter chains among the selected old queues (old_chain.c). */
 struct old_chain {
 	size_t n;			/* S->n */

@@ -27,8 +27,9 @@
  * Progress. The step's state (its result) is persisted once a batch,
  * before the batch is published, so counts survive a kill -9 (a queue
  * found empty by a passive declare, nothing taken, is written with a later
- * one); resumed, it passes again over the queues its pass had not
- * finished. There are two passes over the queues: one at
+ * one); each queue's entry is a row of its own, and a batch writes only
+ * the entries that changed (move_old_rows.c); resumed, it passes again
+ * over the queues its pass had not finished. There are two passes over the queues: one at
  * once, and the last once the stragglers' window (flip +
  * move_old.stragglers) is over, for what producers still published into
  * the old path; in between the step sets ctx.again (like the watch: the engine
@@ -79,7 +80,9 @@ struct pass {
 	struct move_rule rule;
 	struct move_target target;
 	json_t *entry;			/* the queue's entry of the state */
+	int64_t ord;			/* its place in the state's "queues" */
 	json_t *state;			/* the whole state, persisted each batch */
+	struct move_rows *rows;		/* the run's writes of it */
 	json_t *seen;			/* the state's first sightings by key
 					 * (each its "seen" element) */
 	struct broker_delivery *held;	/* left, unacked until the pass ends */
@@ -88,7 +91,6 @@ struct pass {
 	int64_t left_until_ms;		/* latest not-before of what is left */
 	int64_t moved_in_call;
 	int64_t t0_mono;
-	int step_idx;
 	int level;			/* the old ladder's level the queue is
 					 * (old.ladder), else -1 */
 	char scope[LADDER_NAME_MAX];	/* then the ladder's delivery exchange:
@@ -101,21 +103,13 @@ struct pass {
 	bool consumed;			/* it ran: the pass goes on with gets */
 };
 
-/* Persists the state (when the engine runs the step). */
+/* Persists the state with the queue's entry (when the engine runs the
+ * step). */
 static void
 persist(struct pass *ps)
 {
-	char why[256];
-	char *text;
-
-	if (ps->c->store == NULL || ps->step_idx < 0)
-		return;
 	move_old__progress_write(ps->pg, ps->state);
-	if ((text = json_dumps(ps->state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
-		return;
-	(void)store_step_update(ps->c->store, ps->c->plan_id, ps->step_idx, NULL, 0, 0,
-	    text, NULL, why, sizeof(why));
-	free(text);
+	move_old__rows_write(ps->rows, ps->state, ps->entry, ps->ord);
 }
 
 /* Writes the pass's left counts into its entry. */
@@ -734,7 +728,8 @@ prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 }
 
 static int
-prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t errlen)
+prepare_queue(struct pass *ps, const struct old_queue *oq, struct move_targets *ts,
+    char *err, size_t errlen)
 {
 	const struct plan *p = ps->c->plan;
 	char why[1024];
@@ -778,7 +773,7 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	ps->rule.unit_ms = p->ladder.unit_ms;
 	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
 	ps->rule.unknown_max_lateness_ms = p->move_old.unknown_max_lateness_ms;
-	if (move_target_read(ps->c, oq->q->name, &ps->target, why, sizeof(why)) != 0) {
+	if (move_target_read(ps->c, ts, oq->q, &ps->target, why, sizeof(why)) != 0) {
 		sentences_add(err, errlen, "%s", why);
 		return -1;
 	}
@@ -851,6 +846,9 @@ int
 step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct old_selection sel = { 0 };
+	struct move_targets ts = { 0 };
+	struct move_rows rows = { 0 };
+	struct move_counts counts;
 	struct move_progress pg;
 	struct pass *ps = NULL;
 	int64_t now = old_now_ms(c), pass;
@@ -858,7 +856,7 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	char why[1024];
 	int rc = -1;
 	int64_t persisted = clock_mono_ms();
-	bool empty;
+	bool empty, counted;
 
 	*result = state;
 	err[0] = '\0';
@@ -871,24 +869,35 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		rc = 0;
 		goto done;
 	}
-	if (old_select(c, &sel, why, sizeof(why)) != 0) {
+	/* As the last pass begins, the old queues' publish counters come with
+	 * the selection's listing (statistics on), not a listing of their
+	 * own: at 10,000 old queues a listing costs seconds. A broker that
+	 * does not answer that listing (one with 100,000 queues may not) is
+	 * listed without them, and the watch then assumes an entry at its
+	 * first look, as when they cannot be read. */
+	counted = move_old__jint(state, "pass_started_ms") >= move_old__jint(state,
+	    "stragglers_until_ms") && json_object_get(state, "old_publishes") == NULL &&
+	    old_select_counted(c, &sel, why, sizeof(why)) == 0;
+	if (!counted && old_select(c, &sel, why, sizeof(why)) != 0) {
 		errbuf_set(err, errlen, "selecting the old queues: %s", why);
 		goto done;
 	}
-	if ((ps = calloc(sel.n + 1, sizeof(*ps))) == NULL) {
+	if ((ps = calloc(sel.n + 1, sizeof(*ps))) == NULL ||
+	    move_old__rows_start(&rows, c, sel.n) != 0) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	move_old__probe_arrival(c, state);
 	move_old__after_kill(state, now);
 	if ((seen = move_old__seen_index(state)) == NULL ||
-	    (entries = old_json_index(json_object_get(state, "queues"))) == NULL) {
+	    (entries = move_old__entry_index(state)) == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	/* Every queue's rule and target first, and every destination an old
 	 * ladder delivers to: refuse before moving anything. */
-	if (c->plan->old.from_ladder && move_old__ladder_dests(c, err, errlen) != 0)
+	if (c->plan->old.from_ladder ? move_old__ladder_dests(c, err, errlen) != 0 :
+	    move_targets_read(c, &ts, err, errlen) != 0)
 		goto done;
 	move_old__progress_start(&pg);
 	for (size_t i = 0; i < sel.n; i++) {
@@ -896,22 +905,23 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		ps[i].pg = &pg;
 		ps[i].state = state;
 		ps[i].seen = seen;
-		ps[i].step_idx = plan_find_step(c->plan, PLAN_STEP_MOVE_OLD);
-		ps[i].entry = move_old__entry_of(state, entries, sel.v[i].q->name);
-		(void)prepare_queue(&ps[i], &sel.v[i], err, errlen);
+		ps[i].rows = &rows;
+		ps[i].entry = move_old__entry_of(state, entries, sel.v[i].q->name, &ps[i].ord);
+		(void)prepare_queue(&ps[i], &sel.v[i], &ts, err, errlen);
 		if (move_old__jint(ps[i].entry, "pass_done") < pass)
 			move_old__progress_queue(&pg, &ps[i].had, sel.v[i].q->messages);
 	}
 	if (err[0] != '\0')
 		goto done;
-	if (move_old__jint(state, "pass_started_ms") >= move_old__jint(state, "stragglers_until_ms") &&
-	    json_object_get(state, "old_publishes") == NULL)
-		move_old__publishes_at_last_pass(c, &sel, state);
+	move_old__totals(state, &counts);
+	if (counted)
+		move_old__publishes_at_last_pass(&sel, state);
 	for (size_t i = 0; i < sel.n; i++) {
 		if (move_old__jint(ps[i].entry, "pass_done") >= pass)
 			continue;
 		ps[i].t0_mono = clock_mono_ms();
 		empty = false;
+		move_old__count(&counts, ps[i].entry, -1);
 		if (ps[i].rule.from == MOVE_FROM_UNKNOWN &&
 		    ps[i].rule.ttl_ms > ps[i].rule.unknown_max_lateness_ms) {
 			if (skip_queue(&ps[i], err, errlen) != 0)
@@ -920,18 +930,18 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		    (!empty && pass_queue(&ps[i], err, errlen) != 0))
 			goto done;
 		move_old__set_int(ps[i].entry, "pass_done", pass);
-		/* The state is the size of the selection: written after every
-		 * queue it would cost each queue the selection's size. An
-		 * empty queue's pass, which a kill only makes the next run
+		move_old__count(&counts, ps[i].entry, 1);
+		move_old__rows_changed(&rows, ps[i].entry, ps[i].ord);
+		/* An empty queue's pass, which a kill only makes the next run
 		 * repeat, is written with the next queue's, or after
 		 * PERSIST_EMPTY_MS for the page's progress. */
 		if (!empty || clock_mono_ms() - persisted >= PERSIST_EMPTY_MS) {
-			move_old__totals(state);
+			move_old__counts_set(state, &counts);
 			persist(&ps[i]);
 			persisted = clock_mono_ms();
 		}
 	}
-	move_old__totals(state);
+	move_old__totals(state, &counts);
 	move_old__progress_write(&pg, state);
 	if (move_old__jint(state, "pass_started_ms") < move_old__jint(state, "stragglers_until_ms")) {
 		/* Producers may still have published into the old path since
@@ -953,6 +963,8 @@ done:
 	for (size_t i = 0; ps != NULL && i < sel.n; i++)
 		move_target_free(&ps[i].target);
 	free(ps);
+	move_targets_free(&ts);
+	move_old__rows_free(&rows);
 	json_decref(seen);
 	json_decref(entries);
 	old_selection_free(&sel);

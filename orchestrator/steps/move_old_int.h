@@ -3,7 +3,8 @@
  * messages go in the ladder; move_old_id.c: each message's move id;
  * move_old_ladder.c: an old path that is a ladder; move_old_progress.c:
  * what is left to take and when it will be; move_old_rule.c: the entry
- * rules; move_old_state.c: the step's state across runs). */
+ * rules; move_old_state.c: the step's state across runs;
+ * move_old_rows.c: the state written, each queue's entry a row). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
 
@@ -17,6 +18,29 @@
 #include "old_path.h"
 #include "step.h"
 
+/* A dead-letter exchange some old queue names: its type and bindings. */
+struct move_exchange {
+	char *name;
+	char *type;
+	struct mgmt_binding_list bindings;
+};
+
+/* What every old queue's dead-letter target is worked out from, read once
+ * a run (move_old_dest.c): the policies, and each dead-letter exchange
+ * when a queue first names it. */
+struct move_targets {
+	struct mgmt_policy_list pl;
+	struct move_exchange **x;	/* each its own allocation: targets
+					 * point into it */
+	size_t nx, cap;
+};
+
+/* Reads the policies into TS (free with move_targets_free, also after a
+ * failure). Returns 0, or -1 with ERR. */
+int move_targets_read(struct step_ctx *c, struct move_targets *ts, char *err,
+    size_t errlen);
+void move_targets_free(struct move_targets *ts);
+
 /* Where old queue Q would dead-letter its messages: its effective
  * dead-letter exchange and routing key. */
 struct move_target {
@@ -24,18 +48,21 @@ struct move_target {
 	char *key;		/* NULL: the message's own routing key */
 	int dest;		/* the plan's destination it maps onto when the
 				 * key is fixed, else -1 */
-	char *exchange_type;	/* of EXCHANGE, NULL for the default one */
-	struct mgmt_binding_list bindings; /* of EXCHANGE, when it has a name */
+	const char *exchange_type; /* of EXCHANGE (the move_targets' own),
+				 * NULL for the default one */
+	const struct mgmt_binding_list *bindings; /* of EXCHANGE (the
+				 * move_targets' own), when it has a name */
 };
 
-/* Reads queue NAME's dead-letter target (its arguments win over its
- * effective policy's) and, when its key is fixed, maps it onto one of the
- * plan's destinations. Returns 0 and fills T (free with
- * move_target_free), or -1 with ERR naming the queue and its target when
+/* Works out queue Q's dead-letter target (its listing's arguments win
+ * over its policy's, from TS) and, when its key is fixed, maps it onto
+ * one of the plan's destinations; a dead-letter exchange not yet in TS is
+ * read into it. Returns 0 and fills T (free with move_target_free; it
+ * borrows from TS), or -1 with ERR naming the queue and its target when
  * it has no dead-letter exchange or its fixed target maps onto no
  * destination (or onto more than one). */
-int move_target_read(struct step_ctx *c, const char *name, struct move_target *t,
-    char *err, size_t errlen);
+int move_target_read(struct step_ctx *c, struct move_targets *ts,
+    const struct mgmt_queue *q, struct move_target *t, char *err, size_t errlen);
 
 /* The destination T sends a message with routing key KEY to (T's fixed
  * key, else KEY), or -1 with WHY. */
@@ -118,8 +145,21 @@ void move_old__set_int(json_t *o, const char *key, int64_t v);
 /* The step's state: C->state resumed, or a new one begun at NOW. */
 json_t *move_old__state_of(struct step_ctx *c, int64_t now);
 
-/* Totals of the queues' counts into STATE's "counts". */
-void move_old__totals(json_t *state);
+/* The queues' counts, summed over their entries. */
+struct move_counts {
+	int64_t moved, left, skipped, dup;
+};
+
+/* Adds ENTRY's counts to T, or takes them off (SIGN -1): a queue's pass
+ * takes off its entry's counts before and adds them after, so that the
+ * totals cost a queue nothing of the selection's size. */
+void move_old__count(struct move_counts *t, const json_t *entry, int sign);
+
+/* T into STATE's "counts". */
+void move_old__counts_set(json_t *state, const struct move_counts *t);
+
+/* Totals of every entry's counts into T and STATE's "counts". */
+void move_old__totals(json_t *state, struct move_counts *t);
 
 /* The horizon left once the last pass (begun at LAST_PASS_MS) is done,
  * and what the old path alone would have needed: into STATE. */
@@ -156,14 +196,56 @@ int64_t move_old__first_seen(const json_t *state, const json_t *seen,
 void move_old__record_seen(json_t *state, json_t *seen, const char *id,
     int64_t first, int64_t now);
 
-/* The state's entry for queue NAME (through INDEX, old_json_index of
- * its "queues"), created, appended and indexed when missing. */
-json_t *move_old__entry_of(json_t *state, json_t *index, const char *name);
+/* STATE's entries by queue name: each name's place in "queues" (the
+ * first of a name), or NULL when out of memory. */
+json_t *move_old__entry_index(const json_t *state);
 
-/* The old queues' publish counters of SEL, summed as the watch sums them,
- * into STATE's "old_publishes" as the last pass begins. */
-void move_old__publishes_at_last_pass(struct step_ctx *c,
-    const struct old_selection *sel, json_t *state);
+/* The state's entry for queue NAME (through INDEX, move_old__entry_index),
+ * created, appended and indexed when missing; its place in "queues" into
+ * *ORD. */
+json_t *move_old__entry_of(json_t *state, json_t *index, const char *name,
+    int64_t *ord);
+
+/* What the step writes of its state, and when (move_old_rows.c): the
+ * state but its "queues" as the step's result, each entry that changed as
+ * a row (store_step_save_entries), in one transaction. */
+struct move_row {
+	json_t *entry;			/* borrowed from the state */
+	int64_t ord;			/* its place in "queues" */
+};
+
+struct move_rows {
+	struct store *store;		/* NULL: nothing is written (a step run
+					 * without the engine) */
+	int64_t plan_id;
+	int step_idx;
+	bool all;			/* the next write writes every entry (the
+					 * run's first: the engine's write of the
+					 * whole result took the rows away) */
+	struct move_row *changed;	/* entries changed since the last write */
+	size_t nchanged, cap;
+};
+
+/* Starts R for C's step, every entry to be written at the first write,
+ * room for NQUEUES changed ones. Returns 0, or -1 out of memory. */
+int move_old__rows_start(struct move_rows *r, struct step_ctx *c, size_t nqueues);
+void move_old__rows_free(struct move_rows *r);
+
+/* Notes that ENTRY (at ORD) changed, for the next write. */
+void move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord);
+
+/* Writes STATE (its "queues" left out) as the step's result and, as rows,
+ * ENTRY (at ORD; NULL: none) and every entry noted changed (every entry
+ * at the run's first write), in one transaction. A write that fails is
+ * done again, whole, by the next. */
+void move_old__rows_write(struct move_rows *r, json_t *state, json_t *entry,
+    int64_t ord);
+
+/* The old queues' publish counters of SEL (a selection on the statistics
+ * listing: old_select_counted), summed as the watch sums them, into
+ * STATE's "old_publishes" as the last pass begins. */
+void move_old__publishes_at_last_pass(const struct old_selection *sel,
+    json_t *state);
 
 /* Whether the broker stamps arrivals, asked once a call, into STATE. */
 void move_old__probe_arrival(struct step_ctx *c, json_t *state);

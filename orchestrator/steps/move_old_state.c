@@ -2,7 +2,9 @@
  * totals, the horizon the old path is left with, what a kill in the middle
  * of a batch left, the first sightings' index, the old path's publish
  * counters as the last pass begins, the step's state itself, resumed
- * or new, its entries by queue, and the first sightings themselves. */
+ * or new, its entries by queue (by their place in "queues", which is the
+ * order of their rows: move_old_rows.c), and the first sightings
+ * themselves. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,23 +69,33 @@ move_old__record_done(struct step_ctx *c, const json_t *state)
 	json_decref(d);
 }
 
-/* Totals of the queues' counts into STATE's "counts". */
 void
-move_old__totals(json_t *state)
+move_old__count(struct move_counts *t, const json_t *entry, int sign)
 {
-	int64_t moved = 0, left = 0, skipped = 0, dup = 0;
+	t->moved += sign * move_old__jint(entry, "moved");
+	t->left += sign * move_old__jint(entry, "left");
+	t->skipped += sign * move_old__jint(entry, "skipped");
+	t->dup += sign * move_old__jint(entry, "may_duplicate");
+}
+
+void
+move_old__counts_set(json_t *state, const struct move_counts *t)
+{
+	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
+	    (json_int_t)t->moved, "left", (json_int_t)t->left, "skipped",
+	    (json_int_t)t->skipped, "may_duplicate", (json_int_t)t->dup));
+}
+
+void
+move_old__totals(json_t *state, struct move_counts *t)
+{
 	const json_t *e;
 	size_t i;
 
-	json_array_foreach(json_object_get(state, "queues"), i, e) {
-		moved += move_old__jint(e, "moved");
-		left += move_old__jint(e, "left");
-		skipped += move_old__jint(e, "skipped");
-		dup += move_old__jint(e, "may_duplicate");
-	}
-	json_object_set_new(state, "counts", json_pack("{s:I,s:I,s:I,s:I}", "moved",
-	    (json_int_t)moved, "left", (json_int_t)left, "skipped", (json_int_t)skipped,
-	    "may_duplicate", (json_int_t)dup));
+	memset(t, 0, sizeof(*t));
+	json_array_foreach(json_object_get(state, "queues"), i, e)
+		move_old__count(t, e, 1);
+	move_old__counts_set(state, t);
 }
 
 /* What a run killed in the middle of a batch left in STATE, taken up by
@@ -112,25 +124,35 @@ move_old__after_kill(json_t *state, int64_t now)
 	}
 }
 
+json_t *
+move_old__entry_index(const json_t *state)
+{
+	return old_json_positions(json_object_get(state, "queues"));
+}
+
+json_t *
+move_old__entry_of(json_t *state, json_t *index, const char *name, int64_t *ord)
+{
+	json_t *queues = json_object_get(state, "queues"), *at = json_object_get(index, name),
+	    *e;
+
+	if (at != NULL) {
+		*ord = json_integer_value(at);
+		return json_array_get(queues, (size_t)*ord);
+	}
+	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
+	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
+	*ord = (int64_t)json_array_size(queues);
+	json_array_append_new(queues, e);
+	json_object_set_new(index, name, json_integer((json_int_t)*ord));
+	return e;
+}
+
 /* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
  * first_seen and record_seen (each value is the state's own element, so
  * that a change to it is persisted). An element that is not a key and a
  * time is dropped, and of two with one key the later stays: a sighting is
  * never made earlier. NULL when out of memory. */
-json_t *
-move_old__entry_of(json_t *state, json_t *index, const char *name)
-{
-	json_t *e = json_object_get(index, name);
-
-	if (e != NULL)
-		return e;
-	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
-	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
-	json_array_append_new(json_object_get(state, "queues"), e);
-	json_object_set(index, name, e);
-	return e;
-}
-
 json_t *
 move_old__seen_index(json_t *state)
 {
@@ -161,28 +183,20 @@ move_old__seen_index(json_t *state)
 }
 
 /* Records in STATE the old queues' publish counters, summed as the watch
- * sums them, as the last pass begins ("old_publishes"): the watch, which
- * starts later, tells from them whether anything entered the old path
- * after the move saw it. Left out when they cannot be read (the watch
- * then assumes an entry at its first look). */
+ * sums them, as the last pass begins ("old_publishes"), from SEL's
+ * statistics listing (old_select_counted): the watch, which starts later,
+ * tells from them whether anything entered the old path after the move
+ * saw it. A queue whose counter the listing lacks adds nothing, as the
+ * watch has it. */
 void
-move_old__publishes_at_last_pass(struct step_ctx *c, const struct old_selection *sel,
-    json_t *state)
+move_old__publishes_at_last_pass(const struct old_selection *sel, json_t *state)
 {
-	struct old_counters oc = { 0 };
 	int64_t total = 0;
-	char why[512];
 
-	if (old_counters_read(c, &oc, why, sizeof(why)) != 0)
-		return;
-	for (size_t i = 0; i < sel->n; i++) {
-		const struct old_counter *k = old_counters_find(&oc, sel->v[i].q->name);
-
-		if (k != NULL && k->publish > 0)
-			total += k->publish;
-	}
+	for (size_t i = 0; i < sel->n; i++)
+		if (sel->v[i].q->publish > 0)
+			total += sel->v[i].q->publish;
 	move_old__set_int(state, "old_publishes", total);
-	old_counters_free(&oc);
 }
 
 /* Asks the broker, once a call, whether it overwrites an arrival stamp

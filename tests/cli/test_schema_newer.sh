@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_schema_newer: a database a newer cutover wrote (schema version 7,
+# test_schema_newer: a database a newer cutover wrote (a schema version
 # one past this one's) is refused by every verb that opens it, with a
 # message naming both versions and what to do, and is left as it was,
 # byte for byte: the database, its -wal (commits not yet checkpointed into

@@ -2,6 +2,7 @@
  * (itest_move_old.h). */
 #include "itest_move_old.h"
 #include "itest_plan.h"
+#include "store.h"
 
 static char vhost_url[512];
 struct plan *imove_plan;
@@ -46,6 +47,12 @@ imove_teardown(void **state)
 void
 imove_start(const char *entry, const char *bound)
 {
+	imove_start_with(entry, bound, "steps: [measure_horizon, declare_ladder]\n");
+}
+
+void
+imove_start_with(const char *entry, const char *bound, const char *rest)
+{
 	char yaml[4096], broker[1024];
 	json_t *r = NULL;
 	char err[1024];
@@ -72,7 +79,7 @@ imove_start(const char *entry, const char *bound)
 	    "  entry:\n%s"
 	    "watch:\n"
 	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n", broker, bound, entry);
+	    "%s", broker, bound, entry, rest);
 	imove_plan = itest_plan_load("itest.yaml", yaml);
 	itest_ctx_open(&imove_ctx, imove_plan);
 	if (step_declare_ladder(&imove_ctx, &r, err, sizeof(err)) != 0)
@@ -83,6 +90,12 @@ imove_start(const char *entry, const char *bound)
 void
 imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk)
 {
+	imove_old_queue_to(name, ttl_ms, "", dlk);
+}
+
+void
+imove_old_queue_to(const char *name, int64_t ttl_ms, const char *dlx, const char *dlk)
+{
 	struct topology_arg a[3];
 	size_t n = 0;
 	char err[1024];
@@ -92,7 +105,7 @@ imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk)
 	a[n].is_int = true;
 	a[n++].num = ttl_ms;
 	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
-	snprintf(a[n++].str, sizeof(a[0].str), "%s", "");
+	snprintf(a[n++].str, sizeof(a[0].str), "%s", dlx);
 	if (dlk != NULL) {
 		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
 		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
@@ -195,6 +208,12 @@ imove_move(void)
 void
 imove_crash_after_confirm(int64_t now_ms)
 {
+	imove_crash_after_confirm_in(now_ms, NULL, 0);
+}
+
+void
+imove_crash_after_confirm_in(int64_t now_ms, const char *db, int64_t plan_id)
+{
 	int status;
 	pid_t pid;
 
@@ -205,8 +224,10 @@ imove_crash_after_confirm(int64_t now_ms)
 
 		memset(&cc, 0, sizeof(cc));
 		setenv("CUTOVER_FAULT", "crash:move_old.confirmed", 1);
-		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0)
+		if (step_ctx_open(&cc, imove_plan, e, sizeof(e)) != 0 ||
+		    (db != NULL && store_open(db, &cc.store, e, sizeof(e)) != 0))
 			_exit(2);
+		cc.plan_id = plan_id;
 		cc.flip_ms = now_ms - 10 * SEC;
 		(void)step_move_old(&cc, &cr, e, sizeof(e));
 		_exit(3);

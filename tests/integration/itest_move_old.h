@@ -78,9 +78,17 @@ struct plan *imove_load(const char *name, const char *body);
  * unknown_entry_max_lateness, opens its context and declares its ladder. */
 void imove_start(const char *entry, const char *bound);
 
+/* imove_start with REST as the plan's last sections (its steps, and what
+ * they need) instead of "steps: [measure_horizon, declare_ladder]". */
+void imove_start_with(const char *entry, const char *bound, const char *rest);
+
 /* Declares classic old queue NAME with TTL_MS dead-lettering through the
  * default exchange with key DLK (NULL: none). */
 void imove_old_queue(const char *name, int64_t ttl_ms, const char *dlk);
+
+/* The same dead-lettering through exchange DLX ("" the default). */
+void imove_old_queue_to(const char *name, int64_t ttl_ms, const char *dlx,
+    const char *dlk);
 
 extern struct sent imove_sent[64];
 extern size_t imove_nsent;
@@ -123,6 +131,11 @@ void imove_crash_after_confirm(int64_t now_ms);
  * one message and another for each other message. */
 void imove_expect_twice_one_id(const char *dest, const char *prefix,
     const int64_t not_before_ms[3]);
+
+/* imove_crash_after_confirm with the step's state written, as the engine
+ * has it written, into plan PLAN_ID of the store at DB (a connection of
+ * the child's own). */
+void imove_crash_after_confirm_in(int64_t now_ms, const char *db, int64_t plan_id);
 
 int64_t imove_count_of(const json_t *e, const char *key);
 

@@ -1,6 +1,10 @@
 /* test_store_steps: the steps table — a plan's steps inserted, updated,
- * read back, refused when wrong, and reset for a retry. */
+ * read back, refused when wrong, and reset for a retry — and a long
+ * result list kept a row per element (step_entries): read back as the
+ * one result it was, written element by element, all or nothing, and
+ * gone with a whole result or a reset. */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cm.h"
@@ -103,7 +107,126 @@ test_step_reset_clears_the_attempt(void **state)
 	store_step_clear(&st);
 }
 
+/* Step 0 of PLAN's result as store_step_get reads it into GOT (the
+ * caller frees it). */
+static char *
+result_of(struct fx *fx, int64_t plan)
+{
+	struct store_step st;
+	char *r;
+
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	r = st.result_json;
+	st.result_json = NULL;
+	store_step_clear(&st);
+	return r;
+}
+
+/* How many rows step_entries holds, through a second connection. */
+static int
+rows_held(struct fx *fx)
+{
+	sqlite3 *raw = fx_raw_open(fx->path);
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+
+	if (sqlite3_prepare_v2(raw, "SELECT count(*) FROM step_entries", -1, &st,
+	    NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(raw);
+	return n;
+}
+
+/* A result written as its rest and a row per "queues" element reads back
+ * byte for byte as the whole result written at once (its members in
+ * their order, the list in its elements' order, whatever order the rows
+ * were written in); a later write of one element changes that one only;
+ * a write that fails (an element that is not JSON) leaves result and
+ * rows as they were; a whole result takes the rows away, as does a reset;
+ * the rows go into the top-level "queues" only, whatever the text around
+ * it holds, and a result with none cannot be read with rows. */
+static void
+test_entries_read_as_one_result(void **state)
+{
+	static const char whole[] =
+	    "{\"ok\":false,\"pass\":1,\"queues\":[{\"name\":\"old.b\",\"moved\":0},"
+	    "{\"name\":\"old.a\",\"moved\":2,\"left_why\":{}},"
+	    "{\"name\":\"old.\\\"c\\u00e9\",\"moved\":1.50}],"
+	    "\"counts\":{\"moved\":3}}";
+	static const char rest[] =
+	    "{\"ok\":false,\"pass\":1,\"queues\":[],\"counts\":{\"moved\":3}}";
+	struct store_entry v[3] = {
+		{ "old.\"c\u00e9", 2, "{\"name\":\"old.\\\"c\\u00e9\",\"moved\":1.50}" },
+		{ "old.b", 0, "{\"name\":\"old.b\",\"moved\":0}" },
+		{ "old.a", 1, "{\"name\":\"old.a\",\"moved\":2,\"left_why\":{}}" },
+	};
+	struct store_entry one = { "old.b", 0, "{\"name\":\"old.b\",\"moved\":4}" };
+	struct store_entry bad = { "old.a", 1, "{not json" };
+	struct fx *fx = *state;
+	struct store_step st;
+	int64_t plan;
+	char *r;
+
+	plan = fx_open_plan(fx, "yaml");
+	assert_int_equal(store_step_insert(fx->s, plan, 0, "move_old", 0,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0, rest, v, 3,
+	    FX_ERR(fx)), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, whole);
+	free(r);
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0, rest, &one, 1,
+	    FX_ERR(fx)), 0);
+	r = result_of(fx, plan);
+	assert_non_null(strstr(r, "\"queues\":[{\"name\":\"old.b\",\"moved\":4},"
+	    "{\"name\":\"old.a\",\"moved\":2,"));
+	free(r);
+	/* All or nothing: the rest given with a bad element is not kept. */
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0,
+	    "{\"ok\":true,\"queues\":[]}", &bad, 1, FX_ERR(fx)), -1);
+	assert_non_null(strstr(fx->err, "CHECK constraint failed"));
+	r = result_of(fx, plan);
+	assert_non_null(strstr(r, "{\"ok\":false,\"pass\":1,\"queues\":[{\"name\":"
+	    "\"old.b\",\"moved\":4},"));
+	free(r);
+	assert_int_equal(rows_held(fx), 3);
+	/* A whole result is the result: the rows go with it. */
+	assert_int_equal(store_step_update(fx->s, plan, 0, NULL, 0, 0, whole,
+	    NULL, FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, whole);
+	free(r);
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0, rest, v, 3,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_reset(fx->s, plan, 0, "pending",
+	    FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 0);
+	assert_null(result_of(fx, plan));
+	/* The top-level "queues" takes the rows, not one nested before it nor
+	 * one inside a string; a result without one cannot take them. */
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0,
+	    "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[]\\\\\","
+	    " \"queues\" : [ ] ,\"z\":[\"]\"]}", &one, 1, FX_ERR(fx)), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[]\\\\\","
+	    " \"queues\" : [{\"name\":\"old.b\",\"moved\":4}] ,\"z\":[\"]\"]}");
+	free(r);
+	assert_int_equal(store_step_save_entries(fx->s, plan, 0, "{\"a\":{\"queues\":[]}}",
+	    &one, 1, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), -1);
+	assert_string_equal(fx->err, "reading step 0 of plan 1: its result has no "
+	    "\"queues\" for its 1 rows");
+	assert_int_equal(store_step_reset(fx->s, plan, 0, "pending", FX_ERR(fx)), 0);
+	/* Rows of a step that is not there are refused. */
+	assert_int_equal(store_step_save_entries(fx->s, plan, 5, rest, v, 3,
+	    FX_ERR(fx)), -1);
+	assert_string_equal(fx->err, "updating step 5 of plan 1: no such step");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 CM_MAIN(NULL, NULL,
 	T(test_steps),
-	T(test_step_reset_clears_the_attempt))
+	T(test_step_reset_clears_the_attempt),
+	T(test_entries_read_as_one_result))

@@ -6,6 +6,7 @@
  * notifier's deliveries are counted by state in the plan's document, the
  * plan list's and /metrics (web/view_notify.c, web/metrics.c); move_old's
  * counts, what it has still to take, its pace and time to go in /metrics;
+ * move_old's result kept a row per queue shown as the same result whole;
  * what holds a plan for a person, in its document and the plan list, and
  * the list's order by it (web/view_holds.c). */
 #include <stdarg.h>
@@ -315,6 +316,33 @@ test_deliveries_counted(void **state)
 /* A plan with a move_old step mid-pass: /metrics gives its counts by
  * outcome, what it has still to take, its pace, the time to go and the
  * pass, from the step's stored result. */
+/* A fresh database holding the plan above with a move_old step after the
+ * flip (step 5; its id in *ID). */
+static struct store *
+with_move_plan(int64_t *id)
+{
+	struct plan_errors errs = { 0 };
+	struct store *s = NULL;
+	char err[512], *p;
+	size_t len, idx;
+
+	unlink(db);
+	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
+	p = malloc(sizeof(plan_text) + 128);
+	assert_non_null(p);
+	idx = (size_t)(strstr(plan_text, " watch,") - plan_text);
+	snprintf(p, sizeof(plan_text) + 128, "%.*s move_old,%s", (int)idx, plan_text,
+	    plan_text + idx);
+	len = strlen(p);
+	snprintf(p + len - 1, 128, "\nmove_old: { entry: [ { queues: { match: '.' }, "
+	    "from: timestamp } ] }\n");
+	if (store_plan_submit(s, "viewgate.yaml", p, strlen(p), "alice", 0, id, &errs,
+	    err, sizeof(err)) != 0)
+		fail_msg("submit: %s", errs.n ? errs.v[0].message : err);
+	free(p);
+	return s;
+}
+
 static void
 test_move_progress_in_metrics(void **state)
 {
@@ -322,28 +350,13 @@ test_move_progress_in_metrics(void **state)
 	    "{\"pass\":1,\"counts\":{\"moved\":40,\"left\":2,\"skipped\":3,"
 	    "\"may_duplicate\":1},\"progress\":{\"remaining\":120,\"taken\":42,"
 	    "\"per_s\":21.0,\"eta_ms\":5714,\"updated_ms\":1000}}";
-	struct plan_errors errs = { 0 };
-	struct store *s = NULL;
-	char err[512], *text = NULL, *p;
-	size_t len, idx;
+	struct store *s;
+	char err[512], *text = NULL;
+	size_t len;
 	int64_t id;
 
 	(void)state;
-	unlink(db);
-	assert_int_equal(store_open(db, &s, err, sizeof(err)), 0);
-	p = malloc(sizeof(plan_text) + 128);
-	assert_non_null(p);
-	/* The same plan with a move_old step after the flip. */
-	idx = (size_t)(strstr(plan_text, " watch,") - plan_text);
-	snprintf(p, sizeof(plan_text) + 128, "%.*s move_old,%s", (int)idx, plan_text,
-	    plan_text + idx);
-	len = strlen(p);
-	snprintf(p + len - 1, 128, "\nmove_old: { entry: [ { queues: { match: '.' }, "
-	    "from: timestamp } ] }\n");
-	if (store_plan_submit(s, "viewgate.yaml", p, strlen(p), "alice", 0, &id, &errs,
-	    err, sizeof(err)) != 0)
-		fail_msg("submit: %s", errs.n ? errs.v[0].message : err);
-	free(p);
+	s = with_move_plan(&id);
 	assert_int_equal(store_step_update(s, id, 5, "running", 1000, 0, moving, NULL, err,
 	    sizeof(err)), 0);
 	/* Two ticks' lag, the later one written first: the latest tick's. */
@@ -368,6 +381,105 @@ test_move_progress_in_metrics(void **state)
 	assert_non_null(strstr(text, "cutover_move_old_pass{plan=\"viewgate\"} 1\n"));
 	free(text);
 	store_close(s);
+}
+
+/* What serve shows of plan ID (its document, as the API's JSON, and
+ * /metrics' move_old lines: the others hold times that move between two
+ * renders), and its step 5's result as the result route serves it, into
+ * OUT[0..2] (the caller frees them). */
+static void
+shown(struct store *s, int64_t id, char *out[3])
+{
+	struct store_step st;
+	json_t *doc = NULL;
+	char err[512], *text = NULL, *line, *keep;
+	size_t len, n = 0;
+
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	out[0] = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	assert_int_equal(metrics_render(s, &text, &len, err, sizeof(err)), 0);
+	keep = out[1] = calloc(len + 1, 1);
+	assert_non_null(keep);
+	for (line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		if (strncmp(line, "cutover_move_old", 16) == 0)
+			n += (size_t)sprintf(keep + n, "%s\n", line);
+	assert_true(n > 0);
+	free(text);
+	assert_int_equal(store_step_get(s, id, 5, &st, err, sizeof(err)), 0);
+	out[2] = st.result_json;
+	st.result_json = NULL;
+	store_step_clear(&st);
+}
+
+/* move_old's result written as its rest and a row per queue
+ * (store_step_save_entries, as the step writes it while it runs) is shown
+ * exactly as the same result written whole: the plan's document (the
+ * API's and the page's), /metrics' move_old lines and the result route,
+ * byte for byte;
+ * with a few queues (the result inline) and with 3,000 (its list cut from
+ * the document, the whole one behind result_url). */
+static void
+test_move_result_rows_shown_as_whole(void **state)
+{
+	static const int sizes[] = { 12, 3000 };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		json_t *queues = json_array(), *res;
+		struct store_entry *v = calloc((size_t)sizes[k], sizeof(*v));
+		char **texts = calloc((size_t)sizes[k], sizeof(*texts)), *whole, *rest;
+		char name[32], err[512], *a[3], *b[3];
+		struct store *s;
+		int64_t id;
+
+		assert_non_null(v);
+		assert_non_null(texts);
+		for (int i = 0; i < sizes[k]; i++) {
+			json_t *e;
+
+			snprintf(name, sizeof(name), "delay.%ds", sizes[k] - i);
+			e = json_pack("{s:s,s:i,s:i,s:i,s:i,s:{s:i},s:I,s:s,s:s}", "name",
+			    name, "moved", i % 3, "left", i % 2, "skipped", 0, "pass_done", 1,
+			    "left_why", "too_long", i % 2, "left_until_ms", (json_int_t)9000 + i,
+			    "from", "timestamp", "destination", "viewgate.dest");
+			texts[i] = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+			v[i] = (struct store_entry){ .name = json_string_value(json_object_get(e,
+			    "name")), .ord = i, .json = texts[i] };
+			json_array_append_new(queues, e);
+		}
+		res = json_pack("{s:b,s:i,s:I,s:o,s:{s:i,s:i,s:i,s:i},s:{s:i,s:i,s:f,"
+		    "s:n,s:I}}", "ok", 0, "pass", 1, "pass_started_ms", (json_int_t)5000,
+		    "queues", queues, "counts", "moved", 40, "left", 2, "skipped", 3,
+		    "may_duplicate", 1, "progress", "remaining", 120, "taken", 42, "per_s",
+		    21.5, "eta_ms", "updated_ms", (json_int_t)1000);
+		whole = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_incref(queues);
+		json_object_set_new(res, "queues", json_array());
+		rest = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_object_set_new(res, "queues", queues);
+		s = with_move_plan(&id);
+		assert_int_equal(store_step_update(s, id, 5, "running", 1000, 0, whole, NULL,
+		    err, sizeof(err)), 0);
+		shown(s, id, a);
+		assert_int_equal(store_step_save_entries(s, id, 5, rest, v, (size_t)sizes[k],
+		    err, sizeof(err)), 0);
+		shown(s, id, b);
+		assert_string_equal(b[2], whole);
+		for (int i = 0; i < 3; i++) {
+			assert_string_equal(a[i], b[i]);
+			free(a[i]);
+			free(b[i]);
+		}
+		for (int i = 0; i < sizes[k]; i++)
+			free(texts[i]);
+		free(texts);
+		free(v);
+		free(whole);
+		free(rest);
+		json_decref(res);
+		store_close(s);
+	}
 }
 
 /* Hold I of DOC: its what, step, kind, alert and todo as one line. */
@@ -597,6 +709,7 @@ main(void)
 		cmocka_unit_test(test_large_result_without_long_lists),
 		cmocka_unit_test(test_deliveries_counted),
 		cmocka_unit_test(test_move_progress_in_metrics),
+		cmocka_unit_test(test_move_result_rows_shown_as_whole),
 		cmocka_unit_test(test_holds_gate_and_alerts),
 		cmocka_unit_test(test_holds_failed_and_cannot_run),
 		cmocka_unit_test(test_list_by_need),
