@@ -288,7 +288,7 @@ imove_expect_twice_one_id(const char *dest, const char *prefix,
 	while (got < 6 && clock_mono_ms() < until) {
 		struct broker_delivery d = { 0 };
 		const struct broker_header *h, *from;
-		int i;
+		int i = -1;
 
 		if (broker_next(imove_ctx.amqp, 1000, &d, err, sizeof(err)) != 0)
 			continue;
