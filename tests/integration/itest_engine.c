@@ -162,3 +162,10 @@ ieng_cleanup_broker(void)
 	plan_free(p);
 	ieng_planfile[0] = '\0';
 }
+
+int
+ieng_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
+{
+	return itest_main_in_temp_dir(tests, n, argc, argv, ieng_dir, sizeof(ieng_dir),
+	    "itest_engine");
+}

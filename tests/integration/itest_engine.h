@@ -63,4 +63,9 @@ int ieng_run(void);
  * is STATUS. */
 void ieng_history(struct itest_history *t, const char *status);
 
+/* Runs the N tests in TESTS as a test_engine*.c program's main does:
+ * itest_main in a temporary directory of their own (ieng_dir), removed
+ * after; returns its exit status. */
+int ieng_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
+
 #endif

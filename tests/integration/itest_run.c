@@ -386,6 +386,28 @@ itest_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 	return itest_main_group(tests, n, argc, argv, NULL, NULL);
 }
 
+int
+itest_main_in_temp_dir(const struct CMUnitTest *tests, size_t n, int argc, char **argv,
+    char *dir, size_t dirlen, const char *name)
+{
+	char cmd[600];
+	int rc;
+
+	if (itest_temp_dir(dir, dirlen, name) != 0) {
+		fprintf(stderr, "itest_main_in_temp_dir: cannot make %s under TMPDIR: %s\n",
+		    name, strerror(errno));
+		return 1;
+	}
+	rc = itest_main(tests, n, argc, argv);
+	itest_cleanup();	/* what the last test left, while its files exist */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "itest_main_in_temp_dir: could not remove %s\n", dir);
+		rc = rc ? rc : 1;
+	}
+	return rc;
+}
+
 /* The first port of the kernel's ephemeral range (32768 when unreadable). */
 static int
 itest__ephemeral_low(void)

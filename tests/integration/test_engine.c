@@ -394,30 +394,11 @@ test_plan_that_no_longer_loads(void **state)
 	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gate_approved_from_another_process),
-		cmocka_unit_test(test_failed_step_retried),
-		cmocka_unit_test(test_killed_during_canary_resumes),
-		cmocka_unit_test(test_abort_before_the_flip),
-		cmocka_unit_test(test_tampered_history_is_detected),
-		cmocka_unit_test(test_wall_clock_stepped_back),
-		cmocka_unit_test(test_plan_that_no_longer_loads),
-	};
-	const char *tmp = getenv("TMPDIR");
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	itest_cleanup();	/* what the last test left, while its plan file exists */
-	snprintf(ieng_planfile, sizeof(ieng_planfile), "rm -rf '%s'", ieng_dir);
-	if (system(ieng_planfile) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test(test_gate_approved_from_another_process),
+	cmocka_unit_test(test_failed_step_retried),
+	cmocka_unit_test(test_killed_during_canary_resumes),
+	cmocka_unit_test(test_abort_before_the_flip),
+	cmocka_unit_test(test_tampered_history_is_detected),
+	cmocka_unit_test(test_wall_clock_stepped_back),
+	cmocka_unit_test(test_plan_that_no_longer_loads))

@@ -765,33 +765,14 @@ test_truncated_history_detected(void **state)
 		fail_msg("verify did not name the truncation");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
-		cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
-		cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
-		cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
-		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
-		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
-		cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
-		cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
-		cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
-		cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop),
-	};
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_safety.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	if (getenv("ITEST_FILTER") != NULL)     /* one test: ITEST_FILTER=test_x */
-		cmocka_set_test_filter(getenv("ITEST_FILTER"));
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ieng_dir);
-	if (system(cmd) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
+	cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
+	cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
+	cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
+	cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
+	cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
+	cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
+	cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
+	cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
+	cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop))

@@ -327,28 +327,10 @@ test_remove_old_after_restore_takes_a_fresh_baseline(void **state)
 		    (long long)(w.removed - w.restored), OLD_BASELINE_WINDOW_MS);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_flip_after_restore_is_not_sent_again, cleanup),
-		cmocka_unit_test_teardown(test_abort_after_restore_rolls_back_an_unrecorded_flip,
-		    cleanup),
-		cmocka_unit_test_teardown(test_watch_after_restore_forgets_its_probes, cleanup),
-		cmocka_unit_test_teardown(test_remove_old_after_restore_takes_a_fresh_baseline,
-		    cleanup),
-	};
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_restore.XXXXXX", tmp && *tmp ? tmp :
-	    "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	rc = itest_run_part("restore", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ieng_dir);
-	if (system(cmd) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test_teardown(test_flip_after_restore_is_not_sent_again, cleanup),
+	cmocka_unit_test_teardown(test_abort_after_restore_rolls_back_an_unrecorded_flip,
+	    cleanup),
+	cmocka_unit_test_teardown(test_watch_after_restore_forgets_its_probes, cleanup),
+	cmocka_unit_test_teardown(test_remove_old_after_restore_takes_a_fresh_baseline,
+	    cleanup))
