@@ -184,27 +184,6 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	free(t);
 }
 
-/* TEXT fails with an error at LINE:COLUMN containing MSG. */
-static void
-expect_error(const char *text, int line, int column, const char *msg)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char buf[512];
-	bool found = false;
-
-	assert_int_equal(plan_load_buffer("t.yaml", text, strlen(text), &p, &errs), -1);
-	for (size_t i = 0; i < errs.n; i++)
-		found |= errs.v[i].line == line && errs.v[i].column == column &&
-		    strstr(errs.v[i].message, msg) != NULL;
-	if (!found) {
-		for (size_t i = 0; i < errs.n; i++)
-			print_error("%s\n", plan_error_format(&errs, i, buf, sizeof(buf)));
-		fail_msg("no error %d:%d ...%s...", line, column, msg);
-	}
-	plan_errors_free(&errs);
-}
-
 static void
 test_errors(void **state)
 {
@@ -212,23 +191,23 @@ test_errors(void **state)
 
 	(void)state;
 	t = plan_text("  library: django\n", "");
-	expect_error(t, 8, 12, "old.library 'django' is unknown; expected symfony, "
+	pt_expect_error(t, 8, 12, "old.library 'django' is unknown; expected symfony, "
 	    "laravel, enqueue, easynetq or machinery");
 	free(t);
 	t = plan_text("  max_message_ttl: 2h\n", "");
-	expect_error(t, 8, 3, "queues");
+	pt_expect_error(t, 8, 3, "queues");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, timestamp, header] }\n");
-	expect_error(t, 16, 37, "is a list of 3; expected two sources");
+	pt_expect_error(t, 16, 37, "is a list of 3; expected two sources");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, unknown] }\n");
-	expect_error(t, 16, 37, "expected two different sources other than unknown");
+	pt_expect_error(t, 16, 37, "expected two different sources other than unknown");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, header] }\n");
-	expect_error(t, 16, 7, "missing required key 'header'");
+	pt_expect_error(t, 16, 7, "missing required key 'header'");
 	free(t);
 }
 
