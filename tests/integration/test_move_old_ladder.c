@@ -51,18 +51,20 @@ put(struct broker *b, const struct ladder *l, const char *body, int64_t delay_ms
 	return at + (int64_t)units * l->unit_ms;
 }
 
-/* The new ladder's plan (prefix newl, 100 ms units, quorum), with
- * DESTINATIONS. */
+/* Plan NAME: a new ladder NEW_PREFIX (100 ms units, quorum) into
+ * DESTINATIONS, moving from the old ladder OLD_PREFIX of OLD_LEVELS levels
+ * of 1 s. */
 static struct plan *
-new_ladder(const char *destinations)
+ladder_to_ladder(const char *name, const char *old_prefix, int old_levels,
+    const char *new_prefix, const char *destinations)
 {
 	char body[1024];
 
 	snprintf(body, sizeof(body),
 	    "old:\n"
-	    "  ladder: { naming: cutover, prefix: oldl, unit: 1s, levels: 6 }\n"
+	    "  ladder: { naming: cutover, prefix: %s, unit: 1s, levels: %d }\n"
 	    "ladder:\n"
-	    "  prefix: newl\n"
+	    "  prefix: %s\n"
 	    "  unit: 100ms\n"
 	    "  levels: 10\n"
 	    "  queue_type: quorum\n"
@@ -73,8 +75,17 @@ new_ladder(const char *destinations)
 	    "  stragglers: 1s\n"
 	    "watch:\n"
 	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n", destinations);
-	return imove_load("itest-newl", body);
+	    "steps: [measure_horizon, declare_ladder]\n", old_prefix, old_levels,
+	    new_prefix, destinations);
+	return imove_load(name, body);
+}
+
+/* The new ladder's plan (prefix newl) from the old ladder oldl of 6
+ * levels, with DESTINATIONS. */
+static struct plan *
+new_ladder(const char *destinations)
+{
+	return ladder_to_ladder("itest-newl", "oldl", 6, "newl", destinations);
 }
 
 /* A new ladder without 'other.dest', which the old ladder delivers to:
@@ -252,22 +263,7 @@ test_ladder_kill_after_confirm_one_id_across_levels(void **state)
 	    "steps: [measure_horizon, declare_ladder]\n");
 	itest_ctx_open(&oc, old);
 	itest_step_ok(step_declare_ladder, &oc);
-	imove_plan = imove_load("itest-newk",
-	    "old:\n"
-	    "  ladder: { naming: cutover, prefix: oldk, unit: 1s, levels: 4 }\n"
-	    "ladder:\n"
-	    "  prefix: newk\n"
-	    "  unit: 100ms\n"
-	    "  levels: 10\n"
-	    "  queue_type: quorum\n"
-	    "  destinations: [" LDEST "]\n"
-	    "move_old:\n"
-	    "  rate: 1000/s\n"
-	    "  prefetch: 4\n"
-	    "  stragglers: 1s\n"
-	    "watch:\n"
-	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n");
+	imove_plan = ladder_to_ladder("itest-newk", "oldk", 4, "newk", LDEST);
 	itest_ctx_open(&imove_ctx, imove_plan);
 	itest_step_ok(step_declare_ladder, &imove_ctx);
 	ladder_level_queue(&old->ladder, 1, l1, sizeof(l1));
