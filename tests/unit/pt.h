@@ -6,6 +6,16 @@
 
 #include "plan.h"
 
+/* The broker section of the unit tests' plans (lines 2 to 6 of
+ * pt_base_plan): a local node, user guest, the password by reference;
+ * nothing connects to it. */
+#define PT_BROKER \
+	"broker:\n" \
+	"  amqp: amqp://127.0.0.1:5672/%2f\n" \
+	"  management: http://127.0.0.1:15672\n" \
+	"  username: guest\n" \
+	"  password: env:RABBIT_PASSWORD\n"
+
 /* A valid plan the tests change one line of; each line's number is noted
  * beside it, for the positions the errors name. */
 extern const char pt_base_plan[];

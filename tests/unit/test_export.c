@@ -15,6 +15,7 @@
 #include "cm.h"
 #include "export.h"
 #include "export_verify.h"
+#include "pt.h"
 #include "store.h"
 #include "store_admit.h"
 
@@ -24,11 +25,7 @@ static char dir[PATH_MAX], db[PATH_MAX + 16];
 
 static const char plan_a[] =
     "name: exporta\n"
-    "broker:\n"
-    "  amqp: amqp://127.0.0.1:5672/%2f\n"
-    "  management: http://127.0.0.1:15672\n"
-    "  username: guest\n"
-    "  password: env:RABBIT_PASSWORD\n"
+    PT_BROKER
     "old:\n"
     "  queues: { match: '^exporta\\.old\\.' }\n"
     "ladder:\n"
