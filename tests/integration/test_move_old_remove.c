@@ -33,6 +33,22 @@ await_publishes(const char *const *names, const int64_t *publish, size_t n)
 	}
 }
 
+/* One message BODY into old queue Q and straight out again, as a producer
+ * still using it and its consumer would; then waits (await_publishes)
+ * until Q's publish counter reads PUBLISHED. */
+static void
+in_and_out(const char *q, const char *body, int64_t published)
+{
+	struct broker_delivery d = { 0 };
+	char err[1024];
+
+	imove_put(q, body, (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
+	if (broker_get(imove_ctx.amqp, q, false, &d, err, sizeof(err)) != 0)
+		fail_msg("taking '%s' back out of %s: %s", body, q, err);
+	broker_delivery_free(&d);
+	await_publishes(&q, &published, 1);
+}
+
 /* The watch's last sample, as its state has it, of queues NAMES[i] with
  * publish counters PUBLISH[i] (once the statistics show them). */
 static json_t *
@@ -257,8 +273,6 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	int64_t pub[] = { 1 };
 	json_t *m, *r, *w, *rr, *rr2;
 	const json_t *e;
-	struct broker_delivery d = { 0 };
-	char err[1024];
 	int rc;
 
 	(void)state;
@@ -267,12 +281,7 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	w = watch_sample(names, pub, 1);
 	await_clock(imove_count_of(r, "pass_started_ms") + imove_plan->watch.allowance_ms);
 	/* After the watch's last sample: one message in and out. */
-	imove_put("old.rp.10m", "rp-late", (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
-	assert_int_equal(broker_get(imove_ctx.amqp, "old.rp.10m", false, &d, err,
-	    sizeof(err)), 0);
-	broker_delivery_free(&d);
-	pub[0] = 2;
-	await_publishes(names, pub, 1);
+	in_and_out("old.rp.10m", "rp-late", 2);
 	rr = remove_after(m, r, w, &rc);
 	e = removal_of(rr, "old.rp.10m");
 	assert_int_equal(rc, 0);
@@ -283,12 +292,7 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	/* Published into again after that wait began: a producer still uses
 	 * it, which a person must see to: left, the step fails. */
 	imove_ctx.state = rr;
-	imove_put("old.rp.10m", "rp-later", (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
-	assert_int_equal(broker_get(imove_ctx.amqp, "old.rp.10m", false, &d, err,
-	    sizeof(err)), 0);
-	broker_delivery_free(&d);
-	pub[0] = 3;
-	await_publishes(names, pub, 1);
+	in_and_out("old.rp.10m", "rp-later", 3);
 	rr2 = remove_after(m, r, w, &rc);
 	imove_ctx.state = NULL;
 	e = removal_of(rr2, "old.rp.10m");
