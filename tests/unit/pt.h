@@ -42,6 +42,11 @@ int pt_has_error(const struct plan_errors *errs, int line, int column, const cha
 /* Loads TEXT, which must fail with an error at LINE:COLUMN containing MSG. */
 void pt_expect_error(const char *text, int line, int column, const char *msg);
 
+/* TEXT must fail to load, with no plan and exactly N errors, into ERRS
+ * (the caller checks them and frees ERRS); otherwise the test fails,
+ * listing the errors there are. */
+void pt_expect_n_errors(const char *text, struct plan_errors *errs, size_t n);
+
 /* pt_base_plan with the first FROM replaced by TO, which must fail to
  * load with an error at LINE:COLUMN containing MSG. */
 void pt_expect_edit_error(const char *from, const char *to, int line, int column,
