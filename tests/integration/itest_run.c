@@ -303,6 +303,23 @@ itest_count(const struct itest_history *h, const char *kind)
 	return n;
 }
 
+void
+itest_expect_counts(const struct itest_history *h, const char *counts)
+{
+	char kind[48], wrong[1024] = "";
+	size_t len = 0;
+	int want, got, used;
+
+	for (const char *p = counts; sscanf(p, " %47[^= ]=%d%n", kind, &want, &used) == 2;
+	    p += used) {
+		if ((got = itest_count(h, kind)) != want && len < sizeof(wrong))
+			len += (size_t)snprintf(wrong + len, sizeof(wrong) - len,
+			    "%s%s: %d, not %d", len ? "; " : "", kind, got, want);
+	}
+	if (wrong[0] != '\0')
+		fail_msg("the history's events: %s", wrong);
+}
+
 int
 itest_count_named(const struct itest_history *h, const char *kind, const char *name)
 {

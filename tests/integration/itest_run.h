@@ -149,6 +149,11 @@ void itest_read_history(const char *db, const char *name, struct itest_history *
 /* How many events of KIND H holds. */
 int itest_count(const struct itest_history *h, const char *kind);
 
+/* Fails the test unless H holds, for each "KIND=N" of the space-separated
+ * list COUNTS, exactly N events of KIND; the failure names every kind
+ * whose count is wrong, what was wanted and what H holds. */
+void itest_expect_counts(const struct itest_history *h, const char *counts);
+
 /* How many events of KIND H holds whose details name NAME. */
 int itest_count_named(const struct itest_history *h, const char *kind,
     const char *name);

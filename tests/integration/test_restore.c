@@ -253,13 +253,7 @@ test_watch_after_restore_forgets_its_probes(void **state)
 	ieng_make_old_path();
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	/* Backed up a few ticks into the watch, a probe out every tick. */
-	for (i = 0; i < 1200; i++) {
-		ieng_step_status(5, st, sizeof(st));
-		if (strcmp(st, "running") == 0)
-			break;
-		itest_sleep_ms(50);
-	}
-	assert_string_equal(st, "running");
+	ieng_wait_step(5, "running", 60000);
 	itest_sleep_ms(3500);
 	backup_now();
 	/* The lost engine reads the probes out, then is lost. */
