@@ -110,6 +110,21 @@ text_of(const json_t *e, const char *key)
 	return s != NULL ? s : "";
 }
 
+/* The entry of old queue NAME in remove_old's result R, which must have
+ * OUTCOME and a reason that says REASON; fails the test, naming what it
+ * has, otherwise. */
+static const json_t *
+expect_removal(const json_t *r, const char *name, const char *outcome, const char *reason)
+{
+	const json_t *e = removal_of(r, name);
+
+	if (strcmp(text_of(e, "outcome"), outcome) != 0 ||
+	    strstr(text_of(e, "reason"), reason) == NULL)
+		fail_msg("%s: %s (%s), not %s saying '%s'", name, text_of(e, "outcome"),
+		    text_of(e, "reason"), outcome, reason);
+	return e;
+}
+
 static bool
 queue_exists(const char *q)
 {
@@ -239,10 +254,8 @@ test_remove_after_move_keeps_what_was_left(void **state)
 	 * is left for a person, with the step failing. */
 	imove_ctx.now_ms = until + imove_plan->watch.allowance_ms + SEC;
 	rr = remove_after(m, r, w, &rc);
-	e = removal_of(rr, "old.rl.10m");
 	assert_int_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "waiting");
-	assert_non_null(strstr(text_of(e, "reason"), "holds 1 message"));
+	e = expect_removal(rr, "old.rl.10m", "waiting", "holds 1 message");
 	imove_ctx.state = rr;
 	imove_ctx.now_ms += 10 * MIN + imove_plan->watch.allowance_ms + SEC;
 	imove_ctx.again = false;
@@ -283,10 +296,8 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	/* After the watch's last sample: one message in and out. */
 	in_and_out("old.rp.10m", "rp-late", 2);
 	rr = remove_after(m, r, w, &rc);
-	e = removal_of(rr, "old.rp.10m");
 	assert_int_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "waiting");
-	assert_non_null(strstr(text_of(e, "reason"), "since the watch's last sample"));
+	e = expect_removal(rr, "old.rp.10m", "waiting", "since the watch's last sample");
 	assert_non_null(strstr(text_of(e, "reason"), "now + its TTL + allowance"));
 	assert_true(queue_exists("old.rp.10m"));
 	/* Published into again after that wait began: a producer still uses
@@ -295,10 +306,8 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	in_and_out("old.rp.10m", "rp-later", 3);
 	rr2 = remove_after(m, r, w, &rc);
 	imove_ctx.state = NULL;
-	e = removal_of(rr2, "old.rp.10m");
 	assert_int_not_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "left");
-	assert_non_null(strstr(text_of(e, "reason"), "switch it to the ladder"));
+	e = expect_removal(rr2, "old.rp.10m", "left", "switch it to the ladder");
 	assert_true(queue_exists("old.rp.10m"));
 	json_decref(rr2);
 	json_decref(rr);
