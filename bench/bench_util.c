@@ -33,6 +33,21 @@ bench_vhost_enc(const struct mgmt *m)
 	return enc;
 }
 
+int
+bench_queue_listing(struct mgmt *m, const char *query, const char *who, const char *what)
+{
+	char path[1024], err[1024];
+	json_t *l = NULL;
+
+	snprintf(path, sizeof(path), "/api/queues/%s?%s", bench_vhost_enc(m), query);
+	if (mgmt_request(m, "GET", path, NULL, &l, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_%s: %s: %s\n", who, what, err);
+		return -1;
+	}
+	json_decref(l);
+	return 0;
+}
+
 void
 bench_old_args(struct topology_arg *a, int64_t ttl_ms, const char *dest)
 {
@@ -45,11 +60,43 @@ bench_old_args(struct topology_arg *a, int64_t ttl_ms, const char *dest)
 	snprintf(a[2].str, sizeof(a[2].str), "%s", dest);
 }
 
+const char *
+bench_env(const char *who, const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	if (v != NULL && *v != '\0')
+		return v;
+	if (dflt == NULL) {
+		fprintf(stderr, "bench_%s: set %s (bench/%s does)\n", who, name, who);
+		exit(2);
+	}
+	return dflt;
+}
+
 int
 bench_broker_open(struct broker **b, char *err, size_t errlen)
 {
 	return broker_open(getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_USER"),
 	    "env:CUTOVER_BENCH_PASSWORD", 30000, b, err, errlen);
+}
+
+int
+bench_plan_load(const char *name, const char *yaml, struct plan **p)
+{
+	struct plan_errors errs = { 0 };
+	char line[512];
+	int rc = -1;
+
+	if (plan_load_buffer(name, yaml, strlen(yaml), p, &errs) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+		goto done;
+	}
+	rc = 0;
+done:
+	plan_errors_free(&errs);
+	return rc;
 }
 
 int

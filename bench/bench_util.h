@@ -28,6 +28,28 @@
 	"old:\n" \
 	"  queues: { match: '^bench\\.delay\\.[0-9]+ms$' }\n"
 
+/* The move benches' old queue OLDQ, their ladder (12 classic levels of
+ * 1 s, prefix PREFIX, into destination DEST, which it creates) and their
+ * move_old section, as fast as it goes, moving by timestamp; one %d: the
+ * prefetch. */
+#define BENCH_PLAN_MOVE(OLDQ, PREFIX, DEST) \
+	"old:\n" \
+	"  queues: { names: [" OLDQ "] }\n" \
+	"ladder:\n" \
+	"  naming: cutover\n" \
+	"  prefix: " PREFIX "\n" \
+	"  unit: 1s\n" \
+	"  levels: 12\n" \
+	"  queue_type: classic\n" \
+	"  destinations: [" DEST "]\n" \
+	"  create_destinations: true\n" \
+	"move_old:\n" \
+	"  rate: 1000000/s\n" \
+	"  prefetch: %d\n" \
+	"  stragglers: 1s\n" \
+	"  entry:\n" \
+	"    - { queues: { match: '^bench' }, from: timestamp }\n"
+
 /* A plan's flag section for a static flag the bench serves at a URL
  * (three %s, the same URL: the watch reads it each tick), and its canary,
  * which the plan needs beside its flip. */
@@ -40,6 +62,11 @@
 
 struct broker;
 struct mgmt;
+
+/* The value of environment variable NAME, or DFLT when it is unset or
+ * empty; with DFLT NULL it must be set: else says "bench_WHO: set NAME
+ * (bench/WHO does)" on stderr and exits 2. */
+const char *bench_env(const char *who, const char *name, const char *dflt);
 
 struct topology_arg;
 struct step_ctx;
@@ -56,6 +83,10 @@ int bench_broker_open(struct broker **b, char *err, size_t errlen);
 
 struct plan;
 struct store;
+
+/* Loads plan text YAML as file NAME (plan_load_buffer) into *P. Returns 0,
+ * or -1 with each of the plan's errors on a line of stderr. */
+int bench_plan_load(const char *name, const char *yaml, struct plan **p);
 
 /* A store as the engine has it for plan P (YAML, its text): a SQLite file
  * in a fresh directory (DIR, 64 bytes; its file DB, 128 bytes), the plan
@@ -106,6 +137,12 @@ int bench_fill_stamped(struct broker *b, const char *queue, int n, char *err,
  * ("%2F" for "/"), in a static buffer: the benches run in the vhost of
  * CUTOVER_BENCH_AMQP (bench.smoke runs them in one of its own). */
 const char *bench_vhost_enc(const struct mgmt *m);
+
+/* GETs the management API's listing of the queues of M's vhost with the
+ * query QUERY (what follows the '?') and drops it: the cost of one look.
+ * Returns 0, or -1 having said "bench_WHO: WHAT: why" on stderr. */
+int bench_queue_listing(struct mgmt *m, const char *query, const char *who,
+    const char *what);
 
 /* The broker's CPU time so far (user + system), in seconds, from
  * /proc/CUTOVER_BENCH_BROKER_PID/stat; -1 when unknown (the variable

@@ -24,32 +24,19 @@
 #include "plan.h"
 #include "step.h"
 
+/* The bench's environment variable NAME, or DFLT (bench_env). */
+#define ENV(name, dflt) bench_env("move_old", name, dflt)
 #define OLDQ "bench.mv.old.600s"
 #define DEST "bench.mv.dest"
 #define GET_COUNT 100
 
-static const char *
-env(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	if (v != NULL && *v != '\0')
-		return v;
-	if (dflt == NULL) {
-		fprintf(stderr, "bench_move_old: set %s (bench/move_old does)\n", name);
-		exit(2);
-	}
-	return dflt;
-}
-
 static struct plan *
 load_plan(void)
 {
-	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
-	char yaml[2048], line[512];
+	char yaml[2048];
 
-	setenv("CUTOVER_BENCH_PASSWORD_REF", env("CUTOVER_BENCH_PASSWORD", NULL), 1);
+	setenv("CUTOVER_BENCH_PASSWORD_REF", ENV("CUTOVER_BENCH_PASSWORD", NULL), 1);
 	snprintf(yaml, sizeof(yaml),
 	    "name: bench-move\n"
 	    "broker:\n"
@@ -57,29 +44,11 @@ load_plan(void)
 	    "  management: %s\n"
 	    "  username: %s\n"
 	    "  password: env:CUTOVER_BENCH_PASSWORD_REF\n"
-	    "old:\n"
-	    "  queues: { names: [" OLDQ "] }\n"
-	    "ladder:\n"
-	    "  naming: cutover\n"
-	    "  prefix: bench.mv\n"
-	    "  unit: 1s\n"
-	    "  levels: 12\n"
-	    "  queue_type: classic\n"
-	    "  destinations: [" DEST "]\n"
-	    "  create_destinations: true\n"
-	    "move_old:\n"
-	    "  rate: 1000000/s\n"
-	    "  prefetch: 200\n"
-	    "  stragglers: 1s\n"
-	    "  entry:\n"
-	    "    - { queues: { match: '^bench' }, from: timestamp }\n"
-	    "steps: [declare_ladder]\n", env("CUTOVER_BENCH_AMQP", NULL),
-	    env("CUTOVER_BENCH_MGMT", NULL), env("CUTOVER_BENCH_USER", NULL));
-	if (plan_load_buffer("bench-move.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	    BENCH_PLAN_MOVE(OLDQ, "bench.mv", DEST)
+	    "steps: [declare_ladder]\n", ENV("CUTOVER_BENCH_AMQP", NULL),
+	    ENV("CUTOVER_BENCH_MGMT", NULL), ENV("CUTOVER_BENCH_USER", NULL), 200);
+	if (bench_plan_load("bench-move.yaml", yaml, &p) != 0)
 		exit(2);
-	}
 	return p;
 }
 
@@ -168,7 +137,7 @@ peer(struct step_ctx *c, int n)
 int
 main(void)
 {
-	int n = atoi(env("CUTOVER_BENCH_MESSAGES", "5000"));
+	int n = atoi(ENV("CUTOVER_BENCH_MESSAGES", "5000"));
 	struct step_ctx c = { 0 };
 	struct plan *p = load_plan();
 	int64_t t0, ms_step, ms_peer, moved_peer, moved_step;

@@ -35,6 +35,8 @@
 #include "step.h"
 #include "broker/mgmt.h"
 
+/* The bench's environment variable NAME, or DFLT (bench_env). */
+#define ENV(name, dflt) bench_env("move_target", name, dflt)
 #define OLDQ "bench.mt.old.600s"
 #define DEST "bench.mt.dest"
 #define SHOVELQ "bench.mt.shovelled"
@@ -51,28 +53,13 @@ struct bench {
 	char dir[64], db[96];
 };
 
-static const char *
-env(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	if (v != NULL && *v != '\0')
-		return v;
-	if (dflt == NULL) {
-		fprintf(stderr, "bench_move_target: set %s (bench/move_target does)\n", name);
-		exit(2);
-	}
-	return dflt;
-}
-
 /* Loads the plan: the old queue on the source node, a 12-level ladder of
  * 1 s units on the target, move_old unpaced with PREFETCH. Returns 0, or
  * -1 having said why. */
 static int
 load_plan(struct bench *b, int prefetch)
 {
-	struct plan_errors errs = { 0 };
-	char yaml[4096], line[512];
+	char yaml[4096];
 	int rc = -1;
 
 	snprintf(yaml, sizeof(yaml),
@@ -83,22 +70,7 @@ load_plan(struct bench *b, int prefetch)
 	    "  management: %s\n"
 	    "  username: %s\n"
 	    "  password: env:CUTOVER_BENCH_PASSWORD\n"
-	    "old:\n"
-	    "  queues: { names: [" OLDQ "] }\n"
-	    "ladder:\n"
-	    "  naming: cutover\n"
-	    "  prefix: bench.mt\n"
-	    "  unit: 1s\n"
-	    "  levels: 12\n"
-	    "  queue_type: classic\n"
-	    "  destinations: [" DEST "]\n"
-	    "  create_destinations: true\n"
-	    "move_old:\n"
-	    "  rate: 1000000/s\n"
-	    "  prefetch: %d\n"
-	    "  stragglers: 1s\n"
-	    "  entry:\n"
-	    "    - { queues: { match: '^bench' }, from: timestamp }\n"
+	    BENCH_PLAN_MOVE(OLDQ, "bench.mt", DEST)
 	    /* The steps before move_old that a plan must have: the bench
 	     * runs only declare_ladder and move_old (the flip as if made, so
 	     * the flag is never called). */
@@ -109,17 +81,12 @@ load_plan(struct bench *b, int prefetch)
 	    "  off: { method: PUT, url: 'http://127.0.0.1:9/f', body: '{\"on\":false}' }\n"
 	    "  read: { url: 'http://127.0.0.1:9/f', pointer: /on, on: true, off: false }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old]\n", BENCH_PLAN_BROKER_ARGS,
-	    env("CUTOVER_BENCH_TARGET_AMQP", NULL), env("CUTOVER_BENCH_TARGET_MGMT", NULL),
-	    env("CUTOVER_BENCH_USER", NULL), prefetch);
-	if (plan_load_buffer("bench-move-target.yaml", yaml, strlen(yaml), &b->p,
-	    &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
+	    ENV("CUTOVER_BENCH_TARGET_AMQP", NULL), ENV("CUTOVER_BENCH_TARGET_MGMT", NULL),
+	    ENV("CUTOVER_BENCH_USER", NULL), prefetch);
+	if (bench_plan_load("bench-move-target.yaml", yaml, &b->p) != 0)
 		goto done;
-	}
 	rc = 0;
 done:
-	plan_errors_free(&errs);
 	return rc;
 }
 
@@ -243,8 +210,8 @@ shovel_uri(const char *url, char *out, size_t outlen)
 	const char *rest = strstr(url, "://");
 	int n;
 
-	if (rest == NULL || mgmt_escape(env("CUTOVER_BENCH_USER", NULL), u, sizeof(u)) < 0 ||
-	    mgmt_escape(env("CUTOVER_BENCH_PASSWORD", NULL), pw, sizeof(pw)) < 0)
+	if (rest == NULL || mgmt_escape(ENV("CUTOVER_BENCH_USER", NULL), u, sizeof(u)) < 0 ||
+	    mgmt_escape(ENV("CUTOVER_BENCH_PASSWORD", NULL), pw, sizeof(pw)) < 0)
 		return -1;
 	n = snprintf(out, outlen, "%.*s://%s:%s@%s", (int)(rest - url), url, u, pw,
 	    rest + 3);
@@ -296,8 +263,8 @@ run_shovel(struct bench *b, const struct shovel_dest *d, int n, int64_t *ms,
 	*ms = *gone_ms = -1;
 	snprintf(path, sizeof(path), "/api/parameters/shovel/%s/" SHOVEL,
 	    bench_vhost_enc(b->c.old_mgmt));
-	if (shovel_uri(env("CUTOVER_BENCH_AMQP", NULL), src, sizeof(src)) != 0 ||
-	    shovel_uri(env("CUTOVER_BENCH_TARGET_AMQP", NULL), dst, sizeof(dst)) != 0) {
+	if (shovel_uri(ENV("CUTOVER_BENCH_AMQP", NULL), src, sizeof(src)) != 0 ||
+	    shovel_uri(ENV("CUTOVER_BENCH_TARGET_AMQP", NULL), dst, sizeof(dst)) != 0) {
 		fprintf(stderr, "bench_move_target: the shovel's URIs do not fit\n");
 		return -1;
 	}
@@ -458,8 +425,8 @@ ladder_dest(const struct bench *b, struct shovel_dest *d, char *ex, char *key,
 int
 main(void)
 {
-	int n = atoi(env("CUTOVER_BENCH_MESSAGES", "10000"));
-	int prefetch = atoi(env("CUTOVER_BENCH_PREFETCH", "100"));
+	int n = atoi(ENV("CUTOVER_BENCH_MESSAGES", "10000"));
+	int prefetch = atoi(ENV("CUTOVER_BENCH_PREFETCH", "100"));
 	struct bench b;
 	json_t *r = NULL;
 	int64_t ms_step, ms_shovel, gone_ms, moved, shovelled, ms_like, gone_like, liked;

@@ -70,14 +70,6 @@ struct create {
 					 * that it has a publish counter */
 };
 
-static const char *
-env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? v : dflt;
-}
-
 /* The delay of old queue I, in ms: distinct delays from 1 s up, as user
  * input (and jitter) made them. */
 static int64_t
@@ -277,7 +269,6 @@ struct run {
 	const char *ctl;		/* the rabbitmqctl listing to time */
 	int nq, ncurl, rounds, nadmin;
 	struct plan *p;
-	struct plan_errors errs;
 	struct step_ctx c;
 	json_t *measured, *removed, *watched;	/* watched: the watch's last sample */
 	double c_med;			/* rabbitmqctl's median, seconds */
@@ -291,10 +282,10 @@ run_config(struct run *r)
 	const char *admin_cmd = getenv("CUTOVER_BENCH_ADMIN");
 
 	r->ctl = getenv("CUTOVER_BENCH_CTL");
-	r->nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
-	r->ncurl = atoi(env_or("CUTOVER_BENCH_SAMPLE", "300"));
-	r->rounds = atoi(env_or("CUTOVER_BENCH_ROUNDS", "3"));
-	r->nadmin = atoi(env_or("CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
+	r->nq = atoi(bench_env("old_path", "CUTOVER_BENCH_QUEUES", "10000"));
+	r->ncurl = atoi(bench_env("old_path", "CUTOVER_BENCH_SAMPLE", "300"));
+	r->rounds = atoi(bench_env("old_path", "CUTOVER_BENCH_ROUNDS", "3"));
+	r->nadmin = atoi(bench_env("old_path", "CUTOVER_BENCH_ADMIN_SAMPLE", "50"));
 	if (getenv("CUTOVER_BENCH_AMQP") == NULL || getenv("CUTOVER_BENCH_MGMT") == NULL ||
 	    getenv("CUTOVER_BENCH_USER") == NULL || getenv("CUTOVER_BENCH_PASSWORD") == NULL ||
 	    r->ctl == NULL) {
@@ -318,7 +309,7 @@ run_config(struct run *r)
 static int
 run_setup(struct run *r)
 {
-	char yaml[2048], line[512], err[4096];
+	char yaml[2048], err[4096];
 	struct topology_arg none[1];
 
 	snprintf(yaml, sizeof(yaml),
@@ -330,13 +321,8 @@ run_setup(struct run *r)
 	    "          queue_type: quorum, destinations: [" DESTINATION "] }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
 	    BENCH_PLAN_BROKER_ARGS);
-	if (plan_load_buffer("bench-old-path.yaml", yaml, strlen(yaml), &r->p,
-	    &r->errs) != 0) {
-		for (size_t k = 0; k < r->errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&r->errs, k, line,
-			    sizeof(line)));
+	if (bench_plan_load("bench-old-path.yaml", yaml, &r->p) != 0)
 		return -1;
-	}
 	if (step_ctx_open(&r->c, r->p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_old_path: %s\n", err);
 		return -1;
@@ -383,20 +369,13 @@ measure_once(struct run *r, double *s)
 static int
 api_listing_once(struct run *r, double *s)
 {
-	char path[256], err[1024];
 	double t0 = bench_mono_s();
-	json_t *l = NULL;
 
-	snprintf(path, sizeof(path), "/api/queues/%s?disable_stats=true&"
-	    "enable_queue_totals=true&columns=name,type,durable,arguments,policy,"
-	    "messages", bench_vhost_enc(r->c.mgmt));
-	if (mgmt_request(r->c.mgmt, "GET", path, NULL, &l, NULL, err,
-	    sizeof(err)) != 0) {
-		fprintf(stderr, "bench_old_path: the API's listing: %s\n", err);
+	if (bench_queue_listing(r->c.mgmt, "disable_stats=true&enable_queue_totals=true&"
+	    "columns=name,type,durable,arguments,policy,messages", "old_path",
+	    "the API's listing") != 0)
 		return -1;
-	}
 	*s = bench_mono_s() - t0;
-	json_decref(l);
 	return 0;
 }
 
@@ -618,6 +597,5 @@ done:
 	json_decref(r.watched);
 	step_ctx_close(&r.c);
 	plan_free(r.p);
-	plan_errors_free(&r.errs);
 	return rc;
 }

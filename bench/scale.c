@@ -113,12 +113,11 @@ remove_all(struct step_ctx *c)
 static int
 one_round(int nd, int round, double *t, long *objects)
 {
-	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
 	struct step_ctx c = { 0 };
 	json_t *r = NULL;
 	size_t len = 1024 + (size_t)nd * 64;
-	char *yaml = malloc(len), line[512], err[4096];
+	char *yaml = malloc(len), err[4096];
 	double t0;
 	int rc = -1, declared = 0;
 
@@ -126,11 +125,8 @@ one_round(int nd, int round, double *t, long *objects)
 		fprintf(stderr, "bench_scale: the plan does not fit\n");
 		goto done;
 	}
-	if (plan_load_buffer("bench-scale.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t k = 0; k < errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, k, line, sizeof(line)));
+	if (bench_plan_load("bench-scale.yaml", yaml, &p) != 0)
 		goto done;
-	}
 	if (step_ctx_open(&c, p, err, sizeof(err)) != 0)
 		goto failed;
 	t0 = bench_mono_s();
@@ -162,7 +158,6 @@ done:
 	json_decref(r);
 	step_ctx_close(&c);
 	plan_free(p);
-	plan_errors_free(&errs);
 	free(yaml);
 	return rc;
 }

@@ -240,7 +240,6 @@ rss_mark(struct size_run *r, int k)
 /* A run of one size: its plan, steps' context and store. */
 struct bench {
 	struct plan *p;
-	struct plan_errors errs;
 	struct step_ctx c;
 	struct store *s;
 	json_t *measured, *state, *moved, *watched, *removed;
@@ -253,7 +252,7 @@ struct bench {
 static int
 bench_open(struct bench *b, int flag_port)
 {
-	char yaml[3072], line[512], err[4096], url[128];
+	char yaml[3072], err[4096], url[128];
 	int64_t id;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/flag", flag_port);
@@ -269,13 +268,8 @@ bench_open(struct bench *b, int flag_port)
 	    "steps: [measure_horizon, declare_ladder, verify_ladder, canary, flip, move_old,\n"
 	    "        watch, remove_old]\n",
 	    BENCH_PLAN_BROKER_ARGS, url, url, url);
-	if (plan_load_buffer("bench-scale-old.yaml", yaml, strlen(yaml), &b->p,
-	    &b->errs) != 0) {
-		for (size_t k = 0; k < b->errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&b->errs, k, line,
-			    sizeof(line)));
+	if (bench_plan_load("bench-scale-old.yaml", yaml, &b->p) != 0)
 		return -1;
-	}
 	if (step_ctx_open(&b->c, b->p, err, sizeof(err)) != 0 ||
 	    bench_store_open(b->p, yaml, b->dir, b->db, &b->s, &id, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_scale_old: %s\n", err);
@@ -315,7 +309,6 @@ bench_close(struct bench *b, int n)
 	json_decref(b->watched);
 	json_decref(b->removed);
 	plan_free(b->p);
-	plan_errors_free(&b->errs);
 }
 
 /* The vhost's listing with statistics as the watch makes it, page by

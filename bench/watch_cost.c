@@ -49,14 +49,6 @@ struct window {
 	double cpu_s;			/* the broker's CPU seconds */
 };
 
-static const char *
-env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? v : dflt;
-}
-
 static double
 broker_cpu(void)
 {
@@ -141,18 +133,9 @@ static int
 listing_tick(void *arg)
 {
 	struct bench *b = arg;
-	json_t *j = NULL;
-	char err[1024], path[1024];
 
-	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS
-	    ",messages_dlx,head_message_timestamp", bench_vhost_enc(b->c.mgmt));
-	if (mgmt_request(b->c.mgmt, "GET", path, NULL, &j, NULL, err,
-	    sizeof(err)) != 0) {
-		fprintf(stderr, "bench_watch_cost: today's listing: %s\n", err);
-		return -1;
-	}
-	json_decref(j);
-	return 0;
+	return bench_queue_listing(b->c.mgmt, "columns=" OLD_WATCH_COLUMNS
+	    ",messages_dlx,head_message_timestamp", "watch_cost", "today's listing");
 }
 
 static int
@@ -199,8 +182,7 @@ create_old(struct bench *b, int n)
 static int
 bench_open(struct bench *b, int nq, int interval_ms)
 {
-	struct plan_errors errs = { 0 };
-	char yaml[2048], line[512], err[4096];
+	char yaml[2048], err[4096];
 	json_t *r = NULL;
 	int rc = -1;
 
@@ -215,12 +197,8 @@ bench_open(struct bench *b, int nq, int interval_ms)
 	    getenv("CUTOVER_BENCH_AMQP"), getenv("CUTOVER_BENCH_MGMT"),
 	    getenv("CUTOVER_BENCH_USER"), getenv("CUTOVER_BENCH_FLAG"),
 	    getenv("CUTOVER_BENCH_FLAG"), getenv("CUTOVER_BENCH_FLAG"), interval_ms);
-	if (plan_load_buffer("bench-watch-cost.yaml", yaml, strlen(yaml), &b->p,
-	    &errs) != 0) {
-		for (size_t k = 0; k < errs.n; k++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, k, line, sizeof(line)));
+	if (bench_plan_load("bench-watch-cost.yaml", yaml, &b->p) != 0)
 		goto done;
-	}
 	if (step_ctx_open(&b->c, b->p, err, sizeof(err)) != 0 ||
 	    create_old(b, nq) != 0 ||
 	    step_declare_ladder(&b->c, &r, err, sizeof(err)) != 0 ||
@@ -240,7 +218,6 @@ bench_open(struct bench *b, int nq, int interval_ms)
 	rc = 0;
 done:
 	json_decref(r);
-	plan_errors_free(&errs);
 	return rc;
 }
 
@@ -274,10 +251,10 @@ main(void)
 	    watch = { "cutover's watch", 0, 0, 0 },
 	    today = { "today's listing", 0, 0, 0 },
 	    ctl = { "rabbitmqctl list_queues", 0, 0, 0 };
-	int nq = atoi(env_or("CUTOVER_BENCH_QUEUES", "10000"));
-	int ws = atoi(env_or("CUTOVER_BENCH_WATCH_SECONDS", "600"));
-	int iv = atoi(env_or("CUTOVER_BENCH_INTERVAL_MS", "10000"));
-	int rs = atoi(env_or("CUTOVER_BENCH_REF_SECONDS", "0"));
+	int nq = atoi(bench_env("watch_cost", "CUTOVER_BENCH_QUEUES", "10000"));
+	int ws = atoi(bench_env("watch_cost", "CUTOVER_BENCH_WATCH_SECONDS", "600"));
+	int iv = atoi(bench_env("watch_cost", "CUTOVER_BENCH_INTERVAL_MS", "10000"));
+	int rs = atoi(bench_env("watch_cost", "CUTOVER_BENCH_REF_SECONDS", "0"));
 	const json_t *pass;
 	double w, t, k, noise;
 	int rc = 2;

@@ -2,7 +2,8 @@
 # set -u and their arguments): a scratch directory $tmp, removed at exit
 # (the EXIT trap cli_cleanup, which a script with more to clean up replaces
 # by one of its own that calls cli_cleanup), the failure count failures;
-# fail, expect, contains, and serve started and stopped for a test
+# fail, expect, contains, expect_each_refused (every malformed file of a
+# folder refused where it says), and serve started and stopped for a test
 # (cli_serve_start, cli_serve_operator, cli_submit, cli_serve_stop).
 # shellcheck shell=sh
 # $bin is the sourcing script's:
@@ -29,6 +30,28 @@ expect() {
 
 contains() { # FILE TEXT
 	grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+
+# expect_each_refused DIR MIN CMD...: runs CMD FILE for each FILE of
+# DIR/*.yaml, which must exit 1 with the error its first line announces
+# ("# expect: LINE:COLUMN: MESSAGE") on stderr, as FILE:LINE:COLUMN:
+# ...MESSAGE...; DIR must hold MIN such files at least. Sets refused to
+# how many it ran.
+expect_each_refused() {
+	_dir=$1
+	_min=$2
+	shift 2
+	refused=0
+	for _file in "$_dir"/*.yaml; do
+		refused=$((refused + 1))
+		expect 1 "$@" "$_file"
+		_want=$(sed -n '1s/^# expect: //p' "$_file")
+		_pos=${_want%%: *}
+		_msg=${_want#*: }
+		grep -F -- "$_file:$_pos: " "$tmp/err" | grep -qF -- "$_msg" ||
+		    fail "$*: no '$_file:$_pos: ...$_msg...' in: $(cat "$tmp/err")"
+	done
+	[ "$refused" -ge "$_min" ] || fail "only $refused files under $_dir"
 }
 
 # cli_serve_start DB OPERATORS PORT [CONFIG]: `cutover serve` on DB with the

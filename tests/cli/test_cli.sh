@@ -106,17 +106,7 @@ contains "$tmp/out" "p_celery_delayed_delivery -> queue emails  key '*.*.*.*.*.*
 contains "$tmp/out" "Celery converts a countdown to whole seconds with int()"
 
 # check: every malformed plan is refused with FILE:LINE:COLUMN and its message.
-n=0
-for plan in "$src"/tests/plans/bad/*.yaml; do
-	n=$((n + 1))
-	expect 1 "$bin" check "$plan"
-	want=$(sed -n '1s/^# expect: //p' "$plan")
-	pos=${want%%: *}
-	msg=${want#*: }
-	grep -F -- "$plan:$pos: " "$tmp/err" | grep -qF -- "$msg" ||
-	    fail "check $plan: no '$plan:$pos: ...$msg...' in: $(cat "$tmp/err")"
-done
-[ "$n" -ge 30 ] || fail "only $n malformed plans under tests/plans/bad"
+expect_each_refused "$src/tests/plans/bad" 30 "$bin" check
 expect 1 "$bin" check --json "$src/tests/plans/bad/$(ls "$src/tests/plans/bad" | head -n 1)"
 contains "$tmp/out" '"valid": false'
 contains "$tmp/out" '"line":'
@@ -181,4 +171,4 @@ if [ "$failures" -ne 0 ]; then
 	echo "$failures failure(s)" >&2
 	exit 1
 fi
-echo "cli: all checks passed ($n malformed plans)"
+echo "cli: all checks passed ($refused malformed plans)"

@@ -24,17 +24,7 @@ lacks() { # FILE TEXT
 }
 
 # Every malformed configuration, one error each, where its first line says.
-n=0
-for conf in "$src"/tests/serve/bad/*.yaml; do
-	n=$((n + 1))
-	expect 1 "$bin" serve --check-config --config "$conf"
-	want=$(sed -n '1s/^# expect: //p' "$conf")
-	pos=${want%%: *}
-	msg=${want#*: }
-	grep -F -- "$conf:$pos: " "$tmp/err" | grep -qF -- "$msg" ||
-	    fail "check-config $conf: no '$conf:$pos: ...$msg...' in: $(cat "$tmp/err")"
-done
-[ "$n" -ge 25 ] || fail "only $n malformed configurations under tests/serve/bad"
+expect_each_refused "$src/tests/serve/bad" 25 "$bin" serve --check-config --config
 expect 1 "$bin" serve --check-config --config "$src/tests/serve/bad/19-notifier-url-credentials.yaml"
 lacks "$tmp/err" "hunter2"
 expect 1 "$bin" serve --check-config --config "$tmp/absent.yaml"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fuzz_outcome.h"
 #include "plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,17 +17,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct plan_errors errs = { 0 };
 	struct plan *p = NULL;
-	char line[512];
+	int rc = plan_load_buffer("fuzz.yaml", (const char *)data, size, &p, &errs);
 
-	if (plan_load_buffer("fuzz.yaml", (const char *)data, size, &p, &errs) == 0) {
-		if (p == NULL || errs.n != 0)
-			abort();	/* success means a plan and no errors */
-	} else {
-		if (p != NULL || errs.n == 0)
-			abort();	/* failure means errors and no plan */
-		for (size_t i = 0; i < errs.n; i++)
-			(void)plan_error_format(&errs, i, line, sizeof(line));
-	}
+	fuzz_outcome(rc, p, &errs);
 	plan_free(p);
 	plan_errors_free(&errs);
 	return 0;

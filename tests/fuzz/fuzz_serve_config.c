@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "fuzz_outcome.h"
 #include "serve_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,17 +18,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct plan_errors errs = { 0 };
 	struct serve_config *c = NULL;
-	char line[512];
+	int rc = serve_config_load_buffer("fuzz.yaml", (const char *)data, size, &c, &errs);
 
-	if (serve_config_load_buffer("fuzz.yaml", (const char *)data, size, &c, &errs) == 0) {
-		if (c == NULL || errs.n != 0)
-			abort();	/* success means a configuration and no errors */
-	} else {
-		if (c != NULL || errs.n == 0)
-			abort();	/* failure means errors and no configuration */
-		for (size_t i = 0; i < errs.n; i++)
-			(void)plan_error_format(&errs, i, line, sizeof(line));
-	}
+	fuzz_outcome(rc, c, &errs);
 	serve_config_free(c);
 	plan_errors_free(&errs);
 	return 0;

@@ -1,5 +1,6 @@
 /* itest_amqp: the AMQP tests' connections and queues (itest_amqp.h). */
 #include "itest_amqp.h"
+#include "itest_broker.h"
 
 const char *iamqp_amqp_url;
 const char *iamqp_amqp_user;
@@ -15,6 +16,17 @@ iamqp_queue_name(struct ctx *c, const char *what)
 	snprintf(n, sizeof(c->queues[0]), "itest.amqp.%ld.%s", (long)getpid(),
 	    what);
 	return n;
+}
+
+const char *
+iamqp_declared_queue(struct ctx *c, const char *what)
+{
+	const char *q = iamqp_queue_name(c, what);
+	char err[512];
+
+	if (broker_queue_declare(c->b, q, true, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("declaring queue %s: %s", q, err);
+	return q;
 }
 
 const char *
@@ -34,10 +46,7 @@ iamqp_arg_int(const char *key, int64_t num)
 {
 	struct topology_arg a;
 
-	memset(&a, 0, sizeof(a));
-	snprintf(a.key, sizeof(a.key), "%s", key);
-	a.is_int = true;
-	a.num = num;
+	itest_arg_int(&a, key, num);
 	return a;
 }
 
@@ -46,9 +55,7 @@ iamqp_arg_str(const char *key, const char *str)
 {
 	struct topology_arg a;
 
-	memset(&a, 0, sizeof(a));
-	snprintf(a.key, sizeof(a.key), "%s", key);
-	snprintf(a.str, sizeof(a.str), "%s", str);
+	itest_arg_str(&a, key, str);
 	return a;
 }
 

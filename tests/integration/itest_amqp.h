@@ -69,8 +69,14 @@ const char *iamqp_queue_name(struct ctx *c, const char *what);
 
 const char *iamqp_exchange_name(struct ctx *c, const char *what);
 
-struct topology_arg iamqp_arg_int(const char *key, int64_t num);
+/* The queue iamqp_queue_name names for WHAT, declared (durable, without
+ * arguments) through C's connection; fails the test when it cannot be. */
+const char *iamqp_declared_queue(struct ctx *c, const char *what);
 
+/* Queue argument KEY = the integer NUM, or the string STR, as a value
+ * (itest_arg_int, itest_arg_str), for the tables of arguments the tests
+ * declare queues with. */
+struct topology_arg iamqp_arg_int(const char *key, int64_t num);
 struct topology_arg iamqp_arg_str(const char *key, const char *str);
 
 void iamqp_need_broker(void);

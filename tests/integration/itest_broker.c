@@ -240,43 +240,6 @@ itest_vhost_next(const char *tag, char *url, size_t urllen)
 	itest_vhost(vhost, url, urllen);
 }
 
-/* METHOD PATH (under /api/admin/) on the test Unleash with BODY (JSON or
- * NULL). Returns the HTTP status, 0 when there was no answer. */
-static long
-unleash_call(const char *method, const char *path, const char *body)
-{
-	const char *url = getenv("CUTOVER_TEST_UNLEASH_URL");
-	const char *token = getenv("CUTOVER_TEST_UNLEASH_TOKEN");
-	struct curl_slist *h = NULL;
-	char u[512], auth[512];
-	long status = 0;
-	FILE *sink;
-	CURL *c;
-
-	if (url == NULL || token == NULL || (c = curl_easy_init()) == NULL)
-		return 0;
-	sink = fopen("/dev/null", "w");
-	snprintf(u, sizeof(u), "%s/api/admin/%s", url, path);
-	snprintf(auth, sizeof(auth), "Authorization: %s", token);
-	h = curl_slist_append(h, auth);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, u);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
-	if (sink != NULL)
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
-	if (body != NULL)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	if (sink != NULL)
-		fclose(sink);
-	return status;
-}
-
 static void
 delete_feature(void *arg)
 {
@@ -293,17 +256,17 @@ itest_unleash_feature(const char *name)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);	/* before itest_run's atexit */
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"type\":\"release\"}", name);
-	if ((st = unleash_call("POST", "projects/default/features", body)) / 100 != 2)
+	if ((st = itest_unleash_call("POST", "/projects/default/features", body)) / 100 != 2)
 		fail_msg("creating Unleash feature %s: HTTP %ld (set CUTOVER_TEST_UNLEASH_URL "
 		    "and CUTOVER_TEST_UNLEASH_TOKEN; scripts/test does)", name, st);
 	assert_non_null(copy = strdup(name));
 	itest_on_cleanup(delete_feature, copy);
-	snprintf(path, sizeof(path), "projects/default/features/%s/environments/production/"
+	snprintf(path, sizeof(path), "/projects/default/features/%s/environments/production/"
 	    "strategies", name);
 	snprintf(body, sizeof(body), "{\"name\":\"flexibleRollout\",\"constraints\":[],"
 	    "\"parameters\":{\"rollout\":\"100\",\"stickiness\":\"default\","
 	    "\"groupId\":\"%s\"}}", name);
-	if ((st = unleash_call("POST", path, body)) / 100 != 2)
+	if ((st = itest_unleash_call("POST", path, body)) / 100 != 2)
 		fail_msg("a strategy for Unleash feature %s: HTTP %ld", name, st);
 }
 

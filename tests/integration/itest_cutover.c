@@ -332,17 +332,6 @@ icut_flagoff_teardown(void **state)
 int
 icut_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(icut_dir, sizeof(icut_dir), "%s/itest_cutover.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(icut_dir) == NULL)
-		return 1;
-	rc = itest_main(tests, n, argc, argv);
-	itest_cleanup();	/* what the last test left, while its plan file exists */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", icut_dir);
-	if (system(cmd) != 0 && rc == 0)
-		rc = 1;
-	return rc;
+	return itest_main_in_temp_dir(tests, n, argc, argv, icut_dir, sizeof(icut_dir),
+	    "itest_cutover");
 }

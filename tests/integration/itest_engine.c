@@ -162,3 +162,24 @@ ieng_cleanup_broker(void)
 	plan_free(p);
 	ieng_planfile[0] = '\0';
 }
+
+void
+ieng_wait_step(int idx, const char *status, int timeout_ms)
+{
+	char now[32];
+
+	for (int waited = 0; waited <= timeout_ms; waited += 20) {
+		ieng_step_status(idx, now, sizeof(now));
+		if (strcmp(now, status) == 0)
+			return;
+		itest_sleep_ms(20);
+	}
+	fail_msg("step %d is %s, not %s, after %d ms", idx + 1, now, status, timeout_ms);
+}
+
+int
+ieng_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
+{
+	return itest_main_in_temp_dir(tests, n, argc, argv, ieng_dir, sizeof(ieng_dir),
+	    "itest_engine");
+}

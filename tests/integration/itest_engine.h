@@ -44,6 +44,11 @@ void ieng_queue_in_the_way(struct step_ctx *c, char *name, size_t namelen);
  * cannot be opened). */
 void ieng_step_status(int idx, char *out, size_t outlen);
 
+/* Waits (TIMEOUT_MS at most, looking every 20 ms) until step IDX
+ * (0-based) of the test's plan is STATUS; fails the test, naming the
+ * status it has, otherwise. */
+void ieng_wait_step(int idx, const char *status, int timeout_ms);
+
 /* The test's old path: one classic delay queue PREFIX.old of 1 s into
  * PREFIX.dest, both declared through the test's plan's broker. Fails the
  * test when it cannot. */
@@ -62,5 +67,10 @@ int ieng_run(void);
 /* Reads the test's plan's history into T; fails the test unless the plan
  * is STATUS. */
 void ieng_history(struct itest_history *t, const char *status);
+
+/* Runs the N tests in TESTS as a test_engine*.c program's main does:
+ * itest_main in a temporary directory of their own (ieng_dir), removed
+ * after; returns its exit status. */
+int ieng_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

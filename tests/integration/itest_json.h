@@ -13,4 +13,9 @@
  * member or it is not an integer (O may be NULL: that fails too). */
 int64_t ijson_int(const json_t *o, const char *key);
 
+/* The first element of array A (a listing, a result's list of queues)
+ * whose member "name" is the string NAME, or NULL when none is (or A is
+ * not an array). */
+const json_t *ijson_named(const json_t *a, const char *name);
+
 #endif

@@ -1,6 +1,7 @@
 /* itest_move_old: the move_old tests' plan, old queues, runs and readers
  * (itest_move_old.h). */
 #include "itest_move_old.h"
+#include "itest_json.h"
 #include "itest_plan.h"
 #include "store.h"
 
@@ -100,16 +101,10 @@ imove_old_queue_to(const char *name, int64_t ttl_ms, const char *dlx, const char
 	size_t n = 0;
 	char err[1024];
 
-	memset(a, 0, sizeof(a));
-	snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
-	a[n].is_int = true;
-	a[n++].num = ttl_ms;
-	snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
-	snprintf(a[n++].str, sizeof(a[0].str), "%s", dlx);
-	if (dlk != NULL) {
-		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
-		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
-	}
+	itest_arg_int(&a[n++], "x-message-ttl", ttl_ms);
+	itest_arg_str(&a[n++], "x-dead-letter-exchange", dlx);
+	if (dlk != NULL)
+		itest_arg_str(&a[n++], "x-dead-letter-routing-key", dlk);
 	if (broker_queue_declare(imove_ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
 		fail_msg("declaring %s: %s", name, err);
 }
@@ -240,14 +235,11 @@ imove_crash_after_confirm_in(int64_t now_ms, const char *db, int64_t plan_id)
 const json_t *
 imove_entry_in(const json_t *r, const char *list, const char *name)
 {
-	const json_t *e;
-	size_t i;
+	const json_t *e = ijson_named(json_object_get(r, list), name);
 
-	json_array_foreach(json_object_get(r, list), i, e)
-		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
-			return e;
-	fail_msg("no entry for %s in the result's %s", name, list);
-	return NULL;
+	if (e == NULL)
+		fail_msg("no entry for %s in the result's %s", name, list);
+	return e;
 }
 
 const json_t *

@@ -20,42 +20,20 @@ iold_set_prefix(void)
 struct plan *
 iold_load_plan(const char *old_yaml, const char *allowance)
 {
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char yaml[4096], line[512];
-	const char *amqp = getenv("CUTOVER_TEST_AMQP"), *mgmt = getenv("CUTOVER_TEST_MGMT");
+	char yaml[4096], broker[1024];
 
-	if (amqp == NULL || mgmt == NULL || getenv("CUTOVER_TEST_USER") == NULL ||
-	    getenv("CUTOVER_TEST_PASSWORD") == NULL)
-		fail_msg("set CUTOVER_TEST_AMQP, CUTOVER_TEST_MGMT, CUTOVER_TEST_USER and "
-		    "CUTOVER_TEST_PASSWORD (scripts/test does)");
+	itest_broker_yaml(NULL, broker, sizeof(broker));
 	snprintf(yaml, sizeof(yaml),
 	    "name: itest-old\n"
-	    "broker:\n"
-	    "  amqp: %s\n"
-	    "  management: %s\n"
-	    "  username: %s\n"
-	    "  password: env:CUTOVER_TEST_PASSWORD\n"
+	    "%s"
 	    "old:\n"
 	    "%s"
-	    "ladder:\n"
-	    "  naming: cutover\n"
-	    "  prefix: %sladder\n"
-	    "  unit: 1s\n"
-	    "  levels: 8\n"
-	    "  queue_type: quorum\n"
-	    "  destinations: [%sdest]\n"
-	    "  create_destinations: true\n"
+	    "ladder: { naming: cutover, prefix: %sladder, unit: 1s, levels: 8,\n"
+	    "          queue_type: quorum, destinations: [%sdest], create_destinations: true }\n"
 	    "watch: { allowance: %s }\n"
 	    "steps: [measure_horizon, declare_ladder, verify_ladder]\n",
-	    amqp, mgmt, getenv("CUTOVER_TEST_USER"), old_yaml, iold_prefix, iold_prefix, allowance);
-	if (plan_load_buffer("itest-old.yaml", yaml, strlen(yaml), &p, &errs) != 0) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", plan_error_format(&errs, i, line, sizeof(line)));
-		plan_errors_free(&errs);
-		fail_msg("test plan does not load");
-	}
-	return p;
+	    broker, old_yaml, iold_prefix, iold_prefix, allowance);
+	return itest_plan_load("itest-old.yaml", yaml);
 }
 
 struct plan *

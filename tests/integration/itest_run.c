@@ -303,6 +303,23 @@ itest_count(const struct itest_history *h, const char *kind)
 	return n;
 }
 
+void
+itest_expect_counts(const struct itest_history *h, const char *counts)
+{
+	char kind[48], wrong[1024] = "";
+	size_t len = 0;
+	int want, got, used;
+
+	for (const char *p = counts; sscanf(p, " %47[^= ]=%d%n", kind, &want, &used) == 2;
+	    p += used) {
+		if ((got = itest_count(h, kind)) != want && len < sizeof(wrong))
+			len += (size_t)snprintf(wrong + len, sizeof(wrong) - len,
+			    "%s%s: %d, not %d", len ? "; " : "", kind, got, want);
+	}
+	if (wrong[0] != '\0')
+		fail_msg("the history's events: %s", wrong);
+}
+
 int
 itest_count_named(const struct itest_history *h, const char *kind, const char *name)
 {
@@ -384,6 +401,28 @@ int
 itest_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
 	return itest_main_group(tests, n, argc, argv, NULL, NULL);
+}
+
+int
+itest_main_in_temp_dir(const struct CMUnitTest *tests, size_t n, int argc, char **argv,
+    char *dir, size_t dirlen, const char *name)
+{
+	char cmd[600];
+	int rc;
+
+	if (itest_temp_dir(dir, dirlen, name) != 0) {
+		fprintf(stderr, "itest_main_in_temp_dir: cannot make %s under TMPDIR: %s\n",
+		    name, strerror(errno));
+		return 1;
+	}
+	rc = itest_main(tests, n, argc, argv);
+	itest_cleanup();	/* what the last test left, while its files exist */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "itest_main_in_temp_dir: could not remove %s\n", dir);
+		rc = rc ? rc : 1;
+	}
+	return rc;
 }
 
 /* The first port of the kernel's ephemeral range (32768 when unreadable). */

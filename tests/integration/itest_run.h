@@ -120,10 +120,19 @@ int itest_main_group(const struct CMUnitTest *tests, size_t n, int argc, char **
 /* itest_main_group without a group setup or teardown. */
 int itest_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
+/* Runs the N tests in TESTS as itest_main does, in a new temporary
+ * directory NAME.XXXXXX (itest_temp_dir; its path into DIR, DIRLEN bytes)
+ * that the tests write their files into; after the last test, runs what it
+ * left (itest_cleanup, while its files still exist) and removes the
+ * directory. Returns what cmocka returns, or 1 when the directory cannot
+ * be made or removed. */
+int itest_main_in_temp_dir(const struct CMUnitTest *tests, size_t n, int argc,
+    char **argv, char *dir, size_t dirlen, const char *name);
+
 /* ITEST_MAIN(RUN, TEST...): main() of an integration test program — its
  * TESTs (a cmocka_unit_test or one of its kin), in order, handed with the
  * command line to RUN (itest_main, or a feature's own runner of the same
- * arguments: icut_main, iapi_main), whose status it returns. */
+ * arguments: icut_main, iapi_main, ieng_main), whose status it returns. */
 #define ITEST_MAIN(run, ...)                                                   \
 	int main(int argc, char **argv)                                        \
 	{                                                                      \
@@ -139,6 +148,11 @@ void itest_read_history(const char *db, const char *name, struct itest_history *
 
 /* How many events of KIND H holds. */
 int itest_count(const struct itest_history *h, const char *kind);
+
+/* Fails the test unless H holds, for each "KIND=N" of the space-separated
+ * list COUNTS, exactly N events of KIND; the failure names every kind
+ * whose count is wrong, what was wanted and what H holds. */
+void itest_expect_counts(const struct itest_history *h, const char *counts);
 
 /* How many events of KIND H holds whose details name NAME. */
 int itest_count_named(const struct itest_history *h, const char *kind,

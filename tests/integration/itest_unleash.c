@@ -69,7 +69,7 @@ unleash_answer(const char *method, const char *path, const char *body,
 	curl_easy_setopt(cu, CURLOPT_URL, url);
 	curl_easy_setopt(cu, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, 30000L);
 	curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, keep);
 	curl_easy_setopt(cu, CURLOPT_WRITEDATA, out != NULL ? out : &sink);
 	if (body != NULL)
@@ -81,8 +81,8 @@ unleash_answer(const char *method, const char *path, const char *body,
 	return status;
 }
 
-static long
-unleash(const char *method, const char *path, const char *body)
+long
+itest_unleash_call(const char *method, const char *path, const char *body)
 {
 	return unleash_answer(method, path, body, NULL);
 }
@@ -95,7 +95,7 @@ itest_feature_set(const char *name, bool on)
 
 	snprintf(path, sizeof(path), "/projects/default/features/%s/environments/"
 	    "production/%s", name, on ? "on" : "off");
-	if ((st = unleash("POST", path, NULL)) != 200)
+	if ((st = itest_unleash_call("POST", path, NULL)) != 200)
 		fail_msg("turning feature '%s' %s: HTTP %ld", name, on ? "on" : "off", st);
 }
 
@@ -106,7 +106,7 @@ itest_feature_create(const char *name)
 	long st;
 
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"type\":\"release\"}", name);
-	if ((st = unleash("POST", "/projects/default/features", body)) != 201 &&
+	if ((st = itest_unleash_call("POST", "/projects/default/features", body)) != 201 &&
 	    st != 200)
 		fail_msg("creating feature '%s': HTTP %ld", name, st);
 	itest_feature_set(name, true);
@@ -131,7 +131,7 @@ itest_feature_delete(const char *name)
 	int waited;
 
 	snprintf(path, sizeof(path), "/projects/default/features/%s", name);
-	if ((st = unleash("DELETE", path, NULL)) / 100 != 2) {
+	if ((st = itest_unleash_call("DELETE", path, NULL)) / 100 != 2) {
 		fprintf(stderr, "itest: archiving feature %s: HTTP %ld\n", name, st);
 		return;
 	}
@@ -151,6 +151,6 @@ itest_feature_delete(const char *name)
 		clock_sleep_ms(100);
 	}
 	snprintf(path, sizeof(path), "/archive/%s", name);
-	if ((st = unleash("DELETE", path, NULL)) / 100 != 2)
+	if ((st = itest_unleash_call("DELETE", path, NULL)) / 100 != 2)
 		fprintf(stderr, "itest: deleting feature %s: HTTP %ld\n", name, st);
 }

@@ -8,6 +8,12 @@
 
 #include <stdbool.h>
 
+/* One admin API call: METHOD /api/admin PATH (PATH starts with '/') with
+ * JSON BODY (or NULL), the answer dropped. Returns the HTTP status, 0
+ * when there was no answer; fails the test when CUTOVER_TEST_UNLEASH_URL
+ * or _TOKEN is not set. */
+long itest_unleash_call(const char *method, const char *path, const char *body);
+
 /* Creates feature NAME (type release) and turns it on. */
 void itest_feature_create(const char *name);
 

@@ -124,6 +124,10 @@ void iwatch_old_queue(struct step_ctx *c, const char *name);
  * happened after the flip. Its end still waits for markers of its own. */
 void iwatch_flip_long_ago(struct fixture *f);
 
+/* iwatch_flip_long_ago, then the first tick after it, which must go on;
+ * fails the test, with the watch's error, when it does not. */
+void iwatch_tick_after_the_flip(struct fixture *f);
+
 /* Ticks on (one interval apart) while the watch's status says it waits
  * for the statistics to count up to its deadline (watch_stats.c), so
  * that the status asserted next is what it waits for besides; fails the

@@ -133,9 +133,7 @@ test_get(void **state)
 	char err[512] = "";
 
 	iamqp_need_broker();
-	q = iamqp_queue_name(c, "get");
-	assert_int_equal(broker_queue_declare(c->b, q, true, NULL, 0, err,
-	    sizeof(err)), 0);
+	q = iamqp_declared_queue(c, "get");
 	assert_int_equal(broker_get(c->b, q, false, &d, err, sizeof(err)),
 	    BROKER_EMPTY);
 

@@ -81,9 +81,7 @@ test_inspect_counts(void **state)
 	int i;
 
 	iamqp_need_broker();
-	q = iamqp_queue_name(c, "counts");
-	assert_int_equal(broker_queue_declare(c->b, q, true, NULL, 0, err,
-	    sizeof(err)), 0);
+	q = iamqp_declared_queue(c, "counts");
 	for (i = 0; i < 5; i++)
 		iamqp_publish_to_queue(c->b, q, "m");
 	/* Confirmed means enqueued: the passive declare is exact at once. */

@@ -96,11 +96,8 @@ test_gate_approved_from_another_process(void **state)
 	assert_int_equal(ieng_run(), 0);
 
 	ieng_history(&t, "succeeded");
-	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
-	assert_int_equal(itest_count(&t, "step.waiting_approval"), 1);
-	assert_int_equal(itest_count(&t, "step.approved"), 1);
-	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
-	assert_int_equal(itest_count(&t, "plan.succeeded"), 1);
+	itest_expect_counts(&t, "plan.submitted=1 step.waiting_approval=1 step.approved=1 "
+	    "step.succeeded=2 plan.succeeded=1");
 	for (i = 0; i < t.n; i++)
 		if (strcmp(t.kinds[i], "step.approved") == 0)
 			assert_string_equal(t.actors[i], "alice");
@@ -144,10 +141,7 @@ test_failed_step_retried(void **state)
 	assert_int_equal(itest_cutover("retry", "--db", ieng_db, ieng_plan_name, "1", "--as", "bob", NULL), 0);
 	assert_int_equal(ieng_run(), 0);
 	ieng_history(&t, "succeeded");
-	assert_int_equal(itest_count(&t, "step.failed"), 1);
-	assert_int_equal(itest_count(&t, "plan.failed"), 1);
-	assert_int_equal(itest_count(&t, "step.retry"), 1);
-	assert_int_equal(itest_count(&t, "step.succeeded"), 2);
+	itest_expect_counts(&t, "step.failed=1 plan.failed=1 step.retry=1 step.succeeded=2");
 	ieng_cleanup_broker();
 }
 
@@ -157,20 +151,13 @@ test_killed_during_canary_resumes(void **state)
 	struct itest_history t;
 	char status[32];
 	pid_t pid;
-	int i;
 
 	(void)state;
 	set_names("kill");
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	/* Kill it while the canary's messages are in the ladder. */
-	for (i = 0; i < 3000; i++) {	/* up to 60 s */
-		ieng_step_status(2, status, sizeof(status));
-		if (strcmp(status, "running") == 0)
-			break;
-		itest_sleep_ms(20);
-	}
-	assert_string_equal(status, "running");
+	ieng_wait_step(2, "running", 60000);
 	assert_true(wait_ladder_holds(30000));
 	kill(pid, SIGKILL);
 	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
@@ -181,8 +168,7 @@ test_killed_during_canary_resumes(void **state)
 	assert_int_equal(ieng_run(), 0);
 	ieng_history(&t, "succeeded");
 	/* The steps that had finished did not run again. */
-	assert_int_equal(itest_count(&t, "step.started"), 3);
-	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
+	itest_expect_counts(&t, "step.started=3 step.succeeded=3");
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	ieng_cleanup_broker();
 }
@@ -202,8 +188,7 @@ test_abort_before_the_flip(void **state)
 	/* The engine acts on the abort at its next turn: no rollback needed. */
 	assert_int_equal(ieng_run(), 1);
 	ieng_history(&t, "aborted");
-	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
-	assert_int_equal(itest_count(&t, "rollback.requested"), 0);
+	itest_expect_counts(&t, "plan.aborted=1 rollback.requested=0");
 	assert_int_equal(itest_cutover("abort", "--db", ieng_db, ieng_plan_name, "--as", "carol", NULL), 1);
 	/* The aborted plan holds its name until archived. */
 	assert_int_equal(ieng_run(), 1);
@@ -298,7 +283,7 @@ file_port(const char *file)
 static void
 test_wall_clock_stepped_back(void **state)
 {
-	char status[32], out[320];
+	char out[320];
 	pid_t pid;
 	int i;
 
@@ -314,13 +299,7 @@ test_wall_clock_stepped_back(void **state)
 	assert_int_equal(itest_cutover("approve", "--db", ieng_db, ieng_plan_name, "verify_ladder",
 	    "--as", "alice", NULL), 0);
 	/* verify_ladder runs at the engine's next turn, not an hour later. */
-	for (i = 0; i < 1000; i++) {	/* up to 20 s */
-		ieng_step_status(1, status, sizeof(status));
-		if (strcmp(status, "succeeded") == 0)
-			break;
-		itest_sleep_ms(20);
-	}
-	assert_string_equal(status, "succeeded");
+	ieng_wait_step(1, "succeeded", 20000);
 	assert_int_equal(itest_stop(pid), 0);
 	assert_int_equal(itest_cutover("history", "--db", ieng_db, "--verify", NULL), 0);
 	ieng_cleanup_broker();
@@ -390,34 +369,14 @@ test_plan_that_no_longer_loads(void **state)
 	assert_int_equal(file_count(out, "loads again"), 1);
 	assert_int_equal(itest_stop(pid), 0);
 	itest_read_history(ieng_db, ieng_plan_name, &t, status, sizeof(status));
-	assert_int_equal(itest_count(&t, "alert.acked"), 1);
-	assert_int_equal(itest_count(&t, "plan.cannot_run"), 1);
+	itest_expect_counts(&t, "alert.acked=1 plan.cannot_run=1");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gate_approved_from_another_process),
-		cmocka_unit_test(test_failed_step_retried),
-		cmocka_unit_test(test_killed_during_canary_resumes),
-		cmocka_unit_test(test_abort_before_the_flip),
-		cmocka_unit_test(test_tampered_history_is_detected),
-		cmocka_unit_test(test_wall_clock_stepped_back),
-		cmocka_unit_test(test_plan_that_no_longer_loads),
-	};
-	const char *tmp = getenv("TMPDIR");
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_engine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	if (getenv("CUTOVER_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CUTOVER_TEST_FILTER"));
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	itest_cleanup();	/* what the last test left, while its plan file exists */
-	snprintf(ieng_planfile, sizeof(ieng_planfile), "rm -rf '%s'", ieng_dir);
-	if (system(ieng_planfile) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test(test_gate_approved_from_another_process),
+	cmocka_unit_test(test_failed_step_retried),
+	cmocka_unit_test(test_killed_during_canary_resumes),
+	cmocka_unit_test(test_abort_before_the_flip),
+	cmocka_unit_test(test_tampered_history_is_detected),
+	cmocka_unit_test(test_wall_clock_stepped_back),
+	cmocka_unit_test(test_plan_that_no_longer_loads))

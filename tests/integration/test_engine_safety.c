@@ -249,21 +249,6 @@ cleanup(void **state)
 
 /* ---- helpers reading the database and the binary's output ---- */
 
-/* Waits (up to 120 s) until step IDX is STATUS; fails the test otherwise. */
-static void
-wait_step(int idx, const char *status)
-{
-	char now[32];
-
-	for (int i = 0; i < 6000; i++) {
-		ieng_step_status(idx, now, sizeof(now));
-		if (strcmp(now, status) == 0)
-			return;
-		itest_sleep_ms(20);
-	}
-	fail_msg("step %d is %s, not %s, after 120 s", idx + 1, now, status);
-}
-
 /* Runs the cutover binary with ARGS (a shell word list, already quoted)
  * and CUTOVER_FAULT unset; its stdout and stderr go into OUT. Returns its
  * exit status. */
@@ -327,7 +312,7 @@ test_second_engine_refused(void **state)
 	ieng_set_names("owner");
 	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
 	holder = itest_start_run(ieng_db, ieng_planfile, NULL);
-	wait_step(2, "running");
+	ieng_wait_step(2, "running", 120000);
 	/* A second engine on the same database exits at once, naming the
 	 * holder; read-only verbs still work. */
 	assert_int_equal(run_captured(out, sizeof(out), "run --db '%s' '%s'", ieng_db,
@@ -349,10 +334,8 @@ test_second_engine_refused(void **state)
 	assert_int_equal(itest_wait(holder), 128 + SIGKILL);
 	assert_int_equal(ieng_run(), 0);
 	ieng_history(&t, "succeeded");
-	assert_int_equal(itest_count(&t, "plan.submitted"), 1);
-	assert_int_equal(itest_count(&t, "step.started"), 3);
-	assert_int_equal(itest_count(&t, "step.succeeded"), 3);
-	assert_int_equal(itest_count(&t, "plan.succeeded"), 1);
+	itest_expect_counts(&t, "plan.submitted=1 step.started=3 step.succeeded=3 "
+	    "plan.succeeded=1");
 }
 
 /* ---- a confirmed flip is not sent again ---- */
@@ -390,9 +373,7 @@ test_confirmed_flip_not_resent(void **state)
 	assert_int_equal(flag_calls, 2);
 	assert_false(flag_on);
 	ieng_history(&t, "aborted");
-	assert_int_equal(itest_count(&t, "flip.requested"), 1);
-	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
-	assert_int_equal(itest_count(&t, "rollback.confirmed"), 1);
+	itest_expect_counts(&t, "flip.requested=1 flip.confirmed=1 rollback.confirmed=1");
 }
 
 /* ---- commands checked against the state each finds ---- */
@@ -432,9 +413,7 @@ test_abort_then_retry_in_one_poll(void **state)
 	    NULL), 0);
 	assert_int_equal(ieng_run(), 1);
 	ieng_history(&t, "aborted");
-	assert_int_equal(itest_count(&t, "plan.aborted"), 1);
-	assert_int_equal(itest_count(&t, "step.retry"), 0);
-	assert_int_equal(itest_count(&t, "command.refused"), 1);
+	itest_expect_counts(&t, "plan.aborted=1 step.retry=0 command.refused=1");
 	assert_int_equal(sql(outcome, sizeof(outcome),
 	    "SELECT outcome FROM commands WHERE kind = 'retry'"), 0);
 	if (strncmp(outcome, "refused", 7) != 0 || strstr(outcome, "aborted") == NULL)
@@ -566,7 +545,7 @@ test_watch_survives_locked_database(void **state)
 	    "100ms");
 	ieng_make_old_path();
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
-	wait_step(5, "running");
+	ieng_wait_step(5, "running", 120000);
 	/* Another writer holds the database for twice the busy timeout (5 s):
 	 * the fault itself, not a wait for something. */
 	assert_int_equal(sqlite3_open(ieng_db, &h), SQLITE_OK);
@@ -577,8 +556,7 @@ test_watch_survives_locked_database(void **state)
 	sqlite3_close(h);
 	assert_int_equal(itest_wait(pid), 0);
 	ieng_history(&t, "succeeded");
-	assert_int_equal(itest_count(&t, "step.failed"), 0);
-	assert_int_equal(itest_count(&t, "flip.requested"), 1);
+	itest_expect_counts(&t, "step.failed=0 flip.requested=1");
 	assert_int_equal(flag_calls, 1);
 }
 
@@ -666,9 +644,7 @@ test_flip_confirmed_when_the_write_lands(void **state)
 	assert_true(flag_on);
 	assert_int_equal(slow_on_writes, 1);
 	assert_int_equal(slow_max_inflight, 1);
-	assert_int_equal(itest_count(&t, "flag.in_doubt"), 1);
-	assert_int_equal(itest_count(&t, "flip.confirmed"), 1);
-	assert_int_equal(itest_count(&t, "flip.failed"), 0);
+	itest_expect_counts(&t, "flag.in_doubt=1 flip.confirmed=1 flip.failed=0");
 	assert_int_equal(sql(out, sizeof(out), "SELECT (SELECT id FROM events WHERE kind = "
 	    "'flip.confirmed') > (SELECT id FROM events WHERE kind = 'flag.in_doubt')"), 0);
 	assert_string_equal(out, "1");
@@ -765,33 +741,14 @@ test_truncated_history_detected(void **state)
 		fail_msg("verify did not name the truncation");
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
-		cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
-		cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
-		cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
-		cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
-		cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
-		cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
-		cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
-		cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
-		cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop),
-	};
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_safety.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	if (getenv("ITEST_FILTER") != NULL)     /* one test: ITEST_FILTER=test_x */
-		cmocka_set_test_filter(getenv("ITEST_FILTER"));
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ieng_dir);
-	if (system(cmd) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test_teardown(test_second_engine_refused, cleanup),
+	cmocka_unit_test_teardown(test_confirmed_flip_not_resent, cleanup),
+	cmocka_unit_test_teardown(test_abort_then_retry_in_one_poll, cleanup),
+	cmocka_unit_test_teardown(test_api_refused_command_answered, serve_stop),
+	cmocka_unit_test_teardown(test_watch_survives_locked_database, cleanup),
+	cmocka_unit_test_teardown(test_truncated_history_detected, cleanup),
+	cmocka_unit_test_teardown(test_abort_with_write_in_doubt, cleanup),
+	cmocka_unit_test_teardown(test_flip_confirmed_when_the_write_lands, cleanup),
+	cmocka_unit_test_teardown(test_flip_after_refused_writes, cleanup),
+	cmocka_unit_test_teardown(test_serve_resumes_the_settle_window, serve_stop))

@@ -117,6 +117,20 @@ declare_destinations(struct step_ctx *c)
 			    err);
 }
 
+/* The plan of a quorum ladder of LEVELS levels of UNIT (cutover_plan), its
+ * ladder declared through C (which it opens) onto destination queues
+ * declared as their consumers would; fails the test when any of it fails. */
+static struct plan *
+declared_ladder(struct step_ctx *c, const char *unit, int levels)
+{
+	struct plan *p = cutover_plan(unit, levels, "quorum");
+
+	open_ctx(c, p);
+	declare_destinations(c);
+	run_ok(step_declare_ladder, c);
+	return p;
+}
+
 static void
 delete_destinations(struct step_ctx *c)
 {
@@ -152,7 +166,6 @@ test_declare_twice_verify_each_naming(void **state)
 		int nbad;
 
 		open_ctx(&c, p);
-	declare_destinations(&c);
 		declare_destinations(&c);
 		t0 = now_ms();
 		run_ok(step_declare_ladder, &c);
@@ -191,6 +204,27 @@ json_obj(const char *text)
 	return j;
 }
 
+/* Puts policy POLICY of DEFINITION (JSON) on the queues PATTERN matches,
+ * checks that verify_ladder says WANT of queue NAME, and deletes the
+ * policy; fails the test when any of it fails. */
+static void
+policy_drift(struct step_ctx *c, const char *policy, const char *definition,
+    const char *pattern, const char *name, const char *want)
+{
+	json_t *j = json_obj(definition);
+	char err[512];
+	int nbad;
+
+	if (mgmt_put_policy(c->mgmt, policy, pattern, "queues", 5, j, err, sizeof(err)) != 0)
+		fail_msg("putting policy %s %s: %s", policy, definition, err);
+	json_decref(j);
+	if (strstr(verify_status(c, "queue", name, &nbad), want) == NULL)
+		fail_msg("with policy %s, verify_ladder does not say '%s' of %s", definition,
+		    want, name);
+	if (mgmt_delete_policy(c->mgmt, policy, err, sizeof(err)) != 0)
+		fail_msg("deleting policy %s: %s", policy, err);
+}
+
 static void
 test_drift_is_reported_by_name(void **state)
 {
@@ -198,7 +232,6 @@ test_drift_is_reported_by_name(void **state)
 	struct step_ctx c;
 	char name[128], name2[128], key[128], dest[128], err[1024], pattern[160];
 	char pol_ttl[96], pol_dls[96];
-	json_t *j;
 	int nbad;
 
 	(void)state;
@@ -208,10 +241,7 @@ test_drift_is_reported_by_name(void **state)
 	snprintf(pol_dls, sizeof(pol_dls), "%s-dls", itest_run_id());
 	itest_policy_cleanup(pol_ttl);
 	itest_policy_cleanup(pol_dls);
-	p = cutover_plan("1s", 6, "quorum");
-	open_ctx(&c, p);
-	declare_destinations(&c);
-	run_ok(step_declare_ladder, &c);
+	p = declared_ladder(&c, "1s", 6);
 	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
 
 	/* A deleted level binding. */
@@ -234,20 +264,12 @@ test_drift_is_reported_by_name(void **state)
 	/* A policy overriding message-ttl on one level queue. */
 	ladder_level_queue(&p->ladder, 4, name, sizeof(name));
 	snprintf(pattern, sizeof(pattern), "^%s$", name);
-	j = json_obj("{\"message-ttl\": 3000}");
-	assert_int_equal(mgmt_put_policy(c.mgmt, pol_ttl, pattern, "queues", 5, j,
-	    err, sizeof(err)), 0);
-	json_decref(j);
-	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "message-ttl = 3000"));
-	assert_int_equal(mgmt_delete_policy(c.mgmt, pol_ttl, err, sizeof(err)), 0);
+	policy_drift(&c, pol_ttl, "{\"message-ttl\": 3000}", pattern, name,
+	    "message-ttl = 3000");
 
 	/* A policy downgrading dead-lettering to at-most-once. */
-	j = json_obj("{\"dead-letter-strategy\": \"at-most-once\"}");
-	assert_int_equal(mgmt_put_policy(c.mgmt, pol_dls, pattern, "queues", 5, j,
-	    err, sizeof(err)), 0);
-	json_decref(j);
-	assert_non_null(strstr(verify_status(&c, "queue", name, &nbad), "at-most-once"));
-	assert_int_equal(mgmt_delete_policy(c.mgmt, pol_dls, err, sizeof(err)), 0);
+	policy_drift(&c, pol_dls, "{\"dead-letter-strategy\": \"at-most-once\"}", pattern,
+	    name, "at-most-once");
 	assert_string_equal(verify_status(&c, "queue", "", &nbad), "ok");
 	assert_int_equal(nbad, 0);
 
@@ -345,10 +367,7 @@ test_routing_through_the_ladder(void **state)
 
 	(void)state;
 	set_prefix("route");
-	p = cutover_plan("50ms", 8, "quorum");
-	open_ctx(&c, p);
-	declare_destinations(&c);
-	run_ok(step_declare_ladder, &c);
+	p = declared_ladder(&c, "50ms", 8);
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 	assert_int_equal(broker_consume(c.amqp, dest, 0, err, sizeof(err)), 0);
 
@@ -441,10 +460,7 @@ test_teardown_refuses_while_messages_wait(void **state)
 
 	(void)state;
 	set_prefix("hold");
-	p = cutover_plan("1s", 8, "quorum");
-	open_ctx(&c, p);
-	declare_destinations(&c);
-	run_ok(step_declare_ladder, &c);
+	p = declared_ladder(&c, "1s", 8);
 	snprintf(dest, sizeof(dest), "%s.email.delivery", prefix);
 	assert_int_equal(ladder_routing_key(&p->ladder, 200, dest, key, sizeof(key),
 	    err, sizeof(err)), 0);

@@ -95,23 +95,14 @@ queue(const char *name, int64_t ttl_ms, int64_t expires_ms, const char *dlx,
 	size_t n = 0;
 	char err[1024];
 
-	memset(a, 0, sizeof(a));
 	if (ttl_ms > 0) {
-		snprintf(a[n].key, sizeof(a[n].key), "x-message-ttl");
-		a[n].is_int = true;
-		a[n++].num = ttl_ms;
-		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-exchange");
-		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlx);
+		itest_arg_int(&a[n++], "x-message-ttl", ttl_ms);
+		itest_arg_str(&a[n++], "x-dead-letter-exchange", dlx);
 	}
-	if (dlk != NULL) {
-		snprintf(a[n].key, sizeof(a[n].key), "x-dead-letter-routing-key");
-		snprintf(a[n++].str, sizeof(a[0].str), "%s", dlk);
-	}
-	if (expires_ms > 0) {
-		snprintf(a[n].key, sizeof(a[n].key), "x-expires");
-		a[n].is_int = true;
-		a[n++].num = expires_ms;
-	}
+	if (dlk != NULL)
+		itest_arg_str(&a[n++], "x-dead-letter-routing-key", dlk);
+	if (expires_ms > 0)
+		itest_arg_int(&a[n++], "x-expires", expires_ms);
 	if (broker_queue_declare(imove_ctx.amqp, name, true, a, n, err, sizeof(err)) != 0)
 		fail_msg("declaring %s: %s", name, err);
 }

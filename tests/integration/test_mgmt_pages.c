@@ -3,6 +3,7 @@
  * all seen once and as the unpaginated listing shows them; and queues
  * deleted and created between pages, where every queue there throughout
  * must still be listed. */
+#include "itest_json.h"
 #include "itest_mgmt.h"
 
 #define NQUEUES		1200	/* more than two pages of 500 */
@@ -76,13 +77,7 @@ count_ours(const struct ctx *c, const json_t *l)
 static bool
 listed(const json_t *l, const char *name)
 {
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(l, i, e)
-		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
-			return true;
-	return false;
+	return ijson_named(l, name) != NULL;
 }
 
 /* 1,200 queues: in pages of 500 (ONE_MAX 0), or in one request (the

@@ -51,18 +51,20 @@ put(struct broker *b, const struct ladder *l, const char *body, int64_t delay_ms
 	return at + (int64_t)units * l->unit_ms;
 }
 
-/* The new ladder's plan (prefix newl, 100 ms units, quorum), with
- * DESTINATIONS. */
+/* Plan NAME: a new ladder NEW_PREFIX (100 ms units, quorum) into
+ * DESTINATIONS, moving from the old ladder OLD_PREFIX of OLD_LEVELS levels
+ * of 1 s. */
 static struct plan *
-new_ladder(const char *destinations)
+ladder_to_ladder(const char *name, const char *old_prefix, int old_levels,
+    const char *new_prefix, const char *destinations)
 {
 	char body[1024];
 
 	snprintf(body, sizeof(body),
 	    "old:\n"
-	    "  ladder: { naming: cutover, prefix: oldl, unit: 1s, levels: 6 }\n"
+	    "  ladder: { naming: cutover, prefix: %s, unit: 1s, levels: %d }\n"
 	    "ladder:\n"
-	    "  prefix: newl\n"
+	    "  prefix: %s\n"
 	    "  unit: 100ms\n"
 	    "  levels: 10\n"
 	    "  queue_type: quorum\n"
@@ -73,8 +75,44 @@ new_ladder(const char *destinations)
 	    "  stragglers: 1s\n"
 	    "watch:\n"
 	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n", destinations);
-	return imove_load("itest-newl", body);
+	    "steps: [measure_horizon, declare_ladder]\n", old_prefix, old_levels,
+	    new_prefix, destinations);
+	return imove_load(name, body);
+}
+
+/* The old ladder: plan NAME of a classic ladder PREFIX of LEVELS levels of
+ * 1 s into DESTINATIONS (created), declared through OC, which it opens;
+ * fails the test when any of it fails. */
+static struct plan *
+old_ladder(const char *name, const char *prefix, int levels, const char *destinations,
+    struct step_ctx *oc)
+{
+	char body[1024];
+	struct plan *p;
+
+	snprintf(body, sizeof(body),
+	    "old:\n"
+	    "  queues: { names: [nothing.here] }\n"
+	    "ladder:\n"
+	    "  prefix: %s\n"
+	    "  unit: 1s\n"
+	    "  levels: %d\n"
+	    "  queue_type: classic\n"
+	    "  destinations: [%s]\n"
+	    "  create_destinations: true\n"
+	    "steps: [measure_horizon, declare_ladder]\n", prefix, levels, destinations);
+	p = imove_load(name, body);
+	itest_ctx_open(oc, p);
+	itest_step_ok(step_declare_ladder, oc);
+	return p;
+}
+
+/* The new ladder's plan (prefix newl) from the old ladder oldl of 6
+ * levels, with DESTINATIONS. */
+static struct plan *
+new_ladder(const char *destinations)
+{
+	return ladder_to_ladder("itest-newl", "oldl", 6, "newl", destinations);
 }
 
 /* A new ladder without 'other.dest', which the old ladder delivers to:
@@ -120,19 +158,7 @@ test_ladder_rebuilt_never_early(void **state)
 	size_t got = 0, moved_got = 0;
 
 	(void)state;
-	old = imove_load("itest-oldl",
-	    "old:\n"
-	    "  queues: { names: [nothing.here] }\n"
-	    "ladder:\n"
-	    "  prefix: oldl\n"
-	    "  unit: 1s\n"
-	    "  levels: 6\n"
-	    "  queue_type: classic\n"
-	    "  destinations: [" LDEST ", other.dest]\n"
-	    "  create_destinations: true\n"
-	    "steps: [measure_horizon, declare_ladder]\n");
-	itest_ctx_open(&oc, old);
-	itest_step_ok(step_declare_ladder, &oc);
+	old = old_ladder("itest-oldl", "oldl", 6, LDEST ", other.dest", &oc);
 	for (int i = 0; i < NDELAY; i++) {
 		snprintf(msgs[i].body, sizeof(msgs[i].body), "ml-%d", i);
 		msgs[i].not_before_ms = put(oc.amqp, &old->ladder, msgs[i].body,
@@ -239,35 +265,8 @@ test_ladder_kill_after_confirm_one_id_across_levels(void **state)
 	json_t *st, *r;
 
 	(void)state;
-	old = imove_load("itest-oldk",
-	    "old:\n"
-	    "  queues: { names: [nothing.here] }\n"
-	    "ladder:\n"
-	    "  prefix: oldk\n"
-	    "  unit: 1s\n"
-	    "  levels: 4\n"
-	    "  queue_type: classic\n"
-	    "  destinations: [" LDEST "]\n"
-	    "  create_destinations: true\n"
-	    "steps: [measure_horizon, declare_ladder]\n");
-	itest_ctx_open(&oc, old);
-	itest_step_ok(step_declare_ladder, &oc);
-	imove_plan = imove_load("itest-newk",
-	    "old:\n"
-	    "  ladder: { naming: cutover, prefix: oldk, unit: 1s, levels: 4 }\n"
-	    "ladder:\n"
-	    "  prefix: newk\n"
-	    "  unit: 100ms\n"
-	    "  levels: 10\n"
-	    "  queue_type: quorum\n"
-	    "  destinations: [" LDEST "]\n"
-	    "move_old:\n"
-	    "  rate: 1000/s\n"
-	    "  prefetch: 4\n"
-	    "  stragglers: 1s\n"
-	    "watch:\n"
-	    "  allowance: 2s\n"
-	    "steps: [measure_horizon, declare_ladder]\n");
+	old = old_ladder("itest-oldk", "oldk", 4, LDEST, &oc);
+	imove_plan = ladder_to_ladder("itest-newk", "oldk", 4, "newk", LDEST);
 	itest_ctx_open(&imove_ctx, imove_plan);
 	itest_step_ok(step_declare_ladder, &imove_ctx);
 	ladder_level_queue(&old->ladder, 1, l1, sizeof(l1));

@@ -33,6 +33,22 @@ await_publishes(const char *const *names, const int64_t *publish, size_t n)
 	}
 }
 
+/* One message BODY into old queue Q and straight out again, as a producer
+ * still using it and its consumer would; then waits (await_publishes)
+ * until Q's publish counter reads PUBLISHED. */
+static void
+in_and_out(const char *q, const char *body, int64_t published)
+{
+	struct broker_delivery d = { 0 };
+	char err[1024];
+
+	imove_put(q, body, (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
+	if (broker_get(imove_ctx.amqp, q, false, &d, err, sizeof(err)) != 0)
+		fail_msg("taking '%s' back out of %s: %s", body, q, err);
+	broker_delivery_free(&d);
+	await_publishes(&q, &published, 1);
+}
+
 /* The watch's last sample, as its state has it, of queues NAMES[i] with
  * publish counters PUBLISH[i] (once the statistics show them). */
 static json_t *
@@ -92,6 +108,21 @@ text_of(const json_t *e, const char *key)
 	const char *s = json_string_value(json_object_get(e, key));
 
 	return s != NULL ? s : "";
+}
+
+/* The entry of old queue NAME in remove_old's result R, which must have
+ * OUTCOME and a reason that says REASON; fails the test, naming what it
+ * has, otherwise. */
+static const json_t *
+expect_removal(const json_t *r, const char *name, const char *outcome, const char *reason)
+{
+	const json_t *e = removal_of(r, name);
+
+	if (strcmp(text_of(e, "outcome"), outcome) != 0 ||
+	    strstr(text_of(e, "reason"), reason) == NULL)
+		fail_msg("%s: %s (%s), not %s saying '%s'", name, text_of(e, "outcome"),
+		    text_of(e, "reason"), outcome, reason);
+	return e;
 }
 
 static bool
@@ -223,10 +254,8 @@ test_remove_after_move_keeps_what_was_left(void **state)
 	 * is left for a person, with the step failing. */
 	imove_ctx.now_ms = until + imove_plan->watch.allowance_ms + SEC;
 	rr = remove_after(m, r, w, &rc);
-	e = removal_of(rr, "old.rl.10m");
 	assert_int_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "waiting");
-	assert_non_null(strstr(text_of(e, "reason"), "holds 1 message"));
+	e = expect_removal(rr, "old.rl.10m", "waiting", "holds 1 message");
 	imove_ctx.state = rr;
 	imove_ctx.now_ms += 10 * MIN + imove_plan->watch.allowance_ms + SEC;
 	imove_ctx.again = false;
@@ -257,8 +286,6 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	int64_t pub[] = { 1 };
 	json_t *m, *r, *w, *rr, *rr2;
 	const json_t *e;
-	struct broker_delivery d = { 0 };
-	char err[1024];
 	int rc;
 
 	(void)state;
@@ -267,34 +294,20 @@ test_remove_after_move_keeps_a_queue_published_into(void **state)
 	w = watch_sample(names, pub, 1);
 	await_clock(imove_count_of(r, "pass_started_ms") + imove_plan->watch.allowance_ms);
 	/* After the watch's last sample: one message in and out. */
-	imove_put("old.rp.10m", "rp-late", (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
-	assert_int_equal(broker_get(imove_ctx.amqp, "old.rp.10m", false, &d, err,
-	    sizeof(err)), 0);
-	broker_delivery_free(&d);
-	pub[0] = 2;
-	await_publishes(names, pub, 1);
+	in_and_out("old.rp.10m", "rp-late", 2);
 	rr = remove_after(m, r, w, &rc);
-	e = removal_of(rr, "old.rp.10m");
 	assert_int_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "waiting");
-	assert_non_null(strstr(text_of(e, "reason"), "since the watch's last sample"));
+	e = expect_removal(rr, "old.rp.10m", "waiting", "since the watch's last sample");
 	assert_non_null(strstr(text_of(e, "reason"), "now + its TTL + allowance"));
 	assert_true(queue_exists("old.rp.10m"));
 	/* Published into again after that wait began: a producer still uses
 	 * it, which a person must see to: left, the step fails. */
 	imove_ctx.state = rr;
-	imove_put("old.rp.10m", "rp-later", (uint64_t)(clock_now_ms() / 1000), 0, NULL, 0);
-	assert_int_equal(broker_get(imove_ctx.amqp, "old.rp.10m", false, &d, err,
-	    sizeof(err)), 0);
-	broker_delivery_free(&d);
-	pub[0] = 3;
-	await_publishes(names, pub, 1);
+	in_and_out("old.rp.10m", "rp-later", 3);
 	rr2 = remove_after(m, r, w, &rc);
 	imove_ctx.state = NULL;
-	e = removal_of(rr2, "old.rp.10m");
 	assert_int_not_equal(rc, 0);
-	assert_string_equal(text_of(e, "outcome"), "left");
-	assert_non_null(strstr(text_of(e, "reason"), "switch it to the ladder"));
+	e = expect_removal(rr2, "old.rp.10m", "left", "switch it to the ladder");
 	assert_true(queue_exists("old.rp.10m"));
 	json_decref(rr2);
 	json_decref(rr);

@@ -54,6 +54,21 @@ load_plan(const char *ladder)
 	return itest_plan_load("naming.yaml", b.text);
 }
 
+/* The plan of ladder lines LADDER in a vhost of TEST's own (own_vhost,
+ * load_plan), its ladder declared through C, which it opens; fails the
+ * test when any of it fails. */
+static struct plan *
+declared_in_own_vhost(const char *test, const char *ladder, struct step_ctx *c)
+{
+	struct plan *p;
+
+	own_vhost(test);
+	p = load_plan(ladder);
+	itest_ctx_open(c, p);
+	itest_step_ok(step_declare_ladder, c);
+	return p;
+}
+
 /* Publishes DELAY_MS to DEST through the plan's ladder as `cutover
  * publish` does. Returns publish_delayed's status, ERR its message. */
 static int
@@ -119,11 +134,8 @@ test_publish_beyond_plan_max_refused(void **state)
 	int st;
 
 	(void)state;
-	own_vhost("max");
-	p = load_plan("  naming: kombu\n  max_delay: 30d\n  queue_type: quorum\n"
-	    "  destinations: [itest.dest]\n");
-	itest_ctx_open(&c, p);
-	itest_step_ok(step_declare_ladder, &c);
+	p = declared_in_own_vhost("max", "  naming: kombu\n  max_delay: 30d\n"
+	    "  queue_type: quorum\n  destinations: [itest.dest]\n", &c);
 	ladder_level_queue(&p->ladder, ladder_entry_level(units), q, sizeof(q));
 
 	st = publish(&c, 31 * DAY_MS, "itest.dest", err, sizeof(err));
@@ -176,11 +188,8 @@ test_classic_kombu_levels_reject_publish(void **state)
 	const char *ov;
 
 	(void)state;
-	own_vhost("classic");
-	p = load_plan("  naming: kombu\n  queue_type: classic\n"
-	    "  destinations: [itest.dest]\n");
-	itest_ctx_open(&c, p);
-	itest_step_ok(step_declare_ladder, &c);
+	p = declared_in_own_vhost("classic", "  naming: kombu\n  queue_type: classic\n"
+	    "  destinations: [itest.dest]\n", &c);
 	for (int k = 0; k < p->ladder.levels; k++) {
 		ladder_level_queue(&p->ladder, k, q, sizeof(q));
 		if (mgmt_get_queue(c.mgmt, q, &qi, err, sizeof(err)) != 0)
@@ -211,10 +220,8 @@ test_kombu_prefix(void **state)
 	char err[1024];
 
 	(void)state;
-	own_vhost("prefix");
-	p = load_plan("  naming: kombu\n  prefix: itestp\n  destinations: [itest.dest]\n");
-	itest_ctx_open(&c, p);
-	itest_step_ok(step_declare_ladder, &c);
+	p = declared_in_own_vhost("prefix", "  naming: kombu\n  prefix: itestp\n"
+	    "  destinations: [itest.dest]\n", &c);
 	assert_int_equal(broker_exchange_exists(c.amqp, "itestp_celery_delayed_27", err,
 	    sizeof(err)), 0);
 	assert_int_equal(broker_exchange_exists(c.amqp, "itestp_celery_delayed_0", err,

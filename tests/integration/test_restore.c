@@ -253,13 +253,7 @@ test_watch_after_restore_forgets_its_probes(void **state)
 	ieng_make_old_path();
 	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
 	/* Backed up a few ticks into the watch, a probe out every tick. */
-	for (i = 0; i < 1200; i++) {
-		ieng_step_status(5, st, sizeof(st));
-		if (strcmp(st, "running") == 0)
-			break;
-		itest_sleep_ms(50);
-	}
-	assert_string_equal(st, "running");
+	ieng_wait_step(5, "running", 60000);
 	itest_sleep_ms(3500);
 	backup_now();
 	/* The lost engine reads the probes out, then is lost. */
@@ -327,28 +321,10 @@ test_remove_old_after_restore_takes_a_fresh_baseline(void **state)
 		    (long long)(w.removed - w.restored), OLD_BASELINE_WINDOW_MS);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_flip_after_restore_is_not_sent_again, cleanup),
-		cmocka_unit_test_teardown(test_abort_after_restore_rolls_back_an_unrecorded_flip,
-		    cleanup),
-		cmocka_unit_test_teardown(test_watch_after_restore_forgets_its_probes, cleanup),
-		cmocka_unit_test_teardown(test_remove_old_after_restore_takes_a_fresh_baseline,
-		    cleanup),
-	};
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(ieng_dir, sizeof(ieng_dir), "%s/itest_restore.XXXXXX", tmp && *tmp ? tmp :
-	    "/tmp");
-	if (mkdtemp(ieng_dir) == NULL)
-		return 1;
-	rc = itest_run_part("restore", tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ieng_dir);
-	if (system(cmd) != 0)
-		rc = rc ? rc : 1;
-	return rc;
-}
+ITEST_MAIN(ieng_main,
+	cmocka_unit_test_teardown(test_flip_after_restore_is_not_sent_again, cleanup),
+	cmocka_unit_test_teardown(test_abort_after_restore_rolls_back_an_unrecorded_flip,
+	    cleanup),
+	cmocka_unit_test_teardown(test_watch_after_restore_forgets_its_probes, cleanup),
+	cmocka_unit_test_teardown(test_remove_old_after_restore_takes_a_fresh_baseline,
+	    cleanup))

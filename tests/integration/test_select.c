@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "itest_broker.h"
+#include "itest_json.h"
 #include "itest_plan.h"
 #include "ladder.h"
 #include "old_path.h"
@@ -188,13 +189,7 @@ teardown(void **state)
 static bool
 lists(const json_t *r, const char *key, const char *name)
 {
-	const json_t *o;
-	size_t i;
-
-	json_array_foreach(json_object_get(r, key), i, o)
-		if (strcmp(json_string_value(json_object_get(o, "name")), name) == 0)
-			return true;
-	return false;
+	return ijson_named(json_object_get(r, key), name) != NULL;
 }
 
 /* Fails naming every entry of KEY in R other than the queue ONLY. */

@@ -13,8 +13,7 @@ test_deleted_binding_raises_ladder_drift(void **state)
 	char err[2048];
 
 	iwatch_start(f, "drift", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	assert_true(json_is_true(json_object_get(iwatch_obj(f->state, "verify"), "ok")));
 	/* Level 3's wait binding: off the probes' path (2 units: level 1). */
 	ladder_level_exchange(&f->p->ladder, 3, x, sizeof(x));
@@ -39,8 +38,7 @@ delete_under_the_watch(struct fixture *f, const char *test, bool parking)
 	char q[LADDER_NAME_MAX], want[2 * LADDER_NAME_MAX], err[2048];
 
 	iwatch_start(f, test, 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	if (parking) {
 		ladder_parking_queue(&f->p->ladder, q, sizeof(q));
 		snprintf(want, sizeof(want), "the parking queue '%s' does not exist", q);

@@ -267,8 +267,7 @@ test_old_publish_moves_the_deadline(void **state)
 
 	iwatch_start(f, "late", 2, 0, NULL);
 	/* The flip was confirmed a while ago: the settle window is over. */
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	d0 = ijson_int(f->state, "deadline_ms");
 	/* First look long after the flip: as if the last entry were now. */
 	assert_true(ijson_int(f->state, "last_old_entry_ms") > f->flip_ms);
@@ -426,8 +425,7 @@ test_light_pass_counts_a_publish_into_an_empty_queue(void **state)
 	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[1], 0, NULL, err,
 	    sizeof(err)), 0);
 	iwatch_old_queue_ttl(&f->c, f->old[1], OLD_TTL_MS);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	assert_int_equal(ijson_int(iwatch_pass_of(f), "full"), 1);
 	assert_string_equal(pass_why(f), "the first look");
 	assert_int_equal(ijson_int(iwatch_pass_of(f), "queues"), 2);
@@ -480,8 +478,7 @@ test_light_pass_reads_nonempty_queues_exactly(void **state)
 
 	iwatch_old_ttl_ms = 600000;
 	iwatch_start(f, "lightexact", 2, 3, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	tick_until_settled(f);
 	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);

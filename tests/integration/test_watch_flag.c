@@ -76,8 +76,7 @@ test_flag_off_holds_the_watch(void **state)
 	int64_t d0, off_at, on_at;
 
 	iwatch_start(f, "flagoff", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	d0 = ijson_int(f->state, "deadline_ms");
 
 	itest_feature_set(f->feature, false);
@@ -135,8 +134,7 @@ test_unreadable_flag_holds_the_watch(void **state)
 	int64_t d0;
 
 	iwatch_start(f, "flaggone", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	d0 = ijson_int(f->state, "deadline_ms");
 	itest_feature_delete(f->feature);
 	iwatch_tick_until_alert(f, "flag_unreadable", 5000, &a);

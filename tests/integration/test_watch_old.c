@@ -15,8 +15,7 @@ test_vanished_old_queue_raises_an_alert(void **state)
 	int64_t until;
 
 	iwatch_start(f, "vanish", 2, 3, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	assert_int_equal(ijson_int(iwatch_obj(f->state, "summary"), "old_depth"), 6);
 	assert_int_equal(broker_queue_delete(f->c.amqp, f->old[0], 0, NULL, err,
 	    sizeof(err)), 0);
@@ -173,11 +172,9 @@ test_queue_created_after_the_flip_is_alerted(void **state)
 {
 	struct fixture *f = *state;
 	struct store_alert a;
-	char err[2048];
 
 	iwatch_start(f, "created", 1, 0, NULL);
-	iwatch_flip_long_ago(f);
-	assert_int_equal(iwatch_tick(f, err, sizeof(err)), 1);
+	iwatch_tick_after_the_flip(f);
 	snprintf(f->old[f->nold], sizeof(f->old[f->nold]), "%s.old.late", iwatch_prefix);
 	f->extra = true;
 	iwatch_old_queue_ttl(&f->c, f->old[f->nold], OLD_TTL_MS + 500);

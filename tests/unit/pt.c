@@ -124,6 +124,20 @@ pt_expect_error(const char *text, int line, int column, const char *msg)
 }
 
 void
+pt_expect_n_errors(const char *text, struct plan_errors *errs, size_t n)
+{
+	struct plan *p = NULL;
+
+	assert_int_equal(pt_load(text, &p, errs), -1);
+	assert_null(p);
+	if (errs->n != n) {
+		print_error("%zu errors, not %zu:\n", errs->n, n);
+		pt_print_errors(errs);
+		fail();
+	}
+}
+
+void
 pt_expect_edit_error(const char *from, const char *to, int line, int column,
     const char *msg)
 {

@@ -6,6 +6,16 @@
 
 #include "plan.h"
 
+/* The broker section of the unit tests' plans (lines 2 to 6 of
+ * pt_base_plan): a local node, user guest, the password by reference;
+ * nothing connects to it. */
+#define PT_BROKER \
+	"broker:\n" \
+	"  amqp: amqp://127.0.0.1:5672/%2f\n" \
+	"  management: http://127.0.0.1:15672\n" \
+	"  username: guest\n" \
+	"  password: env:RABBIT_PASSWORD\n"
+
 /* A valid plan the tests change one line of; each line's number is noted
  * beside it, for the positions the errors name. */
 extern const char pt_base_plan[];
@@ -31,6 +41,11 @@ int pt_has_error(const struct plan_errors *errs, int line, int column, const cha
 
 /* Loads TEXT, which must fail with an error at LINE:COLUMN containing MSG. */
 void pt_expect_error(const char *text, int line, int column, const char *msg);
+
+/* TEXT must fail to load, with no plan and exactly N errors, into ERRS
+ * (the caller checks them and frees ERRS); otherwise the test fails,
+ * listing the errors there are. */
+void pt_expect_n_errors(const char *text, struct plan_errors *errs, size_t n);
 
 /* pt_base_plan with the first FROM replaced by TO, which must fail to
  * load with an error at LINE:COLUMN containing MSG. */

@@ -15,6 +15,7 @@
 #include "cm.h"
 #include "export.h"
 #include "export_verify.h"
+#include "pt.h"
 #include "store.h"
 #include "store_admit.h"
 
@@ -24,11 +25,7 @@ static char dir[PATH_MAX], db[PATH_MAX + 16];
 
 static const char plan_a[] =
     "name: exporta\n"
-    "broker:\n"
-    "  amqp: amqp://127.0.0.1:5672/%2f\n"
-    "  management: http://127.0.0.1:15672\n"
-    "  username: guest\n"
-    "  password: env:RABBIT_PASSWORD\n"
+    PT_BROKER
     "old:\n"
     "  queues: { match: '^exporta\\.old\\.' }\n"
     "ladder:\n"
@@ -219,34 +216,36 @@ test_steps_derived(void **state)
 static void
 test_json_edited(void **state)
 {
+	/* One member of one event changed; the export names that event, and
+	 * where it can, what was changed. */
+	static const struct {
+		int64_t id;
+		const char *member, *value;	/* value: JSON text */
+		const char *reason;		/* NULL: any reason */
+	} edits[] = {
+		{ 40, "details_json", "\"{\\\"name\\\":\\\"exporta.old.x\\\"}\"", "edited" },
+		{ 7, "actor", "\"mallory\"", NULL },
+		{ 9, "time_utc", "\"2025-12-01T14:40:00.000Z\"", "time_utc" },
+		{ 20, "step", "1", NULL },
+	};
 	struct fixture *f = *state;
 	struct export_check c;
-	json_t *d = json_deep_copy(f->doc);
-	json_t *e = json_array_get(json_object_get(d, "events"), at_id(d, 40));
+	json_t *d, *e;
 
-	json_object_set_new(e, "details_json", json_string("{\"name\":\"exporta.old.x\"}"));
-	assert_int_equal(verify_doc(d, &c), 1);
-	assert_int_equal(c.bad_id, 40);
-	assert_non_null(strstr(c.reason, "edited"));
-
-	d = json_deep_copy(f->doc);
-	e = json_array_get(json_object_get(d, "events"), at_id(d, 7));
-	json_object_set_new(e, "actor", json_string("mallory"));
-	assert_int_equal(verify_doc(d, &c), 1);
-	assert_int_equal(c.bad_id, 7);
-
-	d = json_deep_copy(f->doc);
-	e = json_array_get(json_object_get(d, "events"), at_id(d, 9));
-	json_object_set_new(e, "time_utc", json_string("2025-12-01T14:40:00.000Z"));
-	assert_int_equal(verify_doc(d, &c), 1);
-	assert_int_equal(c.bad_id, 9);
-	assert_non_null(strstr(c.reason, "time_utc"));
-
-	d = json_deep_copy(f->doc);
-	e = json_array_get(json_object_get(d, "events"), at_id(d, 20));
-	json_object_set_new(e, "step", json_integer(1));
-	assert_int_equal(verify_doc(d, &c), 1);
-	assert_int_equal(c.bad_id, 20);
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		d = json_deep_copy(f->doc);
+		e = json_array_get(json_object_get(d, "events"), at_id(d, edits[i].id));
+		json_object_set_new(e, edits[i].member, json_loads(edits[i].value,
+		    JSON_DECODE_ANY, NULL));
+		if (verify_doc(d, &c) != 1)
+			fail_msg("event %lld with %s %s verified", (long long)edits[i].id,
+			    edits[i].member, edits[i].value);
+		assert_int_equal(c.bad_id, edits[i].id);
+		if (edits[i].reason != NULL && strstr(c.reason, edits[i].reason) == NULL)
+			fail_msg("event %lld with %s %s: the reason \"%s\" does not say \"%s\"",
+			    (long long)edits[i].id, edits[i].member, edits[i].value, c.reason,
+			    edits[i].reason);
+	}
 
 	d = json_deep_copy(f->doc);
 	json_object_set_new(json_object_get(d, "plan"), "yaml", json_string("name: x\n"));
@@ -357,6 +356,29 @@ csv_line_of(const struct fixture *f, int64_t id, int *line)
 	}
 }
 
+/* The CSV with event ID's row removed (SWAP 0) or swapped with the next
+ * (SWAP 1) must fail to verify at event BAD_ID, and say REASON (NULL: any
+ * reason). */
+static void
+expect_row_moved(const struct fixture *f, int64_t id, int swap, int64_t bad_id,
+    const char *reason)
+{
+	struct export_check c;
+	int line;
+	char *l = csv_line_of(f, id, &line);
+	char *t = csv_edit(f, line, NULL, swap);
+
+	if (verify(t, strlen(t), &c) != 1)
+		fail_msg("the CSV verified with event %lld's row %s", (long long)id,
+		    swap ? "swapped with the next" : "removed");
+	assert_int_equal(c.bad_id, bad_id);
+	if (reason != NULL && strstr(c.reason, reason) == NULL)
+		fail_msg("event %lld's row %s: the reason \"%s\" does not say \"%s\"",
+		    (long long)id, swap ? "swapped" : "removed", c.reason, reason);
+	free(t);
+	free(l);
+}
+
 static void
 test_csv_tampered(void **state)
 {
@@ -382,20 +404,8 @@ test_csv_tampered(void **state)
 	free(t);
 	free(l);
 
-	l = csv_line_of(f, 61, &line);
-	t = csv_edit(f, line, NULL, 0);			/* a row removed */
-	assert_int_equal(verify(t, strlen(t), &c), 1);
-	assert_int_equal(c.bad_id, 61);
-	free(t);
-	free(l);
-
-	l = csv_line_of(f, 62, &line);
-	t = csv_edit(f, line, NULL, 1);			/* two rows swapped */
-	assert_int_equal(verify(t, strlen(t), &c), 1);
-	assert_int_equal(c.bad_id, 63);
-	assert_non_null(strstr(c.reason, "reordered"));
-	free(t);
-	free(l);
+	expect_row_moved(f, 61, 0, 61, NULL);			/* a row removed */
+	expect_row_moved(f, 62, 1, 63, "reordered");		/* two rows swapped */
 
 	l = csv_line_of(f, 6, &line);			/* the quoted comment */
 	assert_non_null(strstr(l, "\"\"quoted\\\"\""));

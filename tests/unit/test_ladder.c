@@ -14,21 +14,41 @@
 #include "ladder.h"
 #include "lt.h"
 
+/* A number of units and what a function of it must give. */
+struct units_want {
+	uint64_t units;
+	int want;
+};
+
+/* Fails, naming FN_NAME, the units and both results, unless FN gives
+ * each of the N CASES what it wants. */
+static void
+expect_each(int (*fn)(uint64_t), const char *fn_name, const struct units_want *cases,
+    size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int got = fn(cases[i].units);
+
+		if (got != cases[i].want)
+			fail_msg("%s(%llu) is %d, not %d", fn_name,
+			    (unsigned long long)cases[i].units, got, cases[i].want);
+	}
+}
+
 static void
 test_levels_for(void **state)
 {
+	/* units: the longest delay, in units; levels: what it takes (-1:
+	 * more than the ladder's 32 levels). */
+	static const struct units_want cases[] = {
+		{ 0, 1 }, { 1, 1 }, { 2, 2 }, { 3, 2 }, { 4, 3 }, { 4095, 12 }, { 4096, 13 },
+		{ ((uint64_t)1 << 28) - 1, 28 }, { ((uint64_t)1 << 32) - 1, 32 },
+		{ (uint64_t)1 << 32, -1 }, { UINT64_MAX, -1 },
+	};
+
 	(void)state;
-	assert_int_equal(ladder_levels_for(0), 1);
-	assert_int_equal(ladder_levels_for(1), 1);
-	assert_int_equal(ladder_levels_for(2), 2);
-	assert_int_equal(ladder_levels_for(3), 2);
-	assert_int_equal(ladder_levels_for(4), 3);
-	assert_int_equal(ladder_levels_for(4095), 12);
-	assert_int_equal(ladder_levels_for(4096), 13);
-	assert_int_equal(ladder_levels_for(((uint64_t)1 << 28) - 1), 28);
-	assert_int_equal(ladder_levels_for(((uint64_t)1 << 32) - 1), 32);
-	assert_int_equal(ladder_levels_for((uint64_t)1 << 32), -1);
-	assert_int_equal(ladder_levels_for(UINT64_MAX), -1);
+	expect_each(ladder_levels_for, "ladder_levels_for", cases,
+	    sizeof(cases) / sizeof(cases[0]));
 }
 
 static void
@@ -335,15 +355,16 @@ test_encode_boundaries(void **state)
 static void
 test_entry_level(void **state)
 {
+	/* units: a delay, in units; want: the level it enters at, its
+	 * highest set bit (-1: none). */
+	static const struct units_want cases[] = {
+		{ 0, -1 }, { 1, 0 }, { 2, 1 }, { 3, 1 }, { 42, 5 }, { 4095, 11 }, { 4096, 12 },
+		{ UINT64_MAX, 63 },
+	};
+
 	(void)state;
-	assert_int_equal(ladder_entry_level(0), -1);
-	assert_int_equal(ladder_entry_level(1), 0);
-	assert_int_equal(ladder_entry_level(2), 1);
-	assert_int_equal(ladder_entry_level(3), 1);
-	assert_int_equal(ladder_entry_level(42), 5);
-	assert_int_equal(ladder_entry_level(4095), 11);
-	assert_int_equal(ladder_entry_level(4096), 12);
-	assert_int_equal(ladder_entry_level(UINT64_MAX), 63);
+	expect_each(ladder_entry_level, "ladder_entry_level", cases,
+	    sizeof(cases) / sizeof(cases[0]));
 }
 
 static void
@@ -514,6 +535,18 @@ test_parse_malformed(void **state)
 		"a.b.c.d",
 		" 0.1.0.d",
 	};
+	/* What the error of a refused key says: which word, and why. */
+	static const struct {
+		const char *key;
+		const char *phrases[2];	/* NULL: no second phrase */
+	} says[] = {
+		{ "0.1", { "too few words", "3 bit words" } },
+		{ "0.1.2.d", { "word 3 is \"2\"", "expected \"0\" or \"1\"" } },
+		{ "01.0.0.d", { "word 1 is \"01\"", NULL } },
+		{ "0..0.d", { "word 2 is \"\"", NULL } },
+		{ "0.1.0.", { "no destination", NULL } },
+		{ "0.1.0.d.", { "empty word", NULL } },
+	};
 	char dest[LADDER_NAME_MAX], err[256];
 	struct ladder l;
 	uint64_t u;
@@ -537,26 +570,16 @@ test_parse_malformed(void **state)
 		assert_int_equal(u, 99);
 		assert_true(err[0] != '\0');
 	}
-	assert_int_equal(ladder_parse_key(&l, "0.1", &u, dest, sizeof(dest), err,
-	    sizeof(err)), -1);
-	assert_non_null(strstr(err, "too few words"));
-	assert_non_null(strstr(err, "3 bit words"));
-	assert_int_equal(ladder_parse_key(&l, "0.1.2.d", &u, dest, sizeof(dest),
-	    err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "word 3 is \"2\""));
-	assert_non_null(strstr(err, "expected \"0\" or \"1\""));
-	assert_int_equal(ladder_parse_key(&l, "01.0.0.d", &u, dest, sizeof(dest),
-	    err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "word 1 is \"01\""));
-	assert_int_equal(ladder_parse_key(&l, "0..0.d", &u, dest, sizeof(dest),
-	    err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "word 2 is \"\""));
-	assert_int_equal(ladder_parse_key(&l, "0.1.0.", &u, dest, sizeof(dest),
-	    err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "no destination"));
-	assert_int_equal(ladder_parse_key(&l, "0.1.0.d.", &u, dest, sizeof(dest),
-	    err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "empty word"));
+	for (i = 0; i < sizeof(says) / sizeof(says[0]); i++) {
+		err[0] = '\0';
+		if (ladder_parse_key(&l, says[i].key, &u, dest, sizeof(dest), err,
+		    sizeof(err)) != -1)
+			fail_msg("key \"%s\" was accepted", says[i].key);
+		for (int k = 0; k < 2 && says[i].phrases[k] != NULL; k++)
+			if (strstr(err, says[i].phrases[k]) == NULL)
+				fail_msg("key \"%s\": the error \"%s\" does not say \"%s\"",
+				    says[i].key, err, says[i].phrases[k]);
+	}
 	assert_int_equal(ladder_parse_key(&l, NULL, &u, dest, sizeof(dest),
 	    err, sizeof(err)), -1);
 	/* A destination buffer too small is an error, not a cut name. */

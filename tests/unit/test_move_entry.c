@@ -36,6 +36,16 @@ assert_never_early(const struct move_rule *r, const struct move_decision *d,
 		assert_int_equal(d->delay_ms, 0);
 }
 
+/* Decides for rule R and stamp M at NOW into D (move_decide); fails the
+ * test, with move_decide's words, unless it can. Returns the verdict. */
+static enum move_verdict
+decide(const struct move_rule *r, const struct move_stamp *m, struct move_decision *d)
+{
+	if (move_decide(r, m, NOW, d) != 0)
+		fail_msg("move_decide failed: %s", d->why);
+	return d->verdict;
+}
+
 static void
 test_timestamp_counts_the_end_of_its_second(void **state)
 {
@@ -45,7 +55,7 @@ test_timestamp_counts_the_end_of_its_second(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	/* It may have entered at .999: not before 1795003211.000. */
 	assert_int_equal(d.entry_ms, 1795003201000LL);
 	assert_int_equal(d.not_before_ms, 1795003211000LL);
@@ -69,18 +79,18 @@ test_rounds_up_to_the_unit(void **state)
 
 	(void)state;
 	/* Entered 1 ms ago: 89.999 s left, two units of a minute. */
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.not_before_ms, NOW - 1 + 90 * 1000);
 	assert_int_equal(d.delay_ms, 2 * MIN);
 	assert_never_early(&r, &d, NOW);
 	/* Exactly one unit left: one unit, not two. */
 	m.header_num = NOW - 30 * 1000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.delay_ms, MIN);
 	assert_never_early(&r, &d, NOW);
 	/* One millisecond more than a unit: two. */
 	m.header_num = NOW - 30 * 1000 + 1;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.delay_ms, 2 * MIN);
 	assert_never_early(&r, &d, NOW);
 }
@@ -112,14 +122,14 @@ test_already_due_goes_at_once(void **state)
 	(void)state;
 	/* Due a minute ago (the old queue is late): delay 0, the ladder's
 	 * shortest path, never held back. */
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_true(d.not_before_ms < NOW);
 	assert_int_equal(d.delay_ms, 0);
 	assert_never_early(&r, &d, NOW);
 	/* Due exactly now: 0 as well. */
 	m.timestamp_s = 1795003194;	/* end 1795003195.000 + 5 s = NOW - 500 */
 	r.ttl_ms = 5500;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.not_before_ms, NOW);
 	assert_int_equal(d.delay_ms, 0);
 }
@@ -132,7 +142,7 @@ test_unknown_within_the_bound_takes_the_full_ttl(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
 	assert_int_equal(d.entry_ms, -1);
 	assert_int_equal(d.not_before_ms, NOW + 2 * MIN);
@@ -140,8 +150,7 @@ test_unknown_within_the_bound_takes_the_full_ttl(void **state)
 	assert_never_early(&r, &d, NOW);
 	/* A queue with a timestamp rule and an unstamped message: the same. */
 	r.from = MOVE_FROM_TIMESTAMP;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_GO);
+	assert_int_equal(decide(&r, &m, &d), MOVE_GO);
 	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
 	assert_non_null(strstr(d.why, "no timestamp"));
 }
@@ -159,36 +168,35 @@ test_unknown_first_seen_earlier(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.entry_ms, -1);
 	assert_int_equal(d.not_before_ms, NOW - 30 * 1000 + 90 * 1000);
 	assert_int_equal(d.delay_ms, 60 * 1000);
 	assert_never_early(&r, &d, NOW);
 	/* Seen more than its TTL ago: due already, at once. */
 	m.seen_ms = NOW - 91 * 1000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.delay_ms, 0);
 	assert_never_early(&r, &d, NOW);
 	/* Left (over the bound): its not-before is the sighting's too. */
 	r.unknown_max_lateness_ms = 1000;
 	m.seen_ms = NOW - 30 * 1000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	assert_int_equal(d.not_before_ms, NOW + 60 * 1000);
 	r.unknown_max_lateness_ms = 2 * MIN;
 	/* Not a bound: later than NOW, before 2000, none. */
 	m.seen_ms = NOW + 5000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.not_before_ms, NOW + 90 * 1000);
 	m.seen_ms = 12345;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.not_before_ms, NOW + 90 * 1000);
 	/* A known entry: the sighting plays no part. */
 	r.from = MOVE_FROM_TIMESTAMP;
 	m.has_timestamp = true;
 	m.timestamp_s = (uint64_t)(NOW / 1000);
 	m.seen_ms = NOW - 60 * 1000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.not_before_ms, (NOW / 1000 + 1) * 1000 + 90 * 1000);
 }
 
@@ -200,14 +208,12 @@ test_unknown_over_the_bound_is_left(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	assert_non_null(strstr(d.why, "unknown_entry_max_lateness"));
 	/* The default bound, 0: nothing unknown is moved. */
 	r.unknown_max_lateness_ms = 0;
 	r.ttl_ms = 1000;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 }
 
 static void
@@ -219,24 +225,19 @@ test_unreadable_stamps_are_unknown(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	m.header_is_int = false;
 	m.header_str = "yesterday";
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	assert_non_null(strstr(d.why, "not a time"));
 	m.header_str = NULL;		/* a table or a float */
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	r.from = MOVE_FROM_TIMESTAMP;
 	m.has_timestamp = true;
 	m.timestamp_s = 1795003200500ULL;	/* milliseconds in the property */
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_TOO_LONG);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_TOO_LONG);
 	m.timestamp_s = 0;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 }
 
 static void
@@ -249,11 +250,10 @@ test_beyond_the_ladder_is_left(void **state)
 
 	(void)state;
 	r.max_delay_ms = 20 * MIN;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.delay_ms, 20 * MIN);	/* exactly the largest */
 	m.header_num = NOW + 1;			/* 1 ms more: over it */
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_TOO_LONG);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_TOO_LONG);
 	assert_non_null(strstr(d.why, "beyond"));
 }
 
@@ -282,7 +282,7 @@ test_arrival_is_exact(void **state)
 	struct move_decision d;
 
 	(void)state;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_ARRIVAL);
 	assert_int_equal(d.entry_ms, NOW - 2300);
 	assert_int_equal(d.not_before_ms, NOW + 7700);
@@ -291,14 +291,14 @@ test_arrival_is_exact(void **state)
 	/* No stamp the caller trusts: unknown, the timestamp not read. */
 	m.has_arrival = false;
 	r.unknown_max_lateness_ms = 0;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
 	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
 	assert_non_null(strstr(d.why, "no arrival stamp the broker overwrites"));
 	/* One before 2000 is not a time. */
 	m.has_arrival = true;
 	m.arrival_ms = 1;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
 }
 
@@ -313,22 +313,21 @@ test_second_source(void **state)
 
 	(void)state;
 	r.then = MOVE_FROM_TIMESTAMP;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_TIMESTAMP);
 	assert_int_equal(d.entry_ms, 1795003199000LL);
 	assert_string_equal(d.why, "");
 	assert_never_early(&r, &d, NOW);
 	m.has_arrival = true;
 	m.arrival_ms = 1795003198400LL;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_ARRIVAL);
 	assert_int_equal(d.entry_ms, 1795003198400LL);
 	assert_never_early(&r, &d, NOW);
 	m.has_arrival = false;
 	m.has_timestamp = false;
 	r.unknown_max_lateness_ms = 0;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_LEAVE_UNKNOWN);
+	assert_int_equal(decide(&r, &m, &d), MOVE_LEAVE_UNKNOWN);
 	assert_non_null(strstr(d.why, "no arrival stamp the broker overwrites; no "
 	    "timestamp property"));
 }
@@ -348,7 +347,7 @@ test_death_and_rest(void **state)
 	m.has_death = true;
 	m.death_s = NOW / 1000 - 2;	/* 2.5 s ago, at the latest 1.5 s ago */
 	m.death_count = 1;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_DEATH);
 	assert_int_equal(d.entry_ms, (NOW / 1000 - 1) * 1000);
 	assert_int_equal(d.not_before_ms, (NOW / 1000 - 1) * 1000 + 4000 + 3000);
@@ -356,15 +355,14 @@ test_death_and_rest(void **state)
 
 	/* Dead-lettered from there before: its time is the first one. */
 	m.death_count = 2;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
+	(void)decide(&r, &m, &d);
 	assert_int_equal(d.used, MOVE_FROM_UNKNOWN);
 	assert_non_null(strstr(d.why, "count 2"));
 
 	/* Unknown: from now, the whole TTL and the rest. */
 	r.unknown_max_lateness_ms = 4000;
 	m.has_death = false;
-	assert_int_equal(move_decide(&r, &m, NOW, &d), 0);
-	assert_int_equal(d.verdict, MOVE_GO);
+	assert_int_equal(decide(&r, &m, &d), MOVE_GO);
 	assert_int_equal(d.not_before_ms, NOW + 4000 + 3000);
 	assert_never_early(&r, &d, NOW);
 

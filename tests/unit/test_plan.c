@@ -25,18 +25,13 @@ static void
 test_three_mistakes(void **state)
 {
 	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
 	char *t = strdup(pt_base_plan);
 
 	(void)state;
 	pt_edit(&t, "name: orders-delays", "name: Orders");		/* 1:7 */
 	pt_edit(&t, "  unit: 1s\n", "  unit: 1 s\n");			/* 10:9 */
 	pt_edit(&t, "  - canary\n", "  - canry\n");			/* 24:5 */
-	assert_int_equal(pt_load(t, &p, &errs), -1);
-	assert_null(p);
-	if (errs.n != 3)
-		pt_print_errors(&errs);
-	assert_int_equal(errs.n, 3);
+	pt_expect_n_errors(t, &errs, 3);
 	/* In file order. */
 	assert_int_equal(errs.v[0].line, 1);
 	assert_int_equal(errs.v[0].column, 7);
@@ -55,7 +50,6 @@ static void
 test_errors_everywhere(void **state)
 {
 	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
 	char *t = strdup(pt_base_plan);
 
 	(void)state;
@@ -66,10 +60,7 @@ test_errors_everywhere(void **state)
 	pt_edit(&t, "env:UNLEASH_TOKEN", "secret-token");			/* 20:10 */
 	pt_edit(&t, "  - watch\n  - { step: remove_old, gate: true }\n",
 	    "  - { step: remove_old, gate: true }\n  - watch\n");		/* 27:5 */
-	assert_int_equal(pt_load(t, &p, &errs), -1);
-	if (errs.n != 5)
-		pt_print_errors(&errs);
-	assert_int_equal(errs.n, 5);
+	pt_expect_n_errors(t, &errs, 5);
 	assert_true(pt_has_error(&errs, 6, 3, "unknown key 'vhost' in broker"));
 	assert_true(pt_has_error(&errs, 9, 20, "is not a valid regex"));
 	assert_true(pt_has_error(&errs, 12, 11, "ladder.levels 40 is out of range"));
@@ -326,8 +317,7 @@ test_documents(void **state)
 	t = pt_subst(pt_base_plan, "name: orders-delays", "name: Orders");
 	t = realloc(t, strlen(t) + 16);
 	strcat(t, "--- {}\n");
-	assert_int_equal(pt_load(t, &p, &errs), -1);
-	assert_int_equal(errs.n, 2);
+	pt_expect_n_errors(t, &errs, 2);
 	assert_true(pt_has_error(&errs, 1, 7, "contains 'O'"));
 	assert_true(pt_has_error(&errs, 28, 1, "a second YAML document"));
 	plan_errors_free(&errs);

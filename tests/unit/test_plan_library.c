@@ -121,17 +121,27 @@ test_selections_take_the_delay_queues_only(void **state)
 	assert_null(plan_library_find("django"));
 }
 
+/* The plan of plan_text(OLD, MOVE), which must load (pt_expect_valid);
+ * the caller frees it. */
+static struct plan *
+valid_plan(const char *old, const char *move)
+{
+	char *t = plan_text(old, move);
+	struct plan *p = pt_expect_valid(t);
+
+	free(t);
+	return p;
+}
+
 static void
 test_library_sets_what_the_plan_does_not_write(void **state)
 {
 	const struct plan_library *sym = plan_library_find("symfony");
 	char match[1100];
 	struct plan *p;
-	char *t;
 
 	(void)state;
-	t = plan_text("  library: symfony\n", "");
-	p = pt_expect_valid(t);
+	p = valid_plan("  library: symfony\n", "");
 	assert_ptr_equal(p->old.library, sym);
 	assert_int_equal(plan_library_match(sym, match, sizeof(match)), 0);
 	assert_string_equal(p->old.match, match);
@@ -147,13 +157,11 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	assert_int_equal(p->move_old.entries[1].from, MOVE_FROM_ARRIVAL);
 	assert_int_equal(p->move_old.entries[1].then, MOVE_FROM_UNKNOWN);
 	plan_free(p);
-	free(t);
 
 	/* Explicit keys win, each on its own. */
-	t = plan_text("  library: symfony\n  queues: { match: '^delay_app_' }\n"
+	p = valid_plan("  library: symfony\n  queues: { match: '^delay_app_' }\n"
 	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: '_delay$' }, from: timestamp }\n");
-	p = pt_expect_valid(t);
 	assert_string_equal(p->old.match, "^delay_app_");
 	assert_false(p->old.match_from_library);
 	assert_true(p->old.allow_expiring);
@@ -161,48 +169,22 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	assert_int_equal(p->move_old.nentries, 1);
 	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_TIMESTAMP);
 	plan_free(p);
-	free(t);
 
 	/* Names instead of a pattern. */
-	t = plan_text("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
-	p = pt_expect_valid(t);
+	p = valid_plan("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
 	assert_null(p->old.match);
 	assert_int_equal(p->old.nnames, 1);
 	assert_false(p->old.allow_expiring);
 	assert_int_equal(p->move_old.nentries, 1);
 	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_ARRIVAL);
 	plan_free(p);
-	free(t);
 
 	/* No library: nothing changes. */
-	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	p = pt_expect_valid(t);
+	p = valid_plan("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
 	assert_null(p->old.library);
 	assert_false(p->old.allow_expiring);
 	assert_int_equal(p->move_old.nentries, 0);
 	plan_free(p);
-	free(t);
-}
-
-/* TEXT fails with an error at LINE:COLUMN containing MSG. */
-static void
-expect_error(const char *text, int line, int column, const char *msg)
-{
-	struct plan_errors errs = { 0 };
-	struct plan *p = NULL;
-	char buf[512];
-	bool found = false;
-
-	assert_int_equal(plan_load_buffer("t.yaml", text, strlen(text), &p, &errs), -1);
-	for (size_t i = 0; i < errs.n; i++)
-		found |= errs.v[i].line == line && errs.v[i].column == column &&
-		    strstr(errs.v[i].message, msg) != NULL;
-	if (!found) {
-		for (size_t i = 0; i < errs.n; i++)
-			print_error("%s\n", plan_error_format(&errs, i, buf, sizeof(buf)));
-		fail_msg("no error %d:%d ...%s...", line, column, msg);
-	}
-	plan_errors_free(&errs);
 }
 
 static void
@@ -212,23 +194,23 @@ test_errors(void **state)
 
 	(void)state;
 	t = plan_text("  library: django\n", "");
-	expect_error(t, 8, 12, "old.library 'django' is unknown; expected symfony, "
+	pt_expect_error(t, 8, 12, "old.library 'django' is unknown; expected symfony, "
 	    "laravel, enqueue, easynetq or machinery");
 	free(t);
 	t = plan_text("  max_message_ttl: 2h\n", "");
-	expect_error(t, 8, 3, "queues");
+	pt_expect_error(t, 8, 3, "queues");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, timestamp, header] }\n");
-	expect_error(t, 16, 37, "is a list of 3; expected two sources");
+	pt_expect_error(t, 16, 37, "is a list of 3; expected two sources");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, unknown] }\n");
-	expect_error(t, 16, 37, "expected two different sources other than unknown");
+	pt_expect_error(t, 16, 37, "expected two different sources other than unknown");
 	free(t);
 	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
 	    "{ match: x }, from: [arrival, header] }\n");
-	expect_error(t, 16, 7, "missing required key 'header'");
+	pt_expect_error(t, 16, 7, "missing required key 'header'");
 	free(t);
 }
 

@@ -11,6 +11,18 @@
 #include "fx.h"
 #include "store.h"
 
+/* Fails unless step ST reads STATUS with no attempt on record: no start,
+ * no end, no result, no error. */
+static void
+assert_unattempted(const struct store_step *st, const char *status)
+{
+	assert_string_equal(st->status, status);
+	assert_int_equal(st->started_ms, 0);
+	assert_int_equal(st->ended_ms, 0);
+	assert_null(st->result_json);
+	assert_null(st->error);
+}
+
 static void
 test_steps(void **state)
 {
@@ -29,11 +41,7 @@ test_steps(void **state)
 	assert_int_equal(st.idx, 1);
 	assert_string_equal(st.kind, "flip");
 	assert_int_equal(st.gate, 1);
-	assert_string_equal(st.status, "pending");
-	assert_int_equal(st.started_ms, 0);
-	assert_int_equal(st.ended_ms, 0);
-	assert_null(st.result_json);
-	assert_null(st.error);
+	assert_unattempted(&st, "pending");
 	store_step_clear(&st);
 
 	assert_int_equal(store_step_update(fx->s, plan, 0, "running", 5000, 0,
@@ -99,11 +107,7 @@ test_step_reset_clears_the_attempt(void **state)
 	    "1 message lost", FX_ERR(fx)), 0);
 	assert_int_equal(store_step_reset(fx->s, plan, 0, "pending", FX_ERR(fx)), 0);
 	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
-	assert_string_equal(st.status, "pending");
-	assert_int_equal(st.started_ms, 0);
-	assert_int_equal(st.ended_ms, 0);
-	assert_null(st.result_json);
-	assert_null(st.error);
+	assert_unattempted(&st, "pending");
 	store_step_clear(&st);
 }
 

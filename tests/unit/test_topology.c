@@ -21,6 +21,19 @@ make_plan(struct plan *p, enum plan_queue_type qt)
 	p->ndestinations = 2;
 }
 
+/* The topology of the plan make_plan makes with queue type QT, into T
+ * (the caller frees it); fails the test, saying why, when it cannot be
+ * built. */
+static void
+build(struct topology *t, struct plan *p, enum plan_queue_type qt)
+{
+	char err[256];
+
+	make_plan(p, qt);
+	if (topology_build(p, t, err, sizeof(err)) != 0)
+		fail_msg("topology_build: %s", err);
+}
+
 static const struct topology_queue *
 find_queue(const struct topology *t, const char *name)
 {
@@ -45,11 +58,9 @@ test_counts_and_levels(void **state)
 	struct plan p;
 	const struct topology_queue *q;
 	const struct topology_arg *ttl;
-	char err[256];
 
 	(void)state;
-	make_plan(&p, PLAN_QUEUE_QUORUM);
-	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	build(&t, &p, PLAN_QUEUE_QUORUM);
 	assert_int_equal(t.nexchanges, 6 + 2);      /* levels, delivery, parking */
 	assert_int_equal(t.nqueues, 6 + 1 + 2);     /* levels, parking, destinations */
 	assert_int_equal(t.nbindings, 2 * 6 + 1 + 2);
@@ -82,12 +93,10 @@ test_exchanges_and_bindings(void **state)
 {
 	struct topology t;
 	struct plan p;
-	char err[256];
 	int found = 0;
 
 	(void)state;
-	make_plan(&p, PLAN_QUEUE_QUORUM);
-	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	build(&t, &p, PLAN_QUEUE_QUORUM);
 	for (size_t i = 0; i < t.nexchanges; i++) {
 		const struct topology_exchange *x = &t.exchanges[i];
 
@@ -139,11 +148,9 @@ test_classic_has_no_quorum_arguments(void **state)
 {
 	struct topology t;
 	struct plan p;
-	char err[256];
 
 	(void)state;
-	make_plan(&p, PLAN_QUEUE_CLASSIC);
-	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	build(&t, &p, PLAN_QUEUE_CLASSIC);
 	for (size_t i = 0; i < t.nqueues; i++) {
 		const struct topology_queue *q = &t.queues[i];
 
@@ -196,8 +203,7 @@ test_library_alternate_exchange_is_a_policy(void **state)
 		assert_string_equal(pol->arg.str, cases[c].parking);
 		topology_free(&t);
 	}
-	make_plan(&p, PLAN_QUEUE_QUORUM);
-	assert_int_equal(topology_build(&p, &t, err, sizeof(err)), 0);
+	build(&t, &p, PLAN_QUEUE_QUORUM);
 	assert_int_equal(t.npolicies, 0);
 	assert_null(topology_policy_for(&t, "delay.delivery"));
 	topology_free(&t);

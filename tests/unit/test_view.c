@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "pt.h"
 #include "store.h"
 #include "store_admit.h"
 #include "store_notify.h"
@@ -34,11 +35,7 @@ static char dir[PATH_MAX], db[PATH_MAX + 16];
 
 static const char plan_text[] =
     "name: viewgate\n"
-    "broker:\n"
-    "  amqp: amqp://127.0.0.1:5672/%2f\n"
-    "  management: http://127.0.0.1:15672\n"
-    "  username: guest\n"
-    "  password: env:RABBIT_PASSWORD\n"
+    PT_BROKER
     "old:\n"
     "  queues: { names: [viewgate.old] }\n"
     "ladder:\n"

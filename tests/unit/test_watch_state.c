@@ -66,6 +66,29 @@ tick_for(struct fixture *f, json_t *state)
 	f->t.lvl.parking_dlx = 3;
 }
 
+/* A fixture at tick_for's tick whose watch state STATE is loaded
+ * (watch_state_load must take it: its error fails the test otherwise);
+ * free it with fixture_free. */
+static struct fixture *
+loaded(json_t *state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	assert_non_null(f);
+	tick_for(f, state);
+	if (watch_state_load(&f->w, state, err, sizeof(err)) != 0)
+		fail_msg("watch_state_load: %s", err);
+	return f;
+}
+
+static void
+fixture_free(struct fixture *f)
+{
+	plan_free(f->plan);
+	free(f);
+}
+
 static json_t *
 load_fixture(void)
 {
@@ -83,13 +106,11 @@ load_fixture(void)
 static void
 test_state_round_trips_unchanged(void **unused)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
 	json_t *in = load_fixture(), *out;
-	char err[256], *a, *b;
+	struct fixture *f = loaded(in);
+	char *a, *b;
 
 	(void)unused;
-	tick_for(f, in);
-	assert_int_equal(watch_state_load(&f->w, in, err, sizeof(err)), 0);
 	assert_int_equal(f->w.probes.nout, 2);
 	assert_int_equal(f->w.levels.lv[0].p.seq, 18);
 	assert_int_equal(f->w.flag.state, STEP_FLAG_OFF);
@@ -108,8 +129,7 @@ test_state_round_trips_unchanged(void **unused)
 	free(b);
 	json_decref(out);
 	json_decref(in);
-	plan_free(f->plan);
-	free(f);
+	fixture_free(f);
 }
 
 /* A state from before the later members: each part starts as a new
@@ -117,15 +137,12 @@ test_state_round_trips_unchanged(void **unused)
 static void
 test_sparse_state_reads_as_new_parts(void **unused)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
 	json_t *in = json_pack("{s:i,s:I,s:I,s:I,s:{s:I}}", "version", 1,
 	    "started_ms", (json_int_t)5, "max_ttl_ms", (json_int_t)1,
 	    "deadline_ms", (json_int_t)9, "probe", "delay_ms", (json_int_t)3);
-	char err[256];
+	struct fixture *f = loaded(in);
 
 	(void)unused;
-	tick_for(f, in);
-	assert_int_equal(watch_state_load(&f->w, in, err, sizeof(err)), 0);
 	assert_int_equal(f->w.clock.elapsed_ms, -1);
 	assert_int_equal(f->w.old.publishes, -1);
 	assert_int_equal(f->w.old.pass.xpub, -1);
@@ -138,8 +155,7 @@ test_sparse_state_reads_as_new_parts(void **unused)
 	assert_int_equal(f->w.stats.fresh_ms, 0);
 	assert_int_equal(f->w.old.pass.fresh_ms, 0);
 	json_decref(in);
-	plan_free(f->plan);
-	free(f);
+	fixture_free(f);
 }
 
 /* Another version, or a state without its start, is refused. */
