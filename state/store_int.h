@@ -46,17 +46,6 @@ struct store {
  * database. Returns 0, or -1 with ERR when a file cannot be read. */
 int store__file_version(const char *path, int64_t *version, char *err, size_t errlen);
 
-/* Refuses schema version V of the database at PATH when this cutover
- * cannot open it (newer than STORE_SCHEMA_VERSION, or negative). Returns 0,
- * or -1 with ERR (store_schema.c). */
-int store__check_version(const char *path, int64_t v, char *err, size_t errlen);
-
-/* Applies the migrations from the database's version up to ours, in one
- * transaction that re-reads the version, so that two processes opening a
- * new file at once do not both create the schema. Returns 0, or -1 with
- * ERR (store_schema.c). */
-int store__migrate(struct store *s, const char *path, char *err, size_t errlen);
-
 /* "WHAT: sqlite's message" into ERR, and notes whether the failure was
  * the database busy or locked (store_transient). Call before anything else
  * touches the connection, or the message is lost. */
