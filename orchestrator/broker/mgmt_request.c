@@ -549,11 +549,4 @@ mgmt__get_object(struct mgmt *m, const char *prefix, const char *name,
 	return 0;
 }
 
-const char *
-mgmt_status_name(int rc)
-{
-	switch (rc) {
-	MGMT_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(mgmt_status_name, MGMT_STATUS_MAP, "unknown")
