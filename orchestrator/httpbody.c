@@ -1,4 +1,5 @@
-/* httpbody: gathering an HTTP answer's body with a limit. */
+/* httpbody: gathering an HTTP answer's body with a limit, and setting a
+ * request's method and body. */
 #include <string.h>
 
 #include "httpbody.h"
@@ -33,4 +34,22 @@ httpbody_reset(struct httpbody *b)
 	b->toobig = b->nomem = 0;
 	if (b->p != NULL)
 		b->p[0] = '\0';
+}
+
+bool
+httpbody_request(CURL *curl, const char *method, const char *body)
+{
+	bool get = strcmp(method, "GET") == 0;
+
+	if (get || (body == NULL && strcmp(method, "DELETE") == 0)) {
+		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, get ? NULL : method);
+		return false;
+	}
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body != NULL ? body : "");
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE,
+	    (long)(body != NULL ? strlen(body) : 0));
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST,
+	    strcmp(method, "POST") == 0 ? NULL : method);
+	return true;
 }

@@ -30,6 +30,12 @@ static const char *const from_names[] = {
 };
 
 #define NFROM (sizeof(from_names) / sizeof(from_names[0]))
+
+const char *
+move_from_name(enum move_from f)
+{
+	return (unsigned)f < NFROM ? from_names[f] : "?";
+}
 #define RATE_MAX 1000000
 
 /* "N/s", "N/m" or a bare N (per second). */

@@ -308,7 +308,7 @@ py_read_file(const char *path, const char *what, const char *size_expect, char *
 		return load_fail(path, errs, "the file is larger than %d bytes; "
 		    "expected %s", PY_FILE_MAX, size_expect);
 	default:
-		return load_fail(path, errs, "%s reading the %s", file_read_strerror(rc),
-		    what);
+		return load_fail(path, errs, "%s reading the %s",
+		    file_read_status_name(rc), what);
 	}
 }

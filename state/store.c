@@ -357,13 +357,16 @@ store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
 	return 0;
 }
 
-/* Binds the arguments AP to ST's parameters ?1, ?2, ... as TYPES says,
- * one letter each (store_int.h's STORE_BIND letters). Returns 0, or -1
- * with ERR on a letter it does not know (a caller's mistake). */
+/* Prepares SQL into *ST (finalize it whatever this returns) and binds the
+ * arguments AP to its parameters ?1, ?2, ... as TYPES says, one letter
+ * each (store_int.h's store__write_rows). Returns 0, or -1 with ERR naming
+ * WHAT, or on a letter it does not know (a caller's mistake). */
 static int
-store__bindv(sqlite3_stmt *st, const char *types, va_list ap, char *err,
-    size_t errlen)
+prepare_bound(struct store *s, const char *sql, const char *types, va_list ap,
+    sqlite3_stmt **st, const char *what, char *err, size_t errlen)
 {
+	if (store__prepare(s, sql, st, what, err, errlen) != 0)
+		return -1;
 	for (int i = 1; types[i - 1] != '\0'; i++) {
 		const char *t;
 		int64_t n;
@@ -371,25 +374,25 @@ store__bindv(sqlite3_stmt *st, const char *types, va_list ap, char *err,
 
 		switch (types[i - 1]) {
 		case 'i':
-			sqlite3_bind_int(st, i, va_arg(ap, int));
+			sqlite3_bind_int(*st, i, va_arg(ap, int));
 			break;
 		case 'n':
 			if ((k = va_arg(ap, int)) >= 0)
-				sqlite3_bind_int(st, i, k);
+				sqlite3_bind_int(*st, i, k);
 			break;
 		case 'I':
-			sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+			sqlite3_bind_int64(*st, i, va_arg(ap, int64_t));
 			break;
 		case 'p':
 			if ((n = va_arg(ap, int64_t)) > 0)
-				sqlite3_bind_int64(st, i, n);
+				sqlite3_bind_int64(*st, i, n);
 			break;
 		case 'd':
-			sqlite3_bind_double(st, i, va_arg(ap, double));
+			sqlite3_bind_double(*st, i, va_arg(ap, double));
 			break;
 		case 't':
 			if ((t = va_arg(ap, const char *)) != NULL)
-				sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
+				sqlite3_bind_text(*st, i, t, -1, SQLITE_STATIC);
 			break;
 		default:
 			errbuf_set(err, errlen, "store: no bind type '%c'", types[i - 1]);
@@ -399,64 +402,39 @@ store__bindv(sqlite3_stmt *st, const char *types, va_list ap, char *err,
 	return 0;
 }
 
-/* store__write and store__write_one: MISSING NULL is the former. */
-static int
-store__writev(struct store *s, const char *what, const char *missing, int64_t *id,
-    char *err, size_t errlen, const char *sql, const char *types, va_list ap)
+int
+store__write_rows(struct store *s, const char *what, const char *missing,
+    int64_t *id, char *err, size_t errlen, const char *sql, const char *types, ...)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = -1;
+	va_list ap;
+	int rc;
 
-	if (store__prepare(s, sql, &st, what, err, errlen) != 0 ||
-	    store__bindv(st, types, ap, err, errlen) != 0)
-		goto done;
-	if (missing != NULL)
-		rc = store__update_one(s, st, what, missing, err, errlen);
-	else
-		rc = store__run(s, st, what, id, err, errlen);
-done:
+	va_start(ap, types);
+	rc = prepare_bound(s, sql, types, ap, &st, what, err, errlen);
+	va_end(ap);
+	if (rc == 0)
+		rc = missing != NULL ?
+		    store__update_one(s, st, what, missing, err, errlen) :
+		    store__run(s, st, what, id, err, errlen);
 	sqlite3_finalize(st);
 	return rc;
 }
 
 int
-store__write(struct store *s, const char *what, int64_t *id, char *err,
-    size_t errlen, const char *sql, const char *types, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, types);
-	rc = store__writev(s, what, NULL, id, err, errlen, sql, types, ap);
-	va_end(ap);
-	return rc;
-}
-
-int
-store__write_one(struct store *s, const char *what, const char *missing, char *err,
-    size_t errlen, const char *sql, const char *types, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, types);
-	rc = store__writev(s, what, missing, NULL, err, errlen, sql, types, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* store__read and store__read_one: ONE stops after the first row and
- * answers STORE_NOT_FOUND when there is none. */
-static int
-store__readv(struct store *s, const char *what, int one, store__row_fn fn, void *arg,
-    char *err, size_t errlen, const char *sql, const char *types, va_list ap)
+store__read_rows(struct store *s, const char *what, bool one, store__row_fn fn,
+    void *arg, char *err, size_t errlen, const char *sql, const char *types, ...)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = -1, rows = 0, stop = 0, src = SQLITE_DONE;
+	va_list ap;
+	int rc, rows = 0, stop = 0, src = SQLITE_DONE;
 
-	if (store__prepare(s, sql, &st, what, err, errlen) != 0 ||
-	    store__bindv(st, types, ap, err, errlen) != 0)
+	va_start(ap, types);
+	rc = prepare_bound(s, sql, types, ap, &st, what, err, errlen);
+	va_end(ap);
+	if (rc != 0)
 		goto done;
+	rc = -1;
 	while (!stop && (src = sqlite3_step(st)) == SQLITE_ROW) {
 		rows++;
 		if ((stop = fn(st, arg)) < 0) {
@@ -472,32 +450,6 @@ store__readv(struct store *s, const char *what, int one, store__row_fn fn, void 
 	rc = !one ? rows : rows == 0 ? STORE_NOT_FOUND : 0;
 done:
 	sqlite3_finalize(st);
-	return rc;
-}
-
-int
-store__read(struct store *s, const char *what, store__row_fn fn, void *arg,
-    char *err, size_t errlen, const char *sql, const char *types, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, types);
-	rc = store__readv(s, what, 0, fn, arg, err, errlen, sql, types, ap);
-	va_end(ap);
-	return rc;
-}
-
-int
-store__read_one(struct store *s, const char *what, store__row_fn fn, void *arg,
-    char *err, size_t errlen, const char *sql, const char *types, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, types);
-	rc = store__readv(s, what, 1, fn, arg, err, errlen, sql, types, ap);
-	va_end(ap);
 	return rc;
 }
 

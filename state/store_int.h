@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STORE_INT_H
 #define CUTOVER_STORE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,16 +86,17 @@ int store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
  * bound only when > 0, 'd' double, 't' const char * bound only when not
  * NULL; a parameter left unbound is NULL), steps it (no row) and
  * finalizes it. *ID (may be NULL) gets the rowid inserted last;
- * sqlite3_changes tells how many rows it changed. Returns 0, or -1 with
- * ERR naming WHAT.
+ * sqlite3_changes tells how many rows it changed. With MISSING not NULL,
+ * an UPDATE that must change a row: none changed is an error naming
+ * MISSING. Returns 0, or -1 with ERR naming WHAT. Called as store__write
+ * and store__write_one.
  */
-int store__write(struct store *s, const char *what, int64_t *id, char *err,
-    size_t errlen, const char *sql, const char *types, ...);
-
-/* As store__write, for an UPDATE that must change a row: none changed is
- * an error naming MISSING. */
-int store__write_one(struct store *s, const char *what, const char *missing,
-    char *err, size_t errlen, const char *sql, const char *types, ...);
+int store__write_rows(struct store *s, const char *what, const char *missing,
+    int64_t *id, char *err, size_t errlen, const char *sql, const char *types, ...);
+#define store__write(s, what, id, err, errlen, ...)			\
+	store__write_rows(s, what, NULL, id, err, errlen, __VA_ARGS__)
+#define store__write_one(s, what, missing, err, errlen, ...)		\
+	store__write_rows(s, what, missing, NULL, err, errlen, __VA_ARGS__)
 
 /* Reads the current row of ST into ARG, for store__read. Returns 0 for
  * the next row, 1 to stop after this one, -1 when out of memory. */
@@ -102,16 +104,18 @@ typedef int (*store__row_fn)(sqlite3_stmt *st, void *arg);
 
 /*
  * Prepares SQL, binds as store__write does, and calls FN for each row it
- * selects, until FN stops; finalizes it. Returns how many rows FN read,
- * or -1 with ERR naming WHAT (a failed step, or FN out of memory).
+ * selects, until FN stops, or (ONE) for the first row only; finalizes it.
+ * Returns how many rows FN read, or with ONE 0 when FN read one and
+ * STORE_NOT_FOUND when there is none (ERR untouched); or -1 with ERR
+ * naming WHAT (a failed step, or FN out of memory). Called as store__read
+ * and store__read_one.
  */
-int store__read(struct store *s, const char *what, store__row_fn fn, void *arg,
-    char *err, size_t errlen, const char *sql, const char *types, ...);
-
-/* As store__read, for the first row only: returns 0 when FN read it,
- * STORE_NOT_FOUND when there is none (ERR untouched), or -1. */
-int store__read_one(struct store *s, const char *what, store__row_fn fn, void *arg,
-    char *err, size_t errlen, const char *sql, const char *types, ...);
+int store__read_rows(struct store *s, const char *what, bool one, store__row_fn fn,
+    void *arg, char *err, size_t errlen, const char *sql, const char *types, ...);
+#define store__read(s, what, fn, arg, err, errlen, ...)			\
+	store__read_rows(s, what, false, fn, arg, err, errlen, __VA_ARGS__)
+#define store__read_one(s, what, fn, arg, err, errlen, ...)		\
+	store__read_rows(s, what, true, fn, arg, err, errlen, __VA_ARGS__)
 
 struct store_delivery;
 struct store_notify_count;

@@ -4,7 +4,6 @@
 #ifndef CUTOVER_ERRBUF_H
 #define CUTOVER_ERRBUF_H
 
-#include <stdarg.h>
 #include <stddef.h>
 
 /* Formats FMT into ERR (ERRLEN bytes), replacing what it held and cutting
@@ -12,8 +11,6 @@
  * is NULL or ERRLEN is 0, so callers may pass an optional buffer. */
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void errbuf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 
 /* A module's table of return codes is X(NAME, CODE, WHAT) rows
  * (BROKER_STATUS_MAP), written once in its header; the rest is made from

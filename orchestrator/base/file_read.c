@@ -59,4 +59,4 @@ done:
 	return FILE_READ_OK;
 }
 
-ERRBUF_NAME_FUNCTION(file_read_strerror, FILE_READ_MAP, "unknown")
+ERRBUF_NAME_FUNCTION(file_read_status_name, FILE_READ_MAP, "unknown")

@@ -17,10 +17,10 @@
 	X(FILE_READ_EBIG, -3, "larger than the bound")			\
 	X(FILE_READ_ENOMEM, -4, "out of memory")
 
-/* enum file_read_status, and file_read_strerror(RC): what code RC means,
+/* enum file_read_status, and file_read_status_name(RC): what code RC means,
  * in a few words ("cannot open it"); "unknown" for a code that is not
  * file_read's. */
-ERRBUF_CODES(file_read_status, FILE_READ_MAP, file_read_strerror);
+ERRBUF_CODES(file_read_status, FILE_READ_MAP, file_read_status_name);
 
 /* Reads file PATH whole into a new NUL-terminated *OUT (its length, the
  * NUL not counted, in *LEN; free with free()). Returns FILE_READ_OK, or

@@ -56,23 +56,28 @@ make_table(const struct topology_arg *args, size_t nargs,
 	return 0;
 }
 
-/* Declares exchange NAME of TYPE, durable or not, deleted with its last
- * binding when AUTO_DELETE (broker_exchange_declare and
+enum declare_kind { DECLARE_QUEUE, DECLARE_EXCHANGE };
+
+/* Declares queue NAME (TYPE unused) or exchange NAME of TYPE, durable or
+ * not, an exchange deleted with its last binding when AUTO_DELETE
+ * (broker_queue_declare, broker_exchange_declare and
  * broker_exchange_declare_auto_delete). */
 static int
-exchange_declare(struct broker *b, const char *name, const char *type,
-    bool durable, bool auto_delete, const struct topology_arg *args,
-    size_t nargs, char *err, size_t errlen)
+declare(struct broker *b, enum declare_kind kind, const char *name,
+    const char *type, bool durable, bool auto_delete,
+    const struct topology_arg *args, size_t nargs, char *err, size_t errlen)
 {
 	amqp_table_entry_t *entries = NULL;
 	amqp_table_t t;
 	char what[WHAT_MAX];
+	void *ok;
 	int rc;
 
-	if ((rc = broker__named("declaring exchange", name, what, sizeof(what), err,
-	    errlen)) != 0)
+	if ((rc = broker__named(kind == DECLARE_EXCHANGE ? "declaring exchange" :
+	    "declaring queue", name, what, sizeof(what), err, errlen)) != 0)
 		return rc;
-	if (type == NULL || type[0] == '\0' || strlen(type) > 255) {
+	if (kind == DECLARE_EXCHANGE &&
+	    (type == NULL || type[0] == '\0' || strlen(type) > 255)) {
 		errbuf_set(err, errlen, "%s: an exchange type is required", what);
 		return BROKER_ERR;
 	}
@@ -81,8 +86,13 @@ exchange_declare(struct broker *b, const char *name, const char *type,
 		return rc;
 	if ((rc = broker__begin(b, err, errlen)) != 0)
 		goto done;
-	if (amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),
-	    amqp_cstring_bytes(type), 0, durable, auto_delete, 0, t) == NULL)
+	if (kind == DECLARE_EXCHANGE)
+		ok = amqp_exchange_declare(b->conn, b->chan, amqp_cstring_bytes(name),
+		    amqp_cstring_bytes(type), 0, durable, auto_delete, 0, t);
+	else
+		ok = amqp_queue_declare(b->conn, b->chan, amqp_cstring_bytes(name), 0,
+		    durable, 0, 0, t);
+	if (ok == NULL)
 		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
 		    errlen);
 done:
@@ -95,41 +105,24 @@ broker_exchange_declare(struct broker *b, const char *name, const char *type,
     bool durable, const struct topology_arg *args, size_t nargs, char *err,
     size_t errlen)
 {
-	return exchange_declare(b, name, type, durable, false, args, nargs, err,
-	    errlen);
+	return declare(b, DECLARE_EXCHANGE, name, type, durable, false, args, nargs,
+	    err, errlen);
 }
 
 int
 broker_exchange_declare_auto_delete(struct broker *b, const char *name,
     const char *type, char *err, size_t errlen)
 {
-	return exchange_declare(b, name, type, false, true, NULL, 0, err, errlen);
+	return declare(b, DECLARE_EXCHANGE, name, type, false, true, NULL, 0, err,
+	    errlen);
 }
 
 int
 broker_queue_declare(struct broker *b, const char *name, bool durable,
     const struct topology_arg *args, size_t nargs, char *err, size_t errlen)
 {
-	amqp_table_entry_t *entries = NULL;
-	amqp_table_t t;
-	char what[WHAT_MAX];
-	int rc;
-
-	if ((rc = broker__named("declaring queue", name, what, sizeof(what), err,
-	    errlen)) != 0)
-		return rc;
-	if ((rc = make_table(args, nargs, &entries, &t, what, err,
-	    errlen)) != 0)
-		return rc;
-	if ((rc = broker__begin(b, err, errlen)) != 0)
-		goto done;
-	if (amqp_queue_declare(b->conn, b->chan, amqp_cstring_bytes(name), 0,
-	    durable, 0, 0, t) == NULL)
-		rc = broker__rpc_result(b, amqp_get_rpc_reply(b->conn), what, err,
-		    errlen);
-done:
-	free(entries);
-	return rc;
+	return declare(b, DECLARE_QUEUE, name, NULL, durable, false, args, nargs, err,
+	    errlen);
 }
 
 enum bind_op { BIND_QUEUE, UNBIND_QUEUE, BIND_EXCHANGE, UNBIND_EXCHANGE };

@@ -58,11 +58,9 @@
 	 * documents it) */						\
 	X(MGMT_NOT_FOUND, -7, "not found")
 
-enum mgmt_status { MGMT_STATUS_MAP(ERRBUF_ENUM) };
-
-/* What mgmt code RC means, in a word or three; "unknown" for any other
- * value. */
-const char *mgmt_status_name(int rc);
+/* enum mgmt_status, and mgmt_status_name(RC): what mgmt code RC means, in
+ * a word or three; "unknown" for any other value. */
+ERRBUF_CODES(mgmt_status, MGMT_STATUS_MAP, mgmt_status_name);
 
 #define MGMT_PAGE_SIZE_MAX 500	/* the broker refuses more (400) */
 #define MGMT_ANSWER_MAX	(256u * 1024 * 1024) /* bytes, at most */

@@ -163,15 +163,7 @@ mgmt_list_bindings_to(struct mgmt *m, const char *exchange,
 	    err, errlen);
 }
 
-void
-mgmt_binding_list_free(struct mgmt_binding_list *l)
-{
-	if (l == NULL)
-		return;
-	free(l->v);
-	json_decref(l->json);
-	memset(l, 0, sizeof(*l));
-}
+MGMT__LIST_FREE(mgmt_binding_list_free, mgmt_binding_list)
 
 /* A fill_fn for struct mgmt_policy. */
 static int
@@ -219,15 +211,7 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 	return rc;
 }
 
-void
-mgmt_policy_list_free(struct mgmt_policy_list *l)
-{
-	if (l == NULL)
-		return;
-	free(l->v);
-	json_decref(l->json);
-	memset(l, 0, sizeof(*l));
-}
+MGMT__LIST_FREE(mgmt_policy_list_free, mgmt_policy_list)
 
 int
 mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,

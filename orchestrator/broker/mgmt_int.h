@@ -148,6 +148,23 @@ json_t *mgmt__object_member(json_t *obj, const char *key);
 int mgmt__body_error(const char *method, const struct path *p, char *err,
     size_t errlen);
 
+/* ---- lists that borrow from their answer ---- */
+
+/* Defines void FN(struct LIST *l), the free function of a list whose
+ * elements (v, n of them) borrow their strings and json_t pointers from
+ * the answer the list owns (json): frees both and empties L, which may
+ * be empty or NULL. One definition serves every such list. */
+#define MGMT__LIST_FREE(fn, list)					\
+	void								\
+	fn(struct list *l)						\
+	{								\
+		if (l == NULL)						\
+			return;						\
+		free(l->v);						\
+		json_decref(l->json);					\
+		memset(l, 0, sizeof(*l));				\
+	}
+
 /* ---- mgmt_queues.c ---- */
 
 /* Builds *OUT from ITEMS, an array of queue objects. With STATS, the

@@ -44,15 +44,7 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 	return 0;
 }
 
-void
-mgmt_node_list_free(struct mgmt_node_list *l)
-{
-	if (l != NULL) {
-		free(l->v);
-		json_decref(l->json);
-		memset(l, 0, sizeof(*l));
-	}
-}
+MGMT__LIST_FREE(mgmt_node_list_free, mgmt_node_list)
 
 static int
 cmp_place(const void *a, const void *b)
@@ -164,12 +156,4 @@ mgmt_queue_place_find(const struct mgmt_queue_place_list *l, const char *name)
 	return bsearch(&key, l->v, l->n, sizeof(*l->v), cmp_place);
 }
 
-void
-mgmt_queue_place_list_free(struct mgmt_queue_place_list *l)
-{
-	if (l != NULL) {
-		free(l->v);
-		json_decref(l->json);
-		memset(l, 0, sizeof(*l));
-	}
-}
+MGMT__LIST_FREE(mgmt_queue_place_list_free, mgmt_queue_place_list)

@@ -242,8 +242,6 @@ static void
 request_setopt(struct mgmt *m, const char *method, const char *url,
     const char *path, const char *password, const char *payload, long connect_ms)
 {
-	int get = strcmp(method, "GET") == 0;
-
 	httpbody_reset(&m->answer);
 	m->curlerr[0] = '\0';
 	curl_easy_setopt(m->curl, CURLOPT_URL, url);
@@ -251,21 +249,9 @@ request_setopt(struct mgmt *m, const char *method, const char *url,
 	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	m->request_ms = mgmt__timeout_ms(m, path);
 	curl_easy_setopt(m->curl, CURLOPT_TIMEOUT_MS, m->request_ms);
-	if (get || (payload == NULL && strcmp(method, "DELETE") == 0)) {
-		curl_easy_setopt(m->curl, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST,
-		    get ? NULL : method);
-		curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER, m->hdr_plain);
-	} else {
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS,
-		    payload != NULL ? payload : "");
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE,
-		    (long)(payload != NULL ? strlen(payload) : 0));
-		curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST,
-		    strcmp(method, "POST") == 0 ? NULL : method);
-		curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER,
-		    payload != NULL ? m->hdr_json : m->hdr_plain);
-	}
+	curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER,
+	    httpbody_request(m->curl, method, payload) && payload != NULL ?
+	    m->hdr_json : m->hdr_plain);
 }
 
 /* Says why a transfer that ended with CC (not CURLE_OK) brought no
@@ -549,11 +535,4 @@ mgmt__get_object(struct mgmt *m, const char *prefix, const char *name,
 	return 0;
 }
 
-const char *
-mgmt_status_name(int rc)
-{
-	switch (rc) {
-	MGMT_STATUS_MAP(ERRBUF_CASE)
-	}
-	return "unknown";
-}
+ERRBUF_NAME_FUNCTION(mgmt_status_name, MGMT_STATUS_MAP, "unknown")

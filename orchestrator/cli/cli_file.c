@@ -24,7 +24,7 @@ cli_read_file(const char *path, const char *what, size_t max, char **out, size_t
 	if (rc == FILE_READ_EBIG)
 		errbuf_set(err, errlen, "%s: larger than %zu bytes", what, max);
 	else if (rc != FILE_READ_OK)
-		errbuf_set(err, errlen, "%s: %s", what, file_read_strerror(rc));
+		errbuf_set(err, errlen, "%s: %s", what, file_read_status_name(rc));
 	return rc == FILE_READ_OK ? 0 : -1;
 }
 

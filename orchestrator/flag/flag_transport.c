@@ -298,8 +298,6 @@ perform(struct flag_call *c, const char *method, const char *url,
     const char *body, struct curl_slist *hdrs, long connect_ms, long tmo,
     CURLcode *cc)
 {
-	int get = strcmp(method, "GET") == 0;
-	int post = strcmp(method, "POST") == 0;
 	struct tls_curl tc;
 
 	httpbody_reset(&c->answer);
@@ -314,18 +312,7 @@ perform(struct flag_call *c, const char *method, const char *url,
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, tmo);
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
-	if (get || (body == NULL && strcmp(method, "DELETE") == 0)) {
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST,
-		    get ? NULL : method);
-	} else {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
-		    body != NULL ? body : "");
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE,
-		    (long)(body != NULL ? strlen(body) : 0));
-		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST,
-		    post ? NULL : method);
-	}
+	(void)httpbody_request(c->curl, method, body);
 	*cc = curl_easy_perform(c->curl);
 	tls_curl_release(c->curl, &tc);
 	if (*cc == CURLE_OK)

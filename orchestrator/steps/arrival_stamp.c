@@ -9,33 +9,44 @@
 
 #define PROBE_TIMEOUT_MS 10000
 
-static const char *const names[] = {
-	[ARRIVAL_OFF] = "off",
-	[ARRIVAL_KEPT] = "kept",
-	[ARRIVAL_OVERWRITE] = "overwrite",
-};
-
-static const char *const meanings[] = {
-	[ARRIVAL_OFF] = "the broker does not stamp arrivals: move_old's `from: "
-	    "arrival` gives no entry time (its second source, or unknown)",
-	[ARRIVAL_KEPT] = "the broker stamps arrivals but keeps a header a "
+/* Each stamping's name and what it means for move_old, a row per value. */
+static const struct stamping {
+	const char *name;
+	const char *meaning;
+} stampings[] = {
+	[ARRIVAL_OFF] = { "off",
+	    "the broker does not stamp arrivals: move_old's `from: "
+	    "arrival` gives no entry time (its second source, or unknown)" },
+	[ARRIVAL_KEPT] = { "kept",
+	    "the broker stamps arrivals but keeps a header a "
 	    "publisher set, which may be an earlier publish's copy: move_old's "
 	    "`from: arrival` is not trusted (set message_interceptors.incoming."
-	    "set_header_timestamp.overwrite = true to trust it)",
-	[ARRIVAL_OVERWRITE] = "the broker stamps every arrival with its own "
-	    "clock in ms: move_old's `from: arrival` is an exact entry time",
+	    "set_header_timestamp.overwrite = true to trust it)" },
+	[ARRIVAL_OVERWRITE] = { "overwrite",
+	    "the broker stamps every arrival with its own "
+	    "clock in ms: move_old's `from: arrival` is an exact entry time" },
 };
+
+/* S's row of stampings[], or a row of "?" for a value outside it. */
+static const struct stamping *
+stamping(enum arrival_stamping s)
+{
+	static const struct stamping unknown = { "?", "?" };
+
+	return (unsigned)s < sizeof(stampings) / sizeof(stampings[0]) ?
+	    &stampings[s] : &unknown;
+}
 
 const char *
 arrival_stamping_name(enum arrival_stamping s)
 {
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+	return stamping(s)->name;
 }
 
 const char *
 arrival_stamping_meaning(enum arrival_stamping s)
 {
-	return (unsigned)s < sizeof(meanings) / sizeof(meanings[0]) ? meanings[s] : "?";
+	return stamping(s)->meaning;
 }
 
 enum arrival_stamping

@@ -12,24 +12,10 @@ static const char *const verdicts[] = {
 	[MOVE_LEAVE_UNKNOWN] = "unknown_entry",
 };
 
-static const char *const froms[] = {
-	[MOVE_FROM_UNKNOWN] = "unknown",
-	[MOVE_FROM_TIMESTAMP] = "timestamp",
-	[MOVE_FROM_HEADER] = "header",
-	[MOVE_FROM_ARRIVAL] = "arrival",
-	[MOVE_FROM_DEATH] = "death",
-};
-
 const char *
 move_verdict_name(enum move_verdict v)
 {
 	return (unsigned)v < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[v] : "?";
-}
-
-const char *
-move_from_name(enum move_from f)
-{
-	return (unsigned)f < sizeof(froms) / sizeof(froms[0]) ? froms[f] : "?";
 }
 
 /* The entry time M gives under FROM, or -1 with WHY. */

@@ -88,7 +88,8 @@ struct move_decision {
 const char *move_verdict_name(enum move_verdict v);
 
 /* "timestamp", "header", "arrival", "death" or "unknown" (the plan's
- * words). */
+ * words; "?" for another value). Defined by the plan loader
+ * (plans/plan_move_old.c), from the table it reads those words with. */
 const char *move_from_name(enum move_from f);
 
 /* Decides for a message M of a queue under rule R at NOW_MS (epoch ms,

@@ -88,11 +88,11 @@ static void
 test_codes_have_words(void **state)
 {
 	(void)state;
-	assert_string_equal(file_read_strerror(FILE_READ_EOPEN), "cannot open it");
-	assert_string_equal(file_read_strerror(FILE_READ_EBIG), "larger than the bound");
-	assert_string_equal(file_read_strerror(FILE_READ_ENOMEM), "out of memory");
-	assert_string_equal(file_read_strerror(FILE_READ_EREAD), "read error");
-	assert_string_equal(file_read_strerror(-99), "unknown");
+	assert_string_equal(file_read_status_name(FILE_READ_EOPEN), "cannot open it");
+	assert_string_equal(file_read_status_name(FILE_READ_EBIG), "larger than the bound");
+	assert_string_equal(file_read_status_name(FILE_READ_ENOMEM), "out of memory");
+	assert_string_equal(file_read_status_name(FILE_READ_EREAD), "read error");
+	assert_string_equal(file_read_status_name(-99), "unknown");
 }
 
 CM_MAIN(NULL, NULL,

@@ -44,7 +44,7 @@ static const struct module modules[] = {
 	MODULE("store", store_codes, store_status_name, "unknown"),
 	/* publish's callers print any failure it did not name as failed */
 	MODULE("publish", publish_codes, publish_status_name, "failed"),
-	MODULE("file_read", file_codes, file_read_strerror, "unknown"),
+	MODULE("file_read", file_codes, file_read_status_name, "unknown"),
 };
 #undef MODULE
 
