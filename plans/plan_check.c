@@ -77,8 +77,9 @@ own_selected(void *arg, const char *name, const char *what)
 }
 
 /* The old selection must not take any of the plan's own queues (ladder,
- * parking, destinations, probe, canary): reported at old.queues.match, or
- * at the old.queues.names entry that names one. Needs the ladder loaded. */
+ * parking, destinations, probe, canary): reported at old.queues.match, at
+ * the old.queues.names entry that names one, or at old.ladder when one of
+ * its level queues is one. Needs the ladder loaded. */
 void
 pc_check_own(struct loader *ld)
 {
@@ -112,6 +113,20 @@ pc_check_own(struct loader *ld)
 			    "destinations, the probe, statistics or canary queue", what,
 			    p->old.match, oc.n, oc.what, oc.found);
 		pattern_free(oc.re);
+	}
+	/* An old ladder whose queues are the new ladder's own would have the
+	 * plan take its own ladder for the old path: one report is enough. */
+	for (size_t i = 0; ld->old_ladder != NULL && i < p->old.nnames; i++) {
+		memset(&oc, 0, sizeof(oc));
+		oc.ld = ld;
+		oc.name = p->old.names[i];
+		plan_own_queues(p, own_selected, &oc);
+		if (oc.n > 0) {
+			py_err_at(ld, ld->old_ladder, "old.ladder's level queue '%s' is this "
+			    "plan's own %s; expected an old ladder whose queues the new ladder "
+			    "does not use (another prefix or naming)", oc.found, oc.what);
+			break;
+		}
 	}
 	if (ld->names == NULL)
 		return;

@@ -37,6 +37,7 @@ struct loader {
 	int			 oom;
 	yaml_node_t		*match;		/* old.queues.match, when valid */
 	yaml_node_t		*names;		/* old.queues.names, when given */
+	yaml_node_t		*old_ladder;	/* old.ladder, when it is a ladder */
 	yaml_node_t		*library;	/* old.library, when valid */
 	bool			 entries_given;	/* move_old.entry is written */
 	const char		*root_name;	/* the root in messages; NULL: "the plan" */

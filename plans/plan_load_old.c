@@ -198,7 +198,7 @@ load_old_ladder(struct loader *ld, const struct sect *s, yaml_node_t *n)
 			goto done;
 		p->old.nnames++;
 	}
-	ld->names = n;
+	ld->old_ladder = n;
 done:
 	free(naming_text);
 	free(prefix);
@@ -265,7 +265,7 @@ pl_apply_library(struct loader *ld)
 
 	if (l == NULL)
 		return;
-	if (p->old.match == NULL && ld->names == NULL) {
+	if (p->old.match == NULL && ld->names == NULL && ld->old_ladder == NULL) {
 		if (plan_library_match(l, match, sizeof(match)) != 0 ||
 		    (p->old.match = py_copy(ld, match)) == NULL)
 			return;
