@@ -114,19 +114,27 @@ pc_check_own(struct loader *ld)
 			    p->old.match, oc.n, oc.what, oc.found);
 		pattern_free(oc.re);
 	}
-	/* An old ladder whose queues are the new ladder's own would have the
-	 * plan take its own ladder for the old path: one report is enough. */
-	for (size_t i = 0; ld->old_ladder != NULL && i < p->old.nnames; i++) {
-		memset(&oc, 0, sizeof(oc));
-		oc.ld = ld;
-		oc.name = p->old.names[i];
-		plan_own_queues(p, own_selected, &oc);
-		if (oc.n > 0) {
-			py_err_at(ld, ld->old_ladder, "old.ladder's level queue '%s' is this "
-			    "plan's own %s; expected an old ladder whose queues the new ladder "
-			    "does not use (another prefix or naming)", oc.found, oc.what);
-			break;
+	/* An old ladder may share some level queues with the new one on the
+	 * same broker (a ladder rebuilt with fewer levels under its names:
+	 * those it shares are kept, the rest are the old path). When it shares
+	 * every one, nothing is left to be the old path: the plan mistook its
+	 * own ladder for the old one. With target: they are another broker's. */
+	if (ld->old_ladder != NULL && !p->has_target && p->old.nnames > 0) {
+		size_t nown = 0;
+
+		for (size_t i = 0; i < p->old.nnames; i++) {
+			memset(&oc, 0, sizeof(oc));
+			oc.ld = ld;
+			oc.name = p->old.names[i];
+			plan_own_queues(p, own_selected, &oc);
+			nown += oc.n > 0;
 		}
+		if (nown == p->old.nnames)
+			py_err_at(ld, ld->old_ladder, "every level queue of old.ladder "
+			    "('%s' to '%s') is this plan's own ladder's, so there would be "
+			    "no old path; expected the old ladder's own prefix or naming "
+			    "(or target: when the new ladder is on another broker)",
+			    p->old.names[0], p->old.names[p->old.nnames - 1]);
 	}
 	if (ld->names == NULL)
 		return;
