@@ -58,9 +58,14 @@ void store__copystr(char *dst, size_t dstlen, const unsigned char *src);
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
 char *store__dupcol(sqlite3_stmt *st, int col);
 
-/* Reads an events row selected as (id, plan_id, ts_ms, actor, kind,
- * details_json, prev_hash, hash) into EV; EV->details_json is malloc'ed
- * (the caller frees it). Returns 0, or -1 out of memory. */
+/* The columns of an events row, in the order store__read_event reads
+ * them. */
+#define STORE__EVENT_COLUMNS \
+	"id, plan_id, ts_ms, actor, kind, details_json, prev_hash, hash"
+
+/* Reads an events row selected as STORE__EVENT_COLUMNS into EV;
+ * EV->details_json is malloc'ed (the caller frees it). Returns 0, or -1
+ * out of memory. */
 int store__read_event(sqlite3_stmt *st, struct store_event *ev);
 
 /* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
@@ -136,6 +141,11 @@ struct store__walk {
 	void *arg;
 	int64_t plan_id;	/* the plan walked, for rows that do not say */
 };
+
+/* A store__row_fn for rows selected as STORE__EVENT_COLUMNS, its ARG a
+ * struct store__walk: each event, read whole (store__read_event), handed
+ * to the walk's fn.event, and freed once it returns. */
+int store__event_row(sqlite3_stmt *st, void *arg);
 
 /* A store__row_fn: column 0 as an integer into the int64_t at ARG. */
 int store__row_int64(sqlite3_stmt *st, void *arg);
