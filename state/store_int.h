@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STORE_INT_H
 #define CUTOVER_STORE_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +99,11 @@ int store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
  */
 int store__write_rows(struct store *s, const char *what, const char *missing,
     int64_t *id, char *err, size_t errlen, const char *sql, const char *types, ...);
+/* store__write_rows with its arguments as AP (the caller's va_start and
+ * va_end around it), for a caller that takes them on as its own. */
+int store__write_rows_v(struct store *s, const char *what, const char *missing,
+    int64_t *id, char *err, size_t errlen, const char *sql, const char *types,
+    va_list ap);
 #define store__write(s, what, id, err, errlen, ...)			\
 	store__write_rows(s, what, NULL, id, err, errlen, __VA_ARGS__)
 #define store__write_one(s, what, missing, err, errlen, ...)		\
