@@ -213,6 +213,15 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 
 MGMT__LIST_FREE(mgmt_policy_list_free, mgmt_policy_list)
 
+const json_t *
+mgmt_policy_definition(const struct mgmt_policy_list *pl, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < pl->n; i++)
+		if (strcmp(pl->v[i].name, name) == 0)
+			return pl->v[i].definition;
+	return NULL;
+}
+
 int
 mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,
     const char *apply_to, int priority, const json_t *definition,
