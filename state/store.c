@@ -406,13 +406,24 @@ int
 store__write_rows(struct store *s, const char *what, const char *missing,
     int64_t *id, char *err, size_t errlen, const char *sql, const char *types, ...)
 {
-	sqlite3_stmt *st = NULL;
 	va_list ap;
 	int rc;
 
 	va_start(ap, types);
-	rc = prepare_bound(s, sql, types, ap, &st, what, err, errlen);
+	rc = store__write_rows_v(s, what, missing, id, err, errlen, sql, types, ap);
 	va_end(ap);
+	return rc;
+}
+
+int
+store__write_rows_v(struct store *s, const char *what, const char *missing,
+    int64_t *id, char *err, size_t errlen, const char *sql, const char *types,
+    va_list ap)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = prepare_bound(s, sql, types, ap, &st, what, err, errlen);
 	if (rc == 0)
 		rc = missing != NULL ?
 		    store__update_one(s, st, what, missing, err, errlen) :

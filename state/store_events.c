@@ -179,10 +179,8 @@ store__read_event(sqlite3_stmt *st, struct store_event *ev)
 	return (ev->details_json = store__dupcol(st, 5)) == NULL ? -1 : 0;
 }
 
-/* store__read's FN for store_each_event: the event handed to the walk's
- * FN. */
-static int
-event_row(sqlite3_stmt *st, void *arg)
+int
+store__event_row(sqlite3_stmt *st, void *arg)
 {
 	const struct store__walk *w = arg;
 	struct store_event ev;
@@ -201,14 +199,12 @@ store_each_event(struct store *s, int64_t plan_id,
     char *err, size_t errlen)
 {
 	static const char all_sql[] =
-	    "SELECT id, plan_id, ts_ms, actor, kind, details_json, prev_hash,"
-	    " hash FROM events ORDER BY id";
+	    "SELECT " STORE__EVENT_COLUMNS " FROM events ORDER BY id";
 	static const char plan_sql[] =
-	    "SELECT id, plan_id, ts_ms, actor, kind, details_json, prev_hash,"
-	    " hash FROM events WHERE plan_id = ?1 ORDER BY id";
+	    "SELECT " STORE__EVENT_COLUMNS " FROM events WHERE plan_id = ?1 ORDER BY id";
 	struct store__walk w = { .fn.event = fn, .arg = arg };
 
-	return store__read(s, "reading events", event_row, &w, err, errlen,
+	return store__read(s, "reading events", store__event_row, &w, err, errlen,
 	    plan_id == 0 ? all_sql : plan_sql, plan_id == 0 ? "" : "I", plan_id) < 0 ?
 	    -1 : 0;
 }

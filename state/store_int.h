@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STORE_INT_H
 #define CUTOVER_STORE_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,9 +59,14 @@ void store__copystr(char *dst, size_t dstlen, const unsigned char *src);
 /* A malloc'ed copy of column COL's text, or NULL when out of memory. */
 char *store__dupcol(sqlite3_stmt *st, int col);
 
-/* Reads an events row selected as (id, plan_id, ts_ms, actor, kind,
- * details_json, prev_hash, hash) into EV; EV->details_json is malloc'ed
- * (the caller frees it). Returns 0, or -1 out of memory. */
+/* The columns of an events row, in the order store__read_event reads
+ * them. */
+#define STORE__EVENT_COLUMNS \
+	"id, plan_id, ts_ms, actor, kind, details_json, prev_hash, hash"
+
+/* Reads an events row selected as STORE__EVENT_COLUMNS into EV;
+ * EV->details_json is malloc'ed (the caller frees it). Returns 0, or -1
+ * out of memory. */
 int store__read_event(sqlite3_stmt *st, struct store_event *ev);
 
 /* Prepares SQL into *ST. Returns 0, or -1 with ERR naming WHAT. */
@@ -93,6 +99,11 @@ int store__update_one(struct store *s, sqlite3_stmt *st, const char *what,
  */
 int store__write_rows(struct store *s, const char *what, const char *missing,
     int64_t *id, char *err, size_t errlen, const char *sql, const char *types, ...);
+/* store__write_rows with its arguments as AP (the caller's va_start and
+ * va_end around it), for a caller that takes them on as its own. */
+int store__write_rows_v(struct store *s, const char *what, const char *missing,
+    int64_t *id, char *err, size_t errlen, const char *sql, const char *types,
+    va_list ap);
 #define store__write(s, what, id, err, errlen, ...)			\
 	store__write_rows(s, what, NULL, id, err, errlen, __VA_ARGS__)
 #define store__write_one(s, what, missing, err, errlen, ...)		\
@@ -136,6 +147,11 @@ struct store__walk {
 	void *arg;
 	int64_t plan_id;	/* the plan walked, for rows that do not say */
 };
+
+/* A store__row_fn for rows selected as STORE__EVENT_COLUMNS, its ARG a
+ * struct store__walk: each event, read whole (store__read_event), handed
+ * to the walk's fn.event, and freed once it returns. */
+int store__event_row(sqlite3_stmt *st, void *arg);
 
 /* A store__row_fn: column 0 as an integer into the int64_t at ARG. */
 int store__row_int64(sqlite3_stmt *st, void *arg);

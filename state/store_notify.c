@@ -68,22 +68,6 @@ store_notify_cursor(struct store *s, const char *notifier, int64_t *last_id,
 	    " RETURNING last_event_id", "t", notifier) == 0 ? 0 : -1;
 }
 
-/* store__read's FN for store_notify_events_after: an event's id, plan,
- * time and kind. */
-static int
-event_row(sqlite3_stmt *st, void *arg)
-{
-	const struct store__walk *w = arg;
-	struct store_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.id = sqlite3_column_int64(st, 0);
-	ev.plan_id = sqlite3_column_int64(st, 1);
-	ev.ts_ms = sqlite3_column_int64(st, 2);
-	store__copystr(ev.kind, sizeof(ev.kind), sqlite3_column_text(st, 3));
-	return w->fn.event(&ev, w->arg) != 0;
-}
-
 int
 store_notify_events_after(struct store *s, int64_t after_id, int limit,
     int (*fn)(const struct store_event *ev, void *arg), void *arg, char *err,
@@ -91,8 +75,8 @@ store_notify_events_after(struct store *s, int64_t after_id, int limit,
 {
 	struct store__walk w = { .fn.event = fn, .arg = arg };
 
-	return store__read(s, "reading new events", event_row, &w, err, errlen,
-	    "SELECT id, plan_id, ts_ms, kind FROM events WHERE id > ?1"
+	return store__read(s, "reading new events", store__event_row, &w, err, errlen,
+	    "SELECT " STORE__EVENT_COLUMNS " FROM events WHERE id > ?1"
 	    " ORDER BY id LIMIT ?2", "Ii", after_id, limit) < 0 ? -1 : 0;
 }
 

@@ -2,6 +2,7 @@
  * times, result and error, and the reset a retry starts from — and the
  * rows a long result list is kept in (step_entries). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,34 @@ own_end(struct store *s, bool own, int rc, char *err, size_t errlen)
 	return store_commit(s, err, errlen);
 }
 
+/* Writes step IDX of PLAN_ID with SQL, an UPDATE that must change its
+ * row, bound as store__write_rows binds TYPES and the arguments after it;
+ * DOING names the write in errors ("DOING step 2 of plan 7"). With DROP
+ * (the step's result written whole, or cleared) the rows
+ * store_step_save_entries kept for it are deleted in one transaction with
+ * the update: its own, or the caller's when one is open. Returns 0, or -1
+ * with ERR. */
+static int
+step_write(struct store *s, int64_t plan_id, int idx, bool drop, const char *doing,
+    char *err, size_t errlen, const char *sql, const char *types, ...)
+{
+	char what[80];
+	bool own = false;
+	va_list ap;
+	int rc;
+
+	step_what(what, sizeof(what), doing, idx, plan_id);
+	if (drop && own_begin(s, &own, err, errlen) != 0)
+		return -1;
+	va_start(ap, types);
+	rc = store__write_rows_v(s, what, "no such step", NULL, err, errlen, sql, types,
+	    ap);
+	va_end(ap);
+	if (rc == 0 && drop)
+		rc = entries_drop(s, plan_id, idx, err, errlen);
+	return own_end(s, own, rc, err, errlen);
+}
+
 int
 store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
     int64_t started_ms, int64_t ended_ms, const char *result_json,
@@ -84,20 +113,12 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " result_json = coalesce(?4, result_json),"
 	    " error = coalesce(?5, error)"
 	    " WHERE plan_id = ?6 AND idx = ?7";
-	char what[80];
-	bool own = false;
-	int rc;
 
-	step_what(what, sizeof(what), "updating", idx, plan_id);
-	/* A whole result replaces the rows, in one transaction with them. */
-	if (result_json != NULL && own_begin(s, &own, err, errlen) != 0)
-		return -1;
-	/* Unbound parameters are NULL: "leave unchanged". */
-	rc = store__write_one(s, what, "no such step", err, errlen, sql, "tppttIi",
-	    status, started_ms, ended_ms, result_json, error, plan_id, idx);
-	if (rc == 0 && result_json != NULL)
-		rc = entries_drop(s, plan_id, idx, err, errlen);
-	return result_json != NULL ? own_end(s, own, rc, err, errlen) : rc;
+	/* Unbound parameters are NULL: "leave unchanged". A whole result
+	 * replaces the rows. */
+	return step_write(s, plan_id, idx, result_json != NULL, "updating", err, errlen,
+	    sql, "tppttIi", status, started_ms, ended_ms, result_json, error, plan_id,
+	    idx);
 }
 
 int
@@ -377,17 +398,7 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 	static const char sql[] =
 	    "UPDATE steps SET status = ?1, started_ms = NULL, ended_ms = NULL,"
 	    " result_json = NULL, error = NULL WHERE plan_id = ?2 AND idx = ?3";
-	char what[80];
 
-	bool own = false;
-	int rc;
-
-	step_what(what, sizeof(what), "resetting", idx, plan_id);
-	if (own_begin(s, &own, err, errlen) != 0)
-		return -1;
-	rc = store__write_one(s, what, "no such step", err, errlen, sql, "tIi", status,
-	    plan_id, idx);
-	if (rc == 0)
-		rc = entries_drop(s, plan_id, idx, err, errlen);
-	return own_end(s, own, rc, err, errlen);
+	return step_write(s, plan_id, idx, true, "resetting", err, errlen, sql, "tIi",
+	    status, plan_id, idx);
 }

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,64 @@ jint(const json_t *o, const char *key, const char **bad)
 	return -1;
 }
 
+/* The objects of the JSON export that read_json reads members of. */
+enum jobject { J_ROOT, J_PLAN, J_HEAD, J_EVENT };
+
+/* A member of the JSON export and where it is read to: KEY of object OBJ,
+ * into the struct str (STR) or the int64_t at OFF in the struct xdoc (an
+ * event's: struct xrow). */
+struct jmember {
+	enum jobject obj;
+	const char *key;
+	size_t off;
+	bool str;
+};
+
+#define JSTR(obj, type, field, key)	{ obj, key, offsetof(struct type, field), true }
+#define JINT(obj, type, field, key)	{ obj, key, offsetof(struct type, field), false }
+
+/* The members read_json reads, each object's in its order (the first
+ * malformed one is the one named). */
+static const struct jmember jmembers[] = {
+	JSTR(J_ROOT, xdoc, format, "format"),
+	JINT(J_ROOT, xdoc, version, "version"),
+	JINT(J_PLAN, xdoc, plan_id, "id"),
+	JSTR(J_PLAN, xdoc, name, "name"),
+	JSTR(J_PLAN, xdoc, status, "status"),
+	JSTR(J_PLAN, xdoc, sha256, "sha256"),
+	JSTR(J_PLAN, xdoc, yaml, "yaml"),
+	JINT(J_HEAD, xdoc, head_events, "events"),
+	JINT(J_HEAD, xdoc, head_id, "last_id"),
+	JSTR(J_HEAD, xdoc, head_hash, "last_hash"),
+	JINT(J_EVENT, xrow, id, "id"),
+	JINT(J_EVENT, xrow, plan_id, "plan_id"),
+	JINT(J_EVENT, xrow, ts_ms, "ts_ms"),
+	JINT(J_EVENT, xrow, step, "step"),
+	JSTR(J_EVENT, xrow, time_utc, "time_utc"),
+	JSTR(J_EVENT, xrow, actor, "actor"),
+	JSTR(J_EVENT, xrow, kind, "kind"),
+	JSTR(J_EVENT, xrow, details, "details_json"),
+	JSTR(J_EVENT, xrow, prev, "prev_hash"),
+	JSTR(J_EVENT, xrow, hash, "hash"),
+};
+
+/* Reads the members of O, the export's object OBJ, into the struct at TO
+ * with jstr and jint (*BAD naming the first malformed one). */
+static void
+jread(const json_t *o, enum jobject obj, void *to, const char **bad)
+{
+	for (size_t k = 0; k < sizeof(jmembers) / sizeof(jmembers[0]); k++) {
+		const struct jmember *m = &jmembers[k];
+
+		if (m->obj != obj)
+			continue;
+		if (m->str)
+			*(struct str *)((char *)to + m->off) = jstr(o, m->key, bad);
+		else
+			*(int64_t *)((char *)to + m->off) = jint(o, m->key, bad);
+	}
+}
+
 /* Reads the JSON export ROOT into D. Returns 0, 1 with RES saying what is
  * malformed, -1 out of memory. */
 static int
@@ -170,16 +229,9 @@ read_json(const json_t *root, struct xdoc *d, struct export_check *res)
 		    "plan, events and head");
 		return 1;
 	}
-	d->format = jstr(root, "format", &d->bad);
-	d->version = jint(root, "version", &d->bad);
-	d->plan_id = jint(plan, "id", &d->bad);
-	d->name = jstr(plan, "name", &d->bad);
-	d->status = jstr(plan, "status", &d->bad);
-	d->sha256 = jstr(plan, "sha256", &d->bad);
-	d->yaml = jstr(plan, "yaml", &d->bad);
-	d->head_events = jint(head, "events", &d->bad);
-	d->head_id = jint(head, "last_id", &d->bad);
-	d->head_hash = jstr(head, "last_hash", &d->bad);
+	jread(root, J_ROOT, d, &d->bad);
+	jread(plan, J_PLAN, d, &d->bad);
+	jread(head, J_HEAD, d, &d->bad);
 	json_array_foreach(evs, i, e) {
 		struct xrow *r = new_row(d);
 
@@ -190,18 +242,9 @@ read_json(const json_t *root, struct xdoc *d, struct export_check *res)
 			return 1;
 		}
 		r->link = json_is_true(json_object_get(e, "link"));
-		r->id = jint(e, "id", &r->bad);
-		r->plan_id = jint(e, "plan_id", &r->bad);
-		r->ts_ms = jint(e, "ts_ms", &r->bad);
-		r->step = jint(e, "step", &r->bad);
+		jread(e, J_EVENT, r, &r->bad);
 		if (r->step < 0)
 			r->step = 0;
-		r->time_utc = jstr(e, "time_utc", &r->bad);
-		r->actor = jstr(e, "actor", &r->bad);
-		r->kind = jstr(e, "kind", &r->bad);
-		r->details = jstr(e, "details_json", &r->bad);
-		r->prev = jstr(e, "prev_hash", &r->bad);
-		r->hash = jstr(e, "hash", &r->bad);
 	}
 	return 0;
 }

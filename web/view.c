@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alert_kinds.h"
+#include "errbuf.h"
 #include "export.h"
 #include "plan.h"
 #include "view.h"
@@ -106,7 +107,7 @@ list_plan(const struct store_plan *p, void *arg)
 	json_object_set_new(o, "alerts", alerts);
 	if (view_holds(o) != 0) {
 		json_decref(o);
-		snprintf(l->err, l->errlen, "out of memory");
+		errbuf_set(l->err, l->errlen, "out of memory");
 		l->failed = 1;
 		return 1;
 	}
@@ -141,7 +142,7 @@ view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_
 
 	*out = NULL;
 	if (l.plans == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	if (store_each_plan(s, list_plan, &l, err, errlen) != 0 || l.failed ||
@@ -153,7 +154,7 @@ view_plan_list(struct store *s, const char *name, json_t **out, char *err, size_
 	json_decref(l.plans);
 	*out = json_pack("{s:o,s:o}", "plans", sorted, "deliveries", counts);
 	if (*out == NULL)
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 	return *out != NULL ? 0 : -1;
 }
 
@@ -366,7 +367,7 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	json_object_set_new(doc, "deliveries", deliveries);
 	steps = alerts = cur = deliveries = NULL;
 	if (view_holds(doc) != 0) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		json_decref(doc);
 		goto done;
 	}
@@ -378,7 +379,7 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	rc = 0;
 	goto done;
 nomem:
-	snprintf(err, errlen, "out of memory");
+	errbuf_set(err, errlen, "out of memory");
 done:
 	json_decref(steps);
 	json_decref(alerts);
@@ -431,7 +432,7 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 		return r;
 	if ((h.events = json_array()) == NULL) {
 		free(yaml);
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	if (store_each_event(s, id, history_event, &h, err, errlen) != 0 ||
@@ -449,7 +450,7 @@ view_history(struct store *s, int64_t id, json_t **out, char *err, size_t errlen
 	    "reason", v.verified ? json_null() : view_string(v.reason));
 	free(yaml);
 	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;

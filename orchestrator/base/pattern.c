@@ -2,12 +2,12 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pcre2.h>
 
+#include "errbuf.h"
 #include "pattern.h"
 
 struct pattern {
@@ -29,7 +29,7 @@ pattern_compile(const char *text, struct pattern **out, char *err, size_t errlen
 
 	*out = NULL;
 	if (len > PATTERN_LENGTH_MAX) {
-		snprintf(err, errlen, "the pattern is %zu bytes long; at most %d are "
+		errbuf_set(err, errlen, "the pattern is %zu bytes long; at most %d are "
 		    "accepted", len, PATTERN_LENGTH_MAX);
 		return -1;
 	}
@@ -45,8 +45,8 @@ pattern_compile(const char *text, struct pattern **out, char *err, size_t errlen
 	p->code = pcre2_compile((PCRE2_SPTR)text, len, 0, &code, &off, cctx);
 	if (p->code == NULL) {
 		if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
-			snprintf((char *)msg, sizeof(msg), "error %d", code);
-		snprintf(err, errlen, "%s at offset %zu", (const char *)msg, (size_t)off);
+			errbuf_set((char *)msg, sizeof(msg), "error %d", code);
+		errbuf_set(err, errlen, "%s at offset %zu", (const char *)msg, (size_t)off);
 		goto done;
 	}
 	if ((p->md = pcre2_match_data_create(1, NULL)) == NULL)
@@ -56,7 +56,7 @@ pattern_compile(const char *text, struct pattern **out, char *err, size_t errlen
 	rc = 0;
 	goto done;
 nomem:
-	snprintf(err, errlen, "out of memory compiling a pattern");
+	errbuf_set(err, errlen, "out of memory compiling a pattern");
 done:
 	pcre2_compile_context_free(cctx);
 	pattern_free(p);
@@ -80,8 +80,8 @@ pattern_match(struct pattern *p, const char *subject, bool *matched, char *err,
 	if (r == PCRE2_ERROR_NOMATCH)
 		return 0;
 	if (pcre2_get_error_message(r, msg, sizeof(msg)) < 0)
-		snprintf((char *)msg, sizeof(msg), "error %d", r);
-	snprintf(err, errlen, "%s", (const char *)msg);
+		errbuf_set((char *)msg, sizeof(msg), "error %d", r);
+	errbuf_set(err, errlen, "%s", (const char *)msg);
 	return -1;
 }
 

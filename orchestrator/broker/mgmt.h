@@ -505,6 +505,12 @@ int mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out,
 /* Frees what L holds and empties it. L may be empty or NULL. */
 void mgmt_policy_list_free(struct mgmt_policy_list *l);
 
+/* The definition of policy NAME in PL (borrowed from PL's JSON), or NULL:
+ * no such policy, or NAME NULL. The one lookup of a policy by the name an
+ * object's "policy" gives. */
+const json_t *mgmt_policy_definition(const struct mgmt_policy_list *pl,
+    const char *name);
+
 /* Creates or replaces policy NAME: PUT /api/policies/{vhost}/{name} with
  * {"pattern", "definition", "apply-to", "priority"}. DEFINITION is an
  * object (borrowed), e.g. {"message-ttl": 3000}; APPLY_TO "queues",

@@ -34,14 +34,7 @@ mgmt_get_exchange(struct mgmt *m, const char *name, struct mgmt_exchange *out,
 	return 0;
 }
 
-void
-mgmt_exchange_free(struct mgmt_exchange *x)
-{
-	if (x == NULL)
-		return;
-	json_decref(x->json);
-	memset(x, 0, sizeof(*x));
-}
+MGMT__HOLDER_FREE(mgmt_exchange_free, mgmt_exchange)
 
 /* Fills one element of a listing, ELEM, from IT, item I of the answer to
  * GET PATH. Returns 0, or a negative code with ERR. */
@@ -57,18 +50,14 @@ get_list(struct mgmt *m, const char *path, size_t size, fill_fn fill,
     void **v, size_t *n, json_t **json, char *err, size_t errlen)
 {
 	json_t *j = NULL;
-	char *a = NULL;
+	void *room;
+	char *a;
 	size_t i, len;
 	int rc;
 
-	if ((rc = mgmt__get_json(m, path, 1, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_array(m, path, NULL, size, &j, &room, &len, err, errlen)) != 0)
 		return rc;
-	len = json_array_size(j);
-	if (len > 0 && (a = calloc(len, size)) == NULL) {
-		rc = MGMT_ERR_NOMEM;
-		errbuf_set(err, errlen, "GET %s: out of memory", path);
-		goto done;
-	}
+	a = room;
 	for (i = 0; i < len; i++)
 		if ((rc = fill(json_array_get(j, i), i, a + i * size, path, err,
 		    errlen)) != 0)
@@ -212,6 +201,15 @@ mgmt_list_policies(struct mgmt *m, struct mgmt_policy_list *out, char *err,
 }
 
 MGMT__LIST_FREE(mgmt_policy_list_free, mgmt_policy_list)
+
+const json_t *
+mgmt_policy_definition(const struct mgmt_policy_list *pl, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < pl->n; i++)
+		if (strcmp(pl->v[i].name, name) == 0)
+			return pl->v[i].definition;
+	return NULL;
+}
 
 int
 mgmt_put_policy(struct mgmt *m, const char *name, const char *pattern,

@@ -130,6 +130,14 @@ long mgmt__timeout_ms(const struct mgmt *m, const char *path);
 int mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
     char *err, size_t errlen);
 
+/* GET the JSON array at PATH into *JSON and room for its items: *N of
+ * them, SIZE bytes each, zeroed, at *V (NULL when none; the caller frees
+ * it). LABEL is the path the out-of-memory error names (NULL: PATH).
+ * Returns 0, or a negative code with ERR and *JSON and *V NULL, *N 0:
+ * every listing of the answer's items starts here. */
+int mgmt__get_array(struct mgmt *m, const char *path, const char *label, size_t size,
+    json_t **json, void **v, size_t *n, char *err, size_t errlen);
+
 /* GET one object: NAME, A_KIND ("a queue") under PREFIX ("/api/queues/"),
  * with QUERY (NULL: none, else "?columns=..."), into *OUT: an object with
  * a name. Returns 0, MGMT_NOT_FOUND (404), or another code with ERR. */
@@ -148,21 +156,34 @@ json_t *mgmt__object_member(json_t *obj, const char *key);
 int mgmt__body_error(const char *method, const struct path *p, char *err,
     size_t errlen);
 
-/* ---- lists that borrow from their answer ---- */
+/* ---- what borrows from its answer ---- */
 
-/* Defines void FN(struct LIST *l), the free function of a list whose
- * elements (v, n of them) borrow their strings and json_t pointers from
- * the answer the list owns (json): frees both and empties L, which may
- * be empty or NULL. One definition serves every such list. */
+/* Defines void FN(struct HOLDER *h), the free function of a struct
+ * whose members borrow their strings and json_t pointers from the one
+ * answer it owns (json): frees it and empties H, which may be empty or
+ * NULL. */
+#define MGMT__HOLDER_FREE(fn, holder)					\
+	void								\
+	fn(struct holder *h)						\
+	{								\
+		if (h == NULL)						\
+			return;						\
+		json_decref(h->json);					\
+		memset(h, 0, sizeof(*h));				\
+	}
+
+/* Defines void FN(struct LIST *l), the free function of a list: a holder
+ * (above) whose elements (v, n of them) borrow from its answer. Frees
+ * the elements, then the rest as a holder's. One definition serves every
+ * such list. */
 #define MGMT__LIST_FREE(fn, list)					\
+	static MGMT__HOLDER_FREE(fn##_answer, list)			\
 	void								\
 	fn(struct list *l)						\
 	{								\
-		if (l == NULL)						\
-			return;						\
-		free(l->v);						\
-		json_decref(l->json);					\
-		memset(l, 0, sizeof(*l));				\
+		if (l != NULL)						\
+			free(l->v);					\
+		fn##_answer(l);						\
 	}
 
 /* ---- mgmt_queues.c ---- */

@@ -11,19 +11,15 @@ mgmt_list_nodes(struct mgmt *m, struct mgmt_node_list *out, char *err,
 {
 	static const char path[] = "/api/nodes?columns=name,running,uptime,"
 	    "os_pid,connection_created,channel_created,queue_declared";
+	void *v;
 	size_t n;
 	int rc;
 
-	if ((rc = mgmt__begin("mgmt_list_nodes", m, out, sizeof(*out), err, errlen)) != 0)
+	if ((rc = mgmt__begin("mgmt_list_nodes", m, out, sizeof(*out), err, errlen)) != 0 ||
+	    (rc = mgmt__get_array(m, path, "/api/nodes", sizeof(*out->v), &out->json, &v,
+	    &n, err, errlen)) != 0)
 		return rc;
-	if ((rc = mgmt__get_json(m, path, 1, &out->json, err, errlen)) != 0)
-		return rc;
-	n = json_array_size(out->json);
-	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
-		mgmt_node_list_free(out);
-		errbuf_set(err, errlen, "GET /api/nodes: out of memory");
-		return MGMT_ERR_NOMEM;
-	}
+	out->v = v;
 	for (out->n = 0; out->n < n; out->n++) {
 		const json_t *it = json_array_get(out->json, out->n);
 		struct mgmt_node *nd = &out->v[out->n];
@@ -80,6 +76,7 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
     char *err, size_t errlen)
 {
 	struct path p;
+	void *v;
 	size_t n, i;
 	int rc;
 
@@ -89,14 +86,10 @@ mgmt_list_queue_places(struct mgmt *m, struct mgmt_queue_place_list *out,
 	mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns=name,"
 	    "type,node,leader,members,online");
 	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0 ||
-	    (rc = mgmt__get_json(m, p.s, 1, &out->json, err, errlen)) != 0)
+	    (rc = mgmt__get_array(m, p.s, "/api/queues", sizeof(*out->v), &out->json, &v,
+	    &n, err, errlen)) != 0)
 		return rc;
-	n = json_array_size(out->json);
-	if (n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) {
-		mgmt_queue_place_list_free(out);
-		errbuf_set(err, errlen, "GET /api/queues: out of memory");
-		return MGMT_ERR_NOMEM;
-	}
+	out->v = v;
 	for (i = 0; i < n; i++)
 		place_from(json_array_get(out->json, i), out);
 	qsort(out->v, out->n, sizeof(*out->v), cmp_place);

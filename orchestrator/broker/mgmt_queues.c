@@ -300,11 +300,4 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	return 0;
 }
 
-void
-mgmt_queue_info_free(struct mgmt_queue_info *q)
-{
-	if (q == NULL)
-		return;
-	json_decref(q->json);
-	memset(q, 0, sizeof(*q));
-}
+MGMT__HOLDER_FREE(mgmt_queue_info_free, mgmt_queue_info)

@@ -505,6 +505,28 @@ mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 }
 
 int
+mgmt__get_array(struct mgmt *m, const char *path, const char *label, size_t size,
+    json_t **json, void **v, size_t *n, char *err, size_t errlen)
+{
+	int rc;
+
+	*v = NULL;
+	*n = 0;
+	if ((rc = mgmt__get_json(m, path, 1, json, err, errlen)) != 0)
+		return rc;
+	*n = json_array_size(*json);
+	if (*n > 0 && (*v = calloc(*n, size)) == NULL) {
+		json_decref(*json);
+		*json = NULL;
+		*n = 0;
+		errbuf_set(err, errlen, "GET %s: out of memory", label != NULL ? label :
+		    path);
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
+int
 mgmt__get_object(struct mgmt *m, const char *prefix, const char *name,
     const char *a_kind, const char *query, json_t **out, char *err, size_t errlen)
 {

@@ -209,23 +209,12 @@ route(struct routes *r, const struct old_selection *s, const char *x,
 		route(r, s, ae, k, depth + 1, to);
 }
 
-/* The definition of policy NAME in PL, or NULL (no such policy, or NAME
- * NULL). */
-static const json_t *
-policy_definition(const struct mgmt_policy_list *pl, const char *name)
-{
-	for (size_t i = 0; name != NULL && i < pl->n; i++)
-		if (strcmp(pl->v[i].name, name) == 0)
-			return pl->v[i].definition;
-	return NULL;
-}
-
 const char *
 old_dead_letter_exchange(const struct mgmt_policy_list *pl, const struct mgmt_queue *q)
 {
 	if (q->dead_letter_exchange != NULL)
 		return q->dead_letter_exchange;
-	return json_string_value(json_object_get(policy_definition(pl, q->policy),
+	return json_string_value(json_object_get(mgmt_policy_definition(pl, q->policy),
 	    "dead-letter-exchange"));
 }
 
@@ -236,7 +225,7 @@ old_dead_letter_of(const struct mgmt_policy_list *pl, const struct mgmt_queue *q
 	*x = old_dead_letter_exchange(pl, q);
 	*k = q->dead_letter_routing_key;
 	if (*k == NULL)
-		*k = json_string_value(json_object_get(policy_definition(pl,
+		*k = json_string_value(json_object_get(mgmt_policy_definition(pl,
 		    q->policy), "dead-letter-routing-key"));
 }
 

@@ -89,11 +89,8 @@ old_fence_sweep(struct mgmt *m, struct broker *b, const char *plan, char *err,
 static json_t *
 fence_definition(const struct mgmt_policy_list *pl, const char *own)
 {
-	json_t *def = NULL;
+	json_t *def = json_deep_copy(mgmt_policy_definition(pl, own));
 
-	for (size_t k = 0; own != NULL && k < pl->n && def == NULL; k++)
-		if (strcmp(pl->v[k].name, own) == 0)
-			def = json_deep_copy(pl->v[k].definition);
 	if (def == NULL)
 		def = json_object();
 	json_object_set_new(def, "max-length", json_integer(0));

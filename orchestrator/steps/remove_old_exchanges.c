@@ -167,10 +167,9 @@ alternate_of(const struct xrun *xr, const json_t *x)
 	    "arguments"), "alternate-exchange"));
 	const char *policy = json_string_value(json_object_get(x, "policy"));
 
-	for (size_t i = 0; ae == NULL && policy != NULL && i < xr->pl.n; i++)
-		if (strcmp(xr->pl.v[i].name, policy) == 0)
-			ae = json_string_value(json_object_get(xr->pl.v[i].definition,
-			    "alternate-exchange"));
+	if (ae == NULL)
+		ae = json_string_value(json_object_get(mgmt_policy_definition(&xr->pl,
+		    policy), "alternate-exchange"));
 	return ae;
 }
 
