@@ -67,6 +67,9 @@ struct server {
 	unsigned loads;			/* plans being checked; guarded by mu */
 	unsigned loads_max;
 	struct peer_count peers[PEERS_MAX];	/* guarded by mu */
+	unsigned refused;		/* connections refused over the per-address
+					 * limit since the last line said so; mu */
+	int64_t refused_said_ms;	/* when that line was written (mono); mu */
 	atomic_llong trimmed_ms;	/* when malloc_trim last ran (monotonic) */
 };
 
@@ -260,14 +263,10 @@ answer(struct server *sv, struct store *s, size_t slot, struct request *rq,
 	return true;
 }
 
-/* C's peer address as text into OUT, or "" when unknown. */
+/* Address SA (NULL: unknown) as text into OUT, or "" when unknown. */
 static void
-peer(struct MHD_Connection *c, char *out, size_t outlen)
+address_text(const struct sockaddr *sa, char *out, size_t outlen)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
-	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
-
 	out[0] = '\0';
 	if (sa != NULL && sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out,
@@ -275,6 +274,16 @@ peer(struct MHD_Connection *c, char *out, size_t outlen)
 	else if (sa != NULL && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
 		    (socklen_t)outlen);
+}
+
+/* C's peer address as text into OUT, or "" when unknown. */
+static void
+peer(struct MHD_Connection *c, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	address_text(ci != NULL ? ci->client_addr : NULL, out, outlen);
 }
 
 /* Records RQ's answer R in the history when it is a refusal (denied.h),
@@ -717,6 +726,23 @@ refuse_connection(int fd)
 	shutdown(fd, SHUT_RDWR);
 }
 
+/* Counts one more connection refused over the per-address limit, and
+ * returns how many to say in a log line now (at most one line a second,
+ * so that a client hammering the limit cannot flood the log), or 0 when
+ * the count waits for a later line. Under SV's lock. */
+static unsigned
+refused_to_say(struct server *sv)
+{
+	int64_t now = clock_mono_ms();
+	unsigned n = ++sv->refused;
+
+	if (sv->refused_said_ms != 0 && now - sv->refused_said_ms < 1000)
+		return 0;
+	sv->refused = 0;
+	sv->refused_said_ms = now;
+	return n;
+}
+
 /* A connection opens (counted for its address, then watched by the request
  * deadline from now, or answered 503 at once when its address holds
  * SERVER_PER_IP_MAX already) or closes (forgotten before libmicrohttpd
@@ -729,6 +755,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	const union MHD_ConnectionInfo *ci, *ca;
 	struct conn *k = *socket_context;
 	bool over = false;
+	unsigned refused = 0;
 	int fd;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -741,7 +768,19 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 		pthread_mutex_lock(&sv->mu);
 		k->peer = peer_take(sv, ca != NULL ? ca->client_addr : NULL);
 		over = k->peer != NULL && k->peer->n > SERVER_PER_IP_MAX;
+		if (over)
+			refused = refused_to_say(sv);
 		pthread_mutex_unlock(&sv->mu);
+		if (refused > 0) {
+			char addr[64];
+
+			address_text(ca != NULL ? ca->client_addr : NULL, addr, sizeof(addr));
+			log_event("warn", NULL, NULL, "http refused %u connection%s since "
+			    "the last such line: the address held %d already, the most "
+			    "one address may (SERVER_PER_IP_MAX); the latest from %s",
+			    refused, refused == 1 ? "" : "s", SERVER_PER_IP_MAX,
+			    addr[0] != '\0' ? addr : "an unknown address");
+		}
 		if (over && fd != -1)
 			refuse_connection(fd);
 		else if (fd != -1)

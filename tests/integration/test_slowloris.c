@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
+#include "file_read.h"
 #include "itest_run.h"
 #include "server.h"
 
@@ -516,6 +517,8 @@ test_refusals_are_json(void **state)
 	char *big = malloc(48 * 1024);
 	char *head = malloc(64 * 1024);
 	int held[SERVER_PER_IP_MAX_SEEN], extra[4];
+	char *log = NULL;
+	size_t loglen;
 
 	(void)state;
 	assert_non_null(big);
@@ -557,6 +560,16 @@ test_refusals_are_json(void **state)
 	}
 	printf("connections %d to %d of one address: %.*s\n", SERVER_PER_IP_MAX_SEEN + 1,
 	    SERVER_PER_IP_MAX_SEEN + 4, (int)strcspn(answer, "\r\n"), answer);
+	/* The operator sees it in the log: the first refusal at once, with
+	 * the address (the next ones in the same second are counted into a
+	 * later line, so that a flood cannot flood the log). */
+	assert_int_equal(file_read(logfile, 1 << 24, &log, &loglen), FILE_READ_OK);
+	if (strstr(log, "http refused 1 connection since the last such line: the "
+	    "address held 64 already") == NULL || strstr(log, "the latest from "
+	    "127.0.0.4") == NULL)
+		fail_msg("serve's log does not say that it refused a connection of "
+		    "127.0.0.4 over the per-address limit:\n%.2000s", log);
+	free(log);
 	for (int i = 0; i < 4; i++)
 		close(extra[i]);
 	for (int i = 0; i < SERVER_PER_IP_MAX_SEEN; i++)
