@@ -21,56 +21,90 @@
 
 #define S(n)	((int64_t)(n) * 1000)
 
+/* One edit of the base plan, and one error it must cause. */
+struct edit {
+	const char *from, *to;
+};
+
+struct want {
+	int line, column;
+	const char *msg;
+};
+
+/* Loads pt_base_plan with the N EDITS made, which must fail with
+ * exactly the NW errors WANT, into ERRS (the caller frees them); with
+ * IN_ORDER, in WANT's order. A missing one fails naming it. */
+static void
+expect_mistakes(const struct edit *edits, size_t n, const struct want *want,
+    size_t nw, bool in_order, struct plan_errors *errs)
+{
+	char *t = strdup(pt_base_plan);
+
+	for (size_t i = 0; i < n; i++)
+		pt_edit(&t, edits[i].from, edits[i].to);
+	pt_expect_n_errors(t, errs, nw);
+	for (size_t i = 0; i < nw; i++) {
+		const struct plan_error *e = &errs->v[i];
+
+		if (in_order ? e->line != want[i].line || e->column != want[i].column ||
+		    strstr(e->message, want[i].msg) == NULL :
+		    !pt_has_error(errs, want[i].line, want[i].column, want[i].msg)) {
+			pt_print_errors(errs);
+			fail_msg("no error %d:%d: ...%s...%s", want[i].line,
+			    want[i].column, want[i].msg, in_order ? " in that place" : "");
+		}
+	}
+	free(t);
+}
+
 static void
 test_three_mistakes(void **state)
 {
+	static const struct edit edits[] = {
+		{ "name: orders-delays", "name: Orders" },
+		{ "  unit: 1s\n", "  unit: 1 s\n" },
+		{ "  - canary\n", "  - canry\n" },
+	};
+	/* In file order. */
+	static const struct want want[] = {
+		{ 1, 7, "name 'Orders' contains 'O'" },
+		{ 10, 9, "ladder.unit is not a valid duration" },
+		{ 24, 5, "unknown step 'canry'" },
+	};
 	struct plan_errors errs = { 0 };
-	char *t = strdup(pt_base_plan);
 
 	(void)state;
-	pt_edit(&t, "name: orders-delays", "name: Orders");		/* 1:7 */
-	pt_edit(&t, "  unit: 1s\n", "  unit: 1 s\n");			/* 10:9 */
-	pt_edit(&t, "  - canary\n", "  - canry\n");			/* 24:5 */
-	pt_expect_n_errors(t, &errs, 3);
-	/* In file order. */
-	assert_int_equal(errs.v[0].line, 1);
-	assert_int_equal(errs.v[0].column, 7);
-	assert_non_null(strstr(errs.v[0].message, "name 'Orders' contains 'O'"));
-	assert_int_equal(errs.v[1].line, 10);
-	assert_int_equal(errs.v[1].column, 9);
-	assert_non_null(strstr(errs.v[1].message, "ladder.unit is not a valid duration"));
-	assert_int_equal(errs.v[2].line, 24);
-	assert_int_equal(errs.v[2].column, 5);
-	assert_non_null(strstr(errs.v[2].message, "unknown step 'canry'"));
+	expect_mistakes(edits, 3, want, 3, true, &errs);
 	plan_errors_free(&errs);
-	free(t);
 }
 
 static void
 test_errors_everywhere(void **state)
 {
+	/* One mistake per section, structural and semantic; all reported. */
+	static const struct edit edits[] = {
+		{ "  username: guest\n", "  username: guest\n  vhost: x\n" },
+		{ "'^delay\\.[0-9]+s$'", "'('" },
+		{ "  max_delay: 12d\n", "  levels: 40\n" },
+		{ "env:UNLEASH_TOKEN", "secret-token" },
+		{ "  - watch\n  - { step: remove_old, gate: true }\n",
+		  "  - { step: remove_old, gate: true }\n  - watch\n" },
+	};
+	static const struct want want[] = {
+		{ 6, 3, "unknown key 'vhost' in broker" },
+		{ 9, 20, "is not a valid regex" },
+		{ 12, 11, "ladder.levels 40 is out of range" },
+		{ 20, 10, "secrets must be env:NAME references" },
+		{ 27, 5, "step 'remove_old' comes before step 'watch'" },
+	};
 	struct plan_errors errs = { 0 };
-	char *t = strdup(pt_base_plan);
 
 	(void)state;
-	/* One mistake per section, structural and semantic; all reported. */
-	pt_edit(&t, "  username: guest\n", "  username: guest\n  vhost: x\n");	/* 6:3 */
-	pt_edit(&t, "'^delay\\.[0-9]+s$'", "'('");				/* 9:20 */
-	pt_edit(&t, "  max_delay: 12d\n", "  levels: 40\n");			/* 12:11 */
-	pt_edit(&t, "env:UNLEASH_TOKEN", "secret-token");			/* 20:10 */
-	pt_edit(&t, "  - watch\n  - { step: remove_old, gate: true }\n",
-	    "  - { step: remove_old, gate: true }\n  - watch\n");		/* 27:5 */
-	pt_expect_n_errors(t, &errs, 5);
-	assert_true(pt_has_error(&errs, 6, 3, "unknown key 'vhost' in broker"));
-	assert_true(pt_has_error(&errs, 9, 20, "is not a valid regex"));
-	assert_true(pt_has_error(&errs, 12, 11, "ladder.levels 40 is out of range"));
-	assert_true(pt_has_error(&errs, 20, 10, "secrets must be env:NAME references"));
-	assert_true(pt_has_error(&errs, 27, 5, "step 'remove_old' comes before step 'watch'"));
+	expect_mistakes(edits, 5, want, 5, false, &errs);
 	/* A secret is never repeated in a message. */
 	for (size_t i = 0; i < errs.n; i++)
 		assert_null(strstr(errs.v[i].message, "secret-token"));
 	plan_errors_free(&errs);
-	free(t);
 }
 
 static void

@@ -187,35 +187,34 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	plan_free(p);
 }
 
+/* plan_text(OLD, MOVE) must fail to load with an error at LINE:COLUMN
+ * saying MSG (pt_expect_error). */
+static void
+expect_error(const char *old, const char *move, int line, int column,
+    const char *msg)
+{
+	char *t = plan_text(old, move);
+
+	pt_expect_error(t, line, column, msg);
+	free(t);
+}
+
 static void
 test_errors(void **state)
 {
-	static const struct {
-		const char *old, *move;
-		int line, column;
-		const char *msg;
-	} cases[] = {
-		{ "  library: django\n", "", 8, 12, "old.library 'django' is unknown; "
-		  "expected symfony, laravel, enqueue, easynetq or machinery" },
-		{ "  max_message_ttl: 2h\n", "", 8, 3, "queues" },
-		{ "  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-		  "{ match: x }, from: [arrival, timestamp, header] }\n", 16, 37,
-		  "is a list of 3; expected two sources" },
-		{ "  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-		  "{ match: x }, from: [arrival, unknown] }\n", 16, 37,
-		  "expected two different sources other than unknown" },
-		{ "  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-		  "{ match: x }, from: [arrival, header] }\n", 16, 7,
-		  "missing required key 'header'" },
-	};
-
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *t = plan_text(cases[i].old, cases[i].move);
-
-		pt_expect_error(t, cases[i].line, cases[i].column, cases[i].msg);
-		free(t);
-	}
+	expect_error("  library: django\n", "", 8, 12, "old.library 'django' is "
+	    "unknown; expected symfony, laravel, enqueue, easynetq or machinery");
+	expect_error("  max_message_ttl: 2h\n", "", 8, 3, "queues");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, timestamp, header] }\n", 16, 37,
+	    "is a list of 3; expected two sources");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, unknown] }\n", 16, 37,
+	    "expected two different sources other than unknown");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, header] }\n", 16, 7,
+	    "missing required key 'header'");
 }
 
 static void
