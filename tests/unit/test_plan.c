@@ -21,37 +21,35 @@
 
 #define S(n)	((int64_t)(n) * 1000)
 
-/* One edit of the base plan, and one error it must cause. */
-struct edit {
+/* One edit of the base plan, and the error it must cause there. */
+struct mistake {
 	const char *from, *to;
-};
-
-struct want {
 	int line, column;
 	const char *msg;
 };
 
-/* Loads pt_base_plan with the N EDITS made, which must fail with
- * exactly the NW errors WANT, into ERRS (the caller frees them); with
- * IN_ORDER, in WANT's order. A missing one fails naming it. */
+/* Loads pt_base_plan with the N edits of MISTAKES made, which must fail
+ * with exactly their N errors, into ERRS (the caller frees them); with
+ * IN_ORDER, in the order of MISTAKES. A missing one fails naming it. */
 static void
-expect_mistakes(const struct edit *edits, size_t n, const struct want *want,
-    size_t nw, bool in_order, struct plan_errors *errs)
+expect_mistakes(const struct mistake *mistakes, size_t n, bool in_order,
+    struct plan_errors *errs)
 {
 	char *t = strdup(pt_base_plan);
 
 	for (size_t i = 0; i < n; i++)
-		pt_edit(&t, edits[i].from, edits[i].to);
-	pt_expect_n_errors(t, errs, nw);
-	for (size_t i = 0; i < nw; i++) {
+		pt_edit(&t, mistakes[i].from, mistakes[i].to);
+	pt_expect_n_errors(t, errs, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct mistake *m = &mistakes[i];
 		const struct plan_error *e = &errs->v[i];
 
-		if (in_order ? e->line != want[i].line || e->column != want[i].column ||
-		    strstr(e->message, want[i].msg) == NULL :
-		    !pt_has_error(errs, want[i].line, want[i].column, want[i].msg)) {
+		if (in_order ? e->line != m->line || e->column != m->column ||
+		    strstr(e->message, m->msg) == NULL :
+		    !pt_has_error(errs, m->line, m->column, m->msg)) {
 			pt_print_errors(errs);
-			fail_msg("no error %d:%d: ...%s...%s", want[i].line,
-			    want[i].column, want[i].msg, in_order ? " in that place" : "");
+			fail_msg("no error %d:%d: ...%s...%s", m->line, m->column, m->msg,
+			    in_order ? " in that place" : "");
 		}
 	}
 	free(t);
@@ -60,21 +58,16 @@ expect_mistakes(const struct edit *edits, size_t n, const struct want *want,
 static void
 test_three_mistakes(void **state)
 {
-	static const struct edit edits[] = {
-		{ "name: orders-delays", "name: Orders" },
-		{ "  unit: 1s\n", "  unit: 1 s\n" },
-		{ "  - canary\n", "  - canry\n" },
-	};
-	/* In file order. */
-	static const struct want want[] = {
-		{ 1, 7, "name 'Orders' contains 'O'" },
-		{ 10, 9, "ladder.unit is not a valid duration" },
-		{ 24, 5, "unknown step 'canry'" },
+	/* Reported in file order. */
+	static const struct mistake mistakes[] = {
+		{ "name: orders-delays", "name: Orders", 1, 7, "name 'Orders' contains 'O'" },
+		{ "  unit: 1s\n", "  unit: 1 s\n", 10, 9, "ladder.unit is not a valid duration" },
+		{ "  - canary\n", "  - canry\n", 24, 5, "unknown step 'canry'" },
 	};
 	struct plan_errors errs = { 0 };
 
 	(void)state;
-	expect_mistakes(edits, 3, want, 3, true, &errs);
+	expect_mistakes(mistakes, 3, true, &errs);
 	plan_errors_free(&errs);
 }
 
@@ -82,25 +75,22 @@ static void
 test_errors_everywhere(void **state)
 {
 	/* One mistake per section, structural and semantic; all reported. */
-	static const struct edit edits[] = {
-		{ "  username: guest\n", "  username: guest\n  vhost: x\n" },
-		{ "'^delay\\.[0-9]+s$'", "'('" },
-		{ "  max_delay: 12d\n", "  levels: 40\n" },
-		{ "env:UNLEASH_TOKEN", "secret-token" },
+	static const struct mistake mistakes[] = {
+		{ "  username: guest\n", "  username: guest\n  vhost: x\n",
+		  6, 3, "unknown key 'vhost' in broker" },
+		{ "'^delay\\.[0-9]+s$'", "'('", 9, 20, "is not a valid regex" },
+		{ "  max_delay: 12d\n", "  levels: 40\n", 12, 11,
+		  "ladder.levels 40 is out of range" },
+		{ "env:UNLEASH_TOKEN", "secret-token", 20, 10,
+		  "secrets must be env:NAME references" },
 		{ "  - watch\n  - { step: remove_old, gate: true }\n",
-		  "  - { step: remove_old, gate: true }\n  - watch\n" },
-	};
-	static const struct want want[] = {
-		{ 6, 3, "unknown key 'vhost' in broker" },
-		{ 9, 20, "is not a valid regex" },
-		{ 12, 11, "ladder.levels 40 is out of range" },
-		{ 20, 10, "secrets must be env:NAME references" },
-		{ 27, 5, "step 'remove_old' comes before step 'watch'" },
+		  "  - { step: remove_old, gate: true }\n  - watch\n", 27, 5,
+		  "step 'remove_old' comes before step 'watch'" },
 	};
 	struct plan_errors errs = { 0 };
 
 	(void)state;
-	expect_mistakes(edits, 5, want, 5, false, &errs);
+	expect_mistakes(mistakes, 5, false, &errs);
 	/* A secret is never repeated in a message. */
 	for (size_t i = 0; i < errs.n; i++)
 		assert_null(strstr(errs.v[i].message, "secret-token"));
@@ -227,6 +217,20 @@ nested(const char *prefix, size_t n, const char *open, const char *close,
 	return t;
 }
 
+/* Writes into OUT (room for N items of 16 bytes, and 64 more) OPEN, then
+ * N items, ", " between them, the I-th (from 0) ITEM, I and AFTER, then
+ * CLOSE: "x: [q0, q1]\n". */
+static void
+listing(char *out, const char *open, const char *item, const char *after, int n,
+    const char *close)
+{
+	size_t off = (size_t)sprintf(out, "%s", open);
+
+	for (int i = 0; i < n; i++)
+		off += (size_t)sprintf(out + off, "%s%s%d%s", i ? ", " : "", item, i, after);
+	strcpy(out + off, close);
+}
+
 /* Whether ERRS holds an error whose message contains TEXT. */
 static int
 has_message(const struct plan_errors *errs, const char *text)
@@ -260,7 +264,6 @@ test_shape_bounds(void **state)
 {
 	struct plan_errors errs = { 0 };
 	char *t, *keys;
-	size_t off;
 	int64_t t0, ms;
 
 	(void)state;
@@ -283,10 +286,7 @@ test_shape_bounds(void **state)
 
 	/* 1025 keys in one mapping; 1024 are read (and refused one by one). */
 	assert_non_null(keys = malloc(1025 * 16 + 64));
-	off = (size_t)sprintf(keys, "x: {");
-	for (int i = 0; i < 1025; i++)
-		off += (size_t)sprintf(keys + off, "%sk%d: 1", i ? ", " : "", i);
-	strcpy(keys + off, "}\n");
+	listing(keys, "x: {", "k", ": 1", 1025, "}\n");
 	load_before_plan(keys, &errs);
 	assert_true(pt_has_error(&errs, 1, (int)(strstr(keys, "k1024:") - keys) + 1,
 	    "a mapping holds more than 1024 keys; expected a plan with a few keys to a "
@@ -299,10 +299,7 @@ test_shape_bounds(void **state)
 	plan_errors_free(&errs);
 
 	/* 1025 items in one list; 1024 are read. */
-	off = (size_t)sprintf(keys, "x: [");
-	for (int i = 0; i < 1025; i++)
-		off += (size_t)sprintf(keys + off, "%sq%d", i ? ", " : "", i);
-	strcpy(keys + off, "]\n");
+	listing(keys, "x: [", "q", "", 1025, "]\n");
 	load_before_plan(keys, &errs);
 	assert_true(pt_has_error(&errs, 1, (int)(strstr(keys, "q1024") - keys) + 1,
 	    "a list holds more than 1024 items; expected a plan with shorter lists"));
@@ -313,10 +310,7 @@ test_shape_bounds(void **state)
 	plan_errors_free(&errs);
 
 	/* 257 anchors and aliases: refused at the 257th. */
-	off = (size_t)sprintf(keys, "x: [");
-	for (int i = 0; i < 257; i++)
-		off += (size_t)sprintf(keys + off, "%s&a%d v", i ? ", " : "", i);
-	strcpy(keys + off, "]\n");
+	listing(keys, "x: [", "&a", " v", 257, "]\n");
 	load_before_plan(keys, &errs);
 	assert_true(has_message(&errs, "the file holds more than 256 anchors and aliases; "
 	    "expected a plan with a few"));
