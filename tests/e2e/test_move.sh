@@ -30,19 +30,8 @@ name: $name
 $(e2e_broker_yaml)
 old:
   queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
-ladder:
-  prefix: $name
-  unit: 1s
-  levels: 10
-  destinations: [$name.email]
-canary:
-  delays: [1s, 2s, 3s]
-  max_lateness: 10s
-$(e2e_flag_yaml "$feature")
-watch:
-  interval: 1s
-  allowance: 8s
-  probe_every: 5s
+$(e2e_ladder_yaml "$name" "$feature" unit=1s levels=10 delays="1s, 2s, 3s" max_lateness=10s \
+    interval=1s allowance=8s probe_every=5s)
 move_old:
   rate: 150/s
   prefetch: 50

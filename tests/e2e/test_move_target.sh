@@ -92,19 +92,7 @@ $(e2e_broker_yaml)
 $(e2e_target_yaml)
 old:
 $old_yaml
-ladder:
-  prefix: $name
-  unit: 100ms
-  levels: 9
-  destinations: [$name.email]
-canary:
-  delays: [100ms, 700ms, 1500ms]
-  max_lateness: 10s
-$(e2e_flag_yaml "$feature")
-watch:
-  interval: 500ms
-  allowance: 2s
-  probe_every: 2s
+$(e2e_ladder_yaml "$name" "$feature" max_lateness=10s)
 move_old:
   rate: 300/s
   prefetch: $prefetch
