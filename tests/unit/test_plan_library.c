@@ -133,9 +133,63 @@ valid_plan(const char *old, const char *move)
 	return p;
 }
 
+/* Fails naming WHAT unless plan P has the library LIBRARY (NULL: none),
+ * the selection MATCH (NULL: none) written by the plan, ALLOW_EXPIRING,
+ * NNAMES names, and NENTRIES entry rules, from the library or not as
+ * ENTRIES_FROM_LIBRARY, the first reading FIRST_FROM. */
+static void
+expect_own(const char *what, const struct plan *p, const char *library,
+    const char *match, bool allow_expiring, bool entries_from_library,
+    size_t nnames, size_t nentries, enum move_from first_from)
+{
+	const char *lib = p->old.library != NULL ? p->old.library->name : NULL;
+
+	if ((lib == NULL) != (library == NULL) || (lib != NULL && strcmp(lib, library) != 0))
+		fail_msg("%s: library %s, not %s", what, lib ? lib : "none",
+		    library ? library : "none");
+	if ((p->old.match == NULL) != (match == NULL) ||
+	    (match != NULL && strcmp(p->old.match, match) != 0))
+		fail_msg("%s: old.match %s, not %s", what, p->old.match ? p->old.match :
+		    "none", match ? match : "none");
+	if (p->old.match_from_library)
+		fail_msg("%s: the selection is taken for the library's", what);
+	if (p->old.allow_expiring != allow_expiring)
+		fail_msg("%s: allow_expiring %d, not %d", what, p->old.allow_expiring,
+		    allow_expiring);
+	if (p->old.nnames != nnames)
+		fail_msg("%s: %zu names, not %zu", what, p->old.nnames, nnames);
+	if (p->move_old.entries_from_library != entries_from_library ||
+	    p->move_old.nentries != nentries)
+		fail_msg("%s: %zu entry rules (%s), not %zu (%s)", what,
+		    p->move_old.nentries, p->move_old.entries_from_library ?
+		    "the library's" : "the plan's", nentries, entries_from_library ?
+		    "the library's" : "the plan's");
+	if (nentries > 0 && p->move_old.entries[0].from != (int)first_from)
+		fail_msg("%s: the first entry rule reads %d, not %d", what,
+		    (int)p->move_old.entries[0].from, (int)first_from);
+}
+
 static void
 test_library_sets_what_the_plan_does_not_write(void **state)
 {
+	static const struct {
+		const char *what, *old, *move, *library, *match;
+		bool allow_expiring, entries_from_library;
+		size_t nnames, nentries;
+		enum move_from first_from;
+	} own[] = {
+		{ "explicit keys win, each on its own",
+		  "  library: symfony\n  queues: { match: '^delay_app_' }\n"
+		  "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
+		  "{ match: '_delay$' }, from: timestamp }\n", "symfony", "^delay_app_",
+		  true, false, 0, 1, MOVE_FROM_TIMESTAMP },
+		{ "names instead of a pattern",
+		  "  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "",
+		  "easynetq", NULL, false, true, 1, 1, MOVE_FROM_ARRIVAL },
+		{ "no library: nothing changes", "  queues: { match: '^old\\.' }\n",
+		  "move_old:\n  rate: 100/s\n", NULL, "^old\\.", false, false, 0, 0,
+		  MOVE_FROM_UNKNOWN },
+	};
 	const struct plan_library *sym = plan_library_find("symfony");
 	char match[1100];
 	struct plan *p;
@@ -158,33 +212,14 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	assert_int_equal(p->move_old.entries[1].then, MOVE_FROM_UNKNOWN);
 	plan_free(p);
 
-	/* Explicit keys win, each on its own. */
-	p = valid_plan("  library: symfony\n  queues: { match: '^delay_app_' }\n"
-	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
-	    "{ match: '_delay$' }, from: timestamp }\n");
-	assert_string_equal(p->old.match, "^delay_app_");
-	assert_false(p->old.match_from_library);
-	assert_true(p->old.allow_expiring);
-	assert_false(p->move_old.entries_from_library);
-	assert_int_equal(p->move_old.nentries, 1);
-	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_TIMESTAMP);
-	plan_free(p);
-
-	/* Names instead of a pattern. */
-	p = valid_plan("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
-	assert_null(p->old.match);
-	assert_int_equal(p->old.nnames, 1);
-	assert_false(p->old.allow_expiring);
-	assert_int_equal(p->move_old.nentries, 1);
-	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_ARRIVAL);
-	plan_free(p);
-
-	/* No library: nothing changes. */
-	p = valid_plan("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	assert_null(p->old.library);
-	assert_false(p->old.allow_expiring);
-	assert_int_equal(p->move_old.nentries, 0);
-	plan_free(p);
+	/* What the plan writes itself, the library's presets or not. */
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		p = valid_plan(own[i].old, own[i].move);
+		expect_own(own[i].what, p, own[i].library, own[i].match, own[i].allow_expiring,
+		    own[i].entries_from_library, own[i].nnames, own[i].nentries,
+		    own[i].first_from);
+		plan_free(p);
+	}
 }
 
 /* plan_text(OLD, MOVE) must fail to load with an error at LINE:COLUMN
