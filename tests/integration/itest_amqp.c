@@ -163,10 +163,12 @@ iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n)
 }
 
 int
-iamqp_main(const struct CMUnitTest *tests, size_t n)
+iamqp_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
 	int rc;
 
+	(void)argc;
+	(void)argv;
 	iamqp_amqp_url = getenv("CUTOVER_TEST_AMQP");
 	iamqp_amqp_user = getenv("CUTOVER_TEST_USER");
 	if (iamqp_amqp_url != NULL && iamqp_amqp_url[0] == '\0')

@@ -102,8 +102,9 @@ uint32_t iamqp_depth(struct broker *b, const char *queue);
  * overtake. */
 uint32_t iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n);
 
-/* Runs the N tests in TESTS as a test_amqp_*.c program's main does, and
- * returns its exit status. */
-int iamqp_main(const struct CMUnitTest *tests, size_t n);
+/* Runs the N tests in TESTS as a test_amqp_*.c program's main does
+ * (ITEST_MAIN; the arguments are not read), and returns its exit
+ * status. */
+int iamqp_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

@@ -318,10 +318,12 @@ iflag_switch_on(struct iflag_http *t, int rc, size_t writes, size_t reads)
 }
 
 int
-iflag_main(const struct CMUnitTest *tests, size_t n)
+iflag_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
 	int rc;
 
+	(void)argc;
+	(void)argv;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = itest_run_part("tests", tests, n, NULL, NULL);
 	curl_global_cleanup();

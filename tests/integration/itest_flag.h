@@ -155,8 +155,9 @@ void iflag_switch_on(struct iflag_http *t, int rc, size_t writes, size_t reads);
  * fails saying what it found or why it could not read. */
 void iflag_expect_read(struct iflag_http *t, int state);
 
-/* Runs the N tests in TESTS as a test_flag_*.c program's main does, and
- * returns its exit status. */
-int iflag_main(const struct CMUnitTest *tests, size_t n);
+/* Runs the N tests in TESTS as a test_flag_*.c program's main does
+ * (ITEST_MAIN; the arguments are not read), and returns its exit
+ * status. */
+int iflag_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

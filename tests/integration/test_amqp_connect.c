@@ -410,18 +410,11 @@ test_connection_forced(void **state)
 	assert_int_equal(broker_reply_code(c->b), 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url_parse),
-		cmocka_unit_test(test_env_reference_unset),
-		cmocka_unit_test(test_connection_refused),
-		cmocka_unit_test(test_open_list),
-		cmocka_unit_test(test_wrong_password),
-		WITH_BROKER(test_consumer_survives_channel_error),
-		WITH_BROKER(test_connection_forced),
-	};
-
-	return iamqp_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iamqp_main,
+	cmocka_unit_test(test_url_parse),
+	cmocka_unit_test(test_env_reference_unset),
+	cmocka_unit_test(test_connection_refused),
+	cmocka_unit_test(test_open_list),
+	cmocka_unit_test(test_wrong_password),
+	WITH_BROKER(test_consumer_survives_channel_error),
+	WITH_BROKER(test_connection_forced))

@@ -282,19 +282,12 @@ test_json_pointer(void **state)
 	json_decref(doc);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_pointer),
-		cmocka_unit_test(test_http_on_off),
-		cmocka_unit_test(test_http_pointer_escapes),
-		cmocka_unit_test(test_http_500_then_ok),
-		cmocka_unit_test(test_http_500_forever),
-		cmocka_unit_test(test_http_400),
-		cmocka_unit_test(test_http_ignored_write),
-		cmocka_unit_test(test_http_secret_unset),
-	};
-
-	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iflag_main,
+	cmocka_unit_test(test_json_pointer),
+	cmocka_unit_test(test_http_on_off),
+	cmocka_unit_test(test_http_pointer_escapes),
+	cmocka_unit_test(test_http_500_then_ok),
+	cmocka_unit_test(test_http_500_forever),
+	cmocka_unit_test(test_http_400),
+	cmocka_unit_test(test_http_ignored_write),
+	cmocka_unit_test(test_http_secret_unset))

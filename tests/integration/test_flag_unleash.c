@@ -354,16 +354,9 @@ test_unleash_stopped(void **state)
 	json_decref(r);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unleash_on_off),
-		cmocka_unit_test(test_unleash_wrong_token),
-		cmocka_unit_test(test_unleash_missing),
-		cmocka_unit_test(test_unleash_token_unset),
-		cmocka_unit_test(test_unleash_stopped),
-	};
-
-	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iflag_main,
+	cmocka_unit_test(test_unleash_on_off),
+	cmocka_unit_test(test_unleash_wrong_token),
+	cmocka_unit_test(test_unleash_missing),
+	cmocka_unit_test(test_unleash_token_unset),
+	cmocka_unit_test(test_unleash_stopped))
