@@ -249,7 +249,7 @@ e2e_run_id() {
 # CUTOVER_TEST_UNLEASH_URL), and a watch looking every D (500ms) with the
 # allowance D (2s) and a probe every D (2s).
 e2e_ladder_yaml() {
-	_name=$1 _feature=$2 _prefix=$1 _unit=100ms _levels=9 _dests=$1.email
+	_feature=$2 _prefix=$1 _unit=100ms _levels=9 _dests=$1.email
 	_delays='100ms, 700ms, 1500ms' _late='' _interval=500ms _allowance=2s _probe=2s
 	shift 2
 	for _o in "$@"; do
@@ -402,6 +402,19 @@ e2e_cleanup_run() {
 		rm -rf "$tmp"
 	fi
 	return 0
+}
+
+# e2e_begin WHO NAME FEATURE [PORT_BASE]: the start of an e2e test run
+# by WHO: the test environment required (e2e_require WHO), the run's
+# state (e2e_setup NAME FEATURE PORT_BASE), and, whatever happened, at
+# its end what it started stopped and the plan's objects and feature
+# removed (e2e_cleanup_run on exit; a signal exits through it too).
+e2e_begin() {
+	e2e_require "$1"
+	shift
+	e2e_setup "$@"
+	trap e2e_cleanup_run EXIT
+	trap 'exit 1' HUP INT TERM
 }
 
 # e2e_setup NAME FEATURE [PORT_BASE]: the run's state, for the functions

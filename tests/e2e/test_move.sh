@@ -19,11 +19,7 @@ build=$1
 bin=$build/cutover
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-e2e_require test_move
-e2e_setup "mv$$" "cutover-move-$(e2e_run_id)" 7
-
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
+e2e_begin test_move "mv$$" "cutover-move-$(e2e_run_id)" 7
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name

@@ -41,13 +41,9 @@ case $kind in
 queues | ladder) ;;
 *) echo "$who: expected queues or ladder" >&2; exit 2 ;;
 esac
-e2e_require "$who"
 e2e_require "$who" CUTOVER_TEST_TARGET_AMQP CUTOVER_TEST_TARGET_MGMT
-e2e_setup "mt$$" "cutover-move-target-$(e2e_run_id)" 11
+e2e_begin "$who" "mt$$" "cutover-move-target-$(e2e_run_id)" 11
 t_start=$(date +%s)
-
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
 
 prefetch=25
 kills=2
