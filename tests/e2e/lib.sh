@@ -239,6 +239,52 @@ e2e_run_id() {
 	printf '%s-%s' "$$" "$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
+# e2e_ladder_yaml NAME FEATURE [prefix=P] [unit=D] [levels=N]
+# [destinations=LIST] [delays=LIST] [max_lateness=D] [interval=D]
+# [allowance=D] [probe_every=D] prints the ladder, canary, flag and watch
+# sections of an e2e plan: a ladder P (default NAME) of N levels (9) of D
+# (100ms) to the destinations LIST (NAME.email; a YAML list's items), a
+# canary of the delays LIST (100ms, 700ms, 1500ms) with canary.max_lateness
+# D when given, the Unleash feature FEATURE of the test Unleash (at
+# CUTOVER_TEST_UNLEASH_URL), and a watch looking every D (500ms) with the
+# allowance D (2s) and a probe every D (2s).
+e2e_ladder_yaml() {
+	_feature=$2 _prefix=$1 _unit=100ms _levels=9 _dests=$1.email
+	_delays='100ms, 700ms, 1500ms' _late='' _interval=500ms _allowance=2s _probe=2s
+	shift 2
+	for _o in "$@"; do
+		case $_o in
+		prefix=*) _prefix=${_o#*=} ;;
+		unit=*) _unit=${_o#*=} ;;
+		levels=*) _levels=${_o#*=} ;;
+		destinations=*) _dests=${_o#*=} ;;
+		delays=*) _delays=${_o#*=} ;;
+		max_lateness=*) _late=${_o#*=} ;;
+		interval=*) _interval=${_o#*=} ;;
+		allowance=*) _allowance=${_o#*=} ;;
+		probe_every=*) _probe=${_o#*=} ;;
+		*) echo "e2e_ladder_yaml: unknown option '$_o'" >&2; return 1 ;;
+		esac
+	done
+	cat <<PLAN
+ladder:
+  prefix: $_prefix
+  unit: $_unit
+  levels: $_levels
+  destinations: [$_dests]
+canary:
+  delays: [$_delays]
+PLAN
+	if [ -n "$_late" ]; then echo "  max_lateness: $_late"; fi
+	e2e_flag_yaml "$_feature"
+	cat <<PLAN
+watch:
+  interval: $_interval
+  allowance: $_allowance
+  probe_every: $_probe
+PLAN
+}
+
 # e2e_plan_body NAME FEATURE [max_lateness=D] [allowance=D] [gates=no]
 # [move_old] prints everything after the broker section of the e2e plan:
 # old queues NAME.delay.<n>ms, a 9-level 100 ms ladder (quorum) to
@@ -249,12 +295,12 @@ e2e_run_id() {
 # move_old step after the flip that moves every message by its AMQP
 # timestamp (200/s, batches of 50, stragglers 5s).
 e2e_plan_body() {
-	_name=$1 _feature=$2 _late='' _allowance=2s _gate=! _move=
+	_body_name=$1 _body_feature=$2 _body_late='' _body_allowance=2s _gate=! _move=
 	shift 2
 	for _o in "$@"; do
 		case $_o in
-		max_lateness=*) _late=${_o#*=} ;;
-		allowance=*) _allowance=${_o#*=} ;;
+		max_lateness=*) _body_late=$_o ;;
+		allowance=*) _body_allowance=${_o#*=} ;;
 		gates=no) _gate= ;;
 		move_old) _move=move_old ;;
 		*) echo "e2e_plan_body: unknown option '$_o'" >&2; return 1 ;;
@@ -262,23 +308,10 @@ e2e_plan_body() {
 	done
 	cat <<PLAN
 old:
-  queues: { match: '^$_name\\.delay\\.[0-9]+ms\$' }
-ladder:
-  prefix: $_name
-  unit: 100ms
-  levels: 9
-  destinations: [$_name.email]
-canary:
-  delays: [100ms, 700ms, 1500ms]
+  queues: { match: '^$_body_name\\.delay\\.[0-9]+ms\$' }
 PLAN
-	if [ -n "$_late" ]; then echo "  max_lateness: $_late"; fi
-	e2e_flag_yaml "$_feature"
-	cat <<PLAN
-watch:
-  interval: 500ms
-  allowance: $_allowance
-  probe_every: 2s
-PLAN
+	e2e_ladder_yaml "$_body_name" "$_body_feature" ${_body_late:+"$_body_late"} \
+	    "allowance=$_body_allowance" || return 1
 	if [ -n "$_move" ]; then
 		cat <<PLAN
 move_old:
@@ -286,7 +319,7 @@ move_old:
   prefetch: 50
   stragglers: 5s
   entry:
-    - { queues: { match: '^$_name\\.delay\\.' }, from: timestamp }
+    - { queues: { match: '^$_body_name\\.delay\\.' }, from: timestamp }
 PLAN
 	fi
 	e2e_steps_yaml measure_horizon declare_ladder verify_ladder canary "flip$_gate" \
@@ -369,6 +402,19 @@ e2e_cleanup_run() {
 		rm -rf "$tmp"
 	fi
 	return 0
+}
+
+# e2e_begin WHO NAME FEATURE [PORT_BASE]: the start of an e2e test run
+# by WHO: the test environment required (e2e_require WHO), the run's
+# state (e2e_setup NAME FEATURE PORT_BASE), and, whatever happened, at
+# its end what it started stopped and the plan's objects and feature
+# removed (e2e_cleanup_run on exit; a signal exits through it too).
+e2e_begin() {
+	e2e_require "$1"
+	shift
+	e2e_setup "$@"
+	trap e2e_cleanup_run EXIT
+	trap 'exit 1' HUP INT TERM
 }
 
 # e2e_setup NAME FEATURE [PORT_BASE]: the run's state, for the functions

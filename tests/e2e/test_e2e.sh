@@ -17,13 +17,7 @@ build=$1
 bin=$build/cutover
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-e2e_require test_e2e
-e2e_setup "e2e$$" "cutover-e2e-$(e2e_run_id)" 0
-
-# Whatever happened: stop what it started, remove the plan's objects from
-# the broker and its feature from Unleash. A signal exits through it too.
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
+e2e_begin test_e2e "e2e$$" "cutover-e2e-$(e2e_run_id)" 0
 
 # canary.max_lateness 10s: see below.
 cat >"$tmp/plan.yaml" <<PLAN

@@ -23,21 +23,16 @@ build=$1
 bin=$build/cutover
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-e2e_require test_kill
 
 seed=${CUTOVER_KILL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 points=${CUTOVER_KILL_POINTS:-20}
 max_s=${CUTOVER_KILL_MAX_S:-2}
 echo "test_kill: seed $seed ($points kills; replay with CUTOVER_KILL_SEED=$seed)"
 
-e2e_setup "kill$$" "cutover-kill-$$-$seed"
+# At the end, whatever happened, the plan's objects leave the broker too
+# where teardown refused them (a level or parking still holding messages).
+e2e_begin test_kill "kill$$" "cutover-kill-$$-$seed"
 db=$tmp/cutover.db
-
-# Whatever happened: stop what it started, remove the plan's objects from
-# the broker (what teardown refused, a level or parking still holding
-# messages, too) and the feature from Unleash. A signal exits through it too.
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
 
 # The feature of this run, off.
 e2e_feature_new test_kill

@@ -19,30 +19,15 @@ build=$1
 bin=$build/cutover
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-e2e_require test_move
-e2e_setup "mv$$" "cutover-move-$(e2e_run_id)" 7
-
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
+e2e_begin test_move "mv$$" "cutover-move-$(e2e_run_id)" 7
 
 cat >"$tmp/plan.yaml" <<PLAN
 name: $name
 $(e2e_broker_yaml)
 old:
   queues: { match: '^$name\\.delay\\.[0-9]+ms\$' }
-ladder:
-  prefix: $name
-  unit: 1s
-  levels: 10
-  destinations: [$name.email]
-canary:
-  delays: [1s, 2s, 3s]
-  max_lateness: 10s
-$(e2e_flag_yaml "$feature")
-watch:
-  interval: 1s
-  allowance: 8s
-  probe_every: 5s
+$(e2e_ladder_yaml "$name" "$feature" unit=1s levels=10 delays="1s, 2s, 3s" max_lateness=10s \
+    interval=1s allowance=8s probe_every=5s)
 move_old:
   rate: 150/s
   prefetch: 50

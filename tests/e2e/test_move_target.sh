@@ -41,13 +41,9 @@ case $kind in
 queues | ladder) ;;
 *) echo "$who: expected queues or ladder" >&2; exit 2 ;;
 esac
-e2e_require "$who"
 e2e_require "$who" CUTOVER_TEST_TARGET_AMQP CUTOVER_TEST_TARGET_MGMT
-e2e_setup "mt$$" "cutover-move-target-$(e2e_run_id)" 11
+e2e_begin "$who" "mt$$" "cutover-move-target-$(e2e_run_id)" 11
 t_start=$(date +%s)
-
-trap e2e_cleanup_run EXIT
-trap 'exit 1' HUP INT TERM
 
 prefetch=25
 kills=2
@@ -92,19 +88,7 @@ $(e2e_broker_yaml)
 $(e2e_target_yaml)
 old:
 $old_yaml
-ladder:
-  prefix: $name
-  unit: 100ms
-  levels: 9
-  destinations: [$name.email]
-canary:
-  delays: [100ms, 700ms, 1500ms]
-  max_lateness: 10s
-$(e2e_flag_yaml "$feature")
-watch:
-  interval: 500ms
-  allowance: 2s
-  probe_every: 2s
+$(e2e_ladder_yaml "$name" "$feature" max_lateness=10s)
 move_old:
   rate: 300/s
   prefetch: $prefetch

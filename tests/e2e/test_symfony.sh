@@ -67,19 +67,9 @@ name: $name
 $(e2e_broker_yaml)
 old:
   queues: { match: '^delay_$name\\.x_.*_[0-9]+_(delay|retry)\$' }
-ladder:
-  prefix: $name.ladder
-  unit: 100ms
-  levels: 8
-  destinations: [ { key: $name.x, exchange: $name.x }, $name.messages ]
-canary:
-  delays: [100ms, 700ms, 1500ms]
-  max_lateness: 10s
-$(e2e_flag_yaml "$feature")
-watch:
-  interval: 500ms
-  allowance: 15s
-  probe_every: 2s
+$(e2e_ladder_yaml "$name" "$feature" prefix="$name.ladder" levels=8 \
+    destinations="{ key: $name.x, exchange: $name.x }, $name.messages" max_lateness=10s \
+    allowance=15s)
 move_old:
   rate: 500/s
   prefetch: 50

@@ -249,59 +249,14 @@ rank(const int64_t *v, size_t n, unsigned p)
 	return v[k > 0 ? k - 1 : 0];
 }
 
-/* One path's (or the total's) object. V holds N lateness values, sorted
- * here. */
+/* O with "lateness_ms" set to the min, p50, p99 and max of the N
+ * lateness values V (sorted here), or null when there are none. Returns
+ * O, or NULL (O freed) when out of memory. */
 static json_t *
-path_object(const struct traffic_tally *t, uint64_t lost, int64_t *v, size_t n)
+with_lateness(json_t *o, int64_t *v, size_t n)
 {
-	json_t *o, *lat;
+	json_t *lat;
 
-	if ((o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-	    "sent", (json_int_t)t->sent,
-	    "confirmed", (json_int_t)t->confirmed,
-	    "nacked", (json_int_t)t->nacked,
-	    "returned", (json_int_t)t->returned,
-	    "unconfirmed", (json_int_t)(t->unconfirmed + t->pending),
-	    "delivered", (json_int_t)t->delivered,
-	    "duplicates", (json_int_t)t->duplicates,
-	    "lost", (json_int_t)lost,
-	    "early", (json_int_t)t->early)) == NULL)
-		return NULL;
-	if (n == 0)
-		lat = json_null();
-	else {
-		qsort(v, n, sizeof(*v), cmp_i64);
-		lat = json_pack("{s:I,s:I,s:I,s:I}",
-		    "p50", (json_int_t)rank(v, n, 50),
-		    "p99", (json_int_t)rank(v, n, 99),
-		    "max", (json_int_t)v[n - 1],
-		    "min", (json_int_t)v[0]);
-	}
-	if (lat == NULL || json_object_set_new(o, "lateness_ms", lat) != 0) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* The "moved" object: messages of which a delivery carried a move id
- * (N of them, their first arrivals' lateness in V, sorted here), their
- * DUPS deliveries after the first, UNMOVED of them also delivered without
- * a move id, EARLY first arrivals before not-before, and the book's counts
- * of moved copies on the source and of messages moved under two ids. NULL
- * when out of memory. */
-static json_t *
-moved_object(const struct traffic_book *b, int64_t *v, size_t n, uint64_t dups,
-    uint64_t unmoved, uint64_t early)
-{
-	json_t *o, *lat;
-
-	if ((o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "delivered", (json_int_t)n,
-	    "duplicates", (json_int_t)dups, "unmoved_copies", (json_int_t)unmoved,
-	    "early", (json_int_t)early,
-	    "on_source", (json_int_t)b->moved_on_source,
-	    "id_changed", (json_int_t)b->move_id_changed)) == NULL)
-		return NULL;
 	if (n == 0)
 		lat = json_null();
 	else {
@@ -315,6 +270,48 @@ moved_object(const struct traffic_book *b, int64_t *v, size_t n, uint64_t dups,
 		return NULL;
 	}
 	return o;
+}
+
+/* One path's (or the total's) object. V holds N lateness values, sorted
+ * here. */
+static json_t *
+path_object(const struct traffic_tally *t, uint64_t lost, int64_t *v, size_t n)
+{
+	json_t *o;
+
+	if ((o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+	    "sent", (json_int_t)t->sent,
+	    "confirmed", (json_int_t)t->confirmed,
+	    "nacked", (json_int_t)t->nacked,
+	    "returned", (json_int_t)t->returned,
+	    "unconfirmed", (json_int_t)(t->unconfirmed + t->pending),
+	    "delivered", (json_int_t)t->delivered,
+	    "duplicates", (json_int_t)t->duplicates,
+	    "lost", (json_int_t)lost,
+	    "early", (json_int_t)t->early)) == NULL)
+		return NULL;
+	return with_lateness(o, v, n);
+}
+
+/* The "moved" object: messages of which a delivery carried a move id
+ * (N of them, their first arrivals' lateness in V, sorted here), their
+ * DUPS deliveries after the first, UNMOVED of them also delivered without
+ * a move id, EARLY first arrivals before not-before, and the book's counts
+ * of moved copies on the source and of messages moved under two ids. NULL
+ * when out of memory. */
+static json_t *
+moved_object(const struct traffic_book *b, int64_t *v, size_t n, uint64_t dups,
+    uint64_t unmoved, uint64_t early)
+{
+	json_t *o;
+
+	if ((o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "delivered", (json_int_t)n,
+	    "duplicates", (json_int_t)dups, "unmoved_copies", (json_int_t)unmoved,
+	    "early", (json_int_t)early,
+	    "on_source", (json_int_t)b->moved_on_source,
+	    "id_changed", (json_int_t)b->move_id_changed)) == NULL)
+		return NULL;
+	return with_lateness(o, v, n);
 }
 
 json_t *

@@ -12,38 +12,13 @@
 #include <jansson.h>
 
 #include "flag.h"
+#include "httpbody.h"
 #include "log.h"
 #include "traffic.h"
 
 #define ANSWER_MAX	(1024 * 1024)	/* bytes of a client API answer */
 #define READ_TIMEOUT_MS	2000L
 #define LOGGED_ERRORS	5		/* read failures logged, at most */
-
-struct answer {
-	char *p;
-	size_t len;
-	bool toobig;
-};
-
-static size_t
-on_data(char *data, size_t size, size_t n, void *arg)
-{
-	struct answer *a = arg;
-	size_t len = size * n;
-	char *np;
-
-	if (a->len + len > ANSWER_MAX) {
-		a->toobig = true;
-		return 0;
-	}
-	if ((np = realloc(a->p, a->len + len + 1)) == NULL)
-		return 0;
-	a->p = np;
-	memcpy(a->p + a->len, data, len);
-	a->len += len;
-	a->p[a->len] = '\0';
-	return len;
-}
 
 /* Reads the flag from Unleash's client API. Returns 0 and stores 1 or 0 in
  * *STATE, or -1 with ERR. The token never appears in ERR. */
@@ -52,7 +27,7 @@ read_unleash(struct traffic_flag *f, int *state, char *err, size_t errlen)
 {
 	CURL *c = f->curl;
 	struct curl_slist *hdrs = NULL, *h;
-	struct answer a = { NULL, 0, false };
+	struct httpbody a = { .max = ANSWER_MAX };
 	char auth[1024], cerr[CURL_ERROR_SIZE] = "";
 	const char *token;
 	json_t *doc = NULL, *en;
@@ -90,7 +65,7 @@ read_unleash(struct traffic_flag *f, int *state, char *err, size_t errlen)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, READ_TIMEOUT_MS / 2);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, READ_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "cutover-traffic/1");

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,77 @@ parse_count(const char *opt, const char *text, int64_t max, int64_t *out)
 	*out = v;
 	return 0;
 }
+
+#define AT(field)	offsetof(struct traffic_options, field)
+
+/* The options that keep their text as given, by their getopt code, and
+ * where each goes in struct traffic_options. */
+static const struct {
+	int c;
+	size_t at;
+} text_options[] = {
+	{ 'p', AT(plan_file) },
+	{ 'o', AT(old_prefix) },
+	{ 'u', AT(flag_url) },
+	{ 'f', AT(feature) },
+};
+
+/* The options that take a count (1 to MAX) or a duration (0 only with
+ * ZERO_OK; at most MAX, which MAX_TEXT says, unless MAX is 0), by their
+ * getopt code, and where each goes in struct traffic_options. */
+static const struct number_option {
+	int c;
+	const char *name;
+	bool count, zero_ok;
+	int64_t max;
+	const char *max_text;
+	size_t at;
+} number_options[] = {
+	{ 'r', "--rate", true, false, 100000, NULL, AT(rate) },
+	{ 'w', "--stamp-timestamp", true, false, 100, NULL, AT(stamp_percent) },
+	{ 'd', "--duration", false, false, 0, NULL, AT(duration_ms) },
+	{ 'm', "--min-delay", false, true, 0, NULL, AT(min_delay_ms) },
+	{ 'M', "--max-delay", false, true, 0, NULL, AT(max_delay_ms) },
+	{ 's', "--delay-step", false, false, 0, NULL, AT(step_ms) },
+	{ 'i', "--flag-interval", false, false, 0, NULL, AT(flag_interval_ms) },
+	{ 'T', "--drain-timeout", false, true, 0, NULL, AT(drain_timeout_ms) },
+	{ 'c', "--confirm-timeout", false, false, 600000, "10m", AT(confirm_timeout_ms) },
+	{ 'g', "--progress", false, true, 0, NULL, AT(progress_ms) },
+	{ 'W', "--unstamped-max-delay", false, false, 0, NULL, AT(unstamped_max_ms) },
+};
+
+#undef AT
+
+/* Sets the option of getopt code C to ARG in O when it is one of the
+ * tables' above. Returns 1 when it was and is set, 0 when it is not one
+ * of them, or TRAFFIC_EXIT_USAGE having said what is wrong with ARG. */
+static int
+parse_value(int c, const char *arg, struct traffic_options *o)
+{
+	const struct number_option *n = NULL;
+	int64_t *out;
+	size_t i;
+
+	for (i = 0; i < sizeof(text_options) / sizeof(text_options[0]); i++)
+		if (text_options[i].c == c) {
+			*(const char **)(void *)((char *)o + text_options[i].at) = arg;
+			return 1;
+		}
+	for (i = 0; i < sizeof(number_options) / sizeof(number_options[0]); i++)
+		if (number_options[i].c == c)
+			n = &number_options[i];
+	if (n == NULL)
+		return 0;
+	out = (int64_t *)(void *)((char *)o + n->at);
+	if (n->count)
+		return parse_count(n->name, arg, n->max, out) != 0 ? TRAFFIC_EXIT_USAGE : 1;
+	if (parse_duration(n->name, arg, n->zero_ok, out) != 0)
+		return TRAFFIC_EXIT_USAGE;
+	if (n->max > 0 && *out > n->max)
+		return usage_error("%s: at most %s", n->name, n->max_text);
+	return 1;
+}
+
 int
 traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 {
@@ -153,7 +225,7 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 	};
 	int64_t v;
 	char *end;
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->rate = 200;
@@ -169,37 +241,11 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 	o->progress_ms = 5000;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if ((rc = parse_value(c, optarg, o)) == TRAFFIC_EXIT_USAGE)
+			return rc;
+		if (rc == 1)
+			continue;
 		switch (c) {
-		case 'p':
-			o->plan_file = optarg;
-			break;
-		case 'r':
-			if (parse_count("--rate", optarg, 100000, &o->rate) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'd':
-			if (parse_duration("--duration", optarg, false,
-			    &o->duration_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'm':
-			if (parse_duration("--min-delay", optarg, true,
-			    &o->min_delay_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'M':
-			if (parse_duration("--max-delay", optarg, true,
-			    &o->max_delay_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 's':
-			if (parse_duration("--delay-step", optarg, false,
-			    &o->step_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'o':
-			o->old_prefix = optarg;
-			break;
 		case 'L':
 			o->old_ladder = true;
 			break;
@@ -220,41 +266,12 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 				return usage_error("--path '%s': expected flag, "
 				    "old or ladder", optarg);
 			break;
-		case 'u':
-			o->flag_url = optarg;
-			break;
-		case 'f':
-			o->feature = optarg;
-			break;
 		case 't':
 			if (strncmp(optarg, "env:", 4) != 0 || optarg[4] == '\0')
 				return usage_error("--client-token: expected "
 				    "env:NAME (a secret is never given on the "
 				    "command line)");
 			o->client_token = optarg;
-			break;
-		case 'i':
-			if (parse_duration("--flag-interval", optarg, false,
-			    &o->flag_interval_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'T':
-			if (parse_duration("--drain-timeout", optarg, true,
-			    &o->drain_timeout_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'c':
-			if (parse_duration("--confirm-timeout", optarg, false,
-			    &o->confirm_timeout_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			if (o->confirm_timeout_ms > 600000)
-				return usage_error("--confirm-timeout: at most "
-				    "10m");
-			break;
-		case 'g':
-			if (parse_duration("--progress", optarg, true,
-			    &o->progress_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
 			break;
 		case 'S':
 			errno = 0;
@@ -264,16 +281,6 @@ traffic_options_parse(int argc, char **argv, struct traffic_options *o)
 				return usage_error("--seed '%s': expected a "
 				    "whole number", optarg);
 			o->seeded = true;
-			break;
-		case 'w':
-			if (parse_count("--stamp-timestamp", optarg, 100,
-			    &o->stamp_percent) != 0)
-				return TRAFFIC_EXIT_USAGE;
-			break;
-		case 'W':
-			if (parse_duration("--unstamped-max-delay", optarg, false,
-			    &o->unstamped_max_ms) != 0)
-				return TRAFFIC_EXIT_USAGE;
 			break;
 		case 'j':
 			o->json = true;

@@ -124,6 +124,22 @@ iamqp_publish_to_queue(struct broker *b, const char *queue, const char *body)
 		fail_msg("publish: %s", err);
 }
 
+void
+iamqp_publish_and_consume(struct broker *b, const char *queue, const char *body)
+{
+	struct broker_delivery d;
+	char err[512] = "";
+
+	iamqp_publish_to_queue(b, queue, body);
+	if (broker_next(b, TIMEOUT_MS, &d, err, sizeof(err)) != 0)
+		fail_msg("consuming '%s' from %s: %s", body, queue, err);
+	if (strcmp(d.body, body) != 0)
+		fail_msg("consumed '%s' from %s, expected '%s'", d.body, queue, body);
+	if (broker_ack(b, &d, err, sizeof(err)) != 0)
+		fail_msg("acking '%s' from %s: %s", body, queue, err);
+	broker_delivery_free(&d);
+}
+
 uint32_t
 iamqp_depth(struct broker *b, const char *queue)
 {
@@ -147,10 +163,12 @@ iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n)
 }
 
 int
-iamqp_main(const struct CMUnitTest *tests, size_t n)
+iamqp_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
 	int rc;
 
+	(void)argc;
+	(void)argv;
 	iamqp_amqp_url = getenv("CUTOVER_TEST_AMQP");
 	iamqp_amqp_user = getenv("CUTOVER_TEST_USER");
 	if (iamqp_amqp_url != NULL && iamqp_amqp_url[0] == '\0')

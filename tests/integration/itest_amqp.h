@@ -89,6 +89,11 @@ int iamqp_teardown(void **state);
  * confirm. */
 void iamqp_publish_to_queue(struct broker *b, const char *queue, const char *body);
 
+/* Publishes BODY to QUEUE (iamqp_publish_to_queue) and expects the
+ * consumer B holds on it to be handed that body next, within TIMEOUT_MS;
+ * acks it. Fails naming BODY and what came instead. */
+void iamqp_publish_and_consume(struct broker *b, const char *queue, const char *body);
+
 uint32_t iamqp_depth(struct broker *b, const char *queue);
 
 /* Waits (30 s at most) until QUEUE holds N ready messages, and returns
@@ -97,8 +102,9 @@ uint32_t iamqp_depth(struct broker *b, const char *queue);
  * overtake. */
 uint32_t iamqp_wait_depth(struct broker *b, const char *queue, uint32_t n);
 
-/* Runs the N tests in TESTS as a test_amqp_*.c program's main does, and
- * returns its exit status. */
-int iamqp_main(const struct CMUnitTest *tests, size_t n);
+/* Runs the N tests in TESTS as a test_amqp_*.c program's main does
+ * (ITEST_MAIN; the arguments are not read), and returns its exit
+ * status. */
+int iamqp_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

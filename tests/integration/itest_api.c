@@ -186,6 +186,21 @@ iapi_get(const char *path)
 	return j;
 }
 
+json_t *
+iapi_getf(const char *fmt, ...)
+{
+	char path[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		fail_msg("GET %s: the path is too long", fmt);
+	return iapi_get(path);
+}
+
 void
 iapi_start_server(const char *operators)
 {
@@ -432,13 +447,11 @@ const char *
 iapi_actor_of(long long id, const char *kind)
 {
 	static char actor[AUTH_NAME_MAX];
-	char path[64];
 	json_t *h, *ev;
 	size_t i;
 	const char *found = NULL;
 
-	snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
-	h = iapi_get(path);
+	h = iapi_getf("/api/plans/%lld/history", id);
 	assert_true(json_is_true(json_object_get(json_object_get(h, "verification"),
 	    "verified")));
 	json_array_foreach(json_object_get(h, "events"), i, ev)

@@ -105,6 +105,10 @@ void iapi_expect_error(const char *method, const char *path, const char *token,
 /* GET PATH, asserting 200; the JSON answer. */
 json_t *iapi_get(const char *path);
 
+/* iapi_get of the path FMT and its arguments make (a plan's route: the
+ * id or name put in), which must fit 512 bytes. */
+json_t *iapi_getf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Starts `cutover serve` on the test database and port, with OPERATORS
  * (NULL: none), its stderr appended to the log file; waits for /healthz. */
 void iapi_start_server(const char *operators);

@@ -268,6 +268,22 @@ icut_run_to_the_flip_and_approve(void)
 	    NULL), 0);
 }
 
+pid_t
+icut_run_into_the_watch(int64_t ticks)
+{
+	pid_t pid;
+
+	icut_run_to_the_flip_and_approve();
+	pid = itest_start_run(icut_db, icut_planfile, NULL);
+	if (!icut_wait_step(5, "running", 30000))
+		fail_msg("the watch of %s did not start running within 30 s",
+		    icut_plan_name);
+	if (ticks > 0 && !icut_wait_ticks(ticks, 60000))
+		fail_msg("the watch of %s did not tick %lld times within 60 s",
+		    icut_plan_name, (long long)ticks);
+	return pid;
+}
+
 void
 icut_end(struct plan *p, struct step_ctx *c)
 {

@@ -95,6 +95,12 @@ void icut_begin(const char *test, struct plan **p, struct step_ctx *c, const cha
 /* Runs the test's plan up to the flip's gate and approves the flip. */
 void icut_run_to_the_flip_and_approve(void);
 
+/* icut_run_to_the_flip_and_approve, then `cutover run` again in the
+ * background until the watch runs (30 s at most) and has ticked TICKS
+ * times (60 s at most; 0: no tick waited for). Returns the run's pid;
+ * fails saying which wait ran out. */
+pid_t icut_run_into_the_watch(int64_t ticks);
+
 /* Ends a test that passed: its handles closed, then what it started and
  * made removed (itest_cleanup; a test that failed is cleaned up by the
  * next one's begin, or at exit). */

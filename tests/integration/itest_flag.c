@@ -298,13 +298,47 @@ iflag_assert_contains(const char *s, const char *part)
 		    s != NULL ? s : "(null)", part);
 }
 
+void
+iflag_switch_on(struct iflag_http *t, int rc, size_t writes, size_t reads)
+{
+	int got = flag_switch_with(&t->hp.p, true, &t->o, &t->r, t->err,
+	    sizeof(t->err));
+	bool confirmed = json_is_true(json_object_get(t->r, "confirmed"));
+
+	if (got != rc)
+		fail_msg("flag on returned %d, not %d: %s", got, rc, t->err);
+	if (confirmed != (rc == 0))
+		fail_msg("flag on returned %d %s confirmed: %s", got,
+		    confirmed ? "but" : "and not", t->err);
+	if (iflag_nattempts(t->r, "write") != writes ||
+	    iflag_nattempts(t->r, "read") != reads)
+		fail_msg("flag on (%d) wrote %zu times and read back %zu, not %zu "
+		    "and %zu", got, iflag_nattempts(t->r, "write"),
+		    iflag_nattempts(t->r, "read"), writes, reads);
+}
+
 int
-iflag_main(const struct CMUnitTest *tests, size_t n)
+iflag_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {
 	int rc;
 
+	(void)argc;
+	(void)argv;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = itest_run_part("tests", tests, n, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
+}
+
+void
+iflag_expect_read(struct iflag_http *t, int state)
+{
+	int st = -2, rc;
+
+	iflag_http_clear(t);
+	rc = flag_read_with(&t->hp.p, &t->o, &st, &t->r, t->err, sizeof(t->err));
+	if (rc != 0)
+		fail_msg("flag read returned %d: %s", rc, t->err);
+	if (st != state)
+		fail_msg("flag read %d, not %d", st, state);
 }

@@ -144,8 +144,20 @@ long iflag_status_of(const json_t *a);
 
 void iflag_assert_contains(const char *s, const char *part);
 
-/* Runs the N tests in TESTS as a test_flag_*.c program's main does, and
- * returns its exit status. */
-int iflag_main(const struct CMUnitTest *tests, size_t n);
+/* Switches T's flag on with T's options (flag_switch_with), which must
+ * return RC, confirmed exactly when RC is 0, after WRITES writes and
+ * READS read-backs; its result is T's, its message T's err. Fails saying
+ * which of them differs. */
+void iflag_switch_on(struct iflag_http *t, int rc, size_t writes, size_t reads);
+
+/* Clears T's result and reads T's flag with T's options (flag_read_with)
+ * into it, which must succeed and find STATE (1 on, 0 off, -1 neither);
+ * fails saying what it found or why it could not read. */
+void iflag_expect_read(struct iflag_http *t, int state);
+
+/* Runs the N tests in TESTS as a test_flag_*.c program's main does
+ * (ITEST_MAIN; the arguments are not read), and returns its exit
+ * status. */
+int iflag_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv);
 
 #endif

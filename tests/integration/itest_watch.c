@@ -141,6 +141,32 @@ iwatch_publish_to(struct step_ctx *c, const char *exchange, const char *key, int
 }
 
 void
+iwatch_publish_own(struct fixture *f, const char *plan, const char *purpose,
+    int64_t seq, int64_t delay_ms, const char *dest, const char *body,
+    struct publish_receipt *rc)
+{
+	struct broker_field batch = { .key = "x-cutover-batch", .str = "itest-batch" };
+	struct publish_request r;
+	char err[1024];
+
+	memset(&r, 0, sizeof(r));
+	r.plan = plan != NULL ? plan : f->p->name;
+	r.purpose = purpose;
+	r.seq = seq;
+	r.delay_ms = delay_ms;
+	r.destination = dest;
+	r.body = body;
+	r.len = strlen(body);
+	if (strcmp(purpose, PUBLISH_CANARY) == 0) {
+		r.headers = &batch;
+		r.nheaders = 1;
+	}
+	if (publish_delayed(f->c.amqp, &f->p->ladder, &r, rc, err, sizeof(err)) !=
+	    PUBLISH_OK)
+		fail_msg("publishing a %s message to '%s': %s", purpose, dest, err);
+}
+
+void
 iwatch_old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms)
 {
 	struct topology_arg a[1];

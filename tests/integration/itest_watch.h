@@ -111,6 +111,15 @@ int iwatch_teardown(void **state);
 
 void iwatch_publish_to(struct step_ctx *c, const char *exchange, const char *key, int n);
 
+/* Publishes BODY as cutover itself does (publish_delayed through the
+ * fixture's ladder, DELAY_MS, stamped with PLAN, NULL for the fixture's
+ * own, PURPOSE and SEQ) to destination DEST; a canary's carries its batch
+ * header too. Fails naming PURPOSE and DEST unless the broker confirmed
+ * it; the receipt goes to RC unless NULL. */
+void iwatch_publish_own(struct fixture *f, const char *plan, const char *purpose,
+    int64_t seq, int64_t delay_ms, const char *dest, const char *body,
+    struct publish_receipt *rc);
+
 /* Declares old queue NAME (classic, durable, TTL_MS). */
 void iwatch_old_queue_ttl(struct step_ctx *c, const char *name, int64_t ttl_ms);
 

@@ -206,24 +206,14 @@ test_consumer_survives_channel_error(void **state)
 	iamqp_need_broker();
 	q = iamqp_declared_queue(c, "resubscribe");
 	assert_int_equal(broker_consume(c->b, q, 5, err, sizeof(err)), 0);
-	iamqp_publish_to_queue(c->b, q, "before");
-	assert_int_equal(broker_next(c->b, TIMEOUT_MS, &d, err, sizeof(err)),
-	    0);
-	assert_string_equal(d.body, "before");
-	assert_int_equal(broker_ack(c->b, &d, err, sizeof(err)), 0);
-	broker_delivery_free(&d);
+	iamqp_publish_and_consume(c->b, q, "before");
 
 	/* A refused declare closes the channel under the consumer... */
 	ttl = iamqp_arg_int("x-message-ttl", 1);
 	assert_int_equal(broker_queue_declare(c->b, q, true, &ttl, 1, err,
 	    sizeof(err)), BROKER_EPRECONDITION);
 	/* ...and the next call resubscribes it. */
-	iamqp_publish_to_queue(c->b, q, "after");
-	assert_int_equal(broker_next(c->b, TIMEOUT_MS, &d, err, sizeof(err)),
-	    0);
-	assert_string_equal(d.body, "after");
-	assert_int_equal(broker_ack(c->b, &d, err, sizeof(err)), 0);
-	broker_delivery_free(&d);
+	iamqp_publish_and_consume(c->b, q, "after");
 
 	/* Deleting the queue cancels the consumer: broker_next says so. */
 	assert_int_equal(broker_queue_delete(c->b, q, 0, NULL, err,
@@ -410,12 +400,7 @@ test_connection_forced(void **state)
 	assert_int_equal(broker_reply_code(c->b), 320);
 
 	/* ...the next reconnects, resubscribes and works. */
-	iamqp_publish_to_queue(c->b, q, "after reconnect");
-	assert_int_equal(broker_next(c->b, TIMEOUT_MS, &d, err, sizeof(err)),
-	    0);
-	assert_string_equal(d.body, "after reconnect");
-	assert_int_equal(broker_ack(c->b, &d, err, sizeof(err)), 0);
-	broker_delivery_free(&d);
+	iamqp_publish_and_consume(c->b, q, "after reconnect");
 
 	/* Closed between calls: the next call reconnects without a word. */
 	assert_true(mgmt_close_cutover_connections() >= 1);
@@ -425,18 +410,11 @@ test_connection_forced(void **state)
 	assert_int_equal(broker_reply_code(c->b), 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url_parse),
-		cmocka_unit_test(test_env_reference_unset),
-		cmocka_unit_test(test_connection_refused),
-		cmocka_unit_test(test_open_list),
-		cmocka_unit_test(test_wrong_password),
-		WITH_BROKER(test_consumer_survives_channel_error),
-		WITH_BROKER(test_connection_forced),
-	};
-
-	return iamqp_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iamqp_main,
+	cmocka_unit_test(test_url_parse),
+	cmocka_unit_test(test_env_reference_unset),
+	cmocka_unit_test(test_connection_refused),
+	cmocka_unit_test(test_open_list),
+	cmocka_unit_test(test_wrong_password),
+	WITH_BROKER(test_consumer_survives_channel_error),
+	WITH_BROKER(test_connection_forced))

@@ -333,15 +333,8 @@ test_consume_x_death(void **state)
 	assert_int_equal(iamqp_depth(c->b, final), 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		WITH_BROKER(test_publish_outcomes),
-		WITH_BROKER(test_publish_batch),
-		WITH_BROKER(test_get),
-		WITH_BROKER(test_consume_x_death),
-	};
-
-	return iamqp_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iamqp_main,
+	WITH_BROKER(test_publish_outcomes),
+	WITH_BROKER(test_publish_batch),
+	WITH_BROKER(test_get),
+	WITH_BROKER(test_consume_x_death))

@@ -246,16 +246,9 @@ test_delete_conditions(void **state)
 	    sizeof(err)), 0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		WITH_BROKER(test_declare_idempotent),
-		WITH_BROKER(test_inspect_counts),
-		WITH_BROKER(test_conflicting_redeclare),
-		WITH_BROKER(test_big_ttl),
-		WITH_BROKER(test_delete_conditions),
-	};
-
-	return iamqp_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iamqp_main,
+	WITH_BROKER(test_declare_idempotent),
+	WITH_BROKER(test_inspect_counts),
+	WITH_BROKER(test_conflicting_redeclare),
+	WITH_BROKER(test_big_ttl),
+	WITH_BROKER(test_delete_conditions))

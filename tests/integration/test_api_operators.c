@@ -7,7 +7,7 @@ static void
 test_writes_need_an_operator(void **state)
 {
 	const char *yaml;
-	char name[80], path[160];
+	char name[80];
 	struct resp r;
 	json_t *j;
 
@@ -24,8 +24,7 @@ test_writes_need_an_operator(void **state)
 	iapi_expect_error("POST", "/api/plans/1/abort", "dde96f5b27b2298476b272c037dfd2cb5438e3495510"
 	    "c51035db1ef55f2994a4", NULL, 0, NULL, 401);
 	/* Nothing was recorded. */
-	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans?name=%s", name);
 	assert_int_equal(json_array_size(json_object_get(j, "plans")), 0);
 	json_decref(j);
 }
@@ -35,11 +34,9 @@ test_writes_need_an_operator(void **state)
 static void
 assert_listed_at(const char *name, int n, const char *kind, const char *status)
 {
-	char path[160];
 	json_t *j, *cur;
 
-	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans?name=%s", name);
 	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
 	cur = json_object_get(json_array_get(json_object_get(j, "plans"), 0), "current");
 	assert_int_equal(json_integer_value(json_object_get(cur, "n")), n);
@@ -65,8 +62,7 @@ test_gate_approved_by_an_operator(void **state)
 	assert_int_equal(auth_hash_hex(yaml, strlen(yaml), sha), 0);
 
 	/* The plan as recorded. */
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id);
 	assert_string_equal(json_string_value(json_object_get(j, "name")), name);
 	assert_string_equal(json_string_value(json_object_get(j, "sha256")), sha);
 	assert_int_equal(json_array_size(json_object_get(j, "steps")), 2);
@@ -77,8 +73,7 @@ test_gate_approved_by_an_operator(void **state)
 	j = iapi_get("/api/plans");
 	assert_true(json_array_size(json_object_get(j, "plans")) >= 1);
 	json_decref(j);
-	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans?name=%s", name);
 	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
 	json_decref(j);
 
@@ -138,15 +133,12 @@ test_gate_approved_by_an_operator(void **state)
 	/* A finished plan: abort is refused; the samples answer (none here). */
 	snprintf(path, sizeof(path), "/api/plans/%lld/abort", id);
 	iapi_expect_error("POST", path, TOKEN_ALICE, NULL, 0, NULL, 409);
-	snprintf(path, sizeof(path), "/api/plans/%lld/samples?since=0", id);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld/samples?since=0", id);
 	assert_true(json_is_array(json_object_get(j, "samples")));
 	json_decref(j);
 	/* A step's result has its own route: the result the plan carries. */
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
-	j = iapi_get(path);
-	snprintf(path, sizeof(path), "/api/plans/%lld/steps/2/result", id);
-	res = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id);
+	res = iapi_getf("/api/plans/%lld/steps/2/result", id);
 	assert_true(json_is_object(res));
 	assert_true(json_equal(res, json_object_get(json_array_get(json_object_get(j,
 	    "steps"), 1), "result")));
@@ -206,8 +198,7 @@ test_approve_ahead(void **state)
 		size_t i;
 		int waits = 0;
 
-		snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
-		h = iapi_get(path);
+		h = iapi_getf("/api/plans/%lld/history", id);
 		json_array_foreach(json_object_get(h, "events"), i, ev)
 			if (strcmp(json_string_value(json_object_get(ev, "kind")),
 			    "step.waiting_approval") == 0)
@@ -248,11 +239,9 @@ test_without_operators(void **state)
 static json_t *
 history_of(long long id)
 {
-	char path[64];
 	json_t *h;
 
-	snprintf(path, sizeof(path), "/api/plans/%lld/history", id);
-	h = iapi_get(path);
+	h = iapi_getf("/api/plans/%lld/history", id);
 	assert_true(json_is_true(json_object_get(json_object_get(h, "verification"),
 	    "verified")));
 	return h;

@@ -251,12 +251,10 @@ wait_acked(long long id, long long aid)
 static void
 assert_alert_fields(long long id)
 {
-	char path[64];
 	json_t *j, *a;
 	size_t i;
 
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id);
 	assert_int_equal(json_array_size(json_object_get(j, "alerts")), 2);
 	json_array_foreach(json_object_get(j, "alerts"), i, a) {
 		const char *kind = json_string_value(json_object_get(a, "kind"));
@@ -356,8 +354,7 @@ test_stop_and_resume(void **state)
 	iapi_resp_clear(&r);
 	/* Restarted, it picks the plan up where it was. */
 	iapi_start_server(iapi_ops);
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id);
 	assert_string_equal(json_string_value(json_object_get(j, "status")), "running");
 	json_decref(j);
 	json_decref(iapi_wait_step(id, 2, "waiting_approval"));

@@ -224,8 +224,7 @@ test_names_and_archive(void **state)
 		if (strstr(out, want) == NULL)
 			fail_msg("submit's hint is not '%s': %s", want, out);
 	}
-	snprintf(path, sizeof(path), "/api/plans?name=%s", name);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans?name=%s", name);
 	assert_int_equal(json_array_size(json_object_get(j, "plans")), 1);
 	json_decref(j);
 	/* Without a token: 401. Archived by alice; a second archive: 409. */
@@ -239,12 +238,10 @@ test_names_and_archive(void **state)
 	/* The name is free: a new plan; the old one says it is archived. */
 	id2 = iapi_submit("names", name, sizeof(name));
 	assert_true(id2 > id);
-	snprintf(path, sizeof(path), "/api/plans/%lld", id);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id);
 	assert_true(json_is_integer(json_object_get(j, "archived_ms")));
 	json_decref(j);
-	snprintf(path, sizeof(path), "/api/plans/%lld", id2);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id2);
 	assert_true(json_is_null(json_object_get(j, "archived_ms")));
 	json_decref(j);
 	json_decref(iapi_wait_step(id2, 2, "waiting_approval"));
@@ -264,8 +261,7 @@ test_names_and_archive(void **state)
 		    iapi_base, name,
 		    NULL), 1);
 	}
-	snprintf(path, sizeof(path), "/api/plans/%lld", id2);
-	j = iapi_get(path);
+	j = iapi_getf("/api/plans/%lld", id2);
 	assert_true(json_is_integer(json_object_get(j, "archived_ms")));
 	json_decref(j);
 	iapi_cleanup_broker("names");

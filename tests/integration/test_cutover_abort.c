@@ -49,10 +49,7 @@ test_abort_during_the_watch(void **state)
 
 	(void)state;
 	icut_begin("watchabort", &p, &c, NULL, "10m");
-	icut_run_to_the_flip_and_approve();
-	pid = itest_start_run(icut_db, icut_planfile, NULL);
-	assert_true(icut_wait_step(5, "running", 30000));
-	assert_true(icut_wait_ticks(2, 60000));
+	pid = icut_run_into_the_watch(2);
 	assert_int_equal(icut_flag_now(p), 1);
 	assert_int_equal(itest_cutover("abort", "--db", icut_db, icut_plan_name, "--as", "carol",
 	    "--comment", "the watch shows duplicates", NULL), 0);

@@ -135,10 +135,7 @@ test_old_publish_after_the_flip_moves_the_deadline(void **state)
 
 	(void)state;
 	icut_begin("latepub", &p, &c, NULL, "30s");
-	icut_run_to_the_flip_and_approve();
-	pid = itest_start_run(icut_db, icut_planfile, NULL);
-	assert_true(icut_wait_step(5, "running", 30000));
-	assert_true(icut_wait_ticks(2, 60000));
+	pid = icut_run_into_the_watch(2);
 	wait_past_the_window();
 	deadline = icut_step_number(5, "deadline_ms");
 	/* A producer that was not flipped writes into the old path. */
@@ -231,9 +228,7 @@ test_lagging_statistics_hold_the_end(void **state)
 	 * 2 s after the window: on a busy machine the watch had ended before
 	 * the freeze began. */
 	icut_begin("frozen", &p, &c, NULL, "30s");
-	icut_run_to_the_flip_and_approve();
-	pid = itest_start_run(icut_db, icut_planfile, NULL);
-	assert_true(icut_wait_step(5, "running", 30000));
+	pid = icut_run_into_the_watch(0);
 	wait_past_the_window();
 	itest_on_cleanup(thaw, NULL);	/* the node's next test sees them move */
 	itest_broker_script("stats-freeze", "--seconds 45");

@@ -155,16 +155,9 @@ test_http_slow_write_in_doubt(void **state)
 	iflag_http_end(&t);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_http_applied_then_500),
-		cmocka_unit_test(test_http_applied_then_closed),
-		cmocka_unit_test(test_http_applied_then_unreadable),
-		cmocka_unit_test(test_http_write_again_on_a_new_connection),
-		cmocka_unit_test(test_http_slow_write_in_doubt),
-	};
-
-	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iflag_main,
+	cmocka_unit_test(test_http_applied_then_500),
+	cmocka_unit_test(test_http_applied_then_closed),
+	cmocka_unit_test(test_http_applied_then_unreadable),
+	cmocka_unit_test(test_http_write_again_on_a_new_connection),
+	cmocka_unit_test(test_http_slow_write_in_doubt))

@@ -19,15 +19,10 @@ static void
 test_http_on_off(void **state)
 {
 	struct iflag_http t;
-	int st = -2;
 
 	(void)state;
 	iflag_http_begin(&t, "/enabled");
-	if (flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
-		fail_msg("flag on: %s", t.err);
-	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
-	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
-	assert_int_equal(iflag_nattempts(t.r, "read"), 1);
+	iflag_switch_on(&t, 0, 1, 1);
 	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 0),
 	    "method")), "PUT");
 	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 0),
@@ -42,24 +37,18 @@ test_http_on_off(void **state)
 	iflag_assert_not_leaked(t.r, t.err, "flag-secret-7f3a9c");
 	iflag_http_clear(&t);
 
-	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, &t.r, t.err,
-	    sizeof(t.err)), 0);
-	assert_int_equal(st, 1);
+	iflag_expect_read(&t, 1);
 	iflag_http_clear(&t);
 
 	if (flag_switch_with(&t.hp.p, false, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
 		fail_msg("flag off: %s", t.err);
 	assert_true(json_is_false(t.s.value));
-	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
-	    sizeof(t.err)), 0);
-	assert_int_equal(st, 0);
+	iflag_expect_read(&t, 0);
 	iflag_http_clear(&t);
 
 	/* Neither on nor off. */
 	srv_set(&t.s, json_string("maybe"));
-	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, &t.r, t.err,
-	    sizeof(t.err)), 0);
-	assert_int_equal(st, -1);
+	iflag_expect_read(&t, -1);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(t.r,
 	    "read_back"), "state")), "unknown");
 	iflag_http_end(&t);
@@ -75,15 +64,11 @@ test_http_pointer_escapes(void **state)
 	iflag_http_begin(&t, "/flags/0/x~1y/m~0n");
 	if (flag_switch_with(&t.hp.p, true, &t.o, NULL, t.err, sizeof(t.err)) != 0)
 		fail_msg("flag on: %s", t.err);
-	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
-	    sizeof(t.err)), 0);
-	assert_int_equal(st, 1);
+	iflag_expect_read(&t, 1);
 
 	/* A pointer to nothing: unknown, and a switch cannot confirm. */
 	t.hp.settings.read_pointer = "/flags/1/x~1y/m~0n";
-	assert_int_equal(flag_read_with(&t.hp.p, &t.o, &st, NULL, t.err,
-	    sizeof(t.err)), 0);
-	assert_int_equal(st, -1);
+	iflag_expect_read(&t, -1);
 	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, NULL, t.err,
 	    sizeof(t.err)), FLAG_ERR_MISMATCH);
 	iflag_assert_contains(t.err, "nothing there at /flags/1/x~1y/m~0n");
@@ -105,18 +90,14 @@ test_http_500_then_ok(void **state)
 	(void)state;
 	iflag_http_begin(&t, "/enabled");
 	t.s.write_fail_n = 2;
-	if (flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err, sizeof(t.err)) != 0)
-		fail_msg("flag on: %s", t.err);
-	assert_true(json_is_true(json_object_get(t.r, "confirmed")));
 	/* Each 500 is followed by a read-back that finds the flag off, so
 	 * the write goes again; then the switch's own read-back. */
-	assert_int_equal(iflag_nattempts(t.r, "write"), 3);
+	iflag_switch_on(&t, 0, 3, 3);
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 0)), 500);
 	assert_string_equal(json_string_value(json_object_get(iflag_attempt(t.r, 1),
 	    "call")), "read");
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 2)), 500);
 	assert_int_equal(iflag_status_of(iflag_attempt(t.r, 4)), 200);
-	assert_int_equal(iflag_nattempts(t.r, "read"), 3);
 	assert_int_equal(t.s.writes, 1);
 	/* The 500 answers quoted the header: redacted in the excerpts. */
 	iflag_assert_contains(json_string_value(json_object_get(iflag_attempt(t.r, 0),
@@ -136,13 +117,9 @@ test_http_500_forever(void **state)
 	(void)state;
 	iflag_http_begin(&t, "/enabled");
 	t.s.write_fail_forever = 1;
-	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
-	    sizeof(t.err)), FLAG_ERR_HTTP);
-	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
 	/* Each write answered 500, each read-back after it found the flag
 	 * off: four writes, four reads, alternating. */
-	assert_int_equal(iflag_nattempts(t.r, "write"), 4);
-	assert_int_equal(iflag_nattempts(t.r, "read"), 4);
+	iflag_switch_on(&t, FLAG_ERR_HTTP, 4, 4);
 	for (i = 0; i < 8; i += 2)
 		assert_int_equal(iflag_status_of(iflag_attempt(t.r, i)), 500);
 	iflag_assert_contains(t.err, "flag on: PUT ");
@@ -216,11 +193,7 @@ test_http_ignored_write(void **state)
 	(void)state;
 	iflag_http_begin(&t, "/enabled");
 	t.s.ignore_write = 1;
-	assert_int_equal(flag_switch_with(&t.hp.p, true, &t.o, &t.r, t.err,
-	    sizeof(t.err)), FLAG_ERR_MISMATCH);
-	assert_false(json_is_true(json_object_get(t.r, "confirmed")));
-	assert_int_equal(iflag_nattempts(t.r, "write"), 1);
-	assert_int_equal(iflag_nattempts(t.r, "read"), 1);
+	iflag_switch_on(&t, FLAG_ERR_MISMATCH, 1, 1);
 	iflag_assert_contains(t.err, "false at /enabled; expected true (on)");
 	assert_true(json_is_false(json_object_get(json_object_get(t.r,
 	    "read_back"), "value")));
@@ -308,19 +281,12 @@ test_json_pointer(void **state)
 	json_decref(doc);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_pointer),
-		cmocka_unit_test(test_http_on_off),
-		cmocka_unit_test(test_http_pointer_escapes),
-		cmocka_unit_test(test_http_500_then_ok),
-		cmocka_unit_test(test_http_500_forever),
-		cmocka_unit_test(test_http_400),
-		cmocka_unit_test(test_http_ignored_write),
-		cmocka_unit_test(test_http_secret_unset),
-	};
-
-	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iflag_main,
+	cmocka_unit_test(test_json_pointer),
+	cmocka_unit_test(test_http_on_off),
+	cmocka_unit_test(test_http_pointer_escapes),
+	cmocka_unit_test(test_http_500_then_ok),
+	cmocka_unit_test(test_http_500_forever),
+	cmocka_unit_test(test_http_400),
+	cmocka_unit_test(test_http_ignored_write),
+	cmocka_unit_test(test_http_secret_unset))

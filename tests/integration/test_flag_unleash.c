@@ -2,6 +2,7 @@
  * the real Unleash: on and off as producers see it, a wrong token, a
  * missing feature, an unset token, the server stopped. */
 #include "itest_flag.h"
+#include "httpbody.h"
 
 #define TOKEN_REF	"env:CUTOVER_TEST_UNLEASH_TOKEN"
 
@@ -90,22 +91,6 @@ closed_port(void)
 	return port;
 }
 
-static size_t
-on_body(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct upload *b = arg;
-	size_t n = size * nmemb;
-	char *p;
-
-	if ((p = realloc(b->p, b->len + n + 1)) == NULL)
-		return 0;
-	b->p = p;
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
-}
-
 /* What a producer sees: "enabled" of the feature through the client API
  * with the backend token (1 or 0). Without that token the test is skipped
  * (and fails under CI=true): itest_skip. */
@@ -114,7 +99,7 @@ client_enabled(const char *url)
 {
 	const char *token = getenv("CUTOVER_TEST_UNLEASH_CLIENT_TOKEN");
 	struct curl_slist *h = NULL;
-	struct upload body = { NULL, 0 };
+	struct httpbody body = { .max = 1024 * 1024 };
 	char u[512], hdr[512];
 	json_t *j = NULL;
 	CURL *c;
@@ -130,7 +115,7 @@ client_enabled(const char *url)
 	h = curl_slist_append(h, hdr);
 	curl_easy_setopt(c, CURLOPT_URL, u);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, httpbody_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
 	assert_int_equal(curl_easy_perform(c), CURLE_OK);
@@ -369,16 +354,9 @@ test_unleash_stopped(void **state)
 	json_decref(r);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unleash_on_off),
-		cmocka_unit_test(test_unleash_wrong_token),
-		cmocka_unit_test(test_unleash_missing),
-		cmocka_unit_test(test_unleash_token_unset),
-		cmocka_unit_test(test_unleash_stopped),
-	};
-
-	return iflag_main(tests, sizeof(tests) / sizeof(tests[0]));
-}
+ITEST_MAIN(iflag_main,
+	cmocka_unit_test(test_unleash_on_off),
+	cmocka_unit_test(test_unleash_wrong_token),
+	cmocka_unit_test(test_unleash_missing),
+	cmocka_unit_test(test_unleash_token_unset),
+	cmocka_unit_test(test_unleash_stopped))

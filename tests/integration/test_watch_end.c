@@ -30,35 +30,45 @@ add(struct series *s, int64_t ts, double v)
 	s->last_ts = ts;
 }
 
+/* Which series of struct samples each metric goes into; a per-level
+ * metric's label is its level, the index into its array. */
+static const struct {
+	const char *metric;
+	size_t at;
+	bool per_level;
+} sample_series[] = {
+	{ "old.depth", offsetof(struct samples, old_depth), false },
+	{ "old.nonempty", offsetof(struct samples, old_nonempty), false },
+	{ "old.publishes", offsetof(struct samples, old_publishes), false },
+	{ "parking.depth", offsetof(struct samples, parking), false },
+	{ "ladder.publishes", offsetof(struct samples, ladder_pub), false },
+	{ "probe.lateness_ms", offsetof(struct samples, lateness), false },
+	{ "parking.dlx", offsetof(struct samples, parking_dlx), false },
+	{ "ladder.depth", offsetof(struct samples, level), true },
+	{ "ladder.band", offsetof(struct samples, band), true },
+	{ "ladder.dlx", offsetof(struct samples, dlx), true },
+	{ "level.lateness_ms", offsetof(struct samples, level_late), true },
+};
+
 static int
 collect_sample(int64_t ts, const char *metric, const char *label, double v, void *arg)
 {
-	struct samples *s = arg;
+	struct series *series;
+	size_t i;
+	int k = 0;
 
-	if (strcmp(metric, "old.depth") == 0)
-		add(&s->old_depth, ts, v);
-	else if (strcmp(metric, "old.nonempty") == 0)
-		add(&s->old_nonempty, ts, v);
-	else if (strcmp(metric, "old.publishes") == 0)
-		add(&s->old_publishes, ts, v);
-	else if (strcmp(metric, "parking.depth") == 0)
-		add(&s->parking, ts, v);
-	else if (strcmp(metric, "ladder.publishes") == 0)
-		add(&s->ladder_pub, ts, v);
-	else if (strcmp(metric, "probe.lateness_ms") == 0)
-		add(&s->lateness, ts, v);
-	else if (strcmp(metric, "parking.dlx") == 0)
-		add(&s->parking_dlx, ts, v);
-	else if (strcmp(metric, "ladder.depth") == 0 || strcmp(metric, "ladder.band") == 0 ||
-	    strcmp(metric, "ladder.dlx") == 0 || strcmp(metric, "level.lateness_ms") == 0) {
-		int k = atoi(label);
-
-		assert_true(k >= 0 && k < LADDER_MAX_LEVELS);
-		add(strcmp(metric, "ladder.depth") == 0 ? &s->level[k] :
-		    strcmp(metric, "ladder.band") == 0 ? &s->band[k] :
-		    strcmp(metric, "ladder.dlx") == 0 ? &s->dlx[k] : &s->level_late[k], ts, v);
-	} else
+	for (i = 0; i < sizeof(sample_series) / sizeof(sample_series[0]); i++)
+		if (strcmp(metric, sample_series[i].metric) == 0)
+			break;
+	if (i == sizeof(sample_series) / sizeof(sample_series[0]))
 		fail_msg("unexpected metric '%s'", metric);
+	if (sample_series[i].per_level) {
+		k = atoi(label);
+		if (k < 0 || k >= LADDER_MAX_LEVELS)
+			fail_msg("%s: level '%s' out of range", metric, label);
+	}
+	series = (struct series *)((char *)arg + sample_series[i].at);
+	add(&series[k], ts, v);
 	return 0;
 }
 

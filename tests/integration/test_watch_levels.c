@@ -136,7 +136,6 @@ static void
 test_band_counts_publishes_entering_each_level(void **state)
 {
 	struct fixture *f = *state;
-	struct publish_request r;
 	struct publish_receipt rc;
 	char dest[LADDER_NAME_MAX], x[LADDER_NAME_MAX], err[2048];
 	int64_t until, band2 = -1, band3 = -1;
@@ -148,16 +147,8 @@ test_band_counts_publishes_entering_each_level(void **state)
 	iwatch_publish_to(&f->c, x, "1.0.1.0.0.nobody.takes.this", 1);
 	snprintf(dest, sizeof(dest), "%s.dest", iwatch_prefix);
 	for (int i = 0; i < 200; i++) {
-		memset(&r, 0, sizeof(r));
-		r.plan = "itest-band";
-		r.purpose = PUBLISH_MANUAL;
-		r.seq = i;
-		r.delay_ms = 500;
-		r.destination = dest;
-		r.body = "band";
-		r.len = 4;
-		assert_int_equal(publish_delayed(f->c.amqp, &f->p->ladder, &r, &rc, err,
-		    sizeof(err)), PUBLISH_OK);
+		iwatch_publish_own(f, "itest-band", PUBLISH_MANUAL, i, 500, dest, "band",
+		    &rc);
 		if (i == 0) {
 			ladder_level_exchange(&f->p->ladder, 2, x, sizeof(x));
 			assert_string_equal(rc.exchange, x);

@@ -72,32 +72,6 @@ test_parking_holds_the_watch(void **state)
 	iwatch_assert_probe_queue_gone(f);
 }
 
-/* Publishes a message as cutover itself does (publish_delayed, 100 ms,
- * stamped with the plan and PURPOSE) to destination DEST; a canary's
- * carries its batch header too. */
-static void
-publish_own(struct fixture *f, const char *purpose, int64_t seq, const char *dest)
-{
-	struct broker_field batch = { .key = "x-cutover-batch", .str = "itest-batch" };
-	struct publish_request r;
-	char err[1024];
-
-	memset(&r, 0, sizeof(r));
-	r.plan = f->p->name;
-	r.purpose = purpose;
-	r.seq = seq;
-	r.delay_ms = 100;
-	r.destination = dest;
-	r.body = "own";
-	r.len = 3;
-	if (strcmp(purpose, PUBLISH_CANARY) == 0) {
-		r.headers = &batch;
-		r.nheaders = 1;
-	}
-	if (publish_delayed(f->c.amqp, &f->p->ladder, &r, NULL, err, sizeof(err)) != 0)
-		fail_msg("publishing a %s message to '%s': %s", purpose, dest, err);
-}
-
 static int64_t
 parking_depth(struct fixture *f)
 {
@@ -139,10 +113,10 @@ test_own_messages_leave_parking(void **state)
 	iwatch_start(f, "own", 1, 0, NULL);
 	iwatch_flip_long_ago(f);
 	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
-	publish_own(f, PUBLISH_CANARY, 2, dest);
+	iwatch_publish_own(f, NULL, PUBLISH_CANARY, 2, 100, dest, "own", NULL);
 	/* The probe queue does not exist before the first tick. */
 	snprintf(dest, sizeof(dest), "cutover.probe.%s", f->p->name);
-	publish_own(f, PUBLISH_PROBE, 41, dest);
+	iwatch_publish_own(f, NULL, PUBLISH_PROBE, 41, 100, dest, "own", NULL);
 	wait_parking(f, 2);
 
 	iwatch_tick_until_done(f, 20000);
@@ -170,7 +144,7 @@ test_foreign_parked_message_stays(void **state)
 
 	start_with_a_parked_message(f, "foreign", q);
 	snprintf(dest, sizeof(dest), "cutover.canary.%s.unbound", f->p->name);
-	publish_own(f, PUBLISH_CANARY, 2, dest);
+	iwatch_publish_own(f, NULL, PUBLISH_CANARY, 2, 100, dest, "own", NULL);
 	wait_parking(f, 2);
 
 	iwatch_tick_until_alert(f, "parking", 5000, &a);

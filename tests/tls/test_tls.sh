@@ -125,6 +125,12 @@ mtls="  tls:
     cert: $c/client.pem
     key: $c/client-enc.key
     key_passphrase: env:TLS_TEST_PASSPHRASE"
+# tls_client CA [SERVER_NAME]: broker.tls lines that trust CA and present
+# the client's certificate (its key unencrypted), naming SERVER_NAME.
+tls_client() {
+	printf '  tls:\n    ca: %s\n    cert: %s\n    key: %s' "$1" "$c/client.pem" "$c/client.key"
+	if [ -n "${2:-}" ]; then printf '\n    server_name: %s' "$2"; fi
+}
 
 # ---- check: what the plan loader accepts and refuses (no broker needed)
 plan "$tmp/good.yaml" "$mtls"
@@ -168,24 +174,13 @@ expect_ok "amqps + https, mutual TLS, encrypted key: declare" "^declared " \
 expect_ok "amqps + https, mutual TLS, encrypted key: verify" " 0 missing, 0 drift" \
     "$bin" ladder verify "$tmp/good.yaml"
 
-plan "$tmp/ca.yaml" "  tls:
-    ca: $c/wrong-ca.pem
-    cert: $c/client.pem
-    key: $c/client.key"
+plan "$tmp/ca.yaml" "$(tls_client "$c/wrong-ca.pem")"
 expect_fail "amqps: unknown CA" "AMQP: TLS handshake with 127.0.0.1:$port: unknown CA.*ca.yaml:" \
     "$bin" ladder verify "$tmp/ca.yaml"
-plan "$tmp/name.yaml" "  tls:
-    ca: $c/ca.pem
-    cert: $c/client.pem
-    key: $c/client.key
-    server_name: broker.example"
+plan "$tmp/name.yaml" "$(tls_client "$c/ca.pem" broker.example)"
 expect_fail "amqps: name mismatch" "name mismatch: .*'broker.example'.*name.yaml:" \
     "$bin" ladder verify "$tmp/name.yaml"
-plan "$tmp/sni.yaml" "  tls:
-    ca: $c/ca.pem
-    cert: $c/client.pem
-    key: $c/client.key
-    server_name: localhost"
+plan "$tmp/sni.yaml" "$(tls_client "$c/ca.pem" localhost)"
 expect_ok "amqps + https: server_name localhost for URLs at 127.0.0.1" " 0 missing, 0 drift" \
     "$bin" ladder verify "$tmp/sni.yaml"
 plan "$tmp/nocert.yaml" "  tls:

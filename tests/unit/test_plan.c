@@ -21,56 +21,80 @@
 
 #define S(n)	((int64_t)(n) * 1000)
 
+/* One edit of the base plan, and the error it must cause there. */
+struct mistake {
+	const char *from, *to;
+	int line, column;
+	const char *msg;
+};
+
+/* Loads pt_base_plan with the N edits of MISTAKES made, which must fail
+ * with exactly their N errors, into ERRS (the caller frees them); with
+ * IN_ORDER, in the order of MISTAKES. A missing one fails naming it. */
+static void
+expect_mistakes(const struct mistake *mistakes, size_t n, bool in_order,
+    struct plan_errors *errs)
+{
+	char *t = strdup(pt_base_plan);
+
+	for (size_t i = 0; i < n; i++)
+		pt_edit(&t, mistakes[i].from, mistakes[i].to);
+	pt_expect_n_errors(t, errs, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct mistake *m = &mistakes[i];
+		const struct plan_error *e = &errs->v[i];
+
+		if (in_order ? e->line != m->line || e->column != m->column ||
+		    strstr(e->message, m->msg) == NULL :
+		    !pt_has_error(errs, m->line, m->column, m->msg)) {
+			pt_print_errors(errs);
+			fail_msg("no error %d:%d: ...%s...%s", m->line, m->column, m->msg,
+			    in_order ? " in that place" : "");
+		}
+	}
+	free(t);
+}
+
 static void
 test_three_mistakes(void **state)
 {
+	/* Reported in file order. */
+	static const struct mistake mistakes[] = {
+		{ "name: orders-delays", "name: Orders", 1, 7, "name 'Orders' contains 'O'" },
+		{ "  unit: 1s\n", "  unit: 1 s\n", 10, 9, "ladder.unit is not a valid duration" },
+		{ "  - canary\n", "  - canry\n", 24, 5, "unknown step 'canry'" },
+	};
 	struct plan_errors errs = { 0 };
-	char *t = strdup(pt_base_plan);
 
 	(void)state;
-	pt_edit(&t, "name: orders-delays", "name: Orders");		/* 1:7 */
-	pt_edit(&t, "  unit: 1s\n", "  unit: 1 s\n");			/* 10:9 */
-	pt_edit(&t, "  - canary\n", "  - canry\n");			/* 24:5 */
-	pt_expect_n_errors(t, &errs, 3);
-	/* In file order. */
-	assert_int_equal(errs.v[0].line, 1);
-	assert_int_equal(errs.v[0].column, 7);
-	assert_non_null(strstr(errs.v[0].message, "name 'Orders' contains 'O'"));
-	assert_int_equal(errs.v[1].line, 10);
-	assert_int_equal(errs.v[1].column, 9);
-	assert_non_null(strstr(errs.v[1].message, "ladder.unit is not a valid duration"));
-	assert_int_equal(errs.v[2].line, 24);
-	assert_int_equal(errs.v[2].column, 5);
-	assert_non_null(strstr(errs.v[2].message, "unknown step 'canry'"));
+	expect_mistakes(mistakes, 3, true, &errs);
 	plan_errors_free(&errs);
-	free(t);
 }
 
 static void
 test_errors_everywhere(void **state)
 {
+	/* One mistake per section, structural and semantic; all reported. */
+	static const struct mistake mistakes[] = {
+		{ "  username: guest\n", "  username: guest\n  vhost: x\n",
+		  6, 3, "unknown key 'vhost' in broker" },
+		{ "'^delay\\.[0-9]+s$'", "'('", 9, 20, "is not a valid regex" },
+		{ "  max_delay: 12d\n", "  levels: 40\n", 12, 11,
+		  "ladder.levels 40 is out of range" },
+		{ "env:UNLEASH_TOKEN", "secret-token", 20, 10,
+		  "secrets must be env:NAME references" },
+		{ "  - watch\n  - { step: remove_old, gate: true }\n",
+		  "  - { step: remove_old, gate: true }\n  - watch\n", 27, 5,
+		  "step 'remove_old' comes before step 'watch'" },
+	};
 	struct plan_errors errs = { 0 };
-	char *t = strdup(pt_base_plan);
 
 	(void)state;
-	/* One mistake per section, structural and semantic; all reported. */
-	pt_edit(&t, "  username: guest\n", "  username: guest\n  vhost: x\n");	/* 6:3 */
-	pt_edit(&t, "'^delay\\.[0-9]+s$'", "'('");				/* 9:20 */
-	pt_edit(&t, "  max_delay: 12d\n", "  levels: 40\n");			/* 12:11 */
-	pt_edit(&t, "env:UNLEASH_TOKEN", "secret-token");			/* 20:10 */
-	pt_edit(&t, "  - watch\n  - { step: remove_old, gate: true }\n",
-	    "  - { step: remove_old, gate: true }\n  - watch\n");		/* 27:5 */
-	pt_expect_n_errors(t, &errs, 5);
-	assert_true(pt_has_error(&errs, 6, 3, "unknown key 'vhost' in broker"));
-	assert_true(pt_has_error(&errs, 9, 20, "is not a valid regex"));
-	assert_true(pt_has_error(&errs, 12, 11, "ladder.levels 40 is out of range"));
-	assert_true(pt_has_error(&errs, 20, 10, "secrets must be env:NAME references"));
-	assert_true(pt_has_error(&errs, 27, 5, "step 'remove_old' comes before step 'watch'"));
+	expect_mistakes(mistakes, 5, false, &errs);
 	/* A secret is never repeated in a message. */
 	for (size_t i = 0; i < errs.n; i++)
 		assert_null(strstr(errs.v[i].message, "secret-token"));
 	plan_errors_free(&errs);
-	free(t);
 }
 
 static void
@@ -193,6 +217,20 @@ nested(const char *prefix, size_t n, const char *open, const char *close,
 	return t;
 }
 
+/* Writes into OUT (room for N items of 16 bytes, and 64 more) OPEN, then
+ * N items, ", " between them, the I-th (from 0) ITEM, I and AFTER, then
+ * CLOSE: "x: [q0, q1]\n". */
+static void
+listing(char *out, const char *open, const char *item, const char *after, int n,
+    const char *close)
+{
+	size_t off = (size_t)sprintf(out, "%s", open);
+
+	for (int i = 0; i < n; i++)
+		off += (size_t)sprintf(out + off, "%s%s%d%s", i ? ", " : "", item, i, after);
+	strcpy(out + off, close);
+}
+
 /* Whether ERRS holds an error whose message contains TEXT. */
 static int
 has_message(const struct plan_errors *errs, const char *text)
@@ -226,7 +264,6 @@ test_shape_bounds(void **state)
 {
 	struct plan_errors errs = { 0 };
 	char *t, *keys;
-	size_t off;
 	int64_t t0, ms;
 
 	(void)state;
@@ -249,10 +286,7 @@ test_shape_bounds(void **state)
 
 	/* 1025 keys in one mapping; 1024 are read (and refused one by one). */
 	assert_non_null(keys = malloc(1025 * 16 + 64));
-	off = (size_t)sprintf(keys, "x: {");
-	for (int i = 0; i < 1025; i++)
-		off += (size_t)sprintf(keys + off, "%sk%d: 1", i ? ", " : "", i);
-	strcpy(keys + off, "}\n");
+	listing(keys, "x: {", "k", ": 1", 1025, "}\n");
 	load_before_plan(keys, &errs);
 	assert_true(pt_has_error(&errs, 1, (int)(strstr(keys, "k1024:") - keys) + 1,
 	    "a mapping holds more than 1024 keys; expected a plan with a few keys to a "
@@ -265,10 +299,7 @@ test_shape_bounds(void **state)
 	plan_errors_free(&errs);
 
 	/* 1025 items in one list; 1024 are read. */
-	off = (size_t)sprintf(keys, "x: [");
-	for (int i = 0; i < 1025; i++)
-		off += (size_t)sprintf(keys + off, "%sq%d", i ? ", " : "", i);
-	strcpy(keys + off, "]\n");
+	listing(keys, "x: [", "q", "", 1025, "]\n");
 	load_before_plan(keys, &errs);
 	assert_true(pt_has_error(&errs, 1, (int)(strstr(keys, "q1024") - keys) + 1,
 	    "a list holds more than 1024 items; expected a plan with shorter lists"));
@@ -279,10 +310,7 @@ test_shape_bounds(void **state)
 	plan_errors_free(&errs);
 
 	/* 257 anchors and aliases: refused at the 257th. */
-	off = (size_t)sprintf(keys, "x: [");
-	for (int i = 0; i < 257; i++)
-		off += (size_t)sprintf(keys + off, "%s&a%d v", i ? ", " : "", i);
-	strcpy(keys + off, "]\n");
+	listing(keys, "x: [", "&a", " v", 257, "]\n");
 	load_before_plan(keys, &errs);
 	assert_true(has_message(&errs, "the file holds more than 256 anchors and aliases; "
 	    "expected a plan with a few"));

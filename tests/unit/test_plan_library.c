@@ -133,9 +133,63 @@ valid_plan(const char *old, const char *move)
 	return p;
 }
 
+/* Fails naming WHAT unless plan P has the library LIBRARY (NULL: none),
+ * the selection MATCH (NULL: none) written by the plan, ALLOW_EXPIRING,
+ * NNAMES names, and NENTRIES entry rules, from the library or not as
+ * ENTRIES_FROM_LIBRARY, the first reading FIRST_FROM. */
+static void
+expect_own(const char *what, const struct plan *p, const char *library,
+    const char *match, bool allow_expiring, bool entries_from_library,
+    size_t nnames, size_t nentries, enum move_from first_from)
+{
+	const char *lib = p->old.library != NULL ? p->old.library->name : NULL;
+
+	if ((lib == NULL) != (library == NULL) || (lib != NULL && strcmp(lib, library) != 0))
+		fail_msg("%s: library %s, not %s", what, lib ? lib : "none",
+		    library ? library : "none");
+	if ((p->old.match == NULL) != (match == NULL) ||
+	    (match != NULL && strcmp(p->old.match, match) != 0))
+		fail_msg("%s: old.match %s, not %s", what, p->old.match ? p->old.match :
+		    "none", match ? match : "none");
+	if (p->old.match_from_library)
+		fail_msg("%s: the selection is taken for the library's", what);
+	if (p->old.allow_expiring != allow_expiring)
+		fail_msg("%s: allow_expiring %d, not %d", what, p->old.allow_expiring,
+		    allow_expiring);
+	if (p->old.nnames != nnames)
+		fail_msg("%s: %zu names, not %zu", what, p->old.nnames, nnames);
+	if (p->move_old.entries_from_library != entries_from_library ||
+	    p->move_old.nentries != nentries)
+		fail_msg("%s: %zu entry rules (%s), not %zu (%s)", what,
+		    p->move_old.nentries, p->move_old.entries_from_library ?
+		    "the library's" : "the plan's", nentries, entries_from_library ?
+		    "the library's" : "the plan's");
+	if (nentries > 0 && p->move_old.entries[0].from != (int)first_from)
+		fail_msg("%s: the first entry rule reads %d, not %d", what,
+		    (int)p->move_old.entries[0].from, (int)first_from);
+}
+
 static void
 test_library_sets_what_the_plan_does_not_write(void **state)
 {
+	static const struct {
+		const char *what, *old, *move, *library, *match;
+		bool allow_expiring, entries_from_library;
+		size_t nnames, nentries;
+		enum move_from first_from;
+	} own[] = {
+		{ "explicit keys win, each on its own",
+		  "  library: symfony\n  queues: { match: '^delay_app_' }\n"
+		  "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
+		  "{ match: '_delay$' }, from: timestamp }\n", "symfony", "^delay_app_",
+		  true, false, 0, 1, MOVE_FROM_TIMESTAMP },
+		{ "names instead of a pattern",
+		  "  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "",
+		  "easynetq", NULL, false, true, 1, 1, MOVE_FROM_ARRIVAL },
+		{ "no library: nothing changes", "  queues: { match: '^old\\.' }\n",
+		  "move_old:\n  rate: 100/s\n", NULL, "^old\\.", false, false, 0, 0,
+		  MOVE_FROM_UNKNOWN },
+	};
 	const struct plan_library *sym = plan_library_find("symfony");
 	char match[1100];
 	struct plan *p;
@@ -158,60 +212,44 @@ test_library_sets_what_the_plan_does_not_write(void **state)
 	assert_int_equal(p->move_old.entries[1].then, MOVE_FROM_UNKNOWN);
 	plan_free(p);
 
-	/* Explicit keys win, each on its own. */
-	p = valid_plan("  library: symfony\n  queues: { match: '^delay_app_' }\n"
-	    "  allow_expiring: true\n", "move_old:\n  entry:\n    - { queues: "
-	    "{ match: '_delay$' }, from: timestamp }\n");
-	assert_string_equal(p->old.match, "^delay_app_");
-	assert_false(p->old.match_from_library);
-	assert_true(p->old.allow_expiring);
-	assert_false(p->move_old.entries_from_library);
-	assert_int_equal(p->move_old.nentries, 1);
-	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_TIMESTAMP);
-	plan_free(p);
+	/* What the plan writes itself, the library's presets or not. */
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		p = valid_plan(own[i].old, own[i].move);
+		expect_own(own[i].what, p, own[i].library, own[i].match, own[i].allow_expiring,
+		    own[i].entries_from_library, own[i].nnames, own[i].nentries,
+		    own[i].first_from);
+		plan_free(p);
+	}
+}
 
-	/* Names instead of a pattern. */
-	p = valid_plan("  library: easynetq\n  queues: { names: [a_00_00_00_05] }\n", "");
-	assert_null(p->old.match);
-	assert_int_equal(p->old.nnames, 1);
-	assert_false(p->old.allow_expiring);
-	assert_int_equal(p->move_old.nentries, 1);
-	assert_int_equal(p->move_old.entries[0].from, MOVE_FROM_ARRIVAL);
-	plan_free(p);
+/* plan_text(OLD, MOVE) must fail to load with an error at LINE:COLUMN
+ * saying MSG (pt_expect_error). */
+static void
+expect_error(const char *old, const char *move, int line, int column,
+    const char *msg)
+{
+	char *t = plan_text(old, move);
 
-	/* No library: nothing changes. */
-	p = valid_plan("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	assert_null(p->old.library);
-	assert_false(p->old.allow_expiring);
-	assert_int_equal(p->move_old.nentries, 0);
-	plan_free(p);
+	pt_expect_error(t, line, column, msg);
+	free(t);
 }
 
 static void
 test_errors(void **state)
 {
-	char *t;
-
 	(void)state;
-	t = plan_text("  library: django\n", "");
-	pt_expect_error(t, 8, 12, "old.library 'django' is unknown; expected symfony, "
-	    "laravel, enqueue, easynetq or machinery");
-	free(t);
-	t = plan_text("  max_message_ttl: 2h\n", "");
-	pt_expect_error(t, 8, 3, "queues");
-	free(t);
-	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-	    "{ match: x }, from: [arrival, timestamp, header] }\n");
-	pt_expect_error(t, 16, 37, "is a list of 3; expected two sources");
-	free(t);
-	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-	    "{ match: x }, from: [arrival, unknown] }\n");
-	pt_expect_error(t, 16, 37, "expected two different sources other than unknown");
-	free(t);
-	t = plan_text("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
-	    "{ match: x }, from: [arrival, header] }\n");
-	pt_expect_error(t, 16, 7, "missing required key 'header'");
-	free(t);
+	expect_error("  library: django\n", "", 8, 12, "old.library 'django' is "
+	    "unknown; expected symfony, laravel, enqueue, easynetq or machinery");
+	expect_error("  max_message_ttl: 2h\n", "", 8, 3, "queues");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, timestamp, header] }\n", 16, 37,
+	    "is a list of 3; expected two sources");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, unknown] }\n", 16, 37,
+	    "expected two different sources other than unknown");
+	expect_error("  library: symfony\n", "move_old:\n  entry:\n    - { queues: "
+	    "{ match: x }, from: [arrival, header] }\n", 16, 7,
+	    "missing required key 'header'");
 }
 
 static void
@@ -266,71 +304,70 @@ check_text(const char *text, int json)
 static void
 test_check_prints_what_a_library_implies(void **state)
 {
-	static const char *const lines[] = {
-		"\nold path (library symfony: Symfony Messenger 5.4 to 7.x, AMQP "
-		"transport)\n  delay queue  delay_<exchange>_<routing key>_<ms>_delay\n",
-		"    dead-letters to  the default exchange, with the queue the message "
-		"was received from as key\n",
-		"    expires          TTL + 10 s, renewed at each publish",
-		"    entry time       arrival, then timestamp: the broker's arrival "
-		"stamp where it overwrites one",
-		"    entry time       arrival: a retried message keeps the timestamp "
-		"of its first publish, so the timestamp is never used here",
-		"  selection        (?:^delay_.+_[0-9]+_delay$)|(?:^delay_.+_[0-9]+_retry$) "
-		"(the library's; old.queues overrides it)\n",
-		"  move_old.entry   the library's, first match wins; move_old.entry "
-		"overrides them\n    1. ^delay_.+_[0-9]+_delay$  from: [arrival, "
-		"timestamp]\n    2. ^delay_.+_[0-9]+_retry$  from: arrival\n"
-		"\nexchanges (",
+	/* What check (or check --json) says of each plan, and what it must
+	 * not say. */
+	static const struct {
+		const char *what, *old, *move;
+		int json;
+		const char *has[8], *lacks[2];
+	} cases[] = {
+		{ "a library's presets", "  library: symfony\n", "", 0, {
+		    "\nold path (library symfony: Symfony Messenger 5.4 to 7.x, AMQP "
+		    "transport)\n  delay queue  delay_<exchange>_<routing key>_<ms>_delay\n",
+		    "    dead-letters to  the default exchange, with the queue the message "
+		    "was received from as key\n",
+		    "    expires          TTL + 10 s, renewed at each publish",
+		    "    entry time       arrival, then timestamp: the broker's arrival "
+		    "stamp where it overwrites one",
+		    "    entry time       arrival: a retried message keeps the timestamp "
+		    "of its first publish, so the timestamp is never used here",
+		    "  selection        (?:^delay_.+_[0-9]+_delay$)|(?:^delay_.+_[0-9]+_retry$) "
+		    "(the library's; old.queues overrides it)\n",
+		    "  move_old.entry   the library's, first match wins; move_old.entry "
+		    "overrides them\n    1. ^delay_.+_[0-9]+_delay$  from: [arrival, "
+		    "timestamp]\n    2. ^delay_.+_[0-9]+_retry$  from: arrival\n"
+		    "\nexchanges (" }, { NULL } },
+		{ "a library's presets, as JSON", "  library: symfony\n", "", 1, {
+		    "\"old\":{\"library\":\"symfony\"",
+		    "\"entry\":[\"arrival\",\"timestamp\"]",
+		    "\"selection_from\":\"library\"",
+		    "\"entry_from\":\"library\"" }, { NULL } },
+		{ "the plan's own keys are named as such",
+		  "  library: easynetq\n  queues: { match: '_00_00_00_05$' }\n",
+		  "move_old:\n  entry:\n    - { queues: { match: '.' }, from: unknown }\n", 0, {
+		    "    dead-letters to  the message type's exchange, "
+		    "with no key: each message keeps its own routing key",
+		    "    expires          never\n",
+		    "_00_00_00_05$ (old.queues: the plan's own)\n",
+		    "  move_old.entry   the plan's own (the library's "
+		    "rules are not used)\n    1. .  from: unknown\n" }, { NULL } },
+		{ "a selection by names is the plan's",
+		  "  library: machinery\n  queues: { names: [delay.5000.x.y] }\n", "", 0, {
+		    "  selection        old.queues.names (the plan's own)\n" }, { NULL } },
+		{ "without a library, no word of one", "  queues: { match: '^old\\.' }\n",
+		  "move_old:\n  rate: 100/s\n", 0, { NULL },
+		  { "\nold path (library" } },
+		{ "without a library, no word of one, as JSON",
+		  "  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n", 1,
+		  { NULL }, { "\"old\"" } },
 	};
-	char *t, *out;
 
 	(void)state;
-	t = plan_text("  library: symfony\n", "");
-	out = check_text(t, 0);
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
-		if (strstr(out, lines[i]) == NULL)
-			fail_msg("check lacks '%s' in:\n%s", lines[i], out);
-	free(out);
-	out = check_text(t, 1);
-	assert_non_null(strstr(out, "\"old\":{\"library\":\"symfony\""));
-	assert_non_null(strstr(out, "\"entry\":[\"arrival\",\"timestamp\"]"));
-	assert_non_null(strstr(out, "\"selection_from\":\"library\""));
-	assert_non_null(strstr(out, "\"entry_from\":\"library\""));
-	free(out);
-	free(t);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *t = plan_text(cases[i].old, cases[i].move);
+		char *out = check_text(t, cases[i].json);
 
-	/* The plan's own keys are named as such. */
-	t = plan_text("  library: easynetq\n  queues: { match: '_00_00_00_05$' }\n",
-	    "move_old:\n  entry:\n    - { queues: { match: '.' }, from: unknown }\n");
-	out = check_text(t, 0);
-	assert_non_null(strstr(out, "    dead-letters to  the message type's exchange, "
-	    "with no key: each message keeps its own routing key"));
-	assert_non_null(strstr(out, "    expires          never\n"));
-	assert_non_null(strstr(out, "_00_00_00_05$ (old.queues: the plan's own)\n"));
-	assert_non_null(strstr(out, "  move_old.entry   the plan's own (the library's "
-	    "rules are not used)\n    1. .  from: unknown\n"));
-	free(out);
-	free(t);
-
-	/* A selection by names is the plan's. */
-	t = plan_text("  library: machinery\n  queues: { names: [delay.5000.x.y] }\n",
-	    "");
-	out = check_text(t, 0);
-	assert_non_null(strstr(out, "  selection        old.queues.names (the plan's "
-	    "own)\n"));
-	free(out);
-	free(t);
-
-	/* Without a library, no word of one. */
-	t = plan_text("  queues: { match: '^old\\.' }\n", "move_old:\n  rate: 100/s\n");
-	out = check_text(t, 0);
-	assert_null(strstr(out, "\nold path (library"));
-	free(out);
-	out = check_text(t, 1);
-	assert_null(strstr(out, "\"old\""));
-	free(out);
-	free(t);
+		for (size_t k = 0; k < 8 && cases[i].has[k] != NULL; k++)
+			if (strstr(out, cases[i].has[k]) == NULL)
+				fail_msg("%s: check%s lacks '%s' in:\n%s", cases[i].what,
+				    cases[i].json ? " --json" : "", cases[i].has[k], out);
+		for (size_t k = 0; k < 2 && cases[i].lacks[k] != NULL; k++)
+			if (strstr(out, cases[i].lacks[k]) != NULL)
+				fail_msg("%s: check%s says '%s' in:\n%s", cases[i].what,
+				    cases[i].json ? " --json" : "", cases[i].lacks[k], out);
+		free(out);
+		free(t);
+	}
 }
 
 /* The whole of file PATH, or NULL. */
