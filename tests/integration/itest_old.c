@@ -1,6 +1,7 @@
 /* itest_old: the old-path tests' plans, queues, policies and result readers
  * (itest_old.h). */
 #include "itest_old.h"
+#include "pattern.h"
 
 char iold_prefix[64];		/* "itest.old.PID." */
 char iold_rprefix[80];	/* the same as a regex: "itest\\.old\\.PID\\." */
@@ -226,6 +227,59 @@ iold_drop_policies(struct mgmt *m)
 	mgmt_delete_policy(m, pname, err, sizeof(err));
 	snprintf(path, sizeof(path), "/api/operator-policies/%%2F/%sop", iold_prefix);
 	mgmt_request(m, "DELETE", path, NULL, NULL, NULL, err, sizeof(err));
+}
+
+void
+iold_policy_on(struct mgmt *m, const char *name, const char *queue,
+    const json_t *definition)
+{
+	char pname[128], full[128], pattern[3 * 128 + 3], err[1024];
+
+	snprintf(pname, sizeof(pname), "%s%s", iold_prefix, name);
+	snprintf(full, sizeof(full), "%s%s", iold_prefix, queue);
+	assert_int_equal(pattern_exact(full, pattern, sizeof(pattern)), 0);
+	if (mgmt_put_policy(m, pname, pattern, "queues", 7, definition, err,
+	    sizeof(err)) != 0)
+		fail_msg("putting policy %s: %s", pname, err);
+	/* Both listings: the queue records (mgmt_list_queues) name it first,
+	 * the statistics (mgmt_list_queues_counted, which remove_old reads)
+	 * some seconds later. */
+	for (int tries = 0, on = 0; on < 2; tries++) {
+		on = 0;
+		for (int counted = 0; counted < 2; counted++) {
+			struct mgmt_queue_list l = { 0 };
+			const struct mgmt_queue *q;
+
+			if ((counted ? mgmt_list_queues_counted : mgmt_list_queues)(m, &l,
+			    err, sizeof(err)) != 0)
+				fail_msg("%s", err);
+			q = mgmt_queue_list_find(&l, full);
+			on += q != NULL && q->policy != NULL && strcmp(q->policy, pname) == 0;
+			mgmt_queue_list_free(&l);
+		}
+		if (on < 2 && tries == 150)
+			fail_msg("the queue listings never named policy %s on %s", pname, full);
+		if (on < 2)
+			clock_sleep_ms(200);
+	}
+}
+
+void
+iold_policy_start(void **state, struct made *made, const char *group,
+    struct step_ctx *c, char *dest, size_t destlen)
+{
+	static char pname[128];
+	char err[1024];
+
+	iold_set_prefix();
+	snprintf(pname, sizeof(pname), "%spol-%s", iold_prefix, group);
+	made->p = iold_match_plan(group, NULL, "1s");
+	made->policy = pname;
+	*state = made;
+	itest_ctx_open(c, made->p);
+	snprintf(dest, destlen, "%s%s.dest", iold_prefix, group);
+	if (broker_queue_declare(c->amqp, dest, true, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", dest, err);
 }
 
 const json_t *

@@ -102,6 +102,23 @@ void iold_put_policy(struct mgmt *m, bool operator_policy, const char *name,
 
 void iold_drop_policies(struct mgmt *m);
 
+/* Puts policy PREFIX NAME (priority 7, apply-to queues) with DEFINITION
+ * (borrowed) on queue PREFIX QUEUE alone, and waits (up to 30 s) until
+ * both queue listings, the records and the statistics, name it as that
+ * queue's policy: RabbitMQ applies a policy to its queues asynchronously,
+ * and its statistics show it later still. Fails the test otherwise. */
+void iold_policy_on(struct mgmt *m, const char *name, const char *queue,
+    const json_t *definition);
+
+/* Starts a test of an old queue's policy on group GROUP: names the test's
+ * objects (iold_set_prefix), loads MADE's plan selecting
+ * ^PREFIX GROUP\.[0-9]{2}$ (allowance 1 s) with its policy PREFIX
+ * pol-GROUP (iold_made_teardown removes both: *STATE is MADE), opens C on
+ * it and declares the destination queue PREFIX GROUP.dest (its name into
+ * DEST, DESTLEN bytes), which the selection does not take. */
+void iold_policy_start(void **state, struct made *made, const char *group,
+    struct step_ctx *c, char *dest, size_t destlen);
+
 /* The entry named PREFIX NAME in the array KEY of R, or NULL. */
 const json_t *iold_entry(const json_t *r, const char *key, const char *name);
 

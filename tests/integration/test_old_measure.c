@@ -1,6 +1,7 @@
 /* test_old_measure (integration): measure_horizon on real old queues: sixty
- * measured detail by detail, a dead-letter chain counted end to end, and
- * old queues that expire before their horizon refused. */
+ * measured detail by detail, a dead-letter chain counted end to end (by
+ * the queues' arguments, or by a policy, whose chain also holds back
+ * remove_old), and old queues that expire before their horizon refused. */
 #include "itest_old.h"
 
 /* Checks the measured entry of queue NAME. SOURCE "" means "argument". */
@@ -338,6 +339,92 @@ test_dead_letter_chain(void **state)
 	step_ctx_close(&c);
 }
 
+/* Old queue A (TTL 2 s, no dead-letter argument) dead-letters by its
+ * policy's dead-letter-exchange and dead-letter-routing-key into old queue
+ * B (TTL 1 s), which dead-letters to a destination: the horizon counts the
+ * 3 s chain, and while A holds a message remove_old keeps B (it waits,
+ * named as fed by A), so that message reaches the destination. */
+static void
+test_policy_dead_letter_chain(void **state)
+{
+	static struct made made = { .queues = { "pd.00", "pd.01", "pd.dest" },
+	    .exchange = "pd-dlx" };
+	struct step_ctx c;
+	struct topology_arg ttl;
+	struct broker_delivery d;
+	json_t *measured = NULL, *r = NULL, *def;
+	const json_t *e;
+	char a[128], b[128], x[128], dest[128], err[4096];
+	int64_t until;
+
+	iold_policy_start(state, &made, "pd", &c, dest, sizeof(dest));
+	snprintf(a, sizeof(a), "%spd.00", iold_prefix);
+	snprintf(b, sizeof(b), "%spd.01", iold_prefix);
+	snprintf(x, sizeof(x), "%spd-dlx", iold_prefix);
+	if (broker_exchange_declare(c.amqp, x, "direct", true, NULL, 0, err,
+	    sizeof(err)) != 0)
+		fail_msg("%s", err);
+	itest_arg_int(&ttl, "x-message-ttl", 2000);
+	if (broker_queue_declare(c.amqp, a, true, &ttl, 1, err, sizeof(err)) != 0)
+		fail_msg("declaring %s: %s", a, err);
+	make_dl_queue(c.amqp, "pd.01", 1000, "", "pd.dest");
+	if (broker_queue_bind(c.amqp, b, x, b, err, sizeof(err)) != 0)
+		fail_msg("binding %s: %s", b, err);
+	def = json_pack("{s:s,s:s}", "dead-letter-exchange", x,
+	    "dead-letter-routing-key", b);
+	iold_policy_on(c.mgmt, "pol-pd", "pd.00", def);
+	json_decref(def);
+	iold_touch_all(&c, "pd", 2, 2);
+
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	e = iold_entry(measured, "queues", "pd.01");
+	if (ijson_int(json_object_get(measured, "summary"), "max_ttl_ms") != 3000 ||
+	    json_array_size(json_object_get(e, "fed_by")) != 1)
+		fail_msg("the horizon counts %lld ms of TTL and pd.01 is fed by %zu "
+		    "queue(s), not 3000 ms and 1 (pd.00): pd.00 dead-letters into "
+		    "pd.01 by its policy %s, a chain of 2 s + 1 s",
+		    (long long)ijson_int(json_object_get(measured, "summary"), "max_ttl_ms"),
+		    json_array_size(json_object_get(e, "fed_by")), made.policy);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(e,
+	    "fed_by"), 0)), a);
+	assert_int_equal(ijson_int(e, "chain_ttl_ms"), 3000);
+
+	/* A message in A past the deadline: A waits for it to come out, and so
+	 * does B, which it goes through next. */
+	iold_publish_to(c.amqp, "pd.00", "through the chain");
+	c.measured = measured;
+	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+	(void)step_remove_old(&c, &r, err, sizeof(err));
+	assert_string_equal(iold_outcome(r, "pd.00"), "waiting");
+	e = iold_entry(r, "entries", "pd.01");
+	if (strcmp(iold_str_of(e, "outcome"), "waiting") != 0 ||
+	    strstr(iold_str_of(e, "reason"), a) == NULL)
+		fail_msg("pd.01 is '%s' (%s) while pd.00, which dead-letters into it by "
+		    "its policy, holds a message: it must wait for pd.00",
+		    iold_str_of(e, "outcome"), iold_str_of(e, "reason"));
+	assert_non_null(strstr(iold_str_of(e, "reason"), "dead-letters into it"));
+	assert_true(iold_exists(c.amqp, "pd.01", NULL));
+	json_decref(r);
+
+	/* Nothing lost: the message comes out of A, then B, into the
+	 * destination. */
+	for (until = now_ms() + 20000; ; itest_sleep_ms(250)) {
+		int rc = broker_get(c.amqp, dest, false, &d, err, sizeof(err));
+
+		if (rc == 0)
+			break;
+		if (rc != BROKER_EMPTY || now_ms() > until)
+			fail_msg("the message published into pd.00 never reached %s through "
+			    "pd.01 (%s): lost on the way", dest, rc == BROKER_EMPTY ?
+			    "still empty after 20 s" : err);
+	}
+	assert_string_equal(d.body, "through the chain");
+	broker_delivery_free(&d);
+	json_decref(measured);
+	step_ctx_close(&c);
+}
+
 /* measure_horizon refuses old queues that expire (x-expires, or a policy's
  * expires) sooner than their horizon (TTL + allowance), naming each; one
  * that expires later is fine; old.allow_expiring: true turns the refusal
@@ -437,4 +524,5 @@ ITEST_MAIN(itest_main,
 	cmocka_unit_test(test_measure_sixty_old_queues),
 	cmocka_unit_test_teardown(test_expiring_old_queues_are_refused,
 	    iold_expiring_teardown),
-	cmocka_unit_test_teardown(test_dead_letter_chain, iold_made_teardown))
+	cmocka_unit_test_teardown(test_dead_letter_chain, iold_made_teardown),
+	cmocka_unit_test_teardown(test_policy_dead_letter_chain, iold_made_teardown))

@@ -1,7 +1,8 @@
 /* test_old_race (integration): remove_old's window between the check and
  * the delete: a message that arrives in it (through the removal's test
  * hook, a real interleaving on the broker) survives on a classic queue and
- * is refused on a fenced quorum queue. */
+ * is refused on a fenced quorum queue; and a fence keeps the queue's own
+ * policy's TTL and dead-lettering. */
 #include "itest_old.h"
 
 struct late {
@@ -238,7 +239,143 @@ test_quorum_publish_between_check_and_delete_is_refused(void **state)
 	step_ctx_close(&c);
 }
 
+/* What the hook saw of a fenced queue: its policy and that policy's
+ * definition, read back from the management API. */
+struct fenced_look {
+	struct mgmt *m;			/* the hook's own management client */
+	char target[128];
+	int calls;
+	char policy[256];
+	json_t *definition;
+	char failed[1024];		/* a read that failed */
+};
+
+/* The removal's hook between check and delete: reads the target's policy
+ * while the fence is on it. */
+static void
+look_at_fence(void *arg, const char *queue)
+{
+	struct fenced_look *l = arg;
+	json_t *q = NULL, *pol = NULL;
+	char name[3 * 256 + 1], path[3 * 256 + 64], err[1024];
+	const char *policy;
+
+	if (strcmp(queue, l->target) != 0)
+		return;
+	l->calls++;
+	/* The queue records themselves (no statistics): a single queue's
+	 * page names its policy only once the statistics catch up. */
+	snprintf(path, sizeof(path), "/api/queues/%%2F?disable_stats=true&"
+	    "enable_queue_totals=true&columns=name,policy");
+	if (mgmt_request(l->m, "GET", path, NULL, &q, NULL, err, sizeof(err)) != 0) {
+		snprintf(l->failed, sizeof(l->failed), "%s: %s", path, err);
+		return;
+	}
+	policy = json_string_value(json_object_get(old_json_by_name(q, queue), "policy"));
+	snprintf(l->policy, sizeof(l->policy), "%s", policy != NULL ? policy : "");
+	json_decref(q);
+	if (mgmt_escape(l->policy, name, sizeof(name)) < 0)
+		name[0] = '\0';
+	snprintf(path, sizeof(path), "/api/policies/%%2F/%s", name);
+	if (mgmt_request(l->m, "GET", path, NULL, &pol, NULL, err, sizeof(err)) != 0) {
+		snprintf(l->failed, sizeof(l->failed), "%s: %s", path, err);
+		return;
+	}
+	l->definition = json_incref(json_object_get(pol, "definition"));
+	json_decref(pol);
+}
+
+/* Fails the test unless DEF, fence POLICY's definition, keeps the queue's
+ * own message-ttl (1 s) and dead-lettering to DEST, and has the fence's
+ * max-length 0. */
+static void
+assert_keeps_own(const json_t *def, const char *policy, const char *dest)
+{
+	char *text = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (json_integer_value(json_object_get(def, "message-ttl")) != 1000 ||
+	    json_string_value(json_object_get(def, "dead-letter-exchange")) == NULL ||
+	    strcmp(iold_str_of(def, "dead-letter-routing-key"), dest) != 0 ||
+	    !json_is_integer(json_object_get(def, "max-length")) ||
+	    json_integer_value(json_object_get(def, "max-length")) != 0)
+		fail_msg("while fenced by '%s', its definition is %s: it lost the "
+		    "queue's own policy's message-ttl 1000 and dead-lettering to %s, so "
+		    "a queue left fenced strands its messages", policy,
+		    text != NULL ? text : "(none)", dest);
+	free(text);
+}
+
+/* A quorum old queue whose TTL and dead-lettering come from its own
+ * policy (no arguments): the fence that remove_old puts above that policy
+ * (RabbitMQ applies one policy per queue) copies its definition, so while
+ * fenced the broker still applies the queue's TTL and dead-lettering (a
+ * queue left fenced would otherwise strand what it holds); and it is then
+ * removed, the fence with it. */
+static void
+test_fence_keeps_the_queues_own_policy(void **state)
+{
+	static struct made made = { .queues = { "pf.00", "pf.dest" } };
+	struct step_ctx c;
+	struct fenced_look l = { 0 };
+	struct old_remove_opts o = { 0 };
+	struct topology_arg qa;
+	json_t *measured = NULL, *r = NULL, *def;
+	const json_t *e;
+	char full[128], dest[128], err[2048];
+
+	iold_policy_start(state, &made, "pf", &c, dest, sizeof(dest));
+	snprintf(full, sizeof(full), "%spf.00", iold_prefix);
+	itest_arg_str(&qa, "x-queue-type", "quorum");
+	if (broker_queue_declare(c.amqp, full, true, &qa, 1, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	def = json_pack("{s:i,s:s,s:s}", "message-ttl", 1000, "dead-letter-exchange", "",
+	    "dead-letter-routing-key", dest);
+	iold_policy_on(c.mgmt, "pol-pf", "pf.00", def);
+	json_decref(def);
+	iold_touch_all(&c, "pf", 2, 1);
+	if (step_measure_horizon(&c, &measured, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (mgmt_open(getenv("CUTOVER_TEST_MGMT"), "/", getenv("CUTOVER_TEST_USER"),
+	    "env:CUTOVER_TEST_PASSWORD", 10000, &l.m, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(l.target, sizeof(l.target), "%s", full);
+	o.between = look_at_fence;
+	o.arg = &l;
+	c.measured = measured;
+	c.old_last_entry_ms = now_ms() - 10 * MIN_MS;
+
+	(void)old_remove(&c, &o, &r, err, sizeof(err));
+	e = iold_entry(r, "entries", "pf.00");
+	/* A broker slow to put the fence in force leaves the queue for the
+	 * next run: run it again, as the engine would. */
+	for (int again = 0; again < 3 && l.calls == 0 &&
+	    strstr(iold_str_of(e, "reason"), "not yet in force") != NULL; again++) {
+		fprintf(stderr, "# the fence was not yet in force; running again\n");
+		json_decref(r);
+		r = NULL;
+		(void)old_remove(&c, &o, &r, err, sizeof(err));
+		e = iold_entry(r, "entries", "pf.00");
+	}
+	if (l.calls != 1 || l.failed[0] != '\0')
+		fail_msg("the hook ran %d time(s) on the fenced queue (%s); pf.00: %s",
+		    l.calls, l.failed, iold_str_of(e, "reason"));
+	fprintf(stderr, "# fenced by %s\n", l.policy);
+	assert_true(strncmp(l.policy, "cutover.fence=itest-old=", 24) == 0);
+	assert_keeps_own(l.definition, l.policy, dest);
+	assert_string_equal(iold_str_of(e, "outcome"), "removed");
+	assert_false(iold_exists(c.amqp, "pf.00", NULL));
+	assert_false(fence_left(c.mgmt));
+	json_decref(r);
+
+	json_decref(l.definition);
+	mgmt_close(l.m);
+	json_decref(measured);
+	step_ctx_close(&c);
+}
+
 ITEST_MAIN(itest_main,
 	cmocka_unit_test(test_message_between_check_and_delete_survives),
 	cmocka_unit_test_teardown(test_quorum_publish_between_check_and_delete_is_refused,
+	    iold_made_teardown),
+	cmocka_unit_test_teardown(test_fence_keeps_the_queues_own_policy,
 	    iold_made_teardown))

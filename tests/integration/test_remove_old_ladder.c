@@ -5,12 +5,13 @@
  * and an exchange of the owner's) and the old parking exchange stay; an
  * old exchange still bound to a user's queue, that a user's queue
  * dead-letters into, or that a user's exchange names as its alternate
- * exchange, is left and named; and a rebuild that keeps some of
- * the old ladder's names (fewer levels, same prefix) keeps those. A
- * straggler's message waiting in an old level keeps them all; one
- * published after they went is refused (404). Each test has a vhost of
- * its own, deleted at teardown. */
+ * exchange (by their arguments or by their policies), is left and named;
+ * and a rebuild that keeps some of the old ladder's names (fewer levels,
+ * same prefix) keeps those. A straggler's message waiting in an old level
+ * keeps them all; one published after they went is refused (404). Each
+ * test has a vhost of its own, deleted at teardown. */
 #include "itest_move_old.h"
+#include "pattern.h"
 #include "topology.h"
 
 #define RDEST	"itrl.dest"
@@ -309,6 +310,98 @@ test_old_exchange_in_use_is_left(void **state)
 	json_decref(r);
 }
 
+/* Puts policy NAME (apply-to APPLY_TO, "queues" or "exchanges") with
+ * DEFINITION (borrowed) on object TARGET alone, on the test's vhost, and
+ * waits (up to 30 s) until the listings of APPLY_TO, the records and the
+ * statistics, name it as TARGET's policy: RabbitMQ applies a policy
+ * asynchronously, and its statistics (which remove_old reads) show it
+ * later still. The vhost's deletion at teardown removes it. */
+static void
+policy_on(const char *name, const char *apply_to, const char *target,
+    const json_t *definition)
+{
+	char pattern[3 * 64 + 3], vhost[3 * 256 + 1], path[1024], err[1024];
+
+	assert_int_equal(pattern_exact(target, pattern, sizeof(pattern)), 0);
+	if (mgmt_put_policy(imove_ctx.mgmt, name, pattern, apply_to, 5, definition,
+	    err, sizeof(err)) != 0)
+		fail_msg("putting policy %s: %s", name, err);
+	assert_true(mgmt_escape(mgmt_vhost(imove_ctx.mgmt), vhost, sizeof(vhost)) >= 0);
+	for (int tries = 0, on = 0; on < 2; tries++) {
+		on = 0;
+		for (int stats = 0; stats < 2; stats++) {
+			json_t *l = NULL;
+			const char *has;
+
+			snprintf(path, sizeof(path), "/api/%s/%s?%scolumns=name,policy",
+			    apply_to, vhost, stats ? "" : "disable_stats=true&");
+			if (mgmt_request(imove_ctx.mgmt, "GET", path, NULL, &l, NULL, err,
+			    sizeof(err)) != 0)
+				fail_msg("%s", err);
+			has = json_string_value(json_object_get(old_json_by_name(l, target),
+			    "policy"));
+			on += has != NULL && strcmp(has, name) == 0;
+			json_decref(l);
+		}
+		if (on < 2 && tries == 150)
+			fail_msg("the %s listings never named policy %s on %s", apply_to,
+			    name, target);
+		if (on < 2)
+			clock_sleep_ms(200);
+	}
+}
+
+/* The same as test_old_exchange_in_use_is_left, by policies alone: a
+ * user's exchange whose policy names old level 0's exchange as its
+ * alternate exchange, and a user's queue whose policy dead-letters into
+ * the old delivery exchange: both old exchanges are left, each naming its
+ * user; level 1's and 2's go. */
+static void
+test_old_exchange_used_by_a_policy_is_left(void **state)
+{
+	char err[1024];
+	const char *why;
+	json_t *def, *r;
+
+	(void)state;
+
+	assert_int_equal(broker_exchange_declare(imove_ctx.amqp, "itrl.pux", "topic", true,
+	    NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(broker_queue_declare(imove_ctx.amqp, "itrl.pretry", true, NULL, 0,
+	    err, sizeof(err)), 0);
+	def = json_pack("{s:s}", "alternate-exchange", "oldp.level.00");
+	policy_on("itrl.pol-ae", "exchanges", "itrl.pux", def);
+	json_decref(def);
+	def = json_pack("{s:s}", "dead-letter-exchange", "oldp.delivery");
+	policy_on("itrl.pol-dlx", "queues", "itrl.pretry", def);
+	json_decref(def);
+
+	r = remove_ladder(false);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	why = NULL;
+	if (strcmp(outcome_of(r, "oldp.level.00", &why), "left") != 0 ||
+	    strstr(why, "exchange 'itrl.pux' names it as its alternate") == NULL)
+		fail_msg("old exchange oldp.level.00 is '%s' (%s), though exchange "
+		    "itrl.pux names it as its alternate exchange by its policy "
+		    "itrl.pol-ae: what itrl.pux cannot route would be dropped",
+		    outcome_of(r, "oldp.level.00", NULL), why != NULL ? why : "");
+	fprintf(stderr, "# oldp.level.00: %s\n", why);
+	assert_true(exchange_exists("oldp.level.00"));
+	if (strcmp(outcome_of(r, "oldp.delivery", &why), "left") != 0 ||
+	    strstr(why, "queue 'itrl.pretry' dead-letters into it") == NULL)
+		fail_msg("old exchange oldp.delivery is '%s' (%s), though queue "
+		    "itrl.pretry dead-letters into it by its policy itrl.pol-dlx: what "
+		    "expires there would be dropped", outcome_of(r, "oldp.delivery", NULL),
+		    why != NULL ? why : "");
+	fprintf(stderr, "# oldp.delivery: %s\n", why);
+	assert_true(exchange_exists("oldp.delivery"));
+	assert_string_equal(outcome_of(r, "oldp.level.01", NULL), "removed");
+	assert_string_equal(outcome_of(r, "oldp.level.02", NULL), "removed");
+	assert_int_equal(imove_count_of(json_object_get(r, "exchange_counts"), "left"), 2);
+	assert_ladder_there(imove_plan);
+	json_decref(r);
+}
+
 /* A straggler's message waiting in an old level queue: that queue waits
  * its TTL again, and so does every exchange of the old ladder (what it
  * holds goes down through them); nothing is deleted but the empty
@@ -383,6 +476,8 @@ main(void)
 		  "  prefix: shr\n  unit: 1s\n  levels: 3\n", RDEST },
 		{ "{ naming: cutover, prefix: olds, unit: 1s, levels: 3 }",
 		  "  prefix: news\n  unit: 1s\n  levels: 4\n", RDEST },
+		{ "{ naming: cutover, prefix: oldp, unit: 1s, levels: 3 }",
+		  "  prefix: newp\n  unit: 1s\n  levels: 4\n", RDEST },
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_cutover_ladder_exchanges_go,
@@ -395,7 +490,10 @@ main(void)
 		    started, stopped, &ladders[3]),
 		cmocka_unit_test_prestate_setup_teardown(test_straggler_keeps_the_exchanges,
 		    started, stopped, &ladders[4]),
+		cmocka_unit_test_prestate_setup_teardown(
+		    test_old_exchange_used_by_a_policy_is_left, started, stopped,
+		    &ladders[5]),
 	};
 
-	return itest_run_part("remove_old_ladder", tests, 5, NULL, NULL);
+	return itest_run_part("remove_old_ladder", tests, 6, NULL, NULL);
 }
