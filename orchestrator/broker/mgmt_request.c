@@ -286,7 +286,7 @@ answer_json(struct mgmt *m, long status, const char *what, json_t **answer,
 	json_t *j = NULL;
 	json_error_t jerr;
 
-	if (m->answer.len > 0) {
+	if (m->answer.len > 0 && !m->answer_text) {
 		j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
 		if (j == NULL) {
 			excerpt(m, ex, sizeof(ex));
