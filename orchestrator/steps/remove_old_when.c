@@ -89,6 +89,9 @@ text_set(char **text, const char *buf)
 
 /* Sets *TEXT to FMT's words (cut at MAX - 1 bytes, MAX at most
  * REASON_MAX), added as a sentence to AFTER when that is not NULL. */
+static void text_vset(char **text, size_t max, const char *after, const char *fmt,
+    va_list ap) __attribute__((format(printf, 4, 0)));
+
 static void
 text_vset(char **text, size_t max, const char *after, const char *fmt, va_list ap)
 {
