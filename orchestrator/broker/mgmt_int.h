@@ -118,6 +118,16 @@ int mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
 int mgmt__begin(const char *call, const struct mgmt *m, void *out, size_t size,
     char *err, size_t errlen);
 
+/* Answers larger than this are not kept as the client's buffer once
+ * read: a client that listed 100,000 queues once would hold that text
+ * for its whole life. */
+#define MGMT_ANSWER_KEEP_MAX (1024u * 1024)
+
+/* Frees M's answer buffer when it grew past MGMT_ANSWER_KEEP_MAX
+ * (mgmt_request does after each request, unless the answer is to be
+ * read as text: mgmt__get_items then does once it is read). */
+void mgmt__answer_release(struct mgmt *m);
+
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void mgmt__describe(char *out, size_t outlen, const char *method, const char *path);
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an

@@ -4,15 +4,9 @@
  * of N objects (at 100,000 queues that tree is far larger than the text):
  * mgmt__items_each and mgmt__get_items (mgmt_int.h). */
 #include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "mgmt_int.h"
-
-/* Answers larger than this are not kept as the client's buffer once
- * read: a client that listed 100,000 queues once would hold that text
- * for its whole life. */
-#define ANSWER_KEEP_MAX (1024u * 1024)
 
 static bool
 is_space(char c)
@@ -120,10 +114,6 @@ mgmt__get_items(struct mgmt *m, const char *path, mgmt__item_fn fn, void *arg,
 	} else if (rc == 0)
 		rc = mgmt__items_each(m->answer.p != NULL ? m->answer.p : "",
 		    m->answer.len, what, fn, arg, err, errlen);
-	if (m->answer.cap > ANSWER_KEEP_MAX) {
-		free(m->answer.p);
-		m->answer.p = NULL;
-		m->answer.len = m->answer.cap = 0;
-	}
+	mgmt__answer_release(m);
 	return rc;
 }
