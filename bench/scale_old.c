@@ -27,6 +27,7 @@
  * CUTOVER_BENCH_SCALE_MOVE_MAX (no move_old, and no messages, at larger
  * sizes: move_old's pass still costs each queue more as they grow). */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -225,11 +226,16 @@ peak_rss_mb(bool reset)
 }
 
 /* Ends R's peak RSS reading since the last (into R->rss[K] when K >= 0,
- * and R's peak of the size) and begins the next. */
+ * and R's peak of the size) and begins the next, once what the step left
+ * free went back to the system, as the engine gives it back after each
+ * step's run (engine_step.c). */
 static void
 rss_mark(struct size_run *r, int k)
 {
-	double mb = peak_rss_mb(true);
+	double mb = peak_rss_mb(false);
+
+	malloc_trim(0);
+	(void)peak_rss_mb(true);
 
 	if (k >= 0)
 		r->rss[k] = mb;
@@ -392,6 +398,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 			return -1;
 		t[k] = bench_mono_s() - t0;
 		cpu[k] = net_cpu(b, c0, t0);
+		malloc_trim(0);		/* as the engine after each tick */
 	}
 	r->s[WATCH_LIGHT] = bench_median(t, ticks);
 	rss_mark(r, WATCH_LIGHT);

@@ -72,6 +72,9 @@ struct mgmt {
 	void			*page_hook_arg;
 	struct mgmt_pages	 pages;		/* the last paged listing's */
 	struct httpbody		 answer;
+	bool			 answer_text;	/* a 2xx answer is left as text
+					 * in ANSWER, not parsed
+					 * (mgmt__get_items) */
 	char			 curlerr[CURL_ERROR_SIZE];
 };
 
@@ -114,6 +117,16 @@ int mgmt__path_object(struct path *p, const struct mgmt *m, const char *prefix,
  * nothing for the caller to free. Returns 0 or MGMT_ERR_ARG. */
 int mgmt__begin(const char *call, const struct mgmt *m, void *out, size_t size,
     char *err, size_t errlen);
+
+/* Answers larger than this are not kept as the client's buffer once
+ * read: a client that listed 100,000 queues once would hold that text
+ * for its whole life. */
+#define MGMT_ANSWER_KEEP_MAX (1024u * 1024)
+
+/* Frees M's answer buffer when it grew past MGMT_ANSWER_KEEP_MAX
+ * (mgmt_request does after each request, unless the answer is to be
+ * read as text: mgmt__get_items then does once it is read). */
+void mgmt__answer_release(struct mgmt *m);
 
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void mgmt__describe(char *out, size_t outlen, const char *method, const char *path);
@@ -185,6 +198,35 @@ int mgmt__body_error(const char *method, const struct path *p, char *err,
 			free(l->v);					\
 		fn##_answer(l);						\
 	}
+
+/* ---- mgmt_items.c: a listing one element at a time ---- */
+
+/* Takes ITEM (borrowed: released after the call) of a listing. Returns
+ * 0, or a negative code with ERR, which ends the listing with it. */
+typedef int (*mgmt__item_fn)(void *arg, json_t *item, char *err, size_t errlen);
+
+/* Hands FN each element of the JSON array TEXT (LEN bytes), in order,
+ * each parsed alone. Returns 0, FN's code, or MGMT_ERR_ANSWER with ERR
+ * (WHAT: "GET /path") when TEXT is not a JSON array. */
+int mgmt__items_each(const char *text, size_t len, const char *what,
+    mgmt__item_fn fn, void *arg, char *err, size_t errlen);
+
+/* GET PATH, a listing (an array), handing FN each of its elements
+ * (mgmt__items_each) from the answer's text, never parsed whole. A 404
+ * is an error, as in mgmt__get_json. Returns 0, FN's code, or another
+ * code with ERR. */
+int mgmt__get_items(struct mgmt *m, const char *path, mgmt__item_fn fn, void *arg,
+    char *err, size_t errlen);
+
+/* ---- mgmt_pages.c ---- */
+
+/* mgmt_list_queues_all handing each queue to TAKE (with ARG), in name
+ * order, as it is read, instead of gathering them into one array: a
+ * caller that keeps only some columns of each never holds the listing's
+ * tree. A failure after some queues were handed over leaves the caller
+ * to drop them. Returns as mgmt_list_queues_all. */
+int mgmt__list_queues_each(struct mgmt *m, const char *columns, mgmt__item_fn take,
+    void *arg, char *err, size_t errlen);
 
 /* ---- mgmt_queues.c ---- */
 

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "mgmt_int.h"
+#include "textbuf.h"
 
 /* How many queues before the last name read a page is chosen to start,
  * at first: queues deleted before it between two requests up to this
@@ -17,15 +18,46 @@
 #define PAGE_MARGIN_GROWTH	4
 #define PAGE_REPEATS_MAX	8	/* of one page, before giving up */
 
-/* Where the listing stands: the queues taken so far and the index the
- * last of them had in the page it came from. */
+/* A name as the listing keeps it between two queues (or pages): a copy,
+ * since each queue is released once taken. */
+struct name_copy {
+	char	*s;			/* NULL until set */
+	size_t	 cap;
+};
+
+/* Where the listing stands: whom each queue taken goes to, how many so
+ * far, and the name and index the last of them had in the page it came
+ * from. */
 struct pager {
-	json_t		*all;		/* the queues taken, in name order */
-	const char	*last;		/* the last name taken (in ALL), or NULL */
+	mgmt__item_fn	 take;		/* each queue taken, in name order */
+	void		*arg;
+	size_t		 taken;
+	struct name_copy last;		/* the last name taken (NULL: none) */
+	struct name_copy prev;		/* the page's queue before, taken or not */
 	long		 last_index;	/* its index in the list when read */
 	long		 margin;	/* see PAGE_MARGIN */
 	int		 repeats;	/* of the page under way */
 };
+
+/* Sets C to NAME. Returns 0, or -1 when out of memory. */
+static int
+name_set(struct name_copy *c, const char *name)
+{
+	size_t n = strlen(name) + 1;
+
+	if (textbuf_grow(&c->s, &c->cap, n, 256, 0) != 0)
+		return -1;
+	memcpy(c->s, name, n);
+	return 0;
+}
+
+static void
+name_clear(struct name_copy *c)
+{
+	free(c->s);
+	c->s = NULL;
+	c->cap = 0;
+}
 
 /* The page of size *SIZE (within MAX/2..MAX) and number *PAGE (1-based)
  * that starts at or before index TARGET and reaches furthest past it:
@@ -99,66 +131,102 @@ item_name(const json_t *items, size_t i)
 	return mgmt__str_member(json_array_get(items, i), "name");
 }
 
+/* Takes queue IT, number I of the page that starts at index START (its
+ * name checked after PG->prev), when it is named after PG->last: hands
+ * it to PG->take, setting *TOOK. Returns 0, MGMT_ERR_ANSWER with ERR for
+ * a page not sorted by name (nothing could be said of what lies between
+ * two pages), MGMT_ERR_NOMEM, or PG->take's code. */
+static int
+take_one(struct pager *pg, json_t *it, long start, size_t i, bool *took, char *err,
+    size_t errlen)
+{
+	const char *name = mgmt__str_member(it, "name");
+	int rc;
+
+	*took = false;
+	if (name == NULL || (i > 0 && strcmp(pg->prev.s, name) >= 0)) {
+		errbuf_set(err, errlen, "GET /api/queues (page): queue %ld of the list %s",
+		    start + (long)i, name == NULL ? "has no name" :
+		    "is out of name order");
+		return MGMT_ERR_ANSWER;
+	}
+	if (name_set(&pg->prev, name) != 0)
+		goto nomem;
+	if (pg->last.s != NULL && strcmp(name, pg->last.s) <= 0)
+		return 0;
+	if ((rc = pg->take(pg->arg, it, err, errlen)) != 0)
+		return rc;
+	if (name_set(&pg->last, name) != 0)
+		goto nomem;
+	pg->taken++;
+	*took = true;
+	return 0;
+nomem:
+	errbuf_set(err, errlen, "GET /api/queues (page): out of memory");
+	return MGMT_ERR_NOMEM;
+}
+
 /* Takes the queues of ITEMS (the page that starts at index START) named
- * after PG->last into PG->all, setting *TOOK to how many. Returns 0, or
- * MGMT_ERR_ANSWER with ERR for a page not sorted by name (nothing could
- * be said of what lies between two pages), MGMT_ERR_NOMEM. */
+ * after PG->last (take_one), setting *TOOK to how many. Returns 0 or
+ * take_one's code. */
 static int
 take_page(struct pager *pg, const json_t *items, long start, size_t *took,
     char *err, size_t errlen)
 {
-	const char *name, *prev = NULL;
 	size_t i, n = json_array_size(items);
+	bool one;
+	int rc;
 
 	*took = 0;
-
 	for (i = 0; i < n; i++) {
-		if ((name = item_name(items, i)) == NULL || (prev != NULL &&
-		    strcmp(prev, name) >= 0)) {
-			errbuf_set(err, errlen, "GET /api/queues (page): queue %ld of "
-			    "the list %s", start + (long)i, name == NULL ? "has no name" :
-			    "is out of name order");
-			return MGMT_ERR_ANSWER;
-		}
-		prev = name;
-		if (pg->last != NULL && strcmp(name, pg->last) <= 0)
-			continue;
-		if (json_array_append(pg->all, json_array_get(items, i)) != 0) {
-			errbuf_set(err, errlen, "GET /api/queues (page): out of memory");
-			return MGMT_ERR_NOMEM;
-		}
-		pg->last = name;
-		(*took)++;
+		if ((rc = take_one(pg, json_array_get(items, i), start, i, &one, err,
+		    errlen)) != 0)
+			return rc;
+		*took += one;
 	}
 	if (n > 0)
 		pg->last_index = start + (long)n - 1;
 	return 0;
 }
 
-/* Every queue with COLUMNS in one request, statistics on, into PG->all
- * (emptied first; sorted, each name once, checked). Returns 0,
- * MGMT_ERR_TRANSPORT when no answer came (the caller goes on in pages),
- * or another code with ERR. */
+/* The one listing's state as mgmt__get_items hands it its queues. */
+struct one {
+	struct pager *pg;
+	size_t i;			/* the next queue's index */
+};
+
+/* mgmt__get_items' callback: queue IT of the one listing (ARG). */
+static int
+one_take(void *arg, json_t *it, char *err, size_t errlen)
+{
+	struct one *o = arg;
+	bool took;
+
+	return take_one(o->pg, it, 0, o->i++, &took, err, errlen);
+}
+
+/* Every queue with COLUMNS in one request, statistics on, to PG->take
+ * (nothing taken before; sorted, each name once, checked), each as it is
+ * read from the answer's text (mgmt__get_items). Returns 0,
+ * MGMT_ERR_TRANSPORT when no answer came (nothing was taken: the caller
+ * goes on in pages), or another code with ERR. */
 static int
 one_listing(struct mgmt *m, struct pager *pg, const char *columns, char *err,
     size_t errlen)
 {
 	struct path p;
-	json_t *j = NULL;
-	size_t took;
+	struct one o = { .pg = pg };
 	int rc;
 
 	listing_path(&p, m, "?", columns);
 	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 		return rc;
 	m->pages.requests++;
-	if ((rc = mgmt__get_json(m, p.s, 1, &j, err, errlen)) != 0)
+	if ((rc = mgmt__get_items(m, p.s, one_take, &o, err, errlen)) != 0)
 		return rc;
-	json_array_clear(pg->all);
-	pg->last = NULL;
-	rc = take_page(pg, j, 0, &took, err, errlen);
-	json_decref(j);
-	return rc;
+	if (o.i > 0)
+		pg->last_index = (long)o.i - 1;
+	return 0;
 }
 
 /* How many queues the broker holds in all its vhosts (GET /api/overview:
@@ -189,7 +257,7 @@ repeat_page(struct mgmt *m, struct pager *pg, const char *why, char *err,
 	if (++pg->repeats > PAGE_REPEATS_MAX) {
 		errbuf_set(err, errlen, "GET /api/queues (page): the vhost's queues "
 		    "kept changing under the pages (%s, %d times after queue '%.200s'): "
-		    "no whole listing", why, PAGE_REPEATS_MAX, pg->last);
+		    "no whole listing", why, PAGE_REPEATS_MAX, pg->last.s);
 		return MGMT_ERR_ANSWER;
 	}
 	pg->margin = pg->margin > 0 ? pg->margin * PAGE_MARGIN_GROWTH : PAGE_MARGIN;
@@ -197,25 +265,18 @@ repeat_page(struct mgmt *m, struct pager *pg, const char *why, char *err,
 }
 
 int
-mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
-    char *err, size_t errlen)
+mgmt__list_queues_each(struct mgmt *m, const char *columns, mgmt__item_fn take,
+    void *arg, char *err, size_t errlen)
 {
-	struct pager pg = { .margin = PAGE_MARGIN };
+	struct pager pg = { .take = take, .arg = arg, .margin = PAGE_MARGIN };
 	json_t *j = NULL, *items;
 	const char *first;
 	long status, start, total;
 	size_t n, took;
 	int rc, page, size, max;
 
-	if ((rc = mgmt__begin("mgmt_list_queues_all", m, out, sizeof(*out), err,
-	    errlen)) != 0)
-		return rc;
 	memset(&m->pages, 0, sizeof(m->pages));
 	max = m->page_size > 0 ? m->page_size : MGMT_PAGE_SIZE_MAX;
-	if ((pg.all = json_array()) == NULL) {
-		errbuf_set(err, errlen, "mgmt_list_queues_all: out of memory");
-		return MGMT_ERR_NOMEM;
-	}
 	/* Up to a size the broker answers in one request well within its
 	 * listener's idle timeout, one listing costs it one walk of its
 	 * queues rather than one a page. The overview counts every vhost's:
@@ -231,13 +292,11 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 			goto done;
 		log_event("warn", NULL, NULL, "management: one listing of up to %ld "
 		    "queues got no answer (%s): reading them page by page", total, err);
-		json_array_clear(pg.all);
-		pg.last = NULL;
 	}
 	for (;;) {
 		page = 1;
 		size = max;
-		if (pg.last != NULL)
+		if (pg.last.s != NULL)
 			choose_page(pg.last_index > pg.margin ? pg.last_index - pg.margin :
 			    0, max, &page, &size);
 		start = (long)(page - 1) * size;
@@ -264,7 +323,7 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 				goto done;
 			continue;
 		}
-		if (pg.last != NULL && first != NULL && strcmp(first, pg.last) > 0) {
+		if (pg.last.s != NULL && first != NULL && strcmp(first, pg.last.s) > 0) {
 			/* Queues before this page went since the last one: it may
 			 * start past queues not read yet. */
 			json_decref(j);
@@ -304,15 +363,50 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 		}
 	}
 listed:
-	m->pages.queues = json_array_size(pg.all);
-	*out = pg.all;
-	pg.all = NULL;
+	m->pages.queues = pg.taken;
 	rc = 0;
 done:
 	json_decref(j);
-	json_decref(pg.all);
+	name_clear(&pg.last);
+	name_clear(&pg.prev);
 	return rc;
 }
+
+/* mgmt__list_queues_each's callback for mgmt_list_queues_all: appends IT
+ * to the array ARG. */
+static int
+append_item(void *arg, json_t *it, char *err, size_t errlen)
+{
+	if (json_array_append(arg, it) != 0) {
+		errbuf_set(err, errlen, "GET /api/queues (page): out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
+int
+mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
+    char *err, size_t errlen)
+{
+	json_t *all;
+	int rc;
+
+	if ((rc = mgmt__begin("mgmt_list_queues_all", m, out, sizeof(*out), err,
+	    errlen)) != 0)
+		return rc;
+	if ((all = json_array()) == NULL) {
+		errbuf_set(err, errlen, "mgmt_list_queues_all: out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	if ((rc = mgmt__list_queues_each(m, columns, append_item, all, err,
+	    errlen)) != 0) {
+		json_decref(all);
+		return rc;
+	}
+	*out = all;
+	return 0;
+}
+
 
 struct mgmt_pages
 mgmt_last_pages(const struct mgmt *m)

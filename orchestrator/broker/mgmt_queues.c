@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mgmt_int.h"
+#include "textbuf.h"
 
 static int
 queue_cmp(const void *a, const void *b)
@@ -13,32 +14,138 @@ queue_cmp(const void *a, const void *b)
 	    ((const struct mgmt_queue *)b)->name);
 }
 
-static char *
-stash(char **p, const char *s)
-{
-	char *r = *p;
-	size_t n = strlen(s) + 1;
+/* A queue list as it is built, one listed queue at a time: its strings
+ * grow in one buffer, so each queue records where its own begin, and the
+ * pointers are set once the buffer is whole (qb_end). */
+struct qbuild {
+	struct mgmt_queue *v;
+	struct qb_at {			/* offsets into S; NONE for NULL */
+		size_t name, type, policy, dlx, dlk;
+	} *at;
+	size_t n, cap;
+	char *s;
+	size_t len, scap;
+	int stats;			/* see mgmt__queues_from_json */
+	const char *what;		/* "GET /api/queues" */
+};
 
-	memcpy(r, s, n);
-	*p += n;
-	return r;
-}
+#define NONE ((size_t)-1)
 
-/* S copied at *P (advanced past it), or NULL when S is NULL. */
-static char *
-stash_or_null(char **p, const char *s)
-{
-	return s != NULL ? stash(p, s) : NULL;
-}
-
-/* The bytes ARGS's dead-letter exchange and routing key take in strings. */
+/* Appends STR (NULL: none) to B's strings. Returns its offset, or NONE
+ * for NULL and when out of memory (then *FAILED is set). */
 static size_t
-dead_letter_size(const json_t *args)
+qb_string(struct qbuild *b, const char *str, bool *failed)
 {
-	const char *x = mgmt__str_member(args, "x-dead-letter-exchange");
-	const char *k = mgmt__str_member(args, "x-dead-letter-routing-key");
+	size_t n, at = b->len;
 
-	return (x != NULL ? strlen(x) + 1 : 0) + (k != NULL ? strlen(k) + 1 : 0);
+	if (str == NULL)
+		return NONE;
+	n = strlen(str) + 1;
+	if (textbuf_grow(&b->s, &b->scap, b->len + n, 4096, 0) != 0) {
+		*failed = true;
+		return NONE;
+	}
+	memcpy(b->s + at, str, n);
+	b->len += n;
+	return at;
+}
+
+/* Adds queue IT (an object of the listing) to B (ARG). Returns 0, or
+ * MGMT_ERR_ANSWER (no name) or MGMT_ERR_NOMEM with ERR. */
+static int
+qb_add(void *arg, json_t *it, char *err, size_t errlen)
+{
+	struct qbuild *b = arg;
+	const json_t *args = json_object_get(it, "arguments");
+	const char *name = mgmt__str_member(it, "name"), *type, *policy;
+	struct mgmt_queue *q;
+	struct qb_at *at;
+	bool failed = false;
+
+	if (name == NULL) {
+		errbuf_set(err, errlen, "%s: queue %zu of the answer has no name",
+		    b->what, b->n);
+		return MGMT_ERR_ANSWER;
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap > 0 ? b->cap * 2 : 256;
+		void *v = realloc(b->v, cap * sizeof(*b->v)), *a;
+
+		if (v != NULL)
+			b->v = v;
+		if (v == NULL || (a = realloc(b->at, cap * sizeof(*b->at))) == NULL)
+			goto nomem;
+		b->at = a;
+		b->cap = cap;
+	}
+	q = &b->v[b->n];
+	at = &b->at[b->n];
+	memset(q, 0, sizeof(*q));
+	type = mgmt__str_member(it, "type");
+	policy = mgmt__str_member(it, "policy");
+	at->name = qb_string(b, name, &failed);
+	at->type = qb_string(b, type != NULL ? type : "", &failed);
+	at->policy = qb_string(b, policy != NULL && policy[0] != '\0' ? policy : NULL,
+	    &failed);
+	at->dlx = qb_string(b, mgmt__str_member(args, "x-dead-letter-exchange"), &failed);
+	at->dlk = qb_string(b, mgmt__str_member(args, "x-dead-letter-routing-key"),
+	    &failed);
+	if (failed)
+		goto nomem;
+	q->durable = json_is_true(json_object_get(it, "durable"));
+	q->messages = mgmt__int_member(it, "messages");
+	q->message_ttl = mgmt__int_member(args, "x-message-ttl");
+	q->expires = mgmt__int_member(args, "x-expires");
+	q->publish = mgmt__int_member(json_object_get(it, "message_stats"), "publish");
+	if (b->stats) {
+		q->consumers = mgmt__int_member(it, "consumers");
+		q->policy_message_ttl = mgmt__int_member(json_object_get(it,
+		    "effective_policy_definition"), "message-ttl");
+	} else {
+		q->consumers = -1;
+		q->policy_message_ttl = -1;
+	}
+	b->n++;
+	return 0;
+nomem:
+	errbuf_set(err, errlen, "%s: out of memory for %zu queues", b->what, b->n + 1);
+	return MGMT_ERR_NOMEM;
+}
+
+/* B's string at offset AT, or NULL for NONE. */
+static const char *
+qb_at(const struct qbuild *b, size_t at)
+{
+	return at != NONE ? b->s + at : NULL;
+}
+
+/* Makes *OUT of B (sorted by name) and empties B. */
+static void
+qb_end(struct qbuild *b, struct mgmt_queue_list *out)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		b->v[i].name = qb_at(b, b->at[i].name);
+		b->v[i].type = qb_at(b, b->at[i].type);
+		b->v[i].policy = qb_at(b, b->at[i].policy);
+		b->v[i].dead_letter_exchange = qb_at(b, b->at[i].dlx);
+		b->v[i].dead_letter_routing_key = qb_at(b, b->at[i].dlk);
+	}
+	if (b->n > 1)
+		qsort(b->v, b->n, sizeof(*b->v), queue_cmp);
+	out->v = b->v;
+	out->n = b->n;
+	out->strings = b->s;
+	free(b->at);
+	memset(b, 0, sizeof(*b));
+}
+
+static void
+qb_free(struct qbuild *b)
+{
+	free(b->v);
+	free(b->at);
+	free(b->s);
+	memset(b, 0, sizeof(*b));
 }
 
 /* Builds *OUT from ITEMS, an array of queue objects. With STATS, the
@@ -48,69 +155,17 @@ int
 mgmt__queues_from_json(const json_t *items, int stats, const char *what,
     struct mgmt_queue_list *out, char *err, size_t errlen)
 {
-	const json_t *it, *args;
-	struct mgmt_queue *q;
-	const char *name, *type, *policy;
-	size_t i, n, size = 0;
-	char *p;
+	struct qbuild b = { .stats = stats, .what = what };
+	size_t i;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	n = json_array_size(items);
-	for (i = 0; i < n; i++) {
-		it = json_array_get(items, i);
-		if ((name = mgmt__str_member(it, "name")) == NULL) {
-			errbuf_set(err, errlen, "%s: queue %zu of the answer has "
-			    "no name", what, i);
-			return MGMT_ERR_ANSWER;
+	for (i = 0; i < json_array_size(items); i++)
+		if ((rc = qb_add(&b, json_array_get(items, i), err, errlen)) != 0) {
+			qb_free(&b);
+			return rc;
 		}
-		type = mgmt__str_member(it, "type");
-		policy = mgmt__str_member(it, "policy");
-		size += strlen(name) + 1 + (type ? strlen(type) : 0) + 1;
-		if (policy != NULL && policy[0] != '\0')
-			size += strlen(policy) + 1;
-		size += dead_letter_size(json_object_get(it, "arguments"));
-	}
-	if ((n > 0 && (out->v = calloc(n, sizeof(*out->v))) == NULL) ||
-	    (out->strings = malloc(size + 1)) == NULL) {
-		free(out->v);
-		out->v = NULL;
-		errbuf_set(err, errlen, "%s: out of memory for %zu queues", what,
-		    n);
-		return MGMT_ERR_NOMEM;
-	}
-	p = out->strings;
-	for (i = 0; i < n; i++) {
-		it = json_array_get(items, i);
-		q = &out->v[i];
-		q->name = stash(&p, mgmt__str_member(it, "name"));
-		type = mgmt__str_member(it, "type");
-		q->type = stash(&p, type != NULL ? type : "");
-		policy = mgmt__str_member(it, "policy");
-		q->policy = policy != NULL && policy[0] != '\0' ?
-		    stash(&p, policy) : NULL;
-		q->durable = json_is_true(json_object_get(it, "durable"));
-		q->messages = mgmt__int_member(it, "messages");
-		args = json_object_get(it, "arguments");
-		q->message_ttl = mgmt__int_member(args, "x-message-ttl");
-		q->expires = mgmt__int_member(args, "x-expires");
-		q->dead_letter_exchange = stash_or_null(&p, mgmt__str_member(args,
-		    "x-dead-letter-exchange"));
-		q->dead_letter_routing_key = stash_or_null(&p, mgmt__str_member(args,
-		    "x-dead-letter-routing-key"));
-		q->publish = mgmt__int_member(json_object_get(it, "message_stats"),
-		    "publish");
-		if (stats) {
-			q->consumers = mgmt__int_member(it, "consumers");
-			q->policy_message_ttl = mgmt__int_member(json_object_get(it,
-			    "effective_policy_definition"), "message-ttl");
-		} else {
-			q->consumers = -1;
-			q->policy_message_ttl = -1;
-		}
-	}
-	out->n = n;
-	if (n > 1)
-		qsort(out->v, n, sizeof(*out->v), queue_cmp);
+	qb_end(&b, out);
 	return 0;
 }
 
@@ -196,13 +251,15 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 }
 
 /* The fast listing (or, with COUNTED, the statistics one with the publish
- * counters, in pages), joined with the policies and the consumers. */
+ * counters, in pages), joined with the policies and the consumers. Each
+ * listed queue goes into the list as it is read (qb_add): the listing is
+ * never one tree. */
 static int
 list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err,
     size_t errlen)
 {
+	struct qbuild b = { .what = "GET /api/queues" };
 	struct path p;
-	json_t *j = NULL;
 	int rc;
 
 	if (out == NULL) {
@@ -215,28 +272,25 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		return MGMT_ERR_ARG;
 	}
 	if (counted)
-		rc = mgmt_list_queues_all(m, FAST_COLUMNS ",message_stats.publish", &j,
-		    err, errlen);
+		rc = mgmt__list_queues_each(m, FAST_COLUMNS ",message_stats.publish", qb_add,
+		    &b, err, errlen);
 	else {
 		mgmt__path_vhost(&p, m, "/api/queues/");
 		mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns="
 		    FAST_COLUMNS);
 		if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
 			return rc;
-		rc = mgmt__get_json(m, p.s, 1, &j, err, errlen);
+		rc = mgmt__get_items(m, p.s, qb_add, &b, err, errlen);
 	}
-	if (rc != 0)
-		goto done;
-	if ((rc = mgmt__queues_from_json(j, 0, "GET /api/queues", out, err,
-	    errlen)) != 0)
-		goto done;
-	json_decref(j);
-	j = NULL;
+	if (rc != 0) {
+		qb_free(&b);
+		return rc;
+	}
+	qb_end(&b, out);
 	if ((rc = join_policies(m, out, err, errlen)) != 0)
 		goto done;
 	rc = join_consumers(m, out, err, errlen);
 done:
-	json_decref(j);
 	if (rc != 0)
 		mgmt_queue_list_free(out);
 	return rc;

@@ -286,7 +286,7 @@ answer_json(struct mgmt *m, long status, const char *what, json_t **answer,
 	json_t *j = NULL;
 	json_error_t jerr;
 
-	if (m->answer.len > 0) {
+	if (m->answer.len > 0 && !m->answer_text) {
 		j = json_loadb(m->answer.p, m->answer.len, 0, &jerr);
 		if (j == NULL) {
 			excerpt(m, ex, sizeof(ex));
@@ -422,6 +422,16 @@ request_earlier(struct mgmt *m, const char *method, const char *path,
 	return 0;
 }
 
+void
+mgmt__answer_release(struct mgmt *m)
+{
+	if (m->answer.cap <= MGMT_ANSWER_KEEP_MAX)
+		return;
+	free(m->answer.p);
+	m->answer.p = NULL;
+	m->answer.len = m->answer.cap = 0;
+}
+
 int
 mgmt_request(struct mgmt *m, const char *method, const char *path,
     const json_t *body, json_t **answer, long *http_status,
@@ -471,6 +481,8 @@ done:
 	 * quoted in ERR: the password must not be. */
 	if (rc != 0 && password != NULL && err != NULL && errlen > 0)
 		errbuf_redact(err, password);
+	if (!m->answer_text)
+		mgmt__answer_release(m);
 	return rc;
 }
 

@@ -25,16 +25,25 @@
 #define OLD_SOURCE_MAX 300	/* "operator-policy:" + a policy name */
 #define OLD_NOTE_MAX 640
 
-/* One selected old queue. */
+/* One selected old queue. Its two texts are its own allocations, made
+ * only when there is something to say: a selection holds one of these per
+ * queue of the vhost, and two fixed buffers cost about 1 KB a queue. */
 struct old_queue {
 	const struct mgmt_queue *q;	/* borrowed from the selection's list */
 	int64_t ttl_ms;			/* effective TTL, -1 when it has none */
 	int64_t expires_ms;		/* effective x-expires, -1 when none */
-	char ttl_source[OLD_SOURCE_MAX]; /* "argument", "policy:NAME",
+	char *ttl_source;		/* "argument", "policy:NAME",
 					 * "operator-policy:NAME",
-					 * "max_message_ttl", "" when none */
-	char note[OLD_NOTE_MAX];	/* "" or "; "-separated remarks */
+					 * "max_message_ttl"; NULL when none
+					 * (at most OLD_SOURCE_MAX - 1 bytes) */
+	char *note;			/* NULL or "; "-separated remarks (at
+					 * most OLD_NOTE_MAX - 1 bytes) */
 };
+
+/* Adds a remark to OQ's note (sentences_add: joined with "; ", cut at
+ * OLD_NOTE_MAX - 1 bytes); out of memory leaves the note as it was. */
+void old_queue_note(struct old_queue *oq, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The plan's old queues as the broker has them now. */
 struct old_selection {

@@ -29,17 +29,36 @@ op_policy_for(const struct policy_set *ops, const struct mgmt_queue *q,
 	return policy_for(ops, q->name, POLICY_QUEUE, q->type, unreadable);
 }
 
-static void add_note(struct old_queue *oq, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-add_note(struct old_queue *oq, const char *fmt, ...)
+void
+old_queue_note(struct old_queue *oq, const char *fmt, ...)
 {
+	char buf[OLD_NOTE_MAX];
+	char *note;
 	va_list ap;
 
+	snprintf(buf, sizeof(buf), "%s", oq->note != NULL ? oq->note : "");
 	va_start(ap, fmt);
-	sentences_vadd(oq->note, sizeof(oq->note), fmt, ap);
+	sentences_vadd(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if ((note = strdup(buf)) == NULL)
+		return;
+	free(oq->note);
+	oq->note = note;
+}
+
+/* Sets OQ's TTL source to KIND, or "KIND:NAME" when NAME is not NULL (cut
+ * at OLD_SOURCE_MAX - 1 bytes); out of memory leaves it NULL. */
+static void
+set_source(struct old_queue *oq, const char *kind, const char *name)
+{
+	char buf[OLD_SOURCE_MAX];
+
+	if (name != NULL)
+		snprintf(buf, sizeof(buf), "%s:%s", kind, name);
+	else
+		snprintf(buf, sizeof(buf), "%s", kind);
+	free(oq->ttl_source);
+	oq->ttl_source = strdup(buf);
 }
 
 /* Keeps the lower of OQ's TTL so far and V (ignored when < 0), naming its
@@ -50,10 +69,7 @@ lower_ttl(struct old_queue *oq, int64_t v, const char *kind, const char *name)
 	if (v < 0 || (oq->ttl_ms >= 0 && v >= oq->ttl_ms))
 		return;
 	oq->ttl_ms = v;
-	if (name != NULL)
-		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "%s:%s", kind, name);
-	else
-		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "%s", kind);
+	set_source(oq, kind, name);
 }
 
 static void
@@ -87,43 +103,43 @@ assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_
 		duration_format(q->message_ttl, a, sizeof(a));
 		duration_format(q->policy_message_ttl, b, sizeof(b));
 		if (q->policy_message_ttl < q->message_ttl)
-			add_note(oq, "policy '%s' message-ttl %s is lower than its "
+			old_queue_note(oq, "policy '%s' message-ttl %s is lower than its "
 			    "x-message-ttl %s: the policy's applies", q->policy, b, a);
 		else
-			add_note(oq, "its x-message-ttl %s is lower than policy '%s' "
+			old_queue_note(oq, "its x-message-ttl %s is lower than policy '%s' "
 			    "message-ttl %s: the argument applies", a, q->policy, b);
 	}
 	op = op_policy_for(ops, q, &unreadable);
 	if (op != NULL) {
 		if (op->ttl_ms >= 0 && (oq->ttl_ms < 0 || op->ttl_ms < oq->ttl_ms))
-			add_note(oq, "operator policy '%s' lowers its TTL to %s", op->name,
+			old_queue_note(oq, "operator policy '%s' lowers its TTL to %s", op->name,
 			    duration_format(op->ttl_ms, a, sizeof(a)));
 		lower_ttl(oq, op->ttl_ms, "operator-policy", op->name);
 		lower_expires(oq, op->expires_ms);
 	}
 	if (unreadable != NULL && unreadable->ttl_ms >= 0)
-		add_note(oq, "operator policy '%s' has a pattern PCRE2 cannot decide for "
+		old_queue_note(oq, "operator policy '%s' has a pattern PCRE2 cannot decide for "
 		    "this queue ('%s'); its message-ttl %s was not applied, so the horizon "
 		    "may be later than needed", unreadable->name, unreadable->pattern,
 		    duration_format(unreadable->ttl_ms, a, sizeof(a)));
 	if (oq->ttl_ms < 0 && c->plan->old.max_message_ttl_ms > 0) {
 		oq->ttl_ms = c->plan->old.max_message_ttl_ms;
-		snprintf(oq->ttl_source, sizeof(oq->ttl_source), "max_message_ttl");
-		add_note(oq, "no queue TTL: old.max_message_ttl (%s) bounds its messages",
+		set_source(oq, "max_message_ttl", NULL);
+		old_queue_note(oq, "no queue TTL: old.max_message_ttl (%s) bounds its messages",
 		    duration_format(oq->ttl_ms, a, sizeof(a)));
 	} else if (oq->ttl_ms < 0)
-		add_note(oq, "no TTL (no x-message-ttl, no policy message-ttl): its "
+		old_queue_note(oq, "no TTL (no x-message-ttl, no policy message-ttl): its "
 		    "messages may wait forever unless old.max_message_ttl bounds them");
 	if (q->consumers > 0)
-		add_note(oq, "has %lld consumer%s: probably not a delay queue",
+		old_queue_note(oq, "has %lld consumer%s: probably not a delay queue",
 		    (long long)q->consumers, q->consumers == 1 ? "" : "s");
 	if (strcmp(q->type, "stream") == 0)
-		add_note(oq, "a stream: not a delay queue");
+		old_queue_note(oq, "a stream: not a delay queue");
 	if (oq->expires_ms >= 0)
-		add_note(oq, "expires after %s unused, with whatever it holds",
+		old_queue_note(oq, "expires after %s unused, with whatever it holds",
 		    duration_format(oq->expires_ms, a, sizeof(a)));
 	if (!q->durable)
-		add_note(oq, "not durable: its messages do not survive a broker restart");
+		old_queue_note(oq, "not durable: its messages do not survive a broker restart");
 }
 
 static int
@@ -137,6 +153,10 @@ void
 old_selection_free(struct old_selection *s)
 {
 	mgmt_queue_list_free(&s->list);
+	for (size_t i = 0; s->v != NULL && i < s->n; i++) {
+		free(s->v[i].ttl_source);
+		free(s->v[i].note);
+	}
 	free(s->v);
 	free(s->missing);
 	memset(s, 0, sizeof(*s));

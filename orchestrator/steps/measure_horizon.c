@@ -139,7 +139,7 @@ expiring_check(const struct step_ctx *c, struct old_selection *s,
 		duration_format(oq->expires_ms, e, sizeof(e));
 		if (classic && expires_after_ttl(oq, ttl)) {
 			if (oq->expires_ms < horizon)
-				sentences_add(oq->note, sizeof(oq->note), "its expiry (%s) "
+				old_queue_note(oq, "its expiry (%s) "
 				    "is no shorter than its TTL (%s): declared again at each "
 				    "publish, as libraries do, it outlives its last message; "
 				    "the watch alerts if it vanishes holding messages", e,
@@ -160,7 +160,7 @@ expiring_check(const struct step_ctx *c, struct old_selection *s,
 			snprintf(msg, sizeof(msg), "old queue '%s' expires after %s unused "
 			    "(%s), sooner than its horizon of %s (TTL %s + allowance): the "
 			    "broker can delete it with messages still waiting in it",
-			    oq->q->name, e, source, h, oq->ttl_source);
+			    oq->q->name, e, source, h, oq->ttl_source != NULL ? oq->ttl_source : "");
 		expiring_note(oq, horizon, msg, warnings, names, sizeof(names), ++n);
 	}
 	if (n == 0 || p->old.allow_expiring)
@@ -290,7 +290,8 @@ horizon_reasoning(const struct old_selection *s, const struct tally *t,
 	    t->total == 1 ? "" : "s",
 	    duration_format(t->max_ttl, a, sizeof(a)), t->longest->q->name,
 	    t->max_ttl > t->longest->ttl_ms ? "the sum of the TTLs along the "
-	    "dead-letter chain of old queues that ends in it" : t->longest->ttl_source,
+	    "dead-letter chain of old queues that ends in it" : t->longest->ttl_source != NULL ?
+	    t->longest->ttl_source : "",
 	    old_time_format(horizon, t1, sizeof(t1)),
 	    old_time_format(s->at_ms, t2, sizeof(t2)), a,
 	    duration_format(allowance, b, sizeof(b)), a, b);

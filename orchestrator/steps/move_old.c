@@ -93,8 +93,6 @@ struct pass {
 	int64_t t0_mono;
 	int level;			/* the old ladder's level the queue is
 					 * (old.ladder), else -1 */
-	char scope[LADDER_NAME_MAX];	/* then the ladder's delivery exchange:
-					 * what its move ids are of */
 	struct move_progress *pg;	/* the run's, shared by every queue */
 	int64_t had;			/* what PG counts as still in the queue */
 	bool owes_rest;			/* the batch holds a message that owes
@@ -498,7 +496,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	struct broker_delivery *taken = calloc((size_t)prefetch, sizeof(*taken));
 	struct move_stamp st;
 	struct move_rule rule;
-	char why[512];
+	char why[512], scope[LADDER_NAME_MAX] = "";
 	int ret = -1, ldest;
 	size_t ntaken = 0, ndelivered = 0, k;
 	bool empty = false;
@@ -529,6 +527,11 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 	}
 	/* What the fault point after the next confirms asks: this batch's. */
 	ps->owes_rest = false;
+	/* A level of an old ladder: its move ids are of the ladder's
+	 * delivery exchange (worked out here, not kept with each queue's
+	 * pass). */
+	if (ps->level >= 0)
+		ladder_delivery_exchange(&c->plan->old.ladder, scope, sizeof(scope));
 	for (k = 0; k < ntaken; k++) {
 		struct broker_delivery *d = &taken[k];
 		struct going *o = &g[n];
@@ -539,7 +542,7 @@ batch(struct pass *ps, struct flight *cur, struct flight *prev, int *results,
 		move_old__progress_queue(ps->pg, &ps->had, k < ndelivered ? ps->had - 1 :
 		    d->remaining);
 		o->now = old_now_ms(c);
-		if (move_old__id(ps->level >= 0 ? ps->scope : ps->oq->q->name,
+		if (move_old__id(ps->level >= 0 ? scope : ps->oq->q->name,
 		    ps->level >= 0, d, o->id) != 0) {
 			/* No id, so no first sighting either: it stays. */
 			give_back(ps, taken, k, ntaken);
@@ -708,7 +711,6 @@ prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 		    oq->q->name);
 		return -1;
 	}
-	ladder_delivery_exchange(&p->old.ladder, ps->scope, sizeof(ps->scope));
 	memset(&ps->rule, 0, sizeof(ps->rule));
 	ps->rule.from = MOVE_FROM_DEATH;
 	ps->rule.then = MOVE_FROM_TIMESTAMP;

@@ -104,8 +104,8 @@ check_queue(struct worker *wk, struct item *it)
 		    "after fencing it (a policy: max-length 0, reject-publish) and "
 		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
-		sentences_add(it->reason, sizeof(it->reason), "its deadline: %s (%s)",
-		    old_time_format(it->deadline_ms, when, sizeof(when)), it->basis);
+		rm_add_reason(it, "its deadline: %s (%s)",
+		    old_time_format(it->deadline_ms, when, sizeof(when)), rm_basis(it));
 		return 0;
 	}
 	if (!classic) {
@@ -162,7 +162,7 @@ unseal(struct worker *wk, struct item *it)
 	    old_fence_unseal(wk->b, it->name, it->fence->policy, &it->markers, why,
 	    sizeof(why)) == 0)
 		return;
-	sentences_add(it->reason, sizeof(it->reason), "%d marker message%s "
+	rm_add_reason(it, "%d marker message%s "
 	    "(id '%s') could not be taken back and will dead-letter with its TTL: %s",
 	    it->markers, it->markers == 1 ? "" : "s", it->fence->policy, why);
 }
@@ -606,13 +606,13 @@ entries_add(json_t *entries, const struct item *items, size_t nitems, size_t *co
 		    "messages_seen", int_or_null(it->seen),
 		    "ttl_ms", int_or_null(it->ttl_ms),
 		    "deadline_ms", int_or_null(it->deadline_ms),
-		    "at_ms", (json_int_t)it->at_ms, "reason", it->reason));
+		    "at_ms", (json_int_t)it->at_ms, "reason", rm_reason(it)));
 		if (it->purged >= 0)
 			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
 			    "purged", json_integer(it->purged));
-		if (it->basis[0] != '\0')
+		if (rm_basis(it)[0] != '\0')
 			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
-			    "deadline_why", json_string(it->basis));
+			    "deadline_why", json_string(rm_basis(it)));
 	}
 	return lost;
 }
@@ -645,7 +645,7 @@ summary_err(char *err, size_t errlen, const struct item *items, size_t nitems,
 				break;
 			}
 			off += (size_t)snprintf(err + off, errlen - off, "%s %s (%s)",
-			    named ? ";" : "", items[i].name, items[i].reason);
+			    named ? ";" : "", items[i].name, rm_reason(&items[i]));
 			named++;
 		}
 	}
@@ -766,6 +766,7 @@ done:
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
 	free(todo);
+	rm_items_free(items, nitems);
 	free(items);
 	old_selection_free(&s);
 	old_counters_free(&r.base);

@@ -37,12 +37,16 @@ struct item {
 	const char *type;		/* "" when unknown */
 	int64_t ttl_ms;			/* -1 unknown */
 	int64_t deadline_ms;		/* -1 unknown */
-	char basis[BASIS_MAX];		/* what the deadline is made of */
+	char *basis;			/* what the deadline is made of, NULL
+					 * when nothing (rm_set_basis; its own
+					 * allocation, as REASON: a fixed
+					 * buffer each cost the step about 1 KB
+					 * a queue) */
 	enum outcome outcome;
 	int64_t seen;			/* depth the passive declare saw, -1: not checked */
 	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
 	int64_t at_ms;
-	char reason[REASON_MAX];
+	char *reason;			/* NULL until set (rm_set_reason) */
 	bool fence_wanted;		/* checked; to be fenced before the delete */
 	struct old_fence *fence;	/* its fence, or NULL */
 	int markers;			/* remove_old's markers in it */
@@ -75,8 +79,26 @@ struct rm_run {
 					 * step releases it */
 };
 
+/* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
+ * bytes, as every text of an item is cut at its _MAX); out of memory
+ * leaves the reason empty. */
 void rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Adds a sentence to IT's reason (sentences_add). */
+void rm_add_reason(struct item *it, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Sets what IT's deadline is made of (printf, cut at BASIS_MAX - 1). */
+void rm_set_basis(struct item *it, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* IT's reason, and what its deadline is made of: "" when none. */
+const char *rm_reason(const struct item *it);
+const char *rm_basis(const struct item *it);
+
+/* Frees the texts of the N items of ITEMS. */
+void rm_items_free(struct item *items, size_t n);
 
 /* Makes IT wait (OUT_WAIT) for KIND from R->now, with REASON (printf). */
 void rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,

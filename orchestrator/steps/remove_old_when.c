@@ -79,6 +79,32 @@ jint(const json_t *o, const char *key)
 	return json_integer_value(json_object_get(o, key));
 }
 
+/* Replaces *TEXT with BUF's copy (out of memory: with nothing). */
+static void
+text_set(char **text, const char *buf)
+{
+	free(*text);
+	*text = strdup(buf);
+}
+
+/* Sets *TEXT to FMT's words (cut at MAX - 1 bytes, MAX at most
+ * REASON_MAX), added as a sentence to AFTER when that is not NULL. */
+static void text_vset(char **text, size_t max, const char *after, const char *fmt,
+    va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void
+text_vset(char **text, size_t max, const char *after, const char *fmt, va_list ap)
+{
+	char buf[REASON_MAX] = "";
+
+	if (after != NULL) {
+		snprintf(buf, max, "%s", after);
+		sentences_vadd(buf, max, fmt, ap);
+	} else
+		vsnprintf(buf, max, fmt, ap);
+	text_set(text, buf);
+}
+
 void
 rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
 {
@@ -86,8 +112,49 @@ rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
 
 	it->outcome = o;
 	va_start(ap, fmt);
-	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+	text_vset(&it->reason, REASON_MAX, NULL, fmt, ap);
 	va_end(ap);
+}
+
+void
+rm_add_reason(struct item *it, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	text_vset(&it->reason, REASON_MAX, rm_reason(it), fmt, ap);
+	va_end(ap);
+}
+
+void
+rm_set_basis(struct item *it, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	text_vset(&it->basis, BASIS_MAX, NULL, fmt, ap);
+	va_end(ap);
+}
+
+const char *
+rm_reason(const struct item *it)
+{
+	return it->reason != NULL ? it->reason : "";
+}
+
+const char *
+rm_basis(const struct item *it)
+{
+	return it->basis != NULL ? it->basis : "";
+}
+
+void
+rm_items_free(struct item *items, size_t n)
+{
+	for (size_t i = 0; items != NULL && i < n; i++) {
+		free(items[i].reason);
+		free(items[i].basis);
+	}
 }
 
 void
@@ -95,7 +162,7 @@ rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
     const char *fmt, ...)
 {
 	int64_t allowance = r->c->plan->watch.allowance_ms;
-	char until[40], d[32];
+	char until[40], d[32], buf[REASON_MAX];
 	va_list ap;
 
 	it->outcome = OUT_WAIT;
@@ -112,14 +179,15 @@ rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
 	} else
 		it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
 	va_start(ap, fmt);
-	vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (kind != WAIT_DEADLINE)
-		sentences_add(it->reason, sizeof(it->reason), "checked again from %s "
+		sentences_add(buf, sizeof(buf), "checked again from %s "
 		    "(%s)", old_time_format(it->wait_until_ms, until, sizeof(until)),
 		    wait_runs_ttl(kind) ? "now + its TTL + allowance, a baseline window at "
 		    "least" :
 		    duration_format(OLD_BASELINE_WINDOW_MS, d, sizeof(d)));
+	text_set(&it->reason, buf);
 }
 
 char *
@@ -341,12 +409,12 @@ moved_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *
 			return -1;
 		if (jint(e, "left_until_ms") > from)
 			from = jint(e, "left_until_ms");
-		snprintf(it->basis, sizeof(it->basis), "move_old's last pass left %lld "
+		rm_set_basis(it, "move_old's last pass left %lld "
 		    "message%s not before %s, + allowance %s", (long long)jint(e, "left"),
 		    jint(e, "left") == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)),
 		    a);
 	} else
-		snprintf(it->basis, sizeof(it->basis), "move_old's last pass, begun %s, "
+		rm_set_basis(it, "move_old's last pass, begun %s, "
 		    "left nothing in it and nothing entered the old path since, + "
 		    "allowance %s", old_time_format(at, t1, sizeof(t1)), a);
 	return from + c->plan->watch.allowance_ms;
@@ -364,7 +432,7 @@ set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it
 	if ((it->deadline_ms = moved_deadline(r, oq, it)) < 0) {
 		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
 		    c->plan->watch.allowance_ms);
-		snprintf(it->basis, sizeof(it->basis), "last entry %s + TTL %s + "
+		rm_set_basis(it, "last entry %s + TTL %s + "
 		    "allowance %s", old_time_format(c->old_last_entry_ms, t2,
 		    sizeof(t2)), duration_format(it->ttl_ms, a, sizeof(a)),
 		    duration_format(c->plan->watch.allowance_ms, b, sizeof(b)));
@@ -372,7 +440,7 @@ set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it
 	if (it->waited != WAIT_NONE && it->deadline_ms >= 0 &&
 	    it->wait_until_ms > it->deadline_ms) {
 		it->deadline_ms = it->wait_until_ms;
-		snprintf(it->basis, sizeof(it->basis), "%s %s", wait_basis(it->waited),
+		rm_set_basis(it, "%s %s", wait_basis(it->waited),
 		    old_time_format(it->wait_since_ms, t2, sizeof(t2)));
 	}
 }
@@ -478,7 +546,7 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 		if (r->now < it->deadline_ms) {
 			rm_wait(r, it, WAIT_DEADLINE, "not yet past its deadline %s (%s): "
 			    "%s to go", old_time_format(it->deadline_ms, t1, sizeof(t1)),
-			    it->basis, rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
+			    rm_basis(it), rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
 			it->wait = it->waited != WAIT_NONE ? it->waited : WAIT_DEADLINE;
 			it->wait_since_ms = it->waited != WAIT_NONE ? it->wait_since_ms :
 			    r->now;
