@@ -323,7 +323,9 @@ int mgmt_list_queues(struct mgmt *m, struct mgmt_queue_list *out,
  * (mgmt_list_queues_all: a queue there throughout the listing is in it,
  * one created or deleted meanwhile may not be). One listing instead of
  * two for a caller that needs both the queues and their counters
- * (remove_old). Same return as mgmt_list_queues. */
+ * (remove_old). Each queue's policy is the one its record names (the
+ * fast listing's, read after the pages): the statistics name a policy
+ * applied seconds ago only later. Same return as mgmt_list_queues. */
 int mgmt_list_queues_counted(struct mgmt *m, struct mgmt_queue_list *out,
     char *err, size_t errlen);
 

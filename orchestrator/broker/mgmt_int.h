@@ -130,6 +130,11 @@ void mgmt__answer_release(struct mgmt *m);
 
 /* "METHOD /path" for messages: a long query string is cut to "?...". */
 void mgmt__describe(char *out, size_t outlen, const char *method, const char *path);
+/* Says in ERR that the listing at PATH was not found (a 404: most likely
+ * no such vhost). Returns MGMT_ERR_HTTP. */
+int mgmt__listing_not_found(const struct mgmt *m, const char *path, char *err,
+    size_t errlen);
+
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
  * error (a listing of a vhost that does not exist). */
 /* The bound of M's request for PATH (encoded, with its query), in ms:

@@ -107,11 +107,9 @@ mgmt__get_items(struct mgmt *m, const char *path, mgmt__item_fn fn, void *arg,
 	rc = mgmt_request(m, "GET", path, NULL, NULL, NULL, err, errlen);
 	m->answer_text = false;
 	mgmt__describe(what, sizeof(what), "GET", path);
-	if (rc == MGMT_NOT_FOUND) {
-		errbuf_set(err, errlen, "%s: not found (HTTP 404; does virtual "
-		    "host \"%s\" exist?)", what, m->vhost);
-		rc = MGMT_ERR_HTTP;
-	} else if (rc == 0)
+	if (rc == MGMT_NOT_FOUND)
+		rc = mgmt__listing_not_found(m, path, err, errlen);
+	else if (rc == 0)
 		rc = mgmt__items_each(m->answer.p != NULL ? m->answer.p : "",
 		    m->answer.len, what, fn, arg, err, errlen);
 	mgmt__answer_release(m);

@@ -407,7 +407,6 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 	return 0;
 }
 
-
 struct mgmt_pages
 mgmt_last_pages(const struct mgmt *m)
 {

@@ -250,10 +250,42 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 	return 0;
 }
 
+/* Sets the policy of each queue B holds from the queue records' listing
+ * (the fast one, at PATH): the statistics name a policy applied or
+ * changed only some seconds after the records do, and a policy just put
+ * (a dead-letter exchange, a TTL) must count at once. A queue the records
+ * no longer have keeps what the statistics said. Returns 0, or a code
+ * with ERR. */
+static int
+qb_policies_from_records(struct mgmt *m, struct qbuild *b, const char *path,
+    char *err, size_t errlen)
+{
+	struct qbuild r = { .what = b->what };
+	struct mgmt_queue_list records;
+	const struct mgmt_queue *q;
+	bool failed = false;
+	int rc;
+
+	if ((rc = mgmt__get_items(m, path, qb_add, &r, err, errlen)) != 0) {
+		qb_free(&r);
+		return rc;
+	}
+	qb_end(&r, &records);
+	for (size_t i = 0; i < b->n && !failed; i++)
+		if ((q = find_queue(&records, b->s + b->at[i].name)) != NULL)
+			b->at[i].policy = qb_string(b, q->policy, &failed);
+	mgmt_queue_list_free(&records);
+	if (failed) {
+		errbuf_set(err, errlen, "%s: out of memory for %zu queues", b->what, b->n);
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
 /* The fast listing (or, with COUNTED, the statistics one with the publish
- * counters, in pages), joined with the policies and the consumers. Each
- * listed queue goes into the list as it is read (qb_add): the listing is
- * never one tree. */
+ * counters, in pages, each queue's policy as the records say), joined
+ * with the policies and the consumers. Each listed queue goes into the
+ * list as it is read (qb_add): the listing is never one tree. */
 static int
 list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err,
     size_t errlen)
@@ -271,17 +303,16 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		errbuf_set(err, errlen, "mgmt_list_queues: no client");
 		return MGMT_ERR_ARG;
 	}
-	if (counted)
-		rc = mgmt__list_queues_each(m, FAST_COLUMNS ",message_stats.publish", qb_add,
-		    &b, err, errlen);
-	else {
-		mgmt__path_vhost(&p, m, "/api/queues/");
-		mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns="
-		    FAST_COLUMNS);
-		if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
-			return rc;
+	mgmt__path_vhost(&p, m, "/api/queues/");
+	mgmt__path_add(&p, "?disable_stats=true&enable_queue_totals=true&columns="
+	    FAST_COLUMNS);
+	if ((rc = mgmt__path_check(&p, "GET /api/queues", err, errlen)) != 0)
+		return rc;
+	if (!counted)
 		rc = mgmt__get_items(m, p.s, qb_add, &b, err, errlen);
-	}
+	else if ((rc = mgmt__list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
+	    qb_add, &b, err, errlen)) == 0)
+		rc = qb_policies_from_records(m, &b, p.s, err, errlen);
 	if (rc != 0) {
 		qb_free(&b);
 		return rc;

@@ -489,6 +489,18 @@ done:
 /* GET PATH, expecting an array (IS_ARRAY) or an object. A 404 here is an
  * error (a listing of a vhost that does not exist). */
 int
+mgmt__listing_not_found(const struct mgmt *m, const char *path, char *err,
+    size_t errlen)
+{
+	char what[WHAT_MAX];
+
+	mgmt__describe(what, sizeof(what), "GET", path);
+	errbuf_set(err, errlen, "%s: not found (HTTP 404; does virtual host \"%s\" "
+	    "exist?)", what, m->vhost);
+	return MGMT_ERR_HTTP;
+}
+
+int
 mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
     char *err, size_t errlen)
 {
@@ -497,12 +509,8 @@ mgmt__get_json(struct mgmt *m, const char *path, int is_array, json_t **out,
 
 	*out = NULL;
 	rc = mgmt_request(m, "GET", path, NULL, out, NULL, err, errlen);
-	if (rc == MGMT_NOT_FOUND) {
-		mgmt__describe(what, sizeof(what), "GET", path);
-		errbuf_set(err, errlen, "%s: not found (HTTP 404; does virtual "
-		    "host \"%s\" exist?)", what, m->vhost);
-		return MGMT_ERR_HTTP;
-	}
+	if (rc == MGMT_NOT_FOUND)
+		return mgmt__listing_not_found(m, path, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (is_array ? !json_is_array(*out) : !json_is_object(*out)) {

@@ -48,9 +48,6 @@ void old_queue_note(struct old_queue *oq, const char *fmt, ...)
 /* The plan's old queues as the broker has them now. */
 struct old_selection {
 	struct mgmt_queue_list list;	/* every queue of the vhost */
-	struct mgmt_queue_list records;	/* old_select_counted: the queue
-					 * records' listing, which LIST's
-					 * policy names point into */
 	struct old_queue *v;		/* the selected ones, in name order */
 	size_t n;
 	const char **missing;		/* old.queues.names not on the broker

@@ -153,7 +153,6 @@ void
 old_selection_free(struct old_selection *s)
 {
 	mgmt_queue_list_free(&s->list);
-	mgmt_queue_list_free(&s->records);
 	for (size_t i = 0; s->v != NULL && i < s->n; i++) {
 		free(s->v[i].ttl_source);
 		free(s->v[i].note);
@@ -253,26 +252,6 @@ old_selector_test(struct old_selector *s, const char *name, bool *selected,
 	return m;
 }
 
-/* Sets each queue's policy in S's statistics listing from the queue
- * records' (read into S->records): the statistics name a policy applied
- * or changed only some seconds after the records do, and a policy just
- * put (a dead-letter exchange, a TTL) must count at once, for the chains,
- * the fences and what uses an old exchange. A queue the records no longer
- * have keeps what the statistics said. Returns 0, or -1 with WHY. */
-static int
-policies_from_records(struct step_ctx *c, struct old_selection *s, char *why,
-    size_t whylen)
-{
-	const struct mgmt_queue *r;
-
-	if (mgmt_list_queues(c->old_mgmt, &s->records, why, whylen) != 0)
-		return -1;
-	for (size_t i = 0; i < s->list.n; i++)
-		if ((r = mgmt_queue_list_find(&s->records, s->list.v[i].name)) != NULL)
-			s->list.v[i].policy = r->policy;
-	return 0;
-}
-
 /* old_select and old_select_counted: COUNTED chooses the listing. */
 static int
 select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err,
@@ -294,10 +273,6 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 	if ((counted ? mgmt_list_queues_counted : mgmt_list_queues)(c->old_mgmt, &s->list,
 	    why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "listing the queues: %s", why);
-		goto done;
-	}
-	if (counted && policies_from_records(c, s, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "listing the queues' policies: %s", why);
 		goto done;
 	}
 	if (mgmt_list_policies(c->old_mgmt, &pl, why, sizeof(why)) != 0) {
