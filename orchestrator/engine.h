@@ -61,11 +61,11 @@ int engine_run(struct store *s, int64_t plan_id, const struct engine_opts *o,
  * bounded pool of workers. */
 struct engine_pool;
 
-/* Opens serve's engine on S: one connection to S's database for each of
- * O->workers workers (store_open_again), before the HTTP server answers,
- * so that every connection serve makes is open on the file it locked.
- * Returns 0 and *OUT (engine_serve_close frees it, also after -1), or -1
- * with ERR. */
+/* Opens serve's engine on S with O->workers workers. A worker opens its
+ * own connection to S's database at its first turn (store_open_again: on
+ * the file S opened, or not at all), and only as many workers take turns
+ * as there are turns due at once. Returns 0 and *OUT (engine_serve_close
+ * frees it, also after -1), or -1 with ERR. */
 int engine_serve_open(struct store *s, const struct engine_opts *o, struct engine_pool **out,
     char *err, size_t errlen);
 

@@ -15,6 +15,10 @@
 #include "log.h"
 #include "store_admit.h"
 
+/* How long a turn waits when its worker could not open its connection to
+ * the database (out of file descriptors, say) before it is tried again. */
+#define OPEN_RETRY_MS	5000
+
 struct active {
 	int64_t *ids;
 	size_t n, cap;
@@ -54,10 +58,12 @@ struct slot {
 struct engine_pool;
 
 /* One worker: its thread, its own connection to the database (a SQLite
- * connection is one thread's at a time) and its own error buffer. */
+ * connection is one thread's at a time), opened at its first turn, and its
+ * own error buffer. */
 struct worker {
 	struct engine_pool *p;
-	struct store *s;
+	struct store *s;               /* NULL until its first turn */
+	pthread_cond_t cv;             /* it is the leader now, or the stop */
 	pthread_t thread;
 	bool started;
 	char err[1024];
@@ -68,14 +74,22 @@ struct worker {
  * no other worker has, turns it once and puts it back, or removes it when
  * its run is over. So a plan's turns never overlap (one engine per plan),
  * and a plan whose broker is slow to answer holds up one worker, not the
- * others' plans, until every worker is held. */
+ * others' plans, until every worker is held.
+ *
+ * The idle workers are a stack: only its top, the leader, waits for the
+ * next turn due; the others sleep until they are the top. A worker that
+ * takes a turn wakes the next one to lead, and one back from its turn
+ * leads again. So the workers that ever run are as many as the turns ever
+ * taken at once, not the pool's size, and only they open a connection to
+ * the database (each one's page cache and schema, ~150 KB). */
 struct engine_pool {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;             /* a plan added, or the stop */
 	struct slot **slots;
 	size_t nslots, cap;
 	struct worker *w;
 	int nworkers;
+	int *idle;                     /* the idle workers' indexes; the top last */
+	int nidle;
 	bool held;                     /* the database file is lost: no turns */
 	bool stop;
 	const struct engine_opts *o;   /* &opts */
@@ -102,6 +116,15 @@ turn_slot(struct worker *w, struct slot *sl)
 	int64_t next;
 	int t;
 
+	/* The connection is opened on the file serve locked, or not at all
+	 * (store_open_again checks it after the open); a database removed
+	 * meanwhile is the scheduler's to say, and holds every turn. */
+	if (w->s == NULL && store_open_again(w->p->s, &w->s, w->err, sizeof(w->err)) != 0) {
+		log_event("error", r->plan->name, NULL, "%s; trying again in %d s", w->err,
+		    OPEN_RETRY_MS / 1000);
+		sl->next_ms = clock_mono_ms() + OPEN_RETRY_MS;
+		return false;
+	}
 	r->s = w->s;
 	r->inputs.s = w->s;
 	r->err = w->err;
@@ -157,16 +180,25 @@ slot_remove(struct engine_pool *p, struct slot *sl)
 		}
 }
 
-/* Waits on P's condition until mono time WAKE at the latest. Under the
+/* Waits on W's condition until mono time WAKE at the latest. Under the
  * lock. */
 static void
-wait_until(struct engine_pool *p, int64_t wake)
+wait_until(struct worker *w, int64_t wake)
 {
 	struct timespec ts;
 
 	ts.tv_sec = (time_t)(wake / 1000);
 	ts.tv_nsec = (long)(wake % 1000) * 1000000L;
-	(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+	(void)pthread_cond_timedwait(&w->cv, &w->p->mu, &ts);
+}
+
+/* Wakes the leader, the idle worker on top, if there is one. Under the
+ * lock. */
+static void
+wake_leader(struct engine_pool *p)
+{
+	if (p->nidle > 0)
+		pthread_cond_signal(&p->w[p->idle[p->nidle - 1]].cv);
 }
 
 /* A worker's thread: turns the plans due, one at a time, until the stop
@@ -177,17 +209,27 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct engine_pool *p = w->p;
+	int self = (int)(w - p->w);
 
 	pthread_mutex_lock(&p->mu);
+	p->idle[p->nidle++] = self;
 	while (!p->stop) {
-		int64_t now = clock_mono_ms(), wake = now + poll_of(p->o);
-		struct slot *sl = due_slot(p, now, &wake);
+		int64_t now, wake;
+		struct slot *sl;
 
-		if (sl == NULL) {
-			wait_until(p, wake);
+		if (p->idle[p->nidle - 1] != self) {
+			pthread_cond_wait(&w->cv, &p->mu);
+			continue;
+		}
+		now = clock_mono_ms();
+		wake = now + poll_of(p->o);
+		if ((sl = due_slot(p, now, &wake)) == NULL) {
+			wait_until(w, wake);
 			continue;
 		}
 		sl->busy = true;
+		p->nidle--;
+		wake_leader(p);
 		pthread_mutex_unlock(&p->mu);
 		if (turn_slot(w, sl)) {
 			pthread_mutex_lock(&p->mu);
@@ -198,10 +240,11 @@ worker_main(void *arg)
 			engine__run_close(&sl->r);
 			free(sl);
 			pthread_mutex_lock(&p->mu);
-			continue;
+		} else {
+			pthread_mutex_lock(&p->mu);
+			sl->busy = false;
 		}
-		pthread_mutex_lock(&p->mu);
-		sl->busy = false;
+		p->idle[p->nidle++] = self;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -217,7 +260,10 @@ engine_serve_open(struct store *s, const struct engine_opts *o, struct engine_po
 
 	*out = NULL;
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
-	    (p->w = calloc((size_t)n, sizeof(*p->w))) == NULL) {
+	    (p->w = calloc((size_t)n, sizeof(*p->w))) == NULL ||
+	    (p->idle = calloc((size_t)n, sizeof(*p->idle))) == NULL) {
+		if (p != NULL)
+			free(p->w);
 		free(p);
 		snprintf(err, errlen, "opening the engine's workers: out of memory");
 		return -1;
@@ -230,15 +276,13 @@ engine_serve_open(struct store *s, const struct engine_opts *o, struct engine_po
 	pthread_condattr_init(&ca);
 	/* Deadlines are monotonic, as the schedule is (clock_mono_ms). */
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cv, &ca);
+	for (int i = 0; i < n; i++) {
+		p->w[i].p = p;
+		pthread_cond_init(&p->w[i].cv, &ca);
+	}
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&p->mu, NULL);
 	*out = p;
-	for (int i = 0; i < n; i++) {
-		p->w[i].p = p;
-		if (store_open_again(s, &p->w[i].s, err, errlen) != 0)
-			return -1;
-	}
 	return 0;
 }
 
@@ -268,7 +312,8 @@ engine_serve_close(struct engine_pool *p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
-	pthread_cond_broadcast(&p->cv);
+	for (int i = 0; i < p->nworkers; i++)
+		pthread_cond_signal(&p->w[i].cv);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i < p->nworkers; i++) {
 		if (p->w[i].started)
@@ -276,6 +321,7 @@ engine_serve_close(struct engine_pool *p)
 		p->w[i].started = false;
 		store_close(p->w[i].s);
 		p->w[i].s = NULL;
+		pthread_cond_destroy(&p->w[i].cv);
 	}
 	for (size_t i = 0; i < p->nslots; i++) {
 		engine__run_close(&p->slots[i]->r);
@@ -283,7 +329,7 @@ engine_serve_close(struct engine_pool *p)
 	}
 	free(p->slots);
 	free(p->w);
-	pthread_cond_destroy(&p->cv);
+	free(p->idle);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }
@@ -344,7 +390,7 @@ pool_add(struct engine_pool *p, struct store *s, struct unrunnable *u, int64_t i
 		p->cap = cap;
 	}
 	p->slots[p->nslots++] = sl;
-	pthread_cond_signal(&p->cv);
+	wake_leader(p);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
 }

@@ -9,6 +9,7 @@
  * flight resumes on restart), then the HTTP server and the notifiers; a
  * second signal stops at once. */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@
 #include "store.h"
 
 #define DEFAULT_LISTEN	"127.0.0.1:8080"
+/* The smallest block malloc maps on its own (cli_serve): 128 KiB, glibc's
+ * default before it adapts. */
+#define SERVE_MMAP_MIN	(128 * 1024)
 
 _Static_assert(SERVE_WORKERS_MAX == ENGINE_WORKERS_MAX,
     "serve.yaml's workers and the engine's bound are one bound");
@@ -294,6 +298,12 @@ cli_serve(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a, &rc) != 0)
 		return rc;
+	/* A block of SERVE_MMAP_MIN or more is mapped on its own and given
+	 * back when freed. glibc would otherwise raise that bound to the
+	 * largest block freed so far, and a step's result read once (a plan's
+	 * document reads megabytes of it) would stay in a thread's arena for
+	 * good: serve's memory would be the sum of its threads' peaks. */
+	mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_MIN);
 	if (a.config != NULL && read_config(&a) != 0)
 		goto done;
 	if (settle_args(&a, err, sizeof(err)) != 0) {
@@ -315,11 +325,13 @@ cli_serve(int argc, char **argv)
 		goto fail;
 	catch_signals();
 
-	/* The notifiers', the backups' and the engine's connections before the HTTP
+	/* The notifiers' and the backups' connections before the HTTP
 	 * server's answers: once /healthz answers, every connection serve
 	 * makes is open on the file it locked, so a file removed from then on
 	 * is one serve notices (a connection opened later would create an
-	 * empty database in its place). */
+	 * empty database in its place). The engine's workers open theirs at
+	 * their first turn, without creating a file and on the one S opened
+	 * (store_open_again). */
 	if (a.cfg != NULL && a.cfg->nnotifiers > 0 && notify_start(a.db, a.cfg, &nf, err,
 	    sizeof(err)) != 0)
 		goto fail;
