@@ -372,6 +372,24 @@ net_cpu(const struct bench *b, double cpu0, double t0)
 	return cpu - cpu0 - b->idle_rate * (bench_mono_s() - t0);
 }
 
+/* Says step K of R as soon as it ends (a size of 100,000 old queues runs
+ * for hours, and a step that fails leaves only what was said before):
+ * its time, per queue, the broker's CPU over it (CPU < 0: unknown) and
+ * this process's peak RSS in it. */
+static void
+step_said(const struct size_run *r, int k, double cpu)
+{
+	char cpus[48] = "broker CPU unknown", rss[48] = "";
+
+	if (cpu >= 0)
+		snprintf(cpus, sizeof(cpus), "broker CPU %.3f s", cpu);
+	if (r->rss[k] > 0)
+		snprintf(rss, sizeof(rss), ", peak RSS %.1f MB", r->rss[k]);
+	printf("# %d old queues: %s: %.3f s, %.2f us/queue, %s%s\n", r->n,
+	    step_names[k], r->s[k], 1e6 * r->s[k] / r->n, cpus, rss);
+	fflush(stdout);
+}
+
 /* The watch: its first tick, then TICKS light ones (the median counts),
  * each with the broker's CPU; then one paged listing alone and the
  * broker's unpaginated one (which past about 50,000 queues gets no
@@ -391,6 +409,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	r->s[WATCH_FULL] = bench_mono_s() - t0;
 	r->cpu_full = net_cpu(b, c0, t0);
 	rss_mark(r, WATCH_FULL);
+	step_said(r, WATCH_FULL, r->cpu_full);
 	for (int k = 0; k < ticks; k++) {
 		t0 = bench_mono_s();
 		c0 = bench_broker_cpu_s();
@@ -403,6 +422,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	r->s[WATCH_LIGHT] = bench_median(t, ticks);
 	rss_mark(r, WATCH_LIGHT);
 	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
+	step_said(r, WATCH_LIGHT, r->cpu_light);
 	pass = json_object_get(json_object_get(b->state, "old"), "pass");
 	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
 	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));
@@ -412,6 +432,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 		return -1;
 	r->s[PAGED] = bench_mono_s() - t0;
 	r->cpu_paged = net_cpu(b, c0, t0);
+	step_said(r, PAGED, r->cpu_paged);
 	r->pages = mgmt_last_pages(b->c.mgmt);
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
@@ -422,6 +443,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	}
 	r->s[LISTING] = bench_mono_s() - t0;
 	r->cpu_listing = net_cpu(b, c0, t0);
+	step_said(r, LISTING, r->cpu_listing);
 	return 0;
 }
 
@@ -432,7 +454,7 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
     struct size_run *r, int k)
 {
 	char err[4096];
-	double t0 = bench_mono_s();
+	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s();
 
 	rss_mark(r, -1);
 	b->c.state = NULL;
@@ -444,6 +466,8 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 	if (k >= 0)
 		r->s[k] = bench_mono_s() - t0;
 	rss_mark(r, k);
+	if (k >= 0)
+		step_said(r, k, net_cpu(b, c0, t0));
 	return 0;
 }
 
