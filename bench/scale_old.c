@@ -59,22 +59,22 @@
 #define DAY_MS 86400000LL
 #define HOUR_MS 3600000LL
 
-enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE, LISTING, PAGED, NSTEPS };
+enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE, LISTING, OURS, NSTEPS };
 
 static const char *const step_names[NSTEPS] = {
 	"measure_horizon", "the watch's first tick (full pass)",
 	"a watch tick (light pass)", "move_old's pass", "remove_old",
 	"a full listing (GET /api/queues, statistics)",
-	"the paged listing (statistics, pages of 500)"
+	"cutover's listing (statistics; by name past 20,000)"
 };
 
 /* What one size measured. */
 struct size_run {
 	int n;				/* old queues */
 	double s[NSTEPS];		/* wall seconds of each step */
-	double cpu_full, cpu_light, cpu_listing, cpu_paged; /* broker CPU s, net
+	double cpu_full, cpu_light, cpu_listing, cpu_ours; /* broker CPU s, net
 					 * of idle; -1 unknown */
-	struct mgmt_pages pages;	/* what the paged listing cost */
+	struct mgmt_pages pages;	/* what cutover's listing cost */
 	double rss_mb;			/* this process's peak RSS in the size */
 	double rss[NSTEPS];		/* its peak in each step, MB */
 	double broker_mb;		/* the node's memory with N old queues */
@@ -317,11 +317,11 @@ bench_close(struct bench *b, int n)
 	plan_free(b->p);
 }
 
-/* The vhost's listing with statistics as the watch makes it, page by
- * page (PAGED), or the broker's one unpaginated listing, into *OUT (or
+/* The vhost's listing with statistics as the watch makes it (OURS:
+ * mgmt_list_queues_all), or the broker's one listing, into *OUT (or
  * dropped when OUT is NULL). Returns 0 or -1. */
 static int
-full_listing(struct bench *b, bool paged, json_t **out)
+full_listing(struct bench *b, bool ours, json_t **out)
 {
 	char path[256], err[1024];
 	json_t *l = NULL;
@@ -329,12 +329,12 @@ full_listing(struct bench *b, bool paged, json_t **out)
 
 	snprintf(path, sizeof(path), "/api/queues/%s?columns=" OLD_WATCH_COLUMNS,
 	    bench_vhost_enc(b->c.mgmt));
-	rc = paged ? mgmt_list_queues_all(b->c.mgmt, OLD_WATCH_COLUMNS, &l, err,
+	rc = ours ? mgmt_list_queues_all(b->c.mgmt, OLD_WATCH_COLUMNS, &l, err,
 	    sizeof(err)) : mgmt_request(b->c.mgmt, "GET", path, NULL, &l, NULL, err,
 	    sizeof(err));
 	if (rc != 0) {
-		fprintf(stderr, "bench_scale_old: the %slisting: %s\n", paged ? "paged " :
-		    "", err);
+		fprintf(stderr, "bench_scale_old: %s: %s\n", ours ? "cutover's listing" :
+		    "the broker's listing", err);
 		return -1;
 	}
 	if (out != NULL)
@@ -430,9 +430,9 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	c0 = bench_broker_cpu_s();
 	if (full_listing(b, true, NULL) != 0)
 		return -1;
-	r->s[PAGED] = bench_mono_s() - t0;
-	r->cpu_paged = net_cpu(b, c0, t0);
-	step_said(r, PAGED, r->cpu_paged);
+	r->s[OURS] = bench_mono_s() - t0;
+	r->cpu_ours = net_cpu(b, c0, t0);
+	step_said(r, OURS, r->cpu_ours);
 	r->pages = mgmt_last_pages(b->c.mgmt);
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
@@ -577,15 +577,15 @@ print_size(const struct size_run *r)
 		printf("  %-46s %8.3f s  %8.2f us/queue", step_names[k], r->s[k],
 		    1e6 * r->s[k] / r->n);
 		/* The listings are the bench's, not a step's. */
-		if (k == PAGED)
-			printf("  %zu requests (%zu repeated)\n", r->pages.requests,
-			    r->pages.repeats);
+		if (k == OURS)
+			printf("  %zu requests (%zu gone)\n", r->pages.requests,
+			    r->pages.gone);
 		else
 			printf(k == LISTING ? "\n" : "  peak RSS %6.1f MB\n", r->rss[k]);
 	}
 	printf("  broker CPU (net of idle): full tick %.3f s, light tick %.3f s, "
-	    "listing %.3f s, paged listing %.3f s\n", r->cpu_full, r->cpu_light,
-	    r->cpu_listing, r->cpu_paged);
+	    "listing %.3f s, cutover's listing %.3f s\n", r->cpu_full, r->cpu_light,
+	    r->cpu_listing, r->cpu_ours);
 	fflush(stdout);
 }
 
@@ -597,7 +597,7 @@ print_lines(const struct size_run *runs, int nruns)
 {
 	const struct size_run *lo = &runs[0], *hi = &runs[nruns - 1];
 	static const int per_queue[] = { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE,
-	    LISTING, PAGED };
+	    LISTING, OURS };
 	char m[192], a[160], b[160];
 	int ok = 1;
 	double tick, ratio, peer;
@@ -622,7 +622,7 @@ print_lines(const struct size_run *runs, int nruns)
 		snprintf(a, sizeof(a), "%.2f us/queue (%.2f s)", 1e6 * ph, hi->s[k]);
 		snprintf(b, sizeof(b), "%d old queues: %.2f us/queue", lo->n, 1e6 * pl);
 		/* The listings have no floor: they are what the steps stand on. */
-		ok &= bench_line(m, a, b, ph / pl, k == LISTING || k == PAGED ? "-" :
+		ok &= bench_line(m, a, b, ph / pl, k == LISTING || k == OURS ? "-" :
 		    "<= 1.2");
 	}
 	hi = &runs[nruns - 1];
@@ -633,13 +633,13 @@ print_lines(const struct size_run *runs, int nruns)
 	    FULL_EVERY;
 	/* Against the broker's one listing; where it got no answer, against
 	 * the paged one (named). */
-	peer = hi->cpu_listing > 0 ? hi->cpu_listing : hi->cpu_paged;
+	peer = hi->cpu_listing > 0 ? hi->cpu_listing : hi->cpu_ours;
 	ratio = tick < 0 || peer <= 0 ? -1 : tick / peer;
 	snprintf(m, sizeof(m), "watch broker CPU per tick, %d old queues", hi->n);
 	snprintf(a, sizeof(a), "%.3f s (light %.3f, full %.3f every %d)", tick,
 	    hi->cpu_light, hi->cpu_full, FULL_EVERY);
 	snprintf(b, sizeof(b), "one full listing%s %.3f s", hi->cpu_listing > 0 ? "" :
-	    " (paged: the broker's one got no answer)", peer);
+	    " (cutover's: the broker's one got no answer)", peer);
 	ok &= bench_line(m, a, b, ratio, "<= 0.1");
 	snprintf(m, sizeof(m), "peak RSS of the steps' process, %d old queues", hi->n);
 	snprintf(a, sizeof(a), "%.1f MB", hi->rss_mb);

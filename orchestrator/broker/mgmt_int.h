@@ -63,14 +63,11 @@ struct mgmt {
 						 * way (mgmt__timeout_ms) */
 	int			 global_init;
 	long			 one_listing_max; /* see MGMT_ONE_LISTING_MAX */
-	int			 page_size;	/* of the paged listing; 0:
-						 * MGMT_PAGE_SIZE_MAX (tests set
-						 * it: mgmt_test.h) */
-	/* Tests only (mgmt_test.h): called after each page of a paged
-	 * listing was read, with its number and size. */
-	void			(*page_hook)(void *arg, int page, int size);
-	void			*page_hook_arg;
-	struct mgmt_pages	 pages;		/* the last paged listing's */
+	/* Tests only (mgmt_test.h): called after each request of
+	 * mgmt_list_queues_all, with its number (1: the first). */
+	void			(*listing_hook)(void *arg, size_t request);
+	void			*listing_hook_arg;
+	struct mgmt_pages	 pages;		/* the last mgmt_list_queues_all's */
 	struct httpbody		 answer;
 	bool			 answer_text;	/* a 2xx answer is left as text
 					 * in ANSWER, not parsed

@@ -283,7 +283,8 @@ qb_policies_from_records(struct mgmt *m, struct qbuild *b, const char *path,
 }
 
 /* The fast listing (or, with COUNTED, the statistics one with the publish
- * counters, in pages, each queue's policy as the records say), joined
+ * counters, as mgmt_list_queues_all reads them, each queue's policy as
+ * the records say), joined
  * with the policies and the consumers. Each listed queue goes into the
  * list as it is read (qb_add): the listing is never one tree. */
 static int

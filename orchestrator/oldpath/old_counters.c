@@ -74,9 +74,9 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 	int64_t at = old_now_ms(c);
 
 	memset(o, 0, sizeof(*o));
-	/* Statistics on (message_stats needs them), page by page: see
-	 * mgmt_list_queues_all for why, and why no queue there throughout
-	 * is missed. */
+	/* Statistics on (message_stats needs them): see
+	 * mgmt_list_queues_all for how they are read past 20,000 queues,
+	 * and why no queue there throughout is missed. */
 	if (mgmt_list_queues_all(c->old_mgmt, OLD_WATCH_COLUMNS, &arr, why,
 	    sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the publish counters: %s", why);

@@ -111,13 +111,12 @@ old_list(struct tick *t)
 {
 	char why[768];
 
-	/* Statistics on (message_stats needs them), only the columns used,
-	 * page by page: in one request the broker computes every queue's
-	 * statistics before it answers, which past about 50,000 queues
-	 * outlasts the management listener's idle timeout. A queue created
-	 * or deleted between pages may be missing, one there throughout
-	 * never is (mgmt_list_queues_all): a queue created meanwhile shows
-	 * at the next full pass, as one created just after this would. */
+	/* Statistics on (message_stats needs them), only the columns used;
+	 * in one request up to 20,000 queues, by name past that
+	 * (mgmt_list_queues_all). A queue created or deleted during the
+	 * listing may be missing, one there throughout never is: a queue
+	 * created meanwhile shows at the next full pass, as one created just
+	 * after this would. */
 	if (mgmt_list_queues_all(t->c->old_mgmt, OLD_WATCH_COLUMNS
 	    ",messages_dlx,head_message_timestamp", &t->old.listing, why,
 	    sizeof(why)) != 0) {

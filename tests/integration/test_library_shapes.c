@@ -91,7 +91,7 @@ static void
 queue(const char *name, int64_t ttl_ms, int64_t expires_ms, const char *dlx,
     const char *dlk)
 {
-	struct topology_arg a[4];
+	struct topology_arg a[4] = { 0 };
 	size_t n = 0;
 	char err[1024];
 

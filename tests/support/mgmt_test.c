@@ -19,13 +19,6 @@ mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms)
 }
 
 void
-mgmt_set_page_size(struct mgmt *m, int size)
-{
-	if (m != NULL && size >= 0 && size <= MGMT_PAGE_SIZE_MAX)
-		m->page_size = size;
-}
-
-void
 mgmt_set_one_listing_max(struct mgmt *m, long max)
 {
 	if (m != NULL && max >= 0)
@@ -33,13 +26,12 @@ mgmt_set_one_listing_max(struct mgmt *m, long max)
 }
 
 void
-mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page, int size),
-    void *arg)
+mgmt_set_listing_hook(struct mgmt *m, void (*hook)(void *arg, size_t request), void *arg)
 {
 	if (m == NULL)
 		return;
-	m->page_hook = hook;
-	m->page_hook_arg = arg;
+	m->listing_hook = hook;
+	m->listing_hook_arg = arg;
 }
 
 static void

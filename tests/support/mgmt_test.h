@@ -17,19 +17,15 @@
  * other values leave that timeout as it was). */
 void mgmt_set_timeouts(struct mgmt *m, long connect_ms, long total_ms);
 
-/* The page size of M's paged listings (mgmt_list_queues_all): SIZE
- * 1..MGMT_PAGE_SIZE_MAX, or 0 for the default (MGMT_PAGE_SIZE_MAX). */
-void mgmt_set_page_size(struct mgmt *m, int size);
-
-/* Up to how many queues in the broker M's paged listings read them in
- * one request (MGMT_ONE_LISTING_MAX; 0: never). */
+/* Up to how many queues in the broker M's mgmt_list_queues_all reads
+ * them in one request (MGMT_ONE_LISTING_MAX; 0: never, always by name). */
 void mgmt_set_one_listing_max(struct mgmt *m, long max);
 
-/* Calls HOOK(ARG, PAGE, SIZE) after each page of M's paged listings has
- * been read (NULL: none): what a test does there happens between two
- * pages. */
-void mgmt_set_page_hook(struct mgmt *m, void (*hook)(void *arg, int page,
-    int size), void *arg);
+/* Calls HOOK(ARG, REQUEST) after each request of M's mgmt_list_queues_all
+ * (1: the first, the names' listing when it reads them by name; NULL:
+ * none): what a test does there happens between two requests. */
+void mgmt_set_listing_hook(struct mgmt *m, void (*hook)(void *arg, size_t request),
+    void *arg);
 
 /* ---- overview ---- */
 
