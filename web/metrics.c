@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "store_notify.h"
 #include "textbuf.h"
+#include "view_result.h"
 
 #define PLANS_MAX	1000	/* plan names shown; the newest first */
 #define STEPS_MAX	1000
@@ -189,6 +190,21 @@ each_sample(int64_t ts, const char *metric, const char *label, double v, void *a
 	return 0;
 }
 
+/* Step result TEXT parsed for the metrics: without its lists of over
+ * VIEW_LIST_INLINE entries when it is long (view_result_brief), since
+ * no metric reads one, and the watch's per-queue lists at 100,000 old
+ * queues would make each scrape parse tens of megabytes. A new
+ * reference, or NULL. */
+static json_t *
+result_parsed(const char *text)
+{
+	json_t *brief = NULL, *elided = NULL;
+
+	view_result_brief(text, &brief, &elided);
+	json_decref(elided);
+	return brief != NULL ? brief : json_loads(text, 0, NULL);
+}
+
 /* Reads what the metrics need about plan PM. */
 static int
 load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
@@ -217,7 +233,7 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 		pm->nsteps = i + 1;
 		if (st.result_json != NULL && (strcmp(st.kind, "watch") == 0 ||
 		    strcmp(st.kind, "canary") == 0 || strcmp(st.kind, "move_old") == 0)) {
-			json_t *j = json_loads(st.result_json, 0, NULL);
+			json_t *j = result_parsed(st.result_json);
 
 			if (strcmp(st.kind, "watch") == 0) {
 				json_decref(pm->watch);
