@@ -516,6 +516,11 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		goto done;
 	}
 	idle_rate(&b, n >= 10000 ? 5 : 1);
+	/* The node's own work with no step running (its statistics of
+	 * every queue): what every step's broker figure sits on. */
+	if (b.idle_rate >= 0)
+		printf("# %d old queues: the node's CPU while no step runs: %.2f CPUs\n",
+		    n, b.idle_rate);
 	if (run_watch(&b, r, ticks) != 0)
 		goto done;
 	if (r->move && timed_step(&b, step_move_old, "move_old", &b.moved, r, MOVE) != 0)

@@ -3,7 +3,9 @@
  * vhost's queue names in one listing without statistics and then each
  * queue by its name, so that what the broker does grows with the queues,
  * not with their square. */
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,21 +166,173 @@ cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* GET queue NAME with COLUMNS (the name among them) on client M into
+ * *IT. Returns 0, MGMT_NOT_FOUND (gone), or another code with ERR. */
+static int
+get_queue(struct mgmt *m, const char *name, const char *columns, json_t **it,
+    char *err, size_t errlen)
+{
+	struct path p;
+	long status;
+	int rc;
+
+	*it = NULL;
+	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
+	    errlen)) != 0)
+		return rc;
+	mgmt__path_add(&p, "?columns=");
+	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
+		mgmt__path_add(&p, "name,");
+	mgmt__path_add(&p, columns);
+	if ((rc = mgmt__path_check(&p, "GET /api/queues/{name}", err, errlen)) != 0)
+		return rc;
+	return mgmt_request(m, "GET", p.s, NULL, it, &status, err, errlen);
+}
+
+/* The queues' own GETs, made by MGMT_BY_NAME_CLIENTS threads at once, each
+ * on a client of its own (mgmt__open_again), at most BY_NAME_AHEAD of them
+ * ahead of the queue the caller hands on: the answers come back out of
+ * order and are handed in the names' order. */
+#define BY_NAME_AHEAD	(4 * MGMT_BY_NAME_CLIENTS)
+
+struct answer {
+	json_t	*it;			/* the queue, or NULL */
+	int	 rc;			/* get_queue's */
+	bool	 done;
+	char	 err[512];
+};
+
+struct fetch {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	const struct names *nm;
+	const char	*columns;
+	size_t		 next;		/* the next name to ask for */
+	size_t		 handed;	/* the next answer the caller takes */
+	bool		 stop;
+	struct answer	 ring[BY_NAME_AHEAD];
+};
+
+struct fetcher {
+	struct fetch	*f;
+	struct mgmt	*m;
+	pthread_t	 th;
+};
+
+/* A fetcher's thread: asks for the next name not asked for yet, while it
+ * is fewer than BY_NAME_AHEAD ahead of the caller, until the names end or
+ * the caller stops. */
+static void *
+fetch_loop(void *arg)
+{
+	struct fetcher *fr = arg;
+	struct fetch *f = fr->f;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		struct answer a = { 0 };
+		size_t i;
+
+		while (!f->stop && f->next < f->nm->n && f->next >= f->handed + BY_NAME_AHEAD)
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (f->stop || f->next >= f->nm->n)
+			break;
+		i = f->next++;
+		pthread_mutex_unlock(&f->mu);
+		a.rc = get_queue(fr->m, f->nm->v[i], f->columns, &a.it, a.err, sizeof(a.err));
+		pthread_mutex_lock(&f->mu);
+		a.done = true;
+		f->ring[i % BY_NAME_AHEAD] = a;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Starts the fetchers of F on clients opened again from M: *N of them
+ * (fewer when a client or a thread could not be had; 0: the caller asks
+ * for each queue itself). The names are F's until they stop. */
+static void
+fetchers_start(struct mgmt *m, struct fetch *f, struct fetcher *fr, int *n)
+{
+	char why[512];
+
+	*n = 0;
+	for (int k = 0; k < MGMT_BY_NAME_CLIENTS; k++) {
+		fr[k] = (struct fetcher){ .f = f };
+		if (mgmt__open_again(m, &fr[k].m, why, sizeof(why)) != 0) {
+			log_event("warn", NULL, NULL, "management: a client for reading "
+			    "queues by name: %s: reading them with %d", why, k);
+			break;
+		}
+		if (pthread_create(&fr[k].th, NULL, fetch_loop, &fr[k]) != 0) {
+			mgmt_close(fr[k].m);
+			break;
+		}
+		*n = k + 1;
+	}
+}
+
+/* Stops and joins N fetchers of F, closes their clients and releases the
+ * answers not taken. */
+static void
+fetchers_stop(struct fetch *f, struct fetcher *fr, int n)
+{
+	pthread_mutex_lock(&f->mu);
+	f->stop = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	for (int k = 0; k < n; k++) {
+		pthread_join(fr[k].th, NULL);
+		mgmt_close(fr[k].m);
+	}
+	for (size_t i = 0; i < BY_NAME_AHEAD; i++)
+		json_decref(f->ring[i].it);
+}
+
+/* The answer to name I: from the fetchers of F when there are any (N),
+ * else asked for on M. Returns get_queue's code, with *IT and ERR. */
+static int
+answer_of(struct mgmt *m, struct fetch *f, int n, size_t i, json_t **it, char *err,
+    size_t errlen)
+{
+	struct answer *a = &f->ring[i % BY_NAME_AHEAD];
+	int rc;
+
+	if (n == 0)
+		return get_queue(m, f->nm->v[i], f->columns, it, err, errlen);
+	pthread_mutex_lock(&f->mu);
+	while (!a->done)
+		pthread_cond_wait(&f->cv, &f->mu);
+	*it = a->it;
+	rc = a->rc;
+	if (rc != 0)
+		errbuf_set(err, errlen, "%s", a->err);
+	*a = (struct answer){ 0 };
+	f->handed = i + 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
 /* Every queue with COLUMNS to TK (nothing taken before): the vhost's
  * names in one listing without statistics (the broker walks its queues
  * once and computes nothing), then GET /api/queues/{vhost}/{name} with
- * COLUMNS for each, in name order. A queue named by the listing and gone
- * before its own request (404) is counted in m->pages.gone and left out.
- * Returns 0, or a code with ERR. */
+ * COLUMNS for each, MGMT_BY_NAME_CLIENTS at once, handed on in name
+ * order. A queue named by the listing and gone before its own request
+ * (404) is counted in m->pages.gone and left out. Returns 0, or a code
+ * with ERR. */
 static int
 each_by_name(struct mgmt *m, struct taker *tk, const char *columns, char *err,
     size_t errlen)
 {
 	struct names nm = { 0 };
+	struct fetch f = { .nm = &nm, .columns = columns };
+	struct fetcher fr[MGMT_BY_NAME_CLIENTS];
 	struct path p;
 	json_t *it = NULL;
-	long status;
-	int rc;
+	size_t k = 0;
+	int rc, n = 0;
 
 	listing_path(&p, m, "?disable_stats=true&", "name");
 	if ((rc = mgmt__path_check(&p, "GET /api/queues (names)", err, errlen)) != 0)
@@ -188,37 +342,40 @@ each_by_name(struct mgmt *m, struct taker *tk, const char *columns, char *err,
 		goto done;
 	hook(m, m->pages.requests);
 	qsort(nm.v, nm.n, sizeof(*nm.v), cmp_name);
+	/* Each name once (the broker's listing has none twice). */
+	for (size_t i = 0; i < nm.n; i++)
+		if (k == 0 || strcmp(nm.v[k - 1], nm.v[i]) != 0)
+			nm.v[k++] = nm.v[i];
+		else
+			free(nm.v[i]);
+	nm.n = k;
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	if (nm.n > 1)
+		fetchers_start(m, &f, fr, &n);
 	for (size_t i = 0; i < nm.n; i++) {
-		if (i > 0 && strcmp(nm.v[i - 1], nm.v[i]) == 0)
-			continue;
-		if ((rc = mgmt__path_object(&p, m, "/api/queues/", nm.v[i], "queue", err,
-		    errlen)) != 0)
-			goto done;
-		mgmt__path_add(&p, "?columns=");
-		if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
-			mgmt__path_add(&p, "name,");
-		mgmt__path_add(&p, columns);
-		if ((rc = mgmt__path_check(&p, "GET /api/queues/{name}", err, errlen)) != 0)
-			goto done;
 		m->pages.requests++;
-		rc = mgmt_request(m, "GET", p.s, NULL, &it, &status, err, errlen);
+		rc = answer_of(m, &f, n, i, &it, err, errlen);
 		if (rc == MGMT_NOT_FOUND) {
 			m->pages.gone++;
 			hook(m, m->pages.requests);
 			continue;
 		}
 		if (rc != 0)
-			goto done;
+			break;
 		rc = take(tk, it, nm.v[i], "GET /api/queues/{name}", i, err, errlen);
 		json_decref(it);
 		it = NULL;
 		if (rc != 0)
-			goto done;
+			break;
 		hook(m, m->pages.requests);
 	}
-	rc = 0;
+	fetchers_stop(&f, fr, n);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
+	if (rc == MGMT_NOT_FOUND)
+		rc = 0;
 done:
-	json_decref(it);
 	names_free(&nm);
 	return rc;
 }

@@ -28,6 +28,10 @@
 #define WHAT_MAX		160	/* "METHOD /path" in messages */
 #define EXCERPT_MAX		160	/* bytes of an answer quoted */
 #define USER_AGENT		"cutover-mgmt/1"
+/* Clients reading queues by name at once (mgmt_all.c): at 100,000
+ * queues four answer each GET in 357 us against 588 us for one, and
+ * cost the broker 490 us of CPU each against 743 (3.10, 2 CPUs). */
+#define MGMT_BY_NAME_CLIENTS	4
 #define MGMT_TLS_WHERE		"broker.tls (not given: the system's CA store)"
 
 /* Columns of the fast listing; with disable_stats the broker has no
@@ -92,6 +96,13 @@ mgmt__check_name(const char *name, const char *kind, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+/* ---- mgmt_open.c ---- */
+
+/* A client of its own on what M is open on (its nodes, TLS, vhost, user
+ * and password reference, timeouts), for another thread. Returns 0 and
+ * *OUT (mgmt_close), or a code with ERR. */
+int mgmt__open_again(const struct mgmt *m, struct mgmt **out, char *err, size_t errlen);
 
 /* ---- mgmt_path.c: building an encoded path ---- */
 

@@ -243,6 +243,22 @@ done:
 	return rc;
 }
 
+int
+mgmt__open_again(const struct mgmt *m, struct mgmt **out, char *err, size_t errlen)
+{
+	char ref[256];
+	int rc;
+
+	snprintf(ref, sizeof(ref), "env:%s", m->password_env);
+	if ((rc = mgmt_open_list((const char *const *)m->bases, m->nbases, &m->tls,
+	    m->vhost, m->username, ref, m->total_ms, out, err, errlen)) != 0)
+		return rc;
+	(*out)->connect_ms = m->connect_ms;
+	(*out)->return_after_ms = m->return_after_ms;
+	(*out)->one_listing_max = m->one_listing_max;
+	return 0;
+}
+
 void
 mgmt_close(struct mgmt *m)
 {
