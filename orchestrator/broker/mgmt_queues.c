@@ -251,22 +251,27 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 }
 
 /* Sets the policy of each queue B holds from the queue records' listing
- * (the fast one, at PATH): the statistics name a policy applied or
- * changed only some seconds after the records do, and a policy just put
- * (a dead-letter exchange, a TTL) must count at once. A queue the records
- * no longer have keeps what the statistics said. Returns 0, or a code
- * with ERR. */
+ * (names and policies, no statistics and no totals: at 100,000 queues
+ * 4.4 s of the broker's time against 14.5 s with the totals): the
+ * statistics name a policy applied or changed only some seconds after the
+ * records do, and a policy just put (a dead-letter exchange, a TTL) must
+ * count at once. A queue the records no longer have keeps what the
+ * statistics said. Returns 0, or a code with ERR. */
 static int
-qb_policies_from_records(struct mgmt *m, struct qbuild *b, const char *path,
-    char *err, size_t errlen)
+qb_policies_from_records(struct mgmt *m, struct qbuild *b, char *err, size_t errlen)
 {
 	struct qbuild r = { .what = b->what };
 	struct mgmt_queue_list records;
 	const struct mgmt_queue *q;
+	struct path p;
 	bool failed = false;
 	int rc;
 
-	if ((rc = mgmt__get_items(m, path, qb_add, &r, err, errlen)) != 0) {
+	mgmt__path_vhost(&p, m, "/api/queues/");
+	mgmt__path_add(&p, "?disable_stats=true&columns=name,policy");
+	if ((rc = mgmt__path_check(&p, "GET /api/queues (policies)", err, errlen)) != 0)
+		return rc;
+	if ((rc = mgmt__get_items(m, p.s, qb_add, &r, err, errlen)) != 0) {
 		qb_free(&r);
 		return rc;
 	}
@@ -313,7 +318,7 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		rc = mgmt__get_items(m, p.s, qb_add, &b, err, errlen);
 	else if ((rc = mgmt__list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
 	    qb_add, &b, err, errlen)) == 0)
-		rc = qb_policies_from_records(m, &b, p.s, err, errlen);
+		rc = qb_policies_from_records(m, &b, err, errlen);
 	if (rc != 0) {
 		qb_free(&b);
 		return rc;
