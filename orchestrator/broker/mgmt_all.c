@@ -55,19 +55,26 @@ take(struct taker *tk, json_t *it, const char *want, const char *what, size_t i,
 	return 0;
 }
 
-/* Starts P as the vhost's queue listing with QUERY ("?...&", ending where
- * the columns go) and COLUMNS, the name among them: the listing is
+/* Adds "columns=" and COLUMNS to P, the name among them: each queue is
  * checked by it, whether the caller asked for it or not. */
+static void
+columns_add(struct path *p, const char *columns)
+{
+	mgmt__path_add(p, "columns=");
+	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
+		mgmt__path_add(p, "name,");
+	mgmt__path_add(p, columns);
+}
+
+/* Starts P as the vhost's queue listing with QUERY ("?...&", ending where
+ * the columns go) and COLUMNS (columns_add). */
 static void
 listing_path(struct path *p, struct mgmt *m, const char *query,
     const char *columns)
 {
 	mgmt__path_vhost(p, m, "/api/queues/");
 	mgmt__path_add(p, query);
-	mgmt__path_add(p, "columns=");
-	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
-		mgmt__path_add(p, "name,");
-	mgmt__path_add(p, columns);
+	columns_add(p, columns);
 }
 
 /* Calls M's listing hook, when a test set one, after request REQUEST. */
@@ -180,10 +187,8 @@ get_queue(struct mgmt *m, const char *name, const char *columns, json_t **it,
 	if ((rc = mgmt__path_object(&p, m, "/api/queues/", name, "queue", err,
 	    errlen)) != 0)
 		return rc;
-	mgmt__path_add(&p, "?columns=");
-	if (strncmp(columns, "name,", 5) != 0 && strcmp(columns, "name") != 0)
-		mgmt__path_add(&p, "name,");
-	mgmt__path_add(&p, columns);
+	mgmt__path_add(&p, "?");
+	columns_add(&p, columns);
 	if ((rc = mgmt__path_check(&p, "GET /api/queues/{name}", err, errlen)) != 0)
 		return rc;
 	return mgmt_request(m, "GET", p.s, NULL, it, &status, err, errlen);
@@ -359,6 +364,7 @@ each_by_name(struct mgmt *m, struct taker *tk, const char *columns, char *err,
 		if (rc == MGMT_NOT_FOUND) {
 			m->pages.gone++;
 			hook(m, m->pages.requests);
+			rc = 0;
 			continue;
 		}
 		if (rc != 0)
@@ -373,8 +379,6 @@ each_by_name(struct mgmt *m, struct taker *tk, const char *columns, char *err,
 	fetchers_stop(&f, fr, n);
 	pthread_cond_destroy(&f.cv);
 	pthread_mutex_destroy(&f.mu);
-	if (rc == MGMT_NOT_FOUND)
-		rc = 0;
 done:
 	names_free(&nm);
 	return rc;
