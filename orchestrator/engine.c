@@ -225,6 +225,7 @@ engine__run_open(struct run *r, struct store *s, int64_t plan_id, const struct e
 	r->id = plan_id;
 	r->o = o;
 	r->ctx_step = -1;
+	r->broker_alert_check = true;  /* an earlier process may have left one */
 	r->err = err;
 	r->errlen = errlen;
 	if ((t = store_plan_yaml(s, plan_id, &yaml, &len, err, errlen)) != 0) {

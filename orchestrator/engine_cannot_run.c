@@ -37,24 +37,6 @@ unrunnable_why(struct unrunnable *u, int64_t id)
 	return u->v[u->n++].why;
 }
 
-/* The open plan_cannot_run alert of a plan, if any. */
-struct cannot_run_alert {
-	int64_t id;
-	char message[512];
-};
-
-static int
-find_cannot_run(const struct store_alert *a, void *arg)
-{
-	struct cannot_run_alert *c = arg;
-
-	if (strcmp(a->kind, STORE_ALERT_CANNOT_RUN) != 0)
-		return 0;
-	c->id = a->id;
-	snprintf(c->message, sizeof(c->message), "%s", a->message);
-	return 1;
-}
-
 /* Serve cannot run plan ID because of WHY: the first time, and whenever
  * the reason changes, says so once in the log and in the store — the
  * alert plan_cannot_run with what to do (the page and /metrics show it)
@@ -64,7 +46,7 @@ find_cannot_run(const struct store_alert *a, void *arg)
 void
 engine__plan_cannot_run(struct store *s, struct unrunnable *u, int64_t id, const char *why)
 {
-	struct cannot_run_alert open = { 0 };
+	struct engine_open_alert open = { .kind = STORE_ALERT_CANNOT_RUN };
 	struct store_plan p;
 	char message[512], err[512], *said = unrunnable_why(u, id), *text = NULL;
 	const char *name = NULL;
@@ -88,7 +70,7 @@ engine__plan_cannot_run(struct store *s, struct unrunnable *u, int64_t id, const
 	snprintf(message, sizeof(message), "%.*s%s; what to do: %s",
 	    (int)strlen(why) > room ? room - 3 : room, why,
 	    (int)strlen(why) > room ? "..." : "", STORE_CANNOT_RUN_ACTION);
-	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
+	if (engine__alert_find_open(s, id, &open, err, sizeof(err)) != 0)
 		goto failed;
 	if (open.id != 0 && strcmp(open.message, message) == 0)
 		goto done;
@@ -125,38 +107,13 @@ done:
 void
 engine__plan_can_run(struct store *s, struct unrunnable *u, int64_t id)
 {
-	struct cannot_run_alert open = { 0 };
-	char err[512], details[128];
 	size_t i;
 
 	for (i = 0; u != NULL && i < u->n && u->v[i].id != id; i++)
 		;
 	if (u != NULL && i < u->n)
 		u->v[i] = u->v[--u->n];
-	if (store_each_alert(s, id, 1, find_cannot_run, &open, err, sizeof(err)) < 0)
-		goto failed;
-	if (open.id == 0)
-		return;
-	snprintf(details, sizeof(details), "{\"alert\":%lld,\"comment\":\"the stored plan "
-	    "loads again\"}", (long long)open.id);
-	if (store_begin(s, err, sizeof(err)) != 0)
-		goto failed;
-	if (store_alert_ack(s, id, open.id, ACTOR, "the stored plan loads again",
-	    clock_now_ms(), err, sizeof(err)) != 0 ||
-	    store_alert_cause_gone(s, id, STORE_ALERT_CANNOT_RUN, err, sizeof(err)) != 0 ||
-	    store_append_event(s, id, clock_now_ms(), ACTOR, "alert.acked", details,
-	    NULL, err, sizeof(err)) != 0) {
-		store_rollback(s);
-		goto failed;
-	}
-	if (store_commit(s, err, sizeof(err)) == 0) {
-		log_event("info", NULL, NULL, "plan %lld loads again: its %s alert is closed",
-		    (long long)id, STORE_ALERT_CANNOT_RUN);
-		return;
-	}
-failed:
-	log_event("error", NULL, NULL, "closing plan %lld's %s alert: %s", (long long)id,
-	    STORE_ALERT_CANNOT_RUN, err);
+	engine__alert_close(s, id, NULL, STORE_ALERT_CANNOT_RUN, "the stored plan loads again");
 }
 
 void

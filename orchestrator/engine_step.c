@@ -19,16 +19,19 @@
 #define TICK_LAG_METRIC		"tick.lag_ms"
 
 /* Opens the broker connections for step IDX, reusing them when they were
- * opened for it already (the watch's ticks). Returns 0 or -1 with ERR. */
+ * opened for it already (the watch's ticks). Returns 0, or step_ctx_open's
+ * failure with ERR. */
 static int
 open_ctx(struct run *r, int idx)
 {
+	int rc;
+
 	if (r->ctx_step == idx && r->ctx.amqp != NULL)
 		return 0;
 	step_ctx_close(&r->ctx);
 	r->ctx_step = -1;
-	if (step_ctx_open(&r->ctx, r->plan, r->err, r->errlen) != 0)
-		return -1;
+	if ((rc = step_ctx_open(&r->ctx, r->plan, r->err, r->errlen)) != 0)
+		return rc;
 	r->ctx_step = idx;
 	return 0;
 }
@@ -40,19 +43,9 @@ static int
 step_unreachable(struct run *r, const json_t *state, json_t **result)
 {
 	char message[1024];
-	int64_t alert = 0;
-	bool raised = false;
 
 	snprintf(message, sizeof(message), "%s", r->err);
-	if (store_alert_raise(r->s, r->id, "broker_unreachable", message,
-	    clock_now_ms(), &alert, &raised, r->err, r->errlen) == 0 && raised) {
-		engine__event(r, ACTOR, "alert.raised", json_pack("{s:s,s:s,s:I}", "alert",
-		    "broker_unreachable", "message", message, "alert_id",
-		    (json_int_t)alert));
-		log_event("warn", r->plan->name, NULL, "alert broker_unreachable raised "
-		    "(id %lld): %s; once understood: cutover ack %s %lld",
-		    (long long)alert, message, r->plan->name, (long long)alert);
-	}
+	engine__broker_unreachable(r, message);
 	*result = state != NULL ? json_deep_copy(state) : json_object();
 	r->ctx.again = true;
 	return 0;
@@ -62,7 +55,8 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
  * connections first, then its inputs, then the step (FN, or its run
  * function when NULL). STATE is its last persisted result (borrowed, may
  * be NULL). Returns what the step returns (0, with r->ctx.again set when
- * it must run again; -1 failed) and its result in *RESULT; the run stays
+ * it must run again; -1 failed, with r->broker_lost set when the broker
+ * went silent or away meanwhile) and its result in *RESULT; the run stays
  * begun in r->ctx (what it hands over, r->ctx.events) until the caller
  * ends it (step_ctx_end_run), after recording what came of it and before
  * freeing STATE. */
@@ -72,21 +66,26 @@ engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t
 	enum plan_step_kind kind = r->plan->steps[idx].kind;
 	const struct step_kind *sk = step_kind_of(kind);
 	struct step_ctx *c = &r->ctx;
-	int rc = -1;
+	unsigned long losses = 0;
+	int rc = -1, orc;
 
 	*result = NULL;
+	r->broker_lost = false;
 	step_ctx_end_run(c);
 	if (sk == NULL) {
 		snprintf(r->err, r->errlen, "unknown step kind %d", (int)kind);
 		*result = json_object();
 		return -1;
 	}
-	if ((sk->flags & STEP_KIND_BROKER) && open_ctx(r, idx) != 0) {
+	if ((sk->flags & STEP_KIND_BROKER) && (orc = open_ctx(r, idx)) != 0) {
 		if (sk->flags & STEP_KIND_OUTLIVES_BROKER)
 			return step_unreachable(r, state, result);
+		r->broker_lost = orc == STEP_CTX_UNREACHABLE;
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", r->err);
 		return -1;
 	}
+	if (sk->flags & STEP_KIND_BROKER)
+		losses = step_ctx_losses(c);
 	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
 	c->inputs = step_inputs_of_store(&r->inputs);
 	if (sk->prepare == NULL ||
@@ -94,6 +93,8 @@ engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t
 		rc = (fn != NULL ? fn : sk->run)(c, result, r->err, r->errlen);
 	if (*result == NULL)
 		*result = json_object();
+	r->broker_lost = rc < 0 && (sk->flags & STEP_KIND_BROKER) &&
+	    step_ctx_losses(c) > losses;
 	return rc;
 }
 
@@ -174,7 +175,7 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 	json_t *state = NULL, *result = NULL;
 	char *text = NULL;
 	int64_t started_ms = clock_now_ms(), lag_ms = -1;
-	int rc = -1, sr;
+	int rc = -1, sr, br;
 
 	/* Due only when this step's last run asked to run again: not on its
 	 * first run, nor on the first after serve started. */
@@ -193,6 +194,13 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 		rc = 0;
 		goto done;
 	}
+	if (sr < 0 && (br = engine__broker_retry(r, idx, result)) != 0) {
+		/* Not the step's failure either: the broker's silence, which
+		 * time may end. */
+		rc = br > 0 ? 0 : -1;
+		goto done;
+	}
+	engine__broker_answered(r, idx);
 	r->tick_due_ms = 0;
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 0 && r->ctx.again) {

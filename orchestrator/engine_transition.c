@@ -1,7 +1,9 @@
 /* engine_transition: the engine's writes to the store: an event, a step's
  * or the plan's status with its event, each in one transaction with the
  * events a step's run handed over. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -112,4 +114,65 @@ engine__plan_transition(struct run *r, enum plan_status status, const char *acto
 		return -1;
 	log_event("info", r->plan->name, NULL, "%s", kind);
 	return 0;
+}
+
+/* store_each_alert's callback: the open alert of ARG's kind. */
+static int
+open_of_kind(const struct store_alert *a, void *arg)
+{
+	struct engine_open_alert *o = arg;
+
+	if (strcmp(a->kind, o->kind) != 0)
+		return 0;
+	o->id = a->id;
+	snprintf(o->message, sizeof(o->message), "%s", a->message);
+	return 1;
+}
+
+int
+engine__alert_find_open(struct store *s, int64_t plan_id, struct engine_open_alert *o,
+    char *err, size_t errlen)
+{
+	o->id = 0;
+	o->message[0] = '\0';
+	return store_each_alert(s, plan_id, 1, open_of_kind, o, err, errlen) < 0 ? -1 : 0;
+}
+
+void
+engine__alert_close(struct store *s, int64_t plan_id, const char *plan_name,
+    const char *kind, const char *why)
+{
+	struct engine_open_alert open = { .kind = kind };
+	json_t *d = NULL;
+	char err[512], *text = NULL;
+
+	if (engine__alert_find_open(s, plan_id, &open, err, sizeof(err)) != 0)
+		goto failed;
+	if (open.id == 0)
+		return;
+	if ((d = json_pack("{s:I,s:s,s:s}", "alert", (json_int_t)open.id, "kind", kind,
+	    "comment", why)) == NULL || (text = json_dumps(d, JSON_COMPACT)) == NULL) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto failed;
+	}
+	if (store_begin(s, err, sizeof(err)) != 0)
+		goto failed;
+	if (store_alert_ack(s, plan_id, open.id, ACTOR, why, clock_now_ms(), err,
+	    sizeof(err)) != 0 || store_alert_cause_gone(s, plan_id, kind, err,
+	    sizeof(err)) != 0 || store_append_event(s, plan_id, clock_now_ms(), ACTOR,
+	    "alert.acked", text, NULL, err, sizeof(err)) != 0) {
+		store_rollback(s);
+		goto failed;
+	}
+	if (store_commit(s, err, sizeof(err)) != 0)
+		goto failed;
+	log_event("info", plan_name, NULL, "plan %lld: alert %s (id %lld) closed: %s",
+	    (long long)plan_id, kind, (long long)open.id, why);
+	goto done;
+failed:
+	log_event("error", plan_name, NULL, "closing plan %lld's %s alert: %s",
+	    (long long)plan_id, kind, err);
+done:
+	free(text);
+	json_decref(d);
 }

@@ -257,6 +257,12 @@ void broker_set_return_after(struct broker *b, int64_t ms);
  * frees B and everything it holds. B may be NULL. */
 void broker_close(struct broker *b);
 
+/* How many times B lost its connection (closed by the broker, reset, no
+ * answer in time) or could not connect again, since broker_open: a
+ * caller that failed sees from it whether the broker's silence or
+ * absence was why, which time may mend, rather than an answer it gave. */
+unsigned long broker_losses(const struct broker *b);
+
 /* The AMQP reply code of the broker's answer that made the last call fail
  * (404, 406, 540, 320, ...), or 0 if the last call did not fail because of
  * a broker reply. */

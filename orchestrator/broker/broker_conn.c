@@ -119,6 +119,12 @@ broker_set_return_after(struct broker *b, int64_t ms)
 	b->return_after_ms = ms;
 }
 
+unsigned long
+broker_losses(const struct broker *b)
+{
+	return b->losses;
+}
+
 int
 broker_reply_code(const struct broker *b)
 {

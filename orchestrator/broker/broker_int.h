@@ -105,6 +105,7 @@ struct broker {
 	bool open_lost;                 /* one was not recorded (out of
 	                                 * memory): no multiple ack on this
 	                                 * channel any more */
+	unsigned long losses;           /* see broker_losses */
 	int reply_code;                 /* of the reply that failed the */
 	char reply_text[TEXT_MAX];      /* last call, and its text */
 

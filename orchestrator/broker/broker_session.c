@@ -131,6 +131,7 @@ broker__conn_lost(struct broker *b, int result, const char *why)
 {
 	broker__chan_lost(b, result, why);
 	if (b->conn != NULL) {
+		b->losses++;
 		amqp_destroy_connection(b->conn);
 		b->conn = NULL;
 	}
@@ -778,8 +779,12 @@ broker__begin(struct broker *b, char *err, size_t errlen)
 	maybe_return(b);
 	for (tries = 0; tries < 3; tries++) {
 		if (b->conn == NULL &&
-		    (rc = broker__connect_any(b, err, errlen)) != 0)
+		    (rc = broker__connect_any(b, err, errlen)) != 0) {
+			/* A login refused is an answer, not the broker's absence. */
+			if (rc == BROKER_ECONNECT || rc == BROKER_ETIMEOUT || rc == BROKER_ELOST)
+				b->losses++;
 			return rc;
+		}
 		if (b->chan == 0 && (rc = broker__open_channel(b, err, errlen)) != 0)
 			continue;
 		broker__drain(b);

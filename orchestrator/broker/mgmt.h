@@ -127,6 +127,12 @@ void mgmt_set_return_after(struct mgmt *m, int64_t ms);
 /* Closes the connection and frees M. M may be NULL. */
 void mgmt_close(struct mgmt *m);
 
+/* How many of M's requests got no HTTP answer (refused, timed out,
+ * closed; not a TLS refusal) since mgmt_open, its clients for reading
+ * queues by name included: as broker_losses, what tells a caller that
+ * failed whether the node's silence or absence was why. */
+unsigned long mgmt_losses(const struct mgmt *m);
+
 /* The virtual host M was opened for (owned by M). */
 const char *mgmt_vhost(const struct mgmt *m);
 

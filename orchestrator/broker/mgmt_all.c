@@ -278,10 +278,10 @@ fetchers_start(struct mgmt *m, struct fetch *f, struct fetcher *fr, int *n)
 	}
 }
 
-/* Stops and joins N fetchers of F, closes their clients and releases the
- * answers not taken. */
+/* Stops and joins N fetchers of F, closes their clients (their losses
+ * become M's) and releases the answers not taken. */
 static void
-fetchers_stop(struct fetch *f, struct fetcher *fr, int n)
+fetchers_stop(struct mgmt *m, struct fetch *f, struct fetcher *fr, int n)
 {
 	pthread_mutex_lock(&f->mu);
 	f->stop = true;
@@ -289,6 +289,7 @@ fetchers_stop(struct fetch *f, struct fetcher *fr, int n)
 	pthread_mutex_unlock(&f->mu);
 	for (int k = 0; k < n; k++) {
 		pthread_join(fr[k].th, NULL);
+		m->losses += fr[k].m->losses;
 		mgmt_close(fr[k].m);
 	}
 	for (size_t i = 0; i < BY_NAME_AHEAD; i++)
@@ -376,7 +377,7 @@ each_by_name(struct mgmt *m, struct taker *tk, const char *columns, char *err,
 			break;
 		hook(m, m->pages.requests);
 	}
-	fetchers_stop(&f, fr, n);
+	fetchers_stop(m, &f, fr, n);
 	pthread_cond_destroy(&f.cv);
 	pthread_mutex_destroy(&f.mu);
 done:

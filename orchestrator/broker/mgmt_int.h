@@ -66,6 +66,7 @@ struct mgmt {
 	long			 request_ms;	/* the bound of the request under
 						 * way (mgmt__timeout_ms) */
 	int			 global_init;
+	unsigned long		 losses;	/* see mgmt_losses */
 	long			 one_listing_max; /* see MGMT_ONE_LISTING_MAX */
 	/* Tests only (mgmt_test.h): called after each request of
 	 * mgmt_list_queues_all, with its number (1: the first). */

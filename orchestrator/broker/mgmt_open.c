@@ -259,6 +259,12 @@ mgmt__open_again(const struct mgmt *m, struct mgmt **out, char *err, size_t errl
 	return 0;
 }
 
+unsigned long
+mgmt_losses(const struct mgmt *m)
+{
+	return m->losses;
+}
+
 void
 mgmt_close(struct mgmt *m)
 {

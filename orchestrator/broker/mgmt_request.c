@@ -125,6 +125,8 @@ transport_error(struct mgmt *m, CURLcode cc, const char *what, char *err,
 		errbuf_set(err, errlen, "%s: %s (%s)", what, why, m->base);
 		return;
 	}
+	/* TLS's refusals above are answers; these are the node's absence. */
+	m->losses++;
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(m->curl, CURLINFO_OS_ERRNO, &oserr);

@@ -35,8 +35,9 @@ step_broker_open(const struct plan_broker *b, int timeout_ms, struct broker **ou
 }
 
 /* Opens B's AMQP connection into *AMQP and its management API client into
- * *MGMT for plan P. Returns 0, or -1 with ERR (what opened stays in *AMQP
- * and *MGMT for the caller to close). */
+ * *MGMT for plan P. Returns 0, or -1 with ERR, STEP_CTX_UNREACHABLE when
+ * the broker did not answer (what opened stays in *AMQP and *MGMT for the
+ * caller to close). */
 static int
 open_broker(const struct plan *p, const struct plan_broker *b,
     struct broker **amqp, struct mgmt **mgmt, char *err, size_t errlen)
@@ -46,6 +47,7 @@ open_broker(const struct plan *p, const struct plan_broker *b,
 	const char *whose = b == &p->target ? "the target broker" : "the broker";
 	char tls[32], why[1024];
 	size_t n;
+	int rc;
 
 	snprintf(tls, sizeof(tls), "%s.tls", b->section);
 	if (tls_insecure_warning(&b->tls, tls, why, sizeof(why)) != NULL)
@@ -54,19 +56,21 @@ open_broker(const struct plan *p, const struct plan_broker *b,
 		errbuf_set(err, errlen, "%s.amqp: %s", b->section, why);
 		return -1;
 	}
-	if (step_broker_open(b, STEP_BROKER_TIMEOUT_MS, amqp, why, sizeof(why)) != 0) {
+	if ((rc = step_broker_open(b, STEP_BROKER_TIMEOUT_MS, amqp, why,
+	    sizeof(why))) != 0) {
 		errbuf_set(err, errlen, "connecting to %s over AMQP: %s", whose, why);
-		return -1;
+		return rc == BROKER_ECONNECT || rc == BROKER_ETIMEOUT || rc == BROKER_ELOST ?
+		    STEP_CTX_UNREACHABLE : -1;
 	}
 	murls = plan_urls(b->management_urls, b->nmanagement, &b->management, &n);
-	if (mgmt_open_list(murls, n, &b->tls, u.vhost, b->username, b->password,
-	    STEP_BROKER_TIMEOUT_MS, mgmt, why, sizeof(why)) != 0) {
+	if ((rc = mgmt_open_list(murls, n, &b->tls, u.vhost, b->username, b->password,
+	    STEP_BROKER_TIMEOUT_MS, mgmt, why, sizeof(why))) != 0) {
 		if (b == &p->target)
 			errbuf_set(err, errlen, "opening the target broker's management "
 			    "API: %s", why);
 		else
 			errbuf_set(err, errlen, "opening the management API: %s", why);
-		return -1;
+		return rc == MGMT_ERR_TRANSPORT ? STEP_CTX_UNREACHABLE : -1;
 	}
 	mgmt_set_return_after(*mgmt, b->return_after_ms);
 	return 0;
@@ -75,21 +79,40 @@ open_broker(const struct plan *p, const struct plan_broker *b,
 int
 step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen)
 {
+	int rc;
+
 	memset(c, 0, sizeof(*c));
 	c->plan = p;
-	if (open_broker(p, &p->broker, &c->old_amqp, &c->old_mgmt, err, errlen) != 0)
+	if ((rc = open_broker(p, &p->broker, &c->old_amqp, &c->old_mgmt, err,
+	    errlen)) != 0)
 		goto fail;
 	if (!p->has_target) {
 		c->amqp = c->old_amqp;
 		c->mgmt = c->old_mgmt;
 		return 0;
 	}
-	if (open_broker(p, &p->target, &c->amqp, &c->mgmt, err, errlen) != 0)
+	if ((rc = open_broker(p, &p->target, &c->amqp, &c->mgmt, err, errlen)) != 0)
 		goto fail;
 	return 0;
 fail:
 	step_ctx_close(c);
-	return -1;
+	return rc;
+}
+
+unsigned long
+step_ctx_losses(const struct step_ctx *c)
+{
+	unsigned long n = 0;
+
+	if (c->old_amqp != NULL)
+		n += broker_losses(c->old_amqp);
+	if (c->old_mgmt != NULL)
+		n += mgmt_losses(c->old_mgmt);
+	if (c->amqp != NULL && c->amqp != c->old_amqp)
+		n += broker_losses(c->amqp);
+	if (c->mgmt != NULL && c->mgmt != c->old_mgmt)
+		n += mgmt_losses(c->mgmt);
+	return n;
 }
 
 void

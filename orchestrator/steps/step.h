@@ -116,11 +116,20 @@ struct step_ctx {
 	};
 };
 
+/* step_ctx_open's return when a broker did not answer (refused, timed
+ * out, closed), which time may mend, rather than refused what it asked. */
+#define STEP_CTX_UNREACHABLE	(-2)
+
 /* Opens the AMQP connection and the management API client of P's broker,
  * and of its target when it names one (credentials resolved from their
- * env: references now). Returns 0, or -1 with ERR naming which failed and
- * why; nothing stays open on failure. */
+ * env: references now). Returns 0, or -1 (STEP_CTX_UNREACHABLE) with ERR
+ * naming which failed and why; nothing stays open on failure. */
 int step_ctx_open(struct step_ctx *c, const struct plan *p, char *err, size_t errlen);
+
+/* How many times C's connections lost their broker or got no answer since
+ * step_ctx_open (broker_losses and mgmt_losses of each): a step that failed
+ * with more than before its run failed on the broker's silence. */
+unsigned long step_ctx_losses(const struct step_ctx *c);
 
 /* Opens an AMQP connection to broker B of a plan (its broker, its target):
  * broker_open_list over every URL of its amqp, tried in order (see

@@ -251,6 +251,9 @@ tick_status(struct tick *t, int open, bool *ready)
 	const char *status;
 
 	*ready = false;
+	if (!t->failed)
+		watch_alert_over(t, "broker_unreachable", "the broker answered every "
+		    "question of a tick again");
 	if (t->failed)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->flag_held)

@@ -15,8 +15,9 @@
  * alerts (old_publish, old_new_queue, old_not_drained, parking,
  * ladder_drift (a binding, a level queue or the parking queue gone), probe
  * (lost, late, or early under a policy that shortens the levels),
- * broker_unreachable), none of which lets the watch end until it is
- * acknowledged. The plan's flag is a feature of the real Unleash
+ * broker_unreachable), none of which lets the watch end while it is open
+ * (broker_unreachable closes once the broker answers a tick again; the
+ * others wait for an acknowledgement). The plan's flag is a feature of the real Unleash
  * (CUTOVER_TEST_UNLEASH_URL, admin token CUTOVER_TEST_UNLEASH_TOKEN), one
  * per test, created on and deleted at the end; the watch reads it every
  * tick, and turning it off (or deleting it) under the watch raises
