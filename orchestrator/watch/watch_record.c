@@ -290,6 +290,11 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			    "the watch cannot end until it is cleared (%s)", t->a[i].kind, (long long)id, t->a[i].msg,
 			    (long long)a.returns_after, alert_kind_find(t->a[i].kind) != NULL ?
 			    alert_kind_find(t->a[i].kind)->clear : "see docs/alerts.md");
+		else if (raised && alert_kind_find(t->a[i].kind) != NULL &&
+		    alert_kind_find(t->a[i].kind)->closes == ALERT_CLOSES_SELF)
+			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
+			    "%s. The watch cannot end while it is open; it closes by itself "
+			    "once its cause is gone", t->a[i].kind, (long long)id, t->a[i].msg);
 		else if (raised)
 			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
 			    "%s. The watch cannot end while it is open; once understood: "
