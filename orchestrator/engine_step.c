@@ -32,6 +32,7 @@ open_ctx(struct run *r, int idx)
 	r->ctx_step = -1;
 	if ((rc = step_ctx_open(&r->ctx, r->plan, r->err, r->errlen)) != 0)
 		return rc;
+	r->ctx.stop = r->o->stop;
 	r->ctx_step = idx;
 	return 0;
 }
@@ -187,6 +188,14 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 	if (state_text != NULL)
 		state = json_loads(state_text, 0, NULL);
 	sr = engine__run_step(r, idx, state, NULL, &result);
+	if (sr < 0 && r->ctx.stopped) {
+		/* Given up for the stop: recorded as a kill there would be,
+		 * that is not at all; it resumes at the next start. */
+		log_event("info", r->plan->name, plan_step_kind_name(r->plan->steps[idx].kind),
+		    "%s", r->err);
+		rc = 0;
+		goto done;
+	}
 	log_waiting(r, idx, state, result);
 	if (sr < 0 && engine__busy_retry(r, plan_step_kind_name(r->plan->steps[idx].kind))) {
 		/* Not the step's failure: it runs again from its last state, and

@@ -46,6 +46,10 @@
 #define CANARY_PREFETCH		100
 #define CANARY_POLL_MS		100
 #define CANARY_RETRIES		3	/* reconnects while consuming */
+/* The longest the canary waits for a delivery before it looks whether the
+ * process is asked to stop: a canary of long delays must not hold a
+ * SIGTERM for as long. */
+#define CANARY_STOP_LOOK_MS	500
 #define PARKING_LISTED		10	/* other parked messages described */
 #define ERRORS_LISTED		4	/* failed messages named in ERR */
 
@@ -342,9 +346,15 @@ consume(struct canary *k, char *err, size_t errlen)
 		now = clock_mono_ms();
 		if (now >= deadline)
 			break;
-		r = broker_next(k->c->amqp, (int)(deadline - now), &d, why, sizeof(why));
+		if (step_stop_asked(k->c)) {
+			errbuf_set(err, errlen, "stopped while waiting for the canary's "
+			    "messages; the canary runs again at the next start");
+			return -1;
+		}
+		r = broker_next(k->c->amqp, (int)(deadline - now < CANARY_STOP_LOOK_MS ?
+		    deadline - now : CANARY_STOP_LOOK_MS), &d, why, sizeof(why));
 		if (r == BROKER_ETIMEOUT)
-			break;
+			continue;	/* the deadline, or a look at the stop */
 		if (r == BROKER_ELOST && ++retries <= CANARY_RETRIES)
 			continue;   /* the next call reconnects and resubscribes */
 		if (r != 0) {
@@ -496,6 +506,12 @@ check_parking(struct canary *k, json_t *parking, bool *works, char *detail,
 		}
 		if (now >= deadline)
 			break;
+		if (step_stop_asked(k->c)) {
+			errbuf_set(err, errlen, "stopped while waiting for the message to "
+			    "the unbound destination; the canary runs again at the next start");
+			found = -1;
+			goto report;
+		}
 		clock_sleep_ms(deadline - now < CANARY_POLL_MS ? deadline - now : CANARY_POLL_MS);
 	}
 	if (found == 0) {

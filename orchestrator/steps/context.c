@@ -115,6 +115,15 @@ step_ctx_losses(const struct step_ctx *c)
 	return n;
 }
 
+bool
+step_stop_asked(struct step_ctx *c)
+{
+	if (c->stop == NULL || !*c->stop)
+		return false;
+	c->stopped = true;
+	return true;
+}
+
 void
 step_ctx_close(struct step_ctx *c)
 {

@@ -658,6 +658,13 @@ pass_queue(struct pass *ps, char *err, size_t errlen)
 		cur = !cur;
 		if (!end)
 			pace(ps);
+		/* Between batches, the last one's acknowledgements and its
+		 * state's write behind: as a kill here would leave it. */
+		if (!end && step_stop_asked(c)) {
+			errbuf_set(err, errlen, "stopped in the middle of old queue '%s'; "
+			    "the move goes on from there at the next start", ps->oq->q->name);
+			goto done;
+		}
 	}
 	rc = 0;
 done:

@@ -4,6 +4,7 @@
 #ifndef CUTOVER_STEP_H
 #define CUTOVER_STEP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,9 @@ void step_events_clear(struct step_events *ev);
 	                            * be run again (the watch, until its \
 	                            * deadline) */ \
 	struct step_events events; /* out: events for the history (owned) */ \
+	bool stopped;              /* out: the run gave up because the process \
+	                            * is stopping (step_stop_asked): nothing \
+	                            * of it is to be recorded */ \
 	struct step_inputs inputs; /* what the engine's prepare call reads: \
 	                            * the references it fetched are released \
 	                            * with the run */
@@ -106,6 +110,12 @@ struct step_ctx {
 	 * the state that accounts for them. Freed by step_ctx_close. */
 	struct broker_delivery *held;
 	size_t nheld, capheld;
+	/* Borrowed, may be NULL: non-zero once the process is asked to stop
+	 * (SIGTERM). A step that waits (the canary for its messages, move_old
+	 * between batches) gives its run up there (step_stop_asked) rather
+	 * than hold the stop for minutes: it resumes from what it last
+	 * recorded at the next start, as after a kill. */
+	volatile sig_atomic_t *stop;
 
 	/* The current run's part: RUN as one, or its fields by name. */
 	union {
@@ -137,6 +147,12 @@ unsigned long step_ctx_losses(const struct step_ctx *c);
  * it does. */
 int step_broker_open(const struct plan_broker *b, int timeout_ms,
     struct broker **out, char *err, size_t errlen);
+
+/* Whether the process is asked to stop (C->stop): when so, the current
+ * run is marked given up (C->stopped), and the step returns -1 at once,
+ * leaving things as a kill at that point would (the engine records
+ * nothing of the run). */
+bool step_stop_asked(struct step_ctx *c);
 
 /* Closes what C holds. Safe on a zeroed or half-opened context. */
 void step_ctx_close(struct step_ctx *c);

@@ -173,6 +173,36 @@ test_killed_during_canary_resumes(void **state)
 	ieng_cleanup_broker();
 }
 
+/* Asked to stop (SIGTERM) while the canary waits for a message of 6 s:
+ * the run stops at once, the canary's run given up unrecorded (neither
+ * succeeded nor failed, no wait of 6 s for it), and the next run runs
+ * the canary again and ends. */
+static void
+test_stopped_during_canary_resumes(void **state)
+{
+	struct itest_history t;
+	char status[32];
+	pid_t pid;
+
+	(void)state;
+	set_names("stop");
+	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 6s");
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
+	ieng_wait_step(2, "running", 60000);
+	assert_true(wait_ladder_holds(30000));
+	kill(pid, SIGTERM);
+	assert_int_equal(itest_wait(pid), 4);	/* cutover run: stopped by a signal */
+	ieng_step_status(2, status, sizeof(status));
+	assert_string_equal(status, "running");
+	ieng_history(&t, "running");
+	itest_expect_counts(&t, "step.started=3 step.succeeded=2 step.failed=0");
+
+	assert_int_equal(ieng_run(), 0);
+	ieng_history(&t, "succeeded");
+	itest_expect_counts(&t, "step.started=3 step.succeeded=3 step.failed=0");
+	ieng_cleanup_broker();
+}
+
 static void
 test_abort_before_the_flip(void **state)
 {
@@ -376,6 +406,7 @@ ITEST_MAIN(ieng_main,
 	cmocka_unit_test(test_gate_approved_from_another_process),
 	cmocka_unit_test(test_failed_step_retried),
 	cmocka_unit_test(test_killed_during_canary_resumes),
+	cmocka_unit_test(test_stopped_during_canary_resumes),
 	cmocka_unit_test(test_abort_before_the_flip),
 	cmocka_unit_test(test_tampered_history_is_detected),
 	cmocka_unit_test(test_wall_clock_stepped_back),
