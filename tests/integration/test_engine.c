@@ -145,24 +145,33 @@ test_failed_step_retried(void **state)
 	ieng_cleanup_broker();
 }
 
+/* Test TEST's plan (declare_ladder, verify_ladder, a canary of DELAYS)
+ * run by `cutover run` and sent SIG while the canary's messages are in the
+ * ladder; asserts that it exits EXIT with the canary still running. */
+static void
+signal_in_the_canary(const char *test, const char *delays, int sig, int exit)
+{
+	char status[32];
+	pid_t pid;
+
+	set_names(test);
+	write_plan("[declare_ladder, verify_ladder, canary]", delays);
+	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
+	ieng_wait_step(2, "running", 60000);
+	assert_true(wait_ladder_holds(30000));
+	kill(pid, sig);
+	assert_int_equal(itest_wait(pid), exit);
+	ieng_step_status(2, status, sizeof(status));
+	assert_string_equal(status, "running");
+}
+
 static void
 test_killed_during_canary_resumes(void **state)
 {
 	struct itest_history t;
-	char status[32];
-	pid_t pid;
 
 	(void)state;
-	set_names("kill");
-	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 2s, 3s");
-	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
-	/* Kill it while the canary's messages are in the ladder. */
-	ieng_wait_step(2, "running", 60000);
-	assert_true(wait_ladder_holds(30000));
-	kill(pid, SIGKILL);
-	assert_int_equal(itest_wait(pid), 128 + SIGKILL);
-	ieng_step_status(2, status, sizeof(status));
-	assert_string_equal(status, "running");
+	signal_in_the_canary("kill", "100ms, 2s, 3s", SIGKILL, 128 + SIGKILL);
 
 	/* The restarted engine runs the canary again (a new batch) and ends. */
 	assert_int_equal(ieng_run(), 0);
@@ -181,19 +190,10 @@ static void
 test_stopped_during_canary_resumes(void **state)
 {
 	struct itest_history t;
-	char status[32];
-	pid_t pid;
 
 	(void)state;
-	set_names("stop");
-	write_plan("[declare_ladder, verify_ladder, canary]", "100ms, 6s");
-	pid = itest_start_run(ieng_db, ieng_planfile, NULL);
-	ieng_wait_step(2, "running", 60000);
-	assert_true(wait_ladder_holds(30000));
-	kill(pid, SIGTERM);
-	assert_int_equal(itest_wait(pid), 4);	/* cutover run: stopped by a signal */
-	ieng_step_status(2, status, sizeof(status));
-	assert_string_equal(status, "running");
+	/* 4: cutover run stopped by a signal. */
+	signal_in_the_canary("stop", "100ms, 6s", SIGTERM, 4);
 	ieng_history(&t, "running");
 	itest_expect_counts(&t, "step.started=3 step.succeeded=2 step.failed=0");
 
