@@ -97,8 +97,8 @@ engine__broker_answered(struct run *r, int idx)
 
 	r->broker_since_ms = 0;
 	/* The watch follows the alert itself, tick by tick. */
-	if (r->broker_lost || !r->broker_alert_check || sk == NULL || !(sk->flags & STEP_KIND_BROKER) ||
-	    (sk->flags & STEP_KIND_OUTLIVES_BROKER))
+	if (r->broker_lost || !r->broker_alert_check || sk == NULL ||
+	    !(sk->flags & STEP_KIND_BROKER) || (sk->flags & STEP_KIND_OUTLIVES_BROKER))
 		return;
 	r->broker_alert_check = false;
 	engine__alert_close(r->s, r->id, r->plan->name, "broker_unreachable",

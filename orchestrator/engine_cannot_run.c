@@ -1,7 +1,8 @@
 /* engine_cannot_run: what serve says of a plan it cannot run (the alert
  * plan_cannot_run and the event plan.cannot_run, once per reason) and
  * the closing of that alert once the plan runs again, under serve or
- * `cutover run`. A leaf of the engine: it calls only the store. */
+ * `cutover run`. It needs no plan's run: only the store and the engine's
+ * alert writes (engine_transition.c), so both loops call it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
