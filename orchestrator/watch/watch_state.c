@@ -134,31 +134,34 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done)
 {
 	json_t *j;
-	int bad = 0;
 
-	/* The shared figures from the table they are read back by. */
-	if ((j = json_pack("{s:i}", "version", WATCH_STATE_VERSION)) == NULL)
+	j = json_pack("{s:i,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,"
+	    "s:o,s:o,s:o,s:o,s:I,s:o,s:b}",
+	    "version", WATCH_STATE_VERSION,
+	    "started_ms", (json_int_t)w->started_ms,
+	    "flip_ms", (json_int_t)w->flip_ms,
+	    "max_ttl_ms", (json_int_t)w->max_ttl_ms,
+	    "max_ttl_queue", w->max_ttl_queue,
+	    "allowance_ms", (json_int_t)w->allowance_ms,
+	    "last_old_entry_ms", (json_int_t)w->last_old_entry_ms,
+	    "deadline_ms", (json_int_t)w->deadline_ms,
+	    "ticks", (json_int_t)w->ticks,
+	    "last_tick_ms", (json_int_t)w->last_tick_ms,
+	    "old", watch_old_json(t, &w->old),
+	    "ladder", watch_ladder_json(&w->ladder),
+	    "probe", watch_probe_json(t, &w->probes),
+	    "verify", watch_verify_json(&w->verify),
+	    "downsample_last_ms", (json_int_t)w->ds_last_ms,
+	    "summary", summary_json(t, w, open_alerts, status),
+	    "done", done);
+	if (j == NULL)
 		return NULL;
-	jint_fields_put(j, w, top_fields, JFIELDS_N(top_fields));
-	/* A part that could not be made (out of memory) makes no state at
-	 * all: one without it would read back as a new watch's. */
-	bad |= json_object_set_new(j, "max_ttl_queue", json_string(w->max_ttl_queue));
-	bad |= json_object_set_new(j, "old", watch_old_json(t, &w->old));
-	bad |= json_object_set_new(j, "ladder", watch_ladder_json(&w->ladder));
-	bad |= json_object_set_new(j, "probe", watch_probe_json(t, &w->probes));
-	bad |= json_object_set_new(j, "verify", watch_verify_json(&w->verify));
-	bad |= json_object_set_new(j, "summary", summary_json(t, w, open_alerts, status));
-	bad |= json_object_set_new(j, "done", json_boolean(done));
-	bad |= json_object_set_new(j, "clock", watch_clock_json(&w->clock));
-	bad |= json_object_set_new(j, "parking", watch_parking_json(&w->park));
+	json_object_set_new(j, "clock", watch_clock_json(&w->clock));
+	json_object_set_new(j, "parking", watch_parking_json(&w->park));
 	watch_restart_json(j, &w->nodes);
-	bad |= json_object_set_new(j, "levels", watch_levels_json(&w->levels));
-	bad |= json_object_set_new(j, "flag", watch_flag_json(&w->flag));
-	bad |= json_object_set_new(j, "stats", watch_stats_json(t, &w->stats));
-	if (bad) {
-		json_decref(j);
-		return NULL;
-	}
+	json_object_set_new(j, "levels", watch_levels_json(&w->levels));
+	json_object_set_new(j, "flag", watch_flag_json(&w->flag));
+	json_object_set_new(j, "stats", watch_stats_json(t, &w->stats));
 	if (done && t->old.seen)
 		json_object_set_new(j, "old_last", watch_old_last_json(t));
 	return j;
