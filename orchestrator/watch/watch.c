@@ -251,9 +251,6 @@ tick_status(struct tick *t, int open, bool *ready)
 	const char *status;
 
 	*ready = false;
-	if (!t->failed)
-		watch_alert_over(t, "broker_unreachable", "the broker answered every "
-		    "question of a tick again");
 	if (t->failed)
 		status = "waiting: the broker did not answer every question this tick";
 	else if (t->flag_held)
@@ -406,6 +403,11 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		watch_probe_send(&t);
 		watch_levels_send(&t, &w.probes.seq);
 	}
+	/* Every question of the tick answered: what broker_unreachable said
+	 * is over (watch_write_alerts keeps it when this tick raised it). */
+	if (!t.failed)
+		watch_alert_over(&t, "broker_unreachable", "the broker answered every "
+		    "question of a tick again");
 	if (tick_record(&t, ready, &open, &done, &status, err, errlen) != 0)
 		goto done;
 	rc = 0;

@@ -262,6 +262,7 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 	int r;
 
 	for (size_t i = 0; i < t->na; i++) {
+		const struct alert_kind *k = alert_kind_find(t->a[i].kind);
 		struct store_alert a = { 0 };
 
 		if (store_begin(s, err, errlen) != 0)
@@ -288,10 +289,8 @@ watch_write_alerts(struct tick *t, char *err, size_t errlen)
 			log_event("warn", t->p->name, "watch", "alert %s raised again (id %lld): "
 			    "%s. Its cause is still there after alert %lld was acknowledged: "
 			    "the watch cannot end until it is cleared (%s)", t->a[i].kind, (long long)id, t->a[i].msg,
-			    (long long)a.returns_after, alert_kind_find(t->a[i].kind) != NULL ?
-			    alert_kind_find(t->a[i].kind)->clear : "see docs/alerts.md");
-		else if (raised && alert_kind_find(t->a[i].kind) != NULL &&
-		    alert_kind_find(t->a[i].kind)->closes == ALERT_CLOSES_SELF)
+			    (long long)a.returns_after, k != NULL ? k->clear : "see docs/alerts.md");
+		else if (raised && k != NULL && k->closes == ALERT_CLOSES_SELF)
 			log_event("warn", t->p->name, "watch", "alert %s raised (id %lld): "
 			    "%s. The watch cannot end while it is open; it closes by itself "
 			    "once its cause is gone", t->a[i].kind, (long long)id, t->a[i].msg);
