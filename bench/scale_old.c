@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ struct size_run {
 	struct mgmt_pages pages;	/* what cutover's listing cost */
 	double rss_mb;			/* this process's peak RSS in the size */
 	double rss[NSTEPS];		/* its peak in each step, MB */
+	double self[NSTEPS];		/* this process's CPU in each step
+					 * (user + system), s */
 	double broker_mb;		/* the node's memory with N old queues */
 	long long moved, removed, full_passes, light_passes;
 	bool move;			/* move_old runs at this size */
@@ -225,6 +228,18 @@ peak_rss_mb(bool reset)
 	return kb < 0 ? -1 : kb / 1024;
 }
 
+/* This process's CPU time so far (user + system), s. */
+static double
+self_cpu_s(void)
+{
+	struct rusage u;
+
+	if (getrusage(RUSAGE_SELF, &u) != 0)
+		return 0;
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+	    (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /* Ends R's peak RSS reading since the last (into R->rss[K] when K >= 0,
  * and R's peak of the size) and begins the next, once what the step left
  * free went back to the system, as the engine gives it back after each
@@ -249,6 +264,7 @@ struct bench {
 	struct step_ctx c;
 	struct store *s;
 	json_t *measured, *state, *moved, *watched, *removed;
+	int64_t flip_ms;		/* the flip, an hour before the run */
 	char dir[64], db[128];
 	double idle_rate;		/* the node's CPU s/s with nothing running */
 };
@@ -285,8 +301,89 @@ bench_open(struct bench *b, int flag_port)
 	b->c.plan_id = id;
 	/* Long enough ago that move_old's stragglers' window is over: one
 	 * pass. */
-	b->c.flip_ms = clock_now_ms() - 3600 * 1000;
+	b->flip_ms = b->c.flip_ms = clock_now_ms() - 3600 * 1000;
 	return 0;
+}
+
+/* Records in B's store that the plan's step of KIND succeeded at ENDED_MS
+ * with RESULT (NULL: none), as the engine would have: what a later
+ * step's prepare reads. Returns 0 or -1 (said why). */
+static int
+step_recorded(struct bench *b, enum plan_step_kind kind, const json_t *result,
+    int64_t ended_ms)
+{
+	char err[512], *text = result != NULL ? json_dumps(result, JSON_COMPACT |
+	    JSON_PRESERVE_ORDER) : NULL;
+	int rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, kind),
+	    "succeeded", ended_ms, ended_ms, text, NULL, err, sizeof(err));
+
+	free(text);
+	if (rc != 0)
+		fprintf(stderr, "bench_scale_old: recording %s: %s\n",
+		    plan_step_kind_name(kind), err);
+	return rc;
+}
+
+/* The result B's store holds for the plan's step of KIND (a new
+ * reference), or NULL (said why). */
+static json_t *
+step_result(struct bench *b, enum plan_step_kind kind)
+{
+	struct store_step st = { 0 };
+	char err[512];
+	json_t *j = NULL;
+
+	if (store_step_get(b->s, b->c.plan_id, plan_find_step(b->p, kind), &st, err,
+	    sizeof(err)) != 0 || st.result_json == NULL ||
+	    (j = json_loads(st.result_json, 0, NULL)) == NULL)
+		fprintf(stderr, "bench_scale_old: reading %s's result back: %s\n",
+		    plan_step_kind_name(kind), st.result_json == NULL ? "none" : err);
+	store_step_clear(&st);
+	return j;
+}
+
+/* One watch tick as the engine runs it (engine__step_advance): its state
+ * read back from the text the store holds, its inputs through its prepare
+ * from the store (the results recorded there), its result written back as
+ * text, what it left free given back. Returns 0 or -1 (said why). */
+static int
+engine_tick(struct bench *b)
+{
+	struct step_store_inputs src = { .s = b->s, .plan_id = b->c.plan_id, .p = b->p };
+	char err[2048], *text = NULL;
+	json_t *state = NULL, *r = NULL;
+	bool again;
+	int rc;
+
+	if (b->state != NULL) {
+		text = json_dumps(b->state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		state = text != NULL ? json_loads(text, 0, NULL) : NULL;
+		free(text);
+	}
+	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, state);
+	b->c.inputs = step_inputs_of_store(&src);
+	rc = step_watch_prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
+	if (rc == 0)
+		rc = step_watch(&b->c, &r, err, sizeof(err));
+	again = b->c.again;
+	step_ctx_end_run(&b->c);
+	json_decref(state);
+	if (rc != 0 || !again) {
+		fprintf(stderr, "bench_scale_old: the watch %s: %s\n", rc == 0 ? "ended" :
+		    "failed", rc == 0 ? "its deadline came before the bench's ticks" : err);
+		json_decref(r);
+		return -1;
+	}
+	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, PLAN_STEP_WATCH),
+	    "running", 0, 0, text, NULL, err, sizeof(err));
+	free(text);
+	json_decref(b->state);
+	b->state = r;
+	malloc_trim(0);
+	if (rc != 0)
+		fprintf(stderr, "bench_scale_old: recording the watch's tick: %s\n", err);
+	return rc;
 }
 
 /* Removes what B left on the broker (the ladder, its destination, the
@@ -379,33 +476,43 @@ net_cpu(const struct bench *b, double cpu0, double t0)
 static void
 step_said(const struct size_run *r, int k, double cpu)
 {
-	char cpus[48] = "broker CPU unknown", rss[48] = "";
+	char cpus[48] = "broker CPU unknown", rss[48] = "", self[48] = "";
 
 	if (cpu >= 0)
 		snprintf(cpus, sizeof(cpus), "broker CPU %.3f s", cpu);
 	if (r->rss[k] > 0)
 		snprintf(rss, sizeof(rss), ", peak RSS %.1f MB", r->rss[k]);
-	printf("# %d old queues: %s: %.3f s, %.2f us/queue, %s%s\n", r->n,
-	    step_names[k], r->s[k], 1e6 * r->s[k] / r->n, cpus, rss);
+	if (r->self[k] > 0)
+		snprintf(self, sizeof(self), ", cutover CPU %.3f s", r->self[k]);
+	printf("# %d old queues: %s: %.3f s, %.2f us/queue, %s%s%s\n", r->n,
+	    step_names[k], r->s[k], 1e6 * r->s[k] / r->n, cpus, self, rss);
 	fflush(stdout);
 }
 
-/* The watch: its first tick, then TICKS light ones (the median counts),
- * each with the broker's CPU; then one paged listing alone and the
- * broker's unpaginated one (which past about 50,000 queues gets no
- * answer: -1, not a failure). Returns 0 or -1. */
+/* The watch as the engine runs it (engine_tick), measure_horizon's
+ * result and the flip recorded before it: its first tick, then TICKS
+ * light ones (the median counts), each with the broker's CPU; then one
+ * paged listing alone and the broker's unpaginated one (which past about
+ * 50,000 queues gets no answer: -1, not a failure). Returns 0 or -1. */
 static int
 run_watch(struct bench *b, struct size_run *r, int ticks)
 {
-	double t[TICKS_MAX], cpu[TICKS_MAX], t0, c0;
+	double t[TICKS_MAX], cpu[TICKS_MAX], self[TICKS_MAX], t0, c0, u0;
 	const json_t *pass;
 
-	b->c.measured = b->measured;
+	if (step_recorded(b, PLAN_STEP_MEASURE_HORIZON, b->measured, b->flip_ms - 60000) != 0 ||
+	    step_recorded(b, PLAN_STEP_FLIP, NULL, b->flip_ms) != 0)
+		return -1;
+	/* Not held through the ticks, as the engine does not hold it. */
+	json_decref(b->measured);
+	b->measured = NULL;
 	rss_mark(r, -1);
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
-	if (bench_watch_tick(&b->c, &b->state, "bench_scale_old") != 0)
+	u0 = self_cpu_s();
+	if (engine_tick(b) != 0)
 		return -1;
+	r->self[WATCH_FULL] = self_cpu_s() - u0;
 	r->s[WATCH_FULL] = bench_mono_s() - t0;
 	r->cpu_full = net_cpu(b, c0, t0);
 	rss_mark(r, WATCH_FULL);
@@ -413,12 +520,19 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	for (int k = 0; k < ticks; k++) {
 		t0 = bench_mono_s();
 		c0 = bench_broker_cpu_s();
-		if (bench_watch_tick(&b->c, &b->state, "bench_scale_old") != 0)
+		u0 = self_cpu_s();
+		if (engine_tick(b) != 0)
 			return -1;
+		self[k] = self_cpu_s() - u0;
 		t[k] = bench_mono_s() - t0;
 		cpu[k] = net_cpu(b, c0, t0);
-		malloc_trim(0);		/* as the engine after each tick */
 	}
+	r->self[WATCH_LIGHT] = bench_median(self, ticks);
+	/* The steps after run as the bench hands them their inputs. */
+	if ((b->measured = step_result(b, PLAN_STEP_MEASURE_HORIZON)) == NULL)
+		return -1;
+	b->c.measured = b->measured;
+	b->c.flip_ms = b->flip_ms;
 	r->s[WATCH_LIGHT] = bench_median(t, ticks);
 	rss_mark(r, WATCH_LIGHT);
 	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
@@ -454,7 +568,7 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
     struct size_run *r, int k)
 {
 	char err[4096];
-	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s();
+	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s();
 
 	rss_mark(r, -1);
 	b->c.state = NULL;
@@ -463,8 +577,10 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 		fprintf(stderr, "bench_scale_old: %s: %.2000s\n", what, err);
 		return -1;
 	}
-	if (k >= 0)
+	if (k >= 0) {
 		r->s[k] = bench_mono_s() - t0;
+		r->self[k] = self_cpu_s() - u0;
+	}
 	rss_mark(r, k);
 	if (k >= 0)
 		step_said(r, k, net_cpu(b, c0, t0));
@@ -585,8 +701,11 @@ print_size(const struct size_run *r)
 		if (k == OURS)
 			printf("  %zu requests (%zu gone)\n", r->pages.requests,
 			    r->pages.gone);
+		else if (k == LISTING)
+			printf("\n");
 		else
-			printf(k == LISTING ? "\n" : "  peak RSS %6.1f MB\n", r->rss[k]);
+			printf("  cutover CPU %7.3f s  peak RSS %6.1f MB\n", r->self[k],
+			    r->rss[k]);
 	}
 	printf("  broker CPU (net of idle): full tick %.3f s, light tick %.3f s, "
 	    "listing %.3f s, cutover's listing %.3f s\n", r->cpu_full, r->cpu_light,

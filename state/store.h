@@ -276,6 +276,13 @@ int store_step_get(struct store *s, int64_t plan_id, int idx, struct store_step 
     char *err, size_t errlen);
 void store_step_clear(struct store_step *st);
 
+/* Reads step IDX of plan PLAN_ID without its result and error (OUT's
+ * result_json and error stay NULL): its status and times, which a step
+ * asks of another whose result can be megabytes. Returns 0,
+ * STORE_NOT_FOUND when absent, or -1. */
+int store_step_times(struct store *s, int64_t plan_id, int idx, struct store_step *out,
+    char *err, size_t errlen);
+
 /* Reads the step plan PLAN_ID is at: its first step that has not
  * succeeded, or its last one when all have. Without the result and the
  * error (which can be megabytes: OUT's result_json and error stay NULL).

@@ -364,6 +364,19 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 }
 
 int
+store_step_times(struct store *s, int64_t plan_id, int idx, struct store_step *out,
+    char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
+	    " FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	char what[80];
+
+	step_what(what, sizeof(what), "reading", idx, plan_id);
+	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+}
+
+int
 store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
     char *err, size_t errlen)
 {

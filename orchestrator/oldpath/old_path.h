@@ -136,6 +136,58 @@ json_t *old_json_index(const json_t *arr);
  * a list whose elements are written by their place. */
 json_t *old_json_positions(const json_t *arr);
 
+/* measure_horizon's old queues as the watch looks them up at each tick
+ * (old_measured.c): sorted by name, their strings in one block. */
+struct old_measured_queue {
+	const char *name;
+	const char *type;		/* "classic", "quorum"…; NULL when the
+					 * result recorded none */
+	const char **to;		/* the old queues it dead-letters into */
+	size_t nto;
+};
+
+struct old_measured {
+	struct old_measured_queue *v;	/* in name order */
+	size_t n;
+	const char **to;		/* every queue's targets, in one array */
+	size_t nto;
+	char *text;			/* every string above */
+};
+
+/* Reads MEASURED's "queues" (measure_horizon's result; NULL or without
+ * "queues": none) into M, which then borrows nothing from it. Returns 0,
+ * or -1 when out of memory (M empty). Free with old_measured_free. */
+int old_measured_read(const json_t *measured, struct old_measured *m);
+
+/* The queue NAME of M (binary search), or NULL; M may be NULL. */
+const struct old_measured_queue *old_measured_find(const struct old_measured *m,
+    const char *name);
+
+/* Frees what M holds and empties it; M may be NULL or empty. */
+void old_measured_free(struct old_measured *m);
+
+/* What the watch reads of measure_horizon's and move_old's results at
+ * every tick, read once and kept across its ticks (the step context's
+ * KEPT): each result without its per-queue list, and measure_horizon's
+ * queues as a table. Reading both results whole at every tick costs the
+ * watch some 300 MB and seconds at 100,000 old queues. Which ends of those
+ * steps they were read at is the key: a step run again ends anew. */
+struct old_inputs {
+	int64_t measured_end_ms, moved_end_ms;
+	json_t *measured;		/* owned; NULL when it has none */
+	json_t *moved;			/* owned; NULL likewise */
+	struct old_measured queues;
+};
+
+/* Keeps in a new *OUT what the watch reads of MEASURED and MOVED (either
+ * may be NULL), which ended at MEASURED_END_MS and MOVED_END_MS (its key).
+ * Returns 0, or -1 when out of memory (*OUT NULL). */
+int old_inputs_keep(const json_t *measured, const json_t *moved,
+    int64_t measured_end_ms, int64_t moved_end_ms, struct old_inputs **out);
+
+/* Frees IN (NULL: nothing). */
+void old_inputs_free(struct old_inputs *in);
+
 /* Queue Q's effective dead-letter exchange and routing key (old_chain.c)
  * into *X and *K (NULL: none), from its listing's arguments and, where
  * they name none, its policy's definition in PL (RabbitMQ resolves these

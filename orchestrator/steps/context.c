@@ -8,6 +8,7 @@
 
 #include "errbuf.h"
 #include "log.h"
+#include "old_path.h"
 #include "step.h"
 
 /* P's URLs of KIND (broker.amqp or broker.management) as a list: the
@@ -136,6 +137,8 @@ step_ctx_close(struct step_ctx *c)
 	broker_close(c->amqp);
 	mgmt_close(c->mgmt);
 	free(c->held);
+	old_inputs_free(c->kept);
+	c->kept = NULL;
 	c->amqp = c->old_amqp = NULL;
 	c->mgmt = c->old_mgmt = NULL;
 	c->held = NULL;
@@ -154,45 +157,39 @@ step_input(struct step_inputs *in, enum plan_step_kind kind)
 	return j;
 }
 
-/* The persisted result of SRC's step of KIND (a new reference), or NULL;
- * *ENDED_MS gets when that step ended (0: it has not). */
+/* step_inputs_of_store's RESULT_OF: the persisted result of the step of
+ * KIND of the store inputs at ARG (a new reference), or NULL. */
 static json_t *
-store_result(struct step_store_inputs *src, enum plan_step_kind kind,
-    int64_t *ended_ms)
+store_result_of(void *arg, enum plan_step_kind kind)
 {
+	struct step_store_inputs *src = arg;
 	struct store_step st;
 	char err[256];
 	json_t *j = NULL;
 	int idx = plan_find_step(src->p, kind);
 
-	*ended_ms = 0;
 	if (idx < 0 || store_step_get(src->s, src->plan_id, idx, &st, err,
 	    sizeof(err)) != 0)
 		return NULL;
 	if (st.result_json != NULL)
 		j = json_loads(st.result_json, 0, NULL);
-	*ended_ms = st.ended_ms;
 	store_step_clear(&st);
 	return j;
 }
 
-/* step_inputs_of_store's RESULT_OF. */
-static json_t *
-store_result_of(void *arg, enum plan_step_kind kind)
-{
-	int64_t ended;
-
-	return store_result(arg, kind, &ended);
-}
-
-/* step_inputs_of_store's ENDED_OF. */
+/* step_inputs_of_store's ENDED_OF: the step's times only, not its result. */
 static int64_t
 store_ended_of(void *arg, enum plan_step_kind kind)
 {
-	int64_t ended;
+	struct step_store_inputs *src = arg;
+	struct store_step st;
+	char err[256];
+	int idx = plan_find_step(src->p, kind);
 
-	json_decref(store_result(arg, kind, &ended));
-	return ended;
+	if (idx < 0 || store_step_times(src->s, src->plan_id, idx, &st, err,
+	    sizeof(err)) != 0)
+		return 0;
+	return st.ended_ms;
 }
 
 struct step_inputs

@@ -852,6 +852,20 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 }
 
 int
+step_move_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
+    char *err, size_t errlen)
+{
+	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
+	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
+	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
+	if (step_restored(c, err, errlen) != 0) {
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
 step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 {
 	struct old_selection sel = { 0 };

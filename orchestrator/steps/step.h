@@ -18,6 +18,9 @@
 
 #define STEP_BROKER_TIMEOUT_MS 10000
 
+struct old_measured;		/* oldpath/old_path.h */
+struct old_inputs;
+
 /* The results of a plan's earlier steps, as a step's prepare function reads
  * them: RESULT_OF(ARG, KIND) gives the persisted result of the plan's step
  * of KIND (a new reference) or NULL; ENDED_OF(ARG, KIND) (NULL: never
@@ -64,6 +67,10 @@ void step_events_clear(struct step_events *ev);
 	const json_t *watched;     /* borrowed: the watch's last state (its \
 	                            * "old_last" sample), or NULL */ \
 	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
+	const struct old_measured *measured_queues; /* borrowed: the watch's \
+	                            * table of C->measured's queues (its \
+	                            * prepare leaves "queues" out of \
+	                            * C->measured and C->moved), or NULL */ \
 	int64_t old_last_entry_ms; /* last time a message entered the old path \
 	                            * (epoch ms), 0 when unknown */ \
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */ \
@@ -110,6 +117,10 @@ struct step_ctx {
 	 * the state that accounts for them. Freed by step_ctx_close. */
 	struct broker_delivery *held;
 	size_t nheld, capheld;
+	/* What the watch reads of earlier steps' results, kept across its
+	 * ticks (step_watch_prepare, old_inputs_keep). Freed by
+	 * step_ctx_close. */
+	struct old_inputs *kept;
 	/* Borrowed, may be NULL: non-zero once the process is asked to stop
 	 * (SIGTERM). A step that waits (the canary for its messages, move_old
 	 * between batches) gives its run up there (step_stop_asked) rather
@@ -227,10 +238,17 @@ typedef int (*step_prepare_fn)(struct step_ctx *c, struct step_inputs *in,
 typedef int (*step_events_fn)(struct step_ctx *c, const json_t *result, char *err,
     size_t errlen);
 
-/* The watch's inputs (and move_old's): measure_horizon's result as
- * C->measured, move_old's as C->moved, the flip's end as C->flip_ms. */
+/* The watch's inputs: what it reads of measure_horizon's result
+ * (C->measured without its "queues", which are C->measured_queues) and of
+ * move_old's (C->moved, likewise), read once and kept in C across its
+ * ticks until either step ends anew; the flip's end as C->flip_ms. */
 int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen);
+
+/* move_old's inputs: measure_horizon's result as C->measured, move_old's
+ * own last one as C->moved, the flip's end as C->flip_ms. */
+int step_move_old_prepare(struct step_ctx *c, struct step_inputs *in,
+    json_t **result, char *err, size_t errlen);
 
 /* remove_old's inputs: measure_horizon's result, the watch's last state,
  * the flip's end and the last entry into the old path (the watch's, never

@@ -122,6 +122,14 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 		    "connections (it is run by the engine)");
 		return -1;
 	}
+	if (c->measured_queues != NULL)
+		t->mq = c->measured_queues;
+	else if (old_measured_read(c->measured, &t->own_mq) == 0)
+		t->mq = &t->own_mq;
+	else {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (watch_deadline_measured(c->measured, &ttl, &ttl_queue) != 0) {
 		snprintf(err, errlen, "the watch needs measure_horizon's result with the "
 		    "largest old TTL (summary.max_ttl_ms), and has none");
@@ -368,9 +376,28 @@ int
 step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen)
 {
+	int64_t measured_end = step_input_ended(in, PLAN_STEP_MEASURE_HORIZON);
+	int64_t moved_end = step_input_ended(in, PLAN_STEP_MOVE_OLD);
+
 	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
-	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
-	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
+	/* Read whole only when either step ended anew since the last tick:
+	 * at 100,000 old queues, hundreds of megabytes of trees a tick. */
+	if (c->kept == NULL || c->kept->measured_end_ms != measured_end ||
+	    c->kept->moved_end_ms != moved_end) {
+		old_inputs_free(c->kept);
+		if (old_inputs_keep(step_input(in, PLAN_STEP_MEASURE_HORIZON),
+		    step_input(in, PLAN_STEP_MOVE_OLD), measured_end, moved_end,
+		    &c->kept) != 0) {
+			snprintf(err, errlen, "out of memory reading measure_horizon's "
+			    "and move_old's results");
+			*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+			return -1;
+		}
+		step_inputs_release(in);
+	}
+	c->measured = c->kept->measured;
+	c->moved = c->kept->moved;
+	c->measured_queues = &c->kept->queues;
 	if (step_restored(c, err, errlen) != 0) {
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
@@ -415,6 +442,7 @@ done:
 	c->again = rc == 0 && !done;
 	*result = tick_result(&t, &w, open, status, done, rc, err);
 	topology_free(&t.topo);
+	old_measured_free(&t.own_mq);
 	json_decref(t.old.held);
 	json_decref(t.park_taken);
 	json_decref(t.old.listing);

@@ -428,6 +428,10 @@ struct tick {
 	char stats_exchange[LADDER_NAME_MAX], stats_queue[LADDER_NAME_MAX];
 	char delivery[LADDER_NAME_MAX], parking[LADDER_NAME_MAX];
 	struct topology topo;		/* names the old selection must not catch */
+	const struct old_measured *mq;	/* measure_horizon's queues by name:
+					 * the context's, kept across ticks,
+					 * or OWN_MQ read from C->measured */
+	struct old_measured own_mq;
 	json_t *exchanges;		/* the vhost's exchanges with publish_in,
 					 * NULL until listed (watch_ladder_exchanges:
 					 * the ladder's bands read it) */

@@ -86,24 +86,6 @@ struct members {
 	int64_t reset;			/* counters that went down or vanished */
 };
 
-/* The names of the queues measure_horizon measured (borrowed from
- * MEASURED), sorted, into a new *OUT. Returns 0 or -1 (out of memory). */
-static int
-measured_names(const json_t *measured, const char ***out, size_t *n)
-{
-	const json_t *mq = json_object_get(measured, "queues"), *e;
-	size_t i;
-
-	*n = 0;
-	if ((*out = calloc(json_array_size(mq) + 1, sizeof(**out))) == NULL)
-		return -1;
-	json_array_foreach(mq, i, e)
-		if (json_is_string(json_object_get(e, "name")))
-			(*out)[(*n)++] = json_string_value(json_object_get(e, "name"));
-	qsort(*out, *n, sizeof(**out), cmp_str);
-	return 0;
-}
-
 /* Lists the vhost's queues into T->old.listing. Returns 0, or -1 when the
  * broker did not answer (alerted). */
 static int
@@ -241,14 +223,14 @@ seen_entry(const struct oldq *q, const json_t *pv)
 	    json_null();
 }
 
-/* Fills T->old.q with the listed queues SEL selects (MEASURED, N: the sorted
- * names measure_horizon measured), their publish counters summed into
+/* Fills T->old.q with the listed queues SEL selects (whether each was
+ * measured: T->mq), their publish counters summed into
  * *TOTAL and recorded in T->old.seen_queues, each compared with the last full pass
  * into M, the unmeasured ones joined. Returns 0, or -1 with ERR (memory,
  * a name the selection cannot decide). */
 static int
-select_listed(struct tick *t, struct old_selector *sel, const char **measured,
-    size_t n, int64_t *total, struct members *m, char *err, size_t errlen)
+select_listed(struct tick *t, struct old_selector *sel, int64_t *total,
+    struct members *m, char *err, size_t errlen)
 {
 	const json_t *e, *pv;
 	size_t i;
@@ -276,8 +258,7 @@ select_listed(struct tick *t, struct old_selector *sel, const char **measured,
 		q->listed = jint(e, "messages", 0);
 		q->exact = -1;
 		q->publish = jint(ms, "publish", -1);
-		q->measured = bsearch(&name, measured, n, sizeof(*measured),
-		    cmp_str) != NULL;
+		q->measured = old_measured_find(t->mq, name) != NULL;
 		*total += jint(ms, "publish", 0);
 		pv = m->prev != NULL ? json_object_get(m->prev, name) : NULL;
 		json_object_set_new(t->old.seen_queues, name, seen_entry(q, pv));
@@ -417,48 +398,6 @@ count_publishes(struct tick *t, const struct members *m)
 }
 
 /* A queue of measure_horizon's result, by name (the light pass's index). */
-struct named {
-	const char *name;
-	const json_t *e;
-};
-
-/* qsort and bsearch order of struct named: by name. */
-static int
-cmp_named(const void *a, const void *b)
-{
-	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
-}
-
-/* The queues of MEASURED by name, sorted, into a new *OUT (*N of them).
- * Returns 0 or -1 (out of memory). */
-static int
-measured_index(const json_t *measured, struct named **out, size_t *n)
-{
-	const json_t *mq = json_object_get(measured, "queues"), *e;
-	size_t i;
-
-	*n = 0;
-	if ((*out = calloc(json_array_size(mq) + 1, sizeof(**out))) == NULL)
-		return -1;
-	json_array_foreach(mq, i, e)
-		if (json_is_string(json_object_get(e, "name"))) {
-			(*out)[*n].name = json_string_value(json_object_get(e, "name"));
-			(*out)[(*n)++].e = e;
-		}
-	qsort(*out, *n, sizeof(**out), cmp_named);
-	return 0;
-}
-
-/* The measured entry of queue NAME in V (N of them, sorted), or NULL. */
-static const json_t *
-measured_find(const struct named *v, size_t n, const char *name)
-{
-	struct named key = { name, NULL }, *hit;
-
-	hit = bsearch(&key, v, n, sizeof(*v), cmp_named);
-	return hit != NULL ? hit->e : NULL;
-}
-
 /* The light pass: T->old.q becomes the old queues that held messages at the
  * last look (old.held) and the old queues they dead-letter into (from
  * measure_horizon), each read exactly by a passive declare. Every other
@@ -470,27 +409,24 @@ static int
 old_light(struct tick *t)
 {
 	const json_t *held = json_object_get(json_object_get(t->c->state, "old"), "held");
-	const json_t *v, *to, *d;
-	struct named *idx = NULL;
+	const struct old_measured_queue *mq;
+	const json_t *v;
 	const char **names = NULL, *name;
-	size_t nidx = 0, n = 0, cap = 0, i, k;
+	size_t n = 0, cap = 0, i, k;
 	int rc = -1;
 
-	if (json_object_size(held) > 0 && measured_index(t->c->measured, &idx, &nidx) != 0)
-		goto done;
 	json_object_foreach((json_t *)held, name, v) {
-		to = json_object_get(measured_find(idx, nidx, name), "dead_letters_to");
-		cap += 1 + json_array_size(to);
+		mq = old_measured_find(t->mq, name);
+		cap += 1 + (mq != NULL ? mq->nto : 0);
 	}
 	if ((names = calloc(cap + 1, sizeof(*names))) == NULL ||
 	    (t->old.q = calloc(cap + 1, sizeof(*t->old.q))) == NULL)
 		goto done;
 	json_object_foreach((json_t *)held, name, v) {
 		names[n++] = name;
-		to = json_object_get(measured_find(idx, nidx, name), "dead_letters_to");
-		json_array_foreach(to, i, d)
-			if (json_is_string(d))
-				names[n++] = json_string_value(d);
+		if ((mq = old_measured_find(t->mq, name)) != NULL)
+			for (i = 0; i < mq->nto; i++)
+				names[n++] = mq->to[i];
 	}
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n; i = k) {
@@ -502,7 +438,7 @@ old_light(struct tick *t)
 		q->listed = jint(held, names[i], 0);
 		q->exact = -1;
 		q->publish = -1;
-		q->measured = measured_find(idx, nidx, names[i]) != NULL;
+		q->measured = old_measured_find(t->mq, names[i]) != NULL;
 	}
 	if (watch_old_exact(t, true) != 0)
 		goto done;
@@ -510,7 +446,6 @@ old_light(struct tick *t)
 	rc = 0;
 done:
 	free(names);
-	free(idx);
 	return rc;
 }
 
@@ -528,8 +463,6 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	const json_t *old = json_object_get(t->c->state, "old");
 	struct members m = { .ttl = -1 };
 	struct old_selector sel = { 0 };
-	const char **measured = NULL;
-	size_t nmeasured = 0;
 	int64_t total = 0;
 	int rc = -1;
 
@@ -544,16 +477,12 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	    json_object_get(old, "joined") : NULL;
 	if (old_selector_init(&sel, t->p, err, errlen) != 0)
 		goto done;
-	if (measured_names(t->c->measured, &measured, &nmeasured) != 0) {
-		snprintf(err, errlen, "out of memory");
-		goto done;
-	}
 	if (old_list(t) != 0) {
 		rc = 0;
 		goto done;
 	}
 	watch_stats_read(t, t->old.listing);
-	if (select_listed(t, &sel, measured, nmeasured, &total, &m, err, errlen) != 0)
+	if (select_listed(t, &sel, &total, &m, err, errlen) != 0)
 		goto done;
 	t->old.seen = true;
 	t->old.queues = (int64_t)t->old.nq;
@@ -574,7 +503,6 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	rc = 0;
 done:
 	old_selector_free(&sel);
-	free(measured);
 	return rc;
 }
 

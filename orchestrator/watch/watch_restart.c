@@ -8,48 +8,27 @@
 
 /* ---- broker restarts ---- */
 
-struct typed {
-	const char *name, *type;
-};
-
-/* qsort and bsearch order of struct typed: by name. */
-static int
-cmp_typed(const void *a, const void *b)
-{
-	return strcmp(((const struct typed *)a)->name, ((const struct typed *)b)->name);
-}
-
 /* The old-path messages exposed to at-most-once dead-lettering now: the
  * depth of the old queues measure_horizon found classic, or did not
  * measure (their type is not known). -1 when the old path was not seen
- * this tick, or out of memory. */
+ * this tick. */
 static int64_t
 old_at_most_once(const struct tick *t)
 {
-	const json_t *mq = json_object_get(t->c->measured, "queues"), *e;
-	struct typed *v, key, *hit;
-	size_t n = 0, i;
+	const struct old_measured_queue *hit;
 	int64_t total = 0;
 
-	if (!t->old.seen || (v = calloc(json_array_size(mq) + 1, sizeof(*v))) == NULL)
+	if (!t->old.seen)
 		return -1;
-	json_array_foreach(mq, i, e)
-		if (json_is_string(json_object_get(e, "name"))) {
-			v[n].name = json_string_value(json_object_get(e, "name"));
-			v[n++].type = json_string_value(json_object_get(e, "type"));
-		}
-	qsort(v, n, sizeof(*v), cmp_typed);
 	for (size_t k = 0; k < t->old.nq; k++) {
 		int64_t d = t->old.q[k].exact >= 0 ? t->old.q[k].exact : t->old.q[k].listed;
 
 		if (d <= 0)
 			continue;
-		key.name = t->old.q[k].name;
-		hit = bsearch(&key, v, n, sizeof(*v), cmp_typed);
+		hit = old_measured_find(t->mq, t->old.q[k].name);
 		if (hit == NULL || hit->type == NULL || strcmp(hit->type, "classic") == 0)
 			total += d;
 	}
-	free(v);
 	return total;
 }
 
