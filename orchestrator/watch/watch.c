@@ -157,7 +157,7 @@ tick_begin(struct tick *t, struct wstate *w, struct step_ctx *c,
 		return -1;
 	watch_stats_names(t);
 	if (!watch_clock_tick(w, t->now, t->mono)) {
-		watch_probe_rebase(&w->probes, t->now, t->mono);
+		watch_probe_rebase(&w->probes, w->last_tick_ms, t->now, t->mono);
 		watch_restart_rebase(&w->nodes);
 		watch_levels_rebase(&w->levels, t->now, t->mono);
 	}

@@ -124,3 +124,31 @@ watch_clock_stamp_rebase(struct probe *p, int64_t wall, int64_t mono)
 	p->sent_mono = mono + (p->sent_ms - wall);
 	p->not_before_mono = mono + (p->not_before_ms - wall);
 }
+
+/* The last time the probe queue was seen empty, CHECKED on the last boot's
+ * monotonic clock, moved to this boot's (WALL and MONO: now). It was seen
+ * so during the last tick, which began at LAST_TICK_WALL: that moment on
+ * this boot's clock, before the boot when the machine was down longer
+ * than it has been up (a negative stamp, as the probes' own rebased
+ * ones). PROBE_NEVER_CHECKED when it never was (CHECKED 0): the boot's
+ * start (0) would stand for a look the watch never made, and date every
+ * probe sent before the boot as arrived after it. */
+int64_t
+watch_clock_checked_rebase(int64_t checked, int64_t last_tick_wall, int64_t wall,
+    int64_t mono)
+{
+	if (checked == 0 || checked == PROBE_NEVER_CHECKED || last_tick_wall <= 0)
+		return PROBE_NEVER_CHECKED;
+	return mono + (last_tick_wall - wall);
+}
+
+/* The bounds of probe P's lateness when read at OBS (monotonic): above
+ * *LO, from the last time the probe queue was seen empty (CHECKED) or P's
+ * sending when later, and at most *UP. */
+void
+watch_clock_lateness(int64_t checked, const struct probe *p, int64_t obs, int64_t *lo,
+    int64_t *up)
+{
+	*lo = (checked > p->sent_mono ? checked : p->sent_mono) - p->not_before_mono;
+	*up = obs - p->not_before_mono;
+}

@@ -101,6 +101,9 @@
  * then calls it lost. */
 #define PROBE_GRACE_MS		1000
 #define PROBE_OUTSTANDING_MAX	32	/* in flight at once, at most */
+#define PROBE_NEVER_CHECKED	INT64_MIN /* the probe queue's last look, when
+					 * a rebooted watch had none: before
+					 * every rebased stamp */
 #define PROBE_DRAIN_MAX		1000	/* read from the probe queue per tick, at most */
 #define PROBE_POLL_MS		20	/* while waiting for a due probe */
 #define PROBE_AWAIT_MIN_MS	1000
@@ -178,7 +181,8 @@ struct wprobes {
 	int64_t seq;			/* the next probe's number; the level
 					 * probes draw from it too */
 	int64_t next_ms, checked_ms;	/* next due; the probe queue last seen
-					 * empty */
+					 * empty (0, or after a reboot
+					 * PROBE_NEVER_CHECKED: not yet) */
 	struct probe out[PROBE_OUTSTANDING_MAX];
 	size_t nout;
 	int64_t sent, arrived, lost, late, early, unmeasured, stale, foreign;
@@ -561,6 +565,10 @@ void watch_clock_load(struct wclock *k, const json_t *j);
 json_t *watch_clock_stamp_json(const struct probe *p);
 void watch_clock_stamp_load(struct probe *p, const json_t *o);
 void watch_clock_stamp_rebase(struct probe *p, int64_t wall, int64_t mono);
+int64_t watch_clock_checked_rebase(int64_t checked, int64_t last_tick_wall,
+    int64_t wall, int64_t mono);
+void watch_clock_lateness(int64_t checked, const struct probe *p, int64_t obs,
+    int64_t *lo, int64_t *up);
 
 /* watch_deadline.c: the deadline */
 bool watch_deadline_moved(struct wstate *w, const json_t *moved);
@@ -659,7 +667,8 @@ void watch_probe_lost(struct tick *t);
 void watch_probe_send(struct tick *t);
 int watch_probe_remove(struct tick *t);
 void watch_probe_parked(struct wprobes *pr, const struct publish_info *pi, bool level);
-void watch_probe_rebase(struct wprobes *pr, int64_t wall, int64_t mono);
+void watch_probe_rebase(struct wprobes *pr, int64_t last_tick_wall, int64_t wall,
+    int64_t mono);
 size_t watch_probe_forget(struct wprobes *pr);
 int64_t watch_probe_p50(const struct wprobes *pr);
 json_t *watch_probe_json(const struct tick *t, const struct wprobes *pr);

@@ -149,9 +149,7 @@ watch_levels_take(struct tick *t, const struct publish_info *pi, int64_t obs)
 		return false;
 	struct wlevel *lv = &w->levels.lv[k];
 
-	lo = w->probes.checked_ms > lv->p.sent_mono ? w->probes.checked_ms : lv->p.sent_mono;
-	lo -= lv->p.not_before_mono;
-	up = obs - lv->p.not_before_mono;
+	watch_clock_lateness(w->probes.checked_ms, &lv->p, obs, &lo, &up);
 	lv->in_flight = false;
 	lv->arrived++;
 	lv->next_mono = obs;		/* continuous: the next one at once */

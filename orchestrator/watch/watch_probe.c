@@ -148,10 +148,7 @@ probe_take(struct tick *t, const struct broker_delivery *d, int64_t obs)
 		pr->stale++;
 		return;
 	}
-	lo = pr->checked_ms > pr->out[i].sent_mono ? pr->checked_ms :
-	    pr->out[i].sent_mono;
-	lo -= pr->out[i].not_before_mono;	/* lateness is above this ... */
-	up = obs - pr->out[i].not_before_mono;	/* ... and at most this */
+	watch_clock_lateness(pr->checked_ms, &pr->out[i], obs, &lo, &up);
 	pr->arrived++;
 	if (up < 0) {
 		pr->early++;
@@ -420,13 +417,15 @@ watch_probe_parked(struct wprobes *pr, const struct publish_info *pi, bool level
 }
 
 /* Moves the probes' monotonic times to this boot (see watch_clock_tick):
- * those in flight from their wall-clock stamps (WALL and MONO now); the
- * next one is due at once, and the probe queue not seen empty yet. */
+ * those in flight from their wall-clock stamps (WALL and MONO now), the
+ * probe queue's last look from the last tick's start (LAST_TICK_WALL,
+ * watch_clock_checked_rebase); the next one is due at once. */
 void
-watch_probe_rebase(struct wprobes *pr, int64_t wall, int64_t mono)
+watch_probe_rebase(struct wprobes *pr, int64_t last_tick_wall, int64_t wall, int64_t mono)
 {
 	pr->next_ms = 0;
-	pr->checked_ms = 0;
+	pr->checked_ms = watch_clock_checked_rebase(pr->checked_ms, last_tick_wall, wall,
+	    mono);
 	for (size_t i = 0; i < pr->nout; i++)
 		watch_clock_stamp_rebase(&pr->out[i], wall, mono);
 }
