@@ -528,15 +528,15 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 		cpu[k] = net_cpu(b, c0, t0);
 	}
 	r->self[WATCH_LIGHT] = bench_median(self, ticks);
+	r->s[WATCH_LIGHT] = bench_median(t, ticks);
+	rss_mark(r, WATCH_LIGHT);
+	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
+	step_said(r, WATCH_LIGHT, r->cpu_light);
 	/* The steps after run as the bench hands them their inputs. */
 	if ((b->measured = step_result(b, PLAN_STEP_MEASURE_HORIZON)) == NULL)
 		return -1;
 	b->c.measured = b->measured;
 	b->c.flip_ms = b->flip_ms;
-	r->s[WATCH_LIGHT] = bench_median(t, ticks);
-	rss_mark(r, WATCH_LIGHT);
-	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
-	step_said(r, WATCH_LIGHT, r->cpu_light);
 	pass = json_object_get(json_object_get(b->state, "old"), "pass");
 	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
 	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));

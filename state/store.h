@@ -276,6 +276,21 @@ int store_step_get(struct store *s, int64_t plan_id, int idx, struct store_step 
     char *err, size_t errlen);
 void store_step_clear(struct store_step *st);
 
+/* What store_step_each hands each element of a result's "queues" (E,
+ * borrowed for the call): 0 to go on, else stop with that. */
+struct json_t;
+typedef int (*store_each_fn)(const struct json_t *e, void *arg);
+
+/* Reads step IDX of plan PLAN_ID's result a part at a time: FN (NULL:
+ * none) gets each element of its "queues" (the rows store_step_save_entries
+ * kept included), parsed one at a time, and *REST the result's text with
+ * "queues" empty (owned; NULL when the step or its result is absent). A
+ * reader of a long list that needs a few figures of each element holds
+ * the text, never the list's tree (about 1.4 KB an element for
+ * measure_horizon's). Returns 0, or -1 with ERR (FN's stop included). */
+int store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn,
+    void *arg, char **rest, char *err, size_t errlen);
+
 /* Reads step IDX of plan PLAN_ID without its result and error (OUT's
  * result_json and error stay NULL): its status and times, which a step
  * asks of another whose result can be megabytes. Returns 0,

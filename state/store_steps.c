@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "store.h"
@@ -361,6 +362,68 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	if (own)
 		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	return r;
+}
+
+/* Hands FN each element of the array R[AT..END) (as queues_member found
+ * it), parsed one at a time. Returns 0, -1 when one does not parse, or
+ * what FN returned when not 0. */
+static int
+each_element(const char *r, size_t at, size_t end, store_each_fn fn, void *arg)
+{
+	json_error_t je;
+	json_t *e;
+	size_t i = at + 1;
+	int rc;
+
+	for (;;) {
+		while (i < end && strchr(" \t\r\n,", r[i]) != NULL)
+			i++;
+		if (i + 1 >= end)
+			return 0;	/* at the closing ']' */
+		if ((e = json_loadb(r + i, end - 1 - i, JSON_DISABLE_EOF_CHECK |
+		    JSON_DECODE_ANY, &je)) == NULL)
+			return -1;
+		rc = fn(e, arg);
+		json_decref(e);
+		if (rc != 0)
+			return rc;
+		/* A scalar's end may be read one byte past: elements are
+		 * objects here, whose last byte ends them. */
+		i += (size_t)je.position;
+	}
+}
+
+int
+store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, void *arg,
+    char **rest, char *err, size_t errlen)
+{
+	struct store_step st;
+	size_t at, end, rlen;
+	int r;
+
+	*rest = NULL;
+	if ((r = store_step_get(s, plan_id, idx, &st, err, errlen)) != 0)
+		return r == STORE_NOT_FOUND ? 0 : -1;
+	if (st.result_json == NULL)
+		goto done;
+	if (queues_member(st.result_json, &at, &end) == 0) {
+		if (fn != NULL && (r = each_element(st.result_json, at, end, fn, arg)) != 0) {
+			errbuf_set(err, errlen, "reading step %d of plan %" PRId64 "'s "
+			    "result: %s", idx, plan_id, r < 0 ? "an element of its "
+			    "\"queues\" does not parse" : "its reader stopped");
+			store_step_clear(&st);
+			return -1;
+		}
+		/* The rest: "queues" emptied in place. */
+		rlen = strlen(st.result_json);
+		st.result_json[at + 1] = ']';
+		memmove(st.result_json + at + 2, st.result_json + end, rlen - end + 1);
+	}
+	*rest = st.result_json;
+	st.result_json = NULL;
+done:
+	store_step_clear(&st);
+	return 0;
 }
 
 int

@@ -16,74 +16,125 @@ cmp_queue(const void *a, const void *b)
 	    ((const struct old_measured_queue *)b)->name);
 }
 
-/* Copies S (with its NUL) to *AT, moving it on; returns the copy. */
-static const char *
-put(char **at, const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = *at;
+/* The text block every string of a table is copied into: blocks that
+ * never move, so that the strings stay where the entries point. */
+#define TEXT_BLOCK 65536
 
-	memcpy(d, s, n);
-	*at += n;
-	return d;
+struct old_measured_text {
+	struct old_measured_text *next;
+	size_t len, cap;
+	char s[];
+};
+
+/* A copy of S in M's text, or NULL when out of memory. */
+static const char *
+text_put(struct old_measured *m, const char *s)
+{
+	struct old_measured_text *b = m->text;
+	size_t n = strlen(s) + 1;
+
+	if (b == NULL || b->cap - b->len < n) {
+		size_t cap = n > TEXT_BLOCK ? n : TEXT_BLOCK;
+
+		if ((b = malloc(sizeof(*b) + cap)) == NULL)
+			return NULL;
+		b->next = m->text;
+		b->len = 0;
+		b->cap = cap;
+		m->text = b;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	return b->s + b->len - n;
 }
 
-/* The bytes and targets entry E adds to the table, into *BYTES and *NTO. */
-static void
-entry_size(const json_t *e, size_t *bytes, size_t *nto)
+/* The next capacity of an array of CAP elements. */
+static size_t
+next_cap(size_t cap)
 {
-	const json_t *d;
+	return cap > 0 ? 2 * cap : 64;
+}
+
+/* Makes room in M for one more queue and one more target. Returns 0 or
+ * -1 (out of memory). */
+static int
+room(struct old_measured *m)
+{
+	struct old_measured_queue *v;
+	const char **to;
+
+	if (m->n == m->cap) {
+		if ((v = realloc(m->v, next_cap(m->cap) * sizeof(*v))) == NULL)
+			return -1;
+		m->v = v;
+		m->cap = next_cap(m->cap);
+	}
+	if (m->nto == m->capto) {
+		if ((to = realloc(m->to, next_cap(m->capto) * sizeof(*to))) == NULL)
+			return -1;
+		m->to = to;
+		m->capto = next_cap(m->capto);
+	}
+	return 0;
+}
+
+int
+old_measured_add(struct old_measured *m, const json_t *e)
+{
+	const json_t *name = json_object_get(e, "name"), *type = json_object_get(e, "type"), *d;
+	struct old_measured_queue *q;
+	const char *t;
 	size_t i;
 
-	*bytes += strlen(json_string_value(json_object_get(e, "name"))) + 1;
-	if (json_is_string(json_object_get(e, "type")))
-		*bytes += strlen(json_string_value(json_object_get(e, "type"))) + 1;
-	json_array_foreach(json_object_get(e, "dead_letters_to"), i, d)
-		if (json_is_string(d)) {
-			*bytes += strlen(json_string_value(d)) + 1;
-			(*nto)++;
-		}
+	if (!json_is_string(name))
+		return 0;
+	if (room(m) != 0)
+		return -1;
+	q = &m->v[m->n];
+	memset(q, 0, sizeof(*q));
+	if ((q->name = text_put(m, json_string_value(name))) == NULL ||
+	    (json_is_string(type) && (q->type = text_put(m, json_string_value(type))) == NULL))
+		return -1;
+	json_array_foreach(json_object_get(e, "dead_letters_to"), i, d) {
+		if (!json_is_string(d))
+			continue;
+		if (room(m) != 0 || (t = text_put(m, json_string_value(d))) == NULL)
+			return -1;
+		m->to[m->nto++] = t;
+		q->nto++;
+	}
+	m->n++;
+	return 0;
+}
+
+void
+old_measured_end(struct old_measured *m)
+{
+	size_t at = 0;
+
+	/* The targets were appended queue by queue: each one's start is the
+	 * sum of those before, now that the array no longer moves. */
+	for (size_t i = 0; i < m->n; i++) {
+		m->v[i].to = m->to + at;
+		at += m->v[i].nto;
+	}
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_queue);
 }
 
 int
 old_measured_read(const json_t *measured, struct old_measured *m)
 {
-	const json_t *mq = json_object_get(measured, "queues"), *e, *d;
-	size_t bytes = 0, nto = 0, i, k;
-	char *at;
+	const json_t *e;
+	size_t i;
 
 	memset(m, 0, sizeof(*m));
-	json_array_foreach(mq, i, e)
-		if (json_is_string(json_object_get(e, "name"))) {
-			entry_size(e, &bytes, &nto);
-			m->n++;
+	json_array_foreach(json_object_get(measured, "queues"), i, e)
+		if (old_measured_add(m, e) != 0) {
+			old_measured_free(m);
+			return -1;
 		}
-	m->v = calloc(m->n + 1, sizeof(*m->v));
-	m->to = calloc(nto + 1, sizeof(*m->to));
-	m->text = malloc(bytes + 1);
-	if (m->v == NULL || m->to == NULL || m->text == NULL) {
-		old_measured_free(m);
-		return -1;
-	}
-	at = m->text;
-	m->n = 0;
-	json_array_foreach(mq, i, e) {
-		struct old_measured_queue *q = &m->v[m->n];
-		const json_t *type = json_object_get(e, "type");
-
-		if (!json_is_string(json_object_get(e, "name")))
-			continue;
-		q->name = put(&at, json_string_value(json_object_get(e, "name")));
-		q->type = json_is_string(type) ? put(&at, json_string_value(type)) : NULL;
-		q->to = m->to + m->nto;
-		json_array_foreach(json_object_get(e, "dead_letters_to"), k, d)
-			if (json_is_string(d)) {
-				m->to[m->nto++] = put(&at, json_string_value(d));
-				q->nto++;
-			}
-		m->n++;
-	}
-	qsort(m->v, m->n, sizeof(*m->v), cmp_queue);
+	old_measured_end(m);
 	return 0;
 }
 
@@ -104,47 +155,13 @@ old_measured_free(struct old_measured *m)
 		return;
 	free(m->v);
 	free(m->to);
-	free(m->text);
+	while (m->text != NULL) {
+		struct old_measured_text *next = m->text->next;
+
+		free(m->text);
+		m->text = next;
+	}
 	memset(m, 0, sizeof(*m));
-}
-
-/* A shallow copy of RESULT without its per-queue list "queues" (NULL for
- * NULL); sets *FAILED when out of memory. */
-static json_t *
-brief(const json_t *result, bool *failed)
-{
-	json_t *b;
-
-	if (result == NULL)
-		return NULL;
-	if ((b = json_copy((json_t *)result)) == NULL) {
-		*failed = true;
-		return NULL;
-	}
-	json_object_del(b, "queues");
-	return b;
-}
-
-int
-old_inputs_keep(const json_t *measured, const json_t *moved, int64_t measured_end_ms,
-    int64_t moved_end_ms, struct old_inputs **out)
-{
-	struct old_inputs *in;
-	bool failed = false;
-
-	*out = NULL;
-	if ((in = calloc(1, sizeof(*in))) == NULL)
-		return -1;
-	in->measured_end_ms = measured_end_ms;
-	in->moved_end_ms = moved_end_ms;
-	in->measured = brief(measured, &failed);
-	in->moved = brief(moved, &failed);
-	if (failed || old_measured_read(measured, &in->queues) != 0) {
-		old_inputs_free(in);
-		return -1;
-	}
-	*out = in;
-	return 0;
 }
 
 void

@@ -146,18 +146,27 @@ struct old_measured_queue {
 	size_t nto;
 };
 
+struct old_measured_text;
+
 struct old_measured {
 	struct old_measured_queue *v;	/* in name order */
-	size_t n;
+	size_t n, cap;
 	const char **to;		/* every queue's targets, in one array */
-	size_t nto;
-	char *text;			/* every string above */
+	size_t nto, capto;
+	struct old_measured_text *text;	/* every string above, in blocks */
 };
 
 /* Reads MEASURED's "queues" (measure_horizon's result; NULL or without
  * "queues": none) into M, which then borrows nothing from it. Returns 0,
  * or -1 when out of memory (M empty). Free with old_measured_free. */
 int old_measured_read(const json_t *measured, struct old_measured *m);
+
+/* The same a queue at a time, for a reader that never holds the list:
+ * adds entry E of "queues" (one without a name is left out) to M (zeroed
+ * before the first), then old_measured_end once the last is in. Returns 0,
+ * or -1 when out of memory (free M then). */
+int old_measured_add(struct old_measured *m, const json_t *e);
+void old_measured_end(struct old_measured *m);
 
 /* The queue NAME of M (binary search), or NULL; M may be NULL. */
 const struct old_measured_queue *old_measured_find(const struct old_measured *m,
@@ -169,21 +178,17 @@ void old_measured_free(struct old_measured *m);
 /* What the watch reads of measure_horizon's and move_old's results at
  * every tick, read once and kept across its ticks (the step context's
  * KEPT): each result without its per-queue list, and measure_horizon's
- * queues as a table. Reading both results whole at every tick costs the
- * watch some 300 MB and seconds at 100,000 old queues. Which ends of those
- * steps they were read at is the key: a step run again ends anew. */
+ * queues as a table. Both results parsed whole at every tick cost each
+ * tick their trees (about 1.4 KB a queue each) and the parse. Which ends
+ * of those steps they were read at is the key: a step run again ends
+ * anew. */
 struct old_inputs {
 	int64_t measured_end_ms, moved_end_ms;
-	json_t *measured;		/* owned; NULL when it has none */
-	json_t *moved;			/* owned; NULL likewise */
+	json_t *measured;		/* owned, "queues" empty; NULL when
+					 * it has none */
+	json_t *moved;			/* owned, likewise */
 	struct old_measured queues;
 };
-
-/* Keeps in a new *OUT what the watch reads of MEASURED and MOVED (either
- * may be NULL), which ended at MEASURED_END_MS and MOVED_END_MS (its key).
- * Returns 0, or -1 when out of memory (*OUT NULL). */
-int old_inputs_keep(const json_t *measured, const json_t *moved,
-    int64_t measured_end_ms, int64_t moved_end_ms, struct old_inputs **out);
 
 /* Frees IN (NULL: nothing). */
 void old_inputs_free(struct old_inputs *in);

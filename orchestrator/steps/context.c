@@ -192,11 +192,54 @@ store_ended_of(void *arg, enum plan_step_kind kind)
 	return st.ended_ms;
 }
 
+/* step_inputs_of_store's EACH_OF: store_step_each, its rest parsed. */
+static int
+store_each_of(void *arg, enum plan_step_kind kind, store_each_fn fn, void *fnarg,
+    json_t **rest)
+{
+	struct step_store_inputs *src = arg;
+	char err[256], *text = NULL;
+	int idx = plan_find_step(src->p, kind), rc = 0;
+
+	*rest = NULL;
+	if (idx < 0)
+		return 0;
+	if (store_step_each(src->s, src->plan_id, idx, fn, fnarg, &text, err,
+	    sizeof(err)) != 0)
+		return -1;
+	if (text != NULL && (*rest = json_loads(text, 0, NULL)) == NULL)
+		rc = -1;
+	free(text);
+	return rc;
+}
+
 struct step_inputs
 step_inputs_of_store(struct step_store_inputs *src)
 {
 	return (struct step_inputs){ .result_of = store_result_of,
-	    .ended_of = store_ended_of, .arg = src };
+	    .ended_of = store_ended_of, .each_of = store_each_of, .arg = src };
+}
+
+int
+step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn fn,
+    void *fnarg, json_t **rest)
+{
+	const json_t *whole, *e;
+	size_t i;
+
+	*rest = NULL;
+	if (in->each_of != NULL)
+		return in->each_of(in->arg, kind, fn, fnarg, rest);
+	if ((whole = step_input(in, kind)) == NULL)
+		return 0;
+	json_array_foreach(fn != NULL ? json_object_get(whole, "queues") : NULL, i, e)
+		if (fn(e, fnarg) != 0)
+			return -1;
+	if ((*rest = json_copy((json_t *)whole)) == NULL)
+		return -1;
+	if (json_object_get(*rest, "queues") != NULL)
+		json_object_set_new(*rest, "queues", json_array());
+	return 0;
 }
 
 int64_t

@@ -29,6 +29,11 @@ struct old_inputs;
 struct step_inputs {
 	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
 	int64_t (*ended_of)(void *arg, enum plan_step_kind kind);
+	/* EACH_OF(ARG, KIND, FN, FNARG, REST), NULL when not offered: the
+	 * result of KIND a part at a time (step_input_each), never its list's
+	 * tree. */
+	int (*each_of)(void *arg, enum plan_step_kind kind, store_each_fn fn,
+	    void *fnarg, json_t **rest);
 	void *arg;
 	json_t *held[STEP_INPUTS_MAX];	/* fetched by step_input */
 	size_t nheld;
@@ -118,7 +123,7 @@ struct step_ctx {
 	struct broker_delivery *held;
 	size_t nheld, capheld;
 	/* What the watch reads of earlier steps' results, kept across its
-	 * ticks (step_watch_prepare, old_inputs_keep). Freed by
+	 * ticks (step_watch_prepare). Freed by
 	 * step_ctx_close. */
 	struct old_inputs *kept;
 	/* Borrowed, may be NULL: non-zero once the process is asked to stop
@@ -200,6 +205,15 @@ typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t er
  * step_inputs_release, or NULL when there is none. */
 const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
 
+/* The result of the plan's step of KIND a part at a time: FN (NULL:
+ * none) gets each element of its "queues", one at a time, then *REST the
+ * result with "queues" empty (a new reference; NULL when it has none).
+ * From the store (IN's EACH_OF) it holds the result's text, not the
+ * list's tree; else it reads RESULT_OF's tree. Returns 0, or -1 (FN
+ * stopped, memory, a result that does not parse). */
+int step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn fn,
+    void *fnarg, json_t **rest);
+
 /* Where step_inputs_of_store reads the earlier steps: run PLAN_ID of plan
  * P in store S (each borrowed). */
 struct step_store_inputs {
@@ -208,7 +222,7 @@ struct step_store_inputs {
 	const struct plan *p;
 };
 
-/* Step inputs (RESULT_OF and ENDED_OF) read from SRC's store, as the
+/* Step inputs (RESULT_OF, ENDED_OF and EACH_OF) read from SRC's store, as the
  * engine and `cutover old remove --db` give them; SRC must outlive their
  * use. A step the store cannot read counts as one with no result. */
 struct step_inputs step_inputs_of_store(struct step_store_inputs *src);

@@ -1,11 +1,13 @@
 /* test_store_steps: the steps table — a plan's steps inserted, updated,
  * read back, refused when wrong, and reset for a retry — and a long
  * result list kept a row per element (step_entries): read back as the
- * one result it was, written element by element, all or nothing, and
- * gone with a whole result or a reset. */
+ * one result it was or a part at a time, written element by element,
+ * all or nothing, and gone with a whole result or a reset. */
 
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cm.h"
 #include "fx.h"
@@ -229,8 +231,94 @@ test_entries_read_as_one_result(void **state)
 	assert_string_equal(fx->err, "updating step 5 of plan 1: no such step");
 }
 
+/* What test_each's reader saw: each element's name, joined. */
+struct seen {
+	char names[256];
+	int n, stop_at;
+};
+
+static int
+see(const json_t *e, void *arg)
+{
+	struct seen *s = arg;
+	const char *name = json_string_value(json_object_get(e, "name"));
+
+	if (++s->n == s->stop_at)
+		return 7;
+	strncat(s->names, name != NULL ? name : "?", sizeof(s->names) - strlen(s->names) - 2);
+	strcat(s->names, ";");
+	return 0;
+}
+
+/* A result read a part at a time: each element of its top-level "queues"
+ * in order (its rows, when it has them), whatever strings and nested
+ * lists hold, and the rest with "queues" empty; a reader that stops stops
+ * it; a step without a result, or none at all, gives nothing; its times
+ * alone come without the result. */
+static void
+test_each(void **state)
+{
+	static const char whole[] =
+	    "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[{]\", \"queues\" : [ "
+	    "{\"name\":\"old.b\",\"to\":[\"x\",\"]\"]} , {\"name\":\"old.\\\"a\"} ] ,"
+	    "\"z\":[\"]\"]}";
+	static const char rest[] = "{\"ok\":true,\"queues\":[],\"n\":2}";
+	struct store_entry v[2] = {
+		{ "old.d", 1, "{\"name\":\"old.d\"}" },
+		{ "old.c", 0, "{\"name\":\"old.c\",\"moved\":1}" },
+	};
+	struct fx *fx = *state;
+	struct seen seen = { .stop_at = -1 };
+	struct store_step st;
+	int64_t plan;
+	char *r;
+
+	plan = fx_open_plan(fx, "yaml");
+	assert_int_equal(store_step_insert(fx->s, plan, 0, "measure_horizon", 0,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_insert(fx->s, plan, 1, "move_old", 0,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_null(r);
+	assert_int_equal(store_step_each(fx->s, plan, 9, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_null(r);
+	assert_int_equal(seen.n, 0);
+	assert_int_equal(store_step_update(fx->s, plan, 0, "succeeded", 10, 20, whole,
+	    NULL, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_string_equal(seen.names, "old.b;old.\"a;");
+	assert_string_equal(r, "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[{]\", "
+	    "\"queues\" : [] ,\"z\":[\"]\"]}");
+	free(r);
+	/* Without a reader: the rest alone. */
+	assert_int_equal(store_step_each(fx->s, plan, 0, NULL, NULL, &r, FX_ERR(fx)), 0);
+	assert_non_null(strstr(r, "\"queues\" : [] ,"));
+	free(r);
+	seen = (struct seen){ .stop_at = 2 };
+	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), -1);
+	assert_null(r);
+	assert_string_equal(seen.names, "old.b;");
+	assert_non_null(strstr(fx->err, "its reader stopped"));
+	/* Rows, in their order. */
+	assert_int_equal(store_step_save_entries(fx->s, plan, 1, rest, v, 2,
+	    FX_ERR(fx)), 0);
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_step_each(fx->s, plan, 1, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_string_equal(seen.names, "old.c;old.d;");
+	assert_string_equal(r, rest);
+	free(r);
+	/* The times without the result. */
+	assert_int_equal(store_step_times(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_int_equal(st.ended_ms, 20);
+	assert_string_equal(st.status, "succeeded");
+	assert_null(st.result_json);
+	assert_int_equal(store_step_times(fx->s, plan, 9, &st, FX_ERR(fx)),
+	    STORE_NOT_FOUND);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 CM_MAIN(NULL, NULL,
 	T(test_steps),
 	T(test_step_reset_clears_the_attempt),
-	T(test_entries_read_as_one_result))
+	T(test_entries_read_as_one_result),
+	T(test_each))
