@@ -1,8 +1,9 @@
 /* old_measured: measure_horizon's old queues as a table read once and
  * looked up by name at each of the watch's ticks: each queue's name, its
- * type and the queues it dead-letters into, in two allocations, instead of
- * the result's JSON entries (a jansson object of a dozen members costs
- * about 1.4 KB a queue; an entry here its name and 24 bytes). */
+ * type and the queues it dead-letters into, in two arrays and blocks of
+ * text, instead of the result's JSON entries (a jansson object of a dozen
+ * members costs about 1.4 KB a queue; an entry here 32 bytes and its
+ * strings). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,26 +56,33 @@ next_cap(size_t cap)
 	return cap > 0 ? 2 * cap : 64;
 }
 
-/* Makes room in M for one more queue and one more target. Returns 0 or
- * -1 (out of memory). */
+/* Makes room in M for one more queue. Returns 0 or -1 (out of memory). */
 static int
-room(struct old_measured *m)
+room_queue(struct old_measured *m)
 {
 	struct old_measured_queue *v;
+
+	if (m->n < m->cap)
+		return 0;
+	if ((v = realloc(m->v, next_cap(m->cap) * sizeof(*v))) == NULL)
+		return -1;
+	m->v = v;
+	m->cap = next_cap(m->cap);
+	return 0;
+}
+
+/* Makes room in M for one more dead-letter target. Returns 0 or -1. */
+static int
+room_target(struct old_measured *m)
+{
 	const char **to;
 
-	if (m->n == m->cap) {
-		if ((v = realloc(m->v, next_cap(m->cap) * sizeof(*v))) == NULL)
-			return -1;
-		m->v = v;
-		m->cap = next_cap(m->cap);
-	}
-	if (m->nto == m->capto) {
-		if ((to = realloc(m->to, next_cap(m->capto) * sizeof(*to))) == NULL)
-			return -1;
-		m->to = to;
-		m->capto = next_cap(m->capto);
-	}
+	if (m->nto < m->capto)
+		return 0;
+	if ((to = realloc(m->to, next_cap(m->capto) * sizeof(*to))) == NULL)
+		return -1;
+	m->to = to;
+	m->capto = next_cap(m->capto);
 	return 0;
 }
 
@@ -88,7 +96,7 @@ old_measured_add(struct old_measured *m, const json_t *e)
 
 	if (!json_is_string(name))
 		return 0;
-	if (room(m) != 0)
+	if (room_queue(m) != 0)
 		return -1;
 	q = &m->v[m->n];
 	memset(q, 0, sizeof(*q));
@@ -98,7 +106,7 @@ old_measured_add(struct old_measured *m, const json_t *e)
 	json_array_foreach(json_object_get(e, "dead_letters_to"), i, d) {
 		if (!json_is_string(d))
 			continue;
-		if (room(m) != 0 || (t = text_put(m, json_string_value(d))) == NULL)
+		if (room_target(m) != 0 || (t = text_put(m, json_string_value(d))) == NULL)
 			return -1;
 		m->to[m->nto++] = t;
 		q->nto++;

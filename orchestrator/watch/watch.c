@@ -418,9 +418,9 @@ step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
 	if ((c->kept == NULL || c->kept->measured_end_ms != measured_end ||
 	    c->kept->moved_end_ms != moved_end) &&
 	    keep_inputs(c, in, measured_end, moved_end) != 0) {
-		snprintf(err, errlen, "reading measure_horizon's and move_old's results: "
-		    "out of memory, or the store could not be read (the next tick "
-		    "reads them again)");
+		snprintf(err, errlen, "reading measure_horizon's and move_old's results "
+		    "failed: out of memory, the database could not be read (busy: "
+		    "tried again), or a result does not parse");
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
 	}
