@@ -365,10 +365,11 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 }
 
 /* Hands FN each element of the array R[AT..END) (as queues_member found
- * it), parsed one at a time. Returns 0, -1 when one does not parse, or
- * what FN returned when not 0. */
+ * it), parsed one at a time. Returns 0, what FN returned when not 0, or
+ * -1 with *BAD set when an element does not parse. */
 static int
-each_element(const char *r, size_t at, size_t end, store_each_fn fn, void *arg)
+each_element(const char *r, size_t at, size_t end, store_each_fn fn, void *arg,
+    bool *bad)
 {
 	json_error_t je;
 	json_t *e;
@@ -381,8 +382,10 @@ each_element(const char *r, size_t at, size_t end, store_each_fn fn, void *arg)
 		if (i + 1 >= end)
 			return 0;	/* at the closing ']' */
 		if ((e = json_loadb(r + i, end - 1 - i, JSON_DISABLE_EOF_CHECK |
-		    JSON_DECODE_ANY, &je)) == NULL)
+		    JSON_DECODE_ANY, &je)) == NULL) {
+			*bad = true;
 			return -1;
+		}
 		rc = fn(e, arg);
 		json_decref(e);
 		if (rc != 0)
@@ -399,6 +402,7 @@ store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, voi
 {
 	struct store_step st;
 	size_t at, end, rlen;
+	bool bad = false;
 	int r;
 
 	*rest = NULL;
@@ -407,9 +411,9 @@ store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, voi
 	if (st.result_json == NULL)
 		goto done;
 	if (queues_member(st.result_json, &at, &end) == 0) {
-		if (fn != NULL && (r = each_element(st.result_json, at, end, fn, arg)) != 0) {
+		if (fn != NULL && each_element(st.result_json, at, end, fn, arg, &bad) != 0) {
 			errbuf_set(err, errlen, "reading step %d of plan %" PRId64 "'s "
-			    "result: %s", idx, plan_id, r < 0 ? "an element of its "
+			    "result: %s", idx, plan_id, bad ? "an element of its "
 			    "\"queues\" does not parse" : "its reader stopped");
 			store_step_clear(&st);
 			return -1;
