@@ -122,7 +122,7 @@ old_measured_end(struct old_measured *m)
 
 	/* The targets were appended queue by queue: each one's start is the
 	 * sum of those before, now that the array no longer moves. */
-	for (size_t i = 0; i < m->n; i++) {
+	for (size_t i = 0; i < m->n && m->to != NULL; i++) {
 		m->v[i].to = m->to + at;
 		at += m->v[i].nto;
 	}

@@ -57,6 +57,15 @@ test_measured_table(void **state)
 	assert_int_equal(m.n, 0);
 	assert_null(old_measured_find(&m, "delay.a"));
 	old_measured_free(&m);
+	/* No queue dead-letters into another: no targets at all. */
+	r = json_pack("{s:[{s:s},{s:s,s:[]}]}", "queues", "name", "delay.y", "name",
+	    "delay.x", "dead_letters_to");
+	assert_int_equal(old_measured_read(r, &m), 0);
+	json_decref(r);
+	assert_int_equal(m.n, 2);
+	assert_string_equal(m.v[0].name, "delay.x");
+	assert_int_equal(old_measured_find(&m, "delay.y")->nto, 0);
+	old_measured_free(&m);
 }
 
 /* Step inputs that count what they are asked. */
