@@ -164,6 +164,10 @@ done:
 	return own_end(s, own, rc, err, errlen);
 }
 
+/* The columns read_step reads, in its order: a query selects them, then
+ * result_json and error (or NULL, NULL when it leaves those out). */
+#define STEP_SELECT "SELECT kind, gate, status, started_ms, ended_ms, idx, "
+
 /* store__read's FN for step_read: the row into the struct store_step at
  * ARG (its result and error malloc'ed, freed again when out of memory). */
 static int
@@ -187,8 +191,8 @@ read_step(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-/* Runs SQL, which selects kind, gate, status, started_ms, ended_ms, idx,
- * result_json and error with ?1 the plan and ?2 IDX (left unbound, so
+/* Runs SQL, which selects STEP_SELECT's columns, result_json and error
+ * with ?1 the plan and ?2 IDX (left unbound, so
  * NULL, when IDX < 0: no step has a NULL index), and
  * reads its first row into OUT; WHAT says what is read. Returns 0, STORE_NOT_FOUND when
  * there is no row, or -1 with ERR. */
@@ -344,8 +348,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
     struct store_step *out, char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx, result_json,"
-	    " error FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	    STEP_SELECT "result_json, error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 	bool own = sqlite3_get_autocommit(s->db) != 0;
 	int r;
@@ -435,8 +438,7 @@ store_step_times(struct store *s, int64_t plan_id, int idx, struct store_step *o
     char *err, size_t errlen)
 {
 	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
-	    " FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	    STEP_SELECT "NULL, NULL FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 
 	step_what(what, sizeof(what), "reading", idx, plan_id);
@@ -450,8 +452,8 @@ store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
 	/* Steps not yet succeeded first, lowest first; then the succeeded
 	 * ones, highest first. No result or error. */
 	static const char sql[] =
-	    "SELECT kind, gate, status, started_ms, ended_ms, idx, NULL, NULL"
-	    " FROM steps WHERE plan_id = ?1 ORDER BY status = 'succeeded',"
+	    STEP_SELECT "NULL, NULL FROM steps WHERE plan_id = ?1"
+	    " ORDER BY status = 'succeeded',"
 	    " CASE WHEN status = 'succeeded' THEN -idx ELSE idx END LIMIT 1";
 	char what[80];
 
