@@ -1,20 +1,28 @@
-/* old_measured: measure_horizon's old queues as a table read once and
- * looked up by name at each of the watch's ticks: each queue's name, its
- * type and the queues it dead-letters into, in two arrays and blocks of
- * text, instead of the result's JSON entries (a jansson object of a dozen
- * members costs about 1.4 KB a queue; an entry here 32 bytes and its
- * strings). */
+/* old_measured: measure_horizon's and move_old's old queues as tables
+ * read once and looked up by name (at each of the watch's ticks, for each
+ * queue remove_old weighs): of each queue what those readers need, in
+ * arrays and blocks of text, instead of the results' JSON entries (a
+ * jansson object of a dozen members costs about 1.4 KB a queue; an entry
+ * here under 100 bytes and its strings). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "old_path.h"
 
-/* qsort and bsearch order of struct old_measured_queue: by name. */
+/* qsort and bsearch order of both tables' entries: by name, their first
+ * member. */
 static int
-cmp_queue(const void *a, const void *b)
+cmp_measured(const void *a, const void *b)
 {
 	return strcmp(((const struct old_measured_queue *)a)->name,
 	    ((const struct old_measured_queue *)b)->name);
+}
+
+static int
+cmp_moved(const void *a, const void *b)
+{
+	return strcmp(((const struct old_moved_queue *)a)->name,
+	    ((const struct old_moved_queue *)b)->name);
 }
 
 /* The text block every string of a table is copied into: blocks that
@@ -27,11 +35,11 @@ struct old_measured_text {
 	char s[];
 };
 
-/* A copy of S in M's text, or NULL when out of memory. */
+/* A copy of S in the blocks at *TEXT, or NULL when out of memory. */
 static const char *
-text_put(struct old_measured *m, const char *s)
+text_put(struct old_measured_text **text, const char *s)
 {
-	struct old_measured_text *b = m->text;
+	struct old_measured_text *b = *text;
 	size_t n = strlen(s) + 1;
 
 	if (b == NULL || b->cap - b->len < n) {
@@ -39,79 +47,102 @@ text_put(struct old_measured *m, const char *s)
 
 		if ((b = malloc(sizeof(*b) + cap)) == NULL)
 			return NULL;
-		b->next = m->text;
+		b->next = *text;
 		b->len = 0;
 		b->cap = cap;
-		m->text = b;
+		*text = b;
 	}
 	memcpy(b->s + b->len, s, n);
 	b->len += n;
 	return b->s + b->len - n;
 }
 
-/* The next capacity of an array of CAP elements. */
-static size_t
-next_cap(size_t cap)
+static void
+text_free(struct old_measured_text **text)
 {
-	return cap > 0 ? 2 * cap : 64;
+	while (*text != NULL) {
+		struct old_measured_text *next = (*text)->next;
+
+		free(*text);
+		*text = next;
+	}
 }
 
-/* Makes room in M for one more queue. Returns 0 or -1 (out of memory). */
+/* Makes room in the array at *V (N elements of SIZE used of *CAP) for one
+ * more. A grown array moves: nothing may hold a pointer into it until the
+ * table's _end. Returns 0 or -1 (out of memory). */
 static int
-room_queue(struct old_measured *m)
+room(void **v, size_t n, size_t *cap, size_t size)
 {
-	struct old_measured_queue *v;
+	size_t want = *cap > 0 ? 2 * *cap : 64;
+	void *nv;
 
-	if (m->n < m->cap)
+	if (n < *cap)
 		return 0;
-	if ((v = realloc(m->v, next_cap(m->cap) * sizeof(*v))) == NULL)
+	if ((nv = realloc(*v, want * size)) == NULL)
 		return -1;
-	m->v = v;
-	m->cap = next_cap(m->cap);
+	*v = nv;
+	*cap = want;
 	return 0;
 }
 
-/* Makes room in M for one more dead-letter target. Returns 0 or -1. */
-static int
-room_target(struct old_measured *m)
+/* An integer member KEY of E, or DFLT when it is not one. */
+static int64_t
+int_or(const json_t *e, const char *key, int64_t dflt)
 {
-	const char **to;
+	const json_t *v = json_object_get(e, key);
 
-	if (m->nto < m->capto)
-		return 0;
-	if ((to = realloc(m->to, next_cap(m->capto) * sizeof(*to))) == NULL)
-		return -1;
-	m->to = to;
-	m->capto = next_cap(m->capto);
-	return 0;
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* Appends the string elements of E's array KEY to M's names. Returns how
+ * many, or -1 when out of memory. */
+static long
+names_add(struct old_measured *m, const json_t *e, const char *key)
+{
+	const json_t *d;
+	const char *t;
+	size_t i;
+	long n = 0;
+
+	json_array_foreach(json_object_get(e, key), i, d) {
+		if (!json_is_string(d))
+			continue;
+		if (room((void **)&m->to, m->nto, &m->capto, sizeof(*m->to)) != 0 ||
+		    (t = text_put(&m->text, json_string_value(d))) == NULL)
+			return -1;
+		m->to[m->nto++] = t;
+		n++;
+	}
+	return n;
 }
 
 int
 old_measured_add(struct old_measured *m, const json_t *e)
 {
-	const json_t *name = json_object_get(e, "name"), *type = json_object_get(e, "type"), *d;
+	const json_t *name = json_object_get(e, "name"), *type = json_object_get(e, "type");
 	struct old_measured_queue *q;
-	const char *t;
-	size_t i;
+	long nto, nfed;
 
 	if (!json_is_string(name))
 		return 0;
-	if (room_queue(m) != 0)
+	if (room((void **)&m->v, m->n, &m->cap, sizeof(*m->v)) != 0)
 		return -1;
 	q = &m->v[m->n];
 	memset(q, 0, sizeof(*q));
-	if ((q->name = text_put(m, json_string_value(name))) == NULL ||
-	    (json_is_string(type) && (q->type = text_put(m, json_string_value(type))) == NULL))
+	if ((q->name = text_put(&m->text, json_string_value(name))) == NULL ||
+	    (json_is_string(type) &&
+	    (q->type = text_put(&m->text, json_string_value(type))) == NULL))
 		return -1;
-	json_array_foreach(json_object_get(e, "dead_letters_to"), i, d) {
-		if (!json_is_string(d))
-			continue;
-		if (room_target(m) != 0 || (t = text_put(m, json_string_value(d))) == NULL)
-			return -1;
-		m->to[m->nto++] = t;
-		q->nto++;
-	}
-	m->n++;
+	/* Its targets, then its feeders, after the queues before it. */
+	if ((nto = names_add(m, e, "dead_letters_to")) < 0 ||
+	    (nfed = names_add(m, e, "fed_by")) < 0)
+		return -1;
+	q->nto = (size_t)nto;
+	q->nfed = (size_t)nfed;
+	q->ttl_ms = int_or(e, "ttl_ms", -1);
+	q->chain_ttl_ms = int_or(e, "chain_ttl_ms", -1);
+	q->ord = m->n++;
 	return 0;
 }
 
@@ -120,14 +151,16 @@ old_measured_end(struct old_measured *m)
 {
 	size_t at = 0;
 
-	/* The targets were appended queue by queue: each one's start is the
+	/* The names were appended queue by queue: each one's start is the
 	 * sum of those before, now that the array no longer moves. */
 	for (size_t i = 0; i < m->n && m->to != NULL; i++) {
 		m->v[i].to = m->to + at;
 		at += m->v[i].nto;
+		m->v[i].fed_by = m->to + at;
+		at += m->v[i].nfed;
 	}
 	if (m->n > 1)
-		qsort(m->v, m->n, sizeof(*m->v), cmp_queue);
+		qsort(m->v, m->n, sizeof(*m->v), cmp_measured);
 }
 
 int
@@ -153,7 +186,7 @@ old_measured_find(const struct old_measured *m, const char *name)
 
 	if (m == NULL || m->n == 0)
 		return NULL;
-	return bsearch(&key, m->v, m->n, sizeof(*m->v), cmp_queue);
+	return bsearch(&key, m->v, m->n, sizeof(*m->v), cmp_measured);
 }
 
 void
@@ -163,12 +196,75 @@ old_measured_free(struct old_measured *m)
 		return;
 	free(m->v);
 	free(m->to);
-	while (m->text != NULL) {
-		struct old_measured_text *next = m->text->next;
+	text_free(&m->text);
+	memset(m, 0, sizeof(*m));
+}
 
-		free(m->text);
-		m->text = next;
-	}
+int
+old_moved_add(struct old_moved *m, const json_t *e)
+{
+	const json_t *name = json_object_get(e, "name");
+	struct old_moved_queue *q;
+
+	if (!json_is_string(name))
+		return 0;
+	if (room((void **)&m->v, m->n, &m->cap, sizeof(*m->v)) != 0)
+		return -1;
+	q = &m->v[m->n];
+	*q = (struct old_moved_queue){
+		.ttl_ms = int_or(e, "ttl_ms", -1),
+		.skipped = int_or(e, "skipped", 0),
+		.pass_done = int_or(e, "pass_done", 0),
+		.left = int_or(e, "left", 0),
+		.left_until_ms = int_or(e, "left_until_ms", -1),
+		.skipped_why = json_object_get(e, "skipped_why") != NULL,
+	};
+	if ((q->name = text_put(&m->text, json_string_value(name))) == NULL)
+		return -1;
+	m->n++;
+	return 0;
+}
+
+void
+old_moved_end(struct old_moved *m)
+{
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_moved);
+}
+
+int
+old_moved_read(const json_t *moved, struct old_moved *m)
+{
+	const json_t *e;
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	json_array_foreach(json_object_get(moved, "queues"), i, e)
+		if (old_moved_add(m, e) != 0) {
+			old_moved_free(m);
+			return -1;
+		}
+	old_moved_end(m);
+	return 0;
+}
+
+const struct old_moved_queue *
+old_moved_find(const struct old_moved *m, const char *name)
+{
+	struct old_moved_queue key = { .name = name };
+
+	if (m == NULL || m->n == 0)
+		return NULL;
+	return bsearch(&key, m->v, m->n, sizeof(*m->v), cmp_moved);
+}
+
+void
+old_moved_free(struct old_moved *m)
+{
+	if (m == NULL)
+		return;
+	free(m->v);
+	text_free(&m->text);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -180,5 +276,6 @@ old_inputs_free(struct old_inputs *in)
 	json_decref(in->measured);
 	json_decref(in->moved);
 	old_measured_free(&in->queues);
+	old_moved_free(&in->moved_queues);
 	free(in);
 }

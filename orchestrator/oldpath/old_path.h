@@ -136,14 +136,20 @@ json_t *old_json_index(const json_t *arr);
  * a list whose elements are written by their place. */
 json_t *old_json_positions(const json_t *arr);
 
-/* measure_horizon's old queues as the watch looks them up at each tick
- * (old_measured.c): sorted by name, their strings in one block. */
+/* measure_horizon's old queues as the watch and remove_old look them up
+ * (old_measured.c): sorted by name, their strings in blocks of text. */
 struct old_measured_queue {
 	const char *name;
 	const char *type;		/* "classic", "quorum"…; NULL when the
 					 * result recorded none */
 	const char **to;		/* the old queues it dead-letters into */
 	size_t nto;
+	const char **fed_by;		/* the old queues that dead-letter
+					 * into it */
+	size_t nfed;
+	int64_t ttl_ms;			/* -1: none recorded */
+	int64_t chain_ttl_ms;		/* its dead-letter chain's, -1: none */
+	size_t ord;			/* its place in the result's list */
 };
 
 struct old_measured_text;
@@ -151,7 +157,8 @@ struct old_measured_text;
 struct old_measured {
 	struct old_measured_queue *v;	/* in name order */
 	size_t n, cap;
-	const char **to;		/* every queue's targets, in one array */
+	const char **to;		/* every queue's targets and feeders,
+					 * in one array */
 	size_t nto, capto;
 	struct old_measured_text *text;	/* every string above, in blocks */
 };
@@ -175,19 +182,48 @@ const struct old_measured_queue *old_measured_find(const struct old_measured *m,
 /* Frees what M holds and empties it; M may be NULL or empty. */
 void old_measured_free(struct old_measured *m);
 
-/* What the watch reads of measure_horizon's and move_old's results at
- * every tick, read once and kept across its ticks (the step context's
- * KEPT): each result without its per-queue list, and measure_horizon's
- * queues as a table. Both results parsed whole at every tick cost each
- * tick their trees (about 1.4 KB a queue each) and the parse. Which ends
- * of those steps they were read at is the key: a step run again ends
- * anew. */
+/* move_old's entry for an old queue as remove_old weighs its deadline
+ * (old_measured.c): what its last pass left in it. */
+struct old_moved_queue {
+	const char *name;
+	int64_t ttl_ms;			/* the TTL the move saw, -1: none */
+	int64_t skipped;		/* messages its pass skipped */
+	int64_t pass_done;		/* the last pass that covered it */
+	int64_t left;			/* messages its pass left in it */
+	int64_t left_until_ms;		/* their latest not-before, -1: none */
+	bool skipped_why;		/* a reason for skipping it is recorded */
+};
+
+struct old_moved {
+	struct old_moved_queue *v;	/* in name order */
+	size_t n, cap;
+	struct old_measured_text *text;
+};
+
+/* As old_measured_read, _add, _end, _find and _free, for move_old's
+ * result's "queues". */
+int old_moved_read(const json_t *moved, struct old_moved *m);
+int old_moved_add(struct old_moved *m, const json_t *e);
+void old_moved_end(struct old_moved *m);
+const struct old_moved_queue *old_moved_find(const struct old_moved *m,
+    const char *name);
+void old_moved_free(struct old_moved *m);
+
+/* What the watch and remove_old read of measure_horizon's and move_old's
+ * results, read once and kept across their runs (the step context's
+ * KEPT): each result without its per-queue list, measure_horizon's queues
+ * as a table and, for remove_old, move_old's too. Both results parsed
+ * whole at every tick cost each tick their trees (about 1.4 KB a queue
+ * each) and the parse. Which ends of those steps they were read at is the
+ * key: a step run again ends anew. */
 struct old_inputs {
 	int64_t measured_end_ms, moved_end_ms;
 	json_t *measured;		/* owned, "queues" empty; NULL when
 					 * it has none */
 	json_t *moved;			/* owned, likewise */
 	struct old_measured queues;
+	bool with_moved;		/* MOVED_QUEUES was read */
+	struct old_moved moved_queues;
 };
 
 /* Frees IN (NULL: nothing). */

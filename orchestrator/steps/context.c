@@ -242,6 +242,74 @@ step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn 
 	return 0;
 }
 
+/* step_input_each's FNs: an entry of measure_horizon's or move_old's
+ * "queues" into the table at ARG. */
+static int
+measured_add(const json_t *e, void *arg)
+{
+	return old_measured_add(arg, e);
+}
+
+static int
+moved_add(const json_t *e, void *arg)
+{
+	return old_moved_add(arg, e);
+}
+
+/* Reads into C->kept (replaced) measure_horizon's and move_old's results,
+ * which ended at MEASURED_END and MOVED_END, from IN a part at a time:
+ * move_old's queues too when WITH_MOVED. Returns 0 or -1. */
+static int
+old_inputs_keep(struct step_ctx *c, struct step_inputs *in, int64_t measured_end,
+    int64_t moved_end, bool with_moved)
+{
+	struct old_inputs *k;
+
+	old_inputs_free(c->kept);
+	if ((c->kept = k = calloc(1, sizeof(*k))) == NULL)
+		return -1;
+	k->measured_end_ms = measured_end;
+	k->moved_end_ms = moved_end;
+	k->with_moved = with_moved;
+	if (step_input_each(in, PLAN_STEP_MEASURE_HORIZON, measured_add, &k->queues,
+	    &k->measured) != 0 ||
+	    step_input_each(in, PLAN_STEP_MOVE_OLD, with_moved ? moved_add : NULL,
+	    &k->moved_queues, &k->moved) != 0) {
+		old_inputs_free(k);
+		c->kept = NULL;
+		return -1;
+	}
+	old_measured_end(&k->queues);
+	old_moved_end(&k->moved_queues);
+	return 0;
+}
+
+int
+step_old_inputs(struct step_ctx *c, struct step_inputs *in, bool with_moved, char *err,
+    size_t errlen)
+{
+	int64_t measured_end = step_input_ended(in, PLAN_STEP_MEASURE_HORIZON);
+	int64_t moved_end = step_input_ended(in, PLAN_STEP_MOVE_OLD);
+	const struct old_inputs *k = c->kept;
+
+	/* Read again only when either step ended anew since they were kept
+	 * (or move_old's queues are wanted and were not read): at 100,000 old
+	 * queues, hundreds of megabytes of trees a read. */
+	if ((k == NULL || k->measured_end_ms != measured_end ||
+	    k->moved_end_ms != moved_end || (with_moved && !k->with_moved)) &&
+	    old_inputs_keep(c, in, measured_end, moved_end, with_moved) != 0) {
+		errbuf_set(err, errlen, "reading measure_horizon's and move_old's results "
+		    "failed: out of memory, the database could not be read (busy: "
+		    "tried again), or a result does not parse");
+		return -1;
+	}
+	c->measured = c->kept->measured;
+	c->moved = c->kept->moved;
+	c->measured_queues = &c->kept->queues;
+	c->moved_queues = c->kept->with_moved ? &c->kept->moved_queues : NULL;
+	return 0;
+}
+
 int64_t
 step_input_ended(struct step_inputs *in, enum plan_step_kind kind)
 {

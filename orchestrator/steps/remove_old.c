@@ -335,9 +335,15 @@ run_pass(struct rm_run *r, void (*pass)(struct worker *, struct item *),
 	return nconn;
 }
 
+/* The item named NAME: a measured queue's at its place in the measure's
+ * list (R->mq), any other found by a scan. */
 static struct item *
-find_item(struct item *items, size_t nitems, const char *name)
+find_item(const struct rm_run *r, struct item *items, size_t nitems, const char *name)
 {
+	const struct old_measured_queue *m = old_measured_find(r->mq, name);
+
+	if (m != NULL && m->ord < nitems && strcmp(items[m->ord].name, name) == 0)
+		return &items[m->ord];
 	for (size_t i = 0; i < nitems; i++)
 		if (strcmp(items[i].name, name) == 0)
 			return &items[i];
@@ -347,7 +353,7 @@ find_item(struct item *items, size_t nitems, const char *name)
 /* Sets each item's wave from its feeders (measured "fed_by"). Returns the
  * largest wave, or -1 on a cycle (measure_horizon refuses those). */
 static int
-set_waves(struct item *items, size_t nitems)
+set_waves(const struct rm_run *r, struct item *items, size_t nitems)
 {
 	int top = 0;
 	bool changed = true;
@@ -357,12 +363,9 @@ set_waves(struct item *items, size_t nitems)
 			return -1;
 		changed = false;
 		for (size_t i = 0; i < nitems; i++) {
-			const json_t *f;
-			size_t k;
-
-			json_array_foreach(items[i].fed_by, k, f) {
-				struct item *src = json_is_string(f) ? find_item(items, nitems,
-				    json_string_value(f)) : NULL;
+			for (size_t k = 0; k < items[i].nfed; k++) {
+				struct item *src = find_item(r, items, nitems,
+				    items[i].fed_by[k]);
 
 				if (src != NULL && src != &items[i] &&
 				    src->wave + 1 > items[i].wave) {
@@ -380,17 +383,13 @@ set_waves(struct item *items, size_t nitems)
 /* Leaves IT when an old queue that dead-letters into it is still there.
  * Returns true when it was left. */
 static bool
-feeder_left(struct item *items, size_t nitems, struct item *it, bool dry_run)
+feeder_left(const struct rm_run *r, struct item *items, size_t nitems, struct item *it)
 {
-	const json_t *f;
-	size_t k;
-
-	json_array_foreach(it->fed_by, k, f) {
-		const struct item *src = json_is_string(f) ? find_item(items, nitems,
-		    json_string_value(f)) : NULL;
+	for (size_t k = 0; k < it->nfed; k++) {
+		const struct item *src = find_item(r, items, nitems, it->fed_by[k]);
 
 		if (src == NULL || src == it || src->outcome == OUT_REMOVED ||
-		    src->outcome == OUT_GONE || (dry_run && src->outcome == OUT_WOULD))
+		    src->outcome == OUT_GONE || (r->o->dry_run && src->outcome == OUT_WOULD))
 			continue;
 		if (src->outcome == OUT_WAIT) {
 			rm_set_reason(it, OUT_WAIT, "old queue '%s' dead-letters into it "
@@ -469,13 +468,13 @@ run_waves(struct rm_run *r, const struct old_selection *s, struct item *items,
     size_t felen)
 {
 	struct item **list = calloc(ntodo + 1, sizeof(*list));
-	int top = set_waves(items, nitems), k;
+	int top = set_waves(r, items, nitems), k;
 
 	if (list == NULL)
 		return -1;
 	if (top < 0) {
 		for (size_t i = 0; i < ntodo; i++)
-			if (todo[i]->fed_by != NULL && json_array_size(todo[i]->fed_by) > 0)
+			if (todo[i]->nfed > 0)
 				rm_set_reason(todo[i], OUT_LEFT, "its dead-letter feeders form a "
 				    "cycle: not touched");
 		top = 0;
@@ -485,7 +484,7 @@ run_waves(struct rm_run *r, const struct old_selection *s, struct item *items,
 
 		for (size_t i = 0; i < ntodo; i++)
 			if (todo[i]->wave == wave && todo[i]->outcome == OUT_NONE &&
-			    !feeder_left(items, nitems, todo[i], r->o->dry_run))
+			    !feeder_left(r, items, nitems, todo[i]))
 				list[n++] = todo[i];
 		if ((k = run_pass(r, check_pass, list, n)) > *nconn)
 			*nconn = k;
@@ -503,8 +502,10 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 	const json_t *watch;
 
 	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
-	c->measured = step_input(in, PLAN_STEP_MEASURE_HORIZON);
-	c->moved = step_input(in, PLAN_STEP_MOVE_OLD);
+	if (step_old_inputs(c, in, true, err, errlen) != 0) {
+		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+		return -1;
+	}
 	watch = step_input(in, PLAN_STEP_WATCH);
 	c->watched = watch;
 	if (step_restored(c, err, errlen) != 0) {
@@ -540,22 +541,38 @@ step_remove_old_preview(struct step_ctx *c, json_t **result, char *err, size_t e
 	return old_remove(c, &dry, result, err, errlen);
 }
 
-/* Points *MQ at the measured queues of MEASURED (measure_horizon's
- * result), which must have succeeded. Returns 0, or -1 with ERR. */
+/* Points R->mq at measure_horizon's queues (C->measured, which must have
+ * succeeded): C->measured_queues, else read from its tree into R->mq_own;
+ * and R->moved at move_old's likewise (NULL when it has none, or out of
+ * memory: no queue then takes move_old's deadline, the later one from the
+ * last entry stands). Returns 0, or -1 with ERR. */
 static int
-measured_queues(const json_t *measured, const json_t **mq, char *err, size_t errlen)
+measured_queues(struct rm_run *r, char *err, size_t errlen)
 {
-	*mq = json_object_get(measured, "queues");
-	if (!json_is_array(*mq)) {
+	const struct step_ctx *c = r->c;
+
+	if (!json_is_array(json_object_get(c->measured, "queues"))) {
 		errbuf_set(err, errlen, "remove_old needs measure_horizon's result: it "
 		    "removes only queues that were measured");
 		return -1;
 	}
-	if (!json_is_true(json_object_get(measured, "ok"))) {
+	if (!json_is_true(json_object_get(c->measured, "ok"))) {
 		errbuf_set(err, errlen, "measure_horizon did not succeed: nothing is removed "
 		    "on the strength of a failed measure");
 		return -1;
 	}
+	r->mq = c->measured_queues;
+	if (r->mq == NULL) {
+		if (old_measured_read(c->measured, &r->mq_own) != 0) {
+			errbuf_set(err, errlen, "out of memory for the measured queues");
+			return -1;
+		}
+		r->mq = &r->mq_own;
+	}
+	r->moved = c->moved_queues;
+	if (r->moved == NULL && c->moved != NULL &&
+	    old_moved_read(c->moved, &r->moved_own) == 0)
+		r->moved = &r->moved_own;
 	return 0;
 }
 
@@ -700,7 +717,6 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	static const struct old_remove_opts defaults = { 0 };
 	const struct old_remove_opts *o = opts != NULL ? opts : &defaults;
 	struct rm_run r = { .c = c, .o = o, .now = old_now_ms(c) };
-	const json_t *mq;
 	struct old_selection s = { 0 };
 	struct item *items = NULL, **todo = NULL;
 	char fence_err[600] = "", xerr[1024] = "";
@@ -713,7 +729,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	/* This step's own last result, when it runs again after a wait: what
 	 * each queue waits for and the baseline since. */
 	r.prev = o->dry_run ? NULL : c->state;
-	if (measured_queues(c->measured, &mq, err, errlen) != 0)
+	if (measured_queues(&r, err, errlen) != 0)
 		goto done;
 	if (c->old_last_entry_ms > 0 && rm_baseline(&r, err, errlen) != 0)
 		goto done;
@@ -725,7 +741,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	if (!o->dry_run && old_fence_sweep(c->old_mgmt, c->old_amqp, c->plan->name, err,
 	    errlen) < 0)
 		goto done;
-	nmembers = json_array_size(mq) + json_object_size(json_object_get(
+	nmembers = r.mq->n + json_object_size(json_object_get(
 	    json_object_get(c->watched, "old"), "joined")) + s.n +
 	    json_array_size(json_object_get(r.prev, "entries"));
 	if ((items = calloc(nmembers + 1, sizeof(*items))) == NULL ||
@@ -733,7 +749,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		errbuf_set(err, errlen, "out of memory for %zu queues", nmembers);
 		goto done;
 	}
-	nitems = rm_items(&r, mq, &s, items);
+	nitems = rm_items(&r, &s, items);
 	if (c->old_last_entry_ms <= 0) {
 		for (i = 0; i < nitems; i++)
 			rm_set_reason(&items[i], OUT_LEFT, "the last entry into the old path "
@@ -771,6 +787,7 @@ done:
 	old_selection_free(&s);
 	old_counters_free(&r.base);
 	old_counters_free(&r.counted);
-	json_decref(r.moved_by_name);
+	old_measured_free(&r.mq_own);
+	old_moved_free(&r.moved_own);
 	return rc;
 }

@@ -50,8 +50,9 @@ struct item {
 	bool fence_wanted;		/* checked; to be fenced before the delete */
 	struct old_fence *fence;	/* its fence, or NULL */
 	int markers;			/* remove_old's markers in it */
-	const json_t *fed_by;		/* measured: old queues that dead-letter
-					 * into it (array of names), or NULL */
+	const char *const *fed_by;	/* measured: the old queues that
+					 * dead-letter into it (NFED), or NULL */
+	size_t nfed;
 	int wave;			/* 0: fed by no old queue; else 1 + its
 					 * feeders' largest wave */
 	enum wait_kind wait;		/* why it waits (OUT_WAIT), or WAIT_NONE */
@@ -74,9 +75,12 @@ struct rm_run {
 					 * (rm_counted) */
 	bool have_counted;
 	int64_t now;
-	json_t *moved_by_name;		/* move_old's "queues" by name, made by
-					 * rm_triage (old_json_index); the
-					 * step releases it */
+	const struct old_measured *mq;	/* measure_horizon's queues:
+					 * C->measured_queues, else MQ_OWN */
+	struct old_measured mq_own;	/* read from C->measured's tree */
+	const struct old_moved *moved;	/* move_old's queues:
+					 * C->moved_queues, else MOVED_OWN */
+	struct old_moved moved_own;	/* read from C->moved's tree */
 };
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
@@ -118,12 +122,11 @@ int rm_baseline(struct rm_run *r, char *err, size_t errlen);
 bool rm_restarted(struct rm_run *r, const struct old_selection *s,
     struct item *items, size_t nitems);
 
-/* Fills ITEMS with the old path's members: the queues MQ (measured) lists,
- * those the watch saw join it, those selection S holds beyond both, and
- * those an earlier run of the step removed; each takes the wait an earlier
- * run gave it. Returns how many. */
-size_t rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
-    struct item *items);
+/* Fills ITEMS with the old path's members: the queues R->mq (measured)
+ * lists, in the measure's order, those the watch saw join it, those
+ * selection S holds beyond both, and those an earlier run of the step
+ * removed; each takes the wait an earlier run gave it. Returns how many. */
+size_t rm_items(struct rm_run *r, const struct old_selection *s, struct item *items);
 
 /* Decides, without touching the broker, what can be checked: selected,
  * with a known TTL, past its deadline (or its wait), and no evidence of use

@@ -303,41 +303,33 @@ item_init(struct rm_run *r, struct item *it, const char *name, const char *type,
 }
 
 size_t
-rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
-    struct item *items)
+rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 {
 	const json_t *joined = json_object_get(json_object_get(r->c->watched, "old"),
 	    "joined"), *q, *ttl;
-	json_t *known = json_object();
 	const char *name;
-	size_t i, n = 0;
+	size_t i, n = r->mq->n;
 
-	json_array_foreach(mq, i, q) {
-		struct item *it = &items[n];
-		int64_t t;
+	/* The measured, each at its place in the measure's list. */
+	for (i = 0; i < r->mq->n; i++) {
+		const struct old_measured_queue *m = &r->mq->v[i];
+		struct item *it = &items[m->ord];
 
-		if ((name = json_string_value(json_object_get(q, "name"))) == NULL)
-			continue;
-		t = json_is_integer(json_object_get(q, "ttl_ms")) ? jint(q, "ttl_ms") : -1;
-		/* Fed by other old queues: its messages can come out as late as
-		 * the whole chain allows. */
-		if (json_is_integer(json_object_get(q, "chain_ttl_ms")) &&
-		    jint(q, "chain_ttl_ms") > t)
-			t = jint(q, "chain_ttl_ms");
-		item_init(r, it, name, json_string_value(json_object_get(q, "type")), t);
-		it->fed_by = json_object_get(q, "fed_by");
-		json_object_set_new(known, name, json_true());
-		n++;
+		/* Fed by other old queues: its messages can come out as late
+		 * as the whole chain allows. */
+		item_init(r, it, m->name, m->type, m->chain_ttl_ms > m->ttl_ms ?
+		    m->chain_ttl_ms : m->ttl_ms);
+		it->fed_by = m->fed_by;
+		it->nfed = m->nfed;
 	}
 	/* Joined while the watch looked: members like the measured. */
 	json_object_foreach((json_t *)joined, name, ttl) {
 		const struct old_queue *oq = old_sel_find(s, name);
 
-		if (json_object_get(known, name) != NULL)
+		if (old_measured_find(r->mq, name) != NULL)
 			continue;
 		item_init(r, &items[n], name, oq != NULL ? oq->q->type : "",
 		    json_is_integer(ttl) ? json_integer_value(ttl) : -1);
-		json_object_set_new(known, name, json_true());
 		n++;
 	}
 	/* Appeared after the watch's last look: members from when remove_old
@@ -346,7 +338,8 @@ rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
 		const struct old_queue *oq = &s->v[i];
 		struct item *it = &items[n];
 
-		if (json_object_get(known, oq->q->name) != NULL)
+		if (old_measured_find(r->mq, oq->q->name) != NULL ||
+		    json_object_get(joined, oq->q->name) != NULL)
 			continue;
 		item_init(r, it, oq->q->name, oq->q->type, oq->ttl_ms);
 		if (it->waited == WAIT_NONE) {	/* else its first sighting stands */
@@ -363,16 +356,15 @@ rm_items(struct rm_run *r, const json_t *mq, const struct old_selection *s,
 	 * so that the last result still names every queue it deleted. */
 	json_array_foreach(json_object_get(r->prev, "entries"), i, q) {
 		if ((name = json_string_value(json_object_get(q, "name"))) == NULL ||
-		    json_object_get(known, name) != NULL ||
+		    old_measured_find(r->mq, name) != NULL ||
+		    json_object_get(joined, name) != NULL || old_sel_find(s, name) != NULL ||
 		    !json_is_string(json_object_get(q, "outcome")) ||
 		    strcmp(json_string_value(json_object_get(q, "outcome")), "removed") != 0)
 			continue;
 		item_init(r, &items[n], name, json_string_value(json_object_get(q,
 		    "type")), jint(q, "ttl_ms"));
-		json_object_set_new(known, name, json_true());
 		n++;
 	}
-	json_decref(known);
 	return n;
 }
 
@@ -390,29 +382,27 @@ static int64_t
 moved_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it)
 {
 	const struct step_ctx *c = r->c;
-	const json_t *m = c->moved, *e;
+	const json_t *m = c->moved;
+	const struct old_moved_queue *e;
 	int64_t at = jint(m, "pass_started_ms"), from = at;
 	char t1[40], a[32];
 
 	/* The last entry is the watch's: without its result there is none. */
 	if (c->watched == NULL || !old_moved_stands(m, c->old_last_entry_ms))
 		return -1;
-	e = json_object_get(r->moved_by_name, it->name);
-	if (e == NULL || json_object_get(e, "skipped_why") != NULL ||
-	    jint(e, "skipped") > 0 || jint(e, "pass_done") < jint(m, "pass") ||
-	    !json_is_integer(json_object_get(e, "ttl_ms")) ||
-	    oq->ttl_ms > jint(e, "ttl_ms"))
+	e = old_moved_find(r->moved, it->name);
+	if (e == NULL || e->skipped_why || e->skipped > 0 || e->pass_done < jint(m, "pass") ||
+	    e->ttl_ms < 0 || oq->ttl_ms > e->ttl_ms)
 		return -1;
 	duration_format(c->plan->watch.allowance_ms, a, sizeof(a));
-	if (jint(e, "left") > 0) {
-		if (!json_is_integer(json_object_get(e, "left_until_ms")))
+	if (e->left > 0) {
+		if (e->left_until_ms < 0)
 			return -1;
-		if (jint(e, "left_until_ms") > from)
-			from = jint(e, "left_until_ms");
+		if (e->left_until_ms > from)
+			from = e->left_until_ms;
 		rm_set_basis(it, "move_old's last pass left %lld "
-		    "message%s not before %s, + allowance %s", (long long)jint(e, "left"),
-		    jint(e, "left") == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)),
-		    a);
+		    "message%s not before %s, + allowance %s", (long long)e->left,
+		    e->left == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)), a);
 	} else
 		rm_set_basis(it, "move_old's last pass, begun %s, "
 		    "left nothing in it and nothing entered the old path since, + "
@@ -503,11 +493,6 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 	char d[32], t1[40], why[256];
 	size_t i, n = 0;
 	struct old_counters *now = rm_counted(r, s, why, sizeof(why));
-
-	/* Without it (out of memory) no queue takes move_old's deadline: the
-	 * later one, from the last entry, stands. */
-	if (r->moved_by_name == NULL && r->c->moved != NULL)
-		r->moved_by_name = old_json_index(json_object_get(r->c->moved, "queues"));
 
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];

@@ -72,10 +72,13 @@ void step_events_clear(struct step_events *ev);
 	const json_t *watched;     /* borrowed: the watch's last state (its \
 	                            * "old_last" sample), or NULL */ \
 	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
-	const struct old_measured *measured_queues; /* borrowed: the watch's \
-	                            * table of C->measured's queues (its \
-	                            * prepare leaves "queues" out of \
-	                            * C->measured and C->moved), or NULL */ \
+	const struct old_measured *measured_queues; /* borrowed: the table \
+	                            * of C->measured's queues (the watch's \
+	                            * and remove_old's prepare leave \
+	                            * "queues" out of C->measured and \
+	                            * C->moved: step_old_inputs), or NULL */ \
+	const struct old_moved *moved_queues; /* borrowed: likewise \
+	                            * C->moved's, for remove_old, or NULL */ \
 	int64_t old_last_entry_ms; /* last time a message entered the old path \
 	                            * (epoch ms), 0 when unknown */ \
 	int64_t flip_ms;           /* when the flip was confirmed (epoch ms), 0 if not */ \
@@ -230,6 +233,15 @@ struct step_inputs step_inputs_of_store(struct step_store_inputs *src);
 /* When the plan's step of KIND ended (epoch ms), 0 when it has not or IN
  * cannot say. */
 int64_t step_input_ended(struct step_inputs *in, enum plan_step_kind kind);
+
+/* What the watch and remove_old read of measure_horizon's and move_old's
+ * results, from IN a part at a time, kept in C (C->kept) across runs until
+ * either step ends anew: C->measured and C->moved without their "queues",
+ * C->measured_queues their table and, when WITH_MOVED, C->moved_queues
+ * move_old's. Returns 0, or -1 with ERR (out of memory, the store could
+ * not be read, a result does not parse). */
+int step_old_inputs(struct step_ctx *c, struct step_inputs *in, bool with_moved,
+    char *err, size_t errlen);
 
 /* Releases what IN holds. */
 void step_inputs_release(struct step_inputs *in);

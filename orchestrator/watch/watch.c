@@ -372,62 +372,16 @@ tick_result(const struct tick *t, const struct wstate *w, int open,
 	return r;
 }
 
-/* step_input_each's FN for measure_horizon's queues: into the table at
- * ARG. */
-static int
-measured_add(const json_t *e, void *arg)
-{
-	return old_measured_add(arg, e);
-}
-
-/* Keeps in C what the watch reads of measure_horizon's and move_old's
- * results (ended at MEASURED_END and MOVED_END), read from IN a part at a
- * time. Returns 0 or -1. */
-static int
-keep_inputs(struct step_ctx *c, struct step_inputs *in, int64_t measured_end,
-    int64_t moved_end)
-{
-	struct old_inputs *k;
-
-	old_inputs_free(c->kept);
-	if ((c->kept = k = calloc(1, sizeof(*k))) == NULL)
-		return -1;
-	k->measured_end_ms = measured_end;
-	k->moved_end_ms = moved_end;
-	if (step_input_each(in, PLAN_STEP_MEASURE_HORIZON, measured_add, &k->queues,
-	    &k->measured) != 0 ||
-	    step_input_each(in, PLAN_STEP_MOVE_OLD, NULL, NULL, &k->moved) != 0) {
-		old_inputs_free(k);
-		c->kept = NULL;
-		return -1;
-	}
-	old_measured_end(&k->queues);
-	return 0;
-}
-
 int
 step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen)
 {
-	int64_t measured_end = step_input_ended(in, PLAN_STEP_MEASURE_HORIZON);
-	int64_t moved_end = step_input_ended(in, PLAN_STEP_MOVE_OLD);
-
 	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
-	/* Read whole only when either step ended anew since the last tick:
-	 * at 100,000 old queues, hundreds of megabytes of trees a tick. */
-	if ((c->kept == NULL || c->kept->measured_end_ms != measured_end ||
-	    c->kept->moved_end_ms != moved_end) &&
-	    keep_inputs(c, in, measured_end, moved_end) != 0) {
-		snprintf(err, errlen, "reading measure_horizon's and move_old's results "
-		    "failed: out of memory, the database could not be read (busy: "
-		    "tried again), or a result does not parse");
+	if (step_old_inputs(c, in, false, err, errlen) != 0) {
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
 	}
 	step_inputs_release(in);
-	c->measured = c->kept->measured;
-	c->moved = c->kept->moved;
-	c->measured_queues = &c->kept->queues;
 	if (step_restored(c, err, errlen) != 0) {
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;

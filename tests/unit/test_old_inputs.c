@@ -1,7 +1,7 @@
-/* test_watch_inputs: what the watch reads of measure_horizon's and
- * move_old's results: measure_horizon's queues as a table looked up by
- * name, and both results read once and kept across the watch's ticks
- * until either step ends anew. */
+/* test_old_inputs: what the watch and remove_old read of
+ * measure_horizon's and move_old's results: their queues as tables looked
+ * up by name, and both results read once and kept across runs until
+ * either step ends anew. */
 
 #include <string.h>
 
@@ -66,6 +66,101 @@ test_measured_table(void **state)
 	assert_string_equal(m.v[0].name, "delay.x");
 	assert_int_equal(old_measured_find(&m, "delay.y")->nto, 0);
 	old_measured_free(&m);
+}
+
+/* The table keeps what remove_old weighs: each queue's TTL and its
+ * chain's (-1 when none was recorded), the queues that feed it, apart
+ * from those it feeds, and its place in the result's list. */
+static void
+test_measured_remove_fields(void **state)
+{
+	struct old_measured m;
+	const struct old_measured_queue *q;
+	json_t *r = json_pack("{s:[{s:s,s:I,s:[s],s:[]},{s:s,s:I,s:I,s:[],s:[s,s]},"
+	    "{s:i},{s:s,s:n}]}", "queues",
+	    "name", "delay.z", "ttl_ms", (json_int_t)1000, "dead_letters_to", "delay.m",
+	    "fed_by",
+	    "name", "delay.m", "ttl_ms", (json_int_t)5000, "chain_ttl_ms",
+	    (json_int_t)6000, "dead_letters_to", "fed_by", "delay.z", "delay.a",
+	    "messages", 1,
+	    "name", "delay.a", "ttl_ms");
+
+	(void)state;
+	assert_int_equal(old_measured_read(r, &m), 0);
+	json_decref(r);
+	assert_int_equal(m.n, 3);
+	q = old_measured_find(&m, "delay.z");
+	assert_int_equal(q->ord, 0);
+	assert_int_equal(q->ttl_ms, 1000);
+	assert_int_equal(q->chain_ttl_ms, -1);
+	assert_int_equal(q->nto, 1);
+	assert_string_equal(q->to[0], "delay.m");
+	assert_int_equal(q->nfed, 0);
+	q = old_measured_find(&m, "delay.m");
+	assert_int_equal(q->ord, 1);
+	assert_int_equal(q->ttl_ms, 5000);
+	assert_int_equal(q->chain_ttl_ms, 6000);
+	assert_int_equal(q->nto, 0);
+	assert_int_equal(q->nfed, 2);
+	assert_string_equal(q->fed_by[0], "delay.z");
+	assert_string_equal(q->fed_by[1], "delay.a");
+	/* The entry without a name takes no place. */
+	q = old_measured_find(&m, "delay.a");
+	assert_int_equal(q->ord, 2);
+	assert_int_equal(q->ttl_ms, -1);
+	assert_int_equal(q->nfed, 0);
+	old_measured_free(&m);
+}
+
+/* move_old's queues as remove_old weighs their deadlines: what each
+ * pass left, -1 for a TTL or a not-before not recorded, and whether a
+ * reason for skipping it was. */
+static void
+test_moved_table(void **state)
+{
+	struct old_moved m;
+	const struct old_moved_queue *q;
+	json_t *r = json_pack("{s:[{s:s,s:I,s:i,s:i,s:I},{s:s,s:n,s:s,s:i},{s:b}]}",
+	    "queues",
+	    "name", "delay.b", "ttl_ms", (json_int_t)60000, "pass_done", 2, "left", 3,
+	    "left_until_ms", (json_int_t)123456,
+	    "name", "delay.a", "left_until_ms", "skipped_why", "entry time unknown",
+	    "skipped", 4,
+	    "ok", 1);
+
+	(void)state;
+	assert_int_equal(old_moved_read(r, &m), 0);
+	json_decref(r);
+	assert_int_equal(m.n, 2);
+	assert_string_equal(m.v[0].name, "delay.a");
+	q = old_moved_find(&m, "delay.b");
+	assert_int_equal(q->ttl_ms, 60000);
+	assert_int_equal(q->pass_done, 2);
+	assert_int_equal(q->left, 3);
+	assert_int_equal(q->left_until_ms, 123456);
+	assert_int_equal(q->skipped, 0);
+	assert_false(q->skipped_why);
+	q = old_moved_find(&m, "delay.a");
+	assert_int_equal(q->ttl_ms, -1);
+	assert_int_equal(q->left_until_ms, -1);
+	assert_int_equal(q->skipped, 4);
+	assert_true(q->skipped_why);
+	assert_int_equal(q->pass_done, 0);
+	assert_null(old_moved_find(&m, "delay.c"));
+	assert_null(old_moved_find(NULL, "delay.a"));
+	old_moved_free(&m);
+	assert_int_equal(old_moved_read(NULL, &m), 0);
+	assert_int_equal(m.n, 0);
+	old_moved_free(&m);
+}
+
+/* A move_old result whose one queue's pass left LEFT messages in it. */
+static json_t *
+moved_result(int left)
+{
+	return json_pack("{s:b,s:I,s:I,s:[{s:s,s:i}]}", "ok", 1, "horizon_ms",
+	    (json_int_t)90000, "pass_started_ms", (json_int_t)4000, "queues",
+	    "name", "delay.a", "left", left);
 }
 
 /* Step inputs that count what they are asked. */
@@ -137,9 +232,7 @@ test_kept_across_ticks(void **state)
 	struct step_ctx c = { 0 };
 	struct fake f = {
 		.measured = measured_result("delay.c"),
-		.moved = json_pack("{s:b,s:I,s:I,s:[{s:s}]}", "ok", 1, "horizon_ms",
-		    (json_int_t)90000, "pass_started_ms", (json_int_t)4000, "queues",
-		    "name", "delay.a"),
+		.moved = moved_result(0),
 		.measured_end = 1000, .moved_end = 2000,
 	};
 
@@ -171,12 +264,59 @@ test_kept_across_ticks(void **state)
 	assert_null(c.kept);
 }
 
+/* remove_old's prepare reads move_old's queues as a table too: what the
+ * watch kept without it is read again once, then kept; the watch after it
+ * takes what remove_old kept. */
+static void
+test_remove_old_reads_moved(void **state)
+{
+	struct step_ctx c = { 0 };
+	struct fake f = {
+		.measured = measured_result("delay.c"),
+		.moved = moved_result(2),
+		.measured_end = 1000, .moved_end = 2000,
+	};
+	json_t *result = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(tick(&c, &f, "delay.c"), 0);
+	assert_int_equal(f.reads, 2);
+	assert_false(c.kept->with_moved);
+	for (int i = 0; i < 2; i++) {
+		step_ctx_begin_run(&c, NULL, NULL, 1, NULL);
+		c.inputs = (struct step_inputs){ .result_of = fake_result_of,
+		    .ended_of = fake_ended_of, .arg = &f };
+		/* No watch result: the last entry is the flip's end. */
+		assert_int_equal(step_remove_old_prepare(&c, &c.inputs, &result, err,
+		    sizeof(err)), 0);
+		assert_null(result);
+		assert_int_equal(c.old_last_entry_ms, 5000);
+		assert_non_null(c.moved_queues);
+		assert_int_equal(old_moved_find(c.moved_queues, "delay.a")->left, 2);
+		assert_int_equal(json_array_size(json_object_get(c.moved, "queues")), 0);
+		assert_int_equal(c.measured_queues->n, 3);
+		step_ctx_end_run(&c);
+	}
+	/* Once for the watch, once more for remove_old's table, then kept (the
+	 * watch result the prepare asked for each time is a read too). */
+	assert_int_equal(f.reads, 2 + 2 + 2);
+	assert_int_equal(tick(&c, &f, "delay.c"), 0);
+	assert_int_equal(f.reads, 6);
+	json_decref(f.measured);
+	json_decref(f.moved);
+	step_ctx_close(&c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_measured_table),
+		cmocka_unit_test(test_measured_remove_fields),
+		cmocka_unit_test(test_moved_table),
 		cmocka_unit_test(test_kept_across_ticks),
+		cmocka_unit_test(test_remove_old_reads_moved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
