@@ -12,7 +12,12 @@
  *     one full listing's (the node's Erlang VM, /proc/PID/stat, less its
  *     idle rate);
  *   - move_old's pass over every old queue;
- *   - remove_old on every old queue (then empty and past its deadline).
+ *   - remove_old as the engine runs it (inputs from the store, its result
+ *     written back), first with every old queue waiting for its deadline
+ *     (the last entry into the old path just now), then again with that
+ *     result as its state (as the engine runs it every watch.interval
+ *     while queues wait), then begun anew on every old queue empty and
+ *     past its deadline.
  * Prints each step's time per queue at each size, one BENCH line per step
  * with the cost per queue at the largest size against the smallest's
  * (floor: <= 1.2), the watch's broker CPU per tick against a full
@@ -60,11 +65,14 @@
 #define DAY_MS 86400000LL
 #define HOUR_MS 3600000LL
 
-enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE, LISTING, OURS, NSTEPS };
+enum { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE_WAIT, REMOVE_AGAIN, REMOVE,
+	LISTING, OURS, NSTEPS };
 
 static const char *const step_names[NSTEPS] = {
 	"measure_horizon", "the watch's first tick (full pass)",
-	"a watch tick (light pass)", "move_old's pass", "remove_old",
+	"a watch tick (light pass)", "move_old's pass",
+	"remove_old, every queue waiting", "remove_old run again, every queue waiting",
+	"remove_old",
 	"a full listing (GET /api/queues, statistics)",
 	"cutover's listing (statistics; by name past 20,000)"
 };
@@ -342,48 +350,129 @@ step_result(struct bench *b, enum plan_step_kind kind)
 	return j;
 }
 
-/* One watch tick as the engine runs it (engine__step_advance): its state
- * read back from the text the store holds, its inputs through its prepare
- * from the store (the results recorded there), its result written back as
- * text, what it left free given back. Returns 0 or -1 (said why). */
+/* One run of a step as the engine runs it (engine__step_advance): its
+ * state STATE (borrowed, NULL: none) read back from the text the store
+ * holds, its inputs through PREPARE from the store (the results recorded
+ * there), its result written back as text with STATUS (ended now unless
+ * it is "running"), what it left free given back. Sets *OUT to its result
+ * and *AGAIN. Returns 0 or -1 (said why). */
 static int
-engine_tick(struct bench *b)
+engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
+    step_fn step, const json_t *state, const char *status, json_t **out, bool *again)
 {
 	struct step_store_inputs src = { .s = b->s, .plan_id = b->c.plan_id, .p = b->p };
 	char err[2048], *text = NULL;
-	json_t *state = NULL, *r = NULL;
-	bool again;
+	json_t *st = NULL, *r = NULL;
+	int64_t now = clock_now_ms(), ended = strcmp(status, "running") == 0 ? 0 : now;
 	int rc;
 
-	if (b->state != NULL) {
-		text = json_dumps(b->state, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		state = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	if (state != NULL) {
+		text = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		st = text != NULL ? json_loads(text, 0, NULL) : NULL;
 		free(text);
 	}
-	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, state);
+	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, st);
 	b->c.inputs = step_inputs_of_store(&src);
-	rc = step_watch_prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
+	rc = prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
 	if (rc == 0)
-		rc = step_watch(&b->c, &r, err, sizeof(err));
-	again = b->c.again;
+		rc = step(&b->c, &r, err, sizeof(err));
+	*again = b->c.again;
 	step_ctx_end_run(&b->c);
-	json_decref(state);
-	if (rc != 0 || !again) {
-		fprintf(stderr, "bench_scale_old: the watch %s: %s\n", rc == 0 ? "ended" :
-		    "failed", rc == 0 ? "its deadline came before the bench's ticks" : err);
+	json_decref(st);
+	if (rc != 0) {
+		fprintf(stderr, "bench_scale_old: %s failed: %.2000s\n",
+		    plan_step_kind_name(kind), err);
 		json_decref(r);
 		return -1;
 	}
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, PLAN_STEP_WATCH),
-	    "running", 0, 0, text, NULL, err, sizeof(err));
+	rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
+	    ended, ended, text, NULL, err, sizeof(err));
 	free(text);
-	json_decref(b->state);
-	b->state = r;
+	*out = r;
 	malloc_trim(0);
 	if (rc != 0)
-		fprintf(stderr, "bench_scale_old: recording the watch's tick: %s\n", err);
+		fprintf(stderr, "bench_scale_old: recording %s: %s\n",
+		    plan_step_kind_name(kind), err);
 	return rc;
+}
+
+/* One watch tick as the engine runs it (engine_run), its state B's.
+ * Returns 0 or -1 (said why). */
+static int
+engine_tick(struct bench *b)
+{
+	json_t *r = NULL;
+	bool again = false;
+
+	if (engine_run(b, PLAN_STEP_WATCH, step_watch_prepare, step_watch, b->state,
+	    "running", &r, &again) != 0)
+		return -1;
+	json_decref(b->state);
+	b->state = r;
+	if (!again) {
+		fprintf(stderr, "bench_scale_old: the watch ended: its deadline came "
+		    "before the bench's ticks\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The watch's result as its last tick would record it, from LISTING (the
+ * vhost's queues with their statistics): its last sample of every queue
+ * ("old_last", as watch_old_last_json writes it), taken now; the last
+ * entry into the old path is last_entry_at's. */
+static json_t *
+watch_ended(const json_t *listing)
+{
+	json_t *qs = json_array();
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(listing, i, e) {
+		const json_t *pub = json_object_get(json_object_get(e, "message_stats"),
+		    "publish");
+
+		json_array_append_new(qs, json_pack("{s:O,s:O,s:O}", "name",
+		    json_object_get(e, "name"), "publish", pub != NULL ? pub : json_null(),
+		    "messages", json_object_get(e, "messages")));
+	}
+	return json_pack("{s:b,s:I,s:{s:I,s:o}}", "ok", 1, "last_old_entry_ms",
+	    (json_int_t)0, "old_last", "at_ms", (json_int_t)old_now_ms(NULL), "queues", qs);
+}
+
+/* Records in B's store the watch's result (B->watched, else the one
+ * recorded there) with AT_MS as the last entry into the old path, and the
+ * flip as ended then; none is held after. Returns 0 or -1 (said why). */
+static int
+last_entry_at(struct bench *b, int64_t at_ms)
+{
+	int rc = -1;
+
+	if (b->watched == NULL && (b->watched = step_result(b, PLAN_STEP_WATCH)) == NULL)
+		return -1;
+	json_object_set_new(b->watched, "last_old_entry_ms", json_integer(at_ms));
+	if (step_recorded(b, PLAN_STEP_WATCH, b->watched, old_now_ms(NULL)) == 0 &&
+	    step_recorded(b, PLAN_STEP_FLIP, NULL, at_ms) == 0)
+		rc = 0;
+	json_decref(b->watched);
+	b->watched = NULL;
+	return rc;
+}
+
+/* Whether remove_old's RESULT has every one of the N old queues waiting:
+ * 0, else -1 (said why). */
+static int
+all_waiting(const json_t *result, int n)
+{
+	json_int_t w = json_integer_value(json_object_get(json_object_get(result,
+	    "counts"), "waiting"));
+
+	if (w == n)
+		return 0;
+	fprintf(stderr, "bench_scale_old: remove_old has %lld of %d old queues "
+	    "waiting, not all\n", (long long)w, n);
+	return -1;
 }
 
 /* Removes what B left on the broker (the ladder, its destination, the
@@ -587,6 +676,27 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 	return 0;
 }
 
+/* remove_old run as the engine runs it (engine_run), its last result
+ * STATE (NULL: none), timed as timed_step times a step into R's step K,
+ * its result into *OUT. */
+static int
+timed_remove_old(struct bench *b, const json_t *state, json_t **out, struct size_run *r,
+    int k)
+{
+	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s();
+	bool again = false;
+
+	rss_mark(r, -1);
+	if (engine_run(b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare, step_remove_old,
+	    state, k == REMOVE ? "succeeded" : "running", out, &again) != 0)
+		return -1;
+	r->s[k] = bench_mono_s() - t0;
+	r->self[k] = self_cpu_s() - u0;
+	rss_mark(r, k);
+	step_said(r, k, net_cpu(b, c0, t0));
+	return 0;
+}
+
 /* The node's idle CPU rate over SECONDS, into B. */
 static void
 idle_rate(struct bench *b, double seconds)
@@ -607,7 +717,7 @@ static int
 one_size(struct size_run *r, int ticks, int flag_port)
 {
 	struct bench b;
-	json_t *lad = NULL;
+	json_t *lad = NULL, *waited = NULL, *again = NULL;
 	int rc = -1, n = r->n;
 	long long found;
 
@@ -643,20 +753,45 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		goto done;
 	r->moved = (long long)json_integer_value(json_object_get(json_object_get(b.moved,
 	    "counts"), "moved"));
-	/* remove_old as a plan runs it after the watch: the watch's last
-	 * listing is its baseline, the last entry into the old path two
-	 * days ago, so that every queue is past its deadline (move_old's
-	 * horizon, its pass's start + the allowance, 1 s, once it is over). */
+	/* remove_old as the engine runs it after the watch: the watch's last
+	 * listing is its last sample and the last entry into the old path two
+	 * days ago (the flip too), so that every queue is past its deadline
+	 * (move_old's horizon, its pass's start + the allowance, 1 s, once it
+	 * is over). Its inputs are read from the store: none is held here. */
+	/* remove_old as the engine runs it after the watch, its inputs read
+	 * from the store (none held here), the watch's last listing its last
+	 * sample. First with the last entry into the old path (and the flip)
+	 * now: every queue waits for its deadline; then again with that
+	 * result as its state, as the engine runs it every watch.interval
+	 * while queues wait. */
 	idle_rate(&b, 1.5);
 	if (full_listing(&b, true, &lad) != 0)
 		goto done;
-	b.watched = json_pack("{s:{s:I,s:o}}", "old_last", "at_ms",
-	    (json_int_t)old_now_ms(NULL), "queues", lad);
+	b.watched = watch_ended(lad);
+	json_decref(lad);
 	lad = NULL;
-	b.c.watched = b.watched;
-	b.c.moved = b.moved;
-	b.c.old_last_entry_ms = old_now_ms(NULL) - 2 * DAY_MS;
-	if (timed_step(&b, step_remove_old, "remove_old", &b.removed, r, REMOVE) != 0)
+	if (b.watched == NULL || (b.moved != NULL &&
+	    step_recorded(&b, PLAN_STEP_MOVE_OLD, b.moved, old_now_ms(NULL)) != 0))
+		goto done;
+	b.c.measured = b.c.moved = b.c.watched = NULL;
+	json_decref(b.measured);
+	json_decref(b.state);
+	b.measured = b.state = NULL;
+	if (last_entry_at(&b, old_now_ms(NULL)) != 0 ||
+	    timed_remove_old(&b, NULL, &waited, r, REMOVE_WAIT) != 0 ||
+	    all_waiting(waited, n) != 0 ||
+	    timed_remove_old(&b, waited, &again, r, REMOVE_AGAIN) != 0 ||
+	    all_waiting(again, n) != 0)
+		goto done;
+	json_decref(waited);
+	json_decref(again);
+	waited = again = NULL;
+	/* Then begun anew with the last entry two days ago, so that every
+	 * queue is past its deadline (move_old's horizon, its pass's start +
+	 * the allowance, 1 s, once it is over). */
+	if (last_entry_at(&b, old_now_ms(NULL) - 2 * DAY_MS) != 0)
+		goto done;
+	if (timed_remove_old(&b, NULL, &b.removed, r, REMOVE) != 0)
 		goto done;
 	r->removed = (long long)json_integer_value(json_object_get(json_object_get(
 	    b.removed, "counts"), "removed"));
@@ -675,6 +810,8 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	rc = 0;
 done:
 	json_decref(lad);
+	json_decref(waited);
+	json_decref(again);
 	bench_close(&b, n);
 	return rc;
 }
@@ -720,8 +857,8 @@ static int
 print_lines(const struct size_run *runs, int nruns)
 {
 	const struct size_run *lo = &runs[0], *hi = &runs[nruns - 1];
-	static const int per_queue[] = { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE, REMOVE,
-	    LISTING, OURS };
+	static const int per_queue[] = { MEASURE, WATCH_FULL, WATCH_LIGHT, MOVE,
+	    REMOVE_WAIT, REMOVE_AGAIN, REMOVE, LISTING, OURS };
 	char m[192], a[160], b[160];
 	int ok = 1;
 	double tick, ratio, peer;

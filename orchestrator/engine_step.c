@@ -211,6 +211,13 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 	}
 	engine__broker_answered(r, idx);
 	r->tick_due_ms = 0;
+	/* What the run read is not needed to record what came of it: its
+	 * inputs and its last state go before its result is written out as
+	 * text (at 100,000 old queues, remove_old's last result and the
+	 * watch's are hundreds of megabytes of trees beside its own). */
+	step_ctx_drop_inputs(&r->ctx);
+	json_decref(state);
+	state = NULL;
 	text = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (sr == 0 && r->ctx.again) {
 		if (step_continues(r, idx, result, text, lag_ms, started_ms) != 0)

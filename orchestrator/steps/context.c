@@ -370,6 +370,15 @@ step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
 }
 
 void
+step_ctx_drop_inputs(struct step_ctx *c)
+{
+	step_inputs_release(&c->run.inputs);
+	c->measured = c->watched = c->moved = c->state = NULL;
+	c->measured_queues = NULL;
+	c->moved_queues = NULL;
+}
+
+void
 step_ctx_end_run(struct step_ctx *c)
 {
 	step_inputs_release(&c->run.inputs);

@@ -189,6 +189,12 @@ void step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *
  * frees next. Safe on a run never begun. */
 void step_ctx_end_run(struct step_ctx *c);
 
+/* Drops what C's current run read, keeping what it hands back (C->events,
+ * C->again): releases its inputs (C->inputs) and clears what points into
+ * them and its state (which the caller may free then), so that a caller
+ * recording a large result does not hold the inputs beside its text. */
+void step_ctx_drop_inputs(struct step_ctx *c);
+
 /* Sets C->restored_ms from the plan's history (its latest
  * state.restored event): what was recorded before it may be older than
  * what happened on the broker and the flag service, which went on while
