@@ -282,9 +282,11 @@ int step_watch_prepare(struct step_ctx *c, struct step_inputs *in, json_t **resu
 int step_move_old_prepare(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
-/* remove_old's inputs: measure_horizon's result, the watch's last state,
- * the flip's end and the last entry into the old path (the watch's, never
- * before the flip); -1 when measure_horizon or the flip has recorded none. */
+/* remove_old's inputs: measure_horizon's and move_old's results as the
+ * watch has them (step_old_inputs, move_old's queues as a table too), the
+ * watch's last state, the flip's end and the last entry into the old path
+ * (the watch's, never before the flip); -1 when measure_horizon or the
+ * flip has recorded none. */
 int step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in,
     json_t **result, char *err, size_t errlen);
 
