@@ -88,11 +88,8 @@ old_json_by_name(const json_t *arr, const char *name)
 	return NULL;
 }
 
-/* ARR's objects by their "name" (the first of a name, as old_json_by_name
- * finds it): each its place in ARR when AT, else the object itself; NULL
- * when out of memory. */
-static json_t *
-index_by_name(const json_t *arr, bool at)
+json_t *
+old_json_positions(const json_t *arr)
 {
 	json_t *idx = json_object(), *e;
 	const char *name;
@@ -102,24 +99,12 @@ index_by_name(const json_t *arr, bool at)
 		return NULL;
 	json_array_foreach(arr, i, e)
 		if ((name = json_string_value(json_object_get(e, "name"))) != NULL &&
-		    json_object_get(idx, name) == NULL && json_object_set_new(idx, name,
-		    at ? json_integer((json_int_t)i) : json_incref(e)) != 0) {
+		    json_object_get(idx, name) == NULL &&
+		    json_object_set_new(idx, name, json_integer((json_int_t)i)) != 0) {
 			json_decref(idx);
 			return NULL;
 		}
 	return idx;
-}
-
-json_t *
-old_json_index(const json_t *arr)
-{
-	return index_by_name(arr, false);
-}
-
-json_t *
-old_json_positions(const json_t *arr)
-{
-	return index_by_name(arr, true);
 }
 
 /* Does topic binding key BK match routing key K ('*' one word, '#' zero

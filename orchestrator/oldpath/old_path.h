@@ -126,14 +126,10 @@ const struct old_queue *old_sel_find(const struct old_selection *s,
  * scan: for listings read once per step). */
 const json_t *old_json_by_name(const json_t *arr, const char *name);
 
-/* The objects of array ARR by their "name" (a new object whose members
- * are ARR's own elements, the first of a name; the caller releases it),
- * or NULL when out of memory: for a lookup per queue, where a scan of a
- * listing the selection's size would cost each queue that size. */
-json_t *old_json_index(const json_t *arr);
-
-/* As old_json_index, each name's place in ARR instead of its object: for
- * a list whose elements are written by their place. */
+/* Each name of array ARR's objects and its place in ARR (a new object,
+ * the first of a name; the caller releases it), or NULL when out of
+ * memory: for a list whose elements are looked up by name per queue (a
+ * scan would cost each queue the list's length) and written by place. */
 json_t *old_json_positions(const json_t *arr);
 
 /* measure_horizon's old queues as the watch and remove_old look them up
