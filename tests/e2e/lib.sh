@@ -86,12 +86,24 @@ e2e_serve_start() {
 	_who=$1 _db=${2:-$tmp/cutover.db}
 	shift
 	if [ $# -gt 0 ]; then shift; fi
+	# The port was free when e2e_free_port looked; another test may have
+	# bound it since, and its server would answer /healthz in ours' place
+	# (then refuse this test's token). So this serve's own "serving ... on
+	# port" line must be logged, and it must still run, before it counts.
+	_seen=$(grep -c "serving .* on port ${server##*:}:" "$tmp/serve.log" 2>/dev/null) ||
+	    _seen=0
 	"$bin" serve --db "$_db" --listen "127.0.0.1:${server##*:}" \
 	    --operators "$tmp/operators" "$@" 2>>"$tmp/serve.log" &
 	serve_pid=$!
 	_i=0
-	until curl -fsS "$server/healthz" >/dev/null 2>&1; do
+	until [ "$(grep -c "serving .* on port ${server##*:}:" "$tmp/serve.log")" -gt "$_seen" ] &&
+	    curl -fsS "$server/healthz" >/dev/null 2>&1; do
 		_i=$((_i + 1))
+		if ! kill -0 "$serve_pid" 2>/dev/null; then
+			echo "$_who: serve (pid $serve_pid) exited while starting:" >&2
+			cat "$tmp/serve.log" >&2
+			exit 1
+		fi
 		[ $_i -gt 300 ] && { echo "$_who: serve did not start within 30 s" >&2;
 		    cat "$tmp/serve.log" >&2; exit 1; }
 		sleep 0.1
@@ -441,7 +453,12 @@ e2e_setup() {
 # file `serve --operators` reads, naming it "tester".
 e2e_operator() {
 	rm -f "$tmp/operators"
-	token=$("$bin" operators add tester --file "$tmp/operators" 2>/dev/null)
+	token=$("$bin" operators add tester --file "$tmp/operators" 2>"$tmp/operators.log") &&
+	    [ -n "$token" ] || {
+		echo "e2e_operator: cutover operators add printed no token:" >&2
+		cat "$tmp/operators.log" >&2
+		exit 1
+	}
 }
 
 # e2e_feature_new WHO [on]: creates the run's feature ($feature), off, or

@@ -97,11 +97,7 @@ PLAN
 
 e2e_operator
 # shellcheck disable=SC2086 # the extra flags, word by word
-"$bin" serve --db "$tmp/cutover.db" --listen "127.0.0.1:$port" \
-    --operators "$tmp/operators" ${CUTOVER_TEST_SERVE_ARGS:-} 2>>"$tmp/serve.log" &
-serve_pid=$!
-e2e_within 30 curl -fs "$server/healthz" -o /dev/null ||
-    { echo "test_fleet: serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+e2e_serve_start test_fleet "$tmp/cutover.db" ${CUTOVER_TEST_SERVE_ARGS:-}
 
 # submit FILE: submits a plan, prints its id.
 submit() {
