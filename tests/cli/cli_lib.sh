@@ -56,18 +56,14 @@ expect_each_refused() {
 
 # cli_serve_start DB OPERATORS PORT [CONFIG]: `cutover serve` on DB with the
 # operators file OPERATORS on 127.0.0.1:PORT (and the serve.yaml CONFIG),
-# its log in $tmp/serve.log; waits for /healthz (30 s at most, else fails
-# and exits). Sets serve_pid.
+# its log in $tmp/serve.log; waits for it (e2e_serve_wait: the caller sources
+# tests/e2e/lib.sh). Sets serve_pid.
 cli_serve_start() {
+	_seen=$(e2e_serving_lines "$3")
 	"$bin" serve --db "$1" --listen "127.0.0.1:$3" --operators "$2" ${4:+--config "$4"} \
 	    2>>"$tmp/serve.log" &
 	serve_pid=$!
-	_i=0
-	until curl -fsS "http://127.0.0.1:$3/healthz" >/dev/null 2>&1; do
-		_i=$((_i + 1))
-		[ $_i -gt 300 ] && { fail "serve did not start: $(cat "$tmp/serve.log")"; exit 1; }
-		sleep 0.1
-	done
+	e2e_serve_wait "$(basename "$0")" "$3" "$_seen"
 }
 
 # cli_serve_operator BASE [CONFIG]: an operator (the token in $token) and

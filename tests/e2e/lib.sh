@@ -80,31 +80,45 @@ YAML
 # e2e_serve_start WHO [DB [ARG...]]: starts `$bin serve` on $server's port
 # with the database DB (default $tmp/cutover.db), the operators
 # $tmp/operators, the ARGs (such as --config FILE) and the log
-# $tmp/serve.log (appended: kept across restarts), sets serve_pid, and waits (up to 30 s) for /healthz;
-# exits 1 (WHO: in the message, the log printed) when it does not answer.
+# $tmp/serve.log (appended: kept across restarts), sets serve_pid, and
+# waits for it (e2e_serve_wait).
 e2e_serve_start() {
 	_who=$1 _db=${2:-$tmp/cutover.db}
 	shift
 	if [ $# -gt 0 ]; then shift; fi
-	# The port was free when e2e_free_port looked; another test may have
-	# bound it since, and its server would answer /healthz in ours' place
-	# (then refuse this test's token). So this serve's own "serving ... on
-	# port" line must be logged, and it must still run, before it counts.
-	_seen=$(grep -c "serving .* on port ${server##*:}:" "$tmp/serve.log" 2>/dev/null) ||
-	    _seen=0
+	_seen=$(e2e_serving_lines "${server##*:}")
 	"$bin" serve --db "$_db" --listen "127.0.0.1:${server##*:}" \
 	    --operators "$tmp/operators" "$@" 2>>"$tmp/serve.log" &
 	serve_pid=$!
+	e2e_serve_wait "$_who" "${server##*:}" "$_seen"
+}
+
+# e2e_serving_lines PORT: how many "serving ... on port PORT" lines
+# $tmp/serve.log holds (0 without the file).
+e2e_serving_lines() {
+	_n=$(grep -c "serving .* on port $1:" "$tmp/serve.log" 2>/dev/null)
+	echo "${_n:-0}"
+}
+
+# e2e_serve_wait WHO PORT SEEN: waits up to 30 s for the serve at $serve_pid
+# (its log in $tmp/serve.log, which held SEEN serving lines for PORT before
+# it started) to answer /healthz on PORT; exits 1 naming WHO, with the log,
+# when it exits or does not. The port was free when e2e_free_port looked;
+# another test may have bound it since, and its server would answer
+# /healthz in this one's place (then refuse this test's token), so this
+# serve's own "serving ... on port" line must be logged, and it must still
+# run, before it counts.
+e2e_serve_wait() {
 	_i=0
-	until [ "$(grep -c "serving .* on port ${server##*:}:" "$tmp/serve.log")" -gt "$_seen" ] &&
-	    curl -fsS "$server/healthz" >/dev/null 2>&1; do
+	until [ "$(e2e_serving_lines "$2")" -gt "$3" ] &&
+	    curl -fsS "http://127.0.0.1:$2/healthz" >/dev/null 2>&1; do
 		_i=$((_i + 1))
 		if ! kill -0 "$serve_pid" 2>/dev/null; then
-			echo "$_who: serve (pid $serve_pid) exited while starting:" >&2
+			echo "$1: serve (pid $serve_pid) exited while starting:" >&2
 			cat "$tmp/serve.log" >&2
 			exit 1
 		fi
-		[ $_i -gt 300 ] && { echo "$_who: serve did not start within 30 s" >&2;
+		[ $_i -gt 300 ] && { echo "$1: serve did not start within 30 s" >&2;
 		    cat "$tmp/serve.log" >&2; exit 1; }
 		sleep 0.1
 	done
