@@ -222,7 +222,8 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 	if (sr == 0 && r->ctx.again) {
 		if (step_continues(r, idx, result, text, lag_ms, started_ms) != 0)
 			goto done;
-		r->due_ms = clock_mono_ms() + r->plan->watch.interval_ms;
+		r->due_ms = clock_mono_ms() + (r->ctx.again_after_ms > r->plan->watch.interval_ms ?
+		    r->ctx.again_after_ms : r->plan->watch.interval_ms);
 		r->tick_due_ms = r->due_ms;
 		r->tick_step = idx;
 		rc = 0;

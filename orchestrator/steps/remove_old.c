@@ -25,6 +25,9 @@
 #define QUEUES_PER_CONNECTION 64	/* below this, one connection is enough */
 #define FAILURES_MAX 3			/* broker failures in a row that stop a worker */
 #define LEFT_IN_ERR 5			/* left queues an error message names */
+#define RUN_SPACING 20			/* a waiting run's time to the next, at
+					 * least, in multiples of its own (as
+					 * the gate's previews) */
 
 static const char *const outcome_names[OUT_COUNT] = {
 	"left", "removed", "gone", "left", "would_remove", "waiting"
@@ -688,24 +691,36 @@ result_json(const struct step_ctx *c, const struct old_remove_opts *o, bool ok,
 	    "entries", entries);
 }
 
-/* The end of a run whose only queues left wait for something time
- * resolves: the step goes on (ctx.again) and its result says so. Returns
- * 0; a dry run has no later run, so it returns -1 (ERR names the waits). */
+/* The end of a run, ELAPSED_MS long, whose only queues left wait for
+ * something time resolves: the step goes on (ctx.again) and its result
+ * says so and when it looks again: after watch.interval, or RUN_SPACING
+ * times this run's time when that is longer, so that waiting runs take
+ * about a twentieth of the broker's time (a run reads every old queue's
+ * counters, some of them at once: at 100,000 queues about a minute of the
+ * broker's CPU). A queue then goes up to that much after its deadline,
+ * never before. Returns 0;
+ * a dry run has no later run, so it returns -1 (ERR names the waits). */
 static int
 waiting_end(struct step_ctx *c, const struct old_remove_opts *o, size_t nwait,
-    json_t *result, char *err, size_t errlen)
+    int64_t elapsed_ms, json_t *result, char *err, size_t errlen)
 {
-	char what[300];
+	int64_t after = RUN_SPACING * elapsed_ms;
+	char what[400];
 
+	if (after < c->plan->watch.interval_ms)
+		after = c->plan->watch.interval_ms;
 	snprintf(what, sizeof(what), "waiting: %zu old queue%s not yet ready to go "
-	    "(see each entry's reason); checked again every watch.interval", nwait,
-	    nwait == 1 ? "" : "s");
+	    "(see each entry's reason); checked again after watch.interval, or %d "
+	    "times a run's time when that is longer (\"again_after_ms\")", nwait,
+	    nwait == 1 ? "" : "s", RUN_SPACING);
+	json_object_set_new(result, "again_after_ms", json_integer(after));
 	json_object_set_new(result, "status", json_string(what));
 	if (o->dry_run) {
 		errbuf_set(err, errlen, "%s", what);
 		return -1;
 	}
 	c->again = true;
+	c->again_after_ms = after;
 	err[0] = '\0';
 	return 0;
 }
@@ -778,7 +793,8 @@ done:
 	if (nitems > 0)
 		rm_state_json(&r, &s, items, nitems, *result);
 	if (rc == 0 && counts[OUT_WAIT] > 0)
-		rc = waiting_end(c, o, counts[OUT_WAIT], *result, err, errlen);
+		rc = waiting_end(c, o, counts[OUT_WAIT], old_now_ms(NULL) - started, *result,
+		    err, errlen);
 	if (rc != 0)
 		json_object_set_new(*result, "error", json_string(err));
 	free(todo);

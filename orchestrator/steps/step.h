@@ -92,6 +92,10 @@ void step_events_clear(struct step_events *ev);
 	bool again;                /* out: set by a step that returned 0 and must \
 	                            * be run again (the watch, until its \
 	                            * deadline) */ \
+	int64_t again_after_ms;    /* out: with AGAIN, the least time until that \
+	                            * run when longer than watch.interval (a \
+	                            * run whose broker cost grows with the \
+	                            * queues), 0: watch.interval */ \
 	struct step_events events; /* out: events for the history (owned) */ \
 	bool stopped;              /* out: the run gave up because the process \
 	                            * is stopping (step_stop_asked): nothing \
@@ -354,7 +358,9 @@ int step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t 
  * resolves (a deadline not yet passed, a publish or messages seen since
  * the baseline, counters reset, a node restarted) is a wait: it returns 0
  * with C->again set, its result ("waiting", "baseline") the state of the
- * next run (C->state). The result has one entry per queue (removed, gone
+ * next run (C->state), which comes after watch.interval or twenty times
+ * this run's time when that is longer (C->again_after_ms, the result's
+ * "again_after_ms": a run reads every old queue's counters). The result has one entry per queue (removed, gone
  * already, waiting, or left with why). Fails while any is left: what a
  * person must act on, said in its reason. Before anything, the plan's flag must read on
  * (step_flag_require_on): while it reads off or cannot be read, nothing is

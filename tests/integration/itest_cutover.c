@@ -28,6 +28,7 @@ const char *const icut_step_names[7] = { "measure_horizon", "declare_ladder",
 	"verify_ladder", "canary", "flip", "watch", "remove_old" };
 
 unsigned icut_gates = GATES_DEFAULT;
+const char *icut_interval = "250ms";
 
 /* Writes the test's plan; FLAG_URL NULL means the test Unleash; ALLOWANCE
  * is watch.allowance. */
@@ -60,11 +61,11 @@ write_plan(const char *flag_url, const char *allowance)
 	itest_plan_addf(&b,
 	    "  settle: 15s\n"
 	    "watch:\n"
-	    "  interval: 250ms\n"
+	    "  interval: %s\n"
 	    "  allowance: %s\n"
 	    "  probe_every: 1s\n"
 	    "steps:\n",
-	    allowance);
+	    icut_interval, allowance);
 	for (size_t i = 0; i < sizeof(icut_step_names) / sizeof(icut_step_names[0]); i++)
 		itest_plan_addf(&b, "  - { step: %s, gate: %s }\n", icut_step_names[i],
 		    icut_gates & (1u << i) ? "true" : "false");
@@ -248,6 +249,7 @@ icut_begin(const char *test, struct plan **p, struct step_ctx *c, const char *fl
 	snprintf(icut_feature, sizeof(icut_feature), "%s", icut_plan_name);
 	write_plan(flag_url, allowance);
 	icut_gates = GATES_DEFAULT;
+	icut_interval = "250ms";
 	*p = load_plan();
 	if (step_ctx_open(c, *p, err, sizeof(err)) != 0)
 		fail_msg("%s", err);

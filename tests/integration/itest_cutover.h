@@ -61,6 +61,10 @@ extern const char *const icut_step_names[7];
 
 extern unsigned icut_gates;
 
+/* The plan's watch.interval: 250ms unless a test sets another before
+ * icut_begin (which writes it into the plan, then sets it back). */
+extern const char *icut_interval;
+
 /* One message into old queue NAME through the default exchange. */
 void icut_publish_old(struct step_ctx *c, const char *name);
 
