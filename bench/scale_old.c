@@ -49,6 +49,7 @@
 #include "old_path.h"
 #include "plan.h"
 #include "step.h"
+#include "step_kinds.h"
 #include "store.h"
 #include "topology.h"
 
@@ -355,14 +356,14 @@ step_result(struct bench *b, enum plan_step_kind kind)
 }
 
 /* One run of a step as the engine runs it (engine__step_advance): its
- * state STATE (borrowed, NULL: none) read back from the text the store
- * holds, its inputs through PREPARE from the store (the results recorded
+ * state read from STATE (its last result as the store holds it, borrowed,
+ * NULL: none) as the engine reads it (step_state_load), its inputs through PREPARE from the store (the results recorded
  * there), its result written back as text with STATUS (ended now unless
  * it is "running"), what it left free given back. Sets *OUT to its result
  * and *AGAIN. Returns 0 or -1 (said why). */
 static int
 engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
-    step_fn step, const json_t *state, const char *status, json_t **out, bool *again)
+    step_fn step, const char *state, const char *status, json_t **out, bool *again)
 {
 	struct step_store_inputs src = { .s = b->s, .plan_id = b->c.plan_id, .p = b->p };
 	char err[2048], *text = NULL;
@@ -370,12 +371,11 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	int64_t now = clock_now_ms(), ended = strcmp(status, "running") == 0 ? 0 : now;
 	int rc;
 
-	if (state != NULL) {
-		text = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		st = text != NULL ? json_loads(text, 0, NULL) : NULL;
-		free(text);
-	}
+	if (state != NULL)
+		st = step_state_load(kind, state);
 	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, st);
+	if (st != NULL && (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES))
+		b->c.state_text = state;
 	b->c.inputs = step_inputs_of_store(&src);
 	rc = prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
 	if (rc == 0)
@@ -407,12 +407,21 @@ static int
 engine_tick(struct bench *b)
 {
 	json_t *r = NULL;
+	char *text = NULL;
 	bool again = false;
+	int rc;
 
-	if (engine_run(b, PLAN_STEP_WATCH, step_watch_prepare, step_watch, b->state,
-	    "running", &r, &again) != 0)
+	/* Its last result as the store holds it: text, not a tree. */
+	if (b->state != NULL &&
+	    (text = json_dumps(b->state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 		return -1;
 	json_decref(b->state);
+	b->state = NULL;
+	rc = engine_run(b, PLAN_STEP_WATCH, step_watch_prepare, step_watch, text,
+	    "running", &r, &again);
+	free(text);
+	if (rc != 0)
+		return -1;
 	b->state = r;
 	if (!again) {
 		fprintf(stderr, "bench_scale_old: the watch ended: its deadline came "
@@ -683,10 +692,10 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 }
 
 /* remove_old run as the engine runs it (engine_run), its last result
- * STATE (NULL: none), timed as timed_step times a step into R's step K,
- * its result into *OUT. */
+ * STATE (its text, NULL: none), timed as timed_step times a step into R's
+ * step K, its result into *OUT. */
 static int
-timed_remove_old(struct bench *b, const json_t *state, json_t **out, struct size_run *r,
+timed_remove_old(struct bench *b, const char *state, json_t **out, struct size_run *r,
     int k)
 {
 	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s(), cpu;
@@ -732,6 +741,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 {
 	struct bench b;
 	json_t *lad = NULL, *waited = NULL, *again = NULL;
+	char *waited_text = NULL;
 	long long early = 0;
 	int rc = -1, n = r->n;
 	long long found;
@@ -789,13 +799,20 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	b.measured = b.state = NULL;
 	if (last_entry_at(&b, old_now_ms(NULL)) != 0 ||
 	    timed_remove_old(&b, NULL, &waited, r, REMOVE_WAIT) != 0 ||
-	    waiting_or_removed(waited, n, &early) != 0 ||
-	    timed_remove_old(&b, waited, &again, r, REMOVE_AGAIN) != 0 ||
-	    waiting_or_removed(again, n, &early) != 0)
+	    waiting_or_removed(waited, n, &early) != 0)
+		goto done;
+	/* Its result as the store holds it, the tree gone. */
+	if ((waited_text = json_dumps(waited, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 		goto done;
 	json_decref(waited);
+	waited = NULL;
+	if (timed_remove_old(&b, waited_text, &again, r, REMOVE_AGAIN) != 0 ||
+	    waiting_or_removed(again, n, &early) != 0)
+		goto done;
+	free(waited_text);
 	json_decref(again);
-	waited = again = NULL;
+	waited_text = NULL;
+	again = NULL;
 	/* Then begun anew with the last entry two days ago, so that every
 	 * queue is past its deadline (move_old's horizon, its pass's start +
 	 * the allowance, 1 s, once it is over). */
@@ -823,6 +840,7 @@ done:
 	json_decref(lad);
 	json_decref(waited);
 	json_decref(again);
+	free(waited_text);
 	bench_close(&b, n);
 	return rc;
 }

@@ -30,7 +30,7 @@ engine__preview_gate(struct run *r, int idx)
 
 	if (fn == NULL || t0 < r->preview_due_ms)
 		return 0;
-	pr = engine__run_step(r, idx, NULL, fn, &res);
+	pr = engine__run_step(r, idx, NULL, NULL, fn, &res);
 	step_ctx_end_run(&r->ctx);	/* a preview changes nothing: it hands over nothing */
 	gap = 20 * (clock_mono_ms() - t0);
 	if (gap < r->plan->watch.interval_ms)

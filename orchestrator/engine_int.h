@@ -98,8 +98,8 @@ void engine__alert_close(struct store *s, int64_t plan_id, const char *plan_name
     const char *kind, const char *why);
 
 /* engine_step.c */
-int engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn,
-    json_t **result);
+int engine__run_step(struct run *r, int idx, const json_t *state, const char *state_text,
+    step_fn fn, json_t **result);
 int engine__step_advance(struct run *r, int idx, const char *state_text);
 
 /* engine_gate.c */

@@ -55,14 +55,16 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 /* Runs step IDX once, as its row of the step-kind table says: the broker
  * connections first, then its inputs, then the step (FN, or its run
  * function when NULL). STATE is its last persisted result (borrowed, may
- * be NULL). Returns what the step returns (0, with r->ctx.again set when
+ * be NULL), read from STATE_TEXT (step_state_load; borrowed, NULL when
+ * none). Returns what the step returns (0, with r->ctx.again set when
  * it must run again; -1 failed, with r->broker_lost set when the broker
  * went silent or away meanwhile) and its result in *RESULT; the run stays
  * begun in r->ctx (what it hands over, r->ctx.events) until the caller
  * ends it (step_ctx_end_run), after recording what came of it and before
  * freeing STATE. */
 int
-engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t **result)
+engine__run_step(struct run *r, int idx, const json_t *state, const char *state_text,
+    step_fn fn, json_t **result)
 {
 	enum plan_step_kind kind = r->plan->steps[idx].kind;
 	const struct step_kind *sk = step_kind_of(kind);
@@ -88,6 +90,8 @@ engine__run_step(struct run *r, int idx, const json_t *state, step_fn fn, json_t
 	if (sk->flags & STEP_KIND_BROKER)
 		losses = step_ctx_losses(c);
 	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
+	if (state != NULL && (sk->flags & STEP_KIND_STATE_ENTRIES))
+		c->state_text = state_text;
 	c->inputs = step_inputs_of_store(&r->inputs);
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &c->inputs, result, r->err, r->errlen)) == 0)
@@ -186,8 +190,8 @@ engine__step_advance(struct run *r, int idx, const char *state_text)
 			lag_ms = 0;
 	}
 	if (state_text != NULL)
-		state = json_loads(state_text, 0, NULL);
-	sr = engine__run_step(r, idx, state, NULL, &result);
+		state = step_state_load(r->plan->steps[idx].kind, state_text);
+	sr = engine__run_step(r, idx, state, state_text, NULL, &result);
 	if (sr < 0 && r->ctx.stopped) {
 		/* Given up for the stop: recorded as a kill there would be,
 		 * that is not at all; it resumes at the next start. */

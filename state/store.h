@@ -291,6 +291,19 @@ typedef int (*store_each_fn)(const struct json_t *e, void *arg);
 int store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn,
     void *arg, char **rest, char *err, size_t errlen);
 
+/* Hands FN (NULL: none) each element of the top-level array MEMBER of the
+ * JSON object TEXT (a step's result as stored), parsed one at a time, as
+ * store_step_each does its "queues". Returns 0 (also when TEXT has no
+ * such member), what FN returned when not 0, or -1 with *BAD set when an
+ * element does not parse. */
+int store_json_each(const char *text, const char *member, store_each_fn fn, void *arg,
+    bool *bad);
+
+/* Empties the top-level array MEMBER of the JSON object TEXT in place
+ * ("[]"), when it has one: the rest of a result whose long list is read
+ * apart (store_json_each). */
+void store_json_empty(char *text, const char *member);
+
 /* Reads step IDX of plan PLAN_ID without its result and error (OUT's
  * result_json and error stay NULL): its status and times, which a step
  * asks of another whose result can be megabytes. Returns 0,

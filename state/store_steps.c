@@ -255,14 +255,14 @@ string_end(const char *r, size_t i)
 	return 0;
 }
 
-/* Where valid JSON object R has its top-level member "queues", an array:
+/* Where valid JSON object R has its top-level member MEMBER, an array:
  * the offset of the array's '[' into *AT and the offset just past its ']'
  * into *END. A scan of the text, strings skipped whole: no parse of a
  * result that may be megabytes. Returns 0, or -1 when it has none. */
 static int
-queues_member(const char *r, size_t *at, size_t *end)
+member_array(const char *r, const char *member, size_t *at, size_t *end)
 {
-	size_t i = 0, e, v;
+	size_t i = 0, e, v, mlen = strlen(member);
 	int depth = 0, from = -1;
 
 	while (r[i] != '\0') {
@@ -272,8 +272,8 @@ queues_member(const char *r, size_t *at, size_t *end)
 			for (v = e; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' || r[v] == '\r'; v++)
 				;
 			/* A string followed by ':' is a key. */
-			if (from < 0 && depth == 1 && r[v] == ':' && e - i == 8 &&
-			    memcmp(r + i, "\"queues\"", 8) == 0) {
+			if (from < 0 && depth == 1 && r[v] == ':' && e - i == mlen + 2 &&
+			    memcmp(r + i + 1, member, mlen) == 0) {
 				for (v++; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' ||
 				    r[v] == '\r'; v++)
 					;
@@ -320,7 +320,7 @@ entries_join(struct store *s, struct store_step *out, const char *what, char *er
 	if (j.n == 0)
 		goto done;
 	rc = -1;
-	if (out->result_json == NULL || queues_member(out->result_json, &at, &end) != 0) {
+	if (out->result_json == NULL || member_array(out->result_json, "queues", &at, &end) != 0) {
 		errbuf_set(err, errlen, "%s: its result has no \"queues\" for its %" PRId64
 		    " rows", what, j.n);
 		goto done;
@@ -367,7 +367,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	return r;
 }
 
-/* Hands FN each element of the array R[AT..END) (as queues_member found
+/* Hands FN each element of the array R[AT..END) (as member_array found
  * it), parsed one at a time. Returns 0, what FN returned when not 0, or
  * -1 with *BAD set when an element does not parse. */
 static int
@@ -400,11 +400,42 @@ each_element(const char *r, size_t at, size_t end, store_each_fn fn, void *arg,
 }
 
 int
+store_json_each(const char *text, const char *member, store_each_fn fn, void *arg,
+    bool *bad)
+{
+	size_t at, end;
+
+	*bad = false;
+	if (member_array(text, member, &at, &end) != 0)
+		return 0;
+	return each_element(text, at, end, fn, arg, bad);
+}
+
+/* Empties the array TEXT[AT..END) in place (member_array's). */
+static void
+empty_at(char *text, size_t at, size_t end)
+{
+	size_t len = strlen(text);
+
+	text[at + 1] = ']';
+	memmove(text + at + 2, text + end, len - end + 1);
+}
+
+void
+store_json_empty(char *text, const char *member)
+{
+	size_t at, end;
+
+	if (member_array(text, member, &at, &end) == 0)
+		empty_at(text, at, end);
+}
+
+int
 store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, void *arg,
     char **rest, char *err, size_t errlen)
 {
 	struct store_step st;
-	size_t at, end, rlen;
+	size_t at, end;
 	bool bad = false;
 	int r;
 
@@ -413,7 +444,7 @@ store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, voi
 		return r == STORE_NOT_FOUND ? 0 : -1;
 	if (st.result_json == NULL)
 		goto done;
-	if (queues_member(st.result_json, &at, &end) == 0) {
+	if (member_array(st.result_json, "queues", &at, &end) == 0) {
 		if (fn != NULL && each_element(st.result_json, at, end, fn, arg, &bad) != 0) {
 			errbuf_set(err, errlen, "reading step %d of plan %" PRId64 "'s "
 			    "result: %s", idx, plan_id, bad ? "an element of its "
@@ -422,9 +453,7 @@ store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, voi
 			return -1;
 		}
 		/* The rest: "queues" emptied in place. */
-		rlen = strlen(st.result_json);
-		st.result_json[at + 1] = ']';
-		memmove(st.result_json + at + 2, st.result_json + end, rlen - end + 1);
+		empty_at(st.result_json, at, end);
 	}
 	*rest = st.result_json;
 	st.result_json = NULL;

@@ -242,6 +242,30 @@ step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn 
 	return 0;
 }
 
+int
+step_state_each(const struct step_ctx *c, const char *member, store_each_fn fn,
+    void *arg, char *err, size_t errlen)
+{
+	const json_t *e;
+	size_t i;
+	bool bad = false;
+
+	if (c->state_text != NULL) {
+		if (store_json_each(c->state_text, member, fn, arg, &bad) == 0)
+			return 0;
+	} else {
+		json_array_foreach(json_object_get(c->state, member), i, e)
+			if (fn(e, arg) != 0)
+				goto failed;
+		return 0;
+	}
+failed:
+	errbuf_set(err, errlen, "reading the step's last result: its \"%s\" %s", member,
+	    bad ? "has an element that does not parse" : "could not be read (out of "
+	    "memory?)");
+	return -1;
+}
+
 /* step_input_each's FNs: an entry of measure_horizon's or move_old's
  * "queues" into the table at ARG. */
 static int

@@ -582,29 +582,18 @@ measured_queues(struct rm_run *r, char *err, size_t errlen)
 /* A queue an earlier run of this step removed is gone now: it keeps that
  * run's outcome and reason, so the result still says what was deleted. */
 static void
-carry_removed(const json_t *prev, struct item *items, size_t nitems)
+carry_removed(const struct rm_run *r, struct item *items, size_t nitems)
 {
-	const json_t *e;
-	json_t *removed = json_object();
-	size_t i;
+	const struct rm_removed *e;
 
-	json_array_foreach(json_object_get(prev, "entries"), i, e)
-		if (json_is_string(json_object_get(e, "name")) &&
-		    json_is_string(json_object_get(e, "outcome")) &&
-		    strcmp(json_string_value(json_object_get(e, "outcome")),
-		    "removed") == 0)
-			json_object_set(removed, json_string_value(json_object_get(e,
-			    "name")), (json_t *)e);
-	for (i = 0; i < nitems && json_object_size(removed) > 0; i++) {
-		e = json_object_get(removed, items[i].name);
-		if (items[i].outcome != OUT_GONE || e == NULL)
+	for (size_t i = 0; i < nitems && r->nremoved > 0; i++) {
+		if (items[i].outcome != OUT_GONE ||
+		    (e = rm_removed_find(r, items[i].name)) == NULL)
 			continue;
-		rm_set_reason(&items[i], OUT_REMOVED, "%s",
-		    json_string_value(json_object_get(e, "reason")));
-		if (json_is_integer(json_object_get(e, "at_ms")))
-			items[i].at_ms = json_integer_value(json_object_get(e, "at_ms"));
+		rm_set_reason(&items[i], OUT_REMOVED, "%s", e->reason);
+		if (e->at_ms != 0)
+			items[i].at_ms = e->at_ms;
 	}
-	json_decref(removed);
 }
 
 /* Appends one entry per item to ENTRIES and counts the outcomes into
@@ -744,7 +733,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	/* This step's own last result, when it runs again after a wait: what
 	 * each queue waits for and the baseline since. */
 	r.prev = o->dry_run ? NULL : c->state;
-	if (measured_queues(&r, err, errlen) != 0)
+	if (measured_queues(&r, err, errlen) != 0 || rm_removed_read(&r, err, errlen) != 0)
 		goto done;
 	if (c->old_last_entry_ms > 0 && rm_baseline(&r, err, errlen) != 0)
 		goto done;
@@ -757,8 +746,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	    errlen) < 0)
 		goto done;
 	nmembers = r.mq->n + json_object_size(json_object_get(
-	    json_object_get(c->watched, "old"), "joined")) + s.n +
-	    json_array_size(json_object_get(r.prev, "entries"));
+	    json_object_get(c->watched, "old"), "joined")) + s.n + r.nremoved;
 	if ((items = calloc(nmembers + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmembers + 1, sizeof(*todo))) == NULL) {
 		errbuf_set(err, errlen, "out of memory for %zu queues", nmembers);
@@ -777,7 +765,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	for (i = 0; i < nitems; i++)
 		if (items[i].outcome == OUT_NONE)
 			rm_set_reason(&items[i], OUT_LEFT, "not checked");
-	carry_removed(r.prev, items, nitems);
+	carry_removed(&r, items, nitems);
 	lost = entries_add(entries, items, nitems, counts);
 	summary_err(err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
 	    fence_err);
@@ -805,5 +793,6 @@ done:
 	old_counters_free(&r.counted);
 	old_measured_free(&r.mq_own);
 	old_moved_free(&r.moved_own);
+	rm_removed_free(&r);
 	return rc;
 }

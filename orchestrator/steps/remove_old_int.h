@@ -61,6 +61,13 @@ struct item {
 	enum wait_kind waited;		/* the wait an earlier run gave it */
 };
 
+/* A queue an earlier run of this step removed, as its last result's entry
+ * says (all owned). */
+struct rm_removed {
+	char *name, *type, *reason;
+	int64_t ttl_ms, at_ms;
+};
+
 /* One run of old_remove: its inputs and what the waits need. */
 struct rm_run {
 	struct step_ctx *c;
@@ -81,7 +88,22 @@ struct rm_run {
 	const struct old_moved *moved;	/* move_old's queues:
 					 * C->moved_queues, else MOVED_OWN */
 	struct old_moved moved_own;	/* read from C->moved's tree */
+	struct rm_removed *removed;	/* PREV's entries that say "removed",
+					 * by name (rm_removed_read) */
+	size_t nremoved, capremoved;
 };
+
+/* Reads into R->removed the entries of R->prev (its last result) that say
+ * a queue was removed, a part at a time (step_state_each): of a result
+ * with an entry per old queue, only those are kept. Returns 0, or -1 with
+ * ERR. */
+int rm_removed_read(struct rm_run *r, char *err, size_t errlen);
+
+/* The queue an earlier run removed named NAME, or NULL. */
+const struct rm_removed *rm_removed_find(const struct rm_run *r, const char *name);
+
+/* Frees R->removed. */
+void rm_removed_free(struct rm_run *r);
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
  * bytes, as every text of an item is cut at its _MAX); out of memory

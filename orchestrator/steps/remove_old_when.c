@@ -306,7 +306,7 @@ size_t
 rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 {
 	const json_t *joined = json_object_get(json_object_get(r->c->watched, "old"),
-	    "joined"), *q, *ttl;
+	    "joined"), *ttl;
 	const char *name;
 	size_t i, n = r->mq->n;
 
@@ -354,15 +354,13 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 	}
 	/* Removed by an earlier run of this step and no longer listed: kept,
 	 * so that the last result still names every queue it deleted. */
-	json_array_foreach(json_object_get(r->prev, "entries"), i, q) {
-		if ((name = json_string_value(json_object_get(q, "name"))) == NULL ||
-		    old_measured_find(r->mq, name) != NULL ||
-		    json_object_get(joined, name) != NULL || old_sel_find(s, name) != NULL ||
-		    !json_is_string(json_object_get(q, "outcome")) ||
-		    strcmp(json_string_value(json_object_get(q, "outcome")), "removed") != 0)
+	for (i = 0; i < r->nremoved; i++) {
+		const struct rm_removed *q = &r->removed[i];
+
+		if (old_measured_find(r->mq, q->name) != NULL ||
+		    json_object_get(joined, q->name) != NULL || old_sel_find(s, q->name) != NULL)
 			continue;
-		item_init(r, &items[n], name, json_string_value(json_object_get(q,
-		    "type")), jint(q, "ttl_ms"));
+		item_init(r, &items[n], q->name, q->type, q->ttl_ms);
 		n++;
 	}
 	return n;

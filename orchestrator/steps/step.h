@@ -89,6 +89,10 @@ void step_events_clear(struct step_events *ev);
 	                            * what they read before it */ \
 	const json_t *state;       /* borrowed: this step's last persisted result \
 	                            * when it is resumed or continued, else NULL */ \
+	const char *state_text;    /* borrowed: C->state's text as stored, when \
+	                            * its kind reads its "entries" apart \
+	                            * (step_state_each; C->state has them \
+	                            * empty then), else NULL */ \
 	bool again;                /* out: set by a step that returned 0 and must \
 	                            * be run again (the watch, until its \
 	                            * deadline) */ \
@@ -226,6 +230,13 @@ const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
  * stopped, memory, a result that does not parse). */
 int step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn fn,
     void *fnarg, json_t **rest);
+
+/* Hands FN each element of the array MEMBER of C's last result (its
+ * state), parsed one at a time from C->state_text when the engine kept the
+ * text, else from C->state's tree. Returns 0 (also with no state), or -1
+ * with ERR when an element does not parse or FN stopped. */
+int step_state_each(const struct step_ctx *c, const char *member, store_each_fn fn,
+    void *arg, char *err, size_t errlen);
 
 /* Where step_inputs_of_store reads the earlier steps: run PLAN_ID of plan
  * P in store S (each borrowed). */

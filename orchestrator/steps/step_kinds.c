@@ -1,6 +1,8 @@
 /* step_kinds: the engine's columns of the step-kind table, built from
  * step_kinds.def (one row per kind; see there how to add one). */
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "step_kinds.h"
 
@@ -23,4 +25,22 @@ step_kind_of(enum plan_step_kind kind)
 	if ((int)kind < 0 || kind >= PLAN_STEP_KIND_COUNT)
 		return NULL;
 	return &kinds[kind];
+}
+
+json_t *
+step_state_load(enum plan_step_kind kind, const char *text)
+{
+	const struct step_kind *sk = step_kind_of(kind);
+	char *rest;
+	json_t *j;
+
+	if (sk == NULL || !(sk->flags & STEP_KIND_STATE_ENTRIES))
+		return json_loads(text, 0, NULL);
+	/* The entries' tree would be most of the run's memory. */
+	if ((rest = strdup(text)) == NULL)
+		return NULL;
+	store_json_empty(rest, "entries");
+	j = json_loads(rest, 0, NULL);
+	free(rest);
+	return j;
 }

@@ -24,6 +24,12 @@
 						 * ladder: it takes away the old
 						 * path a rollback would send
 						 * them back to (remove_old) */
+#define STEP_KIND_STATE_ENTRIES		0x10	/* its last result's "entries",
+						 * an entry per old queue, are
+						 * read a part at a time
+						 * (step_state_each): its state's
+						 * tree has them empty
+						 * (remove_old) */
 
 struct step_kind {
 	const char *name;
@@ -36,5 +42,12 @@ struct step_kind {
 
 /* The row of KIND. Returns NULL for a value that is not a kind. */
 const struct step_kind *step_kind_of(enum plan_step_kind kind);
+
+/* A step of KIND's last result TEXT as the tree it runs from (C->state):
+ * whole, or, for a kind that reads its "entries" apart
+ * (STEP_KIND_STATE_ENTRIES), with them empty (the step reads them from
+ * TEXT, which the caller hands it as C->state_text: step_state_each). A
+ * new reference, NULL when TEXT does not parse. */
+json_t *step_state_load(enum plan_step_kind kind, const char *text);
 
 #endif

@@ -316,9 +316,43 @@ test_each(void **state)
 	    STORE_NOT_FOUND);
 }
 
+/* Any top-level list of a result's text, by its name: its elements in
+ * order, not a nested list of that name, nor a string that looks like
+ * it; the list emptied in place after; a text without it gives nothing
+ * and stays; an element that does not parse says so. */
+static void
+test_json_each(void **state)
+{
+	char text[] = "{\"x\":{\"entries\":[{\"name\":\"no\"}]},\"s\":\"\\\"entries\\\":[\","
+	    "\"entriesx\":[{\"name\":\"no\"}],\"entries\":[{\"name\":\"a\"},"
+	    "{\"name\":\"b]\"}],\"n\":1}";
+	char none[] = "{\"queues\":[{\"name\":\"q\"}]}";
+	struct seen seen = { .stop_at = -1 };
+	bool bad = true;
+
+	(void)state;
+	assert_int_equal(store_json_each(text, "entries", see, &seen, &bad), 0);
+	assert_false(bad);
+	assert_string_equal(seen.names, "a;b];");
+	store_json_empty(text, "entries");
+	assert_string_equal(text, "{\"x\":{\"entries\":[{\"name\":\"no\"}]},"
+	    "\"s\":\"\\\"entries\\\":[\",\"entriesx\":[{\"name\":\"no\"}],"
+	    "\"entries\":[],\"n\":1}");
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_json_each(text, "entries", see, &seen, &bad), 0);
+	assert_int_equal(seen.n, 0);
+	assert_int_equal(store_json_each(none, "entries", see, &seen, &bad), 0);
+	store_json_empty(none, "entries");
+	assert_string_equal(none, "{\"queues\":[{\"name\":\"q\"}]}");
+	assert_int_equal(store_json_each("{\"entries\":[{\"name\":}]}", "entries", see,
+	    &seen, &bad), -1);
+	assert_true(bad);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 CM_MAIN(NULL, NULL,
 	T(test_steps),
 	T(test_step_reset_clears_the_attempt),
 	T(test_entries_read_as_one_result),
-	T(test_each))
+	T(test_each),
+	cmocka_unit_test(test_json_each))
