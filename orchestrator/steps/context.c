@@ -398,6 +398,7 @@ step_ctx_drop_inputs(struct step_ctx *c)
 {
 	step_inputs_release(&c->run.inputs);
 	c->measured = c->watched = c->moved = c->state = NULL;
+	c->state_text = NULL;
 	c->measured_queues = NULL;
 	c->moved_queues = NULL;
 }

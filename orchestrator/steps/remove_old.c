@@ -687,8 +687,8 @@ result_json(const struct step_ctx *c, const struct old_remove_opts *o, bool ok,
  * about a twentieth of the broker's time (a run reads every old queue's
  * counters, some of them at once: at 100,000 queues about a minute of the
  * broker's CPU). A queue then goes up to that much after its deadline,
- * never before. Returns 0;
- * a dry run has no later run, so it returns -1 (ERR names the waits). */
+ * never before. Returns 0; a dry run has no later run, so it returns -1
+ * (ERR names the waits). */
 static int
 waiting_end(struct step_ctx *c, const struct old_remove_opts *o, size_t nwait,
     int64_t elapsed_ms, json_t *result, char *err, size_t errlen)

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errbuf.h"
 #include "remove_old_int.h"
 #include "step.h"
 
