@@ -85,7 +85,8 @@ struct size_run {
 	double cpu_full, cpu_light, cpu_listing, cpu_ours; /* broker CPU s, net
 					 * of idle; -1 unknown */
 	struct mgmt_pages pages;	/* what cutover's listing cost */
-	double rss_mb;			/* this process's peak RSS in the size */
+	double rss_mb;			/* the steps' peak RSS in the size (not the
+					 * bench's own work between them) */
 	double rss[NSTEPS];		/* its peak in each step, MB */
 	double self[NSTEPS];		/* this process's CPU in each step
 					 * (user + system), s */
@@ -253,10 +254,15 @@ self_cpu_s(void)
 	    (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+/* rss_mark's K for a reading that ends the bench's own work between
+ * steps (its peers' listings, the results it records as the engine
+ * would): not the steps' peak. */
+#define BETWEEN_STEPS (-2)
+
 /* Ends R's peak RSS reading since the last (into R->rss[K] when K >= 0,
- * and R's peak of the size) and begins the next, once what the step left
- * free went back to the system, as the engine gives it back after each
- * step's run (engine_step.c). */
+ * and, unless K is BETWEEN_STEPS, R's steps' peak of the size) and begins
+ * the next, once what the step left free went back to the system, as the
+ * engine gives it back after each step's run (engine_step.c). */
 static void
 rss_mark(struct size_run *r, int k)
 {
@@ -267,7 +273,7 @@ rss_mark(struct size_run *r, int k)
 
 	if (k >= 0)
 		r->rss[k] = mb;
-	if (mb > r->rss_mb)
+	if (k != BETWEEN_STEPS && mb > r->rss_mb)
 		r->rss_mb = mb;
 }
 
@@ -337,21 +343,39 @@ step_recorded(struct bench *b, enum plan_step_kind kind, const json_t *result,
 	return rc;
 }
 
+/* The text of the result B's store holds for the plan's step of KIND
+ * (owned), as the engine reads a step's state, or NULL (said why). */
+static char *
+step_text(struct bench *b, enum plan_step_kind kind)
+{
+	struct store_step st = { 0 };
+	char err[512], *text;
+
+	if (store_step_get(b->s, b->c.plan_id, plan_find_step(b->p, kind), &st, err,
+	    sizeof(err)) != 0 || st.result_json == NULL) {
+		fprintf(stderr, "bench_scale_old: reading %s's result back: %s\n",
+		    plan_step_kind_name(kind), st.result_json == NULL ? "none" : err);
+		store_step_clear(&st);
+		return NULL;
+	}
+	text = st.result_json;
+	st.result_json = NULL;
+	store_step_clear(&st);
+	return text;
+}
+
 /* The result B's store holds for the plan's step of KIND (a new
  * reference), or NULL (said why). */
 static json_t *
 step_result(struct bench *b, enum plan_step_kind kind)
 {
-	struct store_step st = { 0 };
-	char err[512];
-	json_t *j = NULL;
+	char *text = step_text(b, kind);
+	json_t *j = text != NULL ? json_loads(text, 0, NULL) : NULL;
 
-	if (store_step_get(b->s, b->c.plan_id, plan_find_step(b->p, kind), &st, err,
-	    sizeof(err)) != 0 || st.result_json == NULL ||
-	    (j = json_loads(st.result_json, 0, NULL)) == NULL)
-		fprintf(stderr, "bench_scale_old: reading %s's result back: %s\n",
-		    plan_step_kind_name(kind), st.result_json == NULL ? "none" : err);
-	store_step_clear(&st);
+	if (text != NULL && j == NULL)
+		fprintf(stderr, "bench_scale_old: %s's result does not parse\n",
+		    plan_step_kind_name(kind));
+	free(text);
 	return j;
 }
 
@@ -376,22 +400,25 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, st);
 	if (st != NULL && (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES))
 		b->c.state_text = state;
+	b->c.rows_wanted = (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES) != 0;
 	b->c.inputs = step_inputs_of_store(&src);
 	rc = prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
 	if (rc == 0)
 		rc = step(&b->c, &r, err, sizeof(err));
 	*again = b->c.again;
-	step_ctx_end_run(&b->c);
+	step_ctx_drop_inputs(&b->c);
 	json_decref(st);
 	if (rc != 0) {
 		fprintf(stderr, "bench_scale_old: %s failed: %.2000s\n",
 		    plan_step_kind_name(kind), err);
+		step_ctx_end_run(&b->c);
 		json_decref(r);
 		return -1;
 	}
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
-	    ended, ended, text, NULL, err, sizeof(err));
+	rc = store_step_update_rows(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
+	    ended, ended, text, NULL, b->c.rows.v, b->c.rows.n, err, sizeof(err));
+	step_ctx_end_run(&b->c);
 	free(text);
 	*out = r;
 	malloc_trim(0);
@@ -610,7 +637,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	/* Not held through the ticks, as the engine does not hold it. */
 	json_decref(b->measured);
 	b->measured = NULL;
-	rss_mark(r, -1);
+	rss_mark(r, BETWEEN_STEPS);
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
 	u0 = self_cpu_s();
@@ -634,7 +661,13 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	r->self[WATCH_LIGHT] = bench_median(self, ticks);
 	r->s[WATCH_LIGHT] = bench_median(t, ticks);
 	rss_mark(r, WATCH_LIGHT);
+	/* A light tick costs the node less than its own idle work's noise
+	 * (the rate subtracted, read over seconds): a net below zero is
+	 * that noise, counted as none. Unknown only when the full pass's is
+	 * (the node's CPU or its idle rate could not be read). */
 	r->cpu_light = r->cpu_full < 0 ? -1 : bench_median(cpu, ticks);
+	if (r->cpu_light < 0 && r->cpu_full >= 0)
+		r->cpu_light = 0;
 	step_said(r, WATCH_LIGHT, r->cpu_light);
 	/* The steps after run as the bench hands them their inputs. */
 	if ((b->measured = step_result(b, PLAN_STEP_MEASURE_HORIZON)) == NULL)
@@ -674,7 +707,7 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 	char err[4096];
 	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s();
 
-	rss_mark(r, -1);
+	rss_mark(r, BETWEEN_STEPS);
 	b->c.state = NULL;
 	b->c.again = false;
 	if (step(&b->c, out, err, sizeof(err)) != 0) {
@@ -701,7 +734,7 @@ timed_remove_old(struct bench *b, const char *state, json_t **out, struct size_r
 	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s(), cpu;
 	bool again = false;
 
-	rss_mark(r, -1);
+	rss_mark(r, BETWEEN_STEPS);
 	if (engine_run(b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare, step_remove_old,
 	    state, k == REMOVE ? "succeeded" : "running", out, &again) != 0)
 		return -1;
@@ -747,7 +780,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	long long found;
 
 	memset(&b, 0, sizeof(b));
-	rss_mark(r, -1);
+	rss_mark(r, BETWEEN_STEPS);
 	if (bench_open(&b, flag_port) != 0 || create_old(r) != 0)
 		goto done;
 	r->broker_mb = broker_mem_mb(&b);
@@ -801,8 +834,9 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	    timed_remove_old(&b, NULL, &waited, r, REMOVE_WAIT) != 0 ||
 	    waiting_or_removed(waited, n, &early) != 0)
 		goto done;
-	/* Its result as the store holds it, the tree gone. */
-	if ((waited_text = json_dumps(waited, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
+	/* Its result as the engine reads it back from the store, the tree
+	 * gone. */
+	if ((waited_text = step_text(&b, PLAN_STEP_REMOVE_OLD)) == NULL)
 		goto done;
 	json_decref(waited);
 	waited = NULL;
@@ -834,7 +868,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		free(rj);
 		goto done;
 	}
-	rss_mark(r, -1);
+	rss_mark(r, BETWEEN_STEPS);
 	rc = 0;
 done:
 	json_decref(lad);
@@ -849,7 +883,7 @@ done:
 static void
 print_size(const struct size_run *r)
 {
-	printf("%7d old queues (broker %.0f MB, peak RSS here %.1f MB; the watch: %lld "
+	printf("%7d old queues (broker %.0f MB, the steps' peak RSS %.1f MB; the watch: %lld "
 	    "full, %lld light passes):\n", r->n, r->broker_mb, r->rss_mb, r->full_passes,
 	    r->light_passes);
 	for (int k = 0; k < NSTEPS; k++) {

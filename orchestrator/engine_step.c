@@ -92,6 +92,7 @@ engine__run_step(struct run *r, int idx, const json_t *state, const char *state_
 	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
 	if (state != NULL && (sk->flags & STEP_KIND_STATE_ENTRIES))
 		c->state_text = state_text;
+	c->rows_wanted = (sk->flags & STEP_KIND_STATE_ENTRIES) != 0;
 	c->inputs = step_inputs_of_store(&r->inputs);
 	if (sk->prepare == NULL ||
 	    (rc = sk->prepare(c, &c->inputs, result, r->err, r->errlen)) == 0)
@@ -148,20 +149,22 @@ log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
 }
 
 /* Step IDX runs again later: its result TEXT is stored as its state,
- * with the events its run (RESULT) handed over and, when LAG_MS >= 0, how
+ * with the rows (r->ctx.rows) and the events its run (RESULT) handed over and, when LAG_MS >= 0, how
  * late this run began against when it was due (TICK_LAG_METRIC at
  * STARTED_MS, wall clock), in the same transaction. Returns 0 or -1. */
 static int
 step_continues(struct run *r, int idx, const json_t *result, const char *text,
     int64_t lag_ms, int64_t started_ms)
 {
+	const struct step_rows *rows = &r->ctx.rows;
+
 	if (r->ctx.events.n == 0 && lag_ms < 0)
-		return store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
-		    r->errlen);
+		return store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL,
+		    rows->v, rows->n, r->err, r->errlen);
 	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
-	if (store_step_update(r->s, r->id, idx, NULL, 0, 0, text, NULL, r->err,
-	    r->errlen) != 0 || engine__record_step_events(r, idx, result, false) != 0 ||
+	if (store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL, rows->v,
+	    rows->n, r->err, r->errlen) != 0 || engine__record_step_events(r, idx, result, false) != 0 ||
 	    (lag_ms >= 0 && store_sample_insert(r->s, r->id, started_ms, TICK_LAG_METRIC,
 	    "", (double)lag_ms, r->err, r->errlen) != 0) ||
 	    store_commit(r->s, r->err, r->errlen) != 0) {

@@ -48,8 +48,9 @@ engine__record_step_events(struct run *r, int idx, const json_t *result, bool en
 
 /* Sets step IDX's status (times, result, error as store_step_update) and
  * appends event KIND with DETAILS, in one transaction; with RAN (the
- * result of the run of the step that ended it, or NULL), the events that
- * run hands over are recorded in that same transaction, before KIND.
+ * result of the run of the step that ended it, or NULL), the rows (its
+ * "entries": r->ctx.rows) and the events that run hands over are recorded
+ * in that same transaction, before KIND.
  * Returns 0 or -1. */
 int
 engine__transition_ran(struct run *r, int idx, enum step_status status, int64_t started,
@@ -66,8 +67,10 @@ engine__transition_ran(struct run *r, int idx, enum step_status status, int64_t 
 		json_decref(details);
 		return -1;
 	}
-	if (store_step_update(r->s, r->id, idx, step_status_name(status), started, ended,
-	    result, error, r->err, r->errlen) != 0 ||
+	/* A run's result comes with the rows its list was handed as. */
+	if (store_step_update_rows(r->s, r->id, idx, step_status_name(status), started,
+	    ended, result, error, ran != NULL ? r->ctx.rows.v : NULL,
+	    ran != NULL ? r->ctx.rows.n : 0, r->err, r->errlen) != 0 ||
 	    (ran != NULL && engine__record_step_events(r, idx, ran, true) != 0)) {
 		json_decref(details);
 		store_rollback(r->s);

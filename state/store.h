@@ -256,17 +256,31 @@ struct store_entry {
 };
 
 /* A step whose result holds a long list under "queues" (move_old's: an
- * entry per old queue) writes its result as RESULT_JSON, with "queues"
- * empty, and the elements that changed, V[0..N-1], each as a row keyed by
+ * entry per old queue; or under "entries": the first of the two its
+ * result has) writes its result as RESULT_JSON, with that list empty, and the elements that changed, V[0..N-1], each as a row keyed by
  * its place (a new one inserted, one there replaced, the rest kept), in one
  * transaction (the caller's when one is open): a write costs what changed,
  * not the list's length, and a kill -9 leaves the result and its rows of
  * one moment. Until the next store_step_update or store_step_reset of the
- * step, store_step_get gives its result with "queues" made of the rows in
- * their order (RESULT_JSON must have a top-level "queues" array to put
+ * step, store_step_get gives its result with that list made of the rows
+ * in their order (RESULT_JSON must have it as a top-level array to put
  * them in). Returns 0, or -1 with ERR. */
 int store_step_save_entries(struct store *s, int64_t plan_id, int idx,
     const char *result_json, const struct store_entry *v, size_t n, char *err,
+    size_t errlen);
+
+/* store_step_update of a run's whole result, RESULT_JSON, whose long
+ * list "entries" (remove_old's: an entry per old queue) it holds empty,
+ * and that list's elements V[0..N-1] each as a row (store_entry; ord 0 to
+ * N-1), all in one transaction (the caller's when one is open): the rows
+ * of the result before go, these take their place. A list of 100,000
+ * entries is then never one text of tens of megabytes that SQLite copies
+ * (its bind, its record, its json_valid) or a reader parses whole;
+ * store_step_get puts the rows back in "entries". With N = 0, exactly
+ * store_step_update. Returns 0, or -1 with ERR. */
+int store_step_update_rows(struct store *s, int64_t plan_id, int idx,
+    const char *status, int64_t started_ms, int64_t ended_ms, const char *result_json,
+    const char *error, const struct store_entry *v, size_t n, char *err,
     size_t errlen);
 
 /* Reads step IDX of plan PLAN_ID (its result with the rows

@@ -122,31 +122,24 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    idx);
 }
 
-int
-store_step_save_entries(struct store *s, int64_t plan_id, int idx,
-    const char *result_json, const struct store_entry *v, size_t n, char *err,
-    size_t errlen)
+/* Writes V[0..N-1] as step IDX of plan PLAN_ID's rows (one inserted, one
+ * at the same place replaced), inside the caller's transaction; WHAT says
+ * what is written. Returns 0, or -1 with ERR. */
+static int
+rows_write(struct store *s, int64_t plan_id, int idx, const struct store_entry *v,
+    size_t n, const char *what, char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "INSERT INTO step_entries (plan_id, step_idx, name, ord, entry_json)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (plan_id, step_idx, ord)"
 	    " DO UPDATE SET name = excluded.name, entry_json = excluded.entry_json";
 	sqlite3_stmt *st = NULL;
-	char what[120];
-	bool own = false;
 	int rc = -1;
 
-	if (own_begin(s, &own, err, errlen) != 0)
-		return -1;
-	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64, idx, plan_id);
-	if (store__write_one(s, what, "no such step", err, errlen,
-	    "UPDATE steps SET result_json = ?1 WHERE plan_id = ?2 AND idx = ?3", "tIi",
-	    result_json, plan_id, idx) != 0)
-		goto done;
-	snprintf(what, sizeof(what), "writing the result rows of step %d of plan %"
-	    PRId64, idx, plan_id);
+	if (n == 0)
+		return 0;
 	if (store__prepare(s, sql, &st, what, err, errlen) != 0)
-		goto done;
+		return -1;
 	/* One statement for every row: a batch's few, or a whole list. */
 	for (size_t i = 0; i < n; i++) {
 		sqlite3_reset(st);
@@ -161,6 +154,52 @@ store_step_save_entries(struct store *s, int64_t plan_id, int idx,
 	rc = 0;
 done:
 	sqlite3_finalize(st);
+	return rc;
+}
+
+int
+store_step_save_entries(struct store *s, int64_t plan_id, int idx,
+    const char *result_json, const struct store_entry *v, size_t n, char *err,
+    size_t errlen)
+{
+	char what[120];
+	bool own = false;
+	int rc = -1;
+
+	if (own_begin(s, &own, err, errlen) != 0)
+		return -1;
+	snprintf(what, sizeof(what), "updating step %d of plan %" PRId64, idx, plan_id);
+	if (store__write_one(s, what, "no such step", err, errlen,
+	    "UPDATE steps SET result_json = ?1 WHERE plan_id = ?2 AND idx = ?3", "tIi",
+	    result_json, plan_id, idx) != 0)
+		goto done;
+	snprintf(what, sizeof(what), "writing the result rows of step %d of plan %"
+	    PRId64, idx, plan_id);
+	rc = rows_write(s, plan_id, idx, v, n, what, err, errlen);
+done:
+	return own_end(s, own, rc, err, errlen);
+}
+
+int
+store_step_update_rows(struct store *s, int64_t plan_id, int idx, const char *status,
+    int64_t started_ms, int64_t ended_ms, const char *result_json, const char *error,
+    const struct store_entry *v, size_t n, char *err, size_t errlen)
+{
+	char what[120];
+	bool own = false;
+	int rc = -1;
+
+	if (n == 0)
+		return store_step_update(s, plan_id, idx, status, started_ms, ended_ms,
+		    result_json, error, err, errlen);
+	if (own_begin(s, &own, err, errlen) != 0)
+		return -1;
+	snprintf(what, sizeof(what), "writing the result rows of step %d of plan %"
+	    PRId64, idx, plan_id);
+	/* The rows of the result before go with it; these replace them. */
+	if (store_step_update(s, plan_id, idx, status, started_ms, ended_ms, result_json,
+	    error, err, errlen) == 0)
+		rc = rows_write(s, plan_id, idx, v, n, what, err, errlen);
 	return own_end(s, own, rc, err, errlen);
 }
 
@@ -298,8 +337,25 @@ member_array(const char *r, const char *member, size_t *at, size_t *end)
 	return -1;
 }
 
+/* The members a step's rows (store_step_save_entries) may be kept in: the
+ * first of them its result has at the top level holds them (move_old's
+ * "queues", remove_old's "entries"; no result has both). */
+static const char *const row_members[] = { "queues", "entries" };
+
+/* The member of valid JSON object R its rows go in: the offsets of its
+ * '[' and just past its ']' into *AT and *END (member_array's). Returns
+ * the member's name, or NULL when R has none of row_members. */
+static const char *
+row_member(const char *r, size_t *at, size_t *end)
+{
+	for (size_t i = 0; i < sizeof(row_members) / sizeof(row_members[0]); i++)
+		if (member_array(r, row_members[i], at, end) == 0)
+			return row_members[i];
+	return NULL;
+}
+
 /* Puts the rows store_step_save_entries kept for OUT's step into its
- * result, as its "queues", in their order (none kept: the result as it
+ * result, as its "queues" or "entries" (row_member), in their order (none kept: the result as it
  * is). Returns 0, or -1 with ERR. */
 static int
 entries_join(struct store *s, struct store_step *out, const char *what, char *err,
@@ -320,9 +376,9 @@ entries_join(struct store *s, struct store_step *out, const char *what, char *er
 	if (j.n == 0)
 		goto done;
 	rc = -1;
-	if (out->result_json == NULL || member_array(out->result_json, "queues", &at, &end) != 0) {
-		errbuf_set(err, errlen, "%s: its result has no \"queues\" for its %" PRId64
-		    " rows", what, j.n);
+	if (out->result_json == NULL || row_member(out->result_json, &at, &end) == NULL) {
+		errbuf_set(err, errlen, "%s: its result has no list (\"queues\" or "
+		    "\"entries\") for its %" PRId64 " rows", what, j.n);
 		goto done;
 	}
 	rlen = strlen(out->result_json);

@@ -408,6 +408,7 @@ step_ctx_end_run(struct step_ctx *c)
 {
 	step_inputs_release(&c->run.inputs);
 	step_events_clear(&c->run.events);
+	step_rows_clear(&c->run.rows);
 	c->run = (struct step_run){ 0 };
 }
 

@@ -596,12 +596,35 @@ carry_removed(const struct rm_run *r, struct item *items, size_t nitems)
 	}
 }
 
-/* Appends one entry per item to ENTRIES and counts the outcomes into
- * COUNTS. Returns the messages deleted with quorum queues ("purged"). */
+/* IT's entry of the step's result (a new reference, NULL out of memory). */
+static json_t *
+entry_json(const struct item *it)
+{
+	json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:s}", "name", it->name,
+	    "type", it->type, "outcome", outcome_names[it->outcome],
+	    "messages_seen", int_or_null(it->seen), "ttl_ms", int_or_null(it->ttl_ms),
+	    "deadline_ms", int_or_null(it->deadline_ms), "at_ms", (json_int_t)it->at_ms,
+	    "reason", rm_reason(it));
+
+	if (e != NULL && it->purged >= 0)
+		json_object_set_new(e, "purged", json_integer(it->purged));
+	if (e != NULL && rm_basis(it)[0] != '\0')
+		json_object_set_new(e, "deadline_why", json_string(rm_basis(it)));
+	return e;
+}
+
+/* Hands over one entry per item: into ROWS, an entry's text at a time,
+ * when not NULL (the engine writes them a row each: no tree of every
+ * entry is made), else appended to ENTRIES; and counts the outcomes into
+ * COUNTS. Returns the messages deleted with quorum queues ("purged"), or
+ * -1 when out of memory. */
 static int64_t
-entries_add(json_t *entries, const struct item *items, size_t nitems, size_t *counts)
+entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
+    size_t nitems, size_t *counts)
 {
 	int64_t lost = 0;
+	json_t *e;
+	int rc;
 
 	for (size_t i = 0; i < nitems; i++) {
 		const struct item *it = &items[i];
@@ -609,19 +632,15 @@ entries_add(json_t *entries, const struct item *items, size_t nitems, size_t *co
 		counts[it->outcome]++;
 		if (it->purged > 0)
 			lost += it->purged;
-		json_array_append_new(entries, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,"
-		    "s:s}", "name", it->name, "type", it->type,
-		    "outcome", outcome_names[it->outcome],
-		    "messages_seen", int_or_null(it->seen),
-		    "ttl_ms", int_or_null(it->ttl_ms),
-		    "deadline_ms", int_or_null(it->deadline_ms),
-		    "at_ms", (json_int_t)it->at_ms, "reason", rm_reason(it)));
-		if (it->purged >= 0)
-			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
-			    "purged", json_integer(it->purged));
-		if (rm_basis(it)[0] != '\0')
-			json_object_set_new(json_array_get(entries, json_array_size(entries) - 1),
-			    "deadline_why", json_string(rm_basis(it)));
+		if ((e = entry_json(it)) == NULL)
+			return -1;
+		if (rows != NULL) {
+			rc = step_rows_add(rows, e);
+			json_decref(e);
+		} else
+			rc = json_array_append_new(entries, e);
+		if (rc != 0)
+			return -1;
 	}
 	return lost;
 }
@@ -766,7 +785,12 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		if (items[i].outcome == OUT_NONE)
 			rm_set_reason(&items[i], OUT_LEFT, "not checked");
 	carry_removed(&r, items, nitems);
-	lost = entries_add(entries, items, nitems, counts);
+	if ((lost = entries_add(c->rows_wanted && !o->dry_run ? &c->rows : NULL, entries,
+	    items, nitems, counts)) < 0) {
+		errbuf_set(err, errlen, "out of memory for the result's %zu entries", nitems);
+		step_rows_clear(&c->rows);	/* none rather than some */
+		goto done;
+	}
 	summary_err(err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
 	    fence_err);
 	if (rm_exchanges(&r, &s, items, nitems, xs, xerr, sizeof(xerr)) != 0)

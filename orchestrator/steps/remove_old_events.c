@@ -55,26 +55,43 @@ cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The entry at I of LIST, or else of ROWS (parsed): a new reference, NULL
+ * when it does not parse. */
+static json_t *
+entry_at(const json_t *list, const struct step_rows *rows, size_t i)
+{
+	if (list != NULL)
+		return json_incref(json_array_get(list, i));
+	return json_loads(rows->v[i].json, 0, NULL);
+}
+
 /* Hands the engine an event for each entry of LIST (remove_old's
- * "entries" or "exchanges") whose outcome has one: REMOVED, GONE (unless
- * the history records it as removed) and, when not NULL, LEFT. Returns
- * 0, or -1 with ERR. */
+ * "exchanges", or its "entries" when it has them in its result), else of
+ * ROWS (its "entries" handed over a row each), whose outcome has one:
+ * REMOVED, GONE (unless the history records it as removed) and, when
+ * not NULL, LEFT. Returns 0, or -1 with ERR. */
 static int
-add_events(struct step_ctx *c, const json_t *list, const char *removed,
-    const char *gone, const char *left, char *err, size_t errlen)
+add_events(struct step_ctx *c, const json_t *list, const struct step_rows *rows,
+    const char *removed, const char *gone, const char *left, char *err,
+    size_t errlen)
 {
 	struct removed_names rn = { .kind = removed };
-	const json_t *e;
+	json_t *e = NULL;
 	const char *outcome, *kind, *name;
-	size_t i;
+	size_t i, n = json_array_size(list) > 0 || rows == NULL ? json_array_size(list) :
+	    rows->n;
 	int rc = -1;
 
-	if (json_array_size(list) == 0)
+	if (n == 0)
 		return 0;
+	if (json_array_size(list) == 0)
+		list = NULL;
 	if (store_each_event(c->store, c->plan_id, take_removed, &rn, err, errlen) != 0)
 		goto done;
 	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
-	json_array_foreach(list, i, e) {
+	for (i = 0; i < n; i++) {
+		json_decref(e);
+		e = entry_at(list, rows, i);
 		outcome = json_string_value(json_object_get(e, "outcome"));
 		name = json_string_value(json_object_get(e, "name"));
 		if (outcome == NULL || name == NULL)
@@ -88,13 +105,15 @@ add_events(struct step_ctx *c, const json_t *list, const char *removed,
 			kind = left;
 		else
 			continue;
-		if (step_events_add(&c->events, kind, json_deep_copy(e)) != 0) {
+		if (step_events_add(&c->events, kind, list != NULL ? json_deep_copy(e) :
+		    json_incref(e)) != 0) {
 			errbuf_set(err, errlen, "out of memory");
 			goto done;
 		}
 	}
 	rc = 0;
 done:
+	json_decref(e);
 	for (i = 0; i < rn.n; i++)
 		free(rn.v[i]);
 	free(rn.v);
@@ -105,10 +124,10 @@ int
 step_remove_old_events(struct step_ctx *c, const json_t *result, char *err,
     size_t errlen)
 {
-	if (add_events(c, json_object_get(result, "entries"), "old.queue_removed",
-	    "old.queue_gone", NULL, err, errlen) != 0)
+	if (add_events(c, json_object_get(result, "entries"), &c->rows,
+	    "old.queue_removed", "old.queue_gone", NULL, err, errlen) != 0)
 		return -1;
-	return add_events(c, json_object_get(result, "exchanges"),
+	return add_events(c, json_object_get(result, "exchanges"), NULL,
 	    "old.exchange_removed", "old.exchange_gone", "old.exchange_left", err,
 	    errlen);
 }

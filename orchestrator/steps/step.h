@@ -60,6 +60,23 @@ int step_events_add(struct step_events *ev, const char *kind, json_t *details);
 /* Frees what EV holds and empties it. */
 void step_events_clear(struct step_events *ev);
 
+/* A run's long result list handed to the engine a row at a time
+ * (step_rows.c): each element's text and name, owned. The engine writes
+ * them beside the result (store_step_update_rows), whose list stays
+ * empty: at 100,000 old queues no tree nor text of the whole list is
+ * made. */
+struct step_rows {
+	struct store_entry *v;	/* v[i].ord == i */
+	size_t n, cap;
+};
+
+/* Appends ELEMENT (an object with a "name"; borrowed) to ROWS as its
+ * text. Returns 0, or -1 when out of memory. */
+int step_rows_add(struct step_rows *rows, const json_t *element);
+
+/* Frees what ROWS holds and empties it. */
+void step_rows_clear(struct step_rows *rows);
+
 /* What one run of a step reads and hands back: zeroed, released and freed
  * as one (struct step_run) by step_ctx_begin_run and step_ctx_end_run, and
  * reached by name in struct step_ctx (C->measured, C->again…). A run's
@@ -101,6 +118,11 @@ void step_events_clear(struct step_events *ev);
 	                            * run whose broker cost grows with the \
 	                            * queues), 0: watch.interval */ \
 	struct step_events events; /* out: events for the history (owned) */ \
+	bool rows_wanted;          /* the engine takes the run's "entries" as \
+	                            * ROWS, not in its result (its kind's \
+	                            * STEP_KIND_STATE_ENTRIES) */ \
+	struct step_rows rows;     /* out: with ROWS_WANTED, the result's \
+	                            * "entries", which it holds empty (owned) */ \
 	bool stopped;              /* out: the run gave up because the process \
 	                            * is stopping (step_stop_asked): nothing \
 	                            * of it is to be recorded */ \

@@ -24,9 +24,11 @@
 						 * ladder: it takes away the old
 						 * path a rollback would send
 						 * them back to (remove_old) */
-#define STEP_KIND_STATE_ENTRIES		0x10	/* its last result's "entries",
-						 * an entry per old queue, are
-						 * read a part at a time
+#define STEP_KIND_STATE_ENTRIES		0x10	/* its result's "entries", an
+						 * entry per old queue, are
+						 * handed over and stored a row
+						 * each (ctx.rows_wanted), and
+						 * read back a part at a time
 						 * (step_state_each): its state's
 						 * tree has them empty
 						 * (remove_old) */

@@ -1,5 +1,7 @@
 /* itest_cutover: the whole-plan tests' plan, runs and history
  * (itest_cutover.h). */
+#include <sqlite3.h>
+
 #include "itest_cutover.h"
 
 char icut_dir[256];
@@ -139,6 +141,23 @@ icut_read_step(int idx, struct store_step *out)
 		rc = store_step_get(s, p.id, idx, out, err, sizeof(err));
 	store_close(s);
 	return rc;
+}
+
+int
+icut_rows_held(int idx)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+
+	if (sqlite3_open_v2(icut_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM step_entries WHERE step_idx = ?1",
+	    -1, &st, NULL) == SQLITE_OK && sqlite3_bind_int(st, 1, idx) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
 }
 
 int

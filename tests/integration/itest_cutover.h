@@ -71,6 +71,10 @@ void icut_publish_old(struct step_ctx *c, const char *name);
 /* Reads step IDX (0-based) of the test's plan. Returns 0 when found. */
 int icut_read_step(int idx, struct store_step *out);
 
+/* How many rows of its result list (step_entries) step IDX (0-based) of
+ * the test's database holds, read with SQLite alone; -1 when unreadable. */
+int icut_rows_held(int idx);
+
 /* Waits until step IDX has STATUS (up to TIMEOUT_MS). Returns 1 if it did. */
 int icut_wait_step(int idx, const char *status, int timeout_ms);
 

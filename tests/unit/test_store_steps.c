@@ -1,8 +1,9 @@
 /* test_store_steps: the steps table — a plan's steps inserted, updated,
  * read back, refused when wrong, and reset for a retry — and a long
  * result list kept a row per element (step_entries): read back as the
- * one result it was or a part at a time, written element by element,
- * all or nothing, and gone with a whole result or a reset. */
+ * one result it was or a part at a time, written element by element or
+ * with a run's whole result, all or nothing, and gone with a whole result
+ * or a reset. */
 
 #include <stdlib.h>
 #include <string.h>
@@ -223,12 +224,84 @@ test_entries_read_as_one_result(void **state)
 	    &one, 1, FX_ERR(fx)), 0);
 	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), -1);
 	assert_string_equal(fx->err, "reading step 0 of plan 1: its result has no "
-	    "\"queues\" for its 1 rows");
+	    "list (\"queues\" or \"entries\") for its 1 rows");
 	assert_int_equal(store_step_reset(fx->s, plan, 0, "pending", FX_ERR(fx)), 0);
 	/* Rows of a step that is not there are refused. */
 	assert_int_equal(store_step_save_entries(fx->s, plan, 5, rest, v, 3,
 	    FX_ERR(fx)), -1);
 	assert_string_equal(fx->err, "updating step 5 of plan 1: no such step");
+}
+
+/* A run's result written with its "entries" a row each
+ * (store_step_update_rows) reads back as the whole result, its status,
+ * times and error written with it; the next run's rows replace every row
+ * of the last, however many fewer; none given is a whole result's write
+ * (the rows go); the status refused leaves result and rows as they were;
+ * "queues", when a result has it, is where rows go. */
+static void
+test_update_rows(void **state)
+{
+	struct store_entry v[3] = {
+		{ "old.a", 0, "{\"name\":\"old.a\",\"outcome\":\"waiting\"}" },
+		{ "old.b", 1, "{\"name\":\"old.b\",\"outcome\":\"removed\"}" },
+		{ "old.c", 2, "{\"name\":\"old.c\",\"outcome\":\"waiting\"}" },
+	};
+	struct store_entry w[1] = {
+		{ "old.c", 0, "{\"name\":\"old.c\",\"outcome\":\"removed\"}" },
+	};
+	struct fx *fx = *state;
+	struct store_step st;
+	int64_t plan;
+	char *r;
+
+	plan = fx_open_plan(fx, "yaml");
+	assert_int_equal(store_step_insert(fx->s, plan, 0, "remove_old", 0,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "running", 100, 0,
+	    "{\"ok\":true,\"entries\":[],\"waiting\":{}}", NULL, v, 3, FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 3);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_string_equal(st.status, "running");
+	assert_int_equal(st.started_ms, 100);
+	assert_string_equal(st.result_json, "{\"ok\":true,\"entries\":["
+	    "{\"name\":\"old.a\",\"outcome\":\"waiting\"},"
+	    "{\"name\":\"old.b\",\"outcome\":\"removed\"},"
+	    "{\"name\":\"old.c\",\"outcome\":\"waiting\"}],\"waiting\":{}}");
+	store_step_clear(&st);
+	/* The next run's one row is all there is. */
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "failed", 0, 200,
+	    "{\"ok\":false,\"entries\":[]}", "1 left", w, 1, FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 1);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_string_equal(st.status, "failed");
+	assert_int_equal(st.ended_ms, 200);
+	assert_string_equal(st.error, "1 left");
+	assert_string_equal(st.result_json, "{\"ok\":false,\"entries\":["
+	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
+	store_step_clear(&st);
+	/* Refused whole: neither the result nor the rows change. */
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "done", 0, 0,
+	    "{\"ok\":true,\"entries\":[]}", NULL, v, 3, FX_ERR(fx)), -1);
+	assert_non_null(strstr(fx->err, "CHECK constraint failed"));
+	assert_int_equal(rows_held(fx), 1);
+	r = result_of(fx, plan);
+	assert_string_equal(r, "{\"ok\":false,\"entries\":["
+	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
+	free(r);
+	/* None given: the result written is the whole result. */
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, NULL, 0, 0,
+	    "{\"entries\":[{\"name\":\"x\"}]}", NULL, NULL, 0, FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, "{\"entries\":[{\"name\":\"x\"}]}");
+	free(r);
+	/* "queues" first, when a result has both. */
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, NULL, 0, 0,
+	    "{\"entries\":[],\"queues\":[]}", NULL, w, 1, FX_ERR(fx)), 0);
+	r = result_of(fx, plan);
+	assert_string_equal(r, "{\"entries\":[],\"queues\":["
+	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
+	free(r);
 }
 
 /* What test_each's reader saw: each element's name, joined. */
@@ -354,5 +427,6 @@ CM_MAIN(NULL, NULL,
 	T(test_steps),
 	T(test_step_reset_clears_the_attempt),
 	T(test_entries_read_as_one_result),
+	T(test_update_rows),
 	T(test_each),
 	cmocka_unit_test(test_json_each))
