@@ -400,9 +400,9 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, st);
 	if (st != NULL && (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES))
 		b->c.state_text = state;
-	b->c.rows_wanted = (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES) != 0;
+	b->c.rows_wanted = (step_kind_of(kind)->flags & STEP_KIND_RESULT_ROWS) != 0;
 	b->c.inputs = step_inputs_of_store(&src);
-	rc = prepare(&b->c, &b->c.inputs, &r, err, sizeof(err));
+	rc = prepare != NULL ? prepare(&b->c, &b->c.inputs, &r, err, sizeof(err)) : 0;
 	if (rc == 0)
 		rc = step(&b->c, &r, err, sizeof(err));
 	*again = b->c.again;
@@ -631,7 +631,9 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	double t[TICKS_MAX], cpu[TICKS_MAX], self[TICKS_MAX], t0, c0, u0;
 	const json_t *pass;
 
-	if (step_recorded(b, PLAN_STEP_MEASURE_HORIZON, b->measured, b->flip_ms - 60000) != 0 ||
+	/* Its result is stored (engine_run): only its end moves before the
+	 * flip. */
+	if (step_recorded(b, PLAN_STEP_MEASURE_HORIZON, NULL, b->flip_ms - 60000) != 0 ||
 	    step_recorded(b, PLAN_STEP_FLIP, NULL, b->flip_ms) != 0)
 		return -1;
 	/* Not held through the ticks, as the engine does not hold it. */
@@ -724,19 +726,20 @@ timed_step(struct bench *b, step_fn step, const char *what, json_t **out,
 	return 0;
 }
 
-/* remove_old run as the engine runs it (engine_run), its last result
- * STATE (its text, NULL: none), timed as timed_step times a step into R's
- * step K, its result into *OUT. */
+/* The plan's step of KIND run as the engine runs it (engine_run: PREPARE,
+ * STEP, its last result STATE, its text, NULL: none; recorded with
+ * STATUS), timed as timed_step times a step into R's step K, its result
+ * into *OUT. */
 static int
-timed_remove_old(struct bench *b, const char *state, json_t **out, struct size_run *r,
-    int k)
+timed_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
+    step_fn step, const char *state, const char *status, json_t **out,
+    struct size_run *r, int k)
 {
 	double t0 = bench_mono_s(), c0 = bench_broker_cpu_s(), u0 = self_cpu_s(), cpu;
 	bool again = false;
 
 	rss_mark(r, BETWEEN_STEPS);
-	if (engine_run(b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare, step_remove_old,
-	    state, k == REMOVE ? "succeeded" : "running", out, &again) != 0)
+	if (engine_run(b, kind, prepare, step, state, status, out, &again) != 0)
 		return -1;
 	r->s[k] = bench_mono_s() - t0;
 	r->self[k] = self_cpu_s() - u0;
@@ -786,8 +789,8 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	r->broker_mb = broker_mem_mb(&b);
 	/* In the plan's order: the ladder after the measure, which refuses
 	 * a ladder that exists beside a flag that reads on. */
-	if (timed_step(&b, step_measure_horizon, "measure_horizon", &b.measured, r,
-	    MEASURE) != 0 ||
+	if (timed_run(&b, PLAN_STEP_MEASURE_HORIZON, NULL, step_measure_horizon, NULL,
+	    "succeeded", &b.measured, r, MEASURE) != 0 ||
 	    timed_step(&b, step_declare_ladder, "declare_ladder", &lad, r, -1) != 0)
 		goto done;
 	json_decref(lad);
@@ -831,7 +834,8 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	json_decref(b.state);
 	b.measured = b.state = NULL;
 	if (last_entry_at(&b, old_now_ms(NULL)) != 0 ||
-	    timed_remove_old(&b, NULL, &waited, r, REMOVE_WAIT) != 0 ||
+	    timed_run(&b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare,
+	    step_remove_old, NULL, "running", &waited, r, REMOVE_WAIT) != 0 ||
 	    waiting_or_removed(waited, n, &early) != 0)
 		goto done;
 	/* Its result as the engine reads it back from the store, the tree
@@ -840,7 +844,8 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		goto done;
 	json_decref(waited);
 	waited = NULL;
-	if (timed_remove_old(&b, waited_text, &again, r, REMOVE_AGAIN) != 0 ||
+	if (timed_run(&b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare,
+	    step_remove_old, waited_text, "running", &again, r, REMOVE_AGAIN) != 0 ||
 	    waiting_or_removed(again, n, &early) != 0)
 		goto done;
 	free(waited_text);
@@ -852,7 +857,8 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	 * the allowance, 1 s, once it is over). */
 	if (last_entry_at(&b, old_now_ms(NULL) - 2 * DAY_MS) != 0)
 		goto done;
-	if (timed_remove_old(&b, NULL, &b.removed, r, REMOVE) != 0)
+	if (timed_run(&b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare,
+	    step_remove_old, NULL, "succeeded", &b.removed, r, REMOVE) != 0)
 		goto done;
 	/* Those removed while the others waited are gone to this run. */
 	r->removed = early + (long long)json_integer_value(json_object_get(

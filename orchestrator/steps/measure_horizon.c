@@ -198,44 +198,67 @@ struct tally {
 	const struct old_queue *longest;	/* NULL likewise */
 };
 
-/* Appends one entry per old queue of S to QUEUES (with its part of CHAIN,
- * when computed) and adds them up into T. */
-static void
-queues_json(const struct old_selection *s, const struct old_chain *chain,
-    json_t *queues, struct tally *t)
+/* The entry of old queue I of S, with its part of CHAIN when computed (a
+ * new reference, NULL out of memory). */
+static json_t *
+queue_json(const struct old_selection *s, const struct old_chain *chain, size_t i)
 {
+	const struct old_queue *oq = &s->v[i];
+	const struct mgmt_queue *q = oq->q;
+	json_t *e = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}",
+	    "name", q->name, "type", q->type,
+	    "ttl_ms", int_or_null(oq->ttl_ms),
+	    "ttl_source", str_or_null(oq->ttl_source),
+	    "expires_ms", int_or_null(oq->expires_ms),
+	    "messages", int_or_null(q->messages),
+	    "consumers", int_or_null(q->consumers),
+	    "durable", q->durable,
+	    "policy", str_or_null(q->policy),
+	    "note", str_or_null(oq->note));
+
+	if (e != NULL && chain->n > 0) {
+		json_t *part = json_pack_chain(chain, i);
+
+		json_object_update(e, part);
+		json_decref(part);
+	}
+	return e;
+}
+
+/* Hands over one entry per old queue of S: into ROWS, an entry's text at
+ * a time, when not NULL (the engine writes them a row each), else
+ * appended to QUEUES; and adds them up into T. Returns 0, or -1 out of
+ * memory. */
+static int
+queues_json(const struct old_selection *s, const struct old_chain *chain,
+    struct step_rows *rows, json_t *queues, struct tally *t)
+{
+	json_t *e;
+	int rc;
+
 	for (size_t i = 0; i < s->n; i++) {
 		const struct old_queue *oq = &s->v[i];
-		const struct mgmt_queue *q = oq->q;
-
-		if (q->messages > 0) {
-			t->non_empty++;
-			t->total += q->messages;
-		}
 		int64_t ttl = chain->n > 0 ? chain->ttl_ms[i] : oq->ttl_ms;
 
+		if (oq->q->messages > 0) {
+			t->non_empty++;
+			t->total += oq->q->messages;
+		}
 		if (ttl >= 0 && (t->longest == NULL || ttl > t->max_ttl)) {
 			t->longest = oq;
 			t->max_ttl = ttl;
 		}
-		json_array_append_new(queues, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,"
-		    "s:b,s:o,s:o}",
-		    "name", q->name, "type", q->type,
-		    "ttl_ms", int_or_null(oq->ttl_ms),
-		    "ttl_source", str_or_null(oq->ttl_source),
-		    "expires_ms", int_or_null(oq->expires_ms),
-		    "messages", int_or_null(q->messages),
-		    "consumers", int_or_null(q->consumers),
-		    "durable", q->durable,
-		    "policy", str_or_null(q->policy),
-		    "note", str_or_null(oq->note)));
-		if (chain->n > 0) {
-			json_t *part = json_pack_chain(chain, i);
-
-			json_object_update(json_array_get(queues, i), part);
-			json_decref(part);
-		}
+		if ((e = queue_json(s, chain, i)) == NULL)
+			return -1;
+		if (rows != NULL) {
+			rc = step_rows_add(rows, e);
+			json_decref(e);
+		} else
+			rc = json_array_append_new(queues, e);
+		if (rc != 0)
+			return -1;
 	}
+	return 0;
 }
 
 /* Writes into ERR why an empty selection S (in C's vhost) has no horizon. */
@@ -345,7 +368,11 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 	if (s.n > 0 && s.nottl == 0 && !chain_failed)
 		expiring_rc = expiring_check(c, &s, chain.n > 0 ? chain.ttl_ms : NULL,
 		    warnings, expiring_err, sizeof(expiring_err));
-	queues_json(&s, &chain, queues, &t);
+	if (queues_json(&s, &chain, c->rows_wanted ? &c->rows : NULL, queues, &t) != 0) {
+		errbuf_set(err, errlen, "out of memory for the %zu old queues' entries", s.n);
+		step_rows_clear(&c->rows);	/* none rather than some */
+		goto done;
+	}
 	if (s.n == 0) {
 		empty_selection_err(c, &s, err, errlen);
 		goto done;

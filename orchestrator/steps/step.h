@@ -118,11 +118,12 @@ void step_rows_clear(struct step_rows *rows);
 	                            * run whose broker cost grows with the \
 	                            * queues), 0: watch.interval */ \
 	struct step_events events; /* out: events for the history (owned) */ \
-	bool rows_wanted;          /* the engine takes the run's "entries" as \
+	bool rows_wanted;          /* the engine takes the run's long list as \
 	                            * ROWS, not in its result (its kind's \
-	                            * STEP_KIND_STATE_ENTRIES) */ \
+	                            * STEP_KIND_RESULT_ROWS) */ \
 	struct step_rows rows;     /* out: with ROWS_WANTED, the result's \
-	                            * "entries", which it holds empty (owned) */ \
+	                            * "queues" or "entries", which it holds \
+	                            * empty (owned) */ \
 	bool stopped;              /* out: the run gave up because the process \
 	                            * is stopping (step_stop_asked): nothing \
 	                            * of it is to be recorded */ \

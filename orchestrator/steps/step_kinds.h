@@ -24,14 +24,18 @@
 						 * ladder: it takes away the old
 						 * path a rollback would send
 						 * them back to (remove_old) */
-#define STEP_KIND_STATE_ENTRIES		0x10	/* its result's "entries", an
-						 * entry per old queue, are
-						 * handed over and stored a row
-						 * each (ctx.rows_wanted), and
-						 * read back a part at a time
+#define STEP_KIND_STATE_ENTRIES		0x10	/* its last result's "entries",
+						 * an entry per old queue, are
+						 * read a part at a time
 						 * (step_state_each): its state's
 						 * tree has them empty
 						 * (remove_old) */
+#define STEP_KIND_RESULT_ROWS		0x20	/* its result's long list (an
+						 * entry per old queue) is
+						 * handed over and stored a row
+						 * each (ctx.rows_wanted):
+						 * measure_horizon's "queues",
+						 * remove_old's "entries" */
 
 struct step_kind {
 	const char *name;

@@ -210,7 +210,16 @@ test_publish_at_the_remove_gate_waits_for_the_queue(void **state)
 	assert_int_equal(itest_count_named(&t, "old.queue_removed", name), 1);
 	assert_int_equal(broker_queue_inspect(c.amqp, name, &qi, err, sizeof(err)),
 	    BROKER_NOT_FOUND);
-	/* Its result's entries are kept a row each, and read back whole. */
+	/* The measure's queues and remove_old's entries are kept a row
+	 * each, and read back whole. */
+	assert_int_equal(icut_rows_held(0), 3);
+	assert_int_equal(icut_read_step(0, &st), 0);
+	j = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_int_equal(json_array_size(json_object_get(j, "queues")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "summary"),
+	    "queues")), 3);
+	json_decref(j);
 	assert_int_equal(icut_rows_held(6), 3);
 	assert_int_equal(icut_read_step(6, &st), 0);
 	j = json_loads(st.result_json, 0, NULL);
