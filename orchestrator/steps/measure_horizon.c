@@ -233,9 +233,6 @@ static int
 queues_json(const struct old_selection *s, const struct old_chain *chain,
     struct step_rows *rows, json_t *queues, struct tally *t)
 {
-	json_t *e;
-	int rc;
-
 	for (size_t i = 0; i < s->n; i++) {
 		const struct old_queue *oq = &s->v[i];
 		int64_t ttl = chain->n > 0 ? chain->ttl_ms[i] : oq->ttl_ms;
@@ -248,14 +245,7 @@ queues_json(const struct old_selection *s, const struct old_chain *chain,
 			t->longest = oq;
 			t->max_ttl = ttl;
 		}
-		if ((e = queue_json(s, chain, i)) == NULL)
-			return -1;
-		if (rows != NULL) {
-			rc = step_rows_add(rows, e);
-			json_decref(e);
-		} else
-			rc = json_array_append_new(queues, e);
-		if (rc != 0)
+		if (step_rows_put(rows, queues, queue_json(s, chain, i)) != 0)
 			return -1;
 	}
 	return 0;

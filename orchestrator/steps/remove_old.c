@@ -623,8 +623,6 @@ entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
     size_t nitems, size_t *counts)
 {
 	int64_t lost = 0;
-	json_t *e;
-	int rc;
 
 	for (size_t i = 0; i < nitems; i++) {
 		const struct item *it = &items[i];
@@ -632,14 +630,7 @@ entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
 		counts[it->outcome]++;
 		if (it->purged > 0)
 			lost += it->purged;
-		if ((e = entry_json(it)) == NULL)
-			return -1;
-		if (rows != NULL) {
-			rc = step_rows_add(rows, e);
-			json_decref(e);
-		} else
-			rc = json_array_append_new(entries, e);
-		if (rc != 0)
+		if (step_rows_put(rows, entries, entry_json(it)) != 0)
 			return -1;
 	}
 	return lost;

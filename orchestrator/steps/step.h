@@ -74,6 +74,11 @@ struct step_rows {
  * text. Returns 0, or -1 when out of memory. */
 int step_rows_add(struct step_rows *rows, const json_t *element);
 
+/* Hands ELEMENT (stolen; NULL: out of memory) over as a row into ROWS,
+ * or, when ROWS is NULL (a step run by hand), appends it to LIST.
+ * Returns 0, or -1 when out of memory. */
+int step_rows_put(struct step_rows *rows, json_t *list, json_t *element);
+
 /* Frees what ROWS holds and empties it. */
 void step_rows_clear(struct step_rows *rows);
 

@@ -50,3 +50,17 @@ step_rows_clear(struct step_rows *rows)
 	free(rows->v);
 	*rows = (struct step_rows){ 0 };
 }
+
+int
+step_rows_put(struct step_rows *rows, json_t *list, json_t *element)
+{
+	int rc;
+
+	if (element == NULL)
+		return -1;
+	if (rows == NULL)
+		return json_array_append_new(list, element);
+	rc = step_rows_add(rows, element);
+	json_decref(element);
+	return rc;
+}
