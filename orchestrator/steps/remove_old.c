@@ -596,7 +596,8 @@ carry_removed(const struct rm_run *r, struct item *items, size_t nitems)
 	}
 }
 
-/* IT's entry of the step's result (a new reference, NULL out of memory). */
+/* IT's entry of the step's result (a new reference, NULL out of memory):
+ * with "wait" when it waits, which the next run reads. */
 static json_t *
 entry_json(const struct item *it)
 {
@@ -610,6 +611,11 @@ entry_json(const struct item *it)
 		json_object_set_new(e, "purged", json_integer(it->purged));
 	if (e != NULL && rm_basis(it)[0] != '\0')
 		json_object_set_new(e, "deadline_why", json_string(rm_basis(it)));
+	/* What the next run reads back (rm_last_read). */
+	if (e != NULL && it->outcome == OUT_WAIT)
+		json_object_set_new(e, "wait", json_pack("{s:s,s:I,s:I}",
+		    "kind", rm_wait_name(it->wait), "since_ms", (json_int_t)it->wait_since_ms,
+		    "until_ms", (json_int_t)it->wait_until_ms));
 	return e;
 }
 
@@ -743,7 +749,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	/* This step's own last result, when it runs again after a wait: what
 	 * each queue waits for and the baseline since. */
 	r.prev = o->dry_run ? NULL : c->state;
-	if (measured_queues(&r, err, errlen) != 0 || rm_removed_read(&r, err, errlen) != 0)
+	if (measured_queues(&r, err, errlen) != 0 || rm_last_read(&r, err, errlen) != 0)
 		goto done;
 	if (c->old_last_entry_ms > 0 && rm_baseline(&r, err, errlen) != 0)
 		goto done;
@@ -794,7 +800,7 @@ done:
 	json_object_update(*result, xs);
 	json_decref(xs);
 	if (nitems > 0)
-		rm_state_json(&r, &s, items, nitems, *result);
+		rm_state_json(&r, &s, *result);
 	if (rc == 0 && counts[OUT_WAIT] > 0)
 		rc = waiting_end(c, o, counts[OUT_WAIT], old_now_ms(NULL) - started, *result,
 		    err, errlen);
@@ -808,6 +814,6 @@ done:
 	old_counters_free(&r.counted);
 	old_measured_free(&r.mq_own);
 	old_moved_free(&r.moved_own);
-	rm_removed_free(&r);
+	rm_last_free(&r);
 	return rc;
 }

@@ -68,6 +68,14 @@ struct rm_removed {
 	int64_t ttl_ms, at_ms;
 };
 
+/* What an earlier run of this step said a queue waits for, as its last
+ * result's entry says (the name owned). */
+struct rm_waited {
+	char *name;
+	enum wait_kind kind;
+	int64_t since_ms, until_ms;
+};
+
 /* One run of old_remove: its inputs and what the waits need. */
 struct rm_run {
 	struct step_ctx *c;
@@ -89,21 +97,33 @@ struct rm_run {
 					 * C->moved_queues, else MOVED_OWN */
 	struct old_moved moved_own;	/* read from C->moved's tree */
 	struct rm_removed *removed;	/* PREV's entries that say "removed",
-					 * by name (rm_removed_read) */
+					 * by name (rm_last_read) */
 	size_t nremoved, capremoved;
+	struct rm_waited *waited;	/* PREV's entries' waits, by name
+					 * (rm_last_read) */
+	size_t nwaited, capwaited;
 };
 
 /* Reads into R->removed the entries of R->prev (its last result) that say
- * a queue was removed, a part at a time (step_state_each): of a result
- * with an entry per old queue, only those are kept. Returns 0, or -1 with
+ * a queue was removed, and into R->waited what the others wait for, a
+ * part at a time (step_state_each): of a result with an entry per old
+ * queue, only those are kept (remove_old_last.c). Returns 0, or -1 with
  * ERR. */
-int rm_removed_read(struct rm_run *r, char *err, size_t errlen);
+int rm_last_read(struct rm_run *r, char *err, size_t errlen);
 
 /* The queue an earlier run removed named NAME, or NULL. */
 const struct rm_removed *rm_removed_find(const struct rm_run *r, const char *name);
 
-/* Frees R->removed. */
-void rm_removed_free(struct rm_run *r);
+/* What queue NAME waited for after the earlier run, or NULL. */
+const struct rm_waited *rm_waited_find(const struct rm_run *r, const char *name);
+
+/* Frees R->removed and R->waited. */
+void rm_last_free(struct rm_run *r);
+
+/* The wait named NAME ("deadline", "baseline"…; WAIT_NONE when none is),
+ * and the name of wait K, as results write them. */
+enum wait_kind rm_wait_of(const char *name);
+const char *rm_wait_name(enum wait_kind k);
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
  * bytes, as every text of an item is cut at its _MAX); out of memory
@@ -161,10 +181,10 @@ size_t rm_triage(struct rm_run *r, const struct old_selection *s,
  * for its TTL once, then left. */
 void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
 
-/* Adds to RESULT what the next run needs: "waiting" (the waits, by name)
- * and "baseline" (S's counters when R took a new one, else the last). */
-void rm_state_json(struct rm_run *r, const struct old_selection *s,
-    const struct item *items, size_t nitems, json_t *result);
+/* Adds to RESULT what the next run needs besides its entries (which say
+ * each queue's wait): "baseline" (S's counters when R took a new one,
+ * else the last). */
+void rm_state_json(struct rm_run *r, const struct old_selection *s, json_t *result);
 
 /* When the old path is a ladder (old.ladder) and every old level queue of
  * ITEMS is gone: deletes the old ladder's level and delivery exchanges

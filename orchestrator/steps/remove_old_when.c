@@ -46,8 +46,8 @@ wait_row(enum wait_kind k)
 	return NULL;
 }
 
-static const char *
-wait_name(enum wait_kind k)
+const char *
+rm_wait_name(enum wait_kind k)
 {
 	return wait_row(k) != NULL ? wait_row(k)->name : "none";
 }
@@ -64,8 +64,8 @@ wait_runs_ttl(enum wait_kind k)
 	return wait_row(k) != NULL && wait_row(k)->ttl;
 }
 
-static enum wait_kind
-wait_of(const char *name)
+enum wait_kind
+rm_wait_of(const char *name)
 {
 	for (size_t i = 0; name != NULL && i < NWAITS; i++)
 		if (strcmp(waits[i].name, name) == 0)
@@ -279,17 +279,17 @@ rm_restarted(struct rm_run *r, const struct old_selection *s, struct item *items
 	return n != NULL;
 }
 
-/* Gives IT the wait an earlier run recorded for it in R->prev, if any. */
+/* Gives IT the wait an earlier run recorded for it (rm_last_read), if any. */
 static void
 prev_wait(const struct rm_run *r, struct item *it)
 {
-	const json_t *w = json_object_get(json_object_get(r->prev, "waiting"), it->name);
+	const struct rm_waited *w = rm_waited_find(r, it->name);
 
-	if (!json_is_object(w))
+	if (w == NULL)
 		return;
-	it->waited = wait_of(json_string_value(json_object_get(w, "kind")));
-	it->wait_since_ms = jint(w, "since_ms");
-	it->wait_until_ms = jint(w, "until_ms");
+	it->waited = w->kind;
+	it->wait_since_ms = w->since_ms;
+	it->wait_until_ms = w->until_ms;
 }
 
 static void
@@ -527,12 +527,15 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 		if (!judge(r, now, it))
 			continue;
 		if (r->now < it->deadline_ms) {
+			/* An earlier wait goes on as it began (rm_wait dates a
+			 * wait from now). */
+			int64_t since = it->waited != WAIT_NONE ? it->wait_since_ms : r->now;
+
 			rm_wait(r, it, WAIT_DEADLINE, "not yet past its deadline %s (%s): "
 			    "%s to go", old_time_format(it->deadline_ms, t1, sizeof(t1)),
 			    rm_basis(it), rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
 			it->wait = it->waited != WAIT_NONE ? it->waited : WAIT_DEADLINE;
-			it->wait_since_ms = it->waited != WAIT_NONE ? it->wait_since_ms :
-			    r->now;
+			it->wait_since_ms = since;
 			continue;
 		}
 		todo[n++] = it;
@@ -556,20 +559,11 @@ rm_held(struct rm_run *r, struct item *it, uint32_t messages)
 }
 
 void
-rm_state_json(struct rm_run *r, const struct old_selection *s,
-    const struct item *items, size_t nitems, json_t *result)
+rm_state_json(struct rm_run *r, const struct old_selection *s, json_t *result)
 {
-	json_t *waiting = json_object();
 	struct old_counters *now;
 	char why[256];
 
-	for (size_t i = 0; i < nitems; i++)
-		if (items[i].outcome == OUT_WAIT)
-			json_object_set_new(waiting, items[i].name, json_pack("{s:s,s:I,s:I}",
-			    "kind", wait_name(items[i].wait),
-			    "since_ms", (json_int_t)items[i].wait_since_ms,
-			    "until_ms", (json_int_t)items[i].wait_until_ms));
-	json_object_set_new(result, "waiting", waiting);
 	if (r->new_baseline && (now = rm_counted(r, s, why, sizeof(why))) != NULL)
 		json_object_set_new(result, "baseline", old_counters_sample(now));
 	else if (json_is_object(json_object_get(r->prev, "baseline")))

@@ -54,14 +54,57 @@ remove_past_the_window(struct step_ctx *c, json_t *last)
 	return r;
 }
 
+/* Runs remove_old in C again on its earlier result LAST, its clock a
+ * second on (before any wait of LAST ends), LAST as this version writes
+ * it (each wait in its queue's entry) or, with OLDER, as an earlier one
+ * did (the waits in "waiting", by name); fails the test unless queue
+ * NAME still waits for what it waited for in LAST, from the same time. */
+static void
+still_waits(struct step_ctx *c, const json_t *last, const char *name, bool older)
+{
+	json_t *st = json_deep_copy(last), *r = NULL, *waiting = json_object();
+	const json_t *before = json_object_get(iold_entry(last, "entries", name), "wait");
+	const json_t *e, *w;
+	char err[4096];
+	size_t i;
+
+	assert_true(json_is_object(before));
+	if (older) {
+		json_array_foreach(json_object_get(st, "entries"), i, e)
+			if ((w = json_object_get(e, "wait")) != NULL) {
+				json_object_set(waiting, iold_str_of(e, "name"), (json_t *)w);
+				json_object_del((json_t *)e, "wait");
+			}
+		json_object_set(st, "waiting", waiting);
+	}
+	json_decref(waiting);
+	c->state = st;
+	c->now_ms = now_ms() + 1000;
+	c->again = false;
+	if (step_remove_old(c, &r, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_true(c->again);
+	e = iold_entry(r, "entries", name);
+	assert_string_equal(iold_str_of(e, "outcome"), "waiting");
+	w = json_object_get(e, "wait");
+	assert_string_equal(iold_str_of(w, "kind"), iold_str_of(before, "kind"));
+	assert_int_equal(ijson_int(w, "since_ms"), ijson_int(before, "since_ms"));
+	assert_int_equal(ijson_int(w, "until_ms"), ijson_int(before, "until_ms"));
+	assert_true(iold_exists(c->amqp, name, NULL));
+	json_decref(r);
+	json_decref(st);
+	c->state = NULL;
+	c->now_ms = 0;
+}
+
 /* remove_old compares each queue's publish counter with the watch's last
  * sample. A message in and out of an old queue after the watch ended (the
  * gate can wait for days) makes it wait its TTL again from then, with a
  * fresh baseline; a counter that went backwards (statistics reset) waits
  * one baseline window; a counter that neither reading shows (an idle
  * queue, any queue after a restart) is no evidence of use. Waits are the
- * step going on (ctx.again), not a failure; run again past them, with
- * nothing new, every queue goes. */
+ * step going on (ctx.again), not a failure, and a run before they end
+ * keeps them; run again past them, with nothing new, every queue goes. */
 static void
 test_publish_after_the_watch_leaves_the_queue(void **state)
 {
@@ -125,6 +168,11 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	assert_non_null(strstr(iold_str_of(e, "reason"), "a fresh baseline"));
 	assert_true(iold_exists(c.amqp, "w.03", NULL));
 	assert_true(json_is_object(json_object_get(r, "baseline")));
+	/* Run again before the waits end, from its last result as written now
+	 * and as an earlier version wrote it: w.00 waits on for the publish,
+	 * not for its deadline from the last entry, which is past. */
+	still_waits(&c, r, "w.00", false);
+	still_waits(&c, r, "w.00", true);
 
 	/* Run again past both waits (the step's clock moved on), with its
 	 * own last result: the fresh baseline shows nothing since, so both

@@ -1,0 +1,183 @@
+/* remove_old_last: what remove_old's last result says of each old queue
+ * that a later run needs: the queues it removed (so that each later result
+ * still says what was deleted, and when, after the queue has left every
+ * listing) and what each waiting queue waits for, since when and until
+ * when. That result has an entry per old queue (hundreds of megabytes of
+ * tree at 100,000 queues): the entries are read one at a time and only
+ * those two kinds kept, in tables sorted by name. Internal to remove_old. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "errbuf.h"
+#include "remove_old_int.h"
+#include "step.h"
+
+static int
+removed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rm_removed *)a)->name,
+	    ((const struct rm_removed *)b)->name);
+}
+
+static int
+waited_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct rm_waited *)a)->name,
+	    ((const struct rm_waited *)b)->name);
+}
+
+/* A copy of S, "" for NULL; NULL out of memory. */
+static char *
+copy_of(const char *s)
+{
+	return strdup(s != NULL ? s : "");
+}
+
+/* Makes room for one more element of SIZE bytes in *V (N used, *CAP
+ * held). Returns 0, or -1 out of memory. */
+static int
+room_for_one(void **v, size_t n, size_t *cap, size_t size)
+{
+	void *grown;
+	size_t c = *cap ? 2 * *cap : 64;
+
+	if (n < *cap)
+		return 0;
+	if ((grown = realloc(*v, c * size)) == NULL)
+		return -1;
+	*v = grown;
+	*cap = c;
+	return 0;
+}
+
+/* Entry E, which says its queue NAME was removed, into R->removed.
+ * Returns 0, or -1 out of memory. */
+static int
+removed_take(struct rm_run *r, const json_t *e, const char *name)
+{
+	const json_t *ttl = json_object_get(e, "ttl_ms"), *at = json_object_get(e, "at_ms");
+	struct rm_removed *d;
+
+	if (room_for_one((void **)&r->removed, r->nremoved, &r->capremoved,
+	    sizeof(*r->removed)) != 0)
+		return -1;
+	d = &r->removed[r->nremoved];
+	*d = (struct rm_removed){
+		.name = strdup(name),
+		.type = copy_of(json_string_value(json_object_get(e, "type"))),
+		.reason = copy_of(json_string_value(json_object_get(e, "reason"))),
+		.ttl_ms = json_is_integer(ttl) ? json_integer_value(ttl) : -1,
+		.at_ms = json_is_integer(at) ? json_integer_value(at) : 0
+	};
+	r->nremoved++;
+	if (d->name == NULL || d->type == NULL || d->reason == NULL)
+		return -1;
+	return 0;
+}
+
+/* The wait W ({"kind", "since_ms", "until_ms"}) of queue NAME into
+ * R->waited. Returns 0, or -1 out of memory. */
+static int
+waited_take(struct rm_run *r, const json_t *w, const char *name)
+{
+	if (room_for_one((void **)&r->waited, r->nwaited, &r->capwaited,
+	    sizeof(*r->waited)) != 0)
+		return -1;
+	r->waited[r->nwaited] = (struct rm_waited){
+		.name = strdup(name),
+		.kind = rm_wait_of(json_string_value(json_object_get(w, "kind"))),
+		.since_ms = json_integer_value(json_object_get(w, "since_ms")),
+		.until_ms = json_integer_value(json_object_get(w, "until_ms"))
+	};
+	return r->waited[r->nwaited++].name == NULL ? -1 : 0;
+}
+
+/* step_state_each's FN: entry E of the last result into the run at ARG
+ * when it says its queue was removed, or what it waits for. Returns 0, or
+ * -1 out of memory. */
+static int
+last_take(const json_t *e, void *arg)
+{
+	struct rm_run *r = arg;
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *outcome = json_string_value(json_object_get(e, "outcome"));
+	const json_t *w = json_object_get(e, "wait");
+
+	if (name == NULL || outcome == NULL)
+		return 0;
+	if (strcmp(outcome, "removed") == 0)
+		return removed_take(r, e, name);
+	if (json_is_object(w))
+		return waited_take(r, w, name);
+	return 0;
+}
+
+/* json_object_foreach over an older result's "waiting" (its waits by
+ * name, before they went into the entries) into R->waited. Returns 0, or
+ * -1 out of memory. */
+static int
+waiting_take(struct rm_run *r, const json_t *waiting)
+{
+	const char *name;
+	const json_t *w;
+
+	json_object_foreach((json_t *)waiting, name, w)
+		if (json_is_object(w) && waited_take(r, w, name) != 0)
+			return -1;
+	return 0;
+}
+
+int
+rm_last_read(struct rm_run *r, char *err, size_t errlen)
+{
+	if (r->prev == NULL)
+		return 0;
+	if (step_state_each(r->c, "entries", last_take, r, err, errlen) != 0)
+		return -1;
+	if (r->nwaited == 0 && waiting_take(r, json_object_get(r->prev, "waiting")) != 0) {
+		errbuf_set(err, errlen, "out of memory for the last result's waits");
+		return -1;
+	}
+	if (r->nremoved > 0)
+		qsort(r->removed, r->nremoved, sizeof(*r->removed), removed_cmp);
+	if (r->nwaited > 0)
+		qsort(r->waited, r->nwaited, sizeof(*r->waited), waited_cmp);
+	return 0;
+}
+
+const struct rm_removed *
+rm_removed_find(const struct rm_run *r, const char *name)
+{
+	struct rm_removed key = { .name = (char *)name };
+
+	if (r->nremoved == 0)
+		return NULL;
+	return bsearch(&key, r->removed, r->nremoved, sizeof(*r->removed), removed_cmp);
+}
+
+const struct rm_waited *
+rm_waited_find(const struct rm_run *r, const char *name)
+{
+	struct rm_waited key = { .name = (char *)name };
+
+	if (r->nwaited == 0)
+		return NULL;
+	return bsearch(&key, r->waited, r->nwaited, sizeof(*r->waited), waited_cmp);
+}
+
+void
+rm_last_free(struct rm_run *r)
+{
+	for (size_t i = 0; i < r->nremoved; i++) {
+		free(r->removed[i].name);
+		free(r->removed[i].type);
+		free(r->removed[i].reason);
+	}
+	for (size_t i = 0; i < r->nwaited; i++)
+		free(r->waited[i].name);
+	free(r->removed);
+	free(r->waited);
+	r->removed = NULL;
+	r->waited = NULL;
+	r->nremoved = r->capremoved = r->nwaited = r->capwaited = 0;
+}
