@@ -344,15 +344,19 @@ step_recorded(struct bench *b, enum plan_step_kind kind, const json_t *result,
 }
 
 /* The text of the result B's store holds for the plan's step of KIND
- * (owned), as the engine reads a step's state, or NULL (said why). */
+ * (owned), as the engine reads it: whole, or APART (without its rows, as
+ * the engine reads the state of a kind that reads its entries apart), or
+ * NULL (said why). */
 static char *
-step_text(struct bench *b, enum plan_step_kind kind)
+step_text(struct bench *b, enum plan_step_kind kind, bool apart)
 {
 	struct store_step st = { 0 };
 	char err[512], *text;
+	int idx = plan_find_step(b->p, kind);
 
-	if (store_step_get(b->s, b->c.plan_id, plan_find_step(b->p, kind), &st, err,
-	    sizeof(err)) != 0 || st.result_json == NULL) {
+	if ((apart ? store_step_get_apart(b->s, b->c.plan_id, idx, &st, err, sizeof(err)) :
+	    store_step_get(b->s, b->c.plan_id, idx, &st, err, sizeof(err))) != 0 ||
+	    st.result_json == NULL) {
 		fprintf(stderr, "bench_scale_old: reading %s's result back: %s\n",
 		    plan_step_kind_name(kind), st.result_json == NULL ? "none" : err);
 		store_step_clear(&st);
@@ -369,7 +373,7 @@ step_text(struct bench *b, enum plan_step_kind kind)
 static json_t *
 step_result(struct bench *b, enum plan_step_kind kind)
 {
-	char *text = step_text(b, kind);
+	char *text = step_text(b, kind, false);
 	json_t *j = text != NULL ? json_loads(text, 0, NULL) : NULL;
 
 	if (text != NULL && j == NULL)
@@ -398,8 +402,10 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	if (state != NULL)
 		st = step_state_load(kind, state);
 	step_ctx_begin_run(&b->c, b->p, b->s, b->c.plan_id, st);
-	if (st != NULL && (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES))
+	if (st != NULL && (step_kind_of(kind)->flags & STEP_KIND_STATE_ENTRIES)) {
 		b->c.state_text = state;
+		b->c.state_idx = plan_find_step(b->p, kind);
+	}
 	b->c.rows_wanted = (step_kind_of(kind)->flags & STEP_KIND_RESULT_ROWS) != 0;
 	b->c.inputs = step_inputs_of_store(&src);
 	rc = prepare != NULL ? prepare(&b->c, &b->c.inputs, &r, err, sizeof(err)) : 0;
@@ -756,6 +762,36 @@ timed_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	return 0;
 }
 
+/* Prints what the engine reads of B's plan at a turn with work to do
+ * (a watch tick): before, each step up to the watch with its result
+ * (measure_horizon's a row per old queue: a text of megabytes); now, the
+ * step it is at, without its result. For the record, not a floor. */
+static void
+tick_read(struct bench *b, int n)
+{
+	struct store_step st = { 0 };
+	char err[512];
+	int watch = plan_find_step(b->p, PLAN_STEP_WATCH);
+	double t0 = bench_mono_s(), every, current;
+
+	/* Ten times each, the mean. */
+	for (int k = 0; k < 10; k++)
+		for (int i = 0; i <= watch; i++) {
+			(void)store_step_get(b->s, b->c.plan_id, i, &st, err, sizeof(err));
+			store_step_clear(&st);
+		}
+	every = (bench_mono_s() - t0) / 10;
+	t0 = bench_mono_s();
+	for (int k = 0; k < 10; k++) {
+		(void)store_step_current(b->s, b->c.plan_id, &st, err, sizeof(err));
+		store_step_clear(&st);
+	}
+	current = (bench_mono_s() - t0) / 10;
+	printf("# %d old queues: the engine's read of the plan at a tick: %.2f ms with "
+	    "each step's result up to the watch (before), %.3f ms the current step "
+	    "alone (now)\n", n, 1e3 * every, 1e3 * current);
+}
+
 /* The node's idle CPU rate over SECONDS, into B. */
 static void
 idle_rate(struct bench *b, double seconds)
@@ -810,6 +846,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		    n, b.idle_rate);
 	if (run_watch(&b, r, ticks) != 0)
 		goto done;
+	tick_read(&b, n);
 	if (r->move && timed_step(&b, step_move_old, "move_old", &b.moved, r, MOVE) != 0)
 		goto done;
 	r->moved = (long long)json_integer_value(json_object_get(json_object_get(b.moved,
@@ -838,9 +875,9 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	    step_remove_old, NULL, "running", &waited, r, REMOVE_WAIT) != 0 ||
 	    waiting_or_removed(waited, n, &early) != 0)
 		goto done;
-	/* Its result as the engine reads it back from the store, the tree
-	 * gone. */
-	if ((waited_text = step_text(&b, PLAN_STEP_REMOVE_OLD)) == NULL)
+	/* Its result as the engine reads it back from the store as its
+	 * state (its entries left in their rows), the tree gone. */
+	if ((waited_text = step_text(&b, PLAN_STEP_REMOVE_OLD, true)) == NULL)
 		goto done;
 	json_decref(waited);
 	waited = NULL;

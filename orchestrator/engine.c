@@ -12,6 +12,7 @@
 #include "engine_int.h"
 #include "fault.h"
 #include "log.h"
+#include "step_kinds.h"
 #include "store_admit.h"
 
 /* How often the settle window reads the flag: each read is one bounded
@@ -59,20 +60,43 @@ poll_ms(const struct run *r)
 	return r->o->poll_ms > 0 ? r->o->poll_ms : 500;
 }
 
-/* Reads the plan's steps in order into *ST until the first that has not
- * succeeded; *I is its index, or nsteps when all have (*ST then holds the
- * last). Returns 0, or -1 with r->err. */
+/* Reads into *ST the plan's first step that has not succeeded, without
+ * its result (read only when the step runs: an earlier step's result, a
+ * row per old queue, is megabytes, and this is read every tick); *I is
+ * its index, or nsteps when all have succeeded. Returns 0, or -1 with
+ * r->err. */
 static int
 first_unfinished(struct run *r, struct store_step *st, size_t *i)
 {
-	for (*i = 0; *i < r->plan->nsteps; (*i)++) {
-		store_step_clear(st);
-		if (store_step_get(r->s, r->id, (int)*i, st, r->err, r->errlen) != 0)
-			return -1;
-		if (step_status_of(st->status) != STEP_STATUS_SUCCEEDED)
-			break;
+	int rc;
+
+	store_step_clear(st);
+	rc = store_step_current(r->s, r->id, st, r->err, r->errlen);
+	if (rc == STORE_NOT_FOUND || (rc == 0 &&
+	    step_status_of(st->status) == STEP_STATUS_SUCCEEDED)) {
+		*i = r->plan->nsteps;
+		return 0;
 	}
+	if (rc != 0)
+		return -1;
+	*i = (size_t)st->idx;
 	return 0;
+}
+
+/* Reads step IDX, running, with its result, the state it goes on from:
+ * for a kind that reads its last result's "entries" apart
+ * (STEP_KIND_STATE_ENTRIES), without the rows they are kept in, which it
+ * reads from the store itself (step_state_each). Returns 0, or
+ * store_step_get's failure with r->err. */
+static int
+state_read(struct run *r, int idx, struct store_step *st)
+{
+	const struct step_kind *sk = step_kind_of(r->plan->steps[idx].kind);
+
+	store_step_clear(st);
+	if (sk != NULL && (sk->flags & STEP_KIND_STATE_ENTRIES))
+		return store_step_get_apart(r->s, r->id, idx, st, r->err, r->errlen);
+	return store_step_get(r->s, r->id, idx, st, r->err, r->errlen);
 }
 
 /* Step IDX is pending: it reaches its gate, or starts. Returns 0, or -1. */
@@ -202,8 +226,10 @@ engine__turn(struct run *r, enum engine_outcome *outcome, bool *over)
 		rc = step_begin(r, idx);
 	else if (ss == STEP_STATUS_WAITING_APPROVAL || ss == STEP_STATUS_FAILED)
 		rc = step_blocked(r, idx, ss, outcome, over);
-	else
+	else if ((rc = state_read(r, idx, &st)) == 0)
 		rc = engine__step_advance(r, idx, st.result_json);
+	else
+		rc = -1;	/* gone between the two reads: only a broken store */
 done:
 	store_step_clear(&st);
 	return rc;

@@ -90,8 +90,10 @@ engine__run_step(struct run *r, int idx, const json_t *state, const char *state_
 	if (sk->flags & STEP_KIND_BROKER)
 		losses = step_ctx_losses(c);
 	step_ctx_begin_run(c, r->plan, r->s, r->id, state);
-	if (state != NULL && (sk->flags & STEP_KIND_STATE_ENTRIES))
+	if (state != NULL && (sk->flags & STEP_KIND_STATE_ENTRIES)) {
 		c->state_text = state_text;
+		c->state_idx = idx;
+	}
 	c->rows_wanted = (sk->flags & STEP_KIND_RESULT_ROWS) != 0;
 	c->inputs = step_inputs_of_store(&r->inputs);
 	if (sk->prepare == NULL ||

@@ -318,6 +318,21 @@ int store_json_each(const char *text, const char *member, store_each_fn fn, void
  * apart (store_json_each). */
 void store_json_empty(char *text, const char *member);
 
+/* Reads step IDX of plan PLAN_ID as store_step_get does, but its result
+ * as written, without the rows store_step_save_entries or
+ * store_step_update_rows kept for it (its long list empty then): a reader
+ * of that list reads the rows apart (store_step_rows_each), never one
+ * text of them all. Returns 0, STORE_NOT_FOUND when absent, or -1. */
+int store_step_get_apart(struct store *s, int64_t plan_id, int idx,
+    struct store_step *out, char *err, size_t errlen);
+
+/* Hands FN each row kept for step IDX of plan PLAN_ID's result list, in
+ * its order, parsed one at a time (none: FN is not called). Returns 0, what
+ * FN returned when not 0, or -1 with ERR (*BAD set when a row does not
+ * parse). */
+int store_step_rows_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn,
+    void *arg, bool *bad, char *err, size_t errlen);
+
 /* Reads step IDX of plan PLAN_ID without its result and error (OUT's
  * result_json and error stay NULL): its status and times, which a step
  * asks of another whose result can be megabytes. Returns 0,

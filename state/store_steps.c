@@ -423,6 +423,67 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	return r;
 }
 
+int
+store_step_get_apart(struct store *s, int64_t plan_id, int idx, struct store_step *out,
+    char *err, size_t errlen)
+{
+	static const char sql[] =
+	    STEP_SELECT "result_json, error FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	char what[80];
+
+	step_what(what, sizeof(what), "reading", idx, plan_id);
+	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+}
+
+/* What rows_each hands store__read: the reader and how it went. */
+struct rows_each {
+	store_each_fn fn;
+	void *arg;
+	int rc;			/* FN's when not 0 */
+	bool bad;		/* an element did not parse */
+};
+
+/* store__read's FN for store_step_rows_each: the row's element, parsed,
+ * to the reader at ARG. Returns 0 to go on, else 1 (stopped). */
+static int
+row_each(sqlite3_stmt *st, void *arg)
+{
+	struct rows_each *re = arg;
+	const char *t = (const char *)sqlite3_column_text(st, 0);
+	json_t *e = t != NULL ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+
+	if (e == NULL) {
+		re->bad = true;
+		return 1;
+	}
+	re->rc = re->fn(e, re->arg);
+	json_decref(e);
+	return re->rc != 0 ? 1 : 0;
+}
+
+int
+store_step_rows_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn,
+    void *arg, bool *bad, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "SELECT entry_json FROM step_entries WHERE plan_id = ?1 AND step_idx = ?2"
+	    " ORDER BY ord";
+	struct rows_each re = { .fn = fn, .arg = arg };
+	char what[80];
+	int r;
+
+	step_what(what, sizeof(what), "reading the result rows of", idx, plan_id);
+	r = store__read(s, what, row_each, &re, err, errlen, sql, "Ii", plan_id, idx);
+	*bad = re.bad;
+	if (re.bad) {
+		errbuf_set(err, errlen, "%s: a row does not parse", what);
+		return -1;
+	}
+	if (re.rc != 0)
+		return re.rc;
+	return r < 0 ? -1 : 0;
+}
+
 /* Hands FN each element of the array R[AT..END) (as member_array found
  * it), parsed one at a time. Returns 0, what FN returned when not 0, or
  * -1 with *BAD set when an element does not parse. */

@@ -251,8 +251,13 @@ step_state_each(const struct step_ctx *c, const char *member, store_each_fn fn,
 	bool bad = false;
 
 	if (c->state_text != NULL) {
-		if (store_json_each(c->state_text, member, fn, arg, &bad) == 0)
-			return 0;
+		if (store_json_each(c->state_text, member, fn, arg, &bad) != 0)
+			goto failed;
+		/* The rows, when the engine read the text without them. */
+		if (c->store != NULL && store_step_rows_each(c->store, c->plan_id,
+		    c->state_idx, fn, arg, &bad, err, errlen) != 0)
+			goto failed;
+		return 0;
 	} else {
 		json_array_foreach(json_object_get(c->state, member), i, e)
 			if (fn(e, arg) != 0)

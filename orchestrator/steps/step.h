@@ -115,6 +115,9 @@ void step_rows_clear(struct step_rows *rows);
 	                            * its kind reads its "entries" apart \
 	                            * (step_state_each; C->state has them \
 	                            * empty then), else NULL */ \
+	int state_idx;             /* with STATE_TEXT: the step whose rows \
+	                            * in C->store hold the rest of "entries" \
+	                            * (store_step_get_apart left them out) */ \
 	bool again;                /* out: set by a step that returned 0 and must \
 	                            * be run again (the watch, until its \
 	                            * deadline) */ \
@@ -260,8 +263,9 @@ int step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each
     void *fnarg, json_t **rest);
 
 /* Hands FN each element of the array MEMBER of C's last result (its
- * state), parsed one at a time from C->state_text when the engine kept the
- * text, else from C->state's tree. Returns 0 (also with no state), or -1
+ * state), parsed one at a time from C->state_text and then the rows the
+ * store keeps for it (C->state_idx's) when the engine kept the text, else
+ * from C->state's tree. Returns 0 (also with no state), or -1
  * with ERR when an element does not parse or FN stopped. */
 int step_state_each(const struct step_ctx *c, const char *member, store_each_fn fn,
     void *arg, char *err, size_t errlen);

@@ -232,12 +232,33 @@ test_entries_read_as_one_result(void **state)
 	assert_string_equal(fx->err, "updating step 5 of plan 1: no such step");
 }
 
+/* What test_each's reader saw: each element's name, joined. */
+struct seen {
+	char names[256];
+	int n, stop_at;
+};
+
+static int
+see(const json_t *e, void *arg)
+{
+	struct seen *s = arg;
+	const char *name = json_string_value(json_object_get(e, "name"));
+
+	if (++s->n == s->stop_at)
+		return 7;
+	strncat(s->names, name != NULL ? name : "?", sizeof(s->names) - strlen(s->names) - 2);
+	strcat(s->names, ";");
+	return 0;
+}
+
 /* A run's result written with its "entries" a row each
  * (store_step_update_rows) reads back as the whole result, its status,
  * times and error written with it; the next run's rows replace every row
  * of the last, however many fewer; none given is a whole result's write
  * (the rows go); the status refused leaves result and rows as they were;
- * "queues", when a result has it, is where rows go. */
+ * "queues", when a result has it, is where rows go; read apart, the
+ * result is as written and the rows come one at a time, in order, until
+ * the reader stops. */
 static void
 test_update_rows(void **state)
 {
@@ -251,6 +272,8 @@ test_update_rows(void **state)
 	};
 	struct fx *fx = *state;
 	struct store_step st;
+	struct seen seen;
+	bool bad = true;
 	int64_t plan;
 	char *r;
 
@@ -268,6 +291,24 @@ test_update_rows(void **state)
 	    "{\"name\":\"old.b\",\"outcome\":\"removed\"},"
 	    "{\"name\":\"old.c\",\"outcome\":\"waiting\"}],\"waiting\":{}}");
 	store_step_clear(&st);
+	/* Apart: the result as written, and its rows one at a time. */
+	assert_int_equal(store_step_get_apart(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_string_equal(st.status, "running");
+	assert_string_equal(st.result_json, "{\"ok\":true,\"entries\":[],\"waiting\":{}}");
+	store_step_clear(&st);
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_step_rows_each(fx->s, plan, 0, see, &seen, &bad,
+	    FX_ERR(fx)), 0);
+	assert_false(bad);
+	assert_string_equal(seen.names, "old.a;old.b;old.c;");
+	seen = (struct seen){ .stop_at = 2 };
+	assert_int_equal(store_step_rows_each(fx->s, plan, 0, see, &seen, &bad,
+	    FX_ERR(fx)), 7);
+	assert_string_equal(seen.names, "old.a;");
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_step_rows_each(fx->s, plan, 1, see, &seen, &bad,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(seen.n, 0);
 	/* The next run's one row is all there is. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "failed", 0, 200,
 	    "{\"ok\":false,\"entries\":[]}", "1 left", w, 1, FX_ERR(fx)), 0);
@@ -302,25 +343,6 @@ test_update_rows(void **state)
 	assert_string_equal(r, "{\"entries\":[],\"queues\":["
 	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
 	free(r);
-}
-
-/* What test_each's reader saw: each element's name, joined. */
-struct seen {
-	char names[256];
-	int n, stop_at;
-};
-
-static int
-see(const json_t *e, void *arg)
-{
-	struct seen *s = arg;
-	const char *name = json_string_value(json_object_get(e, "name"));
-
-	if (++s->n == s->stop_at)
-		return 7;
-	strncat(s->names, name != NULL ? name : "?", sizeof(s->names) - strlen(s->names) - 2);
-	strcat(s->names, ";");
-	return 0;
 }
 
 /* A result read a part at a time: each element of its top-level "queues"
