@@ -399,12 +399,25 @@ done:
 	return rc;
 }
 
+/* Reads step IDX of plan PLAN_ID into OUT, with its result and error as
+ * stored when RESULT, else without (NULL); WHAT says what is read. Returns
+ * 0, STORE_NOT_FOUND when absent, or -1 with ERR. */
+static int
+step_by_idx(struct store *s, int64_t plan_id, int idx, bool result, const char *what,
+    struct store_step *out, char *err, size_t errlen)
+{
+	static const char with[] =
+	    STEP_SELECT "result_json, error FROM steps WHERE plan_id = ?1 AND idx = ?2";
+	static const char without[] =
+	    STEP_SELECT "NULL, NULL FROM steps WHERE plan_id = ?1 AND idx = ?2";
+
+	return step_read(s, result ? with : without, plan_id, idx, what, out, err, errlen);
+}
+
 int
 store_step_get(struct store *s, int64_t plan_id, int idx,
     struct store_step *out, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    STEP_SELECT "result_json, error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 	bool own = sqlite3_get_autocommit(s->db) != 0;
 	int r;
@@ -413,7 +426,7 @@ store_step_get(struct store *s, int64_t plan_id, int idx,
 	/* The step and its rows of one moment. */
 	if (own && store__exec(s, "BEGIN", what, err, errlen) != 0)
 		return -1;
-	r = step_read(s, sql, plan_id, idx, what, out, err, errlen);
+	r = step_by_idx(s, plan_id, idx, true, what, out, err, errlen);
 	if (r == 0 && entries_join(s, out, what, err, errlen) != 0) {
 		store_step_clear(out);
 		r = -1;
@@ -427,12 +440,10 @@ int
 store_step_get_apart(struct store *s, int64_t plan_id, int idx, struct store_step *out,
     char *err, size_t errlen)
 {
-	static const char sql[] =
-	    STEP_SELECT "result_json, error FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 
 	step_what(what, sizeof(what), "reading", idx, plan_id);
-	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+	return step_by_idx(s, plan_id, idx, true, what, out, err, errlen);
 }
 
 /* What rows_each hands store__read: the reader and how it went. */
@@ -583,12 +594,10 @@ int
 store_step_times(struct store *s, int64_t plan_id, int idx, struct store_step *out,
     char *err, size_t errlen)
 {
-	static const char sql[] =
-	    STEP_SELECT "NULL, NULL FROM steps WHERE plan_id = ?1 AND idx = ?2";
 	char what[80];
 
 	step_what(what, sizeof(what), "reading", idx, plan_id);
-	return step_read(s, sql, plan_id, idx, what, out, err, errlen);
+	return step_by_idx(s, plan_id, idx, false, what, out, err, errlen);
 }
 
 int
