@@ -72,7 +72,7 @@ struct rm_removed {
  * result's entry says (the name owned). */
 struct rm_waited {
 	char *name;
-	enum wait_kind kind;
+	char kind[16];			/* its wait's name, as written */
 	int64_t since_ms, until_ms;
 };
 
@@ -120,9 +120,7 @@ const struct rm_waited *rm_waited_find(const struct rm_run *r, const char *name)
 /* Frees R->removed and R->waited. */
 void rm_last_free(struct rm_run *r);
 
-/* The wait named NAME ("deadline", "baseline"…; WAIT_NONE when none is),
- * and the name of wait K, as results write them. */
-enum wait_kind rm_wait_of(const char *name);
+/* The name of wait K ("deadline", "baseline"…), as results write it. */
 const char *rm_wait_name(enum wait_kind k);
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1

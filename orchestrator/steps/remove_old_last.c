@@ -80,16 +80,23 @@ removed_take(struct rm_run *r, const json_t *e, const char *name)
 static int
 waited_take(struct rm_run *r, const json_t *w, const char *name)
 {
+	const char *kind = json_string_value(json_object_get(w, "kind"));
+	struct rm_waited *d;
+
 	if (room_for_one((void **)&r->waited, r->nwaited, &r->capwaited,
 	    sizeof(*r->waited)) != 0)
 		return -1;
-	r->waited[r->nwaited] = (struct rm_waited){
+	d = &r->waited[r->nwaited];
+	*d = (struct rm_waited){
 		.name = strdup(name),
-		.kind = rm_wait_of(json_string_value(json_object_get(w, "kind"))),
 		.since_ms = json_integer_value(json_object_get(w, "since_ms")),
 		.until_ms = json_integer_value(json_object_get(w, "until_ms"))
 	};
-	return r->waited[r->nwaited++].name == NULL ? -1 : 0;
+	/* A name too long for any wait is none (remove_old_when.c reads it). */
+	if (kind != NULL && strlen(kind) < sizeof(d->kind))
+		memcpy(d->kind, kind, strlen(kind) + 1);
+	r->nwaited++;
+	return d->name == NULL ? -1 : 0;
 }
 
 /* step_state_each's FN: entry E of the last result into the run at ARG

@@ -64,8 +64,9 @@ wait_runs_ttl(enum wait_kind k)
 	return wait_row(k) != NULL && wait_row(k)->ttl;
 }
 
-enum wait_kind
-rm_wait_of(const char *name)
+/* The wait named NAME, as results write it; WAIT_NONE when none is. */
+static enum wait_kind
+wait_of(const char *name)
 {
 	for (size_t i = 0; name != NULL && i < NWAITS; i++)
 		if (strcmp(waits[i].name, name) == 0)
@@ -287,7 +288,7 @@ prev_wait(const struct rm_run *r, struct item *it)
 
 	if (w == NULL)
 		return;
-	it->waited = w->kind;
+	it->waited = wait_of(w->kind);
 	it->wait_since_ms = w->since_ms;
 	it->wait_until_ms = w->until_ms;
 }
