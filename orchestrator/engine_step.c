@@ -151,9 +151,10 @@ log_waiting(struct run *r, int idx, const json_t *state, const json_t *result)
 }
 
 /* Step IDX runs again later: its result TEXT is stored as its state,
- * with the rows (r->ctx.rows) and the events its run (RESULT) handed over and, when LAG_MS >= 0, how
- * late this run began against when it was due (TICK_LAG_METRIC at
- * STARTED_MS, wall clock), in the same transaction. Returns 0 or -1. */
+ * with the rows (r->ctx.rows) and the events its run (RESULT) handed
+ * over and, when LAG_MS >= 0, how late this run began against when it
+ * was due (TICK_LAG_METRIC at STARTED_MS, wall clock), in the same
+ * transaction. Returns 0 or -1. */
 static int
 step_continues(struct run *r, int idx, const json_t *result, const char *text,
     int64_t lag_ms, int64_t started_ms)
@@ -166,7 +167,8 @@ step_continues(struct run *r, int idx, const json_t *result, const char *text,
 	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
 	if (store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL, rows->v,
-	    rows->n, r->err, r->errlen) != 0 || engine__record_step_events(r, idx, result, false) != 0 ||
+	    rows->n, r->err, r->errlen) != 0 ||
+	    engine__record_step_events(r, idx, result, false) != 0 ||
 	    (lag_ms >= 0 && store_sample_insert(r->s, r->id, started_ms, TICK_LAG_METRIC,
 	    "", (double)lag_ms, r->err, r->errlen) != 0) ||
 	    store_commit(r->s, r->err, r->errlen) != 0) {

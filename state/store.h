@@ -257,8 +257,9 @@ struct store_entry {
 
 /* A step whose result holds a long list under "queues" (move_old's: an
  * entry per old queue; or under "entries": the first of the two its
- * result has) writes its result as RESULT_JSON, with that list empty, and the elements that changed, V[0..N-1], each as a row keyed by
- * its place (a new one inserted, one there replaced, the rest kept), in one
+ * result has) writes its result as RESULT_JSON, with that list empty,
+ * and the elements that changed, V[0..N-1], each as a row keyed by its
+ * place (a new one inserted, one there replaced, the rest kept), in one
  * transaction (the caller's when one is open): a write costs what changed,
  * not the list's length, and a kill -9 leaves the result and its rows of
  * one moment. Until the next store_step_update or store_step_reset of the

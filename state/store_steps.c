@@ -355,8 +355,8 @@ row_member(const char *r, size_t *at, size_t *end)
 }
 
 /* Puts the rows store_step_save_entries kept for OUT's step into its
- * result, as its "queues" or "entries" (row_member), in their order (none kept: the result as it
- * is). Returns 0, or -1 with ERR. */
+ * result, as its "queues" or "entries" (row_member), in their order
+ * (none kept: the result as it is). Returns 0, or -1 with ERR. */
 static int
 entries_join(struct store *s, struct store_step *out, const char *what, char *err,
     size_t errlen)
