@@ -388,6 +388,20 @@ struct mgmt_pages {
 int mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
     char *err, size_t errlen);
 
+/* Takes ITEM (borrowed: released after the call), an element of a
+ * listing. Returns 0, or a negative code with ERR, which ends the
+ * listing with it. */
+typedef int (*mgmt_item_fn)(void *arg, json_t *item, char *err, size_t errlen);
+
+/* mgmt_list_queues_all handing each queue to FN (with ARG), in name
+ * order, as it is read, instead of gathering them into one array: a
+ * caller that keeps a few columns of each never holds the listing's tree
+ * (about 1.1 KB a queue with the watch's columns). A failure after some
+ * queues were handed over leaves the caller to drop them. Returns as
+ * mgmt_list_queues_all, or MGMT_ERR_ARG without a client or FN. */
+int mgmt_list_queues_each(struct mgmt *m, const char *columns, mgmt_item_fn fn,
+    void *arg, char *err, size_t errlen);
+
 /* What M's last mgmt_list_queues_all cost (zeroed at its start). */
 struct mgmt_pages mgmt_last_pages(const struct mgmt *m);
 

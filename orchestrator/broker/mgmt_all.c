@@ -404,13 +404,17 @@ queues_in_all(struct mgmt *m)
 }
 
 int
-mgmt__list_queues_each(struct mgmt *m, const char *columns, mgmt__item_fn fn,
+mgmt_list_queues_each(struct mgmt *m, const char *columns, mgmt_item_fn fn,
     void *arg, char *err, size_t errlen)
 {
 	struct taker tk = { .take = fn, .arg = arg };
 	long total;
 	int rc;
 
+	if (m == NULL || fn == NULL) {
+		errbuf_set(err, errlen, "mgmt_list_queues_each: no client or callback");
+		return MGMT_ERR_ARG;
+	}
 	memset(&m->pages, 0, sizeof(m->pages));
 	/* Up to a size the broker answers in one request well within its
 	 * listener's idle timeout, one listing is the cheapest. The overview
@@ -437,7 +441,7 @@ done:
 	return rc;
 }
 
-/* mgmt__list_queues_each's callback for mgmt_list_queues_all: appends IT
+/* mgmt_list_queues_each's callback for mgmt_list_queues_all: appends IT
  * to the array ARG. */
 static int
 append_item(void *arg, json_t *it, char *err, size_t errlen)
@@ -463,7 +467,7 @@ mgmt_list_queues_all(struct mgmt *m, const char *columns, json_t **out,
 		errbuf_set(err, errlen, "mgmt_list_queues_all: out of memory");
 		return MGMT_ERR_NOMEM;
 	}
-	if ((rc = mgmt__list_queues_each(m, columns, append_item, all, err,
+	if ((rc = mgmt_list_queues_each(m, columns, append_item, all, err,
 	    errlen)) != 0) {
 		json_decref(all);
 		return rc;

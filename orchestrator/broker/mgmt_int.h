@@ -215,9 +215,8 @@ int mgmt__body_error(const char *method, const struct path *p, char *err,
 
 /* ---- mgmt_items.c: a listing one element at a time ---- */
 
-/* Takes ITEM (borrowed: released after the call) of a listing. Returns
- * 0, or a negative code with ERR, which ends the listing with it. */
-typedef int (*mgmt__item_fn)(void *arg, json_t *item, char *err, size_t errlen);
+/* Takes ITEM of a listing, as mgmt_item_fn (mgmt.h). */
+typedef mgmt_item_fn mgmt__item_fn;
 
 /* Hands FN each element of the JSON array TEXT (LEN bytes), in order,
  * each parsed alone. Returns 0, FN's code, or MGMT_ERR_ANSWER with ERR
@@ -234,13 +233,6 @@ int mgmt__get_items(struct mgmt *m, const char *path, mgmt__item_fn fn, void *ar
 
 /* ---- mgmt_pages.c ---- */
 
-/* mgmt_list_queues_all handing each queue to TAKE (with ARG), in name
- * order, as it is read, instead of gathering them into one array: a
- * caller that keeps only some columns of each never holds the listing's
- * tree. A failure after some queues were handed over leaves the caller
- * to drop them. Returns as mgmt_list_queues_all. */
-int mgmt__list_queues_each(struct mgmt *m, const char *columns, mgmt__item_fn take,
-    void *arg, char *err, size_t errlen);
 
 /* ---- mgmt_queues.c ---- */
 

@@ -316,7 +316,7 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		return rc;
 	if (!counted)
 		rc = mgmt__get_items(m, p.s, qb_add, &b, err, errlen);
-	else if ((rc = mgmt__list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
+	else if ((rc = mgmt_list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
 	    qb_add, &b, err, errlen)) == 0)
 		rc = qb_policies_from_records(m, &b, err, errlen);
 	if (rc != 0) {

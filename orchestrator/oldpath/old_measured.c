@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "old_path.h"
+#include "strblocks.h"
 
 /* qsort and bsearch order of both tables' entries: by name, their first
  * member. */
@@ -23,49 +24,6 @@ cmp_moved(const void *a, const void *b)
 {
 	return strcmp(((const struct old_moved_queue *)a)->name,
 	    ((const struct old_moved_queue *)b)->name);
-}
-
-/* The text block every string of a table is copied into: blocks that
- * never move, so that the strings stay where the entries point. */
-#define TEXT_BLOCK 65536
-
-struct old_measured_text {
-	struct old_measured_text *next;
-	size_t len, cap;
-	char s[];
-};
-
-/* A copy of S in the blocks at *TEXT, or NULL when out of memory. */
-static const char *
-text_put(struct old_measured_text **text, const char *s)
-{
-	struct old_measured_text *b = *text;
-	size_t n = strlen(s) + 1;
-
-	if (b == NULL || b->cap - b->len < n) {
-		size_t cap = n > TEXT_BLOCK ? n : TEXT_BLOCK;
-
-		if ((b = malloc(sizeof(*b) + cap)) == NULL)
-			return NULL;
-		b->next = *text;
-		b->len = 0;
-		b->cap = cap;
-		*text = b;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	return b->s + b->len - n;
-}
-
-static void
-text_free(struct old_measured_text **text)
-{
-	while (*text != NULL) {
-		struct old_measured_text *next = (*text)->next;
-
-		free(*text);
-		*text = next;
-	}
 }
 
 /* Makes room in the array at *V (N elements of SIZE used of *CAP) for one
@@ -109,7 +67,7 @@ names_add(struct old_measured *m, const json_t *e, const char *key)
 		if (!json_is_string(d))
 			continue;
 		if (room((void **)&m->to, m->nto, &m->capto, sizeof(*m->to)) != 0 ||
-		    (t = text_put(&m->text, json_string_value(d))) == NULL)
+		    (t = strblocks_put(&m->text, json_string_value(d))) == NULL)
 			return -1;
 		m->to[m->nto++] = t;
 		n++;
@@ -130,9 +88,9 @@ old_measured_add(struct old_measured *m, const json_t *e)
 		return -1;
 	q = &m->v[m->n];
 	memset(q, 0, sizeof(*q));
-	if ((q->name = text_put(&m->text, json_string_value(name))) == NULL ||
+	if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL ||
 	    (json_is_string(type) &&
-	    (q->type = text_put(&m->text, json_string_value(type))) == NULL))
+	    (q->type = strblocks_put(&m->text, json_string_value(type))) == NULL))
 		return -1;
 	/* Its targets, then its feeders, after the queues before it. */
 	if ((nto = names_add(m, e, "dead_letters_to")) < 0 ||
@@ -196,7 +154,7 @@ old_measured_free(struct old_measured *m)
 		return;
 	free(m->v);
 	free(m->to);
-	text_free(&m->text);
+	strblocks_free(&m->text);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -219,7 +177,7 @@ old_moved_add(struct old_moved *m, const json_t *e)
 		.left_until_ms = int_or(e, "left_until_ms", -1),
 		.skipped_why = json_object_get(e, "skipped_why") != NULL,
 	};
-	if ((q->name = text_put(&m->text, json_string_value(name))) == NULL)
+	if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL)
 		return -1;
 	m->n++;
 	return 0;
@@ -264,7 +222,7 @@ old_moved_free(struct old_moved *m)
 	if (m == NULL)
 		return;
 	free(m->v);
-	text_free(&m->text);
+	strblocks_free(&m->text);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -429,7 +429,7 @@ done:
 	old_measured_free(&t.own_mq);
 	json_decref(t.old.held);
 	json_decref(t.park_taken);
-	json_decref(t.old.listing);
+	old_listing_free(&t.old.listing);
 	json_decref(t.exchanges);
 	if (t.old_exchanges != t.exchanges)
 		json_decref(t.old_exchanges);

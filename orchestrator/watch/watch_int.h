@@ -375,8 +375,9 @@ struct oldq {
 /* The old path as this tick sees it (watch_old.c; its schedule,
  * watch_old_pass.c, decides FULL). */
 struct old_look {
-	json_t *listing;		/* a full pass's listing of the vhost's
+	struct old_listing listing;	/* a full pass's listing of the vhost's
 					 * queues (the levels read it too) */
+	bool listed;			/* LISTING was read this tick */
 	struct oldq *q;
 	size_t nq;
 	bool seen;			/* the listing (or, light, every passive
@@ -611,7 +612,7 @@ void watch_stats_mark(struct tick *t);
  * newest marker it counts moves the time the statistics are current to;
  * a counter that does not match the markers sent asks for a new
  * generation. */
-void watch_stats_read(struct tick *t, const json_t *listing);
+void watch_stats_read(struct tick *t, const struct old_listing *listing);
 /* Have the statistics been seen to count every publish up to the
  * deadline (from which the old path must be quiet: a publish after it
  * that they do not show yet would be missed), and up to OLD_STATS_LAG_MS

@@ -99,8 +99,7 @@ watch_levels_read(struct tick *t)
 {
 	const struct ladder *l = &t->p->ladder;
 	char names[LADDER_MAX_LEVELS][LADDER_NAME_MAX];
-	size_t i;
-	json_t *e;
+	const struct old_listed *e;
 
 	for (int k = 0; k < LADDER_MAX_LEVELS; k++)
 		t->lvl.dlx[k] = t->lvl.head_ts[k] = -1;
@@ -113,21 +112,15 @@ watch_levels_read(struct tick *t)
 		levels_one_by_one(t, names);
 		return;
 	}
-	if (!json_is_array(t->old.listing))
+	if (!t->old.listed)
 		return;
-	json_array_foreach(t->old.listing, i, e) {
-		const char *n = json_string_value(json_object_get(e, "name"));
-
-		if (n == NULL)
-			continue;
-		if (strcmp(n, t->parking) == 0)
-			t->lvl.parking_dlx = jint(e, "messages_dlx", -1);
-		for (int k = 0; k < l->levels; k++)
-			if (strcmp(n, names[k]) == 0) {
-				t->lvl.dlx[k] = jint(e, "messages_dlx", -1);
-				t->lvl.head_ts[k] = jint(e, "head_message_timestamp", -1);
-			}
-	}
+	if ((e = old_listing_find(&t->old.listing, t->parking)) != NULL)
+		t->lvl.parking_dlx = e->dlx;
+	for (int k = 0; k < l->levels; k++)
+		if ((e = old_listing_find(&t->old.listing, names[k])) != NULL) {
+			t->lvl.dlx[k] = e->dlx;
+			t->lvl.head_ts[k] = e->head_ts;
+		}
 	t->lvl.dlx_seen = true;
 }
 

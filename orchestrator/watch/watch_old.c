@@ -86,8 +86,9 @@ struct members {
 	int64_t reset;			/* counters that went down or vanished */
 };
 
-/* Lists the vhost's queues into T->old.listing. Returns 0, or -1 when the
- * broker did not answer (alerted). */
+/* Lists the vhost's queues into T->old.listing, a table of the columns
+ * the watch reads (the listing's JSON is never held: about 1.1 KB a
+ * queue). Returns 0, or -1 when the broker did not answer (alerted). */
 static int
 old_list(struct tick *t)
 {
@@ -99,12 +100,13 @@ old_list(struct tick *t)
 	 * listing may be missing, one there throughout never is: a queue
 	 * created meanwhile shows at the next full pass, as one created just
 	 * after this would. */
-	if (mgmt_list_queues_all(t->c->old_mgmt, OLD_WATCH_COLUMNS
+	if (old_listing_read(t->c->old_mgmt, OLD_WATCH_COLUMNS
 	    ",messages_dlx,head_message_timestamp", &t->old.listing, why,
 	    sizeof(why)) != 0) {
 		watch_unreachable(t, "listing the old queues", why);
 		return -1;
 	}
+	t->old.listed = true;
 	return 0;
 }
 
@@ -125,9 +127,9 @@ since_after_window(const struct tick *t)
 /* The TTL by which joining old queue E (listed) counts in the horizon: its
  * x-message-ttl argument, else old.max_message_ttl, else -1. */
 static int64_t
-joined_ttl(const struct tick *t, const json_t *e)
+joined_ttl(const struct tick *t, const struct old_listed *e)
 {
-	int64_t ttl = jint(json_object_get(e, "arguments"), "x-message-ttl", -1);
+	int64_t ttl = e->ttl_ms;
 
 	return ttl >= 0 ? ttl : (t->p->old.max_message_ttl_ms > 0 ?
 	    t->p->old.max_message_ttl_ms : -1);
@@ -138,8 +140,8 @@ joined_ttl(const struct tick *t, const json_t *e)
  * joiner) unless it is there already; CREATED: it appeared after the flip
  * (named for the alert in M). */
 static void
-note_joined(struct tick *t, const json_t *e, const char *name, bool created,
-    struct members *m)
+note_joined(struct tick *t, const struct old_listed *e, const char *name,
+    bool created, struct members *m)
 {
 	struct wstate *w = t->w;
 	int64_t ttl = joined_ttl(t, e);
@@ -232,34 +234,30 @@ static int
 select_listed(struct tick *t, struct old_selector *sel, int64_t *total,
     struct members *m, char *err, size_t errlen)
 {
-	const json_t *e, *pv;
-	size_t i;
+	const json_t *pv;
 	bool selected, fresh;
 
-	if ((t->old.q = calloc(json_array_size(t->old.listing) + 1,
-	    sizeof(*t->old.q))) == NULL ||
+	if ((t->old.q = calloc(t->old.listing.n + 1, sizeof(*t->old.q))) == NULL ||
 	    (t->old.seen_queues = json_object()) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	json_array_foreach(t->old.listing, i, e) {
-		const char *name = json_string_value(json_object_get(e, "name"));
-		const json_t *ms = json_object_get(e, "message_stats");
+	for (size_t i = 0; i < t->old.listing.n; i++) {
+		const struct old_listed *e = &t->old.listing.v[i];
+		const char *name = e->name;
 		struct oldq *q;
 
-		if (name == NULL)
-			continue;
 		if (old_selector_test(sel, name, &selected, err, errlen) != 0)
 			return -1;
 		if (!selected)
 			continue;
 		q = &t->old.q[t->old.nq++];
 		q->name = name;
-		q->listed = jint(e, "messages", 0);
+		q->listed = e->messages >= 0 ? e->messages : 0;
 		q->exact = -1;
-		q->publish = jint(ms, "publish", -1);
+		q->publish = e->publish;
 		q->measured = old_measured_find(t->mq, name) != NULL;
-		*total += jint(ms, "publish", 0);
+		*total += e->publish >= 0 ? e->publish : 0;
 		pv = m->prev != NULL ? json_object_get(m->prev, name) : NULL;
 		json_object_set_new(t->old.seen_queues, name, seen_entry(q, pv));
 		fresh = m->prev != NULL && compare_counter(q, pv, m);
@@ -481,7 +479,7 @@ old_sample(struct tick *t, char *err, size_t errlen)
 		rc = 0;
 		goto done;
 	}
-	watch_stats_read(t, t->old.listing);
+	watch_stats_read(t, &t->old.listing);
 	if (select_listed(t, &sel, &total, &m, err, errlen) != 0)
 		goto done;
 	t->old.seen = true;

@@ -130,18 +130,13 @@ watch_stats_mark(struct tick *t)
 /* The statistics queue's publish counter in a full pass's LISTING: 0 when
  * the listing does not show it (yet), -1 when the queue is not listed. */
 static int64_t
-listed_count(const struct tick *t, const json_t *listing)
+listed_count(const struct tick *t, const struct old_listing *listing)
 {
-	const json_t *e;
-	size_t i;
+	const struct old_listed *e = old_listing_find(listing, t->stats_queue);
 
-	json_array_foreach(listing, i, e) {
-		const char *n = json_string_value(json_object_get(e, "name"));
-
-		if (n != NULL && strcmp(n, t->stats_queue) == 0)
-			return jint(json_object_get(e, "message_stats"), "publish", 0);
-	}
-	return -1;
+	if (e == NULL)
+		return -1;
+	return e->publish >= 0 ? e->publish : 0;
 }
 
 /* Do the statistics count every publish up to OLD_STATS_LAG_MS and one
@@ -170,7 +165,7 @@ stats_behind(const struct tick *t, struct wstats *s)
 }
 
 void
-watch_stats_read(struct tick *t, const json_t *listing)
+watch_stats_read(struct tick *t, const struct old_listing *listing)
 {
 	struct wstats *s = &t->w->stats;
 	int64_t n = listed_count(t, listing);

@@ -3,9 +3,12 @@
  * (the names, then each queue's own GET): every queue seen once and as
  * the broker's one listing shows it; and queues deleted and created
  * between two of its requests, where every queue there throughout must
- * still be listed and one deleted before its own request must not. */
+ * still be listed and one deleted before its own request must not; and
+ * the same listing read a queue at a time into the watch's table
+ * (old_listing_read), which holds what the JSON listing says. */
 #include "itest_json.h"
 #include "itest_mgmt.h"
+#include "old_path.h"
 
 #define NQUEUES		1200
 #define COLUMNS		"name,messages,message_stats.publish,arguments"
@@ -139,6 +142,75 @@ test_more_than_a_page(void **state)
 	more_than_a_page(*state, MGMT_ONE_LISTING_MAX);
 }
 
+/* The listing read into a table (old_listing_read), in one request and
+ * by name: every queue of the JSON listing, in its order, with its
+ * depth, publish counter and x-message-ttl argument (one of ours has
+ * one, one has a message published into it). */
+static void
+test_listing_table(void **state)
+{
+	struct ctx *c = *state;
+	struct old_listing t;
+	json_t *l = NULL, *args = json_pack("{s:i}", "x-message-ttl", 45000);
+	char err[512], ttl_q[160], pub_q[160];
+	const struct old_listed *e;
+	const json_t *j;
+	size_t i;
+
+	snprintf(ttl_q, sizeof(ttl_q), "%sttl.q", c->prefix);
+	snprintf(pub_q, sizeof(pub_q), "%spage.0007", c->prefix);
+	if (mgmt_put_queue(c->m, ttl_q, false, args, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	json_decref(args);
+	imgmt_publish(c, pub_q, "one");
+	/* The statistics show it within seconds; until then the two
+	 * listings could read it differently. */
+	for (int k = 0; k < 300; k++, imgmt_nap(100)) {
+		if (mgmt_list_queues_all(c->m, COLUMNS, &l, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		j = ijson_named(l, pub_q);
+		if (json_integer_value(json_object_get(json_object_get(j, "message_stats"),
+		    "publish")) == 1 && json_integer_value(json_object_get(j, "messages")) == 1)
+			break;
+		json_decref(l);
+		l = NULL;
+	}
+	assert_non_null(l);
+	json_decref(l);
+	for (long one_max = 0; one_max <= MGMT_ONE_LISTING_MAX; one_max +=
+	    MGMT_ONE_LISTING_MAX) {
+		mgmt_set_one_listing_max(c->m, one_max);
+		if (old_listing_read(c->m, COLUMNS, &t, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		if (mgmt_list_queues_all(c->m, COLUMNS, &l, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		mgmt_set_one_listing_max(c->m, MGMT_ONE_LISTING_MAX);
+		assert_int_equal(t.n, json_array_size(l));
+		json_array_foreach(l, i, j) {
+			const json_t *ms = json_object_get(j, "message_stats");
+
+			assert_string_equal(t.v[i].name, json_string_value(json_object_get(j,
+			    "name")));
+			assert_int_equal(t.v[i].messages, json_integer_value(json_object_get(j,
+			    "messages")));
+			assert_int_equal(t.v[i].publish, json_is_integer(json_object_get(ms,
+			    "publish")) ? json_integer_value(json_object_get(ms, "publish")) :
+			    -1);
+		}
+		assert_non_null(e = old_listing_find(&t, ttl_q));
+		assert_int_equal(e->ttl_ms, 45000);
+		assert_int_equal(e->publish, -1);
+		assert_non_null(e = old_listing_find(&t, pub_q));
+		assert_int_equal(e->ttl_ms, -1);
+		assert_int_equal(e->publish, 1);
+		assert_int_equal(e->messages, 1);
+		assert_null(old_listing_find(&t, "no such queue"));
+		json_decref(l);
+		old_listing_free(&t);
+	}
+	delete_queue(c->m, ttl_q);
+}
+
 /* What the hook does between two requests. */
 struct churn {
 	struct ctx *c;
@@ -264,6 +336,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_more_than_a_page),
+		cmocka_unit_test(test_listing_table),
 		cmocka_unit_test(test_churn_between_requests),
 	};
 
