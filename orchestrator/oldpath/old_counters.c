@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "old_path.h"
+#include "strblocks.h"
 
 static int64_t
 int_or(const json_t *j, int64_t dflt)
@@ -31,16 +32,15 @@ counter_cmp(const void *a, const void *b)
 }
 
 /* Fills O from the array ARR of {"name", "publish" or "message_stats":
- * {"publish"}, "messages"}; takes ARR's reference. */
+ * {"publish"}, "messages"}, the names copied: O outlives ARR. */
 static int
-from_array(json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
+from_array(const json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
     size_t errlen)
 {
 	const json_t *e;
 	size_t i;
 
 	memset(o, 0, sizeof(*o));
-	o->json = arr;
 	o->at_ms = at_ms;
 	if (!json_is_array(arr)) {
 		snprintf(err, errlen, "the queue listing is not a list");
@@ -58,7 +58,10 @@ from_array(json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
 			continue;
 		if (pub == NULL)
 			pub = json_object_get(json_object_get(e, "message_stats"), "publish");
-		o->v[o->n].name = name;
+		if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
 		o->v[o->n].publish = int_or(pub, -1);
 		o->v[o->n++].messages = int_or(json_object_get(e, "messages"), -1);
 	}
@@ -72,6 +75,7 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 	char why[768];
 	json_t *arr = NULL;
 	int64_t at = old_now_ms(c);
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	/* Statistics on (message_stats needs them): see
@@ -82,11 +86,11 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 		snprintf(err, errlen, "reading the publish counters: %s", why);
 		return -1;
 	}
-	if (from_array(arr, at, o, err, errlen) != 0) {
+	rc = from_array(arr, at, o, err, errlen);
+	json_decref(arr);
+	if (rc != 0)
 		old_counters_free(o);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 int
@@ -98,7 +102,7 @@ old_counters_from_sample(const json_t *last, struct old_counters *o, char *err,
 		snprintf(err, errlen, "the sample has no queues");
 		return -1;
 	}
-	if (from_array(json_incref(json_object_get(last, "queues")),
+	if (from_array(json_object_get(last, "queues"),
 	    int_or(json_object_get(last, "at_ms"), 0), o, err, errlen) != 0) {
 		old_counters_free(o);
 		return -1;
@@ -132,7 +136,7 @@ old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err
 		    "queues (\"old_last\"): it has not ended, or an older version ran it");
 		return -1;
 	}
-	if (from_array(json_incref(json_object_get(last, "queues")),
+	if (from_array(json_object_get(last, "queues"),
 	    int_or(json_object_get(last, "at_ms"), 0), o, err, errlen) != 0) {
 		old_counters_free(o);
 		return -1;
@@ -174,7 +178,7 @@ void
 old_counters_free(struct old_counters *o)
 {
 	free(o->v);
-	json_decref(o->json);
+	strblocks_free(&o->text);
 	memset(o, 0, sizeof(*o));
 }
 

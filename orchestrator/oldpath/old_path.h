@@ -420,7 +420,8 @@ void old_listing_free(struct old_listing *l);
 /* ---- publish counters (old_counters.c) ---- */
 
 struct old_counter {
-	const char *name;		/* borrowed: the counters' JSON or a selection */
+	const char *name;		/* in the counters' blocks, or borrowed
+					 * from a selection */
 	int64_t publish;		/* message_stats.publish, -1 absent */
 	int64_t messages;		/* -1 absent */
 };
@@ -432,7 +433,7 @@ struct old_counters {
 	int64_t at_ms;
 	bool exact;			/* depths by passive declares (the
 					 * watch's), not by the statistics */
-	json_t *json;			/* owns the names, or NULL: borrowed */
+	struct strblocks *text;		/* the names, or NULL: borrowed */
 };
 
 /* Reads every queue's counters of C's vhost (one listing, statistics on).

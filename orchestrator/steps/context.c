@@ -345,6 +345,19 @@ step_input_ended(struct step_inputs *in, enum plan_step_kind kind)
 	return in->ended_of != NULL ? in->ended_of(in->arg, kind) : 0;
 }
 
+const json_t *
+step_input_replace(struct step_inputs *in, const json_t *held, json_t *with)
+{
+	for (size_t i = 0; i < in->nheld; i++)
+		if (in->held[i] == held) {
+			json_decref(in->held[i]);
+			in->held[i] = with;
+			return with;
+		}
+	json_decref(with);
+	return held;
+}
+
 void
 step_inputs_release(struct step_inputs *in)
 {
@@ -398,10 +411,22 @@ step_ctx_begin_run(struct step_ctx *c, const struct plan *p, struct store *s,
 	c->state = state;
 }
 
+/* Frees C's table of the watch's last sample, if any. */
+static void
+watched_last_free(struct step_ctx *c)
+{
+	if (c->watched_last != NULL) {
+		old_counters_free(c->watched_last);
+		free(c->watched_last);
+		c->watched_last = NULL;
+	}
+}
+
 void
 step_ctx_drop_inputs(struct step_ctx *c)
 {
 	step_inputs_release(&c->run.inputs);
+	watched_last_free(c);
 	c->measured = c->watched = c->moved = c->state = NULL;
 	c->state_text = NULL;
 	c->measured_queues = NULL;
@@ -412,6 +437,7 @@ void
 step_ctx_end_run(struct step_ctx *c)
 {
 	step_inputs_release(&c->run.inputs);
+	watched_last_free(c);
 	step_events_clear(&c->run.events);
 	step_rows_clear(&c->run.rows);
 	c->run = (struct step_run){ 0 };

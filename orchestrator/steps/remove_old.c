@@ -498,6 +498,38 @@ run_waves(struct rm_run *r, const struct old_selection *s, struct item *items,
 	return fence_err[0] != '\0' ? -1 : 0;
 }
 
+/* What remove_old keeps of the watch's result WATCH (held in IN): its
+ * last sample of every old queue ("old_last") as a table
+ * (C->watched_last), and of the rest only what it reads (the last entry,
+ * the members that joined), the tree released: at 100,000 old queues the
+ * sample's tree alone is about 40 MB, held through the whole run. A
+ * result without the sample is kept whole (rm_baseline says what it
+ * lacks). Returns what C->watched is to be. */
+static const json_t *
+watched_kept(struct step_ctx *c, struct step_inputs *in, const json_t *watch)
+{
+	const json_t *joined = json_object_get(json_object_get(watch, "old"), "joined");
+	struct old_counters *o;
+	json_t *kept;
+	char why[256];
+
+	if (watch == NULL || (o = calloc(1, sizeof(*o))) == NULL)
+		return watch;
+	if (old_counters_from_watch(watch, o, why, sizeof(why)) != 0 ||
+	    (kept = json_object()) == NULL) {
+		old_counters_free(o);
+		free(o);
+		return watch;
+	}
+	if (json_is_integer(json_object_get(watch, "last_old_entry_ms")))
+		json_object_set(kept, "last_old_entry_ms", json_object_get(watch,
+		    "last_old_entry_ms"));
+	if (joined != NULL)
+		json_object_set_new(kept, "old", json_pack("{s:O}", "joined", joined));
+	c->watched_last = o;
+	return step_input_replace(in, watch, kept);
+}
+
 int
 step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen)
@@ -509,7 +541,7 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
 	}
-	watch = step_input(in, PLAN_STEP_WATCH);
+	watch = watched_kept(c, in, step_input(in, PLAN_STEP_WATCH));
 	c->watched = watch;
 	if (step_restored(c, err, errlen) != 0) {
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);

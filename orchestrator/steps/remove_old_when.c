@@ -220,6 +220,14 @@ rm_baseline(struct rm_run *r, char *err, size_t errlen)
 		r->base_what = "remove_old's baseline";
 		return old_counters_from_sample(own, &r->base, err, errlen);
 	}
+	if (r->c->watched_last != NULL) {
+		/* Read by the prepare: taken over, as it is read once a run. */
+		r->base_what = "the watch's last sample";
+		r->base = *r->c->watched_last;
+		free(r->c->watched_last);
+		r->c->watched_last = NULL;
+		return 0;
+	}
 	if (r->c->watched != NULL) {
 		r->base_what = "the watch's last sample";
 		return old_counters_from_watch(r->c->watched, &r->base, err, errlen);

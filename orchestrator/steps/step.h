@@ -26,6 +26,8 @@ struct old_inputs;
  * of KIND (a new reference) or NULL; ENDED_OF(ARG, KIND) (NULL: never
  * known) when that step ended (epoch ms), 0 when it has not. */
 #define STEP_INPUTS_MAX 4
+struct old_counters;
+
 struct step_inputs {
 	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
 	int64_t (*ended_of)(void *arg, enum plan_step_kind kind);
@@ -93,6 +95,11 @@ void step_rows_clear(struct step_rows *rows);
 	const json_t *measured;    /* borrowed: measure_horizon's result, or NULL */ \
 	const json_t *watched;     /* borrowed: the watch's last state (its \
 	                            * "old_last" sample), or NULL */ \
+	struct old_counters *watched_last; /* owned: C->watched's "old_last" \
+	                            * as a table, which remove_old's prepare \
+	                            * takes out of the state it keeps (a \
+	                            * queue's JSON object costs about 400 \
+	                            * bytes, its entry here 40), or NULL */ \
 	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
 	const struct old_measured *measured_queues; /* borrowed: the table \
 	                            * of C->measured's queues (the watch's \
@@ -252,6 +259,13 @@ typedef int (*step_fn)(struct step_ctx *c, json_t **result, char *err, size_t er
 /* The result of the plan's step of KIND, borrowed from IN until
  * step_inputs_release, or NULL when there is none. */
 const json_t *step_input(struct step_inputs *in, enum plan_step_kind kind);
+
+/* Puts WITH (a new reference, taken) in place of HELD, an input step_input
+ * fetched into IN, and releases HELD: a prepare that keeps less of an
+ * input than it read. Returns WITH, or HELD (WITH released) when IN does
+ * not hold HELD. */
+const json_t *step_input_replace(struct step_inputs *in, const json_t *held,
+    json_t *with);
 
 /* The result of the plan's step of KIND a part at a time: FN (NULL:
  * none) gets each element of its "queues", one at a time, then *REST the

@@ -128,7 +128,8 @@ summary_json(const struct tick *t, const struct wstate *w, int open_alerts,
 
 /* The state as JSON (what the engine persists, a new reference, NULL when
  * out of memory), with the summary the status page shows (OPEN_ALERTS,
- * STATUS) and, when DONE, the old path's last reading (old_last). */
+ * STATUS) and, when DONE, the old path's last reading (old_last) instead
+ * of the last full pass's counters (old.seen). */
 json_t *
 watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
     const char *status, bool done)
@@ -164,5 +165,10 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	json_object_set_new(j, "stats", watch_stats_json(t, &w->stats));
 	if (done && t->old.seen)
 		json_object_set_new(j, "old_last", watch_old_last_json(t));
+	/* Only a next full pass compares with the counters of the last
+	 * ("seen", one per old queue): an ended watch makes none, and what
+	 * remove_old reads is old_last. */
+	if (done)
+		json_object_del(json_object_get(j, "old"), "seen");
 	return j;
 }
