@@ -19,6 +19,7 @@
 #define STEP_BROKER_TIMEOUT_MS 10000
 
 struct old_measured;		/* oldpath/old_path.h */
+struct old_counters;
 struct old_inputs;
 
 /* The results of a plan's earlier steps, as a step's prepare function reads
@@ -26,8 +27,6 @@ struct old_inputs;
  * of KIND (a new reference) or NULL; ENDED_OF(ARG, KIND) (NULL: never
  * known) when that step ended (epoch ms), 0 when it has not. */
 #define STEP_INPUTS_MAX 4
-struct old_counters;
-
 struct step_inputs {
 	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
 	int64_t (*ended_of)(void *arg, enum plan_step_kind kind);
