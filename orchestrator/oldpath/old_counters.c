@@ -72,25 +72,33 @@ from_array(const json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
 int
 old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t errlen)
 {
+	struct old_listing l;
 	char why[768];
-	json_t *arr = NULL;
 	int64_t at = old_now_ms(c);
-	int rc;
 
 	memset(o, 0, sizeof(*o));
 	/* Statistics on (message_stats needs them): see
 	 * mgmt_list_queues_all for how they are read past 20,000 queues,
 	 * and why no queue there throughout is missed. */
-	if (mgmt_list_queues_all(c->old_mgmt, OLD_WATCH_COLUMNS, &arr, why,
-	    sizeof(why)) != 0) {
+	if (old_listing_read(c->old_mgmt, OLD_WATCH_COLUMNS, &l, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "reading the publish counters: %s", why);
 		return -1;
 	}
-	rc = from_array(arr, at, o, err, errlen);
-	json_decref(arr);
-	if (rc != 0)
-		old_counters_free(o);
-	return rc;
+	if ((o->v = calloc(l.n + 1, sizeof(*o->v))) == NULL) {
+		old_listing_free(&l);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* In name order, as the counters are kept; the names' blocks are
+	 * taken over. */
+	for (size_t i = 0; i < l.n; i++)
+		o->v[o->n++] = (struct old_counter){ .name = l.v[i].name,
+		    .publish = l.v[i].publish, .messages = l.v[i].messages };
+	o->text = l.text;
+	l.text = NULL;
+	o->at_ms = at;
+	old_listing_free(&l);
+	return 0;
 }
 
 int
