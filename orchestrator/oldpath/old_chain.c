@@ -268,17 +268,19 @@ chain_of(const struct old_selection *s, struct old_chain *ch, size_t i, char *ma
 	return 0;
 }
 
-/* Appends NAME to ARR unless it is there. */
+/* Appends NAME to *ARR (made at the first) unless it is there. */
 static void
-add_once(json_t *arr, const char *name)
+add_once(json_t **arr, const char *name)
 {
 	const json_t *e;
 	size_t i;
 
-	json_array_foreach(arr, i, e)
+	json_array_foreach(*arr, i, e)
 		if (strcmp(json_string_value(e), name) == 0)
 			return;
-	json_array_append_new(arr, json_string(name));
+	if (*arr == NULL && (*arr = json_array()) == NULL)
+		return;
+	json_array_append_new(*arr, json_string(name));
 }
 
 /* Reads what routing a dead-letter needs into R: every exchange and the
@@ -330,8 +332,8 @@ edges_add(struct routes *r, const struct old_selection *s, struct old_chain *ch)
 
 			if (dst == NULL || dst == &s->v[i])
 				continue;
-			add_once(ch->to[i], name);
-			add_once(ch->from[dst - s->v], s->v[i].q->name);
+			add_once(&ch->to[i], name);
+			add_once(&ch->from[dst - s->v], s->v[i].q->name);
 		}
 		json_decref(to);
 	}
@@ -353,10 +355,6 @@ old_chain_compute(struct step_ctx *c, const struct old_selection *s,
 	    (mark = calloc(s->n + 1, 1)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto done;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		ch->to[i] = json_array();
-		ch->from[i] = json_array();
 	}
 	if (routes_read(c, &r, err, errlen) != 0)
 		goto done;

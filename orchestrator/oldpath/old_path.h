@@ -239,8 +239,10 @@ struct old_chain {
 	int64_t *ttl_ms;		/* per selected queue: its TTL plus the
 					 * longest chain TTL of its feeders */
 	json_t **to;			/* per queue: names of the old queues it
-					 * dead-letters into */
-	json_t **from;			/* per queue: names of those feeding it */
+					 * dead-letters into, NULL for none (two
+					 * empty arrays cost a queue 200 bytes) */
+	json_t **from;			/* per queue: names of those feeding
+					 * it, NULL for none */
 };
 
 /* Reads each selected queue's effective dead-letter exchange and routing

@@ -31,8 +31,9 @@ str_or_null(const char *s)
 static json_t *
 json_pack_chain(const struct old_chain *ch, size_t i)
 {
-	return json_pack("{s:I,s:O,s:O}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
-	    "dead_letters_to", ch->to[i], "fed_by", ch->from[i]);
+	return json_pack("{s:I,s:o,s:o}", "chain_ttl_ms", (json_int_t)ch->ttl_ms[i],
+	    "dead_letters_to", ch->to[i] != NULL ? json_incref(ch->to[i]) : json_array(),
+	    "fed_by", ch->from[i] != NULL ? json_incref(ch->from[i]) : json_array());
 }
 
 /* Describes the selector of the plan, as the result records it. */
