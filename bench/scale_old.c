@@ -434,28 +434,26 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	return rc;
 }
 
-/* One watch tick as the engine runs it (engine_run), its state B's.
- * Returns 0 or -1 (said why). */
+/* One watch tick as the engine runs it (engine_run), its state its last
+ * result as B's store holds it (none at the FIRST); nothing of it held
+ * between ticks, as the engine holds nothing. Returns 0 or -1 (said
+ * why). */
 static int
-engine_tick(struct bench *b)
+engine_tick(struct bench *b, bool first)
 {
 	json_t *r = NULL;
 	char *text = NULL;
 	bool again = false;
 	int rc;
 
-	/* Its last result as the store holds it: text, not a tree. */
-	if (b->state != NULL &&
-	    (text = json_dumps(b->state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
+	if (!first && (text = step_text(b, PLAN_STEP_WATCH, false)) == NULL)
 		return -1;
-	json_decref(b->state);
-	b->state = NULL;
 	rc = engine_run(b, PLAN_STEP_WATCH, step_watch_prepare, step_watch, text,
 	    "running", &r, &again);
 	free(text);
+	json_decref(r);
 	if (rc != 0)
 		return -1;
-	b->state = r;
 	if (!again) {
 		fprintf(stderr, "bench_scale_old: the watch ended: its deadline came "
 		    "before the bench's ticks\n");
@@ -649,7 +647,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
 	u0 = self_cpu_s();
-	if (engine_tick(b) != 0)
+	if (engine_tick(b, true) != 0)
 		return -1;
 	r->self[WATCH_FULL] = self_cpu_s() - u0;
 	r->s[WATCH_FULL] = bench_mono_s() - t0;
@@ -660,7 +658,7 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 		t0 = bench_mono_s();
 		c0 = bench_broker_cpu_s();
 		u0 = self_cpu_s();
-		if (engine_tick(b) != 0)
+		if (engine_tick(b, false) != 0)
 			return -1;
 		self[k] = self_cpu_s() - u0;
 		t[k] = bench_mono_s() - t0;
@@ -682,6 +680,8 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 		return -1;
 	b->c.measured = b->measured;
 	b->c.flip_ms = b->flip_ms;
+	if ((b->state = step_result(b, PLAN_STEP_WATCH)) == NULL)
+		return -1;
 	pass = json_object_get(json_object_get(b->state, "old"), "pass");
 	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
 	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));
