@@ -96,6 +96,8 @@ struct size_run {
 					 * unknown), and how long after it the
 					 * next would be (again_after_ms), s */
 	long long moved, removed, full_passes, light_passes;
+	char full_why[128];		/* why the watch's last full pass was
+					 * one (its state's old.pass.why) */
 	bool move;			/* move_old runs at this size */
 };
 
@@ -685,6 +687,9 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 	pass = json_object_get(json_object_get(b->state, "old"), "pass");
 	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
 	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));
+	snprintf(r->full_why, sizeof(r->full_why), "%s",
+	    json_is_string(json_object_get(pass, "why")) ?
+	    json_string_value(json_object_get(pass, "why")) : "?");
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
 	if (full_listing(b, true, NULL) != 0)
@@ -927,8 +932,8 @@ static void
 print_size(const struct size_run *r)
 {
 	printf("%7d old queues (broker %.0f MB, the steps' peak RSS %.1f MB; the watch: %lld "
-	    "full, %lld light passes):\n", r->n, r->broker_mb, r->rss_mb, r->full_passes,
-	    r->light_passes);
+	    "full, %lld light passes, the last full one for %s):\n", r->n, r->broker_mb,
+	    r->rss_mb, r->full_passes, r->light_passes, r->full_why);
 	for (int k = 0; k < NSTEPS; k++) {
 		if (k == MOVE && !r->move) {
 			printf("  %-46s not run (CUTOVER_BENCH_SCALE_MOVE_MAX)\n", step_names[k]);
