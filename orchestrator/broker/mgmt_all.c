@@ -1,8 +1,8 @@
-/* mgmt_all: every queue of the vhost with statistics (mgmt_list_queues_all,
- * mgmt.h): in one listing up to MGMT_ONE_LISTING_MAX queues, else the
- * vhost's queue names in one listing without statistics and then each
- * queue by its name, so that what the broker does grows with the queues,
- * not with their square. */
+/* mgmt_all: every queue of the vhost with statistics (mgmt_list_queues_all
+ * and, a queue at a time, mgmt_list_queues_each, mgmt.h): in one listing
+ * up to MGMT_ONE_LISTING_MAX queues, else the vhost's queue names in one
+ * listing without statistics and then each queue by its name, so that
+ * what the broker does grows with the queues, not with their square. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -231,9 +231,6 @@ int mgmt__items_each(const char *text, size_t len, const char *what,
 int mgmt__get_items(struct mgmt *m, const char *path, mgmt__item_fn fn, void *arg,
     char *err, size_t errlen);
 
-/* ---- mgmt_pages.c ---- */
-
-
 /* ---- mgmt_queues.c ---- */
 
 /* Builds *OUT from ITEMS, an array of queue objects. With STATS, the
