@@ -385,6 +385,54 @@ step_result(struct bench *b, enum plan_step_kind kind)
 	return j;
 }
 
+/* step_event_sink_fn: the event recorded at once, as the engine does
+ * (engine__event), into B's store (ARG). */
+static int
+record_event(void *arg, const char *kind, json_t *details)
+{
+	struct bench *b = arg;
+	char err[512], *text = json_dumps(details, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc;
+
+	rc = store_append_event(b->s, b->c.plan_id, clock_now_ms(), "engine", kind,
+	    text != NULL ? text : "{}", NULL, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "bench_scale_old: recording %s: %s\n", kind, err);
+	free(text);
+	json_decref(details);
+	return rc;
+}
+
+/* Records the run of KIND that gave RESULT (its TEXT) as the engine does
+ * (engine__transition_ran): the result with STATUS and its rows and, once
+ * the step ended (STATUS not "running"), the events its kind's hook finds
+ * (an ended remove_old's: one per queue removed), each recorded as it is
+ * found, all in one transaction. Returns 0, or -1 with ERR. */
+static int
+record_run(struct bench *b, enum plan_step_kind kind, const char *status,
+    int64_t ended, const char *text, const json_t *result, char *err, size_t errlen)
+{
+	const struct step_kind *sk = step_kind_of(kind);
+	bool ended_run = strcmp(status, "running") != 0 && sk->events != NULL;
+
+	if (store_begin(b->s, err, errlen) != 0)
+		return -1;
+	if (store_step_update_rows(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
+	    ended, ended, text, NULL, step_rows_get, &b->c.rows, b->c.rows.n, err,
+	    errlen) != 0)
+		goto fail;
+	if (ended_run) {
+		b->c.events.sink = record_event;
+		b->c.events.sink_arg = b;
+		if (sk->events(&b->c, result, err, errlen) != 0)
+			goto fail;
+	}
+	return store_commit(b->s, err, errlen);
+fail:
+	store_rollback(b->s);
+	return -1;
+}
+
 /* One run of a step as the engine runs it (engine__step_advance): its
  * state read from STATE (its last result as the store holds it, borrowed,
  * NULL: none) as the engine reads it (step_state_load), its inputs through PREPARE from the store (the results recorded
@@ -424,8 +472,7 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 		return -1;
 	}
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = store_step_update_rows(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
-	    ended, ended, text, NULL, b->c.rows.v, b->c.rows.n, err, sizeof(err));
+	rc = record_run(b, kind, status, ended, text, r, err, sizeof(err));
 	step_ctx_end_run(&b->c);
 	free(text);
 	*out = r;

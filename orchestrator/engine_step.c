@@ -159,15 +159,15 @@ static int
 step_continues(struct run *r, int idx, const json_t *result, const char *text,
     int64_t lag_ms, int64_t started_ms)
 {
-	const struct step_rows *rows = &r->ctx.rows;
+	struct step_rows *rows = &r->ctx.rows;
 
 	if (r->ctx.events.n == 0 && lag_ms < 0)
 		return store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL,
-		    rows->v, rows->n, r->err, r->errlen);
+		    step_rows_get, rows, rows->n, r->err, r->errlen);
 	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
-	if (store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL, rows->v,
-	    rows->n, r->err, r->errlen) != 0 ||
+	if (store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL,
+	    step_rows_get, rows, rows->n, r->err, r->errlen) != 0 ||
 	    engine__record_step_events(r, idx, result, false) != 0 ||
 	    (lag_ms >= 0 && store_sample_insert(r->s, r->id, started_ms, TICK_LAG_METRIC,
 	    "", (double)lag_ms, r->err, r->errlen) != 0) ||

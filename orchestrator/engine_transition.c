@@ -28,22 +28,36 @@ engine__event(struct run *r, const char *actor, const char *kind, json_t *detail
 	return rc;
 }
 
+/* step_event_sink_fn of the events a kind's EVENTS hook finds: each
+ * recorded as it is found, in the open transaction of the run (ARG). */
+static int
+record_found(void *arg, const char *kind, json_t *details)
+{
+	return engine__event(arg, ACTOR, kind, details);
+}
+
 /* Records, inside the open transaction, the events step IDX's run handed
- * over (r->ctx.events), after adding those its kind's EVENTS hook finds in
- * RESULT (the run's result) when the step has ENDED. Returns 0 or -1. */
+ * over (r->ctx.events), then, when the step has ENDED, those its kind's
+ * EVENTS hook finds in RESULT (the run's result), each as it is found.
+ * Returns 0 or -1. */
 int
 engine__record_step_events(struct run *r, int idx, const json_t *result, bool ended)
 {
 	const struct step_kind *sk = step_kind_of(r->plan->steps[idx].kind);
-	const struct step_events *ev = &r->ctx.events;
+	struct step_events *ev = &r->ctx.events;
+	int rc;
 
-	if (ended && sk != NULL && sk->events != NULL &&
-	    sk->events(&r->ctx, result, r->err, r->errlen) != 0)
-		return -1;
 	for (size_t i = 0; i < ev->n; i++)
 		if (engine__event(r, ACTOR, ev->v[i].kind, json_incref(ev->v[i].details)) != 0)
 			return -1;
-	return 0;
+	if (!ended || sk == NULL || sk->events == NULL)
+		return 0;
+	ev->sink = record_found;
+	ev->sink_arg = r;
+	rc = sk->events(&r->ctx, result, r->err, r->errlen);
+	ev->sink = NULL;
+	ev->sink_arg = NULL;
+	return rc;
 }
 
 /* Sets step IDX's status (times, result, error as store_step_update) and
@@ -69,7 +83,7 @@ engine__transition_ran(struct run *r, int idx, enum step_status status, int64_t 
 	}
 	/* A run's result comes with the rows its list was handed as. */
 	if (store_step_update_rows(r->s, r->id, idx, step_status_name(status), started,
-	    ended, result, error, ran != NULL ? r->ctx.rows.v : NULL,
+	    ended, result, error, step_rows_get, &r->ctx.rows,
 	    ran != NULL ? r->ctx.rows.n : 0, r->err, r->errlen) != 0 ||
 	    (ran != NULL && engine__record_step_events(r, idx, ran, true) != 0)) {
 		json_decref(details);

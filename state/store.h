@@ -270,18 +270,26 @@ int store_step_save_entries(struct store *s, int64_t plan_id, int idx,
     const char *result_json, const struct store_entry *v, size_t n, char *err,
     size_t errlen);
 
+/* Sets *OUT to element I of a list (ARG) of N, I from 0 to N-1 in turn,
+ * its texts valid until the next call. Returns 0, or -1 with errno. */
+typedef int (*store_entry_fn)(void *arg, size_t i, struct store_entry *out);
+
+/* store_entry_fn of an array of struct store_entry (ARG). */
+int store_entry_of_array(void *arg, size_t i, struct store_entry *out);
+
 /* store_step_update of a run's whole result, RESULT_JSON, whose long
  * list "entries" (remove_old's: an entry per old queue) it holds empty,
- * and that list's elements V[0..N-1] each as a row (store_entry; ord 0 to
- * N-1), all in one transaction (the caller's when one is open): the rows
- * of the result before go, these take their place. A list of 100,000
- * entries is then never one text of tens of megabytes that SQLite copies
- * (its bind, its record, its json_valid) or a reader parses whole;
+ * and that list's N elements, each as a row read through GET (ARG; the
+ * row at I has ord I), all in one transaction (the caller's when one is
+ * open): the rows of the result before go, these take their place. A
+ * list of 100,000 entries is then never one text of tens of megabytes
+ * that SQLite copies (its bind, its record, its json_valid) or a reader
+ * parses whole, and the caller need not hold its rows in memory either;
  * store_step_get puts the rows back in "entries". With N = 0, exactly
  * store_step_update. Returns 0, or -1 with ERR. */
 int store_step_update_rows(struct store *s, int64_t plan_id, int idx,
     const char *status, int64_t started_ms, int64_t ended_ms, const char *result_json,
-    const char *error, const struct store_entry *v, size_t n, char *err,
+    const char *error, store_entry_fn get, void *arg, size_t n, char *err,
     size_t errlen);
 
 /* Reads step IDX of plan PLAN_ID (its result with the rows

@@ -1,6 +1,7 @@
 /* store_steps: the steps table — each step of a plan with its status,
  * times, result and error, and the reset a retry starts from — and the
  * rows a long result list is kept in (step_entries). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -122,17 +123,25 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    idx);
 }
 
-/* Writes V[0..N-1] as step IDX of plan PLAN_ID's rows (one inserted, one
- * at the same place replaced), inside the caller's transaction; WHAT says
- * what is written. Returns 0, or -1 with ERR. */
+int
+store_entry_of_array(void *arg, size_t i, struct store_entry *out)
+{
+	*out = ((const struct store_entry *)arg)[i];
+	return 0;
+}
+
+/* Writes the N rows GET reads from ARG as step IDX of plan PLAN_ID's rows
+ * (one inserted, one at the same place replaced), inside the caller's
+ * transaction; WHAT says what is written. Returns 0, or -1 with ERR. */
 static int
-rows_write(struct store *s, int64_t plan_id, int idx, const struct store_entry *v,
+rows_write(struct store *s, int64_t plan_id, int idx, store_entry_fn get, void *arg,
     size_t n, const char *what, char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "INSERT INTO step_entries (plan_id, step_idx, name, ord, entry_json)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (plan_id, step_idx, ord)"
 	    " DO UPDATE SET name = excluded.name, entry_json = excluded.entry_json";
+	struct store_entry e;
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
 
@@ -142,12 +151,17 @@ rows_write(struct store *s, int64_t plan_id, int idx, const struct store_entry *
 		return -1;
 	/* One statement for every row: a batch's few, or a whole list. */
 	for (size_t i = 0; i < n; i++) {
+		if (get(arg, i, &e) != 0) {
+			errbuf_set(err, errlen, "%s: row %zu of %zu could not be read: %s",
+			    what, i + 1, n, strerror(errno));
+			goto done;
+		}
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, plan_id);
 		sqlite3_bind_int(st, 2, idx);
-		sqlite3_bind_text(st, 3, v[i].name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, v[i].ord);
-		sqlite3_bind_text(st, 5, v[i].json, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, e.name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, e.ord);
+		sqlite3_bind_text(st, 5, e.json, -1, SQLITE_STATIC);
 		if (store__run(s, st, what, NULL, err, errlen) != 0)
 			goto done;
 	}
@@ -175,7 +189,8 @@ store_step_save_entries(struct store *s, int64_t plan_id, int idx,
 		goto done;
 	snprintf(what, sizeof(what), "writing the result rows of step %d of plan %"
 	    PRId64, idx, plan_id);
-	rc = rows_write(s, plan_id, idx, v, n, what, err, errlen);
+	rc = rows_write(s, plan_id, idx, store_entry_of_array, (void *)v, n, what, err,
+	    errlen);
 done:
 	return own_end(s, own, rc, err, errlen);
 }
@@ -183,7 +198,7 @@ done:
 int
 store_step_update_rows(struct store *s, int64_t plan_id, int idx, const char *status,
     int64_t started_ms, int64_t ended_ms, const char *result_json, const char *error,
-    const struct store_entry *v, size_t n, char *err, size_t errlen)
+    store_entry_fn get, void *arg, size_t n, char *err, size_t errlen)
 {
 	char what[120];
 	bool own = false;
@@ -199,7 +214,7 @@ store_step_update_rows(struct store *s, int64_t plan_id, int idx, const char *st
 	/* The rows of the result before go with it; these replace them. */
 	if (store_step_update(s, plan_id, idx, status, started_ms, ended_ms, result_json,
 	    error, err, errlen) == 0)
-		rc = rows_write(s, plan_id, idx, v, n, what, err, errlen);
+		rc = rows_write(s, plan_id, idx, get, arg, n, what, err, errlen);
 	return own_end(s, own, rc, err, errlen);
 }
 

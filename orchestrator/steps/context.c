@@ -373,6 +373,8 @@ step_events_add(struct step_events *ev, const char *kind, json_t *details)
 
 	if (details == NULL)
 		details = json_object();
+	if (ev->sink != NULL)
+		return ev->sink(ev->sink_arg, kind, details);
 	if (ev->n == ev->cap) {
 		cap = ev->cap ? 2 * ev->cap : 16;
 		if ((v = realloc(ev->v, cap * sizeof(*v))) == NULL)

@@ -360,7 +360,8 @@ step_measure_horizon(struct step_ctx *c, json_t **result, char *err, size_t errl
 		expiring_rc = expiring_check(c, &s, chain.n > 0 ? chain.ttl_ms : NULL,
 		    warnings, expiring_err, sizeof(expiring_err));
 	if (queues_json(&s, &chain, c->rows_wanted ? &c->rows : NULL, queues, &t) != 0) {
-		errbuf_set(err, errlen, "out of memory for the %zu old queues' entries", s.n);
+		errbuf_set(err, errlen, "the %zu old queues' entries: %s", s.n,
+		    c->rows.err[0] != '\0' ? c->rows.err : "out of memory");
 		step_rows_clear(&c->rows);	/* none rather than some */
 		goto done;
 	}

@@ -816,7 +816,8 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	carry_removed(&r, items, nitems);
 	if ((lost = entries_add(c->rows_wanted && !o->dry_run ? &c->rows : NULL, entries,
 	    items, nitems, counts)) < 0) {
-		errbuf_set(err, errlen, "out of memory for the result's %zu entries", nitems);
+		errbuf_set(err, errlen, "the result's %zu entries: %s", nitems,
+		    c->rows.err[0] != '\0' ? c->rows.err : "out of memory");
 		step_rows_clear(&c->rows);	/* none rather than some */
 		goto done;
 	}

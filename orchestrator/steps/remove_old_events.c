@@ -56,13 +56,17 @@ cmp_name(const void *a, const void *b)
 }
 
 /* The entry at I of LIST, or else of ROWS (parsed): a new reference, NULL
- * when it does not parse. */
+ * when it cannot be read back or does not parse. */
 static json_t *
-entry_at(const json_t *list, const struct step_rows *rows, size_t i)
+entry_at(const json_t *list, struct step_rows *rows, size_t i)
 {
+	struct store_entry row;
+
 	if (list != NULL)
 		return json_incref(json_array_get(list, i));
-	return json_loads(rows->v[i].json, 0, NULL);
+	if (step_rows_get(rows, i, &row) != 0)
+		return NULL;
+	return json_loads(row.json, 0, NULL);
 }
 
 /* Hands the engine an event for each entry of LIST (remove_old's
@@ -71,7 +75,7 @@ entry_at(const json_t *list, const struct step_rows *rows, size_t i)
  * REMOVED, GONE (unless the history records it as removed) and, when
  * not NULL, LEFT. Returns 0, or -1 with ERR. */
 static int
-add_events(struct step_ctx *c, const json_t *list, const struct step_rows *rows,
+add_events(struct step_ctx *c, const json_t *list, struct step_rows *rows,
     const char *removed, const char *gone, const char *left, char *err,
     size_t errlen)
 {
@@ -91,7 +95,12 @@ add_events(struct step_ctx *c, const json_t *list, const struct step_rows *rows,
 	qsort(rn.v, rn.n, sizeof(*rn.v), cmp_name);
 	for (i = 0; i < n; i++) {
 		json_decref(e);
-		e = entry_at(list, rows, i);
+		if ((e = entry_at(list, rows, i)) == NULL) {
+			/* Its event would be missing from the history. */
+			errbuf_set(err, errlen, "entry %zu of %zu could not be read back "
+			    "for its event", i + 1, n);
+			goto done;
+		}
 		outcome = json_string_value(json_object_get(e, "outcome"));
 		name = json_string_value(json_object_get(e, "name"));
 		if (outcome == NULL || name == NULL)
@@ -107,7 +116,9 @@ add_events(struct step_ctx *c, const json_t *list, const struct step_rows *rows,
 			continue;
 		if (step_events_add(&c->events, kind, list != NULL ? json_deep_copy(e) :
 		    json_incref(e)) != 0) {
-			errbuf_set(err, errlen, "out of memory");
+			/* A sink that failed said why in ERR. */
+			if (c->events.sink == NULL)
+				errbuf_set(err, errlen, "out of memory");
 			goto done;
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -49,38 +50,64 @@ struct step_event {
 	json_t *details;
 };
 
+/* Where an event goes at once instead of into the list: the engine's
+ * record of it inside its open transaction. Takes DETAILS (stolen).
+ * Returns 0, or -1 with its reason in the engine's error. */
+typedef int (*step_event_sink_fn)(void *arg, const char *kind, json_t *details);
+
 struct step_events {
 	struct step_event *v;
 	size_t n, cap;
+	step_event_sink_fn sink;   /* set: each event is handed to it as it is
+	                            * added, none kept (an ended remove_old's
+	                            * event per removed queue: 100,000 trees
+	                            * held at once otherwise) */
+	void *sink_arg;
 };
 
-/* Appends event KIND with DETAILS (stolen; NULL: {}) to EV. Returns 0, or
- * -1 when out of memory (DETAILS freed). */
+/* Appends event KIND with DETAILS (stolen; NULL: {}) to EV, or hands it
+ * to EV's sink when it has one. Returns 0, or -1 when out of memory or
+ * the sink failed (DETAILS freed). */
 int step_events_add(struct step_events *ev, const char *kind, json_t *details);
 
 /* Frees what EV holds and empties it. */
 void step_events_clear(struct step_events *ev);
 
 /* A run's long result list handed to the engine a row at a time
- * (step_rows.c): each element's text and name, owned. The engine writes
- * them beside the result (store_step_update_rows), whose list stays
- * empty: at 100,000 old queues no tree nor text of the whole list is
- * made. */
+ * (step_rows.c): each element's text and name written to a temporary
+ * file ($TMPDIR, else /var/tmp; gone when closed), only where each begins
+ * kept in memory. The engine writes them beside the result
+ * (store_step_update_rows, reading them back with step_rows_get), whose
+ * list stays empty: at 100,000 old queues no tree nor text of the whole
+ * list is made, and the rows' ~50 MB wait on disk, not in the process. */
 struct step_rows {
-	struct store_entry *v;	/* v[i].ord == i */
+	FILE *f;             /* "json\0name\0" a row, in order */
+	uint64_t *at;        /* at[i]: where row I begins in F */
+	uint64_t end;        /* where the next row begins */
 	size_t n, cap;
+	bool unflushed;      /* rows written since F was last flushed */
+	char *buf;           /* the row step_rows_get read last */
+	size_t bufcap;
+	char err[200];       /* why the last step_rows_add failed */
 };
 
 /* Appends ELEMENT (an object with a "name"; borrowed) to ROWS as its
- * text. Returns 0, or -1 when out of memory. */
+ * text. Returns 0, or -1 with the reason in ROWS->err (out of memory, or
+ * the temporary file could not be made or written). */
 int step_rows_add(struct step_rows *rows, const json_t *element);
+
+/* store_entry_fn over a struct step_rows (ARG): row I read back from its
+ * file into its buffer, valid until the next call. Returns 0, or -1 with
+ * errno. */
+int step_rows_get(void *arg, size_t i, struct store_entry *out);
 
 /* Hands ELEMENT (stolen; NULL: out of memory) over as a row into ROWS,
  * or, when ROWS is NULL (a step run by hand), appends it to LIST.
- * Returns 0, or -1 when out of memory. */
+ * Returns 0, or -1 when out of memory or the row could not be written
+ * (said in ROWS->err). */
 int step_rows_put(struct step_rows *rows, json_t *list, json_t *element);
 
-/* Frees what ROWS holds and empties it. */
+/* Closes ROWS's file, frees what it holds and empties it. */
 void step_rows_clear(struct step_rows *rows);
 
 /* What one run of a step reads and hands back: zeroed, released and freed

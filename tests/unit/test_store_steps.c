@@ -281,7 +281,8 @@ test_update_rows(void **state)
 	assert_int_equal(store_step_insert(fx->s, plan, 0, "remove_old", 0,
 	    FX_ERR(fx)), 0);
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "running", 100, 0,
-	    "{\"ok\":true,\"entries\":[],\"waiting\":{}}", NULL, v, 3, FX_ERR(fx)), 0);
+	    "{\"ok\":true,\"entries\":[],\"waiting\":{}}", NULL, store_entry_of_array,
+	    v, 3, FX_ERR(fx)), 0);
 	assert_int_equal(rows_held(fx), 3);
 	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
 	assert_string_equal(st.status, "running");
@@ -311,7 +312,8 @@ test_update_rows(void **state)
 	assert_int_equal(seen.n, 0);
 	/* The next run's one row is all there is. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "failed", 0, 200,
-	    "{\"ok\":false,\"entries\":[]}", "1 left", w, 1, FX_ERR(fx)), 0);
+	    "{\"ok\":false,\"entries\":[]}", "1 left", store_entry_of_array, w, 1,
+	    FX_ERR(fx)), 0);
 	assert_int_equal(rows_held(fx), 1);
 	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
 	assert_string_equal(st.status, "failed");
@@ -322,7 +324,8 @@ test_update_rows(void **state)
 	store_step_clear(&st);
 	/* Refused whole: neither the result nor the rows change. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "done", 0, 0,
-	    "{\"ok\":true,\"entries\":[]}", NULL, v, 3, FX_ERR(fx)), -1);
+	    "{\"ok\":true,\"entries\":[]}", NULL, store_entry_of_array, v, 3,
+	    FX_ERR(fx)), -1);
 	assert_non_null(strstr(fx->err, "CHECK constraint failed"));
 	assert_int_equal(rows_held(fx), 1);
 	r = result_of(fx, plan);
@@ -331,14 +334,15 @@ test_update_rows(void **state)
 	free(r);
 	/* None given: the result written is the whole result. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, NULL, 0, 0,
-	    "{\"entries\":[{\"name\":\"x\"}]}", NULL, NULL, 0, FX_ERR(fx)), 0);
+	    "{\"entries\":[{\"name\":\"x\"}]}", NULL, NULL, NULL, 0, FX_ERR(fx)), 0);
 	assert_int_equal(rows_held(fx), 0);
 	r = result_of(fx, plan);
 	assert_string_equal(r, "{\"entries\":[{\"name\":\"x\"}]}");
 	free(r);
 	/* "queues" first, when a result has both. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, NULL, 0, 0,
-	    "{\"entries\":[],\"queues\":[]}", NULL, w, 1, FX_ERR(fx)), 0);
+	    "{\"entries\":[],\"queues\":[]}", NULL, store_entry_of_array, w,
+	    1, FX_ERR(fx)), 0);
 	r = result_of(fx, plan);
 	assert_string_equal(r, "{\"entries\":[],\"queues\":["
 	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
