@@ -284,7 +284,7 @@ struct bench {
 	struct plan *p;
 	struct step_ctx c;
 	struct store *s;
-	json_t *measured, *state, *moved, *watched, *removed;
+	json_t *measured, *moved, *watched, *removed;
 	int64_t flip_ms;		/* the flip, an hour before the run */
 	char dir[64], db[128];
 	double idle_rate;		/* the node's CPU s/s with nothing running */
@@ -418,8 +418,8 @@ record_run(struct bench *b, enum plan_step_kind kind, const char *status,
 	if (store_begin(b->s, err, errlen) != 0)
 		return -1;
 	if (store_step_update_rows(b->s, b->c.plan_id, plan_find_step(b->p, kind), status,
-	    ended, ended, text, NULL, step_rows_get, &b->c.rows, b->c.rows.n, err,
-	    errlen) != 0)
+	    ended, ended, text, NULL, step_rows_source(&b->c.rows, b->c.rows_kept),
+	    &b->c.rows, b->c.rows.n, err, errlen) != 0)
 		goto fail;
 	if (ended_run) {
 		b->c.events.sink = record_event;
@@ -495,7 +495,10 @@ engine_tick(struct bench *b, bool first)
 	bool again = false;
 	int rc;
 
-	if (!first && (text = step_text(b, PLAN_STEP_WATCH, false)) == NULL)
+	/* Without its rows, as the engine reads it (state_read): the last
+	 * full pass's counters are read from the store by a full pass only. */
+	if (!first && (text = step_text(b, PLAN_STEP_WATCH, (step_kind_of(
+	    PLAN_STEP_WATCH)->flags & STEP_KIND_STATE_ENTRIES) != 0)) == NULL)
 		return -1;
 	rc = engine_run(b, PLAN_STEP_WATCH, step_watch_prepare, step_watch, text,
 	    "running", &r, &again);
@@ -591,7 +594,6 @@ bench_close(struct bench *b, int n)
 	step_ctx_close(&b->c);
 	bench_store_remove(b->s, b->dir, b->db);
 	json_decref(b->measured);
-	json_decref(b->state);
 	json_decref(b->moved);
 	json_decref(b->watched);
 	json_decref(b->removed);
@@ -683,6 +685,8 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 {
 	double t[TICKS_MAX], cpu[TICKS_MAX], self[TICKS_MAX], t0, c0, u0;
 	const json_t *pass;
+	json_t *state;
+	char *text;
 
 	/* Its result is stored (engine_run): only its end moves before the
 	 * flip. */
@@ -729,14 +733,22 @@ run_watch(struct bench *b, struct size_run *r, int ticks)
 		return -1;
 	b->c.measured = b->measured;
 	b->c.flip_ms = b->flip_ms;
-	if ((b->state = step_result(b, PLAN_STEP_WATCH)) == NULL)
+	/* Its passes, read and let go: without the rows (the counters of
+	 * every queue), and not held through the steps after. */
+	if ((text = step_text(b, PLAN_STEP_WATCH, true)) == NULL ||
+	    (state = json_loads(text, 0, NULL)) == NULL) {
+		fprintf(stderr, "bench_scale_old: the watch's result does not read back\n");
+		free(text);
 		return -1;
-	pass = json_object_get(json_object_get(b->state, "old"), "pass");
+	}
+	free(text);
+	pass = json_object_get(json_object_get(state, "old"), "pass");
 	r->full_passes = (long long)json_integer_value(json_object_get(pass, "full"));
 	r->light_passes = (long long)json_integer_value(json_object_get(pass, "light"));
 	snprintf(r->full_why, sizeof(r->full_why), "%s",
 	    json_is_string(json_object_get(pass, "why")) ?
 	    json_string_value(json_object_get(pass, "why")) : "?");
+	json_decref(state);
 	t0 = bench_mono_s();
 	c0 = bench_broker_cpu_s();
 	if (full_listing(b, true, NULL) != 0)
@@ -920,8 +932,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 		goto done;
 	b.c.measured = b.c.moved = b.c.watched = NULL;
 	json_decref(b.measured);
-	json_decref(b.state);
-	b.measured = b.state = NULL;
+	b.measured = NULL;
 	if (last_entry_at(&b, old_now_ms(NULL)) != 0 ||
 	    timed_run(&b, PLAN_STEP_REMOVE_OLD, step_remove_old_prepare,
 	    step_remove_old, NULL, "running", &waited, r, REMOVE_WAIT) != 0 ||

@@ -160,36 +160,38 @@ apply_approve(struct run *r, const struct store_command *c, char *outcome, size_
  * command stands for the gate's approval. A kind that keeps its state
  * across a retry (STEP_KIND_KEEPS_STATE: the watch, whose start, last
  * entry into the old path and so deadline must survive) starts from its
- * last result. */
+ * last result, with the rows kept for it (the watch's last full pass's
+ * counters). */
 static int
 apply_retry(struct run *r, const struct store_command *c, char *outcome, size_t outlen)
 {
-	struct store_step st;
 	const struct step_kind *sk = step_kind_of(r->plan->steps[c->step_idx].kind);
-	const char *keep;
+	const char *kind = plan_step_kind_name(r->plan->steps[c->step_idx].kind);
+	const char *running = step_status_name(STEP_STATUS_RUNNING);
 	int64_t now = clock_now_ms();
+	int rc;
 
 	(void)outcome;
 	(void)outlen;
-	if (store_step_get(r->s, r->id, c->step_idx, &st, r->err, r->errlen) != 0)
+	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
-	keep = sk != NULL && (sk->flags & STEP_KIND_KEEPS_STATE) ? st.result_json : NULL;
-	if (store_begin(r->s, r->err, r->errlen) != 0 ||
-	    store_step_reset(r->s, r->id, c->step_idx, step_status_name(STEP_STATUS_RUNNING),
-	    r->err, r->errlen) != 0 ||
-	    store_step_update(r->s, r->id, c->step_idx, NULL, now, 0, keep, NULL, r->err,
-	    r->errlen) != 0 ||
+	if (sk != NULL && (sk->flags & STEP_KIND_KEEPS_STATE))
+		rc = store_step_restart(r->s, r->id, c->step_idx, running, now, r->err,
+		    r->errlen);
+	else
+		rc = store_step_reset(r->s, r->id, c->step_idx, running, r->err,
+		    r->errlen) != 0 || store_step_update(r->s, r->id, c->step_idx, NULL,
+		    now, 0, NULL, NULL, r->err, r->errlen) != 0 ? -1 : 0;
+	if (rc != 0 ||
 	    store_plan_set_status(r->s, r->id, plan_status_name(PLAN_STATUS_RUNNING), r->err,
 	    r->errlen) != 0 ||
 	    engine__event(r, c->actor, "step.retry", json_pack("{s:i,s:s,s:s}", "step",
-	    c->step_idx + 1, "kind", st.kind, "comment", c->comment)) != 0 ||
+	    c->step_idx + 1, "kind", kind, "comment", c->comment)) != 0 ||
 	    store_commit(r->s, r->err, r->errlen) != 0) {
 		store_rollback(r->s);
-		store_step_clear(&st);
 		return -1;
 	}
-	log_event("info", r->plan->name, st.kind, "step.retry by %s", c->actor);
-	store_step_clear(&st);
+	log_event("info", r->plan->name, kind, "step.retry by %s", c->actor);
 	return 0;
 }
 

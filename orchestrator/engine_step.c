@@ -39,7 +39,7 @@ open_ctx(struct run *r, int idx)
 
 /* The broker cannot be reached for step IDX, which outlives that (the
  * watch): raises broker_unreachable, and the step goes on from STATE
- * (returns 0 with r->ctx.again set). */
+ * (returns 0 with r->ctx.again set), its last result's rows with it. */
 static int
 step_unreachable(struct run *r, const json_t *state, json_t **result)
 {
@@ -49,6 +49,7 @@ step_unreachable(struct run *r, const json_t *state, json_t **result)
 	engine__broker_unreachable(r, message);
 	*result = state != NULL ? json_deep_copy(state) : json_object();
 	r->ctx.again = true;
+	r->ctx.rows_kept = true;
 	return 0;
 }
 
@@ -163,11 +164,13 @@ step_continues(struct run *r, int idx, const json_t *result, const char *text,
 
 	if (r->ctx.events.n == 0 && lag_ms < 0)
 		return store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL,
-		    step_rows_get, rows, rows->n, r->err, r->errlen);
+		    step_rows_source(rows, r->ctx.rows_kept), rows, rows->n, r->err,
+		    r->errlen);
 	if (store_begin(r->s, r->err, r->errlen) != 0)
 		return -1;
 	if (store_step_update_rows(r->s, r->id, idx, NULL, 0, 0, text, NULL,
-	    step_rows_get, rows, rows->n, r->err, r->errlen) != 0 ||
+	    step_rows_source(rows, r->ctx.rows_kept), rows, rows->n, r->err,
+	    r->errlen) != 0 ||
 	    engine__record_step_events(r, idx, result, false) != 0 ||
 	    (lag_ms >= 0 && store_sample_insert(r->s, r->id, started_ms, TICK_LAG_METRIC,
 	    "", (double)lag_ms, r->err, r->errlen) != 0) ||

@@ -83,7 +83,8 @@ engine__transition_ran(struct run *r, int idx, enum step_status status, int64_t 
 	}
 	/* A run's result comes with the rows its list was handed as. */
 	if (store_step_update_rows(r->s, r->id, idx, step_status_name(status), started,
-	    ended, result, error, step_rows_get, &r->ctx.rows,
+	    ended, result, error, ran != NULL ? step_rows_source(&r->ctx.rows,
+	    r->ctx.rows_kept) : step_rows_get, &r->ctx.rows,
 	    ran != NULL ? r->ctx.rows.n : 0, r->err, r->errlen) != 0 ||
 	    (ran != NULL && engine__record_step_events(r, idx, ran, true) != 0)) {
 		json_decref(details);

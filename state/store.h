@@ -286,7 +286,9 @@ int store_entry_of_array(void *arg, size_t i, struct store_entry *out);
  * that SQLite copies (its bind, its record, its json_valid) or a reader
  * parses whole, and the caller need not hold its rows in memory either;
  * store_step_get puts the rows back in "entries". With N = 0, exactly
- * store_step_update. Returns 0, or -1 with ERR. */
+ * store_step_update; with GET NULL, the same but the rows there stay
+ * (the list unchanged since: the watch's light tick). Returns 0, or -1
+ * with ERR. */
 int store_step_update_rows(struct store *s, int64_t plan_id, int idx,
     const char *status, int64_t started_ms, int64_t ended_ms, const char *result_json,
     const char *error, store_entry_fn get, void *arg, size_t n, char *err,
@@ -361,6 +363,12 @@ int store_step_current(struct store *s, int64_t plan_id, struct store_step *out,
  * Returns 0 or -1. */
 int store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
     char *err, size_t errlen);
+
+/* Puts step IDX of PLAN_ID back to STATUS, started at STARTED_MS, with no
+ * end or error, its result and its rows as they are (a retry of a step
+ * that goes on from its last result: the watch). Returns 0 or -1. */
+int store_step_restart(struct store *s, int64_t plan_id, int idx, const char *status,
+    int64_t started_ms, char *err, size_t errlen);
 
 /* ---- the event history (store_events.c) ---- */
 

@@ -103,10 +103,11 @@ step_write(struct store *s, int64_t plan_id, int idx, bool drop, const char *doi
 	return own_end(s, own, rc, err, errlen);
 }
 
-int
-store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
+/* store_step_update, the rows kept for the step deleted when DROP. */
+static int
+step_update(struct store *s, int64_t plan_id, int idx, const char *status,
     int64_t started_ms, int64_t ended_ms, const char *result_json,
-    const char *error, char *err, size_t errlen)
+    const char *error, bool drop, char *err, size_t errlen)
 {
 	static const char sql[] =
 	    "UPDATE steps SET status = coalesce(?1, status),"
@@ -116,11 +117,20 @@ store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
 	    " error = coalesce(?5, error)"
 	    " WHERE plan_id = ?6 AND idx = ?7";
 
-	/* Unbound parameters are NULL: "leave unchanged". A whole result
-	 * replaces the rows. */
-	return step_write(s, plan_id, idx, result_json != NULL, "updating", err, errlen,
+	/* Unbound parameters are NULL: "leave unchanged". */
+	return step_write(s, plan_id, idx, drop, "updating", err, errlen,
 	    sql, "tppttIi", status, started_ms, ended_ms, result_json, error, plan_id,
 	    idx);
+}
+
+int
+store_step_update(struct store *s, int64_t plan_id, int idx, const char *status,
+    int64_t started_ms, int64_t ended_ms, const char *result_json,
+    const char *error, char *err, size_t errlen)
+{
+	/* A whole result replaces the rows. */
+	return step_update(s, plan_id, idx, status, started_ms, ended_ms, result_json,
+	    error, result_json != NULL, err, errlen);
 }
 
 int
@@ -204,6 +214,9 @@ store_step_update_rows(struct store *s, int64_t plan_id, int idx, const char *st
 	bool own = false;
 	int rc = -1;
 
+	if (get == NULL)
+		return step_update(s, plan_id, idx, status, started_ms, ended_ms,
+		    result_json, error, false, err, errlen);
 	if (n == 0)
 		return store_step_update(s, plan_id, idx, status, started_ms, ended_ms,
 		    result_json, error, err, errlen);
@@ -653,4 +666,16 @@ store_step_reset(struct store *s, int64_t plan_id, int idx, const char *status,
 
 	return step_write(s, plan_id, idx, true, "resetting", err, errlen, sql, "tIi",
 	    status, plan_id, idx);
+}
+
+int
+store_step_restart(struct store *s, int64_t plan_id, int idx, const char *status,
+    int64_t started_ms, char *err, size_t errlen)
+{
+	static const char sql[] =
+	    "UPDATE steps SET status = ?1, started_ms = ?2, ended_ms = NULL,"
+	    " error = NULL WHERE plan_id = ?3 AND idx = ?4";
+
+	return step_write(s, plan_id, idx, false, "restarting", err, errlen, sql, "tIIi",
+	    status, started_ms, plan_id, idx);
 }

@@ -107,6 +107,11 @@ int step_rows_get(void *arg, size_t i, struct store_entry *out);
  * (said in ROWS->err). */
 int step_rows_put(struct step_rows *rows, json_t *list, json_t *element);
 
+/* Where the engine reads a run's ROWS: step_rows_get, or, when the run
+ * KEPT its last result's rows and has none of its own (rows_kept), NULL,
+ * which store_step_update_rows takes as "the rows there stay". */
+store_entry_fn step_rows_source(const struct step_rows *rows, bool kept);
+
 /* Closes ROWS's file, frees what it holds and empties it. */
 void step_rows_clear(struct step_rows *rows);
 
@@ -165,6 +170,11 @@ void step_rows_clear(struct step_rows *rows);
 	struct step_rows rows;     /* out: with ROWS_WANTED, the result's \
 	                            * "queues" or "entries", which it holds \
 	                            * empty (owned) */ \
+	bool rows_kept;            /* out: with ROWS_WANTED and no ROWS, the \
+	                            * rows of its last result stand (the \
+	                            * watch's light tick: the last full pass's \
+	                            * counters), not none \
+	                            * (step_rows_source) */ \
 	bool stopped;              /* out: the run gave up because the process \
 	                            * is stopping (step_stop_asked): nothing \
 	                            * of it is to be recorded */ \

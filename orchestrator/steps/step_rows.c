@@ -132,6 +132,12 @@ step_rows_get(void *arg, size_t i, struct store_entry *out)
 	return 0;
 }
 
+store_entry_fn
+step_rows_source(const struct step_rows *rows, bool kept)
+{
+	return kept && rows->n == 0 ? NULL : step_rows_get;
+}
+
 void
 step_rows_clear(struct step_rows *rows)
 {

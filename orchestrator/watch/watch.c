@@ -425,6 +425,24 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 done:
 	c->again = rc == 0 && !done;
 	*result = tick_result(&t, &w, open, status, done, rc, err);
+	/* An ended watch's result has no rows: only a next full pass reads
+	 * them (remove_old reads old_last). */
+	if (done)
+		json_object_set_new(*result, "entries", json_array());
+	else if (watch_old_rows(&t, *result) != 0) {
+		/* The state stands; the last pass's rows stay, which its count
+		 * (old.seen_n, this pass's) no longer matches: the next full
+		 * pass is a first look, which moves the last entry to now. */
+		snprintf(err, errlen, "keeping the old queues' counters: %s",
+		    c->rows.err[0] != '\0' ? c->rows.err : "out of memory");
+		step_rows_clear(&c->rows);
+		c->rows_kept = true;
+		json_object_set_new(*result, "entries", json_array());
+		json_object_set_new(*result, "ok", json_false());
+		json_object_set_new(*result, "error", json_string(err));
+		c->again = false;
+		rc = -1;
+	}
 	topology_free(&t.topo);
 	old_measured_free(&t.own_mq);
 	json_decref(t.old.held);
@@ -433,7 +451,6 @@ done:
 	json_decref(t.exchanges);
 	if (t.old_exchanges != t.exchanges)
 		json_decref(t.old_exchanges);
-	json_decref(t.old.seen_queues);
 	json_decref(t.old.joined);
 	free(t.old.q);
 	free(t.s);

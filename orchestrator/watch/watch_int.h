@@ -22,6 +22,7 @@
 #include "parking.h"
 #include "publish.h"
 #include "sentences.h"
+#include "strblocks.h"
 #include "clock.h"
 #include "step.h"
 #include "topology.h"
@@ -359,6 +360,20 @@ struct pending {
 };
 
 /* One old queue as this tick sees it. */
+/* What a full pass records of an old queue's publish counter (kept as
+ * an integer, COUNTER_LOST or null: watch_seen_value). */
+enum seen_kind {
+	SEEN_NONE,			/* it never had one */
+	SEEN_COUNT,			/* its counter */
+	SEEN_LOST			/* it had one (or had lost it) and
+					 * shows none now: the management
+					 * agent restarted */
+};
+
+/* What "seen" holds for a queue whose counter was there and is gone,
+ * until one shows again. */
+#define COUNTER_LOST "lost"
+
 struct oldq {
 	const char *name;		/* borrowed from the listing */
 	int64_t listed;			/* depth by the statistics */
@@ -370,6 +385,23 @@ struct oldq {
 					 * first time since the last full pass */
 	bool rebased;			/* its counter was reset or lost: what
 					 * it shows is a new baseline */
+	enum seen_kind seen;		/* what this full pass records of it */
+	int64_t seen_publish;		/* with SEEN_COUNT, the counter */
+};
+
+/* The last full pass's counters, by name (watch_seen.c). */
+struct seen_row {
+	const char *name;		/* in the table's TEXT */
+	enum seen_kind kind;
+	int64_t publish;		/* with SEEN_COUNT */
+};
+
+struct seen_table {
+	struct seen_row *v;		/* sorted by name */
+	size_t n, cap;
+	struct strblocks *text;
+	bool have;			/* a last full pass is known (else the
+					 * next is a first look) */
 };
 
 /* The old path as this tick sees it (watch_old.c; its schedule,
@@ -386,9 +418,10 @@ struct old_look {
 	int64_t queues;			/* old queues, as the last full pass saw */
 	bool exact_all;			/* every old queue was read exactly */
 	int64_t depth, nonempty, gone;
-	json_t *seen_queues;		/* a full pass's old queues: {name:
-					 * publish counter or null}, or NULL
-					 * (persisted as old.seen) */
+	bool counted;			/* this tick's full pass read every
+					 * selected queue's counter into Q:
+					 * they replace the last pass's rows
+					 * (watch_old_rows) */
 	json_t *joined;			/* the old path's members measure_horizon
 					 * did not measure, {name: TTL ms}, when
 					 * this tick added some, or NULL */
@@ -542,7 +575,7 @@ cmp_str(const void *a, const void *b)
  *     -> watch_probe.c -> watch_levels.c;
  *   watch_restart.c -> watch_nodes.c; watch_flag.c, watch_verify.c;
  *   watch_stats.c -> watch_record.c;
- *   the leaves: watch_record.c, watch_clock.c, watch_deadline.c,
+ *   the leaves: watch_record.c, watch_clock.c, watch_deadline.c, watch_seen.c,
  *   watch_nodes.c. */
 
 /* watch_record.c: alerts, samples and their recording */
@@ -592,7 +625,20 @@ int watch_old_exact(struct tick *t, bool all);
 int watch_old_samples(struct tick *t);
 json_t *watch_old_json(const struct tick *t, const struct wold *o);
 json_t *watch_old_last_json(const struct tick *t);
+int watch_old_rows(struct tick *t, json_t *result);
 void watch_old_load(struct wold *o, const json_t *j);
+
+/* watch_seen.c: the last full pass's counters (a leaf). Reads them, from
+ * C's state's rows ("entries", counted by old.seen_n) or the old.seen of
+ * a state from before, into S (freed with watch_seen_free); S->have is
+ * false when there is no last pass, or its rows are not all there.
+ * Returns 0, or -1 with ERR. */
+int watch_seen_read(const struct step_ctx *c, struct seen_table *s, char *err,
+    size_t errlen);
+const struct seen_row *watch_seen_find(const struct seen_table *s, const char *name);
+/* KIND and PUBLISH as the row's "publish" (a new reference). */
+json_t *watch_seen_value(enum seen_kind kind, int64_t publish);
+void watch_seen_free(struct seen_table *s);
 
 /* watch_old_pass.c: the old path's passes (struct wpass) */
 bool watch_old_pass_full(struct tick *t);

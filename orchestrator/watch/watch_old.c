@@ -70,8 +70,8 @@ watch_old_exact(struct tick *t, bool all)
  * publish into the old path does: old_new_queue. A member that vanishes
  * empty is counted as gone; one holding messages raises old_vanished. */
 struct members {
-	const json_t *prev;		/* the last full pass's "seen", or NULL
-					 * (the first look) */
+	const struct seen_table *prev;	/* the last full pass's counters, or
+					 * NULL (the first look) */
 	const json_t *joined_prev;	/* members joined so far, or NULL */
 	size_t nnew;			/* created after the flip, to alert */
 	char names[400];		/* the first NAMES_LISTED of those */
@@ -169,11 +169,6 @@ note_joined(struct tick *t, const struct old_listed *e, const char *name,
 	json_object_set_new(t->old.joined, name, ttl >= 0 ? json_integer(ttl) : json_null());
 }
 
-/* What "seen" holds for a queue whose counter was there and is gone (the
- * management agent restarted, its statistics lost), until one shows
- * again. A queue that never had one holds null. */
-#define COUNTER_LOST "lost"
-
 /* Compares queue Q's publish counter now with the last full pass's (PV,
  * NULL when it was not listed then) into M. Returns whether it is new
  * since that pass.
@@ -185,22 +180,22 @@ note_joined(struct tick *t, const struct old_listed *e, const char *name,
  * never publishes. Only the queue's depth can still tell of messages
  * that entered since (late_or_after). */
 static bool
-compare_counter(struct oldq *q, const json_t *pv, struct members *m)
+compare_counter(struct oldq *q, const struct seen_row *pv, struct members *m)
 {
 	if (pv == NULL) {
 		m->created += q->publish > 0 ? q->publish : 0;
 		return true;
 	}
-	if (json_is_string(pv)) {
+	if (pv->kind == SEEN_LOST) {
 		q->rebased = true;
 		return false;
 	}
-	if (json_is_integer(pv) && q->publish < json_integer_value(pv)) {
+	if (pv->kind == SEEN_COUNT && q->publish < pv->publish) {
 		m->reset++;
 		q->rebased = true;
 		return false;
 	}
-	if (!json_is_integer(pv)) {
+	if (pv->kind != SEEN_COUNT) {
 		/* No counter then: an idle queue's, or statistics that had not
 		 * caught up (they can lag a minute for a queue published to
 		 * once). What shows now may predate the last look, unless its
@@ -209,36 +204,38 @@ compare_counter(struct oldq *q, const json_t *pv, struct members *m)
 		m->late += q->first_count;
 		return false;
 	}
-	m->grown += q->publish - json_integer_value(pv);
+	m->grown += q->publish - pv->publish;
 	return false;
 }
 
-/* What "seen" records of queue Q (PV: the last full pass's entry): its
- * counter, or, without one, COUNTER_LOST when it had one (or had lost
- * it) and null when it never had. */
-static json_t *
-seen_entry(const struct oldq *q, const json_t *pv)
+/* What the pass records of queue Q (PV: the last full pass's row): its
+ * counter, or, without one, SEEN_LOST when it had one (or had lost it)
+ * and SEEN_NONE when it never had. */
+static void
+seen_entry(struct oldq *q, const struct seen_row *pv)
 {
+	q->seen_publish = q->publish;
 	if (q->publish >= 0)
-		return json_integer(q->publish);
-	return json_is_integer(pv) || json_is_string(pv) ? json_string(COUNTER_LOST) :
-	    json_null();
+		q->seen = SEEN_COUNT;
+	else if (pv != NULL && pv->kind != SEEN_NONE)
+		q->seen = SEEN_LOST;
+	else
+		q->seen = SEEN_NONE;
 }
 
 /* Fills T->old.q with the listed queues SEL selects (whether each was
- * measured: T->mq), their publish counters summed into
- * *TOTAL and recorded in T->old.seen_queues, each compared with the last full pass
- * into M, the unmeasured ones joined. Returns 0, or -1 with ERR (memory,
- * a name the selection cannot decide). */
+ * measured: T->mq), in the listing's order (by name), their publish
+ * counters summed into *TOTAL and recorded in each (seen), each compared
+ * with the last full pass into M, the unmeasured ones joined. Returns 0,
+ * or -1 with ERR (memory, a name the selection cannot decide). */
 static int
 select_listed(struct tick *t, struct old_selector *sel, int64_t *total,
     struct members *m, char *err, size_t errlen)
 {
-	const json_t *pv;
+	const struct seen_row *pv;
 	bool selected, fresh;
 
-	if ((t->old.q = calloc(t->old.listing.n + 1, sizeof(*t->old.q))) == NULL ||
-	    (t->old.seen_queues = json_object()) == NULL) {
+	if ((t->old.q = calloc(t->old.listing.n + 1, sizeof(*t->old.q))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -258,8 +255,8 @@ select_listed(struct tick *t, struct old_selector *sel, int64_t *total,
 		q->publish = e->publish;
 		q->measured = old_measured_find(t->mq, name) != NULL;
 		*total += e->publish >= 0 ? e->publish : 0;
-		pv = m->prev != NULL ? json_object_get(m->prev, name) : NULL;
-		json_object_set_new(t->old.seen_queues, name, seen_entry(q, pv));
+		pv = watch_seen_find(m->prev, name);
+		seen_entry(q, pv);
 		fresh = m->prev != NULL && compare_counter(q, pv, m);
 		if (!q->measured)
 			note_joined(t, e, name, fresh && since_after_window(t), m);
@@ -299,15 +296,21 @@ late_or_after(struct tick *t, struct members *m)
 static void
 count_gone(struct tick *t, const struct members *m)
 {
-	const char *name;
-	const json_t *v;
 	const json_t *held = json_object_get(json_object_get(t->c->state, "old"),
 	    "held");
+	size_t j = 0;
+	int c = 0;
 
-	json_object_foreach((json_t *)m->prev, name, v)
-		if (json_object_get(t->old.seen_queues, name) == NULL &&
+	/* Both in name order: one walk. */
+	for (size_t i = 0; i < m->prev->n; i++) {
+		const char *name = m->prev->v[i].name;
+
+		while (j < t->old.nq && (c = strcmp(t->old.q[j].name, name)) < 0)
+			j++;
+		if ((j == t->old.nq || c != 0) &&
 		    json_integer_value(json_object_get(held, name)) <= 0)
 			t->w->old.gone_empty++;
+	}
 }
 
 /* Raises old_new_queue for old queues created after the flip; the largest
@@ -461,6 +464,7 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	const json_t *old = json_object_get(t->c->state, "old");
 	struct members m = { .ttl = -1 };
 	struct old_selector sel = { 0 };
+	struct seen_table prev = { 0 };
 	int64_t total = 0;
 	int rc = -1;
 
@@ -469,8 +473,9 @@ old_sample(struct tick *t, char *err, size_t errlen)
 		(void)old_light(t);
 		return 0;
 	}
-	m.prev = json_is_object(json_object_get(old, "seen")) ?
-	    json_object_get(old, "seen") : NULL;
+	if (watch_seen_read(t->c, &prev, err, errlen) != 0)
+		goto done;
+	m.prev = prev.have ? &prev : NULL;
 	m.joined_prev = json_is_object(json_object_get(old, "joined")) ?
 	    json_object_get(old, "joined") : NULL;
 	if (old_selector_init(&sel, t->p, err, errlen) != 0)
@@ -482,6 +487,7 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	watch_stats_read(t, &t->old.listing);
 	if (select_listed(t, &sel, &total, &m, err, errlen) != 0)
 		goto done;
+	t->old.counted = true;
 	t->old.seen = true;
 	t->old.queues = (int64_t)t->old.nq;
 	t->w->old.unmeasured_seen = (int64_t)(t->old.joined != NULL ?
@@ -501,6 +507,7 @@ old_sample(struct tick *t, char *err, size_t errlen)
 	rc = 0;
 done:
 	old_selector_free(&sel);
+	watch_seen_free(&prev);
 	return rc;
 }
 
@@ -591,17 +598,19 @@ watch_old_samples(struct tick *t)
 
 /* The persisted "old" member, a new reference: the counts, the unmeasured
  * queues alerted already (new_queues), the passes' schedule (pass); the
- * queues that hold messages (held), the last full pass's queues and their
- * publish counters (seen) and the members measure_horizon did not measure,
- * with their TTLs (joined: remove_old takes them as it takes the
- * measured), each from this tick or, when it did not read them, carried
- * forward from the last state; and those members' counts. */
+ * queues that hold messages (held), how many old queues the last full
+ * pass counted (seen_n: the result's rows, watch_old_rows) and the
+ * members measure_horizon did not measure, with their TTLs (joined:
+ * remove_old takes them as it takes the measured), each from this tick
+ * or, when it did not read them, carried forward from the last state
+ * (and a state from before the rows, its counters themselves: seen);
+ * and those members' counts. */
 json_t *
 watch_old_json(const struct tick *t, const struct wold *o)
 {
 	const json_t *prev = json_object_get(t->c->state, "old");
-	const json_t *seen = t->old.seen_queues != NULL ? t->old.seen_queues :
-	    json_object_get(prev, "seen");
+	const json_t *seen = t->old.counted ? NULL : json_object_get(prev, "seen");
+	const json_t *seen_n = t->old.counted ? NULL : json_object_get(prev, "seen_n");
 	const json_t *joined = t->old.joined != NULL ? t->old.joined :
 	    json_object_get(prev, "joined");
 	json_t *j, *known = json_array();
@@ -620,7 +629,11 @@ watch_old_json(const struct tick *t, const struct wold *o)
 	json_object_set_new(j, "pass", watch_old_pass_json(&o->pass));
 	json_object_set(j, "held", t->old.held != NULL ? t->old.held :
 	    json_object_get(prev, "held"));
-	if (json_is_object(seen))
+	if (t->old.counted)
+		json_object_set_new(j, "seen_n", json_integer((json_int_t)t->old.nq));
+	else if (json_is_integer(seen_n))
+		json_object_set(j, "seen_n", (json_t *)seen_n);
+	else if (json_is_object(seen))
 		json_object_set(j, "seen", (json_t *)seen);
 	json_object_set_new(j, "joined", json_is_object(joined) ?
 	    json_incref((json_t *)joined) : json_object());
@@ -647,6 +660,41 @@ watch_old_last_json(const struct tick *t)
 		    "messages", (json_int_t)(q->exact >= 0 ? q->exact : q->listed)));
 	}
 	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
+}
+
+/* Hands this tick's counters over as the result's rows, an element
+ * {"name", "publish"} per old queue (its counter, COUNTER_LOST or null),
+ * when its full pass counted them: into C's rows when the engine takes
+ * them (c->rows_wanted), else into RESULT's "entries". Otherwise the last
+ * pass's stay: the engine keeps its rows (c->rows_kept), and a caller
+ * that keeps the result whole finds them carried in "entries". RESULT
+ * always has "entries" (the rows' place). Returns 0, or -1 with the
+ * reason in the rows (out of memory, the rows' file). */
+int
+watch_old_rows(struct tick *t, json_t *result)
+{
+	struct step_ctx *c = t->c;
+	json_t *list = json_array(), *last;
+
+	if (list == NULL || json_object_set_new(result, "entries", list) != 0)
+		return -1;
+	if (!t->old.counted) {
+		last = json_object_get(c->state, "entries");
+		if (c->rows_wanted)
+			c->rows_kept = true;
+		else if (json_is_array(last))
+			json_object_set(result, "entries", last);
+		return 0;
+	}
+	for (size_t i = 0; i < t->old.nq; i++) {
+		const struct oldq *q = &t->old.q[i];
+
+		if (step_rows_put(c->rows_wanted ? &c->rows : NULL, list,
+		    json_pack("{s:s,s:o}", "name", q->name, "publish",
+		    watch_seen_value(q->seen, q->seen_publish))) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* The integer members of the persisted "old". */

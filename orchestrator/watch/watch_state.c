@@ -168,7 +168,9 @@ watch_state_json(const struct tick *t, const struct wstate *w, int open_alerts,
 	/* Only a next full pass compares with the counters of the last
 	 * ("seen", one per old queue): an ended watch makes none, and what
 	 * remove_old reads is old_last. */
-	if (done)
+	if (done) {
 		json_object_del(json_object_get(j, "old"), "seen");
+		json_object_del(json_object_get(j, "old"), "seen_n");
+	}
 	return j;
 }

@@ -57,6 +57,7 @@ iwatch_teardown(void **state)
 	plan_free(f->p);
 	json_decref(f->measured);
 	json_decref(f->state);
+	free(f->state_text);
 	store_close(f->s);
 	if (f->db[0] != '\0') {
 		static const char *const ext[] = { "", "-wal", "-shm" };
@@ -292,7 +293,13 @@ iwatch_tick(struct fixture *f, char *err, size_t errlen)
 		    json_integer(f->flip_ms));
 		f->seen_at_flip = false;
 	}
+	/* As the engine runs it: the state without its rows, which the
+	 * step reads from the store, and its rows handed over to be kept
+	 * apart (or the last ones kept). */
 	f->c.state = f->state;
+	f->c.state_text = f->state != NULL ? f->state_text : NULL;
+	f->c.state_idx = idx;
+	f->c.rows_wanted = true;
 	f->c.now_ms = f->jump_ms != 0 ? now_ms() + f->jump_ms : 0;
 	f->c.again = true;	/* step_watch must set it either way */
 	rc = step_watch(&f->c, &r, err, errlen);
@@ -302,17 +309,24 @@ iwatch_tick(struct fixture *f, char *err, size_t errlen)
 		rc = 1;
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	assert_non_null(text);
-	if (store_step_update(f->s, f->plan_id, idx, rc < 0 ? "failed" : "running", 0, 0,
-	    text, NULL, err, errlen) != 0)
+	if (store_step_update_rows(f->s, f->plan_id, idx, rc < 0 ? "failed" : "running",
+	    0, 0, text, NULL, step_rows_source(&f->c.rows, f->c.rows_kept), &f->c.rows,
+	    f->c.rows.n, err, errlen) != 0)
 		fail_msg("%s", err);
 	free(text);
+	step_rows_clear(&f->c.rows);
+	f->c.rows_kept = false;
+	f->c.state_text = NULL;
 	/* What the next tick gets is what the store gives back. */
-	if (store_step_get(f->s, f->plan_id, idx, &st, err, errlen) != 0)
+	if (store_step_get_apart(f->s, f->plan_id, idx, &st, err, errlen) != 0)
 		fail_msg("%s", err);
 	back = json_loads(st.result_json, 0, NULL);
-	store_step_clear(&st);
 	assert_non_null(back);
 	assert_true(json_equal(back, r));
+	free(f->state_text);
+	f->state_text = st.result_json;
+	st.result_json = NULL;
+	store_step_clear(&st);
 	json_decref(r);
 	json_decref(f->state);
 	f->state = back;
@@ -571,6 +585,74 @@ const json_t *
 iwatch_pass_of(struct fixture *f)
 {
 	return iwatch_obj(iwatch_obj(f->state, "old"), "pass");
+}
+
+/* What iwatch_rows reads into. */
+struct rows_text {
+	char *out;
+	size_t len;
+	int n;
+};
+
+/* store_each_fn: row E as "name=publish;" appended to the rows_text ARG. */
+static int
+row_text(const json_t *e, void *arg)
+{
+	struct rows_text *rt = arg;
+	char *v = json_dumps(json_object_get(e, "publish"), JSON_ENCODE_ANY);
+	size_t used = strlen(rt->out);
+
+	snprintf(rt->out + used, rt->len - used, "%s=%s;",
+	    json_string_value(json_object_get(e, "name")), v != NULL ? v : "?");
+	free(v);
+	rt->n++;
+	return 0;
+}
+
+int
+iwatch_rows(struct fixture *f, char *out, size_t outlen)
+{
+	struct rows_text rt = { out, outlen, 0 };
+	char err[512];
+	bool bad = false;
+
+	out[0] = '\0';
+	if (store_step_rows_each(f->s, f->plan_id, plan_find_step(f->p, PLAN_STEP_WATCH),
+	    row_text, &rt, &bad, err, sizeof(err)) != 0 || bad)
+		fail_msg("reading the watch's rows: %s", err);
+	return rt.n;
+}
+
+/* What iwatch_seen looks for, and what it found. */
+struct seen_find {
+	const char *name;
+	json_t *publish;
+};
+
+/* store_each_fn: row E's "publish" into the seen_find ARG when it names
+ * the queue looked for. */
+static int
+seen_take(const json_t *e, void *arg)
+{
+	struct seen_find *sf = arg;
+
+	if (sf->publish == NULL &&
+	    strcmp(json_string_value(json_object_get(e, "name")), sf->name) == 0)
+		sf->publish = json_incref(json_object_get(e, "publish"));
+	return 0;
+}
+
+json_t *
+iwatch_seen(struct fixture *f, const char *name)
+{
+	struct seen_find sf = { name, NULL };
+	char err[512];
+	bool bad = false;
+
+	if (store_step_rows_each(f->s, f->plan_id, plan_find_step(f->p, PLAN_STEP_WATCH),
+	    seen_take, &sf, &bad, err, sizeof(err)) != 0 || bad)
+		fail_msg("reading the watch's rows: %s", err);
+	return sf.publish;
 }
 
 int

@@ -76,6 +76,9 @@ struct fixture {
 	char dir[64], db[128];
 	json_t *measured;
 	json_t *state;              /* as read back from the store */
+	char *state_text;           /* its text, without its rows (the last
+	                             * full pass's counters, which the store
+	                             * keeps apart as the engine has it) */
 	int64_t flip_ms;
 	char old[MAX_OLD + 1][LADDER_NAME_MAX];
 	int nold;                   /* old[nold] may hold an extra queue */
@@ -204,6 +207,15 @@ const json_t *iwatch_entry(struct fixture *f, const char *part, const char *key,
 double iwatch_metric(struct fixture *f, const char *name, const char *label);
 
 const json_t *iwatch_pass_of(struct fixture *f);
+
+/* The watch step's rows (the last full pass's counters, kept apart from
+ * its result) as "name=publish;" each, in their order, into OUT. Returns
+ * how many. */
+int iwatch_rows(struct fixture *f, char *out, size_t outlen);
+
+/* Old queue NAME's "publish" in the watch step's rows (a new reference),
+ * or NULL when no row names it. */
+json_t *iwatch_seen(struct fixture *f, const char *name);
 
 /* Old queue NAME's message_stats.publish by the management API, -1 when
  * it shows none. */

@@ -175,11 +175,17 @@ restart_management_start(void)
 	return itest_spawn(log, argv);
 }
 
-/* Old queue NAME's entry in the last full pass's "seen". */
+/* Old queue NAME's counter as the last full pass recorded it (the watch
+ * step's rows: its "publish"), valid until the next call; NULL when the
+ * pass did not record the queue. */
 static const json_t *
 seen_of(struct fixture *f, const char *name)
 {
-	return json_object_get(json_object_get(iwatch_obj(f->state, "old"), "seen"), name);
+	static json_t *last;
+
+	json_decref(last);
+	last = iwatch_seen(f, name);
+	return last;
 }
 
 /* The management agent restarts mid-watch (the plugin disabled and

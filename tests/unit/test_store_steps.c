@@ -332,9 +332,34 @@ test_update_rows(void **state)
 	assert_string_equal(r, "{\"ok\":false,\"entries\":["
 	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
 	free(r);
+	/* No reader: the rows there stay with the result written (the
+	 * watch's light tick), its status too. */
+	assert_int_equal(store_step_update_rows(fx->s, plan, 0, "running", 0, 0,
+	    "{\"ok\":true,\"tick\":2,\"entries\":[]}", NULL, NULL, NULL, 0,
+	    FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 1);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_string_equal(st.status, "running");
+	assert_string_equal(st.result_json, "{\"ok\":true,\"tick\":2,\"entries\":["
+	    "{\"name\":\"old.c\",\"outcome\":\"removed\"}]}");
+	store_step_clear(&st);
+	/* Restarted (a retry that goes on from the last result): result and
+	 * rows as they were, no end, no error. */
+	assert_int_equal(store_step_update(fx->s, plan, 0, "failed", 0, 300, NULL, "lost",
+	    FX_ERR(fx)), 0);
+	assert_int_equal(store_step_restart(fx->s, plan, 0, "running", 400, FX_ERR(fx)), 0);
+	assert_int_equal(rows_held(fx), 1);
+	assert_int_equal(store_step_get(fx->s, plan, 0, &st, FX_ERR(fx)), 0);
+	assert_string_equal(st.status, "running");
+	assert_int_equal(st.started_ms, 400);
+	assert_int_equal(st.ended_ms, 0);
+	assert_null(st.error);
+	assert_non_null(strstr(st.result_json, "old.c"));
+	store_step_clear(&st);
 	/* None given: the result written is the whole result. */
 	assert_int_equal(store_step_update_rows(fx->s, plan, 0, NULL, 0, 0,
-	    "{\"entries\":[{\"name\":\"x\"}]}", NULL, NULL, NULL, 0, FX_ERR(fx)), 0);
+	    "{\"entries\":[{\"name\":\"x\"}]}", NULL, store_entry_of_array, NULL, 0,
+	    FX_ERR(fx)), 0);
 	assert_int_equal(rows_held(fx), 0);
 	r = result_of(fx, plan);
 	assert_string_equal(r, "{\"entries\":[{\"name\":\"x\"}]}");

@@ -177,7 +177,59 @@ test_other_version_refused(void **unused)
 	free(w);
 }
 
+/* The last full pass's counters: a state from before has them in
+ * old.seen, read by name (an integer, "lost", null); a state now counts
+ * them (old.seen_n) in its "entries" (rows the engine keeps apart); rows
+ * missing, or no count at all, is no last pass (the next is a first
+ * look). */
+static void
+test_last_pass_counters(void **unused)
+{
+	json_t *in = load_fixture();
+	struct step_ctx c = { 0 };
+	struct seen_table s;
+	const struct seen_row *r;
+	char err[256];
+
+	(void)unused;
+	c.state = in;
+	assert_int_equal(watch_seen_read(&c, &s, err, sizeof(err)), 0);
+	assert_true(s.have);
+	assert_int_equal(s.n, 3);
+	assert_non_null(r = watch_seen_find(&s, "delay.600"));
+	assert_int_equal(r->kind, SEEN_COUNT);
+	assert_int_equal(r->publish, 10);
+	assert_int_equal(watch_seen_find(&s, "delay.60")->kind, SEEN_NONE);
+	assert_int_equal(watch_seen_find(&s, "delay.5")->kind, SEEN_LOST);
+	assert_null(watch_seen_find(&s, "delay.6"));
+	watch_seen_free(&s);
+	json_decref(in);
+
+	in = json_pack("{s:{s:i},s:[{s:s,s:i},{s:s,s:s},{s:s,s:n}]}", "old", "seen_n", 3,
+	    "entries", "name", "q.b", "publish", 5, "name", "q.a", "publish", "lost", "name",
+	    "q.c", "publish");
+	c.state = in;
+	assert_int_equal(watch_seen_read(&c, &s, err, sizeof(err)), 0);
+	assert_true(s.have);
+	assert_string_equal(s.v[0].name, "q.a");	/* by name */
+	assert_int_equal(watch_seen_find(&s, "q.a")->kind, SEEN_LOST);
+	assert_int_equal(watch_seen_find(&s, "q.b")->publish, 5);
+	assert_int_equal(watch_seen_find(&s, "q.c")->kind, SEEN_NONE);
+	watch_seen_free(&s);
+	json_object_set_new(json_object_get(in, "old"), "seen_n", json_integer(4));
+	assert_int_equal(watch_seen_read(&c, &s, err, sizeof(err)), 0);
+	assert_false(s.have);
+	watch_seen_free(&s);
+	json_object_del(json_object_get(in, "old"), "seen_n");
+	assert_int_equal(watch_seen_read(&c, &s, err, sizeof(err)), 0);
+	assert_false(s.have);
+	assert_int_equal(s.n, 0);
+	watch_seen_free(&s);
+	json_decref(in);
+}
+
 CM_MAIN(NULL, NULL,
 	cmocka_unit_test(test_state_round_trips_unchanged),
 	cmocka_unit_test(test_sparse_state_reads_as_new_parts),
-	cmocka_unit_test(test_other_version_refused))
+	cmocka_unit_test(test_other_version_refused),
+	cmocka_unit_test(test_last_pass_counters))
