@@ -44,7 +44,9 @@ test_round_trip(void **state)
 	assert_int_equal(step_rows_get(&rows, 1000, &e), 0);
 	assert_string_equal(e.name, "(none)");
 	assert_int_equal(strlen(e.json), 200000 + strlen("{\"note\":\"\"}"));
-	assert_int_equal(step_rows_add(&rows, json_pack("{s:s}", "name", "old.last")), 0);
+	el = json_pack("{s:s}", "name", "old.last");
+	assert_int_equal(step_rows_add(&rows, el), 0);	/* borrowed */
+	json_decref(el);
 	assert_int_equal(step_rows_get(&rows, 1001, &e), 0);
 	assert_string_equal(e.json, "{\"name\":\"old.last\"}");
 	assert_int_equal(step_rows_get(&rows, 0, &e), 0);
