@@ -77,7 +77,7 @@ check_queue(struct worker *wk, struct item *it)
 	struct broker_queue_info qi;
 	bool classic = strcmp(it->type, "classic") == 0;
 	uint32_t purged = 0;
-	char why[512], when[40];
+	char why[512], when[40], basis[BASIS_MAX];
 	int r;
 
 	r = broker_queue_inspect(wk->b, it->name, &qi, why, sizeof(why));
@@ -107,8 +107,9 @@ check_queue(struct worker *wk, struct item *it)
 		    "after fencing it (a policy: max-length 0, reject-publish) and "
 		    "checking it again, without if-empty/if-unused (not supported by "
 		    "this queue type)");
-		rm_add_reason(it, "its deadline: %s (%s)",
-		    old_time_format(it->deadline_ms, when, sizeof(when)), rm_basis(it));
+		rm_add_reason(wk->w->r, it, "its deadline: %s (%s)",
+		    old_time_format(it->deadline_ms, when, sizeof(when)),
+		    rm_basis(wk->w->r, it, basis, sizeof(basis)));
 		return 0;
 	}
 	if (!classic) {
@@ -165,7 +166,7 @@ unseal(struct worker *wk, struct item *it)
 	    old_fence_unseal(wk->b, it->name, it->fence->policy, &it->markers, why,
 	    sizeof(why)) == 0)
 		return;
-	rm_add_reason(it, "%d marker message%s "
+	rm_add_reason(wk->w->r, it, "%d marker message%s "
 	    "(id '%s') could not be taken back and will dead-letter with its TTL: %s",
 	    it->markers, it->markers == 1 ? "" : "s", it->fence->policy, why);
 }
@@ -419,13 +420,22 @@ fence_and_delete(struct rm_run *r, const struct old_selection *s,
     struct item **list, size_t n, char *fence_err, size_t felen)
 {
 	struct step_ctx *c = r->c;
-	struct old_fence *f = calloc(n + 1, sizeof(*f));
-	const char **own = calloc(n + 1, sizeof(*own));
-	struct item **fl = calloc(n + 1, sizeof(*fl));
+	struct old_fence *f = NULL;
+	const char **own = NULL;
+	struct item **fl = NULL;
 	char why[512];
-	size_t nf = 0;
+	size_t nf = 0, want = 0;
 	int nconn = 0;
 
+	/* A fence is over 600 bytes: as many as there are queues to fence,
+	 * not as there are queues (classic ones, the most, need none). */
+	for (size_t i = 0; i < n; i++)
+		want += list[i]->fence_wanted;
+	if (want == 0)
+		return 0;
+	f = calloc(want, sizeof(*f));
+	own = calloc(want, sizeof(*own));
+	fl = calloc(want, sizeof(*fl));
 	if (f == NULL || own == NULL || fl == NULL) {
 		for (size_t i = 0; i < n; i++)
 			if (list[i]->fence_wanted)
@@ -631,18 +641,20 @@ carry_removed(const struct rm_run *r, struct item *items, size_t nitems)
 /* IT's entry of the step's result (a new reference, NULL out of memory):
  * with "wait" when it waits, which the next run reads. */
 static json_t *
-entry_json(const struct item *it)
+entry_json(const struct rm_run *r, const struct item *it)
 {
+	char reason[REASON_MAX], basis[BASIS_MAX];
+	const char *why = rm_basis(r, it, basis, sizeof(basis));
 	json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:s}", "name", it->name,
 	    "type", it->type, "outcome", outcome_names[it->outcome],
 	    "messages_seen", int_or_null(it->seen), "ttl_ms", int_or_null(it->ttl_ms),
 	    "deadline_ms", int_or_null(it->deadline_ms), "at_ms", (json_int_t)it->at_ms,
-	    "reason", rm_reason(it));
+	    "reason", rm_reason(r, it, reason, sizeof(reason)));
 
 	if (e != NULL && it->purged >= 0)
 		json_object_set_new(e, "purged", json_integer(it->purged));
-	if (e != NULL && rm_basis(it)[0] != '\0')
-		json_object_set_new(e, "deadline_why", json_string(rm_basis(it)));
+	if (e != NULL && why[0] != '\0')
+		json_object_set_new(e, "deadline_why", json_string(why));
 	/* What the next run reads back (rm_last_read). */
 	if (e != NULL && it->outcome == OUT_WAIT)
 		json_object_set_new(e, "wait", json_pack("{s:s,s:I,s:I}",
@@ -657,8 +669,8 @@ entry_json(const struct item *it)
  * COUNTS. Returns the messages deleted with quorum queues ("purged"), or
  * -1 when out of memory. */
 static int64_t
-entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
-    size_t nitems, size_t *counts)
+entries_add(const struct rm_run *r, struct step_rows *rows, json_t *entries,
+    const struct item *items, size_t nitems, size_t *counts)
 {
 	int64_t lost = 0;
 
@@ -668,7 +680,7 @@ entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
 		counts[it->outcome]++;
 		if (it->purged > 0)
 			lost += it->purged;
-		if (step_rows_put(rows, entries, entry_json(it)) != 0)
+		if (step_rows_put(rows, entries, entry_json(r, it)) != 0)
 			return -1;
 	}
 	return lost;
@@ -678,9 +690,10 @@ entries_add(struct step_rows *rows, json_t *entries, const struct item *items,
  * with their queues, the NLEFT queues left (the first LEFT_IN_ERR named
  * with their reasons), and FENCE_ERR. ERR stays empty when all is well. */
 static void
-summary_err(char *err, size_t errlen, const struct item *items, size_t nitems,
-    size_t nleft, int64_t lost, bool dry_run, const char *fence_err)
+summary_err(const struct rm_run *r, char *err, size_t errlen, const struct item *items,
+    size_t nitems, size_t nleft, int64_t lost, bool dry_run, const char *fence_err)
 {
+	char reason[REASON_MAX];
 	size_t off, named = 0;
 
 	err[0] = '\0';
@@ -702,7 +715,8 @@ summary_err(char *err, size_t errlen, const struct item *items, size_t nitems,
 				break;
 			}
 			off += (size_t)snprintf(err + off, errlen - off, "%s %s (%s)",
-			    named ? ";" : "", items[i].name, rm_reason(&items[i]));
+			    named ? ";" : "", items[i].name,
+			    rm_reason(r, &items[i], reason, sizeof(reason)));
 			named++;
 		}
 	}
@@ -814,14 +828,14 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		if (items[i].outcome == OUT_NONE)
 			rm_set_reason(&items[i], OUT_LEFT, "not checked");
 	carry_removed(&r, items, nitems);
-	if ((lost = entries_add(c->rows_wanted && !o->dry_run ? &c->rows : NULL, entries,
+	if ((lost = entries_add(&r, c->rows_wanted && !o->dry_run ? &c->rows : NULL, entries,
 	    items, nitems, counts)) < 0) {
 		errbuf_set(err, errlen, "the result's %zu entries: %s", nitems,
 		    c->rows.err[0] != '\0' ? c->rows.err : "out of memory");
 		step_rows_clear(&c->rows);	/* none rather than some */
 		goto done;
 	}
-	summary_err(err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
+	summary_err(&r, err, errlen, items, nitems, counts[OUT_LEFT], lost, o->dry_run,
 	    fence_err);
 	if (rm_exchanges(&r, &s, items, nitems, xs, xerr, sizeof(xerr)) != 0)
 		sentences_add(err, errlen, "%s", xerr);

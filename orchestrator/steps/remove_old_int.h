@@ -19,6 +19,22 @@
 enum outcome { OUT_NONE, OUT_REMOVED, OUT_GONE, OUT_LEFT, OUT_WOULD, OUT_WAIT,
 	OUT_COUNT };
 
+/* How an item holds its reason or what its deadline is made of. The
+ * shapes every queue of a large old path shares (waiting for a deadline
+ * made of the last entry and its TTL, deleted with if-empty) are no text
+ * of their own: they are written from the item's figures when its entry
+ * is (rm_reason, rm_basis), so that 100,000 waiting queues hold 100,000
+ * numbers rather than 100,000 near-copies of one sentence. */
+enum text_kind {
+	TEXT_NONE,		/* nothing: "" */
+	TEXT_OWN,		/* a text of its own (allocated) */
+	TEXT_FIXED,		/* a string literal, not copied */
+	TEXT_DEADLINE,		/* reason: not yet past its deadline */
+	TEXT_ENTRY,		/* basis: last entry + TTL + allowance */
+	TEXT_MOVED,		/* basis: move_old's last pass left nothing */
+	TEXT_MOVED_LEFT		/* basis: move_old's last pass left messages */
+};
+
 /* Why a queue waits; each kind's deadline and words are a row of
  * remove_old_when.c's wait table. */
 enum wait_kind {
@@ -37,16 +53,15 @@ struct item {
 	const char *type;		/* "" when unknown */
 	int64_t ttl_ms;			/* -1 unknown */
 	int64_t deadline_ms;		/* -1 unknown */
-	char *basis;			/* what the deadline is made of, NULL
-					 * when nothing (rm_set_basis; its own
-					 * allocation, as REASON: a fixed
-					 * buffer each cost the step about 1 KB
-					 * a queue) */
+	const char *basis;		/* what the deadline is made of, as
+					 * BASIS_IS says (rm_basis) */
 	enum outcome outcome;
 	int64_t seen;			/* depth the passive declare saw, -1: not checked */
 	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
 	int64_t at_ms;
-	char *reason;			/* NULL until set (rm_set_reason) */
+	const char *reason;		/* why, as REASON_IS says (rm_reason) */
+	unsigned char reason_is;	/* enum text_kind of REASON */
+	unsigned char basis_is;		/* enum text_kind of BASIS */
 	bool fence_wanted;		/* checked; to be fenced before the delete */
 	struct old_fence *fence;	/* its fence, or NULL */
 	int markers;			/* remove_old's markers in it */
@@ -124,22 +139,32 @@ void rm_last_free(struct rm_run *r);
 const char *rm_wait_name(enum wait_kind k);
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
- * bytes, as every text of an item is cut at its _MAX); out of memory
- * leaves the reason empty. */
+ * bytes, as every text of an item is cut at its _MAX); a FMT without a
+ * conversion is kept as it is, not copied (the compiler holds every FMT
+ * to a literal). Out of memory leaves the reason empty. */
 void rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Adds a sentence to IT's reason (sentences_add). */
-void rm_add_reason(struct item *it, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Adds a sentence to IT's reason (sentences_add), R's run's. */
+void rm_add_reason(const struct rm_run *r, struct item *it, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Sets what IT's deadline is made of (printf, cut at BASIS_MAX - 1). */
 void rm_set_basis(struct item *it, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* IT's reason, and what its deadline is made of: "" when none. */
-const char *rm_reason(const struct item *it);
-const char *rm_basis(const struct item *it);
+/* Sets what IT's deadline is made of to one of the shared shapes
+ * (TEXT_ENTRY, TEXT_MOVED, TEXT_MOVED_LEFT), written when it is read. */
+void rm_basis_is(struct item *it, enum text_kind k);
+
+/* IT's reason, and what its deadline is made of, in R's run: "" when
+ * none. A shape made from the item's figures is written into BUF (LEN
+ * bytes: REASON_MAX for a reason, BASIS_MAX for a basis), otherwise the
+ * text IT holds is returned. */
+const char *rm_reason(const struct rm_run *r, const struct item *it, char *buf,
+    size_t len);
+const char *rm_basis(const struct rm_run *r, const struct item *it, char *buf,
+    size_t len);
 
 /* Frees the texts of the N items of ITEMS. */
 void rm_items_free(struct item *items, size_t n);

@@ -80,21 +80,26 @@ jint(const json_t *o, const char *key)
 	return json_integer_value(json_object_get(o, key));
 }
 
-/* Replaces *TEXT with BUF's copy (out of memory: with nothing). */
+/* Replaces IT's text *TEXT (held as *KIND says) with BUF's copy (out of
+ * memory: with nothing). */
 static void
-text_set(char **text, const char *buf)
+text_set(const char **text, unsigned char *kind, const char *buf)
 {
-	free(*text);
+	if (*kind == TEXT_OWN)
+		free((char *)*text);
 	*text = strdup(buf);
+	*kind = *text != NULL ? TEXT_OWN : TEXT_NONE;
 }
 
 /* Sets *TEXT to FMT's words (cut at MAX - 1 bytes, MAX at most
  * REASON_MAX), added as a sentence to AFTER when that is not NULL. */
-static void text_vset(char **text, size_t max, const char *after, const char *fmt,
-    va_list ap) __attribute__((format(printf, 4, 0)));
+static void text_vset(const char **text, unsigned char *kind, size_t max,
+    const char *after, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 static void
-text_vset(char **text, size_t max, const char *after, const char *fmt, va_list ap)
+text_vset(const char **text, unsigned char *kind, size_t max, const char *after,
+    const char *fmt, va_list ap)
 {
 	char buf[REASON_MAX] = "";
 
@@ -103,7 +108,17 @@ text_vset(char **text, size_t max, const char *after, const char *fmt, va_list a
 		sentences_vadd(buf, max, fmt, ap);
 	} else
 		vsnprintf(buf, max, fmt, ap);
-	text_set(text, buf);
+	text_set(text, kind, buf);
+}
+
+/* Makes IT's text *TEXT a shape of kind K, written when it is read. */
+static void
+text_shape(const char **text, unsigned char *kind, enum text_kind k)
+{
+	if (*kind == TEXT_OWN)
+		free((char *)*text);
+	*text = NULL;
+	*kind = (unsigned char)k;
 }
 
 void
@@ -112,18 +127,26 @@ rm_set_reason(struct item *it, enum outcome o, const char *fmt, ...)
 	va_list ap;
 
 	it->outcome = o;
+	if (strchr(fmt, '%') == NULL && strlen(fmt) < REASON_MAX) {
+		/* Nothing to format: the literal itself, no copy. */
+		text_shape(&it->reason, &it->reason_is, TEXT_FIXED);
+		it->reason = fmt;
+		return;
+	}
 	va_start(ap, fmt);
-	text_vset(&it->reason, REASON_MAX, NULL, fmt, ap);
+	text_vset(&it->reason, &it->reason_is, REASON_MAX, NULL, fmt, ap);
 	va_end(ap);
 }
 
 void
-rm_add_reason(struct item *it, const char *fmt, ...)
+rm_add_reason(const struct rm_run *r, struct item *it, const char *fmt, ...)
 {
+	char now[REASON_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	text_vset(&it->reason, REASON_MAX, rm_reason(it), fmt, ap);
+	text_vset(&it->reason, &it->reason_is, REASON_MAX,
+	    rm_reason(r, it, now, sizeof(now)), fmt, ap);
 	va_end(ap);
 }
 
@@ -133,38 +156,122 @@ rm_set_basis(struct item *it, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	text_vset(&it->basis, BASIS_MAX, NULL, fmt, ap);
+	text_vset(&it->basis, &it->basis_is, BASIS_MAX, NULL, fmt, ap);
 	va_end(ap);
 }
 
-const char *
-rm_reason(const struct item *it)
+void
+rm_basis_is(struct item *it, enum text_kind k)
 {
-	return it->reason != NULL ? it->reason : "";
+	text_shape(&it->basis, &it->basis_is, k);
+}
+
+/* The shapes' words, each from the item's figures and its run's. */
+
+static void
+make_deadline(const struct rm_run *r, const struct item *it, char *buf, size_t len)
+{
+	char t1[40], d[32], basis[BASIS_MAX];
+
+	snprintf(buf, len, "not yet past its deadline %s (%s): %s to go",
+	    old_time_format(it->deadline_ms, t1, sizeof(t1)),
+	    rm_basis(r, it, basis, sizeof(basis)),
+	    rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
+}
+
+static void
+make_entry(const struct rm_run *r, const struct item *it, char *buf, size_t len)
+{
+	const struct step_ctx *c = r->c;
+	char a[32], b[32], t[40];
+
+	snprintf(buf, len, "last entry %s + TTL %s + allowance %s",
+	    old_time_format(c->old_last_entry_ms, t, sizeof(t)),
+	    duration_format(it->ttl_ms, a, sizeof(a)),
+	    duration_format(c->plan->watch.allowance_ms, b, sizeof(b)));
+}
+
+static void
+make_moved(const struct rm_run *r, const struct item *it, char *buf, size_t len)
+{
+	const struct step_ctx *c = r->c;
+	char a[32], t[40];
+
+	(void)it;
+	snprintf(buf, len, "move_old's last pass, begun %s, left nothing in it and "
+	    "nothing entered the old path since, + allowance %s",
+	    old_time_format(jint(c->moved, "pass_started_ms"), t, sizeof(t)),
+	    duration_format(c->plan->watch.allowance_ms, a, sizeof(a)));
+}
+
+static void
+make_moved_left(const struct rm_run *r, const struct item *it, char *buf, size_t len)
+{
+	const struct step_ctx *c = r->c;
+	const struct old_moved_queue *e = old_moved_find(r->moved, it->name);
+	int64_t from = jint(c->moved, "pass_started_ms"), left = e != NULL ? e->left : 0;
+	char a[32], t[40];
+
+	if (e != NULL && e->left_until_ms > from)
+		from = e->left_until_ms;
+	snprintf(buf, len, "move_old's last pass left %lld message%s not before %s, + "
+	    "allowance %s", (long long)left, left == 1 ? "" : "s",
+	    old_time_format(from, t, sizeof(t)),
+	    duration_format(c->plan->watch.allowance_ms, a, sizeof(a)));
+}
+
+static const struct text_row {
+	enum text_kind kind;
+	void (*make)(const struct rm_run *, const struct item *, char *, size_t);
+} shapes[] = {
+	{ TEXT_DEADLINE, make_deadline },
+	{ TEXT_ENTRY, make_entry },
+	{ TEXT_MOVED, make_moved },
+	{ TEXT_MOVED_LEFT, make_moved_left },
+};
+
+/* TEXT, held as KIND says, as words: BUF when a shape's. */
+static const char *
+text_of(const struct rm_run *r, const struct item *it, const char *text,
+    unsigned char kind, char *buf, size_t len)
+{
+	if (kind == TEXT_OWN || kind == TEXT_FIXED)
+		return text;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (shapes[i].kind == kind) {
+			shapes[i].make(r, it, buf, len);
+			return buf;
+		}
+	return "";
 }
 
 const char *
-rm_basis(const struct item *it)
+rm_reason(const struct rm_run *r, const struct item *it, char *buf, size_t len)
 {
-	return it->basis != NULL ? it->basis : "";
+	return text_of(r, it, it->reason, it->reason_is, buf, len);
+}
+
+const char *
+rm_basis(const struct rm_run *r, const struct item *it, char *buf, size_t len)
+{
+	return text_of(r, it, it->basis, it->basis_is, buf, len);
 }
 
 void
 rm_items_free(struct item *items, size_t n)
 {
 	for (size_t i = 0; items != NULL && i < n; i++) {
-		free(items[i].reason);
-		free(items[i].basis);
+		text_shape(&items[i].reason, &items[i].reason_is, TEXT_NONE);
+		text_shape(&items[i].basis, &items[i].basis_is, TEXT_NONE);
 	}
 }
 
-void
-rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
-    const char *fmt, ...)
+/* Makes IT wait for KIND from R->now: its outcome and its wait's
+ * figures, not its reason. */
+static void
+wait_set(const struct rm_run *r, struct item *it, enum wait_kind kind)
 {
 	int64_t allowance = r->c->plan->watch.allowance_ms;
-	char until[40], d[32], buf[REASON_MAX];
-	va_list ap;
 
 	it->outcome = OUT_WAIT;
 	it->wait = kind;
@@ -179,6 +286,16 @@ rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
 			it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
 	} else
 		it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
+}
+
+void
+rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
+    const char *fmt, ...)
+{
+	char until[40], d[32], buf[REASON_MAX];
+	va_list ap;
+
+	wait_set(r, it, kind);
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
@@ -188,7 +305,7 @@ rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
 		    wait_runs_ttl(kind) ? "now + its TTL + allowance, a baseline window at "
 		    "least" :
 		    duration_format(OLD_BASELINE_WINDOW_MS, d, sizeof(d)));
-	text_set(&it->reason, buf);
+	text_set(&it->reason, &it->reason_is, buf);
 }
 
 char *
@@ -383,16 +500,15 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
  * the later of the not-before of what the pass left in it
  * ("left_until_ms") and the pass's start, + the allowance. A message
  * entering later is the watch's and the publish counters' to catch (and
- * the exact empty check's), as ever. Writes what it is made of into
- * IT->basis. Returns it, or -1 when the old deadline stands. */
+ * the exact empty check's), as ever. Sets what it is made of as IT's
+ * basis (make_moved, make_moved_left). Returns it, or -1 when the old deadline stands. */
 static int64_t
 moved_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it)
 {
 	const struct step_ctx *c = r->c;
 	const json_t *m = c->moved;
 	const struct old_moved_queue *e;
-	int64_t at = jint(m, "pass_started_ms"), from = at;
-	char t1[40], a[32];
+	int64_t from = jint(m, "pass_started_ms");
 
 	/* The last entry is the watch's: without its result there is none. */
 	if (c->watched == NULL || !old_moved_stands(m, c->old_last_entry_ms))
@@ -401,19 +517,14 @@ moved_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *
 	if (e == NULL || e->skipped_why || e->skipped > 0 || e->pass_done < jint(m, "pass") ||
 	    e->ttl_ms < 0 || oq->ttl_ms > e->ttl_ms)
 		return -1;
-	duration_format(c->plan->watch.allowance_ms, a, sizeof(a));
 	if (e->left > 0) {
 		if (e->left_until_ms < 0)
 			return -1;
 		if (e->left_until_ms > from)
 			from = e->left_until_ms;
-		rm_set_basis(it, "move_old's last pass left %lld "
-		    "message%s not before %s, + allowance %s", (long long)e->left,
-		    e->left == 1 ? "" : "s", old_time_format(from, t1, sizeof(t1)), a);
+		rm_basis_is(it, TEXT_MOVED_LEFT);
 	} else
-		rm_set_basis(it, "move_old's last pass, begun %s, "
-		    "left nothing in it and nothing entered the old path since, + "
-		    "allowance %s", old_time_format(at, t1, sizeof(t1)), a);
+		rm_basis_is(it, TEXT_MOVED);
 	return from + c->plan->watch.allowance_ms;
 }
 
@@ -424,15 +535,12 @@ static void
 set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it)
 {
 	const struct step_ctx *c = r->c;
-	char a[32], b[32], t2[40];
+	char t2[40];
 
 	if ((it->deadline_ms = moved_deadline(r, oq, it)) < 0) {
 		it->deadline_ms = old_deadline_ms(c->old_last_entry_ms, it->ttl_ms,
 		    c->plan->watch.allowance_ms);
-		rm_set_basis(it, "last entry %s + TTL %s + "
-		    "allowance %s", old_time_format(c->old_last_entry_ms, t2,
-		    sizeof(t2)), duration_format(it->ttl_ms, a, sizeof(a)),
-		    duration_format(c->plan->watch.allowance_ms, b, sizeof(b)));
+		rm_basis_is(it, TEXT_ENTRY);
 	}
 	if (it->waited != WAIT_NONE && it->deadline_ms >= 0 &&
 	    it->wait_until_ms > it->deadline_ms) {
@@ -497,7 +605,7 @@ size_t
 rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
     size_t nitems, struct item **todo)
 {
-	char d[32], t1[40], why[256];
+	char why[256];
 	size_t i, n = 0;
 	struct old_counters *now = rm_counted(r, s, why, sizeof(why));
 
@@ -540,9 +648,8 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 			 * wait from now). */
 			int64_t since = it->waited != WAIT_NONE ? it->wait_since_ms : r->now;
 
-			rm_wait(r, it, WAIT_DEADLINE, "not yet past its deadline %s (%s): "
-			    "%s to go", old_time_format(it->deadline_ms, t1, sizeof(t1)),
-			    rm_basis(it), rm_to_go(it->deadline_ms - r->now, d, sizeof(d)));
+			wait_set(r, it, WAIT_DEADLINE);
+			text_shape(&it->reason, &it->reason_is, TEXT_DEADLINE);
 			it->wait = it->waited != WAIT_NONE ? it->waited : WAIT_DEADLINE;
 			it->wait_since_ms = since;
 			continue;

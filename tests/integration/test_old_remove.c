@@ -118,6 +118,10 @@ test_remove_refuses_what_is_unsafe(void **state)
 	    30 * 1000);
 	assert_non_null(strstr(iold_str_of(e, "reason"), "not yet past its deadline"));
 	assert_non_null(strstr(iold_str_of(e, "reason"), "1h50m30s to go"));
+	/* What the deadline is made of, in the entry and in its reason. */
+	assert_non_null(strstr(iold_str_of(e, "deadline_why"), "last entry "));
+	assert_non_null(strstr(iold_str_of(e, "deadline_why"), " + TTL 2h + allowance "));
+	assert_non_null(strstr(iold_str_of(e, "reason"), iold_str_of(e, "deadline_why")));
 	assert_true(iold_exists(c.amqp, "r.08", NULL));
 	/* Already gone is fine. */
 	assert_string_equal(iold_outcome(r, "r.09"), "gone");
