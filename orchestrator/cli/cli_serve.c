@@ -9,7 +9,6 @@
  * flight resumes on restart), then the HTTP server and the notifiers; a
  * second signal stops at once. */
 #include <getopt.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "errbuf.h"
+#include "heap.h"
 #include "log.h"
 #include "notify.h"
 #include "serve_config.h"
@@ -27,9 +27,6 @@
 #include "store.h"
 
 #define DEFAULT_LISTEN	"127.0.0.1:8080"
-/* The smallest block malloc maps on its own (cli_serve): 128 KiB, glibc's
- * default before it adapts. */
-#define SERVE_MMAP_MIN	(128 * 1024)
 
 _Static_assert(SERVE_WORKERS_MAX == ENGINE_WORKERS_MAX,
     "serve.yaml's workers and the engine's bound are one bound");
@@ -298,12 +295,7 @@ cli_serve(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a, &rc) != 0)
 		return rc;
-	/* A block of SERVE_MMAP_MIN or more is mapped on its own and given
-	 * back when freed. glibc would otherwise raise that bound to the
-	 * largest block freed so far, and a step's result read once (a plan's
-	 * document reads megabytes of it) would stay in a thread's arena for
-	 * good: serve's memory would be the sum of its threads' peaks. */
-	mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_MIN);
+	heap_bound_maps();
 	if (a.config != NULL && read_config(&a) != 0)
 		goto done;
 	if (settle_args(&a, err, sizeof(err)) != 0) {

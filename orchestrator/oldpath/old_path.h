@@ -23,6 +23,8 @@
 #define OLD_WATCH_COLUMNS "name,messages,message_stats.publish,arguments"
 
 #define OLD_SOURCE_MAX 300	/* "operator-policy:" + a policy name */
+#define OLD_SOURCES_SEEN 16	/* distinct TTL sources a selection shares
+				 * (more are each copied) */
 #define OLD_NOTE_MAX 640
 
 /* One selected old queue. Its two texts are its own allocations, made
@@ -32,10 +34,11 @@ struct old_queue {
 	const struct mgmt_queue *q;	/* borrowed from the selection's list */
 	int64_t ttl_ms;			/* effective TTL, -1 when it has none */
 	int64_t expires_ms;		/* effective x-expires, -1 when none */
-	char *ttl_source;		/* "argument", "policy:NAME",
+	const char *ttl_source;		/* "argument", "policy:NAME",
 					 * "operator-policy:NAME",
 					 * "max_message_ttl"; NULL when none
-					 * (at most OLD_SOURCE_MAX - 1 bytes) */
+					 * (at most OLD_SOURCE_MAX - 1 bytes;
+					 * in the selection's SOURCES) */
 	char *note;			/* NULL or "; "-separated remarks (at
 					 * most OLD_NOTE_MAX - 1 bytes) */
 };
@@ -56,6 +59,10 @@ struct old_selection {
 	size_t nottl;			/* selected queues with no TTL at all
 					 * (ttl_ms -1: no max_message_ttl) */
 	int64_t at_ms;			/* the step clock when listed */
+	struct strblocks *sources;	/* the queues' TTL sources, each text
+					 * once: 100,000 queues share a few */
+	const char *source_seen[OLD_SOURCES_SEEN];	/* those texts */
+	size_t nsource_seen;
 };
 
 /* Which queue names the plan's old selection selects: old.queues.match

@@ -12,6 +12,7 @@
 #include "pattern.h"
 #include "policy.h"
 #include "sentences.h"
+#include "strblocks.h"
 
 static int64_t
 int_or(const json_t *j, int64_t dflt)
@@ -47,9 +48,11 @@ old_queue_note(struct old_queue *oq, const char *fmt, ...)
 }
 
 /* Sets OQ's TTL source to KIND, or "KIND:NAME" when NAME is not NULL (cut
- * at OLD_SOURCE_MAX - 1 bytes); out of memory leaves it NULL. */
+ * at OLD_SOURCE_MAX - 1 bytes), a text S holds once for all the queues
+ * that share it; out of memory leaves it NULL. */
 static void
-set_source(struct old_queue *oq, const char *kind, const char *name)
+set_source(struct old_selection *s, struct old_queue *oq, const char *kind,
+    const char *name)
 {
 	char buf[OLD_SOURCE_MAX];
 
@@ -57,19 +60,26 @@ set_source(struct old_queue *oq, const char *kind, const char *name)
 		snprintf(buf, sizeof(buf), "%s:%s", kind, name);
 	else
 		snprintf(buf, sizeof(buf), "%s", kind);
-	free(oq->ttl_source);
-	oq->ttl_source = strdup(buf);
+	for (size_t i = 0; i < s->nsource_seen; i++)
+		if (strcmp(s->source_seen[i], buf) == 0) {
+			oq->ttl_source = s->source_seen[i];
+			return;
+		}
+	oq->ttl_source = strblocks_put(&s->sources, buf);
+	if (oq->ttl_source != NULL && s->nsource_seen < OLD_SOURCES_SEEN)
+		s->source_seen[s->nsource_seen++] = oq->ttl_source;
 }
 
 /* Keeps the lower of OQ's TTL so far and V (ignored when < 0), naming its
- * source; a tie keeps the source considered first. */
+ * source (in S); a tie keeps the source considered first. */
 static void
-lower_ttl(struct old_queue *oq, int64_t v, const char *kind, const char *name)
+lower_ttl(struct old_selection *s, struct old_queue *oq, int64_t v, const char *kind,
+    const char *name)
 {
 	if (v < 0 || (oq->ttl_ms >= 0 && v >= oq->ttl_ms))
 		return;
 	oq->ttl_ms = v;
-	set_source(oq, kind, name);
+	set_source(s, oq, kind, name);
 }
 
 static void
@@ -79,10 +89,11 @@ lower_expires(struct old_queue *oq, int64_t v)
 		oq->expires_ms = v;
 }
 
-/* Works out OQ's effective TTL and expiry and writes its notes. */
+/* Works out OQ's effective TTL and expiry (of selection S) and writes its
+ * notes. */
 static void
-assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_list *pl,
-    const struct policy_set *ops)
+assess(const struct step_ctx *c, struct old_selection *s, struct old_queue *oq,
+    const struct mgmt_policy_list *pl, const struct policy_set *ops)
 {
 	const struct mgmt_queue *q = oq->q;
 	const struct policy *op, *unreadable;
@@ -96,8 +107,8 @@ assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_
 			policy_expires = int_or(json_object_get(pl->v[k].definition,
 			    "expires"), -1);
 	lower_expires(oq, policy_expires);
-	lower_ttl(oq, q->message_ttl, "argument", NULL);
-	lower_ttl(oq, q->policy_message_ttl, "policy", q->policy);
+	lower_ttl(s, oq, q->message_ttl, "argument", NULL);
+	lower_ttl(s, oq, q->policy_message_ttl, "policy", q->policy);
 	if (q->message_ttl >= 0 && q->policy_message_ttl >= 0 &&
 	    q->message_ttl != q->policy_message_ttl) {
 		duration_format(q->message_ttl, a, sizeof(a));
@@ -114,7 +125,7 @@ assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_
 		if (op->ttl_ms >= 0 && (oq->ttl_ms < 0 || op->ttl_ms < oq->ttl_ms))
 			old_queue_note(oq, "operator policy '%s' lowers its TTL to %s", op->name,
 			    duration_format(op->ttl_ms, a, sizeof(a)));
-		lower_ttl(oq, op->ttl_ms, "operator-policy", op->name);
+		lower_ttl(s, oq, op->ttl_ms, "operator-policy", op->name);
 		lower_expires(oq, op->expires_ms);
 	}
 	if (unreadable != NULL && unreadable->ttl_ms >= 0)
@@ -124,7 +135,7 @@ assess(const struct step_ctx *c, struct old_queue *oq, const struct mgmt_policy_
 		    duration_format(unreadable->ttl_ms, a, sizeof(a)));
 	if (oq->ttl_ms < 0 && c->plan->old.max_message_ttl_ms > 0) {
 		oq->ttl_ms = c->plan->old.max_message_ttl_ms;
-		set_source(oq, "max_message_ttl", NULL);
+		set_source(s, oq, "max_message_ttl", NULL);
 		old_queue_note(oq, "no queue TTL: old.max_message_ttl (%s) bounds its messages",
 		    duration_format(oq->ttl_ms, a, sizeof(a)));
 	} else if (oq->ttl_ms < 0)
@@ -153,10 +164,9 @@ void
 old_selection_free(struct old_selection *s)
 {
 	mgmt_queue_list_free(&s->list);
-	for (size_t i = 0; s->v != NULL && i < s->n; i++) {
-		free(s->v[i].ttl_source);
+	for (size_t i = 0; s->v != NULL && i < s->n; i++)
 		free(s->v[i].note);
-	}
+	strblocks_free(&s->sources);
 	free(s->v);
 	free(s->missing);
 	memset(s, 0, sizeof(*s));
@@ -311,7 +321,7 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 		qsort(s->v, s->n, sizeof(*s->v), name_cmp);
 	}
 	for (i = 0; i < s->n; i++) {
-		assess(c, &s->v[i], &pl, &ops);
+		assess(c, s, &s->v[i], &pl, &ops);
 		if (s->v[i].ttl_ms < 0)
 			s->nottl++;
 	}
