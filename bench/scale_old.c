@@ -52,6 +52,7 @@
 #include "step.h"
 #include "step_kinds.h"
 #include "store.h"
+#include "textbuf.h"
 #include "topology.h"
 
 #define SIZES_MAX 6
@@ -89,6 +90,8 @@ struct size_run {
 	double rss_mb;			/* the steps' peak RSS in the size (not the
 					 * bench's own work between them) */
 	double rss[NSTEPS];		/* its peak in each step, MB */
+	double rss0[NSTEPS];		/* the RSS each step began with, MB */
+	double rss_now;			/* the RSS at the last mark, MB */
 	double self[NSTEPS];		/* this process's CPU in each step
 					 * (user + system), s */
 	double broker_mb;		/* the node's memory with N old queues */
@@ -274,8 +277,13 @@ rss_mark(struct size_run *r, int k)
 	malloc_trim(0);
 	(void)peak_rss_mb(true);
 
-	if (k >= 0)
+	if (k >= 0) {
 		r->rss[k] = mb;
+		r->rss0[k] = r->rss_now;
+	}
+	/* The peak just reset is the RSS now: what the next step begins
+	 * with, which its peak includes. */
+	r->rss_now = peak_rss_mb(false);
 	if (k != BETWEEN_STEPS && mb > r->rss_mb)
 		r->rss_mb = mb;
 }
@@ -285,7 +293,7 @@ struct bench {
 	struct plan *p;
 	struct step_ctx c;
 	struct store *s;
-	json_t *measured, *moved, *watched, *removed;
+	json_t *measured, *moved, *removed;
 	int64_t flip_ms;		/* the flip, an hour before the run */
 	char dir[64], db[128];
 	double idle_rate;		/* the node's CPU s/s with nothing running */
@@ -328,21 +336,32 @@ bench_open(struct bench *b, int flag_port)
 }
 
 /* Records in B's store that the plan's step of KIND succeeded at ENDED_MS
- * with RESULT (NULL: none), as the engine would have: what a later
- * step's prepare reads. Returns 0 or -1 (said why). */
+ * with the result TEXT (NULL: none), as the engine would have: what a
+ * later step's prepare reads. Returns 0 or -1 (said why). */
+static int
+step_recorded_text(struct bench *b, enum plan_step_kind kind, const char *text,
+    int64_t ended_ms)
+{
+	char err[512];
+	int rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, kind),
+	    "succeeded", ended_ms, ended_ms, text, NULL, err, sizeof(err));
+
+	if (rc != 0)
+		fprintf(stderr, "bench_scale_old: recording %s: %s\n",
+		    plan_step_kind_name(kind), err);
+	return rc;
+}
+
+/* step_recorded_text with RESULT's text (NULL: none). */
 static int
 step_recorded(struct bench *b, enum plan_step_kind kind, const json_t *result,
     int64_t ended_ms)
 {
-	char err[512], *text = result != NULL ? json_dumps(result, JSON_COMPACT |
+	char *text = result != NULL ? json_dumps(result, JSON_COMPACT |
 	    JSON_PRESERVE_ORDER) : NULL;
-	int rc = store_step_update(b->s, b->c.plan_id, plan_find_step(b->p, kind),
-	    "succeeded", ended_ms, ended_ms, text, NULL, err, sizeof(err));
+	int rc = step_recorded_text(b, kind, text, ended_ms);
 
 	free(text);
-	if (rc != 0)
-		fprintf(stderr, "bench_scale_old: recording %s: %s\n",
-		    plan_step_kind_name(kind), err);
 	return rc;
 }
 
@@ -515,45 +534,81 @@ engine_tick(struct bench *b, bool first)
 	return 0;
 }
 
-/* The watch's result as its last tick would record it, from LISTING (the
- * vhost's queues with their statistics): its last sample of every queue
- * ("old_last", as watch_old_last_json writes it), taken now; the last
- * entry into the old path is last_entry_at's. */
-static json_t *
-watch_ended(const json_t *listing)
+/* Records in B's store the watch's result as its last tick would write
+ * it: its last sample of every queue of the vhost ("old_last", as
+ * watch_old_last_json writes it), read now from one statistics listing
+ * into a table and written as text a queue at a time, the last entry into
+ * the old path 0 until last_entry_at sets it. No tree of the listing or
+ * of the sample is made: at 100,000 queues they would be some 150 MB in
+ * this process just before remove_old runs, holes serve never has.
+ * Returns 0 or -1 (said why). */
+static int
+watch_ended(struct bench *b)
 {
-	json_t *qs = json_array();
-	const json_t *e;
-	size_t i;
+	struct old_counters o;
+	struct textbuf t = { 0 };
+	char err[1024], num[2][24], *name;
+	int rc = -1;
 
-	json_array_foreach(listing, i, e) {
-		const json_t *pub = json_object_get(json_object_get(e, "message_stats"),
-		    "publish");
-
-		json_array_append_new(qs, json_pack("{s:O,s:O,s:O}", "name",
-		    json_object_get(e, "name"), "publish", pub != NULL ? pub : json_null(),
-		    "messages", json_object_get(e, "messages")));
+	if (old_counters_read(&b->c, &o, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_scale_old: the watch's last sample: %s\n", err);
+		return -1;
 	}
-	return json_pack("{s:b,s:I,s:{s:I,s:o}}", "ok", 1, "last_old_entry_ms",
-	    (json_int_t)0, "old_last", "at_ms", (json_int_t)old_now_ms(NULL), "queues", qs);
+	textbuf_printf(&t, "{\"ok\":true,\"last_old_entry_ms\":0,\"old_last\":"
+	    "{\"at_ms\":%lld,\"queues\":[", (long long)old_now_ms(NULL));
+	for (size_t i = 0; i < o.n && !t.failed; i++) {
+		json_t *js = json_string(o.v[i].name);
+
+		name = js != NULL ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+		json_decref(js);
+		snprintf(num[0], sizeof(num[0]), "%lld", (long long)o.v[i].publish);
+		snprintf(num[1], sizeof(num[1]), "%lld", (long long)o.v[i].messages);
+		if (name == NULL)
+			t.failed = true;
+		else
+			textbuf_printf(&t, "%s{\"name\":%s,\"publish\":%s,\"messages\":%s}",
+			    i > 0 ? "," : "", name, o.v[i].publish >= 0 ? num[0] : "null",
+			    o.v[i].messages >= 0 ? num[1] : "null");
+		free(name);
+	}
+	textbuf_printf(&t, "]}}");
+	if (t.failed)
+		fprintf(stderr, "bench_scale_old: the watch's last sample: out of memory\n");
+	else
+		rc = step_recorded_text(b, PLAN_STEP_WATCH, t.p, old_now_ms(NULL));
+	free(t.p);
+	old_counters_free(&o);
+	return rc;
 }
 
-/* Records in B's store the watch's result (B->watched, else the one
- * recorded there) with AT_MS as the last entry into the old path, and the
- * flip as ended then; none is held after. Returns 0 or -1 (said why). */
+/* Records in B's store the watch's result (as watch_ended wrote it) with
+ * AT_MS as the last entry into the old path, and the flip as ended then:
+ * the number is put in place in the result's text, which is not parsed
+ * (a tree of its 100,000-queue sample would be some 45 MB). Returns 0 or
+ * -1 (said why). */
 static int
 last_entry_at(struct bench *b, int64_t at_ms)
 {
+	static const char key[] = "\"last_old_entry_ms\":";
+	char *text = step_text(b, PLAN_STEP_WATCH, false), *at, *end;
+	struct textbuf t = { 0 };
 	int rc = -1;
 
-	if (b->watched == NULL && (b->watched = step_result(b, PLAN_STEP_WATCH)) == NULL)
+	/* watch_ended writes the key once, first, before any queue's name. */
+	if (text == NULL || (at = strstr(text, key)) == NULL) {
+		fprintf(stderr, "bench_scale_old: the watch's result has no last entry\n");
+		free(text);
 		return -1;
-	json_object_set_new(b->watched, "last_old_entry_ms", json_integer(at_ms));
-	if (step_recorded(b, PLAN_STEP_WATCH, b->watched, old_now_ms(NULL)) == 0 &&
+	}
+	at += sizeof(key) - 1;
+	for (end = at; *end == '-' || (*end >= '0' && *end <= '9'); end++)
+		;
+	textbuf_printf(&t, "%.*s%lld%s", (int)(at - text), text, (long long)at_ms, end);
+	if (!t.failed && step_recorded_text(b, PLAN_STEP_WATCH, t.p, old_now_ms(NULL)) == 0 &&
 	    step_recorded(b, PLAN_STEP_FLIP, NULL, at_ms) == 0)
 		rc = 0;
-	json_decref(b->watched);
-	b->watched = NULL;
+	free(text);
+	free(t.p);
 	return rc;
 }
 
@@ -596,7 +651,6 @@ bench_close(struct bench *b, int n)
 	bench_store_remove(b->s, b->dir, b->db);
 	json_decref(b->measured);
 	json_decref(b->moved);
-	json_decref(b->watched);
 	json_decref(b->removed);
 	plan_free(b->p);
 }
@@ -663,12 +717,13 @@ net_cpu(const struct bench *b, double cpu0, double t0)
 static void
 step_said(const struct size_run *r, int k, double cpu)
 {
-	char cpus[48] = "broker CPU unknown", rss[48] = "", self[48] = "";
+	char cpus[48] = "broker CPU unknown", rss[80] = "", self[48] = "";
 
 	if (cpu >= 0)
 		snprintf(cpus, sizeof(cpus), "broker CPU %.3f s", cpu);
 	if (r->rss[k] > 0)
-		snprintf(rss, sizeof(rss), ", peak RSS %.1f MB", r->rss[k]);
+		snprintf(rss, sizeof(rss), ", peak RSS %.1f MB (%.1f MB at its start)",
+		    r->rss[k], r->rss0[k]);
 	if (r->self[k] > 0)
 		snprintf(self, sizeof(self), ", cutover CPU %.3f s", r->self[k]);
 	printf("# %d old queues: %s: %.3f s, %.2f us/queue, %s%s%s\n", r->n,
@@ -923,12 +978,7 @@ one_size(struct size_run *r, int ticks, int flag_port)
 	 * which may come due by the second run); then again with that
 	 * result as its state, as the engine runs it while queues wait. */
 	idle_rate(&b, 1.5);
-	if (full_listing(&b, true, &lad) != 0)
-		goto done;
-	b.watched = watch_ended(lad);
-	json_decref(lad);
-	lad = NULL;
-	if (b.watched == NULL || (b.moved != NULL &&
+	if (watch_ended(&b) != 0 || (b.moved != NULL &&
 	    step_recorded(&b, PLAN_STEP_MOVE_OLD, b.moved, old_now_ms(NULL)) != 0))
 		goto done;
 	b.c.measured = b.c.moved = b.c.watched = NULL;
