@@ -479,6 +479,8 @@ engine_run(struct bench *b, enum plan_step_kind kind, step_prepare_fn prepare,
 	b->c.rows_wanted = (step_kind_of(kind)->flags & STEP_KIND_RESULT_ROWS) != 0;
 	b->c.inputs = step_inputs_of_store(&src);
 	rc = prepare != NULL ? prepare(&b->c, &b->c.inputs, &r, err, sizeof(err)) : 0;
+	if (prepare != NULL && rc == 0)
+		malloc_trim(0);		/* as the engine, after a prepare */
 	if (rc == 0)
 		rc = step(&b->c, &r, err, sizeof(err));
 	*again = b->c.again;
