@@ -292,13 +292,15 @@ struct mgmt_queue {
 					 * only, -1 otherwise or when absent */
 };
 
-/* An array of queues sorted by name (strcmp order). V and every string it
- * points to live in two allocations owned by the list; free them with
- * mgmt_queue_list_free. */
+struct strblocks;
+
+/* An array of queues sorted by name (strcmp order). V and the strings it
+ * points to (in blocks: strblocks.h) are owned by the list; free them
+ * with mgmt_queue_list_free. */
 struct mgmt_queue_list {
 	struct mgmt_queue *v;
 	size_t n;
-	char *strings;			/* private: names, types, policies,
+	struct strblocks *strings;	/* private: names, policies,
 					 * dead-letter arguments */
 };
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "mgmt_int.h"
-#include "textbuf.h"
+#include "strblocks.h"
 
 static int
 queue_cmp(const void *a, const void *b)
@@ -15,38 +15,34 @@ queue_cmp(const void *a, const void *b)
 }
 
 /* A queue list as it is built, one listed queue at a time: its strings
- * grow in one buffer, so each queue records where its own begin, and the
- * pointers are set once the buffer is whole (qb_end). */
+ * go into blocks that never move (strblocks), so each queue points at
+ * its own at once. */
 struct qbuild {
 	struct mgmt_queue *v;
-	struct qb_at {			/* offsets into S; NONE for NULL */
-		size_t name, type, policy, dlx, dlk;
-	} *at;
 	size_t n, cap;
-	char *s;
-	size_t len, scap;
+	struct strblocks *s;
 	int stats;			/* see mgmt__queues_from_json */
 	const char *what;		/* "GET /api/queues" */
 };
 
-#define NONE ((size_t)-1)
+/* The queue types every queue names: pointed at, not copied. */
+static const char *const known_types[] = { "", "classic", "quorum", "stream" };
 
-/* Appends STR (NULL: none) to B's strings. Returns its offset, or NONE
- * for NULL and when out of memory (then *FAILED is set). */
-static size_t
+/* STR (NULL: none) kept in B: one of KNOWN_TYPES when it is one, else a
+ * copy in B's blocks. Returns it, or NULL for NULL and when out of
+ * memory (then *FAILED is set). */
+static const char *
 qb_string(struct qbuild *b, const char *str, bool *failed)
 {
-	size_t n, at = b->len;
+	const char *at;
 
 	if (str == NULL)
-		return NONE;
-	n = strlen(str) + 1;
-	if (textbuf_grow(&b->s, &b->scap, b->len + n, 4096, 0) != 0) {
+		return NULL;
+	for (size_t i = 0; i < sizeof(known_types) / sizeof(known_types[0]); i++)
+		if (strcmp(str, known_types[i]) == 0)
+			return known_types[i];
+	if ((at = strblocks_put(&b->s, str)) == NULL)
 		*failed = true;
-		return NONE;
-	}
-	memcpy(b->s + at, str, n);
-	b->len += n;
 	return at;
 }
 
@@ -59,7 +55,6 @@ qb_add(void *arg, json_t *it, char *err, size_t errlen)
 	const json_t *args = json_object_get(it, "arguments");
 	const char *name = mgmt__str_member(it, "name"), *type, *policy;
 	struct mgmt_queue *q;
-	struct qb_at *at;
 	bool failed = false;
 
 	if (name == NULL) {
@@ -69,27 +64,25 @@ qb_add(void *arg, json_t *it, char *err, size_t errlen)
 	}
 	if (b->n == b->cap) {
 		size_t cap = b->cap > 0 ? b->cap * 2 : 256;
-		void *v = realloc(b->v, cap * sizeof(*b->v)), *a;
+		void *v = realloc(b->v, cap * sizeof(*b->v));
 
-		if (v != NULL)
-			b->v = v;
-		if (v == NULL || (a = realloc(b->at, cap * sizeof(*b->at))) == NULL)
+		if (v == NULL)
 			goto nomem;
-		b->at = a;
+		b->v = v;
 		b->cap = cap;
 	}
 	q = &b->v[b->n];
-	at = &b->at[b->n];
 	memset(q, 0, sizeof(*q));
 	type = mgmt__str_member(it, "type");
 	policy = mgmt__str_member(it, "policy");
-	at->name = qb_string(b, name, &failed);
-	at->type = qb_string(b, type != NULL ? type : "", &failed);
-	at->policy = qb_string(b, policy != NULL && policy[0] != '\0' ? policy : NULL,
+	q->name = qb_string(b, name, &failed);
+	q->type = qb_string(b, type != NULL ? type : "", &failed);
+	q->policy = qb_string(b, policy != NULL && policy[0] != '\0' ? policy : NULL,
 	    &failed);
-	at->dlx = qb_string(b, mgmt__str_member(args, "x-dead-letter-exchange"), &failed);
-	at->dlk = qb_string(b, mgmt__str_member(args, "x-dead-letter-routing-key"),
-	    &failed);
+	q->dead_letter_exchange = qb_string(b, mgmt__str_member(args,
+	    "x-dead-letter-exchange"), &failed);
+	q->dead_letter_routing_key = qb_string(b, mgmt__str_member(args,
+	    "x-dead-letter-routing-key"), &failed);
 	if (failed)
 		goto nomem;
 	q->durable = json_is_true(json_object_get(it, "durable"));
@@ -112,30 +105,15 @@ nomem:
 	return MGMT_ERR_NOMEM;
 }
 
-/* B's string at offset AT, or NULL for NONE. */
-static const char *
-qb_at(const struct qbuild *b, size_t at)
-{
-	return at != NONE ? b->s + at : NULL;
-}
-
 /* Makes *OUT of B (sorted by name) and empties B. */
 static void
 qb_end(struct qbuild *b, struct mgmt_queue_list *out)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		b->v[i].name = qb_at(b, b->at[i].name);
-		b->v[i].type = qb_at(b, b->at[i].type);
-		b->v[i].policy = qb_at(b, b->at[i].policy);
-		b->v[i].dead_letter_exchange = qb_at(b, b->at[i].dlx);
-		b->v[i].dead_letter_routing_key = qb_at(b, b->at[i].dlk);
-	}
 	if (b->n > 1)
 		qsort(b->v, b->n, sizeof(*b->v), queue_cmp);
 	out->v = b->v;
 	out->n = b->n;
 	out->strings = b->s;
-	free(b->at);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -143,8 +121,7 @@ static void
 qb_free(struct qbuild *b)
 {
 	free(b->v);
-	free(b->at);
-	free(b->s);
+	strblocks_free(&b->s);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -193,7 +170,7 @@ mgmt_queue_list_free(struct mgmt_queue_list *l)
 	if (l == NULL)
 		return;
 	free(l->v);
-	free(l->strings);
+	strblocks_free(&l->strings);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -250,41 +227,62 @@ join_consumers(struct mgmt *m, struct mgmt_queue_list *l, char *err,
 	return 0;
 }
 
-/* Sets the policy of each queue B holds from the queue records' listing
- * (names and policies, no statistics and no totals: at 100,000 queues
- * 4.4 s of the broker's time against 14.5 s with the totals): the
- * statistics name a policy applied or changed only some seconds after the
- * records do, and a policy just put (a dead-letter exchange, a TTL) must
- * count at once. A queue the records no longer have keeps what the
- * statistics said. Returns 0, or a code with ERR. */
+/* The records' listing as it sets the policies of list L. */
+struct records {
+	struct mgmt_queue_list *l;
+	const char *last;		/* the last policy name copied */
+};
+
+/* mgmt__get_items' callback: sets the policy of queue IT's namesake in
+ * the list ARG holds to the one IT names. Returns 0, or MGMT_ERR_NOMEM
+ * with ERR. */
 static int
-qb_policies_from_records(struct mgmt *m, struct qbuild *b, char *err, size_t errlen)
+record_policy(void *arg, json_t *it, char *err, size_t errlen)
 {
-	struct qbuild r = { .what = b->what };
-	struct mgmt_queue_list records;
-	const struct mgmt_queue *q;
+	struct records *rs = arg;
+	struct mgmt_queue *q = find_queue(rs->l, mgmt__str_member(it, "name"));
+	const char *policy = mgmt__str_member(it, "policy");
+
+	if (q == NULL)
+		return 0;
+	if (policy == NULL || policy[0] == '\0') {
+		q->policy = NULL;
+		return 0;
+	}
+	/* The statistics' name stands when it is the same; a vhost has a
+	 * few policies, so one copy serves the queues that follow. */
+	if (q->policy != NULL && strcmp(q->policy, policy) == 0)
+		return 0;
+	if (rs->last == NULL || strcmp(rs->last, policy) != 0)
+		rs->last = strblocks_put(&rs->l->strings, policy);
+	if ((q->policy = rs->last) == NULL) {
+		errbuf_set(err, errlen, "GET /api/queues (policies): out of memory");
+		return MGMT_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* Sets the policy of each queue of L from the queue records' listing
+ * (names and policies, no statistics and no totals: at 100,000 queues
+ * 4.4 s of the broker's time against 14.5 s with the totals), read a
+ * queue at a time: the statistics name a policy applied or changed only
+ * some seconds after the records do, and a policy just put (a
+ * dead-letter exchange, a TTL) must count at once. A queue the records
+ * no longer have keeps what the statistics said. Returns 0, or a code
+ * with ERR. */
+static int
+policies_from_records(struct mgmt *m, struct mgmt_queue_list *l, char *err,
+    size_t errlen)
+{
+	struct records rs = { .l = l };
 	struct path p;
-	bool failed = false;
 	int rc;
 
 	mgmt__path_vhost(&p, m, "/api/queues/");
 	mgmt__path_add(&p, "?disable_stats=true&columns=name,policy");
 	if ((rc = mgmt__path_check(&p, "GET /api/queues (policies)", err, errlen)) != 0)
 		return rc;
-	if ((rc = mgmt__get_items(m, p.s, qb_add, &r, err, errlen)) != 0) {
-		qb_free(&r);
-		return rc;
-	}
-	qb_end(&r, &records);
-	for (size_t i = 0; i < b->n && !failed; i++)
-		if ((q = find_queue(&records, b->s + b->at[i].name)) != NULL)
-			b->at[i].policy = qb_string(b, q->policy, &failed);
-	mgmt_queue_list_free(&records);
-	if (failed) {
-		errbuf_set(err, errlen, "%s: out of memory for %zu queues", b->what, b->n);
-		return MGMT_ERR_NOMEM;
-	}
-	return 0;
+	return mgmt__get_items(m, p.s, record_policy, &rs, err, errlen);
 }
 
 /* The fast listing (or, with COUNTED, the statistics one with the publish
@@ -316,14 +314,16 @@ list_queues(struct mgmt *m, bool counted, struct mgmt_queue_list *out, char *err
 		return rc;
 	if (!counted)
 		rc = mgmt__get_items(m, p.s, qb_add, &b, err, errlen);
-	else if ((rc = mgmt_list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
-	    qb_add, &b, err, errlen)) == 0)
-		rc = qb_policies_from_records(m, &b, err, errlen);
+	else
+		rc = mgmt_list_queues_each(m, FAST_COLUMNS ",message_stats.publish",
+		    qb_add, &b, err, errlen);
 	if (rc != 0) {
 		qb_free(&b);
 		return rc;
 	}
 	qb_end(&b, out);
+	if (counted && (rc = policies_from_records(m, out, err, errlen)) != 0)
+		goto done;
 	if ((rc = join_policies(m, out, err, errlen)) != 0)
 		goto done;
 	rc = join_consumers(m, out, err, errlen);
