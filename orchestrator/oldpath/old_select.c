@@ -293,7 +293,9 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 		snprintf(err, errlen, "reading the operator policies: %s", why);
 		goto done;
 	}
-	if ((s->v = calloc(s->list.n + p->old.nnames + 1, sizeof(*s->v))) == NULL ||
+	/* Room for every listed queue, filled only as far as selected:
+	 * malloc, as calloc would clear (and so touch) all of it. */
+	if ((s->v = malloc((s->list.n + p->old.nnames + 1) * sizeof(*s->v))) == NULL ||
 	    (s->missing = calloc(p->old.nnames + 1, sizeof(*s->missing))) == NULL) {
 		snprintf(err, errlen, "out of memory for %zu queues", s->list.n);
 		goto done;
@@ -304,7 +306,7 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 			    errlen) != 0)
 				goto done;
 			if (selected)
-				s->v[s->n++].q = &s->list.v[i];
+				s->v[s->n++] = (struct old_queue){ .q = &s->list.v[i] };
 		}
 	} else {
 		for (i = 0; i < p->old.nnames; i++) {
@@ -314,7 +316,7 @@ select_from(struct step_ctx *c, bool counted, struct old_selection *s, char *err
 			if (old_selector_own(&sel, p->old.names[i]))
 				continue;
 			if (q != NULL)
-				s->v[s->n++].q = q;
+				s->v[s->n++] = (struct old_queue){ .q = q };
 			else
 				s->missing[s->nmissing++] = p->old.names[i];
 		}

@@ -807,8 +807,10 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	if (!o->dry_run && old_fence_sweep(c->old_mgmt, c->old_amqp, c->plan->name, err,
 	    errlen) < 0)
 		goto done;
-	nmembers = r.mq->n + json_object_size(json_object_get(
-	    json_object_get(c->watched, "old"), "joined")) + s.n + r.nremoved;
+	/* Counted first: an array for every queue listed and measured
+	 * would be twice the size, and memory malloc hands back from a
+	 * freed listing is cleared whole by calloc, touched or not. */
+	nmembers = rm_items(&r, &s, NULL);
 	if ((items = calloc(nmembers + 1, sizeof(*items))) == NULL ||
 	    (todo = calloc(nmembers + 1, sizeof(*todo))) == NULL) {
 		errbuf_set(err, errlen, "out of memory for %zu queues", nmembers);

@@ -46,7 +46,8 @@ enum wait_kind {
 	WAIT_BASELINE		/* counters not comparable: a fresh baseline */
 };
 
-/* One old queue and what became of it. */
+/* One old queue and what became of it (the figures first, the small
+ * fields last: 100,000 of them are held at once, so no padding between). */
 struct item {
 	const char *name;		/* borrowed: measured, the watch's state,
 					 * or the selection */
@@ -55,38 +56,38 @@ struct item {
 	int64_t deadline_ms;		/* -1 unknown */
 	const char *basis;		/* what the deadline is made of, as
 					 * BASIS_IS says (rm_basis) */
-	enum outcome outcome;
 	int64_t seen;			/* depth the passive declare saw, -1: not checked */
 	int64_t purged;			/* deleted with it (no if-empty), -1: n/a */
 	int64_t at_ms;
 	const char *reason;		/* why, as REASON_IS says (rm_reason) */
-	unsigned char reason_is;	/* enum text_kind of REASON */
-	unsigned char basis_is;		/* enum text_kind of BASIS */
-	bool fence_wanted;		/* checked; to be fenced before the delete */
 	struct old_fence *fence;	/* its fence, or NULL */
-	int markers;			/* remove_old's markers in it */
 	const char *const *fed_by;	/* measured: the old queues that
 					 * dead-letter into it (NFED), or NULL */
 	size_t nfed;
+	int64_t wait_since_ms;		/* when its wait began */
+	int64_t wait_until_ms;		/* when it is checked again */
+	enum outcome outcome;
+	enum wait_kind wait;		/* why it waits (OUT_WAIT), or WAIT_NONE */
+	enum wait_kind waited;		/* the wait an earlier run gave it */
+	int markers;			/* remove_old's markers in it */
 	int wave;			/* 0: fed by no old queue; else 1 + its
 					 * feeders' largest wave */
-	enum wait_kind wait;		/* why it waits (OUT_WAIT), or WAIT_NONE */
-	int64_t wait_since_ms;		/* when that wait began */
-	int64_t wait_until_ms;		/* when it is checked again */
-	enum wait_kind waited;		/* the wait an earlier run gave it */
+	unsigned char reason_is;	/* enum text_kind of REASON */
+	unsigned char basis_is;		/* enum text_kind of BASIS */
+	bool fence_wanted;		/* checked; to be fenced before the delete */
 };
 
 /* A queue an earlier run of this step removed, as its last result's entry
- * says (all owned). */
+ * says (its texts in the run's TEXTS). */
 struct rm_removed {
-	char *name, *type, *reason;
+	const char *name, *type, *reason;
 	int64_t ttl_ms, at_ms;
 };
 
 /* What an earlier run of this step said a queue waits for, as its last
- * result's entry says (the name owned). */
+ * result's entry says (the name in the run's TEXTS). */
 struct rm_waited {
-	char *name;
+	const char *name;
 	char kind[16];			/* its wait's name, as written */
 	int64_t since_ms, until_ms;
 };
@@ -117,6 +118,7 @@ struct rm_run {
 	struct rm_waited *waited;	/* PREV's entries' waits, by name
 					 * (rm_last_read) */
 	size_t nwaited, capwaited;
+	struct strblocks *texts;	/* REMOVED's and WAITED's texts */
 };
 
 /* Reads into R->removed the entries of R->prev (its last result) that say
@@ -132,7 +134,7 @@ const struct rm_removed *rm_removed_find(const struct rm_run *r, const char *nam
 /* What queue NAME waited for after the earlier run, or NULL. */
 const struct rm_waited *rm_waited_find(const struct rm_run *r, const char *name);
 
-/* Frees R->removed and R->waited. */
+/* Frees R->removed, R->waited and their texts. */
 void rm_last_free(struct rm_run *r);
 
 /* The name of wait K ("deadline", "baseline"…), as results write it. */
@@ -190,7 +192,9 @@ bool rm_restarted(struct rm_run *r, const struct old_selection *s,
 /* Fills ITEMS with the old path's members: the queues R->mq (measured)
  * lists, in the measure's order, those the watch saw join it, those
  * selection S holds beyond both, and those an earlier run of the step
- * removed; each takes the wait an earlier run gave it. Returns how many. */
+ * removed; each takes the wait an earlier run gave it. Returns how many;
+ * with ITEMS NULL, only counts them (the items are then allocated to
+ * size: of 100,000 queues, the ones measured are also selected). */
 size_t rm_items(struct rm_run *r, const struct old_selection *s, struct item *items);
 
 /* Decides, without touching the broker, what can be checked: selected,

@@ -4,13 +4,15 @@
  * listing) and what each waiting queue waits for, since when and until
  * when. That result has an entry per old queue (hundreds of megabytes of
  * tree at 100,000 queues): the entries are read one at a time and only
- * those two kinds kept, in tables sorted by name. Internal to remove_old. */
+ * those two kinds kept, in tables sorted by name, their texts in blocks.
+ * Internal to remove_old. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "errbuf.h"
 #include "remove_old_int.h"
 #include "step.h"
+#include "strblocks.h"
 
 static int
 removed_cmp(const void *a, const void *b)
@@ -26,11 +28,17 @@ waited_cmp(const void *a, const void *b)
 	    ((const struct rm_waited *)b)->name);
 }
 
-/* A copy of S, "" for NULL; NULL out of memory. */
-static char *
-copy_of(const char *s)
+/* A copy of S ("" for NULL) in R's blocks, or LAST when that is the same
+ * text: of the entries that say "removed", most share their type and
+ * reason. NULL out of memory. */
+static const char *
+copy_of(struct rm_run *r, const char *s, const char *last)
 {
-	return strdup(s != NULL ? s : "");
+	if (s == NULL)
+		s = "";
+	if (last != NULL && strcmp(last, s) == 0)
+		return last;
+	return strblocks_put(&r->texts, s);
 }
 
 /* Makes room for one more element of SIZE bytes in *V (N used, *CAP
@@ -56,16 +64,20 @@ static int
 removed_take(struct rm_run *r, const json_t *e, const char *name)
 {
 	const json_t *ttl = json_object_get(e, "ttl_ms"), *at = json_object_get(e, "at_ms");
+	const struct rm_removed *last;
 	struct rm_removed *d;
 
 	if (room_for_one((void **)&r->removed, r->nremoved, &r->capremoved,
 	    sizeof(*r->removed)) != 0)
 		return -1;
+	last = r->nremoved > 0 ? &r->removed[r->nremoved - 1] : NULL;
 	d = &r->removed[r->nremoved];
 	*d = (struct rm_removed){
-		.name = strdup(name),
-		.type = copy_of(json_string_value(json_object_get(e, "type"))),
-		.reason = copy_of(json_string_value(json_object_get(e, "reason"))),
+		.name = strblocks_put(&r->texts, name),
+		.type = copy_of(r, json_string_value(json_object_get(e, "type")),
+		    last != NULL ? last->type : NULL),
+		.reason = copy_of(r, json_string_value(json_object_get(e, "reason")),
+		    last != NULL ? last->reason : NULL),
 		.ttl_ms = json_is_integer(ttl) ? json_integer_value(ttl) : -1,
 		.at_ms = json_is_integer(at) ? json_integer_value(at) : 0
 	};
@@ -88,7 +100,7 @@ waited_take(struct rm_run *r, const json_t *w, const char *name)
 		return -1;
 	d = &r->waited[r->nwaited];
 	*d = (struct rm_waited){
-		.name = strdup(name),
+		.name = strblocks_put(&r->texts, name),
 		.since_ms = json_integer_value(json_object_get(w, "since_ms")),
 		.until_ms = json_integer_value(json_object_get(w, "until_ms"))
 	};
@@ -155,7 +167,7 @@ rm_last_read(struct rm_run *r, char *err, size_t errlen)
 const struct rm_removed *
 rm_removed_find(const struct rm_run *r, const char *name)
 {
-	struct rm_removed key = { .name = (char *)name };
+	struct rm_removed key = { .name = name };
 
 	if (r->nremoved == 0)
 		return NULL;
@@ -165,7 +177,7 @@ rm_removed_find(const struct rm_run *r, const char *name)
 const struct rm_waited *
 rm_waited_find(const struct rm_run *r, const char *name)
 {
-	struct rm_waited key = { .name = (char *)name };
+	struct rm_waited key = { .name = name };
 
 	if (r->nwaited == 0)
 		return NULL;
@@ -175,13 +187,7 @@ rm_waited_find(const struct rm_run *r, const char *name)
 void
 rm_last_free(struct rm_run *r)
 {
-	for (size_t i = 0; i < r->nremoved; i++) {
-		free(r->removed[i].name);
-		free(r->removed[i].type);
-		free(r->removed[i].reason);
-	}
-	for (size_t i = 0; i < r->nwaited; i++)
-		free(r->waited[i].name);
+	strblocks_free(&r->texts);
 	free(r->removed);
 	free(r->waited);
 	r->removed = NULL;

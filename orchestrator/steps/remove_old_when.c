@@ -437,7 +437,7 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 	size_t i, n = r->mq->n;
 
 	/* The measured, each at its place in the measure's list. */
-	for (i = 0; i < r->mq->n; i++) {
+	for (i = 0; i < r->mq->n && items != NULL; i++) {
 		const struct old_measured_queue *m = &r->mq->v[i];
 		struct item *it = &items[m->ord];
 
@@ -454,18 +454,22 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 
 		if (old_measured_find(r->mq, name) != NULL)
 			continue;
-		item_init(r, &items[n], name, oq != NULL ? oq->q->type : "",
-		    json_is_integer(ttl) ? json_integer_value(ttl) : -1);
+		if (items != NULL)
+			item_init(r, &items[n], name, oq != NULL ? oq->q->type : "",
+			    json_is_integer(ttl) ? json_integer_value(ttl) : -1);
 		n++;
 	}
 	/* Appeared after the watch's last look: members from when remove_old
 	 * first saw them. */
 	for (i = 0; i < s->n; i++) {
 		const struct old_queue *oq = &s->v[i];
-		struct item *it = &items[n];
+		struct item *it = items != NULL ? &items[n] : NULL;
 
 		if (old_measured_find(r->mq, oq->q->name) != NULL ||
 		    json_object_get(joined, oq->q->name) != NULL)
+			continue;
+		n++;
+		if (it == NULL)
 			continue;
 		item_init(r, it, oq->q->name, oq->q->type, oq->ttl_ms);
 		if (it->waited == WAIT_NONE) {	/* else its first sighting stands */
@@ -476,7 +480,6 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 			if (it->wait_until_ms < r->now + OLD_BASELINE_WINDOW_MS)
 				it->wait_until_ms = r->now + OLD_BASELINE_WINDOW_MS;
 		}
-		n++;
 	}
 	/* Removed by an earlier run of this step and no longer listed: kept,
 	 * so that the last result still names every queue it deleted. */
@@ -486,7 +489,8 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 		if (old_measured_find(r->mq, q->name) != NULL ||
 		    json_object_get(joined, q->name) != NULL || old_sel_find(s, q->name) != NULL)
 			continue;
-		item_init(r, &items[n], q->name, q->type, q->ttl_ms);
+		if (items != NULL)
+			item_init(r, &items[n], q->name, q->type, q->ttl_ms);
 		n++;
 	}
 	return n;
