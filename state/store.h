@@ -307,26 +307,29 @@ struct json_t;
 typedef int (*store_each_fn)(const struct json_t *e, void *arg);
 
 /* Reads step IDX of plan PLAN_ID's result a part at a time: FN (NULL:
- * none) gets each element of its "queues" (the rows store_step_save_entries
- * kept included), parsed one at a time, and *REST the result's text with
- * "queues" empty (owned; NULL when the step or its result is absent). A
- * reader of a long list that needs a few figures of each element holds
- * the text, never the list's tree (about 1.4 KB an element for
- * measure_horizon's). Returns 0, or -1 with ERR (FN's stop included). */
-int store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn,
-    void *arg, char **rest, char *err, size_t errlen);
+ * none) gets each element of its array PATH (a top-level member, "queues",
+ * or a member of members' objects joined by dots, "old_last.queues"; the
+ * rows store_step_save_entries kept for it included), parsed one at a
+ * time, and *REST the result's text with that array empty, and the one
+ * rows are kept for too (owned; NULL when the step or its result is
+ * absent). A reader of a long list that needs a
+ * few figures of each element holds the text, never the list's tree
+ * (about 1.4 KB an element for measure_horizon's). Returns 0, or -1 with
+ * ERR (FN's stop included). */
+int store_step_each(struct store *s, int64_t plan_id, int idx, const char *path,
+    store_each_fn fn, void *arg, char **rest, char *err, size_t errlen);
 
-/* Hands FN (NULL: none) each element of the top-level array MEMBER of the
- * JSON object TEXT (a step's result as stored), parsed one at a time, as
- * store_step_each does its "queues". Returns 0 (also when TEXT has no
- * such member), what FN returned when not 0, or -1 with *BAD set when an
- * element does not parse. */
+/* Hands FN (NULL: none) each element of the array MEMBER (a path, as
+ * store_step_each's) of the JSON object TEXT (a step's result as stored),
+ * parsed one at a time, as store_step_each does. Returns 0 (also when TEXT
+ * has no such member), what FN returned when not 0, or -1 with *BAD set
+ * when an element does not parse. */
 int store_json_each(const char *text, const char *member, store_each_fn fn, void *arg,
     bool *bad);
 
-/* Empties the top-level array MEMBER of the JSON object TEXT in place
- * ("[]"), when it has one: the rest of a result whose long list is read
- * apart (store_json_each). */
+/* Empties the array MEMBER (a path, as store_step_each's) of the JSON
+ * object TEXT in place ("[]"), when it has one: the rest of a result
+ * whose long list is read apart (store_json_each). */
 void store_json_empty(char *text, const char *member);
 
 /* Reads step IDX of plan PLAN_ID as store_step_get does, but its result

@@ -322,32 +322,48 @@ string_end(const char *r, size_t i)
 	return 0;
 }
 
-/* Where valid JSON object R has its top-level member MEMBER, an array:
- * the offset of the array's '[' into *AT and the offset just past its ']'
- * into *END. A scan of the text, strings skipped whole: no parse of a
- * result that may be megabytes. Returns 0, or -1 when it has none. */
-static int
-member_array(const char *r, const char *member, size_t *at, size_t *end)
+/* Skips blanks in R from I. Returns the first offset that is not one. */
+static size_t
+blanks_end(const char *r, size_t i)
 {
-	size_t i = 0, e, v, mlen = strlen(member);
-	int depth = 0, from = -1;
+	while (r[i] == ' ' || r[i] == '\n' || r[i] == '\t' || r[i] == '\r')
+		i++;
+	return i;
+}
+
+/* Where valid JSON object R has the array PATH: a top-level member's
+ * name, or names joined by dots for a member of a member's object
+ * ("old_last.queues"): the offset of the array's '[' into *AT and the
+ * offset just past its ']' into *END. A scan of the text, strings
+ * skipped whole: no parse of a result that may be megabytes. Returns 0,
+ * or -1 when it has none. */
+static int
+member_array(const char *r, const char *path, size_t *at, size_t *end)
+{
+	const char *name = path, *dot = strchr(path, '.');
+	size_t i = 0, e, v, len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+	int depth = 0, from = -1, inside = 1;	/* the object NAME is sought in */
 
 	while (r[i] != '\0') {
 		if (r[i] == '"') {
 			if ((e = string_end(r, i)) == 0)
 				return -1;
-			for (v = e; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' || r[v] == '\r'; v++)
-				;
+			v = blanks_end(r, e);
 			/* A string followed by ':' is a key. */
-			if (from < 0 && depth == 1 && r[v] == ':' && e - i == mlen + 2 &&
-			    memcmp(r + i + 1, member, mlen) == 0) {
-				for (v++; r[v] == ' ' || r[v] == '\n' || r[v] == '\t' ||
-				    r[v] == '\r'; v++)
-					;
-				if (r[v] != '[')
+			if (from < 0 && depth == inside && r[v] == ':' && e - i == len + 2 &&
+			    memcmp(r + i + 1, name, len) == 0) {
+				v = blanks_end(r, v + 1);
+				if (r[v] != (dot != NULL ? '{' : '['))
 					return -1;
-				*at = v;
-				from = depth;
+				if (dot != NULL) {	/* into the member's object */
+					name = dot + 1;
+					dot = strchr(name, '.');
+					len = dot != NULL ? (size_t)(dot - name) : strlen(name);
+					inside++;
+				} else {
+					*at = v;
+					from = depth;
+				}
 				i = v;
 				continue;
 			}
@@ -356,9 +372,13 @@ member_array(const char *r, const char *member, size_t *at, size_t *end)
 		}
 		if (r[i] == '{' || r[i] == '[')
 			depth++;
-		else if ((r[i] == '}' || r[i] == ']') && --depth == from) {
-			*end = i + 1;
-			return 0;
+		else if (r[i] == '}' || r[i] == ']') {
+			if (--depth == from) {
+				*end = i + 1;
+				return 0;
+			}
+			if (from < 0 && depth < inside)
+				return -1;	/* the object sought in ended */
 		}
 		i++;
 	}
@@ -586,29 +606,36 @@ store_json_empty(char *text, const char *member)
 		empty_at(text, at, end);
 }
 
-int
-store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, void *arg,
-    char **rest, char *err, size_t errlen)
+/* store_step_each inside the transaction its caller opened. */
+static int
+step_each(struct store *s, int64_t plan_id, int idx, const char *path,
+    store_each_fn fn, void *arg, char **rest, char *err, size_t errlen)
 {
 	struct store_step st;
-	size_t at, end;
+	const char *rows;
+	size_t at, end, rat, rend;
 	bool bad = false;
 	int r;
 
 	*rest = NULL;
-	if ((r = store_step_get(s, plan_id, idx, &st, err, errlen)) != 0)
+	/* As written: rows kept for a list are read only for that list, so
+	 * that the rest is never a tree of them. */
+	if ((r = store_step_get_apart(s, plan_id, idx, &st, err, errlen)) != 0)
 		return r == STORE_NOT_FOUND ? 0 : -1;
 	if (st.result_json == NULL)
 		goto done;
-	if (member_array(st.result_json, "queues", &at, &end) == 0) {
-		if (fn != NULL && each_element(st.result_json, at, end, fn, arg, &bad) != 0) {
+	rows = row_member(st.result_json, &rat, &rend);
+	if (member_array(st.result_json, path, &at, &end) == 0) {
+		if (fn != NULL && (each_element(st.result_json, at, end, fn, arg, &bad) != 0 ||
+		    (rows != NULL && strcmp(rows, path) == 0 &&
+		    store_step_rows_each(s, plan_id, idx, fn, arg, &bad, err, errlen) != 0))) {
 			errbuf_set(err, errlen, "reading step %d of plan %" PRId64 "'s "
 			    "result: %s", idx, plan_id, bad ? "an element of its "
-			    "\"queues\" does not parse" : "its reader stopped");
+			    "list does not parse" : "its reader stopped");
 			store_step_clear(&st);
 			return -1;
 		}
-		/* The rest: "queues" emptied in place. */
+		/* The rest: the list emptied in place. */
 		empty_at(st.result_json, at, end);
 	}
 	*rest = st.result_json;
@@ -616,6 +643,22 @@ store_step_each(struct store *s, int64_t plan_id, int idx, store_each_fn fn, voi
 done:
 	store_step_clear(&st);
 	return 0;
+}
+
+int
+store_step_each(struct store *s, int64_t plan_id, int idx, const char *path,
+    store_each_fn fn, void *arg, char **rest, char *err, size_t errlen)
+{
+	bool own = sqlite3_get_autocommit(s->db) != 0;
+	int r;
+
+	/* The result and its rows of one moment. */
+	if (own && store__exec(s, "BEGIN", "reading a step's result", err, errlen) != 0)
+		return -1;
+	r = step_each(s, plan_id, idx, path, fn, arg, rest, err, errlen);
+	if (own)
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	return r;
 }
 
 int

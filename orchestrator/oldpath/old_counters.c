@@ -31,6 +31,39 @@ counter_cmp(const void *a, const void *b)
 	    ((const struct old_counter *)b)->name);
 }
 
+int
+old_counters_add(struct old_counters *o, const json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const json_t *pub = json_object_get(e, "publish");
+	void *v;
+
+	if (name == NULL)
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap > 0 ? 2 * o->cap : 256;
+
+		if ((v = realloc(o->v, cap * sizeof(*o->v))) == NULL)
+			return -1;
+		o->v = v;
+		o->cap = cap;
+	}
+	if (pub == NULL)
+		pub = json_object_get(json_object_get(e, "message_stats"), "publish");
+	if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL)
+		return -1;
+	o->v[o->n].publish = int_or(pub, -1);
+	o->v[o->n++].messages = int_or(json_object_get(e, "messages"), -1);
+	return 0;
+}
+
+void
+old_counters_end(struct old_counters *o)
+{
+	if (o->n > 1)
+		qsort(o->v, o->n, sizeof(*o->v), counter_cmp);
+}
+
 /* Fills O from the array ARR of {"name", "publish" or "message_stats":
  * {"publish"}, "messages"}, the names copied: O outlives ARR. */
 static int
@@ -46,26 +79,18 @@ from_array(const json_t *arr, int64_t at_ms, struct old_counters *o, char *err,
 		snprintf(err, errlen, "the queue listing is not a list");
 		return -1;
 	}
+	/* Room for them all at once: no array grown by doubling. */
 	if ((o->v = calloc(json_array_size(arr) + 1, sizeof(*o->v))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	json_array_foreach(arr, i, e) {
-		const char *name = json_string_value(json_object_get(e, "name"));
-		const json_t *pub = json_object_get(e, "publish");
-
-		if (name == NULL)
-			continue;
-		if (pub == NULL)
-			pub = json_object_get(json_object_get(e, "message_stats"), "publish");
-		if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL) {
+	o->cap = json_array_size(arr) + 1;
+	json_array_foreach(arr, i, e)
+		if (old_counters_add(o, e) != 0) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		o->v[o->n].publish = int_or(pub, -1);
-		o->v[o->n++].messages = int_or(json_object_get(e, "messages"), -1);
-	}
-	qsort(o->v, o->n, sizeof(*o->v), counter_cmp);
+	old_counters_end(o);
 	return 0;
 }
 
@@ -89,6 +114,7 @@ old_counters_read(struct step_ctx *c, struct old_counters *o, char *err, size_t 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	o->cap = l.n + 1;
 	/* In name order, as the counters are kept; the names' blocks are
 	 * taken over. */
 	for (size_t i = 0; i < l.n; i++)
@@ -165,6 +191,7 @@ old_counters_from_selection(const struct old_selection *s, struct old_counters *
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	o->cap = s->list.n + 1;
 	/* S->list is sorted by name (strcmp), as the counters are. */
 	for (size_t i = 0; i < s->list.n; i++)
 		o->v[o->n++] = (struct old_counter){ .name = s->list.v[i].name,

@@ -439,6 +439,7 @@ struct old_counter {
 struct old_counters {
 	struct old_counter *v;
 	size_t n;
+	size_t cap;			/* V's room (old_counters_add) */
 	int64_t at_ms;
 	bool exact;			/* depths by passive declares (the
 					 * watch's), not by the statistics */
@@ -449,6 +450,17 @@ struct old_counters {
  * Returns 0 and fills O (free with old_counters_free), or -1 with ERR. */
 int old_counters_read(struct step_ctx *c, struct old_counters *o, char *err,
     size_t errlen);
+
+/* Adds to O (emptied before the first) the counters of E, an element of
+ * a sample's "queues" ({"name", "publish" or "message_stats": {"publish"},
+ * "messages"}; one without a name is passed over), its name copied: for
+ * a sample read an element at a time. Returns 0, or -1 out of memory.
+ * Then old_counters_end. */
+int old_counters_add(struct old_counters *o, const json_t *e);
+
+/* Sorts O's counters by name, as every other reading is: after its last
+ * old_counters_add. */
+void old_counters_end(struct old_counters *o);
 
 /* The watch's last sample ("old_last" of its state WATCHED). Returns 0
  * and fills O, or -1 with ERR when the state has none. */

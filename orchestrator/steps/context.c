@@ -194,8 +194,8 @@ store_ended_of(void *arg, enum plan_step_kind kind)
 
 /* step_inputs_of_store's EACH_OF: store_step_each, its rest parsed. */
 static int
-store_each_of(void *arg, enum plan_step_kind kind, store_each_fn fn, void *fnarg,
-    json_t **rest)
+store_each_of(void *arg, enum plan_step_kind kind, const char *path, store_each_fn fn,
+    void *fnarg, json_t **rest)
 {
 	struct step_store_inputs *src = arg;
 	char err[256], *text = NULL;
@@ -204,7 +204,7 @@ store_each_of(void *arg, enum plan_step_kind kind, store_each_fn fn, void *fnarg
 	*rest = NULL;
 	if (idx < 0)
 		return 0;
-	if (store_step_each(src->s, src->plan_id, idx, fn, fnarg, &text, err,
+	if (store_step_each(src->s, src->plan_id, idx, path, fn, fnarg, &text, err,
 	    sizeof(err)) != 0)
 		return -1;
 	if (text != NULL && (*rest = json_loads(text, 0, NULL)) == NULL)
@@ -220,25 +220,69 @@ step_inputs_of_store(struct step_store_inputs *src)
 	    .ended_of = store_ended_of, .each_of = store_each_of, .arg = src };
 }
 
-int
-step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn fn,
-    void *fnarg, json_t **rest)
+/* The list at PATH (members joined by dots) of J, or NULL; with PARENT,
+ * the object holding it into *PARENT and its last name into *KEY. */
+static json_t *
+path_get(json_t *j, const char *path, json_t **parent, char *key, size_t keylen)
 {
-	const json_t *whole, *e;
+	const char *dot;
+	size_t len;
+
+	for (;;) {
+		dot = strchr(path, '.');
+		len = dot != NULL ? (size_t)(dot - path) : strlen(path);
+		if (len >= keylen)
+			return NULL;
+		memcpy(key, path, len);
+		key[len] = '\0';
+		if (parent != NULL)
+			*parent = j;
+		if ((j = json_object_get(j, key)) == NULL || dot == NULL)
+			return j;
+		path = dot + 1;
+	}
+}
+
+int
+step_input_each(struct step_inputs *in, enum plan_step_kind kind, const char *path,
+    store_each_fn fn, void *fnarg, json_t **rest)
+{
+	json_t *whole, *e, *list, *parent = NULL;
+	char key[64];
 	size_t i;
 
 	*rest = NULL;
 	if (in->each_of != NULL)
-		return in->each_of(in->arg, kind, fn, fnarg, rest);
-	if ((whole = step_input(in, kind)) == NULL)
+		return in->each_of(in->arg, kind, path, fn, fnarg, rest);
+	if ((whole = (json_t *)step_input(in, kind)) == NULL)
 		return 0;
-	json_array_foreach(fn != NULL ? json_object_get(whole, "queues") : NULL, i, e)
+	list = path_get(whole, path, NULL, key, sizeof(key));
+	json_array_foreach(fn != NULL ? list : NULL, i, e)
 		if (fn(e, fnarg) != 0)
 			return -1;
-	if ((*rest = json_copy((json_t *)whole)) == NULL)
+	/* A deep copy: the list may sit in an object the copy would share. */
+	if ((*rest = json_deep_copy(whole)) == NULL)
 		return -1;
-	if (json_object_get(*rest, "queues") != NULL)
-		json_object_set_new(*rest, "queues", json_array());
+	if (json_is_array(path_get(*rest, path, &parent, key, sizeof(key))))
+		json_object_set_new(parent, key, json_array());
+	return 0;
+}
+
+int
+step_input_apart(struct step_inputs *in, enum plan_step_kind kind, const char *path,
+    store_each_fn fn, void *fnarg, const json_t **rest)
+{
+	json_t *j = NULL;
+
+	*rest = NULL;
+	if (in->nheld == STEP_INPUTS_MAX ||
+	    step_input_each(in, kind, path, fn, fnarg, &j) != 0) {
+		json_decref(j);
+		return -1;
+	}
+	if (j != NULL)
+		in->held[in->nheld++] = j;
+	*rest = j;
 	return 0;
 }
 
@@ -300,9 +344,9 @@ old_inputs_keep(struct step_ctx *c, struct step_inputs *in, int64_t measured_end
 	k->measured_end_ms = measured_end;
 	k->moved_end_ms = moved_end;
 	k->with_moved = with_moved;
-	if (step_input_each(in, PLAN_STEP_MEASURE_HORIZON, measured_add, &k->queues,
-	    &k->measured) != 0 ||
-	    step_input_each(in, PLAN_STEP_MOVE_OLD, with_moved ? moved_add : NULL,
+	if (step_input_each(in, PLAN_STEP_MEASURE_HORIZON, "queues", measured_add,
+	    &k->queues, &k->measured) != 0 ||
+	    step_input_each(in, PLAN_STEP_MOVE_OLD, "queues", with_moved ? moved_add : NULL,
 	    &k->moved_queues, &k->moved) != 0) {
 		old_inputs_free(k);
 		c->kept = NULL;

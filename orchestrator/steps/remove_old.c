@@ -508,36 +508,49 @@ run_waves(struct rm_run *r, const struct old_selection *s, struct item *items,
 	return fence_err[0] != '\0' ? -1 : 0;
 }
 
-/* What remove_old keeps of the watch's result WATCH (held in IN): its
- * last sample of every old queue ("old_last") as a table
- * (C->watched_last), and of the rest only what it reads (the last entry,
- * the members that joined), the tree released: at 100,000 old queues the
- * sample's tree alone is about 40 MB, held through the whole run. A
- * result without the sample is kept whole (rm_baseline says what it
- * lacks). Returns what C->watched is to be. */
-static const json_t *
-watched_kept(struct step_ctx *c, struct step_inputs *in, const json_t *watch)
+/* step_input_apart's FN: an element of the watch's last sample into the
+ * counters at ARG. */
+static int
+counter_add(const json_t *e, void *arg)
 {
-	const json_t *joined = json_object_get(json_object_get(watch, "old"), "joined");
-	struct old_counters *o;
-	json_t *kept;
-	char why[256];
+	return old_counters_add(arg, e);
+}
 
-	if (watch == NULL || (o = calloc(1, sizeof(*o))) == NULL)
-		return watch;
-	if (old_counters_from_watch(watch, o, why, sizeof(why)) != 0 ||
-	    (kept = json_object()) == NULL) {
+/* What remove_old keeps of the watch's result, read from IN: its last
+ * sample of every old queue ("old_last") as a table (C->watched_last),
+ * read an element at a time (at 100,000 old queues the sample's tree
+ * would be some 45 MB), and the rest (the last entry, the members that
+ * joined) as a tree, the sample's list and the watch's rows left out.
+ * When that read fails, the whole result's tree, as step_input gives it
+ * (rm_baseline then reads the sample from it, or says what it lacks).
+ * Returns what C->watched is to be. */
+static const json_t *
+watched_kept(struct step_ctx *c, struct step_inputs *in)
+{
+	struct old_counters *o = calloc(1, sizeof(*o));
+	const json_t *rest = NULL, *last;
+
+	if (o == NULL)
+		return step_input(in, PLAN_STEP_WATCH);
+	if (step_input_apart(in, PLAN_STEP_WATCH, "old_last.queues", counter_add, o,
+	    &rest) != 0) {
 		old_counters_free(o);
 		free(o);
-		return watch;
+		return step_input(in, PLAN_STEP_WATCH);
 	}
-	if (json_is_integer(json_object_get(watch, "last_old_entry_ms")))
-		json_object_set(kept, "last_old_entry_ms", json_object_get(watch,
-		    "last_old_entry_ms"));
-	if (joined != NULL)
-		json_object_set_new(kept, "old", json_pack("{s:O}", "joined", joined));
+	last = json_object_get(rest, "old_last");
+	if (!json_is_array(json_object_get(last, "queues"))) {
+		old_counters_free(o);
+		free(o);
+		return rest;
+	}
+	o->at_ms = json_integer_value(json_object_get(last, "at_ms"));
+	/* Written only by the tick that ends the watch, which read every old
+	 * queue with a passive declare (watch.c, tick_status). */
+	o->exact = true;
+	old_counters_end(o);
 	c->watched_last = o;
-	return step_input_replace(in, watch, kept);
+	return rest;
 }
 
 int
@@ -551,7 +564,7 @@ step_remove_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **res
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
 		return -1;
 	}
-	watch = watched_kept(c, in, step_input(in, PLAN_STEP_WATCH));
+	watch = watched_kept(c, in);
 	c->watched = watch;
 	if (step_restored(c, err, errlen) != 0) {
 		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);

@@ -31,11 +31,11 @@ struct old_inputs;
 struct step_inputs {
 	json_t *(*result_of)(void *arg, enum plan_step_kind kind);
 	int64_t (*ended_of)(void *arg, enum plan_step_kind kind);
-	/* EACH_OF(ARG, KIND, FN, FNARG, REST), NULL when not offered: the
-	 * result of KIND a part at a time (step_input_each), never its list's
-	 * tree. */
-	int (*each_of)(void *arg, enum plan_step_kind kind, store_each_fn fn,
-	    void *fnarg, json_t **rest);
+	/* EACH_OF(ARG, KIND, PATH, FN, FNARG, REST), NULL when not offered:
+	 * the result of KIND a part at a time (step_input_each), never its
+	 * list's tree. */
+	int (*each_of)(void *arg, enum plan_step_kind kind, const char *path,
+	    store_each_fn fn, void *fnarg, json_t **rest);
 	void *arg;
 	json_t *held[STEP_INPUTS_MAX];	/* fetched by step_input */
 	size_t nheld;
@@ -304,13 +304,20 @@ const json_t *step_input_replace(struct step_inputs *in, const json_t *held,
     json_t *with);
 
 /* The result of the plan's step of KIND a part at a time: FN (NULL:
- * none) gets each element of its "queues", one at a time, then *REST the
- * result with "queues" empty (a new reference; NULL when it has none).
- * From the store (IN's EACH_OF) it holds the result's text, not the
- * list's tree; else it reads RESULT_OF's tree. Returns 0, or -1 (FN
- * stopped, memory, a result that does not parse). */
-int step_input_each(struct step_inputs *in, enum plan_step_kind kind, store_each_fn fn,
-    void *fnarg, json_t **rest);
+ * none) gets each element of its list PATH ("queues", or members joined
+ * by dots: "old_last.queues"), one at a time, then *REST the result with
+ * that list empty (a new reference; NULL when it has none). From the
+ * store (IN's EACH_OF) it holds the result's text, not the list's tree;
+ * else it reads RESULT_OF's tree. Returns 0, or -1 (FN stopped, memory,
+ * a result that does not parse). */
+int step_input_each(struct step_inputs *in, enum plan_step_kind kind, const char *path,
+    store_each_fn fn, void *fnarg, json_t **rest);
+
+/* step_input_each, with the rest held in IN as step_input's results are
+ * (*REST borrowed until step_inputs_release; NULL when there is none).
+ * Returns 0, or -1. */
+int step_input_apart(struct step_inputs *in, enum plan_step_kind kind,
+    const char *path, store_each_fn fn, void *fnarg, const json_t **rest);
 
 /* Hands FN each element of the array MEMBER of C's last result (its
  * state), parsed one at a time from C->state_text and then the rows the

@@ -1,7 +1,8 @@
 /* test_old_inputs: what the watch and remove_old read of
  * measure_horizon's and move_old's results: their queues as tables looked
  * up by name, and both results read once and kept across runs until
- * either step ends anew. */
+ * either step ends anew; and remove_old's table of the watch's last
+ * sample. */
 
 #include <string.h>
 
@@ -165,7 +166,7 @@ moved_result(int left)
 
 /* Step inputs that count what they are asked. */
 struct fake {
-	json_t *measured, *moved;
+	json_t *measured, *moved, *watch;
 	int64_t measured_end, moved_end;
 	int reads;			/* results read whole */
 };
@@ -180,6 +181,8 @@ fake_result_of(void *arg, enum plan_step_kind kind)
 		return json_incref(f->measured);
 	if (kind == PLAN_STEP_MOVE_OLD)
 		return json_incref(f->moved);
+	if (kind == PLAN_STEP_WATCH)
+		return json_incref(f->watch);
 	return NULL;
 }
 
@@ -308,6 +311,63 @@ test_remove_old_reads_moved(void **state)
 	step_ctx_close(&c);
 }
 
+/* remove_old's prepare reads the watch's last sample ("old_last") into a
+ * table, in name order, exact, with its time and each queue's counters
+ * (-1 for none), and keeps of the watch's result the rest without the
+ * sample's list: the last entry and the members that joined. */
+static void
+test_remove_old_reads_watch_sample(void **state)
+{
+	struct step_ctx c = { 0 };
+	struct fake f = {
+		.measured = measured_result("delay.c"),
+		.moved = moved_result(0),
+		.measured_end = 1000, .moved_end = 2000,
+	};
+	const struct old_counter *q;
+	json_t *result = NULL;
+	char err[256];
+
+	(void)state;
+	f.watch = json_pack("{s:b,s:I,s:{s:{s:I}},s:{s:I,s:[{s:s,s:i,s:i},"
+	    "{s:s,s:n,s:i},{s:i}]}}", "ok", 1, "last_old_entry_ms", (json_int_t)7000,
+	    "old", "joined", "delay.z", (json_int_t)60000,
+	    "old_last", "at_ms", (json_int_t)8000, "queues",
+	    "name", "delay.b", "publish", 3, "messages", 0,
+	    "name", "delay.a", "publish", "messages", 2,
+	    "messages", 1);
+	step_ctx_begin_run(&c, NULL, NULL, 1, NULL);
+	c.inputs = (struct step_inputs){ .result_of = fake_result_of,
+	    .ended_of = fake_ended_of, .arg = &f };
+	assert_int_equal(step_remove_old_prepare(&c, &c.inputs, &result, err,
+	    sizeof(err)), 0);
+	assert_null(result);
+	assert_int_equal(c.old_last_entry_ms, 7000);
+	assert_non_null(c.watched_last);
+	assert_int_equal(c.watched_last->n, 2);
+	assert_int_equal(c.watched_last->at_ms, 8000);
+	assert_true(c.watched_last->exact);
+	assert_string_equal(c.watched_last->v[0].name, "delay.a");
+	q = old_counters_find(c.watched_last, "delay.a");
+	assert_int_equal(q->publish, -1);
+	assert_int_equal(q->messages, 2);
+	q = old_counters_find(c.watched_last, "delay.b");
+	assert_int_equal(q->publish, 3);
+	assert_int_equal(q->messages, 0);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(c.watched,
+	    "old_last"), "queues")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_object_get(c.watched, "old"), "joined"), "delay.z")), 60000);
+	/* The watch's own result is as it was: the rest is a copy. */
+	assert_int_equal(json_array_size(json_object_get(json_object_get(f.watch,
+	    "old_last"), "queues")), 3);
+	step_ctx_end_run(&c);
+	json_decref(f.measured);
+	json_decref(f.moved);
+	json_decref(f.watch);
+	step_ctx_close(&c);
+}
+
 int
 main(void)
 {
@@ -317,6 +377,7 @@ main(void)
 		cmocka_unit_test(test_moved_table),
 		cmocka_unit_test(test_kept_across_ticks),
 		cmocka_unit_test(test_remove_old_reads_moved),
+		cmocka_unit_test(test_remove_old_reads_watch_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

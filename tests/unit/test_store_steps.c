@@ -402,24 +402,24 @@ test_each(void **state)
 	    FX_ERR(fx)), 0);
 	assert_int_equal(store_step_insert(fx->s, plan, 1, "move_old", 0,
 	    FX_ERR(fx)), 0);
-	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 0, "queues", see, &seen, &r, FX_ERR(fx)), 0);
 	assert_null(r);
-	assert_int_equal(store_step_each(fx->s, plan, 9, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 9, "queues", see, &seen, &r, FX_ERR(fx)), 0);
 	assert_null(r);
 	assert_int_equal(seen.n, 0);
 	assert_int_equal(store_step_update(fx->s, plan, 0, "succeeded", 10, 20, whole,
 	    NULL, FX_ERR(fx)), 0);
-	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 0, "queues", see, &seen, &r, FX_ERR(fx)), 0);
 	assert_string_equal(seen.names, "old.b;old.\"a;");
 	assert_string_equal(r, "{\"a\":{\"queues\":[1]},\"s\":\"\\\"queues\\\":[{]\", "
 	    "\"queues\" : [] ,\"z\":[\"]\"]}");
 	free(r);
 	/* Without a reader: the rest alone. */
-	assert_int_equal(store_step_each(fx->s, plan, 0, NULL, NULL, &r, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 0, "queues", NULL, NULL, &r, FX_ERR(fx)), 0);
 	assert_non_null(strstr(r, "\"queues\" : [] ,"));
 	free(r);
 	seen = (struct seen){ .stop_at = 2 };
-	assert_int_equal(store_step_each(fx->s, plan, 0, see, &seen, &r, FX_ERR(fx)), -1);
+	assert_int_equal(store_step_each(fx->s, plan, 0, "queues", see, &seen, &r, FX_ERR(fx)), -1);
 	assert_null(r);
 	assert_string_equal(seen.names, "old.b;");
 	assert_non_null(strstr(fx->err, "its reader stopped"));
@@ -427,7 +427,7 @@ test_each(void **state)
 	assert_int_equal(store_step_save_entries(fx->s, plan, 1, rest, v, 2,
 	    FX_ERR(fx)), 0);
 	seen = (struct seen){ .stop_at = -1 };
-	assert_int_equal(store_step_each(fx->s, plan, 1, see, &seen, &r, FX_ERR(fx)), 0);
+	assert_int_equal(store_step_each(fx->s, plan, 1, "queues", see, &seen, &r, FX_ERR(fx)), 0);
 	assert_string_equal(seen.names, "old.c;old.d;");
 	assert_string_equal(r, rest);
 	free(r);
@@ -473,6 +473,38 @@ test_json_each(void **state)
 	assert_true(bad);
 }
 
+/* A list inside a member's object, by the names joined with dots: that
+ * object's list, not a top-level one of its name nor one of a later
+ * object; a path through a member that is not an object, or one whose
+ * object lacks the list, gives nothing; the list emptied in place. */
+static void
+test_json_each_path(void **state)
+{
+	char text[] = "{\"queues\":[{\"name\":\"top\"}],\"old_last\":{\"at_ms\":5,"
+	    "\"s\":\"\\\"queues\\\":[\",\"x\":{\"queues\":[{\"name\":\"deep\"}]},"
+	    "\"queues\" : [{\"name\":\"q1\"},{\"name\":\"q2\"}]},\"n\":[1]}";
+	char later[] = "{\"a\":{\"b\":1},\"c\":{\"queues\":[{\"name\":\"no\"}]}}";
+	struct seen seen = { .stop_at = -1 };
+	bool bad = true;
+
+	(void)state;
+	assert_int_equal(store_json_each(text, "old_last.queues", see, &seen, &bad), 0);
+	assert_false(bad);
+	assert_string_equal(seen.names, "q1;q2;");
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_json_each(text, "old_last.x.queues", see, &seen, &bad), 0);
+	assert_string_equal(seen.names, "deep;");
+	seen = (struct seen){ .stop_at = -1 };
+	assert_int_equal(store_json_each(later, "a.queues", see, &seen, &bad), 0);
+	assert_int_equal(store_json_each(text, "n.queues", see, &seen, &bad), 0);
+	assert_int_equal(store_json_each(text, "old_last.none", see, &seen, &bad), 0);
+	assert_int_equal(seen.n, 0);
+	store_json_empty(text, "old_last.queues");
+	assert_string_equal(text, "{\"queues\":[{\"name\":\"top\"}],\"old_last\":"
+	    "{\"at_ms\":5,\"s\":\"\\\"queues\\\":[\",\"x\":{\"queues\":"
+	    "[{\"name\":\"deep\"}]},\"queues\" : []},\"n\":[1]}");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup, fx_teardown)
 CM_MAIN(NULL, NULL,
 	T(test_steps),
@@ -480,4 +512,5 @@ CM_MAIN(NULL, NULL,
 	T(test_entries_read_as_one_result),
 	T(test_update_rows),
 	T(test_each),
-	cmocka_unit_test(test_json_each))
+	cmocka_unit_test(test_json_each),
+	cmocka_unit_test(test_json_each_path))
