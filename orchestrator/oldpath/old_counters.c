@@ -32,14 +32,11 @@ counter_cmp(const void *a, const void *b)
 }
 
 int
-old_counters_add(struct old_counters *o, const json_t *e)
+old_counters_put(struct old_counters *o, const char *name, int64_t publish,
+    int64_t messages)
 {
-	const char *name = json_string_value(json_object_get(e, "name"));
-	const json_t *pub = json_object_get(e, "publish");
 	void *v;
 
-	if (name == NULL)
-		return 0;
 	if (o->n == o->cap) {
 		size_t cap = o->cap > 0 ? 2 * o->cap : 256;
 
@@ -48,13 +45,25 @@ old_counters_add(struct old_counters *o, const json_t *e)
 		o->v = v;
 		o->cap = cap;
 	}
-	if (pub == NULL)
-		pub = json_object_get(json_object_get(e, "message_stats"), "publish");
 	if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL)
 		return -1;
-	o->v[o->n].publish = int_or(pub, -1);
-	o->v[o->n++].messages = int_or(json_object_get(e, "messages"), -1);
+	o->v[o->n].publish = publish;
+	o->v[o->n++].messages = messages;
 	return 0;
+}
+
+int
+old_counters_add(struct old_counters *o, const json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const json_t *pub = json_object_get(e, "publish");
+
+	if (name == NULL)
+		return 0;
+	if (pub == NULL)
+		pub = json_object_get(json_object_get(e, "message_stats"), "publish");
+	return old_counters_put(o, name, int_or(pub, -1),
+	    int_or(json_object_get(e, "messages"), -1));
 }
 
 void
@@ -143,19 +152,6 @@ old_counters_from_sample(const json_t *last, struct old_counters *o, char *err,
 	}
 	o->exact = json_is_true(json_object_get(last, "exact"));
 	return 0;
-}
-
-json_t *
-old_counters_sample(const struct old_counters *o)
-{
-	json_t *qs = json_array();
-
-	for (size_t i = 0; i < o->n; i++)
-		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", o->v[i].name,
-		    "publish", o->v[i].publish >= 0 ? json_integer(o->v[i].publish) :
-		    json_null(), "messages", (json_int_t)o->v[i].messages));
-	return json_pack("{s:I,s:b,s:o}", "at_ms", (json_int_t)o->at_ms, "exact",
-	    o->exact, "queues", qs);
 }
 
 int

@@ -458,6 +458,11 @@ int old_counters_read(struct step_ctx *c, struct old_counters *o, char *err,
  * Then old_counters_end. */
 int old_counters_add(struct old_counters *o, const json_t *e);
 
+/* Adds to O queue NAME's counters (-1: none), the name copied, as
+ * old_counters_add does an element's. Returns 0, or -1 out of memory. */
+int old_counters_put(struct old_counters *o, const char *name, int64_t publish,
+    int64_t messages);
+
 /* Sorts O's counters by name, as every other reading is: after its last
  * old_counters_add. */
 void old_counters_end(struct old_counters *o);
@@ -506,13 +511,10 @@ enum old_use old_counters_judge(const struct old_counters *base,
     char *why, size_t whylen);
 
 /* Fills O from SAMPLE, {"at_ms", "exact", "queues": [{"name", "publish",
- * "messages"}]} as old_counters_sample writes it (and the watch's
- * "old_last"). Returns 0, or -1 with ERR. */
+ * "messages"}]}, as an earlier version of remove_old wrote its baseline
+ * (and the watch its "old_last"). Returns 0, or -1 with ERR. */
 int old_counters_from_sample(const json_t *sample, struct old_counters *o,
     char *err, size_t errlen);
-
-/* O as a sample old_counters_from_sample reads back (a new object). */
-json_t *old_counters_sample(const struct old_counters *o);
 
 /* How long remove_old waits, with a fresh baseline of the publish
  * counters, after the old ones stopped being comparable (statistics reset,

@@ -658,6 +658,7 @@ entry_json(const struct rm_run *r, const struct item *it)
 {
 	char reason[REASON_MAX], basis[BASIS_MAX];
 	const char *why = rm_basis(r, it, basis, sizeof(basis));
+	const struct old_counter *b;
 	json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:s}", "name", it->name,
 	    "type", it->type, "outcome", outcome_names[it->outcome],
 	    "messages_seen", int_or_null(it->seen), "ttl_ms", int_or_null(it->ttl_ms),
@@ -668,6 +669,12 @@ entry_json(const struct rm_run *r, const struct item *it)
 		json_object_set_new(e, "purged", json_integer(it->purged));
 	if (e != NULL && why[0] != '\0')
 		json_object_set_new(e, "deadline_why", json_string(why));
+	/* The baseline the next run compares this queue with. */
+	if (e != NULL && r->kept_base != NULL &&
+	    (b = old_counters_find(r->kept_base, it->name)) != NULL) {
+		json_object_set_new(e, "baseline_publish", int_or_null(b->publish));
+		json_object_set_new(e, "baseline_messages", int_or_null(b->messages));
+	}
 	/* What the next run reads back (rm_last_read). */
 	if (e != NULL && it->outcome == OUT_WAIT)
 		json_object_set_new(e, "wait", json_pack("{s:s,s:I,s:I}",
@@ -843,6 +850,7 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 		if (items[i].outcome == OUT_NONE)
 			rm_set_reason(&items[i], OUT_LEFT, "not checked");
 	carry_removed(&r, items, nitems);
+	rm_keep_baseline(&r, &s);
 	if ((lost = entries_add(&r, c->rows_wanted && !o->dry_run ? &c->rows : NULL, entries,
 	    items, nitems, counts)) < 0) {
 		errbuf_set(err, errlen, "the result's %zu entries: %s", nitems,
@@ -862,7 +870,7 @@ done:
 	json_object_update(*result, xs);
 	json_decref(xs);
 	if (nitems > 0)
-		rm_state_json(&r, &s, *result);
+		rm_state_json(&r, *result);
 	if (rc == 0 && counts[OUT_WAIT] > 0)
 		rc = waiting_end(c, o, counts[OUT_WAIT], old_now_ms(NULL) - started, *result,
 		    err, errlen);

@@ -100,6 +100,11 @@ struct rm_run {
 					 * again (never in a dry run), or NULL */
 	struct old_counters base;	/* the counters compared with */
 	const char *base_what;
+	bool base_own;			/* BASE is this step's own, from PREV */
+	struct old_counters prev_base;	/* the baseline PREV's entries carry
+					 * (rm_last_read), until BASE takes it */
+	const struct old_counters *kept_base; /* what this run's entries
+					 * carry for the next (rm_keep_baseline) */
 	bool new_baseline;		/* take the selection's counters as the
 					 * next run's baseline */
 	struct old_counters counted;	/* the selection's counters, read once
@@ -175,9 +180,10 @@ void rm_items_free(struct item *items, size_t n);
 void rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Reads R's baseline: this step's own (R->prev "baseline"), else the
- * watch's last sample, else the counters now (R->c's vhost). Returns 0, or
- * -1 with ERR. */
+/* Reads R's baseline: this step's own (R->prev "baseline": its time, the
+ * counters its entries carry, or, as an earlier version wrote it, its own
+ * list), else the watch's last sample, else the counters now (R->c's
+ * vhost). Returns 0, or -1 with ERR. */
 int rm_baseline(struct rm_run *r, char *err, size_t errlen);
 
 /* Makes every item of ITEMS that selection S holds wait with a fresh
@@ -208,10 +214,18 @@ size_t rm_triage(struct rm_run *r, const struct old_selection *s,
  * for its TTL once, then left. */
 void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
 
+/* Decides the baseline the next run compares with (R->kept_base): S's
+ * counters when R took a new one, else R's own, else none (the next run
+ * compares with the watch's sample again). Each entry carries its queue's
+ * counters of it ("baseline_publish", "baseline_messages") and the
+ * result only when it was read (rm_state_json): at 100,000 queues a list
+ * of its own would be a tree of some 45 MB to read and one to write. */
+void rm_keep_baseline(struct rm_run *r, const struct old_selection *s);
+
 /* Adds to RESULT what the next run needs besides its entries (which say
- * each queue's wait): "baseline" (S's counters when R took a new one,
- * else the last). */
-void rm_state_json(struct rm_run *r, const struct old_selection *s, json_t *result);
+ * each queue's wait and baseline): "baseline" ({"at_ms", "exact",
+ * "in_entries": true}) when R keeps one. */
+void rm_state_json(const struct rm_run *r, json_t *result);
 
 /* When the old path is a ladder (old.ladder) and every old level queue of
  * ITEMS is gone: deletes the old ladder's level and delivery exchanges

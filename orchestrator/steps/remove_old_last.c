@@ -1,8 +1,8 @@
 /* remove_old_last: what remove_old's last result says of each old queue
  * that a later run needs: the queues it removed (so that each later result
  * still says what was deleted, and when, after the queue has left every
- * listing) and what each waiting queue waits for, since when and until
- * when. That result has an entry per old queue (hundreds of megabytes of
+ * listing), what each waiting queue waits for, since when and until
+ * when, and the baseline counters each entry carries. That result has an entry per old queue (hundreds of megabytes of
  * tree at 100,000 queues): the entries are read one at a time and only
  * those two kinds kept, in tables sorted by name, their texts in blocks.
  * Internal to remove_old. */
@@ -111,9 +111,16 @@ waited_take(struct rm_run *r, const json_t *w, const char *name)
 	return d->name == NULL ? -1 : 0;
 }
 
-/* step_state_each's FN: entry E of the last result into the run at ARG
- * when it says its queue was removed, or what it waits for. Returns 0, or
- * -1 out of memory. */
+/* An integer J, else -1. */
+static int64_t
+int_or(const json_t *j)
+{
+	return json_is_integer(j) ? json_integer_value(j) : -1;
+}
+
+/* step_state_each's FN: entry E of the last result into the run at ARG:
+ * the baseline it carries, and whether it says its queue was removed, or
+ * what it waits for. Returns 0, or -1 out of memory. */
 static int
 last_take(const json_t *e, void *arg)
 {
@@ -124,6 +131,11 @@ last_take(const json_t *e, void *arg)
 
 	if (name == NULL || outcome == NULL)
 		return 0;
+	if ((json_object_get(e, "baseline_publish") != NULL ||
+	    json_object_get(e, "baseline_messages") != NULL) &&
+	    old_counters_put(&r->prev_base, name, int_or(json_object_get(e,
+	    "baseline_publish")), int_or(json_object_get(e, "baseline_messages"))) != 0)
+		return -1;
 	if (strcmp(outcome, "removed") == 0)
 		return removed_take(r, e, name);
 	if (json_is_object(w))
@@ -161,6 +173,7 @@ rm_last_read(struct rm_run *r, char *err, size_t errlen)
 		qsort(r->removed, r->nremoved, sizeof(*r->removed), removed_cmp);
 	if (r->nwaited > 0)
 		qsort(r->waited, r->nwaited, sizeof(*r->waited), waited_cmp);
+	old_counters_end(&r->prev_base);
 	return 0;
 }
 
@@ -188,6 +201,7 @@ void
 rm_last_free(struct rm_run *r)
 {
 	strblocks_free(&r->texts);
+	old_counters_free(&r->prev_base);
 	free(r->removed);
 	free(r->waited);
 	r->removed = NULL;

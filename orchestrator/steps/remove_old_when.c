@@ -335,7 +335,15 @@ rm_baseline(struct rm_run *r, char *err, size_t errlen)
 
 	if (json_is_object(own)) {
 		r->base_what = "remove_old's baseline";
-		return old_counters_from_sample(own, &r->base, err, errlen);
+		r->base_own = true;
+		/* As an earlier version wrote it: a list of its own. */
+		if (json_is_array(json_object_get(own, "queues")))
+			return old_counters_from_sample(own, &r->base, err, errlen);
+		r->base = r->prev_base;		/* taken over */
+		memset(&r->prev_base, 0, sizeof(r->prev_base));
+		r->base.at_ms = json_integer_value(json_object_get(own, "at_ms"));
+		r->base.exact = json_is_true(json_object_get(own, "exact"));
+		return 0;
 	}
 	if (r->c->watched_last != NULL) {
 		/* Read by the prepare: taken over, as it is read once a run. */
@@ -679,13 +687,25 @@ rm_held(struct rm_run *r, struct item *it, uint32_t messages)
 }
 
 void
-rm_state_json(struct rm_run *r, const struct old_selection *s, json_t *result)
+rm_keep_baseline(struct rm_run *r, const struct old_selection *s)
 {
 	struct old_counters *now;
 	char why[256];
 
 	if (r->new_baseline && (now = rm_counted(r, s, why, sizeof(why))) != NULL)
-		json_object_set_new(result, "baseline", old_counters_sample(now));
-	else if (json_is_object(json_object_get(r->prev, "baseline")))
-		json_object_set(result, "baseline", json_object_get(r->prev, "baseline"));
+		r->kept_base = now;
+	else if (r->base_own)
+		r->kept_base = &r->base;
+	else
+		r->kept_base = NULL;
+}
+
+void
+rm_state_json(const struct rm_run *r, json_t *result)
+{
+	const struct old_counters *b = r->kept_base;
+
+	if (b != NULL)
+		json_object_set_new(result, "baseline", json_pack("{s:I,s:b,s:b}",
+		    "at_ms", (json_int_t)b->at_ms, "exact", b->exact, "in_entries", 1));
 }

@@ -56,13 +56,15 @@ remove_past_the_window(struct step_ctx *c, json_t *last)
 
 /* Runs remove_old in C again on its earlier result LAST, its clock a
  * second on (before any wait of LAST ends), LAST as this version writes
- * it (each wait in its queue's entry) or, with OLDER, as an earlier one
- * did (the waits in "waiting", by name); fails the test unless queue
- * NAME still waits for what it waited for in LAST, from the same time. */
+ * it (each wait and baseline counter in its queue's entry) or, with
+ * OLDER, as an earlier one did (the waits in "waiting", by name, and the
+ * baseline a list of its own); fails the test unless queue NAME still
+ * waits for what it waited for in LAST, from the same time. */
 static void
 still_waits(struct step_ctx *c, const json_t *last, const char *name, bool older)
 {
 	json_t *st = json_deep_copy(last), *r = NULL, *waiting = json_object();
+	json_t *base = json_object_get(st, "baseline"), *queues = json_array();
 	const json_t *before = json_object_get(iold_entry(last, "entries", name), "wait");
 	const json_t *e, *w;
 	char err[4096];
@@ -70,13 +72,27 @@ still_waits(struct step_ctx *c, const json_t *last, const char *name, bool older
 
 	assert_true(json_is_object(before));
 	if (older) {
-		json_array_foreach(json_object_get(st, "entries"), i, e)
+		json_array_foreach(json_object_get(st, "entries"), i, e) {
 			if ((w = json_object_get(e, "wait")) != NULL) {
 				json_object_set(waiting, iold_str_of(e, "name"), (json_t *)w);
 				json_object_del((json_t *)e, "wait");
 			}
+			if (json_object_get(e, "baseline_publish") == NULL)
+				continue;
+			json_array_append_new(queues, json_pack("{s:s,s:O,s:O}", "name",
+			    iold_str_of(e, "name"), "publish", json_object_get(e,
+			    "baseline_publish"), "messages", json_object_get(e,
+			    "baseline_messages")));
+			json_object_del((json_t *)e, "baseline_publish");
+			json_object_del((json_t *)e, "baseline_messages");
+		}
 		json_object_set(st, "waiting", waiting);
+		assert_true(json_is_true(json_object_get(base, "in_entries")));
+		assert_true(json_array_size(queues) > 0);
+		json_object_del(base, "in_entries");
+		json_object_set(base, "queues", queues);
 	}
+	json_decref(queues);
 	json_decref(waiting);
 	c->state = st;
 	c->now_ms = now_ms() + 1000;
@@ -167,7 +183,12 @@ test_publish_after_the_watch_leaves_the_queue(void **state)
 	assert_non_null(strstr(iold_str_of(e, "reason"), "went backwards"));
 	assert_non_null(strstr(iold_str_of(e, "reason"), "a fresh baseline"));
 	assert_true(iold_exists(c.amqp, "w.03", NULL));
+	/* The fresh baseline: its time in the result, each queue's counters
+	 * in its entry (w.00's with the publish that made it wait). */
 	assert_true(json_is_object(json_object_get(r, "baseline")));
+	assert_null(json_object_get(json_object_get(r, "baseline"), "queues"));
+	assert_int_equal(ijson_int(iold_entry(r, "entries", "w.00"), "baseline_publish"),
+	    want[0]);
 	/* Run again before the waits end, from its last result as written now
 	 * and as an earlier version wrote it: w.00 waits on for the publish,
 	 * not for its deadline from the last entry, which is past. */
