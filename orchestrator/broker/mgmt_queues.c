@@ -46,6 +46,18 @@ qb_string(struct qbuild *b, const char *str, bool *failed)
 	return at;
 }
 
+/* STR kept in B as qb_string keeps it, or PREV (the queue before's) when
+ * it is the same text: the queues of one delay system, listed in name
+ * order, mostly dead-letter to one exchange and routing key under one
+ * policy. */
+static const char *
+qb_shared(struct qbuild *b, const char *str, const char *prev, bool *failed)
+{
+	if (str != NULL && prev != NULL && strcmp(str, prev) == 0)
+		return prev;
+	return qb_string(b, str, failed);
+}
+
 /* Adds queue IT (an object of the listing) to B (ARG). Returns 0, or
  * MGMT_ERR_ANSWER (no name) or MGMT_ERR_NOMEM with ERR. */
 static int
@@ -54,7 +66,7 @@ qb_add(void *arg, json_t *it, char *err, size_t errlen)
 	struct qbuild *b = arg;
 	const json_t *args = json_object_get(it, "arguments");
 	const char *name = mgmt__str_member(it, "name"), *type, *policy;
-	struct mgmt_queue *q;
+	struct mgmt_queue *q, prev = { 0 };
 	bool failed = false;
 
 	if (name == NULL) {
@@ -71,18 +83,20 @@ qb_add(void *arg, json_t *it, char *err, size_t errlen)
 		b->v = v;
 		b->cap = cap;
 	}
+	if (b->n > 0)
+		prev = b->v[b->n - 1];
 	q = &b->v[b->n];
 	memset(q, 0, sizeof(*q));
 	type = mgmt__str_member(it, "type");
 	policy = mgmt__str_member(it, "policy");
 	q->name = qb_string(b, name, &failed);
 	q->type = qb_string(b, type != NULL ? type : "", &failed);
-	q->policy = qb_string(b, policy != NULL && policy[0] != '\0' ? policy : NULL,
-	    &failed);
-	q->dead_letter_exchange = qb_string(b, mgmt__str_member(args,
-	    "x-dead-letter-exchange"), &failed);
-	q->dead_letter_routing_key = qb_string(b, mgmt__str_member(args,
-	    "x-dead-letter-routing-key"), &failed);
+	q->policy = qb_shared(b, policy != NULL && policy[0] != '\0' ? policy : NULL,
+	    prev.policy, &failed);
+	q->dead_letter_exchange = qb_shared(b, mgmt__str_member(args,
+	    "x-dead-letter-exchange"), prev.dead_letter_exchange, &failed);
+	q->dead_letter_routing_key = qb_shared(b, mgmt__str_member(args,
+	    "x-dead-letter-routing-key"), prev.dead_letter_routing_key, &failed);
 	if (failed)
 		goto nomem;
 	q->durable = json_is_true(json_object_get(it, "durable"));
