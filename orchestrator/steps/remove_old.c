@@ -7,6 +7,7 @@
  * handful of AMQP connections work through the queues in parallel, so that
  * ten thousand old queues go in seconds, not minutes. An old ladder's
  * exchanges go after its level queues (remove_old_exchanges.c). */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -823,6 +824,10 @@ old_remove(struct step_ctx *c, const struct old_remove_opts *opts, json_t **resu
 	 * with that baseline: one listing, not two. */
 	if (c->old_last_entry_ms > 0 && old_select_counted(c, &s, err, errlen) != 0)
 		goto done;
+	/* What reading the listing let go (at 100,000 queues the names read
+	 * by name, each queue's answer) goes back before the items are made:
+	 * freed small blocks are no room for one large table. */
+	malloc_trim(0);
 	/* Fences (and their markers) that a run killed mid-way left. */
 	if (!o->dry_run && old_fence_sweep(c->old_mgmt, c->old_amqp, c->plan->name, err,
 	    errlen) < 0)

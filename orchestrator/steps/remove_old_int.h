@@ -85,11 +85,12 @@ struct rm_removed {
 };
 
 /* What an earlier run of this step said a queue waits for, as its last
- * result's entry says (the name in the run's TEXTS). */
+ * result's entry says (the name the measured table's, else in the run's
+ * TEXTS: one of these a waiting queue, 100,000 at once). */
 struct rm_waited {
 	const char *name;
-	char kind[16];			/* its wait's name, as written */
 	int64_t since_ms, until_ms;
+	unsigned char kind;		/* enum wait_kind */
 };
 
 /* One run of old_remove: its inputs and what the waits need. */
@@ -144,6 +145,16 @@ void rm_last_free(struct rm_run *r);
 
 /* The name of wait K ("deadline", "baseline"…), as results write it. */
 const char *rm_wait_name(enum wait_kind k);
+
+/* The wait named NAME, as results write it; WAIT_NONE when none is. */
+enum wait_kind rm_wait_of(const char *name);
+
+/* What the deadline of wait K is made of, the wait's start to follow
+ * ("a publish into it seen, + TTL + allowance:"); "" for none. */
+const char *rm_wait_basis(enum wait_kind k);
+
+/* Does wait K run the queue's TTL (+ allowance), not a baseline window? */
+bool rm_wait_runs_ttl(enum wait_kind k);
 
 /* Sets IT's outcome to O and its reason (printf; cut at REASON_MAX - 1
  * bytes, as every text of an item is cut at its _MAX); a FMT without a

@@ -41,6 +41,17 @@ copy_of(struct rm_run *r, const char *s, const char *last)
 	return strblocks_put(&r->texts, s);
 }
 
+/* NAME as the run holds it: the measured table's copy when it is a
+ * measured queue (most are), else a copy in R's blocks. NULL out of
+ * memory. */
+static const char *
+known_name(struct rm_run *r, const char *name)
+{
+	const struct old_measured_queue *m = old_measured_find(r->mq, name);
+
+	return m != NULL ? m->name : strblocks_put(&r->texts, name);
+}
+
 /* Makes room for one more element of SIZE bytes in *V (N used, *CAP
  * held). Returns 0, or -1 out of memory. */
 static int
@@ -73,7 +84,7 @@ removed_take(struct rm_run *r, const json_t *e, const char *name)
 	last = r->nremoved > 0 ? &r->removed[r->nremoved - 1] : NULL;
 	d = &r->removed[r->nremoved];
 	*d = (struct rm_removed){
-		.name = strblocks_put(&r->texts, name),
+		.name = known_name(r, name),
 		.type = copy_of(r, json_string_value(json_object_get(e, "type")),
 		    last != NULL ? last->type : NULL),
 		.reason = copy_of(r, json_string_value(json_object_get(e, "reason")),
@@ -100,13 +111,11 @@ waited_take(struct rm_run *r, const json_t *w, const char *name)
 		return -1;
 	d = &r->waited[r->nwaited];
 	*d = (struct rm_waited){
-		.name = strblocks_put(&r->texts, name),
+		.name = known_name(r, name),
 		.since_ms = json_integer_value(json_object_get(w, "since_ms")),
-		.until_ms = json_integer_value(json_object_get(w, "until_ms"))
+		.until_ms = json_integer_value(json_object_get(w, "until_ms")),
+		.kind = (unsigned char)rm_wait_of(kind)
 	};
-	/* A name too long for any wait is none (remove_old_when.c reads it). */
-	if (kind != NULL && strlen(kind) < sizeof(d->kind))
-		memcpy(d->kind, kind, strlen(kind) + 1);
 	r->nwaited++;
 	return d->name == NULL ? -1 : 0;
 }

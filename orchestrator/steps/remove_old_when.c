@@ -15,65 +15,6 @@
 #include "sentences.h"
 #include "step.h"
 
-/* The waits, by kind: the name the step's state keeps, and whether the
- * wait runs one TTL (+ allowance) or one baseline window. */
-static const struct wait_row {
-	enum wait_kind kind;
-	const char *name;
-	bool ttl;
-	const char *basis;	/* what its deadline is made of, with the
-				 * wait's start */
-} waits[] = {
-	{ WAIT_DEADLINE, "deadline", false, "its deadline, as of" },
-	{ WAIT_NEW, "new", true, "first seen by remove_old (it appeared after "
-	    "the watch's last look), + TTL + allowance:" },
-	{ WAIT_USED, "used", true, "a publish into it seen, + TTL + allowance:" },
-	{ WAIT_HELD, "held", true, "messages found in it past its deadline, + TTL "
-	    "+ allowance:" },
-	{ WAIT_BASELINE, "baseline", false, "a fresh baseline of the publish "
-	    "counters, + its window:" },
-};
-
-#define NWAITS (sizeof(waits) / sizeof(waits[0]))
-
-/* The row of wait kind K, or NULL. */
-static const struct wait_row *
-wait_row(enum wait_kind k)
-{
-	for (size_t i = 0; i < NWAITS; i++)
-		if (waits[i].kind == k)
-			return &waits[i];
-	return NULL;
-}
-
-const char *
-rm_wait_name(enum wait_kind k)
-{
-	return wait_row(k) != NULL ? wait_row(k)->name : "none";
-}
-
-static const char *
-wait_basis(enum wait_kind k)
-{
-	return wait_row(k) != NULL ? wait_row(k)->basis : "";
-}
-
-static bool
-wait_runs_ttl(enum wait_kind k)
-{
-	return wait_row(k) != NULL && wait_row(k)->ttl;
-}
-
-/* The wait named NAME, as results write it; WAIT_NONE when none is. */
-static enum wait_kind
-wait_of(const char *name)
-{
-	for (size_t i = 0; name != NULL && i < NWAITS; i++)
-		if (strcmp(waits[i].name, name) == 0)
-			return waits[i].kind;
-	return WAIT_NONE;
-}
-
 static int64_t
 jint(const json_t *o, const char *key)
 {
@@ -278,7 +219,7 @@ wait_set(const struct rm_run *r, struct item *it, enum wait_kind kind)
 	it->wait_since_ms = r->now;
 	if (kind == WAIT_DEADLINE)
 		it->wait_until_ms = it->deadline_ms;
-	else if (wait_runs_ttl(kind)) {
+	else if (rm_wait_runs_ttl(kind)) {
 		/* At least one baseline window too: a publish made while it
 		 * waits then shows in its counter before the wait ends. */
 		it->wait_until_ms = r->now + (it->ttl_ms > 0 ? it->ttl_ms : 0) + allowance;
@@ -302,7 +243,7 @@ rm_wait(const struct rm_run *r, struct item *it, enum wait_kind kind,
 	if (kind != WAIT_DEADLINE)
 		sentences_add(buf, sizeof(buf), "checked again from %s "
 		    "(%s)", old_time_format(it->wait_until_ms, until, sizeof(until)),
-		    wait_runs_ttl(kind) ? "now + its TTL + allowance, a baseline window at "
+		    rm_wait_runs_ttl(kind) ? "now + its TTL + allowance, a baseline window at "
 		    "least" :
 		    duration_format(OLD_BASELINE_WINDOW_MS, d, sizeof(d)));
 	text_set(&it->reason, &it->reason_is, buf);
@@ -421,7 +362,7 @@ prev_wait(const struct rm_run *r, struct item *it)
 
 	if (w == NULL)
 		return;
-	it->waited = wait_of(w->kind);
+	it->waited = (enum wait_kind)w->kind;
 	it->wait_since_ms = w->since_ms;
 	it->wait_until_ms = w->until_ms;
 }
@@ -557,7 +498,7 @@ set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it
 	if (it->waited != WAIT_NONE && it->deadline_ms >= 0 &&
 	    it->wait_until_ms > it->deadline_ms) {
 		it->deadline_ms = it->wait_until_ms;
-		rm_set_basis(it, "%s %s", wait_basis(it->waited),
+		rm_set_basis(it, "%s %s", rm_wait_basis(it->waited),
 		    old_time_format(it->wait_since_ms, t2, sizeof(t2)));
 	}
 }
