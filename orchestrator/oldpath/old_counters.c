@@ -177,24 +177,6 @@ old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err
 	return 0;
 }
 
-int
-old_counters_from_selection(const struct old_selection *s, struct old_counters *o,
-    char *err, size_t errlen)
-{
-	memset(o, 0, sizeof(*o));
-	o->at_ms = s->at_ms;
-	if ((o->v = calloc(s->list.n + 1, sizeof(*o->v))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	o->cap = s->list.n + 1;
-	/* S->list is sorted by name (strcmp), as the counters are. */
-	for (size_t i = 0; i < s->list.n; i++)
-		o->v[o->n++] = (struct old_counter){ .name = s->list.v[i].name,
-		    .publish = s->list.v[i].publish, .messages = s->list.v[i].messages };
-	return 0;
-}
-
 const struct old_counter *
 old_counters_find(const struct old_counters *o, const char *name)
 {
@@ -214,11 +196,10 @@ old_counters_free(struct old_counters *o)
 }
 
 enum old_use
-old_counters_judge(const struct old_counters *base, const struct old_counters *now,
-    const char *name, const char *base_what, char *why, size_t whylen)
+old_counters_judge(const struct old_counters *base, const struct old_counter *n,
+    bool now_exact, const char *name, const char *base_what, char *why, size_t whylen)
 {
 	const struct old_counter *b = old_counters_find(base, name);
-	const struct old_counter *n = old_counters_find(now, name);
 	int64_t bp = b != NULL ? b->publish : -1, np = n != NULL ? n->publish : -1;
 	char t[40];
 
@@ -244,7 +225,7 @@ old_counters_judge(const struct old_counters *base, const struct old_counters *n
 		    (long long)np);
 		return OLD_USE_PUBLISHED;
 	}
-	if (b != NULL && n != NULL && base->exact == now->exact &&
+	if (b != NULL && n != NULL && base->exact == now_exact &&
 	    n->messages > b->messages && b->messages >= 0) {
 		snprintf(why, whylen, "it holds more messages than at %s (%s): %lld, then "
 		    "%lld; something dead-letters into it", base_what, t,

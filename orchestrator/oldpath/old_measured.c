@@ -88,9 +88,15 @@ old_measured_add(struct old_measured *m, const json_t *e)
 		return -1;
 	q = &m->v[m->n];
 	memset(q, 0, sizeof(*q));
-	if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL ||
-	    (json_is_string(type) &&
-	    (q->type = strblocks_put(&m->text, json_string_value(type))) == NULL))
+	if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL)
+		return -1;
+	/* The queues of an old path are mostly of one type: the copy the
+	 * queue before holds serves. */
+	if (json_is_string(type) && m->n > 0 && m->v[m->n - 1].type != NULL &&
+	    strcmp(m->v[m->n - 1].type, json_string_value(type)) == 0)
+		q->type = m->v[m->n - 1].type;
+	else if (json_is_string(type) &&
+	    (q->type = strblocks_put(&m->text, json_string_value(type))) == NULL)
 		return -1;
 	/* Its targets, then its feeders, after the queues before it. */
 	if ((nto = names_add(m, e, "dead_letters_to")) < 0 ||

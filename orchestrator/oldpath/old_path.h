@@ -116,9 +116,9 @@ int old_select(struct step_ctx *c, struct old_selection *s, char *err,
     size_t errlen);
 
 /* old_select on the statistics listing (mgmt_list_queues_counted): every
- * queue of S->list also carries its publish counter, read at S->at_ms, so
- * that old_counters_from_selection serves as a counter reading without a
- * listing of its own. */
+ * queue of S->list also carries its publish counter and depth, read at
+ * S->at_ms, so that the selection serves as a counter reading without a
+ * listing of its own (remove_old judges each queue by them). */
 int old_select_counted(struct step_ctx *c, struct old_selection *s, char *err,
     size_t errlen);
 
@@ -472,13 +472,6 @@ void old_counters_end(struct old_counters *o);
 int old_counters_from_watch(const json_t *watched, struct old_counters *o,
     char *err, size_t errlen);
 
-/* Fills O with the counters of every queue of S (old_select_counted's:
- * the vhost's, as old_counters_read reads them), read at S->at_ms; the
- * names are borrowed from S, which must outlive O. Returns 0, or -1 with
- * ERR (out of memory). */
-int old_counters_from_selection(const struct old_selection *s, struct old_counters *o,
-    char *err, size_t errlen);
-
 /* The counters of NAME in O, or NULL. */
 const struct old_counter *old_counters_find(const struct old_counters *o,
     const char *name);
@@ -500,15 +493,16 @@ enum old_use {
 				 * node restarted) */
 };
 
-/* Compares queue NAME's counters in NOW with BASE. Depths are compared
- * only when both are of one kind (both exact, or both from the
- * statistics): a statistics depth is seconds old, so against the watch's
- * exact one it shows messages that have since expired; the exact check
- * remove_old makes next leaves any queue that holds a message. Returns
- * the verdict, with WHY saying what was seen unless OLD_USE_NONE. */
+/* Compares queue NAME's counters now, NOW (NULL: none; exact when
+ * NOW_EXACT), with BASE. Depths are compared only when both are of one
+ * kind (both exact, or both from the statistics): a statistics depth is
+ * seconds old, so against the watch's exact one it shows messages that
+ * have since expired; the exact check remove_old makes next leaves any
+ * queue that holds a message. Returns the verdict, with WHY saying what
+ * was seen unless OLD_USE_NONE. */
 enum old_use old_counters_judge(const struct old_counters *base,
-    const struct old_counters *now, const char *name, const char *base_what,
-    char *why, size_t whylen);
+    const struct old_counter *now, bool now_exact, const char *name,
+    const char *base_what, char *why, size_t whylen);
 
 /* Fills O from SAMPLE, {"at_ms", "exact", "queues": [{"name", "publish",
  * "messages"}]}, as an earlier version of remove_old wrote its baseline

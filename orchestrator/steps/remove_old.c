@@ -368,9 +368,9 @@ set_waves(const struct rm_run *r, struct item *items, size_t nitems)
 			return -1;
 		changed = false;
 		for (size_t i = 0; i < nitems; i++) {
-			for (size_t k = 0; k < items[i].nfed; k++) {
+			for (size_t k = 0; k < rm_nfed(&items[i]); k++) {
 				struct item *src = find_item(r, items, nitems,
-				    items[i].fed_by[k]);
+				    rm_fed_by(&items[i], k));
 
 				if (src != NULL && src != &items[i] &&
 				    src->wave + 1 > items[i].wave) {
@@ -390,8 +390,8 @@ set_waves(const struct rm_run *r, struct item *items, size_t nitems)
 static bool
 feeder_left(const struct rm_run *r, struct item *items, size_t nitems, struct item *it)
 {
-	for (size_t k = 0; k < it->nfed; k++) {
-		const struct item *src = find_item(r, items, nitems, it->fed_by[k]);
+	for (size_t k = 0; k < rm_nfed(it); k++) {
+		const struct item *src = find_item(r, items, nitems, rm_fed_by(it, k));
 
 		if (src == NULL || src == it || src->outcome == OUT_REMOVED ||
 		    src->outcome == OUT_GONE || (r->o->dry_run && src->outcome == OUT_WOULD))
@@ -488,7 +488,7 @@ run_waves(struct rm_run *r, const struct old_selection *s, struct item *items,
 		return -1;
 	if (top < 0) {
 		for (size_t i = 0; i < ntodo; i++)
-			if (todo[i]->nfed > 0)
+			if (rm_nfed(todo[i]) > 0)
 				rm_set_reason(todo[i], OUT_LEFT, "its dead-letter feeders form a "
 				    "cycle: not touched");
 		top = 0;
@@ -659,7 +659,7 @@ entry_json(const struct rm_run *r, const struct item *it)
 {
 	char reason[REASON_MAX], basis[BASIS_MAX];
 	const char *why = rm_basis(r, it, basis, sizeof(basis));
-	const struct old_counter *b;
+	int64_t bp, bm;
 	json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:I,s:s}", "name", it->name,
 	    "type", it->type, "outcome", outcome_names[it->outcome],
 	    "messages_seen", int_or_null(it->seen), "ttl_ms", int_or_null(it->ttl_ms),
@@ -671,10 +671,9 @@ entry_json(const struct rm_run *r, const struct item *it)
 	if (e != NULL && why[0] != '\0')
 		json_object_set_new(e, "deadline_why", json_string(why));
 	/* The baseline the next run compares this queue with. */
-	if (e != NULL && r->kept_base != NULL &&
-	    (b = old_counters_find(r->kept_base, it->name)) != NULL) {
-		json_object_set_new(e, "baseline_publish", int_or_null(b->publish));
-		json_object_set_new(e, "baseline_messages", int_or_null(b->messages));
+	if (e != NULL && rm_kept_counter(r, it->name, &bp, &bm)) {
+		json_object_set_new(e, "baseline_publish", int_or_null(bp));
+		json_object_set_new(e, "baseline_messages", int_or_null(bm));
 	}
 	/* What the next run reads back (rm_last_read). */
 	if (e != NULL && it->outcome == OUT_WAIT)
@@ -886,7 +885,6 @@ done:
 	free(items);
 	old_selection_free(&s);
 	old_counters_free(&r.base);
-	old_counters_free(&r.counted);
 	old_measured_free(&r.mq_own);
 	old_moved_free(&r.moved_own);
 	rm_last_free(&r);

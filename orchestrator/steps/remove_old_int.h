@@ -61,9 +61,8 @@ struct item {
 	int64_t at_ms;
 	const char *reason;		/* why, as REASON_IS says (rm_reason) */
 	struct old_fence *fence;	/* its fence, or NULL */
-	const char *const *fed_by;	/* measured: the old queues that
-					 * dead-letter into it (NFED), or NULL */
-	size_t nfed;
+	const struct old_measured_queue *m; /* its measure (the old queues
+					 * that dead-letter into it), or NULL */
 	int64_t wait_since_ms;		/* when its wait began */
 	int64_t wait_until_ms;		/* when it is checked again */
 	enum outcome outcome;
@@ -105,12 +104,11 @@ struct rm_run {
 	struct old_counters prev_base;	/* the baseline PREV's entries carry
 					 * (rm_last_read), until BASE takes it */
 	const struct old_counters *kept_base; /* what this run's entries
-					 * carry for the next (rm_keep_baseline) */
+					 * carry for the next: BASE, */
+	const struct old_selection *kept_listed; /* or the selection's
+					 * counters (rm_keep_baseline) */
 	bool new_baseline;		/* take the selection's counters as the
 					 * next run's baseline */
-	struct old_counters counted;	/* the selection's counters, read once
-					 * (rm_counted) */
-	bool have_counted;
 	int64_t now;
 	const struct old_measured *mq;	/* measure_horizon's queues:
 					 * C->measured_queues, else MQ_OWN */
@@ -142,6 +140,20 @@ const struct rm_waited *rm_waited_find(const struct rm_run *r, const char *name)
 
 /* Frees R->removed, R->waited and their texts. */
 void rm_last_free(struct rm_run *r);
+
+/* How many old queues dead-letter into IT (as measured). */
+static inline size_t
+rm_nfed(const struct item *it)
+{
+	return it->m != NULL ? it->m->nfed : 0;
+}
+
+/* The K-th of them (K < rm_nfed(IT)). */
+static inline const char *
+rm_fed_by(const struct item *it, size_t k)
+{
+	return it->m->fed_by[k];
+}
 
 /* The name of wait K ("deadline", "baseline"…), as results write it. */
 const char *rm_wait_name(enum wait_kind k);
@@ -225,13 +237,19 @@ size_t rm_triage(struct rm_run *r, const struct old_selection *s,
  * for its TTL once, then left. */
 void rm_held(struct rm_run *r, struct item *it, uint32_t messages);
 
-/* Decides the baseline the next run compares with (R->kept_base): S's
- * counters when R took a new one, else R's own, else none (the next run
- * compares with the watch's sample again). Each entry carries its queue's
- * counters of it ("baseline_publish", "baseline_messages") and the
- * result only when it was read (rm_state_json): at 100,000 queues a list
- * of its own would be a tree of some 45 MB to read and one to write. */
+/* Decides the baseline the next run compares with: S's counters (its
+ * listing's) when R took a new one, else R's own, else none (the next
+ * run compares with the watch's sample again). Each entry carries its
+ * queue's counters of it ("baseline_publish", "baseline_messages") and
+ * the result only when it was read (rm_state_json): at 100,000 queues a
+ * list of its own would be a tree of some 45 MB to read and one to
+ * write. */
 void rm_keep_baseline(struct rm_run *r, const struct old_selection *s);
+
+/* Queue NAME's counters in the baseline R keeps, into *PUBLISH and
+ * *MESSAGES (-1: none). Returns false when it keeps none for NAME. */
+bool rm_kept_counter(const struct rm_run *r, const char *name, int64_t *publish,
+    int64_t *messages);
 
 /* Adds to RESULT what the next run needs besides its entries (which say
  * each queue's wait and baseline): "baseline" ({"at_ms", "exact",

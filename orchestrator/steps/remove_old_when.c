@@ -394,8 +394,7 @@ rm_items(struct rm_run *r, const struct old_selection *s, struct item *items)
 		 * as the whole chain allows. */
 		item_init(r, it, m->name, m->type, m->chain_ttl_ms > m->ttl_ms ?
 		    m->chain_ttl_ms : m->ttl_ms);
-		it->fed_by = m->fed_by;
-		it->nfed = m->nfed;
+		it->m = m;
 	}
 	/* Joined while the watch looked: members like the measured. */
 	json_object_foreach((json_t *)joined, name, ttl) {
@@ -509,11 +508,11 @@ set_deadline(const struct rm_run *r, const struct old_queue *oq, struct item *it
  * no longer comparable make it wait one baseline window. Both take a new
  * baseline. Returns true when IT may go on to be checked. */
 static bool
-judge(struct rm_run *r, struct old_counters *now, struct item *it)
+judge(struct rm_run *r, const struct old_counter *now, struct item *it)
 {
 	char why[REASON_MAX / 2];
 
-	switch (old_counters_judge(&r->base, now, it->name, r->base_what, why,
+	switch (old_counters_judge(&r->base, now, false, it->name, r->base_what, why,
 	    sizeof(why))) {
 	case OLD_USE_NONE:
 		return true;
@@ -521,14 +520,13 @@ judge(struct rm_run *r, struct old_counters *now, struct item *it)
 		r->new_baseline = true;
 		if (it->waited == WAIT_USED || it->waited == WAIT_HELD) {
 			const struct old_counter *b = old_counters_find(&r->base, it->name);
-			const struct old_counter *n = old_counters_find(now, it->name);
 
 			/* Short: it heads the page when the step fails. */
 			rm_set_reason(it, OUT_LEFT, "published into again after a wait "
 			    "(counter %lld, now %lld): a producer still uses the old path; "
 			    "switch it to the ladder, then retry",
 			    (long long)(b != NULL && b->publish > 0 ? b->publish : 0),
-			    (long long)(n != NULL ? n->publish : -1));
+			    (long long)now->publish);
 			return false;
 		}
 		rm_wait(r, it, WAIT_USED, "%s: the old path was used after the watch; "
@@ -542,29 +540,16 @@ judge(struct rm_run *r, struct old_counters *now, struct item *it)
 	return false;
 }
 
-/* The counters of selection S, as R compares them and keeps them for the
- * next run's baseline: made once per run. Returns them, or NULL with WHY. */
-static struct old_counters *
-rm_counted(struct rm_run *r, const struct old_selection *s, char *why,
-    size_t whylen)
-{
-	if (!r->have_counted &&
-	    old_counters_from_selection(s, &r->counted, why, whylen) == 0)
-		r->have_counted = true;
-	return r->have_counted ? &r->counted : NULL;
-}
-
 size_t
 rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
     size_t nitems, struct item **todo)
 {
-	char why[256];
 	size_t i, n = 0;
-	struct old_counters *now = rm_counted(r, s, why, sizeof(why));
 
 	for (i = 0; i < nitems; i++) {
 		struct item *it = &items[i];
 		const struct old_queue *oq = old_sel_find(s, it->name);
+		struct old_counter now;
 
 		it->at_ms = r->now;
 		if (it->outcome != OUT_NONE)
@@ -589,12 +574,10 @@ rm_triage(struct rm_run *r, const struct old_selection *s, struct item *items,
 			    "producers give a message");
 			continue;
 		}
-		if (now == NULL) {
-			rm_set_reason(it, OUT_LEFT, "its publish counter cannot be read: %s",
-			    why);
-			continue;
-		}
-		if (!judge(r, now, it))
+		/* The selection's listing is the reading now (statistics). */
+		now = (struct old_counter){ .name = it->name, .publish = oq->q->publish,
+		    .messages = oq->q->messages };
+		if (!judge(r, &now, it))
 			continue;
 		if (r->now < it->deadline_ms) {
 			/* An earlier wait goes on as it began (rm_wait dates a
@@ -630,15 +613,33 @@ rm_held(struct rm_run *r, struct item *it, uint32_t messages)
 void
 rm_keep_baseline(struct rm_run *r, const struct old_selection *s)
 {
-	struct old_counters *now;
-	char why[256];
-
-	if (r->new_baseline && (now = rm_counted(r, s, why, sizeof(why))) != NULL)
-		r->kept_base = now;
+	r->kept_listed = NULL;
+	r->kept_base = NULL;
+	if (r->new_baseline)
+		r->kept_listed = s;
 	else if (r->base_own)
 		r->kept_base = &r->base;
-	else
-		r->kept_base = NULL;
+}
+
+bool
+rm_kept_counter(const struct rm_run *r, const char *name, int64_t *publish,
+    int64_t *messages)
+{
+	const struct mgmt_queue *q;
+	const struct old_counter *b;
+
+	if (r->kept_listed != NULL &&
+	    (q = mgmt_queue_list_find(&r->kept_listed->list, name)) != NULL) {
+		*publish = q->publish;
+		*messages = q->messages;
+		return true;
+	}
+	if (r->kept_base != NULL && (b = old_counters_find(r->kept_base, name)) != NULL) {
+		*publish = b->publish;
+		*messages = b->messages;
+		return true;
+	}
+	return false;
 }
 
 void
@@ -646,7 +647,11 @@ rm_state_json(const struct rm_run *r, json_t *result)
 {
 	const struct old_counters *b = r->kept_base;
 
-	if (b != NULL)
+	if (r->kept_listed != NULL)
+		json_object_set_new(result, "baseline", json_pack("{s:I,s:b,s:b}",
+		    "at_ms", (json_int_t)r->kept_listed->at_ms, "exact", 0,
+		    "in_entries", 1));
+	else if (b != NULL)
 		json_object_set_new(result, "baseline", json_pack("{s:I,s:b,s:b}",
 		    "at_ms", (json_int_t)b->at_ms, "exact", b->exact, "in_entries", 1));
 }
