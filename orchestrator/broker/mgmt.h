@@ -277,9 +277,7 @@ struct mgmt_queue {
 	const char *name;
 	const char *type;		/* "classic", "quorum", "stream", "" */
 	const char *policy;		/* policy applied, NULL if none */
-	bool durable;
 	int64_t messages;		/* depth: ready + unacknowledged */
-	int64_t consumers;
 	int64_t message_ttl;		/* x-message-ttl argument, ms */
 	int64_t expires;		/* x-expires argument, ms */
 	int64_t policy_message_ttl;	/* message-ttl of the policy, ms */
@@ -290,6 +288,9 @@ struct mgmt_queue {
 	int64_t publish;		/* message_stats.publish (statistics,
 					 * cumulative): mgmt_list_queues_counted
 					 * only, -1 otherwise or when absent */
+	int32_t consumers;		/* -1 unknown (last, with DURABLE: a
+					 * listing holds 100,000 of these) */
+	bool durable;
 };
 
 struct strblocks;

@@ -105,7 +105,7 @@ qb_add(void *arg, json_t *it, char *err, size_t errlen)
 	q->expires = mgmt__int_member(args, "x-expires");
 	q->publish = mgmt__int_member(json_object_get(it, "message_stats"), "publish");
 	if (b->stats) {
-		q->consumers = mgmt__int_member(it, "consumers");
+		q->consumers = (int32_t)mgmt__int_member(it, "consumers");
 		q->policy_message_ttl = mgmt__int_member(json_object_get(it,
 		    "effective_policy_definition"), "message-ttl");
 	} else {
@@ -394,7 +394,7 @@ mgmt_get_queue(struct mgmt *m, const char *name, struct mgmt_queue_info *out,
 	q->durable = json_is_true(json_object_get(j, "durable"));
 	q->messages = mgmt__int_member(j, "messages");
 	q->publish = -1;		/* not asked for */
-	q->consumers = mgmt__int_member(j, "consumers");
+	q->consumers = (int32_t)mgmt__int_member(j, "consumers");
 	q->message_ttl = mgmt__int_member(out->arguments, "x-message-ttl");
 	q->expires = mgmt__int_member(out->arguments, "x-expires");
 	q->dead_letter_exchange = mgmt__str_member(out->arguments, "x-dead-letter-exchange");

@@ -65,12 +65,14 @@ struct item {
 					 * that dead-letter into it), or NULL */
 	int64_t wait_since_ms;		/* when its wait began */
 	int64_t wait_until_ms;		/* when it is checked again */
-	enum outcome outcome;
-	enum wait_kind wait;		/* why it waits (OUT_WAIT), or WAIT_NONE */
-	enum wait_kind waited;		/* the wait an earlier run gave it */
 	int markers;			/* remove_old's markers in it */
 	int wave;			/* 0: fed by no old queue; else 1 + its
 					 * feeders' largest wave */
+	unsigned char outcome;		/* enum outcome */
+	unsigned char wait;		/* enum wait_kind: why it waits
+					 * (OUT_WAIT), or WAIT_NONE */
+	unsigned char waited;		/* enum wait_kind: the wait an earlier
+					 * run gave it */
 	unsigned char reason_is;	/* enum text_kind of REASON */
 	unsigned char basis_is;		/* enum text_kind of BASIS */
 	bool fence_wanted;		/* checked; to be fenced before the delete */
