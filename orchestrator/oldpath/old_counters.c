@@ -35,6 +35,7 @@ int
 old_counters_put(struct old_counters *o, const char *name, int64_t publish,
     int64_t messages)
 {
+	const struct old_measured_queue *m;
 	void *v;
 
 	if (o->n == o->cap) {
@@ -45,7 +46,9 @@ old_counters_put(struct old_counters *o, const char *name, int64_t publish,
 		o->v = v;
 		o->cap = cap;
 	}
-	if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL)
+	if ((m = old_measured_find(o->names_from, name)) != NULL)
+		o->v[o->n].name = m->name;
+	else if ((o->v[o->n].name = strblocks_put(&o->text, name)) == NULL)
 		return -1;
 	o->v[o->n].publish = publish;
 	o->v[o->n++].messages = messages;

@@ -533,6 +533,8 @@ watched_kept(struct step_ctx *c, struct step_inputs *in)
 
 	if (o == NULL)
 		return step_input(in, PLAN_STEP_WATCH);
+	/* Kept across runs (step_old_inputs), it outlives the counters. */
+	o->names_from = c->measured_queues;
 	if (step_input_apart(in, PLAN_STEP_WATCH, "old_last.queues", counter_add, o,
 	    &rest) != 0) {
 		old_counters_free(o);

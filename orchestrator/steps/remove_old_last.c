@@ -172,6 +172,7 @@ rm_last_read(struct rm_run *r, char *err, size_t errlen)
 {
 	if (r->prev == NULL)
 		return 0;
+	r->prev_base.names_from = r->mq;
 	if (step_state_each(r->c, "entries", last_take, r, err, errlen) != 0)
 		return -1;
 	if (r->nwaited == 0 && waiting_take(r, json_object_get(r->prev, "waiting")) != 0) {
