@@ -169,11 +169,8 @@ old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err
 		    "queues (\"old_last\"): it has not ended, or an older version ran it");
 		return -1;
 	}
-	if (from_array(json_object_get(last, "queues"),
-	    int_or(json_object_get(last, "at_ms"), 0), o, err, errlen) != 0) {
-		old_counters_free(o);
+	if (old_counters_from_sample(last, o, err, errlen) != 0)
 		return -1;
-	}
 	/* Written only by the tick that ends the watch, which read every old
 	 * queue with a passive declare (watch.c, tick_status). */
 	o->exact = true;

@@ -2,10 +2,10 @@
  * that a later run needs: the queues it removed (so that each later result
  * still says what was deleted, and when, after the queue has left every
  * listing), what each waiting queue waits for, since when and until
- * when, and the baseline counters each entry carries. That result has an entry per old queue (hundreds of megabytes of
- * tree at 100,000 queues): the entries are read one at a time and only
- * those two kinds kept, in tables sorted by name, their texts in blocks.
- * Internal to remove_old. */
+ * when, and the baseline counters each entry carries. That result has an
+ * entry per old queue (hundreds of megabytes of tree at 100,000 queues):
+ * the entries are read one at a time and only those three kept, in tables
+ * sorted by name, their texts in blocks. Internal to remove_old. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -21,13 +21,22 @@ jint(const json_t *o, const char *key)
 	return json_integer_value(json_object_get(o, key));
 }
 
+/* Makes IT's text *TEXT a shape of kind K, written when it is read. */
+static void
+text_shape(const char **text, unsigned char *kind, enum text_kind k)
+{
+	if (*kind == TEXT_OWN)
+		free((char *)*text);
+	*text = NULL;
+	*kind = (unsigned char)k;
+}
+
 /* Replaces IT's text *TEXT (held as *KIND says) with BUF's copy (out of
  * memory: with nothing). */
 static void
 text_set(const char **text, unsigned char *kind, const char *buf)
 {
-	if (*kind == TEXT_OWN)
-		free((char *)*text);
+	text_shape(text, kind, TEXT_NONE);
 	*text = strdup(buf);
 	*kind = *text != NULL ? TEXT_OWN : TEXT_NONE;
 }
@@ -50,16 +59,6 @@ text_vset(const char **text, unsigned char *kind, size_t max, const char *after,
 	} else
 		vsnprintf(buf, max, fmt, ap);
 	text_set(text, kind, buf);
-}
-
-/* Makes IT's text *TEXT a shape of kind K, written when it is read. */
-static void
-text_shape(const char **text, unsigned char *kind, enum text_kind k)
-{
-	if (*kind == TEXT_OWN)
-		free((char *)*text);
-	*text = NULL;
-	*kind = (unsigned char)k;
 }
 
 void
