@@ -3,6 +3,7 @@
  * message, for consumers to deduplicate by. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -51,6 +52,70 @@ is_death_header(const char *key)
 	    strncmp(key, "x-last-death-", 13) == 0;
 }
 
+/* Whether header H goes into the id: not the redelivery count a quorum
+ * queue adds, nor, in an old ladder, what dead-lettering writes. */
+static bool
+is_fed(const struct broker_header *h, bool levels)
+{
+	return h->key == NULL || (strcmp(h->key, "x-delivery-count") != 0 &&
+	    !(levels && is_death_header(h->key)));
+}
+
+static bool
+feed_header(EVP_MD_CTX *x, const struct broker_header *h)
+{
+	return feed_str(x, h->key) && feed_int(x, h->kind) && feed_int(x, h->num) &&
+	    feed_str(x, h->str);
+}
+
+/* qsort's order of two header pointers: by key (none first), then as
+ * delivered, so that the order is total. */
+static int
+header_order(const void *a, const void *b)
+{
+	const struct broker_header *ha = *(const struct broker_header *const *)a;
+	const struct broker_header *hb = *(const struct broker_header *const *)b;
+	int c;
+
+	if (ha->key == NULL || hb->key == NULL)
+		c = (ha->key != NULL) - (hb->key != NULL);
+	else
+		c = strcmp(ha->key, hb->key);
+	return c != 0 ? c : (ha > hb) - (ha < hb);
+}
+
+/* Feeds X with D's headers that go into the id. In an old ladder they go
+ * in their keys' order: a broker that dead-letters a message down a level
+ * may hand its headers on sorted (RabbitMQ 3.x sorts the table when it
+ * adds x-death), and the id must not change with that. Returns whether
+ * it could. */
+static bool
+feed_headers(EVP_MD_CTX *x, const struct broker_delivery *d, bool levels)
+{
+	const struct broker_header **by_key;
+	size_t n = 0;
+	bool ok = true;
+
+	if (!levels) {
+		for (size_t i = 0; ok && i < d->nheaders; i++)
+			if (is_fed(&d->headers[i], false))
+				ok = feed_header(x, &d->headers[i]);
+		return ok;
+	}
+	if (d->nheaders == 0)
+		return true;
+	if ((by_key = calloc(d->nheaders, sizeof(*by_key))) == NULL)
+		return false;
+	for (size_t i = 0; i < d->nheaders; i++)
+		if (is_fed(&d->headers[i], true))
+			by_key[n++] = &d->headers[i];
+	qsort(by_key, n, sizeof(*by_key), header_order);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = feed_header(x, by_key[i]);
+	free(by_key);
+	return ok;
+}
+
 int
 move_old__id(const char *queue, bool levels, const struct broker_delivery *d,
     char out[MOVE_ID_LEN + 1])
@@ -67,16 +132,7 @@ move_old__id(const char *queue, bool levels, const struct broker_delivery *d,
 	    feed_str(x, d->routing_key) && feed_str(x, d->message_id) &&
 	    feed_str(x, d->content_type) && feed_int(x, d->has_timestamp) &&
 	    feed_int(x, (int64_t)d->timestamp) && feed(x, d->body, d->len) &&
-	    (levels || feed_int(x, (int64_t)d->nheaders));
-	for (size_t i = 0; ok && i < d->nheaders; i++) {
-		const struct broker_header *h = &d->headers[i];
-
-		if (h->key != NULL && (strcmp(h->key, "x-delivery-count") == 0 ||
-		    (levels && is_death_header(h->key))))
-			continue;
-		ok = feed_str(x, h->key) && feed_int(x, h->kind) &&
-		    feed_int(x, h->num) && feed_str(x, h->str);
-	}
+	    (levels || feed_int(x, (int64_t)d->nheaders)) && feed_headers(x, d, levels);
 	ok = ok && EVP_DigestFinal_ex(x, md, &mdlen) == 1 && mdlen >= MOVE_ID_LEN / 2;
 	EVP_MD_CTX_free(x);
 	if (!ok)

@@ -79,10 +79,11 @@ void move_target_free(struct move_target *t);
  * timestamp, body and headers, less the redelivery count a quorum queue
  * adds), so that every copy a crash makes of a message carries the same
  * one. With LEVELS, QUEUE names an old ladder rather than one of its
- * levels, and the exchange and the headers dead-lettering adds are left
- * out: the same id wherever in that ladder the message is taken, for a
- * copy given back by a crash may be passed down a level before the next
- * run moves it again. Two messages alike in all of that share it: nothing
+ * levels, the exchange and the headers dead-lettering adds are left out
+ * and the other headers are taken in their keys' order (a broker may sort
+ * them when it dead-letters): the same id wherever in that ladder the
+ * message is taken, for a copy given back by a crash may be passed down a
+ * level before the next run moves it again. Two messages alike in all of that share it: nothing
  * tells them apart. Returns 0, or -1 when the digest fails. */
 int move_old__id(const char *queue, bool levels, const struct broker_delivery *d,
     char out[MOVE_ID_LEN + 1]);

@@ -26,12 +26,19 @@ static struct {
 } msgs[NDELAY];
 
 /* Publishes BODY into ladder L's entry with DELAY_MS towards DEST on B,
- * stamped with the AMQP timestamp; returns when it may come out at the
- * earliest (the moment before the publish + the delay). */
+ * stamped with the AMQP timestamp and with headers out of their keys'
+ * order, as applications set them (a broker that dead-letters the message
+ * may hand them on sorted); returns when it may come out at the earliest
+ * (the moment before the publish + the delay). */
 static int64_t
 put(struct broker *b, const struct ladder *l, const char *body, int64_t delay_ms,
     const char *dest)
 {
+	static const struct broker_field headers[] = {
+		{ .key = "x-trace", .str = "itml" },
+		{ .key = "x-attempt", .is_int = true, .num = 1 },
+		{ .key = "app-id", .str = "itest" },
+	};
 	struct broker_message m = { 0 };
 	char key[LADDER_KEY_MAX + 1], ex[LADDER_NAME_MAX], err[512];
 	uint64_t units;
@@ -45,6 +52,8 @@ put(struct broker *b, const struct ladder *l, const char *body, int64_t delay_ms
 	m.body = body;
 	m.len = strlen(body);
 	m.timestamp = (uint64_t)(at / 1000);
+	m.headers = headers;
+	m.nheaders = sizeof(headers) / sizeof(headers[0]);
 	m.mandatory = true;
 	if (broker_publish(b, &m, 10000, err, sizeof(err)) != 0)
 		fail_msg("publishing '%s' into the old ladder: %s", body, err);
