@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_smoke: every benchmark still runs. bench/run runs each bench/NAME
-# at tiny sizes (10 old queues, 20 and 200 for bench/scale's old path, a
+# at tiny sizes (10 old queues, 20 and 200 for bench/scale's old path, 20
+# through a whole plan in serve for bench/serve_scale, a
 # 3 s watch, 1 s wrk windows, a few hundred messages) against the test
 # suite's node, in four vhosts of its own (removed afterwards, with whatever a bench left in them;
 # bench/move_target moves between its vhost and one more it makes,
@@ -74,7 +75,9 @@ export CUTOVER_BENCH_QUEUES=10 CUTOVER_BENCH_SAMPLE=3 CUTOVER_BENCH_ADMIN_SAMPLE
     CUTOVER_BENCH_RATES=20 CUTOVER_BENCH_LATENESS_DURATION=1s \
     CUTOVER_BENCH_LATENESS_DELAYS="300ms 600ms" \
     CUTOVER_BENCH_FLEET_PLANS=3 CUTOVER_BENCH_FLEET_INTERVAL=1s CUTOVER_BENCH_FLEET_TICKS=2 \
-    CUTOVER_BENCH_FLEET_DELAY_MS=1000
+    CUTOVER_BENCH_FLEET_DELAY_MS=1000 \
+    CUTOVER_BENCH_SERVE_QUEUES=20 CUTOVER_BENCH_SERVE_HORIZON_MS=3000 \
+    CUTOVER_BENCH_SERVE_INTERVAL=1s
 
 # Every bench bench/run knows; bench/api only with its nginx peer.
 names=$(sed -n 's/^all="\(.*\)"$/\1/p' "$root/bench/run")
@@ -118,7 +121,7 @@ ga='' gb='' gc='' gd=''
 for n in $names; do
 	[ "$n" != "$skipped" ] || continue
 	case $n in
-	old_path | move_old) ga="$ga $n" ;;
+	old_path | move_old | serve_scale) ga="$ga $n" ;;
 	api | scale | fleet) gb="$gb $n" ;;
 	watch_cost | watch_db) gd="$gd $n" ;;
 	*) gc="$gc $n" ;;
@@ -171,6 +174,7 @@ bench watch_db 2 '10 old queues'
 bench lateness 2 'ladder lateness, 20 msg/s'
 bench load 1 'under API load'
 bench fleet 3 '3 plans at 1s'
+bench serve_scale 1 'whole plan, 20 old queues'
 [ -n "$skipped" ] || bench api 2 '64 clients'
 
 echo "bench.smoke: $(($(date +%s) - t0)) s"
