@@ -185,6 +185,17 @@ const struct old_measured_queue *old_measured_find(const struct old_measured *m,
 /* Frees what M holds and empties it; M may be NULL or empty. */
 void old_measured_free(struct old_measured *m);
 
+/* The horizon of the whole old path given M (measure_horizon's queues;
+ * old_time.c): the latest old_deadline_ms of its queues (a chain's TTL where it has
+ * one), i.e. LAST_ENTRY_MS + the largest TTL + ALLOWANCE_MS. Returns it,
+ * or -1 when it cannot be known (no last entry, no queue, or a queue
+ * without a TTL). old_horizon_ms: the same of MEASURED, measure_horizon's
+ * result. */
+int64_t old_horizon_of(const struct old_measured *m, int64_t last_entry_ms,
+    int64_t allowance_ms);
+int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
+    int64_t allowance_ms);
+
 /* move_old's entry for an old queue as remove_old weighs its deadline
  * (old_measured.c): what its last pass left in it. */
 struct old_moved_queue {
@@ -294,12 +305,7 @@ int64_t old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms,
  * allowance) stands. */
 bool old_moved_stands(const json_t *moved, int64_t last_entry_ms);
 
-/* The horizon of the whole old path given MEASURED (measure_horizon's
- * result): the latest old_deadline_ms of its queues, i.e. LAST_ENTRY_MS +
- * the largest TTL + ALLOWANCE_MS. Returns it, or -1 when it cannot be
- * known (no last entry, or MEASURED lacks a TTL). */
-int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
-    int64_t allowance_ms);
+
 
 /* Writes epoch milliseconds MS as RFC 3339 UTC ("2026-11-30T12:00:00Z",
  * with ".123" when MS is not a whole second) into OUT. Returns OUT. */

@@ -41,25 +41,33 @@ old_moved_stands(const json_t *moved, int64_t last_entry_ms)
 }
 
 int64_t
-old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_ms)
+old_horizon_of(const struct old_measured *m, int64_t last_entry_ms, int64_t allowance_ms)
 {
-	const json_t *q;
-	int64_t h = -1, d;
-	size_t i;
+	int64_t h = -1, d, t;
 
-	if (last_entry_ms <= 0 || !json_is_array(json_object_get(measured, "queues")))
+	if (last_entry_ms <= 0 || m == NULL)
 		return -1;
-	json_array_foreach(json_object_get(measured, "queues"), i, q) {
-		const json_t *t = json_object_get(q, "chain_ttl_ms");
-
-		if (!json_is_integer(t))
-			t = json_object_get(q, "ttl_ms");
-		if (!json_is_integer(t))
+	for (size_t i = 0; i < m->n; i++) {
+		t = m->v[i].chain_ttl_ms >= 0 ? m->v[i].chain_ttl_ms : m->v[i].ttl_ms;
+		if (t < 0)
 			return -1;
-		d = old_deadline_ms(last_entry_ms, json_integer_value(t), allowance_ms);
+		d = old_deadline_ms(last_entry_ms, t, allowance_ms);
 		if (d > h)
 			h = d;
 	}
+	return h;
+}
+
+int64_t
+old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_ms)
+{
+	struct old_measured m;
+	int64_t h;
+
+	if (last_entry_ms <= 0 || old_measured_read(measured, &m) != 0)
+		return -1;
+	h = old_horizon_of(&m, last_entry_ms, allowance_ms);
+	old_measured_free(&m);
 	return h;
 }
 

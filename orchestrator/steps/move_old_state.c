@@ -43,8 +43,9 @@ move_old__horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
 			h = move_old__jint(e, "left_until_ms");
 	h += allow;
 	move_old__set_int(state, "horizon_ms", h);
-	old = old_horizon_ms(c->measured, c->flip_ms > 0 ? c->flip_ms : last_pass_ms,
-	    allow);
+	old = c->measured_queues != NULL ? old_horizon_of(c->measured_queues,
+	    c->flip_ms > 0 ? c->flip_ms : last_pass_ms, allow) : old_horizon_ms(c->measured,
+	    c->flip_ms > 0 ? c->flip_ms : last_pass_ms, allow);
 	json_object_set_new(state, "old_horizon_ms", old > 0 ? json_integer(old) :
 	    json_null());
 	json_object_set_new(state, "saved_ms", old > h ? json_integer(old - h) :

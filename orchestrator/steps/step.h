@@ -133,9 +133,9 @@ void step_rows_clear(struct step_rows *rows);
 	                            * bytes, its entry here 40), or NULL */ \
 	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
 	const struct old_measured *measured_queues; /* borrowed: the table \
-	                            * of C->measured's queues (the watch's \
-	                            * and remove_old's prepare leave \
-	                            * "queues" out of C->measured and \
+	                            * of C->measured's queues (move_old's, \
+	                            * the watch's and remove_old's prepare \
+	                            * leave "queues" out of C->measured and \
 	                            * C->moved: step_old_inputs), or NULL */ \
 	const struct old_moved *moved_queues; /* borrowed: likewise \
 	                            * C->moved's, for remove_old, or NULL */ \
@@ -344,9 +344,9 @@ struct step_inputs step_inputs_of_store(struct step_store_inputs *src);
  * cannot say. */
 int64_t step_input_ended(struct step_inputs *in, enum plan_step_kind kind);
 
-/* What the watch and remove_old read of measure_horizon's and move_old's
- * results, from IN a part at a time, kept in C (C->kept) across runs until
- * either step ends anew: C->measured and C->moved without their "queues",
+/* What move_old, the watch and remove_old read of measure_horizon's and
+ * move_old's results, from IN a part at a time, kept in C (C->kept) across
+ * runs until either step ends anew: C->measured and C->moved without their "queues",
  * C->measured_queues their table and, when WITH_MOVED, C->moved_queues
  * move_old's. Returns 0, or -1 with ERR (out of memory, the store could
  * not be read, a result does not parse). */
