@@ -332,6 +332,11 @@ int store_json_each(const char *text, const char *member, store_each_fn fn, void
  * whose long list is read apart (store_json_each). */
 void store_json_empty(char *text, const char *member);
 
+/* Empties, likewise, the list of TEXT a step's rows are kept in (its
+ * "queues" or "entries", the first of them it has at the top level).
+ * Returns that member's name, or NULL when TEXT has neither. */
+const char *store_json_empty_rows(char *text);
+
 /* Reads step IDX of plan PLAN_ID as store_step_get does, but its result
  * as written, without the rows store_step_save_entries or
  * store_step_update_rows kept for it (its long list empty then): a reader

@@ -606,6 +606,17 @@ store_json_empty(char *text, const char *member)
 		empty_at(text, at, end);
 }
 
+const char *
+store_json_empty_rows(char *text)
+{
+	size_t at, end;
+	const char *member = row_member(text, &at, &end);
+
+	if (member != NULL)
+		empty_at(text, at, end);
+	return member;
+}
+
 /* store_step_each inside the transaction its caller opened. */
 static int
 step_each(struct store *s, int64_t plan_id, int idx, const char *path,

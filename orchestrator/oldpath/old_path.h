@@ -185,16 +185,6 @@ const struct old_measured_queue *old_measured_find(const struct old_measured *m,
 /* Frees what M holds and empties it; M may be NULL or empty. */
 void old_measured_free(struct old_measured *m);
 
-/* The horizon of the whole old path given M (measure_horizon's queues;
- * old_time.c): the latest old_deadline_ms of its queues (a chain's TTL where it has
- * one), i.e. LAST_ENTRY_MS + the largest TTL + ALLOWANCE_MS. Returns it,
- * or -1 when it cannot be known (no last entry, no queue, or a queue
- * without a TTL). old_horizon_ms: the same of MEASURED, measure_horizon's
- * result. */
-int64_t old_horizon_of(const struct old_measured *m, int64_t last_entry_ms,
-    int64_t allowance_ms);
-int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
-    int64_t allowance_ms);
 
 /* move_old's entry for an old queue as remove_old weighs its deadline
  * (old_measured.c): what its last pass left in it. */
@@ -293,6 +283,13 @@ bool old_binding_takes(const char *type, const char *bk, const char *k);
  * + TTL_MS + ALLOWANCE_MS (forwarding). Returns it, or -1 when it cannot
  * be known: LAST_ENTRY_MS <= 0 (unknown) or TTL_MS < 0 (no TTL). */
 int64_t old_deadline_ms(int64_t last_entry_ms, int64_t ttl_ms,
+    int64_t allowance_ms);
+
+/* The horizon of the whole old path given MEASURED (measure_horizon's
+ * result, of which it reads the summary's largest TTL, a chain's where
+ * longer): LAST_ENTRY_MS + that TTL + ALLOWANCE_MS. Returns it, or -1 when
+ * it cannot be known (no last entry, or a queue without a TTL). */
+int64_t old_horizon_ms(const json_t *measured, int64_t last_entry_ms,
     int64_t allowance_ms);
 
 /* Whether move_old's horizon stands, the one rule the watch's deadline

@@ -41,34 +41,15 @@ old_moved_stands(const json_t *moved, int64_t last_entry_ms)
 }
 
 int64_t
-old_horizon_of(const struct old_measured *m, int64_t last_entry_ms, int64_t allowance_ms)
-{
-	int64_t h = -1, d, t;
-
-	if (last_entry_ms <= 0 || m == NULL)
-		return -1;
-	for (size_t i = 0; i < m->n; i++) {
-		t = m->v[i].chain_ttl_ms >= 0 ? m->v[i].chain_ttl_ms : m->v[i].ttl_ms;
-		if (t < 0)
-			return -1;
-		d = old_deadline_ms(last_entry_ms, t, allowance_ms);
-		if (d > h)
-			h = d;
-	}
-	return h;
-}
-
-int64_t
 old_horizon_ms(const json_t *measured, int64_t last_entry_ms, int64_t allowance_ms)
 {
-	struct old_measured m;
-	int64_t h;
+	const json_t *ttl = json_object_get(json_object_get(measured, "summary"),
+	    "max_ttl_ms");
 
-	if (last_entry_ms <= 0 || old_measured_read(measured, &m) != 0)
-		return -1;
-	h = old_horizon_of(&m, last_entry_ms, allowance_ms);
-	old_measured_free(&m);
-	return h;
+	/* measure_horizon's largest TTL (a chain's where longer), null when
+	 * a queue has none. */
+	return old_deadline_ms(last_entry_ms, json_is_integer(ttl) ? json_integer_value(ttl) :
+	    -1, allowance_ms);
 }
 
 char *

@@ -79,9 +79,11 @@ struct pass {
 	const struct old_queue *oq;
 	struct move_rule rule;
 	struct move_target target;
-	json_t *entry;			/* the queue's entry of the state */
-	int64_t ord;			/* its place in the state's "queues" */
+	json_t *entry;			/* the queue's entry, open while its
+					 * pass runs */
+	int64_t ord;			/* its place among the entries */
 	json_t *state;			/* the whole state, persisted each batch */
+	struct move_entries *es;	/* the state's entries (but ENTRY's) */
 	struct move_rows *rows;		/* the run's writes of it */
 	json_t *seen;			/* the state's first sightings by key
 					 * (each its "seen" element) */
@@ -93,6 +95,8 @@ struct pass {
 	int64_t t0_mono;
 	int level;			/* the old ladder's level the queue is
 					 * (old.ladder), else -1 */
+	int entry_rule;			/* the move_old.entry rule it follows,
+					 * -1: none (or a level) */
 	struct move_progress *pg;	/* the run's, shared by every queue */
 	int64_t had;			/* what PG counts as still in the queue */
 	bool owes_rest;			/* the batch holds a message that owes
@@ -107,7 +111,7 @@ static void
 persist(struct pass *ps)
 {
 	move_old__progress_write(ps->pg, ps->state);
-	move_old__rows_write(ps->rows, ps->state, ps->entry, ps->ord);
+	move_old__rows_write(ps->rows, ps->state, ps->es, ps->entry, ps->ord);
 }
 
 /* Writes the pass's left counts into its entry. */
@@ -725,14 +729,8 @@ prepare_level(struct pass *ps, const struct old_queue *oq, char *err, size_t err
 	ps->rule.unit_ms = p->ladder.unit_ms;
 	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
 	ps->rule.unknown_max_lateness_ms = ps->rule.ttl_ms;
+	ps->entry_rule = -1;
 	move_target_free(&ps->target);
-	move_old__set_int(ps->entry, "ttl_ms", ps->rule.ttl_ms);
-	move_old__set_int(ps->entry, "entry_rule", -1);
-	move_old__set_int(ps->entry, "level", ps->level);
-	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
-	json_object_set_new(ps->entry, "then", json_string(move_from_name(ps->rule.then)));
-	json_object_set_new(ps->entry, "destination",
-	    json_string("(each message's routing key)"));
 	return 0;
 }
 
@@ -782,20 +780,32 @@ prepare_queue(struct pass *ps, const struct old_queue *oq, struct move_targets *
 	ps->rule.unit_ms = p->ladder.unit_ms;
 	ps->rule.max_delay_ms = ladder_limit_ms(&p->ladder);
 	ps->rule.unknown_max_lateness_ms = p->move_old.unknown_max_lateness_ms;
+	ps->entry_rule = idx;
 	if (move_target_read(ps->c, ts, oq->q, &ps->target, why, sizeof(why)) != 0) {
 		sentences_add(err, errlen, "%s", why);
 		return -1;
 	}
-	move_old__set_int(ps->entry, "ttl_ms", oq->ttl_ms);
-	move_old__set_int(ps->entry, "entry_rule", idx);
+	return 0;
+}
+
+/* Writes into the open entry of PS what prepare_queue worked out: the
+ * queue's TTL, its rule and where its messages go. */
+static void
+describe(struct pass *ps)
+{
+	const struct plan *p = ps->c->plan;
+
+	move_old__set_int(ps->entry, "ttl_ms", ps->rule.ttl_ms);
+	move_old__set_int(ps->entry, "entry_rule", ps->entry_rule);
+	if (ps->level >= 0)
+		move_old__set_int(ps->entry, "level", ps->level);
 	json_object_set_new(ps->entry, "from", json_string(move_from_name(ps->rule.from)));
-	if (ps->rule.then != MOVE_FROM_UNKNOWN)
+	if (ps->level >= 0 || ps->rule.then != MOVE_FROM_UNKNOWN)
 		json_object_set_new(ps->entry, "then",
 		    json_string(move_from_name(ps->rule.then)));
-	json_object_set_new(ps->entry, "destination", ps->target.dest >= 0 ?
-	    json_string(p->destinations[ps->target.dest]) :
+	json_object_set_new(ps->entry, "destination", ps->level < 0 &&
+	    ps->target.dest >= 0 ? json_string(p->destinations[ps->target.dest]) :
 	    json_string("(each message's routing key)"));
-	return 0;
 }
 
 /* Whether the pass of PS may end at once: the queue holds no message
@@ -851,20 +861,83 @@ skip_queue(struct pass *ps, char *err, size_t errlen)
 	return 0;
 }
 
+/* The result of a run that could not read its last state: that state as
+ * it was (its entries are its rows, which stand), with ERR. */
+static json_t *
+unread(struct step_ctx *c, const char *err)
+{
+	json_t *r = c->state != NULL ? json_deep_copy(c->state) : json_object();
+
+	if (r != NULL) {
+		json_object_set_new(r, "ok", json_false());
+		json_object_set_new(r, "error", json_string(err));
+	}
+	c->rows_kept = c->rows_wanted;
+	return r;
+}
+
 int
 step_move_old_prepare(struct step_ctx *c, struct step_inputs *in, json_t **result,
     char *err, size_t errlen)
 {
 	c->flip_ms = step_input_ended(in, PLAN_STEP_FLIP);
-	/* measure_horizon's queues as a table, not its result's tree (at
-	 * 100,000 old queues, a hundred megabytes): the horizon is all the
-	 * step reads of them. Its own last result is C->state. */
-	if (step_old_inputs(c, in, false, err, errlen) != 0 ||
-	    step_restored(c, err, errlen) != 0) {
-		*result = json_pack("{s:b,s:s}", "ok", 0, "error", err);
+	/* measure_horizon's result without its queues (at 100,000 old
+	 * queues, a hundred megabytes of tree): the step reads only its
+	 * summary. Its own last result is C->state. */
+	if (step_input_apart(in, PLAN_STEP_MEASURE_HORIZON, "queues", NULL, NULL,
+	    &c->measured) != 0) {
+		errbuf_set(err, errlen, "reading measure_horizon's result failed: out of "
+		    "memory, the database could not be read, or it does not parse");
+		*result = unread(c, err);
+		return -1;
+	}
+	if (step_restored(c, err, errlen) != 0) {
+		*result = unread(c, err);
 		return -1;
 	}
 	return 0;
+}
+
+/* Hands every entry of ES over as the result's rows (C->rows), or, for a
+ * run without the engine, into STATE's "queues". Returns 0, or -1 with ERR
+ * (the rows of the last write stand then, as after a kill). */
+static int
+hand_entries(struct step_ctx *c, json_t *state, const struct move_entries *es,
+    char *err, size_t errlen)
+{
+	json_t *all;
+
+	if (!c->rows_wanted) {
+		if ((all = move_old__entries_array(es)) == NULL) {
+			errbuf_set(err, errlen, "the result's %zu entries: out of memory", es->n);
+			return -1;
+		}
+		json_object_set_new(state, "queues", all);
+		return 0;
+	}
+	for (size_t i = 0; i < es->n; i++)
+		if (step_rows_add_text(&c->rows, es->v[i].name, es->v[i].text) != 0) {
+			errbuf_set(err, errlen, "the result's %zu entries: %s", es->n,
+			    c->rows.err);
+			step_rows_clear(&c->rows);
+			c->rows_kept = true;
+			return -1;
+		}
+	return 0;
+}
+
+/* Puts the entry PS has open back among the entries and closes it.
+ * Returns 0, or -1 with ERR when out of memory. */
+static int
+close_entry(struct pass *ps, char *err, size_t errlen)
+{
+	int rc = move_old__entries_put(ps->es, ps->ord, ps->entry);
+
+	json_decref(ps->entry);
+	ps->entry = NULL;
+	if (rc != 0)
+		errbuf_set(err, errlen, "out of memory");
+	return rc;
 }
 
 int
@@ -873,18 +946,24 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 	struct old_selection sel = { 0 };
 	struct move_targets ts = { 0 };
 	struct move_rows rows = { 0 };
+	struct move_entries es = { 0 };
 	struct move_counts counts;
 	struct move_progress pg;
-	struct pass *ps = NULL;
-	int64_t now = old_now_ms(c), pass;
-	json_t *state = move_old__state_of(c, now), *seen = NULL, *entries = NULL;
+	struct pass ps;
+	int64_t now = old_now_ms(c), pass, *ords = NULL;
+	json_t *state, *seen = NULL;
 	char why[1024];
 	int rc = -1;
 	int64_t persisted = clock_mono_ms();
 	bool empty, counted;
 
-	*result = state;
+	memset(&ps, 0, sizeof(ps));
 	err[0] = '\0';
+	if ((state = move_old__state_of(c, now, &es, err, errlen)) == NULL) {
+		*result = unread(c, err);
+		return -1;
+	}
+	*result = state;
 	pass = move_old__jint(state, "pass");
 	if (pass > 1 && now < move_old__jint(state, "stragglers_until_ms")) {
 		/* Between the first pass and the last: every pass returns what
@@ -907,66 +986,80 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		errbuf_set(err, errlen, "selecting the old queues: %s", why);
 		goto done;
 	}
-	if ((ps = calloc(sel.n + 1, sizeof(*ps))) == NULL ||
+	if ((ords = calloc(sel.n + 1, sizeof(*ords))) == NULL ||
 	    move_old__rows_start(&rows, c, sel.n) != 0) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	move_old__probe_arrival(c, state);
-	move_old__after_kill(state, now);
-	if ((seen = move_old__seen_index(state)) == NULL ||
-	    (entries = move_old__entry_index(state)) == NULL) {
+	if ((seen = move_old__seen_index(state)) == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto done;
 	}
 	/* Every queue's rule and target first, and every destination an old
-	 * ladder delivers to: refuse before moving anything. */
+	 * ladder delivers to: refuse before moving anything. A queue's pass
+	 * works them out again (from what this read): a run keeps one
+	 * queue's at a time. */
 	if (c->plan->old.from_ladder ? move_old__ladder_dests(c, err, errlen) != 0 :
 	    move_targets_read(c, &ts, err, errlen) != 0)
 		goto done;
 	move_old__progress_start(&pg);
 	for (size_t i = 0; i < sel.n; i++) {
-		ps[i].c = c;
-		ps[i].pg = &pg;
-		ps[i].state = state;
-		ps[i].seen = seen;
-		ps[i].rows = &rows;
-		ps[i].entry = move_old__entry_of(state, entries, sel.v[i].q->name, &ps[i].ord);
-		(void)prepare_queue(&ps[i], &sel.v[i], &ts, err, errlen);
-		if (move_old__jint(ps[i].entry, "pass_done") < pass)
-			move_old__progress_queue(&pg, &ps[i].had, sel.v[i].q->messages);
+		ps = (struct pass){ .c = c, .pg = &pg, .state = state, .seen = seen,
+		    .es = &es, .rows = &rows };
+		if ((ords[i] = move_old__entries_of(&es, sel.v[i].q->name)) < 0) {
+			errbuf_set(err, errlen, "out of memory");
+			goto done;
+		}
+		(void)prepare_queue(&ps, &sel.v[i], &ts, err, errlen);
+		move_target_free(&ps.target);
+		if (es.v[ords[i]].pass_done < pass)
+			move_old__progress_queue(&pg, &ps.had, sel.v[i].q->messages);
 	}
 	if (err[0] != '\0')
 		goto done;
-	move_old__totals(state, &counts);
+	move_old__totals(state, &es, &counts);
 	if (counted)
 		move_old__publishes_at_last_pass(&sel, state);
 	for (size_t i = 0; i < sel.n; i++) {
-		if (move_old__jint(ps[i].entry, "pass_done") >= pass)
+		if (es.v[ords[i]].pass_done >= pass)
 			continue;
-		ps[i].t0_mono = clock_mono_ms();
-		empty = false;
-		move_old__count(&counts, ps[i].entry, -1);
-		if (ps[i].rule.from == MOVE_FROM_UNKNOWN &&
-		    ps[i].rule.ttl_ms > ps[i].rule.unknown_max_lateness_ms) {
-			if (skip_queue(&ps[i], err, errlen) != 0)
-				goto done;
-		} else if (pass_if_empty(&ps[i], &empty, err, errlen) != 0 ||
-		    (!empty && pass_queue(&ps[i], err, errlen) != 0))
+		ps = (struct pass){ .c = c, .pg = &pg, .state = state, .seen = seen,
+		    .es = &es, .rows = &rows, .ord = ords[i], .t0_mono = clock_mono_ms() };
+		/* What the first loop counted of it, as it counted it. */
+		ps.had = sel.v[i].q->messages > 0 ? sel.v[i].q->messages : 0;
+		if ((ps.entry = move_old__entries_open(&es, ps.ord)) == NULL) {
+			errbuf_set(err, errlen, "out of memory");
 			goto done;
-		move_old__set_int(ps[i].entry, "pass_done", pass);
-		move_old__count(&counts, ps[i].entry, 1);
-		move_old__rows_changed(&rows, ps[i].entry, ps[i].ord);
+		}
+		if (prepare_queue(&ps, &sel.v[i], &ts, err, errlen) != 0)
+			goto done;
+		describe(&ps);
+		empty = false;
+		move_old__count(&counts, ps.entry, -1);
+		if (ps.rule.from == MOVE_FROM_UNKNOWN &&
+		    ps.rule.ttl_ms > ps.rule.unknown_max_lateness_ms) {
+			if (skip_queue(&ps, err, errlen) != 0)
+				goto done;
+		} else if (pass_if_empty(&ps, &empty, err, errlen) != 0 ||
+		    (!empty && pass_queue(&ps, err, errlen) != 0))
+			goto done;
+		move_old__set_int(ps.entry, "pass_done", pass);
+		move_old__count(&counts, ps.entry, 1);
+		move_target_free(&ps.target);
+		if (close_entry(&ps, err, errlen) != 0)
+			goto done;
+		move_old__rows_changed(&rows, ps.ord);
 		/* An empty queue's pass, which a kill only makes the next run
 		 * repeat, is written with the next queue's, or after
 		 * PERSIST_EMPTY_MS for the page's progress. */
 		if (!empty || clock_mono_ms() - persisted >= PERSIST_EMPTY_MS) {
 			move_old__counts_set(state, &counts);
-			persist(&ps[i]);
+			persist(&ps);
 			persisted = clock_mono_ms();
 		}
 	}
-	move_old__totals(state, &counts);
+	move_old__totals(state, &es, &counts);
 	move_old__progress_write(&pg, state);
 	if (move_old__jint(state, "pass_started_ms") < move_old__jint(state, "stragglers_until_ms")) {
 		/* Producers may still have published into the old path since
@@ -978,20 +1071,29 @@ step_move_old(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 		rc = 0;
 		goto done;
 	}
-	move_old__horizon(c, state, move_old__jint(state, "pass_started_ms"));
+	move_old__horizon(c, state, &es, move_old__jint(state, "pass_started_ms"));
 	json_object_set_new(state, "ok", json_true());
 	move_old__record_done(c, state);
 	rc = 0;
 done:
+	/* A pass that stopped: what its entry says so far is the state's. */
+	if (ps.entry != NULL && close_entry(&ps, why, sizeof(why)) != 0 && rc == 0)
+		rc = -1;
+	move_target_free(&ps.target);
+	if (hand_entries(c, state, &es, rc == 0 ? err : why, rc == 0 ? errlen :
+	    sizeof(why)) != 0 && rc == 0) {
+		c->again = false;
+		rc = -1;
+	}
+	if (rc < 0 && err[0] == '\0')
+		errbuf_set(err, errlen, "%s", why);
 	if (rc < 0 && err[0] != '\0')
 		json_object_set_new(state, "error", json_string(err));
-	for (size_t i = 0; ps != NULL && i < sel.n; i++)
-		move_target_free(&ps[i].target);
-	free(ps);
+	free(ords);
 	move_targets_free(&ts);
 	move_old__rows_free(&rows);
 	json_decref(seen);
-	json_decref(entries);
+	move_old__entries_free(&es);
 	old_selection_free(&sel);
 	return rc;
 }

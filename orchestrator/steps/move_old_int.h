@@ -4,6 +4,7 @@
  * move_old_ladder.c: an old path that is a ladder; move_old_progress.c:
  * what is left to take and when it will be; move_old_rule.c: the entry
  * rules; move_old_state.c: the step's state across runs;
+ * move_old_entries.c: its entries, a text each between uses;
  * move_old_rows.c: the state written, each queue's entry a row). */
 #ifndef CUTOVER_MOVE_OLD_INT_H
 #define CUTOVER_MOVE_OLD_INT_H
@@ -143,8 +144,55 @@ void move_old__progress_write(const struct move_progress *pg, json_t *state);
 int64_t move_old__jint(const json_t *o, const char *key);
 void move_old__set_int(json_t *o, const char *key, int64_t v);
 
-/* The step's state: C->state resumed, or a new one begun at NOW. */
-json_t *move_old__state_of(struct step_ctx *c, int64_t now);
+/* The step's entries, one per old queue, each kept as its text between
+ * the moments a run works on it (move_old_entries.c), with the figures
+ * the run sums over them all. */
+struct move_entry {
+	char *text;			/* the entry, compact JSON */
+	const char *name;		/* its queue's, in the table's blocks */
+	int64_t moved, left, skipped, dup; /* its counts, as TEXT has them */
+	int64_t left_until_ms;		/* INT64_MIN: none */
+	int64_t pass_done;
+};
+
+struct move_entries {
+	struct move_entry *v;		/* in the state's order */
+	size_t n, cap;
+	size_t *by_name;		/* places in V, by name, of those there
+					 * at the last move_old__entries_index */
+	size_t nby;
+	struct strblocks *names;
+};
+
+/* Appends entry E (an object; its "name" may be missing) to ES. Returns
+ * 0, or -1 when out of memory or E is no object. */
+int move_old__entries_add(struct move_entries *es, const json_t *e);
+
+/* Indexes ES by name for move_old__entries_of. Returns 0 or -1. */
+int move_old__entries_index(struct move_entries *es);
+
+/* The place in ES of queue NAME's entry (the first of that name), a new
+ * one appended when there is none; -1 when out of memory. */
+int64_t move_old__entries_of(struct move_entries *es, const char *name);
+
+/* Entry ORD of ES as a tree (a new reference, NULL when out of memory),
+ * and E written back as its text and figures (0, or -1 out of memory:
+ * the text stands). */
+json_t *move_old__entries_open(const struct move_entries *es, int64_t ord);
+int move_old__entries_put(struct move_entries *es, int64_t ord, const json_t *e);
+
+/* Every entry of ES as an array, for a run without the engine (a new
+ * reference, NULL when out of memory). */
+json_t *move_old__entries_array(const struct move_entries *es);
+
+void move_old__entries_free(struct move_entries *es);
+
+/* The step's state: C->state resumed, or a new one begun at NOW, its
+ * "queues" empty and their entries in ES (zeroed before), each taken up
+ * after a kill (move_old__after_kill). NULL with ERR when it cannot be
+ * read. */
+json_t *move_old__state_of(struct step_ctx *c, int64_t now, struct move_entries *es,
+    char *err, size_t errlen);
 
 /* The queues' counts, summed over their entries. */
 struct move_counts {
@@ -159,19 +207,22 @@ void move_old__count(struct move_counts *t, const json_t *entry, int sign);
 /* T into STATE's "counts". */
 void move_old__counts_set(json_t *state, const struct move_counts *t);
 
-/* Totals of every entry's counts into T and STATE's "counts". */
-void move_old__totals(json_t *state, struct move_counts *t);
+/* Totals of every entry's counts (ES) into T and STATE's "counts". */
+void move_old__totals(json_t *state, const struct move_entries *es,
+    struct move_counts *t);
 
-/* The horizon left once the last pass (begun at LAST_PASS_MS) is done,
- * and what the old path alone would have needed: into STATE. */
-void move_old__horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms);
+/* The horizon left once the last pass (begun at LAST_PASS_MS) is done
+ * with the entries ES, and what the old path alone would have needed:
+ * into STATE. */
+void move_old__horizon(struct step_ctx *c, json_t *state, const struct move_entries *es,
+    int64_t last_pass_ms);
 
 /* Records in the plan's history what the move did ("move_old.done"). */
 void move_old__record_done(struct step_ctx *c, const json_t *state);
 
-/* Takes up what a run killed mid-batch left in STATE, for the run that
+/* Takes up what a run killed mid-batch left in entry E, for the run that
  * begins at NOW: unrecorded gets and batches that may be moved twice. */
-void move_old__after_kill(json_t *state, int64_t now);
+void move_old__after_kill(json_t *e, int64_t now);
 
 /* The first sightings of STATE by key (each value the state's own
  * element); NULL when out of memory. */
@@ -197,24 +248,9 @@ int64_t move_old__first_seen(const json_t *state, const json_t *seen,
 void move_old__record_seen(json_t *state, json_t *seen, const char *id,
     int64_t first, int64_t now);
 
-/* STATE's entries by queue name: each name's place in "queues" (the
- * first of a name), or NULL when out of memory. */
-json_t *move_old__entry_index(const json_t *state);
-
-/* The state's entry for queue NAME (through INDEX, move_old__entry_index),
- * created, appended and indexed when missing; its place in "queues" into
- * *ORD. */
-json_t *move_old__entry_of(json_t *state, json_t *index, const char *name,
-    int64_t *ord);
-
 /* What the step writes of its state, and when (move_old_rows.c): the
  * state but its "queues" as the step's result, each entry that changed as
  * a row (store_step_save_entries), in one transaction. */
-struct move_row {
-	json_t *entry;			/* borrowed from the state */
-	int64_t ord;			/* its place in "queues" */
-};
-
 struct move_rows {
 	struct store *store;		/* NULL: nothing is written (a step run
 					 * without the engine) */
@@ -223,7 +259,8 @@ struct move_rows {
 	bool all;			/* the next write writes every entry (the
 					 * run's first: the engine's write of the
 					 * whole result took the rows away) */
-	struct move_row *changed;	/* entries changed since the last write */
+	int64_t *changed;		/* places of the entries changed since
+					 * the last write */
 	size_t nchanged, cap;
 };
 
@@ -232,15 +269,16 @@ struct move_rows {
 int move_old__rows_start(struct move_rows *r, struct step_ctx *c, size_t nqueues);
 void move_old__rows_free(struct move_rows *r);
 
-/* Notes that ENTRY (at ORD) changed, for the next write. */
-void move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord);
+/* Notes that the entry at ORD changed (its text in the entries), for the
+ * next write. */
+void move_old__rows_changed(struct move_rows *r, int64_t ord);
 
-/* Writes STATE (its "queues" left out) as the step's result and, as rows,
- * ENTRY (at ORD; NULL: none) and every entry noted changed (every entry
- * at the run's first write), in one transaction. A write that fails is
- * done again, whole, by the next. */
-void move_old__rows_write(struct move_rows *r, json_t *state, json_t *entry,
-    int64_t ord);
+/* Writes STATE (its "queues" empty) as the step's result and, as rows,
+ * ENTRY (at ORD, the queue whose pass runs; NULL: none) and every entry
+ * of ES noted changed (every entry at the run's first write), in one
+ * transaction. A write that fails is done again, whole, by the next. */
+void move_old__rows_write(struct move_rows *r, json_t *state,
+    const struct move_entries *es, const json_t *entry, int64_t ord);
 
 /* The old queues' publish counters of SEL (a selection on the statistics
  * listing: old_select_counted), summed as the watch sums them, into

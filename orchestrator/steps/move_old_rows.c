@@ -1,5 +1,5 @@
 /* move_old_rows: move_old's state as the store keeps it while the step
- * runs. The state holds an entry per old queue; written whole after
+ * runs. The state has an entry per old queue; written whole after
  * every batch, it cost each batch the selection's size (1.7 MB of JSON at
  * 10,000 queues), so the step's result is written without its "queues"
  * and each entry as a row of its own, only those that changed since the
@@ -36,7 +36,7 @@ move_old__rows_free(struct move_rows *r)
 }
 
 void
-move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord)
+move_old__rows_changed(struct move_rows *r, int64_t ord)
 {
 	/* Full (a queue noted twice between writes): the next write writes
 	 * every entry instead. */
@@ -44,58 +44,63 @@ move_old__rows_changed(struct move_rows *r, json_t *entry, int64_t ord)
 		r->all = true;
 		return;
 	}
-	r->changed[r->nchanged++] = (struct move_row){ .entry = entry, .ord = ord };
+	r->changed[r->nchanged++] = ord;
 }
 
-/* ENTRY (at ORD) as a row into V[*N], its text malloc'ed into TEXTS[*N].
- * Returns 0, or -1 out of memory. */
+/* Entry ORD of ES as a row into V[*N]: its text, or, when it is the open
+ * ENTRY's place, ENTRY's text, malloc'ed into *OWN. Returns 0, or -1 out
+ * of memory. */
 static int
-row_of(const json_t *entry, int64_t ord, struct store_entry *v, char **texts, size_t *n)
+row_of(const struct move_entries *es, const json_t *entry, int64_t entry_ord,
+    int64_t ord, struct store_entry *v, size_t *n, char **own)
 {
-	const char *name = json_string_value(json_object_get(entry, "name"));
+	const char *name = es->v[ord].name;
 
 	/* The row is keyed by its place: a name is only for a reader of the
-	 * table, and an entry a damaged state left without one (or one that
-	 * is no object) is kept as the whole state's write kept it. */
+	 * table, and an entry a damaged state left without one is kept as
+	 * the whole state's write kept it. */
 	if (name == NULL || name[0] == '\0')
 		name = "(none)";
-	if ((texts[*n] = json_dumps(entry, JSON_COMPACT | JSON_PRESERVE_ORDER |
-	    JSON_ENCODE_ANY)) == NULL)
-		return -1;
-	v[*n] = (struct store_entry){ .name = name, .ord = ord, .json = texts[*n] };
-	(*n)++;
+	if (entry != NULL && ord == entry_ord) {
+		if (*own == NULL && (*own = json_dumps(entry, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER)) == NULL)
+			return -1;
+		v[(*n)++] = (struct store_entry){ .name = name, .ord = ord, .json = *own };
+	} else
+		v[(*n)++] = (struct store_entry){ .name = name, .ord = ord,
+		    .json = es->v[ord].text };
 	return 0;
 }
 
 void
-move_old__rows_write(struct move_rows *r, json_t *state, json_t *entry, int64_t ord)
+move_old__rows_write(struct move_rows *r, json_t *state, const struct move_entries *es,
+    const json_t *entry, int64_t ord)
 {
-	json_t *queues = json_object_get(state, "queues"), *e;
-	size_t nmax = r->all ? json_array_size(queues) : r->nchanged + 1, n = 0, i;
+	size_t nmax = r->all ? es->n : r->nchanged + 1, n = 0, i;
 	struct store_entry *v = calloc(nmax + 1, sizeof(*v));
-	char **texts = calloc(nmax + 1, sizeof(*texts)), *text = NULL, why[256];
+	char *own = NULL, *text = NULL, why[256];
+	bool open_written = false;
 	int rc = -1;
 
-	if (r->store == NULL || r->step_idx < 0 || v == NULL || texts == NULL)
+	if (r->store == NULL || r->step_idx < 0 || v == NULL)
 		goto done;
 	if (r->all) {
-		json_array_foreach(queues, i, e)
-			if (row_of(e, (int64_t)i, v, texts, &n) != 0)
+		for (i = 0; i < es->n; i++)
+			if (row_of(es, entry, ord, (int64_t)i, v, &n, &own) != 0)
 				goto done;
 	} else {
-		for (i = 0; i < r->nchanged; i++)
-			if (row_of(r->changed[i].entry, r->changed[i].ord, v, texts, &n) != 0)
+		for (i = 0; i < r->nchanged; i++) {
+			open_written |= entry != NULL && r->changed[i] == ord;
+			if (row_of(es, entry, ord, r->changed[i], v, &n, &own) != 0)
 				goto done;
-		if (entry != NULL && row_of(entry, ord, v, texts, &n) != 0)
+		}
+		if (entry != NULL && !open_written &&
+		    row_of(es, entry, ord, ord, v, &n, &own) != 0)
 			goto done;
 	}
-	/* The rest of the state, its "queues" empty in its place (the
+	/* The rest of the state: its "queues" is empty in its place (the
 	 * reader puts the rows there). */
-	json_incref(queues);
-	json_object_set_new(state, "queues", json_array());
-	text = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_object_set_new(state, "queues", queues);
-	if (text == NULL)
+	if ((text = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
 		goto done;
 	rc = store_step_save_entries(r->store, r->plan_id, r->step_idx, text, v, n, why,
 	    sizeof(why));
@@ -105,9 +110,7 @@ done:
 	r->all = rc != 0;
 	if (rc == 0)
 		r->nchanged = 0;
-	for (i = 0; texts != NULL && i < n; i++)
-		free(texts[i]);
-	free(texts);
 	free(v);
+	free(own);
 	free(text);
 }

@@ -2,9 +2,8 @@
  * totals, the horizon the old path is left with, what a kill in the middle
  * of a batch left, the first sightings' index, the old path's publish
  * counters as the last pass begins, the step's state itself, resumed
- * or new, its entries by queue (by their place in "queues", which is the
- * order of their rows: move_old_rows.c), and the first sightings
- * themselves. */
+ * or new (its entries read apart into the run's table:
+ * move_old_entries.c), and the first sightings themselves. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +11,7 @@
 
 #include "arrival_stamp.h"
 #include "clock.h"
+#include "errbuf.h"
 #include "move_old_int.h"
 #include "old_path.h"
 #include "store.h"
@@ -31,21 +31,17 @@ move_old__set_int(json_t *o, const char *key, int64_t v)
 /* The horizon that is left once the last pass is done, and what the old
  * path alone would have needed: into STATE. */
 void
-move_old__horizon(struct step_ctx *c, json_t *state, int64_t last_pass_ms)
+move_old__horizon(struct step_ctx *c, json_t *state, const struct move_entries *es,
+    int64_t last_pass_ms)
 {
-	const json_t *e;
 	int64_t h = last_pass_ms, old, allow = c->plan->watch.allowance_ms;
-	size_t i;
 
-	json_array_foreach(json_object_get(state, "queues"), i, e)
-		if (json_is_integer(json_object_get(e, "left_until_ms")) &&
-		    move_old__jint(e, "left_until_ms") > h)
-			h = move_old__jint(e, "left_until_ms");
+	for (size_t i = 0; i < es->n; i++)
+		if (es->v[i].left_until_ms != INT64_MIN && es->v[i].left_until_ms > h)
+			h = es->v[i].left_until_ms;
 	h += allow;
 	move_old__set_int(state, "horizon_ms", h);
-	old = c->measured_queues != NULL ? old_horizon_of(c->measured_queues,
-	    c->flip_ms > 0 ? c->flip_ms : last_pass_ms, allow) : old_horizon_ms(c->measured,
-	    c->flip_ms > 0 ? c->flip_ms : last_pass_ms, allow);
+	old = old_horizon_ms(c->measured, c->flip_ms > 0 ? c->flip_ms : last_pass_ms, allow);
 	json_object_set_new(state, "old_horizon_ms", old > 0 ? json_integer(old) :
 	    json_null());
 	json_object_set_new(state, "saved_ms", old > h ? json_integer(old - h) :
@@ -88,72 +84,39 @@ move_old__counts_set(json_t *state, const struct move_counts *t)
 }
 
 void
-move_old__totals(json_t *state, struct move_counts *t)
+move_old__totals(json_t *state, const struct move_entries *es, struct move_counts *t)
 {
-	const json_t *e;
-	size_t i;
-
 	memset(t, 0, sizeof(*t));
-	json_array_foreach(json_object_get(state, "queues"), i, e)
-		move_old__count(t, e, 1);
+	for (size_t i = 0; i < es->n; i++) {
+		t->moved += es->v[i].moved;
+		t->left += es->v[i].left;
+		t->skipped += es->v[i].skipped;
+		t->dup += es->v[i].dup;
+	}
 	move_old__counts_set(state, t);
 }
 
-/* What a run killed in the middle of a batch left in STATE, taken up by
+/* What a run killed in the middle of a batch left in entry E, taken up by
  * the run that begins at NOW: a queue whose gets were under way may have
  * had messages taken and given back unrecorded, all before NOW
  * ("unrecorded_until_ms", which first_seen never goes below); a batch in
  * flight may be in the ladder and back in its old queue both, so moved
  * twice ("may_duplicate"). */
 void
-move_old__after_kill(json_t *state, int64_t now)
+move_old__after_kill(json_t *e, int64_t now)
 {
-	json_t *e;
-	size_t i;
-
-	json_array_foreach(json_object_get(state, "queues"), i, e) {
-		if (!json_is_object(e))
-			continue;
-		if (json_is_true(json_object_get(e, "getting")) &&
-		    move_old__jint(e, "unrecorded_until_ms") < now)
-			move_old__set_int(e, "unrecorded_until_ms", now);
-		json_object_del(e, "getting");
-		if (move_old__jint(e, "in_flight") > 0)
-			move_old__set_int(e, "may_duplicate", move_old__jint(e, "may_duplicate") +
-			    move_old__jint(e, "in_flight"));
-		json_object_del(e, "in_flight");
-	}
+	if (!json_is_object(e))
+		return;
+	if (json_is_true(json_object_get(e, "getting")) &&
+	    move_old__jint(e, "unrecorded_until_ms") < now)
+		move_old__set_int(e, "unrecorded_until_ms", now);
+	json_object_del(e, "getting");
+	if (move_old__jint(e, "in_flight") > 0)
+		move_old__set_int(e, "may_duplicate", move_old__jint(e, "may_duplicate") +
+		    move_old__jint(e, "in_flight"));
+	json_object_del(e, "in_flight");
 }
 
-json_t *
-move_old__entry_index(const json_t *state)
-{
-	return old_json_positions(json_object_get(state, "queues"));
-}
-
-json_t *
-move_old__entry_of(json_t *state, json_t *index, const char *name, int64_t *ord)
-{
-	json_t *queues = json_object_get(state, "queues"), *at = json_object_get(index, name),
-	    *e;
-
-	if (at != NULL) {
-		*ord = json_integer_value(at);
-		return json_array_get(queues, (size_t)*ord);
-	}
-	e = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name", name, "moved", (json_int_t)0,
-	    "left", (json_int_t)0, "skipped", (json_int_t)0, "pass_done", (json_int_t)0);
-	*ord = (int64_t)json_array_size(queues);
-	json_array_append_new(queues, e);
-	json_object_set_new(index, name, json_integer((json_int_t)*ord));
-	return e;
-}
-
-/* The first sightings of STATE ("seen": [[key, ms], ...]) by key, for
- * first_seen and record_seen (each value is the state's own element, so
- * that a change to it is persisted). An element that is not a key and a
- * time is dropped, and of two with one key the later stays: a sighting is
- * never made earlier. NULL when out of memory. */
 json_t *
 move_old__seen_index(json_t *state)
 {
@@ -221,16 +184,54 @@ move_old__probe_arrival(struct step_ctx *c, json_t *state)
 	    json_boolean(st == ARRIVAL_OVERWRITE));
 }
 
-/* The step's state: C->state resumed, or a new one. */
+/* step_state_each's FN: an entry of the last state, taken up after a
+ * kill, into the entries of the loading at ARG. */
+struct loading {
+	struct move_entries *es;
+	int64_t now;
+};
+
+static int
+load_entry(const json_t *e, void *arg)
+{
+	struct loading *l = arg;
+	json_t *copy = json_deep_copy(e);
+	int rc;
+
+	if (copy == NULL)
+		return -1;
+	move_old__after_kill(copy, l->now);
+	rc = move_old__entries_add(l->es, copy);
+	json_decref(copy);
+	return rc;
+}
+
 json_t *
-move_old__state_of(struct step_ctx *c, int64_t now)
+move_old__state_of(struct step_ctx *c, int64_t now, struct move_entries *es,
+    char *err, size_t errlen)
 {
 	json_t *s = c->state != NULL ? json_deep_copy(c->state) : NULL;
+	struct loading l = { es, now };
 
+	memset(es, 0, sizeof(*es));
 	if (s == NULL || !json_is_array(json_object_get(s, "queues"))) {
 		json_decref(s);
 		s = json_pack("{s:b,s:I,s:I,s:[]}", "ok", 0, "pass", (json_int_t)1,
 		    "pass_started_ms", (json_int_t)now, "queues");
+	} else if (step_state_each(c, "queues", load_entry, &l, err, errlen) != 0) {
+		json_decref(s);
+		move_old__entries_free(es);
+		return NULL;
+	}
+	/* The entries live in ES while the run goes on; the state's list is
+	 * where the store puts them back. */
+	if (s != NULL)
+		json_object_set_new(s, "queues", json_array());
+	if (s == NULL || move_old__entries_index(es) != 0) {
+		json_decref(s);
+		move_old__entries_free(es);
+		errbuf_set(err, errlen, "reading the step's last result: out of memory");
+		return NULL;
 	}
 	move_old__set_int(s, "stragglers_until_ms", (c->flip_ms > 0 ? c->flip_ms : now) +
 	    c->plan->move_old.stragglers_ms);

@@ -96,6 +96,10 @@ struct step_rows {
  * the temporary file could not be made or written). */
 int step_rows_add(struct step_rows *rows, const json_t *element);
 
+/* The same of an element already written as TEXT (compact JSON), under
+ * NAME (NULL or "": "(none)"). */
+int step_rows_add_text(struct step_rows *rows, const char *name, const char *text);
+
 /* store_entry_fn over a struct step_rows (ARG): row I read back from its
  * file into its buffer, valid until the next call. Returns 0, or -1 with
  * errno. */
@@ -133,9 +137,9 @@ void step_rows_clear(struct step_rows *rows);
 	                            * bytes, its entry here 40), or NULL */ \
 	const json_t *moved;       /* borrowed: move_old's result, or NULL */ \
 	const struct old_measured *measured_queues; /* borrowed: the table \
-	                            * of C->measured's queues (move_old's, \
-	                            * the watch's and remove_old's prepare \
-	                            * leave "queues" out of C->measured and \
+	                            * of C->measured's queues (the watch's \
+	                            * and remove_old's prepare leave \
+	                            * "queues" out of C->measured and \
 	                            * C->moved: step_old_inputs), or NULL */ \
 	const struct old_moved *moved_queues; /* borrowed: likewise \
 	                            * C->moved's, for remove_old, or NULL */ \
@@ -150,11 +154,11 @@ void step_rows_clear(struct step_rows *rows);
 	const json_t *state;       /* borrowed: this step's last persisted result \
 	                            * when it is resumed or continued, else NULL */ \
 	const char *state_text;    /* borrowed: C->state's text as stored, when \
-	                            * its kind reads its "entries" apart \
-	                            * (step_state_each; C->state has them \
-	                            * empty then), else NULL */ \
+	                            * its kind reads its long list ("queues" \
+	                            * or "entries") apart (step_state_each; \
+	                            * C->state has it empty then), else NULL */ \
 	int state_idx;             /* with STATE_TEXT: the step whose rows \
-	                            * in C->store hold the rest of "entries" \
+	                            * in C->store hold the rest of that list \
 	                            * (store_step_get_apart left them out) */ \
 	bool again;                /* out: set by a step that returned 0 and must \
 	                            * be run again (the watch, until its \
@@ -344,9 +348,9 @@ struct step_inputs step_inputs_of_store(struct step_store_inputs *src);
  * cannot say. */
 int64_t step_input_ended(struct step_inputs *in, enum plan_step_kind kind);
 
-/* What move_old, the watch and remove_old read of measure_horizon's and
- * move_old's results, from IN a part at a time, kept in C (C->kept) across
- * runs until either step ends anew: C->measured and C->moved without their "queues",
+/* What the watch and remove_old read of measure_horizon's and move_old's
+ * results, from IN a part at a time, kept in C (C->kept) across runs until
+ * either step ends anew: C->measured and C->moved without their "queues",
  * C->measured_queues their table and, when WITH_MOVED, C->moved_queues
  * move_old's. Returns 0, or -1 with ERR (out of memory, the store could
  * not be read, a result does not parse). */

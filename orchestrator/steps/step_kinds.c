@@ -39,7 +39,7 @@ step_state_load(enum plan_step_kind kind, const char *text)
 	/* The entries' tree would be most of the run's memory. */
 	if ((rest = strdup(text)) == NULL)
 		return NULL;
-	store_json_empty(rest, "entries");
+	(void)store_json_empty_rows(rest);
 	j = json_loads(rest, 0, NULL);
 	free(rest);
 	return j;

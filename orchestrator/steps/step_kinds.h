@@ -24,17 +24,20 @@
 						 * ladder: it takes away the old
 						 * path a rollback would send
 						 * them back to (remove_old) */
-#define STEP_KIND_STATE_ENTRIES		0x10	/* its last result's "entries",
-						 * an entry per old queue, are
-						 * read a part at a time
-						 * (step_state_each): its state's
-						 * tree has them empty
-						 * (remove_old) */
+#define STEP_KIND_STATE_ENTRIES		0x10	/* its last result's long
+						 * list, an entry per old
+						 * queue, is read a part at a
+						 * time (step_state_each): its
+						 * state's tree has it empty
+						 * (move_old's "queues", the
+						 * watch's and remove_old's
+						 * "entries") */
 #define STEP_KIND_RESULT_ROWS		0x20	/* its result's long list (an
 						 * entry per old queue) is
 						 * handed over and stored a row
 						 * each (ctx.rows_wanted):
-						 * measure_horizon's "queues",
+						 * measure_horizon's and
+						 * move_old's "queues",
 						 * remove_old's "entries" */
 
 struct step_kind {
@@ -50,10 +53,11 @@ struct step_kind {
 const struct step_kind *step_kind_of(enum plan_step_kind kind);
 
 /* A step of KIND's last result TEXT as the tree it runs from (C->state):
- * whole, or, for a kind that reads its "entries" apart
- * (STEP_KIND_STATE_ENTRIES), with them empty (the step reads them from
- * TEXT, which the caller hands it as C->state_text: step_state_each). A
- * new reference, NULL when TEXT does not parse. */
+ * whole, or, for a kind that reads its long list apart
+ * (STEP_KIND_STATE_ENTRIES: the list its rows are kept in), with that
+ * list empty (the step reads it from TEXT, which the caller hands it as
+ * C->state_text: step_state_each). A new reference, NULL when TEXT does
+ * not parse. */
 json_t *step_state_load(enum plan_step_kind kind, const char *text);
 
 #endif

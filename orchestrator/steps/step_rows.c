@@ -40,13 +40,10 @@ rows_open(struct step_rows *rows)
 }
 
 int
-step_rows_add(struct step_rows *rows, const json_t *element)
+step_rows_add_text(struct step_rows *rows, const char *name, const char *text)
 {
-	const char *name = json_string_value(json_object_get(element, "name"));
 	uint64_t *at;
 	size_t cap, tlen, nlen;
-	char *text;
-	int rc = -1;
 
 	/* The row is keyed by its place; its name is for a reader of the
 	 * table, and one without is kept as the whole result kept it. */
@@ -56,32 +53,42 @@ step_rows_add(struct step_rows *rows, const json_t *element)
 		return -1;
 	if (rows->n == rows->cap) {
 		cap = rows->cap ? 2 * rows->cap : 64;
-		if ((at = realloc(rows->at, cap * sizeof(*at))) == NULL)
-			goto nomem;
+		if ((at = realloc(rows->at, cap * sizeof(*at))) == NULL) {
+			snprintf(rows->err, sizeof(rows->err), "out of memory");
+			return -1;
+		}
 		rows->at = at;
 		rows->cap = cap;
 	}
-	if ((text = json_dumps(element, JSON_COMPACT | JSON_PRESERVE_ORDER |
-	    JSON_ENCODE_ANY)) == NULL)
-		goto nomem;
 	tlen = strlen(text) + 1;
 	nlen = strlen(name) + 1;
 	if (fwrite(text, 1, tlen, rows->f) != tlen ||
 	    fwrite(name, 1, nlen, rows->f) != nlen) {
 		snprintf(rows->err, sizeof(rows->err), "cannot write the result's rows "
 		    "to their temporary file: %s", strerror(errno));
-		goto done;
+		return -1;
 	}
 	rows->at[rows->n++] = rows->end;
 	rows->end += tlen + nlen;
 	rows->unflushed = true;
-	rc = 0;
-done:
+	return 0;
+}
+
+int
+step_rows_add(struct step_rows *rows, const json_t *element)
+{
+	char *text = json_dumps(element, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_ENCODE_ANY);
+	int rc;
+
+	if (text == NULL) {
+		snprintf(rows->err, sizeof(rows->err), "out of memory");
+		return -1;
+	}
+	rc = step_rows_add_text(rows, json_string_value(json_object_get(element, "name")),
+	    text);
 	free(text);
 	return rc;
-nomem:
-	snprintf(rows->err, sizeof(rows->err), "out of memory");
-	return -1;
 }
 
 int
