@@ -345,6 +345,17 @@ const char *store_json_empty_rows(char *text);
 int store_step_get_apart(struct store *s, int64_t plan_id, int idx,
     struct store_step *out, char *err, size_t errlen);
 
+/* How many rows the store keeps for step IDX of plan PLAN_ID's result
+ * list (*N) and the bytes of their texts (*BYTES), without reading them.
+ * Returns 0, or -1 with ERR. */
+int store_step_rows_size(struct store *s, int64_t plan_id, int idx, int64_t *n,
+    int64_t *bytes, char *err, size_t errlen);
+
+/* The member of result TEXT (as store_step_get_apart reads it) its rows
+ * go in: its "queues" or "entries", the first it has at the top level;
+ * NULL when it has neither (or TEXT is NULL). */
+const char *store_json_rows_member(const char *text);
+
 /* Hands FN each row kept for step IDX of plan PLAN_ID's result list, in
  * its order, parsed one at a time (none: FN is not called). Returns 0, what
  * FN returned when not 0, or -1 with ERR (*BAD set when a row does not

@@ -494,6 +494,43 @@ store_step_get_apart(struct store *s, int64_t plan_id, int idx, struct store_ste
 	return step_by_idx(s, plan_id, idx, true, what, out, err, errlen);
 }
 
+/* store__read_one's FN for store_step_rows_size: the count and the bytes
+ * into the two int64_t at ARG. */
+static int
+rows_size(sqlite3_stmt *st, void *arg)
+{
+	int64_t *v = arg;
+
+	v[0] = sqlite3_column_int64(st, 0);
+	v[1] = sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+int
+store_step_rows_size(struct store *s, int64_t plan_id, int idx, int64_t *n,
+    int64_t *bytes, char *err, size_t errlen)
+{
+	int64_t v[2] = { 0, 0 };
+	char what[80];
+	int r;
+
+	step_what(what, sizeof(what), "counting the result rows of", idx, plan_id);
+	r = store__read_one(s, what, rows_size, v, err, errlen,
+	    "SELECT count(*), coalesce(sum(length(entry_json)), 0) FROM step_entries"
+	    " WHERE plan_id = ?1 AND step_idx = ?2", "Ii", plan_id, idx);
+	*n = v[0];
+	*bytes = v[1];
+	return r == 0 ? 0 : -1;
+}
+
+const char *
+store_json_rows_member(const char *text)
+{
+	size_t at, end;
+
+	return text != NULL ? row_member(text, &at, &end) : NULL;
+}
+
 /* What rows_each hands store__read: the reader and how it went. */
 struct rows_each {
 	store_each_fn fn;

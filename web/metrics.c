@@ -212,8 +212,10 @@ load(struct store *s, struct plan_m *pm, char *err, size_t errlen)
 	struct store_step st;
 	int r;
 
+	/* Each result as written, without the rows of its long list (no
+	 * metric reads one). */
 	for (int i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, pm->p.id, i, &st, err, errlen)) ==
+		if ((r = store_step_get_apart(s, pm->p.id, i, &st, err, errlen)) ==
 		    STORE_NOT_FOUND)
 			break;
 		if (r != 0)

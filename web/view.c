@@ -240,8 +240,43 @@ step_shows(const char *kind)
 	return a;
 }
 
+/* Reads step IDX of plan ID into ST for the plan document: apart from
+ * the rows of its long list when the document would leave that list out
+ * anyway (*NROWS of them, in its member *MEMBER), else whole. At 100,000
+ * old queues, joining the rows is tens of megabytes of text for every
+ * reader of the document. Returns store_step_get's codes. */
+static int
+step_read(struct store *s, int64_t id, int idx, struct store_step *st,
+    const char **member, int64_t *nrows, char *err, size_t errlen)
+{
+	int64_t n = 0, bytes = 0;
+	int r;
+
+	*nrows = 0;
+	if ((r = store_step_get_apart(s, id, idx, st, err, errlen)) != 0)
+		return r;
+	/* Without the member its rows go in, it keeps none; without rows,
+	 * the text is the whole result. */
+	if ((*member = store_json_rows_member(st->result_json)) == NULL)
+		return 0;
+	if (store_step_rows_size(s, id, idx, &n, &bytes, err, errlen) != 0) {
+		store_step_clear(st);
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	if (VIEW_ROWS_APART(n, bytes, (int64_t)strlen(st->result_json))) {
+		*nrows = n;
+		return 0;
+	}
+	store_step_clear(st);
+	return store_step_get(s, id, idx, st, err, errlen);
+}
+
+/* Step ST as the plan document carries it; its list MEMBER was left in
+ * the store's NROWS rows (0: none left out, step_read). */
 static json_t *
-step_object(const struct store_step *st)
+step_object(const struct store_step *st, const char *member, int64_t nrows)
 {
 	json_t *o = json_object(), *shows, *brief, *elided;
 
@@ -252,7 +287,10 @@ step_object(const struct store_step *st)
 	json_object_set_new(o, "gate_state", json_null());
 	json_object_set_new(o, "started_ms", ms_or_null(st->started_ms));
 	json_object_set_new(o, "ended_ms", ms_or_null(st->ended_ms));
-	view_result_brief(st->result_json, &brief, &elided);
+	if (nrows > 0)
+		view_result_brief_apart(st->result_json, member, nrows, &brief, &elided);
+	else
+		view_result_brief(st->result_json, &brief, &elided);
 	json_object_set_new(o, "result", brief != NULL ? brief : parsed(st->result_json));
 	if (elided != NULL) {
 		char url[96];
@@ -329,6 +367,8 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	struct store_step st;
 	struct decisions d;
 	json_t *doc = NULL, *steps = NULL, *alerts = NULL, *cur = NULL, *deliveries = NULL;
+	const char *member = NULL;
+	int64_t nrows;
 	int r, rc = -1;
 	size_t i;
 
@@ -338,12 +378,12 @@ view_plan(struct store *s, int64_t id, json_t **out, char *err, size_t errlen)
 	if ((steps = json_array()) == NULL || (alerts = json_array()) == NULL)
 		goto nomem;
 	for (i = 0; i < STEPS_MAX; i++) {
-		if ((r = store_step_get(s, id, (int)i, &st, err, errlen)) ==
+		if ((r = step_read(s, id, (int)i, &st, &member, &nrows, err, errlen)) ==
 		    STORE_NOT_FOUND)
 			break;
 		if (r != 0)
 			goto done;
-		json_array_append_new(steps, step_object(&st));
+		json_array_append_new(steps, step_object(&st, member, nrows));
 		store_step_clear(&st);
 	}
 	d.steps = steps;

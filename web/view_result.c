@@ -5,6 +5,7 @@
  * which are cut from the JSON text before it is parsed (parsing them is
  * what costs serve its memory), each named with its length, for the
  * step's own route (GET /api/plans/{plan}/steps/{step}/result) to serve. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,14 +136,15 @@ cut_object(struct cut *c, const char *ptr, int levels)
 	emit(c, "}", 1);
 }
 
-void
-view_result_brief(const char *text, json_t **result, json_t **elided)
+/* view_result_brief's cut, of a TEXT of any length when FORCE. */
+static void
+brief(const char *text, bool force, json_t **result, json_t **elided)
 {
 	struct cut c = { text, text != NULL ? strlen(text) : 0, 0, NULL, 0, NULL, 0 };
 
 	*result = NULL;
 	*elided = NULL;
-	if (c.n <= VIEW_RESULT_INLINE)
+	if (c.n <= VIEW_RESULT_INLINE && !force)
 		return;
 	ws(&c);
 	if (c.i >= c.n || text[c.i] != '{' || (c.out = malloc(c.n + 8)) == NULL ||
@@ -159,4 +161,26 @@ view_result_brief(const char *text, json_t **result, json_t **elided)
 done:
 	free(c.out);
 	json_decref(c.elided);
+}
+
+void
+view_result_brief(const char *text, json_t **result, json_t **elided)
+{
+	brief(text, false, result, elided);
+}
+
+void
+view_result_brief_apart(const char *text, const char *member, int64_t nrows,
+    json_t **result, json_t **elided)
+{
+	char p[VIEW_POINTER_MAX];
+
+	brief(text, true, result, elided);
+	if (*result == NULL && (*result = json_loads(text, 0, NULL)) == NULL)
+		return;
+	if (*elided == NULL)
+		*elided = json_array();
+	snprintf(p, sizeof(p), "/%s", member);
+	json_array_append_new(*elided, json_pack("{s:s,s:I}", "pointer", p, "count",
+	    (json_int_t)nrows));
 }

@@ -3,6 +3,8 @@
 #ifndef CUTOVER_VIEW_RESULT_H
 #define CUTOVER_VIEW_RESULT_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #define VIEW_RESULT_INLINE	65536	/* bytes of result the plan carries whole */
@@ -17,5 +19,19 @@
  * Leaves both NULL when the result is short, has no such list, or is not
  * a JSON object: the caller then carries it whole. */
 void view_result_brief(const char *text, json_t **result, json_t **elided);
+
+/* The same of a result read apart from its rows (store_step_get_apart):
+ * TEXT as written, its list MEMBER kept as NROWS rows, which the whole
+ * result would carry; its other long lists are cut whatever TEXT's length,
+ * and MEMBER is named in *ELIDED with NROWS. *RESULT NULL when TEXT does
+ * not parse. */
+void view_result_brief_apart(const char *text, const char *member, int64_t nrows,
+    json_t **result, json_t **elided);
+
+/* Whether a result read apart with NROWS rows of NBYTES in all, its own
+ * text TEXTLEN long, is one the plan document carries without them (else
+ * it is read whole): view_result_brief would cut that list. */
+#define VIEW_ROWS_APART(nrows, nbytes, textlen) \
+	((nrows) > VIEW_LIST_INLINE && (textlen) + (nbytes) + (nrows) > VIEW_RESULT_INLINE)
 
 #endif

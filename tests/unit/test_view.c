@@ -235,6 +235,49 @@ test_large_result_without_long_lists(void **state)
 	store_close(s);
 }
 
+/* A result whose long list the store keeps as rows (move_old's "queues"
+ * while it runs, or measure_horizon's): the plan document leaves the rows
+ * in the store when it would cut the list anyway, and names the list
+ * with their number; a list of a few rows is carried whole, joined. */
+static void
+test_rows_left_in_the_store(void **state)
+{
+	struct store_entry v[3000];
+	char names[3000][32], texts[3000][96], err[512];
+	json_t *doc = NULL, *st, *res;
+	struct store *s;
+	int64_t id;
+
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		snprintf(names[i], sizeof(names[i]), "old.delay.%dms", 1000 + i);
+		snprintf(texts[i], sizeof(texts[i]), "{\"name\":\"%s\",\"moved\":%d,"
+		    "\"pass_done\":1}", names[i], i);
+		v[i] = (struct store_entry){ .name = names[i], .ord = i, .json = texts[i] };
+	}
+	s = with_plan(&id);
+	assert_int_equal(store_step_save_entries(s, id, 0, "{\"ok\":false,\"pass\":1,"
+	    "\"queues\":[],\"counts\":{\"moved\":7}}", v, 3000, err, sizeof(err)), 0);
+	assert_int_equal(store_step_save_entries(s, id, 1, "{\"queues\":[],\"n\":3}",
+	    v, 3, err, sizeof(err)), 0);
+	assert_int_equal(view_plan(s, id, &doc, err, sizeof(err)), 0);
+	st = json_array_get(json_object_get(doc, "steps"), 0);
+	res = json_object_get(st, "result");
+	assert_int_equal(json_array_size(json_object_get(res, "queues")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "counts"),
+	    "moved")), 7);
+	assert_int_equal(elided_count(st, "/queues"), 3000);
+	assert_non_null(json_object_get(st, "result_url"));
+	st = json_array_get(json_object_get(doc, "steps"), 1);
+	assert_null(json_object_get(st, "result_elided"));
+	res = json_object_get(st, "result");
+	assert_int_equal(json_array_size(json_object_get(res, "queues")), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(res, "queues"), 2), "name")), "old.delay.1002ms");
+	json_decref(doc);
+	store_close(s);
+}
+
 /* The count of NOTIFIER in DOC's deliveries: pending, delivered, failed,
  * into N (all -1 when it is not counted). */
 static void
@@ -704,6 +747,7 @@ main(void)
 		cmocka_unit_test(test_flip_will_do),
 		cmocka_unit_test(test_name_held_until_archived),
 		cmocka_unit_test(test_large_result_without_long_lists),
+		cmocka_unit_test(test_rows_left_in_the_store),
 		cmocka_unit_test(test_deliveries_counted),
 		cmocka_unit_test(test_move_progress_in_metrics),
 		cmocka_unit_test(test_move_result_rows_shown_as_whole),
