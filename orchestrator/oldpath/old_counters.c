@@ -157,20 +157,33 @@ old_counters_from_sample(const json_t *last, struct old_counters *o, char *err,
 	return 0;
 }
 
+bool
+old_last_in_entries(const json_t *last)
+{
+	const char *in = json_string_value(json_object_get(last, "queues_in"));
+
+	return in != NULL && strcmp(in, OLD_LAST_IN_ENTRIES) == 0;
+}
+
 int
 old_counters_from_watch(const json_t *watched, struct old_counters *o, char *err,
     size_t errlen)
 {
 	const json_t *last = json_object_get(watched, "old_last");
+	const json_t *list = old_last_in_entries(last) ?
+	    json_object_get(watched, "entries") : json_object_get(last, "queues");
 
 	memset(o, 0, sizeof(*o));
-	if (!json_is_array(json_object_get(last, "queues"))) {
+	if (!json_is_array(list)) {
 		snprintf(err, errlen, "the watch's state has no last sample of the old "
 		    "queues (\"old_last\"): it has not ended, or an older version ran it");
 		return -1;
 	}
-	if (old_counters_from_sample(last, o, err, errlen) != 0)
+	if (from_array(list, int_or(json_object_get(last, "at_ms"), 0), o, err,
+	    errlen) != 0) {
+		old_counters_free(o);
 		return -1;
+	}
 	/* Written only by the tick that ends the watch, which read every old
 	 * queue with a passive declare (watch.c, tick_status). */
 	o->exact = true;

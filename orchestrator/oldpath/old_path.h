@@ -475,8 +475,19 @@ int old_counters_put(struct old_counters *o, const char *name, int64_t publish,
  * old_counters_add. */
 void old_counters_end(struct old_counters *o);
 
-/* The watch's last sample ("old_last" of its state WATCHED). Returns 0
- * and fills O, or -1 with ERR when the state has none. */
+/* What an ended watch's last sample ("old_last") says in its "queues_in"
+ * when its queues are the result's rows ("entries"), not its own
+ * "queues" (which an earlier version wrote, and a watch whose rows could
+ * not be written still does). */
+#define OLD_LAST_IN_ENTRIES "entries"
+
+/* Whether the watch's last sample LAST keeps its queues in the result's
+ * "entries". */
+bool old_last_in_entries(const json_t *last);
+
+/* The watch's last sample ("old_last" of its state WATCHED, its queues
+ * where old_last_in_entries says). Returns 0 and fills O, or -1 with ERR
+ * when the state has none. */
 int old_counters_from_watch(const json_t *watched, struct old_counters *o,
     char *err, size_t errlen);
 

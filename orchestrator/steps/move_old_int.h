@@ -162,6 +162,8 @@ struct move_entries {
 					 * at the last move_old__entries_index */
 	size_t nby;
 	struct strblocks *names;
+	char *buf;			/* where move_old__entries_put writes */
+	size_t bufcap;
 };
 
 /* Appends entry E (an object; its "name" may be missing) to ES. Returns

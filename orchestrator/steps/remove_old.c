@@ -519,9 +519,10 @@ counter_add(const json_t *e, void *arg)
 
 /* What remove_old keeps of the watch's result, read from IN: its last
  * sample of every old queue ("old_last") as a table (C->watched_last),
- * read an element at a time (at 100,000 old queues the sample's tree
- * would be some 45 MB), and the rest (the last entry, the members that
- * joined) as a tree, the sample's list and the watch's rows left out.
+ * its queues the ended watch's rows, read an element at a time (at
+ * 100,000 old queues the sample's tree would be some 45 MB), or the
+ * state's own "queues" as an earlier version wrote them; and the rest
+ * (the last entry, the members that joined) as a tree, without them.
  * When that read fails, the whole result's tree, as step_input gives it
  * (rm_baseline then reads the sample from it, or says what it lacks).
  * Returns what C->watched is to be. */
@@ -529,23 +530,31 @@ static const json_t *
 watched_kept(struct step_ctx *c, struct step_inputs *in)
 {
 	struct old_counters *o = calloc(1, sizeof(*o));
-	const json_t *rest = NULL, *last;
+	const json_t *rest = NULL, *last, *e;
+	json_t *queues;
+	size_t i;
 
 	if (o == NULL)
 		return step_input(in, PLAN_STEP_WATCH);
 	/* Kept across runs (step_old_inputs), it outlives the counters. */
 	o->names_from = c->measured_queues;
-	if (step_input_apart(in, PLAN_STEP_WATCH, "old_last.queues", counter_add, o,
-	    &rest) != 0) {
-		old_counters_free(o);
-		free(o);
-		return step_input(in, PLAN_STEP_WATCH);
-	}
+	if (step_input_apart(in, PLAN_STEP_WATCH, "entries", counter_add, o,
+	    &rest) != 0)
+		goto whole;
 	last = json_object_get(rest, "old_last");
-	if (!json_is_array(json_object_get(last, "queues"))) {
+	if (!old_last_in_entries(last)) {
+		/* The rows were a running watch's counters, or none: the sample
+		 * is the state's own list, as an earlier version wrote it. */
 		old_counters_free(o);
-		free(o);
-		return rest;
+		o->names_from = c->measured_queues;
+		if (!json_is_array(queues = json_object_get(last, "queues"))) {
+			free(o);
+			return rest;
+		}
+		json_array_foreach(queues, i, e)
+			if (counter_add(e, o) != 0)
+				goto whole;
+		json_array_clear(queues);
 	}
 	o->at_ms = json_integer_value(json_object_get(last, "at_ms"));
 	/* Written only by the tick that ends the watch, which read every old
@@ -554,6 +563,10 @@ watched_kept(struct step_ctx *c, struct step_inputs *in)
 	old_counters_end(o);
 	c->watched_last = o;
 	return rest;
+whole:
+	old_counters_free(o);
+	free(o);
+	return step_input(in, PLAN_STEP_WATCH);
 }
 
 int

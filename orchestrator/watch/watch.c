@@ -425,10 +425,10 @@ step_watch(struct step_ctx *c, json_t **result, char *err, size_t errlen)
 done:
 	c->again = rc == 0 && !done;
 	*result = tick_result(&t, &w, open, status, done, rc, err);
-	/* An ended watch's result has no rows: only a next full pass reads
-	 * them (remove_old reads old_last). */
+	/* An ended watch's rows are its last sample of the old queues,
+	 * which remove_old reads; no next full pass reads counters. */
 	if (done)
-		json_object_set_new(*result, "entries", json_array());
+		watch_old_last_rows(&t, *result);
 	else if (watch_old_rows(&t, *result) != 0) {
 		/* The state stands; the last pass's rows stay, which its count
 		 * (old.seen_n, this pass's) no longer matches: the next full

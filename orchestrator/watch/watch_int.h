@@ -625,6 +625,7 @@ int watch_old_exact(struct tick *t, bool all);
 int watch_old_samples(struct tick *t);
 json_t *watch_old_json(const struct tick *t, const struct wold *o);
 json_t *watch_old_last_json(const struct tick *t);
+void watch_old_last_rows(struct tick *t, json_t *result);
 int watch_old_rows(struct tick *t, json_t *result);
 void watch_old_load(struct wold *o, const json_t *j);
 

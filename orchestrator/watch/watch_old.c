@@ -643,23 +643,57 @@ watch_old_json(const struct tick *t, const struct wold *o)
 	return j;
 }
 
+/* Old queue Q's last reading, an element of the watch's last sample:
+ * {"name", "publish" (message_stats.publish, null when the statistics had
+ * none), "messages" (exact when read so)}. */
+static json_t *
+last_element(const struct oldq *q)
+{
+	return json_pack("{s:s,s:o,s:I}", "name", q->name,
+	    "publish", int_or_null(q->publish, q->publish >= 0),
+	    "messages", (json_int_t)(q->exact >= 0 ? q->exact : q->listed));
+}
+
 /* The last tick's reading of each old queue, which remove_old compares
  * with its own before deleting (the state's "old_last", a new reference):
- * {"at_ms", "queues": [{"name", "publish" (message_stats.publish, null
- * when the statistics had none), "messages" (exact when read so)}]}. */
+ * {"at_ms", "queues_in": "entries"}, its list handed over as the result's
+ * rows by watch_old_last_rows (at 100,000 old queues a tree of it would
+ * cost some 50 MB at the watch's last tick). */
 json_t *
 watch_old_last_json(const struct tick *t)
 {
-	json_t *qs = json_array();
+	return json_pack("{s:I,s:s}", "at_ms", (json_int_t)t->now, "queues_in",
+	    OLD_LAST_IN_ENTRIES);
+}
 
-	for (size_t i = 0; i < t->old.nq; i++) {
-		const struct oldq *q = &t->old.q[i];
+/* The ended watch's rows: an element of its last sample per old queue,
+ * handed over one at a time as the tick's counters are (watch_old_rows),
+ * when RESULT has that sample ("old_last"); else none. When a row cannot
+ * be written (the temporary file's disk full, memory), the sample is put
+ * in "old_last" itself as "queues", which every reader also takes: the
+ * watch still ends, and remove_old still has what it compares with. */
+void
+watch_old_last_rows(struct tick *t, json_t *result)
+{
+	struct step_ctx *c = t->c;
+	json_t *list = json_array(), *last = json_object_get(result, "old_last"), *qs;
 
-		json_array_append_new(qs, json_pack("{s:s,s:o,s:I}", "name", q->name,
-		    "publish", int_or_null(q->publish, q->publish >= 0),
-		    "messages", (json_int_t)(q->exact >= 0 ? q->exact : q->listed)));
-	}
-	return json_pack("{s:I,s:o}", "at_ms", (json_int_t)t->now, "queues", qs);
+	if (json_object_set_new(result, "entries", list) != 0 || !json_is_object(last))
+		return;
+	for (size_t i = 0; i < t->old.nq; i++)
+		if (step_rows_put(c->rows_wanted ? &c->rows : NULL, list,
+		    last_element(&t->old.q[i])) != 0)
+			goto inline_sample;
+	return;
+inline_sample:
+	step_rows_clear(&c->rows);
+	json_array_clear(list);
+	if ((qs = json_array()) == NULL)
+		return;
+	for (size_t i = 0; i < t->old.nq; i++)
+		json_array_append_new(qs, last_element(&t->old.q[i]));
+	json_object_set_new(last, "queues", qs);
+	json_object_del(last, "queues_in");
 }
 
 /* Hands this tick's counters over as the result's rows, an element

@@ -544,7 +544,9 @@ static void
 test_watch_ends_on_a_full_pass(void **state)
 {
 	struct fixture *f = *state;
+	struct store_step st;
 	const json_t *qs, *e;
+	json_t *whole;
 	char err[2048];
 	int64_t until;
 	size_t i;
@@ -568,15 +570,27 @@ test_watch_ends_on_a_full_pass(void **state)
 	assert_true(ijson_int(iwatch_pass_of(f), "light") >= 1);
 	assert_string_equal(pass_why(f), "past the deadline: every old queue is read "
 	    "before the end");
-	qs = json_object_get(iwatch_obj(f->state, "old_last"), "queues");
+	/* The last sample's queues are the ended watch's rows, which the
+	 * result read whole carries back in its entries. */
+	assert_string_equal(json_string_value(json_object_get(iwatch_obj(f->state,
+	    "old_last"), "queues_in")), "entries");
+	assert_null(json_object_get(iwatch_obj(f->state, "old_last"), "queues"));
+	assert_int_equal(store_step_get(f->s, f->plan_id, plan_find_step(f->p,
+	    PLAN_STEP_WATCH), &st, err, sizeof(err)), 0);
+	whole = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_non_null(whole);
+	qs = json_object_get(whole, "entries");
 	assert_int_equal(json_array_size(qs), 2);
 	json_array_foreach(qs, i, e) {
 		assert_true(json_is_integer(json_object_get(e, "publish")));
 		assert_int_equal(ijson_int(e, "publish"), 1);
 		assert_int_equal(ijson_int(e, "messages"), 0);
 	}
-	f->c.watched = f->state;
+	f->c.watched = whole;
 	assert_int_equal(iwatch_remove_old(f, err, sizeof(err)), 0);
+	f->c.watched = NULL;
+	json_decref(whole);
 	for (int k = 0; k < 2; k++)
 		assert_int_equal(broker_queue_inspect(f->c.amqp, f->old[k], NULL, err,
 		    sizeof(err)), BROKER_NOT_FOUND);

@@ -63,6 +63,29 @@ test_find_append_figures(void **state)
 	assert_int_equal(es.v[4].pass_done, 2);
 	assert_true(es.v[4].left_until_ms == 42);
 	assert_non_null(strstr(es.v[4].text, "\"moved\":11"));
+	/* Written back longer than any text before (a reason of 3,000
+	 * characters), then shorter again: each time exactly its text. */
+	{
+		char *why = malloc(3001), *want;
+
+		assert_non_null(why);
+		memset(why, 'x', 3000);
+		why[3000] = '\0';
+		e = move_old__entries_open(&es, 2);
+		json_object_set_new(e, "why", json_string(why));
+		assert_int_equal(move_old__entries_put(&es, 2, e), 0);
+		want = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		assert_string_equal(es.v[2].text, want);
+		free(want);
+		json_object_del(e, "why");
+		assert_int_equal(move_old__entries_put(&es, 2, e), 0);
+		want = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		assert_string_equal(es.v[2].text, want);
+		assert_true(strlen(es.v[2].text) < 100);
+		free(want);
+		json_decref(e);
+		free(why);
+	}
 	/* All of them back, in their order. */
 	all = move_old__entries_array(&es);
 	assert_int_equal(json_array_size(all), 5);

@@ -311,22 +311,61 @@ test_remove_old_reads_moved(void **state)
 	step_ctx_close(&c);
 }
 
+/* Runs remove_old's prepare into C over F's results, whose watch's last
+ * sample is of delay.a (no publish counter, 2 messages) and delay.b (3
+ * publishes, empty), taken at 8000 after a last entry at 7000: the table
+ * it keeps of them is in name order, exact, with its time and each
+ * queue's counters (-1 for none). */
+static void
+prepare_with_sample(struct step_ctx *c, struct fake *f)
+{
+	const struct old_counter *q;
+	json_t *result = NULL;
+	char err[256];
+
+	f->measured = measured_result("delay.c");
+	f->moved = moved_result(0);
+	f->measured_end = 1000;
+	f->moved_end = 2000;
+	step_ctx_begin_run(c, NULL, NULL, 1, NULL);
+	c->inputs = (struct step_inputs){ .result_of = fake_result_of,
+	    .ended_of = fake_ended_of, .arg = f };
+	assert_int_equal(step_remove_old_prepare(c, &c->inputs, &result, err,
+	    sizeof(err)), 0);
+	assert_null(result);
+	assert_int_equal(c->old_last_entry_ms, 7000);
+	assert_non_null(c->watched_last);
+	assert_int_equal(c->watched_last->n, 2);
+	assert_int_equal(c->watched_last->at_ms, 8000);
+	assert_true(c->watched_last->exact);
+	assert_string_equal(c->watched_last->v[0].name, "delay.a");
+	q = old_counters_find(c->watched_last, "delay.a");
+	assert_int_equal(q->publish, -1);
+	assert_int_equal(q->messages, 2);
+	q = old_counters_find(c->watched_last, "delay.b");
+	assert_int_equal(q->publish, 3);
+	assert_int_equal(q->messages, 0);
+}
+
+/* Ends what prepare_with_sample began. */
+static void
+prepared_end(struct step_ctx *c, struct fake *f)
+{
+	step_ctx_end_run(c);
+	json_decref(f->measured);
+	json_decref(f->moved);
+	json_decref(f->watch);
+	step_ctx_close(c);
+}
+
 /* remove_old's prepare reads the watch's last sample ("old_last") into a
- * table, in name order, exact, with its time and each queue's counters
- * (-1 for none), and keeps of the watch's result the rest without the
- * sample's list: the last entry and the members that joined. */
+ * table, and keeps of the watch's result the rest without the sample's
+ * list: the last entry and the members that joined. */
 static void
 test_remove_old_reads_watch_sample(void **state)
 {
 	struct step_ctx c = { 0 };
-	struct fake f = {
-		.measured = measured_result("delay.c"),
-		.moved = moved_result(0),
-		.measured_end = 1000, .moved_end = 2000,
-	};
-	const struct old_counter *q;
-	json_t *result = NULL;
-	char err[256];
+	struct fake f = { 0 };
 
 	(void)state;
 	f.watch = json_pack("{s:b,s:I,s:{s:{s:I}},s:{s:I,s:[{s:s,s:i,s:i},"
@@ -336,24 +375,7 @@ test_remove_old_reads_watch_sample(void **state)
 	    "name", "delay.b", "publish", 3, "messages", 0,
 	    "name", "delay.a", "publish", "messages", 2,
 	    "messages", 1);
-	step_ctx_begin_run(&c, NULL, NULL, 1, NULL);
-	c.inputs = (struct step_inputs){ .result_of = fake_result_of,
-	    .ended_of = fake_ended_of, .arg = &f };
-	assert_int_equal(step_remove_old_prepare(&c, &c.inputs, &result, err,
-	    sizeof(err)), 0);
-	assert_null(result);
-	assert_int_equal(c.old_last_entry_ms, 7000);
-	assert_non_null(c.watched_last);
-	assert_int_equal(c.watched_last->n, 2);
-	assert_int_equal(c.watched_last->at_ms, 8000);
-	assert_true(c.watched_last->exact);
-	assert_string_equal(c.watched_last->v[0].name, "delay.a");
-	q = old_counters_find(c.watched_last, "delay.a");
-	assert_int_equal(q->publish, -1);
-	assert_int_equal(q->messages, 2);
-	q = old_counters_find(c.watched_last, "delay.b");
-	assert_int_equal(q->publish, 3);
-	assert_int_equal(q->messages, 0);
+	prepare_with_sample(&c, &f);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(c.watched,
 	    "old_last"), "queues")), 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(
@@ -361,11 +383,28 @@ test_remove_old_reads_watch_sample(void **state)
 	/* The watch's own result is as it was: the rest is a copy. */
 	assert_int_equal(json_array_size(json_object_get(json_object_get(f.watch,
 	    "old_last"), "queues")), 3);
-	step_ctx_end_run(&c);
-	json_decref(f.measured);
-	json_decref(f.moved);
-	json_decref(f.watch);
-	step_ctx_close(&c);
+	prepared_end(&c, &f);
+}
+
+/* An ended watch hands its last sample over as its rows ("entries"),
+ * "old_last" saying so: remove_old's prepare reads the table from them
+ * as it does from the sample's own list, and keeps the rest without
+ * them. */
+static void
+test_remove_old_reads_watch_rows(void **state)
+{
+	struct step_ctx c = { 0 };
+	struct fake f = { 0 };
+
+	(void)state;
+	f.watch = json_pack("{s:b,s:I,s:{s:I,s:s},s:[{s:s,s:i,s:i},{s:s,s:n,s:i}]}",
+	    "ok", 1, "last_old_entry_ms", (json_int_t)7000,
+	    "old_last", "at_ms", (json_int_t)8000, "queues_in", "entries",
+	    "entries", "name", "delay.b", "publish", 3, "messages", 0,
+	    "name", "delay.a", "publish", "messages", 2);
+	prepare_with_sample(&c, &f);
+	assert_int_equal(json_array_size(json_object_get(c.watched, "entries")), 0);
+	prepared_end(&c, &f);
 }
 
 int
@@ -378,6 +417,7 @@ main(void)
 		cmocka_unit_test(test_kept_across_ticks),
 		cmocka_unit_test(test_remove_old_reads_moved),
 		cmocka_unit_test(test_remove_old_reads_watch_sample),
+		cmocka_unit_test(test_remove_old_reads_watch_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
