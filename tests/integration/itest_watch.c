@@ -655,6 +655,22 @@ iwatch_seen(struct fixture *f, const char *name)
 	return sf.publish;
 }
 
+json_t *
+iwatch_result_whole(struct fixture *f)
+{
+	struct store_step st;
+	char err[512];
+	json_t *j;
+
+	if (store_step_get(f->s, f->plan_id, plan_find_step(f->p, PLAN_STEP_WATCH),
+	    &st, err, sizeof(err)) != 0)
+		fail_msg("reading the watch's result: %s", err);
+	j = json_loads(st.result_json, 0, NULL);
+	store_step_clear(&st);
+	assert_non_null(j);
+	return j;
+}
+
 int
 iwatch_main(const struct CMUnitTest *tests, size_t n, int argc, char **argv)
 {

@@ -217,6 +217,11 @@ int iwatch_rows(struct fixture *f, char *out, size_t outlen);
  * or NULL when no row names it. */
 json_t *iwatch_seen(struct fixture *f, const char *name);
 
+/* The watch step's result as the store gives it whole, its rows in its
+ * "entries" (an ended watch's: its last sample of the old queues), as
+ * remove_old reads it (a new reference). */
+json_t *iwatch_result_whole(struct fixture *f);
+
 /* Old queue NAME's message_stats.publish by the management API, -1 when
  * it shows none. */
 int64_t iwatch_api_publishes(struct fixture *f, const char *name);

@@ -544,7 +544,6 @@ static void
 test_watch_ends_on_a_full_pass(void **state)
 {
 	struct fixture *f = *state;
-	struct store_step st;
 	const json_t *qs, *e;
 	json_t *whole;
 	char err[2048];
@@ -575,11 +574,7 @@ test_watch_ends_on_a_full_pass(void **state)
 	assert_string_equal(json_string_value(json_object_get(iwatch_obj(f->state,
 	    "old_last"), "queues_in")), "entries");
 	assert_null(json_object_get(iwatch_obj(f->state, "old_last"), "queues"));
-	assert_int_equal(store_step_get(f->s, f->plan_id, plan_find_step(f->p,
-	    PLAN_STEP_WATCH), &st, err, sizeof(err)), 0);
-	whole = json_loads(st.result_json, 0, NULL);
-	store_step_clear(&st);
-	assert_non_null(whole);
+	whole = iwatch_result_whole(f);
 	qs = json_object_get(whole, "entries");
 	assert_int_equal(json_array_size(qs), 2);
 	json_array_foreach(qs, i, e) {

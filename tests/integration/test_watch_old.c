@@ -125,7 +125,7 @@ test_queue_joining_before_the_flip_is_a_member(void **state)
 {
 	struct fixture *f = *state;
 	char err[2048];
-	json_t *r = NULL;
+	json_t *r = NULL, *whole;
 	const json_t *joined;
 	int64_t joined_ttl = OLD_TTL_MS + 1500;
 
@@ -150,7 +150,8 @@ test_queue_joining_before_the_flip_is_a_member(void **state)
 
 	/* remove_old takes the member as it takes the measured queue. */
 	f->c.measured = f->measured;
-	f->c.watched = f->state;
+	whole = iwatch_result_whole(f);
+	f->c.watched = whole;
 	f->c.old_last_entry_ms = ijson_int(f->state, "last_old_entry_ms");
 	f->c.state = NULL;
 	f->c.now_ms = 0;
@@ -162,6 +163,7 @@ test_queue_joining_before_the_flip_is_a_member(void **state)
 	    sizeof(err)), BROKER_NOT_FOUND);
 	json_decref(r);
 	f->c.watched = NULL;
+	json_decref(whole);
 }
 
 /* Past the flip's statistics window, a queue that appears between two
