@@ -3,8 +3,6 @@
 #ifndef CUTOVER_HEAP_H
 #define CUTOVER_HEAP_H
 
-#include <stddef.h>
-
 /* The smallest block malloc maps on its own: 128 KiB, glibc's default
  * before it adapts. */
 #define HEAP_MMAP_MIN	(128 * 1024)
@@ -16,12 +14,5 @@
  * thread's arena and stay there as holes: the process's memory would be
  * the sum of its threads' peaks, not its largest. Call once, first. */
 void heap_bound_maps(void);
-
-/* Gives back the unused tail of an array grown by doubling (*V, N
- * elements of SIZE used of *CAP): a table of 100,000 old queues grown to
- * room for 131,072 holds a quarter of itself unused for as long as it
- * lives. *V may move; when realloc fails it stays as it was. Call once
- * the array is complete, before anything points into it. */
-void heap_fit(void **v, size_t n, size_t *cap, size_t size);
 
 #endif

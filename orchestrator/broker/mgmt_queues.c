@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "mgmt_int.h"
-#include "heap.h"
 #include "strblocks.h"
 
 static int
@@ -124,7 +123,6 @@ nomem:
 static void
 qb_end(struct qbuild *b, struct mgmt_queue_list *out)
 {
-	heap_fit((void **)&b->v, b->n, &b->cap, sizeof(*b->v));
 	if (b->n > 1)
 		qsort(b->v, b->n, sizeof(*b->v), queue_cmp);
 	out->v = b->v;

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "old_path.h"
-#include "heap.h"
 #include "strblocks.h"
 
 static int64_t
@@ -73,7 +72,6 @@ old_counters_add(struct old_counters *o, const json_t *e)
 void
 old_counters_end(struct old_counters *o)
 {
-	heap_fit((void **)&o->v, o->n, &o->cap, sizeof(*o->v));
 	if (o->n > 1)
 		qsort(o->v, o->n, sizeof(*o->v), counter_cmp);
 }

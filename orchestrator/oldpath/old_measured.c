@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "old_path.h"
-#include "heap.h"
 #include "strblocks.h"
 
 /* qsort and bsearch order of both tables' entries: by name, their first
@@ -116,8 +115,6 @@ old_measured_end(struct old_measured *m)
 {
 	size_t at = 0;
 
-	heap_fit((void **)&m->v, m->n, &m->cap, sizeof(*m->v));
-	heap_fit((void **)&m->to, m->nto, &m->capto, sizeof(*m->to));
 	/* The names were appended queue by queue: each one's start is the
 	 * sum of those before, now that the array no longer moves. */
 	for (size_t i = 0; i < m->n && m->to != NULL; i++) {
@@ -195,7 +192,6 @@ old_moved_add(struct old_moved *m, const json_t *e)
 void
 old_moved_end(struct old_moved *m)
 {
-	heap_fit((void **)&m->v, m->n, &m->cap, sizeof(*m->v));
 	if (m->n > 1)
 		qsort(m->v, m->n, sizeof(*m->v), cmp_moved);
 }
