@@ -168,6 +168,7 @@ int
 old_moved_add(struct old_moved *m, const json_t *e)
 {
 	const json_t *name = json_object_get(e, "name");
+	const struct old_measured_queue *mq;
 	struct old_moved_queue *q;
 
 	if (!json_is_string(name))
@@ -183,7 +184,9 @@ old_moved_add(struct old_moved *m, const json_t *e)
 		.left_until_ms = int_or(e, "left_until_ms", -1),
 		.skipped_why = json_object_get(e, "skipped_why") != NULL,
 	};
-	if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL)
+	if ((mq = old_measured_find(m->names_from, json_string_value(name))) != NULL)
+		q->name = mq->name;
+	else if ((q->name = strblocks_put(&m->text, json_string_value(name))) == NULL)
 		return -1;
 	m->n++;
 	return 0;

@@ -202,6 +202,9 @@ struct old_moved {
 	struct old_moved_queue *v;	/* in name order */
 	size_t n, cap;
 	struct strblocks *text;
+	const struct old_measured *names_from; /* set: a name it holds is
+					 * borrowed from it (it outlives the
+					 * table), not copied, NULL: none */
 };
 
 /* As old_measured_read, _add, _end, _find and _free, for move_old's

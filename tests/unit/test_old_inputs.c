@@ -297,6 +297,9 @@ test_remove_old_reads_moved(void **state)
 		assert_int_equal(c.old_last_entry_ms, 5000);
 		assert_non_null(c.moved_queues);
 		assert_int_equal(old_moved_find(c.moved_queues, "delay.a")->left, 2);
+		/* Its names are the measured table's, not copies. */
+		assert_ptr_equal(old_moved_find(c.moved_queues, "delay.a")->name,
+		    old_measured_find(c.measured_queues, "delay.a")->name);
 		assert_int_equal(json_array_size(json_object_get(c.moved, "queues")), 0);
 		assert_int_equal(c.measured_queues->n, 3);
 		step_ctx_end_run(&c);
