@@ -145,10 +145,8 @@ move_old__entries_put(struct move_entries *es, int64_t ord, const json_t *e)
 		if (json_dumpb(e, es->buf, es->bufcap, TEXT_FLAGS) != len)
 			return -1;
 	}
-	/* Written over the old text where it fits: a text allocated and
-	 * another freed per queue, between the trees of its pass, leaves
-	 * holes the next ones do not fit, and the heap grows by some 10 MB
-	 * over a pass of 100,000 queues. */
+	/* Written over the old text where it fits, through one buffer: a
+	 * pass allocates nothing per queue for its entry's text. */
 	if (len > strlen(m->text)) {
 		if ((t = realloc(m->text, len + 1)) == NULL)
 			return -1;
